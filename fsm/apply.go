@@ -1,0 +1,73 @@
+package fsm
+
+import (
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// apply runs one command; one function per command type, as in the files of
+// this package by concern.
+func (a *applier) apply(cmd *dexv1.Command) *Result {
+	switch b := cmd.Body.(type) {
+	case *dexv1.Command_CreateSession:
+		return a.createSession(b.CreateSession)
+	case *dexv1.Command_SendMessage:
+		return a.sendMessage(b.SendMessage)
+	case *dexv1.Command_RegisterWorker:
+		return a.registerWorker(b.RegisterWorker)
+	case *dexv1.Command_BumpEpoch:
+		return a.bumpEpoch(b.BumpEpoch)
+	case *dexv1.Command_StartAttempt:
+		return a.startAttempt(b.StartAttempt)
+	case *dexv1.Command_ClaimAttempt:
+		return a.claimAttempt(b.ClaimAttempt)
+	case *dexv1.Command_CompleteAttempt:
+		return a.completeAttempt(b.CompleteAttempt)
+	case *dexv1.Command_FailAttempt:
+		return a.failAttempt(b.FailAttempt)
+	case *dexv1.Command_ExpireAttempt:
+		return a.expireAttempt(b.ExpireAttempt)
+	case *dexv1.Command_ResolveApproval:
+		return a.resolveApproval(b.ResolveApproval)
+	case *dexv1.Command_AnswerQuestion:
+		return a.answerQuestion(b.AnswerQuestion)
+	case *dexv1.Command_FireTimer:
+		return a.fireTimer(b.FireTimer)
+	case *dexv1.Command_ResumeSession:
+		return a.resumeSession(b.ResumeSession)
+	case *dexv1.Command_RestartSessions:
+		return a.restartSessions(b.RestartSessions)
+	case *dexv1.Command_ResumeErrored:
+		return a.resumeErrored(b.ResumeErrored)
+	case *dexv1.Command_ReconcileOutcome:
+		return a.reconcileOutcome(b.ReconcileOutcome)
+	case *dexv1.Command_EditHistory:
+		return a.editHistory(b.EditHistory)
+	case *dexv1.Command_SetNode:
+		return a.setNode(b.SetNode)
+	case *dexv1.Command_RemoveNode:
+		return a.removeNode(b.RemoveNode)
+	}
+	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
+	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}
+}
+
+func rejected(r *Rejection) *Result { return &Result{Err: r} }
+
+// checkEpoch fences commands proposed by a lease holder: one from an older
+// epoch was proposed by a deposed leader and must change nothing.
+func (a *applier) checkEpoch(epoch uint64) *Rejection {
+	if cur := a.meta().Epoch; epoch != cur {
+		return reject(CodeFailedPrecondition, "stale dispatch epoch %d: the current epoch is %d", epoch, cur)
+	}
+	return nil
+}
+
+func (a *applier) bumpEpoch(c *dexv1.BumpEpoch) *Result {
+	if c.NodeId == "" {
+		return rejected(reject(CodeInvalid, "node id is required"))
+	}
+	m := a.meta()
+	m.Epoch++
+	m.EpochHolder = c.NodeId
+	return &Result{Epoch: m.Epoch}
+}

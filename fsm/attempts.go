@@ -1,0 +1,310 @@
+package fsm
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Names of the logged Worker calls, kept with an attempt so a repeat of the
+// last one is recognised and answered as the first time.
+const (
+	callClaim    = "claim"
+	callComplete = "complete"
+	callFail     = "fail"
+)
+
+// AttemptToken names one attempt of one Step; Workers quote it in every call.
+func AttemptToken(stepID string, n uint32, epoch uint64) string {
+	return fmt.Sprintf("%s#%d@%d", stepID, n, epoch)
+}
+
+func (a *applier) startAttempt(c *dexv1.StartAttempt) *Result {
+	if r := a.checkEpoch(c.Epoch); r != nil {
+		return rejected(r)
+	}
+	if r := validID("worker id", c.WorkerId); r != nil {
+		return rejected(r)
+	}
+	st, r := a.step(c.StepId)
+	if r != nil {
+		return rejected(r)
+	}
+	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+		return rejected(reject(CodeFailedPrecondition, "step %s is not queued (status %s)", st.Id, st.Status))
+	}
+	if want := uint32(len(st.Attempts)) + 1; c.Attempt != want {
+		return rejected(reject(CodeFailedPrecondition, "step %s: next attempt is %d, not %d", st.Id, want, c.Attempt))
+	}
+	if a.now < st.ReadyAtMs {
+		return rejected(reject(CodeFailedPrecondition, "step %s is not ready before %d", st.Id, st.ReadyAtMs))
+	}
+	at := &dexv1.Attempt{
+		N:           c.Attempt,
+		WorkerId:    c.WorkerId,
+		Epoch:       c.Epoch,
+		Token:       AttemptToken(st.Id, c.Attempt, c.Epoch),
+		Status:      dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING,
+		StartedAtMs: a.now,
+	}
+	st.Attempts = append(st.Attempts, at)
+	st.Status = dexv1.StepStatus_STEP_STATUS_RUNNING
+	a.putStep(st)
+	a.emit(st.SessionId, "attempt_started", st.Id, fmt.Sprintf("attempt %d on %s", at.N, at.WorkerId))
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+}
+
+// workerCall checks a Worker's reference to its attempt. It returns replay when
+// the call repeats the last one committed: the caller answers as before and
+// changes nothing.
+func (a *applier) workerCall(ref *dexv1.AttemptRef, call string) (st *dexv1.Step, at *dexv1.Attempt, replay *Result, rej *Rejection) {
+	if ref == nil {
+		return nil, nil, nil, reject(CodeInvalid, "attempt reference is required")
+	}
+	st, rej = a.step(ref.StepId)
+	if rej != nil {
+		return nil, nil, nil, rej
+	}
+	if ref.Attempt == 0 || int(ref.Attempt) > len(st.Attempts) {
+		return nil, nil, nil, reject(CodeNotFound, "step %s has no attempt %d", st.Id, ref.Attempt)
+	}
+	at = st.Attempts[ref.Attempt-1]
+	if ref.Token != at.Token {
+		return nil, nil, nil, reject(CodeFailedPrecondition, "attempt token does not match attempt %d of step %s", ref.Attempt, st.Id)
+	}
+	if ref.Seq == at.LastSeq && ref.Seq > 0 {
+		if at.LastCall != call {
+			return nil, nil, nil, reject(CodeFailedPrecondition, "call %d of attempt %s was a %s, not a %s", ref.Seq, at.Token, at.LastCall, call)
+		}
+		return st, at, &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt), Replayed: true}, nil
+	}
+	if int(ref.Attempt) != len(st.Attempts) {
+		return nil, nil, nil, reject(CodeFailedPrecondition, "attempt %d of step %s was replaced by attempt %d", ref.Attempt, st.Id, len(st.Attempts))
+	}
+	if ref.Seq <= at.LastSeq {
+		return nil, nil, nil, reject(CodeFailedPrecondition, "call %d of attempt %s is older than its last call %d", ref.Seq, at.Token, at.LastSeq)
+	}
+	if ref.Seq > at.LastSeq+1 {
+		return nil, nil, nil, reject(CodeFailedPrecondition, "call %d of attempt %s is ahead of its last call %d", ref.Seq, at.Token, at.LastSeq)
+	}
+	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+		return nil, nil, nil, reject(CodeFailedPrecondition, "attempt %s is no longer running (%s): it was cancelled", at.Token, at.Status)
+	}
+	at.LastSeq = ref.Seq
+	at.LastCall = call
+	return st, at, nil, nil
+}
+
+func (a *applier) claimAttempt(c *dexv1.ClaimAttempt) *Result {
+	st, at, replay, r := a.workerCall(c.Ref, callClaim)
+	if r != nil {
+		return rejected(r)
+	}
+	if replay != nil {
+		return replay
+	}
+	if at.ClaimedAtMs != 0 {
+		return rejected(reject(CodeFailedPrecondition, "attempt %s is already claimed", at.Token))
+	}
+	at.ClaimedAtMs = a.now
+	a.putStep(st)
+	if st.CallId != "" {
+		s, r := a.session(st.SessionId)
+		if r != nil {
+			return rejected(r)
+		}
+		a.markCallRan(s, st.CallId)
+		a.putSession(s)
+	}
+	a.emit(st.SessionId, "attempt_claimed", st.Id, at.Token)
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+}
+
+func (a *applier) completeAttempt(c *dexv1.CompleteAttempt) *Result {
+	st, at, replay, r := a.workerCall(c.Ref, callComplete)
+	if r != nil {
+		return rejected(r)
+	}
+	if replay != nil {
+		return replay
+	}
+	if r := resultFits(st, c); r != nil {
+		return rejected(r)
+	}
+	s, r := a.session(st.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
+	at.EndedAtMs = a.now
+	if st.CallId != "" && writes(st) {
+		a.markCallRan(s, st.CallId) // a write that completed has run, claimed or not
+	}
+	if r := a.stepSucceeded(s, st, c); r != nil {
+		return rejected(r)
+	}
+	a.putSession(s)
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+}
+
+func writes(st *dexv1.Step) bool {
+	return st.Kind == dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL ||
+		(st.Kind == dexv1.StepKind_STEP_KIND_CALL_TOOL && st.Policy.GetAccess() != dexv1.ToolAccess_TOOL_ACCESS_READ)
+}
+
+// resultFits checks that the result is of the kind the Step produces.
+func resultFits(st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+	ok := false
+	switch st.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+		ok = c.GetModelOutput() != nil
+		if ok {
+			return validateOutput(c.GetModelOutput())
+		}
+	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		_, ok = c.Result.(*dexv1.CompleteAttempt_Summary)
+		if ok && c.GetSummary() == "" {
+			return reject(CodeInvalid, "the summary of step %s is empty", st.Id)
+		}
+	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL:
+		ok = c.GetToolResult() != nil
+	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+		ok = c.GetPollResult() != nil
+	}
+	if !ok {
+		return reject(CodeInvalid, "a %s step cannot complete with a %T result", KindName(st.Kind), c.Result)
+	}
+	return nil
+}
+
+func validateOutput(o *dexv1.ModelOutput) *Rejection {
+	seen := map[string]bool{}
+	for _, tc := range o.ToolCalls {
+		if tc.CallId == "" || tc.Tool == "" {
+			return reject(CodeInvalid, "a tool call of the model output has no call id or no tool")
+		}
+		if seen[tc.CallId] {
+			return reject(CodeInvalid, "call id %q appears twice in one model output", tc.CallId)
+		}
+		seen[tc.CallId] = true
+	}
+	return nil
+}
+
+func (a *applier) failAttempt(c *dexv1.FailAttempt) *Result {
+	st, at, replay, r := a.workerCall(c.Ref, callFail)
+	if r != nil {
+		return rejected(r)
+	}
+	if replay != nil {
+		return replay
+	}
+	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED
+	at.ErrorType = c.ErrorType
+	at.Error = c.Error
+	return a.attemptEnded(st, at)
+}
+
+func (a *applier) expireAttempt(c *dexv1.ExpireAttempt) *Result {
+	if r := a.checkEpoch(c.Epoch); r != nil {
+		return rejected(r)
+	}
+	st, r := a.step(c.StepId)
+	if r != nil {
+		return rejected(r)
+	}
+	if c.Attempt == 0 || int(c.Attempt) != len(st.Attempts) {
+		return rejected(reject(CodeFailedPrecondition, "attempt %d is not the current attempt of step %s", c.Attempt, st.Id))
+	}
+	at := st.Attempts[c.Attempt-1]
+	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+		return rejected(reject(CodeFailedPrecondition, "attempt %s already ended (%s)", at.Token, at.Status))
+	}
+	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED
+	at.Error = "the Worker stopped heartbeating"
+	return a.attemptEnded(st, at)
+}
+
+// attemptEnded records a failed or expired attempt's progress and applies the
+// Step's retry policy.
+func (a *applier) attemptEnded(st *dexv1.Step, at *dexv1.Attempt) *Result {
+	s, r := a.session(st.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	at.EndedAtMs = a.now
+	at.Progress = a.progress(s, st)
+	a.emit(st.SessionId, "attempt_failed", st.Id, fmt.Sprintf("attempt %d: %s %s", at.N, at.Progress, at.Error))
+	switch st.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+		a.modelAttemptFailed(s, st, at)
+	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		a.compactionAttemptFailed(s, st, at)
+	default:
+		a.toolAttemptFailed(s, st, at)
+	}
+	a.putSession(s)
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+}
+
+// progress is exact: NOT_STARTED only when no attempt of the Step was ever
+// claimed and the call never ran before (it did not ask the user anything).
+func (a *applier) progress(s *dexv1.Session, st *dexv1.Step) dexv1.AttemptProgress {
+	for _, at := range st.Attempts {
+		if at.ClaimedAtMs != 0 {
+			return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED
+		}
+	}
+	if c := findCall(s, st.CallId); c != nil && c.Ran && st.Kind != dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK {
+		return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED
+	}
+	return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED
+}
+
+// withinWindow: a model Step may start another attempt only inside the window
+// opened by its first attempt.
+func (a *applier) withinWindow(st *dexv1.Step) bool {
+	if len(st.Attempts) == 0 {
+		return true
+	}
+	return a.now-st.Attempts[0].StartedAtMs < ModelAttemptWindow.Milliseconds()
+}
+
+// requeue puts a Step back in the queue for its next attempt after a backoff.
+func (a *applier) requeue(st *dexv1.Step) {
+	st.Status = dexv1.StepStatus_STEP_STATUS_QUEUED
+	st.ReadyAtMs = a.now + retryBackoff(len(st.Attempts))
+	m := a.meta()
+	m.NextQueueSeq++
+	st.QueueSeq = m.NextQueueSeq
+	a.putStep(st)
+	a.emit(st.SessionId, "step_requeued", st.Id, fmt.Sprintf("attempt %d after %d ms", len(st.Attempts)+1, st.ReadyAtMs-a.now))
+}
+
+// finish ends a Step with its outcome.
+func (a *applier) finish(st *dexv1.Step, o dexv1.Outcome, result string, isError bool) {
+	st.Status = dexv1.StepStatus_STEP_STATUS_DONE
+	st.Outcome = o
+	st.Result = result
+	st.IsError = isError
+	st.EndedAtMs = a.now
+	a.putStep(st)
+	a.emit(st.SessionId, "step_"+outcomeName(o), st.Id, "")
+}
+
+func outcomeName(o dexv1.Outcome) string { return OutcomeName(o) }
+
+// OutcomeName is the SPEC's name of an outcome.
+func OutcomeName(o dexv1.Outcome) string {
+	switch o {
+	case dexv1.Outcome_OUTCOME_SUCCEEDED:
+		return "succeeded"
+	case dexv1.Outcome_OUTCOME_FAILED:
+		return "failed"
+	case dexv1.Outcome_OUTCOME_UNKNOWN:
+		return "outcome_unknown"
+	}
+	return ""
+}

@@ -1,0 +1,182 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+func findCall(s *dexv1.Session, callID string) *dexv1.CallState {
+	if s.Turn == nil || callID == "" {
+		return nil
+	}
+	for _, c := range s.Turn.Calls {
+		if c.CallId == callID {
+			return c
+		}
+	}
+	return nil
+}
+
+// markCallRan records that a call's side effect may have happened.
+func (a *applier) markCallRan(s *dexv1.Session, callID string) {
+	c := findCall(s, callID)
+	if c == nil || c.Ran {
+		return
+	}
+	c.Ran = true
+	s.Turn.RanCalls = append(s.Turn.RanCalls, c.CallId)
+}
+
+// startCalls turns the tool calls of a model output into Steps, by policy. The
+// calls of one output run in parallel.
+func (a *applier) startCalls(s *dexv1.Session, calls []*dexv1.ToolCall) {
+	s.Turn.Calls = nil
+	for _, tc := range calls {
+		c := &dexv1.CallState{CallId: tc.CallId, Tool: tc.Tool, Arguments: tc.Arguments}
+		s.Turn.Calls = append(s.Turn.Calls, c)
+	}
+	for _, c := range s.Turn.Calls {
+		a.startCall(s, c)
+	}
+	a.afterCallChange(s)
+}
+
+func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
+	switch c.Tool {
+	case BuiltinAskUser:
+		c.Builtin = BuiltinAskUser
+		c.Phase = dexv1.CallPhase_CALL_PHASE_WAITING
+		c.StepId = a.queueStep(s, &dexv1.Step{
+			Kind: dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+			Status: dexv1.StepStatus_STEP_STATUS_WAITING, Prompt: questionOf(c.Arguments),
+		})
+		return
+	case BuiltinSleep:
+		c.Builtin = BuiltinSleep
+		ms, err := sleepMillis(c.Arguments)
+		if err != nil {
+			a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, "sleep: "+err.Error())
+			return
+		}
+		c.Phase = dexv1.CallPhase_CALL_PHASE_WAITING
+		c.StepId = a.queueStep(s, &dexv1.Step{
+			Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+			Status: dexv1.StepStatus_STEP_STATUS_WAITING, DueAtMs: a.now + ms,
+		})
+		return
+	}
+	spec := a.toolSpec(c.Tool)
+	if spec == nil {
+		a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: unknown tool %q: no Worker registered it", NotRunPrefix, c.Tool))
+		return
+	}
+	c.Policy = spec
+	if spec.Inline {
+		a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: tool %q is inline: its result belongs inside the model output", NotRunPrefix, c.Tool))
+		return
+	}
+	if spec.Access != dexv1.ToolAccess_TOOL_ACCESS_READ {
+		c.IdempotencyKey = IdempotencyKey(s.Id, c.CallId)
+	}
+	if spec.NeedsApproval {
+		c.Phase = dexv1.CallPhase_CALL_PHASE_AWAITING_APPROVAL
+		c.StepId = a.queueStep(s, &dexv1.Step{
+			Kind: dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+			Policy: spec, Status: dexv1.StepStatus_STEP_STATUS_WAITING,
+			Prompt: fmt.Sprintf("run %s(%s)?", c.Tool, c.Arguments),
+		})
+		return
+	}
+	a.queueToolStep(s, c)
+}
+
+// queueToolStep queues the Step that runs (or starts) the tool.
+func (a *applier) queueToolStep(s *dexv1.Session, c *dexv1.CallState) {
+	kind := dexv1.StepKind_STEP_KIND_CALL_TOOL
+	if c.Policy.Access == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
+		kind = dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
+	}
+	c.Phase = dexv1.CallPhase_CALL_PHASE_RUNNING
+	c.StepId = a.queueStep(s, &dexv1.Step{
+		Kind: kind, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments, Policy: c.Policy,
+		IdempotencyKey: c.IdempotencyKey, MaxAttempts: toolAttempts(c.Policy),
+	})
+}
+
+// queuePoll queues the next poll of a long-running task.
+func (a *applier) queuePoll(s *dexv1.Session, c *dexv1.CallState) {
+	c.Phase = dexv1.CallPhase_CALL_PHASE_POLLING
+	c.StepId = a.queueStep(s, &dexv1.Step{
+		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+		Policy: c.Policy, TaskId: c.TaskId, ReadyAtMs: a.now + pollEvery(c.Policy),
+		MaxAttempts: max(toolAttempts(&dexv1.ToolSpec{MaxAttempts: c.Policy.GetMaxAttempts()}), 1),
+	})
+}
+
+// resolveCall gives a call its outcome and records it in the history.
+func (a *applier) resolveCall(s *dexv1.Session, c *dexv1.CallState, o dexv1.Outcome, content string) {
+	c.Phase = dexv1.CallPhase_CALL_PHASE_DONE
+	c.Outcome = o
+	c.Content = content
+	a.appendHistory(s, &dexv1.HistoryEntry{
+		Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+		Outcome: o, Text: content, StepId: c.StepId,
+	})
+	a.emit(s.Id, "call_"+outcomeName(o), c.StepId, c.CallId)
+}
+
+// afterCallChange moves the turn on once every call of the output has an
+// outcome (a tool-result turn), and keeps the session status in step.
+func (a *applier) afterCallChange(s *dexv1.Session) {
+	if s.Turn == nil {
+		return
+	}
+	waiting, busy := false, false
+	for _, c := range s.Turn.Calls {
+		switch c.Phase {
+		case dexv1.CallPhase_CALL_PHASE_DONE:
+		case dexv1.CallPhase_CALL_PHASE_WAITING, dexv1.CallPhase_CALL_PHASE_AWAITING_APPROVAL:
+			waiting = true
+		default:
+			busy = true
+		}
+	}
+	switch {
+	case busy:
+		s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
+	case waiting:
+		s.Status = dexv1.SessionStatus_SESSION_STATUS_WAITING
+	default:
+		s.Turn.Input = dexv1.TurnInput_TURN_INPUT_TOOL_RESULTS
+		a.queueModel(s)
+	}
+}
+
+func questionOf(args string) string {
+	var q struct {
+		Question string `json:"question"`
+	}
+	if json.Unmarshal([]byte(args), &q) == nil && q.Question != "" {
+		return q.Question
+	}
+	return args
+}
+
+const maxSleep = 7 * 24 * 3600 * 1000
+
+func sleepMillis(args string) (int64, error) {
+	var v struct {
+		Seconds *float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal([]byte(args), &v); err != nil || v.Seconds == nil {
+		return 0, fmt.Errorf(`arguments must be {"seconds": N}, got %q`, strings.TrimSpace(args))
+	}
+	ms := int64(*v.Seconds * 1000)
+	if ms < 0 || ms > maxSleep {
+		return 0, fmt.Errorf("seconds must be between 0 and %d", maxSleep/1000)
+	}
+	return ms, nil
+}

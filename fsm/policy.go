@@ -1,0 +1,89 @@
+package fsm
+
+import (
+	"time"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Retry and backoff policy. These are the SPEC's numbers.
+const (
+	// ModelMaxAttempts bounds RunModel and CompactContext attempts of one Step…
+	ModelMaxAttempts = 3
+	// …within this window from the first attempt.
+	ModelAttemptWindow = 30 * time.Minute
+	// DefaultToolAttempts is used for reads and idempotent writes that name none.
+	DefaultToolAttempts = 3
+	// RejectedTurnLimit pauses a session whose turn was rejected this many times.
+	RejectedTurnLimit = 3
+
+	retryBackoffBase  = time.Second
+	retryBackoffCap   = 30 * time.Second
+	resumeBackoffBase = 5 * time.Second
+	resumeBackoffCap  = 5 * time.Minute
+	defaultPollEvery  = time.Second
+)
+
+// NotRunPrefix begins the error of a call that never ran.
+const NotRunPrefix = "the tool did not run, so it is safe to call again"
+
+// Built-in tools handled by the cluster itself.
+const (
+	BuiltinAskUser = "ask_user"
+	BuiltinSleep   = "sleep"
+)
+
+// retryBackoff is the delay before attempt used+1 of a Step.
+func retryBackoff(used int) int64 {
+	return capped(retryBackoffBase, retryBackoffCap, used-1)
+}
+
+// resumeBackoff is the delay before the n-th automatic resume of an errored
+// session in one error-resume episode (n from 0).
+func resumeBackoff(n uint32) int64 {
+	return capped(resumeBackoffBase, resumeBackoffCap, int(n))
+}
+
+func capped(base, limit time.Duration, doublings int) int64 {
+	d := base
+	for i := 0; i < doublings && d < limit; i++ {
+		d *= 2
+	}
+	if d > limit {
+		d = limit
+	}
+	return d.Milliseconds()
+}
+
+// Retryable reports whether a model failure of this type may be retried. A
+// failure with no type (a crash, an expired attempt) is retried.
+func Retryable(t dexv1.ErrorType) bool {
+	switch t {
+	case dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST, dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH:
+		return false
+	}
+	return true
+}
+
+func toolAttempts(p *dexv1.ToolSpec) uint32 {
+	if p.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
+		return 1
+	}
+	if p.GetMaxAttempts() > 0 {
+		return p.GetMaxAttempts()
+	}
+	return DefaultToolAttempts
+}
+
+func pollEvery(p *dexv1.ToolSpec) int64 {
+	if p.GetPollIntervalMs() > 0 {
+		return int64(p.GetPollIntervalMs())
+	}
+	return defaultPollEvery.Milliseconds()
+}
+
+// IdempotencyKey is handed to every attempt of a write: the same key in every
+// attempt, derived from the session and the call id.
+func IdempotencyKey(sessionID, callID string) string {
+	return "dex:" + sessionID + ":" + callID
+}

@@ -1,0 +1,175 @@
+package fsm
+
+import (
+	"fmt"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// retryKeptTurn runs the RunModel of a kept turn once more.
+func (a *applier) retryKeptTurn(s *dexv1.Session) {
+	s.ResumeAtMs = 0
+	s.PauseReason = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED
+	s.PauseMessage = ""
+	a.queueModel(s)
+}
+
+// resumeSession is the operator's resume: a paused or errored session retries
+// its kept turn once; one without a kept turn goes idle and answers its inbox.
+func (a *applier) resumeSession(c *dexv1.ResumeSession) *Result {
+	s, r := a.session(c.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	switch s.Status {
+	case dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+	default:
+		return rejected(reject(CodeFailedPrecondition, "session %s is %s: only a paused or errored session can be resumed", s.Id, StatusName(s.Status)))
+	}
+	a.emit(s.Id, "session_resumed", "", "")
+	if s.Turn != nil {
+		a.retryKeptTurn(s)
+	} else {
+		s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
+		s.PauseReason, s.PauseMessage = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
+		if len(s.Inbox) > 0 {
+			a.startTurn(s)
+		}
+	}
+	a.putSession(s)
+	return &Result{SessionID: s.Id}
+}
+
+// restartSessions is the new leader's recovery: every errored session whose
+// input survived is retried once, at once and with a fresh error-resume
+// backoff. The rejected-turn count is kept; paused sessions are left alone.
+func (a *applier) restartSessions(c *dexv1.RestartSessions) *Result {
+	if r := a.checkEpoch(c.Epoch); r != nil {
+		return rejected(r)
+	}
+	it, err := a.tx.Get(tableSessions, indexStatus, dexv1.SessionStatus_SESSION_STATUS_ERRORED)
+	if err != nil {
+		panic(err)
+	}
+	var ids []string
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if s := raw.(*dexv1.Session); s.Turn != nil {
+			ids = append(ids, s.Id)
+		}
+	}
+	for _, id := range ids { // collected first: the loop writes the table it reads
+		s, _ := a.session(id)
+		s.EpisodeResumes = 0
+		a.emit(s.Id, "session_restarted", "", fmt.Sprintf("epoch %d", c.Epoch))
+		a.retryKeptTurn(s)
+		a.putSession(s)
+	}
+	return &Result{}
+}
+
+// resumeErrored is the error-resume backoff coming due.
+func (a *applier) resumeErrored(c *dexv1.ResumeErrored) *Result {
+	if r := a.checkEpoch(c.Epoch); r != nil {
+		return rejected(r)
+	}
+	s, r := a.session(c.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	if s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
+		return rejected(reject(CodeFailedPrecondition, "session %s has no resume scheduled", s.Id))
+	}
+	if a.now < s.ResumeAtMs {
+		return rejected(reject(CodeFailedPrecondition, "session %s resumes at %d, not yet", s.Id, s.ResumeAtMs))
+	}
+	s.EpisodeResumes++
+	a.emit(s.Id, "session_resumed", "", fmt.Sprintf("error-resume %d", s.EpisodeResumes))
+	a.retryKeptTurn(s)
+	a.putSession(s)
+	return &Result{SessionID: s.Id}
+}
+
+// reconcileOutcome records what really happened to an outcome_unknown call.
+func (a *applier) reconcileOutcome(c *dexv1.ReconcileOutcome) *Result {
+	if c.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED && c.Outcome != dexv1.Outcome_OUTCOME_FAILED {
+		return rejected(reject(CodeInvalid, "a reconciled outcome is succeeded or failed"))
+	}
+	st, r := a.step(c.StepId)
+	if r != nil {
+		return rejected(r)
+	}
+	if st.Outcome != dexv1.Outcome_OUTCOME_UNKNOWN {
+		return rejected(reject(CodeFailedPrecondition, "step %s is %s, not outcome_unknown", st.Id, stepState(st)))
+	}
+	s, r := a.session(st.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	st.Outcome = c.Outcome
+	a.putStep(st)
+	text := fmt.Sprintf("An operator reconciled call %s of %s: it %s.", st.CallId, st.Tool, outcomeName(c.Outcome))
+	if c.Note != "" {
+		text += " " + c.Note
+	}
+	a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: text, CallId: st.CallId, StepId: st.Id})
+	a.emit(s.Id, "call_reconciled", st.Id, outcomeName(c.Outcome))
+	a.putSession(s)
+	return &Result{SessionID: s.Id, StepID: st.Id}
+}
+
+func stepState(st *dexv1.Step) string {
+	if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
+		return outcomeName(st.Outcome)
+	}
+	return st.Status.String()
+}
+
+// editHistory is an operator's edit: it clears the rejected-turn count.
+func (a *applier) editHistory(c *dexv1.EditHistory) *Result {
+	s, r := a.session(c.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	if s.Status == dexv1.SessionStatus_SESSION_STATUS_RUNNING || s.Status == dexv1.SessionStatus_SESSION_STATUS_WAITING {
+		return rejected(reject(CodeFailedPrecondition, "session %s is %s: edit its history when it is idle, errored or paused", s.Id, StatusName(s.Status)))
+	}
+	if c.TruncateFromSeq == 0 && c.Note == "" {
+		return rejected(reject(CodeInvalid, "an edit truncates the history or adds a note"))
+	}
+	if c.TruncateFromSeq > 0 {
+		kept := s.History[:0]
+		for _, e := range s.History {
+			if e.Seq < c.TruncateFromSeq {
+				kept = append(kept, e)
+			}
+		}
+		s.History = kept
+		if s.CompactedBefore >= c.TruncateFromSeq {
+			s.CompactedBefore = 0
+		}
+	}
+	if c.Note != "" {
+		a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: c.Note})
+	}
+	s.RejectedTurns = 0
+	a.emit(s.Id, "history_edited", "", "")
+	a.putSession(s)
+	return &Result{SessionID: s.Id}
+}
+
+// StatusName is the SPEC's name of a session status ("idle", …).
+func StatusName(st dexv1.SessionStatus) string {
+	switch st {
+	case dexv1.SessionStatus_SESSION_STATUS_IDLE:
+		return "idle"
+	case dexv1.SessionStatus_SESSION_STATUS_RUNNING:
+		return "running"
+	case dexv1.SessionStatus_SESSION_STATUS_WAITING:
+		return "waiting"
+	case dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+		return "errored"
+	case dexv1.SessionStatus_SESSION_STATUS_PAUSED:
+		return "paused"
+	}
+	return "unknown"
+}

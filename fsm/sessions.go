@@ -1,0 +1,279 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+const (
+	maxIDLength = 200
+)
+
+func validID(what, id string) *Rejection {
+	if id == "" {
+		return reject(CodeInvalid, "%s is required", what)
+	}
+	if len(id) > maxIDLength {
+		return reject(CodeInvalid, "%s is longer than %d bytes", what, maxIDLength)
+	}
+	return nil
+}
+
+func (a *applier) createSession(c *dexv1.CreateSession) *Result {
+	if r := validID("session id", c.SessionId); r != nil {
+		return rejected(r)
+	}
+	if _, r := a.session(c.SessionId); r == nil {
+		return rejected(reject(CodeAlreadyExists, "session %q already exists", c.SessionId))
+	}
+	if c.ParentId != "" {
+		if _, r := a.session(c.ParentId); r != nil {
+			return rejected(reject(CodeNotFound, "parent session %q not found", c.ParentId))
+		}
+	}
+	if c.Message != "" {
+		if r := validID("message id", c.MessageId); r != nil {
+			return rejected(r)
+		}
+	}
+	s := &dexv1.Session{
+		Id:                  c.SessionId,
+		ParentId:            c.ParentId,
+		Status:              dexv1.SessionStatus_SESSION_STATUS_IDLE,
+		CompactionThreshold: c.CompactionThreshold,
+		NextStep:            1,
+		NextTurn:            1,
+		NextHistory:         1,
+		CreatedAtMs:         a.now,
+	}
+	a.emit(s.Id, "session_created", "", c.ParentId)
+	if c.Message != "" {
+		a.receive(s, &dexv1.Message{Id: c.MessageId, Text: c.Message, ReceivedAtMs: a.now})
+	}
+	a.putSession(s)
+	return &Result{SessionID: s.Id}
+}
+
+func (a *applier) sendMessage(c *dexv1.SendMessage) *Result {
+	s, r := a.session(c.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	if r := validID("message id", c.MessageId); r != nil {
+		return rejected(r)
+	}
+	if c.Text == "" {
+		return rejected(reject(CodeInvalid, "message text is empty"))
+	}
+	if slices.Contains(s.SeenMessageIds, c.MessageId) {
+		return &Result{SessionID: s.Id, Replayed: true}
+	}
+	a.receive(s, &dexv1.Message{Id: c.MessageId, Text: c.Text, FromSession: c.FromSession, ReceivedAtMs: a.now})
+	a.putSession(s)
+	return &Result{SessionID: s.Id}
+}
+
+// receive puts a message in the inbox and starts a turn if the session is free.
+func (a *applier) receive(s *dexv1.Session, m *dexv1.Message) {
+	s.SeenMessageIds = append(s.SeenMessageIds, m.Id)
+	s.Inbox = append(s.Inbox, m)
+	a.emit(s.Id, "message_received", "", m.Id)
+	switch s.Status {
+	case dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+		a.startTurn(s)
+	}
+}
+
+// startTurn consumes the inbox into the history and queues the turn's first
+// Step: CompactContext when the history is over the threshold, else RunModel.
+func (a *applier) startTurn(s *dexv1.Session) {
+	t := &dexv1.Turn{Number: s.NextTurn, Input: dexv1.TurnInput_TURN_INPUT_MESSAGES}
+	s.NextTurn++
+	for _, m := range s.Inbox {
+		t.MessageIds = append(t.MessageIds, m.Id)
+		a.appendHistory(s, &dexv1.HistoryEntry{
+			Kind: dexv1.HistoryKind_HISTORY_KIND_USER, Text: m.Text, MessageId: m.Id, FromSession: m.FromSession,
+		})
+	}
+	s.Inbox = nil
+	s.Turn = t
+	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
+	s.ResumeAtMs = 0
+	a.emit(s.Id, "turn_started", "", fmt.Sprint(t.Number))
+	if s.CompactionThreshold > 0 && historySize(s) > s.CompactionThreshold {
+		t.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, MaxAttempts: ModelMaxAttempts})
+		return
+	}
+	a.queueModel(s)
+}
+
+// queueModel queues the RunModel Step of the turn in progress.
+func (a *applier) queueModel(s *dexv1.Session) {
+	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
+	s.Turn.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, MaxAttempts: ModelMaxAttempts})
+}
+
+// historySize is the size in characters of what the model would be sent.
+func historySize(s *dexv1.Session) uint64 {
+	var n uint64
+	for _, e := range s.History {
+		if e.Seq < s.CompactedBefore {
+			continue
+		}
+		n += uint64(len(e.Text) + len(e.Arguments))
+		for _, c := range e.ToolCalls {
+			n += uint64(len(c.Arguments))
+		}
+	}
+	return n
+}
+
+func (a *applier) appendHistory(s *dexv1.Session, e *dexv1.HistoryEntry) {
+	e.Seq = s.NextHistory
+	e.AtMs = a.now
+	s.NextHistory++
+	s.History = append(s.History, e)
+}
+
+// queueStep fills in the Step's identity and puts it in the queue (or, for a
+// wait, in the waiting state). It returns the Step id.
+func (a *applier) queueStep(s *dexv1.Session, st *dexv1.Step) string {
+	st.Id = fmt.Sprintf("%s-s%d", s.Id, s.NextStep)
+	st.Number = s.NextStep
+	s.NextStep++
+	st.SessionId = s.Id
+	if s.Turn != nil {
+		st.Turn = s.Turn.Number
+	}
+	st.CreatedAtMs = a.now
+	if st.Status == dexv1.StepStatus_STEP_STATUS_UNSPECIFIED {
+		st.Status = dexv1.StepStatus_STEP_STATUS_QUEUED
+	}
+	if st.ReadyAtMs == 0 {
+		st.ReadyAtMs = a.now
+	}
+	m := a.meta()
+	m.NextQueueSeq++
+	st.QueueSeq = m.NextQueueSeq
+	a.putStep(st)
+	a.emit(s.Id, "step_queued", st.Id, kindName(st.Kind))
+	return st.Id
+}
+
+// endTurn closes a turn that answered without tool calls and starts the next
+// one if messages are waiting.
+func (a *applier) endTurn(s *dexv1.Session) {
+	s.Turn = nil
+	s.TurnsCompleted++
+	s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
+	a.emit(s.Id, "turn_completed", "", "")
+	if len(s.Inbox) > 0 {
+		a.startTurn(s)
+	}
+}
+
+// tellParent delivers a message from a child session to its parent's inbox.
+func (a *applier) tellParent(s *dexv1.Session, text string) {
+	if s.ParentId == "" {
+		return
+	}
+	p, r := a.session(s.ParentId)
+	if r != nil {
+		return // the parent is gone; nobody to tell
+	}
+	id := fmt.Sprintf("%s@%d", s.Id, a.index)
+	a.receive(p, &dexv1.Message{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
+	a.putSession(p)
+}
+
+func (a *applier) registerWorker(c *dexv1.RegisterWorker) *Result {
+	if r := validID("worker id", c.WorkerId); r != nil {
+		return rejected(r)
+	}
+	seen := map[string]bool{}
+	for _, t := range c.Tools {
+		if r := validateTool(t); r != nil {
+			return rejected(r)
+		}
+		if seen[t.Name] {
+			return rejected(reject(CodeInvalid, "tool %q is registered twice", t.Name))
+		}
+		seen[t.Name] = true
+	}
+	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now})
+	return &Result{}
+}
+
+func validateTool(t *dexv1.ToolSpec) *Rejection {
+	if r := validID("tool name", t.Name); r != nil {
+		return r
+	}
+	if t.Name == BuiltinAskUser || t.Name == BuiltinSleep {
+		return reject(CodeInvalid, "tool %q is a built-in and cannot be registered", t.Name)
+	}
+	switch t.Access {
+	case dexv1.ToolAccess_TOOL_ACCESS_READ, dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT:
+	default:
+		return reject(CodeInvalid, "tool %q has no access policy (read, idempotent_write or single_attempt)", t.Name)
+	}
+	if t.Inline && (t.LongRunning || t.NeedsApproval) {
+		return reject(CodeInvalid, "tool %q is inline: it cannot be long running or need approval", t.Name)
+	}
+	if t.MaxAttempts > 100 {
+		return reject(CodeInvalid, "tool %q asks for %d attempts; at most 100", t.Name, t.MaxAttempts)
+	}
+	return nil
+}
+
+func (a *applier) setNode(c *dexv1.SetNode) *Result {
+	n := c.GetNode()
+	if r := validID("node id", n.GetId()); r != nil {
+		return rejected(r)
+	}
+	if n.RaftAddress == "" {
+		return rejected(reject(CodeInvalid, "node %q has no raft address", n.Id))
+	}
+	a.insert(tableNodes, n)
+	return &Result{}
+}
+
+func (a *applier) removeNode(c *dexv1.RemoveNode) *Result {
+	raw, err := a.tx.First(tableNodes, indexID, c.NodeId)
+	if err != nil {
+		panic(err)
+	}
+	if raw == nil {
+		return rejected(reject(CodeNotFound, "node %q not found", c.NodeId))
+	}
+	if err := a.tx.Delete(tableNodes, raw); err != nil {
+		panic(err)
+	}
+	return &Result{}
+}
+
+func kindName(k dexv1.StepKind) string { return KindName(k) }
+
+// KindName is the SPEC's name of a Step kind ("RunModel", "CallTool", …).
+func KindName(k dexv1.StepKind) string {
+	switch k {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+		return "RunModel"
+	case dexv1.StepKind_STEP_KIND_CALL_TOOL:
+		return "CallTool"
+	case dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL:
+		return "CallSingleAttemptTool"
+	case dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL:
+		return "AwaitToolApproval"
+	case dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER:
+		return "AwaitQuestionAnswer"
+	case dexv1.StepKind_STEP_KIND_AWAIT_TIMER:
+		return "AwaitTimer"
+	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+		return "PollToolTask"
+	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		return "CompactContext"
+	}
+	return "Unknown"
+}

@@ -1,0 +1,103 @@
+package fsm
+
+import (
+	"fmt"
+
+	memdb "github.com/hashicorp/go-memdb"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// applier applies one command inside one write transaction. Objects read from
+// the store are cloned before they change: readers may still hold them.
+type applier struct {
+	tx    *memdb.Txn
+	now   int64
+	index uint64
+	m     *dexv1.ClusterMeta
+}
+
+func (a *applier) meta() *dexv1.ClusterMeta {
+	if a.m != nil {
+		return a.m
+	}
+	raw, err := a.tx.First(tableMeta, indexID, metaID)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: read meta: %v", err))
+	}
+	if raw == nil {
+		a.m = &dexv1.ClusterMeta{Id: metaID}
+	} else {
+		a.m = proto.Clone(raw.(*dexv1.ClusterMeta)).(*dexv1.ClusterMeta)
+	}
+	return a.m
+}
+
+func (a *applier) putMeta(m *dexv1.ClusterMeta) { a.insert(tableMeta, m) }
+
+func (a *applier) insert(table string, obj any) {
+	if err := a.tx.Insert(table, obj); err != nil {
+		panic(fmt.Sprintf("fsm: insert %s: %v", table, err)) // only on a schema bug
+	}
+}
+
+func (a *applier) session(id string) (*dexv1.Session, *Rejection) {
+	if id == "" {
+		return nil, reject(CodeInvalid, "session id is required")
+	}
+	raw, err := a.tx.First(tableSessions, indexID, id)
+	if err != nil {
+		panic(err)
+	}
+	if raw == nil {
+		return nil, reject(CodeNotFound, "session %q not found", id)
+	}
+	return proto.Clone(raw.(*dexv1.Session)).(*dexv1.Session), nil
+}
+
+func (a *applier) putSession(s *dexv1.Session) {
+	s.UpdatedAtMs = a.now
+	a.insert(tableSessions, s)
+}
+
+func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
+	if id == "" {
+		return nil, reject(CodeInvalid, "step id is required")
+	}
+	raw, err := a.tx.First(tableSteps, indexID, id)
+	if err != nil {
+		panic(err)
+	}
+	if raw == nil {
+		return nil, reject(CodeNotFound, "step %q not found", id)
+	}
+	return proto.Clone(raw.(*dexv1.Step)).(*dexv1.Step), nil
+}
+
+func (a *applier) putStep(st *dexv1.Step) { a.insert(tableSteps, st) }
+
+// emit appends a session event for watchers.
+func (a *applier) emit(sessionID, typ, stepID, detail string) {
+	m := a.meta()
+	m.NextEventSeq++
+	a.insert(tableEvents, &dexv1.Event{
+		Seq: m.NextEventSeq, SessionId: sessionID, Type: typ, StepId: stepID, Detail: detail, AtMs: a.now,
+	})
+}
+
+// toolSpec finds a registered tool by name; Workers are read in id order.
+func (a *applier) toolSpec(name string) *dexv1.ToolSpec {
+	it, err := a.tx.Get(tableWorkers, indexID)
+	if err != nil {
+		panic(err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		for _, t := range raw.(*dexv1.WorkerInfo).Tools {
+			if t.Name == name {
+				return proto.Clone(t).(*dexv1.ToolSpec)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package fsm
+
+import (
+	"fmt"
+	"strings"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// stepSucceeded records a completed attempt's result and moves the turn on.
+func (a *applier) stepSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+	switch st.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+		a.modelOutput(s, st, c.GetModelOutput())
+	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
+		a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
+		s.Summaries++
+		s.CompactedBefore = s.History[len(s.History)-1].Seq
+		a.queueModel(s)
+	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL:
+		res := c.GetToolResult()
+		call := findCall(s, st.CallId)
+		if call == nil {
+			return reject(CodeFailedPrecondition, "step %s belongs to no call of the turn in progress", st.Id)
+		}
+		if call.Policy.GetLongRunning() {
+			if res.TaskId == "" && !res.IsError {
+				return reject(CodeInvalid, "long-running tool %q returned no task id", st.Tool)
+			}
+			if !res.IsError {
+				st.TaskId = res.TaskId
+				a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "task "+res.TaskId, false)
+				call.TaskId = res.TaskId
+				a.queuePoll(s, call)
+				return nil
+			}
+		}
+		a.finish(st, toolOutcome(res), res.Content, res.IsError)
+		a.resolveCall(s, call, toolOutcome(res), res.Content)
+		a.afterCallChange(s)
+	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+		pr := c.GetPollResult()
+		call := findCall(s, st.CallId)
+		if call == nil {
+			return reject(CodeFailedPrecondition, "step %s belongs to no call of the turn in progress", st.Id)
+		}
+		if !pr.Done {
+			a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "running", false)
+			a.queuePoll(s, call)
+			return nil
+		}
+		res := pr.GetResult()
+		a.finish(st, toolOutcome(res), res.GetContent(), res.GetIsError())
+		a.resolveCall(s, call, toolOutcome(res), res.GetContent())
+		a.afterCallChange(s)
+	}
+	return nil
+}
+
+func toolOutcome(r *dexv1.ToolResult) dexv1.Outcome {
+	if r.GetIsError() {
+		return dexv1.Outcome_OUTCOME_FAILED
+	}
+	return dexv1.Outcome_OUTCOME_SUCCEEDED
+}
+
+// modelOutput commits a RunModel output: it clears the rejected-turn count and
+// closes any error episode, then ends the turn or starts its tool calls.
+func (a *applier) modelOutput(s *dexv1.Session, st *dexv1.Step, out *dexv1.ModelOutput) {
+	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, out.Text, false)
+	s.RejectedTurns = 0
+	s.ErrorEpisode = false
+	s.EpisodeResumes = 0
+	s.LastError, s.LastErrorType = "", dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED
+	a.appendHistory(s, &dexv1.HistoryEntry{
+		Kind: dexv1.HistoryKind_HISTORY_KIND_ASSISTANT, Text: out.Text, ToolCalls: out.ToolCalls,
+		InlineResults: out.InlineResults, StepId: st.Id,
+	})
+	s.Turn.StepId = ""
+	if len(out.ToolCalls) == 0 {
+		a.endTurn(s)
+		return
+	}
+	a.startCalls(s, out.ToolCalls)
+}
+
+// modelAttemptFailed applies SPEC §6 to a failed RunModel attempt.
+func (a *applier) modelAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1.Attempt) {
+	retryable := Retryable(at.ErrorType)
+	if retryable && len(st.Attempts) < int(st.MaxAttempts) && a.withinWindow(st) {
+		a.requeue(st)
+		return
+	}
+	st.ErrorType = at.ErrorType
+	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, at.Error, true)
+	s.LastError, s.LastErrorType = errorText(at), at.ErrorType
+	s.Turn.StepId = ""
+	a.noteToolsRan(s)
+	switch {
+	case retryable:
+		// The input is kept; the cluster resumes the session with a capped
+		// backoff. The parent hears of it once per episode.
+		first := !s.ErrorEpisode
+		if first {
+			s.ErrorEpisode = true
+			s.EpisodeResumes = 0
+		}
+		a.setErrored(s, first)
+		s.ResumeAtMs = a.now + resumeBackoff(s.EpisodeResumes)
+	case s.Turn.Input == dexv1.TurnInput_TURN_INPUT_TOOL_RESULTS:
+		// The pending tool results survive, so the same request would be
+		// rebuilt: count the rejection, and pause at the limit.
+		s.RejectedTurns++
+		s.ErrorEpisode = false
+		if s.RejectedTurns >= RejectedTurnLimit {
+			a.pause(s)
+			return
+		}
+		a.setErrored(s, true)
+	default:
+		// The inbox messages are consumed by the failure.
+		s.Turn = nil
+		s.TurnsFailed++
+		s.ErrorEpisode = false
+		a.setErrored(s, true)
+		if len(s.Inbox) > 0 {
+			a.startTurn(s)
+		}
+	}
+}
+
+func errorText(at *dexv1.Attempt) string {
+	msg := at.Error
+	if msg == "" {
+		msg = "no error message"
+	}
+	if at.ErrorType != dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED {
+		return ErrorTypeName(at.ErrorType) + ": " + msg
+	}
+	return msg
+}
+
+// ErrorTypeName is the SPEC's name of an error type ("rate_limit", …).
+func ErrorTypeName(t dexv1.ErrorType) string {
+	return strings.ToLower(strings.TrimPrefix(t.String(), "ERROR_TYPE_"))
+}
+
+func (a *applier) setErrored(s *dexv1.Session, tellParent bool) {
+	s.Status = dexv1.SessionStatus_SESSION_STATUS_ERRORED
+	s.ResumeAtMs = 0
+	a.emit(s.Id, "session_errored", "", s.LastError)
+	if tellParent {
+		a.tellParent(s, fmt.Sprintf("<child-error agent=%q>agent encountered an error: %s</child-error>", s.Id, s.LastError))
+	}
+}
+
+func (a *applier) pause(s *dexv1.Session) {
+	s.Status = dexv1.SessionStatus_SESSION_STATUS_PAUSED
+	s.PauseReason = dexv1.PauseReason_PAUSE_REASON_LIMIT
+	s.ResumeAtMs = 0
+	s.PauseMessage = fmt.Sprintf("The provider rejected this turn %d times in a row and the agent will not retry it on its own. Last error: %s", s.RejectedTurns, s.LastError)
+	a.emit(s.Id, "session_paused", "", s.PauseMessage)
+	a.tellParent(s, fmt.Sprintf("<child-paused agent=%q>%s</child-paused>", s.Id, s.PauseMessage))
+}
+
+// noteToolsRan tells the next turn's model not to repeat tools that already
+// ran in a turn whose model call failed for good.
+func (a *applier) noteToolsRan(s *dexv1.Session) {
+	if s.Turn == nil || len(s.Turn.RanCalls) == 0 {
+		return
+	}
+	var parts []string
+	for _, id := range s.Turn.RanCalls {
+		for _, c := range s.Turn.Calls {
+			if c.CallId == id {
+				parts = append(parts, fmt.Sprintf("%s (call %s, %s)", c.Tool, c.CallId, outcomeName(c.Outcome)))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		parts = s.Turn.RanCalls
+	}
+	a.appendHistory(s, &dexv1.HistoryEntry{
+		Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE,
+		Text: "The model call of the previous turn failed after these tools already ran: " + strings.Join(parts, ", ") + ". Do not call them again; use their results above.",
+	})
+}
+
+// compactionAttemptFailed: only the summary call runs again, within the same
+// bounds as RunModel; when they are spent the turn fails and the next message
+// compacts again.
+func (a *applier) compactionAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1.Attempt) {
+	if len(st.Attempts) < int(st.MaxAttempts) && a.withinWindow(st) {
+		a.requeue(st)
+		return
+	}
+	st.ErrorType = at.ErrorType
+	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, at.Error, true)
+	s.LastError, s.LastErrorType = "compaction failed: "+errorText(at), at.ErrorType
+	s.Turn = nil
+	s.TurnsFailed++
+	a.setErrored(s, true)
+}
+
+// toolAttemptFailed retries a tool Step by its policy; after the last attempt
+// the call records failed or outcome_unknown from the attempt progress.
+func (a *applier) toolAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1.Attempt) {
+	if len(st.Attempts) < int(st.MaxAttempts) {
+		a.requeue(st)
+		return
+	}
+	o, content := finalToolOutcome(st, at)
+	a.finish(st, o, content, true)
+	if c := findCall(s, st.CallId); c != nil {
+		a.resolveCall(s, c, o, content)
+		a.afterCallChange(s)
+	}
+}
+
+func finalToolOutcome(st *dexv1.Step, last *dexv1.Attempt) (dexv1.Outcome, string) {
+	why := last.Error
+	if why == "" {
+		why = "no error message"
+	}
+	if last.Progress == dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s", NotRunPrefix, why)
+	}
+	if st.Kind == dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK || st.Policy.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_READ {
+		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("the tool failed after %d attempts: %s", len(st.Attempts), why)
+	}
+	return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("the outcome of this call is unknown: the tool may have run and will not be run again (%s)", why)
+}
