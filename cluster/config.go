@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Peer is one member of the bootstrap configuration.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// Config configures a Node.
+type Config struct {
+	ID       string
+	DataDir  string
+	RaftAddr string
+	GRPCAddr string
+	HTTPAddr string
+	// Peers is the bootstrap configuration, used only on an empty data dir
+	// when the node does not join a running cluster.
+	Peers []Peer
+	// Join is the gRPC address of a member to join through; the join itself
+	// is done by Node.Join once the gRPC server is up.
+	Join string
+
+	Logger *zap.Logger
+
+	// Raft timing; zero values take production defaults.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
+
+	// RegisterInterval is how often a follower checks that its addresses are
+	// in the replicated state (default 2s).
+	RegisterInterval time.Duration
+
+	// OnHalt is called when the state machine cannot apply a committed entry.
+	// The node must stop; dexd exits.
+	OnHalt func(error)
+}
+
+func (c *Config) withDefaults() {
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = time.Second
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = time.Second
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = 500 * time.Millisecond
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		c.LeaderLeaseTimeout = c.HeartbeatTimeout
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = 50 * time.Millisecond
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 120 * time.Second
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.RegisterInterval == 0 {
+		c.RegisterInterval = 2 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+}
+
+// ValidateAddr checks an H:P address: a non-empty host and a port 1-65535.
+func ValidateAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT", addr)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host (other nodes must be able to reach it)", addr)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q has an invalid port", addr)
+	}
+	return nil
+}
+
+// ParsePeers parses "n1=H:P,n2=H:P,…" and rejects duplicate ids and
+// duplicate addresses.
+func ParsePeers(s string) ([]Peer, error) {
+	var peers []Peer
+	ids := map[string]bool{}
+	addrs := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(part, "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("--peers: %q is not ID=HOST:PORT", part)
+		}
+		if err := ValidateAddr(addr); err != nil {
+			return nil, fmt.Errorf("--peers: node %s: %v", id, err)
+		}
+		if ids[id] {
+			return nil, fmt.Errorf("--peers: node id %s appears twice", id)
+		}
+		if other, dup := addrs[addr]; dup {
+			return nil, fmt.Errorf("--peers: nodes %s and %s have the same address %s", other, id, addr)
+		}
+		ids[id] = true
+		addrs[addr] = id
+		peers = append(peers, Peer{ID: id, RaftAddr: addr})
+	}
+	if len(peers) == 0 {
+		return nil, fmt.Errorf("--peers is empty")
+	}
+	return peers, nil
+}
+
+// ClusterHash names a bootstrap configuration: equal peer lists give equal
+// hashes whatever their order.
+func ClusterHash(peers []Peer) string {
+	parts := make([]string, len(peers))
+	for i, p := range peers {
+		parts[i] = p.ID + "=" + p.RaftAddr
+	}
+	sort.Strings(parts)
+	sum := sha256.Sum256([]byte(strings.Join(parts, ",")))
+	return hex.EncodeToString(sum[:8])
+}

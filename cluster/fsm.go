@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/dexhq/dex/fsm"
+)
+
+// raftFSM adapts the Dex state machine to raft.FSM.
+type raftFSM struct {
+	f *fsm.FSM
+}
+
+var _ raft.FSM = (*raftFSM)(nil)
+
+// Apply hands a committed command entry to the state machine. raft calls it
+// only for LogCommand entries; it returns an *fsm.Result.
+func (r *raftFSM) Apply(l *raft.Log) interface{} {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	return r.f.ApplyEntry(l.Index, l.Data)
+}
+
+// Snapshot captures the state. A halted state machine refuses: a snapshot
+// would mark the entry it could not apply as applied.
+func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	if err := r.f.Halted(); err != nil {
+		return nil, fmt.Errorf("no snapshot of a halted state machine: %w", err)
+	}
+	return &fsmSnapshot{s: r.f.Snapshot()}, nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (r *raftFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	return r.f.Restore(rc)
+}
+
+type fsmSnapshot struct {
+	s *fsm.Snapshot
+}
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.s.Persist(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() { s.s.Release() }

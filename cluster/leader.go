@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// leaderLoop follows raft's leadership notifications: on gaining leadership
+// it establishes it (barrier, epoch bump, own addresses, leader services);
+// on losing it, it revokes the services at once.
+func (n *Node) leaderLoop() {
+	defer n.wg.Done()
+	var (
+		cancel context.CancelFunc
+		done   chan struct{}
+	)
+	stop := func() {
+		if cancel != nil {
+			cancel()
+			<-done
+			cancel, done = nil, nil
+		}
+		n.revoke()
+	}
+	start := func() {
+		ctx, c := context.WithCancel(context.Background())
+		cancel, done = c, make(chan struct{})
+		d := done
+		go func() {
+			defer close(d)
+			n.establish(ctx)
+		}()
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.shutdownCh:
+			stop()
+			return
+		case leader := <-n.notifyCh:
+			if leader {
+				// A new term even if we never saw the loss in between.
+				stop()
+				start()
+			} else {
+				stop()
+			}
+		case <-tick.C:
+			// The notification channel keeps only the latest value: catch a
+			// lost-and-regained leadership whose establishment finished
+			// for an older term.
+			if n.raft.State() != raft.Leader {
+				continue
+			}
+			n.mu.Lock()
+			stale := n.leaderTerm != 0 && n.leaderTerm != n.raft.CurrentTerm()
+			n.mu.Unlock()
+			running := false
+			if done != nil {
+				select {
+				case <-done:
+				default:
+					running = true
+				}
+			}
+			if stale && !running {
+				stop()
+				start()
+			}
+		}
+	}
+}
+
+// establish runs until leadership of this term is established or ctx ends.
+func (n *Node) establish(ctx context.Context) {
+	term := n.raft.CurrentTerm()
+	n.log.Info("leadership gained; establishing", zap.Uint64("term", term))
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff(attempt)):
+			}
+		}
+		if ctx.Err() != nil || n.raft.State() != raft.Leader {
+			return
+		}
+		epoch, err := n.establishOnce(ctx)
+		if err != nil {
+			n.mu.Lock()
+			n.estErr = err.Error()
+			n.mu.Unlock()
+			n.log.Warn("establishing leadership failed; retrying", zap.Uint64("term", term), zap.Error(err))
+			continue
+		}
+		n.mu.Lock()
+		n.leaderTerm, n.leaderEpoch, n.estErr = term, epoch, ""
+		n.mu.Unlock()
+		n.log.Info("leadership established", zap.Uint64("term", term), zap.Uint64("epoch", epoch))
+		return
+	}
+}
+
+func backoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 5)
+	return min(d, 2*time.Second)
+}
+
+func (n *Node) establishOnce(ctx context.Context) (uint64, error) {
+	// Everything committed by earlier leaders is applied before this one acts.
+	if err := n.raft.Barrier(10 * time.Second).Error(); err != nil {
+		return 0, fmt.Errorf("barrier: %w", err)
+	}
+	res, err := n.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: n.cfg.ID}}})
+	if err != nil {
+		return 0, fmt.Errorf("bump epoch: %w", err)
+	}
+	if res.Err != nil {
+		return 0, fmt.Errorf("bump epoch rejected: %v", res.Err)
+	}
+	epoch := res.Epoch
+	if !proto.Equal(n.nodeInfo(n.cfg.ID), n.Info()) {
+		res, err := n.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: n.Info()}}})
+		if err != nil {
+			return 0, fmt.Errorf("record own addresses: %w", err)
+		}
+		if res.Err != nil {
+			return 0, fmt.Errorf("record own addresses rejected: %v", res.Err)
+		}
+	}
+	n.mu.Lock()
+	services := append([]LeaderService(nil), n.services...)
+	n.mu.Unlock()
+	for i, s := range services {
+		if err := s.EstablishLeadership(ctx, epoch); err != nil {
+			for j := i; j >= 0; j-- {
+				services[j].RevokeLeadership()
+			}
+			return 0, fmt.Errorf("start leader service %T: %w", s, err)
+		}
+	}
+	return epoch, nil
+}
+
+// revoke stops the leader services and forgets the established term.
+func (n *Node) revoke() {
+	n.mu.Lock()
+	was := n.leaderTerm
+	n.leaderTerm, n.leaderEpoch, n.estErr = 0, 0, ""
+	services := append([]LeaderService(nil), n.services...)
+	n.mu.Unlock()
+	if was == 0 {
+		return
+	}
+	for i := len(services) - 1; i >= 0; i-- {
+		services[i].RevokeLeadership()
+	}
+	n.log.Info("leadership revoked", zap.Uint64("term", was))
+}
+
+// Epoch is the dispatch epoch this node established as leader (0 when it is
+// not an established leader).
+func (n *Node) Epoch() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leaderEpoch
+}
+
+// Ready reports whether this node may serve leader-only work: it leads, its
+// leadership of this term is established (barrier, epoch bump, services),
+// and its applied index keeps up with its commit index. Otherwise the
+// reason says why not.
+func (n *Node) Ready() (bool, string) {
+	if err := n.fsm.Halted(); err != nil {
+		return false, "state machine halted: " + err.Error()
+	}
+	state := n.raft.State()
+	if state != raft.Leader {
+		if l := n.Leader(); l != nil {
+			return false, fmt.Sprintf("not the leader (this node is a %s; the leader is %s)", StateName(state), l.Id)
+		}
+		return false, fmt.Sprintf("not the leader (this node is a %s; no leader is known)", StateName(state))
+	}
+	term := n.raft.CurrentTerm()
+	n.mu.Lock()
+	established, estErr, lastAdvance := n.leaderTerm, n.estErr, n.lastAdvance
+	n.mu.Unlock()
+	if established != term {
+		msg := fmt.Sprintf("leader of term %d, but leadership is not established yet (barrier, epoch bump)", term)
+		if estErr != "" {
+			msg += ": " + estErr
+		}
+		return false, msg
+	}
+	commit, applied := n.raft.CommitIndex(), n.raft.AppliedIndex()
+	if applied < commit && time.Since(lastAdvance) > applyStall {
+		return false, fmt.Sprintf("applied index %d is behind commit index %d and has not advanced for %s", applied, commit, time.Since(lastAdvance).Truncate(time.Second))
+	}
+	return true, ""
+}
+
+// OnReadyChange registers a hook called with the current readiness now and
+// on every change after.
+func (n *Node) OnReadyChange(f func(ready bool, reason string)) {
+	ready, reason := n.Ready()
+	n.mu.Lock()
+	n.readyHooks = append(n.readyHooks, f)
+	n.mu.Unlock()
+	f(ready, reason)
+}
+
+func (n *Node) readinessLoop() {
+	defer n.wg.Done()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.shutdownCh:
+			n.fire(false, "shutting down")
+			return
+		case <-tick.C:
+		}
+		commit, applied := n.raft.CommitIndex(), n.raft.AppliedIndex()
+		n.mu.Lock()
+		if applied != n.lastApplied || applied >= commit {
+			n.lastApplied = applied
+			n.lastAdvance = time.Now()
+		}
+		n.mu.Unlock()
+		n.fire(n.Ready())
+	}
+}
+
+func (n *Node) fire(ready bool, reason string) {
+	n.mu.Lock()
+	changed := ready != n.lastReady
+	n.lastReady, n.lastReason = ready, reason
+	hooks := append([]func(bool, string){}, n.readyHooks...)
+	n.mu.Unlock()
+	if !changed {
+		return
+	}
+	if ready {
+		n.log.Info("node is ready")
+	} else {
+		n.log.Info("node is not ready", zap.String("reason", reason))
+	}
+	for _, h := range hooks {
+		h(ready, reason)
+	}
+}

@@ -1,0 +1,486 @@
+// Package cluster runs Dex's replicated state machine on hashicorp/raft:
+// raft-boltdb stores and file snapshots in the data dir, a TCP transport,
+// bootstrap and join, the leadership loop and readiness.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+// LeaderService is a leader-only subsystem (the dispatch lease, timers…).
+// The leadership loop starts it once this node leads with a fresh epoch and
+// stops it as soon as leadership is lost.
+type LeaderService interface {
+	EstablishLeadership(ctx context.Context, epoch uint64) error
+	RevokeLeadership()
+}
+
+// ErrNotLeader matches every *NotLeaderError.
+var ErrNotLeader = errors.New("not the leader")
+
+// NotLeaderError is returned for a write sent to a node that does not lead.
+// It names the leader when one is known.
+type NotLeaderError struct {
+	LeaderID       string
+	LeaderRaftAddr string
+	LeaderGRPCAddr string
+	// Lost: leadership was lost while the command was in flight; it may or
+	// may not have been committed.
+	Lost bool
+}
+
+func (e *NotLeaderError) Error() string {
+	msg := "this node is not the leader"
+	if e.Lost {
+		msg = "leadership was lost before the command was known to be committed"
+	}
+	switch {
+	case e.LeaderID == "":
+		return msg + "; no leader is known yet"
+	case e.LeaderGRPCAddr == "":
+		return fmt.Sprintf("%s; the leader is %s (raft %s)", msg, e.LeaderID, e.LeaderRaftAddr)
+	default:
+		return fmt.Sprintf("%s; the leader is %s at %s", msg, e.LeaderID, e.LeaderGRPCAddr)
+	}
+}
+
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// applyStall is how long the applied index may stay behind the commit index
+// without moving before the node reports itself not ready.
+const applyStall = 3 * time.Second
+
+// Node is one Dex cluster member.
+type Node struct {
+	cfg   Config
+	log   *zap.Logger
+	fsm   *fsm.FSM
+	raft  *raft.Raft
+	store *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+
+	notifyCh   chan bool
+	needsJoin  bool
+	shutdownCh chan struct{}
+	wg         sync.WaitGroup
+	shutOnce   sync.Once
+
+	mu          sync.Mutex
+	services    []LeaderService
+	leaderTerm  uint64 // the term whose leadership was established
+	leaderEpoch uint64
+	estErr      string
+	readyHooks  []func(ready bool, reason string)
+	lastReady   bool
+	lastReason  string
+	lastApplied uint64
+	lastAdvance time.Time
+}
+
+// Open checks the data dir, opens the raft stores, starts raft and, on an
+// empty data dir without Join, bootstraps the configuration from Peers.
+func Open(cfg Config) (*Node, error) {
+	cfg.withDefaults()
+	if cfg.ID == "" {
+		return nil, errors.New("node id is required")
+	}
+	if err := ValidateAddr(cfg.RaftAddr); err != nil {
+		return nil, fmt.Errorf("raft address: %v", err)
+	}
+	fresh, err := checkDataDir(cfg.DataDir, cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		notifyCh:   make(chan bool, 1),
+		shutdownCh: make(chan struct{}),
+	}
+	hl := NewHCLogger(cfg.Logger, "raft")
+
+	// A fresh dir is claimed first, so a failed first start leaves a dir
+	// that the next start recognises.
+	ident := Identity{NodeID: cfg.ID}
+	if cfg.Join != "" {
+		ident.Cluster = "joined:" + cfg.Join
+	} else {
+		ident.Cluster = ClusterHash(cfg.Peers)
+	}
+	if fresh {
+		if cfg.Join == "" {
+			if _, err := bootstrapConfig(cfg); err != nil {
+				return nil, err
+			}
+		}
+		if err := writeIdentity(cfg.DataDir, ident); err != nil {
+			return nil, fmt.Errorf("write %s: %v", filepath.Join(cfg.DataDir, identityFile), err)
+		}
+	}
+
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(raftDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %v", raftDir, err)
+	}
+	n.store, err = openStore(filepath.Join(raftDir, "raft.db"), cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	closeStore := true
+	defer func() {
+		if closeStore {
+			n.store.Close()
+		}
+	}()
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot store in %s: %v", raftDir, err)
+	}
+	hasState, err := raft.HasExistingState(n.store, n.store, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("raft store in %s is damaged: %v", raftDir, err)
+	}
+
+	var bootstrap *raft.Configuration
+	if !hasState {
+		if cfg.Join != "" {
+			n.needsJoin = true
+		} else {
+			conf, err := bootstrapConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			bootstrap = conf
+		}
+	}
+
+	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return nil, fmt.Errorf("raft address %s: %v", cfg.RaftAddr, err)
+	}
+	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, hl.Named("transport"))
+	if err != nil {
+		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
+	}
+
+	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hl
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.NotifyCh = n.notifyCh
+	if err := raft.ValidateConfig(rc); err != nil {
+		n.trans.Close()
+		return nil, fmt.Errorf("raft config: %v", err)
+	}
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm}, n.store, n.store, snaps, n.trans)
+	if err != nil {
+		n.trans.Close()
+		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)
+	}
+	if bootstrap != nil {
+		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.raft.Shutdown().Error()
+			n.trans.Close()
+			return nil, fmt.Errorf("bootstrap: %v", err)
+		}
+		n.log.Info("bootstrapped the cluster configuration", zap.Int("voters", len(bootstrap.Servers)))
+	}
+	closeStore = false
+	n.lastAdvance = time.Now()
+
+	n.wg.Add(3)
+	go n.leaderLoop()
+	go n.registerLoop()
+	go n.readinessLoop()
+	return n, nil
+}
+
+// openStore opens raft.db with a lock timeout, turning bbolt's errors (and a
+// panic on a damaged file) into one clear error.
+func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("raft store %s is damaged: %v", path, r)
+		}
+	}()
+	s, err = raftboltdb.New(raftboltdb.Options{
+		Path:        path,
+		BoltOptions: &bolt.Options{Timeout: time.Second},
+	})
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, bolt.ErrTimeout):
+		return nil, fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
+	default:
+		return nil, fmt.Errorf("raft store %s is damaged or not a raft store: %v", path, err)
+	}
+}
+
+func bootstrapConfig(cfg Config) (*raft.Configuration, error) {
+	if len(cfg.Peers) == 0 {
+		return nil, errors.New("an empty data dir needs --peers (or --join) to start")
+	}
+	conf := &raft.Configuration{}
+	self := false
+	for _, p := range cfg.Peers {
+		if p.ID == cfg.ID {
+			self = true
+			if p.RaftAddr != cfg.RaftAddr {
+				return nil, fmt.Errorf("--peers gives %s the raft address %s but --raft-addr is %s", p.ID, p.RaftAddr, cfg.RaftAddr)
+			}
+		}
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(p.ID),
+			Address:  raft.ServerAddress(p.RaftAddr),
+		})
+	}
+	if !self {
+		return nil, fmt.Errorf("node %s is not in --peers", cfg.ID)
+	}
+	return conf, nil
+}
+
+func (n *Node) onHalt(err error) {
+	n.log.Error("state machine halted", zap.Error(err))
+	if n.cfg.OnHalt != nil {
+		n.cfg.OnHalt(err)
+	}
+}
+
+// ID is this node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Info is this node's addresses as recorded in the replicated state.
+func (n *Node) Info() *dexv1.NodeInfo {
+	return &dexv1.NodeInfo{
+		Id:          n.cfg.ID,
+		RaftAddress: n.cfg.RaftAddr,
+		GrpcAddress: n.cfg.GRPCAddr,
+		HttpAddress: n.cfg.HTTPAddr,
+	}
+}
+
+// NeedsJoin reports that the node started without raft state and with a
+// join address: it must call Join once its gRPC server is up.
+func (n *Node) NeedsJoin() bool { return n.needsJoin }
+
+// Raft is the underlying raft instance (tests, advanced operations).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// FSM is the state machine.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// State is a consistent read view of the replicated state.
+func (n *Node) State() *fsm.State { return n.fsm.State() }
+
+// IsLeader reports whether raft considers this node the leader.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// RegisterLeaderService adds a leader-only subsystem. Register before the
+// node can become leader (right after Open).
+func (n *Node) RegisterLeaderService(s LeaderService) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.services = append(n.services, s)
+}
+
+// Leader returns the leader's addresses (GrpcAddress empty while the leader
+// has not recorded it), or nil when no leader is known.
+func (n *Node) Leader() *dexv1.NodeInfo {
+	addr, id := n.raft.LeaderWithID()
+	if id == "" {
+		return nil
+	}
+	info := &dexv1.NodeInfo{Id: string(id), RaftAddress: string(addr)}
+	if known := n.nodeInfo(string(id)); known != nil {
+		info.GrpcAddress = known.GrpcAddress
+		info.HttpAddress = known.HttpAddress
+	}
+	return info
+}
+
+func (n *Node) nodeInfo(id string) *dexv1.NodeInfo {
+	for _, ni := range n.fsm.State().Nodes() {
+		if ni.Id == id {
+			return ni
+		}
+	}
+	return nil
+}
+
+func (n *Node) notLeader() *NotLeaderError {
+	e := &NotLeaderError{}
+	if l := n.Leader(); l != nil && l.Id != n.cfg.ID {
+		e.LeaderID, e.LeaderRaftAddr, e.LeaderGRPCAddr = l.Id, l.RaftAddress, l.GrpcAddress
+	}
+	return e
+}
+
+// NotLeader describes the current leader for a refused write.
+func (n *Node) NotLeader() *NotLeaderError { return n.notLeader() }
+
+// Propose commits a command through raft and returns the state machine's
+// result. A command without a time gets the leader's clock. Callers check
+// Result.Err for a rejection.
+func (n *Node) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, n.notLeader()
+	}
+	if cmd.GetNowMs() == 0 {
+		cmd = proto.Clone(cmd).(*dexv1.Command)
+		cmd.NowMs = time.Now().UnixMilli()
+	}
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("encode command: %v", err)
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	f := n.raft.Apply(data, timeout)
+	errCh := make(chan error, 1)
+	go func() { errCh <- f.Error() }()
+	select {
+	case err = <-errCh:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return nil, n.notLeader()
+	case errors.Is(err, raft.ErrLeadershipLost):
+		e := n.notLeader()
+		e.Lost = true
+		return nil, e
+	default:
+		return nil, fmt.Errorf("raft apply: %w", err)
+	}
+	res, ok := f.Response().(*fsm.Result)
+	if !ok || res == nil {
+		return nil, fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
+	}
+	return res, nil
+}
+
+// RaftStatus is this node's raft view.
+type RaftStatus struct {
+	ID           string
+	State        string // "leader", "follower", "candidate", "shutdown"
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	LastIndex    uint64
+	LeaderID     string
+	LeaderAddr   string
+	Epoch        uint64
+}
+
+// StateName turns a raft state into the word Dex shows.
+func StateName(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Follower:
+		return "follower"
+	case raft.Candidate:
+		return "candidate"
+	default:
+		return "shutdown"
+	}
+}
+
+// Status returns this node's raft view.
+func (n *Node) Status() RaftStatus {
+	addr, id := n.raft.LeaderWithID()
+	return RaftStatus{
+		ID:           n.cfg.ID,
+		State:        StateName(n.raft.State()),
+		Term:         n.raft.CurrentTerm(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.raft.AppliedIndex(),
+		LastIndex:    n.raft.LastIndex(),
+		LeaderID:     string(id),
+		LeaderAddr:   string(addr),
+		Epoch:        n.fsm.State().Meta().GetEpoch(),
+	}
+}
+
+// Configuration returns the raft configuration (the members).
+func (n *Node) Configuration() ([]raft.Server, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	return f.Configuration().Servers, nil
+}
+
+// Shutdown stops the leader-only services, hands leadership over when this
+// node leads, stops raft and closes the stores.
+func (n *Node) Shutdown() error {
+	var err error
+	n.shutOnce.Do(func() {
+		if n.IsLeader() {
+			if servers, cerr := n.Configuration(); cerr == nil && voters(servers) > 1 {
+				if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
+					n.log.Info("leadership transfer before shutdown failed", zap.Error(terr))
+				}
+			}
+		}
+		close(n.shutdownCh)
+		n.wg.Wait()
+		if serr := n.raft.Shutdown().Error(); serr != nil {
+			err = serr
+		}
+		if terr := n.trans.Close(); terr != nil && err == nil {
+			err = terr
+		}
+		if cerr := n.store.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+func voters(servers []raft.Server) int {
+	c := 0
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}
+
+var _ hclog.Logger = (*zapHCLog)(nil)
