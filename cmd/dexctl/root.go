@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// leaderKey is the trailer a follower sets with the leader's gRPC address.
+const leaderKey = "dex-leader"
+
+type globals struct {
+	addrs   string
+	timeout time.Duration
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "dexctl",
+		Short:         "Operate a Dex cluster",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.addrs, "addr", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103", "gRPC addresses of cluster nodes, comma separated")
+	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Second, "timeout for each node tried")
+	root.AddCommand(newStatusCmd(g), newNodeCmd(g))
+	return root
+}
+
+func (g *globals) list() []string {
+	var out []string
+	for _, a := range strings.Split(g.addrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// anyNode calls f on each address in turn until one answers.
+func (g *globals) anyNode(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
+	addrs := g.list()
+	if len(addrs) == 0 {
+		return errors.New("--addr is empty")
+	}
+	var errs []string
+	for _, a := range addrs {
+		err := g.call(ctx, a, func(ctx context.Context, c dexv1.AdminServiceClient) error { return f(ctx, c) })
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) {
+			return errors.New(status.Convert(err).Message())
+		}
+		errs = append(errs, fmt.Sprintf("%s: %s", a, status.Convert(err).Message()))
+	}
+	return fmt.Errorf("no Dex node answered (tried %s)", strings.Join(errs, "; "))
+}
+
+// leader calls f on the leader: it tries each address and follows a
+// follower's pointer to the leader.
+func (g *globals) leader(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
+	addrs := g.list()
+	if len(addrs) == 0 {
+		return errors.New("--addr is empty")
+	}
+	var errs []string
+	tried := map[string]bool{}
+	for len(addrs) > 0 {
+		a := addrs[0]
+		addrs = addrs[1:]
+		if tried[a] {
+			continue
+		}
+		tried[a] = true
+		var trailer metadata.MD
+		err := g.call(ctx, a, func(ctx context.Context, c dexv1.AdminServiceClient) error {
+			return f(ctx, trailerClient{c, &trailer})
+		})
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) {
+			return errors.New(status.Convert(err).Message())
+		}
+		if l := trailer.Get(leaderKey); len(l) > 0 && !tried[l[0]] {
+			addrs = append([]string{l[0]}, addrs...)
+		}
+		errs = append(errs, fmt.Sprintf("%s: %s", a, status.Convert(err).Message()))
+	}
+	return fmt.Errorf("no Dex leader answered (tried %s)", strings.Join(errs, "; "))
+}
+
+func retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
+		return true
+	}
+	return false
+}
+
+func (g *globals) call(ctx context.Context, addr string, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	return f(cctx, dexv1.NewAdminServiceClient(conn))
+}
+
+// trailerClient captures the trailer of leader-only calls.
+type trailerClient struct {
+	dexv1.AdminServiceClient
+	md *metadata.MD
+}
+
+func (t trailerClient) RemoveNode(ctx context.Context, in *dexv1.RemoveNodeRequest, opts ...grpc.CallOption) (*dexv1.RemoveNodeResponse, error) {
+	return t.AdminServiceClient.RemoveNode(ctx, in, append(opts, grpc.Trailer(t.md))...)
+}
+
+func (t trailerClient) TransferLeadership(ctx context.Context, in *dexv1.TransferLeadershipRequest, opts ...grpc.CallOption) (*dexv1.TransferLeadershipResponse, error) {
+	return t.AdminServiceClient.TransferLeadership(ctx, in, append(opts, grpc.Trailer(t.md))...)
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+type statusJSON struct {
+	Leader       string           `json:"leader"`
+	Term         uint64           `json:"term"`
+	CommitIndex  uint64           `json:"commit_index"`
+	AppliedIndex uint64           `json:"applied_index"`
+	Nodes        []nodeStatusJSON `json:"nodes"`
+}
+
+type nodeStatusJSON struct {
+	ID          string `json:"id"`
+	RaftAddress string `json:"raft_address"`
+	GRPCAddress string `json:"grpc_address"`
+	Suffrage    string `json:"suffrage"`
+	State       string `json:"state"`
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster: leader, term, indexes and every node's state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var resp *dexv1.StatusResponse
+			err := g.anyNode(cmd.Context(), func(ctx context.Context, c dexv1.AdminServiceClient) error {
+				r, err := c.Status(ctx, &dexv1.StatusRequest{})
+				resp = r
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printStatusJSON(cmd.OutOrStdout(), resp)
+			}
+			printStatus(cmd.OutOrStdout(), resp)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatusJSON(w io.Writer, r *dexv1.StatusResponse) error {
+	out := statusJSON{
+		Leader:       r.Leader,
+		Term:         r.Term,
+		CommitIndex:  r.CommitIndex,
+		AppliedIndex: r.AppliedIndex,
+		Nodes:        []nodeStatusJSON{},
+	}
+	for _, n := range r.Nodes {
+		out.Nodes = append(out.Nodes, nodeStatusJSON{
+			ID: n.Id, RaftAddress: n.RaftAddress, GRPCAddress: n.GrpcAddress, Suffrage: n.Suffrage, State: n.State,
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func printStatus(w io.Writer, r *dexv1.StatusResponse) {
+	leader := r.Leader
+	if leader == "" {
+		leader = "(none)"
+	}
+	fmt.Fprintf(w, "leader: %s   term: %d   commit index: %d   applied index: %d   epoch: %d   (answered by %s)\n\n",
+		leader, r.Term, r.CommitIndex, r.AppliedIndex, r.Epoch, r.AnsweredBy)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tSUFFRAGE\tRAFT ADDRESS\tGRPC ADDRESS\tTERM\tCOMMIT\tAPPLIED")
+	for _, n := range r.Nodes {
+		grpcAddr := n.GrpcAddress
+		if grpcAddr == "" {
+			grpcAddr = "-"
+		}
+		if n.State == "unreachable" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\n", n.Id, n.State, n.Suffrage, n.RaftAddress, grpcAddr)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.Id, n.State, n.Suffrage, n.RaftAddress, grpcAddr, n.Term, n.CommitIndex, n.AppliedIndex)
+	}
+	tw.Flush()
+}

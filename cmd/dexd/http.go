@@ -1,0 +1,56 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dexhq/dex/cluster"
+)
+
+func httpHandler(node *cluster.Node) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerMetrics(reg, node)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if ready, reason := node.Ready(); !ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(reason + "\n"))
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return mux
+}
+
+func registerMetrics(reg *prometheus.Registry, node *cluster.Node) {
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "dex", Name: name, Help: help}, f))
+	}
+	gauge("raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.", func() float64 {
+		return float64(node.Raft().State())
+	})
+	gauge("raft_term", "Current raft term.", func() float64 { return float64(node.Raft().CurrentTerm()) })
+	gauge("raft_commit_index", "Raft commit index.", func() float64 { return float64(node.Raft().CommitIndex()) })
+	gauge("raft_applied_index", "Raft applied index.", func() float64 { return float64(node.Raft().AppliedIndex()) })
+	gauge("raft_last_index", "Last raft log index.", func() float64 { return float64(node.Raft().LastIndex()) })
+	gauge("epoch", "Dispatch epoch in the replicated state.", func() float64 {
+		return float64(node.State().Meta().GetEpoch())
+	})
+	gauge("ready", "1 when this node is ready (established leader, apply keeps up).", func() float64 {
+		if ok, _ := node.Ready(); ok {
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,250 @@
+// Command dexd runs one Dex cluster node.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/dexhq/dex/api/server"
+	"github.com/dexhq/dex/cluster"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// usageError is a bad flag: exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+type options struct {
+	id, dataDir, raftAddr, grpcAddr, httpAddr string
+	peers, join, logLevel                     string
+	joinTimeout                               time.Duration
+	heartbeat, election, leaderLease          time.Duration
+	snapshotThreshold                         uint64
+	snapshotInterval                          time.Duration
+	trailingLogs                              uint64
+	parsedPeers                               []cluster.Peer
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("dexd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.id, "id", "", "this node's id (e.g. n1)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (raft log, snapshots, node.json)")
+	fs.StringVar(&o.raftAddr, "raft-addr", "", "raft address HOST:PORT")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", "", "gRPC address HOST:PORT")
+	fs.StringVar(&o.httpAddr, "http-addr", "", "HTTP address HOST:PORT (/healthz, /readyz, /metrics)")
+	fs.StringVar(&o.peers, "peers", "", "bootstrap configuration n1=RAFTADDR,n2=RAFTADDR,… (ignored on an existing data dir)")
+	fs.StringVar(&o.join, "join", "", "gRPC address of a member: join a running cluster instead of bootstrapping")
+	fs.DurationVar(&o.joinTimeout, "join-timeout", 30*time.Second, "how long --join keeps trying")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.heartbeat, "raft-heartbeat-timeout", time.Second, "raft heartbeat timeout")
+	fs.DurationVar(&o.election, "raft-election-timeout", time.Second, "raft election timeout")
+	fs.DurationVar(&o.leaderLease, "raft-leader-lease-timeout", 500*time.Millisecond, "raft leader lease timeout")
+	fs.Uint64Var(&o.snapshotThreshold, "raft-snapshot-threshold", 8192, "log entries between snapshots")
+	fs.DurationVar(&o.snapshotInterval, "raft-snapshot-interval", 120*time.Second, "how often to check for a snapshot")
+	fs.Uint64Var(&o.trailingLogs, "raft-trailing-logs", 10240, "log entries kept after a snapshot")
+	if err := fs.Parse(args); err != nil {
+		return nil, &usageError{msg: ""}
+	}
+	if fs.NArg() > 0 {
+		return nil, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	for _, req := range []struct{ name, v string }{
+		{"--id", o.id}, {"--data-dir", o.dataDir}, {"--raft-addr", o.raftAddr},
+		{"--grpc-addr", o.grpcAddr}, {"--http-addr", o.httpAddr},
+	} {
+		if req.v == "" {
+			return nil, &usageError{req.name + " is required"}
+		}
+	}
+	for _, a := range []struct{ name, v string }{
+		{"--raft-addr", o.raftAddr}, {"--grpc-addr", o.grpcAddr}, {"--http-addr", o.httpAddr},
+	} {
+		if err := cluster.ValidateAddr(a.v); err != nil {
+			return nil, &usageError{fmt.Sprintf("%s: %v", a.name, err)}
+		}
+	}
+	if o.raftAddr == o.grpcAddr || o.raftAddr == o.httpAddr || o.grpcAddr == o.httpAddr {
+		return nil, &usageError{"--raft-addr, --grpc-addr and --http-addr must differ"}
+	}
+	if o.join != "" {
+		if err := cluster.ValidateAddr(o.join); err != nil {
+			return nil, &usageError{fmt.Sprintf("--join: %v", err)}
+		}
+	}
+	if o.peers == "" && o.join == "" {
+		return nil, &usageError{"--peers is required (or --join to join a running cluster)"}
+	}
+	if o.peers != "" {
+		peers, err := cluster.ParsePeers(o.peers)
+		if err != nil {
+			return nil, &usageError{err.Error()}
+		}
+		o.parsedPeers = peers
+		if o.join == "" {
+			var self *cluster.Peer
+			for i := range peers {
+				if peers[i].ID == o.id {
+					self = &peers[i]
+				}
+			}
+			if self == nil {
+				return nil, &usageError{fmt.Sprintf("--id %s is not in --peers", o.id)}
+			}
+			if self.RaftAddr != o.raftAddr {
+				return nil, &usageError{fmt.Sprintf("--peers gives %s the raft address %s but --raft-addr is %s", o.id, self.RaftAddr, o.raftAddr)}
+			}
+		}
+	}
+	switch o.logLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return nil, &usageError{fmt.Sprintf("--log-level %q: use debug, info, warn or error", o.logLevel)}
+	}
+	if o.heartbeat <= 0 || o.election <= 0 || o.leaderLease <= 0 {
+		return nil, &usageError{"raft timeouts must be positive"}
+	}
+	return o, nil
+}
+
+func newLogger(level string) *zap.Logger {
+	var lv zapcore.Level
+	_ = lv.UnmarshalText([]byte(level))
+	enc := zap.NewProductionEncoderConfig()
+	enc.TimeKey = "ts"
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), lv)
+	return zap.New(core)
+}
+
+func run(args []string, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintf(stderr, "dexd: %s\n", msg)
+		}
+		return 2
+	}
+	log := newLogger(o.logLevel).With(zap.String("node", o.id))
+	defer log.Sync()
+	if err := serve(o, log); err != nil {
+		fmt.Fprintf(stderr, "dexd: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	return 0
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func serve(o *options, log *zap.Logger) error {
+	// Ports first: a busy port fails before the data dir is touched.
+	grpcLis, err := net.Listen("tcp", o.grpcAddr)
+	if err != nil {
+		return fmt.Errorf("listen on --grpc-addr %s: %v", o.grpcAddr, err)
+	}
+	defer grpcLis.Close()
+	httpLis, err := net.Listen("tcp", o.httpAddr)
+	if err != nil {
+		return fmt.Errorf("listen on --http-addr %s: %v", o.httpAddr, err)
+	}
+	defer httpLis.Close()
+
+	node, err := cluster.Open(cluster.Config{
+		ID:                 o.id,
+		DataDir:            o.dataDir,
+		RaftAddr:           o.raftAddr,
+		GRPCAddr:           o.grpcAddr,
+		HTTPAddr:           o.httpAddr,
+		Peers:              o.parsedPeers,
+		Join:               o.join,
+		Logger:             log,
+		HeartbeatTimeout:   o.heartbeat,
+		ElectionTimeout:    o.election,
+		LeaderLeaseTimeout: o.leaderLease,
+		SnapshotThreshold:  o.snapshotThreshold,
+		SnapshotInterval:   o.snapshotInterval,
+		TrailingLogs:       o.trailingLogs,
+		OnHalt: func(err error) {
+			// Applying later entries would diverge from the peers: stop now.
+			log.Error("stopping: the state machine cannot apply a committed entry", zap.Error(err))
+			log.Sync()
+			os.Exit(1)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
+
+	srv := server.New(node, log)
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- srv.Serve(grpcLis) }()
+	hsrv := &http.Server{Handler: httpHandler(node), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := hsrv.Serve(httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- err
+		}
+	}()
+
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hsrv.Shutdown(ctx)
+		srv.Stop(5 * time.Second)
+		if err := node.Shutdown(); err != nil {
+			log.Warn("raft shutdown", zap.Error(err))
+		}
+	}
+
+	sigCh := make(chan os.Signal, 1)
+	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigCh)
+
+	if node.NeedsJoin() {
+		ctx, cancel := context.WithTimeout(context.Background(), o.joinTimeout)
+		joined := make(chan error, 1)
+		go func() { joined <- node.Join(ctx, o.join) }()
+		select {
+		case err := <-joined:
+			cancel()
+			if err != nil {
+				stop()
+				return err
+			}
+		case sig := <-sigCh:
+			cancel()
+			log.Info("signal received; shutting down", zap.String("signal", sig.String()))
+			stop()
+			return nil
+		}
+	}
+
+	select {
+	case sig := <-sigCh:
+		log.Info("signal received; shutting down", zap.String("signal", sig.String()))
+		stop()
+		log.Info("stopped")
+		return nil
+	case err := <-serveErr:
+		stop()
+		return fmt.Errorf("server stopped: %v", err)
+	}
+}
