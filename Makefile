@@ -2,14 +2,40 @@ GO ?= go
 BIN := bin
 PROTO_DIR := api/proto
 PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
+FUZZTIME ?= 60s
+TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test run proto fuzz bench vet clean
+.PHONY: build test run proto fuzz bench vet clean election-time
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+vet:
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test $(TESTFLAGS) ./...
+
+# A local 3-node cluster in the foreground; Ctrl-C stops it.
+run: build
+	BIN=$(BIN) scripts/run-local.sh
+
+fuzz:
+	$(GO) test ./fsm -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test ./fsm -run '^$$' -bench . -benchmem
+
+# Cold-start election time of 3 real nodes, median of RUNS runs.
+election-time: build
+	BIN=$(BIN) scripts/election-time.sh $(or $(RUNS),5)
 
 proto:
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I $(PROTO_DIR) \
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
 		$(PROTOS)
+
+clean:
+	rm -rf $(BIN) .dex
+	$(GO) clean -testcache
