@@ -1,0 +1,254 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// FuzzApply drives random command sequences, as leaders and Workers could
+// produce them, and checks the invariants after every command:
+// no panic and no halt; attempts numbered from 1 without gaps; at most one
+// outcome per Step (only outcome_unknown may be reconciled); a single-attempt
+// tool started at most once; a rejected command changes nothing.
+func FuzzApply(f *testing.F) {
+	for _, seed := range [][]byte{
+		{0, 2, 3, 4, 2, 3, 4, 2, 3, 4},
+		{0, 2, 3, 5, 2, 3, 6, 2, 7, 11},
+		{0, 2, 3, 4, 2, 3, 8, 9, 10, 2, 3, 4},
+		{0, 1, 2, 6, 2, 6, 2, 6, 11, 12, 2, 3},
+		{0, 2, 3, 4, 2, 13, 2, 3, 4, 14, 15},
+		{0, 2, 16, 17, 2, 3, 4, 11, 18, 2, 3},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 300 {
+			ops = ops[:300]
+		}
+		d := newDriver(t)
+		fz := &fuzzer{d: d, outcomes: map[string]dexv1.Outcome{}}
+		for i, op := range ops {
+			fz.step(op, byte(i))
+			fz.check()
+		}
+		if len(d.halts) > 0 {
+			t.Fatalf("the state machine halted: %v", d.halts)
+		}
+	})
+}
+
+type fuzzer struct {
+	d        *driver
+	sessions int
+	msgs     int
+	outcomes map[string]dexv1.Outcome
+	stale    []*dexv1.Command
+}
+
+var fuzzTools = []string{"lookup", "save_note", "send_email", "deploy", "build", "ask_user", "sleep", "nope"}
+
+// apply runs a command; a rejected one must leave the state as it was.
+func (z *fuzzer) apply(cmd *dexv1.Command) *Result {
+	before := z.d.stateBytes()
+	res := z.d.try(cmd)
+	if res.Err != nil {
+		if after := z.d.stateBytes(); !bytes.Equal(before, after) {
+			z.d.t.Fatalf("rejected %T (%v) changed the state", cmd.Body, res.Err)
+		}
+	}
+	return res
+}
+
+func (z *fuzzer) pick(list []*dexv1.Step, salt byte) *dexv1.Step {
+	if len(list) == 0 {
+		return nil
+	}
+	return list[int(salt)%len(list)]
+}
+
+func (z *fuzzer) ref(st *dexv1.Step) *dexv1.AttemptRef {
+	at := st.Attempts[len(st.Attempts)-1]
+	return &dexv1.AttemptRef{StepId: st.Id, Attempt: at.N, Token: at.Token, Seq: at.LastSeq + 1}
+}
+
+func (z *fuzzer) step(op, salt byte) {
+	d := z.d
+	st := d.f.State()
+	queued := st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED)
+	running := st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING)
+	waiting := st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_WAITING)
+	switch op % 19 {
+	case 0: // a new session, sometimes a child of the last one
+		z.sessions++
+		parent := ""
+		if salt%2 == 1 && z.sessions > 1 {
+			parent = fmt.Sprintf("s%d", z.sessions-1)
+		}
+		z.apply(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{
+			SessionId: fmt.Sprintf("s%d", z.sessions), ParentId: parent, CompactionThreshold: uint64(salt%3) * 40,
+		}}})
+	case 1, 2: // a message to some session
+		if z.sessions == 0 {
+			return
+		}
+		z.msgs++
+		z.apply(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+			SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), MessageId: fmt.Sprintf("m%d", z.msgs), Text: "do the thing",
+		}}})
+	case 3: // hand a queued Step to a Worker
+		if q := z.pick(queued, salt); q != nil {
+			if d.now < q.ReadyAtMs {
+				d.now = q.ReadyAtMs
+			}
+			z.apply(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+				StepId: q.Id, Attempt: uint32(len(q.Attempts)) + 1, WorkerId: "w1", Epoch: d.epoch,
+			}}})
+		}
+	case 4: // complete a running attempt with a plausible result
+		if r := z.pick(running, salt); r != nil {
+			z.apply(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: z.result(r, salt)}})
+		}
+	case 5: // claim
+		if r := z.pick(running, salt); r != nil {
+			z.apply(&dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: z.ref(r)}}})
+		}
+	case 6: // fail with some error type
+		if r := z.pick(running, salt); r != nil {
+			z.apply(&dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
+				Ref: z.ref(r), ErrorType: dexv1.ErrorType(int(salt) % 8), Error: "boom",
+			}}})
+		}
+	case 7: // the Worker died
+		if r := z.pick(running, salt); r != nil {
+			cmd := &dexv1.Command{Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{StepId: r.Id, Attempt: uint32(len(r.Attempts)), Epoch: d.epoch}}}
+			z.stale = append(z.stale, cmd)
+			z.apply(cmd)
+		}
+	case 8, 9: // approve, deny, answer, fire
+		if w := z.pick(waiting, salt); w != nil {
+			var cmd *dexv1.Command
+			switch w.Kind {
+			case kApproval:
+				cmd = approve(w.Id, salt%2 == 0)
+			case kQuestion:
+				cmd = answerCmd(w.Id, "yes")
+			default:
+				d.advance(time.Duration(salt) * time.Second)
+				cmd = d.fire(w.Id)
+			}
+			z.stale = append(z.stale, cmd)
+			z.apply(cmd)
+		}
+	case 10:
+		d.advance(time.Duration(salt) * time.Minute)
+	case 11, 12: // a full restart or a takeover
+		d.restart()
+	case 13: // an operator's resume of some session
+		if z.sessions > 0 {
+			z.apply(resume(fmt.Sprintf("s%d", int(salt)%z.sessions+1)))
+		}
+	case 14: // a stale command repeated
+		if len(z.stale) > 0 {
+			z.apply(z.stale[int(salt)%len(z.stale)])
+		}
+	case 15: // reconcile whatever step
+		all := append(append([]*dexv1.Step{}, queued...), running...)
+		if s := z.pick(all, salt); s != nil {
+			z.apply(&dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{StepId: s.Id, Outcome: oSucceeded}}})
+		}
+		for _, s := range d.f.State().Sessions() {
+			for _, x := range d.f.State().Steps(s.Id) {
+				if x.Outcome == oUnknown && salt%2 == 0 {
+					z.apply(&dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{StepId: x.Id, Outcome: oFailed}}})
+					z.outcomes[x.Id] = oFailed
+					return
+				}
+			}
+		}
+	case 16: // resume errored sessions that came due
+		for _, s := range st.Sessions() {
+			if s.ResumeAtMs > 0 {
+				if salt%2 == 0 {
+					d.now = max(d.now, s.ResumeAtMs)
+				}
+				z.apply(&dexv1.Command{Body: &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: s.Id, Epoch: d.epoch}}})
+			}
+		}
+	case 17: // a command from a deposed leader
+		z.apply(&dexv1.Command{Body: &dexv1.Command_RestartSessions{RestartSessions: &dexv1.RestartSessions{Epoch: d.epoch - 1}}})
+	case 18: // an operator's history edit
+		if z.sessions > 0 {
+			z.apply(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), Note: "edited"}}})
+		}
+	}
+}
+
+func (z *fuzzer) result(r *dexv1.Step, salt byte) *dexv1.CompleteAttempt {
+	c := &dexv1.CompleteAttempt{Ref: z.ref(r)}
+	switch r.Kind {
+	case kRunModel:
+		out := &dexv1.ModelOutput{Text: "ok"}
+		for i := 0; i < int(salt%4); i++ {
+			z.msgs++
+			out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{
+				CallId: fmt.Sprintf("c%d", z.msgs), Tool: fuzzTools[(int(salt)+i)%len(fuzzTools)], Arguments: `{"seconds": 1, "question": "?"}`,
+			})
+		}
+		c.Result = &dexv1.CompleteAttempt_ModelOutput{ModelOutput: out}
+	case kCompact:
+		c.Result = &dexv1.CompleteAttempt_Summary{Summary: "summary"}
+	case kPoll:
+		c.Result = &dexv1.CompleteAttempt_PollResult{PollResult: &dexv1.PollResult{Done: salt%3 == 0, Result: &dexv1.ToolResult{Content: "done"}}}
+	default:
+		c.Result = &dexv1.CompleteAttempt_ToolResult{ToolResult: &dexv1.ToolResult{Content: "ok", IsError: salt%5 == 0, TaskId: fmt.Sprintf("task-%d", salt)}}
+	}
+	return c
+}
+
+func (z *fuzzer) check() {
+	t := z.d.t
+	st := z.d.f.State()
+	for _, s := range st.Sessions() {
+		singles := map[string]int{}
+		for _, x := range st.Steps(s.Id) {
+			for i, at := range x.Attempts {
+				if at.N != uint32(i+1) {
+					t.Fatalf("step %s: attempt %d numbered %d", x.Id, i+1, at.N)
+				}
+				if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING && (i != len(x.Attempts)-1 || x.Status != dexv1.StepStatus_STEP_STATUS_RUNNING) {
+					t.Fatalf("step %s (%s): attempt %d running but not current", x.Id, x.Status, at.N)
+				}
+			}
+			if x.Status == dexv1.StepStatus_STEP_STATUS_RUNNING && x.Attempts[len(x.Attempts)-1].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+				t.Fatalf("step %s running with no running attempt", x.Id)
+			}
+			if x.MaxAttempts > 0 && len(x.Attempts) > int(x.MaxAttempts) {
+				t.Fatalf("step %s has %d attempts; at most %d", x.Id, len(x.Attempts), x.MaxAttempts)
+			}
+			if x.Kind == kSingle {
+				singles[x.CallId]++
+				if len(x.Attempts) > 1 || singles[x.CallId] > 1 {
+					t.Fatalf("single-attempt call %s started more than once", x.CallId)
+				}
+			}
+			if x.Status == dexv1.StepStatus_STEP_STATUS_DONE {
+				prev, seen := z.outcomes[x.Id]
+				switch {
+				case !seen:
+					z.outcomes[x.Id] = x.Outcome
+				case prev != x.Outcome && !(prev == oUnknown):
+					t.Fatalf("step %s changed its outcome from %s to %s", x.Id, OutcomeName(prev), OutcomeName(x.Outcome))
+				default:
+					z.outcomes[x.Id] = x.Outcome
+				}
+				if x.Outcome == dexv1.Outcome_OUTCOME_UNSPECIFIED {
+					t.Fatalf("step %s done without an outcome", x.Id)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,328 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// driver feeds commands to a state machine the way a leader would: each with
+// the next log index and the leader's clock, which the test moves by hand.
+type driver struct {
+	t     testing.TB
+	f     *FSM
+	index uint64
+	now   int64
+	epoch uint64
+	halts []error
+}
+
+var demoTools = []*dexv1.ToolSpec{
+	{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ},
+	{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE},
+	{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT},
+	{Name: "deploy", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, NeedsApproval: true},
+	{Name: "build", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, LongRunning: true, PollIntervalMs: 1000},
+	{Name: "calc", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Inline: true},
+}
+
+func newDriver(t testing.TB) *driver {
+	d := &driver{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()}
+	d.f = New(Options{OnHalt: func(err error) { d.halts = append(d.halts, err) }})
+	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", Tools: demoTools}}})
+	d.newEpoch()
+	return d
+}
+
+func (d *driver) advance(dt time.Duration) { d.now += dt.Milliseconds() }
+
+// try applies a command and returns its result, rejected or not.
+func (d *driver) try(cmd *dexv1.Command) *Result {
+	d.t.Helper()
+	if cmd.NowMs == 0 {
+		cmd.NowMs = d.now
+	}
+	data, err := Encode(cmd)
+	if err != nil {
+		d.t.Fatalf("encode: %v", err)
+	}
+	d.index++
+	return d.f.ApplyEntry(d.index, data)
+}
+
+// do applies a command that must be accepted.
+func (d *driver) do(cmd *dexv1.Command) *Result {
+	d.t.Helper()
+	res := d.try(cmd)
+	if res.Err != nil {
+		d.t.Fatalf("command %T rejected: %v", cmd.Body, res.Err)
+	}
+	return res
+}
+
+// refused applies a command that must be rejected and change nothing.
+func (d *driver) refused(cmd *dexv1.Command, code Code) *Rejection {
+	d.t.Helper()
+	before := d.stateBytes()
+	res := d.try(cmd)
+	if res.Err == nil {
+		d.t.Fatalf("command %T was accepted; want a %s rejection", cmd.Body, code)
+	}
+	if res.Err.Code != code {
+		d.t.Fatalf("command %T rejected with %v; want code %s", cmd.Body, res.Err, code)
+	}
+	if after := d.stateBytes(); !bytes.Equal(before, after) {
+		d.t.Fatalf("rejected command %T changed the state", cmd.Body)
+	}
+	return res.Err
+}
+
+// stateBytes is the snapshot of the state without the applied index.
+func (d *driver) stateBytes() []byte {
+	d.t.Helper()
+	var buf bytes.Buffer
+	if err := d.f.Snapshot().Persist(&buf); err != nil {
+		d.t.Fatalf("persist: %v", err)
+	}
+	g := New(Options{})
+	if err := g.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		d.t.Fatalf("restore: %v", err)
+	}
+	tx := g.db.Txn(true)
+	a := &applier{tx: tx}
+	m := a.meta()
+	m.AppliedIndex = 0
+	a.putMeta(m)
+	tx.Commit()
+	buf.Reset()
+	if err := g.Snapshot().Persist(&buf); err != nil {
+		d.t.Fatalf("persist: %v", err)
+	}
+	return buf.Bytes()
+}
+
+func (d *driver) newEpoch() uint64 {
+	res := d.do(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}})
+	d.epoch = res.Epoch
+	return d.epoch
+}
+
+// restart simulates a full cluster restart: the state survives through a
+// snapshot and restore, a new leader opens a new epoch and runs the recovery.
+func (d *driver) restart() {
+	d.t.Helper()
+	var buf bytes.Buffer
+	if err := d.f.Snapshot().Persist(&buf); err != nil {
+		d.t.Fatal(err)
+	}
+	g := New(Options{OnHalt: func(err error) { d.halts = append(d.halts, err) }})
+	if err := g.Restore(&buf); err != nil {
+		d.t.Fatal(err)
+	}
+	d.f = g
+	d.advance(5 * time.Second)
+	d.newEpoch()
+	d.do(&dexv1.Command{Body: &dexv1.Command_RestartSessions{RestartSessions: &dexv1.RestartSessions{Epoch: d.epoch}}})
+}
+
+func (d *driver) createSession(id, parent, msg string) {
+	d.t.Helper()
+	c := &dexv1.CreateSession{SessionId: id, ParentId: parent}
+	if msg != "" {
+		c.MessageId, c.Message = id+"-m0", msg
+	}
+	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: c}})
+}
+
+var msgCounter int
+
+func (d *driver) send(session, text string) *Result {
+	d.t.Helper()
+	msgCounter++
+	return d.do(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+		SessionId: session, MessageId: fmt.Sprintf("m%d", msgCounter), Text: text,
+	}}})
+}
+
+func (d *driver) session(id string) *dexv1.Session {
+	d.t.Helper()
+	s := d.f.State().Session(id)
+	if s == nil {
+		d.t.Fatalf("session %s not found", id)
+	}
+	return s
+}
+
+func (d *driver) step(id string) *dexv1.Step {
+	d.t.Helper()
+	st := d.f.State().Step(id)
+	if st == nil {
+		d.t.Fatalf("step %s not found", id)
+	}
+	return st
+}
+
+// stepsOf returns the session's Steps of a kind, in order.
+func (d *driver) stepsOf(session string, kind dexv1.StepKind) []*dexv1.Step {
+	var out []*dexv1.Step
+	for _, st := range d.f.State().Steps(session) {
+		if st.Kind == kind {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// queued returns the one queued Step of a kind in the session.
+func (d *driver) queued(session string, kind dexv1.StepKind) *dexv1.Step {
+	d.t.Helper()
+	var found *dexv1.Step
+	for _, st := range d.stepsOf(session, kind) {
+		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED {
+			if found != nil {
+				d.t.Fatalf("two queued %s steps in %s", KindName(kind), session)
+			}
+			found = st
+		}
+	}
+	if found == nil {
+		d.t.Fatalf("no queued %s step in %s", KindName(kind), session)
+	}
+	return found
+}
+
+// latest returns the newest Step of a kind in the session.
+func (d *driver) latest(session string, kind dexv1.StepKind) *dexv1.Step {
+	d.t.Helper()
+	steps := d.stepsOf(session, kind)
+	if len(steps) == 0 {
+		d.t.Fatalf("no %s step in %s", KindName(kind), session)
+	}
+	return steps[len(steps)-1]
+}
+
+// handle is a Worker's grip on one attempt.
+type handle struct {
+	d   *driver
+	st  string
+	n   uint32
+	tok string
+	seq uint64
+}
+
+// start hands a queued Step to a Worker, waiting out its backoff first.
+func (d *driver) start(st *dexv1.Step) *handle {
+	d.t.Helper()
+	if d.now < st.ReadyAtMs {
+		d.now = st.ReadyAtMs
+	}
+	n := uint32(len(st.Attempts)) + 1
+	res := d.do(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+		StepId: st.Id, Attempt: n, WorkerId: "w1", Epoch: d.epoch,
+	}}})
+	return &handle{d: d, st: st.Id, n: n, tok: res.Attempt.Token}
+}
+
+func (d *driver) startNext(session string, kind dexv1.StepKind) *handle {
+	d.t.Helper()
+	return d.start(d.queued(session, kind))
+}
+
+func (h *handle) ref() *dexv1.AttemptRef {
+	h.seq++
+	return &dexv1.AttemptRef{StepId: h.st, Attempt: h.n, Token: h.tok, Seq: h.seq}
+}
+
+func (h *handle) claimCmd() *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: h.ref()}}}
+}
+
+func (h *handle) claim() *handle { h.d.t.Helper(); h.d.do(h.claimCmd()); return h }
+
+func (h *handle) output(text string, calls ...*dexv1.ToolCall) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
+		Ref: h.ref(), Result: &dexv1.CompleteAttempt_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}},
+	}}}
+}
+
+func (h *handle) answer(text string, calls ...*dexv1.ToolCall) { h.d.t.Helper(); h.d.do(h.output(text, calls...)) }
+
+func (h *handle) toolResult(content string, isError bool, taskID string) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
+		Ref: h.ref(), Result: &dexv1.CompleteAttempt_ToolResult{ToolResult: &dexv1.ToolResult{Content: content, IsError: isError, TaskId: taskID}},
+	}}}
+}
+
+func (h *handle) result(content string) { h.d.t.Helper(); h.d.do(h.toolResult(content, false, "")) }
+
+func (h *handle) poll(done bool, content string) {
+	h.d.t.Helper()
+	h.d.do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
+		Ref: h.ref(), Result: &dexv1.CompleteAttempt_PollResult{PollResult: &dexv1.PollResult{Done: done, Result: &dexv1.ToolResult{Content: content}}},
+	}}})
+}
+
+func (h *handle) summary(text string) {
+	h.d.t.Helper()
+	h.d.do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
+		Ref: h.ref(), Result: &dexv1.CompleteAttempt_Summary{Summary: text},
+	}}})
+}
+
+func (h *handle) failCmd(t dexv1.ErrorType, msg string) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{Ref: h.ref(), ErrorType: t, Error: msg}}}
+}
+
+func (h *handle) fail(t dexv1.ErrorType, msg string) { h.d.t.Helper(); h.d.do(h.failCmd(t, msg)) }
+
+func (h *handle) expireCmd() *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{StepId: h.st, Attempt: h.n, Epoch: h.d.epoch}}}
+}
+
+// expire is the leader failing the attempt of a Worker that died.
+func (h *handle) expire() { h.d.t.Helper(); h.d.do(h.expireCmd()) }
+
+func call(id, tool, args string) *dexv1.ToolCall {
+	return &dexv1.ToolCall{CallId: id, Tool: tool, Arguments: args}
+}
+
+func approve(step string, ok bool) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_ResolveApproval{ResolveApproval: &dexv1.ResolveApproval{StepId: step, Approved: ok}}}
+}
+
+func answerCmd(step, text string) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_AnswerQuestion{AnswerQuestion: &dexv1.AnswerQuestion{StepId: step, Answer: text}}}
+}
+
+func (d *driver) fire(step string) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_FireTimer{FireTimer: &dexv1.FireTimer{StepId: step, Epoch: d.epoch}}}
+}
+
+func resume(session string) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_ResumeSession{ResumeSession: &dexv1.ResumeSession{SessionId: session}}}
+}
+
+// toolResults returns the session's tool-result history entries by call id.
+func toolResults(s *dexv1.Session) map[string]*dexv1.HistoryEntry {
+	out := map[string]*dexv1.HistoryEntry{}
+	for _, e := range s.History {
+		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT {
+			out[e.CallId] = e
+		}
+	}
+	return out
+}
+
+func clone[T proto.Message](m T) T { return proto.Clone(m).(T) }
+
+func wantStatus(t testing.TB, s *dexv1.Session, want dexv1.SessionStatus) {
+	t.Helper()
+	if s.Status != want {
+		t.Fatalf("session %s is %s; want %s (last error %q)", s.Id, StatusName(s.Status), StatusName(want), s.LastError)
+	}
+}

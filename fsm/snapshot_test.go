@@ -1,0 +1,142 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// busyState builds a state with every kind of object and Step in it.
+func busyState(t *testing.T) *driver {
+	d := newDriver(t)
+	d.do(&dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: &dexv1.NodeInfo{Id: "n1", RaftAddress: "127.0.0.1:7001", GrpcAddress: "127.0.0.1:8001"}}}})
+	childWithToolResults(t, d)
+	d.startNext("c", kRunModel).answer("", call("q", "ask_user", `{"question":"?"}`), call("t", "sleep", `{"seconds":5}`),
+		call("a", "deploy", "{}"), call("b", "build", "{}"), call("e", "send_email", "{}"))
+	d.startNext("c", kCallTool).claim().do(func(h *handle) *dexv1.Command { return h.toolResult("", false, "task-1") })
+	d.startNext("c", kSingle).claim()
+	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "z", CompactionThreshold: 3, MessageId: "zm", Message: "compact me"}}})
+	return d
+}
+
+func persist(t *testing.T, f *FSM) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.Snapshot().Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestSnapshot_RestoreGivesAnIdenticalState(t *testing.T) {
+	d := busyState(t)
+	snap := persist(t, d.f)
+	g := New(Options{})
+	if err := g.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snap, persist(t, g)) {
+		t.Fatal("the restored state persists to different bytes")
+	}
+	a, b := d.f.State(), g.State()
+	if !proto.Equal(a.Meta(), b.Meta()) {
+		t.Fatal("meta differs")
+	}
+	for _, s := range a.Sessions() {
+		if !proto.Equal(s, b.Session(s.Id)) {
+			t.Fatalf("session %s differs", s.Id)
+		}
+		for _, st := range a.Steps(s.Id) {
+			if !proto.Equal(st, b.Step(st.Id)) {
+				t.Fatalf("step %s differs", st.Id)
+			}
+		}
+		if len(a.Events(s.Id, 0)) != len(b.Events(s.Id, 0)) {
+			t.Fatalf("events of %s differ", s.Id)
+		}
+	}
+	if len(a.Nodes()) != 1 || len(b.Nodes()) != 1 || len(b.Workers()) != 1 {
+		t.Fatal("nodes or workers lost")
+	}
+	// Both go on identically.
+	d2 := &driver{t: t, f: g, index: d.index, now: d.now, epoch: d.epoch}
+	more := &dexv1.Command{NowMs: d.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "c", MessageId: "more", Text: "more"}}}
+	d.do(more)
+	d2.do(more)
+	if !bytes.Equal(persist(t, d.f), persist(t, d2.f)) {
+		t.Fatal("the restored state diverged on the same command")
+	}
+}
+
+func TestSnapshot_ADamagedOneIsRefusedAndChangesNothing(t *testing.T) {
+	d := busyState(t)
+	before := persist(t, d.f)
+	for name, data := range map[string][]byte{
+		"foreign": []byte("PK\x03\x04 not a snapshot"),
+		"empty":   nil,
+		"cut":     before[:len(before)/2],
+		"version": append([]byte(snapshotMagic+"\x09"), before[len(snapshotMagic)+1:]...),
+	} {
+		err := d.f.Restore(bytes.NewReader(data))
+		if !errors.Is(err, ErrBadSnapshot) {
+			t.Fatalf("%s snapshot: %v; want ErrBadSnapshot", name, err)
+		}
+		if !bytes.Equal(before, persist(t, d.f)) {
+			t.Fatalf("a refused %s snapshot changed the state", name)
+		}
+	}
+}
+
+func TestApply_UnknownCommandTypeHaltsNamingTheIndex(t *testing.T) {
+	d := newDriver(t)
+	// A command from a newer version: its body is a field this build lacks.
+	future := append(mustEncode(t, &dexv1.Command{NowMs: 1}), 0xfa, 0x3e, 0x00) // field 999, empty bytes
+	res := d.f.ApplyEntry(d.index+1, future)
+	if res.Err == nil || len(d.halts) != 1 || !strings.Contains(d.halts[0].Error(), "log entry 3 ") {
+		t.Fatalf("unknown command: result %v, halts %v; want one halt naming entry 3", res.Err, d.halts)
+	}
+	// Nothing applies after a halt.
+	if res := d.try(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "x"}}}); res.Err == nil {
+		t.Fatal("a halted state machine applied a command")
+	}
+}
+
+func TestApply_UnknownIgnorableCommandIsSkipped(t *testing.T) {
+	d := newDriver(t)
+	before := d.stateBytes()
+	future := append(mustEncode(t, &dexv1.Command{NowMs: 1, Ignorable: true}), 0xfa, 0x3e, 0x00)
+	d.index++
+	res := d.f.ApplyEntry(d.index, future)
+	if res.Err != nil || !res.Ignored || len(d.halts) != 0 {
+		t.Fatalf("ignorable unknown command: %v ignored=%v halts=%v", res.Err, res.Ignored, d.halts)
+	}
+	if !bytes.Equal(before, d.stateBytes()) {
+		t.Fatal("an ignored command changed the state")
+	}
+	if d.f.State().Meta().AppliedIndex != d.index {
+		t.Fatal("the applied index did not move past the ignored entry")
+	}
+	d.createSession("s", "", "still working")
+}
+
+func TestApply_GarbageEntryHalts(t *testing.T) {
+	d := newDriver(t)
+	d.f.ApplyEntry(d.index+1, []byte{0xff, 0xff, 0xff})
+	if len(d.halts) != 1 {
+		t.Fatal("an undecodable entry did not halt the state machine")
+	}
+}
+
+func mustEncode(t testing.TB, c *dexv1.Command) []byte {
+	t.Helper()
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
