@@ -250,7 +250,10 @@ func (h *handle) output(text string, calls ...*dexv1.ToolCall) *dexv1.Command {
 	}}}
 }
 
-func (h *handle) answer(text string, calls ...*dexv1.ToolCall) { h.d.t.Helper(); h.d.do(h.output(text, calls...)) }
+func (h *handle) answer(text string, calls ...*dexv1.ToolCall) {
+	h.d.t.Helper()
+	h.d.do(h.output(text, calls...))
+}
 
 func (h *handle) toolResult(content string, isError bool, taskID string) *dexv1.Command {
 	return &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{

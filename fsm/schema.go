@@ -24,7 +24,7 @@ const (
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableSessions: {Name: tableSessions, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
+			indexID:     {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 			indexStatus: {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
 		}},
 		tableSteps: {Name: tableSteps, Indexes: map[string]*memdb.IndexSchema{
