@@ -202,7 +202,7 @@ func (a *applier) registerWorker(c *dexv1.RegisterWorker) *Result {
 		}
 		seen[t.Name] = true
 	}
-	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now})
+	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel})
 	return &Result{}
 }
 

@@ -544,6 +544,7 @@ type RegisterWorker struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Tools         []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	RunsModel     bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -590,6 +591,13 @@ func (x *RegisterWorker) GetTools() []*ToolSpec {
 		return x.Tools
 	}
 	return nil
+}
+
+func (x *RegisterWorker) GetRunsModel() bool {
+	if x != nil {
+		return x.RunsModel
+	}
+	return false
 }
 
 // Opens a new dispatch epoch: the fencing token of the new lease holder.
@@ -1625,10 +1633,12 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12!\n" +
-	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"U\n" +
+	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"t\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
-	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\"$\n" +
+	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
+	"\n" +
+	"runs_model\x18\x03 \x01(\bR\trunsModel\"$\n" +
 	"\tBumpEpoch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"g\n" +
 	"\n" +

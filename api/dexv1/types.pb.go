@@ -2232,8 +2232,10 @@ type WorkerInfo struct {
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Tools          []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	RegisteredAtMs int64                  `protobuf:"varint,3,opt,name=registered_at_ms,json=registeredAtMs,proto3" json:"registered_at_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The Worker runs RunModel and CompactContext Steps.
+	RunsModel     bool `protobuf:"varint,4,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerInfo) Reset() {
@@ -2285,6 +2287,13 @@ func (x *WorkerInfo) GetRegisteredAtMs() int64 {
 		return x.RegisteredAtMs
 	}
 	return 0
+}
+
+func (x *WorkerInfo) GetRunsModel() bool {
+	if x != nil {
+		return x.RunsModel
+	}
+	return false
 }
 
 type Event struct {
@@ -2764,12 +2773,14 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +
 	"\fgrpc_address\x18\x03 \x01(\tR\vgrpcAddress\x12!\n" +
-	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"n\n" +
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\x8d\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12(\n" +
-	"\x10registered_at_ms\x18\x03 \x01(\x03R\x0eregisteredAtMs\"\x92\x01\n" +
+	"\x10registered_at_ms\x18\x03 \x01(\x03R\x0eregisteredAtMs\x12\x1d\n" +
+	"\n" +
+	"runs_model\x18\x04 \x01(\bR\trunsModel\"\x92\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
