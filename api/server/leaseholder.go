@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm"
+)
+
+// leaseHolder gates the client and Worker services: only the node that holds
+// the dispatch lease serves them.
+type leaseHolder struct {
+	node *cluster.Node
+}
+
+// check answers Unavailable, naming the leader, unless this node is ready.
+func (l leaseHolder) check(ctx context.Context) error {
+	if ready, reason := l.node.Ready(); !ready {
+		return l.unavailable(ctx, reason)
+	}
+	return nil
+}
+
+func (l leaseHolder) unavailable(ctx context.Context, reason string) error {
+	e := l.node.NotLeader()
+	if e.LeaderGRPCAddr != "" {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(cluster.LeaderMetadataKey, e.LeaderGRPCAddr))
+	}
+	msg := e.Error()
+	if l.node.IsLeader() && reason != "" {
+		msg = "this node leads but does not serve yet: " + reason
+	}
+	return status.Error(codes.Unavailable, msg)
+}
+
+// propose commits a command and turns every failure into a gRPC status.
+func (l leaseHolder) propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+	if err := l.check(ctx); err != nil {
+		return nil, err
+	}
+	res, err := l.node.Propose(ctx, cmd)
+	if err != nil {
+		return nil, l.proposeError(ctx, err)
+	}
+	if res.Err != nil {
+		return res, RejectionStatus(res.Err)
+	}
+	return res, nil
+}
+
+func (l leaseHolder) proposeError(ctx context.Context, err error) error {
+	var nl *cluster.NotLeaderError
+	switch {
+	case errors.As(err, &nl):
+		return l.unavailable(ctx, "")
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Error(codes.Unavailable, err.Error())
+}
+
+func required(what, v string) error {
+	if v == "" {
+		return status.Errorf(codes.InvalidArgument, "%s is required", what)
+	}
+	return nil
+}

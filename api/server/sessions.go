@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/cluster"
+)
+
+// Sessions implements dexv1.SessionServiceServer.
+type Sessions struct {
+	dexv1.UnimplementedSessionServiceServer
+	leaseHolder
+}
+
+// NewSessions returns the client handlers of node.
+func NewSessions(node *cluster.Node) *Sessions { return &Sessions{leaseHolder: leaseHolder{node: node}} }
+
+func newSessionID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "ses-" + hex.EncodeToString(b)
+}
+
+func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRequest) (*dexv1.CreateSessionResponse, error) {
+	id := req.SessionId
+	if id == "" {
+		id = newSessionID()
+	}
+	c := &dexv1.CreateSession{SessionId: id, ParentId: req.ParentId, CompactionThreshold: req.CompactionThreshold, Message: req.Message}
+	if req.Message != "" {
+		c.MessageId = req.IdempotencyKey
+		if c.MessageId == "" {
+			c.MessageId = id + "/first"
+		}
+	}
+	if _, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: c}}); err != nil {
+		return nil, err
+	}
+	return &dexv1.CreateSessionResponse{Session: s.node.State().Session(id)}, nil
+}
+
+func (s *Sessions) SendMessage(ctx context.Context, req *dexv1.SendMessageRequest) (*dexv1.SendMessageResponse, error) {
+	if err := required("idempotency_key", req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	res, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+		SessionId: req.SessionId, MessageId: req.IdempotencyKey, Text: req.Text,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &dexv1.SendMessageResponse{Duplicate: res.Replayed}, nil
+}
+
+func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := required("session_id", req.SessionId); err != nil {
+		return nil, err
+	}
+	st := s.node.State()
+	sess := st.Session(req.SessionId)
+	if sess == nil {
+		return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
+	}
+	return &dexv1.GetSessionResponse{Session: sess, Steps: st.Steps(req.SessionId)}, nil
+}
+
+func (s *Sessions) ListSessions(ctx context.Context, _ *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	out := &dexv1.ListSessionsResponse{}
+	for _, sess := range s.node.State().Sessions() {
+		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{
+			Id: sess.Id, ParentId: sess.ParentId, Status: sess.Status, TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
+		})
+	}
+	return out, nil
+}
+
+// watchRecheck bounds how long a watch waits before it checks that this node
+// still holds the lease.
+const watchRecheck = time.Second
+
+func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.SessionService_WatchSessionServer) error {
+	ctx := stream.Context()
+	if err := required("session_id", req.SessionId); err != nil {
+		return err
+	}
+	after := req.AfterSeq
+	for {
+		if err := s.check(ctx); err != nil {
+			return err
+		}
+		st := s.node.State()
+		if st.Session(req.SessionId) == nil {
+			return status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
+		}
+		for _, e := range st.Events(req.SessionId, after) {
+			if err := stream.Send(e); err != nil {
+				return err
+			}
+			after = e.Seq
+		}
+		wait, cancel := context.WithTimeout(ctx, watchRecheck)
+		_ = st.WatchSet().WatchCtx(wait)
+		cancel()
+		if ctx.Err() != nil {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}
+
+func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprovalRequest) (*dexv1.ResolveApprovalResponse, error) {
+	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ResolveApproval{ResolveApproval: &dexv1.ResolveApproval{
+		StepId: req.StepId, Approved: req.Approved, Reason: req.Reason,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &dexv1.ResolveApprovalResponse{}, nil
+}
+
+func (s *Sessions) AnswerQuestion(ctx context.Context, req *dexv1.AnswerQuestionRequest) (*dexv1.AnswerQuestionResponse, error) {
+	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_AnswerQuestion{AnswerQuestion: &dexv1.AnswerQuestion{
+		StepId: req.StepId, Answer: req.Answer,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &dexv1.AnswerQuestionResponse{}, nil
+}
+
+func (s *Sessions) ResumeSession(ctx context.Context, req *dexv1.ResumeSessionRequest) (*dexv1.ResumeSessionResponse, error) {
+	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ResumeSession{ResumeSession: &dexv1.ResumeSession{SessionId: req.SessionId}}})
+	if err != nil {
+		return nil, err
+	}
+	return &dexv1.ResumeSessionResponse{}, nil
+}
+
+func (s *Sessions) ReconcileOutcome(ctx context.Context, req *dexv1.ReconcileOutcomeRequest) (*dexv1.ReconcileOutcomeResponse, error) {
+	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{
+		StepId: req.StepId, Outcome: req.Outcome, Note: req.Note,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &dexv1.ReconcileOutcomeResponse{}, nil
+}

@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/cluster"
+)
+
+// Dispatch hands queued Steps to Workers (the leader's dispatcher).
+type Dispatch interface {
+	Poll(ctx context.Context, workerID string, max int, wait time.Duration) ([]*dexv1.Task, error)
+}
+
+// Leases keeps attempt leases in the leader's memory.
+type Leases interface {
+	Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason string)
+	Release(stepID string, attempt uint32)
+}
+
+// WorkerTiming tells Workers how often to heartbeat.
+type WorkerTiming struct {
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
+}
+
+// maxTasksPerPoll caps one poll.
+const maxTasksPerPoll = 16
+
+// Workers implements dexv1.WorkerServiceServer.
+type Workers struct {
+	dexv1.UnimplementedWorkerServiceServer
+	leaseHolder
+	dispatch Dispatch
+	leases   Leases
+	timing   WorkerTiming
+}
+
+// NewWorkers returns the Worker handlers of node.
+func NewWorkers(node *cluster.Node, d Dispatch, l Leases, timing WorkerTiming) *Workers {
+	return &Workers{leaseHolder: leaseHolder{node: node}, dispatch: d, leases: l, timing: timing}
+}
+
+func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerRequest) (*dexv1.RegisterWorkerResponse, error) {
+	_, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+		WorkerId: req.WorkerId, Tools: req.Tools, RunsModel: req.RunsModel,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	return &dexv1.RegisterWorkerResponse{
+		HeartbeatIntervalMs: uint32(w.timing.HeartbeatInterval.Milliseconds()),
+		HeartbeatTimeoutMs:  uint32(w.timing.HeartbeatTimeout.Milliseconds()),
+	}, nil
+}
+
+func (w *Workers) PollTask(ctx context.Context, req *dexv1.PollTaskRequest) (*dexv1.PollTaskResponse, error) {
+	if err := w.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := required("worker_id", req.WorkerId); err != nil {
+		return nil, err
+	}
+	max := int(req.MaxTasks)
+	if max <= 0 {
+		max = 1
+	}
+	if max > maxTasksPerPoll {
+		max = maxTasksPerPoll
+	}
+	tasks, err := w.dispatch.Poll(ctx, req.WorkerId, max, time.Duration(req.WaitMs)*time.Millisecond)
+	if err != nil {
+		if ready, reason := w.node.Ready(); !ready {
+			return nil, w.unavailable(ctx, reason)
+		}
+		if ctx.Err() != nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &dexv1.PollTaskResponse{Tasks: tasks}, nil
+}
+
+func validRef(ref *dexv1.AttemptRef) error {
+	if ref == nil || ref.StepId == "" || ref.Attempt == 0 || ref.Token == "" {
+		return status.Error(codes.InvalidArgument, "ref needs step_id, attempt and token")
+	}
+	return nil
+}
+
+func (w *Workers) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*dexv1.ClaimTaskResponse, error) {
+	if err := validRef(req.Ref); err != nil {
+		return nil, err
+	}
+	if _, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: req.Ref}}}); err != nil {
+		return nil, err
+	}
+	w.leases.Heartbeat(req.Ref)
+	return &dexv1.ClaimTaskResponse{}, nil
+}
+
+func (w *Workers) Heartbeat(ctx context.Context, req *dexv1.HeartbeatRequest) (*dexv1.HeartbeatResponse, error) {
+	if err := w.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := validRef(req.Ref); err != nil {
+		return nil, err
+	}
+	cancelled, reason := w.leases.Heartbeat(req.Ref)
+	return &dexv1.HeartbeatResponse{Cancelled: cancelled, Reason: reason}, nil
+}
+
+func (w *Workers) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskRequest) (*dexv1.CompleteTaskResponse, error) {
+	if err := validRef(req.Ref); err != nil {
+		return nil, err
+	}
+	c := &dexv1.CompleteAttempt{Ref: req.Ref}
+	switch r := req.Result.(type) {
+	case *dexv1.CompleteTaskRequest_ModelOutput:
+		c.Result = &dexv1.CompleteAttempt_ModelOutput{ModelOutput: r.ModelOutput}
+	case *dexv1.CompleteTaskRequest_ToolResult:
+		c.Result = &dexv1.CompleteAttempt_ToolResult{ToolResult: r.ToolResult}
+	case *dexv1.CompleteTaskRequest_PollResult:
+		c.Result = &dexv1.CompleteAttempt_PollResult{PollResult: r.PollResult}
+	case *dexv1.CompleteTaskRequest_Summary:
+		c.Result = &dexv1.CompleteAttempt_Summary{Summary: r.Summary}
+	default:
+		return nil, status.Error(codes.InvalidArgument, "a result is required")
+	}
+	if _, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: c}}); err != nil {
+		return nil, err
+	}
+	w.leases.Release(req.Ref.StepId, req.Ref.Attempt)
+	return &dexv1.CompleteTaskResponse{}, nil
+}
+
+func (w *Workers) FailTask(ctx context.Context, req *dexv1.FailTaskRequest) (*dexv1.FailTaskResponse, error) {
+	if err := validRef(req.Ref); err != nil {
+		return nil, err
+	}
+	if _, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
+		Ref: req.Ref, ErrorType: req.ErrorType, Error: req.Error,
+	}}}); err != nil {
+		return nil, err
+	}
+	w.leases.Release(req.Ref.StepId, req.Ref.Attempt)
+	return &dexv1.FailTaskResponse{}, nil
+}
