@@ -1,0 +1,306 @@
+// Package chaos runs real dexd and dexworker processes, strikes them with
+// real signals and judges what they did. This file is the process supervisor:
+// every process it starts runs on loopback ports of its own, in a temporary
+// directory, and is stopped by PID.
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Proc is one supervised process.
+type Proc struct {
+	Name    string
+	Bin     string
+	Args    []string
+	LogPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Start runs the process, appending its stdout and stderr to LogPath.
+func (p *Proc) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !p.exited() {
+		return fmt.Errorf("%s is already running (pid %d)", p.Name, p.cmd.Process.Pid)
+	}
+	logf, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.Bin, p.Args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group, so a signal to the harness does not reach it
+	// and a kill reaches nothing else.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+func (p *Proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// PID is the process id, or 0 when it never started.
+func (p *Proc) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Running reports whether the process is alive (stopped counts as alive).
+func (p *Proc) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil && !p.exited()
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.exited() {
+		return fmt.Errorf("%s is not running", p.Name)
+	}
+	return syscall.Kill(p.cmd.Process.Pid, sig)
+}
+
+// Kill sends SIGKILL and waits until the process is gone.
+func (p *Proc) Kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT) // a stopped process dies too
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// Stop sends SIGTERM and waits up to timeout, then kills. It returns the
+// process's exit error (nil for exit 0).
+func (p *Proc) Stop(timeout time.Duration) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("%s did not stop within %s after SIGTERM", p.Name, timeout)
+	}
+	return p.ExitErr()
+}
+
+// Wait waits for the process to exit.
+func (p *Proc) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return errors.New("not started")
+	}
+	select {
+	case <-done:
+		return p.ExitErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ExitErr is the exit error of the last run.
+func (p *Proc) ExitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Log returns what the process wrote so far.
+func (p *Proc) Log() string {
+	b, _ := os.ReadFile(p.LogPath)
+	return string(b)
+}
+
+// Node is one dexd process and its addresses.
+type Node struct {
+	Proc
+	ID       string
+	RaftAddr string
+	GRPCAddr string
+	HTTPAddr string
+	DataDir  string
+}
+
+// ClusterOptions configure a local cluster.
+type ClusterOptions struct {
+	BinDir string // holds dexd
+	Dir    string // data dirs and logs go below it
+	Size   int    // default 3
+	// Extra flags for every dexd.
+	Args []string
+}
+
+// Cluster is a set of dexd processes on loopback.
+type Cluster struct {
+	Nodes []*Node
+	opts  ClusterOptions
+}
+
+// NewCluster prepares (but does not start) a cluster on free ports.
+func NewCluster(opts ClusterOptions) (*Cluster, error) {
+	if opts.Size == 0 {
+		opts.Size = 3
+	}
+	c := &Cluster{opts: opts}
+	var peers []string
+	for i := 1; i <= opts.Size; i++ {
+		n := &Node{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i))}
+		for _, a := range []*string{&n.RaftAddr, &n.GRPCAddr, &n.HTTPAddr} {
+			addr, err := FreeAddr()
+			if err != nil {
+				return nil, err
+			}
+			*a = addr
+		}
+		peers = append(peers, n.ID+"="+n.RaftAddr)
+		c.Nodes = append(c.Nodes, n)
+	}
+	for _, n := range c.Nodes {
+		n.Name = "dexd " + n.ID
+		n.Bin = filepath.Join(opts.BinDir, "dexd")
+		n.LogPath = filepath.Join(opts.Dir, n.ID+".log")
+		n.Args = append([]string{
+			"--id", n.ID, "--data-dir", n.DataDir, "--raft-addr", n.RaftAddr, "--grpc-addr", n.GRPCAddr,
+			"--http-addr", n.HTTPAddr, "--peers", strings.Join(peers, ","),
+		}, opts.Args...)
+	}
+	return c, nil
+}
+
+// Start starts every node.
+func (c *Cluster) Start() error {
+	for _, n := range c.Nodes {
+		if err := n.Start(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KillAll SIGKILLs every node at once.
+func (c *Cluster) KillAll() {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.Kill() }()
+	}
+	wg.Wait()
+}
+
+// StopAll stops every node (SIGTERM, then SIGKILL).
+func (c *Cluster) StopAll() {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = n.Stop(10 * time.Second) }()
+	}
+	wg.Wait()
+}
+
+// GRPCAddrs lists the nodes' gRPC addresses.
+func (c *Cluster) GRPCAddrs() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.GRPCAddr)
+	}
+	return out
+}
+
+// Target is the readiness-following target of the Go library.
+func (c *Cluster) Target() string { return "dex:///" + strings.Join(c.GRPCAddrs(), ",") }
+
+var httpClient = &http.Client{Timeout: 500 * time.Millisecond}
+
+// Ready reports whether the node answers 200 on /readyz.
+func (n *Node) Ready() bool {
+	resp, err := httpClient.Get("http://" + n.HTTPAddr + "/readyz")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode == http.StatusOK
+}
+
+// WaitReady waits until exactly one running node is ready and returns it.
+func (c *Cluster) WaitReady(ctx context.Context) (*Node, error) {
+	for {
+		var ready []*Node
+		for _, n := range c.Nodes {
+			if n.Running() && n.Ready() {
+				ready = append(ready, n)
+			}
+		}
+		if len(ready) == 1 {
+			return ready[0], nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no single ready node: %d ready: %w", len(ready), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
