@@ -486,4 +486,15 @@ func TestDataDirIdentity(t *testing.T) {
 		t.Fatalf("restart without peers: %v", err)
 	}
 	n.Shutdown()
+
+	// Damaged pages in raft.db: an error at start, not a crash.
+	f, err := os.OpenFile(dir+"/raft/raft.db", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte{0xA5}, 4*4096), 2*4096)
+	f.Close()
+	if _, err := cluster.Open(cfg5); err == nil || !strings.Contains(err.Error(), "raft.db is damaged") {
+		t.Fatalf("damaged raft.db: %v", err)
+	}
 }

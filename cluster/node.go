@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,7 +97,14 @@ type Node struct {
 
 // Open checks the data dir, opens the raft stores, starts raft and, on an
 // empty data dir without Join, bootstraps the configuration from Peers.
-func Open(cfg Config) (*Node, error) {
+func Open(cfg Config) (n *Node, err error) {
+	// A damaged store can make bbolt panic while raft reads it at start:
+	// report it as an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = nil, fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
+		}
+	}()
 	cfg.withDefaults()
 	if cfg.ID == "" {
 		return nil, errors.New("node id is required")
@@ -108,7 +116,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{
+	n = &Node{
 		cfg:        cfg,
 		log:        cfg.Logger,
 		notifyCh:   make(chan bool, 1),
@@ -228,6 +236,9 @@ func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
 			s, err = nil, fmt.Errorf("raft store %s is damaged: %v", path, r)
 		}
 	}()
+	if err := checkStore(path, dataDir); err != nil {
+		return nil, err
+	}
 	s, err = raftboltdb.New(raftboltdb.Options{
 		Path:        path,
 		BoltOptions: &bolt.Options{Timeout: time.Second},
@@ -240,6 +251,28 @@ func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
 	default:
 		return nil, fmt.Errorf("raft store %s is damaged or not a raft store: %v", path, err)
 	}
+}
+
+// checkStore verifies every page of an existing raft.db before raft reads it,
+// so damage is reported at start rather than as a crash later.
+func checkStore(path, dataDir string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
+	case err != nil:
+		return fmt.Errorf("raft store %s is damaged or not a raft store: %v", path, err)
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error {
+		for cerr := range tx.Check() {
+			return fmt.Errorf("raft store %s is damaged: %s", path, strings.TrimPrefix(cerr.Error(), "panic: "))
+		}
+		return nil
+	})
 }
 
 func bootstrapConfig(cfg Config) (*raft.Configuration, error) {
