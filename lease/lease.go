@@ -1,0 +1,334 @@
+// Package lease keeps the attempt leases of the node that holds the dispatch
+// lease. A lease lives in the leader's memory only: every running attempt has a
+// deadline that its Worker's heartbeats push forward; when a deadline passes
+// the leader proposes ExpireAttempt through Raft. A new leader re-arms a lease
+// for every running attempt with a grace period of one heartbeat timeout, so a
+// Worker that reattaches to it in time keeps its attempt (as Nomad's
+// heartbeat.go does for its nodes).
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+// Proposer commits a command through Raft and returns the state machine's
+// result (the cluster node in production).
+type Proposer interface {
+	Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error)
+}
+
+// StateSource gives the replicated state as this node applied it.
+type StateSource interface {
+	State() *fsm.State
+}
+
+// Defaults of Config.
+const (
+	DefaultHeartbeatTimeout  = 10 * time.Second
+	DefaultHeartbeatInterval = 2 * time.Second
+)
+
+// Config tunes the attempt leases.
+type Config struct {
+	// HeartbeatTimeout is how long an attempt lives without a heartbeat, and
+	// the grace period a new leader gives every running attempt.
+	HeartbeatTimeout time.Duration
+	// HeartbeatInterval is how often Workers are told to heartbeat.
+	HeartbeatInterval time.Duration
+	// Now is the clock (time.Now when nil). Deadlines are measured with it and
+	// it stamps the commands this package proposes.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.HeartbeatTimeout <= 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.HeartbeatInterval > c.HeartbeatTimeout {
+		c.HeartbeatInterval = c.HeartbeatTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+type key struct {
+	step    string
+	attempt uint32
+}
+
+// entry is one attempt lease. Its timer fires at the deadline it was set for;
+// a heartbeat only moves the deadline, and a timer that fires early re-arms
+// itself for the rest, so a timer is never reset while its function runs.
+type entry struct {
+	deadline time.Time
+	timer    *time.Timer
+	// expiring: the deadline passed and ExpireAttempt is being proposed; a
+	// heartbeat can no longer save the attempt.
+	expiring bool
+}
+
+// term is one establishment of leadership: what Revoke ends.
+type term struct {
+	epoch  uint64
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // expiry proposals in flight
+}
+
+// Manager holds the attempt leases of the leader.
+type Manager struct {
+	p   Proposer
+	src StateSource
+	cfg Config
+	log *zap.Logger
+
+	mu     sync.Mutex
+	term   *term // nil when not established
+	leases map[key]*entry
+}
+
+// New returns a Manager that is not established: it arms nothing until
+// Establish.
+func New(p Proposer, src StateSource, cfg Config, log *zap.Logger) *Manager {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Manager{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("lease"), leases: map[key]*entry{}}
+}
+
+// HeartbeatInterval is how often Workers are told to heartbeat.
+func (m *Manager) HeartbeatInterval() time.Duration { return m.cfg.HeartbeatInterval }
+
+// HeartbeatTimeout is how long an attempt lives without a heartbeat.
+func (m *Manager) HeartbeatTimeout() time.Duration { return m.cfg.HeartbeatTimeout }
+
+// Establish starts the leases of a new leader for a dispatch epoch: every
+// attempt running in the state gets a lease with a full heartbeat timeout of
+// grace, so a Worker that reattaches within it keeps its attempt. A Manager
+// that was established already is revoked first.
+func (m *Manager) Establish(ctx context.Context, epoch uint64) {
+	m.Revoke()
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	t := &term{epoch: epoch, ctx: tctx, cancel: cancel}
+	running := m.src.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.term = t
+	deadline := m.cfg.Now().Add(m.cfg.HeartbeatTimeout)
+	for _, st := range running {
+		if n := len(st.Attempts); n > 0 && st.Attempts[n-1].Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+			m.armLocked(key{st.Id, uint32(n)}, deadline)
+		}
+	}
+	m.log.Info("attempt leases established", zap.Uint64("epoch", epoch), zap.Int("running_attempts", len(m.leases)),
+		zap.Duration("grace", m.cfg.HeartbeatTimeout))
+}
+
+// Revoke stops every lease at once and forgets them. No proposal of this
+// Manager is in flight or starts after Revoke returns.
+func (m *Manager) Revoke() {
+	m.mu.Lock()
+	t := m.term
+	m.term = nil
+	for k, e := range m.leases {
+		e.timer.Stop()
+		delete(m.leases, k)
+	}
+	m.mu.Unlock()
+	if t == nil {
+		return
+	}
+	t.cancel()
+	t.wg.Wait()
+	m.log.Info("attempt leases revoked", zap.Uint64("epoch", t.epoch))
+}
+
+// Epoch is the dispatch epoch the Manager is established for (0 when not).
+func (m *Manager) Epoch() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.term == nil {
+		return 0
+	}
+	return m.term.epoch
+}
+
+// Armed is the number of leases held.
+func (m *Manager) Armed() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.leases)
+}
+
+// Arm starts the lease of an attempt that was just started, with a full
+// heartbeat timeout. It does nothing when the Manager is not established.
+func (m *Manager) Arm(stepID string, attempt uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.term == nil {
+		return
+	}
+	m.armLocked(key{stepID, attempt}, m.cfg.Now().Add(m.cfg.HeartbeatTimeout))
+}
+
+// Release drops the lease of an attempt that ended (its Complete or Fail
+// committed).
+func (m *Manager) Release(stepID string, attempt uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := key{stepID, attempt}
+	if e, ok := m.leases[k]; ok && !e.expiring {
+		e.timer.Stop()
+		delete(m.leases, k)
+	}
+}
+
+// Heartbeat keeps a Worker's attempt alive. It reports cancelled, with the
+// reason, when the attempt is no longer the Step's current running attempt
+// (it was replaced, it expired, or the Step ended): the Worker must stop it.
+// Otherwise the lease is extended by a heartbeat timeout (armed if this
+// leader did not know it yet).
+func (m *Manager) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason string) {
+	if reason := m.check(ref); reason != "" {
+		return true, reason
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := key{ref.GetStepId(), ref.GetAttempt()}
+	if e, ok := m.leases[k]; ok && e.expiring {
+		return true, "the attempt's lease expired: the cluster is failing it"
+	}
+	if m.term != nil {
+		m.armLocked(k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout))
+	}
+	return false, ""
+}
+
+// check returns why ref does not name a running current attempt ("" if it does).
+func (m *Manager) check(ref *dexv1.AttemptRef) string {
+	if ref == nil || ref.StepId == "" {
+		return "no attempt named"
+	}
+	st := m.src.State().Step(ref.StepId)
+	if st == nil {
+		return "step " + ref.StepId + " does not exist"
+	}
+	n := uint32(len(st.Attempts))
+	switch {
+	case ref.Attempt == 0 || ref.Attempt > n:
+		return "step " + st.Id + " has no such attempt"
+	case st.Attempts[ref.Attempt-1].Token != ref.Token:
+		return "the attempt token does not match"
+	case ref.Attempt < n:
+		return "the attempt was replaced by a later attempt"
+	}
+	at := st.Attempts[n-1]
+	switch at.Status {
+	case dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING:
+		return ""
+	case dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED:
+		return "the attempt expired: its heartbeats stopped"
+	case dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED:
+		return "the attempt already completed"
+	default:
+		return "the attempt already ended (" + at.Status.String() + ")"
+	}
+}
+
+// armLocked sets a lease's deadline, creating it if needed. m.mu is held.
+func (m *Manager) armLocked(k key, deadline time.Time) {
+	if e, ok := m.leases[k]; ok {
+		if !e.expiring && deadline.After(e.deadline) {
+			e.deadline = deadline
+		}
+		return
+	}
+	e := &entry{deadline: deadline}
+	t := m.term
+	e.timer = time.AfterFunc(max(deadline.Sub(m.cfg.Now()), 0), func() { m.fire(t, k, e) })
+	m.leases[k] = e
+}
+
+// fire runs when a lease's timer goes off.
+func (m *Manager) fire(t *term, k key, e *entry) {
+	m.mu.Lock()
+	if m.term != t || m.leases[k] != e || e.expiring {
+		m.mu.Unlock()
+		return // revoked, released or replaced meanwhile
+	}
+	if left := e.deadline.Sub(m.cfg.Now()); left > 0 {
+		e.timer = time.AfterFunc(left, func() { m.fire(t, k, e) })
+		m.mu.Unlock()
+		return
+	}
+	e.expiring = true
+	t.wg.Add(1)
+	m.mu.Unlock()
+
+	go func() {
+		defer t.wg.Done()
+		m.expire(t, k)
+		m.mu.Lock()
+		if m.leases[k] == e {
+			delete(m.leases, k)
+		}
+		m.mu.Unlock()
+	}()
+}
+
+// expire proposes ExpireAttempt until it is committed or refused, the attempt
+// ended by itself, or the term ends. Transient failures are retried with a
+// backoff capped at the heartbeat interval.
+func (m *Manager) expire(t *term, k key) {
+	log := m.log.With(zap.String("step", k.step), zap.Uint32("attempt", k.attempt), zap.Uint64("epoch", t.epoch))
+	backoff := 20 * time.Millisecond
+	for try := 1; ; try++ {
+		if !m.stillRunning(k) {
+			log.Debug("attempt ended before its lease expired")
+			return
+		}
+		cmd := &dexv1.Command{NowMs: m.cfg.Now().UnixMilli(), Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{
+			StepId: k.step, Attempt: k.attempt, Epoch: t.epoch,
+		}}}
+		res, err := m.p.Propose(t.ctx, cmd)
+		switch {
+		case err == nil && res.Err == nil:
+			log.Info("attempt expired: no heartbeat within the timeout", zap.Duration("timeout", m.cfg.HeartbeatTimeout))
+			return
+		case err == nil:
+			log.Debug("attempt expiry refused", zap.String("reason", res.Err.Error()))
+			return
+		}
+		if t.ctx.Err() != nil {
+			return
+		}
+		log.Warn("proposing the attempt's expiry failed; retrying", zap.Int("try", try), zap.Error(err))
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, m.cfg.HeartbeatInterval)
+	}
+}
+
+func (m *Manager) stillRunning(k key) bool {
+	st := m.src.State().Step(k.step)
+	if st == nil || int(k.attempt) != len(st.Attempts) {
+		return false
+	}
+	return st.Attempts[k.attempt-1].Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING
+}

@@ -1,0 +1,249 @@
+// Package leasetest is an in-process stand-in for the Raft cluster in tests of
+// the leader-only services: it applies every proposed command to a real state
+// machine at once, with the next log index and the proposer's clock.
+package leasetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+// Cluster is a single-node, always-leader cluster without Raft.
+type Cluster struct {
+	t testing.TB
+
+	mu       sync.Mutex
+	fsm      *fsm.FSM
+	index    uint64
+	epoch    uint64
+	log      []*dexv1.Command
+	failNext map[string]int // command kind → transient failures to inject
+	closed   bool
+}
+
+// New returns a cluster with an empty state machine.
+func New(t testing.TB) *Cluster {
+	return &Cluster{t: t, fsm: fsm.New(fsm.Options{OnHalt: func(err error) { t.Errorf("state machine halted: %v", err) }}), failNext: map[string]int{}}
+}
+
+// State is the state as applied so far.
+func (c *Cluster) State() *fsm.State { return c.fsm.State() }
+
+// Propose applies a command at once. A command without a time gets the wall
+// clock, as the real cluster does.
+func (c *Cluster) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kind := Kind(cmd)
+	if c.closed {
+		c.t.Errorf("proposal after the test ended: %s", kind)
+		return nil, fmt.Errorf("cluster closed")
+	}
+	if c.failNext[kind] > 0 {
+		c.failNext[kind]--
+		c.log = append(c.log, proto.Clone(cmd).(*dexv1.Command))
+		return nil, fmt.Errorf("transient: raft apply timed out")
+	}
+	cmd = proto.Clone(cmd).(*dexv1.Command)
+	if cmd.NowMs == 0 {
+		cmd.NowMs = time.Now().UnixMilli()
+	}
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, err
+	}
+	c.index++
+	c.log = append(c.log, cmd)
+	return c.fsm.ApplyEntry(c.index, data), nil
+}
+
+// FailNext makes the next n proposals of a command kind fail with a
+// transient error (they are logged, not applied).
+func (c *Cluster) FailNext(kind string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failNext[kind] = n
+}
+
+// Close makes every later proposal a test failure.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+}
+
+// Kind names a command by its body ("StartAttempt", …).
+func Kind(cmd *dexv1.Command) string {
+	return strings.TrimPrefix(fmt.Sprintf("%T", cmd.GetBody()), "*dexv1.Command_")
+}
+
+// Proposals returns the proposed commands of a kind (all when kind is "").
+func (c *Cluster) Proposals(kind string) []*dexv1.Command {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*dexv1.Command
+	for _, cmd := range c.log {
+		if kind == "" || Kind(cmd) == kind {
+			out = append(out, cmd)
+		}
+	}
+	return out
+}
+
+// Count is the number of proposals of a kind.
+func (c *Cluster) Count(kind string) int { return len(c.Proposals(kind)) }
+
+// Do applies a command that must be accepted.
+func (c *Cluster) Do(cmd *dexv1.Command) *fsm.Result {
+	c.t.Helper()
+	res, err := c.Propose(context.Background(), cmd)
+	if err != nil {
+		c.t.Fatalf("propose %s: %v", Kind(cmd), err)
+	}
+	if res.Err != nil {
+		c.t.Fatalf("%s rejected: %v", Kind(cmd), res.Err)
+	}
+	return res
+}
+
+// BumpEpoch opens a new dispatch epoch, as a new leader does.
+func (c *Cluster) BumpEpoch() uint64 {
+	c.t.Helper()
+	res := c.Do(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}})
+	c.mu.Lock()
+	c.epoch = res.Epoch
+	c.mu.Unlock()
+	return res.Epoch
+}
+
+// Epoch is the epoch of the last BumpEpoch.
+func (c *Cluster) Epoch() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epoch
+}
+
+// RegisterWorker registers a Worker.
+func (c *Cluster) RegisterWorker(id string, runsModel bool, tools ...*dexv1.ToolSpec) {
+	c.t.Helper()
+	c.Do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: id, Tools: tools, RunsModel: runsModel}}})
+}
+
+// CreateSession creates a session; a non-empty message starts its first turn.
+func (c *Cluster) CreateSession(id, message string) {
+	c.t.Helper()
+	cs := &dexv1.CreateSession{SessionId: id}
+	if message != "" {
+		cs.MessageId, cs.Message = id+"-m0", message
+	}
+	c.Do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: cs}})
+}
+
+// Send sends a message to a session.
+func (c *Cluster) Send(session, messageID, text string) {
+	c.t.Helper()
+	c.Do(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: session, MessageId: messageID, Text: text}}})
+}
+
+// Queued returns the session's queued Steps in creation order.
+func (c *Cluster) Queued(session string) []*dexv1.Step {
+	var out []*dexv1.Step
+	for _, st := range c.State().Steps(session) {
+		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// Start starts the next attempt of a queued Step in the current epoch and
+// returns the attempt. A Step that waits out a retry backoff is started with
+// the time it becomes ready, so tests do not sleep through the backoff.
+func (c *Cluster) Start(stepID, worker string) *dexv1.Attempt {
+	c.t.Helper()
+	st := c.State().Step(stepID)
+	if st == nil {
+		c.t.Fatalf("step %s not found", stepID)
+	}
+	res := c.Do(&dexv1.Command{NowMs: max(time.Now().UnixMilli(), st.ReadyAtMs), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+		StepId: stepID, Attempt: uint32(len(st.Attempts)) + 1, WorkerId: worker, Epoch: c.Epoch(),
+	}}})
+	return res.Attempt
+}
+
+// Ref names an attempt the way its Worker does (seq 0).
+func Ref(stepID string, at *dexv1.Attempt) *dexv1.AttemptRef {
+	return &dexv1.AttemptRef{StepId: stepID, Attempt: at.N, Token: at.Token}
+}
+
+// Complete completes a RunModel attempt with a model output.
+func (c *Cluster) Complete(ref *dexv1.AttemptRef, text string, calls ...*dexv1.ToolCall) {
+	c.t.Helper()
+	ref = proto.Clone(ref).(*dexv1.AttemptRef)
+	ref.Seq = c.lastSeq(ref) + 1
+	c.Do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
+		Ref: ref, Result: &dexv1.CompleteAttempt_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}},
+	}}})
+}
+
+// CompleteTool completes a tool attempt with a result.
+func (c *Cluster) CompleteTool(ref *dexv1.AttemptRef, content string) {
+	c.t.Helper()
+	ref = proto.Clone(ref).(*dexv1.AttemptRef)
+	ref.Seq = c.lastSeq(ref) + 1
+	c.Do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
+		Ref: ref, Result: &dexv1.CompleteAttempt_ToolResult{ToolResult: &dexv1.ToolResult{Content: content}},
+	}}})
+}
+
+// Fail fails an attempt with an error type.
+func (c *Cluster) Fail(ref *dexv1.AttemptRef, t dexv1.ErrorType, msg string) {
+	c.t.Helper()
+	ref = proto.Clone(ref).(*dexv1.AttemptRef)
+	ref.Seq = c.lastSeq(ref) + 1
+	c.Do(&dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{Ref: ref, ErrorType: t, Error: msg}}})
+}
+
+func (c *Cluster) lastSeq(ref *dexv1.AttemptRef) uint64 {
+	st := c.State().Step(ref.StepId)
+	if st == nil || ref.Attempt == 0 || int(ref.Attempt) > len(st.Attempts) {
+		return 0
+	}
+	return st.Attempts[ref.Attempt-1].LastSeq
+}
+
+// Eventually waits, polling, until cond holds or the bound passes.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Call is a tool call of a model output.
+func Call(id, tool, args string) *dexv1.ToolCall {
+	return &dexv1.ToolCall{CallId: id, Tool: tool, Arguments: args}
+}
+
+// Tools used by tests.
+var (
+	Lookup    = &dexv1.ToolSpec{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Description: "look something up"}
+	SaveNote  = &dexv1.ToolSpec{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}
+	SendEmail = &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
+)
