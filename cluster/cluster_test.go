@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -28,6 +29,7 @@ import (
 // tnode is one in-process cluster member: a raft node and its gRPC server.
 type tnode struct {
 	id, raftAddr, grpcAddr, dir string
+	join                        string
 	node                        *cluster.Node
 	srv                         *server.Server
 
@@ -90,6 +92,7 @@ func (c *tcluster) start(i int) {
 		RaftAddr:           n.raftAddr,
 		GRPCAddr:           n.grpcAddr,
 		Peers:              c.peers,
+		Join:               n.join,
 		Logger:             c.log.With(zap.String("node", n.id)),
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
@@ -113,6 +116,13 @@ func (c *tcluster) start(i int) {
 	n.node = node
 	n.srv = server.New(node, c.log)
 	go n.srv.Serve(lis)
+	if node.NeedsJoin() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := node.Join(ctx, n.join); err != nil {
+			c.t.Fatalf("join %s: %v", n.id, err)
+		}
+	}
 }
 
 func (c *tcluster) stop(i int) {
@@ -379,6 +389,65 @@ func checkStatus(t *testing.T, c *tcluster, leader *tnode) {
 	if _, err := lc.Join(ctx, &dexv1.JoinRequest{Node: &dexv1.NodeInfo{Id: "n9", RaftAddress: "bad"}}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("Join with a bad address: %v", err)
 	}
+
+	// Health: dex.v1.Dispatch serves only on the ready leader.
+	for _, n := range c.running() {
+		want := healthpb.HealthCheckResponse_NOT_SERVING
+		if n == leader {
+			want = healthpb.HealthCheckResponse_SERVING
+		}
+		conn, err := grpc.NewClient(n.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := healthpb.NewHealthClient(conn)
+		waitFor(t, 5*time.Second, n.id+" dispatch health "+want.String(), func() bool {
+			r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: server.DispatchService})
+			return err == nil && r.Status == want
+		})
+		r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("%s process health: %v %v", n.id, r, err)
+		}
+		conn.Close()
+	}
+}
+
+func TestJoinThroughFollower(t *testing.T) {
+	c := newCluster(t, 3)
+	for i := range c.nodes {
+		c.start(i)
+	}
+	leader := c.readyLeader()
+	createSessions(t, leader, 0, 3)
+	var follower *tnode
+	for _, n := range c.running() {
+		if n != leader {
+			follower = n
+		}
+	}
+	waitFor(t, 10*time.Second, "the leader's addresses in the state", func() bool {
+		l := follower.node.Leader()
+		return l != nil && l.GrpcAddress != ""
+	})
+	n4 := &tnode{id: "n4", raftAddr: freeAddr(t), grpcAddr: freeAddr(t), dir: t.TempDir(), join: follower.grpcAddr}
+	c.nodes = append(c.nodes, n4)
+	c.start(3)
+	c.converged(leader)
+	if got := sessionCount(n4); got != 3 {
+		t.Fatalf("joined node has %d sessions, want 3", got)
+	}
+	if !leader.node.IsMember("n4") {
+		t.Fatal("n4 is not in the configuration")
+	}
+	waitFor(t, 10*time.Second, "n4's addresses in the state", func() bool {
+		for _, ni := range n4.node.State().Nodes() {
+			if ni.Id == "n4" && ni.GrpcAddress == n4.grpcAddr {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func TestUnknownCommandHaltsNode(t *testing.T) {

@@ -152,7 +152,7 @@ func (n *Node) Join(ctx context.Context, addr string) error {
 		leader, err := n.callJoin(ctx, target)
 		if err == nil {
 			n.log.Info("joined the cluster", zap.String("through", target))
-			n.needsJoin = false
+			n.needsJoin.Store(false)
 			return nil
 		}
 		lastErr = err

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -78,7 +79,7 @@ type Node struct {
 	trans *raft.NetworkTransport
 
 	notifyCh   chan bool
-	needsJoin  bool
+	needsJoin  atomic.Bool
 	shutdownCh chan struct{}
 	wg         sync.WaitGroup
 	shutOnce   sync.Once
@@ -169,7 +170,7 @@ func Open(cfg Config) (n *Node, err error) {
 	var bootstrap *raft.Configuration
 	if !hasState {
 		if cfg.Join != "" {
-			n.needsJoin = true
+			n.needsJoin.Store(true)
 		} else {
 			conf, err := bootstrapConfig(cfg)
 			if err != nil {
@@ -322,7 +323,7 @@ func (n *Node) Info() *dexv1.NodeInfo {
 
 // NeedsJoin reports that the node started without raft state and with a
 // join address: it must call Join once its gRPC server is up.
-func (n *Node) NeedsJoin() bool { return n.needsJoin }
+func (n *Node) NeedsJoin() bool { return n.needsJoin.Load() }
 
 // Raft is the underlying raft instance (tests, advanced operations).
 func (n *Node) Raft() *raft.Raft { return n.raft }
