@@ -1,0 +1,215 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Client calls the SessionService. Reads and idempotent writes are retried
+// across Unavailable (a takeover, a follower) with backoff until ctx ends;
+// other writes are repeated only when a node answered that it is not the
+// leader (nothing was changed).
+type Client struct {
+	svc dexv1.SessionServiceClient
+}
+
+// New returns a Client on conn (see Dial).
+func New(conn grpc.ClientConnInterface) *Client {
+	return &Client{svc: dexv1.NewSessionServiceClient(conn)}
+}
+
+// NewIdempotencyKey returns a fresh random key for SendMessage.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "key-" + hex.EncodeToString(b[:])
+}
+
+// call runs one unary call. It waits for a ready (lease-holding) node
+// within ctx. idempotent calls are repeated on every transient error; the
+// others only on a refusal that changed nothing.
+func call[T any](ctx context.Context, idempotent bool, f func(context.Context, ...grpc.CallOption) (T, error)) (T, error) {
+	b := newBackoff()
+	for {
+		var trailer metadata.MD
+		out, err := f(ctx, grpc.Trailer(&trailer), grpc.WaitForReady(true))
+		if err == nil {
+			return out, nil
+		}
+		retry := notApplied(err, trailer) || (idempotent && transient(ctx, err))
+		if !retry || ctx.Err() != nil {
+			return out, err
+		}
+		if serr := sleep(ctx, b.next()); serr != nil {
+			return out, err
+		}
+	}
+}
+
+// CreateSession creates a session. With req.SessionId set the call is
+// idempotent and retried: a repeat that finds the session created by an
+// earlier try of this call returns it. Without it the server picks the id
+// and the call is repeated only when nothing was changed.
+func (c *Client) CreateSession(ctx context.Context, req *dexv1.CreateSessionRequest) (*dexv1.Session, error) {
+	idem := req.GetSessionId() != ""
+	tries := 0
+	resp, err := call(ctx, idem, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.CreateSessionResponse, error) {
+		tries++
+		return c.svc.CreateSession(ctx, req, o...)
+	})
+	if err == nil {
+		return resp.Session, nil
+	}
+	if idem && tries > 1 && status.Code(err) == codes.AlreadyExists {
+		// An earlier try committed before its answer was lost.
+		got, gerr := c.GetSession(ctx, req.SessionId)
+		if gerr == nil {
+			return got.Session, nil
+		}
+	}
+	return nil, err
+}
+
+// SendMessage delivers text to a session. When idempotencyKey is empty a key
+// is generated; the same key is used on every retry, so the message arrives
+// once. It reports whether the cluster had already seen the key.
+func (c *Client) SendMessage(ctx context.Context, sessionID, text, idempotencyKey string) (duplicate bool, err error) {
+	if idempotencyKey == "" {
+		idempotencyKey = NewIdempotencyKey()
+	}
+	req := &dexv1.SendMessageRequest{SessionId: sessionID, Text: text, IdempotencyKey: idempotencyKey}
+	tries := 0
+	resp, err := call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.SendMessageResponse, error) {
+		tries++
+		return c.svc.SendMessage(ctx, req, o...)
+	})
+	if err != nil {
+		return false, err
+	}
+	// A duplicate on a retry is our own earlier try.
+	return resp.Duplicate && tries == 1, nil
+}
+
+// GetSession returns a session and its Steps.
+func (c *Client) GetSession(ctx context.Context, sessionID string) (*dexv1.GetSessionResponse, error) {
+	req := &dexv1.GetSessionRequest{SessionId: sessionID}
+	return call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.GetSessionResponse, error) {
+		return c.svc.GetSession(ctx, req, o...)
+	})
+}
+
+// ListSessions lists every session.
+func (c *Client) ListSessions(ctx context.Context) ([]*dexv1.SessionSummary, error) {
+	resp, err := call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ListSessionsResponse, error) {
+		return c.svc.ListSessions(ctx, &dexv1.ListSessionsRequest{}, o...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Sessions, nil
+}
+
+// WatchSession calls fn with every event of the session after afterSeq, in
+// order, until ctx ends, fn returns an error (returned as is), the server
+// ends the stream (nil) or answers a definite error. After an Unavailable
+// (a takeover) it reconnects and resumes after the last event it delivered,
+// so no event is missed or delivered twice.
+func (c *Client) WatchSession(ctx context.Context, sessionID string, afterSeq uint64, fn func(*dexv1.Event) error) error {
+	last := afterSeq
+	b := newBackoff()
+	for {
+		err := c.watchOnce(ctx, sessionID, &last, b, fn)
+		var fe fnError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &fe):
+			return fe.err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !transient(ctx, err):
+			return err
+		}
+		if serr := sleep(ctx, b.next()); serr != nil {
+			return serr
+		}
+	}
+}
+
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+func (c *Client) watchOnce(ctx context.Context, id string, last *uint64, b *backoff, fn func(*dexv1.Event) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.svc.WatchSession(ctx, &dexv1.WatchSessionRequest{SessionId: id, AfterSeq: *last}, grpc.WaitForReady(true))
+	if err != nil {
+		return err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b.reset()
+		if ev.Seq != 0 && ev.Seq <= *last {
+			continue // already delivered
+		}
+		if err := fn(ev); err != nil {
+			return fnError{err}
+		}
+		if ev.Seq > *last {
+			*last = ev.Seq
+		}
+	}
+}
+
+// ResolveApproval approves or denies the tool call waiting in step stepID.
+func (c *Client) ResolveApproval(ctx context.Context, stepID string, approved bool, reason string) error {
+	req := &dexv1.ResolveApprovalRequest{StepId: stepID, Approved: approved, Reason: reason}
+	_, err := call(ctx, false, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ResolveApprovalResponse, error) {
+		return c.svc.ResolveApproval(ctx, req, o...)
+	})
+	return err
+}
+
+// AnswerQuestion answers the ask_user question waiting in step stepID.
+func (c *Client) AnswerQuestion(ctx context.Context, stepID, answer string) error {
+	req := &dexv1.AnswerQuestionRequest{StepId: stepID, Answer: answer}
+	_, err := call(ctx, false, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.AnswerQuestionResponse, error) {
+		return c.svc.AnswerQuestion(ctx, req, o...)
+	})
+	return err
+}
+
+// ResumeSession resumes a paused session.
+func (c *Client) ResumeSession(ctx context.Context, sessionID string) error {
+	req := &dexv1.ResumeSessionRequest{SessionId: sessionID}
+	_, err := call(ctx, false, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ResumeSessionResponse, error) {
+		return c.svc.ResumeSession(ctx, req, o...)
+	})
+	return err
+}
+
+// ReconcileOutcome settles an outcome_unknown call as succeeded or failed.
+func (c *Client) ReconcileOutcome(ctx context.Context, stepID string, outcome dexv1.Outcome, note string) error {
+	req := &dexv1.ReconcileOutcomeRequest{StepId: stepID, Outcome: outcome, Note: note}
+	_, err := call(ctx, false, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ReconcileOutcomeResponse, error) {
+		return c.svc.ReconcileOutcome(ctx, req, o...)
+	})
+	return err
+}

@@ -1,0 +1,286 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// node is one fake Dex node on 127.0.0.1:0: a real gRPC server with the
+// health service and test implementations of the Dex services.
+type node struct {
+	name   string
+	addr   string
+	srv    *grpc.Server
+	health *health.Server
+
+	mu      sync.Mutex
+	serving bool
+}
+
+func startNode(t *testing.T, name string, ws dexv1.WorkerServiceServer, ss dexv1.SessionServiceServer) *node {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{name: name, addr: lis.Addr().String(), srv: grpc.NewServer(), health: health.NewServer()}
+	healthpb.RegisterHealthServer(n.srv, n.health)
+	if ws != nil {
+		dexv1.RegisterWorkerServiceServer(n.srv, ws)
+	}
+	if ss != nil {
+		dexv1.RegisterSessionServiceServer(n.srv, ss)
+	}
+	n.setServing(false)
+	go func() { _ = n.srv.Serve(lis) }()
+	t.Cleanup(n.srv.Stop)
+	return n
+}
+
+func (n *node) setServing(on bool) {
+	n.mu.Lock()
+	n.serving = on
+	n.mu.Unlock()
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if on {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	n.health.SetServingStatus("dex.v1.WorkerService", st)
+	n.health.SetServingStatus("dex.v1.SessionService", st)
+}
+
+func (n *node) isServing() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.serving
+}
+
+// fakeWorkers is a WorkerService shared by the fake nodes of one test: a
+// node that is not serving answers Unavailable, like a follower.
+type fakeWorkers struct {
+	mu         sync.Mutex
+	tasks      []*dexv1.Task
+	log        []string // "claim 1@A", "hb 1@A", "complete 2@B", ...
+	claims     []*dexv1.AttemptRef
+	completes  []*dexv1.CompleteTaskRequest
+	fails      []*dexv1.FailTaskRequest
+	registered int
+	// Answers to give before the real one.
+	completeUnavailable int
+	hbCancelled         bool
+	changed             chan struct{}
+}
+
+func newFakeWorkers(tasks ...*dexv1.Task) *fakeWorkers {
+	return &fakeWorkers{tasks: tasks, changed: make(chan struct{}, 1000)}
+}
+
+func (f *fakeWorkers) note(s string) {
+	f.log = append(f.log, s)
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fakeWorkers) snapshot() (log []string, claims, completes, fails int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.log...), len(f.claims), len(f.completes), len(f.fails)
+}
+
+// waitFor waits until cond holds on the fake's state.
+func (f *fakeWorkers) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		ok := cond()
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-f.changed:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; log %v", what, f.log)
+		}
+	}
+}
+
+// fakeWorkerNode serves f on behalf of one node.
+type fakeWorkerNode struct {
+	dexv1.UnimplementedWorkerServiceServer
+	f *fakeWorkers
+	n *node
+}
+
+func (s *fakeWorkerNode) gate() error {
+	if s.n == nil || !s.n.isServing() {
+		return status.Error(codes.Unavailable, "not the lease holder")
+	}
+	return nil
+}
+
+func (s *fakeWorkerNode) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerRequest) (*dexv1.RegisterWorkerResponse, error) {
+	if err := s.gate(); err != nil {
+		return nil, err
+	}
+	s.f.mu.Lock()
+	s.f.registered++
+	s.f.note("register@" + s.n.name)
+	s.f.mu.Unlock()
+	return &dexv1.RegisterWorkerResponse{HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000}, nil
+}
+
+func (s *fakeWorkerNode) PollTask(ctx context.Context, req *dexv1.PollTaskRequest) (*dexv1.PollTaskResponse, error) {
+	if err := s.gate(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	for {
+		s.f.mu.Lock()
+		if len(s.f.tasks) > 0 {
+			n := min(int(max(req.MaxTasks, 1)), len(s.f.tasks))
+			out := s.f.tasks[:n]
+			s.f.tasks = s.f.tasks[n:]
+			s.f.note(fmt.Sprintf("poll %d@%s", n, s.n.name))
+			s.f.mu.Unlock()
+			return &dexv1.PollTaskResponse{Tasks: out}, nil
+		}
+		s.f.mu.Unlock()
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return &dexv1.PollTaskResponse{}, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (s *fakeWorkerNode) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*dexv1.ClaimTaskResponse, error) {
+	if err := s.gate(); err != nil {
+		return nil, err
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.claims = append(s.f.claims, proto.Clone(req.Ref).(*dexv1.AttemptRef))
+	s.f.note(fmt.Sprintf("claim %d@%s", req.Ref.Seq, s.n.name))
+	return &dexv1.ClaimTaskResponse{}, nil
+}
+
+func (s *fakeWorkerNode) Heartbeat(ctx context.Context, req *dexv1.HeartbeatRequest) (*dexv1.HeartbeatResponse, error) {
+	if err := s.gate(); err != nil {
+		return nil, err
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.note(fmt.Sprintf("hb %d@%s", req.Ref.Seq, s.n.name))
+	if s.f.hbCancelled {
+		return &dexv1.HeartbeatResponse{Cancelled: true, Reason: "worker declared dead"}, nil
+	}
+	return &dexv1.HeartbeatResponse{}, nil
+}
+
+func (s *fakeWorkerNode) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskRequest) (*dexv1.CompleteTaskResponse, error) {
+	if err := s.gate(); err != nil {
+		return nil, err
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.completes = append(s.f.completes, proto.Clone(req).(*dexv1.CompleteTaskRequest))
+	s.f.note(fmt.Sprintf("complete %d@%s", req.Ref.Seq, s.n.name))
+	if s.f.completeUnavailable > 0 {
+		s.f.completeUnavailable--
+		return nil, status.Error(codes.Unavailable, "leader lost")
+	}
+	return &dexv1.CompleteTaskResponse{}, nil
+}
+
+func (s *fakeWorkerNode) FailTask(ctx context.Context, req *dexv1.FailTaskRequest) (*dexv1.FailTaskResponse, error) {
+	if err := s.gate(); err != nil {
+		return nil, err
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.fails = append(s.f.fails, proto.Clone(req).(*dexv1.FailTaskRequest))
+	s.f.note(fmt.Sprintf("fail %d@%s", req.Ref.Seq, s.n.name))
+	return &dexv1.FailTaskResponse{}, nil
+}
+
+// startWorkerNodes starts count fake nodes sharing f; the first one serves.
+func startWorkerNodes(t *testing.T, f *fakeWorkers, count int) []*node {
+	var nodes []*node
+	for i := range count {
+		wn := &fakeWorkerNode{f: f}
+		n := startNode(t, string(rune('A'+i)), wn, nil)
+		wn.n = n
+		nodes = append(nodes, n)
+	}
+	nodes[0].setServing(true)
+	return nodes
+}
+
+func target(nodes []*node) string {
+	s := "dex:///"
+	for i, n := range nodes {
+		if i > 0 {
+			s += ","
+		}
+		s += n.addr
+	}
+	return s
+}
+
+// runWorker dials nodes and runs a Worker until the test ends.
+func runWorker(t *testing.T, nodes []*node, opts WorkerOptions) {
+	t.Helper()
+	conn, err := Dial(target(nodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.ID == "" {
+		opts.ID = "w1"
+	}
+	opts.PollWait = 100 * time.Millisecond
+	opts.CallTimeout = time.Second
+	opts.ShutdownGrace = time.Second
+	w, err := NewWorker(conn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		_ = conn.Close()
+	})
+}
+
+func toolTask(step, tool string, access dexv1.ToolAccess) *dexv1.Task {
+	kind := dexv1.StepKind_STEP_KIND_CALL_TOOL
+	if access == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
+		kind = dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
+	}
+	return &dexv1.Task{
+		Ref:       &dexv1.AttemptRef{StepId: step, Attempt: 1, Token: "tok-" + step},
+		SessionId: "s1", Kind: kind, Tool: tool, CallId: "c-" + step, Arguments: `{}`,
+		IdempotencyKey: "dex:s1:c-" + step, Access: access, HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000,
+	}
+}

@@ -1,0 +1,641 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Moments at which WorkerOptions.Hold is called.
+const (
+	// HoldBeforeClaim: the Worker holds a task and has not claimed it yet.
+	HoldBeforeClaim = "before-claim"
+	// HoldAfterClaim: the claim is committed; no handler has started.
+	HoldAfterClaim = "after-claim"
+	// HoldToolRunning: right before a tool handler (CallTool,
+	// CallSingleAttemptTool) is invoked.
+	HoldToolRunning = "tool-running"
+	// HoldAfterResultSent: CompleteTask returned OK.
+	HoldAfterResultSent = "after-result-sent"
+	// HoldDuringPoll: right before a PollToolTask handler is invoked.
+	HoldDuringPoll = "during-poll"
+	// HoldDuringCompaction: right before the compaction handler is invoked.
+	HoldDuringCompaction = "during-compaction"
+	// HoldBeforeModel: right before the model handler (RunModel) is invoked.
+	HoldBeforeModel = "before-model"
+)
+
+// Moments lists every Hold moment.
+var Moments = []string{
+	HoldBeforeClaim, HoldAfterClaim, HoldToolRunning, HoldAfterResultSent,
+	HoldDuringPoll, HoldDuringCompaction, HoldBeforeModel,
+}
+
+// ToolCall is what a tool handler is asked to do.
+type ToolCall struct {
+	SessionID string
+	StepID    string
+	CallID    string
+	Tool      string
+	// Arguments is JSON text.
+	Arguments string
+	// IdempotencyKey is the same in every attempt of a write.
+	IdempotencyKey string
+	Attempt        uint32
+	// TaskID is the long-running task to poll (Poll handlers only).
+	TaskID string
+	Access dexv1.ToolAccess
+}
+
+// ToolResult is a tool handler's answer.
+type ToolResult struct {
+	Content string
+	// The tool ran and answered with an error (the call fails; the attempt
+	// does not).
+	IsError bool
+	// TaskID: a long-running tool's start returns the task to poll.
+	TaskID string
+}
+
+func (r ToolResult) proto() *dexv1.ToolResult {
+	return &dexv1.ToolResult{Content: r.Content, IsError: r.IsError, TaskId: r.TaskID}
+}
+
+// ToolHandler runs a tool call. An error fails the attempt (with the type of
+// a *ModelError, if it is one); the cluster decides whether to retry by the
+// tool's policy.
+type ToolHandler func(ctx context.Context, call ToolCall) (ToolResult, error)
+
+// PollHandler polls a long-running tool's task (call.TaskID).
+type PollHandler func(ctx context.Context, call ToolCall) (done bool, result ToolResult, err error)
+
+// Tool is a tool the Worker serves: its policy and its handlers.
+type Tool struct {
+	Spec *dexv1.ToolSpec
+	Run  ToolHandler
+	// Poll is required for a long_running tool.
+	Poll PollHandler
+}
+
+// ModelInput is what a model handler sees.
+type ModelInput struct {
+	SessionID string
+	StepID    string
+	Attempt   uint32
+	// History since the last summary.
+	History []*dexv1.HistoryEntry
+	Tools   []*dexv1.ToolSpec
+	// Compact: CompactContext (summarise History).
+	Compact bool
+}
+
+// ModelHandler runs RunModel and CompactContext Steps.
+type ModelHandler interface {
+	RunModel(ctx context.Context, in ModelInput) (*dexv1.ModelOutput, error)
+	Compact(ctx context.Context, in ModelInput) (summary string, err error)
+}
+
+// ModelFuncs adapts two functions to a ModelHandler.
+type ModelFuncs struct {
+	Run         func(ctx context.Context, in ModelInput) (*dexv1.ModelOutput, error)
+	CompactFunc func(ctx context.Context, in ModelInput) (string, error)
+}
+
+func (m ModelFuncs) RunModel(ctx context.Context, in ModelInput) (*dexv1.ModelOutput, error) {
+	if m.Run == nil {
+		return nil, errors.New("no model function")
+	}
+	return m.Run(ctx, in)
+}
+
+func (m ModelFuncs) Compact(ctx context.Context, in ModelInput) (string, error) {
+	if m.CompactFunc == nil {
+		return "", errors.New("no compaction function")
+	}
+	return m.CompactFunc(ctx, in)
+}
+
+// ModelError is a handler error with an error type (SPEC §6): the attempt
+// fails with that type.
+type ModelError struct {
+	Type dexv1.ErrorType
+	Msg  string
+}
+
+func (e *ModelError) Error() string {
+	if e.Msg == "" {
+		return e.Type.String()
+	}
+	return e.Msg
+}
+
+// WorkerOptions configure a Worker.
+type WorkerOptions struct {
+	// ID names the Worker; default hostname-pid.
+	ID    string
+	Tools []Tool
+	// Model, if set, makes the Worker run RunModel and CompactContext Steps.
+	Model ModelHandler
+	// Concurrency bounds the tasks run at once (default 4).
+	Concurrency int
+	// PollWait is how long one PollTask waits for work (default 20 s).
+	PollWait time.Duration
+	// CallTimeout bounds one try of a Worker call (default 10 s).
+	CallTimeout time.Duration
+	// ShutdownGrace is how long running tasks may go on after Run's ctx
+	// ends (default 5 s); then their contexts are cancelled.
+	ShutdownGrace time.Duration
+	Logger        *zap.Logger
+	// Hold, if set, is called at the named moments (see Moments) and may
+	// block as long as it likes; heartbeats go on after the claim.
+	Hold func(moment string, task *dexv1.Task)
+}
+
+// Worker long-polls the cluster for tasks and runs them.
+type Worker struct {
+	svc   dexv1.WorkerServiceClient
+	opts  WorkerOptions
+	log   *zap.Logger
+	tools map[string]Tool
+
+	mu                sync.Mutex
+	heartbeatInterval time.Duration
+}
+
+// NewWorker checks opts and returns a Worker on conn (see Dial).
+func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, error) {
+	if opts.ID == "" {
+		host, _ := os.Hostname()
+		opts.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 4
+	}
+	if opts.PollWait <= 0 {
+		opts.PollWait = 20 * time.Second
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 10 * time.Second
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	w := &Worker{
+		svc: dexv1.NewWorkerServiceClient(conn), opts: opts, tools: map[string]Tool{},
+		log: opts.Logger.With(zap.String("worker", opts.ID)), heartbeatInterval: time.Second,
+	}
+	for _, t := range opts.Tools {
+		if t.Spec == nil || t.Spec.Name == "" {
+			return nil, errors.New("a tool has no name")
+		}
+		name := t.Spec.Name
+		if name == "ask_user" || name == "sleep" {
+			return nil, fmt.Errorf("tool %q is a built-in of the cluster", name)
+		}
+		if _, dup := w.tools[name]; dup {
+			return nil, fmt.Errorf("tool %q registered twice", name)
+		}
+		if t.Run == nil {
+			return nil, fmt.Errorf("tool %q has no handler", name)
+		}
+		if t.Spec.LongRunning && t.Poll == nil {
+			return nil, fmt.Errorf("long-running tool %q has no poll handler", name)
+		}
+		w.tools[name] = t
+	}
+	if len(w.tools) == 0 && opts.Model == nil {
+		return nil, errors.New("a Worker needs a tool or a model")
+	}
+	return w, nil
+}
+
+// ID is the Worker's id.
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Run registers the Worker (retrying until the cluster answers), then
+// long-polls and runs up to Concurrency tasks at once until ctx ends. Then
+// it stops polling, lets running tasks finish for ShutdownGrace, cancels
+// what is left and returns nil. It returns an error only if the cluster
+// refuses the registration.
+func (w *Worker) Run(ctx context.Context) error {
+	// Tasks outlive ctx by the grace period.
+	taskCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTasks()
+	if err := w.register(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, w.opts.Concurrency)
+	for ctx.Err() == nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		n := 1
+	more:
+		for n < w.opts.Concurrency {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		tasks := w.poll(ctx, n)
+		for i := len(tasks); i < n; i++ {
+			<-slots
+		}
+		for i, t := range tasks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i >= n { // more than asked for: wait for a slot
+					slots <- struct{}{}
+				}
+				defer func() { <-slots }()
+				w.runTask(taskCtx, t)
+			}()
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(w.opts.ShutdownGrace):
+	}
+	w.log.Warn("shutdown grace over; cancelling running tasks")
+	cancelTasks()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		w.log.Warn("tasks still running at exit")
+	}
+	return nil
+}
+
+func (w *Worker) register(ctx context.Context) error {
+	req := &dexv1.RegisterWorkerRequest{WorkerId: w.opts.ID, RunsModel: w.opts.Model != nil}
+	for _, t := range w.opts.Tools {
+		req.Tools = append(req.Tools, t.Spec)
+	}
+	b := newBackoff()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, w.opts.CallTimeout)
+		resp, err := w.svc.RegisterWorker(cctx, req, grpc.WaitForReady(true))
+		cancel()
+		if err == nil {
+			w.mu.Lock()
+			if resp.HeartbeatIntervalMs > 0 {
+				w.heartbeatInterval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
+			}
+			w.mu.Unlock()
+			w.log.Info("registered", zap.Int("tools", len(req.Tools)), zap.Bool("runs_model", req.RunsModel),
+				zap.Uint32("heartbeat_interval_ms", resp.HeartbeatIntervalMs), zap.Uint32("heartbeat_timeout_ms", resp.HeartbeatTimeoutMs))
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !transient(ctx, err) {
+			return fmt.Errorf("register worker %s: %w", w.opts.ID, err)
+		}
+		w.log.Debug("register: cluster not ready", zap.Error(err))
+		if err := sleep(ctx, b.next()); err != nil {
+			return err
+		}
+	}
+}
+
+// poll long-polls once for up to n tasks; it returns nil on a timeout, an
+// error (after a backoff) or when ctx ends.
+func (w *Worker) poll(ctx context.Context, n int) []*dexv1.Task {
+	b := newBackoff()
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, w.opts.PollWait+w.opts.CallTimeout)
+		resp, err := w.svc.PollTask(cctx, &dexv1.PollTaskRequest{
+			WorkerId: w.opts.ID, WaitMs: uint32(w.opts.PollWait.Milliseconds()), MaxTasks: uint32(n),
+		}, grpc.WaitForReady(true))
+		cancel()
+		if err == nil {
+			return resp.Tasks
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch status.Code(err) {
+		case codes.NotFound, codes.FailedPrecondition:
+			// The cluster does not know this Worker (any more): register again.
+			w.log.Warn("poll refused; registering again", zap.Error(err))
+			if rerr := w.register(ctx); rerr != nil && ctx.Err() == nil {
+				w.log.Error("register again", zap.Error(rerr))
+			}
+		default:
+			if transient(ctx, err) {
+				w.log.Debug("poll: cluster not reachable", zap.Error(err))
+			} else {
+				w.log.Error("poll", zap.Error(err))
+			}
+		}
+		_ = sleep(ctx, b.next())
+	}
+	return nil
+}
+
+func (w *Worker) hold(moment string, t *dexv1.Task) {
+	if w.opts.Hold != nil {
+		w.opts.Hold(moment, t)
+	}
+}
+
+// send runs one logged Worker call, repeating the same request across
+// transient errors until the cluster answers or ctx ends. It returns the
+// cluster's definite answer (nil on success).
+func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, f func(ctx context.Context) error) error {
+	b := newBackoff()
+	for tries := 1; ; tries++ {
+		cctx, cancel := context.WithTimeout(ctx, w.opts.CallTimeout)
+		err := f(cctx)
+		cancel()
+		if err == nil {
+			if tries > 1 {
+				log.Info(what+" went through after retries", zap.Int("tries", tries))
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if !transient(ctx, err) {
+			return err
+		}
+		if tries == 1 {
+			log.Warn(what+": cluster not reachable; retrying the same call", zap.Error(err))
+		}
+		if serr := sleep(ctx, b.next()); serr != nil {
+			return err
+		}
+	}
+}
+
+// outcome of one handler run.
+type outcome struct {
+	complete *dexv1.CompleteTaskRequest // set on success
+	errType  dexv1.ErrorType
+	err      error
+}
+
+func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
+	ref := proto.Clone(t.Ref).(*dexv1.AttemptRef)
+	log := w.log.With(zap.String("session", t.SessionId), zap.String("step", ref.StepId),
+		zap.Uint32("attempt", ref.Attempt), zap.String("kind", t.Kind.String()), zap.String("tool", t.Tool))
+	log.Info("task received")
+
+	// A task this Worker cannot run fails unclaimed: the call did not run.
+	if why := w.cannotRun(t); why != "" {
+		ref.Seq = 1
+		err := w.send(ctx, log, "fail", func(c context.Context) error {
+			_, err := w.svc.FailTask(c, &dexv1.FailTaskRequest{Ref: ref, Error: why}, grpc.WaitForReady(true))
+			return err
+		})
+		log.Error("cannot run task", zap.String("reason", why), zap.Error(err))
+		return
+	}
+
+	w.hold(HoldBeforeClaim, t)
+	ref.Seq = 1
+	if err := w.send(ctx, log, "claim", func(c context.Context) error {
+		_, err := w.svc.ClaimTask(c, &dexv1.ClaimTaskRequest{Ref: ref}, grpc.WaitForReady(true))
+		return err
+	}); err != nil {
+		log.Warn("claim refused; dropping the task", zap.Error(err))
+		return
+	}
+	log.Debug("claimed")
+
+	hctx, cancelHandler := context.WithCancel(ctx)
+	defer cancelHandler()
+	var (
+		hmu         sync.Mutex
+		handlerDone bool
+		cancelled   string
+	)
+	hbCtx, stopHB := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		w.heartbeat(hbCtx, log, t, ref.StepId, ref.Attempt, ref.Token, func(reason string) {
+			hmu.Lock()
+			defer hmu.Unlock()
+			if !handlerDone && cancelled == "" {
+				cancelled = reason
+				cancelHandler()
+			}
+		})
+	}()
+	stopHeartbeats := func() {
+		stopHB()
+		<-hbDone
+	}
+	defer stopHeartbeats()
+
+	w.hold(HoldAfterClaim, t)
+	out := w.invoke(hctx, t, ref.Attempt)
+
+	hmu.Lock()
+	handlerDone = true
+	why := cancelled
+	hmu.Unlock()
+	if why != "" {
+		log.Warn("attempt cancelled by the cluster; dropped", zap.String("reason", why))
+		return
+	}
+
+	rctx := ctx
+	if ctx.Err() != nil {
+		// Shutting down: report what we have, briefly.
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+	}
+	ref.Seq = 2
+	if out.complete != nil {
+		out.complete.Ref = ref
+		err := w.send(rctx, log, "complete", func(c context.Context) error {
+			_, err := w.svc.CompleteTask(c, out.complete, grpc.WaitForReady(true))
+			return err
+		})
+		if err == nil {
+			stopHeartbeats()
+			log.Info("task completed")
+			w.hold(HoldAfterResultSent, t)
+			return
+		}
+		switch status.Code(err) {
+		case codes.InvalidArgument, codes.ResourceExhausted:
+			// The result itself was refused and nothing was logged: fail the
+			// attempt with the reason, under the same seq.
+			log.Error("result refused; failing the attempt", zap.Error(err))
+			out = outcome{err: fmt.Errorf("result refused by the cluster: %s", status.Convert(err).Message())}
+		default:
+			log.Warn("complete refused; dropping the task", zap.Error(err))
+			return
+		}
+	}
+	err := w.send(rctx, log, "fail", func(c context.Context) error {
+		_, err := w.svc.FailTask(c, &dexv1.FailTaskRequest{Ref: ref, ErrorType: out.errType, Error: out.err.Error()}, grpc.WaitForReady(true))
+		return err
+	})
+	if err != nil {
+		log.Warn("fail refused; dropping the task", zap.Error(err))
+		return
+	}
+	stopHeartbeats()
+	log.Info("task failed", zap.Error(out.err), zap.String("error_type", out.errType.String()))
+}
+
+func (w *Worker) cannotRun(t *dexv1.Task) string {
+	switch t.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		if w.opts.Model == nil {
+			return fmt.Sprintf("worker %s runs no model", w.opts.ID)
+		}
+	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+		if _, ok := w.tools[t.Tool]; !ok {
+			return fmt.Sprintf("worker %s has no tool %q", w.opts.ID, t.Tool)
+		}
+	default:
+		return fmt.Sprintf("worker %s cannot run a %s Step", w.opts.ID, t.Kind)
+	}
+	return ""
+}
+
+// invoke runs the handler for t.
+func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = outcome{err: fmt.Errorf("handler panicked: %v", r)}
+		}
+		if out.err != nil {
+			var me *ModelError
+			if errors.As(out.err, &me) {
+				out.errType = me.Type
+			}
+		}
+	}()
+	in := func() ModelInput {
+		mi := t.GetModelInput()
+		return ModelInput{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), Attempt: attempt,
+			History: mi.GetHistory(), Tools: mi.GetTools(), Compact: mi.GetCompact()}
+	}
+	call := ToolCall{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), CallID: t.CallId, Tool: t.Tool,
+		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access}
+	switch t.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+		w.hold(HoldBeforeModel, t)
+		mo, err := w.opts.Model.RunModel(ctx, in())
+		if err != nil {
+			return outcome{err: err}
+		}
+		if mo == nil {
+			mo = &dexv1.ModelOutput{}
+		}
+		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_ModelOutput{ModelOutput: mo}}}
+	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		w.hold(HoldDuringCompaction, t)
+		s, err := w.opts.Model.Compact(ctx, in())
+		if err != nil {
+			return outcome{err: err}
+		}
+		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_Summary{Summary: s}}}
+	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+		tool := w.tools[t.Tool]
+		if tool.Poll == nil {
+			return outcome{err: fmt.Errorf("tool %q has no poll handler", t.Tool)}
+		}
+		w.hold(HoldDuringPoll, t)
+		done, res, err := tool.Poll(ctx, call)
+		if err != nil {
+			return outcome{err: err}
+		}
+		pr := &dexv1.PollResult{Done: done}
+		if done {
+			pr.Result = res.proto()
+		}
+		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_PollResult{PollResult: pr}}}
+	default:
+		tool := w.tools[t.Tool]
+		w.hold(HoldToolRunning, t)
+		res, err := tool.Run(ctx, call)
+		if err != nil {
+			return outcome{err: err}
+		}
+		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_ToolResult{ToolResult: res.proto()}}}
+	}
+}
+
+// heartbeat keeps the attempt alive until ctx ends. cancel is called when
+// the cluster says the attempt is no longer current.
+func (w *Worker) heartbeat(ctx context.Context, log *zap.Logger, t *dexv1.Task, stepID string, attempt uint32, token string,
+	cancel func(reason string)) {
+	interval := time.Duration(t.HeartbeatIntervalMs) * time.Millisecond
+	if interval <= 0 {
+		w.mu.Lock()
+		interval = w.heartbeatInterval
+		w.mu.Unlock()
+	}
+	// Heartbeats carry the seq of the last logged call (the claim).
+	ref := &dexv1.AttemptRef{StepId: stepID, Attempt: attempt, Token: token, Seq: 1}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cctx, ccancel := context.WithTimeout(ctx, max(interval, w.opts.CallTimeout/2))
+		resp, err := w.svc.Heartbeat(cctx, &dexv1.HeartbeatRequest{Ref: ref}, grpc.WaitForReady(true))
+		ccancel()
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil && resp.Cancelled:
+			cancel(resp.Reason)
+			return
+		case err == nil:
+			if failing {
+				log.Info("heartbeats reach the cluster again")
+				failing = false
+			}
+		case status.Code(err) == codes.FailedPrecondition || status.Code(err) == codes.NotFound:
+			cancel(status.Convert(err).Message())
+			return
+		default:
+			if !failing {
+				log.Warn("heartbeat failed; going on", zap.Error(err))
+				failing = true
+			}
+		}
+	}
+}
