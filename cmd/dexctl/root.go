@@ -35,7 +35,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.addrs, "addr", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103", "gRPC addresses of cluster nodes, comma separated")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Second, "timeout for each node tried")
-	root.AddCommand(newStatusCmd(g), newNodeCmd(g))
+	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g))
+	root.AddCommand(newStepCmds(g)...)
 	return root
 }
 

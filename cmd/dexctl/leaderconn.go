@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// onLeader runs f against the node that serves clients (the lease holder):
+// it tries each address and follows a follower's pointer to the leader. f
+// gets a call option that captures the trailer carrying that pointer.
+func (g *globals) onLeader(ctx context.Context, f func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error) error {
+	addrs := g.list()
+	if len(addrs) == 0 {
+		return errors.New("--addr is empty")
+	}
+	var errs []string
+	tried := map[string]bool{}
+	for len(addrs) > 0 {
+		a := addrs[0]
+		addrs = addrs[1:]
+		if tried[a] {
+			continue
+		}
+		tried[a] = true
+		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", a, err))
+			continue
+		}
+		var md metadata.MD
+		cctx, cancel := context.WithTimeout(ctx, g.timeout)
+		err = f(cctx, conn, grpc.Trailer(&md))
+		cancel()
+		conn.Close()
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) {
+			return errors.New(status.Convert(err).Message())
+		}
+		if l := md.Get(leaderKey); len(l) > 0 && !tried[l[0]] {
+			addrs = append([]string{l[0]}, addrs...)
+		}
+		errs = append(errs, fmt.Sprintf("%s: %s", a, status.Convert(err).Message()))
+	}
+	return fmt.Errorf("no Dex node serving clients answered (tried %s)", strings.Join(errs, "; "))
+}
+
+// streamRetryable: a watch that ended this way resumes on the next leader.
+func streamRetryable(err error) bool {
+	return status.Code(err) == codes.Unavailable
+}

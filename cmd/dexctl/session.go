@@ -1,0 +1,376 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+func sessions(conn *grpc.ClientConn) dexv1.SessionServiceClient {
+	return dexv1.NewSessionServiceClient(conn)
+}
+
+func newKey() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "dexctl-" + hex.EncodeToString(b)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newSessionCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "session", Short: "Start, message, show and watch sessions"}
+	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g))
+	return cmd
+}
+
+func newSessionStartCmd(g *globals) *cobra.Command {
+	var msg, id, parent string
+	var threshold uint64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Create a session, optionally with a first message",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				// Chosen here so a retry after a lost answer is recognised.
+				b := make([]byte, 8)
+				_, _ = rand.Read(b)
+				id = "ses-" + hex.EncodeToString(b)
+			}
+			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg}
+			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+				_, err := sessions(conn).CreateSession(ctx, req, tr)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"id": id})
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&msg, "message", "", "first message")
+	cmd.Flags().StringVar(&id, "id", "", "session id (default: a new random one)")
+	cmd.Flags().StringVar(&parent, "parent", "", "parent session id (this session reports to it)")
+	cmd.Flags().Uint64Var(&threshold, "compaction-threshold", 0, "compact the history above this many characters (0: never)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newSessionSendCmd(g *globals) *cobra.Command {
+	var key string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "send ID TEXT",
+		Short: "Send a message to a session (delivered once per --key)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key == "" {
+				key = newKey()
+			}
+			var resp *dexv1.SendMessageResponse
+			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+				r, err := sessions(conn).SendMessage(ctx, &dexv1.SendMessageRequest{SessionId: args[0], Text: args[1], IdempotencyKey: key}, tr)
+				resp = r
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"session": args[0], "idempotency_key": key, "duplicate": resp.Duplicate})
+			}
+			if resp.Duplicate {
+				fmt.Fprintln(cmd.OutOrStdout(), "already delivered (same key)")
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "sent")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key (default: a new random one)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// attemptJSON, stepJSON, historyJSON and sessionJSON are the shapes of
+// `session show --json`, with the SPEC's names for kinds and outcomes.
+type attemptJSON struct {
+	N         uint32 `json:"n"`
+	Worker    string `json:"worker"`
+	Status    string `json:"status"`
+	Progress  string `json:"progress,omitempty"`
+	Epoch     uint64 `json:"epoch"`
+	StartedAt int64  `json:"started_at_ms"`
+	ClaimedAt int64  `json:"claimed_at_ms,omitempty"`
+	EndedAt   int64  `json:"ended_at_ms,omitempty"`
+	ErrorType string `json:"error_type,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+type stepJSON struct {
+	ID             string        `json:"id"`
+	Kind           string        `json:"kind"`
+	Status         string        `json:"status"`
+	Tool           string        `json:"tool,omitempty"`
+	CallID         string        `json:"call_id,omitempty"`
+	Outcome        string        `json:"outcome,omitempty"`
+	Result         string        `json:"result,omitempty"`
+	IdempotencyKey string        `json:"idempotency_key,omitempty"`
+	TaskID         string        `json:"task_id,omitempty"`
+	Prompt         string        `json:"prompt,omitempty"`
+	DueAtMs        int64         `json:"due_at_ms,omitempty"`
+	Attempts       []attemptJSON `json:"attempts"`
+}
+
+type toolCallJSON struct {
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+type historyJSON struct {
+	Seq         uint64         `json:"seq"`
+	Kind        string         `json:"kind"`
+	Text        string         `json:"text,omitempty"`
+	CallID      string         `json:"call_id,omitempty"`
+	Tool        string         `json:"tool,omitempty"`
+	Outcome     string         `json:"outcome,omitempty"`
+	ToolCalls   []toolCallJSON `json:"tool_calls,omitempty"`
+	FromSession string         `json:"from_session,omitempty"`
+}
+
+type sessionJSON struct {
+	ID            string        `json:"id"`
+	Parent        string        `json:"parent,omitempty"`
+	Status        string        `json:"status"`
+	RejectedTurns uint32        `json:"rejected_turns"`
+	PauseReason   string        `json:"pause_reason,omitempty"`
+	PauseMessage  string        `json:"pause_message,omitempty"`
+	LastError     string        `json:"last_error,omitempty"`
+	Summaries     uint64        `json:"summaries"`
+	Inbox         int           `json:"inbox"`
+	History       []historyJSON `json:"history"`
+	Steps         []stepJSON    `json:"steps"`
+}
+
+func lowerName(s, prefix string) string { return strings.ToLower(strings.TrimPrefix(s, prefix)) }
+
+func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
+	out := sessionJSON{
+		ID: s.Id, Parent: s.ParentId, Status: fsm.StatusName(s.Status), RejectedTurns: s.RejectedTurns,
+		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
+		History: []historyJSON{}, Steps: []stepJSON{},
+	}
+	if s.PauseReason != dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED {
+		out.PauseReason = lowerName(s.PauseReason.String(), "PAUSE_REASON_")
+	}
+	for _, e := range s.History {
+		h := historyJSON{Seq: e.Seq, Kind: lowerName(e.Kind.String(), "HISTORY_KIND_"), Text: e.Text, CallID: e.CallId,
+			Tool: e.Tool, Outcome: fsm.OutcomeName(e.Outcome), FromSession: e.FromSession}
+		for _, c := range e.ToolCalls {
+			h.ToolCalls = append(h.ToolCalls, toolCallJSON{CallID: c.CallId, Tool: c.Tool, Arguments: c.Arguments})
+		}
+		out.History = append(out.History, h)
+	}
+	for _, st := range steps {
+		sj := stepJSON{ID: st.Id, Kind: fsm.KindName(st.Kind), Status: lowerName(st.Status.String(), "STEP_STATUS_"), Tool: st.Tool,
+			CallID: st.CallId, IdempotencyKey: st.IdempotencyKey, TaskID: st.TaskId, Prompt: st.Prompt, DueAtMs: st.DueAtMs,
+			Attempts: []attemptJSON{}}
+		if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
+			sj.Outcome, sj.Result = fsm.OutcomeName(st.Outcome), st.Result
+		}
+		for _, a := range st.Attempts {
+			aj := attemptJSON{N: a.N, Worker: a.WorkerId, Status: lowerName(a.Status.String(), "ATTEMPT_STATUS_"), Epoch: a.Epoch,
+				StartedAt: a.StartedAtMs, ClaimedAt: a.ClaimedAtMs, EndedAt: a.EndedAtMs, Error: a.Error}
+			if a.Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_UNSPECIFIED {
+				aj.Progress = strings.TrimPrefix(a.Progress.String(), "ATTEMPT_PROGRESS_")
+			}
+			if a.ErrorType != dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED {
+				aj.ErrorType = fsm.ErrorTypeName(a.ErrorType)
+			}
+			sj.Attempts = append(sj.Attempts, aj)
+		}
+		out.Steps = append(out.Steps, sj)
+	}
+	return out
+}
+
+func newSessionShowCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a session: status, history and Steps with their attempts",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var resp *dexv1.GetSessionResponse
+			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+				r, err := sessions(conn).GetSession(ctx, &dexv1.GetSessionRequest{SessionId: args[0]}, tr)
+				resp = r
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			sj := toSessionJSON(resp.Session, resp.Steps)
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), sj)
+			}
+			printSession(cmd.OutOrStdout(), sj)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printSession(w io.Writer, s sessionJSON) {
+	fmt.Fprintf(w, "session %s  %s", s.ID, s.Status)
+	if s.PauseMessage != "" {
+		fmt.Fprintf(w, "  (%s)", s.PauseMessage)
+	} else if s.LastError != "" {
+		fmt.Fprintf(w, "  (last error: %s)", s.LastError)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "\nhistory:")
+	for _, h := range s.History {
+		text := h.Text
+		for _, c := range h.ToolCalls {
+			text += fmt.Sprintf(" [calls %s %s]", c.Tool, c.CallID)
+		}
+		if h.Outcome != "" {
+			text = fmt.Sprintf("%s %s: %s", h.Tool, h.Outcome, text)
+		}
+		fmt.Fprintf(w, "  %3d %-11s %s\n", h.Seq, h.Kind, text)
+	}
+	fmt.Fprintln(w, "\nsteps:")
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tKIND\tTOOL\tSTATUS\tOUTCOME\tATTEMPTS")
+	for _, st := range s.Steps {
+		var att []string
+		for _, a := range st.Attempts {
+			att = append(att, fmt.Sprintf("%d:%s@%s", a.N, a.Status, a.Worker))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", st.ID, st.Kind, st.Tool, st.Status, st.Outcome, strings.Join(att, " "))
+	}
+	tw.Flush()
+}
+
+func newSessionListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var resp *dexv1.ListSessionsResponse
+			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+				r, err := sessions(conn).ListSessions(ctx, &dexv1.ListSessionsRequest{}, tr)
+				resp = r
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			type row struct {
+				ID             string `json:"id"`
+				Parent         string `json:"parent,omitempty"`
+				Status         string `json:"status"`
+				TurnsCompleted uint64 `json:"turns_completed"`
+			}
+			rows := []row{}
+			for _, s := range resp.Sessions {
+				rows = append(rows, row{s.Id, s.ParentId, fsm.StatusName(s.Status), s.TurnsCompleted})
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"sessions": rows})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tTURNS\tPARENT")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, r.Status, r.TurnsCompleted, r.Parent)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newSessionWatchCmd(g *globals) *cobra.Command {
+	var after uint64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "watch ID",
+		Short: "Stream a session's events; resumes on the new leader after a takeover",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			for ctx.Err() == nil {
+				err := g.watchOnce(ctx, args[0], &after, func(e *dexv1.Event) error {
+					if asJSON {
+						return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+							"seq": e.Seq, "type": e.Type, "step_id": e.StepId, "detail": e.Detail, "at_ms": e.AtMs,
+						})
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%6d %s %-18s %s %s\n", e.Seq, time.UnixMilli(e.AtMs).Format("15:04:05.000"), e.Type, e.StepId, e.Detail)
+					return nil
+				})
+				if err != nil && !streamRetryable(err) && !strings.Contains(err.Error(), "no Dex node") {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&after, "after", 0, "start after this event sequence number")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
+	return cmd
+}
+
+// watchOnce streams from the lease holder until the stream ends.
+func (g *globals) watchOnce(ctx context.Context, id string, after *uint64, f func(*dexv1.Event) error) error {
+	long := *g
+	long.timeout = 365 * 24 * time.Hour // a watch runs until interrupted
+	return long.onLeader(ctx, func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+		stream, err := sessions(conn).WatchSession(ctx, &dexv1.WatchSessionRequest{SessionId: id, AfterSeq: *after}, tr)
+		if err != nil {
+			return err
+		}
+		for {
+			e, err := stream.Recv()
+			if err != nil {
+				return err
+			}
+			if err := f(e); err != nil {
+				return err
+			}
+			*after = e.Seq
+		}
+	})
+}
