@@ -1,0 +1,164 @@
+// Command dexworker is a Dex Worker with a scripted, deterministic model and
+// demo tools for every policy, used by the demo and the chaos suite. See
+// README.md for the flags, the script format, holds and the ledger.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dexhq/dex/api/client"
+)
+
+const usage = `usage: dexworker --addr TARGET --ledger FILE [flags]
+
+A Dex Worker with a scripted model and demo tools: lookup (read), save_note
+(idempotent write), send_email (single attempt), deploy (idempotent write,
+needs approval), build (long running, polled). ask_user and sleep are
+built-ins of the cluster.
+
+TARGET is dex:///host1:port1,host2:port2,... (follows the lease holder by
+gRPC health checking) or host:port of a load balancer.
+
+--hold MOMENT[,MOMENT] pauses at: before-claim, after-claim, tool-running,
+after-result-sent, during-poll, during-compaction, before-model. On a hold
+the Worker writes "held MOMENT step=STEP pid=PID" to stderr and the file
+FILE.held, then waits for SIGUSR1 or the file FILE.release (which it
+removes). Each moment is held once unless --hold-all.
+
+Every tool execution (and model call: tool "model" / "compact"; poll:
+tool "build.poll") appends one fsynced JSON line to the ledger.
+
+Flags:
+`
+
+type config struct {
+	addr, ledger, script, hold, id string
+	holdAll                        bool
+	concurrency                    int
+	pollWait, grace                time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	var c config
+	fs := flag.NewFlagSet("dexworker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.addr, "addr", "", "cluster target: dex:///h1:p1,h2:p2,h3:p3 or host:port (required)")
+	fs.StringVar(&c.ledger, "ledger", "", "side-effect ledger file, appended to (required)")
+	fs.StringVar(&c.script, "script", "", "model script (JSON, see README.md); default: the demo model")
+	fs.StringVar(&c.hold, "hold", "", "pause at these moments (comma separated) until released")
+	fs.BoolVar(&c.holdAll, "hold-all", false, "hold every occurrence of a --hold moment, not only the first")
+	fs.StringVar(&c.id, "id", "", "Worker id (default dexworker-HOST-PID)")
+	fs.IntVar(&c.concurrency, "concurrency", 4, "tasks run at once")
+	fs.DurationVar(&c.pollWait, "poll-wait", 20*time.Second, "long-poll wait")
+	fs.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, how long running tasks may finish")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if c.addr == "" || c.ledger == "" {
+		return nil, errors.New("--addr and --ledger are required")
+	}
+	if c.concurrency <= 0 {
+		return nil, errors.New("--concurrency must be positive")
+	}
+	return &c, nil
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		os.Exit(2)
+	}
+	os.Exit(run(c))
+}
+
+func run(c *config) int {
+	log, err := zap.NewProduction()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		return 1
+	}
+	defer func() { _ = log.Sync() }()
+
+	moments, err := parseMoments(c.hold)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		return 2
+	}
+	var script *Script
+	if c.script != "" {
+		if script, err = LoadScript(c.script); err != nil {
+			fmt.Fprintln(os.Stderr, "dexworker:", err)
+			return 2
+		}
+	}
+	ledger, err := OpenLedger(c.ledger)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		return 1
+	}
+	defer ledger.Close()
+
+	// SIGUSR1 releases a hold (and never kills the Worker).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	id := c.id
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("dexworker-%s-%d", host, os.Getpid())
+	}
+	conn, err := client.Dial(c.addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		return 2
+	}
+	defer conn.Close()
+
+	tools := &demoTools{ledger: ledger, worker: id, polls: map[string]int{}}
+	h := newHolder(moments, c.holdAll, c.ledger, usr1, os.Stderr)
+	w, err := client.NewWorker(conn, client.WorkerOptions{
+		ID:            id,
+		Tools:         tools.tools(),
+		Model:         &Model{script: script, ledger: ledger, worker: id},
+		Concurrency:   c.concurrency,
+		PollWait:      c.pollWait,
+		ShutdownGrace: c.grace,
+		Logger:        log,
+		Hold:          h.Hold,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		return 2
+	}
+	log.Info("dexworker starting", zap.String("worker", id), zap.String("addr", c.addr),
+		zap.String("ledger", c.ledger), zap.String("script", c.script), zap.String("hold", c.hold), zap.Int("pid", os.Getpid()))
+	if err := w.Run(ctx); err != nil {
+		log.Error("worker stopped", zap.Error(err))
+		return 1
+	}
+	log.Info("dexworker stopped")
+	return 0
+}

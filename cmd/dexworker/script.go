@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dexhq/dex/api/client"
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Script drives the scripted model. See README.md for the format.
+type Script struct {
+	// Turns are tried in order; the first whose Match fits one of the
+	// turn's user messages gives the turn's outputs.
+	Turns []ScriptTurn `json:"turns"`
+	// Default: the outputs of a turn no entry matches (the built-in demo
+	// when empty).
+	Default []Output `json:"default,omitempty"`
+	// Compact: the outputs of CompactContext attempts, the n-th attempt
+	// taking the n-th (a text is the summary). Empty: always succeed.
+	Compact []Output `json:"compact,omitempty"`
+}
+
+// ScriptTurn maps a message to model outputs.
+type ScriptTurn struct {
+	Match   string   `json:"match"`
+	Prefix  bool     `json:"prefix,omitempty"`
+	Outputs []Output `json:"outputs"`
+}
+
+// Output is one model output: text and/or tool calls, or an error.
+type Output struct {
+	Text      string       `json:"text,omitempty"`
+	ToolCalls []ScriptCall `json:"tool_calls,omitempty"`
+	Error     *ScriptError `json:"error,omitempty"`
+	// Always: this output answers every later RunModel of the turn too.
+	Always bool `json:"always,omitempty"`
+	// DelayMs: the model "thinks" this long before answering.
+	DelayMs int `json:"delay_ms,omitempty"`
+}
+
+// ScriptCall is one tool call of an output.
+type ScriptCall struct {
+	Tool string `json:"tool"`
+	// Any JSON value; "{{message}}" inside strings becomes the user message.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Optional; default call-<seq of the last history entry>-<n>.
+	CallID string `json:"call_id,omitempty"`
+}
+
+// ScriptError fails the RunModel attempt with an error type.
+type ScriptError struct {
+	Type    string `json:"type"`
+	Message string `json:"message,omitempty"`
+}
+
+var errorTypes = map[string]dexv1.ErrorType{
+	"":                dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED,
+	"none":            dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED,
+	"invalid_request": dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST,
+	"context_length":  dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH,
+	"rate_limit":      dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT,
+	"overloaded":      dexv1.ErrorType_ERROR_TYPE_OVERLOADED,
+	"server_error":    dexv1.ErrorType_ERROR_TYPE_SERVER_ERROR,
+	"timeout":         dexv1.ErrorType_ERROR_TYPE_TIMEOUT,
+	"network":         dexv1.ErrorType_ERROR_TYPE_NETWORK,
+}
+
+// LoadScript reads and checks a script file.
+func LoadScript(path string) (*Script, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseScript(b)
+}
+
+// ParseScript parses and checks a script.
+func ParseScript(b []byte) (*Script, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s Script
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("script: %w", err)
+	}
+	check := func(where string, outs []Output, model bool) error {
+		for i, o := range outs {
+			at := fmt.Sprintf("%s output %d", where, i+1)
+			if o.Error == nil && o.Text == "" && len(o.ToolCalls) == 0 {
+				return fmt.Errorf("script: %s has no text, tool call or error", at)
+			}
+			if o.Error != nil && (o.Text != "" || len(o.ToolCalls) > 0) {
+				return fmt.Errorf("script: %s has an error and an answer", at)
+			}
+			if o.Error != nil {
+				if _, ok := errorTypes[o.Error.Type]; !ok {
+					return fmt.Errorf("script: %s: unknown error type %q", at, o.Error.Type)
+				}
+			}
+			if !model && len(o.ToolCalls) > 0 {
+				return fmt.Errorf("script: %s: a compaction calls no tool", at)
+			}
+			if o.DelayMs < 0 {
+				return fmt.Errorf("script: %s: negative delay_ms", at)
+			}
+			for j, c := range o.ToolCalls {
+				if c.Tool == "" {
+					return fmt.Errorf("script: %s tool call %d names no tool", at, j+1)
+				}
+			}
+		}
+		return nil
+	}
+	for i, t := range s.Turns {
+		where := fmt.Sprintf("turn %d (%q)", i+1, t.Match)
+		if len(t.Outputs) == 0 {
+			return nil, fmt.Errorf("script: %s has no outputs", where)
+		}
+		if err := check(where, t.Outputs, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := check("default", s.Default, true); err != nil {
+		return nil, err
+	}
+	if err := check("compact", s.Compact, false); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// demoOutputs is the model with no script: call lookup, save_note and
+// send_email in one output, then answer.
+var demoOutputs = []Output{
+	{ToolCalls: []ScriptCall{
+		{Tool: "lookup", Arguments: json.RawMessage(`{"query":"{{message}}"}`)},
+		{Tool: "save_note", Arguments: json.RawMessage(`{"note":"{{message}}"}`)},
+		{Tool: "send_email", Arguments: json.RawMessage(`{"to":"ops@example.com","body":"{{message}}"}`)},
+	}},
+	{Text: "Done: looked it up, saved a note and sent the email."},
+}
+
+// finalText answers a turn whose outputs ran out.
+const finalText = "done"
+
+// outputsFor picks the outputs of a turn whose user messages are msgs.
+func (s *Script) outputsFor(msgs []string) []Output {
+	if s != nil {
+		for _, t := range s.Turns {
+			for _, m := range msgs {
+				if m == t.Match || (t.Prefix && strings.HasPrefix(m, t.Match)) {
+					return t.Outputs
+				}
+			}
+		}
+		if len(s.Default) > 0 {
+			return s.Default
+		}
+	}
+	return demoOutputs
+}
+
+// pick is the output index of a RunModel. Outputs are consumed in order:
+// each of the n0 outputs the turn already committed took one answer, and
+// the error outputs before it (consumed by failed attempts); then each
+// earlier attempt of this Step took one error output.
+func pick(outs []Output, n0 int, attempt uint32) int {
+	idx := 0
+	for k := 0; k < n0; k++ {
+		for idx < len(outs) && outs[idx].Error != nil && !outs[idx].Always {
+			idx++
+		}
+		idx++
+	}
+	for a := uint32(1); a < attempt; a++ {
+		o := at(outs, idx)
+		if o.Error != nil && !o.Always {
+			idx++
+		}
+	}
+	return idx
+}
+
+// at is output idx, honouring Always; past the end the turn answers text.
+func at(outs []Output, idx int) Output {
+	for i := 0; i < len(outs) && i <= idx; i++ {
+		if outs[i].Always {
+			return outs[i]
+		}
+	}
+	if idx < len(outs) {
+		return outs[idx]
+	}
+	return Output{Text: finalText}
+}
+
+// turnOf reads the turn in progress from the history the model is sent:
+// its user messages (the run of user entries ending at the last one), the
+// outputs it already committed (assistant entries after them) and the seq
+// of the last entry.
+func turnOf(h []*dexv1.HistoryEntry) (msgs []string, outputs int, lastSeq uint64) {
+	last := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Kind == dexv1.HistoryKind_HISTORY_KIND_USER {
+			last = i
+			break
+		}
+	}
+	if len(h) > 0 {
+		lastSeq = h[len(h)-1].Seq
+	}
+	if last < 0 {
+		return nil, 0, lastSeq
+	}
+	for i := last; i >= 0 && h[i].Kind == dexv1.HistoryKind_HISTORY_KIND_USER; i-- {
+		msgs = append([]string{h[i].Text}, msgs...)
+	}
+	for _, e := range h[last+1:] {
+		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_ASSISTANT {
+			outputs++
+		}
+	}
+	return msgs, outputs, lastSeq
+}
+
+// Model is the scripted, deterministic model: its answer depends only on
+// the history it is sent and the attempt number.
+type Model struct {
+	script *Script
+	ledger *Ledger
+	worker string
+}
+
+func (m *Model) record(kind string, in client.ModelInput) error {
+	return m.ledger.Append(LedgerEntry{Session: in.SessionID, Tool: kind, Attempt: in.Attempt, Step: in.StepID, Kind: kind, Worker: m.worker})
+}
+
+func wait(ctx context.Context, ms int) error {
+	if ms <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func scriptError(e *ScriptError) error {
+	msg := e.Message
+	if msg == "" {
+		msg = "scripted " + e.Type + " error"
+	}
+	return &client.ModelError{Type: errorTypes[e.Type], Msg: msg}
+}
+
+// Output computes the model output for in (without side effects).
+func (m *Model) Output(in client.ModelInput) (Output, *dexv1.ModelOutput, error) {
+	msgs, n0, lastSeq := turnOf(in.History)
+	outs := m.script.outputsFor(msgs)
+	o := at(outs, pick(outs, n0, in.Attempt))
+	if o.Error != nil {
+		return o, nil, scriptError(o.Error)
+	}
+	msg := ""
+	if len(msgs) > 0 {
+		msg = msgs[len(msgs)-1]
+	}
+	esc, _ := json.Marshal(msg)
+	escaped := string(esc[1 : len(esc)-1])
+	out := &dexv1.ModelOutput{Text: strings.ReplaceAll(o.Text, "{{message}}", msg)}
+	for i, c := range o.ToolCalls {
+		id := c.CallID
+		if id == "" {
+			id = fmt.Sprintf("call-%d-%d", lastSeq, i+1)
+		}
+		args := "{}"
+		if len(c.Arguments) > 0 {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, c.Arguments); err == nil {
+				args = buf.String()
+			}
+		}
+		args = strings.ReplaceAll(args, "{{message}}", escaped)
+		out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{CallId: id, Tool: c.Tool, Arguments: args})
+	}
+	return o, out, nil
+}
+
+// RunModel implements client.ModelHandler.
+func (m *Model) RunModel(ctx context.Context, in client.ModelInput) (*dexv1.ModelOutput, error) {
+	if err := m.record("model", in); err != nil {
+		return nil, err
+	}
+	o, out, err := m.Output(in)
+	if werr := wait(ctx, o.DelayMs); werr != nil {
+		return nil, werr
+	}
+	return out, err
+}
+
+// Compact implements client.ModelHandler.
+func (m *Model) Compact(ctx context.Context, in client.ModelInput) (string, error) {
+	if err := m.record("compact", in); err != nil {
+		return "", err
+	}
+	summary := fmt.Sprintf("Summary of %d entries.", len(in.History))
+	if m.script == nil || len(m.script.Compact) == 0 {
+		return summary, nil
+	}
+	o := at(m.script.Compact, int(in.Attempt)-1)
+	if err := wait(ctx, o.DelayMs); err != nil {
+		return "", err
+	}
+	if o.Error != nil {
+		return "", scriptError(o.Error)
+	}
+	if o.Text == "" || (int(in.Attempt) > len(m.script.Compact) && !o.Always) {
+		return summary, nil
+	}
+	return o.Text, nil
+}
