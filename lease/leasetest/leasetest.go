@@ -20,6 +20,9 @@ import (
 // Cluster is a single-node, always-leader cluster without Raft.
 type Cluster struct {
 	t testing.TB
+	// Now stamps commands proposed without a time (time.Now by default).
+	// Set it before use.
+	Now func() time.Time
 
 	mu       sync.Mutex
 	fsm      *fsm.FSM
@@ -32,7 +35,7 @@ type Cluster struct {
 
 // New returns a cluster with an empty state machine.
 func New(t testing.TB) *Cluster {
-	return &Cluster{t: t, fsm: fsm.New(fsm.Options{OnHalt: func(err error) { t.Errorf("state machine halted: %v", err) }}), failNext: map[string]int{}}
+	return &Cluster{t: t, Now: time.Now, fsm: fsm.New(fsm.Options{OnHalt: func(err error) { t.Errorf("state machine halted: %v", err) }}), failNext: map[string]int{}}
 }
 
 // State is the state as applied so far.
@@ -58,7 +61,7 @@ func (c *Cluster) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result,
 	}
 	cmd = proto.Clone(cmd).(*dexv1.Command)
 	if cmd.NowMs == 0 {
-		cmd.NowMs = time.Now().UnixMilli()
+		cmd.NowMs = c.Now().UnixMilli()
 	}
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -177,7 +180,7 @@ func (c *Cluster) Start(stepID, worker string) *dexv1.Attempt {
 	if st == nil {
 		c.t.Fatalf("step %s not found", stepID)
 	}
-	res := c.Do(&dexv1.Command{NowMs: max(time.Now().UnixMilli(), st.ReadyAtMs), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res := c.Do(&dexv1.Command{NowMs: max(c.Now().UnixMilli(), st.ReadyAtMs), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
 		StepId: stepID, Attempt: uint32(len(st.Attempts)) + 1, WorkerId: worker, Epoch: c.Epoch(),
 	}}})
 	return res.Attempt
@@ -247,3 +250,26 @@ var (
 	SaveNote  = &dexv1.ToolSpec{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}
 	SendEmail = &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
 )
+
+// Clock is a clock that moves only when told.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock stopped at a fixed date.
+func NewClock() *Clock { return &Clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+// Now reads the clock.
+func (k *Clock) Now() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.now
+}
+
+// Advance moves the clock forward.
+func (k *Clock) Advance(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.now = k.now.Add(d)
+}
