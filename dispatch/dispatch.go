@@ -1,0 +1,404 @@
+// Package dispatch is the leader's hand-out of Steps to Workers: long polls,
+// fair across sessions, that return a task only once its StartAttempt is
+// committed; and the timer wheel that proposes due timers and error resumes.
+// It runs only on the node that holds the dispatch lease.
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	memdb "github.com/hashicorp/go-memdb"
+	"go.uber.org/zap"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/lease"
+)
+
+// Proposer commits a command through Raft and returns the state machine's
+// result.
+type Proposer = lease.Proposer
+
+// StateSource gives the replicated state as this node applied it.
+type StateSource = lease.StateSource
+
+// ErrNotLeader: this node does not hold the dispatch lease (or lost it while
+// the poll was open). The API answers Unavailable with the leader's address.
+var ErrNotLeader = errors.New("dispatch: this node does not hold the dispatch lease")
+
+// ErrUnknownWorker: the Worker never registered. The API answers
+// FailedPrecondition ("register first").
+var ErrUnknownWorker = errors.New("dispatch: unknown worker: register first")
+
+// DefaultMaxWait caps how long one poll waits.
+const DefaultMaxWait = 30 * time.Second
+
+// Config tunes dispatch.
+type Config struct {
+	// MaxWait caps the wait of a poll.
+	MaxWait time.Duration
+	// Now is the clock (time.Now when nil); it stamps proposed commands.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxWait <= 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// run is one period of dispatching under one epoch.
+type run struct {
+	epoch  uint64
+	ctx    context.Context // cancelled by Stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // open polls
+
+	// inflight: Steps a poller is proposing StartAttempt for, so that two
+	// pollers do not race for the same Step.
+	// A poller reads the state under the same lock it picks and takes Steps
+	// out of flight with, so a Step out of flight is never seen queued in a
+	// state older than its StartAttempt: no StartAttempt is proposed in vain.
+	inflight map[string]bool
+	// served: a tick per session, taken when it was last handed a Step; the
+	// least recently served session goes first.
+	served map[string]uint64
+	tick   uint64
+}
+
+// Dispatcher hands queued Steps to polling Workers.
+type Dispatcher struct {
+	p      Proposer
+	src    StateSource
+	leases *lease.Manager
+	cfg    Config
+	log    *zap.Logger
+
+	mu  sync.Mutex
+	cur *run // nil when stopped
+}
+
+// New returns a stopped Dispatcher: every Poll fails with ErrNotLeader until
+// Start.
+func New(p Proposer, src StateSource, leases *lease.Manager, cfg Config, log *zap.Logger) *Dispatcher {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Dispatcher{p: p, src: src, leases: leases, cfg: cfg.withDefaults(), log: log.Named("dispatch")}
+}
+
+// Start begins dispatching under an epoch (stopping an earlier run first).
+func (d *Dispatcher) Start(epoch uint64) {
+	d.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	d.mu.Lock()
+	d.cur = &run{epoch: epoch, ctx: ctx, cancel: cancel, inflight: map[string]bool{}, served: map[string]uint64{}}
+	d.mu.Unlock()
+	d.log.Info("dispatch started", zap.Uint64("epoch", epoch))
+}
+
+// Stop ends dispatching at once: every open poll returns ErrNotLeader (or the
+// tasks it already committed). Stop returns when no poll proposes any more.
+func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	r := d.cur
+	d.cur = nil
+	d.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.cancel()
+	r.wg.Wait()
+	d.log.Info("dispatch stopped", zap.Uint64("epoch", r.epoch))
+}
+
+// Epoch is the epoch dispatch runs under (0 when stopped).
+func (d *Dispatcher) Epoch() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur == nil {
+		return 0
+	}
+	return d.cur.epoch
+}
+
+func (d *Dispatcher) begin() (*run, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur == nil {
+		return nil, ErrNotLeader
+	}
+	d.cur.wg.Add(1)
+	return d.cur, nil
+}
+
+// Poll long-polls for up to max tasks (1 when max <= 0) for a registered
+// Worker. It returns as soon as it has started at least one attempt; else it
+// waits for the state to change, for a queued Step's backoff to end, or for
+// wait (capped at MaxWait; wait <= 0 does not wait) and returns no task. A
+// task is returned only after its StartAttempt committed, and its attempt
+// lease is armed.
+func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wait time.Duration) ([]*dexv1.Task, error) {
+	r, err := d.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer r.wg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.ctx, cancel)()
+	if maxTasks <= 0 {
+		maxTasks = 1
+	}
+	// refused counts the Steps the state machine refused to this poll; one
+	// refused twice is left alone, so a poll never spins on it.
+	refused := map[string]int{}
+	wait = max(min(wait, d.cfg.MaxWait), 0)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+
+	for {
+		p, err := d.pick(r, workerID, maxTasks, refused)
+		if err != nil {
+			return nil, err
+		}
+		picked := p.steps
+		tasks, err := d.startAll(ctx, r, p.worker, picked, refused)
+		if len(tasks) > 0 {
+			return tasks, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(picked) > 0 {
+			continue // every pick was taken by another poller: look again
+		}
+		if wait <= 0 {
+			return nil, nil
+		}
+		if timedOut, err := d.waitChange(ctx, r, p.ws, p.nextReady, deadline.C); timedOut || err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitChange waits for the next applied entry, for nextReady (ms, 0: none),
+// or for the poll's deadline (timedOut).
+func (d *Dispatcher) waitChange(ctx context.Context, r *run, ws memdb.WatchSet, nextReady int64, deadline <-chan time.Time) (timedOut bool, err error) {
+	var readyCh <-chan time.Time
+	if nextReady > 0 {
+		t := time.NewTimer(time.Duration(nextReady-d.cfg.Now().UnixMilli()) * time.Millisecond)
+		defer t.Stop()
+		readyCh = t.C
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	select {
+	case <-watchCh(wctx, ws):
+	case <-readyCh:
+	case <-deadline:
+		return true, nil
+	case <-ctx.Done():
+		if r.ctx.Err() != nil {
+			return false, ErrNotLeader
+		}
+		return false, ctx.Err()
+	}
+	return false, nil
+}
+
+// watchCh is the channel of a state watch (it holds one channel: the meta
+// row every applied entry writes).
+func watchCh(ctx context.Context, ws memdb.WatchSet) <-chan struct{} {
+	if len(ws) == 1 {
+		for ch := range ws {
+			return ch
+		}
+	}
+	out := make(chan struct{})
+	go func() {
+		if ws.WatchCtx(ctx) == nil {
+			close(out)
+		}
+	}()
+	return out
+}
+
+func findWorker(st *fsm.State, id string) *dexv1.WorkerInfo {
+	for _, w := range st.Workers() {
+		if w.Id == id {
+			return w
+		}
+	}
+	return nil
+}
+
+// Takes reports whether a Worker may run a Step: model Steps on Workers that
+// run the model, tool Steps on Workers that registered the tool. Waits are
+// never dispatched.
+func Takes(w *dexv1.WorkerInfo, st *dexv1.Step) bool {
+	switch st.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		return w.RunsModel
+	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+		for _, t := range w.Tools {
+			if t.Name == st.Tool {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// picked is what one look at the state found for a poller.
+type picked struct {
+	worker *dexv1.WorkerInfo
+	steps  []*dexv1.Step
+	// ws fires on the next change after the state that was read.
+	ws memdb.WatchSet
+	// nextReady is the earliest ready time (ms) of a Step the Worker could
+	// take later (0 if none).
+	nextReady int64
+}
+
+// pick reads the state and chooses up to maxTasks queued Steps the Worker may take,
+// marking them in flight. Sessions take turns, least recently served first;
+// within a session Steps go in queue order.
+func (d *Dispatcher) pick(r *run, workerID string, maxTasks int, refused map[string]int) (*picked, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.src.State()
+	p := &picked{ws: st.WatchSet()} // taken before reading, so no change is missed
+	if e := st.Meta().Epoch; e != r.epoch {
+		// A newer leader opened an epoch: this node is deposed and every
+		// StartAttempt it proposed would be refused.
+		return nil, fmt.Errorf("%w: epoch %d was replaced by %d", ErrNotLeader, r.epoch, e)
+	}
+	w := findWorker(st, workerID)
+	if w == nil {
+		return nil, fmt.Errorf("%w: worker %q", ErrUnknownWorker, workerID)
+	}
+	p.worker = w
+	now := d.cfg.Now().UnixMilli()
+	bySession := map[string][]*dexv1.Step{}
+	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED) {
+		if r.inflight[s.Id] || refused[s.Id] >= 2 || !Takes(w, s) {
+			continue
+		}
+		if s.ReadyAtMs > now {
+			if p.nextReady == 0 || s.ReadyAtMs < p.nextReady {
+				p.nextReady = s.ReadyAtMs
+			}
+			continue
+		}
+		bySession[s.SessionId] = append(bySession[s.SessionId], s)
+	}
+	if len(bySession) == 0 {
+		return p, nil
+	}
+	sessions := make([]string, 0, len(bySession))
+	for id, steps := range bySession {
+		slices.SortFunc(steps, func(a, b *dexv1.Step) int { return cmp.Compare(a.QueueSeq, b.QueueSeq) })
+		sessions = append(sessions, id)
+	}
+	slices.SortFunc(sessions, func(a, b string) int {
+		if c := cmp.Compare(r.served[a], r.served[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(bySession[a][0].QueueSeq, bySession[b][0].QueueSeq)
+	})
+	for round := 0; len(p.steps) < maxTasks; round++ {
+		took := false
+		for _, id := range sessions {
+			if steps := bySession[id]; round < len(steps) && len(p.steps) < maxTasks {
+				p.steps = append(p.steps, steps[round])
+				r.inflight[steps[round].Id] = true
+				r.tick++
+				r.served[id] = r.tick
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	if len(r.served) > 4096 && len(r.served) > 4*len(bySession) {
+		for id := range r.served {
+			if bySession[id] == nil {
+				delete(r.served, id) // sessions with nothing queued now
+			}
+		}
+	}
+	return p, nil
+}
+
+// done takes a Step out of flight, once its StartAttempt was applied (or
+// will not be proposed).
+func (d *Dispatcher) done(r *run, stepID string) {
+	d.mu.Lock()
+	delete(r.inflight, stepID)
+	d.mu.Unlock()
+}
+
+// startAll proposes StartAttempt for each picked Step, in order, and builds
+// the tasks of those that committed. A Step another poller took is skipped.
+func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, picked []*dexv1.Step, refused map[string]int) ([]*dexv1.Task, error) {
+	var tasks []*dexv1.Task
+	var firstErr error
+	for _, s := range picked {
+		if firstErr != nil || ctx.Err() != nil {
+			d.done(r, s.Id)
+			continue
+		}
+		at, err := d.start(ctx, r, w, s)
+		d.done(r, s.Id)
+		switch {
+		case err != nil:
+			firstErr = err
+		case at != nil:
+			tasks = append(tasks, d.task(d.src.State(), s, at, r.epoch))
+		default:
+			refused[s.Id]++
+		}
+	}
+	if firstErr != nil && r.ctx.Err() != nil {
+		firstErr = ErrNotLeader
+	}
+	if firstErr == nil && len(tasks) == 0 && ctx.Err() != nil {
+		if r.ctx.Err() != nil {
+			return nil, ErrNotLeader
+		}
+		return nil, ctx.Err()
+	}
+	return tasks, firstErr
+}
+
+// start proposes the next attempt of a Step. The attempt is nil when the
+// state machine refused it (the Step is no longer queued).
+func (d *Dispatcher) start(ctx context.Context, r *run, w *dexv1.WorkerInfo, s *dexv1.Step) (*dexv1.Attempt, error) {
+	n := uint32(len(s.Attempts)) + 1
+	res, err := d.p.Propose(ctx, &dexv1.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+		StepId: s.Id, Attempt: n, WorkerId: w.Id, Epoch: r.epoch,
+	}}})
+	if err != nil {
+		d.log.Warn("proposing StartAttempt failed", zap.String("step", s.Id), zap.Uint32("attempt", n), zap.Error(err))
+		return nil, err
+	}
+	if res.Err != nil {
+		d.log.Debug("StartAttempt refused", zap.String("step", s.Id), zap.Uint32("attempt", n), zap.String("reason", res.Err.Error()))
+		return nil, nil
+	}
+	d.leases.Arm(s.Id, res.Attempt.N)
+	d.log.Debug("attempt started", zap.String("step", s.Id), zap.Uint32("attempt", n), zap.String("worker", w.Id))
+	return res.Attempt, nil
+}

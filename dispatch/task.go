@@ -1,0 +1,93 @@
+package dispatch
+
+import (
+	"cmp"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+// Builtins are the tools the cluster handles itself; the model sees them with
+// the Workers' tools.
+var Builtins = []*dexv1.ToolSpec{
+	{
+		Name: fsm.BuiltinAskUser, Access: dexv1.ToolAccess_TOOL_ACCESS_READ,
+		Description: `Ask the user a question and wait for the answer. Arguments: {"question": "..."}`,
+	},
+	{
+		Name: fsm.BuiltinSleep, Access: dexv1.ToolAccess_TOOL_ACCESS_READ,
+		Description: `Wait for a number of seconds before the turn goes on. Arguments: {"seconds": N}`,
+	},
+}
+
+// task builds what a Worker gets for an attempt the state machine started.
+// s is the Step as the poller picked it; the fresh state is read for the
+// session's history.
+func (d *Dispatcher) task(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch uint64) *dexv1.Task {
+	if cur := st.Step(s.Id); cur != nil {
+		s = cur
+	}
+	t := &dexv1.Task{
+		Ref:                 &dexv1.AttemptRef{StepId: s.Id, Attempt: at.N, Token: at.Token},
+		SessionId:           s.SessionId,
+		Kind:                s.Kind,
+		Tool:                s.Tool,
+		CallId:              s.CallId,
+		Arguments:           s.Arguments,
+		IdempotencyKey:      s.IdempotencyKey,
+		TaskId:              s.TaskId,
+		Epoch:               epoch,
+		HeartbeatIntervalMs: uint32(d.leases.HeartbeatInterval().Milliseconds()),
+		HeartbeatTimeoutMs:  uint32(d.leases.HeartbeatTimeout().Milliseconds()),
+		Access:              s.Policy.GetAccess(),
+	}
+	switch s.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+		t.ModelInput = &dexv1.ModelInput{History: History(st.Session(s.SessionId)), Tools: ModelTools(st)}
+	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		t.ModelInput = &dexv1.ModelInput{History: History(st.Session(s.SessionId)), Compact: true}
+	}
+	return t
+}
+
+// History is what the model is sent of a session: the entries from the
+// latest summary on (all of them when there is none). The entries are copies.
+func History(s *dexv1.Session) []*dexv1.HistoryEntry {
+	if s == nil {
+		return nil
+	}
+	var out []*dexv1.HistoryEntry
+	for _, e := range s.History {
+		if e.Seq >= s.CompactedBefore {
+			out = append(out, proto.Clone(e).(*dexv1.HistoryEntry))
+		}
+	}
+	return out
+}
+
+// ModelTools is the tools the model may call: every tool a Worker registered
+// (by name; the first Worker in id order describes it, as the state machine
+// does) and the built-ins, sorted by name.
+func ModelTools(st *fsm.State) []*dexv1.ToolSpec {
+	seen := map[string]bool{}
+	var out []*dexv1.ToolSpec
+	add := func(t *dexv1.ToolSpec) {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			out = append(out, proto.Clone(t).(*dexv1.ToolSpec))
+		}
+	}
+	for _, w := range st.Workers() {
+		for _, t := range w.Tools {
+			add(t)
+		}
+	}
+	for _, t := range Builtins {
+		add(t)
+	}
+	slices.SortFunc(out, func(a, b *dexv1.ToolSpec) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
