@@ -48,6 +48,11 @@ type Config struct {
 	// in the replicated state (default 2s).
 	RegisterInterval time.Duration
 
+	// LeaderServices are started when this node establishes leadership and
+	// stopped when it loses it. Given here, they are in place before raft
+	// can elect this node.
+	LeaderServices []LeaderService
+
 	// OnHalt is called when the state machine cannot apply a committed entry.
 	// The node must stop; dexd exits.
 	OnHalt func(error)

@@ -122,6 +122,7 @@ func Open(cfg Config) (n *Node, err error) {
 		log:        cfg.Logger,
 		notifyCh:   make(chan bool, 1),
 		shutdownCh: make(chan struct{}),
+		services:   append([]LeaderService(nil), cfg.LeaderServices...),
 	}
 	hl := NewHCLogger(cfg.Logger, "raft")
 

@@ -17,8 +17,25 @@ import (
 )
 
 // DispatchService is the health service name that is SERVING only on the
-// ready node (the leader holding the dispatch lease).
+// ready node (the leader holding the dispatch lease). The client and Worker
+// services report the same status under their own names, which is what a
+// readiness-following channel checks.
 const DispatchService = "dex.v1.Dispatch"
+
+// leaseServices are the health names that follow readiness.
+var leaseServices = []string{DispatchService, "dex.v1.WorkerService", "dex.v1.SessionService"}
+
+// DefaultMaxPayload bounds one request (--max-payload).
+const DefaultMaxPayload = 4 << 20
+
+// Options wire the leader-only services into the server. Without Dispatch
+// and Leases the node serves the admin service only.
+type Options struct {
+	Dispatch   Dispatch
+	Leases     Leases
+	Timing     WorkerTiming
+	MaxPayload int
+}
 
 // Server is a node's gRPC server.
 type Server struct {
@@ -28,22 +45,39 @@ type Server struct {
 }
 
 // New builds the gRPC server for node.
-func New(node *cluster.Node, log *zap.Logger) *Server {
+func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = DefaultMaxPayload
+	}
 	s := &Server{
-		grpc:   grpc.NewServer(),
+		// A request over the limit is refused with ResourceExhausted.
+		grpc:   grpc.NewServer(grpc.MaxRecvMsgSize(o.MaxPayload)),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
+	dexv1.RegisterSessionServiceServer(s.grpc, NewSessions(node))
+	if o.Dispatch != nil && o.Leases != nil {
+		dexv1.RegisterWorkerServiceServer(s.grpc, NewWorkers(node, o.Dispatch, o.Leases, o.Timing))
+	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	for _, name := range leaseServices {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
 	node.OnReadyChange(func(ready bool, _ string) {
 		st := healthpb.HealthCheckResponse_NOT_SERVING
 		if ready {
 			st = healthpb.HealthCheckResponse_SERVING
 		}
-		s.health.SetServingStatus(DispatchService, st)
+		for _, name := range leaseServices {
+			s.health.SetServingStatus(name, st)
+		}
 	})
 	return s
 }

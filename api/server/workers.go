@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -9,6 +10,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/dispatch"
 )
 
 // Dispatch hands queued Steps to Workers (the leader's dispatcher).
@@ -73,14 +75,17 @@ func (w *Workers) PollTask(ctx context.Context, req *dexv1.PollTaskRequest) (*de
 		max = maxTasksPerPoll
 	}
 	tasks, err := w.dispatch.Poll(ctx, req.WorkerId, max, time.Duration(req.WaitMs)*time.Millisecond)
-	if err != nil {
-		if ready, reason := w.node.Ready(); !ready {
-			return nil, w.unavailable(ctx, reason)
-		}
-		if ctx.Err() != nil {
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	switch {
+	case err == nil:
+	case errors.Is(err, dispatch.ErrUnknownWorker):
+		return nil, status.Errorf(codes.FailedPrecondition, "worker %q is not registered: register first", req.WorkerId)
+	case ctx.Err() != nil:
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case errors.Is(err, dispatch.ErrNotLeader):
+		return nil, w.unavailable(ctx, "the dispatch lease moved")
+	default:
+		// A proposal that did not commit: the Worker polls again.
+		return nil, status.Error(codes.Unavailable, err.Error())
 	}
 	return &dexv1.PollTaskResponse{Tasks: tasks}, nil
 }

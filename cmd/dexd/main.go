@@ -20,6 +20,8 @@ import (
 
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/dispatch"
+	"github.com/dexhq/dex/lease"
 )
 
 func main() {
@@ -39,6 +41,8 @@ type options struct {
 	snapshotThreshold                         uint64
 	snapshotInterval                          time.Duration
 	trailingLogs                              uint64
+	maxPayload                                int
+	workerHeartbeat, workerTimeout            time.Duration
 	parsedPeers                               []cluster.Peer
 }
 
@@ -61,6 +65,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.snapshotThreshold, "raft-snapshot-threshold", 8192, "log entries between snapshots")
 	fs.DurationVar(&o.snapshotInterval, "raft-snapshot-interval", 120*time.Second, "how often to check for a snapshot")
 	fs.Uint64Var(&o.trailingLogs, "raft-trailing-logs", 10240, "log entries kept after a snapshot")
+	fs.IntVar(&o.maxPayload, "max-payload", server.DefaultMaxPayload, "largest request in bytes; a larger one is refused with ResourceExhausted")
+	fs.DurationVar(&o.workerHeartbeat, "heartbeat-interval", lease.DefaultHeartbeatInterval, "how often Workers heartbeat a task")
+	fs.DurationVar(&o.workerTimeout, "heartbeat-timeout", lease.DefaultHeartbeatTimeout, "an attempt without a heartbeat for this long fails; also a new leader's grace period")
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -167,7 +174,17 @@ func serve(o *options, log *zap.Logger) error {
 	}
 	defer httpLis.Close()
 
+	// The leader-only services exist before raft starts, so they are in place
+	// when this node first leads; they reach the node through late.
+	late := &lateProposer{}
+	leaseCfg := lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat}
+	leases := lease.New(late, late, leaseCfg, log)
+	disp := dispatch.New(late, late, leases, dispatch.Config{}, log)
+	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)
+	leader := dispatch.NewLeader(late, leases, disp, timers, log)
+
 	node, err := cluster.Open(cluster.Config{
+		LeaderServices:     []cluster.LeaderService{leader},
 		ID:                 o.id,
 		DataDir:            o.dataDir,
 		RaftAddr:           o.raftAddr,
@@ -194,7 +211,11 @@ func serve(o *options, log *zap.Logger) error {
 	}
 	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
 
-	srv := server.New(node, log)
+	late.set(node)
+	srv := server.New(node, log, server.Options{
+		Dispatch: disp, Leases: leases, MaxPayload: o.maxPayload,
+		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
+	})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	hsrv := &http.Server{Handler: httpHandler(node), ReadHeaderTimeout: 5 * time.Second}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm"
+)
+
+// lateProposer hands the leader-only services a node that is opened after
+// they are built. Until then a proposal fails and the leadership loop retries.
+type lateProposer struct {
+	node atomic.Pointer[cluster.Node]
+}
+
+var errNotOpen = errors.New("the node is still opening")
+
+func (l *lateProposer) set(n *cluster.Node) { l.node.Store(n) }
+
+func (l *lateProposer) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+	n := l.node.Load()
+	if n == nil {
+		return nil, errNotOpen
+	}
+	return n.Propose(ctx, cmd)
+}
+
+func (l *lateProposer) State() *fsm.State {
+	if n := l.node.Load(); n != nil {
+		return n.State()
+	}
+	return fsm.New(fsm.Options{}).State()
+}
