@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -15,8 +16,26 @@ import (
 
 // onLeader runs f against the node that serves clients (the lease holder):
 // it tries each address and follows a follower's pointer to the leader. f
-// gets a call option that captures the trailer carrying that pointer.
+// gets a call option that captures the trailer carrying that pointer. During
+// a takeover no node serves for a moment: it tries again until --wait ends.
 func (g *globals) onLeader(ctx context.Context, f func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error) error {
+	deadline := time.Now().Add(g.wait)
+	for {
+		err := g.onLeaderOnce(ctx, f)
+		if err == nil || !errors.Is(err, errNoneServing) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+var errNoneServing = errors.New("no Dex node serving clients answered")
+
+func (g *globals) onLeaderOnce(ctx context.Context, f func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error) error {
 	addrs := g.list()
 	if len(addrs) == 0 {
 		return errors.New("--addr is empty")
@@ -51,7 +70,7 @@ func (g *globals) onLeader(ctx context.Context, f func(ctx context.Context, conn
 		}
 		errs = append(errs, fmt.Sprintf("%s: %s", a, status.Convert(err).Message()))
 	}
-	return fmt.Errorf("no Dex node serving clients answered (tried %s)", strings.Join(errs, "; "))
+	return fmt.Errorf("%w (tried %s)", errNoneServing, strings.Join(errs, "; "))
 }
 
 // streamRetryable: a watch that ended this way resumes on the next leader.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
@@ -49,6 +51,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 		Short: "Create a session, optionally with a first message",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			explicitID := id
 			if id == "" {
 				// Chosen here so a retry after a lost answer is recognised.
 				b := make([]byte, 8)
@@ -56,8 +59,13 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 				id = "ses-" + hex.EncodeToString(b)
 			}
 			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg}
+			tried := false
 			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
 				_, err := sessions(conn).CreateSession(ctx, req, tr)
+				if status.Code(err) == codes.AlreadyExists && tried && explicitID == "" {
+					return nil // an earlier try committed before its answer was lost
+				}
+				tried = tried || err != nil
 				return err
 			})
 			if err != nil {
