@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts a local 3-node Dex cluster on 127.0.0.1 in the foreground.
-# Data lives under ./.dex/n1..n3; Ctrl-C stops all three nodes cleanly.
+# Starts a local 3-node Dex cluster on 127.0.0.1 and the demo Worker in the
+# foreground. Data lives under ./.dex/; Ctrl-C stops everything cleanly.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -33,16 +33,26 @@ for i in 1 2 3; do
 	pids+=("$!")
 done
 
+ADDRS="127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
+# The demo Worker follows readiness: it finds the leader, and the next one.
+"$BIN/dexworker" --addr "dex:///$ADDRS" --ledger "$DATA/ledger.jsonl" --id demo-worker \
+	2>>"$DATA/logs/worker.log" &
+pids+=("$!")
+
 cat <<MSG
-Dex: 3 nodes running (logs in $DATA/logs/)
+Dex: 3 nodes and the demo Worker running (logs in $DATA/logs/, tool ledger $DATA/ledger.jsonl)
   n1  raft 127.0.0.1:7001  grpc 127.0.0.1:7101  http http://127.0.0.1:7201
   n2  raft 127.0.0.1:7002  grpc 127.0.0.1:7102  http http://127.0.0.1:7202
   n3  raft 127.0.0.1:7003  grpc 127.0.0.1:7103  http http://127.0.0.1:7203
 
-  $BIN/dexctl --addr 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103 status
+Try:
+  $BIN/dexctl --addr $ADDRS status
+  $BIN/dexctl --addr $ADDRS session start --message "hello"      # prints the session id
+  $BIN/dexctl --addr $ADDRS session show SESSION_ID
+  $BIN/dexctl --addr $ADDRS session watch SESSION_ID
   curl -s http://127.0.0.1:7201/readyz
 
-Ctrl-C stops all three.
+Ctrl-C stops everything.
 MSG
 
 # Exit (and stop the others) when any node exits.
@@ -50,6 +60,6 @@ set +e
 wait -n "${pids[@]}"
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ]; then
-	echo "a node exited with status $rc; see $DATA/logs/"
+	echo "a process exited with status $rc; see $DATA/logs/"
 fi
 exit "$rc"
