@@ -1,0 +1,218 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/dexhq/dex/api/client"
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+// binDir holds dexd, dexworker and dexctl built once for the package.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dex-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/dexd", "../cmd/dexworker", "../cmd/dexctl")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fastArgs shorten the timeouts a test would otherwise wait out.
+var fastArgs = []string{"--heartbeat-timeout", "3s", "--heartbeat-interval", "500ms"}
+
+// env is one real cluster with its Workers, stopped when the test ends.
+type env struct {
+	t       *testing.T
+	dir     string
+	cluster *Cluster
+	conn    *grpc.ClientConn
+	client  *client.Client
+	workers []*Worker
+	ledger  string
+}
+
+func newEnv(t *testing.T, args ...string) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	dir := t.TempDir()
+	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: dir, Args: append(append([]string{}, fastArgs...), args...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dir: dir, cluster: c, ledger: filepath.Join(dir, "ledger.jsonl")}
+	t.Cleanup(e.stop)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReady()
+	conn, err := client.Dial(c.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.conn, e.client = conn, client.New(conn)
+	return e
+}
+
+func (e *env) stop() {
+	for _, w := range e.workers {
+		w.Kill()
+	}
+	e.cluster.KillAll()
+	if e.conn != nil {
+		e.conn.Close()
+	}
+	if e.t.Failed() {
+		for _, n := range e.cluster.Nodes {
+			e.t.Logf("--- %s log tail:\n%s", n.ID, tail(n.Log(), 15))
+		}
+		for _, w := range e.workers {
+			e.t.Logf("--- %s log tail:\n%s", w.Name, tail(w.Log(), 15))
+		}
+	}
+}
+
+func (e *env) ctx(d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	e.t.Cleanup(cancel)
+	return ctx
+}
+
+func (e *env) waitReady() *Node {
+	e.t.Helper()
+	n, err := e.cluster.WaitReady(e.ctx(20 * time.Second))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// startWorker starts a dexworker on the readiness-following target.
+func (e *env) startWorker(script string, hold ...string) *Worker {
+	e.t.Helper()
+	o := WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.cluster.Target(), Ledger: e.ledger, Hold: hold}
+	if script != "" {
+		o.Script = filepath.Join(e.dir, "script.json")
+		if err := os.WriteFile(o.Script, []byte(script), 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	w := NewWorker(o)
+	e.workers = append(e.workers, w)
+	if err := w.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	return w
+}
+
+func (e *env) createSession(msg string) string {
+	e.t.Helper()
+	s, err := e.client.CreateSession(e.ctx(20*time.Second), &dexv1.CreateSessionRequest{SessionId: fmt.Sprintf("s-%d", time.Now().UnixNano()), Message: msg})
+	if err != nil {
+		e.t.Fatalf("create session: %v", err)
+	}
+	return s.Id
+}
+
+func (e *env) get(id string) *dexv1.GetSessionResponse {
+	e.t.Helper()
+	r, err := e.client.GetSession(e.ctx(20*time.Second), id)
+	if err != nil {
+		e.t.Fatalf("get session %s: %v", id, err)
+	}
+	return r
+}
+
+// waitFor polls the session until cond holds.
+func (e *env) waitFor(id string, d time.Duration, what string, cond func(*dexv1.GetSessionResponse) bool) *dexv1.GetSessionResponse {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		r := e.get(id)
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("session %s: %s not reached within %s; status %s, steps:\n%s", id, what, d, fsm.StatusName(r.Session.Status), describeSteps(r.Steps))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *env) waitStatus(id string, st dexv1.SessionStatus, d time.Duration) *dexv1.GetSessionResponse {
+	e.t.Helper()
+	return e.waitFor(id, d, fsm.StatusName(st), func(r *dexv1.GetSessionResponse) bool { return r.Session.Status == st })
+}
+
+func describeSteps(steps []*dexv1.Step) string {
+	var b strings.Builder
+	for _, st := range steps {
+		fmt.Fprintf(&b, "  %s %s %s %s %s attempts=%d\n", st.Id, fsm.KindName(st.Kind), st.Tool, st.Status, fsm.OutcomeName(st.Outcome), len(st.Attempts))
+	}
+	return b.String()
+}
+
+func stepsOf(r *dexv1.GetSessionResponse, kind dexv1.StepKind, tool string) []*dexv1.Step {
+	var out []*dexv1.Step
+	for _, st := range r.Steps {
+		if st.Kind == kind && (tool == "" || st.Tool == tool) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func (e *env) ledgerEntries() []LedgerEntry {
+	e.t.Helper()
+	l, err := ReadLedger(e.ledger)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+// dexctl runs the CLI against every node and decodes its JSON output.
+func (e *env) dexctl(out any, args ...string) {
+	e.t.Helper()
+	full := append([]string{"--addr", strings.Join(e.cluster.GRPCAddrs(), ",")}, args...)
+	cmd := exec.Command(filepath.Join(binDir, "dexctl"), full...)
+	b, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		e.t.Fatalf("dexctl %s: %v: %s", strings.Join(args, " "), err, stderr)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			e.t.Fatalf("dexctl %s: %v in %q", strings.Join(args, " "), err, b)
+		}
+	}
+}
+
+// leader returns the node that serves now.
+func (e *env) leader() *Node { return e.waitReady() }

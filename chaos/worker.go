@@ -1,0 +1,126 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Worker is one dexworker process with its side-effect ledger.
+type Worker struct {
+	Proc
+	Ledger string
+}
+
+// WorkerOptions configure a dexworker.
+type WorkerOptions struct {
+	BinDir string
+	Dir    string
+	Name   string
+	Target string // dex:///a,b,c or a load balancer's host:port
+	Ledger string // shared by the Workers of one scenario
+	Script string // optional script file
+	Hold   []string
+	Args   []string
+}
+
+// NewWorker prepares (but does not start) a dexworker.
+func NewWorker(o WorkerOptions) *Worker {
+	args := []string{"--addr", o.Target, "--ledger", o.Ledger, "--id", o.Name}
+	if o.Script != "" {
+		args = append(args, "--script", o.Script)
+	}
+	if len(o.Hold) > 0 {
+		args = append(args, "--hold", strings.Join(o.Hold, ","))
+	}
+	args = append(args, o.Args...)
+	return &Worker{
+		Proc:   Proc{Name: o.Name, Bin: filepath.Join(o.BinDir, "dexworker"), Args: args, LogPath: filepath.Join(o.Dir, o.Name+".log")},
+		Ledger: o.Ledger,
+	}
+}
+
+// WaitHeld waits until the Worker holds at a moment and returns the hold's
+// description ("MOMENT step=… session=… …").
+func (w *Worker) WaitHeld(ctx context.Context) (string, error) {
+	for {
+		if b, err := os.ReadFile(w.Ledger + ".held"); err == nil && len(b) > 0 {
+			return strings.TrimSpace(string(b)), nil
+		}
+		if !w.Running() {
+			return "", fmt.Errorf("%s exited while waiting for a hold: %s", w.Name, tail(w.Log(), 5))
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%s never held: %w", w.Name, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Release lets a held Worker go on.
+func (w *Worker) Release() error {
+	return os.WriteFile(w.Ledger+".release", []byte("go\n"), 0o644)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LedgerEntry is one execution a Worker's tool (or model) recorded.
+type LedgerEntry struct {
+	Session        string `json:"session"`
+	CallID         string `json:"call_id"`
+	Tool           string `json:"tool"`
+	Attempt        uint32 `json:"attempt"`
+	IdempotencyKey string `json:"idempotency_key"`
+	PID            int    `json:"pid"`
+	Time           string `json:"time"`
+	Step           string `json:"step"`
+	Kind           string `json:"kind"`
+	TaskID         string `json:"task_id"`
+	Worker         string `json:"worker"`
+}
+
+// ReadLedger reads every complete line of a ledger; a missing file is empty.
+func ReadLedger(path string) ([]LedgerEntry, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []LedgerEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e LedgerEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("ledger %s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// Executions counts the ledger lines of a session that match f.
+func Executions(entries []LedgerEntry, session string, f func(LedgerEntry) bool) int {
+	n := 0
+	for _, e := range entries {
+		if e.Session == session && f(e) {
+			n++
+		}
+	}
+	return n
+}
