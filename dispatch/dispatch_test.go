@@ -531,3 +531,46 @@ func TestConcurrentPollersStartEachStepOnce(t *testing.T) {
 		t.Fatalf("%d StartAttempt proposals for %d steps", n, calls)
 	}
 }
+
+// Drain ends open polls and hands out nothing more, and a running attempt
+// whose heartbeats stop is not expired by the draining node, while its
+// heartbeat is still answered and its result still commits.
+func TestDrainStopsDispatchAndExpiresNothing(t *testing.T) {
+	f := newFixture(t, options{heartbeatTimeout: 30 * time.Millisecond})
+	f.toolSession("s1", leasetest.Call("c1", "lookup", "{}"), leasetest.Call("c2", "lookup", "{}"))
+	first := f.pollOne("w1")
+	second := f.pollOne("w2")
+
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.d.Poll(context.Background(), "model", 1, 5*time.Second)
+		errs <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let the poll open
+	f.leader.Drain()
+	if err := <-errs; !errors.Is(err, dispatch.ErrNotLeader) {
+		t.Fatalf("open poll ended with %v; want ErrNotLeader", err)
+	}
+	f.c.CreateSession("s2", "queued while draining")
+	if _, err := f.d.Poll(context.Background(), "model", 1, time.Second); !errors.Is(err, dispatch.ErrNotLeader) {
+		t.Fatalf("poll while draining: %v; want ErrNotLeader", err)
+	}
+
+	time.Sleep(100 * time.Millisecond) // well past both leases' deadlines
+	if cancelled, reason := f.leases.Heartbeat(first.Ref); cancelled {
+		t.Fatalf("heartbeat while draining cancelled: %s", reason)
+	}
+	f.c.CompleteTool(first.Ref, "found")
+	if n := f.c.Count("ExpireAttempt"); n != 0 {
+		t.Fatalf("%d ExpireAttempt proposals while draining; want 0", n)
+	}
+	if at := f.step(first.Ref.StepId).Attempts[0]; at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
+		t.Fatalf("completed attempt %s; want succeeded", at.Status)
+	}
+	if at := f.step(second.Ref.StepId).Attempts[0]; at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+		t.Fatalf("silent attempt %s; want it left running for the next leader", at.Status)
+	}
+	if st := f.c.Queued("s2"); len(st) != 1 || len(st[0].Attempts) != 0 {
+		t.Fatal("a Step was dispatched while draining")
+	}
+}

@@ -58,3 +58,17 @@ func (l *Leader) RevokeLeadership() {
 	l.leases.Revoke()
 	l.log.Info("dispatch lease revoked")
 }
+
+// Drain is the first half of a planned step-down: dispatch stops at once
+// (open polls get ErrNotLeader, so Workers hear Unavailable and poll again
+// elsewhere) and the attempt leases are dropped, so this node fails no
+// attempt any more: one still running when the node hands over is re-armed
+// by the next leader with its grace period. The timer wheel keeps firing
+// until RevokeLeadership. The Worker calls of running attempts are still
+// served: a heartbeat is answered from the state and a Complete commits
+// while this node leads.
+func (l *Leader) Drain() {
+	l.d.Stop()
+	l.leases.Revoke()
+	l.log.Info("draining: dispatch stopped and attempt leases dropped")
+}
