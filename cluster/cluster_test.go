@@ -48,6 +48,8 @@ type tcluster struct {
 	nodes []*tnode
 	peers []cluster.Peer
 	log   *zap.Logger
+	// services, when set, gives each node its leader services.
+	services func(id string) []cluster.LeaderService
 }
 
 func freeAddr(t *testing.T) string {
@@ -86,7 +88,12 @@ func newCluster(t *testing.T, size int) *tcluster {
 func (c *tcluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
+	var services []cluster.LeaderService
+	if c.services != nil {
+		services = c.services(n.id)
+	}
 	node, err := cluster.Open(cluster.Config{
+		LeaderServices:     services,
 		ID:                 n.id,
 		DataDir:            n.dir,
 		RaftAddr:           n.raftAddr,

@@ -40,24 +40,29 @@ func (n *Node) leaderLoop() {
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// handedOver: Handover stopped the services for good; this node hands
+	// leadership to another voter and establishes nothing any more.
+	handedOver := false
 	for {
 		select {
 		case <-n.shutdownCh:
 			stop()
 			return
+		case req := <-n.handoverCh:
+			handedOver = true
+			stop()
+			close(req)
 		case leader := <-n.notifyCh:
-			if leader {
-				// A new term even if we never saw the loss in between.
-				stop()
+			// A new term even if we never saw the loss in between.
+			stop()
+			if leader && !handedOver {
 				start()
-			} else {
-				stop()
 			}
 		case <-tick.C:
 			// The notification channel keeps only the latest value: catch a
 			// lost-and-regained leadership whose establishment finished
 			// for an older term.
-			if n.raft.State() != raft.Leader {
+			if handedOver || n.raft.State() != raft.Leader {
 				continue
 			}
 			n.mu.Lock()
@@ -104,8 +109,13 @@ func (n *Node) establish(ctx context.Context) {
 		}
 		n.mu.Lock()
 		n.leaderTerm, n.leaderEpoch, n.estErr = term, epoch, ""
+		draining := n.draining
 		n.mu.Unlock()
 		n.log.Info("leadership established", zap.Uint64("term", term), zap.Uint64("epoch", epoch))
+		if draining {
+			// Drain ran before the services started: they take no new work.
+			n.drainServices()
+		}
 		return
 	}
 }
@@ -177,9 +187,17 @@ func (n *Node) Epoch() uint64 {
 
 // Ready reports whether this node may serve leader-only work: it leads, its
 // leadership of this term is established (barrier, epoch bump, services),
-// and its applied index keeps up with its commit index. Otherwise the
-// reason says why not.
-func (n *Node) Ready() (bool, string) {
+// its applied index keeps up with its commit index, and it is not draining.
+// Otherwise the reason says why not.
+func (n *Node) Ready() (bool, string) { return n.readiness(true) }
+
+// ServesAttempts reports whether this node may serve the Worker calls of
+// attempts already running (claim, heartbeat, complete, fail): it is Ready,
+// or it is draining but otherwise ready, so those attempts can finish on
+// the node that holds their leases before it hands leadership over.
+func (n *Node) ServesAttempts() (bool, string) { return n.readiness(false) }
+
+func (n *Node) readiness(drainCounts bool) (bool, string) {
 	if err := n.fsm.Halted(); err != nil {
 		return false, "state machine halted: " + err.Error()
 	}
@@ -193,7 +211,14 @@ func (n *Node) Ready() (bool, string) {
 	term := n.raft.CurrentTerm()
 	n.mu.Lock()
 	established, estErr, lastAdvance := n.leaderTerm, n.estErr, n.lastAdvance
+	draining, handedOver := n.draining, n.handedOver
 	n.mu.Unlock()
+	if handedOver {
+		return false, "draining: handing leadership over to another node"
+	}
+	if draining && drainCounts {
+		return false, "draining: this node is shutting down; it takes no new work and lets running attempts finish"
+	}
 	if established != term {
 		msg := fmt.Sprintf("leader of term %d, but leadership is not established yet (barrier, epoch bump)", term)
 		if estErr != "" {
@@ -225,7 +250,9 @@ func (n *Node) readinessLoop() {
 	for {
 		select {
 		case <-n.shutdownCh:
-			n.fire(false, "shutting down")
+			n.fireMu.Lock()
+			n.fire(false, false, "shutting down")
+			n.fireMu.Unlock()
 			return
 		case <-tick.C:
 		}
@@ -236,14 +263,26 @@ func (n *Node) readinessLoop() {
 			n.lastAdvance = time.Now()
 		}
 		n.mu.Unlock()
-		n.fire(n.Ready())
+		n.fireNow()
 	}
 }
 
-func (n *Node) fire(ready bool, reason string) {
+// fireNow tells the hooks about the current readiness if it changed. Reading
+// and telling are one step, so hooks never see an older state last.
+func (n *Node) fireNow() {
+	n.fireMu.Lock()
+	defer n.fireMu.Unlock()
+	ready, reason := n.Ready()
+	serves, _ := n.ServesAttempts()
+	n.fire(ready, serves, reason)
+}
+
+// fire calls the readiness hooks when readiness or ServesAttempts changed
+// (hooks read ServesAttempts themselves).
+func (n *Node) fire(ready, serves bool, reason string) {
 	n.mu.Lock()
-	changed := ready != n.lastReady
-	n.lastReady, n.lastReason = ready, reason
+	changed := ready != n.lastReady || serves != n.lastServes
+	n.lastReady, n.lastServes, n.lastReason = ready, serves, reason
 	hooks := append([]func(bool, string){}, n.readyHooks...)
 	n.mu.Unlock()
 	if !changed {
@@ -252,7 +291,7 @@ func (n *Node) fire(ready bool, reason string) {
 	if ready {
 		n.log.Info("node is ready")
 	} else {
-		n.log.Info("node is not ready", zap.String("reason", reason))
+		n.log.Info("node is not ready", zap.String("reason", reason), zap.Bool("serves_running_attempts", serves))
 	}
 	for _, h := range hooks {
 		h(ready, reason)

@@ -34,6 +34,13 @@ type LeaderService interface {
 	RevokeLeadership()
 }
 
+// Drainer is a LeaderService that can stop taking new work while the node
+// still leads (Node.Drain): it hands out nothing new and fails nothing, but
+// what is already running may still report to it.
+type Drainer interface {
+	Drain()
+}
+
 // ErrNotLeader matches every *NotLeaderError.
 var ErrNotLeader = errors.New("not the leader")
 
@@ -79,18 +86,23 @@ type Node struct {
 	trans *raft.NetworkTransport
 
 	notifyCh   chan bool
+	handoverCh chan chan struct{}
 	needsJoin  atomic.Bool
 	shutdownCh chan struct{}
 	wg         sync.WaitGroup
 	shutOnce   sync.Once
+	fireMu     sync.Mutex // serializes readiness hooks
 
 	mu          sync.Mutex
 	services    []LeaderService
 	leaderTerm  uint64 // the term whose leadership was established
 	leaderEpoch uint64
 	estErr      string
+	draining    bool // Drain was called: no new work, running attempts finish
+	handedOver  bool // Handover was called: never establish leadership again
 	readyHooks  []func(ready bool, reason string)
 	lastReady   bool
+	lastServes  bool
 	lastReason  string
 	lastApplied uint64
 	lastAdvance time.Time
@@ -121,6 +133,7 @@ func Open(cfg Config) (n *Node, err error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		notifyCh:   make(chan bool, 1),
+		handoverCh: make(chan chan struct{}),
 		shutdownCh: make(chan struct{}),
 		services:   append([]LeaderService(nil), cfg.LeaderServices...),
 	}
@@ -481,17 +494,90 @@ func (n *Node) Configuration() ([]raft.Server, error) {
 	return f.Configuration().Servers, nil
 }
 
+// Drain stops this node from taking new work while it keeps leading: the
+// leader services that are Drainers stop handing out tasks and stop failing
+// attempts, and the node reports itself not ready ("draining"), while the
+// Worker calls of attempts already running (claim, heartbeat, complete,
+// fail) are still served (ServesAttempts). Leadership is handed over later,
+// by Handover or Shutdown. Drain is for a node about to stop; it cannot be
+// undone.
+func (n *Node) Drain() {
+	n.mu.Lock()
+	if n.draining {
+		n.mu.Unlock()
+		return
+	}
+	n.draining = true
+	established := n.leaderTerm != 0
+	n.mu.Unlock()
+	n.log.Info("draining: no new work is handed out; running attempts may finish")
+	if established {
+		// Otherwise establish drains the services once it started them.
+		n.drainServices()
+	}
+	n.fireNow()
+}
+
+// Draining reports whether Drain was called.
+func (n *Node) Draining() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.draining
+}
+
+func (n *Node) drainServices() {
+	n.mu.Lock()
+	services := append([]LeaderService(nil), n.services...)
+	n.mu.Unlock()
+	for _, s := range services {
+		if d, ok := s.(Drainer); ok {
+			d.Drain()
+		}
+	}
+}
+
+// Handover stops the leader services for good (none of them proposes after
+// it returns, and this node never establishes leadership again) and then,
+// when this node leads and another voter exists, transfers leadership to
+// the most up-to-date voter, so the cluster has a leader again without
+// waiting for an election timeout. It returns the transfer's error.
+func (n *Node) Handover() error {
+	n.mu.Lock()
+	n.handedOver = true
+	n.mu.Unlock()
+	req := make(chan struct{})
+	select {
+	case n.handoverCh <- req:
+		<-req
+	case <-n.shutdownCh:
+		return nil
+	}
+	n.fireNow()
+	if !n.IsLeader() {
+		return nil
+	}
+	servers, err := n.Configuration()
+	if err != nil {
+		return err
+	}
+	if voters(servers) < 2 {
+		return nil
+	}
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		return fmt.Errorf("leadership transfer: %w", err)
+	}
+	_, id := n.raft.LeaderWithID()
+	n.log.Info("leadership handed over", zap.String("to", string(id)))
+	return nil
+}
+
 // Shutdown stops the leader-only services, hands leadership over when this
 // node leads, stops raft and closes the stores.
 func (n *Node) Shutdown() error {
 	var err error
 	n.shutOnce.Do(func() {
-		if n.IsLeader() {
-			if servers, cerr := n.Configuration(); cerr == nil && voters(servers) > 1 {
-				if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
-					n.log.Info("leadership transfer before shutdown failed", zap.Error(terr))
-				}
-			}
+		if terr := n.Handover(); terr != nil {
+			n.log.Info("leadership transfer before shutdown failed", zap.Error(terr))
 		}
 		close(n.shutdownCh)
 		n.wg.Wait()

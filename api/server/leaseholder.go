@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,13 +29,26 @@ func (l leaseHolder) check(ctx context.Context) error {
 	return nil
 }
 
+// checkAttempt is check for the Worker calls of an attempt already running
+// (claim, heartbeat, complete, fail): a draining leader still serves them,
+// so that attempts finish on the node that holds their leases.
+func (l leaseHolder) checkAttempt(ctx context.Context) error {
+	if ok, reason := l.node.ServesAttempts(); !ok {
+		return l.unavailable(ctx, reason)
+	}
+	return nil
+}
+
 func (l leaseHolder) unavailable(ctx context.Context, reason string) error {
 	e := l.node.NotLeader()
 	if e.LeaderGRPCAddr != "" {
 		_ = grpc.SetTrailer(ctx, metadata.Pairs(cluster.LeaderMetadataKey, e.LeaderGRPCAddr))
 	}
 	msg := e.Error()
-	if l.node.IsLeader() && reason != "" {
+	switch {
+	case l.node.IsLeader() && strings.HasPrefix(reason, "draining"):
+		msg = "this node leads but is " + reason
+	case l.node.IsLeader() && reason != "":
 		msg = "this node leads but does not serve yet: " + reason
 	}
 	return status.Error(codes.Unavailable, msg)
@@ -45,6 +59,18 @@ func (l leaseHolder) propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Resu
 	if err := l.check(ctx); err != nil {
 		return nil, err
 	}
+	return l.commit(ctx, cmd)
+}
+
+// proposeAttempt is propose for the Worker calls of a running attempt.
+func (l leaseHolder) proposeAttempt(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+	if err := l.checkAttempt(ctx); err != nil {
+		return nil, err
+	}
+	return l.commit(ctx, cmd)
+}
+
+func (l leaseHolder) commit(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
 	res, err := l.node.Propose(ctx, cmd)
 	if err != nil {
 		return nil, l.proposeError(ctx, err)

@@ -22,8 +22,13 @@ import (
 // readiness-following channel checks.
 const DispatchService = "dex.v1.Dispatch"
 
+// workerService is the health name Workers follow. It is SERVING on the ready
+// node and also on a draining leader, whose running attempts still report
+// to it (cluster.Node.ServesAttempts).
+const workerService = "dex.v1.WorkerService"
+
 // leaseServices are the health names that follow readiness.
-var leaseServices = []string{DispatchService, "dex.v1.WorkerService", "dex.v1.SessionService"}
+var leaseServices = []string{DispatchService, workerService, "dex.v1.SessionService"}
 
 // DefaultMaxPayload bounds one request (--max-payload).
 const DefaultMaxPayload = 4 << 20
@@ -71,11 +76,18 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
 	}
 	node.OnReadyChange(func(ready bool, _ string) {
-		st := healthpb.HealthCheckResponse_NOT_SERVING
-		if ready {
-			st = healthpb.HealthCheckResponse_SERVING
-		}
 		for _, name := range leaseServices {
+			serving := ready
+			if name == workerService {
+				// A draining leader is not ready but still serves the
+				// running attempts' calls, and Workers reach it by this
+				// name; it refuses their polls.
+				serving, _ = node.ServesAttempts()
+			}
+			st := healthpb.HealthCheckResponse_NOT_SERVING
+			if serving {
+				st = healthpb.HealthCheckResponse_SERVING
+			}
 			s.health.SetServingStatus(name, st)
 		}
 	})

@@ -101,7 +101,7 @@ func (w *Workers) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*
 	if err := validRef(req.Ref); err != nil {
 		return nil, err
 	}
-	if _, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: req.Ref}}}); err != nil {
+	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: req.Ref}}}); err != nil {
 		return nil, err
 	}
 	w.leases.Heartbeat(req.Ref)
@@ -109,7 +109,7 @@ func (w *Workers) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*
 }
 
 func (w *Workers) Heartbeat(ctx context.Context, req *dexv1.HeartbeatRequest) (*dexv1.HeartbeatResponse, error) {
-	if err := w.check(ctx); err != nil {
+	if err := w.checkAttempt(ctx); err != nil {
 		return nil, err
 	}
 	if err := validRef(req.Ref); err != nil {
@@ -136,7 +136,7 @@ func (w *Workers) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskReque
 	default:
 		return nil, status.Error(codes.InvalidArgument, "a result is required")
 	}
-	if _, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: c}}); err != nil {
+	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: c}}); err != nil {
 		return nil, err
 	}
 	w.leases.Release(req.Ref.StepId, req.Ref.Attempt)
@@ -147,7 +147,7 @@ func (w *Workers) FailTask(ctx context.Context, req *dexv1.FailTaskRequest) (*de
 	if err := validRef(req.Ref); err != nil {
 		return nil, err
 	}
-	if _, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
+	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
 		Ref: req.Ref, ErrorType: req.ErrorType, Error: req.Error,
 	}}}); err != nil {
 		return nil, err
