@@ -23,8 +23,9 @@ const usage = `usage: dexworker --addr TARGET --ledger FILE [flags]
 
 A Dex Worker with a scripted model and demo tools: lookup (read), save_note
 (idempotent write), send_email (single attempt), deploy (idempotent write,
-needs approval), build (long running, polled). ask_user and sleep are
-built-ins of the cluster.
+needs approval), build (long running, polled), calc (inline: a script's
+model output runs it inside RunModel). ask_user and sleep are built-ins of
+the cluster.
 
 TARGET is dex:///host1:port1,host2:port2,... (follows the lease holder by
 gRPC health checking) or host:port of a load balancer.
@@ -45,7 +46,7 @@ type config struct {
 	addr, ledger, script, hold, id string
 	holdAll                        bool
 	concurrency                    int
-	pollWait, grace                time.Duration
+	pollWait, grace, pollInterval  time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.id, "id", "", "Worker id (default dexworker-HOST-PID)")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "tasks run at once")
 	fs.DurationVar(&c.pollWait, "poll-wait", 20*time.Second, "long-poll wait")
+	fs.DurationVar(&c.pollInterval, "poll-interval", 200*time.Millisecond, "how often the cluster polls a build task (the build tool's poll interval)")
 	fs.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, how long running tasks may finish")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -76,6 +78,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.concurrency <= 0 {
 		return nil, errors.New("--concurrency must be positive")
+	}
+	if c.pollInterval < time.Millisecond {
+		return nil, errors.New("--poll-interval must be at least 1ms")
 	}
 	return &c, nil
 }
@@ -137,12 +142,12 @@ func run(c *config) int {
 	}
 	defer conn.Close()
 
-	tools := &demoTools{ledger: ledger, worker: id, polls: map[string]int{}}
+	tools := &demoTools{ledger: ledger, worker: id, polls: map[string]int{}, pollInterval: c.pollInterval}
 	h := newHolder(moments, c.holdAll, c.ledger, usr1, os.Stderr)
 	w, err := client.NewWorker(conn, client.WorkerOptions{
 		ID:            id,
 		Tools:         tools.tools(),
-		Model:         &Model{script: script, ledger: ledger, worker: id},
+		Model:         &Model{script: script, ledger: ledger, worker: id, inline: tools.inline},
 		Concurrency:   c.concurrency,
 		PollWait:      c.pollWait,
 		ShutdownGrace: c.grace,

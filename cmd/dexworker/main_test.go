@@ -364,3 +364,67 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(c, err)
 	}
 }
+
+func TestInlineCalcRunsInsideRunModel(t *testing.T) {
+	m, path := newModel(t, `{"turns": [{"match": "sum", "outputs": [
+	  {"text": "adding", "inline": [{"tool": "calc", "arguments": {"a": 2, "b": 2}}, {"tool": "calc", "call_id": "mul", "arguments": {"a": 3, "b": 4, "op": "*"}}]}]}]}`)
+	d := &demoTools{ledger: m.ledger, worker: "w", polls: map[string]int{}}
+	m.inline = d.inline
+	in := client.ModelInput{SessionID: "s1", StepID: "st1", Attempt: 1, History: hist(user("sum"))}
+	out, err := m.RunModel(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.InlineResults) != 2 || out.InlineResults[0].Content != "4" || out.InlineResults[1].Content != "12" ||
+		out.InlineResults[0].CallId != "inline-1-1" || out.InlineResults[1].CallId != "mul" || out.InlineResults[0].Tool != "calc" {
+		t.Fatalf("inline results %v", out.InlineResults)
+	}
+	// A rerun of the attempt runs the inline tool again.
+	in.Attempt = 2
+	if _, err := m.RunModel(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	var inline, model int
+	for _, e := range readLedger(t, path) {
+		switch {
+		case e.Kind == "inline" && e.Tool == "calc" && e.Step == "st1" && e.Session == "s1":
+			inline++
+		case e.Kind == "model":
+			model++
+		}
+	}
+	if inline != 4 || model != 2 {
+		t.Fatalf("ledger: %d inline calc lines, %d model lines; want 4 and 2", inline, model)
+	}
+	var calc client.Tool
+	for _, tl := range d.tools() {
+		if tl.Spec.Name == "calc" {
+			calc = tl
+		}
+	}
+	if calc.Spec == nil || !calc.Spec.Inline || calc.Spec.Access != dexv1.ToolAccess_TOOL_ACCESS_READ {
+		t.Fatalf("calc spec %v", calc.Spec)
+	}
+	if _, err := ParseScript([]byte(`{"turns": [{"match": "x", "outputs": [{"inline": [{"tool": "lookup"}]}]}]}`)); err == nil {
+		t.Fatal("a script calling lookup inline was accepted")
+	}
+	if got, isErr := calculate(`{"a": 1, "b": 2, "op": "/"}`); !isErr {
+		t.Fatalf("unknown op answered %q", got)
+	}
+}
+
+func TestPollIntervalFlag(t *testing.T) {
+	c, err := parseFlags([]string{"--addr", "a:1", "--ledger", "l", "--poll-interval", "2s"}, io.Discard)
+	if err != nil || c.pollInterval != 2*time.Second {
+		t.Fatal(c, err)
+	}
+	d := &demoTools{polls: map[string]int{}, pollInterval: c.pollInterval}
+	for _, tl := range d.tools() {
+		if tl.Spec.Name == "build" && tl.Spec.PollIntervalMs != 2000 {
+			t.Fatalf("build polls every %d ms", tl.Spec.PollIntervalMs)
+		}
+	}
+	if _, err := parseFlags([]string{"--addr", "a:1", "--ledger", "l", "--poll-interval", "0s"}, io.Discard); err == nil {
+		t.Fatal("--poll-interval 0 accepted")
+	}
+}

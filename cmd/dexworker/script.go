@@ -37,7 +37,10 @@ type ScriptTurn struct {
 type Output struct {
 	Text      string       `json:"text,omitempty"`
 	ToolCalls []ScriptCall `json:"tool_calls,omitempty"`
-	Error     *ScriptError `json:"error,omitempty"`
+	// Inline: calls of inline tools (calc) the Worker runs inside this
+	// RunModel; their results go out with the output as inline_results.
+	Inline []ScriptCall `json:"inline,omitempty"`
+	Error  *ScriptError `json:"error,omitempty"`
 	// Always: this output answers every later RunModel of the turn too.
 	Always bool `json:"always,omitempty"`
 	// DelayMs: the model "thinks" this long before answering.
@@ -91,10 +94,10 @@ func ParseScript(b []byte) (*Script, error) {
 	check := func(where string, outs []Output, model bool) error {
 		for i, o := range outs {
 			at := fmt.Sprintf("%s output %d", where, i+1)
-			if o.Error == nil && o.Text == "" && len(o.ToolCalls) == 0 {
+			if o.Error == nil && o.Text == "" && len(o.ToolCalls) == 0 && len(o.Inline) == 0 {
 				return fmt.Errorf("script: %s has no text, tool call or error", at)
 			}
-			if o.Error != nil && (o.Text != "" || len(o.ToolCalls) > 0) {
+			if o.Error != nil && (o.Text != "" || len(o.ToolCalls) > 0 || len(o.Inline) > 0) {
 				return fmt.Errorf("script: %s has an error and an answer", at)
 			}
 			if o.Error != nil {
@@ -102,7 +105,7 @@ func ParseScript(b []byte) (*Script, error) {
 					return fmt.Errorf("script: %s: unknown error type %q", at, o.Error.Type)
 				}
 			}
-			if !model && len(o.ToolCalls) > 0 {
+			if !model && (len(o.ToolCalls) > 0 || len(o.Inline) > 0) {
 				return fmt.Errorf("script: %s: a compaction calls no tool", at)
 			}
 			if o.DelayMs < 0 {
@@ -111,6 +114,11 @@ func ParseScript(b []byte) (*Script, error) {
 			for j, c := range o.ToolCalls {
 				if c.Tool == "" {
 					return fmt.Errorf("script: %s tool call %d names no tool", at, j+1)
+				}
+			}
+			for j, c := range o.Inline {
+				if !inlineTools[c.Tool] {
+					return fmt.Errorf("script: %s inline call %d: %q is not an inline tool (known: calc)", at, j+1, c.Tool)
 				}
 			}
 		}
@@ -234,6 +242,8 @@ type Model struct {
 	script *Script
 	ledger *Ledger
 	worker string
+	// inline runs the output's inline calls (nil: demoTools.inline).
+	inline func(ctx context.Context, in client.ModelInput, calls []*dexv1.InlineResult) error
 }
 
 func (m *Model) record(kind string, in client.ModelInput) error {
@@ -282,17 +292,30 @@ func (m *Model) Output(in client.ModelInput) (Output, *dexv1.ModelOutput, error)
 		if id == "" {
 			id = fmt.Sprintf("call-%d-%d", lastSeq, i+1)
 		}
-		args := "{}"
-		if len(c.Arguments) > 0 {
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, c.Arguments); err == nil {
-				args = buf.String()
-			}
-		}
-		args = strings.ReplaceAll(args, "{{message}}", escaped)
+		args := compactArgs(c.Arguments, escaped)
 		out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{CallId: id, Tool: c.Tool, Arguments: args})
 	}
+	for i, c := range o.Inline {
+		id := c.CallID
+		if id == "" {
+			id = fmt.Sprintf("inline-%d-%d", lastSeq, i+1)
+		}
+		out.InlineResults = append(out.InlineResults, &dexv1.InlineResult{CallId: id, Tool: c.Tool, Arguments: compactArgs(c.Arguments, escaped)})
+	}
 	return o, out, nil
+}
+
+// compactArgs is a call's arguments as compact JSON ("{}" when empty) with
+// {{message}} replaced.
+func compactArgs(raw json.RawMessage, escapedMsg string) string {
+	args := "{}"
+	if len(raw) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err == nil {
+			args = buf.String()
+		}
+	}
+	return strings.ReplaceAll(args, "{{message}}", escapedMsg)
 }
 
 // RunModel implements client.ModelHandler.
@@ -303,6 +326,16 @@ func (m *Model) RunModel(ctx context.Context, in client.ModelInput) (*dexv1.Mode
 	o, out, err := m.Output(in)
 	if werr := wait(ctx, o.DelayMs); werr != nil {
 		return nil, werr
+	}
+	if err == nil && len(out.InlineResults) > 0 {
+		if m.inline == nil {
+			return nil, fmt.Errorf("inline calls but no inline tool runner")
+		}
+		// Inline tools run inside this RunModel attempt: a rerun of the
+		// attempt runs them again.
+		if err := m.inline(ctx, in, out.InlineResults); err != nil {
+			return nil, err
+		}
 	}
 	return out, err
 }

@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -21,6 +24,8 @@ import (
 type demoTools struct {
 	ledger *Ledger
 	worker string
+	// pollInterval of the build tool (default 200 ms).
+	pollInterval time.Duration
 
 	mu    sync.Mutex
 	polls map[string]int // long-running task id → polls so far
@@ -44,13 +49,68 @@ func (d *demoTools) tools() []client.Tool {
 	build := spec("build", dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, "Starts a build and returns its task id; polled until done.")
 	build.LongRunning = true
 	build.PollIntervalMs = 200
+	if d.pollInterval > 0 {
+		build.PollIntervalMs = uint32(d.pollInterval.Milliseconds())
+	}
+	calc := spec("calc", dexv1.ToolAccess_TOOL_ACCESS_READ, "Adds, subtracts or multiplies two numbers; inline: runs inside the model call.")
+	calc.Inline = true
 	return []client.Tool{
 		{Spec: spec("lookup", dexv1.ToolAccess_TOOL_ACCESS_READ, "Looks something up."), Run: d.simple("found")},
 		{Spec: spec("save_note", dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, "Saves a note."), Run: d.simple("saved")},
 		{Spec: spec("send_email", dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, "Sends an email (not idempotent)."), Run: d.simple("sent")},
 		{Spec: deploy, Run: d.simple("deployed")},
 		{Spec: build, Run: d.buildStart, Poll: d.buildPoll},
+		{Spec: calc, Run: d.calcStep},
 	}
+}
+
+// inlineTools are the tools a script may call inline.
+var inlineTools = map[string]bool{"calc": true}
+
+type calcArgs struct {
+	A  float64 `json:"a"`
+	B  float64 `json:"b"`
+	Op string  `json:"op"`
+}
+
+func calculate(args string) (string, bool) {
+	var c calcArgs
+	if err := json.Unmarshal([]byte(args), &c); err != nil {
+		return "calc: bad arguments: " + err.Error(), true
+	}
+	switch c.Op {
+	case "", "+":
+		return strconv.FormatFloat(c.A+c.B, 'g', -1, 64), false
+	case "-":
+		return strconv.FormatFloat(c.A-c.B, 'g', -1, 64), false
+	case "*":
+		return strconv.FormatFloat(c.A*c.B, 'g', -1, 64), false
+	}
+	return fmt.Sprintf("calc: unknown op %q", c.Op), true
+}
+
+// inline runs the inline calls of a model output inside the RunModel
+// attempt: each appends a ledger line (kind "inline") and fills in its
+// result.
+func (d *demoTools) inline(ctx context.Context, in client.ModelInput, calls []*dexv1.InlineResult) error {
+	for _, r := range calls {
+		c := client.ToolCall{SessionID: in.SessionID, StepID: in.StepID, CallID: r.CallId, Tool: r.Tool, Arguments: r.Arguments, Attempt: in.Attempt}
+		a, err := d.begin(ctx, c, r.Tool, "inline")
+		if err != nil {
+			return err
+		}
+		r.Content, r.IsError = calculate(r.Arguments)
+		if a.ErrorResult {
+			r.Content, r.IsError = r.Tool+" failed: scripted error result", true
+		}
+	}
+	return nil
+}
+
+// calcStep answers a calc call the cluster dispatched as a Step, which it
+// never should: an inline tool runs inside RunModel.
+func (d *demoTools) calcStep(context.Context, client.ToolCall) (client.ToolResult, error) {
+	return client.ToolResult{}, errors.New("calc is inline: it runs inside the model call, not as a Step")
 }
 
 // begin records the execution and applies the test arguments.
