@@ -197,9 +197,22 @@ func TestThreeNodesStatusAndFullRestart(t *testing.T) {
 	c := newTestCluster(t)
 	c.startAll(t)
 	before := waitHealthy(t, c, 15*time.Second)
-	for _, n := range before.Nodes {
-		if n.GRPCAddress == "" || n.RaftAddress == "" {
-			t.Fatalf("node without addresses: %+v", n)
+	// Followers record their addresses through the leader on their next
+	// registration tick (every 2s).
+	deadline := time.Now().Add(10 * time.Second)
+	for missing := true; missing; {
+		missing = false
+		for _, n := range before.Nodes {
+			if n.GRPCAddress == "" || n.RaftAddress == "" {
+				missing = true
+				if time.Now().After(deadline) {
+					t.Fatalf("node without addresses: %+v", n)
+				}
+			}
+		}
+		if missing {
+			time.Sleep(200 * time.Millisecond)
+			before = waitHealthy(t, c, 15*time.Second)
 		}
 	}
 
