@@ -203,5 +203,8 @@ func (t *Timers) propose(r *timerRun, o due, log *zap.Logger) (ok bool, err erro
 		return false, nil
 	}
 	log.Info("due timer proposed", zap.Int64("late_ms", cmd.NowMs-o.at))
+	if o.kind == "timer" {
+		failpointHook(FailpointAfterWaitResolved)
+	}
 	return true, nil
 }

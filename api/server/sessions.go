@@ -127,6 +127,7 @@ func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprov
 	if err != nil {
 		return nil, err
 	}
+	failpoint(FailpointAfterWaitResolved)
 	return &dexv1.ResolveApprovalResponse{}, nil
 }
 
@@ -137,6 +138,7 @@ func (s *Sessions) AnswerQuestion(ctx context.Context, req *dexv1.AnswerQuestion
 	if err != nil {
 		return nil, err
 	}
+	failpoint(FailpointAfterWaitResolved)
 	return &dexv1.AnswerQuestionResponse{}, nil
 }
 

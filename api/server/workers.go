@@ -136,6 +136,7 @@ func (w *Workers) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskReque
 	default:
 		return nil, status.Error(codes.InvalidArgument, "a result is required")
 	}
+	failpoint(FailpointBeforeCommitResult)
 	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: c}}); err != nil {
 		return nil, err
 	}
@@ -147,6 +148,7 @@ func (w *Workers) FailTask(ctx context.Context, req *dexv1.FailTaskRequest) (*de
 	if err := validRef(req.Ref); err != nil {
 		return nil, err
 	}
+	failpoint(FailpointBeforeCommitResult)
 	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
 		Ref: req.Ref, ErrorType: req.ErrorType, Error: req.Error,
 	}}}); err != nil {

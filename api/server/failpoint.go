@@ -1,0 +1,20 @@
+package server
+
+import "github.com/dexhq/dex/dispatch"
+
+// Failpoint names of the chaos build (go build -tags chaos): the moments of
+// the crash matrix (SPEC §4) that a signal cannot hit reliably.
+const (
+	// FailpointBeforeCommitResult: in WorkerService CompleteTask and
+	// FailTask after the request was validated and before its proposal —
+	// the Worker sent its result, the cluster has not committed it.
+	FailpointBeforeCommitResult = "dexBeforeCommitResult"
+	// FailpointAfterWaitResolved: in SessionService ResolveApproval and
+	// AnswerQuestion after the proposal committed and before the answer,
+	// and in the timer wheel after a FireTimer committed — the wait ended
+	// while the turn moves on.
+	FailpointAfterWaitResolved = dispatch.FailpointAfterWaitResolved
+)
+
+// FailpointNames lists every failpoint of dexd.
+var FailpointNames = []string{FailpointBeforeCommitResult, FailpointAfterWaitResolved}
