@@ -25,6 +25,8 @@ fuzz:
 
 bench:
 	$(GO) test ./fsm -run '^$$' -bench . -benchmem
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
+	$(BIN)/dexbench --bin $(BIN) $(BENCHFLAGS)
 
 # Cold-start election time of 3 real nodes, median of RUNS runs.
 election-time: build

@@ -1,0 +1,527 @@
+// Command dexbench measures Dex end to end on a real local cluster: it
+// starts three dexd processes (bin/dexd, fsync on) on loopback ports in a
+// temporary directory, runs a pool of in-process Workers with a trivial
+// model and a no-op read tool, drives many sessions at once and reports
+// steps per second, sessions per second, dispatch latency (a Step queued →
+// the Worker holds its task) and turn latency.
+//
+//	make build && go run ./cmd/dexbench [--sessions 200] [--workers 4] [--json]
+//
+// Every process it starts is stopped by PID when it ends, also on an error
+// or Ctrl-C.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/dexhq/dex/api/client"
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos"
+)
+
+type options struct {
+	binDir       string
+	dir          string
+	keep         bool
+	workers      int
+	concurrency  int
+	sessions     int
+	toolsPerTurn int
+	warmup       int
+	timeout      time.Duration
+	jsonOut      bool
+	dexdArgs     string
+	fsyncProbe   int
+	dump         string
+}
+
+func main() {
+	o := options{}
+	fs := flag.NewFlagSet("dexbench", flag.ContinueOnError)
+	fs.StringVar(&o.binDir, "bin", "bin", "directory holding dexd (make build)")
+	fs.StringVar(&o.dir, "dir", "", "directory for the nodes' data and logs (default: a new temporary directory, removed at the end)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the data directory (and the nodes' logs) at the end")
+	fs.IntVar(&o.workers, "workers", 4, "in-process Workers")
+	fs.IntVar(&o.concurrency, "concurrency", 8, "tasks each Worker runs at once")
+	fs.IntVar(&o.sessions, "sessions", 200, "sessions driven at once, each created with a first message")
+	fs.IntVar(&o.toolsPerTurn, "tools-per-turn", 2, "read tool calls in the model's first output of a turn")
+	fs.IntVar(&o.warmup, "warmup", 8, "sessions run (and not measured) before the measured run")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up the measured run after this long")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&o.dexdArgs, "dexd-args", "", "extra flags for every dexd, space separated")
+	fs.IntVar(&o.fsyncProbe, "fsync-probe", 50, "write+fsync this many 4 KiB blocks in the data directory first and report the latency (0: skip)")
+	fs.StringVar(&o.dump, "dump", "", "write every measured session with its Steps to this file, one JSON object a line")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	if o.workers < 1 || o.concurrency < 1 || o.sessions < 1 || o.toolsPerTurn < 0 || o.warmup < 0 {
+		fmt.Fprintln(os.Stderr, "dexbench: --workers, --concurrency and --sessions must be at least 1; --tools-per-turn and --warmup at least 0")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	rep, err := run(ctx, o)
+	interrupted := ctx.Err() != nil
+	stop()
+	if interrupted {
+		fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
+		os.Exit(130)
+	}
+	if rep != nil {
+		if o.jsonOut {
+			rep.writeJSON(os.Stdout)
+		} else {
+			rep.writeTable(os.Stdout)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
+		os.Exit(1)
+	}
+}
+
+// arrival is when a Worker got one attempt of a Step.
+type arrival struct {
+	attempt uint32
+	held    time.Time // the task arrived (before the claim)
+	handler time.Time // the model or tool handler started (after the claim)
+}
+
+// recorder keeps the arrival times, keyed by Step id.
+type recorder struct {
+	mu sync.Mutex
+	m  map[string]*arrival
+}
+
+func (r *recorder) held(stepID string, attempt uint32) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a := r.m[stepID]; a != nil && a.attempt > attempt {
+		return
+	}
+	r.m[stepID] = &arrival{attempt: attempt, held: now}
+}
+
+func (r *recorder) handler(stepID string, attempt uint32) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a := r.m[stepID]; a != nil && a.attempt == attempt {
+		a.handler = now
+	}
+}
+
+func (r *recorder) get(stepID string) *arrival {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[stepID]
+}
+
+// benchModel answers a turn's first RunModel with k noop calls and the
+// tool-result RunModel with text.
+func benchModel(rec *recorder, k int) client.ModelHandler {
+	return client.ModelFuncs{Run: func(ctx context.Context, in client.ModelInput) (*dexv1.ModelOutput, error) {
+		rec.handler(in.StepID, in.Attempt)
+		results := 0
+		for i := len(in.History) - 1; i >= 0; i-- {
+			kind := in.History[i].Kind
+			if kind == dexv1.HistoryKind_HISTORY_KIND_USER {
+				break
+			}
+			if kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT {
+				results++
+			}
+		}
+		if results > 0 || k == 0 {
+			return &dexv1.ModelOutput{Text: "done"}, nil
+		}
+		out := &dexv1.ModelOutput{Text: "looking"}
+		for i := range k {
+			out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{CallId: fmt.Sprintf("call-%d", i+1), Tool: "noop", Arguments: "{}"})
+		}
+		return out, nil
+	}}
+}
+
+func noopTool(rec *recorder) client.Tool {
+	return client.Tool{
+		Spec: &dexv1.ToolSpec{Name: "noop", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Description: "Does nothing."},
+		Run: func(ctx context.Context, c client.ToolCall) (client.ToolResult, error) {
+			rec.handler(c.StepID, c.Attempt)
+			return client.ToolResult{Content: "ok"}, nil
+		},
+	}
+}
+
+// warnCounter counts the Workers' warnings and errors (they are also
+// written to stderr).
+type warnCounter struct{ n atomic.Int64 }
+
+func (w *warnCounter) logger() *zap.Logger {
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(zapcore.WarnLevel)
+	cfg.OutputPaths = []string{"stderr"}
+	cfg.Sampling = nil
+	l, err := cfg.Build(zap.Hooks(func(zapcore.Entry) error { w.n.Add(1); return nil }))
+	if err != nil {
+		return zap.NewNop()
+	}
+	return l
+}
+
+func run(ctx context.Context, o options) (rep *report, err error) {
+	dexd := filepath.Join(o.binDir, "dexd")
+	if _, err := os.Stat(dexd); err != nil {
+		return nil, fmt.Errorf("%s not found: run `make build` first (%v)", dexd, err)
+	}
+	dir := o.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "dexbench-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if o.keep || (err != nil && ctx.Err() == nil) {
+			fmt.Fprintf(os.Stderr, "dexbench: data and node logs kept in %s\n", dir)
+			return
+		}
+		if o.dir == "" {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+
+	rep = newReport(o)
+	if o.fsyncProbe > 0 {
+		if rep.Fsync, err = probeFsync(dir, o.fsyncProbe); err != nil {
+			return rep, fmt.Errorf("fsync probe: %w", err)
+		}
+	}
+
+	c, err := chaos.NewCluster(chaos.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)})
+	if err != nil {
+		return rep, err
+	}
+	// Stop every node by PID whatever happens below (Ctrl-C included:
+	// the nodes run in their own process groups and never see it).
+	defer c.StopAll()
+	if err := c.Start(); err != nil {
+		return rep, err
+	}
+	for _, n := range c.Nodes {
+		rep.PIDs = append(rep.PIDs, n.PID())
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	leader, err := c.WaitReady(rctx)
+	cancel()
+	if err != nil {
+		return rep, fmt.Errorf("cluster not ready: %w", err)
+	}
+
+	rec := &recorder{m: map[string]*arrival{}}
+	warns := &warnCounter{}
+	wlog := warns.logger()
+	defer func() { _ = wlog.Sync() }()
+
+	// The Workers, each on its own channel like a separate process.
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var conns []*grpc.ClientConn
+	defer func() {
+		stopWorkers()
+		wg.Wait()
+		for _, cc := range conns {
+			_ = cc.Close()
+		}
+	}()
+	for i := range o.workers {
+		cc, err := client.Dial(c.Target())
+		if err != nil {
+			return rep, err
+		}
+		conns = append(conns, cc)
+		w, err := client.NewWorker(cc, client.WorkerOptions{
+			ID:          fmt.Sprintf("bench-w%d", i+1),
+			Tools:       []client.Tool{noopTool(rec)},
+			Model:       benchModel(rec, o.toolsPerTurn),
+			Concurrency: o.concurrency,
+			PollWait:    5 * time.Second,
+			Logger:      wlog,
+			Hold: func(moment string, t *dexv1.Task) {
+				if moment == client.HoldBeforeClaim {
+					rec.held(t.GetRef().GetStepId(), t.GetRef().GetAttempt())
+				}
+			},
+		})
+		if err != nil {
+			return rep, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(wctx); err != nil {
+				fmt.Fprintf(os.Stderr, "dexbench: worker %s: %v\n", w.ID(), err)
+			}
+		}()
+	}
+
+	cc, err := client.Dial(c.Target())
+	if err != nil {
+		return rep, err
+	}
+	conns = append(conns, cc)
+	cl := client.New(cc)
+
+	// Warm-up: the Workers register and every channel connects.
+	if o.warmup > 0 {
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		_, _, _, werr := drive(wctx, cl, "warmup", o.warmup)
+		cancel()
+		if werr != nil {
+			return rep, fmt.Errorf("warm-up: %w", werr)
+		}
+	}
+
+	httpAddrs := map[string]string{}
+	for _, n := range c.Nodes {
+		httpAddrs[n.ID] = n.HTTPAddr
+	}
+	rep.Leader = leader.ID
+	before, cpu0, m0 := scrape(httpAddrs), selfCPU(), machineCPU()
+	mctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	start, end, creates, derr := drive(mctx, cl, "bench", o.sessions)
+	rep.Create = newDist(creates)
+	rep.setRaft(before, scrape(httpAddrs), leader.ID, end.Sub(start))
+	rep.Raft.CPUSeconds["dexbench"] = math.Round((selfCPU()-cpu0)*100) / 100
+	if m1 := machineCPU(); m0.total > 0 && m1.total > m0.total {
+		// Busy share of all CPUs during the run, every process counted.
+		rep.MachineBusy = math.Round((m1.busy-m0.busy)/(m1.total-m0.total)*1000) / 10
+		rep.MachineBusyCPUSeconds = math.Round((m1.busy-m0.busy)*100) / 100
+	}
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted")
+	}
+
+	// Collect every measured session and its Steps.
+	gctx, gcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer gcancel()
+	sessions, cerr := collect(gctx, cl, "bench", o.sessions)
+	rep.analyse(sessions, rec, start, end)
+	if o.dump != "" {
+		if err := dumpSessions(o.dump, sessions); err != nil {
+			return rep, err
+		}
+	}
+	rep.WorkerWarnings = warns.n.Load()
+	if derr != nil {
+		rep.Error = derr.Error()
+		return rep, derr
+	}
+	if cerr != nil {
+		rep.Error = cerr.Error()
+		return rep, cerr
+	}
+	return rep, nil
+}
+
+func sessionID(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
+
+// drive creates n sessions at once, each with a first message, and waits
+// until every one is idle again (or errored or paused). It returns the time
+// before the first CreateSession and the time the last session was seen
+// done.
+func drive(ctx context.Context, cl *client.Client, prefix string, n int) (start, end time.Time, creates []float64, err error) {
+	var (
+		wg      sync.WaitGroup
+		errMu   sync.Mutex
+		firstEr error
+	)
+	creates = make([]float64, n)
+	start = time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.Now()
+			_, err := cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: sessionID(prefix, i), Message: "go"})
+			creates[i] = ms(time.Since(t))
+			if err != nil {
+				errMu.Lock()
+				if firstEr == nil {
+					firstEr = fmt.Errorf("create session %s: %w", sessionID(prefix, i), err)
+				}
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstEr != nil {
+		return start, time.Now(), creates, firstEr
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		list, err := cl.ListSessions(lctx)
+		cancel()
+		now := time.Now()
+		if err == nil {
+			done := 0
+			for _, s := range list {
+				if !strings.HasPrefix(s.Id, prefix+"-") {
+					continue
+				}
+				switch {
+				case s.Status == dexv1.SessionStatus_SESSION_STATUS_IDLE && s.TurnsCompleted > 0,
+					s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED,
+					s.Status == dexv1.SessionStatus_SESSION_STATUS_PAUSED:
+					done++
+				}
+			}
+			if done >= n {
+				return start, now, creates, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return start, time.Now(), creates, fmt.Errorf("sessions not done: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// collect reads every session of the run with its Steps.
+func collect(ctx context.Context, cl *client.Client, prefix string, n int) ([]*dexv1.GetSessionResponse, error) {
+	out := make([]*dexv1.GetSessionResponse, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], errs[i] = cl.GetSession(ctx, sessionID(prefix, i))
+		}()
+	}
+	wg.Wait()
+	var got []*dexv1.GetSessionResponse
+	for _, r := range out {
+		if r != nil {
+			got = append(got, r)
+		}
+	}
+	return got, errors.Join(errs...)
+}
+
+func dumpSessions(path string, sessions []*dexv1.GetSessionResponse) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, s := range sessions {
+		b, err := protojson.Marshal(s)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		w.Write(b)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// probeFsync writes and fsyncs n blocks of 4 KiB to a file in dir, the way
+// the raft log commits an entry, and returns the latency distribution.
+func probeFsync(dir string, n int) (*dist, error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	var d []float64
+	for range n {
+		t := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+		d = append(d, ms(time.Since(t)))
+	}
+	return newDist(d), nil
+}
+
+// selfCPU is the CPU time (user + system, seconds) this process used so
+// far: the Workers and the client.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+type cpuTimes struct{ busy, total float64 }
+
+// machineCPU reads the CPU time of the whole machine (seconds, every CPU)
+// from /proc/stat: busy is everything but idle and iowait.
+func machineCPU() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return cpuTimes{}
+	}
+	var t cpuTimes
+	for i, v := range f[1:] {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return cpuTimes{}
+		}
+		n /= 100 // USER_HZ
+		t.total += n
+		if i != 3 && i != 4 { // idle, iowait
+			t.busy += n
+		}
+	}
+	return t
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// dist is a latency distribution in milliseconds.
+type dist struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean_ms"`
+	P50  float64 `json:"p50_ms"`
+	P90  float64 `json:"p90_ms"`
+	P99  float64 `json:"p99_ms"`
+	Max  float64 `json:"max_ms"`
+}
+
+func newDist(v []float64) *dist {
+	if len(v) == 0 {
+		return &dist{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	// Nearest rank.
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	r := func(x float64) float64 { return math.Round(x*10) / 10 }
+	return &dist{N: len(s), Mean: r(sum / float64(len(s))), P50: r(q(0.50)), P90: r(q(0.90)), P99: r(q(0.99)), Max: r(s[len(s)-1])}
+}
+
+type machine struct {
+	NProc     int    `json:"nproc"`
+	CPU       string `json:"cpu"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+}
+
+type config struct {
+	Sessions     int `json:"sessions"`
+	Workers      int `json:"workers"`
+	Concurrency  int `json:"concurrency_per_worker"`
+	ToolsPerTurn int `json:"tools_per_turn"`
+	Nodes        int `json:"nodes"`
+}
+
+type raftStats struct {
+	// Entries committed on the leader during the measured run.
+	Entries        float64 `json:"entries"`
+	EntriesPerSec  float64 `json:"entries_per_sec"`
+	EntriesPerStep float64 `json:"entries_per_step"`
+	// CPU seconds each node used during the run, by node id.
+	CPUSeconds map[string]float64 `json:"cpu_seconds"`
+}
+
+type report struct {
+	Machine machine `json:"machine"`
+	Config  config  `json:"config"`
+	Leader  string  `json:"leader"`
+	PIDs    []int   `json:"pids"`
+
+	WallSeconds     float64        `json:"wall_seconds"`
+	SessionsIdle    int            `json:"sessions_idle"`
+	SessionsFailed  int            `json:"sessions_not_idle"`
+	Steps           int            `json:"steps"`
+	StepsSucceeded  int            `json:"steps_succeeded"`
+	StepsByKind     map[string]int `json:"steps_by_kind"`
+	Attempts        int            `json:"attempts"`
+	StepsPerSec     float64        `json:"steps_per_sec"`
+	SessionsPerSec  float64        `json:"sessions_per_sec"`
+	MissingArrivals int            `json:"missing_arrivals"`
+
+	// Queued (ReadyAtMs, leader clock) → the Worker holds the task.
+	Dispatch *dist `json:"dispatch_latency"`
+	// Queued → the handler starts (after the claim committed).
+	QueuedToHandler *dist `json:"queued_to_handler"`
+	// Parts of the dispatch latency.
+	QueueToStart  *dist `json:"queued_to_start_proposed"`
+	StartToHeld   *dist `json:"start_proposed_to_held"`
+	HeldToHandler *dist `json:"held_to_handler"`
+	// One CreateSession call (with its first message), as the client saw it.
+	Create *dist `json:"create_session_call"`
+	// Session created → its last Step ended (leader clock).
+	Turn *dist `json:"turn_latency"`
+
+	Raft           *raftStats `json:"raft,omitempty"`
+	Fsync          *dist      `json:"fsync_probe,omitempty"`
+	WorkerWarnings int64      `json:"worker_warnings"`
+	// Busy share (%) of all CPUs during the run and its CPU seconds,
+	// every process of the machine counted (other load included).
+	MachineBusy           float64 `json:"machine_busy_pct"`
+	MachineBusyCPUSeconds float64 `json:"machine_busy_cpu_seconds"`
+	Error                 string  `json:"error,omitempty"`
+}
+
+func newReport(o options) *report {
+	return &report{
+		Machine: machine{NProc: runtime.NumCPU(), CPU: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH},
+		Config:  config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3},
+	}
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func unixMs(t time.Time) float64 { return float64(t.UnixMicro()) / 1000 }
+
+// analyse fills the figures from the sessions' Steps and the Workers'
+// arrival times.
+func (r *report) analyse(sessions []*dexv1.GetSessionResponse, rec *recorder, start, end time.Time) {
+	wall := end.Sub(start).Seconds()
+	r.WallSeconds = math.Round(wall*1000) / 1000
+	r.StepsByKind = map[string]int{}
+	var dispatch, toHandler, queueToStart, startToHeld, heldToHandler, turn []float64
+	for _, gs := range sessions {
+		s := gs.GetSession()
+		if s.GetStatus() == dexv1.SessionStatus_SESSION_STATUS_IDLE && s.GetTurnsCompleted() > 0 {
+			r.SessionsIdle++
+		} else {
+			r.SessionsFailed++
+		}
+		var last int64
+		for _, st := range gs.Steps {
+			r.Steps++
+			r.StepsByKind[strings.TrimPrefix(st.Kind.String(), "STEP_KIND_")]++
+			r.Attempts += len(st.Attempts)
+			if st.Outcome == dexv1.Outcome_OUTCOME_SUCCEEDED {
+				r.StepsSucceeded++
+			}
+			last = max(last, st.EndedAtMs)
+			if len(st.Attempts) == 0 {
+				continue
+			}
+			at := st.Attempts[len(st.Attempts)-1]
+			queued := float64(st.ReadyAtMs)
+			queueToStart = append(queueToStart, float64(at.StartedAtMs)-queued)
+			a := rec.get(st.Id)
+			if a == nil || a.attempt != at.N {
+				r.MissingArrivals++
+				continue
+			}
+			dispatch = append(dispatch, unixMs(a.held)-queued)
+			startToHeld = append(startToHeld, unixMs(a.held)-float64(at.StartedAtMs))
+			if !a.handler.IsZero() {
+				toHandler = append(toHandler, unixMs(a.handler)-queued)
+				heldToHandler = append(heldToHandler, ms(a.handler.Sub(a.held)))
+			}
+		}
+		if last > 0 && s.GetCreatedAtMs() > 0 {
+			turn = append(turn, float64(last-s.GetCreatedAtMs()))
+		}
+	}
+	if wall > 0 {
+		r.StepsPerSec = math.Round(float64(r.StepsSucceeded)/wall*10) / 10
+		r.SessionsPerSec = math.Round(float64(r.SessionsIdle)/wall*10) / 10
+	}
+	r.Dispatch, r.QueuedToHandler = newDist(dispatch), newDist(toHandler)
+	r.QueueToStart, r.StartToHeld, r.HeldToHandler = newDist(queueToStart), newDist(startToHeld), newDist(heldToHandler)
+	r.Turn = newDist(turn)
+	if r.Raft != nil && r.StepsSucceeded > 0 {
+		r.Raft.EntriesPerStep = math.Round(r.Raft.Entries/float64(r.StepsSucceeded)*100) / 100
+	}
+}
+
+// metrics are the gauges of every node's /metrics, by node id.
+type metrics map[string]map[string]float64
+
+// scrape reads the gauges dexbench uses from every node's /metrics.
+func scrape(nodes map[string]string) metrics {
+	out := metrics{}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for id, addr := range nodes {
+		resp, err := hc.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		m := map[string]float64{}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			name, val, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			switch name {
+			case "dex_raft_commit_index", "process_cpu_seconds_total":
+				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+					m[name] = f
+				}
+			}
+		}
+		resp.Body.Close()
+		out[id] = m
+	}
+	return out
+}
+
+func (r *report) setRaft(before, after metrics, leader string, wall time.Duration) {
+	rs := &raftStats{CPUSeconds: map[string]float64{}}
+	if b, a := before[leader], after[leader]; b != nil && a != nil {
+		rs.Entries = a["dex_raft_commit_index"] - b["dex_raft_commit_index"]
+		if wall > 0 {
+			rs.EntriesPerSec = math.Round(rs.Entries/wall.Seconds()*10) / 10
+		}
+	}
+	for id, a := range after {
+		if b := before[id]; b != nil {
+			rs.CPUSeconds[id] = math.Round((a["process_cpu_seconds_total"]-b["process_cpu_seconds_total"])*100) / 100
+		}
+	}
+	r.Raft = rs
+}
+
+func (r *report) writeJSON(w io.Writer) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(r)
+}
+
+func (r *report) writeTable(w io.Writer) {
+	fmt.Fprintf(w, "dexbench: %d sessions, %d Workers x %d, %d noop calls per turn, %d dexd nodes (fsync on), leader %s\n",
+		r.Config.Sessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.Nodes, r.Leader)
+	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "wall time\t%.2f s\t(first CreateSession → last session idle)\n", r.WallSeconds)
+	fmt.Fprintf(tw, "sessions idle\t%d / %d\t%.1f sessions/s\n", r.SessionsIdle, r.SessionsIdle+r.SessionsFailed, r.SessionsPerSec)
+	kinds := make([]string, 0, len(r.StepsByKind))
+	for k, n := range r.StepsByKind {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(kinds)
+	fmt.Fprintf(tw, "steps succeeded\t%d / %d\t%.1f steps/s  (%s; %d attempts)\n", r.StepsSucceeded, r.Steps, r.StepsPerSec, strings.Join(kinds, ", "), r.Attempts)
+	if r.Raft != nil {
+		var cpu []string
+		for id, s := range r.Raft.CPUSeconds {
+			cpu = append(cpu, fmt.Sprintf("%s %.2f", id, s))
+		}
+		slices.Sort(cpu)
+		fmt.Fprintf(tw, "raft entries\t%.0f\t%.1f entries/s, %.2f per succeeded Step\n", r.Raft.Entries, r.Raft.EntriesPerSec, r.Raft.EntriesPerStep)
+		fmt.Fprintf(tw, "CPU seconds\t%s\t(during the run; dexbench = Workers + client)\n", strings.Join(cpu, ", "))
+	}
+	if r.MachineBusyCPUSeconds > 0 {
+		fmt.Fprintf(tw, "machine busy\t%.1f%%\t%.2f CPU seconds, every process counted (compare with the line above)\n", r.MachineBusy, r.MachineBusyCPUSeconds)
+	}
+	fmt.Fprintf(tw, "worker warnings\t%d\t\n", r.WorkerWarnings)
+	if r.MissingArrivals > 0 {
+		fmt.Fprintf(tw, "missing arrivals\t%d\t(Steps whose last attempt no Worker here recorded)\n", r.MissingArrivals)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency (ms)\tn\tp50\tp90\tp99\tmax\tmean\t")
+	row := func(name string, d *dist) {
+		if d == nil || d.N == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", name, d.N, d.P50, d.P90, d.P99, d.Max, d.Mean)
+	}
+	row("dispatch: queued → Worker holds task", r.Dispatch)
+	row("  queued → StartAttempt proposed", r.QueueToStart)
+	row("  StartAttempt proposed → held", r.StartToHeld)
+	row("queued → handler runs (after claim)", r.QueuedToHandler)
+	row("  held → handler (claim commit)", r.HeldToHandler)
+	row("turn: session created → idle", r.Turn)
+	row("CreateSession call (client)", r.Create)
+	row("fsync probe: 4 KiB write+fsync", r.Fsync)
+	tw.Flush()
+	if r.Error != "" {
+		fmt.Fprintf(w, "\nerror: %s\n", r.Error)
+	}
+}
