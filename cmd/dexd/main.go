@@ -43,6 +43,7 @@ type options struct {
 	trailingLogs                              uint64
 	maxPayload                                int
 	workerHeartbeat, workerTimeout            time.Duration
+	drainTimeout                              time.Duration
 	parsedPeers                               []cluster.Peer
 }
 
@@ -68,6 +69,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxPayload, "max-payload", server.DefaultMaxPayload, "largest request in bytes; a larger one is refused with ResourceExhausted")
 	fs.DurationVar(&o.workerHeartbeat, "heartbeat-interval", lease.DefaultHeartbeatInterval, "how often Workers heartbeat a task")
 	fs.DurationVar(&o.workerTimeout, "heartbeat-timeout", lease.DefaultHeartbeatTimeout, "an attempt without a heartbeat for this long fails; also a new leader's grace period")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT a leader stops handing out tasks and lets running attempts finish for up to this long, then hands leadership to another node")
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -128,6 +130,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.heartbeat <= 0 || o.election <= 0 || o.leaderLease <= 0 {
 		return nil, &usageError{"raft timeouts must be positive"}
+	}
+	if o.drainTimeout < 0 {
+		return nil, &usageError{"--drain-timeout must not be negative"}
 	}
 	return o, nil
 }
@@ -225,7 +230,14 @@ func serve(o *options, log *zap.Logger) error {
 		}
 	}()
 
+	// stop hands leadership over while the servers still answer (so callers
+	// hear Unavailable and move on to the new leader), then stops them and
+	// raft. The leader services are stopped first: nothing of them proposes
+	// after the handover.
 	stop := func() {
+		if err := node.Handover(); err != nil {
+			log.Warn("handing leadership over failed; the other nodes elect a leader after their election timeout", zap.Error(err))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = hsrv.Shutdown(ctx)
@@ -261,6 +273,7 @@ func serve(o *options, log *zap.Logger) error {
 	select {
 	case sig := <-sigCh:
 		log.Info("signal received; shutting down", zap.String("signal", sig.String()))
+		drain(node, o.drainTimeout, sigCh, log)
 		stop()
 		log.Info("stopped")
 		return nil

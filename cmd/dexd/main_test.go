@@ -15,7 +15,7 @@ import (
 )
 
 // Binaries built once for the process tests.
-var dexdBin, dexctlBin string
+var dexdBin, dexctlBin, dexworkerBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dexbin")
@@ -23,14 +23,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/dexhq/dex/cmd/dexd", "github.com/dexhq/dex/cmd/dexctl")
+	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/dexhq/dex/cmd/dexd", "github.com/dexhq/dex/cmd/dexctl", "github.com/dexhq/dex/cmd/dexworker")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	dexdBin, dexctlBin = filepath.Join(dir, "dexd"), filepath.Join(dir, "dexctl")
+	dexdBin, dexctlBin, dexworkerBin = filepath.Join(dir, "dexd"), filepath.Join(dir, "dexctl"), filepath.Join(dir, "dexworker")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -98,6 +98,7 @@ type testCluster struct {
 	raft, grpc, http, dirs []string
 	peers                  string
 	procs                  []*proc
+	extra                  []string // more flags for every node
 }
 
 func newTestCluster(t *testing.T) *testCluster {
@@ -116,11 +117,11 @@ func newTestCluster(t *testing.T) *testCluster {
 }
 
 func (c *testCluster) args(i int) []string {
-	return []string{
+	return append([]string{
 		"--id", fmt.Sprintf("n%d", i+1), "--data-dir", c.dirs[i],
 		"--raft-addr", c.raft[i], "--grpc-addr", c.grpc[i], "--http-addr", c.http[i],
 		"--peers", c.peers,
-	}
+	}, c.extra...)
 }
 
 func (c *testCluster) startAll(t *testing.T) {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/cluster"
+)
+
+// drainRecheck bounds how long the drain waits without looking at the node's
+// leadership (the state watch wakes it on every applied entry).
+const drainRecheck = 250 * time.Millisecond
+
+// drain is the first part of a planned step-down of a leader. The node stops
+// handing out tasks at once (open polls end with Unavailable, /readyz is 503
+// "draining") and fails no attempt any more, but keeps leading and serving
+// the calls of the attempts already running, so a Complete that arrives now
+// commits here. It returns when no attempt runs, when this node no longer
+// leads, when timeout passes, or on another signal. An attempt still running
+// then is left to the next leader, which re-arms it with its grace period.
+// A node that does not lead returns at once.
+func drain(node *cluster.Node, timeout time.Duration, again <-chan os.Signal, log *zap.Logger) {
+	if !node.IsLeader() {
+		return
+	}
+	node.Drain()
+	start := time.Now()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	log.Info("draining before handing leadership over", zap.Duration("drain_timeout", timeout))
+	for {
+		st := node.State()
+		ws := st.WatchSet() // fires on the first entry applied after st
+		running := len(st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING))
+		switch {
+		case running == 0:
+			log.Info("drained: no attempt is running", zap.Duration("took", time.Since(start)))
+			return
+		case !node.IsLeader():
+			log.Info("leadership lost while draining", zap.Int("running_attempts", running))
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), drainRecheck)
+		changed := make(chan struct{})
+		go func() {
+			ws.WatchCtx(ctx)
+			close(changed)
+		}()
+		select {
+		case <-changed:
+			cancel()
+		case <-deadline.C:
+			cancel()
+			log.Warn("drain timeout passed; the next leader takes over the attempts still running",
+				zap.Int("running_attempts", running), zap.Duration("drain_timeout", timeout))
+			return
+		case sig := <-again:
+			cancel()
+			log.Warn("second signal while draining; handing over now", zap.String("signal", sig.String()),
+				zap.Int("running_attempts", running))
+			return
+		}
+	}
+}
