@@ -566,7 +566,13 @@ func (n *Node) Handover() error {
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {
 		return fmt.Errorf("leadership transfer: %w", err)
 	}
-	_, id := n.raft.LeaderWithID()
+	// The new leader is usually known a heartbeat later; name it if so.
+	var id raft.ServerID
+	for wait := time.Now().Add(time.Second); time.Now().Before(wait); time.Sleep(20 * time.Millisecond) {
+		if _, id = n.raft.LeaderWithID(); id != "" {
+			break
+		}
+	}
 	n.log.Info("leadership handed over", zap.String("to", string(id)))
 	return nil
 }
