@@ -101,9 +101,9 @@ func (c *tcluster) start(i int) {
 		Peers:              c.peers,
 		Join:               n.join,
 		Logger:             c.log.With(zap.String("node", n.id)),
-		HeartbeatTimeout:   300 * time.Millisecond,
-		ElectionTimeout:    300 * time.Millisecond,
-		LeaderLeaseTimeout: 150 * time.Millisecond,
+		HeartbeatTimeout:   800 * time.Millisecond, // loose enough that a loaded CI machine does not flap
+		ElectionTimeout:    800 * time.Millisecond,
+		LeaderLeaseTimeout: 400 * time.Millisecond,
 		CommitTimeout:      10 * time.Millisecond,
 		RegisterInterval:   200 * time.Millisecond,
 		OnHalt: func(err error) {
