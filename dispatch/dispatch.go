@@ -353,34 +353,57 @@ func (d *Dispatcher) done(r *run, stepID string) {
 // startAll proposes StartAttempt for each picked Step, in order, and builds
 // the tasks of those that committed. A Step another poller took is skipped.
 func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, picked []*dexv1.Step, refused map[string]int) ([]*dexv1.Task, error) {
+	// The StartAttempts of one poll are proposed together, so raft commits
+	// them in one batch instead of one round trip each.
+	type started struct {
+		at  *dexv1.Attempt
+		err error
+	}
+	results := make([]started, len(picked))
+	var wg sync.WaitGroup
+	for i, s := range picked {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer d.done(r, s.Id)
+			if ctx.Err() != nil {
+				results[i].err = ctx.Err()
+				return
+			}
+			results[i].at, results[i].err = d.start(ctx, r, w, s)
+		}()
+	}
+	wg.Wait()
 	var tasks []*dexv1.Task
 	var firstErr error
-	for _, s := range picked {
-		if firstErr != nil || ctx.Err() != nil {
-			d.done(r, s.Id)
-			continue
-		}
-		at, err := d.start(ctx, r, w, s)
-		d.done(r, s.Id)
-		switch {
-		case err != nil:
-			firstErr = err
-		case at != nil:
-			tasks = append(tasks, d.task(d.src.State(), s, at, r.epoch))
+	st := d.src.State()
+	for i, s := range picked {
+		switch res := results[i]; {
+		case res.err != nil:
+			if firstErr == nil {
+				firstErr = res.err
+			}
+		case res.at != nil:
+			tasks = append(tasks, d.task(st, s, res.at, r.epoch))
 		default:
 			refused[s.Id]++
 		}
 	}
-	if firstErr != nil && r.ctx.Err() != nil {
-		firstErr = ErrNotLeader
+	if len(tasks) > 0 {
+		// Tasks whose attempts committed are handed out even if another
+		// proposal of the same poll failed; the Worker polls again.
+		return tasks, nil
 	}
-	if firstErr == nil && len(tasks) == 0 && ctx.Err() != nil {
+	if firstErr != nil && r.ctx.Err() != nil {
+		return nil, ErrNotLeader
+	}
+	if firstErr == nil && ctx.Err() != nil {
 		if r.ctx.Err() != nil {
 			return nil, ErrNotLeader
 		}
 		return nil, ctx.Err()
 	}
-	return tasks, firstErr
+	return nil, firstErr
 }
 
 // start proposes the next attempt of a Step. The attempt is nil when the
