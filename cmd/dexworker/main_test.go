@@ -428,3 +428,25 @@ func TestPollIntervalFlag(t *testing.T) {
 		t.Fatal("--poll-interval 0 accepted")
 	}
 }
+
+func TestCompactedTurnMatchesItsSummary(t *testing.T) {
+	m, _ := newModel(t, `{"turns": [{"match": "tools", "prefix": true, "outputs": [
+	  {"tool_calls": [{"tool": "lookup"}]}, {"text": "done"}]}],
+	 "compact": [{"text": "{{message}}", "always": true}]}`)
+	ctx := context.Background()
+	summary, err := m.Compact(ctx, client.ModelInput{SessionID: "s", StepID: "c", Attempt: 2, History: hist(user("tools: a long request"))})
+	if err != nil || summary != "tools: a long request" {
+		t.Fatalf("summary %q, %v", summary, err)
+	}
+	// After the compaction the model is sent the history from the summary
+	// on: the summary stands for the turn's message.
+	sum := &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: summary}
+	out, err := m.RunModel(ctx, client.ModelInput{SessionID: "s", StepID: "m1", Attempt: 1, History: hist(sum)})
+	if err != nil || len(out.ToolCalls) != 1 || out.ToolCalls[0].Tool != "lookup" {
+		t.Fatalf("first output after the summary: %v, %v", out, err)
+	}
+	out, err = m.RunModel(ctx, client.ModelInput{SessionID: "s", StepID: "m2", Attempt: 1, History: hist(sum, assistant(), result())})
+	if err != nil || out.Text != "done" || len(out.ToolCalls) != 0 {
+		t.Fatalf("second output after the summary: %v, %v", out, err)
+	}
+}

@@ -45,6 +45,24 @@ type Output struct {
 	Always bool `json:"always,omitempty"`
 	// DelayMs: the model "thinks" this long before answering.
 	DelayMs int `json:"delay_ms,omitempty"`
+	// WhileFile: this output exists only while the file exists; when it is
+	// missing the output is left out as if the script did not have it, so a
+	// test can switch the model (an outage, a rejection) on and off.
+	WhileFile string `json:"while_file,omitempty"`
+}
+
+// active leaves out the outputs whose while_file is missing.
+func active(outs []Output) []Output {
+	var kept []Output
+	for _, o := range outs {
+		if o.WhileFile != "" {
+			if _, err := os.Stat(o.WhileFile); err != nil {
+				continue
+			}
+		}
+		kept = append(kept, o)
+	}
+	return kept
 }
 
 // ScriptCall is one tool call of an output.
@@ -223,6 +241,18 @@ func turnOf(h []*dexv1.HistoryEntry) (msgs []string, outputs int, lastSeq uint64
 		lastSeq = h[len(h)-1].Seq
 	}
 	if last < 0 {
+		// A compaction folded the turn's messages into the summary the
+		// history now starts with: the summary stands for them.
+		for i := len(h) - 1; i >= 0; i-- {
+			if h[i].Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+				for _, e := range h[i+1:] {
+					if e.Kind == dexv1.HistoryKind_HISTORY_KIND_ASSISTANT {
+						outputs++
+					}
+				}
+				return []string{h[i].Text}, outputs, lastSeq
+			}
+		}
 		return nil, 0, lastSeq
 	}
 	for i := last; i >= 0 && h[i].Kind == dexv1.HistoryKind_HISTORY_KIND_USER; i-- {
@@ -275,7 +305,7 @@ func scriptError(e *ScriptError) error {
 // Output computes the model output for in (without side effects).
 func (m *Model) Output(in client.ModelInput) (Output, *dexv1.ModelOutput, error) {
 	msgs, n0, lastSeq := turnOf(in.History)
-	outs := m.script.outputsFor(msgs)
+	outs := active(m.script.outputsFor(msgs))
 	o := at(outs, pick(outs, n0, in.Attempt))
 	if o.Error != nil {
 		return o, nil, scriptError(o.Error)
@@ -359,5 +389,10 @@ func (m *Model) Compact(ctx context.Context, in client.ModelInput) (string, erro
 	if o.Text == "" || (int(in.Attempt) > len(m.script.Compact) && !o.Always) {
 		return summary, nil
 	}
-	return o.Text, nil
+	msgs, _, _ := turnOf(in.History)
+	msg := ""
+	if len(msgs) > 0 {
+		msg = msgs[len(msgs)-1]
+	}
+	return strings.ReplaceAll(o.Text, "{{message}}", msg), nil
 }
