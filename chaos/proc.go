@@ -22,12 +22,33 @@ import (
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs[0], nil
+}
+
+// handedOut remembers every port FreeAddrs returned in this process: a
+// closed listener's port can come back from the kernel at once.
+var handedOut sync.Map
+
+// FreeAddrs returns n distinct loopback addresses whose ports were free a
+// moment ago and were never returned before by this process.
+func FreeAddrs(n int) ([]string, error) {
+	var addrs []string
+	for len(addrs) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			addrs = append(addrs, addr)
+		}
+	}
+	return addrs, nil
 }
 
 // Proc is one supervised process.
@@ -36,6 +57,8 @@ type Proc struct {
 	Bin     string
 	Args    []string
 	LogPath string
+	// Env: extra environment variables (KEY=VALUE) on top of the harness's.
+	Env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -55,6 +78,9 @@ func (p *Proc) Start() error {
 		return err
 	}
 	cmd := exec.Command(p.Bin, p.Args...)
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group, so a signal to the harness does not reach it
 	// and a kill reaches nothing else.
@@ -206,15 +232,13 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 	}
 	c := &Cluster{opts: opts}
 	var peers []string
+	addrs, err := FreeAddrs(3 * opts.Size)
+	if err != nil {
+		return nil, err
+	}
 	for i := 1; i <= opts.Size; i++ {
 		n := &Node{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i))}
-		for _, a := range []*string{&n.RaftAddr, &n.GRPCAddr, &n.HTTPAddr} {
-			addr, err := FreeAddr()
-			if err != nil {
-				return nil, err
-			}
-			*a = addr
-		}
+		n.RaftAddr, n.GRPCAddr, n.HTTPAddr = addrs[3*(i-1)], addrs[3*(i-1)+1], addrs[3*(i-1)+2]
 		peers = append(peers, n.ID+"="+n.RaftAddr)
 		c.Nodes = append(c.Nodes, n)
 	}

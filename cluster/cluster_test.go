@@ -52,14 +52,23 @@ type tcluster struct {
 	services func(id string) []cluster.LeaderService
 }
 
+// handedOut remembers every port freeAddr returned in this test binary: a
+// closed listener's port can come back from the kernel at once.
+var handedOut sync.Map
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func newCluster(t *testing.T, size int) *tcluster {

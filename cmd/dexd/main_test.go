@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,14 +37,33 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// handedOut remembers every port freeAddr returned in this test binary: a
+// closed listener's port can come back from the kernel at once.
+var handedOut sync.Map
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+}
+
+// freeAddrs returns n distinct free loopback addresses.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		out = append(out, freeAddr(t))
+	}
+	return out
 }
 
 type proc struct {
@@ -104,10 +124,12 @@ type testCluster struct {
 func newTestCluster(t *testing.T) *testCluster {
 	c := &testCluster{}
 	var peers []string
+	all := freeAddrs(t, 9)
 	for i := 1; i <= 3; i++ {
-		c.raft = append(c.raft, freeAddr(t))
-		c.grpc = append(c.grpc, freeAddr(t))
-		c.http = append(c.http, freeAddr(t))
+		a := all[3*(i-1):]
+		c.raft = append(c.raft, a[0])
+		c.grpc = append(c.grpc, a[1])
+		c.http = append(c.http, a[2])
 		c.dirs = append(c.dirs, t.TempDir())
 		peers = append(peers, fmt.Sprintf("n%d=%s", i, c.raft[i-1]))
 	}
@@ -218,9 +240,10 @@ func TestThreeNodesStatusAndFullRestart(t *testing.T) {
 	}
 
 	// A second dexd on a data dir in use fails clearly.
-	other := freeAddr(t)
+	a := freeAddrs(t, 3)
+	other := a[0]
 	code, stderr := runDexd(t, 10*time.Second, "--id", "n1", "--data-dir", c.dirs[0], "--raft-addr", other,
-		"--grpc-addr", freeAddr(t), "--http-addr", freeAddr(t), "--peers", "n1="+other)
+		"--grpc-addr", a[1], "--http-addr", a[2], "--peers", "n1="+other)
 	if code != 1 || !strings.Contains(stderr, "in use") {
 		t.Fatalf("second dexd on a used dir: exit %d, stderr %q", code, stderr)
 	}
@@ -244,9 +267,9 @@ func TestThreeNodesStatusAndFullRestart(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	base := func(dir string) []string {
-		raft := freeAddr(t)
-		return []string{"--id", "n1", "--data-dir", dir, "--raft-addr", raft,
-			"--grpc-addr", freeAddr(t), "--http-addr", freeAddr(t), "--peers", "n1=" + raft}
+		a := freeAddrs(t, 3)
+		return []string{"--id", "n1", "--data-dir", dir, "--raft-addr", a[0],
+			"--grpc-addr", a[1], "--http-addr", a[2], "--peers", "n1=" + a[0]}
 	}
 	oneLine := func(t *testing.T, code, wantCode int, stderr, want string) {
 		t.Helper()
@@ -307,7 +330,8 @@ func TestBadInput(t *testing.T) {
 	})
 	t.Run("unreachable join", func(t *testing.T) {
 		args := base(t.TempDir())
-		args = append(args[:8], "--http-addr", freeAddr(t), "--join", freeAddr(t), "--join-timeout", "3s")
+		more := freeAddrs(t, 2)
+		args = append(args[:8], "--http-addr", more[0], "--join", more[1], "--join-timeout", "3s")
 		start := time.Now()
 		code, stderr := runDexd(t, 20*time.Second, args...)
 		if code != 1 {
