@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -326,4 +328,72 @@ func TestWorkers_LeaderKilledMidAttemptDoesNotRepeatTheModelCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = old.Signal(syscall.Signal(0))
+}
+
+// A watch resumes on the new leader from the last event it delivered: no
+// event is missed or repeated across a takeover.
+func TestWorkers_WatchResumesAcrossATakeover(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker("")
+	id := e.createSession("demo")
+	e.waitStatus(id, sIdle, 20*time.Second)
+
+	// watch collects a session's event seqs until n turns completed.
+	watch := func(turns int) []uint64 {
+		var seqs []uint64
+		done := 0
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		enough := errors.New("enough")
+		err := e.client.WatchSession(ctx, id, 0, func(ev *dexv1.Event) error {
+			seqs = append(seqs, ev.Seq)
+			if ev.Type == "turn_completed" {
+				done++
+			}
+			if done == turns {
+				return enough
+			}
+			if done == 1 && ev.Type == "turn_completed" {
+				// The first turn is in: the leader dies mid-watch and the
+				// second turn is sent through the new one.
+				e.leader().Kill()
+				go func() { _, _ = e.client.SendMessage(ctx, id, "again", "watch-again") }()
+			}
+			return nil
+		})
+		if !errors.Is(err, enough) {
+			t.Fatalf("watch ended after %d events: %v", len(seqs), err)
+		}
+		return seqs
+	}
+	seen := watch(2)
+	for i := 1; i < len(seen); i++ {
+		if seen[i] <= seen[i-1] {
+			t.Fatalf("event %d came after %d: repeated or out of order", seen[i], seen[i-1])
+		}
+	}
+	e.waitStatus(id, sIdle, 30*time.Second)
+	// A fresh watch from the start on the new leader gives the same list.
+	var all []uint64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	turns, enough := 0, errors.New("enough")
+	_ = e.client.WatchSession(ctx, id, 0, func(ev *dexv1.Event) error {
+		all = append(all, ev.Seq)
+		if ev.Type == "turn_completed" {
+			turns++
+		}
+		if turns == 2 {
+			return enough
+		}
+		return nil
+	})
+	if len(all) != len(seen) {
+		t.Fatalf("the watch across the takeover saw %d events; the session has %d", len(seen), len(all))
+	}
+	for i := range all {
+		if all[i] != seen[i] {
+			t.Fatalf("event %d: watched seq %d, stored %d", i, seen[i], all[i])
+		}
+	}
 }
