@@ -514,3 +514,41 @@ func TestMatrix_InlineTool_WhileItRuns(t *testing.T) {
 	}
 	wantStatus(t, s, sIdle)
 }
+
+func TestMatrix_AnyToolStep_BeforeFirstHeartbeat(t *testing.T) {
+	t.Run("read", func(t *testing.T) {
+		d := newDriver(t)
+		st := toolTurn(t, d, "s", call("c1", "lookup", "{}"), kCallTool)
+		d.start(st).expire()
+		st = d.queued("s", kCallTool)
+		if st.Attempts[0].Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+			t.Fatalf("progress %s", st.Attempts[0].Progress)
+		}
+		d.start(st).claim().result("found")
+	})
+	t.Run("poll", func(t *testing.T) {
+		d := newDriver(t)
+		start := longRunning(t, d)
+		p := d.startNext("s", kPoll)
+		p.expire()
+		pst := d.queued("s", kPoll)
+		if pst.TaskId != "task-42" || len(pst.Attempts) != 1 {
+			t.Fatalf("the poll does not run again on the same task")
+		}
+		d.start(pst).claim().poll(true, "built")
+		if attemptsOf(d.step(start.Id)) != 1 {
+			t.Fatal("a second task started")
+		}
+	})
+	t.Run("compaction", func(t *testing.T) {
+		d := newDriver(t)
+		d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
+		d.send("s", "a long message over the threshold")
+		d.startNext("s", kCompact).expire()
+		d.startNext("s", kCompact).claim().summary("short")
+		if s := d.session("s"); s.Summaries != 1 {
+			t.Fatalf("%d summaries", s.Summaries)
+		}
+		d.queued("s", kRunModel)
+	})
+}
