@@ -1,11 +1,9 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -137,6 +135,7 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 		}
 		e.target, e.stopBalance = addr, stop
 	}
+	e.notef("cluster ready; the Workers' target is %s", e.target)
 	return e, nil
 }
 
@@ -861,19 +860,11 @@ func (e *cellEnv) failpointHTTP(n *Node, method, name, terms string) error {
 	if addr == "" {
 		return errors.New("the cell's nodes have no GOFAIL_HTTP")
 	}
-	req, err := http.NewRequestWithContext(e.ctx, method, "http://"+addr+"/"+name, bytes.NewBufferString(terms))
-	if err != nil {
-		return err
+	if method == http.MethodDelete {
+		terms = ""
 	}
-	c := &http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
+	if err := SetFailpoint(addr, name, terms); err != nil {
 		return fmt.Errorf("failpoint %s on %s (is dexd built with -tags chaos?): %w", name, n.ID, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("failpoint %s %s on %s: %s %s", method, name, n.ID, resp.Status, strings.TrimSpace(string(body)))
 	}
 	e.notef("failpoint %s %s %q on %s", method, name, terms, n.ID)
 	return nil
