@@ -5,7 +5,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test run proto fuzz bench vet clean election-time
+.PHONY: build test run proto fuzz bench vet clean election-time chaos
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -27,6 +27,13 @@ bench:
 	$(GO) test ./fsm -run '^$$' -bench . -benchmem
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
 	$(BIN)/dexbench --bin $(BIN) $(BENCHFLAGS)
+
+# The crash matrix (SPEC §4): every row against every fault on real dexd and
+# dexworker processes; dexd is also built with its failpoints (-tags chaos).
+# Report: chaos-report/matrix.md. CHAOSFLAGS="--column takeover" runs a part.
+chaos: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report $(CHAOSFLAGS)
 
 # Cold-start election time of 3 real nodes, median of RUNS runs.
 election-time: build
