@@ -36,6 +36,9 @@ var ErrNotLeader = errors.New("dispatch: this node does not hold the dispatch le
 // FailedPrecondition ("register first").
 var ErrUnknownWorker = errors.New("dispatch: unknown worker: register first")
 
+// proposeTimeout bounds one StartAttempt proposal.
+const proposeTimeout = 10 * time.Second
+
 // DefaultMaxWait caps how long one poll waits.
 const DefaultMaxWait = 30 * time.Second
 
@@ -410,7 +413,11 @@ func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, 
 // state machine refused it (the Step is no longer queued).
 func (d *Dispatcher) start(ctx context.Context, r *run, w *dexv1.WorkerInfo, s *dexv1.Step) (*dexv1.Attempt, error) {
 	n := uint32(len(s.Attempts)) + 1
-	res, err := d.p.Propose(ctx, &dexv1.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	// The proposal outlives the poll: if the Worker goes away while it is in
+	// flight, the attempt may still commit and must get its lease.
+	pctx, cancel := context.WithTimeout(r.ctx, proposeTimeout)
+	defer cancel()
+	res, err := d.p.Propose(pctx, &dexv1.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
 		StepId: s.Id, Attempt: n, WorkerId: w.Id, Epoch: r.epoch,
 	}}})
 	if err != nil {

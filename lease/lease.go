@@ -135,6 +135,43 @@ func (m *Manager) Establish(ctx context.Context, epoch uint64) {
 	}
 	m.log.Info("attempt leases established", zap.Uint64("epoch", epoch), zap.Int("running_attempts", len(m.leases)),
 		zap.Duration("grace", m.cfg.HeartbeatTimeout))
+	t.wg.Add(1)
+	go m.sweep(t)
+}
+
+// sweep arms a lease for every running attempt that has none, so no attempt
+// can stay running forever: a StartAttempt whose proposer gave up waiting
+// (its poller went away) may still have committed without Arm being called.
+func (m *Manager) sweep(t *term) {
+	defer t.wg.Done()
+	every := max(m.cfg.HeartbeatTimeout/2, 10*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		running := m.src.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING)
+		m.mu.Lock()
+		if m.term != t {
+			m.mu.Unlock()
+			return
+		}
+		for _, st := range running {
+			n := len(st.Attempts)
+			if n == 0 || st.Attempts[n-1].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+				continue
+			}
+			k := key{st.Id, uint32(n)}
+			if _, ok := m.leases[k]; !ok {
+				m.log.Warn("running attempt had no lease; armed", zap.String("step", st.Id), zap.Uint32("attempt", k.attempt))
+				m.armLocked(k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout))
+			}
+		}
+		m.mu.Unlock()
+	}
 }
 
 // Revoke stops every lease at once and forgets them. No proposal of this

@@ -228,3 +228,12 @@ func TestRevokeStopsEveryLease(t *testing.T) {
 		t.Fatal("an attempt expired after revoke")
 	}
 }
+
+// An attempt whose StartAttempt committed but was never armed (its poller
+// went away while the proposal was in flight) still gets a lease and expires.
+func TestUnarmedRunningAttemptIsSweptAndExpires(t *testing.T) {
+	f := newFixture(t)
+	f.m.Establish(context.Background(), f.c.Epoch())
+	ref := f.startModel("s1") // committed, never armed
+	leasetest.Eventually(t, "the sweep arms it and it expires", func() bool { return f.expired(ref) })
+}
