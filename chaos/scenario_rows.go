@@ -72,6 +72,7 @@ var matrixScript = strings.NewReplacer("SLEEP", strconv.Itoa(toolSleep)).Replace
  {"match": "ask", "outputs": [{"tool_calls": [{"tool": "ask_user", "arguments": {"question": "which region?"}}]}, {"text": "going to {{message}}"}]},
  {"match": "timer", "outputs": [{"tool_calls": [{"tool": "sleep", "arguments": {"seconds": 3}}]}, {"text": "slept"}]},
  {"match": "build", "outputs": [{"tool_calls": [{"tool": "build", "arguments": {"target": "app"}}]}, {"text": "built"}]},
+ {"match": "warm", "prefix": true, "outputs": [{"text": "a first answer long enough to be worth a summary later"}]},
  {"match": "compact", "prefix": true, "outputs": [{"text": "answered after a summary"}]},
  {"match": "tools", "prefix": true, "outputs": [{"tool_calls": [{"tool": "lookup", "arguments": {"q": "t"}}, {"tool": "build", "arguments": {"target": "t"}}]}, {"text": "done"}]},
  {"match": "idle", "prefix": true, "outputs": [{"text": "hello"}]},
@@ -885,6 +886,31 @@ func compactMessage(prefix string) string {
 	return prefix + ": " + strings.Repeat("a long message over the compaction threshold ", 2)
 }
 
+// compactingSession makes a session whose next turn compacts first: a first
+// turn is answered (a compaction summarises the turns before the new
+// message, never the message itself), then the long message is sent.
+func (e *cellEnv) compactingSession(prefix string) (string, error) {
+	// A Worker that holds at every moment is let go through the first turn;
+	// the releaser stops before the message that compacts is sent.
+	e.autoRelease()
+	id, err := e.createSession("warm: "+prefix, compactThreshold)
+	if err != nil {
+		e.stopReleaser()
+		return "", err
+	}
+	_, err = e.waitIdle(id)
+	e.stopReleaser()
+	if err != nil {
+		return "", err
+	}
+	msg := compactMessage(prefix)
+	err = e.retry("send the long message", func(ctx context.Context) error {
+		_, err := e.cl.SendMessage(ctx, id, msg, id+"/long")
+		return err
+	})
+	return id, err
+}
+
 func (e *cellEnv) compactChecks(id string, r *dexv1.GetSessionResponse, killedProgress dexv1.AttemptProgress) (*dexv1.Step, error) {
 	st, err := oneStep(r, kindCompact, "")
 	if err != nil {
@@ -915,7 +941,7 @@ func rowCompaction(e *cellEnv) error {
 	if _, err := e.startWorker(); err != nil {
 		return err
 	}
-	id, err := e.createSession(compactMessage("compact"), compactThreshold)
+	id, err := e.compactingSession("compact")
 	if err != nil {
 		return err
 	}
@@ -942,8 +968,8 @@ func rowCompaction(e *cellEnv) error {
 	if err != nil {
 		return err
 	}
-	if n := len(stepsBy(r, kindRunModel, "")); n != 1 || models != 1 {
-		return fmt.Errorf("%d RunModel Steps, %d model calls; only the summary call may run again", n, models)
+	if n := len(stepsBy(r, kindRunModel, "")); n != 2 || models != 2 {
+		return fmt.Errorf("%d RunModel Steps, %d model calls; want 2 and 2 (the first turn's and the one after the summary): only the summary call may run again", n, models)
 	}
 	return nil
 }
@@ -1060,7 +1086,7 @@ func rowAnyToolBeforeHeartbeat(e *cellEnv) error {
 	if _, err := e.startWorker(holds...); err != nil {
 		return err
 	}
-	id, err := e.createSession(compactMessage("tools"), compactThreshold)
+	id, err := e.compactingSession("tools")
 	if err != nil {
 		return err
 	}

@@ -192,18 +192,28 @@ func TestCompactionAndHistoryFromLatestSummary(t *testing.T) {
 	f.c.Do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{
 		SessionId: "s1", CompactionThreshold: 5, MessageId: "m0", Message: "a long first message",
 	}}})
+	// Nothing came before the first message: nothing to compact.
+	first := f.pollOne("model")
+	if first.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL {
+		t.Fatalf("first task %s; want RunModel", first.Kind)
+	}
+	f.c.Complete(&dexv1.AttemptRef{StepId: first.Ref.StepId, Attempt: 1, Token: first.Ref.Token, Seq: 1}, "an answer")
+	f.c.Send("s1", "m1", "the next question")
 	task := f.pollOne("model")
-	if task.Kind != dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT || !task.ModelInput.GetCompact() || len(task.ModelInput.History) != 1 {
-		t.Fatalf("compaction task %v", task)
+	h := task.ModelInput.GetHistory()
+	if task.Kind != dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT || !task.ModelInput.GetCompact() || len(h) != 2 ||
+		h[0].Text != "a long first message" || h[1].Text != "an answer" {
+		t.Fatalf("compaction task %v; want the first turn only", task)
 	}
 	f.c.Do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
 		Ref:    &dexv1.AttemptRef{StepId: task.Ref.StepId, Attempt: 1, Token: task.Ref.Token, Seq: 1},
-		Result: &dexv1.CompleteAttempt_Summary{Summary: "the user said something long"},
+		Result: &dexv1.CompleteAttempt_Summary{Summary: "the user asked something long"},
 	}}})
 	task = f.pollOne("model")
-	h := task.ModelInput.GetHistory()
-	if task.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL || len(h) != 1 || h[0].Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
-		t.Fatalf("RunModel after compaction: kind %s history %v; want only the summary", task.Kind, h)
+	h = task.ModelInput.GetHistory()
+	if task.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL || len(h) != 2 || h[0].Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY ||
+		h[1].Text != "the next question" {
+		t.Fatalf("RunModel after compaction: kind %s history %v; want the summary, then the turn's message", task.Kind, h)
 	}
 }
 

@@ -375,32 +375,42 @@ func TestMatrix_PollToolTask_DuringAPoll(t *testing.T) {
 	}
 }
 
-func TestMatrix_CompactContext_DuringTheSummaryCall(t *testing.T) {
-	d := newDriver(t)
+// compacting makes a session whose next message compacts the turn before it.
+func compacting(t *testing.T, d *driver) {
+	t.Helper()
 	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
 	d.send("s", "a long message over the threshold")
+	d.startNext("s", kRunModel).answer("a long answer, too")
+	d.send("s", "next")
+}
+
+func TestMatrix_CompactContext_DuringTheSummaryCall(t *testing.T) {
+	d := newDriver(t)
+	compacting(t, d)
 	st := d.queued("s", kCompact)
 	d.start(st).claim().expire()
 	d.startNext("s", kCompact).summary("the user said hi")
 	if s := d.session("s"); s.Summaries != 1 || countKind(s, dexv1.HistoryKind_HISTORY_KIND_SUMMARY) != 1 {
 		t.Fatalf("summaries %d; want exactly 1", s.Summaries)
 	}
-	if attemptsOf(d.step(st.Id)) != 2 || len(d.stepsOf("s", kRunModel)) != 1 {
+	if attemptsOf(d.step(st.Id)) != 2 || len(d.stepsOf("s", kRunModel)) != 2 {
 		t.Fatal("only the summary call runs again")
+	}
+	if s := d.session("s"); s.CompactedBefore != st.CompactBefore || s.History[len(s.History)-2].Text != "next" {
+		t.Fatal("the turn's own message is not kept after the summary")
 	}
 	d.startNext("s", kRunModel).answer("ok")
 }
 
 func TestMatrix_CompactContext_AllAttemptsFail(t *testing.T) {
 	d := newDriver(t)
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
-	d.send("s", "a long message over the threshold")
+	compacting(t, d)
 	for range ModelMaxAttempts {
 		d.startNext("s", kCompact).fail(dexv1.ErrorType_ERROR_TYPE_SERVER_ERROR, "down")
 	}
 	s := d.session("s")
 	wantStatus(t, s, sErrored)
-	if s.Summaries != 0 || len(d.stepsOf("s", kRunModel)) != 0 {
+	if s.Summaries != 0 || len(d.stepsOf("s", kRunModel)) != 1 {
 		t.Fatal("a failed compaction stored a summary or ran the model")
 	}
 	d.send("s", "next")
@@ -542,8 +552,7 @@ func TestMatrix_AnyToolStep_BeforeFirstHeartbeat(t *testing.T) {
 	})
 	t.Run("compaction", func(t *testing.T) {
 		d := newDriver(t)
-		d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
-		d.send("s", "a long message over the threshold")
+		compacting(t, d)
 		d.startNext("s", kCompact).expire()
 		d.startNext("s", kCompact).claim().summary("short")
 		if s := d.session("s"); s.Summaries != 1 {

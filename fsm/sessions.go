@@ -91,6 +91,7 @@ func (a *applier) receive(s *dexv1.Session, m *dexv1.Message) {
 func (a *applier) startTurn(s *dexv1.Session) {
 	t := &dexv1.Turn{Number: s.NextTurn, Input: dexv1.TurnInput_TURN_INPUT_MESSAGES}
 	s.NextTurn++
+	boundary := s.NextHistory // the turn's own messages start here
 	for _, m := range s.Inbox {
 		t.MessageIds = append(t.MessageIds, m.Id)
 		a.appendHistory(s, &dexv1.HistoryEntry{
@@ -102,8 +103,8 @@ func (a *applier) startTurn(s *dexv1.Session) {
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "turn_started", "", fmt.Sprint(t.Number))
-	if s.CompactionThreshold > 0 && historySize(s) > s.CompactionThreshold {
-		t.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, MaxAttempts: ModelMaxAttempts})
+	if s.CompactionThreshold > 0 && historySize(s) > s.CompactionThreshold && hasHistoryBefore(s, boundary) {
+		t.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, MaxAttempts: ModelMaxAttempts, CompactBefore: boundary})
 		return
 	}
 	a.queueModel(s)
@@ -128,6 +129,17 @@ func historySize(s *dexv1.Session) uint64 {
 		}
 	}
 	return n
+}
+
+// hasHistoryBefore reports whether anything not yet summarised comes before
+// seq: only that is compacted, the new turn's messages stay as they are.
+func hasHistoryBefore(s *dexv1.Session, seq uint64) bool {
+	for _, e := range s.History {
+		if e.Seq >= s.CompactedBefore && e.Seq < seq && e.Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *applier) appendHistory(s *dexv1.Session, e *dexv1.HistoryEntry) {

@@ -16,7 +16,7 @@ func (a *applier) stepSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.Compl
 		a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
 		a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
 		s.Summaries++
-		s.CompactedBefore = s.History[len(s.History)-1].Seq
+		s.CompactedBefore = st.CompactBefore
 		a.queueModel(s)
 	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL:
 		res := c.GetToolResult()

@@ -1570,7 +1570,8 @@ type Session struct {
 	CreatedAtMs int64  `protobuf:"varint,19,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	UpdatedAtMs int64  `protobuf:"varint,20,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
 	Summaries   uint64 `protobuf:"varint,21,opt,name=summaries,proto3" json:"summaries,omitempty"`
-	// History entries before this seq are folded into the latest summary.
+	// History entries before this seq are folded into the latest summary; the
+	// model is sent that summary, then the entries from this seq on.
 	CompactedBefore uint64   `protobuf:"varint,22,opt,name=compacted_before,json=compactedBefore,proto3" json:"compacted_before,omitempty"`
 	TurnsCompleted  uint64   `protobuf:"varint,23,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
 	TurnsFailed     uint64   `protobuf:"varint,24,opt,name=turns_failed,json=turnsFailed,proto3" json:"turns_failed,omitempty"`
@@ -1956,7 +1957,10 @@ type Step struct {
 	MaxAttempts uint32    `protobuf:"varint,22,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
 	ErrorType   ErrorType `protobuf:"varint,23,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
 	// The Step's number within its session, from 1.
-	Number        uint64 `protobuf:"varint,24,opt,name=number,proto3" json:"number,omitempty"`
+	Number uint64 `protobuf:"varint,24,opt,name=number,proto3" json:"number,omitempty"`
+	// CompactContext: it summarises the history before this seq (the turn's
+	// own messages come after it and stay as they are).
+	CompactBefore uint64 `protobuf:"varint,25,opt,name=compact_before,json=compactBefore,proto3" json:"compact_before,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2155,6 +2159,13 @@ func (x *Step) GetErrorType() ErrorType {
 func (x *Step) GetNumber() uint64 {
 	if x != nil {
 		return x.Number
+	}
+	return 0
+}
+
+func (x *Step) GetCompactBefore() uint64 {
+	if x != nil {
+		return x.CompactBefore
 	}
 	return 0
 }
@@ -2740,7 +2751,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	" \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\v \x01(\tR\x05error\x12\x19\n" +
 	"\blast_seq\x18\f \x01(\x04R\alastSeq\x12\x1b\n" +
-	"\tlast_call\x18\r \x01(\tR\blastCall\"\xff\x05\n" +
+	"\tlast_call\x18\r \x01(\tR\blastCall\"\xa6\x06\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2768,7 +2779,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x16 \x01(\rR\vmaxAttempts\x120\n" +
 	"\n" +
 	"error_type\x18\x17 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x16\n" +
-	"\x06number\x18\x18 \x01(\x04R\x06number\"\x83\x01\n" +
+	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
+	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\"\x83\x01\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +

@@ -241,8 +241,8 @@ func turnOf(h []*dexv1.HistoryEntry) (msgs []string, outputs int, lastSeq uint64
 		lastSeq = h[len(h)-1].Seq
 	}
 	if last < 0 {
-		// A compaction folded the turn's messages into the summary the
-		// history now starts with: the summary stands for them.
+		// No user message left after the summary (an operator's edit can
+		// do that): the summary stands for the turn's messages.
 		for i := len(h) - 1; i >= 0; i-- {
 			if h[i].Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
 				for _, e := range h[i+1:] {
