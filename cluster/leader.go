@@ -191,6 +191,21 @@ func (n *Node) Epoch() uint64 {
 // Otherwise the reason says why not.
 func (n *Node) Ready() (bool, string) { return n.readiness(true) }
 
+// VerifyLeader confirms with a quorum that this node still leads. A leader
+// that was paused (SIGSTOP) believes it leads until it hears otherwise; this
+// round trip tells it at once.
+func (n *Node) VerifyLeader(timeout time.Duration) error {
+	f := n.raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("no quorum confirmed the leadership within %s", timeout)
+	}
+}
+
 // ServesAttempts reports whether this node may serve the Worker calls of
 // attempts already running (claim, heartbeat, complete, fail): it is Ready,
 // or it is draining but otherwise ready, so those attempts can finish on

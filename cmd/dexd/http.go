@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,11 +28,21 @@ func httpHandler(node *cluster.Node) http.Handler {
 			w.Write([]byte(reason + "\n"))
 			return
 		}
+		// A deposed leader that has not heard of the new term yet must not
+		// take traffic: confirm the leadership with a quorum first.
+		if err := node.VerifyLeader(readyzVerifyTimeout); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("cannot confirm the leadership with a quorum: " + err.Error() + "\n"))
+			return
+		}
 		w.Write([]byte("ready\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return mux
 }
+
+// readyzVerifyTimeout bounds the quorum round trip of one /readyz.
+const readyzVerifyTimeout = 500 * time.Millisecond
 
 func registerMetrics(reg *prometheus.Registry, node *cluster.Node) {
 	gauge := func(name, help string, f func() float64) {
