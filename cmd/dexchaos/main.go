@@ -163,6 +163,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "takeover time: median %.2fs, max %.2fs over %d takeovers\n", s.TakeoverMedianSeconds, s.TakeoverMaxSeconds, s.Takeovers)
 	}
 	fmt.Fprintf(stdout, "wall time %s; report in %s\n", rep.Wall.Round(time.Second), filepath.Join(c.out, "matrix.md"))
+	// The closing count in the usual form; an n/a cell counts as skipped.
+	fmt.Fprintf(stdout, "matrix: %d passed, %d failed, %d skipped\n", s.Pass, s.Fail, s.NA)
 	if s.Fail > 0 || ctx.Err() != nil {
 		fmt.Fprintf(stdout, "%d cells FAILED\n", s.Fail)
 		return 1
