@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -75,35 +74,13 @@ func (g *globals) anyNode(ctx context.Context, f func(ctx context.Context, c dex
 // leader calls f on the leader: it tries each address and follows a
 // follower's pointer to the leader.
 func (g *globals) leader(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
-	addrs := g.list()
-	if len(addrs) == 0 {
-		return errors.New("--addr is empty")
+	err := g.onLeaderOnce(ctx, func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error {
+		return f(ctx, trailerClient{dexv1.NewAdminServiceClient(conn), trailer})
+	})
+	if errors.Is(err, errNoneServing) {
+		return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
 	}
-	var errs []string
-	tried := map[string]bool{}
-	for len(addrs) > 0 {
-		a := addrs[0]
-		addrs = addrs[1:]
-		if tried[a] {
-			continue
-		}
-		tried[a] = true
-		var trailer metadata.MD
-		err := g.call(ctx, a, func(ctx context.Context, c dexv1.AdminServiceClient) error {
-			return f(ctx, trailerClient{c, &trailer})
-		})
-		if err == nil {
-			return nil
-		}
-		if !retryable(err) {
-			return errors.New(status.Convert(err).Message())
-		}
-		if l := trailer.Get(leaderKey); len(l) > 0 && !tried[l[0]] {
-			addrs = append([]string{l[0]}, addrs...)
-		}
-		errs = append(errs, fmt.Sprintf("%s: %s", a, status.Convert(err).Message()))
-	}
-	return fmt.Errorf("no Dex leader answered (tried %s)", strings.Join(errs, "; "))
+	return err
 }
 
 func retryable(err error) bool {
@@ -128,13 +105,13 @@ func (g *globals) call(ctx context.Context, addr string, f func(ctx context.Cont
 // trailerClient captures the trailer of leader-only calls.
 type trailerClient struct {
 	dexv1.AdminServiceClient
-	md *metadata.MD
+	trailer grpc.CallOption
 }
 
 func (t trailerClient) RemoveNode(ctx context.Context, in *dexv1.RemoveNodeRequest, opts ...grpc.CallOption) (*dexv1.RemoveNodeResponse, error) {
-	return t.AdminServiceClient.RemoveNode(ctx, in, append(opts, grpc.Trailer(t.md))...)
+	return t.AdminServiceClient.RemoveNode(ctx, in, append(opts, t.trailer)...)
 }
 
 func (t trailerClient) TransferLeadership(ctx context.Context, in *dexv1.TransferLeadershipRequest, opts ...grpc.CallOption) (*dexv1.TransferLeadershipResponse, error) {
-	return t.AdminServiceClient.TransferLeadership(ctx, in, append(opts, grpc.Trailer(t.md))...)
+	return t.AdminServiceClient.TransferLeadership(ctx, in, append(opts, t.trailer)...)
 }
