@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,39 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	return c, nil
 }
 
+// ensureBinaries builds what --bin lacks when dexchaos runs inside the Dex
+// module (a clean checkout), so `dexchaos matrix` works without make.
+func ensureBinaries(bin string, stdout io.Writer) error {
+	var missing []string
+	for _, b := range []string{"dexd", "dexworker"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			missing = append(missing, "./cmd/"+b)
+		}
+	}
+	_, chaosErr := chaos.ChaosDexd(bin)
+	if len(missing) == 0 && chaosErr == nil {
+		return nil
+	}
+	if _, err := os.Stat("go.mod"); err != nil {
+		if len(missing) > 0 {
+			return fmt.Errorf("%s has no %s", bin, strings.Join(missing, ", "))
+		}
+		return nil // the failpoint cells will say n/a
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stdout, "dexchaos: building %s into %s\n", strings.Join(missing, " "), bin)
+		build := exec.Command("go", append([]string{"build", "-o", strings.TrimSuffix(bin, "/") + "/"}, missing...)...)
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v: %s", err, out)
+		}
+	}
+	if chaosErr != nil {
+		fmt.Fprintf(stdout, "dexchaos: building the failpoint build of dexd into %s\n", filepath.Join(bin, "chaos"))
+		return chaos.BuildChaos(filepath.Join(bin, "chaos"))
+	}
+	return nil
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -118,11 +152,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	for _, b := range []string{"dexd", "dexworker"} {
-		if _, err := os.Stat(filepath.Join(c.bin, b)); err != nil {
-			fmt.Fprintf(stderr, "dexchaos: %s: %v (build it: make build)\n", b, err)
-			return 2
-		}
+	if err := ensureBinaries(c.bin, stdout); err != nil {
+		fmt.Fprintf(stderr, "dexchaos: %v (build them: make build, then go build -tags chaos -o %s/chaos/ ./cmd/dexd)\n", err, c.bin)
+		return 2
 	}
 	if _, err := chaos.ChaosDexd(c.bin); err != nil {
 		fmt.Fprintf(stderr, "dexchaos: no chaos build of dexd, the failpoint cells are n/a: %v\n", err)
