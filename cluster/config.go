@@ -45,7 +45,7 @@ type Config struct {
 	TrailingLogs       uint64
 
 	// RegisterInterval is how often a follower checks that its addresses are
-	// in the replicated state (default 2s).
+	// in the replicated state (default 500ms).
 	RegisterInterval time.Duration
 
 	// LeaderServices are started when this node establishes leadership and
@@ -84,7 +84,7 @@ func (c *Config) withDefaults() {
 		c.TrailingLogs = 10240
 	}
 	if c.RegisterInterval == 0 {
-		c.RegisterInterval = 2 * time.Second
+		c.RegisterInterval = 500 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
