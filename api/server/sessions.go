@@ -20,7 +20,9 @@ type Sessions struct {
 }
 
 // NewSessions returns the client handlers of node.
-func NewSessions(node *cluster.Node) *Sessions { return &Sessions{leaseHolder: leaseHolder{node: node}} }
+func NewSessions(node *cluster.Node) *Sessions {
+	return &Sessions{leaseHolder: leaseHolder{node: node}}
+}
 
 func newSessionID() string {
 	b := make([]byte, 8)
