@@ -22,6 +22,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
+	"github.com/dexhq/dex/chaos"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
 )
@@ -52,23 +53,13 @@ type tcluster struct {
 	services func(id string) []cluster.LeaderService
 }
 
-// handedOut remembers every port freeAddr returned in this test binary: a
-// closed listener's port can come back from the kernel at once.
-var handedOut sync.Map
-
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
-			return addr
-		}
+	addr, err := chaos.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return addr
 }
 
 func newCluster(t *testing.T, size int) *tcluster {

@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dexhq/dex/chaos"
 )
 
 // Binaries built once for the process tests.
@@ -37,33 +37,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// handedOut remembers every port freeAddr returned in this test binary: a
-// closed listener's port can come back from the kernel at once.
-var handedOut sync.Map
-
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
-			return addr
-		}
+	addr, err := chaos.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return addr
 }
 
 // freeAddrs returns n distinct free loopback addresses.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	for range n {
-		out = append(out, freeAddr(t))
+	addrs, err := chaos.FreeAddrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return addrs
 }
 
 type proc struct {
