@@ -156,7 +156,7 @@ func (e *env) waitFor(id string, d time.Duration, what string, cond func(*dexv1.
 			return r
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("session %s: %s not reached within %s; status %s, steps:\n%s", id, what, d, fsm.StatusName(r.Session.Status), describeSteps(r.Steps))
+			e.t.Fatalf("session %s: %s not reached within %s; status %s, steps:\n%s", id, what, d, fsm.StatusName(r.Session.Status), describe(r.Steps))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -165,24 +165,6 @@ func (e *env) waitFor(id string, d time.Duration, what string, cond func(*dexv1.
 func (e *env) waitStatus(id string, st dexv1.SessionStatus, d time.Duration) *dexv1.GetSessionResponse {
 	e.t.Helper()
 	return e.waitFor(id, d, fsm.StatusName(st), func(r *dexv1.GetSessionResponse) bool { return r.Session.Status == st })
-}
-
-func describeSteps(steps []*dexv1.Step) string {
-	var b strings.Builder
-	for _, st := range steps {
-		fmt.Fprintf(&b, "  %s %s %s %s %s attempts=%d\n", st.Id, fsm.KindName(st.Kind), st.Tool, st.Status, fsm.OutcomeName(st.Outcome), len(st.Attempts))
-	}
-	return b.String()
-}
-
-func stepsOf(r *dexv1.GetSessionResponse, kind dexv1.StepKind, tool string) []*dexv1.Step {
-	var out []*dexv1.Step
-	for _, st := range r.Steps {
-		if st.Kind == kind && (tool == "" || st.Tool == tool) {
-			out = append(out, st)
-		}
-	}
-	return out
 }
 
 func (e *env) ledgerEntries() []LedgerEntry {

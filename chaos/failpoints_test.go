@@ -155,7 +155,7 @@ func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
 	// Once the first RunModel has its outcome, the survivors stop sleeping
 	// so the rest of the turn runs at full speed.
 	e.waitFor(id, 30*time.Second, "the first RunModel ended", func(r *dexv1.GetSessionResponse) bool {
-		m := stepsOf(r, kRunModel, "")
+		m := stepsBy(r, kRunModel, "")
 		return len(m) > 0 && m[0].Outcome != dexv1.Outcome_OUTCOME_UNSPECIFIED
 	})
 	for n, addr := range fp {
@@ -167,9 +167,9 @@ func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
 	}
 	r := e.waitStatus(id, sIdle, 30*time.Second)
 
-	models := stepsOf(r, kRunModel, "")
+	models := stepsBy(r, kRunModel, "")
 	if len(models) != 2 {
-		t.Fatalf("%d RunModel steps; want 2:\n%s", len(models), describeSteps(r.Steps))
+		t.Fatalf("%d RunModel steps; want 2:\n%s", len(models), describe(r.Steps))
 	}
 	l := e.ledgerEntries()
 	for _, st := range r.Steps {
@@ -180,10 +180,10 @@ func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
 			}
 		}
 		if succeeded != 1 || st.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
-			t.Fatalf("step %s (%s %s): %d succeeded attempts, outcome %s:\n%s", st.Id, st.Kind, st.Tool, succeeded, st.Outcome, describeSteps(r.Steps))
+			t.Fatalf("step %s (%s %s): %d succeeded attempts, outcome %s:\n%s", st.Id, st.Kind, st.Tool, succeeded, st.Outcome, describe(r.Steps))
 		}
 		if last := st.Attempts[len(st.Attempts)-1]; last.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
-			t.Fatalf("step %s: an attempt ran after the one that succeeded:\n%s", st.Id, describeSteps(r.Steps))
+			t.Fatalf("step %s: an attempt ran after the one that succeeded:\n%s", st.Id, describe(r.Steps))
 		}
 		runs := Executions(l, id, func(x LedgerEntry) bool { return x.Step == st.Id })
 		if st.Kind == kSingle {

@@ -92,19 +92,19 @@ func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 			}
 			select {
 			case <-ctx.Done():
-				t.Fatalf("%s is %s after 30 s:\n%s", name, fsm.StatusName(r.Session.Status), describeSteps(r.Steps))
+				t.Fatalf("%s is %s after 30 s:\n%s", name, fsm.StatusName(r.Session.Status), describe(r.Steps))
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
 	}
 	checkDone := func(r *dexv1.GetSessionResponse) {
 		t.Helper()
-		if n := len(stepsOf(r, kRunModel, "")); n != 2 {
-			t.Fatalf("%d RunModel steps:\n%s", n, describeSteps(r.Steps))
+		if n := len(stepsBy(r, kRunModel, "")); n != 2 {
+			t.Fatalf("%d RunModel steps:\n%s", n, describe(r.Steps))
 		}
 		for _, st := range r.Steps {
 			if st.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
-				t.Fatalf("step %s %s is %s:\n%s", st.Id, st.Tool, fsm.OutcomeName(st.Outcome), describeSteps(r.Steps))
+				t.Fatalf("step %s %s is %s:\n%s", st.Id, st.Tool, fsm.OutcomeName(st.Outcome), describe(r.Steps))
 			}
 			for _, a := range st.Attempts {
 				if a.WorkerId != w.Name {
@@ -123,7 +123,7 @@ func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 	if next := e.leader(); next == old {
 		t.Fatal("the killed node leads")
 	}
-	first := stepsOf(r, kRunModel, "")[0].Attempts[0]
+	first := stepsBy(r, kRunModel, "")[0].Attempts[0]
 	t.Logf("through haproxy, the first task after the kill started %d ms after it", first.StartedAtMs-killed.UnixMilli())
 	if !w.Running() {
 		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))

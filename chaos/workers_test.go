@@ -105,7 +105,7 @@ func TestWorkers_DemoSessionThenTakeoverWithTheSameWorker(t *testing.T) {
 	leader.Kill()
 	second := demo()
 	r := e.get(second)
-	first := stepsOf(r, kRunModel, "")[0]
+	first := stepsBy(r, kRunModel, "")[0]
 	t.Logf("takeover seen by the Worker: its first task on the new leader started %d ms after the leader was killed",
 		first.Attempts[0].StartedAtMs-killed.UnixMilli())
 	for _, st := range r.Steps {
@@ -150,9 +150,9 @@ func TestWorkers_ASessionThroughEveryPolicy(t *testing.T) {
 	e.startWorker(everyPolicyScript)
 	id := e.createSession("all")
 	r := e.waitFor(id, 20*time.Second, "an approval and a question waiting", func(r *dexv1.GetSessionResponse) bool {
-		return len(stepsOf(r, kApproval, "")) == 1 && len(stepsOf(r, kQuestion, "")) == 1 && r.Session.Status == sWaiting
+		return len(stepsBy(r, kApproval, "")) == 1 && len(stepsBy(r, kQuestion, "")) == 1 && r.Session.Status == sWaiting
 	})
-	ap, q := stepsOf(r, kApproval, "")[0], stepsOf(r, kQuestion, "")[0]
+	ap, q := stepsBy(r, kApproval, "")[0], stepsBy(r, kQuestion, "")[0]
 	if q.Prompt != "which region?" {
 		t.Fatalf("question %q", q.Prompt)
 	}
@@ -169,7 +169,7 @@ func TestWorkers_ASessionThroughEveryPolicy(t *testing.T) {
 	r = e.waitStatus(id, sIdle, 30*time.Second)
 	for _, st := range r.Steps {
 		if st.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
-			t.Fatalf("step %s %s is %v:\n%s", st.Id, st.Tool, st.Outcome, describeSteps(r.Steps))
+			t.Fatalf("step %s %s is %v:\n%s", st.Id, st.Tool, st.Outcome, describe(r.Steps))
 		}
 	}
 	l := e.ledgerEntries()
@@ -178,7 +178,7 @@ func TestWorkers_ASessionThroughEveryPolicy(t *testing.T) {
 			t.Fatalf("%s ran %d times; want 1", tool, n)
 		}
 	}
-	polls := stepsOf(r, kPoll, "build")
+	polls := stepsBy(r, kPoll, "build")
 	if len(polls) < 2 {
 		t.Fatalf("%d polls of the build task", len(polls))
 	}
@@ -187,10 +187,10 @@ func TestWorkers_ASessionThroughEveryPolicy(t *testing.T) {
 			t.Fatalf("polls name tasks %q and %q", polls[0].TaskId, p.TaskId)
 		}
 	}
-	if n := len(stepsOf(r, kTimer, "")); n != 1 {
+	if n := len(stepsBy(r, kTimer, "")); n != 1 {
 		t.Fatalf("%d timers", n)
 	}
-	if n := len(stepsOf(r, kRunModel, "")); n != 2 {
+	if n := len(stepsBy(r, kRunModel, "")); n != 2 {
 		t.Fatalf("%d RunModel steps; want 2", n)
 	}
 }
@@ -199,8 +199,8 @@ func TestWorkers_DeniedToolNeverRuns(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(everyPolicyScript)
 	id := e.createSession("deny")
-	r := e.waitFor(id, 20*time.Second, "an approval waiting", func(r *dexv1.GetSessionResponse) bool { return len(stepsOf(r, kApproval, "")) == 1 })
-	if err := e.client.ResolveApproval(e.ctx(10*time.Second), stepsOf(r, kApproval, "")[0].Id, false, "not today"); err != nil {
+	r := e.waitFor(id, 20*time.Second, "an approval waiting", func(r *dexv1.GetSessionResponse) bool { return len(stepsBy(r, kApproval, "")) == 1 })
+	if err := e.client.ResolveApproval(e.ctx(10*time.Second), stepsBy(r, kApproval, "")[0].Id, false, "not today"); err != nil {
 		t.Fatal(err)
 	}
 	r = e.waitStatus(id, sIdle, 20*time.Second)
@@ -221,7 +221,7 @@ func TestWorkers_ParallelToolCallsRunAtOnce(t *testing.T) {
 	e.startWorker(everyPolicyScript)
 	id := e.createSession("parallel")
 	r := e.waitStatus(id, sIdle, 30*time.Second)
-	calls := stepsOf(r, kCallTool, "lookup")
+	calls := stepsBy(r, kCallTool, "lookup")
 	if len(calls) != 3 {
 		t.Fatalf("%d lookup steps", len(calls))
 	}
@@ -279,9 +279,9 @@ func TestWorkers_WorkerKilledMidAttempt(t *testing.T) {
 			w.Kill()
 			e.startWorker(killScript)
 			r := e.waitStatus(id, sIdle, 30*time.Second)
-			st := stepsOf(r, c.kind, c.tool)
+			st := stepsBy(r, c.kind, c.tool)
 			if len(st) != 1 || st[0].Outcome != c.wantOutcome || len(st[0].Attempts) != c.wantAttempts {
-				t.Fatalf("%s after a Worker kill:\n%s", c.tool, describeSteps(r.Steps))
+				t.Fatalf("%s after a Worker kill:\n%s", c.tool, describe(r.Steps))
 			}
 			if p := st[0].Attempts[0].Progress; p != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
 				t.Fatalf("the claimed attempt failed with progress %s", p)
@@ -315,9 +315,9 @@ func TestWorkers_LeaderKilledMidAttemptDoesNotRepeatTheModelCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.waitStatus(id, sIdle, 30*time.Second)
-	model := stepsOf(r, kRunModel, "")[0]
+	model := stepsBy(r, kRunModel, "")[0]
 	if len(model.Attempts) != 1 || model.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
-		t.Fatalf("the first RunModel after the takeover:\n%s", describeSteps(r.Steps))
+		t.Fatalf("the first RunModel after the takeover:\n%s", describe(r.Steps))
 	}
 	calls := Executions(e.ledgerEntries(), id, func(x LedgerEntry) bool { return x.Step == model.Id })
 	if calls != 1 {
