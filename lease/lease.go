@@ -127,12 +127,7 @@ func (m *Manager) Establish(ctx context.Context, epoch uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.term = t
-	deadline := m.cfg.Now().Add(m.cfg.HeartbeatTimeout)
-	for _, st := range running {
-		if n := len(st.Attempts); n > 0 && st.Attempts[n-1].Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
-			m.armLocked(key{st.Id, uint32(n)}, deadline)
-		}
-	}
+	m.armUnleasedLocked(running)
 	m.log.Info("attempt leases established", zap.Uint64("epoch", epoch), zap.Int("running_attempts", len(m.leases)),
 		zap.Duration("grace", m.cfg.HeartbeatTimeout))
 	t.wg.Add(1)
@@ -159,19 +154,30 @@ func (m *Manager) sweep(t *term) {
 			m.mu.Unlock()
 			return
 		}
-		for _, st := range running {
-			n := len(st.Attempts)
-			if n == 0 || st.Attempts[n-1].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
-				continue
-			}
-			k := key{st.Id, uint32(n)}
-			if _, ok := m.leases[k]; !ok {
-				m.log.Warn("running attempt had no lease; armed", zap.String("step", st.Id), zap.Uint32("attempt", k.attempt))
-				m.armLocked(k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout))
-			}
+		for _, k := range m.armUnleasedLocked(running) {
+			m.log.Warn("running attempt had no lease; armed", zap.String("step", k.step), zap.Uint32("attempt", k.attempt))
 		}
 		m.mu.Unlock()
 	}
+}
+
+// armUnleasedLocked gives every running attempt of steps that has no lease
+// one with a full heartbeat timeout, and returns those it armed. m.mu is held.
+func (m *Manager) armUnleasedLocked(steps []*dexv1.Step) []key {
+	var armed []key
+	deadline := m.cfg.Now().Add(m.cfg.HeartbeatTimeout)
+	for _, st := range steps {
+		n := len(st.Attempts)
+		if n == 0 || st.Attempts[n-1].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+			continue
+		}
+		k := key{st.Id, uint32(n)}
+		if _, ok := m.leases[k]; !ok {
+			m.armLocked(k, deadline)
+			armed = append(armed, k)
+		}
+	}
+	return armed
 }
 
 // Revoke stops every lease at once and forgets them. No proposal of this
