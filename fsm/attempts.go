@@ -291,10 +291,8 @@ func (a *applier) finish(st *dexv1.Step, o dexv1.Outcome, result string, isError
 	st.IsError = isError
 	st.EndedAtMs = a.now
 	a.putStep(st)
-	a.emit(st.SessionId, "step_"+outcomeName(o), st.Id, "")
+	a.emit(st.SessionId, "step_"+OutcomeName(o), st.Id, "")
 }
-
-func outcomeName(o dexv1.Outcome) string { return OutcomeName(o) }
 
 // OutcomeName is the SPEC's name of an outcome.
 func OutcomeName(o dexv1.Outcome) string {

@@ -125,7 +125,7 @@ func (a *applier) resolveCall(s *dexv1.Session, c *dexv1.CallState, o dexv1.Outc
 		Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 		Outcome: o, Text: content, StepId: c.StepId,
 	})
-	a.emit(s.Id, "call_"+outcomeName(o), c.StepId, c.CallId)
+	a.emit(s.Id, "call_"+OutcomeName(o), c.StepId, c.CallId)
 }
 
 // afterCallChange moves the turn on once every call of the output has an

@@ -107,19 +107,19 @@ func (a *applier) reconcileOutcome(c *dexv1.ReconcileOutcome) *Result {
 	}
 	st.Outcome = c.Outcome
 	a.putStep(st)
-	text := fmt.Sprintf("An operator reconciled call %s of %s: it %s.", st.CallId, st.Tool, outcomeName(c.Outcome))
+	text := fmt.Sprintf("An operator reconciled call %s of %s: it %s.", st.CallId, st.Tool, OutcomeName(c.Outcome))
 	if c.Note != "" {
 		text += " " + c.Note
 	}
 	a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: text, CallId: st.CallId, StepId: st.Id})
-	a.emit(s.Id, "call_reconciled", st.Id, outcomeName(c.Outcome))
+	a.emit(s.Id, "call_reconciled", st.Id, OutcomeName(c.Outcome))
 	a.putSession(s)
 	return &Result{SessionID: s.Id, StepID: st.Id}
 }
 
 func stepState(st *dexv1.Step) string {
 	if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
-		return outcomeName(st.Outcome)
+		return OutcomeName(st.Outcome)
 	}
 	return st.Status.String()
 }

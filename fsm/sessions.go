@@ -170,7 +170,7 @@ func (a *applier) queueStep(s *dexv1.Session, st *dexv1.Step) string {
 	m.NextQueueSeq++
 	st.QueueSeq = m.NextQueueSeq
 	a.putStep(st)
-	a.emit(s.Id, "step_queued", st.Id, kindName(st.Kind))
+	a.emit(s.Id, "step_queued", st.Id, KindName(st.Kind))
 	return st.Id
 }
 
@@ -264,8 +264,6 @@ func (a *applier) removeNode(c *dexv1.RemoveNode) *Result {
 	}
 	return &Result{}
 }
-
-func kindName(k dexv1.StepKind) string { return KindName(k) }
 
 // KindName is the SPEC's name of a Step kind ("RunModel", "CallTool", …).
 func KindName(k dexv1.StepKind) string {

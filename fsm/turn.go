@@ -174,7 +174,7 @@ func (a *applier) noteToolsRan(s *dexv1.Session) {
 	for _, id := range s.Turn.RanCalls {
 		for _, c := range s.Turn.Calls {
 			if c.CallId == id {
-				parts = append(parts, fmt.Sprintf("%s (call %s, %s)", c.Tool, c.CallId, outcomeName(c.Outcome)))
+				parts = append(parts, fmt.Sprintf("%s (call %s, %s)", c.Tool, c.CallId, OutcomeName(c.Outcome)))
 			}
 		}
 	}
