@@ -28,9 +28,12 @@ func (l *lateProposer) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Re
 	return n.Propose(ctx, cmd)
 }
 
+// notOpen is the empty state the services read before the node is open.
+var notOpen = fsm.New(fsm.Options{})
+
 func (l *lateProposer) State() *fsm.State {
 	if n := l.node.Load(); n != nil {
 		return n.State()
 	}
-	return fsm.New(fsm.Options{}).State()
+	return notOpen.State()
 }
