@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -71,9 +70,4 @@ func (g *globals) onLeaderOnce(ctx context.Context, f func(ctx context.Context, 
 		errs = append(errs, fmt.Sprintf("%s: %s", a, status.Convert(err).Message()))
 	}
 	return fmt.Errorf("%w (tried %s)", errNoneServing, strings.Join(errs, "; "))
-}
-
-// streamRetryable: a watch that ended this way resumes on the next leader.
-func streamRetryable(err error) bool {
-	return status.Code(err) == codes.Unavailable
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 )
@@ -334,24 +336,31 @@ func newSessionWatchCmd(g *globals) *cobra.Command {
 		Short: "Stream a session's events; resumes on the new leader after a takeover",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			for ctx.Err() == nil {
-				err := g.watchOnce(ctx, args[0], &after, func(e *dexv1.Event) error {
-					if asJSON {
-						return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-							"seq": e.Seq, "type": e.Type, "step_id": e.StepId, "detail": e.Detail, "at_ms": e.AtMs,
-						})
-					}
-					fmt.Fprintf(cmd.OutOrStdout(), "%6d %s %-18s %s %s\n", e.Seq, time.UnixMilli(e.AtMs).Format("15:04:05.000"), e.Type, e.StepId, e.Detail)
-					return nil
-				})
-				if err != nil && !streamRetryable(err) && !strings.Contains(err.Error(), "no Dex node") {
-					return err
+			addrs := g.list()
+			if len(addrs) == 0 {
+				return errors.New("--addr is empty")
+			}
+			// The library's watch follows the lease holder and resumes after
+			// the last event it delivered.
+			conn, err := client.Dial("dex:///" + strings.Join(addrs, ","))
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			err = client.New(conn).WatchSession(cmd.Context(), args[0], after, func(e *dexv1.Event) error {
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+						"seq": e.Seq, "type": e.Type, "step_id": e.StepId, "detail": e.Detail, "at_ms": e.AtMs,
+					})
 				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(500 * time.Millisecond):
-				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%6d %s %-18s %s %s\n", e.Seq, time.UnixMilli(e.AtMs).Format("15:04:05.000"), e.Type, e.StepId, e.Detail)
+				return nil
+			})
+			if cmd.Context().Err() != nil {
+				return nil // interrupted
+			}
+			if err != nil {
+				return errors.New(status.Convert(err).Message())
 			}
 			return nil
 		},
@@ -359,26 +368,4 @@ func newSessionWatchCmd(g *globals) *cobra.Command {
 	cmd.Flags().Uint64Var(&after, "after", 0, "start after this event sequence number")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
 	return cmd
-}
-
-// watchOnce streams from the lease holder until the stream ends.
-func (g *globals) watchOnce(ctx context.Context, id string, after *uint64, f func(*dexv1.Event) error) error {
-	long := *g
-	long.timeout = 365 * 24 * time.Hour // a watch runs until interrupted
-	return long.onLeader(ctx, func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
-		stream, err := sessions(conn).WatchSession(ctx, &dexv1.WatchSessionRequest{SessionId: id, AfterSeq: *after}, tr)
-		if err != nil {
-			return err
-		}
-		for {
-			e, err := stream.Recv()
-			if err != nil {
-				return err
-			}
-			if err := f(e); err != nil {
-				return err
-			}
-			*after = e.Seq
-		}
-	})
 }
