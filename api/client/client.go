@@ -28,6 +28,14 @@ func New(conn grpc.ClientConnInterface) *Client {
 	return &Client{svc: dexv1.NewSessionServiceClient(conn)}
 }
 
+// NewSessionID returns a new random session id. A caller that picks the id
+// itself can retry CreateSession and recognise its own earlier try.
+func NewSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "ses-" + hex.EncodeToString(b[:])
+}
+
 // NewIdempotencyKey returns a fresh random key for SendMessage.
 func NewIdempotencyKey() string {
 	var b [16]byte

@@ -2,13 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
 )
@@ -24,16 +23,10 @@ func NewSessions(node *cluster.Node) *Sessions {
 	return &Sessions{leaseHolder: leaseHolder{node: node}}
 }
 
-func newSessionID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "ses-" + hex.EncodeToString(b)
-}
-
 func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRequest) (*dexv1.CreateSessionResponse, error) {
 	id := req.SessionId
 	if id == "" {
-		id = newSessionID()
+		id = client.NewSessionID()
 	}
 	c := &dexv1.CreateSession{SessionId: id, ParentId: req.ParentId, CompactionThreshold: req.CompactionThreshold, Message: req.Message}
 	if req.Message != "" {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,12 +22,6 @@ import (
 
 func sessions(conn *grpc.ClientConn) dexv1.SessionServiceClient {
 	return dexv1.NewSessionServiceClient(conn)
-}
-
-func newKey() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "dexctl-" + hex.EncodeToString(b)
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -56,9 +48,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 			explicitID := id
 			if id == "" {
 				// Chosen here so a retry after a lost answer is recognised.
-				b := make([]byte, 8)
-				_, _ = rand.Read(b)
-				id = "ses-" + hex.EncodeToString(b)
+				id = client.NewSessionID()
 			}
 			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg}
 			tried := false
@@ -97,7 +87,7 @@ func newSessionSendCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
-				key = newKey()
+				key = client.NewIdempotencyKey()
 			}
 			var resp *dexv1.SendMessageResponse
 			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
