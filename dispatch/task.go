@@ -46,59 +46,11 @@ func (d *Dispatcher) task(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch
 	}
 	switch s.Kind {
 	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
-		t.ModelInput = &dexv1.ModelInput{History: History(st.Session(s.SessionId)), Tools: ModelTools(st)}
+		t.ModelInput = &dexv1.ModelInput{History: st.ModelHistory(st.Session(s.SessionId)), Tools: ModelTools(st)}
 	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
-		t.ModelInput = &dexv1.ModelInput{History: ToCompact(st.Session(s.SessionId), s.CompactBefore), Compact: true}
+		t.ModelInput = &dexv1.ModelInput{History: st.ToCompact(st.Session(s.SessionId), s.CompactBefore), Compact: true}
 	}
 	return t
-}
-
-// History is what the model is sent of a session: the latest summary, if
-// any, then every other entry from the compaction boundary on. The entries
-// are copies.
-func History(s *dexv1.Session) []*dexv1.HistoryEntry {
-	if s == nil {
-		return nil
-	}
-	summary, rest := latestSummary(s), entries(s, s.CompactedBefore, 0)
-	if summary != nil {
-		return append([]*dexv1.HistoryEntry{summary}, rest...)
-	}
-	return rest
-}
-
-// ToCompact is what a CompactContext Step summarises: the latest summary, if
-// any, and the entries after it up to (not including) seq before.
-func ToCompact(s *dexv1.Session, before uint64) []*dexv1.HistoryEntry {
-	if s == nil {
-		return nil
-	}
-	out := entries(s, s.CompactedBefore, before)
-	if summary := latestSummary(s); summary != nil {
-		out = append([]*dexv1.HistoryEntry{summary}, out...)
-	}
-	return out
-}
-
-func latestSummary(s *dexv1.Session) *dexv1.HistoryEntry {
-	for i := len(s.History) - 1; i >= 0; i-- {
-		if e := s.History[i]; e.Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY && e.Seq >= s.CompactedBefore {
-			return proto.Clone(e).(*dexv1.HistoryEntry)
-		}
-	}
-	return nil
-}
-
-// entries copies the non-summary entries with from <= seq < to (to 0: no end).
-func entries(s *dexv1.Session, from, to uint64) []*dexv1.HistoryEntry {
-	var out []*dexv1.HistoryEntry
-	for _, e := range s.History {
-		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY || e.Seq < from || (to > 0 && e.Seq >= to) {
-			continue
-		}
-		out = append(out, proto.Clone(e).(*dexv1.HistoryEntry))
-	}
-	return out
 }
 
 // ModelTools is the tools the model may call: every tool a Worker registered

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -30,6 +31,15 @@ func FuzzApply(f *testing.F) {
 			ops = ops[:300]
 		}
 		d := newDriver(t)
+		// The twin gets the same log from the first entry on.
+		d.twin = New(Options{})
+		var buf bytes.Buffer
+		if err := d.f.Snapshot().Persist(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.twin.Restore(&buf); err != nil {
+			t.Fatal(err)
+		}
 		fz := &fuzzer{d: d, outcomes: map[string]dexv1.Outcome{}}
 		for i, op := range ops {
 			fz.step(op, byte(i))
@@ -37,6 +47,9 @@ func FuzzApply(f *testing.F) {
 		}
 		if len(d.halts) > 0 {
 			t.Fatalf("the state machine halted: %v", d.halts)
+		}
+		if a, b := persist(t, d.f), persist(t, d.twin); !bytes.Equal(a, b) {
+			t.Fatal("two state machines fed the same log persist different bytes")
 		}
 	})
 }
@@ -213,6 +226,7 @@ func (z *fuzzer) check() {
 	t := z.d.t
 	st := z.d.f.State()
 	for _, s := range st.Sessions() {
+		checkRunningFigures(t, st, s)
 		singles := map[string]int{}
 		for _, x := range st.Steps(s.Id) {
 			for i, at := range x.Attempts {
@@ -250,5 +264,24 @@ func (z *fuzzer) check() {
 				}
 			}
 		}
+	}
+}
+
+// checkRunningFigures: the figures a session header keeps agree with its rows.
+func checkRunningFigures(t testing.TB, st *State, s *dexv1.Session) {
+	t.Helper()
+	history, _ := st.History(s.Id, 0, math.MaxInt, math.MaxInt)
+	var size uint64
+	for _, e := range history {
+		size += entrySize(e)
+		if e.CumSize != size {
+			t.Fatalf("session %s: entry %d has cum_size %d; want %d", s.Id, e.Seq, e.CumSize, size)
+		}
+	}
+	if size != s.HistorySize || uint64(len(history)) != s.HistoryCount {
+		t.Fatalf("session %s keeps history size %d and count %d; its rows add up to %d and %d", s.Id, s.HistorySize, s.HistoryCount, size, len(history))
+	}
+	if n := len(st.Inbox(s.Id, math.MaxInt)); n != int(s.InboxCount) {
+		t.Fatalf("session %s keeps inbox count %d; it has %d messages", s.Id, s.InboxCount, n)
 	}
 }

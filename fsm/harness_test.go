@@ -20,6 +20,9 @@ type driver struct {
 	now   int64
 	epoch uint64
 	halts []error
+	// twin, when set, is fed every entry too: a second state machine that
+	// must end byte-identical.
+	twin *FSM
 }
 
 var demoTools = []*dexv1.ToolSpec{
@@ -52,6 +55,9 @@ func (d *driver) try(cmd *dexv1.Command) *Result {
 		d.t.Fatalf("encode: %v", err)
 	}
 	d.index++
+	if d.twin != nil {
+		d.twin.ApplyEntry(d.index, data)
+	}
 	return d.f.ApplyEntry(d.index, data)
 }
 
@@ -151,7 +157,7 @@ func (d *driver) send(session, text string) *Result {
 
 func (d *driver) session(id string) *dexv1.Session {
 	d.t.Helper()
-	s := d.f.State().Session(id)
+	s := d.f.State().SessionView(id)
 	if s == nil {
 		d.t.Fatalf("session %s not found", id)
 	}

@@ -32,7 +32,7 @@ func (a *applier) resumeSession(c *dexv1.ResumeSession) *Result {
 	} else {
 		s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
 		s.PauseReason, s.PauseMessage = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
-		if len(s.Inbox) > 0 {
+		if s.InboxCount > 0 {
 			a.startTurn(s)
 		}
 	}
@@ -137,16 +137,7 @@ func (a *applier) editHistory(c *dexv1.EditHistory) *Result {
 		return rejected(reject(CodeInvalid, "an edit truncates the history or adds a note"))
 	}
 	if c.TruncateFromSeq > 0 {
-		kept := s.History[:0]
-		for _, e := range s.History {
-			if e.Seq < c.TruncateFromSeq {
-				kept = append(kept, e)
-			}
-		}
-		s.History = kept
-		if s.CompactedBefore >= c.TruncateFromSeq {
-			s.CompactedBefore = 0
-		}
+		a.truncateHistory(s, c.TruncateFromSeq)
 	}
 	if c.Note != "" {
 		a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: c.Note})

@@ -12,6 +12,12 @@ const (
 	tableNodes    = "nodes"
 	tableEvents   = "events"
 	tableMeta     = "meta"
+	// A session's history entries, inbox messages and accepted message ids
+	// are rows of their own keyed (session, seq) or (session, message id), so
+	// a command on a long session touches a bounded number of rows.
+	tableHistory  = "history"
+	tableInbox    = "inbox"
+	tableAccepted = "accepted"
 )
 
 // Index names.
@@ -19,6 +25,8 @@ const (
 	indexID      = "id"
 	indexSession = "session"
 	indexStatus  = "status"
+	// Steps by (session, number): a session's Steps in order, for paging.
+	indexSessionNumber = "session_number"
 )
 
 func schema() *memdb.DBSchema {
@@ -31,6 +39,9 @@ func schema() *memdb.DBSchema {
 			indexID:      {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 			indexSession: {Name: indexSession, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
 			indexStatus:  {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
+			indexSessionNumber: {Name: indexSessionNumber, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.UintFieldIndex{Field: "Number"},
+			}}},
 		}},
 		tableWorkers: {Name: tableWorkers, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
@@ -42,6 +53,11 @@ func schema() *memdb.DBSchema {
 			indexID:      {Name: indexID, Unique: true, Indexer: &memdb.UintFieldIndex{Field: "Seq"}},
 			indexSession: {Name: indexSession, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
 		}},
+		tableHistory: {Name: tableHistory, Indexes: map[string]*memdb.IndexSchema{indexID: sessionSeqIndex()}},
+		tableInbox:   {Name: tableInbox, Indexes: map[string]*memdb.IndexSchema{indexID: sessionSeqIndex()}},
+		tableAccepted: {Name: tableAccepted, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+			&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.StringFieldIndex{Field: "MessageId"},
+		}}}}},
 		tableMeta: {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 		}},
@@ -49,3 +65,11 @@ func schema() *memdb.DBSchema {
 }
 
 const metaID = "meta"
+
+// sessionSeqIndex keys a row by (SessionId, Seq); seqs are big-endian, so a
+// session's rows are contiguous and in seq order.
+func sessionSeqIndex() *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: indexID, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+		&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.UintFieldIndex{Field: "Seq"},
+	}}}
+}

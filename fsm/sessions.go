@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"fmt"
-	"slices"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -46,7 +45,9 @@ func (a *applier) createSession(c *dexv1.CreateSession) *Result {
 		NextStep:            1,
 		NextTurn:            1,
 		NextHistory:         1,
+		NextInbox:           1,
 		CreatedAtMs:         a.now,
+		MaxModelInput:       c.MaxModelInput,
 	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
@@ -67,7 +68,7 @@ func (a *applier) sendMessage(c *dexv1.SendMessage) *Result {
 	if c.Text == "" {
 		return rejected(reject(CodeInvalid, "message text is empty"))
 	}
-	if slices.Contains(s.SeenMessageIds, c.MessageId) {
+	if a.accepted(s.Id, c.MessageId) {
 		return &Result{SessionID: s.Id, Replayed: true}
 	}
 	a.receive(s, &dexv1.Message{Id: c.MessageId, Text: c.Text, FromSession: c.FromSession, ReceivedAtMs: a.now})
@@ -77,8 +78,7 @@ func (a *applier) sendMessage(c *dexv1.SendMessage) *Result {
 
 // receive puts a message in the inbox and starts a turn if the session is free.
 func (a *applier) receive(s *dexv1.Session, m *dexv1.Message) {
-	s.SeenMessageIds = append(s.SeenMessageIds, m.Id)
-	s.Inbox = append(s.Inbox, m)
+	a.pushInbox(s, m)
 	a.emit(s.Id, "message_received", "", m.Id)
 	switch s.Status {
 	case dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
@@ -92,18 +92,17 @@ func (a *applier) startTurn(s *dexv1.Session) {
 	t := &dexv1.Turn{Number: s.NextTurn, Input: dexv1.TurnInput_TURN_INPUT_MESSAGES}
 	s.NextTurn++
 	boundary := s.NextHistory // the turn's own messages start here
-	for _, m := range s.Inbox {
+	for _, m := range a.drainInbox(s) {
 		t.MessageIds = append(t.MessageIds, m.Id)
 		a.appendHistory(s, &dexv1.HistoryEntry{
 			Kind: dexv1.HistoryKind_HISTORY_KIND_USER, Text: m.Text, MessageId: m.Id, FromSession: m.FromSession,
 		})
 	}
-	s.Inbox = nil
 	s.Turn = t
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "turn_started", "", fmt.Sprint(t.Number))
-	if s.CompactionThreshold > 0 && historySize(s) > s.CompactionThreshold && hasHistoryBefore(s, boundary) {
+	if s.CompactionThreshold > 0 && modelInputSize(a.tx, s) > s.CompactionThreshold && hasHistoryBefore(a.tx, s, boundary) {
 		t.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, MaxAttempts: ModelMaxAttempts, CompactBefore: boundary})
 		return
 	}
@@ -113,40 +112,14 @@ func (a *applier) startTurn(s *dexv1.Session) {
 // queueModel queues the RunModel Step of the turn in progress.
 func (a *applier) queueModel(s *dexv1.Session) {
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
-	s.Turn.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, MaxAttempts: ModelMaxAttempts})
-}
-
-// historySize is the size in characters of what the model would be sent.
-func historySize(s *dexv1.Session) uint64 {
-	var n uint64
-	for _, e := range s.History {
-		if e.Seq < s.CompactedBefore {
-			continue
-		}
-		n += uint64(len(e.Text) + len(e.Arguments))
-		for _, c := range e.ToolCalls {
-			n += uint64(len(c.Arguments))
-		}
+	st := &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, MaxAttempts: ModelMaxAttempts}
+	s.Turn.StepId = a.queueStep(s, st)
+	// An input no Worker could be handed fails the turn now, with a reason
+	// the user sees, rather than expiring attempt after attempt.
+	if size := modelInputSize(a.tx, s); s.MaxModelInput > 0 && size > s.MaxModelInput {
+		msg := fmt.Sprintf("the model input is %d characters, over this session's limit of %d: lower its compaction threshold or edit its history", size, s.MaxModelInput)
+		a.modelStepFailed(s, st, dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH, msg, ErrorTypeName(dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH)+": "+msg)
 	}
-	return n
-}
-
-// hasHistoryBefore reports whether anything not yet summarised comes before
-// seq: only that is compacted, the new turn's messages stay as they are.
-func hasHistoryBefore(s *dexv1.Session, seq uint64) bool {
-	for _, e := range s.History {
-		if e.Seq >= s.CompactedBefore && e.Seq < seq && e.Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
-			return true
-		}
-	}
-	return false
-}
-
-func (a *applier) appendHistory(s *dexv1.Session, e *dexv1.HistoryEntry) {
-	e.Seq = s.NextHistory
-	e.AtMs = a.now
-	s.NextHistory++
-	s.History = append(s.History, e)
 }
 
 // queueStep fills in the Step's identity and puts it in the queue (or, for a
@@ -181,7 +154,7 @@ func (a *applier) endTurn(s *dexv1.Session) {
 	s.TurnsCompleted++
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
 	a.emit(s.Id, "turn_completed", "", "")
-	if len(s.Inbox) > 0 {
+	if s.InboxCount > 0 {
 		a.startTurn(s)
 	}
 }

@@ -14,9 +14,12 @@ import (
 )
 
 // snapshotMagic opens every snapshot; the byte after it is the format version.
+// Version 2 keeps history, inbox and accepted message ids as records of their
+// own; version 1 carried them inside each session, and still restores.
 const (
-	snapshotMagic   = "DEXSNAP"
-	snapshotVersion = 1
+	snapshotMagic     = "DEXSNAP"
+	snapshotVersion   = 2
+	snapshotVersionV1 = 1
 )
 
 // Snapshot is a point-in-time copy of the state, cheap to take: go-memdb's
@@ -52,7 +55,7 @@ func (s *Snapshot) Persist(w io.Writer) error {
 	if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
 		return err
 	}
-	for _, table := range []string{tableNodes, tableWorkers, tableSessions, tableSteps, tableEvents} {
+	for _, table := range []string{tableNodes, tableWorkers, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents} {
 		it, err := s.tx.Get(table, indexID)
 		if err != nil {
 			return err
@@ -78,6 +81,12 @@ func record(raw any) *dexv1.SnapshotRecord {
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Step{Step: v}}
 	case *dexv1.Event:
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Event{Event: v}}
+	case *dexv1.HistoryEntry:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_History{History: v}}
+	case *dexv1.Message:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Inbox{Inbox: v}}
+	case *dexv1.AcceptedMessage:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Accepted{Accepted: v}}
 	}
 	panic(fmt.Sprintf("fsm: no snapshot record for %T", raw))
 }
@@ -96,8 +105,9 @@ func (f *FSM) Restore(r io.Reader) error {
 	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
 		return ErrBadSnapshot
 	}
-	if v := head[len(snapshotMagic)]; v != snapshotVersion {
-		return fmt.Errorf("%w: format version %d, this build reads %d", ErrBadSnapshot, v, snapshotVersion)
+	version := head[len(snapshotMagic)]
+	if version != snapshotVersion && version != snapshotVersionV1 {
+		return fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrBadSnapshot, version, snapshotVersionV1, snapshotVersion)
 	}
 	db, err := memdb.NewMemDB(schema())
 	if err != nil {
@@ -124,6 +134,17 @@ func (f *FSM) Restore(r io.Reader) error {
 			table, obj = tableWorkers, v.Worker
 		case *dexv1.SnapshotRecord_Session:
 			table, obj = tableSessions, v.Session
+			if version == snapshotVersionV1 {
+				if err := splitV1Session(tx, v.Session); err != nil {
+					return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+				}
+			}
+		case *dexv1.SnapshotRecord_History:
+			table, obj = tableHistory, v.History
+		case *dexv1.SnapshotRecord_Inbox:
+			table, obj = tableInbox, v.Inbox
+		case *dexv1.SnapshotRecord_Accepted:
+			table, obj = tableAccepted, v.Accepted
 		case *dexv1.SnapshotRecord_Step:
 			table, obj = tableSteps, v.Step
 		case *dexv1.SnapshotRecord_Event:
@@ -140,5 +161,38 @@ func (f *FSM) Restore(r io.Reader) error {
 	f.db = db
 	f.halted = nil
 	f.mu.Unlock()
+	return nil
+}
+
+// splitV1Session moves the history, inbox and accepted message ids a format-1
+// session carried inline into their rows and fills in the running figures.
+func splitV1Session(tx *memdb.Txn, s *dexv1.Session) error {
+	for _, e := range s.History {
+		e.SessionId = s.Id
+		s.HistorySize += entrySize(e)
+		e.CumSize = s.HistorySize
+		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+			s.LatestSummarySeq = e.Seq
+		}
+		if err := tx.Insert(tableHistory, e); err != nil {
+			return err
+		}
+	}
+	s.HistoryCount = uint64(len(s.History))
+	s.NextInbox = 1
+	for _, m := range s.Inbox {
+		m.SessionId, m.Seq = s.Id, s.NextInbox
+		s.NextInbox++
+		if err := tx.Insert(tableInbox, m); err != nil {
+			return err
+		}
+	}
+	s.InboxCount = uint32(len(s.Inbox))
+	for _, id := range s.SeenMessageIds {
+		if err := tx.Insert(tableAccepted, &dexv1.AcceptedMessage{SessionId: s.Id, MessageId: id}); err != nil {
+			return err
+		}
+	}
+	s.History, s.Inbox, s.SeenMessageIds = nil, nil, nil
 	return nil
 }

@@ -2,7 +2,10 @@ package fsm
 
 import (
 	"cmp"
+	"math"
 	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -119,4 +122,137 @@ func all[T any](tx *memdb.Txn, table, index string) []T {
 // sortSteps orders Steps by their number within the session.
 func sortSteps(steps []*dexv1.Step) {
 	slices.SortFunc(steps, func(a, b *dexv1.Step) int { return cmp.Compare(a.Number, b.Number) })
+}
+
+// History returns up to limit history entries of a session with a seq above
+// after, in order, and the seq to read on from (0 when none is left). A page
+// also stops once it holds maxBytes of entries, after at least one entry.
+func (s *State) History(sessionID string, after uint64, limit int, maxBytes int) ([]*dexv1.HistoryEntry, uint64) {
+	var out []*dexv1.HistoryEntry
+	var next uint64
+	size := 0
+	sessionRows(s.tx, tableHistory, sessionID, after+1, func(raw any) bool {
+		e := raw.(*dexv1.HistoryEntry)
+		if len(out) >= limit || (len(out) > 0 && size+proto.Size(e) > maxBytes) {
+			next = out[len(out)-1].Seq
+			return false
+		}
+		size += proto.Size(e)
+		out = append(out, e)
+		return true
+	})
+	return out, next
+}
+
+// Inbox returns the session's messages not yet consumed by a turn, the
+// oldest first, up to maxBytes of them (at least one).
+func (s *State) Inbox(sessionID string, maxBytes int) []*dexv1.Message {
+	var out []*dexv1.Message
+	size := 0
+	sessionRows(s.tx, tableInbox, sessionID, 0, func(raw any) bool {
+		m := raw.(*dexv1.Message)
+		if len(out) > 0 && size+proto.Size(m) > maxBytes {
+			return false
+		}
+		size += proto.Size(m)
+		out = append(out, m)
+		return true
+	})
+	return out
+}
+
+// ModelHistory is what the model is sent of a session: the latest summary,
+// if any, then every other entry from the compaction boundary on.
+func (s *State) ModelHistory(sess *dexv1.Session) []*dexv1.HistoryEntry {
+	return s.summarised(sess, 0)
+}
+
+// ToCompact is what a CompactContext Step summarises: the latest summary, if
+// any, and the entries after it up to (not including) seq before.
+func (s *State) ToCompact(sess *dexv1.Session, before uint64) []*dexv1.HistoryEntry {
+	return s.summarised(sess, before)
+}
+
+// summarised returns the latest summary past the compaction boundary, then
+// the other entries from the boundary up to seq to (0: no end).
+func (s *State) summarised(sess *dexv1.Session, to uint64) []*dexv1.HistoryEntry {
+	if sess == nil {
+		return nil
+	}
+	var out []*dexv1.HistoryEntry
+	if seq := sess.LatestSummarySeq; seq != 0 && seq >= sess.CompactedBefore {
+		if e := historyEntry(s.tx, sess.Id, seq); e != nil {
+			out = append(out, e)
+		}
+	}
+	sessionRows(s.tx, tableHistory, sess.Id, sess.CompactedBefore, func(raw any) bool {
+		e := raw.(*dexv1.HistoryEntry)
+		if to > 0 && e.Seq >= to {
+			return false
+		}
+		if e.Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+			out = append(out, e)
+		}
+		return true
+	})
+	return out
+}
+
+// SessionView returns a copy of a session with its whole history and inbox
+// filled in, as the API showed sessions before it paged them; nil when the
+// session does not exist. For tests and small sessions: it reads every row.
+func (s *State) SessionView(id string) *dexv1.Session {
+	sess := s.Session(id)
+	if sess == nil {
+		return nil
+	}
+	v := proto.Clone(sess).(*dexv1.Session)
+	v.History, _ = s.History(id, 0, math.MaxInt, math.MaxInt)
+	v.Inbox = s.Inbox(id, math.MaxInt)
+	return v
+}
+
+// StepsPage returns up to limit Steps of a session with a number above
+// after, in order, and the number to read on from (0 when none is left). A
+// page also stops once it holds maxBytes, after at least one Step.
+func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) ([]*dexv1.Step, uint64) {
+	it, err := s.tx.LowerBound(tableSteps, indexSessionNumber, sessionID, after+1)
+	if err != nil {
+		return nil, 0
+	}
+	var out []*dexv1.Step
+	size := 0
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		st := raw.(*dexv1.Step)
+		if st.SessionId != sessionID {
+			break
+		}
+		if len(out) >= limit || (len(out) > 0 && size+proto.Size(st) > maxBytes) {
+			return out, out[len(out)-1].Number
+		}
+		size += proto.Size(st)
+		out = append(out, st)
+	}
+	return out, 0
+}
+
+// SessionsPage returns up to limit sessions with an id above after, in id
+// order, and the id to read on from ("" when none is left).
+func (s *State) SessionsPage(after string, limit int) ([]*dexv1.Session, string) {
+	it, err := s.tx.LowerBound(tableSessions, indexID, after)
+	if err != nil {
+		return nil, ""
+	}
+	var out []*dexv1.Session
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		sess := raw.(*dexv1.Session)
+		if sess.Id == after {
+			continue
+		}
+		if len(out) >= limit {
+			return out, out[len(out)-1].Id
+		}
+		out = append(out, sess)
+	}
+	return out, ""
 }

@@ -92,9 +92,16 @@ func (a *applier) modelAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1
 		a.requeue(st)
 		return
 	}
-	st.ErrorType = at.ErrorType
-	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, at.Error, true)
-	s.LastError, s.LastErrorType = errorText(at), at.ErrorType
+	a.modelStepFailed(s, st, at.ErrorType, at.Error, errorText(at))
+}
+
+// modelStepFailed ends a RunModel Step that runs no further attempt and
+// applies SPEC §6 to the turn.
+func (a *applier) modelStepFailed(s *dexv1.Session, st *dexv1.Step, typ dexv1.ErrorType, msg, text string) {
+	retryable := Retryable(typ)
+	st.ErrorType = typ
+	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, msg, true)
+	s.LastError, s.LastErrorType = text, typ
 	s.Turn.StepId = ""
 	a.noteToolsRan(s)
 	switch {
@@ -124,7 +131,7 @@ func (a *applier) modelAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1
 		s.TurnsFailed++
 		s.ErrorEpisode = false
 		a.setErrored(s, true)
-		if len(s.Inbox) > 0 {
+		if s.InboxCount > 0 {
 			a.startTurn(s)
 		}
 	}

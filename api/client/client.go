@@ -108,23 +108,74 @@ func (c *Client) SendMessage(ctx context.Context, sessionID, text, idempotencyKe
 	return resp.Duplicate && tries == 1, nil
 }
 
-// GetSession returns a session and its Steps.
+// GetSession returns a session with its whole history and all its Steps,
+// reading every page the server answers with.
 func (c *Client) GetSession(ctx context.Context, sessionID string) (*dexv1.GetSessionResponse, error) {
-	req := &dexv1.GetSessionRequest{SessionId: sessionID}
-	return call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.GetSessionResponse, error) {
-		return c.svc.GetSession(ctx, req, o...)
-	})
+	return GetWholeSession(ctx, func(ctx context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
+		return call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.GetSessionResponse, error) {
+			return c.svc.GetSession(ctx, req, o...)
+		})
+	}, sessionID)
 }
 
-// ListSessions lists every session.
-func (c *Client) ListSessions(ctx context.Context) ([]*dexv1.SessionSummary, error) {
-	resp, err := call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ListSessionsResponse, error) {
-		return c.svc.ListSessions(ctx, &dexv1.ListSessionsRequest{}, o...)
-	})
-	if err != nil {
-		return nil, err
+// GetWholeSession reads a session page by page through get and joins the
+// pages: the session of the last page, every history entry and every Step.
+func GetWholeSession(ctx context.Context, get func(context.Context, *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error), sessionID string) (*dexv1.GetSessionResponse, error) {
+	req := &dexv1.GetSessionRequest{SessionId: sessionID}
+	var out *dexv1.GetSessionResponse
+	var history []*dexv1.HistoryEntry
+	var steps []*dexv1.Step
+	historyDone, stepsDone := false, false
+	for {
+		resp, err := get(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		out = resp
+		if !historyDone {
+			history = append(history, resp.Session.GetHistory()...)
+		}
+		if !stepsDone {
+			steps = append(steps, resp.Steps...)
+		}
+		historyDone = historyDone || resp.NextHistoryAfterSeq == 0
+		stepsDone = stepsDone || resp.NextStepsAfter == 0
+		if historyDone && stepsDone {
+			break
+		}
+		// A part already read whole is asked for from its end: that page
+		// is empty, or holds what came since, which this view leaves out.
+		req = &dexv1.GetSessionRequest{SessionId: sessionID, HistoryAfterSeq: resp.NextHistoryAfterSeq, StepsAfter: resp.NextStepsAfter}
+		if historyDone && len(history) > 0 {
+			req.HistoryAfterSeq = history[len(history)-1].Seq
+		}
+		if stepsDone && len(steps) > 0 {
+			req.StepsAfter = steps[len(steps)-1].Number
+		}
 	}
-	return resp.Sessions, nil
+	out.Session.History = history
+	out.Steps = steps
+	out.NextHistoryAfterSeq, out.NextStepsAfter = 0, 0
+	return out, nil
+}
+
+// ListSessions lists every session, reading every page.
+func (c *Client) ListSessions(ctx context.Context) ([]*dexv1.SessionSummary, error) {
+	var out []*dexv1.SessionSummary
+	req := &dexv1.ListSessionsRequest{}
+	for {
+		resp, err := call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ListSessionsResponse, error) {
+			return c.svc.ListSessions(ctx, req, o...)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.Sessions...)
+		if resp.NextPageToken == "" {
+			return out, nil
+		}
+		req = &dexv1.ListSessionsRequest{PageToken: resp.NextPageToken}
+	}
 }
 
 // WatchSession calls fn with every event of the session after afterSeq, in

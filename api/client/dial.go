@@ -47,9 +47,16 @@ func Dial(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	base := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(DefaultServiceConfig),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxReceive)),
 	}
 	return grpc.NewClient(target, append(base, opts...)...)
 }
+
+// MaxReceive is the largest answer the library accepts. A cluster refuses a
+// request over its --max-payload, bounds a model input to half of it and
+// pages what it shows, but one poll may carry several tasks: gRPC's default
+// of 4 MiB would refuse a poll that the cluster can legitimately send.
+const MaxReceive = 256 << 20
 
 func endpointOf(target string) string {
 	s := strings.TrimPrefix(target, Scheme+":")

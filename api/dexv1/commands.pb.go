@@ -400,8 +400,10 @@ type CreateSession struct {
 	ParentId            string                 `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
 	CompactionThreshold uint64                 `protobuf:"varint,3,opt,name=compaction_threshold,json=compactionThreshold,proto3" json:"compaction_threshold,omitempty"`
 	// Optional first message.
-	MessageId     string `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	MessageId string `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Message   string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// The largest model input the session may send (0: no limit).
+	MaxModelInput uint64 `protobuf:"varint,6,opt,name=max_model_input,json=maxModelInput,proto3" json:"max_model_input,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -469,6 +471,13 @@ func (x *CreateSession) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *CreateSession) GetMaxModelInput() uint64 {
+	if x != nil {
+		return x.MaxModelInput
+	}
+	return 0
 }
 
 type SendMessage struct {
@@ -1618,7 +1627,7 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\bset_node\x18\x1b \x01(\v2\x0f.dex.v1.SetNodeH\x00R\asetNode\x125\n" +
 	"\vremove_node\x18\x1c \x01(\v2\x12.dex.v1.RemoveNodeH\x00R\n" +
 	"removeNodeB\x06\n" +
-	"\x04body\"\xb7\x01\n" +
+	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -1626,7 +1635,8 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x14compaction_threshold\x18\x03 \x01(\x04R\x13compactionThreshold\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x04 \x01(\tR\tmessageId\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\x82\x01\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12&\n" +
+	"\x0fmax_model_input\x18\x06 \x01(\x04R\rmaxModelInput\"\x82\x01\n" +
 	"\vSendMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +

@@ -251,9 +251,19 @@ func (x *SendMessageResponse) GetDuplicate() bool {
 	return false
 }
 
+// A session is read in pages: its history from history_after_seq on and its
+// Steps from steps_after on, each page bounded in count and bytes.
 type GetSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// History entries with seq above this (0: from the first).
+	HistoryAfterSeq uint64 `protobuf:"varint,2,opt,name=history_after_seq,json=historyAfterSeq,proto3" json:"history_after_seq,omitempty"`
+	// At most this many history entries (0: the server's default page).
+	HistoryLimit uint32 `protobuf:"varint,3,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	// Steps with a number above this (0: from the first).
+	StepsAfter uint64 `protobuf:"varint,4,opt,name=steps_after,json=stepsAfter,proto3" json:"steps_after,omitempty"`
+	// At most this many Steps (0: the server's default page).
+	StepsLimit    uint32 `protobuf:"varint,5,opt,name=steps_limit,json=stepsLimit,proto3" json:"steps_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -295,12 +305,44 @@ func (x *GetSessionRequest) GetSessionId() string {
 	return ""
 }
 
+func (x *GetSessionRequest) GetHistoryAfterSeq() uint64 {
+	if x != nil {
+		return x.HistoryAfterSeq
+	}
+	return 0
+}
+
+func (x *GetSessionRequest) GetHistoryLimit() uint32 {
+	if x != nil {
+		return x.HistoryLimit
+	}
+	return 0
+}
+
+func (x *GetSessionRequest) GetStepsAfter() uint64 {
+	if x != nil {
+		return x.StepsAfter
+	}
+	return 0
+}
+
+func (x *GetSessionRequest) GetStepsLimit() uint32 {
+	if x != nil {
+		return x.StepsLimit
+	}
+	return 0
+}
+
 type GetSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	Steps         []*Step                `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session with the page of its history and its whole inbox.
+	Session *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Steps   []*Step  `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	// Where the next page starts; 0 when this page reached the end.
+	NextHistoryAfterSeq uint64 `protobuf:"varint,3,opt,name=next_history_after_seq,json=nextHistoryAfterSeq,proto3" json:"next_history_after_seq,omitempty"`
+	NextStepsAfter      uint64 `protobuf:"varint,4,opt,name=next_steps_after,json=nextStepsAfter,proto3" json:"next_steps_after,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetSessionResponse) Reset() {
@@ -347,8 +389,26 @@ func (x *GetSessionResponse) GetSteps() []*Step {
 	return nil
 }
 
+func (x *GetSessionResponse) GetNextHistoryAfterSeq() uint64 {
+	if x != nil {
+		return x.NextHistoryAfterSeq
+	}
+	return 0
+}
+
+func (x *GetSessionResponse) GetNextStepsAfter() uint64 {
+	if x != nil {
+		return x.NextStepsAfter
+	}
+	return 0
+}
+
 type ListSessionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many sessions (0: the server's default page).
+	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the page before (empty: the first page).
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -381,6 +441,20 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
 	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListSessionsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
 }
 
 type SessionSummary struct {
@@ -460,8 +534,10 @@ func (x *SessionSummary) GetUpdatedAtMs() int64 {
 }
 
 type ListSessionsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Sessions      []*SessionSummary      `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Sessions []*SessionSummary      `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -501,6 +577,13 @@ func (x *ListSessionsResponse) GetSessions() []*SessionSummary {
 		return x.Sessions
 	}
 	return nil
+}
+
+func (x *ListSessionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type WatchSessionRequest struct {
@@ -936,22 +1019,34 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12'\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"3\n" +
 	"\x13SendMessageResponse\x12\x1c\n" +
-	"\tduplicate\x18\x01 \x01(\bR\tduplicate\"2\n" +
+	"\tduplicate\x18\x01 \x01(\bR\tduplicate\"\xc5\x01\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"c\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12*\n" +
+	"\x11history_after_seq\x18\x02 \x01(\x04R\x0fhistoryAfterSeq\x12#\n" +
+	"\rhistory_limit\x18\x03 \x01(\rR\fhistoryLimit\x12\x1f\n" +
+	"\vsteps_after\x18\x04 \x01(\x04R\n" +
+	"stepsAfter\x12\x1f\n" +
+	"\vsteps_limit\x18\x05 \x01(\rR\n" +
+	"stepsLimit\"\xc2\x01\n" +
 	"\x12GetSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\x12\"\n" +
-	"\x05steps\x18\x02 \x03(\v2\f.dex.v1.StepR\x05steps\"\x15\n" +
-	"\x13ListSessionsRequest\"\xb9\x01\n" +
+	"\x05steps\x18\x02 \x03(\v2\f.dex.v1.StepR\x05steps\x123\n" +
+	"\x16next_history_after_seq\x18\x03 \x01(\x04R\x13nextHistoryAfterSeq\x12(\n" +
+	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\"Q\n" +
+	"\x13ListSessionsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xb9\x01\n" +
 	"\x0eSessionSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12'\n" +
 	"\x0fturns_completed\x18\x04 \x01(\x04R\x0eturnsCompleted\x12\"\n" +
-	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\"J\n" +
+	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
-	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\"Q\n" +
+	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +
 	"\x13WatchSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +

@@ -1116,8 +1116,11 @@ type Message struct {
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Text  string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	// Set when a child session wrote to its parent.
-	FromSession   string `protobuf:"bytes,3,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
-	ReceivedAtMs  int64  `protobuf:"varint,4,opt,name=received_at_ms,json=receivedAtMs,proto3" json:"received_at_ms,omitempty"`
+	FromSession  string `protobuf:"bytes,3,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
+	ReceivedAtMs int64  `protobuf:"varint,4,opt,name=received_at_ms,json=receivedAtMs,proto3" json:"received_at_ms,omitempty"`
+	// Stored inbox rows are keyed (session_id, seq).
+	SessionId     string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Seq           uint64 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1180,6 +1183,20 @@ func (x *Message) GetReceivedAtMs() int64 {
 	return 0
 }
 
+func (x *Message) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Message) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type HistoryEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1195,6 +1212,11 @@ type HistoryEntry struct {
 	MessageId     string                 `protobuf:"bytes,11,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	FromSession   string                 `protobuf:"bytes,12,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
 	AtMs          int64                  `protobuf:"varint,13,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	// Stored rows are keyed (session_id, seq).
+	SessionId string `protobuf:"bytes,14,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The size of the session's kept history up to and including this entry,
+	// so the size of any suffix is one subtraction.
+	CumSize       uint64 `protobuf:"varint,15,opt,name=cum_size,json=cumSize,proto3" json:"cum_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1316,6 +1338,20 @@ func (x *HistoryEntry) GetFromSession() string {
 func (x *HistoryEntry) GetAtMs() int64 {
 	if x != nil {
 		return x.AtMs
+	}
+	return 0
+}
+
+func (x *HistoryEntry) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetCumSize() uint64 {
+	if x != nil {
+		return x.CumSize
 	}
 	return 0
 }
@@ -1572,12 +1608,26 @@ type Session struct {
 	Summaries   uint64 `protobuf:"varint,21,opt,name=summaries,proto3" json:"summaries,omitempty"`
 	// History entries before this seq are folded into the latest summary; the
 	// model is sent that summary, then the entries from this seq on.
-	CompactedBefore uint64   `protobuf:"varint,22,opt,name=compacted_before,json=compactedBefore,proto3" json:"compacted_before,omitempty"`
-	TurnsCompleted  uint64   `protobuf:"varint,23,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
-	TurnsFailed     uint64   `protobuf:"varint,24,opt,name=turns_failed,json=turnsFailed,proto3" json:"turns_failed,omitempty"`
-	SeenMessageIds  []string `protobuf:"bytes,25,rep,name=seen_message_ids,json=seenMessageIds,proto3" json:"seen_message_ids,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	CompactedBefore uint64 `protobuf:"varint,22,opt,name=compacted_before,json=compactedBefore,proto3" json:"compacted_before,omitempty"`
+	TurnsCompleted  uint64 `protobuf:"varint,23,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
+	TurnsFailed     uint64 `protobuf:"varint,24,opt,name=turns_failed,json=turnsFailed,proto3" json:"turns_failed,omitempty"`
+	// Deprecated: accepted message ids are rows of their own (AcceptedMessage);
+	// only snapshots of format 1 carry them here.
+	SeenMessageIds []string `protobuf:"bytes,25,rep,name=seen_message_ids,json=seenMessageIds,proto3" json:"seen_message_ids,omitempty"`
+	// Stored sessions keep history and inbox in rows of their own: these are
+	// the running figures. history_size is the size of the kept history
+	// (cum_size of its last entry).
+	HistorySize  uint64 `protobuf:"varint,26,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"`
+	HistoryCount uint64 `protobuf:"varint,27,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	InboxCount   uint32 `protobuf:"varint,28,opt,name=inbox_count,json=inboxCount,proto3" json:"inbox_count,omitempty"`
+	NextInbox    uint64 `protobuf:"varint,29,opt,name=next_inbox,json=nextInbox,proto3" json:"next_inbox,omitempty"`
+	// The seq of the latest summary (0: none).
+	LatestSummarySeq uint64 `protobuf:"varint,30,opt,name=latest_summary_seq,json=latestSummarySeq,proto3" json:"latest_summary_seq,omitempty"`
+	// The largest model input (in characters) this session may send; a turn
+	// whose input would be larger fails with context_length (0: no limit).
+	MaxModelInput uint64 `protobuf:"varint,31,opt,name=max_model_input,json=maxModelInput,proto3" json:"max_model_input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -1785,6 +1835,101 @@ func (x *Session) GetSeenMessageIds() []string {
 	return nil
 }
 
+func (x *Session) GetHistorySize() uint64 {
+	if x != nil {
+		return x.HistorySize
+	}
+	return 0
+}
+
+func (x *Session) GetHistoryCount() uint64 {
+	if x != nil {
+		return x.HistoryCount
+	}
+	return 0
+}
+
+func (x *Session) GetInboxCount() uint32 {
+	if x != nil {
+		return x.InboxCount
+	}
+	return 0
+}
+
+func (x *Session) GetNextInbox() uint64 {
+	if x != nil {
+		return x.NextInbox
+	}
+	return 0
+}
+
+func (x *Session) GetLatestSummarySeq() uint64 {
+	if x != nil {
+		return x.LatestSummarySeq
+	}
+	return 0
+}
+
+func (x *Session) GetMaxModelInput() uint64 {
+	if x != nil {
+		return x.MaxModelInput
+	}
+	return 0
+}
+
+// A message id a session accepted: a repeat of it changes nothing.
+type AcceptedMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptedMessage) Reset() {
+	*x = AcceptedMessage{}
+	mi := &file_dex_v1_types_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptedMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptedMessage) ProtoMessage() {}
+
+func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
+func (*AcceptedMessage) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AcceptedMessage) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AcceptedMessage) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
 type Attempt struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	N           uint32                 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
@@ -1807,7 +1952,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_v1_types_proto_msgTypes[11]
+	mi := &file_dex_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1819,7 +1964,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[11]
+	mi := &file_dex_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +1977,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -1967,7 +2112,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +2124,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1992,7 +2137,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Step) GetId() string {
@@ -2182,7 +2327,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2339,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2352,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2251,7 +2396,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2408,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2421,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -2321,7 +2466,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2478,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2491,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2407,7 +2552,7 @@ type ClusterMeta struct {
 
 func (x *ClusterMeta) Reset() {
 	*x = ClusterMeta{}
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2564,7 @@ func (x *ClusterMeta) String() string {
 func (*ClusterMeta) ProtoMessage() {}
 
 func (x *ClusterMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2577,7 @@ func (x *ClusterMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterMeta.ProtoReflect.Descriptor instead.
 func (*ClusterMeta) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ClusterMeta) GetId() string {
@@ -2489,6 +2634,9 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Worker
 	//	*SnapshotRecord_Node
 	//	*SnapshotRecord_Event
+	//	*SnapshotRecord_History
+	//	*SnapshotRecord_Inbox
+	//	*SnapshotRecord_Accepted
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2496,7 +2644,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +2656,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +2669,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -2585,6 +2733,33 @@ func (x *SnapshotRecord) GetEvent() *Event {
 	return nil
 }
 
+func (x *SnapshotRecord) GetHistory() *HistoryEntry {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_History); ok {
+			return x.History
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetInbox() *Message {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Inbox); ok {
+			return x.Inbox
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetAccepted() *AcceptedMessage {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2613,6 +2788,18 @@ type SnapshotRecord_Event struct {
 	Event *Event `protobuf:"bytes,6,opt,name=event,proto3,oneof"`
 }
 
+type SnapshotRecord_History struct {
+	History *HistoryEntry `protobuf:"bytes,7,opt,name=history,proto3,oneof"`
+}
+
+type SnapshotRecord_Inbox struct {
+	Inbox *Message `protobuf:"bytes,8,opt,name=inbox,proto3,oneof"`
+}
+
+type SnapshotRecord_Accepted struct {
+	Accepted *AcceptedMessage `protobuf:"bytes,9,opt,name=accepted,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2624,6 +2811,12 @@ func (*SnapshotRecord_Worker) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Node) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Event) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_History) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Inbox) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Accepted) isSnapshotRecord_Record() {}
 
 var File_dex_v1_types_proto protoreflect.FileDescriptor
 
@@ -2662,12 +2855,15 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"PollResult\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12*\n" +
-	"\x06result\x18\x02 \x01(\v2\x12.dex.v1.ToolResultR\x06result\"v\n" +
+	"\x06result\x18\x02 \x01(\v2\x12.dex.v1.ToolResultR\x06result\"\xa7\x01\n" +
 	"\aMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12!\n" +
 	"\ffrom_session\x18\x03 \x01(\tR\vfromSession\x12$\n" +
-	"\x0ereceived_at_ms\x18\x04 \x01(\x03R\freceivedAtMs\"\xb1\x03\n" +
+	"\x0ereceived_at_ms\x18\x04 \x01(\x03R\freceivedAtMs\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03seq\x18\x06 \x01(\x04R\x03seq\"\xeb\x03\n" +
 	"\fHistoryEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x13.dex.v1.HistoryKindR\x04kind\x12\x12\n" +
@@ -2684,7 +2880,10 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\v \x01(\tR\tmessageId\x12!\n" +
 	"\ffrom_session\x18\f \x01(\tR\vfromSession\x12\x13\n" +
-	"\x05at_ms\x18\r \x01(\x03R\x04atMs\"\xf5\x02\n" +
+	"\x05at_ms\x18\r \x01(\x03R\x04atMs\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x0e \x01(\tR\tsessionId\x12\x19\n" +
+	"\bcum_size\x18\x0f \x01(\x04R\acumSize\"\xf5\x02\n" +
 	"\tCallState\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
@@ -2706,7 +2905,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"messageIds\x12'\n" +
 	"\x05calls\x18\x04 \x03(\v2\x11.dex.v1.CallStateR\x05calls\x12\x17\n" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
-	"\tran_calls\x18\x06 \x03(\tR\branCalls\"\xc3\a\n" +
+	"\tran_calls\x18\x06 \x03(\tR\branCalls\"\xa1\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -2735,7 +2934,20 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x10compacted_before\x18\x16 \x01(\x04R\x0fcompactedBefore\x12'\n" +
 	"\x0fturns_completed\x18\x17 \x01(\x04R\x0eturnsCompleted\x12!\n" +
 	"\fturns_failed\x18\x18 \x01(\x04R\vturnsFailed\x12(\n" +
-	"\x10seen_message_ids\x18\x19 \x03(\tR\x0eseenMessageIds\"\xac\x03\n" +
+	"\x10seen_message_ids\x18\x19 \x03(\tR\x0eseenMessageIds\x12!\n" +
+	"\fhistory_size\x18\x1a \x01(\x04R\vhistorySize\x12#\n" +
+	"\rhistory_count\x18\x1b \x01(\x04R\fhistoryCount\x12\x1f\n" +
+	"\vinbox_count\x18\x1c \x01(\rR\n" +
+	"inboxCount\x12\x1d\n" +
+	"\n" +
+	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
+	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
+	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\"O\n" +
+	"\x0fAcceptedMessage\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\"\xac\x03\n" +
 	"\aAttempt\x12\f\n" +
 	"\x01n\x18\x01 \x01(\rR\x01n\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
@@ -2807,14 +3019,17 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\fepoch_holder\x18\x03 \x01(\tR\vepochHolder\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0enext_queue_seq\x18\x05 \x01(\x04R\fnextQueueSeq\x12$\n" +
-	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\"\x93\x02\n" +
+	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\"\xa5\x03\n" +
 	"\x0eSnapshotRecord\x12)\n" +
 	"\x04meta\x18\x01 \x01(\v2\x13.dex.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
 	"\x04step\x18\x03 \x01(\v2\f.dex.v1.StepH\x00R\x04step\x12,\n" +
 	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
 	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12%\n" +
-	"\x05event\x18\x06 \x01(\v2\r.dex.v1.EventH\x00R\x05eventB\b\n" +
+	"\x05event\x18\x06 \x01(\v2\r.dex.v1.EventH\x00R\x05event\x120\n" +
+	"\ahistory\x18\a \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x12'\n" +
+	"\x05inbox\x18\b \x01(\v2\x0f.dex.v1.MessageH\x00R\x05inbox\x125\n" +
+	"\baccepted\x18\t \x01(\v2\x17.dex.v1.AcceptedMessageH\x00R\bacceptedB\b\n" +
 	"\x06record*\xb7\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -2905,38 +3120,39 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_dex_v1_types_proto_goTypes = []any{
-	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
-	(StepKind)(0),          // 1: dex.v1.StepKind
-	(StepStatus)(0),        // 2: dex.v1.StepStatus
-	(Outcome)(0),           // 3: dex.v1.Outcome
-	(AttemptStatus)(0),     // 4: dex.v1.AttemptStatus
-	(AttemptProgress)(0),   // 5: dex.v1.AttemptProgress
-	(ErrorType)(0),         // 6: dex.v1.ErrorType
-	(ToolAccess)(0),        // 7: dex.v1.ToolAccess
-	(PauseReason)(0),       // 8: dex.v1.PauseReason
-	(HistoryKind)(0),       // 9: dex.v1.HistoryKind
-	(TurnInput)(0),         // 10: dex.v1.TurnInput
-	(CallPhase)(0),         // 11: dex.v1.CallPhase
-	(*ToolSpec)(nil),       // 12: dex.v1.ToolSpec
-	(*ToolCall)(nil),       // 13: dex.v1.ToolCall
-	(*InlineResult)(nil),   // 14: dex.v1.InlineResult
-	(*ModelOutput)(nil),    // 15: dex.v1.ModelOutput
-	(*ToolResult)(nil),     // 16: dex.v1.ToolResult
-	(*PollResult)(nil),     // 17: dex.v1.PollResult
-	(*Message)(nil),        // 18: dex.v1.Message
-	(*HistoryEntry)(nil),   // 19: dex.v1.HistoryEntry
-	(*CallState)(nil),      // 20: dex.v1.CallState
-	(*Turn)(nil),           // 21: dex.v1.Turn
-	(*Session)(nil),        // 22: dex.v1.Session
-	(*Attempt)(nil),        // 23: dex.v1.Attempt
-	(*Step)(nil),           // 24: dex.v1.Step
-	(*NodeInfo)(nil),       // 25: dex.v1.NodeInfo
-	(*WorkerInfo)(nil),     // 26: dex.v1.WorkerInfo
-	(*Event)(nil),          // 27: dex.v1.Event
-	(*ClusterMeta)(nil),    // 28: dex.v1.ClusterMeta
-	(*SnapshotRecord)(nil), // 29: dex.v1.SnapshotRecord
+	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
+	(StepKind)(0),           // 1: dex.v1.StepKind
+	(StepStatus)(0),         // 2: dex.v1.StepStatus
+	(Outcome)(0),            // 3: dex.v1.Outcome
+	(AttemptStatus)(0),      // 4: dex.v1.AttemptStatus
+	(AttemptProgress)(0),    // 5: dex.v1.AttemptProgress
+	(ErrorType)(0),          // 6: dex.v1.ErrorType
+	(ToolAccess)(0),         // 7: dex.v1.ToolAccess
+	(PauseReason)(0),        // 8: dex.v1.PauseReason
+	(HistoryKind)(0),        // 9: dex.v1.HistoryKind
+	(TurnInput)(0),          // 10: dex.v1.TurnInput
+	(CallPhase)(0),          // 11: dex.v1.CallPhase
+	(*ToolSpec)(nil),        // 12: dex.v1.ToolSpec
+	(*ToolCall)(nil),        // 13: dex.v1.ToolCall
+	(*InlineResult)(nil),    // 14: dex.v1.InlineResult
+	(*ModelOutput)(nil),     // 15: dex.v1.ModelOutput
+	(*ToolResult)(nil),      // 16: dex.v1.ToolResult
+	(*PollResult)(nil),      // 17: dex.v1.PollResult
+	(*Message)(nil),         // 18: dex.v1.Message
+	(*HistoryEntry)(nil),    // 19: dex.v1.HistoryEntry
+	(*CallState)(nil),       // 20: dex.v1.CallState
+	(*Turn)(nil),            // 21: dex.v1.Turn
+	(*Session)(nil),         // 22: dex.v1.Session
+	(*AcceptedMessage)(nil), // 23: dex.v1.AcceptedMessage
+	(*Attempt)(nil),         // 24: dex.v1.Attempt
+	(*Step)(nil),            // 25: dex.v1.Step
+	(*NodeInfo)(nil),        // 26: dex.v1.NodeInfo
+	(*WorkerInfo)(nil),      // 27: dex.v1.WorkerInfo
+	(*Event)(nil),           // 28: dex.v1.Event
+	(*ClusterMeta)(nil),     // 29: dex.v1.ClusterMeta
+	(*SnapshotRecord)(nil),  // 30: dex.v1.SnapshotRecord
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	7,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -2964,21 +3180,24 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	1,  // 22: dex.v1.Step.kind:type_name -> dex.v1.StepKind
 	12, // 23: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
 	2,  // 24: dex.v1.Step.status:type_name -> dex.v1.StepStatus
-	23, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
+	24, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
 	3,  // 26: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
 	6,  // 27: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
 	12, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	28, // 29: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
+	29, // 29: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
 	22, // 30: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	24, // 31: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	26, // 32: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	25, // 33: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	27, // 34: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	25, // 31: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
+	27, // 32: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	26, // 33: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	28, // 34: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
+	19, // 35: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
+	18, // 36: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
+	23, // 37: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -2986,13 +3205,16 @@ func file_dex_v1_types_proto_init() {
 	if File_dex_v1_types_proto != nil {
 		return
 	}
-	file_dex_v1_types_proto_msgTypes[17].OneofWrappers = []any{
+	file_dex_v1_types_proto_msgTypes[18].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
 		(*SnapshotRecord_Worker)(nil),
 		(*SnapshotRecord_Node)(nil),
 		(*SnapshotRecord_Event)(nil),
+		(*SnapshotRecord_History)(nil),
+		(*SnapshotRecord_Inbox)(nil),
+		(*SnapshotRecord_Accepted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3000,7 +3222,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -54,6 +55,23 @@ func (s *Sessions) SendMessage(ctx context.Context, req *dexv1.SendMessageReques
 	return &dexv1.SendMessageResponse{Duplicate: res.Replayed}, nil
 }
 
+// Page bounds of GetSession and ListSessions: a page stops at its count or
+// its bytes, whichever comes first, so any session can be read.
+const (
+	defaultHistoryPage = 500
+	defaultStepsPage   = 500
+	defaultSessionPage = 1000
+	maxPage            = 10000
+	pageBytes          = 1 << 20
+)
+
+func pageSize(asked uint32, def int) int {
+	if asked == 0 {
+		return def
+	}
+	return min(int(asked), maxPage)
+}
+
 func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -66,19 +84,26 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	if sess == nil {
 		return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
 	}
-	return &dexv1.GetSessionResponse{Session: sess, Steps: st.Steps(req.SessionId)}, nil
+	view := proto.Clone(sess).(*dexv1.Session)
+	resp := &dexv1.GetSessionResponse{Session: view}
+	view.History, resp.NextHistoryAfterSeq = st.History(req.SessionId, req.HistoryAfterSeq, pageSize(req.HistoryLimit, defaultHistoryPage), pageBytes)
+	view.Inbox = st.Inbox(req.SessionId, pageBytes)
+	resp.Steps, resp.NextStepsAfter = st.StepsPage(req.SessionId, req.StepsAfter, pageSize(req.StepsLimit, defaultStepsPage), pageBytes)
+	return resp, nil
 }
 
-func (s *Sessions) ListSessions(ctx context.Context, _ *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
+func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
 	out := &dexv1.ListSessionsResponse{}
-	for _, sess := range s.node.State().Sessions() {
+	page, next := s.node.State().SessionsPage(req.PageToken, pageSize(req.PageSize, defaultSessionPage))
+	for _, sess := range page {
 		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{
 			Id: sess.Id, ParentId: sess.ParentId, Status: sess.Status, TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
 		})
 	}
+	out.NextPageToken = next
 	return out, nil
 }
 

@@ -226,7 +226,9 @@ func newSessionShowCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *dexv1.GetSessionResponse
 			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
-				r, err := sessions(conn).GetSession(ctx, &dexv1.GetSessionRequest{SessionId: args[0]}, tr)
+				r, err := client.GetWholeSession(ctx, func(ctx context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
+					return sessions(conn).GetSession(ctx, req, tr)
+				}, args[0])
 				resp = r
 				return err
 			})
@@ -284,11 +286,21 @@ func newSessionListCmd(g *globals) *cobra.Command {
 		Short: "List sessions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var resp *dexv1.ListSessionsResponse
+			resp := &dexv1.ListSessionsResponse{}
 			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
-				r, err := sessions(conn).ListSessions(ctx, &dexv1.ListSessionsRequest{}, tr)
-				resp = r
-				return err
+				resp.Sessions = nil
+				req := &dexv1.ListSessionsRequest{}
+				for {
+					r, err := sessions(conn).ListSessions(ctx, req, tr)
+					if err != nil {
+						return err
+					}
+					resp.Sessions = append(resp.Sessions, r.Sessions...)
+					if r.NextPageToken == "" {
+						return nil
+					}
+					req = &dexv1.ListSessionsRequest{PageToken: r.NextPageToken}
+				}
 			})
 			if err != nil {
 				return err
