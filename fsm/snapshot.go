@@ -52,7 +52,7 @@ func (s *Snapshot) Persist(w io.Writer) error {
 	if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
 		return err
 	}
-	for _, table := range []string{tableNodes, tableWorkers, tableSessions, tableSteps, tableEvents} {
+	for _, table := range []string{tableNodes, tableWorkers, tableSessions, tableSteps, tableEvents, tableEventLogs} {
 		it, err := s.tx.Get(table, indexID)
 		if err != nil {
 			return err
@@ -78,6 +78,8 @@ func record(raw any) *dexv1.SnapshotRecord {
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Step{Step: v}}
 	case *dexv1.Event:
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Event{Event: v}}
+	case *dexv1.EventLog:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_EventLog{EventLog: v}}
 	}
 	panic(fmt.Sprintf("fsm: no snapshot record for %T", raw))
 }
@@ -128,12 +130,17 @@ func (f *FSM) Restore(r io.Reader) error {
 			table, obj = tableSteps, v.Step
 		case *dexv1.SnapshotRecord_Event:
 			table, obj = tableEvents, v.Event
+		case *dexv1.SnapshotRecord_EventLog:
+			table, obj = tableEventLogs, v.EventLog
 		default:
 			return fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
 		}
 		if err := tx.Insert(table, obj); err != nil {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
+	}
+	if err := rebuildEventLogs(tx); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
 	tx.Commit()
 	f.mu.Lock()
