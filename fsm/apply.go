@@ -46,6 +46,10 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.setNode(b.SetNode)
 	case *dexv1.Command_RemoveNode:
 		return a.removeNode(b.RemoveNode)
+	case *dexv1.Command_SetEventRetention:
+		return a.setEventRetention(b.SetEventRetention)
+	case *dexv1.Command_PruneEvents:
+		return a.pruneEvents(b.PruneEvents)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

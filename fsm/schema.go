@@ -30,7 +30,7 @@ const (
 )
 
 func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	return withEventSchema(&memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableSessions: {Name: tableSessions, Indexes: map[string]*memdb.IndexSchema{
 			indexID:     {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 			indexStatus: {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
@@ -61,7 +61,7 @@ func schema() *memdb.DBSchema {
 		tableMeta: {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 		}},
-	}}
+	}})
 }
 
 const metaID = "meta"

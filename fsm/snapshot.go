@@ -55,7 +55,7 @@ func (s *Snapshot) Persist(w io.Writer) error {
 	if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
 		return err
 	}
-	for _, table := range []string{tableNodes, tableWorkers, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents} {
+	for _, table := range []string{tableNodes, tableWorkers, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents, tableEventLogs} {
 		it, err := s.tx.Get(table, indexID)
 		if err != nil {
 			return err
@@ -87,6 +87,8 @@ func record(raw any) *dexv1.SnapshotRecord {
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Inbox{Inbox: v}}
 	case *dexv1.AcceptedMessage:
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Accepted{Accepted: v}}
+	case *dexv1.EventLog:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_EventLog{EventLog: v}}
 	}
 	panic(fmt.Sprintf("fsm: no snapshot record for %T", raw))
 }
@@ -149,12 +151,17 @@ func (f *FSM) Restore(r io.Reader) error {
 			table, obj = tableSteps, v.Step
 		case *dexv1.SnapshotRecord_Event:
 			table, obj = tableEvents, v.Event
+		case *dexv1.SnapshotRecord_EventLog:
+			table, obj = tableEventLogs, v.EventLog
 		default:
 			return fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
 		}
 		if err := tx.Insert(table, obj); err != nil {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
+	}
+	if err := rebuildEventLogs(tx); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
 	tx.Commit()
 	f.mu.Lock()

@@ -83,21 +83,6 @@ func (s *State) Workers() []*dexv1.WorkerInfo {
 	return all[*dexv1.WorkerInfo](s.tx, tableWorkers, indexID)
 }
 
-// Events returns a session's events with a sequence number above after.
-func (s *State) Events(sessionID string, after uint64) []*dexv1.Event {
-	it, err := s.tx.Get(tableEvents, indexSession, sessionID)
-	if err != nil {
-		return nil
-	}
-	var out []*dexv1.Event
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		if e := raw.(*dexv1.Event); e.Seq > after {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // WatchSet returns a watch that fires on the next applied entry.
 func (s *State) WatchSet() memdb.WatchSet {
 	ws := memdb.NewWatchSet()

@@ -77,15 +77,6 @@ func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
 
 func (a *applier) putStep(st *dexv1.Step) { a.insert(tableSteps, st) }
 
-// emit appends a session event for watchers.
-func (a *applier) emit(sessionID, typ, stepID, detail string) {
-	m := a.meta()
-	m.NextEventSeq++
-	a.insert(tableEvents, &dexv1.Event{
-		Seq: m.NextEventSeq, SessionId: sessionID, Type: typ, StepId: stepID, Detail: detail, AtMs: a.now,
-	})
-}
-
 // toolSpec finds a registered tool by name; Workers are read in id order.
 func (a *applier) toolSpec(name string) *dexv1.ToolSpec {
 	it, err := a.tx.Get(tableWorkers, indexID)

@@ -183,7 +183,16 @@ func (c *Client) ListSessions(ctx context.Context) ([]*dexv1.SessionSummary, err
 // ends the stream (nil) or answers a definite error. After an Unavailable
 // (a takeover) it reconnects and resumes after the last event it delivered,
 // so no event is missed or delivered twice.
-func (c *Client) WatchSession(ctx context.Context, sessionID string, afterSeq uint64, fn func(*dexv1.Event) error) error {
+//
+// Events the cluster no longer keeps (its event retention) cannot be
+// delivered: with OnEventsNotKept the watch tells the callback which were
+// lost and resumes from the first kept event; without it, it returns an
+// *EventsNotKeptError.
+func (c *Client) WatchSession(ctx context.Context, sessionID string, afterSeq uint64, fn func(*dexv1.Event) error, opts ...WatchOption) error {
+	var o watchOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	last := afterSeq
 	b := newBackoff()
 	for {
@@ -196,7 +205,18 @@ func (c *Client) WatchSession(ctx context.Context, sessionID string, afterSeq ui
 			return fe.err
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case !transient(ctx, err):
+		}
+		if gap := eventsNotKept(err); gap != nil {
+			if o.onNotKept == nil {
+				return gap
+			}
+			if err := o.onNotKept(*gap); err != nil {
+				return err
+			}
+			last = gap.ResumeAfter
+			continue
+		}
+		if !transient(ctx, err) {
 			return err
 		}
 		if serr := sleep(ctx, b.next()); serr != nil {

@@ -49,6 +49,8 @@ type Command struct {
 	//	*Command_EditHistory
 	//	*Command_SetNode
 	//	*Command_RemoveNode
+	//	*Command_SetEventRetention
+	//	*Command_PruneEvents
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -276,6 +278,24 @@ func (x *Command) GetRemoveNode() *RemoveNode {
 	return nil
 }
 
+func (x *Command) GetSetEventRetention() *SetEventRetention {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetEventRetention); ok {
+			return x.SetEventRetention
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPruneEvents() *PruneEvents {
+	if x != nil {
+		if x, ok := x.Body.(*Command_PruneEvents); ok {
+			return x.PruneEvents
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -356,6 +376,14 @@ type Command_RemoveNode struct {
 	RemoveNode *RemoveNode `protobuf:"bytes,28,opt,name=remove_node,json=removeNode,proto3,oneof"`
 }
 
+type Command_SetEventRetention struct {
+	SetEventRetention *SetEventRetention `protobuf:"bytes,50,opt,name=set_event_retention,json=setEventRetention,proto3,oneof"`
+}
+
+type Command_PruneEvents struct {
+	PruneEvents *PruneEvents `protobuf:"bytes,51,opt,name=prune_events,json=pruneEvents,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -393,6 +421,10 @@ func (*Command_EditHistory) isCommand_Body() {}
 func (*Command_SetNode) isCommand_Body() {}
 
 func (*Command_RemoveNode) isCommand_Body() {}
+
+func (*Command_SetEventRetention) isCommand_Body() {}
+
+func (*Command_PruneEvents) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -1596,11 +1628,130 @@ func (x *RemoveNode) GetNodeId() string {
 	return ""
 }
 
+// The event retention in force, proposed by a new leader whose flags differ
+// from the state's. Zero means no limit.
+type SetEventRetention struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Retention     *EventRetention        `protobuf:"bytes,2,opt,name=retention,proto3" json:"retention,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetEventRetention) Reset() {
+	*x = SetEventRetention{}
+	mi := &file_dex_v1_commands_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetEventRetention) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetEventRetention) ProtoMessage() {}
+
+func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetEventRetention.ProtoReflect.Descriptor instead.
+func (*SetEventRetention) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SetEventRetention) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *SetEventRetention) GetRetention() *EventRetention {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+// The leader's event garbage collection: drops events older than the
+// retention age (measured against the command's now_ms), oldest first, and
+// trims the listed sessions down to the retention count; at most max_events
+// events in all.
+type PruneEvents struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	MaxEvents     uint32                 `protobuf:"varint,2,opt,name=max_events,json=maxEvents,proto3" json:"max_events,omitempty"`
+	SessionIds    []string               `protobuf:"bytes,3,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PruneEvents) Reset() {
+	*x = PruneEvents{}
+	mi := &file_dex_v1_commands_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PruneEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PruneEvents) ProtoMessage() {}
+
+func (x *PruneEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PruneEvents.ProtoReflect.Descriptor instead.
+func (*PruneEvents) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *PruneEvents) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *PruneEvents) GetMaxEvents() uint32 {
+	if x != nil {
+		return x.MaxEvents
+	}
+	return 0
+}
+
+func (x *PruneEvents) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xdc\t\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xe3\n" +
+	"\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -1626,7 +1777,9 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\fedit_history\x18\x1a \x01(\v2\x13.dex.v1.EditHistoryH\x00R\veditHistory\x12,\n" +
 	"\bset_node\x18\x1b \x01(\v2\x0f.dex.v1.SetNodeH\x00R\asetNode\x125\n" +
 	"\vremove_node\x18\x1c \x01(\v2\x12.dex.v1.RemoveNodeH\x00R\n" +
-	"removeNodeB\x06\n" +
+	"removeNode\x12K\n" +
+	"\x13set_event_retention\x182 \x01(\v2\x19.dex.v1.SetEventRetentionH\x00R\x11setEventRetention\x128\n" +
+	"\fprune_events\x183 \x01(\v2\x13.dex.v1.PruneEventsH\x00R\vpruneEventsB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -1714,7 +1867,16 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\"%\n" +
 	"\n" +
 	"RemoveNode\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeIdB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"_\n" +
+	"\x11SetEventRetention\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x124\n" +
+	"\tretention\x18\x02 \x01(\v2\x16.dex.v1.EventRetentionR\tretention\"c\n" +
+	"\vPruneEvents\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1d\n" +
+	"\n" +
+	"max_events\x18\x02 \x01(\rR\tmaxEvents\x12\x1f\n" +
+	"\vsession_ids\x18\x03 \x03(\tR\n" +
+	"sessionIdsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -1728,36 +1890,39 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_dex_v1_commands_proto_goTypes = []any{
-	(*Command)(nil),          // 0: dex.v1.Command
-	(*CreateSession)(nil),    // 1: dex.v1.CreateSession
-	(*SendMessage)(nil),      // 2: dex.v1.SendMessage
-	(*RegisterWorker)(nil),   // 3: dex.v1.RegisterWorker
-	(*BumpEpoch)(nil),        // 4: dex.v1.BumpEpoch
-	(*AttemptRef)(nil),       // 5: dex.v1.AttemptRef
-	(*StartAttempt)(nil),     // 6: dex.v1.StartAttempt
-	(*ClaimAttempt)(nil),     // 7: dex.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),  // 8: dex.v1.CompleteAttempt
-	(*FailAttempt)(nil),      // 9: dex.v1.FailAttempt
-	(*ExpireAttempt)(nil),    // 10: dex.v1.ExpireAttempt
-	(*ResolveApproval)(nil),  // 11: dex.v1.ResolveApproval
-	(*AnswerQuestion)(nil),   // 12: dex.v1.AnswerQuestion
-	(*FireTimer)(nil),        // 13: dex.v1.FireTimer
-	(*ResumeSession)(nil),    // 14: dex.v1.ResumeSession
-	(*RestartSessions)(nil),  // 15: dex.v1.RestartSessions
-	(*ResumeErrored)(nil),    // 16: dex.v1.ResumeErrored
-	(*ReconcileOutcome)(nil), // 17: dex.v1.ReconcileOutcome
-	(*EditHistory)(nil),      // 18: dex.v1.EditHistory
-	(*SetNode)(nil),          // 19: dex.v1.SetNode
-	(*RemoveNode)(nil),       // 20: dex.v1.RemoveNode
-	(*ToolSpec)(nil),         // 21: dex.v1.ToolSpec
-	(*ModelOutput)(nil),      // 22: dex.v1.ModelOutput
-	(*ToolResult)(nil),       // 23: dex.v1.ToolResult
-	(*PollResult)(nil),       // 24: dex.v1.PollResult
-	(ErrorType)(0),           // 25: dex.v1.ErrorType
-	(Outcome)(0),             // 26: dex.v1.Outcome
-	(*NodeInfo)(nil),         // 27: dex.v1.NodeInfo
+	(*Command)(nil),           // 0: dex.v1.Command
+	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
+	(*SendMessage)(nil),       // 2: dex.v1.SendMessage
+	(*RegisterWorker)(nil),    // 3: dex.v1.RegisterWorker
+	(*BumpEpoch)(nil),         // 4: dex.v1.BumpEpoch
+	(*AttemptRef)(nil),        // 5: dex.v1.AttemptRef
+	(*StartAttempt)(nil),      // 6: dex.v1.StartAttempt
+	(*ClaimAttempt)(nil),      // 7: dex.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),   // 8: dex.v1.CompleteAttempt
+	(*FailAttempt)(nil),       // 9: dex.v1.FailAttempt
+	(*ExpireAttempt)(nil),     // 10: dex.v1.ExpireAttempt
+	(*ResolveApproval)(nil),   // 11: dex.v1.ResolveApproval
+	(*AnswerQuestion)(nil),    // 12: dex.v1.AnswerQuestion
+	(*FireTimer)(nil),         // 13: dex.v1.FireTimer
+	(*ResumeSession)(nil),     // 14: dex.v1.ResumeSession
+	(*RestartSessions)(nil),   // 15: dex.v1.RestartSessions
+	(*ResumeErrored)(nil),     // 16: dex.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),  // 17: dex.v1.ReconcileOutcome
+	(*EditHistory)(nil),       // 18: dex.v1.EditHistory
+	(*SetNode)(nil),           // 19: dex.v1.SetNode
+	(*RemoveNode)(nil),        // 20: dex.v1.RemoveNode
+	(*SetEventRetention)(nil), // 21: dex.v1.SetEventRetention
+	(*PruneEvents)(nil),       // 22: dex.v1.PruneEvents
+	(*ToolSpec)(nil),          // 23: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 24: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 25: dex.v1.ToolResult
+	(*PollResult)(nil),        // 26: dex.v1.PollResult
+	(ErrorType)(0),            // 27: dex.v1.ErrorType
+	(Outcome)(0),              // 28: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 29: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 30: dex.v1.EventRetention
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -1779,21 +1944,24 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	18, // 16: dex.v1.Command.edit_history:type_name -> dex.v1.EditHistory
 	19, // 17: dex.v1.Command.set_node:type_name -> dex.v1.SetNode
 	20, // 18: dex.v1.Command.remove_node:type_name -> dex.v1.RemoveNode
-	21, // 19: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 20: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 21: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	22, // 22: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	23, // 23: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	24, // 24: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 25: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	25, // 26: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	26, // 27: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	27, // 28: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	21, // 19: dex.v1.Command.set_event_retention:type_name -> dex.v1.SetEventRetention
+	22, // 20: dex.v1.Command.prune_events:type_name -> dex.v1.PruneEvents
+	23, // 21: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 22: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 23: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	24, // 24: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	25, // 25: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	26, // 26: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 27: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	27, // 28: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	28, // 29: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	29, // 30: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	30, // 31: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -1822,6 +1990,8 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_EditHistory)(nil),
 		(*Command_SetNode)(nil),
 		(*Command_RemoveNode)(nil),
+		(*Command_SetEventRetention)(nil),
+		(*Command_PruneEvents)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -1835,7 +2005,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -999,6 +999,77 @@ func (*ReconcileOutcomeResponse) Descriptor() ([]byte, []int) {
 	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
 }
 
+// The detail of WatchSession's OutOfRange: events after after_seq were
+// dropped by the retention. Watch again with after_seq = resume_after_seq;
+// the first event still kept is first_kept_seq (0 when none is kept now).
+type EventsNotKept struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	SessionId      string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	AfterSeq       uint64                 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	ResumeAfterSeq uint64                 `protobuf:"varint,3,opt,name=resume_after_seq,json=resumeAfterSeq,proto3" json:"resume_after_seq,omitempty"`
+	FirstKeptSeq   uint64                 `protobuf:"varint,4,opt,name=first_kept_seq,json=firstKeptSeq,proto3" json:"first_kept_seq,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *EventsNotKept) Reset() {
+	*x = EventsNotKept{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventsNotKept) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventsNotKept) ProtoMessage() {}
+
+func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventsNotKept.ProtoReflect.Descriptor instead.
+func (*EventsNotKept) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EventsNotKept) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *EventsNotKept) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *EventsNotKept) GetResumeAfterSeq() uint64 {
+	if x != nil {
+		return x.ResumeAfterSeq
+	}
+	return 0
+}
+
+func (x *EventsNotKept) GetFirstKeptSeq() uint64 {
+	if x != nil {
+		return x.FirstKeptSeq
+	}
+	return 0
+}
+
 var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
@@ -1068,7 +1139,13 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12)\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12\x12\n" +
 	"\x04note\x18\x03 \x01(\tR\x04note\"\x1a\n" +
-	"\x18ReconcileOutcomeResponse2\xbe\x05\n" +
+	"\x18ReconcileOutcomeResponse\"\x9b\x01\n" +
+	"\rEventsNotKept\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\x12(\n" +
+	"\x10resume_after_seq\x18\x03 \x01(\x04R\x0eresumeAfterSeq\x12$\n" +
+	"\x0efirst_kept_seq\x18\x04 \x01(\x04R\ffirstKeptSeq2\xbe\x05\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -1093,7 +1170,7 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),     // 0: dex.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),    // 1: dex.v1.CreateSessionResponse
@@ -1113,19 +1190,20 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*ResumeSessionResponse)(nil),    // 15: dex.v1.ResumeSessionResponse
 	(*ReconcileOutcomeRequest)(nil),  // 16: dex.v1.ReconcileOutcomeRequest
 	(*ReconcileOutcomeResponse)(nil), // 17: dex.v1.ReconcileOutcomeResponse
-	(*Session)(nil),                  // 18: dex.v1.Session
-	(*Step)(nil),                     // 19: dex.v1.Step
-	(SessionStatus)(0),               // 20: dex.v1.SessionStatus
-	(Outcome)(0),                     // 21: dex.v1.Outcome
-	(*Event)(nil),                    // 22: dex.v1.Event
+	(*EventsNotKept)(nil),            // 18: dex.v1.EventsNotKept
+	(*Session)(nil),                  // 19: dex.v1.Session
+	(*Step)(nil),                     // 20: dex.v1.Step
+	(SessionStatus)(0),               // 21: dex.v1.SessionStatus
+	(Outcome)(0),                     // 22: dex.v1.Outcome
+	(*Event)(nil),                    // 23: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	18, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	18, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	19, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	20, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	19, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	19, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	20, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	21, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	7,  // 4: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	21, // 5: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	22, // 5: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
 	0,  // 6: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
 	2,  // 7: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
 	4,  // 8: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
@@ -1139,7 +1217,7 @@ var file_dex_v1_sessions_proto_depIdxs = []int32{
 	3,  // 16: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
 	5,  // 17: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
 	8,  // 18: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	22, // 19: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	23, // 19: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
 	11, // 20: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
 	13, // 21: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
 	15, // 22: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
@@ -1163,7 +1241,7 @@ func file_dex_v1_sessions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

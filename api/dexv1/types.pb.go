@@ -2541,13 +2541,14 @@ type ClusterMeta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// The dispatch epoch: bumped by every new lease holder, the fencing token.
-	Epoch         uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	EpochHolder   string `protobuf:"bytes,3,opt,name=epoch_holder,json=epochHolder,proto3" json:"epoch_holder,omitempty"`
-	AppliedIndex  uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	NextQueueSeq  uint64 `protobuf:"varint,5,opt,name=next_queue_seq,json=nextQueueSeq,proto3" json:"next_queue_seq,omitempty"`
-	NextEventSeq  uint64 `protobuf:"varint,6,opt,name=next_event_seq,json=nextEventSeq,proto3" json:"next_event_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Epoch          uint64          `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	EpochHolder    string          `protobuf:"bytes,3,opt,name=epoch_holder,json=epochHolder,proto3" json:"epoch_holder,omitempty"`
+	AppliedIndex   uint64          `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	NextQueueSeq   uint64          `protobuf:"varint,5,opt,name=next_queue_seq,json=nextQueueSeq,proto3" json:"next_queue_seq,omitempty"`
+	NextEventSeq   uint64          `protobuf:"varint,6,opt,name=next_event_seq,json=nextEventSeq,proto3" json:"next_event_seq,omitempty"`
+	EventRetention *EventRetention `protobuf:"bytes,7,opt,name=event_retention,json=eventRetention,proto3" json:"event_retention,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ClusterMeta) Reset() {
@@ -2622,6 +2623,13 @@ func (x *ClusterMeta) GetNextEventSeq() uint64 {
 	return 0
 }
 
+func (x *ClusterMeta) GetEventRetention() *EventRetention {
+	if x != nil {
+		return x.EventRetention
+	}
+	return nil
+}
+
 // One record of a state machine snapshot: the snapshot is a header followed by
 // length-delimited records.
 type SnapshotRecord struct {
@@ -2637,6 +2645,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_History
 	//	*SnapshotRecord_Inbox
 	//	*SnapshotRecord_Accepted
+	//	*SnapshotRecord_EventLog
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2760,6 +2769,15 @@ func (x *SnapshotRecord) GetAccepted() *AcceptedMessage {
 	return nil
 }
 
+func (x *SnapshotRecord) GetEventLog() *EventLog {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_EventLog); ok {
+			return x.EventLog
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2800,6 +2818,10 @@ type SnapshotRecord_Accepted struct {
 	Accepted *AcceptedMessage `protobuf:"bytes,9,opt,name=accepted,proto3,oneof"`
 }
 
+type SnapshotRecord_EventLog struct {
+	EventLog *EventLog `protobuf:"bytes,10,opt,name=event_log,json=eventLog,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2817,6 +2839,144 @@ func (*SnapshotRecord_History) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Inbox) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Accepted) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_EventLog) isSnapshotRecord_Record() {}
+
+// How many events the cluster keeps per session, and for how long. Zero
+// means no limit.
+type EventRetention struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	AgeMs         int64                  `protobuf:"varint,2,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventRetention) Reset() {
+	*x = EventRetention{}
+	mi := &file_dex_v1_types_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventRetention) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventRetention) ProtoMessage() {}
+
+func (x *EventRetention) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
+func (*EventRetention) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *EventRetention) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *EventRetention) GetAgeMs() int64 {
+	if x != nil {
+		return x.AgeMs
+	}
+	return 0
+}
+
+// The head of one session's events: what is kept and what was dropped. It
+// changes with every event of the session, so watchers of the session wait
+// on it.
+type EventLog struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Events of the session kept now, and the seq of the first (0 when none).
+	Count    uint64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	FirstSeq uint64 `protobuf:"varint,3,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	LastSeq  uint64 `protobuf:"varint,4,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	// The highest seq of an event of the session no longer kept (0: none was
+	// dropped). A watch from before it has missed events.
+	DroppedThrough uint64 `protobuf:"varint,5,opt,name=dropped_through,json=droppedThrough,proto3" json:"dropped_through,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *EventLog) Reset() {
+	*x = EventLog{}
+	mi := &file_dex_v1_types_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventLog) ProtoMessage() {}
+
+func (x *EventLog) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventLog.ProtoReflect.Descriptor instead.
+func (*EventLog) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *EventLog) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *EventLog) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *EventLog) GetFirstSeq() uint64 {
+	if x != nil {
+		return x.FirstSeq
+	}
+	return 0
+}
+
+func (x *EventLog) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
+func (x *EventLog) GetDroppedThrough() uint64 {
+	if x != nil {
+		return x.DroppedThrough
+	}
+	return 0
+}
 
 var File_dex_v1_types_proto protoreflect.FileDescriptor
 
@@ -3012,14 +3172,15 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x17\n" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
-	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\"\xc7\x01\n" +
+	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\"\x88\x02\n" +
 	"\vClusterMeta\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
 	"\fepoch_holder\x18\x03 \x01(\tR\vepochHolder\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0enext_queue_seq\x18\x05 \x01(\x04R\fnextQueueSeq\x12$\n" +
-	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\"\xa5\x03\n" +
+	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\x12?\n" +
+	"\x0fevent_retention\x18\a \x01(\v2\x16.dex.v1.EventRetentionR\x0eeventRetention\"\xd6\x03\n" +
 	"\x0eSnapshotRecord\x12)\n" +
 	"\x04meta\x18\x01 \x01(\v2\x13.dex.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
@@ -3029,8 +3190,20 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x05event\x18\x06 \x01(\v2\r.dex.v1.EventH\x00R\x05event\x120\n" +
 	"\ahistory\x18\a \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x12'\n" +
 	"\x05inbox\x18\b \x01(\v2\x0f.dex.v1.MessageH\x00R\x05inbox\x125\n" +
-	"\baccepted\x18\t \x01(\v2\x17.dex.v1.AcceptedMessageH\x00R\bacceptedB\b\n" +
-	"\x06record*\xb7\x01\n" +
+	"\baccepted\x18\t \x01(\v2\x17.dex.v1.AcceptedMessageH\x00R\baccepted\x12/\n" +
+	"\tevent_log\x18\n" +
+	" \x01(\v2\x10.dex.v1.EventLogH\x00R\beventLogB\b\n" +
+	"\x06record\"=\n" +
+	"\x0eEventRetention\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xa0\x01\n" +
+	"\bEventLog\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x04R\x05count\x12\x1b\n" +
+	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12\x19\n" +
+	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\x12'\n" +
+	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough*\xb7\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -3120,7 +3293,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
 	(StepKind)(0),           // 1: dex.v1.StepKind
@@ -3153,6 +3326,8 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*Event)(nil),           // 28: dex.v1.Event
 	(*ClusterMeta)(nil),     // 29: dex.v1.ClusterMeta
 	(*SnapshotRecord)(nil),  // 30: dex.v1.SnapshotRecord
+	(*EventRetention)(nil),  // 31: dex.v1.EventRetention
+	(*EventLog)(nil),        // 32: dex.v1.EventLog
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	7,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -3184,20 +3359,22 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	3,  // 26: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
 	6,  // 27: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
 	12, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	29, // 29: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
-	22, // 30: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	25, // 31: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	27, // 32: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	26, // 33: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	28, // 34: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
-	19, // 35: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
-	18, // 36: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
-	23, // 37: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	31, // 29: dex.v1.ClusterMeta.event_retention:type_name -> dex.v1.EventRetention
+	29, // 30: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
+	22, // 31: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
+	25, // 32: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
+	27, // 33: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	26, // 34: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	28, // 35: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
+	19, // 36: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
+	18, // 37: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
+	23, // 38: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
+	32, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -3215,6 +3392,7 @@ func file_dex_v1_types_proto_init() {
 		(*SnapshotRecord_History)(nil),
 		(*SnapshotRecord_Inbox)(nil),
 		(*SnapshotRecord_Accepted)(nil),
+		(*SnapshotRecord_EventLog)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3222,7 +3400,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -105,39 +104,6 @@ func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequ
 	}
 	out.NextPageToken = next
 	return out, nil
-}
-
-// watchRecheck bounds how long a watch waits before it checks that this node
-// still holds the lease.
-const watchRecheck = time.Second
-
-func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.SessionService_WatchSessionServer) error {
-	ctx := stream.Context()
-	if err := required("session_id", req.SessionId); err != nil {
-		return err
-	}
-	after := req.AfterSeq
-	for {
-		if err := s.check(ctx); err != nil {
-			return err
-		}
-		st := s.node.State()
-		if st.Session(req.SessionId) == nil {
-			return status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
-		}
-		for _, e := range st.Events(req.SessionId, after) {
-			if err := stream.Send(e); err != nil {
-				return err
-			}
-			after = e.Seq
-		}
-		wait, cancel := context.WithTimeout(ctx, watchRecheck)
-		_ = st.WatchSet().WatchCtx(wait)
-		cancel()
-		if ctx.Err() != nil {
-			return status.FromContextError(ctx.Err()).Err()
-		}
-	}
 }
 
 func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprovalRequest) (*dexv1.ResolveApprovalResponse, error) {

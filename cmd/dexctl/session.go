@@ -357,7 +357,9 @@ func newSessionWatchCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%6d %s %-18s %s %s\n", e.Seq, time.UnixMilli(e.AtMs).Format("15:04:05.000"), e.Type, e.StepId, e.Detail)
 				return nil
-			})
+			}, client.OnEventsNotKept(func(gap client.EventsNotKeptError) error {
+				return printEventsNotKept(cmd.OutOrStdout(), gap, asJSON)
+			}))
 			if cmd.Context().Err() != nil {
 				return nil // interrupted
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/dispatch"
+	"github.com/dexhq/dex/gc"
 	"github.com/dexhq/dex/lease"
 )
 
@@ -44,6 +45,8 @@ type options struct {
 	maxPayload                                int
 	workerHeartbeat, workerTimeout            time.Duration
 	drainTimeout                              time.Duration
+	eventCount                                uint64
+	eventAge                                  time.Duration
 	parsedPeers                               []cluster.Peer
 }
 
@@ -70,6 +73,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.workerHeartbeat, "heartbeat-interval", lease.DefaultHeartbeatInterval, "how often Workers heartbeat a task")
 	fs.DurationVar(&o.workerTimeout, "heartbeat-timeout", lease.DefaultHeartbeatTimeout, "an attempt without a heartbeat for this long fails; also a new leader's grace period")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT a leader stops handing out tasks and lets running attempts finish for up to this long, then hands leadership to another node")
+	fs.Uint64Var(&o.eventCount, "event-retention-count", gc.DefaultEventCount, "events kept per session; older ones are dropped as new ones come (0: no limit)")
+	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -134,6 +139,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.drainTimeout < 0 {
 		return nil, &usageError{"--drain-timeout must not be negative"}
 	}
+	if o.eventAge < 0 {
+		return nil, &usageError{"--event-retention-age must not be negative"}
+	}
 	return o, nil
 }
 
@@ -187,9 +195,10 @@ func serve(o *options, log *zap.Logger) error {
 	disp := dispatch.New(late, late, leases, dispatch.Config{}, log)
 	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)
 	leader := dispatch.NewLeader(late, leases, disp, timers, log)
+	events := gc.NewEvents(late, late, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
 
 	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     []cluster.LeaderService{leader},
+		LeaderServices:     []cluster.LeaderService{leader, events},
 		ID:                 o.id,
 		DataDir:            o.dataDir,
 		RaftAddr:           o.raftAddr,

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// watchRecheck bounds how long a watch waits before it checks that this node
+// still holds the lease.
+const watchRecheck = time.Second
+
+// WatchSession streams a session's events after req.AfterSeq. It waits on
+// the session's own events, so other sessions' commands do not wake it. A
+// position whose next events the retention dropped is answered OutOfRange
+// with an EventsNotKept detail naming where to resume.
+func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.SessionService_WatchSessionServer) error {
+	ctx := stream.Context()
+	if err := required("session_id", req.SessionId); err != nil {
+		return err
+	}
+	after := req.AfterSeq
+	for {
+		if err := s.check(ctx); err != nil {
+			return err
+		}
+		st := s.node.State()
+		if st.Session(req.SessionId) == nil {
+			return status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
+		}
+		if log := st.EventLog(req.SessionId); log != nil && after < log.DroppedThrough {
+			return eventsNotKept(req.SessionId, after, log)
+		}
+		// Taken from the same state as the read: no change between is missed.
+		changed := st.EventsWatch(req.SessionId)
+		for _, e := range st.Events(req.SessionId, after) {
+			if err := stream.Send(e); err != nil {
+				return err
+			}
+			after = e.Seq
+		}
+		recheck := time.NewTimer(watchRecheck)
+		select {
+		case <-ctx.Done():
+			recheck.Stop()
+			return status.FromContextError(ctx.Err()).Err()
+		case <-changed:
+		case <-recheck.C:
+		}
+		recheck.Stop()
+	}
+}
+
+// eventsNotKept is the OutOfRange answer to a watch from a position whose
+// next events were dropped.
+func eventsNotKept(sessionID string, after uint64, log *dexv1.EventLog) error {
+	first := "no event of it is kept now"
+	if log.FirstSeq != 0 {
+		first = fmt.Sprintf("the first kept is %d", log.FirstSeq)
+	}
+	st := status.Newf(codes.OutOfRange,
+		"events of session %s after %d up to %d are no longer kept (event retention); %s; watch again with after_seq %d",
+		sessionID, after, log.DroppedThrough, first, log.DroppedThrough)
+	st, err := st.WithDetails(&dexv1.EventsNotKept{
+		SessionId: sessionID, AfterSeq: after, ResumeAfterSeq: log.DroppedThrough, FirstKeptSeq: log.FirstSeq,
+	})
+	if err != nil {
+		return status.Errorf(codes.Internal, "encode the OutOfRange detail: %v", err)
+	}
+	return st.Err()
+}

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/cluster"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// singleNode starts a one-node cluster with its gRPC server on loopback and
+// returns the node and a SessionService client of it.
+func singleNode(t *testing.T) (*cluster.Node, dexv1.SessionServiceClient) {
+	t.Helper()
+	raftAddr, grpcAddr := freeAddr(t), freeAddr(t)
+	node, err := cluster.Open(cluster.Config{
+		ID: "n1", DataDir: t.TempDir(), RaftAddr: raftAddr, GRPCAddr: grpcAddr,
+		Peers:            []cluster.Peer{{ID: "n1", RaftAddr: raftAddr}},
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", grpcAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(node, zap.NewNop())
+	go srv.Serve(lis)
+	t.Cleanup(func() {
+		srv.Stop(time.Second)
+		_ = node.Shutdown()
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if ok, _ := node.Ready(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node never became ready")
+		}
+	}
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return node, dexv1.NewSessionServiceClient(conn)
+}
+
+func TestWatchSession_FromADroppedPositionIsOutOfRangeWithTheFirstKept(t *testing.T) {
+	node, c := singleNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := node.Propose(ctx, &dexv1.Command{NowMs: time.Now().UnixMilli(), Body: &dexv1.Command_SetEventRetention{SetEventRetention: &dexv1.SetEventRetention{
+		Epoch: node.Epoch(), Retention: &dexv1.EventRetention{Count: 3},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err != nil {
+		t.Fatalf("set retention: %v", res.Err)
+	}
+	if _, err := c.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := c.SendMessage(ctx, &dexv1.SendMessageRequest{SessionId: "s1", Text: "hi", IdempotencyKey: fmt.Sprint("k", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := node.State().EventLog("s1")
+	if log == nil || log.DroppedThrough == 0 || log.Count != 3 {
+		t.Fatalf("event log %v; want 3 kept and some dropped", log)
+	}
+
+	stream, err := c.WatchSession(ctx, &dexv1.WatchSessionRequest{SessionId: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.Recv()
+	st := status.Convert(err)
+	if st.Code() != codes.OutOfRange {
+		t.Fatalf("watch from 0: %v; want OutOfRange", err)
+	}
+	if want := fmt.Sprintf("the first kept is %d", log.FirstSeq); !strings.Contains(st.Message(), want) {
+		t.Fatalf("message %q does not say %q", st.Message(), want)
+	}
+	var detail *dexv1.EventsNotKept
+	for _, d := range st.Details() {
+		if v, ok := d.(*dexv1.EventsNotKept); ok {
+			detail = v
+		}
+	}
+	if detail == nil || detail.FirstKeptSeq != log.FirstSeq || detail.ResumeAfterSeq != log.DroppedThrough || detail.SessionId != "s1" {
+		t.Fatalf("detail %v; want first kept %d, resume after %d", detail, log.FirstSeq, log.DroppedThrough)
+	}
+
+	// From the resume position the watch delivers every kept event.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	stream, err = c.WatchSession(wctx, &dexv1.WatchSessionRequest{SessionId: "s1", AfterSeq: detail.ResumeAfterSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ev, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && ev.Seq != log.FirstSeq {
+			t.Fatalf("first event %d; want the first kept %d", ev.Seq, log.FirstSeq)
+		}
+	}
+	wcancel()
+	if _, err := stream.Recv(); err == nil || err == io.EOF {
+		t.Fatalf("after cancel: %v", err)
+	}
+
+	// Bad input: no session id, an unknown session.
+	for req, want := range map[*dexv1.WatchSessionRequest]codes.Code{
+		{}:                  codes.InvalidArgument,
+		{SessionId: "nope"}: codes.NotFound,
+	} {
+		stream, err := c.WatchSession(ctx, req)
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if status.Code(err) != want {
+			t.Fatalf("watch %v: %v; want %s", req, err, want)
+		}
+	}
+}

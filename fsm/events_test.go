@@ -1,0 +1,263 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+func (d *driver) setRetention(count uint64, age time.Duration) {
+	d.t.Helper()
+	d.do(&dexv1.Command{Body: &dexv1.Command_SetEventRetention{SetEventRetention: &dexv1.SetEventRetention{
+		Epoch: d.epoch, Retention: &dexv1.EventRetention{Count: count, AgeMs: age.Milliseconds()},
+	}}})
+}
+
+func (d *driver) prune(maxEvents uint32, sessions ...string) *dexv1.Command {
+	return &dexv1.Command{Body: &dexv1.Command_PruneEvents{PruneEvents: &dexv1.PruneEvents{
+		Epoch: d.epoch, MaxEvents: maxEvents, SessionIds: sessions,
+	}}}
+}
+
+func seqs(evs []*dexv1.Event) []uint64 {
+	out := []uint64{}
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+// checkLog asserts a session's EventLog agrees with the events it keeps.
+func checkLog(t *testing.T, st *State, session string) *dexv1.EventLog {
+	t.Helper()
+	log, evs := st.EventLog(session), st.Events(session, 0)
+	if log == nil {
+		t.Fatalf("session %s has no event log", session)
+	}
+	if log.Count != uint64(len(evs)) {
+		t.Fatalf("event log of %s counts %d events; %d are kept", session, log.Count, len(evs))
+	}
+	if len(evs) > 0 && (log.FirstSeq != evs[0].Seq || log.LastSeq != evs[len(evs)-1].Seq) {
+		t.Fatalf("event log of %s spans %d..%d; kept events are %v", session, log.FirstSeq, log.LastSeq, seqs(evs))
+	}
+	if len(evs) > 0 && log.DroppedThrough >= evs[0].Seq {
+		t.Fatalf("event log of %s says %d was dropped, but %d is kept", session, log.DroppedThrough, evs[0].Seq)
+	}
+	return log
+}
+
+func TestEvents_TrimmedToTheRetentionCountPerSession(t *testing.T) {
+	d := newDriver(t)
+	d.setRetention(3, 0)
+	d.createSession("a", "", "hi") // created, message, turn, step: 4 events
+	d.createSession("b", "", "")
+	for range 5 {
+		d.send("a", "more")
+	}
+	st := d.f.State()
+	if got := len(st.Events("a", 0)); got != 3 {
+		t.Fatalf("session a keeps %d events; want the retention count 3", got)
+	}
+	log := checkLog(t, st, "a")
+	if log.DroppedThrough == 0 {
+		t.Fatal("no dropped event recorded")
+	}
+	if got := st.Events("b", 0); len(got) != 1 || got[0].Type != "session_created" {
+		t.Fatalf("session b lost events to a's retention: %v", got)
+	}
+	// A watch from a position reads from there.
+	if got := st.Events("a", log.FirstSeq); len(got) != 2 || got[0].Seq <= log.FirstSeq {
+		t.Fatalf("events after %d: %v", log.FirstSeq, seqs(got))
+	}
+}
+
+func TestEvents_ALowerCountShrinksBoundedPerCommand(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("a", "", "hi")
+	for range 20 {
+		d.send("a", "more")
+	}
+	before := len(d.f.State().Events("a", 0))
+	d.setRetention(2, 0)
+	d.send("a", "one more") // +1, trims at most maxTrimPerEmit
+	if got := len(d.f.State().Events("a", 0)); got != before+1-maxTrimPerEmit {
+		t.Fatalf("after one emit %d events kept; want %d (bounded trim)", got, before+1-maxTrimPerEmit)
+	}
+	// The leader's prune finishes it, within max_events per command.
+	kept := len(d.f.State().Events("a", 0))
+	d.do(d.prune(5, "a", "unknown"))
+	if got := len(d.f.State().Events("a", 0)); got != kept-5 {
+		t.Fatalf("a prune of at most 5 left %d of %d events", got, kept)
+	}
+	d.do(d.prune(MaxPruneEvents, "a"))
+	if got := len(d.f.State().Events("a", 0)); got != 2 {
+		t.Fatalf("%d events kept; want 2", got)
+	}
+	checkLog(t, d.f.State(), "a")
+}
+
+func TestEvents_PrunedByAgeOldestFirstBoundedPerCommand(t *testing.T) {
+	d := newDriver(t)
+	d.setRetention(0, time.Hour)
+	d.createSession("a", "", "")
+	d.createSession("b", "", "")
+	d.send("b", "x") // b: created, message, turn, step
+	d.advance(2 * time.Hour)
+	d.send("a", "young")
+	st := d.f.State()
+	total := len(st.Events("a", 0)) + len(st.Events("b", 0))
+	var youngA []*dexv1.Event
+	for _, e := range st.Events("a", 0) {
+		if e.AtMs == d.now {
+			youngA = append(youngA, e)
+		}
+	}
+
+	d.do(d.prune(2))
+	st = d.f.State()
+	if got := len(st.Events("a", 0)) + len(st.Events("b", 0)); got != total-2 {
+		t.Fatalf("%d events kept after a prune of at most 2; want %d", got, total-2)
+	}
+	if got := st.Events("a", 0); got[0].Type != "message_received" {
+		t.Fatalf("a's creation event (the oldest) was not pruned first: %v", got[0])
+	}
+	d.do(d.prune(100))
+	st = d.f.State()
+	if got := st.Events("b", 0); len(got) != 0 {
+		t.Fatalf("b keeps %d old events", len(got))
+	}
+	if got := st.Events("a", 0); len(got) != len(youngA) || !proto.Equal(got[0], youngA[0]) {
+		t.Fatalf("a keeps %v; want its young events %v", seqs(got), seqs(youngA))
+	}
+	checkLog(t, st, "a")
+	if log := checkLog(t, st, "b"); log.FirstSeq != 0 || log.DroppedThrough != log.LastSeq {
+		t.Fatalf("b's log after all its events went: %v", log)
+	}
+	// Nothing old is left: a prune changes nothing but the applied index.
+	before := d.stateBytes()
+	d.do(d.prune(100))
+	if !bytes.Equal(before, d.stateBytes()) {
+		t.Fatal("a prune with nothing to do changed the state")
+	}
+	// b's next event starts its log again.
+	d.send("b", "back")
+	if log := checkLog(t, d.f.State(), "b"); log.FirstSeq == 0 {
+		t.Fatal("b's new events are not in its log")
+	}
+}
+
+func TestEvents_BadOrStaleRetentionCommandsAreRefused(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("a", "", "hi")
+	stale := d.epoch
+	d.newEpoch()
+	setRet := func(epoch uint64, r *dexv1.EventRetention) *dexv1.Command {
+		return &dexv1.Command{Body: &dexv1.Command_SetEventRetention{SetEventRetention: &dexv1.SetEventRetention{Epoch: epoch, Retention: r}}}
+	}
+	d.refused(setRet(stale, &dexv1.EventRetention{Count: 1}), CodeFailedPrecondition)
+	d.refused(setRet(d.epoch, nil), CodeInvalid)
+	d.refused(setRet(d.epoch, &dexv1.EventRetention{AgeMs: -1}), CodeInvalid)
+	d.setRetention(1, time.Millisecond)
+	d.advance(time.Second)
+	stalePrune := d.prune(10, "a")
+	stalePrune.GetPruneEvents().Epoch = stale
+	d.refused(stalePrune, CodeFailedPrecondition)
+	d.refused(d.prune(0), CodeInvalid)
+	d.refused(d.prune(MaxPruneEvents+1), CodeInvalid)
+	d.refused(d.prune(1, make([]string, MaxPruneSessions+1)...), CodeInvalid)
+}
+
+func TestEvents_RetentionAndLogsSurviveSnapshotRestore(t *testing.T) {
+	d := busyState(t)
+	d.setRetention(3, time.Hour)
+	d.send("c", "trim me")
+	snap := persist(t, d.f)
+	g := New(Options{})
+	if err := g.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snap, persist(t, g)) {
+		t.Fatal("the restored state persists to different bytes")
+	}
+	if got := g.State().EventRetention(); got.Count != 3 || got.AgeMs != time.Hour.Milliseconds() {
+		t.Fatalf("restored retention %v", got)
+	}
+	for _, s := range d.f.State().Sessions() {
+		if !proto.Equal(d.f.State().EventLog(s.Id), g.State().EventLog(s.Id)) {
+			t.Fatalf("event log of %s differs after restore", s.Id)
+		}
+	}
+	// Both trim and prune identically afterwards.
+	d2 := &driver{t: t, f: g, index: d.index, now: d.now, epoch: d.epoch}
+	d.advance(2 * time.Hour)
+	d2.now = d.now
+	after := &dexv1.Command{NowMs: d.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "c", MessageId: "after", Text: "after"}}}
+	for _, dd := range []*driver{d, d2} {
+		dd.do(proto.Clone(after).(*dexv1.Command))
+		dd.do(dd.prune(7, "z"))
+	}
+	if !bytes.Equal(persist(t, d.f), persist(t, d2.f)) {
+		t.Fatal("the restored state diverged on the same commands")
+	}
+	checkLog(t, d2.f.State(), "c")
+}
+
+func TestEvents_ASnapshotWithoutEventLogsRebuildsThem(t *testing.T) {
+	d := busyState(t)
+	snap := persist(t, d.f)
+	// Strip the EventLog records, as a snapshot of an older build has none.
+	r := bytes.NewReader(snap[len(snapshotMagic)+1:])
+	var old bytes.Buffer
+	old.Write(snap[:len(snapshotMagic)+1])
+	for {
+		rec := &dexv1.SnapshotRecord{}
+		if err := protodelim.UnmarshalFrom(r, rec); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if rec.GetEventLog() != nil {
+			continue
+		}
+		if _, err := protodelim.MarshalTo(&old, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := New(Options{})
+	if err := g.Restore(&old); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range d.f.State().Sessions() {
+		if !proto.Equal(d.f.State().EventLog(s.Id), g.State().EventLog(s.Id)) {
+			t.Fatalf("rebuilt event log of %s: %v; want %v", s.Id, g.State().EventLog(s.Id), d.f.State().EventLog(s.Id))
+		}
+	}
+}
+
+func TestEvents_AWatchOfOneSessionIsNotWokenByAnother(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("a", "", "")
+	d.createSession("ab", "", "") // shares a's id as a prefix
+	ch := d.f.State().EventsWatch("a")
+	d.send("ab", "busy")
+	d.createSession("b", "", "hello")
+	d.do(d.prune(10, "ab"))
+	select {
+	case <-ch:
+		t.Fatal("the watch of session a fired on commands of other sessions")
+	default:
+	}
+	d.send("a", "wake")
+	select {
+	case <-ch:
+	default:
+		t.Fatal("the watch of session a did not fire on a's new event")
+	}
+}
