@@ -46,6 +46,10 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.setNode(b.SetNode)
 	case *dexv1.Command_RemoveNode:
 		return a.removeNode(b.RemoveNode)
+	case *dexv1.Command_DeregisterWorker:
+		return a.deregisterWorker(b.DeregisterWorker)
+	case *dexv1.Command_FailUnservedStep:
+		return a.failUnservedStep(b.FailUnservedStep)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

@@ -19,10 +19,12 @@ const (
 	indexID      = "id"
 	indexSession = "session"
 	indexStatus  = "status"
+	// indexStatusTool: Steps by status and tool (the queued Steps of a tool).
+	indexStatusTool = "status_tool"
 )
 
 func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableSessions: {Name: tableSessions, Indexes: map[string]*memdb.IndexSchema{
 			indexID:     {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 			indexStatus: {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
@@ -31,6 +33,9 @@ func schema() *memdb.DBSchema {
 			indexID:      {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 			indexSession: {Name: indexSession, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
 			indexStatus:  {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
+			indexStatusTool: {Name: indexStatusTool, AllowMissing: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.IntFieldIndex{Field: "Status"}, &memdb.StringFieldIndex{Field: "Tool"},
+			}}},
 		}},
 		tableWorkers: {Name: tableWorkers, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
@@ -46,6 +51,10 @@ func schema() *memdb.DBSchema {
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 		}},
 	}}
+	for name, t := range catalogTables() {
+		s.Tables[name] = t
+	}
+	return s
 }
 
 const metaID = "meta"

@@ -85,19 +85,3 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 		Seq: m.NextEventSeq, SessionId: sessionID, Type: typ, StepId: stepID, Detail: detail, AtMs: a.now,
 	})
 }
-
-// toolSpec finds a registered tool by name; Workers are read in id order.
-func (a *applier) toolSpec(name string) *dexv1.ToolSpec {
-	it, err := a.tx.Get(tableWorkers, indexID)
-	if err != nil {
-		panic(err)
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		for _, t := range raw.(*dexv1.WorkerInfo).Tools {
-			if t.Name == name {
-				return proto.Clone(t).(*dexv1.ToolSpec)
-			}
-		}
-	}
-	return nil
-}

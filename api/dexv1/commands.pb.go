@@ -49,6 +49,8 @@ type Command struct {
 	//	*Command_EditHistory
 	//	*Command_SetNode
 	//	*Command_RemoveNode
+	//	*Command_DeregisterWorker
+	//	*Command_FailUnservedStep
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -276,6 +278,24 @@ func (x *Command) GetRemoveNode() *RemoveNode {
 	return nil
 }
 
+func (x *Command) GetDeregisterWorker() *DeregisterWorker {
+	if x != nil {
+		if x, ok := x.Body.(*Command_DeregisterWorker); ok {
+			return x.DeregisterWorker
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFailUnservedStep() *FailUnservedStep {
+	if x != nil {
+		if x, ok := x.Body.(*Command_FailUnservedStep); ok {
+			return x.FailUnservedStep
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -356,6 +376,14 @@ type Command_RemoveNode struct {
 	RemoveNode *RemoveNode `protobuf:"bytes,28,opt,name=remove_node,json=removeNode,proto3,oneof"`
 }
 
+type Command_DeregisterWorker struct {
+	DeregisterWorker *DeregisterWorker `protobuf:"bytes,40,opt,name=deregister_worker,json=deregisterWorker,proto3,oneof"`
+}
+
+type Command_FailUnservedStep struct {
+	FailUnservedStep *FailUnservedStep `protobuf:"bytes,41,opt,name=fail_unserved_step,json=failUnservedStep,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -393,6 +421,10 @@ func (*Command_EditHistory) isCommand_Body() {}
 func (*Command_SetNode) isCommand_Body() {}
 
 func (*Command_RemoveNode) isCommand_Body() {}
+
+func (*Command_DeregisterWorker) isCommand_Body() {}
+
+func (*Command_FailUnservedStep) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -1587,11 +1619,130 @@ func (x *RemoveNode) GetNodeId() string {
 	return ""
 }
 
+// The leader deregisters a Worker that neither polled nor heartbeated for the
+// Worker TTL; its tools leave the catalog with it when no other Worker serves
+// them.
+type DeregisterWorker struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeregisterWorker) Reset() {
+	*x = DeregisterWorker{}
+	mi := &file_dex_v1_commands_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeregisterWorker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeregisterWorker) ProtoMessage() {}
+
+func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeregisterWorker.ProtoReflect.Descriptor instead.
+func (*DeregisterWorker) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *DeregisterWorker) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *DeregisterWorker) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// The leader fails a queued tool Step whose tool no live Worker served for
+// the tool wait; refused while a Worker serves the tool.
+type FailUnservedStep struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Epoch  uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// How long the leader waited, for the recorded reason.
+	WaitedMs      uint64 `protobuf:"varint,3,opt,name=waited_ms,json=waitedMs,proto3" json:"waited_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailUnservedStep) Reset() {
+	*x = FailUnservedStep{}
+	mi := &file_dex_v1_commands_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailUnservedStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailUnservedStep) ProtoMessage() {}
+
+func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailUnservedStep.ProtoReflect.Descriptor instead.
+func (*FailUnservedStep) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *FailUnservedStep) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *FailUnservedStep) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *FailUnservedStep) GetWaitedMs() uint64 {
+	if x != nil {
+		return x.WaitedMs
+	}
+	return 0
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xdc\t\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xef\n" +
+	"\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -1617,7 +1768,9 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\fedit_history\x18\x1a \x01(\v2\x13.dex.v1.EditHistoryH\x00R\veditHistory\x12,\n" +
 	"\bset_node\x18\x1b \x01(\v2\x0f.dex.v1.SetNodeH\x00R\asetNode\x125\n" +
 	"\vremove_node\x18\x1c \x01(\v2\x12.dex.v1.RemoveNodeH\x00R\n" +
-	"removeNodeB\x06\n" +
+	"removeNode\x12G\n" +
+	"\x11deregister_worker\x18( \x01(\v2\x18.dex.v1.DeregisterWorkerH\x00R\x10deregisterWorker\x12H\n" +
+	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStepB\x06\n" +
 	"\x04body\"\xb7\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -1704,7 +1857,14 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\"%\n" +
 	"\n" +
 	"RemoveNode\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeIdB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"E\n" +
+	"\x10DeregisterWorker\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"^\n" +
+	"\x10FailUnservedStep\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
+	"\twaited_ms\x18\x03 \x01(\x04R\bwaitedMsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -1718,7 +1878,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),          // 0: dex.v1.Command
 	(*CreateSession)(nil),    // 1: dex.v1.CreateSession
@@ -1741,13 +1901,15 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*EditHistory)(nil),      // 18: dex.v1.EditHistory
 	(*SetNode)(nil),          // 19: dex.v1.SetNode
 	(*RemoveNode)(nil),       // 20: dex.v1.RemoveNode
-	(*ToolSpec)(nil),         // 21: dex.v1.ToolSpec
-	(*ModelOutput)(nil),      // 22: dex.v1.ModelOutput
-	(*ToolResult)(nil),       // 23: dex.v1.ToolResult
-	(*PollResult)(nil),       // 24: dex.v1.PollResult
-	(ErrorType)(0),           // 25: dex.v1.ErrorType
-	(Outcome)(0),             // 26: dex.v1.Outcome
-	(*NodeInfo)(nil),         // 27: dex.v1.NodeInfo
+	(*DeregisterWorker)(nil), // 21: dex.v1.DeregisterWorker
+	(*FailUnservedStep)(nil), // 22: dex.v1.FailUnservedStep
+	(*ToolSpec)(nil),         // 23: dex.v1.ToolSpec
+	(*ModelOutput)(nil),      // 24: dex.v1.ModelOutput
+	(*ToolResult)(nil),       // 25: dex.v1.ToolResult
+	(*PollResult)(nil),       // 26: dex.v1.PollResult
+	(ErrorType)(0),           // 27: dex.v1.ErrorType
+	(Outcome)(0),             // 28: dex.v1.Outcome
+	(*NodeInfo)(nil),         // 29: dex.v1.NodeInfo
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -1769,21 +1931,23 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	18, // 16: dex.v1.Command.edit_history:type_name -> dex.v1.EditHistory
 	19, // 17: dex.v1.Command.set_node:type_name -> dex.v1.SetNode
 	20, // 18: dex.v1.Command.remove_node:type_name -> dex.v1.RemoveNode
-	21, // 19: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 20: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 21: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	22, // 22: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	23, // 23: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	24, // 24: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 25: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	25, // 26: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	26, // 27: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	27, // 28: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	21, // 19: dex.v1.Command.deregister_worker:type_name -> dex.v1.DeregisterWorker
+	22, // 20: dex.v1.Command.fail_unserved_step:type_name -> dex.v1.FailUnservedStep
+	23, // 21: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 22: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 23: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	24, // 24: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	25, // 25: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	26, // 26: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 27: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	27, // 28: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	28, // 29: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	29, // 30: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -1812,6 +1976,8 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_EditHistory)(nil),
 		(*Command_SetNode)(nil),
 		(*Command_RemoveNode)(nil),
+		(*Command_DeregisterWorker)(nil),
+		(*Command_FailUnservedStep)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -1825,7 +1991,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2489,6 +2489,8 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Worker
 	//	*SnapshotRecord_Node
 	//	*SnapshotRecord_Event
+	//	*SnapshotRecord_Tool
+	//	*SnapshotRecord_WorkerTool
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2585,6 +2587,24 @@ func (x *SnapshotRecord) GetEvent() *Event {
 	return nil
 }
 
+func (x *SnapshotRecord) GetTool() *ToolSpec {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Tool); ok {
+			return x.Tool
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetWorkerTool() *WorkerTool {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_WorkerTool); ok {
+			return x.WorkerTool
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2613,6 +2633,14 @@ type SnapshotRecord_Event struct {
 	Event *Event `protobuf:"bytes,6,opt,name=event,proto3,oneof"`
 }
 
+type SnapshotRecord_Tool struct {
+	Tool *ToolSpec `protobuf:"bytes,40,opt,name=tool,proto3,oneof"`
+}
+
+type SnapshotRecord_WorkerTool struct {
+	WorkerTool *WorkerTool `protobuf:"bytes,41,opt,name=worker_tool,json=workerTool,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2624,6 +2652,64 @@ func (*SnapshotRecord_Worker) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Node) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Event) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Tool) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_WorkerTool) isSnapshotRecord_Record() {}
+
+// One live Worker serving one tool of the catalog (the catalog's rows are the
+// tools' ToolSpecs, one per name).
+type WorkerTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerTool) Reset() {
+	*x = WorkerTool{}
+	mi := &file_dex_v1_types_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerTool) ProtoMessage() {}
+
+func (x *WorkerTool) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
+func (*WorkerTool) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *WorkerTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *WorkerTool) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
 
 var File_dex_v1_types_proto protoreflect.FileDescriptor
 
@@ -2807,15 +2893,22 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\fepoch_holder\x18\x03 \x01(\tR\vepochHolder\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0enext_queue_seq\x18\x05 \x01(\x04R\fnextQueueSeq\x12$\n" +
-	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\"\x93\x02\n" +
+	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\"\xf2\x02\n" +
 	"\x0eSnapshotRecord\x12)\n" +
 	"\x04meta\x18\x01 \x01(\v2\x13.dex.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
 	"\x04step\x18\x03 \x01(\v2\f.dex.v1.StepH\x00R\x04step\x12,\n" +
 	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
 	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12%\n" +
-	"\x05event\x18\x06 \x01(\v2\r.dex.v1.EventH\x00R\x05eventB\b\n" +
-	"\x06record*\xb7\x01\n" +
+	"\x05event\x18\x06 \x01(\v2\r.dex.v1.EventH\x00R\x05event\x12&\n" +
+	"\x04tool\x18( \x01(\v2\x10.dex.v1.ToolSpecH\x00R\x04tool\x125\n" +
+	"\vworker_tool\x18) \x01(\v2\x12.dex.v1.WorkerToolH\x00R\n" +
+	"workerToolB\b\n" +
+	"\x06record\"=\n" +
+	"\n" +
+	"WorkerTool\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId*\xb7\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -2905,7 +2998,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
 	(StepKind)(0),          // 1: dex.v1.StepKind
@@ -2937,6 +3030,7 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*Event)(nil),          // 27: dex.v1.Event
 	(*ClusterMeta)(nil),    // 28: dex.v1.ClusterMeta
 	(*SnapshotRecord)(nil), // 29: dex.v1.SnapshotRecord
+	(*WorkerTool)(nil),     // 30: dex.v1.WorkerTool
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	7,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -2974,11 +3068,13 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	26, // 32: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
 	25, // 33: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
 	27, // 34: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	12, // 35: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	30, // 36: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -2993,6 +3089,8 @@ func file_dex_v1_types_proto_init() {
 		(*SnapshotRecord_Worker)(nil),
 		(*SnapshotRecord_Node)(nil),
 		(*SnapshotRecord_Event)(nil),
+		(*SnapshotRecord_Tool)(nil),
+		(*SnapshotRecord_WorkerTool)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3000,7 +3098,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
