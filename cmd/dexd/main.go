@@ -44,6 +44,7 @@ type options struct {
 	maxPayload                                int
 	workerHeartbeat, workerTimeout            time.Duration
 	drainTimeout                              time.Duration
+	workerTTL, toolWait                       time.Duration
 	parsedPeers                               []cluster.Peer
 }
 
@@ -70,6 +71,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.workerHeartbeat, "heartbeat-interval", lease.DefaultHeartbeatInterval, "how often Workers heartbeat a task")
 	fs.DurationVar(&o.workerTimeout, "heartbeat-timeout", lease.DefaultHeartbeatTimeout, "an attempt without a heartbeat for this long fails; also a new leader's grace period")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT a leader stops handing out tasks and lets running attempts finish for up to this long, then hands leadership to another node")
+	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
+	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -131,6 +134,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.heartbeat <= 0 || o.election <= 0 || o.leaderLease <= 0 {
 		return nil, &usageError{"raft timeouts must be positive"}
 	}
+	if o.workerTTL <= 0 || o.toolWait <= 0 {
+		return nil, &usageError{"--worker-ttl and --tool-wait must be positive"}
+	}
 	if o.drainTimeout < 0 {
 		return nil, &usageError{"--drain-timeout must not be negative"}
 	}
@@ -187,9 +193,10 @@ func serve(o *options, log *zap.Logger) error {
 	disp := dispatch.New(late, late, leases, dispatch.Config{}, log)
 	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)
 	leader := dispatch.NewLeader(late, leases, disp, timers, log)
+	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 
 	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     []cluster.LeaderService{leader},
+		LeaderServices:     []cluster.LeaderService{leader, live},
 		ID:                 o.id,
 		DataDir:            o.dataDir,
 		RaftAddr:           o.raftAddr,
@@ -218,7 +225,7 @@ func serve(o *options, log *zap.Logger) error {
 
 	late.set(node)
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, MaxPayload: o.maxPayload,
+		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload,
 		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
 	})
 	serveErr := make(chan error, 2)
