@@ -83,7 +83,7 @@ type fakeWorkers struct {
 	hbCancelled         bool
 	// unknownPolls: polls answered as for a deregistered Worker.
 	unknownPolls int
-	changed             chan struct{}
+	changed      chan struct{}
 }
 
 func newFakeWorkers(tasks ...*dexv1.Task) *fakeWorkers {
