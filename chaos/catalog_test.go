@@ -129,7 +129,9 @@ func TestCatalog_AKilledWorkerIsDeregisteredAndItsToolsStepsFailUnlessAnotherWor
 	// lookup: its Step fails as an unknown tool that never ran.
 	e.runWorker(client.WorkerOptions{ID: "notes", Tools: []client.Tool{{
 		Spec: &dexv1.ToolSpec{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE},
-		Run:  func(context.Context, client.ToolCall) (client.ToolResult, error) { return client.ToolResult{Content: "saved"}, nil },
+		Run: func(context.Context, client.ToolCall) (client.ToolResult, error) {
+			return client.ToolResult{Content: "saved"}, nil
+		},
 	}}})
 	r := e.waitStatus(note, sIdle, 30*time.Second)
 	st := stepsBy(r, kCallTool, "save_note")[0]
