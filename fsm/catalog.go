@@ -158,3 +158,23 @@ func (a *applier) deregisterWorker(c *dexv1.DeregisterWorker) *Result {
 	a.dropCatalog(c.WorkerId)
 	return &Result{}
 }
+
+// rebuildCatalog fills an empty catalog from the Workers of a snapshot
+// written before the catalog existed: Workers in id order, the first policy
+// of a tool wins and a Worker that gives it another does not serve it.
+func rebuildCatalog(tx *memdb.Txn) {
+	if raw, err := tx.First(tableWorkerTools, indexID); err != nil || raw != nil {
+		return
+	}
+	a := &applier{tx: tx}
+	for _, w := range all[*dexv1.WorkerInfo](tx, tableWorkers, indexID) {
+		for _, t := range w.Tools {
+			if cur := a.toolSpec(t.Name); cur == nil {
+				a.insert(tableTools, t)
+			} else if !samePolicy(cur, t) {
+				continue
+			}
+			a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: w.Id})
+		}
+	}
+}

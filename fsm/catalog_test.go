@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protodelim"
+
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
@@ -165,5 +167,36 @@ func TestToolWait_AWriteThatMayHaveRunIsNotCalledNotRun(t *testing.T) {
 	n := toolResults(d.session("s"))["n"]
 	if n.Outcome != dexv1.Outcome_OUTCOME_UNKNOWN || strings.HasPrefix(n.Text, NotRunPrefix) {
 		t.Fatalf("save_note recorded %s %q; want outcome_unknown", OutcomeName(n.Outcome), n.Text)
+	}
+}
+
+// A snapshot written before the catalog existed has Workers but no catalog
+// rows: Restore rebuilds the catalog from the Workers.
+func TestCatalog_RestoreOfASnapshotWithoutCatalogRebuildsIt(t *testing.T) {
+	d := newDriver(t)
+	d.do(register("w2", emailOnce))
+	var old bytes.Buffer
+	old.WriteString(snapshotMagic)
+	old.WriteByte(snapshotVersion)
+	in := bytes.NewReader(persist(t, d.f)[len(snapshotMagic)+1:])
+	for {
+		rec := &dexv1.SnapshotRecord{}
+		if err := protodelim.UnmarshalFrom(in, rec); err != nil {
+			break
+		}
+		switch rec.Record.(type) {
+		case *dexv1.SnapshotRecord_Tool, *dexv1.SnapshotRecord_WorkerTool:
+			continue
+		}
+		if _, err := protodelim.MarshalTo(&old, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := New(Options{})
+	if err := g.Restore(&old); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(persist(t, d.f), persist(t, g)) {
+		t.Fatal("the rebuilt catalog differs from the one the commands built")
 	}
 }

@@ -143,6 +143,7 @@ func (f *FSM) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
 	}
+	rebuildCatalog(tx)
 	tx.Commit()
 	f.mu.Lock()
 	f.db = db
