@@ -50,6 +50,10 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.setEventRetention(b.SetEventRetention)
 	case *dexv1.Command_PruneEvents:
 		return a.pruneEvents(b.PruneEvents)
+	case *dexv1.Command_DeregisterWorker:
+		return a.deregisterWorker(b.DeregisterWorker)
+	case *dexv1.Command_FailUnservedStep:
+		return a.failUnservedStep(b.FailUnservedStep)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

@@ -70,7 +70,7 @@ func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
 	}
 	spec := a.toolSpec(c.Tool)
 	if spec == nil {
-		a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: unknown tool %q: no Worker registered it", NotRunPrefix, c.Tool))
+		a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, NotRunPrefix+": "+unknownTool(c.Tool, "no Worker registered it"))
 		return
 	}
 	c.Policy = spec

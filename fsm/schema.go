@@ -27,10 +27,13 @@ const (
 	indexStatus  = "status"
 	// Steps by (session, number): a session's Steps in order, for paging.
 	indexSessionNumber = "session_number"
+
+	// indexStatusTool: Steps by status and tool (the queued Steps of a tool).
+	indexStatusTool = "status_tool"
 )
 
 func schema() *memdb.DBSchema {
-	return withEventSchema(&memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableSessions: {Name: tableSessions, Indexes: map[string]*memdb.IndexSchema{
 			indexID:     {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 			indexStatus: {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
@@ -41,6 +44,9 @@ func schema() *memdb.DBSchema {
 			indexStatus:  {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
 			indexSessionNumber: {Name: indexSessionNumber, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.UintFieldIndex{Field: "Number"},
+			}}},
+			indexStatusTool: {Name: indexStatusTool, AllowMissing: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.IntFieldIndex{Field: "Status"}, &memdb.StringFieldIndex{Field: "Tool"},
 			}}},
 		}},
 		tableWorkers: {Name: tableWorkers, Indexes: map[string]*memdb.IndexSchema{
@@ -61,7 +67,11 @@ func schema() *memdb.DBSchema {
 		tableMeta: {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 		}},
-	}})
+	}}
+	for name, t := range catalogTables() {
+		s.Tables[name] = t
+	}
+	return withEventSchema(s)
 }
 
 const metaID = "meta"

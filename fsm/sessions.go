@@ -187,7 +187,11 @@ func (a *applier) registerWorker(c *dexv1.RegisterWorker) *Result {
 		}
 		seen[t.Name] = true
 	}
+	if r := a.checkCatalog(c.WorkerId, c.Tools); r != nil {
+		return rejected(r)
+	}
 	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel})
+	a.putCatalog(c.WorkerId, c.Tools)
 	return &Result{}
 }
 

@@ -55,7 +55,7 @@ func (s *Snapshot) Persist(w io.Writer) error {
 	if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
 		return err
 	}
-	for _, table := range []string{tableNodes, tableWorkers, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents, tableEventLogs} {
+	for _, table := range []string{tableNodes, tableWorkers, tableTools, tableWorkerTools, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents, tableEventLogs} {
 		it, err := s.tx.Get(table, indexID)
 		if err != nil {
 			return err
@@ -75,6 +75,10 @@ func record(raw any) *dexv1.SnapshotRecord {
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Node{Node: v}}
 	case *dexv1.WorkerInfo:
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Worker{Worker: v}}
+	case *dexv1.ToolSpec:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Tool{Tool: v}}
+	case *dexv1.WorkerTool:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_WorkerTool{WorkerTool: v}}
 	case *dexv1.Session:
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Session{Session: v}}
 	case *dexv1.Step:
@@ -134,6 +138,10 @@ func (f *FSM) Restore(r io.Reader) error {
 			table, obj = tableNodes, v.Node
 		case *dexv1.SnapshotRecord_Worker:
 			table, obj = tableWorkers, v.Worker
+		case *dexv1.SnapshotRecord_Tool:
+			table, obj = tableTools, v.Tool
+		case *dexv1.SnapshotRecord_WorkerTool:
+			table, obj = tableWorkerTools, v.WorkerTool
 		case *dexv1.SnapshotRecord_Session:
 			table, obj = tableSessions, v.Session
 			if version == snapshotVersionV1 {
@@ -163,6 +171,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	if err := rebuildEventLogs(tx); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
+	rebuildCatalog(tx)
 	tx.Commit()
 	f.mu.Lock()
 	f.db = db

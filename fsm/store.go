@@ -76,19 +76,3 @@ func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
 }
 
 func (a *applier) putStep(st *dexv1.Step) { a.insert(tableSteps, st) }
-
-// toolSpec finds a registered tool by name; Workers are read in id order.
-func (a *applier) toolSpec(name string) *dexv1.ToolSpec {
-	it, err := a.tx.Get(tableWorkers, indexID)
-	if err != nil {
-		panic(err)
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		for _, t := range raw.(*dexv1.WorkerInfo).Tools {
-			if t.Name == name {
-				return proto.Clone(t).(*dexv1.ToolSpec)
-			}
-		}
-	}
-	return nil
-}

@@ -81,7 +81,9 @@ type fakeWorkers struct {
 	// Answers to give before the real one.
 	completeUnavailable int
 	hbCancelled         bool
-	changed             chan struct{}
+	// unknownPolls: polls answered as for a deregistered Worker.
+	unknownPolls int
+	changed      chan struct{}
 }
 
 func newFakeWorkers(tasks ...*dexv1.Task) *fakeWorkers {
@@ -151,6 +153,14 @@ func (s *fakeWorkerNode) PollTask(ctx context.Context, req *dexv1.PollTaskReques
 	if err := s.gate(); err != nil {
 		return nil, err
 	}
+	s.f.mu.Lock()
+	if s.f.unknownPolls > 0 {
+		s.f.unknownPolls--
+		s.f.note("poll refused@" + s.n.name)
+		s.f.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "worker %q is not registered: register first", req.WorkerId)
+	}
+	s.f.mu.Unlock()
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
 	for {
 		s.f.mu.Lock()

@@ -180,3 +180,20 @@ func TestWorkerModelErrorTypeAndUnknownTool(t *testing.T) {
 		t.Fatalf("moments %v, want %v", moments, want)
 	}
 }
+
+// A Worker the cluster deregistered (its TTL ran out) registers again on the
+// refusal of its next poll, then gets its tasks.
+func TestWorkerRegistersAgainWhenDeregistered(t *testing.T) {
+	f := newFakeWorkers(toolTask("st1", "save_note", dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE))
+	f.unknownPolls = 1
+	nodes := startWorkerNodes(t, f, 1)
+	runWorker(t, nodes, WorkerOptions{Tools: []Tool{writeTool("save_note", func(ctx context.Context, c ToolCall) (ToolResult, error) {
+		return ToolResult{Content: "saved"}, nil
+	})}})
+	f.waitFor(t, "complete", func() bool { return len(f.completes) == 1 })
+	log, _, _, _ := f.snapshot()
+	refused, again := slices.Index(log, "poll refused@A"), slices.Index(log[1:], "register@A")
+	if log[0] != "register@A" || refused < 0 || again+1 <= refused {
+		t.Fatalf("want register, refused poll, register again; got %v", log)
+	}
+}

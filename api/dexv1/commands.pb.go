@@ -51,6 +51,8 @@ type Command struct {
 	//	*Command_RemoveNode
 	//	*Command_SetEventRetention
 	//	*Command_PruneEvents
+	//	*Command_DeregisterWorker
+	//	*Command_FailUnservedStep
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -296,6 +298,24 @@ func (x *Command) GetPruneEvents() *PruneEvents {
 	return nil
 }
 
+func (x *Command) GetDeregisterWorker() *DeregisterWorker {
+	if x != nil {
+		if x, ok := x.Body.(*Command_DeregisterWorker); ok {
+			return x.DeregisterWorker
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFailUnservedStep() *FailUnservedStep {
+	if x != nil {
+		if x, ok := x.Body.(*Command_FailUnservedStep); ok {
+			return x.FailUnservedStep
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -384,6 +404,14 @@ type Command_PruneEvents struct {
 	PruneEvents *PruneEvents `protobuf:"bytes,51,opt,name=prune_events,json=pruneEvents,proto3,oneof"`
 }
 
+type Command_DeregisterWorker struct {
+	DeregisterWorker *DeregisterWorker `protobuf:"bytes,40,opt,name=deregister_worker,json=deregisterWorker,proto3,oneof"`
+}
+
+type Command_FailUnservedStep struct {
+	FailUnservedStep *FailUnservedStep `protobuf:"bytes,41,opt,name=fail_unserved_step,json=failUnservedStep,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -425,6 +453,10 @@ func (*Command_RemoveNode) isCommand_Body() {}
 func (*Command_SetEventRetention) isCommand_Body() {}
 
 func (*Command_PruneEvents) isCommand_Body() {}
+
+func (*Command_DeregisterWorker) isCommand_Body() {}
+
+func (*Command_FailUnservedStep) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -1746,12 +1778,129 @@ func (x *PruneEvents) GetSessionIds() []string {
 	return nil
 }
 
+// The leader deregisters a Worker that neither polled nor heartbeated for the
+// Worker TTL; its tools leave the catalog with it when no other Worker serves
+// them.
+type DeregisterWorker struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeregisterWorker) Reset() {
+	*x = DeregisterWorker{}
+	mi := &file_dex_v1_commands_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeregisterWorker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeregisterWorker) ProtoMessage() {}
+
+func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeregisterWorker.ProtoReflect.Descriptor instead.
+func (*DeregisterWorker) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DeregisterWorker) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *DeregisterWorker) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// The leader fails a queued tool Step whose tool no live Worker served for
+// the tool wait; refused while a Worker serves the tool.
+type FailUnservedStep struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Epoch  uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// How long the leader waited, for the recorded reason.
+	WaitedMs      uint64 `protobuf:"varint,3,opt,name=waited_ms,json=waitedMs,proto3" json:"waited_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailUnservedStep) Reset() {
+	*x = FailUnservedStep{}
+	mi := &file_dex_v1_commands_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailUnservedStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailUnservedStep) ProtoMessage() {}
+
+func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailUnservedStep.ProtoReflect.Descriptor instead.
+func (*FailUnservedStep) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *FailUnservedStep) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *FailUnservedStep) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *FailUnservedStep) GetWaitedMs() uint64 {
+	if x != nil {
+		return x.WaitedMs
+	}
+	return 0
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xe3\n" +
-	"\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf6\v\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -1779,7 +1928,9 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\vremove_node\x18\x1c \x01(\v2\x12.dex.v1.RemoveNodeH\x00R\n" +
 	"removeNode\x12K\n" +
 	"\x13set_event_retention\x182 \x01(\v2\x19.dex.v1.SetEventRetentionH\x00R\x11setEventRetention\x128\n" +
-	"\fprune_events\x183 \x01(\v2\x13.dex.v1.PruneEventsH\x00R\vpruneEventsB\x06\n" +
+	"\fprune_events\x183 \x01(\v2\x13.dex.v1.PruneEventsH\x00R\vpruneEvents\x12G\n" +
+	"\x11deregister_worker\x18( \x01(\v2\x18.dex.v1.DeregisterWorkerH\x00R\x10deregisterWorker\x12H\n" +
+	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStepB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -1876,7 +2027,14 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"max_events\x18\x02 \x01(\rR\tmaxEvents\x12\x1f\n" +
 	"\vsession_ids\x18\x03 \x03(\tR\n" +
-	"sessionIdsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"sessionIds\"E\n" +
+	"\x10DeregisterWorker\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"^\n" +
+	"\x10FailUnservedStep\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
+	"\twaited_ms\x18\x03 \x01(\x04R\bwaitedMsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -1890,7 +2048,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -1915,14 +2073,16 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*RemoveNode)(nil),        // 20: dex.v1.RemoveNode
 	(*SetEventRetention)(nil), // 21: dex.v1.SetEventRetention
 	(*PruneEvents)(nil),       // 22: dex.v1.PruneEvents
-	(*ToolSpec)(nil),          // 23: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 24: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 25: dex.v1.ToolResult
-	(*PollResult)(nil),        // 26: dex.v1.PollResult
-	(ErrorType)(0),            // 27: dex.v1.ErrorType
-	(Outcome)(0),              // 28: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 29: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 30: dex.v1.EventRetention
+	(*DeregisterWorker)(nil),  // 23: dex.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),  // 24: dex.v1.FailUnservedStep
+	(*ToolSpec)(nil),          // 25: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 26: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 27: dex.v1.ToolResult
+	(*PollResult)(nil),        // 28: dex.v1.PollResult
+	(ErrorType)(0),            // 29: dex.v1.ErrorType
+	(Outcome)(0),              // 30: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 31: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 32: dex.v1.EventRetention
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -1946,22 +2106,24 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	20, // 18: dex.v1.Command.remove_node:type_name -> dex.v1.RemoveNode
 	21, // 19: dex.v1.Command.set_event_retention:type_name -> dex.v1.SetEventRetention
 	22, // 20: dex.v1.Command.prune_events:type_name -> dex.v1.PruneEvents
-	23, // 21: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 22: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 23: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	24, // 24: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	25, // 25: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	26, // 26: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 27: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	27, // 28: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	28, // 29: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	29, // 30: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	30, // 31: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	23, // 21: dex.v1.Command.deregister_worker:type_name -> dex.v1.DeregisterWorker
+	24, // 22: dex.v1.Command.fail_unserved_step:type_name -> dex.v1.FailUnservedStep
+	25, // 23: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 24: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 25: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	26, // 26: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	27, // 27: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	28, // 28: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 29: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	29, // 30: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	30, // 31: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	31, // 32: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	32, // 33: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -1992,6 +2154,8 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_RemoveNode)(nil),
 		(*Command_SetEventRetention)(nil),
 		(*Command_PruneEvents)(nil),
+		(*Command_DeregisterWorker)(nil),
+		(*Command_FailUnservedStep)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2005,7 +2169,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2646,6 +2646,8 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Inbox
 	//	*SnapshotRecord_Accepted
 	//	*SnapshotRecord_EventLog
+	//	*SnapshotRecord_Tool
+	//	*SnapshotRecord_WorkerTool
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2778,6 +2780,24 @@ func (x *SnapshotRecord) GetEventLog() *EventLog {
 	return nil
 }
 
+func (x *SnapshotRecord) GetTool() *ToolSpec {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Tool); ok {
+			return x.Tool
+		}
+	}
+	return nil
+}
+
+func (x *SnapshotRecord) GetWorkerTool() *WorkerTool {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_WorkerTool); ok {
+			return x.WorkerTool
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2822,6 +2842,14 @@ type SnapshotRecord_EventLog struct {
 	EventLog *EventLog `protobuf:"bytes,10,opt,name=event_log,json=eventLog,proto3,oneof"`
 }
 
+type SnapshotRecord_Tool struct {
+	Tool *ToolSpec `protobuf:"bytes,11,opt,name=tool,proto3,oneof"`
+}
+
+type SnapshotRecord_WorkerTool struct {
+	WorkerTool *WorkerTool `protobuf:"bytes,12,opt,name=worker_tool,json=workerTool,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2841,6 +2869,10 @@ func (*SnapshotRecord_Inbox) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Accepted) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_EventLog) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Tool) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_WorkerTool) isSnapshotRecord_Record() {}
 
 // How many events the cluster keeps per session, and for how long. Zero
 // means no limit.
@@ -2976,6 +3008,60 @@ func (x *EventLog) GetDroppedThrough() uint64 {
 		return x.DroppedThrough
 	}
 	return 0
+}
+
+// One live Worker serving one tool of the catalog (the catalog's rows are the
+// tools' ToolSpecs, one per name).
+type WorkerTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerTool) Reset() {
+	*x = WorkerTool{}
+	mi := &file_dex_v1_types_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerTool) ProtoMessage() {}
+
+func (x *WorkerTool) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
+func (*WorkerTool) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *WorkerTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *WorkerTool) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
 }
 
 var File_dex_v1_types_proto protoreflect.FileDescriptor
@@ -3180,7 +3266,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0enext_queue_seq\x18\x05 \x01(\x04R\fnextQueueSeq\x12$\n" +
 	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\x12?\n" +
-	"\x0fevent_retention\x18\a \x01(\v2\x16.dex.v1.EventRetentionR\x0eeventRetention\"\xd6\x03\n" +
+	"\x0fevent_retention\x18\a \x01(\v2\x16.dex.v1.EventRetentionR\x0eeventRetention\"\xb5\x04\n" +
 	"\x0eSnapshotRecord\x12)\n" +
 	"\x04meta\x18\x01 \x01(\v2\x13.dex.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
@@ -3192,7 +3278,10 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x05inbox\x18\b \x01(\v2\x0f.dex.v1.MessageH\x00R\x05inbox\x125\n" +
 	"\baccepted\x18\t \x01(\v2\x17.dex.v1.AcceptedMessageH\x00R\baccepted\x12/\n" +
 	"\tevent_log\x18\n" +
-	" \x01(\v2\x10.dex.v1.EventLogH\x00R\beventLogB\b\n" +
+	" \x01(\v2\x10.dex.v1.EventLogH\x00R\beventLog\x12&\n" +
+	"\x04tool\x18\v \x01(\v2\x10.dex.v1.ToolSpecH\x00R\x04tool\x125\n" +
+	"\vworker_tool\x18\f \x01(\v2\x12.dex.v1.WorkerToolH\x00R\n" +
+	"workerToolB\b\n" +
 	"\x06record\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
@@ -3203,7 +3292,11 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\x04R\x05count\x12\x1b\n" +
 	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12\x19\n" +
 	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\x12'\n" +
-	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough*\xb7\x01\n" +
+	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough\"=\n" +
+	"\n" +
+	"WorkerTool\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId*\xb7\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -3293,7 +3386,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
 	(StepKind)(0),           // 1: dex.v1.StepKind
@@ -3328,6 +3421,7 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*SnapshotRecord)(nil),  // 30: dex.v1.SnapshotRecord
 	(*EventRetention)(nil),  // 31: dex.v1.EventRetention
 	(*EventLog)(nil),        // 32: dex.v1.EventLog
+	(*WorkerTool)(nil),      // 33: dex.v1.WorkerTool
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	7,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -3370,11 +3464,13 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	18, // 37: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
 	23, // 38: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
 	32, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	12, // 40: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	33, // 41: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -3393,6 +3489,8 @@ func file_dex_v1_types_proto_init() {
 		(*SnapshotRecord_Inbox)(nil),
 		(*SnapshotRecord_Accepted)(nil),
 		(*SnapshotRecord_EventLog)(nil),
+		(*SnapshotRecord_Tool)(nil),
+		(*SnapshotRecord_WorkerTool)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3400,7 +3498,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

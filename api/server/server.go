@@ -40,6 +40,8 @@ type Options struct {
 	Leases     Leases
 	Timing     WorkerTiming
 	MaxPayload int
+	// Liveness, when set, hears every Worker's polls and heartbeats.
+	Liveness Liveness
 }
 
 // Server is a node's gRPC server.
@@ -67,7 +69,9 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
 	dexv1.RegisterSessionServiceServer(s.grpc, NewSessions(node))
 	if o.Dispatch != nil && o.Leases != nil {
-		dexv1.RegisterWorkerServiceServer(s.grpc, NewWorkers(node, o.Dispatch, o.Leases, o.Timing))
+		wk := NewWorkers(node, o.Dispatch, o.Leases, o.Timing)
+		wk.live = o.Liveness
+		dexv1.RegisterWorkerServiceServer(s.grpc, wk)
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

@@ -40,6 +40,7 @@ type Workers struct {
 	dispatch Dispatch
 	leases   Leases
 	timing   WorkerTiming
+	live     Liveness // nil: Worker TTLs are not kept
 }
 
 // NewWorkers returns the Worker handlers of node.
@@ -54,6 +55,7 @@ func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerR
 	if err != nil {
 		return nil, err
 	}
+	w.touch(req.WorkerId)
 	return &dexv1.RegisterWorkerResponse{
 		HeartbeatIntervalMs: uint32(w.timing.HeartbeatInterval.Milliseconds()),
 		HeartbeatTimeoutMs:  uint32(w.timing.HeartbeatTimeout.Milliseconds()),
@@ -74,6 +76,7 @@ func (w *Workers) PollTask(ctx context.Context, req *dexv1.PollTaskRequest) (*de
 	if max > maxTasksPerPoll {
 		max = maxTasksPerPoll
 	}
+	defer w.polling(req.WorkerId)()
 	tasks, err := w.dispatch.Poll(ctx, req.WorkerId, max, time.Duration(req.WaitMs)*time.Millisecond)
 	switch {
 	case err == nil:
@@ -101,6 +104,7 @@ func (w *Workers) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*
 	if err := validRef(req.Ref); err != nil {
 		return nil, err
 	}
+	w.touchRef(req.Ref)
 	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: req.Ref}}}); err != nil {
 		return nil, err
 	}
@@ -115,6 +119,7 @@ func (w *Workers) Heartbeat(ctx context.Context, req *dexv1.HeartbeatRequest) (*
 	if err := validRef(req.Ref); err != nil {
 		return nil, err
 	}
+	w.touchRef(req.Ref)
 	cancelled, reason := w.leases.Heartbeat(req.Ref)
 	return &dexv1.HeartbeatResponse{Cancelled: cancelled, Reason: reason}, nil
 }
@@ -136,6 +141,7 @@ func (w *Workers) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskReque
 	default:
 		return nil, status.Error(codes.InvalidArgument, "a result is required")
 	}
+	w.touchRef(req.Ref)
 	failpoint(FailpointBeforeCommitResult)
 	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: c}}); err != nil {
 		return nil, err
@@ -148,6 +154,7 @@ func (w *Workers) FailTask(ctx context.Context, req *dexv1.FailTaskRequest) (*de
 	if err := validRef(req.Ref); err != nil {
 		return nil, err
 	}
+	w.touchRef(req.Ref)
 	failpoint(FailpointBeforeCommitResult)
 	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
 		Ref: req.Ref, ErrorType: req.ErrorType, Error: req.Error,

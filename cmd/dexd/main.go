@@ -47,6 +47,7 @@ type options struct {
 	drainTimeout                              time.Duration
 	eventCount                                uint64
 	eventAge                                  time.Duration
+	workerTTL, toolWait                       time.Duration
 	parsedPeers                               []cluster.Peer
 }
 
@@ -75,6 +76,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT a leader stops handing out tasks and lets running attempts finish for up to this long, then hands leadership to another node")
 	fs.Uint64Var(&o.eventCount, "event-retention-count", gc.DefaultEventCount, "events kept per session; older ones are dropped as new ones come (0: no limit)")
 	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
+	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
+	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -135,6 +138,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.heartbeat <= 0 || o.election <= 0 || o.leaderLease <= 0 {
 		return nil, &usageError{"raft timeouts must be positive"}
+	}
+	if o.workerTTL <= 0 || o.toolWait <= 0 {
+		return nil, &usageError{"--worker-ttl and --tool-wait must be positive"}
 	}
 	if o.drainTimeout < 0 {
 		return nil, &usageError{"--drain-timeout must not be negative"}
@@ -197,8 +203,10 @@ func serve(o *options, log *zap.Logger) error {
 	leader := dispatch.NewLeader(late, leases, disp, timers, log)
 	events := gc.NewEvents(late, late, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
 
+	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
+
 	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     []cluster.LeaderService{leader, events},
+		LeaderServices:     []cluster.LeaderService{leader, events, live},
 		ID:                 o.id,
 		DataDir:            o.dataDir,
 		RaftAddr:           o.raftAddr,
@@ -227,7 +235,7 @@ func serve(o *options, log *zap.Logger) error {
 
 	late.set(node)
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, MaxPayload: o.maxPayload,
+		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload,
 		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
 	})
 	serveErr := make(chan error, 2)

@@ -312,6 +312,14 @@ func TestBadInput(t *testing.T) {
 			oneLine(t, code, 2, stderr, tc.want)
 		})
 	}
+	t.Run("zero worker ttl", func(t *testing.T) {
+		code, stderr := runDexd(t, 10*time.Second, append(base(t.TempDir()), "--worker-ttl", "0s")...)
+		oneLine(t, code, 2, stderr, "--worker-ttl and --tool-wait must be positive")
+	})
+	t.Run("negative tool wait", func(t *testing.T) {
+		code, stderr := runDexd(t, 10*time.Second, append(base(t.TempDir()), "--tool-wait", "-1s")...)
+		oneLine(t, code, 2, stderr, "--worker-ttl and --tool-wait must be positive")
+	})
 	t.Run("malformed address", func(t *testing.T) {
 		args := base(t.TempDir())
 		args[7] = "127.0.0.1" // --grpc-addr without a port

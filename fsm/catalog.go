@@ -1,0 +1,180 @@
+package fsm
+
+import (
+	"fmt"
+	"strings"
+
+	memdb "github.com/hashicorp/go-memdb"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// The tool catalog: one row per tool name holding its policy (a ToolSpec),
+// and one row per (tool, live Worker serving it). Every live Worker serving a
+// tool agrees on its policy; the row goes with the last of them.
+const (
+	tableTools       = "tools"
+	tableWorkerTools = "worker_tools"
+	indexWorker      = "worker"
+	indexTool        = "tool"
+)
+
+func catalogTables() map[string]*memdb.TableSchema {
+	return map[string]*memdb.TableSchema{
+		tableTools: {Name: tableTools, Indexes: map[string]*memdb.IndexSchema{
+			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Name"}},
+		}},
+		tableWorkerTools: {Name: tableWorkerTools, Indexes: map[string]*memdb.IndexSchema{
+			indexID: {Name: indexID, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "Tool"}, &memdb.StringFieldIndex{Field: "WorkerId"},
+			}}},
+			indexWorker: {Name: indexWorker, Indexer: &memdb.StringFieldIndex{Field: "WorkerId"}},
+			indexTool:   {Name: indexTool, Indexer: &memdb.StringFieldIndex{Field: "Tool"}},
+		}},
+	}
+}
+
+// toolSpec finds a tool of the catalog by name (nil when no live Worker
+// serves it).
+func (a *applier) toolSpec(name string) *dexv1.ToolSpec {
+	raw, err := a.tx.First(tableTools, indexID, name)
+	if err != nil {
+		panic(err)
+	}
+	if raw == nil {
+		return nil
+	}
+	return proto.Clone(raw.(*dexv1.ToolSpec)).(*dexv1.ToolSpec)
+}
+
+// toolServers returns the ids of the live Workers serving a tool, in id order.
+func (a *applier) toolServers(name string) []string { return (&State{tx: a.tx}).ToolServers(name) }
+
+// checkCatalog refuses a registration that gives a tool another policy than
+// a live Worker (other than the registering one) serves it with.
+func (a *applier) checkCatalog(workerID string, tools []*dexv1.ToolSpec) *Rejection {
+	for _, t := range tools {
+		cur := a.toolSpec(t.Name)
+		if cur == nil || samePolicy(cur, t) {
+			continue
+		}
+		for _, other := range a.toolServers(t.Name) {
+			if other != workerID {
+				return reject(CodeFailedPrecondition,
+					"tool %q is served by live worker %q as %s; worker %q registers it as %s: a tool has one policy (deregister %q first, or register the same policy)",
+					t.Name, other, PolicyText(cur), workerID, PolicyText(t), other)
+			}
+		}
+	}
+	return nil
+}
+
+// putCatalog replaces a Worker's rows in the catalog by its new tools.
+func (a *applier) putCatalog(workerID string, tools []*dexv1.ToolSpec) {
+	a.dropCatalog(workerID)
+	for _, t := range tools {
+		a.insert(tableTools, t) // the same policy as any other server's, or the only server
+		a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: workerID})
+	}
+}
+
+// dropCatalog removes a Worker's rows, and every tool it was the last to serve.
+func (a *applier) dropCatalog(workerID string) {
+	it, err := a.tx.Get(tableWorkerTools, indexWorker, workerID)
+	if err != nil {
+		panic(err)
+	}
+	var rows []*dexv1.WorkerTool
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		rows = append(rows, raw.(*dexv1.WorkerTool))
+	}
+	for _, wt := range rows {
+		if err := a.tx.Delete(tableWorkerTools, wt); err != nil {
+			panic(err)
+		}
+		if len(a.toolServers(wt.Tool)) == 0 {
+			if _, err := a.tx.DeleteAll(tableTools, indexID, wt.Tool); err != nil {
+				panic(err)
+			}
+		}
+	}
+}
+
+// samePolicy compares what decides how a tool's calls run; the description
+// may differ.
+func samePolicy(x, y *dexv1.ToolSpec) bool {
+	return x.Access == y.Access && x.NeedsApproval == y.NeedsApproval && x.LongRunning == y.LongRunning &&
+		x.Inline == y.Inline && toolAttempts(x) == toolAttempts(y) &&
+		(!x.LongRunning || pollEvery(x) == pollEvery(y))
+}
+
+// PolicyText describes a tool's policy for people ("single_attempt",
+// "read with 5 attempts, needs approval").
+func PolicyText(t *dexv1.ToolSpec) string {
+	var b strings.Builder
+	switch t.Access {
+	case dexv1.ToolAccess_TOOL_ACCESS_READ:
+		b.WriteString("read")
+	case dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE:
+		b.WriteString("idempotent_write")
+	case dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT:
+		b.WriteString("single_attempt")
+	default:
+		b.WriteString("no access policy")
+	}
+	if t.Access != dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
+		fmt.Fprintf(&b, " with %d attempts", toolAttempts(t))
+	}
+	if t.NeedsApproval {
+		b.WriteString(", needs approval")
+	}
+	if t.LongRunning {
+		fmt.Fprintf(&b, ", long running (polled every %d ms)", pollEvery(t))
+	}
+	if t.Inline {
+		b.WriteString(", inline")
+	}
+	return b.String()
+}
+
+func (a *applier) deregisterWorker(c *dexv1.DeregisterWorker) *Result {
+	if r := a.checkEpoch(c.Epoch); r != nil {
+		return rejected(r)
+	}
+	if r := validID("worker id", c.WorkerId); r != nil {
+		return rejected(r)
+	}
+	raw, err := a.tx.First(tableWorkers, indexID, c.WorkerId)
+	if err != nil {
+		panic(err)
+	}
+	if raw == nil {
+		return rejected(reject(CodeNotFound, "worker %q is not registered", c.WorkerId))
+	}
+	if err := a.tx.Delete(tableWorkers, raw); err != nil {
+		panic(err)
+	}
+	a.dropCatalog(c.WorkerId)
+	return &Result{}
+}
+
+// rebuildCatalog fills an empty catalog from the Workers of a snapshot
+// written before the catalog existed: Workers in id order, the first policy
+// of a tool wins and a Worker that gives it another does not serve it.
+func rebuildCatalog(tx *memdb.Txn) {
+	if raw, err := tx.First(tableWorkerTools, indexID); err != nil || raw != nil {
+		return
+	}
+	a := &applier{tx: tx}
+	for _, w := range all[*dexv1.WorkerInfo](tx, tableWorkers, indexID) {
+		for _, t := range w.Tools {
+			if cur := a.toolSpec(t.Name); cur == nil {
+				a.insert(tableTools, t)
+			} else if !samePolicy(cur, t) {
+				continue
+			}
+			a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: w.Id})
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package fsm
+
+import (
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Tool returns a tool of the catalog (its policy) or nil when no live Worker
+// serves it.
+func (s *State) Tool(name string) *dexv1.ToolSpec {
+	raw, err := s.tx.First(tableTools, indexID, name)
+	if err != nil || raw == nil {
+		return nil
+	}
+	return raw.(*dexv1.ToolSpec)
+}
+
+// Tools returns the catalog in name order.
+func (s *State) Tools() []*dexv1.ToolSpec { return all[*dexv1.ToolSpec](s.tx, tableTools, indexID) }
+
+// ToolServers returns the ids of the live Workers serving a tool, in id order.
+func (s *State) ToolServers(name string) []string {
+	it, err := s.tx.Get(tableWorkerTools, indexTool, name)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		ids = append(ids, raw.(*dexv1.WorkerTool).WorkerId)
+	}
+	return ids
+}
+
+// Worker returns a registered Worker or nil.
+func (s *State) Worker(id string) *dexv1.WorkerInfo {
+	raw, err := s.tx.First(tableWorkers, indexID, id)
+	if err != nil || raw == nil {
+		return nil
+	}
+	return raw.(*dexv1.WorkerInfo)
+}
+
+// WorkersWatch returns the registered Workers and a channel closed when the
+// Workers table changes.
+func (s *State) WorkersWatch() ([]*dexv1.WorkerInfo, <-chan struct{}) {
+	it, err := s.tx.Get(tableWorkers, indexID)
+	if err != nil {
+		return nil, nil
+	}
+	var out []*dexv1.WorkerInfo
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*dexv1.WorkerInfo))
+	}
+	return out, it.WatchCh()
+}
+
+// QueuedStepsOfTool returns the queued Steps of a tool (index read).
+func (s *State) QueuedStepsOfTool(tool string) []*dexv1.Step {
+	it, err := s.tx.Get(tableSteps, indexStatusTool, dexv1.StepStatus_STEP_STATUS_QUEUED, tool)
+	if err != nil {
+		return nil
+	}
+	var out []*dexv1.Step
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*dexv1.Step))
+	}
+	return out
+}
