@@ -24,13 +24,15 @@ const (
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableSessions: {Name: tableSessions, Indexes: map[string]*memdb.IndexSchema{
-			indexID:     {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
-			indexStatus: {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
+			indexID:        {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
+			indexStatus:    {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
+			indexResumeDue: {Name: indexResumeDue, AllowMissing: true, Indexer: dueIndexer{due: resumeDue}},
 		}},
 		tableSteps: {Name: tableSteps, Indexes: map[string]*memdb.IndexSchema{
-			indexID:      {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
-			indexSession: {Name: indexSession, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
-			indexStatus:  {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
+			indexID:       {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
+			indexSession:  {Name: indexSession, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
+			indexStatus:   {Name: indexStatus, Indexer: &memdb.IntFieldIndex{Field: "Status"}},
+			indexTimerDue: {Name: indexTimerDue, AllowMissing: true, Indexer: dueIndexer{due: timerDue}},
 		}},
 		tableWorkers: {Name: tableWorkers, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
