@@ -40,6 +40,7 @@ func benchLeader(b *testing.B, c *leasetest.Cluster, p dispatch.Proposer) (*disp
 	cfg := dispatch.Config{}
 	d := dispatch.New(p, c, leases, cfg, log)
 	l := dispatch.NewLeader(p, leases, d, dispatch.NewTimers(p, c, cfg, log), log)
+	c.OnApplied(l.Applied)
 	b.Cleanup(l.RevokeLeadership)
 	if err := l.EstablishLeadership(context.Background(), c.BumpEpoch()); err != nil {
 		b.Fatal(err)
