@@ -402,3 +402,26 @@ func TestBrokerStop(t *testing.T) {
 	}
 	f.b.Stop() // twice is fine
 }
+
+func TestTakesFollowsTheQueues(t *testing.T) {
+	model := &dexv1.WorkerInfo{RunsModel: true}
+	tools := &dexv1.WorkerInfo{Tools: []*dexv1.ToolSpec{leasetest.Lookup}}
+	for _, c := range []struct {
+		w    *dexv1.WorkerInfo
+		st   *dexv1.Step
+		want bool
+	}{
+		{model, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, true},
+		{model, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT}, true},
+		{model, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, false},
+		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, true},
+		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, Tool: "lookup"}, true},
+		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Tool: "send_email"}, false},
+		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, false},
+		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Tool: "lookup"}, false},
+	} {
+		if got := Takes(c.w, c.st); got != c.want {
+			t.Errorf("Takes(model=%v, %s %s) = %v; want %v", c.w.RunsModel, c.st.Kind, c.st.Tool, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -212,19 +213,10 @@ func findWorker(st *fsm.State, id string) *dexv1.WorkerInfo {
 
 // Takes reports whether a Worker may run a Step: model Steps on Workers that
 // run the model, tool Steps on Workers that registered the tool. Waits are
-// never dispatched.
+// never dispatched. The broker's ready queues follow the same rule.
 func Takes(w *dexv1.WorkerInfo, st *dexv1.Step) bool {
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
-		return w.RunsModel
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
-		for _, t := range w.Tools {
-			if t.Name == st.Tool {
-				return true
-			}
-		}
-	}
-	return false
+	k, ok := keyOf(st)
+	return ok && slices.Contains(workerKeys(w), k)
 }
 
 // picked is what one look at the broker found for a poller.
