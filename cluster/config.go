@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/dexhq/dex/fsm"
 )
 
 // Peer is one member of the bootstrap configuration.
@@ -56,6 +58,11 @@ type Config struct {
 	// OnHalt is called when the state machine cannot apply a committed entry.
 	// The node must stop; dexd exits.
 	OnHalt func(error)
+
+	// OnApplied is called after each entry the state machine applied (and
+	// after a snapshot restore) with what it wrote; the leader's broker is
+	// fed from it. It must not wait for Apply.
+	OnApplied func(*fsm.Applied)
 }
 
 func (c *Config) withDefaults() {

@@ -37,7 +37,11 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the state with a snapshot's.
 func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	return r.f.Restore(rc)
+	if err := r.f.Restore(rc); err != nil {
+		return err
+	}
+	r.f.NotifyRestored()
+	return nil
 }
 
 type fsmSnapshot struct {

@@ -203,7 +203,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}
 
-	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt})
+	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt, OnApplied: cfg.OnApplied})
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)

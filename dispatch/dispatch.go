@@ -5,7 +5,6 @@
 package dispatch
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	memdb "github.com/hashicorp/go-memdb"
 	"go.uber.org/zap"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -63,20 +61,10 @@ func (c Config) withDefaults() Config {
 // run is one period of dispatching under one epoch.
 type run struct {
 	epoch  uint64
+	b      *Broker         // the term's ready queues; it keeps the Steps in flight
 	ctx    context.Context // cancelled by Stop
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // open polls
-
-	// inflight: Steps a poller is proposing StartAttempt for, so that two
-	// pollers do not race for the same Step.
-	// A poller reads the state under the same lock it picks and takes Steps
-	// out of flight with, so a Step out of flight is never seen queued in a
-	// state older than its StartAttempt: no StartAttempt is proposed in vain.
-	inflight map[string]bool
-	// served: a tick per session, taken when it was last handed a Step; the
-	// least recently served session goes first.
-	served map[string]uint64
-	tick   uint64
 }
 
 // Dispatcher hands queued Steps to polling Workers.
@@ -100,12 +88,13 @@ func New(p Proposer, src StateSource, leases *lease.Manager, cfg Config, log *za
 	return &Dispatcher{p: p, src: src, leases: leases, cfg: cfg.withDefaults(), log: log.Named("dispatch")}
 }
 
-// Start begins dispatching under an epoch (stopping an earlier run first).
-func (d *Dispatcher) Start(epoch uint64) {
+// Start begins dispatching under an epoch from the term's broker (stopping
+// an earlier run first).
+func (d *Dispatcher) Start(epoch uint64, b *Broker) {
 	d.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.mu.Lock()
-	d.cur = &run{epoch: epoch, ctx: ctx, cancel: cancel, inflight: map[string]bool{}, served: map[string]uint64{}}
+	d.cur = &run{epoch: epoch, b: b, ctx: ctx, cancel: cancel}
 	d.mu.Unlock()
 	d.log.Info("dispatch started", zap.Uint64("epoch", epoch))
 }
@@ -147,8 +136,9 @@ func (d *Dispatcher) begin() (*run, error) {
 
 // Poll long-polls for up to max tasks (1 when max <= 0) for a registered
 // Worker. It returns as soon as it has started at least one attempt; else it
-// waits for the state to change, for a queued Step's backoff to end, or for
-// wait (capped at MaxWait; wait <= 0 does not wait) and returns no task. A
+// waits until a Step it can take becomes ready (queued, or at the end of its
+// backoff), or for wait (capped at MaxWait; wait <= 0 does not wait) and
+// returns no task. A
 // task is returned only after its StartAttempt committed, and its attempt
 // lease is armed.
 func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wait time.Duration) ([]*dexv1.Task, error) {
@@ -171,7 +161,7 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 	defer deadline.Stop()
 
 	for {
-		p, err := d.pick(r, workerID, maxTasks, refused)
+		p, err := d.pick(r, workerID, maxTasks, refused, wait > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -184,31 +174,23 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 			return nil, err
 		}
 		if len(picked) > 0 {
-			continue // every pick was taken by another poller: look again
+			continue // every pick was refused: look again
 		}
-		if wait <= 0 {
+		if p.waiter == nil {
 			return nil, nil
 		}
-		if timedOut, err := d.waitChange(ctx, r, p.ws, p.nextReady, deadline.C); timedOut || err != nil {
+		if timedOut, err := d.waitReady(ctx, r, p.waiter, deadline.C); timedOut || err != nil {
 			return nil, err
 		}
 	}
 }
 
-// waitChange waits for the next applied entry, for nextReady (ms, 0: none),
-// or for the poll's deadline (timedOut).
-func (d *Dispatcher) waitChange(ctx context.Context, r *run, ws memdb.WatchSet, nextReady int64, deadline <-chan time.Time) (timedOut bool, err error) {
-	var readyCh <-chan time.Time
-	if nextReady > 0 {
-		t := time.NewTimer(time.Duration(nextReady-d.cfg.Now().UnixMilli()) * time.Millisecond)
-		defer t.Stop()
-		readyCh = t.C
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// waitReady waits until the broker wakes the poll's waiter or for the
+// poll's deadline (timedOut).
+func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline <-chan time.Time) (timedOut bool, err error) {
+	defer r.b.drop(w)
 	select {
-	case <-watchCh(wctx, ws):
-	case <-readyCh:
+	case <-w.ch:
 	case <-deadline:
 		return true, nil
 	case <-ctx.Done():
@@ -218,23 +200,6 @@ func (d *Dispatcher) waitChange(ctx context.Context, r *run, ws memdb.WatchSet, 
 		return false, ctx.Err()
 	}
 	return false, nil
-}
-
-// watchCh is the channel of a state watch (it holds one channel: the meta
-// row every applied entry writes).
-func watchCh(ctx context.Context, ws memdb.WatchSet) <-chan struct{} {
-	if len(ws) == 1 {
-		for ch := range ws {
-			return ch
-		}
-	}
-	out := make(chan struct{})
-	go func() {
-		if ws.WatchCtx(ctx) == nil {
-			close(out)
-		}
-	}()
-	return out
 }
 
 func findWorker(st *fsm.State, id string) *dexv1.WorkerInfo {
@@ -248,40 +213,26 @@ func findWorker(st *fsm.State, id string) *dexv1.WorkerInfo {
 
 // Takes reports whether a Worker may run a Step: model Steps on Workers that
 // run the model, tool Steps on Workers that registered the tool. Waits are
-// never dispatched.
+// never dispatched. The broker's ready queues follow the same rule.
 func Takes(w *dexv1.WorkerInfo, st *dexv1.Step) bool {
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
-		return w.RunsModel
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
-		for _, t := range w.Tools {
-			if t.Name == st.Tool {
-				return true
-			}
-		}
-	}
-	return false
+	k, ok := keyOf(st)
+	return ok && slices.Contains(workerKeys(w), k)
 }
 
-// picked is what one look at the state found for a poller.
+// picked is what one look at the broker found for a poller.
 type picked struct {
 	worker *dexv1.WorkerInfo
 	steps  []*dexv1.Step
-	// ws fires on the next change after the state that was read.
-	ws memdb.WatchSet
-	// nextReady is the earliest ready time (ms) of a Step the Worker could
-	// take later (0 if none).
-	nextReady int64
+	// waiter is woken when a Step the Worker takes becomes ready (nil when
+	// something was picked or the poll does not wait).
+	waiter *waiter
 }
 
-// pick reads the state and chooses up to maxTasks queued Steps the Worker may take,
-// marking them in flight. Sessions take turns, least recently served first;
-// within a session Steps go in queue order.
-func (d *Dispatcher) pick(r *run, workerID string, maxTasks int, refused map[string]int) (*picked, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// pick chooses up to maxTasks ready Steps the Worker may take from the
+// broker, marking them in flight. Sessions take turns, least recently
+// served first; within a session Steps go in queue order.
+func (d *Dispatcher) pick(r *run, workerID string, maxTasks int, refused map[string]int, wait bool) (*picked, error) {
 	st := d.src.State()
-	p := &picked{ws: st.WatchSet()} // taken before reading, so no change is missed
 	if e := st.Meta().Epoch; e != r.epoch {
 		// A newer leader opened an epoch: this node is deposed and every
 		// StartAttempt it proposed would be refused.
@@ -291,67 +242,16 @@ func (d *Dispatcher) pick(r *run, workerID string, maxTasks int, refused map[str
 	if w == nil {
 		return nil, fmt.Errorf("%w: worker %q", ErrUnknownWorker, workerID)
 	}
-	p.worker = w
-	now := d.cfg.Now().UnixMilli()
-	bySession := map[string][]*dexv1.Step{}
-	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED) {
-		if r.inflight[s.Id] || refused[s.Id] >= 2 || !Takes(w, s) {
-			continue
-		}
-		if s.ReadyAtMs > now {
-			if p.nextReady == 0 || s.ReadyAtMs < p.nextReady {
-				p.nextReady = s.ReadyAtMs
-			}
-			continue
-		}
-		bySession[s.SessionId] = append(bySession[s.SessionId], s)
+	steps, waiter, err := r.b.take(workerKeys(w), maxTasks, refused, wait)
+	if err != nil {
+		return nil, err
 	}
-	if len(bySession) == 0 {
-		return p, nil
-	}
-	sessions := make([]string, 0, len(bySession))
-	for id, steps := range bySession {
-		slices.SortFunc(steps, func(a, b *dexv1.Step) int { return cmp.Compare(a.QueueSeq, b.QueueSeq) })
-		sessions = append(sessions, id)
-	}
-	slices.SortFunc(sessions, func(a, b string) int {
-		if c := cmp.Compare(r.served[a], r.served[b]); c != 0 {
-			return c
-		}
-		return cmp.Compare(bySession[a][0].QueueSeq, bySession[b][0].QueueSeq)
-	})
-	for round := 0; len(p.steps) < maxTasks; round++ {
-		took := false
-		for _, id := range sessions {
-			if steps := bySession[id]; round < len(steps) && len(p.steps) < maxTasks {
-				p.steps = append(p.steps, steps[round])
-				r.inflight[steps[round].Id] = true
-				r.tick++
-				r.served[id] = r.tick
-				took = true
-			}
-		}
-		if !took {
-			break
-		}
-	}
-	if len(r.served) > 4096 && len(r.served) > 4*len(bySession) {
-		for id := range r.served {
-			if bySession[id] == nil {
-				delete(r.served, id) // sessions with nothing queued now
-			}
-		}
-	}
-	return p, nil
+	return &picked{worker: w, steps: steps, waiter: waiter}, nil
 }
 
 // done takes a Step out of flight, once its StartAttempt was applied (or
 // will not be proposed).
-func (d *Dispatcher) done(r *run, stepID string) {
-	d.mu.Lock()
-	delete(r.inflight, stepID)
-	d.mu.Unlock()
-}
+func (d *Dispatcher) done(r *run, stepID string) { r.b.release(stepID) }
 
 // startAll proposes StartAttempt for each picked Step, in order, and builds
 // the tasks of those that committed. A Step another poller took is skipped.

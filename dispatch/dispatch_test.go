@@ -62,6 +62,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	cfg := dispatch.Config{MaxWait: 5 * time.Second, Now: now}
 	f.d = dispatch.New(c, c, f.leases, cfg, log)
 	f.leader = dispatch.NewLeader(c, f.leases, f.d, dispatch.NewTimers(c, c, cfg, log), log)
+	c.OnApplied(f.leader.Applied)
 	t.Cleanup(f.leader.RevokeLeadership)
 	if !o.noEstablish {
 		f.establish()

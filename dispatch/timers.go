@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	memdb "github.com/hashicorp/go-memdb"
 	"go.uber.org/zap"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -13,8 +12,8 @@ import (
 
 // Timers is the timer wheel of the leader: it proposes FireTimer for every
 // AwaitTimer Step that came due and ResumeErrored for every errored session
-// whose error-resume backoff came due, then sleeps until the next due time or
-// the next change of the state. A timer that came due while there was no
+// whose error-resume backoff came due, as the broker's delay heap reports
+// them, then sleeps until the broker reports more. A timer that came due while there was no
 // leader fires as soon as the next leader starts the wheel; the state machine
 // refuses a second fire, so it fires exactly once.
 type Timers struct {
@@ -29,6 +28,7 @@ type Timers struct {
 
 type timerRun struct {
 	epoch  uint64
+	b      *Broker
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -42,13 +42,14 @@ func NewTimers(p Proposer, src StateSource, cfg Config, log *zap.Logger) *Timers
 	return &Timers{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("timers")}
 }
 
-// Start runs the wheel under an epoch (stopping an earlier run first).
-func (t *Timers) Start(epoch uint64) {
+// Start runs the wheel under an epoch on the term's broker (stopping an
+// earlier run first).
+func (t *Timers) Start(epoch uint64, b *Broker) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopLocked()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &timerRun{epoch: epoch, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	r := &timerRun{epoch: epoch, b: b, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	t.cur = r
 	go t.loop(r)
 }
@@ -85,37 +86,13 @@ func (t *Timers) loop(r *timerRun) {
 	failures := 0
 	for {
 		st := t.src.State()
-		ws := st.WatchSet()
 		if st.Meta().Epoch != r.epoch {
 			log.Warn("timer wheel idles: a newer epoch was opened", zap.Uint64("current_epoch", st.Meta().Epoch))
 			<-r.ctx.Done()
 			return
 		}
-		now := t.cfg.Now().UnixMilli()
-		var next int64
-		var owed []due
-		for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_WAITING) {
-			if s.Kind != dexv1.StepKind_STEP_KIND_AWAIT_TIMER {
-				continue
-			}
-			if s.DueAtMs <= now {
-				owed = append(owed, due{"timer", s.Id, s.DueAtMs})
-			} else if next == 0 || s.DueAtMs < next {
-				next = s.DueAtMs
-			}
-		}
-		for _, s := range st.Sessions() {
-			if s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
-				continue
-			}
-			if s.ResumeAtMs <= now {
-				owed = append(owed, due{"resume", s.Id, s.ResumeAtMs})
-			} else if next == 0 || s.ResumeAtMs < next {
-				next = s.ResumeAtMs
-			}
-		}
-
-		stillOwed := map[due]bool{}
+		owed := r.b.Owed()
+		stillOwed := make(map[due]bool, len(owed))
 		failed := false
 		for _, o := range owed {
 			stillOwed[o] = true
@@ -140,42 +117,34 @@ func (t *Timers) loop(r *timerRun) {
 			}
 		}
 
-		var sleep time.Duration // 0: until the state changes
+		var retry time.Duration // 0: until the broker reports more
 		if failed {
 			failures++
-			sleep = min(20*time.Millisecond<<min(failures, 7), 2*time.Second)
+			retry = min(20*time.Millisecond<<min(failures, 7), 2*time.Second)
 		} else {
 			failures = 0
-			if next > 0 {
-				sleep = max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
-			}
 		}
-		if !wait(r.ctx, ws, sleep, !failed) {
+		if !waitOwed(r, retry) {
 			log.Info("timer wheel stopped")
 			return
 		}
 	}
 }
 
-// wait sleeps for d (forever when 0) or, if onChange, until the state
-// changes. It returns false when ctx ended.
-func wait(ctx context.Context, ws memdb.WatchSet, d time.Duration, onChange bool) bool {
+// waitOwed waits until the broker reports that something came due, or for
+// retry (when > 0: a failed proposal is retried after it). It returns false
+// when the run ended.
+func waitOwed(r *timerRun, retry time.Duration) bool {
 	var wake <-chan time.Time
-	if d > 0 {
-		tm := time.NewTimer(d)
+	if retry > 0 {
+		tm := time.NewTimer(retry)
 		defer tm.Stop()
 		wake = tm.C
 	}
-	var changed <-chan struct{}
-	if onChange {
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		changed = watchCh(wctx, ws)
-	}
 	select {
-	case <-ctx.Done():
+	case <-r.ctx.Done():
 		return false
-	case <-changed:
+	case <-r.b.owedCh:
 	case <-wake:
 	}
 	return true

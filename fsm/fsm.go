@@ -19,6 +19,10 @@ type Options struct {
 	// command type not marked ignorable, an entry that does not decode). The
 	// node must stop: applying later entries would diverge from its peers.
 	OnHalt func(error)
+	// OnApplied is called after each applied entry committed, in log order,
+	// with what it wrote; the leader's broker is fed from it. It must not
+	// block on Apply.
+	OnApplied func(*Applied)
 }
 
 // FSM holds the state in go-memdb. Readers take consistent snapshots through
@@ -64,20 +68,26 @@ func Encode(cmd *dexv1.Command) ([]byte, error) {
 
 // ApplyEntry applies one committed log entry.
 func (f *FSM) ApplyEntry(index uint64, data []byte) *Result {
+	res, t := f.applyEntry(index, data)
+	f.notifyApplied(index, t)
+	return res
+}
+
+func (f *FSM) applyEntry(index uint64, data []byte) (*Result, *touched) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.halted != nil {
-		return &Result{Index: index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", f.halted)}
+		return &Result{Index: index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", f.halted)}, nil
 	}
 	cmd := &dexv1.Command{}
 	if err := proto.Unmarshal(data, cmd); err != nil {
-		return f.halt(index, fmt.Sprintf("entry does not decode as a command: %v", err))
+		return f.halt(index, fmt.Sprintf("entry does not decode as a command: %v", err)), nil
 	}
 	if cmd.Body == nil {
 		if cmd.Ignorable {
-			return f.commitNoop(index)
+			return f.commitNoop(index), nil
 		}
-		return f.halt(index, "unknown command type (upgrade this node to the version that wrote it)")
+		return f.halt(index, "unknown command type (upgrade this node to the version that wrote it)"), nil
 	}
 	tx := f.db.Txn(true)
 	defer tx.Abort()
@@ -95,7 +105,7 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Result {
 	a.putMeta(m)
 	res.Epoch = m.Epoch
 	tx.Commit()
-	return res
+	return res, &a.touched
 }
 
 func (f *FSM) commitNoop(index uint64) *Result {

@@ -16,6 +16,8 @@ type applier struct {
 	now   int64
 	index uint64
 	m     *dexv1.ClusterMeta
+	// touched: the Steps and sessions this command wrote, for OnApplied.
+	touched touched
 }
 
 func (a *applier) meta() *dexv1.ClusterMeta {
@@ -59,6 +61,7 @@ func (a *applier) session(id string) (*dexv1.Session, *Rejection) {
 func (a *applier) putSession(s *dexv1.Session) {
 	s.UpdatedAtMs = a.now
 	a.insert(tableSessions, s)
+	a.touched.session(s.Id)
 }
 
 func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
@@ -75,4 +78,7 @@ func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
 	return proto.Clone(raw.(*dexv1.Step)).(*dexv1.Step), nil
 }
 
-func (a *applier) putStep(st *dexv1.Step) { a.insert(tableSteps, st) }
+func (a *applier) putStep(st *dexv1.Step) {
+	a.insert(tableSteps, st)
+	a.touched.step(st.Id)
+}

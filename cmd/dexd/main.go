@@ -207,6 +207,7 @@ func serve(o *options, log *zap.Logger) error {
 
 	node, err := cluster.Open(cluster.Config{
 		LeaderServices:     []cluster.LeaderService{leader, events, live},
+		OnApplied:          leader.Applied,
 		ID:                 o.id,
 		DataDir:            o.dataDir,
 		RaftAddr:           o.raftAddr,

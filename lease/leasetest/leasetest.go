@@ -31,11 +31,30 @@ type Cluster struct {
 	log      []*dexv1.Command
 	failNext map[string]int // command kind → transient failures to inject
 	closed   bool
+	applied  func(*fsm.Applied)
 }
 
 // New returns a cluster with an empty state machine.
 func New(t testing.TB) *Cluster {
-	return &Cluster{t: t, Now: time.Now, fsm: fsm.New(fsm.Options{OnHalt: func(err error) { t.Errorf("state machine halted: %v", err) }}), failNext: map[string]int{}}
+	c := &Cluster{t: t, Now: time.Now, failNext: map[string]int{}}
+	c.fsm = fsm.New(fsm.Options{
+		OnHalt: func(err error) { t.Errorf("state machine halted: %v", err) },
+		// Entries are applied under c.mu, so reading c.applied needs no more.
+		OnApplied: func(a *fsm.Applied) {
+			if c.applied != nil {
+				c.applied(a)
+			}
+		},
+	})
+	return c
+}
+
+// OnApplied sets the function each applied entry is reported to, as the
+// real cluster's Config.OnApplied (the leader's broker).
+func (c *Cluster) OnApplied(f func(*fsm.Applied)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applied = f
 }
 
 // State is the state as applied so far.

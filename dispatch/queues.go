@@ -1,0 +1,131 @@
+package dispatch
+
+import (
+	"cmp"
+	"container/heap"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// queueKey names a ready queue: the model's, or one tool's.
+type queueKey struct {
+	model bool
+	tool  string
+}
+
+// keyOf is the ready queue of a Step (ok false for a wait, which is never
+// dispatched). It follows Takes.
+func keyOf(st *dexv1.Step) (queueKey, bool) {
+	switch st.Kind {
+	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+		return queueKey{model: true}, true
+	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+		return queueKey{tool: st.Tool}, true
+	}
+	return queueKey{}, false
+}
+
+// workerKeys are the ready queues a Worker takes from.
+func workerKeys(w *dexv1.WorkerInfo) []queueKey {
+	var keys []queueKey
+	if w.RunsModel {
+		keys = append(keys, queueKey{model: true})
+	}
+	seen := map[string]bool{}
+	for _, t := range w.Tools {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			keys = append(keys, queueKey{tool: t.Name})
+		}
+	}
+	return keys
+}
+
+// readyQueue holds the ready Steps of one key as one lane per session; the
+// lanes are a heap, least recently served session first.
+type readyQueue struct {
+	key       queueKey
+	lanes     laneHeap
+	bySession map[string]*lane
+	waiters   map[*waiter]struct{}
+}
+
+// lane is one session's ready Steps in one queue, in queue order.
+type lane struct {
+	q       *readyQueue
+	session string
+	steps   stepHeap
+	idx     int // in q.lanes
+}
+
+func (l *lane) head() *dexv1.Step { return l.steps[0].st }
+
+// queuedStep is a ready Step and its place in its lane.
+type queuedStep struct {
+	st   *dexv1.Step
+	lane *lane
+	idx  int // in lane.steps
+}
+
+// stepHeap orders a lane's Steps by queue sequence.
+type stepHeap []*queuedStep
+
+func (h stepHeap) Len() int { return len(h) }
+func (h stepHeap) Less(i, j int) bool {
+	if c := cmp.Compare(h[i].st.QueueSeq, h[j].st.QueueSeq); c != 0 {
+		return c < 0
+	}
+	return h[i].st.Id < h[j].st.Id
+}
+func (h stepHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].idx = i; h[j].idx = j }
+func (h *stepHeap) Push(x any)   { q := x.(*queuedStep); q.idx = len(*h); *h = append(*h, q) }
+func (h *stepHeap) Pop() any {
+	old := *h
+	q := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return q
+}
+
+// laneHeap orders lanes: least recently served session first, then the
+// oldest head Step, as the dispatcher always has.
+type laneHeap struct {
+	items  []*lane
+	served map[string]uint64
+}
+
+// lanesLess is the order of lanes, within one queue and across the queues a
+// Worker takes from.
+func lanesLess(served map[string]uint64, a, b *lane) bool {
+	if c := cmp.Compare(served[a.session], served[b.session]); c != 0 {
+		return c < 0
+	}
+	if c := cmp.Compare(a.head().QueueSeq, b.head().QueueSeq); c != 0 {
+		return c < 0
+	}
+	if a.session != b.session {
+		return a.session < b.session
+	}
+	return a.q.key.tool < b.q.key.tool
+}
+
+func (h *laneHeap) Len() int           { return len(h.items) }
+func (h *laneHeap) Less(i, j int) bool { return lanesLess(h.served, h.items[i], h.items[j]) }
+func (h *laneHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].idx = i
+	h.items[j].idx = j
+}
+func (h *laneHeap) Push(x any) { l := x.(*lane); l.idx = len(h.items); h.items = append(h.items, l) }
+func (h *laneHeap) Pop() any {
+	old := h.items
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	h.items = old[:len(old)-1]
+	return l
+}
+
+var (
+	_ heap.Interface = (*stepHeap)(nil)
+	_ heap.Interface = (*laneHeap)(nil)
+)

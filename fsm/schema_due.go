@@ -1,0 +1,82 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Index names of the due-time indexes the leader's broker loads from when it
+// starts: it reads only the rows that owe a FireTimer or a ResumeErrored.
+const (
+	indexTimerDue  = "timer_due"  // steps: waiting AwaitTimer Steps by due time
+	indexResumeDue = "resume_due" // sessions: errored sessions with a turn to resume, by resume time
+)
+
+// dueIndexer indexes the objects for which due returns ok by that time, big
+// endian so the index iterates in time order. Objects without a due time are
+// not in the index.
+type dueIndexer struct {
+	due func(obj any) (int64, bool)
+}
+
+func (x dueIndexer) FromObject(obj any) (bool, []byte, error) {
+	at, ok := x.due(obj)
+	if !ok {
+		return false, nil, nil
+	}
+	return true, dueKey(at), nil
+}
+
+func (x dueIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("due index takes one argument, got %d", len(args))
+	}
+	at, ok := args[0].(int64)
+	if !ok {
+		return nil, fmt.Errorf("due index argument must be an int64, got %T", args[0])
+	}
+	return dueKey(at), nil
+}
+
+func dueKey(at int64) []byte {
+	// Flipping the sign bit keeps negative times before positive ones.
+	return binary.BigEndian.AppendUint64(nil, uint64(at)^(1<<63))
+}
+
+func timerDue(obj any) (int64, bool) {
+	st, ok := obj.(*dexv1.Step)
+	if !ok || st.Kind != dexv1.StepKind_STEP_KIND_AWAIT_TIMER || st.Status != dexv1.StepStatus_STEP_STATUS_WAITING {
+		return 0, false
+	}
+	return st.DueAtMs, true
+}
+
+// ResumeDue is when the leader owes an errored session a ResumeErrored (ok
+// false when it owes none).
+func ResumeDue(s *dexv1.Session) (int64, bool) {
+	if s == nil || s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
+		return 0, false
+	}
+	return s.ResumeAtMs, true
+}
+
+// TimerDue is when the leader owes a Step a FireTimer (ok false when it
+// owes none).
+func TimerDue(st *dexv1.Step) (int64, bool) { return timerDue(st) }
+
+func resumeDue(obj any) (int64, bool) {
+	s, ok := obj.(*dexv1.Session)
+	if !ok {
+		return 0, false
+	}
+	return ResumeDue(s)
+}
+
+var (
+	_ memdb.Indexer       = dueIndexer{}
+	_ memdb.SingleIndexer = dueIndexer{}
+)

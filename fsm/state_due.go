@@ -1,0 +1,17 @@
+package fsm
+
+import (
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// WaitingTimers returns the waiting AwaitTimer Steps in due-time order,
+// through their index: no other Step is read.
+func (s *State) WaitingTimers() []*dexv1.Step {
+	return all[*dexv1.Step](s.tx, tableSteps, indexTimerDue)
+}
+
+// ErroredToResume returns the errored sessions that owe a ResumeErrored, in
+// resume-time order, through their index: no other session is read.
+func (s *State) ErroredToResume() []*dexv1.Session {
+	return all[*dexv1.Session](s.tx, tableSessions, indexResumeDue)
+}

@@ -1,0 +1,60 @@
+package fsm
+
+// Applied is what one applied log entry wrote that the leader's broker reads:
+// the ids of the Steps and sessions it put, in the order first written. The
+// broker re-reads just those rows instead of rescanning the tables.
+type Applied struct {
+	Index uint64
+	// Steps and Sessions are nil for a rejected command: it changed nothing.
+	Steps    []string
+	Sessions []string
+	// Restored: the whole state was replaced by a snapshot; re-read it all.
+	Restored bool
+}
+
+// touched collects the rows one command writes. Ids are kept in order of
+// first write, so the report is deterministic; the sets only test membership.
+type touched struct {
+	steps, sessions     []string
+	stepSet, sessionSet map[string]bool
+}
+
+func (t *touched) step(id string) {
+	if !t.stepSet[id] {
+		if t.stepSet == nil {
+			t.stepSet = map[string]bool{}
+		}
+		t.stepSet[id] = true
+		t.steps = append(t.steps, id)
+	}
+}
+
+func (t *touched) session(id string) {
+	if !t.sessionSet[id] {
+		if t.sessionSet == nil {
+			t.sessionSet = map[string]bool{}
+		}
+		t.sessionSet[id] = true
+		t.sessions = append(t.sessions, id)
+	}
+}
+
+// notifyApplied reports an applied entry; it runs after the commit and
+// outside the lock, so the callback may read the state.
+func (f *FSM) notifyApplied(index uint64, t *touched) {
+	if f.opts.OnApplied == nil {
+		return
+	}
+	a := &Applied{Index: index}
+	if t != nil {
+		a.Steps, a.Sessions = t.steps, t.sessions
+	}
+	f.opts.OnApplied(a)
+}
+
+// NotifyRestored reports a Restore to OnApplied: every row may have changed.
+func (f *FSM) NotifyRestored() {
+	if f.opts.OnApplied != nil {
+		f.opts.OnApplied(&Applied{Restored: true})
+	}
+}
