@@ -15,8 +15,13 @@ import (
 // State is a consistent read-only view of the replicated state. Objects it
 // returns are shared with the store: callers must not modify them.
 type State struct {
-	tx *memdb.Txn
+	tx      *memdb.Txn
+	abandon <-chan struct{}
 }
+
+// Abandoned is closed when a snapshot restore replaced the state this view
+// reads: a watcher of it must read a new State.
+func (s *State) Abandoned() <-chan struct{} { return s.abandon }
 
 // Meta returns the cluster-wide counters (epoch, applied index…).
 func (s *State) Meta() *dexv1.ClusterMeta {
@@ -86,6 +91,7 @@ func (s *State) Workers() []*dexv1.WorkerInfo {
 // WatchSet returns a watch that fires on the next applied entry.
 func (s *State) WatchSet() memdb.WatchSet {
 	ws := memdb.NewWatchSet()
+	ws.Add(s.abandon)
 	if ch, _, err := s.tx.FirstWatch(tableMeta, indexID, metaID); err == nil {
 		ws.Add(ch)
 	}
