@@ -44,10 +44,10 @@ func (d *Dispatcher) task(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch
 		HeartbeatTimeoutMs:  uint32(d.leases.HeartbeatTimeout().Milliseconds()),
 		Access:              s.Policy.GetAccess(),
 	}
-	switch s.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+	switch fsm.Kind(s.Kind).Handler {
+	case fsm.HandlerModel:
 		t.ModelInput = &dexv1.ModelInput{History: st.ModelHistory(st.Session(s.SessionId)), Tools: ModelTools(st)}
-	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+	case fsm.HandlerCompact:
 		t.ModelInput = &dexv1.ModelInput{History: st.ToCompact(st.Session(s.SessionId), s.CompactBefore), Compact: true}
 	}
 	return t

@@ -45,7 +45,7 @@ func TestState_RestoreWakesTheReadersOfTheOldState(t *testing.T) {
 	default:
 		t.Fatal("a restore did not close the old state's abandon channel")
 	}
-	if ws.Watch(time.After(10*time.Second)) {
+	if ws.Watch(time.After(10 * time.Second)) {
 		t.Fatal("a watch set of the old state did not fire on restore")
 	}
 	if d.f.State().Session("s") == nil {
