@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"cmp"
 	"math"
-	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -55,16 +53,22 @@ func (s *State) Step(id string) *dexv1.Step {
 
 // Steps returns the Steps of a session in creation order.
 func (s *State) Steps(sessionID string) []*dexv1.Step {
-	it, err := s.tx.Get(tableSteps, indexSession, sessionID)
+	steps, _ := s.StepsPage(sessionID, 0, math.MaxInt, math.MaxInt)
+	return steps
+}
+
+// RunningSteps returns how many attempts run now and a channel closed when
+// a Step starts or stops running.
+func (s *State) RunningSteps() (int, <-chan struct{}) {
+	it, err := s.tx.Get(tableSteps, indexStatus, dexv1.StepStatus_STEP_STATUS_RUNNING)
 	if err != nil {
-		return nil
+		return 0, nil
 	}
-	var out []*dexv1.Step
+	n := 0
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*dexv1.Step))
+		n++
 	}
-	sortSteps(out)
-	return out
+	return n, it.WatchCh()
 }
 
 // StepsWithStatus returns the Steps in a status (queued, running, waiting).
@@ -108,11 +112,6 @@ func all[T any](tx *memdb.Txn, table, index string) []T {
 		out = append(out, raw.(T))
 	}
 	return out
-}
-
-// sortSteps orders Steps by their number within the session.
-func sortSteps(steps []*dexv1.Step) {
-	slices.SortFunc(steps, func(a, b *dexv1.Step) int { return cmp.Compare(a.Number, b.Number) })
 }
 
 // History returns up to limit history entries of a session with a seq above
