@@ -10,7 +10,7 @@ import (
 )
 
 // drainRecheck bounds how long the drain waits without looking at the node's
-// leadership (the state watch wakes it on every applied entry).
+// leadership (the running-Steps watch wakes it only when one starts or stops).
 const drainRecheck = 250 * time.Millisecond
 
 // drain is the first part of a planned step-down of a leader. The node stops
