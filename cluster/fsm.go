@@ -14,7 +14,7 @@ type raftFSM struct {
 	f *fsm.FSM
 }
 
-var _ raft.FSM = (*raftFSM)(nil)
+var _ raft.BatchingFSM = (*raftFSM)(nil)
 
 // Apply hands a committed command entry to the state machine. raft calls it
 // only for LogCommand entries; it returns an *fsm.Result.
@@ -23,6 +23,28 @@ func (r *raftFSM) Apply(l *raft.Log) interface{} {
 		return nil
 	}
 	return r.f.ApplyEntry(l.Index, l.Data)
+}
+
+// ApplyBatch hands raft's batch of committed entries to the state machine in
+// one go, so the batch shares one write transaction. Configuration entries
+// are raft's own: their result is nil.
+func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	entries := make([]fsm.Entry, 0, len(logs))
+	at := make([]int, 0, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			entries = append(entries, fsm.Entry{Index: l.Index, Data: l.Data})
+			at = append(at, i)
+		}
+	}
+	if len(entries) == 0 {
+		return out
+	}
+	for j, res := range r.f.ApplyBatch(entries) {
+		out[at[j]] = res
+	}
+	return out
 }
 
 // Snapshot captures the state. A halted state machine refuses: a snapshot

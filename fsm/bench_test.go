@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -93,6 +94,109 @@ func (d *driver) benchTurn(b *testing.B, session, timed string) {
 		}
 		if res.Err != nil {
 			b.Fatalf("%s: %v", c.name, res.Err)
+		}
+	}
+}
+
+// BenchmarkApplyBatch is BenchmarkApply with the entries applied as raft
+// hands them to a busy node: in batches (here 64 commands of the same type,
+// one per session). ns/op and allocs/op are per batch; ns/entry and
+// allocs/entry divide them by its size.
+func BenchmarkApplyBatch(b *testing.B) {
+	const size = 64
+	for _, turns := range []int{1, 1000} {
+		for _, cmd := range []string{"StartAttempt", "Claim", "Complete"} {
+			b.Run(fmt.Sprintf("%s/turns=%d", cmd, turns), func(b *testing.B) {
+				d, _ := benchState(b, 1)
+				sessions := benchBatchSessions(b, d, turns, size)
+				b.ReportAllocs()
+				b.StopTimer()
+				var m0, m1 runtime.MemStats
+				var allocs uint64
+				for range b.N {
+					phases := d.benchBatchTurn(b, sessions)
+					for _, p := range phases {
+						if p.name != cmd {
+							d.applyBatch(b, p.entries)
+							continue
+						}
+						runtime.ReadMemStats(&m0)
+						b.StartTimer()
+						d.applyBatch(b, p.entries)
+						b.StopTimer()
+						runtime.ReadMemStats(&m1)
+						allocs += m1.Mallocs - m0.Mallocs
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/entry")
+				b.ReportMetric(float64(allocs)/float64(b.N*size), "allocs/entry")
+			})
+		}
+	}
+}
+
+// benchBatchSessions returns size sessions of the fixture with turns turns
+// each (the 1-turn fixture's sessions; the 1,000-turn ones are grown once).
+func benchBatchSessions(b *testing.B, d *driver, turns, size int) []string {
+	var out []string
+	for i := range size {
+		out = append(out, fmt.Sprintf("s%05d", i*(benchSessions/size)))
+	}
+	if turns > 1 {
+		if grown := benchStates[-turns]; grown != nil {
+			return grown.hot
+		}
+		msg := strings.Repeat("m", 512)
+		for _, id := range out {
+			for range turns - 1 {
+				d.send(id, msg)
+				d.startNext(id, kRunModel).claim().answer(msg)
+			}
+		}
+		benchStates[-turns] = &benchFixture{d: d, hot: out}
+	}
+	return out
+}
+
+type benchPhase struct {
+	name    string
+	entries []Entry
+}
+
+// benchBatchTurn builds one turn of every session as batches: the messages,
+// then the StartAttempts, Claims and Completes (encoded before they run, as
+// raft hands them over).
+func (d *driver) benchBatchTurn(b *testing.B, sessions []string) []benchPhase {
+	msg := strings.Repeat("m", 512)
+	var sends []Entry
+	for _, id := range sessions {
+		msgCounter++
+		sends = append(sends, d.entry(b, &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+			SessionId: id, MessageId: fmt.Sprintf("m%d", msgCounter), Text: msg,
+		}}}))
+	}
+	d.applyBatch(b, sends)
+	var starts, claims, completes []Entry
+	for _, id := range sessions {
+		st := d.step(d.f.State().Session(id).Turn.StepId)
+		h := &handle{d: d, st: st.Id, n: 1, tok: AttemptToken(st.Id, 1, d.epoch)}
+		starts = append(starts, d.entry(b, &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: st.Id, Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}))
+		claims = append(claims, d.entry(b, h.claimCmd()))
+		completes = append(completes, d.entry(b, h.output(msg)))
+	}
+	return []benchPhase{{"StartAttempt", starts}, {"Claim", claims}, {"Complete", completes}}
+}
+
+func (d *driver) entry(b *testing.B, c *dexv1.Command) Entry {
+	c.NowMs = d.now
+	d.index++
+	return Entry{Index: d.index, Data: mustEncode(b, c)}
+}
+
+func (d *driver) applyBatch(b *testing.B, entries []Entry) {
+	for i, res := range d.f.ApplyBatch(entries) {
+		if res.Err != nil {
+			b.Fatalf("entry %d: %v", entries[i].Index, res.Err)
 		}
 	}
 }

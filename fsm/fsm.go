@@ -84,54 +84,95 @@ func Encode(cmd *dexv1.Command) ([]byte, error) {
 
 // ApplyEntry applies one committed log entry.
 func (f *FSM) ApplyEntry(index uint64, data []byte) *Result {
-	res, t := f.applyEntry(index, data)
-	f.notifyApplied(index, t)
-	return res
+	return f.ApplyBatch([]Entry{{Index: index, Data: data}})[0]
 }
 
-func (f *FSM) applyEntry(index uint64, data []byte) (*Result, *touched) {
+// Entry is one committed log entry.
+type Entry struct {
+	Index uint64
+	Data  []byte
+}
+
+// ApplyBatch applies committed entries in log order in one write
+// transaction, so a batch pays once for what every write transaction costs;
+// the state it leaves is the state of applying them one by one.
+func (f *FSM) ApplyBatch(entries []Entry) []*Result {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.halted != nil {
-		return &Result{Index: index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", f.halted)}, nil
+	results, touches := f.applyBatch(entries)
+	f.mu.Unlock()
+	for i, e := range entries {
+		f.notifyApplied(e.Index, touches[i])
 	}
-	cmd := &dexv1.Command{}
-	if err := proto.Unmarshal(data, cmd); err != nil {
-		return f.halt(index, fmt.Sprintf("entry does not decode as a command: %v", err)), nil
-	}
-	if cmd.Body == nil {
-		if cmd.Ignorable {
-			return f.commitNoop(index), nil
-		}
-		return f.halt(index, "unknown command type (upgrade this node to the version that wrote it)"), nil
-	}
-	tx := f.db().Txn(true)
-	defer tx.Abort()
-	a := &applier{tx: tx, now: cmd.NowMs, index: index}
-	res := a.apply(cmd)
-	res.Index = index
-	if res.Err != nil {
-		// A rejected command changes nothing but the applied index.
-		tx.Abort()
-		tx = f.db().Txn(true)
-		a = &applier{tx: tx, now: cmd.NowMs, index: index}
-	}
-	m := a.meta()
-	m.AppliedIndex = index
-	a.putMeta(m)
-	res.Epoch = m.Epoch
-	tx.Commit()
-	return res, &a.touched
+	return results
 }
 
-func (f *FSM) commitNoop(index uint64) *Result {
+// applyBatch applies the entries in one transaction. A rejected command must
+// change nothing but the applied index, and the transaction cannot undo one
+// command alone: on a rejection the transaction starts over with the
+// entries accepted so far, then goes on after the rejected one.
+func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
+	results := make([]*Result, len(entries))
+	touches := make([]*touched, len(entries))
+	cmds := make([]*dexv1.Command, len(entries))
 	tx := f.db().Txn(true)
-	a := &applier{tx: tx, index: index}
-	m := a.meta()
-	m.AppliedIndex = index
-	a.putMeta(m)
+	defer func() { tx.Abort() }()
+	var m *dexv1.ClusterMeta // shared by the batch's commands, written once
+	run := func(i int) *Result {
+		a := &applier{tx: tx, now: cmds[i].NowMs, index: entries[i].Index, m: m}
+		res := a.apply(cmds[i])
+		m = a.meta()
+		touches[i] = &a.touched
+		return res
+	}
+	last := -1 // the last entry applied (accepted, rejected or skipped)
+	for i, e := range entries {
+		if f.halted != nil {
+			results[i] = &Result{Index: e.Index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", f.halted)}
+			continue
+		}
+		cmd := &dexv1.Command{}
+		if err := proto.Unmarshal(e.Data, cmd); err != nil {
+			results[i] = f.halt(e.Index, fmt.Sprintf("entry does not decode as a command: %v", err))
+			continue
+		}
+		if cmd.Body == nil && !cmd.Ignorable {
+			results[i] = f.halt(e.Index, "unknown command type (upgrade this node to the version that wrote it)")
+			continue
+		}
+		last = i
+		if m == nil {
+			m = (&applier{tx: tx}).meta()
+		}
+		if cmd.Body == nil {
+			results[i] = &Result{Index: e.Index, Ignored: true, Epoch: m.Epoch}
+			continue
+		}
+		cmds[i] = cmd
+		res := run(i)
+		if res.Err != nil {
+			tx.Abort()
+			tx, m = f.db().Txn(true), nil
+			for j := range i {
+				if cmds[j] != nil && results[j].Err == nil {
+					run(j)
+				}
+			}
+			touches[i] = nil
+			if m == nil {
+				m = (&applier{tx: tx}).meta()
+			}
+		}
+		res.Index = e.Index
+		res.Epoch = m.Epoch // the epoch once this entry is applied
+		results[i] = res
+	}
+	if last < 0 {
+		return results, touches
+	}
+	m.AppliedIndex = entries[last].Index
+	(&applier{tx: tx}).putMeta(m)
 	tx.Commit()
-	return &Result{Index: index, Ignored: true, Epoch: m.Epoch}
+	return results, touches
 }
 
 func (f *FSM) halt(index uint64, reason string) *Result {

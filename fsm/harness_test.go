@@ -20,9 +20,31 @@ type driver struct {
 	now   int64
 	epoch uint64
 	halts []error
-	// twin, when set, is fed every entry too: a second state machine that
-	// must end byte-identical.
-	twin *FSM
+	// twin, when set, is fed every entry too, in batches of twinBatch: a
+	// second state machine that must end byte-identical and give the same
+	// results.
+	twin      *FSM
+	twinBatch int
+	pending   []Entry
+	results   []*Result
+}
+
+// flushTwin applies the entries the twin has not seen as one batch and
+// checks its results against the ones the driver got one by one.
+func (d *driver) flushTwin() {
+	d.t.Helper()
+	if d.twin == nil || len(d.pending) == 0 {
+		return
+	}
+	got := d.twin.ApplyBatch(d.pending)
+	for i, res := range got {
+		want := d.results[i]
+		if (res.Err == nil) != (want.Err == nil) || res.Replayed != want.Replayed || res.Epoch != want.Epoch ||
+			(res.Err != nil && res.Err.Code != want.Err.Code) {
+			d.t.Fatalf("entry %d: one by one %+v, in a batch %+v", d.pending[i].Index, want, res)
+		}
+	}
+	d.pending, d.results = nil, nil
 }
 
 var demoTools = []*dexv1.ToolSpec{
@@ -55,10 +77,15 @@ func (d *driver) try(cmd *dexv1.Command) *Result {
 		d.t.Fatalf("encode: %v", err)
 	}
 	d.index++
+	res := d.f.ApplyEntry(d.index, data)
 	if d.twin != nil {
-		d.twin.ApplyEntry(d.index, data)
+		d.pending = append(d.pending, Entry{Index: d.index, Data: data})
+		d.results = append(d.results, res)
+		if len(d.pending) >= d.twinBatch {
+			d.flushTwin()
+		}
 	}
-	return d.f.ApplyEntry(d.index, data)
+	return res
 }
 
 // do applies a command that must be accepted.

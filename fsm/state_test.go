@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
 func TestState_ReadsNeverWaitForApply(t *testing.T) {
@@ -50,5 +52,41 @@ func TestState_RestoreWakesTheReadersOfTheOldState(t *testing.T) {
 	}
 	if d.f.State().Session("s") == nil {
 		t.Fatal("the restored state lost the session")
+	}
+}
+
+// A batch with a rejected command in its middle leaves the state of applying
+// its entries one by one, and gives each entry its own result.
+func TestApplyBatch_ARejectedEntryChangesNothingButTheAppliedIndex(t *testing.T) {
+	one, batch := newDriver(t), newDriver(t)
+	cmds := []*dexv1.Command{
+		{NowMs: one.now, Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", MessageId: "m1", Message: "hi"}}},
+		{NowMs: one.now, Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", MessageId: "m2", Message: "again"}}},
+		{NowMs: one.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "s", MessageId: "m3", Text: "more"}}},
+		{NowMs: one.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "nope", MessageId: "m4", Text: "lost"}}},
+		{NowMs: one.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "s", MessageId: "m3", Text: "more"}}},
+	}
+	var entries []Entry
+	var want []*Result
+	for _, c := range cmds {
+		data := mustEncode(t, c)
+		one.index++
+		want = append(want, one.f.ApplyEntry(one.index, data))
+		entries = append(entries, Entry{Index: one.index, Data: data})
+	}
+	got := batch.f.ApplyBatch(entries)
+	for i := range got {
+		if (got[i].Err == nil) != (want[i].Err == nil) || got[i].Replayed != want[i].Replayed || got[i].Index != want[i].Index {
+			t.Fatalf("entry %d: one by one %+v, in the batch %+v", i, want[i], got[i])
+		}
+	}
+	if got[1].Err == nil || got[3].Err == nil || !got[4].Replayed {
+		t.Fatalf("want entries 2 and 4 rejected and 5 a replay: %+v", got)
+	}
+	if !bytes.Equal(persist(t, one.f), persist(t, batch.f)) {
+		t.Fatal("the batch left another state than the entries one by one")
+	}
+	if batch.f.State().Meta().AppliedIndex != entries[len(entries)-1].Index {
+		t.Fatal("the applied index is not the batch's last entry")
 	}
 }
