@@ -5,7 +5,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test run proto fuzz bench vet clean election-time chaos
+.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -24,9 +24,19 @@ fuzz:
 	$(GO) test ./fsm -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME)
 
 bench:
-	$(GO) test ./fsm -run '^$$' -bench . -benchmem
+	$(GO) test ./fsm -run '^$$' -bench Apply -benchtime 2000x -benchmem
+	$(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
+	$(GO) test ./dispatch -run '^$$' -bench . -benchmem
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
 	$(BIN)/dexbench --bin $(BIN) $(BENCHFLAGS)
+
+# dexbench at scale: a 1,000-session burst; the default run beside 10,000
+# idle sessions; 100 sessions one at a time (unloaded dispatch latency).
+bench-scale:
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
+	$(BIN)/dexbench --bin $(BIN) --sessions 1000 $(BENCHFLAGS)
+	$(BIN)/dexbench --bin $(BIN) --idle-sessions 10000 $(BENCHFLAGS)
+	$(BIN)/dexbench --bin $(BIN) --sequential 100 $(BENCHFLAGS)
 
 # The crash matrix (SPEC §4): every row against every fault on real dexd and
 # dexworker processes; dexd is also built with its failpoints (-tags chaos).

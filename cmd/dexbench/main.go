@@ -52,6 +52,9 @@ type options struct {
 	dexdArgs     string
 	fsyncProbe   int
 	dump         string
+	idleSessions int
+	idleBatch    int
+	sequential   int
 }
 
 func main() {
@@ -70,15 +73,21 @@ func main() {
 	fs.StringVar(&o.dexdArgs, "dexd-args", "", "extra flags for every dexd, space separated")
 	fs.IntVar(&o.fsyncProbe, "fsync-probe", 50, "write+fsync this many 4 KiB blocks in the data directory first and report the latency (0: skip)")
 	fs.StringVar(&o.dump, "dump", "", "write every measured session with its Steps to this file, one JSON object a line")
+	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "before the warm-up, load this many idle one-turn sessions into the state (prefix idle)")
+	fs.IntVar(&o.idleBatch, "idle-batch", 500, "idle sessions created at once during the idle load")
+	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		os.Exit(2)
 	}
-	if o.workers < 1 || o.concurrency < 1 || o.sessions < 1 || o.toolsPerTurn < 0 || o.warmup < 0 {
-		fmt.Fprintln(os.Stderr, "dexbench: --workers, --concurrency and --sessions must be at least 1; --tools-per-turn and --warmup at least 0")
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
 		os.Exit(2)
+	}
+	if o.sequential > 0 {
+		o.sessions = o.sequential
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	rep, err := run(ctx, o)
@@ -99,6 +108,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dexbench:", err)
 		os.Exit(1)
 	}
+}
+
+// check refuses flags dexbench cannot run with.
+func (o *options) check() error {
+	if o.workers < 1 || o.concurrency < 1 || o.sessions < 1 || o.toolsPerTurn < 0 || o.warmup < 0 {
+		return errors.New("--workers, --concurrency and --sessions must be at least 1; --tools-per-turn and --warmup at least 0")
+	}
+	if o.idleSessions < 0 || o.idleBatch < 1 || o.sequential < 0 {
+		return errors.New("--idle-sessions and --sequential must be at least 0, --idle-batch at least 1")
+	}
+	if o.sessions > maxIndex || o.idleSessions > maxIndex || o.sequential > maxIndex || o.warmup > maxIndex {
+		return fmt.Errorf("--sessions, --idle-sessions, --sequential and --warmup must be at most %d", maxIndex)
+	}
+	return nil
 }
 
 // arrival is when a Worker got one attempt of a Step.
@@ -143,6 +166,9 @@ func (r *recorder) get(stepID string) *arrival {
 // tool-result RunModel with text.
 func benchModel(rec *recorder, k int) client.ModelHandler {
 	return client.ModelFuncs{Run: func(ctx context.Context, in client.ModelInput) (*dexv1.ModelOutput, error) {
+		if out, ok := idleModel(in); ok {
+			return out, nil
+		}
 		rec.handler(in.StepID, in.Attempt)
 		results := 0
 		for i := len(in.History) - 1; i >= 0; i-- {
@@ -231,14 +257,28 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if err := c.Start(); err != nil {
 		return rep, err
 	}
+	pids := map[string]int{}
 	for _, n := range c.Nodes {
 		rep.PIDs = append(rep.PIDs, n.PID())
+		pids[n.ID] = n.PID()
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	leader, err := c.WaitReady(rctx)
 	cancel()
 	if err != nil {
 		return rep, fmt.Errorf("cluster not ready: %w", err)
+	}
+	rep.Leader = leader.ID
+	memReady := sampleMemory("after_ready", pids)
+	rep.Memory = append(rep.Memory, memReady)
+	defer func() {
+		if rep != nil {
+			rep.Memory = append(rep.Memory, sampleMemory("end", pids))
+		}
+	}()
+	httpAddrs := map[string]string{}
+	for _, n := range c.Nodes {
+		httpAddrs[n.ID] = n.HTTPAddr
 	}
 
 	rec := &recorder{m: map[string]*arrival{}}
@@ -294,26 +334,42 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	}
 	conns = append(conns, cc)
 	cl := client.New(cc)
+	svc := dexv1.NewSessionServiceClient(cc)
+
+	if o.idleSessions > 0 {
+		leaderIndex := func() float64 { return scrape(httpAddrs)[leader.ID]["dex_raft_commit_index"] }
+		rep.IdleLoad, err = loadIdle(ctx, cl, svc, o.idleSessions, o.idleBatch, o.timeout, leaderIndex)
+		if err != nil {
+			return rep, err
+		}
+		memIdle := sampleMemory("after_idle_load", pids)
+		rep.Memory = append(rep.Memory, memIdle)
+		rep.RSSPerIdleSession = growthPerSession(memReady, memIdle, leader.ID, o.idleSessions)
+	}
 
 	// Warm-up: the Workers register and every channel connects.
 	if o.warmup > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		_, _, _, werr := drive(wctx, cl, "warmup", o.warmup)
+		_, _, _, werr := drive(wctx, cl, svc, idRange{prefix: "warmup", n: o.warmup})
 		cancel()
 		if werr != nil {
 			return rep, fmt.Errorf("warm-up: %w", werr)
 		}
 	}
 
-	httpAddrs := map[string]string{}
-	for _, n := range c.Nodes {
-		httpAddrs[n.ID] = n.HTTPAddr
-	}
-	rep.Leader = leader.ID
 	before, cpu0, m0 := scrape(httpAddrs), selfCPU(), machineCPU()
 	mctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	start, end, creates, derr := drive(mctx, cl, "bench", o.sessions)
+	var (
+		start, end time.Time
+		creates    []float64
+		derr       error
+	)
+	if o.sequential > 0 {
+		start, end, creates, derr = driveSequential(mctx, cl, svc, "bench", o.sequential)
+	} else {
+		start, end, creates, derr = drive(mctx, cl, svc, idRange{prefix: "bench", n: o.sessions})
+	}
 	rep.Create = newDist(creates)
 	rep.setRaft(before, scrape(httpAddrs), leader.ID, end.Sub(start))
 	rep.Raft.CPUSeconds["dexbench"] = math.Round((selfCPU()-cpu0)*100) / 100
@@ -350,29 +406,29 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 
 func sessionID(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
 
-// drive creates n sessions at once, each with a first message, and waits
-// until every one is idle again (or errored or paused). It returns the time
-// before the first CreateSession and the time the last session was seen
-// done.
-func drive(ctx context.Context, cl *client.Client, prefix string, n int) (start, end time.Time, creates []float64, err error) {
+// drive creates the sessions of r at once, each with a first message, and
+// waits until every one is idle again (or errored or paused). It returns the
+// time before the first CreateSession and the time the last session was
+// seen done.
+func drive(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, r idRange) (start, end time.Time, creates []float64, err error) {
 	var (
 		wg      sync.WaitGroup
 		errMu   sync.Mutex
 		firstEr error
 	)
-	creates = make([]float64, n)
+	creates = make([]float64, r.n)
 	start = time.Now()
-	for i := range n {
+	for i := range r.n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			t := time.Now()
-			_, err := cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: sessionID(prefix, i), Message: "go"})
+			_, err := cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: r.id(i), Message: "go"})
 			creates[i] = ms(time.Since(t))
 			if err != nil {
 				errMu.Lock()
 				if firstEr == nil {
-					firstEr = fmt.Errorf("create session %s: %w", sessionID(prefix, i), err)
+					firstEr = fmt.Errorf("create session %s: %w", r.id(i), err)
 				}
 				errMu.Unlock()
 			}
@@ -382,36 +438,23 @@ func drive(ctx context.Context, cl *client.Client, prefix string, n int) (start,
 	if firstEr != nil {
 		return start, time.Now(), creates, firstEr
 	}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		list, err := cl.ListSessions(lctx)
-		cancel()
-		now := time.Now()
-		if err == nil {
-			done := 0
-			for _, s := range list {
-				if !strings.HasPrefix(s.Id, prefix+"-") {
-					continue
-				}
-				switch {
-				case s.Status == dexv1.SessionStatus_SESSION_STATUS_IDLE && s.TurnsCompleted > 0,
-					s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED,
-					s.Status == dexv1.SessionStatus_SESSION_STATUS_PAUSED:
-					done++
-				}
-			}
-			if done >= n {
-				return start, now, creates, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return start, time.Now(), creates, fmt.Errorf("sessions not done: %w", ctx.Err())
-		case <-tick.C:
+	end, err = waitDone(ctx, svc, r)
+	return start, end, creates, err
+}
+
+// driveSequential drives k sessions one after another, each alone in the
+// cluster, so their latencies are those of an unloaded cluster.
+func driveSequential(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, prefix string, k int) (start, end time.Time, creates []float64, err error) {
+	start = time.Now()
+	for i := range k {
+		var c []float64
+		_, end, c, err = drive(ctx, cl, svc, idRange{prefix: prefix, from: i, n: 1})
+		creates = append(creates, c...)
+		if err != nil {
+			return start, end, creates, err
 		}
 	}
+	return start, end, creates, nil
 }
 
 // collect reads every session of the run with its Steps.

@@ -60,6 +60,9 @@ type config struct {
 	Concurrency  int `json:"concurrency_per_worker"`
 	ToolsPerTurn int `json:"tools_per_turn"`
 	Nodes        int `json:"nodes"`
+	// Sequential: the measured sessions ran one after another, not at once.
+	Sequential   bool `json:"sequential"`
+	IdleSessions int  `json:"idle_sessions"`
 }
 
 type raftStats struct {
@@ -108,13 +111,22 @@ type report struct {
 	// every process of the machine counted (other load included).
 	MachineBusy           float64 `json:"machine_busy_pct"`
 	MachineBusyCPUSeconds float64 `json:"machine_busy_cpu_seconds"`
-	Error                 string  `json:"error,omitempty"`
+
+	// The idle sessions loaded before the warm-up (--idle-sessions).
+	IdleLoad *idleLoad `json:"idle_load,omitempty"`
+	// Every node's memory after the cluster is ready, after the idle load
+	// and at the end.
+	Memory []memSample `json:"memory"`
+	// Leader RSS growth from ready to after the idle load ÷ idle sessions.
+	RSSPerIdleSession float64 `json:"rss_bytes_per_idle_session,omitempty"`
+	Error             string  `json:"error,omitempty"`
 }
 
 func newReport(o options) *report {
 	return &report{
 		Machine: machine{NProc: runtime.NumCPU(), CPU: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH},
-		Config:  config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3},
+		Config: config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3,
+			Sequential: o.sequential > 0, IdleSessions: o.idleSessions},
 	}
 }
 
@@ -252,8 +264,12 @@ func (r *report) writeJSON(w io.Writer) {
 }
 
 func (r *report) writeTable(w io.Writer) {
-	fmt.Fprintf(w, "dexbench: %d sessions, %d Workers x %d, %d noop calls per turn, %d dexd nodes (fsync on), leader %s\n",
-		r.Config.Sessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.Nodes, r.Leader)
+	how := "at once"
+	if r.Config.Sequential {
+		how = "one after another"
+	}
+	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, %d dexd nodes (fsync on), leader %s\n",
+		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.Nodes, r.Leader)
 	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "wall time\t%.2f s\t(first CreateSession → last session idle)\n", r.WallSeconds)
@@ -275,6 +291,10 @@ func (r *report) writeTable(w io.Writer) {
 	}
 	if r.MachineBusyCPUSeconds > 0 {
 		fmt.Fprintf(tw, "machine busy\t%.1f%%\t%.2f CPU seconds, every process counted (compare with the line above)\n", r.MachineBusy, r.MachineBusyCPUSeconds)
+	}
+	if l := r.IdleLoad; l != nil {
+		fmt.Fprintf(tw, "idle load\t%d sessions\t%.2f s in batches of %d, %.1f sessions/s, %.0f raft entries (%.2f per session)\n",
+			l.Sessions, l.Seconds, l.Batch, l.SessionsPerSec, l.Entries, l.Entries/float64(max(l.Sessions, 1)))
 	}
 	fmt.Fprintf(tw, "worker warnings\t%d\t\n", r.WorkerWarnings)
 	if r.MissingArrivals > 0 {
@@ -299,7 +319,35 @@ func (r *report) writeTable(w io.Writer) {
 	row("CreateSession call (client)", r.Create)
 	row("fsync probe: 4 KiB write+fsync", r.Fsync)
 	tw.Flush()
+	r.writeMemory(w)
 	if r.Error != "" {
 		fmt.Fprintf(w, "\nerror: %s\n", r.Error)
+	}
+}
+
+// writeMemory prints every node's RSS and VmHWM at each moment sampled.
+func (r *report) writeMemory(w io.Writer) {
+	if len(r.Memory) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(r.Memory[0].Nodes))
+	for id := range r.Memory[0].Nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "memory: RSS / HWM (MiB)\t%s\t\n", strings.Join(ids, "\t"))
+	for _, m := range r.Memory {
+		var cells []string
+		for _, id := range ids {
+			n := m.Nodes[id]
+			cells = append(cells, fmt.Sprintf("%.1f / %.1f", mib(n.RSS), mib(n.HWM)))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", strings.ReplaceAll(m.Moment, "_", " "), strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	if r.IdleLoad != nil {
+		fmt.Fprintf(w, "RSS per idle session: %.0f B on the leader %s ((after idle load − after ready) ÷ %d)\n", r.RSSPerIdleSession, r.Leader, r.IdleLoad.Sessions)
 	}
 }
