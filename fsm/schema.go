@@ -73,7 +73,7 @@ func schema() *memdb.DBSchema {
 	for name, t := range catalogTables() {
 		s.Tables[name] = t
 	}
-	return withEventSchema(s)
+	return withLifecycleSchema(withEventSchema(s))
 }
 
 const metaID = "meta"
