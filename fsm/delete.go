@@ -227,3 +227,9 @@ func (s *State) IdleBefore(ms int64, limit int) []string {
 	}
 	return out
 }
+
+// IsDeleted reports whether a session is a tombstone still owed a purge.
+func (s *State) IsDeleted(id string) bool {
+	raw, err := s.tx.First(tableSessions, indexID, id)
+	return err == nil && raw != nil && deleted(raw.(*dexv1.Session))
+}
