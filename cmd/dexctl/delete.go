@@ -19,13 +19,15 @@ func newSessionDeleteCmd(g *globals) *cobra.Command {
 		Short: "Delete an idle, paused or errored session with its Steps, history and events",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tried := false
+			// Only a try that timed out may have committed; a follower's
+			// redirect did not, so NotFound after it is the truth.
+			timedOut := false
 			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
 				_, err := sessions(conn).DeleteSession(ctx, &dexv1.DeleteSessionRequest{SessionId: args[0]}, tr)
-				if status.Code(err) == codes.NotFound && tried {
-					return nil // an earlier try committed before its answer was lost
+				if status.Code(err) == codes.NotFound && timedOut {
+					return nil // the try that timed out committed before its answer was lost
 				}
-				tried = tried || err != nil
+				timedOut = timedOut || status.Code(err) == codes.DeadlineExceeded
 				return err
 			})
 			if err != nil {
