@@ -78,6 +78,9 @@ func TestDelete_ADeletedSessionIsGoneFromEveryNodeAndFromTheNextSnapshot(t *test
 	if out := e.dexctlFails("session", "delete", waiting); !strings.Contains(out, "is waiting: only an idle, paused or errored session can be deleted") {
 		t.Fatalf("deleting a waiting session printed %q", out)
 	}
+	if err := e.client.DeleteSession(e.ctx(10*time.Second), waiting); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("the library deleting a waiting session: %v; want FailedPrecondition", err)
+	}
 	e.waitStatus(waiting, sWaiting, time.Second)
 	if out := e.dexctlFails("session", "delete", "no-such-session"); !strings.Contains(out, `session "no-such-session" not found`) {
 		t.Fatalf("deleting an unknown session printed %q", out)
