@@ -62,8 +62,7 @@ func FuzzDelete(f *testing.F) {
 			st := d.f.State()
 			for _, del := range st.DeletedSessions(1 << 20) {
 				everDeleted[del] = true
-				it, _ := st.tx.Get(tableSteps, indexSession, del)
-				for raw := it.Next(); raw != nil; raw = it.Next() {
+				for _, raw := range firstRows(st.tx, sessionTables[0], del, 1<<20) {
 					if s := raw.(*dexv1.Step); s.Status != dexv1.StepStatus_STEP_STATUS_DONE {
 						t.Fatalf("deleted session %s has Step %s %s", del, s.Id, s.Status)
 					}

@@ -20,7 +20,7 @@ func (d *driver) purgeCmd(id string, max uint32) *dexv1.Command {
 
 // rowsOf counts a session's rows in every table that holds them.
 func rowsOf(f *FSM, id string) map[string]int {
-	tx := f.db.Txn(false)
+	tx := f.State().tx
 	out := map[string]int{}
 	for _, t := range sessionTables {
 		out[t.table] = len(firstRows(tx, t, id, 1<<30))
