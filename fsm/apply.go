@@ -54,6 +54,12 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.deregisterWorker(b.DeregisterWorker)
 	case *dexv1.Command_FailUnservedStep:
 		return a.failUnservedStep(b.FailUnservedStep)
+	case *dexv1.Command_DeleteSession:
+		return a.deleteSession(b.DeleteSession)
+	case *dexv1.Command_PurgeSession:
+		return a.purgeSession(b.PurgeSession)
+	case *dexv1.Command_ExpireSessions:
+		return a.expireSessions(b.ExpireSessions)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

@@ -161,6 +161,8 @@ func StatusName(st dexv1.SessionStatus) string {
 		return "errored"
 	case dexv1.SessionStatus_SESSION_STATUS_PAUSED:
 		return "paused"
+	case dexv1.SessionStatus_SESSION_STATUS_DELETED:
+		return "deleted"
 	}
 	return "unknown"
 }

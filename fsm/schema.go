@@ -72,7 +72,7 @@ func schema() *memdb.DBSchema {
 	for name, t := range catalogTables() {
 		s.Tables[name] = t
 	}
-	return withEventSchema(s)
+	return withLifecycleSchema(withEventSchema(s))
 }
 
 const metaID = "meta"

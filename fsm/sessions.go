@@ -24,7 +24,10 @@ func (a *applier) createSession(c *dexv1.CreateSession) *Result {
 	if r := validID("session id", c.SessionId); r != nil {
 		return rejected(r)
 	}
-	if _, r := a.session(c.SessionId); r == nil {
+	if old := a.sessionRow(c.SessionId); old != nil {
+		if deleted(old) {
+			return rejected(reject(CodeAlreadyExists, "session %q was deleted and its rows are still being removed: use another id", c.SessionId))
+		}
 		return rejected(reject(CodeAlreadyExists, "session %q already exists", c.SessionId))
 	}
 	if c.ParentId != "" {

@@ -30,17 +30,25 @@ func (s *State) Meta() *dexv1.ClusterMeta {
 	return raw.(*dexv1.ClusterMeta)
 }
 
-// Session returns a session or nil.
+// Session returns a session or nil (a deleted one is nil too).
 func (s *State) Session(id string) *dexv1.Session {
 	raw, err := s.tx.First(tableSessions, indexID, id)
-	if err != nil || raw == nil {
+	if err != nil || raw == nil || deleted(raw.(*dexv1.Session)) {
 		return nil
 	}
 	return raw.(*dexv1.Session)
 }
 
-// Sessions returns every session in id order.
-func (s *State) Sessions() []*dexv1.Session { return all[*dexv1.Session](s.tx, tableSessions, indexID) }
+// Sessions returns every session in id order, deleted ones left out.
+func (s *State) Sessions() []*dexv1.Session {
+	var out []*dexv1.Session
+	for _, sess := range all[*dexv1.Session](s.tx, tableSessions, indexID) {
+		if !deleted(sess) {
+			out = append(out, sess)
+		}
+	}
+	return out
+}
 
 // Step returns a Step or nil.
 func (s *State) Step(id string) *dexv1.Step {
@@ -236,7 +244,7 @@ func (s *State) SessionsPage(after string, limit int) ([]*dexv1.Session, string)
 	var out []*dexv1.Session
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		sess := raw.(*dexv1.Session)
-		if sess.Id == after {
+		if sess.Id == after || deleted(sess) {
 			continue
 		}
 		if len(out) >= limit {

@@ -48,14 +48,11 @@ func (a *applier) session(id string) (*dexv1.Session, *Rejection) {
 	if id == "" {
 		return nil, reject(CodeInvalid, "session id is required")
 	}
-	raw, err := a.tx.First(tableSessions, indexID, id)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	s := a.sessionRow(id)
+	if s == nil || deleted(s) {
 		return nil, reject(CodeNotFound, "session %q not found", id)
 	}
-	return proto.Clone(raw.(*dexv1.Session)).(*dexv1.Session), nil
+	return s, nil
 }
 
 func (a *applier) putSession(s *dexv1.Session) {
@@ -74,6 +71,10 @@ func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
 	}
 	if raw == nil {
 		return nil, reject(CodeNotFound, "step %q not found", id)
+	}
+	// The Steps of a deleted session wait for the purge: nothing acts on them.
+	if s := a.sessionRow(raw.(*dexv1.Step).SessionId); s != nil && deleted(s) {
+		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
 	}
 	return proto.Clone(raw.(*dexv1.Step)).(*dexv1.Step), nil
 }

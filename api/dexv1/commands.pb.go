@@ -53,6 +53,9 @@ type Command struct {
 	//	*Command_PruneEvents
 	//	*Command_DeregisterWorker
 	//	*Command_FailUnservedStep
+	//	*Command_DeleteSession
+	//	*Command_PurgeSession
+	//	*Command_ExpireSessions
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -316,6 +319,33 @@ func (x *Command) GetFailUnservedStep() *FailUnservedStep {
 	return nil
 }
 
+func (x *Command) GetDeleteSession() *DeleteSession {
+	if x != nil {
+		if x, ok := x.Body.(*Command_DeleteSession); ok {
+			return x.DeleteSession
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPurgeSession() *PurgeSession {
+	if x != nil {
+		if x, ok := x.Body.(*Command_PurgeSession); ok {
+			return x.PurgeSession
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetExpireSessions() *ExpireSessions {
+	if x != nil {
+		if x, ok := x.Body.(*Command_ExpireSessions); ok {
+			return x.ExpireSessions
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -412,6 +442,18 @@ type Command_FailUnservedStep struct {
 	FailUnservedStep *FailUnservedStep `protobuf:"bytes,41,opt,name=fail_unserved_step,json=failUnservedStep,proto3,oneof"`
 }
 
+type Command_DeleteSession struct {
+	DeleteSession *DeleteSession `protobuf:"bytes,70,opt,name=delete_session,json=deleteSession,proto3,oneof"`
+}
+
+type Command_PurgeSession struct {
+	PurgeSession *PurgeSession `protobuf:"bytes,71,opt,name=purge_session,json=purgeSession,proto3,oneof"`
+}
+
+type Command_ExpireSessions struct {
+	ExpireSessions *ExpireSessions `protobuf:"bytes,72,opt,name=expire_sessions,json=expireSessions,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -457,6 +499,12 @@ func (*Command_PruneEvents) isCommand_Body() {}
 func (*Command_DeregisterWorker) isCommand_Body() {}
 
 func (*Command_FailUnservedStep) isCommand_Body() {}
+
+func (*Command_DeleteSession) isCommand_Body() {}
+
+func (*Command_PurgeSession) isCommand_Body() {}
+
+func (*Command_ExpireSessions) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -1896,11 +1944,185 @@ func (x *FailUnservedStep) GetWaitedMs() uint64 {
 	return 0
 }
 
+// A client deletes an idle, paused or errored session: it becomes a tombstone
+// (reads answer NotFound, messages are refused, its parent is told) and the
+// leader's collector purges its rows through bounded PurgeSession commands.
+// A running or waiting session is refused.
+type DeleteSession struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSession) Reset() {
+	*x = DeleteSession{}
+	mi := &file_dex_v1_commands_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSession) ProtoMessage() {}
+
+func (x *DeleteSession) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSession.ProtoReflect.Descriptor instead.
+func (*DeleteSession) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *DeleteSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// The leader's collector removes up to max_rows rows of a deleted session
+// (Steps, history, inbox, accepted message ids, events, then its event log
+// and header), so no command touches an unbounded number of rows.
+type PurgeSession struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MaxRows       uint32                 `protobuf:"varint,2,opt,name=max_rows,json=maxRows,proto3" json:"max_rows,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeSession) Reset() {
+	*x = PurgeSession{}
+	mi := &file_dex_v1_commands_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeSession) ProtoMessage() {}
+
+func (x *PurgeSession) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeSession.ProtoReflect.Descriptor instead.
+func (*PurgeSession) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *PurgeSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PurgeSession) GetMaxRows() uint32 {
+	if x != nil {
+		return x.MaxRows
+	}
+	return 0
+}
+
+func (x *PurgeSession) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// The leader's session retention: each listed session that is still idle,
+// with an empty inbox and last updated before idle_before_ms, is deleted as
+// by DeleteSession; the others are left alone.
+type ExpireSessions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	IdleBeforeMs  int64                  `protobuf:"varint,2,opt,name=idle_before_ms,json=idleBeforeMs,proto3" json:"idle_before_ms,omitempty"`
+	SessionIds    []string               `protobuf:"bytes,3,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpireSessions) Reset() {
+	*x = ExpireSessions{}
+	mi := &file_dex_v1_commands_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpireSessions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpireSessions) ProtoMessage() {}
+
+func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpireSessions.ProtoReflect.Descriptor instead.
+func (*ExpireSessions) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ExpireSessions) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ExpireSessions) GetIdleBeforeMs() int64 {
+	if x != nil {
+		return x.IdleBeforeMs
+	}
+	return 0
+}
+
+func (x *ExpireSessions) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf6\v\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xb6\r\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -1930,7 +2152,10 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x13set_event_retention\x182 \x01(\v2\x19.dex.v1.SetEventRetentionH\x00R\x11setEventRetention\x128\n" +
 	"\fprune_events\x183 \x01(\v2\x13.dex.v1.PruneEventsH\x00R\vpruneEvents\x12G\n" +
 	"\x11deregister_worker\x18( \x01(\v2\x18.dex.v1.DeregisterWorkerH\x00R\x10deregisterWorker\x12H\n" +
-	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStepB\x06\n" +
+	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStep\x12>\n" +
+	"\x0edelete_session\x18F \x01(\v2\x15.dex.v1.DeleteSessionH\x00R\rdeleteSession\x12;\n" +
+	"\rpurge_session\x18G \x01(\v2\x14.dex.v1.PurgeSessionH\x00R\fpurgeSession\x12A\n" +
+	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessionsB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -2034,7 +2259,20 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x10FailUnservedStep\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
-	"\twaited_ms\x18\x03 \x01(\x04R\bwaitedMsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\twaited_ms\x18\x03 \x01(\x04R\bwaitedMs\".\n" +
+	"\rDeleteSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"^\n" +
+	"\fPurgeSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\bmax_rows\x18\x02 \x01(\rR\amaxRows\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"m\n" +
+	"\x0eExpireSessions\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12$\n" +
+	"\x0eidle_before_ms\x18\x02 \x01(\x03R\fidleBeforeMs\x12\x1f\n" +
+	"\vsession_ids\x18\x03 \x03(\tR\n" +
+	"sessionIdsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2048,7 +2286,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2075,14 +2313,17 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*PruneEvents)(nil),       // 22: dex.v1.PruneEvents
 	(*DeregisterWorker)(nil),  // 23: dex.v1.DeregisterWorker
 	(*FailUnservedStep)(nil),  // 24: dex.v1.FailUnservedStep
-	(*ToolSpec)(nil),          // 25: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 26: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 27: dex.v1.ToolResult
-	(*PollResult)(nil),        // 28: dex.v1.PollResult
-	(ErrorType)(0),            // 29: dex.v1.ErrorType
-	(Outcome)(0),              // 30: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 31: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 32: dex.v1.EventRetention
+	(*DeleteSession)(nil),     // 25: dex.v1.DeleteSession
+	(*PurgeSession)(nil),      // 26: dex.v1.PurgeSession
+	(*ExpireSessions)(nil),    // 27: dex.v1.ExpireSessions
+	(*ToolSpec)(nil),          // 28: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 29: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 30: dex.v1.ToolResult
+	(*PollResult)(nil),        // 31: dex.v1.PollResult
+	(ErrorType)(0),            // 32: dex.v1.ErrorType
+	(Outcome)(0),              // 33: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 34: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 35: dex.v1.EventRetention
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2108,22 +2349,25 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	22, // 20: dex.v1.Command.prune_events:type_name -> dex.v1.PruneEvents
 	23, // 21: dex.v1.Command.deregister_worker:type_name -> dex.v1.DeregisterWorker
 	24, // 22: dex.v1.Command.fail_unserved_step:type_name -> dex.v1.FailUnservedStep
-	25, // 23: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 24: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 25: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	26, // 26: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	27, // 27: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	28, // 28: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 29: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	29, // 30: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	30, // 31: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	31, // 32: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	32, // 33: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	25, // 23: dex.v1.Command.delete_session:type_name -> dex.v1.DeleteSession
+	26, // 24: dex.v1.Command.purge_session:type_name -> dex.v1.PurgeSession
+	27, // 25: dex.v1.Command.expire_sessions:type_name -> dex.v1.ExpireSessions
+	28, // 26: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 27: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 28: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	29, // 29: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	30, // 30: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	31, // 31: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 32: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	32, // 33: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	33, // 34: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	34, // 35: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	35, // 36: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2156,6 +2400,9 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_PruneEvents)(nil),
 		(*Command_DeregisterWorker)(nil),
 		(*Command_FailUnservedStep)(nil),
+		(*Command_DeleteSession)(nil),
+		(*Command_PurgeSession)(nil),
+		(*Command_ExpireSessions)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2169,7 +2416,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

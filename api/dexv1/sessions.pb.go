@@ -1070,6 +1070,86 @@ func (x *EventsNotKept) GetFirstKeptSeq() uint64 {
 	return 0
 }
 
+type DeleteSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionRequest) Reset() {
+	*x = DeleteSessionRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionRequest) ProtoMessage() {}
+
+func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DeleteSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type DeleteSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionResponse) Reset() {
+	*x = DeleteSessionResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionResponse) ProtoMessage() {}
+
+func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
+}
+
 var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
@@ -1145,7 +1225,11 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
 	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\x12(\n" +
 	"\x10resume_after_seq\x18\x03 \x01(\x04R\x0eresumeAfterSeq\x12$\n" +
-	"\x0efirst_kept_seq\x18\x04 \x01(\x04R\ffirstKeptSeq2\xbe\x05\n" +
+	"\x0efirst_kept_seq\x18\x04 \x01(\x04R\ffirstKeptSeq\"5\n" +
+	"\x14DeleteSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
+	"\x15DeleteSessionResponse2\x8c\x06\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -1156,7 +1240,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x0fResolveApproval\x12\x1e.dex.v1.ResolveApprovalRequest\x1a\x1f.dex.v1.ResolveApprovalResponse\x12O\n" +
 	"\x0eAnswerQuestion\x12\x1d.dex.v1.AnswerQuestionRequest\x1a\x1e.dex.v1.AnswerQuestionResponse\x12L\n" +
 	"\rResumeSession\x12\x1c.dex.v1.ResumeSessionRequest\x1a\x1d.dex.v1.ResumeSessionResponse\x12U\n" +
-	"\x10ReconcileOutcome\x12\x1f.dex.v1.ReconcileOutcomeRequest\x1a .dex.v1.ReconcileOutcomeResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x10ReconcileOutcome\x12\x1f.dex.v1.ReconcileOutcomeRequest\x1a .dex.v1.ReconcileOutcomeResponse\x12L\n" +
+	"\rDeleteSession\x12\x1c.dex.v1.DeleteSessionRequest\x1a\x1d.dex.v1.DeleteSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -1170,7 +1255,7 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),     // 0: dex.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),    // 1: dex.v1.CreateSessionResponse
@@ -1191,19 +1276,21 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*ReconcileOutcomeRequest)(nil),  // 16: dex.v1.ReconcileOutcomeRequest
 	(*ReconcileOutcomeResponse)(nil), // 17: dex.v1.ReconcileOutcomeResponse
 	(*EventsNotKept)(nil),            // 18: dex.v1.EventsNotKept
-	(*Session)(nil),                  // 19: dex.v1.Session
-	(*Step)(nil),                     // 20: dex.v1.Step
-	(SessionStatus)(0),               // 21: dex.v1.SessionStatus
-	(Outcome)(0),                     // 22: dex.v1.Outcome
-	(*Event)(nil),                    // 23: dex.v1.Event
+	(*DeleteSessionRequest)(nil),     // 19: dex.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 20: dex.v1.DeleteSessionResponse
+	(*Session)(nil),                  // 21: dex.v1.Session
+	(*Step)(nil),                     // 22: dex.v1.Step
+	(SessionStatus)(0),               // 23: dex.v1.SessionStatus
+	(Outcome)(0),                     // 24: dex.v1.Outcome
+	(*Event)(nil),                    // 25: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	19, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	19, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	20, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	21, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	21, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	21, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	22, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	23, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	7,  // 4: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	22, // 5: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	24, // 5: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
 	0,  // 6: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
 	2,  // 7: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
 	4,  // 8: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
@@ -1213,17 +1300,19 @@ var file_dex_v1_sessions_proto_depIdxs = []int32{
 	12, // 12: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
 	14, // 13: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
 	16, // 14: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	1,  // 15: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	3,  // 16: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	5,  // 17: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	8,  // 18: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	23, // 19: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	11, // 20: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	13, // 21: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	15, // 22: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	17, // 23: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	15, // [15:24] is the sub-list for method output_type
-	6,  // [6:15] is the sub-list for method input_type
+	19, // 15: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	1,  // 16: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	3,  // 17: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	5,  // 18: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	8,  // 19: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	25, // 20: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	11, // 21: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	13, // 22: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	15, // 23: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	17, // 24: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	20, // 25: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	16, // [16:26] is the sub-list for method output_type
+	6,  // [6:16] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1241,7 +1330,7 @@ func file_dex_v1_sessions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const (
 	SessionService_AnswerQuestion_FullMethodName   = "/dex.v1.SessionService/AnswerQuestion"
 	SessionService_ResumeSession_FullMethodName    = "/dex.v1.SessionService/ResumeSession"
 	SessionService_ReconcileOutcome_FullMethodName = "/dex.v1.SessionService/ReconcileOutcome"
+	SessionService_DeleteSession_FullMethodName    = "/dex.v1.SessionService/DeleteSession"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -49,6 +50,10 @@ type SessionServiceClient interface {
 	AnswerQuestion(ctx context.Context, in *AnswerQuestionRequest, opts ...grpc.CallOption) (*AnswerQuestionResponse, error)
 	ResumeSession(ctx context.Context, in *ResumeSessionRequest, opts ...grpc.CallOption) (*ResumeSessionResponse, error)
 	ReconcileOutcome(ctx context.Context, in *ReconcileOutcomeRequest, opts ...grpc.CallOption) (*ReconcileOutcomeResponse, error)
+	// Deletes an idle, paused or errored session with all it holds; a running
+	// or waiting one is refused with FailedPrecondition. The session is NotFound
+	// at once; its rows are removed in the background by the leader.
+	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -158,6 +163,16 @@ func (c *sessionServiceClient) ReconcileOutcome(ctx context.Context, in *Reconci
 	return out, nil
 }
 
+func (c *sessionServiceClient) DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_DeleteSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -177,6 +192,10 @@ type SessionServiceServer interface {
 	AnswerQuestion(context.Context, *AnswerQuestionRequest) (*AnswerQuestionResponse, error)
 	ResumeSession(context.Context, *ResumeSessionRequest) (*ResumeSessionResponse, error)
 	ReconcileOutcome(context.Context, *ReconcileOutcomeRequest) (*ReconcileOutcomeResponse, error)
+	// Deletes an idle, paused or errored session with all it holds; a running
+	// or waiting one is refused with FailedPrecondition. The session is NotFound
+	// at once; its rows are removed in the background by the leader.
+	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -213,6 +232,9 @@ func (UnimplementedSessionServiceServer) ResumeSession(context.Context, *ResumeS
 }
 func (UnimplementedSessionServiceServer) ReconcileOutcome(context.Context, *ReconcileOutcomeRequest) (*ReconcileOutcomeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReconcileOutcome not implemented")
+}
+func (UnimplementedSessionServiceServer) DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSession not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -390,6 +412,24 @@ func _SessionService_ReconcileOutcome_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_DeleteSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).DeleteSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_DeleteSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).DeleteSession(ctx, req.(*DeleteSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -428,6 +468,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReconcileOutcome",
 			Handler:    _SessionService_ReconcileOutcome_Handler,
+		},
+		{
+			MethodName: "DeleteSession",
+			Handler:    _SessionService_DeleteSession_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -30,6 +30,9 @@ const (
 	SessionStatus_SESSION_STATUS_WAITING     SessionStatus = 3
 	SessionStatus_SESSION_STATUS_ERRORED     SessionStatus = 4
 	SessionStatus_SESSION_STATUS_PAUSED      SessionStatus = 5
+	// A tombstone: the session was deleted and the leader is purging its rows.
+	// Reads answer NotFound; nothing is delivered to it.
+	SessionStatus_SESSION_STATUS_DELETED SessionStatus = 6
 )
 
 // Enum value maps for SessionStatus.
@@ -41,6 +44,7 @@ var (
 		3: "SESSION_STATUS_WAITING",
 		4: "SESSION_STATUS_ERRORED",
 		5: "SESSION_STATUS_PAUSED",
+		6: "SESSION_STATUS_DELETED",
 	}
 	SessionStatus_value = map[string]int32{
 		"SESSION_STATUS_UNSPECIFIED": 0,
@@ -49,6 +53,7 @@ var (
 		"SESSION_STATUS_WAITING":     3,
 		"SESSION_STATUS_ERRORED":     4,
 		"SESSION_STATUS_PAUSED":      5,
+		"SESSION_STATUS_DELETED":     6,
 	}
 )
 
@@ -3296,14 +3301,15 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
-	"\tworker_id\x18\x02 \x01(\tR\bworkerId*\xb7\x01\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId*\xd3\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
 	"\x16SESSION_STATUS_RUNNING\x10\x02\x12\x1a\n" +
 	"\x16SESSION_STATUS_WAITING\x10\x03\x12\x1a\n" +
 	"\x16SESSION_STATUS_ERRORED\x10\x04\x12\x19\n" +
-	"\x15SESSION_STATUS_PAUSED\x10\x05*\x9f\x02\n" +
+	"\x15SESSION_STATUS_PAUSED\x10\x05\x12\x1a\n" +
+	"\x16SESSION_STATUS_DELETED\x10\x06*\x9f\x02\n" +
 	"\bStepKind\x12\x19\n" +
 	"\x15STEP_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13STEP_KIND_RUN_MODEL\x10\x01\x12\x17\n" +

@@ -30,6 +30,9 @@ func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Ses
 		}
 		st := s.node.State()
 		if st.Session(req.SessionId) == nil {
+			if st.IsDeleted(req.SessionId) {
+				return status.Errorf(codes.NotFound, "session %q was deleted", req.SessionId)
+			}
 			return status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
 		}
 		if log := st.EventLog(req.SessionId); log != nil && after < log.DroppedThrough {

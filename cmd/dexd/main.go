@@ -48,6 +48,7 @@ type options struct {
 	eventCount                                uint64
 	eventAge                                  time.Duration
 	workerTTL, toolWait                       time.Duration
+	sessionRetention                          time.Duration
 	parsedPeers                               []cluster.Peer
 }
 
@@ -77,6 +78,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.eventCount, "event-retention-count", gc.DefaultEventCount, "events kept per session; older ones are dropped as new ones come (0: no limit)")
 	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
 	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
+	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
@@ -148,6 +150,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.eventAge < 0 {
 		return nil, &usageError{"--event-retention-age must not be negative"}
 	}
+	if o.sessionRetention < 0 {
+		return nil, &usageError{"--session-retention must not be negative"}
+	}
 	return o, nil
 }
 
@@ -202,11 +207,12 @@ func serve(o *options, log *zap.Logger) error {
 	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)
 	leader := dispatch.NewLeader(late, leases, disp, timers, log)
 	events := gc.NewEvents(late, late, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
+	sessionGC := gc.NewSessions(late, late, gc.SessionConfig{Retention: o.sessionRetention}, log)
 
 	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 
 	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     []cluster.LeaderService{leader, events, live},
+		LeaderServices:     []cluster.LeaderService{leader, events, live, sessionGC},
 		OnApplied:          leader.Applied,
 		ID:                 o.id,
 		DataDir:            o.dataDir,

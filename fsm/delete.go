@@ -1,0 +1,235 @@
+package fsm
+
+import (
+	"fmt"
+	"math"
+
+	memdb "github.com/hashicorp/go-memdb"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Sessions have a lifecycle, collected as Nomad's core scheduler collects
+// jobs: DeleteSession (or ExpireSessions, the leader's retention) only turns
+// the header into a tombstone, which every reader and command treats as not
+// found; the leader's collector then proposes PurgeSession commands that
+// each remove a bounded number of the session's rows, the header last. So
+// no command touches more than a bounded number of rows, however long the
+// session was.
+
+const (
+	// MaxPurgeRows bounds the rows one PurgeSession removes.
+	MaxPurgeRows = 1000
+	// MaxExpireSessions bounds the sessions one ExpireSessions names.
+	MaxExpireSessions = 100
+
+	// indexStatusUpdated: sessions by (status, updated_at_ms), so the
+	// retention finds the longest-idle sessions without a scan.
+	indexStatusUpdated = "status_updated"
+)
+
+// withLifecycleSchema adds the sessions' (status, updated_at_ms) index.
+func withLifecycleSchema(s *memdb.DBSchema) *memdb.DBSchema {
+	s.Tables[tableSessions].Indexes[indexStatusUpdated] = &memdb.IndexSchema{
+		Name: indexStatusUpdated, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+			&memdb.IntFieldIndex{Field: "Status"}, &memdb.IntFieldIndex{Field: "UpdatedAtMs"},
+		}},
+	}
+	return s
+}
+
+func deleted(s *dexv1.Session) bool {
+	return s.Status == dexv1.SessionStatus_SESSION_STATUS_DELETED
+}
+
+func (a *applier) deleteSession(c *dexv1.DeleteSession) *Result {
+	s, r := a.session(c.SessionId)
+	if r != nil {
+		return rejected(r)
+	}
+	switch s.Status {
+	case dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+	default:
+		return rejected(reject(CodeFailedPrecondition, "session %s is %s: only an idle, paused or errored session can be deleted; wait for its turn to end", s.Id, StatusName(s.Status)))
+	}
+	a.tombstone(s)
+	return &Result{SessionID: s.Id}
+}
+
+// tombstone marks a session deleted and tells its parent, once: the
+// tombstone is not found by the next DeleteSession.
+func (a *applier) tombstone(s *dexv1.Session) {
+	s.Status = dexv1.SessionStatus_SESSION_STATUS_DELETED
+	s.ResumeAtMs = 0
+	a.emit(s.Id, "session_deleted", "", "")
+	a.putSession(s)
+	a.tellParent(s, fmt.Sprintf("<child-deleted agent=%q>the agent was deleted</child-deleted>", s.Id))
+}
+
+// expireSessions deletes the named sessions that are still idle, with an
+// empty inbox, since before idle_before_ms; it skips the others, since the
+// leader read them from a state that may have moved on.
+func (a *applier) expireSessions(c *dexv1.ExpireSessions) *Result {
+	if len(c.SessionIds) == 0 || len(c.SessionIds) > MaxExpireSessions {
+		return rejected(reject(CodeInvalid, "an expiry names 1..%d sessions, got %d", MaxExpireSessions, len(c.SessionIds)))
+	}
+	if c.IdleBeforeMs <= 0 {
+		return rejected(reject(CodeInvalid, "idle_before_ms must be positive, got %d", c.IdleBeforeMs))
+	}
+	if r := a.checkEpoch(c.Epoch); r != nil {
+		return rejected(r)
+	}
+	for _, id := range c.SessionIds {
+		s, r := a.session(id)
+		if r != nil || s.Status != dexv1.SessionStatus_SESSION_STATUS_IDLE || s.InboxCount > 0 || s.UpdatedAtMs >= c.IdleBeforeMs {
+			continue
+		}
+		a.tombstone(s)
+	}
+	return &Result{}
+}
+
+// purgeSession removes up to max_rows rows of a deleted session, table by
+// table: Steps, history, inbox, accepted message ids, events (oldest first,
+// through the event log so it stays true), then the event log and the header.
+func (a *applier) purgeSession(c *dexv1.PurgeSession) *Result {
+	if c.MaxRows == 0 || c.MaxRows > MaxPurgeRows {
+		return rejected(reject(CodeInvalid, "max_rows must be 1..%d, got %d", MaxPurgeRows, c.MaxRows))
+	}
+	if r := validID("session id", c.SessionId); r != nil {
+		return rejected(r)
+	}
+	if r := a.checkEpoch(c.Epoch); r != nil {
+		return rejected(r)
+	}
+	s := a.sessionRow(c.SessionId)
+	if s == nil {
+		return rejected(reject(CodeNotFound, "session %q not found", c.SessionId))
+	}
+	if !deleted(s) {
+		return rejected(reject(CodeFailedPrecondition, "session %s is %s, not deleted: only a deleted session is purged", s.Id, StatusName(s.Status)))
+	}
+	budget := int(c.MaxRows)
+	for _, t := range sessionTables {
+		rows := firstRows(a.tx, t, s.Id, budget)
+		for _, raw := range rows {
+			a.delete(t.table, raw)
+			if st, ok := raw.(*dexv1.Step); ok {
+				a.touched.step(st.Id) // the broker drops it
+			}
+		}
+		if budget -= len(rows); budget == 0 {
+			return &Result{SessionID: s.Id}
+		}
+	}
+	log := a.eventLog(s.Id)
+	for log.Count > 0 && budget > 0 {
+		a.dropFirstEvent(log)
+		budget--
+	}
+	hasLog, err := a.tx.First(tableEventLogs, indexID, s.Id)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: read event log: %v", err))
+	}
+	need := 1 // the header
+	if hasLog != nil {
+		need = 2
+	}
+	if log.Count > 0 || budget < need {
+		if hasLog != nil {
+			a.insert(tableEventLogs, log)
+		}
+		return &Result{SessionID: s.Id}
+	}
+	if hasLog != nil {
+		a.delete(tableEventLogs, log)
+	}
+	a.delete(tableSessions, s)
+	a.touched.session(s.Id)
+	return &Result{SessionID: s.Id}
+}
+
+// sessionTable names a table of rows keyed by session first, and how to seek
+// to a session's first row in it.
+type sessionTable struct {
+	table, index string
+	first        []any // the index arguments after the session id
+	sessionOf    func(raw any) string
+}
+
+var sessionTables = []sessionTable{
+	{tableSteps, indexSessionNumber, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.Step).SessionId }},
+	{tableHistory, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.HistoryEntry).SessionId }},
+	{tableInbox, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.Message).SessionId }},
+	{tableAccepted, indexID, []any{""}, func(raw any) string { return raw.(*dexv1.AcceptedMessage).SessionId }},
+}
+
+// firstRows returns up to limit of the session's rows of t, in index order.
+func firstRows(tx *memdb.Txn, t sessionTable, sessionID string, limit int) []any {
+	it, err := tx.LowerBound(t.table, t.index, append([]any{sessionID}, t.first...)...)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: seek %s: %v", t.table, err))
+	}
+	var out []any
+	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
+		if t.sessionOf(raw) != sessionID {
+			break
+		}
+		out = append(out, raw)
+	}
+	return out
+}
+
+// sessionRow returns a copy of a session's header, tombstone or not; nil
+// when there is none.
+func (a *applier) sessionRow(id string) *dexv1.Session {
+	raw, err := a.tx.First(tableSessions, indexID, id)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: read session: %v", err))
+	}
+	if raw == nil {
+		return nil
+	}
+	return proto.Clone(raw.(*dexv1.Session)).(*dexv1.Session)
+}
+
+// DeletedSessions returns up to limit deleted sessions whose rows the
+// leader still owes a purge, in id order.
+func (s *State) DeletedSessions(limit int) []string {
+	it, err := s.tx.Get(tableSessions, indexStatus, dexv1.SessionStatus_SESSION_STATUS_DELETED)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
+		out = append(out, raw.(*dexv1.Session).Id)
+	}
+	return out
+}
+
+// IdleBefore returns up to limit idle sessions with an empty inbox last
+// updated before ms, the longest idle first: a seek on (status, updated_at_ms).
+func (s *State) IdleBefore(ms int64, limit int) []string {
+	it, err := s.tx.LowerBound(tableSessions, indexStatusUpdated, dexv1.SessionStatus_SESSION_STATUS_IDLE, int64(math.MinInt64))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
+		sess := raw.(*dexv1.Session)
+		if sess.Status != dexv1.SessionStatus_SESSION_STATUS_IDLE || sess.UpdatedAtMs >= ms {
+			break
+		}
+		if sess.InboxCount == 0 {
+			out = append(out, sess.Id)
+		}
+	}
+	return out
+}
+
+// IsDeleted reports whether a session is a tombstone still owed a purge.
+func (s *State) IsDeleted(id string) bool {
+	raw, err := s.tx.First(tableSessions, indexID, id)
+	return err == nil && raw != nil && deleted(raw.(*dexv1.Session))
+}

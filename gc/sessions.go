@@ -1,0 +1,184 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/lease"
+)
+
+// SessionConfig is the session collection a leader runs.
+type SessionConfig struct {
+	// Retention deletes sessions idle (with an empty inbox) for longer than
+	// this (dexd --session-retention); zero keeps them for ever.
+	Retention time.Duration
+	// Batch bounds the rows one PurgeSession removes (default 256).
+	Batch uint32
+	// Interval is how often the leader looks for deleted sessions to purge
+	// and idle ones to expire (default 1s).
+	Interval time.Duration
+	Now      func() time.Time
+}
+
+func (c SessionConfig) withDefaults() SessionConfig {
+	if c.Batch == 0 || c.Batch > fsm.MaxPurgeRows {
+		c.Batch = 256
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Sessions is a leader service, Dex's core_sched for sessions: it purges
+// deleted sessions through bounded PurgeSession commands, and with a
+// retention deletes the sessions idle for longer (ExpireSessions), until
+// leadership ends. It keeps no state of its own: a new leader finds the
+// tombstones and idle sessions in the replicated state.
+type Sessions struct {
+	p   lease.Proposer
+	src lease.StateSource
+	cfg SessionConfig
+	log *zap.Logger
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewSessions returns a stopped session collector.
+func NewSessions(p lease.Proposer, src lease.StateSource, cfg SessionConfig, log *zap.Logger) *Sessions {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Sessions{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("session_gc")}
+}
+
+// EstablishLeadership starts collecting in epoch.
+func (g *Sessions) EstablishLeadership(_ context.Context, epoch uint64) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopLocked()
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel, g.done = cancel, make(chan struct{})
+	go g.loop(ctx, epoch, g.done)
+	return nil
+}
+
+// RevokeLeadership stops collecting; nothing of it proposes after it returns.
+func (g *Sessions) RevokeLeadership() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopLocked()
+}
+
+func (g *Sessions) stopLocked() {
+	if g.cancel != nil {
+		g.cancel()
+		<-g.done
+		g.cancel, g.done = nil, nil
+	}
+}
+
+func (g *Sessions) loop(ctx context.Context, epoch uint64, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(g.cfg.Interval)
+	defer tick.Stop()
+	for {
+		err := g.collect(ctx, epoch)
+		if errors.Is(err, errSessionsFenced) {
+			g.log.Warn("the session collector stops for this epoch", zap.Uint64("epoch", epoch), zap.Error(err))
+			<-ctx.Done()
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("collecting sessions failed; retrying at the next tick", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// errSessionsFenced: the state machine refused a command of the collector
+// (a newer epoch was opened).
+var errSessionsFenced = errors.New("session collection refused")
+
+// collect expires what the retention no longer keeps, then purges every
+// deleted session, one bounded command at a time.
+func (g *Sessions) collect(ctx context.Context, epoch uint64) error {
+	if err := g.expire(ctx, epoch); err != nil {
+		return err
+	}
+	return g.purge(ctx, epoch)
+}
+
+func (g *Sessions) expire(ctx context.Context, epoch uint64) error {
+	if g.cfg.Retention <= 0 {
+		return nil
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := g.cfg.Now()
+		before := now.Add(-g.cfg.Retention).UnixMilli()
+		ids := g.src.State().IdleBefore(before, fsm.MaxExpireSessions)
+		if len(ids) == 0 {
+			return nil
+		}
+		res, err := g.p.Propose(ctx, &dexv1.Command{NowMs: now.UnixMilli(), Body: &dexv1.Command_ExpireSessions{
+			ExpireSessions: &dexv1.ExpireSessions{Epoch: epoch, IdleBeforeMs: before, SessionIds: ids},
+		}})
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return fmt.Errorf("%w: %v", errSessionsFenced, res.Err)
+		}
+		g.log.Info("idle sessions deleted by the retention", zap.Int("sessions", len(ids)), zap.Duration("retention", g.cfg.Retention))
+		if len(ids) < fsm.MaxExpireSessions {
+			return nil // the next tick finds what became idle meanwhile
+		}
+	}
+}
+
+func (g *Sessions) purge(ctx context.Context, epoch uint64) error {
+	for {
+		ids := g.src.State().DeletedSessions(fsm.MaxExpireSessions)
+		if len(ids) == 0 {
+			return nil
+		}
+		for _, id := range ids {
+			n := 0
+			for g.src.State().IsDeleted(id) {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				res, err := g.p.Propose(ctx, &dexv1.Command{NowMs: g.cfg.Now().UnixMilli(), Body: &dexv1.Command_PurgeSession{
+					PurgeSession: &dexv1.PurgeSession{SessionId: id, MaxRows: g.cfg.Batch, Epoch: epoch},
+				}})
+				if err != nil {
+					return err
+				}
+				if res.Err != nil && res.Err.Code != fsm.CodeNotFound {
+					return fmt.Errorf("%w: %v", errSessionsFenced, res.Err)
+				}
+				n++
+			}
+			g.log.Info("deleted session purged", zap.String("session", id), zap.Int("commands", n))
+		}
+	}
+}
