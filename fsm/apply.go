@@ -54,6 +54,8 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.deregisterWorker(b.DeregisterWorker)
 	case *dexv1.Command_FailUnservedStep:
 		return a.failUnservedStep(b.FailUnservedStep)
+	case *dexv1.Command_TimeoutAttempt:
+		return a.timeoutAttempt(b.TimeoutAttempt)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

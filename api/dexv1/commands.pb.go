@@ -53,6 +53,7 @@ type Command struct {
 	//	*Command_PruneEvents
 	//	*Command_DeregisterWorker
 	//	*Command_FailUnservedStep
+	//	*Command_TimeoutAttempt
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -316,6 +317,15 @@ func (x *Command) GetFailUnservedStep() *FailUnservedStep {
 	return nil
 }
 
+func (x *Command) GetTimeoutAttempt() *TimeoutAttempt {
+	if x != nil {
+		if x, ok := x.Body.(*Command_TimeoutAttempt); ok {
+			return x.TimeoutAttempt
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -412,6 +422,10 @@ type Command_FailUnservedStep struct {
 	FailUnservedStep *FailUnservedStep `protobuf:"bytes,41,opt,name=fail_unserved_step,json=failUnservedStep,proto3,oneof"`
 }
 
+type Command_TimeoutAttempt struct {
+	TimeoutAttempt *TimeoutAttempt `protobuf:"bytes,80,opt,name=timeout_attempt,json=timeoutAttempt,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -457,6 +471,8 @@ func (*Command_PruneEvents) isCommand_Body() {}
 func (*Command_DeregisterWorker) isCommand_Body() {}
 
 func (*Command_FailUnservedStep) isCommand_Body() {}
+
+func (*Command_TimeoutAttempt) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -614,12 +630,14 @@ func (x *SendMessage) GetFromSession() string {
 }
 
 type RegisterWorker struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Tools         []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
-	RunsModel     bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId  string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Tools     []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	RunsModel bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
+	// Run timeout of its RunModel and CompactContext attempts (0: the default).
+	ModelRunTimeoutMs uint32 `protobuf:"varint,4,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RegisterWorker) Reset() {
@@ -671,6 +689,13 @@ func (x *RegisterWorker) GetRunsModel() bool {
 		return x.RunsModel
 	}
 	return false
+}
+
+func (x *RegisterWorker) GetModelRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.ModelRunTimeoutMs
+	}
+	return 0
 }
 
 // Opens a new dispatch epoch: the fencing token of the new lease holder.
@@ -792,11 +817,13 @@ type StartAttempt struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	// The attempt number the leader expects to start (attempts so far + 1).
-	Attempt       uint32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	WorkerId      string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Attempt  uint32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	WorkerId string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Epoch    uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The leader's run timeout for a Step whose policy names none (0: none).
+	DefaultRunTimeoutMs uint32 `protobuf:"varint,5,opt,name=default_run_timeout_ms,json=defaultRunTimeoutMs,proto3" json:"default_run_timeout_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *StartAttempt) Reset() {
@@ -853,6 +880,13 @@ func (x *StartAttempt) GetWorkerId() string {
 func (x *StartAttempt) GetEpoch() uint64 {
 	if x != nil {
 		return x.Epoch
+	}
+	return 0
+}
+
+func (x *StartAttempt) GetDefaultRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.DefaultRunTimeoutMs
 	}
 	return 0
 }
@@ -1896,11 +1930,74 @@ func (x *FailUnservedStep) GetWaitedMs() uint64 {
 	return 0
 }
 
+// The leader fails a running attempt that ran past its run deadline
+// (Attempt.deadline_ms) with error type timeout, heartbeats or not; refused
+// before the deadline or once the attempt ended.
+type TimeoutAttempt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeoutAttempt) Reset() {
+	*x = TimeoutAttempt{}
+	mi := &file_dex_v1_commands_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeoutAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeoutAttempt) ProtoMessage() {}
+
+func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
+func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *TimeoutAttempt) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *TimeoutAttempt) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *TimeoutAttempt) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf6\v\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xb9\f\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -1930,7 +2027,8 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x13set_event_retention\x182 \x01(\v2\x19.dex.v1.SetEventRetentionH\x00R\x11setEventRetention\x128\n" +
 	"\fprune_events\x183 \x01(\v2\x13.dex.v1.PruneEventsH\x00R\vpruneEvents\x12G\n" +
 	"\x11deregister_worker\x18( \x01(\v2\x18.dex.v1.DeregisterWorkerH\x00R\x10deregisterWorker\x12H\n" +
-	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStepB\x06\n" +
+	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStep\x12A\n" +
+	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttemptB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -1947,12 +2045,13 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12!\n" +
-	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"t\n" +
+	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"\xa5\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
-	"runs_model\x18\x03 \x01(\bR\trunsModel\"$\n" +
+	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
+	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\"$\n" +
 	"\tBumpEpoch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"g\n" +
 	"\n" +
@@ -1960,12 +2059,13 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\tR\x05token\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"t\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xa9\x01\n" +
 	"\fStartAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\"4\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x123\n" +
+	"\x16default_run_timeout_ms\x18\x05 \x01(\rR\x13defaultRunTimeoutMs\"4\n" +
 	"\fClaimAttempt\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\"\x85\x02\n" +
 	"\x0fCompleteAttempt\x12$\n" +
@@ -2034,7 +2134,11 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x10FailUnservedStep\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1b\n" +
-	"\twaited_ms\x18\x03 \x01(\x04R\bwaitedMsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\twaited_ms\x18\x03 \x01(\x04R\bwaitedMs\"Y\n" +
+	"\x0eTimeoutAttempt\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epochB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2048,7 +2152,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2075,14 +2179,15 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*PruneEvents)(nil),       // 22: dex.v1.PruneEvents
 	(*DeregisterWorker)(nil),  // 23: dex.v1.DeregisterWorker
 	(*FailUnservedStep)(nil),  // 24: dex.v1.FailUnservedStep
-	(*ToolSpec)(nil),          // 25: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 26: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 27: dex.v1.ToolResult
-	(*PollResult)(nil),        // 28: dex.v1.PollResult
-	(ErrorType)(0),            // 29: dex.v1.ErrorType
-	(Outcome)(0),              // 30: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 31: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 32: dex.v1.EventRetention
+	(*TimeoutAttempt)(nil),    // 25: dex.v1.TimeoutAttempt
+	(*ToolSpec)(nil),          // 26: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 27: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 28: dex.v1.ToolResult
+	(*PollResult)(nil),        // 29: dex.v1.PollResult
+	(ErrorType)(0),            // 30: dex.v1.ErrorType
+	(Outcome)(0),              // 31: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 32: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 33: dex.v1.EventRetention
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2108,22 +2213,23 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	22, // 20: dex.v1.Command.prune_events:type_name -> dex.v1.PruneEvents
 	23, // 21: dex.v1.Command.deregister_worker:type_name -> dex.v1.DeregisterWorker
 	24, // 22: dex.v1.Command.fail_unserved_step:type_name -> dex.v1.FailUnservedStep
-	25, // 23: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 24: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 25: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	26, // 26: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	27, // 27: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	28, // 28: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 29: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	29, // 30: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	30, // 31: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	31, // 32: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	32, // 33: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	25, // 23: dex.v1.Command.timeout_attempt:type_name -> dex.v1.TimeoutAttempt
+	26, // 24: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 25: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 26: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	27, // 27: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	28, // 28: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	29, // 29: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 30: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	30, // 31: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	31, // 32: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	32, // 33: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	33, // 34: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2156,6 +2262,7 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_PruneEvents)(nil),
 		(*Command_DeregisterWorker)(nil),
 		(*Command_FailUnservedStep)(nil),
+		(*Command_TimeoutAttempt)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2169,7 +2276,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
