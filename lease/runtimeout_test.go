@@ -59,9 +59,8 @@ func (f *runFixture) startTool(session string) *dexv1.AttemptRef {
 
 func (f *runFixture) claim(ref *dexv1.AttemptRef) {
 	f.t.Helper()
-	claim := *ref
-	claim.Seq = 1
-	f.c.Do(&dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: &claim}}})
+	claim := &dexv1.AttemptRef{StepId: ref.StepId, Attempt: ref.Attempt, Token: ref.Token, Seq: 1}
+	f.c.Do(&dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: claim}}})
 }
 
 // heartbeatUntil heartbeats on time, moving the clock a quarter of the
