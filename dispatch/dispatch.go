@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/lease"
 )
 
@@ -202,15 +201,6 @@ func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline 
 	return false, nil
 }
 
-func findWorker(st *fsm.State, id string) *dexv1.WorkerInfo {
-	for _, w := range st.Workers() {
-		if w.Id == id {
-			return w
-		}
-	}
-	return nil
-}
-
 // Takes reports whether a Worker may run a Step: model Steps on Workers that
 // run the model, tool Steps on Workers that registered the tool. Waits are
 // never dispatched. The broker's ready queues follow the same rule.
@@ -238,7 +228,7 @@ func (d *Dispatcher) pick(r *run, workerID string, maxTasks int, refused map[str
 		// StartAttempt it proposed would be refused.
 		return nil, fmt.Errorf("%w: epoch %d was replaced by %d", ErrNotLeader, r.epoch, e)
 	}
-	w := findWorker(st, workerID)
+	w := st.Worker(workerID)
 	if w == nil {
 		return nil, fmt.Errorf("%w: worker %q", ErrUnknownWorker, workerID)
 	}

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
 )
 
 // queueKey names a ready queue: the model's, or one tool's.
@@ -16,10 +17,10 @@ type queueKey struct {
 // keyOf is the ready queue of a Step (ok false for a wait, which is never
 // dispatched). It follows Takes.
 func keyOf(st *dexv1.Step) (queueKey, bool) {
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+	switch fsm.Kind(st.Kind).Runner {
+	case fsm.RunsOnModel:
 		return queueKey{model: true}, true
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+	case fsm.RunsOnTool:
 		return queueKey{tool: st.Tool}, true
 	}
 	return queueKey{}, false

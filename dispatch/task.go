@@ -44,34 +44,24 @@ func (d *Dispatcher) task(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch
 		HeartbeatTimeoutMs:  uint32(d.leases.HeartbeatTimeout().Milliseconds()),
 		Access:              s.Policy.GetAccess(),
 	}
-	switch s.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+	switch fsm.Kind(s.Kind).Handler {
+	case fsm.HandlerModel:
 		t.ModelInput = &dexv1.ModelInput{History: st.ModelHistory(st.Session(s.SessionId)), Tools: ModelTools(st)}
-	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+	case fsm.HandlerCompact:
 		t.ModelInput = &dexv1.ModelInput{History: st.ToCompact(st.Session(s.SessionId), s.CompactBefore), Compact: true}
 	}
 	return t
 }
 
-// ModelTools is the tools the model may call: every tool a Worker registered
-// (by name; the first Worker in id order describes it, as the state machine
-// does) and the built-ins, sorted by name.
+// ModelTools is the tools the model may call: the tool catalog (one policy
+// per name, served by a live Worker) and the built-ins, sorted by name.
 func ModelTools(st *fsm.State) []*dexv1.ToolSpec {
-	seen := map[string]bool{}
 	var out []*dexv1.ToolSpec
-	add := func(t *dexv1.ToolSpec) {
-		if !seen[t.Name] {
-			seen[t.Name] = true
-			out = append(out, proto.Clone(t).(*dexv1.ToolSpec))
-		}
+	for _, t := range st.Tools() {
+		out = append(out, proto.Clone(t).(*dexv1.ToolSpec))
 	}
-	for _, w := range st.Workers() {
-		for _, t := range w.Tools {
-			add(t)
-		}
-	}
-	for _, t := range Builtins {
-		add(t)
+	for _, t := range Builtins { // a Worker cannot register a built-in's name
+		out = append(out, proto.Clone(t).(*dexv1.ToolSpec))
 	}
 	slices.SortFunc(out, func(a, b *dexv1.ToolSpec) int { return cmp.Compare(a.Name, b.Name) })
 	return out

@@ -159,25 +159,17 @@ func writes(st *dexv1.Step) bool {
 
 // resultFits checks that the result is of the kind the Step produces.
 func resultFits(st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
-	ok := false
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
-		ok = c.GetModelOutput() != nil
-		if ok {
-			return validateOutput(c.GetModelOutput())
-		}
-	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
-		_, ok = c.Result.(*dexv1.CompleteAttempt_Summary)
-		if ok && c.GetSummary() == "" {
+	k := Kind(st.Kind)
+	if k.Result == nil || !k.Result(c) {
+		return reject(CodeInvalid, "a %s step cannot complete with a %T result", k.Name, c.Result)
+	}
+	switch k.Handler {
+	case HandlerModel:
+		return validateOutput(c.GetModelOutput())
+	case HandlerCompact:
+		if c.GetSummary() == "" {
 			return reject(CodeInvalid, "the summary of step %s is empty", st.Id)
 		}
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL:
-		ok = c.GetToolResult() != nil
-	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
-		ok = c.GetPollResult() != nil
-	}
-	if !ok {
-		return reject(CodeInvalid, "a %s step cannot complete with a %T result", KindName(st.Kind), c.Result)
 	}
 	return nil
 }
@@ -240,14 +232,7 @@ func (a *applier) attemptEnded(st *dexv1.Step, at *dexv1.Attempt) *Result {
 	at.EndedAtMs = a.now
 	at.Progress = a.progress(s, st)
 	a.emit(st.SessionId, "attempt_failed", st.Id, fmt.Sprintf("attempt %d: %s %s", at.N, at.Progress, at.Error))
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
-		a.modelAttemptFailed(s, st, at)
-	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
-		a.compactionAttemptFailed(s, st, at)
-	default:
-		a.toolAttemptFailed(s, st, at)
-	}
+	Kind(st.Kind).failed(a, s, st, at)
 	a.putSession(s)
 	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
 }

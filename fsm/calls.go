@@ -102,7 +102,7 @@ func (a *applier) queueToolStep(s *dexv1.Session, c *dexv1.CallState) {
 	c.Phase = dexv1.CallPhase_CALL_PHASE_RUNNING
 	c.StepId = a.queueStep(s, &dexv1.Step{
 		Kind: kind, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments, Policy: c.Policy,
-		IdempotencyKey: c.IdempotencyKey, MaxAttempts: toolAttempts(c.Policy),
+		IdempotencyKey: c.IdempotencyKey,
 	})
 }
 
@@ -112,7 +112,6 @@ func (a *applier) queuePoll(s *dexv1.Session, c *dexv1.CallState) {
 	c.StepId = a.queueStep(s, &dexv1.Step{
 		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 		Policy: c.Policy, TaskId: c.TaskId, ReadyAtMs: a.now + pollEvery(c.Policy),
-		MaxAttempts: max(toolAttempts(&dexv1.ToolSpec{MaxAttempts: c.Policy.GetMaxAttempts()}), 1),
 	})
 }
 

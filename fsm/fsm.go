@@ -6,6 +6,7 @@ package fsm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
@@ -26,23 +27,38 @@ type Options struct {
 }
 
 // FSM holds the state in go-memdb. Readers take consistent snapshots through
-// State without blocking Apply.
+// State without ever waiting for Apply: the current db is swapped atomically.
 type FSM struct {
 	opts Options
 
 	mu     sync.Mutex // serialises Apply, Restore and halting
-	db     *memdb.MemDB
+	cur    atomic.Pointer[store]
 	halted error
 }
 
-// New returns an empty state machine.
-func New(opts Options) *FSM {
+// store is one db and the channel closed when a Restore replaces it, so
+// readers watching the old db wake up and read the new one.
+type store struct {
+	db      *memdb.MemDB
+	abandon chan struct{}
+}
+
+func newStore() *store {
 	db, err := memdb.NewMemDB(schema())
 	if err != nil {
 		panic(fmt.Sprintf("fsm: schema: %v", err)) // the schema is static
 	}
-	return &FSM{opts: opts, db: db}
+	return &store{db: db, abandon: make(chan struct{})}
 }
+
+// New returns an empty state machine.
+func New(opts Options) *FSM {
+	f := &FSM{opts: opts}
+	f.cur.Store(newStore())
+	return f
+}
+
+func (f *FSM) db() *memdb.MemDB { return f.cur.Load().db }
 
 // HaltError is the error an FSM stops with.
 type HaltError struct {
@@ -89,7 +105,7 @@ func (f *FSM) applyEntry(index uint64, data []byte) (*Result, *touched) {
 		}
 		return f.halt(index, "unknown command type (upgrade this node to the version that wrote it)"), nil
 	}
-	tx := f.db.Txn(true)
+	tx := f.db().Txn(true)
 	defer tx.Abort()
 	a := &applier{tx: tx, now: cmd.NowMs, index: index}
 	res := a.apply(cmd)
@@ -97,7 +113,7 @@ func (f *FSM) applyEntry(index uint64, data []byte) (*Result, *touched) {
 	if res.Err != nil {
 		// A rejected command changes nothing but the applied index.
 		tx.Abort()
-		tx = f.db.Txn(true)
+		tx = f.db().Txn(true)
 		a = &applier{tx: tx, now: cmd.NowMs, index: index}
 	}
 	m := a.meta()
@@ -109,7 +125,7 @@ func (f *FSM) applyEntry(index uint64, data []byte) (*Result, *touched) {
 }
 
 func (f *FSM) commitNoop(index uint64) *Result {
-	tx := f.db.Txn(true)
+	tx := f.db().Txn(true)
 	a := &applier{tx: tx, index: index}
 	m := a.meta()
 	m.AppliedIndex = index
@@ -126,10 +142,9 @@ func (f *FSM) halt(index uint64, reason string) *Result {
 	return &Result{Index: index, Err: reject(CodeFailedPrecondition, "%v", f.halted)}
 }
 
-// State returns a read-only, consistent view of the state now.
+// State returns a read-only, consistent view of the state now. It never
+// waits for Apply.
 func (f *FSM) State() *State {
-	f.mu.Lock()
-	db := f.db
-	f.mu.Unlock()
-	return &State{tx: db.Txn(false)}
+	cur := f.cur.Load()
+	return &State{tx: cur.db.Txn(false), abandon: cur.abandon}
 }

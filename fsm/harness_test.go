@@ -99,7 +99,7 @@ func (d *driver) stateBytes() []byte {
 	if err := g.Restore(bytes.NewReader(buf.Bytes())); err != nil {
 		d.t.Fatalf("restore: %v", err)
 	}
-	tx := g.db.Txn(true)
+	tx := g.db().Txn(true)
 	a := &applier{tx: tx}
 	m := a.meta()
 	m.AppliedIndex = 0

@@ -103,7 +103,7 @@ func (a *applier) startTurn(s *dexv1.Session) {
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "turn_started", "", fmt.Sprint(t.Number))
 	if s.CompactionThreshold > 0 && modelInputSize(a.tx, s) > s.CompactionThreshold && hasHistoryBefore(a.tx, s, boundary) {
-		t.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, MaxAttempts: ModelMaxAttempts, CompactBefore: boundary})
+		t.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, CompactBefore: boundary})
 		return
 	}
 	a.queueModel(s)
@@ -112,7 +112,7 @@ func (a *applier) startTurn(s *dexv1.Session) {
 // queueModel queues the RunModel Step of the turn in progress.
 func (a *applier) queueModel(s *dexv1.Session) {
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
-	st := &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, MaxAttempts: ModelMaxAttempts}
+	st := &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}
 	s.Turn.StepId = a.queueStep(s, st)
 	// An input no Worker could be handed fails the turn now, with a reason
 	// the user sees, rather than expiring attempt after attempt.
@@ -133,6 +133,7 @@ func (a *applier) queueStep(s *dexv1.Session, st *dexv1.Step) string {
 		st.Turn = s.Turn.Number
 	}
 	st.CreatedAtMs = a.now
+	st.MaxAttempts = Kind(st.Kind).Attempts(st.Policy)
 	if st.Status == dexv1.StepStatus_STEP_STATUS_UNSPECIFIED {
 		st.Status = dexv1.StepStatus_STEP_STATUS_QUEUED
 	}
@@ -244,27 +245,4 @@ func (a *applier) removeNode(c *dexv1.RemoveNode) *Result {
 		panic(err)
 	}
 	return &Result{}
-}
-
-// KindName is the SPEC's name of a Step kind ("RunModel", "CallTool", …).
-func KindName(k dexv1.StepKind) string {
-	switch k {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
-		return "RunModel"
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL:
-		return "CallTool"
-	case dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL:
-		return "CallSingleAttemptTool"
-	case dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL:
-		return "AwaitToolApproval"
-	case dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER:
-		return "AwaitQuestionAnswer"
-	case dexv1.StepKind_STEP_KIND_AWAIT_TIMER:
-		return "AwaitTimer"
-	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
-		return "PollToolTask"
-	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
-		return "CompactContext"
-	}
-	return "Unknown"
 }

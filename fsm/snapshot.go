@@ -30,9 +30,7 @@ type Snapshot struct {
 
 // Snapshot captures the state now.
 func (f *FSM) Snapshot() *Snapshot {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return &Snapshot{tx: f.db.Txn(false)}
+	return &Snapshot{tx: f.db().Txn(false)}
 }
 
 // Persist writes the snapshot: a header, then one length-delimited record per
@@ -115,11 +113,8 @@ func (f *FSM) Restore(r io.Reader) error {
 	if version != snapshotVersion && version != snapshotVersionV1 {
 		return fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrBadSnapshot, version, snapshotVersionV1, snapshotVersion)
 	}
-	db, err := memdb.NewMemDB(schema())
-	if err != nil {
-		return err
-	}
-	tx := db.Txn(true)
+	next := newStore()
+	tx := next.db.Txn(true)
 	defer tx.Abort()
 	for n := 0; ; n++ {
 		rec := &dexv1.SnapshotRecord{}
@@ -174,9 +169,10 @@ func (f *FSM) Restore(r io.Reader) error {
 	rebuildCatalog(tx)
 	tx.Commit()
 	f.mu.Lock()
-	f.db = db
+	old := f.cur.Swap(next)
 	f.halted = nil
 	f.mu.Unlock()
+	close(old.abandon)
 	return nil
 }
 

@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"cmp"
 	"math"
-	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -15,8 +13,13 @@ import (
 // State is a consistent read-only view of the replicated state. Objects it
 // returns are shared with the store: callers must not modify them.
 type State struct {
-	tx *memdb.Txn
+	tx      *memdb.Txn
+	abandon <-chan struct{}
 }
+
+// Abandoned is closed when a snapshot restore replaced the state this view
+// reads: a watcher of it must read a new State.
+func (s *State) Abandoned() <-chan struct{} { return s.abandon }
 
 // Meta returns the cluster-wide counters (epoch, applied index…).
 func (s *State) Meta() *dexv1.ClusterMeta {
@@ -50,16 +53,22 @@ func (s *State) Step(id string) *dexv1.Step {
 
 // Steps returns the Steps of a session in creation order.
 func (s *State) Steps(sessionID string) []*dexv1.Step {
-	it, err := s.tx.Get(tableSteps, indexSession, sessionID)
+	steps, _ := s.StepsPage(sessionID, 0, math.MaxInt, math.MaxInt)
+	return steps
+}
+
+// RunningSteps returns how many attempts run now and a channel closed when
+// a Step starts or stops running.
+func (s *State) RunningSteps() (int, <-chan struct{}) {
+	it, err := s.tx.Get(tableSteps, indexStatus, dexv1.StepStatus_STEP_STATUS_RUNNING)
 	if err != nil {
-		return nil
+		return 0, nil
 	}
-	var out []*dexv1.Step
+	n := 0
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*dexv1.Step))
+		n++
 	}
-	sortSteps(out)
-	return out
+	return n, it.WatchCh()
 }
 
 // StepsWithStatus returns the Steps in a status (queued, running, waiting).
@@ -86,6 +95,7 @@ func (s *State) Workers() []*dexv1.WorkerInfo {
 // WatchSet returns a watch that fires on the next applied entry.
 func (s *State) WatchSet() memdb.WatchSet {
 	ws := memdb.NewWatchSet()
+	ws.Add(s.abandon)
 	if ch, _, err := s.tx.FirstWatch(tableMeta, indexID, metaID); err == nil {
 		ws.Add(ch)
 	}
@@ -102,11 +112,6 @@ func all[T any](tx *memdb.Txn, table, index string) []T {
 		out = append(out, raw.(T))
 	}
 	return out
-}
-
-// sortSteps orders Steps by their number within the session.
-func sortSteps(steps []*dexv1.Step) {
-	slices.SortFunc(steps, func(a, b *dexv1.Step) int { return cmp.Compare(a.Number, b.Number) })
 }
 
 // History returns up to limit history entries of a session with a seq above

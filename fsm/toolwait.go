@@ -27,9 +27,7 @@ func (a *applier) failUnservedStep(c *dexv1.FailUnservedStep) *Result {
 	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
 		return rejected(reject(CodeFailedPrecondition, "step %s is not queued (status %s)", st.Id, st.Status))
 	}
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
-	default:
+	if Kind(st.Kind).Runner != RunsOnTool {
 		return rejected(reject(CodeFailedPrecondition, "step %s is a %s: it runs no tool", st.Id, KindName(st.Kind)))
 	}
 	if servers := a.toolServers(st.Tool); len(servers) > 0 {

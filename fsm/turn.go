@@ -7,54 +7,64 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// stepSucceeded records a completed attempt's result and moves the turn on.
+// stepSucceeded records a completed attempt's result and moves the turn on,
+// by the Step's kind.
 func (a *applier) stepSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
-		a.modelOutput(s, st, c.GetModelOutput())
-	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
-		a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
-		a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
-		s.Summaries++
-		s.CompactedBefore = st.CompactBefore
-		a.queueModel(s)
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL:
-		res := c.GetToolResult()
-		call := findCall(s, st.CallId)
-		if call == nil {
-			return reject(CodeFailedPrecondition, "step %s belongs to no call of the turn in progress", st.Id)
+	return Kind(st.Kind).succeeded(a, s, st, c)
+}
+
+// compactionSucceeded stores the one summary and runs the turn's model.
+func (a *applier) compactionSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
+	a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
+	s.Summaries++
+	s.CompactedBefore = st.CompactBefore
+	a.queueModel(s)
+	return nil
+}
+
+// toolSucceeded records a tool's result; a long-running tool's start gives
+// the task the next Steps poll.
+func (a *applier) toolSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+	res := c.GetToolResult()
+	call := findCall(s, st.CallId)
+	if call == nil {
+		return reject(CodeFailedPrecondition, "step %s belongs to no call of the turn in progress", st.Id)
+	}
+	if call.Policy.GetLongRunning() {
+		if res.TaskId == "" && !res.IsError {
+			return reject(CodeInvalid, "long-running tool %q returned no task id", st.Tool)
 		}
-		if call.Policy.GetLongRunning() {
-			if res.TaskId == "" && !res.IsError {
-				return reject(CodeInvalid, "long-running tool %q returned no task id", st.Tool)
-			}
-			if !res.IsError {
-				st.TaskId = res.TaskId
-				a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "task "+res.TaskId, false)
-				call.TaskId = res.TaskId
-				a.queuePoll(s, call)
-				return nil
-			}
-		}
-		a.finish(st, toolOutcome(res), res.Content, res.IsError)
-		a.resolveCall(s, call, toolOutcome(res), res.Content)
-		a.afterCallChange(s)
-	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
-		pr := c.GetPollResult()
-		call := findCall(s, st.CallId)
-		if call == nil {
-			return reject(CodeFailedPrecondition, "step %s belongs to no call of the turn in progress", st.Id)
-		}
-		if !pr.Done {
-			a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "running", false)
+		if !res.IsError {
+			st.TaskId = res.TaskId
+			a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "task "+res.TaskId, false)
+			call.TaskId = res.TaskId
 			a.queuePoll(s, call)
 			return nil
 		}
-		res := pr.GetResult()
-		a.finish(st, toolOutcome(res), res.GetContent(), res.GetIsError())
-		a.resolveCall(s, call, toolOutcome(res), res.GetContent())
-		a.afterCallChange(s)
 	}
+	a.finish(st, toolOutcome(res), res.Content, res.IsError)
+	a.resolveCall(s, call, toolOutcome(res), res.Content)
+	a.afterCallChange(s)
+	return nil
+}
+
+// pollSucceeded polls again until the task is done, then records its result.
+func (a *applier) pollSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+	pr := c.GetPollResult()
+	call := findCall(s, st.CallId)
+	if call == nil {
+		return reject(CodeFailedPrecondition, "step %s belongs to no call of the turn in progress", st.Id)
+	}
+	if !pr.Done {
+		a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "running", false)
+		a.queuePoll(s, call)
+		return nil
+	}
+	res := pr.GetResult()
+	a.finish(st, toolOutcome(res), res.GetContent(), res.GetIsError())
+	a.resolveCall(s, call, toolOutcome(res), res.GetContent())
+	a.afterCallChange(s)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
 )
 
 // Moments at which WorkerOptions.Hold is called.
@@ -527,12 +528,12 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 }
 
 func (w *Worker) cannotRun(t *dexv1.Task) string {
-	switch t.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+	switch fsm.Kind(t.Kind).Runner {
+	case fsm.RunsOnModel:
 		if w.opts.Model == nil {
 			return fmt.Sprintf("worker %s runs no model", w.opts.ID)
 		}
-	case dexv1.StepKind_STEP_KIND_CALL_TOOL, dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+	case fsm.RunsOnTool:
 		if _, ok := w.tools[t.Tool]; !ok {
 			return fmt.Sprintf("worker %s has no tool %q", w.opts.ID, t.Tool)
 		}
@@ -562,8 +563,8 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 	}
 	call := ToolCall{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), CallID: t.CallId, Tool: t.Tool,
 		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access}
-	switch t.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL:
+	switch fsm.Kind(t.Kind).Handler {
+	case fsm.HandlerModel:
 		w.hold(HoldBeforeModel, t)
 		mo, err := w.opts.Model.RunModel(ctx, in())
 		if err != nil {
@@ -573,14 +574,14 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 			mo = &dexv1.ModelOutput{}
 		}
 		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_ModelOutput{ModelOutput: mo}}}
-	case dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+	case fsm.HandlerCompact:
 		w.hold(HoldDuringCompaction, t)
 		s, err := w.opts.Model.Compact(ctx, in())
 		if err != nil {
 			return outcome{err: err}
 		}
 		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_Summary{Summary: s}}}
-	case dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK:
+	case fsm.HandlerPoll:
 		tool := w.tools[t.Tool]
 		if tool.Poll == nil {
 			return outcome{err: fmt.Errorf("tool %q has no poll handler", t.Tool)}

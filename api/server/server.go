@@ -67,7 +67,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 		admin:  NewAdmin(node, log),
 	}
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
-	dexv1.RegisterSessionServiceServer(s.grpc, NewSessions(node))
+	dexv1.RegisterSessionServiceServer(s.grpc, NewSessions(node, LimitsFor(o.MaxPayload)))
 	if o.Dispatch != nil && o.Leases != nil {
 		wk := NewWorkers(node, o.Dispatch, o.Leases, o.Timing)
 		wk.live = o.Liveness

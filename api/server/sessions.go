@@ -16,19 +16,30 @@ import (
 type Sessions struct {
 	dexv1.UnimplementedSessionServiceServer
 	leaseHolder
+	limits Limits
 }
 
 // NewSessions returns the client handlers of node.
-func NewSessions(node *cluster.Node) *Sessions {
-	return &Sessions{leaseHolder: leaseHolder{node: node}}
+func NewSessions(node *cluster.Node, limits Limits) *Sessions {
+	return &Sessions{leaseHolder: leaseHolder{node: node}, limits: limits}
 }
 
 func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRequest) (*dexv1.CreateSessionResponse, error) {
+	if err := s.limits.checkMessage(req.Message); err != nil {
+		return nil, err
+	}
+	threshold, err := s.limits.compactionThreshold(req.CompactionThreshold)
+	if err != nil {
+		return nil, err
+	}
 	id := req.SessionId
 	if id == "" {
 		id = client.NewSessionID()
 	}
-	c := &dexv1.CreateSession{SessionId: id, ParentId: req.ParentId, CompactionThreshold: req.CompactionThreshold, Message: req.Message}
+	c := &dexv1.CreateSession{
+		SessionId: id, ParentId: req.ParentId, Message: req.Message,
+		CompactionThreshold: threshold, MaxModelInput: s.limits.MaxModelInput,
+	}
 	if req.Message != "" {
 		c.MessageId = req.IdempotencyKey
 		if c.MessageId == "" {
@@ -43,6 +54,9 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 
 func (s *Sessions) SendMessage(ctx context.Context, req *dexv1.SendMessageRequest) (*dexv1.SendMessageResponse, error) {
 	if err := required("idempotency_key", req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if err := s.limits.checkMessage(req.Text); err != nil {
 		return nil, err
 	}
 	res, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{

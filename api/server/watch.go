@@ -49,6 +49,7 @@ func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Ses
 			recheck.Stop()
 			return status.FromContextError(ctx.Err()).Err()
 		case <-changed:
+		case <-st.Abandoned(): // a snapshot restore replaced the state
 		case <-recheck.C:
 		}
 		recheck.Stop()

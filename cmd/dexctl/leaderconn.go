@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/dexhq/dex/api/client"
 )
 
 // onLeader runs f against the node that serves clients (the lease holder):
@@ -48,7 +50,7 @@ func (g *globals) onLeaderOnce(ctx context.Context, f func(ctx context.Context, 
 			continue
 		}
 		tried[a] = true
-		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(client.MaxReceive)))
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", a, err))
 			continue

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"context"
 	"os"
 	"time"
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
 )
 
 // drainRecheck bounds how long the drain waits without looking at the node's
-// leadership (the state watch wakes it on every applied entry).
+// leadership (the running-Steps watch wakes it only when one starts or stops).
 const drainRecheck = 250 * time.Millisecond
 
 // drain is the first part of a planned step-down of a leader. The node stops
@@ -34,8 +32,7 @@ func drain(node *cluster.Node, timeout time.Duration, again <-chan os.Signal, lo
 	log.Info("draining before handing leadership over", zap.Duration("drain_timeout", timeout))
 	for {
 		st := node.State()
-		ws := st.WatchSet() // fires on the first entry applied after st
-		running := len(st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING))
+		running, changed := st.RunningSteps() // changed fires when a Step starts or stops running
 		switch {
 		case running == 0:
 			log.Info("drained: no attempt is running", zap.Duration("took", time.Since(start)))
@@ -44,22 +41,20 @@ func drain(node *cluster.Node, timeout time.Duration, again <-chan os.Signal, lo
 			log.Info("leadership lost while draining", zap.Int("running_attempts", running))
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), drainRecheck)
-		changed := make(chan struct{})
-		go func() {
-			ws.WatchCtx(ctx)
-			close(changed)
-		}()
+		recheck := time.NewTimer(drainRecheck)
 		select {
 		case <-changed:
-			cancel()
+			recheck.Stop()
+		case <-st.Abandoned():
+			recheck.Stop()
+		case <-recheck.C:
 		case <-deadline.C:
-			cancel()
+			recheck.Stop()
 			log.Warn("drain timeout passed; the next leader takes over the attempts still running",
 				zap.Int("running_attempts", running), zap.Duration("drain_timeout", timeout))
 			return
 		case sig := <-again:
-			cancel()
+			recheck.Stop()
 			log.Warn("second signal while draining; handing over now", zap.String("signal", sig.String()),
 				zap.Int("running_attempts", running))
 			return
