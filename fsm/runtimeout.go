@@ -13,12 +13,11 @@ import (
 // only the state and the command, so every node stores the same deadline.
 func (a *applier) runTimeout(st *dexv1.Step, c *dexv1.StartAttempt) int64 {
 	var d uint32
-	switch st.Kind {
-	case dexv1.StepKind_STEP_KIND_RUN_MODEL, dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT:
+	if Kind(st.Kind).Runner == RunsOnModel {
 		if w := (&State{tx: a.tx}).Worker(c.WorkerId); w != nil {
 			d = w.ModelRunTimeoutMs
 		}
-	default:
+	} else {
 		d = st.Policy.GetRunTimeoutMs()
 	}
 	if d == 0 {
