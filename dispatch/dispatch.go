@@ -309,6 +309,7 @@ func (d *Dispatcher) start(ctx context.Context, r *run, w *dexv1.WorkerInfo, s *
 	defer cancel()
 	res, err := d.p.Propose(pctx, &dexv1.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
 		StepId: s.Id, Attempt: n, WorkerId: w.Id, Epoch: r.epoch,
+		DefaultRunTimeoutMs: uint32(d.leases.DefaultRunTimeout().Milliseconds()),
 	}}})
 	if err != nil {
 		d.log.Warn("proposing StartAttempt failed", zap.String("step", s.Id), zap.Uint32("attempt", n), zap.Error(err))

@@ -60,6 +60,8 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.purgeSession(b.PurgeSession)
 	case *dexv1.Command_ExpireSessions:
 		return a.expireSessions(b.ExpireSessions)
+	case *dexv1.Command_TimeoutAttempt:
+		return a.timeoutAttempt(b.TimeoutAttempt)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

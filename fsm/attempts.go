@@ -49,6 +49,9 @@ func (a *applier) startAttempt(c *dexv1.StartAttempt) *Result {
 		Status:      dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING,
 		StartedAtMs: a.now,
 	}
+	if d := a.runTimeout(st, c); d > 0 {
+		at.DeadlineMs = a.now + d
+	}
 	st.Attempts = append(st.Attempts, at)
 	st.Status = dexv1.StepStatus_STEP_STATUS_RUNNING
 	a.putStep(st)

@@ -106,7 +106,7 @@ func (a *applier) dropCatalog(workerID string) {
 func samePolicy(x, y *dexv1.ToolSpec) bool {
 	return x.Access == y.Access && x.NeedsApproval == y.NeedsApproval && x.LongRunning == y.LongRunning &&
 		x.Inline == y.Inline && toolAttempts(x) == toolAttempts(y) &&
-		(!x.LongRunning || pollEvery(x) == pollEvery(y))
+		(!x.LongRunning || pollEvery(x) == pollEvery(y)) && x.RunTimeoutMs == y.RunTimeoutMs
 }
 
 // PolicyText describes a tool's policy for people ("single_attempt",
@@ -134,6 +134,9 @@ func PolicyText(t *dexv1.ToolSpec) string {
 	}
 	if t.Inline {
 		b.WriteString(", inline")
+	}
+	if t.RunTimeoutMs > 0 {
+		fmt.Fprintf(&b, ", run timeout %s", RunTimeoutText(t.RunTimeoutMs))
 	}
 	return b.String()
 }

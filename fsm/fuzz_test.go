@@ -121,6 +121,7 @@ func (z *fuzzer) step(op, salt byte) {
 			}
 			z.apply(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
 				StepId: q.Id, Attempt: uint32(len(q.Attempts)) + 1, WorkerId: "w1", Epoch: d.epoch,
+				DefaultRunTimeoutMs: uint32(salt%3) * 60_000,
 			}}})
 		}
 	case 4: // complete a running attempt with a plausible result
@@ -137,9 +138,12 @@ func (z *fuzzer) step(op, salt byte) {
 				Ref: z.ref(r), ErrorType: dexv1.ErrorType(int(salt) % 8), Error: "boom",
 			}}})
 		}
-	case 7: // the Worker died
+	case 7: // the Worker died, or its attempt ran past its run deadline
 		if r := z.pick(running, salt); r != nil {
 			cmd := &dexv1.Command{Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{StepId: r.Id, Attempt: uint32(len(r.Attempts)), Epoch: d.epoch}}}
+			if salt%3 == 0 {
+				cmd = &dexv1.Command{Body: &dexv1.Command_TimeoutAttempt{TimeoutAttempt: &dexv1.TimeoutAttempt{StepId: r.Id, Attempt: uint32(len(r.Attempts)), Epoch: d.epoch}}}
+			}
 			z.stale = append(z.stale, cmd)
 			z.apply(cmd)
 		}

@@ -194,7 +194,8 @@ func (a *applier) registerWorker(c *dexv1.RegisterWorker) *Result {
 	if r := a.checkCatalog(c.WorkerId, c.Tools); r != nil {
 		return rejected(r)
 	}
-	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel})
+	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
+		ModelRunTimeoutMs: c.ModelRunTimeoutMs})
 	a.putCatalog(c.WorkerId, c.Tools)
 	return &Result{}
 }
@@ -213,6 +214,9 @@ func validateTool(t *dexv1.ToolSpec) *Rejection {
 	}
 	if t.Inline && (t.LongRunning || t.NeedsApproval) {
 		return reject(CodeInvalid, "tool %q is inline: it cannot be long running or need approval", t.Name)
+	}
+	if t.Inline && t.RunTimeoutMs > 0 {
+		return reject(CodeInvalid, "tool %q is inline: it runs inside RunModel, so its run timeout is the model's", t.Name)
 	}
 	if t.MaxAttempts > 100 {
 		return reject(CodeInvalid, "tool %q asks for %d attempts; at most 100", t.Name, t.MaxAttempts)

@@ -4,11 +4,14 @@
 // the leader proposes ExpireAttempt through Raft. A new leader re-arms a lease
 // for every running attempt with a grace period of one heartbeat timeout, so a
 // Worker that reattaches to it in time keeps its attempt (as Nomad's
-// heartbeat.go does for its nodes).
+// heartbeat.go does for its nodes). An attempt that also has a run deadline
+// (stored in the state when it started) is timed out at that deadline,
+// heartbeats or not: the leader proposes TimeoutAttempt.
 package lease
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -33,6 +36,13 @@ type StateSource interface {
 const (
 	DefaultHeartbeatTimeout  = 10 * time.Second
 	DefaultHeartbeatInterval = 2 * time.Second
+	// DefaultRunTimeout is generous on purpose: it only bounds a handler
+	// that hangs while heartbeating, and work that runs longer belongs in a
+	// long-running tool (a task that is polled) or a registered run timeout.
+	DefaultRunTimeout = time.Hour
+	// MaxRunTimeout is the longest run timeout a command can carry (ms in
+	// 32 bits).
+	MaxRunTimeout = time.Duration(math.MaxUint32) * time.Millisecond
 )
 
 // Config tunes the attempt leases.
@@ -45,6 +55,9 @@ type Config struct {
 	// Now is the clock (time.Now when nil). Deadlines are measured with it and
 	// it stamps the commands this package proposes.
 	Now func() time.Time
+	// DefaultRunTimeout is the run timeout of an attempt whose Step's policy
+	// names none (0: no limit). Dispatch puts it in StartAttempt.
+	DefaultRunTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -73,10 +86,21 @@ type key struct {
 // itself for the rest, so a timer is never reset while its function runs.
 type entry struct {
 	deadline time.Time
-	timer    *time.Timer
-	// expiring: the deadline passed and ExpireAttempt is being proposed; a
-	// heartbeat can no longer save the attempt.
+	// run is the attempt's run deadline (zero: none); heartbeats do not move it.
+	run   time.Time
+	timer *time.Timer
+	// expiring: a deadline passed and ExpireAttempt (or TimeoutAttempt, when
+	// timedOut) is being proposed; a heartbeat can no longer save the attempt.
 	expiring bool
+	timedOut bool
+}
+
+// next is when the entry's timer should fire: the earlier deadline.
+func (e *entry) next() time.Time {
+	if !e.run.IsZero() && e.run.Before(e.deadline) {
+		return e.run
+	}
+	return e.deadline
 }
 
 // term is one establishment of leadership: what Revoke ends.
@@ -113,6 +137,9 @@ func (m *Manager) HeartbeatInterval() time.Duration { return m.cfg.HeartbeatInte
 
 // HeartbeatTimeout is how long an attempt lives without a heartbeat.
 func (m *Manager) HeartbeatTimeout() time.Duration { return m.cfg.HeartbeatTimeout }
+
+// DefaultRunTimeout is the run timeout of a Step whose policy names none.
+func (m *Manager) DefaultRunTimeout() time.Duration { return m.cfg.DefaultRunTimeout }
 
 // Establish starts the leases of a new leader for a dispatch epoch: every
 // attempt running in the state gets a lease with a full heartbeat timeout of
@@ -173,7 +200,7 @@ func (m *Manager) armUnleasedLocked(steps []*dexv1.Step) []key {
 		}
 		k := key{st.Id, uint32(n)}
 		if _, ok := m.leases[k]; !ok {
-			m.armLocked(k, deadline)
+			m.armLocked(k, deadline, runDeadline(st.Attempts[n-1]))
 			armed = append(armed, k)
 		}
 	}
@@ -224,7 +251,11 @@ func (m *Manager) Arm(stepID string, attempt uint32) {
 	if m.term == nil {
 		return
 	}
-	m.armLocked(key{stepID, attempt}, m.cfg.Now().Add(m.cfg.HeartbeatTimeout))
+	var run time.Time
+	if st := m.src.State().Step(stepID); st != nil && attempt > 0 && int(attempt) <= len(st.Attempts) {
+		run = runDeadline(st.Attempts[attempt-1])
+	}
+	m.armLocked(key{stepID, attempt}, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
 }
 
 // Release drops the lease of an attempt that ended (its Complete or Fail
@@ -243,65 +274,89 @@ func (m *Manager) Release(stepID string, attempt uint32) {
 // reason, when the attempt is no longer the Step's current running attempt
 // (it was replaced, it expired, or the Step ended): the Worker must stop it.
 // Otherwise the lease is extended by a heartbeat timeout (armed if this
-// leader did not know it yet).
+// leader did not know it yet). An attempt past its run deadline is cancelled
+// whatever its heartbeats, and its timeout proposed at once.
 func (m *Manager) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason string) {
-	if reason := m.check(ref); reason != "" {
+	at, reason := m.check(ref)
+	if reason != "" {
 		return true, reason
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := key{ref.GetStepId(), ref.GetAttempt()}
-	if e, ok := m.leases[k]; ok && e.expiring {
-		return true, "the attempt's lease expired: the cluster is failing it"
-	}
+	run := runDeadline(at)
 	if m.term != nil {
-		m.armLocked(k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout))
+		m.armLocked(k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
+	}
+	e, ok := m.leases[k]
+	if ok && !e.expiring && !e.run.IsZero() && !m.cfg.Now().Before(e.run) {
+		m.endLocked(m.term, k, e, true)
+	}
+	switch {
+	case ok && e.expiring && e.timedOut:
+		return true, fsm.RunTimeoutError(at) + ": the cluster is failing it"
+	case ok && e.expiring:
+		return true, "the attempt's lease expired: the cluster is failing it"
+	case !ok && !run.IsZero() && !m.cfg.Now().Before(run):
+		// Not established: no lease to end it, but the Worker must stop.
+		return true, fsm.RunTimeoutError(at)
 	}
 	return false, ""
 }
 
-// check returns why ref does not name a running current attempt ("" if it does).
-func (m *Manager) check(ref *dexv1.AttemptRef) string {
+// runDeadline is an attempt's stored run deadline (zero: none).
+func runDeadline(at *dexv1.Attempt) time.Time {
+	if at.GetDeadlineMs() == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(at.DeadlineMs)
+}
+
+// check returns the running current attempt ref names, or why ref names none.
+func (m *Manager) check(ref *dexv1.AttemptRef) (*dexv1.Attempt, string) {
 	if ref == nil || ref.StepId == "" {
-		return "no attempt named"
+		return nil, "no attempt named"
 	}
 	st := m.src.State().Step(ref.StepId)
 	if st == nil {
-		return "step " + ref.StepId + " does not exist"
+		return nil, "step " + ref.StepId + " does not exist"
 	}
 	n := uint32(len(st.Attempts))
 	switch {
 	case ref.Attempt == 0 || ref.Attempt > n:
-		return "step " + st.Id + " has no such attempt"
+		return nil, "step " + st.Id + " has no such attempt"
 	case st.Attempts[ref.Attempt-1].Token != ref.Token:
-		return "the attempt token does not match"
+		return nil, "the attempt token does not match"
 	case ref.Attempt < n:
-		return "the attempt was replaced by a later attempt"
+		return nil, "the attempt was replaced by a later attempt"
 	}
 	at := st.Attempts[n-1]
 	switch at.Status {
 	case dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING:
-		return ""
+		return at, ""
 	case dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED:
-		return "the attempt expired: its heartbeats stopped"
+		return nil, "the attempt expired: its heartbeats stopped"
 	case dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED:
-		return "the attempt already completed"
-	default:
-		return "the attempt already ended (" + at.Status.String() + ")"
+		return nil, "the attempt already completed"
 	}
+	if at.ErrorType == dexv1.ErrorType_ERROR_TYPE_TIMEOUT && at.Error != "" {
+		return nil, "the attempt already ended: " + at.Error
+	}
+	return nil, "the attempt already ended (" + at.Status.String() + ")"
 }
 
-// armLocked sets a lease's deadline, creating it if needed. m.mu is held.
-func (m *Manager) armLocked(k key, deadline time.Time) {
+// armLocked sets a lease's heartbeat deadline, creating it with its run
+// deadline (zero: none) if needed. m.mu is held.
+func (m *Manager) armLocked(k key, deadline, run time.Time) {
 	if e, ok := m.leases[k]; ok {
 		if !e.expiring && deadline.After(e.deadline) {
 			e.deadline = deadline
 		}
 		return
 	}
-	e := &entry{deadline: deadline}
+	e := &entry{deadline: deadline, run: run}
 	t := m.term
-	e.timer = time.AfterFunc(max(deadline.Sub(m.cfg.Now()), 0), func() { m.fire(t, k, e) })
+	e.timer = time.AfterFunc(max(e.next().Sub(m.cfg.Now()), 0), func() { m.fire(t, k, e) })
 	m.leases[k] = e
 }
 
@@ -312,18 +367,26 @@ func (m *Manager) fire(t *term, k key, e *entry) {
 		m.mu.Unlock()
 		return // revoked, released or replaced meanwhile
 	}
-	if left := e.deadline.Sub(m.cfg.Now()); left > 0 {
+	now := m.cfg.Now()
+	timedOut := !e.run.IsZero() && !now.Before(e.run)
+	if left := e.next().Sub(now); left > 0 {
 		e.timer = time.AfterFunc(left, func() { m.fire(t, k, e) })
 		m.mu.Unlock()
 		return
 	}
-	e.expiring = true
-	t.wg.Add(1)
+	m.endLocked(t, k, e, timedOut)
 	m.mu.Unlock()
+}
 
+// endLocked marks a lease as ending and proposes the attempt's expiry or,
+// past its run deadline, its timeout. m.mu is held and t is the current term.
+func (m *Manager) endLocked(t *term, k key, e *entry, timedOut bool) {
+	e.expiring, e.timedOut = true, timedOut
+	e.timer.Stop()
+	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		m.expire(t, k)
+		m.expire(t, k, timedOut)
 		m.mu.Lock()
 		if m.leases[k] == e {
 			delete(m.leases, k)
@@ -332,10 +395,11 @@ func (m *Manager) fire(t *term, k key, e *entry) {
 	}()
 }
 
-// expire proposes ExpireAttempt until it is committed or refused, the attempt
-// ended by itself, or the term ends. Transient failures are retried with a
-// backoff capped at the heartbeat interval.
-func (m *Manager) expire(t *term, k key) {
+// expire proposes ExpireAttempt (TimeoutAttempt when timedOut) until it is
+// committed or refused, the attempt ended by itself, or the term ends.
+// Transient failures are retried with a backoff capped at the heartbeat
+// interval.
+func (m *Manager) expire(t *term, k key, timedOut bool) {
 	log := m.log.With(zap.String("step", k.step), zap.Uint32("attempt", k.attempt), zap.Uint64("epoch", t.epoch))
 	backoff := 20 * time.Millisecond
 	for try := 1; ; try++ {
@@ -346,13 +410,19 @@ func (m *Manager) expire(t *term, k key) {
 		cmd := &dexv1.Command{NowMs: m.cfg.Now().UnixMilli(), Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{
 			StepId: k.step, Attempt: k.attempt, Epoch: t.epoch,
 		}}}
+		if timedOut {
+			cmd.Body = &dexv1.Command_TimeoutAttempt{TimeoutAttempt: &dexv1.TimeoutAttempt{StepId: k.step, Attempt: k.attempt, Epoch: t.epoch}}
+		}
 		res, err := m.p.Propose(t.ctx, cmd)
 		switch {
+		case err == nil && res.Err == nil && timedOut:
+			log.Info("attempt timed out: it ran past its run deadline")
+			return
 		case err == nil && res.Err == nil:
 			log.Info("attempt expired: no heartbeat within the timeout", zap.Duration("timeout", m.cfg.HeartbeatTimeout))
 			return
 		case err == nil:
-			log.Debug("attempt expiry refused", zap.String("reason", res.Err.Error()))
+			log.Debug("attempt expiry refused", zap.String("reason", res.Err.Error()), zap.Bool("timed_out", timedOut))
 			return
 		}
 		if t.ctx.Err() != nil {

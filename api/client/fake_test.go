@@ -71,13 +71,14 @@ func (n *node) isServing() bool {
 // fakeWorkers is a WorkerService shared by the fake nodes of one test: a
 // node that is not serving answers Unavailable, like a follower.
 type fakeWorkers struct {
-	mu         sync.Mutex
-	tasks      []*dexv1.Task
-	log        []string // "claim 1@A", "hb 1@A", "complete 2@B", ...
-	claims     []*dexv1.AttemptRef
-	completes  []*dexv1.CompleteTaskRequest
-	fails      []*dexv1.FailTaskRequest
-	registered int
+	mu           sync.Mutex
+	tasks        []*dexv1.Task
+	log          []string // "claim 1@A", "hb 1@A", "complete 2@B", ...
+	claims       []*dexv1.AttemptRef
+	completes    []*dexv1.CompleteTaskRequest
+	fails        []*dexv1.FailTaskRequest
+	registered   int
+	lastRegister *dexv1.RegisterWorkerRequest
 	// Answers to give before the real one.
 	completeUnavailable int
 	hbCancelled         bool
@@ -144,6 +145,7 @@ func (s *fakeWorkerNode) RegisterWorker(ctx context.Context, req *dexv1.Register
 	}
 	s.f.mu.Lock()
 	s.f.registered++
+	s.f.lastRegister = req
 	s.f.note("register@" + s.n.name)
 	s.f.mu.Unlock()
 	return &dexv1.RegisterWorkerResponse{HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000}, nil

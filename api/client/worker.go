@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -148,6 +149,12 @@ type WorkerOptions struct {
 	Tools []Tool
 	// Model, if set, makes the Worker run RunModel and CompactContext Steps.
 	Model ModelHandler
+	// ModelRunTimeout bounds one RunModel or CompactContext attempt from its
+	// start (0: the cluster's default, dexd --run-timeout). Past it the
+	// cluster cancels the attempt, heartbeats or not, and fails it with error
+	// type timeout. A tool's run timeout is part of its policy:
+	// ToolSpec.RunTimeoutMs.
+	ModelRunTimeout time.Duration
 	// Concurrency bounds the tasks run at once (default 4).
 	Concurrency int
 	// PollWait is how long one PollTask waits for work (default 20 s).
@@ -162,6 +169,9 @@ type WorkerOptions struct {
 	// block as long as it likes; heartbeats go on after the claim.
 	Hold func(moment string, task *dexv1.Task)
 }
+
+// maxRunTimeout is the longest run timeout the cluster stores (ms in 32 bits).
+const maxRunTimeout = time.Duration(math.MaxUint32) * time.Millisecond
 
 // Worker long-polls the cluster for tasks and runs them.
 type Worker struct {
@@ -217,6 +227,9 @@ func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, erro
 			return nil, fmt.Errorf("long-running tool %q has no poll handler", name)
 		}
 		w.tools[name] = t
+	}
+	if opts.ModelRunTimeout < 0 || opts.ModelRunTimeout > maxRunTimeout {
+		return nil, fmt.Errorf("model run timeout %s: must be between 0 (the cluster's default) and %s", opts.ModelRunTimeout, maxRunTimeout)
 	}
 	if len(w.tools) == 0 && opts.Model == nil {
 		return nil, errors.New("a Worker needs a tool or a model")
@@ -294,7 +307,8 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 func (w *Worker) register(ctx context.Context) error {
-	req := &dexv1.RegisterWorkerRequest{WorkerId: w.opts.ID, RunsModel: w.opts.Model != nil}
+	req := &dexv1.RegisterWorkerRequest{WorkerId: w.opts.ID, RunsModel: w.opts.Model != nil,
+		ModelRunTimeoutMs: uint32(w.opts.ModelRunTimeout.Milliseconds())}
 	for _, t := range w.opts.Tools {
 		req.Tools = append(req.Tools, t.Spec)
 	}

@@ -56,6 +56,7 @@ type Command struct {
 	//	*Command_DeleteSession
 	//	*Command_PurgeSession
 	//	*Command_ExpireSessions
+	//	*Command_TimeoutAttempt
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -346,6 +347,15 @@ func (x *Command) GetExpireSessions() *ExpireSessions {
 	return nil
 }
 
+func (x *Command) GetTimeoutAttempt() *TimeoutAttempt {
+	if x != nil {
+		if x, ok := x.Body.(*Command_TimeoutAttempt); ok {
+			return x.TimeoutAttempt
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -454,6 +464,10 @@ type Command_ExpireSessions struct {
 	ExpireSessions *ExpireSessions `protobuf:"bytes,72,opt,name=expire_sessions,json=expireSessions,proto3,oneof"`
 }
 
+type Command_TimeoutAttempt struct {
+	TimeoutAttempt *TimeoutAttempt `protobuf:"bytes,80,opt,name=timeout_attempt,json=timeoutAttempt,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -505,6 +519,8 @@ func (*Command_DeleteSession) isCommand_Body() {}
 func (*Command_PurgeSession) isCommand_Body() {}
 
 func (*Command_ExpireSessions) isCommand_Body() {}
+
+func (*Command_TimeoutAttempt) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -662,12 +678,14 @@ func (x *SendMessage) GetFromSession() string {
 }
 
 type RegisterWorker struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Tools         []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
-	RunsModel     bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId  string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Tools     []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	RunsModel bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
+	// Run timeout of its RunModel and CompactContext attempts (0: the default).
+	ModelRunTimeoutMs uint32 `protobuf:"varint,4,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RegisterWorker) Reset() {
@@ -719,6 +737,13 @@ func (x *RegisterWorker) GetRunsModel() bool {
 		return x.RunsModel
 	}
 	return false
+}
+
+func (x *RegisterWorker) GetModelRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.ModelRunTimeoutMs
+	}
+	return 0
 }
 
 // Opens a new dispatch epoch: the fencing token of the new lease holder.
@@ -840,11 +865,13 @@ type StartAttempt struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	// The attempt number the leader expects to start (attempts so far + 1).
-	Attempt       uint32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	WorkerId      string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Attempt  uint32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	WorkerId string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Epoch    uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The leader's run timeout for a Step whose policy names none (0: none).
+	DefaultRunTimeoutMs uint32 `protobuf:"varint,5,opt,name=default_run_timeout_ms,json=defaultRunTimeoutMs,proto3" json:"default_run_timeout_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *StartAttempt) Reset() {
@@ -901,6 +928,13 @@ func (x *StartAttempt) GetWorkerId() string {
 func (x *StartAttempt) GetEpoch() uint64 {
 	if x != nil {
 		return x.Epoch
+	}
+	return 0
+}
+
+func (x *StartAttempt) GetDefaultRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.DefaultRunTimeoutMs
 	}
 	return 0
 }
@@ -2118,11 +2152,74 @@ func (x *ExpireSessions) GetSessionIds() []string {
 	return nil
 }
 
+// The leader fails a running attempt that ran past its run deadline
+// (Attempt.deadline_ms) with error type timeout, heartbeats or not; refused
+// before the deadline or once the attempt ended.
+type TimeoutAttempt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeoutAttempt) Reset() {
+	*x = TimeoutAttempt{}
+	mi := &file_dex_v1_commands_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeoutAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeoutAttempt) ProtoMessage() {}
+
+func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
+func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *TimeoutAttempt) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *TimeoutAttempt) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *TimeoutAttempt) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xb6\r\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf9\r\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -2155,7 +2252,8 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStep\x12>\n" +
 	"\x0edelete_session\x18F \x01(\v2\x15.dex.v1.DeleteSessionH\x00R\rdeleteSession\x12;\n" +
 	"\rpurge_session\x18G \x01(\v2\x14.dex.v1.PurgeSessionH\x00R\fpurgeSession\x12A\n" +
-	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessionsB\x06\n" +
+	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessions\x12A\n" +
+	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttemptB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -2172,12 +2270,13 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12!\n" +
-	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"t\n" +
+	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"\xa5\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
-	"runs_model\x18\x03 \x01(\bR\trunsModel\"$\n" +
+	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
+	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\"$\n" +
 	"\tBumpEpoch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"g\n" +
 	"\n" +
@@ -2185,12 +2284,13 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\tR\x05token\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"t\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xa9\x01\n" +
 	"\fStartAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\"4\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x123\n" +
+	"\x16default_run_timeout_ms\x18\x05 \x01(\rR\x13defaultRunTimeoutMs\"4\n" +
 	"\fClaimAttempt\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\"\x85\x02\n" +
 	"\x0fCompleteAttempt\x12$\n" +
@@ -2272,7 +2372,11 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12$\n" +
 	"\x0eidle_before_ms\x18\x02 \x01(\x03R\fidleBeforeMs\x12\x1f\n" +
 	"\vsession_ids\x18\x03 \x03(\tR\n" +
-	"sessionIdsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"sessionIds\"Y\n" +
+	"\x0eTimeoutAttempt\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epochB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2286,7 +2390,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2316,14 +2420,15 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*DeleteSession)(nil),     // 25: dex.v1.DeleteSession
 	(*PurgeSession)(nil),      // 26: dex.v1.PurgeSession
 	(*ExpireSessions)(nil),    // 27: dex.v1.ExpireSessions
-	(*ToolSpec)(nil),          // 28: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 29: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 30: dex.v1.ToolResult
-	(*PollResult)(nil),        // 31: dex.v1.PollResult
-	(ErrorType)(0),            // 32: dex.v1.ErrorType
-	(Outcome)(0),              // 33: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 34: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 35: dex.v1.EventRetention
+	(*TimeoutAttempt)(nil),    // 28: dex.v1.TimeoutAttempt
+	(*ToolSpec)(nil),          // 29: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 30: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 31: dex.v1.ToolResult
+	(*PollResult)(nil),        // 32: dex.v1.PollResult
+	(ErrorType)(0),            // 33: dex.v1.ErrorType
+	(Outcome)(0),              // 34: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 35: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 36: dex.v1.EventRetention
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2352,22 +2457,23 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	25, // 23: dex.v1.Command.delete_session:type_name -> dex.v1.DeleteSession
 	26, // 24: dex.v1.Command.purge_session:type_name -> dex.v1.PurgeSession
 	27, // 25: dex.v1.Command.expire_sessions:type_name -> dex.v1.ExpireSessions
-	28, // 26: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 27: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 28: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	29, // 29: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	30, // 30: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	31, // 31: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 32: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	32, // 33: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	33, // 34: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	34, // 35: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	35, // 36: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	28, // 26: dex.v1.Command.timeout_attempt:type_name -> dex.v1.TimeoutAttempt
+	29, // 27: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 28: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 29: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	30, // 30: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	31, // 31: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	32, // 32: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 33: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	33, // 34: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	34, // 35: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	35, // 36: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	36, // 37: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2403,6 +2509,7 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_DeleteSession)(nil),
 		(*Command_PurgeSession)(nil),
 		(*Command_ExpireSessions)(nil),
+		(*Command_TimeoutAttempt)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2416,7 +2523,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

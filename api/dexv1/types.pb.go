@@ -714,8 +714,13 @@ type ToolSpec struct {
 	// Delay between two polls of a long-running task (0 means 1 s).
 	PollIntervalMs uint32 `protobuf:"varint,7,opt,name=poll_interval_ms,json=pollIntervalMs,proto3" json:"poll_interval_ms,omitempty"`
 	Description    string `protobuf:"bytes,8,opt,name=description,proto3" json:"description,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How long one attempt of the tool's Steps (its call, or one poll of a
+	// long-running task) may run from its start before the cluster cancels it
+	// and fails it with error type timeout, heartbeats or not (0: the
+	// cluster's default, dexd --run-timeout). Part of the policy.
+	RunTimeoutMs  uint32 `protobuf:"varint,9,opt,name=run_timeout_ms,json=runTimeoutMs,proto3" json:"run_timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -802,6 +807,13 @@ func (x *ToolSpec) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *ToolSpec) GetRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.RunTimeoutMs
+	}
+	return 0
 }
 
 type ToolCall struct {
@@ -1949,8 +1961,11 @@ type Attempt struct {
 	ErrorType   ErrorType              `protobuf:"varint,10,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
 	Error       string                 `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
 	// The last Worker call committed for this attempt, replayed on a repeat.
-	LastSeq       uint64 `protobuf:"varint,12,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
-	LastCall      string `protobuf:"bytes,13,opt,name=last_call,json=lastCall,proto3" json:"last_call,omitempty"`
+	LastSeq  uint64 `protobuf:"varint,12,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	LastCall string `protobuf:"bytes,13,opt,name=last_call,json=lastCall,proto3" json:"last_call,omitempty"`
+	// The run deadline: started_at_ms plus the run timeout of the Step's
+	// policy (0: none). Past it the leader times the attempt out.
+	DeadlineMs    int64 `protobuf:"varint,14,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2074,6 +2089,13 @@ func (x *Attempt) GetLastCall() string {
 		return x.LastCall
 	}
 	return ""
+}
+
+func (x *Attempt) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
 }
 
 type Step struct {
@@ -2394,9 +2416,12 @@ type WorkerInfo struct {
 	Tools          []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	RegisteredAtMs int64                  `protobuf:"varint,3,opt,name=registered_at_ms,json=registeredAtMs,proto3" json:"registered_at_ms,omitempty"`
 	// The Worker runs RunModel and CompactContext Steps.
-	RunsModel     bool `protobuf:"varint,4,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RunsModel bool `protobuf:"varint,4,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
+	// How long one of its RunModel or CompactContext attempts may run (0: the
+	// cluster's default).
+	ModelRunTimeoutMs uint32 `protobuf:"varint,5,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *WorkerInfo) Reset() {
@@ -2455,6 +2480,13 @@ func (x *WorkerInfo) GetRunsModel() bool {
 		return x.RunsModel
 	}
 	return false
+}
+
+func (x *WorkerInfo) GetModelRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.ModelRunTimeoutMs
+	}
+	return 0
 }
 
 type Event struct {
@@ -3073,7 +3105,7 @@ var File_dex_v1_types_proto protoreflect.FileDescriptor
 
 const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x12dex/v1/types.proto\x12\x06dex.v1\"\x9b\x02\n" +
+	"\x12dex/v1/types.proto\x12\x06dex.v1\"\xc1\x02\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\x12%\n" +
@@ -3082,7 +3114,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x06inline\x18\x05 \x01(\bR\x06inline\x12!\n" +
 	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12(\n" +
 	"\x10poll_interval_ms\x18\a \x01(\rR\x0epollIntervalMs\x12 \n" +
-	"\vdescription\x18\b \x01(\tR\vdescription\"U\n" +
+	"\vdescription\x18\b \x01(\tR\vdescription\x12$\n" +
+	"\x0erun_timeout_ms\x18\t \x01(\rR\frunTimeoutMs\"U\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
@@ -3198,7 +3231,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\"\xac\x03\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\"\xcd\x03\n" +
 	"\aAttempt\x12\f\n" +
 	"\x01n\x18\x01 \x01(\rR\x01n\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
@@ -3214,7 +3247,9 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	" \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\v \x01(\tR\x05error\x12\x19\n" +
 	"\blast_seq\x18\f \x01(\x04R\alastSeq\x12\x1b\n" +
-	"\tlast_call\x18\r \x01(\tR\blastCall\"\xa6\x06\n" +
+	"\tlast_call\x18\r \x01(\tR\blastCall\x12\x1f\n" +
+	"\vdeadline_ms\x18\x0e \x01(\x03R\n" +
+	"deadlineMs\"\xa6\x06\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3248,14 +3283,15 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +
 	"\fgrpc_address\x18\x03 \x01(\tR\vgrpcAddress\x12!\n" +
-	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\x8d\x01\n" +
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\xbe\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12(\n" +
 	"\x10registered_at_ms\x18\x03 \x01(\x03R\x0eregisteredAtMs\x12\x1d\n" +
 	"\n" +
-	"runs_model\x18\x04 \x01(\bR\trunsModel\"\x92\x01\n" +
+	"runs_model\x18\x04 \x01(\bR\trunsModel\x12/\n" +
+	"\x14model_run_timeout_ms\x18\x05 \x01(\rR\x11modelRunTimeoutMs\"\x92\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +

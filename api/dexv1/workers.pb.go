@@ -26,9 +26,12 @@ type RegisterWorkerRequest struct {
 	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Tools    []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	// The Worker runs RunModel and CompactContext Steps.
-	RunsModel     bool `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RunsModel bool `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
+	// How long one of its RunModel or CompactContext attempts may run before
+	// the cluster cancels it (0: the cluster's default).
+	ModelRunTimeoutMs uint32 `protobuf:"varint,4,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RegisterWorkerRequest) Reset() {
@@ -80,6 +83,13 @@ func (x *RegisterWorkerRequest) GetRunsModel() bool {
 		return x.RunsModel
 	}
 	return false
+}
+
+func (x *RegisterWorkerRequest) GetModelRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.ModelRunTimeoutMs
+	}
+	return 0
 }
 
 type RegisterWorkerResponse struct {
@@ -884,12 +894,13 @@ var File_dex_v1_workers_proto protoreflect.FileDescriptor
 
 const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
-	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x15dex/v1/commands.proto\x1a\x12dex/v1/types.proto\"{\n" +
+	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x15dex/v1/commands.proto\x1a\x12dex/v1/types.proto\"\xac\x01\n" +
 	"\x15RegisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
-	"runs_model\x18\x03 \x01(\bR\trunsModel\"~\n" +
+	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
+	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\"~\n" +
 	"\x16RegisterWorkerResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\rR\x13heartbeatIntervalMs\x120\n" +
 	"\x14heartbeat_timeout_ms\x18\x02 \x01(\rR\x12heartbeatTimeoutMs\"d\n" +

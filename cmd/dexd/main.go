@@ -49,6 +49,7 @@ type options struct {
 	eventAge                                  time.Duration
 	workerTTL, toolWait                       time.Duration
 	sessionRetention                          time.Duration
+	runTimeout                                time.Duration
 	parsedPeers                               []cluster.Peer
 }
 
@@ -80,6 +81,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
+	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -153,6 +155,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.sessionRetention < 0 {
 		return nil, &usageError{"--session-retention must not be negative"}
 	}
+	if o.runTimeout < 0 || o.runTimeout > lease.MaxRunTimeout {
+		return nil, &usageError{fmt.Sprintf("--run-timeout must be between 0 (no limit) and %s", lease.MaxRunTimeout)}
+	}
 	return o, nil
 }
 
@@ -201,7 +206,7 @@ func serve(o *options, log *zap.Logger) error {
 	// The leader-only services exist before raft starts, so they are in place
 	// when this node first leads; they reach the node through late.
 	late := &lateProposer{}
-	leaseCfg := lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat}
+	leaseCfg := lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}
 	leases := lease.New(late, late, leaseCfg, log)
 	disp := dispatch.New(late, late, leases, dispatch.Config{}, log)
 	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)

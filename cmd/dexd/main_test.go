@@ -320,6 +320,10 @@ func TestBadInput(t *testing.T) {
 		code, stderr := runDexd(t, 10*time.Second, append(base(t.TempDir()), "--tool-wait", "-1s")...)
 		oneLine(t, code, 2, stderr, "--worker-ttl and --tool-wait must be positive")
 	})
+	t.Run("negative run timeout", func(t *testing.T) {
+		code, stderr := runDexd(t, 10*time.Second, append(base(t.TempDir()), "--run-timeout", "-1s")...)
+		oneLine(t, code, 2, stderr, "--run-timeout must be between 0 (no limit) and")
+	})
 	t.Run("malformed address", func(t *testing.T) {
 		args := base(t.TempDir())
 		args[7] = "127.0.0.1" // --grpc-addr without a port

@@ -47,6 +47,8 @@ type config struct {
 	holdAll                        bool
 	concurrency                    int
 	pollWait, grace, pollInterval  time.Duration
+	modelRunTimeout                time.Duration
+	toolRunTimeouts                map[string]time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -67,6 +69,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.pollWait, "poll-wait", 20*time.Second, "long-poll wait")
 	fs.DurationVar(&c.pollInterval, "poll-interval", 200*time.Millisecond, "how often the cluster polls a build task (the build tool's poll interval)")
 	fs.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, how long running tasks may finish")
+	fs.DurationVar(&c.modelRunTimeout, "model-run-timeout", 0, "how long one model call (RunModel, CompactContext) may run before the cluster cancels it (0: the cluster's --run-timeout)")
+	runTimeouts := fs.String("tool-run-timeout", "", "TOOL=DURATION[,TOOL=DURATION]: how long one attempt of the tool may run before the cluster cancels it; part of the tool's policy (default: the cluster's --run-timeout)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -81,6 +85,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.pollInterval < time.Millisecond {
 		return nil, errors.New("--poll-interval must be at least 1ms")
+	}
+	if c.modelRunTimeout < 0 || c.modelRunTimeout > maxRunTimeout {
+		return nil, fmt.Errorf("--model-run-timeout must be between 0 (the cluster's default) and %s", maxRunTimeout)
+	}
+	var err error
+	if c.toolRunTimeouts, err = parseRunTimeouts(*runTimeouts, (&demoTools{}).tools()); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
@@ -142,17 +153,18 @@ func run(c *config) int {
 	}
 	defer conn.Close()
 
-	tools := &demoTools{ledger: ledger, worker: id, polls: map[string]int{}, pollInterval: c.pollInterval}
+	tools := &demoTools{ledger: ledger, worker: id, polls: map[string]int{}, pollInterval: c.pollInterval, runTimeouts: c.toolRunTimeouts}
 	h := newHolder(moments, c.holdAll, c.ledger, usr1, os.Stderr)
 	w, err := client.NewWorker(conn, client.WorkerOptions{
-		ID:            id,
-		Tools:         tools.tools(),
-		Model:         &Model{script: script, ledger: ledger, worker: id, inline: tools.inline},
-		Concurrency:   c.concurrency,
-		PollWait:      c.pollWait,
-		ShutdownGrace: c.grace,
-		Logger:        log,
-		Hold:          h.Hold,
+		ID:              id,
+		Tools:           tools.tools(),
+		Model:           &Model{script: script, ledger: ledger, worker: id, inline: tools.inline},
+		ModelRunTimeout: c.modelRunTimeout,
+		Concurrency:     c.concurrency,
+		PollWait:        c.pollWait,
+		ShutdownGrace:   c.grace,
+		Logger:          log,
+		Hold:            h.Hold,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dexworker:", err)

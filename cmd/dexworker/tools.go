@@ -26,6 +26,8 @@ type demoTools struct {
 	worker string
 	// pollInterval of the build tool (default 200 ms).
 	pollInterval time.Duration
+	// runTimeouts registers a run timeout with these tools' policies.
+	runTimeouts map[string]time.Duration
 
 	mu    sync.Mutex
 	polls map[string]int // long-running task id → polls so far
@@ -54,7 +56,7 @@ func (d *demoTools) tools() []client.Tool {
 	}
 	calc := spec("calc", dexv1.ToolAccess_TOOL_ACCESS_READ, "Adds, subtracts or multiplies two numbers; inline: runs inside the model call.")
 	calc.Inline = true
-	return []client.Tool{
+	tools := []client.Tool{
 		{Spec: spec("lookup", dexv1.ToolAccess_TOOL_ACCESS_READ, "Looks something up."), Run: d.simple("found")},
 		{Spec: spec("save_note", dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, "Saves a note."), Run: d.simple("saved")},
 		{Spec: spec("send_email", dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, "Sends an email (not idempotent)."), Run: d.simple("sent")},
@@ -62,6 +64,10 @@ func (d *demoTools) tools() []client.Tool {
 		{Spec: build, Run: d.buildStart, Poll: d.buildPoll},
 		{Spec: calc, Run: d.calcStep},
 	}
+	for _, t := range tools {
+		t.Spec.RunTimeoutMs = uint32(d.runTimeouts[t.Spec.Name].Milliseconds())
+	}
+	return tools
 }
 
 // inlineTools are the tools a script may call inline.
