@@ -22,9 +22,8 @@ const (
 
 // Index names.
 const (
-	indexID      = "id"
-	indexSession = "session"
-	indexStatus  = "status"
+	indexID     = "id"
+	indexStatus = "status"
 	// Steps by (session, number): a session's Steps in order, for paging.
 	indexSessionNumber = "session_number"
 
@@ -57,8 +56,7 @@ func schema() *memdb.DBSchema {
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 		}},
 		tableEvents: {Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{
-			indexID:      {Name: indexID, Unique: true, Indexer: &memdb.UintFieldIndex{Field: "Seq"}},
-			indexSession: {Name: indexSession, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
+			indexID: {Name: indexID, Unique: true, Indexer: &memdb.UintFieldIndex{Field: "Seq"}},
 		}},
 		tableHistory: {Name: tableHistory, Indexes: map[string]*memdb.IndexSchema{indexID: sessionSeqIndex()}},
 		tableInbox:   {Name: tableInbox, Indexes: map[string]*memdb.IndexSchema{indexID: sessionSeqIndex()}},
