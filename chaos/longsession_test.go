@@ -1,0 +1,79 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// A session of 2,000 turns of 512-byte messages keeps running on real
+// processes: with --max-payload 64 KiB it compacts at 8 KiB, so no RunModel
+// input ever nears the 32 KiB limit; every model call succeeds at its first
+// attempt, and the session still reads whole, page by page.
+func TestLongSession_TwoThousandTurnsKeepRunningUnderTheLimit(t *testing.T) {
+	const turns = 2000
+	e := newEnv(t, "--max-payload", fmt.Sprint(64<<10))
+	answer, _ := json.Marshal(strings.Repeat("a", 512))
+	e.startWorker(`{"default":[{"text":` + string(answer) + `}]}`)
+	msg := strings.Repeat("m", 512)
+
+	id := e.createSession(msg)
+	completed := make(chan struct{}, turns)
+	ctx, stop := context.WithCancel(e.ctx(10 * time.Minute))
+	defer stop()
+	go e.client.WatchSession(ctx, id, 0, func(ev *dexv1.Event) error {
+		if ev.Type == "turn_completed" {
+			completed <- struct{}{}
+		}
+		return nil
+	})
+	for i := 1; i <= turns; i++ {
+		select {
+		case <-completed:
+		case <-time.After(30 * time.Second):
+			r := e.get(id)
+			t.Fatalf("turn %d did not complete: session %s, last error %q", i, r.Session.Status, r.Session.LastError)
+		}
+		if i < turns {
+			if _, err := e.client.SendMessage(e.ctx(20*time.Second), id, msg, fmt.Sprintf("k%d", i)); err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+		}
+	}
+
+	r := e.get(id)
+	s := r.Session
+	if s.TurnsCompleted != turns || s.TurnsFailed != 0 || s.Status != dexv1.SessionStatus_SESSION_STATUS_IDLE {
+		t.Fatalf("after %d turns: %d completed, %d failed, %s (last error %q)", turns, s.TurnsCompleted, s.TurnsFailed, s.Status, s.LastError)
+	}
+	if s.Summaries == 0 {
+		t.Fatal("the history was never compacted")
+	}
+	models := 0
+	for _, st := range r.Steps {
+		if st.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL && st.Kind != dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
+			continue
+		}
+		models++
+		if st.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED || len(st.Attempts) != 1 {
+			t.Fatalf("%s step %s: %s after %d attempts (%s)", st.Kind, st.Id, st.Outcome, len(st.Attempts), st.Result)
+		}
+	}
+	if models != turns+int(s.Summaries) {
+		t.Fatalf("%d model Steps; want one RunModel per turn and one CompactContext per summary (%d)", models, turns+int(s.Summaries))
+	}
+	// Every entry is read back: the user messages, the answers, the summaries.
+	if got, want := len(s.History), 2*turns+int(s.Summaries); got != want || uint64(got) != s.HistoryCount {
+		t.Fatalf("the session reads %d history entries (it keeps %d); want %d", got, s.HistoryCount, want)
+	}
+	// The model is sent the summary and what came after it, never more than
+	// the limit: a compaction threshold of 8 KiB and a turn of 1 KiB.
+	if s.MaxModelInput != 32<<10 || s.CompactionThreshold != 8<<10 {
+		t.Fatalf("session limits %d/%d; want the 64 KiB cluster's 32 KiB input and 8 KiB threshold", s.MaxModelInput, s.CompactionThreshold)
+	}
+}
