@@ -70,9 +70,16 @@ func TestWorkers_BadInputGetsAClearStatusAndChangesNothing(t *testing.T) {
 	ahead := &dexv1.AttemptRef{StepId: task.Ref.StepId, Attempt: task.Ref.Attempt, Token: task.Ref.Token, Seq: 7}
 	_, err = workers.ClaimTask(ctx, &dexv1.ClaimTaskRequest{Ref: ahead})
 	want("a call from the future", err, codes.FailedPrecondition)
-	_, err = workers.CompleteTask(ctx, &dexv1.CompleteTaskRequest{Ref: &dexv1.AttemptRef{StepId: task.Ref.StepId, Attempt: task.Ref.Attempt, Token: task.Ref.Token, Seq: 1},
-		Result: &dexv1.CompleteTaskRequest_ToolResult{ToolResult: &dexv1.ToolResult{Content: "x"}}})
+	first := &dexv1.AttemptRef{StepId: task.Ref.StepId, Attempt: task.Ref.Attempt, Token: task.Ref.Token, Seq: 1}
+	_, err = workers.ReportTask(ctx, &dexv1.ReportTaskRequest{Ref: first,
+		Result: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: "x"}}}})
 	want("a tool result for a RunModel step", err, codes.InvalidArgument)
+	_, err = workers.ReportTask(ctx, &dexv1.ReportTaskRequest{Ref: first})
+	want("a report with no result", err, codes.InvalidArgument)
+	_, err = workers.CompleteTask(ctx, &dexv1.CompleteTaskRequest{Ref: first}) // an older Worker's call
+	want("a deprecated CompleteTask with no result", err, codes.InvalidArgument)
+	_, err = workers.CompleteTask(ctx, &dexv1.CompleteTaskRequest{Ref: first, Result: &dexv1.CompleteTaskRequest_Summary{Summary: "x"}})
+	want("a deprecated CompleteTask with a summary for a RunModel step", err, codes.InvalidArgument)
 	hb, err := workers.Heartbeat(ctx, &dexv1.HeartbeatRequest{Ref: stale})
 	if err != nil || !hb.Cancelled {
 		t.Fatalf("heartbeat with a forged token: %v %v; want cancelled", hb, err)

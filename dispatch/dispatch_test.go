@@ -206,10 +206,8 @@ func TestCompactionAndHistoryFromLatestSummary(t *testing.T) {
 		h[0].Text != "a long first message" || h[1].Text != "an answer" {
 		t.Fatalf("compaction task %v; want the first turn only", task)
 	}
-	f.c.Do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref:    &dexv1.AttemptRef{StepId: task.Ref.StepId, Attempt: 1, Token: task.Ref.Token, Seq: 1},
-		Result: &dexv1.CompleteAttempt_Summary{Summary: "the user asked something long"},
-	}}})
+	f.c.Report(&dexv1.AttemptRef{StepId: task.Ref.StepId, Attempt: 1, Token: task.Ref.Token},
+		&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: "the user asked something long"}})
 	task = f.pollOne("model")
 	h = task.ModelInput.GetHistory()
 	if task.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL || len(h) != 2 || h[0].Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY ||
@@ -479,7 +477,7 @@ func TestRevokeEndsOpenPolls(t *testing.T) {
 	time.Sleep(60 * time.Millisecond) // past the old lease's deadline
 	for _, cmd := range f.c.Proposals("")[before:] {
 		switch leasetest.Kind(cmd) {
-		case "CreateSession", "StartAttempt", "CompleteAttempt":
+		case "CreateSession", "StartAttempt", "ReportAttempt":
 			// the test's own, by hand
 		default:
 			t.Fatalf("%s proposed after revoke", leasetest.Kind(cmd))

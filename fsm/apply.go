@@ -20,10 +20,12 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.startAttempt(b.StartAttempt)
 	case *dexv1.Command_ClaimAttempt:
 		return a.claimAttempt(b.ClaimAttempt)
+	case *dexv1.Command_ReportAttempt:
+		return a.reportAttempt(b.ReportAttempt)
 	case *dexv1.Command_CompleteAttempt:
-		return a.completeAttempt(b.CompleteAttempt)
+		return a.reportAttempt(completeAsReport(b.CompleteAttempt))
 	case *dexv1.Command_FailAttempt:
-		return a.failAttempt(b.FailAttempt)
+		return a.reportAttempt(failAsReport(b.FailAttempt))
 	case *dexv1.Command_ExpireAttempt:
 		return a.expireAttempt(b.ExpireAttempt)
 	case *dexv1.Command_ResolveApproval:

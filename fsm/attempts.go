@@ -125,15 +125,30 @@ func (a *applier) claimAttempt(c *dexv1.ClaimAttempt) *Result {
 	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
 }
 
-func (a *applier) completeAttempt(c *dexv1.CompleteAttempt) *Result {
-	st, at, replay, r := a.workerCall(c.Ref, callComplete)
+// reportAttempt ends an attempt as its Worker reports: a success completes
+// the Step, a failure goes to the Step's retry policy. The logged call is named
+// by the kind of report, so a complete and a fail at one seq stay apart.
+func (a *applier) reportAttempt(c *dexv1.ReportAttempt) *Result {
+	call := callComplete
+	if _, failed := c.GetResult().GetOutcome().(*dexv1.AttemptResult_Failure); failed {
+		call = callFail
+	}
+	st, at, replay, r := a.workerCall(c.Ref, call)
 	if r != nil {
 		return rejected(r)
 	}
 	if replay != nil {
 		return replay
 	}
-	if r := resultFits(st, c); r != nil {
+	if call == callFail {
+		f := c.Result.GetFailure()
+		at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED
+		at.ErrorType = f.GetErrorType()
+		at.Error = f.GetError()
+		return a.attemptEnded(st, at)
+	}
+	res := c.GetResult()
+	if r := resultFits(st, res); r != nil {
 		return rejected(r)
 	}
 	s, r := a.session(st.SessionId)
@@ -145,7 +160,7 @@ func (a *applier) completeAttempt(c *dexv1.CompleteAttempt) *Result {
 	if st.CallId != "" && writes(st) {
 		a.markCallRan(s, st.CallId) // a write that completed has run, claimed or not
 	}
-	if r := a.stepSucceeded(s, st, c); r != nil {
+	if r := a.stepSucceeded(s, st, res); r != nil {
 		return rejected(r)
 	}
 	a.putSession(s)
@@ -158,10 +173,10 @@ func writes(st *dexv1.Step) bool {
 }
 
 // resultFits checks that the result is of the kind the Step produces.
-func resultFits(st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+func resultFits(st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	k := Kind(st.Kind)
 	if k.Result == nil || !k.Result(c) {
-		return reject(CodeInvalid, "a %s step cannot complete with a %T result", k.Name, c.Result)
+		return reject(CodeInvalid, "a %s step cannot complete with a %T result", k.Name, c.GetOutcome())
 	}
 	switch k.Handler {
 	case HandlerModel:
@@ -186,20 +201,6 @@ func validateOutput(o *dexv1.ModelOutput) *Rejection {
 		seen[tc.CallId] = true
 	}
 	return nil
-}
-
-func (a *applier) failAttempt(c *dexv1.FailAttempt) *Result {
-	st, at, replay, r := a.workerCall(c.Ref, callFail)
-	if r != nil {
-		return rejected(r)
-	}
-	if replay != nil {
-		return replay
-	}
-	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED
-	at.ErrorType = c.ErrorType
-	at.Error = c.Error
-	return a.attemptEnded(st, at)
 }
 
 func (a *applier) expireAttempt(c *dexv1.ExpireAttempt) *Result {

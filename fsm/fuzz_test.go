@@ -126,7 +126,7 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 4: // complete a running attempt with a plausible result
 		if r := z.pick(running, salt); r != nil {
-			z.apply(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: z.result(r, salt)}})
+			z.apply(z.report(r, z.result(r, salt), salt))
 		}
 	case 5: // claim
 		if r := z.pick(running, salt); r != nil {
@@ -134,9 +134,9 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 6: // fail with some error type
 		if r := z.pick(running, salt); r != nil {
-			z.apply(&dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
-				Ref: z.ref(r), ErrorType: dexv1.ErrorType(int(salt) % 8), Error: "boom",
-			}}})
+			z.apply(z.report(r, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{
+				ErrorType: dexv1.ErrorType(int(salt) % 8), Error: "boom",
+			}}}, salt))
 		}
 	case 7: // the Worker died, or its attempt ran past its run deadline
 		if r := z.pick(running, salt); r != nil {
@@ -206,8 +206,18 @@ func (z *fuzzer) step(op, salt byte) {
 	}
 }
 
-func (z *fuzzer) result(r *dexv1.Step, salt byte) *dexv1.CompleteAttempt {
-	c := &dexv1.CompleteAttempt{Ref: z.ref(r)}
+// report ends an attempt with a ReportAttempt, or now and then with the
+// CompleteAttempt or FailAttempt an older log holds.
+func (z *fuzzer) report(r *dexv1.Step, res *dexv1.AttemptResult, salt byte) *dexv1.Command {
+	ref := z.ref(r)
+	if salt%4 != 1 {
+		return &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}}
+	}
+	return legacyCommand(ref, res)
+}
+
+func (z *fuzzer) result(r *dexv1.Step, salt byte) *dexv1.AttemptResult {
+	c := &dexv1.AttemptResult{}
 	switch r.Kind {
 	case kRunModel:
 		out := &dexv1.ModelOutput{Text: "ok"}
@@ -217,13 +227,13 @@ func (z *fuzzer) result(r *dexv1.Step, salt byte) *dexv1.CompleteAttempt {
 				CallId: fmt.Sprintf("c%d", z.msgs), Tool: fuzzTools[(int(salt)+i)%len(fuzzTools)], Arguments: `{"seconds": 1, "question": "?"}`,
 			})
 		}
-		c.Result = &dexv1.CompleteAttempt_ModelOutput{ModelOutput: out}
+		c.Outcome = &dexv1.AttemptResult_ModelOutput{ModelOutput: out}
 	case kCompact:
-		c.Result = &dexv1.CompleteAttempt_Summary{Summary: "summary"}
+		c.Outcome = &dexv1.AttemptResult_Summary{Summary: "summary"}
 	case kPoll:
-		c.Result = &dexv1.CompleteAttempt_PollResult{PollResult: &dexv1.PollResult{Done: salt%3 == 0, Result: &dexv1.ToolResult{Content: "done"}}}
+		c.Outcome = &dexv1.AttemptResult_PollResult{PollResult: &dexv1.PollResult{Done: salt%3 == 0, Result: &dexv1.ToolResult{Content: "done"}}}
 	default:
-		c.Result = &dexv1.CompleteAttempt_ToolResult{ToolResult: &dexv1.ToolResult{Content: "ok", IsError: salt%5 == 0, TaskId: fmt.Sprintf("task-%d", salt)}}
+		c.Outcome = &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: "ok", IsError: salt%5 == 0, TaskId: fmt.Sprintf("task-%d", salt)}}
 	}
 	return c
 }

@@ -27,6 +27,9 @@ type driver struct {
 	twinBatch int
 	pending   []Entry
 	results   []*Result
+	// legacy: Workers' reports go in as the CompleteAttempt and FailAttempt
+	// of a log written before ReportAttempt.
+	legacy bool
 }
 
 // flushTwin applies the entries the twin has not seen as one batch and
@@ -278,9 +281,7 @@ func (h *handle) claimCmd() *dexv1.Command {
 func (h *handle) claim() *handle { h.d.t.Helper(); h.d.do(h.claimCmd()); return h }
 
 func (h *handle) output(text string, calls ...*dexv1.ToolCall) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref: h.ref(), Result: &dexv1.CompleteAttempt_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}},
-	}}}
+	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}}})
 }
 
 func (h *handle) answer(text string, calls ...*dexv1.ToolCall) {
@@ -289,29 +290,31 @@ func (h *handle) answer(text string, calls ...*dexv1.ToolCall) {
 }
 
 func (h *handle) toolResult(content string, isError bool, taskID string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref: h.ref(), Result: &dexv1.CompleteAttempt_ToolResult{ToolResult: &dexv1.ToolResult{Content: content, IsError: isError, TaskId: taskID}},
-	}}}
+	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: content, IsError: isError, TaskId: taskID}}})
 }
 
 func (h *handle) result(content string) { h.d.t.Helper(); h.d.do(h.toolResult(content, false, "")) }
 
 func (h *handle) poll(done bool, content string) {
 	h.d.t.Helper()
-	h.d.do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref: h.ref(), Result: &dexv1.CompleteAttempt_PollResult{PollResult: &dexv1.PollResult{Done: done, Result: &dexv1.ToolResult{Content: content}}},
-	}}})
+	h.d.do(h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_PollResult{PollResult: &dexv1.PollResult{Done: done, Result: &dexv1.ToolResult{Content: content}}}}))
 }
 
 func (h *handle) summary(text string) {
 	h.d.t.Helper()
-	h.d.do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref: h.ref(), Result: &dexv1.CompleteAttempt_Summary{Summary: text},
-	}}})
+	h.d.do(h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: text}}))
 }
 
 func (h *handle) failCmd(t dexv1.ErrorType, msg string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{Ref: h.ref(), ErrorType: t, Error: msg}}}
+	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{ErrorType: t, Error: msg}}})
+}
+
+// report is the Worker's ReportAttempt of how the attempt ended, at the next seq.
+func (h *handle) report(res *dexv1.AttemptResult) *dexv1.Command {
+	if h.d.legacy {
+		return legacyCommand(h.ref(), res)
+	}
+	return &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: h.ref(), Result: res}}}
 }
 
 func (h *handle) fail(t dexv1.ErrorType, msg string) { h.d.t.Helper(); h.d.do(h.failCmd(t, msg)) }

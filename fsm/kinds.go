@@ -35,14 +35,14 @@ type KindSpec struct {
 	Name    string // the SPEC's name ("RunModel", …)
 	Runner  Runner
 	Handler Handler
-	// Result reports whether a CompleteAttempt carries the result this kind
+	// Result reports whether a Worker's AttemptResult is the success this kind
 	// completes with (nil for a wait, which no Worker completes).
-	Result func(*dexv1.CompleteAttempt) bool
+	Result func(*dexv1.AttemptResult) bool
 	// Attempts is the number of attempts a Step of this kind gets under a
 	// tool policy (nil policy for model Steps); 0 for a wait.
 	Attempts func(*dexv1.ToolSpec) uint32
 	// succeeded records a completed attempt's result and moves the turn on.
-	succeeded func(a *applier, s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection
+	succeeded func(a *applier, s *dexv1.Session, st *dexv1.Step, c *dexv1.AttemptResult) *Rejection
 	// failed applies the retry policy to a failed or expired attempt.
 	failed func(a *applier, s *dexv1.Session, st *dexv1.Step, at *dexv1.Attempt)
 }
@@ -59,9 +59,9 @@ func pollAttempts(p *dexv1.ToolSpec) uint32 {
 var kindTable = []*KindSpec{
 	{
 		Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Name: "RunModel", Runner: RunsOnModel, Handler: HandlerModel,
-		Result:   func(c *dexv1.CompleteAttempt) bool { return c.GetModelOutput() != nil },
+		Result:   func(c *dexv1.AttemptResult) bool { return c.GetModelOutput() != nil },
 		Attempts: modelAttempts,
-		succeeded: func(a *applier, s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+		succeeded: func(a *applier, s *dexv1.Session, st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 			a.modelOutput(s, st, c.GetModelOutput())
 			return nil
 		},
@@ -80,20 +80,20 @@ var kindTable = []*KindSpec{
 	{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Name: "AwaitTimer", Attempts: noAttempts},
 	{
 		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, Name: "PollToolTask", Runner: RunsOnTool, Handler: HandlerPoll,
-		Result:   func(c *dexv1.CompleteAttempt) bool { return c.GetPollResult() != nil },
+		Result:   func(c *dexv1.AttemptResult) bool { return c.GetPollResult() != nil },
 		Attempts: pollAttempts, succeeded: (*applier).pollSucceeded, failed: (*applier).toolAttemptFailed,
 	},
 	{
 		Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, Name: "CompactContext", Runner: RunsOnModel, Handler: HandlerCompact,
-		Result: func(c *dexv1.CompleteAttempt) bool {
-			_, ok := c.Result.(*dexv1.CompleteAttempt_Summary)
+		Result: func(c *dexv1.AttemptResult) bool {
+			_, ok := c.Outcome.(*dexv1.AttemptResult_Summary)
 			return ok
 		},
 		Attempts: modelAttempts, succeeded: (*applier).compactionSucceeded, failed: (*applier).compactionAttemptFailed,
 	},
 }
 
-func toolResultFits(c *dexv1.CompleteAttempt) bool { return c.GetToolResult() != nil }
+func toolResultFits(c *dexv1.AttemptResult) bool { return c.GetToolResult() != nil }
 
 // kindsByKind is filled in init: the table's handlers reach Kind, so a
 // package-level initializer would be a cycle.

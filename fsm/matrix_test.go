@@ -509,11 +509,9 @@ func TestMatrix_InlineTool_WhileItRuns(t *testing.T) {
 	d.createSession("s", "", "2+2?")
 	d.startNext("s", kRunModel).expire() // the inline tool ran inside this attempt
 	h := d.startNext("s", kRunModel)
-	d.do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref: h.ref(), Result: &dexv1.CompleteAttempt_ModelOutput{ModelOutput: &dexv1.ModelOutput{
-			Text: "4", InlineResults: []*dexv1.InlineResult{{CallId: "i1", Tool: "calc", Content: "4"}},
-		}},
-	}}})
+	d.do(h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{
+		Text: "4", InlineResults: []*dexv1.InlineResult{{CallId: "i1", Tool: "calc", Content: "4"}},
+	}}}))
 	s := d.session("s")
 	var inline int
 	for _, e := range s.History {

@@ -9,12 +9,12 @@ import (
 
 // stepSucceeded records a completed attempt's result and moves the turn on,
 // by the Step's kind.
-func (a *applier) stepSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+func (a *applier) stepSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	return Kind(st.Kind).succeeded(a, s, st, c)
 }
 
 // compactionSucceeded stores the one summary and runs the turn's model.
-func (a *applier) compactionSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+func (a *applier) compactionSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
 	a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
 	s.Summaries++
@@ -25,7 +25,7 @@ func (a *applier) compactionSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1
 
 // toolSucceeded records a tool's result; a long-running tool's start gives
 // the task the next Steps poll.
-func (a *applier) toolSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+func (a *applier) toolSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	res := c.GetToolResult()
 	call := findCall(s, st.CallId)
 	if call == nil {
@@ -50,7 +50,7 @@ func (a *applier) toolSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.Compl
 }
 
 // pollSucceeded polls again until the task is done, then records its result.
-func (a *applier) pollSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.CompleteAttempt) *Rejection {
+func (a *applier) pollSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	pr := c.GetPollResult()
 	call := findCall(s, st.CallId)
 	if call == nil {

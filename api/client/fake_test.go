@@ -75,8 +75,8 @@ type fakeWorkers struct {
 	tasks        []*dexv1.Task
 	log          []string // "claim 1@A", "hb 1@A", "complete 2@B", ...
 	claims       []*dexv1.AttemptRef
-	completes    []*dexv1.CompleteTaskRequest
-	fails        []*dexv1.FailTaskRequest
+	completes    []*dexv1.ReportTaskRequest // reports of a result
+	fails        []*dexv1.ReportTaskRequest // reports of a failure
 	registered   int
 	lastRegister *dexv1.RegisterWorkerRequest
 	// Answers to give before the real one.
@@ -206,30 +206,26 @@ func (s *fakeWorkerNode) Heartbeat(ctx context.Context, req *dexv1.HeartbeatRequ
 	return &dexv1.HeartbeatResponse{}, nil
 }
 
-func (s *fakeWorkerNode) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskRequest) (*dexv1.CompleteTaskResponse, error) {
+// ReportTask is the only way the Worker library ends an attempt; the fake
+// serves no CompleteTask or FailTask, so a call to them fails the test.
+func (s *fakeWorkerNode) ReportTask(ctx context.Context, req *dexv1.ReportTaskRequest) (*dexv1.ReportTaskResponse, error) {
 	if err := s.gate(); err != nil {
 		return nil, err
 	}
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
-	s.f.completes = append(s.f.completes, proto.Clone(req).(*dexv1.CompleteTaskRequest))
+	if req.GetResult().GetFailure() != nil {
+		s.f.fails = append(s.f.fails, proto.Clone(req).(*dexv1.ReportTaskRequest))
+		s.f.note(fmt.Sprintf("fail %d@%s", req.Ref.Seq, s.n.name))
+		return &dexv1.ReportTaskResponse{}, nil
+	}
+	s.f.completes = append(s.f.completes, proto.Clone(req).(*dexv1.ReportTaskRequest))
 	s.f.note(fmt.Sprintf("complete %d@%s", req.Ref.Seq, s.n.name))
 	if s.f.completeUnavailable > 0 {
 		s.f.completeUnavailable--
 		return nil, status.Error(codes.Unavailable, "leader lost")
 	}
-	return &dexv1.CompleteTaskResponse{}, nil
-}
-
-func (s *fakeWorkerNode) FailTask(ctx context.Context, req *dexv1.FailTaskRequest) (*dexv1.FailTaskResponse, error) {
-	if err := s.gate(); err != nil {
-		return nil, err
-	}
-	s.f.mu.Lock()
-	defer s.f.mu.Unlock()
-	s.f.fails = append(s.f.fails, proto.Clone(req).(*dexv1.FailTaskRequest))
-	s.f.note(fmt.Sprintf("fail %d@%s", req.Ref.Seq, s.n.name))
-	return &dexv1.FailTaskResponse{}, nil
+	return &dexv1.ReportTaskResponse{}, nil
 }
 
 // startWorkerNodes starts count fake nodes sharing f; the first one serves.

@@ -28,7 +28,7 @@ const (
 	// HoldToolRunning: right before a tool handler (CallTool,
 	// CallSingleAttemptTool) is invoked.
 	HoldToolRunning = "tool-running"
-	// HoldAfterResultSent: CompleteTask returned OK.
+	// HoldAfterResultSent: ReportTask returned OK for a result.
 	HoldAfterResultSent = "after-result-sent"
 	// HoldDuringPoll: right before a PollToolTask handler is invoked.
 	HoldDuringPoll = "during-poll"
@@ -413,7 +413,7 @@ func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, f func(
 
 // outcome of one handler run.
 type outcome struct {
-	complete *dexv1.CompleteTaskRequest // set on success
+	complete *dexv1.AttemptResult // set on success
 	errType  dexv1.ErrorType
 	err      error
 }
@@ -427,10 +427,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 	// A task this Worker cannot run fails unclaimed: the call did not run.
 	if why := w.cannotRun(t); why != "" {
 		ref.Seq = 1
-		err := w.send(ctx, log, "fail", func(c context.Context) error {
-			_, err := w.svc.FailTask(c, &dexv1.FailTaskRequest{Ref: ref, Error: why}, grpc.WaitForReady(true))
-			return err
-		})
+		err := w.report(ctx, log, "fail", ref, failure(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, why))
 		log.Error("cannot run task", zap.String("reason", why), zap.Error(err))
 		return
 	}
@@ -493,11 +490,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 	}
 	ref.Seq = 2
 	if out.complete != nil {
-		out.complete.Ref = ref
-		err := w.send(rctx, log, "complete", func(c context.Context) error {
-			_, err := w.svc.CompleteTask(c, out.complete, grpc.WaitForReady(true))
-			return err
-		})
+		err := w.report(rctx, log, "complete", ref, out.complete)
 		if err == nil {
 			stopHeartbeats()
 			log.Info("task completed")
@@ -515,16 +508,26 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 			return
 		}
 	}
-	err := w.send(rctx, log, "fail", func(c context.Context) error {
-		_, err := w.svc.FailTask(c, &dexv1.FailTaskRequest{Ref: ref, ErrorType: out.errType, Error: out.err.Error()}, grpc.WaitForReady(true))
-		return err
-	})
+	err := w.report(rctx, log, "fail", ref, failure(out.errType, out.err.Error()))
 	if err != nil {
 		log.Warn("fail refused; dropping the task", zap.Error(err))
 		return
 	}
 	stopHeartbeats()
 	log.Info("task failed", zap.Error(out.err), zap.String("error_type", out.errType.String()))
+}
+
+// report sends how the attempt ended (one ReportTask), retried like every
+// logged call.
+func (w *Worker) report(ctx context.Context, log *zap.Logger, what string, ref *dexv1.AttemptRef, res *dexv1.AttemptResult) error {
+	return w.send(ctx, log, what, func(c context.Context) error {
+		_, err := w.svc.ReportTask(c, &dexv1.ReportTaskRequest{Ref: ref, Result: res}, grpc.WaitForReady(true))
+		return err
+	})
+}
+
+func failure(t dexv1.ErrorType, msg string) *dexv1.AttemptResult {
+	return &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{ErrorType: t, Error: msg}}}
 }
 
 func (w *Worker) cannotRun(t *dexv1.Task) string {
@@ -573,14 +576,14 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		if mo == nil {
 			mo = &dexv1.ModelOutput{}
 		}
-		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_ModelOutput{ModelOutput: mo}}}
+		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}
 	case fsm.HandlerCompact:
 		w.hold(HoldDuringCompaction, t)
 		s, err := w.opts.Model.Compact(ctx, in())
 		if err != nil {
 			return outcome{err: err}
 		}
-		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_Summary{Summary: s}}}
+		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: s}}}
 	case fsm.HandlerPoll:
 		tool := w.tools[t.Tool]
 		if tool.Poll == nil {
@@ -595,7 +598,7 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		if done {
 			pr.Result = res.proto()
 		}
-		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_PollResult{PollResult: pr}}}
+		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_PollResult{PollResult: pr}}}
 	default:
 		tool := w.tools[t.Tool]
 		w.hold(HoldToolRunning, t)
@@ -603,7 +606,7 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		if err != nil {
 			return outcome{err: err}
 		}
-		return outcome{complete: &dexv1.CompleteTaskRequest{Result: &dexv1.CompleteTaskRequest_ToolResult{ToolResult: res.proto()}}}
+		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: res.proto()}}}
 	}
 }
 

@@ -42,7 +42,7 @@ func TestWorkerClaimsBeforeToolRuns(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if got := f.completes[0].GetToolResult().GetContent(); got != "saved" {
+	if got := f.completes[0].GetResult().GetToolResult().GetContent(); got != "saved" {
 		t.Fatalf("result %q", got)
 	}
 	if f.completes[0].Ref.Token != "tok-st1" {
@@ -157,11 +157,11 @@ func TestWorkerModelErrorTypeAndUnknownTool(t *testing.T) {
 	for _, fl := range f.fails {
 		switch fl.Ref.StepId {
 		case "m1":
-			if fl.ErrorType != dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT || fl.Error != "slow down" || fl.Ref.Seq != 2 {
+			if fl.Result.GetFailure().GetErrorType() != dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT || fl.Result.GetFailure().GetError() != "slow down" || fl.Ref.Seq != 2 {
 				t.Fatalf("model fail %v", fl)
 			}
 		case "st2":
-			if fl.Ref.Seq != 1 || !strings.Contains(fl.Error, `no tool "nope"`) {
+			if fl.Ref.Seq != 1 || !strings.Contains(fl.Result.GetFailure().GetError(), `no tool "nope"`) {
 				t.Fatalf("unknown tool fail %v", fl)
 			}
 		}

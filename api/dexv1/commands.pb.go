@@ -57,6 +57,7 @@ type Command struct {
 	//	*Command_PurgeSession
 	//	*Command_ExpireSessions
 	//	*Command_TimeoutAttempt
+	//	*Command_ReportAttempt
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -356,6 +357,15 @@ func (x *Command) GetTimeoutAttempt() *TimeoutAttempt {
 	return nil
 }
 
+func (x *Command) GetReportAttempt() *ReportAttempt {
+	if x != nil {
+		if x, ok := x.Body.(*Command_ReportAttempt); ok {
+			return x.ReportAttempt
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -468,6 +478,10 @@ type Command_TimeoutAttempt struct {
 	TimeoutAttempt *TimeoutAttempt `protobuf:"bytes,80,opt,name=timeout_attempt,json=timeoutAttempt,proto3,oneof"`
 }
 
+type Command_ReportAttempt struct {
+	ReportAttempt *ReportAttempt `protobuf:"bytes,90,opt,name=report_attempt,json=reportAttempt,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -521,6 +535,8 @@ func (*Command_PurgeSession) isCommand_Body() {}
 func (*Command_ExpireSessions) isCommand_Body() {}
 
 func (*Command_TimeoutAttempt) isCommand_Body() {}
+
+func (*Command_ReportAttempt) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -983,6 +999,7 @@ func (x *ClaimAttempt) GetRef() *AttemptRef {
 	return nil
 }
 
+// Deprecated: logs written before ReportAttempt; still applied, never proposed.
 type CompleteAttempt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ref   *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
@@ -1105,6 +1122,7 @@ func (*CompleteAttempt_PollResult) isCompleteAttempt_Result() {}
 
 func (*CompleteAttempt_Summary) isCompleteAttempt_Result() {}
 
+// Deprecated: logs written before ReportAttempt; still applied, never proposed.
 type FailAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
@@ -2215,11 +2233,65 @@ func (x *TimeoutAttempt) GetEpoch() uint64 {
 	return 0
 }
 
+// A Worker's report of how its attempt ended (success or failure); it
+// replaces CompleteAttempt and FailAttempt, which older logs still hold.
+type ReportAttempt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Result        *AttemptResult         `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportAttempt) Reset() {
+	*x = ReportAttempt{}
+	mi := &file_dex_v1_commands_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportAttempt) ProtoMessage() {}
+
+func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
+func (*ReportAttempt) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ReportAttempt) GetRef() *AttemptRef {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
+func (x *ReportAttempt) GetResult() *AttemptResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf9\r\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xb9\x0e\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -2253,7 +2325,8 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x0edelete_session\x18F \x01(\v2\x15.dex.v1.DeleteSessionH\x00R\rdeleteSession\x12;\n" +
 	"\rpurge_session\x18G \x01(\v2\x14.dex.v1.PurgeSessionH\x00R\fpurgeSession\x12A\n" +
 	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessions\x12A\n" +
-	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttemptB\x06\n" +
+	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttempt\x12>\n" +
+	"\x0ereport_attempt\x18Z \x01(\v2\x15.dex.v1.ReportAttemptH\x00R\rreportAttemptB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -2376,7 +2449,10 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x0eTimeoutAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x04R\x05epochB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"d\n" +
+	"\rReportAttempt\x12$\n" +
+	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12-\n" +
+	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06resultB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2390,7 +2466,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2421,14 +2497,16 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*PurgeSession)(nil),      // 26: dex.v1.PurgeSession
 	(*ExpireSessions)(nil),    // 27: dex.v1.ExpireSessions
 	(*TimeoutAttempt)(nil),    // 28: dex.v1.TimeoutAttempt
-	(*ToolSpec)(nil),          // 29: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 30: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 31: dex.v1.ToolResult
-	(*PollResult)(nil),        // 32: dex.v1.PollResult
-	(ErrorType)(0),            // 33: dex.v1.ErrorType
-	(Outcome)(0),              // 34: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 35: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 36: dex.v1.EventRetention
+	(*ReportAttempt)(nil),     // 29: dex.v1.ReportAttempt
+	(*ToolSpec)(nil),          // 30: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 31: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 32: dex.v1.ToolResult
+	(*PollResult)(nil),        // 33: dex.v1.PollResult
+	(ErrorType)(0),            // 34: dex.v1.ErrorType
+	(Outcome)(0),              // 35: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 36: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 37: dex.v1.EventRetention
+	(*AttemptResult)(nil),     // 38: dex.v1.AttemptResult
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2458,22 +2536,25 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	26, // 24: dex.v1.Command.purge_session:type_name -> dex.v1.PurgeSession
 	27, // 25: dex.v1.Command.expire_sessions:type_name -> dex.v1.ExpireSessions
 	28, // 26: dex.v1.Command.timeout_attempt:type_name -> dex.v1.TimeoutAttempt
-	29, // 27: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 28: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 29: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	30, // 30: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	31, // 31: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	32, // 32: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 33: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	33, // 34: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	34, // 35: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	35, // 36: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	36, // 37: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	29, // 27: dex.v1.Command.report_attempt:type_name -> dex.v1.ReportAttempt
+	30, // 28: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 29: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 30: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	31, // 31: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	32, // 32: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	33, // 33: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 34: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	34, // 35: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	35, // 36: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	36, // 37: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	37, // 38: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	5,  // 39: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
+	38, // 40: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2510,6 +2591,7 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_PurgeSession)(nil),
 		(*Command_ExpireSessions)(nil),
 		(*Command_TimeoutAttempt)(nil),
+		(*Command_ReportAttempt)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2523,7 +2605,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

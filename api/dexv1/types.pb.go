@@ -3101,6 +3101,191 @@ func (x *WorkerTool) GetWorkerId() string {
 	return ""
 }
 
+// How one attempt of a dispatched Step ended, as its Worker reports it: a
+// result of the Step's kind, or a failure the Step's retry policy judges.
+type AttemptResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*AttemptResult_ModelOutput
+	//	*AttemptResult_ToolResult
+	//	*AttemptResult_PollResult
+	//	*AttemptResult_Summary
+	//	*AttemptResult_Failure
+	Outcome       isAttemptResult_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptResult) Reset() {
+	*x = AttemptResult{}
+	mi := &file_dex_v1_types_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptResult) ProtoMessage() {}
+
+func (x *AttemptResult) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
+func (*AttemptResult) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetModelOutput() *ModelOutput {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_ModelOutput); ok {
+			return x.ModelOutput
+		}
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetToolResult() *ToolResult {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_ToolResult); ok {
+			return x.ToolResult
+		}
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetPollResult() *PollResult {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_PollResult); ok {
+			return x.PollResult
+		}
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetSummary() string {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_Summary); ok {
+			return x.Summary
+		}
+	}
+	return ""
+}
+
+func (x *AttemptResult) GetFailure() *AttemptFailure {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_Failure); ok {
+			return x.Failure
+		}
+	}
+	return nil
+}
+
+type isAttemptResult_Outcome interface {
+	isAttemptResult_Outcome()
+}
+
+type AttemptResult_ModelOutput struct {
+	ModelOutput *ModelOutput `protobuf:"bytes,1,opt,name=model_output,json=modelOutput,proto3,oneof"`
+}
+
+type AttemptResult_ToolResult struct {
+	ToolResult *ToolResult `protobuf:"bytes,2,opt,name=tool_result,json=toolResult,proto3,oneof"`
+}
+
+type AttemptResult_PollResult struct {
+	PollResult *PollResult `protobuf:"bytes,3,opt,name=poll_result,json=pollResult,proto3,oneof"`
+}
+
+type AttemptResult_Summary struct {
+	// CompactContext: the summary of the compacted entries.
+	Summary string `protobuf:"bytes,4,opt,name=summary,proto3,oneof"`
+}
+
+type AttemptResult_Failure struct {
+	Failure *AttemptFailure `protobuf:"bytes,5,opt,name=failure,proto3,oneof"`
+}
+
+func (*AttemptResult_ModelOutput) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_ToolResult) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_PollResult) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_Summary) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_Failure) isAttemptResult_Outcome() {}
+
+type AttemptFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ErrorType     ErrorType              `protobuf:"varint,1,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptFailure) Reset() {
+	*x = AttemptFailure{}
+	mi := &file_dex_v1_types_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptFailure) ProtoMessage() {}
+
+func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
+func (*AttemptFailure) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AttemptFailure) GetErrorType() ErrorType {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
+}
+
+func (x *AttemptFailure) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_dex_v1_types_proto protoreflect.FileDescriptor
 
 const file_dex_v1_types_proto_rawDesc = "" +
@@ -3337,7 +3522,20 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
-	"\tworker_id\x18\x02 \x01(\tR\bworkerId*\xd3\x01\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\"\x92\x02\n" +
+	"\rAttemptResult\x128\n" +
+	"\fmodel_output\x18\x01 \x01(\v2\x13.dex.v1.ModelOutputH\x00R\vmodelOutput\x125\n" +
+	"\vtool_result\x18\x02 \x01(\v2\x12.dex.v1.ToolResultH\x00R\n" +
+	"toolResult\x125\n" +
+	"\vpoll_result\x18\x03 \x01(\v2\x12.dex.v1.PollResultH\x00R\n" +
+	"pollResult\x12\x1a\n" +
+	"\asummary\x18\x04 \x01(\tH\x00R\asummary\x122\n" +
+	"\afailure\x18\x05 \x01(\v2\x16.dex.v1.AttemptFailureH\x00R\afailureB\t\n" +
+	"\aoutcome\"X\n" +
+	"\x0eAttemptFailure\x120\n" +
+	"\n" +
+	"error_type\x18\x01 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error*\xd3\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -3428,7 +3626,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
 	(StepKind)(0),           // 1: dex.v1.StepKind
@@ -3464,6 +3662,8 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*EventRetention)(nil),  // 31: dex.v1.EventRetention
 	(*EventLog)(nil),        // 32: dex.v1.EventLog
 	(*WorkerTool)(nil),      // 33: dex.v1.WorkerTool
+	(*AttemptResult)(nil),   // 34: dex.v1.AttemptResult
+	(*AttemptFailure)(nil),  // 35: dex.v1.AttemptFailure
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	7,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -3508,11 +3708,16 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	32, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
 	12, // 40: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
 	33, // 41: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	15, // 42: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	16, // 43: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	17, // 44: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	35, // 45: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	6,  // 46: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -3534,13 +3739,20 @@ func file_dex_v1_types_proto_init() {
 		(*SnapshotRecord_Tool)(nil),
 		(*SnapshotRecord_WorkerTool)(nil),
 	}
+	file_dex_v1_types_proto_msgTypes[22].OneofWrappers = []any{
+		(*AttemptResult_ModelOutput)(nil),
+		(*AttemptResult_ToolResult)(nil),
+		(*AttemptResult_PollResult)(nil),
+		(*AttemptResult_Summary)(nil),
+		(*AttemptResult_Failure)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

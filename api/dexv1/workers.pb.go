@@ -890,6 +890,94 @@ func (*FailTaskResponse) Descriptor() ([]byte, []int) {
 	return file_dex_v1_workers_proto_rawDescGZIP(), []int{13}
 }
 
+type ReportTaskRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Result        *AttemptResult         `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportTaskRequest) Reset() {
+	*x = ReportTaskRequest{}
+	mi := &file_dex_v1_workers_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportTaskRequest) ProtoMessage() {}
+
+func (x *ReportTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_workers_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportTaskRequest.ProtoReflect.Descriptor instead.
+func (*ReportTaskRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReportTaskRequest) GetRef() *AttemptRef {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
+func (x *ReportTaskRequest) GetResult() *AttemptResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type ReportTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportTaskResponse) Reset() {
+	*x = ReportTaskResponse{}
+	mi := &file_dex_v1_workers_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportTaskResponse) ProtoMessage() {}
+
+func (x *ReportTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_workers_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportTaskResponse.ProtoReflect.Descriptor instead.
+func (*ReportTaskResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{15}
+}
+
 var File_dex_v1_workers_proto protoreflect.FileDescriptor
 
 const file_dex_v1_workers_proto_rawDesc = "" +
@@ -955,12 +1043,18 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
 	"error_type\x18\x02 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\"\x12\n" +
-	"\x10FailTaskResponse2\xad\x03\n" +
+	"\x10FailTaskResponse\"h\n" +
+	"\x11ReportTaskRequest\x12$\n" +
+	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12-\n" +
+	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"\x14\n" +
+	"\x12ReportTaskResponse2\xf2\x03\n" +
 	"\rWorkerService\x12O\n" +
 	"\x0eRegisterWorker\x12\x1d.dex.v1.RegisterWorkerRequest\x1a\x1e.dex.v1.RegisterWorkerResponse\x12=\n" +
 	"\bPollTask\x12\x17.dex.v1.PollTaskRequest\x1a\x18.dex.v1.PollTaskResponse\x12@\n" +
 	"\tClaimTask\x12\x18.dex.v1.ClaimTaskRequest\x1a\x19.dex.v1.ClaimTaskResponse\x12@\n" +
-	"\tHeartbeat\x12\x18.dex.v1.HeartbeatRequest\x1a\x19.dex.v1.HeartbeatResponse\x12I\n" +
+	"\tHeartbeat\x12\x18.dex.v1.HeartbeatRequest\x1a\x19.dex.v1.HeartbeatResponse\x12C\n" +
+	"\n" +
+	"ReportTask\x12\x19.dex.v1.ReportTaskRequest\x1a\x1a.dex.v1.ReportTaskResponse\x12I\n" +
 	"\fCompleteTask\x12\x1b.dex.v1.CompleteTaskRequest\x1a\x1c.dex.v1.CompleteTaskResponse\x12=\n" +
 	"\bFailTask\x12\x17.dex.v1.FailTaskRequest\x1a\x18.dex.v1.FailTaskResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
@@ -976,7 +1070,7 @@ func file_dex_v1_workers_proto_rawDescGZIP() []byte {
 	return file_dex_v1_workers_proto_rawDescData
 }
 
-var file_dex_v1_workers_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_dex_v1_workers_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_dex_v1_workers_proto_goTypes = []any{
 	(*RegisterWorkerRequest)(nil),  // 0: dex.v1.RegisterWorkerRequest
 	(*RegisterWorkerResponse)(nil), // 1: dex.v1.RegisterWorkerResponse
@@ -992,50 +1086,57 @@ var file_dex_v1_workers_proto_goTypes = []any{
 	(*CompleteTaskResponse)(nil),   // 11: dex.v1.CompleteTaskResponse
 	(*FailTaskRequest)(nil),        // 12: dex.v1.FailTaskRequest
 	(*FailTaskResponse)(nil),       // 13: dex.v1.FailTaskResponse
-	(*ToolSpec)(nil),               // 14: dex.v1.ToolSpec
-	(*HistoryEntry)(nil),           // 15: dex.v1.HistoryEntry
-	(*AttemptRef)(nil),             // 16: dex.v1.AttemptRef
-	(StepKind)(0),                  // 17: dex.v1.StepKind
-	(ToolAccess)(0),                // 18: dex.v1.ToolAccess
-	(*ModelOutput)(nil),            // 19: dex.v1.ModelOutput
-	(*ToolResult)(nil),             // 20: dex.v1.ToolResult
-	(*PollResult)(nil),             // 21: dex.v1.PollResult
-	(ErrorType)(0),                 // 22: dex.v1.ErrorType
+	(*ReportTaskRequest)(nil),      // 14: dex.v1.ReportTaskRequest
+	(*ReportTaskResponse)(nil),     // 15: dex.v1.ReportTaskResponse
+	(*ToolSpec)(nil),               // 16: dex.v1.ToolSpec
+	(*HistoryEntry)(nil),           // 17: dex.v1.HistoryEntry
+	(*AttemptRef)(nil),             // 18: dex.v1.AttemptRef
+	(StepKind)(0),                  // 19: dex.v1.StepKind
+	(ToolAccess)(0),                // 20: dex.v1.ToolAccess
+	(*ModelOutput)(nil),            // 21: dex.v1.ModelOutput
+	(*ToolResult)(nil),             // 22: dex.v1.ToolResult
+	(*PollResult)(nil),             // 23: dex.v1.PollResult
+	(ErrorType)(0),                 // 24: dex.v1.ErrorType
+	(*AttemptResult)(nil),          // 25: dex.v1.AttemptResult
 }
 var file_dex_v1_workers_proto_depIdxs = []int32{
-	14, // 0: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
-	15, // 1: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
-	14, // 2: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
-	16, // 3: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
-	17, // 4: dex.v1.Task.kind:type_name -> dex.v1.StepKind
+	16, // 0: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
+	17, // 1: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
+	16, // 2: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
+	18, // 3: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
+	19, // 4: dex.v1.Task.kind:type_name -> dex.v1.StepKind
 	3,  // 5: dex.v1.Task.model_input:type_name -> dex.v1.ModelInput
-	18, // 6: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
+	20, // 6: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
 	4,  // 7: dex.v1.PollTaskResponse.tasks:type_name -> dex.v1.Task
-	16, // 8: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	16, // 9: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
-	16, // 10: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	19, // 11: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
-	20, // 12: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
-	21, // 13: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
-	16, // 14: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	22, // 15: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
-	0,  // 16: dex.v1.WorkerService.RegisterWorker:input_type -> dex.v1.RegisterWorkerRequest
-	2,  // 17: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
-	6,  // 18: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
-	8,  // 19: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
-	10, // 20: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
-	12, // 21: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
-	1,  // 22: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
-	5,  // 23: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
-	7,  // 24: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
-	9,  // 25: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
-	11, // 26: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
-	13, // 27: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
-	22, // [22:28] is the sub-list for method output_type
-	16, // [16:22] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	18, // 8: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	18, // 9: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
+	18, // 10: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	21, // 11: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
+	22, // 12: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
+	23, // 13: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
+	18, // 14: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	24, // 15: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
+	18, // 16: dex.v1.ReportTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	25, // 17: dex.v1.ReportTaskRequest.result:type_name -> dex.v1.AttemptResult
+	0,  // 18: dex.v1.WorkerService.RegisterWorker:input_type -> dex.v1.RegisterWorkerRequest
+	2,  // 19: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
+	6,  // 20: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
+	8,  // 21: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
+	14, // 22: dex.v1.WorkerService.ReportTask:input_type -> dex.v1.ReportTaskRequest
+	10, // 23: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
+	12, // 24: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
+	1,  // 25: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
+	5,  // 26: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
+	7,  // 27: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
+	9,  // 28: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
+	15, // 29: dex.v1.WorkerService.ReportTask:output_type -> dex.v1.ReportTaskResponse
+	11, // 30: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
+	13, // 31: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
+	25, // [25:32] is the sub-list for method output_type
+	18, // [18:25] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_workers_proto_init() }
@@ -1057,7 +1158,7 @@ func file_dex_v1_workers_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_workers_proto_rawDesc), len(file_dex_v1_workers_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	WorkerService_PollTask_FullMethodName       = "/dex.v1.WorkerService/PollTask"
 	WorkerService_ClaimTask_FullMethodName      = "/dex.v1.WorkerService/ClaimTask"
 	WorkerService_Heartbeat_FullMethodName      = "/dex.v1.WorkerService/Heartbeat"
+	WorkerService_ReportTask_FullMethodName     = "/dex.v1.WorkerService/ReportTask"
 	WorkerService_CompleteTask_FullMethodName   = "/dex.v1.WorkerService/CompleteTask"
 	WorkerService_FailTask_FullMethodName       = "/dex.v1.WorkerService/FailTask"
 )
@@ -44,7 +45,11 @@ type WorkerServiceClient interface {
 	ClaimTask(ctx context.Context, in *ClaimTaskRequest, opts ...grpc.CallOption) (*ClaimTaskResponse, error)
 	// Keeps the attempt's lease alive; held in the leader's memory, not logged.
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
+	// Reports how the attempt ended: its result, or its failure.
+	ReportTask(ctx context.Context, in *ReportTaskRequest, opts ...grpc.CallOption) (*ReportTaskResponse, error)
+	// Deprecated: use ReportTask. Kept for older Workers; served as a ReportTask.
 	CompleteTask(ctx context.Context, in *CompleteTaskRequest, opts ...grpc.CallOption) (*CompleteTaskResponse, error)
+	// Deprecated: use ReportTask. Kept for older Workers; served as a ReportTask.
 	FailTask(ctx context.Context, in *FailTaskRequest, opts ...grpc.CallOption) (*FailTaskResponse, error)
 }
 
@@ -96,6 +101,16 @@ func (c *workerServiceClient) Heartbeat(ctx context.Context, in *HeartbeatReques
 	return out, nil
 }
 
+func (c *workerServiceClient) ReportTask(ctx context.Context, in *ReportTaskRequest, opts ...grpc.CallOption) (*ReportTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportTaskResponse)
+	err := c.cc.Invoke(ctx, WorkerService_ReportTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *workerServiceClient) CompleteTask(ctx context.Context, in *CompleteTaskRequest, opts ...grpc.CallOption) (*CompleteTaskResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CompleteTaskResponse)
@@ -133,7 +148,11 @@ type WorkerServiceServer interface {
 	ClaimTask(context.Context, *ClaimTaskRequest) (*ClaimTaskResponse, error)
 	// Keeps the attempt's lease alive; held in the leader's memory, not logged.
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
+	// Reports how the attempt ended: its result, or its failure.
+	ReportTask(context.Context, *ReportTaskRequest) (*ReportTaskResponse, error)
+	// Deprecated: use ReportTask. Kept for older Workers; served as a ReportTask.
 	CompleteTask(context.Context, *CompleteTaskRequest) (*CompleteTaskResponse, error)
+	// Deprecated: use ReportTask. Kept for older Workers; served as a ReportTask.
 	FailTask(context.Context, *FailTaskRequest) (*FailTaskResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
@@ -156,6 +175,9 @@ func (UnimplementedWorkerServiceServer) ClaimTask(context.Context, *ClaimTaskReq
 }
 func (UnimplementedWorkerServiceServer) Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (UnimplementedWorkerServiceServer) ReportTask(context.Context, *ReportTaskRequest) (*ReportTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportTask not implemented")
 }
 func (UnimplementedWorkerServiceServer) CompleteTask(context.Context, *CompleteTaskRequest) (*CompleteTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CompleteTask not implemented")
@@ -256,6 +278,24 @@ func _WorkerService_Heartbeat_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkerService_ReportTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).ReportTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_ReportTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).ReportTask(ctx, req.(*ReportTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _WorkerService_CompleteTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CompleteTaskRequest)
 	if err := dec(in); err != nil {
@@ -314,6 +354,10 @@ var WorkerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Heartbeat",
 			Handler:    _WorkerService_Heartbeat_Handler,
+		},
+		{
+			MethodName: "ReportTask",
+			Handler:    _WorkerService_ReportTask_Handler,
 		},
 		{
 			MethodName: "CompleteTask",

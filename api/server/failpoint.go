@@ -5,9 +5,10 @@ import "github.com/dexhq/dex/dispatch"
 // Failpoint names of the chaos build (go build -tags chaos): the moments of
 // the crash matrix (SPEC §4) that a signal cannot hit reliably.
 const (
-	// FailpointBeforeCommitResult: in WorkerService CompleteTask and
-	// FailTask after the request was validated and before its proposal —
-	// the Worker sent its result, the cluster has not committed it.
+	// FailpointBeforeCommitResult: in WorkerService ReportTask (which the
+	// older CompleteTask and FailTask go through) after the request was
+	// validated and before its proposal — the Worker sent its result, the
+	// cluster has not committed it.
 	FailpointBeforeCommitResult = "dexBeforeCommitResult"
 	// FailpointAfterWaitResolved: in SessionService ResolveApproval and
 	// AnswerQuestion after the proposal committed and before the answer,

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -70,10 +72,13 @@ func (m *miniCluster) Heartbeat(context.Context, *dexv1.HeartbeatRequest) (*dexv
 	return &dexv1.HeartbeatResponse{}, nil
 }
 
-func (m *miniCluster) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskRequest) (*dexv1.CompleteTaskResponse, error) {
+func (m *miniCluster) ReportTask(ctx context.Context, req *dexv1.ReportTaskRequest) (*dexv1.ReportTaskResponse, error) {
+	if req.GetResult().GetFailure() != nil {
+		return nil, status.Error(codes.Unimplemented, "the demo turn fails no attempt")
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if mo := req.GetModelOutput(); mo != nil {
+	if mo := req.GetResult().GetModelOutput(); mo != nil {
 		m.history = append(m.history, &dexv1.HistoryEntry{Seq: uint64(len(m.history) + 1), Kind: dexv1.HistoryKind_HISTORY_KIND_ASSISTANT, Text: mo.Text, ToolCalls: mo.ToolCalls})
 		if len(mo.ToolCalls) == 0 {
 			m.answered = mo.Text
@@ -87,13 +92,13 @@ func (m *miniCluster) CompleteTask(ctx context.Context, req *dexv1.CompleteTaskR
 				IdempotencyKey: "dex:s1:" + c.CallId, Access: access[c.Tool], HeartbeatIntervalMs: 50,
 			})
 		}
-		return &dexv1.CompleteTaskResponse{}, nil
+		return &dexv1.ReportTaskResponse{}, nil
 	}
-	m.history = append(m.history, &dexv1.HistoryEntry{Seq: uint64(len(m.history) + 1), Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, Text: req.GetToolResult().GetContent()})
+	m.history = append(m.history, &dexv1.HistoryEntry{Seq: uint64(len(m.history) + 1), Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, Text: req.GetResult().GetToolResult().GetContent()})
 	if m.pending--; m.pending == 0 {
 		m.queue = append(m.queue, m.modelTask())
 	}
-	return &dexv1.CompleteTaskResponse{}, nil
+	return &dexv1.ReportTaskResponse{}, nil
 }
 
 func TestProcessRunsADemoTurnWithAHold(t *testing.T) {

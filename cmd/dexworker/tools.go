@@ -19,7 +19,7 @@ import (
 // it does anything else. Arguments every tool understands (for tests):
 //
 //	"sleep_ms": N        run this long (cancellable)
-//	"fail_attempts": N   attempts 1..N fail (FailTask, the Step is retried)
+//	"fail_attempts": N   attempts 1..N fail (reported as a failure, the Step is retried)
 //	"error_result": true the tool answers with an error result
 type demoTools struct {
 	ledger *Ledger

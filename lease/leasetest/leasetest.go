@@ -213,29 +213,27 @@ func Ref(stepID string, at *dexv1.Attempt) *dexv1.AttemptRef {
 // Complete completes a RunModel attempt with a model output.
 func (c *Cluster) Complete(ref *dexv1.AttemptRef, text string, calls ...*dexv1.ToolCall) {
 	c.t.Helper()
-	ref = proto.Clone(ref).(*dexv1.AttemptRef)
-	ref.Seq = c.lastSeq(ref) + 1
-	c.Do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref: ref, Result: &dexv1.CompleteAttempt_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}},
-	}}})
+	c.Report(ref, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}}})
 }
 
 // CompleteTool completes a tool attempt with a result.
 func (c *Cluster) CompleteTool(ref *dexv1.AttemptRef, content string) {
 	c.t.Helper()
-	ref = proto.Clone(ref).(*dexv1.AttemptRef)
-	ref.Seq = c.lastSeq(ref) + 1
-	c.Do(&dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: &dexv1.CompleteAttempt{
-		Ref: ref, Result: &dexv1.CompleteAttempt_ToolResult{ToolResult: &dexv1.ToolResult{Content: content}},
-	}}})
+	c.Report(ref, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: content}}})
 }
 
 // Fail fails an attempt with an error type.
 func (c *Cluster) Fail(ref *dexv1.AttemptRef, t dexv1.ErrorType, msg string) {
 	c.t.Helper()
+	c.Report(ref, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{ErrorType: t, Error: msg}}})
+}
+
+// Report ends an attempt as its Worker reports it, at the attempt's next seq.
+func (c *Cluster) Report(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) {
+	c.t.Helper()
 	ref = proto.Clone(ref).(*dexv1.AttemptRef)
 	ref.Seq = c.lastSeq(ref) + 1
-	c.Do(&dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{Ref: ref, ErrorType: t, Error: msg}}})
+	c.Do(&dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}})
 }
 
 func (c *Cluster) lastSeq(ref *dexv1.AttemptRef) uint64 {

@@ -1,0 +1,134 @@
+package fsm
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// legacyCommand is the CompleteAttempt or FailAttempt a log written before
+// ReportAttempt holds for a Worker's report.
+func legacyCommand(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *dexv1.Command {
+	c := &dexv1.CompleteAttempt{Ref: ref}
+	switch o := res.GetOutcome().(type) {
+	case *dexv1.AttemptResult_Failure:
+		return &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
+			Ref: ref, ErrorType: o.Failure.GetErrorType(), Error: o.Failure.GetError(),
+		}}}
+	case *dexv1.AttemptResult_ModelOutput:
+		c.Result = &dexv1.CompleteAttempt_ModelOutput{ModelOutput: o.ModelOutput}
+	case *dexv1.AttemptResult_ToolResult:
+		c.Result = &dexv1.CompleteAttempt_ToolResult{ToolResult: o.ToolResult}
+	case *dexv1.AttemptResult_PollResult:
+		c.Result = &dexv1.CompleteAttempt_PollResult{PollResult: o.PollResult}
+	case *dexv1.AttemptResult_Summary:
+		c.Result = &dexv1.CompleteAttempt_Summary{Summary: o.Summary}
+	}
+	return &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: c}}
+}
+
+// legacyTurns runs every kind of Worker report: a model output with calls, a
+// failed and retried tool, a long-running tool and its polls, a compaction.
+func legacyTurns(t *testing.T, d *driver) {
+	t.Helper()
+	compacting(t, d)
+	d.startNext("s", kCompact).claim().summary("the user said hi")
+	d.startNext("s", kRunModel).claim().answer("working", call("n", "save_note", "{}"), call("b", "build", "{}"))
+	for _, st := range d.stepsOf("s", kCallTool) {
+		if st.Tool == "save_note" {
+			d.start(st).claim().fail(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, "disk full")
+		} else {
+			d.start(st).claim().do(func(h *handle) *dexv1.Command { return h.toolResult("", false, "task-1") })
+		}
+	}
+	retry := d.queued("s", kCallTool)
+	d.now = max(d.now, retry.ReadyAtMs)
+	d.start(retry).claim().result("saved")
+	d.now = max(d.now, d.queued("s", kPoll).ReadyAtMs)
+	d.startNext("s", kPoll).poll(false, "")
+	d.now = max(d.now, d.queued("s", kPoll).ReadyAtMs)
+	d.startNext("s", kPoll).poll(true, "built")
+	d.startNext("s", kRunModel).answer("done")
+	wantStatus(t, d.session("s"), sIdle)
+}
+
+func TestLegacyAttemptCommands_ApplyAsReportAttempt(t *testing.T) {
+	// A log written before ReportAttempt (CompleteAttempt, FailAttempt) must
+	// still apply, to the very state the same reports as ReportAttempt give.
+	first := msgCounter // both runs send the same message ids
+	now := newDriver(t)
+	legacyTurns(t, now)
+	msgCounter = first
+	old := newDriver(t)
+	old.legacy = true
+	legacyTurns(t, old)
+	if len(old.halts) != 0 || len(now.halts) != 0 {
+		t.Fatalf("halts: old %v, new %v", old.halts, now.halts)
+	}
+	if !bytes.Equal(old.stateBytes(), now.stateBytes()) {
+		t.Fatal("the old commands and ReportAttempt led to different states")
+	}
+}
+
+func TestLegacyAttemptCommands_RepeatsAnswerAcrossVersions(t *testing.T) {
+	failure := &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{Error: "boom"}}}
+	output := &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: "hi"}}}
+	report := func(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *dexv1.Command {
+		return &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}}
+	}
+	t.Run("fail committed by an older leader", func(t *testing.T) {
+		d := newDriver(t)
+		d.createSession("s", "", "hello")
+		h := d.startNext("s", kRunModel).claim()
+		ref := h.ref()
+		d.do(legacyCommand(ref, failure))
+		for _, cmd := range []*dexv1.Command{legacyCommand(ref, failure), report(ref, failure)} {
+			if res := d.try(cmd); res.Err != nil || !res.Replayed {
+				t.Fatalf("repeat %T of the committed fail: %v replayed=%v; want the first answer", cmd.Body, res.Err, res.Replayed)
+			}
+		}
+		for _, cmd := range []*dexv1.Command{report(ref, output), legacyCommand(ref, output)} {
+			if r := d.refused(cmd, CodeFailedPrecondition); !strings.Contains(r.Error(), "was a fail, not a complete") {
+				t.Fatalf("a complete at the seq of a fail: %v", r)
+			}
+		}
+	})
+	t.Run("complete committed by an older leader", func(t *testing.T) {
+		d := newDriver(t)
+		d.createSession("s", "", "hello")
+		h := d.startNext("s", kRunModel).claim()
+		ref := h.ref()
+		d.do(legacyCommand(ref, output))
+		if res := d.try(report(ref, output)); res.Err != nil || !res.Replayed {
+			t.Fatalf("ReportAttempt repeating the committed complete: %v replayed=%v", res.Err, res.Replayed)
+		}
+		if r := d.refused(report(ref, failure), CodeFailedPrecondition); !strings.Contains(r.Error(), "was a complete, not a fail") {
+			t.Fatalf("a fail at the seq of a complete: %v", r)
+		}
+	})
+}
+
+func TestReportAttempt_RefusesAResultThatDoesNotFit(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("s", "", "hello")
+	h := d.startNext("s", kRunModel).claim()
+	ref := h.ref()
+	for name, res := range map[string]*dexv1.AttemptResult{
+		"no result":       nil,
+		"empty result":    {},
+		"a tool's result": {Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: "x"}}},
+		"a summary":       {Outcome: &dexv1.AttemptResult_Summary{Summary: "x"}},
+	} {
+		cmd := &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}}
+		if r := d.refused(cmd, CodeInvalid); !strings.Contains(r.Error(), "a RunModel step cannot complete") {
+			t.Fatalf("%s: %v", name, r)
+		}
+	}
+	// Refused reports change nothing: the same seq still takes the output.
+	d.do(&dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: &dexv1.AttemptResult{
+		Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: "hi"}},
+	}}}})
+	wantStatus(t, d.session("s"), sIdle)
+}
