@@ -24,10 +24,10 @@ fuzz:
 	$(GO) test ./fsm -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME)
 
 bench:
-	$(GO) test ./fsm -run '^$$' -bench 'Apply$$' -benchtime 2000x -benchmem
-	$(GO) test ./fsm -run '^$$' -bench ApplyBatch -benchtime 100x
-	$(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
-	$(GO) test ./dispatch -run '^$$' -bench . -benchmem
+	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench 'Apply$$' -benchtime 2000x -benchmem
+	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench ApplyBatch -benchtime 100x
+	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
+	scripts/busy.sh $(GO) test ./dispatch -run '^$$' -bench . -benchmem
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
 	$(BIN)/dexbench --bin $(BIN) $(BENCHFLAGS)
 
