@@ -203,20 +203,30 @@ func validateOutput(o *dexv1.ModelOutput) *Rejection {
 	return nil
 }
 
-func (a *applier) expireAttempt(c *dexv1.ExpireAttempt) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
+// runningAttempt checks a leader's command that ends an attempt: the epoch is
+// current, the attempt is the Step's current one and it still runs.
+func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*dexv1.Step, *dexv1.Attempt, *Rejection) {
+	if r := a.checkEpoch(epoch); r != nil {
+		return nil, nil, r
 	}
-	st, r := a.step(c.StepId)
+	st, r := a.step(stepID)
+	if r != nil {
+		return nil, nil, r
+	}
+	if n == 0 || int(n) != len(st.Attempts) {
+		return nil, nil, reject(CodeFailedPrecondition, "attempt %d is not the current attempt of step %s", n, st.Id)
+	}
+	at := st.Attempts[n-1]
+	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+		return nil, nil, reject(CodeFailedPrecondition, "attempt %s already ended (%s)", at.Token, at.Status)
+	}
+	return st, at, nil
+}
+
+func (a *applier) expireAttempt(c *dexv1.ExpireAttempt) *Result {
+	st, at, r := a.runningAttempt(c.Epoch, c.StepId, c.Attempt)
 	if r != nil {
 		return rejected(r)
-	}
-	if c.Attempt == 0 || int(c.Attempt) != len(st.Attempts) {
-		return rejected(reject(CodeFailedPrecondition, "attempt %d is not the current attempt of step %s", c.Attempt, st.Id))
-	}
-	at := st.Attempts[c.Attempt-1]
-	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
-		return rejected(reject(CodeFailedPrecondition, "attempt %s already ended (%s)", at.Token, at.Status))
 	}
 	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED
 	at.Error = "the Worker stopped heartbeating"

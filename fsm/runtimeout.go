@@ -35,19 +35,9 @@ func RunTimeoutText(ms uint32) string {
 // though its Worker may still heartbeat it: error type timeout, then the
 // Step's policy decides as for any failed attempt.
 func (a *applier) timeoutAttempt(c *dexv1.TimeoutAttempt) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
-	st, r := a.step(c.StepId)
+	st, at, r := a.runningAttempt(c.Epoch, c.StepId, c.Attempt)
 	if r != nil {
 		return rejected(r)
-	}
-	if c.Attempt == 0 || int(c.Attempt) != len(st.Attempts) {
-		return rejected(reject(CodeFailedPrecondition, "attempt %d is not the current attempt of step %s", c.Attempt, st.Id))
-	}
-	at := st.Attempts[c.Attempt-1]
-	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
-		return rejected(reject(CodeFailedPrecondition, "attempt %s already ended (%s)", at.Token, at.Status))
 	}
 	if at.DeadlineMs == 0 {
 		return rejected(reject(CodeFailedPrecondition, "attempt %s has no run timeout", at.Token))
