@@ -1411,6 +1411,7 @@ func (x *FireTimer) GetEpoch() uint64 {
 type ResumeSession struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Choice        ResumeChoice           `protobuf:"varint,2,opt,name=choice,proto3,enum=dex.v1.ResumeChoice" json:"choice,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1450,6 +1451,13 @@ func (x *ResumeSession) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *ResumeSession) GetChoice() ResumeChoice {
+	if x != nil {
+		return x.Choice
+	}
+	return ResumeChoice_RESUME_CHOICE_UNSPECIFIED
 }
 
 // The new leader's recovery: every errored session whose input survived is
@@ -2393,10 +2401,11 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\":\n" +
 	"\tFireTimer\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\".\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"\\\n" +
 	"\rResumeSession\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"'\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12,\n" +
+	"\x06choice\x18\x02 \x01(\x0e2\x14.dex.v1.ResumeChoiceR\x06choice\"'\n" +
 	"\x0fRestartSessions\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"D\n" +
 	"\rResumeErrored\x12\x1d\n" +
@@ -2503,10 +2512,11 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*ToolResult)(nil),        // 32: dex.v1.ToolResult
 	(*PollResult)(nil),        // 33: dex.v1.PollResult
 	(ErrorType)(0),            // 34: dex.v1.ErrorType
-	(Outcome)(0),              // 35: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 36: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 37: dex.v1.EventRetention
-	(*AttemptResult)(nil),     // 38: dex.v1.AttemptResult
+	(ResumeChoice)(0),         // 35: dex.v1.ResumeChoice
+	(Outcome)(0),              // 36: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 37: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 38: dex.v1.EventRetention
+	(*AttemptResult)(nil),     // 39: dex.v1.AttemptResult
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2545,16 +2555,17 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	33, // 33: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
 	5,  // 34: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
 	34, // 35: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	35, // 36: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	36, // 37: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	37, // 38: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	5,  // 39: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
-	38, // 40: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	35, // 36: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
+	36, // 37: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	37, // 38: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	38, // 39: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	5,  // 40: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
+	39, // 41: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }

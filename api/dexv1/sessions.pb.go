@@ -823,8 +823,10 @@ func (*AnswerQuestionResponse) Descriptor() ([]byte, []int) {
 }
 
 type ResumeSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Retry the kept turn (the default) or drop it.
+	Choice        ResumeChoice `protobuf:"varint,2,opt,name=choice,proto3,enum=dex.v1.ResumeChoice" json:"choice,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -864,6 +866,13 @@ func (x *ResumeSessionRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *ResumeSessionRequest) GetChoice() ResumeChoice {
+	if x != nil {
+		return x.Choice
+	}
+	return ResumeChoice_RESUME_CHOICE_UNSPECIFIED
 }
 
 type ResumeSessionResponse struct {
@@ -1150,6 +1159,121 @@ func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
 	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
 }
 
+type EditHistoryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Drop the history entries from this seq on (0: drop nothing).
+	TruncateFromSeq uint64 `protobuf:"varint,2,opt,name=truncate_from_seq,json=truncateFromSeq,proto3" json:"truncate_from_seq,omitempty"`
+	// A note added at the end of the history, for the model to read.
+	Note          string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EditHistoryRequest) Reset() {
+	*x = EditHistoryRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EditHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EditHistoryRequest) ProtoMessage() {}
+
+func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EditHistoryRequest.ProtoReflect.Descriptor instead.
+func (*EditHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *EditHistoryRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *EditHistoryRequest) GetTruncateFromSeq() uint64 {
+	if x != nil {
+		return x.TruncateFromSeq
+	}
+	return 0
+}
+
+func (x *EditHistoryRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+type EditHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The history's size after the edit: entries and characters.
+	HistoryCount  uint64 `protobuf:"varint,1,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	HistorySize   uint64 `protobuf:"varint,2,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EditHistoryResponse) Reset() {
+	*x = EditHistoryResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EditHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EditHistoryResponse) ProtoMessage() {}
+
+func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EditHistoryResponse.ProtoReflect.Descriptor instead.
+func (*EditHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *EditHistoryResponse) GetHistoryCount() uint64 {
+	if x != nil {
+		return x.HistoryCount
+	}
+	return 0
+}
+
+func (x *EditHistoryResponse) GetHistorySize() uint64 {
+	if x != nil {
+		return x.HistorySize
+	}
+	return 0
+}
+
 var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
@@ -1210,10 +1334,11 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x15AnswerQuestionRequest\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\"\x18\n" +
-	"\x16AnswerQuestionResponse\"5\n" +
+	"\x16AnswerQuestionResponse\"c\n" +
 	"\x14ResumeSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12,\n" +
+	"\x06choice\x18\x02 \x01(\x0e2\x14.dex.v1.ResumeChoiceR\x06choice\"\x17\n" +
 	"\x15ResumeSessionResponse\"q\n" +
 	"\x17ReconcileOutcomeRequest\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12)\n" +
@@ -1229,7 +1354,15 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse2\x8c\x06\n" +
+	"\x15DeleteSessionResponse\"s\n" +
+	"\x12EditHistoryRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12*\n" +
+	"\x11truncate_from_seq\x18\x02 \x01(\x04R\x0ftruncateFromSeq\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"]\n" +
+	"\x13EditHistoryResponse\x12#\n" +
+	"\rhistory_count\x18\x01 \x01(\x04R\fhistoryCount\x12!\n" +
+	"\fhistory_size\x18\x02 \x01(\x04R\vhistorySize2\xd4\x06\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -1241,7 +1374,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x0eAnswerQuestion\x12\x1d.dex.v1.AnswerQuestionRequest\x1a\x1e.dex.v1.AnswerQuestionResponse\x12L\n" +
 	"\rResumeSession\x12\x1c.dex.v1.ResumeSessionRequest\x1a\x1d.dex.v1.ResumeSessionResponse\x12U\n" +
 	"\x10ReconcileOutcome\x12\x1f.dex.v1.ReconcileOutcomeRequest\x1a .dex.v1.ReconcileOutcomeResponse\x12L\n" +
-	"\rDeleteSession\x12\x1c.dex.v1.DeleteSessionRequest\x1a\x1d.dex.v1.DeleteSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\rDeleteSession\x12\x1c.dex.v1.DeleteSessionRequest\x1a\x1d.dex.v1.DeleteSessionResponse\x12F\n" +
+	"\vEditHistory\x12\x1a.dex.v1.EditHistoryRequest\x1a\x1b.dex.v1.EditHistoryResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -1255,7 +1389,7 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),     // 0: dex.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),    // 1: dex.v1.CreateSessionResponse
@@ -1278,44 +1412,50 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*EventsNotKept)(nil),            // 18: dex.v1.EventsNotKept
 	(*DeleteSessionRequest)(nil),     // 19: dex.v1.DeleteSessionRequest
 	(*DeleteSessionResponse)(nil),    // 20: dex.v1.DeleteSessionResponse
-	(*Session)(nil),                  // 21: dex.v1.Session
-	(*Step)(nil),                     // 22: dex.v1.Step
-	(SessionStatus)(0),               // 23: dex.v1.SessionStatus
-	(Outcome)(0),                     // 24: dex.v1.Outcome
-	(*Event)(nil),                    // 25: dex.v1.Event
+	(*EditHistoryRequest)(nil),       // 21: dex.v1.EditHistoryRequest
+	(*EditHistoryResponse)(nil),      // 22: dex.v1.EditHistoryResponse
+	(*Session)(nil),                  // 23: dex.v1.Session
+	(*Step)(nil),                     // 24: dex.v1.Step
+	(SessionStatus)(0),               // 25: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 26: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 27: dex.v1.Outcome
+	(*Event)(nil),                    // 28: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	21, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	21, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	22, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	23, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	23, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	23, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	24, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	25, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	7,  // 4: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	24, // 5: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	0,  // 6: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	2,  // 7: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	4,  // 8: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	6,  // 9: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	9,  // 10: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	10, // 11: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	12, // 12: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	14, // 13: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	16, // 14: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	19, // 15: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	1,  // 16: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	3,  // 17: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	5,  // 18: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	8,  // 19: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	25, // 20: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	11, // 21: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	13, // 22: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	15, // 23: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	17, // 24: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	20, // 25: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	16, // [16:26] is the sub-list for method output_type
-	6,  // [6:16] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	26, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	27, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	0,  // 7: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	2,  // 8: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	4,  // 9: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	6,  // 10: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	9,  // 11: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	10, // 12: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	12, // 13: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	14, // 14: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	16, // 15: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	19, // 16: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	21, // 17: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	1,  // 18: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	3,  // 19: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	5,  // 20: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	8,  // 21: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	28, // 22: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	11, // 23: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	13, // 24: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	15, // 25: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	17, // 26: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	20, // 27: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	22, // 28: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	18, // [18:29] is the sub-list for method output_type
+	7,  // [7:18] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }
@@ -1330,7 +1470,7 @@ func file_dex_v1_sessions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	SessionService_ResumeSession_FullMethodName    = "/dex.v1.SessionService/ResumeSession"
 	SessionService_ReconcileOutcome_FullMethodName = "/dex.v1.SessionService/ReconcileOutcome"
 	SessionService_DeleteSession_FullMethodName    = "/dex.v1.SessionService/DeleteSession"
+	SessionService_EditHistory_FullMethodName      = "/dex.v1.SessionService/EditHistory"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -54,6 +55,10 @@ type SessionServiceClient interface {
 	// or waiting one is refused with FailedPrecondition. The session is NotFound
 	// at once; its rows are removed in the background by the leader.
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
+	// An operator's splice of an idle, errored or paused session's history:
+	// drop the entries from truncate_from_seq on and/or add a note. It clears
+	// the rejected-turn count (SPEC §6).
+	EditHistory(ctx context.Context, in *EditHistoryRequest, opts ...grpc.CallOption) (*EditHistoryResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -173,6 +178,16 @@ func (c *sessionServiceClient) DeleteSession(ctx context.Context, in *DeleteSess
 	return out, nil
 }
 
+func (c *sessionServiceClient) EditHistory(ctx context.Context, in *EditHistoryRequest, opts ...grpc.CallOption) (*EditHistoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EditHistoryResponse)
+	err := c.cc.Invoke(ctx, SessionService_EditHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -196,6 +211,10 @@ type SessionServiceServer interface {
 	// or waiting one is refused with FailedPrecondition. The session is NotFound
 	// at once; its rows are removed in the background by the leader.
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
+	// An operator's splice of an idle, errored or paused session's history:
+	// drop the entries from truncate_from_seq on and/or add a note. It clears
+	// the rejected-turn count (SPEC §6).
+	EditHistory(context.Context, *EditHistoryRequest) (*EditHistoryResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -235,6 +254,9 @@ func (UnimplementedSessionServiceServer) ReconcileOutcome(context.Context, *Reco
 }
 func (UnimplementedSessionServiceServer) DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteSession not implemented")
+}
+func (UnimplementedSessionServiceServer) EditHistory(context.Context, *EditHistoryRequest) (*EditHistoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EditHistory not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -430,6 +452,24 @@ func _SessionService_DeleteSession_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_EditHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EditHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).EditHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_EditHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).EditHistory(ctx, req.(*EditHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -472,6 +512,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSession",
 			Handler:    _SessionService_DeleteSession_Handler,
+		},
+		{
+			MethodName: "EditHistory",
+			Handler:    _SessionService_EditHistory_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

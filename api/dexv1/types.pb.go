@@ -380,6 +380,11 @@ const (
 	ErrorType_ERROR_TYPE_SERVER_ERROR    ErrorType = 5
 	ErrorType_ERROR_TYPE_TIMEOUT         ErrorType = 6
 	ErrorType_ERROR_TYPE_NETWORK         ErrorType = 7
+	// The handler failed in a way it could not classify (a plain error). Retried
+	// within the Step's attempts like a retryable failure; when they are spent the
+	// turn fails as a non-retryable one does: no error-resume, and a tool-result
+	// turn counts as rejected (SPEC §6).
+	ErrorType_ERROR_TYPE_UNKNOWN ErrorType = 8
 )
 
 // Enum value maps for ErrorType.
@@ -393,6 +398,7 @@ var (
 		5: "ERROR_TYPE_SERVER_ERROR",
 		6: "ERROR_TYPE_TIMEOUT",
 		7: "ERROR_TYPE_NETWORK",
+		8: "ERROR_TYPE_UNKNOWN",
 	}
 	ErrorType_value = map[string]int32{
 		"ERROR_TYPE_UNSPECIFIED":     0,
@@ -403,6 +409,7 @@ var (
 		"ERROR_TYPE_SERVER_ERROR":    5,
 		"ERROR_TYPE_TIMEOUT":         6,
 		"ERROR_TYPE_NETWORK":         7,
+		"ERROR_TYPE_UNKNOWN":         8,
 	}
 )
 
@@ -431,6 +438,60 @@ func (x ErrorType) Number() protoreflect.EnumNumber {
 // Deprecated: Use ErrorType.Descriptor instead.
 func (ErrorType) EnumDescriptor() ([]byte, []int) {
 	return file_dex_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+// What ResumeSession does with a kept turn.
+type ResumeChoice int32
+
+const (
+	// RETRY.
+	ResumeChoice_RESUME_CHOICE_UNSPECIFIED ResumeChoice = 0
+	// Run the kept turn's model call once more.
+	ResumeChoice_RESUME_CHOICE_RETRY ResumeChoice = 1
+	// Drop the kept turn: its tool results become short error notes the model
+	// sees, the turn ends as failed, and the session goes on with its inbox.
+	ResumeChoice_RESUME_CHOICE_DROP ResumeChoice = 2
+)
+
+// Enum value maps for ResumeChoice.
+var (
+	ResumeChoice_name = map[int32]string{
+		0: "RESUME_CHOICE_UNSPECIFIED",
+		1: "RESUME_CHOICE_RETRY",
+		2: "RESUME_CHOICE_DROP",
+	}
+	ResumeChoice_value = map[string]int32{
+		"RESUME_CHOICE_UNSPECIFIED": 0,
+		"RESUME_CHOICE_RETRY":       1,
+		"RESUME_CHOICE_DROP":        2,
+	}
+)
+
+func (x ResumeChoice) Enum() *ResumeChoice {
+	p := new(ResumeChoice)
+	*p = x
+	return p
+}
+
+func (x ResumeChoice) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ResumeChoice) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_v1_types_proto_enumTypes[7].Descriptor()
+}
+
+func (ResumeChoice) Type() protoreflect.EnumType {
+	return &file_dex_v1_types_proto_enumTypes[7]
+}
+
+func (x ResumeChoice) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ResumeChoice.Descriptor instead.
+func (ResumeChoice) EnumDescriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 type ToolAccess int32
@@ -469,11 +530,11 @@ func (x ToolAccess) String() string {
 }
 
 func (ToolAccess) Descriptor() protoreflect.EnumDescriptor {
-	return file_dex_v1_types_proto_enumTypes[7].Descriptor()
+	return file_dex_v1_types_proto_enumTypes[8].Descriptor()
 }
 
 func (ToolAccess) Type() protoreflect.EnumType {
-	return &file_dex_v1_types_proto_enumTypes[7]
+	return &file_dex_v1_types_proto_enumTypes[8]
 }
 
 func (x ToolAccess) Number() protoreflect.EnumNumber {
@@ -482,7 +543,7 @@ func (x ToolAccess) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolAccess.Descriptor instead.
 func (ToolAccess) EnumDescriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 type PauseReason int32
@@ -516,11 +577,11 @@ func (x PauseReason) String() string {
 }
 
 func (PauseReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_dex_v1_types_proto_enumTypes[8].Descriptor()
+	return file_dex_v1_types_proto_enumTypes[9].Descriptor()
 }
 
 func (PauseReason) Type() protoreflect.EnumType {
-	return &file_dex_v1_types_proto_enumTypes[8]
+	return &file_dex_v1_types_proto_enumTypes[9]
 }
 
 func (x PauseReason) Number() protoreflect.EnumNumber {
@@ -529,7 +590,7 @@ func (x PauseReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PauseReason.Descriptor instead.
 func (PauseReason) EnumDescriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 type HistoryKind int32
@@ -574,11 +635,11 @@ func (x HistoryKind) String() string {
 }
 
 func (HistoryKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_dex_v1_types_proto_enumTypes[9].Descriptor()
+	return file_dex_v1_types_proto_enumTypes[10].Descriptor()
 }
 
 func (HistoryKind) Type() protoreflect.EnumType {
-	return &file_dex_v1_types_proto_enumTypes[9]
+	return &file_dex_v1_types_proto_enumTypes[10]
 }
 
 func (x HistoryKind) Number() protoreflect.EnumNumber {
@@ -587,7 +648,7 @@ func (x HistoryKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HistoryKind.Descriptor instead.
 func (HistoryKind) EnumDescriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 type TurnInput int32
@@ -625,11 +686,11 @@ func (x TurnInput) String() string {
 }
 
 func (TurnInput) Descriptor() protoreflect.EnumDescriptor {
-	return file_dex_v1_types_proto_enumTypes[10].Descriptor()
+	return file_dex_v1_types_proto_enumTypes[11].Descriptor()
 }
 
 func (TurnInput) Type() protoreflect.EnumType {
-	return &file_dex_v1_types_proto_enumTypes[10]
+	return &file_dex_v1_types_proto_enumTypes[11]
 }
 
 func (x TurnInput) Number() protoreflect.EnumNumber {
@@ -638,7 +699,7 @@ func (x TurnInput) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TurnInput.Descriptor instead.
 func (TurnInput) EnumDescriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 type CallPhase int32
@@ -683,11 +744,11 @@ func (x CallPhase) String() string {
 }
 
 func (CallPhase) Descriptor() protoreflect.EnumDescriptor {
-	return file_dex_v1_types_proto_enumTypes[11].Descriptor()
+	return file_dex_v1_types_proto_enumTypes[12].Descriptor()
 }
 
 func (CallPhase) Type() protoreflect.EnumType {
-	return &file_dex_v1_types_proto_enumTypes[11]
+	return &file_dex_v1_types_proto_enumTypes[12]
 }
 
 func (x CallPhase) Number() protoreflect.EnumNumber {
@@ -696,7 +757,7 @@ func (x CallPhase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CallPhase.Descriptor instead.
 func (CallPhase) EnumDescriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 // How a Worker's tool behaves; registered with the tool.
@@ -1518,9 +1579,13 @@ type Turn struct {
 	// The RunModel or CompactContext Step of the turn now, if any.
 	StepId string `protobuf:"bytes,5,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	// Tool calls that ran (or may have) in this turn, for the do-not-repeat note.
-	RanCalls      []string `protobuf:"bytes,6,rep,name=ran_calls,json=ranCalls,proto3" json:"ran_calls,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RanCalls []string `protobuf:"bytes,6,rep,name=ran_calls,json=ranCalls,proto3" json:"ran_calls,omitempty"`
+	// How many of ran_calls the history already has a do-not-repeat note for.
+	NotedRanCalls uint32 `protobuf:"varint,7,opt,name=noted_ran_calls,json=notedRanCalls,proto3" json:"noted_ran_calls,omitempty"`
+	// The history seq where the tool results of the latest model output begin.
+	ResultsFromSeq uint64 `protobuf:"varint,8,opt,name=results_from_seq,json=resultsFromSeq,proto3" json:"results_from_seq,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
@@ -1593,6 +1658,20 @@ func (x *Turn) GetRanCalls() []string {
 		return x.RanCalls
 	}
 	return nil
+}
+
+func (x *Turn) GetNotedRanCalls() uint32 {
+	if x != nil {
+		return x.NotedRanCalls
+	}
+	return 0
+}
+
+func (x *Turn) GetResultsFromSeq() uint64 {
+	if x != nil {
+		return x.ResultsFromSeq
+	}
+	return 0
 }
 
 type Session struct {
@@ -3366,7 +3445,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\n" +
 	" \x01(\tR\x0eidempotencyKey\x12\x10\n" +
 	"\x03ran\x18\v \x01(\bR\x03ran\x12\x18\n" +
-	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xc7\x01\n" +
+	"\abuiltin\x18\f \x01(\tR\abuiltin\"\x99\x02\n" +
 	"\x04Turn\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\x12'\n" +
 	"\x05input\x18\x02 \x01(\x0e2\x11.dex.v1.TurnInputR\x05input\x12\x1f\n" +
@@ -3374,7 +3453,9 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"messageIds\x12'\n" +
 	"\x05calls\x18\x04 \x03(\v2\x11.dex.v1.CallStateR\x05calls\x12\x17\n" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
-	"\tran_calls\x18\x06 \x03(\tR\branCalls\"\xa1\t\n" +
+	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
+	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xa1\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3575,7 +3656,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0fAttemptProgress\x12 \n" +
 	"\x1cATTEMPT_PROGRESS_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cATTEMPT_PROGRESS_NOT_STARTED\x10\x01\x12\"\n" +
-	"\x1eATTEMPT_PROGRESS_NOT_COMPLETED\x10\x02*\xe9\x01\n" +
+	"\x1eATTEMPT_PROGRESS_NOT_COMPLETED\x10\x02*\x81\x02\n" +
 	"\tErrorType\x12\x1a\n" +
 	"\x16ERROR_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aERROR_TYPE_INVALID_REQUEST\x10\x01\x12\x1d\n" +
@@ -3584,7 +3665,12 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x15ERROR_TYPE_OVERLOADED\x10\x04\x12\x1b\n" +
 	"\x17ERROR_TYPE_SERVER_ERROR\x10\x05\x12\x16\n" +
 	"\x12ERROR_TYPE_TIMEOUT\x10\x06\x12\x16\n" +
-	"\x12ERROR_TYPE_NETWORK\x10\a*\x81\x01\n" +
+	"\x12ERROR_TYPE_NETWORK\x10\a\x12\x16\n" +
+	"\x12ERROR_TYPE_UNKNOWN\x10\b*^\n" +
+	"\fResumeChoice\x12\x1d\n" +
+	"\x19RESUME_CHOICE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13RESUME_CHOICE_RETRY\x10\x01\x12\x16\n" +
+	"\x12RESUME_CHOICE_DROP\x10\x02*\x81\x01\n" +
 	"\n" +
 	"ToolAccess\x12\x1b\n" +
 	"\x17TOOL_ACCESS_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -3625,7 +3711,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 	return file_dex_v1_types_proto_rawDescData
 }
 
-var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
 var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
@@ -3635,83 +3721,84 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(AttemptStatus)(0),      // 4: dex.v1.AttemptStatus
 	(AttemptProgress)(0),    // 5: dex.v1.AttemptProgress
 	(ErrorType)(0),          // 6: dex.v1.ErrorType
-	(ToolAccess)(0),         // 7: dex.v1.ToolAccess
-	(PauseReason)(0),        // 8: dex.v1.PauseReason
-	(HistoryKind)(0),        // 9: dex.v1.HistoryKind
-	(TurnInput)(0),          // 10: dex.v1.TurnInput
-	(CallPhase)(0),          // 11: dex.v1.CallPhase
-	(*ToolSpec)(nil),        // 12: dex.v1.ToolSpec
-	(*ToolCall)(nil),        // 13: dex.v1.ToolCall
-	(*InlineResult)(nil),    // 14: dex.v1.InlineResult
-	(*ModelOutput)(nil),     // 15: dex.v1.ModelOutput
-	(*ToolResult)(nil),      // 16: dex.v1.ToolResult
-	(*PollResult)(nil),      // 17: dex.v1.PollResult
-	(*Message)(nil),         // 18: dex.v1.Message
-	(*HistoryEntry)(nil),    // 19: dex.v1.HistoryEntry
-	(*CallState)(nil),       // 20: dex.v1.CallState
-	(*Turn)(nil),            // 21: dex.v1.Turn
-	(*Session)(nil),         // 22: dex.v1.Session
-	(*AcceptedMessage)(nil), // 23: dex.v1.AcceptedMessage
-	(*Attempt)(nil),         // 24: dex.v1.Attempt
-	(*Step)(nil),            // 25: dex.v1.Step
-	(*NodeInfo)(nil),        // 26: dex.v1.NodeInfo
-	(*WorkerInfo)(nil),      // 27: dex.v1.WorkerInfo
-	(*Event)(nil),           // 28: dex.v1.Event
-	(*ClusterMeta)(nil),     // 29: dex.v1.ClusterMeta
-	(*SnapshotRecord)(nil),  // 30: dex.v1.SnapshotRecord
-	(*EventRetention)(nil),  // 31: dex.v1.EventRetention
-	(*EventLog)(nil),        // 32: dex.v1.EventLog
-	(*WorkerTool)(nil),      // 33: dex.v1.WorkerTool
-	(*AttemptResult)(nil),   // 34: dex.v1.AttemptResult
-	(*AttemptFailure)(nil),  // 35: dex.v1.AttemptFailure
+	(ResumeChoice)(0),       // 7: dex.v1.ResumeChoice
+	(ToolAccess)(0),         // 8: dex.v1.ToolAccess
+	(PauseReason)(0),        // 9: dex.v1.PauseReason
+	(HistoryKind)(0),        // 10: dex.v1.HistoryKind
+	(TurnInput)(0),          // 11: dex.v1.TurnInput
+	(CallPhase)(0),          // 12: dex.v1.CallPhase
+	(*ToolSpec)(nil),        // 13: dex.v1.ToolSpec
+	(*ToolCall)(nil),        // 14: dex.v1.ToolCall
+	(*InlineResult)(nil),    // 15: dex.v1.InlineResult
+	(*ModelOutput)(nil),     // 16: dex.v1.ModelOutput
+	(*ToolResult)(nil),      // 17: dex.v1.ToolResult
+	(*PollResult)(nil),      // 18: dex.v1.PollResult
+	(*Message)(nil),         // 19: dex.v1.Message
+	(*HistoryEntry)(nil),    // 20: dex.v1.HistoryEntry
+	(*CallState)(nil),       // 21: dex.v1.CallState
+	(*Turn)(nil),            // 22: dex.v1.Turn
+	(*Session)(nil),         // 23: dex.v1.Session
+	(*AcceptedMessage)(nil), // 24: dex.v1.AcceptedMessage
+	(*Attempt)(nil),         // 25: dex.v1.Attempt
+	(*Step)(nil),            // 26: dex.v1.Step
+	(*NodeInfo)(nil),        // 27: dex.v1.NodeInfo
+	(*WorkerInfo)(nil),      // 28: dex.v1.WorkerInfo
+	(*Event)(nil),           // 29: dex.v1.Event
+	(*ClusterMeta)(nil),     // 30: dex.v1.ClusterMeta
+	(*SnapshotRecord)(nil),  // 31: dex.v1.SnapshotRecord
+	(*EventRetention)(nil),  // 32: dex.v1.EventRetention
+	(*EventLog)(nil),        // 33: dex.v1.EventLog
+	(*WorkerTool)(nil),      // 34: dex.v1.WorkerTool
+	(*AttemptResult)(nil),   // 35: dex.v1.AttemptResult
+	(*AttemptFailure)(nil),  // 36: dex.v1.AttemptFailure
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
-	7,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
-	13, // 1: dex.v1.ModelOutput.tool_calls:type_name -> dex.v1.ToolCall
-	14, // 2: dex.v1.ModelOutput.inline_results:type_name -> dex.v1.InlineResult
-	16, // 3: dex.v1.PollResult.result:type_name -> dex.v1.ToolResult
-	9,  // 4: dex.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
+	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
+	14, // 1: dex.v1.ModelOutput.tool_calls:type_name -> dex.v1.ToolCall
+	15, // 2: dex.v1.ModelOutput.inline_results:type_name -> dex.v1.InlineResult
+	17, // 3: dex.v1.PollResult.result:type_name -> dex.v1.ToolResult
+	10, // 4: dex.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
 	3,  // 5: dex.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
-	13, // 6: dex.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
-	14, // 7: dex.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
-	12, // 8: dex.v1.CallState.policy:type_name -> dex.v1.ToolSpec
-	11, // 9: dex.v1.CallState.phase:type_name -> dex.v1.CallPhase
+	14, // 6: dex.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
+	15, // 7: dex.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	13, // 8: dex.v1.CallState.policy:type_name -> dex.v1.ToolSpec
+	12, // 9: dex.v1.CallState.phase:type_name -> dex.v1.CallPhase
 	3,  // 10: dex.v1.CallState.outcome:type_name -> dex.v1.Outcome
-	10, // 11: dex.v1.Turn.input:type_name -> dex.v1.TurnInput
-	20, // 12: dex.v1.Turn.calls:type_name -> dex.v1.CallState
+	11, // 11: dex.v1.Turn.input:type_name -> dex.v1.TurnInput
+	21, // 12: dex.v1.Turn.calls:type_name -> dex.v1.CallState
 	0,  // 13: dex.v1.Session.status:type_name -> dex.v1.SessionStatus
-	19, // 14: dex.v1.Session.history:type_name -> dex.v1.HistoryEntry
-	18, // 15: dex.v1.Session.inbox:type_name -> dex.v1.Message
-	21, // 16: dex.v1.Session.turn:type_name -> dex.v1.Turn
-	8,  // 17: dex.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
+	20, // 14: dex.v1.Session.history:type_name -> dex.v1.HistoryEntry
+	19, // 15: dex.v1.Session.inbox:type_name -> dex.v1.Message
+	22, // 16: dex.v1.Session.turn:type_name -> dex.v1.Turn
+	9,  // 17: dex.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
 	6,  // 18: dex.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
 	4,  // 19: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
 	5,  // 20: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
 	6,  // 21: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
 	1,  // 22: dex.v1.Step.kind:type_name -> dex.v1.StepKind
-	12, // 23: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	13, // 23: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
 	2,  // 24: dex.v1.Step.status:type_name -> dex.v1.StepStatus
-	24, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
+	25, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
 	3,  // 26: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
 	6,  // 27: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	12, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	31, // 29: dex.v1.ClusterMeta.event_retention:type_name -> dex.v1.EventRetention
-	29, // 30: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
-	22, // 31: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	25, // 32: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	27, // 33: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	26, // 34: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	28, // 35: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
-	19, // 36: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
-	18, // 37: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
-	23, // 38: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
-	32, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
-	12, // 40: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	33, // 41: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
-	15, // 42: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
-	16, // 43: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
-	17, // 44: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	35, // 45: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	13, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
+	32, // 29: dex.v1.ClusterMeta.event_retention:type_name -> dex.v1.EventRetention
+	30, // 30: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
+	23, // 31: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
+	26, // 32: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
+	28, // 33: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	27, // 34: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	29, // 35: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
+	20, // 36: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
+	19, // 37: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
+	24, // 38: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
+	33, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
+	13, // 40: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	34, // 41: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
+	16, // 42: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	17, // 43: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	18, // 44: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	36, // 45: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
 	6,  // 46: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
 	47, // [47:47] is the sub-list for method output_type
 	47, // [47:47] is the sub-list for method input_type
@@ -3751,7 +3838,7 @@ func file_dex_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
-			NumEnums:      12,
+			NumEnums:      13,
 			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
