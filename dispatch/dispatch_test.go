@@ -158,7 +158,7 @@ func TestPollReturnsTaskAfterStartAttemptCommitted(t *testing.T) {
 	for _, tool := range in.Tools {
 		names = append(names, tool.Name)
 	}
-	if want := []string{"ask_user", "lookup", "save_note", "sleep"}; !slices.Equal(names, want) {
+	if want := []string{"ask_user", "lookup", "resume_agent", "save_note", "sleep"}; !slices.Equal(names, want) {
 		t.Fatalf("model tools %v; want %v", names, want)
 	}
 	if f.leases.Armed() != 1 {

@@ -21,6 +21,12 @@ var Builtins = []*dexv1.ToolSpec{
 		Name: fsm.BuiltinSleep, Access: dexv1.ToolAccess_TOOL_ACCESS_READ,
 		Description: `Wait for a number of seconds before the turn goes on. Arguments: {"seconds": N}`,
 	},
+	{
+		Name: fsm.BuiltinResumeAgent, Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE,
+		Description: `Resume a paused or errored sub-agent of this session. "retry" runs its kept turn once more; ` +
+			`"drop" drops that turn (its tool results become error notes) and lets it go on with its messages. ` +
+			`Arguments: {"agent": "ID", "choice": "retry" | "drop"}`,
+	},
 }
 
 // task builds what a Worker gets for an attempt the state machine started.

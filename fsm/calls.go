@@ -34,6 +34,7 @@ func (a *applier) markCallRan(s *dexv1.Session, callID string) {
 // calls of one output run in parallel.
 func (a *applier) startCalls(s *dexv1.Session, calls []*dexv1.ToolCall) {
 	s.Turn.Calls = nil
+	s.Turn.ResultsFromSeq = s.NextHistory
 	for _, tc := range calls {
 		c := &dexv1.CallState{CallId: tc.CallId, Tool: tc.Tool, Arguments: tc.Arguments}
 		s.Turn.Calls = append(s.Turn.Calls, c)
@@ -66,6 +67,10 @@ func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
 			Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 			Status: dexv1.StepStatus_STEP_STATUS_WAITING, DueAtMs: a.now + ms,
 		})
+		return
+	case BuiltinResumeAgent:
+		c.Builtin = BuiltinResumeAgent
+		a.resumeAgent(s, c)
 		return
 	}
 	spec := a.toolSpec(c.Tool)

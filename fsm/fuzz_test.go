@@ -64,7 +64,7 @@ type fuzzer struct {
 	stale    []*dexv1.Command
 }
 
-var fuzzTools = []string{"lookup", "save_note", "send_email", "deploy", "build", "ask_user", "sleep", "nope"}
+var fuzzTools = []string{"lookup", "save_note", "send_email", "deploy", "build", "ask_user", "sleep", "resume_agent", "nope"}
 
 // apply runs a command; a rejected one must leave the state as it was.
 func (z *fuzzer) apply(cmd *dexv1.Command) *Result {
@@ -135,7 +135,7 @@ func (z *fuzzer) step(op, salt byte) {
 	case 6: // fail with some error type
 		if r := z.pick(running, salt); r != nil {
 			z.apply(z.report(r, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{
-				ErrorType: dexv1.ErrorType(int(salt) % 8), Error: "boom",
+				ErrorType: dexv1.ErrorType(int(salt) % 9), Error: "boom",
 			}}}, salt))
 		}
 	case 7: // the Worker died, or its attempt ran past its run deadline
@@ -168,7 +168,7 @@ func (z *fuzzer) step(op, salt byte) {
 		d.restart()
 	case 13: // an operator's resume of some session
 		if z.sessions > 0 {
-			z.apply(resume(fmt.Sprintf("s%d", int(salt)%z.sessions+1)))
+			z.apply(resumeWith(fmt.Sprintf("s%d", int(salt)%z.sessions+1), dexv1.ResumeChoice(salt%3)))
 		}
 	case 14: // a stale command repeated
 		if len(z.stale) > 0 {
@@ -224,7 +224,8 @@ func (z *fuzzer) result(r *dexv1.Step, salt byte) *dexv1.AttemptResult {
 		for i := 0; i < int(salt%4); i++ {
 			z.msgs++
 			out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{
-				CallId: fmt.Sprintf("c%d", z.msgs), Tool: fuzzTools[(int(salt)+i)%len(fuzzTools)], Arguments: `{"seconds": 1, "question": "?"}`,
+				CallId: fmt.Sprintf("c%d", z.msgs), Tool: fuzzTools[(int(salt)+i)%len(fuzzTools)],
+				Arguments: fmt.Sprintf(`{"seconds": 1, "question": "?", "agent": "s%d", "choice": %q}`, int(salt)%max(z.sessions, 1)+1, []string{"retry", "drop", ""}[salt%3]),
 			})
 		}
 		c.Outcome = &dexv1.AttemptResult_ModelOutput{ModelOutput: out}

@@ -31,7 +31,15 @@ const NotRunPrefix = "the tool did not run, so it is safe to call again"
 const (
 	BuiltinAskUser = "ask_user"
 	BuiltinSleep   = "sleep"
+	// BuiltinResumeAgent lets a parent's model resume its paused or errored
+	// child: {"agent": ID, "choice": "retry"|"drop"}.
+	BuiltinResumeAgent = "resume_agent"
 )
+
+// IsBuiltin reports whether a tool name is one the cluster handles itself.
+func IsBuiltin(name string) bool {
+	return name == BuiltinAskUser || name == BuiltinSleep || name == BuiltinResumeAgent
+}
 
 // retryBackoff is the delay before attempt used+1 of a Step.
 func retryBackoff(used int) int64 {
@@ -55,14 +63,24 @@ func capped(base, limit time.Duration, doublings int) int64 {
 	return d.Milliseconds()
 }
 
-// Retryable reports whether a model failure of this type may be retried. A
-// failure with no type (a crash, an expired attempt) is retried.
+// Retryable reports whether a model failure of this type leaves the turn to
+// be resumed: the session keeps its input and the cluster retries it on its
+// own. A failure with no type (a crash, an expired attempt) is retryable; an
+// unknown one (a handler's plain error) is not: it could be a rejection.
 func Retryable(t dexv1.ErrorType) bool {
 	switch t {
-	case dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST, dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH:
+	case dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST, dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH, dexv1.ErrorType_ERROR_TYPE_UNKNOWN:
 		return false
 	}
 	return true
+}
+
+// RetriedInStep reports whether a failed model attempt of this type is
+// followed by another attempt of the same Step while attempts are left. An
+// unknown failure is, as it may be passing; only the provider's own
+// rejections are not.
+func RetriedInStep(t dexv1.ErrorType) bool {
+	return t == dexv1.ErrorType_ERROR_TYPE_UNKNOWN || Retryable(t)
 }
 
 func toolAttempts(p *dexv1.ToolSpec) uint32 {

@@ -15,29 +15,56 @@ func (a *applier) retryKeptTurn(s *dexv1.Session) {
 }
 
 // resumeSession is the operator's resume: a paused or errored session retries
-// its kept turn once; one without a kept turn goes idle and answers its inbox.
+// its kept turn once, or drops it (RESUME_CHOICE_DROP); one without a kept
+// turn goes idle and answers its inbox.
 func (a *applier) resumeSession(c *dexv1.ResumeSession) *Result {
 	s, r := a.session(c.SessionId)
 	if r != nil {
 		return rejected(r)
 	}
+	if r := a.resume(s, c.Choice); r != nil {
+		return rejected(r)
+	}
+	a.putSession(s)
+	return &Result{SessionID: s.Id}
+}
+
+// resume applies a resume choice to a paused or errored session; the caller
+// puts the session.
+func (a *applier) resume(s *dexv1.Session, choice dexv1.ResumeChoice) *Rejection {
 	switch s.Status {
 	case dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
 	default:
-		return rejected(reject(CodeFailedPrecondition, "session %s is %s: only a paused or errored session can be resumed", s.Id, StatusName(s.Status)))
+		return reject(CodeFailedPrecondition, "session %s is %s: only a paused or errored session can be resumed", s.Id, StatusName(s.Status))
 	}
-	a.emit(s.Id, "session_resumed", "", "")
-	if s.Turn != nil {
+	switch choice {
+	case dexv1.ResumeChoice_RESUME_CHOICE_UNSPECIFIED, dexv1.ResumeChoice_RESUME_CHOICE_RETRY, dexv1.ResumeChoice_RESUME_CHOICE_DROP:
+	default:
+		return reject(CodeInvalid, "unknown resume choice %d: retry or drop", choice)
+	}
+	a.emit(s.Id, "session_resumed", "", ResumeChoiceName(choice))
+	switch {
+	case s.Turn != nil && choice == dexv1.ResumeChoice_RESUME_CHOICE_DROP:
+		a.dropKeptTurn(s)
+	case s.Turn != nil:
 		a.retryKeptTurn(s)
-	} else {
+	default:
 		s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
 		s.PauseReason, s.PauseMessage = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
+		s.ResumeAtMs = 0
 		if s.InboxCount > 0 {
 			a.startTurn(s)
 		}
 	}
-	a.putSession(s)
-	return &Result{SessionID: s.Id}
+	return nil
+}
+
+// ResumeChoiceName is "retry" or "drop".
+func ResumeChoiceName(c dexv1.ResumeChoice) string {
+	if c == dexv1.ResumeChoice_RESUME_CHOICE_DROP {
+		return "drop"
+	}
+	return "retry"
 }
 
 // restartSessions is the new leader's recovery: every errored session whose
@@ -59,6 +86,9 @@ func (a *applier) restartSessions(c *dexv1.RestartSessions) *Result {
 	}
 	for _, id := range ids { // collected first: the loop writes the table it reads
 		s, _ := a.session(id)
+		// A restart opens a new error episode: a retryable failure after it
+		// tells the parent again.
+		s.ErrorEpisode = false
 		s.EpisodeResumes = 0
 		a.emit(s.Id, "session_restarted", "", fmt.Sprintf("epoch %d", c.Epoch))
 		a.retryKeptTurn(s)
@@ -135,6 +165,9 @@ func (a *applier) editHistory(c *dexv1.EditHistory) *Result {
 	}
 	if c.TruncateFromSeq == 0 && c.Note == "" {
 		return rejected(reject(CodeInvalid, "an edit truncates the history or adds a note"))
+	}
+	if c.TruncateFromSeq >= s.NextHistory {
+		return rejected(reject(CodeInvalid, "session %s has no history entry at seq %d: its last is %d", s.Id, c.TruncateFromSeq, s.NextHistory-1))
 	}
 	if c.TruncateFromSeq > 0 {
 		a.truncateHistory(s, c.TruncateFromSeq)

@@ -83,8 +83,13 @@ func (a *applier) sendMessage(c *dexv1.SendMessage) *Result {
 func (a *applier) receive(s *dexv1.Session, m *dexv1.Message) {
 	a.pushInbox(s, m)
 	a.emit(s.Id, "message_received", "", m.Id)
-	switch s.Status {
-	case dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+	switch {
+	case s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED && s.Turn != nil:
+		// A kept turn is retried, not replaced: the message waits for the
+		// next turn, and a rejection still counts toward the pause.
+		a.emit(s.Id, "session_resumed", "", "message")
+		a.retryKeptTurn(s)
+	case s.Status == dexv1.SessionStatus_SESSION_STATUS_IDLE, s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED:
 		a.startTurn(s)
 	}
 }
@@ -168,11 +173,15 @@ func (a *applier) tellParent(s *dexv1.Session, text string) {
 	if s.ParentId == "" {
 		return
 	}
+	id := fmt.Sprintf("%s@%d", s.Id, a.index)
+	if h := a.held; h != nil && h.Id == s.ParentId { // its caller puts it
+		a.receive(h, &dexv1.Message{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
+		return
+	}
 	p, r := a.session(s.ParentId)
 	if r != nil {
 		return // the parent is gone; nobody to tell
 	}
-	id := fmt.Sprintf("%s@%d", s.Id, a.index)
 	a.receive(p, &dexv1.Message{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
 	a.putSession(p)
 }
@@ -204,7 +213,7 @@ func validateTool(t *dexv1.ToolSpec) *Rejection {
 	if r := validID("tool name", t.Name); r != nil {
 		return r
 	}
-	if t.Name == BuiltinAskUser || t.Name == BuiltinSleep {
+	if IsBuiltin(t.Name) {
 		return reject(CodeInvalid, "tool %q is a built-in and cannot be registered", t.Name)
 	}
 	switch t.Access {

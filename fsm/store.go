@@ -18,6 +18,9 @@ type applier struct {
 	m     *dexv1.ClusterMeta
 	// touched: the Steps and sessions this command wrote, for OnApplied.
 	touched touched
+	// held is a session a caller holds while it acts on another (a parent
+	// resuming its child): what the other tells it goes to this copy.
+	held *dexv1.Session
 }
 
 func (a *applier) meta() *dexv1.ClusterMeta {

@@ -97,8 +97,7 @@ func (a *applier) modelOutput(s *dexv1.Session, st *dexv1.Step, out *dexv1.Model
 
 // modelAttemptFailed applies SPEC §6 to a failed RunModel attempt.
 func (a *applier) modelAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1.Attempt) {
-	retryable := Retryable(at.ErrorType)
-	if retryable && len(st.Attempts) < int(st.MaxAttempts) && a.withinWindow(st) {
+	if RetriedInStep(at.ErrorType) && len(st.Attempts) < int(st.MaxAttempts) && a.withinWindow(st) {
 		a.requeue(st)
 		return
 	}
@@ -176,31 +175,38 @@ func (a *applier) pause(s *dexv1.Session) {
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_PAUSED
 	s.PauseReason = dexv1.PauseReason_PAUSE_REASON_LIMIT
 	s.ResumeAtMs = 0
-	s.PauseMessage = fmt.Sprintf("The provider rejected this turn %d times in a row and the agent will not retry it on its own. Last error: %s", s.RejectedTurns, s.LastError)
+	if s.RejectedTurns == RejectedTurnLimit {
+		s.PauseMessage = fmt.Sprintf("The provider rejected this turn %d times in a row and the agent will not retry it on its own. Last error: %s", s.RejectedTurns, s.LastError)
+	} else { // rejected again after a resume
+		s.PauseMessage = fmt.Sprintf("The provider rejected this turn again after it was resumed, and the agent will not retry it on its own. Last error: %s", s.LastError)
+	}
 	a.emit(s.Id, "session_paused", "", s.PauseMessage)
 	a.tellParent(s, fmt.Sprintf("<child-paused agent=%q>%s</child-paused>", s.Id, s.PauseMessage))
 }
 
+// toolsRanNote begins the do-not-repeat note.
+const toolsRanNote = "The model call of the previous turn failed after these tools already ran: "
+
 // noteToolsRan tells the next turn's model not to repeat tools that already
-// ran in a turn whose model call failed for good.
+// ran in a turn whose model call failed for good: once per call in a turn,
+// however many times the turn fails.
 func (a *applier) noteToolsRan(s *dexv1.Session) {
-	if s.Turn == nil || len(s.Turn.RanCalls) == 0 {
+	if s.Turn == nil || int(s.Turn.NotedRanCalls) >= len(s.Turn.RanCalls) {
 		return
 	}
+	fresh := s.Turn.RanCalls[s.Turn.NotedRanCalls:]
+	s.Turn.NotedRanCalls = uint32(len(s.Turn.RanCalls))
 	var parts []string
-	for _, id := range s.Turn.RanCalls {
-		for _, c := range s.Turn.Calls {
-			if c.CallId == id {
-				parts = append(parts, fmt.Sprintf("%s (call %s, %s)", c.Tool, c.CallId, OutcomeName(c.Outcome)))
-			}
+	for _, id := range fresh {
+		if c := findCall(s, id); c != nil {
+			parts = append(parts, fmt.Sprintf("%s (call %s, %s)", c.Tool, c.CallId, OutcomeName(c.Outcome)))
+		} else {
+			parts = append(parts, id)
 		}
-	}
-	if len(parts) == 0 {
-		parts = s.Turn.RanCalls
 	}
 	a.appendHistory(s, &dexv1.HistoryEntry{
 		Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE,
-		Text: "The model call of the previous turn failed after these tools already ran: " + strings.Join(parts, ", ") + ". Do not call them again; use their results above.",
+		Text: toolsRanNote + strings.Join(parts, ", ") + ". Do not call them again; use their results above.",
 	})
 }
 
@@ -240,10 +246,17 @@ func finalToolOutcome(st *dexv1.Step, last *dexv1.Attempt) (dexv1.Outcome, strin
 	if why == "" {
 		why = "no error message"
 	}
+	if st.Kind == dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK {
+		// The task's start ran: a poll is never reported as not run.
+		if st.Policy.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_READ {
+			return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("task %s was started, but its status could not be read after %d attempts: %s", st.TaskId, len(st.Attempts), why)
+		}
+		return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("task %s was started and may have done its work; its status could not be read after %d attempts and it will not be started again (%s)", st.TaskId, len(st.Attempts), why)
+	}
 	if last.Progress == dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
 		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s", NotRunPrefix, why)
 	}
-	if st.Kind == dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK || st.Policy.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_READ {
+	if st.Policy.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_READ {
 		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("the tool failed after %d attempts: %s", len(st.Attempts), why)
 	}
 	return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("the outcome of this call is unknown: the tool may have run and will not be run again (%s)", why)
