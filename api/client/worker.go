@@ -102,7 +102,10 @@ type ModelInput struct {
 	Compact bool
 }
 
-// ModelHandler runs RunModel and CompactContext Steps.
+// ModelHandler runs RunModel and CompactContext Steps. An error fails the
+// attempt with the type ClassifyError gives it: return a *ModelError (see
+// NewHTTPModelError) to choose it; a plain error is unknown (see
+// docs/model-errors.md).
 type ModelHandler interface {
 	RunModel(ctx context.Context, in ModelInput) (*dexv1.ModelOutput, error)
 	Compact(ctx context.Context, in ModelInput) (summary string, err error)
@@ -553,10 +556,7 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 			out = outcome{err: fmt.Errorf("handler panicked: %v", r)}
 		}
 		if out.err != nil {
-			var me *ModelError
-			if errors.As(out.err, &me) {
-				out.errType = me.Type
-			}
+			out.errType = handlerErrorType(ctx, t, out.err)
 		}
 	}()
 	in := func() ModelInput {
@@ -608,6 +608,26 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: res.proto()}}}
 	}
+}
+
+// handlerErrorType is the error type a handler's error (or panic) is
+// reported with. A model handler's error is classified (ClassifyError), so a
+// plain error or a panic goes out as unknown, never untyped; only the Worker
+// cancelling the handler itself (the shutdown grace is over) stays untyped,
+// as a crash would. A tool handler's error has a type only if it is a
+// *ModelError: tools have no error types.
+func handlerErrorType(ctx context.Context, t *dexv1.Task, err error) dexv1.ErrorType {
+	var me *ModelError
+	if fsm.Kind(t.Kind).Runner != fsm.RunsOnModel {
+		if errors.As(err, &me) {
+			return me.Type
+		}
+		return dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED
+	}
+	if !errors.As(err, &me) && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED
+	}
+	return ClassifyError(err)
 }
 
 // heartbeat keeps the attempt alive until ctx ends. cancel is called when

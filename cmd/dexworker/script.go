@@ -90,6 +90,7 @@ var errorTypes = map[string]dexv1.ErrorType{
 	"server_error":    dexv1.ErrorType_ERROR_TYPE_SERVER_ERROR,
 	"timeout":         dexv1.ErrorType_ERROR_TYPE_TIMEOUT,
 	"network":         dexv1.ErrorType_ERROR_TYPE_NETWORK,
+	"unknown":         dexv1.ErrorType_ERROR_TYPE_UNKNOWN,
 }
 
 // LoadScript reads and checks a script file.
