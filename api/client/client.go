@@ -275,9 +275,16 @@ func (c *Client) AnswerQuestion(ctx context.Context, stepID, answer string) erro
 	return err
 }
 
-// ResumeSession resumes a paused session.
+// ResumeSession resumes a paused or errored session: it retries its kept turn once.
 func (c *Client) ResumeSession(ctx context.Context, sessionID string) error {
-	req := &dexv1.ResumeSessionRequest{SessionId: sessionID}
+	return c.ResumeSessionWith(ctx, sessionID, dexv1.ResumeChoice_RESUME_CHOICE_RETRY)
+}
+
+// ResumeSessionWith resumes a paused or errored session: RESUME_CHOICE_RETRY
+// runs its kept turn once more, RESUME_CHOICE_DROP drops that turn (its tool
+// results become error notes) and goes on with the inbox.
+func (c *Client) ResumeSessionWith(ctx context.Context, sessionID string, choice dexv1.ResumeChoice) error {
+	req := &dexv1.ResumeSessionRequest{SessionId: sessionID, Choice: choice}
 	_, err := call(ctx, false, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ResumeSessionResponse, error) {
 		return c.svc.ResumeSession(ctx, req, o...)
 	})
@@ -291,4 +298,15 @@ func (c *Client) ReconcileOutcome(ctx context.Context, stepID string, outcome de
 		return c.svc.ReconcileOutcome(ctx, req, o...)
 	})
 	return err
+}
+
+// EditHistory splices an idle, errored or paused session's history: it drops
+// the entries from truncateFromSeq on (0: none) and adds note (if any). It
+// clears the rejected-turn count. A retry after an ambiguous failure could add
+// the note twice, so it is not retried.
+func (c *Client) EditHistory(ctx context.Context, sessionID string, truncateFromSeq uint64, note string) (*dexv1.EditHistoryResponse, error) {
+	req := &dexv1.EditHistoryRequest{SessionId: sessionID, TruncateFromSeq: truncateFromSeq, Note: note}
+	return call(ctx, false, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.EditHistoryResponse, error) {
+		return c.svc.EditHistory(ctx, req, o...)
+	})
 }

@@ -143,7 +143,7 @@ func (s *Sessions) AnswerQuestion(ctx context.Context, req *dexv1.AnswerQuestion
 }
 
 func (s *Sessions) ResumeSession(ctx context.Context, req *dexv1.ResumeSessionRequest) (*dexv1.ResumeSessionResponse, error) {
-	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ResumeSession{ResumeSession: &dexv1.ResumeSession{SessionId: req.SessionId}}})
+	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ResumeSession{ResumeSession: &dexv1.ResumeSession{SessionId: req.SessionId, Choice: req.Choice}}})
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ func TestBadInputIsAClearErrorBeforeAnyCall(t *testing.T) {
 		{[]string{"reconcile", "s1-s3"}, `--outcome must be succeeded or failed, not ""`},
 		{[]string{"session", "send", "only-an-id"}, "accepts 2 arg(s), received 1"},
 		{[]string{"--addr", "", "status"}, "--addr is empty"},
+		{[]string{"session", "edit", "s1"}, "nothing to edit: give --truncate-from SEQ, --note TEXT, or both"},
 	}
 	for _, c := range cases {
 		_, err := run(t, c.args...)
