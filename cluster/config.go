@@ -67,13 +67,13 @@ type Config struct {
 
 func (c *Config) withDefaults() {
 	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = time.Second
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	if c.ElectionTimeout == 0 {
-		c.ElectionTimeout = time.Second
+		c.ElectionTimeout = DefaultElectionTimeout
 	}
 	if c.LeaderLeaseTimeout == 0 {
-		c.LeaderLeaseTimeout = 500 * time.Millisecond
+		c.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		c.LeaderLeaseTimeout = c.HeartbeatTimeout

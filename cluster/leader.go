@@ -112,6 +112,7 @@ func (n *Node) establish(ctx context.Context) {
 		draining := n.draining
 		n.mu.Unlock()
 		n.log.Info("leadership established", zap.Uint64("term", term), zap.Uint64("epoch", epoch))
+		n.fireNow() // readiness turns 200 now, not at the next readiness tick
 		if draining {
 			// Drain ran before the services started: they take no new work.
 			n.drainServices()

@@ -216,6 +216,9 @@ func Open(cfg Config) (n *Node, err error) {
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.NotifyCh = n.notifyCh
+	// Pre-vote stays on (raft's default): a node back from a partition asks
+	// before it bumps the term, so it cannot depose a healthy leader.
+	rc.PreVoteDisabled = false
 	if err := raft.ValidateConfig(rc); err != nil {
 		n.trans.Close()
 		return nil, fmt.Errorf("raft config: %v", err)
