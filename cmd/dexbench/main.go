@@ -55,6 +55,7 @@ type options struct {
 	idleSessions int
 	idleBatch    int
 	sequential   int
+	steady       time.Duration
 }
 
 func main() {
@@ -75,6 +76,7 @@ func main() {
 	fs.StringVar(&o.dump, "dump", "", "write every measured session with its Steps to this file, one JSON object a line")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "before the warm-up, load this many idle one-turn sessions into the state (prefix idle)")
 	fs.IntVar(&o.idleBatch, "idle-batch", 500, "idle sessions created at once during the idle load")
+	fs.DurationVar(&o.steady, "steady", 0, "after the measured run, keep driving rounds of --sessions sessions for this long and report how many elections happened meanwhile (0: skip)")
 	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -114,6 +116,9 @@ func main() {
 func (o *options) check() error {
 	if o.workers < 1 || o.concurrency < 1 || o.sessions < 1 || o.toolsPerTurn < 0 || o.warmup < 0 {
 		return errors.New("--workers, --concurrency and --sessions must be at least 1; --tools-per-turn and --warmup at least 0")
+	}
+	if o.steady < 0 {
+		return errors.New("--steady must not be negative")
 	}
 	if o.idleSessions < 0 || o.idleBatch < 1 || o.sequential < 0 {
 		return errors.New("--idle-sessions and --sequential must be at least 0, --idle-batch at least 1")
@@ -380,6 +385,9 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	}
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
+	}
+	if o.steady > 0 && derr == nil {
+		rep.Steady = runSteady(ctx, cl, svc, o.sessions, o.steady, httpAddrs)
 	}
 
 	// Collect every measured session and its Steps.

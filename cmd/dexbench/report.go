@@ -112,6 +112,8 @@ type report struct {
 	MachineBusy           float64 `json:"machine_busy_pct"`
 	MachineBusyCPUSeconds float64 `json:"machine_busy_cpu_seconds"`
 
+	// The --steady run after the measured one.
+	Steady *steadyLoad `json:"steady_load,omitempty"`
 	// The idle sessions loaded before the warm-up (--idle-sessions).
 	IdleLoad *idleLoad `json:"idle_load,omitempty"`
 	// Every node's memory after the cluster is ready, after the idle load
@@ -229,7 +231,7 @@ func scrape(nodes map[string]string) metrics {
 				continue
 			}
 			switch name {
-			case "dex_raft_commit_index", "process_cpu_seconds_total":
+			case "dex_raft_commit_index", "process_cpu_seconds_total", "dex_raft_term", "dex_epoch", "dex_ready":
 				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
 					m[name] = f
 				}
@@ -320,6 +322,10 @@ func (r *report) writeTable(w io.Writer) {
 	row("fsync probe: 4 KiB write+fsync", r.Fsync)
 	tw.Flush()
 	r.writeMemory(w)
+	if r.Steady != nil {
+		fmt.Fprintln(w)
+		r.Steady.write(w)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "\nerror: %s\n", r.Error)
 	}
