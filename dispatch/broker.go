@@ -42,6 +42,11 @@ type Broker struct {
 	delay   delayHeap
 	delayed map[dueKey]*delayItem
 	owed    map[dueKey]due
+	// health counts the Workers' unclaimed expiries; since and preferOther
+	// keep a Step from a Worker that should avoid it (prefer.go).
+	health      *healthBook
+	since       map[string]readySince
+	preferOther time.Duration
 
 	kick   chan struct{} // to drive: a new earliest delay
 	owedCh chan struct{} // to the timer wheel: something came due
@@ -56,8 +61,17 @@ func newBroker(src StateSource, epoch uint64, now func() time.Time, log *zap.Log
 		queues: map[queueKey]*readyQueue{}, ready: map[string]*queuedStep{}, lanesOf: map[string][]*lane{},
 		inflight: map[string]bool{}, served: map[string]uint64{},
 		delayed: map[dueKey]*delayItem{}, owed: map[dueKey]due{},
+		health: newHealthBook(), since: map[string]readySince{}, preferOther: DefaultPreferOtherWait,
 		kick: make(chan struct{}, 1), owedCh: make(chan struct{}, 1),
 		stop: make(chan struct{}), driven: make(chan struct{}),
+	}
+	b.health.onChange = func(worker string, unhealthy bool, inARow uint32) {
+		if unhealthy {
+			log.Warn("worker marked unhealthy: its tasks expire unclaimed; it gets Steps only when no healthy Worker polls for them",
+				zap.String("worker", worker), zap.Uint32("unclaimed_in_a_row", inARow))
+			return
+		}
+		log.Info("worker healthy again: it claimed a task", zap.String("worker", worker))
 	}
 	return b
 }
@@ -78,8 +92,12 @@ func (b *Broker) loadLocked(st *fsm.State) {
 	now := b.now().UnixMilli()
 	n := 0
 	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED) {
+		b.health.observe(s.Id, s)
 		b.updateStepLocked(s.Id, s, now)
 		n++
+	}
+	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING) {
+		b.health.observe(s.Id, s)
 	}
 	for _, s := range st.WaitingTimers() {
 		b.updateStepLocked(s.Id, s, now)
@@ -135,7 +153,9 @@ func (b *Broker) Applied(a *fsm.Applied) {
 		return
 	}
 	for _, id := range a.Steps {
-		b.updateStepLocked(id, st.Step(id), now)
+		s := st.Step(id)
+		b.health.observe(id, s)
+		b.updateStepLocked(id, s, now)
 	}
 	for _, id := range a.Sessions {
 		b.updateSessionLocked(id, st.Session(id), now)
@@ -161,6 +181,9 @@ func (b *Broker) reloadLocked(st *fsm.State) {
 func (b *Broker) updateStepLocked(id string, s *dexv1.Step, now int64) {
 	if b.inflight[id] {
 		return
+	}
+	if s == nil || s.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+		delete(b.since, id)
 	}
 	b.removeReadyLocked(id)
 	b.unschedule(dueReady, id)
@@ -198,6 +221,7 @@ func (b *Broker) queue(k queueKey) *readyQueue {
 // pushReady queues a ready Step in its session's lane and, if wake, wakes
 // the polls waiting on its queue.
 func (b *Broker) pushReady(s *dexv1.Step, wake bool) {
+	b.markReady(s, b.now().UnixMilli())
 	k, _ := keyOf(s)
 	q := b.queue(k)
 	l := q.bySession[s.SessionId]
@@ -260,17 +284,25 @@ func (b *Broker) serve(session string) {
 	}
 }
 
-// take picks up to max ready Steps from the queues of keys, least recently
-// served session first and in queue order within a session, and puts them
-// in flight. Steps refused twice to this poll are left alone. When it finds
-// nothing and wait is set, it registers a waiter on those queues in the
-// same critical section, so no Step that becomes ready later is missed.
+// take picks ready Steps for an unnamed poller (one that avoids nothing).
 func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait bool) ([]*dexv1.Step, *waiter, error) {
+	return b.takeFor("", keys, max, refused, wait)
+}
+
+// takeFor picks up to max ready Steps for worker from the queues of keys,
+// least recently served session first and in queue order within a session,
+// and puts them in flight. Steps refused twice to this poll are left alone,
+// and so are Steps the Worker should leave to another one (passOn). When it
+// finds nothing and wait is set, it registers a waiter on those queues in
+// the same critical section, so no Step that becomes ready later is missed.
+func (b *Broker) takeFor(worker string, keys []queueKey, max int, refused map[string]int, wait bool) ([]*dexv1.Step, *waiter, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped || b.deposed {
 		return nil, nil, ErrNotLeader
 	}
+	now := b.now().UnixMilli()
+	var recheck int64
 	var out, skipped []*dexv1.Step
 	for len(out) < max {
 		var best *lane
@@ -287,8 +319,12 @@ func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait boo
 			break
 		}
 		s := best.head()
+		pass, again := b.passOn(worker, s, best.q, now)
 		b.removeReadyLocked(s.Id)
-		if refused[s.Id] >= 2 {
+		if refused[s.Id] >= 2 || pass {
+			if again > 0 && (recheck == 0 || again < recheck) {
+				recheck = again
+			}
 			skipped = append(skipped, s)
 			continue
 		}
@@ -309,7 +345,10 @@ func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait boo
 	if len(out) > 0 || !wait {
 		return out, nil, nil
 	}
-	w := &waiter{ch: make(chan struct{}), keys: keys}
+	w := &waiter{ch: make(chan struct{}), keys: keys, worker: worker}
+	if recheck > 0 {
+		w.recheck = time.Duration(recheck-now) * time.Millisecond
+	}
 	for _, k := range keys {
 		b.queue(k).waiters[w] = struct{}{}
 	}
@@ -331,9 +370,13 @@ func (b *Broker) release(id string) {
 
 // waiter is one poll waiting for a Step in any of its queues.
 type waiter struct {
-	ch    chan struct{} // closed when woken
-	keys  []queueKey
-	woken bool
+	ch     chan struct{} // closed when woken
+	keys   []queueKey
+	woken  bool
+	worker string // "" for an unnamed poller
+	// recheck: a Step was left for another Worker; look again after this
+	// long even if nothing wakes the waiter (0: no).
+	recheck time.Duration
 }
 
 func (b *Broker) wakeLocked(w *waiter) {

@@ -45,6 +45,9 @@ type Config struct {
 	MaxWait time.Duration
 	// Now is the clock (time.Now when nil); it stamps proposed commands.
 	Now func() time.Time
+	// PreferOtherWait: how long a Step is kept from a Worker that should
+	// leave it to another (DefaultPreferOtherWait when 0).
+	PreferOtherWait time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -53,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.PreferOtherWait <= 0 {
+		c.PreferOtherWait = DefaultPreferOtherWait
 	}
 	return c
 }
@@ -111,6 +117,18 @@ func (d *Dispatcher) Stop() {
 	r.cancel()
 	r.wg.Wait()
 	d.log.Info("dispatch stopped", zap.Uint64("epoch", r.epoch))
+}
+
+// WorkerHealth is the Worker health of the running term's broker (nil when
+// stopped: only the leader keeps it).
+func (d *Dispatcher) WorkerHealth() []*dexv1.WorkerHealth {
+	d.mu.Lock()
+	r := d.cur
+	d.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.b.WorkerHealth()
 }
 
 // Epoch is the epoch dispatch runs under (0 when stopped).
@@ -188,8 +206,15 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 // poll's deadline (timedOut).
 func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline <-chan time.Time) (timedOut bool, err error) {
 	defer r.b.drop(w)
+	var recheck <-chan time.Time
+	if w.recheck > 0 {
+		t := time.NewTimer(w.recheck)
+		defer t.Stop()
+		recheck = t.C
+	}
 	select {
 	case <-w.ch:
+	case <-recheck: // a Step left for another Worker may be this one's now
 	case <-deadline:
 		return true, nil
 	case <-ctx.Done():
@@ -232,7 +257,7 @@ func (d *Dispatcher) pick(r *run, workerID string, maxTasks int, refused map[str
 	if w == nil {
 		return nil, fmt.Errorf("%w: worker %q", ErrUnknownWorker, workerID)
 	}
-	steps, waiter, err := r.b.take(workerKeys(w), maxTasks, refused, wait)
+	steps, waiter, err := r.b.takeFor(w.Id, workerKeys(w), maxTasks, refused, wait)
 	if err != nil {
 		return nil, err
 	}

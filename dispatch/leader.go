@@ -57,6 +57,7 @@ func (l *Leader) EstablishLeadership(ctx context.Context, epoch uint64) error {
 		return fmt.Errorf("restart sessions in epoch %d: %w", epoch, err)
 	}
 	b := newBroker(l.d.src, epoch, l.d.cfg.Now, l.log.Named("broker"))
+	b.preferOther = l.d.cfg.PreferOtherWait
 	if old := l.broker.Swap(b); old != nil {
 		l.d.Stop()
 		l.timers.Stop()

@@ -167,8 +167,11 @@ type StatusResponse struct {
 	AppliedIndex uint64                 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	Nodes        []*NodeStatus          `protobuf:"bytes,5,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// The node that answered.
-	AnsweredBy    string `protobuf:"bytes,6,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
-	Epoch         uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	AnsweredBy string `protobuf:"bytes,6,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	Epoch      uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The Workers the leader's broker holds bookkeeping for (from the
+	// leader's NodeState; empty when no leader answered).
+	Workers       []*WorkerHealth `protobuf:"bytes,8,rep,name=workers,proto3" json:"workers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -252,6 +255,13 @@ func (x *StatusResponse) GetEpoch() uint64 {
 	return 0
 }
 
+func (x *StatusResponse) GetWorkers() []*WorkerHealth {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
 type NodeStateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -289,13 +299,15 @@ func (*NodeStateRequest) Descriptor() ([]byte, []int) {
 }
 
 type NodeStateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	Term          uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
-	CommitIndex   uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	LeaderId      string                 `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	State        string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Term         uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	LeaderId     string                 `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	// Only from the leader: its broker's Worker health.
+	Workers       []*WorkerHealth `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -370,6 +382,13 @@ func (x *NodeStateResponse) GetLeaderId() string {
 		return x.LeaderId
 	}
 	return ""
+}
+
+func (x *NodeStateResponse) GetWorkers() []*WorkerHealth {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
 }
 
 type JoinRequest struct {
@@ -701,6 +720,82 @@ func (x *TransferLeadershipResponse) GetNewLeader() string {
 	return ""
 }
 
+// WorkerHealth is the leader's bookkeeping of a Worker that takes tasks and
+// never claims them. It lives in the leader's memory, rebuilt from the
+// Steps' attempts by each new leader.
+type WorkerHealth struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// Its tasks expired unclaimed unhealthy_after times in a row; cleared by
+	// its next claim. An unhealthy Worker gets a Step only when no healthy
+	// Worker polls for it.
+	Unhealthy bool `protobuf:"varint,2,opt,name=unhealthy,proto3" json:"unhealthy,omitempty"`
+	// Unclaimed expiries since its last claim.
+	UnclaimedInARow uint32 `protobuf:"varint,3,opt,name=unclaimed_in_a_row,json=unclaimedInARow,proto3" json:"unclaimed_in_a_row,omitempty"`
+	// Unclaimed expiries seen by this leader.
+	UnclaimedExpiries uint64 `protobuf:"varint,4,opt,name=unclaimed_expiries,json=unclaimedExpiries,proto3" json:"unclaimed_expiries,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *WorkerHealth) Reset() {
+	*x = WorkerHealth{}
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerHealth) ProtoMessage() {}
+
+func (x *WorkerHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerHealth.ProtoReflect.Descriptor instead.
+func (*WorkerHealth) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WorkerHealth) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkerHealth) GetUnhealthy() bool {
+	if x != nil {
+		return x.Unhealthy
+	}
+	return false
+}
+
+func (x *WorkerHealth) GetUnclaimedInARow() uint32 {
+	if x != nil {
+		return x.UnclaimedInARow
+	}
+	return 0
+}
+
+func (x *WorkerHealth) GetUnclaimedExpiries() uint64 {
+	if x != nil {
+		return x.UnclaimedExpiries
+	}
+	return 0
+}
+
 var File_dex_v1_admin_proto protoreflect.FileDescriptor
 
 const file_dex_v1_admin_proto_rawDesc = "" +
@@ -716,7 +811,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x12\n" +
 	"\x04term\x18\x06 \x01(\x04R\x04term\x12!\n" +
 	"\fcommit_index\x18\a \x01(\x04R\vcommitIndex\x12#\n" +
-	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\"\xe5\x01\n" +
+	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\"\x95\x02\n" +
 	"\x0eStatusResponse\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
@@ -725,15 +820,17 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x05nodes\x18\x05 \x03(\v2\x12.dex.v1.NodeStatusR\x05nodes\x12\x1f\n" +
 	"\vanswered_by\x18\x06 \x01(\tR\n" +
 	"answeredBy\x12\x14\n" +
-	"\x05epoch\x18\a \x01(\x04R\x05epoch\"\x12\n" +
-	"\x10NodeStateRequest\"\xb2\x01\n" +
+	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12.\n" +
+	"\aworkers\x18\b \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\"\x12\n" +
+	"\x10NodeStateRequest\"\xe2\x01\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x12\n" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12!\n" +
 	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12#\n" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12\x1b\n" +
-	"\tleader_id\x18\x06 \x01(\tR\bleaderId\"3\n" +
+	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12.\n" +
+	"\aworkers\x18\a \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\"3\n" +
 	"\vJoinRequest\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\"\x0e\n" +
 	"\fJoinResponse\";\n" +
@@ -747,7 +844,12 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\";\n" +
 	"\x1aTransferLeadershipResponse\x12\x1d\n" +
 	"\n" +
-	"new_leader\x18\x01 \x01(\tR\tnewLeader2\xa9\x03\n" +
+	"new_leader\x18\x01 \x01(\tR\tnewLeader\"\xa5\x01\n" +
+	"\fWorkerHealth\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1c\n" +
+	"\tunhealthy\x18\x02 \x01(\bR\tunhealthy\x12+\n" +
+	"\x12unclaimed_in_a_row\x18\x03 \x01(\rR\x0funclaimedInARow\x12-\n" +
+	"\x12unclaimed_expiries\x18\x04 \x01(\x04R\x11unclaimedExpiries2\xa9\x03\n" +
 	"\fAdminService\x127\n" +
 	"\x06Status\x12\x15.dex.v1.StatusRequest\x1a\x16.dex.v1.StatusResponse\x12@\n" +
 	"\tNodeState\x12\x18.dex.v1.NodeStateRequest\x1a\x19.dex.v1.NodeStateResponse\x121\n" +
@@ -769,7 +871,7 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
@@ -784,29 +886,32 @@ var file_dex_v1_admin_proto_goTypes = []any{
 	(*RemoveNodeResponse)(nil),         // 10: dex.v1.RemoveNodeResponse
 	(*TransferLeadershipRequest)(nil),  // 11: dex.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 12: dex.v1.TransferLeadershipResponse
-	(*NodeInfo)(nil),                   // 13: dex.v1.NodeInfo
+	(*WorkerHealth)(nil),               // 13: dex.v1.WorkerHealth
+	(*NodeInfo)(nil),                   // 14: dex.v1.NodeInfo
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
-	13, // 1: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	13, // 2: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	0,  // 3: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
-	3,  // 4: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
-	5,  // 5: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
-	7,  // 6: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
-	9,  // 7: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
-	11, // 8: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	2,  // 9: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	4,  // 10: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	6,  // 11: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	8,  // 12: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	10, // 13: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	12, // 14: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	9,  // [9:15] is the sub-list for method output_type
-	3,  // [3:9] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
+	13, // 2: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
+	14, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	14, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	0,  // 5: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
+	3,  // 6: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
+	5,  // 7: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
+	7,  // 8: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
+	9,  // 9: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
+	11, // 10: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
+	2,  // 11: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	4,  // 12: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	6,  // 13: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	8,  // 14: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	10, // 15: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	12, // 16: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	11, // [11:17] is the sub-list for method output_type
+	5,  // [5:11] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_admin_proto_init() }
@@ -821,7 +926,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,8 @@ type Admin struct {
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
+
+	health WorkerHealthSource // nil: this node keeps no Worker health
 }
 
 // NewAdmin returns the admin handlers of node.
@@ -73,6 +75,7 @@ func (a *Admin) nodeState() *dexv1.NodeStateResponse {
 		CommitIndex:  st.CommitIndex,
 		AppliedIndex: st.AppliedIndex,
 		LeaderId:     st.LeaderID,
+		Workers:      a.workerHealth(),
 	}
 }
 
@@ -103,6 +106,8 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 		Epoch:        a.node.State().Meta().GetEpoch(),
 	}
 	out.Nodes = make([]*dexv1.NodeStatus, len(servers))
+	states := make([]*dexv1.NodeStateResponse, len(servers)+1)
+	states[len(servers)] = self
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		ns := &dexv1.NodeStatus{
@@ -136,6 +141,7 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 				return
 			}
 			fillState(ns, r)
+			states[i] = r
 		}()
 	}
 	wg.Wait()
@@ -145,6 +151,7 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 			out.Leader, out.Term, out.CommitIndex, out.AppliedIndex = ns.Id, ns.Term, ns.CommitIndex, ns.AppliedIndex
 		}
 	}
+	out.Workers = leaderWorkers(out.Leader, states)
 	return out, nil
 }
 

@@ -18,6 +18,8 @@ type statusJSON struct {
 	CommitIndex  uint64           `json:"commit_index"`
 	AppliedIndex uint64           `json:"applied_index"`
 	Nodes        []nodeStatusJSON `json:"nodes"`
+	// Workers whose tasks expired unclaimed, as the leader counts them.
+	Workers []workerHealthJSON `json:"workers"`
 }
 
 type nodeStatusJSON struct {
@@ -62,6 +64,7 @@ func printStatusJSON(w io.Writer, r *dexv1.StatusResponse) error {
 		CommitIndex:  r.CommitIndex,
 		AppliedIndex: r.AppliedIndex,
 		Nodes:        []nodeStatusJSON{},
+		Workers:      workersJSON(r.Workers),
 	}
 	for _, n := range r.Nodes {
 		out.Nodes = append(out.Nodes, nodeStatusJSON{
@@ -94,4 +97,5 @@ func printStatus(w io.Writer, r *dexv1.StatusResponse) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.Id, n.State, n.Suffrage, n.RaftAddress, grpcAddr, n.Term, n.CommitIndex, n.AppliedIndex)
 	}
 	tw.Flush()
+	printWorkerHealth(w, r.Workers)
 }

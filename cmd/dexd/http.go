@@ -11,9 +11,10 @@ import (
 	"github.com/dexhq/dex/cluster"
 )
 
-func httpHandler(node *cluster.Node) http.Handler {
+func httpHandler(node *cluster.Node, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	registerMetrics(reg, node)
 
 	mux := http.NewServeMux()
