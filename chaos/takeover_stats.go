@@ -45,12 +45,15 @@ func (r *TakeoverResult) Summary() []string {
 		ready = append(ready, k.Ready)
 		idle = append(idle, k.Idle)
 	}
-	return []string{
+	lines := []string{
 		fmt.Sprintf("%-7s kill → a node's /readyz 200:         %s over %d kills", r.Target, SpreadOf(ready), len(ready)),
 		fmt.Sprintf("%-7s kill → the new session idle:         %s over %d kills", r.Target, SpreadOf(idle), len(idle)),
-		fmt.Sprintf("%-7s repeated model calls: %d (%d model calls in %d sessions; an uninterrupted session makes %d)",
-			r.Target, r.RepeatedModelCalls, r.ModelCalls, r.Sessions, r.BaselineModelCalls),
 	}
+	if r.Sessions > 0 { // the ledger is read once every kill is done
+		lines = append(lines, fmt.Sprintf("%-7s repeated model calls: %d (%d model calls in %d sessions; an uninterrupted session makes %d)",
+			r.Target, r.RepeatedModelCalls, r.ModelCalls, r.Sessions, r.BaselineModelCalls))
+	}
+	return lines
 }
 
 // CPUSample is the machine's CPU time from /proc/stat: how busy the whole

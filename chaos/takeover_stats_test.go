@@ -85,3 +85,14 @@ func TestRunTakeover_BadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestTakeoverSummary(t *testing.T) {
+	r := &TakeoverResult{Target: TargetDex, Kills: []Kill{{Ready: time.Second, Idle: 2 * time.Second}}}
+	if got := strings.Join(r.Summary(), "\n"); strings.Contains(got, "model calls") || !strings.Contains(got, "median 2000 ms") {
+		t.Fatalf("a run stopped before the ledger was read:\n%s", got)
+	}
+	r.Sessions, r.ModelCalls, r.BaselineModelCalls = 2, 4, 2
+	if got := strings.Join(r.Summary(), "\n"); !strings.Contains(got, "repeated model calls: 0 (4 model calls in 2 sessions") {
+		t.Fatalf("a complete run:\n%s", got)
+	}
+}
