@@ -5,7 +5,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos
+.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos takeover
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -45,6 +45,11 @@ bench-scale:
 chaos: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report $(CHAOSFLAGS)
+
+# Takeover time as users get it (default flags): KILLS leader SIGKILLs
+# through dex:/// and through HAProxy (TARGET=dex|haproxy|both).
+takeover: build
+	BIN=$(BIN) scripts/takeover.sh $(or $(KILLS),20) $(or $(TARGET),both)
 
 # Cold-start election time of 3 real nodes, median of RUNS runs.
 election-time: build
