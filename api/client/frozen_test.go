@@ -183,3 +183,38 @@ func TestWorkerPollLeavesAFrozenLeader(t *testing.T) {
 		t.Fatalf("the task on B was done %s after A froze; the poll waited on the frozen node", took)
 	}
 }
+
+// A client's read sent to a node that froze is not stuck there until its
+// caller gives up or a keepalive fails: the channel drops the frozen node and the read is
+// answered by the node that serves now.
+func TestClientLeavesAFrozenNode(t *testing.T) {
+	nodes, _ := startSessionNodes(t, 2)
+	fa := startFreezer(t, nodes[0].addr)
+	conn, err := Dial("dex:///" + fa.addr() + "," + nodes[1].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	c := New(conn)
+	// Well under gRPC's keepalive (a ping after 10 s of silence), which
+	// alone would get a read off A only after 10-12 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if r, err := c.GetSession(ctx, "s"); err != nil || r.Session.Id != "s@A" {
+		t.Fatalf("before the freeze: %v, %v; want s@A", r, err)
+	}
+	fa.frozen.Store(true)
+	nodes[0].setServing(false)
+	nodes[1].setServing(true)
+	frozen := time.Now()
+	for i := range 10 { // round robin would send every other read to A
+		r, err := c.GetSession(ctx, "s")
+		if err != nil {
+			t.Fatalf("read %d after the freeze: %v", i+1, err)
+		}
+		if r.Session.Id != "s@B" {
+			t.Fatalf("read %d answered by %s; want B", i+1, r.Session.Id)
+		}
+	}
+	t.Logf("10 reads answered by B %s after A froze", time.Since(frozen).Round(time.Millisecond))
+}
