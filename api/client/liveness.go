@@ -108,31 +108,38 @@ func (l *liveness) drop(addr string) int {
 }
 
 // probe checks addr on a connection of its own while the channel holds a
-// connection to it. A Check that times out, or a connection that cannot be
-// made, means the node does not answer: the channel's connections to it
-// are closed. A node that answers anything (even NOT_SERVING or an error)
-// is alive, and its health stream tells the channel whether to use it.
+// connection to it. A Check that times out means the node does not answer:
+// the channel's connections to it are closed, and so is the probe's own (a
+// load balancer's address then gets a fresh backend for both). A node that
+// answers anything (even NOT_SERVING or an error) is alive, and its health
+// stream tells the channel whether to use it.
 func (l *liveness) probe(addr string) {
-	pc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		l.mu.Lock()
-		delete(l.probes, addr)
-		l.mu.Unlock()
-		return
-	}
-	defer pc.Close()
-	hc := healthpb.NewHealthClient(pc)
+	var pc *grpc.ClientConn
+	defer func() {
+		if pc != nil {
+			_ = pc.Close()
+		}
+	}()
 	tick := time.NewTicker(l.interval)
 	defer tick.Stop()
 	for range tick.C {
 		if !l.open(addr) {
 			return
 		}
+		if pc == nil {
+			var err error
+			if pc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+				pc = nil
+				continue
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-		_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: HealthService}, grpc.WaitForReady(true))
+		_, err := healthpb.NewHealthClient(pc).Check(ctx, &healthpb.HealthCheckRequest{Service: HealthService}, grpc.WaitForReady(true))
 		cancel()
 		if status.Code(err) == codes.DeadlineExceeded {
 			l.drop(addr)
+			_ = pc.Close()
+			pc = nil
 		}
 	}
 }
