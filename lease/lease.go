@@ -2,7 +2,9 @@
 // lease. A lease lives in the leader's memory only: every running attempt has a
 // deadline that its Worker's heartbeats push forward; when a deadline passes
 // the leader proposes ExpireAttempt through Raft. A new leader re-arms a lease
-// for every running attempt with a grace period of one heartbeat timeout, so a
+// for every running attempt with a grace period (TakeoverGrace: what a Worker
+// needs to notice the old leader is gone and reach the new one, with margin,
+// and at least a heartbeat timeout), so a
 // Worker that reattaches to it in time keeps its attempt (as Nomad's
 // heartbeat.go does for its nodes). An attempt that also has a run deadline
 // (stored in the state when it started) is timed out at that deadline,
@@ -47,9 +49,13 @@ const (
 
 // Config tunes the attempt leases.
 type Config struct {
-	// HeartbeatTimeout is how long an attempt lives without a heartbeat, and
-	// the grace period a new leader gives every running attempt.
+	// HeartbeatTimeout is how long an attempt lives without a heartbeat.
 	HeartbeatTimeout time.Duration
+	// TakeoverGrace is how long a new leader gives every running attempt
+	// before its first heartbeat. 0: TakeoverGrace(HeartbeatInterval,
+	// HeartbeatTimeout), what a Worker of the Go library needs; set it only
+	// for Workers known to reattach faster (tests).
+	TakeoverGrace time.Duration
 	// HeartbeatInterval is how often Workers are told to heartbeat.
 	HeartbeatInterval time.Duration
 	// Now is the clock (time.Now when nil). Deadlines are measured with it and
@@ -69,6 +75,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HeartbeatInterval > c.HeartbeatTimeout {
 		c.HeartbeatInterval = c.HeartbeatTimeout
+	}
+	if c.TakeoverGrace <= 0 {
+		c.TakeoverGrace = TakeoverGrace(c.HeartbeatInterval, c.HeartbeatTimeout)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -138,12 +147,16 @@ func (m *Manager) HeartbeatInterval() time.Duration { return m.cfg.HeartbeatInte
 // HeartbeatTimeout is how long an attempt lives without a heartbeat.
 func (m *Manager) HeartbeatTimeout() time.Duration { return m.cfg.HeartbeatTimeout }
 
+// TakeoverGrace is how long a new leader gives a running attempt before
+// its first heartbeat.
+func (m *Manager) TakeoverGrace() time.Duration { return m.cfg.TakeoverGrace }
+
 // DefaultRunTimeout is the run timeout of a Step whose policy names none.
 func (m *Manager) DefaultRunTimeout() time.Duration { return m.cfg.DefaultRunTimeout }
 
 // Establish starts the leases of a new leader for a dispatch epoch: every
-// attempt running in the state gets a lease with a full heartbeat timeout of
-// grace, so a Worker that reattaches within it keeps its attempt. A Manager
+// attempt running in the state gets a lease with the takeover grace, so a
+// Worker that reattaches within it keeps its attempt. A Manager
 // that was established already is revoked first.
 func (m *Manager) Establish(ctx context.Context, epoch uint64) {
 	m.Revoke()
@@ -156,7 +169,7 @@ func (m *Manager) Establish(ctx context.Context, epoch uint64) {
 	m.term = t
 	m.armUnleasedLocked(running)
 	m.log.Info("attempt leases established", zap.Uint64("epoch", epoch), zap.Int("running_attempts", len(m.leases)),
-		zap.Duration("grace", m.cfg.HeartbeatTimeout))
+		zap.Duration("grace", m.cfg.TakeoverGrace))
 	t.wg.Add(1)
 	go m.sweep(t)
 }
@@ -189,10 +202,11 @@ func (m *Manager) sweep(t *term) {
 }
 
 // armUnleasedLocked gives every running attempt of steps that has no lease
-// one with a full heartbeat timeout, and returns those it armed. m.mu is held.
+// one with the takeover grace (such an attempt may have been started by the
+// previous leader), and returns those it armed. m.mu is held.
 func (m *Manager) armUnleasedLocked(steps []*dexv1.Step) []key {
 	var armed []key
-	deadline := m.cfg.Now().Add(m.cfg.HeartbeatTimeout)
+	deadline := m.cfg.Now().Add(m.cfg.TakeoverGrace)
 	for _, st := range steps {
 		n := len(st.Attempts)
 		if n == 0 || st.Attempts[n-1].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {

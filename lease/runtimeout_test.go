@@ -39,7 +39,7 @@ func newRunFixture(t *testing.T) *runFixture {
 }
 
 func newManager(t *testing.T, c *leasetest.Cluster, clock *leasetest.Clock) *lease.Manager {
-	m := lease.New(c, c, lease.Config{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, Now: clock.Now}, zaptest.NewLogger(t))
+	m := lease.New(c, c, lease.Config{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout, Now: clock.Now}, zaptest.NewLogger(t))
 	t.Cleanup(m.Revoke)
 	return m
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // Client calls the SessionService. Reads and idempotent writes are retried
-// across Unavailable (a takeover, a follower) with backoff until ctx ends;
+// across Unavailable (a takeover, a follower), the first repeat at once and
+// then with backoff, until ctx ends;
 // other writes are repeated only when a node answered that it is not the
 // leader (nothing was changed).
 type Client struct {
@@ -48,7 +49,7 @@ func NewIdempotencyKey() string {
 // others only on a refusal that changed nothing.
 func call[T any](ctx context.Context, idempotent bool, f func(context.Context, ...grpc.CallOption) (T, error)) (T, error) {
 	b := newBackoff()
-	for {
+	for tries := 1; ; tries++ {
 		var trailer metadata.MD
 		out, err := f(ctx, grpc.Trailer(&trailer), grpc.WaitForReady(true))
 		if err == nil {
@@ -57,6 +58,9 @@ func call[T any](ctx context.Context, idempotent bool, f func(context.Context, .
 		retry := notApplied(err, trailer) || (idempotent && transient(ctx, err))
 		if !retry || ctx.Err() != nil {
 			return out, err
+		}
+		if tries == 1 {
+			continue // the channel waits for the next ready node: no back-off yet
 		}
 		if serr := sleep(ctx, b.next()); serr != nil {
 			return out, err

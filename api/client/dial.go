@@ -38,6 +38,8 @@ func init() { resolver.Register(dexBuilder{}) }
 // takeover) or one "host:port" of a load balancer that checks /readyz. The
 // channel is plaintext unless opts say otherwise; opts come after the
 // defaults, so they override them (e.g. grpc.WithDefaultServiceConfig).
+// The channel leaves a node that stops answering within DetectTime (see
+// liveness.go).
 func Dial(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	if strings.HasPrefix(target, Scheme+":") {
 		if len(splitAddrs(endpointOf(target))) == 0 {
@@ -48,6 +50,8 @@ func Dial(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(DefaultServiceConfig),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxReceive)),
+		grpc.WithContextDialer(newLiveness().dial),
+		grpc.WithKeepaliveParams(keepaliveParams),
 	}
 	return grpc.NewClient(target, append(base, opts...)...)
 }

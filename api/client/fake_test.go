@@ -165,6 +165,9 @@ func (s *fakeWorkerNode) PollTask(ctx context.Context, req *dexv1.PollTaskReques
 	s.f.mu.Unlock()
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
 	for {
+		if s.gate() != nil {
+			return &dexv1.PollTaskResponse{}, nil // lost the lease meanwhile
+		}
 		s.f.mu.Lock()
 		if len(s.f.tasks) > 0 {
 			n := min(int(max(req.MaxTasks, 1)), len(s.f.tasks))

@@ -162,7 +162,9 @@ type WorkerOptions struct {
 	Concurrency int
 	// PollWait is how long one PollTask waits for work (default 20 s).
 	PollWait time.Duration
-	// CallTimeout bounds one try of a Worker call (default 10 s).
+	// CallTimeout bounds one try of a Worker call (default 10 s). A try of
+	// an attempt's claim, heartbeat or report waits less: about a heartbeat
+	// interval, between 1 and 2 s (see callTry).
 	CallTimeout time.Duration
 	// ShutdownGrace is how long running tasks may go on after Run's ctx
 	// ends (default 5 s); then their contexts are cancelled.
@@ -385,12 +387,14 @@ func (w *Worker) hold(moment string, t *dexv1.Task) {
 }
 
 // send runs one logged Worker call, repeating the same request across
-// transient errors until the cluster answers or ctx ends. It returns the
+// transient errors until the cluster answers or ctx ends. Each try waits at
+// most try; the first repeat goes out at once (a frozen or lost leader
+// costs one try, not a back-off too), later ones back off. It returns the
 // cluster's definite answer (nil on success).
-func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, f func(ctx context.Context) error) error {
+func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, try time.Duration, f func(ctx context.Context) error) error {
 	b := newBackoff()
 	for tries := 1; ; tries++ {
-		cctx, cancel := context.WithTimeout(ctx, w.opts.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, try)
 		err := f(cctx)
 		cancel()
 		if err == nil {
@@ -407,6 +411,7 @@ func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, f func(
 		}
 		if tries == 1 {
 			log.Warn(what+": cluster not reachable; retrying the same call", zap.Error(err))
+			continue
 		}
 		if serr := sleep(ctx, b.next()); serr != nil {
 			return err
@@ -430,14 +435,14 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 	// A task this Worker cannot run fails unclaimed: the call did not run.
 	if why := w.cannotRun(t); why != "" {
 		ref.Seq = 1
-		err := w.report(ctx, log, "fail", ref, failure(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, why))
+		err := w.report(ctx, log, "fail", w.callTry(t), ref, failure(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, why))
 		log.Error("cannot run task", zap.String("reason", why), zap.Error(err))
 		return
 	}
 
 	w.hold(HoldBeforeClaim, t)
 	ref.Seq = 1
-	if err := w.send(ctx, log, "claim", func(c context.Context) error {
+	if err := w.send(ctx, log, "claim", w.callTry(t), func(c context.Context) error {
 		_, err := w.svc.ClaimTask(c, &dexv1.ClaimTaskRequest{Ref: ref}, grpc.WaitForReady(true))
 		return err
 	}); err != nil {
@@ -493,7 +498,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 	}
 	ref.Seq = 2
 	if out.complete != nil {
-		err := w.report(rctx, log, "complete", ref, out.complete)
+		err := w.report(rctx, log, "complete", w.callTry(t), ref, out.complete)
 		if err == nil {
 			stopHeartbeats()
 			log.Info("task completed")
@@ -511,7 +516,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 			return
 		}
 	}
-	err := w.report(rctx, log, "fail", ref, failure(out.errType, out.err.Error()))
+	err := w.report(rctx, log, "fail", w.callTry(t), ref, failure(out.errType, out.err.Error()))
 	if err != nil {
 		log.Warn("fail refused; dropping the task", zap.Error(err))
 		return
@@ -522,8 +527,8 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 
 // report sends how the attempt ended (one ReportTask), retried like every
 // logged call.
-func (w *Worker) report(ctx context.Context, log *zap.Logger, what string, ref *dexv1.AttemptRef, res *dexv1.AttemptResult) error {
-	return w.send(ctx, log, what, func(c context.Context) error {
+func (w *Worker) report(ctx context.Context, log *zap.Logger, what string, try time.Duration, ref *dexv1.AttemptRef, res *dexv1.AttemptResult) error {
+	return w.send(ctx, log, what, try, func(c context.Context) error {
 		_, err := w.svc.ReportTask(c, &dexv1.ReportTaskRequest{Ref: ref, Result: res}, grpc.WaitForReady(true))
 		return err
 	})
@@ -651,7 +656,7 @@ func (w *Worker) heartbeat(ctx context.Context, log *zap.Logger, t *dexv1.Task, 
 			return
 		case <-tick.C:
 		}
-		cctx, ccancel := context.WithTimeout(ctx, max(interval, w.opts.CallTimeout/2))
+		cctx, ccancel := context.WithTimeout(ctx, w.callTry(t))
 		resp, err := w.svc.Heartbeat(cctx, &dexv1.HeartbeatRequest{Ref: ref}, grpc.WaitForReady(true))
 		ccancel()
 		if ctx.Err() != nil {

@@ -74,7 +74,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.trailingLogs, "raft-trailing-logs", 10240, "log entries kept after a snapshot")
 	fs.IntVar(&o.maxPayload, "max-payload", server.DefaultMaxPayload, "largest request in bytes; a larger one is refused with ResourceExhausted")
 	fs.DurationVar(&o.workerHeartbeat, "heartbeat-interval", lease.DefaultHeartbeatInterval, "how often Workers heartbeat a task")
-	fs.DurationVar(&o.workerTimeout, "heartbeat-timeout", lease.DefaultHeartbeatTimeout, "an attempt without a heartbeat for this long fails; also a new leader's grace period")
+	fs.DurationVar(&o.workerTimeout, "heartbeat-timeout", lease.DefaultHeartbeatTimeout, "an attempt without a heartbeat for this long fails; a new leader's grace is this or, if longer, twice what a Worker needs to reach it (lease.TakeoverGrace)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT a leader stops handing out tasks and lets running attempts finish for up to this long, then hands leadership to another node")
 	fs.Uint64Var(&o.eventCount, "event-retention-count", gc.DefaultEventCount, "events kept per session; older ones are dropped as new ones come (0: no limit)")
 	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
