@@ -63,10 +63,11 @@ func Dial(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 // to 2 minutes. During a takeover no node is ready for a second or so, and a
 // load balancer closes the connections it has no server for, so every
 // reconnect in that window fails; with the default the channel then sleeps
-// past the moment the new leader is ready. A 100 ms start, capped at 1 s,
-// finds the new leader within about 100 ms of it turning ready.
+// past the moment the new leader is ready. Starting at 50 ms and capped at
+// 250 ms, it finds the new leader within a quarter second of it turning
+// ready; a refused connect every 250 ms costs nothing.
 var reconnectParams = grpc.ConnectParams{
-	Backoff:           grpcbackoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	Backoff:           grpcbackoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 250 * time.Millisecond},
 	MinConnectTimeout: 5 * time.Second,
 }
 
