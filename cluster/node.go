@@ -168,9 +168,10 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	closeStore := true
+	store := n.store // n is nil once an error is returned
 	defer func() {
 		if closeStore {
-			n.store.Close()
+			store.Close()
 		}
 	}()
 	// Before the snapshot store (which creates a missing snapshots dir).

@@ -95,7 +95,7 @@ func checkBoltFile(path string) (*boltMeta, error) {
 	}
 	for i, m := range []*boltMeta{m0, m1} {
 		if need := int64(m.pgid) * ps; size < need {
-			return nil, bad("is truncated: %d bytes, its bolt meta page %d says %d", size, i, need)
+			return nil, bad("is truncated: %d bytes, but its bolt meta page %d needs %d", size, i, need)
 		}
 	}
 	return cur, nil
@@ -165,7 +165,7 @@ func checkSnapshots(raftDir string, firstIndex uint64, hasState bool) ([]Snapsho
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if hasState {
-			return nil, &DamageError{Path: dir, Reason: "is missing, but raft.db holds this node's log: the state before it is lost"}
+			return nil, &DamageError{Path: dir, Reason: "is missing, but raft.db holds this node's log"}
 		}
 		return nil, nil
 	}
