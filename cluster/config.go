@@ -59,6 +59,11 @@ type Config struct {
 	// The node must stop; dexd exits.
 	OnHalt func(error)
 
+	// OnDamage is called when a raft log entry read while the node runs fails
+	// its checksum (damage found at start is Open's error). The node must
+	// stop; dexd exits. Without it, OnHalt is called.
+	OnDamage func(error)
+
 	// OnApplied is called after each entry the state machine applied (and
 	// after a snapshot restore) with what it wrote; the leader's broker is
 	// fed from it. It must not wait for Apply.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,16 +168,22 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	closeStore := true
+	store := n.store // n is nil once an error is returned
 	defer func() {
 		if closeStore {
-			n.store.Close()
+			store.Close()
 		}
 	}()
+	// Before the snapshot store (which creates a missing snapshots dir).
+	logs, err := openCheckedLog(n.store, raftDir, n.onDamage)
+	if err != nil {
+		return nil, err
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot store in %s: %v", raftDir, err)
 	}
-	hasState, err := raft.HasExistingState(n.store, n.store, snaps)
+	hasState, err := raft.HasExistingState(logs, n.store, snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raft store in %s is damaged: %v", raftDir, err)
 	}
@@ -223,7 +230,7 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("raft config: %v", err)
 	}
-	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm}, n.store, n.store, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm}, logs, n.store, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
 		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)
@@ -249,11 +256,16 @@ func Open(cfg Config) (n *Node, err error) {
 // openStore opens raft.db with a lock timeout, turning bbolt's errors (and a
 // panic on a damaged file) into one clear error.
 func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
+	// A fault on the mapped file is a panic here, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("raft store %s is damaged: %v", path, r)
+			s, err = nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged: %v", r)}
 		}
 	}()
+	if _, err := checkBoltFile(path); err != nil {
+		return nil, err
+	}
 	if err := checkStore(path, dataDir); err != nil {
 		return nil, err
 	}
@@ -267,7 +279,7 @@ func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
 	default:
-		return nil, fmt.Errorf("raft store %s is damaged or not a raft store: %v", path, err)
+		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
 	}
 }
 
@@ -282,12 +294,12 @@ func checkStore(path, dataDir string) error {
 	case errors.Is(err, bolt.ErrTimeout):
 		return fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
 	case err != nil:
-		return fmt.Errorf("raft store %s is damaged or not a raft store: %v", path, err)
+		return &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error {
 		for cerr := range tx.Check() {
-			return fmt.Errorf("raft store %s is damaged: %s", path, strings.TrimPrefix(cerr.Error(), "panic: "))
+			return &DamageError{Path: path, Reason: "is damaged: " + strings.TrimPrefix(cerr.Error(), "panic: ")}
 		}
 		return nil
 	})

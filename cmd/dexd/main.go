@@ -26,6 +26,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "verify" {
+		os.Exit(runVerify(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
@@ -237,6 +240,12 @@ func serve(o *options, log *zap.Logger) error {
 			// Applying later entries would diverge from the peers: stop now.
 			log.Error("stopping: the state machine cannot apply a committed entry", zap.Error(err))
 			log.Sync()
+			os.Exit(1)
+		},
+		OnDamage: func(err error) {
+			// A log entry failed its checksum: serve and vote on nothing more.
+			log.Sync()
+			fmt.Fprintf(os.Stderr, "dexd: %s\n", oneLine(err.Error()))
 			os.Exit(1)
 		},
 	})
