@@ -302,3 +302,15 @@ func ProbeClusterID(addr string, timeout time.Duration) (string, error) {
 	_, id, err := clientHandshake(conn, kindProbe, "")
 	return id, err
 }
+
+// NewPeerTransport is a raft transport on a loopback port of its own that
+// speaks the handshake as a member of cluster clusterID: for tools and
+// tests that talk raft to a node the way a peer does.
+func NewPeerTransport(clusterID string) (*raft.NetworkTransport, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	layer := newHandshakeLayer(ln, nil, newClusterIdentity(clusterID, nil, nil), zap.NewNop())
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 1, Timeout: 5 * time.Second}), nil
+}
