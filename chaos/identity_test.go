@@ -153,6 +153,19 @@ func TestIdentity_DeadJoinsLeaveTheClusterServing(t *testing.T) {
 	}
 	id := e.createSession("still serving")
 	e.waitStatus(id, sIdle, 30*time.Second)
+	// The reachability checks ask members at their recorded gRPC addresses.
+	waitUntil(t, 20*time.Second, "every member's addresses in the state", func() bool {
+		st, err := admin.Status(e.ctx(10*time.Second), &dexv1.StatusRequest{})
+		if err != nil {
+			return false
+		}
+		for _, ns := range st.Nodes {
+			if ns.GrpcAddress == "" {
+				return false
+			}
+		}
+		return true
+	})
 
 	// One follower down: removing the other live follower would leave the
 	// leader and a dead node, 1 of 2.
