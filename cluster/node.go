@@ -169,9 +169,10 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	closeStore := true
+	store := n.store // an error return sets n to nil before this runs
 	defer func() {
 		if closeStore {
-			n.store.Close()
+			store.Close()
 		}
 	}()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
