@@ -70,7 +70,7 @@ func TestIdentity_AnOldNodeCannotTakeOverANewCluster(t *testing.T) {
 	for run := 1; run <= 10; run++ {
 		t.Run(fmt.Sprintf("run%d", run), func(t *testing.T) {
 			e := newEnv(t)
-			id := e.createSession("from cluster A")
+			e.createSession("from cluster A")
 			n1, n2, n3 := e.cluster.Nodes[0], e.cluster.Nodes[1], e.cluster.Nodes[2]
 			waitUntil(t, 20*time.Second, "every node to record the cluster id", func() bool {
 				a := recordedClusterID(n1)
@@ -110,7 +110,6 @@ func TestIdentity_AnOldNodeCannotTakeOverANewCluster(t *testing.T) {
 			if st := nodeState(t, n3); st.ClusterId != clusterA {
 				t.Fatalf("n3 reports cluster %q, want %s", st.ClusterId, clusterA)
 			}
-			_ = id
 		})
 		if t.Failed() {
 			return
