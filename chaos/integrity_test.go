@@ -40,7 +40,7 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 		}
 	}
 	raftDir := filepath.Join(f.DataDir, "raft")
-	waitUntil(t, "the follower's log and a snapshot hold the marker", func() bool {
+	waitUntil(t, 60*time.Second, "the follower's log and a snapshot hold the marker", func() bool {
 		db, _ := os.ReadFile(filepath.Join(raftDir, "raft.db"))
 		return bytes.Contains(db, []byte(integrityMarker)) && bytes.Contains(newestSnapshot(t, f), []byte(integrityMarker))
 	})
@@ -168,15 +168,6 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 	}
 	if got := prototext.Format(e.get(id)); !strings.Contains(got, integrityMarker) || strings.Contains(got, integrityEdit) {
 		t.Fatalf("the cluster serves the session as:\n%s\nwant %q in it", got, integrityMarker)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached", what)
-		}
 	}
 }
 

@@ -17,6 +17,9 @@ type Identity struct {
 	// Cluster is a hash of the bootstrap peers, or "joined:ADDR" for a node
 	// that joined a running cluster.
 	Cluster string `json:"cluster"`
+	// ClusterID is the cluster's random id (cluster_identity.go); absent
+	// in a data dir from before ids and until the node first learns it.
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // checkDataDir makes sure dir belongs to node id. It returns whether the

@@ -183,9 +183,14 @@ func (n *Node) callJoin(ctx context.Context, target string) (leader string, err 
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	var trailer metadata.MD
-	_, err = dexv1.NewAdminServiceClient(conn).Join(cctx, &dexv1.JoinRequest{Node: n.Info()}, grpc.Trailer(&trailer))
+	resp, err := dexv1.NewAdminServiceClient(conn).Join(cctx, &dexv1.JoinRequest{Node: n.Info(), ClusterId: n.ident.ID()}, grpc.Trailer(&trailer))
 	if v := trailer.Get(LeaderMetadataKey); len(v) > 0 {
 		leader = v[0]
+	}
+	if err == nil && resp.GetClusterId() != "" {
+		if ierr := n.ident.accept(resp.GetClusterId(), target, "join answer from"); ierr != nil {
+			return "", status.Error(codes.FailedPrecondition, ierr.Error())
+		}
 	}
 	return leader, err
 }

@@ -84,7 +84,8 @@ type Node struct {
 	fsm   *fsm.FSM
 	raft  *raft.Raft
 	store *raftboltdb.BoltStore
-	trans *raft.NetworkTransport
+	trans *guardedTransport
+	ident *clusterIdentity
 
 	notifyCh   chan bool
 	handoverCh chan chan struct{}
@@ -138,6 +139,7 @@ func Open(cfg Config) (n *Node, err error) {
 		shutdownCh: make(chan struct{}),
 		services:   append([]LeaderService(nil), cfg.LeaderServices...),
 	}
+	n.services = append(n.services, &membershipService{n: n})
 	hl := NewHCLogger(cfg.Logger, "raft")
 
 	// A fresh dir is claimed first, so a failed first start leaves a dir
@@ -201,11 +203,21 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}
 
+	if n.ident, err = loadClusterIdentity(cfg.DataDir, cfg.Logger); err != nil {
+		return nil, err
+	}
+	if bootstrap != nil {
+		if err := refuseExistingCluster(cfg); err != nil {
+			return nil, err
+		}
+	}
 	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 	if err != nil {
 		return nil, fmt.Errorf("raft address %s: %v", cfg.RaftAddr, err)
 	}
-	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, hl.Named("transport"))
+	n.trans, err = newGuardedTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
+		MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport"),
+	}, cfg.Logger, cfg.ID)
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}
@@ -235,6 +247,7 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)
 	}
+	n.trans.setRaft(n.raft)
 	if bootstrap != nil {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
@@ -246,7 +259,8 @@ func Open(cfg Config) (n *Node, err error) {
 	closeStore = false
 	n.lastAdvance = time.Now()
 
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go n.identityLoop()
 	go n.leaderLoop()
 	go n.registerLoop()
 	go n.readinessLoop()

@@ -64,6 +64,8 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.expireSessions(b.ExpireSessions)
 	case *dexv1.Command_TimeoutAttempt:
 		return a.timeoutAttempt(b.TimeoutAttempt)
+	case *dexv1.Command_SetClusterId:
+		return a.setClusterID(b.SetClusterId)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

@@ -308,6 +308,7 @@ type NodeStateResponse struct {
 	LeaderId     string                 `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
 	// Only from the leader: its broker's Worker health.
 	Workers       []*WorkerHealth `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
+	ClusterId     string          `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,9 +392,19 @@ func (x *NodeStateResponse) GetWorkers() []*WorkerHealth {
 	return nil
 }
 
+func (x *NodeStateResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type JoinRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          *NodeInfo              `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  *NodeInfo              `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The cluster id in the joining node's data dir; empty for a new node.
+	// A node of another cluster is refused.
+	ClusterId     string `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -435,8 +446,17 @@ func (x *JoinRequest) GetNode() *NodeInfo {
 	return nil
 }
 
+func (x *JoinRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type JoinResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cluster's id, recorded by the joining node.
+	ClusterId     string `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -469,6 +489,13 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
 	return file_dex_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *JoinResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type RegisterNodeRequest struct {
@@ -552,8 +579,10 @@ func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
 }
 
 type RemoveNodeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Remove even when the voters left that answer would not be a majority.
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -593,6 +622,13 @@ func (x *RemoveNodeRequest) GetNodeId() string {
 		return x.NodeId
 	}
 	return ""
+}
+
+func (x *RemoveNodeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type RemoveNodeResponse struct {
@@ -822,7 +858,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"answeredBy\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12.\n" +
 	"\aworkers\x18\b \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\"\x12\n" +
-	"\x10NodeStateRequest\"\xe2\x01\n" +
+	"\x10NodeStateRequest\"\x81\x02\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x12\n" +
@@ -830,15 +866,22 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12#\n" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12\x1b\n" +
 	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12.\n" +
-	"\aworkers\x18\a \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\"3\n" +
+	"\aworkers\x18\a \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\"R\n" +
 	"\vJoinRequest\x12$\n" +
-	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\"\x0e\n" +
-	"\fJoinResponse\";\n" +
+	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\"-\n" +
+	"\fJoinResponse\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\";\n" +
 	"\x13RegisterNodeRequest\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\"\x16\n" +
-	"\x14RegisterNodeResponse\",\n" +
+	"\x14RegisterNodeResponse\"B\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\x14\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x14\n" +
 	"\x12RemoveNodeResponse\"4\n" +
 	"\x19TransferLeadershipRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\";\n" +

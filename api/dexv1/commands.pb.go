@@ -58,6 +58,7 @@ type Command struct {
 	//	*Command_ExpireSessions
 	//	*Command_TimeoutAttempt
 	//	*Command_ReportAttempt
+	//	*Command_SetClusterId
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -366,6 +367,15 @@ func (x *Command) GetReportAttempt() *ReportAttempt {
 	return nil
 }
 
+func (x *Command) GetSetClusterId() *SetClusterId {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetClusterId); ok {
+			return x.SetClusterId
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -482,6 +492,10 @@ type Command_ReportAttempt struct {
 	ReportAttempt *ReportAttempt `protobuf:"bytes,90,opt,name=report_attempt,json=reportAttempt,proto3,oneof"`
 }
 
+type Command_SetClusterId struct {
+	SetClusterId *SetClusterId `protobuf:"bytes,100,opt,name=set_cluster_id,json=setClusterId,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -537,6 +551,8 @@ func (*Command_ExpireSessions) isCommand_Body() {}
 func (*Command_TimeoutAttempt) isCommand_Body() {}
 
 func (*Command_ReportAttempt) isCommand_Body() {}
+
+func (*Command_SetClusterId) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -2295,11 +2311,57 @@ func (x *ReportAttempt) GetResult() *AttemptResult {
 	return nil
 }
 
+// Records the cluster's id, made by the first leader that finds none in the
+// state; once set it never changes (a later SetClusterId is refused).
+type SetClusterId struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClusterId) Reset() {
+	*x = SetClusterId{}
+	mi := &file_dex_v1_commands_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClusterId) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClusterId) ProtoMessage() {}
+
+func (x *SetClusterId) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
+func (*SetClusterId) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SetClusterId) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xb9\x0e\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf7\x0e\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -2334,7 +2396,8 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\rpurge_session\x18G \x01(\v2\x14.dex.v1.PurgeSessionH\x00R\fpurgeSession\x12A\n" +
 	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessions\x12A\n" +
 	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttempt\x12>\n" +
-	"\x0ereport_attempt\x18Z \x01(\v2\x15.dex.v1.ReportAttemptH\x00R\rreportAttemptB\x06\n" +
+	"\x0ereport_attempt\x18Z \x01(\v2\x15.dex.v1.ReportAttemptH\x00R\rreportAttempt\x12<\n" +
+	"\x0eset_cluster_id\x18d \x01(\v2\x14.dex.v1.SetClusterIdH\x00R\fsetClusterIdB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -2461,7 +2524,10 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"d\n" +
 	"\rReportAttempt\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12-\n" +
-	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06resultB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"-\n" +
+	"\fSetClusterId\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterIdB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2475,7 +2541,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2507,16 +2573,17 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*ExpireSessions)(nil),    // 27: dex.v1.ExpireSessions
 	(*TimeoutAttempt)(nil),    // 28: dex.v1.TimeoutAttempt
 	(*ReportAttempt)(nil),     // 29: dex.v1.ReportAttempt
-	(*ToolSpec)(nil),          // 30: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 31: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 32: dex.v1.ToolResult
-	(*PollResult)(nil),        // 33: dex.v1.PollResult
-	(ErrorType)(0),            // 34: dex.v1.ErrorType
-	(ResumeChoice)(0),         // 35: dex.v1.ResumeChoice
-	(Outcome)(0),              // 36: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 37: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 38: dex.v1.EventRetention
-	(*AttemptResult)(nil),     // 39: dex.v1.AttemptResult
+	(*SetClusterId)(nil),      // 30: dex.v1.SetClusterId
+	(*ToolSpec)(nil),          // 31: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 32: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 33: dex.v1.ToolResult
+	(*PollResult)(nil),        // 34: dex.v1.PollResult
+	(ErrorType)(0),            // 35: dex.v1.ErrorType
+	(ResumeChoice)(0),         // 36: dex.v1.ResumeChoice
+	(Outcome)(0),              // 37: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 38: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 39: dex.v1.EventRetention
+	(*AttemptResult)(nil),     // 40: dex.v1.AttemptResult
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2547,25 +2614,26 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	27, // 25: dex.v1.Command.expire_sessions:type_name -> dex.v1.ExpireSessions
 	28, // 26: dex.v1.Command.timeout_attempt:type_name -> dex.v1.TimeoutAttempt
 	29, // 27: dex.v1.Command.report_attempt:type_name -> dex.v1.ReportAttempt
-	30, // 28: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 29: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 30: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	31, // 31: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	32, // 32: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	33, // 33: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 34: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	34, // 35: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	35, // 36: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
-	36, // 37: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	37, // 38: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	38, // 39: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	5,  // 40: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
-	39, // 41: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	30, // 28: dex.v1.Command.set_cluster_id:type_name -> dex.v1.SetClusterId
+	31, // 29: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 30: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 31: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	32, // 32: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	33, // 33: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	34, // 34: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 35: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	35, // 36: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	36, // 37: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
+	37, // 38: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	38, // 39: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	39, // 40: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	5,  // 41: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
+	40, // 42: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2603,6 +2671,7 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_ExpireSessions)(nil),
 		(*Command_TimeoutAttempt)(nil),
 		(*Command_ReportAttempt)(nil),
+		(*Command_SetClusterId)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2616,7 +2685,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

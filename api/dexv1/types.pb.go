@@ -2663,8 +2663,10 @@ type ClusterMeta struct {
 	NextQueueSeq   uint64          `protobuf:"varint,5,opt,name=next_queue_seq,json=nextQueueSeq,proto3" json:"next_queue_seq,omitempty"`
 	NextEventSeq   uint64          `protobuf:"varint,6,opt,name=next_event_seq,json=nextEventSeq,proto3" json:"next_event_seq,omitempty"`
 	EventRetention *EventRetention `protobuf:"bytes,7,opt,name=event_retention,json=eventRetention,proto3" json:"event_retention,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The cluster's id (SetClusterId); empty until the first leader sets it.
+	ClusterId     string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterMeta) Reset() {
@@ -2744,6 +2746,13 @@ func (x *ClusterMeta) GetEventRetention() *EventRetention {
 		return x.EventRetention
 	}
 	return nil
+}
+
+func (x *ClusterMeta) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 // One record of a state machine snapshot: the snapshot is a header followed by
@@ -3565,7 +3574,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x17\n" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
-	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\"\x88\x02\n" +
+	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\"\xa7\x02\n" +
 	"\vClusterMeta\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
@@ -3573,7 +3582,9 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0enext_queue_seq\x18\x05 \x01(\x04R\fnextQueueSeq\x12$\n" +
 	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\x12?\n" +
-	"\x0fevent_retention\x18\a \x01(\v2\x16.dex.v1.EventRetentionR\x0eeventRetention\"\xb5\x04\n" +
+	"\x0fevent_retention\x18\a \x01(\v2\x16.dex.v1.EventRetentionR\x0eeventRetention\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\"\xb5\x04\n" +
 	"\x0eSnapshotRecord\x12)\n" +
 	"\x04meta\x18\x01 \x01(\v2\x13.dex.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +

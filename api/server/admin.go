@@ -76,6 +76,7 @@ func (a *Admin) nodeState() *dexv1.NodeStateResponse {
 		AppliedIndex: st.AppliedIndex,
 		LeaderId:     st.LeaderID,
 		Workers:      a.workerHealth(),
+		ClusterId:    a.node.ClusterID(),
 	}
 }
 
@@ -166,7 +167,10 @@ func suffrage(s raft.ServerSuffrage) string {
 	return "nonvoter"
 }
 
-// Join adds a node as a voter and records its addresses. Leader only.
+// Join adds a node as a non-voter and records its addresses; the leader
+// promotes it to voter once it has caught up (cluster/safe_membership.go).
+// A node of another cluster, or one that does not answer at its gRPC
+// address, is refused. Leader only.
 func (a *Admin) Join(ctx context.Context, req *dexv1.JoinRequest) (*dexv1.JoinResponse, error) {
 	if err := validateNode(req.GetNode()); err != nil {
 		return nil, err
@@ -175,14 +179,22 @@ func (a *Admin) Join(ctx context.Context, req *dexv1.JoinRequest) (*dexv1.JoinRe
 		return nil, err
 	}
 	n := req.GetNode()
-	if err := a.node.AddVoter(ctx, n.Id, n.RaftAddress); err != nil {
+	if err := a.node.CheckJoinClusterID(req.GetClusterId()); err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	if !a.node.IsMember(n.Id) {
+		if _, ok := cluster.AskNodeState(ctx, n.GrpcAddress, n.Id); !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "node %s does not answer as itself at its gRPC address %s: a node joins by starting it with --join, which calls Join once it serves", n.Id, n.GrpcAddress)
+		}
+	}
+	if err := a.node.AddNonvoter(ctx, n.Id, n.RaftAddress); err != nil {
 		return nil, a.toStatus(ctx, err)
 	}
 	if err := a.propose(ctx, &dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: n}}}); err != nil {
 		return nil, err
 	}
-	a.log.Info("node joined", zap.String("node", n.Id), zap.String("raft_address", n.RaftAddress))
-	return &dexv1.JoinResponse{}, nil
+	a.log.Info("node joined as a non-voter", zap.String("node", n.Id), zap.String("raft_address", n.RaftAddress))
+	return &dexv1.JoinResponse{ClusterId: a.node.ClusterID()}, nil
 }
 
 // RegisterNode records a member's addresses. Leader only.
@@ -227,6 +239,11 @@ func (a *Admin) RemoveNode(ctx context.Context, req *dexv1.RemoveNodeRequest) (*
 	}
 	if !a.node.IsMember(id) {
 		return nil, status.Errorf(codes.NotFound, "node %s is not a member of the cluster", id)
+	}
+	if !req.GetForce() {
+		if err := a.node.CheckRemoval(ctx, id); err != nil {
+			return nil, status.Error(codes.FailedPrecondition, err.Error())
+		}
 	}
 	// Forget the addresses first: a leader removing itself stops leading.
 	err := a.propose(ctx, &dexv1.Command{Body: &dexv1.Command_RemoveNode{RemoveNode: &dexv1.RemoveNode{NodeId: id}}})

@@ -48,13 +48,21 @@ func newNodeCmd(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-	}, &cobra.Command{
+	}, removeCmd(slow))
+	return cmd
+}
+
+func removeCmd(slow func() *globals) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove node ID from the cluster",
-		Args:  cobra.ExactArgs(1),
+		Long: "Remove node ID from the cluster. Refused when the voters left that answer would not be\n" +
+			"a majority of the voters left (the cluster would stop); --force removes it anyway.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := slow().leader(cmd.Context(), func(ctx context.Context, c dexv1.AdminServiceClient) error {
-				_, err := c.RemoveNode(ctx, &dexv1.RemoveNodeRequest{NodeId: args[0]})
+				_, err := c.RemoveNode(ctx, &dexv1.RemoveNodeRequest{NodeId: args[0], Force: force})
 				return err
 			})
 			if err != nil {
@@ -63,6 +71,7 @@ func newNodeCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s removed\n", args[0])
 			return nil
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "remove even when the voters left that answer would not be a majority")
 	return cmd
 }

@@ -59,6 +59,15 @@ func registerMetrics(reg *prometheus.Registry, node *cluster.Node) {
 	gauge("epoch", "Dispatch epoch in the replicated state.", func() float64 {
 		return float64(node.State().Meta().GetEpoch())
 	})
+	counter := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "dex", Name: name, Help: help}, f))
+	}
+	counter("raft_foreign_connections_total", "Raft connections refused because the other side belongs to another cluster.", func() float64 {
+		return float64(node.ForeignConnections())
+	})
+	counter("raft_refused_votes_total", "Vote requests refused before raft saw them (from a non-voter, or a leadership-transfer vote beyond the current term + 1).", func() float64 {
+		return float64(node.RefusedVotes())
+	})
 	gauge("ready", "1 when this node is ready (established leader, apply keeps up).", func() float64 {
 		if ok, _ := node.Ready(); ok {
 			return 1

@@ -1,0 +1,316 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+)
+
+// Every raft connection opens with a handshake that names the cluster of
+// each side, so a node of another cluster (an old data dir, a copied
+// config) is refused before raft reads a byte from it.
+//
+//	dialer → header: magic, kind, len, cluster id
+//	         reply:  magic, status, len, cluster id
+//
+// An empty id means "not known yet" (a node that bootstrapped and whose
+// first leader has not made the id yet, or a data dir from before ids).
+const (
+	handshakeMagic   = "DEXRAFT1"
+	handshakeTimeout = 3 * time.Second
+
+	kindRaft  byte = 'R' // a raft connection follows
+	kindProbe byte = 'P' // only asks the cluster id, then closes
+
+	replyOK      byte = 'K'
+	replyRefused byte = 'X'
+)
+
+// ForeignClusterError is a connection refused because the other side
+// belongs to another cluster.
+type ForeignClusterError struct {
+	Local, Remote, Addr string
+}
+
+func (e *ForeignClusterError) Error() string {
+	return fmt.Sprintf("refused a raft connection with %s: it belongs to cluster %s, this node to cluster %s (a node of another cluster: wipe its data dir and --join it, or fix --peers)", e.Addr, e.Remote, e.Local)
+}
+
+// clusterIdentity is this node's cluster id, shared by the transport, the
+// join and the leader. A node that does not know it yet adopts the first
+// one it hears (from a peer, a Join answer or the replicated state).
+type clusterIdentity struct {
+	mu      sync.Mutex
+	id      string
+	persist func(id string) error
+	log     *zap.Logger
+	foreign atomic.Uint64
+
+	logMu     sync.Mutex
+	lastLogAt map[string]time.Time
+}
+
+func newClusterIdentity(id string, persist func(string) error, log *zap.Logger) *clusterIdentity {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &clusterIdentity{id: id, persist: persist, log: log, lastLogAt: map[string]time.Time{}}
+}
+
+// ID is the cluster id, empty while unknown.
+func (c *clusterIdentity) ID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.id
+}
+
+// accept checks a peer's cluster id: equal ids and an unknown id on either
+// side pass; an unknown local id adopts the peer's. A different id is
+// refused, logged (at most every 10 s per address) and counted.
+func (c *clusterIdentity) accept(remote, addr, how string) error {
+	c.mu.Lock()
+	local := c.id
+	switch {
+	case remote == "" || remote == local:
+		c.mu.Unlock()
+		return nil
+	case local == "":
+		c.id = remote
+		c.mu.Unlock()
+		c.log.Info("cluster id adopted", zap.String("cluster", remote), zap.String("from", how+" "+addr))
+		if c.persist != nil {
+			if err := c.persist(remote); err != nil {
+				c.log.Error("recording the cluster id failed", zap.Error(err))
+			}
+		}
+		return nil
+	}
+	c.mu.Unlock()
+	err := &ForeignClusterError{Local: local, Remote: remote, Addr: addr}
+	c.refused(err, how)
+	return err
+}
+
+func (c *clusterIdentity) refused(err *ForeignClusterError, how string) {
+	c.foreign.Add(1)
+	c.logMu.Lock()
+	last := c.lastLogAt[err.Addr]
+	quiet := time.Since(last) < 10*time.Second
+	if !quiet {
+		c.lastLogAt[err.Addr] = time.Now()
+	}
+	c.logMu.Unlock()
+	if !quiet {
+		c.log.Error("foreign cluster: "+err.Error(), zap.String("direction", how), zap.String("remote_cluster", err.Remote), zap.String("cluster", err.Local))
+	}
+}
+
+// ForeignConnections counts the raft connections refused (in either
+// direction) because the other side belongs to another cluster.
+func (c *clusterIdentity) ForeignConnections() uint64 { return c.foreign.Load() }
+
+func writeFrame(w io.Writer, b byte, id string) error {
+	if len(id) > 255 {
+		return fmt.Errorf("cluster id too long")
+	}
+	buf := make([]byte, 0, len(handshakeMagic)+2+len(id))
+	buf = append(buf, handshakeMagic...)
+	buf = append(buf, b, byte(len(id)))
+	buf = append(buf, id...)
+	_, err := w.Write(buf)
+	return err
+}
+
+func readFrame(r io.Reader) (b byte, id string, err error) {
+	head := make([]byte, len(handshakeMagic)+2)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return 0, "", err
+	}
+	if string(head[:len(handshakeMagic)]) != handshakeMagic {
+		return 0, "", errors.New("not a Dex raft handshake (a dexd from before cluster ids, or another program)")
+	}
+	idb := make([]byte, head[len(head)-1])
+	if _, err := io.ReadFull(r, idb); err != nil {
+		return 0, "", err
+	}
+	return head[len(handshakeMagic)], string(idb), nil
+}
+
+// handshakeLayer is a raft.StreamLayer over TCP whose connections start
+// with the cluster handshake.
+type handshakeLayer struct {
+	ln        net.Listener
+	advertise net.Addr
+	ident     *clusterIdentity
+	log       *zap.Logger
+
+	accepted  chan net.Conn
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+var _ raft.StreamLayer = (*handshakeLayer)(nil)
+
+func newHandshakeLayer(ln net.Listener, advertise net.Addr, ident *clusterIdentity, log *zap.Logger) *handshakeLayer {
+	l := &handshakeLayer{ln: ln, advertise: advertise, ident: ident, log: log, accepted: make(chan net.Conn), closed: make(chan struct{})}
+	go l.acceptLoop()
+	return l
+}
+
+// acceptLoop handshakes each connection in its own goroutine, so a slow or
+// silent client never holds up the others.
+func (l *handshakeLayer) acceptLoop() {
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			select {
+			case <-l.closed:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			l.Close()
+			return
+		}
+		go l.serveHandshake(conn)
+	}
+}
+
+func (l *handshakeLayer) serveHandshake(conn net.Conn) {
+	addr := conn.RemoteAddr().String()
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	br := bufio.NewReaderSize(conn, 512)
+	kind, remote, err := readFrame(br)
+	if err != nil {
+		l.log.Warn("raft connection without a valid handshake closed", zap.String("from", addr), zap.Error(err))
+		conn.Close()
+		return
+	}
+	if kind == kindProbe {
+		_ = writeFrame(conn, replyOK, l.ident.ID())
+		conn.Close()
+		return
+	}
+	if err := l.ident.accept(remote, addr, "accepted from"); err != nil {
+		_ = writeFrame(conn, replyRefused, l.ident.ID())
+		conn.Close()
+		return
+	}
+	if err := writeFrame(conn, replyOK, l.ident.ID()); err != nil {
+		conn.Close()
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	c := net.Conn(conn)
+	if br.Buffered() > 0 {
+		c = &bufferedConn{Conn: conn, r: br}
+	}
+	select {
+	case l.accepted <- c:
+	case <-l.closed:
+		conn.Close()
+	}
+}
+
+// bufferedConn replays what the handshake reader read ahead.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// Accept returns the next connection whose handshake passed.
+func (l *handshakeLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.accepted:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handshakeLayer) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		err = l.ln.Close()
+	})
+	return err
+}
+
+func (l *handshakeLayer) Addr() net.Addr {
+	if l.advertise != nil {
+		return l.advertise
+	}
+	return l.ln.Addr()
+}
+
+// Dial opens a raft connection and exchanges cluster ids; a peer of
+// another cluster (or one that refuses this node's) is an error.
+func (l *handshakeLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, err
+	}
+	status, remote, err := clientHandshake(conn, kindRaft, l.ident.ID())
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("raft handshake with %s: %w", address, err)
+	}
+	if status == replyRefused {
+		conn.Close()
+		ferr := &ForeignClusterError{Local: l.ident.ID(), Remote: remote, Addr: string(address)}
+		l.ident.refused(ferr, "refused by")
+		return nil, ferr
+	}
+	if err := l.ident.accept(remote, string(address), "dialled"); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func clientHandshake(conn net.Conn, kind byte, id string) (status byte, remote string, err error) {
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer conn.SetDeadline(time.Time{})
+	if err := writeFrame(conn, kind, id); err != nil {
+		return 0, "", err
+	}
+	return readFrame(conn)
+}
+
+// ProbeClusterID asks the raft port at addr which cluster its node belongs
+// to ("" while it does not know).
+func ProbeClusterID(addr string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_, id, err := clientHandshake(conn, kindProbe, "")
+	return id, err
+}
+
+// NewPeerTransport is a raft transport on a loopback port of its own that
+// speaks the handshake as a member of cluster clusterID: for tools and
+// tests that talk raft to a node the way a peer does.
+func NewPeerTransport(clusterID string) (*raft.NetworkTransport, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	layer := newHandshakeLayer(ln, nil, newClusterIdentity(clusterID, nil, nil), zap.NewNop())
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 1, Timeout: 5 * time.Second}), nil
+}

@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+)
+
+// guardedTransport is raft's TCP transport with two guards: the cluster
+// handshake on every connection (handshakeLayer) and a filter between the
+// network and raft that answers vote requests breaking the membership
+// rules itself, so they never move raft's term.
+type guardedTransport struct {
+	*raft.NetworkTransport
+	out      chan raft.RPC
+	raft     atomic.Pointer[raft.Raft]
+	log      *zap.Logger
+	localID  string
+	refused  atomic.Uint64
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func newGuardedTransport(bind string, advertise net.Addr, ident *clusterIdentity, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string) (*guardedTransport, error) {
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Stream = newHandshakeLayer(ln, advertise, ident, log)
+	t := &guardedTransport{
+		NetworkTransport: raft.NewNetworkTransportWithConfig(cfg),
+		out:              make(chan raft.RPC),
+		log:              log,
+		localID:          localID,
+		stop:             make(chan struct{}),
+	}
+	go t.filter()
+	return t, nil
+}
+
+// setRaft gives the filter the raft whose term and configuration it checks.
+func (t *guardedTransport) setRaft(r *raft.Raft) { t.raft.Store(r) }
+
+// Consumer is what raft reads RPCs from: the filtered stream.
+func (t *guardedTransport) Consumer() <-chan raft.RPC { return t.out }
+
+func (t *guardedTransport) Close() error {
+	t.stopOnce.Do(func() { close(t.stop) })
+	return t.NetworkTransport.Close()
+}
+
+// RefusedVotes counts the vote requests the filter refused.
+func (t *guardedTransport) RefusedVotes() uint64 { return t.refused.Load() }
+
+func (t *guardedTransport) filter() {
+	in := t.NetworkTransport.Consumer()
+	for {
+		var rpc raft.RPC
+		select {
+		case rpc = <-in:
+		case <-t.stop:
+			return
+		}
+		if req, ok := rpc.Command.(*raft.RequestVoteRequest); ok {
+			if r := t.raft.Load(); r != nil {
+				term := r.CurrentTerm()
+				if reason := voteRefusal(req, term, r.GetConfiguration().Configuration().Servers); reason != "" {
+					t.refused.Add(1)
+					t.log.Warn("vote request refused before raft saw it", zap.String("candidate", candidateName(req)), zap.Uint64("candidate_term", req.Term), zap.Uint64("term", term), zap.String("reason", reason))
+					rpc.Respond(&raft.RequestVoteResponse{RPCHeader: t.header(), Term: term, Granted: false}, nil)
+					continue
+				}
+			}
+		}
+		select {
+		case t.out <- rpc:
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+func (t *guardedTransport) header() raft.RPCHeader {
+	return raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersionMax,
+		ID:              []byte(t.localID),
+		Addr:            t.EncodePeer(raft.ServerID(t.localID), t.LocalAddr()),
+	}
+}
+
+// voteRefusal says why a vote request must not reach raft ("" lets it
+// through). Only a current voter may ask for a vote (a node of the cluster
+// being built, with no configuration yet, lets every request through), and
+// a leadership-transfer vote, which skips raft's "I have a leader" check,
+// may carry at most the current term + 1: the one a real transfer uses.
+func voteRefusal(req *raft.RequestVoteRequest, term uint64, servers []raft.Server) string {
+	if len(servers) == 0 {
+		return ""
+	}
+	voter := false
+	id, addr := string(req.ID), string(req.Addr)
+	if addr == "" {
+		addr = string(req.Candidate)
+	}
+	for _, s := range servers {
+		match := (id != "" && string(s.ID) == id && (addr == "" || string(s.Address) == addr)) ||
+			(id == "" && string(s.Address) == addr)
+		if match && s.Suffrage == raft.Voter {
+			voter = true
+		}
+	}
+	if !voter {
+		return "the candidate is not a voter of this cluster"
+	}
+	if req.LeadershipTransfer && req.Term > term+1 {
+		return fmt.Sprintf("a leadership-transfer vote for term %d, beyond the current term %d + 1", req.Term, term)
+	}
+	return ""
+}
+
+func candidateName(req *raft.RequestVoteRequest) string {
+	addr := req.Addr
+	if len(addr) == 0 {
+		addr = req.Candidate
+	}
+	return fmt.Sprintf("%s (%s)", req.ID, addr)
+}
