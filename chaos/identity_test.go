@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
 )
@@ -75,6 +76,26 @@ func TestIdentity_AnOldNodeCannotTakeOverANewCluster(t *testing.T) {
 			waitUntil(t, 20*time.Second, "every node to record the cluster id", func() bool {
 				a := recordedClusterID(n1)
 				return a != "" && recordedClusterID(n2) == a && recordedClusterID(n3) == a
+			})
+			// Every member records its addresses in the state once it runs
+			// (within a second of its start); that record is what tells a
+			// wiped member from a founding one that never started.
+			waitUntil(t, 20*time.Second, "every node to record its addresses", func() bool {
+				st, err := dexv1.NewAdminServiceClient(e.conn).Status(e.ctx(5*time.Second), &dexv1.StatusRequest{})
+				if err != nil {
+					return false
+				}
+				n := 0
+				for _, ns := range st.Nodes {
+					if ns.GrpcAddress != "" {
+						n++
+					}
+				}
+				if n < 3 {
+					return false
+				}
+				// …and n3, the survivor, has applied those records.
+				return nodeState(t, n3).AppliedIndex >= st.CommitIndex
 			})
 			clusterA := recordedClusterID(n3)
 			n1.Kill()
@@ -304,4 +325,84 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A founding member started after the other two formed the cluster (the
+// README's nodes started by hand, one after another) is named by the
+// cluster's configuration and never held its data: its peers welcome it, so
+// it takes the log from the leader instead of bootstrapping, and it is not
+// refused as a second history.
+func TestIdentity_AFoundingMemberStartedLateTakesTheLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: t.TempDir(), Args: fastArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.KillAll)
+	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	for _, n := range []*Node{n1, n2} {
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := client.Dial(c.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := client.New(conn).CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: "before-n3"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "n1 and n2 to record the cluster id", func() bool {
+		return recordedClusterID(n1) != "" && recordedClusterID(n2) == recordedClusterID(n1)
+	})
+	id := recordedClusterID(n1)
+	if err := n3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "n3 to follow with the cluster's log and id", func() bool {
+		if !n3.Running() {
+			t.Fatalf("n3 exited: %s", lastLine(n3.Log()))
+		}
+		conn, err := grpc.NewClient(n3.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer ccancel()
+		st, err := dexv1.NewAdminServiceClient(conn).NodeState(cctx, &dexv1.NodeStateRequest{})
+		return err == nil && st.State == "follower" && st.ClusterId == id && st.AppliedIndex > 0 && recordedClusterID(n3) == id
+	})
+	if !strings.Contains(n3.Log(), "taking the log from the leader instead of bootstrapping") {
+		t.Fatalf("n3 did not say why it did not bootstrap; log:\n%s", tail(n3.Log(), 10))
+	}
+	// n3 is a voter of the same cluster: with the leader gone, n3 and the
+	// other one elect a leader that still holds the session.
+	leader, err := c.WaitReady(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.Kill()
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	next, err := c.WaitReady(rctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncon, err := grpc.NewClient(next.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncon.Close()
+	if _, err := dexv1.NewSessionServiceClient(ncon).GetSession(rctx, &dexv1.GetSessionRequest{SessionId: "before-n3"}); err != nil {
+		t.Fatalf("the new leader %s: %v", next.ID, err)
+	}
 }

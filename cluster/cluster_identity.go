@@ -93,10 +93,15 @@ func (n *Node) CheckJoinClusterID(id string) error {
 // bootstraps on an empty data dir, whether a cluster already runs there:
 // bootstrapping would start a second history under the same addresses.
 // Peers that do not answer are not evidence of anything and are skipped.
-func refuseExistingCluster(cfg Config) error {
+// When every peer that knows a cluster welcomes this node (the cluster's
+// configuration names it, and it never held the cluster's data: a founding
+// member started late), it returns the cluster id: the node then takes the
+// log from the leader instead of bootstrapping.
+func refuseExistingCluster(cfg Config) (welcomedBy string, err error) {
 	type answer struct {
-		peer Peer
-		id   string
+		peer    Peer
+		id      string
+		welcome bool
 	}
 	answers := make(chan answer, len(cfg.Peers))
 	asked := 0
@@ -106,16 +111,22 @@ func refuseExistingCluster(cfg Config) error {
 		}
 		asked++
 		go func(p Peer) {
-			id, err := ProbeClusterID(p.RaftAddr, time.Second)
+			id, welcome, err := probeCluster(p.RaftAddr, cfg.ID, time.Second)
 			if err != nil {
-				id = ""
+				id, welcome = "", false
 			}
-			answers <- answer{p, id}
+			answers <- answer{p, id, welcome}
 		}(p)
 	}
 	var found []string
+	welcomed := ""
 	for i := 0; i < asked; i++ {
-		if a := <-answers; a.id != "" {
+		a := <-answers
+		switch {
+		case a.id == "":
+		case a.welcome:
+			welcomed = a.id
+		default:
 			found = append(found, fmt.Sprintf("%s at %s", a.peer.ID, a.peer.RaftAddr))
 			if len(found) == 1 {
 				found[0] += " is in cluster " + a.id
@@ -123,9 +134,29 @@ func refuseExistingCluster(cfg Config) error {
 		}
 	}
 	if len(found) > 0 {
-		return fmt.Errorf("a cluster already runs at these --peers (%s) and this data dir is empty: bootstrapping would start a second history; to add this node to that cluster start it with --join <gRPC address of a member>, or give a cluster that is really new other addresses", strings.Join(found, ", "))
+		return "", fmt.Errorf("a cluster already runs at these --peers (%s) and this data dir is empty: bootstrapping would start a second history; to add this node to that cluster start it with --join <gRPC address of a member>, or give a cluster that is really new other addresses", strings.Join(found, ", "))
 	}
-	return nil
+	return welcomed, nil
+}
+
+// neverHeldData reports whether the cluster's configuration names node id
+// while the replicated state has no record of it: members record their
+// addresses as soon as they run (the leader its own, followers through
+// RegisterNode), so a member without one never ran with the cluster's log.
+func (n *Node) neverHeldData(id string) bool {
+	if n.nodeInfo(id) != nil {
+		return false
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // identityLoop learns the cluster id from the replicated state when the

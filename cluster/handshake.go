@@ -28,10 +28,15 @@ const (
 	handshakeTimeout = 3 * time.Second
 
 	kindRaft  byte = 'R' // a raft connection follows
-	kindProbe byte = 'P' // only asks the cluster id, then closes
+	kindProbe byte = 'P' // only asks the cluster id (naming the asking node), then closes
 
 	replyOK      byte = 'K'
 	replyRefused byte = 'X'
+	// replyWelcome answers a probe from a node the cluster's configuration
+	// names but that never held the cluster's data (a founding member that
+	// starts late): it may take the log from the leader instead of
+	// bootstrapping.
+	replyWelcome byte = 'W'
 )
 
 // ForeignClusterError is a connection refused because the other side
@@ -56,6 +61,17 @@ type clusterIdentity struct {
 
 	logMu     sync.Mutex
 	lastLogAt map[string]time.Time
+
+	// welcomes reports whether a probing node is a member that never held
+	// the cluster's data (nil until the node's raft is up).
+	welcomes atomic.Pointer[func(nodeID string) bool]
+}
+
+func (c *clusterIdentity) setWelcome(f func(nodeID string) bool) { c.welcomes.Store(&f) }
+
+func (c *clusterIdentity) welcome(nodeID string) bool {
+	f := c.welcomes.Load()
+	return nodeID != "" && f != nil && (*f)(nodeID)
 }
 
 func newClusterIdentity(id string, persist func(string) error, log *zap.Logger) *clusterIdentity {
@@ -198,7 +214,11 @@ func (l *handshakeLayer) serveHandshake(conn net.Conn) {
 		return
 	}
 	if kind == kindProbe {
-		_ = writeFrame(conn, replyOK, l.ident.ID())
+		reply := replyOK
+		if l.ident.welcome(remote) { // a probe names the asking node
+			reply = replyWelcome
+		}
+		_ = writeFrame(conn, reply, l.ident.ID())
 		conn.Close()
 		return
 	}
@@ -294,13 +314,21 @@ func clientHandshake(conn net.Conn, kind byte, id string) (status byte, remote s
 // ProbeClusterID asks the raft port at addr which cluster its node belongs
 // to ("" while it does not know).
 func ProbeClusterID(addr string, timeout time.Duration) (string, error) {
+	id, _, err := probeCluster(addr, "", timeout)
+	return id, err
+}
+
+// probeCluster asks the raft port at addr which cluster its node belongs to
+// on behalf of node nodeID, and whether that cluster welcomes nodeID as a
+// member that never held its data.
+func probeCluster(addr, nodeID string, timeout time.Duration) (id string, welcome bool, err error) {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer conn.Close()
-	_, id, err := clientHandshake(conn, kindProbe, "")
-	return id, err
+	status, id, err := clientHandshake(conn, kindProbe, nodeID)
+	return id, status == replyWelcome, err
 }
 
 // NewPeerTransport is a raft transport on a loopback port of its own that

@@ -207,8 +207,16 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	if bootstrap != nil {
-		if err := refuseExistingCluster(cfg); err != nil {
+		welcomedBy, err := refuseExistingCluster(cfg)
+		if err != nil {
 			return nil, err
+		}
+		if welcomedBy != "" {
+			// A founding member that starts after the others formed the
+			// cluster: its configuration already names this node, so the
+			// leader replicates the log here; bootstrapping is not needed.
+			cfg.Logger.Info("the cluster at --peers names this node and it never held the cluster's data: taking the log from the leader instead of bootstrapping", zap.String("cluster_id", welcomedBy))
+			bootstrap = nil
 		}
 	}
 	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
@@ -248,6 +256,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)
 	}
 	n.trans.setRaft(n.raft)
+	n.ident.setWelcome(n.neverHeldData)
 	if bootstrap != nil {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
