@@ -66,6 +66,10 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.timeoutAttempt(b.TimeoutAttempt)
 	case *dexv1.Command_SetClusterId:
 		return a.setClusterID(b.SetClusterId)
+	case *dexv1.Command_CreateToken:
+		return a.createToken(b.CreateToken)
+	case *dexv1.Command_RevokeToken:
+		return a.revokeToken(b.RevokeToken)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

@@ -70,7 +70,7 @@ func schema() *memdb.DBSchema {
 	for name, t := range catalogTables() {
 		s.Tables[name] = t
 	}
-	return withLifecycleSchema(withEventSchema(s))
+	return withTokenSchema(withLifecycleSchema(withEventSchema(s)))
 }
 
 const metaID = "meta"

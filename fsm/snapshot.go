@@ -53,7 +53,7 @@ func (s *Snapshot) Persist(w io.Writer) error {
 	if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
 		return err
 	}
-	for _, table := range []string{tableNodes, tableWorkers, tableTools, tableWorkerTools, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents, tableEventLogs} {
+	for _, table := range []string{tableNodes, tableWorkers, tableTools, tableWorkerTools, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents, tableEventLogs, tableTokens} {
 		it, err := s.tx.Get(table, indexID)
 		if err != nil {
 			return err
@@ -91,6 +91,8 @@ func record(raw any) *dexv1.SnapshotRecord {
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Accepted{Accepted: v}}
 	case *dexv1.EventLog:
 		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_EventLog{EventLog: v}}
+	case *dexv1.AclToken:
+		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Token{Token: v}}
 	}
 	panic(fmt.Sprintf("fsm: no snapshot record for %T", raw))
 }
@@ -156,6 +158,8 @@ func (f *FSM) Restore(r io.Reader) error {
 			table, obj = tableEvents, v.Event
 		case *dexv1.SnapshotRecord_EventLog:
 			table, obj = tableEventLogs, v.EventLog
+		case *dexv1.SnapshotRecord_Token:
+			table, obj = tableTokens, v.Token
 		default:
 			return fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
 		}

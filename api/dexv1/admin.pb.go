@@ -832,6 +832,368 @@ func (x *WorkerHealth) GetUnclaimedExpiries() uint64 {
 	return 0
 }
 
+type CreateTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Role  TokenRole              `protobuf:"varint,2,opt,name=role,proto3,enum=dex.v1.TokenRole" json:"role,omitempty"`
+	// Only for a worker token: the one Worker id it may act as.
+	WorkerId      string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CreateTokenRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetRole() TokenRole {
+	if x != nil {
+		return x.Role
+	}
+	return TokenRole_TOKEN_ROLE_UNSPECIFIED
+}
+
+func (x *CreateTokenRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token *AclToken              `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// The bearer secret, shown once: the cluster keeps only its hash.
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CreateTokenResponse) GetToken() *AclToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *CreateTokenResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type ListTokensRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensRequest) Reset() {
+	*x = ListTokensRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensRequest) ProtoMessage() {}
+
+func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListTokensRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+type ListTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*AclToken            `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensResponse) Reset() {
+	*x = ListTokensResponse{}
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensResponse) ProtoMessage() {}
+
+func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListTokensResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListTokensResponse) GetTokens() []*AclToken {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TokenId       string                 `protobuf:"bytes,1,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RevokeTokenRequest) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+type RevokeTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+type BootstrapACLRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BootstrapACLRequest) Reset() {
+	*x = BootstrapACLRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BootstrapACLRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BootstrapACLRequest) ProtoMessage() {}
+
+func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BootstrapACLRequest.ProtoReflect.Descriptor instead.
+func (*BootstrapACLRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
+}
+
+type BootstrapACLResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *AclToken              `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Secret        string                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BootstrapACLResponse) Reset() {
+	*x = BootstrapACLResponse{}
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BootstrapACLResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BootstrapACLResponse) ProtoMessage() {}
+
+func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BootstrapACLResponse.ProtoReflect.Descriptor instead.
+func (*BootstrapACLResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BootstrapACLResponse) GetToken() *AclToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *BootstrapACLResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
 var File_dex_v1_admin_proto protoreflect.FileDescriptor
 
 const file_dex_v1_admin_proto_rawDesc = "" +
@@ -892,7 +1254,24 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1c\n" +
 	"\tunhealthy\x18\x02 \x01(\bR\tunhealthy\x12+\n" +
 	"\x12unclaimed_in_a_row\x18\x03 \x01(\rR\x0funclaimedInARow\x12-\n" +
-	"\x12unclaimed_expiries\x18\x04 \x01(\x04R\x11unclaimedExpiries2\xa9\x03\n" +
+	"\x12unclaimed_expiries\x18\x04 \x01(\x04R\x11unclaimedExpiries\"l\n" +
+	"\x12CreateTokenRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x11.dex.v1.TokenRoleR\x04role\x12\x1b\n" +
+	"\tworker_id\x18\x03 \x01(\tR\bworkerId\"U\n" +
+	"\x13CreateTokenResponse\x12&\n" +
+	"\x05token\x18\x01 \x01(\v2\x10.dex.v1.AclTokenR\x05token\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x13\n" +
+	"\x11ListTokensRequest\">\n" +
+	"\x12ListTokensResponse\x12(\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x10.dex.v1.AclTokenR\x06tokens\"/\n" +
+	"\x12RevokeTokenRequest\x12\x19\n" +
+	"\btoken_id\x18\x01 \x01(\tR\atokenId\"\x15\n" +
+	"\x13RevokeTokenResponse\"\x15\n" +
+	"\x13BootstrapACLRequest\"V\n" +
+	"\x14BootstrapACLResponse\x12&\n" +
+	"\x05token\x18\x01 \x01(\v2\x10.dex.v1.AclTokenR\x05token\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret2\xc9\x05\n" +
 	"\fAdminService\x127\n" +
 	"\x06Status\x12\x15.dex.v1.StatusRequest\x1a\x16.dex.v1.StatusResponse\x12@\n" +
 	"\tNodeState\x12\x18.dex.v1.NodeStateRequest\x1a\x19.dex.v1.NodeStateResponse\x121\n" +
@@ -900,7 +1279,12 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\fRegisterNode\x12\x1b.dex.v1.RegisterNodeRequest\x1a\x1c.dex.v1.RegisterNodeResponse\x12C\n" +
 	"\n" +
 	"RemoveNode\x12\x19.dex.v1.RemoveNodeRequest\x1a\x1a.dex.v1.RemoveNodeResponse\x12[\n" +
-	"\x12TransferLeadership\x12!.dex.v1.TransferLeadershipRequest\x1a\".dex.v1.TransferLeadershipResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x12TransferLeadership\x12!.dex.v1.TransferLeadershipRequest\x1a\".dex.v1.TransferLeadershipResponse\x12F\n" +
+	"\vCreateToken\x12\x1a.dex.v1.CreateTokenRequest\x1a\x1b.dex.v1.CreateTokenResponse\x12C\n" +
+	"\n" +
+	"ListTokens\x12\x19.dex.v1.ListTokensRequest\x1a\x1a.dex.v1.ListTokensResponse\x12F\n" +
+	"\vRevokeToken\x12\x1a.dex.v1.RevokeTokenRequest\x1a\x1b.dex.v1.RevokeTokenResponse\x12I\n" +
+	"\fBootstrapACL\x12\x1b.dex.v1.BootstrapACLRequest\x1a\x1c.dex.v1.BootstrapACLResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_admin_proto_rawDescOnce sync.Once
@@ -914,7 +1298,7 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
@@ -930,31 +1314,53 @@ var file_dex_v1_admin_proto_goTypes = []any{
 	(*TransferLeadershipRequest)(nil),  // 11: dex.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 12: dex.v1.TransferLeadershipResponse
 	(*WorkerHealth)(nil),               // 13: dex.v1.WorkerHealth
-	(*NodeInfo)(nil),                   // 14: dex.v1.NodeInfo
+	(*CreateTokenRequest)(nil),         // 14: dex.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 15: dex.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 16: dex.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 17: dex.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 18: dex.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 19: dex.v1.RevokeTokenResponse
+	(*BootstrapACLRequest)(nil),        // 20: dex.v1.BootstrapACLRequest
+	(*BootstrapACLResponse)(nil),       // 21: dex.v1.BootstrapACLResponse
+	(*NodeInfo)(nil),                   // 22: dex.v1.NodeInfo
+	(TokenRole)(0),                     // 23: dex.v1.TokenRole
+	(*AclToken)(nil),                   // 24: dex.v1.AclToken
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
 	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
 	13, // 2: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	14, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	14, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	0,  // 5: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
-	3,  // 6: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
-	5,  // 7: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
-	7,  // 8: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
-	9,  // 9: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
-	11, // 10: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	2,  // 11: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	4,  // 12: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	6,  // 13: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	8,  // 14: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	10, // 15: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	12, // 16: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	22, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	22, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	23, // 5: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
+	24, // 6: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
+	24, // 7: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
+	24, // 8: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
+	0,  // 9: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
+	3,  // 10: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
+	5,  // 11: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
+	7,  // 12: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
+	9,  // 13: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
+	11, // 14: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
+	14, // 15: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
+	16, // 16: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
+	18, // 17: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
+	20, // 18: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
+	2,  // 19: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	4,  // 20: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	6,  // 21: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	8,  // 22: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	10, // 23: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	12, // 24: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	15, // 25: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
+	17, // 26: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
+	19, // 27: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
+	21, // 28: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
+	19, // [19:29] is the sub-list for method output_type
+	9,  // [9:19] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_admin_proto_init() }
@@ -969,7 +1375,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

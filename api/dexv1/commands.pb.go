@@ -59,6 +59,8 @@ type Command struct {
 	//	*Command_TimeoutAttempt
 	//	*Command_ReportAttempt
 	//	*Command_SetClusterId
+	//	*Command_CreateToken
+	//	*Command_RevokeToken
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -376,6 +378,24 @@ func (x *Command) GetSetClusterId() *SetClusterId {
 	return nil
 }
 
+func (x *Command) GetCreateToken() *CreateToken {
+	if x != nil {
+		if x, ok := x.Body.(*Command_CreateToken); ok {
+			return x.CreateToken
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRevokeToken() *RevokeToken {
+	if x != nil {
+		if x, ok := x.Body.(*Command_RevokeToken); ok {
+			return x.RevokeToken
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -496,6 +516,14 @@ type Command_SetClusterId struct {
 	SetClusterId *SetClusterId `protobuf:"bytes,100,opt,name=set_cluster_id,json=setClusterId,proto3,oneof"`
 }
 
+type Command_CreateToken struct {
+	CreateToken *CreateToken `protobuf:"bytes,110,opt,name=create_token,json=createToken,proto3,oneof"`
+}
+
+type Command_RevokeToken struct {
+	RevokeToken *RevokeToken `protobuf:"bytes,111,opt,name=revoke_token,json=revokeToken,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -553,6 +581,10 @@ func (*Command_TimeoutAttempt) isCommand_Body() {}
 func (*Command_ReportAttempt) isCommand_Body() {}
 
 func (*Command_SetClusterId) isCommand_Body() {}
+
+func (*Command_CreateToken) isCommand_Body() {}
+
+func (*Command_RevokeToken) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -2357,11 +2389,112 @@ func (x *SetClusterId) GetClusterId() string {
 	return ""
 }
 
+// Records an ACL token. The server makes the id and the secret; only the
+// secret's SHA-256 enters the log, so Apply never sees or makes a secret.
+type CreateToken struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token *AclToken              `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// The one-time first admin token: refused once any token exists.
+	Bootstrap     bool `protobuf:"varint,2,opt,name=bootstrap,proto3" json:"bootstrap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateToken) Reset() {
+	*x = CreateToken{}
+	mi := &file_dex_v1_commands_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateToken) ProtoMessage() {}
+
+func (x *CreateToken) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
+func (*CreateToken) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CreateToken) GetToken() *AclToken {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *CreateToken) GetBootstrap() bool {
+	if x != nil {
+		return x.Bootstrap
+	}
+	return false
+}
+
+// Marks a token revoked; every node refuses it once this is applied. The
+// row stays, so ListTokens shows what was revoked and when.
+type RevokeToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TokenId       string                 `protobuf:"bytes,1,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeToken) Reset() {
+	*x = RevokeToken{}
+	mi := &file_dex_v1_commands_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeToken) ProtoMessage() {}
+
+func (x *RevokeToken) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
+func (*RevokeToken) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RevokeToken) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf7\x0e\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xeb\x0f\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -2397,7 +2530,9 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessions\x12A\n" +
 	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttempt\x12>\n" +
 	"\x0ereport_attempt\x18Z \x01(\v2\x15.dex.v1.ReportAttemptH\x00R\rreportAttempt\x12<\n" +
-	"\x0eset_cluster_id\x18d \x01(\v2\x14.dex.v1.SetClusterIdH\x00R\fsetClusterIdB\x06\n" +
+	"\x0eset_cluster_id\x18d \x01(\v2\x14.dex.v1.SetClusterIdH\x00R\fsetClusterId\x128\n" +
+	"\fcreate_token\x18n \x01(\v2\x13.dex.v1.CreateTokenH\x00R\vcreateToken\x128\n" +
+	"\frevoke_token\x18o \x01(\v2\x13.dex.v1.RevokeTokenH\x00R\vrevokeTokenB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -2527,7 +2662,12 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"-\n" +
 	"\fSetClusterId\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x01 \x01(\tR\tclusterIdB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\"S\n" +
+	"\vCreateToken\x12&\n" +
+	"\x05token\x18\x01 \x01(\v2\x10.dex.v1.AclTokenR\x05token\x12\x1c\n" +
+	"\tbootstrap\x18\x02 \x01(\bR\tbootstrap\"(\n" +
+	"\vRevokeToken\x12\x19\n" +
+	"\btoken_id\x18\x01 \x01(\tR\atokenIdB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2541,7 +2681,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2574,16 +2714,19 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*TimeoutAttempt)(nil),    // 28: dex.v1.TimeoutAttempt
 	(*ReportAttempt)(nil),     // 29: dex.v1.ReportAttempt
 	(*SetClusterId)(nil),      // 30: dex.v1.SetClusterId
-	(*ToolSpec)(nil),          // 31: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 32: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 33: dex.v1.ToolResult
-	(*PollResult)(nil),        // 34: dex.v1.PollResult
-	(ErrorType)(0),            // 35: dex.v1.ErrorType
-	(ResumeChoice)(0),         // 36: dex.v1.ResumeChoice
-	(Outcome)(0),              // 37: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 38: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 39: dex.v1.EventRetention
-	(*AttemptResult)(nil),     // 40: dex.v1.AttemptResult
+	(*CreateToken)(nil),       // 31: dex.v1.CreateToken
+	(*RevokeToken)(nil),       // 32: dex.v1.RevokeToken
+	(*ToolSpec)(nil),          // 33: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 34: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 35: dex.v1.ToolResult
+	(*PollResult)(nil),        // 36: dex.v1.PollResult
+	(ErrorType)(0),            // 37: dex.v1.ErrorType
+	(ResumeChoice)(0),         // 38: dex.v1.ResumeChoice
+	(Outcome)(0),              // 39: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 40: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 41: dex.v1.EventRetention
+	(*AttemptResult)(nil),     // 42: dex.v1.AttemptResult
+	(*AclToken)(nil),          // 43: dex.v1.AclToken
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2615,25 +2758,28 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	28, // 26: dex.v1.Command.timeout_attempt:type_name -> dex.v1.TimeoutAttempt
 	29, // 27: dex.v1.Command.report_attempt:type_name -> dex.v1.ReportAttempt
 	30, // 28: dex.v1.Command.set_cluster_id:type_name -> dex.v1.SetClusterId
-	31, // 29: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 30: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 31: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	32, // 32: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	33, // 33: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	34, // 34: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 35: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	35, // 36: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	36, // 37: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
-	37, // 38: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	38, // 39: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	39, // 40: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	5,  // 41: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
-	40, // 42: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	31, // 29: dex.v1.Command.create_token:type_name -> dex.v1.CreateToken
+	32, // 30: dex.v1.Command.revoke_token:type_name -> dex.v1.RevokeToken
+	33, // 31: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 32: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 33: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	34, // 34: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	35, // 35: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	36, // 36: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 37: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	37, // 38: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	38, // 39: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
+	39, // 40: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	40, // 41: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	41, // 42: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	5,  // 43: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
+	42, // 44: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
+	43, // 45: dex.v1.CreateToken.token:type_name -> dex.v1.AclToken
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2672,6 +2818,8 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_TimeoutAttempt)(nil),
 		(*Command_ReportAttempt)(nil),
 		(*Command_SetClusterId)(nil),
+		(*Command_CreateToken)(nil),
+		(*Command_RevokeToken)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2685,7 +2833,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -760,6 +760,60 @@ func (CallPhase) EnumDescriptor() ([]byte, []int) {
 	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
+// What a bearer token may do: an admin everything, a client the
+// SessionService, a worker the WorkerService.
+type TokenRole int32
+
+const (
+	TokenRole_TOKEN_ROLE_UNSPECIFIED TokenRole = 0
+	TokenRole_TOKEN_ROLE_ADMIN       TokenRole = 1
+	TokenRole_TOKEN_ROLE_CLIENT      TokenRole = 2
+	TokenRole_TOKEN_ROLE_WORKER      TokenRole = 3
+)
+
+// Enum value maps for TokenRole.
+var (
+	TokenRole_name = map[int32]string{
+		0: "TOKEN_ROLE_UNSPECIFIED",
+		1: "TOKEN_ROLE_ADMIN",
+		2: "TOKEN_ROLE_CLIENT",
+		3: "TOKEN_ROLE_WORKER",
+	}
+	TokenRole_value = map[string]int32{
+		"TOKEN_ROLE_UNSPECIFIED": 0,
+		"TOKEN_ROLE_ADMIN":       1,
+		"TOKEN_ROLE_CLIENT":      2,
+		"TOKEN_ROLE_WORKER":      3,
+	}
+)
+
+func (x TokenRole) Enum() *TokenRole {
+	p := new(TokenRole)
+	*p = x
+	return p
+}
+
+func (x TokenRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TokenRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_v1_types_proto_enumTypes[13].Descriptor()
+}
+
+func (TokenRole) Type() protoreflect.EnumType {
+	return &file_dex_v1_types_proto_enumTypes[13]
+}
+
+func (x TokenRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TokenRole.Descriptor instead.
+func (TokenRole) EnumDescriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
+}
+
 // How a Worker's tool behaves; registered with the tool.
 type ToolSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2773,6 +2827,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_EventLog
 	//	*SnapshotRecord_Tool
 	//	*SnapshotRecord_WorkerTool
+	//	*SnapshotRecord_Token
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2923,6 +2978,15 @@ func (x *SnapshotRecord) GetWorkerTool() *WorkerTool {
 	return nil
 }
 
+func (x *SnapshotRecord) GetToken() *AclToken {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Token); ok {
+			return x.Token
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2975,6 +3039,10 @@ type SnapshotRecord_WorkerTool struct {
 	WorkerTool *WorkerTool `protobuf:"bytes,12,opt,name=worker_tool,json=workerTool,proto3,oneof"`
 }
 
+type SnapshotRecord_Token struct {
+	Token *AclToken `protobuf:"bytes,13,opt,name=token,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2998,6 +3066,8 @@ func (*SnapshotRecord_EventLog) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Tool) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_WorkerTool) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Token) isSnapshotRecord_Record() {}
 
 // How many events the cluster keeps per session, and for how long. Zero
 // means no limit.
@@ -3374,6 +3444,110 @@ func (x *AttemptFailure) GetError() string {
 	return ""
 }
 
+// An ACL token as the replicated state keeps it: the secret itself is never
+// stored, only its SHA-256.
+type AclToken struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Role  TokenRole              `protobuf:"varint,3,opt,name=role,proto3,enum=dex.v1.TokenRole" json:"role,omitempty"`
+	// A worker token bound to one Worker id may act only as that Worker.
+	WorkerId    string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	CreatedAtMs int64  `protobuf:"varint,5,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	Revoked     bool   `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	RevokedAtMs int64  `protobuf:"varint,7,opt,name=revoked_at_ms,json=revokedAtMs,proto3" json:"revoked_at_ms,omitempty"`
+	// Lower-case hex SHA-256 of the secret; empty in API answers.
+	SecretSha256  string `protobuf:"bytes,8,opt,name=secret_sha256,json=secretSha256,proto3" json:"secret_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclToken) Reset() {
+	*x = AclToken{}
+	mi := &file_dex_v1_types_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclToken) ProtoMessage() {}
+
+func (x *AclToken) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
+func (*AclToken) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *AclToken) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AclToken) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AclToken) GetRole() TokenRole {
+	if x != nil {
+		return x.Role
+	}
+	return TokenRole_TOKEN_ROLE_UNSPECIFIED
+}
+
+func (x *AclToken) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *AclToken) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *AclToken) GetRevoked() bool {
+	if x != nil {
+		return x.Revoked
+	}
+	return false
+}
+
+func (x *AclToken) GetRevokedAtMs() int64 {
+	if x != nil {
+		return x.RevokedAtMs
+	}
+	return 0
+}
+
+func (x *AclToken) GetSecretSha256() string {
+	if x != nil {
+		return x.SecretSha256
+	}
+	return ""
+}
+
 var File_dex_v1_types_proto protoreflect.FileDescriptor
 
 const file_dex_v1_types_proto_rawDesc = "" +
@@ -3584,7 +3758,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\x12?\n" +
 	"\x0fevent_retention\x18\a \x01(\v2\x16.dex.v1.EventRetentionR\x0eeventRetention\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\b \x01(\tR\tclusterId\"\xb5\x04\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\"\xdf\x04\n" +
 	"\x0eSnapshotRecord\x12)\n" +
 	"\x04meta\x18\x01 \x01(\v2\x13.dex.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
@@ -3599,7 +3773,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	" \x01(\v2\x10.dex.v1.EventLogH\x00R\beventLog\x12&\n" +
 	"\x04tool\x18\v \x01(\v2\x10.dex.v1.ToolSpecH\x00R\x04tool\x125\n" +
 	"\vworker_tool\x18\f \x01(\v2\x12.dex.v1.WorkerToolH\x00R\n" +
-	"workerToolB\b\n" +
+	"workerTool\x12(\n" +
+	"\x05token\x18\r \x01(\v2\x10.dex.v1.AclTokenH\x00R\x05tokenB\b\n" +
 	"\x06record\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
@@ -3627,7 +3802,16 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0eAttemptFailure\x120\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error*\xd3\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xf9\x01\n" +
+	"\bAclToken\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x11.dex.v1.TokenRoleR\x04role\x12\x1b\n" +
+	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\"\n" +
+	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
+	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
+	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
+	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256*\xd3\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -3708,7 +3892,12 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x12CALL_PHASE_RUNNING\x10\x02\x12\x16\n" +
 	"\x12CALL_PHASE_POLLING\x10\x03\x12\x16\n" +
 	"\x12CALL_PHASE_WAITING\x10\x04\x12\x13\n" +
-	"\x0fCALL_PHASE_DONE\x10\x05B&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x0fCALL_PHASE_DONE\x10\x05*k\n" +
+	"\tTokenRole\x12\x1a\n" +
+	"\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10TOKEN_ROLE_ADMIN\x10\x01\x12\x15\n" +
+	"\x11TOKEN_ROLE_CLIENT\x10\x02\x12\x15\n" +
+	"\x11TOKEN_ROLE_WORKER\x10\x03B&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_types_proto_rawDescOnce sync.Once
@@ -3722,8 +3911,8 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 	return file_dex_v1_types_proto_rawDescData
 }
 
-var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
 	(StepKind)(0),           // 1: dex.v1.StepKind
@@ -3738,84 +3927,88 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(HistoryKind)(0),        // 10: dex.v1.HistoryKind
 	(TurnInput)(0),          // 11: dex.v1.TurnInput
 	(CallPhase)(0),          // 12: dex.v1.CallPhase
-	(*ToolSpec)(nil),        // 13: dex.v1.ToolSpec
-	(*ToolCall)(nil),        // 14: dex.v1.ToolCall
-	(*InlineResult)(nil),    // 15: dex.v1.InlineResult
-	(*ModelOutput)(nil),     // 16: dex.v1.ModelOutput
-	(*ToolResult)(nil),      // 17: dex.v1.ToolResult
-	(*PollResult)(nil),      // 18: dex.v1.PollResult
-	(*Message)(nil),         // 19: dex.v1.Message
-	(*HistoryEntry)(nil),    // 20: dex.v1.HistoryEntry
-	(*CallState)(nil),       // 21: dex.v1.CallState
-	(*Turn)(nil),            // 22: dex.v1.Turn
-	(*Session)(nil),         // 23: dex.v1.Session
-	(*AcceptedMessage)(nil), // 24: dex.v1.AcceptedMessage
-	(*Attempt)(nil),         // 25: dex.v1.Attempt
-	(*Step)(nil),            // 26: dex.v1.Step
-	(*NodeInfo)(nil),        // 27: dex.v1.NodeInfo
-	(*WorkerInfo)(nil),      // 28: dex.v1.WorkerInfo
-	(*Event)(nil),           // 29: dex.v1.Event
-	(*ClusterMeta)(nil),     // 30: dex.v1.ClusterMeta
-	(*SnapshotRecord)(nil),  // 31: dex.v1.SnapshotRecord
-	(*EventRetention)(nil),  // 32: dex.v1.EventRetention
-	(*EventLog)(nil),        // 33: dex.v1.EventLog
-	(*WorkerTool)(nil),      // 34: dex.v1.WorkerTool
-	(*AttemptResult)(nil),   // 35: dex.v1.AttemptResult
-	(*AttemptFailure)(nil),  // 36: dex.v1.AttemptFailure
+	(TokenRole)(0),          // 13: dex.v1.TokenRole
+	(*ToolSpec)(nil),        // 14: dex.v1.ToolSpec
+	(*ToolCall)(nil),        // 15: dex.v1.ToolCall
+	(*InlineResult)(nil),    // 16: dex.v1.InlineResult
+	(*ModelOutput)(nil),     // 17: dex.v1.ModelOutput
+	(*ToolResult)(nil),      // 18: dex.v1.ToolResult
+	(*PollResult)(nil),      // 19: dex.v1.PollResult
+	(*Message)(nil),         // 20: dex.v1.Message
+	(*HistoryEntry)(nil),    // 21: dex.v1.HistoryEntry
+	(*CallState)(nil),       // 22: dex.v1.CallState
+	(*Turn)(nil),            // 23: dex.v1.Turn
+	(*Session)(nil),         // 24: dex.v1.Session
+	(*AcceptedMessage)(nil), // 25: dex.v1.AcceptedMessage
+	(*Attempt)(nil),         // 26: dex.v1.Attempt
+	(*Step)(nil),            // 27: dex.v1.Step
+	(*NodeInfo)(nil),        // 28: dex.v1.NodeInfo
+	(*WorkerInfo)(nil),      // 29: dex.v1.WorkerInfo
+	(*Event)(nil),           // 30: dex.v1.Event
+	(*ClusterMeta)(nil),     // 31: dex.v1.ClusterMeta
+	(*SnapshotRecord)(nil),  // 32: dex.v1.SnapshotRecord
+	(*EventRetention)(nil),  // 33: dex.v1.EventRetention
+	(*EventLog)(nil),        // 34: dex.v1.EventLog
+	(*WorkerTool)(nil),      // 35: dex.v1.WorkerTool
+	(*AttemptResult)(nil),   // 36: dex.v1.AttemptResult
+	(*AttemptFailure)(nil),  // 37: dex.v1.AttemptFailure
+	(*AclToken)(nil),        // 38: dex.v1.AclToken
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
-	14, // 1: dex.v1.ModelOutput.tool_calls:type_name -> dex.v1.ToolCall
-	15, // 2: dex.v1.ModelOutput.inline_results:type_name -> dex.v1.InlineResult
-	17, // 3: dex.v1.PollResult.result:type_name -> dex.v1.ToolResult
+	15, // 1: dex.v1.ModelOutput.tool_calls:type_name -> dex.v1.ToolCall
+	16, // 2: dex.v1.ModelOutput.inline_results:type_name -> dex.v1.InlineResult
+	18, // 3: dex.v1.PollResult.result:type_name -> dex.v1.ToolResult
 	10, // 4: dex.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
 	3,  // 5: dex.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
-	14, // 6: dex.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
-	15, // 7: dex.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
-	13, // 8: dex.v1.CallState.policy:type_name -> dex.v1.ToolSpec
+	15, // 6: dex.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
+	16, // 7: dex.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	14, // 8: dex.v1.CallState.policy:type_name -> dex.v1.ToolSpec
 	12, // 9: dex.v1.CallState.phase:type_name -> dex.v1.CallPhase
 	3,  // 10: dex.v1.CallState.outcome:type_name -> dex.v1.Outcome
 	11, // 11: dex.v1.Turn.input:type_name -> dex.v1.TurnInput
-	21, // 12: dex.v1.Turn.calls:type_name -> dex.v1.CallState
+	22, // 12: dex.v1.Turn.calls:type_name -> dex.v1.CallState
 	0,  // 13: dex.v1.Session.status:type_name -> dex.v1.SessionStatus
-	20, // 14: dex.v1.Session.history:type_name -> dex.v1.HistoryEntry
-	19, // 15: dex.v1.Session.inbox:type_name -> dex.v1.Message
-	22, // 16: dex.v1.Session.turn:type_name -> dex.v1.Turn
+	21, // 14: dex.v1.Session.history:type_name -> dex.v1.HistoryEntry
+	20, // 15: dex.v1.Session.inbox:type_name -> dex.v1.Message
+	23, // 16: dex.v1.Session.turn:type_name -> dex.v1.Turn
 	9,  // 17: dex.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
 	6,  // 18: dex.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
 	4,  // 19: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
 	5,  // 20: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
 	6,  // 21: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
 	1,  // 22: dex.v1.Step.kind:type_name -> dex.v1.StepKind
-	13, // 23: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	14, // 23: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
 	2,  // 24: dex.v1.Step.status:type_name -> dex.v1.StepStatus
-	25, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
+	26, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
 	3,  // 26: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
 	6,  // 27: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	13, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	32, // 29: dex.v1.ClusterMeta.event_retention:type_name -> dex.v1.EventRetention
-	30, // 30: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
-	23, // 31: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	26, // 32: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	28, // 33: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	27, // 34: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	29, // 35: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
-	20, // 36: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
-	19, // 37: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
-	24, // 38: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
-	33, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
-	13, // 40: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	34, // 41: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
-	16, // 42: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
-	17, // 43: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
-	18, // 44: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	36, // 45: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
-	6,  // 46: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	14, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
+	33, // 29: dex.v1.ClusterMeta.event_retention:type_name -> dex.v1.EventRetention
+	31, // 30: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
+	24, // 31: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
+	27, // 32: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
+	29, // 33: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	28, // 34: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	30, // 35: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
+	21, // 36: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
+	20, // 37: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
+	25, // 38: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
+	34, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
+	14, // 40: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	35, // 41: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
+	38, // 42: dex.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
+	17, // 43: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	18, // 44: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	19, // 45: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	37, // 46: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	6,  // 47: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	13, // 48: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -3836,6 +4029,7 @@ func file_dex_v1_types_proto_init() {
 		(*SnapshotRecord_EventLog)(nil),
 		(*SnapshotRecord_Tool)(nil),
 		(*SnapshotRecord_WorkerTool)(nil),
+		(*SnapshotRecord_Token)(nil),
 	}
 	file_dex_v1_types_proto_msgTypes[22].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
@@ -3849,8 +4043,8 @@ func file_dex_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
-			NumEnums:      13,
-			NumMessages:   24,
+			NumEnums:      14,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
