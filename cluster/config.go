@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"google.golang.org/grpc"
 	"net"
 	"sort"
 	"strconv"
@@ -68,6 +69,12 @@ type Config struct {
 	// after a snapshot restore) with what it wrote; the leader's broker is
 	// fed from it. It must not wait for Apply.
 	OnApplied func(*fsm.Applied)
+
+	// PeerDialOptions are added to this node's own gRPC calls to other
+	// nodes (join, register, node state), after plaintext transport
+	// credentials, so they may replace them: e.g. TLS credentials, or the
+	// token a cluster with ACLs requires.
+	PeerDialOptions []grpc.DialOption
 }
 
 func (c *Config) withDefaults() {

@@ -120,13 +120,16 @@ func (n *Node) askNodeState(ctx context.Context, id string) (*dexv1.NodeStateRes
 	if info == nil || info.GrpcAddress == "" {
 		return nil, false
 	}
-	return AskNodeState(ctx, info.GrpcAddress, id)
+	return AskNodeState(ctx, info.GrpcAddress, id, n.PeerDialOptions()...)
 }
 
 // AskNodeState asks the node at grpcAddr for its raft view; ok only when
-// it answers in time as node id.
-func AskNodeState(ctx context.Context, grpcAddr, id string) (*dexv1.NodeStateResponse, bool) {
-	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// it answers in time as node id. Without opts the call is plaintext.
+func AskNodeState(ctx context.Context, grpcAddr, id string, opts ...grpc.DialOption) (*dexv1.NodeStateResponse, bool) {
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	conn, err := grpc.NewClient(grpcAddr, opts...)
 	if err != nil {
 		return nil, false
 	}

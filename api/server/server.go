@@ -42,6 +42,11 @@ type Options struct {
 	MaxPayload int
 	// Liveness, when set, hears every Worker's polls and heartbeats.
 	Liveness Liveness
+	// ACL: every call must carry a token of a role allowed to make it
+	// (acl.go); health and reflection stay open.
+	ACL bool
+	// ServerOptions are added to the gRPC server's (e.g. its credentials).
+	ServerOptions []grpc.ServerOption
 }
 
 // Server is a node's gRPC server.
@@ -62,7 +67,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload))...),
+		grpc:   grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload)), append(aclOptions(node, o.ACL), o.ServerOptions...)...)...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}
