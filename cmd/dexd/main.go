@@ -54,6 +54,7 @@ type options struct {
 	sessionRetention                          time.Duration
 	runTimeout                                time.Duration
 	parsedPeers                               []cluster.Peer
+	sec                                       security
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -85,6 +86,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
+	o.sec.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -161,6 +163,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.runTimeout < 0 || o.runTimeout > lease.MaxRunTimeout {
 		return nil, &usageError{fmt.Sprintf("--run-timeout must be between 0 (no limit) and %s", lease.MaxRunTimeout)}
 	}
+	if err := o.sec.check(fs, o); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -236,6 +241,7 @@ func serve(o *options, log *zap.Logger) error {
 		SnapshotThreshold:  o.snapshotThreshold,
 		SnapshotInterval:   o.snapshotInterval,
 		TrailingLogs:       o.trailingLogs,
+		PeerDialOptions:    o.sec.peerDialOptions(),
 		OnHalt: func(err error) {
 			// Applying later entries would diverge from the peers: stop now.
 			log.Error("stopping: the state machine cannot apply a committed entry", zap.Error(err))
@@ -256,12 +262,15 @@ func serve(o *options, log *zap.Logger) error {
 
 	late.set(node)
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload,
+		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, ACL: o.sec.acl,
 		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
 	})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
-	hsrv := &http.Server{Handler: httpHandler(node, workerHealthCollector{health: disp.WorkerHealth}), ReadHeaderTimeout: 5 * time.Second}
+	hsrv := &http.Server{Handler: o.sec.guardMetrics(node, httpHandler(node, workerHealthCollector{health: disp.WorkerHealth})), ReadHeaderTimeout: 5 * time.Second}
+	bootCtx, stopBoot := context.WithCancel(context.Background())
+	defer stopBoot()
+	go o.sec.bootstrapFromFile(bootCtx, node, log)
 	go func() {
 		if err := hsrv.Serve(httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
