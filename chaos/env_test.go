@@ -69,7 +69,7 @@ func newEnv(t *testing.T, args ...string) *env {
 		t.Fatal(err)
 	}
 	e.waitReady()
-	conn, err := client.Dial(c.Target())
+	conn, err := client.Dial(c.Target(), c.DialOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +120,11 @@ func (e *env) startWorker(script string, hold ...string) *Worker {
 			e.t.Fatal(err)
 		}
 	}
+	token, err := e.cluster.WorkerToken(e.ctx(30*time.Second), o.Name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	o.Token = token
 	w := NewWorker(o)
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
@@ -181,6 +186,9 @@ func (e *env) dexctl(out any, args ...string) {
 	e.t.Helper()
 	full := append([]string{"--addr", strings.Join(e.cluster.GRPCAddrs(), ",")}, args...)
 	cmd := exec.Command(filepath.Join(binDir, "dexctl"), full...)
+	if e.cluster.AdminToken != "" {
+		cmd.Env = append(os.Environ(), client.TokenEnv+"="+e.cluster.AdminToken)
+	}
 	b, err := cmd.Output()
 	if err != nil {
 		stderr := ""

@@ -217,12 +217,16 @@ type ClusterOptions struct {
 	Size   int    // default 3
 	// Extra flags for every dexd.
 	Args []string
+	// ACL: the nodes require tokens (see acl.go); also on with $DEX_CHAOS_ACL=1.
+	ACL bool
 }
 
 // Cluster is a set of dexd processes on loopback.
 type Cluster struct {
 	Nodes []*Node
 	opts  ClusterOptions
+	// AdminToken is the bootstrap admin secret when ACLs are on.
+	AdminToken string
 }
 
 // NewCluster prepares (but does not start) a cluster on free ports.
@@ -242,6 +246,12 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 		peers = append(peers, n.ID+"="+n.RaftAddr)
 		c.Nodes = append(c.Nodes, n)
 	}
+	var aclArgs []string
+	if opts.ACL || ACLFromEnv() {
+		if aclArgs, err = c.enableACL(); err != nil {
+			return nil, err
+		}
+	}
 	for _, n := range c.Nodes {
 		n.Name = "dexd " + n.ID
 		n.Bin = filepath.Join(opts.BinDir, "dexd")
@@ -249,7 +259,7 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 		n.Args = append([]string{
 			"--id", n.ID, "--data-dir", n.DataDir, "--raft-addr", n.RaftAddr, "--grpc-addr", n.GRPCAddr,
 			"--http-addr", n.HTTPAddr, "--peers", strings.Join(peers, ","),
-		}, opts.Args...)
+		}, append(append([]string{}, opts.Args...), aclArgs...)...)
 	}
 	return c, nil
 }

@@ -123,7 +123,7 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if _, err := e.waitReady(); err != nil {
 		return e, err
 	}
-	if e.conn, err = client.Dial(cl.Target()); err != nil {
+	if e.conn, err = client.Dial(cl.Target(), cl.DialOptions()...); err != nil {
 		return e, err
 	}
 	e.cl, e.admin = client.New(e.conn), dexv1.NewAdminServiceClient(e.conn)
@@ -255,8 +255,13 @@ func (e *cellEnv) waitReadyOther(not *Node) (*Node, error) {
 // startWorker starts a Worker on the cell's target with the cell's script
 // and flags; it becomes the current Worker.
 func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
+	name := fmt.Sprintf("w%d", len(e.workers)+1)
+	token, err := e.cluster.WorkerToken(e.ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	w := NewWorker(WorkerOptions{
-		BinDir: e.opts.BinDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.target,
+		BinDir: e.opts.BinDir, Dir: e.dir, Name: name, Target: e.target, Token: token,
 		Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
 	})
 	e.workers = append(e.workers, w)
@@ -1038,7 +1043,7 @@ func (e *cellEnv) rejoin() error {
 		if err := n.Start(); err != nil {
 			return fmt.Errorf("restart %s: %w", n.ID, err)
 		}
-		conn, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(n.GRPCAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, e.cluster.DialOptions()...)...)
 		if err != nil {
 			return err
 		}

@@ -129,12 +129,16 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 		target = h.Addr
 	}
 	ledger := filepath.Join(dir, "ledger.jsonl")
-	w := NewWorker(WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger})
+	token, err := cl.WorkerToken(ctx, "w1")
+	if err != nil {
+		return res, err
+	}
+	w := NewWorker(WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger, Token: token})
 	if err := w.Start(); err != nil {
 		return res, err
 	}
 	stops = append(stops, w.Kill)
-	conn, err := client.Dial(target)
+	conn, err := client.Dial(target, cl.DialOptions()...)
 	if err != nil {
 		return res, err
 	}
@@ -290,7 +294,7 @@ func (t *takeoverRun) caughtUp(n, leader *Node) error {
 	ctx, cancel := context.WithTimeout(t.ctx, takeoverWait)
 	defer cancel()
 	state := func(addr string) (*dexv1.NodeStateResponse, error) {
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, t.cl.DialOptions()...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dexhq/dex/api/client"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,8 @@ type WorkerOptions struct {
 	Script string // optional script file
 	Hold   []string
 	Args   []string
+	// Token is the Worker's ACL token, given as $DEX_TOKEN.
+	Token string
 }
 
 // NewWorker prepares (but does not start) a dexworker.
@@ -39,10 +42,14 @@ func NewWorker(o WorkerOptions) *Worker {
 		args = append(args, "--hold", strings.Join(o.Hold, ","))
 	}
 	args = append(args, o.Args...)
-	return &Worker{
+	w := &Worker{
 		Proc:   Proc{Name: o.Name, Bin: filepath.Join(o.BinDir, "dexworker"), Args: args, LogPath: filepath.Join(o.Dir, o.Name+".log")},
 		Ledger: o.Ledger,
 	}
+	if o.Token != "" {
+		w.Env = append(w.Env, client.TokenEnv+"="+o.Token)
+	}
+	return w
 }
 
 // WaitHeld waits until the Worker holds at a moment and returns the hold's

@@ -56,6 +56,7 @@ type options struct {
 	idleBatch    int
 	sequential   int
 	steady       time.Duration
+	token        string
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up the measured run after this long")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&o.dexdArgs, "dexd-args", "", "extra flags for every dexd, space separated")
+	fs.StringVar(&o.token, "token", "", "ACL token secret for the bench's clients and Workers (default $DEX_TOKEN; an admin token, e.g. with --dexd-args \"--acl-bootstrap-token-file F\")")
 	fs.IntVar(&o.fsyncProbe, "fsync-probe", 50, "write+fsync this many 4 KiB blocks in the data directory first and report the latency (0: skip)")
 	fs.StringVar(&o.dump, "dump", "", "write every measured session with its Steps to this file, one JSON object a line")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "before the warm-up, load this many idle one-turn sessions into the state (prefix idle)")
@@ -303,7 +305,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}()
 	for i := range o.workers {
-		cc, err := client.Dial(c.Target())
+		cc, err := client.Dial(c.Target(), client.WithToken(benchToken(o.token, c)))
 		if err != nil {
 			return rep, err
 		}
@@ -333,7 +335,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}()
 	}
 
-	cc, err := client.Dial(c.Target())
+	cc, err := client.Dial(c.Target(), client.WithToken(benchToken(o.token, c)))
 	if err != nil {
 		return rep, err
 	}
@@ -576,3 +578,12 @@ func machineCPU() cpuTimes {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// benchToken is --token, else $DEX_TOKEN, else the harness's admin token
+// when it started the cluster with ACLs ($DEX_CHAOS_ACL=1).
+func benchToken(flag string, c *chaos.Cluster) string {
+	if t := client.TokenFrom(flag); t != "" {
+		return t
+	}
+	return c.AdminToken
+}

@@ -50,7 +50,7 @@ func (g *globals) onLeaderOnce(ctx context.Context, f func(ctx context.Context, 
 			continue
 		}
 		tried[a] = true
-		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(client.MaxReceive)))
+		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(client.MaxReceive)), g.tokenOption())
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", a, err))
 			continue

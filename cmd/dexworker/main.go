@@ -44,6 +44,7 @@ Flags:
 
 type config struct {
 	addr, ledger, script, hold, id string
+	token                          string
 	holdAll                        bool
 	concurrency                    int
 	pollWait, grace, pollInterval  time.Duration
@@ -65,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.hold, "hold", "", "pause at these moments (comma separated) until released")
 	fs.BoolVar(&c.holdAll, "hold-all", false, "hold every occurrence of a --hold moment, not only the first")
 	fs.StringVar(&c.id, "id", "", "Worker id (default dexworker-HOST-PID)")
+	fs.StringVar(&c.token, "token", "", "ACL token secret (a worker token; default $DEX_TOKEN)")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "tasks run at once")
 	fs.DurationVar(&c.pollWait, "poll-wait", 20*time.Second, "long-poll wait")
 	fs.DurationVar(&c.pollInterval, "poll-interval", 200*time.Millisecond, "how often the cluster polls a build task (the build tool's poll interval)")
@@ -146,7 +148,7 @@ func run(c *config) int {
 		host, _ := os.Hostname()
 		id = fmt.Sprintf("dexworker-%s-%d", host, os.Getpid())
 	}
-	conn, err := client.Dial(c.addr)
+	conn, err := client.Dial(c.addr, client.WithToken(client.TokenFrom(c.token)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dexworker:", err)
 		return 2
