@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -67,4 +68,30 @@ func (c *Cluster) WorkerToken(ctx context.Context, workerID string) (string, err
 		return "", fmt.Errorf("worker token for %s: %w", workerID, err)
 	}
 	return resp.Secret, nil
+}
+
+// tokenWorks reports whether n takes the admin token (true without ACLs).
+func (c *Cluster) tokenWorks(ctx context.Context, n *Node) bool {
+	if c.AdminToken == "" {
+		return true
+	}
+	conn, err := grpc.NewClient(n.GRPCAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.DialOptions()...)...)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err = dexv1.NewAdminServiceClient(conn).ListTokens(ctx, &dexv1.ListTokensRequest{})
+	return err == nil
+}
+
+// tokenWorksOnAll: every running node has applied the ACL bootstrap.
+func (c *Cluster) tokenWorksOnAll(ctx context.Context) bool {
+	for _, n := range c.Nodes {
+		if n.Running() && !c.tokenWorks(ctx, n) {
+			return false
+		}
+	}
+	return true
 }

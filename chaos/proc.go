@@ -319,7 +319,8 @@ func (n *Node) Ready() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// WaitReady waits until exactly one running node is ready and returns it.
+// WaitReady waits until exactly one running node is ready (with ACLs: and
+// every running node takes the admin token) and returns it.
 func (c *Cluster) WaitReady(ctx context.Context) (*Node, error) {
 	for {
 		var ready []*Node
@@ -328,7 +329,7 @@ func (c *Cluster) WaitReady(ctx context.Context) (*Node, error) {
 				ready = append(ready, n)
 			}
 		}
-		if len(ready) == 1 {
+		if len(ready) == 1 && c.tokenWorksOnAll(ctx) {
 			return ready[0], nil
 		}
 		select {
