@@ -163,4 +163,42 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 	if !revoked {
 		t.Fatalf("token list %+v does not show %s revoked", tokens, created.ID)
 	}
+
+	// A node joins with the admin token; its calls to the members carry it.
+	addrs, err := FreeAddrs(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n4 := &Node{ID: "n4", RaftAddr: addrs[0], GRPCAddr: addrs[1], HTTPAddr: addrs[2], DataDir: filepath.Join(e.dir, "n4")}
+	n4.Name, n4.Bin, n4.LogPath = "dexd n4", filepath.Join(binDir, "dexd"), filepath.Join(e.dir, "n4.log")
+	n4.Args = append([]string{"--id", "n4", "--data-dir", n4.DataDir, "--raft-addr", n4.RaftAddr, "--grpc-addr", n4.GRPCAddr,
+		"--http-addr", n4.HTTPAddr, "--join", e.leader().GRPCAddr, "--acl"}, fastArgs...)
+	n4.Env = []string{client.TokenEnv + "=" + e.cluster.AdminToken}
+	if err := n4.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- n4 log tail:\n%s", tail(n4.Log(), 15))
+		}
+		n4.Kill()
+	})
+	waitUntil(t, 30*time.Second, "n4 to join as a voter", func() bool {
+		var st struct {
+			Nodes []struct {
+				ID       string `json:"id"`
+				Suffrage string `json:"suffrage"`
+			} `json:"nodes"`
+		}
+		e.dexctl(&st, "status", "--json")
+		for _, n := range st.Nodes {
+			if n.ID == "n4" && n.Suffrage == "voter" {
+				return true
+			}
+		}
+		return false
+	})
+	waitUntil(t, 20*time.Second, "n4 to refuse the revoked token", func() bool {
+		return codeOn(t, n4, clientToken, listSessions) == codes.Unauthenticated && codeOn(t, n4, e.cluster.AdminToken, listSessions) != codes.Unauthenticated
+	})
 }

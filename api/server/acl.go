@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -36,6 +37,8 @@ const (
 // BootstrapMethod needs no token: it works only while the cluster has none.
 const BootstrapMethod = "/dex.v1.AdminService/BootstrapACL"
 
+const nodeStateMethod = "/dex.v1.AdminService/NodeState"
+
 // accessOf maps a full method name to who may call it. A method of a
 // service not listed here is admin-only, so a new service is closed until
 // someone decides otherwise.
@@ -57,6 +60,11 @@ func accessOf(fullMethod string) methodAccess {
 // so a token revoked through Raft is refused on each node once applied.
 type acl struct {
 	state func() *fsm.State
+	// nodeToken is the token this node itself calls other nodes with. It is
+	// taken for NodeState only, and only while this node's state has no
+	// token at all: a joining node has not received the cluster's tokens
+	// yet when the leader checks it with NodeState.
+	nodeToken string
 }
 
 // bearer returns the secret of "authorization: Bearer <secret>".
@@ -87,6 +95,9 @@ func (a *acl) authorize(ctx context.Context, fullMethod string, req any) error {
 	}
 	st := a.state()
 	tok := st.TokenBySecretHash(HashSecret(secret))
+	if tok == nil && fullMethod == nodeStateMethod && a.nodeToken != "" && !st.HasTokens() && subtle.ConstantTimeCompare([]byte(secret), []byte(a.nodeToken)) == 1 {
+		return nil
+	}
 	if tok == nil {
 		return status.Error(codes.Unauthenticated, "unknown token")
 	}
@@ -145,10 +156,10 @@ func (a *acl) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo,
 }
 
 // aclOptions are the interceptors that enforce tokens, when on.
-func aclOptions(node interface{ State() *fsm.State }, on bool) []grpc.ServerOption {
+func aclOptions(node interface{ State() *fsm.State }, on bool, nodeToken string) []grpc.ServerOption {
 	if !on {
 		return nil
 	}
-	a := &acl{state: node.State}
+	a := &acl{state: node.State, nodeToken: nodeToken}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream)}
 }

@@ -34,6 +34,12 @@ func (noTasks) Poll(context.Context, string, int, time.Duration) ([]*dexv1.Task,
 // returns the node, its server and a plaintext channel to it.
 func aclNode(t *testing.T) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
+	return aclNodeWith(t, "")
+}
+
+// aclNodeWith is aclNode for a node that calls other nodes with nodeToken.
+func aclNodeWith(t *testing.T, nodeToken string) (*cluster.Node, *Server, *grpc.ClientConn) {
+	t.Helper()
 	raftAddr, grpcAddr := freeAddr(t), freeAddr(t)
 	node, err := cluster.Open(cluster.Config{
 		ID: "n1", DataDir: t.TempDir(), RaftAddr: raftAddr, GRPCAddr: grpcAddr,
@@ -48,7 +54,7 @@ func aclNode(t *testing.T) (*cluster.Node, *Server, *grpc.ClientConn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(node, zap.NewNop(), Options{ACL: true, Dispatch: noTasks{}, Leases: noLeases{}})
+	srv := New(node, zap.NewNop(), Options{ACL: true, NodeToken: nodeToken, Dispatch: noTasks{}, Leases: noLeases{}})
 	go srv.Serve(lis)
 	t.Cleanup(func() {
 		srv.Stop(time.Second)
@@ -209,5 +215,82 @@ func TestACL_EveryRPCAnswersEachRoleAsItsTableSays(t *testing.T) {
 	// Health stays open for load balancers and the client's health checks.
 	if _, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("health without a token: %v", err)
+	}
+}
+
+// A joining node has none of the cluster's tokens yet when the leader asks
+// it for NodeState with the token both nodes were started with: it takes
+// that token for NodeState only, and only until its state has tokens.
+func TestACL_TheNodesOwnTokenOpensNodeStateOnlyBeforeTheTokensArrive(t *testing.T) {
+	node, _, conn := aclNodeWith(t, "the-nodes-own-token")
+	admin := dexv1.NewAdminServiceClient(conn)
+	ctx := withBearer(context.Background(), "the-nodes-own-token")
+	if _, err := admin.NodeState(ctx, &dexv1.NodeStateRequest{}); err != nil {
+		t.Fatalf("NodeState with the node's token before any token: %v", err)
+	}
+	if _, err := admin.ListTokens(ctx, &dexv1.ListTokensRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("ListTokens with the node's token: %v; want Unauthenticated", err)
+	}
+	if _, err := admin.CreateToken(ctx, &dexv1.CreateTokenRequest{Name: "x", Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("CreateToken with the node's token: %v; want Unauthenticated", err)
+	}
+	if node.State().HasTokens() {
+		t.Fatal("a refused call made a token")
+	}
+	if _, err := admin.NodeState(context.Background(), &dexv1.NodeStateRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("NodeState without a token: %v; want Unauthenticated", err)
+	}
+	addToken(t, node, "t-admin", dexv1.TokenRole_TOKEN_ROLE_ADMIN, "")
+	if _, err := admin.NodeState(ctx, &dexv1.NodeStateRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("NodeState with the node's token once tokens exist: %v; want Unauthenticated", err)
+	}
+}
+
+// BootstrapACL answers the first admin token once; a second call is refused.
+func TestACL_BootstrapWorksOnceWithoutAToken(t *testing.T) {
+	_, _, conn := aclNode(t)
+	admin := dexv1.NewAdminServiceClient(conn)
+	ctx := context.Background()
+	boot, err := admin.BootstrapACL(ctx, &dexv1.BootstrapACLRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if boot.Secret == "" || boot.Token.GetRole() != dexv1.TokenRole_TOKEN_ROLE_ADMIN || boot.Token.GetSecretSha256() != "" {
+		t.Fatalf("bootstrap answered %v", boot)
+	}
+	if _, err := admin.BootstrapACL(ctx, &dexv1.BootstrapACLRequest{}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("second bootstrap: %v; want FailedPrecondition", err)
+	}
+	as := withBearer(ctx, boot.Secret)
+	made, err := admin.CreateToken(as, &dexv1.CreateTokenRequest{Name: "w", Role: dexv1.TokenRole_TOKEN_ROLE_WORKER, WorkerId: "w1"})
+	if err != nil || made.Secret == "" || made.Token.GetCreatedAtMs() == 0 {
+		t.Fatalf("create token: %v %v", made, err)
+	}
+	for name, req := range map[string]*dexv1.CreateTokenRequest{
+		"no name":      {Role: dexv1.TokenRole_TOKEN_ROLE_CLIENT},
+		"no role":      {Name: "x"},
+		"client bound": {Name: "x", Role: dexv1.TokenRole_TOKEN_ROLE_CLIENT, WorkerId: "w1"},
+	} {
+		if _, err := admin.CreateToken(as, req); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("%s: %v; want InvalidArgument", name, err)
+		}
+	}
+	if _, err := admin.RevokeToken(as, &dexv1.RevokeTokenRequest{TokenId: "nope"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("revoke unknown: %v; want NotFound", err)
+	}
+	list, err := admin.ListTokens(as, &dexv1.ListTokensRequest{})
+	if err != nil || len(list.Tokens) != 2 {
+		t.Fatalf("list: %v %v", list, err)
+	}
+	for _, tk := range list.Tokens {
+		if tk.SecretSha256 != "" {
+			t.Fatalf("ListTokens shows a hash: %v", tk)
+		}
+	}
+	if _, err := admin.RevokeToken(as, &dexv1.RevokeTokenRequest{TokenId: boot.Token.Id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ListTokens(as, &dexv1.ListTokensRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("the revoked bootstrap token: %v; want Unauthenticated", err)
 	}
 }

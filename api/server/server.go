@@ -45,6 +45,8 @@ type Options struct {
 	// ACL: every call must carry a token of a role allowed to make it
 	// (acl.go); health and reflection stay open.
 	ACL bool
+	// NodeToken is the token this node calls other nodes with; see acl.go.
+	NodeToken string
 	// ServerOptions are added to the gRPC server's (e.g. its credentials).
 	ServerOptions []grpc.ServerOption
 }
@@ -67,7 +69,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload)), append(aclOptions(node, o.ACL), o.ServerOptions...)...)...),
+		grpc:   grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload)), append(aclOptions(node, o.ACL, o.NodeToken), o.ServerOptions...)...)...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}

@@ -262,7 +262,7 @@ func serve(o *options, log *zap.Logger) error {
 
 	late.set(node)
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, ACL: o.sec.acl,
+		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, ACL: o.sec.acl, NodeToken: o.sec.token,
 		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
 	})
 	serveErr := make(chan error, 2)
