@@ -267,7 +267,7 @@ func serve(o *options, log *zap.Logger) error {
 	})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
-	hsrv := &http.Server{Handler: o.sec.guardMetrics(node, httpHandler(node, workerHealthCollector{health: disp.WorkerHealth})), ReadHeaderTimeout: 5 * time.Second}
+	hsrv := &http.Server{Handler: o.sec.guardMetrics(node.State, httpHandler(node, workerHealthCollector{health: disp.WorkerHealth})), ReadHeaderTimeout: 5 * time.Second}
 	bootCtx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
 	go o.sec.bootstrapFromFile(bootCtx, node, log)

@@ -18,6 +18,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm"
 )
 
 // minBootstrapSecret is the shortest secret --acl-bootstrap-token-file takes.
@@ -108,14 +109,14 @@ func (s *security) peerDialOptions() []grpc.DialOption {
 }
 
 // guardMetrics asks for an admin token on /metrics when it is not public.
-func (s *security) guardMetrics(node *cluster.Node, h http.Handler) http.Handler {
+func (s *security) guardMetrics(state func() *fsm.State, h http.Handler) http.Handler {
 	if !s.acl || s.metricsPublic {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
 			secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			tok := node.State().TokenBySecretHash(server.HashSecret(strings.TrimSpace(secret)))
+			tok := state().TokenBySecretHash(server.HashSecret(strings.TrimSpace(secret)))
 			if !ok || tok == nil || tok.Revoked || tok.Role != dexv1.TokenRole_TOKEN_ROLE_ADMIN {
 				http.Error(w, "/metrics needs an admin token: Authorization: Bearer <secret> (or dexd --metrics-public)", http.StatusUnauthorized)
 				return

@@ -2,10 +2,16 @@ package main
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/server"
+	"github.com/dexhq/dex/fsm"
 )
 
 func secArgs(grpc, raft, http string, extra ...string) []string {
@@ -69,5 +75,49 @@ func TestSecurity_BootstrapFileTurnsACLsOnAndIsTheNodesToken(t *testing.T) {
 	o, err = parse(secArgs("127.0.0.1:1", "127.0.0.1:2", "10.1.1.1:3", "--acl", "--insecure"), io.Discard)
 	if err != nil || o.sec.metricsPublic {
 		t.Fatalf("--acl on a non-loopback http address: %v, metrics public %v; want it behind a token", err, o.sec.metricsPublic)
+	}
+}
+
+func TestSecurity_MetricsTakeAnAdminTokenWhenNotPublic(t *testing.T) {
+	f := fsm.New(fsm.Options{})
+	for i, tk := range []*dexv1.AclToken{
+		{Id: "a", Name: "a", Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: server.HashSecret("admin-secret")},
+		{Id: "c", Name: "c", Role: dexv1.TokenRole_TOKEN_ROLE_CLIENT, SecretSha256: server.HashSecret("client-secret")},
+	} {
+		data, _ := fsm.Encode(&dexv1.Command{Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: tk}}})
+		if res := f.ApplyEntry(uint64(i+1), data); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	get := func(h http.Handler, path, secret string) int {
+		req := httptest.NewRequest("GET", path, nil)
+		if secret != "" {
+			req.Header.Set("Authorization", "Bearer "+secret)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	closed := (&security{acl: true}).guardMetrics(f.State, inner)
+	for _, c := range []struct {
+		path, secret string
+		want         int
+	}{
+		{"/metrics", "", http.StatusUnauthorized},
+		{"/metrics", "client-secret", http.StatusUnauthorized},
+		{"/metrics", "nope", http.StatusUnauthorized},
+		{"/metrics", "admin-secret", http.StatusOK},
+		{"/healthz", "", http.StatusOK},
+		{"/readyz", "", http.StatusOK},
+	} {
+		if got := get(closed, c.path, c.secret); got != c.want {
+			t.Fatalf("%s with %q: %d; want %d", c.path, c.secret, got, c.want)
+		}
+	}
+	for _, sec := range []*security{{acl: true, metricsPublic: true}, {acl: false}} {
+		if got := get(sec.guardMetrics(f.State, inner), "/metrics", ""); got != http.StatusOK {
+			t.Fatalf("%+v: /metrics without a token: %d; want 200", sec, got)
+		}
 	}
 }
