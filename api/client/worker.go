@@ -409,6 +409,14 @@ func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, try tim
 		if !transient(ctx, err) {
 			return err
 		}
+		if cctx.Err() == context.DeadlineExceeded {
+			// The node took the whole try without failing: it may be alive
+			// but slow (a long fsync), and a try it can never finish in
+			// would be retried forever. Each timed-out try doubles the
+			// next, up to CallTimeout; a frozen node is left by the
+			// liveness probe whatever the try.
+			try = min(2*try, max(w.opts.CallTimeout, try))
+		}
 		if tries == 1 {
 			log.Warn(what+": cluster not reachable; retrying the same call", zap.Error(err))
 			continue
