@@ -88,3 +88,35 @@ func TestAdoptRefusesWhatIsNotASnapshot(t *testing.T) {
 		}
 	}
 }
+
+// After a restore the leader bumps the epoch: a command of either cluster's
+// old epoch is fenced, one of the new epoch goes through.
+func TestAdoptedStateFencesBothClustersEpochs(t *testing.T) {
+	backup := adoptState(t, "aaaa", 4, nil, "s1")
+	target := adoptState(t, "bbbb", 6, nil)
+	st := adopted(t, backup, target)
+	step := st.Steps("s1")[0]
+	next := st.Meta().AppliedIndex + 100
+	propose := func(c *dexv1.Command) *Result {
+		data, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next++
+		return target.ApplyEntry(next, data)
+	}
+	res := propose(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}})
+	if res.Epoch != 7 {
+		t.Fatalf("epoch after the bump = %d, want 7 (above the target's 6 and the backup's 4)", res.Epoch)
+	}
+	for _, old := range []uint64{4, 6} {
+		res := propose(&dexv1.Command{NowMs: 2000, Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: step.Id, Attempt: 1, WorkerId: "w1", Epoch: old}}})
+		if res.Err == nil {
+			t.Fatalf("a StartAttempt of epoch %d went through after the restore", old)
+		}
+	}
+	res = propose(&dexv1.Command{NowMs: 2000, Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: step.Id, Attempt: 1, WorkerId: "w1", Epoch: 7}}})
+	if res.Err != nil {
+		t.Fatalf("StartAttempt of the new epoch: %v", res.Err)
+	}
+}

@@ -153,4 +153,3 @@ func (a *Admin) checkRestore(v *backup.Verified, req *dexv1.RestoreSnapshotReque
 	}
 	return nil
 }
-
