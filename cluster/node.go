@@ -89,6 +89,7 @@ type Node struct {
 
 	notifyCh   chan bool
 	handoverCh chan chan struct{}
+	restoreCh  chan *restoreReq
 	needsJoin  atomic.Bool
 	shutdownCh chan struct{}
 	wg         sync.WaitGroup
@@ -136,6 +137,7 @@ func Open(cfg Config) (n *Node, err error) {
 		log:        cfg.Logger,
 		notifyCh:   make(chan bool, 1),
 		handoverCh: make(chan chan struct{}),
+		restoreCh:  make(chan *restoreReq),
 		shutdownCh: make(chan struct{}),
 		services:   append([]LeaderService(nil), cfg.LeaderServices...),
 	}

@@ -832,6 +832,232 @@ func (x *WorkerHealth) GetUnclaimedExpiries() uint64 {
 	return 0
 }
 
+type SaveSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotRequest) Reset() {
+	*x = SaveSnapshotRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotRequest) ProtoMessage() {}
+
+func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+// A piece of a backup file (the backup package's format: header, state
+// snapshot, checksum), in order.
+type SnapshotChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type RestoreSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next piece of the backup file.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// Read from the first message only. Replace a state that holds sessions.
+	ReplaceSessions bool `protobuf:"varint,2,opt,name=replace_sessions,json=replaceSessions,proto3" json:"replace_sessions,omitempty"`
+	// Read from the first message only. Accept a backup taken on another
+	// cluster; the cluster keeps its own id.
+	AllowOtherCluster bool `protobuf:"varint,3,opt,name=allow_other_cluster,json=allowOtherCluster,proto3" json:"allow_other_cluster,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotRequest) Reset() {
+	*x = RestoreSnapshotRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotRequest) ProtoMessage() {}
+
+func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RestoreSnapshotRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *RestoreSnapshotRequest) GetReplaceSessions() bool {
+	if x != nil {
+		return x.ReplaceSessions
+	}
+	return false
+}
+
+func (x *RestoreSnapshotRequest) GetAllowOtherCluster() bool {
+	if x != nil {
+		return x.AllowOtherCluster
+	}
+	return false
+}
+
+type RestoreSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The raft index and term of the backup.
+	BackupIndex uint64 `protobuf:"varint,1,opt,name=backup_index,json=backupIndex,proto3" json:"backup_index,omitempty"`
+	BackupTerm  uint64 `protobuf:"varint,2,opt,name=backup_term,json=backupTerm,proto3" json:"backup_term,omitempty"`
+	// The cluster the backup was taken on.
+	BackupClusterId string `protobuf:"bytes,3,opt,name=backup_cluster_id,json=backupClusterId,proto3" json:"backup_cluster_id,omitempty"`
+	// Sessions in the restored state.
+	Sessions uint64 `protobuf:"varint,4,opt,name=sessions,proto3" json:"sessions,omitempty"`
+	// The dispatch epoch the leader established on the restored state.
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotResponse) Reset() {
+	*x = RestoreSnapshotResponse{}
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotResponse) ProtoMessage() {}
+
+func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RestoreSnapshotResponse) GetBackupIndex() uint64 {
+	if x != nil {
+		return x.BackupIndex
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetBackupTerm() uint64 {
+	if x != nil {
+		return x.BackupTerm
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetBackupClusterId() string {
+	if x != nil {
+		return x.BackupClusterId
+	}
+	return ""
+}
+
+func (x *RestoreSnapshotResponse) GetSessions() uint64 {
+	if x != nil {
+		return x.Sessions
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_dex_v1_admin_proto protoreflect.FileDescriptor
 
 const file_dex_v1_admin_proto_rawDesc = "" +
@@ -892,7 +1118,21 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1c\n" +
 	"\tunhealthy\x18\x02 \x01(\bR\tunhealthy\x12+\n" +
 	"\x12unclaimed_in_a_row\x18\x03 \x01(\rR\x0funclaimedInARow\x12-\n" +
-	"\x12unclaimed_expiries\x18\x04 \x01(\x04R\x11unclaimedExpiries2\xa9\x03\n" +
+	"\x12unclaimed_expiries\x18\x04 \x01(\x04R\x11unclaimedExpiries\"\x15\n" +
+	"\x13SaveSnapshotRequest\"#\n" +
+	"\rSnapshotChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\x87\x01\n" +
+	"\x16RestoreSnapshotRequest\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12)\n" +
+	"\x10replace_sessions\x18\x02 \x01(\bR\x0freplaceSessions\x12.\n" +
+	"\x13allow_other_cluster\x18\x03 \x01(\bR\x11allowOtherCluster\"\xbb\x01\n" +
+	"\x17RestoreSnapshotResponse\x12!\n" +
+	"\fbackup_index\x18\x01 \x01(\x04R\vbackupIndex\x12\x1f\n" +
+	"\vbackup_term\x18\x02 \x01(\x04R\n" +
+	"backupTerm\x12*\n" +
+	"\x11backup_cluster_id\x18\x03 \x01(\tR\x0fbackupClusterId\x12\x1a\n" +
+	"\bsessions\x18\x04 \x01(\x04R\bsessions\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch2\xc5\x04\n" +
 	"\fAdminService\x127\n" +
 	"\x06Status\x12\x15.dex.v1.StatusRequest\x1a\x16.dex.v1.StatusResponse\x12@\n" +
 	"\tNodeState\x12\x18.dex.v1.NodeStateRequest\x1a\x19.dex.v1.NodeStateResponse\x121\n" +
@@ -900,7 +1140,9 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\fRegisterNode\x12\x1b.dex.v1.RegisterNodeRequest\x1a\x1c.dex.v1.RegisterNodeResponse\x12C\n" +
 	"\n" +
 	"RemoveNode\x12\x19.dex.v1.RemoveNodeRequest\x1a\x1a.dex.v1.RemoveNodeResponse\x12[\n" +
-	"\x12TransferLeadership\x12!.dex.v1.TransferLeadershipRequest\x1a\".dex.v1.TransferLeadershipResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x12TransferLeadership\x12!.dex.v1.TransferLeadershipRequest\x1a\".dex.v1.TransferLeadershipResponse\x12D\n" +
+	"\fSaveSnapshot\x12\x1b.dex.v1.SaveSnapshotRequest\x1a\x15.dex.v1.SnapshotChunk0\x01\x12T\n" +
+	"\x0fRestoreSnapshot\x12\x1e.dex.v1.RestoreSnapshotRequest\x1a\x1f.dex.v1.RestoreSnapshotResponse(\x01B&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_admin_proto_rawDescOnce sync.Once
@@ -914,7 +1156,7 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
@@ -930,28 +1172,36 @@ var file_dex_v1_admin_proto_goTypes = []any{
 	(*TransferLeadershipRequest)(nil),  // 11: dex.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 12: dex.v1.TransferLeadershipResponse
 	(*WorkerHealth)(nil),               // 13: dex.v1.WorkerHealth
-	(*NodeInfo)(nil),                   // 14: dex.v1.NodeInfo
+	(*SaveSnapshotRequest)(nil),        // 14: dex.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),              // 15: dex.v1.SnapshotChunk
+	(*RestoreSnapshotRequest)(nil),     // 16: dex.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil),    // 17: dex.v1.RestoreSnapshotResponse
+	(*NodeInfo)(nil),                   // 18: dex.v1.NodeInfo
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
 	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
 	13, // 2: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	14, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	14, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	18, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	18, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
 	0,  // 5: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
 	3,  // 6: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
 	5,  // 7: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
 	7,  // 8: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
 	9,  // 9: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
 	11, // 10: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	2,  // 11: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	4,  // 12: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	6,  // 13: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	8,  // 14: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	10, // 15: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	12, // 16: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
+	14, // 11: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
+	16, // 12: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
+	2,  // 13: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	4,  // 14: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	6,  // 15: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	8,  // 16: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	10, // 17: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	12, // 18: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	15, // 19: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
+	17, // 20: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
+	13, // [13:21] is the sub-list for method output_type
+	5,  // [5:13] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -969,7 +1219,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,7 +36,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.addrs, "addr", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103", "gRPC addresses of cluster nodes, comma separated")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Second, "timeout for each node tried")
 	root.PersistentFlags().DurationVar(&g.wait, "wait", 15*time.Second, "session commands: how long to keep looking for the node that serves clients (a takeover takes a few seconds)")
-	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g))
+	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newSnapshotCmd(g))
 	root.AddCommand(newStepCmds(g)...)
 	return root
 }
