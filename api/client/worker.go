@@ -581,6 +581,11 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		if mo == nil {
 			mo = &dexv1.ModelOutput{}
 		}
+		// The cluster refuses such an output; fail the attempt with the
+		// reason instead of sending it (unknown: another try may do better).
+		if r := fsm.CheckModelOutput(mo); r != nil {
+			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + r.Reason}}
+		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}
 	case fsm.HandlerCompact:
 		w.hold(HoldDuringCompaction, t)
