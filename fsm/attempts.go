@@ -300,7 +300,7 @@ func (a *applier) finish(st *dexv1.Step, o dexv1.Outcome, result string, isError
 	a.emit(st.SessionId, "step_"+OutcomeName(o), st.Id, "")
 }
 
-// OutcomeName is the SPEC's name of an outcome.
+// OutcomeName is the documented name of an outcome (docs/attempts.md).
 func OutcomeName(o dexv1.Outcome) string {
 	switch o {
 	case dexv1.Outcome_OUTCOME_SUCCEEDED:

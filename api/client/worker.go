@@ -131,7 +131,7 @@ func (m ModelFuncs) Compact(ctx context.Context, in ModelInput) (string, error) 
 	return m.CompactFunc(ctx, in)
 }
 
-// ModelError is a handler error with an error type (SPEC §6): the attempt
+// ModelError is a handler error with an error type (docs/model-errors.md): the attempt
 // fails with that type.
 type ModelError struct {
 	Type dexv1.ErrorType
