@@ -131,7 +131,7 @@ func (m ModelFuncs) Compact(ctx context.Context, in ModelInput) (string, error) 
 	return m.CompactFunc(ctx, in)
 }
 
-// ModelError is a handler error with an error type (SPEC §6): the attempt
+// ModelError is a handler error with an error type (docs/model-errors.md): the attempt
 // fails with that type.
 type ModelError struct {
 	Type dexv1.ErrorType
@@ -588,6 +588,11 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		}
 		if mo == nil {
 			mo = &dexv1.ModelOutput{}
+		}
+		// The cluster refuses such an output; fail the attempt with the
+		// reason instead of sending it (unknown: another try may do better).
+		if r := fsm.CheckModelOutput(mo); r != nil {
+			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + r.Reason}}
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}
 	case fsm.HandlerCompact:

@@ -115,7 +115,7 @@ func newSessionSendCmd(g *globals) *cobra.Command {
 }
 
 // attemptJSON, stepJSON, historyJSON and sessionJSON are the shapes of
-// `session show --json`, with the SPEC's names for kinds and outcomes.
+// `session show --json`, with the documented names for kinds and outcomes.
 type attemptJSON struct {
 	N         uint32 `json:"n"`
 	Worker    string `json:"worker"`
