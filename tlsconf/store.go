@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 )
 
@@ -38,7 +39,7 @@ func (f Files) Validate() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("mutual TLS needs --tls-cert, --tls-key and --tls-ca together; missing %v", missing)
+		return fmt.Errorf("mutual TLS needs --tls-cert, --tls-key and --tls-ca together; missing %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
