@@ -15,7 +15,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -123,7 +122,7 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if _, err := e.waitReady(); err != nil {
 		return e, err
 	}
-	if e.conn, err = client.Dial(cl.Target()); err != nil {
+	if e.conn, err = client.Dial(cl.Target(), cl.DialOptions()...); err != nil {
 		return e, err
 	}
 	e.cl, e.admin = client.New(e.conn), dexv1.NewAdminServiceClient(e.conn)
@@ -258,6 +257,7 @@ func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
 	w := NewWorker(WorkerOptions{
 		BinDir: e.opts.BinDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.target,
 		Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
+		TLS: e.cluster.TLS(),
 	})
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
@@ -1038,7 +1038,7 @@ func (e *cellEnv) rejoin() error {
 		if err := n.Start(); err != nil {
 			return fmt.Errorf("restart %s: %w", n.ID, err)
 		}
-		conn, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(n.GRPCAddr, e.cluster.Creds())
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -129,12 +128,12 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 		target = h.Addr
 	}
 	ledger := filepath.Join(dir, "ledger.jsonl")
-	w := NewWorker(WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger})
+	w := NewWorker(WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger, TLS: cl.TLS()})
 	if err := w.Start(); err != nil {
 		return res, err
 	}
 	stops = append(stops, w.Kill)
-	conn, err := client.Dial(target)
+	conn, err := client.Dial(target, cl.DialOptions()...)
 	if err != nil {
 		return res, err
 	}
@@ -290,7 +289,7 @@ func (t *takeoverRun) caughtUp(n, leader *Node) error {
 	ctx, cancel := context.WithTimeout(t.ctx, takeoverWait)
 	defer cancel()
 	state := func(addr string) (*dexv1.NodeStateResponse, error) {
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(addr, t.cl.Creds())
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,8 @@ type WorkerOptions struct {
 	Script string // optional script file
 	Hold   []string
 	Args   []string
+	// TLS, when set, gives the Worker the PKI's client certificate.
+	TLS *PKI
 }
 
 // NewWorker prepares (but does not start) a dexworker.
@@ -37,6 +39,9 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	if len(o.Hold) > 0 {
 		args = append(args, "--hold", strings.Join(o.Hold, ","))
+	}
+	if o.TLS != nil {
+		args = append(args, Args(o.TLS.ClientFiles())...)
 	}
 	args = append(args, o.Args...)
 	return &Worker{

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/tlsconf"
 )
 
 // Peer is one member of the bootstrap configuration.
@@ -36,6 +37,11 @@ type Config struct {
 	Join string
 
 	Logger *zap.Logger
+
+	// TLS, when set, puts mutual TLS under the raft transport (a peer must
+	// hold a node certificate of the CA) and under this node's gRPC calls
+	// to other nodes. Reloading it takes effect for new connections.
+	TLS *tlsconf.Store
 
 	// Raft timing; zero values take production defaults.
 	HeartbeatTimeout   time.Duration

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -175,7 +174,7 @@ func (n *Node) Join(ctx context.Context, addr string) error {
 }
 
 func (n *Node) callJoin(ctx context.Context, target string) (leader string, err error) {
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, n.DialCredentials())
 	if err != nil {
 		return "", status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -226,7 +225,7 @@ func (n *Node) registerLoop() {
 }
 
 func (n *Node) registerWith(addr string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, n.DialCredentials())
 	if err != nil {
 		return err
 	}

@@ -227,7 +227,7 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	n.trans, err = newGuardedTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
 		MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport"),
-	}, cfg.Logger, cfg.ID)
+	}, cfg.Logger, cfg.ID, cfg.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}

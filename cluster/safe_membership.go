@@ -120,13 +120,14 @@ func (n *Node) askNodeState(ctx context.Context, id string) (*dexv1.NodeStateRes
 	if info == nil || info.GrpcAddress == "" {
 		return nil, false
 	}
-	return AskNodeState(ctx, info.GrpcAddress, id)
+	return AskNodeState(ctx, info.GrpcAddress, id, n.DialCredentials())
 }
 
 // AskNodeState asks the node at grpcAddr for its raft view; ok only when
 // it answers in time as node id.
-func AskNodeState(ctx context.Context, grpcAddr, id string) (*dexv1.NodeStateResponse, bool) {
-	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// creds, when given, replace plaintext (Node.DialCredentials).
+func AskNodeState(ctx context.Context, grpcAddr, id string, creds ...grpc.DialOption) (*dexv1.NodeStateResponse, bool) {
+	conn, err := grpc.NewClient(grpcAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, creds...)...)
 	if err != nil {
 		return nil, false
 	}

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -58,7 +57,7 @@ func (a *Admin) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := a.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := grpc.NewClient(addr, a.node.DialCredentials())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +182,7 @@ func (a *Admin) Join(ctx context.Context, req *dexv1.JoinRequest) (*dexv1.JoinRe
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
 	if !a.node.IsMember(n.Id) {
-		if _, ok := cluster.AskNodeState(ctx, n.GrpcAddress, n.Id); !ok {
+		if _, ok := cluster.AskNodeState(ctx, n.GrpcAddress, n.Id, a.node.DialCredentials()); !ok {
 			return nil, status.Errorf(codes.FailedPrecondition, "node %s does not answer as itself at its gRPC address %s: a node joins by starting it with --join, which calls Join once it serves", n.Id, n.GrpcAddress)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/tlsconf"
 )
 
 // DispatchService is the health service name that is SERVING only on the
@@ -42,6 +43,9 @@ type Options struct {
 	MaxPayload int
 	// Liveness, when set, hears every Worker's polls and heartbeats.
 	Liveness Liveness
+	// TLS, when set, serves mutual TLS: a client certificate of the CA is
+	// required.
+	TLS *tlsconf.Store
 }
 
 // Server is a node's gRPC server.
@@ -62,7 +66,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload))...),
+		grpc:   grpc.NewServer(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS))...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}

@@ -50,6 +50,7 @@ type options struct {
 	timeout      time.Duration
 	jsonOut      bool
 	dexdArgs     string
+	tls          bool
 	fsyncProbe   int
 	dump         string
 	idleSessions int
@@ -72,6 +73,7 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up the measured run after this long")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&o.dexdArgs, "dexd-args", "", "extra flags for every dexd, space separated")
+	fs.BoolVar(&o.tls, "tls", false, "run the cluster and the Workers on mutual TLS (a CA and certificates made in the data directory; DEX_CHAOS_TLS=1 does the same)")
 	fs.IntVar(&o.fsyncProbe, "fsync-probe", 50, "write+fsync this many 4 KiB blocks in the data directory first and report the latency (0: skip)")
 	fs.StringVar(&o.dump, "dump", "", "write every measured session with its Steps to this file, one JSON object a line")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "before the warm-up, load this many idle one-turn sessions into the state (prefix idle)")
@@ -252,7 +254,13 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 
-	c, err := chaos.NewCluster(chaos.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)})
+	copts := chaos.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)}
+	if o.tls {
+		if copts.TLS, err = chaos.NewPKI(filepath.Join(dir, "tls")); err != nil {
+			return rep, err
+		}
+	}
+	c, err := chaos.NewCluster(copts)
 	if err != nil {
 		return rep, err
 	}
@@ -303,7 +311,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}()
 	for i := range o.workers {
-		cc, err := client.Dial(c.Target())
+		cc, err := client.Dial(c.Target(), c.DialOptions()...)
 		if err != nil {
 			return rep, err
 		}
@@ -333,7 +341,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}()
 	}
 
-	cc, err := client.Dial(c.Target())
+	cc, err := client.Dial(c.Target(), c.DialOptions()...)
 	if err != nil {
 		return rep, err
 	}

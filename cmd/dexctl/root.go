@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -23,6 +22,7 @@ type globals struct {
 	addrs   string
 	timeout time.Duration
 	wait    time.Duration
+	tls     tlsFlags
 }
 
 func newRootCmd() *cobra.Command {
@@ -36,7 +36,9 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.addrs, "addr", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103", "gRPC addresses of cluster nodes, comma separated")
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Second, "timeout for each node tried")
 	root.PersistentFlags().DurationVar(&g.wait, "wait", 15*time.Second, "session commands: how long to keep looking for the node that serves clients (a takeover takes a few seconds)")
-	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newSnapshotCmd(g))
+	g.tls.register(root)
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.tls.load() }
+	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newSnapshotCmd(g), newTLSCmd())
 	root.AddCommand(newStepCmds(g)...)
 	return root
 }
@@ -92,7 +94,7 @@ func retryable(err error) bool {
 }
 
 func (g *globals) call(ctx context.Context, addr string, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, g.tls.creds())
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}

@@ -344,7 +344,7 @@ func newSessionWatchCmd(g *globals) *cobra.Command {
 			}
 			// The library's watch follows the lease holder and resumes after
 			// the last event it delivered.
-			conn, err := client.Dial("dex:///" + strings.Join(addrs, ","))
+			conn, err := client.Dial("dex:///"+strings.Join(addrs, ","), g.tls.dialOptions()...)
 			if err != nil {
 				return err
 			}

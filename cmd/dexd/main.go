@@ -54,6 +54,7 @@ type options struct {
 	sessionRetention                          time.Duration
 	runTimeout                                time.Duration
 	parsedPeers                               []cluster.Peer
+	tls                                       tlsOptions
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -85,6 +86,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
+	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -137,6 +139,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 				return nil, &usageError{fmt.Sprintf("--peers gives %s the raft address %s but --raft-addr is %s", o.id, self.RaftAddr, o.raftAddr)}
 			}
 		}
+	}
+	if err := o.tls.validate(); err != nil {
+		return nil, err
 	}
 	switch o.logLevel {
 	case "debug", "info", "warn", "error":
@@ -205,6 +210,11 @@ func serve(o *options, log *zap.Logger) error {
 		return fmt.Errorf("listen on --http-addr %s: %v", o.httpAddr, err)
 	}
 	defer httpLis.Close()
+	tlsStore, stopReload, err := loadTLS(o.tls, log)
+	if err != nil {
+		return err
+	}
+	defer stopReload()
 
 	// The leader-only services exist before raft starts, so they are in place
 	// when this node first leads; they reach the node through late.
@@ -230,6 +240,7 @@ func serve(o *options, log *zap.Logger) error {
 		Peers:              o.parsedPeers,
 		Join:               o.join,
 		Logger:             log,
+		TLS:                tlsStore,
 		HeartbeatTimeout:   o.heartbeat,
 		ElectionTimeout:    o.election,
 		LeaderLeaseTimeout: o.leaderLease,
@@ -256,14 +267,14 @@ func serve(o *options, log *zap.Logger) error {
 
 	late.set(node)
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload,
+		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
 		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
 	})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	hsrv := &http.Server{Handler: httpHandler(node, workerHealthCollector{health: disp.WorkerHealth}), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
-		if err := hsrv.Serve(httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hsrv.Serve(httpListener(httpLis, tlsStore, o.tls.httpTLS)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
 		}
 	}()
