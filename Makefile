@@ -39,7 +39,7 @@ bench-scale:
 	$(BIN)/dexbench --bin $(BIN) --idle-sessions 10000 $(BENCHFLAGS)
 	$(BIN)/dexbench --bin $(BIN) --sequential 100 $(BENCHFLAGS)
 
-# The crash matrix (SPEC §4): every row against every fault on real dexd and
+# The crash matrix (docs/crash-matrix.md): every row against every fault on real dexd and
 # dexworker processes; dexd is also built with its failpoints (-tags chaos).
 # Report: chaos-report/matrix.md. CHAOSFLAGS="--column takeover" runs a part.
 chaos: build

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -41,12 +40,18 @@ func (c *Cluster) enableACL() ([]string, error) {
 	return []string{"--acl-bootstrap-token-file", file}, nil
 }
 
-// DialOptions carry the cluster's admin token (none without ACLs).
-func (c *Cluster) DialOptions() []grpc.DialOption {
+// tokenOptions carry the cluster's admin token (none without ACLs).
+func (c *Cluster) tokenOptions() []grpc.DialOption {
 	if c.AdminToken == "" {
 		return nil
 	}
 	return []grpc.DialOption{client.WithToken(c.AdminToken)}
+}
+
+// ConnOptions are the options of a plain gRPC connection to one node:
+// its transport credentials and the admin token when ACLs are on.
+func (c *Cluster) ConnOptions() []grpc.DialOption {
+	return append([]grpc.DialOption{c.Creds()}, c.tokenOptions()...)
 }
 
 // WorkerToken creates a worker token bound to workerID; "" without ACLs.
@@ -75,7 +80,7 @@ func (c *Cluster) tokenWorks(ctx context.Context, n *Node) bool {
 	if c.AdminToken == "" {
 		return true
 	}
-	conn, err := grpc.NewClient(n.GRPCAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.DialOptions()...)...)
+	conn, err := grpc.NewClient(n.GRPCAddr, c.ConnOptions()...)
 	if err != nil {
 		return false
 	}

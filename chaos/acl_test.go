@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/dexhq/dex/api/client"
@@ -22,8 +21,11 @@ import (
 // dexctlAs runs the CLI with token in $DEX_TOKEN and decodes its JSON.
 func (e *env) dexctlAs(token string, out any, args ...string) {
 	e.t.Helper()
-	full := append([]string{"--addr", strings.Join(e.cluster.GRPCAddrs(), ",")}, args...)
-	cmd := exec.Command(filepath.Join(binDir, "dexctl"), full...)
+	full := []string{"--addr", strings.Join(e.cluster.GRPCAddrs(), ",")}
+	if p := e.cluster.TLS(); p != nil {
+		full = append(full, Args(p.ClientFiles())...)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "dexctl"), append(full, args...)...)
 	cmd.Env = append(os.Environ(), client.TokenEnv+"="+token)
 	b, err := cmd.Output()
 	if err != nil {
@@ -40,11 +42,10 @@ func (e *env) dexctlAs(token string, out any, args ...string) {
 	}
 }
 
-// codeOn calls ListSessions (or, for admin, RemoveNode of a node that does
-// not exist) on one node directly, with token, and returns the code.
-func codeOn(t *testing.T, n *Node, token string, call func(ctx context.Context, conn *grpc.ClientConn) error) codes.Code {
+// codeOn makes call on one node directly, with token, and returns the code.
+func codeOn(t *testing.T, c *Cluster, n *Node, token string, call func(ctx context.Context, conn *grpc.ClientConn) error) codes.Code {
 	t.Helper()
-	conn, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), client.WithToken(token))
+	conn, err := grpc.NewClient(n.GRPCAddr, c.Creds(), client.WithToken(token))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,19 +89,19 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 	// A follower knows the token once it applied its creation.
 	for _, n := range e.cluster.Nodes {
 		waitUntil(t, 20*time.Second, n.ID+" to know the client token", func() bool {
-			return codeOn(t, n, clientToken, listSessions) != codes.Unauthenticated
+			return codeOn(t, e.cluster, n, clientToken, listSessions) != codes.Unauthenticated
 		})
 	}
 
 	// Without a token, or with a client token on an admin call, nothing is done.
 	for _, n := range e.cluster.Nodes {
-		if c := codeOn(t, n, "", listSessions); c != codes.Unauthenticated {
+		if c := codeOn(t, e.cluster, n, "", listSessions); c != codes.Unauthenticated {
 			t.Fatalf("%s: ListSessions without a token: %v; want Unauthenticated", n.ID, c)
 		}
-		if c := codeOn(t, n, "", removeNode); c != codes.Unauthenticated {
+		if c := codeOn(t, e.cluster, n, "", removeNode); c != codes.Unauthenticated {
 			t.Fatalf("%s: RemoveNode without a token: %v; want Unauthenticated", n.ID, c)
 		}
-		if c := codeOn(t, n, clientToken, removeNode); c != codes.PermissionDenied {
+		if c := codeOn(t, e.cluster, n, clientToken, removeNode); c != codes.PermissionDenied {
 			t.Fatalf("%s: RemoveNode with a client token: %v; want PermissionDenied", n.ID, c)
 		}
 	}
@@ -146,7 +147,7 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 	e.dexctl(nil, "token", "revoke", created.ID)
 	for _, n := range e.cluster.Nodes {
 		waitUntil(t, 20*time.Second, n.ID+" to refuse the revoked token", func() bool {
-			return codeOn(t, n, clientToken, listSessions) == codes.Unauthenticated
+			return codeOn(t, e.cluster, n, clientToken, listSessions) == codes.Unauthenticated
 		})
 	}
 	var tokens []struct {
@@ -173,6 +174,9 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 	n4.Name, n4.Bin, n4.LogPath = "dexd n4", filepath.Join(binDir, "dexd"), filepath.Join(e.dir, "n4.log")
 	n4.Args = append([]string{"--id", "n4", "--data-dir", n4.DataDir, "--raft-addr", n4.RaftAddr, "--grpc-addr", n4.GRPCAddr,
 		"--http-addr", n4.HTTPAddr, "--join", e.leader().GRPCAddr, "--acl"}, fastArgs...)
+	if p := e.cluster.TLS(); p != nil {
+		n4.Args = append(n4.Args, Args(p.NodeFiles())...)
+	}
 	n4.Env = []string{client.TokenEnv + "=" + e.cluster.AdminToken}
 	if err := n4.Start(); err != nil {
 		t.Fatal(err)
@@ -199,6 +203,6 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 		return false
 	})
 	waitUntil(t, 20*time.Second, "n4 to refuse the revoked token", func() bool {
-		return codeOn(t, n4, clientToken, listSessions) == codes.Unauthenticated && codeOn(t, n4, e.cluster.AdminToken, listSessions) != codes.Unauthenticated
+		return codeOn(t, e.cluster, n4, clientToken, listSessions) == codes.Unauthenticated && codeOn(t, e.cluster, n4, e.cluster.AdminToken, listSessions) != codes.Unauthenticated
 	})
 }

@@ -55,11 +55,23 @@ type env struct {
 
 func newEnv(t *testing.T, args ...string) *env {
 	t.Helper()
+	return newEnvTLS(t, nil, args...)
+}
+
+// newEnvTLS is newEnv with the nodes on mutual TLS with pki (nil: as
+// DEX_CHAOS_TLS says); the env's client, Workers and dexctl use its client
+// certificate.
+func newEnvTLS(t *testing.T, pki func(dir string) *PKI, args ...string) *env {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
 	dir := t.TempDir()
-	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: dir, Args: append(append([]string{}, fastArgs...), args...)})
+	opts := ClusterOptions{BinDir: binDir, Dir: dir, Args: append(append([]string{}, fastArgs...), args...)}
+	if pki != nil {
+		opts.TLS = pki(dir)
+	}
+	c, err := NewCluster(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +125,7 @@ func (e *env) waitReady() *Node {
 // startWorker starts a dexworker on the readiness-following target.
 func (e *env) startWorker(script string, hold ...string) *Worker {
 	e.t.Helper()
-	o := WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.cluster.Target(), Ledger: e.ledger, Hold: hold}
+	o := WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.cluster.Target(), Ledger: e.ledger, Hold: hold, TLS: e.cluster.TLS()}
 	if script != "" {
 		o.Script = filepath.Join(e.dir, "script.json")
 		if err := os.WriteFile(o.Script, []byte(script), 0o644); err != nil {
@@ -185,6 +197,9 @@ func (e *env) ledgerEntries() []LedgerEntry {
 func (e *env) dexctl(out any, args ...string) {
 	e.t.Helper()
 	full := append([]string{"--addr", strings.Join(e.cluster.GRPCAddrs(), ",")}, args...)
+	if p := e.cluster.TLS(); p != nil {
+		full = append(full, Args(p.ClientFiles())...)
+	}
 	cmd := exec.Command(filepath.Join(binDir, "dexctl"), full...)
 	if e.cluster.AdminToken != "" {
 		cmd.Env = append(os.Environ(), client.TokenEnv+"="+e.cluster.AdminToken)

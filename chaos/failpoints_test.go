@@ -132,7 +132,7 @@ func failpointCount(addr, name string) int {
 	return n
 }
 
-// SPEC §4, "after the Worker sent its result, before the cluster committed
+// docs/crash-matrix.md, "after the Worker sent its result, before the cluster committed
 // it": every node sleeps 3 s in dexBeforeCommitResult; the leader gets
 // SIGKILL while the Worker's Complete of the first RunModel sleeps there.
 // The result is committed once, or the attempt fails and the RunModel row

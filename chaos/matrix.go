@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The crash matrix of SPEC §4: every row against every column, each cell a
+// The crash matrix of docs/crash-matrix.md: every row against every column, each cell a
 // real test with real dexd and dexworker processes.
 
 // Column names.
@@ -54,7 +54,7 @@ func ColumnByName(name string) (Column, bool) {
 	return Column{}, false
 }
 
-// Row is one row of the SPEC §4 table.
+// Row is one row of the docs/crash-matrix.md table.
 type Row struct {
 	Step     string
 	Moment   string

@@ -11,7 +11,7 @@ import (
 
 func TestMatrix_EveryRowOfTheSpecAgainstEveryColumn(t *testing.T) {
 	if len(Rows) != 20 {
-		t.Fatalf("%d rows; SPEC §4 has 20", len(Rows))
+		t.Fatalf("%d rows; docs/crash-matrix.md has 20", len(Rows))
 	}
 	seen := map[string]bool{}
 	for _, r := range Rows {

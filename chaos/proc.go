@@ -219,6 +219,9 @@ type ClusterOptions struct {
 	Args []string
 	// ACL: the nodes require tokens (see acl.go); also on with $DEX_CHAOS_ACL=1.
 	ACL bool
+	// TLS, when set, runs the nodes with mutual TLS on gRPC and raft;
+	// without it DEX_CHAOS_TLS=1 makes a PKI in Dir/tls.
+	TLS *PKI
 }
 
 // Cluster is a set of dexd processes on loopback.
@@ -233,6 +236,13 @@ type Cluster struct {
 func NewCluster(opts ClusterOptions) (*Cluster, error) {
 	if opts.Size == 0 {
 		opts.Size = 3
+	}
+	if opts.TLS == nil && TLSFromEnv() {
+		pki, err := NewPKI(filepath.Join(opts.Dir, "tls"))
+		if err != nil {
+			return nil, err
+		}
+		opts.TLS = pki
 	}
 	c := &Cluster{opts: opts}
 	var peers []string
@@ -260,6 +270,9 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 			"--id", n.ID, "--data-dir", n.DataDir, "--raft-addr", n.RaftAddr, "--grpc-addr", n.GRPCAddr,
 			"--http-addr", n.HTTPAddr, "--peers", strings.Join(peers, ","),
 		}, append(append([]string{}, opts.Args...), aclArgs...)...)
+		if opts.TLS != nil {
+			n.Args = append(n.Args, Args(opts.TLS.NodeFiles())...)
+		}
 	}
 	return c, nil
 }

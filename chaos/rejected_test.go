@@ -13,7 +13,7 @@ import (
 	"github.com/dexhq/dex/fsm"
 )
 
-// SPEC §6, the rejected-turn pause, with real processes and full restarts:
+// The rejected-turn pause (docs/model-failures.md), with real processes and full restarts:
 // every dexd gets SIGKILL at once and restarts on its data dir, while the
 // Worker keeps running.
 

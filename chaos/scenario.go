@@ -15,7 +15,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -263,6 +262,7 @@ func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
 	w := NewWorker(WorkerOptions{
 		BinDir: e.opts.BinDir, Dir: e.dir, Name: name, Target: e.target, Token: token,
 		Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
+		TLS: e.cluster.TLS(),
 	})
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
@@ -1043,7 +1043,7 @@ func (e *cellEnv) rejoin() error {
 		if err := n.Start(); err != nil {
 			return fmt.Errorf("restart %s: %w", n.ID, err)
 		}
-		conn, err := grpc.NewClient(n.GRPCAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, e.cluster.DialOptions()...)...)
+		conn, err := grpc.NewClient(n.GRPCAddr, e.cluster.ConnOptions()...)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/dexhq/dex/fsm"
 )
 
-// One scenario per row of SPEC §4. Each brings a session to the row's
+// One scenario per row of docs/crash-matrix.md. Each brings a session to the row's
 // moment with a Worker, strikes with the column's fault (e.strike), recovers
 // and checks what a user would check, from the ledger and GetSession.
 //
@@ -81,7 +81,7 @@ var matrixScript = strings.NewReplacer("SLEEP", strconv.Itoa(toolSleep)).Replace
 ],
  "compact": [{"text": "{{message}}", "delay_ms": SLEEP, "always": true}]}`)
 
-// Rows is the SPEC §4 table, in its order.
+// Rows is the docs/crash-matrix.md table, in its order.
 var Rows = []Row{
 	{Step: "RunModel", Moment: "before any output reaches the cluster",
 		Expected: "the model call runs again, at most 3 attempts within 30 minutes; then the turn fails. If tools already ran in the turn, a note in the history tells the next turn's model not to repeat them",
@@ -97,7 +97,7 @@ var Rows = []Row{
 	{Step: "CallTool", Moment: "every attempt fails", Expected: "after the last attempt a read records `failed`, a write records `outcome_unknown`",
 		run: rowEveryAttemptFails},
 	{Step: "CallSingleAttemptTool", Moment: "before the first heartbeat reaches the cluster",
-		Expected: "records `outcome_unknown` (or `failed` with the not-run prefix, see §5) and does not run again; the model is told",
+		Expected: "records `outcome_unknown` (or `failed` with the not-run prefix, see docs/attempts.md) and does not run again; the model is told",
 		run:      rowSingleBeforeHeartbeat},
 	{Step: "CallSingleAttemptTool", Moment: "while the tool runs", Expected: "records `outcome_unknown`, never runs again",
 		run: rowSingleWhileRuns},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -133,7 +132,7 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 	if err != nil {
 		return res, err
 	}
-	w := NewWorker(WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger, Token: token})
+	w := NewWorker(WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger, Token: token, TLS: cl.TLS()})
 	if err := w.Start(); err != nil {
 		return res, err
 	}
@@ -294,7 +293,7 @@ func (t *takeoverRun) caughtUp(n, leader *Node) error {
 	ctx, cancel := context.WithTimeout(t.ctx, takeoverWait)
 	defer cancel()
 	state := func(addr string) (*dexv1.NodeStateResponse, error) {
-		conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, t.cl.DialOptions()...)...)
+		conn, err := grpc.NewClient(addr, t.cl.ConnOptions()...)
 		if err != nil {
 			return nil, err
 		}

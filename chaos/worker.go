@@ -30,6 +30,8 @@ type WorkerOptions struct {
 	Args   []string
 	// Token is the Worker's ACL token, given as $DEX_TOKEN.
 	Token string
+	// TLS, when set, gives the Worker the PKI's client certificate.
+	TLS *PKI
 }
 
 // NewWorker prepares (but does not start) a dexworker.
@@ -40,6 +42,9 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	if len(o.Hold) > 0 {
 		args = append(args, "--hold", strings.Join(o.Hold, ","))
+	}
+	if o.TLS != nil {
+		args = append(args, Args(o.TLS.ClientFiles())...)
 	}
 	args = append(args, o.Args...)
 	w := &Worker{

@@ -111,7 +111,7 @@ func refuseExistingCluster(cfg Config) (welcomedBy string, err error) {
 		}
 		asked++
 		go func(p Peer) {
-			id, welcome, err := probeCluster(p.RaftAddr, cfg.ID, time.Second)
+			id, welcome, err := probeCluster(p.RaftAddr, cfg.ID, cfg.TLS, time.Second)
 			if err != nil {
 				id, welcome = "", false
 			}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/tlsconf"
 )
 
 // Peer is one member of the bootstrap configuration.
@@ -37,6 +38,11 @@ type Config struct {
 	Join string
 
 	Logger *zap.Logger
+
+	// TLS, when set, puts mutual TLS under the raft transport (a peer must
+	// hold a node certificate of the CA) and under this node's gRPC calls
+	// to other nodes. Reloading it takes effect for new connections.
+	TLS *tlsconf.Store
 
 	// Raft timing; zero values take production defaults.
 	HeartbeatTimeout   time.Duration
@@ -71,9 +77,8 @@ type Config struct {
 	OnApplied func(*fsm.Applied)
 
 	// PeerDialOptions are added to this node's own gRPC calls to other
-	// nodes (join, register, node state), after plaintext transport
-	// credentials, so they may replace them: e.g. TLS credentials, or the
-	// token a cluster with ACLs requires.
+	// nodes (join, register, node state), after its transport credentials:
+	// e.g. the token a cluster with ACLs requires.
 	PeerDialOptions []grpc.DialOption
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
+
+	"github.com/dexhq/dex/tlsconf"
 )
 
 // Every raft connection opens with a handshake that names the cluster of
@@ -167,6 +170,7 @@ type handshakeLayer struct {
 	advertise net.Addr
 	ident     *clusterIdentity
 	log       *zap.Logger
+	tls       *tlsconf.Store // nil: plain TCP
 
 	accepted  chan net.Conn
 	closed    chan struct{}
@@ -175,8 +179,13 @@ type handshakeLayer struct {
 
 var _ raft.StreamLayer = (*handshakeLayer)(nil)
 
-func newHandshakeLayer(ln net.Listener, advertise net.Addr, ident *clusterIdentity, log *zap.Logger) *handshakeLayer {
-	l := &handshakeLayer{ln: ln, advertise: advertise, ident: ident, log: log, accepted: make(chan net.Conn), closed: make(chan struct{})}
+func newHandshakeLayer(ln net.Listener, advertise net.Addr, ident *clusterIdentity, log *zap.Logger, peerTLS *tlsconf.Store) *handshakeLayer {
+	if peerTLS != nil {
+		// Mutual TLS under the cluster handshake: a process without a node
+		// certificate of the cluster's CA never gets to send a frame.
+		ln = tls.NewListener(ln, peerTLS.PeerServerConfig())
+	}
+	l := &handshakeLayer{ln: ln, advertise: advertise, ident: ident, log: log, tls: peerTLS, accepted: make(chan net.Conn), closed: make(chan struct{})}
 	go l.acceptLoop()
 	return l
 }
@@ -280,7 +289,7 @@ func (l *handshakeLayer) Addr() net.Addr {
 // Dial opens a raft connection and exchanges cluster ids; a peer of
 // another cluster (or one that refuses this node's) is an error.
 func (l *handshakeLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	conn, err := net.DialTimeout("tcp", string(address), timeout)
+	conn, err := dialRaft(l.tls, string(address), timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -314,15 +323,21 @@ func clientHandshake(conn net.Conn, kind byte, id string) (status byte, remote s
 // ProbeClusterID asks the raft port at addr which cluster its node belongs
 // to ("" while it does not know).
 func ProbeClusterID(addr string, timeout time.Duration) (string, error) {
-	id, _, err := probeCluster(addr, "", timeout)
+	return ProbeClusterIDTLS(addr, nil, timeout)
+}
+
+// ProbeClusterIDTLS is ProbeClusterID over mutual TLS with the node
+// certificate in peerTLS (plain TCP when nil).
+func ProbeClusterIDTLS(addr string, peerTLS *tlsconf.Store, timeout time.Duration) (string, error) {
+	id, _, err := probeCluster(addr, "", peerTLS, timeout)
 	return id, err
 }
 
 // probeCluster asks the raft port at addr which cluster its node belongs to
 // on behalf of node nodeID, and whether that cluster welcomes nodeID as a
 // member that never held its data.
-func probeCluster(addr, nodeID string, timeout time.Duration) (id string, welcome bool, err error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+func probeCluster(addr, nodeID string, peerTLS *tlsconf.Store, timeout time.Duration) (id string, welcome bool, err error) {
+	conn, err := dialRaft(peerTLS, addr, timeout)
 	if err != nil {
 		return "", false, err
 	}
@@ -335,10 +350,16 @@ func probeCluster(addr, nodeID string, timeout time.Duration) (id string, welcom
 // speaks the handshake as a member of cluster clusterID: for tools and
 // tests that talk raft to a node the way a peer does.
 func NewPeerTransport(clusterID string) (*raft.NetworkTransport, error) {
+	return NewPeerTransportTLS(clusterID, nil)
+}
+
+// NewPeerTransportTLS is NewPeerTransport over mutual TLS with the node
+// certificate in peerTLS (plain TCP when nil).
+func NewPeerTransportTLS(clusterID string, peerTLS *tlsconf.Store) (*raft.NetworkTransport, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	layer := newHandshakeLayer(ln, nil, newClusterIdentity(clusterID, nil, nil), zap.NewNop())
+	layer := newHandshakeLayer(ln, nil, newClusterIdentity(clusterID, nil, nil), zap.NewNop(), peerTLS)
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 1, Timeout: 5 * time.Second}), nil
 }

@@ -17,7 +17,7 @@ func listenLayer(t *testing.T, id string) (*handshakeLayer, *clusterIdentity) {
 		t.Fatal(err)
 	}
 	ident := newClusterIdentity(id, nil, nil)
-	l := newHandshakeLayer(ln, nil, ident, ident.log)
+	l := newHandshakeLayer(ln, nil, ident, ident.log, nil)
 	t.Cleanup(func() { l.Close() })
 	return l, ident
 }

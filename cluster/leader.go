@@ -52,6 +52,15 @@ func (n *Node) leaderLoop() {
 			handedOver = true
 			stop()
 			close(req)
+		case req := <-n.restoreCh:
+			// No leader service may act on the old state once the new one is
+			// in: stop them, restore, and establish leadership again.
+			stop()
+			req.err = n.restore(req)
+			if !handedOver && n.raft.State() == raft.Leader {
+				start()
+			}
+			close(req.done)
 		case leader := <-n.notifyCh:
 			// A new term even if we never saw the loss in between.
 			stop()

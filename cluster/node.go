@@ -89,6 +89,7 @@ type Node struct {
 
 	notifyCh   chan bool
 	handoverCh chan chan struct{}
+	restoreCh  chan *restoreReq
 	needsJoin  atomic.Bool
 	shutdownCh chan struct{}
 	wg         sync.WaitGroup
@@ -136,6 +137,7 @@ func Open(cfg Config) (n *Node, err error) {
 		log:        cfg.Logger,
 		notifyCh:   make(chan bool, 1),
 		handoverCh: make(chan chan struct{}),
+		restoreCh:  make(chan *restoreReq),
 		shutdownCh: make(chan struct{}),
 		services:   append([]LeaderService(nil), cfg.LeaderServices...),
 	}
@@ -225,7 +227,7 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	n.trans, err = newGuardedTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
 		MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport"),
-	}, cfg.Logger, cfg.ID)
+	}, cfg.Logger, cfg.ID, cfg.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}

@@ -2,11 +2,11 @@ package cluster
 
 import (
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
-// PeerDialOptions are the options of this node's calls to other nodes:
-// plaintext unless Config.PeerDialOptions say otherwise.
+// PeerDialOptions are the options of this node's calls to other nodes: its
+// transport credentials (DialCredentials), then Config.PeerDialOptions
+// (e.g. the token a cluster with ACLs requires).
 func (n *Node) PeerDialOptions() []grpc.DialOption {
-	return append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, n.cfg.PeerDialOptions...)
+	return append([]grpc.DialOption{n.DialCredentials()}, n.cfg.PeerDialOptions...)
 }

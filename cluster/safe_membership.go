@@ -124,12 +124,11 @@ func (n *Node) askNodeState(ctx context.Context, id string) (*dexv1.NodeStateRes
 }
 
 // AskNodeState asks the node at grpcAddr for its raft view; ok only when
-// it answers in time as node id. Without opts the call is plaintext.
-func AskNodeState(ctx context.Context, grpcAddr, id string, opts ...grpc.DialOption) (*dexv1.NodeStateResponse, bool) {
-	if len(opts) == 0 {
-		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	}
-	conn, err := grpc.NewClient(grpcAddr, opts...)
+// it answers in time as node id.
+// creds, when given, replace plaintext (Node.DialCredentials) and may add
+// per-call credentials (Node.PeerDialOptions).
+func AskNodeState(ctx context.Context, grpcAddr, id string, creds ...grpc.DialOption) (*dexv1.NodeStateResponse, bool) {
+	conn, err := grpc.NewClient(grpcAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, creds...)...)
 	if err != nil {
 		return nil, false
 	}

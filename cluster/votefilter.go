@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
+
+	"github.com/dexhq/dex/tlsconf"
 )
 
 // guardedTransport is raft's TCP transport with two guards: the cluster
@@ -25,12 +27,12 @@ type guardedTransport struct {
 	stopOnce sync.Once
 }
 
-func newGuardedTransport(bind string, advertise net.Addr, ident *clusterIdentity, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string) (*guardedTransport, error) {
+func newGuardedTransport(bind string, advertise net.Addr, ident *clusterIdentity, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string, peerTLS *tlsconf.Store) (*guardedTransport, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Stream = newHandshakeLayer(ln, advertise, ident, log)
+	cfg.Stream = newHandshakeLayer(ln, advertise, ident, log, peerTLS)
 	t := &guardedTransport{
 		NetworkTransport: raft.NewNetworkTransportWithConfig(cfg),
 		out:              make(chan raft.RPC),

@@ -180,7 +180,7 @@ func resultFits(st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	}
 	switch k.Handler {
 	case HandlerModel:
-		return validateOutput(c.GetModelOutput())
+		return CheckModelOutput(c.GetModelOutput())
 	case HandlerCompact:
 		if c.GetSummary() == "" {
 			return reject(CodeInvalid, "the summary of step %s is empty", st.Id)
@@ -189,16 +189,23 @@ func resultFits(st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	return nil
 }
 
-func validateOutput(o *dexv1.ModelOutput) *Rejection {
-	seen := map[string]bool{}
-	for _, tc := range o.ToolCalls {
-		if tc.CallId == "" || tc.Tool == "" {
-			return reject(CodeInvalid, "a tool call of the model output has no call id or no tool")
+// CheckModelOutput is the rule every model output meets before it is
+// logged: each tool call names a tool and a call id, unique within the
+// output (results, idempotency keys and Steps are keyed by it). The API and
+// the Worker library check it too, so a bad output is refused at once.
+func CheckModelOutput(o *dexv1.ModelOutput) *Rejection {
+	seen := make(map[string]string, len(o.GetToolCalls()))
+	for i, tc := range o.GetToolCalls() {
+		if tc.GetTool() == "" {
+			return reject(CodeInvalid, "tool call %d of the model output (call id %q) names no tool", i+1, tc.GetCallId())
 		}
-		if seen[tc.CallId] {
-			return reject(CodeInvalid, "call id %q appears twice in one model output", tc.CallId)
+		if tc.GetCallId() == "" {
+			return reject(CodeInvalid, "tool call %d of the model output (tool %q) has no call id: every tool call needs one, unique within the output", i+1, tc.GetTool())
 		}
-		seen[tc.CallId] = true
+		if first, dup := seen[tc.GetCallId()]; dup {
+			return reject(CodeInvalid, "call id %q appears twice in one model output (tools %q and %q): call ids must be unique within the output", tc.GetCallId(), first, tc.GetTool())
+		}
+		seen[tc.GetCallId()] = tc.GetTool()
 	}
 	return nil
 }
@@ -293,7 +300,7 @@ func (a *applier) finish(st *dexv1.Step, o dexv1.Outcome, result string, isError
 	a.emit(st.SessionId, "step_"+OutcomeName(o), st.Id, "")
 }
 
-// OutcomeName is the SPEC's name of an outcome.
+// OutcomeName is the documented name of an outcome (docs/attempts.md).
 func OutcomeName(o dexv1.Outcome) string {
 	switch o {
 	case dexv1.Outcome_OUTCOME_SUCCEEDED:

@@ -32,7 +32,7 @@ const (
 // It is the one place that says so; dispatch and the Worker library read it.
 type KindSpec struct {
 	Kind    dexv1.StepKind
-	Name    string // the SPEC's name ("RunModel", …)
+	Name    string // the documented name ("RunModel", …; docs/turn-loop.md)
 	Runner  Runner
 	Handler Handler
 	// Result reports whether a Worker's AttemptResult is the success this kind
@@ -116,7 +116,7 @@ func Kind(k dexv1.StepKind) *KindSpec {
 	return unknownKind
 }
 
-// KindName is the SPEC's name of a Step kind ("RunModel", "CallTool", …).
+// KindName is the documented name of a Step kind ("RunModel", "CallTool", …).
 func KindName(k dexv1.StepKind) string { return Kind(k).Name }
 
 // Dispatched reports whether Steps of the kind are handed to Workers.

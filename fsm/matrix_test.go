@@ -8,7 +8,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// One test per row of the crash matrix (SPEC §4). At this layer a Worker kill
+// One test per row of the crash matrix (docs/crash-matrix.md). At this layer a Worker kill
 // is the leader expiring the attempt; a server restart is a snapshot, a
 // restore, a new epoch and the recovery command.
 

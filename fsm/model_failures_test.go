@@ -8,7 +8,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// SPEC §6: model failures, error-resume episodes and the rejected-turn pause.
+// docs/model-failures.md: model failures, error-resume episodes and the rejected-turn pause.
 
 const (
 	eInvalid  = dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST

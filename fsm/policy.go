@@ -6,7 +6,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// Retry and backoff policy. These are the SPEC's numbers.
+// Retry and backoff policy. docs/attempts.md and docs/sessions.md give these numbers.
 const (
 	// ModelMaxAttempts bounds RunModel and CompactContext attempts of one Step…
 	ModelMaxAttempts = 3

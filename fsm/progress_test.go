@@ -7,7 +7,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// SPEC §5: attempt progress, and every Worker call being idempotent.
+// docs/attempts.md: attempt progress, and every Worker call being idempotent.
 
 func TestProgress_NotStarted_NoAttemptWasEverClaimed(t *testing.T) {
 	d := newDriver(t)

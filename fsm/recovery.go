@@ -181,7 +181,7 @@ func (a *applier) editHistory(c *dexv1.EditHistory) *Result {
 	return &Result{SessionID: s.Id}
 }
 
-// StatusName is the SPEC's name of a session status ("idle", …).
+// StatusName is the documented name of a session status (docs/sessions.md) ("idle", …).
 func StatusName(st dexv1.SessionStatus) string {
 	switch st {
 	case dexv1.SessionStatus_SESSION_STATUS_IDLE:

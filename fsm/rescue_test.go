@@ -8,7 +8,7 @@ import (
 )
 
 // The rescue of a paused agent and the rule fixes of the rejected-turn pause
-// (SPEC §5 and §6), one test per case.
+// (docs/model-failures.md), one test per case.
 
 const eUnknown = dexv1.ErrorType_ERROR_TYPE_UNKNOWN
 

@@ -95,7 +95,7 @@ func (a *applier) modelOutput(s *dexv1.Session, st *dexv1.Step, out *dexv1.Model
 	a.startCalls(s, out.ToolCalls)
 }
 
-// modelAttemptFailed applies SPEC §6 to a failed RunModel attempt.
+// modelAttemptFailed applies docs/model-failures.md to a failed RunModel attempt.
 func (a *applier) modelAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1.Attempt) {
 	if RetriedInStep(at.ErrorType) && len(st.Attempts) < int(st.MaxAttempts) && a.withinWindow(st) {
 		a.requeue(st)
@@ -105,7 +105,7 @@ func (a *applier) modelAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1
 }
 
 // modelStepFailed ends a RunModel Step that runs no further attempt and
-// applies SPEC §6 to the turn.
+// applies docs/model-failures.md to the turn.
 func (a *applier) modelStepFailed(s *dexv1.Session, st *dexv1.Step, typ dexv1.ErrorType, msg, text string) {
 	retryable := Retryable(typ)
 	st.ErrorType = typ
@@ -157,7 +157,7 @@ func errorText(at *dexv1.Attempt) string {
 	return msg
 }
 
-// ErrorTypeName is the SPEC's name of an error type ("rate_limit", …).
+// ErrorTypeName is the documented name of an error type ("rate_limit", …).
 func ErrorTypeName(t dexv1.ErrorType) string {
 	return strings.ToLower(strings.TrimPrefix(t.String(), "ERROR_TYPE_"))
 }

@@ -48,11 +48,17 @@ func Dial(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 			return nil, fmt.Errorf("dex target %q names no address", target)
 		}
 	}
+	live := newLiveness()
+	for _, o := range opts {
+		if t, ok := o.(tlsOption); ok {
+			live.creds = t.creds
+		}
+	}
 	base := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(DefaultServiceConfig),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxReceive)),
-		grpc.WithContextDialer(newLiveness().dial),
+		grpc.WithContextDialer(live.dial),
 		grpc.WithKeepaliveParams(keepaliveParams),
 		grpc.WithConnectParams(reconnectParams),
 	}
@@ -108,8 +114,10 @@ func (dexBuilder) Build(t resolver.Target, cc resolver.ClientConn, _ resolver.Bu
 	}
 	st := resolver.State{}
 	for _, a := range addrs {
-		st.Endpoints = append(st.Endpoints, resolver.Endpoint{Addresses: []resolver.Address{{Addr: a}}})
-		st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
+		// ServerName: over TLS each node's certificate is checked against
+		// its own address, not the target's.
+		st.Endpoints = append(st.Endpoints, resolver.Endpoint{Addresses: []resolver.Address{{Addr: a, ServerName: a}}})
+		st.Addresses = append(st.Addresses, resolver.Address{Addr: a, ServerName: a})
 	}
 	if err := cc.UpdateState(st); err != nil {
 		return nil, err

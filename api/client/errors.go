@@ -15,7 +15,7 @@ import (
 )
 
 // ToolCallNotRunErrorPrefix begins the result of a tool call that never ran
-// (SPEC §5): no attempt of it was ever claimed by a Worker, so the tool had
+// (docs/attempts.md): no attempt of it was ever claimed by a Worker, so the tool had
 // no side effect and it is safe to call it again. A model (or an
 // application reading the history) may test a failed call's result with
 // strings.HasPrefix.

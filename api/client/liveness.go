@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -48,11 +49,13 @@ type liveness struct {
 	probes map[string]bool // addresses with a running prober
 	// interval and timeout of the probes (ProbeInterval, ProbeTimeout).
 	interval, timeout time.Duration
+	// creds are the probes' transport credentials (the channel's).
+	creds credentials.TransportCredentials
 }
 
 func newLiveness() *liveness {
 	return &liveness{conns: map[string]map[*trackedConn]struct{}{}, probes: map[string]bool{},
-		interval: ProbeInterval, timeout: ProbeTimeout}
+		interval: ProbeInterval, timeout: ProbeTimeout, creds: insecure.NewCredentials()}
 }
 
 // dial is the channel's dialer: a TCP connection, tracked until it closes,
@@ -128,7 +131,7 @@ func (l *liveness) probe(addr string) {
 		}
 		if pc == nil {
 			var err error
-			if pc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			if pc, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(l.creds)); err != nil {
 				pc = nil
 				continue
 			}

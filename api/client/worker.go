@@ -131,7 +131,7 @@ func (m ModelFuncs) Compact(ctx context.Context, in ModelInput) (string, error) 
 	return m.CompactFunc(ctx, in)
 }
 
-// ModelError is a handler error with an error type (SPEC §6): the attempt
+// ModelError is a handler error with an error type (docs/model-errors.md): the attempt
 // fails with that type.
 type ModelError struct {
 	Type dexv1.ErrorType
@@ -409,6 +409,14 @@ func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, try tim
 		if !transient(ctx, err) {
 			return err
 		}
+		if cctx.Err() == context.DeadlineExceeded {
+			// The node took the whole try without failing: it may be alive
+			// but slow (a long fsync), and a try it can never finish in
+			// would be retried forever. Each timed-out try doubles the
+			// next, up to CallTimeout; a frozen node is left by the
+			// liveness probe whatever the try.
+			try = min(2*try, max(w.opts.CallTimeout, try))
+		}
 		if tries == 1 {
 			log.Warn(what+": cluster not reachable; retrying the same call", zap.Error(err))
 			continue
@@ -580,6 +588,11 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		}
 		if mo == nil {
 			mo = &dexv1.ModelOutput{}
+		}
+		// The cluster refuses such an output; fail the attempt with the
+		// reason instead of sending it (unknown: another try may do better).
+		if r := fsm.CheckModelOutput(mo); r != nil {
+			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + r.Reason}}
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}
 	case fsm.HandlerCompact:

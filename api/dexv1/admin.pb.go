@@ -832,6 +832,232 @@ func (x *WorkerHealth) GetUnclaimedExpiries() uint64 {
 	return 0
 }
 
+type SaveSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotRequest) Reset() {
+	*x = SaveSnapshotRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotRequest) ProtoMessage() {}
+
+func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+// A piece of a backup file (the backup package's format: header, state
+// snapshot, checksum), in order.
+type SnapshotChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type RestoreSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next piece of the backup file.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// Read from the first message only. Replace a state that holds sessions.
+	ReplaceSessions bool `protobuf:"varint,2,opt,name=replace_sessions,json=replaceSessions,proto3" json:"replace_sessions,omitempty"`
+	// Read from the first message only. Accept a backup taken on another
+	// cluster; the cluster keeps its own id.
+	AllowOtherCluster bool `protobuf:"varint,3,opt,name=allow_other_cluster,json=allowOtherCluster,proto3" json:"allow_other_cluster,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotRequest) Reset() {
+	*x = RestoreSnapshotRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotRequest) ProtoMessage() {}
+
+func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RestoreSnapshotRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *RestoreSnapshotRequest) GetReplaceSessions() bool {
+	if x != nil {
+		return x.ReplaceSessions
+	}
+	return false
+}
+
+func (x *RestoreSnapshotRequest) GetAllowOtherCluster() bool {
+	if x != nil {
+		return x.AllowOtherCluster
+	}
+	return false
+}
+
+type RestoreSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The raft index and term of the backup.
+	BackupIndex uint64 `protobuf:"varint,1,opt,name=backup_index,json=backupIndex,proto3" json:"backup_index,omitempty"`
+	BackupTerm  uint64 `protobuf:"varint,2,opt,name=backup_term,json=backupTerm,proto3" json:"backup_term,omitempty"`
+	// The cluster the backup was taken on.
+	BackupClusterId string `protobuf:"bytes,3,opt,name=backup_cluster_id,json=backupClusterId,proto3" json:"backup_cluster_id,omitempty"`
+	// Sessions in the restored state.
+	Sessions uint64 `protobuf:"varint,4,opt,name=sessions,proto3" json:"sessions,omitempty"`
+	// The dispatch epoch the leader established on the restored state.
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotResponse) Reset() {
+	*x = RestoreSnapshotResponse{}
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotResponse) ProtoMessage() {}
+
+func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RestoreSnapshotResponse) GetBackupIndex() uint64 {
+	if x != nil {
+		return x.BackupIndex
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetBackupTerm() uint64 {
+	if x != nil {
+		return x.BackupTerm
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetBackupClusterId() string {
+	if x != nil {
+		return x.BackupClusterId
+	}
+	return ""
+}
+
+func (x *RestoreSnapshotResponse) GetSessions() uint64 {
+	if x != nil {
+		return x.Sessions
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 type CreateTokenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -844,7 +1070,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1082,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1095,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -904,7 +1130,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1142,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1155,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateTokenResponse) GetToken() *AclToken {
@@ -954,7 +1180,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1192,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1205,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 type ListTokensResponse struct {
@@ -991,7 +1217,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1229,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1242,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListTokensResponse) GetTokens() []*AclToken {
@@ -1035,7 +1261,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1273,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1286,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RevokeTokenRequest) GetTokenId() string {
@@ -1078,7 +1304,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1316,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1329,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 type BootstrapACLRequest struct {
@@ -1114,7 +1340,7 @@ type BootstrapACLRequest struct {
 
 func (x *BootstrapACLRequest) Reset() {
 	*x = BootstrapACLRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1352,7 @@ func (x *BootstrapACLRequest) String() string {
 func (*BootstrapACLRequest) ProtoMessage() {}
 
 func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1365,7 @@ func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLRequest.ProtoReflect.Descriptor instead.
 func (*BootstrapACLRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 type BootstrapACLResponse struct {
@@ -1152,7 +1378,7 @@ type BootstrapACLResponse struct {
 
 func (x *BootstrapACLResponse) Reset() {
 	*x = BootstrapACLResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1390,7 @@ func (x *BootstrapACLResponse) String() string {
 func (*BootstrapACLResponse) ProtoMessage() {}
 
 func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1403,7 @@ func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLResponse.ProtoReflect.Descriptor instead.
 func (*BootstrapACLResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BootstrapACLResponse) GetToken() *AclToken {
@@ -1254,7 +1480,21 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1c\n" +
 	"\tunhealthy\x18\x02 \x01(\bR\tunhealthy\x12+\n" +
 	"\x12unclaimed_in_a_row\x18\x03 \x01(\rR\x0funclaimedInARow\x12-\n" +
-	"\x12unclaimed_expiries\x18\x04 \x01(\x04R\x11unclaimedExpiries\"l\n" +
+	"\x12unclaimed_expiries\x18\x04 \x01(\x04R\x11unclaimedExpiries\"\x15\n" +
+	"\x13SaveSnapshotRequest\"#\n" +
+	"\rSnapshotChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\x87\x01\n" +
+	"\x16RestoreSnapshotRequest\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12)\n" +
+	"\x10replace_sessions\x18\x02 \x01(\bR\x0freplaceSessions\x12.\n" +
+	"\x13allow_other_cluster\x18\x03 \x01(\bR\x11allowOtherCluster\"\xbb\x01\n" +
+	"\x17RestoreSnapshotResponse\x12!\n" +
+	"\fbackup_index\x18\x01 \x01(\x04R\vbackupIndex\x12\x1f\n" +
+	"\vbackup_term\x18\x02 \x01(\x04R\n" +
+	"backupTerm\x12*\n" +
+	"\x11backup_cluster_id\x18\x03 \x01(\tR\x0fbackupClusterId\x12\x1a\n" +
+	"\bsessions\x18\x04 \x01(\x04R\bsessions\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"l\n" +
 	"\x12CreateTokenRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x11.dex.v1.TokenRoleR\x04role\x12\x1b\n" +
@@ -1271,7 +1511,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x13BootstrapACLRequest\"V\n" +
 	"\x14BootstrapACLResponse\x12&\n" +
 	"\x05token\x18\x01 \x01(\v2\x10.dex.v1.AclTokenR\x05token\x12\x16\n" +
-	"\x06secret\x18\x02 \x01(\tR\x06secret2\xc9\x05\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret2\xe5\x06\n" +
 	"\fAdminService\x127\n" +
 	"\x06Status\x12\x15.dex.v1.StatusRequest\x1a\x16.dex.v1.StatusResponse\x12@\n" +
 	"\tNodeState\x12\x18.dex.v1.NodeStateRequest\x1a\x19.dex.v1.NodeStateResponse\x121\n" +
@@ -1279,7 +1519,9 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\fRegisterNode\x12\x1b.dex.v1.RegisterNodeRequest\x1a\x1c.dex.v1.RegisterNodeResponse\x12C\n" +
 	"\n" +
 	"RemoveNode\x12\x19.dex.v1.RemoveNodeRequest\x1a\x1a.dex.v1.RemoveNodeResponse\x12[\n" +
-	"\x12TransferLeadership\x12!.dex.v1.TransferLeadershipRequest\x1a\".dex.v1.TransferLeadershipResponse\x12F\n" +
+	"\x12TransferLeadership\x12!.dex.v1.TransferLeadershipRequest\x1a\".dex.v1.TransferLeadershipResponse\x12D\n" +
+	"\fSaveSnapshot\x12\x1b.dex.v1.SaveSnapshotRequest\x1a\x15.dex.v1.SnapshotChunk0\x01\x12T\n" +
+	"\x0fRestoreSnapshot\x12\x1e.dex.v1.RestoreSnapshotRequest\x1a\x1f.dex.v1.RestoreSnapshotResponse(\x01\x12F\n" +
 	"\vCreateToken\x12\x1a.dex.v1.CreateTokenRequest\x1a\x1b.dex.v1.CreateTokenResponse\x12C\n" +
 	"\n" +
 	"ListTokens\x12\x19.dex.v1.ListTokensRequest\x1a\x1a.dex.v1.ListTokensResponse\x12F\n" +
@@ -1298,7 +1540,7 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
@@ -1314,50 +1556,58 @@ var file_dex_v1_admin_proto_goTypes = []any{
 	(*TransferLeadershipRequest)(nil),  // 11: dex.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 12: dex.v1.TransferLeadershipResponse
 	(*WorkerHealth)(nil),               // 13: dex.v1.WorkerHealth
-	(*CreateTokenRequest)(nil),         // 14: dex.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 15: dex.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 16: dex.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 17: dex.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 18: dex.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 19: dex.v1.RevokeTokenResponse
-	(*BootstrapACLRequest)(nil),        // 20: dex.v1.BootstrapACLRequest
-	(*BootstrapACLResponse)(nil),       // 21: dex.v1.BootstrapACLResponse
-	(*NodeInfo)(nil),                   // 22: dex.v1.NodeInfo
-	(TokenRole)(0),                     // 23: dex.v1.TokenRole
-	(*AclToken)(nil),                   // 24: dex.v1.AclToken
+	(*SaveSnapshotRequest)(nil),        // 14: dex.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),              // 15: dex.v1.SnapshotChunk
+	(*RestoreSnapshotRequest)(nil),     // 16: dex.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil),    // 17: dex.v1.RestoreSnapshotResponse
+	(*CreateTokenRequest)(nil),         // 18: dex.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 19: dex.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 20: dex.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 21: dex.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 22: dex.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 23: dex.v1.RevokeTokenResponse
+	(*BootstrapACLRequest)(nil),        // 24: dex.v1.BootstrapACLRequest
+	(*BootstrapACLResponse)(nil),       // 25: dex.v1.BootstrapACLResponse
+	(*NodeInfo)(nil),                   // 26: dex.v1.NodeInfo
+	(TokenRole)(0),                     // 27: dex.v1.TokenRole
+	(*AclToken)(nil),                   // 28: dex.v1.AclToken
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
 	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
 	13, // 2: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	22, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	22, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	23, // 5: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
-	24, // 6: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
-	24, // 7: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
-	24, // 8: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
+	26, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	26, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	27, // 5: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
+	28, // 6: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
+	28, // 7: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
+	28, // 8: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
 	0,  // 9: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
 	3,  // 10: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
 	5,  // 11: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
 	7,  // 12: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
 	9,  // 13: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
 	11, // 14: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	14, // 15: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
-	16, // 16: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
-	18, // 17: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
-	20, // 18: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
-	2,  // 19: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	4,  // 20: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	6,  // 21: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	8,  // 22: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	10, // 23: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	12, // 24: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	15, // 25: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
-	17, // 26: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
-	19, // 27: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
-	21, // 28: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
-	19, // [19:29] is the sub-list for method output_type
-	9,  // [9:19] is the sub-list for method input_type
+	14, // 15: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
+	16, // 16: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
+	18, // 17: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
+	20, // 18: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
+	22, // 19: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
+	24, // 20: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
+	2,  // 21: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	4,  // 22: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	6,  // 23: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	8,  // 24: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	10, // 25: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	12, // 26: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	15, // 27: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
+	17, // 28: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
+	19, // 29: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
+	21, // 30: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
+	23, // 31: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
+	25, // 32: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
+	21, // [21:33] is the sub-list for method output_type
+	9,  // [9:21] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
 	9,  // [9:9] is the sub-list for extension extendee
 	0,  // [0:9] is the sub-list for field type_name
@@ -1375,7 +1625,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

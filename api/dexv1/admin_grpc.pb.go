@@ -25,6 +25,8 @@ const (
 	AdminService_RegisterNode_FullMethodName       = "/dex.v1.AdminService/RegisterNode"
 	AdminService_RemoveNode_FullMethodName         = "/dex.v1.AdminService/RemoveNode"
 	AdminService_TransferLeadership_FullMethodName = "/dex.v1.AdminService/TransferLeadership"
+	AdminService_SaveSnapshot_FullMethodName       = "/dex.v1.AdminService/SaveSnapshot"
+	AdminService_RestoreSnapshot_FullMethodName    = "/dex.v1.AdminService/RestoreSnapshot"
 	AdminService_CreateToken_FullMethodName        = "/dex.v1.AdminService/CreateToken"
 	AdminService_ListTokens_FullMethodName         = "/dex.v1.AdminService/ListTokens"
 	AdminService_RevokeToken_FullMethodName        = "/dex.v1.AdminService/RevokeToken"
@@ -48,6 +50,12 @@ type AdminServiceClient interface {
 	RegisterNode(ctx context.Context, in *RegisterNodeRequest, opts ...grpc.CallOption) (*RegisterNodeResponse, error)
 	RemoveNode(ctx context.Context, in *RemoveNodeRequest, opts ...grpc.CallOption) (*RemoveNodeResponse, error)
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error)
+	// Streams a backup file of the whole state, taken on the leader (a
+	// follower answers Unavailable with the leader's address).
+	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	// Replaces the whole state of the cluster with a backup file's, streamed
+	// in chunks; only on the leader.
+	RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse], error)
 	// ACL tokens (admin). The secret is in CreateToken's answer only.
 	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
 	ListTokens(ctx context.Context, in *ListTokensRequest, opts ...grpc.CallOption) (*ListTokensResponse, error)
@@ -125,6 +133,38 @@ func (c *adminServiceClient) TransferLeadership(ctx context.Context, in *Transfe
 	return out, nil
 }
 
+func (c *adminServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AdminService_ServiceDesc.Streams[0], AdminService_SaveSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SaveSnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdminService_SaveSnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
+
+func (c *adminServiceClient) RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AdminService_ServiceDesc.Streams[1], AdminService_RestoreSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RestoreSnapshotRequest, RestoreSnapshotResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdminService_RestoreSnapshotClient = grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse]
+
 func (c *adminServiceClient) CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateTokenResponse)
@@ -182,6 +222,12 @@ type AdminServiceServer interface {
 	RegisterNode(context.Context, *RegisterNodeRequest) (*RegisterNodeResponse, error)
 	RemoveNode(context.Context, *RemoveNodeRequest) (*RemoveNodeResponse, error)
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error)
+	// Streams a backup file of the whole state, taken on the leader (a
+	// follower answers Unavailable with the leader's address).
+	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	// Replaces the whole state of the cluster with a backup file's, streamed
+	// in chunks; only on the leader.
+	RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error
 	// ACL tokens (admin). The secret is in CreateToken's answer only.
 	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
 	ListTokens(context.Context, *ListTokensRequest) (*ListTokensResponse, error)
@@ -216,6 +262,12 @@ func (UnimplementedAdminServiceServer) RemoveNode(context.Context, *RemoveNodeRe
 }
 func (UnimplementedAdminServiceServer) TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TransferLeadership not implemented")
+}
+func (UnimplementedAdminServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
+}
+func (UnimplementedAdminServiceServer) RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error {
+	return status.Error(codes.Unimplemented, "method RestoreSnapshot not implemented")
 }
 func (UnimplementedAdminServiceServer) CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateToken not implemented")
@@ -358,6 +410,24 @@ func _AdminService_TransferLeadership_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SaveSnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServiceServer).SaveSnapshot(m, &grpc.GenericServerStream[SaveSnapshotRequest, SnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdminService_SaveSnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
+
+func _AdminService_RestoreSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AdminServiceServer).RestoreSnapshot(&grpc.GenericServerStream[RestoreSnapshotRequest, RestoreSnapshotResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdminService_RestoreSnapshotServer = grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]
+
 func _AdminService_CreateToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateTokenRequest)
 	if err := dec(in); err != nil {
@@ -478,6 +548,17 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _AdminService_BootstrapACL_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SaveSnapshot",
+			Handler:       _AdminService_SaveSnapshot_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "RestoreSnapshot",
+			Handler:       _AdminService_RestoreSnapshot_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "dex/v1/admin.proto",
 }

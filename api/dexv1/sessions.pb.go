@@ -25,8 +25,10 @@ type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Optional: the server picks one when empty. A repeat with the same id
 	// answers AlreadyExists.
-	SessionId           string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	ParentId            string `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Optional: an existing session this one reports to.
+	ParentId string `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// Optional (0: the cluster's default).
 	CompactionThreshold uint64 `protobuf:"varint,3,opt,name=compaction_threshold,json=compactionThreshold,proto3" json:"compaction_threshold,omitempty"`
 	// Optional first message, and its idempotency key (defaults to one derived
 	// from the session id).
@@ -146,9 +148,11 @@ func (x *CreateSessionResponse) GetSession() *Session {
 }
 
 type SendMessageRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Text      string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Required: a message is never empty.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	// Required: the same key twice delivers the message once.
 	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
@@ -254,8 +258,9 @@ func (x *SendMessageResponse) GetDuplicate() bool {
 // A session is read in pages: its history from history_after_seq on and its
 // Steps from steps_after on, each page bounded in count and bytes.
 type GetSessionRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// History entries with seq above this (0: from the first).
 	HistoryAfterSeq uint64 `protobuf:"varint,2,opt,name=history_after_seq,json=historyAfterSeq,proto3" json:"history_after_seq,omitempty"`
 	// At most this many history entries (0: the server's default page).
@@ -587,9 +592,11 @@ func (x *ListSessionsResponse) GetNextPageToken() string {
 }
 
 type WatchSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	AfterSeq      uint64                 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Events with seq above this (0: from the first kept).
+	AfterSeq      uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -639,10 +646,12 @@ func (x *WatchSessionRequest) GetAfterSeq() uint64 {
 }
 
 type ResolveApprovalRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Approved      bool                   `protobuf:"varint,2,opt,name=approved,proto3" json:"approved,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: the AwaitToolApproval Step.
+	StepId   string `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Approved bool   `protobuf:"varint,2,opt,name=approved,proto3" json:"approved,omitempty"`
+	// Optional: given to the model with a denial.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -735,9 +744,11 @@ func (*ResolveApprovalResponse) Descriptor() ([]byte, []int) {
 }
 
 type AnswerQuestionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Answer        string                 `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: the AwaitQuestionAnswer Step.
+	StepId string `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// Required: not empty.
+	Answer        string `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -823,8 +834,9 @@ func (*AnswerQuestionResponse) Descriptor() ([]byte, []int) {
 }
 
 type ResumeSessionRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: a paused or errored session.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Retry the kept turn (the default) or drop it.
 	Choice        ResumeChoice `protobuf:"varint,2,opt,name=choice,proto3,enum=dex.v1.ResumeChoice" json:"choice,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -912,11 +924,14 @@ func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
 }
 
 type ReconcileOutcomeRequest struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: a Step whose outcome is outcome_unknown.
+	StepId string `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// Required.
 	// OUTCOME_SUCCEEDED or OUTCOME_FAILED.
-	Outcome       Outcome `protobuf:"varint,2,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
-	Note          string  `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	Outcome Outcome `protobuf:"varint,2,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	// Optional: added to the history note.
+	Note          string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1080,8 +1095,9 @@ func (x *EventsNotKept) GetFirstKeptSeq() uint64 {
 }
 
 type DeleteSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: an idle, paused or errored session.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1160,8 +1176,10 @@ func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
 }
 
 type EditHistoryRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: an idle, errored or paused session. At least one of
+	// truncate_from_seq and note is set.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Drop the history entries from this seq on (0: drop nothing).
 	TruncateFromSeq uint64 `protobuf:"varint,2,opt,name=truncate_from_seq,json=truncateFromSeq,proto3" json:"truncate_from_seq,omitempty"`
 	// A note added at the end of the history, for the model to read.

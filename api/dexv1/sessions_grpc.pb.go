@@ -57,7 +57,7 @@ type SessionServiceClient interface {
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
 	// An operator's splice of an idle, errored or paused session's history:
 	// drop the entries from truncate_from_seq on and/or add a note. It clears
-	// the rejected-turn count (SPEC §6).
+	// the rejected-turn count (docs/model-failures.md).
 	EditHistory(ctx context.Context, in *EditHistoryRequest, opts ...grpc.CallOption) (*EditHistoryResponse, error)
 }
 
@@ -213,7 +213,7 @@ type SessionServiceServer interface {
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
 	// An operator's splice of an idle, errored or paused session's history:
 	// drop the entries from truncate_from_seq on and/or add a note. It clears
-	// the rejected-turn count (SPEC §6).
+	// the rejected-turn count (docs/model-failures.md).
 	EditHistory(context.Context, *EditHistoryRequest) (*EditHistoryResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }

@@ -383,7 +383,7 @@ const (
 	// The handler failed in a way it could not classify (a plain error). Retried
 	// within the Step's attempts like a retryable failure; when they are spent the
 	// turn fails as a non-retryable one does: no error-resume, and a tool-result
-	// turn counts as rejected (SPEC §6).
+	// turn counts as rejected (docs/model-failures.md).
 	ErrorType_ERROR_TYPE_UNKNOWN ErrorType = 8
 )
 
@@ -816,10 +816,13 @@ func (TokenRole) EnumDescriptor() ([]byte, []int) {
 
 // How a Worker's tool behaves; registered with the tool.
 type ToolSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Access        ToolAccess             `protobuf:"varint,2,opt,name=access,proto3,enum=dex.v1.ToolAccess" json:"access,omitempty"`
-	NeedsApproval bool                   `protobuf:"varint,3,opt,name=needs_approval,json=needsApproval,proto3" json:"needs_approval,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required, unique among the Worker's tools; not a built-in
+	// (ask_user, sleep, resume_agent).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Required: read, idempotent_write or single_attempt.
+	Access        ToolAccess `protobuf:"varint,2,opt,name=access,proto3,enum=dex.v1.ToolAccess" json:"access,omitempty"`
+	NeedsApproval bool       `protobuf:"varint,3,opt,name=needs_approval,json=needsApproval,proto3" json:"needs_approval,omitempty"`
 	// Returns a task id that is then polled until the task ends.
 	LongRunning bool `protobuf:"varint,4,opt,name=long_running,json=longRunning,proto3" json:"long_running,omitempty"`
 	// Runs inside RunModel; its result arrives in the model output.
@@ -932,9 +935,12 @@ func (x *ToolSpec) GetRunTimeoutMs() uint32 {
 }
 
 type ToolCall struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	Tool   string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: unique within the model output. Results, the idempotency
+	// key and the Steps of the call are keyed by it.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Required.
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
 	// JSON text.
 	Arguments     string `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	unknownFields protoimpl.UnknownFields

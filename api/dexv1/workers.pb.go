@@ -22,9 +22,11 @@ const (
 )
 
 type RegisterWorkerRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Tools    []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required, at most 200 bytes.
+	WorkerId string `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// Each with a name and an access policy (see ToolSpec).
+	Tools []*ToolSpec `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	// The Worker runs RunModel and CompactContext Steps.
 	RunsModel bool `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
 	// How long one of its RunModel or CompactContext attempts may run before
@@ -147,8 +149,9 @@ func (x *RegisterWorkerResponse) GetHeartbeatTimeoutMs() uint32 {
 }
 
 type PollTaskRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: a registered Worker.
+	WorkerId string `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	// How long to wait for a task (capped by the server).
 	WaitMs uint32 `protobuf:"varint,2,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	// At most this many tasks (0 means 1).
@@ -459,6 +462,7 @@ func (x *PollTaskResponse) GetTasks() []*Task {
 
 type ClaimTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
 	// seq is the attempt's next logged call (1 for a claim).
 	Ref           *AttemptRef `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -539,8 +543,9 @@ func (*ClaimTaskResponse) Descriptor() ([]byte, []int) {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	Ref           *AttemptRef `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -638,7 +643,8 @@ func (x *HeartbeatResponse) GetReason() string {
 
 type CompleteTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Ref   *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	// Deprecated: use ReportTask. Both fields are required.
+	Ref *AttemptRef `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// Types that are valid to be assigned to Result:
 	//
 	//	*CompleteTaskRequest_ModelOutput
@@ -795,10 +801,11 @@ func (*CompleteTaskResponse) Descriptor() ([]byte, []int) {
 }
 
 type FailTaskRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	ErrorType     ErrorType              `protobuf:"varint,2,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Deprecated: use ReportTask. ref is required.
+	Ref           *AttemptRef `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	ErrorType     ErrorType   `protobuf:"varint,2,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	Error         string      `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -891,9 +898,13 @@ func (*FailTaskResponse) Descriptor() ([]byte, []int) {
 }
 
 type ReportTaskRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	Result        *AttemptResult         `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required: the task's ref, seq the attempt's next logged call.
+	Ref *AttemptRef `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	// Required: the result the Step's kind completes with, or a failure.
+	// A model output's tool calls each need a tool and a call id unique
+	// within the output, or the report is InvalidArgument and logs nothing.
+	Result        *AttemptResult `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

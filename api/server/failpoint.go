@@ -3,7 +3,7 @@ package server
 import "github.com/dexhq/dex/dispatch"
 
 // Failpoint names of the chaos build (go build -tags chaos): the moments of
-// the crash matrix (SPEC §4) that a signal cannot hit reliably.
+// the crash matrix (docs/crash-matrix.md) that a signal cannot hit reliably.
 const (
 	// FailpointBeforeCommitResult: in WorkerService ReportTask (which the
 	// older CompleteTask and FailTask go through) after the request was

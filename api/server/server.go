@@ -14,6 +14,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/tlsconf"
 )
 
 // DispatchService is the health service name that is SERVING only on the
@@ -42,13 +43,14 @@ type Options struct {
 	MaxPayload int
 	// Liveness, when set, hears every Worker's polls and heartbeats.
 	Liveness Liveness
+	// TLS, when set, serves mutual TLS: a client certificate of the CA is
+	// required.
+	TLS *tlsconf.Store
 	// ACL: every call must carry a token of a role allowed to make it
 	// (acl.go); health and reflection stay open.
 	ACL bool
 	// NodeToken is the token this node calls other nodes with; see acl.go.
 	NodeToken string
-	// ServerOptions are added to the gRPC server's (e.g. its credentials).
-	ServerOptions []grpc.ServerOption
 }
 
 // Server is a node's gRPC server.
@@ -69,7 +71,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload)), append(aclOptions(node, o.ACL, o.NodeToken), o.ServerOptions...)...)...),
+		grpc:   grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS)), aclOptions(node, o.ACL, o.NodeToken)...)...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}

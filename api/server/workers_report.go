@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
 )
 
 // ReportTask ends an attempt with its Worker's result or failure: one
@@ -17,6 +18,10 @@ func (w *Workers) ReportTask(ctx context.Context, req *dexv1.ReportTaskRequest) 
 	}
 	if req.GetResult().GetOutcome() == nil {
 		return nil, status.Error(codes.InvalidArgument, "a result (an output or a failure) is required")
+	}
+	// A bad model output is refused before it reaches the log.
+	if r := fsm.CheckModelOutput(req.GetResult().GetModelOutput()); r != nil {
+		return nil, status.Error(codes.InvalidArgument, r.Reason)
 	}
 	w.touchRef(req.Ref)
 	failpoint(FailpointBeforeCommitResult)

@@ -50,6 +50,7 @@ type options struct {
 	timeout      time.Duration
 	jsonOut      bool
 	dexdArgs     string
+	tls          bool
 	fsyncProbe   int
 	dump         string
 	idleSessions int
@@ -74,6 +75,7 @@ func main() {
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&o.dexdArgs, "dexd-args", "", "extra flags for every dexd, space separated")
 	fs.StringVar(&o.token, "token", "", "ACL token secret for the bench's clients and Workers (default $DEX_TOKEN; an admin token, e.g. with --dexd-args \"--acl-bootstrap-token-file F\")")
+	fs.BoolVar(&o.tls, "tls", false, "run the cluster and the Workers on mutual TLS (a CA and certificates made in the data directory; DEX_CHAOS_TLS=1 does the same)")
 	fs.IntVar(&o.fsyncProbe, "fsync-probe", 50, "write+fsync this many 4 KiB blocks in the data directory first and report the latency (0: skip)")
 	fs.StringVar(&o.dump, "dump", "", "write every measured session with its Steps to this file, one JSON object a line")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "before the warm-up, load this many idle one-turn sessions into the state (prefix idle)")
@@ -254,7 +256,13 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 
-	c, err := chaos.NewCluster(chaos.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)})
+	copts := chaos.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)}
+	if o.tls {
+		if copts.TLS, err = chaos.NewPKI(filepath.Join(dir, "tls")); err != nil {
+			return rep, err
+		}
+	}
+	c, err := chaos.NewCluster(copts)
 	if err != nil {
 		return rep, err
 	}
@@ -305,7 +313,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}()
 	for i := range o.workers {
-		cc, err := client.Dial(c.Target(), client.WithToken(benchToken(o.token, c)))
+		cc, err := client.Dial(c.Target(), benchDialOptions(o.token, c)...)
 		if err != nil {
 			return rep, err
 		}
@@ -335,7 +343,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}()
 	}
 
-	cc, err := client.Dial(c.Target(), client.WithToken(benchToken(o.token, c)))
+	cc, err := client.Dial(c.Target(), benchDialOptions(o.token, c)...)
 	if err != nil {
 		return rep, err
 	}
@@ -579,11 +587,13 @@ func machineCPU() cpuTimes {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// benchToken is --token, else $DEX_TOKEN, else the harness's admin token
-// when it started the cluster with ACLs ($DEX_CHAOS_ACL=1).
-func benchToken(flag string, c *chaos.Cluster) string {
-	if t := client.TokenFrom(flag); t != "" {
-		return t
+// benchDialOptions are the cluster's (TLS, and the harness's admin token
+// with $DEX_CHAOS_ACL=1) plus --token or $DEX_TOKEN when the harness made
+// no token.
+func benchDialOptions(flag string, c *chaos.Cluster) []grpc.DialOption {
+	t := client.TokenFrom(flag)
+	if t == "" || c.AdminToken != "" {
+		return c.DialOptions()
 	}
-	return c.AdminToken
+	return append(c.DialOptions(), client.WithToken(t))
 }

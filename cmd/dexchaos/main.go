@@ -1,4 +1,4 @@
-// Command dexchaos runs Dex's crash matrix (SPEC §4) with real dexd and
+// Command dexchaos runs Dex's crash matrix (docs/crash-matrix.md) with real dexd and
 // dexworker processes and writes its report.
 //
 //	dexchaos matrix --out DIR [--column NAME]... [--row PATTERN] [--bin DIR] [--parallel N]
@@ -27,7 +27,7 @@ const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] 
        dexchaos matrix --list [--column NAME] [--row PATTERN]
        dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
 
-Runs every cell of the crash matrix (SPEC §4): each row's moment against each
+Runs every cell of the crash matrix (docs/crash-matrix.md): each row's moment against each
 column's fault, on a fresh 3-node dexd cluster with dexworker processes,
 and writes DIR/matrix.md and DIR/matrix.json. Prints one line per cell as
 it runs; exits 1 when a cell fails, 2 on bad usage.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -50,7 +49,7 @@ func (g *globals) onLeaderOnce(ctx context.Context, f func(ctx context.Context, 
 			continue
 		}
 		tried[a] = true
-		conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(client.MaxReceive)), g.tokenOption())
+		conn, err := grpc.NewClient(a, g.tls.creds(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(client.MaxReceive)), g.tokenOption())
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", a, err))
 			continue

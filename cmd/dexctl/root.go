@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -24,6 +23,7 @@ type globals struct {
 	timeout time.Duration
 	wait    time.Duration
 	token   string
+	tls     tlsFlags
 }
 
 func newRootCmd() *cobra.Command {
@@ -38,7 +38,9 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().DurationVar(&g.timeout, "timeout", 2*time.Second, "timeout for each node tried")
 	root.PersistentFlags().DurationVar(&g.wait, "wait", 15*time.Second, "session commands: how long to keep looking for the node that serves clients (a takeover takes a few seconds)")
 	root.PersistentFlags().StringVar(&g.token, "token", "", "ACL token secret sent on every call (default $DEX_TOKEN)")
-	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newTokenCmd(g), newACLCmd(g))
+	g.tls.register(root)
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.tls.load() }
+	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newSnapshotCmd(g), newTLSCmd(), newTokenCmd(g), newACLCmd(g))
 	root.AddCommand(newStepCmds(g)...)
 	return root
 }
@@ -94,7 +96,7 @@ func retryable(err error) bool {
 }
 
 func (g *globals) call(ctx context.Context, addr string, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), g.tokenOption())
+	conn, err := grpc.NewClient(addr, g.tls.creds(), g.tokenOption())
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}

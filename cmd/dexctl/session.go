@@ -115,7 +115,7 @@ func newSessionSendCmd(g *globals) *cobra.Command {
 }
 
 // attemptJSON, stepJSON, historyJSON and sessionJSON are the shapes of
-// `session show --json`, with the SPEC's names for kinds and outcomes.
+// `session show --json`, with the documented names for kinds and outcomes.
 type attemptJSON struct {
 	N         uint32 `json:"n"`
 	Worker    string `json:"worker"`
@@ -344,7 +344,7 @@ func newSessionWatchCmd(g *globals) *cobra.Command {
 			}
 			// The library's watch follows the lease holder and resumes after
 			// the last event it delivered.
-			conn, err := client.Dial("dex:///"+strings.Join(addrs, ","), g.tokenOption())
+			conn, err := client.Dial("dex:///"+strings.Join(addrs, ","), append(g.tls.dialOptions(), g.tokenOption())...)
 			if err != nil {
 				return err
 			}

@@ -54,6 +54,7 @@ type options struct {
 	sessionRetention                          time.Duration
 	runTimeout                                time.Duration
 	parsedPeers                               []cluster.Peer
+	tls                                       tlsOptions
 	sec                                       security
 }
 
@@ -86,6 +87,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
+	o.tls.register(fs)
 	o.sec.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
@@ -140,6 +142,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			}
 		}
 	}
+	if err := o.tls.validate(); err != nil {
+		return nil, err
+	}
 	switch o.logLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -163,6 +168,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.runTimeout < 0 || o.runTimeout > lease.MaxRunTimeout {
 		return nil, &usageError{fmt.Sprintf("--run-timeout must be between 0 (no limit) and %s", lease.MaxRunTimeout)}
 	}
+	o.sec.tlsConfigured = o.tls.files.Enabled()
 	if err := o.sec.check(fs, o); err != nil {
 		return nil, err
 	}
@@ -210,6 +216,11 @@ func serve(o *options, log *zap.Logger) error {
 		return fmt.Errorf("listen on --http-addr %s: %v", o.httpAddr, err)
 	}
 	defer httpLis.Close()
+	tlsStore, stopReload, err := loadTLS(o.tls, log)
+	if err != nil {
+		return err
+	}
+	defer stopReload()
 
 	// The leader-only services exist before raft starts, so they are in place
 	// when this node first leads; they reach the node through late.
@@ -235,6 +246,7 @@ func serve(o *options, log *zap.Logger) error {
 		Peers:              o.parsedPeers,
 		Join:               o.join,
 		Logger:             log,
+		TLS:                tlsStore,
 		HeartbeatTimeout:   o.heartbeat,
 		ElectionTimeout:    o.election,
 		LeaderLeaseTimeout: o.leaderLease,
@@ -262,7 +274,8 @@ func serve(o *options, log *zap.Logger) error {
 
 	late.set(node)
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, ACL: o.sec.acl, NodeToken: o.sec.token,
+		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
+		ACL: o.sec.acl, NodeToken: o.sec.token,
 		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
 	})
 	serveErr := make(chan error, 2)
@@ -272,7 +285,7 @@ func serve(o *options, log *zap.Logger) error {
 	defer stopBoot()
 	go o.sec.bootstrapFromFile(bootCtx, node, log)
 	go func() {
-		if err := hsrv.Serve(httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hsrv.Serve(httpListener(httpLis, tlsStore, o.tls.httpTLS)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
 		}
 	}()

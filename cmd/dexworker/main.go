@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/api/client"
+	"github.com/dexhq/dex/tlsconf"
 )
 
 const usage = `usage: dexworker --addr TARGET --ledger FILE [flags]
@@ -50,6 +51,7 @@ type config struct {
 	pollWait, grace, pollInterval  time.Duration
 	modelRunTimeout                time.Duration
 	toolRunTimeouts                map[string]time.Duration
+	tls                            tlsconf.Files
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -73,7 +75,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, how long running tasks may finish")
 	fs.DurationVar(&c.modelRunTimeout, "model-run-timeout", 0, "how long one model call (RunModel, CompactContext) may run before the cluster cancels it (0: the cluster's --run-timeout)")
 	runTimeouts := fs.String("tool-run-timeout", "", "TOOL=DURATION[,TOOL=DURATION]: how long one attempt of the tool may run before the cluster cancels it; part of the tool's policy (default: the cluster's --run-timeout)")
+	registerTLS(fs, &c.tls)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.tls.Validate(); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -148,7 +154,13 @@ func run(c *config) int {
 		host, _ := os.Hostname()
 		id = fmt.Sprintf("dexworker-%s-%d", host, os.Getpid())
 	}
-	conn, err := client.Dial(c.addr, client.WithToken(client.TokenFrom(c.token)))
+	tlsOpts, stopReload, err := dialTLS(c.tls, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		return 2
+	}
+	defer stopReload()
+	conn, err := client.Dial(c.addr, append(tlsOpts, client.WithToken(client.TokenFrom(c.token)))...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dexworker:", err)
 		return 2

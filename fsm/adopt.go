@@ -1,0 +1,84 @@
+package fsm
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Adopt copies a state snapshot (a backup's) from r to w for a restore into
+// the running cluster whose state is into. The backup brings the sessions,
+// Steps, history, events, Workers and tools; the running cluster keeps what
+// belongs to its members and its raft log:
+//   - its cluster id (a backup from another cluster becomes this one's);
+//   - its node addresses (raft keeps its own configuration on a restore too);
+//   - a dispatch epoch no lower than its own, so the next leader's epoch
+//     bump opens an epoch above every one either cluster ever handed out,
+//     and an attempt leased under either is fenced.
+//
+// It reads r to the end and fails on a snapshot that does not decode.
+func Adopt(r io.Reader, w io.Writer, into *State) error {
+	br := bufio.NewReader(r)
+	head := make([]byte, len(snapshotMagic)+1)
+	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return ErrBadSnapshot
+	}
+	if v := head[len(snapshotMagic)]; v != snapshotVersion && v != snapshotVersionV1 {
+		return fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrBadSnapshot, v, snapshotVersionV1, snapshotVersion)
+	}
+	bw := bufio.NewWriter(w)
+	if _, err := bw.Write(head); err != nil {
+		return err
+	}
+	opts := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}
+	write := func(rec *dexv1.SnapshotRecord) error {
+		_, err := opts.MarshalTo(bw, rec)
+		return err
+	}
+	cur := into.Meta()
+	sawMeta := false
+	for n := 0; ; n++ {
+		rec := &dexv1.SnapshotRecord{}
+		err := protodelim.UnmarshalFrom(br, rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+		}
+		switch v := rec.Record.(type) {
+		case *dexv1.SnapshotRecord_Meta:
+			if sawMeta {
+				return fmt.Errorf("%w: record %d: a second meta record", ErrBadSnapshot, n)
+			}
+			sawMeta = true
+			m := proto.Clone(v.Meta).(*dexv1.ClusterMeta)
+			m.ClusterId = cur.GetClusterId()
+			m.Epoch = max(m.Epoch, cur.GetEpoch())
+			if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: m}}); err != nil {
+				return err
+			}
+			for _, node := range into.Nodes() {
+				if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Node{Node: node}}); err != nil {
+					return err
+				}
+			}
+			continue
+		case *dexv1.SnapshotRecord_Node:
+			continue
+		}
+		if err := write(rec); err != nil {
+			return err
+		}
+	}
+	if !sawMeta {
+		return fmt.Errorf("%w: no meta record", ErrBadSnapshot)
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,61 @@
+package fsm
+
+import (
+	"strings"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Counts are the sizes of the state's tables, for an operator's look at a
+// backup.
+type Counts struct {
+	// Sessions by status ("idle", "running", "waiting", "errored",
+	// "paused", "deleted").
+	Sessions map[string]int `json:"sessions"`
+	// Steps by status ("queued", "running", "waiting", "done").
+	Steps         map[string]int `json:"steps"`
+	History       int            `json:"history_entries"`
+	Inbox         int            `json:"inbox_messages"`
+	AcceptedIDs   int            `json:"accepted_message_ids"`
+	Events        int            `json:"events"`
+	Workers       int            `json:"workers"`
+	Tools         int            `json:"tools"`
+	Nodes         int            `json:"nodes"`
+	TimersPending int            `json:"timers_pending"`
+}
+
+// Counts counts every table.
+func (s *State) Counts() Counts {
+	c := Counts{Sessions: map[string]int{}, Steps: map[string]int{}}
+	for _, sess := range all[*dexv1.Session](s.tx, tableSessions, indexID) {
+		c.Sessions[enumWord(sess.Status.String(), "SESSION_STATUS_")]++
+	}
+	for _, st := range all[*dexv1.Step](s.tx, tableSteps, indexID) {
+		c.Steps[enumWord(st.Status.String(), "STEP_STATUS_")]++
+	}
+	c.History = count(s, tableHistory)
+	c.Inbox = count(s, tableInbox)
+	c.AcceptedIDs = count(s, tableAccepted)
+	c.Events = count(s, tableEvents)
+	c.Workers = count(s, tableWorkers)
+	c.Tools = count(s, tableTools)
+	c.Nodes = count(s, tableNodes)
+	c.TimersPending = len(s.WaitingTimers())
+	return c
+}
+
+func count(s *State, table string) int {
+	it, err := s.tx.Get(table, indexID)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		n++
+	}
+	return n
+}
+
+func enumWord(name, prefix string) string {
+	return strings.ToLower(strings.TrimPrefix(name, prefix))
+}
