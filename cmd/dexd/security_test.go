@@ -39,6 +39,13 @@ func TestSecurity_ANonLoopbackAddressNeedsTLSAndTokensOrInsecure(t *testing.T) {
 		if _, err := parse(secArgs(a[0], a[1], a[2], "--insecure"), io.Discard); err != nil {
 			t.Fatalf("%v with --insecure: %v", a, err)
 		}
+		tls := []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem"}
+		if _, err := parse(secArgs(a[0], a[1], a[2], tls...), io.Discard); err == nil {
+			t.Fatalf("%v with TLS and no --acl was accepted", a)
+		}
+		if _, err := parse(secArgs(a[0], a[1], a[2], append(tls, "--acl")...), io.Discard); err != nil {
+			t.Fatalf("%v with TLS and --acl: %v", a, err)
+		}
 	}
 }
 
