@@ -68,6 +68,9 @@ type Config struct {
 	// after a snapshot restore) with what it wrote; the leader's broker is
 	// fed from it. It must not wait for Apply.
 	OnApplied func(*fsm.Applied)
+
+	// ApplyObserver, when set, hears every applied batch (metrics).
+	ApplyObserver ApplyObserver
 }
 
 func (c *Config) withDefaults() {
