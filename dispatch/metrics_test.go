@@ -59,4 +59,3 @@ func TestBrokerGaugesFollowQueuesAndTimers(t *testing.T) {
 		t.Fatal("a stopped broker still reports gauges")
 	}
 }
-
