@@ -42,6 +42,8 @@ type Options struct {
 	MaxPayload int
 	// Liveness, when set, hears every Worker's polls and heartbeats.
 	Liveness Liveness
+	// ServerOptions are added to the gRPC server's (metrics interceptors).
+	ServerOptions []grpc.ServerOption
 }
 
 // Server is a node's gRPC server.
@@ -62,7 +64,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload))...),
+		grpc:   grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload)), o.ServerOptions...)...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}
