@@ -80,6 +80,8 @@ type Config struct {
 	// nodes (join, register, node state), after its transport credentials:
 	// e.g. the token a cluster with ACLs requires.
 	PeerDialOptions []grpc.DialOption
+	// ApplyObserver, when set, hears every applied batch (metrics).
+	ApplyObserver ApplyObserver
 }
 
 func (c *Config) withDefaults() {

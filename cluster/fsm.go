@@ -11,7 +11,8 @@ import (
 
 // raftFSM adapts the Dex state machine to raft.FSM.
 type raftFSM struct {
-	f *fsm.FSM
+	f   *fsm.FSM
+	obs ApplyObserver // nil: no metrics
 }
 
 var _ raft.BatchingFSM = (*raftFSM)(nil)
@@ -22,7 +23,7 @@ func (r *raftFSM) Apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	return r.f.ApplyEntry(l.Index, l.Data)
+	return r.applyBatch([]fsm.Entry{{Index: l.Index, Data: l.Data}})[0]
 }
 
 // ApplyBatch hands raft's batch of committed entries to the state machine in
@@ -41,7 +42,7 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if len(entries) == 0 {
 		return out
 	}
-	for j, res := range r.f.ApplyBatch(entries) {
+	for j, res := range r.applyBatch(entries) {
 		out[at[j]] = res
 	}
 	return out

@@ -252,7 +252,7 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("raft config: %v", err)
 	}
-	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm}, logs, n.store, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, logs, n.store, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
 		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)

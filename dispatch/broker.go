@@ -47,6 +47,8 @@ type Broker struct {
 	health      *healthBook
 	since       map[string]readySince
 	preferOther time.Duration
+	// timersPending: AwaitTimer Steps delayed or owed (metrics).
+	timersPending int
 
 	kick   chan struct{} // to drive: a new earliest delay
 	owedCh chan struct{} // to the timer wheel: something came due
@@ -171,6 +173,7 @@ func (b *Broker) reloadLocked(st *fsm.State) {
 	b.delay = nil
 	b.delayed = map[dueKey]*delayItem{}
 	b.owed = map[dueKey]due{}
+	b.timersPending = 0
 	b.loadLocked(st)
 	signal(b.kick)
 	b.wakeAllLocked()
@@ -239,6 +242,7 @@ func (b *Broker) pushReady(s *dexv1.Step, wake bool) {
 		heap.Fix(&q.lanes, l.idx) // its head may be older now
 		b.ready[s.Id] = qs
 	}
+	q.depth++
 	if wake {
 		for w := range q.waiters {
 			b.wakeLocked(w)
@@ -254,6 +258,7 @@ func (b *Broker) removeReadyLocked(id string) {
 	}
 	delete(b.ready, id)
 	l := qs.lane
+	l.q.depth--
 	heap.Remove(&l.steps, qs.idx)
 	if len(l.steps) > 0 {
 		heap.Fix(&l.q.lanes, l.idx)

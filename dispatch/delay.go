@@ -68,7 +68,7 @@ func (b *Broker) schedule(d due, st *dexv1.Step, now int64) {
 	}
 	it := &delayItem{due: d, step: st}
 	heap.Push(&b.delay, it)
-	b.delayed[dueKey{d.kind, d.id}] = it
+	b.setDelayed(dueKey{d.kind, d.id}, it)
 	if it.idx == 0 {
 		signal(b.kick) // a new earliest item: the driver sleeps too long
 	}
@@ -79,7 +79,7 @@ func (b *Broker) dueNow(d due, st *dexv1.Step) {
 		b.pushReady(st, true)
 		return
 	}
-	b.owed[dueKey{d.kind, d.id}] = d
+	b.setOwed(dueKey{d.kind, d.id}, d)
 	signal(b.owedCh)
 }
 
@@ -88,9 +88,9 @@ func (b *Broker) unschedule(kind, id string) {
 	k := dueKey{kind, id}
 	if it := b.delayed[k]; it != nil {
 		heap.Remove(&b.delay, it.idx)
-		delete(b.delayed, k)
+		b.deleteDelayed(k)
 	}
-	delete(b.owed, k)
+	b.deleteOwed(k)
 }
 
 // promoteDue moves every item that came due out of the heap and returns the
@@ -98,7 +98,7 @@ func (b *Broker) unschedule(kind, id string) {
 func (b *Broker) promoteDue(now int64) int64 {
 	for len(b.delay) > 0 && b.delay[0].at <= now {
 		it := heap.Pop(&b.delay).(*delayItem)
-		delete(b.delayed, dueKey{it.kind, it.id})
+		b.deleteDelayed(dueKey{it.kind, it.id})
 		b.dueNow(it.due, it.step)
 	}
 	if len(b.delay) == 0 {

@@ -48,6 +48,9 @@ type Config struct {
 	// PreferOtherWait: how long a Step is kept from a Worker that should
 	// leave it to another (DefaultPreferOtherWait when 0).
 	PreferOtherWait time.Duration
+	// OnHandedOver, when set, hears each task handed to a Worker, its
+	// StartAttempt committed (metrics).
+	OnHandedOver func(st *dexv1.Step, at *dexv1.Attempt)
 }
 
 func (c Config) withDefaults() Config {
@@ -303,6 +306,9 @@ func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, 
 			}
 		case res.at != nil:
 			tasks = append(tasks, d.task(st, s, res.at, r.epoch))
+			if d.cfg.OnHandedOver != nil {
+				d.cfg.OnHandedOver(s, res.at)
+			}
 		default:
 			refused[s.Id]++
 		}

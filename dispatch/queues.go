@@ -49,6 +49,7 @@ type readyQueue struct {
 	lanes     laneHeap
 	bySession map[string]*lane
 	waiters   map[*waiter]struct{}
+	depth     int // ready Steps (metrics)
 }
 
 // lane is one session's ready Steps in one queue, in queue order.

@@ -112,6 +112,7 @@ func (a *applier) claimAttempt(c *dexv1.ClaimAttempt) *Result {
 		return rejected(reject(CodeFailedPrecondition, "attempt %s is already claimed", at.Token))
 	}
 	at.ClaimedAtMs = a.now
+	a.touched.attemptClaimed(st.Id, at.N)
 	a.putStep(st)
 	if st.CallId != "" {
 		s, r := a.session(st.SessionId)
@@ -157,6 +158,7 @@ func (a *applier) reportAttempt(c *dexv1.ReportAttempt) *Result {
 	}
 	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
 	at.EndedAtMs = a.now
+	a.touched.attemptEnded(st.Id, at.N)
 	if st.CallId != "" && writes(st) {
 		a.markCallRan(s, st.CallId) // a write that completed has run, claimed or not
 	}
@@ -248,6 +250,7 @@ func (a *applier) attemptEnded(st *dexv1.Step, at *dexv1.Attempt) *Result {
 		return rejected(r)
 	}
 	at.EndedAtMs = a.now
+	a.touched.attemptEnded(st.Id, at.N)
 	at.Progress = a.progress(s, st)
 	a.emit(st.SessionId, "attempt_failed", st.Id, fmt.Sprintf("attempt %d: %s %s", at.N, at.Progress, at.Error))
 	Kind(st.Kind).failed(a, s, st, at)
@@ -296,6 +299,7 @@ func (a *applier) finish(st *dexv1.Step, o dexv1.Outcome, result string, isError
 	st.Result = result
 	st.IsError = isError
 	st.EndedAtMs = a.now
+	a.touched.stepFinished(st.Id)
 	a.putStep(st)
 	a.emit(st.SessionId, "step_"+OutcomeName(o), st.Id, "")
 }

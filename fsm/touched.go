@@ -10,6 +10,10 @@ type Applied struct {
 	Sessions []string
 	// Restored: the whole state was replaced by a snapshot; re-read it all.
 	Restored bool
+	// Claimed and Ended: the attempts claimed and ended by this entry;
+	// Finished: the Steps it made done. Metrics count them.
+	Claimed, Ended []AttemptKey
+	Finished       []string
 }
 
 // touched collects the rows one command writes. Ids are kept in order of
@@ -17,6 +21,7 @@ type Applied struct {
 type touched struct {
 	steps, sessions     []string
 	stepSet, sessionSet map[string]bool
+	out                 outcomes
 }
 
 func (t *touched) step(id string) {
@@ -48,6 +53,7 @@ func (f *FSM) notifyApplied(index uint64, t *touched) {
 	a := &Applied{Index: index}
 	if t != nil {
 		a.Steps, a.Sessions = t.steps, t.sessions
+		a.Claimed, a.Ended, a.Finished = t.out.claimed, t.out.ended, t.out.finished
 	}
 	f.opts.OnApplied(a)
 }

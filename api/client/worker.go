@@ -173,6 +173,9 @@ type WorkerOptions struct {
 	// Hold, if set, is called at the named moments (see Moments) and may
 	// block as long as it likes; heartbeats go on after the claim.
 	Hold func(moment string, task *dexv1.Task)
+	// Metrics, if set, counts tasks by outcome and times the handlers
+	// (NewWorkerMetrics; register it yourself).
+	Metrics *WorkerMetrics
 }
 
 // maxRunTimeout is the longest run timeout the cluster stores (ms in 32 bits).
@@ -439,12 +442,15 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 	log := w.log.With(zap.String("session", t.SessionId), zap.String("step", ref.StepId),
 		zap.Uint32("attempt", ref.Attempt), zap.String("kind", t.Kind.String()), zap.String("tool", t.Tool))
 	log.Info("task received")
+	ended := taskReportRefused // unless a branch below says otherwise
+	defer func() { w.opts.Metrics.task(t.Kind, ended) }()
 
 	// A task this Worker cannot run fails unclaimed: the call did not run.
 	if why := w.cannotRun(t); why != "" {
 		ref.Seq = 1
 		err := w.report(ctx, log, "fail", w.callTry(t), ref, failure(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, why))
 		log.Error("cannot run task", zap.String("reason", why), zap.Error(err))
+		ended = taskCannotRun
 		return
 	}
 
@@ -455,6 +461,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 		return err
 	}); err != nil {
 		log.Warn("claim refused; dropping the task", zap.Error(err))
+		ended = taskClaimRefused
 		return
 	}
 	log.Debug("claimed")
@@ -486,7 +493,9 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 	defer stopHeartbeats()
 
 	w.hold(HoldAfterClaim, t)
+	started := time.Now()
 	out := w.invoke(hctx, t, ref.Attempt)
+	w.opts.Metrics.handled(t.Kind, out.complete != nil, time.Since(started))
 
 	hmu.Lock()
 	handlerDone = true
@@ -494,6 +503,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 	hmu.Unlock()
 	if why != "" {
 		log.Warn("attempt cancelled by the cluster; dropped", zap.String("reason", why))
+		ended = taskCancelled
 		return
 	}
 
@@ -510,6 +520,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 		if err == nil {
 			stopHeartbeats()
 			log.Info("task completed")
+			ended = taskCompleted
 			w.hold(HoldAfterResultSent, t)
 			return
 		}
@@ -530,6 +541,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 		return
 	}
 	stopHeartbeats()
+	ended = taskFailed
 	log.Info("task failed", zap.Error(out.err), zap.String("error_type", out.errType.String()))
 }
 

@@ -51,6 +51,8 @@ type Options struct {
 	ACL bool
 	// NodeToken is the token this node calls other nodes with; see acl.go.
 	NodeToken string
+	// ServerOptions are added to the gRPC server's (metrics interceptors).
+	ServerOptions []grpc.ServerOption
 }
 
 // Server is a node's gRPC server.
@@ -71,7 +73,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS)), aclOptions(node, o.ACL, o.NodeToken)...)...),
+		grpc:   grpc.NewServer(append(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS)), o.ServerOptions...), aclOptions(node, o.ACL, o.NodeToken)...)...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}

@@ -21,8 +21,10 @@ import (
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/dispatch"
+	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/gc"
 	"github.com/dexhq/dex/lease"
+	"github.com/dexhq/dex/metrics"
 )
 
 func main() {
@@ -227,17 +229,25 @@ func serve(o *options, log *zap.Logger) error {
 	late := &lateProposer{}
 	leaseCfg := lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}
 	leases := lease.New(late, late, leaseCfg, log)
-	disp := dispatch.New(late, late, leases, dispatch.Config{}, log)
+	nm := metrics.New(late.State)
+	grpcMetrics := metrics.NewGRPC()
+	raftSink, err := metrics.RaftSink() // before raft starts, so it sees every metric
+	if err != nil {
+		return fmt.Errorf("raft metrics: %v", err)
+	}
+	disp := dispatch.New(late, late, leases, dispatch.Config{OnHandedOver: nm.HandedOver}, log)
 	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)
 	leader := dispatch.NewLeader(late, leases, disp, timers, log)
+	nm.UseBroker(leader)
 	events := gc.NewEvents(late, late, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
 	sessionGC := gc.NewSessions(late, late, gc.SessionConfig{Retention: o.sessionRetention}, log)
 
 	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 
 	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     []cluster.LeaderService{leader, events, live, sessionGC},
-		OnApplied:          leader.Applied,
+		LeaderServices:     []cluster.LeaderService{leader, events, live, sessionGC, nm.Leadership()},
+		OnApplied:          func(a *fsm.Applied) { leader.Applied(a); nm.Applied(a) },
+		ApplyObserver:      nm,
 		ID:                 o.id,
 		DataDir:            o.dataDir,
 		RaftAddr:           o.raftAddr,
@@ -276,11 +286,14 @@ func serve(o *options, log *zap.Logger) error {
 	srv := server.New(node, log, server.Options{
 		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
 		ACL: o.sec.acl, NodeToken: o.sec.token,
-		Timing: server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
+		Timing:        server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
+		ServerOptions: grpcMetrics.ServerOptions(),
 	})
+	grpcMetrics.Initialize(srv.ServiceInfo())
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
-	hsrv := &http.Server{Handler: o.sec.guardMetrics(node.State, httpHandler(node, workerHealthCollector{health: disp.WorkerHealth})), ReadHeaderTimeout: 5 * time.Second}
+	collectors := append(nm.Collectors(), grpcMetrics.Collector(), raftSink, workerHealthCollector{health: disp.WorkerHealth})
+	hsrv := &http.Server{Handler: o.sec.guardMetrics(node.State, httpHandler(node, collectors...)), ReadHeaderTimeout: 5 * time.Second}
 	bootCtx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
 	go o.sec.bootstrapFromFile(bootCtx, node, log)

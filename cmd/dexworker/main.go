@@ -46,6 +46,7 @@ Flags:
 type config struct {
 	addr, ledger, script, hold, id string
 	token                          string
+	metricsAddr                    string
 	holdAll                        bool
 	concurrency                    int
 	pollWait, grace, pollInterval  time.Duration
@@ -70,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.id, "id", "", "Worker id (default dexworker-HOST-PID)")
 	fs.StringVar(&c.token, "token", "", "ACL token secret (a worker token; default $DEX_TOKEN)")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "tasks run at once")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve the Worker's Prometheus metrics on HOST:PORT/metrics (default: none)")
 	fs.DurationVar(&c.pollWait, "poll-wait", 20*time.Second, "long-poll wait")
 	fs.DurationVar(&c.pollInterval, "poll-interval", 200*time.Millisecond, "how often the cluster polls a build task (the build tool's poll interval)")
 	fs.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, how long running tasks may finish")
@@ -169,6 +171,16 @@ func run(c *config) int {
 
 	tools := &demoTools{ledger: ledger, worker: id, polls: map[string]int{}, pollInterval: c.pollInterval, runTimeouts: c.toolRunTimeouts}
 	h := newHolder(moments, c.holdAll, c.ledger, usr1, os.Stderr)
+	var wm *client.WorkerMetrics
+	if c.metricsAddr != "" {
+		wm = client.NewWorkerMetrics()
+		stopMetrics, err := serveMetrics(c.metricsAddr, wm, log)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dexworker:", err)
+			return 1
+		}
+		defer stopMetrics()
+	}
 	w, err := client.NewWorker(conn, client.WorkerOptions{
 		ID:              id,
 		Tools:           tools.tools(),
@@ -179,6 +191,7 @@ func run(c *config) int {
 		ShutdownGrace:   c.grace,
 		Logger:          log,
 		Hold:            h.Hold,
+		Metrics:         wm,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dexworker:", err)

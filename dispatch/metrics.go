@@ -1,0 +1,73 @@
+package dispatch
+
+import "sort"
+
+// The broker keeps its counts for metrics as it goes, so a scrape reads
+// them without walking the queues or the delay heap.
+
+func (b *Broker) setDelayed(k dueKey, it *delayItem) {
+	if _, ok := b.delayed[k]; !ok && k.kind == dueTimer {
+		b.timersPending++
+	}
+	b.delayed[k] = it
+}
+
+func (b *Broker) deleteDelayed(k dueKey) {
+	if _, ok := b.delayed[k]; ok && k.kind == dueTimer {
+		b.timersPending--
+	}
+	delete(b.delayed, k)
+}
+
+func (b *Broker) setOwed(k dueKey, d due) {
+	if _, ok := b.owed[k]; !ok && k.kind == dueTimer {
+		b.timersPending++
+	}
+	b.owed[k] = d
+}
+
+func (b *Broker) deleteOwed(k dueKey) {
+	if _, ok := b.owed[k]; ok && k.kind == dueTimer {
+		b.timersPending--
+	}
+	delete(b.owed, k)
+}
+
+// QueueDepth is the number of ready Steps in one queue: the model's
+// (Model set) or one tool's.
+type QueueDepth struct {
+	Model bool
+	Tool  string
+	Ready int
+}
+
+// Gauges are the broker's counts: ready Steps by queue (in-flight Steps,
+// being started, are in none), and AwaitTimer Steps not fired yet.
+type Gauges struct {
+	Queues        []QueueDepth
+	TimersPending int
+}
+
+// Gauges reads the counts; ok is false when the broker is stopped or
+// deposed. The cost is one entry per queue (one per tool ever queued).
+func (b *Broker) Gauges() (g Gauges, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped || b.deposed {
+		return Gauges{}, false
+	}
+	for k, q := range b.queues {
+		g.Queues = append(g.Queues, QueueDepth{Model: k.model, Tool: k.tool, Ready: q.depth})
+	}
+	sort.Slice(g.Queues, func(i, j int) bool { return g.Queues[i].Tool < g.Queues[j].Tool })
+	g.TimersPending = b.timersPending
+	return g, true
+}
+
+// Gauges are the current term's broker counts (ok false when not leading).
+func (l *Leader) Gauges() (Gauges, bool) {
+	if b := l.broker.Load(); b != nil {
+		return b.Gauges()
+	}
+	return Gauges{}, false
+}

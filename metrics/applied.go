@@ -1,0 +1,62 @@
+package metrics
+
+import (
+	"strings"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+// Applied is chained to the state machine's OnApplied: it counts the
+// attempts that ended, observes claim latencies and the durations of the
+// Steps that finished. The rows are read from the newest state; their
+// times come from the commands, so every node observes the same values.
+func (m *Node) Applied(a *fsm.Applied) {
+	if a == nil || m.state == nil || (len(a.Claimed) == 0 && len(a.Ended) == 0 && len(a.Finished) == 0) {
+		return
+	}
+	st := m.state()
+	for _, k := range a.Claimed {
+		if step, at := attemptOf(st, k); at != nil && at.ClaimedAtMs != 0 {
+			if o := m.claimByKind[step.Kind]; o != nil {
+				o.Observe(seconds(at.ClaimedAtMs - at.StartedAtMs))
+			}
+		}
+	}
+	for _, k := range a.Ended {
+		if step, at := attemptOf(st, k); at != nil {
+			m.attempts.WithLabelValues(fsm.KindName(step.Kind), word(at.Status.String(), "ATTEMPT_STATUS_"), errorType(at)).Inc()
+		}
+	}
+	for _, id := range a.Finished {
+		step := st.Step(id)
+		if step == nil || step.EndedAtMs == 0 {
+			continue // deleted later in the same batch
+		}
+		m.stepDuration.WithLabelValues(fsm.KindName(step.Kind), m.tools.label(st, step.Tool), fsm.OutcomeName(step.Outcome)).
+			Observe(seconds(step.EndedAtMs - step.CreatedAtMs))
+	}
+}
+
+func attemptOf(st *fsm.State, k fsm.AttemptKey) (*dexv1.Step, *dexv1.Attempt) {
+	step := st.Step(k.Step)
+	if step == nil || k.N == 0 || int(k.N) > len(step.Attempts) {
+		return nil, nil
+	}
+	return step, step.Attempts[k.N-1]
+}
+
+func errorType(at *dexv1.Attempt) string {
+	if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
+		return "none"
+	}
+	if at.ErrorType == dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED {
+		if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED {
+			return "expired"
+		}
+		return "unspecified"
+	}
+	return word(at.ErrorType.String(), "ERROR_TYPE_")
+}
+
+func word(name, prefix string) string { return strings.ToLower(strings.TrimPrefix(name, prefix)) }

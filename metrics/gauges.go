@@ -1,0 +1,103 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/dispatch"
+)
+
+// BrokerGauges gives the leader's broker counts (ok false when not leading).
+type BrokerGauges interface {
+	Gauges() (dispatch.Gauges, bool)
+}
+
+var (
+	queueDepthDesc = prometheus.NewDesc("dex_queue_depth",
+		"Ready Steps waiting for a Worker, by queue (model or tool) and tool. Only the leader reports it.",
+		[]string{"queue", "tool"}, nil)
+	timersPendingDesc = prometheus.NewDesc("dex_timers_pending",
+		"AwaitTimer Steps (sleeps) not fired yet, due or not. Only the leader reports it.", nil, nil)
+	attemptsRunningDesc = prometheus.NewDesc("dex_attempts_running",
+		"Attempts running now (Steps held by a Worker).", nil, nil)
+	workersDesc = prometheus.NewDesc("dex_workers",
+		"Registered Workers: the leader deregisters one silent for the Worker TTL.", nil, nil)
+	sessionsDesc = prometheus.NewDesc("dex_sessions",
+		"Sessions by status. Counted through the status index, at most once per 15 s (a walk of every session row).",
+		[]string{"status"}, nil)
+)
+
+// sessionsCacheFor bounds how often a scrape walks the sessions: counting
+// them visits every row (about 50 ns each), so a million sessions cost
+// some 50 ms at most every 15 s.
+const sessionsCacheFor = 15 * time.Second
+
+// gauges reads the gauges at scrape time: the broker's counts (kept as it
+// goes), the running Steps and the Workers through their indexes (bounded
+// by the Workers' capacity and number), the sessions through a cached walk.
+type gauges struct {
+	m        *Node
+	leader   BrokerGauges
+	cacheFor time.Duration
+
+	mu       sync.Mutex
+	sessions map[dexv1.SessionStatus]int
+	at       time.Time
+}
+
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{queueDepthDesc, timersPendingDesc, attemptsRunningDesc, workersDesc, sessionsDesc} {
+		ch <- d
+	}
+}
+
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	if g.leader != nil {
+		if b, ok := g.leader.Gauges(); ok {
+			g.collectBroker(ch, b)
+		}
+	}
+	if g.m.state == nil {
+		return
+	}
+	st := g.m.state()
+	running, _ := st.RunningSteps()
+	ch <- prometheus.MustNewConstMetric(attemptsRunningDesc, prometheus.GaugeValue, float64(running))
+	ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(st.WorkerCount()))
+
+	g.mu.Lock()
+	if g.sessions == nil || time.Since(g.at) >= g.cacheFor {
+		g.sessions, g.at = st.SessionsByStatus(), time.Now()
+	}
+	sessions := g.sessions
+	g.mu.Unlock()
+	for v, n := range sessions {
+		if v == dexv1.SessionStatus_SESSION_STATUS_UNSPECIFIED {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(n), word(v.String(), "SESSION_STATUS_"))
+	}
+}
+
+func (g *gauges) collectBroker(ch chan<- prometheus.Metric, b dispatch.Gauges) {
+	st := g.m.state
+	depth := map[[2]string]int{{"model", ""}: 0} // the model's queue is always shown
+	for _, q := range b.Queues {
+		if q.Model {
+			depth[[2]string{"model", ""}] += q.Ready
+			continue
+		}
+		tool := q.Tool
+		if st != nil {
+			tool = g.m.tools.label(st(), q.Tool)
+		}
+		depth[[2]string{"tool", tool}] += q.Ready
+	}
+	for k, n := range depth {
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	ch <- prometheus.MustNewConstMetric(timersPendingDesc, prometheus.GaugeValue, float64(b.TimersPending))
+}

@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/lease/leasetest"
+)
+
+func TestAppliedCountsAttemptsAndSteps(t *testing.T) {
+	c := leasetest.New(t)
+	m := New(c.State)
+	c.OnApplied(m.Applied)
+	c.RegisterWorker("model", true)
+	c.BumpEpoch()
+	c.CreateSession("s1", "go")
+
+	st := c.Queued("s1")[0]
+	at := c.Start(st.Id, "model")
+	c.Fail(leasetest.Ref(st.Id, at), dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
+	at = c.Start(st.Id, "model")
+	c.Complete(leasetest.Ref(st.Id, at), "done")
+
+	if got := testutil.ToFloat64(m.attempts.WithLabelValues("RunModel", "failed", "rate_limit")); got != 1 {
+		t.Fatalf("failed RunModel attempts %v; want 1", got)
+	}
+	if got := testutil.ToFloat64(m.attempts.WithLabelValues("RunModel", "succeeded", "none")); got != 1 {
+		t.Fatalf("succeeded RunModel attempts %v; want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.stepDuration); n != 1 {
+		t.Fatalf("%d Step duration series; want 1 (RunModel succeeded)", n)
+	}
+	// A model may name any tool: an unknown one gets no series of its own.
+	if got := m.tools.label(c.State(), "made-up"); got != "_unknown" {
+		t.Fatalf("an unknown tool is labelled %q; want _unknown", got)
+	}
+}
+
+func TestObserveApplyByCommandAndRejection(t *testing.T) {
+	m := New(nil)
+	start, _ := fsm.Encode(&dexv1.Command{NowMs: 5, Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: "x"}}})
+	bump, _ := fsm.Encode(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{}}})
+	if commandNames[commandOf(start)] != "start_attempt" || commandNames[commandOf(bump)] != "bump_epoch" {
+		t.Fatalf("command types %q, %q", commandNames[commandOf(start)], commandNames[commandOf(bump)])
+	}
+	if commandOf([]byte{0xff}) != 0 {
+		t.Fatal("garbage names a command type")
+	}
+	m.ObserveApply([]fsm.Entry{{Index: 1, Data: start}, {Index: 2, Data: bump}},
+		[]*fsm.Result{{Err: &fsm.Rejection{Code: fsm.CodeNotFound}}, {}}, 2*time.Millisecond)
+	if got := testutil.ToFloat64(m.rejected.WithLabelValues("start_attempt", "not_found")); got != 1 {
+		t.Fatalf("rejected start_attempt %v; want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.rejected); n != 1 {
+		t.Fatalf("%d rejection series; want 1", n)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Collectors()...)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+}
