@@ -114,8 +114,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			return nil, &usageError{fmt.Sprintf("--join: %v", err)}
 		}
 	}
-	if o.peers == "" && o.join == "" {
-		return nil, &usageError{"--peers is required (or --join to join a running cluster)"}
+	if o.peers == "" && o.join == "" && !cluster.HasIdentity(o.dataDir) {
+		return nil, &usageError{"--peers is required on a new data dir (or --join to join a running cluster)"}
 	}
 	if o.peers != "" {
 		peers, err := cluster.ParsePeers(o.peers)
