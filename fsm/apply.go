@@ -66,6 +66,8 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.timeoutAttempt(b.TimeoutAttempt)
 	case *dexv1.Command_SetClusterId:
 		return a.setClusterID(b.SetClusterId)
+	case *dexv1.Command_CancelTurn:
+		return a.cancelTurn(b.CancelTurn)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

@@ -59,6 +59,7 @@ type Command struct {
 	//	*Command_TimeoutAttempt
 	//	*Command_ReportAttempt
 	//	*Command_SetClusterId
+	//	*Command_CancelTurn
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -376,6 +377,15 @@ func (x *Command) GetSetClusterId() *SetClusterId {
 	return nil
 }
 
+func (x *Command) GetCancelTurn() *CancelTurn {
+	if x != nil {
+		if x, ok := x.Body.(*Command_CancelTurn); ok {
+			return x.CancelTurn
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -496,6 +506,10 @@ type Command_SetClusterId struct {
 	SetClusterId *SetClusterId `protobuf:"bytes,100,opt,name=set_cluster_id,json=setClusterId,proto3,oneof"`
 }
 
+type Command_CancelTurn struct {
+	CancelTurn *CancelTurn `protobuf:"bytes,120,opt,name=cancel_turn,json=cancelTurn,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -553,6 +567,8 @@ func (*Command_TimeoutAttempt) isCommand_Body() {}
 func (*Command_ReportAttempt) isCommand_Body() {}
 
 func (*Command_SetClusterId) isCommand_Body() {}
+
+func (*Command_CancelTurn) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -2357,11 +2373,76 @@ func (x *SetClusterId) GetClusterId() string {
 	return ""
 }
 
+// Stops a session's turn (SessionService.CancelSession): every unfinished
+// Step of the turn ends (a running attempt as ATTEMPT_STATUS_CANCELLED), each
+// unfinished tool call gets a result, a note tells the next turn's model, and
+// the session becomes idle with its inbox kept.
+type CancelTurn struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Who cancels and why, as the note says.
+	By            string `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTurn) Reset() {
+	*x = CancelTurn{}
+	mi := &file_dex_v1_commands_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTurn) ProtoMessage() {}
+
+func (x *CancelTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
+func (*CancelTurn) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CancelTurn) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CancelTurn) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *CancelTurn) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xf7\x0e\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xae\x0f\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -2397,7 +2478,9 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessions\x12A\n" +
 	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttempt\x12>\n" +
 	"\x0ereport_attempt\x18Z \x01(\v2\x15.dex.v1.ReportAttemptH\x00R\rreportAttempt\x12<\n" +
-	"\x0eset_cluster_id\x18d \x01(\v2\x14.dex.v1.SetClusterIdH\x00R\fsetClusterIdB\x06\n" +
+	"\x0eset_cluster_id\x18d \x01(\v2\x14.dex.v1.SetClusterIdH\x00R\fsetClusterId\x125\n" +
+	"\vcancel_turn\x18x \x01(\v2\x12.dex.v1.CancelTurnH\x00R\n" +
+	"cancelTurnB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -2527,7 +2610,13 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"-\n" +
 	"\fSetClusterId\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x01 \x01(\tR\tclusterIdB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\"S\n" +
+	"\n" +
+	"CancelTurn\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reasonB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2541,7 +2630,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2574,16 +2663,17 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*TimeoutAttempt)(nil),    // 28: dex.v1.TimeoutAttempt
 	(*ReportAttempt)(nil),     // 29: dex.v1.ReportAttempt
 	(*SetClusterId)(nil),      // 30: dex.v1.SetClusterId
-	(*ToolSpec)(nil),          // 31: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 32: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 33: dex.v1.ToolResult
-	(*PollResult)(nil),        // 34: dex.v1.PollResult
-	(ErrorType)(0),            // 35: dex.v1.ErrorType
-	(ResumeChoice)(0),         // 36: dex.v1.ResumeChoice
-	(Outcome)(0),              // 37: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 38: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 39: dex.v1.EventRetention
-	(*AttemptResult)(nil),     // 40: dex.v1.AttemptResult
+	(*CancelTurn)(nil),        // 31: dex.v1.CancelTurn
+	(*ToolSpec)(nil),          // 32: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 33: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 34: dex.v1.ToolResult
+	(*PollResult)(nil),        // 35: dex.v1.PollResult
+	(ErrorType)(0),            // 36: dex.v1.ErrorType
+	(ResumeChoice)(0),         // 37: dex.v1.ResumeChoice
+	(Outcome)(0),              // 38: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 39: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 40: dex.v1.EventRetention
+	(*AttemptResult)(nil),     // 41: dex.v1.AttemptResult
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2615,25 +2705,26 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	28, // 26: dex.v1.Command.timeout_attempt:type_name -> dex.v1.TimeoutAttempt
 	29, // 27: dex.v1.Command.report_attempt:type_name -> dex.v1.ReportAttempt
 	30, // 28: dex.v1.Command.set_cluster_id:type_name -> dex.v1.SetClusterId
-	31, // 29: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 30: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 31: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	32, // 32: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	33, // 33: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	34, // 34: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 35: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	35, // 36: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	36, // 37: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
-	37, // 38: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	38, // 39: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	39, // 40: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	5,  // 41: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
-	40, // 42: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	31, // 29: dex.v1.Command.cancel_turn:type_name -> dex.v1.CancelTurn
+	32, // 30: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 31: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 32: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	33, // 33: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	34, // 34: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	35, // 35: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 36: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	36, // 37: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	37, // 38: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
+	38, // 39: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	39, // 40: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	40, // 41: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	5,  // 42: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
+	41, // 43: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2672,6 +2763,7 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_TimeoutAttempt)(nil),
 		(*Command_ReportAttempt)(nil),
 		(*Command_SetClusterId)(nil),
+		(*Command_CancelTurn)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2685,7 +2777,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
