@@ -346,8 +346,11 @@ type GetSessionResponse struct {
 	// Where the next page starts; 0 when this page reached the end.
 	NextHistoryAfterSeq uint64 `protobuf:"varint,3,opt,name=next_history_after_seq,json=nextHistoryAfterSeq,proto3" json:"next_history_after_seq,omitempty"`
 	NextStepsAfter      uint64 `protobuf:"varint,4,opt,name=next_steps_after,json=nextStepsAfter,proto3" json:"next_steps_after,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The seq of the session's latest event (0: none yet): a watch that has
+	// seen it has caught up.
+	LastEventSeq  uint64 `protobuf:"varint,5,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetSessionResponse) Reset() {
@@ -404,6 +407,13 @@ func (x *GetSessionResponse) GetNextHistoryAfterSeq() uint64 {
 func (x *GetSessionResponse) GetNextStepsAfter() uint64 {
 	if x != nil {
 		return x.NextStepsAfter
+	}
+	return 0
+}
+
+func (x *GetSessionResponse) GetLastEventSeq() uint64 {
+	if x != nil {
+		return x.LastEventSeq
 	}
 	return 0
 }
@@ -469,6 +479,7 @@ type SessionSummary struct {
 	Status         SessionStatus          `protobuf:"varint,3,opt,name=status,proto3,enum=dex.v1.SessionStatus" json:"status,omitempty"`
 	TurnsCompleted uint64                 `protobuf:"varint,4,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
 	UpdatedAtMs    int64                  `protobuf:"varint,5,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	CreatedAtMs    int64                  `protobuf:"varint,6,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -534,6 +545,13 @@ func (x *SessionSummary) GetTurnsCompleted() uint64 {
 func (x *SessionSummary) GetUpdatedAtMs() int64 {
 	if x != nil {
 		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *SessionSummary) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
 	}
 	return 0
 }
@@ -1439,22 +1457,24 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\vsteps_after\x18\x04 \x01(\x04R\n" +
 	"stepsAfter\x12\x1f\n" +
 	"\vsteps_limit\x18\x05 \x01(\rR\n" +
-	"stepsLimit\"\xc2\x01\n" +
+	"stepsLimit\"\xe8\x01\n" +
 	"\x12GetSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\x12\"\n" +
 	"\x05steps\x18\x02 \x03(\v2\f.dex.v1.StepR\x05steps\x123\n" +
 	"\x16next_history_after_seq\x18\x03 \x01(\x04R\x13nextHistoryAfterSeq\x12(\n" +
-	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\"Q\n" +
+	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\x12$\n" +
+	"\x0elast_event_seq\x18\x05 \x01(\x04R\flastEventSeq\"Q\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xb9\x01\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xdd\x01\n" +
 	"\x0eSessionSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12'\n" +
 	"\x0fturns_completed\x18\x04 \x01(\x04R\x0eturnsCompleted\x12\"\n" +
-	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\"r\n" +
+	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\x12\"\n" +
+	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +

@@ -23,6 +23,7 @@ type fakeSessions struct {
 	pageSize int
 	cancels  []*dexv1.CancelSessionRequest
 	events   map[string][]*dexv1.Event
+	lastSeq  uint64 // GetSession's last_event_seq
 }
 
 func (f *fakeSessions) ListSessions(_ context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
@@ -57,7 +58,7 @@ func (f *fakeSessions) CancelSession(_ context.Context, req *dexv1.CancelSession
 func (f *fakeSessions) GetSession(_ context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
 	for _, s := range f.all {
 		if s.Id == req.SessionId {
-			return &dexv1.GetSessionResponse{Session: &dexv1.Session{Id: s.Id, Status: s.Status}}, nil
+			return &dexv1.GetSessionResponse{Session: &dexv1.Session{Id: s.Id, Status: s.Status}, LastEventSeq: f.lastSeq}, nil
 		}
 	}
 	return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)

@@ -56,7 +56,7 @@ func unreachable(err error) bool {
 func (g *globals) onLeaderOnce(ctx context.Context, f func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error) error {
 	addrs := g.list()
 	if len(addrs) == 0 {
-		return errors.New("--addr is empty")
+		return usagef("--addr is empty")
 	}
 	var errs []string
 	reached := false

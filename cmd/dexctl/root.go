@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().DurationVar(&g.wait, "wait", 15*time.Second, "session commands: how long to keep looking for the node that serves clients (a takeover takes a few seconds)")
 	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newSnapshotCmd(g))
 	root.AddCommand(newStepCmds(g)...)
+	markUsage(root)
 	return root
 }
 
@@ -55,7 +56,7 @@ func (g *globals) list() []string {
 func (g *globals) anyNode(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
 	addrs := g.list()
 	if len(addrs) == 0 {
-		return errors.New("--addr is empty")
+		return usagef("--addr is empty")
 	}
 	var errs []string
 	for _, a := range addrs {
