@@ -62,7 +62,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload))...),
+		grpc:   grpc.NewServer(append(append(keepaliveOptions(), idOptions()...), grpc.MaxRecvMsgSize(o.MaxPayload))...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}
