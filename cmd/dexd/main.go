@@ -261,7 +261,7 @@ func serve(o *options, log *zap.Logger) error {
 	})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
-	hsrv := &http.Server{Handler: httpHandler(node, workerHealthCollector{health: disp.WorkerHealth}), ReadHeaderTimeout: 5 * time.Second}
+	hsrv := newHTTPServer(httpHandler(node, workerHealthCollector{health: disp.WorkerHealth}))
 	go func() {
 		if err := hsrv.Serve(httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
