@@ -46,7 +46,18 @@ func fields(args []interface{}) []zap.Field {
 		if !ok {
 			key = fmt.Sprint(args[i])
 		}
+		if key == "node" {
+			// dexd's logger already names this node under "node"; raft's
+			// "node" is its own description of the server ("Node at …").
+			key = "raft_node"
+		}
 		switch v := args[i+1].(type) {
+		case hclog.Format:
+			out = append(out, zap.String(key, formatted(v)))
+		case hclog.Quote:
+			out = append(out, zap.String(key, string(v)))
+		case hclog.Hex:
+			out = append(out, zap.String(key, fmt.Sprintf("0x%x", int(v))))
 		case error:
 			out = append(out, zap.String(key, v.Error()))
 		case fmt.Stringer:
@@ -56,6 +67,18 @@ func fields(args []interface{}) []zap.Field {
 		}
 	}
 	return out
+}
+
+// formatted renders an hclog.Fmt value: its first element is the format.
+func formatted(f hclog.Format) string {
+	if len(f) == 0 {
+		return ""
+	}
+	format, ok := f[0].(string)
+	if !ok {
+		return fmt.Sprint(f...)
+	}
+	return fmt.Sprintf(format, f[1:]...)
 }
 
 func (l *zapHCLog) Log(level hclog.Level, msg string, args ...interface{}) {

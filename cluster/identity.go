@@ -22,6 +22,13 @@ type Identity struct {
 	ClusterID string `json:"cluster_id,omitempty"`
 }
 
+// HasIdentity reports whether dir already holds a node's data (its
+// node.json): such a node restarts from its own raft configuration.
+func HasIdentity(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, identityFile))
+	return err == nil
+}
+
 // checkDataDir makes sure dir belongs to node id. It returns whether the
 // directory was empty (or missing), in which case it creates it.
 func checkDataDir(dir, id string) (fresh bool, err error) {

@@ -70,6 +70,8 @@ func (a *applier) apply(cmd *dexv1.Command) *Result {
 		return a.createToken(b.CreateToken)
 	case *dexv1.Command_RevokeToken:
 		return a.revokeToken(b.RevokeToken)
+	case *dexv1.Command_CancelTurn:
+		return a.cancelTurn(b.CancelTurn)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
 	return &Result{Err: reject(CodeInvalid, "unhandled command %T", cmd.Body)}

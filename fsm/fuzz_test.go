@@ -199,8 +199,10 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 17: // a command from a deposed leader
 		z.apply(&dexv1.Command{Body: &dexv1.Command_RestartSessions{RestartSessions: &dexv1.RestartSessions{Epoch: d.epoch - 1}}})
-	case 18: // an operator's history edit
-		if z.sessions > 0 {
+	case 18: // an operator's history edit, or now and then a cancel
+		if z.sessions > 0 && salt%4 == 3 {
+			z.apply(&dexv1.Command{Body: &dexv1.Command_CancelTurn{CancelTurn: &dexv1.CancelTurn{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1)}}})
+		} else if z.sessions > 0 {
 			z.apply(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), Note: "edited"}}})
 		}
 	}

@@ -63,4 +63,7 @@ type Result struct {
 	Replayed bool
 	// Ignored: the entry was of an unknown type marked ignorable.
 	Ignored bool
+	// A CancelTurn's count of the Steps it ended, and of those whose running
+	// attempt it cancelled.
+	StepsCancelled, AttemptsCancelled uint32
 }

@@ -21,7 +21,7 @@ func validID(what, id string) *Rejection {
 }
 
 func (a *applier) createSession(c *dexv1.CreateSession) *Result {
-	if r := validID("session id", c.SessionId); r != nil {
+	if r := CheckID("session id", c.SessionId); r != nil {
 		return rejected(r)
 	}
 	if old := a.sessionRow(c.SessionId); old != nil {
@@ -36,7 +36,7 @@ func (a *applier) createSession(c *dexv1.CreateSession) *Result {
 		}
 	}
 	if c.Message != "" {
-		if r := validID("message id", c.MessageId); r != nil {
+		if r := CheckKey("message id", c.MessageId); r != nil {
 			return rejected(r)
 		}
 	}
@@ -65,7 +65,7 @@ func (a *applier) sendMessage(c *dexv1.SendMessage) *Result {
 	if r != nil {
 		return rejected(r)
 	}
-	if r := validID("message id", c.MessageId); r != nil {
+	if r := CheckKey("message id", c.MessageId); r != nil {
 		return rejected(r)
 	}
 	if c.Text == "" {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -75,12 +76,18 @@ func (a *applier) fireTimer(c *dexv1.FireTimer) *Result {
 		return rejected(r)
 	}
 	if a.now < st.DueAtMs {
-		return rejected(reject(CodeFailedPrecondition, "timer %s is due at %d, not yet", st.Id, st.DueAtMs))
+		return rejected(reject(CodeFailedPrecondition, "timer %s is due at %s, not yet", st.Id, msTime(st.DueAtMs)))
 	}
-	text := fmt.Sprintf("slept until %d (fired at %d)", st.DueAtMs, a.now)
+	text := fmt.Sprintf("slept until %s (fired at %s)", msTime(st.DueAtMs), msTime(a.now))
 	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, text, false)
 	a.resolveCall(s, call, dexv1.Outcome_OUTCOME_SUCCEEDED, text)
 	a.afterCallChange(s)
 	a.putSession(s)
 	return &Result{SessionID: s.Id, StepID: st.Id}
+}
+
+// msTime formats a command time for people and models: RFC 3339 in UTC.
+// Deterministic: it formats the time it is given and reads no clock or zone.
+func msTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }

@@ -352,6 +352,8 @@ func (m *Manager) check(ref *dexv1.AttemptRef) (*dexv1.Attempt, string) {
 		return nil, "the attempt expired: its heartbeats stopped"
 	case dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED:
 		return nil, "the attempt already completed"
+	case dexv1.AttemptStatus_ATTEMPT_STATUS_CANCELLED:
+		return nil, "the attempt was cancelled: " + at.Error
 	}
 	if at.ErrorType == dexv1.ErrorType_ERROR_TYPE_TIMEOUT && at.Error != "" {
 		return nil, "the attempt already ended: " + at.Error

@@ -190,6 +190,7 @@ type Worker struct {
 
 	mu                sync.Mutex
 	heartbeatInterval time.Duration
+	conn              connLog
 }
 
 // NewWorker checks opts and returns a Worker on conn (see Dial).
@@ -359,6 +360,7 @@ func (w *Worker) poll(ctx context.Context, n int) []*dexv1.Task {
 		}, grpc.WaitForReady(true))
 		cancel()
 		if err == nil {
+			w.conn.reached(w.log)
 			return resp.Tasks
 		}
 		if ctx.Err() != nil {
@@ -373,7 +375,7 @@ func (w *Worker) poll(ctx context.Context, n int) []*dexv1.Task {
 			}
 		default:
 			if transient(ctx, err) {
-				w.log.Debug("poll: cluster not reachable", zap.Error(err))
+				w.conn.lost(w.log, err)
 			} else {
 				w.log.Error("poll", zap.Error(err))
 			}

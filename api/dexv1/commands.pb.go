@@ -61,6 +61,7 @@ type Command struct {
 	//	*Command_SetClusterId
 	//	*Command_CreateToken
 	//	*Command_RevokeToken
+	//	*Command_CancelTurn
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -396,6 +397,15 @@ func (x *Command) GetRevokeToken() *RevokeToken {
 	return nil
 }
 
+func (x *Command) GetCancelTurn() *CancelTurn {
+	if x != nil {
+		if x, ok := x.Body.(*Command_CancelTurn); ok {
+			return x.CancelTurn
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -524,6 +534,10 @@ type Command_RevokeToken struct {
 	RevokeToken *RevokeToken `protobuf:"bytes,111,opt,name=revoke_token,json=revokeToken,proto3,oneof"`
 }
 
+type Command_CancelTurn struct {
+	CancelTurn *CancelTurn `protobuf:"bytes,120,opt,name=cancel_turn,json=cancelTurn,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -585,6 +599,8 @@ func (*Command_SetClusterId) isCommand_Body() {}
 func (*Command_CreateToken) isCommand_Body() {}
 
 func (*Command_RevokeToken) isCommand_Body() {}
+
+func (*Command_CancelTurn) isCommand_Body() {}
 
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -2490,11 +2506,76 @@ func (x *RevokeToken) GetTokenId() string {
 	return ""
 }
 
+// Stops a session's turn (SessionService.CancelSession): every unfinished
+// Step of the turn ends (a running attempt as ATTEMPT_STATUS_CANCELLED), each
+// unfinished tool call gets a result, a note tells the next turn's model, and
+// the session becomes idle with its inbox kept.
+type CancelTurn struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Who cancels and why, as the note says.
+	By            string `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTurn) Reset() {
+	*x = CancelTurn{}
+	mi := &file_dex_v1_commands_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTurn) ProtoMessage() {}
+
+func (x *CancelTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_commands_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
+func (*CancelTurn) Descriptor() ([]byte, []int) {
+	return file_dex_v1_commands_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CancelTurn) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CancelTurn) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *CancelTurn) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_dex_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xeb\x0f\n" +
+	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xa2\x10\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
@@ -2532,7 +2613,9 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x0ereport_attempt\x18Z \x01(\v2\x15.dex.v1.ReportAttemptH\x00R\rreportAttempt\x12<\n" +
 	"\x0eset_cluster_id\x18d \x01(\v2\x14.dex.v1.SetClusterIdH\x00R\fsetClusterId\x128\n" +
 	"\fcreate_token\x18n \x01(\v2\x13.dex.v1.CreateTokenH\x00R\vcreateToken\x128\n" +
-	"\frevoke_token\x18o \x01(\v2\x13.dex.v1.RevokeTokenH\x00R\vrevokeTokenB\x06\n" +
+	"\frevoke_token\x18o \x01(\v2\x13.dex.v1.RevokeTokenH\x00R\vrevokeToken\x125\n" +
+	"\vcancel_turn\x18x \x01(\v2\x12.dex.v1.CancelTurnH\x00R\n" +
+	"cancelTurnB\x06\n" +
 	"\x04body\"\xdf\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
@@ -2667,7 +2750,13 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x10.dex.v1.AclTokenR\x05token\x12\x1c\n" +
 	"\tbootstrap\x18\x02 \x01(\bR\tbootstrap\"(\n" +
 	"\vRevokeToken\x12\x19\n" +
-	"\btoken_id\x18\x01 \x01(\tR\atokenIdB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\btoken_id\x18\x01 \x01(\tR\atokenId\"S\n" +
+	"\n" +
+	"CancelTurn\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reasonB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_commands_proto_rawDescOnce sync.Once
@@ -2681,7 +2770,7 @@ func file_dex_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_dex_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.v1.Command
 	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
@@ -2716,17 +2805,18 @@ var file_dex_v1_commands_proto_goTypes = []any{
 	(*SetClusterId)(nil),      // 30: dex.v1.SetClusterId
 	(*CreateToken)(nil),       // 31: dex.v1.CreateToken
 	(*RevokeToken)(nil),       // 32: dex.v1.RevokeToken
-	(*ToolSpec)(nil),          // 33: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 34: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 35: dex.v1.ToolResult
-	(*PollResult)(nil),        // 36: dex.v1.PollResult
-	(ErrorType)(0),            // 37: dex.v1.ErrorType
-	(ResumeChoice)(0),         // 38: dex.v1.ResumeChoice
-	(Outcome)(0),              // 39: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 40: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 41: dex.v1.EventRetention
-	(*AttemptResult)(nil),     // 42: dex.v1.AttemptResult
-	(*AclToken)(nil),          // 43: dex.v1.AclToken
+	(*CancelTurn)(nil),        // 33: dex.v1.CancelTurn
+	(*ToolSpec)(nil),          // 34: dex.v1.ToolSpec
+	(*ModelOutput)(nil),       // 35: dex.v1.ModelOutput
+	(*ToolResult)(nil),        // 36: dex.v1.ToolResult
+	(*PollResult)(nil),        // 37: dex.v1.PollResult
+	(ErrorType)(0),            // 38: dex.v1.ErrorType
+	(ResumeChoice)(0),         // 39: dex.v1.ResumeChoice
+	(Outcome)(0),              // 40: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 41: dex.v1.NodeInfo
+	(*EventRetention)(nil),    // 42: dex.v1.EventRetention
+	(*AttemptResult)(nil),     // 43: dex.v1.AttemptResult
+	(*AclToken)(nil),          // 44: dex.v1.AclToken
 }
 var file_dex_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
@@ -2760,26 +2850,27 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	30, // 28: dex.v1.Command.set_cluster_id:type_name -> dex.v1.SetClusterId
 	31, // 29: dex.v1.Command.create_token:type_name -> dex.v1.CreateToken
 	32, // 30: dex.v1.Command.revoke_token:type_name -> dex.v1.RevokeToken
-	33, // 31: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 32: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 33: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	34, // 34: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	35, // 35: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	36, // 36: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 37: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	37, // 38: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	38, // 39: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
-	39, // 40: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	40, // 41: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	41, // 42: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	5,  // 43: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
-	42, // 44: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	43, // 45: dex.v1.CreateToken.token:type_name -> dex.v1.AclToken
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	33, // 31: dex.v1.Command.cancel_turn:type_name -> dex.v1.CancelTurn
+	34, // 32: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	5,  // 33: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	5,  // 34: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	35, // 35: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	36, // 36: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	37, // 37: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	5,  // 38: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	38, // 39: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	39, // 40: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
+	40, // 41: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	41, // 42: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	42, // 43: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	5,  // 44: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
+	43, // 45: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
+	44, // 46: dex.v1.CreateToken.token:type_name -> dex.v1.AclToken
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_commands_proto_init() }
@@ -2820,6 +2911,7 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_SetClusterId)(nil),
 		(*Command_CreateToken)(nil),
 		(*Command_RevokeToken)(nil),
+		(*Command_CancelTurn)(nil),
 	}
 	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
@@ -2833,7 +2925,7 @@ func file_dex_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -346,8 +346,11 @@ type GetSessionResponse struct {
 	// Where the next page starts; 0 when this page reached the end.
 	NextHistoryAfterSeq uint64 `protobuf:"varint,3,opt,name=next_history_after_seq,json=nextHistoryAfterSeq,proto3" json:"next_history_after_seq,omitempty"`
 	NextStepsAfter      uint64 `protobuf:"varint,4,opt,name=next_steps_after,json=nextStepsAfter,proto3" json:"next_steps_after,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The seq of the session's latest event (0: none yet): a watch that has
+	// seen it has caught up.
+	LastEventSeq  uint64 `protobuf:"varint,5,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetSessionResponse) Reset() {
@@ -404,6 +407,13 @@ func (x *GetSessionResponse) GetNextHistoryAfterSeq() uint64 {
 func (x *GetSessionResponse) GetNextStepsAfter() uint64 {
 	if x != nil {
 		return x.NextStepsAfter
+	}
+	return 0
+}
+
+func (x *GetSessionResponse) GetLastEventSeq() uint64 {
+	if x != nil {
+		return x.LastEventSeq
 	}
 	return 0
 }
@@ -469,6 +479,7 @@ type SessionSummary struct {
 	Status         SessionStatus          `protobuf:"varint,3,opt,name=status,proto3,enum=dex.v1.SessionStatus" json:"status,omitempty"`
 	TurnsCompleted uint64                 `protobuf:"varint,4,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
 	UpdatedAtMs    int64                  `protobuf:"varint,5,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	CreatedAtMs    int64                  `protobuf:"varint,6,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -534,6 +545,13 @@ func (x *SessionSummary) GetTurnsCompleted() uint64 {
 func (x *SessionSummary) GetUpdatedAtMs() int64 {
 	if x != nil {
 		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *SessionSummary) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
 	}
 	return 0
 }
@@ -1292,6 +1310,124 @@ func (x *EditHistoryResponse) GetHistorySize() uint64 {
 	return 0
 }
 
+type CancelSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Optional: who cancels, as the model is told ("The previous turn was
+	// cancelled by …"); default "an operator".
+	By string `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	// Optional: why, added to the note.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelSessionRequest) Reset() {
+	*x = CancelSessionRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelSessionRequest) ProtoMessage() {}
+
+func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelSessionRequest.ProtoReflect.Descriptor instead.
+func (*CancelSessionRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CancelSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CancelSessionRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *CancelSessionRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CancelSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Steps the cancel ended: dropped from the queue, running, waiting.
+	StepsCancelled uint32 `protobuf:"varint,1,opt,name=steps_cancelled,json=stepsCancelled,proto3" json:"steps_cancelled,omitempty"`
+	// Of those, the Steps whose running attempt was cancelled at its Worker.
+	AttemptsCancelled uint32 `protobuf:"varint,2,opt,name=attempts_cancelled,json=attemptsCancelled,proto3" json:"attempts_cancelled,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *CancelSessionResponse) Reset() {
+	*x = CancelSessionResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelSessionResponse) ProtoMessage() {}
+
+func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelSessionResponse.ProtoReflect.Descriptor instead.
+func (*CancelSessionResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CancelSessionResponse) GetStepsCancelled() uint32 {
+	if x != nil {
+		return x.StepsCancelled
+	}
+	return 0
+}
+
+func (x *CancelSessionResponse) GetAttemptsCancelled() uint32 {
+	if x != nil {
+		return x.AttemptsCancelled
+	}
+	return 0
+}
+
 var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
@@ -1321,22 +1457,24 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\vsteps_after\x18\x04 \x01(\x04R\n" +
 	"stepsAfter\x12\x1f\n" +
 	"\vsteps_limit\x18\x05 \x01(\rR\n" +
-	"stepsLimit\"\xc2\x01\n" +
+	"stepsLimit\"\xe8\x01\n" +
 	"\x12GetSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\x12\"\n" +
 	"\x05steps\x18\x02 \x03(\v2\f.dex.v1.StepR\x05steps\x123\n" +
 	"\x16next_history_after_seq\x18\x03 \x01(\x04R\x13nextHistoryAfterSeq\x12(\n" +
-	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\"Q\n" +
+	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\x12$\n" +
+	"\x0elast_event_seq\x18\x05 \x01(\x04R\flastEventSeq\"Q\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xb9\x01\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xdd\x01\n" +
 	"\x0eSessionSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12'\n" +
 	"\x0fturns_completed\x18\x04 \x01(\x04R\x0eturnsCompleted\x12\"\n" +
-	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\"r\n" +
+	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\x12\"\n" +
+	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +
@@ -1380,7 +1518,15 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x04note\x18\x03 \x01(\tR\x04note\"]\n" +
 	"\x13EditHistoryResponse\x12#\n" +
 	"\rhistory_count\x18\x01 \x01(\x04R\fhistoryCount\x12!\n" +
-	"\fhistory_size\x18\x02 \x01(\x04R\vhistorySize2\xd4\x06\n" +
+	"\fhistory_size\x18\x02 \x01(\x04R\vhistorySize\"]\n" +
+	"\x14CancelSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"o\n" +
+	"\x15CancelSessionResponse\x12'\n" +
+	"\x0fsteps_cancelled\x18\x01 \x01(\rR\x0estepsCancelled\x12-\n" +
+	"\x12attempts_cancelled\x18\x02 \x01(\rR\x11attemptsCancelled2\xa2\a\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -1393,7 +1539,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\rResumeSession\x12\x1c.dex.v1.ResumeSessionRequest\x1a\x1d.dex.v1.ResumeSessionResponse\x12U\n" +
 	"\x10ReconcileOutcome\x12\x1f.dex.v1.ReconcileOutcomeRequest\x1a .dex.v1.ReconcileOutcomeResponse\x12L\n" +
 	"\rDeleteSession\x12\x1c.dex.v1.DeleteSessionRequest\x1a\x1d.dex.v1.DeleteSessionResponse\x12F\n" +
-	"\vEditHistory\x12\x1a.dex.v1.EditHistoryRequest\x1a\x1b.dex.v1.EditHistoryResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\vEditHistory\x12\x1a.dex.v1.EditHistoryRequest\x1a\x1b.dex.v1.EditHistoryResponse\x12L\n" +
+	"\rCancelSession\x12\x1c.dex.v1.CancelSessionRequest\x1a\x1d.dex.v1.CancelSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -1407,7 +1554,7 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),     // 0: dex.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),    // 1: dex.v1.CreateSessionResponse
@@ -1432,21 +1579,23 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*DeleteSessionResponse)(nil),    // 20: dex.v1.DeleteSessionResponse
 	(*EditHistoryRequest)(nil),       // 21: dex.v1.EditHistoryRequest
 	(*EditHistoryResponse)(nil),      // 22: dex.v1.EditHistoryResponse
-	(*Session)(nil),                  // 23: dex.v1.Session
-	(*Step)(nil),                     // 24: dex.v1.Step
-	(SessionStatus)(0),               // 25: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 26: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 27: dex.v1.Outcome
-	(*Event)(nil),                    // 28: dex.v1.Event
+	(*CancelSessionRequest)(nil),     // 23: dex.v1.CancelSessionRequest
+	(*CancelSessionResponse)(nil),    // 24: dex.v1.CancelSessionResponse
+	(*Session)(nil),                  // 25: dex.v1.Session
+	(*Step)(nil),                     // 26: dex.v1.Step
+	(SessionStatus)(0),               // 27: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 28: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 29: dex.v1.Outcome
+	(*Event)(nil),                    // 30: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	23, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	23, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	24, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	25, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	25, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	25, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	26, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	27, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	7,  // 4: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	26, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	27, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	28, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	29, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
 	0,  // 7: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
 	2,  // 8: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
 	4,  // 9: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
@@ -1458,19 +1607,21 @@ var file_dex_v1_sessions_proto_depIdxs = []int32{
 	16, // 15: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
 	19, // 16: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
 	21, // 17: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	1,  // 18: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	3,  // 19: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	5,  // 20: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	8,  // 21: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	28, // 22: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	11, // 23: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	13, // 24: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	15, // 25: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	17, // 26: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	20, // 27: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	22, // 28: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	18, // [18:29] is the sub-list for method output_type
-	7,  // [7:18] is the sub-list for method input_type
+	23, // 18: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	1,  // 19: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	3,  // 20: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	5,  // 21: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	8,  // 22: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	30, // 23: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	11, // 24: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	13, // 25: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	15, // 26: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	17, // 27: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	20, // 28: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	22, // 29: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	24, // 30: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	19, // [19:31] is the sub-list for method output_type
+	7,  // [7:19] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -1488,7 +1639,7 @@ func file_dex_v1_sessions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

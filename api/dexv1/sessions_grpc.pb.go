@@ -30,6 +30,7 @@ const (
 	SessionService_ReconcileOutcome_FullMethodName = "/dex.v1.SessionService/ReconcileOutcome"
 	SessionService_DeleteSession_FullMethodName    = "/dex.v1.SessionService/DeleteSession"
 	SessionService_EditHistory_FullMethodName      = "/dex.v1.SessionService/EditHistory"
+	SessionService_CancelSession_FullMethodName    = "/dex.v1.SessionService/CancelSession"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -59,6 +60,13 @@ type SessionServiceClient interface {
 	// drop the entries from truncate_from_seq on and/or add a note. It clears
 	// the rejected-turn count (docs/model-failures.md).
 	EditHistory(ctx context.Context, in *EditHistoryRequest, opts ...grpc.CallOption) (*EditHistoryResponse, error)
+	// Stops a session's turn in progress (or the turn an errored or paused
+	// session keeps): its queued Steps are dropped, its running attempts
+	// cancelled at their Workers, its waits ended; each unfinished tool call
+	// gets a result saying so, and a note tells the next turn's model. The
+	// session becomes idle with its inbox kept. NotFound for an unknown
+	// session, FailedPrecondition for one without a turn.
+	CancelSession(ctx context.Context, in *CancelSessionRequest, opts ...grpc.CallOption) (*CancelSessionResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -188,6 +196,16 @@ func (c *sessionServiceClient) EditHistory(ctx context.Context, in *EditHistoryR
 	return out, nil
 }
 
+func (c *sessionServiceClient) CancelSession(ctx context.Context, in *CancelSessionRequest, opts ...grpc.CallOption) (*CancelSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_CancelSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -215,6 +233,13 @@ type SessionServiceServer interface {
 	// drop the entries from truncate_from_seq on and/or add a note. It clears
 	// the rejected-turn count (docs/model-failures.md).
 	EditHistory(context.Context, *EditHistoryRequest) (*EditHistoryResponse, error)
+	// Stops a session's turn in progress (or the turn an errored or paused
+	// session keeps): its queued Steps are dropped, its running attempts
+	// cancelled at their Workers, its waits ended; each unfinished tool call
+	// gets a result saying so, and a note tells the next turn's model. The
+	// session becomes idle with its inbox kept. NotFound for an unknown
+	// session, FailedPrecondition for one without a turn.
+	CancelSession(context.Context, *CancelSessionRequest) (*CancelSessionResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -257,6 +282,9 @@ func (UnimplementedSessionServiceServer) DeleteSession(context.Context, *DeleteS
 }
 func (UnimplementedSessionServiceServer) EditHistory(context.Context, *EditHistoryRequest) (*EditHistoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EditHistory not implemented")
+}
+func (UnimplementedSessionServiceServer) CancelSession(context.Context, *CancelSessionRequest) (*CancelSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelSession not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -470,6 +498,24 @@ func _SessionService_EditHistory_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_CancelSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).CancelSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_CancelSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).CancelSession(ctx, req.(*CancelSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -516,6 +562,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EditHistory",
 			Handler:    _SessionService_EditHistory_Handler,
+		},
+		{
+			MethodName: "CancelSession",
+			Handler:    _SessionService_CancelSession_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -271,6 +271,9 @@ const (
 	AttemptStatus_ATTEMPT_STATUS_FAILED      AttemptStatus = 3
 	// The Worker stopped heartbeating; the cluster failed the attempt.
 	AttemptStatus_ATTEMPT_STATUS_EXPIRED AttemptStatus = 4
+	// The session's turn was cancelled while the attempt ran; its Worker hears
+	// so on its next heartbeat.
+	AttemptStatus_ATTEMPT_STATUS_CANCELLED AttemptStatus = 5
 )
 
 // Enum value maps for AttemptStatus.
@@ -281,6 +284,7 @@ var (
 		2: "ATTEMPT_STATUS_SUCCEEDED",
 		3: "ATTEMPT_STATUS_FAILED",
 		4: "ATTEMPT_STATUS_EXPIRED",
+		5: "ATTEMPT_STATUS_CANCELLED",
 	}
 	AttemptStatus_value = map[string]int32{
 		"ATTEMPT_STATUS_UNSPECIFIED": 0,
@@ -288,6 +292,7 @@ var (
 		"ATTEMPT_STATUS_SUCCEEDED":   2,
 		"ATTEMPT_STATUS_FAILED":      3,
 		"ATTEMPT_STATUS_EXPIRED":     4,
+		"ATTEMPT_STATUS_CANCELLED":   5,
 	}
 )
 
@@ -3847,13 +3852,14 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11OUTCOME_SUCCEEDED\x10\x01\x12\x12\n" +
 	"\x0eOUTCOME_FAILED\x10\x02\x12\x13\n" +
-	"\x0fOUTCOME_UNKNOWN\x10\x03*\xa0\x01\n" +
+	"\x0fOUTCOME_UNKNOWN\x10\x03*\xbe\x01\n" +
 	"\rAttemptStatus\x12\x1e\n" +
 	"\x1aATTEMPT_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ATTEMPT_STATUS_RUNNING\x10\x01\x12\x1c\n" +
 	"\x18ATTEMPT_STATUS_SUCCEEDED\x10\x02\x12\x19\n" +
 	"\x15ATTEMPT_STATUS_FAILED\x10\x03\x12\x1a\n" +
-	"\x16ATTEMPT_STATUS_EXPIRED\x10\x04*y\n" +
+	"\x16ATTEMPT_STATUS_EXPIRED\x10\x04\x12\x1c\n" +
+	"\x18ATTEMPT_STATUS_CANCELLED\x10\x05*y\n" +
 	"\x0fAttemptProgress\x12 \n" +
 	"\x1cATTEMPT_PROGRESS_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cATTEMPT_PROGRESS_NOT_STARTED\x10\x01\x12\"\n" +

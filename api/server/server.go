@@ -73,7 +73,8 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc:   grpc.NewServer(append(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS)), o.ServerOptions...), aclOptions(node, o.ACL, o.NodeToken)...)...),
+		grpc: grpc.NewServer(append(append(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS)),
+			o.ServerOptions...), aclOptions(node, o.ACL, o.NodeToken)...), idOptions()...)...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}

@@ -101,6 +101,7 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	resp := &dexv1.GetSessionResponse{Session: view}
 	view.History, resp.NextHistoryAfterSeq = st.History(req.SessionId, req.HistoryAfterSeq, pageSize(req.HistoryLimit, defaultHistoryPage), pageBytes)
 	view.Inbox = st.Inbox(req.SessionId, pageBytes)
+	resp.LastEventSeq = st.EventLog(req.SessionId).GetLastSeq()
 	resp.Steps, resp.NextStepsAfter = st.StepsPage(req.SessionId, req.StepsAfter, pageSize(req.StepsLimit, defaultStepsPage), pageBytes)
 	return resp, nil
 }
@@ -114,6 +115,7 @@ func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequ
 	for _, sess := range page {
 		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{
 			Id: sess.Id, ParentId: sess.ParentId, Status: sess.Status, TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
+			CreatedAtMs: sess.CreatedAtMs,
 		})
 	}
 	out.NextPageToken = next

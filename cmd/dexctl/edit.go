@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -26,7 +25,7 @@ func newSessionEditCmd(g *globals) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		PreRunE: func(*cobra.Command, []string) error {
 			if truncate == 0 && note == "" {
-				return errors.New("nothing to edit: give --truncate-from SEQ, --note TEXT, or both")
+				return usagef("nothing to edit: give --truncate-from SEQ, --note TEXT, or both")
 			}
 			return nil
 		},

@@ -2,13 +2,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "dexctl: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }

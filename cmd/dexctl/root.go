@@ -42,6 +42,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.tls.load() }
 	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newSnapshotCmd(g), newTLSCmd(), newTokenCmd(g), newACLCmd(g))
 	root.AddCommand(newStepCmds(g)...)
+	markUsage(root)
 	return root
 }
 
@@ -59,7 +60,7 @@ func (g *globals) list() []string {
 func (g *globals) anyNode(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
 	addrs := g.list()
 	if len(addrs) == 0 {
-		return errors.New("--addr is empty")
+		return usagef("--addr is empty")
 	}
 	var errs []string
 	for _, a := range addrs {

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -32,7 +30,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Start, message, show and watch sessions"}
-	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g))
+	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g))
 	return cmd
 }
 
@@ -248,11 +246,11 @@ func newSessionShowCmd(g *globals) *cobra.Command {
 }
 
 func printSession(w io.Writer, s sessionJSON) {
-	fmt.Fprintf(w, "session %s  %s", s.ID, s.Status)
+	fmt.Fprintf(w, "session %s  %s", safe(s.ID), s.Status)
 	if s.PauseMessage != "" {
-		fmt.Fprintf(w, "  (%s)", s.PauseMessage)
+		fmt.Fprintf(w, "  (%s)", safe(s.PauseMessage))
 	} else if s.LastError != "" {
-		fmt.Fprintf(w, "  (last error: %s)", s.LastError)
+		fmt.Fprintf(w, "  (last error: %s)", safe(s.LastError))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "\nhistory:")
@@ -264,7 +262,7 @@ func printSession(w io.Writer, s sessionJSON) {
 		if h.Outcome != "" {
 			text = fmt.Sprintf("%s %s: %s", h.Tool, h.Outcome, text)
 		}
-		fmt.Fprintf(w, "  %3d %-11s %s\n", h.Seq, h.Kind, text)
+		fmt.Fprintf(w, "  %3d %-11s %s\n", h.Seq, h.Kind, safe(text))
 	}
 	fmt.Fprintln(w, "\nsteps:")
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
@@ -274,102 +272,7 @@ func printSession(w io.Writer, s sessionJSON) {
 		for _, a := range st.Attempts {
 			att = append(att, fmt.Sprintf("%d:%s@%s", a.N, a.Status, a.Worker))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", st.ID, st.Kind, st.Tool, st.Status, st.Outcome, strings.Join(att, " "))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", safe(st.ID), st.Kind, safe(st.Tool), st.Status, st.Outcome, safe(strings.Join(att, " ")))
 	}
 	tw.Flush()
-}
-
-func newSessionListCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List sessions",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp := &dexv1.ListSessionsResponse{}
-			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
-				resp.Sessions = nil
-				req := &dexv1.ListSessionsRequest{}
-				for {
-					r, err := sessions(conn).ListSessions(ctx, req, tr)
-					if err != nil {
-						return err
-					}
-					resp.Sessions = append(resp.Sessions, r.Sessions...)
-					if r.NextPageToken == "" {
-						return nil
-					}
-					req = &dexv1.ListSessionsRequest{PageToken: r.NextPageToken}
-				}
-			})
-			if err != nil {
-				return err
-			}
-			type row struct {
-				ID             string `json:"id"`
-				Parent         string `json:"parent,omitempty"`
-				Status         string `json:"status"`
-				TurnsCompleted uint64 `json:"turns_completed"`
-			}
-			rows := []row{}
-			for _, s := range resp.Sessions {
-				rows = append(rows, row{s.Id, s.ParentId, fsm.StatusName(s.Status), s.TurnsCompleted})
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"sessions": rows})
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tTURNS\tPARENT")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, r.Status, r.TurnsCompleted, r.Parent)
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
-}
-
-func newSessionWatchCmd(g *globals) *cobra.Command {
-	var after uint64
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "watch ID",
-		Short: "Stream a session's events; resumes on the new leader after a takeover",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			addrs := g.list()
-			if len(addrs) == 0 {
-				return errors.New("--addr is empty")
-			}
-			// The library's watch follows the lease holder and resumes after
-			// the last event it delivered.
-			conn, err := client.Dial("dex:///"+strings.Join(addrs, ","), append(g.tls.dialOptions(), g.tokenOption())...)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			err = client.New(conn).WatchSession(cmd.Context(), args[0], after, func(e *dexv1.Event) error {
-				if asJSON {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-						"seq": e.Seq, "type": e.Type, "step_id": e.StepId, "detail": e.Detail, "at_ms": e.AtMs,
-					})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%6d %s %-18s %s %s\n", e.Seq, time.UnixMilli(e.AtMs).Format("15:04:05.000"), e.Type, e.StepId, e.Detail)
-				return nil
-			}, client.OnEventsNotKept(func(gap client.EventsNotKeptError) error {
-				return printEventsNotKept(cmd.OutOrStdout(), gap, asJSON)
-			}))
-			if cmd.Context().Err() != nil {
-				return nil // interrupted
-			}
-			if err != nil {
-				return errors.New(status.Convert(err).Message())
-			}
-			return nil
-		},
-	}
-	cmd.Flags().Uint64Var(&after, "after", 0, "start after this event sequence number")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
-	return cmd
 }

@@ -28,6 +28,10 @@ type nodeStatusJSON struct {
 	GRPCAddress string `json:"grpc_address"`
 	Suffrage    string `json:"suffrage"`
 	State       string `json:"state"`
+	// The node's own view; absent for an unreachable node (as "-" in the table).
+	Term         *uint64 `json:"term,omitempty"`
+	CommitIndex  *uint64 `json:"commit_index,omitempty"`
+	AppliedIndex *uint64 `json:"applied_index,omitempty"`
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -67,9 +71,13 @@ func printStatusJSON(w io.Writer, r *dexv1.StatusResponse) error {
 		Workers:      workersJSON(r.Workers),
 	}
 	for _, n := range r.Nodes {
-		out.Nodes = append(out.Nodes, nodeStatusJSON{
+		ns := nodeStatusJSON{
 			ID: n.Id, RaftAddress: n.RaftAddress, GRPCAddress: n.GrpcAddress, Suffrage: n.Suffrage, State: n.State,
-		})
+		}
+		if n.State != "unreachable" {
+			ns.Term, ns.CommitIndex, ns.AppliedIndex = &n.Term, &n.CommitIndex, &n.AppliedIndex
+		}
+		out.Nodes = append(out.Nodes, ns)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

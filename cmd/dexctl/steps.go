@@ -97,5 +97,5 @@ func parseOutcome(s string) (dexv1.Outcome, error) {
 	case "failed":
 		return dexv1.Outcome_OUTCOME_FAILED, nil
 	}
-	return 0, fmt.Errorf("--outcome must be succeeded or failed, not %q", s)
+	return 0, usagef("--outcome must be succeeded or failed, not %q", s)
 }

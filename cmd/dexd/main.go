@@ -120,8 +120,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			return nil, &usageError{fmt.Sprintf("--join: %v", err)}
 		}
 	}
-	if o.peers == "" && o.join == "" {
-		return nil, &usageError{"--peers is required (or --join to join a running cluster)"}
+	if o.peers == "" && o.join == "" && !cluster.HasIdentity(o.dataDir) {
+		return nil, &usageError{"--peers is required on a new data dir (or --join to join a running cluster)"}
 	}
 	if o.peers != "" {
 		peers, err := cluster.ParsePeers(o.peers)
@@ -293,7 +293,7 @@ func serve(o *options, log *zap.Logger) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	collectors := append(nm.Collectors(), grpcMetrics.Collector(), raftSink, workerHealthCollector{health: disp.WorkerHealth})
-	hsrv := &http.Server{Handler: o.sec.guardMetrics(node.State, httpHandler(node, collectors...)), ReadHeaderTimeout: 5 * time.Second}
+	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, httpHandler(node, collectors...)))
 	bootCtx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
 	go o.sec.bootstrapFromFile(bootCtx, node, log)

@@ -119,11 +119,7 @@ func main() {
 }
 
 func run(c *config) int {
-	log, err := zap.NewProduction()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dexworker:", err)
-		return 1
-	}
+	log := newLogger(os.Stderr)
 	defer func() { _ = log.Sync() }()
 
 	moments, err := parseMoments(c.hold)
