@@ -710,7 +710,7 @@ func rowQuestion(e *cellEnv) error {
 	return nil
 }
 
-var firedAt = regexp.MustCompile(`fired at (\d+)`)
+var firedAt = regexp.MustCompile(`fired at (\S+)\)`)
 
 func rowTimer(e *cellEnv) error {
 	if _, err := e.startWorker(); err != nil {
@@ -745,7 +745,11 @@ func rowTimer(e *cellEnv) error {
 	if m == nil {
 		return fmt.Errorf("timer result %q names no firing time", tm.Result)
 	}
-	at, _ := strconv.ParseInt(m[1], 10, 64)
+	fired, perr := time.Parse(time.RFC3339Nano, m[1])
+	if perr != nil {
+		return fmt.Errorf("timer result %q: firing time: %v", tm.Result, perr)
+	}
+	at := fired.UnixMilli()
 	if at < tm.DueAtMs {
 		return fmt.Errorf("the timer fired at %d, before it was due at %d", at, tm.DueAtMs)
 	}
