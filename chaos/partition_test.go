@@ -1,0 +1,137 @@
+package chaos
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dexhq/dex/api/client"
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// newNetEnv is newEnv on the chaos build with every raft link behind a
+// proxy of the harness (Cluster.Net), each node with a gofail HTTP
+// endpoint (returned per node) and the failpoint terms.
+func newNetEnv(t *testing.T, terms string) (*env, map[*Node]string) {
+	t.Helper()
+	bin := chaosBinDir(t)
+	dir := t.TempDir()
+	c, err := NewCluster(ClusterOptions{BinDir: bin, Dir: dir, Args: fastArgs, NetFaults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseNet)
+	e := &env{t: t, dir: dir, cluster: c, ledger: filepath.Join(dir, "ledger.jsonl")}
+	t.Cleanup(e.stop)
+	fpHTTP := map[*Node]string{}
+	for _, n := range c.Nodes {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fpHTTP[n] = addr
+		if err := SetFailpoints(n, terms, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReady()
+	conn, err := client.Dial(c.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.conn, e.client = conn, client.New(conn)
+	return e, fpHTTP
+}
+
+// serveOne creates a session and waits until its turn is done.
+func (e *env) serveOne(msg string) string {
+	e.t.Helper()
+	id := e.createSession(msg)
+	e.waitStatus(id, sIdle, 90*time.Second)
+	return id
+}
+
+// converged reports whether every node applied the same index in the same
+// term under the same leader.
+func converged(t *testing.T, c *Cluster) (bool, string) {
+	var first *dexv1.NodeStateResponse
+	var desc string
+	same := true
+	for _, n := range c.Nodes {
+		s := nodeState(t, n)
+		desc += fmt.Sprintf(" %s:%s term %d applied %d leader %q;", n.ID, s.State, s.Term, s.AppliedIndex, s.LeaderId)
+		if first == nil {
+			first = s
+			continue
+		}
+		if s.Term != first.Term || s.AppliedIndex != first.AppliedIndex || s.LeaderId != first.LeaderId || s.LeaderId == "" {
+			same = false
+		}
+	}
+	return same, desc
+}
+
+func waitConverged(t *testing.T, c *Cluster, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, desc := converged(t, c)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes did not converge within %s:%s", d, desc)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// The leader is cut from both followers: they elect a new leader and serve
+// a session while the old one cannot commit (its /readyz says 503). Healed,
+// the old leader rejoins as a follower with the same log.
+func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
+	e, _ := newNetEnv(t, "")
+	e.startWorker("")
+	before := e.serveOne("before the partition")
+
+	old := e.leader()
+	oldCommit := nodeState(t, old).CommitIndex
+	e.cluster.Net().Isolate(old.ID)
+	t.Logf("isolated the leader %s", old.ID)
+	t.Cleanup(e.cluster.Net().Heal)
+
+	waitUntil(t, 60*time.Second, "the isolated leader to stop being ready", func() bool { return !old.Ready() })
+	var leader *Node
+	waitUntil(t, 60*time.Second, "another node to lead", func() bool {
+		for _, n := range e.cluster.Nodes {
+			if n != old && n.Ready() {
+				leader = n
+				return true
+			}
+		}
+		return false
+	})
+	during := e.serveOne("during the partition")
+	if s := nodeState(t, old); s.State == "leader" || s.CommitIndex > oldCommit {
+		t.Fatalf("the isolated node is %s with commit index %d (%d when cut): it must neither lead nor commit", s.State, s.CommitIndex, oldCommit)
+	}
+	if old.Ready() {
+		t.Fatalf("the isolated node %s answers ready while %s leads", old.ID, leader.ID)
+	}
+
+	e.cluster.Net().Heal()
+	waitConverged(t, e.cluster, 60*time.Second)
+	if s := nodeState(t, old); s.State != "follower" {
+		t.Fatalf("healed, the old leader %s is %s; want follower", old.ID, s.State)
+	}
+	for _, id := range []string{before, during} {
+		e.waitStatus(id, sIdle, 30*time.Second)
+	}
+	e.serveOne("after the heal")
+	waitConverged(t, e.cluster, 60*time.Second)
+	t.Logf("new leader %s; the old leader %s rejoined as a follower at the same applied index", leader.ID, old.ID)
+}
