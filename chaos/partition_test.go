@@ -39,7 +39,7 @@ func newNetEnv(t *testing.T, terms string) (*env, map[*Node]string) {
 		t.Fatal(err)
 	}
 	e.waitReady()
-	conn, err := client.Dial(c.Target())
+	conn, err := client.Dial(c.Target(), c.DialOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +134,64 @@ func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 	e.serveOne("after the heal")
 	waitConverged(t, e.cluster, 60*time.Second)
 	t.Logf("new leader %s; the old leader %s rejoined as a follower at the same applied index", leader.ID, old.ID)
+}
+
+// followerOf returns a node other than leader.
+func followerOf(c *Cluster, leader *Node) *Node {
+	for _, n := range c.Nodes {
+		if n != leader {
+			return n
+		}
+	}
+	return nil
+}
+
+// One-way cuts between a follower and the leader do not stop the cluster.
+// Cut(follower, leader) drops only what the follower sends on its own
+// connections (nothing while it follows). Cut(leader, follower) starves
+// the follower of heartbeats: it asks for pre-votes, which the leader and
+// the other follower refuse while they hear a leader, so the leader keeps
+// its term and the cluster keeps serving. Healed, the follower catches up.
+func TestPartition_OneWayCutsKeepTheLeader(t *testing.T) {
+	e, _ := newNetEnv(t, "")
+	e.startWorker("")
+	leader := e.leader()
+	term := nodeState(t, leader).Term
+	f := followerOf(e.cluster, leader)
+	net := e.cluster.Net()
+	t.Cleanup(net.Heal)
+
+	net.Cut(f.ID, leader.ID)
+	e.serveOne("follower to leader cut")
+	net.Heal()
+	net.Cut(leader.ID, f.ID)
+	t.Logf("cut %s→%s, then %s→%s", f.ID, leader.ID, leader.ID, f.ID)
+	waitUntil(t, 60*time.Second, f.ID+" to campaign without heartbeats", func() bool { return nodeState(t, f).State == "candidate" })
+	for i := range 3 {
+		e.serveOne(fmt.Sprintf("leader to follower cut %d", i))
+	}
+	if s := nodeState(t, leader); s.State != "leader" || s.Term != term {
+		t.Fatalf("under one-way cuts the leader %s is %s in term %d (was leader in term %d)", leader.ID, s.State, s.Term, term)
+	}
+	net.Heal()
+	waitConverged(t, e.cluster, 60*time.Second)
+}
+
+// Latency on the links between the leader and one follower (both ways)
+// slows that follower, not the cluster: sessions are served, and with the
+// latency removed every node converges.
+func TestPartition_LatencyOnOneLinkKeepsServing(t *testing.T) {
+	e, _ := newNetEnv(t, "")
+	e.startWorker("")
+	leader := e.leader()
+	f := followerOf(e.cluster, leader)
+	net := e.cluster.Net()
+	net.Latency(leader.ID, f.ID, 200*time.Millisecond)
+	net.Latency(f.ID, leader.ID, 200*time.Millisecond)
+	for i := range 3 {
+		e.serveOne(fmt.Sprintf("slow link %d", i))
+	}
+	net.Latency(leader.ID, f.ID, 0)
+	net.Latency(f.ID, leader.ID, 0)
+	waitConverged(t, e.cluster, 60*time.Second)
 }
