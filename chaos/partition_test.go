@@ -1,10 +1,13 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -55,6 +58,24 @@ func (e *env) serveOne(msg string) string {
 	return id
 }
 
+// raftState asks one node of c for its own raft view, over c's TLS and
+// token when they are on.
+func raftState(t *testing.T, c *Cluster, n *Node) *dexv1.NodeStateResponse {
+	t.Helper()
+	conn, err := grpc.NewClient(n.GRPCAddr, append([]grpc.DialOption{c.Creds()}, c.tokenOptions()...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := dexv1.NewAdminServiceClient(conn).NodeState(ctx, &dexv1.NodeStateRequest{})
+	if err != nil {
+		t.Fatalf("%s NodeState: %v", n.ID, err)
+	}
+	return r
+}
+
 // converged reports whether every node applied the same index in the same
 // term under the same leader.
 func converged(t *testing.T, c *Cluster) (bool, string) {
@@ -62,7 +83,7 @@ func converged(t *testing.T, c *Cluster) (bool, string) {
 	var desc string
 	same := true
 	for _, n := range c.Nodes {
-		s := nodeState(t, n)
+		s := raftState(t, c, n)
 		desc += fmt.Sprintf(" %s:%s term %d applied %d leader %q;", n.ID, s.State, s.Term, s.AppliedIndex, s.LeaderId)
 		if first == nil {
 			first = s
@@ -99,7 +120,7 @@ func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 	before := e.serveOne("before the partition")
 
 	old := e.leader()
-	oldCommit := nodeState(t, old).CommitIndex
+	oldCommit := raftState(t, e.cluster, old).CommitIndex
 	e.cluster.Net().Isolate(old.ID)
 	t.Logf("isolated the leader %s", old.ID)
 	t.Cleanup(e.cluster.Net().Heal)
@@ -116,7 +137,7 @@ func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 		return false
 	})
 	during := e.serveOne("during the partition")
-	if s := nodeState(t, old); s.State == "leader" || s.CommitIndex > oldCommit {
+	if s := raftState(t, e.cluster, old); s.State == "leader" || s.CommitIndex > oldCommit {
 		t.Fatalf("the isolated node is %s with commit index %d (%d when cut): it must neither lead nor commit", s.State, s.CommitIndex, oldCommit)
 	}
 	if old.Ready() {
@@ -125,7 +146,7 @@ func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 
 	e.cluster.Net().Heal()
 	waitConverged(t, e.cluster, 60*time.Second)
-	if s := nodeState(t, old); s.State != "follower" {
+	if s := raftState(t, e.cluster, old); s.State != "follower" {
 		t.Fatalf("healed, the old leader %s is %s; want follower", old.ID, s.State)
 	}
 	for _, id := range []string{before, during} {
@@ -156,7 +177,7 @@ func TestPartition_OneWayCutsKeepTheLeader(t *testing.T) {
 	e, _ := newNetEnv(t, "")
 	e.startWorker("")
 	leader := e.leader()
-	term := nodeState(t, leader).Term
+	term := raftState(t, e.cluster, leader).Term
 	f := followerOf(e.cluster, leader)
 	net := e.cluster.Net()
 	t.Cleanup(net.Heal)
@@ -166,11 +187,11 @@ func TestPartition_OneWayCutsKeepTheLeader(t *testing.T) {
 	net.Heal()
 	net.Cut(leader.ID, f.ID)
 	t.Logf("cut %s→%s, then %s→%s", f.ID, leader.ID, leader.ID, f.ID)
-	waitUntil(t, 60*time.Second, f.ID+" to campaign without heartbeats", func() bool { return nodeState(t, f).State == "candidate" })
+	waitUntil(t, 60*time.Second, f.ID+" to campaign without heartbeats", func() bool { return raftState(t, e.cluster, f).State == "candidate" })
 	for i := range 3 {
 		e.serveOne(fmt.Sprintf("leader to follower cut %d", i))
 	}
-	if s := nodeState(t, leader); s.State != "leader" || s.Term != term {
+	if s := raftState(t, e.cluster, leader); s.State != "leader" || s.Term != term {
 		t.Fatalf("under one-way cuts the leader %s is %s in term %d (was leader in term %d)", leader.ID, s.State, s.Term, term)
 	}
 	net.Heal()

@@ -21,9 +21,9 @@ func TestSlowDisk_SlowsOneNodeAndLosesNothing(t *testing.T) {
 	if err := SetFailpoint(fpHTTP[f], FailpointSlowDisk, `sleep("15s")`); err != nil {
 		t.Fatal(err)
 	}
-	stuckAt := nodeState(t, f).AppliedIndex
+	stuckAt := raftState(t, e.cluster, f).AppliedIndex
 	e.serveOne("while the disk stalls")
-	if ls, fs := nodeState(t, leader), nodeState(t, f); fs.AppliedIndex != stuckAt || ls.AppliedIndex <= stuckAt {
+	if ls, fs := raftState(t, e.cluster, leader), raftState(t, e.cluster, f); fs.AppliedIndex != stuckAt || ls.AppliedIndex <= stuckAt {
 		t.Fatalf("while %s's log write sleeps it applied %d (was %d) and the leader %d: want %s stuck and the leader ahead", f.ID, fs.AppliedIndex, stuckAt, ls.AppliedIndex, f.ID)
 	}
 

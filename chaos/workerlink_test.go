@@ -31,6 +31,9 @@ func TestWorkerLink_CutWorkerFinishesOrIsRetried(t *testing.T) {
 	if err := os.WriteFile(o.Script, []byte(workerLinkScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if o.Token, err = e.cluster.WorkerToken(e.ctx(30*time.Second), o.Name); err != nil {
+		t.Fatal(err)
+	}
 	w := NewWorker(o)
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
