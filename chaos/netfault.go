@@ -12,8 +12,14 @@ import (
 // goes through its own TCP proxy (the chaos build of dexd dials the proxy
 // instead of the peer, see DEX_CHAOS_RAFT_ROUTES), so each link can be cut
 // or slowed on its own. Node names are Node.ID ("n1", "n2", ...). A cut
-// drops new connections and closes open ones; hashicorp/raft redials, so
-// Heal restores the link without restarting anything.
+// closes open connections and holds new ones silent; hashicorp/raft
+// redials, so Heal restores the link without restarting anything. Only
+// raft traffic is routed: the nodes' gRPC calls to each other (join,
+// address registration, Status) are not cut.
+//
+// A raft connection carries the dialer's requests and their replies, so a
+// one-way Cut(from, to) stops from's appends/votes to `to` (and their
+// answers) while to's own requests to from still flow.
 type Network interface {
 	// Cut drops node from's raft traffic to node to (one way: to's
 	// traffic to from still flows).
