@@ -1109,6 +1109,24 @@ func rowAnyToolBeforeHeartbeat(e *cellEnv) error {
 			return err
 		}
 		struck[t.what] = h.Step
+		// The long-running build's start may run beside the read, released
+		// (it is not a target here): once claimed, let it end first, or a
+		// strike that catches it mid-run repeats it, as an idempotent write
+		// may, and the row's "the task started once" would blame the read's
+		// fault.
+		if t.what == "the read" {
+			if _, err := e.waitFor(id, "the build's start ended before the strike", waitShort, func(r *dexv1.GetSessionResponse) bool {
+				for _, st := range stepsBy(r, kindCallTool, "build") {
+					n := len(st.Attempts)
+					if st.Status != stepDone && n > 0 && st.Attempts[n-1].ClaimedAtMs != 0 {
+						return false // claimed, so running: let it end
+					}
+				}
+				return true
+			}); err != nil {
+				return err
+			}
+		}
 		if err := e.strikeWith(strikeOpts{nextWorker: holds}); err != nil {
 			return err
 		}
