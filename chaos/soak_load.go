@@ -49,6 +49,7 @@ const soakScript = `{
       {"tool_calls": [{"tool": "save_note", "arguments": {"note": "{{message}}", "fail_attempts": 1}},
                       {"tool": "lookup", "arguments": {"q": "{{message}}", "fail_attempts": 1}},
                       {"tool": "send_email", "arguments": {"body": "{{message}}", "error_result": true}}]},
+      {"tool_calls": [{"tool": "send_email", "arguments": {"body": "again {{message}}", "fail_attempts": 1}}]},
       {"text": "Retried."}]},
     {"match": "calc", "prefix": true, "outputs": [
       {"inline": [{"tool": "calc", "arguments": {"a": 2, "b": 3, "op": "*"}}], "text": "Six."}]}
