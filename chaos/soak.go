@@ -187,12 +187,13 @@ func (s *soaker) setUp(ctx context.Context) error {
 		return err
 	}
 	bin := s.o.BinDir
-	if dir, err := ChaosDexd(s.o.BinDir); err == nil {
-		bin = dir
+	chaosDir, chaosErr := ChaosDexd(s.o.BinDir)
+	if chaosErr == nil {
+		bin = chaosDir
 	}
 	copts := ClusterOptions{BinDir: bin, Dir: s.dir, Args: ClusterArgs}
 	var netOf func(*Cluster) SoakNet
-	if soakNetwork != nil {
+	if soakNetwork != nil && chaosErr == nil { // only the chaos build follows the proxies' routes
 		netOf = soakNetwork(&copts)
 	}
 	c, err := NewCluster(copts)
@@ -456,6 +457,9 @@ func (s *soaker) stopAll() {
 	}
 	if s.cluster != nil {
 		s.cluster.StopAll()
+	}
+	if c, ok := s.net.(interface{ Close() }); ok {
+		c.Close()
 	}
 	if s.conn != nil {
 		s.conn.Close()

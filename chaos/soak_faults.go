@@ -50,7 +50,8 @@ type SoakNet interface {
 
 // soakNetwork, when set, builds the cluster with its network fault layer
 // (it may change the options) and returns the layer once the cluster is
-// made. Without it the network kinds are not drawn.
+// made; it is used only with the chaos build of dexd, which follows the
+// layer's proxies. Without it the network kinds are not drawn.
 var soakNetwork func(o *ClusterOptions) func(*Cluster) SoakNet
 
 // Fault is one scheduled fault.
