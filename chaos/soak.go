@@ -460,6 +460,7 @@ func (s *soaker) stopAll() {
 	}
 	if c, ok := s.net.(interface{ Close() }); ok {
 		c.Close()
+		s.net = nil
 	}
 	if s.conn != nil {
 		s.conn.Close()
