@@ -5,7 +5,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos takeover
+.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos takeover soak
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -45,6 +45,13 @@ bench-scale:
 chaos: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report $(CHAOSFLAGS)
+
+# The soak (docs: README "Soak"): 3 minutes of mixed load under faults drawn
+# from a fixed seed, then the checker. SOAKFLAGS="--duration 1h --seed 7".
+# Report: soak-report/soak.md.
+soak: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	$(BIN)/dexchaos soak --bin $(BIN) --out soak-report --duration 3m --seed 1 $(SOAKFLAGS)
 
 # Takeover time as users get it (default flags): KILLS leader SIGKILLs
 # through dex:/// and through HAProxy (TARGET=dex|haproxy|both).

@@ -4,6 +4,7 @@
 //	dexchaos matrix --out DIR [--column NAME]... [--row PATTERN] [--bin DIR] [--parallel N]
 //	dexchaos matrix --list [--column NAME]... [--row PATTERN]
 //	dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
+//	dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR]
        dexchaos matrix --list [--column NAME] [--row PATTERN]
        dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
+       dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
 
 Runs every cell of the crash matrix (docs/crash-matrix.md): each row's moment against each
 column's fault, on a fresh 3-node dexd cluster with dexworker processes,
@@ -33,6 +35,8 @@ and writes DIR/matrix.md and DIR/matrix.json. Prints one line per cell as
 it runs; exits 1 when a cell fails, 2 on bad usage.
 
 takeover measures leader SIGKILLs (dexchaos takeover --help).
+soak runs a seeded random fault schedule under load and checks the run
+(dexchaos soak --help).
 
 Columns: worker-kill, server-restart, takeover, leader-pause, takeover-dex.
 --row matches the regular expression against "Step | Moment".
@@ -67,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			return nil, flag.ErrHelp
 		}
-		return nil, errors.New("the command is: dexchaos matrix or dexchaos takeover")
+		return nil, errors.New("the command is: dexchaos matrix, dexchaos takeover or dexchaos soak")
 	}
 	c := &config{}
 	fs := flag.NewFlagSet("dexchaos matrix", flag.ContinueOnError)
@@ -139,6 +143,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "takeover" {
 		return runTakeover(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "soak" {
+		return runSoak(args[1:], stdout, stderr)
 	}
 	c, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -1,0 +1,16 @@
+//go:build soakdefect
+
+package fsm
+
+import dexv1 "github.com/dexhq/dex/api/dexv1"
+
+// A deliberately broken build (go build -tags soakdefect) that shows the
+// soak's checker at work: a single-attempt tool's Step gets three
+// attempts, so a failed attempt runs its side effect again. Never ship it.
+func init() {
+	for _, k := range kindTable {
+		if k.Kind == dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL {
+			k.Attempts = func(*dexv1.ToolSpec) uint32 { return 3 }
+		}
+	}
+}
