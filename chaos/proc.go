@@ -222,6 +222,9 @@ type ClusterOptions struct {
 	// TLS, when set, runs the nodes with mutual TLS on gRPC and raft;
 	// without it DEX_CHAOS_TLS=1 makes a PKI in Dir/tls.
 	TLS *PKI
+	// NetFaults routes every raft link through a proxy of the harness so
+	// Net() can cut and slow links (needs the chaos build of dexd).
+	NetFaults bool
 }
 
 // Cluster is a set of dexd processes on loopback.
@@ -230,6 +233,7 @@ type Cluster struct {
 	opts  ClusterOptions
 	// AdminToken is the bootstrap admin secret when ACLs are on.
 	AdminToken string
+	net        *netFaults
 }
 
 // NewCluster prepares (but does not start) a cluster on free ports.
@@ -272,6 +276,11 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 		}, append(append([]string{}, opts.Args...), aclArgs...)...)
 		if opts.TLS != nil {
 			n.Args = append(n.Args, Args(opts.TLS.NodeFiles())...)
+		}
+	}
+	if opts.NetFaults {
+		if c.net, err = newNetFaults(c.Nodes); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil

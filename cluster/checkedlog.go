@@ -109,6 +109,7 @@ func (c *CheckedLogStore) StoreLog(l *raft.Log) error {
 // StoreLogs stores entries with their checksums. raft keeps the entries it
 // passes, so they are copied rather than changed.
 func (c *CheckedLogStore) StoreLogs(logs []*raft.Log) error {
+	beforeStoreLogs()
 	sealed := make([]raft.Log, len(logs))
 	ptrs := make([]*raft.Log, len(logs))
 	for i, l := range logs {

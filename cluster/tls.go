@@ -15,13 +15,13 @@ import (
 // certificate must name the host of addr) when peerTLS is set.
 func dialRaft(peerTLS *tlsconf.Store, addr string, timeout time.Duration) (net.Conn, error) {
 	if peerTLS == nil {
-		return net.DialTimeout("tcp", addr, timeout)
+		return net.DialTimeout("tcp", raftDialAddr(addr), timeout)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", addr, peerTLS.ClientConfig(host))
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", raftDialAddr(addr), peerTLS.ClientConfig(host))
 }
 
 // DialCredentials are the credentials of this node's gRPC calls to other
