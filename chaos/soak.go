@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -122,6 +123,13 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		return rep, err
 	}
 	rep.Kinds = o.Kinds
+	for _, k := range rep.Kinds {
+		if s.net == nil && slices.Contains(NetFaults, k) {
+			err := fmt.Errorf("fault kind %s needs the network fault layer and the chaos build of dexd", k)
+			rep.Err = err.Error()
+			return rep, err
+		}
+	}
 	if len(rep.Kinds) == 0 {
 		rep.Kinds = append([]string(nil), NodeFaults...)
 		if s.net != nil {

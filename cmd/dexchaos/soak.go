@@ -9,13 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dexhq/dex/chaos"
 )
 
-const soakUsage = `usage: dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
+const soakUsage = `usage: dexchaos soak --duration D --seed S [--out DIR] [--bin DIR] [--faults KIND,...]
 
 Runs 3 dexd and a few dexworkers (scripted models: every tool policy,
 approvals, questions, timers, polled tools, failing attempts, model
@@ -23,7 +25,8 @@ errors, compaction) under a steady mixed load from several clients, while
 faults drawn from the seed strike at random moments: SIGKILL of one node,
 of the leader, of two nodes, of every node (restarted on their data dirs),
 SIGSTOP of the leader or a follower, Worker kills and pauses, leadership
-transfers (and partitions when the harness's network layer is wired in).
+transfers (and partitions when the harness's network layer is wired in:
+isolate-leader, isolate-follower, one-way, slow-link).
 The same seed draws the same faults. Then every fault is healed, the
 cluster quiesces and the checker judges the run: acknowledged writes
 present, executions within each tool's policy and each Step's attempts,
@@ -40,6 +43,7 @@ type soakConfig struct {
 	seed             uint64
 	out, bin, tmp    string
 	clients, workers int
+	faults           listFlag
 }
 
 func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
@@ -57,6 +61,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.StringVar(&c.tmp, "tmp", "", "directory for the data dirs and logs (default the system's)")
 	fs.IntVar(&c.clients, "clients", 4, "client goroutines")
 	fs.IntVar(&c.workers, "workers", 3, "dexworker processes")
+	fs.Var(&c.faults, "faults", "draw only these fault kinds (comma-separated; default all the harness can do)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -68,6 +73,12 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	}
 	if c.clients < 1 || c.workers < 1 {
 		return nil, errors.New("--clients and --workers must be at least 1")
+	}
+	known := append(append([]string(nil), chaos.NodeFaults...), chaos.NetFaults...)
+	for _, f := range c.faults {
+		if !slices.Contains(known, f) {
+			return nil, fmt.Errorf("unknown fault kind %q (known: %s)", f, strings.Join(known, ", "))
+		}
 	}
 	return c, nil
 }
@@ -96,7 +107,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	rep, err := chaos.RunSoak(ctx, chaos.SoakOptions{
 		BinDir: c.bin, Out: c.out, TmpDir: c.tmp, Duration: c.duration, Seed: c.seed,
-		Clients: c.clients, Workers: c.workers, Progress: stdout,
+		Clients: c.clients, Workers: c.workers, Progress: stdout, Kinds: c.faults,
 	})
 	if rep != nil {
 		if werr := chaos.WriteSoakReport(c.out, rep); werr != nil {

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestSoakFlagsRefuseWhatCannotRun(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "1s"}, "--duration must be at least 10s"},
+		{[]string{"--faults", "kill-leader,meteor"}, `unknown fault kind "meteor"`},
+		{[]string{"--clients", "0"}, "--clients and --workers must be at least 1"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(append([]string{"soak"}, c.args...), &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}
+
+func TestSoakFlags(t *testing.T) {
+	c, err := parseSoakFlags([]string{"--duration", "1h", "--seed", "7", "--faults", "kill-leader,transfer"}, &bytes.Buffer{})
+	if err != nil || c.duration.Hours() != 1 || c.seed != 7 || len(c.faults) != 2 {
+		t.Fatalf("%+v, %v", c, err)
+	}
+}
