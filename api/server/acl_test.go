@@ -3,15 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -40,40 +37,7 @@ func aclNode(t *testing.T) (*cluster.Node, *Server, *grpc.ClientConn) {
 // aclNodeWith is aclNode for a node that calls other nodes with nodeToken.
 func aclNodeWith(t *testing.T, nodeToken string) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
-	raftAddr, grpcAddr := freeAddr(t), freeAddr(t)
-	node, err := cluster.Open(cluster.Config{
-		ID: "n1", DataDir: t.TempDir(), RaftAddr: raftAddr, GRPCAddr: grpcAddr,
-		Peers:            []cluster.Peer{{ID: "n1", RaftAddr: raftAddr}},
-		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", grpcAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(node, zap.NewNop(), Options{ACL: true, NodeToken: nodeToken, Dispatch: noTasks{}, Leases: noLeases{}})
-	go srv.Serve(lis)
-	t.Cleanup(func() {
-		srv.Stop(time.Second)
-		_ = node.Shutdown()
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if ok, _ := node.Ready(); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node never became ready")
-		}
-	}
-	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return node, srv, conn
+	return serveSingleNode(t, Options{ACL: true, NodeToken: nodeToken, Dispatch: noTasks{}, Leases: noLeases{}})
 }
 
 // addToken records a token with a known secret straight through Raft.

@@ -33,6 +33,15 @@ func freeAddr(t *testing.T) string {
 // returns the node and a SessionService client of it.
 func singleNode(t *testing.T) (*cluster.Node, dexv1.SessionServiceClient) {
 	t.Helper()
+	node, _, conn := serveSingleNode(t, Options{})
+	return node, dexv1.NewSessionServiceClient(conn)
+}
+
+// serveSingleNode starts a one-node cluster with a server of opts on
+// loopback, waits until it is ready and returns the node, the server and a
+// plaintext channel to it; all stop when the test ends.
+func serveSingleNode(t *testing.T, opts Options) (*cluster.Node, *Server, *grpc.ClientConn) {
+	t.Helper()
 	raftAddr, grpcAddr := freeAddr(t), freeAddr(t)
 	node, err := cluster.Open(cluster.Config{
 		ID: "n1", DataDir: t.TempDir(), RaftAddr: raftAddr, GRPCAddr: grpcAddr,
@@ -47,7 +56,7 @@ func singleNode(t *testing.T) (*cluster.Node, dexv1.SessionServiceClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(node, zap.NewNop())
+	srv := New(node, zap.NewNop(), opts)
 	go srv.Serve(lis)
 	t.Cleanup(func() {
 		srv.Stop(time.Second)
@@ -66,7 +75,7 @@ func singleNode(t *testing.T) (*cluster.Node, dexv1.SessionServiceClient) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return node, dexv1.NewSessionServiceClient(conn)
+	return node, srv, conn
 }
 
 func TestWatchSession_FromADroppedPositionIsOutOfRangeWithTheFirstKept(t *testing.T) {
