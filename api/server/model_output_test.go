@@ -15,26 +15,9 @@ import (
 // A model output with a tool call that has no call id, or two calls with one
 // id, is refused before anything is logged, and the attempt is left as it was.
 func TestReportTask_RefusesToolCallsWithoutUniqueCallIDs(t *testing.T) {
-	node, c := singleNode(t)
+	node, ref := runningModelAttempt(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", RunsModel: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: "s", Message: "go"}); err != nil {
-		t.Fatal(err)
-	}
-	queued := node.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED)
-	if len(queued) != 1 {
-		t.Fatalf("%d queued steps; want the RunModel", len(queued))
-	}
-	res, err := node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
-		StepId: queued[0].Id, Attempt: 1, WorkerId: "w1", Epoch: node.Epoch(),
-	}}})
-	if err != nil || res.Err != nil {
-		t.Fatalf("start: %v %v", err, res.Err)
-	}
-	ref := &dexv1.AttemptRef{StepId: queued[0].Id, Attempt: 1, Token: res.Attempt.Token, Seq: 1}
 	w := NewWorkers(node, nil, noLeases{}, WorkerTiming{})
 	output := func(calls ...*dexv1.ToolCall) *dexv1.ReportTaskRequest {
 		return &dexv1.ReportTaskRequest{Ref: ref, Result: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{
