@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,12 +36,23 @@ func FreeAddr() (string, error) {
 var handedOut sync.Map
 
 // FreeAddrs returns n distinct loopback addresses whose ports were free a
-// moment ago and were never returned before by this process.
+// moment ago and were never returned before by this process. The ports lie
+// below the kernel's ephemeral range when there is room: a node restarted
+// on its port must find it free, and a port from that range can meanwhile
+// be taken as the local end of any outgoing connection (a Worker's, a
+// proxy's), which makes the restart fail with "address already in use".
 func FreeAddrs(n int) ([]string, error) {
 	var addrs []string
-	for len(addrs) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(addrs) < n; tries++ {
+		port := 0
+		if lo, hi := stablePortRange(); hi > lo && tries < 1000 {
+			port = lo + rand.IntN(hi-lo)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
+			if port != 0 {
+				continue // taken; draw again
+			}
 			return nil, err
 		}
 		addr := l.Addr().String()
@@ -49,6 +62,24 @@ func FreeAddrs(n int) ([]string, error) {
 		}
 	}
 	return addrs, nil
+}
+
+// stablePortRange is [10000, start of the ephemeral range), or an empty
+// range when the ephemeral range starts too low to leave room.
+func stablePortRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 0, 0
+	}
+	start, err := strconv.Atoi(f[0])
+	if err != nil || start < 12000 {
+		return 0, 0
+	}
+	return 10000, start
 }
 
 // Proc is one supervised process.
