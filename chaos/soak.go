@@ -314,8 +314,40 @@ func (s *soaker) healAll(ctx context.Context) error {
 			return err
 		}
 	}
-	_, err := s.leader(ctx)
-	return err
+	if _, err := s.leader(ctx); err != nil {
+		return err
+	}
+	return s.everyNodeServes(ctx)
+}
+
+// everyNodeServes waits until every node answers; a node whose process
+// ended on its own is named with the end of its log.
+func (s *soaker) everyNodeServes(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := s.appliedIndexes(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%v%s", err, s.deadNodes())
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// deadNodes describes the nodes whose process is not running: how it
+// ended and the last lines it wrote.
+func (s *soaker) deadNodes() string {
+	var b strings.Builder
+	for _, n := range s.cluster.Nodes {
+		if !n.Running() {
+			fmt.Fprintf(&b, "\n%s is not running (%v); its log ends:\n%s", n.ID, n.ExitErr(), tail(n.Log(), 8))
+		}
+	}
+	return b.String()
 }
 
 // quiesceWait bounds the wait for every session to come to rest.
@@ -417,7 +449,7 @@ func (s *soaker) digests(ctx context.Context) (map[string]string, uint64, error)
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, fmt.Errorf("the nodes' applied indexes never met: %v (%v)", idx, err)
+			return nil, 0, fmt.Errorf("the nodes' applied indexes never met: %v (%v)%s", idx, err, s.deadNodes())
 		}
 		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return nil, 0, err
