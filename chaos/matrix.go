@@ -120,6 +120,8 @@ type MatrixOptions struct {
 	TmpDir string
 	// KeepLogs keeps every cell's logs, not only a failed cell's.
 	KeepLogs bool
+	// Worker is the demo Worker's language (WorkerLanguages; default go).
+	Worker string
 }
 
 // SelectCells lists the cells of the options' columns and rows, in report

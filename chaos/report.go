@@ -17,6 +17,8 @@ type Report struct {
 	Wall    time.Duration
 	// Target: what the Workers used to reach the cluster.
 	Target string
+	// Worker: the demo Worker's language ("" is go).
+	Worker string
 }
 
 // ColumnSummary counts one column's results.
@@ -151,6 +153,9 @@ func (r Report) Markdown() string {
 	}
 	if r.Target != "" {
 		fmt.Fprintf(&b, "- Workers' target: %s\n", r.Target)
+	}
+	if r.Worker != "" && r.Worker != "go" {
+		fmt.Fprintf(&b, "- Workers: the %s library's demo Worker\n", r.Worker)
 	}
 	fmt.Fprintf(&b, "- Cells: %d pass, %d fail, %d n/a of %d\n", s.Pass, s.Fail, s.NA, s.Total)
 	if s.Takeovers > 0 {

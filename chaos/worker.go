@@ -32,6 +32,9 @@ type WorkerOptions struct {
 	Token string
 	// TLS, when set, gives the Worker the PKI's client certificate.
 	TLS *PKI
+	// Lang picks the demo Worker's library: go (default), python or
+	// typescript (WorkerLanguages).
+	Lang string
 }
 
 // NewWorker prepares (but does not start) a dexworker.
@@ -48,7 +51,7 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	args = append(args, o.Args...)
 	w := &Worker{
-		Proc:   Proc{Name: o.Name, Bin: filepath.Join(o.BinDir, "dexworker"), Args: args, LogPath: filepath.Join(o.Dir, o.Name+".log")},
+		Proc:   Proc{Name: o.Name, Bin: WorkerBinary(o.BinDir, o.Lang), Args: args, LogPath: filepath.Join(o.Dir, o.Name+".log")},
 		Ledger: o.Ledger,
 	}
 	if o.Token != "" {

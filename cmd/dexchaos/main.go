@@ -24,7 +24,7 @@ import (
 	"github.com/dexhq/dex/chaos"
 )
 
-const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR]
+const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR] [--worker LANG]
        dexchaos matrix --list [--column NAME] [--row PATTERN]
        dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
        dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
@@ -42,6 +42,8 @@ Columns: worker-kill, server-restart, takeover, leader-pause, takeover-dex.
 --row matches the regular expression against "Step | Moment".
 --bin holds dexd and dexworker; a dexd built with -tags chaos in BIN/chaos
 runs the failpoint cells (without it they are n/a).
+--worker go|python|typescript runs that library's demo Worker (BIN/dexworker,
+BIN/dexworker-python, BIN/dexworker-typescript: make build writes them).
 
 Flags:
 `
@@ -60,6 +62,7 @@ func (l *listFlag) Set(s string) error {
 
 type config struct {
 	out, row, bin, tmp string
+	worker             string
 	columns            listFlag
 	list, keep         bool
 	parallel           int
@@ -88,7 +91,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.parallel, "parallel", 1, "cells run at once")
 	fs.BoolVar(&c.keep, "keep-logs", false, "keep every cell's logs in OUT/logs (a failed cell's are always kept in OUT/failed)")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for the cells' data dirs (default the system's)")
+	fs.StringVar(&c.worker, "worker", "go", "the demo Worker's library: "+strings.Join(chaos.WorkerLanguages, ", "))
 	if err := fs.Parse(args[1:]); err != nil {
+		return nil, err
+	}
+	if err := chaos.CheckWorkerLanguage(c.worker); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -170,6 +177,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dexchaos: %v (build them: make build, then go build -tags chaos -o %s/chaos/ ./cmd/dexd)\n", err, c.bin)
 		return 2
 	}
+	if err := chaos.CheckWorkerBinary(c.bin, c.worker); err != nil {
+		fmt.Fprintln(stderr, "dexchaos:", err)
+		return 2
+	}
 	if _, err := chaos.ChaosDexd(c.bin); err != nil {
 		fmt.Fprintf(stderr, "dexchaos: no chaos build of dexd, the failpoint cells are n/a: %v\n", err)
 	}
@@ -184,12 +195,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stdout, "dexchaos: %d cells, Workers' target: %s\n", len(cells), chaos.Balancer())
+	fmt.Fprintf(stdout, "dexchaos: %d cells, %s Workers, their target: %s\n", len(cells), c.worker, chaos.Balancer())
 	start := time.Now()
 	results := chaos.RunMatrix(ctx, chaos.MatrixOptions{
 		BinDir: c.bin, Out: c.out, Progress: stdout, Parallel: c.parallel, TmpDir: c.tmp, KeepLogs: c.keep,
+		Worker: c.worker,
 	}, cells)
-	rep := chaos.Report{Cells: results, Started: start, Wall: time.Since(start), Target: chaos.Balancer()}
+	rep := chaos.Report{Cells: results, Started: start, Wall: time.Since(start), Target: chaos.Balancer(), Worker: c.worker}
 	if err := chaos.WriteReport(c.out, rep); err != nil {
 		fmt.Fprintln(stderr, "dexchaos: report:", err)
 		return 1
