@@ -214,6 +214,8 @@ func checkLedger(in CheckInput, res *CheckResult, add func(kind, session, format
 			add(VUnclaimedExec, e.Session, "%s ran as attempt %d of step %s by %s: the attempt was handed to %q", e.Tool, e.Attempt, e.Step, e.Worker, at.WorkerId)
 		case at.ClaimedAtMs == 0:
 			add(VUnclaimedExec, e.Session, "%s ran as attempt %d of step %s: the attempt was never claimed", e.Tool, e.Attempt, e.Step)
+		case e.Epoch != 0 && e.Epoch != at.Epoch:
+			add(VUnclaimedExec, e.Session, "%s ran as attempt %d of step %s handed under epoch %d: the attempt was committed under epoch %d", e.Tool, e.Attempt, e.Step, e.Epoch, at.Epoch)
 		}
 		one := fmt.Sprintf("%s/%d/%s/%s", e.Step, e.Attempt, e.Kind, e.CallID)
 		perAttempt[one]++

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func cleanInput() CheckInput {
 		{Client: 0, Kind: OpSend, Session: "s1", Key: "k3", Call: 80, Return: 90, Answer: AnsUnknown, Code: "Unavailable"},
 	}
 	mail := &dexv1.Step{Id: "st-mail", SessionId: "s1", Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, CallId: "call-2-1", Tool: "send_email", MaxAttempts: 1,
-		Status: dexv1.StepStatus_STEP_STATUS_DONE, Attempts: []*dexv1.Attempt{{N: 1, WorkerId: "w1-1", ClaimedAtMs: 5}}}
+		Status: dexv1.StepStatus_STEP_STATUS_DONE, Attempts: []*dexv1.Attempt{{N: 1, WorkerId: "w1-1", Epoch: 3, ClaimedAtMs: 5}}}
 	final := &dexv1.GetSessionResponse{
 		Session: &dexv1.Session{Id: "s1", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, History: []*dexv1.HistoryEntry{
 			{Seq: 1, Kind: dexv1.HistoryKind_HISTORY_KIND_USER, MessageId: "k1"},
@@ -33,7 +34,7 @@ func cleanInput() CheckInput {
 		}},
 		Steps: []*dexv1.Step{mail},
 	}
-	ledger := []LedgerEntry{{Session: "s1", CallID: "call-2-1", Tool: "send_email", Attempt: 1, Step: "st-mail", Kind: "tool", Worker: "w1-1", IdempotencyKey: "dex:s1:call-2-1"}}
+	ledger := []LedgerEntry{{Session: "s1", CallID: "call-2-1", Tool: "send_email", Attempt: 1, Step: "st-mail", Kind: "tool", Worker: "w1-1", Epoch: 3, IdempotencyKey: "dex:s1:call-2-1"}}
 	return CheckInput{Ops: ops, Ledger: ledger, Final: map[string]*dexv1.GetSessionResponse{"s1": final},
 		Digests: map[string]string{"n1": "aa", "n2": "aa", "n3": "aa"}, DigestIndex: 42, LinearizeTimeout: 10 * time.Second}
 }
@@ -70,6 +71,20 @@ func TestCheckReportsAnExecutionOfAnotherWorkersAttempt(t *testing.T) {
 	in.Ledger[0].Worker = "w2-1"
 	if got := kinds(Check(in).Violations); !slices.Equal(got, []string{VUnclaimedExec}) {
 		t.Fatalf("violations %v, want only %s", got, VUnclaimedExec)
+	}
+}
+
+// A task handed by a deposed leader under an older epoch, whose attempt
+// was committed by the next leader under its own, must never have run.
+func TestCheckReportsAnExecutionUnderAnotherEpoch(t *testing.T) {
+	in := cleanInput()
+	in.Ledger[0].Epoch = 2
+	res := Check(in)
+	if got := kinds(res.Violations); !slices.Equal(got, []string{VUnclaimedExec}) {
+		t.Fatalf("violations %v, want only %s", got, VUnclaimedExec)
+	}
+	if d := res.Violations[0].Detail; !strings.Contains(d, "epoch 2") || !strings.Contains(d, "epoch 3") {
+		t.Fatalf("detail %q does not name both epochs", d)
 	}
 }
 

@@ -104,6 +104,8 @@ type LedgerEntry struct {
 	Kind           string `json:"kind"`
 	TaskID         string `json:"task_id"`
 	Worker         string `json:"worker"`
+	// Epoch: the dispatch epoch the Worker's task carried (0: not recorded).
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // ReadLedger reads every complete line of a ledger; a missing file is empty.

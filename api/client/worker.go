@@ -58,6 +58,9 @@ type ToolCall struct {
 	// TaskID is the long-running task to poll (Poll handlers only).
 	TaskID string
 	Access dexv1.ToolAccess
+	// Epoch is the dispatch epoch the attempt was started under (the
+	// lease's fencing token).
+	Epoch uint64
 }
 
 // ToolResult is a tool handler's answer.
@@ -100,6 +103,8 @@ type ModelInput struct {
 	Tools   []*dexv1.ToolSpec
 	// Compact: CompactContext (summarise History).
 	Compact bool
+	// Epoch is the dispatch epoch the attempt was started under.
+	Epoch uint64
 }
 
 // ModelHandler runs RunModel and CompactContext Steps. An error fails the
@@ -589,10 +594,10 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 	in := func() ModelInput {
 		mi := t.GetModelInput()
 		return ModelInput{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), Attempt: attempt,
-			History: mi.GetHistory(), Tools: mi.GetTools(), Compact: mi.GetCompact()}
+			History: mi.GetHistory(), Tools: mi.GetTools(), Compact: mi.GetCompact(), Epoch: t.Epoch}
 	}
 	call := ToolCall{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), CallID: t.CallId, Tool: t.Tool,
-		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access}
+		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access, Epoch: t.Epoch}
 	switch fsm.Kind(t.Kind).Handler {
 	case fsm.HandlerModel:
 		w.hold(HoldBeforeModel, t)

@@ -24,6 +24,8 @@ type LedgerEntry struct {
 	Kind   string `json:"kind,omitempty"`
 	TaskID string `json:"task_id,omitempty"`
 	Worker string `json:"worker,omitempty"`
+	// Epoch: the dispatch epoch the attempt was handed under.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // Ledger appends entries to a file, one JSON line each, fsynced before

@@ -125,7 +125,7 @@ func (d *demoTools) begin(ctx context.Context, c client.ToolCall, tool, kind str
 	_ = json.Unmarshal([]byte(c.Arguments), &a) // arguments are free-form
 	if err := d.ledger.Append(LedgerEntry{
 		Session: c.SessionID, CallID: c.CallID, Tool: tool, Attempt: c.Attempt, IdempotencyKey: c.IdempotencyKey,
-		Step: c.StepID, Kind: kind, TaskID: c.TaskID, Worker: d.worker,
+		Step: c.StepID, Kind: kind, TaskID: c.TaskID, Worker: d.worker, Epoch: c.Epoch,
 	}); err != nil {
 		return a, err
 	}
