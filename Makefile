@@ -46,12 +46,12 @@ chaos: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report $(CHAOSFLAGS)
 
-# The soak (docs: README "Soak"): 3 minutes of mixed load under faults drawn
+# The soak (docs: README "Soak"): 5 minutes of mixed load under faults drawn
 # from a fixed seed, then the checker. SOAKFLAGS="--duration 1h --seed 7".
 # Report: soak-report/soak.md.
 soak: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
-	$(BIN)/dexchaos soak --bin $(BIN) --out soak-report --duration 3m --seed 1 $(SOAKFLAGS)
+	$(BIN)/dexchaos soak --bin $(BIN) --out soak-report --duration 5m --seed 1 $(SOAKFLAGS)
 
 # Takeover time as users get it (default flags): KILLS leader SIGKILLs
 # through dex:/// and through HAProxy (TARGET=dex|haproxy|both).

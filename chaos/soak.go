@@ -38,8 +38,8 @@ type SoakOptions struct {
 	Clients  int // default 4
 	Workers  int // default 3
 	Progress io.Writer
-	// Kinds to draw from (default: NodeFaults, plus NetFaults when the
-	// network fault layer is wired in).
+	// Kinds to draw from (default: NodeFaults, plus NetFaults and
+	// FailpointFaults with the chaos build of dexd).
 	Kinds []string
 }
 
@@ -85,6 +85,10 @@ type soaker struct {
 	wmu     sync.Mutex
 	workers []*Worker
 	starts  int
+	// links: one proxy set per Worker slot, cut by disconnect-worker.
+	links []*WorkerLink
+	// gofail: node id → its failpoint endpoint (chaos build only).
+	gofail map[string]string
 
 	smu      sync.Mutex
 	sessions []string
@@ -124,7 +128,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	}
 	rep.Kinds = o.Kinds
 	for _, k := range rep.Kinds {
-		if s.net == nil && slices.Contains(NetFaults, k) {
+		if s.net == nil && slices.Contains(NetFaults, k) || len(s.gofail) == 0 && slices.Contains(FailpointFaults, k) {
 			err := fmt.Errorf("fault kind %s needs the network fault layer and the chaos build of dexd", k)
 			rep.Err = err.Error()
 			return rep, err
@@ -134,6 +138,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		rep.Kinds = append([]string(nil), NodeFaults...)
 		if s.net != nil {
 			rep.Kinds = append(rep.Kinds, NetFaults...)
+		}
+		if len(s.gofail) > 0 {
+			rep.Kinds = append(rep.Kinds, FailpointFaults...)
 		}
 	}
 	schedule := NewSchedule(o.Seed, rep.Kinds)
@@ -212,6 +219,19 @@ func (s *soaker) setUp(ctx context.Context) error {
 	if netOf != nil {
 		s.net = netOf(c)
 	}
+	if chaosErr == nil {
+		s.gofail = map[string]string{}
+		for _, n := range c.Nodes {
+			addr, err := FreeAddr()
+			if err != nil {
+				return err
+			}
+			if err := SetFailpoints(n, "", addr); err != nil {
+				return err
+			}
+			s.gofail[n.ID] = addr
+		}
+	}
 	if err := c.Start(); err != nil {
 		return err
 	}
@@ -223,6 +243,11 @@ func (s *soaker) setUp(ctx context.Context) error {
 	}
 	s.cl, s.svc, s.admin = client.New(s.conn), dexv1.NewSessionServiceClient(s.conn), dexv1.NewAdminServiceClient(s.conn)
 	for i := 0; i < s.o.Workers; i++ {
+		link, err := NewWorkerLink(c)
+		if err != nil {
+			return err
+		}
+		s.links = append(s.links, link)
 		s.workers = append(s.workers, nil)
 		if err := s.startWorker(i); err != nil {
 			return err
@@ -237,7 +262,7 @@ func (s *soaker) startWorker(i int) error {
 	s.wmu.Lock()
 	s.starts++
 	name := fmt.Sprintf("w%d-%d", i+1, s.starts)
-	w := NewWorker(WorkerOptions{BinDir: s.o.BinDir, Dir: s.dir, Name: name, Target: s.cluster.Target(), Ledger: s.ledger, Script: s.script, TLS: s.cluster.TLS()})
+	w := NewWorker(WorkerOptions{BinDir: s.o.BinDir, Dir: s.dir, Name: name, Target: s.links[i].Target(), Ledger: s.ledger, Script: s.script, TLS: s.cluster.TLS()})
 	s.workers[i] = w
 	s.wmu.Unlock()
 	return w.Start()
@@ -299,6 +324,9 @@ func (s *soaker) progress(ctx context.Context, start time.Time, rep *SoakReport,
 func (s *soaker) healAll(ctx context.Context) error {
 	if s.net != nil {
 		s.net.Heal()
+	}
+	for _, l := range s.links {
+		l.Heal()
 	}
 	for _, n := range s.cluster.Nodes {
 		if n.Running() {
@@ -498,6 +526,10 @@ func (s *soaker) stopAll() {
 	if s.cluster != nil {
 		s.cluster.StopAll()
 	}
+	for _, l := range s.links {
+		l.Close()
+	}
+	s.links = nil
 	if c, ok := s.net.(interface{ Close() }); ok {
 		c.Close()
 		s.net = nil

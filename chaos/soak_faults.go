@@ -17,26 +17,31 @@ import (
 
 // Fault kinds.
 const (
-	FKillNode        = "kill-node"        // SIGKILL one node, restart it on its data dir
-	FKillLeader      = "kill-leader"      // SIGKILL the leader, restart it
-	FKillTwo         = "kill-two"         // SIGKILL two nodes at once, restart them
-	FKillAll         = "kill-all"         // SIGKILL every node, restart them
-	FPauseLeader     = "pause-leader"     // SIGSTOP the leader, SIGCONT after the hold
-	FPauseFollower   = "pause-follower"   // SIGSTOP a follower
-	FKillWorker      = "kill-worker"      // SIGKILL a Worker, start it again
-	FPauseWorker     = "pause-worker"     // SIGSTOP a Worker (no heartbeats), SIGCONT
-	FTransfer        = "transfer"         // leadership transfer through the admin RPC
-	FIsolateLeader   = "isolate-leader"   // partition the leader from both followers
-	FIsolateFollower = "isolate-follower" // partition one follower
-	FOneWay          = "one-way"          // cut the leader's traffic to one follower, one way
-	FSlowLink        = "slow-link"        // latency on the leader's links
+	FKillNode        = "kill-node"         // SIGKILL one node, restart it on its data dir
+	FKillLeader      = "kill-leader"       // SIGKILL the leader, restart it
+	FKillTwo         = "kill-two"          // SIGKILL two nodes at once, restart them
+	FKillAll         = "kill-all"          // SIGKILL every node, restart them
+	FPauseLeader     = "pause-leader"      // SIGSTOP the leader, SIGCONT after the hold
+	FPauseFollower   = "pause-follower"    // SIGSTOP a follower
+	FKillWorker      = "kill-worker"       // SIGKILL a Worker, start it again
+	FPauseWorker     = "pause-worker"      // SIGSTOP a Worker (no heartbeats), SIGCONT
+	FTransfer        = "transfer"          // leadership transfer through the admin RPC
+	FIsolateLeader   = "isolate-leader"    // partition the leader from both followers
+	FIsolateFollower = "isolate-follower"  // partition one follower
+	FOneWay          = "one-way"           // cut the leader's traffic to one follower, one way
+	FSlowLink        = "slow-link"         // latency on the leader's links
+	FDisconnect      = "disconnect-worker" // cut a Worker's connections to every node, the process running
+	FSlowDisk        = "slow-disk"         // one node's log writes sleep (a failpoint of the chaos build)
 )
 
 // NodeFaults: the kinds that need nothing but signals and the admin RPC.
-var NodeFaults = []string{FKillNode, FKillLeader, FKillTwo, FKillAll, FPauseLeader, FPauseFollower, FKillWorker, FPauseWorker, FTransfer}
+var NodeFaults = []string{FKillNode, FKillLeader, FKillTwo, FKillAll, FPauseLeader, FPauseFollower, FKillWorker, FPauseWorker, FTransfer, FDisconnect}
 
 // NetFaults: the kinds that need the harness's network fault layer.
 var NetFaults = []string{FIsolateLeader, FIsolateFollower, FOneWay, FSlowLink}
+
+// FailpointFaults: the kinds that need the chaos build's failpoints.
+var FailpointFaults = []string{FSlowDisk}
 
 // SoakNet is what the soak needs of the harness's per-link raft network
 // faults; node names are Node.ID.
@@ -163,6 +168,24 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 			return "", err
 		}
 		return "SIGKILL " + w.Name + ", restarted", w.Start()
+	case FDisconnect:
+		i := f.Pick % len(s.links)
+		s.links[i].Cut()
+		err := sleepCtx(ctx, f.Hold)
+		s.links[i].Heal()
+		return fmt.Sprintf("cut Worker slot w%d's connections for %s", i+1, f.Hold.Round(time.Millisecond)), err
+	case FSlowDisk:
+		if len(s.gofail) == 0 {
+			return "", fmt.Errorf("%s needs the chaos build of dexd", f.Kind)
+		}
+		n := c.Nodes[f.Pick%len(c.Nodes)]
+		delay := 20 + f.Pick/7%180 // ms per log write
+		if err := SetFailpoint(s.gofail[n.ID], FailpointSlowDisk, fmt.Sprintf("sleep(%d)", delay)); err != nil {
+			return "", err
+		}
+		err := sleepCtx(ctx, f.Hold)
+		_ = SetFailpoint(s.gofail[n.ID], FailpointSlowDisk, "") // a node killed meanwhile forgot it anyway
+		return fmt.Sprintf("%dms per log write on %s for %s", delay, n.ID, f.Hold.Round(time.Millisecond)), err
 	case FTransfer:
 		l, err := s.leader(ctx)
 		if err != nil {

@@ -24,9 +24,10 @@ approvals, questions, timers, polled tools, failing attempts, model
 errors, compaction) under a steady mixed load from several clients, while
 faults drawn from the seed strike at random moments: SIGKILL of one node,
 of the leader, of two nodes, of every node (restarted on their data dirs),
-SIGSTOP of the leader or a follower, Worker kills and pauses, leadership
-transfers (and partitions when the harness's network layer is wired in:
-isolate-leader, isolate-follower, one-way, slow-link).
+SIGSTOP of the leader or a follower, Worker kills, pauses and
+disconnects (the process running, its connections cut), leadership
+transfers, and with the chaos build of dexd partitions (isolate-leader,
+isolate-follower, one-way, slow-link) and a slow disk on one node.
 The same seed draws the same faults. Then every fault is healed, the
 cluster quiesces and the checker judges the run: acknowledged writes
 present, executions within each tool's policy and each Step's attempts,
@@ -74,7 +75,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	if c.clients < 1 || c.workers < 1 {
 		return nil, errors.New("--clients and --workers must be at least 1")
 	}
-	known := append(append([]string(nil), chaos.NodeFaults...), chaos.NetFaults...)
+	known := append(append(append([]string(nil), chaos.NodeFaults...), chaos.NetFaults...), chaos.FailpointFaults...)
 	for _, f := range c.faults {
 		if !slices.Contains(known, f) {
 			return nil, fmt.Errorf("unknown fault kind %q (known: %s)", f, strings.Join(known, ", "))
