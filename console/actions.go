@@ -77,8 +77,9 @@ func (c *Console) parseAction(action string, r *http.Request) (actionFunc, error
 			return nil, err
 		}
 		approved, reason := action == "approve", strings.TrimSpace(r.PostFormValue("reason"))
+		done := map[bool]string{true: "approved", false: "denied"}[approved]
 		return func(ctx context.Context, _ string) (string, error) {
-			return action + "d", c.sessions.ResolveApproval(ctx, step, approved, reason)
+			return done, c.sessions.ResolveApproval(ctx, step, approved, reason)
 		}, nil
 	case "answer":
 		if err := needStep(); err != nil {

@@ -34,7 +34,7 @@ type sessionData struct {
 
 // doneNotices are the notices an action's redirect may ask for.
 var doneNotices = map[string]string{
-	"approved": "Approved: the call runs.", "denyd": "Denied: the model is told.",
+	"approved": "Approved: the call runs.", "denied": "Denied: the model is told.",
 	"answered": "Answered.", "resumed": "Resumed.", "reconciled": "Reconciled.",
 }
 
