@@ -33,6 +33,7 @@ func sampleAPI() *fakeAPI {
 		&dexv1.Step{Id: "ses-wait/4", Number: 4, Turn: 1, Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Status: dexv1.StepStatus_STEP_STATUS_WAITING, CallId: "c3", Tool: "sleep", DueAtMs: 1_700_000_000_000},
 	)
 	api.add(&dexv1.Session{Id: "ses-paused", Status: dexv1.SessionStatus_SESSION_STATUS_PAUSED, CreatedAtMs: 2000,
+		LastErrorType: dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST, LastError: "prompt too odd",
 		PauseReason: dexv1.PauseReason_PAUSE_REASON_LIMIT, PauseMessage: "rejected three times"})
 	api.add(&dexv1.Session{Id: "ses-unknown", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, CreatedAtMs: 1000},
 		&dexv1.Step{Id: "ses-unknown/1", Number: 1, Turn: 1, Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Status: dexv1.StepStatus_STEP_STATUS_DONE,
@@ -81,7 +82,7 @@ func TestSessionPage_ShowsTimelineStepsAttemptsAndWaits(t *testing.T) {
 	if strings.Contains(body, "Reconcile") || strings.Contains(body, "Resume") {
 		t.Fatal("a waiting session offers reconcile or resume")
 	}
-	wantStatus(t, b.get("/ui/sessions/ses-paused"), http.StatusOK, "Paused: limit", "rejected three times", "Resume (retry the turn)", "Resume (drop the turn)")
+	wantStatus(t, b.get("/ui/sessions/ses-paused"), http.StatusOK, "Paused: limit", "rejected three times", "Resume (retry the turn)", "Resume (drop the turn)", "invalid_request: prompt too odd")
 	wantStatus(t, b.get("/ui/sessions/ses-unknown"), http.StatusOK, "Did <code>send_email</code> happen?", "Reconcile", "outcome_unknown")
 
 	wantStatus(t, b.get("/ui/sessions/ses-nope"), http.StatusNotFound, "session ses-nope not found")
