@@ -65,10 +65,14 @@ type NodeStatus struct {
 	// "voter" or "nonvoter".
 	Suffrage string `protobuf:"bytes,4,opt,name=suffrage,proto3" json:"suffrage,omitempty"`
 	// "leader", "follower", "candidate" or "unreachable".
-	State         string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
-	Term          uint64 `protobuf:"varint,6,opt,name=term,proto3" json:"term,omitempty"`
-	CommitIndex   uint64 `protobuf:"varint,7,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	AppliedIndex  uint64 `protobuf:"varint,8,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	State        string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Term         uint64 `protobuf:"varint,6,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64 `protobuf:"varint,7,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,8,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The node's readiness (/readyz without the quorum check) and, when not
+	// ready, why.
+	Ready         bool   `protobuf:"varint,9,opt,name=ready,proto3" json:"ready,omitempty"`
+	ReadyReason   string `protobuf:"bytes,10,opt,name=ready_reason,json=readyReason,proto3" json:"ready_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +161,20 @@ func (x *NodeStatus) GetAppliedIndex() uint64 {
 		return x.AppliedIndex
 	}
 	return 0
+}
+
+func (x *NodeStatus) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *NodeStatus) GetReadyReason() string {
+	if x != nil {
+		return x.ReadyReason
+	}
+	return ""
 }
 
 type StatusResponse struct {
@@ -309,6 +327,8 @@ type NodeStateResponse struct {
 	// Only from the leader: its broker's Worker health.
 	Workers       []*WorkerHealth `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
 	ClusterId     string          `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Ready         bool            `protobuf:"varint,9,opt,name=ready,proto3" json:"ready,omitempty"`
+	ReadyReason   string          `protobuf:"bytes,10,opt,name=ready_reason,json=readyReason,proto3" json:"ready_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -395,6 +415,20 @@ func (x *NodeStateResponse) GetWorkers() []*WorkerHealth {
 func (x *NodeStateResponse) GetClusterId() string {
 	if x != nil {
 		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *NodeStateResponse) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *NodeStateResponse) GetReadyReason() string {
+	if x != nil {
+		return x.ReadyReason
 	}
 	return ""
 }
@@ -1420,12 +1454,268 @@ func (x *BootstrapACLResponse) GetSecret() string {
 	return ""
 }
 
+type ListWorkersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkersRequest) Reset() {
+	*x = ListWorkersRequest{}
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkersRequest) ProtoMessage() {}
+
+func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+type WorkerStatus struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Worker *WorkerInfo            `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
+	// The leader's last poll or heartbeat of the Worker (0: not known here).
+	LastContactMs int64 `protobuf:"varint,2,opt,name=last_contact_ms,json=lastContactMs,proto3" json:"last_contact_ms,omitempty"`
+	// Long polls of the Worker open now on the leader.
+	OpenPolls uint32 `protobuf:"varint,3,opt,name=open_polls,json=openPolls,proto3" json:"open_polls,omitempty"`
+	// The leader's bookkeeping of unclaimed tasks (unset off the leader).
+	Health        *WorkerHealth `protobuf:"bytes,4,opt,name=health,proto3" json:"health,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerStatus) Reset() {
+	*x = WorkerStatus{}
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerStatus) ProtoMessage() {}
+
+func (x *WorkerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerStatus.ProtoReflect.Descriptor instead.
+func (*WorkerStatus) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *WorkerStatus) GetWorker() *WorkerInfo {
+	if x != nil {
+		return x.Worker
+	}
+	return nil
+}
+
+func (x *WorkerStatus) GetLastContactMs() int64 {
+	if x != nil {
+		return x.LastContactMs
+	}
+	return 0
+}
+
+func (x *WorkerStatus) GetOpenPolls() uint32 {
+	if x != nil {
+		return x.OpenPolls
+	}
+	return 0
+}
+
+func (x *WorkerStatus) GetHealth() *WorkerHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+// The Steps of one tool by status; tool is empty for model Steps (RunModel,
+// CompactContext) and the cluster's own waits.
+type ToolQueue struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tool    string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Queued  uint64                 `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running uint64                 `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
+	Waiting uint64                 `protobuf:"varint,4,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// The live Workers that serve the tool.
+	Workers       []string `protobuf:"bytes,5,rep,name=workers,proto3" json:"workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolQueue) Reset() {
+	*x = ToolQueue{}
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolQueue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolQueue) ProtoMessage() {}
+
+func (x *ToolQueue) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolQueue.ProtoReflect.Descriptor instead.
+func (*ToolQueue) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ToolQueue) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolQueue) GetQueued() uint64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *ToolQueue) GetRunning() uint64 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *ToolQueue) GetWaiting() uint64 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *ToolQueue) GetWorkers() []string {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
+type ListWorkersResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Workers []*WorkerStatus        `protobuf:"bytes,1,rep,name=workers,proto3" json:"workers,omitempty"`
+	Tools   []*ToolQueue           `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	// The node that answered, and whether it is the leader (only the leader
+	// knows last contact and health).
+	AnsweredBy    string `protobuf:"bytes,3,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	Leader        bool   `protobuf:"varint,4,opt,name=leader,proto3" json:"leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkersResponse) Reset() {
+	*x = ListWorkersResponse{}
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkersResponse) ProtoMessage() {}
+
+func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListWorkersResponse) GetWorkers() []*WorkerStatus {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
+func (x *ListWorkersResponse) GetTools() []*ToolQueue {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *ListWorkersResponse) GetAnsweredBy() string {
+	if x != nil {
+		return x.AnsweredBy
+	}
+	return ""
+}
+
+func (x *ListWorkersResponse) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
 var File_dex_v1_admin_proto protoreflect.FileDescriptor
 
 const file_dex_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x12dex/v1/admin.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\x0f\n" +
-	"\rStatusRequest\"\xf0\x01\n" +
+	"\rStatusRequest\"\xa9\x02\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
@@ -1435,7 +1725,10 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12\x12\n" +
 	"\x04term\x18\x06 \x01(\x04R\x04term\x12!\n" +
 	"\fcommit_index\x18\a \x01(\x04R\vcommitIndex\x12#\n" +
-	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\"\x95\x02\n" +
+	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x14\n" +
+	"\x05ready\x18\t \x01(\bR\x05ready\x12!\n" +
+	"\fready_reason\x18\n" +
+	" \x01(\tR\vreadyReason\"\x95\x02\n" +
 	"\x0eStatusResponse\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
@@ -1446,7 +1739,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"answeredBy\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12.\n" +
 	"\aworkers\x18\b \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\"\x12\n" +
-	"\x10NodeStateRequest\"\x81\x02\n" +
+	"\x10NodeStateRequest\"\xba\x02\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x12\n" +
@@ -1456,7 +1749,10 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12.\n" +
 	"\aworkers\x18\a \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\b \x01(\tR\tclusterId\"R\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\x12\x14\n" +
+	"\x05ready\x18\t \x01(\bR\x05ready\x12!\n" +
+	"\fready_reason\x18\n" +
+	" \x01(\tR\vreadyReason\"R\n" +
 	"\vJoinRequest\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\x12\x1d\n" +
 	"\n" +
@@ -1511,7 +1807,26 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x13BootstrapACLRequest\"V\n" +
 	"\x14BootstrapACLResponse\x12&\n" +
 	"\x05token\x18\x01 \x01(\v2\x10.dex.v1.AclTokenR\x05token\x12\x16\n" +
-	"\x06secret\x18\x02 \x01(\tR\x06secret2\xe5\x06\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x14\n" +
+	"\x12ListWorkersRequest\"\xaf\x01\n" +
+	"\fWorkerStatus\x12*\n" +
+	"\x06worker\x18\x01 \x01(\v2\x12.dex.v1.WorkerInfoR\x06worker\x12&\n" +
+	"\x0flast_contact_ms\x18\x02 \x01(\x03R\rlastContactMs\x12\x1d\n" +
+	"\n" +
+	"open_polls\x18\x03 \x01(\rR\topenPolls\x12,\n" +
+	"\x06health\x18\x04 \x01(\v2\x14.dex.v1.WorkerHealthR\x06health\"\x85\x01\n" +
+	"\tToolQueue\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x16\n" +
+	"\x06queued\x18\x02 \x01(\x04R\x06queued\x12\x18\n" +
+	"\arunning\x18\x03 \x01(\x04R\arunning\x12\x18\n" +
+	"\awaiting\x18\x04 \x01(\x04R\awaiting\x12\x18\n" +
+	"\aworkers\x18\x05 \x03(\tR\aworkers\"\xa7\x01\n" +
+	"\x13ListWorkersResponse\x12.\n" +
+	"\aworkers\x18\x01 \x03(\v2\x14.dex.v1.WorkerStatusR\aworkers\x12'\n" +
+	"\x05tools\x18\x02 \x03(\v2\x11.dex.v1.ToolQueueR\x05tools\x12\x1f\n" +
+	"\vanswered_by\x18\x03 \x01(\tR\n" +
+	"answeredBy\x12\x16\n" +
+	"\x06leader\x18\x04 \x01(\bR\x06leader2\xad\a\n" +
 	"\fAdminService\x127\n" +
 	"\x06Status\x12\x15.dex.v1.StatusRequest\x1a\x16.dex.v1.StatusResponse\x12@\n" +
 	"\tNodeState\x12\x18.dex.v1.NodeStateRequest\x1a\x19.dex.v1.NodeStateResponse\x121\n" +
@@ -1526,7 +1841,8 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"ListTokens\x12\x19.dex.v1.ListTokensRequest\x1a\x1a.dex.v1.ListTokensResponse\x12F\n" +
 	"\vRevokeToken\x12\x1a.dex.v1.RevokeTokenRequest\x1a\x1b.dex.v1.RevokeTokenResponse\x12I\n" +
-	"\fBootstrapACL\x12\x1b.dex.v1.BootstrapACLRequest\x1a\x1c.dex.v1.BootstrapACLResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\fBootstrapACL\x12\x1b.dex.v1.BootstrapACLRequest\x1a\x1c.dex.v1.BootstrapACLResponse\x12F\n" +
+	"\vListWorkers\x12\x1a.dex.v1.ListWorkersRequest\x1a\x1b.dex.v1.ListWorkersResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_admin_proto_rawDescOnce sync.Once
@@ -1540,7 +1856,7 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
@@ -1568,49 +1884,60 @@ var file_dex_v1_admin_proto_goTypes = []any{
 	(*RevokeTokenResponse)(nil),        // 23: dex.v1.RevokeTokenResponse
 	(*BootstrapACLRequest)(nil),        // 24: dex.v1.BootstrapACLRequest
 	(*BootstrapACLResponse)(nil),       // 25: dex.v1.BootstrapACLResponse
-	(*NodeInfo)(nil),                   // 26: dex.v1.NodeInfo
-	(TokenRole)(0),                     // 27: dex.v1.TokenRole
-	(*AclToken)(nil),                   // 28: dex.v1.AclToken
+	(*ListWorkersRequest)(nil),         // 26: dex.v1.ListWorkersRequest
+	(*WorkerStatus)(nil),               // 27: dex.v1.WorkerStatus
+	(*ToolQueue)(nil),                  // 28: dex.v1.ToolQueue
+	(*ListWorkersResponse)(nil),        // 29: dex.v1.ListWorkersResponse
+	(*NodeInfo)(nil),                   // 30: dex.v1.NodeInfo
+	(TokenRole)(0),                     // 31: dex.v1.TokenRole
+	(*AclToken)(nil),                   // 32: dex.v1.AclToken
+	(*WorkerInfo)(nil),                 // 33: dex.v1.WorkerInfo
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
 	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
 	13, // 2: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	26, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	26, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	27, // 5: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
-	28, // 6: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
-	28, // 7: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
-	28, // 8: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
-	0,  // 9: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
-	3,  // 10: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
-	5,  // 11: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
-	7,  // 12: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
-	9,  // 13: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
-	11, // 14: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	14, // 15: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
-	16, // 16: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
-	18, // 17: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
-	20, // 18: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
-	22, // 19: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
-	24, // 20: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
-	2,  // 21: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	4,  // 22: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	6,  // 23: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	8,  // 24: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	10, // 25: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	12, // 26: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	15, // 27: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
-	17, // 28: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
-	19, // 29: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
-	21, // 30: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
-	23, // 31: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
-	25, // 32: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
-	21, // [21:33] is the sub-list for method output_type
-	9,  // [9:21] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	30, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	30, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	31, // 5: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
+	32, // 6: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
+	32, // 7: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
+	32, // 8: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
+	33, // 9: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
+	13, // 10: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
+	27, // 11: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
+	28, // 12: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
+	0,  // 13: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
+	3,  // 14: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
+	5,  // 15: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
+	7,  // 16: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
+	9,  // 17: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
+	11, // 18: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
+	14, // 19: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
+	16, // 20: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
+	18, // 21: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
+	20, // 22: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
+	22, // 23: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
+	24, // 24: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
+	26, // 25: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
+	2,  // 26: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	4,  // 27: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	6,  // 28: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	8,  // 29: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	10, // 30: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	12, // 31: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	15, // 32: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
+	17, // 33: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
+	19, // 34: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
+	21, // 35: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
+	23, // 36: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
+	25, // 37: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
+	29, // 38: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
+	26, // [26:39] is the sub-list for method output_type
+	13, // [13:26] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_admin_proto_init() }
@@ -1625,7 +1952,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	AdminService_ListTokens_FullMethodName         = "/dex.v1.AdminService/ListTokens"
 	AdminService_RevokeToken_FullMethodName        = "/dex.v1.AdminService/RevokeToken"
 	AdminService_BootstrapACL_FullMethodName       = "/dex.v1.AdminService/BootstrapACL"
+	AdminService_ListWorkers_FullMethodName        = "/dex.v1.AdminService/ListWorkers"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -63,6 +64,10 @@ type AdminServiceClient interface {
 	// Makes the first admin token; needs no token and works only while the
 	// cluster has none (as nomad acl bootstrap).
 	BootstrapACL(ctx context.Context, in *BootstrapACLRequest, opts ...grpc.CallOption) (*BootstrapACLResponse, error)
+	// The registered Workers with their tools and policies, and the Steps
+	// queued and running per tool, from this node's state; the leader adds
+	// each Worker's last contact and health (its memory).
+	ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error)
 }
 
 type adminServiceClient struct {
@@ -205,6 +210,16 @@ func (c *adminServiceClient) BootstrapACL(ctx context.Context, in *BootstrapACLR
 	return out, nil
 }
 
+func (c *adminServiceClient) ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkersResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWorkers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -235,6 +250,10 @@ type AdminServiceServer interface {
 	// Makes the first admin token; needs no token and works only while the
 	// cluster has none (as nomad acl bootstrap).
 	BootstrapACL(context.Context, *BootstrapACLRequest) (*BootstrapACLResponse, error)
+	// The registered Workers with their tools and policies, and the Steps
+	// queued and running per tool, from this node's state; the leader adds
+	// each Worker's last contact and health (its memory).
+	ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -280,6 +299,9 @@ func (UnimplementedAdminServiceServer) RevokeToken(context.Context, *RevokeToken
 }
 func (UnimplementedAdminServiceServer) BootstrapACL(context.Context, *BootstrapACLRequest) (*BootstrapACLResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BootstrapACL not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkers not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -500,6 +522,24 @@ func _AdminService_BootstrapACL_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListWorkers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWorkers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWorkers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWorkers(ctx, req.(*ListWorkersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -546,6 +586,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BootstrapACL",
 			Handler:    _AdminService_BootstrapACL_Handler,
+		},
+		{
+			MethodName: "ListWorkers",
+			Handler:    _AdminService_ListWorkers_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

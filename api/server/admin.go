@@ -32,6 +32,7 @@ type Admin struct {
 	conns map[string]*grpc.ClientConn
 
 	health WorkerHealthSource // nil: this node keeps no Worker health
+	live   LivenessView       // nil: this node keeps no Worker contacts
 }
 
 // NewAdmin returns the admin handlers of node.
@@ -67,6 +68,7 @@ func (a *Admin) conn(addr string) (*grpc.ClientConn, error) {
 
 func (a *Admin) nodeState() *dexv1.NodeStateResponse {
 	st := a.node.Status()
+	ready, reason := a.node.Ready()
 	return &dexv1.NodeStateResponse{
 		Id:           st.ID,
 		State:        st.State,
@@ -76,6 +78,8 @@ func (a *Admin) nodeState() *dexv1.NodeStateResponse {
 		LeaderId:     st.LeaderID,
 		Workers:      a.workerHealth(),
 		ClusterId:    a.node.ClusterID(),
+		Ready:        ready,
+		ReadyReason:  reason,
 	}
 }
 
@@ -157,6 +161,7 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 
 func fillState(ns *dexv1.NodeStatus, r *dexv1.NodeStateResponse) {
 	ns.State, ns.Term, ns.CommitIndex, ns.AppliedIndex = r.State, r.Term, r.CommitIndex, r.AppliedIndex
+	ns.Ready, ns.ReadyReason = r.Ready, r.ReadyReason
 }
 
 func suffrage(s raft.ServerSuffrage) string {

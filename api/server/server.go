@@ -79,6 +79,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 		admin:  NewAdmin(node, log),
 	}
 	s.admin.useWorkerHealth(o.Dispatch)
+	s.admin.live, _ = o.Liveness.(LivenessView)
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
 	dexv1.RegisterSessionServiceServer(s.grpc, NewSessions(node, LimitsFor(o.MaxPayload)))
 	if o.Dispatch != nil && o.Leases != nil {

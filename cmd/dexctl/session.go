@@ -138,6 +138,7 @@ type stepJSON struct {
 	IdempotencyKey string        `json:"idempotency_key,omitempty"`
 	TaskID         string        `json:"task_id,omitempty"`
 	Prompt         string        `json:"prompt,omitempty"`
+	Arguments      string        `json:"arguments,omitempty"`
 	DueAtMs        int64         `json:"due_at_ms,omitempty"`
 	Attempts       []attemptJSON `json:"attempts"`
 }
@@ -194,7 +195,7 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	}
 	for _, st := range steps {
 		sj := stepJSON{ID: st.Id, Kind: fsm.KindName(st.Kind), Status: lowerName(st.Status.String(), "STEP_STATUS_"), Tool: st.Tool,
-			CallID: st.CallId, IdempotencyKey: st.IdempotencyKey, TaskID: st.TaskId, Prompt: st.Prompt, DueAtMs: st.DueAtMs,
+			CallID: st.CallId, IdempotencyKey: st.IdempotencyKey, TaskID: st.TaskId, Prompt: st.Prompt, Arguments: st.Arguments, DueAtMs: st.DueAtMs,
 			Attempts: []attemptJSON{}}
 		if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
 			sj.Outcome, sj.Result = fsm.OutcomeName(st.Outcome), st.Result
@@ -238,6 +239,7 @@ func newSessionShowCmd(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), sj)
 			}
 			printSession(cmd.OutOrStdout(), sj)
+			printWaits(cmd.OutOrStdout(), sj, g.commandPrefix(cmd))
 			return nil
 		},
 	}

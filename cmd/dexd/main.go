@@ -58,6 +58,7 @@ type options struct {
 	parsedPeers                               []cluster.Peer
 	tls                                       tlsOptions
 	sec                                       security
+	console                                   consoleOptions
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -91,6 +92,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
 	o.tls.register(fs)
 	o.sec.addFlags(fs)
+	o.console.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, &usageError{msg: ""}
 	}
@@ -293,7 +295,9 @@ func serve(o *options, log *zap.Logger) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	collectors := append(nm.Collectors(), grpcMetrics.Collector(), raftSink, workerHealthCollector{health: disp.WorkerHealth})
-	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, httpHandler(node, collectors...)))
+	ui, closeUI := newConsole(node, o, tlsStore)
+	defer closeUI()
+	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, withConsole(httpHandler(node, collectors...), ui)))
 	bootCtx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
 	go o.sec.bootstrapFromFile(bootCtx, node, log)

@@ -1,0 +1,38 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+type clusterData struct {
+	Status *dexv1.StatusResponse
+	// Workers is the leader's ListWorkers (nil with WorkersError set).
+	Workers      *dexv1.ListWorkersResponse
+	WorkersError string
+}
+
+// clusterPage shows the nodes as this node's Status sees them (any node
+// answers), and the Workers and queues as the leader knows them.
+func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.apiContext(r)
+	defer cancel()
+	st, err := c.admin.Status(ctx, &dexv1.StatusRequest{})
+	if err != nil {
+		c.apiError(w, r, err)
+		return
+	}
+	d := &clusterData{Status: st}
+	// Through the leader-following channel: contacts live in its memory.
+	wk, err := dexv1.NewAdminServiceClient(c.cfg.Sessions).ListWorkers(ctx, &dexv1.ListWorkersRequest{})
+	if err != nil {
+		d.WorkersError = c.apiMessage(err)
+	} else {
+		slices.SortFunc(wk.Workers, func(a, b *dexv1.WorkerStatus) int { return strings.Compare(a.Worker.GetId(), b.Worker.GetId()) })
+		d.Workers = wk
+	}
+	c.render(w, r, http.StatusOK, "cluster", page{Title: "Cluster", Nav: "cluster", Data: d})
+}

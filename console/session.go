@@ -1,0 +1,104 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// turnView is one turn's Steps, in order.
+type turnView struct {
+	Number uint64
+	Steps  []*dexv1.Step
+}
+
+// waitView is a Step waiting for someone: what it asks and how to answer.
+type waitView struct {
+	Step      *dexv1.Step
+	Kind      string // approval, question, timer
+	Tool      string
+	Arguments string
+}
+
+type sessionData struct {
+	Session   *dexv1.Session
+	LastSeq   uint64
+	History   []*dexv1.HistoryEntry
+	Turns     []turnView
+	Waits     []waitView
+	Unknown   []*dexv1.Step // outcome_unknown calls to reconcile
+	Resumable bool
+	StepCount int
+}
+
+// doneNotices are the notices an action's redirect may ask for.
+var doneNotices = map[string]string{
+	"approved": "Approved: the call runs.", "denied": "Denied: the model is told.",
+	"answered": "Answered.", "resumed": "Resumed.", "reconciled": "Reconciled.",
+}
+
+func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request) {
+	c.showSession(w, r, http.StatusOK, "", doneNotices[r.URL.Query().Get("done")])
+}
+
+// showSession reads the session and renders it, with an action's error or
+// notice on top.
+func (c *Console) showSession(w http.ResponseWriter, r *http.Request, code int, errMsg, notice string) {
+	id := r.PathValue("id")
+	ctx, cancel := c.apiContext(r)
+	defer cancel()
+	got, err := c.sessions.GetSession(ctx, id)
+	if err != nil {
+		c.apiError(w, r, err)
+		return
+	}
+	d := buildSession(got)
+	c.render(w, r, code, "session", page{Title: "Session " + id, Nav: "sessions", Error: errMsg, Notice: notice, Data: d})
+}
+
+func buildSession(got *dexv1.GetSessionResponse) *sessionData {
+	s := got.Session
+	d := &sessionData{Session: s, LastSeq: got.LastEventSeq, History: s.History, StepCount: len(got.Steps)}
+	calls := map[string]*dexv1.CallState{}
+	for _, cs := range s.GetTurn().GetCalls() {
+		calls[cs.CallId] = cs
+	}
+	for _, st := range got.Steps {
+		if n := len(d.Turns); n == 0 || d.Turns[n-1].Number != st.Turn {
+			d.Turns = append(d.Turns, turnView{Number: st.Turn})
+		}
+		t := &d.Turns[len(d.Turns)-1]
+		t.Steps = append(t.Steps, st)
+		if st.Outcome == dexv1.Outcome_OUTCOME_UNKNOWN {
+			d.Unknown = append(d.Unknown, st)
+		}
+		if st.Status != dexv1.StepStatus_STEP_STATUS_WAITING {
+			continue
+		}
+		wv := waitView{Step: st, Tool: st.Tool, Arguments: st.Arguments}
+		if cs := calls[st.CallId]; cs != nil {
+			if wv.Tool == "" {
+				wv.Tool = cs.Tool
+			}
+			if wv.Arguments == "" {
+				wv.Arguments = cs.Arguments
+			}
+		}
+		switch st.Kind {
+		case dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL:
+			wv.Kind = "approval"
+		case dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER:
+			wv.Kind = "question"
+		case dexv1.StepKind_STEP_KIND_AWAIT_TIMER:
+			wv.Kind = "timer"
+		default:
+			continue
+		}
+		d.Waits = append(d.Waits, wv)
+	}
+	// Newest turn first: the one running now is what people look for.
+	slices.Reverse(d.Turns)
+	d.Resumable = s.Status == dexv1.SessionStatus_SESSION_STATUS_PAUSED || s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED
+	return d
+}

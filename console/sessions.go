@@ -1,0 +1,130 @@
+package console
+
+import (
+	"cmp"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+)
+
+// sessionsPerPage is the length of one page of the sessions list.
+const sessionsPerPage = 50
+
+// listPage is how many sessions one ListSessions call asks for.
+const listPage = 10000
+
+var statusFilters = []dexv1.SessionStatus{
+	dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_RUNNING,
+	dexv1.SessionStatus_SESSION_STATUS_WAITING, dexv1.SessionStatus_SESSION_STATUS_ERRORED,
+	dexv1.SessionStatus_SESSION_STATUS_PAUSED,
+}
+
+type statusCount struct {
+	Name   string
+	Count  int
+	Active bool
+	URL    string
+}
+
+type sessionsData struct {
+	Counts   []statusCount
+	Total    int
+	Status   string
+	Query    string
+	Matching int
+	Page     int
+	Pages    int
+	Sessions []*dexv1.SessionSummary
+	Prev     string
+	Next     string
+}
+
+func sessionsURL(status, q string, page int) string {
+	v := url.Values{}
+	if status != "" {
+		v.Set("status", status)
+	}
+	if q != "" {
+		v.Set("q", q)
+	}
+	if page > 1 {
+		v.Set("page", strconv.Itoa(page))
+	}
+	if len(v) == 0 {
+		return "/ui/sessions"
+	}
+	return "/ui/sessions?" + v.Encode()
+}
+
+// sessionsPage lists the sessions newest first, with the counts by status,
+// a status filter, a search by id and pages.
+func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	status := q.Get("status")
+	search := strings.TrimSpace(q.Get("q"))
+	if status != "" && !slices.ContainsFunc(statusFilters, func(s dexv1.SessionStatus) bool { return fsm.StatusName(s) == status }) {
+		c.renderError(w, r, http.StatusBadRequest, "unknown status "+strconv.Quote(status)+": use idle, running, waiting, errored or paused")
+		return
+	}
+	pageNo := 1
+	if p := q.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			c.renderError(w, r, http.StatusBadRequest, "page "+strconv.Quote(p)+" is not a page number (1, 2, …)")
+			return
+		}
+		pageNo = n
+	}
+	ctx, cancel := c.apiContext(r)
+	defer cancel()
+	all, err := c.sessions.ListSessionsBy(ctx, listPage)
+	if err != nil {
+		c.apiError(w, r, err)
+		return
+	}
+	d := buildSessions(all, status, search, pageNo)
+	c.render(w, r, http.StatusOK, "sessions", page{Title: "Sessions", Nav: "sessions", Data: d})
+}
+
+func buildSessions(all []*dexv1.SessionSummary, status, search string, pageNo int) *sessionsData {
+	d := &sessionsData{Status: status, Query: search, Page: pageNo, Total: len(all)}
+	counts := map[dexv1.SessionStatus]int{}
+	var match []*dexv1.SessionSummary
+	for _, s := range all {
+		counts[s.Status]++
+		if status != "" && fsm.StatusName(s.Status) != status {
+			continue
+		}
+		if search != "" && !strings.Contains(s.Id, search) {
+			continue
+		}
+		match = append(match, s)
+	}
+	d.Counts = append(d.Counts, statusCount{Name: "all", Count: len(all), Active: status == "", URL: sessionsURL("", search, 1)})
+	for _, st := range statusFilters {
+		n := fsm.StatusName(st)
+		d.Counts = append(d.Counts, statusCount{Name: n, Count: counts[st], Active: status == n, URL: sessionsURL(n, search, 1)})
+	}
+	slices.SortFunc(match, func(a, b *dexv1.SessionSummary) int {
+		if a.CreatedAtMs != b.CreatedAtMs {
+			return cmp.Compare(b.CreatedAtMs, a.CreatedAtMs)
+		}
+		return strings.Compare(b.Id, a.Id)
+	})
+	d.Matching = len(match)
+	d.Pages = max(1, (len(match)+sessionsPerPage-1)/sessionsPerPage)
+	from := min((pageNo-1)*sessionsPerPage, len(match))
+	d.Sessions = match[from:min(from+sessionsPerPage, len(match))]
+	if pageNo > 1 {
+		d.Prev = sessionsURL(status, search, min(pageNo-1, d.Pages))
+	}
+	if pageNo < d.Pages {
+		d.Next = sessionsURL(status, search, pageNo+1)
+	}
+	return d
+}
