@@ -144,7 +144,7 @@ func (e *cellEnv) notef(format string, args ...any) {
 
 // run runs the row's scenario, then the checks every cell makes.
 func (e *cellEnv) run() error {
-	if err := e.cell.Row.run(e); err != nil {
+	if err := e.runScenario(&e.cell.Row.scenario); err != nil {
 		return err
 	}
 	return e.finalChecks()
