@@ -64,7 +64,7 @@ type Row struct {
 	// Failpoint: the cell needs the chaos build of dexd (go build -tags
 	// chaos) for this failpoint.
 	Failpoint string
-	run       func(e *cellEnv) error
+	scenario  scenario
 }
 
 // Name is "Step | Moment", what --row matches.

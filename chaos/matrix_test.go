@@ -15,8 +15,8 @@ func TestMatrix_EveryRowOfTheSpecAgainstEveryColumn(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range Rows {
-		if r.run == nil || r.Expected == "" || seen[r.Name()] {
-			t.Fatalf("row %q: no scenario, no expectation or a duplicate", r.Name())
+		if err := r.scenario.validate(); err != nil || r.Expected == "" || seen[r.Name()] {
+			t.Fatalf("row %q: a bad scenario (%v), no expectation or a duplicate", r.Name(), err)
 		}
 		seen[r.Name()] = true
 		for col := range r.NA {

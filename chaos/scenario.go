@@ -144,7 +144,7 @@ func (e *cellEnv) notef(format string, args ...any) {
 
 // run runs the row's scenario, then the checks every cell makes.
 func (e *cellEnv) run() error {
-	if err := e.cell.Row.run(e); err != nil {
+	if err := e.runScenario(&e.cell.Row.scenario); err != nil {
 		return err
 	}
 	return e.finalChecks()
@@ -992,12 +992,24 @@ func logLines(path string, offset, end int64) []string {
 // the pause carries the old epoch; the woken node proposed nothing before
 // (if ever) it led again.
 func (e *cellEnv) checkPause(p *pauseMark, final map[string]*dexv1.GetSessionResponse) error {
-	ep, err := e.epoch()
-	if err != nil {
-		return err
-	}
-	if ep <= p.oldEpoch {
-		return fmt.Errorf("leader pause: the epoch is still %d after the pause; want a newer one", ep)
+	// Any node answers Status from its own state: the woken node may
+	// answer before it applied the new leader's epoch, so read until one
+	// is seen. Had no standby taken over, none would ever be.
+	deadline := time.Now().Add(waitShort)
+	for {
+		ep, err := e.epoch()
+		if err != nil {
+			return err
+		}
+		if ep > p.oldEpoch {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("leader pause: the epoch is still %d after the pause; want a newer one", ep)
+		}
+		if err := e.sleep(50 * time.Millisecond); err != nil {
+			return err
+		}
 	}
 	stopped := p.stoppedAt.UnixMilli()
 	for _, r := range final {
