@@ -5,7 +5,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test test-python proto-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak
+.PHONY: build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak
 
 build: $(BIN)/dexworker-python
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -96,3 +96,9 @@ proto-python:
 test-python: $(BIN)/dexworker-python
 	$(GO) build -o $(BIN)/ ./cmd/dexd
 	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+# The worker-kill and takeover columns with the Python demo Worker (CI runs
+# them; report: chaos-report-python/matrix.md).
+chaos-python: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-python --worker python --column worker-kill,takeover
