@@ -32,7 +32,12 @@ LEADER_METADATA_KEY = "dex-leader"
 TOKEN_ENV = "DEX_TOKEN"
 #: The largest answer accepted (a poll may carry several big tasks).
 MAX_RECEIVE = 256 << 20
-#: How long a health check of one node may take.
+# A frozen node (SIGSTOP, a stalled host) keeps its connections open and
+# never answers: every PROBE_INTERVAL the connection health-checks the node it
+# uses, and one that does not answer within PROBE_TIMEOUT is dropped (its
+# calls in flight fail as Unavailable and go again elsewhere), as the Go
+# library's liveness probes do (api/client/liveness.go).
+PROBE_INTERVAL = 0.5
 PROBE_TIMEOUT = 1.0
 
 # Reconnect quickly after a takeover (gRPC's default starts at 1 s and grows
@@ -114,6 +119,23 @@ def _health_status(data: bytes) -> int:
     return data[1] if len(data) >= 2 and data[0] == 0x08 else 0
 
 
+class NodeDropped(grpc.RpcError):
+    """A call cut off because its node stopped answering health checks."""
+
+    def __init__(self, addr: str) -> None:
+        super().__init__(f"node {addr} stopped answering; call dropped")
+        self.addr = addr
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return f"node {self.addr} stopped answering its health checks"
+
+    def trailing_metadata(self) -> tuple:
+        return ()
+
+
 def trailer_value(err: grpc.RpcError, key: str) -> str:
     try:
         md = err.trailing_metadata() or ()  # type: ignore[attr-defined]
@@ -144,6 +166,9 @@ class Connection:
         self._lost = False
         self._finding: Optional[asyncio.Task] = None
         self._stubs: dict[tuple[str, Any], Any] = {}
+        self._inflight: dict[str, set] = {}
+        self._dropped: set = set()
+        self._prober: Optional[asyncio.Task] = None
 
     def _stub(self, addr: str, stub_cls: Any) -> Any:
         s = self._stubs.get((addr, stub_cls))
@@ -162,9 +187,42 @@ class Connection:
         return ch
 
     async def close(self) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+            self._prober = None
         chans, self._channels, self._stubs = list(self._channels.values()), {}, {}
         for ch in chans:
             await ch.close()
+
+    async def _probe(self) -> None:
+        while True:
+            await asyncio.sleep(PROBE_INTERVAL)
+            addr = self._current
+            if addr not in self._channels:
+                continue
+            check = self._channels[addr].unary_unary("/grpc.health.v1.Health/Check")
+            try:
+                await check(_health_request(HEALTH_SERVICE), timeout=PROBE_TIMEOUT, metadata=self.metadata)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    self._drop(addr)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                pass
+
+    def _drop(self, addr: str) -> None:
+        """Forgets addr's channel and cuts off its calls in flight; the next
+        call opens a new connection (a balancer then picks a live backend)."""
+        ch = self._channels.pop(addr, None)
+        self._stubs = {k: v for k, v in self._stubs.items() if k[0] != addr}
+        for call in self._inflight.pop(addr, set()):
+            self._dropped.add(call)
+            call.cancel()
+        if self.multi and addr == self._current:
+            self._lost = True
+        if ch is not None:
+            asyncio.ensure_future(ch.close())
 
     async def _serving(self, addr: str) -> bool:
         check = self._channel(addr).unary_unary("/grpc.health.v1.Health/Check",
@@ -215,15 +273,27 @@ class Connection:
         """One try of a unary call of ``stub_cls``'s ``method``. It raises
         grpc.RpcError as the node answered; the connection has then moved
         to where a repeat should go."""
+        if self._prober is None:
+            self._prober = asyncio.ensure_future(self._probe())
         addr = await self.node()
         fn = getattr(self._stub(addr, stub_cls), method)
+        # A single address waits for its balancer to have a backend; a
+        # node of a list fails fast so that the next try moves on.
+        call = fn(request, timeout=timeout, metadata=self.metadata, wait_for_ready=not self.multi)
+        calls = self._inflight.setdefault(addr, set())
+        calls.add(call)
         try:
-            # A single address waits for its balancer to have a backend; a
-            # node of a list fails fast so that the next try moves on.
-            return await fn(request, timeout=timeout, metadata=self.metadata, wait_for_ready=not self.multi)
+            return await call
         except grpc.RpcError as e:
             self._failed(addr, e)
             raise
+        except asyncio.CancelledError:
+            if call in self._dropped:
+                raise NodeDropped(addr) from None
+            raise
+        finally:
+            calls.discard(call)
+            self._dropped.discard(call)
 
     async def stream(self, stub_cls: Any, method: str, request: Any) -> tuple[str, Any]:
         """Opens a server stream on the serving node."""
