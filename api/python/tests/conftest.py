@@ -25,7 +25,7 @@ def free_port() -> int:
 
 
 class Dexd:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, extra: tuple = ()) -> None:
         self.raft, self.grpc, self.http = free_port(), free_port(), free_port()
         self.addr = f"127.0.0.1:{self.grpc}"
         self.log = open(tmp / "dexd.log", "wb")
@@ -33,7 +33,7 @@ class Dexd:
             [str(BIN / "dexd"), "--id", "n1", "--data-dir", str(tmp / "n1"), "--raft-addr", f"127.0.0.1:{self.raft}",
              "--grpc-addr", self.addr, "--http-addr", f"127.0.0.1:{self.http}",
              "--peers", f"n1=127.0.0.1:{self.raft}", "--log-level", "warn",
-             "--heartbeat-interval", "300ms", "--heartbeat-timeout", "3s"],
+             "--heartbeat-interval", "300ms", "--heartbeat-timeout", "3s", *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
