@@ -5,9 +5,9 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos takeover soak
+.PHONY: build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak
 
-build:
+build: $(BIN)/dexworker-python
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 vet:
@@ -15,6 +15,7 @@ vet:
 
 test: vet
 	$(GO) test $(TESTFLAGS) ./...
+	$(MAKE) test-python
 
 # A local 3-node cluster in the foreground; Ctrl-C stops it.
 run: build
@@ -67,7 +68,37 @@ proto:
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
 		$(PROTOS)
+	$(MAKE) proto-python
 
 clean:
 	rm -rf $(BIN) .dex
 	$(GO) clean -testcache
+
+# The Python Worker library (api/python, docs in its README.md) runs on
+# Debian's /usr/bin/python3 with python3-grpcio and python3-protobuf; the
+# first python3 in PATH may be another one without them.
+PYTHON ?= /usr/bin/python3
+
+# Its demo Worker, as the chaos suite runs it (dexchaos matrix --worker python).
+.PHONY: $(BIN)/dexworker-python
+$(BIN)/dexworker-python:
+	@mkdir -p $(BIN)
+	printf '#!/bin/sh\nPYTHONPATH="$(CURDIR)/api/python$${PYTHONPATH:+:$$PYTHONPATH}" exec $(PYTHON) -m dex.demo "$$@"\n' >$@
+	chmod +x $@
+
+proto-python:
+	protoc -I $(PROTO_DIR) --python_out=api/python --pyi_out=api/python \
+		--grpc_python_out=api/python --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) \
+		$(PROTOS)
+
+# The Python library's tests (pytest on Debian's python3-pytest); those
+# that need a cluster start bin/dexd.
+test-python: $(BIN)/dexworker-python
+	$(GO) build -o $(BIN)/ ./cmd/dexd
+	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+# The worker-kill and takeover columns with the Python demo Worker (CI runs
+# them; report: chaos-report-python/matrix.md).
+chaos-python: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-python --worker python --column worker-kill,takeover

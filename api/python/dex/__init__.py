@@ -1,0 +1,47 @@
+"""Dex's Python Worker library and client.
+
+A Worker runs model and tool calls for a Dex cluster: register tools with
+their policies and a model handler, then run it::
+
+    worker = dex.Worker("dex:///127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003")
+
+    @worker.tool(access="read")
+    async def lookup(call: dex.ToolCall) -> str:
+        return "found " + call.args["query"]
+
+    worker.run_forever()
+"""
+
+from dex.client import Client, new_idempotency_key, new_session_id
+from dex.connection import HEALTH_SERVICE, LEADER_METADATA_KEY, SCHEME, TOKEN_ENV, Connection, TLSFiles, token_from
+from dex.errors import (
+    ERROR_TYPES,
+    TOOL_CALL_NOT_RUN_ERROR_PREFIX,
+    DexError,
+    ModelError,
+    RegistrationError,
+    classify_error,
+    error_type_for_http_status,
+    http_model_error,
+    is_context_length_message,
+)
+from dex.worker import (
+    ACCESS,
+    MOMENTS,
+    ModelInput,
+    Tool,
+    ToolCall,
+    ToolResult,
+    Worker,
+    check_model_output,
+    model_output,
+    tool_spec,
+)
+
+__all__ = [
+    "ACCESS", "Client", "Connection", "DexError", "ERROR_TYPES", "HEALTH_SERVICE", "LEADER_METADATA_KEY",
+    "MOMENTS", "ModelError", "ModelInput", "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV",
+    "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "Tool", "ToolCall", "ToolResult", "Worker", "check_model_output",
+    "classify_error", "error_type_for_http_status", "http_model_error", "is_context_length_message",
+    "model_output", "new_idempotency_key", "new_session_id", "token_from", "tool_spec",
+]

@@ -1,0 +1,189 @@
+"""A client of the SessionService (a port of api/client/client.go).
+
+Reads and idempotent writes are retried across Unavailable (a takeover, a
+follower) until ``timeout`` runs out; other writes are repeated only when a
+node answered that it is not the leader (nothing was changed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from typing import Any, AsyncIterator, Optional, Union
+
+import grpc
+
+from dex.connection import LEADER_METADATA_KEY, Connection, TLSFiles, trailer_value
+from dex.v1 import sessions_pb2, sessions_pb2_grpc, types_pb2
+from dex.worker import _Backoff, _transient
+
+_Stub = sessions_pb2_grpc.SessionServiceStub
+
+
+def new_session_id() -> str:
+    """A new random session id (pick it yourself to retry CreateSession)."""
+    return "ses-" + secrets.token_hex(8)
+
+
+def new_idempotency_key() -> str:
+    return "key-" + secrets.token_hex(16)
+
+
+def _not_applied(err: grpc.RpcError) -> bool:
+    return err.code() == grpc.StatusCode.UNAVAILABLE and bool(trailer_value(err, LEADER_METADATA_KEY))
+
+
+class Client:
+    """Sessions, messages, approvals, answers, resume, cancel and delete.
+
+    ``target`` as for :class:`dex.Worker`. ``timeout`` (seconds) bounds one
+    method call with its retries."""
+
+    def __init__(self, target: Union[str, Connection], *, token: Optional[str] = None,
+                 tls: Optional[TLSFiles] = None, timeout: float = 30.0, try_timeout: float = 5.0) -> None:
+        self._own = not isinstance(target, Connection)
+        self.conn = target if isinstance(target, Connection) else Connection(target, token=token, tls=tls)
+        self.timeout = timeout
+        self.try_timeout = try_timeout
+
+    async def close(self) -> None:
+        if self._own:
+            await self.conn.close()
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def _call(self, method: str, req: Any, idempotent: bool, tries_out: Optional[list] = None) -> Any:
+        deadline = time.monotonic() + self.timeout
+        b = _Backoff()
+        tries = 0
+        while True:
+            tries += 1
+            if tries_out is not None:
+                tries_out[0] = tries
+            left = deadline - time.monotonic()
+            try:
+                return await self.conn.unary(_Stub, method, req, max(min(self.try_timeout, left), 0.01))
+            except grpc.RpcError as e:
+                retry = _not_applied(e) or (idempotent and _transient(e))
+                if not retry or time.monotonic() >= deadline:
+                    raise
+                if tries > 1:
+                    await asyncio.sleep(b.next())
+
+    async def create_session(self, message: str = "", *, session_id: str = "", parent_id: str = "",
+                             compaction_threshold: int = 0, idempotency_key: str = "") -> types_pb2.Session:
+        """Creates a session, optionally with its first message. With a
+        session_id the call is idempotent and retried."""
+        req = sessions_pb2.CreateSessionRequest(session_id=session_id, parent_id=parent_id, message=message,
+                                                compaction_threshold=compaction_threshold,
+                                                idempotency_key=idempotency_key or (new_idempotency_key() if message else ""))
+        tries = [0]
+        try:
+            return (await self._call("CreateSession", req, bool(session_id), tries)).session
+        except grpc.RpcError as e:
+            if session_id and tries[0] > 1 and e.code() == grpc.StatusCode.ALREADY_EXISTS:
+                # An earlier try committed before its answer was lost.
+                return (await self.get_session(session_id)).session
+            raise
+
+    async def send_message(self, session_id: str, text: str, idempotency_key: str = "") -> bool:
+        """Delivers text once (the same key on every retry). Returns whether
+        the cluster had already seen the key."""
+        req = sessions_pb2.SendMessageRequest(session_id=session_id, text=text,
+                                              idempotency_key=idempotency_key or new_idempotency_key())
+        tries = [0]
+        resp = await self._call("SendMessage", req, True, tries)
+        return resp.duplicate and tries[0] == 1
+
+    async def get_session(self, session_id: str) -> sessions_pb2.GetSessionResponse:
+        """A session with its whole history and all its Steps (every page)."""
+        req = sessions_pb2.GetSessionRequest(session_id=session_id)
+        history: list = []
+        steps: list = []
+        history_done = steps_done = False
+        while True:
+            resp = await self._call("GetSession", req, True)
+            if not history_done:
+                history.extend(resp.session.history)
+            if not steps_done:
+                steps.extend(resp.steps)
+            history_done = history_done or resp.next_history_after_seq == 0
+            steps_done = steps_done or resp.next_steps_after == 0
+            if history_done and steps_done:
+                break
+            # A part already read whole is asked for from its end.
+            req = sessions_pb2.GetSessionRequest(session_id=session_id, history_after_seq=resp.next_history_after_seq,
+                                                 steps_after=resp.next_steps_after)
+            if history_done and history:
+                req.history_after_seq = history[-1].seq
+            if steps_done and steps:
+                req.steps_after = steps[-1].number
+        del resp.session.history[:]
+        resp.session.history.extend(history)
+        del resp.steps[:]
+        resp.steps.extend(steps)
+        resp.next_history_after_seq = resp.next_steps_after = 0
+        return resp
+
+    async def list_sessions(self) -> list:
+        """Every session's summary (all pages)."""
+        out: list = []
+        token = ""
+        while True:
+            resp = await self._call("ListSessions", sessions_pb2.ListSessionsRequest(page_token=token), True)
+            out.extend(resp.sessions)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    async def watch(self, session_id: str, after_seq: int = 0) -> AsyncIterator[types_pb2.Event]:
+        """The session's events after after_seq, resuming across takeovers
+        from the last one delivered. Stop iterating to end it."""
+        last = after_seq
+        b = _Backoff()
+        while True:
+            addr, call = await self.conn.stream(_Stub, "WatchSession",
+                                                sessions_pb2.WatchSessionRequest(session_id=session_id, after_seq=last))
+            try:
+                async for ev in call:
+                    b = _Backoff()
+                    last = ev.seq
+                    yield ev
+            except grpc.RpcError as e:
+                self.conn.stream_failed(addr, e)
+                if not _transient(e):
+                    raise
+            finally:
+                call.cancel()
+            await asyncio.sleep(b.next())
+
+    async def resolve_approval(self, step_id: str, approved: bool, reason: str = "") -> None:
+        await self._call("ResolveApproval", sessions_pb2.ResolveApprovalRequest(step_id=step_id, approved=approved,
+                                                                                reason=reason), False)
+
+    async def answer_question(self, step_id: str, answer: str) -> None:
+        await self._call("AnswerQuestion", sessions_pb2.AnswerQuestionRequest(step_id=step_id, answer=answer), False)
+
+    async def resume(self, session_id: str, choice: int = types_pb2.RESUME_CHOICE_RETRY) -> None:
+        """Resumes a paused or errored session (RESUME_CHOICE_RETRY or _DROP)."""
+        await self._call("ResumeSession", sessions_pb2.ResumeSessionRequest(session_id=session_id, choice=choice), False)
+
+    async def cancel(self, session_id: str, reason: str = "", by: str = "") -> sessions_pb2.CancelSessionResponse:
+        """Cancels the session's running turn."""
+        return await self._call("CancelSession", sessions_pb2.CancelSessionRequest(session_id=session_id, by=by,
+                                                                                   reason=reason), False)
+
+    async def delete(self, session_id: str) -> None:
+        """Deletes an idle, paused or errored session. NotFound on a retry
+        counts as done."""
+        tries = [0]
+        try:
+            await self._call("DeleteSession", sessions_pb2.DeleteSessionRequest(session_id=session_id), True, tries)
+        except grpc.RpcError as e:
+            if not (tries[0] > 1 and e.code() == grpc.StatusCode.NOT_FOUND):
+                raise

@@ -1,0 +1,305 @@
+"""A readiness-following connection to a Dex cluster.
+
+A target is one ``host:port`` (a load balancer that checks /readyz: every
+call goes there) or ``dex:///h1:p1,h2:p2,h3:p3`` (every node). With several
+nodes the connection keeps a channel to each and sends a call to the node it
+believes serves; when a call fails as if that node does not serve (it is
+gone, frozen, or answers Unavailable) it follows the ``dex-leader`` trailer
+the node sent, or asks every node's health service which one reports
+``dex.v1.WorkerService`` SERVING (only the lease holder does). The caller
+repeats the call; the next try goes to the new node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import grpc
+import grpc.aio
+
+from dex.errors import DexError
+
+#: The resolver scheme of a list of nodes: dex:///h1:p1,h2:p2.
+SCHEME = "dex"
+#: The health service name SERVING only on the node that holds the lease.
+HEALTH_SERVICE = "dex.v1.WorkerService"
+#: The trailer in which a follower names the leader's gRPC address.
+LEADER_METADATA_KEY = "dex-leader"
+#: The environment variable a token is read from when none is given.
+TOKEN_ENV = "DEX_TOKEN"
+#: The largest answer accepted (a poll may carry several big tasks).
+MAX_RECEIVE = 256 << 20
+# A frozen node (SIGSTOP, a stalled host) keeps its connections open and
+# never answers: every PROBE_INTERVAL the connection health-checks the node it
+# uses, and one that does not answer within PROBE_TIMEOUT is dropped (its
+# calls in flight fail as Unavailable and go again elsewhere), as the Go
+# library's liveness probes do (api/client/liveness.go).
+PROBE_INTERVAL = 0.5
+PROBE_TIMEOUT = 1.0
+
+# Reconnect quickly after a takeover (gRPC's default starts at 1 s and grows
+# to 2 minutes, sleeping past the moment the new leader is ready); keepalive
+# pings find half-open connections.
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.initial_reconnect_backoff_ms", 50),
+    ("grpc.min_reconnect_backoff_ms", 50),
+    ("grpc.max_reconnect_backoff_ms", 250),
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 2_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.max_receive_message_length", MAX_RECEIVE),
+    ("grpc.enable_retries", 0),
+]
+
+_SERVING = 1  # grpc.health.v1.HealthCheckResponse.SERVING
+
+
+@dataclass
+class TLSFiles:
+    """Mutual TLS: the client certificate and key and the CA bundle (PEM
+    files), as dexworker's --tls-cert, --tls-key and --tls-ca."""
+
+    cert: str = ""
+    key: str = ""
+    ca: str = ""
+
+    def validate(self) -> None:
+        given = [bool(self.cert), bool(self.key), bool(self.ca)]
+        if any(given) and not all(given):
+            raise DexError("TLS needs all three of the certificate, its key and the CA (--tls-cert, --tls-key, --tls-ca)")
+
+    def credentials(self) -> Optional[grpc.ChannelCredentials]:
+        self.validate()
+        if not self.cert:
+            return None
+
+        def read(p: str) -> bytes:
+            try:
+                with open(p, "rb") as f:
+                    return f.read()
+            except OSError as e:
+                raise DexError(f"TLS: {e}") from e
+
+        return grpc.ssl_channel_credentials(root_certificates=read(self.ca), private_key=read(self.key),
+                                            certificate_chain=read(self.cert))
+
+
+def token_from(flag: str = "") -> str:
+    """``flag`` when set, else $DEX_TOKEN, trimmed."""
+    return (flag or os.environ.get(TOKEN_ENV, "")).strip()
+
+
+def parse_target(target: str) -> tuple[list[str], bool]:
+    """The addresses of a target and whether it lists nodes (dex:///)."""
+    if target.startswith(SCHEME + ":"):
+        rest = target[len(SCHEME) + 1:]
+        if rest.startswith("//"):
+            rest = rest[2:]
+            rest = rest[rest.index("/") + 1:] if "/" in rest else ""
+        addrs = [a.strip() for a in rest.split(",") if a.strip()]
+        if not addrs:
+            raise DexError(f"dex target {target!r} names no address")
+        return addrs, True
+    if not target.strip() or "," in target or ":" not in target:
+        raise DexError(f"target {target!r}: want host:port or dex:///h1:p1,h2:p2,...")
+    return [target.strip()], False
+
+
+def _health_request(service: str) -> bytes:
+    # grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited.
+    b = service.encode()
+    return b"\x0a" + bytes([len(b)]) + b
+
+
+def _health_status(data: bytes) -> int:
+    # grpc.health.v1.HealthCheckResponse{status}: field 1, a varint.
+    return data[1] if len(data) >= 2 and data[0] == 0x08 else 0
+
+
+class NodeDropped(grpc.RpcError):
+    """A call cut off because its node stopped answering health checks."""
+
+    def __init__(self, addr: str) -> None:
+        super().__init__(f"node {addr} stopped answering; call dropped")
+        self.addr = addr
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return f"node {self.addr} stopped answering its health checks"
+
+    def trailing_metadata(self) -> tuple:
+        return ()
+
+
+def trailer_value(err: grpc.RpcError, key: str) -> str:
+    try:
+        md = err.trailing_metadata() or ()  # type: ignore[attr-defined]
+    except Exception:
+        return ""
+    for k, v in md:
+        if k == key:
+            return v if isinstance(v, str) else v.decode()
+    return ""
+
+
+class Connection:
+    """Channels to a cluster that follow the node that serves.
+
+    ``token`` (default $DEX_TOKEN) is sent as ``authorization: Bearer``;
+    ``tls`` makes every channel speak mutual TLS."""
+
+    def __init__(self, target: str, *, token: Optional[str] = None, tls: Optional[TLSFiles] = None,
+                 options: Sequence[tuple[str, Any]] = ()) -> None:
+        self.target = target
+        self.addrs, self.multi = parse_target(target)
+        self._creds = tls.credentials() if tls else None
+        tok = token_from(token or "")
+        self.metadata: tuple[tuple[str, str], ...] = (("authorization", "Bearer " + tok),) if tok else ()
+        self._options = list(CHANNEL_OPTIONS) + list(options)
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._current = self.addrs[0]
+        self._lost = False
+        self._finding: Optional[asyncio.Task] = None
+        self._stubs: dict[tuple[str, Any], Any] = {}
+        self._inflight: dict[str, set] = {}
+        self._dropped: set = set()
+        self._prober: Optional[asyncio.Task] = None
+
+    def _stub(self, addr: str, stub_cls: Any) -> Any:
+        s = self._stubs.get((addr, stub_cls))
+        if s is None:
+            s = self._stubs[(addr, stub_cls)] = stub_cls(self._channel(addr))
+        return s
+
+    def _channel(self, addr: str) -> grpc.aio.Channel:
+        ch = self._channels.get(addr)
+        if ch is None:
+            if self._creds is not None:
+                ch = grpc.aio.secure_channel(addr, self._creds, options=self._options)
+            else:
+                ch = grpc.aio.insecure_channel(addr, options=self._options)
+            self._channels[addr] = ch
+        return ch
+
+    async def close(self) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+            self._prober = None
+        chans, self._channels, self._stubs = list(self._channels.values()), {}, {}
+        for ch in chans:
+            await ch.close()
+
+    async def _probe(self) -> None:
+        while True:
+            await asyncio.sleep(PROBE_INTERVAL)
+            addr = self._current
+            if addr not in self._channels:
+                continue
+            check = self._channels[addr].unary_unary("/grpc.health.v1.Health/Check")
+            try:
+                await check(_health_request(HEALTH_SERVICE), timeout=PROBE_TIMEOUT, metadata=self.metadata)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    self._drop(addr)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                pass
+
+    def _drop(self, addr: str) -> None:
+        """Forgets addr's channel and cuts off its calls in flight; the next
+        call opens a new connection (a balancer then picks a live backend)."""
+        ch = self._channels.pop(addr, None)
+        self._stubs = {k: v for k, v in self._stubs.items() if k[0] != addr}
+        for call in self._inflight.pop(addr, set()):
+            self._dropped.add(call)
+            call.cancel()
+        if self.multi and addr == self._current:
+            self._lost = True
+        if ch is not None:
+            asyncio.ensure_future(ch.close())
+
+    async def _serving(self, addr: str) -> bool:
+        check = self._channel(addr).unary_unary("/grpc.health.v1.Health/Check",
+                                                request_serializer=None, response_deserializer=None)
+        try:
+            data = await check(_health_request(HEALTH_SERVICE), timeout=PROBE_TIMEOUT)
+        except grpc.RpcError:
+            return False
+        return _health_status(data) == _SERVING
+
+    async def _find(self) -> None:
+        """Point at the node that reports SERVING; if none does, at the next
+        node after the lost one, which may name the leader in its answer."""
+        lost = self._current
+        results = await asyncio.gather(*(self._serving(a) for a in self.addrs))
+        serving = [a for a, ok in zip(self.addrs, results) if ok]
+        if serving:
+            self._current = lost if lost in serving else serving[0]
+        else:
+            self._current = self.addrs[(self.addrs.index(lost) + 1) % len(self.addrs)] if lost in self.addrs else self.addrs[0]
+        self._lost = False
+
+    async def node(self) -> str:
+        """The address the next call goes to."""
+        if self.multi and self._lost:
+            if self._finding is None or self._finding.done():
+                self._finding = asyncio.ensure_future(self._find())
+            await asyncio.shield(self._finding)
+        return self._current
+
+    def _failed(self, addr: str, err: grpc.RpcError) -> None:
+        """Learn from a failed call on addr where the next should go."""
+        if not self.multi or addr != self._current:
+            return
+        code = err.code()
+        if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                        grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN):
+            return
+        leader = trailer_value(err, LEADER_METADATA_KEY)
+        if leader and leader != addr:
+            if leader not in self.addrs:
+                self.addrs.append(leader)
+            self._current = leader
+            return
+        self._lost = True
+
+    async def unary(self, stub_cls: Any, method: str, request: Any, timeout: float) -> Any:
+        """One try of a unary call of ``stub_cls``'s ``method``. It raises
+        grpc.RpcError as the node answered; the connection has then moved
+        to where a repeat should go."""
+        if self._prober is None:
+            self._prober = asyncio.ensure_future(self._probe())
+        addr = await self.node()
+        fn = getattr(self._stub(addr, stub_cls), method)
+        # A single address waits for its balancer to have a backend; a
+        # node of a list fails fast so that the next try moves on.
+        call = fn(request, timeout=timeout, metadata=self.metadata, wait_for_ready=not self.multi)
+        calls = self._inflight.setdefault(addr, set())
+        calls.add(call)
+        try:
+            return await call
+        except grpc.RpcError as e:
+            self._failed(addr, e)
+            raise
+        except asyncio.CancelledError:
+            if call in self._dropped:
+                raise NodeDropped(addr) from None
+            raise
+        finally:
+            calls.discard(call)
+            self._dropped.discard(call)
+
+    async def stream(self, stub_cls: Any, method: str, request: Any) -> tuple[str, Any]:
+        """Opens a server stream on the serving node."""
+        addr = await self.node()
+        fn = getattr(self._stub(addr, stub_cls), method)
+        return addr, fn(request, metadata=self.metadata, wait_for_ready=not self.multi)
+
+    def stream_failed(self, addr: str, err: grpc.RpcError) -> None:
+        self._failed(addr, err)

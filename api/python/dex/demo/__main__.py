@@ -1,0 +1,128 @@
+"""Runs the Python dexworker: python3 -m dex.demo --addr TARGET --ledger FILE."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Optional
+
+from dex.connection import Connection
+from dex.demo.flags import Config, FlagError, parse_flags
+from dex.demo.hold import Holder, parse_moments
+from dex.demo.ledger import Ledger
+from dex.demo.script import Script, ScriptError, load_script, Model
+from dex.demo.tools import DemoTools
+from dex.errors import DexError, RegistrationError
+from dex.worker import Worker
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON line per record, with "ts" in ISO 8601, as dexd's zap logs."""
+
+    def format(self, r: logging.LogRecord) -> str:
+        t = time.localtime(r.created)
+        tz = time.strftime("%z", t)
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", t) + f".{int(r.msecs):03d}" + tz[:3] + ":" + tz[3:]
+        d = {"level": r.levelname.lower().replace("warning", "warn"), "ts": ts, "logger": r.name, "msg": r.getMessage()}
+        d.update(getattr(r, "fields", {}) or {})
+        if r.exc_info:
+            d["error"] = self.formatException(r.exc_info)
+        return json.dumps(d, default=str, separators=(",", ":"))
+
+
+def new_logger() -> logging.Logger:
+    h = logging.StreamHandler(sys.stderr)
+    h.setFormatter(JSONFormatter())
+    lg = logging.getLogger("dexworker")
+    lg.handlers[:] = [h]
+    lg.setLevel(logging.INFO)
+    lg.propagate = False
+    return lg
+
+
+def fail(msg: str, code: int) -> int:
+    print(f"dexworker: {msg}", file=sys.stderr)
+    return code
+
+
+async def serve(c: Config, script: Optional[Script], moments: set, ledger: Ledger, log: logging.Logger) -> int:
+    wid = c.id or f"dexworker-{socket.gethostname()}-{os.getpid()}"
+    try:
+        conn = Connection(c.addr, token=c.token or None, tls=c.tls)
+    except DexError as e:
+        return fail(str(e), 2)
+    tools = DemoTools(ledger, wid, poll_interval=c.poll_interval, run_timeouts=c.tool_run_timeouts)
+    holder = Holder(moments, c.hold_all, c.ledger)
+    w = Worker(conn, id=wid, concurrency=c.concurrency, poll_wait=c.poll_wait, shutdown_grace=c.shutdown_grace,
+               model_run_timeout=c.model_run_timeout, hold=holder.hold, logger=log)
+    tools.register(w)
+    model = Model(script, ledger, wid, inline=tools.inline)
+    w.model(model.run_model)
+    w.compactor(model.compact)
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for s in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(s, stop.set)
+    # SIGUSR1 releases a hold (and never kills the Worker).
+    loop.add_signal_handler(signal.SIGUSR1, holder.signal.set)
+    if c.tls.cert:
+        loop.add_signal_handler(signal.SIGHUP, lambda: log.warning(
+            "SIGHUP: the Python Worker does not reload its TLS files; restart it to use new ones"))
+    if c.metrics_addr:
+        log.warning("--metrics-addr: the Python Worker serves no metrics")
+    log.info("dexworker starting", extra={"fields": {"worker": wid, "addr": c.addr, "ledger": c.ledger,
+                                                     "script": c.script, "hold": c.hold, "pid": os.getpid(),
+                                                     "lang": "python"}})
+    try:
+        await w.run(stop)
+    except RegistrationError as e:
+        log.error("worker stopped", extra={"fields": {"error": str(e)}})
+        return 1
+    finally:
+        await conn.close()
+    log.info("dexworker stopped")
+    return 0
+
+
+def main(argv: Optional[list] = None) -> int:
+    try:
+        c = parse_flags(sys.argv[1:] if argv is None else argv)
+    except (FlagError, DexError) as e:
+        return fail(str(e), 2)
+    if c is None:
+        return 0
+    log = new_logger()
+    try:
+        moments = parse_moments(c.hold)
+    except ValueError as e:
+        return fail(str(e), 2)
+    script = None
+    if c.script:
+        try:
+            script = load_script(c.script)
+        except (OSError, ScriptError) as e:
+            return fail(str(e), 2)
+    try:
+        ledger = Ledger(c.ledger)
+    except OSError as e:
+        return fail(str(e), 1)
+    try:
+        return asyncio.run(serve(c, script, moments, ledger, log))
+    finally:
+        ledger.close()
+
+
+def main_exit() -> None:
+    """The console script's entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    main_exit()

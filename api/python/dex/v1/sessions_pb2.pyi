@@ -1,0 +1,221 @@
+from dex.v1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AnswerQuestionRequest(_message.Message):
+    __slots__ = ["answer", "step_id"]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    answer: str
+    step_id: str
+    def __init__(self, step_id: _Optional[str] = ..., answer: _Optional[str] = ...) -> None: ...
+
+class AnswerQuestionResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class CancelSessionRequest(_message.Message):
+    __slots__ = ["by", "reason", "session_id"]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    by: str
+    reason: str
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelSessionResponse(_message.Message):
+    __slots__ = ["attempts_cancelled", "steps_cancelled"]
+    ATTEMPTS_CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    attempts_cancelled: int
+    steps_cancelled: int
+    def __init__(self, steps_cancelled: _Optional[int] = ..., attempts_cancelled: _Optional[int] = ...) -> None: ...
+
+class CreateSessionRequest(_message.Message):
+    __slots__ = ["compaction_threshold", "idempotency_key", "message", "parent_id", "session_id"]
+    COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    compaction_threshold: int
+    idempotency_key: str
+    message: str
+    parent_id: str
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class CreateSessionResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: _types_pb2.Session
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
+
+class DeleteSessionRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class DeleteSessionResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class EditHistoryRequest(_message.Message):
+    __slots__ = ["note", "session_id", "truncate_from_seq"]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATE_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    note: str
+    session_id: str
+    truncate_from_seq: int
+    def __init__(self, session_id: _Optional[str] = ..., truncate_from_seq: _Optional[int] = ..., note: _Optional[str] = ...) -> None: ...
+
+class EditHistoryResponse(_message.Message):
+    __slots__ = ["history_count", "history_size"]
+    HISTORY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_SIZE_FIELD_NUMBER: _ClassVar[int]
+    history_count: int
+    history_size: int
+    def __init__(self, history_count: _Optional[int] = ..., history_size: _Optional[int] = ...) -> None: ...
+
+class EventsNotKept(_message.Message):
+    __slots__ = ["after_seq", "first_kept_seq", "resume_after_seq", "session_id"]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    FIRST_KEPT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    RESUME_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    after_seq: int
+    first_kept_seq: int
+    resume_after_seq: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., resume_after_seq: _Optional[int] = ..., first_kept_seq: _Optional[int] = ...) -> None: ...
+
+class GetSessionRequest(_message.Message):
+    __slots__ = ["history_after_seq", "history_limit", "session_id", "steps_after", "steps_limit"]
+    HISTORY_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STEPS_AFTER_FIELD_NUMBER: _ClassVar[int]
+    STEPS_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    history_after_seq: int
+    history_limit: int
+    session_id: str
+    steps_after: int
+    steps_limit: int
+    def __init__(self, session_id: _Optional[str] = ..., history_after_seq: _Optional[int] = ..., history_limit: _Optional[int] = ..., steps_after: _Optional[int] = ..., steps_limit: _Optional[int] = ...) -> None: ...
+
+class GetSessionResponse(_message.Message):
+    __slots__ = ["last_event_seq", "next_history_after_seq", "next_steps_after", "session", "steps"]
+    LAST_EVENT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    NEXT_HISTORY_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    NEXT_STEPS_AFTER_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    last_event_seq: int
+    next_history_after_seq: int
+    next_steps_after: int
+    session: _types_pb2.Session
+    steps: _containers.RepeatedCompositeFieldContainer[_types_pb2.Step]
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[_types_pb2.Step, _Mapping]]] = ..., next_history_after_seq: _Optional[int] = ..., next_steps_after: _Optional[int] = ..., last_event_seq: _Optional[int] = ...) -> None: ...
+
+class ListSessionsRequest(_message.Message):
+    __slots__ = ["page_size", "page_token"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ["next_page_token", "sessions"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionSummary]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[SessionSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ReconcileOutcomeRequest(_message.Message):
+    __slots__ = ["note", "outcome", "step_id"]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    note: str
+    outcome: _types_pb2.Outcome
+    step_id: str
+    def __init__(self, step_id: _Optional[str] = ..., outcome: _Optional[_Union[_types_pb2.Outcome, str]] = ..., note: _Optional[str] = ...) -> None: ...
+
+class ReconcileOutcomeResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ResolveApprovalRequest(_message.Message):
+    __slots__ = ["approved", "reason", "step_id"]
+    APPROVED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    approved: bool
+    reason: str
+    step_id: str
+    def __init__(self, step_id: _Optional[str] = ..., approved: bool = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ResolveApprovalResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ResumeSessionRequest(_message.Message):
+    __slots__ = ["choice", "session_id"]
+    CHOICE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    choice: _types_pb2.ResumeChoice
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., choice: _Optional[_Union[_types_pb2.ResumeChoice, str]] = ...) -> None: ...
+
+class ResumeSessionResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class SendMessageRequest(_message.Message):
+    __slots__ = ["idempotency_key", "session_id", "text"]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    idempotency_key: str
+    session_id: str
+    text: str
+    def __init__(self, session_id: _Optional[str] = ..., text: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class SendMessageResponse(_message.Message):
+    __slots__ = ["duplicate"]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
+    def __init__(self, duplicate: bool = ...) -> None: ...
+
+class SessionSummary(_message.Message):
+    __slots__ = ["created_at_ms", "id", "parent_id", "status", "turns_completed", "updated_at_ms"]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TURNS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    created_at_ms: int
+    id: str
+    parent_id: str
+    status: _types_pb2.SessionStatus
+    turns_completed: int
+    updated_at_ms: int
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
+
+class WatchSessionRequest(_message.Message):
+    __slots__ = ["after_seq", "session_id"]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    after_seq: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...

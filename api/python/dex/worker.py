@@ -1,0 +1,732 @@
+"""The Dex Worker: long-polls the cluster for tasks and runs them.
+
+A port of api/client/worker.go. Every call after PollTask names its attempt
+and a per-attempt sequence number (1: the claim, which heartbeats repeat; 2:
+the report), and is repeated with the same number across a takeover until
+the cluster answers: a repeat of a call it already committed gets the first
+answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import json
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable, Optional, Union
+
+import grpc
+
+from dex.connection import Connection, TLSFiles
+from dex.errors import DexError, ModelError, RegistrationError, classify_error
+from dex.v1 import commands_pb2, types_pb2, workers_pb2, workers_pb2_grpc
+
+log = logging.getLogger("dex.worker")
+
+# Moments at which a Worker's hold hook is called.
+HOLD_BEFORE_CLAIM = "before-claim"  # holds a task, not claimed yet
+HOLD_AFTER_CLAIM = "after-claim"  # claim committed; no handler started
+HOLD_TOOL_RUNNING = "tool-running"  # right before a tool handler
+HOLD_AFTER_RESULT_SENT = "after-result-sent"  # ReportTask of a result returned OK
+HOLD_DURING_POLL = "during-poll"  # right before a poll handler
+HOLD_DURING_COMPACTION = "during-compaction"  # right before the compaction handler
+HOLD_BEFORE_MODEL = "before-model"  # right before the model handler
+MOMENTS = (HOLD_BEFORE_CLAIM, HOLD_AFTER_CLAIM, HOLD_TOOL_RUNNING, HOLD_AFTER_RESULT_SENT,
+           HOLD_DURING_POLL, HOLD_DURING_COMPACTION, HOLD_BEFORE_MODEL)
+
+#: Tool access policies by name.
+ACCESS = {
+    "read": types_pb2.TOOL_ACCESS_READ,
+    "idempotent_write": types_pb2.TOOL_ACCESS_IDEMPOTENT_WRITE,
+    "single_attempt": types_pb2.TOOL_ACCESS_SINGLE_ATTEMPT,
+}
+BUILTIN_TOOLS = ("ask_user", "sleep")
+MAX_RUN_TIMEOUT = (2**32 - 1) / 1000.0  # seconds: ms in 32 bits
+
+# A try of a claim, heartbeat or report waits about a heartbeat interval,
+# within these bounds (api/client/calltry.go): a node silent that long is
+# probably gone, and the same call goes out again to the new lease holder.
+MIN_CALL_TRY = 1.0
+MAX_CALL_TRY = 2.0
+
+_MODEL_KINDS = (types_pb2.STEP_KIND_RUN_MODEL, types_pb2.STEP_KIND_COMPACT_CONTEXT)
+_TOOL_KINDS = (types_pb2.STEP_KIND_CALL_TOOL, types_pb2.STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL,
+               types_pb2.STEP_KIND_POLL_TOOL_TASK)
+_TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED, grpc.StatusCode.DEADLINE_EXCEEDED,
+              grpc.StatusCode.CANCELLED)
+
+
+@dataclass
+class ToolCall:
+    """What a tool (or poll) handler is asked to do."""
+
+    session_id: str
+    step_id: str
+    call_id: str
+    tool: str
+    arguments: str  # JSON text
+    idempotency_key: str  # the same in every attempt of a write
+    attempt: int
+    task_id: str = ""  # the long-running task to poll (poll handlers)
+    access: int = types_pb2.TOOL_ACCESS_UNSPECIFIED
+    #: Set when the cluster cancelled the attempt (or the Worker stops):
+    #: a sync handler should check it; an async one is cancelled.
+    cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def args(self) -> Any:
+        """The arguments parsed (an empty object when there are none)."""
+        return json.loads(self.arguments) if self.arguments else {}
+
+
+@dataclass
+class ToolResult:
+    """A tool handler's answer. ``is_error``: the tool ran and answered with
+    an error (the call fails, the attempt does not). ``task_id``: a
+    long-running tool's start names the task to poll."""
+
+    content: str = ""
+    is_error: bool = False
+    task_id: str = ""
+
+    def proto(self) -> types_pb2.ToolResult:
+        return types_pb2.ToolResult(content=self.content, is_error=self.is_error, task_id=self.task_id)
+
+
+@dataclass
+class ModelInput:
+    """What a model handler sees: the history since the last summary and the
+    tools; ``compact``: summarise the history (CompactContext)."""
+
+    session_id: str
+    step_id: str
+    attempt: int
+    history: list
+    tools: list
+    compact: bool = False
+    cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+
+
+ToolHandler = Callable[[ToolCall], Union[ToolResult, str, None, Awaitable[Any]]]
+PollHandler = Callable[[ToolCall], Any]  # -> (done, ToolResult | str | None)
+ModelHandler = Callable[[ModelInput], Any]  # -> ModelOutput | dict | str
+CompactHandler = Callable[[ModelInput], Any]  # -> str
+HoldHook = Callable[[str, workers_pb2.Task], Any]
+
+
+@dataclass
+class Tool:
+    """A tool the Worker serves: its policy and its handlers."""
+
+    spec: types_pb2.ToolSpec
+    run: ToolHandler
+    poll: Optional[PollHandler] = None
+
+
+def tool_spec(name: str, access: Optional[str | int] = None, *, needs_approval: bool = False,
+              long_running: bool = False, inline: bool = False, max_attempts: int = 0,
+              poll_interval: float = 0.0, run_timeout: float = 0.0, description: str = "") -> types_pb2.ToolSpec:
+    """A tool's policy. ``access`` is required: ``read``, ``idempotent_write``
+    or ``single_attempt``. Times are in seconds."""
+    if not name:
+        raise DexError("a tool has no name")
+    if access is None or access == types_pb2.TOOL_ACCESS_UNSPECIFIED:
+        raise DexError(f"tool {name!r} has no policy: give access= one of {', '.join(ACCESS)}")
+    if isinstance(access, str):
+        if access not in ACCESS:
+            raise DexError(f"tool {name!r}: unknown access {access!r} (known: {', '.join(ACCESS)})")
+        access = ACCESS[access]
+    elif access not in ACCESS.values():
+        raise DexError(f"tool {name!r}: unknown access {access!r}")
+    if name in BUILTIN_TOOLS:
+        raise DexError(f"tool {name!r} is a built-in of the cluster")
+    if max_attempts < 0:
+        raise DexError(f"tool {name!r}: max_attempts must not be negative")
+    for what, v in (("poll_interval", poll_interval), ("run_timeout", run_timeout)):
+        if v < 0 or v > MAX_RUN_TIMEOUT:
+            raise DexError(f"tool {name!r}: {what} must be between 0 and {MAX_RUN_TIMEOUT:.0f} s")
+    if poll_interval and not long_running:
+        raise DexError(f"tool {name!r}: a poll interval needs long_running=True")
+    return types_pb2.ToolSpec(name=name, access=access, needs_approval=needs_approval, long_running=long_running,
+                              inline=inline, max_attempts=max_attempts, poll_interval_ms=round(poll_interval * 1000),
+                              run_timeout_ms=round(run_timeout * 1000), description=description)
+
+
+def check_model_output(mo: types_pb2.ModelOutput) -> Optional[str]:
+    """Why the cluster would refuse a model output (None: it is fine): every
+    tool call needs a tool and a call id unique within the output."""
+    seen: dict[str, str] = {}
+    for i, tc in enumerate(mo.tool_calls, 1):
+        if not tc.tool:
+            return f"tool call {i} of the model output (call id {tc.call_id!r}) names no tool"
+        if not tc.call_id:
+            return (f"tool call {i} of the model output (tool {tc.tool!r}) has no call id: "
+                    "every tool call needs one, unique within the output")
+        if tc.call_id in seen:
+            return (f"call id {tc.call_id!r} appears twice in one model output (tools {seen[tc.call_id]!r} "
+                    f"and {tc.tool!r}): call ids must be unique within the output")
+        seen[tc.call_id] = tc.tool
+    return None
+
+
+def _arguments(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+
+
+def model_output(text: str = "", tool_calls: Iterable[Any] = (),
+                 inline_results: Iterable[types_pb2.InlineResult] = ()) -> types_pb2.ModelOutput:
+    """A model output. Each tool call is a ``types_pb2.ToolCall`` or a dict
+    with ``call_id``, ``tool`` and ``arguments`` (JSON text or a value). A
+    call without a call id (or a tool, or with a repeated id) raises
+    DexError."""
+    mo = types_pb2.ModelOutput(text=text, inline_results=list(inline_results))
+    for tc in tool_calls:
+        if isinstance(tc, dict):
+            tc = types_pb2.ToolCall(call_id=tc.get("call_id", "") or "", tool=tc.get("tool", "") or "",
+                                    arguments=_arguments(tc.get("arguments", {})))
+        mo.tool_calls.append(tc)
+    why = check_model_output(mo)
+    if why:
+        raise DexError(why)
+    return mo
+
+
+def _as_model_output(v: Any) -> types_pb2.ModelOutput:
+    if v is None:
+        return types_pb2.ModelOutput()
+    if isinstance(v, types_pb2.ModelOutput):
+        return v
+    if isinstance(v, str):
+        return types_pb2.ModelOutput(text=v)
+    if isinstance(v, dict):
+        mo = types_pb2.ModelOutput(text=v.get("text", ""))
+        for tc in v.get("tool_calls", ()):
+            if isinstance(tc, dict):
+                tc = types_pb2.ToolCall(call_id=tc.get("call_id", "") or "", tool=tc.get("tool", "") or "",
+                                        arguments=_arguments(tc.get("arguments", {})))
+            mo.tool_calls.append(tc)
+        mo.inline_results.extend(v.get("inline_results", ()))
+        return mo
+    raise DexError(f"a model handler returned {type(v).__name__}; want a ModelOutput, a dict or a str")
+
+
+def _as_tool_result(v: Any) -> ToolResult:
+    if v is None:
+        return ToolResult()
+    if isinstance(v, ToolResult):
+        return v
+    if isinstance(v, str):
+        return ToolResult(content=v)
+    raise DexError(f"a tool handler returned {type(v).__name__}; want a ToolResult or a str")
+
+
+class _Backoff:
+    """50 ms growing to 250 ms, with ±20% jitter so Workers do not hit a new
+    leader in lockstep."""
+
+    def __init__(self, lo: float = 0.05, hi: float = 0.25) -> None:
+        self.lo, self.hi, self.n = lo, hi, 0
+
+    def next(self) -> float:
+        d = min(self.lo * (2 ** min(self.n, 16)), self.hi)
+        self.n += 1
+        return d * random.uniform(0.8, 1.2)
+
+
+def _transient(err: BaseException) -> bool:
+    return isinstance(err, grpc.RpcError) and err.code() in _TRANSIENT
+
+
+def _failure(error_type: int, msg: str) -> types_pb2.AttemptResult:
+    return types_pb2.AttemptResult(failure=types_pb2.AttemptFailure(error_type=error_type, error=msg))
+
+
+@dataclass
+class _Outcome:
+    complete: Optional[types_pb2.AttemptResult] = None
+    error_type: int = types_pb2.ERROR_TYPE_UNSPECIFIED
+    err: Optional[BaseException] = None
+
+
+class _ShutdownCancel(Exception):
+    """The Worker cancelled a handler when its shutdown grace ran out."""
+
+
+class Worker:
+    """Runs tools and a model for a Dex cluster.
+
+    ``target`` is ``dex:///h1:p1,h2:p2,...`` or one ``host:port`` of a load
+    balancer (or a :class:`Connection`). Register tools with :meth:`tool`
+    (and :meth:`poll` for a long-running one) and the model with
+    :meth:`model` (and :meth:`compactor`), then ``await worker.run()`` or
+    ``worker.run_forever()``. Times are in seconds.
+    """
+
+    def __init__(self, target: Union[str, Connection], *, id: str = "", concurrency: int = 4,
+                 poll_wait: float = 20.0, call_timeout: float = 10.0, shutdown_grace: float = 5.0,
+                 model_run_timeout: float = 0.0, hold: Optional[HoldHook] = None,
+                 token: Optional[str] = None, tls: Optional[TLSFiles] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
+        if concurrency <= 0:
+            raise DexError("concurrency must be positive")
+        if poll_wait <= 0 or call_timeout <= 0 or shutdown_grace < 0:
+            raise DexError("poll_wait and call_timeout must be positive, shutdown_grace not negative")
+        if model_run_timeout < 0 or model_run_timeout > MAX_RUN_TIMEOUT:
+            raise DexError(f"model run timeout {model_run_timeout}: must be between 0 (the cluster's default) "
+                           f"and {MAX_RUN_TIMEOUT:.0f} s")
+        self._target = target
+        self._token, self._tls = token, tls
+        self.conn: Optional[Connection] = target if isinstance(target, Connection) else None
+        self.id = id or f"{socket.gethostname()}-{os.getpid()}"
+        self.concurrency = concurrency
+        self.poll_wait = poll_wait
+        self.call_timeout = call_timeout
+        self.shutdown_grace = shutdown_grace
+        self.model_run_timeout = model_run_timeout
+        self.hold_hook = hold
+        self.log = logger or log
+        self.tools: dict[str, Tool] = {}
+        self._model: Optional[ModelHandler] = None
+        self._compact: Optional[CompactHandler] = None
+        self.heartbeat_interval = 1.0
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="dex-handler")
+        self._handlers: dict[asyncio.Task, threading.Event] = {}  # running handlers, their cancel events
+        self._report_deadline: Optional[float] = None  # set when the grace is over
+        self._conn_lost = False
+
+    # Registration ------------------------------------------------------
+
+    def add_tool(self, name: str, run: ToolHandler, *, access: Optional[str | int] = None,
+                 poll: Optional[PollHandler] = None, **policy: Any) -> Tool:
+        """Registers a tool with its policy (see :func:`tool_spec`)."""
+        spec = tool_spec(name, access, **policy)
+        if name in self.tools:
+            raise DexError(f"tool {name!r} registered twice")
+        if not callable(run):
+            raise DexError(f"tool {name!r} has no handler")
+        t = Tool(spec=spec, run=run, poll=poll)
+        self.tools[name] = t
+        return t
+
+    def tool(self, name: str = "", *, access: Optional[str | int] = None, **policy: Any) -> Callable[[ToolHandler], ToolHandler]:
+        """Decorator: registers the function as a tool (named after it unless
+        ``name``) with its policy: ``access`` (required: read,
+        idempotent_write, single_attempt), ``needs_approval``,
+        ``long_running`` (then register a :meth:`poll` handler),
+        ``poll_interval``, ``inline``, ``max_attempts``, ``run_timeout``,
+        ``description`` (default: the docstring)."""
+
+        def register(fn: ToolHandler) -> ToolHandler:
+            policy.setdefault("description", inspect.cleandoc(fn.__doc__ or ""))
+            self.add_tool(name or fn.__name__, fn, access=access, **policy)
+            return fn
+
+        return register
+
+    def poll(self, name: str) -> Callable[[PollHandler], PollHandler]:
+        """Decorator: the poll handler of the long-running tool ``name``. It
+        returns ``(done, result)``; result (a ToolResult or str) only when
+        done."""
+
+        def register(fn: PollHandler) -> PollHandler:
+            t = self.tools.get(name)
+            if t is None:
+                raise DexError(f"poll handler for {name!r}: register the tool first")
+            if not t.spec.long_running:
+                raise DexError(f"poll handler for {name!r}: the tool is not long_running")
+            t.poll = fn
+            return fn
+
+        return register
+
+    def model(self, fn: ModelHandler) -> ModelHandler:
+        """Decorator: the model handler (RunModel Steps). It returns a
+        ModelOutput (see :func:`model_output`), a dict or a str; raise
+        :class:`ModelError` to choose the failure's error type."""
+        self._model = fn
+        return fn
+
+    def compactor(self, fn: CompactHandler) -> CompactHandler:
+        """Decorator: the compaction handler (CompactContext Steps): returns
+        the summary of ``input.history``."""
+        self._compact = fn
+        return fn
+
+    def check(self) -> None:
+        """Raises DexError unless the Worker can run."""
+        for name, t in self.tools.items():
+            if t.spec.long_running and t.poll is None:
+                raise DexError(f"long-running tool {name!r} has no poll handler")
+        if not self.tools and self._model is None:
+            raise DexError("a Worker needs a tool or a model")
+
+    # Running -----------------------------------------------------------
+
+    def run_forever(self) -> None:
+        """Runs until SIGTERM or SIGINT, then shuts down gracefully."""
+        import signal
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for s in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(s, stop.set)
+            await self.run(stop)
+
+        asyncio.run(main())
+
+    async def run(self, stop: Optional[asyncio.Event] = None) -> None:
+        """Registers (retrying until the cluster answers), then long-polls
+        and runs up to ``concurrency`` tasks at once until ``stop`` is set.
+        Then it stops polling, lets running tasks finish for the shutdown
+        grace, cancels what is left and returns. Raises RegistrationError
+        if the cluster refuses the registration."""
+        self.check()
+        stop = stop or asyncio.Event()
+        if self.conn is None:
+            self.conn = Connection(str(self._target), token=self._token, tls=self._tls)
+        running: set[asyncio.Task] = set()
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            reg = asyncio.ensure_future(self._register())
+            await asyncio.wait({reg, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not reg.done():
+                reg.cancel()
+                return
+            reg.result()
+            while not stop.is_set():
+                free = self.concurrency - len(running)
+                if free <= 0:
+                    await asyncio.wait(running | {stopped}, return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                poll = asyncio.ensure_future(self._poll(free))
+                await asyncio.wait({poll, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if not poll.done():
+                    poll.cancel()
+                    break
+                for t in poll.result():
+                    task = asyncio.ensure_future(self._run_task(t))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+            await self._drain(running)
+        finally:
+            stopped.cancel()
+            if not isinstance(self._target, Connection) and self.conn is not None:
+                await self.conn.close()
+                self.conn = None
+
+    async def _drain(self, running: set[asyncio.Task]) -> None:
+        if not running:
+            return
+        _, pending = await asyncio.wait(running, timeout=self.shutdown_grace)
+        if not pending:
+            return
+        self.log.warning("shutdown grace over; cancelling running tasks")
+        self._report_deadline = time.monotonic() + 2.0
+        for h, ev in list(self._handlers.items()):
+            ev.set()
+            h.cancel(msg="shutdown")
+        _, pending = await asyncio.wait(pending, timeout=2.5)
+        if pending:
+            self.log.warning("tasks still running at exit")
+            for p in pending:
+                p.cancel()
+
+    async def _register(self) -> None:
+        assert self.conn is not None
+        req = workers_pb2.RegisterWorkerRequest(worker_id=self.id, runs_model=self._model is not None,
+                                                model_run_timeout_ms=round(self.model_run_timeout * 1000),
+                                                tools=[t.spec for t in self.tools.values()])
+        b = _Backoff(0.05, 1.0)
+        while True:
+            try:
+                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "RegisterWorker", req, self.call_timeout)
+            except grpc.RpcError as e:
+                if not _transient(e):
+                    raise RegistrationError(f"register worker {self.id}: {e.code().name}: {e.details()}") from None
+                await asyncio.sleep(b.next())
+                continue
+            if resp.heartbeat_interval_ms > 0:
+                self.heartbeat_interval = resp.heartbeat_interval_ms / 1000.0
+            self.log.info("registered", extra={"fields": {"worker": self.id, "tools": len(req.tools),
+                                                           "runs_model": req.runs_model,
+                                                           "heartbeat_interval_ms": resp.heartbeat_interval_ms,
+                                                           "heartbeat_timeout_ms": resp.heartbeat_timeout_ms}})
+            return
+
+    async def _poll(self, n: int) -> list:
+        """Long-polls once for up to n tasks; [] on an error (after a backoff)."""
+        assert self.conn is not None
+        b = _Backoff(0.05, 1.0)
+        req = workers_pb2.PollTaskRequest(worker_id=self.id, wait_ms=round(self.poll_wait * 1000), max_tasks=n)
+        while True:
+            try:
+                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "PollTask", req,
+                                             self.poll_wait + self.call_timeout)
+                if self._conn_lost:
+                    self.log.info("cluster reached again", extra={"fields": {"worker": self.id}})
+                    self._conn_lost = False
+                return list(resp.tasks)
+            except grpc.RpcError as e:
+                if e.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION):
+                    # The cluster does not know this Worker (any more): register again.
+                    self.log.warning("poll refused; registering again", extra={"fields": {"error": e.details()}})
+                    try:
+                        await self._register()
+                    except RegistrationError as re:
+                        self.log.error("register again", extra={"fields": {"error": str(re)}})
+                elif _transient(e):
+                    if not self._conn_lost:
+                        self.log.warning("cluster lost; retrying", extra={"fields": {"error": f"{e.code().name}: {e.details()}"}})
+                        self._conn_lost = True
+                else:
+                    self.log.error("poll", extra={"fields": {"error": f"{e.code().name}: {e.details()}"}})
+            await asyncio.sleep(b.next())
+
+    def call_try(self, task: workers_pb2.Task) -> float:
+        """How long one try of an attempt's call waits (calltry.go)."""
+        interval = task.heartbeat_interval_ms / 1000.0 or self.heartbeat_interval
+        return min(max(interval, MIN_CALL_TRY), MAX_CALL_TRY, self.call_timeout)
+
+    async def _send(self, fields: dict, what: str, try_: float, method: str, request: Any) -> Any:
+        """One attempt call, repeated with the same request (the same seq)
+        across transient errors until the cluster answers. The first
+        repeat goes out at once, later ones back off. Raises the cluster's
+        definite refusal."""
+        assert self.conn is not None
+        b = _Backoff()
+        tries = 0
+        while True:
+            tries += 1
+            timeout = try_
+            if self._report_deadline is not None:
+                timeout = min(timeout, max(self._report_deadline - time.monotonic(), 0.01))
+            try:
+                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, method, request, timeout)
+                if tries > 1:
+                    self.log.info(what + " went through after retries", extra={"fields": {**fields, "tries": tries}})
+                return resp
+            except grpc.RpcError as e:
+                if not _transient(e) or (self._report_deadline is not None and time.monotonic() >= self._report_deadline):
+                    raise
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    # The node took the whole try: it may be alive but slow;
+                    # each timed-out try doubles the next, up to call_timeout.
+                    try_ = min(2 * try_, max(self.call_timeout, try_))
+                if tries == 1:
+                    self.log.warning(what + ": cluster not reachable; retrying the same call",
+                                     extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
+                    continue
+                await asyncio.sleep(b.next())
+
+    async def _report(self, fields: dict, what: str, try_: float, ref: commands_pb2.AttemptRef,
+                      result: types_pb2.AttemptResult) -> None:
+        await self._send(fields, what, try_, "ReportTask", workers_pb2.ReportTaskRequest(ref=ref, result=result))
+
+    async def _hold(self, moment: str, task: workers_pb2.Task) -> None:
+        if self.hold_hook is None:
+            return
+        if inspect.iscoroutinefunction(self.hold_hook):
+            await self.hold_hook(moment, task)
+        else:
+            await asyncio.get_running_loop().run_in_executor(self._pool, self.hold_hook, moment, task)
+
+    def _cannot_run(self, t: workers_pb2.Task) -> str:
+        if t.kind in _MODEL_KINDS:
+            if self._model is None:
+                return f"worker {self.id} runs no model"
+        elif t.kind in _TOOL_KINDS:
+            if t.tool not in self.tools:
+                return f"worker {self.id} has no tool {t.tool!r}"
+        else:
+            return f"worker {self.id} cannot run a {types_pb2.StepKind.Name(t.kind)} Step"
+        return ""
+
+    async def _run_task(self, t: workers_pb2.Task) -> None:
+        ref = commands_pb2.AttemptRef()
+        ref.CopyFrom(t.ref)
+        fields = {"worker": self.id, "session": t.session_id, "step": ref.step_id, "attempt": ref.attempt,
+                  "kind": types_pb2.StepKind.Name(t.kind), "tool": t.tool}
+        self.log.info("task received", extra={"fields": fields})
+        try_ = self.call_try(t)
+
+        # A task this Worker cannot run fails unclaimed: the call did not run.
+        why = self._cannot_run(t)
+        if why:
+            ref.seq = 1
+            try:
+                await self._report(fields, "fail", try_, ref, _failure(types_pb2.ERROR_TYPE_UNSPECIFIED, why))
+            except grpc.RpcError as e:
+                self.log.warning("fail refused", extra={"fields": {**fields, "error": e.details()}})
+            self.log.error("cannot run task", extra={"fields": {**fields, "reason": why}})
+            return
+
+        await self._hold(HOLD_BEFORE_CLAIM, t)
+        ref.seq = 1
+        try:
+            await self._send(fields, "claim", try_, "ClaimTask", workers_pb2.ClaimTaskRequest(ref=ref))
+        except grpc.RpcError as e:
+            self.log.warning("claim refused; dropping the task",
+                             extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
+            return
+
+        state: dict[str, Any] = {"done": False, "cancelled": "", "handler": None}
+        cancel_event = threading.Event()
+
+        def on_cancel(reason: str) -> None:
+            if not state["done"] and not state["cancelled"]:
+                state["cancelled"] = reason or "cancelled"
+                cancel_event.set()
+                if state["handler"] is not None:
+                    state["handler"].cancel(msg="attempt cancelled")
+
+        hb = asyncio.ensure_future(self._heartbeat(fields, t, on_cancel))
+        try:
+            await self._hold(HOLD_AFTER_CLAIM, t)
+            if state["cancelled"]:
+                out = _Outcome(err=DexError("cancelled"))
+            else:
+                handler = asyncio.ensure_future(self._invoke(t, cancel_event))
+                state["handler"] = handler
+                self._handlers[handler] = cancel_event
+                try:
+                    await asyncio.wait({handler})
+                finally:
+                    self._handlers.pop(handler, None)
+                out = handler.result() if not handler.cancelled() else _Outcome(err=_ShutdownCancel("cancelled"))
+            state["done"] = True
+            if state["cancelled"]:
+                self.log.warning("attempt cancelled by the cluster; dropped",
+                                 extra={"fields": {**fields, "reason": state["cancelled"]}})
+                return
+
+            ref.seq = 2
+            if out.complete is not None:
+                try:
+                    await self._report(fields, "complete", try_, ref, out.complete)
+                except grpc.RpcError as e:
+                    if e.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                        # The result itself was refused and nothing was logged:
+                        # fail the attempt with the reason, under the same seq.
+                        self.log.error("result refused; failing the attempt", extra={"fields": {**fields, "error": e.details()}})
+                        out = _Outcome(err=DexError(f"result refused by the cluster: {e.details()}"))
+                    else:
+                        self.log.warning("complete refused; dropping the task",
+                                         extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
+                        return
+                else:
+                    hb.cancel()
+                    self.log.info("task completed", extra={"fields": fields})
+                    await self._hold(HOLD_AFTER_RESULT_SENT, t)
+                    return
+            msg = str(out.err) or type(out.err).__name__
+            try:
+                await self._report(fields, "fail", try_, ref, _failure(out.error_type, msg))
+            except grpc.RpcError as e:
+                self.log.warning("fail refused; dropping the task",
+                                 extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
+                return
+            self.log.info("task failed", extra={"fields": {**fields, "error": msg,
+                                                           "error_type": types_pb2.ErrorType.Name(out.error_type)}})
+        finally:
+            hb.cancel()
+
+    async def _call(self, fn: Callable[..., Any], arg: Any) -> Any:
+        """Runs a handler: a coroutine function on the loop, a plain one in
+        a thread (it learns of a cancellation from arg.cancelled)."""
+        if inspect.iscoroutinefunction(fn):
+            return await fn(arg)
+        res = await asyncio.get_running_loop().run_in_executor(self._pool, fn, arg)
+        if inspect.isawaitable(res):
+            res = await res
+        return res
+
+    async def _invoke(self, t: workers_pb2.Task, cancel_event: threading.Event) -> _Outcome:
+        is_model = t.kind in _MODEL_KINDS
+        try:
+            return await self._invoke_handler(t, cancel_event)
+        except asyncio.CancelledError:
+            # Cancelled by the cluster (dropped anyway) or by the Worker's
+            # shutdown: reported untyped, as a crash would be.
+            return _Outcome(err=_ShutdownCancel("the Worker cancelled the handler"))
+        except Exception as e:  # a handler's error fails the attempt
+            if is_model:
+                et = classify_error(e)
+            else:
+                et = e.error_type if isinstance(e, ModelError) else types_pb2.ERROR_TYPE_UNSPECIFIED
+            return _Outcome(err=e, error_type=et)
+
+    async def _invoke_handler(self, t: workers_pb2.Task, cancel_event: threading.Event) -> _Outcome:
+        a = t.ref.attempt
+        if t.kind in _MODEL_KINDS:
+            mi = ModelInput(session_id=t.session_id, step_id=t.ref.step_id, attempt=a,
+                            history=list(t.model_input.history), tools=list(t.model_input.tools),
+                            compact=t.model_input.compact, cancelled=cancel_event)
+            if t.kind == types_pb2.STEP_KIND_RUN_MODEL:
+                await self._hold(HOLD_BEFORE_MODEL, t)
+                assert self._model is not None
+                mo = _as_model_output(await self._call(self._model, mi))
+                # The cluster refuses such an output; fail the attempt with the
+                # reason instead of sending it (another try may do better).
+                why = check_model_output(mo)
+                if why:
+                    raise ModelError(types_pb2.ERROR_TYPE_UNKNOWN, "the model handler's output was not sent: " + why)
+                return _Outcome(complete=types_pb2.AttemptResult(model_output=mo))
+            await self._hold(HOLD_DURING_COMPACTION, t)
+            if self._compact is None:
+                raise DexError("no compaction handler")
+            summary = await self._call(self._compact, mi)
+            return _Outcome(complete=types_pb2.AttemptResult(summary=str(summary or "")))
+        tool = self.tools[t.tool]
+        call = ToolCall(session_id=t.session_id, step_id=t.ref.step_id, call_id=t.call_id, tool=t.tool,
+                        arguments=t.arguments, idempotency_key=t.idempotency_key, attempt=a, task_id=t.task_id,
+                        access=t.access, cancelled=cancel_event)
+        if t.kind == types_pb2.STEP_KIND_POLL_TOOL_TASK:
+            if tool.poll is None:
+                raise DexError(f"tool {t.tool!r} has no poll handler")
+            await self._hold(HOLD_DURING_POLL, t)
+            res = await self._call(tool.poll, call)
+            done, result = (res, None) if isinstance(res, bool) or res is None else res
+            pr = types_pb2.PollResult(done=bool(done))
+            if done:
+                pr.result.CopyFrom(_as_tool_result(result).proto())
+            return _Outcome(complete=types_pb2.AttemptResult(poll_result=pr))
+        await self._hold(HOLD_TOOL_RUNNING, t)
+        res = _as_tool_result(await self._call(tool.run, call))
+        return _Outcome(complete=types_pb2.AttemptResult(tool_result=res.proto()))
+
+    async def _heartbeat(self, fields: dict, t: workers_pb2.Task, cancel: Callable[[str], None]) -> None:
+        """Keeps the attempt alive; calls cancel when the cluster says the
+        attempt is no longer current."""
+        assert self.conn is not None
+        interval = t.heartbeat_interval_ms / 1000.0 or self.heartbeat_interval
+        # Heartbeats carry the seq of the last logged call (the claim).
+        ref = commands_pb2.AttemptRef(step_id=t.ref.step_id, attempt=t.ref.attempt, token=t.ref.token, seq=1)
+        req = workers_pb2.HeartbeatRequest(ref=ref)
+        failing = False
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "Heartbeat", req, self.call_try(t))
+            except grpc.RpcError as e:
+                if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+                    cancel(e.details() or "")
+                    return
+                if not failing:
+                    self.log.warning("heartbeat failed; going on",
+                                     extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
+                    failing = True
+                continue
+            if resp.cancelled:
+                cancel(resp.reason)
+                return
+            if failing:
+                self.log.info("heartbeats reach the cluster again", extra={"fields": fields})
+                failing = False
