@@ -60,17 +60,35 @@ class ListTokensResponse(_message.Message):
     tokens: _containers.RepeatedCompositeFieldContainer[_types_pb2.AclToken]
     def __init__(self, tokens: _Optional[_Iterable[_Union[_types_pb2.AclToken, _Mapping]]] = ...) -> None: ...
 
+class ListWorkersRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListWorkersResponse(_message.Message):
+    __slots__ = ["answered_by", "leader", "tools", "workers"]
+    ANSWERED_BY_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    answered_by: str
+    leader: bool
+    tools: _containers.RepeatedCompositeFieldContainer[ToolQueue]
+    workers: _containers.RepeatedCompositeFieldContainer[WorkerStatus]
+    def __init__(self, workers: _Optional[_Iterable[_Union[WorkerStatus, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[ToolQueue, _Mapping]]] = ..., answered_by: _Optional[str] = ..., leader: bool = ...) -> None: ...
+
 class NodeStateRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class NodeStateResponse(_message.Message):
-    __slots__ = ["applied_index", "cluster_id", "commit_index", "id", "leader_id", "state", "term", "workers"]
+    __slots__ = ["applied_index", "cluster_id", "commit_index", "id", "leader_id", "ready", "ready_reason", "state", "term", "workers"]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    READY_REASON_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
@@ -79,18 +97,22 @@ class NodeStateResponse(_message.Message):
     commit_index: int
     id: str
     leader_id: str
+    ready: bool
+    ready_reason: str
     state: str
     term: int
     workers: _containers.RepeatedCompositeFieldContainer[WorkerHealth]
-    def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., leader_id: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., leader_id: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., ready: bool = ..., ready_reason: _Optional[str] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
-    __slots__ = ["applied_index", "commit_index", "grpc_address", "id", "raft_address", "state", "suffrage", "term"]
+    __slots__ = ["applied_index", "commit_index", "grpc_address", "id", "raft_address", "ready", "ready_reason", "state", "suffrage", "term"]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
     GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    READY_REASON_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     SUFFRAGE_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
@@ -99,10 +121,12 @@ class NodeStatus(_message.Message):
     grpc_address: str
     id: str
     raft_address: str
+    ready: bool
+    ready_reason: str
     state: str
     suffrage: str
     term: int
-    def __init__(self, id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., suffrage: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., suffrage: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., ready: bool = ..., ready_reason: _Optional[str] = ...) -> None: ...
 
 class RegisterNodeRequest(_message.Message):
     __slots__ = ["node"]
@@ -194,6 +218,20 @@ class StatusResponse(_message.Message):
     workers: _containers.RepeatedCompositeFieldContainer[WorkerHealth]
     def __init__(self, leader: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeStatus, _Mapping]]] = ..., answered_by: _Optional[str] = ..., epoch: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ...) -> None: ...
 
+class ToolQueue(_message.Message):
+    __slots__ = ["queued", "running", "tool", "waiting", "workers"]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    queued: int
+    running: int
+    tool: str
+    waiting: int
+    workers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tool: _Optional[str] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ..., waiting: _Optional[int] = ..., workers: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class TransferLeadershipRequest(_message.Message):
     __slots__ = ["node_id"]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -217,3 +255,15 @@ class WorkerHealth(_message.Message):
     unhealthy: bool
     worker_id: str
     def __init__(self, worker_id: _Optional[str] = ..., unhealthy: bool = ..., unclaimed_in_a_row: _Optional[int] = ..., unclaimed_expiries: _Optional[int] = ...) -> None: ...
+
+class WorkerStatus(_message.Message):
+    __slots__ = ["health", "last_contact_ms", "open_polls", "worker"]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    LAST_CONTACT_MS_FIELD_NUMBER: _ClassVar[int]
+    OPEN_POLLS_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    health: WorkerHealth
+    last_contact_ms: int
+    open_polls: int
+    worker: _types_pb2.WorkerInfo
+    def __init__(self, worker: _Optional[_Union[_types_pb2.WorkerInfo, _Mapping]] = ..., last_contact_ms: _Optional[int] = ..., open_polls: _Optional[int] = ..., health: _Optional[_Union[WorkerHealth, _Mapping]] = ...) -> None: ...

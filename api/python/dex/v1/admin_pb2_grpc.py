@@ -77,6 +77,11 @@ class AdminServiceStub(object):
                 request_serializer=dex_dot_v1_dot_admin__pb2.BootstrapACLRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_admin__pb2.BootstrapACLResponse.FromString,
                 )
+        self.ListWorkers = channel.unary_unary(
+                '/dex.v1.AdminService/ListWorkers',
+                request_serializer=dex_dot_v1_dot_admin__pb2.ListWorkersRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_admin__pb2.ListWorkersResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -167,6 +172,15 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWorkers(self, request, context):
+        """The registered Workers with their tools and policies, and the Steps
+        queued and running per tool, from this node's state; the leader adds
+        each Worker's last contact and health (its memory).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -229,6 +243,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.BootstrapACL,
                     request_deserializer=dex_dot_v1_dot_admin__pb2.BootstrapACLRequest.FromString,
                     response_serializer=dex_dot_v1_dot_admin__pb2.BootstrapACLResponse.SerializeToString,
+            ),
+            'ListWorkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWorkers,
+                    request_deserializer=dex_dot_v1_dot_admin__pb2.ListWorkersRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_admin__pb2.ListWorkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -444,5 +463,22 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.AdminService/BootstrapACL',
             dex_dot_v1_dot_admin__pb2.BootstrapACLRequest.SerializeToString,
             dex_dot_v1_dot_admin__pb2.BootstrapACLResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListWorkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.AdminService/ListWorkers',
+            dex_dot_v1_dot_admin__pb2.ListWorkersRequest.SerializeToString,
+            dex_dot_v1_dot_admin__pb2.ListWorkersResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
