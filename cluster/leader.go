@@ -255,7 +255,23 @@ func (n *Node) readiness(drainCounts bool) (bool, string) {
 	if applied < commit && time.Since(lastAdvance) > applyStall {
 		return false, fmt.Sprintf("applied index %d is behind commit index %d and has not advanced for %s", applied, commit, time.Since(lastAdvance).Truncate(time.Second))
 	}
+	n.mu.Lock()
+	gates := n.readyGates
+	n.mu.Unlock()
+	for _, gate := range gates {
+		if ok, reason := gate(); !ok {
+			return false, reason
+		}
+	}
 	return true, ""
+}
+
+// AddReadyGate adds a condition a leader must also meet to be ready (for
+// example: the bootstrap token committed, so the first calls with it pass).
+func (n *Node) AddReadyGate(gate func() (ready bool, reason string)) {
+	n.mu.Lock()
+	n.readyGates = append(n.readyGates, gate)
+	n.mu.Unlock()
 }
 
 // OnReadyChange registers a hook called with the current readiness now and

@@ -104,6 +104,7 @@ type Node struct {
 	draining    bool // Drain was called: no new work, running attempts finish
 	handedOver  bool // Handover was called: never establish leadership again
 	readyHooks  []func(ready bool, reason string)
+	readyGates  []func() (ready bool, reason string)
 	lastReady   bool
 	lastServes  bool
 	lastReason  string

@@ -300,6 +300,7 @@ func serve(o *options, log *zap.Logger) error {
 	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, withConsole(httpHandler(node, collectors...), ui)))
 	bootCtx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
+	o.sec.gateReadiness(node)
 	go o.sec.bootstrapFromFile(bootCtx, node, log)
 	go func() {
 		if err := hsrv.Serve(httpListener(httpLis, tlsStore, o.tls.httpTLS)); err != nil && !errors.Is(err, http.ErrServerClosed) {

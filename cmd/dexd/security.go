@@ -126,6 +126,21 @@ func (s *security) guardMetrics(state func() *fsm.State, h http.Handler) http.Ha
 	})
 }
 
+// gateReadiness keeps a leader not ready while the bootstrap file's token is
+// not committed yet: a client that waits for readiness and then calls with
+// that secret must not be refused as unknown.
+func (s *security) gateReadiness(node *cluster.Node) {
+	if s.bootstrapSecret == "" {
+		return
+	}
+	node.AddReadyGate(func() (bool, string) {
+		if node.State().HasTokens() {
+			return true, ""
+		}
+		return false, "waiting for the token of --acl-bootstrap-token-file to commit"
+	})
+}
+
 // bootstrapFromFile makes the bootstrap file's secret the first admin token:
 // whichever node leads while the cluster has no token proposes it, and the
 // state machine takes only the first.
