@@ -14,7 +14,9 @@ import (
 // Broker is the leader's view of what can be dispatched and what comes due,
 // built when leadership is established and fed from what each applied entry
 // wrote (fsm.Applied), never by rescanning tables:
-//   - ready queues per model or tool, fair across sessions;
+//   - ready queues per model or tool and agent, fair across sessions, with
+//     an index of the agents with ready Steps of each tool (for Workers that
+//     serve a tool for every agent);
 //   - a delay heap for queued Steps not ready yet, AwaitTimer due times and
 //     errored sessions' resume times;
 //   - the owed set: timers and resumes that came due, for the timer wheel.
@@ -27,11 +29,16 @@ type Broker struct {
 	now   func() time.Time
 	log   *zap.Logger
 
-	mu       sync.Mutex
-	deposed  bool // a newer epoch was opened
-	stopped  bool
-	started  bool
-	queues   map[queueKey]*readyQueue
+	mu      sync.Mutex
+	deposed bool // a newer epoch was opened
+	stopped bool
+	started bool
+	queues  map[queueKey]*readyQueue
+	// agentsOf: tool -> the agents whose queue of it has ready Steps now;
+	// wild: tool -> polls waiting for the tool's Steps of every agent.
+	agentsOf map[string]map[string]struct{}
+	wild     map[string]map[*waiter]struct{}
+	visits   uint64                 // queues looked at by polls (a poll visits only the queues it serves)
 	ready    map[string]*queuedStep // by Step id
 	lanesOf  map[string][]*lane     // a session's lanes, in every queue
 	inflight map[string]bool        // picked, StartAttempt being proposed
@@ -60,7 +67,7 @@ type Broker struct {
 func newBroker(src StateSource, epoch uint64, now func() time.Time, log *zap.Logger) *Broker {
 	b := &Broker{
 		src: src, epoch: epoch, now: now, log: log,
-		queues: map[queueKey]*readyQueue{}, ready: map[string]*queuedStep{}, lanesOf: map[string][]*lane{},
+		queues: map[queueKey]*readyQueue{}, agentsOf: map[string]map[string]struct{}{}, wild: map[string]map[*waiter]struct{}{}, ready: map[string]*queuedStep{}, lanesOf: map[string][]*lane{},
 		inflight: map[string]bool{}, served: map[string]uint64{},
 		delayed: map[dueKey]*delayItem{}, owed: map[dueKey]due{},
 		health: newHealthBook(), since: map[string]readySince{}, preferOther: DefaultPreferOtherWait,
@@ -242,10 +249,20 @@ func (b *Broker) pushReady(s *dexv1.Step, wake bool) {
 		heap.Fix(&q.lanes, l.idx) // its head may be older now
 		b.ready[s.Id] = qs
 	}
-	q.depth++
+	if q.depth++; q.depth == 1 && !k.model {
+		if b.agentsOf[k.tool] == nil {
+			b.agentsOf[k.tool] = map[string]struct{}{}
+		}
+		b.agentsOf[k.tool][k.agent] = struct{}{}
+	}
 	if wake {
 		for w := range q.waiters {
 			b.wakeLocked(w)
+		}
+		if !k.model {
+			for w := range b.wild[k.tool] {
+				b.wakeLocked(w)
+			}
 		}
 	}
 }
@@ -258,7 +275,14 @@ func (b *Broker) removeReadyLocked(id string) {
 	}
 	delete(b.ready, id)
 	l := qs.lane
-	l.q.depth--
+	if l.q.depth--; l.q.depth == 0 && !l.q.key.model {
+		if ags := b.agentsOf[l.q.key.tool]; ags != nil {
+			delete(ags, l.q.key.agent)
+			if len(ags) == 0 {
+				delete(b.agentsOf, l.q.key.tool)
+			}
+		}
+	}
 	heap.Remove(&l.steps, qs.idx)
 	if len(l.steps) > 0 {
 		heap.Fix(&l.q.lanes, l.idx)
@@ -289,9 +313,41 @@ func (b *Broker) serve(session string) {
 	}
 }
 
-// take picks ready Steps for an unnamed poller (one that avoids nothing).
+// take picks ready Steps of exactly these queues for an unnamed poller (one
+// that avoids nothing).
 func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait bool) ([]*dexv1.Step, *waiter, error) {
-	return b.takeFor("", keys, max, refused, wait)
+	in := make([]interest, len(keys))
+	for i, k := range keys {
+		in[i] = interest{key: k}
+	}
+	return b.takeFor("", in, max, refused, wait)
+}
+
+// bestLane is the lane a poll of these interests serves next (nil: none is
+// ready). A tool served for every agent visits only the queues of agents
+// with ready Steps of it.
+func (b *Broker) bestLane(keys []interest) *lane {
+	var best *lane
+	consider := func(k queueKey) {
+		b.visits++
+		q := b.queues[k]
+		if q == nil || len(q.lanes.items) == 0 {
+			return
+		}
+		if l := q.lanes.items[0]; best == nil || lanesLess(b.served, l, best) {
+			best = l
+		}
+	}
+	for _, i := range keys {
+		if !i.every {
+			consider(i.key)
+			continue
+		}
+		for ag := range b.agentsOf[i.key.tool] {
+			consider(queueKey{tool: i.key.tool, agent: ag})
+		}
+	}
+	return best
 }
 
 // takeFor picks up to max ready Steps for worker from the queues of keys,
@@ -300,7 +356,7 @@ func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait boo
 // and so are Steps the Worker should leave to another one (passOn). When it
 // finds nothing and wait is set, it registers a waiter on those queues in
 // the same critical section, so no Step that becomes ready later is missed.
-func (b *Broker) takeFor(worker string, keys []queueKey, max int, refused map[string]int, wait bool) ([]*dexv1.Step, *waiter, error) {
+func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[string]int, wait bool) ([]*dexv1.Step, *waiter, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped || b.deposed {
@@ -310,16 +366,7 @@ func (b *Broker) takeFor(worker string, keys []queueKey, max int, refused map[st
 	var recheck int64
 	var out, skipped []*dexv1.Step
 	for len(out) < max {
-		var best *lane
-		for _, k := range keys {
-			q := b.queues[k]
-			if q == nil || len(q.lanes.items) == 0 {
-				continue
-			}
-			if l := q.lanes.items[0]; best == nil || lanesLess(b.served, l, best) {
-				best = l
-			}
-		}
+		best := b.bestLane(keys)
 		if best == nil {
 			break
 		}
@@ -354,8 +401,15 @@ func (b *Broker) takeFor(worker string, keys []queueKey, max int, refused map[st
 	if recheck > 0 {
 		w.recheck = time.Duration(recheck-now) * time.Millisecond
 	}
-	for _, k := range keys {
-		b.queue(k).waiters[w] = struct{}{}
+	for _, i := range keys {
+		if !i.every {
+			b.queue(i.key).waiters[w] = struct{}{}
+			continue
+		}
+		if b.wild[i.key.tool] == nil {
+			b.wild[i.key.tool] = map[*waiter]struct{}{}
+		}
+		b.wild[i.key.tool][w] = struct{}{}
 	}
 	return nil, w, nil
 }
@@ -376,7 +430,7 @@ func (b *Broker) release(id string) {
 // waiter is one poll waiting for a Step in any of its queues.
 type waiter struct {
 	ch     chan struct{} // closed when woken
-	keys   []queueKey
+	keys   []interest
 	woken  bool
 	worker string // "" for an unnamed poller
 	// recheck: a Step was left for another Worker; look again after this
@@ -390,9 +444,22 @@ func (b *Broker) wakeLocked(w *waiter) {
 	}
 	w.woken = true
 	close(w.ch)
-	for _, k := range w.keys {
-		if q := b.queues[k]; q != nil {
-			delete(q.waiters, w)
+	b.unwaitLocked(w)
+}
+
+// unwaitLocked takes a waiter out of every queue it waits on.
+func (b *Broker) unwaitLocked(w *waiter) {
+	for _, i := range w.keys {
+		if !i.every {
+			if q := b.queues[i.key]; q != nil {
+				delete(q.waiters, w)
+			}
+			continue
+		}
+		if ws := b.wild[i.key.tool]; ws != nil {
+			if delete(ws, w); len(ws) == 0 {
+				delete(b.wild, i.key.tool)
+			}
 		}
 	}
 }
@@ -400,6 +467,11 @@ func (b *Broker) wakeLocked(w *waiter) {
 func (b *Broker) wakeAllLocked() {
 	for _, q := range b.queues {
 		for w := range q.waiters {
+			b.wakeLocked(w)
+		}
+	}
+	for _, ws := range b.wild {
+		for w := range ws {
 			b.wakeLocked(w)
 		}
 	}
@@ -411,10 +483,6 @@ func (b *Broker) drop(w *waiter) {
 	defer b.mu.Unlock()
 	if !w.woken {
 		w.woken = true
-		for _, k := range w.keys {
-			if q := b.queues[k]; q != nil {
-				delete(q.waiters, w)
-			}
-		}
+		b.unwaitLocked(w)
 	}
 }

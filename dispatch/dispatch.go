@@ -230,11 +230,12 @@ func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline 
 }
 
 // Takes reports whether a Worker may run a Step: model Steps on Workers that
-// run the model, tool Steps on Workers that registered the tool. Waits are
-// never dispatched. The broker's ready queues follow the same rule.
+// run the model of the Step's agent, tool Steps on Workers that registered
+// the tool for that agent (or for every agent). Waits are never dispatched.
+// The broker's ready queues follow the same rule.
 func Takes(w *dexv1.WorkerInfo, st *dexv1.Step) bool {
 	k, ok := keyOf(st)
-	return ok && slices.Contains(workerKeys(w), k)
+	return ok && slices.ContainsFunc(workerKeys(w), func(i interest) bool { return i.covers(k) })
 }
 
 // picked is what one look at the broker found for a poller.

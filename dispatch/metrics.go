@@ -33,11 +33,13 @@ func (b *Broker) deleteOwed(k dueKey) {
 	delete(b.owed, k)
 }
 
-// QueueDepth is the number of ready Steps in one queue: the model's
-// (Model set) or one tool's.
+// QueueDepth is the number of ready Steps in one queue: an agent's model
+// Steps (Model set) or one tool's Steps of an agent ("" is the default
+// agent).
 type QueueDepth struct {
 	Model bool
 	Tool  string
+	Agent string
 	Ready int
 }
 
@@ -57,9 +59,14 @@ func (b *Broker) Gauges() (g Gauges, ok bool) {
 		return Gauges{}, false
 	}
 	for k, q := range b.queues {
-		g.Queues = append(g.Queues, QueueDepth{Model: k.model, Tool: k.tool, Ready: q.depth})
+		g.Queues = append(g.Queues, QueueDepth{Model: k.model, Tool: k.tool, Agent: k.agent, Ready: q.depth})
 	}
-	sort.Slice(g.Queues, func(i, j int) bool { return g.Queues[i].Tool < g.Queues[j].Tool })
+	sort.Slice(g.Queues, func(i, j int) bool {
+		if g.Queues[i].Tool != g.Queues[j].Tool {
+			return g.Queues[i].Tool < g.Queues[j].Tool
+		}
+		return g.Queues[i].Agent < g.Queues[j].Agent
+	})
 	g.TimersPending = b.timersPending
 	return g, true
 }

@@ -52,17 +52,27 @@ func (b *Broker) passOn(worker string, s *dexv1.Step, q *readyQueue, now int64) 
 	if r, ok := b.since[s.Id]; ok {
 		until = r.at + b.preferOther.Milliseconds()
 	}
-	for w := range q.waiters {
-		if w.worker != "" && w.worker != worker && !b.avoids(w.worker, s) {
-			b.wakeLocked(w)
-			// Look again later in case the woken poll takes something else.
-			return true, max(until, now+b.preferOther.Milliseconds())
+	for _, ws := range []map[*waiter]struct{}{q.waiters, b.wildOf(q.key)} {
+		for w := range ws {
+			if w.worker != "" && w.worker != worker && !b.avoids(w.worker, s) {
+				b.wakeLocked(w)
+				// Look again later in case the woken poll takes something else.
+				return true, max(until, now+b.preferOther.Milliseconds())
+			}
 		}
 	}
 	if now < until {
 		return true, until
 	}
 	return false, 0
+}
+
+// wildOf: the polls waiting for a tool queue's Steps of every agent.
+func (b *Broker) wildOf(k queueKey) map[*waiter]struct{} {
+	if k.model {
+		return nil
+	}
+	return b.wild[k.tool]
 }
 
 // WorkerHealth is the broker's Worker health, by Worker id, dropping Workers

@@ -38,7 +38,7 @@ func (f *brokerFixture) claim(stepID string) {
 
 func (f *brokerFixture) takeFor(worker string, wait bool) ([]*dexv1.Step, *waiter) {
 	f.t.Helper()
-	steps, w, err := f.b.takeFor(worker, modelKeys, 5, nil, wait)
+	steps, w, err := f.b.takeFor(worker, []interest{{key: queueKey{model: true}}}, 5, nil, wait)
 	if err != nil {
 		f.t.Fatalf("take for %s: %v", worker, err)
 	}
@@ -82,7 +82,7 @@ func TestBrokerLeavingAStepWakesAnotherWaitingWorker(t *testing.T) {
 	f.c.CreateSession("s1", "hi")
 	f.expireUnclaimed("s1", "model")
 
-	other := &waiter{ch: make(chan struct{}), keys: modelKeys, worker: "model2"}
+	other := &waiter{ch: make(chan struct{}), keys: []interest{{key: queueKey{model: true}}}, worker: "model2"}
 	f.b.mu.Lock()
 	f.b.queue(queueKey{model: true}).waiters[other] = struct{}{}
 	f.b.mu.Unlock()

@@ -8,10 +8,12 @@ import (
 	"github.com/dexhq/dex/fsm"
 )
 
-// queueKey names a ready queue: the model's, or one tool's.
+// queueKey names a ready queue: an agent's model Steps, or one tool's
+// Steps of one agent ("" is the default agent).
 type queueKey struct {
 	model bool
 	tool  string
+	agent string
 }
 
 // keyOf is the ready queue of a Step (ok false for a wait, which is never
@@ -19,24 +21,47 @@ type queueKey struct {
 func keyOf(st *dexv1.Step) (queueKey, bool) {
 	switch fsm.Kind(st.Kind).Runner {
 	case fsm.RunsOnModel:
-		return queueKey{model: true}, true
+		return queueKey{model: true, agent: st.Agent}, true
 	case fsm.RunsOnTool:
-		return queueKey{tool: st.Tool}, true
+		return queueKey{tool: st.Tool, agent: st.Agent}, true
 	}
 	return queueKey{}, false
 }
 
-// workerKeys are the ready queues a Worker takes from.
-func workerKeys(w *dexv1.WorkerInfo) []queueKey {
-	var keys []queueKey
-	if w.RunsModel {
-		keys = append(keys, queueKey{model: true})
+// interest is what a Worker takes from: one ready queue, or (every) one
+// tool's queues of every agent, which the broker finds through its index of
+// the agents with ready Steps of the tool.
+type interest struct {
+	key   queueKey
+	every bool
+}
+
+func (i interest) covers(k queueKey) bool {
+	if i.every {
+		return !k.model && k.tool == i.key.tool
+	}
+	return k == i.key
+}
+
+// workerKeys are the ready queues a Worker takes from: its agents' model
+// queues, and each tool's queue of each agent it serves the tool for.
+func workerKeys(w *dexv1.WorkerInfo) []interest {
+	var keys []interest
+	for _, ag := range fsm.ModelAgents(w) {
+		keys = append(keys, interest{key: queueKey{model: true, agent: ag}})
 	}
 	seen := map[string]bool{}
 	for _, t := range w.Tools {
-		if !seen[t.Name] {
-			seen[t.Name] = true
-			keys = append(keys, queueKey{tool: t.Name})
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		if len(t.Agents) == 0 {
+			keys = append(keys, interest{key: queueKey{tool: t.Name}, every: true})
+			continue
+		}
+		for _, ag := range t.Agents {
+			keys = append(keys, interest{key: queueKey{tool: t.Name, agent: ag}})
 		}
 	}
 	return keys
@@ -108,7 +133,10 @@ func lanesLess(served map[string]uint64, a, b *lane) bool {
 	if a.session != b.session {
 		return a.session < b.session
 	}
-	return a.q.key.tool < b.q.key.tool
+	if a.q.key.tool != b.q.key.tool {
+		return a.q.key.tool < b.q.key.tool
+	}
+	return a.q.key.agent < b.q.key.agent
 }
 
 func (h *laneHeap) Len() int           { return len(h.items) }

@@ -49,14 +49,28 @@ func (d *Dispatcher) task(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch
 		HeartbeatIntervalMs: uint32(d.leases.HeartbeatInterval().Milliseconds()),
 		HeartbeatTimeoutMs:  uint32(d.leases.HeartbeatTimeout().Milliseconds()),
 		Access:              s.Policy.GetAccess(),
+		Agent:               s.Agent,
 	}
 	switch fsm.Kind(s.Kind).Handler {
 	case fsm.HandlerModel:
-		t.ModelInput = &dexv1.ModelInput{History: st.ModelHistory(st.Session(s.SessionId)), Tools: ModelTools(st)}
+		t.ModelInput = &dexv1.ModelInput{History: st.ModelHistory(st.Session(s.SessionId)), Tools: ModelToolsFor(st, s.Agent)}
 	case fsm.HandlerCompact:
 		t.ModelInput = &dexv1.ModelInput{History: st.ToCompact(st.Session(s.SessionId), s.CompactBefore), Compact: true}
 	}
 	return t
+}
+
+// ModelToolsFor is the tools an agent's model may call: those of ModelTools
+// a live Worker serves for the agent, and the built-ins.
+func ModelToolsFor(st *fsm.State, agent string) []*dexv1.ToolSpec {
+	all := ModelTools(st)
+	out := all[:0]
+	for _, t := range all {
+		if fsm.IsBuiltin(t.Name) || len(st.ToolServersFor(t.Name, agent)) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ModelTools is the tools the model may call: the tool catalog (one policy

@@ -74,8 +74,8 @@ func (a *applier) checkCatalog(workerID string, tools []*dexv1.ToolSpec) *Reject
 func (a *applier) putCatalog(workerID string, tools []*dexv1.ToolSpec) {
 	a.dropCatalog(workerID)
 	for _, t := range tools {
-		a.insert(tableTools, t) // the same policy as any other server's, or the only server
-		a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: workerID})
+		a.insert(tableTools, catalogSpec(t)) // the same policy as any other server's, or the only server
+		a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: workerID, Agents: t.Agents})
 	}
 }
 
@@ -99,6 +99,17 @@ func (a *applier) dropCatalog(workerID string) {
 			}
 		}
 	}
+}
+
+// catalogSpec is a tool's policy row: the registration without the agents
+// it is served for, which are the Worker's own (its WorkerTool row).
+func catalogSpec(t *dexv1.ToolSpec) *dexv1.ToolSpec {
+	if len(t.Agents) == 0 {
+		return t
+	}
+	c := proto.Clone(t).(*dexv1.ToolSpec)
+	c.Agents = nil
+	return c
 }
 
 // samePolicy compares what decides how a tool's calls run; the description
@@ -173,11 +184,11 @@ func rebuildCatalog(tx *memdb.Txn) {
 	for _, w := range all[*dexv1.WorkerInfo](tx, tableWorkers, indexID) {
 		for _, t := range w.Tools {
 			if cur := a.toolSpec(t.Name); cur == nil {
-				a.insert(tableTools, t)
+				a.insert(tableTools, catalogSpec(t))
 			} else if !samePolicy(cur, t) {
 				continue
 			}
-			a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: w.Id})
+			a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: w.Id, Agents: t.Agents})
 		}
 	}
 }

@@ -70,7 +70,7 @@ func schema() *memdb.DBSchema {
 	for name, t := range catalogTables() {
 		s.Tables[name] = t
 	}
-	return withTokenSchema(withLifecycleSchema(withEventSchema(s)))
+	return withAgentSchema(withTokenSchema(withLifecycleSchema(withEventSchema(s))))
 }
 
 const metaID = "meta"

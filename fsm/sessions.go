@@ -30,10 +30,17 @@ func (a *applier) createSession(c *dexv1.CreateSession) *Result {
 		}
 		return rejected(reject(CodeAlreadyExists, "session %q already exists", c.SessionId))
 	}
+	var parent *dexv1.Session
 	if c.ParentId != "" {
-		if _, r := a.session(c.ParentId); r != nil {
+		p, r := a.session(c.ParentId)
+		if r != nil {
 			return rejected(reject(CodeNotFound, "parent session %q not found", c.ParentId))
 		}
+		parent = p
+	}
+	agent, r := sessionAgent(c, parent)
+	if r != nil {
+		return rejected(r)
 	}
 	if c.Message != "" {
 		if r := CheckKey("message id", c.MessageId); r != nil {
@@ -51,6 +58,7 @@ func (a *applier) createSession(c *dexv1.CreateSession) *Result {
 		NextInbox:           1,
 		CreatedAtMs:         a.now,
 		MaxModelInput:       c.MaxModelInput,
+		Agent:               agent,
 	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
@@ -137,6 +145,7 @@ func (a *applier) queueStep(s *dexv1.Session, st *dexv1.Step) string {
 	st.Number = s.NextStep
 	s.NextStep++
 	st.SessionId = s.Id
+	st.Agent = s.Agent
 	if s.Turn != nil {
 		st.Turn = s.Turn.Number
 	}
@@ -200,11 +209,14 @@ func (a *applier) registerWorker(c *dexv1.RegisterWorker) *Result {
 		}
 		seen[t.Name] = true
 	}
+	if r := checkRegistrationAgents(c); r != nil {
+		return rejected(r)
+	}
 	if r := a.checkCatalog(c.WorkerId, c.Tools); r != nil {
 		return rejected(r)
 	}
 	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
-		ModelRunTimeoutMs: c.ModelRunTimeoutMs})
+		ModelRunTimeoutMs: c.ModelRunTimeoutMs, Agents: c.Agents})
 	a.putCatalog(c.WorkerId, c.Tools)
 	return &Result{}
 }

@@ -21,6 +21,13 @@ func busyState(t *testing.T) *driver {
 	d.startNext("c", kCallTool).claim().do(func(h *handle) *dexv1.Command { return h.toolResult("", false, "task-1") })
 	d.startNext("c", kSingle).claim()
 	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "z", CompactionThreshold: 3, MessageId: "zm", Message: "compact me"}}})
+	// Agents: a session of bot@1 with its RunModel queued, and w1 running
+	// bot@1's model and serving lookup for bot@1 only.
+	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "g", Agent: "bot@1", MessageId: "gm", Message: "hi bot"}}})
+	tools := []*dexv1.ToolSpec{proto.Clone(demoTools[0]).(*dexv1.ToolSpec)}
+	tools[0].Agents = []string{"bot@1"}
+	tools = append(tools, demoTools[1:]...)
+	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", Tools: tools, RunsModel: true, Agents: []string{"bot@1"}}}})
 	return d
 }
 
@@ -62,6 +69,19 @@ func TestSnapshot_RestoreGivesAnIdenticalState(t *testing.T) {
 	}
 	if len(a.Nodes()) != 1 || len(b.Nodes()) != 1 || len(b.Workers()) != 1 {
 		t.Fatal("nodes or workers lost")
+	}
+	// The agents and the indexes that route by them come back.
+	if got := b.Session("g").Agent; got != "bot@1" {
+		t.Fatalf("restored session agent %q; want bot@1", got)
+	}
+	if got := b.QueuedStepsFor(true, "", "bot@1"); len(got) != 1 || got[0].Agent != "bot@1" {
+		t.Fatalf("restored queued model Steps of bot@1: %v", got)
+	}
+	if got := b.ModelServers("bot@1"); len(got) != 1 || got[0] != "w1" || len(b.ModelServers("")) != 0 {
+		t.Fatalf("restored model servers of bot@1 %v, of the default agent %v", got, b.ModelServers(""))
+	}
+	if got := b.ToolServersFor("lookup", "other"); len(got) != 0 || len(b.ToolServersFor("lookup", "bot@1")) != 1 {
+		t.Fatal("restored tool rows lost the agents lookup is served for")
 	}
 	// Both go on identically.
 	d2 := &driver{t: t, f: g, index: d.index, now: d.now, epoch: d.epoch}

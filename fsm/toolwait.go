@@ -12,10 +12,15 @@ func unknownTool(tool, why string) string {
 	return fmt.Sprintf("unknown tool %q: %s", tool, why)
 }
 
-// failUnservedStep ends a queued tool Step whose tool no live Worker served
-// for the leader's tool wait. A Step that never ran records failed with the
-// not-run prefix, as a call of an unknown tool does; one that may have run
-// (an earlier attempt was claimed) records what its last attempt would.
+// failUnservedStep ends a queued Step that no live Worker served for the
+// leader's tool wait: its tool (for its agent), or its agent's model.
+//
+// A tool Step that never ran records failed with the not-run prefix, as a
+// call of an unknown tool does; one that may have run (an earlier attempt
+// was claimed) records what its last attempt would. A model Step fails its
+// turn without an error type: the session is errored, keeps its input and
+// resumes with the error-resume backoff, so a Worker of its agent that comes
+// later picks it up.
 func (a *applier) failUnservedStep(c *dexv1.FailUnservedStep) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
@@ -27,23 +32,52 @@ func (a *applier) failUnservedStep(c *dexv1.FailUnservedStep) *Result {
 	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
 		return rejected(reject(CodeFailedPrecondition, "step %s is not queued (status %s)", st.Id, st.Status))
 	}
-	if Kind(st.Kind).Runner != RunsOnTool {
-		return rejected(reject(CodeFailedPrecondition, "step %s is a %s: it runs no tool", st.Id, KindName(st.Kind)))
+	runner := Kind(st.Kind).Runner
+	if runner == RunsInCluster {
+		return rejected(reject(CodeFailedPrecondition, "step %s is a %s: no Worker runs it", st.Id, KindName(st.Kind)))
 	}
-	if servers := a.toolServers(st.Tool); len(servers) > 0 {
+	if runner == RunsOnModel && st.Agent == "" {
+		// As before agents: the default agent's model Steps wait for a
+		// model Worker as long as it takes.
+		return rejected(reject(CodeFailedPrecondition, "step %s is a %s of the default agent: it waits for a Worker that runs the model", st.Id, KindName(st.Kind)))
+	}
+	state := &State{tx: a.tx}
+	if servers := state.StepServers(st); len(servers) > 0 {
+		if runner == RunsOnModel {
+			return rejected(reject(CodeFailedPrecondition, "%s of step %s is served by live worker %q", AgentName(st.Agent), st.Id, servers[0]))
+		}
 		return rejected(reject(CodeFailedPrecondition, "tool %q of step %s is served by live worker %q", st.Tool, st.Id, servers[0]))
 	}
 	s, r := a.session(st.SessionId)
 	if r != nil {
 		return rejected(r)
 	}
-	why := unknownTool(st.Tool, fmt.Sprintf("no live Worker served it for %s", time.Duration(c.WaitedMs)*time.Millisecond))
+	waited := time.Duration(c.WaitedMs) * time.Millisecond
+	switch {
+	case runner == RunsOnModel:
+		why := fmt.Sprintf("no live Worker served %s (its model) for %s", AgentName(st.Agent), waited)
+		if st.Kind == dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
+			a.compactionStepFailed(s, st, &dexv1.Attempt{Error: why})
+		} else {
+			a.modelStepFailed(s, st, dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, why, why)
+		}
+		a.putSession(s)
+		return &Result{SessionID: st.SessionId, StepID: st.Id}
+	case len(state.ToolServers(st.Tool)) > 0:
+		// Served, but not for this session's agent.
+		a.failToolStep(s, st, unknownTool(st.Tool, fmt.Sprintf("no live Worker served it for %s for %s", AgentName(st.Agent), waited)))
+	default:
+		a.failToolStep(s, st, unknownTool(st.Tool, fmt.Sprintf("no live Worker served it for %s", waited)))
+	}
+	a.putSession(s)
+	return &Result{SessionID: st.SessionId, StepID: st.Id}
+}
+
+func (a *applier) failToolStep(s *dexv1.Session, st *dexv1.Step, why string) {
 	o, content := finalToolOutcome(st, &dexv1.Attempt{Progress: a.progress(s, st), Error: why})
 	a.finish(st, o, content, true)
 	if call := findCall(s, st.CallId); call != nil {
 		a.resolveCall(s, call, o, content)
 		a.afterCallChange(s)
 	}
-	a.putSession(s)
-	return &Result{SessionID: st.SessionId, StepID: st.Id}
 }

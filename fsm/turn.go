@@ -218,6 +218,12 @@ func (a *applier) compactionAttemptFailed(s *dexv1.Session, st *dexv1.Step, at *
 		a.requeue(st)
 		return
 	}
+	a.compactionStepFailed(s, st, at)
+}
+
+// compactionStepFailed ends a CompactContext Step that runs no further
+// attempt: the turn fails and the next message compacts again.
+func (a *applier) compactionStepFailed(s *dexv1.Session, st *dexv1.Step, at *dexv1.Attempt) {
 	st.ErrorType = at.ErrorType
 	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, at.Error, true)
 	s.LastError, s.LastErrorType = "compaction failed: "+errorText(at), at.ErrorType

@@ -26,6 +26,10 @@ type WorkersConfig struct {
 	ToolWait time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// ReadyQueues, when set, lists the broker's non-empty ready queues: a
+	// queue no live Worker serves for its agent fails its Steps after the
+	// tool wait too.
+	ReadyQueues func() []ReadyQueue
 }
 
 func (c WorkersConfig) withDefaults() WorkersConfig {
@@ -59,6 +63,9 @@ type Workers struct {
 	// unserved: tools with no live Worker, since when this leader knows it.
 	unserved map[string]time.Time
 	served   map[string]bool // the catalog at the last look
+	// unservedQ: ready queues no live Worker serves for their agent, since
+	// when this leader knows it.
+	unservedQ map[ReadyQueue]time.Time
 }
 
 // NewWorkers returns a Workers that is not established.
@@ -115,6 +122,7 @@ func (w *Workers) EstablishLeadership(ctx context.Context, epoch uint64) error {
 	defer w.mu.Unlock()
 	w.term = t
 	w.seen, w.open, w.unserved, w.served = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}, map[string]bool{}
+	w.unservedQ = map[ReadyQueue]time.Time{}
 	for _, wk := range st.Workers() {
 		w.seen[wk.Id] = now
 	}
@@ -227,7 +235,7 @@ func (w *Workers) due(t *term) []*dexv1.Command {
 			}
 		}
 	}
-	return out
+	return append(out, w.unservedQueues(t, st, served, now)...)
 }
 
 func (w *Workers) propose(t *term, cmd *dexv1.Command) {
@@ -256,7 +264,7 @@ func (w *Workers) propose(t *term, cmd *dexv1.Command) {
 		delete(w.seen, cmd.GetDeregisterWorker().WorkerId)
 		w.mu.Unlock()
 	default:
-		log.Info("queued step failed: no live Worker served its tool within the tool wait", zap.Duration("tool_wait", w.cfg.ToolWait))
+		log.Info("queued step failed: no live Worker served its tool or agent within the tool wait", zap.Duration("tool_wait", w.cfg.ToolWait))
 	}
 }
 

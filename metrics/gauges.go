@@ -17,8 +17,8 @@ type BrokerGauges interface {
 
 var (
 	queueDepthDesc = prometheus.NewDesc("dex_queue_depth",
-		"Ready Steps waiting for a Worker, by queue (model or tool) and tool. Only the leader reports it.",
-		[]string{"queue", "tool"}, nil)
+		"Ready Steps waiting for a Worker, by queue (model or tool), tool and agent (empty: the default agent). Only the leader reports it.",
+		[]string{"queue", "tool", "agent"}, nil)
 	timersPendingDesc = prometheus.NewDesc("dex_timers_pending",
 		"AwaitTimer Steps (sleeps) not fired yet, due or not. Only the leader reports it.", nil, nil)
 	attemptsRunningDesc = prometheus.NewDesc("dex_attempts_running",
@@ -29,6 +29,9 @@ var (
 		"Sessions by status. Counted through the status index, at most once per 15 s (a walk of every session row).",
 		[]string{"status"}, nil)
 )
+
+// maxAgentLabels bounds the agent label values of one scrape.
+const maxAgentLabels = 64
 
 // sessionsCacheFor bounds how often a scrape walks the sessions: counting
 // them visits every row (about 50 ns each), so a million sessions cost
@@ -84,20 +87,30 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 
 func (g *gauges) collectBroker(ch chan<- prometheus.Metric, b dispatch.Gauges) {
 	st := g.m.state
-	depth := map[[2]string]int{{"model", ""}: 0} // the model's queue is always shown
+	depth := map[[3]string]int{{"model", "", ""}: 0} // the default agent's model queue is always shown
+	agents := map[string]bool{"": true}
 	for _, q := range b.Queues {
+		// Agents are named by clients: past maxAgentLabels the rest share one.
+		agent := q.Agent
+		if !agents[agent] {
+			if len(agents) >= maxAgentLabels {
+				agent = "_other"
+			} else {
+				agents[agent] = true
+			}
+		}
 		if q.Model {
-			depth[[2]string{"model", ""}] += q.Ready
+			depth[[3]string{"model", "", agent}] += q.Ready
 			continue
 		}
 		tool := q.Tool
 		if st != nil {
 			tool = g.m.tools.label(st(), q.Tool)
 		}
-		depth[[2]string{"tool", tool}] += q.Ready
+		depth[[3]string{"tool", tool, agent}] += q.Ready
 	}
 	for k, n := range depth {
-		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), k[0], k[1], k[2])
 	}
 	ch <- prometheus.MustNewConstMetric(timersPendingDesc, prometheus.GaugeValue, float64(b.TimersPending))
 }

@@ -61,6 +61,8 @@ type ToolCall struct {
 	// Epoch is the dispatch epoch the attempt was started under (the
 	// lease's fencing token).
 	Epoch uint64
+	// Agent is the agent of the call's session ("": the default agent).
+	Agent string
 }
 
 // ToolResult is a tool handler's answer.
@@ -85,7 +87,9 @@ type ToolHandler func(ctx context.Context, call ToolCall) (ToolResult, error)
 // PollHandler polls a long-running tool's task (call.TaskID).
 type PollHandler func(ctx context.Context, call ToolCall) (done bool, result ToolResult, err error)
 
-// Tool is a tool the Worker serves: its policy and its handlers.
+// Tool is a tool the Worker serves: its policy and its handlers. The
+// Worker serves it for the agents Spec.Agents lists, or for every agent
+// when it lists none.
 type Tool struct {
 	Spec *dexv1.ToolSpec
 	Run  ToolHandler
@@ -105,6 +109,9 @@ type ModelInput struct {
 	Compact bool
 	// Epoch is the dispatch epoch the attempt was started under.
 	Epoch uint64
+	// Agent is the session's agent, one of WorkerOptions.Agents ("": the
+	// default agent): a Worker of several agents runs its model.
+	Agent string
 }
 
 // ModelHandler runs RunModel and CompactContext Steps. An error fails the
@@ -157,6 +164,10 @@ type WorkerOptions struct {
 	Tools []Tool
 	// Model, if set, makes the Worker run RunModel and CompactContext Steps.
 	Model ModelHandler
+	// Agents are the agents whose model the Worker runs (NAME or
+	// NAME@VERSION, matched exactly; none: the default agent only). It gets
+	// the model Steps of their sessions only.
+	Agents []string
 	// ModelRunTimeout bounds one RunModel or CompactContext attempt from its
 	// start (0: the cluster's default, dexd --run-timeout). Past it the
 	// cluster cancels the attempt, heartbeats or not, and fails it with error
@@ -245,6 +256,9 @@ func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, erro
 	if opts.ModelRunTimeout < 0 || opts.ModelRunTimeout > maxRunTimeout {
 		return nil, fmt.Errorf("model run timeout %s: must be between 0 (the cluster's default) and %s", opts.ModelRunTimeout, maxRunTimeout)
 	}
+	if err := checkAgents(opts); err != nil {
+		return nil, err
+	}
 	if len(w.tools) == 0 && opts.Model == nil {
 		return nil, errors.New("a Worker needs a tool or a model")
 	}
@@ -322,7 +336,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) register(ctx context.Context) error {
 	req := &dexv1.RegisterWorkerRequest{WorkerId: w.opts.ID, RunsModel: w.opts.Model != nil,
-		ModelRunTimeoutMs: uint32(w.opts.ModelRunTimeout.Milliseconds())}
+		ModelRunTimeoutMs: uint32(w.opts.ModelRunTimeout.Milliseconds()), Agents: w.opts.Agents}
 	for _, t := range w.opts.Tools {
 		req.Tools = append(req.Tools, t.Spec)
 	}
@@ -594,10 +608,10 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 	in := func() ModelInput {
 		mi := t.GetModelInput()
 		return ModelInput{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), Attempt: attempt,
-			History: mi.GetHistory(), Tools: mi.GetTools(), Compact: mi.GetCompact(), Epoch: t.Epoch}
+			History: mi.GetHistory(), Tools: mi.GetTools(), Compact: mi.GetCompact(), Epoch: t.Epoch, Agent: t.Agent}
 	}
 	call := ToolCall{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), CallID: t.CallId, Tool: t.Tool,
-		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access, Epoch: t.Epoch}
+		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access, Epoch: t.Epoch, Agent: t.Agent}
 	switch fsm.Kind(t.Kind).Handler {
 	case fsm.HandlerModel:
 		w.hold(HoldBeforeModel, t)

@@ -612,6 +612,8 @@ type CreateSession struct {
 	Message   string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	// The largest model input the session may send (0: no limit).
 	MaxModelInput uint64 `protobuf:"varint,6,opt,name=max_model_input,json=maxModelInput,proto3" json:"max_model_input,omitempty"`
+	// The session's agent (empty: the default agent).
+	Agent         string `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -686,6 +688,13 @@ func (x *CreateSession) GetMaxModelInput() uint64 {
 		return x.MaxModelInput
 	}
 	return 0
+}
+
+func (x *CreateSession) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
 }
 
 type SendMessage struct {
@@ -764,8 +773,10 @@ type RegisterWorker struct {
 	RunsModel bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
 	// Run timeout of its RunModel and CompactContext attempts (0: the default).
 	ModelRunTimeoutMs uint32 `protobuf:"varint,4,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The agents whose model the Worker runs (empty: the default agent only).
+	Agents        []string `protobuf:"bytes,5,rep,name=agents,proto3" json:"agents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterWorker) Reset() {
@@ -824,6 +835,13 @@ func (x *RegisterWorker) GetModelRunTimeoutMs() uint32 {
 		return x.ModelRunTimeoutMs
 	}
 	return 0
+}
+
+func (x *RegisterWorker) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
 }
 
 // Opens a new dispatch epoch: the fencing token of the new lease holder.
@@ -2616,7 +2634,7 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\frevoke_token\x18o \x01(\v2\x13.dex.v1.RevokeTokenH\x00R\vrevokeToken\x125\n" +
 	"\vcancel_turn\x18x \x01(\v2\x12.dex.v1.CancelTurnH\x00R\n" +
 	"cancelTurnB\x06\n" +
-	"\x04body\"\xdf\x01\n" +
+	"\x04body\"\xf5\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -2625,20 +2643,22 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x04 \x01(\tR\tmessageId\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12&\n" +
-	"\x0fmax_model_input\x18\x06 \x01(\x04R\rmaxModelInput\"\x82\x01\n" +
+	"\x0fmax_model_input\x18\x06 \x01(\x04R\rmaxModelInput\x12\x14\n" +
+	"\x05agent\x18\a \x01(\tR\x05agent\"\x82\x01\n" +
 	"\vSendMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12!\n" +
-	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"\xa5\x01\n" +
+	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"\xbd\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
 	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
-	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\"$\n" +
+	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
+	"\x06agents\x18\x05 \x03(\tR\x06agents\"$\n" +
 	"\tBumpEpoch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"g\n" +
 	"\n" +

@@ -34,8 +34,12 @@ type CreateSessionRequest struct {
 	// from the session id).
 	Message        string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	IdempotencyKey string `protobuf:"bytes,5,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional: the agent that runs the session, NAME or NAME@VERSION (letters,
+	// digits and "-_.:@", at most 200 bytes). Empty: the parent's agent for a
+	// child session, else the default agent.
+	Agent         string `protobuf:"bytes,6,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSessionRequest) Reset() {
@@ -99,6 +103,13 @@ func (x *CreateSessionRequest) GetMessage() string {
 func (x *CreateSessionRequest) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
 	}
 	return ""
 }
@@ -480,6 +491,7 @@ type SessionSummary struct {
 	TurnsCompleted uint64                 `protobuf:"varint,4,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
 	UpdatedAtMs    int64                  `protobuf:"varint,5,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
 	CreatedAtMs    int64                  `protobuf:"varint,6,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	Agent          string                 `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -554,6 +566,13 @@ func (x *SessionSummary) GetCreatedAtMs() int64 {
 		return x.CreatedAtMs
 	}
 	return 0
+}
+
+func (x *SessionSummary) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
 }
 
 type ListSessionsResponse struct {
@@ -1432,14 +1451,15 @@ var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xc8\x01\n" +
+	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xde\x01\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
 	"\x14compaction_threshold\x18\x03 \x01(\x04R\x13compactionThreshold\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12'\n" +
-	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"B\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
+	"\x05agent\x18\x06 \x01(\tR\x05agent\"B\n" +
 	"\x15CreateSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"p\n" +
 	"\x12SendMessageRequest\x12\x1d\n" +
@@ -1467,14 +1487,15 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xdd\x01\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\xf3\x01\n" +
 	"\x0eSessionSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12'\n" +
 	"\x0fturns_completed\x18\x04 \x01(\x04R\x0eturnsCompleted\x12\"\n" +
 	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\x12\"\n" +
-	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\"r\n" +
+	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\x12\x14\n" +
+	"\x05agent\x18\a \x01(\tR\x05agent\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +

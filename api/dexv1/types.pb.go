@@ -841,7 +841,11 @@ type ToolSpec struct {
 	// long-running task) may run from its start before the cluster cancels it
 	// and fails it with error type timeout, heartbeats or not (0: the
 	// cluster's default, dexd --run-timeout). Part of the policy.
-	RunTimeoutMs  uint32 `protobuf:"varint,9,opt,name=run_timeout_ms,json=runTimeoutMs,proto3" json:"run_timeout_ms,omitempty"`
+	RunTimeoutMs uint32 `protobuf:"varint,9,opt,name=run_timeout_ms,json=runTimeoutMs,proto3" json:"run_timeout_ms,omitempty"`
+	// The agents whose sessions the registering Worker serves this tool for
+	// (empty: every agent). Not part of the policy: Workers that serve the
+	// tool for different agents share one policy.
+	Agents        []string `protobuf:"bytes,10,rep,name=agents,proto3" json:"agents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -937,6 +941,13 @@ func (x *ToolSpec) GetRunTimeoutMs() uint32 {
 		return x.RunTimeoutMs
 	}
 	return 0
+}
+
+func (x *ToolSpec) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
 }
 
 type ToolCall struct {
@@ -1787,6 +1798,10 @@ type Session struct {
 	// The largest model input (in characters) this session may send; a turn
 	// whose input would be larger fails with context_length (0: no limit).
 	MaxModelInput uint64 `protobuf:"varint,31,opt,name=max_model_input,json=maxModelInput,proto3" json:"max_model_input,omitempty"`
+	// The agent whose model runs this session (NAME or NAME@VERSION; empty:
+	// the default agent). Only a Worker that registered it runs its RunModel
+	// and CompactContext Steps.
+	Agent         string `protobuf:"bytes,32,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2038,6 +2053,13 @@ func (x *Session) GetMaxModelInput() uint64 {
 	return 0
 }
 
+func (x *Session) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
 // A message id a session accepted: a repeat of it changes nothing.
 type AcceptedMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2277,6 +2299,12 @@ type Step struct {
 	// CompactContext: it summarises the history before this seq (the turn's
 	// own messages come after it and stay as they are).
 	CompactBefore uint64 `protobuf:"varint,25,opt,name=compact_before,json=compactBefore,proto3" json:"compact_before,omitempty"`
+	// The agent of the Step's session, copied when it is queued: the broker
+	// hands the Step only to a Worker that serves it.
+	Agent string `protobuf:"bytes,26,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Filled on reads, never stored: why a queued Step is not handed out
+	// (e.g. no live Worker serves its agent).
+	WaitingReason string `protobuf:"bytes,27,opt,name=waiting_reason,json=waitingReason,proto3" json:"waiting_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2486,6 +2514,20 @@ func (x *Step) GetCompactBefore() uint64 {
 	return 0
 }
 
+func (x *Step) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *Step) GetWaitingReason() string {
+	if x != nil {
+		return x.WaitingReason
+	}
+	return ""
+}
+
 type NodeInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2564,8 +2606,10 @@ type WorkerInfo struct {
 	// How long one of its RunModel or CompactContext attempts may run (0: the
 	// cluster's default).
 	ModelRunTimeoutMs uint32 `protobuf:"varint,5,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The agents whose model the Worker runs (empty: the default agent only).
+	Agents        []string `protobuf:"bytes,6,rep,name=agents,proto3" json:"agents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerInfo) Reset() {
@@ -2631,6 +2675,13 @@ func (x *WorkerInfo) GetModelRunTimeoutMs() uint32 {
 		return x.ModelRunTimeoutMs
 	}
 	return 0
+}
+
+func (x *WorkerInfo) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
 }
 
 type Event struct {
@@ -3219,9 +3270,11 @@ func (x *EventLog) GetDroppedThrough() uint64 {
 // One live Worker serving one tool of the catalog (the catalog's rows are the
 // tools' ToolSpecs, one per name).
 type WorkerTool struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
-	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Tool     string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	WorkerId string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// The agents the Worker serves the tool for (empty: every agent).
+	Agents        []string `protobuf:"bytes,3,rep,name=agents,proto3" json:"agents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3268,6 +3321,13 @@ func (x *WorkerTool) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *WorkerTool) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
 }
 
 // How one attempt of a dispatched Step ended, as its Worker reports it: a
@@ -3563,7 +3623,7 @@ var File_dex_v1_types_proto protoreflect.FileDescriptor
 
 const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x12dex/v1/types.proto\x12\x06dex.v1\"\xc1\x02\n" +
+	"\x12dex/v1/types.proto\x12\x06dex.v1\"\xd9\x02\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\x12%\n" +
@@ -3573,7 +3633,9 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12(\n" +
 	"\x10poll_interval_ms\x18\a \x01(\rR\x0epollIntervalMs\x12 \n" +
 	"\vdescription\x18\b \x01(\tR\vdescription\x12$\n" +
-	"\x0erun_timeout_ms\x18\t \x01(\rR\frunTimeoutMs\"U\n" +
+	"\x0erun_timeout_ms\x18\t \x01(\rR\frunTimeoutMs\x12\x16\n" +
+	"\x06agents\x18\n" +
+	" \x03(\tR\x06agents\"U\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
@@ -3649,7 +3711,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
-	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xa1\t\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xb7\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3686,7 +3748,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
 	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
-	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\"O\n" +
+	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\x12\x14\n" +
+	"\x05agent\x18  \x01(\tR\x05agent\"O\n" +
 	"\x0fAcceptedMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -3709,7 +3772,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\blast_seq\x18\f \x01(\x04R\alastSeq\x12\x1b\n" +
 	"\tlast_call\x18\r \x01(\tR\blastCall\x12\x1f\n" +
 	"\vdeadline_ms\x18\x0e \x01(\x03R\n" +
-	"deadlineMs\"\xa6\x06\n" +
+	"deadlineMs\"\xe3\x06\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3738,12 +3801,14 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"error_type\x18\x17 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x16\n" +
 	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
-	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\"\x83\x01\n" +
+	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
+	"\x05agent\x18\x1a \x01(\tR\x05agent\x12%\n" +
+	"\x0ewaiting_reason\x18\x1b \x01(\tR\rwaitingReason\"\x83\x01\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +
 	"\fgrpc_address\x18\x03 \x01(\tR\vgrpcAddress\x12!\n" +
-	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\xbe\x01\n" +
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\xd6\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
@@ -3751,7 +3816,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x10registered_at_ms\x18\x03 \x01(\x03R\x0eregisteredAtMs\x12\x1d\n" +
 	"\n" +
 	"runs_model\x18\x04 \x01(\bR\trunsModel\x12/\n" +
-	"\x14model_run_timeout_ms\x18\x05 \x01(\rR\x11modelRunTimeoutMs\"\x92\x01\n" +
+	"\x14model_run_timeout_ms\x18\x05 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
+	"\x06agents\x18\x06 \x03(\tR\x06agents\"\x92\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3796,11 +3862,12 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\x04R\x05count\x12\x1b\n" +
 	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12\x19\n" +
 	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\x12'\n" +
-	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough\"=\n" +
+	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough\"U\n" +
 	"\n" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
-	"\tworker_id\x18\x02 \x01(\tR\bworkerId\"\x92\x02\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
+	"\x06agents\x18\x03 \x03(\tR\x06agents\"\x92\x02\n" +
 	"\rAttemptResult\x128\n" +
 	"\fmodel_output\x18\x01 \x01(\v2\x13.dex.v1.ModelOutputH\x00R\vmodelOutput\x125\n" +
 	"\vtool_result\x18\x02 \x01(\v2\x12.dex.v1.ToolResultH\x00R\n" +

@@ -32,8 +32,12 @@ type RegisterWorkerRequest struct {
 	// How long one of its RunModel or CompactContext attempts may run before
 	// the cluster cancels it (0: the cluster's default).
 	ModelRunTimeoutMs uint32 `protobuf:"varint,4,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The agents whose model the Worker runs (NAME or NAME@VERSION, matched
+	// exactly; empty: the default agent only). Each tool names its own agents
+	// in ToolSpec.agents.
+	Agents        []string `protobuf:"bytes,5,rep,name=agents,proto3" json:"agents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterWorkerRequest) Reset() {
@@ -92,6 +96,13 @@ func (x *RegisterWorkerRequest) GetModelRunTimeoutMs() uint32 {
 		return x.ModelRunTimeoutMs
 	}
 	return 0
+}
+
+func (x *RegisterWorkerRequest) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
 }
 
 type RegisterWorkerResponse struct {
@@ -291,8 +302,11 @@ type Task struct {
 	HeartbeatIntervalMs uint32      `protobuf:"varint,11,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	HeartbeatTimeoutMs  uint32      `protobuf:"varint,12,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
 	Access              ToolAccess  `protobuf:"varint,13,opt,name=access,proto3,enum=dex.v1.ToolAccess" json:"access,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The agent of the Step's session (empty: the default agent): a Worker
+	// that runs several agents' models picks the model by it.
+	Agent         string `protobuf:"bytes,14,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -414,6 +428,13 @@ func (x *Task) GetAccess() ToolAccess {
 		return x.Access
 	}
 	return ToolAccess_TOOL_ACCESS_UNSPECIFIED
+}
+
+func (x *Task) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
 }
 
 type PollTaskResponse struct {
@@ -993,13 +1014,14 @@ var File_dex_v1_workers_proto protoreflect.FileDescriptor
 
 const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
-	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x15dex/v1/commands.proto\x1a\x12dex/v1/types.proto\"\xac\x01\n" +
+	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x15dex/v1/commands.proto\x1a\x12dex/v1/types.proto\"\xc4\x01\n" +
 	"\x15RegisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
 	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
-	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\"~\n" +
+	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
+	"\x06agents\x18\x05 \x03(\tR\x06agents\"~\n" +
 	"\x16RegisterWorkerResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\rR\x13heartbeatIntervalMs\x120\n" +
 	"\x14heartbeat_timeout_ms\x18\x02 \x01(\rR\x12heartbeatTimeoutMs\"d\n" +
@@ -1011,7 +1033,7 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"ModelInput\x12.\n" +
 	"\ahistory\x18\x01 \x03(\v2\x14.dex.v1.HistoryEntryR\ahistory\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x18\n" +
-	"\acompact\x18\x03 \x01(\bR\acompact\"\xdb\x03\n" +
+	"\acompact\x18\x03 \x01(\bR\acompact\"\xf1\x03\n" +
 	"\x04Task\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12\x1d\n" +
 	"\n" +
@@ -1028,7 +1050,8 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	" \x01(\x04R\x05epoch\x122\n" +
 	"\x15heartbeat_interval_ms\x18\v \x01(\rR\x13heartbeatIntervalMs\x120\n" +
 	"\x14heartbeat_timeout_ms\x18\f \x01(\rR\x12heartbeatTimeoutMs\x12*\n" +
-	"\x06access\x18\r \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\"6\n" +
+	"\x06access\x18\r \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\x12\x14\n" +
+	"\x05agent\x18\x0e \x01(\tR\x05agent\"6\n" +
 	"\x10PollTaskResponse\x12\"\n" +
 	"\x05tasks\x18\x01 \x03(\v2\f.dex.v1.TaskR\x05tasks\"8\n" +
 	"\x10ClaimTaskRequest\x12$\n" +

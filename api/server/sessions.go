@@ -37,7 +37,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 		id = client.NewSessionID()
 	}
 	c := &dexv1.CreateSession{
-		SessionId: id, ParentId: req.ParentId, Message: req.Message,
+		SessionId: id, ParentId: req.ParentId, Message: req.Message, Agent: req.Agent,
 		CompactionThreshold: threshold, MaxModelInput: s.limits.MaxModelInput,
 	}
 	if req.Message != "" {
@@ -103,6 +103,7 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	view.Inbox = st.Inbox(req.SessionId, pageBytes)
 	resp.LastEventSeq = st.EventLog(req.SessionId).GetLastSeq()
 	resp.Steps, resp.NextStepsAfter = st.StepsPage(req.SessionId, req.StepsAfter, pageSize(req.StepsLimit, defaultStepsPage), pageBytes)
+	withWaitingReasons(st, resp.Steps)
 	return resp, nil
 }
 
@@ -115,7 +116,7 @@ func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequ
 	for _, sess := range page {
 		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{
 			Id: sess.Id, ParentId: sess.ParentId, Status: sess.Status, TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
-			CreatedAtMs: sess.CreatedAtMs,
+			CreatedAtMs: sess.CreatedAtMs, Agent: sess.Agent,
 		})
 	}
 	out.NextPageToken = next

@@ -51,6 +51,7 @@ func NewWorkers(node *cluster.Node, d Dispatch, l Leases, timing WorkerTiming) *
 func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerRequest) (*dexv1.RegisterWorkerResponse, error) {
 	_, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
 		WorkerId: req.WorkerId, Tools: req.Tools, RunsModel: req.RunsModel, ModelRunTimeoutMs: req.ModelRunTimeoutMs,
+		Agents: req.Agents,
 	}}})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ var statusFilters = []string{"idle", "running", "waiting", "errored", "paused"}
 type sessionRow struct {
 	ID             string `json:"id"`
 	Parent         string `json:"parent,omitempty"`
+	Agent          string `json:"agent,omitempty"`
 	Status         string `json:"status"`
 	TurnsCompleted uint64 `json:"turns_completed"`
 	CreatedAtMs    int64  `json:"created_at_ms"`
@@ -115,7 +116,7 @@ func sessionRows(all []*dexv1.SessionSummary, status string, limit int) []sessio
 		if status != "" && name != status {
 			continue
 		}
-		rows = append(rows, sessionRow{s.Id, s.ParentId, name, s.TurnsCompleted, s.CreatedAtMs, s.UpdatedAtMs})
+		rows = append(rows, sessionRow{s.Id, s.ParentId, s.Agent, name, s.TurnsCompleted, s.CreatedAtMs, s.UpdatedAtMs})
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		if rows[i].CreatedAtMs != rows[j].CreatedAtMs {
@@ -131,9 +132,16 @@ func sessionRows(all []*dexv1.SessionSummary, status string, limit int) []sessio
 
 func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionRow, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tUPDATED\tTURNS\tPARENT")
+	fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tUPDATED\tTURNS\tPARENT\tAGENT")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", safe(r.ID), r.Status, timeText(r.CreatedAtMs), ago(now, r.UpdatedAtMs), r.TurnsCompleted, safe(r.Parent))
+		parent, agent := r.Parent, r.Agent
+		if parent == "" {
+			parent = "-"
+		}
+		if agent == "" {
+			agent = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(r.ID), r.Status, timeText(r.CreatedAtMs), ago(now, r.UpdatedAtMs), r.TurnsCompleted, safe(parent), safe(agent))
 	}
 	tw.Flush()
 }

@@ -35,7 +35,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 }
 
 func newSessionStartCmd(g *globals) *cobra.Command {
-	var msg, id, parent string
+	var msg, id, parent, agent string
 	var threshold uint64
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -48,7 +48,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 				// Chosen here so a retry after a lost answer is recognised.
 				id = client.NewSessionID()
 			}
-			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg}
+			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
 			tried := false
 			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
 				_, err := sessions(conn).CreateSession(ctx, req, tr)
@@ -71,6 +71,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&msg, "message", "", "first message")
 	cmd.Flags().StringVar(&id, "id", "", "session id (default: a new random one)")
 	cmd.Flags().StringVar(&parent, "parent", "", "parent session id (this session reports to it)")
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent that runs the session, NAME or NAME@VERSION (default: the parent's, else the default agent)")
 	cmd.Flags().Uint64Var(&threshold, "compaction-threshold", 0, "compact the history above this many characters (0: never)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -141,6 +142,9 @@ type stepJSON struct {
 	Arguments      string        `json:"arguments,omitempty"`
 	DueAtMs        int64         `json:"due_at_ms,omitempty"`
 	Attempts       []attemptJSON `json:"attempts"`
+	// WaitingReason: why a queued Step is not handed out (no live Worker
+	// serves its agent or tool).
+	WaitingReason string `json:"waiting_reason,omitempty"`
 }
 
 type toolCallJSON struct {
@@ -163,6 +167,7 @@ type historyJSON struct {
 type sessionJSON struct {
 	ID            string        `json:"id"`
 	Parent        string        `json:"parent,omitempty"`
+	Agent         string        `json:"agent,omitempty"`
 	Status        string        `json:"status"`
 	RejectedTurns uint32        `json:"rejected_turns"`
 	PauseReason   string        `json:"pause_reason,omitempty"`
@@ -178,7 +183,7 @@ func lowerName(s, prefix string) string { return strings.ToLower(strings.TrimPre
 
 func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	out := sessionJSON{
-		ID: s.Id, Parent: s.ParentId, Status: fsm.StatusName(s.Status), RejectedTurns: s.RejectedTurns,
+		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(s.Status), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
 		History: []historyJSON{}, Steps: []stepJSON{},
 	}
@@ -196,7 +201,7 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	for _, st := range steps {
 		sj := stepJSON{ID: st.Id, Kind: fsm.KindName(st.Kind), Status: lowerName(st.Status.String(), "STEP_STATUS_"), Tool: st.Tool,
 			CallID: st.CallId, IdempotencyKey: st.IdempotencyKey, TaskID: st.TaskId, Prompt: st.Prompt, Arguments: st.Arguments, DueAtMs: st.DueAtMs,
-			Attempts: []attemptJSON{}}
+			Attempts: []attemptJSON{}, WaitingReason: st.WaitingReason}
 		if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
 			sj.Outcome, sj.Result = fsm.OutcomeName(st.Outcome), st.Result
 		}
@@ -249,6 +254,9 @@ func newSessionShowCmd(g *globals) *cobra.Command {
 
 func printSession(w io.Writer, s sessionJSON) {
 	fmt.Fprintf(w, "session %s  %s", safe(s.ID), s.Status)
+	if s.Agent != "" {
+		fmt.Fprintf(w, "  agent %s", safe(s.Agent))
+	}
 	if s.PauseMessage != "" {
 		fmt.Fprintf(w, "  (%s)", safe(s.PauseMessage))
 	} else if s.LastError != "" {
@@ -277,4 +285,9 @@ func printSession(w io.Writer, s sessionJSON) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", safe(st.ID), st.Kind, safe(st.Tool), st.Status, st.Outcome, safe(strings.Join(att, " ")))
 	}
 	tw.Flush()
+	for _, st := range s.Steps {
+		if st.WaitingReason != "" {
+			fmt.Fprintf(w, "  %s waits: %s\n", safe(st.ID), safe(st.WaitingReason))
+		}
+	}
 }

@@ -244,7 +244,7 @@ func serve(o *options, log *zap.Logger) error {
 	events := gc.NewEvents(late, late, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
 	sessionGC := gc.NewSessions(late, late, gc.SessionConfig{Retention: o.sessionRetention}, log)
 
-	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
+	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait, ReadyQueues: leader.ReadyQueues}, log)
 
 	node, err := cluster.Open(cluster.Config{
 		LeaderServices:     []cluster.LeaderService{leader, events, live, sessionGC, nm.Leadership()},

@@ -26,6 +26,9 @@ type LedgerEntry struct {
 	Worker string `json:"worker,omitempty"`
 	// Epoch: the dispatch epoch the attempt was handed under.
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Agent: the session's agent, on model and compaction calls (empty: the
+	// default agent).
+	Agent string `json:"agent,omitempty"`
 }
 
 // Ledger appends entries to a file, one JSON line each, fsynced before

@@ -52,6 +52,7 @@ type config struct {
 	pollWait, grace, pollInterval  time.Duration
 	modelRunTimeout                time.Duration
 	toolRunTimeouts                map[string]time.Duration
+	agents, toolAgents             []string
 	tls                            tlsconf.Files
 }
 
@@ -76,6 +77,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.pollInterval, "poll-interval", 200*time.Millisecond, "how often the cluster polls a build task (the build tool's poll interval)")
 	fs.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, how long running tasks may finish")
 	fs.DurationVar(&c.modelRunTimeout, "model-run-timeout", 0, "how long one model call (RunModel, CompactContext) may run before the cluster cancels it (0: the cluster's --run-timeout)")
+	agents := fs.String("agent", "", "NAME[,NAME]: the agents (NAME or NAME@VERSION) whose model this Worker runs; it gets only their sessions' model Steps (default: the default agent)")
+	toolAgents := fs.String("tool-agents", "", "NAME[,NAME]: serve the demo tools only for these agents' sessions (default: for every agent)")
 	runTimeouts := fs.String("tool-run-timeout", "", "TOOL=DURATION[,TOOL=DURATION]: how long one attempt of the tool may run before the cluster cancels it; part of the tool's policy (default: the cluster's --run-timeout)")
 	registerTLS(fs, &c.tls)
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.modelRunTimeout < 0 || c.modelRunTimeout > maxRunTimeout {
 		return nil, fmt.Errorf("--model-run-timeout must be between 0 (the cluster's default) and %s", maxRunTimeout)
 	}
+	c.agents, c.toolAgents = splitList(*agents), splitList(*toolAgents)
 	var err error
 	if c.toolRunTimeouts, err = parseRunTimeouts(*runTimeouts, (&demoTools{}).tools()); err != nil {
 		return nil, err
@@ -179,7 +183,8 @@ func run(c *config) int {
 	}
 	w, err := client.NewWorker(conn, client.WorkerOptions{
 		ID:              id,
-		Tools:           tools.tools(),
+		Tools:           withAgents(tools.tools(), c.toolAgents),
+		Agents:          c.agents,
 		Model:           &Model{script: script, ledger: ledger, worker: id, inline: tools.inline},
 		ModelRunTimeout: c.modelRunTimeout,
 		Concurrency:     c.concurrency,

@@ -278,7 +278,7 @@ type Model struct {
 }
 
 func (m *Model) record(kind string, in client.ModelInput) error {
-	return m.ledger.Append(LedgerEntry{Session: in.SessionID, Tool: kind, Attempt: in.Attempt, Step: in.StepID, Kind: kind, Worker: m.worker, Epoch: in.Epoch})
+	return m.ledger.Append(LedgerEntry{Session: in.SessionID, Tool: kind, Attempt: in.Attempt, Step: in.StepID, Kind: kind, Worker: m.worker, Epoch: in.Epoch, Agent: in.Agent})
 }
 
 func wait(ctx context.Context, ms int) error {

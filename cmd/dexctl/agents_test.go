@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+func TestSessionShowAndListNameTheAgentAndWhyAStepWaits(t *testing.T) {
+	s := &dexv1.Session{Id: "s", Agent: "bot@2", Status: dexv1.SessionStatus_SESSION_STATUS_RUNNING}
+	steps := []*dexv1.Step{{Id: "s-s1", Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Status: dexv1.StepStatus_STEP_STATUS_QUEUED,
+		WaitingReason: `no live Worker serves agent "bot@2" (its model)`}}
+	var out bytes.Buffer
+	printSession(&out, toSessionJSON(s, steps))
+	for _, want := range []string{"agent bot@2", `s-s1 waits: no live Worker serves agent "bot@2"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("session show lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	rows := sessionRows([]*dexv1.SessionSummary{{Id: "s", Agent: "bot@2"}, {Id: "d"}}, "", 0)
+	printSessionRows(&out, rows, time.Now())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if !strings.HasSuffix(lines[0], "AGENT") || !strings.Contains(out.String(), "bot@2") {
+		t.Fatalf("session list:\n%s", out.String())
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); f[0] == "d" && f[len(f)-1] != "-" {
+			t.Fatalf("the default agent's session shows agent %q; want -", f[len(f)-1])
+		}
+	}
+}

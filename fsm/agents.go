@@ -1,0 +1,262 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Agents. A session names the agent that runs it (NAME or NAME@VERSION, ""
+// for the default agent); its Steps carry that name. A Worker registers the
+// agents whose model it runs and, per tool, the agents it serves the tool
+// for (none listed: every agent). A Step goes only to a Worker that serves
+// its agent, matched exactly: a Worker of "bot@2" never runs "bot@1".
+
+// Index names of the agent routing.
+const (
+	// indexModelAgent: workers by each agent whose model they run.
+	indexModelAgent = "model_agent"
+	// indexQueue: queued Steps by (runner, tool, agent), the broker's ready
+	// queue of each; only queued dispatched Steps are in it.
+	indexQueue = "queue"
+)
+
+// DefaultAgentName is how people see the default agent ("").
+const DefaultAgentName = "the default agent"
+
+// AgentName is how messages name an agent.
+func AgentName(agent string) string {
+	if agent == "" {
+		return DefaultAgentName
+	}
+	return fmt.Sprintf("agent %q", agent)
+}
+
+// CheckAgent refuses an agent name that is not an id (IDChars, at most 200
+// bytes). Empty is the default agent.
+func CheckAgent(agent string) *Rejection {
+	if agent == "" {
+		return nil
+	}
+	return CheckID("agent", agent)
+}
+
+// checkAgentList refuses an empty, invalid or repeated name in a list of
+// agents (what says whose: "worker agents", "tool \"x\" agents").
+func checkAgentList(what string, agents []string) *Rejection {
+	seen := map[string]bool{}
+	for _, ag := range agents {
+		if ag == "" {
+			return reject(CodeInvalid, "%s: an empty agent name (leave the list empty for the default agent)", what)
+		}
+		if r := CheckID("agent", ag); r != nil {
+			return reject(CodeInvalid, "%s: %s", what, r.Reason)
+		}
+		if seen[ag] {
+			return reject(CodeInvalid, "%s: agent %q is listed twice", what, ag)
+		}
+		seen[ag] = true
+	}
+	return nil
+}
+
+// checkRegistrationAgents validates the agents of a Worker registration.
+func checkRegistrationAgents(c *dexv1.RegisterWorker) *Rejection {
+	if len(c.Agents) > 0 && !c.RunsModel {
+		return reject(CodeInvalid, "worker %q lists agents but runs no model: list the agents of each tool in its agents", c.WorkerId)
+	}
+	if r := checkAgentList("worker agents", c.Agents); r != nil {
+		return r
+	}
+	for _, t := range c.Tools {
+		if r := checkAgentList(fmt.Sprintf("tool %q agents", t.Name), t.Agents); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// sessionAgent is the agent of a new session: the one it names, else its
+// parent's (a sub-agent runs as its parent unless told otherwise).
+func sessionAgent(c *dexv1.CreateSession, parent *dexv1.Session) (string, *Rejection) {
+	if r := CheckAgent(c.Agent); r != nil {
+		return "", r
+	}
+	if c.Agent == "" && parent != nil {
+		return parent.Agent, nil
+	}
+	return c.Agent, nil
+}
+
+// ModelAgents are the agents whose model a Worker runs (none when it runs
+// no model; the default agent when it lists none).
+func ModelAgents(w *dexv1.WorkerInfo) []string {
+	if !w.GetRunsModel() {
+		return nil
+	}
+	if len(w.Agents) == 0 {
+		return []string{""}
+	}
+	return w.Agents
+}
+
+// ServesAgent reports whether a tool registration serves an agent (no
+// agents listed: every agent).
+func ServesAgent(agents []string, agent string) bool {
+	return len(agents) == 0 || slices.Contains(agents, agent)
+}
+
+// ModelServers returns the ids of the live Workers that run an agent's
+// model, in id order (index read).
+func (s *State) ModelServers(agent string) []string {
+	it, err := s.tx.Get(tableWorkers, indexModelAgent, agent)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		ids = append(ids, raw.(*dexv1.WorkerInfo).Id)
+	}
+	return ids
+}
+
+// ToolServersFor returns the ids of the live Workers serving a tool for an
+// agent, in id order (a read of the tool's rows).
+func (s *State) ToolServersFor(tool, agent string) []string {
+	it, err := s.tx.Get(tableWorkerTools, indexTool, tool)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if wt := raw.(*dexv1.WorkerTool); ServesAgent(wt.Agents, agent) {
+			ids = append(ids, wt.WorkerId)
+		}
+	}
+	return ids
+}
+
+// StepServers returns the live Workers that may run a dispatched Step: for a
+// model Step those running its agent's model, for a tool Step those serving
+// its tool for its agent (nil for a wait).
+func (s *State) StepServers(st *dexv1.Step) []string {
+	switch Kind(st.Kind).Runner {
+	case RunsOnModel:
+		return s.ModelServers(st.Agent)
+	case RunsOnTool:
+		return s.ToolServersFor(st.Tool, st.Agent)
+	}
+	return nil
+}
+
+// WaitingReason says why a queued dispatched Step is not handed out ("" when
+// a live Worker serves it, or it is not queued).
+func (s *State) WaitingReason(st *dexv1.Step) string {
+	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || !Kind(st.Kind).Dispatched() || len(s.StepServers(st)) > 0 {
+		return ""
+	}
+	return unservedReason(st, len(s.ToolServers(st.Tool)) > 0)
+}
+
+// unservedReason names what no live Worker serves for a Step: its agent's
+// model, its tool for its agent, or its tool at all.
+func unservedReason(st *dexv1.Step, toolServed bool) string {
+	switch {
+	case Kind(st.Kind).Runner == RunsOnModel:
+		return fmt.Sprintf("no live Worker serves %s (its model)", AgentName(st.Agent))
+	case toolServed:
+		return fmt.Sprintf("no live Worker serves tool %q for %s", st.Tool, AgentName(st.Agent))
+	}
+	return fmt.Sprintf("no live Worker serves tool %q", st.Tool)
+}
+
+// QueuedStepsFor returns the queued Steps of one ready queue: the model
+// Steps of an agent (model set) or one tool's Steps of an agent (index read).
+func (s *State) QueuedStepsFor(model bool, tool, agent string) []*dexv1.Step {
+	it, err := s.tx.Get(tableSteps, indexQueue, model, tool, agent)
+	if err != nil {
+		return nil
+	}
+	var out []*dexv1.Step
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*dexv1.Step))
+	}
+	return out
+}
+
+func withAgentSchema(s *memdb.DBSchema) *memdb.DBSchema {
+	s.Tables[tableWorkers].Indexes[indexModelAgent] = &memdb.IndexSchema{Name: indexModelAgent, AllowMissing: true, Indexer: modelAgentIndexer{}}
+	s.Tables[tableSteps].Indexes[indexQueue] = &memdb.IndexSchema{Name: indexQueue, AllowMissing: true, Indexer: queueIndexer{}}
+	return s
+}
+
+// modelAgentIndexer indexes a Worker under each agent whose model it runs.
+type modelAgentIndexer struct{}
+
+func (modelAgentIndexer) FromObject(obj any) (bool, [][]byte, error) {
+	w, ok := obj.(*dexv1.WorkerInfo)
+	if !ok {
+		return false, nil, fmt.Errorf("model agent index: %T is not a WorkerInfo", obj)
+	}
+	agents := ModelAgents(w)
+	keys := make([][]byte, 0, len(agents))
+	for _, ag := range agents {
+		keys = append(keys, []byte(ag+"\x00"))
+	}
+	return len(keys) > 0, keys, nil
+}
+
+func (modelAgentIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("model agent index takes one argument, got %d", len(args))
+	}
+	ag, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("model agent index argument must be a string, got %T", args[0])
+	}
+	return []byte(ag + "\x00"), nil
+}
+
+// queueIndexer indexes a queued dispatched Step by its ready queue.
+type queueIndexer struct{}
+
+func queueIndexKey(model bool, tool, agent string) []byte {
+	runner := byte('t')
+	if model {
+		runner = 'm'
+	}
+	return append([]byte{runner}, tool+"\x00"+agent+"\x00"...)
+}
+
+func (queueIndexer) FromObject(obj any) (bool, []byte, error) {
+	st, ok := obj.(*dexv1.Step)
+	if !ok {
+		return false, nil, fmt.Errorf("queue index: %T is not a Step", obj)
+	}
+	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+		return false, nil, nil
+	}
+	switch Kind(st.Kind).Runner {
+	case RunsOnModel:
+		return true, queueIndexKey(true, "", st.Agent), nil
+	case RunsOnTool:
+		return true, queueIndexKey(false, st.Tool, st.Agent), nil
+	}
+	return false, nil, nil
+}
+
+func (queueIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("queue index takes (model, tool, agent), got %d arguments", len(args))
+	}
+	model, ok1 := args[0].(bool)
+	tool, ok2 := args[1].(string)
+	agent, ok3 := args[2].(string)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, fmt.Errorf("queue index arguments must be (bool, string, string), got (%T, %T, %T)", args[0], args[1], args[2])
+	}
+	return queueIndexKey(model, tool, agent), nil
+}
