@@ -135,20 +135,22 @@ class CompleteAttempt(_message.Message):
     def __init__(self, ref: _Optional[_Union[AttemptRef, _Mapping]] = ..., model_output: _Optional[_Union[_types_pb2.ModelOutput, _Mapping]] = ..., tool_result: _Optional[_Union[_types_pb2.ToolResult, _Mapping]] = ..., poll_result: _Optional[_Union[_types_pb2.PollResult, _Mapping]] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class CreateSession(_message.Message):
-    __slots__ = ["compaction_threshold", "max_model_input", "message", "message_id", "parent_id", "session_id"]
+    __slots__ = ["agent", "compaction_threshold", "max_model_input", "message", "message_id", "parent_id", "session_id"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     MAX_MODEL_INPUT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    agent: str
     compaction_threshold: int
     max_model_input: int
     message: str
     message_id: str
     parent_id: str
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message_id: _Optional[str] = ..., message: _Optional[str] = ..., max_model_input: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message_id: _Optional[str] = ..., message: _Optional[str] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ...) -> None: ...
 
 class CreateToken(_message.Message):
     __slots__ = ["bootstrap", "token"]
@@ -261,16 +263,18 @@ class ReconcileOutcome(_message.Message):
     def __init__(self, step_id: _Optional[str] = ..., outcome: _Optional[_Union[_types_pb2.Outcome, str]] = ..., note: _Optional[str] = ...) -> None: ...
 
 class RegisterWorker(_message.Message):
-    __slots__ = ["model_run_timeout_ms", "runs_model", "tools", "worker_id"]
+    __slots__ = ["agents", "model_run_timeout_ms", "runs_model", "tools", "worker_id"]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
     MODEL_RUN_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     RUNS_MODEL_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedScalarFieldContainer[str]
     model_run_timeout_ms: int
     runs_model: bool
     tools: _containers.RepeatedCompositeFieldContainer[_types_pb2.ToolSpec]
     worker_id: str
-    def __init__(self, worker_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolSpec, _Mapping]]] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, worker_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolSpec, _Mapping]]] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RemoveNode(_message.Message):
     __slots__ = ["node_id"]

@@ -37,18 +37,20 @@ class CancelSessionResponse(_message.Message):
     def __init__(self, steps_cancelled: _Optional[int] = ..., attempts_cancelled: _Optional[int] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ["compaction_threshold", "idempotency_key", "message", "parent_id", "session_id"]
+    __slots__ = ["agent", "compaction_threshold", "idempotency_key", "message", "parent_id", "session_id"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    agent: str
     compaction_threshold: int
     idempotency_key: str
     message: str
     parent_id: str
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., agent: _Optional[str] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ["session"]
@@ -197,20 +199,22 @@ class SendMessageResponse(_message.Message):
     def __init__(self, duplicate: bool = ...) -> None: ...
 
 class SessionSummary(_message.Message):
-    __slots__ = ["created_at_ms", "id", "parent_id", "status", "turns_completed", "updated_at_ms"]
+    __slots__ = ["agent", "created_at_ms", "id", "parent_id", "status", "turns_completed", "updated_at_ms"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     TURNS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    agent: str
     created_at_ms: int
     id: str
     parent_id: str
     status: _types_pb2.SessionStatus
     turns_completed: int
     updated_at_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ...) -> None: ...
 
 class WatchSessionRequest(_message.Message):
     __slots__ = ["after_seq", "session_id"]

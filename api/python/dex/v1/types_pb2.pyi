@@ -340,7 +340,8 @@ class PollResult(_message.Message):
     def __init__(self, done: bool = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["compacted_before", "compaction_threshold", "created_at_ms", "episode_resumes", "error_episode", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "rejected_turns", "resume_at_ms", "seen_message_ids", "status", "summaries", "turn", "turns_completed", "turns_failed", "updated_at_ms"]
+    __slots__ = ["agent", "compacted_before", "compaction_threshold", "created_at_ms", "episode_resumes", "error_episode", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "rejected_turns", "resume_at_ms", "seen_message_ids", "status", "summaries", "turn", "turns_completed", "turns_failed", "updated_at_ms"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     COMPACTED_BEFORE_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -372,6 +373,7 @@ class Session(_message.Message):
     TURNS_FAILED_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    agent: str
     compacted_before: int
     compaction_threshold: int
     created_at_ms: int
@@ -403,7 +405,7 @@ class Session(_message.Message):
     turns_completed: int
     turns_failed: int
     updated_at_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ...) -> None: ...
 
 class SnapshotRecord(_message.Message):
     __slots__ = ["accepted", "event", "event_log", "history", "inbox", "meta", "node", "session", "step", "token", "tool", "worker", "worker_tool"]
@@ -436,7 +438,8 @@ class SnapshotRecord(_message.Message):
     def __init__(self, meta: _Optional[_Union[ClusterMeta, _Mapping]] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., worker: _Optional[_Union[WorkerInfo, _Mapping]] = ..., node: _Optional[_Union[NodeInfo, _Mapping]] = ..., event: _Optional[_Union[Event, _Mapping]] = ..., history: _Optional[_Union[HistoryEntry, _Mapping]] = ..., inbox: _Optional[_Union[Message, _Mapping]] = ..., accepted: _Optional[_Union[AcceptedMessage, _Mapping]] = ..., event_log: _Optional[_Union[EventLog, _Mapping]] = ..., tool: _Optional[_Union[ToolSpec, _Mapping]] = ..., worker_tool: _Optional[_Union[WorkerTool, _Mapping]] = ..., token: _Optional[_Union[AclToken, _Mapping]] = ...) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn"]
+    __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "waiting_reason"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -462,6 +465,8 @@ class Step(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
+    agent: str
     arguments: str
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
     call_id: str
@@ -487,7 +492,8 @@ class Step(_message.Message):
     task_id: str
     tool: str
     turn: int
-    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., turn: _Optional[int] = ..., kind: _Optional[_Union[StepKind, str]] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[str] = ..., policy: _Optional[_Union[ToolSpec, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., status: _Optional[_Union[StepStatus, str]] = ..., ready_at_ms: _Optional[int] = ..., due_at_ms: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., result: _Optional[str] = ..., is_error: bool = ..., created_at_ms: _Optional[int] = ..., queue_seq: _Optional[int] = ..., prompt: _Optional[str] = ..., ended_at_ms: _Optional[int] = ..., max_attempts: _Optional[int] = ..., error_type: _Optional[_Union[ErrorType, str]] = ..., number: _Optional[int] = ..., compact_before: _Optional[int] = ...) -> None: ...
+    waiting_reason: str
+    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., turn: _Optional[int] = ..., kind: _Optional[_Union[StepKind, str]] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[str] = ..., policy: _Optional[_Union[ToolSpec, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., status: _Optional[_Union[StepStatus, str]] = ..., ready_at_ms: _Optional[int] = ..., due_at_ms: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., result: _Optional[str] = ..., is_error: bool = ..., created_at_ms: _Optional[int] = ..., queue_seq: _Optional[int] = ..., prompt: _Optional[str] = ..., ended_at_ms: _Optional[int] = ..., max_attempts: _Optional[int] = ..., error_type: _Optional[_Union[ErrorType, str]] = ..., number: _Optional[int] = ..., compact_before: _Optional[int] = ..., agent: _Optional[str] = ..., waiting_reason: _Optional[str] = ...) -> None: ...
 
 class ToolCall(_message.Message):
     __slots__ = ["arguments", "call_id", "tool"]
@@ -510,8 +516,9 @@ class ToolResult(_message.Message):
     def __init__(self, content: _Optional[str] = ..., is_error: bool = ..., task_id: _Optional[str] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ["access", "description", "inline", "long_running", "max_attempts", "name", "needs_approval", "poll_interval_ms", "run_timeout_ms"]
+    __slots__ = ["access", "agents", "description", "inline", "long_running", "max_attempts", "name", "needs_approval", "poll_interval_ms", "run_timeout_ms"]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     INLINE_FIELD_NUMBER: _ClassVar[int]
     LONG_RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -521,6 +528,7 @@ class ToolSpec(_message.Message):
     POLL_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     RUN_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     access: ToolAccess
+    agents: _containers.RepeatedScalarFieldContainer[str]
     description: str
     inline: bool
     long_running: bool
@@ -529,7 +537,7 @@ class ToolSpec(_message.Message):
     needs_approval: bool
     poll_interval_ms: int
     run_timeout_ms: int
-    def __init__(self, name: _Optional[str] = ..., access: _Optional[_Union[ToolAccess, str]] = ..., needs_approval: bool = ..., long_running: bool = ..., inline: bool = ..., max_attempts: _Optional[int] = ..., poll_interval_ms: _Optional[int] = ..., description: _Optional[str] = ..., run_timeout_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., access: _Optional[_Union[ToolAccess, str]] = ..., needs_approval: bool = ..., long_running: bool = ..., inline: bool = ..., max_attempts: _Optional[int] = ..., poll_interval_ms: _Optional[int] = ..., description: _Optional[str] = ..., run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Turn(_message.Message):
     __slots__ = ["calls", "input", "message_ids", "noted_ran_calls", "number", "ran_calls", "results_from_seq", "step_id"]
@@ -552,26 +560,30 @@ class Turn(_message.Message):
     def __init__(self, number: _Optional[int] = ..., input: _Optional[_Union[TurnInput, str]] = ..., message_ids: _Optional[_Iterable[str]] = ..., calls: _Optional[_Iterable[_Union[CallState, _Mapping]]] = ..., step_id: _Optional[str] = ..., ran_calls: _Optional[_Iterable[str]] = ..., noted_ran_calls: _Optional[int] = ..., results_from_seq: _Optional[int] = ...) -> None: ...
 
 class WorkerInfo(_message.Message):
-    __slots__ = ["id", "model_run_timeout_ms", "registered_at_ms", "runs_model", "tools"]
+    __slots__ = ["agents", "id", "model_run_timeout_ms", "registered_at_ms", "runs_model", "tools"]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_RUN_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     RUNS_MODEL_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedScalarFieldContainer[str]
     id: str
     model_run_timeout_ms: int
     registered_at_ms: int
     runs_model: bool
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
-    def __init__(self, id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., registered_at_ms: _Optional[int] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., registered_at_ms: _Optional[int] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WorkerTool(_message.Message):
-    __slots__ = ["tool", "worker_id"]
+    __slots__ = ["agents", "tool", "worker_id"]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedScalarFieldContainer[str]
     tool: str
     worker_id: str
-    def __init__(self, tool: _Optional[str] = ..., worker_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, tool: _Optional[str] = ..., worker_id: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -90,16 +90,18 @@ class PollTaskResponse(_message.Message):
     def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ...) -> None: ...
 
 class RegisterWorkerRequest(_message.Message):
-    __slots__ = ["model_run_timeout_ms", "runs_model", "tools", "worker_id"]
+    __slots__ = ["agents", "model_run_timeout_ms", "runs_model", "tools", "worker_id"]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
     MODEL_RUN_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     RUNS_MODEL_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedScalarFieldContainer[str]
     model_run_timeout_ms: int
     runs_model: bool
     tools: _containers.RepeatedCompositeFieldContainer[_types_pb2.ToolSpec]
     worker_id: str
-    def __init__(self, worker_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolSpec, _Mapping]]] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, worker_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolSpec, _Mapping]]] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RegisterWorkerResponse(_message.Message):
     __slots__ = ["heartbeat_interval_ms", "heartbeat_timeout_ms"]
@@ -122,8 +124,9 @@ class ReportTaskResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["access", "arguments", "call_id", "epoch", "heartbeat_interval_ms", "heartbeat_timeout_ms", "idempotency_key", "kind", "model_input", "ref", "session_id", "task_id", "tool"]
+    __slots__ = ["access", "agent", "arguments", "call_id", "epoch", "heartbeat_interval_ms", "heartbeat_timeout_ms", "idempotency_key", "kind", "model_input", "ref", "session_id", "task_id", "tool"]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +140,7 @@ class Task(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     access: _types_pb2.ToolAccess
+    agent: str
     arguments: str
     call_id: str
     epoch: int
@@ -149,4 +153,4 @@ class Task(_message.Message):
     session_id: str
     task_id: str
     tool: str
-    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ..., agent: _Optional[str] = ...) -> None: ...
