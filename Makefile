@@ -5,9 +5,9 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos takeover soak
+.PHONY: build test run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript
 
-build:
+build: worker-typescript
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 vet:
@@ -15,6 +15,7 @@ vet:
 
 test: vet
 	$(GO) test $(TESTFLAGS) ./...
+	$(MAKE) test-typescript
 
 # A local 3-node cluster in the foreground; Ctrl-C stops it.
 run: build
@@ -67,7 +68,23 @@ proto:
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
 		$(PROTOS)
+	cd api/typescript && npm run generate
 
 clean:
 	rm -rf $(BIN) .dex
 	$(GO) clean -testcache
+
+# The TypeScript Worker library (api/typescript; `npm ci` there first): tsc
+# builds dist/, and $(BIN)/dexworker-typescript runs its demo Worker, which
+# `dexchaos matrix --worker typescript` uses.
+TS_DIR := api/typescript
+worker-typescript:
+	cd $(TS_DIR) && npx tsc -p .
+	@mkdir -p $(BIN)
+	printf '#!/bin/sh\nexec node "%s/$(TS_DIR)/dist/demo/main.js" "$$@"\n' "$(CURDIR)" >$(BIN)/dexworker-typescript
+	chmod +x $(BIN)/dexworker-typescript
+
+# The TypeScript library's tests (node's test runner); some start bin/dexd.
+test-typescript: worker-typescript
+	$(GO) build -o $(BIN)/ ./cmd/dexd
+	cd $(TS_DIR) && DEX_BIN="$(CURDIR)/$(BIN)" npm test

@@ -1,0 +1,97 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client, dial, SessionStatus, Worker, type Channel } from "../src/index.js";
+import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir} (make build)` }, () => {
+  let cl: Cluster;
+  let ch: Channel;
+  before(async () => {
+    cl = await startCluster(1);
+    ch = dial(cl.target, { token: "" });
+  });
+  after(async () => {
+    ch?.close();
+    await cl?.stop();
+  });
+
+  it("a library Worker runs a session's model and tool Steps end to end, with the idempotency key", async () => {
+    const keys: string[] = [];
+    const w = new Worker(ch, {
+      id: "ts-e2e",
+      tools: [{
+        name: "note", access: "idempotent_write", run: (call) => {
+          keys.push(call.idempotencyKey);
+          return { content: "noted " + call.arguments };
+        },
+      }],
+      model: {
+        run: (input) => {
+          const last = input.history[input.history.length - 1];
+          if (last.kind === 1 /* user */) return { toolCalls: [{ callId: "c1", tool: "note", arguments: { text: last.text } }] };
+          return { text: "all noted" };
+        },
+      },
+      pollWaitMs: 1000,
+    });
+    const stop = new AbortController();
+    const running = w.run(stop.signal);
+    const c = new Client(ch);
+    const s = await c.createSession({ message: "remember milk" });
+    const got = await waitFor("the turn to end", async () => {
+      const r = await c.getSession(s.id);
+      return r.session?.status === SessionStatus.IDLE && r.session.history.length >= 4 ? r : undefined;
+    });
+    stop.abort();
+    await running;
+    const texts = got.session!.history.map((h) => h.text);
+    assert.equal(texts[texts.length - 1], "all noted");
+    assert.deepEqual(keys.length, 1);
+    assert.ok(keys[0] !== "", "a write's handler is handed its idempotency key");
+    assert.ok((await c.listSessions()).some((x) => x.id === s.id));
+  });
+
+  it("the demo Worker writes dexworker's ledger lines and stops with exit 0 on SIGTERM", async () => {
+    const ledger = join(cl.dir, "ledger.jsonl");
+    const p = spawn("node", [join(import.meta.dirname, "../demo/main.js"), "--addr", cl.target, "--ledger", ledger, "--id", "demo-ts",
+      "--poll-wait", "1s"], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    p.stderr!.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => p.once("exit", (code) => r(code)));
+    try {
+      const c = new Client(ch);
+      const s = await c.createSession({ message: "hello" });
+      await waitFor("the demo turn to end", async () => {
+        const r = await c.getSession(s.id);
+        return r.session?.status === SessionStatus.IDLE && r.session.history.length >= 6 ? r : undefined;
+      });
+      const lines = readFileSync(ledger, "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((e) => e.session === s.id);
+      assert.equal(lines[0].tool, "model");
+      const tools = lines.filter((e) => e.kind === "tool");
+      assert.deepEqual(tools.map((e) => e.tool).sort(), ["lookup", "save_note", "send_email"]);
+      assert.deepEqual(tools.map((e) => e.call_id).sort(), ["call-1-1", "call-1-2", "call-1-3"]);
+      assert.equal(lines.filter((e) => e.kind === "model").length, 2);
+      for (const e of lines) {
+        assert.deepEqual(Object.keys(e).slice(0, 7), ["session", "call_id", "tool", "attempt", "idempotency_key", "pid", "time"]);
+        assert.equal(e.worker, "demo-ts");
+        assert.equal(e.pid, p.pid);
+      }
+    } finally {
+      p.kill("SIGTERM");
+    }
+    assert.equal(await exited, 0, stderr);
+  });
+});
