@@ -74,12 +74,12 @@ clean:
 	rm -rf $(BIN) .dex
 	$(GO) clean -testcache
 
-# The TypeScript Worker library (api/typescript; `npm ci` there first): tsc
-# builds dist/, and $(BIN)/dexworker-typescript runs its demo Worker, which
-# `dexchaos matrix --worker typescript` uses.
+# The TypeScript Worker library (api/typescript): its npm packages (npm ci,
+# once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo
+# Worker, which `dexchaos matrix --worker typescript` uses.
 TS_DIR := api/typescript
 worker-typescript:
-	cd $(TS_DIR) && npx tsc -p .
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && node_modules/.bin/tsc -p .
 	@mkdir -p $(BIN)
 	printf '#!/bin/sh\nexec node "%s/$(TS_DIR)/dist/demo/main.js" "$$@"\n' "$(CURDIR)" >$(BIN)/dexworker-typescript
 	chmod +x $(BIN)/dexworker-typescript

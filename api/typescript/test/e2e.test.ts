@@ -1,7 +1,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Client, dial, SessionStatus, Worker, type Channel } from "../src/index.js";
 import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
@@ -91,6 +93,49 @@ describe("against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir}
       }
     } finally {
       p.kill("SIGTERM");
+    }
+    assert.equal(await exited, 0, stderr);
+  });
+
+  it("the README's example Worker runs a session end to end (its LLM API faked on 127.0.0.1)", async () => {
+    // The fake provider calls save_note once, then answers.
+    let requests = 0;
+    const llm = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        requests++;
+        const msgs = JSON.parse(body).messages as { role: string; content: { type: string }[] }[];
+        const last = msgs[msgs.length - 1];
+        const content = last.content.some((b) => b.type === "tool_result")
+          ? [{ type: "text", text: "Saved it." }]
+          : [{ type: "tool_use", id: "toolu_1", name: "save_note", input: { note: "buy milk" } }];
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ content }));
+      });
+    });
+    await new Promise<void>((r) => llm.listen(0, "127.0.0.1", () => r()));
+    const cwd = mkdtempSync(join(cl.dir, "agent-"));
+    const p = spawn("node", [join(import.meta.dirname, "../examples/agent.js")], {
+      cwd, stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, DEX_ADDR: cl.target, ANTHROPIC_API_KEY: "test", ANTHROPIC_BASE_URL: `http://127.0.0.1:${(llm.address() as AddressInfo).port}` },
+    });
+    let stderr = "";
+    p.stderr!.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => p.once("exit", (code) => r(code)));
+    try {
+      const c = new Client(ch);
+      const s = await c.createSession({ message: "remember to buy milk" });
+      const got = await waitFor("the agent's turn to end", async () => {
+        const r = await c.getSession(s.id);
+        return r.session?.status === SessionStatus.IDLE && r.session.history.length >= 4 ? r : undefined;
+      });
+      assert.equal(got.session!.history.at(-1)!.text, "Saved it.");
+      assert.match(readFileSync(join(cwd, "notes.txt"), "utf8"), /\{"note":"buy milk"\}/);
+      assert.equal(requests, 2);
+    } finally {
+      p.kill("SIGTERM");
+      llm.close();
     }
     assert.equal(await exited, 0, stderr);
   });
