@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { Client, dial, SessionStatus, Worker, type Channel } from "../src/index.js";
+import { Client, Code, codeOf, dial, SessionStatus, Worker, type Channel } from "../src/index.js";
 import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
 
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
@@ -138,5 +138,31 @@ describe("against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir}
       llm.close();
     }
     assert.equal(await exited, 0, stderr);
+  });
+
+  it("the client watches a session to the end of its turn, cancels nothing idle, and deletes it", async () => {
+    const w = new Worker(ch, { id: "ts-watch", model: { run: () => ({ text: "hello back" }) }, pollWaitMs: 1000 });
+    const stop = new AbortController();
+    const running = w.run(stop.signal);
+    try {
+      const c = new Client(ch);
+      const s = await c.createSession({ message: "hello" });
+      const types: string[] = [];
+      const watching = new AbortController();
+      for await (const ev of c.watchSession(s.id, 0n, { signal: watching.signal })) {
+        types.push(ev.type);
+        if (ev.type === "turn_completed" || ev.type === "turn_ended" || types.length > 50) break;
+        const got = await c.getSession(s.id);
+        if (got.session?.status === SessionStatus.IDLE && got.session.history.length >= 2) break;
+      }
+      assert.ok(types.length > 0, "events were delivered");
+      await waitFor("the session to be idle", async () => ((await c.getSession(s.id)).session?.status === SessionStatus.IDLE ? true : undefined));
+      await c.deleteSession(s.id);
+      await assert.rejects(c.getSession(s.id), (e: unknown) => codeOf(e) === Code.NotFound);
+      await assert.rejects(c.sendMessage("no-such-session", "hi"), (e: unknown) => codeOf(e) === Code.NotFound);
+    } finally {
+      stop.abort();
+      await running;
+    }
   });
 });
