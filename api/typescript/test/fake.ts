@@ -20,7 +20,7 @@ export interface Call {
 export class FakeNode {
   addr = "";
   calls: Call[] = [];
-  registered: { tools: ToolSpec[]; runsModel: boolean; workerId: string }[] = [];
+  registered: { tools: ToolSpec[]; runsModel: boolean; workerId: string; authorization: string | null }[] = [];
   tasks: Task[] = [];
   serving = true;
   /** Refusals to answer, in order, before the method's next call goes through. */
@@ -37,9 +37,9 @@ export class FakeNode {
 
   async start(): Promise<this> {
     const worker: ServiceImpl<typeof WorkerService> = {
-      registerWorker: (req) => {
+      registerWorker: (req, ctx) => {
         this.take("register");
-        this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId });
+        this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId, authorization: ctx.requestHeader.get("authorization") });
         return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000 };
       },
       pollTask: async (req) => {

@@ -9,8 +9,8 @@ import { FakeNode, task } from "./fake.js";
 const echo: Tool = { name: "echo", access: "read", run: (c) => ({ content: c.arguments }) };
 
 /** Runs a Worker against node until until() holds, then stops it. */
-async function runUntil(node: FakeNode, opts: WorkerOptions, until: () => boolean, target = node.addr): Promise<void> {
-  const ch = dial(target, { token: "" });
+async function runUntil(node: FakeNode, opts: WorkerOptions, until: () => boolean, target = node.addr, token = ""): Promise<void> {
+  const ch = dial(target, { token });
   const w = new Worker(ch, { id: "w-test", pollWaitMs: 100, shutdownGraceMs: 500, ...opts });
   const stop = new AbortController();
   const running = w.run(stop.signal);
@@ -51,6 +51,27 @@ describe("registration", () => {
         ["build", ToolAccess.IDEMPOTENT_WRITE, false, true, 250, 0],
         ["email", ToolAccess.SINGLE_ATTEMPT, false, false, 0, 4000],
       ]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("sends the token as a bearer credential, from the option or $DEX_TOKEN", async () => {
+    const node = await new FakeNode().start();
+    try {
+      await runUntil(node, { tools: [echo] }, () => node.registered.length > 0, node.addr, "s3cret");
+      assert.equal(node.registered[0].authorization, "Bearer s3cret");
+      process.env.DEX_TOKEN = " from-env\n";
+      const ch = dial(node.addr);
+      delete process.env.DEX_TOKEN;
+      const w = new Worker(ch, { id: "w-env", tools: [echo], pollWaitMs: 100 });
+      const stop = new AbortController();
+      const running = w.run(stop.signal);
+      while (node.registered.length < 2) await new Promise((r) => setTimeout(r, 10));
+      stop.abort();
+      await running;
+      ch.close();
+      assert.equal(node.registered[1].authorization, "Bearer from-env");
     } finally {
       await node.stop();
     }
