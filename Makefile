@@ -5,9 +5,9 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak
+.PHONY: build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
 
-build: $(BIN)/dexworker-python
+build: $(BIN)/dexworker-python worker-typescript
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 vet:
@@ -16,6 +16,7 @@ vet:
 test: vet
 	$(GO) test $(TESTFLAGS) ./...
 	$(MAKE) test-python
+	$(MAKE) test-typescript
 
 # A local 3-node cluster in the foreground; Ctrl-C stops it.
 run: build
@@ -69,6 +70,7 @@ proto:
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
 		$(PROTOS)
 	$(MAKE) proto-python
+	cd api/typescript && npm run generate
 
 clean:
 	rm -rf $(BIN) .dex
@@ -102,3 +104,24 @@ test-python: $(BIN)/dexworker-python
 chaos-python: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-python --worker python --column worker-kill,takeover
+
+# The TypeScript Worker library (api/typescript): its npm packages (npm ci,
+# once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo
+# Worker, which `dexchaos matrix --worker typescript` uses.
+TS_DIR := api/typescript
+worker-typescript:
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && node_modules/.bin/tsc -p .
+	@mkdir -p $(BIN)
+	printf '#!/bin/sh\nexec node "%s/$(TS_DIR)/dist/demo/main.js" "$$@"\n' "$(CURDIR)" >$(BIN)/dexworker-typescript
+	chmod +x $(BIN)/dexworker-typescript
+
+# The TypeScript library's tests (node's test runner); some start bin/dexd.
+test-typescript: worker-typescript
+	$(GO) build -o $(BIN)/ ./cmd/dexd
+	cd $(TS_DIR) && DEX_BIN="$(CURDIR)/$(BIN)" npm test
+
+# The worker-kill and takeover columns with the TypeScript demo Worker (CI
+# runs them; report: chaos-report-typescript/matrix.md).
+chaos-typescript: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-typescript --worker typescript --column worker-kill,takeover

@@ -1,0 +1,262 @@
+import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
+import type { SecureClientSessionOptions } from "node:http2";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import type { Interceptor, StreamResponse, Transport, UnaryResponse } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
+import { leaderOf, transient } from "./retry.js";
+import { nopLogger, type Logger } from "./log.js";
+import { tokenFrom } from "./token.js";
+
+/** The scheme of a static list of Dex nodes: dex:///host1:port1,host2:port2,host3:port3. */
+export const Scheme = "dex";
+
+/** The health-checked service: the cluster reports it SERVING only on the node that holds the dispatch lease. */
+export const HealthService = "dex.v1.WorkerService";
+
+/**
+ * How fast a channel leaves a node that stopped answering: it health-checks
+ * the node it uses every ProbeIntervalMs, and one that does not answer within
+ * ProbeTimeoutMs (frozen: its TCP connection stays open) has its connection
+ * closed, failing the calls on it, and the next call picks the node that
+ * reports SERVING.
+ */
+export const ProbeIntervalMs = 500;
+export const ProbeTimeoutMs = 1000;
+
+/** PEM contents, or paths with *File, of mutual TLS. */
+export interface TlsOptions {
+  ca?: string | Buffer;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
+
+export interface DialOptions {
+  /** An ACL token sent as "authorization: Bearer <token>"; default $DEX_TOKEN. "" sends none. */
+  token?: string;
+  /** Mutual TLS: each node's certificate must name the address dialled. */
+  tls?: TlsOptions;
+  /** The service whose SERVING status marks the node to use (default HealthService). */
+  healthService?: string;
+  logger?: Logger;
+  probeIntervalMs?: number;
+  probeTimeoutMs?: number;
+}
+
+/** The addresses of a target: "dex:///a,b,c" or one "host:port" (a load balancer following /readyz). */
+export function parseTarget(target: string): string[] {
+  let s = target.trim();
+  if (s === "") throw new Error("empty Dex target: want dex:///h1:p1,h2:p2 or host:port");
+  if (s.startsWith(Scheme + ":")) {
+    s = s.slice(Scheme.length + 1).replace(/^\/\//, "");
+    const i = s.indexOf("/");
+    if (i >= 0) s = s.slice(i + 1);
+    const addrs = s.split(",").map((a) => a.trim()).filter((a) => a !== "");
+    if (addrs.length === 0) throw new Error(`dex target ${JSON.stringify(target)} names no address`);
+    for (const a of addrs) checkAddr(a, target);
+    return addrs;
+  }
+  checkAddr(s, target);
+  return [s];
+}
+
+function checkAddr(a: string, target: string): void {
+  const m = /^(\[[^\]]+\]|[^:/\s]+):(\d{1,5})$/.exec(a);
+  if (!m || Number(m[2]) > 65535) {
+    throw new Error(`dex target ${JSON.stringify(target)}: ${JSON.stringify(a)} is not host:port`);
+  }
+}
+
+function loadTls(t: TlsOptions): SecureClientSessionOptions {
+  const read = (v: string | Buffer | undefined, file: string | undefined) => (v ?? (file ? readFileSync(file) : undefined));
+  const out: SecureClientSessionOptions = { ca: read(t.ca, t.caFile), cert: read(t.cert, t.certFile), key: read(t.key, t.keyFile) };
+  if ((out.cert === undefined) !== (out.key === undefined)) throw new Error("TLS: a client certificate needs its key, and a key its certificate");
+  if (out.ca === undefined) throw new Error("TLS: the CA bundle the nodes' certificates chain to is required");
+  return out;
+}
+
+/** One node: its HTTP/2 connection and a transport on it. */
+class Node {
+  session!: Http2SessionManager;
+  transport!: Transport;
+  constructor(readonly addr: string, private readonly url: string, private readonly nodeOptions: SecureClientSessionOptions | undefined,
+    private readonly interceptors: Interceptor[]) {
+    this.connect();
+  }
+  private connect(): void {
+    const host = this.addr.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+    const opts = this.nodeOptions && isIP(host) === 0 ? { ...this.nodeOptions, servername: host } : this.nodeOptions;
+    this.session = new Http2SessionManager(this.url, { pingIntervalMs: 10_000, pingTimeoutMs: 2_000 }, opts);
+    this.transport = createGrpcTransport({
+      baseUrl: this.url, sessionManager: this.session, interceptors: this.interceptors, nodeOptions: opts,
+    });
+  }
+  /** Closes the connection (failing the calls on it) and opens a fresh one at the next call. */
+  reset(why: Error): void {
+    this.session.abort(why);
+    this.connect();
+  }
+}
+
+/**
+ * A channel to a Dex cluster: a connect Transport that sends each call to the
+ * node that serves (the one whose health check says SERVING, or the leader a
+ * refusal names) and moves to another after a takeover. It does not retry
+ * calls itself: the Worker and the Client repeat a refused call with a short
+ * backoff. Close it when done.
+ */
+export class Channel implements Transport {
+  readonly addrs: string[];
+  private readonly nodes: Node[];
+  private cur = 0;
+  private needPick: boolean;
+  private picking: Promise<void> | undefined;
+  private readonly log: Logger;
+  private readonly healthService: string;
+  private readonly probeTimeoutMs: number;
+  private readonly prober: NodeJS.Timeout;
+  private probing = false;
+  private closed = false;
+
+  constructor(target: string, opts: DialOptions = {}) {
+    this.addrs = parseTarget(target);
+    this.log = opts.logger ?? nopLogger;
+    this.healthService = opts.healthService ?? HealthService;
+    this.probeTimeoutMs = opts.probeTimeoutMs ?? ProbeTimeoutMs;
+    const token = opts.token ?? tokenFrom("");
+    const interceptors: Interceptor[] = token === "" ? [] : [(next) => (req) => {
+      req.header.set("authorization", `Bearer ${token}`);
+      return next(req);
+    }];
+    const tls = opts.tls ? loadTls(opts.tls) : undefined;
+    const scheme = tls ? "https" : "http";
+    this.nodes = this.addrs.map((a) => new Node(a, `${scheme}://${a}`, tls, interceptors));
+    this.needPick = this.nodes.length > 1;
+    this.prober = setInterval(() => void this.probe(), opts.probeIntervalMs ?? ProbeIntervalMs);
+    this.prober.unref();
+  }
+
+  /** The address calls go to now. */
+  get current(): string {
+    return this.nodes[this.cur].addr;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.prober);
+    for (const n of this.nodes) n.session.abort(new ConnectError("channel closed", Code.Canceled));
+  }
+
+  async unary(...args: Parameters<Transport["unary"]>): Promise<UnaryResponse<any, any>> {
+    const node = await this.node();
+    try {
+      return await node.transport.unary(...args);
+    } catch (e) {
+      this.failed(node, e);
+      throw e;
+    }
+  }
+
+  async stream(...args: Parameters<Transport["stream"]>): Promise<StreamResponse<any, any>> {
+    const node = await this.node();
+    try {
+      return await node.transport.stream(...args);
+    } catch (e) {
+      this.failed(node, e);
+      throw e;
+    }
+  }
+
+  /** Tells the channel that a call on the node it used failed (streams' later errors come here too). */
+  failed(node: Node | undefined, err: unknown): void {
+    if (!transient(err)) return;
+    node ??= this.nodes[this.cur];
+    const leader = leaderOf(err);
+    if (this.nodes.length === 1) {
+      // A load balancer's connection stays on its backend: a refusal naming
+      // the leader means that backend no longer serves, so reconnect.
+      if (leader !== "") node.reset(new ConnectError("the node behind the load balancer stopped serving", Code.Unavailable));
+      return;
+    }
+    const i = this.nodes.findIndex((n) => n.addr === leader);
+    if (i >= 0) {
+      if (i !== this.cur) this.log.info("following the leader the cluster named", { from: this.nodes[this.cur].addr, to: leader });
+      this.cur = i;
+      this.needPick = false;
+      return;
+    }
+    this.needPick = true;
+  }
+
+  /** Notes a failed call (for Client streams). */
+  noteFailure(err: unknown): void {
+    this.failed(undefined, err);
+  }
+
+  private async node(): Promise<Node> {
+    if (this.closed) throw new ConnectError("channel closed", Code.Canceled);
+    if (this.needPick) {
+      this.picking ??= this.pick().finally(() => (this.picking = undefined));
+      await this.picking;
+    }
+    return this.nodes[this.cur];
+  }
+
+  private async check(n: Node): Promise<HealthCheckResponse_ServingStatus | "timeout" | "error"> {
+    try {
+      const c = createClient(Health, n.transport);
+      const r = await c.check({ service: this.healthService }, { timeoutMs: this.probeTimeoutMs });
+      return r.status;
+    } catch (e) {
+      return e instanceof ConnectError && e.code === Code.DeadlineExceeded ? "timeout" : "error";
+    }
+  }
+
+  /** Health-checks every node at once and uses the first (current first) that serves. */
+  private async pick(): Promise<void> {
+    const order = this.nodes.map((_, k) => (this.cur + k) % this.nodes.length);
+    const states = await Promise.all(order.map((i) => this.check(this.nodes[i])));
+    for (const [k, i] of order.entries()) {
+      if (states[k] === "timeout") this.nodes[i].reset(new ConnectError(`node ${this.nodes[i].addr} did not answer its health check`, Code.Unavailable));
+    }
+    const k = states.findIndex((s) => s === HealthCheckResponse_ServingStatus.SERVING);
+    if (k >= 0) {
+      if (order[k] !== this.cur) this.log.info("following the node that serves", { from: this.nodes[this.cur].addr, to: this.nodes[order[k]].addr });
+      this.cur = order[k];
+      this.needPick = false;
+      return;
+    }
+    // None serves yet (an election): try the next node; the caller backs off.
+    this.cur = (this.cur + 1) % this.nodes.length;
+  }
+
+  /** Checks the node in use: one that does not answer in time is left; one that no longer serves is replaced. */
+  private async probe(): Promise<void> {
+    if (this.probing || this.closed || this.picking) return;
+    this.probing = true;
+    try {
+      const n = this.nodes[this.cur];
+      const st = await this.check(n);
+      if (this.closed) return;
+      if (st === "timeout") {
+        this.log.warn("node did not answer its health check in time; leaving it", { node: n.addr });
+        n.reset(new ConnectError(`node ${n.addr} did not answer its health check`, Code.Unavailable));
+        this.needPick = this.nodes.length > 1;
+      } else if (st !== HealthCheckResponse_ServingStatus.SERVING && this.nodes.length > 1) {
+        this.needPick = true;
+      }
+    } finally {
+      this.probing = false;
+    }
+  }
+}
+
+/** Opens a channel to a Dex cluster (see Channel). */
+export function dial(target: string, opts: DialOptions = {}): Channel {
+  return new Channel(target, opts);
+}

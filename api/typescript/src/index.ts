@@ -1,0 +1,19 @@
+export { Channel, dial, parseTarget, Scheme, HealthService, ProbeIntervalMs, ProbeTimeoutMs } from "./channel.js";
+export type { DialOptions, TlsOptions } from "./channel.js";
+export { Client, newSessionId, newIdempotencyKey } from "./client.js";
+export type { CallOptions } from "./client.js";
+export {
+  ToolCallNotRunErrorPrefix, ModelError, newHttpModelError, errorTypeForHttpStatus, isContextLengthMessage, classifyError, codeOf,
+  messageOf,
+} from "./errors.js";
+export { checkModelOutput, kindName } from "./kinds.js";
+export { jsonLogger, nopLogger } from "./log.js";
+export type { Logger } from "./log.js";
+export { LeaderMetadataKey, transient } from "./retry.js";
+export { TokenEnv, tokenFrom } from "./token.js";
+export { Worker, Moments, AllMoments, toolSpec, toModelOutput } from "./worker.js";
+export type {
+  Access, Moment, ModelHandler, ModelInput, ModelOutputInit, PollHandler, Tool, ToolCall, ToolHandler, ToolResult, WorkerOptions,
+} from "./worker.js";
+export * from "../gen/dex/v1/types_pb.js";
+export { Code, ConnectError } from "@connectrpc/connect";

@@ -1,0 +1,593 @@
+import { hostname } from "node:os";
+import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
+import { AttemptRefSchema, type AttemptRef } from "../gen/dex/v1/commands_pb.js";
+import { WorkerService, type Task } from "../gen/dex/v1/workers_pb.js";
+import {
+  AttemptResultSchema, ErrorType, ModelOutputSchema, ToolAccess, ToolSpecSchema, type AttemptResult, type HistoryEntry, type ModelOutput,
+  type ToolSpec,
+} from "../gen/dex/v1/types_pb.js";
+import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
+import { checkModelOutput, handlerOf, kindName, runsOnModel } from "./kinds.js";
+import { nopLogger, type Logger } from "./log.js";
+import { Backoff, sleep, transient } from "./retry.js";
+
+/** Moments at which WorkerOptions.hold is called. */
+export const Moments = {
+  /** The Worker holds a task and has not claimed it yet. */
+  beforeClaim: "before-claim",
+  /** The claim is committed; no handler has started. */
+  afterClaim: "after-claim",
+  /** Right before a tool handler (CallTool, CallSingleAttemptTool) is invoked. */
+  toolRunning: "tool-running",
+  /** ReportTask returned OK for a result. */
+  afterResultSent: "after-result-sent",
+  /** Right before a poll handler (PollToolTask) is invoked. */
+  duringPoll: "during-poll",
+  /** Right before the compaction handler is invoked. */
+  duringCompaction: "during-compaction",
+  /** Right before the model handler (RunModel) is invoked. */
+  beforeModel: "before-model",
+} as const;
+export type Moment = (typeof Moments)[keyof typeof Moments];
+export const AllMoments: Moment[] = Object.values(Moments);
+
+/** What a tool handler is asked to do. */
+export interface ToolCall {
+  sessionId: string;
+  stepId: string;
+  callId: string;
+  tool: string;
+  /** JSON text. */
+  arguments: string;
+  /** The same in every attempt of a write: pass it to the system the tool changes. */
+  idempotencyKey: string;
+  attempt: number;
+  /** The long-running task to poll (poll handlers only). */
+  taskId: string;
+  access: ToolAccess;
+  /** Aborted when the cluster cancels the attempt or the Worker's shutdown grace is over. */
+  signal: AbortSignal;
+}
+
+/** A tool handler's answer. */
+export interface ToolResult {
+  content: string;
+  /** The tool ran and answered with an error (the call fails; the attempt does not). */
+  isError?: boolean;
+  /** A long-running tool's start returns the task to poll. */
+  taskId?: string;
+}
+
+/** A thrown error fails the attempt; the cluster retries by the tool's policy. */
+export type ToolHandler = (call: ToolCall) => Promise<ToolResult> | ToolResult;
+export type PollHandler = (call: ToolCall) => Promise<{ done: boolean; result?: ToolResult }> | { done: boolean; result?: ToolResult };
+
+export type Access = ToolAccess | "read" | "idempotent_write" | "single_attempt";
+
+/** A tool the Worker serves: its policy and its handlers. */
+export interface Tool {
+  name: string;
+  /** The policy: read (retried), idempotent_write (retried with the same idempotency key) or single_attempt. */
+  access: Access;
+  description?: string;
+  needsApproval?: boolean;
+  /** The handler returns a task id, then poll is called every pollIntervalMs until done. */
+  longRunning?: boolean;
+  pollIntervalMs?: number;
+  /** Runs inside RunModel (the model handler runs it); never dispatched as a Step. */
+  inline?: boolean;
+  /** Attempts of a read or idempotent write (0: the cluster's default, 3). */
+  maxAttempts?: number;
+  /** How long one attempt may run before the cluster cancels it (0: the cluster's default). */
+  runTimeoutMs?: number;
+  run: ToolHandler;
+  /** Required for a long-running tool. */
+  poll?: PollHandler;
+}
+
+/** What a model handler sees. */
+export interface ModelInput {
+  sessionId: string;
+  stepId: string;
+  attempt: number;
+  /** History since the last summary. */
+  history: HistoryEntry[];
+  tools: ToolSpec[];
+  /** CompactContext: summarise history. */
+  compact: boolean;
+  signal: AbortSignal;
+}
+
+/** A model output; tool call arguments may be given as an object (sent as JSON). */
+export interface ModelOutputInit {
+  text?: string;
+  toolCalls?: { callId: string; tool: string; arguments?: string | object }[];
+  inlineResults?: { callId: string; tool: string; arguments?: string | object; content?: string; isError?: boolean }[];
+}
+
+/**
+ * Runs RunModel and CompactContext Steps. A thrown error fails the attempt
+ * with the type classifyError gives it: throw a ModelError (or
+ * newHttpModelError) to choose it.
+ */
+export interface ModelHandler {
+  run(input: ModelInput): Promise<ModelOutputInit | ModelOutput> | ModelOutputInit | ModelOutput;
+  /** Default: the attempt fails ("no compaction function"). */
+  compact?(input: ModelInput): Promise<string> | string;
+}
+
+export interface WorkerOptions {
+  /** Names the Worker; default hostname-pid. */
+  id?: string;
+  tools?: Tool[];
+  /** Makes the Worker run RunModel and CompactContext Steps. */
+  model?: ModelHandler;
+  /** Bounds one RunModel or CompactContext attempt (0: the cluster's default). */
+  modelRunTimeoutMs?: number;
+  /** Tasks run at once (default 4). */
+  concurrency?: number;
+  /** How long one PollTask waits for work (default 20 s). */
+  pollWaitMs?: number;
+  /** Bounds one try of a Worker call (default 10 s); an attempt's calls wait 1-2 s a try. */
+  callTimeoutMs?: number;
+  /** How long running tasks may go on after run's signal aborts (default 5 s). */
+  shutdownGraceMs?: number;
+  logger?: Logger;
+  /** Called at the named moments; may wait as long as it likes (heartbeats go on after the claim). */
+  hold?: (moment: Moment, task: Task) => Promise<void> | void;
+}
+
+const maxUint32 = 0xffffffff;
+const builtins = new Set(["ask_user", "sleep", "resume_agent"]);
+const minCallTryMs = 1000;
+const maxCallTryMs = 2000;
+
+function accessOf(a: Access | undefined, name: string): ToolAccess {
+  switch (a) {
+    case "read":
+    case ToolAccess.READ:
+      return ToolAccess.READ;
+    case "idempotent_write":
+    case ToolAccess.IDEMPOTENT_WRITE:
+      return ToolAccess.IDEMPOTENT_WRITE;
+    case "single_attempt":
+    case ToolAccess.SINGLE_ATTEMPT:
+      return ToolAccess.SINGLE_ATTEMPT;
+  }
+  throw new Error(`tool ${JSON.stringify(name)} has no policy: access must be read, idempotent_write or single_attempt (got ${JSON.stringify(a)})`);
+}
+
+function checkMs(v: number | undefined, what: string): number {
+  if (v === undefined) return 0;
+  if (!Number.isInteger(v) || v < 0 || v > maxUint32) throw new Error(`${what} ${v}: must be a whole number of ms from 0 to ${maxUint32}`);
+  return v;
+}
+
+/** The ToolSpec a tool registers, checked: a tool without a name, policy or handler is refused. */
+export function toolSpec(t: Tool): ToolSpec {
+  if (!t || typeof t.name !== "string" || t.name === "") throw new Error("a tool has no name");
+  if (builtins.has(t.name)) throw new Error(`tool ${JSON.stringify(t.name)} is a built-in of the cluster`);
+  const access = accessOf(t.access, t.name);
+  if (typeof t.run !== "function") throw new Error(`tool ${JSON.stringify(t.name)} has no handler`);
+  if (t.longRunning && typeof t.poll !== "function") throw new Error(`long-running tool ${JSON.stringify(t.name)} has no poll handler`);
+  return create(ToolSpecSchema, {
+    name: t.name, access, description: t.description ?? "", needsApproval: !!t.needsApproval, longRunning: !!t.longRunning,
+    inline: !!t.inline, maxAttempts: checkMs(t.maxAttempts, `tool ${t.name}: max attempts`),
+    pollIntervalMs: checkMs(t.pollIntervalMs, `tool ${t.name}: poll interval`), runTimeoutMs: checkMs(t.runTimeoutMs, `tool ${t.name}: run timeout`),
+  });
+}
+
+/** Turns a model handler's answer into a ModelOutput. */
+export function toModelOutput(o: ModelOutputInit | ModelOutput | undefined | null): ModelOutput {
+  if (o === undefined || o === null) return create(ModelOutputSchema);
+  const args = (a: unknown) => (a === undefined ? "" : typeof a === "string" ? a : JSON.stringify(a));
+  return create(ModelOutputSchema, {
+    text: o.text ?? "",
+    toolCalls: (o.toolCalls ?? []).map((c) => ({ callId: c.callId ?? "", tool: c.tool ?? "", arguments: args(c.arguments) })),
+    inlineResults: (o.inlineResults ?? []).map((r) => ({
+      callId: r.callId ?? "", tool: r.tool ?? "", arguments: args(r.arguments), content: r.content ?? "", isError: !!r.isError,
+    })),
+  });
+}
+
+type Outcome = { complete: AttemptResult } | { err: unknown; errType: ErrorType };
+
+function failure(errorType: ErrorType, error: string): AttemptResult {
+  return create(AttemptResultSchema, { outcome: { case: "failure", value: { errorType, error } } });
+}
+
+/** Waits for a promise or an abort, whichever comes first. */
+function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+/** Long-polls the cluster for tasks and runs them: see run. */
+export class Worker {
+  readonly id: string;
+  private readonly svc: ConnectClient<typeof WorkerService>;
+  private readonly tools = new Map<string, Tool>();
+  private readonly specs: ToolSpec[] = [];
+  private readonly model: ModelHandler | undefined;
+  private readonly log: Logger;
+  private readonly o: Required<Pick<WorkerOptions, "concurrency" | "pollWaitMs" | "callTimeoutMs" | "shutdownGraceMs" | "modelRunTimeoutMs">>;
+  private readonly holdHook: WorkerOptions["hold"];
+  private heartbeatIntervalMs = 1000;
+
+  /** Checks opts (throwing on bad input) and makes a Worker on transport (see dial). */
+  constructor(transport: Transport, opts: WorkerOptions) {
+    this.id = opts.id || `${hostname()}-${process.pid}`;
+    if (Buffer.byteLength(this.id) > 200) throw new Error("a Worker id is at most 200 bytes");
+    for (const t of opts.tools ?? []) {
+      const spec = toolSpec(t);
+      if (this.tools.has(spec.name)) throw new Error(`tool ${JSON.stringify(spec.name)} registered twice`);
+      this.tools.set(spec.name, t);
+      this.specs.push(spec);
+    }
+    if (opts.model !== undefined && (opts.model === null || typeof opts.model.run !== "function")) {
+      throw new Error("the model handler has no run function");
+    }
+    this.model = opts.model;
+    if (this.tools.size === 0 && !this.model) throw new Error("a Worker needs a tool or a model");
+    const positive = (v: number | undefined, d: number, what: string) => {
+      if (v === undefined || v === 0) return d;
+      if (!Number.isFinite(v) || v < 0) throw new Error(`${what} must be positive (got ${v})`);
+      return v;
+    };
+    this.o = {
+      concurrency: Math.floor(positive(opts.concurrency, 4, "concurrency")),
+      pollWaitMs: positive(opts.pollWaitMs, 20_000, "poll wait"),
+      callTimeoutMs: positive(opts.callTimeoutMs, 10_000, "call timeout"),
+      shutdownGraceMs: positive(opts.shutdownGraceMs, 5_000, "shutdown grace"),
+      modelRunTimeoutMs: checkMs(opts.modelRunTimeoutMs, "model run timeout"),
+    };
+    this.log = opts.logger ?? nopLogger;
+    this.holdHook = opts.hold;
+    this.svc = createClient(WorkerService, transport);
+  }
+
+  /**
+   * Registers the Worker (retrying until the cluster answers), then long-polls
+   * and runs up to concurrency tasks at once until signal aborts. Then it stops
+   * polling, lets running tasks finish for shutdownGraceMs, aborts what is left
+   * and resolves. It rejects only if the cluster refuses the registration.
+   */
+  async run(signal: AbortSignal = new AbortController().signal): Promise<void> {
+    const tasks = new AbortController(); // tasks outlive signal by the grace
+    try {
+      await this.register(signal);
+    } catch (e) {
+      if (signal.aborted) return;
+      throw e;
+    }
+    const running = new Set<Promise<void>>();
+    let slotFreed: () => void = () => {};
+    while (!signal.aborted) {
+      if (running.size >= this.o.concurrency) {
+        await Promise.race([new Promise<void>((r) => (slotFreed = r)), untilAborted(signal)]);
+        continue;
+      }
+      const got = await this.poll(signal, this.o.concurrency - running.size);
+      for (const t of got) {
+        const p = this.runTask(tasks.signal, t).catch((e) => this.log.error("task crashed", { error: e }))
+          .finally(() => {
+            running.delete(p);
+            slotFreed();
+          });
+        running.add(p);
+      }
+    }
+    const all = Promise.all(running);
+    const graceOver = await Promise.race([all.then(() => false), sleep(this.o.shutdownGraceMs).then(() => true)]);
+    if (!graceOver) return;
+    this.log.warn("shutdown grace over; cancelling running tasks");
+    tasks.abort(new Error("the Worker is shutting down"));
+    const stuck = await Promise.race([all.then(() => false), sleep(2000).then(() => true)]);
+    if (stuck) this.log.warn("tasks still running at exit");
+  }
+
+  private async register(signal: AbortSignal): Promise<void> {
+    const req = { workerId: this.id, tools: this.specs, runsModel: !!this.model, modelRunTimeoutMs: this.o.modelRunTimeoutMs };
+    const b = new Backoff(50, 250);
+    for (;;) {
+      try {
+        const resp = await this.svc.registerWorker(req, { signal, timeoutMs: this.o.callTimeoutMs });
+        if (resp.heartbeatIntervalMs > 0) this.heartbeatIntervalMs = resp.heartbeatIntervalMs;
+        this.log.info("registered", {
+          tools: this.specs.length, runs_model: !!this.model, heartbeat_interval_ms: resp.heartbeatIntervalMs,
+          heartbeat_timeout_ms: resp.heartbeatTimeoutMs,
+        });
+        return;
+      } catch (e) {
+        if (signal.aborted) throw e;
+        if (!transient(e, signal)) throw new Error(`register worker ${this.id}: ${messageOf(e)}`, { cause: e });
+        this.log.debug("register: cluster not ready", { error: e });
+        await sleep(b.next(), signal);
+      }
+    }
+  }
+
+  /** Long-polls once for up to n tasks; [] on a timeout, an error (after a backoff) or an abort. */
+  private async poll(signal: AbortSignal, n: number): Promise<Task[]> {
+    const b = new Backoff(50, 250);
+    while (!signal.aborted) {
+      try {
+        const resp = await this.svc.pollTask({ workerId: this.id, waitMs: Math.floor(this.o.pollWaitMs), maxTasks: n },
+          { signal, timeoutMs: this.o.pollWaitMs + this.o.callTimeoutMs });
+        return resp.tasks;
+      } catch (e) {
+        if (signal.aborted) return [];
+        const code = codeOf(e);
+        if (code === Code.NotFound || code === Code.FailedPrecondition) {
+          // The cluster does not know this Worker (any more): register again.
+          this.log.warn("poll refused; registering again", { error: e });
+          try {
+            await this.register(signal);
+          } catch (re) {
+            if (!signal.aborted) this.log.error("register again", { error: re });
+          }
+        } else if (transient(e, signal)) {
+          this.log.debug("poll: cluster not reachable", { error: e });
+        } else {
+          this.log.error("poll", { error: e });
+        }
+        await sleep(b.next(), signal);
+      }
+    }
+    return [];
+  }
+
+  private async hold(moment: Moment, t: Task): Promise<void> {
+    if (this.holdHook) await this.holdHook(moment, t);
+  }
+
+  /** How long one try of an attempt's call waits: the heartbeat interval within 1-2 s, at most callTimeoutMs. */
+  private callTry(t: Task): number {
+    const interval = t.heartbeatIntervalMs > 0 ? t.heartbeatIntervalMs : this.heartbeatIntervalMs;
+    return Math.min(Math.max(interval, minCallTryMs), maxCallTryMs, this.o.callTimeoutMs);
+  }
+
+  /**
+   * Runs one logged Worker call, repeating the same request across transient
+   * errors until the cluster answers or signal aborts; the first repeat goes
+   * at once, later ones back off. Returns the cluster's definite refusal, or
+   * undefined on success.
+   */
+  private async send(log: Logger, what: string, tryMs: number, signal: AbortSignal,
+    f: (o: { signal: AbortSignal; timeoutMs: number }) => Promise<unknown>): Promise<unknown> {
+    const b = new Backoff(50, 250);
+    for (let tries = 1; ; tries++) {
+      try {
+        await f({ signal, timeoutMs: tryMs });
+        if (tries > 1) log.info(`${what} went through after retries`, { tries });
+        return undefined;
+      } catch (e) {
+        if (signal.aborted || !transient(e, signal)) return e;
+        if (codeOf(e) === Code.DeadlineExceeded) {
+          // A node that took the whole try may be alive but slow: each
+          // timed-out try doubles the next, up to callTimeoutMs.
+          tryMs = Math.min(2 * tryMs, Math.max(this.o.callTimeoutMs, tryMs));
+        }
+        if (tries === 1) {
+          log.warn(`${what}: cluster not reachable; retrying the same call`, { error: e });
+          continue;
+        }
+        if (!(await sleep(b.next(), signal))) return e;
+      }
+    }
+  }
+
+  private report(log: Logger, what: string, tryMs: number, signal: AbortSignal, ref: AttemptRef, result: AttemptResult): Promise<unknown> {
+    return this.send(log, what, tryMs, signal, (o) => this.svc.reportTask({ ref, result }, o));
+  }
+
+  private cannotRun(t: Task): string {
+    const h = handlerOf(t.kind);
+    if (h === "model" || h === "compact") {
+      return this.model ? "" : `worker ${this.id} runs no model`;
+    }
+    if (h === "tool" || h === "poll") {
+      return this.tools.has(t.tool) ? "" : `worker ${this.id} has no tool ${JSON.stringify(t.tool)}`;
+    }
+    return `worker ${this.id} cannot run a ${kindName(t.kind)} Step`;
+  }
+
+  private async runTask(signal: AbortSignal, t: Task): Promise<void> {
+    const ref: AttemptRef = t.ref ? clone(AttemptRefSchema, t.ref) : create(AttemptRefSchema);
+    const log = withFields(this.log, { session: t.sessionId, step: ref.stepId, attempt: ref.attempt, kind: kindName(t.kind), tool: t.tool });
+    log.info("task received");
+
+    // A task this Worker cannot run fails unclaimed: the call did not run.
+    const why = this.cannotRun(t);
+    if (why !== "") {
+      ref.seq = 1n;
+      const err = await this.report(log, "fail", this.callTry(t), signal, ref, failure(ErrorType.UNSPECIFIED, why));
+      log.error("cannot run task", { reason: why, error: err });
+      return;
+    }
+
+    await this.hold(Moments.beforeClaim, t);
+    ref.seq = 1n;
+    const claimErr = await this.send(log, "claim", this.callTry(t), signal, (o) => this.svc.claimTask({ ref }, o));
+    if (claimErr !== undefined) {
+      log.warn("claim refused; dropping the task", { error: claimErr });
+      return;
+    }
+    log.debug("claimed");
+
+    // The handler's signal: aborted when the cluster cancels the attempt or
+    // the shutdown grace is over.
+    const handler = new AbortController();
+    const onStop = () => handler.abort(signal.reason);
+    signal.addEventListener("abort", onStop, { once: true });
+    let handlerDone = false;
+    let cancelled = "";
+    const hb = new AbortController();
+    const hbDone = this.heartbeat(hb.signal, log, t, ref, (reason) => {
+      if (!handlerDone && cancelled === "") {
+        cancelled = reason || "the attempt was cancelled";
+        handler.abort(new ModelError(ErrorType.UNSPECIFIED, `attempt cancelled by the cluster: ${cancelled}`));
+      }
+    });
+    const stopHeartbeats = async () => {
+      hb.abort();
+      await hbDone;
+    };
+    try {
+      await this.hold(Moments.afterClaim, t);
+      let out = await this.invoke(handler.signal, signal, t, ref.attempt);
+      handlerDone = true;
+      if (cancelled !== "") {
+        log.warn("attempt cancelled by the cluster; dropped", { reason: cancelled });
+        return;
+      }
+      // Shutting down: report what we have, briefly.
+      const rsignal = signal.aborted ? AbortSignal.timeout(2000) : signal;
+      ref.seq = 2n;
+      if ("complete" in out) {
+        const err = await this.report(log, "complete", this.callTry(t), rsignal, ref, out.complete);
+        if (err === undefined) {
+          await stopHeartbeats();
+          log.info("task completed");
+          await this.hold(Moments.afterResultSent, t);
+          return;
+        }
+        const code = codeOf(err);
+        if (code === Code.InvalidArgument || code === Code.ResourceExhausted) {
+          // The result itself was refused and nothing was logged: fail the
+          // attempt with the reason, under the same seq.
+          log.error("result refused; failing the attempt", { error: err });
+          out = { err: new Error(`result refused by the cluster: ${messageOf(err)}`), errType: ErrorType.UNSPECIFIED };
+        } else {
+          log.warn("complete refused; dropping the task", { error: err });
+          return;
+        }
+      }
+      const msg = out.err instanceof Error ? out.err.message : String(out.err);
+      const err = await this.report(log, "fail", this.callTry(t), rsignal, ref, failure(out.errType, msg));
+      if (err !== undefined) {
+        log.warn("fail refused; dropping the task", { error: err });
+        return;
+      }
+      await stopHeartbeats();
+      log.info("task failed", { error: msg, error_type: `ERROR_TYPE_${ErrorType[out.errType]}` });
+    } finally {
+      signal.removeEventListener("abort", onStop);
+      await stopHeartbeats();
+    }
+  }
+
+  /** Runs the handler for t; a throw becomes a failure with its error type. */
+  private async invoke(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number): Promise<Outcome> {
+    const h = handlerOf(t.kind);
+    try {
+      const mi = t.modelInput;
+      const input = (): ModelInput => ({
+        sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", attempt, history: mi?.history ?? [], tools: mi?.tools ?? [],
+        compact: mi?.compact ?? false, signal: hsignal,
+      });
+      const call: ToolCall = {
+        sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", callId: t.callId, tool: t.tool, arguments: t.arguments,
+        idempotencyKey: t.idempotencyKey, attempt, taskId: t.taskId, access: t.access, signal: hsignal,
+      };
+      switch (h) {
+        case "model": {
+          await this.hold(Moments.beforeModel, t);
+          const mo = toModelOutput(await this.model!.run(input()));
+          // The cluster refuses such an output; fail the attempt with the
+          // reason instead of sending it (unknown: another try may do better).
+          const bad = checkModelOutput(mo);
+          if (bad !== "") throw new ModelError(ErrorType.UNKNOWN, `the model handler's output was not sent: ${bad}`);
+          return { complete: create(AttemptResultSchema, { outcome: { case: "modelOutput", value: mo } }) };
+        }
+        case "compact": {
+          await this.hold(Moments.duringCompaction, t);
+          if (!this.model!.compact) throw new Error("no compaction function");
+          const s = await this.model!.compact(input());
+          return { complete: create(AttemptResultSchema, { outcome: { case: "summary", value: s } }) };
+        }
+        case "poll": {
+          const tool = this.tools.get(t.tool)!;
+          if (!tool.poll) throw new Error(`tool ${JSON.stringify(t.tool)} has no poll handler`);
+          await this.hold(Moments.duringPoll, t);
+          const r = await tool.poll(call);
+          const value: MessageInitShape<typeof AttemptResultSchema> = {
+            outcome: { case: "pollResult", value: { done: !!r.done, result: r.done ? toolResultInit(r.result) : undefined } },
+          };
+          return { complete: create(AttemptResultSchema, value) };
+        }
+        default: {
+          const tool = this.tools.get(t.tool)!;
+          await this.hold(Moments.toolRunning, t);
+          const r = await tool.run(call);
+          return { complete: create(AttemptResultSchema, { outcome: { case: "toolResult", value: toolResultInit(r) } }) };
+        }
+      }
+    } catch (err) {
+      return { err, errType: handlerErrorType(h, err, taskSignal) };
+    }
+  }
+
+  /** Keeps the attempt alive until signal aborts; cancel is called when the cluster says it is no longer current. */
+  private async heartbeat(signal: AbortSignal, log: Logger, t: Task, ref: AttemptRef, cancel: (reason: string) => void): Promise<void> {
+    const interval = t.heartbeatIntervalMs > 0 ? t.heartbeatIntervalMs : this.heartbeatIntervalMs;
+    // Heartbeats carry the seq of the last logged call (the claim).
+    const hbRef = create(AttemptRefSchema, { stepId: ref.stepId, attempt: ref.attempt, token: ref.token, seq: 1n });
+    let failing = false;
+    while (await sleep(interval, signal)) {
+      try {
+        const resp = await this.svc.heartbeat({ ref: hbRef }, { signal, timeoutMs: this.callTry(t) });
+        if (signal.aborted) return;
+        if (resp.cancelled) {
+          cancel(resp.reason);
+          return;
+        }
+        if (failing) {
+          log.info("heartbeats reach the cluster again");
+          failing = false;
+        }
+      } catch (e) {
+        if (signal.aborted) return;
+        const code = codeOf(e);
+        if (code === Code.FailedPrecondition || code === Code.NotFound) {
+          cancel(messageOf(e));
+          return;
+        }
+        if (!failing) {
+          log.warn("heartbeat failed; going on", { error: e });
+          failing = true;
+        }
+      }
+    }
+  }
+}
+
+function toolResultInit(r: ToolResult | undefined) {
+  return { content: r?.content ?? "", isError: !!r?.isError, taskId: r?.taskId ?? "" };
+}
+
+/**
+ * The error type a handler's error is reported with: a model handler's is
+ * classified (a plain error is unknown, never untyped) unless the Worker
+ * itself aborted it at shutdown (untyped, as a crash); a tool handler's has a
+ * type only if it is a ModelError.
+ */
+function handlerErrorType(h: string, err: unknown, taskSignal: AbortSignal): ErrorType {
+  if (h !== "model" && h !== "compact") return err instanceof ModelError ? err.type : ErrorType.UNSPECIFIED;
+  if (!(err instanceof ModelError) && taskSignal.aborted) return ErrorType.UNSPECIFIED;
+  return classifyError(err);
+}
+
+function withFields(log: Logger, f: Record<string, unknown>): Logger {
+  return {
+    debug: (m, x) => log.debug(m, { ...f, ...x }),
+    info: (m, x) => log.info(m, { ...f, ...x }),
+    warn: (m, x) => log.warn(m, { ...f, ...x }),
+    error: (m, x) => log.error(m, { ...f, ...x }),
+  };
+}
+
+export { ConnectError };

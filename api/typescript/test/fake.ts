@@ -1,0 +1,108 @@
+// A fake Dex node on 127.0.0.1 (connect-node's server speaking gRPC) whose
+// WorkerService and health answers a test scripts.
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { WorkerService, TaskSchema, type Task } from "../gen/dex/v1/workers_pb.js";
+import type { AttemptRef } from "../gen/dex/v1/commands_pb.js";
+import type { AttemptResult, ToolSpec } from "../gen/dex/v1/types_pb.js";
+import { StepKind } from "../gen/dex/v1/types_pb.js";
+import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
+
+export interface Call {
+  method: string;
+  ref?: AttemptRef;
+  result?: AttemptResult;
+}
+
+export class FakeNode {
+  addr = "";
+  calls: Call[] = [];
+  registered: { tools: ToolSpec[]; runsModel: boolean; workerId: string; authorization: string | null }[] = [];
+  tasks: Task[] = [];
+  serving = true;
+  /** Refusals to answer, in order, before the method's next call goes through. */
+  refuse: Record<string, ConnectError[]> = {};
+  /** Heartbeats answer cancelled from this many on (0: never). */
+  cancelAfterHeartbeats = 0;
+  private server?: http2.Http2Server;
+
+  private take(method: string, ref?: AttemptRef, result?: AttemptResult): void {
+    this.calls.push({ method, ref, result });
+    const e = this.refuse[method]?.shift();
+    if (e) throw e;
+  }
+
+  async start(): Promise<this> {
+    const worker: ServiceImpl<typeof WorkerService> = {
+      registerWorker: (req, ctx) => {
+        this.take("register");
+        this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId, authorization: ctx.requestHeader.get("authorization") });
+        return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000 };
+      },
+      pollTask: async (req) => {
+        this.take("poll");
+        const t = this.tasks.splice(0, req.maxTasks || 1);
+        if (t.length === 0) await new Promise((r) => setTimeout(r, 50));
+        return { tasks: t };
+      },
+      claimTask: (req) => {
+        this.take("claim", req.ref);
+        return {};
+      },
+      heartbeat: (req) => {
+        this.take("heartbeat", req.ref);
+        const n = this.calls.filter((c) => c.method === "heartbeat").length;
+        if (this.cancelAfterHeartbeats > 0 && n >= this.cancelAfterHeartbeats) return { cancelled: true, reason: "the session was cancelled" };
+        return {};
+      },
+      reportTask: (req) => {
+        this.take("report", req.ref, req.result);
+        return {};
+      },
+      completeTask: () => ({}),
+      failTask: () => ({}),
+    };
+    const health: ServiceImpl<typeof Health> = {
+      check: () => ({ status: this.serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING }),
+      // eslint-disable-next-line require-yield
+      async *watch() {
+        throw new ConnectError("not here", Code.Unimplemented);
+      },
+    };
+    this.server = http2.createServer(connectNodeAdapter({
+      grpc: true, connect: false, grpcWeb: false,
+      routes: (r) => {
+        r.service(WorkerService, worker);
+        r.service(Health, health);
+      },
+    }));
+    await new Promise<void>((res) => this.server!.listen(0, "127.0.0.1", () => res()));
+    this.addr = `127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  of(method: string): Call[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((res) => {
+      this.server?.close(() => res());
+      // Open sessions would keep close waiting.
+      setTimeout(res, 200);
+    });
+  }
+}
+
+/** A dispatched task of kind (a tool call by default). */
+export function task(init: Partial<{ kind: StepKind; tool: string; callId: string; arguments: string; idempotencyKey: string; stepId: string; attempt: number }> = {}): Task {
+  return create(TaskSchema, {
+    ref: { stepId: init.stepId ?? "step-1", attempt: init.attempt ?? 1, token: "tok-1" }, sessionId: "s1",
+    kind: init.kind ?? StepKind.CALL_TOOL, tool: init.tool ?? "", callId: init.callId ?? "call-1-1", arguments: init.arguments ?? "{}",
+    idempotencyKey: init.idempotencyKey ?? "dex:s1:call-1-1", heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000,
+    modelInput: { history: [{ seq: 1n, kind: 1, text: "hi" }] },
+  });
+}
