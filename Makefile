@@ -70,7 +70,7 @@ proto:
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
 		$(PROTOS)
 	$(MAKE) proto-python
-	cd api/typescript && npm run generate
+	cd api/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
 
 clean:
 	rm -rf $(BIN) .dex

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AclToken, NodeInfo, TokenRole } from "./types_pb.js";
+import type { AclToken, NodeInfo, TokenRole, WorkerInfo } from "./types_pb.js";
 import { file_dex_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/admin.proto.
  */
 export const file_dex_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IqABCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBCLJAQoOU3RhdHVzUmVzcG9uc2USDgoGbGVhZGVyGAEgASgJEgwKBHRlcm0YAiABKAQSFAoMY29tbWl0X2luZGV4GAMgASgEEhUKDWFwcGxpZWRfaW5kZXgYBCABKAQSIQoFbm9kZXMYBSADKAsyEi5kZXgudjEuTm9kZVN0YXR1cxITCgthbnN3ZXJlZF9ieRgGIAEoCRINCgVlcG9jaBgHIAEoBBIlCgd3b3JrZXJzGAggAygLMhQuZGV4LnYxLldvcmtlckhlYWx0aCISChBOb2RlU3RhdGVSZXF1ZXN0IrcBChFOb2RlU3RhdGVSZXNwb25zZRIKCgJpZBgBIAEoCRINCgVzdGF0ZRgCIAEoCRIMCgR0ZXJtGAMgASgEEhQKDGNvbW1pdF9pbmRleBgEIAEoBBIVCg1hcHBsaWVkX2luZGV4GAUgASgEEhEKCWxlYWRlcl9pZBgGIAEoCRIlCgd3b3JrZXJzGAcgAygLMhQuZGV4LnYxLldvcmtlckhlYWx0aBISCgpjbHVzdGVyX2lkGAggASgJIkEKC0pvaW5SZXF1ZXN0Eh4KBG5vZGUYASABKAsyEC5kZXgudjEuTm9kZUluZm8SEgoKY2x1c3Rlcl9pZBgCIAEoCSIiCgxKb2luUmVzcG9uc2USEgoKY2x1c3Rlcl9pZBgBIAEoCSI1ChNSZWdpc3Rlck5vZGVSZXF1ZXN0Eh4KBG5vZGUYASABKAsyEC5kZXgudjEuTm9kZUluZm8iFgoUUmVnaXN0ZXJOb2RlUmVzcG9uc2UiMwoRUmVtb3ZlTm9kZVJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVmb3JjZRgCIAEoCCIUChJSZW1vdmVOb2RlUmVzcG9uc2UiLAoZVHJhbnNmZXJMZWFkZXJzaGlwUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJIjAKGlRyYW5zZmVyTGVhZGVyc2hpcFJlc3BvbnNlEhIKCm5ld19sZWFkZXIYASABKAkibAoMV29ya2VySGVhbHRoEhEKCXdvcmtlcl9pZBgBIAEoCRIRCgl1bmhlYWx0aHkYAiABKAgSGgoSdW5jbGFpbWVkX2luX2Ffcm93GAMgASgNEhoKEnVuY2xhaW1lZF9leHBpcmllcxgEIAEoBCIVChNTYXZlU25hcHNob3RSZXF1ZXN0Ih0KDVNuYXBzaG90Q2h1bmsSDAoEZGF0YRgBIAEoDCJdChZSZXN0b3JlU25hcHNob3RSZXF1ZXN0EgwKBGRhdGEYASABKAwSGAoQcmVwbGFjZV9zZXNzaW9ucxgCIAEoCBIbChNhbGxvd19vdGhlcl9jbHVzdGVyGAMgASgIIoABChdSZXN0b3JlU25hcHNob3RSZXNwb25zZRIUCgxiYWNrdXBfaW5kZXgYASABKAQSEwoLYmFja3VwX3Rlcm0YAiABKAQSGQoRYmFja3VwX2NsdXN0ZXJfaWQYAyABKAkSEAoIc2Vzc2lvbnMYBCABKAQSDQoFZXBvY2gYBSABKAQiVgoSQ3JlYXRlVG9rZW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSHwoEcm9sZRgCIAEoDjIRLmRleC52MS5Ub2tlblJvbGUSEQoJd29ya2VyX2lkGAMgASgJIkYKE0NyZWF0ZVRva2VuUmVzcG9uc2USHwoFdG9rZW4YASABKAsyEC5kZXgudjEuQWNsVG9rZW4SDgoGc2VjcmV0GAIgASgJIhMKEUxpc3RUb2tlbnNSZXF1ZXN0IjYKEkxpc3RUb2tlbnNSZXNwb25zZRIgCgZ0b2tlbnMYASADKAsyEC5kZXgudjEuQWNsVG9rZW4iJgoSUmV2b2tlVG9rZW5SZXF1ZXN0EhAKCHRva2VuX2lkGAEgASgJIhUKE1Jldm9rZVRva2VuUmVzcG9uc2UiFQoTQm9vdHN0cmFwQUNMUmVxdWVzdCJHChRCb290c3RyYXBBQ0xSZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmRleC52MS5BY2xUb2tlbhIOCgZzZWNyZXQYAiABKAky5QYKDEFkbWluU2VydmljZRI3CgZTdGF0dXMSFS5kZXgudjEuU3RhdHVzUmVxdWVzdBoWLmRleC52MS5TdGF0dXNSZXNwb25zZRJACglOb2RlU3RhdGUSGC5kZXgudjEuTm9kZVN0YXRlUmVxdWVzdBoZLmRleC52MS5Ob2RlU3RhdGVSZXNwb25zZRIxCgRKb2luEhMuZGV4LnYxLkpvaW5SZXF1ZXN0GhQuZGV4LnYxLkpvaW5SZXNwb25zZRJJCgxSZWdpc3Rlck5vZGUSGy5kZXgudjEuUmVnaXN0ZXJOb2RlUmVxdWVzdBocLmRleC52MS5SZWdpc3Rlck5vZGVSZXNwb25zZRJDCgpSZW1vdmVOb2RlEhkuZGV4LnYxLlJlbW92ZU5vZGVSZXF1ZXN0GhouZGV4LnYxLlJlbW92ZU5vZGVSZXNwb25zZRJbChJUcmFuc2ZlckxlYWRlcnNoaXASIS5kZXgudjEuVHJhbnNmZXJMZWFkZXJzaGlwUmVxdWVzdBoiLmRleC52MS5UcmFuc2ZlckxlYWRlcnNoaXBSZXNwb25zZRJECgxTYXZlU25hcHNob3QSGy5kZXgudjEuU2F2ZVNuYXBzaG90UmVxdWVzdBoVLmRleC52MS5TbmFwc2hvdENodW5rMAESVAoPUmVzdG9yZVNuYXBzaG90Eh4uZGV4LnYxLlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QaHy5kZXgudjEuUmVzdG9yZVNuYXBzaG90UmVzcG9uc2UoARJGCgtDcmVhdGVUb2tlbhIaLmRleC52MS5DcmVhdGVUb2tlblJlcXVlc3QaGy5kZXgudjEuQ3JlYXRlVG9rZW5SZXNwb25zZRJDCgpMaXN0VG9rZW5zEhkuZGV4LnYxLkxpc3RUb2tlbnNSZXF1ZXN0GhouZGV4LnYxLkxpc3RUb2tlbnNSZXNwb25zZRJGCgtSZXZva2VUb2tlbhIaLmRleC52MS5SZXZva2VUb2tlblJlcXVlc3QaGy5kZXgudjEuUmV2b2tlVG9rZW5SZXNwb25zZRJJCgxCb290c3RyYXBBQ0wSGy5kZXgudjEuQm9vdHN0cmFwQUNMUmVxdWVzdBocLmRleC52MS5Cb290c3RyYXBBQ0xSZXNwb25zZUImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw", [file_dex_v1_types]);
+  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IsUBCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBBINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkiyQEKDlN0YXR1c1Jlc3BvbnNlEg4KBmxlYWRlchgBIAEoCRIMCgR0ZXJtGAIgASgEEhQKDGNvbW1pdF9pbmRleBgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEiEKBW5vZGVzGAUgAygLMhIuZGV4LnYxLk5vZGVTdGF0dXMSEwoLYW5zd2VyZWRfYnkYBiABKAkSDQoFZXBvY2gYByABKAQSJQoHd29ya2VycxgIIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgiEgoQTm9kZVN0YXRlUmVxdWVzdCLcAQoRTm9kZVN0YXRlUmVzcG9uc2USCgoCaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdGVybRgDIAEoBBIUCgxjb21taXRfaW5kZXgYBCABKAQSFQoNYXBwbGllZF9pbmRleBgFIAEoBBIRCglsZWFkZXJfaWQYBiABKAkSJQoHd29ya2VycxgHIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSEgoKY2x1c3Rlcl9pZBgIIAEoCRINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkiQQoLSm9pblJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbxISCgpjbHVzdGVyX2lkGAIgASgJIiIKDEpvaW5SZXNwb25zZRISCgpjbHVzdGVyX2lkGAEgASgJIjUKE1JlZ2lzdGVyTm9kZVJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbyIWChRSZWdpc3Rlck5vZGVSZXNwb25zZSIzChFSZW1vdmVOb2RlUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEg0KBWZvcmNlGAIgASgIIhQKElJlbW92ZU5vZGVSZXNwb25zZSIsChlUcmFuc2ZlckxlYWRlcnNoaXBSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiMAoaVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USEgoKbmV3X2xlYWRlchgBIAEoCSJsCgxXb3JrZXJIZWFsdGgSEQoJd29ya2VyX2lkGAEgASgJEhEKCXVuaGVhbHRoeRgCIAEoCBIaChJ1bmNsYWltZWRfaW5fYV9yb3cYAyABKA0SGgoSdW5jbGFpbWVkX2V4cGlyaWVzGAQgASgEIhUKE1NhdmVTbmFwc2hvdFJlcXVlc3QiHQoNU25hcHNob3RDaHVuaxIMCgRkYXRhGAEgASgMIl0KFlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QSDAoEZGF0YRgBIAEoDBIYChByZXBsYWNlX3Nlc3Npb25zGAIgASgIEhsKE2FsbG93X290aGVyX2NsdXN0ZXIYAyABKAgigAEKF1Jlc3RvcmVTbmFwc2hvdFJlc3BvbnNlEhQKDGJhY2t1cF9pbmRleBgBIAEoBBITCgtiYWNrdXBfdGVybRgCIAEoBBIZChFiYWNrdXBfY2x1c3Rlcl9pZBgDIAEoCRIQCghzZXNzaW9ucxgEIAEoBBINCgVlcG9jaBgFIAEoBCJWChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIfCgRyb2xlGAIgASgOMhEuZGV4LnYxLlRva2VuUm9sZRIRCgl3b3JrZXJfaWQYAyABKAkiRgoTQ3JlYXRlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmRleC52MS5BY2xUb2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmRleC52MS5BY2xUb2tlbiImChJSZXZva2VUb2tlblJlcXVlc3QSEAoIdG9rZW5faWQYASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSIVChNCb290c3RyYXBBQ0xSZXF1ZXN0IkcKFEJvb3RzdHJhcEFDTFJlc3BvbnNlEh8KBXRva2VuGAEgASgLMhAuZGV4LnYxLkFjbFRva2VuEg4KBnNlY3JldBgCIAEoCSIUChJMaXN0V29ya2Vyc1JlcXVlc3QihQEKDFdvcmtlclN0YXR1cxIiCgZ3b3JrZXIYASABKAsyEi5kZXgudjEuV29ya2VySW5mbxIXCg9sYXN0X2NvbnRhY3RfbXMYAiABKAMSEgoKb3Blbl9wb2xscxgDIAEoDRIkCgZoZWFsdGgYBCABKAsyFC5kZXgudjEuV29ya2VySGVhbHRoIlwKCVRvb2xRdWV1ZRIMCgR0b29sGAEgASgJEg4KBnF1ZXVlZBgCIAEoBBIPCgdydW5uaW5nGAMgASgEEg8KB3dhaXRpbmcYBCABKAQSDwoHd29ya2VycxgFIAMoCSKDAQoTTGlzdFdvcmtlcnNSZXNwb25zZRIlCgd3b3JrZXJzGAEgAygLMhQuZGV4LnYxLldvcmtlclN0YXR1cxIgCgV0b29scxgCIAMoCzIRLmRleC52MS5Ub29sUXVldWUSEwoLYW5zd2VyZWRfYnkYAyABKAkSDgoGbGVhZGVyGAQgASgIMq0HCgxBZG1pblNlcnZpY2USNwoGU3RhdHVzEhUuZGV4LnYxLlN0YXR1c1JlcXVlc3QaFi5kZXgudjEuU3RhdHVzUmVzcG9uc2USQAoJTm9kZVN0YXRlEhguZGV4LnYxLk5vZGVTdGF0ZVJlcXVlc3QaGS5kZXgudjEuTm9kZVN0YXRlUmVzcG9uc2USMQoESm9pbhITLmRleC52MS5Kb2luUmVxdWVzdBoULmRleC52MS5Kb2luUmVzcG9uc2USSQoMUmVnaXN0ZXJOb2RlEhsuZGV4LnYxLlJlZ2lzdGVyTm9kZVJlcXVlc3QaHC5kZXgudjEuUmVnaXN0ZXJOb2RlUmVzcG9uc2USQwoKUmVtb3ZlTm9kZRIZLmRleC52MS5SZW1vdmVOb2RlUmVxdWVzdBoaLmRleC52MS5SZW1vdmVOb2RlUmVzcG9uc2USWwoSVHJhbnNmZXJMZWFkZXJzaGlwEiEuZGV4LnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QaIi5kZXgudjEuVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USRAoMU2F2ZVNuYXBzaG90EhsuZGV4LnYxLlNhdmVTbmFwc2hvdFJlcXVlc3QaFS5kZXgudjEuU25hcHNob3RDaHVuazABElQKD1Jlc3RvcmVTbmFwc2hvdBIeLmRleC52MS5SZXN0b3JlU25hcHNob3RSZXF1ZXN0Gh8uZGV4LnYxLlJlc3RvcmVTbmFwc2hvdFJlc3BvbnNlKAESRgoLQ3JlYXRlVG9rZW4SGi5kZXgudjEuQ3JlYXRlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLkNyZWF0ZVRva2VuUmVzcG9uc2USQwoKTGlzdFRva2VucxIZLmRleC52MS5MaXN0VG9rZW5zUmVxdWVzdBoaLmRleC52MS5MaXN0VG9rZW5zUmVzcG9uc2USRgoLUmV2b2tlVG9rZW4SGi5kZXgudjEuUmV2b2tlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLlJldm9rZVRva2VuUmVzcG9uc2USSQoMQm9vdHN0cmFwQUNMEhsuZGV4LnYxLkJvb3RzdHJhcEFDTFJlcXVlc3QaHC5kZXgudjEuQm9vdHN0cmFwQUNMUmVzcG9uc2USRgoLTGlzdFdvcmtlcnMSGi5kZXgudjEuTGlzdFdvcmtlcnNSZXF1ZXN0GhsuZGV4LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.StatusRequest
@@ -74,6 +74,19 @@ export type NodeStatus = Message<"dex.v1.NodeStatus"> & {
    * @generated from field: uint64 applied_index = 8;
    */
   appliedIndex: bigint;
+
+  /**
+   * The node's readiness (/readyz without the quorum check) and, when not
+   * ready, why.
+   *
+   * @generated from field: bool ready = 9;
+   */
+  ready: boolean;
+
+  /**
+   * @generated from field: string ready_reason = 10;
+   */
+  readyReason: string;
 };
 
 /**
@@ -198,6 +211,16 @@ export type NodeStateResponse = Message<"dex.v1.NodeStateResponse"> & {
    * @generated from field: string cluster_id = 8;
    */
   clusterId: string;
+
+  /**
+   * @generated from field: bool ready = 9;
+   */
+  ready: boolean;
+
+  /**
+   * @generated from field: string ready_reason = 10;
+   */
+  readyReason: string;
 };
 
 /**
@@ -659,6 +682,134 @@ export const BootstrapACLResponseSchema: GenMessage<BootstrapACLResponse> = /*@_
   messageDesc(file_dex_v1_admin, 25);
 
 /**
+ * @generated from message dex.v1.ListWorkersRequest
+ */
+export type ListWorkersRequest = Message<"dex.v1.ListWorkersRequest"> & {
+};
+
+/**
+ * Describes the message dex.v1.ListWorkersRequest.
+ * Use `create(ListWorkersRequestSchema)` to create a new message.
+ */
+export const ListWorkersRequestSchema: GenMessage<ListWorkersRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 26);
+
+/**
+ * @generated from message dex.v1.WorkerStatus
+ */
+export type WorkerStatus = Message<"dex.v1.WorkerStatus"> & {
+  /**
+   * @generated from field: dex.v1.WorkerInfo worker = 1;
+   */
+  worker?: WorkerInfo | undefined;
+
+  /**
+   * The leader's last poll or heartbeat of the Worker (0: not known here).
+   *
+   * @generated from field: int64 last_contact_ms = 2;
+   */
+  lastContactMs: bigint;
+
+  /**
+   * Long polls of the Worker open now on the leader.
+   *
+   * @generated from field: uint32 open_polls = 3;
+   */
+  openPolls: number;
+
+  /**
+   * The leader's bookkeeping of unclaimed tasks (unset off the leader).
+   *
+   * @generated from field: dex.v1.WorkerHealth health = 4;
+   */
+  health?: WorkerHealth | undefined;
+};
+
+/**
+ * Describes the message dex.v1.WorkerStatus.
+ * Use `create(WorkerStatusSchema)` to create a new message.
+ */
+export const WorkerStatusSchema: GenMessage<WorkerStatus> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 27);
+
+/**
+ * The Steps of one tool by status; tool is empty for model Steps (RunModel,
+ * CompactContext) and the cluster's own waits.
+ *
+ * @generated from message dex.v1.ToolQueue
+ */
+export type ToolQueue = Message<"dex.v1.ToolQueue"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: uint64 queued = 2;
+   */
+  queued: bigint;
+
+  /**
+   * @generated from field: uint64 running = 3;
+   */
+  running: bigint;
+
+  /**
+   * @generated from field: uint64 waiting = 4;
+   */
+  waiting: bigint;
+
+  /**
+   * The live Workers that serve the tool.
+   *
+   * @generated from field: repeated string workers = 5;
+   */
+  workers: string[];
+};
+
+/**
+ * Describes the message dex.v1.ToolQueue.
+ * Use `create(ToolQueueSchema)` to create a new message.
+ */
+export const ToolQueueSchema: GenMessage<ToolQueue> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 28);
+
+/**
+ * @generated from message dex.v1.ListWorkersResponse
+ */
+export type ListWorkersResponse = Message<"dex.v1.ListWorkersResponse"> & {
+  /**
+   * @generated from field: repeated dex.v1.WorkerStatus workers = 1;
+   */
+  workers: WorkerStatus[];
+
+  /**
+   * @generated from field: repeated dex.v1.ToolQueue tools = 2;
+   */
+  tools: ToolQueue[];
+
+  /**
+   * The node that answered, and whether it is the leader (only the leader
+   * knows last contact and health).
+   *
+   * @generated from field: string answered_by = 3;
+   */
+  answeredBy: string;
+
+  /**
+   * @generated from field: bool leader = 4;
+   */
+  leader: boolean;
+};
+
+/**
+ * Describes the message dex.v1.ListWorkersResponse.
+ * Use `create(ListWorkersResponseSchema)` to create a new message.
+ */
+export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 29);
+
+/**
  * AdminService is the operator's view of the cluster. Any node answers Status;
  * membership changes go to the leader (a follower answers Unavailable with the
  * leader's address).
@@ -778,6 +929,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof BootstrapACLRequestSchema;
     output: typeof BootstrapACLResponseSchema;
+  },
+  /**
+   * The registered Workers with their tools and policies, and the Steps
+   * queued and running per tool, from this node's state; the leader adds
+   * each Worker's last contact and health (its memory).
+   *
+   * @generated from rpc dex.v1.AdminService.ListWorkers
+   */
+  listWorkers: {
+    methodKind: "unary";
+    input: typeof ListWorkersRequestSchema;
+    output: typeof ListWorkersResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_admin, 0);
