@@ -161,3 +161,25 @@ def test_ledger_lines_carry_epoch_and_agent_as_dexworker_writes_them(tmp_path):
     assert lines[0]["epoch"] == 7 and lines[0]["agent"] == "bot@2"
     assert "agent" not in lines[1] and lines[1]["epoch"] == 7  # the default agent is left out
     assert "agent" not in lines[2] and lines[2]["epoch"] == 7
+
+
+def test_demo_writes_epoch_on_every_line_and_the_agent_on_model_lines(tmp_path):
+    from dex.demo.script import Model
+    from dex.worker import ModelInput, ToolCall
+
+    path = tmp_path / "ledger.jsonl"
+    led = Ledger(str(path))
+    tools = DemoTools(led, "w")
+    model = Model(None, led, "w", inline=tools.inline)
+    mi = ModelInput(session_id="s", step_id="s-s1", attempt=1, history=[], tools=[], epoch=9, agent="bot@2")
+    model._record("model", mi)
+    inline = [types_pb2.InlineResult(call_id="i1", tool="calc", arguments='{"a":1,"b":2}')]
+    asyncio.run(tools.inline(mi, inline))
+    call = ToolCall(session_id="s", step_id="s-s2", call_id="c1", tool="lookup", arguments="{}",
+                    idempotency_key="k", attempt=1, epoch=9, agent="bot@2")
+    asyncio.run(tools.simple("found")(call))
+    led.close()
+    lines = {x["kind"]: x for x in map(json.loads, path.read_text().splitlines())}
+    assert {k: v["epoch"] for k, v in lines.items()} == {"model": 9, "inline": 9, "tool": 9}
+    assert lines["model"]["agent"] == "bot@2"
+    assert "agent" not in lines["inline"] and "agent" not in lines["tool"]  # as cmd/dexworker: model lines only
