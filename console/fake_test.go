@@ -112,7 +112,7 @@ func (f *fakeAPI) ListSessions(ctx context.Context, req *dexv1.ListSessionsReque
 	}
 	for _, id := range ids {
 		s := f.sessions[id].Session
-		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{Id: s.Id, ParentId: s.ParentId, Status: s.Status, TurnsCompleted: s.TurnsCompleted, CreatedAtMs: s.CreatedAtMs, UpdatedAtMs: s.UpdatedAtMs})
+		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{Id: s.Id, ParentId: s.ParentId, Status: s.Status, Agent: s.Agent, TurnsCompleted: s.TurnsCompleted, CreatedAtMs: s.CreatedAtMs, UpdatedAtMs: s.UpdatedAtMs})
 	}
 	return out, nil
 }
@@ -243,6 +243,11 @@ func (f *fakeAPI) ListWorkers(ctx context.Context, _ *dexv1.ListWorkersRequest) 
 	return &dexv1.ListWorkersResponse{AnsweredBy: "n1", Leader: true, Workers: []*dexv1.WorkerStatus{{
 		Worker:        &dexv1.WorkerInfo{Id: "w-alpha", RunsModel: true, Tools: []*dexv1.ToolSpec{{Name: "deploy", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, NeedsApproval: true, MaxAttempts: 3}}},
 		LastContactMs: 1_700_000_000_000, OpenPolls: 1,
+	}, {
+		Worker: &dexv1.WorkerInfo{Id: "w-bots", RunsModel: true, Agents: []string{"bot@1", "bot@2"},
+			Tools: []*dexv1.ToolSpec{{Name: "search", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Agents: []string{"bot@1"}}}},
+	}, {
+		Worker: &dexv1.WorkerInfo{Id: "w-tools", Tools: []*dexv1.ToolSpec{{Name: "fetch", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}}},
 	}}, Tools: []*dexv1.ToolQueue{{Tool: "deploy", Queued: 4, Running: 1, Workers: []string{"w-alpha"}}}}, nil
 }
 

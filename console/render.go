@@ -42,6 +42,7 @@ var funcs = template.FuncMap{
 	"pretty":  prettyJSON,
 	"add":     func(a, b int) int { return a + b },
 	"shell":   shellQuote,
+	"agent":   agentLabel,
 }
 
 func parseTemplates() map[string]*template.Template {

@@ -28,6 +28,7 @@ type sessionData struct {
 	Turns     []turnView
 	Waits     []waitView
 	Unknown   []*dexv1.Step // outcome_unknown calls to reconcile
+	Unserved  []*dexv1.Step // queued Steps no live Worker serves (WaitingReason set)
 	Resumable bool
 	StepCount int
 }
@@ -70,6 +71,9 @@ func buildSession(got *dexv1.GetSessionResponse) *sessionData {
 		}
 		t := &d.Turns[len(d.Turns)-1]
 		t.Steps = append(t.Steps, st)
+		if st.WaitingReason != "" {
+			d.Unserved = append(d.Unserved, st)
+		}
 		if st.Outcome == dexv1.Outcome_OUTCOME_UNKNOWN {
 			d.Unknown = append(d.Unknown, st)
 		}

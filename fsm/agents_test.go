@@ -27,6 +27,7 @@ func toolFor(name string, agents ...string) *dexv1.ToolSpec {
 
 func TestAgents_ASessionKeepsItsAgentAndItsStepsCarryIt(t *testing.T) {
 	d := newDriver(t)
+	d.do(registerAgents("m1", []string{"bot@1"}))
 	d.do(d.createAgentSession("s", "", "bot@1", "hi"))
 	if got := d.session("s").Agent; got != "bot@1" {
 		t.Fatalf("session agent %q; want bot@1", got)
@@ -87,6 +88,7 @@ func TestAgents_BadNamesAreRefusedAndChangeNothing(t *testing.T) {
 
 func TestAgents_ServersAreMatchedExactlyByAgent(t *testing.T) {
 	d := newDriver(t)
+	d.do(d.deregister("w1"))
 	d.do(registerAgents("m1", []string{"bot@1"}, toolFor("search", "bot@1"), toolFor("fetch")))
 	d.do(registerAgents("m2", []string{"bot@2"}, toolFor("search", "bot@2")))
 	d.do(registerAgents("m0", nil))
@@ -141,7 +143,8 @@ func TestAgents_AModelStepOfAnUnservedAgentWaitsThenFailsItsTurn(t *testing.T) {
 }
 
 func TestAgents_TheDefaultAgentsModelStepWaitsAsBefore(t *testing.T) {
-	d := newDriver(t) // w1 runs no model
+	d := newDriver(t)
+	d.do(d.deregister("w1")) // no Worker runs the default agent's model
 	d.createSession("s", "", "hi")
 	st := d.queued("s", kRunModel)
 	if why := d.f.State().WaitingReason(st); !strings.Contains(why, "the default agent") {

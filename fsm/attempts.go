@@ -41,6 +41,9 @@ func (a *applier) startAttempt(c *dexv1.StartAttempt) *Result {
 	if a.now < st.ReadyAtMs {
 		return rejected(reject(CodeFailedPrecondition, "step %s is not ready before %d", st.Id, st.ReadyAtMs))
 	}
+	if r := a.checkWorkerServes(st, c.WorkerId); r != nil {
+		return rejected(r)
+	}
 	at := &dexv1.Attempt{
 		N:           c.Attempt,
 		WorkerId:    c.WorkerId,

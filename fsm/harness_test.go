@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ var demoTools = []*dexv1.ToolSpec{
 func newDriver(t testing.TB) *driver {
 	d := &driver{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()}
 	d.f = New(Options{OnHalt: func(err error) { d.halts = append(d.halts, err) }})
-	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", Tools: demoTools}}})
+	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", Tools: demoTools, RunsModel: true}}})
 	d.newEpoch()
 	return d
 }
@@ -259,9 +260,19 @@ func (d *driver) start(st *dexv1.Step) *handle {
 	}
 	n := uint32(len(st.Attempts)) + 1
 	res := d.do(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
-		StepId: st.Id, Attempt: n, WorkerId: "w1", Epoch: d.epoch,
+		StepId: st.Id, Attempt: n, WorkerId: d.server(st), Epoch: d.epoch,
 	}}})
 	return &handle{d: d, st: st.Id, n: n, tok: res.Attempt.Token}
+}
+
+// server picks the Worker a broker would: w1 when it serves the Step, else
+// the first live Worker that does.
+func (d *driver) server(st *dexv1.Step) string {
+	servers := d.f.State().StepServers(st)
+	if len(servers) == 0 || slices.Contains(servers, "w1") {
+		return "w1"
+	}
+	return servers[0]
 }
 
 func (d *driver) startNext(session string, kind dexv1.StepKind) *handle {

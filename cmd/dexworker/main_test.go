@@ -370,7 +370,7 @@ func TestInlineCalcRunsInsideRunModel(t *testing.T) {
 	  {"text": "adding", "inline": [{"tool": "calc", "arguments": {"a": 2, "b": 2}}, {"tool": "calc", "call_id": "mul", "arguments": {"a": 3, "b": 4, "op": "*"}}]}]}]}`)
 	d := &demoTools{ledger: m.ledger, worker: "w", polls: map[string]int{}}
 	m.inline = d.inline
-	in := client.ModelInput{SessionID: "s1", StepID: "st1", Attempt: 1, History: hist(user("sum"))}
+	in := client.ModelInput{SessionID: "s1", StepID: "st1", Attempt: 1, History: hist(user("sum")), Epoch: 4}
 	out, err := m.RunModel(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -387,8 +387,8 @@ func TestInlineCalcRunsInsideRunModel(t *testing.T) {
 	var inline, model int
 	for _, e := range readLedger(t, path) {
 		switch {
-		case e.Kind == "inline" && e.Tool == "calc" && e.Step == "st1" && e.Session == "s1":
-			inline++
+		case e.Kind == "inline" && e.Tool == "calc" && e.Step == "st1" && e.Session == "s1" && e.Epoch == 4:
+			inline++ // with the RunModel attempt's epoch, as every line
 		case e.Kind == "model":
 			model++
 		}

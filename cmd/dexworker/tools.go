@@ -100,7 +100,7 @@ func calculate(args string) (string, bool) {
 // result.
 func (d *demoTools) inline(ctx context.Context, in client.ModelInput, calls []*dexv1.InlineResult) error {
 	for _, r := range calls {
-		c := client.ToolCall{SessionID: in.SessionID, StepID: in.StepID, CallID: r.CallId, Tool: r.Tool, Arguments: r.Arguments, Attempt: in.Attempt}
+		c := client.ToolCall{SessionID: in.SessionID, StepID: in.StepID, CallID: r.CallId, Tool: r.Tool, Arguments: r.Arguments, Attempt: in.Attempt, Epoch: in.Epoch}
 		a, err := d.begin(ctx, c, r.Tool, "inline")
 		if err != nil {
 			return err

@@ -167,6 +167,10 @@ func TestConsoleInChromium(t *testing.T) {
 	waitStatus(t, ctx, cl, "ses-deny", dexv1.SessionStatus_SESSION_STATUS_WAITING)
 	waitStatus(t, ctx, cl, "ses-ask", dexv1.SessionStatus_SESSION_STATUS_WAITING)
 	waitStatus(t, ctx, cl, "ses-live", dexv1.SessionStatus_SESSION_STATUS_IDLE)
+	// A session of an agent no Worker serves: its model Step waits, saying why.
+	if _, err := cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: "ses-agent", Agent: "bot@9", Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
 
 	// The browser uses a follower's console: it survives the leader's kill
 	// and reads through the cluster from whichever node leads.
@@ -279,9 +283,18 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("after the answer the timeline reads %q", tl)
 	}
 
+	// The agent of a session, and why its model Step is not handed out.
+	run("open the unserved agent's session", chromedp.Navigate(base+"/ui/sessions/ses-agent"), chromedp.WaitVisible(`#agent`, chromedp.ByQuery))
+	if s := text(`#agent`); !strings.Contains(s, "bot@9") {
+		t.Fatalf("the session page names the agent %q; want bot@9", s)
+	}
+	if s := text(`#step-ses-agent-s1`); !strings.Contains(s, `no live Worker serves agent "bot@9"`) && !strings.Contains(s, "done") {
+		t.Fatalf("the unserved model Step reads %q; want why it waits", s)
+	}
+
 	// The cluster and chaos pages.
 	run("cluster page", chromedp.Navigate(base+"/ui/cluster"), chromedp.WaitVisible(`#workers`, chromedp.ByQuery), shot("cluster.png"))
-	if s := text(`#workers`); !strings.Contains(s, "w1") || !strings.Contains(s, "deploy") {
+	if s := text(`#workers`); !strings.Contains(s, "w1") || !strings.Contains(s, "deploy") || !strings.Contains(s, "the default agent") {
 		t.Fatalf("the cluster page's Workers: %q", s)
 	}
 	run("chaos page", chromedp.Navigate(base+"/ui/chaos"), chromedp.WaitVisible(`main h1`, chromedp.ByQuery), shot("chaos.png"))

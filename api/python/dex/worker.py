@@ -24,6 +24,7 @@ from typing import Any, Awaitable, Callable, Iterable, Optional, Union
 
 import grpc
 
+from dex.agents import agent_list
 from dex.connection import Connection, TLSFiles
 from dex.errors import DexError, ModelError, RegistrationError, classify_error
 from dex.v1 import commands_pb2, types_pb2, workers_pb2, workers_pb2_grpc
@@ -76,6 +77,10 @@ class ToolCall:
     attempt: int
     task_id: str = ""  # the long-running task to poll (poll handlers)
     access: int = types_pb2.TOOL_ACCESS_UNSPECIFIED
+    #: The dispatch epoch the attempt was started under (the lease's fencing token).
+    epoch: int = 0
+    #: The agent of the call's session ("": the default agent).
+    agent: str = ""
     #: Set when the cluster cancelled the attempt (or the Worker stops):
     #: a sync handler should check it; an async one is cancelled.
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -111,6 +116,11 @@ class ModelInput:
     history: list
     tools: list
     compact: bool = False
+    #: The dispatch epoch the attempt was started under.
+    epoch: int = 0
+    #: The session's agent, one of the Worker's ``agents`` ("": the default
+    #: agent): a Worker of several agents runs that agent's model.
+    agent: str = ""
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
@@ -132,9 +142,11 @@ class Tool:
 
 def tool_spec(name: str, access: Optional[str | int] = None, *, needs_approval: bool = False,
               long_running: bool = False, inline: bool = False, max_attempts: int = 0,
-              poll_interval: float = 0.0, run_timeout: float = 0.0, description: str = "") -> types_pb2.ToolSpec:
+              poll_interval: float = 0.0, run_timeout: float = 0.0, description: str = "",
+              agents: Iterable[str] = ()) -> types_pb2.ToolSpec:
     """A tool's policy. ``access`` is required: ``read``, ``idempotent_write``
-    or ``single_attempt``. Times are in seconds."""
+    or ``single_attempt``. Times are in seconds. ``agents``: serve the tool
+    only for these agents' sessions (none: for every agent)."""
     if not name:
         raise DexError("a tool has no name")
     if access is None or access == types_pb2.TOOL_ACCESS_UNSPECIFIED:
@@ -154,9 +166,10 @@ def tool_spec(name: str, access: Optional[str | int] = None, *, needs_approval: 
             raise DexError(f"tool {name!r}: {what} must be between 0 and {MAX_RUN_TIMEOUT:.0f} s")
     if poll_interval and not long_running:
         raise DexError(f"tool {name!r}: a poll interval needs long_running=True")
+    served_for = agent_list(f"tool {name!r} agents", agents)
     return types_pb2.ToolSpec(name=name, access=access, needs_approval=needs_approval, long_running=long_running,
                               inline=inline, max_attempts=max_attempts, poll_interval_ms=round(poll_interval * 1000),
-                              run_timeout_ms=round(run_timeout * 1000), description=description)
+                              run_timeout_ms=round(run_timeout * 1000), description=description, agents=served_for)
 
 
 def check_model_output(mo: types_pb2.ModelOutput) -> Optional[str]:
@@ -266,14 +279,16 @@ class Worker:
     balancer (or a :class:`Connection`). Register tools with :meth:`tool`
     (and :meth:`poll` for a long-running one) and the model with
     :meth:`model` (and :meth:`compactor`), then ``await worker.run()`` or
-    ``worker.run_forever()``. Times are in seconds.
+    ``worker.run_forever()``. Times are in seconds. ``agents``: the agents
+    (NAME or NAME@VERSION, matched exactly) whose model the Worker runs; it
+    gets their sessions' model Steps only (none: the default agent's).
     """
 
     def __init__(self, target: Union[str, Connection], *, id: str = "", concurrency: int = 4,
                  poll_wait: float = 20.0, call_timeout: float = 10.0, shutdown_grace: float = 5.0,
                  model_run_timeout: float = 0.0, hold: Optional[HoldHook] = None,
                  token: Optional[str] = None, tls: Optional[TLSFiles] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None, agents: Iterable[str] = ()) -> None:
         if concurrency <= 0:
             raise DexError("concurrency must be positive")
         if poll_wait <= 0 or call_timeout <= 0 or shutdown_grace < 0:
@@ -281,6 +296,7 @@ class Worker:
         if model_run_timeout < 0 or model_run_timeout > MAX_RUN_TIMEOUT:
             raise DexError(f"model run timeout {model_run_timeout}: must be between 0 (the cluster's default) "
                            f"and {MAX_RUN_TIMEOUT:.0f} s")
+        self.agents = agent_list("worker agents", agents)
         self._target = target
         self._token, self._tls = token, tls
         self.conn: Optional[Connection] = target if isinstance(target, Connection) else None
@@ -366,6 +382,8 @@ class Worker:
                 raise DexError(f"long-running tool {name!r} has no poll handler")
         if not self.tools and self._model is None:
             raise DexError("a Worker needs a tool or a model")
+        if self.agents and self._model is None:
+            raise DexError("agents are listed but the Worker runs no model: list a tool's agents in its agents=")
 
     # Running -----------------------------------------------------------
 
@@ -443,7 +461,7 @@ class Worker:
         assert self.conn is not None
         req = workers_pb2.RegisterWorkerRequest(worker_id=self.id, runs_model=self._model is not None,
                                                 model_run_timeout_ms=round(self.model_run_timeout * 1000),
-                                                tools=[t.spec for t in self.tools.values()])
+                                                tools=[t.spec for t in self.tools.values()], agents=self.agents)
         b = _Backoff(0.05, 1.0)
         while True:
             try:
@@ -456,7 +474,7 @@ class Worker:
             if resp.heartbeat_interval_ms > 0:
                 self.heartbeat_interval = resp.heartbeat_interval_ms / 1000.0
             self.log.info("registered", extra={"fields": {"worker": self.id, "tools": len(req.tools),
-                                                           "runs_model": req.runs_model,
+                                                           "runs_model": req.runs_model, "agents": list(req.agents),
                                                            "heartbeat_interval_ms": resp.heartbeat_interval_ms,
                                                            "heartbeat_timeout_ms": resp.heartbeat_timeout_ms}})
             return
@@ -668,7 +686,7 @@ class Worker:
         if t.kind in _MODEL_KINDS:
             mi = ModelInput(session_id=t.session_id, step_id=t.ref.step_id, attempt=a,
                             history=list(t.model_input.history), tools=list(t.model_input.tools),
-                            compact=t.model_input.compact, cancelled=cancel_event)
+                            compact=t.model_input.compact, epoch=t.epoch, agent=t.agent, cancelled=cancel_event)
             if t.kind == types_pb2.STEP_KIND_RUN_MODEL:
                 await self._hold(HOLD_BEFORE_MODEL, t)
                 assert self._model is not None
@@ -687,7 +705,7 @@ class Worker:
         tool = self.tools[t.tool]
         call = ToolCall(session_id=t.session_id, step_id=t.ref.step_id, call_id=t.call_id, tool=t.tool,
                         arguments=t.arguments, idempotency_key=t.idempotency_key, attempt=a, task_id=t.task_id,
-                        access=t.access, cancelled=cancel_event)
+                        access=t.access, epoch=t.epoch, agent=t.agent, cancelled=cancel_event)
         if t.kind == types_pb2.STEP_KIND_POLL_TOOL_TASK:
             if tool.poll is None:
                 raise DexError(f"tool {t.tool!r} has no poll handler")

@@ -57,11 +57,16 @@ async def serve(c: Config, script: Optional[Script], moments: set, ledger: Ledge
         conn = Connection(c.addr, token=c.token or None, tls=c.tls)
     except DexError as e:
         return fail(str(e), 2)
-    tools = DemoTools(ledger, wid, poll_interval=c.poll_interval, run_timeouts=c.tool_run_timeouts)
+    tools = DemoTools(ledger, wid, poll_interval=c.poll_interval, run_timeouts=c.tool_run_timeouts,
+                      agents=c.tool_agents)
     holder = Holder(moments, c.hold_all, c.ledger)
-    w = Worker(conn, id=wid, concurrency=c.concurrency, poll_wait=c.poll_wait, shutdown_grace=c.shutdown_grace,
-               model_run_timeout=c.model_run_timeout, hold=holder.hold, logger=log)
-    tools.register(w)
+    try:
+        w = Worker(conn, id=wid, concurrency=c.concurrency, poll_wait=c.poll_wait, shutdown_grace=c.shutdown_grace,
+                   model_run_timeout=c.model_run_timeout, hold=holder.hold, logger=log, agents=c.agents)
+        tools.register(w)
+    except DexError as e:
+        await conn.close()
+        return fail(str(e), 2)
     model = Model(script, ledger, wid, inline=tools.inline)
     w.model(model.run_model)
     w.compactor(model.compact)
@@ -78,7 +83,7 @@ async def serve(c: Config, script: Optional[Script], moments: set, ledger: Ledge
     if c.metrics_addr:
         log.warning("--metrics-addr: the Python Worker serves no metrics")
     log.info("dexworker starting", extra={"fields": {"worker": wid, "addr": c.addr, "ledger": c.ledger,
-                                                     "script": c.script, "hold": c.hold, "pid": os.getpid(),
+                                                     "script": c.script, "hold": c.hold, "pid": os.getpid(), "agents": c.agents,
                                                      "lang": "python"}})
     try:
         await w.run(stop)

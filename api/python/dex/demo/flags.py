@@ -59,6 +59,8 @@ class Config:
     shutdown_grace: float = 5.0
     model_run_timeout: float = 0.0
     tool_run_timeouts: dict = field(default_factory=dict)
+    agents: list = field(default_factory=list)
+    tool_agents: list = field(default_factory=list)
     tls: TLSFiles = field(default_factory=TLSFiles)
 
 
@@ -96,6 +98,11 @@ def parse_run_timeouts(v: str) -> dict[str, float]:
     return out
 
 
+def split_list(v: str) -> list[str]:
+    """A comma-separated flag value, blanks dropped (cmd/dexworker's splitList)."""
+    return [s.strip() for s in v.split(",") if s.strip()]
+
+
 def parse_flags(argv: list[str]) -> Optional[Config]:
     """The config, or None for --help; raises FlagError on bad flags."""
     p = _Parser(prog="dexworker-python", description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -118,6 +125,10 @@ def parse_flags(argv: list[str]) -> Optional[Config]:
     p.add_argument("--model-run-timeout", type=parse_duration, default=0.0,
                    help="how long one model call may run before the cluster cancels it (0: the cluster's --run-timeout)")
     p.add_argument("--tool-run-timeout", default="", help="TOOL=DURATION[,TOOL=DURATION]")
+    p.add_argument("--agent", default="", help="NAME[,NAME]: the agents (NAME or NAME@VERSION) whose model this Worker "
+                   "runs; it gets only their sessions' model Steps (default: the default agent)")
+    p.add_argument("--tool-agents", default="", help="NAME[,NAME]: serve the demo tools only for these agents' sessions "
+                   "(default: for every agent)")
     p.add_argument("--tls-cert", default="", help="client certificate (PEM) for a cluster with mutual TLS")
     p.add_argument("--tls-key", default="", help="the key of --tls-cert (PEM)")
     p.add_argument("--tls-ca", default="", help="the CA bundle (PEM) the nodes' certificates chain to")
@@ -144,4 +155,5 @@ def parse_flags(argv: list[str]) -> Optional[Config]:
     if c.model_run_timeout < 0 or c.model_run_timeout > MAX_RUN_TIMEOUT:
         raise FlagError(f"--model-run-timeout must be between 0 (the cluster's default) and {MAX_RUN_TIMEOUT:.0f}s")
     c.tool_run_timeouts = parse_run_timeouts(a.tool_run_timeout)
+    c.agents, c.tool_agents = split_list(a.agent), split_list(a.tool_agents)
     return c

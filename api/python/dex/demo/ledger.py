@@ -34,11 +34,13 @@ class Ledger:
         self._mu = threading.Lock()
 
     def append(self, *, session: str, tool: str, attempt: int, call_id: str = "", idempotency_key: str = "",
-               step: str = "", kind: str = "", task_id: str = "", worker: str = "") -> None:
+               step: str = "", kind: str = "", task_id: str = "", worker: str = "", epoch: int = 0,
+               agent: str = "") -> None:
         e = {"session": session, "call_id": call_id, "tool": tool, "attempt": attempt,
              "idempotency_key": idempotency_key, "pid": self.pid, "time": rfc3339nano()}
         # Go's omitempty extras.
-        for k, v in (("step", step), ("kind", kind), ("task_id", task_id), ("worker", worker)):
+        for k, v in (("step", step), ("kind", kind), ("task_id", task_id), ("worker", worker), ("epoch", epoch),
+                     ("agent", agent)):
             if v:
                 e[k] = v
         line = (json.dumps(e, separators=(",", ":"), ensure_ascii=False) + "\n").encode()

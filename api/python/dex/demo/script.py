@@ -275,7 +275,7 @@ class Model:
 
     def _record(self, kind: str, mi: ModelInput) -> None:
         self.ledger.append(session=mi.session_id, tool=kind, attempt=mi.attempt, step=mi.step_id, kind=kind,
-                           worker=self.worker)
+                           worker=self.worker, epoch=mi.epoch, agent=mi.agent)
 
     def output(self, mi: ModelInput) -> tuple[Output, Optional[types_pb2.ModelOutput], Optional[ModelError]]:
         """The model output for mi, without side effects."""

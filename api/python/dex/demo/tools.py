@@ -75,8 +75,9 @@ def calculate(arguments: str) -> tuple[str, bool]:
 
 class DemoTools:
     def __init__(self, ledger: Optional[Ledger], worker: str, poll_interval: float = 0.2,
-                 run_timeouts: Optional[dict[str, float]] = None) -> None:
+                 run_timeouts: Optional[dict[str, float]] = None, agents: Optional[list[str]] = None) -> None:
         self.ledger, self.worker = ledger, worker
+        self.agents = agents or []  # serve the tools only for these agents (none: every agent)
         self.poll_interval = poll_interval
         self.run_timeouts = run_timeouts or {}
         self.polls: dict[str, int] = {}
@@ -102,7 +103,7 @@ class DemoTools:
             if name == "build":
                 policy["poll_interval"] = self.poll_interval
             w.add_tool(name, handlers[name], access=access, description=desc,
-                       run_timeout=self.run_timeouts.get(name, 0.0), **policy)
+                       run_timeout=self.run_timeouts.get(name, 0.0), agents=self.agents, **policy)
         w.poll("build")(self.build_poll)
 
     async def begin(self, c: ToolCall, tool: str, kind: str) -> bool:
@@ -112,7 +113,7 @@ class DemoTools:
         assert self.ledger is not None
         self.ledger.append(session=c.session_id, call_id=c.call_id, tool=tool, attempt=c.attempt,
                            idempotency_key=c.idempotency_key, step=c.step_id, kind=kind, task_id=c.task_id,
-                           worker=self.worker)
+                           worker=self.worker, epoch=c.epoch)
         if sleep_ms > 0:
             await asyncio.sleep(sleep_ms / 1000.0)
         if c.attempt <= fail_attempts:
@@ -151,7 +152,7 @@ class DemoTools:
         """Runs a model output's inline calls inside the RunModel attempt."""
         for r in calls:
             c = ToolCall(session_id=mi.session_id, step_id=mi.step_id, call_id=r.call_id, tool=r.tool,
-                         arguments=r.arguments, idempotency_key="", attempt=mi.attempt)
+                         arguments=r.arguments, idempotency_key="", attempt=mi.attempt, epoch=mi.epoch)
             error_result = await self.begin(c, r.tool, "inline")
             r.content, r.is_error = calculate(r.arguments)
             if error_result:
