@@ -4,7 +4,7 @@
 // cluster refuses the registration or the ledger cannot be opened).
 import { hostname } from "node:os";
 import { dial, jsonLogger, tokenFrom, Worker, type TlsOptions } from "../src/index.js";
-import { flagUsage, HelpError, parseFlags, type FlagSpec } from "./flags.js";
+import { flagUsage, HelpError, parseFlags, splitList, type FlagSpec } from "./flags.js";
 import { Holder, parseMoments } from "./hold.js";
 import { Ledger } from "./ledger.js";
 import { loadScript, ScriptedModel, type Script } from "./script.js";
@@ -37,6 +37,8 @@ export const flagSpecs: Record<string, FlagSpec> = {
   "shutdown-grace": { kind: "duration", def: 5_000, usage: "on SIGTERM/SIGINT, how long running tasks may finish" },
   "model-run-timeout": { kind: "duration", def: 0, usage: "how long one model call may run before the cluster cancels it (0: the cluster's --run-timeout)" },
   "tool-run-timeout": { kind: "string", def: "", usage: "TOOL=DURATION[,TOOL=DURATION]: how long one attempt of the tool may run before the cluster cancels it" },
+  agent: { kind: "string", def: "", usage: "NAME[,NAME]: the agents (NAME or NAME@VERSION) whose model this Worker runs; it gets only their sessions' model Steps (default: the default agent)" },
+  "tool-agents": { kind: "string", def: "", usage: "NAME[,NAME]: serve the demo tools only for these agents' sessions (default: for every agent)" },
   "tls-cert": { kind: "string", def: "", usage: "client certificate (PEM) for a cluster with mutual TLS, with --tls-key and --tls-ca" },
   "tls-key": { kind: "string", def: "", usage: "the key of --tls-cert (PEM)" },
   "tls-ca": { kind: "string", def: "", usage: "the CA bundle (PEM) the nodes' certificates chain to" },
@@ -56,6 +58,8 @@ export interface Config {
   graceMs: number;
   modelRunTimeoutMs: number;
   toolRunTimeouts: Map<string, number>;
+  agents: string[];
+  toolAgents: string[];
   tls: { cert: string; key: string; ca: string };
 }
 
@@ -96,7 +100,7 @@ export function parseConfig(args: string[], parseDur: (s: string) => number): Co
     addr: v.addr as string, ledger: v.ledger as string, script: v.script as string, hold: v.hold as string, holdAll: v["hold-all"] as boolean,
     id: v.id as string, token: v.token as string, concurrency: v.concurrency as number, pollWaitMs: v["poll-wait"] as number,
     pollIntervalMs: v["poll-interval"] as number, graceMs: v["shutdown-grace"] as number, modelRunTimeoutMs: v["model-run-timeout"] as number,
-    toolRunTimeouts: new Map(), tls,
+    toolRunTimeouts: new Map(), agents: splitList(v.agent as string), toolAgents: splitList(v["tool-agents"] as string), tls,
   };
   if (c.addr === "" || c.ledger === "") throw new Error("--addr and --ledger are required");
   if (c.concurrency <= 0) throw new Error("--concurrency must be positive");
@@ -147,7 +151,7 @@ async function run(c: Config): Promise<number> {
   let w: Worker;
   try {
     w = new Worker(ch, {
-      id, tools: tools.tools(), model, modelRunTimeoutMs: c.modelRunTimeoutMs, concurrency: c.concurrency, pollWaitMs: c.pollWaitMs,
+      id, tools: tools.tools().map((t) => (c.toolAgents.length > 0 ? { ...t, agents: c.toolAgents } : t)), agents: c.agents, model, modelRunTimeoutMs: c.modelRunTimeoutMs, concurrency: c.concurrency, pollWaitMs: c.pollWaitMs,
       shutdownGraceMs: c.graceMs, logger: jsonLogger("info", { worker: id }), hold: holder.hold,
     });
   } catch (e) {
