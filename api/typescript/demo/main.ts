@@ -155,7 +155,10 @@ async function run(c: Config): Promise<number> {
   let served = tools.tools();
   if (c.adapter !== "") {
     try {
-      ({ model, tools: served } = await demoAgent(c.adapter, script, ledger, id, tools));
+      const a = await demoAgent(c.adapter, script, ledger, id, tools);
+      // Compaction stays the script's: the adapters' summary call is a plain model call.
+      model = { run: a.model.run, compact: (model as ScriptedModel).compact };
+      served = a.tools;
     } catch (e) {
       process.stderr.write(`dexworker: --adapter ${c.adapter}: ${(e as Error).message}\n`);
       return 2;
