@@ -5,7 +5,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
+.PHONY: chaos-adapters build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
 
 build: $(BIN)/dexworker-python worker-typescript
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -104,6 +104,16 @@ test-python: $(BIN)/dexworker-python
 chaos-python: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-python --worker python --column worker-kill,takeover
+
+# The Worker-kill rows of RunModel and the tool Steps with the TypeScript
+# demo Worker's model driven through each framework adapter (CI runs them;
+# reports: chaos-report-adapters/NAME/matrix.md).
+ADAPTER_ROWS := RunModel|CallTool|CallSingleAttemptTool|any tool Step|inline tool|after the Worker sent
+chaos-adapters: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	for a in ai-sdk openai-agents claude-agent-sdk; do \
+		$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-adapters/$$a --worker typescript --adapter $$a --column worker-kill --row '$(ADAPTER_ROWS)' --parallel 2 || exit 1; \
+	done
 
 # The TypeScript Worker library (api/typescript): its npm packages (npm ci,
 # once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo

@@ -122,6 +122,8 @@ type MatrixOptions struct {
 	KeepLogs bool
 	// Worker is the demo Worker's language (WorkerLanguages; default go).
 	Worker string
+	// Adapter: the framework adapter of the TypeScript Worker ("": none).
+	Adapter string
 }
 
 // SelectCells lists the cells of the options' columns and rows, in report

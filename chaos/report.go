@@ -19,6 +19,8 @@ type Report struct {
 	Target string
 	// Worker: the demo Worker's language ("" is go).
 	Worker string
+	// Adapter: the framework adapter the TypeScript Worker's model ran through ("": none).
+	Adapter string
 }
 
 // ColumnSummary counts one column's results.
@@ -156,6 +158,9 @@ func (r Report) Markdown() string {
 	}
 	if r.Worker != "" && r.Worker != "go" {
 		fmt.Fprintf(&b, "- Workers: the %s library's demo Worker\n", r.Worker)
+	}
+	if r.Adapter != "" {
+		fmt.Fprintf(&b, "- Model: the scripted model driven through the %s adapter (a RunModel runs the framework's model step)\n", r.Adapter)
 	}
 	fmt.Fprintf(&b, "- Cells: %d pass, %d fail, %d n/a of %d\n", s.Pass, s.Fail, s.NA, s.Total)
 	if s.Takeovers > 0 {

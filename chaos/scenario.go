@@ -262,7 +262,7 @@ func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
 	w := NewWorker(WorkerOptions{
 		BinDir: e.opts.BinDir, Dir: e.dir, Name: name, Target: e.target, Token: token,
 		Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
-		TLS: e.cluster.TLS(), Lang: e.opts.Worker,
+		TLS: e.cluster.TLS(), Lang: e.opts.Worker, Adapter: e.opts.Adapter,
 	})
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {

@@ -35,6 +35,9 @@ type WorkerOptions struct {
 	// Lang picks the demo Worker's library: go (default), python or
 	// typescript (WorkerLanguages).
 	Lang string
+	// Adapter, with Lang typescript, drives the demo Worker's scripted
+	// model through a framework adapter (WorkerAdapters).
+	Adapter string
 }
 
 // NewWorker prepares (but does not start) a dexworker.
@@ -48,6 +51,9 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	if o.TLS != nil {
 		args = append(args, Args(o.TLS.ClientFiles())...)
+	}
+	if o.Adapter != "" {
+		args = append(args, "--adapter", o.Adapter)
 	}
 	args = append(args, o.Args...)
 	w := &Worker{

@@ -31,6 +31,30 @@ func CheckWorkerLanguage(lang string) error {
 	return nil
 }
 
+// WorkerAdapters are the framework adapters the TypeScript demo Worker can
+// drive its scripted model through (its --adapter flag).
+var WorkerAdapters = []string{"ai-sdk", "openai-agents", "claude-agent-sdk"}
+
+// CheckWorkerAdapter says whether adapter can run with lang's demo Worker:
+// only the TypeScript one has adapters.
+func CheckWorkerAdapter(lang, adapter string) error {
+	if adapter == "" {
+		return nil
+	}
+	if lang != "typescript" {
+		if lang == "" {
+			lang = "go"
+		}
+		return fmt.Errorf("--adapter %s needs --worker typescript: the %s demo Worker has no framework adapters", adapter, lang)
+	}
+	for _, a := range WorkerAdapters {
+		if a == adapter {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown adapter %q (known: %s)", adapter, strings.Join(WorkerAdapters, ", "))
+}
+
 // WorkerBinary is the path of lang's demo Worker in binDir ("" is Go).
 func WorkerBinary(binDir, lang string) string {
 	if lang == "" {

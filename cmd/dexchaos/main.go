@@ -24,7 +24,7 @@ import (
 	"github.com/dexhq/dex/chaos"
 )
 
-const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR] [--worker LANG]
+const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR] [--worker LANG] [--adapter NAME]
        dexchaos matrix --list [--column NAME] [--row PATTERN]
        dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
        dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
@@ -44,6 +44,8 @@ Columns: worker-kill, server-restart, takeover, leader-pause, takeover-dex.
 runs the failpoint cells (without it they are n/a).
 --worker go|python|typescript runs that library's demo Worker (BIN/dexworker,
 BIN/dexworker-python, BIN/dexworker-typescript: make build writes them).
+--adapter ai-sdk|openai-agents|claude-agent-sdk (with --worker typescript)
+drives the demo Worker's scripted model through that framework adapter.
 
 Flags:
 `
@@ -62,7 +64,7 @@ func (l *listFlag) Set(s string) error {
 
 type config struct {
 	out, row, bin, tmp string
-	worker             string
+	worker, adapter    string
 	columns            listFlag
 	list, keep         bool
 	parallel           int
@@ -92,10 +94,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.keep, "keep-logs", false, "keep every cell's logs in OUT/logs (a failed cell's are always kept in OUT/failed)")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for the cells' data dirs (default the system's)")
 	fs.StringVar(&c.worker, "worker", "go", "the demo Worker's library: "+strings.Join(chaos.WorkerLanguages, ", "))
+	fs.StringVar(&c.adapter, "adapter", "", "with --worker typescript, drive the scripted model through this framework adapter: "+strings.Join(chaos.WorkerAdapters, ", "))
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
 	if err := chaos.CheckWorkerLanguage(c.worker); err != nil {
+		return nil, err
+	}
+	if err := chaos.CheckWorkerAdapter(c.worker, c.adapter); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -199,9 +205,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	results := chaos.RunMatrix(ctx, chaos.MatrixOptions{
 		BinDir: c.bin, Out: c.out, Progress: stdout, Parallel: c.parallel, TmpDir: c.tmp, KeepLogs: c.keep,
-		Worker: c.worker,
+		Worker: c.worker, Adapter: c.adapter,
 	}, cells)
-	rep := chaos.Report{Cells: results, Started: start, Wall: time.Since(start), Target: chaos.Balancer(), Worker: c.worker}
+	rep := chaos.Report{Cells: results, Started: start, Wall: time.Since(start), Target: chaos.Balancer(), Worker: c.worker, Adapter: c.adapter}
 	if err := chaos.WriteReport(c.out, rep); err != nil {
 		fmt.Fprintln(stderr, "dexchaos: report:", err)
 		return 1

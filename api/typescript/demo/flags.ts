@@ -97,3 +97,8 @@ export function formatMs(ms: number): string {
   if (ms < 1000) return `${ms}ms`;
   return `${ms / 1000}s`;
 }
+
+/** Splits a comma-separated flag value, dropping blanks. */
+export function splitList(v: string): string[] {
+  return v.split(",").map((s) => s.trim()).filter((s) => s !== "");
+}

@@ -16,6 +16,10 @@ export interface LedgerEntry {
   kind?: string;
   task_id?: string;
   worker?: string;
+  /** The dispatch epoch the attempt was handed under (omitted when 0). */
+  epoch?: bigint | number;
+  /** The session's agent, on model and compaction calls (omitted for the default agent). */
+  agent?: string;
 }
 
 /** RFC 3339 with sub-second digits, UTC, trailing zeros trimmed (Go's RFC3339Nano). */
@@ -44,7 +48,7 @@ export class Ledger {
       session: e.session, call_id: e.call_id ?? "", tool: e.tool, attempt: e.attempt, idempotency_key: e.idempotency_key ?? "",
       pid: this.pid, time: rfc3339Nano(this.now()),
       ...(e.step ? { step: e.step } : {}), ...(e.kind ? { kind: e.kind } : {}), ...(e.task_id ? { task_id: e.task_id } : {}),
-      ...(e.worker ? { worker: e.worker } : {}),
+      ...(e.worker ? { worker: e.worker } : {}), ...(e.epoch ? { epoch: Number(e.epoch) } : {}), ...(e.agent ? { agent: e.agent } : {}),
     };
     const buf = Buffer.from(JSON.stringify(line) + "\n");
     try {

@@ -3,9 +3,10 @@
 // exit codes (0 after SIGTERM/SIGINT, 2 on bad flags or script, 1 when the
 // cluster refuses the registration or the ledger cannot be opened).
 import { hostname } from "node:os";
-import { dial, jsonLogger, tokenFrom, Worker, type TlsOptions } from "../src/index.js";
-import { flagUsage, HelpError, parseFlags, type FlagSpec } from "./flags.js";
+import { dial, jsonLogger, tokenFrom, Worker, type ModelHandler, type TlsOptions } from "../src/index.js";
+import { flagUsage, HelpError, parseFlags, splitList, type FlagSpec } from "./flags.js";
 import { Holder, parseMoments } from "./hold.js";
+import { adapterNames, demoAgent } from "./adapters.js";
 import { Ledger } from "./ledger.js";
 import { loadScript, ScriptedModel, type Script } from "./script.js";
 import { DemoTools } from "./tools.js";
@@ -37,6 +38,9 @@ export const flagSpecs: Record<string, FlagSpec> = {
   "shutdown-grace": { kind: "duration", def: 5_000, usage: "on SIGTERM/SIGINT, how long running tasks may finish" },
   "model-run-timeout": { kind: "duration", def: 0, usage: "how long one model call may run before the cluster cancels it (0: the cluster's --run-timeout)" },
   "tool-run-timeout": { kind: "string", def: "", usage: "TOOL=DURATION[,TOOL=DURATION]: how long one attempt of the tool may run before the cluster cancels it" },
+  agent: { kind: "string", def: "", usage: "NAME[,NAME]: the agents (NAME or NAME@VERSION) whose model this Worker runs; it gets only their sessions' model Steps (default: the default agent)" },
+  "tool-agents": { kind: "string", def: "", usage: "NAME[,NAME]: serve the demo tools only for these agents' sessions (default: for every agent)" },
+  adapter: { kind: "string", def: "", usage: "drive the scripted model through this framework adapter: ai-sdk, openai-agents or claude-agent-sdk" },
   "tls-cert": { kind: "string", def: "", usage: "client certificate (PEM) for a cluster with mutual TLS, with --tls-key and --tls-ca" },
   "tls-key": { kind: "string", def: "", usage: "the key of --tls-cert (PEM)" },
   "tls-ca": { kind: "string", def: "", usage: "the CA bundle (PEM) the nodes' certificates chain to" },
@@ -56,6 +60,9 @@ export interface Config {
   graceMs: number;
   modelRunTimeoutMs: number;
   toolRunTimeouts: Map<string, number>;
+  agents: string[];
+  toolAgents: string[];
+  adapter: string;
   tls: { cert: string; key: string; ca: string };
 }
 
@@ -96,9 +103,10 @@ export function parseConfig(args: string[], parseDur: (s: string) => number): Co
     addr: v.addr as string, ledger: v.ledger as string, script: v.script as string, hold: v.hold as string, holdAll: v["hold-all"] as boolean,
     id: v.id as string, token: v.token as string, concurrency: v.concurrency as number, pollWaitMs: v["poll-wait"] as number,
     pollIntervalMs: v["poll-interval"] as number, graceMs: v["shutdown-grace"] as number, modelRunTimeoutMs: v["model-run-timeout"] as number,
-    toolRunTimeouts: new Map(), tls,
+    toolRunTimeouts: new Map(), agents: splitList(v.agent as string), toolAgents: splitList(v["tool-agents"] as string), adapter: v.adapter as string, tls,
   };
   if (c.addr === "" || c.ledger === "") throw new Error("--addr and --ledger are required");
+  if (c.adapter !== "" && !adapterNames.includes(c.adapter)) throw new Error(`--adapter ${JSON.stringify(c.adapter)}: want one of ${adapterNames.join(", ")}`);
   if (c.concurrency <= 0) throw new Error("--concurrency must be positive");
   if (c.pollIntervalMs < 1) throw new Error("--poll-interval must be at least 1ms");
   if (c.modelRunTimeoutMs < 0 || c.modelRunTimeoutMs > maxRunTimeoutMs) {
@@ -143,18 +151,30 @@ async function run(c: Config): Promise<number> {
     return 2;
   }
   const tools = new DemoTools(ledger, id, c.pollIntervalMs, c.toolRunTimeouts);
-  const model = new ScriptedModel(script, ledger, id, tools.inline);
+  let model: ModelHandler = new ScriptedModel(script, ledger, id, tools.inline);
+  let served = tools.tools();
+  if (c.adapter !== "") {
+    try {
+      const a = await demoAgent(c.adapter, script, ledger, id, tools);
+      // Compaction stays the script's: the adapters' summary call is a plain model call.
+      model = { run: a.model.run, compact: (model as ScriptedModel).compact };
+      served = a.tools;
+    } catch (e) {
+      process.stderr.write(`dexworker: --adapter ${c.adapter}: ${(e as Error).message}\n`);
+      return 2;
+    }
+  }
   let w: Worker;
   try {
     w = new Worker(ch, {
-      id, tools: tools.tools(), model, modelRunTimeoutMs: c.modelRunTimeoutMs, concurrency: c.concurrency, pollWaitMs: c.pollWaitMs,
+      id, tools: served.map((t) => (c.toolAgents.length > 0 ? { ...t, agents: c.toolAgents } : t)), agents: c.agents, model, modelRunTimeoutMs: c.modelRunTimeoutMs, concurrency: c.concurrency, pollWaitMs: c.pollWaitMs,
       shutdownGraceMs: c.graceMs, logger: jsonLogger("info", { worker: id }), hold: holder.hold,
     });
   } catch (e) {
     process.stderr.write(`dexworker: ${(e as Error).message}\n`);
     return 2;
   }
-  log.info("dexworker starting", { worker: id, addr: c.addr, ledger: c.ledger, script: c.script, hold: c.hold, pid: process.pid, lang: "typescript" });
+  log.info("dexworker starting", { worker: id, addr: c.addr, ledger: c.ledger, script: c.script, hold: c.hold, pid: process.pid, lang: "typescript", adapter: c.adapter });
   try {
     await w.run(stop.signal);
   } catch (e) {

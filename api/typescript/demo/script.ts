@@ -258,7 +258,9 @@ export class ScriptedModel {
     private readonly inline: InlineRunner | undefined) {}
 
   private record(kind: string, input: ModelInput): void {
-    this.ledger.append({ session: input.sessionId, tool: kind, attempt: input.attempt, step: input.stepId, kind, worker: this.worker });
+    this.ledger.append({
+      session: input.sessionId, tool: kind, attempt: input.attempt, step: input.stepId, kind, worker: this.worker, epoch: input.epoch, agent: input.agent,
+    });
   }
 
   run = async (input: ModelInput): Promise<ModelOutputInit> => {

@@ -99,12 +99,15 @@ export class DemoTools {
   }
 
   /** Records the execution and applies the test arguments. */
-  private async begin(c: { sessionId: string; callId: string; attempt: number; idempotencyKey: string; stepId: string; taskId: string; arguments: string; signal: AbortSignal },
+  private async begin(c: {
+    sessionId: string; callId: string; attempt: number; idempotencyKey: string; stepId: string; taskId: string; arguments: string; signal: AbortSignal;
+    epoch?: bigint;
+  },
     tool: string, kind: string): Promise<ToolArgs> {
     const a = testArgs(c.arguments);
     this.ledger.append({
       session: c.sessionId, call_id: c.callId, tool, attempt: c.attempt, idempotency_key: c.idempotencyKey, step: c.stepId, kind,
-      task_id: c.taskId, worker: this.worker,
+      task_id: c.taskId, worker: this.worker, epoch: c.epoch,
     });
     await wait(a.sleep_ms, c.signal);
     if (c.attempt <= (a.fail_attempts ?? 0)) throw new Error(`${tool}: scripted failure of attempt ${c.attempt}`);

@@ -6,6 +6,7 @@ export {
   ToolCallNotRunErrorPrefix, ModelError, newHttpModelError, errorTypeForHttpStatus, isContextLengthMessage, classifyError, codeOf,
   messageOf,
 } from "./errors.js";
+export { checkAgentList } from "./agents.js";
 export { checkModelOutput, kindName } from "./kinds.js";
 export { jsonLogger, nopLogger } from "./log.js";
 export type { Logger } from "./log.js";

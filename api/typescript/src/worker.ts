@@ -7,6 +7,7 @@ import {
   AttemptResultSchema, ErrorType, ModelOutputSchema, ToolAccess, ToolSpecSchema, type AttemptResult, type HistoryEntry, type ModelOutput,
   type ToolSpec,
 } from "../gen/dex/v1/types_pb.js";
+import { checkAgentList } from "./agents.js";
 import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
 import { checkModelOutput, handlerOf, kindName, runsOnModel } from "./kinds.js";
 import { nopLogger, type Logger } from "./log.js";
@@ -46,6 +47,10 @@ export interface ToolCall {
   /** The long-running task to poll (poll handlers only). */
   taskId: string;
   access: ToolAccess;
+  /** The dispatch epoch the attempt was started under. */
+  epoch: bigint;
+  /** The session's agent ("": the default agent). */
+  agent: string;
   /** Aborted when the cluster cancels the attempt or the Worker's shutdown grace is over. */
   signal: AbortSignal;
 }
@@ -81,6 +86,8 @@ export interface Tool {
   maxAttempts?: number;
   /** How long one attempt may run before the cluster cancels it (0: the cluster's default). */
   runTimeoutMs?: number;
+  /** The agents (NAME or NAME@VERSION) whose sessions this Worker serves the tool for; none: every agent. */
+  agents?: string[];
   run: ToolHandler;
   /** Required for a long-running tool. */
   poll?: PollHandler;
@@ -96,6 +103,10 @@ export interface ModelInput {
   tools: ToolSpec[];
   /** CompactContext: summarise history. */
   compact: boolean;
+  /** The dispatch epoch the attempt was started under. */
+  epoch: bigint;
+  /** The session's agent, one of WorkerOptions.agents ("": the default agent): a handler that runs several agents picks the model by it. */
+  agent: string;
   signal: AbortSignal;
 }
 
@@ -123,6 +134,11 @@ export interface WorkerOptions {
   tools?: Tool[];
   /** Makes the Worker run RunModel and CompactContext Steps. */
   model?: ModelHandler;
+  /**
+   * The agents (NAME or NAME@VERSION, matched exactly) whose model the Worker
+   * runs: it gets only their sessions' model Steps. None: the default agent only.
+   */
+  agents?: string[];
   /** Bounds one RunModel or CompactContext attempt (0: the cluster's default). */
   modelRunTimeoutMs?: number;
   /** Tasks run at once (default 4). */
@@ -175,6 +191,7 @@ export function toolSpec(t: Tool): ToolSpec {
     name: t.name, access, description: t.description ?? "", needsApproval: !!t.needsApproval, longRunning: !!t.longRunning,
     inline: !!t.inline, maxAttempts: checkMs(t.maxAttempts, `tool ${t.name}: max attempts`),
     pollIntervalMs: checkMs(t.pollIntervalMs, `tool ${t.name}: poll interval`), runTimeoutMs: checkMs(t.runTimeoutMs, `tool ${t.name}: run timeout`),
+    agents: checkAgentList(`tool ${JSON.stringify(t.name)} agents`, t.agents),
   });
 }
 
@@ -212,6 +229,7 @@ export class Worker {
   private readonly tools = new Map<string, Tool>();
   private readonly specs: ToolSpec[] = [];
   private readonly model: ModelHandler | undefined;
+  private readonly agents: string[];
   private readonly log: Logger;
   private readonly o: Required<Pick<WorkerOptions, "concurrency" | "pollWaitMs" | "callTimeoutMs" | "shutdownGraceMs" | "modelRunTimeoutMs">>;
   private readonly holdHook: WorkerOptions["hold"];
@@ -231,6 +249,10 @@ export class Worker {
       throw new Error("the model handler has no run function");
     }
     this.model = opts.model;
+    this.agents = checkAgentList("worker agents", opts.agents);
+    if (this.agents.length > 0 && !this.model) {
+      throw new Error("agents are listed but the Worker runs no model: list a tool's agents in its agents");
+    }
     if (this.tools.size === 0 && !this.model) throw new Error("a Worker needs a tool or a model");
     const positive = (v: number | undefined, d: number, what: string) => {
       if (v === undefined || v === 0) return d;
@@ -290,7 +312,7 @@ export class Worker {
   }
 
   private async register(signal: AbortSignal): Promise<void> {
-    const req = { workerId: this.id, tools: this.specs, runsModel: !!this.model, modelRunTimeoutMs: this.o.modelRunTimeoutMs };
+    const req = { workerId: this.id, tools: this.specs, runsModel: !!this.model, modelRunTimeoutMs: this.o.modelRunTimeoutMs, agents: this.agents };
     const b = new Backoff(50, 250);
     for (;;) {
       try {
@@ -487,11 +509,12 @@ export class Worker {
       const mi = t.modelInput;
       const input = (): ModelInput => ({
         sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", attempt, history: mi?.history ?? [], tools: mi?.tools ?? [],
-        compact: mi?.compact ?? false, signal: hsignal,
+        compact: mi?.compact ?? false, epoch: t.epoch, agent: t.agent, signal: hsignal,
       });
       const call: ToolCall = {
         sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", callId: t.callId, tool: t.tool, arguments: t.arguments,
-        idempotencyKey: t.idempotencyKey, attempt, taskId: t.taskId, access: t.access, signal: hsignal,
+        idempotencyKey: t.idempotencyKey, attempt, taskId: t.taskId, access: t.access, epoch: t.epoch, agent: t.agent,
+        signal: hsignal,
       };
       switch (h) {
         case "model": {

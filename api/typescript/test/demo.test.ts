@@ -2,8 +2,11 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { classifyError, ErrorType, HistoryEntrySchema, HistoryKind, ModelError, newHttpModelError, type HistoryEntry } from "../src/index.js";
-import { parseDuration } from "../demo/flags.js";
-import { rfc3339Nano } from "../demo/ledger.js";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseDuration, splitList } from "../demo/flags.js";
+import { Ledger, rfc3339Nano } from "../demo/ledger.js";
 import { modelOutput, parseScript } from "../demo/script.js";
 import { calculate, goFloat } from "../demo/tools.js";
 
@@ -70,5 +73,28 @@ describe("error classification", () => {
     assert.equal(classifyError(new TypeError("fetch failed", { cause: Object.assign(new Error("x"), { code: "ECONNREFUSED" }) })), ErrorType.NETWORK);
     assert.equal(classifyError(new Error("?")), ErrorType.UNKNOWN);
     assert.equal(classifyError(undefined), ErrorType.UNSPECIFIED);
+  });
+});
+
+describe("the demo's ledger", () => {
+  it("writes epoch and agent as dexworker does, left out when zero or empty", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ledger-"));
+    try {
+      const l = new Ledger(join(dir, "l.jsonl"), 42, () => new Date("2026-11-30T07:05:26.120Z"));
+      l.append({ session: "s1", tool: "model", attempt: 1, step: "st", kind: "model", worker: "w", epoch: 3n, agent: "support@v2" });
+      l.append({ session: "s1", call_id: "c1", tool: "lookup", attempt: 2, step: "st2", kind: "tool", worker: "w", epoch: 0n, agent: "" });
+      l.close();
+      const lines = readFileSync(join(dir, "l.jsonl"), "utf8").trim().split("\n");
+      assert.equal(lines[0], '{"session":"s1","call_id":"","tool":"model","attempt":1,"idempotency_key":"","pid":42,' +
+        '"time":"2026-11-30T07:05:26.12Z","step":"st","kind":"model","worker":"w","epoch":3,"agent":"support@v2"}');
+      assert.equal(lines[1], '{"session":"s1","call_id":"c1","tool":"lookup","attempt":2,"idempotency_key":"","pid":42,' +
+        '"time":"2026-11-30T07:05:26.12Z","step":"st2","kind":"tool","worker":"w"}');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  it("reads --agent and --tool-agents lists as dexworker does", () => {
+    assert.deepEqual(splitList(" a@v1, ,b "), ["a@v1", "b"]);
+    assert.deepEqual(splitList(""), []);
   });
 });

@@ -20,7 +20,7 @@ export interface Call {
 export class FakeNode {
   addr = "";
   calls: Call[] = [];
-  registered: { tools: ToolSpec[]; runsModel: boolean; workerId: string; authorization: string | null }[] = [];
+  registered: { tools: ToolSpec[]; runsModel: boolean; workerId: string; agents: string[]; authorization: string | null }[] = [];
   tasks: Task[] = [];
   serving = true;
   /** Refusals to answer, in order, before the method's next call goes through. */
@@ -39,7 +39,7 @@ export class FakeNode {
     const worker: ServiceImpl<typeof WorkerService> = {
       registerWorker: (req, ctx) => {
         this.take("register");
-        this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId, authorization: ctx.requestHeader.get("authorization") });
+        this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId, agents: req.agents, authorization: ctx.requestHeader.get("authorization") });
         return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000 };
       },
       pollTask: async (req) => {
@@ -98,11 +98,12 @@ export class FakeNode {
 }
 
 /** A dispatched task of kind (a tool call by default). */
-export function task(init: Partial<{ kind: StepKind; tool: string; callId: string; arguments: string; idempotencyKey: string; stepId: string; attempt: number }> = {}): Task {
+export function task(init: Partial<{ kind: StepKind; tool: string; callId: string; arguments: string; idempotencyKey: string; stepId: string; attempt: number; agent: string; epoch: bigint }> = {}): Task {
   return create(TaskSchema, {
     ref: { stepId: init.stepId ?? "step-1", attempt: init.attempt ?? 1, token: "tok-1" }, sessionId: "s1",
     kind: init.kind ?? StepKind.CALL_TOOL, tool: init.tool ?? "", callId: init.callId ?? "call-1-1", arguments: init.arguments ?? "{}",
     idempotencyKey: init.idempotencyKey ?? "dex:s1:call-1-1", heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000,
+    agent: init.agent ?? "", epoch: init.epoch ?? 0n,
     modelInput: { history: [{ seq: 1n, kind: 1, text: "hi" }] },
   });
 }

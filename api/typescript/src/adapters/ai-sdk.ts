@@ -1,0 +1,130 @@
+// The Vercel AI SDK adapter: a Dex RunModel runs one generateText step (one
+// model call, stopWhen stepCountIs(1)) on the history Dex hands over. Tools
+// named in dexTools reach the model without their execute function, so the
+// AI SDK defers them: their calls become Dex tool calls, run as CallTool /
+// CallSingleAttemptTool Steps with their policies by the execute function
+// they came with. Tools with an execute function run inside that step: Dex
+// records them as inline results (they run again with their RunModel: at
+// least once).
+import { APICallError, generateText, stepCountIs, type LanguageModel, type ModelMessage, type Tool as AiTool, type ToolSet } from "ai";
+import { ModelError, newHttpModelError } from "../errors.js";
+import { ErrorType } from "../../gen/dex/v1/types_pb.js";
+import type { ModelInput, ModelOutputInit, Tool, ToolCall } from "../worker.js";
+import { contentOf, dexTool, turnMessages, type DexToolPolicy } from "./history.js";
+
+export type { DexToolPolicy } from "./history.js";
+
+export interface AiSdkAgentOptions {
+  /** The model, or one per RunModel (e.g. by input.agent). */
+  model: LanguageModel | ((input: ModelInput) => LanguageModel);
+  system?: string;
+  tools?: ToolSet;
+  /** The tools Dex runs as Steps, each with its policy; every other tool runs inline. */
+  dexTools?: Record<string, DexToolPolicy>;
+  /** Instructions of the CompactContext summary call. */
+  compactPrompt?: string;
+}
+
+/** What Worker takes: the model handler and the Dex tools. */
+export interface DexAgent {
+  model: { run(input: ModelInput): Promise<ModelOutputInit>; compact(input: ModelInput): Promise<string> };
+  tools: Tool[];
+}
+
+/** The context an AI SDK execute function gets as experimental_context under Dex. */
+export interface DexContext {
+  /** The Dex tool call (a deferred tool) or the RunModel input (an inline tool). */
+  dex: ToolCall | ModelInput;
+}
+
+function toModelMessages(input: ModelInput): ModelMessage[] {
+  return turnMessages(input.history).map((m): ModelMessage => {
+    if (m.role === "user") return { role: "user", content: m.text };
+    if (m.role === "tool") {
+      return { role: "tool", content: [{ type: "tool-result", toolCallId: m.callId, toolName: m.tool, output: m.isError ? { type: "error-text", value: m.content } : { type: "text", value: m.content } }] };
+    }
+    const content: Exclude<ModelMessage & { role: "assistant" }, never>["content"] = [];
+    if (m.text) (content as unknown[]).push({ type: "text", text: m.text });
+    for (const c of m.calls) (content as unknown[]).push({ type: "tool-call", toolCallId: c.callId, toolName: c.tool, input: c.input });
+    return { role: "assistant", content };
+  });
+}
+
+/** A provider's API error as a typed Dex model error; anything else as it is. */
+function typed(e: unknown): unknown {
+  if (APICallError.isInstance(e) && e.statusCode) return newHttpModelError(e.statusCode, e.message);
+  return e;
+}
+
+/** Makes a Dex model handler and tools of an AI SDK model and tool set. */
+export function aiSdkAgent(o: AiSdkAgentOptions): DexAgent {
+  if (!o || (typeof o.model !== "function" && (typeof o.model !== "object" || o.model === null) && typeof o.model !== "string")) {
+    throw new Error("aiSdkAgent: a model is required");
+  }
+  const all = o.tools ?? {};
+  const policies = o.dexTools ?? {};
+  const modelTools: ToolSet = {};
+  const tools: Tool[] = [];
+  for (const name of Object.keys(policies)) {
+    if (!(name in all)) throw new Error(`aiSdkAgent: dexTools names ${JSON.stringify(name)}, which is not in tools`);
+  }
+  for (const [name, t] of Object.entries(all)) {
+    const p = policies[name];
+    if (!p) {
+      if (typeof t.execute !== "function") {
+        throw new Error(`aiSdkAgent: tool ${JSON.stringify(name)} has no execute function and no Dex policy: give it one in dexTools`);
+      }
+      modelTools[name] = t;
+      continue;
+    }
+    const { execute, ...deferred } = t as AiTool & { execute?: AiTool["execute"] };
+    modelTools[name] = deferred as AiTool;
+    if (!execute && !p.run) throw new Error(`aiSdkAgent: tool ${JSON.stringify(name)} has neither an execute function nor a Dex run handler`);
+    tools.push(dexTool(name, p, async (call) => {
+      const input = call.arguments ? JSON.parse(call.arguments) : {};
+      const ctx: DexContext = { dex: call };
+      const out = await execute!(input, { toolCallId: call.callId, messages: [], abortSignal: call.signal, experimental_context: ctx });
+      return { content: contentOf(out) };
+    }, t.description));
+  }
+  const modelOf = (input: ModelInput) => (typeof o.model === "function" ? (o.model as (i: ModelInput) => LanguageModel)(input) : o.model);
+
+  const run = async (input: ModelInput): Promise<ModelOutputInit> => {
+    let r;
+    try {
+      r = await generateText({
+        model: modelOf(input), system: o.system, messages: toModelMessages(input), tools: modelTools, stopWhen: stepCountIs(1),
+        abortSignal: input.signal, maxRetries: 0, experimental_context: { dex: input } satisfies DexContext,
+      });
+    } catch (e) {
+      throw typed(e);
+    }
+    const out: ModelOutputInit = { text: r.text, toolCalls: [], inlineResults: [] };
+    for (const part of r.content) {
+      if (part.type === "tool-call" && !part.invalid && !(part.toolName in policies) && part.toolName in modelTools) continue; // ran inline
+      if (part.type === "tool-call") out.toolCalls!.push({ callId: part.toolCallId, tool: part.toolName, arguments: contentOf(part.input ?? {}) });
+      else if (part.type === "tool-result") {
+        out.inlineResults!.push({ callId: part.toolCallId, tool: part.toolName, arguments: contentOf(part.input ?? {}), content: contentOf(part.output) });
+      } else if (part.type === "tool-error") {
+        out.inlineResults!.push({
+          callId: part.toolCallId, tool: part.toolName, arguments: contentOf(part.input ?? {}), content: String((part.error as Error)?.message ?? part.error), isError: true,
+        });
+      }
+    }
+    return out;
+  };
+
+  const compact = async (input: ModelInput): Promise<string> => {
+    try {
+      const r = await generateText({
+        model: modelOf(input), system: o.compactPrompt ?? "Summarise the conversation so far for the assistant to go on from: facts, decisions, open tasks.",
+        messages: toModelMessages(input), abortSignal: input.signal, maxRetries: 0,
+      });
+      if (!r.text) throw new ModelError(ErrorType.UNKNOWN, "the summary is empty");
+      return r.text;
+    } catch (e) {
+      throw typed(e);
+    }
+  };
+  return { model: { run, compact }, tools };
+}

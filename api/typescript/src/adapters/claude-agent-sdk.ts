@@ -1,0 +1,123 @@
+// The Claude Agent SDK adapter: a Dex RunModel runs one query() of the
+// Claude Code loop on the history Dex hands over (rendered as a transcript
+// prompt: the CLI keeps its own session and takes only user input). Tools
+// named in dexTools are served by an in-process MCP server ("dex") whose
+// calls a PreToolUse hook defers (permissionDecision "defer"): they become
+// Dex tool calls, run as CallTool / CallSingleAttemptTool Steps with their
+// policies. Model calls, the CLI's own tools and the other MCP tools run
+// inside the query: Dex records them as inline results, at least once.
+import { createSdkMcpServer, query as sdkQuery, type HookCallback, type Options, type SdkMcpToolDefinition, type SDKMessage } from "@anthropic-ai/claude-agent-sdk";
+import { ErrorType } from "../../gen/dex/v1/types_pb.js";
+import { ModelError } from "../errors.js";
+import type { ModelInput, ModelOutputInit, Tool } from "../worker.js";
+import { contentOf, dexTool, turnMessages, type DexToolPolicy } from "./history.js";
+
+export type { DexToolPolicy } from "./history.js";
+
+/** The MCP server name of the adapter's tools: the model sees mcp__dex__NAME. */
+export const serverName = "dex";
+const prefix = `mcp__${serverName}__`;
+
+export type QueryFn = (params: { prompt: string; options: Options }, input: ModelInput) => AsyncIterable<SDKMessage>;
+
+export interface ClaudeAgentSdkOptions {
+  /** The SDK's options (model, systemPrompt, allowedTools, ...), or one set per RunModel (e.g. by input.agent). */
+  options?: Options | ((input: ModelInput) => Options);
+  /** Tools of the in-process MCP server (the SDK's tool()); those in dexTools are deferred to Dex. */
+  tools?: SdkMcpToolDefinition<any>[];
+  dexTools?: Record<string, DexToolPolicy>;
+  /** The SDK's query (default); a test passes a fake of the message stream. */
+  query?: QueryFn;
+}
+
+export interface DexAgent {
+  model: { run(input: ModelInput): Promise<ModelOutputInit> };
+  tools: Tool[];
+}
+
+/** The Dex history as one prompt. */
+export function transcript(input: ModelInput): string {
+  const lines: string[] = [];
+  for (const m of turnMessages(input.history)) {
+    if (m.role === "user") lines.push(`User: ${m.text}`);
+    else if (m.role === "tool") lines.push(`Result of ${m.tool} (${m.callId})${m.isError ? " [error]" : ""}: ${m.content}`);
+    else {
+      if (m.text) lines.push(`Assistant: ${m.text}`);
+      for (const c of m.calls) lines.push(`Assistant called ${c.tool} (${c.callId}) with ${c.arguments || "{}"}`);
+    }
+  }
+  return lines.join("\n");
+}
+
+const assistantErrors: Record<string, ErrorType> = {
+  rate_limit: ErrorType.RATE_LIMIT, overloaded: ErrorType.OVERLOADED, server_error: ErrorType.SERVER_ERROR, invalid_request: ErrorType.INVALID_REQUEST,
+};
+
+/** Makes a Dex model handler and tools of a Claude Agent SDK setup. */
+export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
+  const defs = new Map((o.tools ?? []).map((t) => [t.name, t]));
+  const policies = o.dexTools ?? {};
+  const tools: Tool[] = [];
+  for (const [name, p] of Object.entries(policies)) {
+    const d = defs.get(name);
+    if (!d) throw new Error(`claudeAgentSdkAdapter: dexTools names ${JSON.stringify(name)}, which is not in tools`);
+    tools.push(dexTool(name, p, async (call) => {
+      const r = await d.handler(call.arguments ? JSON.parse(call.arguments) : {}, { dex: call });
+      const text = (r.content ?? []).map((c: { type: string; text?: string }) => (c.type === "text" ? c.text : contentOf(c))).join("\n");
+      return { content: text, isError: !!r.isError };
+    }, d.description));
+  }
+  const server = defs.size > 0 ? createSdkMcpServer({ name: serverName, tools: [...defs.values()] }) : undefined;
+  const q: QueryFn = o.query ?? ((params) => sdkQuery(params));
+
+  const run = async (input: ModelInput): Promise<ModelOutputInit> => {
+    const base = typeof o.options === "function" ? o.options(input) : (o.options ?? {});
+    const deferred: { callId: string; tool: string; arguments: string }[] = [];
+    const defer: HookCallback = async (h, toolUseID) => {
+      const hi = h as { tool_name?: string; tool_input?: unknown; tool_use_id?: string };
+      const name = (hi.tool_name ?? "").startsWith(prefix) ? hi.tool_name!.slice(prefix.length) : "";
+      if (!(name in policies)) return {};
+      deferred.push({ callId: hi.tool_use_id ?? toolUseID ?? "", tool: name, arguments: contentOf(hi.tool_input ?? {}) });
+      return { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "defer", permissionDecisionReason: "runs as a Dex Step" } };
+    };
+    const abort = new AbortController();
+    const onAbort = () => abort.abort(input.signal.reason);
+    input.signal.addEventListener("abort", onAbort, { once: true });
+    const options: Options = {
+      ...base, abortController: abort,
+      mcpServers: { ...(base.mcpServers ?? {}), ...(server ? { [serverName]: server } : {}) },
+      hooks: { ...(base.hooks ?? {}), PreToolUse: [...(base.hooks?.PreToolUse ?? []), { matcher: `^${prefix}`, hooks: [defer] }] },
+    };
+    const texts: string[] = [];
+    const uses = new Map<string, { callId: string; tool: string; arguments: string }>();
+    const inline: NonNullable<ModelOutputInit["inlineResults"]> = [];
+    try {
+      for await (const m of q({ prompt: transcript(input), options }, input)) {
+        if (m.type === "assistant" && m.parent_tool_use_id === null) {
+          if (m.error) throw new ModelError(assistantErrors[m.error] ?? ErrorType.UNKNOWN, `the model call failed: ${m.error}`);
+          for (const b of m.message.content as { type: string; text?: string; id?: string; name?: string; input?: unknown }[]) {
+            if (b.type === "text" && b.text) texts.push(b.text);
+            if (b.type === "tool_use") uses.set(b.id!, { callId: b.id!, tool: b.name!.startsWith(prefix) ? b.name!.slice(prefix.length) : b.name!, arguments: contentOf(b.input ?? {}) });
+          }
+        } else if (m.type === "user" && m.parent_tool_use_id === null && Array.isArray(m.message.content)) {
+          for (const b of m.message.content as { type: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[]) {
+            const u = b.type === "tool_result" ? uses.get(b.tool_use_id!) : undefined;
+            if (!u || deferred.some((d) => d.callId === u.callId)) continue;
+            const content = Array.isArray(b.content) ? b.content.map((c: { text?: string }) => c.text ?? "").join("\n") : contentOf(b.content);
+            inline.push({ ...u, content, isError: !!b.is_error });
+          }
+        } else if (m.type === "result") {
+          if (m.subtype !== "success") throw new ModelError(ErrorType.UNKNOWN, `the Claude Code query ended: ${m.subtype}`);
+          const d = m.deferred_tool_use;
+          if (d && !deferred.some((x) => x.callId === d.id)) deferred.push({ callId: d.id, tool: d.name.replace(prefix, ""), arguments: contentOf(d.input) });
+          break;
+        }
+      }
+    } finally {
+      input.signal.removeEventListener("abort", onAbort);
+      abort.abort();
+    }
+    return { text: texts.join("\n"), toolCalls: deferred, inlineResults: inline };
+  };
+  return { model: { run }, tools };
+}
