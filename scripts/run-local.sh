@@ -66,6 +66,7 @@ Try:
   $BIN/dexctl --addr $ADDRS session show SESSION_ID
   $BIN/dexctl --addr $ADDRS session watch SESSION_ID
   curl -s http://127.0.0.1:7201/readyz
+  open http://127.0.0.1:7201/ui/ in a browser: the console (sessions, waits, the cluster)
 
 A takeover: kill the leader that status names (say n2), then start a session:
   kill -9 \$(cat $DATA/pids/n2.pid)
