@@ -104,7 +104,7 @@ func (c *Config) withDefaults() {
 		c.SnapshotThreshold = 8192
 	}
 	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 120 * time.Second
+		c.SnapshotInterval = DefaultSnapshotInterval
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
@@ -178,3 +178,10 @@ func ClusterHash(peers []Peer) string {
 	sum := sha256.Sum256([]byte(strings.Join(parts, ",")))
 	return hex.EncodeToString(sum[:8])
 }
+
+// DefaultSnapshotInterval is how often a node checks whether its log has
+// grown by SnapshotThreshold entries since its last snapshot. Raft draws the
+// wait between one and two intervals, so with the 120 s of hashicorp/raft a
+// node restarted more often than every 2–4 minutes never snapshots, and its
+// log, and with it its next start, grows without bound.
+const DefaultSnapshotInterval = 30 * time.Second

@@ -78,7 +78,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.election, "raft-election-timeout", cluster.DefaultElectionTimeout, "raft election timeout: how long a candidate waits for votes before it tries again")
 	fs.DurationVar(&o.leaderLease, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "raft leader lease timeout: a leader out of touch with a quorum this long steps down (at most the heartbeat timeout)")
 	fs.Uint64Var(&o.snapshotThreshold, "raft-snapshot-threshold", 8192, "log entries between snapshots")
-	fs.DurationVar(&o.snapshotInterval, "raft-snapshot-interval", 120*time.Second, "how often to check for a snapshot")
+	fs.DurationVar(&o.snapshotInterval, "raft-snapshot-interval", cluster.DefaultSnapshotInterval, "how often to check whether the log grew by --raft-snapshot-threshold entries (a snapshot then)")
 	fs.Uint64Var(&o.trailingLogs, "raft-trailing-logs", 10240, "log entries kept after a snapshot")
 	fs.IntVar(&o.maxPayload, "max-payload", server.DefaultMaxPayload, "largest request in bytes; a larger one is refused with ResourceExhausted")
 	fs.DurationVar(&o.workerHeartbeat, "heartbeat-interval", lease.DefaultHeartbeatInterval, "how often Workers heartbeat a task")
