@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
@@ -221,7 +222,15 @@ func (c *loadClient) watch(ctx context.Context, id string) {
 		}
 		last = max(last, ev.Seq)
 		return nil
-	})
+	}, client.OnEventsNotKept(func(g client.EventsNotKeptError) error {
+		// The retention dropped the events this watch was to deliver next:
+		// it goes on after them, as a user's watch does.
+		if g.After != last && op.WatchGap == "" {
+			op.WatchGap = fmt.Sprintf("watch of %s at seq %d was told events after %d were dropped", id, last, g.After)
+		}
+		last = max(last, g.ResumeAfter)
+		return nil
+	}))
 	op.WatchMax = last
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = nil // the watch ran its time
