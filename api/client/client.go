@@ -165,21 +165,7 @@ func GetWholeSession(ctx context.Context, get func(context.Context, *dexv1.GetSe
 
 // ListSessions lists every session, reading every page.
 func (c *Client) ListSessions(ctx context.Context) ([]*dexv1.SessionSummary, error) {
-	var out []*dexv1.SessionSummary
-	req := &dexv1.ListSessionsRequest{}
-	for {
-		resp, err := call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ListSessionsResponse, error) {
-			return c.svc.ListSessions(ctx, req, o...)
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, resp.Sessions...)
-		if resp.NextPageToken == "" {
-			return out, nil
-		}
-		req = &dexv1.ListSessionsRequest{PageToken: resp.NextPageToken}
-	}
+	return c.ListSessionsBy(ctx, 0)
 }
 
 // WatchSession calls fn with every event of the session after afterSeq, in
