@@ -248,6 +248,20 @@ func (queueIndexer) FromObject(obj any) (bool, []byte, error) {
 	return false, nil, nil
 }
 
+// PrefixFromArgs takes (model, tool): every agent's queue of a tool.
+func (queueIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("queue index prefix takes (model, tool), got %d arguments", len(args))
+	}
+	model, ok1 := args[0].(bool)
+	tool, ok2 := args[1].(string)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("queue index prefix arguments must be (bool, string), got (%T, %T)", args[0], args[1])
+	}
+	k := queueIndexKey(model, tool, "")
+	return k[:len(k)-1], nil
+}
+
 func (queueIndexer) FromArgs(args ...any) ([]byte, error) {
 	if len(args) != 3 {
 		return nil, fmt.Errorf("queue index takes (model, tool, agent), got %d arguments", len(args))

@@ -55,7 +55,7 @@ func (s *State) WorkersWatch() ([]*dexv1.WorkerInfo, <-chan struct{}) {
 
 // QueuedStepsOfTool returns the queued Steps of a tool (index read).
 func (s *State) QueuedStepsOfTool(tool string) []*dexv1.Step {
-	it, err := s.tx.Get(tableSteps, indexStatusTool, dexv1.StepStatus_STEP_STATUS_QUEUED, tool)
+	it, err := s.tx.Get(tableSteps, indexQueue+"_prefix", false, tool)
 	if err != nil {
 		return nil
 	}

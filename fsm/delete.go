@@ -124,19 +124,16 @@ func (a *applier) purgeSession(c *dexv1.PurgeSession) *Result {
 		}
 	}
 	log := a.eventLog(s.Id)
-	for log.Count > 0 && budget > 0 {
+	for log.FirstSeq != 0 && budget > 0 {
 		a.dropFirstEvent(log)
 		budget--
 	}
-	hasLog, err := a.tx.First(tableEventLogs, indexID, s.Id)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: read event log: %v", err))
-	}
+	hasLog := eventLogRow(a.tx, s.Id)
 	need := 1 // the header
 	if hasLog != nil {
 		need = 2
 	}
-	if log.Count > 0 || budget < need {
+	if log.FirstSeq != 0 || budget < need {
 		if hasLog != nil {
 			a.insert(tableEventLogs, log)
 		}
@@ -195,17 +192,30 @@ func (a *applier) sessionRow(id string) *dexv1.Session {
 }
 
 // DeletedSessions returns up to limit deleted sessions whose rows the
-// leader still owes a purge, in id order.
+// leader still owes a purge, the longest deleted first.
 func (s *State) DeletedSessions(limit int) []string {
-	it, err := s.tx.Get(tableSessions, indexStatus, dexv1.SessionStatus_SESSION_STATUS_DELETED)
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		out = append(out, raw.(*dexv1.Session).Id)
-	}
+	eachSessionIn(s.tx, dexv1.SessionStatus_SESSION_STATUS_DELETED, func(sess *dexv1.Session) bool {
+		out = append(out, sess.Id)
+		return len(out) < limit
+	})
 	return out
+}
+
+// eachSessionIn calls fn with the sessions in a status, least recently
+// updated first, until fn returns false: a seek on (status, updated_at_ms),
+// the only status index of sessions.
+func eachSessionIn(tx *memdb.Txn, status dexv1.SessionStatus, fn func(*dexv1.Session) bool) {
+	it, err := tx.LowerBound(tableSessions, indexStatusUpdated, status, int64(math.MinInt64))
+	if err != nil {
+		panic(fmt.Sprintf("fsm: seek sessions: %v", err))
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		s := raw.(*dexv1.Session)
+		if s.Status != status || !fn(s) {
+			return
+		}
+	}
 }
 
 // IdleBefore returns up to limit idle sessions with an empty inbox last

@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
@@ -11,12 +13,18 @@ import (
 
 // Events have a lifecycle: every session keeps at most the retention count
 // of its newest events (trimmed as it emits) and none older than the
-// retention age (pruned by the leader through PruneEvents). Each session's
-// EventLog row records what is kept and what was dropped.
+// retention age (pruned by the leader through PruneEvents). Events are keyed
+// (session, seq) and nothing else, so emitting one writes one row. Each
+// session's EventLog row says where what it keeps begins (the first kept
+// event's seq, ordinal and time) and what was dropped; it is written when a
+// session's first event is kept and when events are dropped, not per event.
 
 const (
 	tableEventLogs  = "event_logs"
-	indexSessionSeq = "session_seq"
+	indexSessionSeq = indexID // events: (session, seq)
+	// indexFirstAt: event logs by their first kept event's time, for the
+	// retention age (logs that keep nothing are not in it).
+	indexFirstAt = "first_at"
 
 	// maxTrimPerEmit bounds the rows one emit deletes; after the retention
 	// count is lowered a session shrinks by a few events per emit.
@@ -27,48 +35,141 @@ const (
 	MaxPruneSessions = 100
 )
 
-// withEventSchema adds the events' (session, seq) index and the EventLog
-// table to the schema.
+// withEventSchema adds the events and the EventLog table to the schema.
 func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
-	s.Tables[tableEvents].Indexes[indexSessionSeq] = &memdb.IndexSchema{
-		Name: indexSessionSeq, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-			&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.UintFieldIndex{Field: "Seq"},
-		}},
-	}
+	s.Tables[tableEvents] = &memdb.TableSchema{Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{
+		indexID: {Name: indexID, Unique: true, Indexer: eventKeyIndexer{}},
+	}}
 	s.Tables[tableEventLogs] = &memdb.TableSchema{Name: tableEventLogs, Indexes: map[string]*memdb.IndexSchema{
-		indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
+		indexID:      {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
+		indexFirstAt: {Name: indexFirstAt, AllowMissing: true, Indexer: dueIndexer{due: firstKeptAt}},
 	}}
 	return s
 }
 
-// eventLog returns a copy of a session's EventLog, a new one if it has none.
-func (a *applier) eventLog(sessionID string) *dexv1.EventLog {
-	raw, err := a.tx.First(tableEventLogs, indexID, sessionID)
+func firstKeptAt(obj any) (int64, bool) {
+	l, ok := obj.(*dexv1.EventLog)
+	if !ok || l.FirstSeq == 0 {
+		return 0, false
+	}
+	return l.FirstAtMs, true
+}
+
+// eventKeyIndexer keys an event by session id, a NUL, and its seq big endian:
+// one session's events are contiguous and in order, and the prefix of one
+// session (PrefixFromArgs) never covers another whose id it begins.
+type eventKeyIndexer struct{}
+
+func eventKey(sessionID string, seq uint64, withSeq bool) []byte {
+	k := make([]byte, 0, len(sessionID)+9)
+	k = append(append(k, sessionID...), 0)
+	if withSeq {
+		k = binary.BigEndian.AppendUint64(k, seq)
+	}
+	return k
+}
+
+func (eventKeyIndexer) FromObject(obj any) (bool, []byte, error) {
+	ev, ok := obj.(*dexv1.Event)
+	if !ok {
+		return false, nil, fmt.Errorf("event index: %T is not an Event", obj)
+	}
+	return true, eventKey(ev.SessionId, ev.Seq, true), nil
+}
+
+func (eventKeyIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("event index takes a session id and a seq, got %d arguments", len(args))
+	}
+	id, ok1 := args[0].(string)
+	seq, ok2 := args[1].(uint64)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("event index takes (string, uint64), got (%T, %T)", args[0], args[1])
+	}
+	return eventKey(id, seq, true), nil
+}
+
+func (eventKeyIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("event index prefix takes a session id, got %d arguments", len(args))
+	}
+	id, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("event index prefix takes a string, got %T", args[0])
+	}
+	return eventKey(id, 0, false), nil
+}
+
+// eventLogRow returns a session's EventLog row as stored (nil when none);
+// callers that change it clone it first.
+func eventLogRow(tx *memdb.Txn, sessionID string) *dexv1.EventLog {
+	raw, err := tx.First(tableEventLogs, indexID, sessionID)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: read event log: %v", err))
 	}
 	if raw == nil {
-		return &dexv1.EventLog{SessionId: sessionID}
+		return nil
 	}
-	return proto.Clone(raw.(*dexv1.EventLog)).(*dexv1.EventLog)
+	return raw.(*dexv1.EventLog)
+}
+
+// eventLog returns a copy of a session's EventLog, a new one if it has none.
+func (a *applier) eventLog(sessionID string) *dexv1.EventLog {
+	if l := eventLogRow(a.tx, sessionID); l != nil {
+		return proto.Clone(l).(*dexv1.EventLog)
+	}
+	return &dexv1.EventLog{SessionId: sessionID}
+}
+
+// lastEvent returns the session's newest kept event, or nil.
+func lastEvent(tx *memdb.Txn, sessionID string) *dexv1.Event {
+	it, err := tx.ReverseLowerBound(tableEvents, indexID, sessionID, uint64(math.MaxUint64))
+	if err != nil {
+		panic(fmt.Sprintf("fsm: seek events: %v", err))
+	}
+	raw := it.Next()
+	if raw == nil || raw.(*dexv1.Event).SessionId != sessionID {
+		return nil
+	}
+	return raw.(*dexv1.Event)
+}
+
+// keptCount is how many events log's session keeps, last being its newest.
+func keptCount(log *dexv1.EventLog, last *dexv1.Event) uint64 {
+	if log == nil || log.FirstSeq == 0 || last == nil {
+		return 0
+	}
+	return last.Ordinal - log.FirstOrdinal + 1
 }
 
 // emit appends a session event for watchers and trims the session's oldest
-// events down to the retention count.
+// events down to the retention count. It writes the event's row, and the
+// session's EventLog only when it starts or drops events.
 func (a *applier) emit(sessionID, typ, stepID, detail string) {
 	m := a.meta()
 	m.NextEventSeq++
-	a.insert(tableEvents, &dexv1.Event{
-		Seq: m.NextEventSeq, SessionId: sessionID, Type: typ, StepId: stepID, Detail: detail, AtMs: a.now,
-	})
-	log := a.eventLog(sessionID)
-	if log.Count == 0 {
-		log.FirstSeq = m.NextEventSeq
+	ev := &dexv1.Event{
+		Seq: m.NextEventSeq, SessionId: sessionID, Type: typ, StepId: stepID, Detail: detail, AtMs: a.now, Ordinal: 1,
 	}
-	log.Count++
-	log.LastSeq = m.NextEventSeq
+	log := eventLogRow(a.tx, sessionID)
+	if log != nil && log.FirstSeq != 0 {
+		if prev := lastEvent(a.tx, sessionID); prev != nil {
+			ev.Ordinal = prev.Ordinal + 1
+		}
+	}
+	a.insert(tableEvents, ev)
+	if log == nil || log.FirstSeq == 0 {
+		log = a.eventLog(sessionID)
+		log.FirstSeq, log.FirstOrdinal, log.FirstAtMs = ev.Seq, ev.Ordinal, ev.AtMs
+		a.insert(tableEventLogs, log)
+		return
+	}
 	limit := m.GetEventRetention().GetCount()
-	for n := 0; limit > 0 && log.Count > limit && n < maxTrimPerEmit; n++ {
+	if limit == 0 || keptCount(log, ev) <= limit {
+		return
+	}
+	log = a.eventLog(sessionID)
+	for n := 0; keptCount(log, ev) > limit && n < maxTrimPerEmit; n++ {
 		a.dropFirstEvent(log)
 	}
 	a.insert(tableEventLogs, log)
@@ -76,7 +177,7 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 
 // nextEvent returns the session's first event with a seq of at least from.
 func nextEvent(tx *memdb.Txn, sessionID string, from uint64) *dexv1.Event {
-	it, err := tx.LowerBound(tableEvents, indexSessionSeq, sessionID, from)
+	it, err := tx.LowerBound(tableEvents, indexID, sessionID, from)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: seek events: %v", err))
 	}
@@ -97,11 +198,10 @@ func (a *applier) dropFirstEvent(log *dexv1.EventLog) {
 	if err := a.tx.Delete(tableEvents, ev); err != nil {
 		panic(fmt.Sprintf("fsm: delete event: %v", err))
 	}
-	log.Count--
 	log.DroppedThrough = ev.Seq
-	log.FirstSeq = 0
+	log.FirstSeq, log.FirstOrdinal, log.FirstAtMs = 0, 0, 0
 	if next := nextEvent(a.tx, log.SessionId, ev.Seq+1); next != nil {
-		log.FirstSeq = next.Seq
+		log.FirstSeq, log.FirstOrdinal, log.FirstAtMs = next.Seq, next.Ordinal, next.AtMs
 	}
 }
 
@@ -120,10 +220,11 @@ func (a *applier) setEventRetention(c *dexv1.SetEventRetention) *Result {
 	return &Result{}
 }
 
-// pruneEvents drops, oldest first, the events older than the retention age
-// (the oldest by seq; it stops at the first one still young, so an event
-// stamped by a leader whose clock ran behind waits for the ones before it),
-// then trims the named sessions to the retention count, within max_events.
+// pruneEvents drops the events older than the retention age, sessions whose
+// first kept event is oldest first (within a session it stops at the first
+// event still young, so an event stamped by a leader whose clock ran behind
+// waits for the ones before it), then trims the named sessions to the
+// retention count, within max_events.
 func (a *applier) pruneEvents(c *dexv1.PruneEvents) *Result {
 	if c.MaxEvents == 0 || c.MaxEvents > MaxPruneEvents {
 		return rejected(reject(CodeInvalid, "max_events must be 1..%d, got %d", MaxPruneEvents, c.MaxEvents))
@@ -139,33 +240,35 @@ func (a *applier) pruneEvents(c *dexv1.PruneEvents) *Result {
 	if age := ret.GetAgeMs(); age > 0 {
 		cutoff := a.now - age
 		// Collected first: the tree is not changed while it is iterated.
-		var old []*dexv1.Event
-		it, err := a.tx.Get(tableEvents, indexID)
+		var old []string
+		it, err := a.tx.Get(tableEventLogs, indexFirstAt)
 		if err != nil {
 			panic(err)
 		}
 		for raw := it.Next(); raw != nil && len(old) < budget; raw = it.Next() {
-			ev := raw.(*dexv1.Event)
-			if ev.AtMs >= cutoff {
+			l := raw.(*dexv1.EventLog)
+			if l.FirstAtMs >= cutoff {
 				break
 			}
-			old = append(old, ev)
+			old = append(old, l.SessionId)
 		}
-		for _, ev := range old {
-			// The oldest event overall is the first kept of its session.
-			log := a.eventLog(ev.SessionId)
-			a.dropFirstEvent(log)
+		for _, id := range old {
+			log := a.eventLog(id)
+			for budget > 0 && log.FirstSeq != 0 && log.FirstAtMs < cutoff {
+				a.dropFirstEvent(log)
+				budget--
+			}
 			a.insert(tableEventLogs, log)
 		}
-		budget -= len(old)
 	}
 	if limit := ret.GetCount(); limit > 0 {
 		for _, id := range c.SessionIds {
 			log := a.eventLog(id)
-			if log.Count <= limit || budget == 0 {
+			last := lastEvent(a.tx, id)
+			if keptCount(log, last) <= limit || budget == 0 {
 				continue
 			}
-			for log.Count > limit && budget > 0 {
+			for keptCount(log, last) > limit && budget > 0 {
 				a.dropFirstEvent(log)
 				budget--
 			}
@@ -175,31 +278,48 @@ func (a *applier) pruneEvents(c *dexv1.PruneEvents) *Result {
 	return &Result{}
 }
 
-// rebuildEventLogs derives the EventLog of every session that has events
-// but no log (a snapshot written before events had a lifecycle).
-func rebuildEventLogs(tx *memdb.Txn) error {
-	it, err := tx.Get(tableEvents, indexSessionSeq)
+// upgradeEvents brings the events of a snapshot written before version 3 to
+// this layout: ordinals numbered per session in seq order, and every session
+// with events given an EventLog that starts at its first (a version 1
+// snapshot had none; a version 2 one counted every event in its row).
+func upgradeEvents(tx *memdb.Txn) error {
+	it, err := tx.Get(tableEvents, indexID)
 	if err != nil {
 		return err
 	}
 	var logs []*dexv1.EventLog
 	var cur *dexv1.EventLog
+	var ord uint64
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		ev := raw.(*dexv1.Event)
+		ev := raw.(*dexv1.Event) // fresh from the snapshot, shared with no reader
 		if cur == nil || cur.SessionId != ev.SessionId {
-			cur = nil
-			if have, err := tx.First(tableEventLogs, indexID, ev.SessionId); err != nil {
-				return err
-			} else if have != nil {
-				continue
+			cur = &dexv1.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq, FirstOrdinal: 1, FirstAtMs: ev.AtMs}
+			if have := eventLogRow(tx, ev.SessionId); have != nil {
+				cur.DroppedThrough = have.DroppedThrough
 			}
-			cur = &dexv1.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq}
 			logs = append(logs, cur)
+			ord = 0
 		}
-		cur.Count++
-		cur.LastSeq = ev.Seq
+		ord++
+		ev.Ordinal = ord // not part of any index key
 	}
 	for _, l := range logs {
+		if err := tx.Insert(tableEventLogs, l); err != nil {
+			return err
+		}
+	}
+	// Logs of sessions that keep no event keep only what was dropped.
+	var empty []*dexv1.EventLog
+	lit, err := tx.Get(tableEventLogs, indexID)
+	if err != nil {
+		return err
+	}
+	for raw := lit.Next(); raw != nil; raw = lit.Next() {
+		if l := raw.(*dexv1.EventLog); l.Count != 0 || l.LastSeq != 0 {
+			empty = append(empty, &dexv1.EventLog{SessionId: l.SessionId, DroppedThrough: l.DroppedThrough})
+		}
+	}
+	for _, l := range empty {
 		if err := tx.Insert(tableEventLogs, l); err != nil {
 			return err
 		}

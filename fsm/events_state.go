@@ -22,26 +22,32 @@ func (s *State) Events(sessionID string, after uint64) []*dexv1.Event {
 	return out
 }
 
-// EventLog returns what is kept of a session's events, or nil when it never
-// had one.
+// EventLog returns what is kept of a session's events (count, first and
+// last seq, what was dropped), or nil when it never had one.
 func (s *State) EventLog(sessionID string) *dexv1.EventLog {
-	raw, err := s.tx.First(tableEventLogs, indexID, sessionID)
-	if err != nil || raw == nil {
+	row := eventLogRow(s.tx, sessionID)
+	if row == nil {
 		return nil
 	}
-	return raw.(*dexv1.EventLog)
+	// A session that keeps none: its last seq is the last one dropped.
+	out := &dexv1.EventLog{SessionId: sessionID, DroppedThrough: row.DroppedThrough, LastSeq: row.DroppedThrough}
+	if last := lastEvent(s.tx, sessionID); row.FirstSeq != 0 && last != nil {
+		out.Count, out.FirstSeq, out.LastSeq = keptCount(row, last), row.FirstSeq, last.Seq
+		out.FirstOrdinal, out.FirstAtMs = row.FirstOrdinal, row.FirstAtMs
+	}
+	return out
 }
 
 // EventsWatch returns a channel closed when the session's events change (an
-// event emitted or dropped). Commands on other sessions do not close it.
-// It is the watch of the session's EventLog row; for a session without one
-// it is the nearest node of that table and may fire early.
+// event emitted or dropped). Commands on other sessions do not close it: it
+// watches the index node of the session's own events (for a session without
+// any, the nearest node above, which may fire early).
 func (s *State) EventsWatch(sessionID string) <-chan struct{} {
-	ch, _, err := s.tx.FirstWatch(tableEventLogs, indexID, sessionID)
+	it, err := s.tx.Get(tableEvents, indexID+"_prefix", sessionID)
 	if err != nil {
 		return nil
 	}
-	return ch
+	return it.WatchCh()
 }
 
 // EventRetention returns the retention in force (zero fields: no limit).
@@ -52,17 +58,19 @@ func (s *State) EventRetention() *dexv1.EventRetention {
 	return &dexv1.EventRetention{}
 }
 
-// OldestEvent returns the event with the lowest seq, or nil.
-func (s *State) OldestEvent() *dexv1.Event {
-	raw, err := s.tx.First(tableEvents, indexID)
+// OldestKeptEventAt returns the time of the oldest event any session still
+// keeps by its EventLog (ok false when none keeps one).
+func (s *State) OldestKeptEventAt() (int64, bool) {
+	raw, err := s.tx.First(tableEventLogs, indexFirstAt)
 	if err != nil || raw == nil {
-		return nil
+		return 0, false
 	}
-	return raw.(*dexv1.Event)
+	return raw.(*dexv1.EventLog).FirstAtMs, true
 }
 
 // EventLogsOver returns, in session order, up to limit sessions that keep
-// more than count events.
+// more than count events. It reads every EventLog: the collector calls it
+// once per retention count it enforces, not per tick.
 func (s *State) EventLogsOver(count uint64, limit int) []string {
 	it, err := s.tx.Get(tableEventLogs, indexID)
 	if err != nil {
@@ -70,7 +78,8 @@ func (s *State) EventLogsOver(count uint64, limit int) []string {
 	}
 	var out []string
 	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		if l := raw.(*dexv1.EventLog); l.Count > count {
+		l := raw.(*dexv1.EventLog)
+		if l.FirstSeq != 0 && keptCount(l, lastEvent(s.tx, l.SessionId)) > count {
 			out = append(out, l.SessionId)
 		}
 	}

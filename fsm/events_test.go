@@ -209,34 +209,48 @@ func TestEvents_RetentionAndLogsSurviveSnapshotRestore(t *testing.T) {
 	checkLog(t, d2.f.State(), "c")
 }
 
-func TestEvents_ASnapshotWithoutEventLogsRebuildsThem(t *testing.T) {
+// A snapshot of an older build: version 2 counted every event in its
+// EventLog record and had no ordinals; version 1 had no EventLog records.
+func TestEvents_AnOlderSnapshotsEventsAreUpgraded(t *testing.T) {
 	d := busyState(t)
 	snap := persist(t, d.f)
-	// Strip the EventLog records, as a snapshot of an older build has none.
-	r := bytes.NewReader(snap[len(snapshotMagic)+1:])
-	var old bytes.Buffer
-	old.Write(snap[:len(snapshotMagic)+1])
-	for {
-		rec := &dexv1.SnapshotRecord{}
-		if err := protodelim.UnmarshalFrom(r, rec); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
+	for _, keepLogs := range []bool{true, false} {
+		r := bytes.NewReader(snap[len(snapshotMagic)+1:])
+		var old bytes.Buffer
+		old.WriteString(snapshotMagic)
+		old.WriteByte(2)
+		for {
+			rec := &dexv1.SnapshotRecord{}
+			if err := protodelim.UnmarshalFrom(r, rec); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if l := rec.GetEventLog(); l != nil {
+				if !keepLogs {
+					continue
+				}
+				view := d.f.State().EventLog(l.SessionId)
+				l.Count, l.LastSeq, l.FirstOrdinal, l.FirstAtMs = view.Count, view.LastSeq, 0, 0
+			}
+			if ev := rec.GetEvent(); ev != nil {
+				ev.Ordinal = 0
+			}
+			if _, err := protodelim.MarshalTo(&old, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g := New(Options{})
+		if err := g.Restore(&old); err != nil {
 			t.Fatal(err)
 		}
-		if rec.GetEventLog() != nil {
-			continue
+		for _, s := range d.f.State().Sessions() {
+			if !proto.Equal(d.f.State().EventLog(s.Id), g.State().EventLog(s.Id)) {
+				t.Fatalf("logs kept %v: upgraded event log of %s: %v; want %v", keepLogs, s.Id, g.State().EventLog(s.Id), d.f.State().EventLog(s.Id))
+			}
 		}
-		if _, err := protodelim.MarshalTo(&old, rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g := New(Options{})
-	if err := g.Restore(&old); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range d.f.State().Sessions() {
-		if !proto.Equal(d.f.State().EventLog(s.Id), g.State().EventLog(s.Id)) {
-			t.Fatalf("rebuilt event log of %s: %v; want %v", s.Id, g.State().EventLog(s.Id), d.f.State().EventLog(s.Id))
+		if !bytes.Equal(snap, persist(t, g)) {
+			t.Fatalf("logs kept %v: the upgraded state does not persist as the current one", keepLogs)
 		}
 	}
 }

@@ -8,14 +8,8 @@ func (s *State) SessionsByStatus() map[dexv1.SessionStatus]int {
 	out := map[dexv1.SessionStatus]int{}
 	for v := range dexv1.SessionStatus_name {
 		st := dexv1.SessionStatus(v)
-		it, err := s.tx.Get(tableSessions, indexStatus, st)
-		if err != nil {
-			continue
-		}
 		n := 0
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			n++
-		}
+		eachSessionIn(s.tx, st, func(*dexv1.Session) bool { n++; return true })
 		out[st] = n
 	}
 	return out

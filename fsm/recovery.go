@@ -74,16 +74,13 @@ func (a *applier) restartSessions(c *dexv1.RestartSessions) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}
-	it, err := a.tx.Get(tableSessions, indexStatus, dexv1.SessionStatus_SESSION_STATUS_ERRORED)
-	if err != nil {
-		panic(err)
-	}
 	var ids []string
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		if s := raw.(*dexv1.Session); s.Turn != nil {
+	eachSessionIn(a.tx, dexv1.SessionStatus_SESSION_STATUS_ERRORED, func(s *dexv1.Session) bool {
+		if s.Turn != nil {
 			ids = append(ids, s.Id)
 		}
-	}
+		return true
+	})
 	for _, id := range ids { // collected first: the loop writes the table it reads
 		s, _ := a.session(id)
 		// A restart opens a new error episode: a retryable failure after it

@@ -15,10 +15,12 @@ import (
 
 // snapshotMagic opens every snapshot; the byte after it is the format version.
 // Version 2 keeps history, inbox and accepted message ids as records of their
-// own; version 1 carried them inside each session, and still restores.
+// own; version 1 carried them inside each session. Version 3 numbers each
+// session's events (ordinals) and keeps in the EventLog only where they
+// begin. Versions 1 and 2 still restore.
 const (
 	snapshotMagic     = "DEXSNAP"
-	snapshotVersion   = 2
+	snapshotVersion   = 3
 	snapshotVersionV1 = 1
 )
 
@@ -112,8 +114,8 @@ func (f *FSM) Restore(r io.Reader) error {
 		return ErrBadSnapshot
 	}
 	version := head[len(snapshotMagic)]
-	if version != snapshotVersion && version != snapshotVersionV1 {
-		return fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrBadSnapshot, version, snapshotVersionV1, snapshotVersion)
+	if version < snapshotVersionV1 || version > snapshotVersion {
+		return fmt.Errorf("%w: format version %d, this build reads %d to %d", ErrBadSnapshot, version, snapshotVersionV1, snapshotVersion)
 	}
 	next := newStore()
 	tx := next.db.Txn(true)
@@ -167,8 +169,10 @@ func (f *FSM) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
 	}
-	if err := rebuildEventLogs(tx); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	if version < 3 {
+		if err := upgradeEvents(tx); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		}
 	}
 	rebuildCatalog(tx)
 	tx.Commit()

@@ -118,8 +118,11 @@ func (e *Events) loop(ctx context.Context, epoch uint64, done chan struct{}) {
 	defer close(done)
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
+	// Sessions over the count are looked for until none is: after that every
+	// emit keeps its session within the count, so only the age is owed.
+	countDone := false
 	for {
-		err := e.pruneAll(ctx, epoch)
+		err := e.pruneAll(ctx, epoch, &countDone)
 		if errors.Is(err, errFenced) {
 			e.log.Warn("the event collector stops for this epoch", zap.Uint64("epoch", epoch), zap.Error(err))
 			<-ctx.Done()
@@ -138,14 +141,15 @@ func (e *Events) loop(ctx context.Context, epoch uint64, done chan struct{}) {
 
 // owed returns whether events are due for pruning and the sessions over the
 // count.
-func (e *Events) owed(st *fsm.State, now time.Time) (bool, []string) {
+func (e *Events) owed(st *fsm.State, now time.Time, countDone *bool) (bool, []string) {
 	var over []string
-	if e.cfg.Count > 0 {
+	if e.cfg.Count > 0 && !*countDone {
 		over = st.EventLogsOver(e.cfg.Count, fsm.MaxPruneSessions)
+		*countDone = len(over) == 0
 	}
 	old := false
 	if e.cfg.Age > 0 {
-		if ev := st.OldestEvent(); ev != nil && ev.AtMs < now.Add(-e.cfg.Age).UnixMilli() {
+		if at, ok := st.OldestKeptEventAt(); ok && at < now.Add(-e.cfg.Age).UnixMilli() {
 			old = true
 		}
 	}
@@ -156,13 +160,13 @@ func (e *Events) owed(st *fsm.State, now time.Time) (bool, []string) {
 var errFenced = errors.New("event prune refused")
 
 // pruneAll proposes PruneEvents until nothing is owed.
-func (e *Events) pruneAll(ctx context.Context, epoch uint64) error {
+func (e *Events) pruneAll(ctx context.Context, epoch uint64, countDone *bool) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		now := e.cfg.Now()
-		owed, over := e.owed(e.src.State(), now)
+		owed, over := e.owed(e.src.State(), now, countDone)
 		if !owed {
 			return nil
 		}

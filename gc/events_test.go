@@ -67,7 +67,7 @@ func TestEvents_PruneProposesBoundedCommandsUntilNothingIsOwed(t *testing.T) {
 	g := NewEvents(c, c, EventConfig{Count: 3, Age: time.Hour, Batch: 3, Now: clk.Now}, nil)
 	prunes := func() int {
 		before := c.Count("PruneEvents")
-		if err := g.pruneAll(context.Background(), epoch); err != nil {
+		if err := g.pruneAll(context.Background(), epoch, new(bool)); err != nil {
 			t.Fatal(err)
 		}
 		return c.Count("PruneEvents") - before
@@ -106,7 +106,7 @@ func TestEvents_PruneProposesBoundedCommandsUntilNothingIsOwed(t *testing.T) {
 	// A newer epoch fences the collector off.
 	c.BumpEpoch()
 	clk.now = clk.now.Add(2 * time.Hour)
-	if err := g.pruneAll(context.Background(), epoch); !errors.Is(err, errFenced) {
+	if err := g.pruneAll(context.Background(), epoch, new(bool)); !errors.Is(err, errFenced) {
 		t.Fatalf("a stale collector's prune: %v; want it fenced off", err)
 	}
 	if got := len(c.State().Events("young", 0)); got != 1 {

@@ -2685,13 +2685,16 @@ func (x *WorkerInfo) GetAgents() []string {
 }
 
 type Event struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Type          string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
-	StepId        string                 `protobuf:"bytes,4,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Detail        string                 `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
-	AtMs          int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Seq       uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Type      string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	StepId    string                 `protobuf:"bytes,4,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Detail    string                 `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
+	AtMs      int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	// The event's place among its session's events (1 for the first): what a
+	// session keeps is counted from its first kept event's ordinal to its last.
+	Ordinal       uint64 `protobuf:"varint,7,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2764,6 +2767,13 @@ func (x *Event) GetDetail() string {
 func (x *Event) GetAtMs() int64 {
 	if x != nil {
 		return x.AtMs
+	}
+	return 0
+}
+
+func (x *Event) GetOrdinal() uint64 {
+	if x != nil {
+		return x.Ordinal
 	}
 	return 0
 }
@@ -3192,14 +3202,20 @@ type EventLog struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Events of the session kept now, and the seq of the first (0 when none).
+	// In the state the row holds only the first kept event's fields (written
+	// when a session's first event is kept and when events are dropped, not at
+	// every event); count and last_seq are filled in where it is read.
 	Count    uint64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
 	FirstSeq uint64 `protobuf:"varint,3,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
 	LastSeq  uint64 `protobuf:"varint,4,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	// The highest seq of an event of the session no longer kept (0: none was
 	// dropped). A watch from before it has missed events.
 	DroppedThrough uint64 `protobuf:"varint,5,opt,name=dropped_through,json=droppedThrough,proto3" json:"dropped_through,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The first kept event's ordinal and time (0 when none is kept).
+	FirstOrdinal  uint64 `protobuf:"varint,6,opt,name=first_ordinal,json=firstOrdinal,proto3" json:"first_ordinal,omitempty"`
+	FirstAtMs     int64  `protobuf:"varint,7,opt,name=first_at_ms,json=firstAtMs,proto3" json:"first_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EventLog) Reset() {
@@ -3263,6 +3279,20 @@ func (x *EventLog) GetLastSeq() uint64 {
 func (x *EventLog) GetDroppedThrough() uint64 {
 	if x != nil {
 		return x.DroppedThrough
+	}
+	return 0
+}
+
+func (x *EventLog) GetFirstOrdinal() uint64 {
+	if x != nil {
+		return x.FirstOrdinal
+	}
+	return 0
+}
+
+func (x *EventLog) GetFirstAtMs() int64 {
+	if x != nil {
+		return x.FirstAtMs
 	}
 	return 0
 }
@@ -3817,7 +3847,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"runs_model\x18\x04 \x01(\bR\trunsModel\x12/\n" +
 	"\x14model_run_timeout_ms\x18\x05 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
-	"\x06agents\x18\x06 \x03(\tR\x06agents\"\x92\x01\n" +
+	"\x06agents\x18\x06 \x03(\tR\x06agents\"\xac\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3825,7 +3855,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x17\n" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
-	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\"\xa7\x02\n" +
+	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xa7\x02\n" +
 	"\vClusterMeta\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
@@ -3855,14 +3886,16 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x06record\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xa0\x01\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xe5\x01\n" +
 	"\bEventLog\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x04R\x05count\x12\x1b\n" +
 	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12\x19\n" +
 	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\x12'\n" +
-	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough\"U\n" +
+	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough\x12#\n" +
+	"\rfirst_ordinal\x18\x06 \x01(\x04R\ffirstOrdinal\x12\x1e\n" +
+	"\vfirst_at_ms\x18\a \x01(\x03R\tfirstAtMs\"U\n" +
 	"\n" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +

@@ -208,34 +208,40 @@ class ClusterMeta(_message.Message):
     def __init__(self, id: _Optional[str] = ..., epoch: _Optional[int] = ..., epoch_holder: _Optional[str] = ..., applied_index: _Optional[int] = ..., next_queue_seq: _Optional[int] = ..., next_event_seq: _Optional[int] = ..., event_retention: _Optional[_Union[EventRetention, _Mapping]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ["at_ms", "detail", "seq", "session_id", "step_id", "type"]
+    __slots__ = ["at_ms", "detail", "ordinal", "seq", "session_id", "step_id", "type"]
     AT_MS_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    ORDINAL_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     at_ms: int
     detail: str
+    ordinal: int
     seq: int
     session_id: str
     step_id: str
     type: str
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., type: _Optional[str] = ..., step_id: _Optional[str] = ..., detail: _Optional[str] = ..., at_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., type: _Optional[str] = ..., step_id: _Optional[str] = ..., detail: _Optional[str] = ..., at_ms: _Optional[int] = ..., ordinal: _Optional[int] = ...) -> None: ...
 
 class EventLog(_message.Message):
-    __slots__ = ["count", "dropped_through", "first_seq", "last_seq", "session_id"]
+    __slots__ = ["count", "dropped_through", "first_at_ms", "first_ordinal", "first_seq", "last_seq", "session_id"]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     DROPPED_THROUGH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ORDINAL_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     count: int
     dropped_through: int
+    first_at_ms: int
+    first_ordinal: int
     first_seq: int
     last_seq: int
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., count: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., dropped_through: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., count: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., dropped_through: _Optional[int] = ..., first_ordinal: _Optional[int] = ..., first_at_ms: _Optional[int] = ...) -> None: ...
 
 class EventRetention(_message.Message):
     __slots__ = ["age_ms", "count"]
