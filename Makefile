@@ -2,6 +2,8 @@ GO ?= go
 BIN := bin
 PROTO_DIR := api/proto
 PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
+# The Raft log's commands (Go only: no Worker library reads the log).
+FSM_PROTOS := $(wildcard $(PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
@@ -68,7 +70,7 @@ proto:
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I $(PROTO_DIR) \
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
-		$(PROTOS)
+		$(PROTOS) $(FSM_PROTOS)
 	$(MAKE) proto-python
 	cd api/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
 

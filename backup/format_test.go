@@ -11,10 +11,11 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // apply commits commands to f as consecutive log entries.
-func apply(t *testing.T, f *fsm.FSM, cmds ...*dexv1.Command) {
+func apply(t *testing.T, f *fsm.FSM, cmds ...*fsmpb.Command) {
 	t.Helper()
 	for _, c := range cmds {
 		data, err := fsm.Encode(c)
@@ -31,11 +32,11 @@ func apply(t *testing.T, f *fsm.FSM, cmds ...*dexv1.Command) {
 func sampleState(t *testing.T) *fsm.FSM {
 	f := fsm.New(fsm.Options{})
 	apply(t, f,
-		&dexv1.Command{Body: &dexv1.Command_SetClusterId{SetClusterId: &dexv1.SetClusterId{ClusterId: "aaaa"}}},
-		&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}},
-		&dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: &dexv1.NodeInfo{Id: "n1", RaftAddress: "old:1", GrpcAddress: "old:2"}}}},
-		&dexv1.Command{NowMs: 1000, Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s1", MessageId: "m1", Message: "hello"}}},
-		&dexv1.Command{NowMs: 1000, Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s2"}}},
+		&fsmpb.Command{Body: &fsmpb.Command_SetClusterId{SetClusterId: &fsmpb.SetClusterId{ClusterId: "aaaa"}}},
+		&fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{NodeId: "n1"}}},
+		&fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &dexv1.NodeInfo{Id: "n1", RaftAddress: "old:1", GrpcAddress: "old:2"}}}},
+		&fsmpb.Command{NowMs: 1000, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s1", MessageId: "m1", Message: "hello"}}},
+		&fsmpb.Command{NowMs: 1000, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s2"}}},
 	)
 	return f
 }

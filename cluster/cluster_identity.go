@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The cluster id. The first leader of a cluster makes it (16 random bytes,
@@ -196,7 +196,7 @@ func (n *Node) ensureClusterID(ctx context.Context) error {
 		id = newClusterID()
 	}
 	// Ignorable: a node from before cluster ids skips it instead of halting.
-	res, err := n.Propose(ctx, &dexv1.Command{Ignorable: true, Body: &dexv1.Command_SetClusterId{SetClusterId: &dexv1.SetClusterId{ClusterId: id}}})
+	res, err := n.Propose(ctx, &fsmpb.Command{Ignorable: true, Body: &fsmpb.Command_SetClusterId{SetClusterId: &fsmpb.SetClusterId{ClusterId: id}}})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/dexhq/dex/chaos"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // tnode is one in-process cluster member: a raft node and its gRPC server.
@@ -223,8 +224,8 @@ func createSessions(t *testing.T, leader *tnode, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := leader.node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_CreateSession{
-			CreateSession: &dexv1.CreateSession{SessionId: fmt.Sprintf("s%03d", i), MessageId: "m1", Message: "hello"},
+		res, err := leader.node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateSession{
+			CreateSession: &fsmpb.CreateSession{SessionId: fmt.Sprintf("s%03d", i), MessageId: "m1", Message: "hello"},
 		}})
 		cancel()
 		if err != nil {
@@ -260,7 +261,7 @@ func TestClusterReplicatesTakesOverAndRestarts(t *testing.T) {
 		if n == leader {
 			continue
 		}
-		_, err := n.node.Propose(context.Background(), &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "x"}}})
+		_, err := n.node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "x"}}})
 		var nl *cluster.NotLeaderError
 		if !errors.As(err, &nl) || nl.LeaderID != leader.id {
 			t.Fatalf("propose on follower %s: got %v, want a NotLeaderError naming %s", n.id, err, leader.id)
@@ -465,7 +466,7 @@ func TestUnknownCommandHaltsNode(t *testing.T) {
 	leader := c.readyLeader()
 	createSessions(t, leader, 0, 2)
 
-	apply := func(cmd *dexv1.Command) (uint64, *fsm.Result) {
+	apply := func(cmd *fsmpb.Command) (uint64, *fsm.Result) {
 		t.Helper()
 		data, err := fsm.Encode(cmd)
 		if err != nil {
@@ -480,7 +481,7 @@ func TestUnknownCommandHaltsNode(t *testing.T) {
 	}
 
 	// An unknown type marked ignorable is skipped everywhere.
-	_, res := apply(&dexv1.Command{Ignorable: true, NowMs: 1})
+	_, res := apply(&fsmpb.Command{Ignorable: true, NowMs: 1})
 	if res == nil || !res.Ignored || res.Err != nil {
 		t.Fatalf("ignorable entry: %+v", res)
 	}
@@ -493,7 +494,7 @@ func TestUnknownCommandHaltsNode(t *testing.T) {
 	createSessions(t, leader, 2, 3)
 
 	// An unknown type not marked ignorable stops every node at that index.
-	index, _ := apply(&dexv1.Command{NowMs: 1})
+	index, _ := apply(&fsmpb.Command{NowMs: 1})
 	want := fmt.Sprintf("log entry %d ", index)
 	waitFor(t, 10*time.Second, "every node to halt", func() bool {
 		for _, n := range c.running() {
@@ -514,7 +515,7 @@ func TestUnknownCommandHaltsNode(t *testing.T) {
 	// Nothing after the bad entry is applied.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if res, err := leader.node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "late"}}}); err == nil && res.Err == nil {
+	if res, err := leader.node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "late"}}}); err == nil && res.Err == nil {
 		t.Fatal("a halted node applied a later command")
 	}
 	for _, n := range c.running() {

@@ -16,6 +16,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // recorder is a leader service that counts what the leadership loop did to it.
@@ -105,8 +106,8 @@ func TestDrainThenHandover(t *testing.T) {
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "draining") {
 		t.Fatalf("CreateSession on a draining leader: %v; want Unavailable, draining", err)
 	}
-	if _, err := leader.node.Propose(context.Background(), &dexv1.Command{Body: &dexv1.Command_CreateSession{
-		CreateSession: &dexv1.CreateSession{SessionId: "s-drain", Message: "hi"}}}); err != nil {
+	if _, err := leader.node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateSession{
+		CreateSession: &fsmpb.CreateSession{SessionId: "s-drain", Message: "hi"}}}); err != nil {
 		t.Fatalf("propose on a draining leader: %v", err)
 	}
 
@@ -130,8 +131,8 @@ func TestDrainThenHandover(t *testing.T) {
 	waitFor(t, 2*time.Second, "the old leader's Worker health goes NOT_SERVING", func() bool {
 		return healthOf(t, leader.grpcAddr, "dex.v1.WorkerService") == healthpb.HealthCheckResponse_NOT_SERVING
 	})
-	_, err = leader.node.Propose(context.Background(), &dexv1.Command{Body: &dexv1.Command_CreateSession{
-		CreateSession: &dexv1.CreateSession{SessionId: "s-after", Message: "hi"}}})
+	_, err = leader.node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateSession{
+		CreateSession: &fsmpb.CreateSession{SessionId: "s-after", Message: "hi"}}})
 	if !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("propose on the handed-over node: %v; want ErrNotLeader", err)
 	}

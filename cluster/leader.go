@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // leaderLoop follows raft's leadership notifications: on gaining leadership
@@ -140,7 +140,7 @@ func (n *Node) establishOnce(ctx context.Context) (uint64, error) {
 	if err := n.raft.Barrier(10 * time.Second).Error(); err != nil {
 		return 0, fmt.Errorf("barrier: %w", err)
 	}
-	res, err := n.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: n.cfg.ID}}})
+	res, err := n.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{NodeId: n.cfg.ID}}})
 	if err != nil {
 		return 0, fmt.Errorf("bump epoch: %w", err)
 	}
@@ -149,7 +149,7 @@ func (n *Node) establishOnce(ctx context.Context) (uint64, error) {
 	}
 	epoch := res.Epoch
 	if !proto.Equal(n.nodeInfo(n.cfg.ID), n.Info()) {
-		res, err := n.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: n.Info()}}})
+		res, err := n.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: n.Info()}}})
 		if err != nil {
 			return 0, fmt.Errorf("record own addresses: %w", err)
 		}

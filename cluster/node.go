@@ -25,6 +25,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // LeaderService is a leader-only subsystem (the dispatch lease, timers…).
@@ -438,12 +439,12 @@ func (n *Node) NotLeader() *NotLeaderError { return n.notLeader() }
 // Propose commits a command through raft and returns the state machine's
 // result. A command without a time gets the leader's clock. Callers check
 // Result.Err for a rejection.
-func (n *Node) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	if n.raft.State() != raft.Leader {
 		return nil, n.notLeader()
 	}
 	if cmd.GetNowMs() == 0 {
-		cmd = proto.Clone(cmd).(*dexv1.Command)
+		cmd = proto.Clone(cmd).(*fsmpb.Command)
 		cmd.NowMs = time.Now().UnixMilli()
 	}
 	data, err := fsm.Encode(cmd)

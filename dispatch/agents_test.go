@@ -7,17 +7,18 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
 )
 
 func agentSession(c *leasetest.Cluster, id, agent string) {
-	c.Do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{
 		SessionId: id, Agent: agent, MessageId: id + "-m0", Message: "go",
 	}}})
 }
 
 func registerAgentWorker(c *leasetest.Cluster, id string, agents []string, tools ...*dexv1.ToolSpec) {
-	c.Do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: id, Tools: tools, RunsModel: len(agents) > 0, Agents: agents,
 	}}})
 }

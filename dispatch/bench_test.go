@@ -8,9 +8,9 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/dispatch"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -22,7 +22,7 @@ type firedProposer struct {
 	fired chan string
 }
 
-func (p *firedProposer) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+func (p *firedProposer) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	res, err := p.Cluster.Propose(ctx, cmd)
 	if err == nil && res.Err == nil && cmd.GetFireTimer() != nil {
 		p.fired <- cmd.GetFireTimer().StepId

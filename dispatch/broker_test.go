@@ -10,6 +10,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
 )
 
@@ -261,9 +262,9 @@ func TestBrokerIncrementalUpdate(t *testing.T) {
 		t.Fatalf("owed %v; want the timer and the resume", owed)
 	}
 	for _, o := range owed {
-		cmd := &dexv1.Command{Body: &dexv1.Command_FireTimer{FireTimer: &dexv1.FireTimer{StepId: o.id, Epoch: f.c.Epoch()}}}
+		cmd := &fsmpb.Command{Body: &fsmpb.Command_FireTimer{FireTimer: &fsmpb.FireTimer{StepId: o.id, Epoch: f.c.Epoch()}}}
 		if o.kind == dueResume {
-			cmd.Body = &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: o.id, Epoch: f.c.Epoch()}}
+			cmd.Body = &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: o.id, Epoch: f.c.Epoch()}}
 		}
 		f.c.Do(cmd)
 	}

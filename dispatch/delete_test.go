@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // A deleted session is reported touched: the broker reads it as gone and
@@ -13,14 +13,14 @@ import (
 func TestBrokerForgetsADeletedSession(t *testing.T) {
 	f := newBrokerFixture(t, nil)
 	s := errored(t, f.c, "e1")
-	f.c.Do(&dexv1.Command{Body: &dexv1.Command_DeleteSession{DeleteSession: &dexv1.DeleteSession{SessionId: "e1"}}})
+	f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_DeleteSession{DeleteSession: &fsmpb.DeleteSession{SessionId: "e1"}}})
 	f.clock.Advance(time.Duration(s.ResumeAtMs-f.clock.Now().UnixMilli()) * time.Millisecond)
 	f.promote()
 	if got := f.owed(); len(got) != 0 {
 		t.Fatalf("owed %v for a deleted session; want nothing", got)
 	}
 	for f.c.State().IsDeleted("e1") {
-		f.c.Do(&dexv1.Command{Body: &dexv1.Command_PurgeSession{PurgeSession: &dexv1.PurgeSession{SessionId: "e1", MaxRows: fsm.MaxPurgeRows, Epoch: f.c.Epoch()}}})
+		f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_PurgeSession{PurgeSession: &fsmpb.PurgeSession{SessionId: "e1", MaxRows: fsm.MaxPurgeRows, Epoch: f.c.Epoch()}}})
 	}
 	if n := len(f.b.ready) + len(f.b.delay); n != 0 {
 		t.Fatalf("%d rows left in the broker after the purge", n)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 )
 
@@ -339,7 +340,7 @@ func (d *Dispatcher) start(ctx context.Context, r *run, w *dexv1.WorkerInfo, s *
 	// flight, the attempt may still commit and must get its lease.
 	pctx, cancel := context.WithTimeout(r.ctx, proposeTimeout)
 	defer cancel()
-	res, err := d.p.Propose(pctx, &dexv1.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res, err := d.p.Propose(pctx, &fsmpb.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: s.Id, Attempt: n, WorkerId: w.Id, Epoch: r.epoch,
 		DefaultRunTimeoutMs: uint32(d.leases.DefaultRunTimeout().Milliseconds()),
 	}}})

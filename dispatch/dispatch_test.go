@@ -14,6 +14,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/dispatch"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -190,7 +191,7 @@ func TestToolTaskCarriesCallAndIdempotencyKey(t *testing.T) {
 
 func TestCompactionAndHistoryFromLatestSummary(t *testing.T) {
 	f := newFixture(t, options{})
-	f.c.Do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{
+	f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{
 		SessionId: "s1", CompactionThreshold: 5, MessageId: "m0", Message: "a long first message",
 	}}})
 	// Nothing came before the first message: nothing to compact.

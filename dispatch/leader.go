@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 )
 
@@ -48,7 +48,7 @@ func (l *Leader) Applied(a *fsm.Applied) {
 // On an error nothing stays started; the cluster retries.
 func (l *Leader) EstablishLeadership(ctx context.Context, epoch uint64) error {
 	l.leases.Establish(ctx, epoch)
-	res, err := l.p.Propose(ctx, &dexv1.Command{NowMs: l.d.cfg.Now().UnixMilli(), Body: &dexv1.Command_RestartSessions{RestartSessions: &dexv1.RestartSessions{Epoch: epoch}}})
+	res, err := l.p.Propose(ctx, &fsmpb.Command{NowMs: l.d.cfg.Now().UnixMilli(), Body: &fsmpb.Command_RestartSessions{RestartSessions: &fsmpb.RestartSessions{Epoch: epoch}}})
 	if err == nil && res.Err != nil {
 		err = res.Err
 	}

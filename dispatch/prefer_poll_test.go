@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // A lone Worker whose attempt expired unclaimed still gets the retry: its
@@ -17,7 +17,7 @@ func TestPollALoneWorkerGetsTheRetryOfItsUnclaimedExpiry(t *testing.T) {
 		t.Fatalf("first poll got %d tasks; want 1", len(first))
 	}
 	ref := first[0].Ref
-	f.c.Do(&dexv1.Command{NowMs: time.Now().UnixMilli(), Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{
+	f.c.Do(&fsmpb.Command{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
 		StepId: ref.StepId, Attempt: ref.Attempt, Epoch: f.epoch,
 	}}})
 	retry := f.poll("model", 1, 5*time.Second)

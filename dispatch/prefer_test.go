@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // expireUnclaimed starts the next attempt of a session's queued Step on
@@ -15,7 +16,7 @@ func (f *brokerFixture) expireUnclaimed(session, worker string) *dexv1.Step {
 	f.t.Helper()
 	st := f.c.Queued(session)[0]
 	at := f.c.Start(st.Id, worker)
-	f.c.Do(&dexv1.Command{NowMs: f.clock.Now().UnixMilli(), Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{
+	f.c.Do(&fsmpb.Command{NowMs: f.clock.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
 		StepId: st.Id, Attempt: at.N, Epoch: f.c.Epoch(),
 	}}})
 	f.clock.Advance(fsmRetryBackoff)
@@ -31,7 +32,7 @@ func (f *brokerFixture) claim(stepID string) {
 	f.t.Helper()
 	st := f.c.State().Step(stepID)
 	at := st.Attempts[len(st.Attempts)-1]
-	f.c.Do(&dexv1.Command{NowMs: f.clock.Now().UnixMilli(), Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{
+	f.c.Do(&fsmpb.Command{NowMs: f.clock.Now().UnixMilli(), Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
 		Ref: &dexv1.AttemptRef{StepId: st.Id, Attempt: at.N, Token: at.Token, Seq: 1},
 	}}})
 }
@@ -160,7 +161,7 @@ func TestBrokerAClaimedExpiryDoesNotCount(t *testing.T) {
 	st := f.c.Queued("s1")[0]
 	at := f.c.Start(st.Id, "model")
 	f.claim(st.Id)
-	f.c.Do(&dexv1.Command{NowMs: f.clock.Now().UnixMilli(), Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{
+	f.c.Do(&fsmpb.Command{NowMs: f.clock.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
 		StepId: st.Id, Attempt: at.N, Epoch: f.c.Epoch(),
 	}}})
 	f.clock.Advance(fsmRetryBackoff)
@@ -206,7 +207,7 @@ func TestBrokerHealthForgetsDeregisteredWorkers(t *testing.T) {
 	if h := f.health("gone"); h.UnclaimedExpiries != 1 {
 		t.Fatalf("health %v; want 1 unclaimed expiry", h)
 	}
-	f.c.Do(&dexv1.Command{Body: &dexv1.Command_DeregisterWorker{DeregisterWorker: &dexv1.DeregisterWorker{WorkerId: "gone", Epoch: f.c.Epoch()}}})
+	f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_DeregisterWorker{DeregisterWorker: &fsmpb.DeregisterWorker{WorkerId: "gone", Epoch: f.c.Epoch()}}})
 	if hs := f.b.WorkerHealth(); len(hs) != 0 {
 		t.Fatalf("health %v after the Worker was deregistered; want none", hs)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Timers is the timer wheel of the leader: it proposes FireTimer for every
@@ -153,11 +153,11 @@ func waitOwed(r *timerRun, retry time.Duration) bool {
 // propose proposes one owed command; ok is false when the state machine
 // refused it.
 func (t *Timers) propose(r *timerRun, o due, log *zap.Logger) (ok bool, err error) {
-	cmd := &dexv1.Command{NowMs: t.cfg.Now().UnixMilli()}
+	cmd := &fsmpb.Command{NowMs: t.cfg.Now().UnixMilli()}
 	if o.kind == "timer" {
-		cmd.Body = &dexv1.Command_FireTimer{FireTimer: &dexv1.FireTimer{StepId: o.id, Epoch: r.epoch}}
+		cmd.Body = &fsmpb.Command_FireTimer{FireTimer: &fsmpb.FireTimer{StepId: o.id, Epoch: r.epoch}}
 	} else {
-		cmd.Body = &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: o.id, Epoch: r.epoch}}
+		cmd.Body = &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: o.id, Epoch: r.epoch}}
 	}
 	log = log.With(zap.String("what", o.kind), zap.String("id", o.id), zap.Int64("due_at_ms", o.at))
 	res, err := t.p.Propose(r.ctx, cmd)

@@ -8,20 +8,21 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func adoptState(t *testing.T, clusterID string, epochs int, nodes []*dexv1.NodeInfo, sessions ...string) *FSM {
 	t.Helper()
 	f := New(Options{})
-	cmds := []*dexv1.Command{{Body: &dexv1.Command_SetClusterId{SetClusterId: &dexv1.SetClusterId{ClusterId: clusterID}}}}
+	cmds := []*fsmpb.Command{{Body: &fsmpb.Command_SetClusterId{SetClusterId: &fsmpb.SetClusterId{ClusterId: clusterID}}}}
 	for range epochs {
-		cmds = append(cmds, &dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}})
+		cmds = append(cmds, &fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{NodeId: "n1"}}})
 	}
 	for _, n := range nodes {
-		cmds = append(cmds, &dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: n}}})
+		cmds = append(cmds, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: n}}})
 	}
 	for _, s := range sessions {
-		cmds = append(cmds, &dexv1.Command{NowMs: 1000, Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: s, MessageId: s + "-m", Message: "hi"}}})
+		cmds = append(cmds, &fsmpb.Command{NowMs: 1000, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: s, MessageId: s + "-m", Message: "hi"}}})
 	}
 	for i, c := range cmds {
 		data, err := Encode(c)
@@ -97,7 +98,7 @@ func TestAdoptedStateFencesBothClustersEpochs(t *testing.T) {
 	st := adopted(t, backup, target)
 	step := st.Steps("s1")[0]
 	next := st.Meta().AppliedIndex + 100
-	propose := func(c *dexv1.Command) *Result {
+	propose := func(c *fsmpb.Command) *Result {
 		data, err := Encode(c)
 		if err != nil {
 			t.Fatal(err)
@@ -105,17 +106,17 @@ func TestAdoptedStateFencesBothClustersEpochs(t *testing.T) {
 		next++
 		return target.ApplyEntry(next, data)
 	}
-	res := propose(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}})
+	res := propose(&fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{NodeId: "n1"}}})
 	if res.Epoch != 7 {
 		t.Fatalf("epoch after the bump = %d, want 7 (above the target's 6 and the backup's 4)", res.Epoch)
 	}
 	for _, old := range []uint64{4, 6} {
-		res := propose(&dexv1.Command{NowMs: 2000, Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: step.Id, Attempt: 1, WorkerId: "w1", Epoch: old}}})
+		res := propose(&fsmpb.Command{NowMs: 2000, Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: step.Id, Attempt: 1, WorkerId: "w1", Epoch: old}}})
 		if res.Err == nil {
 			t.Fatalf("a StartAttempt of epoch %d went through after the restore", old)
 		}
 	}
-	res = propose(&dexv1.Command{NowMs: 2000, Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: step.Id, Attempt: 1, WorkerId: "w1", Epoch: 7}}})
+	res = propose(&fsmpb.Command{NowMs: 2000, Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: step.Id, Attempt: 1, WorkerId: "w1", Epoch: 7}}})
 	if res.Err != nil {
 		t.Fatalf("StartAttempt of the new epoch: %v", res.Err)
 	}

@@ -7,6 +7,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Agents. A session names the agent that runs it (NAME or NAME@VERSION, ""
@@ -64,7 +65,7 @@ func checkAgentList(what string, agents []string) *Rejection {
 }
 
 // checkRegistrationAgents validates the agents of a Worker registration.
-func checkRegistrationAgents(c *dexv1.RegisterWorker) *Rejection {
+func checkRegistrationAgents(c *fsmpb.RegisterWorker) *Rejection {
 	if len(c.Agents) > 0 && !c.RunsModel {
 		return reject(CodeInvalid, "worker %q lists agents but runs no model: list the agents of each tool in its agents", c.WorkerId)
 	}
@@ -81,7 +82,7 @@ func checkRegistrationAgents(c *dexv1.RegisterWorker) *Rejection {
 
 // sessionAgent is the agent of a new session: the one it names, else its
 // parent's (a sub-agent runs as its parent unless told otherwise).
-func sessionAgent(c *dexv1.CreateSession, parent *dexv1.Session) (string, *Rejection) {
+func sessionAgent(c *fsmpb.CreateSession, parent *dexv1.Session) (string, *Rejection) {
 	if r := CheckAgent(c.Agent); r != nil {
 		return "", r
 	}

@@ -5,18 +5,19 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func (d *driver) createAgentSession(id, parent, agent, msg string) *dexv1.Command {
-	c := &dexv1.CreateSession{SessionId: id, ParentId: parent, Agent: agent}
+func (d *driver) createAgentSession(id, parent, agent, msg string) *fsmpb.Command {
+	c := &fsmpb.CreateSession{SessionId: id, ParentId: parent, Agent: agent}
 	if msg != "" {
 		c.MessageId, c.Message = id+"-m0", msg
 	}
-	return &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: c}}
+	return &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: c}}
 }
 
-func registerAgents(id string, agents []string, tools ...*dexv1.ToolSpec) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+func registerAgents(id string, agents []string, tools ...*dexv1.ToolSpec) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: id, Tools: tools, RunsModel: true, Agents: agents,
 	}}}
 }
@@ -67,14 +68,14 @@ func TestAgents_BadNamesAreRefusedAndChangeNothing(t *testing.T) {
 	if d.f.State().Session("s") != nil {
 		t.Fatal("a refused session was created")
 	}
-	for name, cmd := range map[string]*dexv1.Command{
+	for name, cmd := range map[string]*fsmpb.Command{
 		"empty agent":         registerAgents("w9", []string{""}),
 		"bad agent":           registerAgents("w9", []string{"a/b"}),
 		"twice":               registerAgents("w9", []string{"bot@1", "bot@1"}),
 		"tool empty agent":    registerAgents("w9", nil, toolFor("t1", "")),
 		"tool bad agent":      registerAgents("w9", nil, toolFor("t1", "x y")),
 		"tool twice":          registerAgents("w9", nil, toolFor("t1", "b", "b")),
-		"agents but no model": {Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w9", Agents: []string{"bot"}}}},
+		"agents but no model": {Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w9", Agents: []string{"bot"}}}},
 	} {
 		r := d.refused(cmd, CodeInvalid)
 		if !strings.Contains(r.Reason, "agent") {

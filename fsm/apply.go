@@ -1,76 +1,76 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // apply runs one command; one function per command type, as in the files of
 // this package by concern.
-func (a *applier) apply(cmd *dexv1.Command) *Result {
+func (a *applier) apply(cmd *fsmpb.Command) *Result {
 	switch b := cmd.Body.(type) {
-	case *dexv1.Command_CreateSession:
+	case *fsmpb.Command_CreateSession:
 		return a.createSession(b.CreateSession)
-	case *dexv1.Command_SendMessage:
+	case *fsmpb.Command_SendMessage:
 		return a.sendMessage(b.SendMessage)
-	case *dexv1.Command_RegisterWorker:
+	case *fsmpb.Command_RegisterWorker:
 		return a.registerWorker(b.RegisterWorker)
-	case *dexv1.Command_BumpEpoch:
+	case *fsmpb.Command_BumpEpoch:
 		return a.bumpEpoch(b.BumpEpoch)
-	case *dexv1.Command_StartAttempt:
+	case *fsmpb.Command_StartAttempt:
 		return a.startAttempt(b.StartAttempt)
-	case *dexv1.Command_ClaimAttempt:
+	case *fsmpb.Command_ClaimAttempt:
 		return a.claimAttempt(b.ClaimAttempt)
-	case *dexv1.Command_ReportAttempt:
+	case *fsmpb.Command_ReportAttempt:
 		return a.reportAttempt(b.ReportAttempt)
-	case *dexv1.Command_CompleteAttempt:
+	case *fsmpb.Command_CompleteAttempt:
 		return a.reportAttempt(completeAsReport(b.CompleteAttempt))
-	case *dexv1.Command_FailAttempt:
+	case *fsmpb.Command_FailAttempt:
 		return a.reportAttempt(failAsReport(b.FailAttempt))
-	case *dexv1.Command_ExpireAttempt:
+	case *fsmpb.Command_ExpireAttempt:
 		return a.expireAttempt(b.ExpireAttempt)
-	case *dexv1.Command_ResolveApproval:
+	case *fsmpb.Command_ResolveApproval:
 		return a.resolveApproval(b.ResolveApproval)
-	case *dexv1.Command_AnswerQuestion:
+	case *fsmpb.Command_AnswerQuestion:
 		return a.answerQuestion(b.AnswerQuestion)
-	case *dexv1.Command_FireTimer:
+	case *fsmpb.Command_FireTimer:
 		return a.fireTimer(b.FireTimer)
-	case *dexv1.Command_ResumeSession:
+	case *fsmpb.Command_ResumeSession:
 		return a.resumeSession(b.ResumeSession)
-	case *dexv1.Command_RestartSessions:
+	case *fsmpb.Command_RestartSessions:
 		return a.restartSessions(b.RestartSessions)
-	case *dexv1.Command_ResumeErrored:
+	case *fsmpb.Command_ResumeErrored:
 		return a.resumeErrored(b.ResumeErrored)
-	case *dexv1.Command_ReconcileOutcome:
+	case *fsmpb.Command_ReconcileOutcome:
 		return a.reconcileOutcome(b.ReconcileOutcome)
-	case *dexv1.Command_EditHistory:
+	case *fsmpb.Command_EditHistory:
 		return a.editHistory(b.EditHistory)
-	case *dexv1.Command_SetNode:
+	case *fsmpb.Command_SetNode:
 		return a.setNode(b.SetNode)
-	case *dexv1.Command_RemoveNode:
+	case *fsmpb.Command_RemoveNode:
 		return a.removeNode(b.RemoveNode)
-	case *dexv1.Command_SetEventRetention:
+	case *fsmpb.Command_SetEventRetention:
 		return a.setEventRetention(b.SetEventRetention)
-	case *dexv1.Command_PruneEvents:
+	case *fsmpb.Command_PruneEvents:
 		return a.pruneEvents(b.PruneEvents)
-	case *dexv1.Command_DeregisterWorker:
+	case *fsmpb.Command_DeregisterWorker:
 		return a.deregisterWorker(b.DeregisterWorker)
-	case *dexv1.Command_FailUnservedStep:
+	case *fsmpb.Command_FailUnservedStep:
 		return a.failUnservedStep(b.FailUnservedStep)
-	case *dexv1.Command_DeleteSession:
+	case *fsmpb.Command_DeleteSession:
 		return a.deleteSession(b.DeleteSession)
-	case *dexv1.Command_PurgeSession:
+	case *fsmpb.Command_PurgeSession:
 		return a.purgeSession(b.PurgeSession)
-	case *dexv1.Command_ExpireSessions:
+	case *fsmpb.Command_ExpireSessions:
 		return a.expireSessions(b.ExpireSessions)
-	case *dexv1.Command_TimeoutAttempt:
+	case *fsmpb.Command_TimeoutAttempt:
 		return a.timeoutAttempt(b.TimeoutAttempt)
-	case *dexv1.Command_SetClusterId:
+	case *fsmpb.Command_SetClusterId:
 		return a.setClusterID(b.SetClusterId)
-	case *dexv1.Command_CreateToken:
+	case *fsmpb.Command_CreateToken:
 		return a.createToken(b.CreateToken)
-	case *dexv1.Command_RevokeToken:
+	case *fsmpb.Command_RevokeToken:
 		return a.revokeToken(b.RevokeToken)
-	case *dexv1.Command_CancelTurn:
+	case *fsmpb.Command_CancelTurn:
 		return a.cancelTurn(b.CancelTurn)
 	}
 	// Unreachable: ApplyEntry handles a nil body; every oneof case is above.
@@ -88,7 +88,7 @@ func (a *applier) checkEpoch(epoch uint64) *Rejection {
 	return nil
 }
 
-func (a *applier) bumpEpoch(c *dexv1.BumpEpoch) *Result {
+func (a *applier) bumpEpoch(c *fsmpb.BumpEpoch) *Result {
 	if c.NodeId == "" {
 		return rejected(reject(CodeInvalid, "node id is required"))
 	}

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Names of the logged Worker calls, kept with an attempt so a repeat of the
@@ -21,7 +22,7 @@ func AttemptToken(stepID string, n uint32, epoch uint64) string {
 	return fmt.Sprintf("%s#%d@%d", stepID, n, epoch)
 }
 
-func (a *applier) startAttempt(c *dexv1.StartAttempt) *Result {
+func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}
@@ -103,7 +104,7 @@ func (a *applier) workerCall(ref *dexv1.AttemptRef, call string) (st *dexv1.Step
 	return st, at, nil, nil
 }
 
-func (a *applier) claimAttempt(c *dexv1.ClaimAttempt) *Result {
+func (a *applier) claimAttempt(c *fsmpb.ClaimAttempt) *Result {
 	st, at, replay, r := a.workerCall(c.Ref, callClaim)
 	if r != nil {
 		return rejected(r)
@@ -132,7 +133,7 @@ func (a *applier) claimAttempt(c *dexv1.ClaimAttempt) *Result {
 // reportAttempt ends an attempt as its Worker reports: a success completes
 // the Step, a failure goes to the Step's retry policy. The logged call is named
 // by the kind of report, so a complete and a fail at one seq stay apart.
-func (a *applier) reportAttempt(c *dexv1.ReportAttempt) *Result {
+func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 	call := callComplete
 	if _, failed := c.GetResult().GetOutcome().(*dexv1.AttemptResult_Failure); failed {
 		call = callFail
@@ -235,7 +236,7 @@ func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*dexv1.
 	return st, at, nil
 }
 
-func (a *applier) expireAttempt(c *dexv1.ExpireAttempt) *Result {
+func (a *applier) expireAttempt(c *fsmpb.ExpireAttempt) *Result {
 	st, at, r := a.runningAttempt(c.Epoch, c.StepId, c.Attempt)
 	if r != nil {
 		return rejected(r)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // benchSessions is the size of the state every Apply benchmark runs in.
@@ -75,9 +75,9 @@ func (d *driver) benchTurn(b *testing.B, session, timed string) {
 	h := &handle{d: d, st: st.Id, n: 1, tok: AttemptToken(st.Id, 1, d.epoch)}
 	cmds := []struct {
 		name string
-		cmd  *dexv1.Command
+		cmd  *fsmpb.Command
 	}{
-		{"StartAttempt", &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: st.Id, Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}},
+		{"StartAttempt", &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: st.Id, Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}},
 		{"Claim", h.claimCmd()},
 		{"Complete", h.output(msg)},
 	}
@@ -171,7 +171,7 @@ func (d *driver) benchBatchTurn(b *testing.B, sessions []string) []benchPhase {
 	var sends []Entry
 	for _, id := range sessions {
 		msgCounter++
-		sends = append(sends, d.entry(b, &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+		sends = append(sends, d.entry(b, &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{
 			SessionId: id, MessageId: fmt.Sprintf("m%d", msgCounter), Text: msg,
 		}}}))
 	}
@@ -180,14 +180,14 @@ func (d *driver) benchBatchTurn(b *testing.B, sessions []string) []benchPhase {
 	for _, id := range sessions {
 		st := d.step(d.f.State().Session(id).Turn.StepId)
 		h := &handle{d: d, st: st.Id, n: 1, tok: AttemptToken(st.Id, 1, d.epoch)}
-		starts = append(starts, d.entry(b, &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: st.Id, Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}))
+		starts = append(starts, d.entry(b, &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: st.Id, Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}))
 		claims = append(claims, d.entry(b, h.claimCmd()))
 		completes = append(completes, d.entry(b, h.output(msg)))
 	}
 	return []benchPhase{{"StartAttempt", starts}, {"Claim", claims}, {"Complete", completes}}
 }
 
-func (d *driver) entry(b *testing.B, c *dexv1.Command) Entry {
+func (d *driver) entry(b *testing.B, c *fsmpb.Command) Entry {
 	c.NowMs = d.now
 	d.index++
 	return Entry{Index: d.index, Data: mustEncode(b, c)}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // maxCancelReason bounds the reason a CancelTurn carries into the history.
@@ -19,7 +20,7 @@ const defaultCanceller = "an operator"
 // session becomes idle with its inbox kept. The live Steps are the turn's
 // model or compaction Step and each open call's current Step, so the command
 // touches a bounded number of rows.
-func (a *applier) cancelTurn(c *dexv1.CancelTurn) *Result {
+func (a *applier) cancelTurn(c *fsmpb.CancelTurn) *Result {
 	if r := validID("session id", c.SessionId); r != nil {
 		return rejected(r)
 	}

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func cancelCmd(session, by, reason string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_CancelTurn{CancelTurn: &dexv1.CancelTurn{SessionId: session, By: by, Reason: reason}}}
+func cancelCmd(session, by, reason string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_CancelTurn{CancelTurn: &fsmpb.CancelTurn{SessionId: session, By: by, Reason: reason}}}
 }
 
 // cancelled checks what every cancel leaves: the session idle without a
@@ -122,7 +123,7 @@ func TestCancel_WaitsEnd(t *testing.T) {
 				t.Fatalf("result %v; want failed", tr)
 			}
 			// The wait ended: resolving it now is refused.
-			for _, late := range []*dexv1.Command{approve(st.Id, true), answerCmd(st.Id, "prod"), d.fire(st.Id)} {
+			for _, late := range []*fsmpb.Command{approve(st.Id, true), answerCmd(st.Id, "prod"), d.fire(st.Id)} {
 				d.refused(late, CodeFailedPrecondition)
 			}
 		})
@@ -142,7 +143,7 @@ func TestCancel_PollingTaskIsOutcomeUnknown(t *testing.T) {
 
 func TestCancel_QueuedCompactionIsDropped(t *testing.T) {
 	d := newDriver(t)
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
 	d.send("s", "a first message long enough")
 	d.startNext("s", kRunModel).answer("an answer long enough to compact")
 	d.send("s", "again")

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The tool catalog: one row per tool name holding its policy (a ToolSpec),
@@ -152,7 +153,7 @@ func PolicyText(t *dexv1.ToolSpec) string {
 	return b.String()
 }
 
-func (a *applier) deregisterWorker(c *dexv1.DeregisterWorker) *Result {
+func (a *applier) deregisterWorker(c *fsmpb.DeregisterWorker) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}

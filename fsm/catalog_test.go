@@ -8,18 +8,19 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func register(id string, tools ...*dexv1.ToolSpec) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: id, Tools: tools}}}
+func register(id string, tools ...*dexv1.ToolSpec) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: id, Tools: tools}}}
 }
 
-func (d *driver) deregister(id string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_DeregisterWorker{DeregisterWorker: &dexv1.DeregisterWorker{WorkerId: id, Epoch: d.epoch}}}
+func (d *driver) deregister(id string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_DeregisterWorker{DeregisterWorker: &fsmpb.DeregisterWorker{WorkerId: id, Epoch: d.epoch}}}
 }
 
-func (d *driver) failUnserved(step string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_FailUnservedStep{FailUnservedStep: &dexv1.FailUnservedStep{StepId: step, Epoch: d.epoch, WaitedMs: 300000}}}
+func (d *driver) failUnserved(step string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_FailUnservedStep{FailUnservedStep: &fsmpb.FailUnservedStep{StepId: step, Epoch: d.epoch, WaitedMs: 300000}}}
 }
 
 var (

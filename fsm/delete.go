@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Sessions have a lifecycle, collected as Nomad's core scheduler collects
@@ -43,7 +44,7 @@ func deleted(s *dexv1.Session) bool {
 	return s.Status == dexv1.SessionStatus_SESSION_STATUS_DELETED
 }
 
-func (a *applier) deleteSession(c *dexv1.DeleteSession) *Result {
+func (a *applier) deleteSession(c *fsmpb.DeleteSession) *Result {
 	s, r := a.session(c.SessionId)
 	if r != nil {
 		return rejected(r)
@@ -70,7 +71,7 @@ func (a *applier) tombstone(s *dexv1.Session) {
 // expireSessions deletes the named sessions that are still idle, with an
 // empty inbox, since before idle_before_ms; it skips the others, since the
 // leader read them from a state that may have moved on.
-func (a *applier) expireSessions(c *dexv1.ExpireSessions) *Result {
+func (a *applier) expireSessions(c *fsmpb.ExpireSessions) *Result {
 	if len(c.SessionIds) == 0 || len(c.SessionIds) > MaxExpireSessions {
 		return rejected(reject(CodeInvalid, "an expiry names 1..%d sessions, got %d", MaxExpireSessions, len(c.SessionIds)))
 	}
@@ -93,7 +94,7 @@ func (a *applier) expireSessions(c *dexv1.ExpireSessions) *Result {
 // purgeSession removes up to max_rows rows of a deleted session, table by
 // table: Steps, history, inbox, accepted message ids, events (oldest first,
 // through the event log so it stays true), then the event log and the header.
-func (a *applier) purgeSession(c *dexv1.PurgeSession) *Result {
+func (a *applier) purgeSession(c *fsmpb.PurgeSession) *Result {
 	if c.MaxRows == 0 || c.MaxRows > MaxPurgeRows {
 		return rejected(reject(CodeInvalid, "max_rows must be 1..%d, got %d", MaxPurgeRows, c.MaxRows))
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // FuzzDelete drives FuzzApply's random sequences with deletes, purges and
@@ -54,7 +55,7 @@ func FuzzDelete(f *testing.F) {
 					fz.apply(d.purgeCmd(del, uint32(salt%5)+1))
 				}
 			case k == 22 && id != "":
-				fz.apply(&dexv1.Command{Body: &dexv1.Command_ExpireSessions{ExpireSessions: &dexv1.ExpireSessions{
+				fz.apply(&fsmpb.Command{Body: &fsmpb.Command_ExpireSessions{ExpireSessions: &fsmpb.ExpireSessions{
 					Epoch: d.epoch, IdleBeforeMs: d.now + int64(salt%2), SessionIds: []string{id},
 				}}})
 			}

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func deleteCmd(id string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_DeleteSession{DeleteSession: &dexv1.DeleteSession{SessionId: id}}}
+func deleteCmd(id string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_DeleteSession{DeleteSession: &fsmpb.DeleteSession{SessionId: id}}}
 }
 
-func (d *driver) purgeCmd(id string, max uint32) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_PurgeSession{PurgeSession: &dexv1.PurgeSession{SessionId: id, MaxRows: max, Epoch: d.epoch}}}
+func (d *driver) purgeCmd(id string, max uint32) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_PurgeSession{PurgeSession: &fsmpb.PurgeSession{SessionId: id, MaxRows: max, Epoch: d.epoch}}}
 }
 
 // rowsOf counts a session's rows in every table that holds them.
@@ -112,10 +113,10 @@ func TestDeleteSession_IdleErroredAndPausedAreDeletedAndHidden(t *testing.T) {
 		}
 		// Every command on it now finds nothing, and nothing changes.
 		d.refused(deleteCmd(id), CodeNotFound)
-		d.refused(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: id, MessageId: "late", Text: "hello?"}}}, CodeNotFound)
+		d.refused(&fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: id, MessageId: "late", Text: "hello?"}}}, CodeNotFound)
 		d.refused(resume(id), CodeNotFound)
-		d.refused(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: id}}}, CodeAlreadyExists)
-		d.refused(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "kid-of-" + id, ParentId: id}}}, CodeNotFound)
+		d.refused(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: id}}}, CodeAlreadyExists)
+		d.refused(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "kid-of-" + id, ParentId: id}}}, CodeNotFound)
 	}
 	// The errored session is no longer owed a resume.
 	if got := d.f.State().ErroredToResume(); len(got) != 0 {
@@ -277,8 +278,8 @@ func TestExpireSessions_OnlyIdleSessionsIdleLongEnough(t *testing.T) {
 	if got := d.f.State().IdleBefore(cutoff, 1); fmt.Sprint(got) != "[old]" {
 		t.Fatalf("one idle before the cutoff: %v", got)
 	}
-	expire := func(epoch uint64, before int64, ids ...string) *dexv1.Command {
-		return &dexv1.Command{Body: &dexv1.Command_ExpireSessions{ExpireSessions: &dexv1.ExpireSessions{Epoch: epoch, IdleBeforeMs: before, SessionIds: ids}}}
+	expire := func(epoch uint64, before int64, ids ...string) *fsmpb.Command {
+		return &fsmpb.Command{Body: &fsmpb.Command_ExpireSessions{ExpireSessions: &fsmpb.ExpireSessions{Epoch: epoch, IdleBeforeMs: before, SessionIds: ids}}}
 	}
 	d.refused(expire(d.epoch, cutoff), CodeInvalid)
 	d.refused(expire(d.epoch, 0, "old"), CodeInvalid)

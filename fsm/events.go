@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Events have a lifecycle: every session keeps at most the retention count
@@ -205,7 +206,7 @@ func (a *applier) dropFirstEvent(log *dexv1.EventLog) {
 	}
 }
 
-func (a *applier) setEventRetention(c *dexv1.SetEventRetention) *Result {
+func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
 	if c.Retention == nil {
 		return rejected(reject(CodeInvalid, "retention is required"))
 	}
@@ -225,7 +226,7 @@ func (a *applier) setEventRetention(c *dexv1.SetEventRetention) *Result {
 // event still young, so an event stamped by a leader whose clock ran behind
 // waits for the ones before it), then trims the named sessions to the
 // retention count, within max_events.
-func (a *applier) pruneEvents(c *dexv1.PruneEvents) *Result {
+func (a *applier) pruneEvents(c *fsmpb.PruneEvents) *Result {
 	if c.MaxEvents == 0 || c.MaxEvents > MaxPruneEvents {
 		return rejected(reject(CodeInvalid, "max_events must be 1..%d, got %d", MaxPruneEvents, c.MaxEvents))
 	}

@@ -11,17 +11,18 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func (d *driver) setRetention(count uint64, age time.Duration) {
 	d.t.Helper()
-	d.do(&dexv1.Command{Body: &dexv1.Command_SetEventRetention{SetEventRetention: &dexv1.SetEventRetention{
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{
 		Epoch: d.epoch, Retention: &dexv1.EventRetention{Count: count, AgeMs: age.Milliseconds()},
 	}}})
 }
 
-func (d *driver) prune(maxEvents uint32, sessions ...string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_PruneEvents{PruneEvents: &dexv1.PruneEvents{
+func (d *driver) prune(maxEvents uint32, sessions ...string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_PruneEvents{PruneEvents: &fsmpb.PruneEvents{
 		Epoch: d.epoch, MaxEvents: maxEvents, SessionIds: sessions,
 	}}}
 }
@@ -158,8 +159,8 @@ func TestEvents_BadOrStaleRetentionCommandsAreRefused(t *testing.T) {
 	d.createSession("a", "", "hi")
 	stale := d.epoch
 	d.newEpoch()
-	setRet := func(epoch uint64, r *dexv1.EventRetention) *dexv1.Command {
-		return &dexv1.Command{Body: &dexv1.Command_SetEventRetention{SetEventRetention: &dexv1.SetEventRetention{Epoch: epoch, Retention: r}}}
+	setRet := func(epoch uint64, r *dexv1.EventRetention) *fsmpb.Command {
+		return &fsmpb.Command{Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{Epoch: epoch, Retention: r}}}
 	}
 	d.refused(setRet(stale, &dexv1.EventRetention{Count: 1}), CodeFailedPrecondition)
 	d.refused(setRet(d.epoch, nil), CodeInvalid)
@@ -198,9 +199,9 @@ func TestEvents_RetentionAndLogsSurviveSnapshotRestore(t *testing.T) {
 	d2 := &driver{t: t, f: g, index: d.index, now: d.now, epoch: d.epoch}
 	d.advance(2 * time.Hour)
 	d2.now = d.now
-	after := &dexv1.Command{NowMs: d.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "c", MessageId: "after", Text: "after"}}}
+	after := &fsmpb.Command{NowMs: d.now, Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "c", MessageId: "after", Text: "after"}}}
 	for _, dd := range []*driver{d, d2} {
-		dd.do(proto.Clone(after).(*dexv1.Command))
+		dd.do(proto.Clone(after).(*fsmpb.Command))
 		dd.do(dd.prune(7, "z"))
 	}
 	if !bytes.Equal(persist(t, d.f), persist(t, d2.f)) {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Options configure a state machine.
@@ -78,7 +79,7 @@ func (f *FSM) Halted() error {
 }
 
 // Encode turns a command into the bytes of a log entry.
-func Encode(cmd *dexv1.Command) ([]byte, error) {
+func Encode(cmd *fsmpb.Command) ([]byte, error) {
 	return proto.MarshalOptions{Deterministic: true}.Marshal(cmd)
 }
 
@@ -113,7 +114,7 @@ func (f *FSM) ApplyBatch(entries []Entry) []*Result {
 func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 	results := make([]*Result, len(entries))
 	touches := make([]*touched, len(entries))
-	cmds := make([]*dexv1.Command, len(entries))
+	cmds := make([]*fsmpb.Command, len(entries))
 	tx := f.db().Txn(true)
 	defer func() { tx.Abort() }()
 	var m *dexv1.ClusterMeta // shared by the batch's commands, written once
@@ -130,7 +131,7 @@ func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 			results[i] = &Result{Index: e.Index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", f.halted)}
 			continue
 		}
-		cmd := &dexv1.Command{}
+		cmd := &fsmpb.Command{}
 		if err := proto.Unmarshal(e.Data, cmd); err != nil {
 			results[i] = f.halt(e.Index, fmt.Sprintf("entry does not decode as a command: %v", err))
 			continue

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // FuzzApply drives random command sequences, as leaders and Workers could
@@ -61,13 +62,13 @@ type fuzzer struct {
 	sessions int
 	msgs     int
 	outcomes map[string]dexv1.Outcome
-	stale    []*dexv1.Command
+	stale    []*fsmpb.Command
 }
 
 var fuzzTools = []string{"lookup", "save_note", "send_email", "deploy", "build", "ask_user", "sleep", "resume_agent", "nope"}
 
 // apply runs a command; a rejected one must leave the state as it was.
-func (z *fuzzer) apply(cmd *dexv1.Command) *Result {
+func (z *fuzzer) apply(cmd *fsmpb.Command) *Result {
 	before := z.d.stateBytes()
 	res := z.d.try(cmd)
 	if res.Err != nil {
@@ -103,7 +104,7 @@ func (z *fuzzer) step(op, salt byte) {
 		if salt%2 == 1 && z.sessions > 1 {
 			parent = fmt.Sprintf("s%d", z.sessions-1)
 		}
-		z.apply(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{
+		z.apply(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{
 			SessionId: fmt.Sprintf("s%d", z.sessions), ParentId: parent, CompactionThreshold: uint64(salt%3) * 40,
 		}}})
 	case 1, 2: // a message to some session
@@ -111,7 +112,7 @@ func (z *fuzzer) step(op, salt byte) {
 			return
 		}
 		z.msgs++
-		z.apply(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+		z.apply(&fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{
 			SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), MessageId: fmt.Sprintf("m%d", z.msgs), Text: "do the thing",
 		}}})
 	case 3: // hand a queued Step to a Worker
@@ -119,7 +120,7 @@ func (z *fuzzer) step(op, salt byte) {
 			if d.now < q.ReadyAtMs {
 				d.now = q.ReadyAtMs
 			}
-			z.apply(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+			z.apply(&fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 				StepId: q.Id, Attempt: uint32(len(q.Attempts)) + 1, WorkerId: "w1", Epoch: d.epoch,
 				DefaultRunTimeoutMs: uint32(salt%3) * 60_000,
 			}}})
@@ -130,7 +131,7 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 5: // claim
 		if r := z.pick(running, salt); r != nil {
-			z.apply(&dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: z.ref(r)}}})
+			z.apply(&fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: z.ref(r)}}})
 		}
 	case 6: // fail with some error type
 		if r := z.pick(running, salt); r != nil {
@@ -140,16 +141,16 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 7: // the Worker died, or its attempt ran past its run deadline
 		if r := z.pick(running, salt); r != nil {
-			cmd := &dexv1.Command{Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{StepId: r.Id, Attempt: uint32(len(r.Attempts)), Epoch: d.epoch}}}
+			cmd := &fsmpb.Command{Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{StepId: r.Id, Attempt: uint32(len(r.Attempts)), Epoch: d.epoch}}}
 			if salt%3 == 0 {
-				cmd = &dexv1.Command{Body: &dexv1.Command_TimeoutAttempt{TimeoutAttempt: &dexv1.TimeoutAttempt{StepId: r.Id, Attempt: uint32(len(r.Attempts)), Epoch: d.epoch}}}
+				cmd = &fsmpb.Command{Body: &fsmpb.Command_TimeoutAttempt{TimeoutAttempt: &fsmpb.TimeoutAttempt{StepId: r.Id, Attempt: uint32(len(r.Attempts)), Epoch: d.epoch}}}
 			}
 			z.stale = append(z.stale, cmd)
 			z.apply(cmd)
 		}
 	case 8, 9: // approve, deny, answer, fire
 		if w := z.pick(waiting, salt); w != nil {
-			var cmd *dexv1.Command
+			var cmd *fsmpb.Command
 			switch w.Kind {
 			case kApproval:
 				cmd = approve(w.Id, salt%2 == 0)
@@ -177,12 +178,12 @@ func (z *fuzzer) step(op, salt byte) {
 	case 15: // reconcile whatever step
 		all := append(append([]*dexv1.Step{}, queued...), running...)
 		if s := z.pick(all, salt); s != nil {
-			z.apply(&dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{StepId: s.Id, Outcome: oSucceeded}}})
+			z.apply(&fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{StepId: s.Id, Outcome: oSucceeded}}})
 		}
 		for _, s := range d.f.State().Sessions() {
 			for _, x := range d.f.State().Steps(s.Id) {
 				if x.Outcome == oUnknown && salt%2 == 0 {
-					z.apply(&dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{StepId: x.Id, Outcome: oFailed}}})
+					z.apply(&fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{StepId: x.Id, Outcome: oFailed}}})
 					z.outcomes[x.Id] = oFailed
 					return
 				}
@@ -194,26 +195,26 @@ func (z *fuzzer) step(op, salt byte) {
 				if salt%2 == 0 {
 					d.now = max(d.now, s.ResumeAtMs)
 				}
-				z.apply(&dexv1.Command{Body: &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: s.Id, Epoch: d.epoch}}})
+				z.apply(&fsmpb.Command{Body: &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: s.Id, Epoch: d.epoch}}})
 			}
 		}
 	case 17: // a command from a deposed leader
-		z.apply(&dexv1.Command{Body: &dexv1.Command_RestartSessions{RestartSessions: &dexv1.RestartSessions{Epoch: d.epoch - 1}}})
+		z.apply(&fsmpb.Command{Body: &fsmpb.Command_RestartSessions{RestartSessions: &fsmpb.RestartSessions{Epoch: d.epoch - 1}}})
 	case 18: // an operator's history edit, or now and then a cancel
 		if z.sessions > 0 && salt%4 == 3 {
-			z.apply(&dexv1.Command{Body: &dexv1.Command_CancelTurn{CancelTurn: &dexv1.CancelTurn{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1)}}})
+			z.apply(&fsmpb.Command{Body: &fsmpb.Command_CancelTurn{CancelTurn: &fsmpb.CancelTurn{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1)}}})
 		} else if z.sessions > 0 {
-			z.apply(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), Note: "edited"}}})
+			z.apply(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), Note: "edited"}}})
 		}
 	}
 }
 
 // report ends an attempt with a ReportAttempt, or now and then with the
 // CompleteAttempt or FailAttempt an older log holds.
-func (z *fuzzer) report(r *dexv1.Step, res *dexv1.AttemptResult, salt byte) *dexv1.Command {
+func (z *fuzzer) report(r *dexv1.Step, res *dexv1.AttemptResult, salt byte) *fsmpb.Command {
 	ref := z.ref(r)
 	if salt%4 != 1 {
-		return &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}}
+		return &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}}
 	}
 	return legacyCommand(ref, res)
 }

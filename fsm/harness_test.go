@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // driver feeds commands to a state machine the way a leader would: each with
@@ -63,7 +64,7 @@ var demoTools = []*dexv1.ToolSpec{
 func newDriver(t testing.TB) *driver {
 	d := &driver{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()}
 	d.f = New(Options{OnHalt: func(err error) { d.halts = append(d.halts, err) }})
-	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", Tools: demoTools, RunsModel: true}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w1", Tools: demoTools, RunsModel: true}}})
 	d.newEpoch()
 	return d
 }
@@ -71,7 +72,7 @@ func newDriver(t testing.TB) *driver {
 func (d *driver) advance(dt time.Duration) { d.now += dt.Milliseconds() }
 
 // try applies a command and returns its result, rejected or not.
-func (d *driver) try(cmd *dexv1.Command) *Result {
+func (d *driver) try(cmd *fsmpb.Command) *Result {
 	d.t.Helper()
 	if cmd.NowMs == 0 {
 		cmd.NowMs = d.now
@@ -93,7 +94,7 @@ func (d *driver) try(cmd *dexv1.Command) *Result {
 }
 
 // do applies a command that must be accepted.
-func (d *driver) do(cmd *dexv1.Command) *Result {
+func (d *driver) do(cmd *fsmpb.Command) *Result {
 	d.t.Helper()
 	res := d.try(cmd)
 	if res.Err != nil {
@@ -103,7 +104,7 @@ func (d *driver) do(cmd *dexv1.Command) *Result {
 }
 
 // refused applies a command that must be rejected and change nothing.
-func (d *driver) refused(cmd *dexv1.Command, code Code) *Rejection {
+func (d *driver) refused(cmd *fsmpb.Command, code Code) *Rejection {
 	d.t.Helper()
 	before := d.stateBytes()
 	res := d.try(cmd)
@@ -144,7 +145,7 @@ func (d *driver) stateBytes() []byte {
 }
 
 func (d *driver) newEpoch() uint64 {
-	res := d.do(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}})
+	res := d.do(&fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{NodeId: "n1"}}})
 	d.epoch = res.Epoch
 	return d.epoch
 }
@@ -164,16 +165,16 @@ func (d *driver) restart() {
 	d.f = g
 	d.advance(5 * time.Second)
 	d.newEpoch()
-	d.do(&dexv1.Command{Body: &dexv1.Command_RestartSessions{RestartSessions: &dexv1.RestartSessions{Epoch: d.epoch}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_RestartSessions{RestartSessions: &fsmpb.RestartSessions{Epoch: d.epoch}}})
 }
 
 func (d *driver) createSession(id, parent, msg string) {
 	d.t.Helper()
-	c := &dexv1.CreateSession{SessionId: id, ParentId: parent}
+	c := &fsmpb.CreateSession{SessionId: id, ParentId: parent}
 	if msg != "" {
 		c.MessageId, c.Message = id+"-m0", msg
 	}
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: c}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: c}})
 }
 
 var msgCounter int
@@ -181,7 +182,7 @@ var msgCounter int
 func (d *driver) send(session, text string) *Result {
 	d.t.Helper()
 	msgCounter++
-	return d.do(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+	return d.do(&fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{
 		SessionId: session, MessageId: fmt.Sprintf("m%d", msgCounter), Text: text,
 	}}})
 }
@@ -259,7 +260,7 @@ func (d *driver) start(st *dexv1.Step) *handle {
 		d.now = st.ReadyAtMs
 	}
 	n := uint32(len(st.Attempts)) + 1
-	res := d.do(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res := d.do(&fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: st.Id, Attempt: n, WorkerId: d.server(st), Epoch: d.epoch,
 	}}})
 	return &handle{d: d, st: st.Id, n: n, tok: res.Attempt.Token}
@@ -285,13 +286,13 @@ func (h *handle) ref() *dexv1.AttemptRef {
 	return &dexv1.AttemptRef{StepId: h.st, Attempt: h.n, Token: h.tok, Seq: h.seq}
 }
 
-func (h *handle) claimCmd() *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: h.ref()}}}
+func (h *handle) claimCmd() *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: h.ref()}}}
 }
 
 func (h *handle) claim() *handle { h.d.t.Helper(); h.d.do(h.claimCmd()); return h }
 
-func (h *handle) output(text string, calls ...*dexv1.ToolCall) *dexv1.Command {
+func (h *handle) output(text string, calls ...*dexv1.ToolCall) *fsmpb.Command {
 	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}}})
 }
 
@@ -300,7 +301,7 @@ func (h *handle) answer(text string, calls ...*dexv1.ToolCall) {
 	h.d.do(h.output(text, calls...))
 }
 
-func (h *handle) toolResult(content string, isError bool, taskID string) *dexv1.Command {
+func (h *handle) toolResult(content string, isError bool, taskID string) *fsmpb.Command {
 	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: content, IsError: isError, TaskId: taskID}}})
 }
 
@@ -316,22 +317,22 @@ func (h *handle) summary(text string) {
 	h.d.do(h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: text}}))
 }
 
-func (h *handle) failCmd(t dexv1.ErrorType, msg string) *dexv1.Command {
+func (h *handle) failCmd(t dexv1.ErrorType, msg string) *fsmpb.Command {
 	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{ErrorType: t, Error: msg}}})
 }
 
 // report is the Worker's ReportAttempt of how the attempt ended, at the next seq.
-func (h *handle) report(res *dexv1.AttemptResult) *dexv1.Command {
+func (h *handle) report(res *dexv1.AttemptResult) *fsmpb.Command {
 	if h.d.legacy {
 		return legacyCommand(h.ref(), res)
 	}
-	return &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: h.ref(), Result: res}}}
+	return &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: h.ref(), Result: res}}}
 }
 
 func (h *handle) fail(t dexv1.ErrorType, msg string) { h.d.t.Helper(); h.d.do(h.failCmd(t, msg)) }
 
-func (h *handle) expireCmd() *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{StepId: h.st, Attempt: h.n, Epoch: h.d.epoch}}}
+func (h *handle) expireCmd() *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{StepId: h.st, Attempt: h.n, Epoch: h.d.epoch}}}
 }
 
 // expire is the leader failing the attempt of a Worker that died.
@@ -341,20 +342,20 @@ func call(id, tool, args string) *dexv1.ToolCall {
 	return &dexv1.ToolCall{CallId: id, Tool: tool, Arguments: args}
 }
 
-func approve(step string, ok bool) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_ResolveApproval{ResolveApproval: &dexv1.ResolveApproval{StepId: step, Approved: ok}}}
+func approve(step string, ok bool) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_ResolveApproval{ResolveApproval: &fsmpb.ResolveApproval{StepId: step, Approved: ok}}}
 }
 
-func answerCmd(step, text string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_AnswerQuestion{AnswerQuestion: &dexv1.AnswerQuestion{StepId: step, Answer: text}}}
+func answerCmd(step, text string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_AnswerQuestion{AnswerQuestion: &fsmpb.AnswerQuestion{StepId: step, Answer: text}}}
 }
 
-func (d *driver) fire(step string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_FireTimer{FireTimer: &dexv1.FireTimer{StepId: step, Epoch: d.epoch}}}
+func (d *driver) fire(step string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_FireTimer{FireTimer: &fsmpb.FireTimer{StepId: step, Epoch: d.epoch}}}
 }
 
-func resume(session string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_ResumeSession{ResumeSession: &dexv1.ResumeSession{SessionId: session}}}
+func resume(session string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_ResumeSession{ResumeSession: &fsmpb.ResumeSession{SessionId: session}}}
 }
 
 // toolResults returns the session's tool-result history entries by call id.

@@ -1,7 +1,7 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // maxClusterIDLength bounds the cluster id (Dex makes 32 hex digits).
@@ -10,7 +10,7 @@ const maxClusterIDLength = 64
 // setClusterID records the cluster's id once. A second SetClusterId with the
 // same id is a no-op (a leader may retry it); another id is refused, so two
 // leaders that both found none cannot change it under the members.
-func (a *applier) setClusterID(c *dexv1.SetClusterId) *Result {
+func (a *applier) setClusterID(c *fsmpb.SetClusterId) *Result {
 	id := c.GetClusterId()
 	if id == "" {
 		return rejected(reject(CodeInvalid, "cluster id is required"))

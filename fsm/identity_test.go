@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func setClusterID(id string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_SetClusterId{SetClusterId: &dexv1.SetClusterId{ClusterId: id}}}
+func setClusterID(id string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_SetClusterId{SetClusterId: &fsmpb.SetClusterId{ClusterId: id}}}
 }
 
 func TestClusterIDIsSetOnceAndSurvivesRestart(t *testing.T) {

@@ -3,7 +3,7 @@ package fsm
 import (
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func TestIDsTheClusterMakesAreValid(t *testing.T) {
@@ -23,10 +23,10 @@ func TestBadSessionIDsAndMessageIDsAreRefused(t *testing.T) {
 	d := newDriver(t)
 	d.createSession("s", "", "")
 	for _, id := range []string{"a/../../b", "..", ".", "a/b", "esc\x1b[2J", "nul\x00", "tab\t", "rtl\u202etxt", "space d", "ünï"} {
-		d.refused(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: id}}}, CodeInvalid)
+		d.refused(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: id}}}, CodeInvalid)
 	}
 	for _, key := range []string{"esc\x1b", "nul\x00", "line\nbreak", "rtl\u202e", "zw\u200b"} {
-		d.refused(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "s", MessageId: key, Text: "hi"}}}, CodeInvalid)
-		d.refused(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "t", MessageId: key, Message: "hi"}}}, CodeInvalid)
+		d.refused(&fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "s", MessageId: key, Text: "hi"}}}, CodeInvalid)
+		d.refused(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "t", MessageId: key, Message: "hi"}}}, CodeInvalid)
 	}
 }

@@ -6,27 +6,28 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // legacyCommand is the CompleteAttempt or FailAttempt a log written before
 // ReportAttempt holds for a Worker's report.
-func legacyCommand(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *dexv1.Command {
-	c := &dexv1.CompleteAttempt{Ref: ref}
+func legacyCommand(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *fsmpb.Command {
+	c := &fsmpb.CompleteAttempt{Ref: ref}
 	switch o := res.GetOutcome().(type) {
 	case *dexv1.AttemptResult_Failure:
-		return &dexv1.Command{Body: &dexv1.Command_FailAttempt{FailAttempt: &dexv1.FailAttempt{
+		return &fsmpb.Command{Body: &fsmpb.Command_FailAttempt{FailAttempt: &fsmpb.FailAttempt{
 			Ref: ref, ErrorType: o.Failure.GetErrorType(), Error: o.Failure.GetError(),
 		}}}
 	case *dexv1.AttemptResult_ModelOutput:
-		c.Result = &dexv1.CompleteAttempt_ModelOutput{ModelOutput: o.ModelOutput}
+		c.Result = &fsmpb.CompleteAttempt_ModelOutput{ModelOutput: o.ModelOutput}
 	case *dexv1.AttemptResult_ToolResult:
-		c.Result = &dexv1.CompleteAttempt_ToolResult{ToolResult: o.ToolResult}
+		c.Result = &fsmpb.CompleteAttempt_ToolResult{ToolResult: o.ToolResult}
 	case *dexv1.AttemptResult_PollResult:
-		c.Result = &dexv1.CompleteAttempt_PollResult{PollResult: o.PollResult}
+		c.Result = &fsmpb.CompleteAttempt_PollResult{PollResult: o.PollResult}
 	case *dexv1.AttemptResult_Summary:
-		c.Result = &dexv1.CompleteAttempt_Summary{Summary: o.Summary}
+		c.Result = &fsmpb.CompleteAttempt_Summary{Summary: o.Summary}
 	}
-	return &dexv1.Command{Body: &dexv1.Command_CompleteAttempt{CompleteAttempt: c}}
+	return &fsmpb.Command{Body: &fsmpb.Command_CompleteAttempt{CompleteAttempt: c}}
 }
 
 // legacyTurns runs every kind of Worker report: a model output with calls, a
@@ -40,7 +41,7 @@ func legacyTurns(t *testing.T, d *driver) {
 		if st.Tool == "save_note" {
 			d.start(st).claim().fail(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, "disk full")
 		} else {
-			d.start(st).claim().do(func(h *handle) *dexv1.Command { return h.toolResult("", false, "task-1") })
+			d.start(st).claim().do(func(h *handle) *fsmpb.Command { return h.toolResult("", false, "task-1") })
 		}
 	}
 	retry := d.queued("s", kCallTool)
@@ -75,8 +76,8 @@ func TestLegacyAttemptCommands_ApplyAsReportAttempt(t *testing.T) {
 func TestLegacyAttemptCommands_RepeatsAnswerAcrossVersions(t *testing.T) {
 	failure := &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{Error: "boom"}}}
 	output := &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: "hi"}}}
-	report := func(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *dexv1.Command {
-		return &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}}
+	report := func(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *fsmpb.Command {
+		return &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}}
 	}
 	t.Run("fail committed by an older leader", func(t *testing.T) {
 		d := newDriver(t)
@@ -84,12 +85,12 @@ func TestLegacyAttemptCommands_RepeatsAnswerAcrossVersions(t *testing.T) {
 		h := d.startNext("s", kRunModel).claim()
 		ref := h.ref()
 		d.do(legacyCommand(ref, failure))
-		for _, cmd := range []*dexv1.Command{legacyCommand(ref, failure), report(ref, failure)} {
+		for _, cmd := range []*fsmpb.Command{legacyCommand(ref, failure), report(ref, failure)} {
 			if res := d.try(cmd); res.Err != nil || !res.Replayed {
 				t.Fatalf("repeat %T of the committed fail: %v replayed=%v; want the first answer", cmd.Body, res.Err, res.Replayed)
 			}
 		}
-		for _, cmd := range []*dexv1.Command{report(ref, output), legacyCommand(ref, output)} {
+		for _, cmd := range []*fsmpb.Command{report(ref, output), legacyCommand(ref, output)} {
 			if r := d.refused(cmd, CodeFailedPrecondition); !strings.Contains(r.Error(), "was a fail, not a complete") {
 				t.Fatalf("a complete at the seq of a fail: %v", r)
 			}
@@ -121,13 +122,13 @@ func TestReportAttempt_RefusesAResultThatDoesNotFit(t *testing.T) {
 		"a tool's result": {Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: "x"}}},
 		"a summary":       {Outcome: &dexv1.AttemptResult_Summary{Summary: "x"}},
 	} {
-		cmd := &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}}
+		cmd := &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}}
 		if r := d.refused(cmd, CodeInvalid); !strings.Contains(r.Error(), "a RunModel step cannot complete") {
 			t.Fatalf("%s: %v", name, r)
 		}
 	}
 	// Refused reports change nothing: the same seq still takes the output.
-	d.do(&dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: &dexv1.AttemptResult{
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: &dexv1.AttemptResult{
 		Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: "hi"}},
 	}}}})
 	wantStatus(t, d.session("s"), sIdle)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // One test per row of the crash matrix (docs/crash-matrix.md). At this layer a Worker kill
@@ -334,11 +335,11 @@ func countEvents(d *driver, session, typ string) int {
 func longRunning(t *testing.T, d *driver) (start *dexv1.Step) {
 	t.Helper()
 	start = toolTurn(t, d, "s", call("c1", "build", "{}"), kCallTool)
-	d.start(start).claim().do(func(h *handle) *dexv1.Command { return h.toolResult("", false, "task-42") })
+	d.start(start).claim().do(func(h *handle) *fsmpb.Command { return h.toolResult("", false, "task-42") })
 	return d.step(start.Id)
 }
 
-func (h *handle) do(f func(*handle) *dexv1.Command) { h.d.t.Helper(); h.d.do(f(h)) }
+func (h *handle) do(f func(*handle) *fsmpb.Command) { h.d.t.Helper(); h.d.do(f(h)) }
 
 func TestMatrix_PollToolTask_BetweenTwoPolls(t *testing.T) {
 	d := newDriver(t)
@@ -378,7 +379,7 @@ func TestMatrix_PollToolTask_DuringAPoll(t *testing.T) {
 // compacting makes a session whose next message compacts the turn before it.
 func compacting(t *testing.T, d *driver) {
 	t.Helper()
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
 	d.send("s", "a long message over the threshold")
 	d.startNext("s", kRunModel).answer("a long answer, too")
 	d.send("s", "next")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // docs/model-failures.md: model failures, error-resume episodes and the rejected-turn pause.
@@ -53,7 +54,7 @@ func TestModel_RetryableFailureRunsAnotherAttemptWithBackoff(t *testing.T) {
 	if st.ReadyAtMs <= d.now {
 		t.Fatal("no backoff before the next attempt")
 	}
-	d.refused(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: st.Id, Attempt: 2, WorkerId: "w1", Epoch: d.epoch}}}, CodeFailedPrecondition)
+	d.refused(&fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: st.Id, Attempt: 2, WorkerId: "w1", Epoch: d.epoch}}}, CodeFailedPrecondition)
 	d.start(st).answer("hello")
 	wantStatus(t, d.session("s"), sIdle)
 }
@@ -75,7 +76,7 @@ func TestModel_RetryableExhaustedIsErroredWithInputKeptAndOneParentMessagePerEpi
 	}
 	// The episode: the cluster resumes it, it fails again: no second message.
 	d.now = c.ResumeAtMs
-	d.do(&dexv1.Command{Body: &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: "c", Epoch: d.epoch}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: "c", Epoch: d.epoch}}})
 	for range 3 {
 		d.startNext("c", kRunModel).fail(eServer, "500")
 	}
@@ -88,7 +89,7 @@ func TestModel_RetryableExhaustedIsErroredWithInputKeptAndOneParentMessagePerEpi
 	}
 	// A resume that succeeds ends the episode.
 	d.now = c2.ResumeAtMs
-	d.do(&dexv1.Command{Body: &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: "c", Epoch: d.epoch}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: "c", Epoch: d.epoch}}})
 	d.startNext("c", kRunModel).answer("done")
 	wantStatus(t, d.session("c"), sIdle)
 }
@@ -99,7 +100,7 @@ func TestModel_ResumeBeforeItIsDueIsRefused(t *testing.T) {
 	for range 3 {
 		d.startNext("s", kRunModel).fail(eServer, "500")
 	}
-	d.refused(&dexv1.Command{Body: &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: "s", Epoch: d.epoch}}}, CodeFailedPrecondition)
+	d.refused(&fsmpb.Command{Body: &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: "s", Epoch: d.epoch}}}, CodeFailedPrecondition)
 }
 
 func TestModel_NonRetryableOnMessagesConsumesThem(t *testing.T) {
@@ -239,8 +240,8 @@ func TestModel_HistoryEditClearsTheCount(t *testing.T) {
 	if c := d.session("c"); c.RejectedTurns != 2 {
 		t.Fatalf("count %d; want 2", c.RejectedTurns)
 	}
-	d.refused(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: "c"}}}, CodeInvalid)
-	d.do(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: "c", Note: "the lookup result was too large; it was trimmed"}}})
+	d.refused(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: "c"}}}, CodeInvalid)
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: "c", Note: "the lookup result was too large; it was trimmed"}}})
 	if c := d.session("c"); c.RejectedTurns != 0 {
 		t.Fatalf("an operator's edit did not clear the count: %d", c.RejectedTurns)
 	}

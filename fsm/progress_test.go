@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // docs/attempts.md: attempt progress, and every Worker call being idempotent.
@@ -81,18 +82,18 @@ func TestWorkerCalls_FromTheFutureOrAReplacedAttemptAreRefused(t *testing.T) {
 	d := newDriver(t)
 	st := toolTurn(t, d, "s", call("c1", "lookup", "{}"), kCallTool)
 	old := d.start(st)
-	future := &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{
+	future := &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
 		Ref: &dexv1.AttemptRef{StepId: old.st, Attempt: old.n, Token: old.tok, Seq: 5},
 	}}}
 	d.refused(future, CodeFailedPrecondition)
 	old.expire()
 	cur := d.startNext("s", kCallTool)
 	d.refused(old.toolResult("late", false, ""), CodeFailedPrecondition)
-	wrongToken := &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{
+	wrongToken := &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
 		Ref: &dexv1.AttemptRef{StepId: cur.st, Attempt: cur.n, Token: "forged", Seq: 1},
 	}}}
 	d.refused(wrongToken, CodeFailedPrecondition)
-	noAttempt := &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{
+	noAttempt := &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
 		Ref: &dexv1.AttemptRef{StepId: cur.st, Attempt: 9, Token: cur.tok, Seq: 1},
 	}}}
 	d.refused(noAttempt, CodeNotFound)
@@ -115,8 +116,8 @@ func TestEpoch_OldEpochIsRejectedAndChangesNothing(t *testing.T) {
 	old := d.epoch
 	d.newEpoch()
 	d.refused(oldExpire, CodeFailedPrecondition)
-	d.refused(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: st.Id, Attempt: 2, WorkerId: "w1", Epoch: old}}}, CodeFailedPrecondition)
-	d.refused(&dexv1.Command{Body: &dexv1.Command_RestartSessions{RestartSessions: &dexv1.RestartSessions{Epoch: old}}}, CodeFailedPrecondition)
+	d.refused(&fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: st.Id, Attempt: 2, WorkerId: "w1", Epoch: old}}}, CodeFailedPrecondition)
+	d.refused(&fsmpb.Command{Body: &fsmpb.Command_RestartSessions{RestartSessions: &fsmpb.RestartSessions{Epoch: old}}}, CodeFailedPrecondition)
 	// The attempt itself survives the takeover: its Worker finishes it.
 	h.claim().result("found")
 	if d.step(st.Id).Outcome != oSucceeded {
@@ -129,21 +130,21 @@ func TestBadInput_ClearRejectionsThatChangeNothing(t *testing.T) {
 	d.createSession("s", "", "")
 	cases := []struct {
 		name string
-		cmd  *dexv1.Command
+		cmd  *fsmpb.Command
 		code Code
 	}{
-		{"session without id", &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{}}}, CodeInvalid},
-		{"duplicate session", &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s"}}}, CodeAlreadyExists},
-		{"unknown parent", &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "t", ParentId: "nope"}}}, CodeNotFound},
-		{"message to unknown session", &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "nope", MessageId: "m", Text: "x"}}}, CodeNotFound},
-		{"empty message", &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "s", MessageId: "m", Text: ""}}}, CodeInvalid},
-		{"unknown step", &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: "nope", Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}, CodeNotFound},
-		{"tool without policy", &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w2", Tools: []*dexv1.ToolSpec{{Name: "x"}}}}}, CodeInvalid},
-		{"built-in tool name", &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w2", Tools: []*dexv1.ToolSpec{{Name: "sleep", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}}}}}, CodeInvalid},
+		{"session without id", &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{}}}, CodeInvalid},
+		{"duplicate session", &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s"}}}, CodeAlreadyExists},
+		{"unknown parent", &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "t", ParentId: "nope"}}}, CodeNotFound},
+		{"message to unknown session", &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "nope", MessageId: "m", Text: "x"}}}, CodeNotFound},
+		{"empty message", &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "s", MessageId: "m", Text: ""}}}, CodeInvalid},
+		{"unknown step", &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: "nope", Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}, CodeNotFound},
+		{"tool without policy", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*dexv1.ToolSpec{{Name: "x"}}}}}, CodeInvalid},
+		{"built-in tool name", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*dexv1.ToolSpec{{Name: "sleep", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}}}}}, CodeInvalid},
 		{"reconcile a succeeded step", nil, CodeFailedPrecondition},
 		{"resume an idle session", resume("s"), CodeFailedPrecondition},
 		{"answer an unknown step", answerCmd("nope", "x"), CodeNotFound},
-		{"bump epoch without node", &dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{}}}, CodeInvalid},
+		{"bump epoch without node", &fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{}}}, CodeInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,7 +153,7 @@ func TestBadInput_ClearRejectionsThatChangeNothing(t *testing.T) {
 				d.send("s", "hi")
 				h := d.startNext("s", kRunModel)
 				h.answer("hello")
-				cmd = &dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{StepId: h.st, Outcome: oFailed}}}
+				cmd = &fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{StepId: h.st, Outcome: oFailed}}}
 			}
 			d.t = t
 			d.refused(cmd, c.code)
@@ -185,7 +186,7 @@ func TestReconcile_OutcomeUnknownThroughTheAPI(t *testing.T) {
 	d := newDriver(t)
 	st := toolTurn(t, d, "s", call("c1", "send_email", "{}"), kSingle)
 	d.start(st).claim().expire()
-	rec := &dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{StepId: st.Id, Outcome: oSucceeded, Note: "the mail server logged it"}}}
+	rec := &fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{StepId: st.Id, Outcome: oSucceeded, Note: "the mail server logged it"}}}
 	d.do(rec)
 	if d.step(st.Id).Outcome != oSucceeded {
 		t.Fatal("not reconciled")
@@ -199,7 +200,7 @@ func TestReconcile_OutcomeUnknownThroughTheAPI(t *testing.T) {
 func TestIdempotentMessages_SameIDChangesNothing(t *testing.T) {
 	d := newDriver(t)
 	d.createSession("s", "", "")
-	msg := &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "s", MessageId: "k1", Text: "hi"}}}
+	msg := &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "s", MessageId: "k1", Text: "hi"}}}
 	d.do(msg)
 	before := d.stateBytes()
 	if res := d.do(msg); !res.Replayed {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // retryKeptTurn runs the RunModel of a kept turn once more.
@@ -17,7 +18,7 @@ func (a *applier) retryKeptTurn(s *dexv1.Session) {
 // resumeSession is the operator's resume: a paused or errored session retries
 // its kept turn once, or drops it (RESUME_CHOICE_DROP); one without a kept
 // turn goes idle and answers its inbox.
-func (a *applier) resumeSession(c *dexv1.ResumeSession) *Result {
+func (a *applier) resumeSession(c *fsmpb.ResumeSession) *Result {
 	s, r := a.session(c.SessionId)
 	if r != nil {
 		return rejected(r)
@@ -70,7 +71,7 @@ func ResumeChoiceName(c dexv1.ResumeChoice) string {
 // restartSessions is the new leader's recovery: every errored session whose
 // input survived is retried once, at once and with a fresh error-resume
 // backoff. The rejected-turn count is kept; paused sessions are left alone.
-func (a *applier) restartSessions(c *dexv1.RestartSessions) *Result {
+func (a *applier) restartSessions(c *fsmpb.RestartSessions) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}
@@ -95,7 +96,7 @@ func (a *applier) restartSessions(c *dexv1.RestartSessions) *Result {
 }
 
 // resumeErrored is the error-resume backoff coming due.
-func (a *applier) resumeErrored(c *dexv1.ResumeErrored) *Result {
+func (a *applier) resumeErrored(c *fsmpb.ResumeErrored) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}
@@ -117,7 +118,7 @@ func (a *applier) resumeErrored(c *dexv1.ResumeErrored) *Result {
 }
 
 // reconcileOutcome records what really happened to an outcome_unknown call.
-func (a *applier) reconcileOutcome(c *dexv1.ReconcileOutcome) *Result {
+func (a *applier) reconcileOutcome(c *fsmpb.ReconcileOutcome) *Result {
 	if c.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED && c.Outcome != dexv1.Outcome_OUTCOME_FAILED {
 		return rejected(reject(CodeInvalid, "a reconciled outcome is succeeded or failed"))
 	}
@@ -152,7 +153,7 @@ func stepState(st *dexv1.Step) string {
 }
 
 // editHistory is an operator's edit: it clears the rejected-turn count.
-func (a *applier) editHistory(c *dexv1.EditHistory) *Result {
+func (a *applier) editHistory(c *fsmpb.EditHistory) *Result {
 	s, r := a.session(c.SessionId)
 	if r != nil {
 		return rejected(r)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The rescue of a paused agent and the rule fixes of the rejected-turn pause
@@ -12,8 +13,8 @@ import (
 
 const eUnknown = dexv1.ErrorType_ERROR_TYPE_UNKNOWN
 
-func resumeWith(session string, choice dexv1.ResumeChoice) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_ResumeSession{ResumeSession: &dexv1.ResumeSession{SessionId: session, Choice: choice}}}
+func resumeWith(session string, choice dexv1.ResumeChoice) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_ResumeSession{ResumeSession: &fsmpb.ResumeSession{SessionId: session, Choice: choice}}}
 }
 
 // pausedChild rejects the child's tool-result turn until it pauses.
@@ -188,7 +189,7 @@ func TestRescue_ResumeAgentRefusesWhatIsNotItsPausedChild(t *testing.T) {
 func TestRescue_ResumeAgentWhoseChildFailsAtOnceTellsTheParentInHand(t *testing.T) {
 	d := newDriver(t)
 	d.createSession("p", "", "")
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{
 		SessionId: "c", ParentId: "p", MessageId: "c-m0", Message: "work", MaxModelInput: 1024,
 	}}})
 	d.startNext("c", kRunModel).answer("", call("c1", "lookup", "{}"))
@@ -203,7 +204,7 @@ func TestRescue_ResumeAgentWhoseChildFailsAtOnceTellsTheParentInHand(t *testing.
 	parentIdle(t, d)
 	d.send("p", "rescue")
 	// An edit that leaves the history over the child's model-input limit.
-	d.do(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: "c", Note: strings.Repeat("x", 4096)}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: "c", Note: strings.Repeat("x", 4096)}}})
 	before := parentMessages(d, "p", "agent encountered an error")
 	tr := parentCalls(t, d, "r1", `{"agent": "c"}`)
 	if tr.Outcome != oSucceeded || !strings.Contains(tr.Text, "it is errored now") {
@@ -378,8 +379,8 @@ func TestEditHistory_RefusesASeqPastTheEnd(t *testing.T) {
 	d := newDriver(t)
 	pausedChild(t, d)
 	next := d.session("c").NextHistory
-	d.refused(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: "c", TruncateFromSeq: next}}}, CodeInvalid)
-	d.do(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: "c", TruncateFromSeq: next - 1}}})
+	d.refused(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: "c", TruncateFromSeq: next}}}, CodeInvalid)
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: "c", TruncateFromSeq: next - 1}}})
 	if c := d.session("c"); c.RejectedTurns != 0 || c.NextHistory != next {
 		t.Fatalf("count %d, next history %d", c.RejectedTurns, c.NextHistory)
 	}

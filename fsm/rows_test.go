@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // testdata/snapshot-v1.bin was written by the format-1 build: session "a"
@@ -49,7 +50,7 @@ func TestSnapshot_FormatOneStillRestores(t *testing.T) {
 	// The restored state goes on as any other: a repeated message id is a
 	// replay, and it persists as format 2.
 	d := &driver{t: t, f: f, index: st.Meta().AppliedIndex, now: 1767225601000, epoch: st.Meta().Epoch}
-	res := d.do(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "b", MessageId: "b-m0", Text: "again"}}})
+	res := d.do(&fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "b", MessageId: "b-m0", Text: "again"}}})
 	if !res.Replayed {
 		t.Fatal("a message id accepted before the upgrade was accepted again")
 	}
@@ -71,7 +72,7 @@ func TestSnapshot_FormatOneStillRestores(t *testing.T) {
 func TestLongSession_HeaderAndModelInputStayBounded(t *testing.T) {
 	d := newDriver(t)
 	const threshold = 64 << 10
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "long", CompactionThreshold: threshold}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "long", CompactionThreshold: threshold}}})
 	msg := strings.Repeat("m", 512)
 	var headerAt10 int
 	maxInput := uint64(0)
@@ -114,7 +115,7 @@ func TestLongSession_HeaderAndModelInputStayBounded(t *testing.T) {
 
 func TestModelInput_OverTheLimitFailsTheTurnWithContextLength(t *testing.T) {
 	d := newDriver(t)
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", MaxModelInput: 1000}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s", MaxModelInput: 1000}}})
 	d.send("s", strings.Repeat("x", 400))
 	d.startNext("s", kRunModel).answer("ok")
 	d.send("s", strings.Repeat("y", 700))
@@ -128,7 +129,7 @@ func TestModelInput_OverTheLimitFailsTheTurnWithContextLength(t *testing.T) {
 		t.Fatalf("the RunModel Step is %s with %d attempts; want done with none (no Worker was handed it)", model.Status, len(model.Attempts))
 	}
 	// The messages were consumed: a small one is answered again.
-	d.do(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: "s", TruncateFromSeq: 3}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: "s", TruncateFromSeq: 3}}})
 	d.send("s", "short")
 	d.startNext("s", kRunModel).answer("fine")
 	wantStatus(t, d.session("s"), sIdle)
@@ -196,7 +197,7 @@ func TestPages_HistoryStepsAndSessionsReadInBoundedPages(t *testing.T) {
 
 func TestEditHistory_TruncationKeepsTheRunningFigures(t *testing.T) {
 	d := newDriver(t)
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s", CompactionThreshold: 10}}})
 	d.send("s", "one two three")
 	d.startNext("s", kRunModel).answer("first answer")
 	d.send("s", "four five six")
@@ -206,7 +207,7 @@ func TestEditHistory_TruncationKeepsTheRunningFigures(t *testing.T) {
 	if s.LatestSummarySeq == 0 || s.CompactedBefore == 0 {
 		t.Fatalf("no compaction happened (summary %d, boundary %d)", s.LatestSummarySeq, s.CompactedBefore)
 	}
-	d.do(&dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{SessionId: "s", TruncateFromSeq: s.LatestSummarySeq}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: "s", TruncateFromSeq: s.LatestSummarySeq}}})
 	s = d.session("s")
 	if s.LatestSummarySeq != 0 || s.CompactedBefore != 0 {
 		t.Fatalf("after cutting the summary: summary %d, boundary %d; want 0 and 0", s.LatestSummarySeq, s.CompactedBefore)

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // runTimeout is how long the attempt c starts may run, in ms (0: no limit):
 // a tool Step's policy, or for a model Step the run timeout its Worker
 // registered; else the leader's default carried in the command. It reads
 // only the state and the command, so every node stores the same deadline.
-func (a *applier) runTimeout(st *dexv1.Step, c *dexv1.StartAttempt) int64 {
+func (a *applier) runTimeout(st *dexv1.Step, c *fsmpb.StartAttempt) int64 {
 	var d uint32
 	if Kind(st.Kind).Runner == RunsOnModel {
 		if w := (&State{tx: a.tx}).Worker(c.WorkerId); w != nil {
@@ -34,7 +35,7 @@ func RunTimeoutText(ms uint32) string {
 // timeoutAttempt fails a running attempt that ran past its run deadline, even
 // though its Worker may still heartbeat it: error type timeout, then the
 // Step's policy decides as for any failed attempt.
-func (a *applier) timeoutAttempt(c *dexv1.TimeoutAttempt) *Result {
+func (a *applier) timeoutAttempt(c *fsmpb.TimeoutAttempt) *Result {
 	st, at, r := a.runningAttempt(c.Epoch, c.StepId, c.Attempt)
 	if r != nil {
 		return rejected(r)

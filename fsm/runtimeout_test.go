@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Run timeouts: an attempt's deadline is stored from the Step's policy when
@@ -23,11 +24,11 @@ const modelRunTimeout = 2 * time.Minute
 // registered a model run timeout; w2 runs the model without one.
 func newRunDriver(t *testing.T) *driver {
 	d := newDriver(t)
-	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w1", Tools: append(append([]*dexv1.ToolSpec{}, demoTools...), slowTools...),
 		RunsModel: true, ModelRunTimeoutMs: uint32(modelRunTimeout.Milliseconds()),
 	}}})
-	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w2", RunsModel: true}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", RunsModel: true}}})
 	return d
 }
 
@@ -39,14 +40,14 @@ func (d *driver) startOn(st *dexv1.Step, worker string, defaultTimeout time.Dura
 		d.now = st.ReadyAtMs
 	}
 	n := uint32(len(st.Attempts)) + 1
-	res := d.do(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res := d.do(&fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: st.Id, Attempt: n, WorkerId: worker, Epoch: d.epoch, DefaultRunTimeoutMs: uint32(defaultTimeout.Milliseconds()),
 	}}})
 	return &handle{d: d, st: st.Id, n: n, tok: res.Attempt.Token}, res.Attempt
 }
 
-func (h *handle) timeoutCmd() *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_TimeoutAttempt{TimeoutAttempt: &dexv1.TimeoutAttempt{StepId: h.st, Attempt: h.n, Epoch: h.d.epoch}}}
+func (h *handle) timeoutCmd() *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_TimeoutAttempt{TimeoutAttempt: &fsmpb.TimeoutAttempt{StepId: h.st, Attempt: h.n, Epoch: h.d.epoch}}}
 }
 
 // timeout moves the clock to the attempt's deadline and times it out, as the
@@ -226,17 +227,17 @@ func TestRunTimeout_TheDeadlineSurvivesARestart(t *testing.T) {
 func TestRunTimeout_IsPartOfTheToolsPolicy(t *testing.T) {
 	d := newRunDriver(t)
 	other := &dexv1.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 60_000}
-	r := d.refused(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+	r := d.refused(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w3", Tools: []*dexv1.ToolSpec{other},
 	}}}, CodeFailedPrecondition)
 	if !strings.Contains(r.Error(), "run timeout 30s") || !strings.Contains(r.Error(), "run timeout 1m0s") {
 		t.Fatalf("a second run timeout for one tool: %v", r)
 	}
 	same := &dexv1.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000, Description: "other words"}
-	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w3", Tools: []*dexv1.ToolSpec{same}}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w3", Tools: []*dexv1.ToolSpec{same}}}})
 
 	inline := &dexv1.ToolSpec{Name: "quick", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Inline: true, RunTimeoutMs: 1000}
-	if r := d.refused(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+	if r := d.refused(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w4", Tools: []*dexv1.ToolSpec{inline},
 	}}}, CodeInvalid); !strings.Contains(r.Error(), "inline") {
 		t.Fatalf("inline tool with a run timeout: %v", r)

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func (d *driver) startCmd(st *dexv1.Step, worker string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+func (d *driver) startCmd(st *dexv1.Step, worker string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: st.Id, Attempt: uint32(len(st.Attempts)) + 1, WorkerId: worker, Epoch: d.epoch,
 	}}}
 }
@@ -65,6 +66,6 @@ func TestServes_AToolStepStartsOnlyOnAWorkerServingItsToolForItsAgent(t *testing
 	d.do(d.startCmd(st, "every"))
 }
 
-func (d *driver) registerTools(id string, tools ...*dexv1.ToolSpec) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: id, Tools: tools}}}
+func (d *driver) registerTools(id string, tools ...*dexv1.ToolSpec) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: id, Tools: tools}}}
 }

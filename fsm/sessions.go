@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 const (
@@ -20,7 +21,7 @@ func validID(what, id string) *Rejection {
 	return nil
 }
 
-func (a *applier) createSession(c *dexv1.CreateSession) *Result {
+func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 	if r := CheckID("session id", c.SessionId); r != nil {
 		return rejected(r)
 	}
@@ -68,7 +69,7 @@ func (a *applier) createSession(c *dexv1.CreateSession) *Result {
 	return &Result{SessionID: s.Id}
 }
 
-func (a *applier) sendMessage(c *dexv1.SendMessage) *Result {
+func (a *applier) sendMessage(c *fsmpb.SendMessage) *Result {
 	s, r := a.session(c.SessionId)
 	if r != nil {
 		return rejected(r)
@@ -195,7 +196,7 @@ func (a *applier) tellParent(s *dexv1.Session, text string) {
 	a.putSession(p)
 }
 
-func (a *applier) registerWorker(c *dexv1.RegisterWorker) *Result {
+func (a *applier) registerWorker(c *fsmpb.RegisterWorker) *Result {
 	if r := validID("worker id", c.WorkerId); r != nil {
 		return rejected(r)
 	}
@@ -245,7 +246,7 @@ func validateTool(t *dexv1.ToolSpec) *Rejection {
 	return nil
 }
 
-func (a *applier) setNode(c *dexv1.SetNode) *Result {
+func (a *applier) setNode(c *fsmpb.SetNode) *Result {
 	n := c.GetNode()
 	if r := validID("node id", n.GetId()); r != nil {
 		return rejected(r)
@@ -257,7 +258,7 @@ func (a *applier) setNode(c *dexv1.SetNode) *Result {
 	return &Result{}
 }
 
-func (a *applier) removeNode(c *dexv1.RemoveNode) *Result {
+func (a *applier) removeNode(c *fsmpb.RemoveNode) *Result {
 	raw, err := a.tx.First(tableNodes, indexID, c.NodeId)
 	if err != nil {
 		panic(err)

@@ -9,25 +9,26 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // busyState builds a state with every kind of object and Step in it.
 func busyState(t *testing.T) *driver {
 	d := newDriver(t)
-	d.do(&dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: &dexv1.NodeInfo{Id: "n1", RaftAddress: "127.0.0.1:7001", GrpcAddress: "127.0.0.1:8001"}}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &dexv1.NodeInfo{Id: "n1", RaftAddress: "127.0.0.1:7001", GrpcAddress: "127.0.0.1:8001"}}}})
 	childWithToolResults(t, d)
 	d.startNext("c", kRunModel).answer("", call("q", "ask_user", `{"question":"?"}`), call("t", "sleep", `{"seconds":5}`),
 		call("a", "deploy", "{}"), call("b", "build", "{}"), call("e", "send_email", "{}"))
-	d.startNext("c", kCallTool).claim().do(func(h *handle) *dexv1.Command { return h.toolResult("", false, "task-1") })
+	d.startNext("c", kCallTool).claim().do(func(h *handle) *fsmpb.Command { return h.toolResult("", false, "task-1") })
 	d.startNext("c", kSingle).claim()
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "z", CompactionThreshold: 3, MessageId: "zm", Message: "compact me"}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "z", CompactionThreshold: 3, MessageId: "zm", Message: "compact me"}}})
 	// Agents: a session of bot@1 with its RunModel queued, and w1 running
 	// bot@1's model and serving lookup for bot@1 only.
-	d.do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "g", Agent: "bot@1", MessageId: "gm", Message: "hi bot"}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "g", Agent: "bot@1", MessageId: "gm", Message: "hi bot"}}})
 	tools := []*dexv1.ToolSpec{proto.Clone(demoTools[0]).(*dexv1.ToolSpec)}
 	tools[0].Agents = []string{"bot@1"}
 	tools = append(tools, demoTools[1:]...)
-	d.do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", Tools: tools, RunsModel: true, Agents: []string{"bot@1"}}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w1", Tools: tools, RunsModel: true, Agents: []string{"bot@1"}}}})
 	return d
 }
 
@@ -85,7 +86,7 @@ func TestSnapshot_RestoreGivesAnIdenticalState(t *testing.T) {
 	}
 	// Both go on identically.
 	d2 := &driver{t: t, f: g, index: d.index, now: d.now, epoch: d.epoch}
-	more := &dexv1.Command{NowMs: d.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "c", MessageId: "more", Text: "more"}}}
+	more := &fsmpb.Command{NowMs: d.now, Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "c", MessageId: "more", Text: "more"}}}
 	d.do(more)
 	d2.do(more)
 	if !bytes.Equal(persist(t, d.f), persist(t, d2.f)) {
@@ -115,13 +116,13 @@ func TestSnapshot_ADamagedOneIsRefusedAndChangesNothing(t *testing.T) {
 func TestApply_UnknownCommandTypeHaltsNamingTheIndex(t *testing.T) {
 	d := newDriver(t)
 	// A command from a newer version: its body is a field this build lacks.
-	future := append(mustEncode(t, &dexv1.Command{NowMs: 1}), 0xfa, 0x3e, 0x00) // field 999, empty bytes
+	future := append(mustEncode(t, &fsmpb.Command{NowMs: 1}), 0xfa, 0x3e, 0x00) // field 999, empty bytes
 	res := d.f.ApplyEntry(d.index+1, future)
 	if res.Err == nil || len(d.halts) != 1 || !strings.Contains(d.halts[0].Error(), "log entry 3 ") {
 		t.Fatalf("unknown command: result %v, halts %v; want one halt naming entry 3", res.Err, d.halts)
 	}
 	// Nothing applies after a halt.
-	if res := d.try(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "x"}}}); res.Err == nil {
+	if res := d.try(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "x"}}}); res.Err == nil {
 		t.Fatal("a halted state machine applied a command")
 	}
 }
@@ -129,7 +130,7 @@ func TestApply_UnknownCommandTypeHaltsNamingTheIndex(t *testing.T) {
 func TestApply_UnknownIgnorableCommandIsSkipped(t *testing.T) {
 	d := newDriver(t)
 	before := d.stateBytes()
-	future := append(mustEncode(t, &dexv1.Command{NowMs: 1, Ignorable: true}), 0xfa, 0x3e, 0x00)
+	future := append(mustEncode(t, &fsmpb.Command{NowMs: 1, Ignorable: true}), 0xfa, 0x3e, 0x00)
 	d.index++
 	res := d.f.ApplyEntry(d.index, future)
 	if res.Err != nil || !res.Ignored || len(d.halts) != 0 {
@@ -152,7 +153,7 @@ func TestApply_GarbageEntryHalts(t *testing.T) {
 	}
 }
 
-func mustEncode(t testing.TB, c *dexv1.Command) []byte {
+func mustEncode(t testing.TB, c *fsmpb.Command) []byte {
 	t.Helper()
 	b, err := Encode(c)
 	if err != nil {

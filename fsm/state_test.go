@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func TestState_ReadsNeverWaitForApply(t *testing.T) {
@@ -59,12 +59,12 @@ func TestState_RestoreWakesTheReadersOfTheOldState(t *testing.T) {
 // its entries one by one, and gives each entry its own result.
 func TestApplyBatch_ARejectedEntryChangesNothingButTheAppliedIndex(t *testing.T) {
 	one, batch := newDriver(t), newDriver(t)
-	cmds := []*dexv1.Command{
-		{NowMs: one.now, Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", MessageId: "m1", Message: "hi"}}},
-		{NowMs: one.now, Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: "s", MessageId: "m2", Message: "again"}}},
-		{NowMs: one.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "s", MessageId: "m3", Text: "more"}}},
-		{NowMs: one.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "nope", MessageId: "m4", Text: "lost"}}},
-		{NowMs: one.now, Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: "s", MessageId: "m3", Text: "more"}}},
+	cmds := []*fsmpb.Command{
+		{NowMs: one.now, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s", MessageId: "m1", Message: "hi"}}},
+		{NowMs: one.now, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s", MessageId: "m2", Message: "again"}}},
+		{NowMs: one.now, Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "s", MessageId: "m3", Text: "more"}}},
+		{NowMs: one.now, Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "nope", MessageId: "m4", Text: "lost"}}},
+		{NowMs: one.now, Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "s", MessageId: "m3", Text: "more"}}},
 	}
 	var entries []Entry
 	var want []*Result

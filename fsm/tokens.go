@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // ACL tokens: one row per token, found by id or by its secret's hash.
@@ -45,7 +46,7 @@ func validSecretHash(h string) bool {
 	return err == nil && hex.EncodeToString(b) == h
 }
 
-func (a *applier) createToken(c *dexv1.CreateToken) *Result {
+func (a *applier) createToken(c *fsmpb.CreateToken) *Result {
 	t := c.GetToken()
 	if t == nil {
 		return rejected(reject(CodeInvalid, "token is required"))
@@ -96,7 +97,7 @@ func (a *applier) createToken(c *dexv1.CreateToken) *Result {
 	return &Result{}
 }
 
-func (a *applier) revokeToken(c *dexv1.RevokeToken) *Result {
+func (a *applier) revokeToken(c *fsmpb.RevokeToken) *Result {
 	if r := validID("token id", c.TokenId); r != nil {
 		return rejected(r)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func hashOf(secret string) string {
@@ -14,14 +15,14 @@ func hashOf(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func createToken(id, name string, role dexv1.TokenRole, worker, secret string, bootstrap bool) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Bootstrap: bootstrap, Token: &dexv1.AclToken{
+func createToken(id, name string, role dexv1.TokenRole, worker, secret string, bootstrap bool) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: bootstrap, Token: &dexv1.AclToken{
 		Id: id, Name: name, Role: role, WorkerId: worker, SecretSha256: hashOf(secret),
 	}}}}
 }
 
-func revokeToken(id string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_RevokeToken{RevokeToken: &dexv1.RevokeToken{TokenId: id}}}
+func revokeToken(id string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_RevokeToken{RevokeToken: &fsmpb.RevokeToken{TokenId: id}}}
 }
 
 const (
@@ -69,8 +70,8 @@ func TestTokens_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 	d := newDriver(t)
 	d.do(createToken("t1", "root", admin, "", "s1", true))
 	long := strings.Repeat("x", 300)
-	for name, c := range map[string]*dexv1.Command{
-		"no token":         {Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{}}},
+	for name, c := range map[string]*fsmpb.Command{
+		"no token":         {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{}}},
 		"no id":            createToken("", "n", client, "", "a", false),
 		"long id":          createToken(long, "n", client, "", "a", false),
 		"no name":          createToken("t2", "", client, "", "a", false),
@@ -79,10 +80,10 @@ func TestTokens_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 		"unknown role":     createToken("t2", "n", dexv1.TokenRole(42), "", "a", false),
 		"client bound":     createToken("t2", "n", client, "w-1", "a", false),
 		"long worker id":   createToken("t2", "n", worker, long, "a", false),
-		"revoked at birth": {Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: hashOf("a"), Revoked: true}}}},
-		"short hash":       {Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: "abcd"}}}},
-		"upper-case hash":  {Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.ToUpper(hashOf("a"))}}}},
-		"not hex hash":     {Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.Repeat("z", 64)}}}},
+		"revoked at birth": {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: hashOf("a"), Revoked: true}}}},
+		"short hash":       {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: "abcd"}}}},
+		"upper-case hash":  {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.ToUpper(hashOf("a"))}}}},
+		"not hex hash":     {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.Repeat("z", 64)}}}},
 	} {
 		t.Run(name, func(t *testing.T) { d.t = t; d.refused(c, CodeInvalid) })
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // unknownTool is the reason a call of a tool no Worker serves fails with.
@@ -21,7 +22,7 @@ func unknownTool(tool, why string) string {
 // turn without an error type: the session is errored, keeps its input and
 // resumes with the error-resume backoff, so a Worker of its agent that comes
 // later picks it up.
-func (a *applier) failUnservedStep(c *dexv1.FailUnservedStep) *Result {
+func (a *applier) failUnservedStep(c *fsmpb.FailUnservedStep) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // recordApplied makes the driver's state machine record every OnApplied
@@ -39,7 +40,7 @@ func TestAppliedReportsTheRowsACommandWrote(t *testing.T) {
 	}
 
 	// A rejected command wrote nothing.
-	d.refused(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	d.refused(&fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: st.Id, Attempt: 1, WorkerId: "w1", Epoch: d.epoch,
 	}}}, CodeFailedPrecondition)
 	if a := (*got)[2]; a.Steps != nil || a.Sessions != nil || a.Index != d.index {
@@ -92,7 +93,7 @@ func TestDueIndexesHoldOnlyWhatIsOwed(t *testing.T) {
 		t.Fatalf("ResumeDue = %d, %v", at, ok)
 	}
 	d.now = got[0].ResumeAtMs
-	d.do(&dexv1.Command{Body: &dexv1.Command_ResumeErrored{ResumeErrored: &dexv1.ResumeErrored{SessionId: "e1", Epoch: d.epoch}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: "e1", Epoch: d.epoch}}})
 	if got := d.f.State().ErroredToResume(); len(got) != 0 {
 		t.Fatalf("after the resume, sessions to resume %v; want none", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // waitingStep finds a Step of the given kind that still waits; a wait that
@@ -31,7 +32,7 @@ func (a *applier) waitingStep(id string, kind dexv1.StepKind) (*dexv1.Session, *
 	return s, st, c, nil
 }
 
-func (a *applier) resolveApproval(c *dexv1.ResolveApproval) *Result {
+func (a *applier) resolveApproval(c *fsmpb.ResolveApproval) *Result {
 	s, st, call, r := a.waitingStep(c.StepId, dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL)
 	if r != nil {
 		return rejected(r)
@@ -52,7 +53,7 @@ func (a *applier) resolveApproval(c *dexv1.ResolveApproval) *Result {
 	return &Result{SessionID: s.Id, StepID: st.Id}
 }
 
-func (a *applier) answerQuestion(c *dexv1.AnswerQuestion) *Result {
+func (a *applier) answerQuestion(c *fsmpb.AnswerQuestion) *Result {
 	if c.Answer == "" {
 		return rejected(reject(CodeInvalid, "the answer is empty"))
 	}
@@ -67,7 +68,7 @@ func (a *applier) answerQuestion(c *dexv1.AnswerQuestion) *Result {
 	return &Result{SessionID: s.Id, StepID: st.Id}
 }
 
-func (a *applier) fireTimer(c *dexv1.FireTimer) *Result {
+func (a *applier) fireTimer(c *fsmpb.FireTimer) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}

@@ -13,6 +13,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 )
 
@@ -79,8 +80,8 @@ func (e *Events) retention() *dexv1.EventRetention {
 func (e *Events) EstablishLeadership(ctx context.Context, epoch uint64) error {
 	want := e.retention()
 	if got := e.src.State().EventRetention(); got.Count != want.Count || got.AgeMs != want.AgeMs {
-		res, err := e.p.Propose(ctx, &dexv1.Command{NowMs: e.cfg.Now().UnixMilli(), Body: &dexv1.Command_SetEventRetention{
-			SetEventRetention: &dexv1.SetEventRetention{Epoch: epoch, Retention: want},
+		res, err := e.p.Propose(ctx, &fsmpb.Command{NowMs: e.cfg.Now().UnixMilli(), Body: &fsmpb.Command_SetEventRetention{
+			SetEventRetention: &fsmpb.SetEventRetention{Epoch: epoch, Retention: want},
 		}})
 		if err == nil && res.Err != nil {
 			err = res.Err
@@ -170,8 +171,8 @@ func (e *Events) pruneAll(ctx context.Context, epoch uint64, countDone *bool) er
 		if !owed {
 			return nil
 		}
-		res, err := e.p.Propose(ctx, &dexv1.Command{NowMs: now.UnixMilli(), Body: &dexv1.Command_PruneEvents{
-			PruneEvents: &dexv1.PruneEvents{Epoch: epoch, MaxEvents: e.cfg.Batch, SessionIds: over},
+		res, err := e.p.Propose(ctx, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_PruneEvents{
+			PruneEvents: &fsmpb.PruneEvents{Epoch: epoch, MaxEvents: e.cfg.Batch, SessionIds: over},
 		}})
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
 )
 
@@ -61,7 +62,7 @@ func TestEvents_PruneProposesBoundedCommandsUntilNothingIsOwed(t *testing.T) {
 		c.Send("busy", fmt.Sprintf("m%d", i), "more") // 12 events in all
 	}
 	// The retention comes after the events: every session is over the count.
-	c.Do(&dexv1.Command{Body: &dexv1.Command_SetEventRetention{SetEventRetention: &dexv1.SetEventRetention{
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{
 		Epoch: epoch, Retention: &dexv1.EventRetention{Count: 3, AgeMs: time.Hour.Milliseconds()},
 	}}})
 	g := NewEvents(c, c, EventConfig{Count: 3, Age: time.Hour, Batch: 3, Now: clk.Now}, nil)

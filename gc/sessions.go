@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 )
 
@@ -139,8 +139,8 @@ func (g *Sessions) expire(ctx context.Context, epoch uint64) error {
 		if len(ids) == 0 {
 			return nil
 		}
-		res, err := g.p.Propose(ctx, &dexv1.Command{NowMs: now.UnixMilli(), Body: &dexv1.Command_ExpireSessions{
-			ExpireSessions: &dexv1.ExpireSessions{Epoch: epoch, IdleBeforeMs: before, SessionIds: ids},
+		res, err := g.p.Propose(ctx, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_ExpireSessions{
+			ExpireSessions: &fsmpb.ExpireSessions{Epoch: epoch, IdleBeforeMs: before, SessionIds: ids},
 		}})
 		if err != nil {
 			return err
@@ -167,8 +167,8 @@ func (g *Sessions) purge(ctx context.Context, epoch uint64) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				res, err := g.p.Propose(ctx, &dexv1.Command{NowMs: g.cfg.Now().UnixMilli(), Body: &dexv1.Command_PurgeSession{
-					PurgeSession: &dexv1.PurgeSession{SessionId: id, MaxRows: g.cfg.Batch, Epoch: epoch},
+				res, err := g.p.Propose(ctx, &fsmpb.Command{NowMs: g.cfg.Now().UnixMilli(), Body: &fsmpb.Command_PurgeSession{
+					PurgeSession: &fsmpb.PurgeSession{SessionId: id, MaxRows: g.cfg.Batch, Epoch: epoch},
 				}})
 				if err != nil {
 					return err

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
 )
 
@@ -22,7 +22,7 @@ func finished(c *leasetest.Cluster, id string, turns int) {
 }
 
 func deleteSession(c *leasetest.Cluster, id string) {
-	c.Do(&dexv1.Command{Body: &dexv1.Command_DeleteSession{DeleteSession: &dexv1.DeleteSession{SessionId: id}}})
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_DeleteSession{DeleteSession: &fsmpb.DeleteSession{SessionId: id}}})
 }
 
 func TestSessions_PurgeProposesBoundedCommandsUntilTheSessionIsGone(t *testing.T) {

@@ -3,8 +3,8 @@ package lease
 import (
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // ReadyQueue names one of the broker's ready queues: an agent's model Steps
@@ -22,11 +22,11 @@ type ReadyQueue struct {
 // the default agent's model Steps wait for a model Worker as they always
 // have. Called with w.mu held; it reads only the non-empty queues and, for
 // an unserved one, its queued Steps through the state's queue index.
-func (w *Workers) unservedQueues(t *term, st *fsm.State, served map[string]bool, now time.Time) []*dexv1.Command {
+func (w *Workers) unservedQueues(t *term, st *fsm.State, served map[string]bool, now time.Time) []*fsmpb.Command {
 	if w.cfg.ReadyQueues == nil {
 		return nil
 	}
-	var out []*dexv1.Command
+	var out []*fsmpb.Command
 	seen := map[ReadyQueue]bool{}
 	for _, q := range w.cfg.ReadyQueues() {
 		if (q.Model && q.Agent == "") || (!q.Model && !served[q.Tool]) {
@@ -47,7 +47,7 @@ func (w *Workers) unservedQueues(t *term, st *fsm.State, served map[string]bool,
 				from = ready // queued (or requeued) after its queue was found unserved
 			}
 			if waited := now.Sub(from); waited >= w.cfg.ToolWait {
-				out = append(out, &dexv1.Command{NowMs: now.UnixMilli(), Body: &dexv1.Command_FailUnservedStep{FailUnservedStep: &dexv1.FailUnservedStep{
+				out = append(out, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_FailUnservedStep{FailUnservedStep: &fsmpb.FailUnservedStep{
 					StepId: s.Id, Epoch: t.epoch, WaitedMs: uint64(waited.Milliseconds()),
 				}}})
 			}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -19,10 +20,10 @@ func TestWorkers_AModelStepOfAnUnservedAgentFailsAfterTheToolWait(t *testing.T) 
 	c := leasetest.New(t)
 	clock := leasetest.NewClock()
 	c.Now = clock.Now
-	c.Do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "m1", RunsModel: true, Agents: []string{"bot@1"}}}})
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "m1", RunsModel: true, Agents: []string{"bot@1"}}}})
 	c.BumpEpoch()
 	for id, agent := range map[string]string{"plain": "", "one": "bot@1", "nine": "bot@9"} {
-		c.Do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: &dexv1.CreateSession{SessionId: id, Agent: agent, MessageId: id + "-m", Message: "hi"}}})
+		c.Do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: id, Agent: agent, MessageId: id + "-m", Message: "hi"}}})
 	}
 	// The broker's ready queues, as it would list them.
 	queues := func() []lease.ReadyQueue {

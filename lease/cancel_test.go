@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // A cancelled session's running attempt hears so on its Worker's next
@@ -17,7 +17,7 @@ func TestHeartbeatOfACancelledTurnsAttemptSaysCancelled(t *testing.T) {
 	if cancelled, reason := f.m.Heartbeat(ref); cancelled {
 		t.Fatalf("running attempt cancelled: %s", reason)
 	}
-	if res := f.c.Do(&dexv1.Command{Body: &dexv1.Command_CancelTurn{CancelTurn: &dexv1.CancelTurn{SessionId: "s1", By: "ops"}}}); res.Err != nil {
+	if res := f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_CancelTurn{CancelTurn: &fsmpb.CancelTurn{SessionId: "s1", By: "ops"}}}); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	cancelled, reason := f.m.Heartbeat(ref)

@@ -21,12 +21,13 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Proposer commits a command through Raft and returns the state machine's
 // result (the cluster node in production).
 type Proposer interface {
-	Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error)
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error)
 }
 
 // StateSource gives the replicated state as this node applied it.
@@ -423,11 +424,11 @@ func (m *Manager) expire(t *term, k key, timedOut bool) {
 			log.Debug("attempt ended before its lease expired")
 			return
 		}
-		cmd := &dexv1.Command{NowMs: m.cfg.Now().UnixMilli(), Body: &dexv1.Command_ExpireAttempt{ExpireAttempt: &dexv1.ExpireAttempt{
+		cmd := &fsmpb.Command{NowMs: m.cfg.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
 			StepId: k.step, Attempt: k.attempt, Epoch: t.epoch,
 		}}}
 		if timedOut {
-			cmd.Body = &dexv1.Command_TimeoutAttempt{TimeoutAttempt: &dexv1.TimeoutAttempt{StepId: k.step, Attempt: k.attempt, Epoch: t.epoch}}
+			cmd.Body = &fsmpb.Command_TimeoutAttempt{TimeoutAttempt: &fsmpb.TimeoutAttempt{StepId: k.step, Attempt: k.attempt, Epoch: t.epoch}}
 		}
 		res, err := m.p.Propose(t.ctx, cmd)
 		switch {

@@ -10,6 +10,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -31,7 +32,7 @@ func newRunFixture(t *testing.T) *runFixture {
 	c := leasetest.New(t)
 	clock := leasetest.NewClock()
 	c.Now = clock.Now
-	c.Do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w1", Tools: []*dexv1.ToolSpec{slowLookup}, RunsModel: true, ModelRunTimeoutMs: uint32(runTimeout.Milliseconds()),
 	}}})
 	c.BumpEpoch()
@@ -60,7 +61,7 @@ func (f *runFixture) startTool(session string) *dexv1.AttemptRef {
 func (f *runFixture) claim(ref *dexv1.AttemptRef) {
 	f.t.Helper()
 	claim := &dexv1.AttemptRef{StepId: ref.StepId, Attempt: ref.Attempt, Token: ref.Token, Seq: 1}
-	f.c.Do(&dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: claim}}})
+	f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: claim}}})
 }
 
 // heartbeatUntil heartbeats on time, moving the clock a quarter of the
@@ -157,7 +158,7 @@ func TestRunTimeout_EachPolicyDecidesAfterTheTimeout(t *testing.T) {
 	m := f.c.Queued("s")[0]
 	f.c.Complete(leasetest.Ref(m.Id, f.c.Start(m.Id, "w1")), "", leasetest.Call("c1", "charge", "{}"))
 	st := f.c.Queued("s")[0]
-	res := f.c.Do(&dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res := f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: st.Id, Attempt: 1, WorkerId: "w2", Epoch: f.c.Epoch(), DefaultRunTimeoutMs: uint32(runTimeout.Milliseconds()),
 	}}})
 	ref = leasetest.Ref(st.Id, res.Attempt)

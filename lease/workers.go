@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Defaults of WorkersConfig.
@@ -179,7 +180,7 @@ func (w *Workers) loop(t *term) {
 }
 
 // due looks at the state and the signs of life and returns what to propose.
-func (w *Workers) due(t *term) []*dexv1.Command {
+func (w *Workers) due(t *term) []*fsmpb.Command {
 	st := w.src.State()
 	if st.Meta().Epoch != t.epoch {
 		return nil // deposed: every proposal would be refused
@@ -190,7 +191,7 @@ func (w *Workers) due(t *term) []*dexv1.Command {
 		return nil
 	}
 	now := w.cfg.Now()
-	var out []*dexv1.Command
+	var out []*fsmpb.Command
 	registered := map[string]bool{}
 	for _, wk := range st.Workers() {
 		registered[wk.Id] = true
@@ -200,7 +201,7 @@ func (w *Workers) due(t *term) []*dexv1.Command {
 			continue
 		}
 		if w.open[wk.Id] == 0 && now.Sub(last) >= w.cfg.TTL {
-			out = append(out, &dexv1.Command{NowMs: now.UnixMilli(), Body: &dexv1.Command_DeregisterWorker{DeregisterWorker: &dexv1.DeregisterWorker{
+			out = append(out, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_DeregisterWorker{DeregisterWorker: &fsmpb.DeregisterWorker{
 				WorkerId: wk.Id, Epoch: t.epoch,
 			}}})
 		}
@@ -229,7 +230,7 @@ func (w *Workers) due(t *term) []*dexv1.Command {
 				from = ready // queued (or requeued) after its tool went
 			}
 			if waited := now.Sub(from); waited >= w.cfg.ToolWait {
-				out = append(out, &dexv1.Command{NowMs: now.UnixMilli(), Body: &dexv1.Command_FailUnservedStep{FailUnservedStep: &dexv1.FailUnservedStep{
+				out = append(out, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_FailUnservedStep{FailUnservedStep: &fsmpb.FailUnservedStep{
 					StepId: s.Id, Epoch: t.epoch, WaitedMs: uint64(waited.Milliseconds()),
 				}}})
 			}
@@ -238,7 +239,7 @@ func (w *Workers) due(t *term) []*dexv1.Command {
 	return append(out, w.unservedQueues(t, st, served, now)...)
 }
 
-func (w *Workers) propose(t *term, cmd *dexv1.Command) {
+func (w *Workers) propose(t *term, cmd *fsmpb.Command) {
 	if d := cmd.GetDeregisterWorker(); d != nil && w.aliveAgain(d.WorkerId) {
 		return
 	}

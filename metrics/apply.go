@@ -5,14 +5,14 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // commandNames are the Command body types by field number ("start_attempt").
 var commandNames = func() map[int32]string {
 	out := map[int32]string{}
-	fields := (&dexv1.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("body").Fields()
+	fields := (&fsmpb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("body").Fields()
 	for i := range fields.Len() {
 		f := fields.Get(i)
 		out[int32(f.Number())] = string(f.Name())

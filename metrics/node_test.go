@@ -9,6 +9,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
 )
 
@@ -43,8 +44,8 @@ func TestAppliedCountsAttemptsAndSteps(t *testing.T) {
 
 func TestObserveApplyByCommandAndRejection(t *testing.T) {
 	m := New(nil)
-	start, _ := fsm.Encode(&dexv1.Command{NowMs: 5, Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{StepId: "x"}}})
-	bump, _ := fsm.Encode(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{}}})
+	start, _ := fsm.Encode(&fsmpb.Command{NowMs: 5, Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: "x"}}})
+	bump, _ := fsm.Encode(&fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{}}})
 	if commandNames[commandOf(start)] != "start_attempt" || commandNames[commandOf(bump)] != "bump_epoch" {
 		t.Fatalf("command types %q, %q", commandNames[commandOf(start)], commandNames[commandOf(bump)])
 	}

@@ -3649,6 +3649,76 @@ func (x *AclToken) GetSecretSha256() string {
 	return ""
 }
 
+// Identifies a Worker's attempt in the calls it makes.
+type AttemptRef struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	StepId  string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Token   string                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// Per-attempt sequence number of the Worker's logged calls (claim 1, ...).
+	Seq           uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptRef) Reset() {
+	*x = AttemptRef{}
+	mi := &file_dex_v1_types_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptRef) ProtoMessage() {}
+
+func (x *AttemptRef) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
+func (*AttemptRef) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AttemptRef) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *AttemptRef) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *AttemptRef) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *AttemptRef) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 var File_dex_v1_types_proto protoreflect.FileDescriptor
 
 const file_dex_v1_types_proto_rawDesc = "" +
@@ -3922,7 +3992,13 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
 	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
 	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
-	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256*\xd3\x01\n" +
+	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"g\n" +
+	"\n" +
+	"AttemptRef\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq*\xd3\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -4024,7 +4100,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
 	(StepKind)(0),           // 1: dex.v1.StepKind
@@ -4065,6 +4141,7 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*AttemptResult)(nil),   // 36: dex.v1.AttemptResult
 	(*AttemptFailure)(nil),  // 37: dex.v1.AttemptFailure
 	(*AclToken)(nil),        // 38: dex.v1.AclToken
+	(*AttemptRef)(nil),      // 39: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -4156,7 +4233,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1014,7 +1014,7 @@ var File_dex_v1_workers_proto protoreflect.FileDescriptor
 
 const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
-	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x15dex/v1/commands.proto\x1a\x12dex/v1/types.proto\"\xc4\x01\n" +
+	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xc4\x01\n" +
 	"\x15RegisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
@@ -1178,7 +1178,6 @@ func file_dex_v1_workers_proto_init() {
 	if File_dex_v1_workers_proto != nil {
 		return
 	}
-	file_dex_v1_commands_proto_init()
 	file_dex_v1_types_proto_init()
 	file_dex_v1_workers_proto_msgTypes[10].OneofWrappers = []any{
 		(*CompleteTaskRequest_ModelOutput)(nil),

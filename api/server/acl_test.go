@@ -20,6 +20,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // noTasks answers every poll at once with nothing.
@@ -46,7 +47,7 @@ func aclNodeWith(t *testing.T, nodeToken string) (*cluster.Node, *Server, *grpc.
 func addToken(t *testing.T, node *cluster.Node, id string, role dexv1.TokenRole, worker string) string {
 	t.Helper()
 	secret := "secret-of-" + id
-	res, err := node.Propose(context.Background(), &dexv1.Command{Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: &dexv1.AclToken{
+	res, err := node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{
 		Id: id, Name: id, Role: role, WorkerId: worker, SecretSha256: HashSecret(secret),
 	}}}})
 	if err != nil || res.Err != nil {
@@ -135,7 +136,7 @@ func TestACL_EveryRPCAnswersEachRoleAsItsTableSays(t *testing.T) {
 	clientSecret := addToken(t, node, "t-client", dexv1.TokenRole_TOKEN_ROLE_CLIENT, "")
 	workerSecret := addToken(t, node, "t-worker", dexv1.TokenRole_TOKEN_ROLE_WORKER, "")
 	revokedSecret := addToken(t, node, "t-revoked", dexv1.TokenRole_TOKEN_ROLE_ADMIN, "")
-	if res, err := node.Propose(context.Background(), &dexv1.Command{Body: &dexv1.Command_RevokeToken{RevokeToken: &dexv1.RevokeToken{TokenId: "t-revoked"}}}); err != nil || res.Err != nil {
+	if res, err := node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_RevokeToken{RevokeToken: &fsmpb.RevokeToken{TokenId: "t-revoked"}}}); err != nil || res.Err != nil {
 		t.Fatalf("revoke: %v %v", err, res.Err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // A worker token bound to one Worker acts only as that Worker: it cannot
@@ -45,7 +46,7 @@ func TestACL_AWorkerTokenCannotActForAnotherWorker(t *testing.T) {
 	if len(queued) != 1 {
 		t.Fatalf("%d queued steps; want the RunModel", len(queued))
 	}
-	res, err := node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res, err := node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: queued[0].Id, Attempt: 1, WorkerId: "w2", Epoch: node.Epoch(),
 	}}})
 	if err != nil || res.Err != nil {

@@ -17,6 +17,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // peerStateTimeout bounds how long Status waits for one peer's NodeState.
@@ -194,7 +195,7 @@ func (a *Admin) Join(ctx context.Context, req *dexv1.JoinRequest) (*dexv1.JoinRe
 	if err := a.node.AddNonvoter(ctx, n.Id, n.RaftAddress); err != nil {
 		return nil, a.toStatus(ctx, err)
 	}
-	if err := a.propose(ctx, &dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: n}}}); err != nil {
+	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: n}}}); err != nil {
 		return nil, err
 	}
 	a.log.Info("node joined as a non-voter", zap.String("node", n.Id), zap.String("raft_address", n.RaftAddress))
@@ -226,7 +227,7 @@ func (a *Admin) RegisterNode(ctx context.Context, req *dexv1.RegisterNodeRequest
 	if !found {
 		return nil, status.Errorf(codes.NotFound, "node %s is not a member of the cluster; join it first", n.Id)
 	}
-	if err := a.propose(ctx, &dexv1.Command{Body: &dexv1.Command_SetNode{SetNode: &dexv1.SetNode{Node: n}}}); err != nil {
+	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: n}}}); err != nil {
 		return nil, err
 	}
 	return &dexv1.RegisterNodeResponse{}, nil
@@ -250,7 +251,7 @@ func (a *Admin) RemoveNode(ctx context.Context, req *dexv1.RemoveNodeRequest) (*
 		}
 	}
 	// Forget the addresses first: a leader removing itself stops leading.
-	err := a.propose(ctx, &dexv1.Command{Body: &dexv1.Command_RemoveNode{RemoveNode: &dexv1.RemoveNode{NodeId: id}}})
+	err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RemoveNode{RemoveNode: &fsmpb.RemoveNode{NodeId: id}}})
 	if err != nil && status.Code(err) != codes.NotFound {
 		return nil, err
 	}
@@ -328,7 +329,7 @@ func (a *Admin) toStatus(ctx context.Context, err error) error {
 	return status.Error(codes.FailedPrecondition, err.Error())
 }
 
-func (a *Admin) propose(ctx context.Context, cmd *dexv1.Command) error {
+func (a *Admin) propose(ctx context.Context, cmd *fsmpb.Command) error {
 	res, err := a.node.Propose(ctx, cmd)
 	if err != nil {
 		return a.toStatus(ctx, err)

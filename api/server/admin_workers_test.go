@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // contacts is a leader memory of Worker contacts.
@@ -21,7 +22,7 @@ func TestListWorkers_ShowsToolsPoliciesContactsAndQueuesPerTool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	spec := &dexv1.ToolSpec{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 3}
-	if res, err := node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+	if res, err := node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w1", RunsModel: true, Tools: []*dexv1.ToolSpec{spec},
 	}}}); err != nil || res.Err != nil {
 		t.Fatalf("register: %v %v", err, res.Err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // CancelSession stops a session's turn through Raft (fsm CancelTurn): the
@@ -12,7 +13,7 @@ func (s *Sessions) CancelSession(ctx context.Context, req *dexv1.CancelSessionRe
 	if err := required("session_id", req.SessionId); err != nil {
 		return nil, err
 	}
-	res, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_CancelTurn{CancelTurn: &dexv1.CancelTurn{
+	res, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CancelTurn{CancelTurn: &fsmpb.CancelTurn{
 		SessionId: req.SessionId, By: req.By, Reason: req.Reason,
 	}}})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // DeleteSession deletes an idle, paused or errored session through Raft.
@@ -12,7 +13,7 @@ func (s *Sessions) DeleteSession(ctx context.Context, req *dexv1.DeleteSessionRe
 	if err := required("session_id", req.SessionId); err != nil {
 		return nil, err
 	}
-	if _, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_DeleteSession{DeleteSession: &dexv1.DeleteSession{SessionId: req.SessionId}}}); err != nil {
+	if _, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_DeleteSession{DeleteSession: &fsmpb.DeleteSession{SessionId: req.SessionId}}}); err != nil {
 		return nil, err
 	}
 	return &dexv1.DeleteSessionResponse{}, nil

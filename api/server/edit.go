@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // EditHistory is an operator's splice of an idle, errored or paused
@@ -21,7 +22,7 @@ func (s *Sessions) EditHistory(ctx context.Context, req *dexv1.EditHistoryReques
 	if err := s.limits.checkMessage(req.Note); err != nil {
 		return nil, err
 	}
-	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_EditHistory{EditHistory: &dexv1.EditHistory{
+	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{
 		SessionId: req.SessionId, TruncateFromSeq: req.TruncateFromSeq, Note: req.Note,
 	}}})
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // leaseHolder gates the client and Worker services: only the node that holds
@@ -55,7 +55,7 @@ func (l leaseHolder) unavailable(ctx context.Context, reason string) error {
 }
 
 // propose commits a command and turns every failure into a gRPC status.
-func (l leaseHolder) propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+func (l leaseHolder) propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	if err := l.check(ctx); err != nil {
 		return nil, err
 	}
@@ -63,14 +63,14 @@ func (l leaseHolder) propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Resu
 }
 
 // proposeAttempt is propose for the Worker calls of a running attempt.
-func (l leaseHolder) proposeAttempt(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+func (l leaseHolder) proposeAttempt(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	if err := l.checkAttempt(ctx); err != nil {
 		return nil, err
 	}
 	return l.commit(ctx, cmd)
 }
 
-func (l leaseHolder) commit(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+func (l leaseHolder) commit(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	res, err := l.node.Propose(ctx, cmd)
 	if err != nil {
 		return nil, l.proposeError(ctx, err)

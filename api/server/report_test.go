@@ -11,6 +11,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 type noLeases struct{}
@@ -62,7 +63,7 @@ func runningModelAttempt(t *testing.T) (*cluster.Node, *dexv1.AttemptRef) {
 	node, c := singleNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: "w1", RunsModel: true}}}); err != nil {
+	if _, err := node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w1", RunsModel: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: "s", Message: "go"}); err != nil {
@@ -72,7 +73,7 @@ func runningModelAttempt(t *testing.T) (*cluster.Node, *dexv1.AttemptRef) {
 	if len(queued) != 1 {
 		t.Fatalf("%d queued steps; want the RunModel", len(queued))
 	}
-	res, err := node.Propose(ctx, &dexv1.Command{Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res, err := node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: queued[0].Id, Attempt: 1, WorkerId: "w1", Epoch: node.Epoch(),
 	}}})
 	if err != nil || res.Err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Sessions implements dexv1.SessionServiceServer.
@@ -36,7 +37,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	if id == "" {
 		id = client.NewSessionID()
 	}
-	c := &dexv1.CreateSession{
+	c := &fsmpb.CreateSession{
 		SessionId: id, ParentId: req.ParentId, Message: req.Message, Agent: req.Agent,
 		CompactionThreshold: threshold, MaxModelInput: s.limits.MaxModelInput,
 	}
@@ -46,7 +47,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 			c.MessageId = id + "/first"
 		}
 	}
-	if _, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: c}}); err != nil {
+	if _, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: c}}); err != nil {
 		return nil, err
 	}
 	return &dexv1.CreateSessionResponse{Session: s.node.State().Session(id)}, nil
@@ -59,7 +60,7 @@ func (s *Sessions) SendMessage(ctx context.Context, req *dexv1.SendMessageReques
 	if err := s.limits.checkMessage(req.Text); err != nil {
 		return nil, err
 	}
-	res, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{
+	res, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{
 		SessionId: req.SessionId, MessageId: req.IdempotencyKey, Text: req.Text,
 	}}})
 	if err != nil {
@@ -124,7 +125,7 @@ func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequ
 }
 
 func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprovalRequest) (*dexv1.ResolveApprovalResponse, error) {
-	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ResolveApproval{ResolveApproval: &dexv1.ResolveApproval{
+	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ResolveApproval{ResolveApproval: &fsmpb.ResolveApproval{
 		StepId: req.StepId, Approved: req.Approved, Reason: req.Reason,
 	}}})
 	if err != nil {
@@ -135,7 +136,7 @@ func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprov
 }
 
 func (s *Sessions) AnswerQuestion(ctx context.Context, req *dexv1.AnswerQuestionRequest) (*dexv1.AnswerQuestionResponse, error) {
-	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_AnswerQuestion{AnswerQuestion: &dexv1.AnswerQuestion{
+	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_AnswerQuestion{AnswerQuestion: &fsmpb.AnswerQuestion{
 		StepId: req.StepId, Answer: req.Answer,
 	}}})
 	if err != nil {
@@ -146,7 +147,7 @@ func (s *Sessions) AnswerQuestion(ctx context.Context, req *dexv1.AnswerQuestion
 }
 
 func (s *Sessions) ResumeSession(ctx context.Context, req *dexv1.ResumeSessionRequest) (*dexv1.ResumeSessionResponse, error) {
-	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ResumeSession{ResumeSession: &dexv1.ResumeSession{SessionId: req.SessionId, Choice: req.Choice}}})
+	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ResumeSession{ResumeSession: &fsmpb.ResumeSession{SessionId: req.SessionId, Choice: req.Choice}}})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func (s *Sessions) ResumeSession(ctx context.Context, req *dexv1.ResumeSessionRe
 }
 
 func (s *Sessions) ReconcileOutcome(ctx context.Context, req *dexv1.ReconcileOutcomeRequest) (*dexv1.ReconcileOutcomeResponse, error) {
-	_, err := s.propose(ctx, &dexv1.Command{Body: &dexv1.Command_ReconcileOutcome{ReconcileOutcome: &dexv1.ReconcileOutcome{
+	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{
 		StepId: req.StepId, Outcome: req.Outcome, Note: req.Note,
 	}}})
 	if err != nil {

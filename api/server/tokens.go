@@ -11,6 +11,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // NewSecret makes a token secret: 32 random bytes in hex.
@@ -28,8 +29,8 @@ func newTokenID() string { return "tok-" + randomHex(8) }
 
 // BootstrapCommand is the command that makes secret the first admin token;
 // dexd proposes it for --acl-bootstrap-token-file.
-func BootstrapCommand(name, secret string) *dexv1.Command {
-	return &dexv1.Command{Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Bootstrap: true, Token: &dexv1.AclToken{
+func BootstrapCommand(name, secret string) *fsmpb.Command {
+	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: true, Token: &dexv1.AclToken{
 		Id: newTokenID(), Name: name, Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: HashSecret(secret),
 	}}}}
 }
@@ -51,7 +52,7 @@ func (a *Admin) CreateToken(ctx context.Context, req *dexv1.CreateTokenRequest) 
 	}
 	secret := NewSecret()
 	tok := &dexv1.AclToken{Id: newTokenID(), Name: req.Name, Role: req.Role, WorkerId: req.WorkerId, SecretSha256: HashSecret(secret)}
-	if err := a.propose(ctx, &dexv1.Command{Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: tok}}}); err != nil {
+	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: tok}}}); err != nil {
 		return nil, err
 	}
 	return &dexv1.CreateTokenResponse{Token: a.applied(tok), Secret: secret}, nil
@@ -71,7 +72,7 @@ func (a *Admin) RevokeToken(ctx context.Context, req *dexv1.RevokeTokenRequest) 
 	if err := required("token_id", req.TokenId); err != nil {
 		return nil, err
 	}
-	if err := a.propose(ctx, &dexv1.Command{Body: &dexv1.Command_RevokeToken{RevokeToken: &dexv1.RevokeToken{TokenId: req.TokenId}}}); err != nil {
+	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RevokeToken{RevokeToken: &fsmpb.RevokeToken{TokenId: req.TokenId}}}); err != nil {
 		return nil, err
 	}
 	return &dexv1.RevokeTokenResponse{}, nil

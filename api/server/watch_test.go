@@ -17,6 +17,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func freeAddr(t *testing.T) string {
@@ -82,7 +83,7 @@ func TestWatchSession_FromADroppedPositionIsOutOfRangeWithTheFirstKept(t *testin
 	node, c := singleNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := node.Propose(ctx, &dexv1.Command{NowMs: time.Now().UnixMilli(), Body: &dexv1.Command_SetEventRetention{SetEventRetention: &dexv1.SetEventRetention{
+	res, err := node.Propose(ctx, &fsmpb.Command{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{
 		Epoch: node.Epoch(), Retention: &dexv1.EventRetention{Count: 3},
 	}}})
 	if err != nil {

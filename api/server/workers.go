@@ -11,6 +11,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/dispatch"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Dispatch hands queued Steps to Workers (the leader's dispatcher).
@@ -49,7 +50,7 @@ func NewWorkers(node *cluster.Node, d Dispatch, l Leases, timing WorkerTiming) *
 }
 
 func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerRequest) (*dexv1.RegisterWorkerResponse, error) {
-	_, err := w.propose(ctx, &dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{
+	_, err := w.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: req.WorkerId, Tools: req.Tools, RunsModel: req.RunsModel, ModelRunTimeoutMs: req.ModelRunTimeoutMs,
 		Agents: req.Agents,
 	}}})
@@ -106,7 +107,7 @@ func (w *Workers) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*
 		return nil, err
 	}
 	w.touchRef(req.Ref)
-	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_ClaimAttempt{ClaimAttempt: &dexv1.ClaimAttempt{Ref: req.Ref}}}); err != nil {
+	if _, err := w.proposeAttempt(ctx, &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: req.Ref}}}); err != nil {
 		return nil, err
 	}
 	w.leases.Heartbeat(req.Ref)

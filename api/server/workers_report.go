@@ -8,6 +8,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // ReportTask ends an attempt with its Worker's result or failure: one
@@ -25,7 +26,7 @@ func (w *Workers) ReportTask(ctx context.Context, req *dexv1.ReportTaskRequest) 
 	}
 	w.touchRef(req.Ref)
 	failpoint(FailpointBeforeCommitResult)
-	if _, err := w.proposeAttempt(ctx, &dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{
+	if _, err := w.proposeAttempt(ctx, &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{
 		Ref: req.Ref, Result: req.Result,
 	}}}); err != nil {
 		return nil, err

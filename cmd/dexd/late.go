@@ -5,9 +5,9 @@ import (
 	"errors"
 	"sync/atomic"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // lateProposer hands the leader-only services a node that is opened after
@@ -20,7 +20,7 @@ var errNotOpen = errors.New("the node is still opening")
 
 func (l *lateProposer) set(n *cluster.Node) { l.node.Store(n) }
 
-func (l *lateProposer) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+func (l *lateProposer) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	n := l.node.Load()
 	if n == nil {
 		return nil, errNotOpen

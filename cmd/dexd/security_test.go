@@ -12,6 +12,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func secArgs(grpc, raft, http string, extra ...string) []string {
@@ -91,7 +92,7 @@ func TestSecurity_MetricsTakeAnAdminTokenWhenNotPublic(t *testing.T) {
 		{Id: "a", Name: "a", Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: server.HashSecret("admin-secret")},
 		{Id: "c", Name: "c", Role: dexv1.TokenRole_TOKEN_ROLE_CLIENT, SecretSha256: server.HashSecret("client-secret")},
 	} {
-		data, _ := fsm.Encode(&dexv1.Command{Body: &dexv1.Command_CreateToken{CreateToken: &dexv1.CreateToken{Token: tk}}})
+		data, _ := fsm.Encode(&fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: tk}}})
 		if res := f.ApplyEntry(uint64(i+1), data); res.Err != nil {
 			t.Fatal(res.Err)
 		}

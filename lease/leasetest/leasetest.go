@@ -15,6 +15,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Cluster is a single-node, always-leader cluster without Raft.
@@ -28,7 +29,7 @@ type Cluster struct {
 	fsm      *fsm.FSM
 	index    uint64
 	epoch    uint64
-	log      []*dexv1.Command
+	log      []*fsmpb.Command
 	failNext map[string]int // command kind → transient failures to inject
 	closed   bool
 	applied  func(*fsm.Applied)
@@ -62,7 +63,7 @@ func (c *Cluster) State() *fsm.State { return c.fsm.State() }
 
 // Propose applies a command at once. A command without a time gets the wall
 // clock, as the real cluster does.
-func (c *Cluster) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result, error) {
+func (c *Cluster) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -75,10 +76,10 @@ func (c *Cluster) Propose(ctx context.Context, cmd *dexv1.Command) (*fsm.Result,
 	}
 	if c.failNext[kind] > 0 {
 		c.failNext[kind]--
-		c.log = append(c.log, proto.Clone(cmd).(*dexv1.Command))
+		c.log = append(c.log, proto.Clone(cmd).(*fsmpb.Command))
 		return nil, fmt.Errorf("transient: raft apply timed out")
 	}
-	cmd = proto.Clone(cmd).(*dexv1.Command)
+	cmd = proto.Clone(cmd).(*fsmpb.Command)
 	if cmd.NowMs == 0 {
 		cmd.NowMs = c.Now().UnixMilli()
 	}
@@ -107,15 +108,15 @@ func (c *Cluster) Close() {
 }
 
 // Kind names a command by its body ("StartAttempt", …).
-func Kind(cmd *dexv1.Command) string {
-	return strings.TrimPrefix(fmt.Sprintf("%T", cmd.GetBody()), "*dexv1.Command_")
+func Kind(cmd *fsmpb.Command) string {
+	return strings.TrimPrefix(fmt.Sprintf("%T", cmd.GetBody()), "*fsmpb.Command_")
 }
 
 // Proposals returns the proposed commands of a kind (all when kind is "").
-func (c *Cluster) Proposals(kind string) []*dexv1.Command {
+func (c *Cluster) Proposals(kind string) []*fsmpb.Command {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*dexv1.Command
+	var out []*fsmpb.Command
 	for _, cmd := range c.log {
 		if kind == "" || Kind(cmd) == kind {
 			out = append(out, cmd)
@@ -128,7 +129,7 @@ func (c *Cluster) Proposals(kind string) []*dexv1.Command {
 func (c *Cluster) Count(kind string) int { return len(c.Proposals(kind)) }
 
 // Do applies a command that must be accepted.
-func (c *Cluster) Do(cmd *dexv1.Command) *fsm.Result {
+func (c *Cluster) Do(cmd *fsmpb.Command) *fsm.Result {
 	c.t.Helper()
 	res, err := c.Propose(context.Background(), cmd)
 	if err != nil {
@@ -143,7 +144,7 @@ func (c *Cluster) Do(cmd *dexv1.Command) *fsm.Result {
 // BumpEpoch opens a new dispatch epoch, as a new leader does.
 func (c *Cluster) BumpEpoch() uint64 {
 	c.t.Helper()
-	res := c.Do(&dexv1.Command{Body: &dexv1.Command_BumpEpoch{BumpEpoch: &dexv1.BumpEpoch{NodeId: "n1"}}})
+	res := c.Do(&fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{NodeId: "n1"}}})
 	c.mu.Lock()
 	c.epoch = res.Epoch
 	c.mu.Unlock()
@@ -160,23 +161,23 @@ func (c *Cluster) Epoch() uint64 {
 // RegisterWorker registers a Worker.
 func (c *Cluster) RegisterWorker(id string, runsModel bool, tools ...*dexv1.ToolSpec) {
 	c.t.Helper()
-	c.Do(&dexv1.Command{Body: &dexv1.Command_RegisterWorker{RegisterWorker: &dexv1.RegisterWorker{WorkerId: id, Tools: tools, RunsModel: runsModel}}})
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: id, Tools: tools, RunsModel: runsModel}}})
 }
 
 // CreateSession creates a session; a non-empty message starts its first turn.
 func (c *Cluster) CreateSession(id, message string) {
 	c.t.Helper()
-	cs := &dexv1.CreateSession{SessionId: id}
+	cs := &fsmpb.CreateSession{SessionId: id}
 	if message != "" {
 		cs.MessageId, cs.Message = id+"-m0", message
 	}
-	c.Do(&dexv1.Command{Body: &dexv1.Command_CreateSession{CreateSession: cs}})
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: cs}})
 }
 
 // Send sends a message to a session.
 func (c *Cluster) Send(session, messageID, text string) {
 	c.t.Helper()
-	c.Do(&dexv1.Command{Body: &dexv1.Command_SendMessage{SendMessage: &dexv1.SendMessage{SessionId: session, MessageId: messageID, Text: text}}})
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: session, MessageId: messageID, Text: text}}})
 }
 
 // Queued returns the session's queued Steps in creation order.
@@ -199,7 +200,7 @@ func (c *Cluster) Start(stepID, worker string) *dexv1.Attempt {
 	if st == nil {
 		c.t.Fatalf("step %s not found", stepID)
 	}
-	res := c.Do(&dexv1.Command{NowMs: max(c.Now().UnixMilli(), st.ReadyAtMs), Body: &dexv1.Command_StartAttempt{StartAttempt: &dexv1.StartAttempt{
+	res := c.Do(&fsmpb.Command{NowMs: max(c.Now().UnixMilli(), st.ReadyAtMs), Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: stepID, Attempt: uint32(len(st.Attempts)) + 1, WorkerId: worker, Epoch: c.Epoch(),
 	}}})
 	return res.Attempt
@@ -233,7 +234,7 @@ func (c *Cluster) Report(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) {
 	c.t.Helper()
 	ref = proto.Clone(ref).(*dexv1.AttemptRef)
 	ref.Seq = c.lastSeq(ref) + 1
-	c.Do(&dexv1.Command{Body: &dexv1.Command_ReportAttempt{ReportAttempt: &dexv1.ReportAttempt{Ref: ref, Result: res}}})
+	c.Do(&fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}})
 }
 
 func (c *Cluster) lastSeq(ref *dexv1.AttemptRef) uint64 {

@@ -27,7 +27,7 @@ import grpc
 from dex.agents import agent_list
 from dex.connection import Connection, TLSFiles
 from dex.errors import DexError, ModelError, RegistrationError, classify_error
-from dex.v1 import commands_pb2, types_pb2, workers_pb2, workers_pb2_grpc
+from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 
 log = logging.getLogger("dex.worker")
 
@@ -544,7 +544,7 @@ class Worker:
                     continue
                 await asyncio.sleep(b.next())
 
-    async def _report(self, fields: dict, what: str, try_: float, ref: commands_pb2.AttemptRef,
+    async def _report(self, fields: dict, what: str, try_: float, ref: types_pb2.AttemptRef,
                       result: types_pb2.AttemptResult) -> None:
         await self._send(fields, what, try_, "ReportTask", workers_pb2.ReportTaskRequest(ref=ref, result=result))
 
@@ -568,7 +568,7 @@ class Worker:
         return ""
 
     async def _run_task(self, t: workers_pb2.Task) -> None:
-        ref = commands_pb2.AttemptRef()
+        ref = types_pb2.AttemptRef()
         ref.CopyFrom(t.ref)
         fields = {"worker": self.id, "session": t.session_id, "step": ref.step_id, "attempt": ref.attempt,
                   "kind": types_pb2.StepKind.Name(t.kind), "tool": t.tool}
@@ -726,7 +726,7 @@ class Worker:
         assert self.conn is not None
         interval = t.heartbeat_interval_ms / 1000.0 or self.heartbeat_interval
         # Heartbeats carry the seq of the last logged call (the claim).
-        ref = commands_pb2.AttemptRef(step_id=t.ref.step_id, attempt=t.ref.attempt, token=t.ref.token, seq=1)
+        ref = types_pb2.AttemptRef(step_id=t.ref.step_id, attempt=t.ref.attempt, token=t.ref.token, seq=1)
         req = workers_pb2.HeartbeatRequest(ref=ref)
         failing = False
         while True:

@@ -14,7 +14,7 @@ import dex
 from dex.demo.flags import parse_flags
 from dex.demo.ledger import Ledger
 from dex.demo.tools import DemoTools
-from dex.v1 import commands_pb2, types_pb2, workers_pb2, workers_pb2_grpc
+from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 from conftest import free_port
 
 
@@ -35,9 +35,9 @@ class Cluster(workers_pb2_grpc.WorkerServiceServicer):
         self.polls += 1
         if self.polls == 1:
             return workers_pb2.PollTaskResponse(tasks=[
-                workers_pb2.Task(ref=commands_pb2.AttemptRef(step_id="s-s1", attempt=1, token="t1"), session_id="s",
+                workers_pb2.Task(ref=types_pb2.AttemptRef(step_id="s-s1", attempt=1, token="t1"), session_id="s",
                                  kind=types_pb2.STEP_KIND_RUN_MODEL, epoch=5, agent="bot@2", heartbeat_interval_ms=100),
-                workers_pb2.Task(ref=commands_pb2.AttemptRef(step_id="s-s2", attempt=1, token="t2"), session_id="s",
+                workers_pb2.Task(ref=types_pb2.AttemptRef(step_id="s-s2", attempt=1, token="t2"), session_id="s",
                                  kind=types_pb2.STEP_KIND_CALL_TOOL, tool="search", call_id="c1", epoch=5,
                                  agent="bot@2", access=types_pb2.TOOL_ACCESS_READ, heartbeat_interval_ms=100)])
         await asyncio.sleep(min(request.wait_ms / 1000, 0.2))

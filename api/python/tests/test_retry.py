@@ -10,7 +10,7 @@ import grpc
 import grpc.aio
 
 import dex
-from dex.v1 import commands_pb2, types_pb2, workers_pb2, workers_pb2_grpc
+from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 from conftest import free_port
 
 
@@ -50,7 +50,7 @@ class Leader(workers_pb2_grpc.WorkerServiceServicer):
         self.polls += 1
         if self.polls == 1:
             return workers_pb2.PollTaskResponse(tasks=[workers_pb2.Task(
-                ref=commands_pb2.AttemptRef(step_id="s1-s2", attempt=1, token="tok-1"), session_id="s1",
+                ref=types_pb2.AttemptRef(step_id="s1-s2", attempt=1, token="tok-1"), session_id="s1",
                 kind=types_pb2.STEP_KIND_CALL_TOOL, tool="save_note", call_id="call-1-1", arguments='{"note":"x"}',
                 idempotency_key="dex:s1:call-1-1", access=types_pb2.TOOL_ACCESS_IDEMPOTENT_WRITE,
                 heartbeat_interval_ms=100)])
@@ -58,14 +58,14 @@ class Leader(workers_pb2_grpc.WorkerServiceServicer):
         return workers_pb2.PollTaskResponse()
 
     async def ClaimTask(self, request, context):
-        self.claims.append(commands_pb2.AttemptRef.FromString(request.ref.SerializeToString()))
+        self.claims.append(types_pb2.AttemptRef.FromString(request.ref.SerializeToString()))
         return workers_pb2.ClaimTaskResponse()
 
     async def Heartbeat(self, request, context):
         return workers_pb2.HeartbeatResponse()
 
     async def ReportTask(self, request, context):
-        self.reports.append((commands_pb2.AttemptRef.FromString(request.ref.SerializeToString()),
+        self.reports.append((types_pb2.AttemptRef.FromString(request.ref.SerializeToString()),
                              request.result.tool_result.content))
         if len(self.reports) == 1:
             # Committed, but the answer is lost: the Worker must repeat it.

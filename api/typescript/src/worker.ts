@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
-import { AttemptRefSchema, type AttemptRef } from "../gen/dex/v1/commands_pb.js";
+import { AttemptRefSchema, type AttemptRef } from "../gen/dex/v1/types_pb.js";
 import { WorkerService, type Task } from "../gen/dex/v1/workers_pb.js";
 import {
   AttemptResultSchema, ErrorType, ModelOutputSchema, ToolAccess, ToolSpecSchema, type AttemptResult, type HistoryEntry, type ModelOutput,

@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { WorkerService, TaskSchema, type Task } from "../gen/dex/v1/workers_pb.js";
-import type { AttemptRef } from "../gen/dex/v1/commands_pb.js";
+import type { AttemptRef } from "../gen/dex/v1/types_pb.js";
 import type { AttemptResult, ToolSpec } from "../gen/dex/v1/types_pb.js";
 import { StepKind } from "../gen/dex/v1/types_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";

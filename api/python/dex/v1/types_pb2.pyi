@@ -145,6 +145,18 @@ class AttemptFailure(_message.Message):
     error_type: ErrorType
     def __init__(self, error_type: _Optional[_Union[ErrorType, str]] = ..., error: _Optional[str] = ...) -> None: ...
 
+class AttemptRef(_message.Message):
+    __slots__ = ["attempt", "seq", "step_id", "token"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    seq: int
+    step_id: str
+    token: str
+    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., token: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
+
 class AttemptResult(_message.Message):
     __slots__ = ["failure", "model_output", "poll_result", "summary", "tool_result"]
     FAILURE_FIELD_NUMBER: _ClassVar[int]

@@ -1,4 +1,3 @@
-from dex.v1 import commands_pb2 as _commands_pb2
 from dex.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -10,8 +9,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 class ClaimTaskRequest(_message.Message):
     __slots__ = ["ref"]
     REF_FIELD_NUMBER: _ClassVar[int]
-    ref: _commands_pb2.AttemptRef
-    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ...) -> None: ...
+    ref: _types_pb2.AttemptRef
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ...) -> None: ...
 
 class ClaimTaskResponse(_message.Message):
     __slots__ = []
@@ -26,10 +25,10 @@ class CompleteTaskRequest(_message.Message):
     TOOL_RESULT_FIELD_NUMBER: _ClassVar[int]
     model_output: _types_pb2.ModelOutput
     poll_result: _types_pb2.PollResult
-    ref: _commands_pb2.AttemptRef
+    ref: _types_pb2.AttemptRef
     summary: str
     tool_result: _types_pb2.ToolResult
-    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ..., model_output: _Optional[_Union[_types_pb2.ModelOutput, _Mapping]] = ..., tool_result: _Optional[_Union[_types_pb2.ToolResult, _Mapping]] = ..., poll_result: _Optional[_Union[_types_pb2.PollResult, _Mapping]] = ..., summary: _Optional[str] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., model_output: _Optional[_Union[_types_pb2.ModelOutput, _Mapping]] = ..., tool_result: _Optional[_Union[_types_pb2.ToolResult, _Mapping]] = ..., poll_result: _Optional[_Union[_types_pb2.PollResult, _Mapping]] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class CompleteTaskResponse(_message.Message):
     __slots__ = []
@@ -42,8 +41,8 @@ class FailTaskRequest(_message.Message):
     REF_FIELD_NUMBER: _ClassVar[int]
     error: str
     error_type: _types_pb2.ErrorType
-    ref: _commands_pb2.AttemptRef
-    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ..., error_type: _Optional[_Union[_types_pb2.ErrorType, str]] = ..., error: _Optional[str] = ...) -> None: ...
+    ref: _types_pb2.AttemptRef
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., error_type: _Optional[_Union[_types_pb2.ErrorType, str]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class FailTaskResponse(_message.Message):
     __slots__ = []
@@ -52,8 +51,8 @@ class FailTaskResponse(_message.Message):
 class HeartbeatRequest(_message.Message):
     __slots__ = ["ref"]
     REF_FIELD_NUMBER: _ClassVar[int]
-    ref: _commands_pb2.AttemptRef
-    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ...) -> None: ...
+    ref: _types_pb2.AttemptRef
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
     __slots__ = ["cancelled", "reason"]
@@ -115,9 +114,9 @@ class ReportTaskRequest(_message.Message):
     __slots__ = ["ref", "result"]
     REF_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
-    ref: _commands_pb2.AttemptRef
+    ref: _types_pb2.AttemptRef
     result: _types_pb2.AttemptResult
-    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ..., result: _Optional[_Union[_types_pb2.AttemptResult, _Mapping]] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., result: _Optional[_Union[_types_pb2.AttemptResult, _Mapping]] = ...) -> None: ...
 
 class ReportTaskResponse(_message.Message):
     __slots__ = []
@@ -149,8 +148,8 @@ class Task(_message.Message):
     idempotency_key: str
     kind: _types_pb2.StepKind
     model_input: ModelInput
-    ref: _commands_pb2.AttemptRef
+    ref: _types_pb2.AttemptRef
     session_id: str
     task_id: str
     tool: str
-    def __init__(self, ref: _Optional[_Union[_commands_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ..., agent: _Optional[str] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ..., agent: _Optional[str] = ...) -> None: ...

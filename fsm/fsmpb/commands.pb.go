@@ -2,11 +2,16 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: dex/v1/commands.proto
+// source: dex/fsm/v1/commands.proto
 
-package dexv1
+// The Raft log's commands: the state machine's input, not the public API. They
+// evolve with the log (new bodies are added, old ones keep applying) and are
+// converted from API requests where those are proposed.
+
+package fsmpb
 
 import (
+	dexv1 "github.com/dexhq/dex/api/dexv1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -69,7 +74,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_dex_v1_commands_proto_msgTypes[0]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -81,7 +86,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[0]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -94,7 +99,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{0}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Command) GetIgnorable() bool {
@@ -620,7 +625,7 @@ type CreateSession struct {
 
 func (x *CreateSession) Reset() {
 	*x = CreateSession{}
-	mi := &file_dex_v1_commands_proto_msgTypes[1]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +637,7 @@ func (x *CreateSession) String() string {
 func (*CreateSession) ProtoMessage() {}
 
 func (x *CreateSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[1]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +650,7 @@ func (x *CreateSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSession.ProtoReflect.Descriptor instead.
 func (*CreateSession) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *CreateSession) GetSessionId() string {
@@ -710,7 +715,7 @@ type SendMessage struct {
 
 func (x *SendMessage) Reset() {
 	*x = SendMessage{}
-	mi := &file_dex_v1_commands_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +727,7 @@ func (x *SendMessage) String() string {
 func (*SendMessage) ProtoMessage() {}
 
 func (x *SendMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +740,7 @@ func (x *SendMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessage.ProtoReflect.Descriptor instead.
 func (*SendMessage) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SendMessage) GetSessionId() string {
@@ -769,7 +774,7 @@ func (x *SendMessage) GetFromSession() string {
 type RegisterWorker struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId  string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Tools     []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	Tools     []*dexv1.ToolSpec      `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	RunsModel bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
 	// Run timeout of its RunModel and CompactContext attempts (0: the default).
 	ModelRunTimeoutMs uint32 `protobuf:"varint,4,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
@@ -781,7 +786,7 @@ type RegisterWorker struct {
 
 func (x *RegisterWorker) Reset() {
 	*x = RegisterWorker{}
-	mi := &file_dex_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +798,7 @@ func (x *RegisterWorker) String() string {
 func (*RegisterWorker) ProtoMessage() {}
 
 func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +811,7 @@ func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorker.ProtoReflect.Descriptor instead.
 func (*RegisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RegisterWorker) GetWorkerId() string {
@@ -816,7 +821,7 @@ func (x *RegisterWorker) GetWorkerId() string {
 	return ""
 }
 
-func (x *RegisterWorker) GetTools() []*ToolSpec {
+func (x *RegisterWorker) GetTools() []*dexv1.ToolSpec {
 	if x != nil {
 		return x.Tools
 	}
@@ -854,7 +859,7 @@ type BumpEpoch struct {
 
 func (x *BumpEpoch) Reset() {
 	*x = BumpEpoch{}
-	mi := &file_dex_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +871,7 @@ func (x *BumpEpoch) String() string {
 func (*BumpEpoch) ProtoMessage() {}
 
 func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +884,7 @@ func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BumpEpoch.ProtoReflect.Descriptor instead.
 func (*BumpEpoch) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BumpEpoch) GetNodeId() string {
@@ -887,76 +892,6 @@ func (x *BumpEpoch) GetNodeId() string {
 		return x.NodeId
 	}
 	return ""
-}
-
-// Identifies a Worker's attempt in the calls it makes.
-type AttemptRef struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	StepId  string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Token   string                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
-	// Per-attempt sequence number of the Worker's logged calls (claim 1, ...).
-	Seq           uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *AttemptRef) Reset() {
-	*x = AttemptRef{}
-	mi := &file_dex_v1_commands_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AttemptRef) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AttemptRef) ProtoMessage() {}
-
-func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
-func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *AttemptRef) GetStepId() string {
-	if x != nil {
-		return x.StepId
-	}
-	return ""
-}
-
-func (x *AttemptRef) GetAttempt() uint32 {
-	if x != nil {
-		return x.Attempt
-	}
-	return 0
-}
-
-func (x *AttemptRef) GetToken() string {
-	if x != nil {
-		return x.Token
-	}
-	return ""
-}
-
-func (x *AttemptRef) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
 }
 
 type StartAttempt struct {
@@ -974,7 +909,7 @@ type StartAttempt struct {
 
 func (x *StartAttempt) Reset() {
 	*x = StartAttempt{}
-	mi := &file_dex_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +921,7 @@ func (x *StartAttempt) String() string {
 func (*StartAttempt) ProtoMessage() {}
 
 func (x *StartAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +934,7 @@ func (x *StartAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartAttempt.ProtoReflect.Descriptor instead.
 func (*StartAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StartAttempt) GetStepId() string {
@@ -1039,14 +974,14 @@ func (x *StartAttempt) GetDefaultRunTimeoutMs() uint32 {
 
 type ClaimAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Ref           *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClaimAttempt) Reset() {
 	*x = ClaimAttempt{}
-	mi := &file_dex_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +993,7 @@ func (x *ClaimAttempt) String() string {
 func (*ClaimAttempt) ProtoMessage() {}
 
 func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,10 +1006,10 @@ func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAttempt.ProtoReflect.Descriptor instead.
 func (*ClaimAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *ClaimAttempt) GetRef() *AttemptRef {
+func (x *ClaimAttempt) GetRef() *dexv1.AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
@@ -1084,7 +1019,7 @@ func (x *ClaimAttempt) GetRef() *AttemptRef {
 // Deprecated: logs written before ReportAttempt; still applied, never proposed.
 type CompleteAttempt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Ref   *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Ref   *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// Types that are valid to be assigned to Result:
 	//
 	//	*CompleteAttempt_ModelOutput
@@ -1098,7 +1033,7 @@ type CompleteAttempt struct {
 
 func (x *CompleteAttempt) Reset() {
 	*x = CompleteAttempt{}
-	mi := &file_dex_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1045,7 @@ func (x *CompleteAttempt) String() string {
 func (*CompleteAttempt) ProtoMessage() {}
 
 func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,10 +1058,10 @@ func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteAttempt.ProtoReflect.Descriptor instead.
 func (*CompleteAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *CompleteAttempt) GetRef() *AttemptRef {
+func (x *CompleteAttempt) GetRef() *dexv1.AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
@@ -1140,7 +1075,7 @@ func (x *CompleteAttempt) GetResult() isCompleteAttempt_Result {
 	return nil
 }
 
-func (x *CompleteAttempt) GetModelOutput() *ModelOutput {
+func (x *CompleteAttempt) GetModelOutput() *dexv1.ModelOutput {
 	if x != nil {
 		if x, ok := x.Result.(*CompleteAttempt_ModelOutput); ok {
 			return x.ModelOutput
@@ -1149,7 +1084,7 @@ func (x *CompleteAttempt) GetModelOutput() *ModelOutput {
 	return nil
 }
 
-func (x *CompleteAttempt) GetToolResult() *ToolResult {
+func (x *CompleteAttempt) GetToolResult() *dexv1.ToolResult {
 	if x != nil {
 		if x, ok := x.Result.(*CompleteAttempt_ToolResult); ok {
 			return x.ToolResult
@@ -1158,7 +1093,7 @@ func (x *CompleteAttempt) GetToolResult() *ToolResult {
 	return nil
 }
 
-func (x *CompleteAttempt) GetPollResult() *PollResult {
+func (x *CompleteAttempt) GetPollResult() *dexv1.PollResult {
 	if x != nil {
 		if x, ok := x.Result.(*CompleteAttempt_PollResult); ok {
 			return x.PollResult
@@ -1181,15 +1116,15 @@ type isCompleteAttempt_Result interface {
 }
 
 type CompleteAttempt_ModelOutput struct {
-	ModelOutput *ModelOutput `protobuf:"bytes,2,opt,name=model_output,json=modelOutput,proto3,oneof"`
+	ModelOutput *dexv1.ModelOutput `protobuf:"bytes,2,opt,name=model_output,json=modelOutput,proto3,oneof"`
 }
 
 type CompleteAttempt_ToolResult struct {
-	ToolResult *ToolResult `protobuf:"bytes,3,opt,name=tool_result,json=toolResult,proto3,oneof"`
+	ToolResult *dexv1.ToolResult `protobuf:"bytes,3,opt,name=tool_result,json=toolResult,proto3,oneof"`
 }
 
 type CompleteAttempt_PollResult struct {
-	PollResult *PollResult `protobuf:"bytes,4,opt,name=poll_result,json=pollResult,proto3,oneof"`
+	PollResult *dexv1.PollResult `protobuf:"bytes,4,opt,name=poll_result,json=pollResult,proto3,oneof"`
 }
 
 type CompleteAttempt_Summary struct {
@@ -1207,8 +1142,8 @@ func (*CompleteAttempt_Summary) isCompleteAttempt_Result() {}
 // Deprecated: logs written before ReportAttempt; still applied, never proposed.
 type FailAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	ErrorType     ErrorType              `protobuf:"varint,2,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	Ref           *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	ErrorType     dexv1.ErrorType        `protobuf:"varint,2,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
 	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1216,7 +1151,7 @@ type FailAttempt struct {
 
 func (x *FailAttempt) Reset() {
 	*x = FailAttempt{}
-	mi := &file_dex_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1163,7 @@ func (x *FailAttempt) String() string {
 func (*FailAttempt) ProtoMessage() {}
 
 func (x *FailAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,21 +1176,21 @@ func (x *FailAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailAttempt.ProtoReflect.Descriptor instead.
 func (*FailAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *FailAttempt) GetRef() *AttemptRef {
+func (x *FailAttempt) GetRef() *dexv1.AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
 	return nil
 }
 
-func (x *FailAttempt) GetErrorType() ErrorType {
+func (x *FailAttempt) GetErrorType() dexv1.ErrorType {
 	if x != nil {
 		return x.ErrorType
 	}
-	return ErrorType_ERROR_TYPE_UNSPECIFIED
+	return dexv1.ErrorType(0)
 }
 
 func (x *FailAttempt) GetError() string {
@@ -1276,7 +1211,7 @@ type ExpireAttempt struct {
 
 func (x *ExpireAttempt) Reset() {
 	*x = ExpireAttempt{}
-	mi := &file_dex_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1223,7 @@ func (x *ExpireAttempt) String() string {
 func (*ExpireAttempt) ProtoMessage() {}
 
 func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1236,7 @@ func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireAttempt.ProtoReflect.Descriptor instead.
 func (*ExpireAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExpireAttempt) GetStepId() string {
@@ -1336,7 +1271,7 @@ type ResolveApproval struct {
 
 func (x *ResolveApproval) Reset() {
 	*x = ResolveApproval{}
-	mi := &file_dex_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1283,7 @@ func (x *ResolveApproval) String() string {
 func (*ResolveApproval) ProtoMessage() {}
 
 func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1296,7 @@ func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApproval.ProtoReflect.Descriptor instead.
 func (*ResolveApproval) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResolveApproval) GetStepId() string {
@@ -1395,7 +1330,7 @@ type AnswerQuestion struct {
 
 func (x *AnswerQuestion) Reset() {
 	*x = AnswerQuestion{}
-	mi := &file_dex_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1407,7 +1342,7 @@ func (x *AnswerQuestion) String() string {
 func (*AnswerQuestion) ProtoMessage() {}
 
 func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1355,7 @@ func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestion.ProtoReflect.Descriptor instead.
 func (*AnswerQuestion) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AnswerQuestion) GetStepId() string {
@@ -1447,7 +1382,7 @@ type FireTimer struct {
 
 func (x *FireTimer) Reset() {
 	*x = FireTimer{}
-	mi := &file_dex_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1394,7 @@ func (x *FireTimer) String() string {
 func (*FireTimer) ProtoMessage() {}
 
 func (x *FireTimer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1407,7 @@ func (x *FireTimer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireTimer.ProtoReflect.Descriptor instead.
 func (*FireTimer) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FireTimer) GetStepId() string {
@@ -1493,14 +1428,14 @@ func (x *FireTimer) GetEpoch() uint64 {
 type ResumeSession struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Choice        ResumeChoice           `protobuf:"varint,2,opt,name=choice,proto3,enum=dex.v1.ResumeChoice" json:"choice,omitempty"`
+	Choice        dexv1.ResumeChoice     `protobuf:"varint,2,opt,name=choice,proto3,enum=dex.v1.ResumeChoice" json:"choice,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResumeSession) Reset() {
 	*x = ResumeSession{}
-	mi := &file_dex_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1447,7 @@ func (x *ResumeSession) String() string {
 func (*ResumeSession) ProtoMessage() {}
 
 func (x *ResumeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1460,7 @@ func (x *ResumeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSession.ProtoReflect.Descriptor instead.
 func (*ResumeSession) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResumeSession) GetSessionId() string {
@@ -1535,11 +1470,11 @@ func (x *ResumeSession) GetSessionId() string {
 	return ""
 }
 
-func (x *ResumeSession) GetChoice() ResumeChoice {
+func (x *ResumeSession) GetChoice() dexv1.ResumeChoice {
 	if x != nil {
 		return x.Choice
 	}
-	return ResumeChoice_RESUME_CHOICE_UNSPECIFIED
+	return dexv1.ResumeChoice(0)
 }
 
 // The new leader's recovery: every errored session whose input survived is
@@ -1553,7 +1488,7 @@ type RestartSessions struct {
 
 func (x *RestartSessions) Reset() {
 	*x = RestartSessions{}
-	mi := &file_dex_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1500,7 @@ func (x *RestartSessions) String() string {
 func (*RestartSessions) ProtoMessage() {}
 
 func (x *RestartSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1513,7 @@ func (x *RestartSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSessions.ProtoReflect.Descriptor instead.
 func (*RestartSessions) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RestartSessions) GetEpoch() uint64 {
@@ -1599,7 +1534,7 @@ type ResumeErrored struct {
 
 func (x *ResumeErrored) Reset() {
 	*x = ResumeErrored{}
-	mi := &file_dex_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1546,7 @@ func (x *ResumeErrored) String() string {
 func (*ResumeErrored) ProtoMessage() {}
 
 func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1559,7 @@ func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeErrored.ProtoReflect.Descriptor instead.
 func (*ResumeErrored) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResumeErrored) GetSessionId() string {
@@ -1644,7 +1579,7 @@ func (x *ResumeErrored) GetEpoch() uint64 {
 type ReconcileOutcome struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Outcome       Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	Outcome       dexv1.Outcome          `protobuf:"varint,2,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
 	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1652,7 +1587,7 @@ type ReconcileOutcome struct {
 
 func (x *ReconcileOutcome) Reset() {
 	*x = ReconcileOutcome{}
-	mi := &file_dex_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1599,7 @@ func (x *ReconcileOutcome) String() string {
 func (*ReconcileOutcome) ProtoMessage() {}
 
 func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1612,7 @@ func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcome.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcome) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReconcileOutcome) GetStepId() string {
@@ -1687,11 +1622,11 @@ func (x *ReconcileOutcome) GetStepId() string {
 	return ""
 }
 
-func (x *ReconcileOutcome) GetOutcome() Outcome {
+func (x *ReconcileOutcome) GetOutcome() dexv1.Outcome {
 	if x != nil {
 		return x.Outcome
 	}
-	return Outcome_OUTCOME_UNSPECIFIED
+	return dexv1.Outcome(0)
 }
 
 func (x *ReconcileOutcome) GetNote() string {
@@ -1713,7 +1648,7 @@ type EditHistory struct {
 
 func (x *EditHistory) Reset() {
 	*x = EditHistory{}
-	mi := &file_dex_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1660,7 @@ func (x *EditHistory) String() string {
 func (*EditHistory) ProtoMessage() {}
 
 func (x *EditHistory) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1673,7 @@ func (x *EditHistory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistory.ProtoReflect.Descriptor instead.
 func (*EditHistory) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EditHistory) GetSessionId() string {
@@ -1764,14 +1699,14 @@ func (x *EditHistory) GetNote() string {
 
 type SetNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          *NodeInfo              `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Node          *dexv1.NodeInfo        `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetNode) Reset() {
 	*x = SetNode{}
-	mi := &file_dex_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1718,7 @@ func (x *SetNode) String() string {
 func (*SetNode) ProtoMessage() {}
 
 func (x *SetNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,10 +1731,10 @@ func (x *SetNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNode.ProtoReflect.Descriptor instead.
 func (*SetNode) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *SetNode) GetNode() *NodeInfo {
+func (x *SetNode) GetNode() *dexv1.NodeInfo {
 	if x != nil {
 		return x.Node
 	}
@@ -1815,7 +1750,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_dex_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1762,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1775,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoveNode) GetNodeId() string {
@@ -1855,14 +1790,14 @@ func (x *RemoveNode) GetNodeId() string {
 type SetEventRetention struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Retention     *EventRetention        `protobuf:"bytes,2,opt,name=retention,proto3" json:"retention,omitempty"`
+	Retention     *dexv1.EventRetention  `protobuf:"bytes,2,opt,name=retention,proto3" json:"retention,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetEventRetention) Reset() {
 	*x = SetEventRetention{}
-	mi := &file_dex_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +1809,7 @@ func (x *SetEventRetention) String() string {
 func (*SetEventRetention) ProtoMessage() {}
 
 func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +1822,7 @@ func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEventRetention.ProtoReflect.Descriptor instead.
 func (*SetEventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetEventRetention) GetEpoch() uint64 {
@@ -1897,7 +1832,7 @@ func (x *SetEventRetention) GetEpoch() uint64 {
 	return 0
 }
 
-func (x *SetEventRetention) GetRetention() *EventRetention {
+func (x *SetEventRetention) GetRetention() *dexv1.EventRetention {
 	if x != nil {
 		return x.Retention
 	}
@@ -1919,7 +1854,7 @@ type PruneEvents struct {
 
 func (x *PruneEvents) Reset() {
 	*x = PruneEvents{}
-	mi := &file_dex_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +1866,7 @@ func (x *PruneEvents) String() string {
 func (*PruneEvents) ProtoMessage() {}
 
 func (x *PruneEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +1879,7 @@ func (x *PruneEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneEvents.ProtoReflect.Descriptor instead.
 func (*PruneEvents) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PruneEvents) GetEpoch() uint64 {
@@ -1981,7 +1916,7 @@ type DeregisterWorker struct {
 
 func (x *DeregisterWorker) Reset() {
 	*x = DeregisterWorker{}
-	mi := &file_dex_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +1928,7 @@ func (x *DeregisterWorker) String() string {
 func (*DeregisterWorker) ProtoMessage() {}
 
 func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +1941,7 @@ func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorker.ProtoReflect.Descriptor instead.
 func (*DeregisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeregisterWorker) GetWorkerId() string {
@@ -2037,7 +1972,7 @@ type FailUnservedStep struct {
 
 func (x *FailUnservedStep) Reset() {
 	*x = FailUnservedStep{}
-	mi := &file_dex_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +1984,7 @@ func (x *FailUnservedStep) String() string {
 func (*FailUnservedStep) ProtoMessage() {}
 
 func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +1997,7 @@ func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailUnservedStep.ProtoReflect.Descriptor instead.
 func (*FailUnservedStep) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FailUnservedStep) GetStepId() string {
@@ -2099,7 +2034,7 @@ type DeleteSession struct {
 
 func (x *DeleteSession) Reset() {
 	*x = DeleteSession{}
-	mi := &file_dex_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2111,7 +2046,7 @@ func (x *DeleteSession) String() string {
 func (*DeleteSession) ProtoMessage() {}
 
 func (x *DeleteSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2124,7 +2059,7 @@ func (x *DeleteSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSession.ProtoReflect.Descriptor instead.
 func (*DeleteSession) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteSession) GetSessionId() string {
@@ -2148,7 +2083,7 @@ type PurgeSession struct {
 
 func (x *PurgeSession) Reset() {
 	*x = PurgeSession{}
-	mi := &file_dex_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2095,7 @@ func (x *PurgeSession) String() string {
 func (*PurgeSession) ProtoMessage() {}
 
 func (x *PurgeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2108,7 @@ func (x *PurgeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeSession.ProtoReflect.Descriptor instead.
 func (*PurgeSession) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PurgeSession) GetSessionId() string {
@@ -2211,7 +2146,7 @@ type ExpireSessions struct {
 
 func (x *ExpireSessions) Reset() {
 	*x = ExpireSessions{}
-	mi := &file_dex_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2158,7 @@ func (x *ExpireSessions) String() string {
 func (*ExpireSessions) ProtoMessage() {}
 
 func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2171,7 @@ func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireSessions.ProtoReflect.Descriptor instead.
 func (*ExpireSessions) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExpireSessions) GetEpoch() uint64 {
@@ -2274,7 +2209,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2221,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2234,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2327,15 +2262,15 @@ func (x *TimeoutAttempt) GetEpoch() uint64 {
 // replaces CompleteAttempt and FailAttempt, which older logs still hold.
 type ReportAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	Result        *AttemptResult         `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Ref           *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Result        *dexv1.AttemptResult   `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2282,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,17 +2295,17 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{29}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
 }
 
-func (x *ReportAttempt) GetRef() *AttemptRef {
+func (x *ReportAttempt) GetRef() *dexv1.AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
 	return nil
 }
 
-func (x *ReportAttempt) GetResult() *AttemptResult {
+func (x *ReportAttempt) GetResult() *dexv1.AttemptResult {
 	if x != nil {
 		return x.Result
 	}
@@ -2388,7 +2323,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2335,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2348,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -2427,7 +2362,7 @@ func (x *SetClusterId) GetClusterId() string {
 // secret's SHA-256 enters the log, so Apply never sees or makes a secret.
 type CreateToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Token *AclToken              `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Token *dexv1.AclToken        `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	// The one-time first admin token: refused once any token exists.
 	Bootstrap     bool `protobuf:"varint,2,opt,name=bootstrap,proto3" json:"bootstrap,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2436,7 +2371,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2448,7 +2383,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2461,10 +2396,10 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
-func (x *CreateToken) GetToken() *AclToken {
+func (x *CreateToken) GetToken() *dexv1.AclToken {
 	if x != nil {
 		return x.Token
 	}
@@ -2489,7 +2424,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2436,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2449,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -2540,7 +2475,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2487,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2500,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -2589,50 +2524,51 @@ func (x *CancelTurn) GetReason() string {
 	return ""
 }
 
-var File_dex_v1_commands_proto protoreflect.FileDescriptor
+var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 
-const file_dex_v1_commands_proto_rawDesc = "" +
+const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/commands.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xa2\x10\n" +
+	"\x19dex/fsm/v1/commands.proto\x12\n" +
+	"dex.fsm.v1\x1a\x12dex/v1/types.proto\"\xa2\x11\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
-	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12>\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
 	"\x0ecreate_session\x18\n" +
-	" \x01(\v2\x15.dex.v1.CreateSessionH\x00R\rcreateSession\x128\n" +
-	"\fsend_message\x18\v \x01(\v2\x13.dex.v1.SendMessageH\x00R\vsendMessage\x12A\n" +
-	"\x0fregister_worker\x18\f \x01(\v2\x16.dex.v1.RegisterWorkerH\x00R\x0eregisterWorker\x122\n" +
+	" \x01(\v2\x19.dex.fsm.v1.CreateSessionH\x00R\rcreateSession\x12<\n" +
+	"\fsend_message\x18\v \x01(\v2\x17.dex.fsm.v1.SendMessageH\x00R\vsendMessage\x12E\n" +
+	"\x0fregister_worker\x18\f \x01(\v2\x1a.dex.fsm.v1.RegisterWorkerH\x00R\x0eregisterWorker\x126\n" +
 	"\n" +
-	"bump_epoch\x18\r \x01(\v2\x11.dex.v1.BumpEpochH\x00R\tbumpEpoch\x12;\n" +
-	"\rstart_attempt\x18\x0e \x01(\v2\x14.dex.v1.StartAttemptH\x00R\fstartAttempt\x12;\n" +
-	"\rclaim_attempt\x18\x0f \x01(\v2\x14.dex.v1.ClaimAttemptH\x00R\fclaimAttempt\x12D\n" +
-	"\x10complete_attempt\x18\x10 \x01(\v2\x17.dex.v1.CompleteAttemptH\x00R\x0fcompleteAttempt\x128\n" +
-	"\ffail_attempt\x18\x11 \x01(\v2\x13.dex.v1.FailAttemptH\x00R\vfailAttempt\x12>\n" +
-	"\x0eexpire_attempt\x18\x12 \x01(\v2\x15.dex.v1.ExpireAttemptH\x00R\rexpireAttempt\x12D\n" +
-	"\x10resolve_approval\x18\x13 \x01(\v2\x17.dex.v1.ResolveApprovalH\x00R\x0fresolveApproval\x12A\n" +
-	"\x0fanswer_question\x18\x14 \x01(\v2\x16.dex.v1.AnswerQuestionH\x00R\x0eanswerQuestion\x122\n" +
+	"bump_epoch\x18\r \x01(\v2\x15.dex.fsm.v1.BumpEpochH\x00R\tbumpEpoch\x12?\n" +
+	"\rstart_attempt\x18\x0e \x01(\v2\x18.dex.fsm.v1.StartAttemptH\x00R\fstartAttempt\x12?\n" +
+	"\rclaim_attempt\x18\x0f \x01(\v2\x18.dex.fsm.v1.ClaimAttemptH\x00R\fclaimAttempt\x12H\n" +
+	"\x10complete_attempt\x18\x10 \x01(\v2\x1b.dex.fsm.v1.CompleteAttemptH\x00R\x0fcompleteAttempt\x12<\n" +
+	"\ffail_attempt\x18\x11 \x01(\v2\x17.dex.fsm.v1.FailAttemptH\x00R\vfailAttempt\x12B\n" +
+	"\x0eexpire_attempt\x18\x12 \x01(\v2\x19.dex.fsm.v1.ExpireAttemptH\x00R\rexpireAttempt\x12H\n" +
+	"\x10resolve_approval\x18\x13 \x01(\v2\x1b.dex.fsm.v1.ResolveApprovalH\x00R\x0fresolveApproval\x12E\n" +
+	"\x0fanswer_question\x18\x14 \x01(\v2\x1a.dex.fsm.v1.AnswerQuestionH\x00R\x0eanswerQuestion\x126\n" +
 	"\n" +
-	"fire_timer\x18\x15 \x01(\v2\x11.dex.v1.FireTimerH\x00R\tfireTimer\x12>\n" +
-	"\x0eresume_session\x18\x16 \x01(\v2\x15.dex.v1.ResumeSessionH\x00R\rresumeSession\x12D\n" +
-	"\x10restart_sessions\x18\x17 \x01(\v2\x17.dex.v1.RestartSessionsH\x00R\x0frestartSessions\x12>\n" +
-	"\x0eresume_errored\x18\x18 \x01(\v2\x15.dex.v1.ResumeErroredH\x00R\rresumeErrored\x12G\n" +
-	"\x11reconcile_outcome\x18\x19 \x01(\v2\x18.dex.v1.ReconcileOutcomeH\x00R\x10reconcileOutcome\x128\n" +
-	"\fedit_history\x18\x1a \x01(\v2\x13.dex.v1.EditHistoryH\x00R\veditHistory\x12,\n" +
-	"\bset_node\x18\x1b \x01(\v2\x0f.dex.v1.SetNodeH\x00R\asetNode\x125\n" +
-	"\vremove_node\x18\x1c \x01(\v2\x12.dex.v1.RemoveNodeH\x00R\n" +
-	"removeNode\x12K\n" +
-	"\x13set_event_retention\x182 \x01(\v2\x19.dex.v1.SetEventRetentionH\x00R\x11setEventRetention\x128\n" +
-	"\fprune_events\x183 \x01(\v2\x13.dex.v1.PruneEventsH\x00R\vpruneEvents\x12G\n" +
-	"\x11deregister_worker\x18( \x01(\v2\x18.dex.v1.DeregisterWorkerH\x00R\x10deregisterWorker\x12H\n" +
-	"\x12fail_unserved_step\x18) \x01(\v2\x18.dex.v1.FailUnservedStepH\x00R\x10failUnservedStep\x12>\n" +
-	"\x0edelete_session\x18F \x01(\v2\x15.dex.v1.DeleteSessionH\x00R\rdeleteSession\x12;\n" +
-	"\rpurge_session\x18G \x01(\v2\x14.dex.v1.PurgeSessionH\x00R\fpurgeSession\x12A\n" +
-	"\x0fexpire_sessions\x18H \x01(\v2\x16.dex.v1.ExpireSessionsH\x00R\x0eexpireSessions\x12A\n" +
-	"\x0ftimeout_attempt\x18P \x01(\v2\x16.dex.v1.TimeoutAttemptH\x00R\x0etimeoutAttempt\x12>\n" +
-	"\x0ereport_attempt\x18Z \x01(\v2\x15.dex.v1.ReportAttemptH\x00R\rreportAttempt\x12<\n" +
-	"\x0eset_cluster_id\x18d \x01(\v2\x14.dex.v1.SetClusterIdH\x00R\fsetClusterId\x128\n" +
-	"\fcreate_token\x18n \x01(\v2\x13.dex.v1.CreateTokenH\x00R\vcreateToken\x128\n" +
-	"\frevoke_token\x18o \x01(\v2\x13.dex.v1.RevokeTokenH\x00R\vrevokeToken\x125\n" +
-	"\vcancel_turn\x18x \x01(\v2\x12.dex.v1.CancelTurnH\x00R\n" +
+	"fire_timer\x18\x15 \x01(\v2\x15.dex.fsm.v1.FireTimerH\x00R\tfireTimer\x12B\n" +
+	"\x0eresume_session\x18\x16 \x01(\v2\x19.dex.fsm.v1.ResumeSessionH\x00R\rresumeSession\x12H\n" +
+	"\x10restart_sessions\x18\x17 \x01(\v2\x1b.dex.fsm.v1.RestartSessionsH\x00R\x0frestartSessions\x12B\n" +
+	"\x0eresume_errored\x18\x18 \x01(\v2\x19.dex.fsm.v1.ResumeErroredH\x00R\rresumeErrored\x12K\n" +
+	"\x11reconcile_outcome\x18\x19 \x01(\v2\x1c.dex.fsm.v1.ReconcileOutcomeH\x00R\x10reconcileOutcome\x12<\n" +
+	"\fedit_history\x18\x1a \x01(\v2\x17.dex.fsm.v1.EditHistoryH\x00R\veditHistory\x120\n" +
+	"\bset_node\x18\x1b \x01(\v2\x13.dex.fsm.v1.SetNodeH\x00R\asetNode\x129\n" +
+	"\vremove_node\x18\x1c \x01(\v2\x16.dex.fsm.v1.RemoveNodeH\x00R\n" +
+	"removeNode\x12O\n" +
+	"\x13set_event_retention\x182 \x01(\v2\x1d.dex.fsm.v1.SetEventRetentionH\x00R\x11setEventRetention\x12<\n" +
+	"\fprune_events\x183 \x01(\v2\x17.dex.fsm.v1.PruneEventsH\x00R\vpruneEvents\x12K\n" +
+	"\x11deregister_worker\x18( \x01(\v2\x1c.dex.fsm.v1.DeregisterWorkerH\x00R\x10deregisterWorker\x12L\n" +
+	"\x12fail_unserved_step\x18) \x01(\v2\x1c.dex.fsm.v1.FailUnservedStepH\x00R\x10failUnservedStep\x12B\n" +
+	"\x0edelete_session\x18F \x01(\v2\x19.dex.fsm.v1.DeleteSessionH\x00R\rdeleteSession\x12?\n" +
+	"\rpurge_session\x18G \x01(\v2\x18.dex.fsm.v1.PurgeSessionH\x00R\fpurgeSession\x12E\n" +
+	"\x0fexpire_sessions\x18H \x01(\v2\x1a.dex.fsm.v1.ExpireSessionsH\x00R\x0eexpireSessions\x12E\n" +
+	"\x0ftimeout_attempt\x18P \x01(\v2\x1a.dex.fsm.v1.TimeoutAttemptH\x00R\x0etimeoutAttempt\x12B\n" +
+	"\x0ereport_attempt\x18Z \x01(\v2\x19.dex.fsm.v1.ReportAttemptH\x00R\rreportAttempt\x12@\n" +
+	"\x0eset_cluster_id\x18d \x01(\v2\x18.dex.fsm.v1.SetClusterIdH\x00R\fsetClusterId\x12<\n" +
+	"\fcreate_token\x18n \x01(\v2\x17.dex.fsm.v1.CreateTokenH\x00R\vcreateToken\x12<\n" +
+	"\frevoke_token\x18o \x01(\v2\x17.dex.fsm.v1.RevokeTokenH\x00R\vrevokeToken\x129\n" +
+	"\vcancel_turn\x18x \x01(\v2\x16.dex.fsm.v1.CancelTurnH\x00R\n" +
 	"cancelTurnB\x06\n" +
 	"\x04body\"\xf5\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
@@ -2660,13 +2596,7 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
 	"\x06agents\x18\x05 \x03(\tR\x06agents\"$\n" +
 	"\tBumpEpoch\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"g\n" +
-	"\n" +
-	"AttemptRef\x12\x17\n" +
-	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
-	"\x05token\x18\x03 \x01(\tR\x05token\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xa9\x01\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"\xa9\x01\n" +
 	"\fStartAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -2776,116 +2706,116 @@ const file_dex_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reasonB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x06reason\x18\x03 \x01(\tR\x06reasonB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
-	file_dex_v1_commands_proto_rawDescOnce sync.Once
-	file_dex_v1_commands_proto_rawDescData []byte
+	file_dex_fsm_v1_commands_proto_rawDescOnce sync.Once
+	file_dex_fsm_v1_commands_proto_rawDescData []byte
 )
 
-func file_dex_v1_commands_proto_rawDescGZIP() []byte {
-	file_dex_v1_commands_proto_rawDescOnce.Do(func() {
-		file_dex_v1_commands_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)))
+func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
+	file_dex_fsm_v1_commands_proto_rawDescOnce.Do(func() {
+		file_dex_fsm_v1_commands_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)))
 	})
-	return file_dex_v1_commands_proto_rawDescData
+	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
-var file_dex_v1_commands_proto_goTypes = []any{
-	(*Command)(nil),           // 0: dex.v1.Command
-	(*CreateSession)(nil),     // 1: dex.v1.CreateSession
-	(*SendMessage)(nil),       // 2: dex.v1.SendMessage
-	(*RegisterWorker)(nil),    // 3: dex.v1.RegisterWorker
-	(*BumpEpoch)(nil),         // 4: dex.v1.BumpEpoch
-	(*AttemptRef)(nil),        // 5: dex.v1.AttemptRef
-	(*StartAttempt)(nil),      // 6: dex.v1.StartAttempt
-	(*ClaimAttempt)(nil),      // 7: dex.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),   // 8: dex.v1.CompleteAttempt
-	(*FailAttempt)(nil),       // 9: dex.v1.FailAttempt
-	(*ExpireAttempt)(nil),     // 10: dex.v1.ExpireAttempt
-	(*ResolveApproval)(nil),   // 11: dex.v1.ResolveApproval
-	(*AnswerQuestion)(nil),    // 12: dex.v1.AnswerQuestion
-	(*FireTimer)(nil),         // 13: dex.v1.FireTimer
-	(*ResumeSession)(nil),     // 14: dex.v1.ResumeSession
-	(*RestartSessions)(nil),   // 15: dex.v1.RestartSessions
-	(*ResumeErrored)(nil),     // 16: dex.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),  // 17: dex.v1.ReconcileOutcome
-	(*EditHistory)(nil),       // 18: dex.v1.EditHistory
-	(*SetNode)(nil),           // 19: dex.v1.SetNode
-	(*RemoveNode)(nil),        // 20: dex.v1.RemoveNode
-	(*SetEventRetention)(nil), // 21: dex.v1.SetEventRetention
-	(*PruneEvents)(nil),       // 22: dex.v1.PruneEvents
-	(*DeregisterWorker)(nil),  // 23: dex.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),  // 24: dex.v1.FailUnservedStep
-	(*DeleteSession)(nil),     // 25: dex.v1.DeleteSession
-	(*PurgeSession)(nil),      // 26: dex.v1.PurgeSession
-	(*ExpireSessions)(nil),    // 27: dex.v1.ExpireSessions
-	(*TimeoutAttempt)(nil),    // 28: dex.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),     // 29: dex.v1.ReportAttempt
-	(*SetClusterId)(nil),      // 30: dex.v1.SetClusterId
-	(*CreateToken)(nil),       // 31: dex.v1.CreateToken
-	(*RevokeToken)(nil),       // 32: dex.v1.RevokeToken
-	(*CancelTurn)(nil),        // 33: dex.v1.CancelTurn
-	(*ToolSpec)(nil),          // 34: dex.v1.ToolSpec
-	(*ModelOutput)(nil),       // 35: dex.v1.ModelOutput
-	(*ToolResult)(nil),        // 36: dex.v1.ToolResult
-	(*PollResult)(nil),        // 37: dex.v1.PollResult
-	(ErrorType)(0),            // 38: dex.v1.ErrorType
-	(ResumeChoice)(0),         // 39: dex.v1.ResumeChoice
-	(Outcome)(0),              // 40: dex.v1.Outcome
-	(*NodeInfo)(nil),          // 41: dex.v1.NodeInfo
-	(*EventRetention)(nil),    // 42: dex.v1.EventRetention
-	(*AttemptResult)(nil),     // 43: dex.v1.AttemptResult
-	(*AclToken)(nil),          // 44: dex.v1.AclToken
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_dex_fsm_v1_commands_proto_goTypes = []any{
+	(*Command)(nil),              // 0: dex.fsm.v1.Command
+	(*CreateSession)(nil),        // 1: dex.fsm.v1.CreateSession
+	(*SendMessage)(nil),          // 2: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),       // 3: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),            // 4: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),         // 5: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),         // 6: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),      // 7: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),          // 8: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),        // 9: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),      // 10: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),       // 11: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),            // 12: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),        // 13: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),      // 14: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),        // 15: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),     // 16: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),          // 17: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),              // 18: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),           // 19: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil),    // 20: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),          // 21: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),     // 22: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),     // 23: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),        // 24: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),         // 25: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),       // 26: dex.fsm.v1.ExpireSessions
+	(*TimeoutAttempt)(nil),       // 27: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 28: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 29: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 30: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 31: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 32: dex.fsm.v1.CancelTurn
+	(*dexv1.ToolSpec)(nil),       // 33: dex.v1.ToolSpec
+	(*dexv1.AttemptRef)(nil),     // 34: dex.v1.AttemptRef
+	(*dexv1.ModelOutput)(nil),    // 35: dex.v1.ModelOutput
+	(*dexv1.ToolResult)(nil),     // 36: dex.v1.ToolResult
+	(*dexv1.PollResult)(nil),     // 37: dex.v1.PollResult
+	(dexv1.ErrorType)(0),         // 38: dex.v1.ErrorType
+	(dexv1.ResumeChoice)(0),      // 39: dex.v1.ResumeChoice
+	(dexv1.Outcome)(0),           // 40: dex.v1.Outcome
+	(*dexv1.NodeInfo)(nil),       // 41: dex.v1.NodeInfo
+	(*dexv1.EventRetention)(nil), // 42: dex.v1.EventRetention
+	(*dexv1.AttemptResult)(nil),  // 43: dex.v1.AttemptResult
+	(*dexv1.AclToken)(nil),       // 44: dex.v1.AclToken
 }
-var file_dex_v1_commands_proto_depIdxs = []int32{
-	1,  // 0: dex.v1.Command.create_session:type_name -> dex.v1.CreateSession
-	2,  // 1: dex.v1.Command.send_message:type_name -> dex.v1.SendMessage
-	3,  // 2: dex.v1.Command.register_worker:type_name -> dex.v1.RegisterWorker
-	4,  // 3: dex.v1.Command.bump_epoch:type_name -> dex.v1.BumpEpoch
-	6,  // 4: dex.v1.Command.start_attempt:type_name -> dex.v1.StartAttempt
-	7,  // 5: dex.v1.Command.claim_attempt:type_name -> dex.v1.ClaimAttempt
-	8,  // 6: dex.v1.Command.complete_attempt:type_name -> dex.v1.CompleteAttempt
-	9,  // 7: dex.v1.Command.fail_attempt:type_name -> dex.v1.FailAttempt
-	10, // 8: dex.v1.Command.expire_attempt:type_name -> dex.v1.ExpireAttempt
-	11, // 9: dex.v1.Command.resolve_approval:type_name -> dex.v1.ResolveApproval
-	12, // 10: dex.v1.Command.answer_question:type_name -> dex.v1.AnswerQuestion
-	13, // 11: dex.v1.Command.fire_timer:type_name -> dex.v1.FireTimer
-	14, // 12: dex.v1.Command.resume_session:type_name -> dex.v1.ResumeSession
-	15, // 13: dex.v1.Command.restart_sessions:type_name -> dex.v1.RestartSessions
-	16, // 14: dex.v1.Command.resume_errored:type_name -> dex.v1.ResumeErrored
-	17, // 15: dex.v1.Command.reconcile_outcome:type_name -> dex.v1.ReconcileOutcome
-	18, // 16: dex.v1.Command.edit_history:type_name -> dex.v1.EditHistory
-	19, // 17: dex.v1.Command.set_node:type_name -> dex.v1.SetNode
-	20, // 18: dex.v1.Command.remove_node:type_name -> dex.v1.RemoveNode
-	21, // 19: dex.v1.Command.set_event_retention:type_name -> dex.v1.SetEventRetention
-	22, // 20: dex.v1.Command.prune_events:type_name -> dex.v1.PruneEvents
-	23, // 21: dex.v1.Command.deregister_worker:type_name -> dex.v1.DeregisterWorker
-	24, // 22: dex.v1.Command.fail_unserved_step:type_name -> dex.v1.FailUnservedStep
-	25, // 23: dex.v1.Command.delete_session:type_name -> dex.v1.DeleteSession
-	26, // 24: dex.v1.Command.purge_session:type_name -> dex.v1.PurgeSession
-	27, // 25: dex.v1.Command.expire_sessions:type_name -> dex.v1.ExpireSessions
-	28, // 26: dex.v1.Command.timeout_attempt:type_name -> dex.v1.TimeoutAttempt
-	29, // 27: dex.v1.Command.report_attempt:type_name -> dex.v1.ReportAttempt
-	30, // 28: dex.v1.Command.set_cluster_id:type_name -> dex.v1.SetClusterId
-	31, // 29: dex.v1.Command.create_token:type_name -> dex.v1.CreateToken
-	32, // 30: dex.v1.Command.revoke_token:type_name -> dex.v1.RevokeToken
-	33, // 31: dex.v1.Command.cancel_turn:type_name -> dex.v1.CancelTurn
-	34, // 32: dex.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	5,  // 33: dex.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	5,  // 34: dex.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	35, // 35: dex.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	36, // 36: dex.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	37, // 37: dex.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	5,  // 38: dex.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	38, // 39: dex.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	39, // 40: dex.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
-	40, // 41: dex.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	41, // 42: dex.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	42, // 43: dex.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
-	5,  // 44: dex.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
-	43, // 45: dex.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	44, // 46: dex.v1.CreateToken.token:type_name -> dex.v1.AclToken
+var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
+	1,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
+	2,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
+	3,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
+	4,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
+	5,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
+	6,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
+	7,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
+	8,  // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
+	9,  // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
+	10, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
+	11, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
+	12, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
+	13, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
+	14, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
+	15, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
+	16, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
+	17, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
+	18, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
+	19, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
+	20, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
+	21, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
+	22, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
+	23, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
+	24, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
+	25, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
+	26, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
+	27, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	28, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	29, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	30, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	31, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	32, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	33, // 32: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
+	34, // 33: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
+	34, // 34: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
+	35, // 35: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
+	36, // 36: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
+	37, // 37: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
+	34, // 38: dex.fsm.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
+	38, // 39: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	39, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
+	40, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	41, // 42: dex.fsm.v1.SetNode.node:type_name -> dex.v1.NodeInfo
+	42, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	34, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
+	43, // 45: dex.fsm.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
+	44, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.v1.AclToken
 	47, // [47:47] is the sub-list for method output_type
 	47, // [47:47] is the sub-list for method input_type
 	47, // [47:47] is the sub-list for extension type_name
@@ -2893,13 +2823,12 @@ var file_dex_v1_commands_proto_depIdxs = []int32{
 	0,  // [0:47] is the sub-list for field type_name
 }
 
-func init() { file_dex_v1_commands_proto_init() }
-func file_dex_v1_commands_proto_init() {
-	if File_dex_v1_commands_proto != nil {
+func init() { file_dex_fsm_v1_commands_proto_init() }
+func file_dex_fsm_v1_commands_proto_init() {
+	if File_dex_fsm_v1_commands_proto != nil {
 		return
 	}
-	file_dex_v1_types_proto_init()
-	file_dex_v1_commands_proto_msgTypes[0].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateSession)(nil),
 		(*Command_SendMessage)(nil),
 		(*Command_RegisterWorker)(nil),
@@ -2933,7 +2862,7 @@ func file_dex_v1_commands_proto_init() {
 		(*Command_RevokeToken)(nil),
 		(*Command_CancelTurn)(nil),
 	}
-	file_dex_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[7].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
 		(*CompleteAttempt_ToolResult)(nil),
 		(*CompleteAttempt_PollResult)(nil),
@@ -2943,17 +2872,17 @@ func file_dex_v1_commands_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_commands_proto_rawDesc), len(file_dex_v1_commands_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_dex_v1_commands_proto_goTypes,
-		DependencyIndexes: file_dex_v1_commands_proto_depIdxs,
-		MessageInfos:      file_dex_v1_commands_proto_msgTypes,
+		GoTypes:           file_dex_fsm_v1_commands_proto_goTypes,
+		DependencyIndexes: file_dex_fsm_v1_commands_proto_depIdxs,
+		MessageInfos:      file_dex_fsm_v1_commands_proto_msgTypes,
 	}.Build()
-	File_dex_v1_commands_proto = out.File
-	file_dex_v1_commands_proto_goTypes = nil
-	file_dex_v1_commands_proto_depIdxs = nil
+	File_dex_fsm_v1_commands_proto = out.File
+	file_dex_fsm_v1_commands_proto_goTypes = nil
+	file_dex_fsm_v1_commands_proto_depIdxs = nil
 }
