@@ -36,7 +36,9 @@ func (s *State) Counts() Counts {
 	c.History = count(s, tableHistory)
 	c.Inbox = count(s, tableInbox)
 	c.AcceptedIDs = count(s, tableAccepted)
-	c.Events = count(s, tableEvents)
+	for _, p := range all[*eventPage](s.tx, tableEvents, indexID) {
+		c.Events += len(p.Events)
+	}
 	c.Workers = count(s, tableWorkers)
 	c.Tools = count(s, tableTools)
 	c.Nodes = count(s, tableNodes)

@@ -26,13 +26,7 @@ func rowsOf(f *FSM, id string) map[string]int {
 	for _, t := range sessionTables {
 		out[t.table] = len(firstRows(tx, t, id, 1<<30))
 	}
-	it, err := tx.LowerBound(tableEvents, indexSessionSeq, id, uint64(0))
-	if err != nil {
-		panic(err)
-	}
-	for raw := it.Next(); raw != nil && raw.(*dexv1.Event).SessionId == id; raw = it.Next() {
-		out[tableEvents]++
-	}
+	eachEventFrom(tx, id, 0, func(*dexv1.Event) bool { out[tableEvents]++; return true })
 	for _, table := range []string{tableEventLogs, tableSessions} {
 		if raw, _ := tx.First(table, indexID, id); raw != nil {
 			out[table]++

@@ -1,9 +1,11 @@
 package fsm
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
@@ -14,11 +16,13 @@ import (
 
 // Events have a lifecycle: every session keeps at most the retention count
 // of its newest events (trimmed as it emits) and none older than the
-// retention age (pruned by the leader through PruneEvents). Events are keyed
-// (session, seq) and nothing else, so emitting one writes one row. Each
-// session's EventLog row says where what it keeps begins (the first kept
-// event's seq, ordinal and time) and what was dropped; it is written when a
-// session's first event is kept and when events are dropped, not per event.
+// retention age (pruned by the leader through PruneEvents). A session's
+// events are kept in pages of up to eventPageSize, rows keyed (session,
+// page key) and nothing else, so emitting one rewrites one bounded row and an
+// event costs the index a sixteenth of a row. Each session's EventLog row
+// says where what it keeps begins (the first kept event's seq, ordinal and
+// time) and what was dropped; it is written when a session's first event is
+// kept and when events are dropped, not per event.
 
 const (
 	tableEventLogs  = "event_logs"
@@ -34,7 +38,26 @@ const (
 	// MaxPruneSessions the sessions it names.
 	MaxPruneEvents   = 1000
 	MaxPruneSessions = 100
+
+	// eventPageSize bounds the events of one page: what one emit copies.
+	eventPageSize = 16
 )
+
+// eventPage is up to eventPageSize consecutive events of one session. Its key
+// is the seq of the event it was started with: every event in it has a seq
+// of at least the key and below the next page's key (dropping events from
+// its front keeps the key). A stored page never changes: a write stores a
+// new one.
+type eventPage struct {
+	SessionID string
+	Key       uint64
+	Events    []*dexv1.Event
+}
+
+// withEvents returns a copy of p whose events are evs.
+func (p *eventPage) withEvents(evs []*dexv1.Event) *eventPage {
+	return &eventPage{SessionID: p.SessionID, Key: p.Key, Events: evs}
+}
 
 // withEventSchema adds the events and the EventLog table to the schema.
 func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
@@ -56,8 +79,8 @@ func firstKeptAt(obj any) (int64, bool) {
 	return l.FirstAtMs, true
 }
 
-// eventKeyIndexer keys an event by session id, a NUL, and its seq big endian:
-// one session's events are contiguous and in order, and the prefix of one
+// eventKeyIndexer keys a page by session id, a NUL, and its key big endian:
+// one session's pages are contiguous and in order, and the prefix of one
 // session (PrefixFromArgs) never covers another whose id it begins.
 type eventKeyIndexer struct{}
 
@@ -71,11 +94,11 @@ func eventKey(sessionID string, seq uint64, withSeq bool) []byte {
 }
 
 func (eventKeyIndexer) FromObject(obj any) (bool, []byte, error) {
-	ev, ok := obj.(*dexv1.Event)
+	p, ok := obj.(*eventPage)
 	if !ok {
-		return false, nil, fmt.Errorf("event index: %T is not an Event", obj)
+		return false, nil, fmt.Errorf("event index: %T is not an event page", obj)
 	}
-	return true, eventKey(ev.SessionId, ev.Seq, true), nil
+	return true, eventKey(p.SessionID, p.Key, true), nil
 }
 
 func (eventKeyIndexer) FromArgs(args ...any) ([]byte, error) {
@@ -122,17 +145,51 @@ func (a *applier) eventLog(sessionID string) *dexv1.EventLog {
 	return &dexv1.EventLog{SessionId: sessionID}
 }
 
-// lastEvent returns the session's newest kept event, or nil.
-func lastEvent(tx *memdb.Txn, sessionID string) *dexv1.Event {
-	it, err := tx.ReverseLowerBound(tableEvents, indexID, sessionID, uint64(math.MaxUint64))
+// pageAtOrBefore returns the session's page with the highest key not above
+// seq (the one that holds seq if it is kept), or nil.
+func pageAtOrBefore(tx *memdb.Txn, sessionID string, seq uint64) *eventPage {
+	it, err := tx.ReverseLowerBound(tableEvents, indexID, sessionID, seq)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: seek events: %v", err))
 	}
 	raw := it.Next()
-	if raw == nil || raw.(*dexv1.Event).SessionId != sessionID {
+	if raw == nil || raw.(*eventPage).SessionID != sessionID {
 		return nil
 	}
-	return raw.(*dexv1.Event)
+	return raw.(*eventPage)
+}
+
+// eachEventFrom calls fn with the session's kept events whose seq is at
+// least from, in order, until fn returns false.
+func eachEventFrom(tx *memdb.Txn, sessionID string, from uint64, fn func(*dexv1.Event) bool) {
+	start := uint64(0)
+	if p := pageAtOrBefore(tx, sessionID, from); p != nil {
+		start = p.Key
+	}
+	it, err := tx.LowerBound(tableEvents, indexID, sessionID, start)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: seek events: %v", err))
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		p := raw.(*eventPage)
+		if p.SessionID != sessionID {
+			return
+		}
+		for _, ev := range p.Events {
+			if ev.Seq >= from && !fn(ev) {
+				return
+			}
+		}
+	}
+}
+
+// lastEvent returns the session's newest kept event, or nil.
+func lastEvent(tx *memdb.Txn, sessionID string) *dexv1.Event {
+	p := pageAtOrBefore(tx, sessionID, math.MaxUint64)
+	if p == nil {
+		return nil
+	}
+	return p.Events[len(p.Events)-1]
 }
 
 // keptCount is how many events log's session keeps, last being its newest.
@@ -153,12 +210,15 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 		Seq: m.NextEventSeq, SessionId: sessionID, Type: typ, StepId: stepID, Detail: detail, AtMs: a.now, Ordinal: 1,
 	}
 	log := eventLogRow(a.tx, sessionID)
-	if log != nil && log.FirstSeq != 0 {
-		if prev := lastEvent(a.tx, sessionID); prev != nil {
-			ev.Ordinal = prev.Ordinal + 1
-		}
+	last := pageAtOrBefore(a.tx, sessionID, math.MaxUint64)
+	if log != nil && log.FirstSeq != 0 && last != nil {
+		ev.Ordinal = last.Events[len(last.Events)-1].Ordinal + 1
 	}
-	a.insert(tableEvents, ev)
+	if last != nil && len(last.Events) < eventPageSize {
+		a.insert(tableEvents, last.withEvents(append(slices.Clip(last.Events), ev)))
+	} else {
+		a.insert(tableEvents, &eventPage{SessionID: sessionID, Key: ev.Seq, Events: []*dexv1.Event{ev}})
+	}
 	if log == nil || log.FirstSeq == 0 {
 		log = a.eventLog(sessionID)
 		log.FirstSeq, log.FirstOrdinal, log.FirstAtMs = ev.Seq, ev.Ordinal, ev.AtMs
@@ -178,26 +238,23 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 
 // nextEvent returns the session's first event with a seq of at least from.
 func nextEvent(tx *memdb.Txn, sessionID string, from uint64) *dexv1.Event {
-	it, err := tx.LowerBound(tableEvents, indexID, sessionID, from)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: seek events: %v", err))
-	}
-	raw := it.Next()
-	if raw == nil || raw.(*dexv1.Event).SessionId != sessionID {
-		return nil
-	}
-	return raw.(*dexv1.Event)
+	var out *dexv1.Event
+	eachEventFrom(tx, sessionID, from, func(ev *dexv1.Event) bool { out = ev; return false })
+	return out
 }
 
 // dropFirstEvent deletes the oldest kept event of log's session and moves
 // log past it; the caller writes log.
 func (a *applier) dropFirstEvent(log *dexv1.EventLog) {
-	ev := nextEvent(a.tx, log.SessionId, log.FirstSeq)
-	if ev == nil || ev.Seq != log.FirstSeq {
+	p := pageAtOrBefore(a.tx, log.SessionId, log.FirstSeq)
+	if p == nil || p.Events[0].Seq != log.FirstSeq {
 		panic(fmt.Sprintf("fsm: event log of %s names first event %d, which is missing", log.SessionId, log.FirstSeq))
 	}
-	if err := a.tx.Delete(tableEvents, ev); err != nil {
-		panic(fmt.Sprintf("fsm: delete event: %v", err))
+	ev := p.Events[0]
+	if len(p.Events) > 1 {
+		a.insert(tableEvents, p.withEvents(p.Events[1:]))
+	} else if err := a.tx.Delete(tableEvents, p); err != nil {
+		panic(fmt.Sprintf("fsm: delete event page: %v", err))
 	}
 	log.DroppedThrough = ev.Seq
 	log.FirstSeq, log.FirstOrdinal, log.FirstAtMs = 0, 0, 0
@@ -292,17 +349,19 @@ func upgradeEvents(tx *memdb.Txn) error {
 	var cur *dexv1.EventLog
 	var ord uint64
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		ev := raw.(*dexv1.Event) // fresh from the snapshot, shared with no reader
-		if cur == nil || cur.SessionId != ev.SessionId {
-			cur = &dexv1.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq, FirstOrdinal: 1, FirstAtMs: ev.AtMs}
-			if have := eventLogRow(tx, ev.SessionId); have != nil {
-				cur.DroppedThrough = have.DroppedThrough
+		// Fresh from the snapshot, shared with no reader.
+		for _, ev := range raw.(*eventPage).Events {
+			if cur == nil || cur.SessionId != ev.SessionId {
+				cur = &dexv1.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq, FirstOrdinal: 1, FirstAtMs: ev.AtMs}
+				if have := eventLogRow(tx, ev.SessionId); have != nil {
+					cur.DroppedThrough = have.DroppedThrough
+				}
+				logs = append(logs, cur)
+				ord = 0
 			}
-			logs = append(logs, cur)
-			ord = 0
+			ord++
+			ev.Ordinal = ord // not part of any index key
 		}
-		ord++
-		ev.Ordinal = ord // not part of any index key
 	}
 	for _, l := range logs {
 		if err := tx.Insert(tableEventLogs, l); err != nil {
@@ -326,4 +385,28 @@ func upgradeEvents(tx *memdb.Txn) error {
 		}
 	}
 	return nil
+}
+
+// pageEvents groups a snapshot's events into pages: by session, in seq order
+// (a version 3 snapshot lists them so; older ones listed them by seq alone).
+func pageEvents(evs []*dexv1.Event) ([]*eventPage, error) {
+	byKey := func(a, b *dexv1.Event) int {
+		return cmp.Or(cmp.Compare(a.SessionId, b.SessionId), cmp.Compare(a.Seq, b.Seq))
+	}
+	if !slices.IsSortedFunc(evs, byKey) {
+		slices.SortFunc(evs, byKey)
+	}
+	var pages []*eventPage
+	var cur *eventPage
+	for i, ev := range evs {
+		if i > 0 && byKey(evs[i-1], ev) == 0 {
+			return nil, fmt.Errorf("event %d of session %q is listed twice", ev.Seq, ev.SessionId)
+		}
+		if cur == nil || cur.SessionID != ev.SessionId || len(cur.Events) == eventPageSize {
+			cur = &eventPage{SessionID: ev.SessionId, Key: ev.Seq}
+			pages = append(pages, cur)
+		}
+		cur.Events = append(cur.Events, ev)
+	}
+	return pages, nil
 }

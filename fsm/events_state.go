@@ -5,20 +5,16 @@ import (
 )
 
 // Events returns a session's events with a sequence number above after, in
-// order: one seek on the (session, seq) index.
+// order: a seek on the session's event pages.
 func (s *State) Events(sessionID string, after uint64) []*dexv1.Event {
-	it, err := s.tx.LowerBound(tableEvents, indexSessionSeq, sessionID, after+1)
-	if err != nil || after == ^uint64(0) {
+	if after == ^uint64(0) {
 		return nil
 	}
 	var out []*dexv1.Event
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		e := raw.(*dexv1.Event)
-		if e.SessionId != sessionID {
-			break
-		}
-		out = append(out, e)
-	}
+	eachEventFrom(s.tx, sessionID, after+1, func(ev *dexv1.Event) bool {
+		out = append(out, ev)
+		return true
+	})
 	return out
 }
 

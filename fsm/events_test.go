@@ -276,3 +276,101 @@ func TestEvents_AWatchOfOneSessionIsNotWokenByAnother(t *testing.T) {
 		t.Fatal("the watch of session a did not fire on a's new event")
 	}
 }
+
+// A long session's events span many pages: every read from any position,
+// trims across page boundaries, and a snapshot round trip see the same
+// events as a plain list kept beside them.
+func TestEvents_PagesReadTrimAndRestoreLikeOneList(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("a", "", "hi")
+	d.createSession("ab", "", "") // a's id is its prefix: never mixed in
+	for i := range 40 {
+		d.send("a", "more")
+		if i%3 == 0 {
+			d.send("ab", "other")
+		}
+	}
+	all := d.f.State().Events("a", 0)
+	if len(all) <= 2*eventPageSize {
+		t.Fatalf("the fixture keeps %d events: not enough for three pages", len(all))
+	}
+	check := func(st *State, want []*dexv1.Event) {
+		t.Helper()
+		checkLog(t, st, "a")
+		for from := uint64(0); from <= want[len(want)-1].Seq+1; from++ {
+			var exp []uint64
+			for _, e := range want {
+				if e.Seq > from {
+					exp = append(exp, e.Seq)
+				}
+			}
+			got := seqs(st.Events("a", from))
+			if len(exp) == 0 {
+				exp = []uint64{}
+			}
+			if !slicesEqual(got, exp) {
+				t.Fatalf("events of a after %d: %v; want %v", from, got, exp)
+			}
+		}
+		for _, e := range st.Events("a", 0) {
+			if e.SessionId != "a" {
+				t.Fatalf("an event of %s among a's", e.SessionId)
+			}
+		}
+	}
+	check(d.f.State(), all)
+
+	// Trim across the first page boundary and beyond.
+	d.setRetention(uint64(len(all)-eventPageSize-3), 0)
+	d.do(d.prune(MaxPruneEvents, "a"))
+	kept := d.f.State().Events("a", 0)
+	if len(kept) != len(all)-eventPageSize-3 || kept[0].Seq != all[eventPageSize+3].Seq {
+		t.Fatalf("after the trim a keeps %v; want all from %d", seqs(kept), all[eventPageSize+3].Seq)
+	}
+	check(d.f.State(), kept)
+
+	snap := persist(t, d.f)
+	g := New(Options{})
+	if err := g.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	check(g.State(), kept)
+	if !bytes.Equal(snap, persist(t, g)) {
+		t.Fatal("the restored state does not persist as the one it came from")
+	}
+}
+
+// A snapshot that lists one event twice is damaged: refused, state unchanged.
+func TestEvents_ASnapshotWithAnEventTwiceIsRefused(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("a", "", "hi")
+	var buf bytes.Buffer
+	buf.WriteString(snapshotMagic)
+	buf.WriteByte(snapshotVersion)
+	ev := d.f.State().Events("a", 0)[0]
+	for range 2 {
+		if _, err := protodelim.MarshalTo(&buf, &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Event{Event: ev}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := persist(t, d.f)
+	err := d.f.Restore(&buf)
+	if !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("restore of a snapshot with an event twice: %v; want ErrBadSnapshot", err)
+	}
+	if !bytes.Equal(before, persist(t, d.f)) {
+		t.Fatal("a refused restore changed the state")
+	}
+}
+
+func slicesEqual(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -61,6 +61,14 @@ func (s *Snapshot) Persist(w io.Writer) error {
 			return err
 		}
 		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if p, ok := raw.(*eventPage); ok { // pages are stored, events written
+				for _, ev := range p.Events {
+					if err := write(record(ev)); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if err := write(record(raw)); err != nil {
 				return err
 			}
@@ -120,6 +128,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	next := newStore()
 	tx := next.db.Txn(true)
 	defer tx.Abort()
+	var events []*dexv1.Event
 	for n := 0; ; n++ {
 		rec := &dexv1.SnapshotRecord{}
 		err := protodelim.UnmarshalFrom(br, rec)
@@ -157,7 +166,8 @@ func (f *FSM) Restore(r io.Reader) error {
 		case *dexv1.SnapshotRecord_Step:
 			table, obj = tableSteps, v.Step
 		case *dexv1.SnapshotRecord_Event:
-			table, obj = tableEvents, v.Event
+			events = append(events, v.Event) // paged at the end
+			continue
 		case *dexv1.SnapshotRecord_EventLog:
 			table, obj = tableEventLogs, v.EventLog
 		case *dexv1.SnapshotRecord_Token:
@@ -167,6 +177,15 @@ func (f *FSM) Restore(r io.Reader) error {
 		}
 		if err := tx.Insert(table, obj); err != nil {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+		}
+	}
+	pages, err := pageEvents(events)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	for _, p := range pages {
+		if err := tx.Insert(tableEvents, p); err != nil {
+			return fmt.Errorf("%w: events of %s: %v", ErrBadSnapshot, p.SessionID, err)
 		}
 	}
 	if version < 3 {
