@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Adopt copies a state snapshot (a backup's) from r to w for a restore into
@@ -37,14 +37,14 @@ func Adopt(r io.Reader, w io.Writer, into *State) error {
 		return err
 	}
 	opts := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}
-	write := func(rec *dexv1.SnapshotRecord) error {
+	write := func(rec *fsmpb.SnapshotRecord) error {
 		_, err := opts.MarshalTo(bw, rec)
 		return err
 	}
 	cur := into.Meta()
 	sawMeta := false
 	for n := 0; ; n++ {
-		rec := &dexv1.SnapshotRecord{}
+		rec := &fsmpb.SnapshotRecord{}
 		err := protodelim.UnmarshalFrom(br, rec)
 		if errors.Is(err, io.EOF) {
 			break
@@ -53,24 +53,24 @@ func Adopt(r io.Reader, w io.Writer, into *State) error {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
 		switch v := rec.Record.(type) {
-		case *dexv1.SnapshotRecord_Meta:
+		case *fsmpb.SnapshotRecord_Meta:
 			if sawMeta {
 				return fmt.Errorf("%w: record %d: a second meta record", ErrBadSnapshot, n)
 			}
 			sawMeta = true
-			m := proto.Clone(v.Meta).(*dexv1.ClusterMeta)
+			m := proto.Clone(v.Meta).(*fsmpb.ClusterMeta)
 			m.ClusterId = cur.GetClusterId()
 			m.Epoch = max(m.Epoch, cur.GetEpoch())
-			if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: m}}); err != nil {
+			if err := write(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: m}}); err != nil {
 				return err
 			}
 			for _, node := range into.Nodes() {
-				if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Node{Node: node}}); err != nil {
+				if err := write(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Node{Node: node}}); err != nil {
 					return err
 				}
 			}
 			continue
-		case *dexv1.SnapshotRecord_Node:
+		case *fsmpb.SnapshotRecord_Node:
 			continue
 		}
 		if err := write(rec); err != nil {

@@ -133,7 +133,7 @@ func (s *State) ToolServersFor(tool, agent string) []string {
 	}
 	var ids []string
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		if wt := raw.(*dexv1.WorkerTool); ServesAgent(wt.Agents, agent) {
+		if wt := raw.(*fsmpb.WorkerTool); ServesAgent(wt.Agents, agent) {
 			ids = append(ids, wt.WorkerId)
 		}
 	}

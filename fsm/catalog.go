@@ -76,7 +76,7 @@ func (a *applier) putCatalog(workerID string, tools []*dexv1.ToolSpec) {
 	a.dropCatalog(workerID)
 	for _, t := range tools {
 		a.insert(tableTools, catalogSpec(t)) // the same policy as any other server's, or the only server
-		a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: workerID, Agents: t.Agents})
+		a.insert(tableWorkerTools, &fsmpb.WorkerTool{Tool: t.Name, WorkerId: workerID, Agents: t.Agents})
 	}
 }
 
@@ -86,9 +86,9 @@ func (a *applier) dropCatalog(workerID string) {
 	if err != nil {
 		panic(err)
 	}
-	var rows []*dexv1.WorkerTool
+	var rows []*fsmpb.WorkerTool
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		rows = append(rows, raw.(*dexv1.WorkerTool))
+		rows = append(rows, raw.(*fsmpb.WorkerTool))
 	}
 	for _, wt := range rows {
 		if err := a.tx.Delete(tableWorkerTools, wt); err != nil {
@@ -189,7 +189,7 @@ func rebuildCatalog(tx *memdb.Txn) {
 			} else if !samePolicy(cur, t) {
 				continue
 			}
-			a.insert(tableWorkerTools, &dexv1.WorkerTool{Tool: t.Name, WorkerId: w.Id, Agents: t.Agents})
+			a.insert(tableWorkerTools, &fsmpb.WorkerTool{Tool: t.Name, WorkerId: w.Id, Agents: t.Agents})
 		}
 	}
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Tool returns a tool of the catalog (its policy) or nil when no live Worker
@@ -25,7 +26,7 @@ func (s *State) ToolServers(name string) []string {
 	}
 	var ids []string
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		ids = append(ids, raw.(*dexv1.WorkerTool).WorkerId)
+		ids = append(ids, raw.(*fsmpb.WorkerTool).WorkerId)
 	}
 	return ids
 }

@@ -181,12 +181,12 @@ func TestCatalog_RestoreOfASnapshotWithoutCatalogRebuildsIt(t *testing.T) {
 	old.WriteByte(snapshotVersion)
 	in := bytes.NewReader(persist(t, d.f)[len(snapshotMagic)+1:])
 	for {
-		rec := &dexv1.SnapshotRecord{}
+		rec := &fsmpb.SnapshotRecord{}
 		if err := protodelim.UnmarshalFrom(in, rec); err != nil {
 			break
 		}
 		switch rec.Record.(type) {
-		case *dexv1.SnapshotRecord_Tool, *dexv1.SnapshotRecord_WorkerTool:
+		case *fsmpb.SnapshotRecord_Tool, *fsmpb.SnapshotRecord_WorkerTool:
 			continue
 		}
 		if _, err := protodelim.MarshalTo(&old, rec); err != nil {

@@ -72,7 +72,7 @@ func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
 }
 
 func firstKeptAt(obj any) (int64, bool) {
-	l, ok := obj.(*dexv1.EventLog)
+	l, ok := obj.(*fsmpb.EventLog)
 	if !ok || l.FirstSeq == 0 {
 		return 0, false
 	}
@@ -126,7 +126,7 @@ func (eventKeyIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
 
 // eventLogRow returns a session's EventLog row as stored (nil when none);
 // callers that change it clone it first.
-func eventLogRow(tx *memdb.Txn, sessionID string) *dexv1.EventLog {
+func eventLogRow(tx *memdb.Txn, sessionID string) *fsmpb.EventLog {
 	raw, err := tx.First(tableEventLogs, indexID, sessionID)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: read event log: %v", err))
@@ -134,15 +134,15 @@ func eventLogRow(tx *memdb.Txn, sessionID string) *dexv1.EventLog {
 	if raw == nil {
 		return nil
 	}
-	return raw.(*dexv1.EventLog)
+	return raw.(*fsmpb.EventLog)
 }
 
 // eventLog returns a copy of a session's EventLog, a new one if it has none.
-func (a *applier) eventLog(sessionID string) *dexv1.EventLog {
+func (a *applier) eventLog(sessionID string) *fsmpb.EventLog {
 	if l := eventLogRow(a.tx, sessionID); l != nil {
-		return proto.Clone(l).(*dexv1.EventLog)
+		return proto.Clone(l).(*fsmpb.EventLog)
 	}
-	return &dexv1.EventLog{SessionId: sessionID}
+	return &fsmpb.EventLog{SessionId: sessionID}
 }
 
 // pageAtOrBefore returns the session's page with the highest key not above
@@ -193,7 +193,7 @@ func lastEvent(tx *memdb.Txn, sessionID string) *dexv1.Event {
 }
 
 // keptCount is how many events log's session keeps, last being its newest.
-func keptCount(log *dexv1.EventLog, last *dexv1.Event) uint64 {
+func keptCount(log *fsmpb.EventLog, last *dexv1.Event) uint64 {
 	if log == nil || log.FirstSeq == 0 || last == nil {
 		return 0
 	}
@@ -245,7 +245,7 @@ func nextEvent(tx *memdb.Txn, sessionID string, from uint64) *dexv1.Event {
 
 // dropFirstEvent deletes the oldest kept event of log's session and moves
 // log past it; the caller writes log.
-func (a *applier) dropFirstEvent(log *dexv1.EventLog) {
+func (a *applier) dropFirstEvent(log *fsmpb.EventLog) {
 	p := pageAtOrBefore(a.tx, log.SessionId, log.FirstSeq)
 	if p == nil || p.Events[0].Seq != log.FirstSeq {
 		panic(fmt.Sprintf("fsm: event log of %s names first event %d, which is missing", log.SessionId, log.FirstSeq))
@@ -274,7 +274,7 @@ func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
 		return rejected(r)
 	}
 	m := a.meta()
-	m.EventRetention = proto.Clone(c.Retention).(*dexv1.EventRetention)
+	m.EventRetention = proto.Clone(c.Retention).(*fsmpb.EventRetention)
 	return &Result{}
 }
 
@@ -304,7 +304,7 @@ func (a *applier) pruneEvents(c *fsmpb.PruneEvents) *Result {
 			panic(err)
 		}
 		for raw := it.Next(); raw != nil && len(old) < budget; raw = it.Next() {
-			l := raw.(*dexv1.EventLog)
+			l := raw.(*fsmpb.EventLog)
 			if l.FirstAtMs >= cutoff {
 				break
 			}
@@ -345,14 +345,14 @@ func upgradeEvents(tx *memdb.Txn) error {
 	if err != nil {
 		return err
 	}
-	var logs []*dexv1.EventLog
-	var cur *dexv1.EventLog
+	var logs []*fsmpb.EventLog
+	var cur *fsmpb.EventLog
 	var ord uint64
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		// Fresh from the snapshot, shared with no reader.
 		for _, ev := range raw.(*eventPage).Events {
 			if cur == nil || cur.SessionId != ev.SessionId {
-				cur = &dexv1.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq, FirstOrdinal: 1, FirstAtMs: ev.AtMs}
+				cur = &fsmpb.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq, FirstOrdinal: 1, FirstAtMs: ev.AtMs}
 				if have := eventLogRow(tx, ev.SessionId); have != nil {
 					cur.DroppedThrough = have.DroppedThrough
 				}
@@ -369,14 +369,14 @@ func upgradeEvents(tx *memdb.Txn) error {
 		}
 	}
 	// Logs of sessions that keep no event keep only what was dropped.
-	var empty []*dexv1.EventLog
+	var empty []*fsmpb.EventLog
 	lit, err := tx.Get(tableEventLogs, indexID)
 	if err != nil {
 		return err
 	}
 	for raw := lit.Next(); raw != nil; raw = lit.Next() {
-		if l := raw.(*dexv1.EventLog); l.Count != 0 || l.LastSeq != 0 {
-			empty = append(empty, &dexv1.EventLog{SessionId: l.SessionId, DroppedThrough: l.DroppedThrough})
+		if l := raw.(*fsmpb.EventLog); l.Count != 0 || l.LastSeq != 0 {
+			empty = append(empty, &fsmpb.EventLog{SessionId: l.SessionId, DroppedThrough: l.DroppedThrough})
 		}
 	}
 	for _, l := range empty {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Events returns a session's events with a sequence number above after, in
@@ -20,13 +21,13 @@ func (s *State) Events(sessionID string, after uint64) []*dexv1.Event {
 
 // EventLog returns what is kept of a session's events (count, first and
 // last seq, what was dropped), or nil when it never had one.
-func (s *State) EventLog(sessionID string) *dexv1.EventLog {
+func (s *State) EventLog(sessionID string) *fsmpb.EventLog {
 	row := eventLogRow(s.tx, sessionID)
 	if row == nil {
 		return nil
 	}
 	// A session that keeps none: its last seq is the last one dropped.
-	out := &dexv1.EventLog{SessionId: sessionID, DroppedThrough: row.DroppedThrough, LastSeq: row.DroppedThrough}
+	out := &fsmpb.EventLog{SessionId: sessionID, DroppedThrough: row.DroppedThrough, LastSeq: row.DroppedThrough}
 	if last := lastEvent(s.tx, sessionID); row.FirstSeq != 0 && last != nil {
 		out.Count, out.FirstSeq, out.LastSeq = keptCount(row, last), row.FirstSeq, last.Seq
 		out.FirstOrdinal, out.FirstAtMs = row.FirstOrdinal, row.FirstAtMs
@@ -47,11 +48,11 @@ func (s *State) EventsWatch(sessionID string) <-chan struct{} {
 }
 
 // EventRetention returns the retention in force (zero fields: no limit).
-func (s *State) EventRetention() *dexv1.EventRetention {
+func (s *State) EventRetention() *fsmpb.EventRetention {
 	if r := s.Meta().GetEventRetention(); r != nil {
 		return r
 	}
-	return &dexv1.EventRetention{}
+	return &fsmpb.EventRetention{}
 }
 
 // OldestKeptEventAt returns the time of the oldest event any session still
@@ -61,7 +62,7 @@ func (s *State) OldestKeptEventAt() (int64, bool) {
 	if err != nil || raw == nil {
 		return 0, false
 	}
-	return raw.(*dexv1.EventLog).FirstAtMs, true
+	return raw.(*fsmpb.EventLog).FirstAtMs, true
 }
 
 // EventLogsOver returns, in session order, up to limit sessions that keep
@@ -74,7 +75,7 @@ func (s *State) EventLogsOver(count uint64, limit int) []string {
 	}
 	var out []string
 	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		l := raw.(*dexv1.EventLog)
+		l := raw.(*fsmpb.EventLog)
 		if l.FirstSeq != 0 && keptCount(l, lastEvent(s.tx, l.SessionId)) > count {
 			out = append(out, l.SessionId)
 		}

@@ -17,7 +17,7 @@ import (
 func (d *driver) setRetention(count uint64, age time.Duration) {
 	d.t.Helper()
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{
-		Epoch: d.epoch, Retention: &dexv1.EventRetention{Count: count, AgeMs: age.Milliseconds()},
+		Epoch: d.epoch, Retention: &fsmpb.EventRetention{Count: count, AgeMs: age.Milliseconds()},
 	}}})
 }
 
@@ -36,7 +36,7 @@ func seqs(evs []*dexv1.Event) []uint64 {
 }
 
 // checkLog asserts a session's EventLog agrees with the events it keeps.
-func checkLog(t *testing.T, st *State, session string) *dexv1.EventLog {
+func checkLog(t *testing.T, st *State, session string) *fsmpb.EventLog {
 	t.Helper()
 	log, evs := st.EventLog(session), st.Events(session, 0)
 	if log == nil {
@@ -159,12 +159,12 @@ func TestEvents_BadOrStaleRetentionCommandsAreRefused(t *testing.T) {
 	d.createSession("a", "", "hi")
 	stale := d.epoch
 	d.newEpoch()
-	setRet := func(epoch uint64, r *dexv1.EventRetention) *fsmpb.Command {
+	setRet := func(epoch uint64, r *fsmpb.EventRetention) *fsmpb.Command {
 		return &fsmpb.Command{Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{Epoch: epoch, Retention: r}}}
 	}
-	d.refused(setRet(stale, &dexv1.EventRetention{Count: 1}), CodeFailedPrecondition)
+	d.refused(setRet(stale, &fsmpb.EventRetention{Count: 1}), CodeFailedPrecondition)
 	d.refused(setRet(d.epoch, nil), CodeInvalid)
-	d.refused(setRet(d.epoch, &dexv1.EventRetention{AgeMs: -1}), CodeInvalid)
+	d.refused(setRet(d.epoch, &fsmpb.EventRetention{AgeMs: -1}), CodeInvalid)
 	d.setRetention(1, time.Millisecond)
 	d.advance(time.Second)
 	stalePrune := d.prune(10, "a")
@@ -221,7 +221,7 @@ func TestEvents_AnOlderSnapshotsEventsAreUpgraded(t *testing.T) {
 		old.WriteString(snapshotMagic)
 		old.WriteByte(2)
 		for {
-			rec := &dexv1.SnapshotRecord{}
+			rec := &fsmpb.SnapshotRecord{}
 			if err := protodelim.UnmarshalFrom(r, rec); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
@@ -349,7 +349,7 @@ func TestEvents_ASnapshotWithAnEventTwiceIsRefused(t *testing.T) {
 	buf.WriteByte(snapshotVersion)
 	ev := d.f.State().Events("a", 0)[0]
 	for range 2 {
-		if _, err := protodelim.MarshalTo(&buf, &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Event{Event: ev}}); err != nil {
+		if _, err := protodelim.MarshalTo(&buf, &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Event{Event: ev}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -117,7 +116,7 @@ func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 	cmds := make([]*fsmpb.Command, len(entries))
 	tx := f.db().Txn(true)
 	defer func() { tx.Abort() }()
-	var m *dexv1.ClusterMeta // shared by the batch's commands, written once
+	var m *fsmpb.ClusterMeta // shared by the batch's commands, written once
 	run := func(i int) *Result {
 		a := &applier{tx: tx, now: cmds[i].NowMs, index: entries[i].Index, m: m}
 		res := a.apply(cmds[i])

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // checkWorkerServes refuses to start a Step's attempt on a registered Worker
@@ -40,7 +41,7 @@ func (a *applier) checkWorkerServes(st *dexv1.Step, workerID string) *Rejection 
 	if row == nil {
 		return reject(CodeFailedPrecondition, "worker %q does not serve tool %q: it cannot take step %s", workerID, st.Tool, st.Id)
 	}
-	if wt := row.(*dexv1.WorkerTool); !ServesAgent(wt.Agents, st.Agent) {
+	if wt := row.(*fsmpb.WorkerTool); !ServesAgent(wt.Agents, st.Agent) {
 		return reject(CodeFailedPrecondition, "worker %q serves tool %q only for %s, not for %s: it cannot take step %s", workerID, st.Tool, agentList(wt.Agents), AgentName(st.Agent), st.Id)
 	}
 	return nil

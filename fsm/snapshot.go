@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // snapshotMagic opens every snapshot; the byte after it is the format version.
@@ -47,12 +48,12 @@ func (s *Snapshot) Persist(w io.Writer) error {
 		return err
 	}
 	opts := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}
-	write := func(rec *dexv1.SnapshotRecord) error {
+	write := func(rec *fsmpb.SnapshotRecord) error {
 		_, err := opts.MarshalTo(bw, rec)
 		return err
 	}
 	st := &State{tx: s.tx}
-	if err := write(&dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
+	if err := write(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
 		return err
 	}
 	for _, table := range []string{tableNodes, tableWorkers, tableTools, tableWorkerTools, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents, tableEventLogs, tableTokens} {
@@ -77,32 +78,32 @@ func (s *Snapshot) Persist(w io.Writer) error {
 	return bw.Flush()
 }
 
-func record(raw any) *dexv1.SnapshotRecord {
+func record(raw any) *fsmpb.SnapshotRecord {
 	switch v := raw.(type) {
 	case *dexv1.NodeInfo:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Node{Node: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Node{Node: v}}
 	case *dexv1.WorkerInfo:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Worker{Worker: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Worker{Worker: v}}
 	case *dexv1.ToolSpec:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Tool{Tool: v}}
-	case *dexv1.WorkerTool:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_WorkerTool{WorkerTool: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Tool{Tool: v}}
+	case *fsmpb.WorkerTool:
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_WorkerTool{WorkerTool: v}}
 	case *dexv1.Session:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Session{Session: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Session{Session: v}}
 	case *dexv1.Step:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Step{Step: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Step{Step: v}}
 	case *dexv1.Event:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Event{Event: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Event{Event: v}}
 	case *dexv1.HistoryEntry:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_History{History: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_History{History: v}}
 	case *dexv1.Message:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Inbox{Inbox: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Inbox{Inbox: v}}
 	case *dexv1.AcceptedMessage:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Accepted{Accepted: v}}
-	case *dexv1.EventLog:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_EventLog{EventLog: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Accepted{Accepted: v}}
+	case *fsmpb.EventLog:
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_EventLog{EventLog: v}}
 	case *dexv1.AclToken:
-		return &dexv1.SnapshotRecord{Record: &dexv1.SnapshotRecord_Token{Token: v}}
+		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Token{Token: v}}
 	}
 	panic(fmt.Sprintf("fsm: no snapshot record for %T", raw))
 }
@@ -130,7 +131,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	defer tx.Abort()
 	var events []*dexv1.Event
 	for n := 0; ; n++ {
-		rec := &dexv1.SnapshotRecord{}
+		rec := &fsmpb.SnapshotRecord{}
 		err := protodelim.UnmarshalFrom(br, rec)
 		if errors.Is(err, io.EOF) {
 			break
@@ -140,37 +141,37 @@ func (f *FSM) Restore(r io.Reader) error {
 		}
 		table, obj := "", any(nil)
 		switch v := rec.Record.(type) {
-		case *dexv1.SnapshotRecord_Meta:
+		case *fsmpb.SnapshotRecord_Meta:
 			table, obj = tableMeta, v.Meta
-		case *dexv1.SnapshotRecord_Node:
+		case *fsmpb.SnapshotRecord_Node:
 			table, obj = tableNodes, v.Node
-		case *dexv1.SnapshotRecord_Worker:
+		case *fsmpb.SnapshotRecord_Worker:
 			table, obj = tableWorkers, v.Worker
-		case *dexv1.SnapshotRecord_Tool:
+		case *fsmpb.SnapshotRecord_Tool:
 			table, obj = tableTools, v.Tool
-		case *dexv1.SnapshotRecord_WorkerTool:
+		case *fsmpb.SnapshotRecord_WorkerTool:
 			table, obj = tableWorkerTools, v.WorkerTool
-		case *dexv1.SnapshotRecord_Session:
+		case *fsmpb.SnapshotRecord_Session:
 			table, obj = tableSessions, v.Session
 			if version == snapshotVersionV1 {
 				if err := splitV1Session(tx, v.Session); err != nil {
 					return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 				}
 			}
-		case *dexv1.SnapshotRecord_History:
+		case *fsmpb.SnapshotRecord_History:
 			table, obj = tableHistory, v.History
-		case *dexv1.SnapshotRecord_Inbox:
+		case *fsmpb.SnapshotRecord_Inbox:
 			table, obj = tableInbox, v.Inbox
-		case *dexv1.SnapshotRecord_Accepted:
+		case *fsmpb.SnapshotRecord_Accepted:
 			table, obj = tableAccepted, v.Accepted
-		case *dexv1.SnapshotRecord_Step:
+		case *fsmpb.SnapshotRecord_Step:
 			table, obj = tableSteps, v.Step
-		case *dexv1.SnapshotRecord_Event:
+		case *fsmpb.SnapshotRecord_Event:
 			events = append(events, v.Event) // paged at the end
 			continue
-		case *dexv1.SnapshotRecord_EventLog:
+		case *fsmpb.SnapshotRecord_EventLog:
 			table, obj = tableEventLogs, v.EventLog
-		case *dexv1.SnapshotRecord_Token:
+		case *fsmpb.SnapshotRecord_Token:
 			table, obj = tableTokens, v.Token
 		default:
 			return fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)

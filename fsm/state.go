@@ -8,6 +8,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // State is a consistent read-only view of the replicated state. Objects it
@@ -22,12 +23,12 @@ type State struct {
 func (s *State) Abandoned() <-chan struct{} { return s.abandon }
 
 // Meta returns the cluster-wide counters (epoch, applied index…).
-func (s *State) Meta() *dexv1.ClusterMeta {
+func (s *State) Meta() *fsmpb.ClusterMeta {
 	raw, err := s.tx.First(tableMeta, indexID, metaID)
 	if err != nil || raw == nil {
-		return &dexv1.ClusterMeta{Id: metaID}
+		return &fsmpb.ClusterMeta{Id: metaID}
 	}
-	return raw.(*dexv1.ClusterMeta)
+	return raw.(*fsmpb.ClusterMeta)
 }
 
 // Session returns a session or nil (a deleted one is nil too).

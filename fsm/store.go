@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // applier applies one command inside one write transaction. Objects read from
@@ -15,7 +16,7 @@ type applier struct {
 	tx    *memdb.Txn
 	now   int64
 	index uint64
-	m     *dexv1.ClusterMeta
+	m     *fsmpb.ClusterMeta
 	// touched: the Steps and sessions this command wrote, for OnApplied.
 	touched touched
 	// held is a session a caller holds while it acts on another (a parent
@@ -23,7 +24,7 @@ type applier struct {
 	held *dexv1.Session
 }
 
-func (a *applier) meta() *dexv1.ClusterMeta {
+func (a *applier) meta() *fsmpb.ClusterMeta {
 	if a.m != nil {
 		return a.m
 	}
@@ -32,14 +33,14 @@ func (a *applier) meta() *dexv1.ClusterMeta {
 		panic(fmt.Sprintf("fsm: read meta: %v", err))
 	}
 	if raw == nil {
-		a.m = &dexv1.ClusterMeta{Id: metaID}
+		a.m = &fsmpb.ClusterMeta{Id: metaID}
 	} else {
-		a.m = proto.Clone(raw.(*dexv1.ClusterMeta)).(*dexv1.ClusterMeta)
+		a.m = proto.Clone(raw.(*fsmpb.ClusterMeta)).(*fsmpb.ClusterMeta)
 	}
 	return a.m
 }
 
-func (a *applier) putMeta(m *dexv1.ClusterMeta) { a.insert(tableMeta, m) }
+func (a *applier) putMeta(m *fsmpb.ClusterMeta) { a.insert(tableMeta, m) }
 
 func (a *applier) insert(table string, obj any) {
 	if err := a.tx.Insert(table, obj); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
@@ -72,8 +71,8 @@ func NewEvents(p lease.Proposer, src lease.StateSource, cfg EventConfig, log *za
 	return &Events{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("event_gc")}
 }
 
-func (e *Events) retention() *dexv1.EventRetention {
-	return &dexv1.EventRetention{Count: e.cfg.Count, AgeMs: e.cfg.Age.Milliseconds()}
+func (e *Events) retention() *fsmpb.EventRetention {
+	return &fsmpb.EventRetention{Count: e.cfg.Count, AgeMs: e.cfg.Age.Milliseconds()}
 }
 
 // EstablishLeadership puts the retention in force and starts pruning.

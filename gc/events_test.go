@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -63,7 +62,7 @@ func TestEvents_PruneProposesBoundedCommandsUntilNothingIsOwed(t *testing.T) {
 	}
 	// The retention comes after the events: every session is over the count.
 	c.Do(&fsmpb.Command{Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{
-		Epoch: epoch, Retention: &dexv1.EventRetention{Count: 3, AgeMs: time.Hour.Milliseconds()},
+		Epoch: epoch, Retention: &fsmpb.EventRetention{Count: 3, AgeMs: time.Hour.Milliseconds()},
 	}}})
 	g := NewEvents(c, c, EventConfig{Count: 3, Age: time.Hour, Batch: 3, Now: clk.Now}, nil)
 	prunes := func() int {

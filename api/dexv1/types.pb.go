@@ -2778,588 +2778,6 @@ func (x *Event) GetOrdinal() uint64 {
 	return 0
 }
 
-// Cluster-wide counters of the state machine.
-type ClusterMeta struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// The dispatch epoch: bumped by every new lease holder, the fencing token.
-	Epoch          uint64          `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	EpochHolder    string          `protobuf:"bytes,3,opt,name=epoch_holder,json=epochHolder,proto3" json:"epoch_holder,omitempty"`
-	AppliedIndex   uint64          `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	NextQueueSeq   uint64          `protobuf:"varint,5,opt,name=next_queue_seq,json=nextQueueSeq,proto3" json:"next_queue_seq,omitempty"`
-	NextEventSeq   uint64          `protobuf:"varint,6,opt,name=next_event_seq,json=nextEventSeq,proto3" json:"next_event_seq,omitempty"`
-	EventRetention *EventRetention `protobuf:"bytes,7,opt,name=event_retention,json=eventRetention,proto3" json:"event_retention,omitempty"`
-	// The cluster's id (SetClusterId); empty until the first leader sets it.
-	ClusterId     string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ClusterMeta) Reset() {
-	*x = ClusterMeta{}
-	mi := &file_dex_v1_types_proto_msgTypes[17]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ClusterMeta) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ClusterMeta) ProtoMessage() {}
-
-func (x *ClusterMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[17]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ClusterMeta.ProtoReflect.Descriptor instead.
-func (*ClusterMeta) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
-}
-
-func (x *ClusterMeta) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *ClusterMeta) GetEpoch() uint64 {
-	if x != nil {
-		return x.Epoch
-	}
-	return 0
-}
-
-func (x *ClusterMeta) GetEpochHolder() string {
-	if x != nil {
-		return x.EpochHolder
-	}
-	return ""
-}
-
-func (x *ClusterMeta) GetAppliedIndex() uint64 {
-	if x != nil {
-		return x.AppliedIndex
-	}
-	return 0
-}
-
-func (x *ClusterMeta) GetNextQueueSeq() uint64 {
-	if x != nil {
-		return x.NextQueueSeq
-	}
-	return 0
-}
-
-func (x *ClusterMeta) GetNextEventSeq() uint64 {
-	if x != nil {
-		return x.NextEventSeq
-	}
-	return 0
-}
-
-func (x *ClusterMeta) GetEventRetention() *EventRetention {
-	if x != nil {
-		return x.EventRetention
-	}
-	return nil
-}
-
-func (x *ClusterMeta) GetClusterId() string {
-	if x != nil {
-		return x.ClusterId
-	}
-	return ""
-}
-
-// One record of a state machine snapshot: the snapshot is a header followed by
-// length-delimited records.
-type SnapshotRecord struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Record:
-	//
-	//	*SnapshotRecord_Meta
-	//	*SnapshotRecord_Session
-	//	*SnapshotRecord_Step
-	//	*SnapshotRecord_Worker
-	//	*SnapshotRecord_Node
-	//	*SnapshotRecord_Event
-	//	*SnapshotRecord_History
-	//	*SnapshotRecord_Inbox
-	//	*SnapshotRecord_Accepted
-	//	*SnapshotRecord_EventLog
-	//	*SnapshotRecord_Tool
-	//	*SnapshotRecord_WorkerTool
-	//	*SnapshotRecord_Token
-	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SnapshotRecord) Reset() {
-	*x = SnapshotRecord{}
-	mi := &file_dex_v1_types_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SnapshotRecord) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SnapshotRecord) ProtoMessage() {}
-
-func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
-func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
-	if x != nil {
-		return x.Record
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetMeta() *ClusterMeta {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Meta); ok {
-			return x.Meta
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetSession() *Session {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Session); ok {
-			return x.Session
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetStep() *Step {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Step); ok {
-			return x.Step
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetWorker() *WorkerInfo {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Worker); ok {
-			return x.Worker
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetNode() *NodeInfo {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Node); ok {
-			return x.Node
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetEvent() *Event {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Event); ok {
-			return x.Event
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetHistory() *HistoryEntry {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_History); ok {
-			return x.History
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetInbox() *Message {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Inbox); ok {
-			return x.Inbox
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetAccepted() *AcceptedMessage {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Accepted); ok {
-			return x.Accepted
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetEventLog() *EventLog {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_EventLog); ok {
-			return x.EventLog
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetTool() *ToolSpec {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Tool); ok {
-			return x.Tool
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetWorkerTool() *WorkerTool {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_WorkerTool); ok {
-			return x.WorkerTool
-		}
-	}
-	return nil
-}
-
-func (x *SnapshotRecord) GetToken() *AclToken {
-	if x != nil {
-		if x, ok := x.Record.(*SnapshotRecord_Token); ok {
-			return x.Token
-		}
-	}
-	return nil
-}
-
-type isSnapshotRecord_Record interface {
-	isSnapshotRecord_Record()
-}
-
-type SnapshotRecord_Meta struct {
-	Meta *ClusterMeta `protobuf:"bytes,1,opt,name=meta,proto3,oneof"`
-}
-
-type SnapshotRecord_Session struct {
-	Session *Session `protobuf:"bytes,2,opt,name=session,proto3,oneof"`
-}
-
-type SnapshotRecord_Step struct {
-	Step *Step `protobuf:"bytes,3,opt,name=step,proto3,oneof"`
-}
-
-type SnapshotRecord_Worker struct {
-	Worker *WorkerInfo `protobuf:"bytes,4,opt,name=worker,proto3,oneof"`
-}
-
-type SnapshotRecord_Node struct {
-	Node *NodeInfo `protobuf:"bytes,5,opt,name=node,proto3,oneof"`
-}
-
-type SnapshotRecord_Event struct {
-	Event *Event `protobuf:"bytes,6,opt,name=event,proto3,oneof"`
-}
-
-type SnapshotRecord_History struct {
-	History *HistoryEntry `protobuf:"bytes,7,opt,name=history,proto3,oneof"`
-}
-
-type SnapshotRecord_Inbox struct {
-	Inbox *Message `protobuf:"bytes,8,opt,name=inbox,proto3,oneof"`
-}
-
-type SnapshotRecord_Accepted struct {
-	Accepted *AcceptedMessage `protobuf:"bytes,9,opt,name=accepted,proto3,oneof"`
-}
-
-type SnapshotRecord_EventLog struct {
-	EventLog *EventLog `protobuf:"bytes,10,opt,name=event_log,json=eventLog,proto3,oneof"`
-}
-
-type SnapshotRecord_Tool struct {
-	Tool *ToolSpec `protobuf:"bytes,11,opt,name=tool,proto3,oneof"`
-}
-
-type SnapshotRecord_WorkerTool struct {
-	WorkerTool *WorkerTool `protobuf:"bytes,12,opt,name=worker_tool,json=workerTool,proto3,oneof"`
-}
-
-type SnapshotRecord_Token struct {
-	Token *AclToken `protobuf:"bytes,13,opt,name=token,proto3,oneof"`
-}
-
-func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Step) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Worker) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Node) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Event) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_History) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Inbox) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Accepted) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_EventLog) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Tool) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_WorkerTool) isSnapshotRecord_Record() {}
-
-func (*SnapshotRecord_Token) isSnapshotRecord_Record() {}
-
-// How many events the cluster keeps per session, and for how long. Zero
-// means no limit.
-type EventRetention struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Count         uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
-	AgeMs         int64                  `protobuf:"varint,2,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *EventRetention) Reset() {
-	*x = EventRetention{}
-	mi := &file_dex_v1_types_proto_msgTypes[19]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *EventRetention) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*EventRetention) ProtoMessage() {}
-
-func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[19]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
-func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
-}
-
-func (x *EventRetention) GetCount() uint64 {
-	if x != nil {
-		return x.Count
-	}
-	return 0
-}
-
-func (x *EventRetention) GetAgeMs() int64 {
-	if x != nil {
-		return x.AgeMs
-	}
-	return 0
-}
-
-// The head of one session's events: what is kept and what was dropped. It
-// changes with every event of the session, so watchers of the session wait
-// on it.
-type EventLog struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// Events of the session kept now, and the seq of the first (0 when none).
-	// In the state the row holds only the first kept event's fields (written
-	// when a session's first event is kept and when events are dropped, not at
-	// every event); count and last_seq are filled in where it is read.
-	Count    uint64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
-	FirstSeq uint64 `protobuf:"varint,3,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
-	LastSeq  uint64 `protobuf:"varint,4,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
-	// The highest seq of an event of the session no longer kept (0: none was
-	// dropped). A watch from before it has missed events.
-	DroppedThrough uint64 `protobuf:"varint,5,opt,name=dropped_through,json=droppedThrough,proto3" json:"dropped_through,omitempty"`
-	// The first kept event's ordinal and time (0 when none is kept).
-	FirstOrdinal  uint64 `protobuf:"varint,6,opt,name=first_ordinal,json=firstOrdinal,proto3" json:"first_ordinal,omitempty"`
-	FirstAtMs     int64  `protobuf:"varint,7,opt,name=first_at_ms,json=firstAtMs,proto3" json:"first_at_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *EventLog) Reset() {
-	*x = EventLog{}
-	mi := &file_dex_v1_types_proto_msgTypes[20]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *EventLog) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*EventLog) ProtoMessage() {}
-
-func (x *EventLog) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[20]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use EventLog.ProtoReflect.Descriptor instead.
-func (*EventLog) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
-}
-
-func (x *EventLog) GetSessionId() string {
-	if x != nil {
-		return x.SessionId
-	}
-	return ""
-}
-
-func (x *EventLog) GetCount() uint64 {
-	if x != nil {
-		return x.Count
-	}
-	return 0
-}
-
-func (x *EventLog) GetFirstSeq() uint64 {
-	if x != nil {
-		return x.FirstSeq
-	}
-	return 0
-}
-
-func (x *EventLog) GetLastSeq() uint64 {
-	if x != nil {
-		return x.LastSeq
-	}
-	return 0
-}
-
-func (x *EventLog) GetDroppedThrough() uint64 {
-	if x != nil {
-		return x.DroppedThrough
-	}
-	return 0
-}
-
-func (x *EventLog) GetFirstOrdinal() uint64 {
-	if x != nil {
-		return x.FirstOrdinal
-	}
-	return 0
-}
-
-func (x *EventLog) GetFirstAtMs() int64 {
-	if x != nil {
-		return x.FirstAtMs
-	}
-	return 0
-}
-
-// One live Worker serving one tool of the catalog (the catalog's rows are the
-// tools' ToolSpecs, one per name).
-type WorkerTool struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Tool     string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
-	WorkerId string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	// The agents the Worker serves the tool for (empty: every agent).
-	Agents        []string `protobuf:"bytes,3,rep,name=agents,proto3" json:"agents,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *WorkerTool) Reset() {
-	*x = WorkerTool{}
-	mi := &file_dex_v1_types_proto_msgTypes[21]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *WorkerTool) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*WorkerTool) ProtoMessage() {}
-
-func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[21]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
-func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{21}
-}
-
-func (x *WorkerTool) GetTool() string {
-	if x != nil {
-		return x.Tool
-	}
-	return ""
-}
-
-func (x *WorkerTool) GetWorkerId() string {
-	if x != nil {
-		return x.WorkerId
-	}
-	return ""
-}
-
-func (x *WorkerTool) GetAgents() []string {
-	if x != nil {
-		return x.Agents
-	}
-	return nil
-}
-
 // How one attempt of a dispatched Step ended, as its Worker reports it: a
 // result of the Step's kind, or a failure the Step's retry policy judges.
 type AttemptResult struct {
@@ -3378,7 +2796,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[22]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3390,7 +2808,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[22]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3403,7 +2821,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -3503,7 +2921,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_v1_types_proto_msgTypes[23]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +2933,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[23]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +2946,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3565,7 +2983,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3577,7 +2995,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3590,7 +3008,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AclToken) GetId() string {
@@ -3663,7 +3081,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3675,7 +3093,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3688,7 +3106,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3926,51 +3344,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xa7\x02\n" +
-	"\vClusterMeta\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
-	"\fepoch_holder\x18\x03 \x01(\tR\vepochHolder\x12#\n" +
-	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12$\n" +
-	"\x0enext_queue_seq\x18\x05 \x01(\x04R\fnextQueueSeq\x12$\n" +
-	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\x12?\n" +
-	"\x0fevent_retention\x18\a \x01(\v2\x16.dex.v1.EventRetentionR\x0eeventRetention\x12\x1d\n" +
-	"\n" +
-	"cluster_id\x18\b \x01(\tR\tclusterId\"\xdf\x04\n" +
-	"\x0eSnapshotRecord\x12)\n" +
-	"\x04meta\x18\x01 \x01(\v2\x13.dex.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
-	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
-	"\x04step\x18\x03 \x01(\v2\f.dex.v1.StepH\x00R\x04step\x12,\n" +
-	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
-	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12%\n" +
-	"\x05event\x18\x06 \x01(\v2\r.dex.v1.EventH\x00R\x05event\x120\n" +
-	"\ahistory\x18\a \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x12'\n" +
-	"\x05inbox\x18\b \x01(\v2\x0f.dex.v1.MessageH\x00R\x05inbox\x125\n" +
-	"\baccepted\x18\t \x01(\v2\x17.dex.v1.AcceptedMessageH\x00R\baccepted\x12/\n" +
-	"\tevent_log\x18\n" +
-	" \x01(\v2\x10.dex.v1.EventLogH\x00R\beventLog\x12&\n" +
-	"\x04tool\x18\v \x01(\v2\x10.dex.v1.ToolSpecH\x00R\x04tool\x125\n" +
-	"\vworker_tool\x18\f \x01(\v2\x12.dex.v1.WorkerToolH\x00R\n" +
-	"workerTool\x12(\n" +
-	"\x05token\x18\r \x01(\v2\x10.dex.v1.AclTokenH\x00R\x05tokenB\b\n" +
-	"\x06record\"=\n" +
-	"\x0eEventRetention\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xe5\x01\n" +
-	"\bEventLog\x12\x1d\n" +
-	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x04R\x05count\x12\x1b\n" +
-	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12\x19\n" +
-	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\x12'\n" +
-	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough\x12#\n" +
-	"\rfirst_ordinal\x18\x06 \x01(\x04R\ffirstOrdinal\x12\x1e\n" +
-	"\vfirst_at_ms\x18\a \x01(\x03R\tfirstAtMs\"U\n" +
-	"\n" +
-	"WorkerTool\x12\x12\n" +
-	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
-	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
-	"\x06agents\x18\x03 \x03(\tR\x06agents\"\x92\x02\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\x92\x02\n" +
 	"\rAttemptResult\x128\n" +
 	"\fmodel_output\x18\x01 \x01(\v2\x13.dex.v1.ModelOutputH\x00R\vmodelOutput\x125\n" +
 	"\vtool_result\x18\x02 \x01(\v2\x12.dex.v1.ToolResultH\x00R\n" +
@@ -4100,7 +3474,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
 	(StepKind)(0),           // 1: dex.v1.StepKind
@@ -4133,15 +3507,10 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*NodeInfo)(nil),        // 28: dex.v1.NodeInfo
 	(*WorkerInfo)(nil),      // 29: dex.v1.WorkerInfo
 	(*Event)(nil),           // 30: dex.v1.Event
-	(*ClusterMeta)(nil),     // 31: dex.v1.ClusterMeta
-	(*SnapshotRecord)(nil),  // 32: dex.v1.SnapshotRecord
-	(*EventRetention)(nil),  // 33: dex.v1.EventRetention
-	(*EventLog)(nil),        // 34: dex.v1.EventLog
-	(*WorkerTool)(nil),      // 35: dex.v1.WorkerTool
-	(*AttemptResult)(nil),   // 36: dex.v1.AttemptResult
-	(*AttemptFailure)(nil),  // 37: dex.v1.AttemptFailure
-	(*AclToken)(nil),        // 38: dex.v1.AclToken
-	(*AttemptRef)(nil),      // 39: dex.v1.AttemptRef
+	(*AttemptResult)(nil),   // 31: dex.v1.AttemptResult
+	(*AttemptFailure)(nil),  // 32: dex.v1.AttemptFailure
+	(*AclToken)(nil),        // 33: dex.v1.AclToken
+	(*AttemptRef)(nil),      // 34: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -4173,31 +3542,17 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	3,  // 26: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
 	6,  // 27: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
 	14, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	33, // 29: dex.v1.ClusterMeta.event_retention:type_name -> dex.v1.EventRetention
-	31, // 30: dex.v1.SnapshotRecord.meta:type_name -> dex.v1.ClusterMeta
-	24, // 31: dex.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	27, // 32: dex.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	29, // 33: dex.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	28, // 34: dex.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	30, // 35: dex.v1.SnapshotRecord.event:type_name -> dex.v1.Event
-	21, // 36: dex.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
-	20, // 37: dex.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
-	25, // 38: dex.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
-	34, // 39: dex.v1.SnapshotRecord.event_log:type_name -> dex.v1.EventLog
-	14, // 40: dex.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	35, // 41: dex.v1.SnapshotRecord.worker_tool:type_name -> dex.v1.WorkerTool
-	38, // 42: dex.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
-	17, // 43: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
-	18, // 44: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
-	19, // 45: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	37, // 46: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
-	6,  // 47: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
-	13, // 48: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	17, // 29: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	18, // 30: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	19, // 31: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	32, // 32: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	6,  // 33: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	13, // 34: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -4205,22 +3560,7 @@ func file_dex_v1_types_proto_init() {
 	if File_dex_v1_types_proto != nil {
 		return
 	}
-	file_dex_v1_types_proto_msgTypes[18].OneofWrappers = []any{
-		(*SnapshotRecord_Meta)(nil),
-		(*SnapshotRecord_Session)(nil),
-		(*SnapshotRecord_Step)(nil),
-		(*SnapshotRecord_Worker)(nil),
-		(*SnapshotRecord_Node)(nil),
-		(*SnapshotRecord_Event)(nil),
-		(*SnapshotRecord_History)(nil),
-		(*SnapshotRecord_Inbox)(nil),
-		(*SnapshotRecord_Accepted)(nil),
-		(*SnapshotRecord_EventLog)(nil),
-		(*SnapshotRecord_Tool)(nil),
-		(*SnapshotRecord_WorkerTool)(nil),
-		(*SnapshotRecord_Token)(nil),
-	}
-	file_dex_v1_types_proto_msgTypes[22].OneofWrappers = []any{
+	file_dex_v1_types_proto_msgTypes[17].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -4233,7 +3573,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   26,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

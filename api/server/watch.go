@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // watchRecheck bounds how long a watch waits before it checks that this node
@@ -61,7 +62,7 @@ func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Ses
 
 // eventsNotKept is the OutOfRange answer to a watch from a position whose
 // next events were dropped.
-func eventsNotKept(sessionID string, after uint64, log *dexv1.EventLog) error {
+func eventsNotKept(sessionID string, after uint64, log *fsmpb.EventLog) error {
 	first := "no event of it is kept now"
 	if log.FirstSeq != 0 {
 		first = fmt.Sprintf("the first kept is %d", log.FirstSeq)

@@ -84,7 +84,7 @@ func TestWatchSession_FromADroppedPositionIsOutOfRangeWithTheFirstKept(t *testin
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := node.Propose(ctx, &fsmpb.Command{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_SetEventRetention{SetEventRetention: &fsmpb.SetEventRetention{
-		Epoch: node.Epoch(), Retention: &dexv1.EventRetention{Count: 3},
+		Epoch: node.Epoch(), Retention: &fsmpb.EventRetention{Count: 3},
 	}}})
 	if err != nil {
 		t.Fatal(err)

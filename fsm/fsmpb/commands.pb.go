@@ -1790,7 +1790,7 @@ func (x *RemoveNode) GetNodeId() string {
 type SetEventRetention struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Retention     *dexv1.EventRetention  `protobuf:"bytes,2,opt,name=retention,proto3" json:"retention,omitempty"`
+	Retention     *EventRetention        `protobuf:"bytes,2,opt,name=retention,proto3" json:"retention,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1832,7 +1832,7 @@ func (x *SetEventRetention) GetEpoch() uint64 {
 	return 0
 }
 
-func (x *SetEventRetention) GetRetention() *dexv1.EventRetention {
+func (x *SetEventRetention) GetRetention() *EventRetention {
 	if x != nil {
 		return x.Retention
 	}
@@ -2529,7 +2529,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x12dex/v1/types.proto\"\xa2\x11\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x12dex/v1/types.proto\"\xa2\x11\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -2656,10 +2656,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\"%\n" +
 	"\n" +
 	"RemoveNode\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"_\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"c\n" +
 	"\x11SetEventRetention\x12\x14\n" +
-	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x124\n" +
-	"\tretention\x18\x02 \x01(\v2\x16.dex.v1.EventRetentionR\tretention\"c\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x128\n" +
+	"\tretention\x18\x02 \x01(\v2\x1a.dex.fsm.v1.EventRetentionR\tretention\"c\n" +
 	"\vPruneEvents\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
@@ -2722,51 +2722,51 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 
 var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
-	(*Command)(nil),              // 0: dex.fsm.v1.Command
-	(*CreateSession)(nil),        // 1: dex.fsm.v1.CreateSession
-	(*SendMessage)(nil),          // 2: dex.fsm.v1.SendMessage
-	(*RegisterWorker)(nil),       // 3: dex.fsm.v1.RegisterWorker
-	(*BumpEpoch)(nil),            // 4: dex.fsm.v1.BumpEpoch
-	(*StartAttempt)(nil),         // 5: dex.fsm.v1.StartAttempt
-	(*ClaimAttempt)(nil),         // 6: dex.fsm.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),      // 7: dex.fsm.v1.CompleteAttempt
-	(*FailAttempt)(nil),          // 8: dex.fsm.v1.FailAttempt
-	(*ExpireAttempt)(nil),        // 9: dex.fsm.v1.ExpireAttempt
-	(*ResolveApproval)(nil),      // 10: dex.fsm.v1.ResolveApproval
-	(*AnswerQuestion)(nil),       // 11: dex.fsm.v1.AnswerQuestion
-	(*FireTimer)(nil),            // 12: dex.fsm.v1.FireTimer
-	(*ResumeSession)(nil),        // 13: dex.fsm.v1.ResumeSession
-	(*RestartSessions)(nil),      // 14: dex.fsm.v1.RestartSessions
-	(*ResumeErrored)(nil),        // 15: dex.fsm.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),     // 16: dex.fsm.v1.ReconcileOutcome
-	(*EditHistory)(nil),          // 17: dex.fsm.v1.EditHistory
-	(*SetNode)(nil),              // 18: dex.fsm.v1.SetNode
-	(*RemoveNode)(nil),           // 19: dex.fsm.v1.RemoveNode
-	(*SetEventRetention)(nil),    // 20: dex.fsm.v1.SetEventRetention
-	(*PruneEvents)(nil),          // 21: dex.fsm.v1.PruneEvents
-	(*DeregisterWorker)(nil),     // 22: dex.fsm.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),     // 23: dex.fsm.v1.FailUnservedStep
-	(*DeleteSession)(nil),        // 24: dex.fsm.v1.DeleteSession
-	(*PurgeSession)(nil),         // 25: dex.fsm.v1.PurgeSession
-	(*ExpireSessions)(nil),       // 26: dex.fsm.v1.ExpireSessions
-	(*TimeoutAttempt)(nil),       // 27: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),        // 28: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),         // 29: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),          // 30: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),          // 31: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),           // 32: dex.fsm.v1.CancelTurn
-	(*dexv1.ToolSpec)(nil),       // 33: dex.v1.ToolSpec
-	(*dexv1.AttemptRef)(nil),     // 34: dex.v1.AttemptRef
-	(*dexv1.ModelOutput)(nil),    // 35: dex.v1.ModelOutput
-	(*dexv1.ToolResult)(nil),     // 36: dex.v1.ToolResult
-	(*dexv1.PollResult)(nil),     // 37: dex.v1.PollResult
-	(dexv1.ErrorType)(0),         // 38: dex.v1.ErrorType
-	(dexv1.ResumeChoice)(0),      // 39: dex.v1.ResumeChoice
-	(dexv1.Outcome)(0),           // 40: dex.v1.Outcome
-	(*dexv1.NodeInfo)(nil),       // 41: dex.v1.NodeInfo
-	(*dexv1.EventRetention)(nil), // 42: dex.v1.EventRetention
-	(*dexv1.AttemptResult)(nil),  // 43: dex.v1.AttemptResult
-	(*dexv1.AclToken)(nil),       // 44: dex.v1.AclToken
+	(*Command)(nil),             // 0: dex.fsm.v1.Command
+	(*CreateSession)(nil),       // 1: dex.fsm.v1.CreateSession
+	(*SendMessage)(nil),         // 2: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),      // 3: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),           // 4: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),        // 5: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),        // 6: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),     // 7: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),         // 8: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),       // 9: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),     // 10: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),      // 11: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),           // 12: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),       // 13: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),     // 14: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),       // 15: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),    // 16: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),         // 17: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),             // 18: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),          // 19: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil),   // 20: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),         // 21: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),    // 22: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),    // 23: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),       // 24: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),        // 25: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),      // 26: dex.fsm.v1.ExpireSessions
+	(*TimeoutAttempt)(nil),      // 27: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),       // 28: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),        // 29: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),         // 30: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),         // 31: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),          // 32: dex.fsm.v1.CancelTurn
+	(*dexv1.ToolSpec)(nil),      // 33: dex.v1.ToolSpec
+	(*dexv1.AttemptRef)(nil),    // 34: dex.v1.AttemptRef
+	(*dexv1.ModelOutput)(nil),   // 35: dex.v1.ModelOutput
+	(*dexv1.ToolResult)(nil),    // 36: dex.v1.ToolResult
+	(*dexv1.PollResult)(nil),    // 37: dex.v1.PollResult
+	(dexv1.ErrorType)(0),        // 38: dex.v1.ErrorType
+	(dexv1.ResumeChoice)(0),     // 39: dex.v1.ResumeChoice
+	(dexv1.Outcome)(0),          // 40: dex.v1.Outcome
+	(*dexv1.NodeInfo)(nil),      // 41: dex.v1.NodeInfo
+	(*EventRetention)(nil),      // 42: dex.fsm.v1.EventRetention
+	(*dexv1.AttemptResult)(nil), // 43: dex.v1.AttemptResult
+	(*dexv1.AclToken)(nil),      // 44: dex.v1.AclToken
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -2812,7 +2812,7 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	39, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
 	40, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
 	41, // 42: dex.fsm.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	42, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.v1.EventRetention
+	42, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
 	34, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
 	43, // 45: dex.fsm.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
 	44, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.v1.AclToken
@@ -2828,6 +2828,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 	if File_dex_fsm_v1_commands_proto != nil {
 		return
 	}
+	file_dex_fsm_v1_state_proto_init()
 	file_dex_fsm_v1_commands_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateSession)(nil),
 		(*Command_SendMessage)(nil),

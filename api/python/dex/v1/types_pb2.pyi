@@ -199,26 +199,6 @@ class CallState(_message.Message):
     tool: str
     def __init__(self, call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[str] = ..., policy: _Optional[_Union[ToolSpec, _Mapping]] = ..., phase: _Optional[_Union[CallPhase, str]] = ..., step_id: _Optional[str] = ..., task_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., content: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., ran: bool = ..., builtin: _Optional[str] = ...) -> None: ...
 
-class ClusterMeta(_message.Message):
-    __slots__ = ["applied_index", "cluster_id", "epoch", "epoch_holder", "event_retention", "id", "next_event_seq", "next_queue_seq"]
-    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
-    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
-    EPOCH_FIELD_NUMBER: _ClassVar[int]
-    EPOCH_HOLDER_FIELD_NUMBER: _ClassVar[int]
-    EVENT_RETENTION_FIELD_NUMBER: _ClassVar[int]
-    ID_FIELD_NUMBER: _ClassVar[int]
-    NEXT_EVENT_SEQ_FIELD_NUMBER: _ClassVar[int]
-    NEXT_QUEUE_SEQ_FIELD_NUMBER: _ClassVar[int]
-    applied_index: int
-    cluster_id: str
-    epoch: int
-    epoch_holder: str
-    event_retention: EventRetention
-    id: str
-    next_event_seq: int
-    next_queue_seq: int
-    def __init__(self, id: _Optional[str] = ..., epoch: _Optional[int] = ..., epoch_holder: _Optional[str] = ..., applied_index: _Optional[int] = ..., next_queue_seq: _Optional[int] = ..., next_event_seq: _Optional[int] = ..., event_retention: _Optional[_Union[EventRetention, _Mapping]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
-
 class Event(_message.Message):
     __slots__ = ["at_ms", "detail", "ordinal", "seq", "session_id", "step_id", "type"]
     AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -236,32 +216,6 @@ class Event(_message.Message):
     step_id: str
     type: str
     def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., type: _Optional[str] = ..., step_id: _Optional[str] = ..., detail: _Optional[str] = ..., at_ms: _Optional[int] = ..., ordinal: _Optional[int] = ...) -> None: ...
-
-class EventLog(_message.Message):
-    __slots__ = ["count", "dropped_through", "first_at_ms", "first_ordinal", "first_seq", "last_seq", "session_id"]
-    COUNT_FIELD_NUMBER: _ClassVar[int]
-    DROPPED_THROUGH_FIELD_NUMBER: _ClassVar[int]
-    FIRST_AT_MS_FIELD_NUMBER: _ClassVar[int]
-    FIRST_ORDINAL_FIELD_NUMBER: _ClassVar[int]
-    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
-    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
-    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
-    count: int
-    dropped_through: int
-    first_at_ms: int
-    first_ordinal: int
-    first_seq: int
-    last_seq: int
-    session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., count: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., dropped_through: _Optional[int] = ..., first_ordinal: _Optional[int] = ..., first_at_ms: _Optional[int] = ...) -> None: ...
-
-class EventRetention(_message.Message):
-    __slots__ = ["age_ms", "count"]
-    AGE_MS_FIELD_NUMBER: _ClassVar[int]
-    COUNT_FIELD_NUMBER: _ClassVar[int]
-    age_ms: int
-    count: int
-    def __init__(self, count: _Optional[int] = ..., age_ms: _Optional[int] = ...) -> None: ...
 
 class HistoryEntry(_message.Message):
     __slots__ = ["arguments", "at_ms", "call_id", "cum_size", "from_session", "inline_results", "kind", "message_id", "outcome", "seq", "session_id", "step_id", "text", "tool", "tool_calls"]
@@ -425,36 +379,6 @@ class Session(_message.Message):
     updated_at_ms: int
     def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ...) -> None: ...
 
-class SnapshotRecord(_message.Message):
-    __slots__ = ["accepted", "event", "event_log", "history", "inbox", "meta", "node", "session", "step", "token", "tool", "worker", "worker_tool"]
-    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
-    EVENT_FIELD_NUMBER: _ClassVar[int]
-    EVENT_LOG_FIELD_NUMBER: _ClassVar[int]
-    HISTORY_FIELD_NUMBER: _ClassVar[int]
-    INBOX_FIELD_NUMBER: _ClassVar[int]
-    META_FIELD_NUMBER: _ClassVar[int]
-    NODE_FIELD_NUMBER: _ClassVar[int]
-    SESSION_FIELD_NUMBER: _ClassVar[int]
-    STEP_FIELD_NUMBER: _ClassVar[int]
-    TOKEN_FIELD_NUMBER: _ClassVar[int]
-    TOOL_FIELD_NUMBER: _ClassVar[int]
-    WORKER_FIELD_NUMBER: _ClassVar[int]
-    WORKER_TOOL_FIELD_NUMBER: _ClassVar[int]
-    accepted: AcceptedMessage
-    event: Event
-    event_log: EventLog
-    history: HistoryEntry
-    inbox: Message
-    meta: ClusterMeta
-    node: NodeInfo
-    session: Session
-    step: Step
-    token: AclToken
-    tool: ToolSpec
-    worker: WorkerInfo
-    worker_tool: WorkerTool
-    def __init__(self, meta: _Optional[_Union[ClusterMeta, _Mapping]] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., worker: _Optional[_Union[WorkerInfo, _Mapping]] = ..., node: _Optional[_Union[NodeInfo, _Mapping]] = ..., event: _Optional[_Union[Event, _Mapping]] = ..., history: _Optional[_Union[HistoryEntry, _Mapping]] = ..., inbox: _Optional[_Union[Message, _Mapping]] = ..., accepted: _Optional[_Union[AcceptedMessage, _Mapping]] = ..., event_log: _Optional[_Union[EventLog, _Mapping]] = ..., tool: _Optional[_Union[ToolSpec, _Mapping]] = ..., worker_tool: _Optional[_Union[WorkerTool, _Mapping]] = ..., token: _Optional[_Union[AclToken, _Mapping]] = ...) -> None: ...
-
 class Step(_message.Message):
     __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "waiting_reason"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -592,16 +516,6 @@ class WorkerInfo(_message.Message):
     runs_model: bool
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
     def __init__(self, id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., registered_at_ms: _Optional[int] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
-
-class WorkerTool(_message.Message):
-    __slots__ = ["agents", "tool", "worker_id"]
-    AGENTS_FIELD_NUMBER: _ClassVar[int]
-    TOOL_FIELD_NUMBER: _ClassVar[int]
-    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
-    agents: _containers.RepeatedScalarFieldContainer[str]
-    tool: str
-    worker_id: str
-    def __init__(self, tool: _Optional[str] = ..., worker_id: _Optional[str] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -10,7 +10,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file dex/v1/types.proto.
  */
 export const file_dex_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChJkZXgvdjEvdHlwZXMucHJvdG8SBmRleC52MSLnAQoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIiCgZhY2Nlc3MYAiABKA4yEi5kZXgudjEuVG9vbEFjY2VzcxIWCg5uZWVkc19hcHByb3ZhbBgDIAEoCBIUCgxsb25nX3J1bm5pbmcYBCABKAgSDgoGaW5saW5lGAUgASgIEhQKDG1heF9hdHRlbXB0cxgGIAEoDRIYChBwb2xsX2ludGVydmFsX21zGAcgASgNEhMKC2Rlc2NyaXB0aW9uGAggASgJEhYKDnJ1bl90aW1lb3V0X21zGAkgASgNEg4KBmFnZW50cxgKIAMoCSI8CghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJImMKDElubGluZVJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIaXNfZXJyb3IYBSABKAgibwoLTW9kZWxPdXRwdXQSDAoEdGV4dBgBIAEoCRIkCgp0b29sX2NhbGxzGAIgAygLMhAuZGV4LnYxLlRvb2xDYWxsEiwKDmlubGluZV9yZXN1bHRzGAMgAygLMhQuZGV4LnYxLklubGluZVJlc3VsdCJACgpUb29sUmVzdWx0Eg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgSDwoHdGFza19pZBgDIAEoCSI+CgpQb2xsUmVzdWx0EgwKBGRvbmUYASABKAgSIgoGcmVzdWx0GAIgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHQicgoHTWVzc2FnZRIKCgJpZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhQKDGZyb21fc2Vzc2lvbhgDIAEoCRIWCg5yZWNlaXZlZF9hdF9tcxgEIAEoAxISCgpzZXNzaW9uX2lkGAUgASgJEgsKA3NlcRgGIAEoBCLkAgoMSGlzdG9yeUVudHJ5EgsKA3NlcRgBIAEoBBIhCgRraW5kGAIgASgOMhMuZGV4LnYxLkhpc3RvcnlLaW5kEgwKBHRleHQYAyABKAkSDwoHY2FsbF9pZBgEIAEoCRIMCgR0b29sGAUgASgJEhEKCWFyZ3VtZW50cxgGIAEoCRIgCgdvdXRjb21lGAcgASgOMg8uZGV4LnYxLk91dGNvbWUSJAoKdG9vbF9jYWxscxgIIAMoCzIQLmRleC52MS5Ub29sQ2FsbBIsCg5pbmxpbmVfcmVzdWx0cxgJIAMoCzIULmRleC52MS5JbmxpbmVSZXN1bHQSDwoHc3RlcF9pZBgKIAEoCRISCgptZXNzYWdlX2lkGAsgASgJEhQKDGZyb21fc2Vzc2lvbhgMIAEoCRINCgVhdF9tcxgNIAEoAxISCgpzZXNzaW9uX2lkGA4gASgJEhAKCGN1bV9zaXplGA8gASgEIo0CCglDYWxsU3RhdGUSDwoHY2FsbF9pZBgBIAEoCRIMCgR0b29sGAIgASgJEhEKCWFyZ3VtZW50cxgDIAEoCRIgCgZwb2xpY3kYBCABKAsyEC5kZXgudjEuVG9vbFNwZWMSIAoFcGhhc2UYBSABKA4yES5kZXgudjEuQ2FsbFBoYXNlEg8KB3N0ZXBfaWQYBiABKAkSDwoHdGFza19pZBgHIAEoCRIgCgdvdXRjb21lGAggASgOMg8uZGV4LnYxLk91dGNvbWUSDwoHY29udGVudBgJIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCiABKAkSCwoDcmFuGAsgASgIEg8KB2J1aWx0aW4YDCABKAkixgEKBFR1cm4SDgoGbnVtYmVyGAEgASgEEiAKBWlucHV0GAIgASgOMhEuZGV4LnYxLlR1cm5JbnB1dBITCgttZXNzYWdlX2lkcxgDIAMoCRIgCgVjYWxscxgEIAMoCzIRLmRleC52MS5DYWxsU3RhdGUSDwoHc3RlcF9pZBgFIAEoCRIRCglyYW5fY2FsbHMYBiADKAkSFwoPbm90ZWRfcmFuX2NhbGxzGAcgASgNEhgKEHJlc3VsdHNfZnJvbV9zZXEYCCABKAQiqgYKB1Nlc3Npb24SCgoCaWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLmRleC52MS5TZXNzaW9uU3RhdHVzEiUKB2hpc3RvcnkYBCADKAsyFC5kZXgudjEuSGlzdG9yeUVudHJ5Eh4KBWluYm94GAUgAygLMg8uZGV4LnYxLk1lc3NhZ2USGgoEdHVybhgGIAEoCzIMLmRleC52MS5UdXJuEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAcgASgEEhYKDnJlamVjdGVkX3R1cm5zGAggASgNEikKDHBhdXNlX3JlYXNvbhgJIAEoDjITLmRleC52MS5QYXVzZVJlYXNvbhIVCg1wYXVzZV9tZXNzYWdlGAogASgJEioKD2xhc3RfZXJyb3JfdHlwZRgLIAEoDjIRLmRleC52MS5FcnJvclR5cGUSEgoKbGFzdF9lcnJvchgMIAEoCRIVCg1lcnJvcl9lcGlzb2RlGA0gASgIEhcKD2VwaXNvZGVfcmVzdW1lcxgOIAEoDRIUCgxyZXN1bWVfYXRfbXMYDyABKAMSEQoJbmV4dF9zdGVwGBAgASgEEhEKCW5leHRfdHVybhgRIAEoBBIUCgxuZXh0X2hpc3RvcnkYEiABKAQSFQoNY3JlYXRlZF9hdF9tcxgTIAEoAxIVCg11cGRhdGVkX2F0X21zGBQgASgDEhEKCXN1bW1hcmllcxgVIAEoBBIYChBjb21wYWN0ZWRfYmVmb3JlGBYgASgEEhcKD3R1cm5zX2NvbXBsZXRlZBgXIAEoBBIUCgx0dXJuc19mYWlsZWQYGCABKAQSGAoQc2Vlbl9tZXNzYWdlX2lkcxgZIAMoCRIUCgxoaXN0b3J5X3NpemUYGiABKAQSFQoNaGlzdG9yeV9jb3VudBgbIAEoBBITCgtpbmJveF9jb3VudBgcIAEoDRISCgpuZXh0X2luYm94GB0gASgEEhoKEmxhdGVzdF9zdW1tYXJ5X3NlcRgeIAEoBBIXCg9tYXhfbW9kZWxfaW5wdXQYHyABKAQSDQoFYWdlbnQYICABKAkiOQoPQWNjZXB0ZWRNZXNzYWdlEhIKCnNlc3Npb25faWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCSLKAgoHQXR0ZW1wdBIJCgFuGAEgASgNEhEKCXdvcmtlcl9pZBgCIAEoCRINCgVlcG9jaBgDIAEoBBINCgV0b2tlbhgEIAEoCRIlCgZzdGF0dXMYBSABKA4yFS5kZXgudjEuQXR0ZW1wdFN0YXR1cxIpCghwcm9ncmVzcxgGIAEoDjIXLmRleC52MS5BdHRlbXB0UHJvZ3Jlc3MSFQoNc3RhcnRlZF9hdF9tcxgHIAEoAxIVCg1jbGFpbWVkX2F0X21zGAggASgDEhMKC2VuZGVkX2F0X21zGAkgASgDEiUKCmVycm9yX3R5cGUYCiABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAsgASgJEhAKCGxhc3Rfc2VxGAwgASgEEhEKCWxhc3RfY2FsbBgNIAEoCRITCgtkZWFkbGluZV9tcxgOIAEoAyLgBAoEU3RlcBIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEgwKBHR1cm4YAyABKAQSHgoEa2luZBgEIAEoDjIQLmRleC52MS5TdGVwS2luZBIPCgdjYWxsX2lkGAUgASgJEgwKBHRvb2wYBiABKAkSEQoJYXJndW1lbnRzGAcgASgJEiAKBnBvbGljeRgIIAEoCzIQLmRleC52MS5Ub29sU3BlYxIXCg9pZGVtcG90ZW5jeV9rZXkYCSABKAkSDwoHdGFza19pZBgKIAEoCRIiCgZzdGF0dXMYCyABKA4yEi5kZXgudjEuU3RlcFN0YXR1cxITCgtyZWFkeV9hdF9tcxgMIAEoAxIRCglkdWVfYXRfbXMYDSABKAMSIQoIYXR0ZW1wdHMYDiADKAsyDy5kZXgudjEuQXR0ZW1wdBIgCgdvdXRjb21lGA8gASgOMg8uZGV4LnYxLk91dGNvbWUSDgoGcmVzdWx0GBAgASgJEhAKCGlzX2Vycm9yGBEgASgIEhUKDWNyZWF0ZWRfYXRfbXMYEiABKAMSEQoJcXVldWVfc2VxGBMgASgEEg4KBnByb21wdBgUIAEoCRITCgtlbmRlZF9hdF9tcxgVIAEoAxIUCgxtYXhfYXR0ZW1wdHMYFiABKA0SJQoKZXJyb3JfdHlwZRgXIAEoDjIRLmRleC52MS5FcnJvclR5cGUSDgoGbnVtYmVyGBggASgEEhYKDmNvbXBhY3RfYmVmb3JlGBkgASgEEg0KBWFnZW50GBogASgJEhYKDndhaXRpbmdfcmVhc29uGBsgASgJIlgKCE5vZGVJbmZvEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSFAoMaHR0cF9hZGRyZXNzGAQgASgJIpUBCgpXb3JrZXJJbmZvEgoKAmlkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhgKEHJlZ2lzdGVyZWRfYXRfbXMYAyABKAMSEgoKcnVuc19tb2RlbBgEIAEoCBIcChRtb2RlbF9ydW5fdGltZW91dF9tcxgFIAEoDRIOCgZhZ2VudHMYBiADKAkidwoFRXZlbnQSCwoDc2VxGAEgASgEEhIKCnNlc3Npb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEg4KBmRldGFpbBgFIAEoCRINCgVhdF9tcxgGIAEoAxIPCgdvcmRpbmFsGAcgASgEIsoBCgtDbHVzdGVyTWV0YRIKCgJpZBgBIAEoCRINCgVlcG9jaBgCIAEoBBIUCgxlcG9jaF9ob2xkZXIYAyABKAkSFQoNYXBwbGllZF9pbmRleBgEIAEoBBIWCg5uZXh0X3F1ZXVlX3NlcRgFIAEoBBIWCg5uZXh0X2V2ZW50X3NlcRgGIAEoBBIvCg9ldmVudF9yZXRlbnRpb24YByABKAsyFi5kZXgudjEuRXZlbnRSZXRlbnRpb24SEgoKY2x1c3Rlcl9pZBgIIAEoCSL4AwoOU25hcHNob3RSZWNvcmQSIwoEbWV0YRgBIAEoCzITLmRleC52MS5DbHVzdGVyTWV0YUgAEiIKB3Nlc3Npb24YAiABKAsyDy5kZXgudjEuU2Vzc2lvbkgAEhwKBHN0ZXAYAyABKAsyDC5kZXgudjEuU3RlcEgAEiQKBndvcmtlchgEIAEoCzISLmRleC52MS5Xb3JrZXJJbmZvSAASIAoEbm9kZRgFIAEoCzIQLmRleC52MS5Ob2RlSW5mb0gAEh4KBWV2ZW50GAYgASgLMg0uZGV4LnYxLkV2ZW50SAASJwoHaGlzdG9yeRgHIAEoCzIULmRleC52MS5IaXN0b3J5RW50cnlIABIgCgVpbmJveBgIIAEoCzIPLmRleC52MS5NZXNzYWdlSAASKwoIYWNjZXB0ZWQYCSABKAsyFy5kZXgudjEuQWNjZXB0ZWRNZXNzYWdlSAASJQoJZXZlbnRfbG9nGAogASgLMhAuZGV4LnYxLkV2ZW50TG9nSAASIAoEdG9vbBgLIAEoCzIQLmRleC52MS5Ub29sU3BlY0gAEikKC3dvcmtlcl90b29sGAwgASgLMhIuZGV4LnYxLldvcmtlclRvb2xIABIhCgV0b2tlbhgNIAEoCzIQLmRleC52MS5BY2xUb2tlbkgAQggKBnJlY29yZCIvCg5FdmVudFJldGVudGlvbhINCgVjb3VudBgBIAEoBBIOCgZhZ2VfbXMYAiABKAMilwEKCEV2ZW50TG9nEhIKCnNlc3Npb25faWQYASABKAkSDQoFY291bnQYAiABKAQSEQoJZmlyc3Rfc2VxGAMgASgEEhAKCGxhc3Rfc2VxGAQgASgEEhcKD2Ryb3BwZWRfdGhyb3VnaBgFIAEoBBIVCg1maXJzdF9vcmRpbmFsGAYgASgEEhMKC2ZpcnN0X2F0X21zGAcgASgDIj0KCldvcmtlclRvb2wSDAoEdG9vbBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAkSDgoGYWdlbnRzGAMgAygJItsBCg1BdHRlbXB0UmVzdWx0EisKDG1vZGVsX291dHB1dBgBIAEoCzITLmRleC52MS5Nb2RlbE91dHB1dEgAEikKC3Rvb2xfcmVzdWx0GAIgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHRIABIpCgtwb2xsX3Jlc3VsdBgDIAEoCzISLmRleC52MS5Qb2xsUmVzdWx0SAASEQoHc3VtbWFyeRgEIAEoCUgAEikKB2ZhaWx1cmUYBSABKAsyFi5kZXgudjEuQXR0ZW1wdEZhaWx1cmVIAEIJCgdvdXRjb21lIkYKDkF0dGVtcHRGYWlsdXJlEiUKCmVycm9yX3R5cGUYASABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAIgASgJIq4BCghBY2xUb2tlbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEh8KBHJvbGUYAyABKA4yES5kZXgudjEuVG9rZW5Sb2xlEhEKCXdvcmtlcl9pZBgEIAEoCRIVCg1jcmVhdGVkX2F0X21zGAUgASgDEg8KB3Jldm9rZWQYBiABKAgSFQoNcmV2b2tlZF9hdF9tcxgHIAEoAxIVCg1zZWNyZXRfc2hhMjU2GAggASgJIkoKCkF0dGVtcHRSZWYSDwoHc3RlcF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg0KBXRva2VuGAMgASgJEgsKA3NlcRgEIAEoBCrTAQoNU2Vzc2lvblN0YXR1cxIeChpTRVNTSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1NFU1NJT05fU1RBVFVTX0lETEUQARIaChZTRVNTSU9OX1NUQVRVU19SVU5OSU5HEAISGgoWU0VTU0lPTl9TVEFUVVNfV0FJVElORxADEhoKFlNFU1NJT05fU1RBVFVTX0VSUk9SRUQQBBIZChVTRVNTSU9OX1NUQVRVU19QQVVTRUQQBRIaChZTRVNTSU9OX1NUQVRVU19ERUxFVEVEEAYqnwIKCFN0ZXBLaW5kEhkKFVNURVBfS0lORF9VTlNQRUNJRklFRBAAEhcKE1NURVBfS0lORF9SVU5fTU9ERUwQARIXChNTVEVQX0tJTkRfQ0FMTF9UT09MEAISJgoiU1RFUF9LSU5EX0NBTExfU0lOR0xFX0FUVEVNUFRfVE9PTBADEiEKHVNURVBfS0lORF9BV0FJVF9UT09MX0FQUFJPVkFMEAQSIwofU1RFUF9LSU5EX0FXQUlUX1FVRVNUSU9OX0FOU1dFUhAFEhkKFVNURVBfS0lORF9BV0FJVF9USU1FUhAGEhwKGFNURVBfS0lORF9QT0xMX1RPT0xfVEFTSxAHEh0KGVNURVBfS0lORF9DT01QQUNUX0NPTlRFWFQQCCqJAQoKU3RlcFN0YXR1cxIbChdTVEVQX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElNURVBfU1RBVFVTX1FVRVVFRBABEhcKE1NURVBfU1RBVFVTX1JVTk5JTkcQAhIXChNTVEVQX1NUQVRVU19XQUlUSU5HEAMSFAoQU1RFUF9TVEFUVVNfRE9ORRAEKmIKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEhUKEU9VVENPTUVfU1VDQ0VFREVEEAESEgoOT1VUQ09NRV9GQUlMRUQQAhITCg9PVVRDT01FX1VOS05PV04QAyq+AQoNQXR0ZW1wdFN0YXR1cxIeChpBVFRFTVBUX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkFUVEVNUFRfU1RBVFVTX1JVTk5JTkcQARIcChhBVFRFTVBUX1NUQVRVU19TVUNDRUVERUQQAhIZChVBVFRFTVBUX1NUQVRVU19GQUlMRUQQAxIaChZBVFRFTVBUX1NUQVRVU19FWFBJUkVEEAQSHAoYQVRURU1QVF9TVEFUVVNfQ0FOQ0VMTEVEEAUqeQoPQXR0ZW1wdFByb2dyZXNzEiAKHEFUVEVNUFRfUFJPR1JFU1NfVU5TUEVDSUZJRUQQABIgChxBVFRFTVBUX1BST0dSRVNTX05PVF9TVEFSVEVEEAESIgoeQVRURU1QVF9QUk9HUkVTU19OT1RfQ09NUExFVEVEEAIqgQIKCUVycm9yVHlwZRIaChZFUlJPUl9UWVBFX1VOU1BFQ0lGSUVEEAASHgoaRVJST1JfVFlQRV9JTlZBTElEX1JFUVVFU1QQARIdChlFUlJPUl9UWVBFX0NPTlRFWFRfTEVOR1RIEAISGQoVRVJST1JfVFlQRV9SQVRFX0xJTUlUEAMSGQoVRVJST1JfVFlQRV9PVkVSTE9BREVEEAQSGwoXRVJST1JfVFlQRV9TRVJWRVJfRVJST1IQBRIWChJFUlJPUl9UWVBFX1RJTUVPVVQQBhIWChJFUlJPUl9UWVBFX05FVFdPUksQBxIWChJFUlJPUl9UWVBFX1VOS05PV04QCCpeCgxSZXN1bWVDaG9pY2USHQoZUkVTVU1FX0NIT0lDRV9VTlNQRUNJRklFRBAAEhcKE1JFU1VNRV9DSE9JQ0VfUkVUUlkQARIWChJSRVNVTUVfQ0hPSUNFX0RST1AQAiqBAQoKVG9vbEFjY2VzcxIbChdUT09MX0FDQ0VTU19VTlNQRUNJRklFRBAAEhQKEFRPT0xfQUNDRVNTX1JFQUQQARIgChxUT09MX0FDQ0VTU19JREVNUE9URU5UX1dSSVRFEAISHgoaVE9PTF9BQ0NFU1NfU0lOR0xFX0FUVEVNUFQQAypDCgtQYXVzZVJlYXNvbhIcChhQQVVTRV9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJQQVVTRV9SRUFTT05fTElNSVQQASqtAQoLSGlzdG9yeUtpbmQSHAoYSElTVE9SWV9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRSElTVE9SWV9LSU5EX1VTRVIQARIaChZISVNUT1JZX0tJTkRfQVNTSVNUQU5UEAISHAoYSElTVE9SWV9LSU5EX1RPT0xfUkVTVUxUEAMSFQoRSElTVE9SWV9LSU5EX05PVEUQBBIYChRISVNUT1JZX0tJTkRfU1VNTUFSWRAFKl0KCVR1cm5JbnB1dBIaChZUVVJOX0lOUFVUX1VOU1BFQ0lGSUVEEAASFwoTVFVSTl9JTlBVVF9NRVNTQUdFUxABEhsKF1RVUk5fSU5QVVRfVE9PTF9SRVNVTFRTEAIqpgEKCUNhbGxQaGFzZRIaChZDQUxMX1BIQVNFX1VOU1BFQ0lGSUVEEAASIAocQ0FMTF9QSEFTRV9BV0FJVElOR19BUFBST1ZBTBABEhYKEkNBTExfUEhBU0VfUlVOTklORxACEhYKEkNBTExfUEhBU0VfUE9MTElORxADEhYKEkNBTExfUEhBU0VfV0FJVElORxAEEhMKD0NBTExfUEhBU0VfRE9ORRAFKmsKCVRva2VuUm9sZRIaChZUT0tFTl9ST0xFX1VOU1BFQ0lGSUVEEAASFAoQVE9LRU5fUk9MRV9BRE1JThABEhUKEVRPS0VOX1JPTEVfQ0xJRU5UEAISFQoRVE9LRU5fUk9MRV9XT1JLRVIQA0ImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw");
+  fileDesc("ChJkZXgvdjEvdHlwZXMucHJvdG8SBmRleC52MSLnAQoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIiCgZhY2Nlc3MYAiABKA4yEi5kZXgudjEuVG9vbEFjY2VzcxIWCg5uZWVkc19hcHByb3ZhbBgDIAEoCBIUCgxsb25nX3J1bm5pbmcYBCABKAgSDgoGaW5saW5lGAUgASgIEhQKDG1heF9hdHRlbXB0cxgGIAEoDRIYChBwb2xsX2ludGVydmFsX21zGAcgASgNEhMKC2Rlc2NyaXB0aW9uGAggASgJEhYKDnJ1bl90aW1lb3V0X21zGAkgASgNEg4KBmFnZW50cxgKIAMoCSI8CghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJImMKDElubGluZVJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIaXNfZXJyb3IYBSABKAgibwoLTW9kZWxPdXRwdXQSDAoEdGV4dBgBIAEoCRIkCgp0b29sX2NhbGxzGAIgAygLMhAuZGV4LnYxLlRvb2xDYWxsEiwKDmlubGluZV9yZXN1bHRzGAMgAygLMhQuZGV4LnYxLklubGluZVJlc3VsdCJACgpUb29sUmVzdWx0Eg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgSDwoHdGFza19pZBgDIAEoCSI+CgpQb2xsUmVzdWx0EgwKBGRvbmUYASABKAgSIgoGcmVzdWx0GAIgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHQicgoHTWVzc2FnZRIKCgJpZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhQKDGZyb21fc2Vzc2lvbhgDIAEoCRIWCg5yZWNlaXZlZF9hdF9tcxgEIAEoAxISCgpzZXNzaW9uX2lkGAUgASgJEgsKA3NlcRgGIAEoBCLkAgoMSGlzdG9yeUVudHJ5EgsKA3NlcRgBIAEoBBIhCgRraW5kGAIgASgOMhMuZGV4LnYxLkhpc3RvcnlLaW5kEgwKBHRleHQYAyABKAkSDwoHY2FsbF9pZBgEIAEoCRIMCgR0b29sGAUgASgJEhEKCWFyZ3VtZW50cxgGIAEoCRIgCgdvdXRjb21lGAcgASgOMg8uZGV4LnYxLk91dGNvbWUSJAoKdG9vbF9jYWxscxgIIAMoCzIQLmRleC52MS5Ub29sQ2FsbBIsCg5pbmxpbmVfcmVzdWx0cxgJIAMoCzIULmRleC52MS5JbmxpbmVSZXN1bHQSDwoHc3RlcF9pZBgKIAEoCRISCgptZXNzYWdlX2lkGAsgASgJEhQKDGZyb21fc2Vzc2lvbhgMIAEoCRINCgVhdF9tcxgNIAEoAxISCgpzZXNzaW9uX2lkGA4gASgJEhAKCGN1bV9zaXplGA8gASgEIo0CCglDYWxsU3RhdGUSDwoHY2FsbF9pZBgBIAEoCRIMCgR0b29sGAIgASgJEhEKCWFyZ3VtZW50cxgDIAEoCRIgCgZwb2xpY3kYBCABKAsyEC5kZXgudjEuVG9vbFNwZWMSIAoFcGhhc2UYBSABKA4yES5kZXgudjEuQ2FsbFBoYXNlEg8KB3N0ZXBfaWQYBiABKAkSDwoHdGFza19pZBgHIAEoCRIgCgdvdXRjb21lGAggASgOMg8uZGV4LnYxLk91dGNvbWUSDwoHY29udGVudBgJIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCiABKAkSCwoDcmFuGAsgASgIEg8KB2J1aWx0aW4YDCABKAkixgEKBFR1cm4SDgoGbnVtYmVyGAEgASgEEiAKBWlucHV0GAIgASgOMhEuZGV4LnYxLlR1cm5JbnB1dBITCgttZXNzYWdlX2lkcxgDIAMoCRIgCgVjYWxscxgEIAMoCzIRLmRleC52MS5DYWxsU3RhdGUSDwoHc3RlcF9pZBgFIAEoCRIRCglyYW5fY2FsbHMYBiADKAkSFwoPbm90ZWRfcmFuX2NhbGxzGAcgASgNEhgKEHJlc3VsdHNfZnJvbV9zZXEYCCABKAQiqgYKB1Nlc3Npb24SCgoCaWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLmRleC52MS5TZXNzaW9uU3RhdHVzEiUKB2hpc3RvcnkYBCADKAsyFC5kZXgudjEuSGlzdG9yeUVudHJ5Eh4KBWluYm94GAUgAygLMg8uZGV4LnYxLk1lc3NhZ2USGgoEdHVybhgGIAEoCzIMLmRleC52MS5UdXJuEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAcgASgEEhYKDnJlamVjdGVkX3R1cm5zGAggASgNEikKDHBhdXNlX3JlYXNvbhgJIAEoDjITLmRleC52MS5QYXVzZVJlYXNvbhIVCg1wYXVzZV9tZXNzYWdlGAogASgJEioKD2xhc3RfZXJyb3JfdHlwZRgLIAEoDjIRLmRleC52MS5FcnJvclR5cGUSEgoKbGFzdF9lcnJvchgMIAEoCRIVCg1lcnJvcl9lcGlzb2RlGA0gASgIEhcKD2VwaXNvZGVfcmVzdW1lcxgOIAEoDRIUCgxyZXN1bWVfYXRfbXMYDyABKAMSEQoJbmV4dF9zdGVwGBAgASgEEhEKCW5leHRfdHVybhgRIAEoBBIUCgxuZXh0X2hpc3RvcnkYEiABKAQSFQoNY3JlYXRlZF9hdF9tcxgTIAEoAxIVCg11cGRhdGVkX2F0X21zGBQgASgDEhEKCXN1bW1hcmllcxgVIAEoBBIYChBjb21wYWN0ZWRfYmVmb3JlGBYgASgEEhcKD3R1cm5zX2NvbXBsZXRlZBgXIAEoBBIUCgx0dXJuc19mYWlsZWQYGCABKAQSGAoQc2Vlbl9tZXNzYWdlX2lkcxgZIAMoCRIUCgxoaXN0b3J5X3NpemUYGiABKAQSFQoNaGlzdG9yeV9jb3VudBgbIAEoBBITCgtpbmJveF9jb3VudBgcIAEoDRISCgpuZXh0X2luYm94GB0gASgEEhoKEmxhdGVzdF9zdW1tYXJ5X3NlcRgeIAEoBBIXCg9tYXhfbW9kZWxfaW5wdXQYHyABKAQSDQoFYWdlbnQYICABKAkiOQoPQWNjZXB0ZWRNZXNzYWdlEhIKCnNlc3Npb25faWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCSLKAgoHQXR0ZW1wdBIJCgFuGAEgASgNEhEKCXdvcmtlcl9pZBgCIAEoCRINCgVlcG9jaBgDIAEoBBINCgV0b2tlbhgEIAEoCRIlCgZzdGF0dXMYBSABKA4yFS5kZXgudjEuQXR0ZW1wdFN0YXR1cxIpCghwcm9ncmVzcxgGIAEoDjIXLmRleC52MS5BdHRlbXB0UHJvZ3Jlc3MSFQoNc3RhcnRlZF9hdF9tcxgHIAEoAxIVCg1jbGFpbWVkX2F0X21zGAggASgDEhMKC2VuZGVkX2F0X21zGAkgASgDEiUKCmVycm9yX3R5cGUYCiABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAsgASgJEhAKCGxhc3Rfc2VxGAwgASgEEhEKCWxhc3RfY2FsbBgNIAEoCRITCgtkZWFkbGluZV9tcxgOIAEoAyLgBAoEU3RlcBIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEgwKBHR1cm4YAyABKAQSHgoEa2luZBgEIAEoDjIQLmRleC52MS5TdGVwS2luZBIPCgdjYWxsX2lkGAUgASgJEgwKBHRvb2wYBiABKAkSEQoJYXJndW1lbnRzGAcgASgJEiAKBnBvbGljeRgIIAEoCzIQLmRleC52MS5Ub29sU3BlYxIXCg9pZGVtcG90ZW5jeV9rZXkYCSABKAkSDwoHdGFza19pZBgKIAEoCRIiCgZzdGF0dXMYCyABKA4yEi5kZXgudjEuU3RlcFN0YXR1cxITCgtyZWFkeV9hdF9tcxgMIAEoAxIRCglkdWVfYXRfbXMYDSABKAMSIQoIYXR0ZW1wdHMYDiADKAsyDy5kZXgudjEuQXR0ZW1wdBIgCgdvdXRjb21lGA8gASgOMg8uZGV4LnYxLk91dGNvbWUSDgoGcmVzdWx0GBAgASgJEhAKCGlzX2Vycm9yGBEgASgIEhUKDWNyZWF0ZWRfYXRfbXMYEiABKAMSEQoJcXVldWVfc2VxGBMgASgEEg4KBnByb21wdBgUIAEoCRITCgtlbmRlZF9hdF9tcxgVIAEoAxIUCgxtYXhfYXR0ZW1wdHMYFiABKA0SJQoKZXJyb3JfdHlwZRgXIAEoDjIRLmRleC52MS5FcnJvclR5cGUSDgoGbnVtYmVyGBggASgEEhYKDmNvbXBhY3RfYmVmb3JlGBkgASgEEg0KBWFnZW50GBogASgJEhYKDndhaXRpbmdfcmVhc29uGBsgASgJIlgKCE5vZGVJbmZvEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSFAoMaHR0cF9hZGRyZXNzGAQgASgJIpUBCgpXb3JrZXJJbmZvEgoKAmlkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhgKEHJlZ2lzdGVyZWRfYXRfbXMYAyABKAMSEgoKcnVuc19tb2RlbBgEIAEoCBIcChRtb2RlbF9ydW5fdGltZW91dF9tcxgFIAEoDRIOCgZhZ2VudHMYBiADKAkidwoFRXZlbnQSCwoDc2VxGAEgASgEEhIKCnNlc3Npb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEg4KBmRldGFpbBgFIAEoCRINCgVhdF9tcxgGIAEoAxIPCgdvcmRpbmFsGAcgASgEItsBCg1BdHRlbXB0UmVzdWx0EisKDG1vZGVsX291dHB1dBgBIAEoCzITLmRleC52MS5Nb2RlbE91dHB1dEgAEikKC3Rvb2xfcmVzdWx0GAIgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHRIABIpCgtwb2xsX3Jlc3VsdBgDIAEoCzISLmRleC52MS5Qb2xsUmVzdWx0SAASEQoHc3VtbWFyeRgEIAEoCUgAEikKB2ZhaWx1cmUYBSABKAsyFi5kZXgudjEuQXR0ZW1wdEZhaWx1cmVIAEIJCgdvdXRjb21lIkYKDkF0dGVtcHRGYWlsdXJlEiUKCmVycm9yX3R5cGUYASABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAIgASgJIq4BCghBY2xUb2tlbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEh8KBHJvbGUYAyABKA4yES5kZXgudjEuVG9rZW5Sb2xlEhEKCXdvcmtlcl9pZBgEIAEoCRIVCg1jcmVhdGVkX2F0X21zGAUgASgDEg8KB3Jldm9rZWQYBiABKAgSFQoNcmV2b2tlZF9hdF9tcxgHIAEoAxIVCg1zZWNyZXRfc2hhMjU2GAggASgJIkoKCkF0dGVtcHRSZWYSDwoHc3RlcF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg0KBXRva2VuGAMgASgJEgsKA3NlcRgEIAEoBCrTAQoNU2Vzc2lvblN0YXR1cxIeChpTRVNTSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1NFU1NJT05fU1RBVFVTX0lETEUQARIaChZTRVNTSU9OX1NUQVRVU19SVU5OSU5HEAISGgoWU0VTU0lPTl9TVEFUVVNfV0FJVElORxADEhoKFlNFU1NJT05fU1RBVFVTX0VSUk9SRUQQBBIZChVTRVNTSU9OX1NUQVRVU19QQVVTRUQQBRIaChZTRVNTSU9OX1NUQVRVU19ERUxFVEVEEAYqnwIKCFN0ZXBLaW5kEhkKFVNURVBfS0lORF9VTlNQRUNJRklFRBAAEhcKE1NURVBfS0lORF9SVU5fTU9ERUwQARIXChNTVEVQX0tJTkRfQ0FMTF9UT09MEAISJgoiU1RFUF9LSU5EX0NBTExfU0lOR0xFX0FUVEVNUFRfVE9PTBADEiEKHVNURVBfS0lORF9BV0FJVF9UT09MX0FQUFJPVkFMEAQSIwofU1RFUF9LSU5EX0FXQUlUX1FVRVNUSU9OX0FOU1dFUhAFEhkKFVNURVBfS0lORF9BV0FJVF9USU1FUhAGEhwKGFNURVBfS0lORF9QT0xMX1RPT0xfVEFTSxAHEh0KGVNURVBfS0lORF9DT01QQUNUX0NPTlRFWFQQCCqJAQoKU3RlcFN0YXR1cxIbChdTVEVQX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElNURVBfU1RBVFVTX1FVRVVFRBABEhcKE1NURVBfU1RBVFVTX1JVTk5JTkcQAhIXChNTVEVQX1NUQVRVU19XQUlUSU5HEAMSFAoQU1RFUF9TVEFUVVNfRE9ORRAEKmIKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEhUKEU9VVENPTUVfU1VDQ0VFREVEEAESEgoOT1VUQ09NRV9GQUlMRUQQAhITCg9PVVRDT01FX1VOS05PV04QAyq+AQoNQXR0ZW1wdFN0YXR1cxIeChpBVFRFTVBUX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkFUVEVNUFRfU1RBVFVTX1JVTk5JTkcQARIcChhBVFRFTVBUX1NUQVRVU19TVUNDRUVERUQQAhIZChVBVFRFTVBUX1NUQVRVU19GQUlMRUQQAxIaChZBVFRFTVBUX1NUQVRVU19FWFBJUkVEEAQSHAoYQVRURU1QVF9TVEFUVVNfQ0FOQ0VMTEVEEAUqeQoPQXR0ZW1wdFByb2dyZXNzEiAKHEFUVEVNUFRfUFJPR1JFU1NfVU5TUEVDSUZJRUQQABIgChxBVFRFTVBUX1BST0dSRVNTX05PVF9TVEFSVEVEEAESIgoeQVRURU1QVF9QUk9HUkVTU19OT1RfQ09NUExFVEVEEAIqgQIKCUVycm9yVHlwZRIaChZFUlJPUl9UWVBFX1VOU1BFQ0lGSUVEEAASHgoaRVJST1JfVFlQRV9JTlZBTElEX1JFUVVFU1QQARIdChlFUlJPUl9UWVBFX0NPTlRFWFRfTEVOR1RIEAISGQoVRVJST1JfVFlQRV9SQVRFX0xJTUlUEAMSGQoVRVJST1JfVFlQRV9PVkVSTE9BREVEEAQSGwoXRVJST1JfVFlQRV9TRVJWRVJfRVJST1IQBRIWChJFUlJPUl9UWVBFX1RJTUVPVVQQBhIWChJFUlJPUl9UWVBFX05FVFdPUksQBxIWChJFUlJPUl9UWVBFX1VOS05PV04QCCpeCgxSZXN1bWVDaG9pY2USHQoZUkVTVU1FX0NIT0lDRV9VTlNQRUNJRklFRBAAEhcKE1JFU1VNRV9DSE9JQ0VfUkVUUlkQARIWChJSRVNVTUVfQ0hPSUNFX0RST1AQAiqBAQoKVG9vbEFjY2VzcxIbChdUT09MX0FDQ0VTU19VTlNQRUNJRklFRBAAEhQKEFRPT0xfQUNDRVNTX1JFQUQQARIgChxUT09MX0FDQ0VTU19JREVNUE9URU5UX1dSSVRFEAISHgoaVE9PTF9BQ0NFU1NfU0lOR0xFX0FUVEVNUFQQAypDCgtQYXVzZVJlYXNvbhIcChhQQVVTRV9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJQQVVTRV9SRUFTT05fTElNSVQQASqtAQoLSGlzdG9yeUtpbmQSHAoYSElTVE9SWV9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRSElTVE9SWV9LSU5EX1VTRVIQARIaChZISVNUT1JZX0tJTkRfQVNTSVNUQU5UEAISHAoYSElTVE9SWV9LSU5EX1RPT0xfUkVTVUxUEAMSFQoRSElTVE9SWV9LSU5EX05PVEUQBBIYChRISVNUT1JZX0tJTkRfU1VNTUFSWRAFKl0KCVR1cm5JbnB1dBIaChZUVVJOX0lOUFVUX1VOU1BFQ0lGSUVEEAASFwoTVFVSTl9JTlBVVF9NRVNTQUdFUxABEhsKF1RVUk5fSU5QVVRfVE9PTF9SRVNVTFRTEAIqpgEKCUNhbGxQaGFzZRIaChZDQUxMX1BIQVNFX1VOU1BFQ0lGSUVEEAASIAocQ0FMTF9QSEFTRV9BV0FJVElOR19BUFBST1ZBTBABEhYKEkNBTExfUEhBU0VfUlVOTklORxACEhYKEkNBTExfUEhBU0VfUE9MTElORxADEhYKEkNBTExfUEhBU0VfV0FJVElORxAEEhMKD0NBTExfUEhBU0VfRE9ORRAFKmsKCVRva2VuUm9sZRIaChZUT0tFTl9ST0xFX1VOU1BFQ0lGSUVEEAASFAoQVE9LRU5fUk9MRV9BRE1JThABEhUKEVRPS0VOX1JPTEVfQ0xJRU5UEAISFQoRVE9LRU5fUk9MRV9XT1JLRVIQA0ImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw");
 
 /**
  * How a Worker's tool behaves; registered with the tool.
@@ -1141,280 +1141,6 @@ export const EventSchema: GenMessage<Event> = /*@__PURE__*/
   messageDesc(file_dex_v1_types, 16);
 
 /**
- * Cluster-wide counters of the state machine.
- *
- * @generated from message dex.v1.ClusterMeta
- */
-export type ClusterMeta = Message$1<"dex.v1.ClusterMeta"> & {
-  /**
-   * @generated from field: string id = 1;
-   */
-  id: string;
-
-  /**
-   * The dispatch epoch: bumped by every new lease holder, the fencing token.
-   *
-   * @generated from field: uint64 epoch = 2;
-   */
-  epoch: bigint;
-
-  /**
-   * @generated from field: string epoch_holder = 3;
-   */
-  epochHolder: string;
-
-  /**
-   * @generated from field: uint64 applied_index = 4;
-   */
-  appliedIndex: bigint;
-
-  /**
-   * @generated from field: uint64 next_queue_seq = 5;
-   */
-  nextQueueSeq: bigint;
-
-  /**
-   * @generated from field: uint64 next_event_seq = 6;
-   */
-  nextEventSeq: bigint;
-
-  /**
-   * @generated from field: dex.v1.EventRetention event_retention = 7;
-   */
-  eventRetention?: EventRetention | undefined;
-
-  /**
-   * The cluster's id (SetClusterId); empty until the first leader sets it.
-   *
-   * @generated from field: string cluster_id = 8;
-   */
-  clusterId: string;
-};
-
-/**
- * Describes the message dex.v1.ClusterMeta.
- * Use `create(ClusterMetaSchema)` to create a new message.
- */
-export const ClusterMetaSchema: GenMessage<ClusterMeta> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 17);
-
-/**
- * One record of a state machine snapshot: the snapshot is a header followed by
- * length-delimited records.
- *
- * @generated from message dex.v1.SnapshotRecord
- */
-export type SnapshotRecord = Message$1<"dex.v1.SnapshotRecord"> & {
-  /**
-   * @generated from oneof dex.v1.SnapshotRecord.record
-   */
-  record: {
-    /**
-     * @generated from field: dex.v1.ClusterMeta meta = 1;
-     */
-    value: ClusterMeta;
-    case: "meta";
-  } | {
-    /**
-     * @generated from field: dex.v1.Session session = 2;
-     */
-    value: Session;
-    case: "session";
-  } | {
-    /**
-     * @generated from field: dex.v1.Step step = 3;
-     */
-    value: Step;
-    case: "step";
-  } | {
-    /**
-     * @generated from field: dex.v1.WorkerInfo worker = 4;
-     */
-    value: WorkerInfo;
-    case: "worker";
-  } | {
-    /**
-     * @generated from field: dex.v1.NodeInfo node = 5;
-     */
-    value: NodeInfo;
-    case: "node";
-  } | {
-    /**
-     * @generated from field: dex.v1.Event event = 6;
-     */
-    value: Event;
-    case: "event";
-  } | {
-    /**
-     * @generated from field: dex.v1.HistoryEntry history = 7;
-     */
-    value: HistoryEntry;
-    case: "history";
-  } | {
-    /**
-     * @generated from field: dex.v1.Message inbox = 8;
-     */
-    value: Message;
-    case: "inbox";
-  } | {
-    /**
-     * @generated from field: dex.v1.AcceptedMessage accepted = 9;
-     */
-    value: AcceptedMessage;
-    case: "accepted";
-  } | {
-    /**
-     * @generated from field: dex.v1.EventLog event_log = 10;
-     */
-    value: EventLog;
-    case: "eventLog";
-  } | {
-    /**
-     * @generated from field: dex.v1.ToolSpec tool = 11;
-     */
-    value: ToolSpec;
-    case: "tool";
-  } | {
-    /**
-     * @generated from field: dex.v1.WorkerTool worker_tool = 12;
-     */
-    value: WorkerTool;
-    case: "workerTool";
-  } | {
-    /**
-     * @generated from field: dex.v1.AclToken token = 13;
-     */
-    value: AclToken;
-    case: "token";
-  } | { case: undefined; value?: undefined };
-};
-
-/**
- * Describes the message dex.v1.SnapshotRecord.
- * Use `create(SnapshotRecordSchema)` to create a new message.
- */
-export const SnapshotRecordSchema: GenMessage<SnapshotRecord> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 18);
-
-/**
- * How many events the cluster keeps per session, and for how long. Zero
- * means no limit.
- *
- * @generated from message dex.v1.EventRetention
- */
-export type EventRetention = Message$1<"dex.v1.EventRetention"> & {
-  /**
-   * @generated from field: uint64 count = 1;
-   */
-  count: bigint;
-
-  /**
-   * @generated from field: int64 age_ms = 2;
-   */
-  ageMs: bigint;
-};
-
-/**
- * Describes the message dex.v1.EventRetention.
- * Use `create(EventRetentionSchema)` to create a new message.
- */
-export const EventRetentionSchema: GenMessage<EventRetention> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 19);
-
-/**
- * The head of one session's events: what is kept and what was dropped. It
- * changes with every event of the session, so watchers of the session wait
- * on it.
- *
- * @generated from message dex.v1.EventLog
- */
-export type EventLog = Message$1<"dex.v1.EventLog"> & {
-  /**
-   * @generated from field: string session_id = 1;
-   */
-  sessionId: string;
-
-  /**
-   * Events of the session kept now, and the seq of the first (0 when none).
-   * In the state the row holds only the first kept event's fields (written
-   * when a session's first event is kept and when events are dropped, not at
-   * every event); count and last_seq are filled in where it is read.
-   *
-   * @generated from field: uint64 count = 2;
-   */
-  count: bigint;
-
-  /**
-   * @generated from field: uint64 first_seq = 3;
-   */
-  firstSeq: bigint;
-
-  /**
-   * @generated from field: uint64 last_seq = 4;
-   */
-  lastSeq: bigint;
-
-  /**
-   * The highest seq of an event of the session no longer kept (0: none was
-   * dropped). A watch from before it has missed events.
-   *
-   * @generated from field: uint64 dropped_through = 5;
-   */
-  droppedThrough: bigint;
-
-  /**
-   * The first kept event's ordinal and time (0 when none is kept).
-   *
-   * @generated from field: uint64 first_ordinal = 6;
-   */
-  firstOrdinal: bigint;
-
-  /**
-   * @generated from field: int64 first_at_ms = 7;
-   */
-  firstAtMs: bigint;
-};
-
-/**
- * Describes the message dex.v1.EventLog.
- * Use `create(EventLogSchema)` to create a new message.
- */
-export const EventLogSchema: GenMessage<EventLog> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 20);
-
-/**
- * One live Worker serving one tool of the catalog (the catalog's rows are the
- * tools' ToolSpecs, one per name).
- *
- * @generated from message dex.v1.WorkerTool
- */
-export type WorkerTool = Message$1<"dex.v1.WorkerTool"> & {
-  /**
-   * @generated from field: string tool = 1;
-   */
-  tool: string;
-
-  /**
-   * @generated from field: string worker_id = 2;
-   */
-  workerId: string;
-
-  /**
-   * The agents the Worker serves the tool for (empty: every agent).
-   *
-   * @generated from field: repeated string agents = 3;
-   */
-  agents: string[];
-};
-
-/**
- * Describes the message dex.v1.WorkerTool.
- * Use `create(WorkerToolSchema)` to create a new message.
- */
-export const WorkerToolSchema: GenMessage<WorkerTool> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 21);
-
-/**
  * How one attempt of a dispatched Step ended, as its Worker reports it: a
  * result of the Step's kind, or a failure the Step's retry policy judges.
  *
@@ -1464,7 +1190,7 @@ export type AttemptResult = Message$1<"dex.v1.AttemptResult"> & {
  * Use `create(AttemptResultSchema)` to create a new message.
  */
 export const AttemptResultSchema: GenMessage<AttemptResult> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 22);
+  messageDesc(file_dex_v1_types, 17);
 
 /**
  * @generated from message dex.v1.AttemptFailure
@@ -1486,7 +1212,7 @@ export type AttemptFailure = Message$1<"dex.v1.AttemptFailure"> & {
  * Use `create(AttemptFailureSchema)` to create a new message.
  */
 export const AttemptFailureSchema: GenMessage<AttemptFailure> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 23);
+  messageDesc(file_dex_v1_types, 18);
 
 /**
  * An ACL token as the replicated state keeps it: the secret itself is never
@@ -1545,7 +1271,7 @@ export type AclToken = Message$1<"dex.v1.AclToken"> & {
  * Use `create(AclTokenSchema)` to create a new message.
  */
 export const AclTokenSchema: GenMessage<AclToken> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 24);
+  messageDesc(file_dex_v1_types, 19);
 
 /**
  * Identifies a Worker's attempt in the calls it makes.
@@ -1581,7 +1307,7 @@ export type AttemptRef = Message$1<"dex.v1.AttemptRef"> & {
  * Use `create(AttemptRefSchema)` to create a new message.
  */
 export const AttemptRefSchema: GenMessage<AttemptRef> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 25);
+  messageDesc(file_dex_v1_types, 20);
 
 /**
  * @generated from enum dex.v1.SessionStatus
