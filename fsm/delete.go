@@ -25,19 +25,57 @@ const (
 	// MaxExpireSessions bounds the sessions one ExpireSessions names.
 	MaxExpireSessions = 100
 
-	// indexStatusUpdated: sessions by (status, updated_at_ms), so the
-	// retention finds the longest-idle sessions without a scan.
+	// indexStatusUpdated: sessions at rest (idle, errored, paused,
+	// deleted) by (status, updated_at_ms), so the retention finds the
+	// longest-idle sessions and the leader the errored and deleted ones
+	// without a scan. A running or waiting session is not in it: its turn
+	// writes it at every step, and nothing looks for sessions in a turn.
 	indexStatusUpdated = "status_updated"
 )
 
 // withLifecycleSchema adds the sessions' (status, updated_at_ms) index.
 func withLifecycleSchema(s *memdb.DBSchema) *memdb.DBSchema {
 	s.Tables[tableSessions].Indexes[indexStatusUpdated] = &memdb.IndexSchema{
-		Name: indexStatusUpdated, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-			&memdb.IntFieldIndex{Field: "Status"}, &memdb.IntFieldIndex{Field: "UpdatedAtMs"},
-		}},
+		Name: indexStatusUpdated, AllowMissing: true, Indexer: restingSessionIndexer{},
 	}
 	return s
+}
+
+// inTurn reports whether a session's status is one of a turn under way.
+func inTurn(st dexv1.SessionStatus) bool {
+	return st == dexv1.SessionStatus_SESSION_STATUS_RUNNING || st == dexv1.SessionStatus_SESSION_STATUS_WAITING
+}
+
+type restingSessionIndexer struct{}
+
+func restingKey(st dexv1.SessionStatus, updatedAtMs int64) []byte {
+	return append([]byte{byte(st)}, dueKey(updatedAtMs)...)
+}
+
+func (restingSessionIndexer) FromObject(obj any) (bool, []byte, error) {
+	s, ok := obj.(*dexv1.Session)
+	if !ok {
+		return false, nil, fmt.Errorf("session status index: %T is not a Session", obj)
+	}
+	if inTurn(s.Status) {
+		return false, nil, nil
+	}
+	return true, restingKey(s.Status, s.UpdatedAtMs), nil
+}
+
+func (restingSessionIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("session status index takes (status, updated_at_ms), got %d arguments", len(args))
+	}
+	st, ok1 := args[0].(dexv1.SessionStatus)
+	at, ok2 := args[1].(int64)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("session status index takes (SessionStatus, int64), got (%T, %T)", args[0], args[1])
+	}
+	if inTurn(st) {
+		return nil, fmt.Errorf("session status index holds sessions at rest, not %s ones", st)
+	}
+	return restingKey(st, at), nil
 }
 
 func deleted(s *dexv1.Session) bool {

@@ -1,0 +1,28 @@
+package fsm
+
+import (
+	"testing"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Sessions in a turn are not in the status index; the counts still see them.
+func TestSessionsByStatus_CountsEveryStatusInAndOutOfATurn(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("idle", "", "")
+	d.createSession("running", "", "hello") // its RunModel queued
+	d.createSession("deleted", "", "")
+	d.do(deleteCmd("deleted"))
+	want := map[dexv1.SessionStatus]int{sIdle: 1, sRunning: 1, dexv1.SessionStatus_SESSION_STATUS_DELETED: 1}
+	for st, n := range d.f.State().SessionsByStatus() {
+		if n != want[st] {
+			t.Fatalf("%d sessions %s; want %d (all: %v)", n, StatusName(st), want[st], d.f.State().SessionsByStatus())
+		}
+	}
+	if got := d.f.State().DeletedSessions(10); len(got) != 1 || got[0] != "deleted" {
+		t.Fatalf("deleted sessions %v; want [deleted]", got)
+	}
+	if got := d.f.State().IdleBefore(d.now+1, 10); len(got) != 1 || got[0] != "idle" {
+		t.Fatalf("idle sessions %v; want [idle] (the running one is not idle)", got)
+	}
+}
