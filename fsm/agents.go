@@ -21,8 +21,8 @@ const (
 	// indexModelAgent: workers by each agent whose model they run.
 	indexModelAgent = "model_agent"
 	// indexQueue: queued Steps by (runner, tool, agent), the broker's ready
-	// queue of each; only queued dispatched Steps are in it.
-	indexQueue = "queue"
+	// queue of each: the queued part of the live Steps index (schema.go).
+	indexQueue = indexStatus
 )
 
 // DefaultAgentName is how people see the default agent ("").
@@ -190,7 +190,6 @@ func (s *State) QueuedStepsFor(model bool, tool, agent string) []*dexv1.Step {
 
 func withAgentSchema(s *memdb.DBSchema) *memdb.DBSchema {
 	s.Tables[tableWorkers].Indexes[indexModelAgent] = &memdb.IndexSchema{Name: indexModelAgent, AllowMissing: true, Indexer: modelAgentIndexer{}}
-	s.Tables[tableSteps].Indexes[indexQueue] = &memdb.IndexSchema{Name: indexQueue, AllowMissing: true, Indexer: queueIndexer{}}
 	return s
 }
 
@@ -221,57 +220,12 @@ func (modelAgentIndexer) FromArgs(args ...any) ([]byte, error) {
 	return []byte(ag + "\x00"), nil
 }
 
-// queueIndexer indexes a queued dispatched Step by its ready queue.
-type queueIndexer struct{}
-
+// queueIndexKey is a ready queue's part of a queued dispatched Step's key in
+// the live Steps index: runner, tool, agent.
 func queueIndexKey(model bool, tool, agent string) []byte {
 	runner := byte('t')
 	if model {
 		runner = 'm'
 	}
 	return append([]byte{runner}, tool+"\x00"+agent+"\x00"...)
-}
-
-func (queueIndexer) FromObject(obj any) (bool, []byte, error) {
-	st, ok := obj.(*dexv1.Step)
-	if !ok {
-		return false, nil, fmt.Errorf("queue index: %T is not a Step", obj)
-	}
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
-		return false, nil, nil
-	}
-	switch Kind(st.Kind).Runner {
-	case RunsOnModel:
-		return true, queueIndexKey(true, "", st.Agent), nil
-	case RunsOnTool:
-		return true, queueIndexKey(false, st.Tool, st.Agent), nil
-	}
-	return false, nil, nil
-}
-
-// PrefixFromArgs takes (model, tool): every agent's queue of a tool.
-func (queueIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
-	if len(args) != 2 {
-		return nil, fmt.Errorf("queue index prefix takes (model, tool), got %d arguments", len(args))
-	}
-	model, ok1 := args[0].(bool)
-	tool, ok2 := args[1].(string)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("queue index prefix arguments must be (bool, string), got (%T, %T)", args[0], args[1])
-	}
-	k := queueIndexKey(model, tool, "")
-	return k[:len(k)-1], nil
-}
-
-func (queueIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 3 {
-		return nil, fmt.Errorf("queue index takes (model, tool, agent), got %d arguments", len(args))
-	}
-	model, ok1 := args[0].(bool)
-	tool, ok2 := args[1].(string)
-	agent, ok3 := args[2].(string)
-	if !ok1 || !ok2 || !ok3 {
-		return nil, fmt.Errorf("queue index arguments must be (bool, string, string), got (%T, %T, %T)", args[0], args[1], args[2])
-	}
-	return queueIndexKey(model, tool, agent), nil
 }

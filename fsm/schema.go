@@ -78,9 +78,15 @@ func sessionSeqIndex() *memdb.IndexSchema {
 }
 
 // liveStepIndexer indexes the Steps still in play (queued, running,
-// waiting) by status; a finished Step leaves the index, so the Steps of
-// long sessions cost it nothing.
+// waiting) by status, and a queued dispatched Step also by its ready queue
+// (runner, tool, agent) after its status: one index serves "the running
+// Steps" and "the queue of tool t for agent a", and a Step that starts moves
+// one key. A finished Step leaves it, so long sessions cost it nothing.
 type liveStepIndexer struct{}
+
+// notDispatched marks a queued Step that no Worker runs, so its key never
+// reads as a ready queue's.
+const notDispatched = 'n'
 
 func liveStatus(s dexv1.StepStatus) bool {
 	switch s {
@@ -93,24 +99,59 @@ func liveStatus(s dexv1.StepStatus) bool {
 func (liveStepIndexer) FromObject(obj any) (bool, []byte, error) {
 	st, ok := obj.(*dexv1.Step)
 	if !ok {
-		return false, nil, fmt.Errorf("step status index: %T is not a Step", obj)
+		return false, nil, fmt.Errorf("live step index: %T is not a Step", obj)
 	}
 	if !liveStatus(st.Status) {
 		return false, nil, nil
 	}
-	return true, []byte{byte(st.Status)}, nil
+	key := []byte{byte(st.Status)}
+	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+		return true, key, nil
+	}
+	switch Kind(st.Kind).Runner {
+	case RunsOnModel:
+		return true, append(key, queueIndexKey(true, "", st.Agent)...), nil
+	case RunsOnTool:
+		return true, append(key, queueIndexKey(false, st.Tool, st.Agent)...), nil
+	}
+	return true, append(key, notDispatched), nil
 }
 
+// FromArgs takes a status (every live Step in it) or (model, tool, agent)
+// (one ready queue).
 func (liveStepIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("step status index takes one argument, got %d", len(args))
+	switch len(args) {
+	case 1:
+		st, ok := args[0].(dexv1.StepStatus)
+		if !ok {
+			return nil, fmt.Errorf("live step index: a status argument must be a StepStatus, got %T", args[0])
+		}
+		if !liveStatus(st) {
+			return nil, fmt.Errorf("live step index holds queued, running and waiting Steps, not %s", st)
+		}
+		return []byte{byte(st)}, nil
+	case 3:
+		model, ok1 := args[0].(bool)
+		tool, ok2 := args[1].(string)
+		agent, ok3 := args[2].(string)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("live step index: queue arguments must be (bool, string, string), got (%T, %T, %T)", args[0], args[1], args[2])
+		}
+		return append([]byte{byte(dexv1.StepStatus_STEP_STATUS_QUEUED)}, queueIndexKey(model, tool, agent)...), nil
 	}
-	st, ok := args[0].(dexv1.StepStatus)
-	if !ok {
-		return nil, fmt.Errorf("step status index argument must be a StepStatus, got %T", args[0])
+	return nil, fmt.Errorf("live step index takes a status or (model, tool, agent), got %d arguments", len(args))
+}
+
+// PrefixFromArgs takes (model, tool): every agent's queue of a tool.
+func (liveStepIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("live step index prefix takes (model, tool), got %d arguments", len(args))
 	}
-	if !liveStatus(st) {
-		return nil, fmt.Errorf("step status index holds queued, running and waiting Steps, not %s", st)
+	model, ok1 := args[0].(bool)
+	tool, ok2 := args[1].(string)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("live step index prefix arguments must be (bool, string), got (%T, %T)", args[0], args[1])
 	}
-	return []byte{byte(st)}, nil
+	k := queueIndexKey(model, tool, "")
+	return append([]byte{byte(dexv1.StepStatus_STEP_STATUS_QUEUED)}, k[:len(k)-1]...), nil
 }
