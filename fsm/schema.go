@@ -29,7 +29,8 @@ const (
 	indexID     = "id"
 	indexStatus = "status"
 	// Steps by (session, number): a session's Steps in order, for paging.
-	indexSessionNumber = "session_number"
+	// It is the Steps' id index (a Step id names its session and number).
+	indexSessionNumber = indexID
 )
 
 func schema() *memdb.DBSchema {
@@ -39,11 +40,8 @@ func schema() *memdb.DBSchema {
 			indexResumeDue: {Name: indexResumeDue, AllowMissing: true, Indexer: dueIndexer{due: resumeDue}},
 		}},
 		tableSteps: {Name: tableSteps, Indexes: map[string]*memdb.IndexSchema{
-			indexID:     {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
-			indexStatus: {Name: indexStatus, AllowMissing: true, Indexer: liveStepIndexer{}},
-			indexSessionNumber: {Name: indexSessionNumber, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.UintFieldIndex{Field: "Number"},
-			}}},
+			indexID:       {Name: indexID, Unique: true, Indexer: stepKeyIndexer{}},
+			indexStatus:   {Name: indexStatus, AllowMissing: true, Indexer: liveStepIndexer{}},
 			indexTimerDue: {Name: indexTimerDue, AllowMissing: true, Indexer: dueIndexer{due: timerDue}},
 		}},
 		tableWorkers: {Name: tableWorkers, Indexes: map[string]*memdb.IndexSchema{

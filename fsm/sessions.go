@@ -142,7 +142,7 @@ func (a *applier) queueModel(s *dexv1.Session) {
 // queueStep fills in the Step's identity and puts it in the queue (or, for a
 // wait, in the waiting state). It returns the Step id.
 func (a *applier) queueStep(s *dexv1.Session, st *dexv1.Step) string {
-	st.Id = fmt.Sprintf("%s-s%d", s.Id, s.NextStep)
+	st.Id = StepID(s.Id, s.NextStep)
 	st.Number = s.NextStep
 	s.NextStep++
 	st.SessionId = s.Id
