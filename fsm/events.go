@@ -65,7 +65,7 @@ func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
 		indexID: {Name: indexID, Unique: true, Indexer: eventKeyIndexer{}},
 	}}
 	s.Tables[tableEventLogs] = &memdb.TableSchema{Name: tableEventLogs, Indexes: map[string]*memdb.IndexSchema{
-		indexID:      {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "SessionId"}},
+		indexID:      {Name: indexID, Unique: true, Indexer: eventLogKey},
 		indexFirstAt: {Name: indexFirstAt, AllowMissing: true, Indexer: dueIndexer{due: firstKeptAt}},
 	}}
 	return s

@@ -36,7 +36,7 @@ const (
 func schema() *memdb.DBSchema {
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableSessions: {Name: tableSessions, Indexes: map[string]*memdb.IndexSchema{
-			indexID:        {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
+			indexID:        {Name: indexID, Unique: true, Indexer: sessionKey},
 			indexResumeDue: {Name: indexResumeDue, AllowMissing: true, Indexer: dueIndexer{due: resumeDue}},
 		}},
 		tableSteps: {Name: tableSteps, Indexes: map[string]*memdb.IndexSchema{
@@ -50,13 +50,13 @@ func schema() *memdb.DBSchema {
 		tableNodes: {Name: tableNodes, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 		}},
-		tableHistory: {Name: tableHistory, Indexes: map[string]*memdb.IndexSchema{indexID: sessionSeqIndex()}},
-		tableInbox:   {Name: tableInbox, Indexes: map[string]*memdb.IndexSchema{indexID: sessionSeqIndex()}},
-		tableAccepted: {Name: tableAccepted, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-			&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.StringFieldIndex{Field: "MessageId"},
-		}}}}},
+		// A session's history entries and inbox messages are keyed (session,
+		// seq), so they are contiguous and in seq order.
+		tableHistory:  {Name: tableHistory, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: historyKey}}},
+		tableInbox:    {Name: tableInbox, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: inboxKey}}},
+		tableAccepted: {Name: tableAccepted, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: acceptedKey{}}}},
 		tableMeta: {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
+			indexID: {Name: indexID, Unique: true, Indexer: metaKey},
 		}},
 	}}
 	for name, t := range catalogTables() {
@@ -66,14 +66,6 @@ func schema() *memdb.DBSchema {
 }
 
 const metaID = "meta"
-
-// sessionSeqIndex keys a row by (SessionId, Seq); seqs are big-endian, so a
-// session's rows are contiguous and in seq order.
-func sessionSeqIndex() *memdb.IndexSchema {
-	return &memdb.IndexSchema{Name: indexID, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-		&memdb.StringFieldIndex{Field: "SessionId"}, &memdb.UintFieldIndex{Field: "Seq"},
-	}}}
-}
 
 // liveStepIndexer indexes the Steps still in play (queued, running,
 // waiting) by status, and a queued dispatched Step also by its ready queue
