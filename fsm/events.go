@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -62,7 +61,7 @@ func (p *eventPage) withEvents(evs []*dexv1.Event) *eventPage {
 // withEventSchema adds the events and the EventLog table to the schema.
 func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
 	s.Tables[tableEvents] = &memdb.TableSchema{Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{
-		indexID: {Name: indexID, Unique: true, Indexer: eventKeyIndexer{}},
+		indexID: {Name: indexID, Unique: true, Indexer: eventPageKey},
 	}}
 	s.Tables[tableEventLogs] = &memdb.TableSchema{Name: tableEventLogs, Indexes: map[string]*memdb.IndexSchema{
 		indexID:      {Name: indexID, Unique: true, Indexer: eventLogKey},
@@ -79,50 +78,12 @@ func firstKeptAt(obj any) (int64, bool) {
 	return l.FirstAtMs, true
 }
 
-// eventKeyIndexer keys a page by session id, a NUL, and its key big endian:
-// one session's pages are contiguous and in order, and the prefix of one
-// session (PrefixFromArgs) never covers another whose id it begins.
-type eventKeyIndexer struct{}
-
-func eventKey(sessionID string, seq uint64, withSeq bool) []byte {
-	k := make([]byte, 0, len(sessionID)+9)
-	k = append(append(k, sessionID...), 0)
-	if withSeq {
-		k = binary.BigEndian.AppendUint64(k, seq)
-	}
-	return k
-}
-
-func (eventKeyIndexer) FromObject(obj any) (bool, []byte, error) {
-	p, ok := obj.(*eventPage)
-	if !ok {
-		return false, nil, fmt.Errorf("event index: %T is not an event page", obj)
-	}
-	return true, eventKey(p.SessionID, p.Key, true), nil
-}
-
-func (eventKeyIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 2 {
-		return nil, fmt.Errorf("event index takes a session id and a seq, got %d arguments", len(args))
-	}
-	id, ok1 := args[0].(string)
-	seq, ok2 := args[1].(uint64)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("event index takes (string, uint64), got (%T, %T)", args[0], args[1])
-	}
-	return eventKey(id, seq, true), nil
-}
-
-func (eventKeyIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("event index prefix takes a session id, got %d arguments", len(args))
-	}
-	id, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("event index prefix takes a string, got %T", args[0])
-	}
-	return eventKey(id, 0, false), nil
-}
+// eventPageKey keys a page by (session, page key): sessionSeqKey's session
+// id, NUL and key big endian, so one session's pages are contiguous and in
+// order, and the prefix of one session never covers another whose id it
+// begins.
+var eventPageKey = sessionSeqKey[*eventPage]{
+	func(p *eventPage) string { return p.SessionID }, func(p *eventPage) uint64 { return p.Key }}
 
 // eventLogRow returns a session's EventLog row as stored (nil when none);
 // callers that change it clone it first.

@@ -72,6 +72,18 @@ func (x sessionSeqKey[T]) FromArgs(args ...any) ([]byte, error) {
 	return sessionSeqBytes(session, seq), nil
 }
 
+// PrefixFromArgs takes a session id: all of that session's rows.
+func (x sessionSeqKey[T]) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("session seq key prefix takes a session id, got %d arguments", len(args))
+	}
+	session, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("session seq key prefix takes a string, got %T", args[0])
+	}
+	return append([]byte(session), 0), nil
+}
+
 // acceptedKey indexes accepted message ids by (session, message id).
 type acceptedKey struct{}
 

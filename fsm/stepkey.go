@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,16 +27,11 @@ func parseStepID(id string) (sessionID string, n uint64, ok bool) {
 	return id[:i], n, true
 }
 
-// stepKeyIndexer keys a Step by its session, a NUL and its number big endian,
+// stepKeyIndexer keys a Step by its session, a NUL and its number big endian
+// (sessionSeqBytes),
 // from the Step or from its id: the one index finds a Step by id and lists a
 // session's Steps in order (so a Step write touches no second index for it).
 type stepKeyIndexer struct{}
-
-func stepKey(sessionID string, n uint64) []byte {
-	k := make([]byte, 0, len(sessionID)+9)
-	k = append(append(k, sessionID...), 0)
-	return binary.BigEndian.AppendUint64(k, n)
-}
 
 // noStep is a key no Step has (a session id never holds 0xff): what an id
 // that is not a Step id looks up.
@@ -51,7 +45,7 @@ func (stepKeyIndexer) FromObject(obj any) (bool, []byte, error) {
 	if st.Id != StepID(st.SessionId, st.Number) {
 		return false, nil, fmt.Errorf("step %q is not Step %d of session %q", st.Id, st.Number, st.SessionId)
 	}
-	return true, stepKey(st.SessionId, st.Number), nil
+	return true, sessionSeqBytes(st.SessionId, st.Number), nil
 }
 
 // FromArgs takes a Step id, or (session id, number).
@@ -66,14 +60,14 @@ func (stepKeyIndexer) FromArgs(args ...any) ([]byte, error) {
 		if !ok {
 			return noStep, nil
 		}
-		return stepKey(session, n), nil
+		return sessionSeqBytes(session, n), nil
 	case 2:
 		session, ok1 := args[0].(string)
 		n, ok2 := args[1].(uint64)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("step index takes (string, uint64), got (%T, %T)", args[0], args[1])
 		}
-		return stepKey(session, n), nil
+		return sessionSeqBytes(session, n), nil
 	}
 	return nil, fmt.Errorf("step index takes an id or (session, number), got %d arguments", len(args))
 }
