@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -36,6 +37,7 @@ var (
 	envelopeMagic    = [2]byte{'D', 'X'}
 	crc32c           = crc32.MakeTable(crc32.Castagnoli)
 	checksumsFromKey = []byte("dex_log_checksums_from")
+	storedUpToKey    = []byte("dex_log_stored_up_to")
 )
 
 // DamageError is a log entry (or a store) whose bytes are not what was
@@ -66,8 +68,12 @@ type ChecksumStore interface {
 // node) before GetLog returns the error.
 type CheckedLogStore struct {
 	raft.LogStore
-	path string
-	from uint64 // entries from this index on must carry a checksum
+	path   string
+	from   uint64 // entries from this index on must carry a checksum
+	stable ChecksumStore
+
+	markMu sync.Mutex
+	mark   uint64 // the stored-up-to mark, as last written
 	// OnDamage is called with the *DamageError before GetLog returns it.
 	OnDamage func(error)
 }
@@ -76,7 +82,12 @@ type CheckedLogStore struct {
 // in errors). On a writable store it records, once, the first index that
 // will carry a checksum; readOnly leaves the store untouched.
 func NewCheckedLogStore(logs raft.LogStore, stable ChecksumStore, path string, readOnly bool) (*CheckedLogStore, error) {
-	c := &CheckedLogStore{LogStore: logs, path: path}
+	c := &CheckedLogStore{LogStore: logs, path: path, stable: stable}
+	mark, err := stable.GetUint64(storedUpToKey)
+	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged: the stored-up-to mark cannot be read: %v", err)}
+	}
+	c.mark = mark
 	from, err := stable.GetUint64(checksumsFromKey)
 	switch {
 	case err == nil && from != 0:

@@ -1,5 +1,5 @@
 // Package cluster runs Dex's replicated state machine on hashicorp/raft:
-// raft-boltdb stores and file snapshots in the data dir, a TCP transport,
+// a raft-wal log, a raft-boltdb stable store and file snapshots in the data dir, a TCP transport,
 // bootstrap and join, the leadership loop and readiness.
 package cluster
 
@@ -84,7 +84,9 @@ type Node struct {
 	log   *zap.Logger
 	fsm   *fsm.FSM
 	raft  *raft.Raft
-	store *raftboltdb.BoltStore
+	store *raftboltdb.BoltStore // the stable store
+	wal   *walStore             // the log
+	logs  *CheckedLogStore      // the log as raft reads it
 	trans *guardedTransport
 	ident *clusterIdentity
 
@@ -180,11 +182,26 @@ func Open(cfg Config) (n *Node, err error) {
 			store.Close()
 		}
 	}()
-	// Before the snapshot store (which creates a missing snapshots dir).
-	logs, err := openCheckedLog(n.store, raftDir, n.onDamage)
+	if err := migrateBoltLog(n.store, raftDir, cfg.DataDir, hl.Named("wal")); err != nil {
+		return nil, err
+	}
+	w, err := openWAL(walDir(raftDir), cfg.DataDir, hl.Named("wal"))
 	if err != nil {
 		return nil, err
 	}
+	n.wal = w
+	defer func() {
+		if closeStore {
+			w.Close()
+		}
+	}()
+	// Before the snapshot store (which creates a missing snapshots dir).
+	logs, _, err := openCheckedLog(n.store, w, walDir(raftDir), raftDir, false)
+	if err != nil {
+		return nil, err
+	}
+	logs.OnDamage = n.onDamage
+	n.logs = logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot store in %s: %v", raftDir, err)
@@ -272,7 +289,8 @@ func Open(cfg Config) (n *Node, err error) {
 	closeStore = false
 	n.lastAdvance = time.Now()
 
-	n.wg.Add(4)
+	n.wg.Add(5)
+	go n.storedMarkLoop()
 	go n.identityLoop()
 	go n.leaderLoop()
 	go n.registerLoop()
@@ -619,6 +637,23 @@ func (n *Node) Handover() error {
 	return nil
 }
 
+// storedMarkLoop records the stored-up-to mark every second (storedmark.go).
+func (n *Node) storedMarkLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-t.C:
+			if err := n.logs.RecordStoredUpTo(); err != nil {
+				n.log.Warn("record the stored-up-to mark", zap.Error(err))
+			}
+		}
+	}
+}
+
 // Shutdown stops the leader-only services, hands leadership over when this
 // node leads, stops raft and closes the stores.
 func (n *Node) Shutdown() error {
@@ -634,6 +669,12 @@ func (n *Node) Shutdown() error {
 		}
 		if terr := n.trans.Close(); terr != nil && err == nil {
 			err = terr
+		}
+		if merr := n.logs.RecordStoredUpTo(); merr != nil {
+			n.log.Warn("record the stored-up-to mark", zap.Error(merr))
+		}
+		if cerr := n.wal.Close(); cerr != nil && err == nil {
+			err = cerr
 		}
 		if cerr := n.store.Close(); cerr != nil && err == nil {
 			err = cerr

@@ -36,7 +36,16 @@ func StateDigest(dataDir string, index uint64) (string, error) {
 		return "", err
 	}
 	defer store.Close()
-	logs, err := NewCheckedLogStore(store, store, path, true)
+	var raw raft.LogStore = store
+	if _, err := os.Stat(walDir(raftDir)); err == nil {
+		w, done, err := openWALCopy(raftDir, dataDir)
+		if err != nil {
+			return "", err
+		}
+		defer done()
+		raw = w
+	}
+	logs, err := NewCheckedLogStore(raw, store, path, true)
 	if err != nil {
 		return "", err
 	}
@@ -66,7 +75,7 @@ func StateDigest(dataDir string, index uint64) (string, error) {
 		from = m.Index + 1
 		break
 	}
-	if first, err := store.FirstIndex(); err == nil && first > from {
+	if first, err := raw.FirstIndex(); err == nil && first > from {
 		return "", fmt.Errorf("%s: no snapshot at or below index %d and the log starts at %d", dataDir, index, first)
 	}
 	var batch []fsm.Entry

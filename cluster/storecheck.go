@@ -158,14 +158,14 @@ type SnapshotCheck struct {
 // reads them (raft itself skips a snapshot whose meta.json is unreadable and
 // falls back to an older one on a CRC mismatch, silently), and that they
 // cover the log: a log starting after entry 1 needs a snapshot of what came
-// before. hasState says raft.db holds raft state, so the directory must
+// before. hasState says the node holds raft state, so the directory must
 // exist.
 func checkSnapshots(raftDir string, firstIndex uint64, hasState bool) ([]SnapshotCheck, error) {
 	dir := filepath.Join(raftDir, "snapshots")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if hasState {
-			return nil, &DamageError{Path: dir, Reason: "is missing, but raft.db holds this node's log"}
+			return nil, &DamageError{Path: dir, Reason: "is missing, but this node holds a raft log"}
 		}
 		return nil, nil
 	}
@@ -186,9 +186,9 @@ func checkSnapshots(raftDir string, firstIndex uint64, hasState bool) ([]Snapsho
 		newest = max(newest, c.Index)
 	}
 	if firstIndex > 1 && newest < firstIndex-1 {
-		reason := fmt.Sprintf("holds no snapshot, but the log in raft.db starts at entry %d", firstIndex)
+		reason := fmt.Sprintf("holds no snapshot, but the log starts at entry %d", firstIndex)
 		if len(checked) > 0 {
-			reason = fmt.Sprintf("holds snapshots up to entry %d only, but the log in raft.db starts at entry %d", newest, firstIndex)
+			reason = fmt.Sprintf("holds snapshots up to entry %d only, but the log starts at entry %d", newest, firstIndex)
 		}
 		return checked, &DamageError{Path: dir, Reason: reason}
 	}

@@ -7,38 +7,48 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 )
 
-// openCheckedLog wraps the opened store's log with checksums and, before raft
-// reads anything, reads back every log entry and every snapshot: damage is
-// refused at start, before the node serves or votes.
-func openCheckedLog(store *raftboltdb.BoltStore, raftDir string, onDamage func(error)) (*CheckedLogStore, error) {
-	path := filepath.Join(raftDir, "raft.db")
-	hasState, err := hasRaftState(store, store)
+// openCheckedLog wraps the WAL's log with checksums and, before raft reads
+// anything, reads back every log entry and every snapshot and checks the
+// log still reaches the stored-up-to mark: damage is refused at start,
+// before the node serves or votes.
+func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string, readOnly bool) (*CheckedLogStore, []SnapshotCheck, error) {
+	hasState, err := hasRaftState(logs, store)
 	if err != nil {
-		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
+		return nil, nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
 	}
-	logs, err := NewCheckedLogStore(store, store, path, false)
+	checked, err := NewCheckedLogStore(logs, store, dir, readOnly)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := logs.VerifyLog(); err != nil {
-		return nil, err
+	if _, err := checked.VerifyLog(); err != nil {
+		return nil, nil, err
 	}
-	first, err := store.FirstIndex()
+	first, err := logs.FirstIndex()
 	if err != nil {
-		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
+		return nil, nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
 	}
-	if _, err := checkSnapshots(raftDir, first, hasState); err != nil {
-		return nil, err
+	snaps, err := checkSnapshots(raftDir, first, hasState)
+	if err != nil {
+		return nil, snaps, err
 	}
-	logs.OnDamage = onDamage
-	return logs, nil
+	var newest uint64
+	for _, s := range snaps {
+		newest = max(newest, s.Index)
+	}
+	if err := checked.CheckStoredUpTo(newest); err != nil {
+		return nil, snaps, err
+	}
+	return checked, snaps, nil
 }
 
 // onDamage stops the node on a log entry that fails its checksum while it
@@ -96,37 +106,80 @@ func VerifyDataDir(dataDir string) (checked []string, err error) {
 		return checked, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
 	}
 	defer store.Close()
-	hasState, err := hasRaftState(store, store)
-	if err != nil {
-		return checked, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
+
+	// The log: in raft/wal, or still in raft.db when no start since the WAL
+	// moved it. The WAL is read from a copy: opening it may rewrite a cut
+	// last append, which is the next start's to do.
+	var logs raft.LogStore = store
+	logPath, logName := path, "raft.db"
+	if _, err := os.Stat(walDir(raftDir)); err == nil {
+		meta := filepath.Join(walDir(raftDir), walMetaFile)
+		m, err := checkBoltFile(meta)
+		if err != nil {
+			return checked, err
+		}
+		if err := checkStore(meta, dataDir); err != nil {
+			return checked, err
+		}
+		checked = append(checked, fmt.Sprintf("wal/%s: both bolt meta pages intact, every page consistent (%d pages)", walMetaFile, m.pgid))
+		w, done, err := openWALCopy(raftDir, dataDir)
+		if err != nil {
+			return checked, err
+		}
+		defer done()
+		logs, logPath, logName = w, walDir(raftDir), "wal"
 	}
-	logs, err := NewCheckedLogStore(store, store, path, true)
-	if err != nil {
-		return checked, err
-	}
-	count, err := logs.VerifyLog()
-	if err != nil {
-		return checked, err
-	}
-	first, _ := store.FirstIndex()
-	last, _ := store.LastIndex()
-	switch {
-	case count == 0:
-		checked = append(checked, "raft.db: the log is empty")
-	case logs.ChecksumsFrom() <= first:
-		checked = append(checked, fmt.Sprintf("raft.db: %d log entries (%d..%d), every checksum matches", count, first, last))
-	default:
-		checked = append(checked, fmt.Sprintf("raft.db: %d log entries (%d..%d), every checksum from entry %d on matches (older entries predate checksums)", count, first, last, logs.ChecksumsFrom()))
-	}
-	snaps, err := checkSnapshots(raftDir, first, hasState)
+	clog, snaps, err := openCheckedLog(store, logs, logPath, raftDir, true)
 	for _, s := range snaps {
 		checked = append(checked, fmt.Sprintf("snapshots/%s: up to entry %d, %d bytes, CRC64 matches", s.ID, s.Index, s.Size))
 	}
 	if err != nil {
 		return checked, err
 	}
+	first, _ := logs.FirstIndex()
+	last, _ := logs.LastIndex()
+	count := 0
+	if first > 0 {
+		count = int(last - first + 1)
+	}
+	switch {
+	case count == 0:
+		checked = append(checked, logName+": the log is empty")
+	case clog.ChecksumsFrom() <= first:
+		checked = append(checked, fmt.Sprintf("%s: %d log entries (%d..%d), every checksum matches", logName, count, first, last))
+	default:
+		checked = append(checked, fmt.Sprintf("%s: %d log entries (%d..%d), every checksum from entry %d on matches (older entries predate checksums)", logName, count, first, last, clog.ChecksumsFrom()))
+	}
+	if mark := clog.StoredUpTo(); mark > 0 {
+		checked = append(checked, fmt.Sprintf("%s: reaches entry %d, stored before the node stopped", logName, mark))
+	}
 	if len(snaps) == 0 {
 		checked = append(checked, "snapshots: none, and none needed")
 	}
 	return checked, nil
+}
+
+// openWALCopy opens a copy of raftDir's WAL in a temporary directory; done
+// closes and removes it. Damage is reported against the node's own WAL.
+func openWALCopy(raftDir, dataDir string) (w *walStore, done func(), err error) {
+	tmp, err := os.MkdirTemp("", "dex-wal-")
+	if err != nil {
+		return nil, nil, err
+	}
+	remove := func() { os.RemoveAll(tmp) }
+	if err := os.CopyFS(tmp, os.DirFS(walDir(raftDir))); err != nil {
+		remove()
+		return nil, nil, fmt.Errorf("copy %s: %v", walDir(raftDir), err)
+	}
+	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger())
+	if err != nil {
+		remove()
+		var d *DamageError
+		if errors.As(err, &d) {
+			d.Path = strings.Replace(d.Path, tmp, walDir(raftDir), 1)
+			d.Reason = strings.ReplaceAll(d.Reason, tmp, walDir(raftDir))
+		}
+		return nil, nil, err
+	}
+	return w, func() { w.Close(); remove() }, nil
 }

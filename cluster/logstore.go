@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+
+	hclog "github.com/hashicorp/go-hclog"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/migrate"
+)
+
+// The raft log lives in raft/wal: hashicorp/raft-wal's segment files, where
+// an append is one write and one fdatasync (bbolt's commit took two, before
+// raft could replicate the entry). raft.db keeps the stable store: the term,
+// the vote and Dex's own keys. A data dir written before the WAL has its log
+// in raft.db; the first start copies it into raft/wal (see migrateBoltLog).
+const (
+	walDirName  = "wal"
+	walMetaFile = "wal-meta.db"
+	// copyBatchBytes bounds one append while a log is copied.
+	copyBatchBytes = 4 << 20
+)
+
+func walDir(raftDir string) string { return filepath.Join(raftDir, walDirName) }
+
+// openWAL checks wal-meta.db (a bolt file) like raft.db, then opens the
+// segment files. raft-wal takes a damaged last write batch of the open
+// segment for a write cut by a crash and drops it; what Dex stored before
+// that is guarded by the stored-up-to mark (CheckedLogStore).
+func openWAL(dir, dataDir string, hl hclog.Logger) (w *walStore, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			w, err = nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: %v", r)}
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %v", dir, err)
+	}
+	metaPath := filepath.Join(dir, walMetaFile)
+	if _, err := os.Stat(metaPath); err == nil {
+		if _, err := checkBoltFile(metaPath); err != nil {
+			return nil, err
+		}
+		if err := checkStore(metaPath, dataDir); err != nil {
+			return nil, err
+		}
+	}
+	meta := &metadb.BoltMetaDB{}
+	inner, err := wal.Open(dir, wal.WithLogger(hl), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		return nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: %v", err)}
+	}
+	return &walStore{WAL: inner, meta: meta}, nil
+}
+
+// walStore closes the WAL's meta store too: wal.WAL.Close leaves it open,
+// and with it the file lock a restart in the same process needs.
+type walStore struct {
+	*wal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+func (w *walStore) Close() error {
+	err := w.WAL.Close()
+	if merr := w.meta.Close(); err == nil {
+		err = merr
+	}
+	return err
+}
+
+// migrateBoltLog moves a log kept in raft.db (a data dir from before the
+// WAL) into raft/wal. The copy is made in wal.tmp and renamed into place
+// once complete, so a crash leaves either no WAL (the next start copies
+// again) or a whole one; only then are the entries dropped from raft.db.
+func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hclog.Logger) error {
+	last, err := store.LastIndex()
+	if err != nil {
+		return &DamageError{Path: filepath.Join(raftDir, "raft.db"), Reason: fmt.Sprintf("is damaged: its last log index cannot be read: %v", err)}
+	}
+	if last == 0 {
+		return nil
+	}
+	first, err := store.FirstIndex()
+	if err != nil {
+		return &DamageError{Path: filepath.Join(raftDir, "raft.db"), Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
+	}
+	dir := walDir(raftDir)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		// What is copied must be what was written.
+		old, err := NewCheckedLogStore(store, store, filepath.Join(raftDir, "raft.db"), true)
+		if err != nil {
+			return err
+		}
+		if _, err := old.VerifyLog(); err != nil {
+			return err
+		}
+		hl.Info("moving the raft log from raft.db into the WAL", "first", first, "last", last)
+		tmp := dir + ".tmp"
+		if err := os.RemoveAll(tmp); err != nil {
+			return fmt.Errorf("remove %s: %v", tmp, err)
+		}
+		w, err := openWAL(tmp, dataDir, hl)
+		if err != nil {
+			return err
+		}
+		err = migrate.CopyLogs(context.Background(), w, store, copyBatchBytes, nil)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("copy the raft log from raft.db into %s: %v", tmp, err)
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			return fmt.Errorf("move %s into place: %v", tmp, err)
+		}
+		if err := syncDir(raftDir); err != nil {
+			return err
+		}
+	}
+	// The WAL is whole: the entries in raft.db are a stale copy.
+	if err := store.DeleteRange(first, last); err != nil {
+		return fmt.Errorf("drop the moved log from raft.db: %v", err)
+	}
+	hl.Info("the raft log is in the WAL now", "first", first, "last", last)
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %v", dir, err)
+	}
+	return nil
+}
