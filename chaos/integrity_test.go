@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +24,11 @@ const (
 
 // A follower's store is damaged while it is stopped: every kind of damage
 // makes dexd refuse to start, exit 1 and print one line that names the
-// damaged file, so the node never serves or votes on what it holds. Each
-// case damages its own copy of the stopped follower's data dir; the last
-// one restarts the follower itself on its edited store.
+// damaged file or directory, so the node never serves or votes on what it
+// holds. The log is in raft/wal (raft-wal's segment files and wal-meta.db);
+// raft.db holds the term, the vote and Dex's keys. Each case damages its
+// own copy of the stopped follower's data dir; the last one restarts the
+// follower itself on its edited store.
 func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 	e := newEnv(t, "--raft-snapshot-threshold", "4", "--raft-snapshot-interval", "300ms")
 	id := e.createSession(integrityMarker)
@@ -39,36 +43,60 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 			break
 		}
 	}
-	raftDir := filepath.Join(f.DataDir, "raft")
-	waitUntil(t, 60*time.Second, "the follower's log and a snapshot hold the marker", func() bool {
-		db, _ := os.ReadFile(filepath.Join(raftDir, "raft.db"))
-		return bytes.Contains(db, []byte(integrityMarker)) && bytes.Contains(newestSnapshot(t, f), []byte(integrityMarker))
+	waitUntil(t, 60*time.Second, "the follower's WAL and a snapshot hold the marker", func() bool {
+		return walHolds(f.DataDir, integrityMarker) && bytes.Contains(newestSnapshot(t, f), []byte(integrityMarker))
 	})
-	if err := f.Stop(10 * time.Second); err != nil {
-		t.Fatal(err)
+	// The follower's last entry must be in its log only: a cut log then
+	// loses an entry no snapshot holds, which is what the stored-up-to mark
+	// guards. A snapshot taken before the stop may hold it: then again.
+	for attempt := 1; ; attempt++ {
+		last := fmt.Sprintf("integrity-last-%d", attempt)
+		e.createSession(last)
+		waitUntil(t, 60*time.Second, "the follower's WAL holds "+last, func() bool { return walHolds(f.DataDir, last) })
+		if err := f.Stop(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(newestSnapshot(t, f), []byte(last)) {
+			break
+		}
+		t.Logf("the follower's newest snapshot holds its last entry %s: again", last)
+		if attempt == 5 {
+			t.Fatalf("the follower's newest snapshot held its last entry %d times", attempt)
+		}
+		if err := f.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pristine := filepath.Join(e.dir, "pristine")
 	copyDir(t, f.DataDir, pristine)
 
-	if out, code := dexdVerify(t, pristine); code != 0 || !strings.Contains(out, "is intact") {
+	out, code := dexdVerify(t, pristine)
+	if code != 0 || !strings.Contains(out, "is intact") {
 		t.Fatalf("dexd verify of the intact store: exit %d:\n%s", code, out)
 	}
+	t.Logf("dexd verify of the intact store:\n%s", out)
+	for _, p := range append(walSegments(t, pristine), dbOf(pristine), walMetaOf(pristine)) {
+		if st, err := os.Stat(p); err == nil {
+			t.Logf("%s: %d bytes", p, st.Size())
+		}
+	}
 
-	dbOf := func(dir string) string { return filepath.Join(dir, "raft", "raft.db") }
 	pageSize := 4096
+	lost := []string{"cut or lost", "raft log entry"}
 	cases := []struct {
 		name   string
-		damage func(t *testing.T, dir string) string // returns the file the line must name
-		want   string
+		damage func(t *testing.T, dir string) string // returns what the line must name
+		want   []string                              // the line holds one of these
 	}{
-		{"a same-length edit of a committed message", func(t *testing.T, dir string) string {
-			editFile(t, dbOf(dir), func(b []byte) []byte {
+		// The log, in raft/wal's segment files.
+		{"a same-length edit of a committed message in the WAL", func(t *testing.T, dir string) string {
+			editSegments(t, dir, func(b []byte) []byte {
 				return bytes.ReplaceAll(b, []byte(integrityMarker), []byte(integrityEdit))
 			})
-			return dbOf(dir)
-		}, "raft log entry"},
-		{"a flipped bit in a log entry", func(t *testing.T, dir string) string {
-			editFile(t, dbOf(dir), func(b []byte) []byte {
+			return walOf(dir)
+		}, []string{"raft log entry"}},
+		{"a flipped bit in a log entry in the WAL", func(t *testing.T, dir string) string {
+			editSegments(t, dir, func(b []byte) []byte {
 				for i := 0; ; {
 					j := bytes.Index(b[i:], []byte(integrityMarker))
 					if j < 0 {
@@ -78,19 +106,18 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 					i += j + 1
 				}
 			})
-			return dbOf(dir)
-		}, "raft log entry"},
-		{"a flipped byte in a bolt meta page", func(t *testing.T, dir string) string {
-			editFile(t, dbOf(dir), func(b []byte) []byte { b[pageSize+40] ^= 0xff; return b })
-			return dbOf(dir)
-		}, "meta page 1"},
-		{"a zeroed meta page", func(t *testing.T, dir string) string {
-			editFile(t, dbOf(dir), func(b []byte) []byte { clear(b[:pageSize]); return b })
-			return dbOf(dir)
-		}, "meta page 0"},
-		{"the zeroed page of the message", func(t *testing.T, dir string) string {
-			editFile(t, dbOf(dir), func(b []byte) []byte {
-				// Every page holding it: one is in use, others may be freed.
+			return walOf(dir)
+		}, []string{"raft log entry"}},
+		{"a flipped bit in the length of the message's WAL frame", func(t *testing.T, dir string) string {
+			editSegments(t, dir, func(b []byte) []byte {
+				p := walFrameAt(t, b, bytes.Index(b, []byte(integrityMarker)))
+				b[p+4] ^= 0x01
+				return b
+			})
+			return walOf(dir)
+		}, lost},
+		{"the zeroed page of the message in the WAL", func(t *testing.T, dir string) string {
+			editSegments(t, dir, func(b []byte) []byte {
 				for {
 					i := bytes.Index(b, []byte(integrityMarker))
 					if i < 0 {
@@ -100,13 +127,76 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 					clear(b[p : p+pageSize])
 				}
 			})
+			return walOf(dir)
+		}, lost},
+		{"the WAL's tail segment truncated to 0 bytes", func(t *testing.T, dir string) string {
+			truncateFile(t, walTail(t, dir), 0)
+			return walOf(dir)
+		}, lost},
+		{"the WAL's tail segment truncated to 100 bytes", func(t *testing.T, dir string) string {
+			truncateFile(t, walTail(t, dir), 100)
+			return walOf(dir)
+		}, lost},
+		{"the WAL's tail segment cut just after the message", func(t *testing.T, dir string) string {
+			tailSeg := walTail(t, dir)
+			b, err := os.ReadFile(tailSeg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := bytes.LastIndex(b, []byte(integrityMarker))
+			if i < 0 {
+				t.Fatalf("the tail segment %s does not hold the message", tailSeg)
+			}
+			truncateFile(t, tailSeg, i+len(integrityMarker))
+			return walOf(dir)
+		}, lost},
+		{"a deleted WAL tail segment", func(t *testing.T, dir string) string {
+			if err := os.Remove(walTail(t, dir)); err != nil {
+				t.Fatal(err)
+			}
+			return walOf(dir)
+		}, []string{"cut or lost"}},
+		{"a flipped byte in a bolt meta page of wal-meta.db", func(t *testing.T, dir string) string {
+			editFile(t, walMetaOf(dir), func(b []byte) []byte { b[pageSize+40] ^= 0xff; return b })
+			return walMetaOf(dir)
+		}, []string{"meta page 1"}},
+		{"a zeroed meta page of wal-meta.db", func(t *testing.T, dir string) string {
+			editFile(t, walMetaOf(dir), func(b []byte) []byte { clear(b[:pageSize]); return b })
+			return walMetaOf(dir)
+		}, []string{"meta page 0"}},
+		// raft.db: the stable store, a bolt file.
+		{"a flipped byte in a bolt meta page of raft.db", func(t *testing.T, dir string) string {
+			editFile(t, dbOf(dir), func(b []byte) []byte { b[pageSize+40] ^= 0xff; return b })
 			return dbOf(dir)
-		}, "raft.db"},
-		{"a truncation to 0 bytes", truncateTo(dbOf, 0), "empty"},
-		{"a truncation to 100 bytes", truncateTo(dbOf, 100), "truncated"},
-		{"a truncation to one page", truncateTo(dbOf, 4096), "truncated"},
-		{"a truncation to 16384 bytes", truncateTo(dbOf, 16384), "truncated"},
-		{"a truncation into the last page in use", func(t *testing.T, dir string) string {
+		}, []string{"meta page 1"}},
+		{"a zeroed meta page of raft.db", func(t *testing.T, dir string) string {
+			editFile(t, dbOf(dir), func(b []byte) []byte { clear(b[:pageSize]); return b })
+			return dbOf(dir)
+		}, []string{"meta page 0"}},
+		{"the zeroed page of the term in raft.db", func(t *testing.T, dir string) string {
+			editFile(t, dbOf(dir), func(b []byte) []byte {
+				// Every page holding it: one is in use, others may be freed.
+				n := 0
+				for ; ; n++ {
+					i := bytes.Index(b, []byte("CurrentTerm"))
+					if i < 0 {
+						break
+					}
+					p := i / pageSize * pageSize
+					clear(b[p : p+pageSize])
+				}
+				if n == 0 {
+					t.Fatalf("raft.db holds no CurrentTerm")
+				}
+				return b
+			})
+			return dbOf(dir)
+		}, []string{"is damaged"}},
+		{"raft.db truncated to 0 bytes", truncateDB(0), []string{"empty"}},
+		{"raft.db truncated to 100 bytes", truncateDB(100), []string{"truncated"}},
+		{"raft.db truncated to one page", truncateDB(4096), []string{"truncated"}},
+		{"raft.db truncated to 16384 bytes", truncateDB(16384), []string{"truncated"}},
+		{"raft.db truncated into the last page in use", func(t *testing.T, dir string) string {
 			editFile(t, dbOf(dir), func(b []byte) []byte {
 				// Page 1's meta (and bbolt's newest, when it is page 0's) says
 				// how many pages are in use: cut into the last one.
@@ -114,7 +204,8 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 				return b[:int(pages)*pageSize-pageSize/2]
 			})
 			return dbOf(dir)
-		}, "truncated"},
+		}, []string{"truncated"}},
+		// The snapshots.
 		{"a flipped bit in a snapshot", func(t *testing.T, dir string) string {
 			state := snapshotHolding(t, dir, integrityMarker)
 			editFile(t, state, func(b []byte) []byte {
@@ -122,14 +213,14 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 				return b
 			})
 			return state
-		}, "CRC64"},
+		}, []string{"CRC64"}},
 		{"a deleted snapshots dir", func(t *testing.T, dir string) string {
 			snaps := filepath.Join(dir, "raft", "snapshots")
 			if err := os.RemoveAll(snaps); err != nil {
 				t.Fatal(err)
 			}
 			return snaps + " is missing"
-		}, "restore this node from its peers"},
+		}, []string{"restore this node from its peers"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,22 +230,23 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 			args := replaceArg(f.Args, "--data-dir", dir)
 			stderr, code := runDexd(t, args)
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
-			if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], names) || !strings.Contains(lines[0], c.want) {
+			if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], names) || !containsAny(lines[0], c.want) {
 				t.Fatalf("dexd on %s: exit %d, stderr:\n%s\nwant exit 1 and one line naming %s (%q)", c.name, code, stderr, names, c.want)
 			}
 			t.Log(lines[0])
-			if strings.Contains(c.name, "snapshots dir") && strings.Contains(lines[0], "raft.db is") {
-				t.Fatalf("a deleted snapshots dir is blamed on raft.db: %s", lines[0])
+			if strings.Contains(c.name, "snapshots dir") && (strings.Contains(lines[0], "raft.db is") || strings.Contains(lines[0], "raft/wal is")) {
+				t.Fatalf("a deleted snapshots dir is blamed on the log: %s", lines[0])
 			}
-			if out, code := dexdVerify(t, dir); code != 1 || !strings.Contains(out, "DAMAGED") {
-				t.Fatalf("dexd verify of %s: exit %d:\n%s", c.name, code, out)
+			out, code := dexdVerify(t, dir)
+			if code != 1 || !strings.Contains(out, "DAMAGED") || !strings.Contains(out, names) {
+				t.Fatalf("dexd verify of %s: exit %d:\n%s\nwant exit 1, DAMAGED and %s", c.name, code, out, names)
 			}
 		})
 	}
 
 	// The follower itself, restarted on its edited store, refuses to start;
 	// the cluster keeps serving the message as it was committed.
-	editFile(t, dbOf(f.DataDir), func(b []byte) []byte {
+	editSegments(t, f.DataDir, func(b []byte) []byte {
 		return bytes.ReplaceAll(b, []byte(integrityMarker), []byte(integrityEdit))
 	})
 	if err := f.Start(); err != nil {
@@ -163,20 +255,114 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 	if err := f.Wait(e.ctx(30 * time.Second)); err == nil || f.Running() {
 		t.Fatalf("the follower started on an edited store (wait: %v)", err)
 	}
-	if !strings.Contains(f.Log(), "raft log entry") {
-		t.Fatalf("the follower's log does not name the damaged entry:\n%s", tail(f.Log(), 5))
+	if !strings.Contains(f.Log(), "raft log entry") || !strings.Contains(f.Log(), walOf(f.DataDir)) {
+		t.Fatalf("the follower's log does not name the damaged entry in %s:\n%s", walOf(f.DataDir), tail(f.Log(), 5))
 	}
 	if got := prototext.Format(e.get(id)); !strings.Contains(got, integrityMarker) || strings.Contains(got, integrityEdit) {
 		t.Fatalf("the cluster serves the session as:\n%s\nwant %q in it", got, integrityMarker)
 	}
 }
 
-func truncateTo(dbOf func(string) string, size int) func(*testing.T, string) string {
-	return func(t *testing.T, dir string) string {
-		if err := os.Truncate(dbOf(dir), int64(size)); err != nil {
+func dbOf(dir string) string      { return filepath.Join(dir, "raft", "raft.db") }
+func walOf(dir string) string     { return filepath.Join(dir, "raft", "wal") }
+func walMetaOf(dir string) string { return filepath.Join(walOf(dir), "wal-meta.db") }
+
+// walSegments returns the WAL's segment files in order (their names start
+// with their first index, zero-padded); the last is the open tail.
+func walSegments(t *testing.T, dir string) []string {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(walOf(dir), "*.wal"))
+	if len(segs) == 0 {
+		t.Fatalf("no WAL segment in %s", walOf(dir))
+	}
+	sort.Strings(segs)
+	return segs
+}
+
+func walTail(t *testing.T, dir string) string {
+	segs := walSegments(t, dir)
+	return segs[len(segs)-1]
+}
+
+// walHolds reports whether a segment file of dir's WAL holds s.
+func walHolds(dir, s string) bool {
+	segs, _ := filepath.Glob(filepath.Join(walOf(dir), "*.wal"))
+	for _, p := range segs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// editSegments edits every segment file that holds the message.
+func editSegments(t *testing.T, dir string, edit func([]byte) []byte) {
+	t.Helper()
+	n := 0
+	for _, p := range walSegments(t, dir) {
+		b, err := os.ReadFile(p)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if bytes.Contains(b, []byte(integrityMarker)) {
+			editFile(t, p, func([]byte) []byte { return edit(b) })
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no WAL segment in %s holds the message", walOf(dir))
+	}
+}
+
+// walFrameAt returns the offset of the frame holding byte off of a raft-wal
+// segment: a 32-byte file header, then frames of an 8-byte header (type,
+// 3 reserved bytes, little-endian length; a commit frame's is its CRC and it
+// has no payload) and the payload padded to 8 bytes.
+func walFrameAt(t *testing.T, b []byte, off int) int {
+	t.Helper()
+	const entry, index = 1, 2
+	for p := 32; off >= 0 && p+8 <= len(b) && b[p] != 0; {
+		n := 0
+		if b[p] == entry || b[p] == index {
+			n = (int(binary.LittleEndian.Uint32(b[p+4:])) + 7) &^ 7
+		}
+		if off < p+8+n {
+			return p
+		}
+		p += 8 + n
+	}
+	t.Fatalf("no WAL frame holds byte %d", off)
+	return -1
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func truncateDB(size int) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		truncateFile(t, dbOf(dir), size)
 		return dbOf(dir)
+	}
+}
+
+// truncateFile cuts path to size bytes, which must be shorter than it is.
+func truncateFile(t *testing.T, path string, size int) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() <= int64(size) {
+		t.Fatalf("%s is %d bytes: cutting it to %d bytes is no truncation", path, st.Size(), size)
+	}
+	if err := os.Truncate(path, int64(size)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -183,6 +183,22 @@ func TestWAL_ASnapshotCoversALogDroppedUnderIt(t *testing.T) {
 	}
 }
 
+// raft never cuts a log short below its snapshot and keeps the rest: a
+// snapshot does not excuse a log that ends below the mark.
+func TestWAL_ASnapshotDoesNotCoverALogCutShort(t *testing.T) {
+	n := newWALNode(t)
+	logs, close := n.mustOpen()
+	defer close()
+	storeEntries(t, logs, 1, 15)
+	if err := logs.RecordStoredUpTo(); err != nil {
+		t.Fatal(err)
+	}
+	logs.mark = 20 // entries up to 20 were stored; the log now ends at 15
+	if err := logs.CheckStoredUpTo(20); err == nil || !strings.Contains(err.Error(), "ends at entry 15, but entries up to 20") {
+		t.Fatalf("a log cut to 15 under a snapshot at 20: %v", err)
+	}
+}
+
 func TestWAL_ALogInRaftDBMovesIntoTheWAL(t *testing.T) {
 	n := newWALNode(t)
 	// A data dir from before the WAL: the log, with checksums, in raft.db.

@@ -52,14 +52,20 @@ func (c *CheckedLogStore) DeleteRange(min, max uint64) error {
 	return c.LogStore.DeleteRange(min, max)
 }
 
-// CheckStoredUpTo refuses a log that ends below the mark unless a snapshot
-// (up to snapshotIndex) holds what is missing.
+// CheckStoredUpTo refuses a log that ends below the mark. raft never
+// shortens a log below its snapshot except by dropping all of it (under an
+// installed snapshot, which lowers the mark first), so only an empty log
+// may leave the mark to a snapshot (up to snapshotIndex).
 func (c *CheckedLogStore) CheckStoredUpTo(snapshotIndex uint64) error {
 	last, err := c.LogStore.LastIndex()
 	if err != nil {
 		return &DamageError{Path: c.path, Reason: fmt.Sprintf("is damaged: its last log index cannot be read: %v", err)}
 	}
-	if held := max(last, snapshotIndex); held < c.mark {
+	held := last
+	if last == 0 {
+		held = snapshotIndex
+	}
+	if held < c.mark {
 		return &DamageError{Path: c.path, Reason: fmt.Sprintf("is damaged: it ends at entry %d, but entries up to %d were stored in it (cut or lost)", held, c.mark)}
 	}
 	return nil

@@ -151,7 +151,7 @@ func VerifyDataDir(dataDir string) (checked []string, err error) {
 		checked = append(checked, fmt.Sprintf("%s: %d log entries (%d..%d), every checksum from entry %d on matches (older entries predate checksums)", logName, count, first, last, clog.ChecksumsFrom()))
 	}
 	if mark := clog.StoredUpTo(); mark > 0 {
-		checked = append(checked, fmt.Sprintf("%s: reaches entry %d, stored before the node stopped", logName, mark))
+		checked = append(checked, fmt.Sprintf("%s: holds entry %d, the last the node recorded as stored", logName, mark))
 	}
 	if len(snaps) == 0 {
 		checked = append(checked, "snapshots: none, and none needed")

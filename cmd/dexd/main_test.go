@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -281,7 +282,20 @@ func TestBadInput(t *testing.T) {
 		garbage := bytes.Repeat([]byte("not a bolt database, just garbage "), 2000)
 		os.WriteFile(filepath.Join(dir, "raft", "raft.db"), garbage, 0o600)
 		code, stderr := runDexd(t, 10*time.Second, base(dir)...)
-		oneLine(t, code, 1, stderr, "raft.db")
+		oneLine(t, code, 1, stderr, filepath.Join(dir, "raft", "raft.db")+" is damaged")
+		// raft.db is checked before the log is opened: the WAL is not made.
+		if _, err := os.Stat(filepath.Join(dir, "raft", "wal")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("dexd refused raft.db but made %s (stat: %v)", filepath.Join(dir, "raft", "wal"), err)
+		}
+	})
+	t.Run("corrupt wal-meta.db", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "node.json"), []byte(`{"node_id":"n1","cluster":"x"}`), 0o600)
+		os.MkdirAll(filepath.Join(dir, "raft", "wal"), 0o700)
+		garbage := bytes.Repeat([]byte("not a bolt database, just garbage "), 2000)
+		os.WriteFile(filepath.Join(dir, "raft", "wal", "wal-meta.db"), garbage, 0o600)
+		code, stderr := runDexd(t, 10*time.Second, base(dir)...)
+		oneLine(t, code, 1, stderr, filepath.Join(dir, "raft", "wal", "wal-meta.db")+" is damaged")
 	})
 	t.Run("foreign data dir", func(t *testing.T) {
 		dir := t.TempDir()
