@@ -32,6 +32,7 @@ bench:
 	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench ApplyBatch -benchtime 100x
 	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
 	scripts/busy.sh $(GO) test ./dispatch -run '^$$' -bench . -benchmem
+	scripts/busy.sh $(GO) test ./cluster -run '^$$' -bench Propose -benchtime 3000x
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
 	$(BIN)/dexbench --bin $(BIN) $(BENCHFLAGS)
 

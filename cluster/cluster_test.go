@@ -46,7 +46,7 @@ func (n *tnode) haltErr() error {
 }
 
 type tcluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*tnode
 	peers []cluster.Peer
 	log   *zap.Logger
@@ -54,7 +54,7 @@ type tcluster struct {
 	services func(id string) []cluster.LeaderService
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	addr, err := chaos.FreeAddr()
 	if err != nil {
@@ -63,7 +63,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func newCluster(t *testing.T, size int) *tcluster {
+func newCluster(t testing.TB, size int) *tcluster {
 	c := &tcluster{t: t, log: zap.NewNop()}
 	if os.Getenv("DEX_TEST_LOG") != "" {
 		c.log, _ = zap.NewDevelopment()
@@ -155,7 +155,7 @@ func (c *tcluster) running() []*tnode {
 	return out
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -185,7 +185,7 @@ func (c *tcluster) readyLeader() *tnode {
 	return leader
 }
 
-func snapshotBytes(t *testing.T, f *fsm.FSM) []byte {
+func snapshotBytes(t testing.TB, f *fsm.FSM) []byte {
 	t.Helper()
 	s := f.Snapshot()
 	defer s.Release()
