@@ -90,6 +90,8 @@ type Node struct {
 	trans *guardedTransport
 	ident *clusterIdentity
 
+	follower atomic.Pointer[Follower] // the dispatcher following proposals
+
 	notifyCh   chan bool
 	handoverCh chan chan struct{}
 	restoreCh  chan *restoreReq
@@ -476,30 +478,44 @@ func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, er
 			return nil, context.DeadlineExceeded
 		}
 	}
+	next, done := n.followUps(cmd)
 	f := n.raft.Apply(data, timeout)
-	errCh := make(chan error, 1)
-	go func() { errCh <- f.Error() }()
-	select {
-	case err = <-errCh:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if len(next) > 0 {
+		n.proposeFollowUps(next, done, timeout)
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return nil, n.notLeader()
-	case errors.Is(err, raft.ErrLeadershipLost):
-		e := n.notLeader()
-		e.Lost = true
-		return nil, e
-	default:
-		return nil, fmt.Errorf("raft apply: %w", err)
+	if err := n.applyError(ctx, f); err != nil {
+		return nil, err
 	}
 	res, ok := f.Response().(*fsm.Result)
 	if !ok || res == nil {
 		return nil, fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
 	}
 	return res, nil
+}
+
+// applyError waits for a raft proposal and turns its failure into the error
+// Propose returns.
+func (n *Node) applyError(ctx context.Context, f raft.ApplyFuture) error {
+	errCh := make(chan error, 1)
+	go func() { errCh <- f.Error() }()
+	var err error
+	select {
+	case err = <-errCh:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return n.notLeader()
+	case errors.Is(err, raft.ErrLeadershipLost):
+		e := n.notLeader()
+		e.Lost = true
+		return e
+	default:
+		return fmt.Errorf("raft apply: %w", err)
+	}
 }
 
 // RaftStatus is this node's raft view.

@@ -56,6 +56,9 @@ type Broker struct {
 	preferOther time.Duration
 	// timersPending: AwaitTimer Steps delayed or owed (metrics).
 	timersPending int
+	// nwaiting: polls registered as waiting (follow.go reads it before a
+	// prediction is worth its cost).
+	nwaiting int
 
 	kick   chan struct{} // to drive: a new earliest delay
 	owedCh chan struct{} // to the timer wheel: something came due
@@ -398,6 +401,7 @@ func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[st
 		return out, nil, nil
 	}
 	w := &waiter{ch: make(chan struct{}), keys: keys, worker: worker}
+	b.nwaiting++
 	if recheck > 0 {
 		w.recheck = time.Duration(recheck-now) * time.Millisecond
 	}
@@ -436,6 +440,9 @@ type waiter struct {
 	// recheck: a Step was left for another Worker; look again after this
 	// long even if nothing wakes the waiter (0: no).
 	recheck time.Duration
+	// offer: woken with a pipelined StartAttempt (follow.go); set before ch
+	// is closed.
+	offer *offer
 }
 
 func (b *Broker) wakeLocked(w *waiter) {
@@ -449,6 +456,7 @@ func (b *Broker) wakeLocked(w *waiter) {
 
 // unwaitLocked takes a waiter out of every queue it waits on.
 func (b *Broker) unwaitLocked(w *waiter) {
+	b.nwaiting--
 	for _, i := range w.keys {
 		if !i.every {
 			if q := b.queues[i.key]; q != nil {
@@ -478,11 +486,4 @@ func (b *Broker) wakeAllLocked() {
 }
 
 // drop unregisters a waiter that was not woken (its poll ended).
-func (b *Broker) drop(w *waiter) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !w.woken {
-		w.woken = true
-		b.unwaitLocked(w)
-	}
-}
+func (b *Broker) drop(w *waiter) { b.settle(w) }

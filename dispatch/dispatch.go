@@ -200,16 +200,20 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 		if p.waiter == nil {
 			return nil, nil
 		}
-		if timedOut, err := d.waitReady(ctx, r, p.waiter, deadline.C); timedOut || err != nil {
+		tasks, timedOut, err := d.waitReady(ctx, r, p.waiter, deadline.C)
+		if len(tasks) > 0 {
+			return tasks, nil
+		}
+		if timedOut || err != nil {
 			return nil, err
 		}
 	}
 }
 
 // waitReady waits until the broker wakes the poll's waiter or for the
-// poll's deadline (timedOut).
-func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline <-chan time.Time) (timedOut bool, err error) {
-	defer r.b.drop(w)
+// poll's deadline (timedOut). A poll woken with an offer (follow.go) waits
+// for its StartAttempt and returns its task, even past the deadline.
+func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline <-chan time.Time) (tasks []*dexv1.Task, timedOut bool, err error) {
 	var recheck <-chan time.Time
 	if w.recheck > 0 {
 		t := time.NewTimer(w.recheck)
@@ -220,14 +224,21 @@ func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline 
 	case <-w.ch:
 	case <-recheck: // a Step left for another Worker may be this one's now
 	case <-deadline:
-		return true, nil
+		timedOut = true
 	case <-ctx.Done():
-		if r.ctx.Err() != nil {
-			return false, ErrNotLeader
-		}
-		return false, ctx.Err()
+		err = ctx.Err()
 	}
-	return false, nil
+	if off := r.b.settle(w); off != nil && err == nil {
+		select {
+		case tasks = <-off.tasks:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil && r.ctx.Err() != nil {
+		err = ErrNotLeader
+	}
+	return tasks, timedOut, err
 }
 
 // Takes reports whether a Worker may run a Step: model Steps on Workers that

@@ -159,3 +159,11 @@ var (
 	_ heap.Interface = (*stepHeap)(nil)
 	_ heap.Interface = (*laneHeap)(nil)
 )
+
+// waitersOrNil: the polls waiting on q (none when q does not exist yet).
+func (q *readyQueue) waitersOrNil() map[*waiter]struct{} {
+	if q == nil {
+		return nil
+	}
+	return q.waiters
+}

@@ -68,12 +68,29 @@ type fuzzer struct {
 var fuzzTools = []string{"lookup", "save_note", "send_email", "deploy", "build", "ask_user", "sleep", "resume_agent", "nope"}
 
 // apply runs a command; a rejected one must leave the state as it was.
+// The leader's prediction of the Steps it leaves ready must change nothing
+// and name only Steps the command then leaves queued.
 func (z *fuzzer) apply(cmd *fsmpb.Command) *Result {
 	before := z.d.stateBytes()
+	if cmd.NowMs == 0 {
+		cmd.NowMs = z.d.now
+	}
+	predicted := z.d.f.Predict(cmd)
+	if after := z.d.stateBytes(); !bytes.Equal(before, after) {
+		z.d.t.Fatalf("predicting %T changed the state", cmd.Body)
+	}
 	res := z.d.try(cmd)
 	if res.Err != nil {
 		if after := z.d.stateBytes(); !bytes.Equal(before, after) {
 			z.d.t.Fatalf("rejected %T (%v) changed the state", cmd.Body, res.Err)
+		}
+		if len(predicted) > 0 {
+			z.d.t.Fatalf("rejected %T (%v) was predicted to queue %d Steps", cmd.Body, res.Err, len(predicted))
+		}
+	}
+	for _, p := range predicted {
+		if st := z.d.f.State().Step(p.Id); st == nil || st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || st.Kind != p.Kind || st.ReadyAtMs > cmd.NowMs {
+			z.d.t.Fatalf("%T was predicted to leave %s ready (%s), but it is %v", cmd.Body, p.Id, p.Kind, st)
 		}
 	}
 	return res

@@ -285,6 +285,7 @@ func serve(o *options, log *zap.Logger) error {
 	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
 
 	late.set(node)
+	node.SetFollower(disp) // StartAttempts behind the commands that queue their Steps
 	srv := server.New(node, log, server.Options{
 		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
 		ACL: o.sec.acl, NodeToken: o.sec.token,

@@ -33,6 +33,7 @@ type Cluster struct {
 	failNext map[string]int // command kind → transient failures to inject
 	closed   bool
 	applied  func(*fsm.Applied)
+	follower Follower
 }
 
 // New returns a cluster with an empty state machine.
@@ -83,6 +84,33 @@ func (c *Cluster) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result,
 	if cmd.NowMs == 0 {
 		cmd.NowMs = c.Now().UnixMilli()
 	}
+	var next []*fsmpb.Command
+	var done func([]*fsm.Result, []error)
+	if f := c.follower; f != nil && fsm.MayQueueSteps(cmd) && f.Waiting() {
+		if ready := c.fsm.Predict(cmd); len(ready) > 0 {
+			next, done = f.Follow(ready)
+		}
+	}
+	res, err := c.applyLocked(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if len(next) > 0 {
+		// As raft does, the follow-ups commit right behind the command and
+		// their outcomes are reported once applied.
+		results := make([]*fsm.Result, len(next))
+		errs := make([]error, len(next))
+		for i, n := range next {
+			results[i], errs[i] = c.applyLocked(proto.Clone(n).(*fsmpb.Command))
+		}
+		c.mu.Unlock()
+		done(results, errs)
+		c.mu.Lock()
+	}
+	return res, nil
+}
+
+func (c *Cluster) applyLocked(cmd *fsmpb.Command) (*fsm.Result, error) {
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, err
@@ -90,6 +118,25 @@ func (c *Cluster) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result,
 	c.index++
 	c.log = append(c.log, cmd)
 	return c.fsm.ApplyEntry(c.index, data), nil
+}
+
+// Follower is the leader's dispatcher as the real cluster's Propose sees it
+// (cluster.Follower).
+type Follower interface {
+	Waiting() bool
+	Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error))
+}
+
+// Predict is the state machine's prediction of the Steps cmd would leave
+// ready (fsm.Predict).
+func (c *Cluster) Predict(cmd *fsmpb.Command) []*dexv1.Step { return c.fsm.Predict(cmd) }
+
+// SetFollower makes Propose predict the Steps a command queues and propose
+// what the follower returns right behind it, as the real cluster does.
+func (c *Cluster) SetFollower(f Follower) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.follower = f
 }
 
 // FailNext makes the next n proposals of a command kind fail with a

@@ -1,0 +1,130 @@
+package dispatch
+
+import (
+	"go.uber.org/zap"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
+
+// A Step queued while a poll waits for it would cost the Worker two commits
+// in a row: the command that queues it, then its StartAttempt once the
+// broker sees it. Instead the node predicts, before it proposes a command,
+// the Steps it will queue (fsm.Predict), and the dispatcher pairs each with
+// a waiting poll that takes it and proposes its StartAttempt right behind
+// the command (Follow): raft commits both in one round. The poll is woken
+// with an offer and waits for that StartAttempt; a refused one (the guess
+// was wrong) puts the poll back to picking as usual.
+
+// offer is a pipelined StartAttempt on its way to a woken poll.
+type offer struct {
+	tasks chan []*dexv1.Task // what the poll hands out (empty: refused)
+}
+
+// Waiting reports whether a poll waits for a Step (cluster.Follower).
+func (d *Dispatcher) Waiting() bool {
+	d.mu.Lock()
+	r := d.cur
+	d.mu.Unlock()
+	return r != nil && r.b.waiting()
+}
+
+// Follow pairs the Steps a command will leave ready with waiting polls and
+// returns their StartAttempts, to be proposed right behind the command
+// (cluster.Follower). done hands each poll its task once its StartAttempt
+// is applied.
+func (d *Dispatcher) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+	r, err := d.begin()
+	if err != nil {
+		return nil, nil
+	}
+	var steps []*dexv1.Step
+	var offers []*offer
+	var cmds []*fsmpb.Command
+	now := d.cfg.Now().UnixMilli()
+	for _, s := range ready {
+		worker, off := r.b.offer(s, now)
+		if off == nil {
+			continue
+		}
+		steps, offers = append(steps, s), append(offers, off)
+		cmds = append(cmds, &fsmpb.Command{NowMs: now, Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
+			StepId: s.Id, Attempt: uint32(len(s.Attempts)) + 1, WorkerId: worker, Epoch: r.epoch,
+			DefaultRunTimeoutMs: uint32(d.leases.DefaultRunTimeout().Milliseconds()),
+		}}})
+	}
+	if len(cmds) == 0 {
+		r.wg.Done()
+		return nil, nil
+	}
+	return cmds, func(results []*fsm.Result, errs []error) {
+		defer r.wg.Done()
+		st := d.src.State()
+		for i, s := range steps {
+			var tasks []*dexv1.Task
+			switch res := results[i]; {
+			case errs[i] != nil:
+				d.log.Warn("proposing a pipelined StartAttempt failed", zap.String("step", s.Id), zap.Error(errs[i]))
+			case res.Err != nil:
+				d.log.Debug("pipelined StartAttempt refused", zap.String("step", s.Id), zap.String("reason", res.Err.Error()))
+			default:
+				d.leases.Arm(s.Id, res.Attempt.N)
+				tasks = []*dexv1.Task{d.task(st, s, res.Attempt, r.epoch)}
+				if d.cfg.OnHandedOver != nil {
+					d.cfg.OnHandedOver(s, res.Attempt)
+				}
+			}
+			d.done(r, s.Id)
+			offers[i].tasks <- tasks
+		}
+	}
+}
+
+// waiting reports whether any poll waits.
+func (b *Broker) waiting() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nwaiting > 0 && !b.stopped && !b.deposed
+}
+
+// offer picks a waiting poll that takes s and need not leave it to another
+// Worker, wakes it with an offer and puts s in flight. It returns the
+// poll's Worker and the offer, or nil when no poll fits: s is then handed
+// out as usual once it is applied.
+func (b *Broker) offer(s *dexv1.Step, now int64) (string, *offer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped || b.deposed || b.inflight[s.Id] || b.ready[s.Id] != nil {
+		return "", nil
+	}
+	k, ok := keyOf(s)
+	if !ok {
+		return "", nil
+	}
+	for _, ws := range []map[*waiter]struct{}{b.queues[k].waitersOrNil(), b.wildOf(k)} {
+		for w := range ws {
+			if w.worker == "" || b.avoids(w.worker, s) {
+				continue
+			}
+			w.offer = &offer{tasks: make(chan []*dexv1.Task, 1)}
+			b.wakeLocked(w)
+			b.inflight[s.Id] = true
+			b.serve(s.SessionId)
+			return w.worker, w.offer
+		}
+	}
+	return "", nil
+}
+
+// settle ends a poll's wait however it ended and returns the offer it was
+// woken with, if any: the poll must wait for that StartAttempt's outcome.
+func (b *Broker) settle(w *waiter) *offer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !w.woken {
+		w.woken = true
+		b.unwaitLocked(w)
+	}
+	return w.offer
+}

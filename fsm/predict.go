@@ -1,0 +1,59 @@
+package fsm
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
+
+// MayQueueSteps reports whether a command can leave a Step ready to hand to
+// a Worker: one that starts or moves a turn on. Attempt starts and claims,
+// registrations and the cluster's own records never do.
+func MayQueueSteps(cmd *fsmpb.Command) bool {
+	switch cmd.Body.(type) {
+	case *fsmpb.Command_CreateSession, *fsmpb.Command_SendMessage, *fsmpb.Command_ReportAttempt,
+		*fsmpb.Command_ExpireAttempt, *fsmpb.Command_TimeoutAttempt, *fsmpb.Command_ResolveApproval,
+		*fsmpb.Command_AnswerQuestion, *fsmpb.Command_FireTimer, *fsmpb.Command_ResumeSession,
+		*fsmpb.Command_ResumeErrored, *fsmpb.Command_ReconcileOutcome:
+		return true
+	}
+	return false
+}
+
+// Predict applies cmd to the state as it is now, in a transaction that is
+// thrown away, and returns the Steps it would leave queued, ready at the
+// command's time and dispatched to a Worker. The leader proposes their
+// StartAttempts right behind cmd, so both commit in one round; entries
+// applied before cmd may make the guess wrong, and the state machine then
+// refuses those StartAttempts. Nothing changes and nothing is reported.
+func (f *FSM) Predict(cmd *fsmpb.Command) []*dexv1.Step {
+	if cmd.GetBody() == nil {
+		return nil
+	}
+	cmd = proto.Clone(cmd).(*fsmpb.Command)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.halted != nil {
+		return nil
+	}
+	tx := f.db().Txn(true)
+	defer tx.Abort()
+	probe := &applier{tx: tx}
+	a := &applier{tx: tx, now: cmd.NowMs, index: probe.meta().AppliedIndex + 1}
+	if res := a.apply(cmd); res.Err != nil {
+		return nil
+	}
+	var ready []*dexv1.Step
+	for _, id := range a.touched.steps {
+		raw, err := tx.First(tableSteps, indexID, id)
+		if err != nil || raw == nil {
+			continue
+		}
+		st := raw.(*dexv1.Step)
+		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED && st.ReadyAtMs <= cmd.NowMs && Kind(st.Kind).Runner != RunsInCluster {
+			ready = append(ready, proto.Clone(st).(*dexv1.Step))
+		}
+	}
+	return ready
+}
