@@ -59,11 +59,21 @@ func TestProposeCommitsTheFollowUpRightBehindItsCommand(t *testing.T) {
 		return res
 	}
 	res := propose("s1")
-	ready := <-fl.ready
+	var ready []*dexv1.Step
+	select {
+	case ready = <-fl.ready:
+	default:
+		t.Fatal("Propose did not ask the follower while a poll waits")
+	}
 	if len(ready) != 1 || ready[0].SessionId != "s1" || ready[0].Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL {
 		t.Fatalf("the follower was told of %v; want s1's RunModel", ready)
 	}
-	follow := <-fl.done
+	var follow *fsm.Result
+	select {
+	case follow = <-fl.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follow-up's outcome was never reported")
+	}
 	if follow.Err != nil || follow.Index <= res.Index || follow.SessionID != "s1" {
 		t.Fatalf("follow-up: index %d in %q, %v; want after %d in s1, accepted", follow.Index, follow.SessionID, follow.Err, res.Index)
 	}

@@ -33,7 +33,8 @@ func (d *Dispatcher) Waiting() bool {
 // Follow pairs the Steps a command will leave ready with waiting polls and
 // returns their StartAttempts, to be proposed right behind the command
 // (cluster.Follower). done hands each poll its task once its StartAttempt
-// is applied.
+// is applied; until it ran, Stop waits (raft answers every proposal once it
+// commits or this node stops leading).
 func (d *Dispatcher) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
 	r, err := d.begin()
 	if err != nil {
@@ -95,8 +96,8 @@ func (b *Broker) waiting() bool {
 func (b *Broker) offer(s *dexv1.Step, now int64) (string, *offer) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.stopped || b.deposed || b.inflight[s.Id] || b.ready[s.Id] != nil {
-		return "", nil
+	if b.stopped || b.deposed || b.inflight[s.Id] || b.ready[s.Id] != nil || b.delayed[dueKey{dueReady, s.Id}] != nil {
+		return "", nil // the broker knows the Step already: it goes the usual way
 	}
 	k, ok := keyOf(s)
 	if !ok {

@@ -2,10 +2,13 @@ package dispatch_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/dispatch"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -32,12 +35,40 @@ func (f *fixture) pollAsync(worker string, wait time.Duration) <-chan []*dexv1.T
 	return out
 }
 
+// recorder is the dispatcher as the cluster sees it, noting every
+// StartAttempt it asked to propose behind a command.
+type recorder struct {
+	*dispatch.Dispatcher
+	mu       sync.Mutex
+	followed []*fsmpb.Command
+}
+
+func (r *recorder) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+	next, done := r.Dispatcher.Follow(ready)
+	r.mu.Lock()
+	r.followed = append(r.followed, next...)
+	r.mu.Unlock()
+	return next, done
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.followed)
+}
+
+func (f *fixture) follow() *recorder {
+	r := &recorder{Dispatcher: f.d}
+	f.c.SetFollower(r)
+	return r
+}
+
 // A Step queued while its Worker's poll waits is started by a StartAttempt
 // proposed right behind the command that queued it: the poll gets the task
 // without a StartAttempt of its own.
 func TestFollow_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
 	f := newFixture(t, options{})
-	f.c.SetFollower(f.d)
+	rec := f.follow()
 	got := f.pollAsync("model", 5*time.Second)
 	f.c.CreateSession("s1", "hello")
 
@@ -45,10 +76,17 @@ func TestFollow_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
 	if len(tasks) != 1 || tasks[0].SessionId != "s1" || tasks[0].Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL {
 		t.Fatalf("the waiting poll got %v; want the RunModel of s1", tasks)
 	}
-	// The log: the CreateSession, then at once its Step's StartAttempt.
+	if rec.count() != 1 || rec.followed[0].GetStartAttempt().GetStepId() != tasks[0].Ref.StepId || rec.followed[0].GetStartAttempt().GetWorkerId() != "model" {
+		t.Fatalf("proposed behind the command: %v; want the StartAttempt of %s on model", rec.followed, tasks[0].Ref.StepId)
+	}
+	// The log: the CreateSession, then at once its Step's StartAttempt, the
+	// only one proposed.
 	log := f.c.Proposals("")
 	if n := len(log); n < 2 || log[n-2].GetCreateSession() == nil || log[n-1].GetStartAttempt().GetStepId() != tasks[0].Ref.StepId {
 		t.Fatalf("the last proposals are not the CreateSession and the StartAttempt behind it: %v", log[max(0, len(log)-2):])
+	}
+	if n := f.c.Count("StartAttempt"); n != 1 {
+		t.Fatalf("%d StartAttempt proposals; want the one behind the command", n)
 	}
 	s := f.step(tasks[0].Ref.StepId)
 	if s.Status != running || len(s.Attempts) != 1 || s.Attempts[0].WorkerId != "model" || s.Attempts[0].Token != tasks[0].Ref.Token {
@@ -57,84 +95,83 @@ func TestFollow_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
 	if f.leases.Armed() != 1 {
 		t.Fatalf("armed leases %d; want 1", f.leases.Armed())
 	}
-	if n := f.c.Count("StartAttempt"); n != 1 {
-		t.Fatalf("%d StartAttempt proposals; want the one behind the command", n)
+	if f.d.Waiting() {
+		t.Fatal("a poll still counts as waiting after it got its task")
 	}
 }
 
-// Without a waiting poll nothing is predicted or proposed behind a command.
+// Without a waiting poll nothing is predicted or proposed behind a command;
+// a poll that timed out no longer counts as waiting.
 func TestFollow_NoWaitingPollNoFollowUp(t *testing.T) {
 	f := newFixture(t, options{})
-	f.c.SetFollower(f.d)
+	rec := f.follow()
+	<-f.pollAsync("w1", 50*time.Millisecond) // times out: nothing for w1
+	if f.d.Waiting() {
+		t.Fatal("a poll that timed out still counts as waiting")
+	}
 	f.c.CreateSession("s1", "hello")
-	if n := f.c.Count("StartAttempt"); n != 0 {
-		t.Fatalf("%d StartAttempts proposed with no poll waiting", n)
+	if rec.count() != 0 || f.c.Count("StartAttempt") != 0 {
+		t.Fatalf("%d follow-ups and %d StartAttempts with no poll waiting", rec.count(), f.c.Count("StartAttempt"))
 	}
 	if task := f.pollOne("model"); task.SessionId != "s1" {
 		t.Fatalf("task of %s", task.SessionId)
 	}
 }
 
-// A refused follow-up (its guess was wrong, or it did not commit) leaves the
-// Step queued, and the poll it was offered to takes it as usual.
-func TestFollow_ARefusedFollowUpFallsBackToThePoll(t *testing.T) {
+// A follow-up that does not commit leaves the Step queued, and the poll it
+// was offered to takes it with a StartAttempt of its own.
+func TestFollow_AFailedFollowUpFallsBackToThePoll(t *testing.T) {
 	f := newFixture(t, options{})
+	rec := f.follow()
 	got := f.pollAsync("model", 5*time.Second)
-	cmd := &fsmpb.Command{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{
-		SessionId: "s1", MessageId: "m1", Message: "hello",
-	}}}
-	ready := f.c.Predict(cmd)
-	if len(ready) != 1 {
-		t.Fatalf("predicted %d ready Steps; want the RunModel", len(ready))
-	}
-	next, done := f.d.Follow(ready)
-	if len(next) != 1 || next[0].GetStartAttempt().GetWorkerId() != "model" {
-		t.Fatalf("follow-ups %v; want a StartAttempt on model", next)
-	}
-	f.c.Do(cmd)
-	done([]*fsm.Result{nil}, []error{context.DeadlineExceeded}) // it never committed
+	f.c.FailNext("StartAttempt", 1)
+	f.c.CreateSession("s1", "hello")
 
 	tasks := <-got
-	if len(tasks) != 1 || tasks[0].Ref.StepId != ready[0].Id || tasks[0].Ref.Attempt != 1 {
-		t.Fatalf("the poll got %v after the refused follow-up; want attempt 1 of %s", tasks, ready[0].Id)
+	if rec.count() != 1 {
+		t.Fatalf("%d follow-ups; want the one that failed", rec.count())
 	}
-	if n := f.c.Count("StartAttempt"); n != 1 {
-		t.Fatalf("%d StartAttempt proposals; want the poll's own", n)
+	if len(tasks) != 1 || tasks[0].Ref.StepId != rec.followed[0].GetStartAttempt().GetStepId() || tasks[0].Ref.Attempt != 1 {
+		t.Fatalf("the poll got %v after the failed follow-up; want attempt 1 of the same Step", tasks)
+	}
+	if n := f.c.Count("StartAttempt"); n != 2 {
+		t.Fatalf("%d StartAttempt proposals; want the failed follow-up and the poll's own", n)
 	}
 }
 
-// A poll whose Worker should leave the Step to another one is not offered
-// it: the retry of an attempt that expired unclaimed on a Worker goes to
-// another Worker's poll, or to none.
-func TestFollow_AWorkerThatShouldAvoidTheStepIsNotOffered(t *testing.T) {
+// A poll whose Worker should leave Steps to others is not offered one: an
+// unhealthy Worker (its tasks expire unclaimed) gets no follow-up, a healthy
+// one does.
+func TestFollow_AnUnhealthyWorkerIsNotOffered(t *testing.T) {
 	f := newFixture(t, options{})
+	rec := f.follow()
 	f.c.RegisterWorker("model2", true)
-	f.c.CreateSession("s0", "first")
-	first := f.pollOne("model")
-	f.c.Do(&fsmpb.Command{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
-		StepId: first.Ref.StepId, Attempt: first.Ref.Attempt, Epoch: f.epoch,
-	}}})
-	retry := f.step(first.Ref.StepId) // queued for attempt 2 after a backoff
+	for i := range dispatch.UnhealthyAfter {
+		id := fmt.Sprintf("s%d", i)
+		f.c.CreateSession(id, "hi")
+		task := f.pollOne("model")
+		if task.SessionId != id {
+			t.Fatalf("model took %s; want %s", task.SessionId, id)
+		}
+		f.c.Do(&fsmpb.Command{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
+			StepId: task.Ref.StepId, Attempt: task.Ref.Attempt, Epoch: f.epoch,
+		}}})
+	}
 
 	onModel := f.pollAsync("model", 100*time.Millisecond)
-	if next, _ := f.d.Follow([]*dexv1.Step{retry}); len(next) != 0 {
-		t.Fatalf("the retry was offered to the Worker it expired on: %v", next)
+	f.c.CreateSession("late", "hi")
+	if rec.count() != 0 {
+		t.Fatalf("an unhealthy Worker's poll was offered %v", rec.followed)
 	}
 	<-onModel
 
+	f.pollOne("model2") // takes late's Step, which no one was offered
 	onModel2 := f.pollAsync("model2", 5*time.Second)
-	next, done := f.d.Follow([]*dexv1.Step{retry})
-	if len(next) != 1 || next[0].GetStartAttempt().GetWorkerId() != "model2" || next[0].GetStartAttempt().GetAttempt() != 2 {
-		t.Fatalf("follow-ups %v; want attempt 2 on model2", next)
+	f.c.CreateSession("later", "hi")
+	if rec.count() != 1 || rec.followed[0].GetStartAttempt().GetWorkerId() != "model2" {
+		t.Fatalf("follow-ups %v; want one on model2", rec.followed)
 	}
-	// Proposed before its backoff ends, it is refused; the poll then takes
-	// the retry when it is ready.
-	res, err := f.c.Propose(context.Background(), next[0])
-	if err != nil || res.Err == nil {
-		t.Fatalf("a StartAttempt before the backoff ended: %v, %v; want refused", res, err)
-	}
-	done([]*fsm.Result{res}, []error{nil})
-	if tasks := <-onModel2; len(tasks) != 1 || tasks[0].Ref.Attempt != 2 {
-		t.Fatalf("model2's poll got %v; want attempt 2", tasks)
+	if tasks := <-onModel2; len(tasks) != 1 || tasks[0].SessionId != "later" {
+		t.Fatalf("model2's poll got %v; want later's Step", tasks)
 	}
 }

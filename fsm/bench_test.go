@@ -200,3 +200,28 @@ func (d *driver) applyBatch(b *testing.B, entries []Entry) {
 		}
 	}
 }
+
+// BenchmarkPredict measures the leader's prediction of the Steps a command
+// leaves ready (a message that starts a turn) in the state of BenchmarkApply:
+// the cost a command pays, before it is proposed, while a poll waits.
+func BenchmarkPredict(b *testing.B) {
+	d, hot := benchState(b, 1)
+	msg := strings.Repeat("m", 512)
+	b.ReportAllocs()
+	b.StopTimer()
+	for i := range b.N {
+		session := hot[i%len(hot)]
+		msgCounter++ // b.N starts over in each run: ids must not repeat
+		cmd := &fsmpb.Command{NowMs: d.now, Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{
+			SessionId: session, MessageId: fmt.Sprintf("m%d", msgCounter), Text: msg,
+		}}}
+		b.StartTimer()
+		ready := d.f.Predict(cmd)
+		b.StopTimer()
+		if len(ready) != 1 {
+			b.Fatalf("predicted %d ready Steps; want the turn's RunModel", len(ready))
+		}
+		d.do(cmd)
+		d.startNext(session, kRunModel).claim().answer(msg)
+	}
+}

@@ -89,7 +89,8 @@ func (z *fuzzer) apply(cmd *fsmpb.Command) *Result {
 		}
 	}
 	for _, p := range predicted {
-		if st := z.d.f.State().Step(p.Id); st == nil || st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || st.Kind != p.Kind || st.ReadyAtMs > cmd.NowMs {
+		if st := z.d.f.State().Step(p.Id); st == nil || st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || st.Kind != p.Kind || st.ReadyAtMs > cmd.NowMs ||
+			len(st.Attempts) != len(p.Attempts) {
 			z.d.t.Fatalf("%T was predicted to leave %s ready (%s), but it is %v", cmd.Body, p.Id, p.Kind, st)
 		}
 	}

@@ -15,7 +15,8 @@ func MayQueueSteps(cmd *fsmpb.Command) bool {
 	case *fsmpb.Command_CreateSession, *fsmpb.Command_SendMessage, *fsmpb.Command_ReportAttempt,
 		*fsmpb.Command_ExpireAttempt, *fsmpb.Command_TimeoutAttempt, *fsmpb.Command_ResolveApproval,
 		*fsmpb.Command_AnswerQuestion, *fsmpb.Command_FireTimer, *fsmpb.Command_ResumeSession,
-		*fsmpb.Command_ResumeErrored, *fsmpb.Command_ReconcileOutcome:
+		*fsmpb.Command_ResumeErrored, *fsmpb.Command_ReconcileOutcome, *fsmpb.Command_CancelTurn,
+		*fsmpb.Command_FailUnservedStep:
 		return true
 	}
 	return false

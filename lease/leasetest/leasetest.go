@@ -92,20 +92,29 @@ func (c *Cluster) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result,
 		}
 	}
 	res, err := c.applyLocked(cmd)
-	if err != nil {
-		return nil, err
-	}
 	if len(next) > 0 {
-		// As raft does, the follow-ups commit right behind the command and
-		// their outcomes are reported once applied.
+		// As raft does, the follow-ups commit right behind the command (or
+		// fail with it) and their outcomes are reported once applied.
 		results := make([]*fsm.Result, len(next))
 		errs := make([]error, len(next))
 		for i, n := range next {
-			results[i], errs[i] = c.applyLocked(proto.Clone(n).(*fsmpb.Command))
+			switch k := Kind(n); {
+			case err != nil:
+				errs[i] = err
+			case c.failNext[k] > 0:
+				c.failNext[k]--
+				c.log = append(c.log, proto.Clone(n).(*fsmpb.Command))
+				errs[i] = fmt.Errorf("transient: raft apply timed out")
+			default:
+				results[i], errs[i] = c.applyLocked(proto.Clone(n).(*fsmpb.Command))
+			}
 		}
 		c.mu.Unlock()
 		done(results, errs)
 		c.mu.Lock()
+	}
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }
