@@ -266,6 +266,10 @@ func Open(cfg Config) (n *Node, err error) {
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.NotifyCh = n.notifyCh
+	// A buffered apply channel: a command and the StartAttempts proposed
+	// right behind it (follow.go) reach the leader loop together and are
+	// written and sent as one batch. Propose bounds its own wait.
+	rc.BatchApplyCh = true
 	// Pre-vote stays on (raft's default): a node back from a partition asks
 	// before it bumps the term, so it cannot depose a healthy leader.
 	rc.PreVoteDisabled = false
