@@ -70,6 +70,7 @@ func (d *Dispatcher) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.
 			case res.Err != nil:
 				d.log.Debug("pipelined StartAttempt refused", zap.String("step", s.Id), zap.String("reason", res.Err.Error()))
 			default:
+				r.b.markServed(s.SessionId)
 				d.leases.Arm(s.Id, res.Attempt.N)
 				tasks = []*dexv1.Task{d.task(st, s, res.Attempt, r.epoch)}
 				if d.cfg.OnHandedOver != nil {
@@ -111,11 +112,18 @@ func (b *Broker) offer(s *dexv1.Step, now int64) (string, *offer) {
 			w.offer = &offer{tasks: make(chan []*dexv1.Task, 1)}
 			b.wakeLocked(w)
 			b.inflight[s.Id] = true
-			b.serve(s.SessionId)
 			return w.worker, w.offer
 		}
 	}
 	return "", nil
+}
+
+// markServed puts a session that was handed a Step behind every other in the
+// fairness order, as takeFor does when it picks one.
+func (b *Broker) markServed(session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.serve(session)
 }
 
 // settle ends a poll's wait however it ended and returns the offer it was
