@@ -19,8 +19,8 @@ import (
 //
 // The CRC32C covers the index, term, type, data, the entry's own extensions
 // and its AppendedAt time, so a flipped or edited byte anywhere in what raft
-// reads back is found. Extensions is a field raft-boltdb already stores, so
-// the format of raft.db does not change and an older data dir still opens.
+// reads back is found. Extensions is a field raft-boltdb and raft-wal both
+// store, so neither format changes and an older data dir still opens.
 //
 // Entries written before the wrapper existed have no envelope. The first
 // start with the wrapper records in the stable store the first index it will

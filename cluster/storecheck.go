@@ -41,9 +41,10 @@ type boltMeta struct {
 	txid     uint64
 }
 
-// checkBoltFile validates raft.db's two meta pages and its size before bbolt
-// maps it: bbolt trusts them and faults (SIGBUS) on a file shorter than they
-// say. A missing file is fine (a new store).
+// checkBoltFile validates a bolt file's two meta pages (raft.db's,
+// wal-meta.db's) and its size before bbolt maps it: bbolt trusts them and
+// faults (SIGBUS) on a file shorter than they say. A missing file is fine
+// (a new store).
 func checkBoltFile(path string) (*boltMeta, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
