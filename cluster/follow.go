@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -77,7 +76,7 @@ func (n *Node) proposeFollowUps(next [][]byte, done func([]*fsm.Result, []error)
 		results := make([]*fsm.Result, len(futures))
 		errs := make([]error, len(futures))
 		for i, f := range futures {
-			if errs[i] = n.applyError(context.Background(), f); errs[i] == nil {
+			if errs[i] = n.proposeError(f.Error()); errs[i] == nil {
 				if results[i], _ = f.Response().(*fsm.Result); results[i] == nil {
 					errs[i] = fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
 				}

@@ -502,12 +502,17 @@ func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, er
 func (n *Node) applyError(ctx context.Context, f raft.ApplyFuture) error {
 	errCh := make(chan error, 1)
 	go func() { errCh <- f.Error() }()
-	var err error
 	select {
-	case err = <-errCh:
+	case err := <-errCh:
+		return n.proposeError(err)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// proposeError turns raft's answer to a proposal into the error Propose
+// returns (nil when it committed).
+func (n *Node) proposeError(err error) error {
 	switch {
 	case err == nil:
 		return nil

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 )
@@ -318,10 +319,7 @@ func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, 
 				firstErr = res.err
 			}
 		case res.at != nil:
-			tasks = append(tasks, d.task(st, s, res.at, r.epoch))
-			if d.cfg.OnHandedOver != nil {
-				d.cfg.OnHandedOver(s, res.at)
-			}
+			tasks = append(tasks, d.handOver(st, s, res.at, r.epoch))
 		default:
 			refused[s.Id]++
 		}
@@ -341,6 +339,15 @@ func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, 
 		return nil, ctx.Err()
 	}
 	return nil, firstErr
+}
+
+// handOver builds the task of a committed attempt and reports it.
+func (d *Dispatcher) handOver(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch uint64) *dexv1.Task {
+	t := d.task(st, s, at, epoch)
+	if d.cfg.OnHandedOver != nil {
+		d.cfg.OnHandedOver(s, at)
+	}
+	return t
 }
 
 // start proposes the next attempt of a Step. The attempt is nil when the

@@ -72,10 +72,7 @@ func (d *Dispatcher) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.
 			default:
 				r.b.markServed(s.SessionId)
 				d.leases.Arm(s.Id, res.Attempt.N)
-				tasks = []*dexv1.Task{d.task(st, s, res.Attempt, r.epoch)}
-				if d.cfg.OnHandedOver != nil {
-					d.cfg.OnHandedOver(s, res.Attempt)
-				}
+				tasks = []*dexv1.Task{d.handOver(st, s, res.Attempt, r.epoch)}
 			}
 			d.done(r, s.Id)
 			offers[i].tasks <- tasks
