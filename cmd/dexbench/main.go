@@ -173,9 +173,10 @@ func (r *recorder) get(stepID string) *arrival {
 
 // benchModel answers a turn's first RunModel with k noop calls and the
 // tool-result RunModel with text.
-func benchModel(rec *recorder, k int) client.ModelHandler {
+func benchModel(rec *recorder, fin *finishes, k int) client.ModelHandler {
 	return client.ModelFuncs{Run: func(ctx context.Context, in client.ModelInput) (*dexv1.ModelOutput, error) {
 		if out, ok := idleModel(in); ok {
+			fin.answered(in.StepID, in.SessionID)
 			return out, nil
 		}
 		rec.handler(in.StepID, in.Attempt)
@@ -190,6 +191,7 @@ func benchModel(rec *recorder, k int) client.ModelHandler {
 			}
 		}
 		if results > 0 || k == 0 {
+			fin.answered(in.StepID, in.SessionID)
 			return &dexv1.ModelOutput{Text: "done"}, nil
 		}
 		out := &dexv1.ModelOutput{Text: "looking"}
@@ -296,7 +298,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		httpAddrs[n.ID] = n.HTTPAddr
 	}
 
-	rec := &recorder{m: map[string]*arrival{}}
+	rec, fin := &recorder{m: map[string]*arrival{}}, newFinishes()
 	warns := &warnCounter{}
 	wlog := warns.logger()
 	defer func() { _ = wlog.Sync() }()
@@ -321,13 +323,16 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		w, err := client.NewWorker(cc, client.WorkerOptions{
 			ID:          fmt.Sprintf("bench-w%d", i+1),
 			Tools:       []client.Tool{noopTool(rec)},
-			Model:       benchModel(rec, o.toolsPerTurn),
+			Model:       benchModel(rec, fin, o.toolsPerTurn),
 			Concurrency: o.concurrency,
 			PollWait:    5 * time.Second,
 			Logger:      wlog,
 			Hold: func(moment string, t *dexv1.Task) {
-				if moment == client.HoldBeforeClaim {
+				switch moment {
+				case client.HoldBeforeClaim:
 					rec.held(t.GetRef().GetStepId(), t.GetRef().GetAttempt())
+				case client.HoldAfterResultSent:
+					fin.completed(t.GetRef().GetStepId())
 				}
 			},
 		})
@@ -353,7 +358,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 
 	if o.idleSessions > 0 {
 		leaderIndex := func() float64 { return scrape(httpAddrs)[leader.ID]["dex_raft_commit_index"] }
-		rep.IdleLoad, err = loadIdle(ctx, cl, svc, o.idleSessions, o.idleBatch, o.timeout, leaderIndex)
+		rep.IdleLoad, err = loadIdle(ctx, cl, svc, fin, o.idleSessions, o.idleBatch, o.timeout, leaderIndex)
 		if err != nil {
 			return rep, err
 		}
@@ -365,7 +370,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	// Warm-up: the Workers register and every channel connects.
 	if o.warmup > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		_, _, _, werr := drive(wctx, cl, svc, idRange{prefix: "warmup", n: o.warmup})
+		_, _, _, werr := drive(wctx, cl, svc, fin, idRange{prefix: "warmup", n: o.warmup})
 		cancel()
 		if werr != nil {
 			return rep, fmt.Errorf("warm-up: %w", werr)
@@ -381,9 +386,9 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		derr       error
 	)
 	if o.sequential > 0 {
-		start, end, creates, derr = driveSequential(mctx, cl, svc, "bench", o.sequential)
+		start, end, creates, derr = driveSequential(mctx, cl, svc, fin, "bench", o.sequential)
 	} else {
-		start, end, creates, derr = drive(mctx, cl, svc, idRange{prefix: "bench", n: o.sessions})
+		start, end, creates, derr = drive(mctx, cl, svc, fin, idRange{prefix: "bench", n: o.sessions})
 	}
 	rep.Create = newDist(creates)
 	rep.setRaft(before, scrape(httpAddrs), leader.ID, end.Sub(start))
@@ -397,7 +402,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		return nil, errors.New("interrupted")
 	}
 	if o.steady > 0 && derr == nil {
-		rep.Steady = runSteady(ctx, cl, svc, o.sessions, o.steady, httpAddrs)
+		rep.Steady = runSteady(ctx, cl, svc, fin, o.sessions, o.steady, httpAddrs)
 	}
 
 	// Collect every measured session and its Steps.
@@ -428,7 +433,7 @@ func sessionID(prefix string, i int) string { return fmt.Sprintf("%s-%05d", pref
 // waits until every one is idle again (or errored or paused). It returns the
 // time before the first CreateSession and the time the last session was
 // seen done.
-func drive(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, r idRange) (start, end time.Time, creates []float64, err error) {
+func drive(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, r idRange) (start, end time.Time, creates []float64, err error) {
 	var (
 		wg      sync.WaitGroup
 		errMu   sync.Mutex
@@ -456,17 +461,17 @@ func drive(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClien
 	if firstEr != nil {
 		return start, time.Now(), creates, firstEr
 	}
-	end, err = waitDone(ctx, svc, r)
+	end, err = waitDone(ctx, svc, fin, r)
 	return start, end, creates, err
 }
 
 // driveSequential drives k sessions one after another, each alone in the
 // cluster, so their latencies are those of an unloaded cluster.
-func driveSequential(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, prefix string, k int) (start, end time.Time, creates []float64, err error) {
+func driveSequential(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, prefix string, k int) (start, end time.Time, creates []float64, err error) {
 	start = time.Now()
 	for i := range k {
 		var c []float64
-		_, end, c, err = drive(ctx, cl, svc, idRange{prefix: prefix, from: i, n: 1})
+		_, end, c, err = drive(ctx, cl, svc, fin, idRange{prefix: prefix, from: i, n: 1})
 		creates = append(creates, c...)
 		if err != nil {
 			return start, end, creates, err

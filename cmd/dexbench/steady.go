@@ -27,7 +27,7 @@ type steadyLoad struct {
 
 // runSteady drives rounds until d has passed and counts the elections from
 // the nodes' metrics before and after.
-func runSteady(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, sessions int, d time.Duration, httpAddrs map[string]string) *steadyLoad {
+func runSteady(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, sessions int, d time.Duration, httpAddrs map[string]string) *steadyLoad {
 	top := func(m metrics, name string) float64 {
 		v := 0.0
 		for _, node := range m {
@@ -41,7 +41,7 @@ func runSteady(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceC
 	for time.Since(start) < d && ctx.Err() == nil {
 		out.Rounds++
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, _, _, err := drive(rctx, cl, svc, idRange{prefix: fmt.Sprintf("steady%d", out.Rounds), n: sessions})
+		_, _, _, err := drive(rctx, cl, svc, fin, idRange{prefix: fmt.Sprintf("steady%d", out.Rounds), n: sessions})
 		cancel()
 		if err != nil {
 			out.Error = fmt.Sprintf("round %d: %v", out.Rounds, err)

@@ -76,23 +76,29 @@ func sessionDone(s *dexv1.SessionSummary) bool {
 	return false
 }
 
-// waitDone polls countDone every 20 ms until every session of r is done and
-// returns the moment it saw them so.
-func waitDone(ctx context.Context, svc dexv1.SessionServiceClient, r idRange) (time.Time, error) {
-	tick := time.NewTicker(20 * time.Millisecond)
+// waitDone waits until every session of r is done and returns the moment
+// the last one was. The Workers report each finished turn (fin); a
+// ListSessions pass once a second catches the sessions that stop otherwise
+// (errored, paused) or whose final Complete the Workers did not see return.
+func waitDone(ctx context.Context, svc dexv1.SessionServiceClient, fin *finishes, r idRange) (time.Time, error) {
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		done, err := countDone(lctx, svc, r)
-		cancel()
-		now := time.Now()
-		if err == nil && done >= r.n {
-			return now, nil
+		if n, last := fin.done(r); n >= r.n {
+			return last, nil
 		}
 		select {
 		case <-ctx.Done():
-			return time.Now(), fmt.Errorf("sessions %s…%s not done (%d of %d): %w", r.id(0), r.last(), done, r.n, ctx.Err())
+			n, _ := fin.done(r)
+			return time.Now(), fmt.Errorf("sessions %s…%s not done (%d of %d): %w", r.id(0), r.last(), n, r.n, ctx.Err())
+		case <-fin.wake:
 		case <-tick.C:
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			done, err := countDone(lctx, svc, r)
+			cancel()
+			if err == nil && done >= r.n {
+				return time.Now(), nil
+			}
 		}
 	}
 }

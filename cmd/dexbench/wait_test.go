@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -125,16 +126,50 @@ func TestWaitDone_GivesUpWhenTheContextEnds(t *testing.T) {
 	f := newFake(summaries("bench", 2, dexv1.SessionStatus_SESSION_STATUS_RUNNING, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := waitDone(ctx, f, idRange{prefix: "bench", n: 2})
+	_, err := waitDone(ctx, f, newFinishes(), idRange{prefix: "bench", n: 2})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "bench-00000…bench-00001 not done") {
 		t.Fatalf("err = %v; want the range not done, context canceled", err)
 	}
 }
 
-func TestWaitDone_ReturnsOnceEverySessionIsDone(t *testing.T) {
-	f := newFake(summaries("bench", 4, idle, 1))
-	if _, err := waitDone(context.Background(), f, idRange{prefix: "bench", n: 4}); err != nil {
+func TestWaitDone_ReturnsWhenTheWorkersSawEveryTurnEnd(t *testing.T) {
+	f := newFake(summaries("bench", 4, dexv1.SessionStatus_SESSION_STATUS_RUNNING, 0))
+	fin := newFinishes()
+	r := idRange{prefix: "bench", n: 4}
+	for i := range r.n {
+		fin.answered(fmt.Sprintf("step-%d", i), r.id(i))
+	}
+	fin.completed("step-0")
+	fin.completed("not-a-final-answer")
+	if n, _ := fin.done(r); n != 1 {
+		t.Fatalf("done = %d after one final Complete; want 1", n)
+	}
+	go func() {
+		for i := 1; i < r.n; i++ {
+			fin.completed(fmt.Sprintf("step-%d", i))
+		}
+	}()
+	end, err := waitDone(context.Background(), f, fin, r)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, last := fin.done(r); !end.Equal(last) {
+		t.Fatalf("end = %v; want the last Complete's time %v", end, last)
+	}
+	if len(f.reqs) != 0 {
+		t.Fatalf("%d ListSessions calls; want none while the Workers report every turn", len(f.reqs))
+	}
+}
+
+func TestWaitDone_ListsTheSessionsTheWorkersDidNotSeeEnd(t *testing.T) {
+	// Two errored sessions end without a final answer: only the listing
+	// sees them done.
+	f := newFake(summaries("bench", 2, dexv1.SessionStatus_SESSION_STATUS_ERRORED, 0))
+	if _, err := waitDone(context.Background(), f, newFinishes(), idRange{prefix: "bench", n: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.reqs) == 0 {
+		t.Fatal("no ListSessions call; want the listing to find the errored sessions")
 	}
 }
 
