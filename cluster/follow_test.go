@@ -88,4 +88,14 @@ func TestProposeCommitsTheFollowUpRightBehindItsCommand(t *testing.T) {
 	default:
 	}
 	leader.node.SetFollower(nil)
+
+	// Every proposal, the follow-up too, leaves the in-flight list once raft
+	// answers it.
+	deadline := time.Now().Add(10 * time.Second)
+	for leader.node.InFlightCount() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d proposals still in flight after every one was answered", leader.node.InFlightCount())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -91,6 +91,7 @@ type Node struct {
 	ident *clusterIdentity
 
 	follower atomic.Pointer[Follower] // the dispatcher following proposals
+	inFlight inFlight                 // proposals not yet applied, for its predictions
 
 	notifyCh   chan bool
 	handoverCh chan chan struct{}
@@ -482,12 +483,15 @@ func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, er
 			return nil, context.DeadlineExceeded
 		}
 	}
-	next, done := n.followUps(cmd)
+	n.inFlight.mu.Lock()
+	cmds, next, done := n.followUps(cmd)
+	seqs := n.inFlight.addLocked(append([]*fsmpb.Command{cmd}, cmds...)...)
 	f := n.raft.Apply(data, timeout)
 	if len(next) > 0 {
-		n.proposeFollowUps(next, done, timeout)
+		n.proposeFollowUps(next, seqs[1:], done, timeout)
 	}
-	if err := n.applyError(ctx, f); err != nil {
+	n.inFlight.mu.Unlock()
+	if err := n.applyError(ctx, f, seqs[0]); err != nil {
 		return nil, err
 	}
 	res, ok := f.Response().(*fsm.Result)
@@ -498,10 +502,15 @@ func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, er
 }
 
 // applyError waits for a raft proposal and turns its failure into the error
-// Propose returns.
-func (n *Node) applyError(ctx context.Context, f raft.ApplyFuture) error {
+// Propose returns. The proposal leaves the in-flight list when raft answers
+// it, even if ctx ended first.
+func (n *Node) applyError(ctx context.Context, f raft.ApplyFuture, seq uint64) error {
 	errCh := make(chan error, 1)
-	go func() { errCh <- f.Error() }()
+	go func() {
+		err := f.Error()
+		n.inFlight.done(seq)
+		errCh <- err
+	}()
 	select {
 	case err := <-errCh:
 		return n.proposeError(err)

@@ -25,14 +25,19 @@ func MayQueueSteps(cmd *fsmpb.Command) bool {
 // Predict applies cmd to the state as it is now, in a transaction that is
 // thrown away, and returns the Steps it would leave queued, ready at the
 // command's time and dispatched to a Worker. The leader proposes their
-// StartAttempts right behind cmd, so both commit in one round; entries
-// applied before cmd may make the guess wrong, and the state machine then
-// refuses those StartAttempts. Nothing changes and nothing is reported.
-func (f *FSM) Predict(cmd *fsmpb.Command) []*dexv1.Step {
+// StartAttempts right behind cmd, so both commit in one round.
+//
+// inFlight are the commands the leader proposed before cmd and has not seen
+// applied yet, in the order proposed: they are applied first, so a command
+// that completes what one still in flight began (the second of two tool
+// results of a turn) is predicted too. One that the state refuses (already
+// applied, or stale) is skipped. Entries applied before cmd may still make
+// the guess wrong, and the state machine then refuses those StartAttempts.
+// Nothing changes and nothing is reported.
+func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*dexv1.Step {
 	if cmd.GetBody() == nil {
 		return nil
 	}
-	cmd = proto.Clone(cmd).(*fsmpb.Command)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.halted != nil {
@@ -41,8 +46,19 @@ func (f *FSM) Predict(cmd *fsmpb.Command) []*dexv1.Step {
 	tx := f.db().Txn(true)
 	defer tx.Abort()
 	probe := &applier{tx: tx}
-	a := &applier{tx: tx, now: cmd.NowMs, index: probe.meta().AppliedIndex + 1}
-	if res := a.apply(cmd); res.Err != nil {
+	m, index := probe.meta(), probe.meta().AppliedIndex
+	for _, c := range inFlight {
+		if c.GetBody() == nil {
+			continue
+		}
+		index++
+		a := &applier{tx: tx, now: c.NowMs, index: index, m: m}
+		a.apply(proto.Clone(c).(*fsmpb.Command))
+		m = a.meta()
+	}
+	index++
+	a := &applier{tx: tx, now: cmd.NowMs, index: index, m: m}
+	if res := a.apply(proto.Clone(cmd).(*fsmpb.Command)); res.Err != nil {
 		return nil
 	}
 	var ready []*dexv1.Step

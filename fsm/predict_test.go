@@ -55,3 +55,38 @@ func TestPredict_NamesTheStepsACommandQueuesAndChangesNothing(t *testing.T) {
 		t.Fatalf("a halted machine predicted %v", got)
 	}
 }
+
+// A command that completes what one still in flight began is predicted
+// over it: the second of two tool results queues the model's next call.
+func TestPredict_AppliesTheCommandsStillInFlightFirst(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("s1", "", "hello")
+	d.startNext("s1", kRunModel).claim().answer("calling", call("c1", "lookup", `{}`), call("c2", "lookup", `{}`))
+	tools := d.stepsOf("s1", dexv1.StepKind_STEP_KIND_CALL_TOOL)
+	if len(tools) != 2 {
+		t.Fatalf("%d tool Steps; want 2", len(tools))
+	}
+	first, second := d.start(tools[0]).claim(), d.start(tools[1]).claim()
+	r1, r2 := first.toolResult("one", false, ""), second.toolResult("two", false, "")
+
+	if got := d.f.Predict(r2); got != nil {
+		t.Fatalf("the second result alone predicted %v; want nothing (the first call is still open)", got)
+	}
+	before := d.stateBytes()
+	got := d.f.Predict(r2, r1)
+	if !bytes.Equal(before, d.stateBytes()) {
+		t.Fatal("Predict changed the state")
+	}
+	d.do(r1)
+	// r1 is applied now but the leader may not have seen it yet: a command
+	// listed in flight that is already applied is a replay and changes
+	// nothing in the prediction.
+	again := d.f.Predict(r2, r1)
+	d.do(r2)
+	want := d.queued("s1", kRunModel)
+	for name, p := range map[string][]*dexv1.Step{"in flight": got, "already applied": again} {
+		if len(p) != 1 || p[0].Id != want.Id {
+			t.Fatalf("%s: predicted %v; want the model's next call %s", name, p, want.Id)
+		}
+	}
+}
