@@ -29,6 +29,7 @@ fuzz:
 
 bench:
 	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench 'Apply$$' -benchtime 2000x -benchmem
+	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench MemdbFloor -benchmem
 	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench ApplyBatch -benchtime 100x
 	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
 	scripts/busy.sh $(GO) test ./dispatch -run '^$$' -bench . -benchmem
