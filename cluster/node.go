@@ -78,6 +78,11 @@ func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
 // without moving before the node reports itself not ready.
 const applyStall = 3 * time.Second
 
+// recentLogs is how many of the latest log entries a node keeps in memory
+// (one batch of raft's MaxAppendEntries). Entries reach --max-payload, so
+// the ring stays small.
+const recentLogs = 64
+
 // Node is one Dex cluster member.
 type Node struct {
 	cfg   Config
@@ -278,7 +283,15 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("raft config: %v", err)
 	}
-	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, logs, n.store, snaps, n.trans)
+	// The leader reads each new entry back to send it to every follower,
+	// and every node reads it again to apply it: a ring of the latest
+	// entries, as raft stored them, saves a read and a checksum each time.
+	recent, err := raft.NewLogCache(recentLogs, logs)
+	if err != nil {
+		n.trans.Close()
+		return nil, fmt.Errorf("raft log cache: %v", err)
+	}
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, n.store, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
 		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)
