@@ -220,6 +220,15 @@ func firstRows(tx *memdb.Txn, t sessionTable, sessionID string, limit int) []any
 // sessionRow returns a copy of a session's header, tombstone or not; nil
 // when there is none.
 func (a *applier) sessionRow(id string) *dexv1.Session {
+	if s := a.storedSession(id); s != nil {
+		return proto.Clone(s).(*dexv1.Session)
+	}
+	return nil
+}
+
+// storedSession returns the session's header row itself, to read only; nil
+// when there is none.
+func (a *applier) storedSession(id string) *dexv1.Session {
 	raw, err := a.tx.First(tableSessions, indexID, id)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: read session: %v", err))
@@ -227,7 +236,7 @@ func (a *applier) sessionRow(id string) *dexv1.Session {
 	if raw == nil {
 		return nil
 	}
-	return proto.Clone(raw.(*dexv1.Session)).(*dexv1.Session)
+	return raw.(*dexv1.Session)
 }
 
 // DeletedSessions returns up to limit deleted sessions whose rows the

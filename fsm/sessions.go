@@ -25,7 +25,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 	if r := CheckID("session id", c.SessionId); r != nil {
 		return rejected(r)
 	}
-	if old := a.sessionRow(c.SessionId); old != nil {
+	if old := a.storedSession(c.SessionId); old != nil {
 		if deleted(old) {
 			return rejected(reject(CodeAlreadyExists, "session %q was deleted and its rows are still being removed: use another id", c.SessionId))
 		}

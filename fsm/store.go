@@ -77,7 +77,7 @@ func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
 		return nil, reject(CodeNotFound, "step %q not found", id)
 	}
 	// The Steps of a deleted session wait for the purge: nothing acts on them.
-	if s := a.sessionRow(raw.(*dexv1.Step).SessionId); s != nil && deleted(s) {
+	if s := a.storedSession(raw.(*dexv1.Step).SessionId); s != nil && deleted(s) {
 		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
 	}
 	return proto.Clone(raw.(*dexv1.Step)).(*dexv1.Step), nil
