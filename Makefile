@@ -35,15 +35,16 @@ bench:
 	scripts/busy.sh $(GO) test ./dispatch -run '^$$' -bench . -benchmem
 	scripts/busy.sh $(GO) test ./cluster -run '^$$' -bench Propose -benchtime 3000x
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
-	$(BIN)/dexbench --bin $(BIN) $(BENCHFLAGS)
+	$(BIN)/dexbench --bin $(BIN) --runs 3 $(BENCHFLAGS)
 
-# dexbench at scale: a 1,000-session burst; the default run beside 10,000
-# idle sessions; 100 sessions one at a time (unloaded dispatch latency).
+# dexbench at scale, each three times (medians last): a 1,000-session burst;
+# the default run beside 10,000 idle sessions; 100 sessions one at a time
+# (unloaded dispatch latency).
 bench-scale:
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
-	$(BIN)/dexbench --bin $(BIN) --sessions 1000 $(BENCHFLAGS)
-	$(BIN)/dexbench --bin $(BIN) --idle-sessions 10000 $(BENCHFLAGS)
-	$(BIN)/dexbench --bin $(BIN) --sequential 100 $(BENCHFLAGS)
+	$(BIN)/dexbench --bin $(BIN) --runs 3 --sessions 1000 $(BENCHFLAGS)
+	$(BIN)/dexbench --bin $(BIN) --runs 3 --idle-sessions 10000 $(BENCHFLAGS)
+	$(BIN)/dexbench --bin $(BIN) --runs 3 --sequential 100 $(BENCHFLAGS)
 
 # The crash matrix (docs/crash-matrix.md): every row against every fault on real dexd and
 # dexworker processes; dexd is also built with its failpoints (-tags chaos).

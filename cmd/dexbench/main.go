@@ -56,6 +56,7 @@ type options struct {
 	idleSessions int
 	idleBatch    int
 	sequential   int
+	runs         int
 	steady       time.Duration
 	token        string
 }
@@ -82,6 +83,7 @@ func main() {
 	fs.IntVar(&o.idleBatch, "idle-batch", 500, "idle sessions created at once during the idle load")
 	fs.DurationVar(&o.steady, "steady", 0, "after the measured run, keep driving rounds of --sessions sessions for this long and report how many elections happened meanwhile (0: skip)")
 	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
+	fs.IntVar(&o.runs, "runs", 1, "run the whole bench this many times, each on a fresh cluster, and print the medians after the reports")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -96,23 +98,36 @@ func main() {
 		o.sessions = o.sequential
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	rep, err := run(ctx, o)
-	interrupted := ctx.Err() != nil
-	stop()
-	if interrupted {
-		fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
-		os.Exit(130)
-	}
-	if rep != nil {
-		if o.jsonOut {
-			rep.writeJSON(os.Stdout)
-		} else {
-			rep.writeTable(os.Stdout)
+	defer stop()
+	var reps []*report
+	for i := range o.runs {
+		if i > 0 && !o.jsonOut {
+			fmt.Println()
 		}
+		rep, err := run(ctx, o)
+		if ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
+			os.Exit(130)
+		}
+		if rep != nil {
+			if o.jsonOut {
+				rep.writeJSON(os.Stdout)
+			} else {
+				rep.writeTable(os.Stdout)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dexbench:", err)
+			os.Exit(1)
+		}
+		reps = append(reps, rep)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dexbench:", err)
-		os.Exit(1)
+	if o.runs > 1 {
+		if o.jsonOut {
+			summarize(reps).writeJSON(os.Stdout)
+		} else {
+			summarize(reps).writeTable(os.Stdout)
+		}
 	}
 }
 
@@ -126,6 +141,9 @@ func (o *options) check() error {
 	}
 	if o.idleSessions < 0 || o.idleBatch < 1 || o.sequential < 0 {
 		return errors.New("--idle-sessions and --sequential must be at least 0, --idle-batch at least 1")
+	}
+	if o.runs < 1 {
+		return errors.New("--runs must be at least 1")
 	}
 	if o.sessions > maxIndex || o.idleSessions > maxIndex || o.sequential > maxIndex || o.warmup > maxIndex {
 		return fmt.Errorf("--sessions, --idle-sessions, --sequential and --warmup must be at most %d", maxIndex)

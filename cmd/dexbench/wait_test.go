@@ -174,7 +174,7 @@ func TestWaitDone_ListsTheSessionsTheWorkersDidNotSeeEnd(t *testing.T) {
 }
 
 func TestOptionsCheck_RefusesBadFlags(t *testing.T) {
-	good := options{workers: 4, concurrency: 8, sessions: 200, toolsPerTurn: 2, warmup: 8, idleBatch: 500}
+	good := options{workers: 4, concurrency: 8, sessions: 200, toolsPerTurn: 2, warmup: 8, idleBatch: 500, runs: 1}
 	if err := good.check(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
@@ -186,6 +186,7 @@ func TestOptionsCheck_RefusesBadFlags(t *testing.T) {
 		"sessions past it":       func(o *options) { o.sessions = maxIndex + 1 },
 		"sequential past it":     func(o *options) { o.sequential = maxIndex + 1 },
 		"no workers":             func(o *options) { o.workers = 0 },
+		"zero runs":              func(o *options) { o.runs = 0 },
 	} {
 		o := good
 		edit(&o)
@@ -213,5 +214,20 @@ func TestGrowthPerSession(t *testing.T) {
 	}
 	if got := growthPerSession(before, after, "n2", 10000); got != 0 {
 		t.Fatalf("growth of an unknown node = %v; want 0", got)
+	}
+}
+
+func TestSummarize_TakesTheMedianOfEachFigure(t *testing.T) {
+	reps := []*report{
+		{StepsPerSec: 700, MachineBusy: 88, Dispatch: &dist{P50: 200, P99: 400}},
+		{StepsPerSec: 900, MachineBusy: 90, Dispatch: &dist{P50: 100, P99: 300}},
+		{StepsPerSec: 800, MachineBusy: 86, Dispatch: &dist{P50: 150, P99: 500}},
+	}
+	s := summarize(reps)
+	if s.Runs != 3 || s.MedianStepsPS != 800 || s.MedianP50 != 150 || s.MedianP99 != 400 || s.MedianBusy != 88 {
+		t.Fatalf("summary %+v; want 3 runs, medians 800 steps/s, p50 150, p99 400, busy 88", s)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Fatalf("median of an even count = %v; want 2.5", m)
 	}
 }
