@@ -55,6 +55,7 @@ type options struct {
 	workerTTL, toolWait                       time.Duration
 	sessionRetention                          time.Duration
 	runTimeout                                time.Duration
+	cpuProfile                                string
 	parsedPeers                               []cluster.Peer
 	tls                                       tlsOptions
 	sec                                       security
@@ -89,6 +90,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
+	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this node, from the moment its data dir is open until it stops, to this file; a relative path is under --data-dir")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
 	o.tls.register(fs)
 	o.sec.addFlags(fs)
@@ -281,6 +283,15 @@ func serve(o *options, log *zap.Logger) error {
 	})
 	if err != nil {
 		return err
+	}
+	if o.cpuProfile != "" {
+		// After Open: a profile in a new data dir would make it look foreign.
+		stopProfile, err := startCPUProfile(o.cpuProfile, o.dataDir)
+		if err != nil {
+			_ = node.Shutdown()
+			return err
+		}
+		defer stopProfile()
 	}
 	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
 
