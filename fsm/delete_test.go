@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -26,7 +25,7 @@ func rowsOf(f *FSM, id string) map[string]int {
 	for _, t := range sessionTables {
 		out[t.table] = len(firstRows(tx, t, id, 1<<30))
 	}
-	eachEventFrom(tx, id, 0, func(*dexv1.Event) bool { out[tableEvents]++; return true })
+	eachEventFrom(tx, id, 0, func(*fsmpb.Event) bool { out[tableEvents]++; return true })
 	for _, table := range []string{tableEventLogs, tableSessions} {
 		if raw, _ := tx.First(table, indexID, id); raw != nil {
 			out[table]++

@@ -9,7 +9,6 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -50,11 +49,11 @@ const (
 type eventPage struct {
 	SessionID string
 	Key       uint64
-	Events    []*dexv1.Event
+	Events    []*fsmpb.Event
 }
 
 // withEvents returns a copy of p whose events are evs.
-func (p *eventPage) withEvents(evs []*dexv1.Event) *eventPage {
+func (p *eventPage) withEvents(evs []*fsmpb.Event) *eventPage {
 	return &eventPage{SessionID: p.SessionID, Key: p.Key, Events: evs}
 }
 
@@ -122,7 +121,7 @@ func pageAtOrBefore(tx *memdb.Txn, sessionID string, seq uint64) *eventPage {
 
 // eachEventFrom calls fn with the session's kept events whose seq is at
 // least from, in order, until fn returns false.
-func eachEventFrom(tx *memdb.Txn, sessionID string, from uint64, fn func(*dexv1.Event) bool) {
+func eachEventFrom(tx *memdb.Txn, sessionID string, from uint64, fn func(*fsmpb.Event) bool) {
 	start := uint64(0)
 	if p := pageAtOrBefore(tx, sessionID, from); p != nil {
 		start = p.Key
@@ -145,7 +144,7 @@ func eachEventFrom(tx *memdb.Txn, sessionID string, from uint64, fn func(*dexv1.
 }
 
 // lastEvent returns the session's newest kept event, or nil.
-func lastEvent(tx *memdb.Txn, sessionID string) *dexv1.Event {
+func lastEvent(tx *memdb.Txn, sessionID string) *fsmpb.Event {
 	p := pageAtOrBefore(tx, sessionID, math.MaxUint64)
 	if p == nil {
 		return nil
@@ -154,7 +153,7 @@ func lastEvent(tx *memdb.Txn, sessionID string) *dexv1.Event {
 }
 
 // keptCount is how many events log's session keeps, last being its newest.
-func keptCount(log *fsmpb.EventLog, last *dexv1.Event) uint64 {
+func keptCount(log *fsmpb.EventLog, last *fsmpb.Event) uint64 {
 	if log == nil || log.FirstSeq == 0 || last == nil {
 		return 0
 	}
@@ -167,7 +166,7 @@ func keptCount(log *fsmpb.EventLog, last *dexv1.Event) uint64 {
 func (a *applier) emit(sessionID, typ, stepID, detail string) {
 	m := a.meta()
 	m.NextEventSeq++
-	ev := &dexv1.Event{
+	ev := &fsmpb.Event{
 		Seq: m.NextEventSeq, SessionId: sessionID, Type: typ, StepId: stepID, Detail: detail, AtMs: a.now, Ordinal: 1,
 	}
 	log := eventLogRow(a.tx, sessionID)
@@ -178,7 +177,7 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 	if last != nil && len(last.Events) < eventPageSize {
 		a.insert(tableEvents, last.withEvents(append(slices.Clip(last.Events), ev)))
 	} else {
-		a.insert(tableEvents, &eventPage{SessionID: sessionID, Key: ev.Seq, Events: []*dexv1.Event{ev}})
+		a.insert(tableEvents, &eventPage{SessionID: sessionID, Key: ev.Seq, Events: []*fsmpb.Event{ev}})
 	}
 	if log == nil || log.FirstSeq == 0 {
 		log = a.eventLog(sessionID)
@@ -198,9 +197,9 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 }
 
 // nextEvent returns the session's first event with a seq of at least from.
-func nextEvent(tx *memdb.Txn, sessionID string, from uint64) *dexv1.Event {
-	var out *dexv1.Event
-	eachEventFrom(tx, sessionID, from, func(ev *dexv1.Event) bool { out = ev; return false })
+func nextEvent(tx *memdb.Txn, sessionID string, from uint64) *fsmpb.Event {
+	var out *fsmpb.Event
+	eachEventFrom(tx, sessionID, from, func(ev *fsmpb.Event) bool { out = ev; return false })
 	return out
 }
 
@@ -350,8 +349,8 @@ func upgradeEvents(tx *memdb.Txn) error {
 
 // pageEvents groups a snapshot's events into pages: by session, in seq order
 // (a version 3 snapshot lists them so; older ones listed them by seq alone).
-func pageEvents(evs []*dexv1.Event) ([]*eventPage, error) {
-	byKey := func(a, b *dexv1.Event) int {
+func pageEvents(evs []*fsmpb.Event) ([]*eventPage, error) {
+	byKey := func(a, b *fsmpb.Event) int {
 		return cmp.Or(cmp.Compare(a.SessionId, b.SessionId), cmp.Compare(a.Seq, b.Seq))
 	}
 	if !slices.IsSortedFunc(evs, byKey) {

@@ -1,18 +1,17 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Events returns a session's events with a sequence number above after, in
 // order: a seek on the session's event pages.
-func (s *State) Events(sessionID string, after uint64) []*dexv1.Event {
+func (s *State) Events(sessionID string, after uint64) []*fsmpb.Event {
 	if after == ^uint64(0) {
 		return nil
 	}
-	var out []*dexv1.Event
-	eachEventFrom(s.tx, sessionID, after+1, func(ev *dexv1.Event) bool {
+	var out []*fsmpb.Event
+	eachEventFrom(s.tx, sessionID, after+1, func(ev *fsmpb.Event) bool {
 		out = append(out, ev)
 		return true
 	})

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -27,7 +26,7 @@ func (d *driver) prune(maxEvents uint32, sessions ...string) *fsmpb.Command {
 	}}}
 }
 
-func seqs(evs []*dexv1.Event) []uint64 {
+func seqs(evs []*fsmpb.Event) []uint64 {
 	out := []uint64{}
 	for _, e := range evs {
 		out = append(out, e.Seq)
@@ -114,7 +113,7 @@ func TestEvents_PrunedByAgeOldestFirstBoundedPerCommand(t *testing.T) {
 	d.send("a", "young")
 	st := d.f.State()
 	total := len(st.Events("a", 0)) + len(st.Events("b", 0))
-	var youngA []*dexv1.Event
+	var youngA []*fsmpb.Event
 	for _, e := range st.Events("a", 0) {
 		if e.AtMs == d.now {
 			youngA = append(youngA, e)
@@ -294,7 +293,7 @@ func TestEvents_PagesReadTrimAndRestoreLikeOneList(t *testing.T) {
 	if len(all) <= 2*eventPageSize {
 		t.Fatalf("the fixture keeps %d events: not enough for three pages", len(all))
 	}
-	check := func(st *State, want []*dexv1.Event) {
+	check := func(st *State, want []*fsmpb.Event) {
 		t.Helper()
 		checkLog(t, st, "a")
 		for from := uint64(0); from <= want[len(want)-1].Seq+1; from++ {

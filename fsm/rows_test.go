@@ -40,6 +40,12 @@ func TestSnapshot_FormatOneStillRestores(t *testing.T) {
 	if len(b.Inbox) != 1 || b.Inbox[0].Text != "queued behind the turn" || b.InboxCount != 1 {
 		t.Fatalf("inbox of b after restore: %v (count %d)", b.Inbox, b.InboxCount)
 	}
+	// Its events were written as dex.v1.Event records; the state stores
+	// fsmpb.Event now, under the same field numbers.
+	evs := st.Events("a", 0)
+	if len(evs) == 0 || evs[0].SessionId != "a" || evs[0].Type == "" || evs[0].Seq == 0 || evs[0].AtMs == 0 {
+		t.Fatalf("events of a after restore: %v", evs)
+	}
 	for _, s := range st.Sessions() {
 		checkRunningFigures(t, st, s)
 		if len(s.History)+len(s.Inbox)+len(s.SeenMessageIds) > 0 {

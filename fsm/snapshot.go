@@ -92,7 +92,7 @@ func record(raw any) *fsmpb.SnapshotRecord {
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Session{Session: v}}
 	case *dexv1.Step:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Step{Step: v}}
-	case *dexv1.Event:
+	case *fsmpb.Event:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Event{Event: v}}
 	case *dexv1.HistoryEntry:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_History{History: v}}
@@ -129,7 +129,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	next := newStore()
 	tx := next.db.Txn(true)
 	defer tx.Abort()
-	var events []*dexv1.Event
+	var events []*fsmpb.Event
 	for n := 0; ; n++ {
 		rec := &fsmpb.SnapshotRecord{}
 		err := protodelim.UnmarshalFrom(br, rec)

@@ -4,9 +4,10 @@
 // 	protoc        v3.21.12
 // source: dex/fsm/v1/state.proto
 
-// What the state machine stores that the public API never shows: the cluster
-// counters, each session's event log head, the tool catalog's Worker rows,
-// and the snapshot's records.
+// What the state machine stores in its own types: the cluster counters,
+// each session's events and event log head, the tool catalog's Worker rows,
+// and the snapshot's records. The API converts what it shows of them at its
+// edge, so the stored form can change without changing the API.
 
 package fsmpb
 
@@ -230,6 +231,102 @@ func (x *EventLog) GetFirstAtMs() int64 {
 	return 0
 }
 
+// One event of a session, as stored (the API shows it as dex.v1.Event). Its
+// fields and their numbers are dex.v1.Event's, so the snapshots written when
+// the state stored that type restore unchanged.
+type Event struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Seq       uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Type      string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	StepId    string                 `protobuf:"bytes,4,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Detail    string                 `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
+	AtMs      int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	// The event's place among its session's events (1 for the first).
+	Ordinal       uint64 `protobuf:"varint,7,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Event) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Event) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Event) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Event) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *Event) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *Event) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *Event) GetOrdinal() uint64 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
 // How many events the cluster keeps per session, and for how long. Zero
 // means no limit.
 type EventRetention struct {
@@ -242,7 +339,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -254,7 +351,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -267,7 +364,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{2}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -310,7 +407,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -322,7 +419,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -335,7 +432,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -390,7 +487,7 @@ func (x *SnapshotRecord) GetNode() *dexv1.NodeInfo {
 	return nil
 }
 
-func (x *SnapshotRecord) GetEvent() *dexv1.Event {
+func (x *SnapshotRecord) GetEvent() *Event {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Event); ok {
 			return x.Event
@@ -487,7 +584,7 @@ type SnapshotRecord_Node struct {
 }
 
 type SnapshotRecord_Event struct {
-	Event *dexv1.Event `protobuf:"bytes,6,opt,name=event,proto3,oneof"`
+	Event *Event `protobuf:"bytes,6,opt,name=event,proto3,oneof"`
 }
 
 type SnapshotRecord_History struct {
@@ -558,7 +655,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +667,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +680,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -631,17 +728,26 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\x12'\n" +
 	"\x0fdropped_through\x18\x05 \x01(\x04R\x0edroppedThrough\x12#\n" +
 	"\rfirst_ordinal\x18\x06 \x01(\x04R\ffirstOrdinal\x12\x1e\n" +
-	"\vfirst_at_ms\x18\a \x01(\x03R\tfirstAtMs\"=\n" +
+	"\vfirst_at_ms\x18\a \x01(\x03R\tfirstAtMs\"\xac\x01\n" +
+	"\x05Event\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x17\n" +
+	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
+	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xeb\x04\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xef\x04\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
 	"\x04step\x18\x03 \x01(\v2\f.dex.v1.StepH\x00R\x04step\x12,\n" +
 	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
-	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12%\n" +
-	"\x05event\x18\x06 \x01(\v2\r.dex.v1.EventH\x00R\x05event\x120\n" +
+	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12)\n" +
+	"\x05event\x18\x06 \x01(\v2\x11.dex.fsm.v1.EventH\x00R\x05event\x120\n" +
 	"\ahistory\x18\a \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x12'\n" +
 	"\x05inbox\x18\b \x01(\v2\x0f.dex.v1.MessageH\x00R\x05inbox\x125\n" +
 	"\baccepted\x18\t \x01(\v2\x17.dex.v1.AcceptedMessageH\x00R\baccepted\x123\n" +
@@ -670,18 +776,18 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),           // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),              // 1: dex.fsm.v1.EventLog
-	(*EventRetention)(nil),        // 2: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),        // 3: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),            // 4: dex.fsm.v1.WorkerTool
-	(*dexv1.Session)(nil),         // 5: dex.v1.Session
-	(*dexv1.Step)(nil),            // 6: dex.v1.Step
-	(*dexv1.WorkerInfo)(nil),      // 7: dex.v1.WorkerInfo
-	(*dexv1.NodeInfo)(nil),        // 8: dex.v1.NodeInfo
-	(*dexv1.Event)(nil),           // 9: dex.v1.Event
+	(*Event)(nil),                 // 2: dex.fsm.v1.Event
+	(*EventRetention)(nil),        // 3: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),        // 4: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),            // 5: dex.fsm.v1.WorkerTool
+	(*dexv1.Session)(nil),         // 6: dex.v1.Session
+	(*dexv1.Step)(nil),            // 7: dex.v1.Step
+	(*dexv1.WorkerInfo)(nil),      // 8: dex.v1.WorkerInfo
+	(*dexv1.NodeInfo)(nil),        // 9: dex.v1.NodeInfo
 	(*dexv1.HistoryEntry)(nil),    // 10: dex.v1.HistoryEntry
 	(*dexv1.Message)(nil),         // 11: dex.v1.Message
 	(*dexv1.AcceptedMessage)(nil), // 12: dex.v1.AcceptedMessage
@@ -689,19 +795,19 @@ var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*dexv1.AclToken)(nil),        // 14: dex.v1.AclToken
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	2,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	3,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
 	0,  // 1: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	5,  // 2: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	6,  // 3: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	7,  // 4: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	8,  // 5: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	9,  // 6: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.v1.Event
+	6,  // 2: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
+	7,  // 3: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.v1.Step
+	8,  // 4: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	9,  // 5: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	2,  // 6: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
 	10, // 7: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
 	11, // 8: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
 	12, // 9: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
 	1,  // 10: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
 	13, // 11: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	4,  // 12: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	5,  // 12: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
 	14, // 13: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
 	14, // [14:14] is the sub-list for method output_type
 	14, // [14:14] is the sub-list for method input_type
@@ -715,7 +821,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	if File_dex_fsm_v1_state_proto != nil {
 		return
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[3].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[4].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -736,7 +842,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
