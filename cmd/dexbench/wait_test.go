@@ -231,3 +231,35 @@ func TestSummarize_TakesTheMedianOfEachFigure(t *testing.T) {
 		t.Fatalf("median of an even count = %v; want 2.5", m)
 	}
 }
+
+func TestFinishes_CountsEachRangeOwnSessionsOnce(t *testing.T) {
+	fin := newFinishes()
+	first, second := idRange{prefix: "bench", n: 2}, idRange{prefix: "bench", from: 2, n: 2}
+	other := idRange{prefix: "idle", n: 2}
+	for _, r := range []idRange{first, second, other} {
+		if n, _ := fin.done(r); n != 0 {
+			t.Fatalf("done(%v) = %d before any Complete; want 0", r, n)
+		}
+	}
+	finish := func(step, session string) {
+		fin.answered(step, session)
+		fin.completed(step)
+	}
+	finish("a", first.id(1))
+	finish("b", first.id(1)) // the same session's next turn
+	finish("c", second.id(0))
+	finish("d", "bench-x0002") // not a session of any range
+	if n, _ := fin.done(first); n != 1 {
+		t.Fatalf("first range done = %d; want 1 (one session, finished twice)", n)
+	}
+	if n, _ := fin.done(second); n != 1 {
+		t.Fatalf("second range done = %d; want 1", n)
+	}
+	if n, _ := fin.done(other); n != 0 {
+		t.Fatalf("other prefix done = %d; want 0", n)
+	}
+	// A range asked about only now counts what finished before.
+	if n, _ := fin.done(idRange{prefix: "bench", n: 4}); n != 2 {
+		t.Fatalf("whole range done = %d; want 2", n)
+	}
+}
