@@ -37,7 +37,7 @@ func (s *State) Counts() Counts {
 	c.Inbox = count(s, tableInbox)
 	c.AcceptedIDs = count(s, tableAccepted)
 	for _, p := range all[*eventPage](s.tx, tableEvents, indexID) {
-		c.Events += len(p.Events)
+		c.Events += p.len()
 	}
 	c.Workers = count(s, tableWorkers)
 	c.Tools = count(s, tableTools)

@@ -41,22 +41,6 @@ const (
 	eventPageSize = 16
 )
 
-// eventPage is up to eventPageSize consecutive events of one session. Its key
-// is the seq of the event it was started with: every event in it has a seq
-// of at least the key and below the next page's key (dropping events from
-// its front keeps the key). A stored page never changes: a write stores a
-// new one.
-type eventPage struct {
-	SessionID string
-	Key       uint64
-	Events    []*fsmpb.Event
-}
-
-// withEvents returns a copy of p whose events are evs.
-func (p *eventPage) withEvents(evs []*fsmpb.Event) *eventPage {
-	return &eventPage{SessionID: p.SessionID, Key: p.Key, Events: evs}
-}
-
 // withEventSchema adds the events and the EventLog table to the schema.
 func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
 	s.Tables[tableEvents] = &memdb.TableSchema{Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{
@@ -135,29 +119,35 @@ func eachEventFrom(tx *memdb.Txn, sessionID string, from uint64, fn func(*fsmpb.
 		if p.SessionID != sessionID {
 			return
 		}
-		for _, ev := range p.Events {
-			if ev.Seq >= from && !fn(ev) {
-				return
+		if p.lastSeq < from {
+			continue
+		}
+		more := true
+		p.each(func(ev *fsmpb.Event) bool {
+			if ev.Seq >= from {
+				more = fn(ev)
 			}
+			return more
+		})
+		if !more {
+			return
 		}
 	}
 }
 
-// lastEvent returns the session's newest kept event, or nil.
-func lastEvent(tx *memdb.Txn, sessionID string) *fsmpb.Event {
-	p := pageAtOrBefore(tx, sessionID, math.MaxUint64)
-	if p == nil {
-		return nil
-	}
-	return p.Events[len(p.Events)-1]
+// lastEvent returns the page that holds the session's newest kept event
+// (its lastSeq and lastOrdinal), or nil.
+func lastEvent(tx *memdb.Txn, sessionID string) *eventPage {
+	return pageAtOrBefore(tx, sessionID, math.MaxUint64)
 }
 
-// keptCount is how many events log's session keeps, last being its newest.
-func keptCount(log *fsmpb.EventLog, last *fsmpb.Event) uint64 {
+// keptCount is how many events log's session keeps, last being the page of
+// its newest.
+func keptCount(log *fsmpb.EventLog, last *eventPage) uint64 {
 	if log == nil || log.FirstSeq == 0 || last == nil {
 		return 0
 	}
-	return last.Ordinal - log.FirstOrdinal + 1
+	return last.lastOrdinal - log.FirstOrdinal + 1
 }
 
 // emit appends a session event for watchers and trims the session's oldest
@@ -172,13 +162,14 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 	log := eventLogRow(a.tx, sessionID)
 	last := pageAtOrBefore(a.tx, sessionID, math.MaxUint64)
 	if log != nil && log.FirstSeq != 0 && last != nil {
-		ev.Ordinal = last.Events[len(last.Events)-1].Ordinal + 1
+		ev.Ordinal = last.lastOrdinal + 1
 	}
-	if last != nil && len(last.Events) < eventPageSize {
-		a.insert(tableEvents, last.withEvents(append(slices.Clip(last.Events), ev)))
+	if last != nil && last.len() < eventPageSize {
+		last = last.withEvent(ev)
 	} else {
-		a.insert(tableEvents, &eventPage{SessionID: sessionID, Key: ev.Seq, Events: []*fsmpb.Event{ev}})
+		last = newEventPage(sessionID, ev)
 	}
+	a.insert(tableEvents, last)
 	if log == nil || log.FirstSeq == 0 {
 		log = a.eventLog(sessionID)
 		log.FirstSeq, log.FirstOrdinal, log.FirstAtMs = ev.Seq, ev.Ordinal, ev.AtMs
@@ -186,11 +177,11 @@ func (a *applier) emit(sessionID, typ, stepID, detail string) {
 		return
 	}
 	limit := m.GetEventRetention().GetCount()
-	if limit == 0 || keptCount(log, ev) <= limit {
+	if limit == 0 || keptCount(log, last) <= limit {
 		return
 	}
 	log = a.eventLog(sessionID)
-	for n := 0; keptCount(log, ev) > limit && n < maxTrimPerEmit; n++ {
+	for n := 0; keptCount(log, last) > limit && n < maxTrimPerEmit; n++ {
 		a.dropFirstEvent(log)
 	}
 	a.insert(tableEventLogs, log)
@@ -207,12 +198,15 @@ func nextEvent(tx *memdb.Txn, sessionID string, from uint64) *fsmpb.Event {
 // log past it; the caller writes log.
 func (a *applier) dropFirstEvent(log *fsmpb.EventLog) {
 	p := pageAtOrBefore(a.tx, log.SessionId, log.FirstSeq)
-	if p == nil || p.Events[0].Seq != log.FirstSeq {
+	var ev *fsmpb.Event
+	if p != nil {
+		ev = p.first()
+	}
+	if ev == nil || ev.Seq != log.FirstSeq {
 		panic(fmt.Sprintf("fsm: event log of %s names first event %d, which is missing", log.SessionId, log.FirstSeq))
 	}
-	ev := p.Events[0]
-	if len(p.Events) > 1 {
-		a.insert(tableEvents, p.withEvents(p.Events[1:]))
+	if p.len() > 1 {
+		a.insert(tableEvents, p.withoutFirst())
 	} else if err := a.tx.Delete(tableEvents, p); err != nil {
 		panic(fmt.Sprintf("fsm: delete event page: %v", err))
 	}
@@ -299,29 +293,23 @@ func (a *applier) pruneEvents(c *fsmpb.PruneEvents) *Result {
 // upgradeEvents brings the events of a snapshot written before version 3 to
 // this layout: ordinals numbered per session in seq order, and every session
 // with events given an EventLog that starts at its first (a version 1
-// snapshot had none; a version 2 one counted every event in its row).
-func upgradeEvents(tx *memdb.Txn) error {
-	it, err := tx.Get(tableEvents, indexID)
-	if err != nil {
-		return err
-	}
+// snapshot had none; a version 2 one counted every event in its row). evs
+// are sorted by sortEvents and fresh from the snapshot.
+func upgradeEvents(tx *memdb.Txn, evs []*fsmpb.Event) error {
 	var logs []*fsmpb.EventLog
 	var cur *fsmpb.EventLog
 	var ord uint64
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		// Fresh from the snapshot, shared with no reader.
-		for _, ev := range raw.(*eventPage).Events {
-			if cur == nil || cur.SessionId != ev.SessionId {
-				cur = &fsmpb.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq, FirstOrdinal: 1, FirstAtMs: ev.AtMs}
-				if have := eventLogRow(tx, ev.SessionId); have != nil {
-					cur.DroppedThrough = have.DroppedThrough
-				}
-				logs = append(logs, cur)
-				ord = 0
+	for _, ev := range evs {
+		if cur == nil || cur.SessionId != ev.SessionId {
+			cur = &fsmpb.EventLog{SessionId: ev.SessionId, FirstSeq: ev.Seq, FirstOrdinal: 1, FirstAtMs: ev.AtMs}
+			if have := eventLogRow(tx, ev.SessionId); have != nil {
+				cur.DroppedThrough = have.DroppedThrough
 			}
-			ord++
-			ev.Ordinal = ord // not part of any index key
+			logs = append(logs, cur)
+			ord = 0
 		}
+		ord++
+		ev.Ordinal = ord
 	}
 	for _, l := range logs {
 		if err := tx.Insert(tableEventLogs, l); err != nil {
@@ -347,26 +335,35 @@ func upgradeEvents(tx *memdb.Txn) error {
 	return nil
 }
 
-// pageEvents groups a snapshot's events into pages: by session, in seq order
-// (a version 3 snapshot lists them so; older ones listed them by seq alone).
-func pageEvents(evs []*fsmpb.Event) ([]*eventPage, error) {
+// sortEvents puts a snapshot's events in (session, seq) order (a version 3
+// snapshot lists them so; older ones listed them by seq alone) and refuses
+// an event listed twice.
+func sortEvents(evs []*fsmpb.Event) error {
 	byKey := func(a, b *fsmpb.Event) int {
 		return cmp.Or(cmp.Compare(a.SessionId, b.SessionId), cmp.Compare(a.Seq, b.Seq))
 	}
 	if !slices.IsSortedFunc(evs, byKey) {
 		slices.SortFunc(evs, byKey)
 	}
-	var pages []*eventPage
-	var cur *eventPage
-	for i, ev := range evs {
-		if i > 0 && byKey(evs[i-1], ev) == 0 {
-			return nil, fmt.Errorf("event %d of session %q is listed twice", ev.Seq, ev.SessionId)
+	for i := 1; i < len(evs); i++ {
+		if byKey(evs[i-1], evs[i]) == 0 {
+			return fmt.Errorf("event %d of session %q is listed twice", evs[i].Seq, evs[i].SessionId)
 		}
-		if cur == nil || cur.SessionID != ev.SessionId || len(cur.Events) == eventPageSize {
-			cur = &eventPage{SessionID: ev.SessionId, Key: ev.Seq}
-			pages = append(pages, cur)
-		}
-		cur.Events = append(cur.Events, ev)
 	}
-	return pages, nil
+	return nil
+}
+
+// pageEvents groups sorted events into pages of up to eventPageSize, by
+// session.
+func pageEvents(evs []*fsmpb.Event) []*eventPage {
+	var pages []*eventPage
+	for len(evs) > 0 {
+		n := 1
+		for n < len(evs) && n < eventPageSize && evs[n].SessionId == evs[0].SessionId {
+			n++
+		}
+		pages = append(pages, newEventPage(evs[0].SessionId, evs[:n]...))
+		evs = evs[n:]
+	}
+	return pages
 }

@@ -28,7 +28,7 @@ func (s *State) EventLog(sessionID string) *fsmpb.EventLog {
 	// A session that keeps none: its last seq is the last one dropped.
 	out := &fsmpb.EventLog{SessionId: sessionID, DroppedThrough: row.DroppedThrough, LastSeq: row.DroppedThrough}
 	if last := lastEvent(s.tx, sessionID); row.FirstSeq != 0 && last != nil {
-		out.Count, out.FirstSeq, out.LastSeq = keptCount(row, last), row.FirstSeq, last.Seq
+		out.Count, out.FirstSeq, out.LastSeq = keptCount(row, last), row.FirstSeq, last.lastSeq
 		out.FirstOrdinal, out.FirstAtMs = row.FirstOrdinal, row.FirstAtMs
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -63,10 +64,8 @@ func (s *Snapshot) Persist(w io.Writer) error {
 		}
 		for raw := it.Next(); raw != nil; raw = it.Next() {
 			if p, ok := raw.(*eventPage); ok { // pages are stored, events written
-				for _, ev := range p.Events {
-					if err := write(record(ev)); err != nil {
-						return err
-					}
+				if err := p.eachEncoded(func(ev []byte) error { return writeEventRecord(bw, ev) }); err != nil {
+					return err
 				}
 				continue
 			}
@@ -76,6 +75,21 @@ func (s *Snapshot) Persist(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// writeEventRecord writes the snapshot record of one encoded event: the
+// bytes protodelim writes for a SnapshotRecord holding that event.
+func writeEventRecord(w io.Writer, ev []byte) error {
+	const eventField = 6 // SnapshotRecord.event
+	var hdr [24]byte
+	rec := protowire.AppendVarint(hdr[:0], uint64(protowire.SizeTag(eventField)+protowire.SizeBytes(len(ev))))
+	rec = protowire.AppendTag(rec, eventField, protowire.BytesType)
+	rec = protowire.AppendVarint(rec, uint64(len(ev)))
+	if _, err := w.Write(rec); err != nil {
+		return err
+	}
+	_, err := w.Write(ev)
+	return err
 }
 
 func record(raw any) *fsmpb.SnapshotRecord {
@@ -180,18 +194,17 @@ func (f *FSM) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
 	}
-	pages, err := pageEvents(events)
-	if err != nil {
+	if err := sortEvents(events); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
-	for _, p := range pages {
-		if err := tx.Insert(tableEvents, p); err != nil {
-			return fmt.Errorf("%w: events of %s: %v", ErrBadSnapshot, p.SessionID, err)
+	if version < 3 {
+		if err := upgradeEvents(tx, events); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
 	}
-	if version < 3 {
-		if err := upgradeEvents(tx); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	for _, p := range pageEvents(events) {
+		if err := tx.Insert(tableEvents, p); err != nil {
+			return fmt.Errorf("%w: events of %s: %v", ErrBadSnapshot, p.SessionID, err)
 		}
 	}
 	rebuildCatalog(tx)

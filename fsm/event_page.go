@@ -1,0 +1,158 @@
+package fsm
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
+
+// eventPage is up to eventPageSize consecutive events of one session. Its key
+// is the seq of the event it was started with: every event in it has a seq
+// of at least the key and below the next page's key (dropping events from
+// its front keeps the key). A stored page never changes: a write stores a
+// new one.
+//
+// The events are kept encoded, each length-delimited and without its
+// session id (the page's): a kept event costs its bytes, not a message with
+// its own strings for the collector to scan, and a reader decodes the events
+// it reads. The newest event's seq and ordinal are kept beside, for the
+// emits and counts that need only those.
+type eventPage struct {
+	SessionID   string
+	Key         uint64
+	n           int
+	lastSeq     uint64
+	lastOrdinal uint64
+	data        []byte
+}
+
+// newEventPage returns a page of session's events, keyed by the first one's
+// seq. The events are the caller's and are not kept.
+func newEventPage(sessionID string, evs ...*fsmpb.Event) *eventPage {
+	p := &eventPage{SessionID: sessionID, Key: evs[0].Seq}
+	for _, ev := range evs {
+		p.data = appendEvent(p.data, ev)
+	}
+	p.n = len(evs)
+	last := evs[len(evs)-1]
+	p.lastSeq, p.lastOrdinal = last.Seq, last.Ordinal
+	return p
+}
+
+func (p *eventPage) len() int { return p.n }
+
+// withEvent returns a copy of p with ev after its events.
+func (p *eventPage) withEvent(ev *fsmpb.Event) *eventPage {
+	data := make([]byte, len(p.data), len(p.data)+protowire.SizeBytes(eventSize(ev)))
+	copy(data, p.data)
+	return &eventPage{
+		SessionID: p.SessionID, Key: p.Key, n: p.n + 1,
+		lastSeq: ev.Seq, lastOrdinal: ev.Ordinal, data: appendEvent(data, ev),
+	}
+}
+
+// withoutFirst returns a copy of p without its first event; p must have more
+// than one.
+func (p *eventPage) withoutFirst() *eventPage {
+	_, n := protowire.ConsumeBytes(p.data)
+	return &eventPage{
+		SessionID: p.SessionID, Key: p.Key, n: p.n - 1,
+		lastSeq: p.lastSeq, lastOrdinal: p.lastOrdinal, data: p.data[n:],
+	}
+}
+
+// first decodes the page's first event.
+func (p *eventPage) first() *fsmpb.Event {
+	var out *fsmpb.Event
+	p.each(func(ev *fsmpb.Event) bool { out = ev; return false })
+	return out
+}
+
+// each decodes the page's events in order and calls fn with each until fn
+// returns false. The events are fresh: the caller may keep them.
+func (p *eventPage) each(fn func(*fsmpb.Event) bool) {
+	data := p.data
+	for len(data) > 0 {
+		b, n := protowire.ConsumeBytes(data)
+		if n < 0 {
+			panic(fmt.Sprintf("fsm: event page of %s does not decode: %v", p.SessionID, protowire.ParseError(n)))
+		}
+		ev := &fsmpb.Event{}
+		if err := proto.Unmarshal(b, ev); err != nil {
+			panic(fmt.Sprintf("fsm: event of %s does not decode: %v", p.SessionID, err))
+		}
+		ev.SessionId = p.SessionID
+		if !fn(ev) {
+			return
+		}
+		data = data[n:]
+	}
+}
+
+// eventSize is the encoded size of ev without its session id.
+func eventSize(ev *fsmpb.Event) int {
+	return proto.Size(ev) - sessionIDSize(ev)
+}
+
+func sessionIDSize(ev *fsmpb.Event) int {
+	if ev.SessionId == "" {
+		return 0
+	}
+	return protowire.SizeTag(2) + protowire.SizeBytes(len(ev.SessionId))
+}
+
+// appendEvent appends ev, length-delimited and without its session id, to b.
+// It encodes ev once, behind a one-byte length that it widens in the rare
+// case the event is 128 bytes or more.
+func appendEvent(b []byte, ev *fsmpb.Event) []byte {
+	sessionID := ev.SessionId
+	ev.SessionId = "" // restored below; ev is not shared yet
+	at := len(b)
+	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(append(b, 0), ev)
+	ev.SessionId = sessionID
+	if err != nil {
+		panic(fmt.Sprintf("fsm: encode event: %v", err))
+	}
+	size := len(b) - at - 1
+	if size < 0x80 {
+		b[at] = byte(size)
+		return b
+	}
+	enc := append([]byte(nil), b[at+1:]...)
+	return append(protowire.AppendVarint(b[:at], uint64(size)), enc...)
+}
+
+// eachEncoded calls fn with each event's encoding as a deterministic
+// proto.Marshal of the whole event writes it (session id included), until fn
+// returns an error; the bytes are valid only during the call. A snapshot
+// writes them without decoding a message.
+func (p *eventPage) eachEncoded(fn func([]byte) error) error {
+	var buf []byte
+	data := p.data
+	for len(data) > 0 {
+		enc, n := protowire.ConsumeBytes(data)
+		if n < 0 {
+			panic(fmt.Sprintf("fsm: event page of %s does not decode: %v", p.SessionID, protowire.ParseError(n)))
+		}
+		data = data[n:]
+		// The session id (field 2) goes after the seq (field 1), when there
+		// is one, as a deterministic encoding orders fields by number.
+		split := 0
+		if num, typ, tn := protowire.ConsumeTag(enc); tn > 0 && num == 1 {
+			split = tn + protowire.ConsumeFieldValue(num, typ, enc[tn:])
+		}
+		buf = append(buf[:0], enc[:split]...)
+		if p.SessionID != "" {
+			buf = protowire.AppendTag(buf, 2, protowire.BytesType)
+			buf = protowire.AppendString(buf, p.SessionID)
+		}
+		buf = append(buf, enc[split:]...)
+		if err := fn(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
