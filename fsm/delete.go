@@ -197,8 +197,8 @@ type sessionTable struct {
 var sessionTables = []sessionTable{
 	{tableSteps, indexSessionNumber, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.Step).SessionId }},
 	{tableHistory, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.HistoryEntry).SessionId }},
-	{tableInbox, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.Message).SessionId }},
-	{tableAccepted, indexID, []any{""}, func(raw any) string { return raw.(*dexv1.AcceptedMessage).SessionId }},
+	{tableInbox, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.InboxMessage).SessionId }},
+	{tableAccepted, indexID, []any{""}, func(raw any) string { return raw.(*fsmpb.AcceptedMessage).SessionId }},
 }
 
 // firstRows returns up to limit of the session's rows of t, in index order.

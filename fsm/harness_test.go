@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -376,4 +377,22 @@ func wantStatus(t testing.TB, s *dexv1.Session, want dexv1.SessionStatus) {
 	if s.Status != want {
 		t.Fatalf("session %s is %s; want %s (last error %q)", s.Id, StatusName(s.Status), StatusName(want), s.LastError)
 	}
+}
+
+// SessionView returns a copy of a session with its whole history and inbox
+// filled in, as the API showed sessions before it paged them; nil when the
+// session does not exist. It reads every row of the session.
+func (s *State) SessionView(id string) *dexv1.Session {
+	sess := s.Session(id)
+	if sess == nil {
+		return nil
+	}
+	v := proto.Clone(sess).(*dexv1.Session)
+	v.History, _ = s.History(id, 0, math.MaxInt, math.MaxInt)
+	for _, m := range s.Inbox(id, math.MaxInt) {
+		v.Inbox = append(v.Inbox, &dexv1.Message{
+			Id: m.Id, Text: m.Text, FromSession: m.FromSession, ReceivedAtMs: m.ReceivedAtMs, SessionId: m.SessionId, Seq: m.Seq,
+		})
+	}
+	return v
 }

@@ -93,7 +93,7 @@ func acceptedBytes(session, messageID string) []byte {
 }
 
 func (acceptedKey) FromObject(obj any) (bool, []byte, error) {
-	m, ok := obj.(*dexv1.AcceptedMessage)
+	m, ok := obj.(*fsmpb.AcceptedMessage)
 	if !ok {
 		return false, nil, fmt.Errorf("accepted key: %T is not an AcceptedMessage", obj)
 	}
@@ -118,6 +118,6 @@ var (
 	eventLogKey = stringKey[*fsmpb.EventLog]{func(l *fsmpb.EventLog) string { return l.SessionId }}
 	historyKey  = sessionSeqKey[*dexv1.HistoryEntry]{
 		func(h *dexv1.HistoryEntry) string { return h.SessionId }, func(h *dexv1.HistoryEntry) uint64 { return h.Seq }}
-	inboxKey = sessionSeqKey[*dexv1.Message]{
-		func(m *dexv1.Message) string { return m.SessionId }, func(m *dexv1.Message) uint64 { return m.Seq }}
+	inboxKey = sessionSeqKey[*fsmpb.InboxMessage]{
+		func(m *fsmpb.InboxMessage) string { return m.SessionId }, func(m *fsmpb.InboxMessage) uint64 { return m.Seq }}
 )

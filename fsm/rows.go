@@ -6,6 +6,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // A session's history, inbox and accepted message ids are rows keyed by
@@ -30,7 +31,7 @@ func rowSession(raw any) string {
 	switch v := raw.(type) {
 	case *dexv1.HistoryEntry:
 		return v.SessionId
-	case *dexv1.Message:
+	case *fsmpb.InboxMessage:
 		return v.SessionId
 	}
 	panic(fmt.Sprintf("fsm: %T is not a session row", raw))
@@ -167,22 +168,22 @@ func (a *applier) accepted(sessionID, messageID string) bool {
 }
 
 // pushInbox accepts a message into the session's inbox.
-func (a *applier) pushInbox(s *dexv1.Session, m *dexv1.Message) {
+func (a *applier) pushInbox(s *dexv1.Session, m *fsmpb.InboxMessage) {
 	if s.NextInbox == 0 {
 		s.NextInbox = 1
 	}
 	m.SessionId, m.Seq = s.Id, s.NextInbox
 	s.NextInbox++
 	s.InboxCount++
-	a.insert(tableAccepted, &dexv1.AcceptedMessage{SessionId: s.Id, MessageId: m.Id})
+	a.insert(tableAccepted, &fsmpb.AcceptedMessage{SessionId: s.Id, MessageId: m.Id})
 	a.insert(tableInbox, m)
 }
 
 // drainInbox removes and returns the session's inbox messages in order.
-func (a *applier) drainInbox(s *dexv1.Session) []*dexv1.Message {
-	var out []*dexv1.Message
+func (a *applier) drainInbox(s *dexv1.Session) []*fsmpb.InboxMessage {
+	var out []*fsmpb.InboxMessage
 	sessionRows(a.tx, tableInbox, s.Id, 0, func(raw any) bool {
-		out = append(out, raw.(*dexv1.Message))
+		out = append(out, raw.(*fsmpb.InboxMessage))
 		return true
 	})
 	for _, m := range out {

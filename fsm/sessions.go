@@ -63,7 +63,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
-		a.receive(s, &dexv1.Message{Id: c.MessageId, Text: c.Message, ReceivedAtMs: a.now})
+		a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Message, ReceivedAtMs: a.now})
 	}
 	a.putSession(s)
 	return &Result{SessionID: s.Id}
@@ -83,13 +83,13 @@ func (a *applier) sendMessage(c *fsmpb.SendMessage) *Result {
 	if a.accepted(s.Id, c.MessageId) {
 		return &Result{SessionID: s.Id, Replayed: true}
 	}
-	a.receive(s, &dexv1.Message{Id: c.MessageId, Text: c.Text, FromSession: c.FromSession, ReceivedAtMs: a.now})
+	a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Text, FromSession: c.FromSession, ReceivedAtMs: a.now})
 	a.putSession(s)
 	return &Result{SessionID: s.Id}
 }
 
 // receive puts a message in the inbox and starts a turn if the session is free.
-func (a *applier) receive(s *dexv1.Session, m *dexv1.Message) {
+func (a *applier) receive(s *dexv1.Session, m *fsmpb.InboxMessage) {
 	a.pushInbox(s, m)
 	a.emit(s.Id, "message_received", "", m.Id)
 	switch {
@@ -185,14 +185,14 @@ func (a *applier) tellParent(s *dexv1.Session, text string) {
 	}
 	id := fmt.Sprintf("%s@%d", s.Id, a.index)
 	if h := a.held; h != nil && h.Id == s.ParentId { // its caller puts it
-		a.receive(h, &dexv1.Message{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
+		a.receive(h, &fsmpb.InboxMessage{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
 		return
 	}
 	p, r := a.session(s.ParentId)
 	if r != nil {
 		return // the parent is gone; nobody to tell
 	}
-	a.receive(p, &dexv1.Message{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
+	a.receive(p, &fsmpb.InboxMessage{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
 	a.putSession(p)
 }
 

@@ -110,9 +110,9 @@ func record(raw any) *fsmpb.SnapshotRecord {
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Event{Event: v}}
 	case *dexv1.HistoryEntry:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_History{History: v}}
-	case *dexv1.Message:
+	case *fsmpb.InboxMessage:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Inbox{Inbox: v}}
-	case *dexv1.AcceptedMessage:
+	case *fsmpb.AcceptedMessage:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Accepted{Accepted: v}}
 	case *fsmpb.EventLog:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_EventLog{EventLog: v}}
@@ -234,15 +234,15 @@ func splitV1Session(tx *memdb.Txn, s *dexv1.Session) error {
 	s.HistoryCount = uint64(len(s.History))
 	s.NextInbox = 1
 	for _, m := range s.Inbox {
-		m.SessionId, m.Seq = s.Id, s.NextInbox
+		row := &fsmpb.InboxMessage{Id: m.Id, Text: m.Text, FromSession: m.FromSession, ReceivedAtMs: m.ReceivedAtMs, SessionId: s.Id, Seq: s.NextInbox}
 		s.NextInbox++
-		if err := tx.Insert(tableInbox, m); err != nil {
+		if err := tx.Insert(tableInbox, row); err != nil {
 			return err
 		}
 	}
 	s.InboxCount = uint32(len(s.Inbox))
 	for _, id := range s.SeenMessageIds {
-		if err := tx.Insert(tableAccepted, &dexv1.AcceptedMessage{SessionId: s.Id, MessageId: id}); err != nil {
+		if err := tx.Insert(tableAccepted, &fsmpb.AcceptedMessage{SessionId: s.Id, MessageId: id}); err != nil {
 			return err
 		}
 	}

@@ -145,11 +145,11 @@ func (s *State) History(sessionID string, after uint64, limit int, maxBytes int)
 
 // Inbox returns the session's messages not yet consumed by a turn, the
 // oldest first, up to maxBytes of them (at least one).
-func (s *State) Inbox(sessionID string, maxBytes int) []*dexv1.Message {
-	var out []*dexv1.Message
+func (s *State) Inbox(sessionID string, maxBytes int) []*fsmpb.InboxMessage {
+	var out []*fsmpb.InboxMessage
 	size := 0
 	sessionRows(s.tx, tableInbox, sessionID, 0, func(raw any) bool {
-		m := raw.(*dexv1.Message)
+		m := raw.(*fsmpb.InboxMessage)
 		if len(out) > 0 && size+proto.Size(m) > maxBytes {
 			return false
 		}
@@ -195,20 +195,6 @@ func (s *State) summarised(sess *dexv1.Session, to uint64) []*dexv1.HistoryEntry
 		return true
 	})
 	return out
-}
-
-// SessionView returns a copy of a session with its whole history and inbox
-// filled in, as the API showed sessions before it paged them; nil when the
-// session does not exist. For tests and small sessions: it reads every row.
-func (s *State) SessionView(id string) *dexv1.Session {
-	sess := s.Session(id)
-	if sess == nil {
-		return nil
-	}
-	v := proto.Clone(sess).(*dexv1.Session)
-	v.History, _ = s.History(id, 0, math.MaxInt, math.MaxInt)
-	v.Inbox = s.Inbox(id, math.MaxInt)
-	return v
 }
 
 // StepsPage returns up to limit Steps of a session with a number above

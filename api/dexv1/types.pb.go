@@ -1272,8 +1272,8 @@ type Message struct {
 	// Set when a child session wrote to its parent.
 	FromSession  string `protobuf:"bytes,3,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
 	ReceivedAtMs int64  `protobuf:"varint,4,opt,name=received_at_ms,json=receivedAtMs,proto3" json:"received_at_ms,omitempty"`
-	// Stored inbox rows are keyed (session_id, seq).
-	SessionId     string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId    string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The message's place in its session's inbox.
 	Seq           uint64 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1783,7 +1783,7 @@ type Session struct {
 	CompactedBefore uint64 `protobuf:"varint,22,opt,name=compacted_before,json=compactedBefore,proto3" json:"compacted_before,omitempty"`
 	TurnsCompleted  uint64 `protobuf:"varint,23,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
 	TurnsFailed     uint64 `protobuf:"varint,24,opt,name=turns_failed,json=turnsFailed,proto3" json:"turns_failed,omitempty"`
-	// Deprecated: accepted message ids are rows of their own (AcceptedMessage);
+	// Deprecated: accepted message ids are rows of the state of their own;
 	// only snapshots of format 1 carry them here.
 	SeenMessageIds []string `protobuf:"bytes,25,rep,name=seen_message_ids,json=seenMessageIds,proto3" json:"seen_message_ids,omitempty"`
 	// Stored sessions keep history and inbox in rows of their own: these are
@@ -2060,59 +2060,6 @@ func (x *Session) GetAgent() string {
 	return ""
 }
 
-// A message id a session accepted: a repeat of it changes nothing.
-type AcceptedMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *AcceptedMessage) Reset() {
-	*x = AcceptedMessage{}
-	mi := &file_dex_v1_types_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AcceptedMessage) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AcceptedMessage) ProtoMessage() {}
-
-func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
-func (*AcceptedMessage) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
-}
-
-func (x *AcceptedMessage) GetSessionId() string {
-	if x != nil {
-		return x.SessionId
-	}
-	return ""
-}
-
-func (x *AcceptedMessage) GetMessageId() string {
-	if x != nil {
-		return x.MessageId
-	}
-	return ""
-}
-
 type Attempt struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	N           uint32                 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
@@ -2138,7 +2085,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2097,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2110,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2311,7 +2258,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2270,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2283,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Step) GetId() string {
@@ -2540,7 +2487,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2499,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2512,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2614,7 +2561,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2573,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2586,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -2701,7 +2648,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2660,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2673,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2796,7 +2743,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2755,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2768,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -2921,7 +2868,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +2880,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +2893,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -2983,7 +2930,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +2942,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +2955,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AclToken) GetId() string {
@@ -3081,7 +3028,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_v1_types_proto_msgTypes[20]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3093,7 +3040,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[20]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3106,7 +3053,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3267,12 +3214,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
 	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
 	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\x12\x14\n" +
-	"\x05agent\x18  \x01(\tR\x05agent\"O\n" +
-	"\x0fAcceptedMessage\x12\x1d\n" +
-	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
-	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\"\xcd\x03\n" +
+	"\x05agent\x18  \x01(\tR\x05agent\"\xcd\x03\n" +
 	"\aAttempt\x12\f\n" +
 	"\x01n\x18\x01 \x01(\rR\x01n\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
@@ -3474,43 +3416,42 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_dex_v1_types_proto_goTypes = []any{
-	(SessionStatus)(0),      // 0: dex.v1.SessionStatus
-	(StepKind)(0),           // 1: dex.v1.StepKind
-	(StepStatus)(0),         // 2: dex.v1.StepStatus
-	(Outcome)(0),            // 3: dex.v1.Outcome
-	(AttemptStatus)(0),      // 4: dex.v1.AttemptStatus
-	(AttemptProgress)(0),    // 5: dex.v1.AttemptProgress
-	(ErrorType)(0),          // 6: dex.v1.ErrorType
-	(ResumeChoice)(0),       // 7: dex.v1.ResumeChoice
-	(ToolAccess)(0),         // 8: dex.v1.ToolAccess
-	(PauseReason)(0),        // 9: dex.v1.PauseReason
-	(HistoryKind)(0),        // 10: dex.v1.HistoryKind
-	(TurnInput)(0),          // 11: dex.v1.TurnInput
-	(CallPhase)(0),          // 12: dex.v1.CallPhase
-	(TokenRole)(0),          // 13: dex.v1.TokenRole
-	(*ToolSpec)(nil),        // 14: dex.v1.ToolSpec
-	(*ToolCall)(nil),        // 15: dex.v1.ToolCall
-	(*InlineResult)(nil),    // 16: dex.v1.InlineResult
-	(*ModelOutput)(nil),     // 17: dex.v1.ModelOutput
-	(*ToolResult)(nil),      // 18: dex.v1.ToolResult
-	(*PollResult)(nil),      // 19: dex.v1.PollResult
-	(*Message)(nil),         // 20: dex.v1.Message
-	(*HistoryEntry)(nil),    // 21: dex.v1.HistoryEntry
-	(*CallState)(nil),       // 22: dex.v1.CallState
-	(*Turn)(nil),            // 23: dex.v1.Turn
-	(*Session)(nil),         // 24: dex.v1.Session
-	(*AcceptedMessage)(nil), // 25: dex.v1.AcceptedMessage
-	(*Attempt)(nil),         // 26: dex.v1.Attempt
-	(*Step)(nil),            // 27: dex.v1.Step
-	(*NodeInfo)(nil),        // 28: dex.v1.NodeInfo
-	(*WorkerInfo)(nil),      // 29: dex.v1.WorkerInfo
-	(*Event)(nil),           // 30: dex.v1.Event
-	(*AttemptResult)(nil),   // 31: dex.v1.AttemptResult
-	(*AttemptFailure)(nil),  // 32: dex.v1.AttemptFailure
-	(*AclToken)(nil),        // 33: dex.v1.AclToken
-	(*AttemptRef)(nil),      // 34: dex.v1.AttemptRef
+	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
+	(StepKind)(0),          // 1: dex.v1.StepKind
+	(StepStatus)(0),        // 2: dex.v1.StepStatus
+	(Outcome)(0),           // 3: dex.v1.Outcome
+	(AttemptStatus)(0),     // 4: dex.v1.AttemptStatus
+	(AttemptProgress)(0),   // 5: dex.v1.AttemptProgress
+	(ErrorType)(0),         // 6: dex.v1.ErrorType
+	(ResumeChoice)(0),      // 7: dex.v1.ResumeChoice
+	(ToolAccess)(0),        // 8: dex.v1.ToolAccess
+	(PauseReason)(0),       // 9: dex.v1.PauseReason
+	(HistoryKind)(0),       // 10: dex.v1.HistoryKind
+	(TurnInput)(0),         // 11: dex.v1.TurnInput
+	(CallPhase)(0),         // 12: dex.v1.CallPhase
+	(TokenRole)(0),         // 13: dex.v1.TokenRole
+	(*ToolSpec)(nil),       // 14: dex.v1.ToolSpec
+	(*ToolCall)(nil),       // 15: dex.v1.ToolCall
+	(*InlineResult)(nil),   // 16: dex.v1.InlineResult
+	(*ModelOutput)(nil),    // 17: dex.v1.ModelOutput
+	(*ToolResult)(nil),     // 18: dex.v1.ToolResult
+	(*PollResult)(nil),     // 19: dex.v1.PollResult
+	(*Message)(nil),        // 20: dex.v1.Message
+	(*HistoryEntry)(nil),   // 21: dex.v1.HistoryEntry
+	(*CallState)(nil),      // 22: dex.v1.CallState
+	(*Turn)(nil),           // 23: dex.v1.Turn
+	(*Session)(nil),        // 24: dex.v1.Session
+	(*Attempt)(nil),        // 25: dex.v1.Attempt
+	(*Step)(nil),           // 26: dex.v1.Step
+	(*NodeInfo)(nil),       // 27: dex.v1.NodeInfo
+	(*WorkerInfo)(nil),     // 28: dex.v1.WorkerInfo
+	(*Event)(nil),          // 29: dex.v1.Event
+	(*AttemptResult)(nil),  // 30: dex.v1.AttemptResult
+	(*AttemptFailure)(nil), // 31: dex.v1.AttemptFailure
+	(*AclToken)(nil),       // 32: dex.v1.AclToken
+	(*AttemptRef)(nil),     // 33: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -3538,14 +3479,14 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	1,  // 22: dex.v1.Step.kind:type_name -> dex.v1.StepKind
 	14, // 23: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
 	2,  // 24: dex.v1.Step.status:type_name -> dex.v1.StepStatus
-	26, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
+	25, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
 	3,  // 26: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
 	6,  // 27: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
 	14, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
 	17, // 29: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
 	18, // 30: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
 	19, // 31: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	32, // 32: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	31, // 32: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
 	6,  // 33: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
 	13, // 34: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
 	35, // [35:35] is the sub-list for method output_type
@@ -3560,7 +3501,7 @@ func file_dex_v1_types_proto_init() {
 	if File_dex_v1_types_proto != nil {
 		return
 	}
-	file_dex_v1_types_proto_msgTypes[17].OneofWrappers = []any{
+	file_dex_v1_types_proto_msgTypes[16].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3573,7 +3514,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   21,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

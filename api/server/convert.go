@@ -21,3 +21,25 @@ func apiEvent(e *fsmpb.Event) *dexv1.Event {
 		Ordinal:   e.Ordinal,
 	}
 }
+
+// apiMessage is a stored inbox message as the API shows it.
+// TestAPIMessage_CarriesEveryField fails when either type gains a field.
+func apiMessage(m *fsmpb.InboxMessage) *dexv1.Message {
+	return &dexv1.Message{
+		Id:           m.Id,
+		Text:         m.Text,
+		FromSession:  m.FromSession,
+		ReceivedAtMs: m.ReceivedAtMs,
+		SessionId:    m.SessionId,
+		Seq:          m.Seq,
+	}
+}
+
+// apiMessages converts an inbox page.
+func apiMessages(ms []*fsmpb.InboxMessage) []*dexv1.Message {
+	out := make([]*dexv1.Message, len(ms))
+	for i, m := range ms {
+		out[i] = apiMessage(m)
+	}
+	return out
+}

@@ -327,6 +327,148 @@ func (x *Event) GetOrdinal() uint64 {
 	return 0
 }
 
+// A message in a session's inbox, waiting for a turn, as stored (the API
+// shows it as dex.v1.Message). Its fields and numbers are dex.v1.Message's,
+// so the snapshots written when the state stored that type restore
+// unchanged. Rows are keyed (session_id, seq).
+type InboxMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Text  string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// Set when a child session wrote to its parent.
+	FromSession   string `protobuf:"bytes,3,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
+	ReceivedAtMs  int64  `protobuf:"varint,4,opt,name=received_at_ms,json=receivedAtMs,proto3" json:"received_at_ms,omitempty"`
+	SessionId     string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Seq           uint64 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InboxMessage) Reset() {
+	*x = InboxMessage{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InboxMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InboxMessage) ProtoMessage() {}
+
+func (x *InboxMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InboxMessage.ProtoReflect.Descriptor instead.
+func (*InboxMessage) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InboxMessage) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *InboxMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *InboxMessage) GetFromSession() string {
+	if x != nil {
+		return x.FromSession
+	}
+	return ""
+}
+
+func (x *InboxMessage) GetReceivedAtMs() int64 {
+	if x != nil {
+		return x.ReceivedAtMs
+	}
+	return 0
+}
+
+func (x *InboxMessage) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *InboxMessage) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// A message id a session accepted: a repeat of it changes nothing.
+type AcceptedMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptedMessage) Reset() {
+	*x = AcceptedMessage{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptedMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptedMessage) ProtoMessage() {}
+
+func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
+func (*AcceptedMessage) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AcceptedMessage) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AcceptedMessage) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
 // How many events the cluster keeps per session, and for how long. Zero
 // means no limit.
 type EventRetention struct {
@@ -339,7 +481,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +493,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +506,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -407,7 +549,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +561,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +574,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -505,7 +647,7 @@ func (x *SnapshotRecord) GetHistory() *dexv1.HistoryEntry {
 	return nil
 }
 
-func (x *SnapshotRecord) GetInbox() *dexv1.Message {
+func (x *SnapshotRecord) GetInbox() *InboxMessage {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Inbox); ok {
 			return x.Inbox
@@ -514,7 +656,7 @@ func (x *SnapshotRecord) GetInbox() *dexv1.Message {
 	return nil
 }
 
-func (x *SnapshotRecord) GetAccepted() *dexv1.AcceptedMessage {
+func (x *SnapshotRecord) GetAccepted() *AcceptedMessage {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Accepted); ok {
 			return x.Accepted
@@ -592,11 +734,11 @@ type SnapshotRecord_History struct {
 }
 
 type SnapshotRecord_Inbox struct {
-	Inbox *dexv1.Message `protobuf:"bytes,8,opt,name=inbox,proto3,oneof"`
+	Inbox *InboxMessage `protobuf:"bytes,8,opt,name=inbox,proto3,oneof"`
 }
 
 type SnapshotRecord_Accepted struct {
-	Accepted *dexv1.AcceptedMessage `protobuf:"bytes,9,opt,name=accepted,proto3,oneof"`
+	Accepted *AcceptedMessage `protobuf:"bytes,9,opt,name=accepted,proto3,oneof"`
 }
 
 type SnapshotRecord_EventLog struct {
@@ -655,7 +797,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +809,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +822,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -737,10 +879,23 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"=\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xac\x01\n" +
+	"\fInboxMessage\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12!\n" +
+	"\ffrom_session\x18\x03 \x01(\tR\vfromSession\x12$\n" +
+	"\x0ereceived_at_ms\x18\x04 \x01(\x03R\freceivedAtMs\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03seq\x18\x06 \x01(\x04R\x03seq\"O\n" +
+	"\x0fAcceptedMessage\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xef\x04\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xfc\x04\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
@@ -748,9 +903,9 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
 	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12)\n" +
 	"\x05event\x18\x06 \x01(\v2\x11.dex.fsm.v1.EventH\x00R\x05event\x120\n" +
-	"\ahistory\x18\a \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x12'\n" +
-	"\x05inbox\x18\b \x01(\v2\x0f.dex.v1.MessageH\x00R\x05inbox\x125\n" +
-	"\baccepted\x18\t \x01(\v2\x17.dex.v1.AcceptedMessageH\x00R\baccepted\x123\n" +
+	"\ahistory\x18\a \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x120\n" +
+	"\x05inbox\x18\b \x01(\v2\x18.dex.fsm.v1.InboxMessageH\x00R\x05inbox\x129\n" +
+	"\baccepted\x18\t \x01(\v2\x1b.dex.fsm.v1.AcceptedMessageH\x00R\baccepted\x123\n" +
 	"\tevent_log\x18\n" +
 	" \x01(\v2\x14.dex.fsm.v1.EventLogH\x00R\beventLog\x12&\n" +
 	"\x04tool\x18\v \x01(\v2\x10.dex.v1.ToolSpecH\x00R\x04tool\x129\n" +
@@ -776,38 +931,38 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
-	(*ClusterMeta)(nil),           // 0: dex.fsm.v1.ClusterMeta
-	(*EventLog)(nil),              // 1: dex.fsm.v1.EventLog
-	(*Event)(nil),                 // 2: dex.fsm.v1.Event
-	(*EventRetention)(nil),        // 3: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),        // 4: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),            // 5: dex.fsm.v1.WorkerTool
-	(*dexv1.Session)(nil),         // 6: dex.v1.Session
-	(*dexv1.Step)(nil),            // 7: dex.v1.Step
-	(*dexv1.WorkerInfo)(nil),      // 8: dex.v1.WorkerInfo
-	(*dexv1.NodeInfo)(nil),        // 9: dex.v1.NodeInfo
-	(*dexv1.HistoryEntry)(nil),    // 10: dex.v1.HistoryEntry
-	(*dexv1.Message)(nil),         // 11: dex.v1.Message
-	(*dexv1.AcceptedMessage)(nil), // 12: dex.v1.AcceptedMessage
-	(*dexv1.ToolSpec)(nil),        // 13: dex.v1.ToolSpec
-	(*dexv1.AclToken)(nil),        // 14: dex.v1.AclToken
+	(*ClusterMeta)(nil),        // 0: dex.fsm.v1.ClusterMeta
+	(*EventLog)(nil),           // 1: dex.fsm.v1.EventLog
+	(*Event)(nil),              // 2: dex.fsm.v1.Event
+	(*InboxMessage)(nil),       // 3: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil),    // 4: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),     // 5: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),     // 6: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),         // 7: dex.fsm.v1.WorkerTool
+	(*dexv1.Session)(nil),      // 8: dex.v1.Session
+	(*dexv1.Step)(nil),         // 9: dex.v1.Step
+	(*dexv1.WorkerInfo)(nil),   // 10: dex.v1.WorkerInfo
+	(*dexv1.NodeInfo)(nil),     // 11: dex.v1.NodeInfo
+	(*dexv1.HistoryEntry)(nil), // 12: dex.v1.HistoryEntry
+	(*dexv1.ToolSpec)(nil),     // 13: dex.v1.ToolSpec
+	(*dexv1.AclToken)(nil),     // 14: dex.v1.AclToken
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	3,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	5,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
 	0,  // 1: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	6,  // 2: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	7,  // 3: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	8,  // 4: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	9,  // 5: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	8,  // 2: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
+	9,  // 3: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.v1.Step
+	10, // 4: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	11, // 5: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
 	2,  // 6: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	10, // 7: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
-	11, // 8: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.v1.Message
-	12, // 9: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.v1.AcceptedMessage
+	12, // 7: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
+	3,  // 8: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	4,  // 9: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
 	1,  // 10: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
 	13, // 11: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	5,  // 12: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	7,  // 12: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
 	14, // 13: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
 	14, // [14:14] is the sub-list for method output_type
 	14, // [14:14] is the sub-list for method input_type
@@ -821,7 +976,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	if File_dex_fsm_v1_state_proto != nil {
 		return
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[4].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[6].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -842,7 +997,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -77,14 +77,6 @@ TURN_INPUT_MESSAGES: TurnInput
 TURN_INPUT_TOOL_RESULTS: TurnInput
 TURN_INPUT_UNSPECIFIED: TurnInput
 
-class AcceptedMessage(_message.Message):
-    __slots__ = ["message_id", "session_id"]
-    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
-    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
-    message_id: str
-    session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., message_id: _Optional[str] = ...) -> None: ...
-
 class AclToken(_message.Message):
     __slots__ = ["created_at_ms", "id", "name", "revoked", "revoked_at_ms", "role", "secret_sha256", "worker_id"]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
