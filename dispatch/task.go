@@ -8,6 +8,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Builtins are the tools the cluster handles itself; the model sees them with
@@ -53,9 +54,9 @@ func (d *Dispatcher) task(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch
 	}
 	switch fsm.Kind(s.Kind).Handler {
 	case fsm.HandlerModel:
-		t.ModelInput = &dexv1.ModelInput{History: st.ModelHistory(st.Session(s.SessionId)), Tools: ModelToolsFor(st, s.Agent)}
+		t.ModelInput = &dexv1.ModelInput{History: fsmpb.HistoryAPI(st.ModelHistory(st.Session(s.SessionId))), Tools: ModelToolsFor(st, s.Agent)}
 	case fsm.HandlerCompact:
-		t.ModelInput = &dexv1.ModelInput{History: st.ToCompact(st.Session(s.SessionId), s.CompactBefore), Compact: true}
+		t.ModelInput = &dexv1.ModelInput{History: fsmpb.HistoryAPI(st.ToCompact(st.Session(s.SessionId), s.CompactBefore)), Compact: true}
 	}
 	return t
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func findCall(s *dexv1.Session, callID string) *dexv1.CallState {
@@ -125,7 +126,7 @@ func (a *applier) resolveCall(s *dexv1.Session, c *dexv1.CallState, o dexv1.Outc
 	c.Phase = dexv1.CallPhase_CALL_PHASE_DONE
 	c.Outcome = o
 	c.Content = content
-	a.appendHistory(s, &dexv1.HistoryEntry{
+	a.appendHistory(s, &fsmpb.HistoryEntry{
 		Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 		Outcome: o, Text: content, StepId: c.StepId,
 	})

@@ -66,7 +66,7 @@ func (a *applier) cancelTurn(c *fsmpb.CancelTurn) *Result {
 	if c.Reason != "" {
 		note = fmt.Sprintf("The previous turn was cancelled by %s: %s", by, c.Reason)
 	}
-	a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: note})
+	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: note})
 	t := s.Turn
 	s.Turn = nil
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE

@@ -196,7 +196,7 @@ type sessionTable struct {
 
 var sessionTables = []sessionTable{
 	{tableSteps, indexSessionNumber, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.Step).SessionId }},
-	{tableHistory, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.HistoryEntry).SessionId }},
+	{tableHistory, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.HistoryEntry).SessionId }},
 	{tableInbox, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.InboxMessage).SessionId }},
 	{tableAccepted, indexID, []any{""}, func(raw any) string { return raw.(*fsmpb.AcceptedMessage).SessionId }},
 }

@@ -388,11 +388,8 @@ func (s *State) SessionView(id string) *dexv1.Session {
 		return nil
 	}
 	v := proto.Clone(sess).(*dexv1.Session)
-	v.History, _ = s.History(id, 0, math.MaxInt, math.MaxInt)
-	for _, m := range s.Inbox(id, math.MaxInt) {
-		v.Inbox = append(v.Inbox, &dexv1.Message{
-			Id: m.Id, Text: m.Text, FromSession: m.FromSession, ReceivedAtMs: m.ReceivedAtMs, SessionId: m.SessionId, Seq: m.Seq,
-		})
-	}
+	history, _ := s.History(id, 0, math.MaxInt, math.MaxInt)
+	v.History = fsmpb.HistoryAPI(history)
+	v.Inbox = fsmpb.InboxAPI(s.Inbox(id, math.MaxInt))
 	return v
 }

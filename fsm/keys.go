@@ -116,8 +116,8 @@ var (
 	sessionKey  = stringKey[*dexv1.Session]{func(s *dexv1.Session) string { return s.Id }}
 	metaKey     = stringKey[*fsmpb.ClusterMeta]{func(m *fsmpb.ClusterMeta) string { return m.Id }}
 	eventLogKey = stringKey[*fsmpb.EventLog]{func(l *fsmpb.EventLog) string { return l.SessionId }}
-	historyKey  = sessionSeqKey[*dexv1.HistoryEntry]{
-		func(h *dexv1.HistoryEntry) string { return h.SessionId }, func(h *dexv1.HistoryEntry) uint64 { return h.Seq }}
+	historyKey  = sessionSeqKey[*fsmpb.HistoryEntry]{
+		func(h *fsmpb.HistoryEntry) string { return h.SessionId }, func(h *fsmpb.HistoryEntry) uint64 { return h.Seq }}
 	inboxKey = sessionSeqKey[*fsmpb.InboxMessage]{
 		func(m *fsmpb.InboxMessage) string { return m.SessionId }, func(m *fsmpb.InboxMessage) uint64 { return m.Seq }}
 )

@@ -139,7 +139,7 @@ func (a *applier) reconcileOutcome(c *fsmpb.ReconcileOutcome) *Result {
 	if c.Note != "" {
 		text += " " + c.Note
 	}
-	a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: text, CallId: st.CallId, StepId: st.Id})
+	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: text, CallId: st.CallId, StepId: st.Id})
 	a.emit(s.Id, "call_reconciled", st.Id, OutcomeName(c.Outcome))
 	a.putSession(s)
 	return &Result{SessionID: s.Id, StepID: st.Id}
@@ -171,7 +171,7 @@ func (a *applier) editHistory(c *fsmpb.EditHistory) *Result {
 		a.truncateHistory(s, c.TruncateFromSeq)
 	}
 	if c.Note != "" {
-		a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: c.Note})
+		a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: c.Note})
 	}
 	s.RejectedTurns = 0
 	a.emit(s.Id, "history_edited", "", "")

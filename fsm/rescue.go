@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // dropKeptTurn ends a kept turn as failed rather than retrying it: the tool
@@ -36,9 +37,9 @@ func (a *applier) dropKeptTurn(s *dexv1.Session) {
 // results begin and writes it again: each result as a short error note, the
 // do-not-repeat note left out (the notes say what ran), anything else as it was.
 func (a *applier) replaceResults(s *dexv1.Session, t *dexv1.Turn) {
-	var kept []*dexv1.HistoryEntry
+	var kept []*fsmpb.HistoryEntry
 	sessionRows(a.tx, tableHistory, s.Id, t.ResultsFromSeq, func(raw any) bool {
-		kept = append(kept, raw.(*dexv1.HistoryEntry))
+		kept = append(kept, raw.(*fsmpb.HistoryEntry))
 		return true
 	})
 	a.truncateHistory(s, t.ResultsFromSeq)
@@ -49,14 +50,14 @@ func (a *applier) replaceResults(s *dexv1.Session, t *dexv1.Turn) {
 	for _, old := range kept {
 		switch {
 		case old.Kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT && findCall(s, old.CallId) != nil:
-			a.appendHistory(s, &dexv1.HistoryEntry{
+			a.appendHistory(s, &fsmpb.HistoryEntry{
 				Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: old.CallId, Tool: old.Tool, Arguments: old.Arguments,
 				Outcome: old.Outcome, StepId: old.StepId,
 				Text: fmt.Sprintf("This call %s, but its result was dropped: the provider rejected the turn that carried it (%s).", OutcomeName(old.Outcome), why),
 			})
 		case old.Kind == dexv1.HistoryKind_HISTORY_KIND_NOTE && strings.HasPrefix(old.Text, toolsRanNote):
 		default:
-			e := proto.Clone(old).(*dexv1.HistoryEntry)
+			e := proto.Clone(old).(*fsmpb.HistoryEntry)
 			e.Seq, e.CumSize = 0, 0
 			a.appendHistory(s, e)
 		}

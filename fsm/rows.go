@@ -29,7 +29,7 @@ func sessionRows(tx *memdb.Txn, table, sessionID string, from uint64, fn func(ra
 
 func rowSession(raw any) string {
 	switch v := raw.(type) {
-	case *dexv1.HistoryEntry:
+	case *fsmpb.HistoryEntry:
 		return v.SessionId
 	case *fsmpb.InboxMessage:
 		return v.SessionId
@@ -39,7 +39,7 @@ func rowSession(raw any) string {
 
 // historyBefore returns the last history entry of the session with a seq
 // below seq, or nil.
-func historyBefore(tx *memdb.Txn, sessionID string, seq uint64) *dexv1.HistoryEntry {
+func historyBefore(tx *memdb.Txn, sessionID string, seq uint64) *fsmpb.HistoryEntry {
 	if seq == 0 {
 		return nil
 	}
@@ -48,7 +48,7 @@ func historyBefore(tx *memdb.Txn, sessionID string, seq uint64) *dexv1.HistoryEn
 		panic(fmt.Sprintf("fsm: read history: %v", err))
 	}
 	if raw := it.Next(); raw != nil {
-		if e := raw.(*dexv1.HistoryEntry); e.SessionId == sessionID {
+		if e := raw.(*fsmpb.HistoryEntry); e.SessionId == sessionID {
 			return e
 		}
 	}
@@ -56,7 +56,7 @@ func historyBefore(tx *memdb.Txn, sessionID string, seq uint64) *dexv1.HistoryEn
 }
 
 // historyEntry returns one history entry, or nil.
-func historyEntry(tx *memdb.Txn, sessionID string, seq uint64) *dexv1.HistoryEntry {
+func historyEntry(tx *memdb.Txn, sessionID string, seq uint64) *fsmpb.HistoryEntry {
 	raw, err := tx.First(tableHistory, indexID, sessionID, seq)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: read history: %v", err))
@@ -64,11 +64,11 @@ func historyEntry(tx *memdb.Txn, sessionID string, seq uint64) *dexv1.HistoryEnt
 	if raw == nil {
 		return nil
 	}
-	return raw.(*dexv1.HistoryEntry)
+	return raw.(*fsmpb.HistoryEntry)
 }
 
 // entrySize is an entry's share of what the model is sent, in characters.
-func entrySize(e *dexv1.HistoryEntry) uint64 {
+func entrySize(e *fsmpb.HistoryEntry) uint64 {
 	n := uint64(len(e.Text) + len(e.Arguments))
 	for _, c := range e.ToolCalls {
 		n += uint64(len(c.Arguments))
@@ -95,7 +95,7 @@ func modelInputSize(tx *memdb.Txn, s *dexv1.Session) uint64 {
 func hasHistoryBefore(tx *memdb.Txn, s *dexv1.Session, seq uint64) bool {
 	found := false
 	sessionRows(tx, tableHistory, s.Id, s.CompactedBefore, func(raw any) bool {
-		e := raw.(*dexv1.HistoryEntry)
+		e := raw.(*fsmpb.HistoryEntry)
 		if e.Seq >= seq {
 			return false
 		}
@@ -108,7 +108,7 @@ func hasHistoryBefore(tx *memdb.Txn, s *dexv1.Session, seq uint64) bool {
 	return found
 }
 
-func (a *applier) appendHistory(s *dexv1.Session, e *dexv1.HistoryEntry) {
+func (a *applier) appendHistory(s *dexv1.Session, e *fsmpb.HistoryEntry) {
 	e.SessionId = s.Id
 	e.Seq = s.NextHistory
 	e.AtMs = a.now
@@ -124,9 +124,9 @@ func (a *applier) appendHistory(s *dexv1.Session, e *dexv1.HistoryEntry) {
 
 // truncateHistory drops the entries from seq on (an operator's edit).
 func (a *applier) truncateHistory(s *dexv1.Session, from uint64) {
-	var doomed []*dexv1.HistoryEntry
+	var doomed []*fsmpb.HistoryEntry
 	sessionRows(a.tx, tableHistory, s.Id, from, func(raw any) bool {
-		doomed = append(doomed, raw.(*dexv1.HistoryEntry))
+		doomed = append(doomed, raw.(*fsmpb.HistoryEntry))
 		return true
 	})
 	for _, e := range doomed {

@@ -153,7 +153,7 @@ func TestPages_HistoryStepsAndSessionsReadInBoundedPages(t *testing.T) {
 	}
 	st := d.f.State()
 	all, _ := st.History("s", 0, math.MaxInt, math.MaxInt)
-	var paged []*dexv1.HistoryEntry
+	var paged []*fsmpb.HistoryEntry
 	for after := uint64(0); ; {
 		page, next := st.History("s", after, 7, math.MaxInt)
 		paged = append(paged, page...)

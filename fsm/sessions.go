@@ -111,7 +111,7 @@ func (a *applier) startTurn(s *dexv1.Session) {
 	boundary := s.NextHistory // the turn's own messages start here
 	for _, m := range a.drainInbox(s) {
 		t.MessageIds = append(t.MessageIds, m.Id)
-		a.appendHistory(s, &dexv1.HistoryEntry{
+		a.appendHistory(s, &fsmpb.HistoryEntry{
 			Kind: dexv1.HistoryKind_HISTORY_KIND_USER, Text: m.Text, MessageId: m.Id, FromSession: m.FromSession,
 		})
 	}

@@ -108,7 +108,7 @@ func record(raw any) *fsmpb.SnapshotRecord {
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Step{Step: v}}
 	case *fsmpb.Event:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Event{Event: v}}
-	case *dexv1.HistoryEntry:
+	case *fsmpb.HistoryEntry:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_History{History: v}}
 	case *fsmpb.InboxMessage:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Inbox{Inbox: v}}
@@ -220,7 +220,8 @@ func (f *FSM) Restore(r io.Reader) error {
 // splitV1Session moves the history, inbox and accepted message ids a format-1
 // session carried inline into their rows and fills in the running figures.
 func splitV1Session(tx *memdb.Txn, s *dexv1.Session) error {
-	for _, e := range s.History {
+	for _, h := range s.History {
+		e := fsmpb.HistoryEntryFromAPI(h)
 		e.SessionId = s.Id
 		s.HistorySize += entrySize(e)
 		e.CumSize = s.HistorySize
@@ -234,7 +235,8 @@ func splitV1Session(tx *memdb.Txn, s *dexv1.Session) error {
 	s.HistoryCount = uint64(len(s.History))
 	s.NextInbox = 1
 	for _, m := range s.Inbox {
-		row := &fsmpb.InboxMessage{Id: m.Id, Text: m.Text, FromSession: m.FromSession, ReceivedAtMs: m.ReceivedAtMs, SessionId: s.Id, Seq: s.NextInbox}
+		row := fsmpb.InboxMessageFromAPI(m)
+		row.SessionId, row.Seq = s.Id, s.NextInbox
 		s.NextInbox++
 		if err := tx.Insert(tableInbox, row); err != nil {
 			return err

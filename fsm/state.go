@@ -126,12 +126,12 @@ func all[T any](tx *memdb.Txn, table, index string) []T {
 // History returns up to limit history entries of a session with a seq above
 // after, in order, and the seq to read on from (0 when none is left). A page
 // also stops once it holds maxBytes of entries, after at least one entry.
-func (s *State) History(sessionID string, after uint64, limit int, maxBytes int) ([]*dexv1.HistoryEntry, uint64) {
-	var out []*dexv1.HistoryEntry
+func (s *State) History(sessionID string, after uint64, limit int, maxBytes int) ([]*fsmpb.HistoryEntry, uint64) {
+	var out []*fsmpb.HistoryEntry
 	var next uint64
 	size := 0
 	sessionRows(s.tx, tableHistory, sessionID, after+1, func(raw any) bool {
-		e := raw.(*dexv1.HistoryEntry)
+		e := raw.(*fsmpb.HistoryEntry)
 		if len(out) >= limit || (len(out) > 0 && size+proto.Size(e) > maxBytes) {
 			next = out[len(out)-1].Seq
 			return false
@@ -162,30 +162,30 @@ func (s *State) Inbox(sessionID string, maxBytes int) []*fsmpb.InboxMessage {
 
 // ModelHistory is what the model is sent of a session: the latest summary,
 // if any, then every other entry from the compaction boundary on.
-func (s *State) ModelHistory(sess *dexv1.Session) []*dexv1.HistoryEntry {
+func (s *State) ModelHistory(sess *dexv1.Session) []*fsmpb.HistoryEntry {
 	return s.summarised(sess, 0)
 }
 
 // ToCompact is what a CompactContext Step summarises: the latest summary, if
 // any, and the entries after it up to (not including) seq before.
-func (s *State) ToCompact(sess *dexv1.Session, before uint64) []*dexv1.HistoryEntry {
+func (s *State) ToCompact(sess *dexv1.Session, before uint64) []*fsmpb.HistoryEntry {
 	return s.summarised(sess, before)
 }
 
 // summarised returns the latest summary past the compaction boundary, then
 // the other entries from the boundary up to seq to (0: no end).
-func (s *State) summarised(sess *dexv1.Session, to uint64) []*dexv1.HistoryEntry {
+func (s *State) summarised(sess *dexv1.Session, to uint64) []*fsmpb.HistoryEntry {
 	if sess == nil {
 		return nil
 	}
-	var out []*dexv1.HistoryEntry
+	var out []*fsmpb.HistoryEntry
 	if seq := sess.LatestSummarySeq; seq != 0 && seq >= sess.CompactedBefore {
 		if e := historyEntry(s.tx, sess.Id, seq); e != nil {
 			out = append(out, e)
 		}
 	}
 	sessionRows(s.tx, tableHistory, sess.Id, sess.CompactedBefore, func(raw any) bool {
-		e := raw.(*dexv1.HistoryEntry)
+		e := raw.(*fsmpb.HistoryEntry)
 		if to > 0 && e.Seq >= to {
 			return false
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // stepSucceeded records a completed attempt's result and moves the turn on,
@@ -16,7 +17,7 @@ func (a *applier) stepSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.Attem
 // compactionSucceeded stores the one summary and runs the turn's model.
 func (a *applier) compactionSucceeded(s *dexv1.Session, st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
 	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
-	a.appendHistory(s, &dexv1.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
+	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
 	s.Summaries++
 	s.CompactedBefore = st.CompactBefore
 	a.queueModel(s)
@@ -83,7 +84,7 @@ func (a *applier) modelOutput(s *dexv1.Session, st *dexv1.Step, out *dexv1.Model
 	s.ErrorEpisode = false
 	s.EpisodeResumes = 0
 	s.LastError, s.LastErrorType = "", dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED
-	a.appendHistory(s, &dexv1.HistoryEntry{
+	a.appendHistory(s, &fsmpb.HistoryEntry{
 		Kind: dexv1.HistoryKind_HISTORY_KIND_ASSISTANT, Text: out.Text, ToolCalls: out.ToolCalls,
 		InlineResults: out.InlineResults, StepId: st.Id,
 	})
@@ -204,7 +205,7 @@ func (a *applier) noteToolsRan(s *dexv1.Session) {
 			parts = append(parts, id)
 		}
 	}
-	a.appendHistory(s, &dexv1.HistoryEntry{
+	a.appendHistory(s, &fsmpb.HistoryEntry{
 		Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE,
 		Text: toolsRanNote + strings.Join(parts, ", ") + ". Do not call them again; use their results above.",
 	})

@@ -100,8 +100,9 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	}
 	view := proto.Clone(sess).(*dexv1.Session)
 	resp := &dexv1.GetSessionResponse{Session: view}
-	view.History, resp.NextHistoryAfterSeq = st.History(req.SessionId, req.HistoryAfterSeq, pageSize(req.HistoryLimit, defaultHistoryPage), pageBytes)
-	view.Inbox = apiMessages(st.Inbox(req.SessionId, pageBytes))
+	history, next := st.History(req.SessionId, req.HistoryAfterSeq, pageSize(req.HistoryLimit, defaultHistoryPage), pageBytes)
+	view.History, resp.NextHistoryAfterSeq = fsmpb.HistoryAPI(history), next
+	view.Inbox = fsmpb.InboxAPI(st.Inbox(req.SessionId, pageBytes))
 	resp.LastEventSeq = st.EventLog(req.SessionId).GetLastSeq()
 	resp.Steps, resp.NextStepsAfter = st.StepsPage(req.SessionId, req.StepsAfter, pageSize(req.StepsLimit, defaultStepsPage), pageBytes)
 	withWaitingReasons(st, resp.Steps)

@@ -42,7 +42,7 @@ func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Ses
 		// Taken from the same state as the read: no change between is missed.
 		changed := st.EventsWatch(req.SessionId)
 		for _, e := range st.Events(req.SessionId, after) {
-			if err := stream.Send(apiEvent(e)); err != nil {
+			if err := stream.Send(e.API()); err != nil {
 				return err
 			}
 			after = e.Seq

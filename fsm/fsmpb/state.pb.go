@@ -327,6 +327,169 @@ func (x *Event) GetOrdinal() uint64 {
 	return 0
 }
 
+// One entry of a session's history, as stored (the API and a RunModel task
+// show it as dex.v1.HistoryEntry). Its fields and numbers are
+// dex.v1.HistoryEntry's, so the snapshots written when the state stored that
+// type restore unchanged; the tool calls and inline results are the model
+// output's, as its command carried them. Rows are keyed (session_id, seq).
+type HistoryEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Kind          dexv1.HistoryKind      `protobuf:"varint,2,opt,name=kind,proto3,enum=dex.v1.HistoryKind" json:"kind,omitempty"`
+	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	CallId        string                 `protobuf:"bytes,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool          string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Arguments     string                 `protobuf:"bytes,6,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Outcome       dexv1.Outcome          `protobuf:"varint,7,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	ToolCalls     []*dexv1.ToolCall      `protobuf:"bytes,8,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	InlineResults []*dexv1.InlineResult  `protobuf:"bytes,9,rep,name=inline_results,json=inlineResults,proto3" json:"inline_results,omitempty"`
+	StepId        string                 `protobuf:"bytes,10,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	MessageId     string                 `protobuf:"bytes,11,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	FromSession   string                 `protobuf:"bytes,12,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
+	AtMs          int64                  `protobuf:"varint,13,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	SessionId     string                 `protobuf:"bytes,14,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The size of the session's kept history up to and including this entry,
+	// so the size of any suffix is one subtraction.
+	CumSize       uint64 `protobuf:"varint,15,opt,name=cum_size,json=cumSize,proto3" json:"cum_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryEntry) Reset() {
+	*x = HistoryEntry{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryEntry) ProtoMessage() {}
+
+func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
+func (*HistoryEntry) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *HistoryEntry) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *HistoryEntry) GetKind() dexv1.HistoryKind {
+	if x != nil {
+		return x.Kind
+	}
+	return dexv1.HistoryKind(0)
+}
+
+func (x *HistoryEntry) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetOutcome() dexv1.Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return dexv1.Outcome(0)
+}
+
+func (x *HistoryEntry) GetToolCalls() []*dexv1.ToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *HistoryEntry) GetInlineResults() []*dexv1.InlineResult {
+	if x != nil {
+		return x.InlineResults
+	}
+	return nil
+}
+
+func (x *HistoryEntry) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetFromSession() string {
+	if x != nil {
+		return x.FromSession
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *HistoryEntry) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetCumSize() uint64 {
+	if x != nil {
+		return x.CumSize
+	}
+	return 0
+}
+
 // A message in a session's inbox, waiting for a turn, as stored (the API
 // shows it as dex.v1.Message). Its fields and numbers are dex.v1.Message's,
 // so the snapshots written when the state stored that type restore
@@ -346,7 +509,7 @@ type InboxMessage struct {
 
 func (x *InboxMessage) Reset() {
 	*x = InboxMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -358,7 +521,7 @@ func (x *InboxMessage) String() string {
 func (*InboxMessage) ProtoMessage() {}
 
 func (x *InboxMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -371,7 +534,7 @@ func (x *InboxMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboxMessage.ProtoReflect.Descriptor instead.
 func (*InboxMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *InboxMessage) GetId() string {
@@ -427,7 +590,7 @@ type AcceptedMessage struct {
 
 func (x *AcceptedMessage) Reset() {
 	*x = AcceptedMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +602,7 @@ func (x *AcceptedMessage) String() string {
 func (*AcceptedMessage) ProtoMessage() {}
 
 func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +615,7 @@ func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
 func (*AcceptedMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AcceptedMessage) GetSessionId() string {
@@ -481,7 +644,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -493,7 +656,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -506,7 +669,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -549,7 +712,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +724,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +737,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -638,7 +801,7 @@ func (x *SnapshotRecord) GetEvent() *Event {
 	return nil
 }
 
-func (x *SnapshotRecord) GetHistory() *dexv1.HistoryEntry {
+func (x *SnapshotRecord) GetHistory() *HistoryEntry {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_History); ok {
 			return x.History
@@ -730,7 +893,7 @@ type SnapshotRecord_Event struct {
 }
 
 type SnapshotRecord_History struct {
-	History *dexv1.HistoryEntry `protobuf:"bytes,7,opt,name=history,proto3,oneof"`
+	History *HistoryEntry `protobuf:"bytes,7,opt,name=history,proto3,oneof"`
 }
 
 type SnapshotRecord_Inbox struct {
@@ -797,7 +960,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +972,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +985,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -879,7 +1042,27 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xac\x01\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xeb\x03\n" +
+	"\fHistoryEntry\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x13.dex.v1.HistoryKindR\x04kind\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12\x17\n" +
+	"\acall_id\x18\x04 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x1c\n" +
+	"\targuments\x18\x06 \x01(\tR\targuments\x12)\n" +
+	"\aoutcome\x18\a \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12/\n" +
+	"\n" +
+	"tool_calls\x18\b \x03(\v2\x10.dex.v1.ToolCallR\ttoolCalls\x12;\n" +
+	"\x0einline_results\x18\t \x03(\v2\x14.dex.v1.InlineResultR\rinlineResults\x12\x17\n" +
+	"\astep_id\x18\n" +
+	" \x01(\tR\x06stepId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\v \x01(\tR\tmessageId\x12!\n" +
+	"\ffrom_session\x18\f \x01(\tR\vfromSession\x12\x13\n" +
+	"\x05at_ms\x18\r \x01(\x03R\x04atMs\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x0e \x01(\tR\tsessionId\x12\x19\n" +
+	"\bcum_size\x18\x0f \x01(\x04R\acumSize\"\xac\x01\n" +
 	"\fInboxMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12!\n" +
@@ -895,15 +1078,15 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xfc\x04\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x80\x05\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
 	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
 	"\x04step\x18\x03 \x01(\v2\f.dex.v1.StepH\x00R\x04step\x12,\n" +
 	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
 	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12)\n" +
-	"\x05event\x18\x06 \x01(\v2\x11.dex.fsm.v1.EventH\x00R\x05event\x120\n" +
-	"\ahistory\x18\a \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x120\n" +
+	"\x05event\x18\x06 \x01(\v2\x11.dex.fsm.v1.EventH\x00R\x05event\x124\n" +
+	"\ahistory\x18\a \x01(\v2\x18.dex.fsm.v1.HistoryEntryH\x00R\ahistory\x120\n" +
 	"\x05inbox\x18\b \x01(\v2\x18.dex.fsm.v1.InboxMessageH\x00R\x05inbox\x129\n" +
 	"\baccepted\x18\t \x01(\v2\x1b.dex.fsm.v1.AcceptedMessageH\x00R\baccepted\x123\n" +
 	"\tevent_log\x18\n" +
@@ -931,44 +1114,52 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),        // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),           // 1: dex.fsm.v1.EventLog
 	(*Event)(nil),              // 2: dex.fsm.v1.Event
-	(*InboxMessage)(nil),       // 3: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil),    // 4: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),     // 5: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),     // 6: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),         // 7: dex.fsm.v1.WorkerTool
-	(*dexv1.Session)(nil),      // 8: dex.v1.Session
-	(*dexv1.Step)(nil),         // 9: dex.v1.Step
-	(*dexv1.WorkerInfo)(nil),   // 10: dex.v1.WorkerInfo
-	(*dexv1.NodeInfo)(nil),     // 11: dex.v1.NodeInfo
-	(*dexv1.HistoryEntry)(nil), // 12: dex.v1.HistoryEntry
-	(*dexv1.ToolSpec)(nil),     // 13: dex.v1.ToolSpec
-	(*dexv1.AclToken)(nil),     // 14: dex.v1.AclToken
+	(*HistoryEntry)(nil),       // 3: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),       // 4: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil),    // 5: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),     // 6: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),     // 7: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),         // 8: dex.fsm.v1.WorkerTool
+	(dexv1.HistoryKind)(0),     // 9: dex.v1.HistoryKind
+	(dexv1.Outcome)(0),         // 10: dex.v1.Outcome
+	(*dexv1.ToolCall)(nil),     // 11: dex.v1.ToolCall
+	(*dexv1.InlineResult)(nil), // 12: dex.v1.InlineResult
+	(*dexv1.Session)(nil),      // 13: dex.v1.Session
+	(*dexv1.Step)(nil),         // 14: dex.v1.Step
+	(*dexv1.WorkerInfo)(nil),   // 15: dex.v1.WorkerInfo
+	(*dexv1.NodeInfo)(nil),     // 16: dex.v1.NodeInfo
+	(*dexv1.ToolSpec)(nil),     // 17: dex.v1.ToolSpec
+	(*dexv1.AclToken)(nil),     // 18: dex.v1.AclToken
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	5,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	0,  // 1: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	8,  // 2: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	9,  // 3: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	10, // 4: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	11, // 5: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	2,  // 6: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	12, // 7: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.v1.HistoryEntry
-	3,  // 8: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	4,  // 9: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 10: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	13, // 11: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	7,  // 12: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	14, // 13: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	6,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	9,  // 1: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
+	10, // 2: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
+	11, // 3: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
+	12, // 4: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	0,  // 5: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	13, // 6: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
+	14, // 7: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.v1.Step
+	15, // 8: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	16, // 9: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	2,  // 10: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	3,  // 11: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	4,  // 12: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	5,  // 13: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 14: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	17, // 15: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	8,  // 16: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	18, // 17: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -976,7 +1167,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	if File_dex_fsm_v1_state_proto != nil {
 		return
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[6].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[7].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -997,7 +1188,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,111 @@
+package fsmpb
+
+import (
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// The state machine stores its rows in these types; the API and the Worker
+// protocol show them as dex.v1 types, converted here. Each pair has the same
+// fields under the same numbers (api_test.go fails when one gains a field the
+// other, or its conversion, lacks), so snapshots written when the state
+// stored the dex.v1 types restore unchanged. Nested messages are shared,
+// not copied: stored rows are never changed in place.
+
+// API is the event as the API shows it.
+func (e *Event) API() *dexv1.Event {
+	return &dexv1.Event{
+		Seq:       e.Seq,
+		SessionId: e.SessionId,
+		Type:      e.Type,
+		StepId:    e.StepId,
+		Detail:    e.Detail,
+		AtMs:      e.AtMs,
+		Ordinal:   e.Ordinal,
+	}
+}
+
+// API is the inbox message as the API shows it.
+func (m *InboxMessage) API() *dexv1.Message {
+	return &dexv1.Message{
+		Id:           m.Id,
+		Text:         m.Text,
+		FromSession:  m.FromSession,
+		ReceivedAtMs: m.ReceivedAtMs,
+		SessionId:    m.SessionId,
+		Seq:          m.Seq,
+	}
+}
+
+// API is the history entry as the API and a RunModel task show it.
+func (h *HistoryEntry) API() *dexv1.HistoryEntry {
+	return &dexv1.HistoryEntry{
+		Seq:           h.Seq,
+		Kind:          h.Kind,
+		Text:          h.Text,
+		CallId:        h.CallId,
+		Tool:          h.Tool,
+		Arguments:     h.Arguments,
+		Outcome:       h.Outcome,
+		ToolCalls:     h.ToolCalls,
+		InlineResults: h.InlineResults,
+		StepId:        h.StepId,
+		MessageId:     h.MessageId,
+		FromSession:   h.FromSession,
+		AtMs:          h.AtMs,
+		SessionId:     h.SessionId,
+		CumSize:       h.CumSize,
+	}
+}
+
+// HistoryEntryFromAPI is a dex.v1 history entry as the state stores it (a
+// format-1 snapshot carried a session's history inline in that type).
+func HistoryEntryFromAPI(h *dexv1.HistoryEntry) *HistoryEntry {
+	return &HistoryEntry{
+		Seq:           h.Seq,
+		Kind:          h.Kind,
+		Text:          h.Text,
+		CallId:        h.CallId,
+		Tool:          h.Tool,
+		Arguments:     h.Arguments,
+		Outcome:       h.Outcome,
+		ToolCalls:     h.ToolCalls,
+		InlineResults: h.InlineResults,
+		StepId:        h.StepId,
+		MessageId:     h.MessageId,
+		FromSession:   h.FromSession,
+		AtMs:          h.AtMs,
+		SessionId:     h.SessionId,
+		CumSize:       h.CumSize,
+	}
+}
+
+// InboxMessageFromAPI is a dex.v1 message as the state stores it in an
+// inbox (a format-1 snapshot carried a session's inbox inline in that type).
+func InboxMessageFromAPI(m *dexv1.Message) *InboxMessage {
+	return &InboxMessage{
+		Id:           m.Id,
+		Text:         m.Text,
+		FromSession:  m.FromSession,
+		ReceivedAtMs: m.ReceivedAtMs,
+		SessionId:    m.SessionId,
+		Seq:          m.Seq,
+	}
+}
+
+// HistoryAPI converts a page of history entries.
+func HistoryAPI(hs []*HistoryEntry) []*dexv1.HistoryEntry {
+	out := make([]*dexv1.HistoryEntry, len(hs))
+	for i, h := range hs {
+		out[i] = h.API()
+	}
+	return out
+}
+
+// InboxAPI converts a page of inbox messages.
+func InboxAPI(ms []*InboxMessage) []*dexv1.Message {
+	out := make([]*dexv1.Message, len(ms))
+	for i, m := range ms {
+		out[i] = m.API()
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package fsmpb
+
+import (
+	"bytes"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// Each stored type and the API's type for it have the same fields under the
+// same numbers, and the conversions carry every one of them both ways.
+func TestEvent_ConvertsEveryField(t *testing.T) {
+	convertsEveryField(t, &Event{}, &dexv1.Event{},
+		func(m proto.Message) proto.Message { return m.(*Event).API() }, nil)
+}
+
+func TestInboxMessage_ConvertsEveryField(t *testing.T) {
+	convertsEveryField(t, &InboxMessage{}, &dexv1.Message{},
+		func(m proto.Message) proto.Message { return m.(*InboxMessage).API() },
+		func(m proto.Message) proto.Message { return InboxMessageFromAPI(m.(*dexv1.Message)) })
+}
+
+func TestHistoryEntry_ConvertsEveryField(t *testing.T) {
+	convertsEveryField(t, &HistoryEntry{}, &dexv1.HistoryEntry{},
+		func(m proto.Message) proto.Message { return m.(*HistoryEntry).API() },
+		func(m proto.Message) proto.Message { return HistoryEntryFromAPI(m.(*dexv1.HistoryEntry)) })
+}
+
+// convertsEveryField sets every field of stored (an empty message) to a value
+// of its own, and wants its conversion to the API type (and back, when back
+// is given) to encode to the same bytes.
+func convertsEveryField(t *testing.T, stored, api proto.Message, toAPI, back func(proto.Message) proto.Message) {
+	t.Helper()
+	storedName, apiName := stored.ProtoReflect().Descriptor().FullName(), api.ProtoReflect().Descriptor().FullName()
+	sf, af := stored.ProtoReflect().Descriptor().Fields(), api.ProtoReflect().Descriptor().Fields()
+	if sf.Len() != af.Len() {
+		t.Fatalf("%s has %d fields, %s %d: give both the field, and the conversions", storedName, sf.Len(), apiName, af.Len())
+	}
+	m := stored.ProtoReflect()
+	for i := range sf.Len() {
+		fd := sf.Get(i)
+		other := af.ByNumber(fd.Number())
+		if other == nil || other.Name() != fd.Name() || other.Kind() != fd.Kind() || other.Cardinality() != fd.Cardinality() {
+			t.Fatalf("field %d %s of %s is not in %s under that number", fd.Number(), fd.Name(), storedName, apiName)
+		}
+		if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.EnumKind {
+			if fd.Message() != other.Message() || fd.Enum() != other.Enum() {
+				t.Fatalf("field %s of %s has another type than in %s", fd.Name(), storedName, apiName)
+			}
+		}
+		m.Set(fd, sampleValue(t, m, fd))
+	}
+	det := proto.MarshalOptions{Deterministic: true}
+	want, err := det.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	converted := toAPI(stored)
+	if got, _ := det.Marshal(converted); !bytes.Equal(got, want) {
+		t.Fatalf("the conversion to %s dropped or changed a field:\n got %v\nwant %v", apiName, converted, stored)
+	}
+	if back == nil {
+		return
+	}
+	if got, _ := det.Marshal(back(converted)); !bytes.Equal(got, want) {
+		t.Fatalf("the conversion from %s dropped or changed a field:\n got %v\nwant %v", apiName, back(converted), stored)
+	}
+}
+
+// sampleValue is a value for fd that no other field of the test has.
+func sampleValue(t *testing.T, m protoreflect.Message, fd protoreflect.FieldDescriptor) protoreflect.Value {
+	n := fd.Number()
+	if fd.IsList() {
+		list := m.NewField(fd).List()
+		elem := list.NewElement()
+		elem.Message().Set(elem.Message().Descriptor().Fields().Get(0), protoreflect.ValueOfString("v-"+string(fd.Name())))
+		list.Append(elem)
+		return protoreflect.ValueOfList(list)
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString("v-" + string(fd.Name()))
+	case protoreflect.Uint64Kind:
+		return protoreflect.ValueOfUint64(uint64(n))
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(int64(n))
+	case protoreflect.EnumKind:
+		values := fd.Enum().Values()
+		return protoreflect.ValueOfEnum(values.Get(values.Len() - 1).Number())
+	}
+	t.Fatalf("field %s: kind %s not handled by this test", fd.Name(), fd.Kind())
+	return protoreflect.Value{}
+}
