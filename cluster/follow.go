@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -23,7 +22,7 @@ type Follower interface {
 	// Follow gets the Steps a command would leave ready and returns the
 	// commands to propose behind it, with a function that receives, in
 	// order, what became of each once it is applied or has failed.
-	Follow(ready []*dexv1.Step) (next []*fsmpb.Command, done func([]*fsm.Result, []error))
+	Follow(ready []*fsmpb.Step) (next []*fsmpb.Command, done func([]*fsm.Result, []error))
 }
 
 // SetFollower installs the dispatcher that follows proposals (nil: none).

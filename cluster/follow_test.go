@@ -14,13 +14,13 @@ import (
 // ready, and reports what became of it.
 type follower struct {
 	waiting bool
-	ready   chan []*dexv1.Step
+	ready   chan []*fsmpb.Step
 	done    chan *fsm.Result
 }
 
 func (f *follower) Waiting() bool { return f.waiting }
 
-func (f *follower) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+func (f *follower) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
 	f.ready <- ready
 	next := []*fsmpb.Command{{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{
 		SessionId: ready[0].SessionId, MessageId: "follow-up", Text: "behind it",
@@ -42,7 +42,7 @@ func TestProposeCommitsTheFollowUpRightBehindItsCommand(t *testing.T) {
 		c.start(i)
 	}
 	leader := c.readyLeader()
-	fl := &follower{waiting: true, ready: make(chan []*dexv1.Step, 4), done: make(chan *fsm.Result, 4)}
+	fl := &follower{waiting: true, ready: make(chan []*fsmpb.Step, 4), done: make(chan *fsm.Result, 4)}
 	leader.node.SetFollower(fl)
 
 	propose := func(id string) *fsm.Result {
@@ -59,7 +59,7 @@ func TestProposeCommitsTheFollowUpRightBehindItsCommand(t *testing.T) {
 		return res
 	}
 	res := propose("s1")
-	var ready []*dexv1.Step
+	var ready []*fsmpb.Step
 	select {
 	case ready = <-fl.ready:
 	default:

@@ -31,7 +31,7 @@ func lookupFor(agents ...string) *dexv1.ToolSpec {
 
 // takeAs polls the broker as a registered Worker would (its interests from
 // its registration).
-func (f *brokerFixture) takeAs(worker string, max int) []*dexv1.Step {
+func (f *brokerFixture) takeAs(worker string, max int) []*fsmpb.Step {
 	f.t.Helper()
 	w := f.c.State().Worker(worker)
 	if w == nil {

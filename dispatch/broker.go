@@ -9,6 +9,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Broker is the leader's view of what can be dispatched and what comes due,
@@ -191,7 +192,7 @@ func (b *Broker) reloadLocked(st *fsm.State) {
 
 // updateStepLocked places a Step as the state has it now (nil: gone). A Step
 // in flight is left to release, which re-reads it.
-func (b *Broker) updateStepLocked(id string, s *dexv1.Step, now int64) {
+func (b *Broker) updateStepLocked(id string, s *fsmpb.Step, now int64) {
 	if b.inflight[id] {
 		return
 	}
@@ -233,7 +234,7 @@ func (b *Broker) queue(k queueKey) *readyQueue {
 
 // pushReady queues a ready Step in its session's lane and, if wake, wakes
 // the polls waiting on its queue.
-func (b *Broker) pushReady(s *dexv1.Step, wake bool) {
+func (b *Broker) pushReady(s *fsmpb.Step, wake bool) {
 	b.markReady(s, b.now().UnixMilli())
 	k, _ := keyOf(s)
 	q := b.queue(k)
@@ -318,7 +319,7 @@ func (b *Broker) serve(session string) {
 
 // take picks ready Steps of exactly these queues for an unnamed poller (one
 // that avoids nothing).
-func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait bool) ([]*dexv1.Step, *waiter, error) {
+func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait bool) ([]*fsmpb.Step, *waiter, error) {
 	in := make([]interest, len(keys))
 	for i, k := range keys {
 		in[i] = interest{key: k}
@@ -359,7 +360,7 @@ func (b *Broker) bestLane(keys []interest) *lane {
 // and so are Steps the Worker should leave to another one (passOn). When it
 // finds nothing and wait is set, it registers a waiter on those queues in
 // the same critical section, so no Step that becomes ready later is missed.
-func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[string]int, wait bool) ([]*dexv1.Step, *waiter, error) {
+func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[string]int, wait bool) ([]*fsmpb.Step, *waiter, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped || b.deposed {
@@ -367,7 +368,7 @@ func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[st
 	}
 	now := b.now().UnixMilli()
 	var recheck int64
-	var out, skipped []*dexv1.Step
+	var out, skipped []*fsmpb.Step
 	for len(out) < max {
 		best := b.bestLane(keys)
 		if best == nil {

@@ -9,6 +9,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 type emptyState struct{ f *fsm.FSM }
@@ -24,7 +25,7 @@ func BenchmarkBrokerTake(b *testing.B) {
 			br := newBroker(emptyState{fsm.New(fsm.Options{})}, 0, time.Now, zap.NewNop())
 			br.mu.Lock()
 			for i := range n {
-				br.pushReady(&dexv1.Step{
+				br.pushReady(&fsmpb.Step{
 					Id: fmt.Sprintf("st%d", i), SessionId: fmt.Sprintf("s%d", i), QueueSeq: uint64(i + 1),
 					Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL,
 				}, false)

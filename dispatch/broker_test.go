@@ -82,7 +82,7 @@ func errored(t *testing.T, c *leasetest.Cluster, id string) *dexv1.Session {
 	return s
 }
 
-func (f *brokerFixture) take(keys []queueKey, max int) []*dexv1.Step {
+func (f *brokerFixture) take(keys []queueKey, max int) []*fsmpb.Step {
 	f.t.Helper()
 	steps, _, err := f.b.take(keys, max, nil, false)
 	if err != nil {
@@ -98,7 +98,7 @@ func (f *brokerFixture) promote() {
 	f.b.promoteDue(f.clock.Now().UnixMilli())
 }
 
-func sessionsOf(steps []*dexv1.Step) []string {
+func sessionsOf(steps []*fsmpb.Step) []string {
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.SessionId)
@@ -409,17 +409,17 @@ func TestTakesFollowsTheQueues(t *testing.T) {
 	tools := &dexv1.WorkerInfo{Tools: []*dexv1.ToolSpec{leasetest.Lookup}}
 	for _, c := range []struct {
 		w    *dexv1.WorkerInfo
-		st   *dexv1.Step
+		st   *fsmpb.Step
 		want bool
 	}{
-		{model, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, true},
-		{model, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT}, true},
-		{model, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, false},
-		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, true},
-		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, Tool: "lookup"}, true},
-		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Tool: "send_email"}, false},
-		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, false},
-		{tools, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Tool: "lookup"}, false},
+		{model, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, true},
+		{model, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT}, true},
+		{model, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, false},
+		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, true},
+		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, Tool: "lookup"}, true},
+		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Tool: "send_email"}, false},
+		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, false},
+		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Tool: "lookup"}, false},
 	} {
 		if got := Takes(c.w, c.st); got != c.want {
 			t.Errorf("Takes(model=%v, %s %s) = %v; want %v", c.w.RunsModel, c.st.Kind, c.st.Tool, got, c.want)

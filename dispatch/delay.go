@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Kinds of due items in the broker's delay heap.
@@ -30,7 +30,7 @@ type dueKey struct {
 // delayItem is one entry of the delay heap.
 type delayItem struct {
 	due
-	step *dexv1.Step // for dueReady: the Step to queue when it comes due
+	step *fsmpb.Step // for dueReady: the Step to queue when it comes due
 	idx  int
 }
 
@@ -61,7 +61,7 @@ func dueLess(a, b due) bool {
 
 // schedule puts an item in the delay heap, or, when it is due already, in
 // the ready queues (a Step) or the owed set (a timer or resume).
-func (b *Broker) schedule(d due, st *dexv1.Step, now int64) {
+func (b *Broker) schedule(d due, st *fsmpb.Step, now int64) {
 	if d.at <= now {
 		b.dueNow(d, st)
 		return
@@ -74,7 +74,7 @@ func (b *Broker) schedule(d due, st *dexv1.Step, now int64) {
 	}
 }
 
-func (b *Broker) dueNow(d due, st *dexv1.Step) {
+func (b *Broker) dueNow(d due, st *fsmpb.Step) {
 	if d.kind == dueReady {
 		b.pushReady(st, true)
 		return

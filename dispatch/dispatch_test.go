@@ -116,7 +116,7 @@ func lookups(prefix string, n int) []*dexv1.ToolCall {
 	return calls
 }
 
-func (f *fixture) step(id string) *dexv1.Step { return f.c.State().Step(id) }
+func (f *fixture) step(id string) *fsmpb.Step { return f.c.State().Step(id) }
 
 func TestPollReturnsTaskAfterStartAttemptCommitted(t *testing.T) {
 	f := newFixture(t, options{})

@@ -35,12 +35,12 @@ func (d *Dispatcher) Waiting() bool {
 // (cluster.Follower). done hands each poll its task once its StartAttempt
 // is applied; until it ran, Stop waits (raft answers every proposal once it
 // commits or this node stops leading).
-func (d *Dispatcher) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+func (d *Dispatcher) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
 	r, err := d.begin()
 	if err != nil {
 		return nil, nil
 	}
-	var steps []*dexv1.Step
+	var steps []*fsmpb.Step
 	var offers []*offer
 	var cmds []*fsmpb.Command
 	now := d.cfg.Now().UnixMilli()
@@ -91,7 +91,7 @@ func (b *Broker) waiting() bool {
 // Worker, wakes it with an offer and puts s in flight. It returns the
 // poll's Worker and the offer, or nil when no poll fits: s is then handed
 // out as usual once it is applied.
-func (b *Broker) offer(s *dexv1.Step, now int64) (string, *offer) {
+func (b *Broker) offer(s *fsmpb.Step, now int64) (string, *offer) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped || b.deposed || b.inflight[s.Id] || b.ready[s.Id] != nil || b.delayed[dueKey{dueReady, s.Id}] != nil {

@@ -43,7 +43,7 @@ type recorder struct {
 	followed []*fsmpb.Command
 }
 
-func (r *recorder) Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+func (r *recorder) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
 	next, done := r.Dispatcher.Follow(ready)
 	r.mu.Lock()
 	r.followed = append(r.followed, next...)

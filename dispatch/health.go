@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // UnhealthyAfter is how many of a Worker's tasks in a row must expire
@@ -51,7 +52,7 @@ func expiredUnclaimed(at *dexv1.Attempt) bool {
 
 // lastExpiredUnclaimedBy is the Worker whose attempt of a queued Step
 // expired unclaimed last ("" when the last attempt did not).
-func lastExpiredUnclaimedBy(s *dexv1.Step) string {
+func lastExpiredUnclaimedBy(s *fsmpb.Step) string {
 	if n := len(s.Attempts); n > 0 && expiredUnclaimed(s.Attempts[n-1]) {
 		return s.Attempts[n-1].WorkerId
 	}
@@ -61,7 +62,7 @@ func lastExpiredUnclaimedBy(s *dexv1.Step) string {
 // observe reads a Step as the state has it now (nil: gone). A Step seen
 // for the first time is read from its last attempt: on a new leader, a
 // queued Step whose last attempt expired unclaimed counts against its Worker.
-func (h *healthBook) observe(id string, s *dexv1.Step) {
+func (h *healthBook) observe(id string, s *fsmpb.Step) {
 	if s == nil {
 		delete(h.steps, id)
 		return

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // DefaultPreferOtherWait is how long a ready Step is kept from a Worker it
@@ -23,7 +24,7 @@ type readySince struct {
 }
 
 // markReady records when a Step became ready for its next attempt.
-func (b *Broker) markReady(s *dexv1.Step, now int64) {
+func (b *Broker) markReady(s *fsmpb.Step, now int64) {
 	if r, ok := b.since[s.Id]; ok && r.attempts == len(s.Attempts) {
 		return
 	}
@@ -32,7 +33,7 @@ func (b *Broker) markReady(s *dexv1.Step, now int64) {
 
 // avoids reports whether a Worker should leave a Step to another one: the
 // Step's last attempt expired unclaimed on it, or it is unhealthy.
-func (b *Broker) avoids(worker string, s *dexv1.Step) bool {
+func (b *Broker) avoids(worker string, s *fsmpb.Step) bool {
 	if worker == "" {
 		return false
 	}
@@ -44,7 +45,7 @@ func (b *Broker) avoids(worker string, s *dexv1.Step) bool {
 // waits on q (that poll is woken to take it), or while s has been ready for
 // less than preferOther. recheck is when the poll should look again (unix
 // ms; 0 when it takes s).
-func (b *Broker) passOn(worker string, s *dexv1.Step, q *readyQueue, now int64) (pass bool, recheck int64) {
+func (b *Broker) passOn(worker string, s *fsmpb.Step, q *readyQueue, now int64) (pass bool, recheck int64) {
 	if !b.avoids(worker, s) {
 		return false, 0
 	}

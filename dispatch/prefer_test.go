@@ -12,7 +12,7 @@ import (
 // expireUnclaimed starts the next attempt of a session's queued Step on
 // worker and expires it before any claim, then lets its retry backoff pass:
 // the Step is ready again.
-func (f *brokerFixture) expireUnclaimed(session, worker string) *dexv1.Step {
+func (f *brokerFixture) expireUnclaimed(session, worker string) *fsmpb.Step {
 	f.t.Helper()
 	st := f.c.Queued(session)[0]
 	at := f.c.Start(st.Id, worker)
@@ -37,7 +37,7 @@ func (f *brokerFixture) claim(stepID string) {
 	}}})
 }
 
-func (f *brokerFixture) takeFor(worker string, wait bool) ([]*dexv1.Step, *waiter) {
+func (f *brokerFixture) takeFor(worker string, wait bool) ([]*fsmpb.Step, *waiter) {
 	f.t.Helper()
 	steps, w, err := f.b.takeFor(worker, []interest{{key: queueKey{model: true}}}, 5, nil, wait)
 	if err != nil {

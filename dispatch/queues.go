@@ -6,6 +6,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // queueKey names a ready queue: an agent's model Steps, or one tool's
@@ -18,7 +19,7 @@ type queueKey struct {
 
 // keyOf is the ready queue of a Step (ok false for a wait, which is never
 // dispatched). It follows Takes.
-func keyOf(st *dexv1.Step) (queueKey, bool) {
+func keyOf(st *fsmpb.Step) (queueKey, bool) {
 	switch fsm.Kind(st.Kind).Runner {
 	case fsm.RunsOnModel:
 		return queueKey{model: true, agent: st.Agent}, true
@@ -85,11 +86,11 @@ type lane struct {
 	idx     int // in q.lanes
 }
 
-func (l *lane) head() *dexv1.Step { return l.steps[0].st }
+func (l *lane) head() *fsmpb.Step { return l.steps[0].st }
 
 // queuedStep is a ready Step and its place in its lane.
 type queuedStep struct {
-	st   *dexv1.Step
+	st   *fsmpb.Step
 	lane *lane
 	idx  int // in lane.steps
 }

@@ -33,7 +33,7 @@ var Builtins = []*dexv1.ToolSpec{
 // task builds what a Worker gets for an attempt the state machine started.
 // s is the Step as the poller picked it; the fresh state is read for the
 // session's history.
-func (d *Dispatcher) task(st *fsm.State, s *dexv1.Step, at *dexv1.Attempt, epoch uint64) *dexv1.Task {
+func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *dexv1.Attempt, epoch uint64) *dexv1.Task {
 	if cur := st.Step(s.Id); cur != nil {
 		s = cur
 	}

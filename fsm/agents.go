@@ -143,7 +143,7 @@ func (s *State) ToolServersFor(tool, agent string) []string {
 // StepServers returns the live Workers that may run a dispatched Step: for a
 // model Step those running its agent's model, for a tool Step those serving
 // its tool for its agent (nil for a wait).
-func (s *State) StepServers(st *dexv1.Step) []string {
+func (s *State) StepServers(st *fsmpb.Step) []string {
 	switch Kind(st.Kind).Runner {
 	case RunsOnModel:
 		return s.ModelServers(st.Agent)
@@ -155,7 +155,7 @@ func (s *State) StepServers(st *dexv1.Step) []string {
 
 // WaitingReason says why a queued dispatched Step is not handed out ("" when
 // a live Worker serves it, or it is not queued).
-func (s *State) WaitingReason(st *dexv1.Step) string {
+func (s *State) WaitingReason(st *fsmpb.Step) string {
 	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || !Kind(st.Kind).Dispatched() || len(s.StepServers(st)) > 0 {
 		return ""
 	}
@@ -164,7 +164,7 @@ func (s *State) WaitingReason(st *dexv1.Step) string {
 
 // unservedReason names what no live Worker serves for a Step: its agent's
 // model, its tool for its agent, or its tool at all.
-func unservedReason(st *dexv1.Step, toolServed bool) string {
+func unservedReason(st *fsmpb.Step, toolServed bool) string {
 	switch {
 	case Kind(st.Kind).Runner == RunsOnModel:
 		return fmt.Sprintf("no live Worker serves %s (its model)", AgentName(st.Agent))
@@ -176,14 +176,14 @@ func unservedReason(st *dexv1.Step, toolServed bool) string {
 
 // QueuedStepsFor returns the queued Steps of one ready queue: the model
 // Steps of an agent (model set) or one tool's Steps of an agent (index read).
-func (s *State) QueuedStepsFor(model bool, tool, agent string) []*dexv1.Step {
+func (s *State) QueuedStepsFor(model bool, tool, agent string) []*fsmpb.Step {
 	it, err := s.tx.Get(tableSteps, indexQueue, model, tool, agent)
 	if err != nil {
 		return nil
 	}
-	var out []*dexv1.Step
+	var out []*fsmpb.Step
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*dexv1.Step))
+		out = append(out, raw.(*fsmpb.Step))
 	}
 	return out
 }

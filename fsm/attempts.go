@@ -66,7 +66,7 @@ func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
 // workerCall checks a Worker's reference to its attempt. It returns replay when
 // the call repeats the last one committed: the caller answers as before and
 // changes nothing.
-func (a *applier) workerCall(ref *dexv1.AttemptRef, call string) (st *dexv1.Step, at *dexv1.Attempt, replay *Result, rej *Rejection) {
+func (a *applier) workerCall(ref *dexv1.AttemptRef, call string) (st *fsmpb.Step, at *dexv1.Attempt, replay *Result, rej *Rejection) {
 	if ref == nil {
 		return nil, nil, nil, reject(CodeInvalid, "attempt reference is required")
 	}
@@ -173,13 +173,13 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
 }
 
-func writes(st *dexv1.Step) bool {
+func writes(st *fsmpb.Step) bool {
 	return st.Kind == dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL ||
 		(st.Kind == dexv1.StepKind_STEP_KIND_CALL_TOOL && st.Policy.GetAccess() != dexv1.ToolAccess_TOOL_ACCESS_READ)
 }
 
 // resultFits checks that the result is of the kind the Step produces.
-func resultFits(st *dexv1.Step, c *dexv1.AttemptResult) *Rejection {
+func resultFits(st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
 	k := Kind(st.Kind)
 	if k.Result == nil || !k.Result(c) {
 		return reject(CodeInvalid, "a %s step cannot complete with a %T result", k.Name, c.GetOutcome())
@@ -218,7 +218,7 @@ func CheckModelOutput(o *dexv1.ModelOutput) *Rejection {
 
 // runningAttempt checks a leader's command that ends an attempt: the epoch is
 // current, the attempt is the Step's current one and it still runs.
-func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*dexv1.Step, *dexv1.Attempt, *Rejection) {
+func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*fsmpb.Step, *dexv1.Attempt, *Rejection) {
 	if r := a.checkEpoch(epoch); r != nil {
 		return nil, nil, r
 	}
@@ -248,7 +248,7 @@ func (a *applier) expireAttempt(c *fsmpb.ExpireAttempt) *Result {
 
 // attemptEnded records a failed or expired attempt's progress and applies the
 // Step's retry policy.
-func (a *applier) attemptEnded(st *dexv1.Step, at *dexv1.Attempt) *Result {
+func (a *applier) attemptEnded(st *fsmpb.Step, at *dexv1.Attempt) *Result {
 	s, r := a.session(st.SessionId)
 	if r != nil {
 		return rejected(r)
@@ -264,7 +264,7 @@ func (a *applier) attemptEnded(st *dexv1.Step, at *dexv1.Attempt) *Result {
 
 // progress is exact: NOT_STARTED only when no attempt of the Step was ever
 // claimed and the call never ran before (it did not ask the user anything).
-func (a *applier) progress(s *dexv1.Session, st *dexv1.Step) dexv1.AttemptProgress {
+func (a *applier) progress(s *dexv1.Session, st *fsmpb.Step) dexv1.AttemptProgress {
 	for _, at := range st.Attempts {
 		if at.ClaimedAtMs != 0 {
 			return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED
@@ -278,7 +278,7 @@ func (a *applier) progress(s *dexv1.Session, st *dexv1.Step) dexv1.AttemptProgre
 
 // withinWindow: a model Step may start another attempt only inside the window
 // opened by its first attempt.
-func (a *applier) withinWindow(st *dexv1.Step) bool {
+func (a *applier) withinWindow(st *fsmpb.Step) bool {
 	if len(st.Attempts) == 0 {
 		return true
 	}
@@ -286,7 +286,7 @@ func (a *applier) withinWindow(st *dexv1.Step) bool {
 }
 
 // requeue puts a Step back in the queue for its next attempt after a backoff.
-func (a *applier) requeue(st *dexv1.Step) {
+func (a *applier) requeue(st *fsmpb.Step) {
 	st.Status = dexv1.StepStatus_STEP_STATUS_QUEUED
 	st.ReadyAtMs = a.now + retryBackoff(len(st.Attempts))
 	m := a.meta()
@@ -297,7 +297,7 @@ func (a *applier) requeue(st *dexv1.Step) {
 }
 
 // finish ends a Step with its outcome.
-func (a *applier) finish(st *dexv1.Step, o dexv1.Outcome, result string, isError bool) {
+func (a *applier) finish(st *fsmpb.Step, o dexv1.Outcome, result string, isError bool) {
 	st.Status = dexv1.StepStatus_STEP_STATUS_DONE
 	st.Outcome = o
 	st.Result = result

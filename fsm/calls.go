@@ -51,7 +51,7 @@ func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
 	case BuiltinAskUser:
 		c.Builtin = BuiltinAskUser
 		c.Phase = dexv1.CallPhase_CALL_PHASE_WAITING
-		c.StepId = a.queueStep(s, &dexv1.Step{
+		c.StepId = a.queueStep(s, &fsmpb.Step{
 			Kind: dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 			Status: dexv1.StepStatus_STEP_STATUS_WAITING, Prompt: questionOf(c.Arguments),
 		})
@@ -64,7 +64,7 @@ func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
 			return
 		}
 		c.Phase = dexv1.CallPhase_CALL_PHASE_WAITING
-		c.StepId = a.queueStep(s, &dexv1.Step{
+		c.StepId = a.queueStep(s, &fsmpb.Step{
 			Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 			Status: dexv1.StepStatus_STEP_STATUS_WAITING, DueAtMs: a.now + ms,
 		})
@@ -89,7 +89,7 @@ func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
 	}
 	if spec.NeedsApproval {
 		c.Phase = dexv1.CallPhase_CALL_PHASE_AWAITING_APPROVAL
-		c.StepId = a.queueStep(s, &dexv1.Step{
+		c.StepId = a.queueStep(s, &fsmpb.Step{
 			Kind: dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 			Policy: spec, Status: dexv1.StepStatus_STEP_STATUS_WAITING,
 			Prompt: fmt.Sprintf("run %s(%s)?", c.Tool, c.Arguments),
@@ -106,7 +106,7 @@ func (a *applier) queueToolStep(s *dexv1.Session, c *dexv1.CallState) {
 		kind = dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
 	}
 	c.Phase = dexv1.CallPhase_CALL_PHASE_RUNNING
-	c.StepId = a.queueStep(s, &dexv1.Step{
+	c.StepId = a.queueStep(s, &fsmpb.Step{
 		Kind: kind, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments, Policy: c.Policy,
 		IdempotencyKey: c.IdempotencyKey,
 	})
@@ -115,7 +115,7 @@ func (a *applier) queueToolStep(s *dexv1.Session, c *dexv1.CallState) {
 // queuePoll queues the next poll of a long-running task.
 func (a *applier) queuePoll(s *dexv1.Session, c *dexv1.CallState) {
 	c.Phase = dexv1.CallPhase_CALL_PHASE_POLLING
-	c.StepId = a.queueStep(s, &dexv1.Step{
+	c.StepId = a.queueStep(s, &fsmpb.Step{
 		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 		Policy: c.Policy, TaskId: c.TaskId, ReadyAtMs: a.now + pollEvery(c.Policy),
 	})

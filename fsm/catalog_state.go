@@ -55,14 +55,14 @@ func (s *State) WorkersWatch() ([]*dexv1.WorkerInfo, <-chan struct{}) {
 }
 
 // QueuedStepsOfTool returns the queued Steps of a tool (index read).
-func (s *State) QueuedStepsOfTool(tool string) []*dexv1.Step {
+func (s *State) QueuedStepsOfTool(tool string) []*fsmpb.Step {
 	it, err := s.tx.Get(tableSteps, indexQueue+"_prefix", false, tool)
 	if err != nil {
 		return nil
 	}
-	var out []*dexv1.Step
+	var out []*fsmpb.Step
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*dexv1.Step))
+		out = append(out, raw.(*fsmpb.Step))
 	}
 	return out
 }

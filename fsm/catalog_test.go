@@ -124,7 +124,7 @@ func TestCatalog_SurvivesSnapshotAndRestore(t *testing.T) {
 	d.refused(register("a0", emailRead5), CodeFailedPrecondition)
 }
 
-func unservedEmail(t *testing.T) (*driver, *dexv1.Step) {
+func unservedEmail(t *testing.T) (*driver, *fsmpb.Step) {
 	d := newDriver(t)
 	d.createSession("s", "", "hi")
 	d.startNext("s", kRunModel).answer("", call("e", "send_email", "{}"))

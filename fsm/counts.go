@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Counts are the sizes of the state's tables, for an operator's look at a
@@ -30,7 +31,7 @@ func (s *State) Counts() Counts {
 	for _, sess := range all[*dexv1.Session](s.tx, tableSessions, indexID) {
 		c.Sessions[enumWord(sess.Status.String(), "SESSION_STATUS_")]++
 	}
-	for _, st := range all[*dexv1.Step](s.tx, tableSteps, indexID) {
+	for _, st := range all[*fsmpb.Step](s.tx, tableSteps, indexID) {
 		c.Steps[enumWord(st.Status.String(), "STEP_STATUS_")]++
 	}
 	c.History = count(s, tableHistory)

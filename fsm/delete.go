@@ -154,7 +154,7 @@ func (a *applier) purgeSession(c *fsmpb.PurgeSession) *Result {
 		rows := firstRows(a.tx, t, s.Id, budget)
 		for _, raw := range rows {
 			a.delete(t.table, raw)
-			if st, ok := raw.(*dexv1.Step); ok {
+			if st, ok := raw.(*fsmpb.Step); ok {
 				a.touched.step(st.Id) // the broker drops it
 			}
 		}
@@ -195,7 +195,7 @@ type sessionTable struct {
 }
 
 var sessionTables = []sessionTable{
-	{tableSteps, indexSessionNumber, []any{uint64(0)}, func(raw any) string { return raw.(*dexv1.Step).SessionId }},
+	{tableSteps, indexSessionNumber, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.Step).SessionId }},
 	{tableHistory, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.HistoryEntry).SessionId }},
 	{tableInbox, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.InboxMessage).SessionId }},
 	{tableAccepted, indexID, []any{""}, func(raw any) string { return raw.(*fsmpb.AcceptedMessage).SessionId }},

@@ -64,7 +64,7 @@ func FuzzDelete(f *testing.F) {
 			for _, del := range st.DeletedSessions(1 << 20) {
 				everDeleted[del] = true
 				for _, raw := range firstRows(st.tx, sessionTables[0], del, 1<<20) {
-					if s := raw.(*dexv1.Step); s.Status != dexv1.StepStatus_STEP_STATUS_DONE {
+					if s := raw.(*fsmpb.Step); s.Status != dexv1.StepStatus_STEP_STATUS_DONE {
 						t.Fatalf("deleted session %s has Step %s %s", del, s.Id, s.Status)
 					}
 				}

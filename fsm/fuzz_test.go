@@ -97,14 +97,14 @@ func (z *fuzzer) apply(cmd *fsmpb.Command) *Result {
 	return res
 }
 
-func (z *fuzzer) pick(list []*dexv1.Step, salt byte) *dexv1.Step {
+func (z *fuzzer) pick(list []*fsmpb.Step, salt byte) *fsmpb.Step {
 	if len(list) == 0 {
 		return nil
 	}
 	return list[int(salt)%len(list)]
 }
 
-func (z *fuzzer) ref(st *dexv1.Step) *dexv1.AttemptRef {
+func (z *fuzzer) ref(st *fsmpb.Step) *dexv1.AttemptRef {
 	at := st.Attempts[len(st.Attempts)-1]
 	return &dexv1.AttemptRef{StepId: st.Id, Attempt: at.N, Token: at.Token, Seq: at.LastSeq + 1}
 }
@@ -194,7 +194,7 @@ func (z *fuzzer) step(op, salt byte) {
 			z.apply(z.stale[int(salt)%len(z.stale)])
 		}
 	case 15: // reconcile whatever step
-		all := append(append([]*dexv1.Step{}, queued...), running...)
+		all := append(append([]*fsmpb.Step{}, queued...), running...)
 		if s := z.pick(all, salt); s != nil {
 			z.apply(&fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{StepId: s.Id, Outcome: oSucceeded}}})
 		}
@@ -229,7 +229,7 @@ func (z *fuzzer) step(op, salt byte) {
 
 // report ends an attempt with a ReportAttempt, or now and then with the
 // CompleteAttempt or FailAttempt an older log holds.
-func (z *fuzzer) report(r *dexv1.Step, res *dexv1.AttemptResult, salt byte) *fsmpb.Command {
+func (z *fuzzer) report(r *fsmpb.Step, res *dexv1.AttemptResult, salt byte) *fsmpb.Command {
 	ref := z.ref(r)
 	if salt%4 != 1 {
 		return &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}}
@@ -237,7 +237,7 @@ func (z *fuzzer) report(r *dexv1.Step, res *dexv1.AttemptResult, salt byte) *fsm
 	return legacyCommand(ref, res)
 }
 
-func (z *fuzzer) result(r *dexv1.Step, salt byte) *dexv1.AttemptResult {
+func (z *fuzzer) result(r *fsmpb.Step, salt byte) *dexv1.AttemptResult {
 	c := &dexv1.AttemptResult{}
 	switch r.Kind {
 	case kRunModel:

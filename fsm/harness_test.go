@@ -197,7 +197,7 @@ func (d *driver) session(id string) *dexv1.Session {
 	return s
 }
 
-func (d *driver) step(id string) *dexv1.Step {
+func (d *driver) step(id string) *fsmpb.Step {
 	d.t.Helper()
 	st := d.f.State().Step(id)
 	if st == nil {
@@ -207,8 +207,8 @@ func (d *driver) step(id string) *dexv1.Step {
 }
 
 // stepsOf returns the session's Steps of a kind, in order.
-func (d *driver) stepsOf(session string, kind dexv1.StepKind) []*dexv1.Step {
-	var out []*dexv1.Step
+func (d *driver) stepsOf(session string, kind dexv1.StepKind) []*fsmpb.Step {
+	var out []*fsmpb.Step
 	for _, st := range d.f.State().Steps(session) {
 		if st.Kind == kind {
 			out = append(out, st)
@@ -218,9 +218,9 @@ func (d *driver) stepsOf(session string, kind dexv1.StepKind) []*dexv1.Step {
 }
 
 // queued returns the one queued Step of a kind in the session.
-func (d *driver) queued(session string, kind dexv1.StepKind) *dexv1.Step {
+func (d *driver) queued(session string, kind dexv1.StepKind) *fsmpb.Step {
 	d.t.Helper()
-	var found *dexv1.Step
+	var found *fsmpb.Step
 	for _, st := range d.stepsOf(session, kind) {
 		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED {
 			if found != nil {
@@ -236,7 +236,7 @@ func (d *driver) queued(session string, kind dexv1.StepKind) *dexv1.Step {
 }
 
 // latest returns the newest Step of a kind in the session.
-func (d *driver) latest(session string, kind dexv1.StepKind) *dexv1.Step {
+func (d *driver) latest(session string, kind dexv1.StepKind) *fsmpb.Step {
 	d.t.Helper()
 	steps := d.stepsOf(session, kind)
 	if len(steps) == 0 {
@@ -255,7 +255,7 @@ type handle struct {
 }
 
 // start hands a queued Step to a Worker, waiting out its backoff first.
-func (d *driver) start(st *dexv1.Step) *handle {
+func (d *driver) start(st *fsmpb.Step) *handle {
 	d.t.Helper()
 	if d.now < st.ReadyAtMs {
 		d.now = st.ReadyAtMs
@@ -269,7 +269,7 @@ func (d *driver) start(st *dexv1.Step) *handle {
 
 // server picks the Worker a broker would: w1 when it serves the Step, else
 // the first live Worker that does.
-func (d *driver) server(st *dexv1.Step) string {
+func (d *driver) server(st *fsmpb.Step) string {
 	servers := d.f.State().StepServers(st)
 	if len(servers) == 0 || slices.Contains(servers, "w1") {
 		return "w1"

@@ -34,14 +34,14 @@ const (
 
 // toolTurn starts a session whose first model output calls one tool, and
 // returns the queued Step of that tool.
-func toolTurn(t *testing.T, d *driver, session string, tc *dexv1.ToolCall, kind dexv1.StepKind) *dexv1.Step {
+func toolTurn(t *testing.T, d *driver, session string, tc *dexv1.ToolCall, kind dexv1.StepKind) *fsmpb.Step {
 	t.Helper()
 	d.createSession(session, "", "go")
 	d.startNext(session, kRunModel).answer("calling", tc)
 	return d.latest(session, kind)
 }
 
-func attemptsOf(st *dexv1.Step) int { return len(st.Attempts) }
+func attemptsOf(st *fsmpb.Step) int { return len(st.Attempts) }
 
 func TestMatrix_RunModel_BeforeAnyOutputReachesCluster(t *testing.T) {
 	d := newDriver(t)
@@ -332,7 +332,7 @@ func countEvents(d *driver, session, typ string) int {
 	return n
 }
 
-func longRunning(t *testing.T, d *driver) (start *dexv1.Step) {
+func longRunning(t *testing.T, d *driver) (start *fsmpb.Step) {
 	t.Helper()
 	start = toolTurn(t, d, "s", call("c1", "build", "{}"), kCallTool)
 	d.start(start).claim().do(func(h *handle) *fsmpb.Command { return h.toolResult("", false, "task-42") })

@@ -34,7 +34,7 @@ func MayQueueSteps(cmd *fsmpb.Command) bool {
 // applied, or stale) is skipped. Entries applied before cmd may still make
 // the guess wrong, and the state machine then refuses those StartAttempts.
 // Nothing changes and nothing is reported.
-func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*dexv1.Step {
+func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.Step {
 	if cmd.GetBody() == nil {
 		return nil
 	}
@@ -61,15 +61,15 @@ func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*dexv1.S
 	if res := a.apply(proto.Clone(cmd).(*fsmpb.Command)); res.Err != nil {
 		return nil
 	}
-	var ready []*dexv1.Step
+	var ready []*fsmpb.Step
 	for _, id := range a.touched.steps {
 		raw, err := tx.First(tableSteps, indexID, id)
 		if err != nil || raw == nil {
 			continue
 		}
-		st := raw.(*dexv1.Step)
+		st := raw.(*fsmpb.Step)
 		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED && st.ReadyAtMs <= cmd.NowMs && Kind(st.Kind).Runner != RunsInCluster {
-			ready = append(ready, proto.Clone(st).(*dexv1.Step))
+			ready = append(ready, proto.Clone(st).(*fsmpb.Step))
 		}
 	}
 	return ready

@@ -84,7 +84,7 @@ func TestPredict_AppliesTheCommandsStillInFlightFirst(t *testing.T) {
 	again := d.f.Predict(r2, r1)
 	d.do(r2)
 	want := d.queued("s1", kRunModel)
-	for name, p := range map[string][]*dexv1.Step{"in flight": got, "already applied": again} {
+	for name, p := range map[string][]*fsmpb.Step{"in flight": got, "already applied": again} {
 		if len(p) != 1 || p[0].Id != want.Id {
 			t.Fatalf("%s: predicted %v; want the model's next call %s", name, p, want.Id)
 		}

@@ -145,7 +145,7 @@ func (a *applier) reconcileOutcome(c *fsmpb.ReconcileOutcome) *Result {
 	return &Result{SessionID: s.Id, StepID: st.Id}
 }
 
-func stepState(st *dexv1.Step) string {
+func stepState(st *fsmpb.Step) string {
 	if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
 		return OutcomeName(st.Outcome)
 	}

@@ -12,7 +12,7 @@ import (
 // a tool Step's policy, or for a model Step the run timeout its Worker
 // registered; else the leader's default carried in the command. It reads
 // only the state and the command, so every node stores the same deadline.
-func (a *applier) runTimeout(st *dexv1.Step, c *fsmpb.StartAttempt) int64 {
+func (a *applier) runTimeout(st *fsmpb.Step, c *fsmpb.StartAttempt) int64 {
 	var d uint32
 	if Kind(st.Kind).Runner == RunsOnModel {
 		if w := (&State{tx: a.tx}).Worker(c.WorkerId); w != nil {

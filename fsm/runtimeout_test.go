@@ -34,7 +34,7 @@ func newRunDriver(t *testing.T) *driver {
 
 // startOn starts the next attempt of a queued Step on a Worker with the
 // leader's default run timeout.
-func (d *driver) startOn(st *dexv1.Step, worker string, defaultTimeout time.Duration) (*handle, *dexv1.Attempt) {
+func (d *driver) startOn(st *fsmpb.Step, worker string, defaultTimeout time.Duration) (*handle, *dexv1.Attempt) {
 	d.t.Helper()
 	if d.now < st.ReadyAtMs {
 		d.now = st.ReadyAtMs

@@ -6,6 +6,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Table names of the state store.
@@ -87,7 +88,7 @@ func liveStatus(s dexv1.StepStatus) bool {
 }
 
 func (liveStepIndexer) FromObject(obj any) (bool, []byte, error) {
-	st, ok := obj.(*dexv1.Step)
+	st, ok := obj.(*fsmpb.Step)
 	if !ok {
 		return false, nil, fmt.Errorf("live step index: %T is not a Step", obj)
 	}

@@ -7,6 +7,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Index names of the due-time indexes the leader's broker loads from when it
@@ -48,7 +49,7 @@ func dueKey(at int64) []byte {
 }
 
 func timerDue(obj any) (int64, bool) {
-	st, ok := obj.(*dexv1.Step)
+	st, ok := obj.(*fsmpb.Step)
 	if !ok || st.Kind != dexv1.StepKind_STEP_KIND_AWAIT_TIMER || st.Status != dexv1.StepStatus_STEP_STATUS_WAITING {
 		return 0, false
 	}
@@ -66,7 +67,7 @@ func ResumeDue(s *dexv1.Session) (int64, bool) {
 
 // TimerDue is when the leader owes a Step a FireTimer (ok false when it
 // owes none).
-func TimerDue(st *dexv1.Step) (int64, bool) { return timerDue(st) }
+func TimerDue(st *fsmpb.Step) (int64, bool) { return timerDue(st) }
 
 func resumeDue(obj any) (int64, bool) {
 	s, ok := obj.(*dexv1.Session)

@@ -10,7 +10,7 @@ import (
 // agent's model; for a tool Step, one that does not serve its tool for its
 // agent. The broker routes by the same rule; this keeps a broker bug from
 // handing one agent's session to another agent's Worker. Two row reads.
-func (a *applier) checkWorkerServes(st *dexv1.Step, workerID string) *Rejection {
+func (a *applier) checkWorkerServes(st *fsmpb.Step, workerID string) *Rejection {
 	runner := Kind(st.Kind).Runner
 	if runner != RunsOnModel && runner != RunsOnTool {
 		return nil

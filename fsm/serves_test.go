@@ -8,7 +8,7 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func (d *driver) startCmd(st *dexv1.Step, worker string) *fsmpb.Command {
+func (d *driver) startCmd(st *fsmpb.Step, worker string) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: st.Id, Attempt: uint32(len(st.Attempts)) + 1, WorkerId: worker, Epoch: d.epoch,
 	}}}

@@ -120,7 +120,7 @@ func (a *applier) startTurn(s *dexv1.Session) {
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "turn_started", "", fmt.Sprint(t.Number))
 	if s.CompactionThreshold > 0 && modelInputSize(a.tx, s) > s.CompactionThreshold && hasHistoryBefore(a.tx, s, boundary) {
-		t.StepId = a.queueStep(s, &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, CompactBefore: boundary})
+		t.StepId = a.queueStep(s, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, CompactBefore: boundary})
 		return
 	}
 	a.queueModel(s)
@@ -129,7 +129,7 @@ func (a *applier) startTurn(s *dexv1.Session) {
 // queueModel queues the RunModel Step of the turn in progress.
 func (a *applier) queueModel(s *dexv1.Session) {
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
-	st := &dexv1.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}
+	st := &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}
 	s.Turn.StepId = a.queueStep(s, st)
 	// An input no Worker could be handed fails the turn now, with a reason
 	// the user sees, rather than expiring attempt after attempt.
@@ -141,7 +141,7 @@ func (a *applier) queueModel(s *dexv1.Session) {
 
 // queueStep fills in the Step's identity and puts it in the queue (or, for a
 // wait, in the waiting state). It returns the Step id.
-func (a *applier) queueStep(s *dexv1.Session, st *dexv1.Step) string {
+func (a *applier) queueStep(s *dexv1.Session, st *fsmpb.Step) string {
 	st.Id = StepID(s.Id, s.NextStep)
 	st.Number = s.NextStep
 	s.NextStep++

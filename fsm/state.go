@@ -52,16 +52,16 @@ func (s *State) Sessions() []*dexv1.Session {
 }
 
 // Step returns a Step or nil.
-func (s *State) Step(id string) *dexv1.Step {
+func (s *State) Step(id string) *fsmpb.Step {
 	raw, err := s.tx.First(tableSteps, indexID, id)
 	if err != nil || raw == nil {
 		return nil
 	}
-	return raw.(*dexv1.Step)
+	return raw.(*fsmpb.Step)
 }
 
 // Steps returns the Steps of a session in creation order.
-func (s *State) Steps(sessionID string) []*dexv1.Step {
+func (s *State) Steps(sessionID string) []*fsmpb.Step {
 	steps, _ := s.StepsPage(sessionID, 0, math.MaxInt, math.MaxInt)
 	return steps
 }
@@ -81,14 +81,14 @@ func (s *State) RunningSteps() (int, <-chan struct{}) {
 }
 
 // StepsWithStatus returns the Steps in a status (queued, running, waiting).
-func (s *State) StepsWithStatus(st dexv1.StepStatus) []*dexv1.Step {
+func (s *State) StepsWithStatus(st dexv1.StepStatus) []*fsmpb.Step {
 	it, err := s.tx.Get(tableSteps, indexStatus, st)
 	if err != nil {
 		return nil
 	}
-	var out []*dexv1.Step
+	var out []*fsmpb.Step
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*dexv1.Step))
+		out = append(out, raw.(*fsmpb.Step))
 	}
 	return out
 }
@@ -200,15 +200,15 @@ func (s *State) summarised(sess *dexv1.Session, to uint64) []*fsmpb.HistoryEntry
 // StepsPage returns up to limit Steps of a session with a number above
 // after, in order, and the number to read on from (0 when none is left). A
 // page also stops once it holds maxBytes, after at least one Step.
-func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) ([]*dexv1.Step, uint64) {
+func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) ([]*fsmpb.Step, uint64) {
 	it, err := s.tx.LowerBound(tableSteps, indexSessionNumber, sessionID, after+1)
 	if err != nil {
 		return nil, 0
 	}
-	var out []*dexv1.Step
+	var out []*fsmpb.Step
 	size := 0
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		st := raw.(*dexv1.Step)
+		st := raw.(*fsmpb.Step)
 		if st.SessionId != sessionID {
 			break
 		}

@@ -2,12 +2,13 @@ package fsm
 
 import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // WaitingTimers returns the waiting AwaitTimer Steps in due-time order,
 // through their index: no other Step is read.
-func (s *State) WaitingTimers() []*dexv1.Step {
-	return all[*dexv1.Step](s.tx, tableSteps, indexTimerDue)
+func (s *State) WaitingTimers() []*fsmpb.Step {
+	return all[*fsmpb.Step](s.tx, tableSteps, indexTimerDue)
 }
 
 // ErroredToResume returns the errored sessions that owe a ResumeErrored, in

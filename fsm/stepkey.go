@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // StepID is the id of a session's Step number n: "SESSION-sN".
@@ -38,7 +38,7 @@ type stepKeyIndexer struct{}
 var noStep = []byte{0xff}
 
 func (stepKeyIndexer) FromObject(obj any) (bool, []byte, error) {
-	st, ok := obj.(*dexv1.Step)
+	st, ok := obj.(*fsmpb.Step)
 	if !ok {
 		return false, nil, fmt.Errorf("step index: %T is not a Step", obj)
 	}

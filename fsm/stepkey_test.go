@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protodelim"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -74,7 +73,7 @@ func TestStepKey_ASnapshotWithAMisnamedStepIsRefused(t *testing.T) {
 	var buf bytes.Buffer
 	buf.WriteString(snapshotMagic)
 	buf.WriteByte(snapshotVersion)
-	st := &dexv1.Step{Id: "a-s2", SessionId: "a", Number: 1}
+	st := &fsmpb.Step{Id: "a-s2", SessionId: "a", Number: 1}
 	if _, err := protodelim.MarshalTo(&buf, &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Step{Step: st}}); err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func (a *applier) putSession(s *dexv1.Session) {
 	a.touched.session(s.Id)
 }
 
-func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
+func (a *applier) step(id string) (*fsmpb.Step, *Rejection) {
 	if id == "" {
 		return nil, reject(CodeInvalid, "step id is required")
 	}
@@ -77,13 +77,13 @@ func (a *applier) step(id string) (*dexv1.Step, *Rejection) {
 		return nil, reject(CodeNotFound, "step %q not found", id)
 	}
 	// The Steps of a deleted session wait for the purge: nothing acts on them.
-	if s := a.storedSession(raw.(*dexv1.Step).SessionId); s != nil && deleted(s) {
+	if s := a.storedSession(raw.(*fsmpb.Step).SessionId); s != nil && deleted(s) {
 		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
 	}
-	return proto.Clone(raw.(*dexv1.Step)).(*dexv1.Step), nil
+	return proto.Clone(raw.(*fsmpb.Step)).(*fsmpb.Step), nil
 }
 
-func (a *applier) putStep(st *dexv1.Step) {
+func (a *applier) putStep(st *fsmpb.Step) {
 	a.insert(tableSteps, st)
 	a.touched.step(st.Id)
 }

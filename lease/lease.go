@@ -205,7 +205,7 @@ func (m *Manager) sweep(t *term) {
 // armUnleasedLocked gives every running attempt of steps that has no lease
 // one with the takeover grace (such an attempt may have been started by the
 // previous leader), and returns those it armed. m.mu is held.
-func (m *Manager) armUnleasedLocked(steps []*dexv1.Step) []key {
+func (m *Manager) armUnleasedLocked(steps []*fsmpb.Step) []key {
 	var armed []key
 	deadline := m.cfg.Now().Add(m.cfg.TakeoverGrace)
 	for _, st := range steps {

@@ -10,6 +10,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -62,7 +63,7 @@ func TestWorkers_AQueuedStepOfAnUnservedToolFailsAfterTheToolWait(t *testing.T) 
 		clock.Advance(toolWait / 10)
 		return len(c.State().QueuedStepsOfTool("save_note")) == 0
 	})
-	var note *dexv1.Step
+	var note *fsmpb.Step
 	for _, s := range c.State().Steps("s") {
 		if s.Tool == "save_note" {
 			note = s

@@ -5,6 +5,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Applied is chained to the state machine's OnApplied: it counts the
@@ -38,7 +39,7 @@ func (m *Node) Applied(a *fsm.Applied) {
 	}
 }
 
-func attemptOf(st *fsm.State, k fsm.AttemptKey) (*dexv1.Step, *dexv1.Attempt) {
+func attemptOf(st *fsm.State, k fsm.AttemptKey) (*fsmpb.Step, *dexv1.Attempt) {
 	step := st.Step(k.Step)
 	if step == nil || k.N == 0 || int(k.N) > len(step.Attempts) {
 		return nil, nil

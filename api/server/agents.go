@@ -1,21 +1,19 @@
 package server
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-// withWaitingReasons says, on each queued Step of a page that no live
-// Worker serves, why it waits (e.g. no live Worker serves its agent). The
-// state's rows are shared: a Step with a reason is replaced by a copy.
-func withWaitingReasons(st *fsm.State, steps []*dexv1.Step) {
+// apiSteps is a page of stored Steps as the API shows them: each queued
+// Step that no live Worker serves says why it waits (e.g. no live Worker
+// serves its agent).
+func apiSteps(st *fsm.State, steps []*fsmpb.Step) []*dexv1.Step {
+	out := make([]*dexv1.Step, len(steps))
 	for i, s := range steps {
-		if why := st.WaitingReason(s); why != "" {
-			c := proto.Clone(s).(*dexv1.Step)
-			c.WaitingReason = why
-			steps[i] = c
-		}
+		out[i] = s.API()
+		out[i].WaitingReason = st.WaitingReason(s)
 	}
+	return out
 }

@@ -104,8 +104,8 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	view.History, resp.NextHistoryAfterSeq = fsmpb.HistoryAPI(history), next
 	view.Inbox = fsmpb.InboxAPI(st.Inbox(req.SessionId, pageBytes))
 	resp.LastEventSeq = st.EventLog(req.SessionId).GetLastSeq()
-	resp.Steps, resp.NextStepsAfter = st.StepsPage(req.SessionId, req.StepsAfter, pageSize(req.StepsLimit, defaultStepsPage), pageBytes)
-	withWaitingReasons(st, resp.Steps)
+	steps, nextSteps := st.StepsPage(req.SessionId, req.StepsAfter, pageSize(req.StepsLimit, defaultStepsPage), pageBytes)
+	resp.Steps, resp.NextStepsAfter = apiSteps(st, steps), nextSteps
 	return resp, nil
 }
 

@@ -109,3 +109,36 @@ func InboxAPI(ms []*InboxMessage) []*dexv1.Message {
 	}
 	return out
 }
+
+// API is the Step as the API shows it (without a waiting reason, which the
+// API fills on reads).
+func (s *Step) API() *dexv1.Step {
+	return &dexv1.Step{
+		Id:             s.Id,
+		SessionId:      s.SessionId,
+		Turn:           s.Turn,
+		Kind:           s.Kind,
+		CallId:         s.CallId,
+		Tool:           s.Tool,
+		Arguments:      s.Arguments,
+		Policy:         s.Policy,
+		IdempotencyKey: s.IdempotencyKey,
+		TaskId:         s.TaskId,
+		Status:         s.Status,
+		ReadyAtMs:      s.ReadyAtMs,
+		DueAtMs:        s.DueAtMs,
+		Attempts:       s.Attempts,
+		Outcome:        s.Outcome,
+		Result:         s.Result,
+		IsError:        s.IsError,
+		CreatedAtMs:    s.CreatedAtMs,
+		QueueSeq:       s.QueueSeq,
+		Prompt:         s.Prompt,
+		EndedAtMs:      s.EndedAtMs,
+		MaxAttempts:    s.MaxAttempts,
+		ErrorType:      s.ErrorType,
+		Number:         s.Number,
+		CompactBefore:  s.CompactBefore,
+		Agent:          s.Agent,
+	}
+}

@@ -23,6 +23,11 @@ func TestInboxMessage_ConvertsEveryField(t *testing.T) {
 		func(m proto.Message) proto.Message { return InboxMessageFromAPI(m.(*dexv1.Message)) })
 }
 
+func TestStep_ConvertsEveryField(t *testing.T) {
+	convertsEveryField(t, &Step{}, &dexv1.Step{},
+		func(m proto.Message) proto.Message { return m.(*Step).API() }, nil, "waiting_reason")
+}
+
 func TestHistoryEntry_ConvertsEveryField(t *testing.T) {
 	convertsEveryField(t, &HistoryEntry{}, &dexv1.HistoryEntry{},
 		func(m proto.Message) proto.Message { return m.(*HistoryEntry).API() },
@@ -31,12 +36,18 @@ func TestHistoryEntry_ConvertsEveryField(t *testing.T) {
 
 // convertsEveryField sets every field of stored (an empty message) to a value
 // of its own, and wants its conversion to the API type (and back, when back
-// is given) to encode to the same bytes.
-func convertsEveryField(t *testing.T, stored, api proto.Message, toAPI, back func(proto.Message) proto.Message) {
+// is given) to encode to the same bytes. apiOnly names the API's fields that
+// are filled on reads and never stored.
+func convertsEveryField(t *testing.T, stored, api proto.Message, toAPI, back func(proto.Message) proto.Message, apiOnly ...protoreflect.Name) {
 	t.Helper()
 	storedName, apiName := stored.ProtoReflect().Descriptor().FullName(), api.ProtoReflect().Descriptor().FullName()
 	sf, af := stored.ProtoReflect().Descriptor().Fields(), api.ProtoReflect().Descriptor().Fields()
-	if sf.Len() != af.Len() {
+	for _, name := range apiOnly {
+		if af.ByName(name) == nil || sf.ByName(name) != nil {
+			t.Fatalf("%s is to be a field of %s only", name, apiName)
+		}
+	}
+	if sf.Len()+len(apiOnly) != af.Len() {
 		t.Fatalf("%s has %d fields, %s %d: give both the field, and the conversions", storedName, sf.Len(), apiName, af.Len())
 	}
 	m := stored.ProtoReflect()
@@ -76,7 +87,7 @@ func sampleValue(t *testing.T, m protoreflect.Message, fd protoreflect.FieldDesc
 	if fd.IsList() {
 		list := m.NewField(fd).List()
 		elem := list.NewElement()
-		elem.Message().Set(elem.Message().Descriptor().Fields().Get(0), protoreflect.ValueOfString("v-"+string(fd.Name())))
+		markNested(t, elem.Message(), fd)
 		list.Append(elem)
 		return protoreflect.ValueOfList(list)
 	}
@@ -87,10 +98,31 @@ func sampleValue(t *testing.T, m protoreflect.Message, fd protoreflect.FieldDesc
 		return protoreflect.ValueOfUint64(uint64(n))
 	case protoreflect.Int64Kind:
 		return protoreflect.ValueOfInt64(int64(n))
+	case protoreflect.Uint32Kind:
+		return protoreflect.ValueOfUint32(uint32(n))
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.MessageKind:
+		msg := m.NewField(fd).Message()
+		markNested(t, msg, fd)
+		return protoreflect.ValueOfMessage(msg)
 	case protoreflect.EnumKind:
 		values := fd.Enum().Values()
 		return protoreflect.ValueOfEnum(values.Get(values.Len() - 1).Number())
 	}
 	t.Fatalf("field %s: kind %s not handled by this test", fd.Name(), fd.Kind())
 	return protoreflect.Value{}
+}
+
+// markNested sets the first string field of a nested message, so that the
+// conversion is seen to carry it.
+func markNested(t *testing.T, msg protoreflect.Message, fd protoreflect.FieldDescriptor) {
+	fields := msg.Descriptor().Fields()
+	for i := range fields.Len() {
+		if f := fields.Get(i); f.Kind() == protoreflect.StringKind && !f.IsList() {
+			msg.Set(f, protoreflect.ValueOfString("v-"+string(fd.Name())))
+			return
+		}
+	}
+	t.Fatalf("field %s: %s has no string field for this test to set", fd.Name(), msg.Descriptor().FullName())
 }

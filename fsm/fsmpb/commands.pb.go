@@ -11,12 +11,13 @@
 package fsmpb
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (

@@ -12,12 +12,13 @@
 package fsmpb
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -327,6 +328,264 @@ func (x *Event) GetOrdinal() uint64 {
 	return 0
 }
 
+// One Step, as stored (the API shows it as dex.v1.Step). Its fields and
+// numbers are dex.v1.Step's, so the snapshots written when the state stored
+// that type restore unchanged; waiting_reason, which the API fills on reads,
+// is not stored.
+type Step struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SessionId      string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Turn           uint64                 `protobuf:"varint,3,opt,name=turn,proto3" json:"turn,omitempty"`
+	Kind           dexv1.StepKind         `protobuf:"varint,4,opt,name=kind,proto3,enum=dex.v1.StepKind" json:"kind,omitempty"`
+	CallId         string                 `protobuf:"bytes,5,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool           string                 `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
+	Arguments      string                 `protobuf:"bytes,7,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Policy         *dexv1.ToolSpec        `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	TaskId         string                 `protobuf:"bytes,10,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Status         dexv1.StepStatus       `protobuf:"varint,11,opt,name=status,proto3,enum=dex.v1.StepStatus" json:"status,omitempty"`
+	// Not handed out before this time (retry backoff, poll interval).
+	ReadyAtMs int64 `protobuf:"varint,12,opt,name=ready_at_ms,json=readyAtMs,proto3" json:"ready_at_ms,omitempty"`
+	// AwaitTimer: when it fires.
+	DueAtMs     int64            `protobuf:"varint,13,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	Attempts    []*dexv1.Attempt `protobuf:"bytes,14,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	Outcome     dexv1.Outcome    `protobuf:"varint,15,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	Result      string           `protobuf:"bytes,16,opt,name=result,proto3" json:"result,omitempty"`
+	IsError     bool             `protobuf:"varint,17,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	CreatedAtMs int64            `protobuf:"varint,18,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	// Dispatch order: a global counter, so queues are FIFO across restarts.
+	QueueSeq uint64 `protobuf:"varint,19,opt,name=queue_seq,json=queueSeq,proto3" json:"queue_seq,omitempty"`
+	// AwaitQuestionAnswer: the question; AwaitToolApproval: what is asked.
+	Prompt    string `protobuf:"bytes,20,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	EndedAtMs int64  `protobuf:"varint,21,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
+	// Attempts allowed for this Step.
+	MaxAttempts uint32          `protobuf:"varint,22,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	ErrorType   dexv1.ErrorType `protobuf:"varint,23,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	// The Step's number within its session, from 1.
+	Number uint64 `protobuf:"varint,24,opt,name=number,proto3" json:"number,omitempty"`
+	// CompactContext: it summarises the history before this seq (the turn's
+	// own messages come after it and stay as they are).
+	CompactBefore uint64 `protobuf:"varint,25,opt,name=compact_before,json=compactBefore,proto3" json:"compact_before,omitempty"`
+	// The agent of the Step's session, copied when it is queued: the broker
+	// hands the Step only to a Worker that serves it.
+	Agent         string `protobuf:"bytes,26,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Step) Reset() {
+	*x = Step{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Step) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Step) ProtoMessage() {}
+
+func (x *Step) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Step.ProtoReflect.Descriptor instead.
+func (*Step) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Step) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Step) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Step) GetTurn() uint64 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *Step) GetKind() dexv1.StepKind {
+	if x != nil {
+		return x.Kind
+	}
+	return dexv1.StepKind(0)
+}
+
+func (x *Step) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *Step) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Step) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *Step) GetPolicy() *dexv1.ToolSpec {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *Step) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *Step) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Step) GetStatus() dexv1.StepStatus {
+	if x != nil {
+		return x.Status
+	}
+	return dexv1.StepStatus(0)
+}
+
+func (x *Step) GetReadyAtMs() int64 {
+	if x != nil {
+		return x.ReadyAtMs
+	}
+	return 0
+}
+
+func (x *Step) GetDueAtMs() int64 {
+	if x != nil {
+		return x.DueAtMs
+	}
+	return 0
+}
+
+func (x *Step) GetAttempts() []*dexv1.Attempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *Step) GetOutcome() dexv1.Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return dexv1.Outcome(0)
+}
+
+func (x *Step) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *Step) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *Step) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *Step) GetQueueSeq() uint64 {
+	if x != nil {
+		return x.QueueSeq
+	}
+	return 0
+}
+
+func (x *Step) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *Step) GetEndedAtMs() int64 {
+	if x != nil {
+		return x.EndedAtMs
+	}
+	return 0
+}
+
+func (x *Step) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *Step) GetErrorType() dexv1.ErrorType {
+	if x != nil {
+		return x.ErrorType
+	}
+	return dexv1.ErrorType(0)
+}
+
+func (x *Step) GetNumber() uint64 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Step) GetCompactBefore() uint64 {
+	if x != nil {
+		return x.CompactBefore
+	}
+	return 0
+}
+
+func (x *Step) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
 // One entry of a session's history, as stored (the API and a RunModel task
 // show it as dex.v1.HistoryEntry). Its fields and numbers are
 // dex.v1.HistoryEntry's, so the snapshots written when the state stored that
@@ -357,7 +616,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -369,7 +628,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -382,7 +641,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HistoryEntry) GetSeq() uint64 {
@@ -509,7 +768,7 @@ type InboxMessage struct {
 
 func (x *InboxMessage) Reset() {
 	*x = InboxMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +780,7 @@ func (x *InboxMessage) String() string {
 func (*InboxMessage) ProtoMessage() {}
 
 func (x *InboxMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +793,7 @@ func (x *InboxMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboxMessage.ProtoReflect.Descriptor instead.
 func (*InboxMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *InboxMessage) GetId() string {
@@ -590,7 +849,7 @@ type AcceptedMessage struct {
 
 func (x *AcceptedMessage) Reset() {
 	*x = AcceptedMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +861,7 @@ func (x *AcceptedMessage) String() string {
 func (*AcceptedMessage) ProtoMessage() {}
 
 func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +874,7 @@ func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
 func (*AcceptedMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AcceptedMessage) GetSessionId() string {
@@ -644,7 +903,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +915,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +928,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -712,7 +971,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +983,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +996,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -765,7 +1024,7 @@ func (x *SnapshotRecord) GetSession() *dexv1.Session {
 	return nil
 }
 
-func (x *SnapshotRecord) GetStep() *dexv1.Step {
+func (x *SnapshotRecord) GetStep() *Step {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Step); ok {
 			return x.Step
@@ -877,7 +1136,7 @@ type SnapshotRecord_Session struct {
 }
 
 type SnapshotRecord_Step struct {
-	Step *dexv1.Step `protobuf:"bytes,3,opt,name=step,proto3,oneof"`
+	Step *Step `protobuf:"bytes,3,opt,name=step,proto3,oneof"`
 }
 
 type SnapshotRecord_Worker struct {
@@ -960,7 +1219,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1231,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1244,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -1042,7 +1301,37 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xeb\x03\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xc2\x06\n" +
+	"\x04Step\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04turn\x18\x03 \x01(\x04R\x04turn\x12$\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x10.dex.v1.StepKindR\x04kind\x12\x17\n" +
+	"\acall_id\x18\x05 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x1c\n" +
+	"\targuments\x18\a \x01(\tR\targuments\x12(\n" +
+	"\x06policy\x18\b \x01(\v2\x10.dex.v1.ToolSpecR\x06policy\x12'\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x17\n" +
+	"\atask_id\x18\n" +
+	" \x01(\tR\x06taskId\x12*\n" +
+	"\x06status\x18\v \x01(\x0e2\x12.dex.v1.StepStatusR\x06status\x12\x1e\n" +
+	"\vready_at_ms\x18\f \x01(\x03R\treadyAtMs\x12\x1a\n" +
+	"\tdue_at_ms\x18\r \x01(\x03R\adueAtMs\x12+\n" +
+	"\battempts\x18\x0e \x03(\v2\x0f.dex.v1.AttemptR\battempts\x12)\n" +
+	"\aoutcome\x18\x0f \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12\x16\n" +
+	"\x06result\x18\x10 \x01(\tR\x06result\x12\x19\n" +
+	"\bis_error\x18\x11 \x01(\bR\aisError\x12\"\n" +
+	"\rcreated_at_ms\x18\x12 \x01(\x03R\vcreatedAtMs\x12\x1b\n" +
+	"\tqueue_seq\x18\x13 \x01(\x04R\bqueueSeq\x12\x16\n" +
+	"\x06prompt\x18\x14 \x01(\tR\x06prompt\x12\x1e\n" +
+	"\vended_at_ms\x18\x15 \x01(\x03R\tendedAtMs\x12!\n" +
+	"\fmax_attempts\x18\x16 \x01(\rR\vmaxAttempts\x120\n" +
+	"\n" +
+	"error_type\x18\x17 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x16\n" +
+	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
+	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
+	"\x05agent\x18\x1a \x01(\tR\x05agentJ\x04\b\x1b\x10\x1c\"\xeb\x03\n" +
 	"\fHistoryEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x13.dex.v1.HistoryKindR\x04kind\x12\x12\n" +
@@ -1078,11 +1367,11 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x80\x05\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x84\x05\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
-	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12\"\n" +
-	"\x04step\x18\x03 \x01(\v2\f.dex.v1.StepH\x00R\x04step\x12,\n" +
+	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12&\n" +
+	"\x04step\x18\x03 \x01(\v2\x10.dex.fsm.v1.StepH\x00R\x04step\x12,\n" +
 	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
 	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12)\n" +
 	"\x05event\x18\x06 \x01(\v2\x11.dex.fsm.v1.EventH\x00R\x05event\x124\n" +
@@ -1114,52 +1403,62 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),        // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),           // 1: dex.fsm.v1.EventLog
 	(*Event)(nil),              // 2: dex.fsm.v1.Event
-	(*HistoryEntry)(nil),       // 3: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),       // 4: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil),    // 5: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),     // 6: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),     // 7: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),         // 8: dex.fsm.v1.WorkerTool
-	(dexv1.HistoryKind)(0),     // 9: dex.v1.HistoryKind
-	(dexv1.Outcome)(0),         // 10: dex.v1.Outcome
-	(*dexv1.ToolCall)(nil),     // 11: dex.v1.ToolCall
-	(*dexv1.InlineResult)(nil), // 12: dex.v1.InlineResult
-	(*dexv1.Session)(nil),      // 13: dex.v1.Session
-	(*dexv1.Step)(nil),         // 14: dex.v1.Step
-	(*dexv1.WorkerInfo)(nil),   // 15: dex.v1.WorkerInfo
-	(*dexv1.NodeInfo)(nil),     // 16: dex.v1.NodeInfo
-	(*dexv1.ToolSpec)(nil),     // 17: dex.v1.ToolSpec
-	(*dexv1.AclToken)(nil),     // 18: dex.v1.AclToken
+	(*Step)(nil),               // 3: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),       // 4: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),       // 5: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil),    // 6: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),     // 7: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),     // 8: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),         // 9: dex.fsm.v1.WorkerTool
+	(dexv1.StepKind)(0),        // 10: dex.v1.StepKind
+	(*dexv1.ToolSpec)(nil),     // 11: dex.v1.ToolSpec
+	(dexv1.StepStatus)(0),      // 12: dex.v1.StepStatus
+	(*dexv1.Attempt)(nil),      // 13: dex.v1.Attempt
+	(dexv1.Outcome)(0),         // 14: dex.v1.Outcome
+	(dexv1.ErrorType)(0),       // 15: dex.v1.ErrorType
+	(dexv1.HistoryKind)(0),     // 16: dex.v1.HistoryKind
+	(*dexv1.ToolCall)(nil),     // 17: dex.v1.ToolCall
+	(*dexv1.InlineResult)(nil), // 18: dex.v1.InlineResult
+	(*dexv1.Session)(nil),      // 19: dex.v1.Session
+	(*dexv1.WorkerInfo)(nil),   // 20: dex.v1.WorkerInfo
+	(*dexv1.NodeInfo)(nil),     // 21: dex.v1.NodeInfo
+	(*dexv1.AclToken)(nil),     // 22: dex.v1.AclToken
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	6,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	9,  // 1: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
-	10, // 2: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
-	11, // 3: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
-	12, // 4: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
-	0,  // 5: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	13, // 6: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	14, // 7: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.v1.Step
-	15, // 8: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	16, // 9: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	2,  // 10: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	3,  // 11: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	4,  // 12: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	5,  // 13: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 14: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	17, // 15: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	8,  // 16: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	18, // 17: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	7,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	10, // 1: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
+	11, // 2: dex.fsm.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	12, // 3: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
+	13, // 4: dex.fsm.v1.Step.attempts:type_name -> dex.v1.Attempt
+	14, // 5: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
+	15, // 6: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
+	16, // 7: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
+	14, // 8: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
+	17, // 9: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
+	18, // 10: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	0,  // 11: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	19, // 12: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
+	3,  // 13: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	20, // 14: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	21, // 15: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	2,  // 16: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	4,  // 17: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	5,  // 18: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	6,  // 19: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 20: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	11, // 21: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	9,  // 22: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	22, // 23: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -1167,7 +1466,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	if File_dex_fsm_v1_state_proto != nil {
 		return
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[7].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[8].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -1188,7 +1487,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -133,12 +133,12 @@ func (c *Cluster) applyLocked(cmd *fsmpb.Command) (*fsm.Result, error) {
 // (cluster.Follower).
 type Follower interface {
 	Waiting() bool
-	Follow(ready []*dexv1.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error))
+	Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error))
 }
 
 // Predict is the state machine's prediction of the Steps cmd would leave
 // ready (fsm.Predict).
-func (c *Cluster) Predict(cmd *fsmpb.Command) []*dexv1.Step { return c.fsm.Predict(cmd) }
+func (c *Cluster) Predict(cmd *fsmpb.Command) []*fsmpb.Step { return c.fsm.Predict(cmd) }
 
 // SetFollower makes Propose predict the Steps a command queues and propose
 // what the follower returns right behind it, as the real cluster does.
@@ -237,8 +237,8 @@ func (c *Cluster) Send(session, messageID, text string) {
 }
 
 // Queued returns the session's queued Steps in creation order.
-func (c *Cluster) Queued(session string) []*dexv1.Step {
-	var out []*dexv1.Step
+func (c *Cluster) Queued(session string) []*fsmpb.Step {
+	var out []*fsmpb.Step
 	for _, st := range c.State().Steps(session) {
 		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED {
 			out = append(out, st)
