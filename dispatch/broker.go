@@ -216,7 +216,7 @@ func (b *Broker) updateStepLocked(id string, s *fsmpb.Step, now int64) {
 	}
 }
 
-func (b *Broker) updateSessionLocked(id string, s *dexv1.Session, now int64) {
+func (b *Broker) updateSessionLocked(id string, s *fsmpb.Session, now int64) {
 	b.unschedule(dueResume, id)
 	if at, ok := fsm.ResumeDue(s); ok {
 		b.schedule(due{dueResume, id, at}, nil, now)

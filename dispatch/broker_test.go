@@ -67,7 +67,7 @@ func modelTurn(t *testing.T, c *leasetest.Cluster, id string, calls ...*dexv1.To
 }
 
 // errored makes a session errored with a resume scheduled.
-func errored(t *testing.T, c *leasetest.Cluster, id string) *dexv1.Session {
+func errored(t *testing.T, c *leasetest.Cluster, id string) *fsmpb.Session {
 	t.Helper()
 	c.CreateSession(id, "hi")
 	for range fsm.ModelMaxAttempts {

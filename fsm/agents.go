@@ -82,7 +82,7 @@ func checkRegistrationAgents(c *fsmpb.RegisterWorker) *Rejection {
 
 // sessionAgent is the agent of a new session: the one it names, else its
 // parent's (a sub-agent runs as its parent unless told otherwise).
-func sessionAgent(c *fsmpb.CreateSession, parent *dexv1.Session) (string, *Rejection) {
+func sessionAgent(c *fsmpb.CreateSession, parent *fsmpb.Session) (string, *Rejection) {
 	if r := CheckAgent(c.Agent); r != nil {
 		return "", r
 	}

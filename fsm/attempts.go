@@ -264,7 +264,7 @@ func (a *applier) attemptEnded(st *fsmpb.Step, at *dexv1.Attempt) *Result {
 
 // progress is exact: NOT_STARTED only when no attempt of the Step was ever
 // claimed and the call never ran before (it did not ask the user anything).
-func (a *applier) progress(s *dexv1.Session, st *fsmpb.Step) dexv1.AttemptProgress {
+func (a *applier) progress(s *fsmpb.Session, st *fsmpb.Step) dexv1.AttemptProgress {
 	for _, at := range st.Attempts {
 		if at.ClaimedAtMs != 0 {
 			return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED

@@ -9,7 +9,7 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func findCall(s *dexv1.Session, callID string) *dexv1.CallState {
+func findCall(s *fsmpb.Session, callID string) *dexv1.CallState {
 	if s.Turn == nil || callID == "" {
 		return nil
 	}
@@ -22,7 +22,7 @@ func findCall(s *dexv1.Session, callID string) *dexv1.CallState {
 }
 
 // markCallRan records that a call's side effect may have happened.
-func (a *applier) markCallRan(s *dexv1.Session, callID string) {
+func (a *applier) markCallRan(s *fsmpb.Session, callID string) {
 	c := findCall(s, callID)
 	if c == nil || c.Ran {
 		return
@@ -33,7 +33,7 @@ func (a *applier) markCallRan(s *dexv1.Session, callID string) {
 
 // startCalls turns the tool calls of a model output into Steps, by policy. The
 // calls of one output run in parallel.
-func (a *applier) startCalls(s *dexv1.Session, calls []*dexv1.ToolCall) {
+func (a *applier) startCalls(s *fsmpb.Session, calls []*dexv1.ToolCall) {
 	s.Turn.Calls = nil
 	s.Turn.ResultsFromSeq = s.NextHistory
 	for _, tc := range calls {
@@ -46,7 +46,7 @@ func (a *applier) startCalls(s *dexv1.Session, calls []*dexv1.ToolCall) {
 	a.afterCallChange(s)
 }
 
-func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
+func (a *applier) startCall(s *fsmpb.Session, c *dexv1.CallState) {
 	switch c.Tool {
 	case BuiltinAskUser:
 		c.Builtin = BuiltinAskUser
@@ -100,7 +100,7 @@ func (a *applier) startCall(s *dexv1.Session, c *dexv1.CallState) {
 }
 
 // queueToolStep queues the Step that runs (or starts) the tool.
-func (a *applier) queueToolStep(s *dexv1.Session, c *dexv1.CallState) {
+func (a *applier) queueToolStep(s *fsmpb.Session, c *dexv1.CallState) {
 	kind := dexv1.StepKind_STEP_KIND_CALL_TOOL
 	if c.Policy.Access == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
 		kind = dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
@@ -113,7 +113,7 @@ func (a *applier) queueToolStep(s *dexv1.Session, c *dexv1.CallState) {
 }
 
 // queuePoll queues the next poll of a long-running task.
-func (a *applier) queuePoll(s *dexv1.Session, c *dexv1.CallState) {
+func (a *applier) queuePoll(s *fsmpb.Session, c *dexv1.CallState) {
 	c.Phase = dexv1.CallPhase_CALL_PHASE_POLLING
 	c.StepId = a.queueStep(s, &fsmpb.Step{
 		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
@@ -122,7 +122,7 @@ func (a *applier) queuePoll(s *dexv1.Session, c *dexv1.CallState) {
 }
 
 // resolveCall gives a call its outcome and records it in the history.
-func (a *applier) resolveCall(s *dexv1.Session, c *dexv1.CallState, o dexv1.Outcome, content string) {
+func (a *applier) resolveCall(s *fsmpb.Session, c *dexv1.CallState, o dexv1.Outcome, content string) {
 	c.Phase = dexv1.CallPhase_CALL_PHASE_DONE
 	c.Outcome = o
 	c.Content = content
@@ -135,7 +135,7 @@ func (a *applier) resolveCall(s *dexv1.Session, c *dexv1.CallState, o dexv1.Outc
 
 // afterCallChange moves the turn on once every call of the output has an
 // outcome (a tool-result turn), and keeps the session status in step.
-func (a *applier) afterCallChange(s *dexv1.Session) {
+func (a *applier) afterCallChange(s *fsmpb.Session) {
 	if s.Turn == nil {
 		return
 	}

@@ -14,7 +14,7 @@ func cancelCmd(session, by, reason string) *fsmpb.Command {
 
 // cancelled checks what every cancel leaves: the session idle without a
 // turn, the Step ended as failed, and the model's note last in the history.
-func cancelled(t *testing.T, d *driver, session, stepID string) *dexv1.Session {
+func cancelled(t *testing.T, d *driver, session, stepID string) *fsmpb.Session {
 	t.Helper()
 	s := d.session(session)
 	wantStatus(t, s, sIdle)

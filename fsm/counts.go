@@ -3,7 +3,6 @@ package fsm
 import (
 	"strings"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -28,7 +27,7 @@ type Counts struct {
 // Counts counts every table.
 func (s *State) Counts() Counts {
 	c := Counts{Sessions: map[string]int{}, Steps: map[string]int{}}
-	for _, sess := range all[*dexv1.Session](s.tx, tableSessions, indexID) {
+	for _, sess := range all[*fsmpb.Session](s.tx, tableSessions, indexID) {
 		c.Sessions[enumWord(sess.Status.String(), "SESSION_STATUS_")]++
 	}
 	for _, st := range all[*fsmpb.Step](s.tx, tableSteps, indexID) {

@@ -53,7 +53,7 @@ func restingKey(st dexv1.SessionStatus, updatedAtMs int64) []byte {
 }
 
 func (restingSessionIndexer) FromObject(obj any) (bool, []byte, error) {
-	s, ok := obj.(*dexv1.Session)
+	s, ok := obj.(*fsmpb.Session)
 	if !ok {
 		return false, nil, fmt.Errorf("session status index: %T is not a Session", obj)
 	}
@@ -78,7 +78,7 @@ func (restingSessionIndexer) FromArgs(args ...any) ([]byte, error) {
 	return restingKey(st, at), nil
 }
 
-func deleted(s *dexv1.Session) bool {
+func deleted(s *fsmpb.Session) bool {
 	return s.Status == dexv1.SessionStatus_SESSION_STATUS_DELETED
 }
 
@@ -98,7 +98,7 @@ func (a *applier) deleteSession(c *fsmpb.DeleteSession) *Result {
 
 // tombstone marks a session deleted and tells its parent, once: the
 // tombstone is not found by the next DeleteSession.
-func (a *applier) tombstone(s *dexv1.Session) {
+func (a *applier) tombstone(s *fsmpb.Session) {
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_DELETED
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "session_deleted", "", "")
@@ -219,16 +219,16 @@ func firstRows(tx *memdb.Txn, t sessionTable, sessionID string, limit int) []any
 
 // sessionRow returns a copy of a session's header, tombstone or not; nil
 // when there is none.
-func (a *applier) sessionRow(id string) *dexv1.Session {
+func (a *applier) sessionRow(id string) *fsmpb.Session {
 	if s := a.storedSession(id); s != nil {
-		return proto.Clone(s).(*dexv1.Session)
+		return proto.Clone(s).(*fsmpb.Session)
 	}
 	return nil
 }
 
 // storedSession returns the session's header row itself, to read only; nil
 // when there is none.
-func (a *applier) storedSession(id string) *dexv1.Session {
+func (a *applier) storedSession(id string) *fsmpb.Session {
 	raw, err := a.tx.First(tableSessions, indexID, id)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: read session: %v", err))
@@ -236,14 +236,14 @@ func (a *applier) storedSession(id string) *dexv1.Session {
 	if raw == nil {
 		return nil
 	}
-	return raw.(*dexv1.Session)
+	return raw.(*fsmpb.Session)
 }
 
 // DeletedSessions returns up to limit deleted sessions whose rows the
 // leader still owes a purge, the longest deleted first.
 func (s *State) DeletedSessions(limit int) []string {
 	var out []string
-	eachSessionIn(s.tx, dexv1.SessionStatus_SESSION_STATUS_DELETED, func(sess *dexv1.Session) bool {
+	eachSessionIn(s.tx, dexv1.SessionStatus_SESSION_STATUS_DELETED, func(sess *fsmpb.Session) bool {
 		out = append(out, sess.Id)
 		return len(out) < limit
 	})
@@ -253,13 +253,13 @@ func (s *State) DeletedSessions(limit int) []string {
 // eachSessionIn calls fn with the sessions in a status, least recently
 // updated first, until fn returns false: a seek on (status, updated_at_ms),
 // the only status index of sessions.
-func eachSessionIn(tx *memdb.Txn, status dexv1.SessionStatus, fn func(*dexv1.Session) bool) {
+func eachSessionIn(tx *memdb.Txn, status dexv1.SessionStatus, fn func(*fsmpb.Session) bool) {
 	it, err := tx.LowerBound(tableSessions, indexStatusUpdated, status, int64(math.MinInt64))
 	if err != nil {
 		panic(fmt.Sprintf("fsm: seek sessions: %v", err))
 	}
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		s := raw.(*dexv1.Session)
+		s := raw.(*fsmpb.Session)
 		if s.Status != status || !fn(s) {
 			return
 		}
@@ -275,7 +275,7 @@ func (s *State) IdleBefore(ms int64, limit int) []string {
 	}
 	var out []string
 	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		sess := raw.(*dexv1.Session)
+		sess := raw.(*fsmpb.Session)
 		if sess.Status != dexv1.SessionStatus_SESSION_STATUS_IDLE || sess.UpdatedAtMs >= ms {
 			break
 		}
@@ -289,5 +289,5 @@ func (s *State) IdleBefore(ms int64, limit int) []string {
 // IsDeleted reports whether a session is a tombstone still owed a purge.
 func (s *State) IsDeleted(id string) bool {
 	raw, err := s.tx.First(tableSessions, indexID, id)
-	return err == nil && raw != nil && deleted(raw.(*dexv1.Session))
+	return err == nil && raw != nil && deleted(raw.(*fsmpb.Session))
 }

@@ -306,7 +306,7 @@ func (z *fuzzer) check() {
 }
 
 // checkRunningFigures: the figures a session header keeps agree with its rows.
-func checkRunningFigures(t testing.TB, st *State, s *dexv1.Session) {
+func checkRunningFigures(t testing.TB, st *State, s *fsmpb.Session) {
 	t.Helper()
 	history, _ := st.History(s.Id, 0, math.MaxInt, math.MaxInt)
 	var size uint64

@@ -188,7 +188,7 @@ func (d *driver) send(session, text string) *Result {
 	}}})
 }
 
-func (d *driver) session(id string) *dexv1.Session {
+func (d *driver) session(id string) *fsmpb.Session {
 	d.t.Helper()
 	s := d.f.State().SessionView(id)
 	if s == nil {
@@ -360,7 +360,7 @@ func resume(session string) *fsmpb.Command {
 }
 
 // toolResults returns the session's tool-result history entries by call id.
-func toolResults(s *dexv1.Session) map[string]*dexv1.HistoryEntry {
+func toolResults(s *fsmpb.Session) map[string]*dexv1.HistoryEntry {
 	out := map[string]*dexv1.HistoryEntry{}
 	for _, e := range s.History {
 		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT {
@@ -372,7 +372,7 @@ func toolResults(s *dexv1.Session) map[string]*dexv1.HistoryEntry {
 
 func clone[T proto.Message](m T) T { return proto.Clone(m).(T) }
 
-func wantStatus(t testing.TB, s *dexv1.Session, want dexv1.SessionStatus) {
+func wantStatus(t testing.TB, s *fsmpb.Session, want dexv1.SessionStatus) {
 	t.Helper()
 	if s.Status != want {
 		t.Fatalf("session %s is %s; want %s (last error %q)", s.Id, StatusName(s.Status), StatusName(want), s.LastError)
@@ -382,12 +382,12 @@ func wantStatus(t testing.TB, s *dexv1.Session, want dexv1.SessionStatus) {
 // SessionView returns a copy of a session with its whole history and inbox
 // filled in, as the API showed sessions before it paged them; nil when the
 // session does not exist. It reads every row of the session.
-func (s *State) SessionView(id string) *dexv1.Session {
+func (s *State) SessionView(id string) *fsmpb.Session {
 	sess := s.Session(id)
 	if sess == nil {
 		return nil
 	}
-	v := proto.Clone(sess).(*dexv1.Session)
+	v := proto.Clone(sess).(*fsmpb.Session)
 	history, _ := s.History(id, 0, math.MaxInt, math.MaxInt)
 	v.History = fsmpb.HistoryAPI(history)
 	v.Inbox = fsmpb.InboxAPI(s.Inbox(id, math.MaxInt))

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -113,7 +112,7 @@ func (acceptedKey) FromArgs(args ...any) ([]byte, error) {
 }
 
 var (
-	sessionKey  = stringKey[*dexv1.Session]{func(s *dexv1.Session) string { return s.Id }}
+	sessionKey  = stringKey[*fsmpb.Session]{func(s *fsmpb.Session) string { return s.Id }}
 	metaKey     = stringKey[*fsmpb.ClusterMeta]{func(m *fsmpb.ClusterMeta) string { return m.Id }}
 	eventLogKey = stringKey[*fsmpb.EventLog]{func(l *fsmpb.EventLog) string { return l.SessionId }}
 	historyKey  = sessionSeqKey[*fsmpb.HistoryEntry]{

@@ -43,9 +43,9 @@ type KindSpec struct {
 	// tool policy (nil policy for model Steps); 0 for a wait.
 	Attempts func(*dexv1.ToolSpec) uint32
 	// succeeded records a completed attempt's result and moves the turn on.
-	succeeded func(a *applier, s *dexv1.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection
+	succeeded func(a *applier, s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection
 	// failed applies the retry policy to a failed or expired attempt.
-	failed func(a *applier, s *dexv1.Session, st *fsmpb.Step, at *dexv1.Attempt)
+	failed func(a *applier, s *fsmpb.Session, st *fsmpb.Step, at *dexv1.Attempt)
 }
 
 func modelAttempts(*dexv1.ToolSpec) uint32 { return ModelMaxAttempts }
@@ -62,7 +62,7 @@ var kindTable = []*KindSpec{
 		Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Name: "RunModel", Runner: RunsOnModel, Handler: HandlerModel,
 		Result:   func(c *dexv1.AttemptResult) bool { return c.GetModelOutput() != nil },
 		Attempts: modelAttempts,
-		succeeded: func(a *applier, s *dexv1.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
+		succeeded: func(a *applier, s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
 			a.modelOutput(s, st, c.GetModelOutput())
 			return nil
 		},

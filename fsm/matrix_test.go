@@ -418,7 +418,7 @@ func TestMatrix_CompactContext_AllAttemptsFail(t *testing.T) {
 	d.queued("s", kCompact) // the next message compacts again
 }
 
-func countKind(s *dexv1.Session, k dexv1.HistoryKind) int {
+func countKind(s *fsmpb.Session, k dexv1.HistoryKind) int {
 	n := 0
 	for _, e := range s.History {
 		if e.Kind == k {

@@ -1,6 +1,9 @@
 package fsm
 
-import dexv1 "github.com/dexhq/dex/api/dexv1"
+import (
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
 
 // SessionsByStatus counts the sessions in each status. It visits every
 // session row once (no decoding): O(sessions).
@@ -14,7 +17,7 @@ func (s *State) SessionsByStatus() map[dexv1.SessionStatus]int {
 		return out
 	}
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out[raw.(*dexv1.Session).Status]++
+		out[raw.(*fsmpb.Session).Status]++
 	}
 	return out
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // retryKeptTurn runs the RunModel of a kept turn once more.
-func (a *applier) retryKeptTurn(s *dexv1.Session) {
+func (a *applier) retryKeptTurn(s *fsmpb.Session) {
 	s.ResumeAtMs = 0
 	s.PauseReason = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED
 	s.PauseMessage = ""
@@ -32,7 +32,7 @@ func (a *applier) resumeSession(c *fsmpb.ResumeSession) *Result {
 
 // resume applies a resume choice to a paused or errored session; the caller
 // puts the session.
-func (a *applier) resume(s *dexv1.Session, choice dexv1.ResumeChoice) *Rejection {
+func (a *applier) resume(s *fsmpb.Session, choice dexv1.ResumeChoice) *Rejection {
 	switch s.Status {
 	case dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
 	default:
@@ -76,7 +76,7 @@ func (a *applier) restartSessions(c *fsmpb.RestartSessions) *Result {
 		return rejected(r)
 	}
 	var ids []string
-	eachSessionIn(a.tx, dexv1.SessionStatus_SESSION_STATUS_ERRORED, func(s *dexv1.Session) bool {
+	eachSessionIn(a.tx, dexv1.SessionStatus_SESSION_STATUS_ERRORED, func(s *fsmpb.Session) bool {
 		if s.Turn != nil {
 			ids = append(ids, s.Id)
 		}

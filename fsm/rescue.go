@@ -15,7 +15,7 @@ import (
 // results the provider kept rejecting become short error notes (the model
 // still learns what each call did), the rejected-turn count clears as for an
 // operator's edit, and the session goes on with its inbox.
-func (a *applier) dropKeptTurn(s *dexv1.Session) {
+func (a *applier) dropKeptTurn(s *fsmpb.Session) {
 	t := s.Turn
 	if t.Input == dexv1.TurnInput_TURN_INPUT_TOOL_RESULTS && t.ResultsFromSeq > 0 && t.ResultsFromSeq < s.NextHistory {
 		a.replaceResults(s, t)
@@ -36,7 +36,7 @@ func (a *applier) dropKeptTurn(s *dexv1.Session) {
 // replaceResults cuts the history back to where the turn's latest tool
 // results begin and writes it again: each result as a short error note, the
 // do-not-repeat note left out (the notes say what ran), anything else as it was.
-func (a *applier) replaceResults(s *dexv1.Session, t *dexv1.Turn) {
+func (a *applier) replaceResults(s *fsmpb.Session, t *dexv1.Turn) {
 	var kept []*fsmpb.HistoryEntry
 	sessionRows(a.tx, tableHistory, s.Id, t.ResultsFromSeq, func(raw any) bool {
 		kept = append(kept, raw.(*fsmpb.HistoryEntry))
@@ -72,12 +72,12 @@ type resumeAgentArgs struct {
 
 // resumeAgent runs the built-in resume_agent for parent's call c: the parent's
 // model resumes its own paused or errored child. It answers at once.
-func (a *applier) resumeAgent(parent *dexv1.Session, c *dexv1.CallState) {
+func (a *applier) resumeAgent(parent *fsmpb.Session, c *dexv1.CallState) {
 	o, text := a.resumeChild(parent, c.Arguments)
 	a.resolveCall(parent, c, o, text)
 }
 
-func (a *applier) resumeChild(parent *dexv1.Session, args string) (dexv1.Outcome, string) {
+func (a *applier) resumeChild(parent *fsmpb.Session, args string) (dexv1.Outcome, string) {
 	failed := func(format string, v ...any) (dexv1.Outcome, string) {
 		return dexv1.Outcome_OUTCOME_FAILED, "resume_agent: " + fmt.Sprintf(format, v...)
 	}

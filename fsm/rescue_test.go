@@ -30,7 +30,7 @@ func pausedChild(t *testing.T, d *driver) {
 	wantStatus(t, d.session("c"), sPaused)
 }
 
-func historyKinds(s *dexv1.Session, kind dexv1.HistoryKind) []*dexv1.HistoryEntry {
+func historyKinds(s *fsmpb.Session, kind dexv1.HistoryKind) []*dexv1.HistoryEntry {
 	var out []*dexv1.HistoryEntry
 	for _, e := range s.History {
 		if e.Kind == kind {

@@ -81,7 +81,7 @@ func entrySize(e *fsmpb.HistoryEntry) uint64 {
 
 // modelInputSize is the size of what the model would be sent now: the
 // history from the compaction boundary on (the latest summary included).
-func modelInputSize(tx *memdb.Txn, s *dexv1.Session) uint64 {
+func modelInputSize(tx *memdb.Txn, s *fsmpb.Session) uint64 {
 	var before uint64
 	if e := historyBefore(tx, s.Id, s.CompactedBefore); e != nil {
 		before = e.CumSize
@@ -92,7 +92,7 @@ func modelInputSize(tx *memdb.Txn, s *dexv1.Session) uint64 {
 // hasHistoryBefore reports whether anything not yet summarised comes before
 // seq: only that is compacted, the new turn's messages stay as they are. At
 // most one summary lies past the boundary, so this reads at most two rows.
-func hasHistoryBefore(tx *memdb.Txn, s *dexv1.Session, seq uint64) bool {
+func hasHistoryBefore(tx *memdb.Txn, s *fsmpb.Session, seq uint64) bool {
 	found := false
 	sessionRows(tx, tableHistory, s.Id, s.CompactedBefore, func(raw any) bool {
 		e := raw.(*fsmpb.HistoryEntry)
@@ -108,7 +108,7 @@ func hasHistoryBefore(tx *memdb.Txn, s *dexv1.Session, seq uint64) bool {
 	return found
 }
 
-func (a *applier) appendHistory(s *dexv1.Session, e *fsmpb.HistoryEntry) {
+func (a *applier) appendHistory(s *fsmpb.Session, e *fsmpb.HistoryEntry) {
 	e.SessionId = s.Id
 	e.Seq = s.NextHistory
 	e.AtMs = a.now
@@ -123,7 +123,7 @@ func (a *applier) appendHistory(s *dexv1.Session, e *fsmpb.HistoryEntry) {
 }
 
 // truncateHistory drops the entries from seq on (an operator's edit).
-func (a *applier) truncateHistory(s *dexv1.Session, from uint64) {
+func (a *applier) truncateHistory(s *fsmpb.Session, from uint64) {
 	var doomed []*fsmpb.HistoryEntry
 	sessionRows(a.tx, tableHistory, s.Id, from, func(raw any) bool {
 		doomed = append(doomed, raw.(*fsmpb.HistoryEntry))
@@ -168,7 +168,7 @@ func (a *applier) accepted(sessionID, messageID string) bool {
 }
 
 // pushInbox accepts a message into the session's inbox.
-func (a *applier) pushInbox(s *dexv1.Session, m *fsmpb.InboxMessage) {
+func (a *applier) pushInbox(s *fsmpb.Session, m *fsmpb.InboxMessage) {
 	if s.NextInbox == 0 {
 		s.NextInbox = 1
 	}
@@ -180,7 +180,7 @@ func (a *applier) pushInbox(s *dexv1.Session, m *fsmpb.InboxMessage) {
 }
 
 // drainInbox removes and returns the session's inbox messages in order.
-func (a *applier) drainInbox(s *dexv1.Session) []*fsmpb.InboxMessage {
+func (a *applier) drainInbox(s *fsmpb.Session) []*fsmpb.InboxMessage {
 	var out []*fsmpb.InboxMessage
 	sessionRows(a.tx, tableInbox, s.Id, 0, func(raw any) bool {
 		out = append(out, raw.(*fsmpb.InboxMessage))

@@ -58,7 +58,7 @@ func timerDue(obj any) (int64, bool) {
 
 // ResumeDue is when the leader owes an errored session a ResumeErrored (ok
 // false when it owes none).
-func ResumeDue(s *dexv1.Session) (int64, bool) {
+func ResumeDue(s *fsmpb.Session) (int64, bool) {
 	if s == nil || s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
 		return 0, false
 	}
@@ -70,7 +70,7 @@ func ResumeDue(s *dexv1.Session) (int64, bool) {
 func TimerDue(st *fsmpb.Step) (int64, bool) { return timerDue(st) }
 
 func resumeDue(obj any) (int64, bool) {
-	s, ok := obj.(*dexv1.Session)
+	s, ok := obj.(*fsmpb.Session)
 	if !ok {
 		return 0, false
 	}

@@ -31,7 +31,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 		}
 		return rejected(reject(CodeAlreadyExists, "session %q already exists", c.SessionId))
 	}
-	var parent *dexv1.Session
+	var parent *fsmpb.Session
 	if c.ParentId != "" {
 		p, r := a.session(c.ParentId)
 		if r != nil {
@@ -48,7 +48,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 			return rejected(r)
 		}
 	}
-	s := &dexv1.Session{
+	s := &fsmpb.Session{
 		Id:                  c.SessionId,
 		ParentId:            c.ParentId,
 		Status:              dexv1.SessionStatus_SESSION_STATUS_IDLE,
@@ -89,7 +89,7 @@ func (a *applier) sendMessage(c *fsmpb.SendMessage) *Result {
 }
 
 // receive puts a message in the inbox and starts a turn if the session is free.
-func (a *applier) receive(s *dexv1.Session, m *fsmpb.InboxMessage) {
+func (a *applier) receive(s *fsmpb.Session, m *fsmpb.InboxMessage) {
 	a.pushInbox(s, m)
 	a.emit(s.Id, "message_received", "", m.Id)
 	switch {
@@ -105,7 +105,7 @@ func (a *applier) receive(s *dexv1.Session, m *fsmpb.InboxMessage) {
 
 // startTurn consumes the inbox into the history and queues the turn's first
 // Step: CompactContext when the history is over the threshold, else RunModel.
-func (a *applier) startTurn(s *dexv1.Session) {
+func (a *applier) startTurn(s *fsmpb.Session) {
 	t := &dexv1.Turn{Number: s.NextTurn, Input: dexv1.TurnInput_TURN_INPUT_MESSAGES}
 	s.NextTurn++
 	boundary := s.NextHistory // the turn's own messages start here
@@ -127,7 +127,7 @@ func (a *applier) startTurn(s *dexv1.Session) {
 }
 
 // queueModel queues the RunModel Step of the turn in progress.
-func (a *applier) queueModel(s *dexv1.Session) {
+func (a *applier) queueModel(s *fsmpb.Session) {
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
 	st := &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}
 	s.Turn.StepId = a.queueStep(s, st)
@@ -141,7 +141,7 @@ func (a *applier) queueModel(s *dexv1.Session) {
 
 // queueStep fills in the Step's identity and puts it in the queue (or, for a
 // wait, in the waiting state). It returns the Step id.
-func (a *applier) queueStep(s *dexv1.Session, st *fsmpb.Step) string {
+func (a *applier) queueStep(s *fsmpb.Session, st *fsmpb.Step) string {
 	st.Id = StepID(s.Id, s.NextStep)
 	st.Number = s.NextStep
 	s.NextStep++
@@ -168,7 +168,7 @@ func (a *applier) queueStep(s *dexv1.Session, st *fsmpb.Step) string {
 
 // endTurn closes a turn that answered without tool calls and starts the next
 // one if messages are waiting.
-func (a *applier) endTurn(s *dexv1.Session) {
+func (a *applier) endTurn(s *fsmpb.Session) {
 	s.Turn = nil
 	s.TurnsCompleted++
 	s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
@@ -179,7 +179,7 @@ func (a *applier) endTurn(s *dexv1.Session) {
 }
 
 // tellParent delivers a message from a child session to its parent's inbox.
-func (a *applier) tellParent(s *dexv1.Session, text string) {
+func (a *applier) tellParent(s *fsmpb.Session, text string) {
 	if s.ParentId == "" {
 		return
 	}

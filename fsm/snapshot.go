@@ -102,7 +102,7 @@ func record(raw any) *fsmpb.SnapshotRecord {
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Tool{Tool: v}}
 	case *fsmpb.WorkerTool:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_WorkerTool{WorkerTool: v}}
-	case *dexv1.Session:
+	case *fsmpb.Session:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Session{Session: v}}
 	case *fsmpb.Step:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Step{Step: v}}
@@ -219,7 +219,7 @@ func (f *FSM) Restore(r io.Reader) error {
 
 // splitV1Session moves the history, inbox and accepted message ids a format-1
 // session carried inline into their rows and fills in the running figures.
-func splitV1Session(tx *memdb.Txn, s *dexv1.Session) error {
+func splitV1Session(tx *memdb.Txn, s *fsmpb.Session) error {
 	for _, h := range s.History {
 		e := fsmpb.HistoryEntryFromAPI(h)
 		e.SessionId = s.Id

@@ -32,18 +32,18 @@ func (s *State) Meta() *fsmpb.ClusterMeta {
 }
 
 // Session returns a session or nil (a deleted one is nil too).
-func (s *State) Session(id string) *dexv1.Session {
+func (s *State) Session(id string) *fsmpb.Session {
 	raw, err := s.tx.First(tableSessions, indexID, id)
-	if err != nil || raw == nil || deleted(raw.(*dexv1.Session)) {
+	if err != nil || raw == nil || deleted(raw.(*fsmpb.Session)) {
 		return nil
 	}
-	return raw.(*dexv1.Session)
+	return raw.(*fsmpb.Session)
 }
 
 // Sessions returns every session in id order, deleted ones left out.
-func (s *State) Sessions() []*dexv1.Session {
-	var out []*dexv1.Session
-	for _, sess := range all[*dexv1.Session](s.tx, tableSessions, indexID) {
+func (s *State) Sessions() []*fsmpb.Session {
+	var out []*fsmpb.Session
+	for _, sess := range all[*fsmpb.Session](s.tx, tableSessions, indexID) {
 		if !deleted(sess) {
 			out = append(out, sess)
 		}
@@ -162,19 +162,19 @@ func (s *State) Inbox(sessionID string, maxBytes int) []*fsmpb.InboxMessage {
 
 // ModelHistory is what the model is sent of a session: the latest summary,
 // if any, then every other entry from the compaction boundary on.
-func (s *State) ModelHistory(sess *dexv1.Session) []*fsmpb.HistoryEntry {
+func (s *State) ModelHistory(sess *fsmpb.Session) []*fsmpb.HistoryEntry {
 	return s.summarised(sess, 0)
 }
 
 // ToCompact is what a CompactContext Step summarises: the latest summary, if
 // any, and the entries after it up to (not including) seq before.
-func (s *State) ToCompact(sess *dexv1.Session, before uint64) []*fsmpb.HistoryEntry {
+func (s *State) ToCompact(sess *fsmpb.Session, before uint64) []*fsmpb.HistoryEntry {
 	return s.summarised(sess, before)
 }
 
 // summarised returns the latest summary past the compaction boundary, then
 // the other entries from the boundary up to seq to (0: no end).
-func (s *State) summarised(sess *dexv1.Session, to uint64) []*fsmpb.HistoryEntry {
+func (s *State) summarised(sess *fsmpb.Session, to uint64) []*fsmpb.HistoryEntry {
 	if sess == nil {
 		return nil
 	}
@@ -223,14 +223,14 @@ func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) (
 
 // SessionsPage returns up to limit sessions with an id above after, in id
 // order, and the id to read on from ("" when none is left).
-func (s *State) SessionsPage(after string, limit int) ([]*dexv1.Session, string) {
+func (s *State) SessionsPage(after string, limit int) ([]*fsmpb.Session, string) {
 	it, err := s.tx.LowerBound(tableSessions, indexID, after)
 	if err != nil {
 		return nil, ""
 	}
-	var out []*dexv1.Session
+	var out []*fsmpb.Session
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		sess := raw.(*dexv1.Session)
+		sess := raw.(*fsmpb.Session)
 		if sess.Id == after || deleted(sess) {
 			continue
 		}

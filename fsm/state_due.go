@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -13,6 +12,6 @@ func (s *State) WaitingTimers() []*fsmpb.Step {
 
 // ErroredToResume returns the errored sessions that owe a ResumeErrored, in
 // resume-time order, through their index: no other session is read.
-func (s *State) ErroredToResume() []*dexv1.Session {
-	return all[*dexv1.Session](s.tx, tableSessions, indexResumeDue)
+func (s *State) ErroredToResume() []*fsmpb.Session {
+	return all[*fsmpb.Session](s.tx, tableSessions, indexResumeDue)
 }

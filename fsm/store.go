@@ -6,7 +6,6 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -21,7 +20,7 @@ type applier struct {
 	touched touched
 	// held is a session a caller holds while it acts on another (a parent
 	// resuming its child): what the other tells it goes to this copy.
-	held *dexv1.Session
+	held *fsmpb.Session
 }
 
 func (a *applier) meta() *fsmpb.ClusterMeta {
@@ -48,7 +47,7 @@ func (a *applier) insert(table string, obj any) {
 	}
 }
 
-func (a *applier) session(id string) (*dexv1.Session, *Rejection) {
+func (a *applier) session(id string) (*fsmpb.Session, *Rejection) {
 	if id == "" {
 		return nil, reject(CodeInvalid, "session id is required")
 	}
@@ -59,7 +58,7 @@ func (a *applier) session(id string) (*dexv1.Session, *Rejection) {
 	return s, nil
 }
 
-func (a *applier) putSession(s *dexv1.Session) {
+func (a *applier) putSession(s *fsmpb.Session) {
 	s.UpdatedAtMs = a.now
 	a.insert(tableSessions, s)
 	a.touched.session(s.Id)

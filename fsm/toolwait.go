@@ -74,7 +74,7 @@ func (a *applier) failUnservedStep(c *fsmpb.FailUnservedStep) *Result {
 	return &Result{SessionID: st.SessionId, StepID: st.Id}
 }
 
-func (a *applier) failToolStep(s *dexv1.Session, st *fsmpb.Step, why string) {
+func (a *applier) failToolStep(s *fsmpb.Session, st *fsmpb.Step, why string) {
 	o, content := finalToolOutcome(st, &dexv1.Attempt{Progress: a.progress(s, st), Error: why})
 	a.finish(st, o, content, true)
 	if call := findCall(s, st.CallId); call != nil {

@@ -5,7 +5,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -50,7 +49,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	if _, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: c}}); err != nil {
 		return nil, err
 	}
-	return &dexv1.CreateSessionResponse{Session: s.node.State().Session(id)}, nil
+	return &dexv1.CreateSessionResponse{Session: s.node.State().Session(id).API()}, nil
 }
 
 func (s *Sessions) SendMessage(ctx context.Context, req *dexv1.SendMessageRequest) (*dexv1.SendMessageResponse, error) {
@@ -98,7 +97,7 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	if sess == nil {
 		return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
 	}
-	view := proto.Clone(sess).(*dexv1.Session)
+	view := sess.API()
 	resp := &dexv1.GetSessionResponse{Session: view}
 	history, next := st.History(req.SessionId, req.HistoryAfterSeq, pageSize(req.HistoryLimit, defaultHistoryPage), pageBytes)
 	view.History, resp.NextHistoryAfterSeq = fsmpb.HistoryAPI(history), next

@@ -9,10 +9,14 @@ import (
 // fields under the same numbers (api_test.go fails when one gains a field the
 // other, or its conversion, lacks), so snapshots written when the state
 // stored the dex.v1 types restore unchanged. Nested messages are shared,
-// not copied: stored rows are never changed in place.
+// not copied: stored rows are never changed in place. A nil row converts to
+// nil.
 
 // API is the event as the API shows it.
 func (e *Event) API() *dexv1.Event {
+	if e == nil {
+		return nil
+	}
 	return &dexv1.Event{
 		Seq:       e.Seq,
 		SessionId: e.SessionId,
@@ -26,6 +30,9 @@ func (e *Event) API() *dexv1.Event {
 
 // API is the inbox message as the API shows it.
 func (m *InboxMessage) API() *dexv1.Message {
+	if m == nil {
+		return nil
+	}
 	return &dexv1.Message{
 		Id:           m.Id,
 		Text:         m.Text,
@@ -38,6 +45,9 @@ func (m *InboxMessage) API() *dexv1.Message {
 
 // API is the history entry as the API and a RunModel task show it.
 func (h *HistoryEntry) API() *dexv1.HistoryEntry {
+	if h == nil {
+		return nil
+	}
 	return &dexv1.HistoryEntry{
 		Seq:           h.Seq,
 		Kind:          h.Kind,
@@ -60,6 +70,9 @@ func (h *HistoryEntry) API() *dexv1.HistoryEntry {
 // HistoryEntryFromAPI is a dex.v1 history entry as the state stores it (a
 // format-1 snapshot carried a session's history inline in that type).
 func HistoryEntryFromAPI(h *dexv1.HistoryEntry) *HistoryEntry {
+	if h == nil {
+		return nil
+	}
 	return &HistoryEntry{
 		Seq:           h.Seq,
 		Kind:          h.Kind,
@@ -82,6 +95,9 @@ func HistoryEntryFromAPI(h *dexv1.HistoryEntry) *HistoryEntry {
 // InboxMessageFromAPI is a dex.v1 message as the state stores it in an
 // inbox (a format-1 snapshot carried a session's inbox inline in that type).
 func InboxMessageFromAPI(m *dexv1.Message) *InboxMessage {
+	if m == nil {
+		return nil
+	}
 	return &InboxMessage{
 		Id:           m.Id,
 		Text:         m.Text,
@@ -113,6 +129,9 @@ func InboxAPI(ms []*InboxMessage) []*dexv1.Message {
 // API is the Step as the API shows it (without a waiting reason, which the
 // API fills on reads).
 func (s *Step) API() *dexv1.Step {
+	if s == nil {
+		return nil
+	}
 	return &dexv1.Step{
 		Id:             s.Id,
 		SessionId:      s.SessionId,
@@ -140,5 +159,47 @@ func (s *Step) API() *dexv1.Step {
 		Number:         s.Number,
 		CompactBefore:  s.CompactBefore,
 		Agent:          s.Agent,
+	}
+}
+
+// API is the session's header as the API shows it; GetSession fills in a
+// page of its history and inbox.
+func (s *Session) API() *dexv1.Session {
+	if s == nil {
+		return nil
+	}
+	return &dexv1.Session{
+		Id:                  s.Id,
+		ParentId:            s.ParentId,
+		Status:              s.Status,
+		History:             s.History,
+		Inbox:               s.Inbox,
+		Turn:                s.Turn,
+		CompactionThreshold: s.CompactionThreshold,
+		RejectedTurns:       s.RejectedTurns,
+		PauseReason:         s.PauseReason,
+		PauseMessage:        s.PauseMessage,
+		LastErrorType:       s.LastErrorType,
+		LastError:           s.LastError,
+		ErrorEpisode:        s.ErrorEpisode,
+		EpisodeResumes:      s.EpisodeResumes,
+		ResumeAtMs:          s.ResumeAtMs,
+		NextStep:            s.NextStep,
+		NextTurn:            s.NextTurn,
+		NextHistory:         s.NextHistory,
+		CreatedAtMs:         s.CreatedAtMs,
+		UpdatedAtMs:         s.UpdatedAtMs,
+		Summaries:           s.Summaries,
+		CompactedBefore:     s.CompactedBefore,
+		TurnsCompleted:      s.TurnsCompleted,
+		TurnsFailed:         s.TurnsFailed,
+		SeenMessageIds:      s.SeenMessageIds,
+		HistorySize:         s.HistorySize,
+		HistoryCount:        s.HistoryCount,
+		InboxCount:          s.InboxCount,
+		NextInbox:           s.NextInbox,
+		LatestSummarySeq:    s.LatestSummarySeq,
+		MaxModelInput:       s.MaxModelInput,
+		Agent:               s.Agent,
 	}
 }

@@ -23,6 +23,19 @@ func TestInboxMessage_ConvertsEveryField(t *testing.T) {
 		func(m proto.Message) proto.Message { return InboxMessageFromAPI(m.(*dexv1.Message)) })
 }
 
+func TestSession_ConvertsEveryField(t *testing.T) {
+	convertsEveryField(t, &Session{}, &dexv1.Session{},
+		func(m proto.Message) proto.Message { return m.(*Session).API() }, nil)
+}
+
+func TestNilRowsConvertToNil(t *testing.T) {
+	if (*Session)(nil).API() != nil || (*Step)(nil).API() != nil || (*Event)(nil).API() != nil ||
+		(*InboxMessage)(nil).API() != nil || (*HistoryEntry)(nil).API() != nil ||
+		HistoryEntryFromAPI(nil) != nil || InboxMessageFromAPI(nil) != nil {
+		t.Fatal("a nil row converted to a message")
+	}
+}
+
 func TestStep_ConvertsEveryField(t *testing.T) {
 	convertsEveryField(t, &Step{}, &dexv1.Step{},
 		func(m proto.Message) proto.Message { return m.(*Step).API() }, nil, "waiting_reason")
@@ -86,6 +99,10 @@ func sampleValue(t *testing.T, m protoreflect.Message, fd protoreflect.FieldDesc
 	n := fd.Number()
 	if fd.IsList() {
 		list := m.NewField(fd).List()
+		if fd.Kind() == protoreflect.StringKind {
+			list.Append(protoreflect.ValueOfString("v-" + string(fd.Name())))
+			return protoreflect.ValueOfList(list)
+		}
 		elem := list.NewElement()
 		markNested(t, elem.Message(), fd)
 		list.Append(elem)

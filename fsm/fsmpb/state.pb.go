@@ -328,6 +328,320 @@ func (x *Event) GetOrdinal() uint64 {
 	return 0
 }
 
+// A session's header, as stored (the API shows it as dex.v1.Session). Its
+// fields and numbers are dex.v1.Session's, so the snapshots written when the
+// state stored that type restore unchanged; history, inbox and
+// seen_message_ids are filled only in a snapshot of format 1, which kept
+// those rows inline, and are moved into their tables on restore.
+type Session struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ParentId string                 `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	Status   dexv1.SessionStatus    `protobuf:"varint,3,opt,name=status,proto3,enum=dex.v1.SessionStatus" json:"status,omitempty"`
+	History  []*dexv1.HistoryEntry  `protobuf:"bytes,4,rep,name=history,proto3" json:"history,omitempty"`
+	Inbox    []*dexv1.Message       `protobuf:"bytes,5,rep,name=inbox,proto3" json:"inbox,omitempty"`
+	// The turn in progress, or kept after a failure so it can be retried.
+	Turn *dexv1.Turn `protobuf:"bytes,6,opt,name=turn,proto3" json:"turn,omitempty"`
+	// History size in characters above which a turn compacts first (0: never).
+	CompactionThreshold uint64 `protobuf:"varint,7,opt,name=compaction_threshold,json=compactionThreshold,proto3" json:"compaction_threshold,omitempty"`
+	// Non-retryable failures in a row of a turn with pending tool results.
+	RejectedTurns uint32            `protobuf:"varint,8,opt,name=rejected_turns,json=rejectedTurns,proto3" json:"rejected_turns,omitempty"`
+	PauseReason   dexv1.PauseReason `protobuf:"varint,9,opt,name=pause_reason,json=pauseReason,proto3,enum=dex.v1.PauseReason" json:"pause_reason,omitempty"`
+	PauseMessage  string            `protobuf:"bytes,10,opt,name=pause_message,json=pauseMessage,proto3" json:"pause_message,omitempty"`
+	LastErrorType dexv1.ErrorType   `protobuf:"varint,11,opt,name=last_error_type,json=lastErrorType,proto3,enum=dex.v1.ErrorType" json:"last_error_type,omitempty"`
+	LastError     string            `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// An error-resume episode is open: the parent was told once.
+	ErrorEpisode   bool   `protobuf:"varint,13,opt,name=error_episode,json=errorEpisode,proto3" json:"error_episode,omitempty"`
+	EpisodeResumes uint32 `protobuf:"varint,14,opt,name=episode_resumes,json=episodeResumes,proto3" json:"episode_resumes,omitempty"`
+	// When the cluster resumes an errored session on its own (0: never).
+	ResumeAtMs  int64  `protobuf:"varint,15,opt,name=resume_at_ms,json=resumeAtMs,proto3" json:"resume_at_ms,omitempty"`
+	NextStep    uint64 `protobuf:"varint,16,opt,name=next_step,json=nextStep,proto3" json:"next_step,omitempty"`
+	NextTurn    uint64 `protobuf:"varint,17,opt,name=next_turn,json=nextTurn,proto3" json:"next_turn,omitempty"`
+	NextHistory uint64 `protobuf:"varint,18,opt,name=next_history,json=nextHistory,proto3" json:"next_history,omitempty"`
+	CreatedAtMs int64  `protobuf:"varint,19,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	UpdatedAtMs int64  `protobuf:"varint,20,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	Summaries   uint64 `protobuf:"varint,21,opt,name=summaries,proto3" json:"summaries,omitempty"`
+	// History entries before this seq are folded into the latest summary; the
+	// model is sent that summary, then the entries from this seq on.
+	CompactedBefore uint64 `protobuf:"varint,22,opt,name=compacted_before,json=compactedBefore,proto3" json:"compacted_before,omitempty"`
+	TurnsCompleted  uint64 `protobuf:"varint,23,opt,name=turns_completed,json=turnsCompleted,proto3" json:"turns_completed,omitempty"`
+	TurnsFailed     uint64 `protobuf:"varint,24,opt,name=turns_failed,json=turnsFailed,proto3" json:"turns_failed,omitempty"`
+	// Format 1 only: the accepted message ids.
+	SeenMessageIds []string `protobuf:"bytes,25,rep,name=seen_message_ids,json=seenMessageIds,proto3" json:"seen_message_ids,omitempty"`
+	// History and inbox are rows of their own: these are the running
+	// figures. history_size is the size of the kept history
+	// (cum_size of its last entry).
+	HistorySize  uint64 `protobuf:"varint,26,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"`
+	HistoryCount uint64 `protobuf:"varint,27,opt,name=history_count,json=historyCount,proto3" json:"history_count,omitempty"`
+	InboxCount   uint32 `protobuf:"varint,28,opt,name=inbox_count,json=inboxCount,proto3" json:"inbox_count,omitempty"`
+	NextInbox    uint64 `protobuf:"varint,29,opt,name=next_inbox,json=nextInbox,proto3" json:"next_inbox,omitempty"`
+	// The seq of the latest summary (0: none).
+	LatestSummarySeq uint64 `protobuf:"varint,30,opt,name=latest_summary_seq,json=latestSummarySeq,proto3" json:"latest_summary_seq,omitempty"`
+	// The largest model input (in characters) this session may send; a turn
+	// whose input would be larger fails with context_length (0: no limit).
+	MaxModelInput uint64 `protobuf:"varint,31,opt,name=max_model_input,json=maxModelInput,proto3" json:"max_model_input,omitempty"`
+	// The agent whose model runs this session (NAME or NAME@VERSION; empty:
+	// the default agent). Only a Worker that registered it runs its RunModel
+	// and CompactContext Steps.
+	Agent         string `protobuf:"bytes,32,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Session) Reset() {
+	*x = Session{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Session) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Session) ProtoMessage() {}
+
+func (x *Session) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Session.ProtoReflect.Descriptor instead.
+func (*Session) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Session) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Session) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *Session) GetStatus() dexv1.SessionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return dexv1.SessionStatus(0)
+}
+
+func (x *Session) GetHistory() []*dexv1.HistoryEntry {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *Session) GetInbox() []*dexv1.Message {
+	if x != nil {
+		return x.Inbox
+	}
+	return nil
+}
+
+func (x *Session) GetTurn() *dexv1.Turn {
+	if x != nil {
+		return x.Turn
+	}
+	return nil
+}
+
+func (x *Session) GetCompactionThreshold() uint64 {
+	if x != nil {
+		return x.CompactionThreshold
+	}
+	return 0
+}
+
+func (x *Session) GetRejectedTurns() uint32 {
+	if x != nil {
+		return x.RejectedTurns
+	}
+	return 0
+}
+
+func (x *Session) GetPauseReason() dexv1.PauseReason {
+	if x != nil {
+		return x.PauseReason
+	}
+	return dexv1.PauseReason(0)
+}
+
+func (x *Session) GetPauseMessage() string {
+	if x != nil {
+		return x.PauseMessage
+	}
+	return ""
+}
+
+func (x *Session) GetLastErrorType() dexv1.ErrorType {
+	if x != nil {
+		return x.LastErrorType
+	}
+	return dexv1.ErrorType(0)
+}
+
+func (x *Session) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *Session) GetErrorEpisode() bool {
+	if x != nil {
+		return x.ErrorEpisode
+	}
+	return false
+}
+
+func (x *Session) GetEpisodeResumes() uint32 {
+	if x != nil {
+		return x.EpisodeResumes
+	}
+	return 0
+}
+
+func (x *Session) GetResumeAtMs() int64 {
+	if x != nil {
+		return x.ResumeAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetNextStep() uint64 {
+	if x != nil {
+		return x.NextStep
+	}
+	return 0
+}
+
+func (x *Session) GetNextTurn() uint64 {
+	if x != nil {
+		return x.NextTurn
+	}
+	return 0
+}
+
+func (x *Session) GetNextHistory() uint64 {
+	if x != nil {
+		return x.NextHistory
+	}
+	return 0
+}
+
+func (x *Session) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetUpdatedAtMs() int64 {
+	if x != nil {
+		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetSummaries() uint64 {
+	if x != nil {
+		return x.Summaries
+	}
+	return 0
+}
+
+func (x *Session) GetCompactedBefore() uint64 {
+	if x != nil {
+		return x.CompactedBefore
+	}
+	return 0
+}
+
+func (x *Session) GetTurnsCompleted() uint64 {
+	if x != nil {
+		return x.TurnsCompleted
+	}
+	return 0
+}
+
+func (x *Session) GetTurnsFailed() uint64 {
+	if x != nil {
+		return x.TurnsFailed
+	}
+	return 0
+}
+
+func (x *Session) GetSeenMessageIds() []string {
+	if x != nil {
+		return x.SeenMessageIds
+	}
+	return nil
+}
+
+func (x *Session) GetHistorySize() uint64 {
+	if x != nil {
+		return x.HistorySize
+	}
+	return 0
+}
+
+func (x *Session) GetHistoryCount() uint64 {
+	if x != nil {
+		return x.HistoryCount
+	}
+	return 0
+}
+
+func (x *Session) GetInboxCount() uint32 {
+	if x != nil {
+		return x.InboxCount
+	}
+	return 0
+}
+
+func (x *Session) GetNextInbox() uint64 {
+	if x != nil {
+		return x.NextInbox
+	}
+	return 0
+}
+
+func (x *Session) GetLatestSummarySeq() uint64 {
+	if x != nil {
+		return x.LatestSummarySeq
+	}
+	return 0
+}
+
+func (x *Session) GetMaxModelInput() uint64 {
+	if x != nil {
+		return x.MaxModelInput
+	}
+	return 0
+}
+
+func (x *Session) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
 // One Step, as stored (the API shows it as dex.v1.Step). Its fields and
 // numbers are dex.v1.Step's, so the snapshots written when the state stored
 // that type restore unchanged; waiting_reason, which the API fills on reads,
@@ -376,7 +690,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +702,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -401,7 +715,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Step) GetId() string {
@@ -616,7 +930,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +942,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +955,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HistoryEntry) GetSeq() uint64 {
@@ -768,7 +1082,7 @@ type InboxMessage struct {
 
 func (x *InboxMessage) Reset() {
 	*x = InboxMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +1094,7 @@ func (x *InboxMessage) String() string {
 func (*InboxMessage) ProtoMessage() {}
 
 func (x *InboxMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +1107,7 @@ func (x *InboxMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboxMessage.ProtoReflect.Descriptor instead.
 func (*InboxMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InboxMessage) GetId() string {
@@ -849,7 +1163,7 @@ type AcceptedMessage struct {
 
 func (x *AcceptedMessage) Reset() {
 	*x = AcceptedMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +1175,7 @@ func (x *AcceptedMessage) String() string {
 func (*AcceptedMessage) ProtoMessage() {}
 
 func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1188,7 @@ func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
 func (*AcceptedMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AcceptedMessage) GetSessionId() string {
@@ -903,7 +1217,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1229,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1242,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -971,7 +1285,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1297,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1310,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -1015,7 +1329,7 @@ func (x *SnapshotRecord) GetMeta() *ClusterMeta {
 	return nil
 }
 
-func (x *SnapshotRecord) GetSession() *dexv1.Session {
+func (x *SnapshotRecord) GetSession() *Session {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Session); ok {
 			return x.Session
@@ -1132,7 +1446,7 @@ type SnapshotRecord_Meta struct {
 }
 
 type SnapshotRecord_Session struct {
-	Session *dexv1.Session `protobuf:"bytes,2,opt,name=session,proto3,oneof"`
+	Session *Session `protobuf:"bytes,2,opt,name=session,proto3,oneof"`
 }
 
 type SnapshotRecord_Step struct {
@@ -1219,7 +1533,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1545,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1558,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -1301,7 +1615,45 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xc2\x06\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xb7\t\n" +
+	"\aSession\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12.\n" +
+	"\ahistory\x18\x04 \x03(\v2\x14.dex.v1.HistoryEntryR\ahistory\x12%\n" +
+	"\x05inbox\x18\x05 \x03(\v2\x0f.dex.v1.MessageR\x05inbox\x12 \n" +
+	"\x04turn\x18\x06 \x01(\v2\f.dex.v1.TurnR\x04turn\x121\n" +
+	"\x14compaction_threshold\x18\a \x01(\x04R\x13compactionThreshold\x12%\n" +
+	"\x0erejected_turns\x18\b \x01(\rR\rrejectedTurns\x126\n" +
+	"\fpause_reason\x18\t \x01(\x0e2\x13.dex.v1.PauseReasonR\vpauseReason\x12#\n" +
+	"\rpause_message\x18\n" +
+	" \x01(\tR\fpauseMessage\x129\n" +
+	"\x0flast_error_type\x18\v \x01(\x0e2\x11.dex.v1.ErrorTypeR\rlastErrorType\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\f \x01(\tR\tlastError\x12#\n" +
+	"\rerror_episode\x18\r \x01(\bR\ferrorEpisode\x12'\n" +
+	"\x0fepisode_resumes\x18\x0e \x01(\rR\x0eepisodeResumes\x12 \n" +
+	"\fresume_at_ms\x18\x0f \x01(\x03R\n" +
+	"resumeAtMs\x12\x1b\n" +
+	"\tnext_step\x18\x10 \x01(\x04R\bnextStep\x12\x1b\n" +
+	"\tnext_turn\x18\x11 \x01(\x04R\bnextTurn\x12!\n" +
+	"\fnext_history\x18\x12 \x01(\x04R\vnextHistory\x12\"\n" +
+	"\rcreated_at_ms\x18\x13 \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rupdated_at_ms\x18\x14 \x01(\x03R\vupdatedAtMs\x12\x1c\n" +
+	"\tsummaries\x18\x15 \x01(\x04R\tsummaries\x12)\n" +
+	"\x10compacted_before\x18\x16 \x01(\x04R\x0fcompactedBefore\x12'\n" +
+	"\x0fturns_completed\x18\x17 \x01(\x04R\x0eturnsCompleted\x12!\n" +
+	"\fturns_failed\x18\x18 \x01(\x04R\vturnsFailed\x12(\n" +
+	"\x10seen_message_ids\x18\x19 \x03(\tR\x0eseenMessageIds\x12!\n" +
+	"\fhistory_size\x18\x1a \x01(\x04R\vhistorySize\x12#\n" +
+	"\rhistory_count\x18\x1b \x01(\x04R\fhistoryCount\x12\x1f\n" +
+	"\vinbox_count\x18\x1c \x01(\rR\n" +
+	"inboxCount\x12\x1d\n" +
+	"\n" +
+	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
+	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
+	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\x12\x14\n" +
+	"\x05agent\x18  \x01(\tR\x05agent\"\xc2\x06\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1367,10 +1719,10 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x84\x05\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x88\x05\n" +
 	"\x0eSnapshotRecord\x12-\n" +
-	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12+\n" +
-	"\asession\x18\x02 \x01(\v2\x0f.dex.v1.SessionH\x00R\asession\x12&\n" +
+	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
+	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
 	"\x04step\x18\x03 \x01(\v2\x10.dex.fsm.v1.StepH\x00R\x04step\x12,\n" +
 	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
 	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12)\n" +
@@ -1403,62 +1755,73 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),        // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),           // 1: dex.fsm.v1.EventLog
 	(*Event)(nil),              // 2: dex.fsm.v1.Event
-	(*Step)(nil),               // 3: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),       // 4: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),       // 5: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil),    // 6: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),     // 7: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),     // 8: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),         // 9: dex.fsm.v1.WorkerTool
-	(dexv1.StepKind)(0),        // 10: dex.v1.StepKind
-	(*dexv1.ToolSpec)(nil),     // 11: dex.v1.ToolSpec
-	(dexv1.StepStatus)(0),      // 12: dex.v1.StepStatus
-	(*dexv1.Attempt)(nil),      // 13: dex.v1.Attempt
-	(dexv1.Outcome)(0),         // 14: dex.v1.Outcome
-	(dexv1.ErrorType)(0),       // 15: dex.v1.ErrorType
-	(dexv1.HistoryKind)(0),     // 16: dex.v1.HistoryKind
-	(*dexv1.ToolCall)(nil),     // 17: dex.v1.ToolCall
-	(*dexv1.InlineResult)(nil), // 18: dex.v1.InlineResult
-	(*dexv1.Session)(nil),      // 19: dex.v1.Session
-	(*dexv1.WorkerInfo)(nil),   // 20: dex.v1.WorkerInfo
-	(*dexv1.NodeInfo)(nil),     // 21: dex.v1.NodeInfo
-	(*dexv1.AclToken)(nil),     // 22: dex.v1.AclToken
+	(*Session)(nil),            // 3: dex.fsm.v1.Session
+	(*Step)(nil),               // 4: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),       // 5: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),       // 6: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil),    // 7: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),     // 8: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),     // 9: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),         // 10: dex.fsm.v1.WorkerTool
+	(dexv1.SessionStatus)(0),   // 11: dex.v1.SessionStatus
+	(*dexv1.HistoryEntry)(nil), // 12: dex.v1.HistoryEntry
+	(*dexv1.Message)(nil),      // 13: dex.v1.Message
+	(*dexv1.Turn)(nil),         // 14: dex.v1.Turn
+	(dexv1.PauseReason)(0),     // 15: dex.v1.PauseReason
+	(dexv1.ErrorType)(0),       // 16: dex.v1.ErrorType
+	(dexv1.StepKind)(0),        // 17: dex.v1.StepKind
+	(*dexv1.ToolSpec)(nil),     // 18: dex.v1.ToolSpec
+	(dexv1.StepStatus)(0),      // 19: dex.v1.StepStatus
+	(*dexv1.Attempt)(nil),      // 20: dex.v1.Attempt
+	(dexv1.Outcome)(0),         // 21: dex.v1.Outcome
+	(dexv1.HistoryKind)(0),     // 22: dex.v1.HistoryKind
+	(*dexv1.ToolCall)(nil),     // 23: dex.v1.ToolCall
+	(*dexv1.InlineResult)(nil), // 24: dex.v1.InlineResult
+	(*dexv1.WorkerInfo)(nil),   // 25: dex.v1.WorkerInfo
+	(*dexv1.NodeInfo)(nil),     // 26: dex.v1.NodeInfo
+	(*dexv1.AclToken)(nil),     // 27: dex.v1.AclToken
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	7,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	10, // 1: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
-	11, // 2: dex.fsm.v1.Step.policy:type_name -> dex.v1.ToolSpec
-	12, // 3: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
-	13, // 4: dex.fsm.v1.Step.attempts:type_name -> dex.v1.Attempt
-	14, // 5: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
-	15, // 6: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	16, // 7: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
-	14, // 8: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
-	17, // 9: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
-	18, // 10: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
-	0,  // 11: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	19, // 12: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.v1.Session
-	3,  // 13: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	20, // 14: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	21, // 15: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	2,  // 16: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	4,  // 17: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	5,  // 18: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	6,  // 19: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 20: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	11, // 21: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	9,  // 22: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	22, // 23: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	8,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	11, // 1: dex.fsm.v1.Session.status:type_name -> dex.v1.SessionStatus
+	12, // 2: dex.fsm.v1.Session.history:type_name -> dex.v1.HistoryEntry
+	13, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.v1.Message
+	14, // 4: dex.fsm.v1.Session.turn:type_name -> dex.v1.Turn
+	15, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
+	16, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
+	17, // 7: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
+	18, // 8: dex.fsm.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	19, // 9: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
+	20, // 10: dex.fsm.v1.Step.attempts:type_name -> dex.v1.Attempt
+	21, // 11: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
+	16, // 12: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
+	22, // 13: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
+	21, // 14: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
+	23, // 15: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
+	24, // 16: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	0,  // 17: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	3,  // 18: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	4,  // 19: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	25, // 20: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	26, // 21: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	2,  // 22: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	5,  // 23: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	6,  // 24: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	7,  // 25: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 26: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	18, // 27: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	10, // 28: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	27, // 29: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -1466,7 +1829,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	if File_dex_fsm_v1_state_proto != nil {
 		return
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[8].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[9].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -1487,7 +1850,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
