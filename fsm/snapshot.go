@@ -116,7 +116,7 @@ func record(raw any) *fsmpb.SnapshotRecord {
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Accepted{Accepted: v}}
 	case *fsmpb.EventLog:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_EventLog{EventLog: v}}
-	case *dexv1.AclToken:
+	case *fsmpb.AclToken:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Token{Token: v}}
 	}
 	panic(fmt.Sprintf("fsm: no snapshot record for %T", raw))

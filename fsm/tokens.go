@@ -91,7 +91,7 @@ func (a *applier) createToken(c *fsmpb.CreateToken) *Result {
 	if raw, err := a.tx.First(tableTokens, indexSecret, t.SecretSha256); err != nil || raw != nil {
 		return rejected(reject(CodeAlreadyExists, "a token with this secret exists"))
 	}
-	row := proto.Clone(t).(*dexv1.AclToken)
+	row := proto.Clone(t).(*fsmpb.AclToken)
 	row.CreatedAtMs = a.now
 	a.insert(tableTokens, row)
 	return &Result{}
@@ -108,18 +108,18 @@ func (a *applier) revokeToken(c *fsmpb.RevokeToken) *Result {
 	if old.Revoked {
 		return &Result{} // revoking twice is the same as once
 	}
-	row := proto.Clone(old).(*dexv1.AclToken)
+	row := proto.Clone(old).(*fsmpb.AclToken)
 	row.Revoked, row.RevokedAtMs = true, a.now
 	a.insert(tableTokens, row)
 	return &Result{}
 }
 
-func (a *applier) token(id string) *dexv1.AclToken {
+func (a *applier) token(id string) *fsmpb.AclToken {
 	raw, err := a.tx.First(tableTokens, indexID, id)
 	if err != nil || raw == nil {
 		return nil
 	}
-	return raw.(*dexv1.AclToken)
+	return raw.(*fsmpb.AclToken)
 }
 
 func (a *applier) anyToken() bool {
@@ -129,12 +129,12 @@ func (a *applier) anyToken() bool {
 
 // TokenBySecretHash returns the token whose secret hashes to sha256Hex, or
 // nil. Revoked tokens are returned too: the caller decides.
-func (s *State) TokenBySecretHash(sha256Hex string) *dexv1.AclToken {
+func (s *State) TokenBySecretHash(sha256Hex string) *fsmpb.AclToken {
 	raw, err := s.tx.First(tableTokens, indexSecret, sha256Hex)
 	if err != nil || raw == nil {
 		return nil
 	}
-	t := raw.(*dexv1.AclToken)
+	t := raw.(*fsmpb.AclToken)
 	// The index lookup already matched; the constant-time compare keeps the
 	// final check from depending on where two hashes first differ.
 	if subtle.ConstantTimeCompare([]byte(t.SecretSha256), []byte(sha256Hex)) != 1 {
@@ -144,8 +144,8 @@ func (s *State) TokenBySecretHash(sha256Hex string) *dexv1.AclToken {
 }
 
 // Tokens returns every token, revoked ones included, in id order.
-func (s *State) Tokens() []*dexv1.AclToken {
-	return all[*dexv1.AclToken](s.tx, tableTokens, indexID)
+func (s *State) Tokens() []*fsmpb.AclToken {
+	return all[*fsmpb.AclToken](s.tx, tableTokens, indexID)
 }
 
 // HasTokens reports whether any token was ever created (ACL bootstrapped).

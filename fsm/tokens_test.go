@@ -16,7 +16,7 @@ func hashOf(secret string) string {
 }
 
 func createToken(id, name string, role dexv1.TokenRole, worker, secret string, bootstrap bool) *fsmpb.Command {
-	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: bootstrap, Token: &dexv1.AclToken{
+	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: bootstrap, Token: &fsmpb.AclToken{
 		Id: id, Name: name, Role: role, WorkerId: worker, SecretSha256: hashOf(secret),
 	}}}}
 }
@@ -80,10 +80,10 @@ func TestTokens_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 		"unknown role":     createToken("t2", "n", dexv1.TokenRole(42), "", "a", false),
 		"client bound":     createToken("t2", "n", client, "w-1", "a", false),
 		"long worker id":   createToken("t2", "n", worker, long, "a", false),
-		"revoked at birth": {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: hashOf("a"), Revoked: true}}}},
-		"short hash":       {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: "abcd"}}}},
-		"upper-case hash":  {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.ToUpper(hashOf("a"))}}}},
-		"not hex hash":     {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.Repeat("z", 64)}}}},
+		"revoked at birth": {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &fsmpb.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: hashOf("a"), Revoked: true}}}},
+		"short hash":       {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &fsmpb.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: "abcd"}}}},
+		"upper-case hash":  {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &fsmpb.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.ToUpper(hashOf("a"))}}}},
+		"not hex hash":     {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &fsmpb.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: strings.Repeat("z", 64)}}}},
 	} {
 		t.Run(name, func(t *testing.T) { d.t = t; d.refused(c, CodeInvalid) })
 	}

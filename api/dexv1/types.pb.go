@@ -2918,12 +2918,10 @@ type AclToken struct {
 	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	Role  TokenRole              `protobuf:"varint,3,opt,name=role,proto3,enum=dex.v1.TokenRole" json:"role,omitempty"`
 	// A worker token bound to one Worker id may act only as that Worker.
-	WorkerId    string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	CreatedAtMs int64  `protobuf:"varint,5,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
-	Revoked     bool   `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
-	RevokedAtMs int64  `protobuf:"varint,7,opt,name=revoked_at_ms,json=revokedAtMs,proto3" json:"revoked_at_ms,omitempty"`
-	// Lower-case hex SHA-256 of the secret; empty in API answers.
-	SecretSha256  string `protobuf:"bytes,8,opt,name=secret_sha256,json=secretSha256,proto3" json:"secret_sha256,omitempty"`
+	WorkerId      string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	CreatedAtMs   int64  `protobuf:"varint,5,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	Revoked       bool   `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	RevokedAtMs   int64  `protobuf:"varint,7,opt,name=revoked_at_ms,json=revokedAtMs,proto3" json:"revoked_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3005,13 +3003,6 @@ func (x *AclToken) GetRevokedAtMs() int64 {
 		return x.RevokedAtMs
 	}
 	return 0
-}
-
-func (x *AclToken) GetSecretSha256() string {
-	if x != nil {
-		return x.SecretSha256
-	}
-	return ""
 }
 
 // Identifies a Worker's attempt in the calls it makes.
@@ -3299,7 +3290,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0eAttemptFailure\x120\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xf9\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xe9\x01\n" +
 	"\bAclToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -3307,8 +3298,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\"\n" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
 	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
-	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
-	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"g\n" +
+	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMsJ\x04\b\b\x10\tR\rsecret_sha256\"g\n" +
 	"\n" +
 	"AttemptRef\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +

@@ -15,6 +15,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // HashSecret is how a token's secret is kept in the state: lower-case hex
@@ -120,7 +121,7 @@ func (a *acl) authorize(ctx context.Context, fullMethod string, req any) error {
 
 // actsAs lets a worker token bound to one Worker id act only as that Worker:
 // register and poll with that id, and report only on attempts handed to it.
-func actsAs(st *fsm.State, tok *dexv1.AclToken, req any) error {
+func actsAs(st *fsm.State, tok *fsmpb.AclToken, req any) error {
 	switch r := req.(type) {
 	case interface{ GetRef() *dexv1.AttemptRef }:
 		ref := r.GetRef()

@@ -47,7 +47,7 @@ func aclNodeWith(t *testing.T, nodeToken string) (*cluster.Node, *Server, *grpc.
 func addToken(t *testing.T, node *cluster.Node, id string, role dexv1.TokenRole, worker string) string {
 	t.Helper()
 	secret := "secret-of-" + id
-	res, err := node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &dexv1.AclToken{
+	res, err := node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &fsmpb.AclToken{
 		Id: id, Name: id, Role: role, WorkerId: worker, SecretSha256: HashSecret(secret),
 	}}}})
 	if err != nil || res.Err != nil {
@@ -224,7 +224,7 @@ func TestACL_BootstrapWorksOnceWithoutAToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if boot.Secret == "" || boot.Token.GetRole() != dexv1.TokenRole_TOKEN_ROLE_ADMIN || boot.Token.GetSecretSha256() != "" {
+	if boot.Secret == "" || boot.Token.GetRole() != dexv1.TokenRole_TOKEN_ROLE_ADMIN || len(boot.Token.ProtoReflect().GetUnknown()) != 0 {
 		t.Fatalf("bootstrap answered %v", boot)
 	}
 	if _, err := admin.BootstrapACL(ctx, &dexv1.BootstrapACLRequest{}); status.Code(err) != codes.FailedPrecondition {
@@ -252,8 +252,10 @@ func TestACL_BootstrapWorksOnceWithoutAToken(t *testing.T) {
 		t.Fatalf("list: %v %v", list, err)
 	}
 	for _, tk := range list.Tokens {
-		if tk.SecretSha256 != "" {
-			t.Fatalf("ListTokens shows a hash: %v", tk)
+		// The API's type has no field for the hash; an answer that carried
+		// one anyway would arrive as an unknown field.
+		if len(tk.ProtoReflect().GetUnknown()) != 0 {
+			t.Fatalf("ListTokens shows a field the API does not define (the hash?): %v", tk)
 		}
 	}
 	if _, err := admin.RevokeToken(as, &dexv1.RevokeTokenRequest{TokenId: boot.Token.Id}); err != nil {

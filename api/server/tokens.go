@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
@@ -30,16 +29,9 @@ func newTokenID() string { return "tok-" + randomHex(8) }
 // BootstrapCommand is the command that makes secret the first admin token;
 // dexd proposes it for --acl-bootstrap-token-file.
 func BootstrapCommand(name, secret string) *fsmpb.Command {
-	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: true, Token: &dexv1.AclToken{
+	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: true, Token: &fsmpb.AclToken{
 		Id: newTokenID(), Name: name, Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: HashSecret(secret),
 	}}}}
-}
-
-// shown is a token as the API shows it: without its hash.
-func shown(t *dexv1.AclToken) *dexv1.AclToken {
-	c := proto.Clone(t).(*dexv1.AclToken)
-	c.SecretSha256 = ""
-	return c
 }
 
 // CreateToken makes a token; its secret is in this answer only.
@@ -51,7 +43,7 @@ func (a *Admin) CreateToken(ctx context.Context, req *dexv1.CreateTokenRequest) 
 		return nil, status.Error(codes.InvalidArgument, "role must be admin, client or worker")
 	}
 	secret := NewSecret()
-	tok := &dexv1.AclToken{Id: newTokenID(), Name: req.Name, Role: req.Role, WorkerId: req.WorkerId, SecretSha256: HashSecret(secret)}
+	tok := &fsmpb.AclToken{Id: newTokenID(), Name: req.Name, Role: req.Role, WorkerId: req.WorkerId, SecretSha256: HashSecret(secret)}
 	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: tok}}}); err != nil {
 		return nil, err
 	}
@@ -62,7 +54,7 @@ func (a *Admin) CreateToken(ctx context.Context, req *dexv1.CreateTokenRequest) 
 func (a *Admin) ListTokens(ctx context.Context, _ *dexv1.ListTokensRequest) (*dexv1.ListTokensResponse, error) {
 	resp := &dexv1.ListTokensResponse{}
 	for _, t := range a.node.State().Tokens() {
-		resp.Tokens = append(resp.Tokens, shown(t))
+		resp.Tokens = append(resp.Tokens, t.API())
 	}
 	return resp, nil
 }
@@ -94,11 +86,11 @@ func (a *Admin) BootstrapACL(ctx context.Context, _ *dexv1.BootstrapACLRequest) 
 
 // applied is the stored row of a token just created (with its creation
 // time), as the API shows it.
-func (a *Admin) applied(t *dexv1.AclToken) *dexv1.AclToken {
+func (a *Admin) applied(t *fsmpb.AclToken) *dexv1.AclToken {
 	for _, row := range a.node.State().Tokens() {
 		if row.Id == t.Id {
-			return shown(row)
+			return row.API()
 		}
 	}
-	return shown(t)
+	return t.API()
 }

@@ -88,7 +88,7 @@ func TestSecurity_BootstrapFileTurnsACLsOnAndIsTheNodesToken(t *testing.T) {
 
 func TestSecurity_MetricsTakeAnAdminTokenWhenNotPublic(t *testing.T) {
 	f := fsm.New(fsm.Options{})
-	for i, tk := range []*dexv1.AclToken{
+	for i, tk := range []*fsmpb.AclToken{
 		{Id: "a", Name: "a", Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: server.HashSecret("admin-secret")},
 		{Id: "c", Name: "c", Role: dexv1.TokenRole_TOKEN_ROLE_CLIENT, SecretSha256: server.HashSecret("client-secret")},
 	} {

@@ -203,3 +203,20 @@ func (s *Session) API() *dexv1.Session {
 		Agent:               s.Agent,
 	}
 }
+
+// API is the token as the API shows it: without its secret's hash, which
+// the API's type does not have.
+func (t *AclToken) API() *dexv1.AclToken {
+	if t == nil {
+		return nil
+	}
+	return &dexv1.AclToken{
+		Id:          t.Id,
+		Name:        t.Name,
+		Role:        t.Role,
+		WorkerId:    t.WorkerId,
+		CreatedAtMs: t.CreatedAtMs,
+		Revoked:     t.Revoked,
+		RevokedAtMs: t.RevokedAtMs,
+	}
+}

@@ -2363,7 +2363,7 @@ func (x *SetClusterId) GetClusterId() string {
 // secret's SHA-256 enters the log, so Apply never sees or makes a secret.
 type CreateToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Token *dexv1.AclToken        `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Token *AclToken              `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	// The one-time first admin token: refused once any token exists.
 	Bootstrap     bool `protobuf:"varint,2,opt,name=bootstrap,proto3" json:"bootstrap,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2400,7 +2400,7 @@ func (*CreateToken) Descriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
-func (x *CreateToken) GetToken() *dexv1.AclToken {
+func (x *CreateToken) GetToken() *AclToken {
 	if x != nil {
 		return x.Token
 	}
@@ -2696,9 +2696,9 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"-\n" +
 	"\fSetClusterId\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x01 \x01(\tR\tclusterId\"S\n" +
-	"\vCreateToken\x12&\n" +
-	"\x05token\x18\x01 \x01(\v2\x10.dex.v1.AclTokenR\x05token\x12\x1c\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\"W\n" +
+	"\vCreateToken\x12*\n" +
+	"\x05token\x18\x01 \x01(\v2\x14.dex.fsm.v1.AclTokenR\x05token\x12\x1c\n" +
 	"\tbootstrap\x18\x02 \x01(\bR\tbootstrap\"(\n" +
 	"\vRevokeToken\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\"S\n" +
@@ -2767,7 +2767,7 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*dexv1.NodeInfo)(nil),      // 41: dex.v1.NodeInfo
 	(*EventRetention)(nil),      // 42: dex.fsm.v1.EventRetention
 	(*dexv1.AttemptResult)(nil), // 43: dex.v1.AttemptResult
-	(*dexv1.AclToken)(nil),      // 44: dex.v1.AclToken
+	(*AclToken)(nil),            // 44: dex.fsm.v1.AclToken
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -2816,7 +2816,7 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	42, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
 	34, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
 	43, // 45: dex.fsm.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	44, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.v1.AclToken
+	44, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
 	47, // [47:47] is the sub-list for method output_type
 	47, // [47:47] is the sub-list for method input_type
 	47, // [47:47] is the sub-list for extension type_name

@@ -642,6 +642,111 @@ func (x *Session) GetAgent() string {
 	return ""
 }
 
+// An ACL token, as stored. The API shows it as dex.v1.AclToken, which has
+// the same fields under the same numbers but the secret's hash: an answer
+// cannot carry what the API's type does not have.
+type AclToken struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Role  dexv1.TokenRole        `protobuf:"varint,3,opt,name=role,proto3,enum=dex.v1.TokenRole" json:"role,omitempty"`
+	// A worker token bound to one Worker id may act only as that Worker.
+	WorkerId    string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	CreatedAtMs int64  `protobuf:"varint,5,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	Revoked     bool   `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	RevokedAtMs int64  `protobuf:"varint,7,opt,name=revoked_at_ms,json=revokedAtMs,proto3" json:"revoked_at_ms,omitempty"`
+	// Lower-case hex SHA-256 of the secret.
+	SecretSha256  string `protobuf:"bytes,8,opt,name=secret_sha256,json=secretSha256,proto3" json:"secret_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclToken) Reset() {
+	*x = AclToken{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclToken) ProtoMessage() {}
+
+func (x *AclToken) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
+func (*AclToken) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AclToken) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AclToken) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AclToken) GetRole() dexv1.TokenRole {
+	if x != nil {
+		return x.Role
+	}
+	return dexv1.TokenRole(0)
+}
+
+func (x *AclToken) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *AclToken) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *AclToken) GetRevoked() bool {
+	if x != nil {
+		return x.Revoked
+	}
+	return false
+}
+
+func (x *AclToken) GetRevokedAtMs() int64 {
+	if x != nil {
+		return x.RevokedAtMs
+	}
+	return 0
+}
+
+func (x *AclToken) GetSecretSha256() string {
+	if x != nil {
+		return x.SecretSha256
+	}
+	return ""
+}
+
 // One Step, as stored (the API shows it as dex.v1.Step). Its fields and
 // numbers are dex.v1.Step's, so the snapshots written when the state stored
 // that type restore unchanged; waiting_reason, which the API fills on reads,
@@ -690,7 +795,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +807,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +820,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Step) GetId() string {
@@ -930,7 +1035,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1047,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1060,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HistoryEntry) GetSeq() uint64 {
@@ -1082,7 +1187,7 @@ type InboxMessage struct {
 
 func (x *InboxMessage) Reset() {
 	*x = InboxMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1199,7 @@ func (x *InboxMessage) String() string {
 func (*InboxMessage) ProtoMessage() {}
 
 func (x *InboxMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1212,7 @@ func (x *InboxMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboxMessage.ProtoReflect.Descriptor instead.
 func (*InboxMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InboxMessage) GetId() string {
@@ -1163,7 +1268,7 @@ type AcceptedMessage struct {
 
 func (x *AcceptedMessage) Reset() {
 	*x = AcceptedMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1280,7 @@ func (x *AcceptedMessage) String() string {
 func (*AcceptedMessage) ProtoMessage() {}
 
 func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1293,7 @@ func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
 func (*AcceptedMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AcceptedMessage) GetSessionId() string {
@@ -1217,7 +1322,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1334,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1347,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -1285,7 +1390,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1402,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1415,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -1428,7 +1533,7 @@ func (x *SnapshotRecord) GetWorkerTool() *WorkerTool {
 	return nil
 }
 
-func (x *SnapshotRecord) GetToken() *dexv1.AclToken {
+func (x *SnapshotRecord) GetToken() *AclToken {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Token); ok {
 			return x.Token
@@ -1490,7 +1595,7 @@ type SnapshotRecord_WorkerTool struct {
 }
 
 type SnapshotRecord_Token struct {
-	Token *dexv1.AclToken `protobuf:"bytes,13,opt,name=token,proto3,oneof"`
+	Token *AclToken `protobuf:"bytes,13,opt,name=token,proto3,oneof"`
 }
 
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
@@ -1533,7 +1638,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1650,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1663,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -1653,7 +1758,16 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
 	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
 	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\x12\x14\n" +
-	"\x05agent\x18  \x01(\tR\x05agent\"\xc2\x06\n" +
+	"\x05agent\x18  \x01(\tR\x05agent\"\xf9\x01\n" +
+	"\bAclToken\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x11.dex.v1.TokenRoleR\x04role\x12\x1b\n" +
+	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\"\n" +
+	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
+	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
+	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
+	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\xc2\x06\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1719,7 +1833,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x88\x05\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x8c\x05\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
@@ -1734,8 +1848,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	" \x01(\v2\x14.dex.fsm.v1.EventLogH\x00R\beventLog\x12&\n" +
 	"\x04tool\x18\v \x01(\v2\x10.dex.v1.ToolSpecH\x00R\x04tool\x129\n" +
 	"\vworker_tool\x18\f \x01(\v2\x16.dex.fsm.v1.WorkerToolH\x00R\n" +
-	"workerTool\x12(\n" +
-	"\x05token\x18\r \x01(\v2\x10.dex.v1.AclTokenH\x00R\x05tokenB\b\n" +
+	"workerTool\x12,\n" +
+	"\x05token\x18\r \x01(\v2\x14.dex.fsm.v1.AclTokenH\x00R\x05tokenB\b\n" +
 	"\x06record\"U\n" +
 	"\n" +
 	"WorkerTool\x12\x12\n" +
@@ -1755,73 +1869,75 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),        // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),           // 1: dex.fsm.v1.EventLog
 	(*Event)(nil),              // 2: dex.fsm.v1.Event
 	(*Session)(nil),            // 3: dex.fsm.v1.Session
-	(*Step)(nil),               // 4: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),       // 5: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),       // 6: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil),    // 7: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),     // 8: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),     // 9: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),         // 10: dex.fsm.v1.WorkerTool
-	(dexv1.SessionStatus)(0),   // 11: dex.v1.SessionStatus
-	(*dexv1.HistoryEntry)(nil), // 12: dex.v1.HistoryEntry
-	(*dexv1.Message)(nil),      // 13: dex.v1.Message
-	(*dexv1.Turn)(nil),         // 14: dex.v1.Turn
-	(dexv1.PauseReason)(0),     // 15: dex.v1.PauseReason
-	(dexv1.ErrorType)(0),       // 16: dex.v1.ErrorType
-	(dexv1.StepKind)(0),        // 17: dex.v1.StepKind
-	(*dexv1.ToolSpec)(nil),     // 18: dex.v1.ToolSpec
-	(dexv1.StepStatus)(0),      // 19: dex.v1.StepStatus
-	(*dexv1.Attempt)(nil),      // 20: dex.v1.Attempt
-	(dexv1.Outcome)(0),         // 21: dex.v1.Outcome
-	(dexv1.HistoryKind)(0),     // 22: dex.v1.HistoryKind
-	(*dexv1.ToolCall)(nil),     // 23: dex.v1.ToolCall
-	(*dexv1.InlineResult)(nil), // 24: dex.v1.InlineResult
-	(*dexv1.WorkerInfo)(nil),   // 25: dex.v1.WorkerInfo
-	(*dexv1.NodeInfo)(nil),     // 26: dex.v1.NodeInfo
-	(*dexv1.AclToken)(nil),     // 27: dex.v1.AclToken
+	(*AclToken)(nil),           // 4: dex.fsm.v1.AclToken
+	(*Step)(nil),               // 5: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),       // 6: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),       // 7: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil),    // 8: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),     // 9: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),     // 10: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),         // 11: dex.fsm.v1.WorkerTool
+	(dexv1.SessionStatus)(0),   // 12: dex.v1.SessionStatus
+	(*dexv1.HistoryEntry)(nil), // 13: dex.v1.HistoryEntry
+	(*dexv1.Message)(nil),      // 14: dex.v1.Message
+	(*dexv1.Turn)(nil),         // 15: dex.v1.Turn
+	(dexv1.PauseReason)(0),     // 16: dex.v1.PauseReason
+	(dexv1.ErrorType)(0),       // 17: dex.v1.ErrorType
+	(dexv1.TokenRole)(0),       // 18: dex.v1.TokenRole
+	(dexv1.StepKind)(0),        // 19: dex.v1.StepKind
+	(*dexv1.ToolSpec)(nil),     // 20: dex.v1.ToolSpec
+	(dexv1.StepStatus)(0),      // 21: dex.v1.StepStatus
+	(*dexv1.Attempt)(nil),      // 22: dex.v1.Attempt
+	(dexv1.Outcome)(0),         // 23: dex.v1.Outcome
+	(dexv1.HistoryKind)(0),     // 24: dex.v1.HistoryKind
+	(*dexv1.ToolCall)(nil),     // 25: dex.v1.ToolCall
+	(*dexv1.InlineResult)(nil), // 26: dex.v1.InlineResult
+	(*dexv1.WorkerInfo)(nil),   // 27: dex.v1.WorkerInfo
+	(*dexv1.NodeInfo)(nil),     // 28: dex.v1.NodeInfo
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	8,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	11, // 1: dex.fsm.v1.Session.status:type_name -> dex.v1.SessionStatus
-	12, // 2: dex.fsm.v1.Session.history:type_name -> dex.v1.HistoryEntry
-	13, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.v1.Message
-	14, // 4: dex.fsm.v1.Session.turn:type_name -> dex.v1.Turn
-	15, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
-	16, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
-	17, // 7: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
-	18, // 8: dex.fsm.v1.Step.policy:type_name -> dex.v1.ToolSpec
-	19, // 9: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
-	20, // 10: dex.fsm.v1.Step.attempts:type_name -> dex.v1.Attempt
-	21, // 11: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
-	16, // 12: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	22, // 13: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
-	21, // 14: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
-	23, // 15: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
-	24, // 16: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
-	0,  // 17: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	3,  // 18: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	4,  // 19: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	25, // 20: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	26, // 21: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
-	2,  // 22: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	5,  // 23: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	6,  // 24: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	7,  // 25: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 26: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	18, // 27: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
-	10, // 28: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	27, // 29: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.v1.AclToken
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	9,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	12, // 1: dex.fsm.v1.Session.status:type_name -> dex.v1.SessionStatus
+	13, // 2: dex.fsm.v1.Session.history:type_name -> dex.v1.HistoryEntry
+	14, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.v1.Message
+	15, // 4: dex.fsm.v1.Session.turn:type_name -> dex.v1.Turn
+	16, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
+	17, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
+	18, // 7: dex.fsm.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	19, // 8: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
+	20, // 9: dex.fsm.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	21, // 10: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
+	22, // 11: dex.fsm.v1.Step.attempts:type_name -> dex.v1.Attempt
+	23, // 12: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
+	17, // 13: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
+	24, // 14: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
+	23, // 15: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
+	25, // 16: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
+	26, // 17: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	0,  // 18: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	3,  // 19: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	5,  // 20: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	27, // 21: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
+	28, // 22: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	2,  // 23: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	6,  // 24: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	7,  // 25: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	8,  // 26: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 27: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	20, // 28: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	11, // 29: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	4,  // 30: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -1829,7 +1945,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	if File_dex_fsm_v1_state_proto != nil {
 		return
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[9].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[10].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -1850,7 +1966,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

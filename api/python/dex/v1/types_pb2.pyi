@@ -78,14 +78,13 @@ TURN_INPUT_TOOL_RESULTS: TurnInput
 TURN_INPUT_UNSPECIFIED: TurnInput
 
 class AclToken(_message.Message):
-    __slots__ = ["created_at_ms", "id", "name", "revoked", "revoked_at_ms", "role", "secret_sha256", "worker_id"]
+    __slots__ = ["created_at_ms", "id", "name", "revoked", "revoked_at_ms", "role", "worker_id"]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     REVOKED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     REVOKED_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
-    SECRET_SHA256_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     created_at_ms: int
     id: str
@@ -93,9 +92,8 @@ class AclToken(_message.Message):
     revoked: bool
     revoked_at_ms: int
     role: TokenRole
-    secret_sha256: str
     worker_id: str
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[_Union[TokenRole, str]] = ..., worker_id: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: bool = ..., revoked_at_ms: _Optional[int] = ..., secret_sha256: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[_Union[TokenRole, str]] = ..., worker_id: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: bool = ..., revoked_at_ms: _Optional[int] = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ["claimed_at_ms", "deadline_ms", "ended_at_ms", "epoch", "error", "error_type", "last_call", "last_seq", "n", "progress", "started_at_ms", "status", "token", "worker_id"]
