@@ -33,6 +33,11 @@ type eventPage struct {
 // seq. The events are the caller's and are not kept.
 func newEventPage(sessionID string, evs ...*fsmpb.Event) *eventPage {
 	p := &eventPage{SessionID: sessionID, Key: evs[0].Seq}
+	size := 0
+	for _, ev := range evs {
+		size += protowire.SizeBytes(eventSize(ev))
+	}
+	p.data = make([]byte, 0, size) // exactly: a stored page is never appended to
 	for _, ev := range evs {
 		p.data = appendEvent(p.data, ev)
 	}

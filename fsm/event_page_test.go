@@ -105,3 +105,17 @@ func TestEventPage_AnEventOf128BytesOrMoreKeepsItsLength(t *testing.T) {
 		t.Fatalf("page with a 300-byte detail decodes as %v", got)
 	}
 }
+
+func TestEventPage_HoldsNoSpareBytes(t *testing.T) {
+	var evs []*fsmpb.Event
+	for i := range eventPageSize {
+		evs = append(evs, testEvent(uint64(i+1)))
+	}
+	p := newEventPage("sess-1", evs...)
+	if cap(p.data) != len(p.data) {
+		t.Fatalf("a page of %d events holds %d bytes in a buffer of %d", len(evs), len(p.data), cap(p.data))
+	}
+	if q := p.withEvent(testEvent(99)); cap(q.data) != len(q.data) {
+		t.Fatalf("an appended page holds %d bytes in a buffer of %d", len(q.data), cap(q.data))
+	}
+}

@@ -353,6 +353,46 @@ func sortEvents(evs []*fsmpb.Event) error {
 	return nil
 }
 
+// eventPager pages the events of a snapshot of this format as they are
+// read: they come in (session, seq) order, so a page is stored once it is
+// full or its session's events end, and only one page of events is held.
+type eventPager struct {
+	tx   *memdb.Txn
+	cur  []*fsmpb.Event
+	last *fsmpb.Event
+}
+
+// add takes the snapshot's next event; one out of order (or listed twice)
+// means a damaged snapshot.
+func (p *eventPager) add(ev *fsmpb.Event) error {
+	if p.last != nil {
+		switch c := cmp.Or(cmp.Compare(p.last.SessionId, ev.SessionId), cmp.Compare(p.last.Seq, ev.Seq)); {
+		case c == 0:
+			return fmt.Errorf("event %d of session %q is listed twice", ev.Seq, ev.SessionId)
+		case c > 0:
+			return fmt.Errorf("event %d of session %q is out of order", ev.Seq, ev.SessionId)
+		}
+	}
+	if len(p.cur) == eventPageSize || (len(p.cur) > 0 && p.cur[0].SessionId != ev.SessionId) {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	p.cur = append(p.cur, ev)
+	p.last = ev
+	return nil
+}
+
+// flush stores the page being filled.
+func (p *eventPager) flush() error {
+	if len(p.cur) == 0 {
+		return nil
+	}
+	err := p.tx.Insert(tableEvents, newEventPage(p.cur[0].SessionId, p.cur...))
+	p.cur = p.cur[:0]
+	return err
+}
+
 // pageEvents groups sorted events into pages of up to eventPageSize, by
 // session.
 func pageEvents(evs []*fsmpb.Event) []*eventPage {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -356,6 +357,31 @@ func TestEvents_ASnapshotWithAnEventTwiceIsRefused(t *testing.T) {
 	err := d.f.Restore(&buf)
 	if !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("restore of a snapshot with an event twice: %v; want ErrBadSnapshot", err)
+	}
+	if !bytes.Equal(before, persist(t, d.f)) {
+		t.Fatal("a refused restore changed the state")
+	}
+}
+
+func TestEvents_ASnapshotWithEventsOutOfOrderIsRefused(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("a", "", "hi")
+	evs := d.f.State().Events("a", 0)
+	if len(evs) < 2 {
+		t.Fatalf("session a has %d events; the test needs two", len(evs))
+	}
+	var buf bytes.Buffer
+	buf.WriteString(snapshotMagic)
+	buf.WriteByte(snapshotVersion)
+	for _, ev := range []*fsmpb.Event{evs[1], evs[0]} {
+		if _, err := protodelim.MarshalTo(&buf, &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Event{Event: ev}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := persist(t, d.f)
+	err := d.f.Restore(&buf)
+	if !errors.Is(err, ErrBadSnapshot) || !strings.Contains(err.Error(), "out of order") {
+		t.Fatalf("restore of a snapshot with events out of order: %v; want ErrBadSnapshot, out of order", err)
 	}
 	if !bytes.Equal(before, persist(t, d.f)) {
 		t.Fatal("a refused restore changed the state")

@@ -143,7 +143,8 @@ func (f *FSM) Restore(r io.Reader) error {
 	next := newStore()
 	tx := next.db.Txn(true)
 	defer tx.Abort()
-	var events []*fsmpb.Event
+	var events []*fsmpb.Event // of an older format, paged at the end
+	pager := &eventPager{tx: tx}
 	for n := 0; ; n++ {
 		rec := &fsmpb.SnapshotRecord{}
 		err := protodelim.UnmarshalFrom(br, rec)
@@ -181,7 +182,11 @@ func (f *FSM) Restore(r io.Reader) error {
 		case *fsmpb.SnapshotRecord_Step:
 			table, obj = tableSteps, v.Step
 		case *fsmpb.SnapshotRecord_Event:
-			events = append(events, v.Event) // paged at the end
+			if version < 3 {
+				events = append(events, v.Event)
+			} else if err := pager.add(v.Event); err != nil {
+				return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+			}
 			continue
 		case *fsmpb.SnapshotRecord_EventLog:
 			table, obj = tableEventLogs, v.EventLog
@@ -194,17 +199,20 @@ func (f *FSM) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
 	}
-	if err := sortEvents(events); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	if err := pager.flush(); err != nil {
+		return fmt.Errorf("%w: events: %v", ErrBadSnapshot, err)
 	}
 	if version < 3 {
+		if err := sortEvents(events); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		}
 		if err := upgradeEvents(tx, events); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
-	}
-	for _, p := range pageEvents(events) {
-		if err := tx.Insert(tableEvents, p); err != nil {
-			return fmt.Errorf("%w: events of %s: %v", ErrBadSnapshot, p.SessionID, err)
+		for _, p := range pageEvents(events) {
+			if err := tx.Insert(tableEvents, p); err != nil {
+				return fmt.Errorf("%w: events of %s: %v", ErrBadSnapshot, p.SessionID, err)
+			}
 		}
 	}
 	rebuildCatalog(tx)
