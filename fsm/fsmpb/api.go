@@ -1,7 +1,10 @@
 package fsmpb
 
 import (
+	"fmt"
+
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"google.golang.org/protobuf/proto"
 )
 
 // The state machine stores its rows in these types; the API and the Worker
@@ -73,23 +76,7 @@ func HistoryEntryFromAPI(h *dexv1.HistoryEntry) *HistoryEntry {
 	if h == nil {
 		return nil
 	}
-	return &HistoryEntry{
-		Seq:           h.Seq,
-		Kind:          h.Kind,
-		Text:          h.Text,
-		CallId:        h.CallId,
-		Tool:          h.Tool,
-		Arguments:     h.Arguments,
-		Outcome:       h.Outcome,
-		ToolCalls:     h.ToolCalls,
-		InlineResults: h.InlineResults,
-		StepId:        h.StepId,
-		MessageId:     h.MessageId,
-		FromSession:   h.FromSession,
-		AtMs:          h.AtMs,
-		SessionId:     h.SessionId,
-		CumSize:       h.CumSize,
-	}
+	return viaWire(h, &HistoryEntry{})
 }
 
 // InboxMessageFromAPI is a dex.v1 message as the state stores it in an
@@ -98,14 +85,21 @@ func InboxMessageFromAPI(m *dexv1.Message) *InboxMessage {
 	if m == nil {
 		return nil
 	}
-	return &InboxMessage{
-		Id:           m.Id,
-		Text:         m.Text,
-		FromSession:  m.FromSession,
-		ReceivedAtMs: m.ReceivedAtMs,
-		SessionId:    m.SessionId,
-		Seq:          m.Seq,
+	return viaWire(m, &InboxMessage{})
+}
+
+// viaWire copies from into a type with the same fields under the same
+// numbers, through their encoding: for the one rare path, restoring a
+// format-1 snapshot, where a copy by hand is not worth keeping in step.
+func viaWire[T proto.Message](from proto.Message, into T) T {
+	b, err := proto.Marshal(from)
+	if err == nil {
+		err = proto.Unmarshal(b, into)
 	}
+	if err != nil {
+		panic(fmt.Sprintf("fsmpb: %T into %T: %v", from, into, err)) // the same fields: cannot fail
+	}
+	return into
 }
 
 // HistoryAPI converts a page of history entries.
