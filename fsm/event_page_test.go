@@ -51,13 +51,23 @@ func TestEventPage_KeepsEveryFieldAndNeverChangesAStoredPage(t *testing.T) {
 	}
 }
 
-func TestPageEvents_SplitsBySessionAndPageSize(t *testing.T) {
+func TestEventPager_SplitsBySessionAndPageSize(t *testing.T) {
 	var evs []*fsmpb.Event
 	for i := range eventPageSize + 2 {
 		evs = append(evs, &fsmpb.Event{Seq: uint64(100 + i), SessionId: "a", Ordinal: uint64(i + 1)})
 	}
 	evs = append(evs, &fsmpb.Event{Seq: 5, SessionId: "b", Ordinal: 1})
-	pages := pageEvents(evs)
+	tx := newStore().db.Txn(true)
+	pager := &eventPager{tx: tx}
+	for _, ev := range evs {
+		if err := pager.add(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pager.flush(); err != nil {
+		t.Fatal(err)
+	}
+	pages := all[*eventPage](tx, tableEvents, indexID)
 	if len(pages) != 3 {
 		t.Fatalf("%d pages; want 3 (a full page of a, the rest of a, b)", len(pages))
 	}

@@ -294,7 +294,8 @@ func (a *applier) pruneEvents(c *fsmpb.PruneEvents) *Result {
 // this layout: ordinals numbered per session in seq order, and every session
 // with events given an EventLog that starts at its first (a version 1
 // snapshot had none; a version 2 one counted every event in its row). evs
-// are sorted by sortEvents and fresh from the snapshot.
+// are sorted by sortEvents and fresh from the snapshot; one listed twice is
+// refused when they are paged.
 func upgradeEvents(tx *memdb.Txn, evs []*fsmpb.Event) error {
 	var logs []*fsmpb.EventLog
 	var cur *fsmpb.EventLog
@@ -335,27 +336,18 @@ func upgradeEvents(tx *memdb.Txn, evs []*fsmpb.Event) error {
 	return nil
 }
 
-// sortEvents puts a snapshot's events in (session, seq) order (a version 3
-// snapshot lists them so; older ones listed them by seq alone) and refuses
-// an event listed twice.
-func sortEvents(evs []*fsmpb.Event) error {
-	byKey := func(a, b *fsmpb.Event) int {
+// sortEvents puts the events of a snapshot of an older format in (session,
+// seq) order: those listed them by seq alone.
+func sortEvents(evs []*fsmpb.Event) {
+	slices.SortFunc(evs, func(a, b *fsmpb.Event) int {
 		return cmp.Or(cmp.Compare(a.SessionId, b.SessionId), cmp.Compare(a.Seq, b.Seq))
-	}
-	if !slices.IsSortedFunc(evs, byKey) {
-		slices.SortFunc(evs, byKey)
-	}
-	for i := 1; i < len(evs); i++ {
-		if byKey(evs[i-1], evs[i]) == 0 {
-			return fmt.Errorf("event %d of session %q is listed twice", evs[i].Seq, evs[i].SessionId)
-		}
-	}
-	return nil
+	})
 }
 
-// eventPager pages the events of a snapshot of this format as they are
-// read: they come in (session, seq) order, so a page is stored once it is
-// full or its session's events end, and only one page of events is held.
+// eventPager pages a snapshot's events in (session, seq) order: a page is
+// stored once it is full or its session's events end, so only one page of
+// events is held. A snapshot of this format lists its events in that order,
+// and they are paged as they are read.
 type eventPager struct {
 	tx   *memdb.Txn
 	cur  []*fsmpb.Event
@@ -391,19 +383,4 @@ func (p *eventPager) flush() error {
 	err := p.tx.Insert(tableEvents, newEventPage(p.cur[0].SessionId, p.cur...))
 	p.cur = p.cur[:0]
 	return err
-}
-
-// pageEvents groups sorted events into pages of up to eventPageSize, by
-// session.
-func pageEvents(evs []*fsmpb.Event) []*eventPage {
-	var pages []*eventPage
-	for len(evs) > 0 {
-		n := 1
-		for n < len(evs) && n < eventPageSize && evs[n].SessionId == evs[0].SessionId {
-			n++
-		}
-		pages = append(pages, newEventPage(evs[0].SessionId, evs[:n]...))
-		evs = evs[n:]
-	}
-	return pages
 }

@@ -203,16 +203,17 @@ func (f *FSM) Restore(r io.Reader) error {
 		return fmt.Errorf("%w: events: %v", ErrBadSnapshot, err)
 	}
 	if version < 3 {
-		if err := sortEvents(events); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
-		}
+		sortEvents(events)
 		if err := upgradeEvents(tx, events); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
-		for _, p := range pageEvents(events) {
-			if err := tx.Insert(tableEvents, p); err != nil {
-				return fmt.Errorf("%w: events of %s: %v", ErrBadSnapshot, p.SessionID, err)
+		for _, ev := range events {
+			if err := pager.add(ev); err != nil {
+				return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 			}
+		}
+		if err := pager.flush(); err != nil {
+			return fmt.Errorf("%w: events: %v", ErrBadSnapshot, err)
 		}
 	}
 	rebuildCatalog(tx)
