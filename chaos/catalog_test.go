@@ -94,7 +94,10 @@ func (e *env) runWorker(o client.WorkerOptions) {
 }
 
 func TestCatalog_AKilledWorkerIsDeregisteredAndItsToolsStepsFailUnlessAnotherWorkerComes(t *testing.T) {
-	e := newEnv(t, "--worker-ttl", "3s", "--tool-wait", "4s")
+	// The TTL outlives a first attempt that the leader hands to the killed
+	// Worker's last poll (it expires after the 3 s heartbeat timeout): the
+	// model must call the tools while their Worker is still registered.
+	e := newEnv(t, "--worker-ttl", "8s", "--tool-wait", "4s")
 	w := e.startWorker("")
 	e.waitRegistered(w)
 	e.runWorker(client.WorkerOptions{ID: "model", Model: client.ModelFuncs{Run: callsOnce}})
