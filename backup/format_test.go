@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -34,7 +33,7 @@ func sampleState(t *testing.T) *fsm.FSM {
 	apply(t, f,
 		&fsmpb.Command{Body: &fsmpb.Command_SetClusterId{SetClusterId: &fsmpb.SetClusterId{ClusterId: "aaaa"}}},
 		&fsmpb.Command{Body: &fsmpb.Command_BumpEpoch{BumpEpoch: &fsmpb.BumpEpoch{NodeId: "n1"}}},
-		&fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &dexv1.NodeInfo{Id: "n1", RaftAddress: "old:1", GrpcAddress: "old:2"}}}},
+		&fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &fsmpb.NodeInfo{Id: "n1", RaftAddress: "old:1", GrpcAddress: "old:2"}}}},
 		&fsmpb.Command{NowMs: 1000, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s1", MessageId: "m1", Message: "hello"}}},
 		&fsmpb.Command{NowMs: 1000, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "s2"}}},
 	)

@@ -182,7 +182,7 @@ func (n *Node) callJoin(ctx context.Context, target string) (leader string, err 
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	var trailer metadata.MD
-	resp, err := dexv1.NewAdminServiceClient(conn).Join(cctx, &dexv1.JoinRequest{Node: n.Info(), ClusterId: n.ident.ID()}, grpc.Trailer(&trailer))
+	resp, err := dexv1.NewAdminServiceClient(conn).Join(cctx, &dexv1.JoinRequest{Node: n.Info().API(), ClusterId: n.ident.ID()}, grpc.Trailer(&trailer))
 	if v := trailer.Get(LeaderMetadataKey); len(v) > 0 {
 		leader = v[0]
 	}
@@ -232,6 +232,6 @@ func (n *Node) registerWith(addr string) error {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err = dexv1.NewAdminServiceClient(conn).RegisterNode(ctx, &dexv1.RegisterNodeRequest{Node: n.Info()})
+	_, err = dexv1.NewAdminServiceClient(conn).RegisterNode(ctx, &dexv1.RegisterNodeRequest{Node: n.Info().API()})
 	return err
 }

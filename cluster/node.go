@@ -23,7 +23,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -406,8 +405,8 @@ func (n *Node) onHalt(err error) {
 func (n *Node) ID() string { return n.cfg.ID }
 
 // Info is this node's addresses as recorded in the replicated state.
-func (n *Node) Info() *dexv1.NodeInfo {
-	return &dexv1.NodeInfo{
+func (n *Node) Info() *fsmpb.NodeInfo {
+	return &fsmpb.NodeInfo{
 		Id:          n.cfg.ID,
 		RaftAddress: n.cfg.RaftAddr,
 		GrpcAddress: n.cfg.GRPCAddr,
@@ -441,12 +440,12 @@ func (n *Node) RegisterLeaderService(s LeaderService) {
 
 // Leader returns the leader's addresses (GrpcAddress empty while the leader
 // has not recorded it), or nil when no leader is known.
-func (n *Node) Leader() *dexv1.NodeInfo {
+func (n *Node) Leader() *fsmpb.NodeInfo {
 	addr, id := n.raft.LeaderWithID()
 	if id == "" {
 		return nil
 	}
-	info := &dexv1.NodeInfo{Id: string(id), RaftAddress: string(addr)}
+	info := &fsmpb.NodeInfo{Id: string(id), RaftAddress: string(addr)}
 	if known := n.nodeInfo(string(id)); known != nil {
 		info.GrpcAddress = known.GrpcAddress
 		info.HttpAddress = known.HttpAddress
@@ -454,7 +453,7 @@ func (n *Node) Leader() *dexv1.NodeInfo {
 	return info
 }
 
-func (n *Node) nodeInfo(id string) *dexv1.NodeInfo {
+func (n *Node) nodeInfo(id string) *fsmpb.NodeInfo {
 	for _, ni := range n.fsm.State().Nodes() {
 		if ni.Id == id {
 			return ni

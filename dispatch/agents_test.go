@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -17,14 +16,14 @@ func agentSession(c *leasetest.Cluster, id, agent string) {
 	}}})
 }
 
-func registerAgentWorker(c *leasetest.Cluster, id string, agents []string, tools ...*dexv1.ToolSpec) {
+func registerAgentWorker(c *leasetest.Cluster, id string, agents []string, tools ...*fsmpb.ToolSpec) {
 	c.Do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: id, Tools: tools, RunsModel: len(agents) > 0, Agents: agents,
 	}}})
 }
 
-func lookupFor(agents ...string) *dexv1.ToolSpec {
-	t := proto.Clone(leasetest.Lookup).(*dexv1.ToolSpec)
+func lookupFor(agents ...string) *fsmpb.ToolSpec {
+	t := proto.Clone(leasetest.Lookup).(*fsmpb.ToolSpec)
 	t.Agents = agents
 	return t
 }

@@ -67,7 +67,7 @@ func BenchmarkPoll(b *testing.B) {
 					b.Fatalf("poll: %d tasks, %v", len(tasks), err)
 				}
 				t := tasks[0]
-				c.Complete(t.Ref, "done")
+				c.Complete(fsmpb.AttemptRefFromAPI(t.Ref), "done")
 				c.Send(t.SessionId, fmt.Sprintf("m%d", i), "again")
 			}
 		})

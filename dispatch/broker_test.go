@@ -51,14 +51,14 @@ func newBrokerFixture(t *testing.T, prepare func(*leasetest.Cluster, *leasetest.
 // toolTurn creates a session whose model output calls lookup n times.
 func toolTurn(t *testing.T, c *leasetest.Cluster, id string, n int) {
 	t.Helper()
-	calls := make([]*dexv1.ToolCall, n)
+	calls := make([]*fsmpb.ToolCall, n)
 	for i := range calls {
 		calls[i] = leasetest.Call(fmt.Sprintf("%s-c%d", id, i), "lookup", "{}")
 	}
 	modelTurn(t, c, id, calls...)
 }
 
-func modelTurn(t *testing.T, c *leasetest.Cluster, id string, calls ...*dexv1.ToolCall) {
+func modelTurn(t *testing.T, c *leasetest.Cluster, id string, calls ...*fsmpb.ToolCall) {
 	t.Helper()
 	c.CreateSession(id, "go")
 	st := c.Queued(id)[0]
@@ -173,7 +173,7 @@ func TestBrokerQueuesFollowTheWorker(t *testing.T) {
 	if len(got) != 1 || got[0].Tool != "lookup" {
 		t.Fatalf("the lookup Worker took %v; want the lookup call", got)
 	}
-	w := &dexv1.WorkerInfo{RunsModel: true, Tools: []*dexv1.ToolSpec{leasetest.Lookup, leasetest.Lookup, leasetest.SaveNote}}
+	w := &fsmpb.WorkerInfo{RunsModel: true, Tools: []*fsmpb.ToolSpec{leasetest.Lookup, leasetest.Lookup, leasetest.SaveNote}}
 	if keys := workerKeys(w); len(keys) != 3 {
 		t.Fatalf("worker keys %v; want model, lookup and save_note once each", keys)
 	}
@@ -405,10 +405,10 @@ func TestBrokerStop(t *testing.T) {
 }
 
 func TestTakesFollowsTheQueues(t *testing.T) {
-	model := &dexv1.WorkerInfo{RunsModel: true}
-	tools := &dexv1.WorkerInfo{Tools: []*dexv1.ToolSpec{leasetest.Lookup}}
+	model := &fsmpb.WorkerInfo{RunsModel: true}
+	tools := &fsmpb.WorkerInfo{Tools: []*fsmpb.ToolSpec{leasetest.Lookup}}
 	for _, c := range []struct {
-		w    *dexv1.WorkerInfo
+		w    *fsmpb.WorkerInfo
 		st   *fsmpb.Step
 		want bool
 	}{

@@ -52,7 +52,7 @@ type Config struct {
 	PreferOtherWait time.Duration
 	// OnHandedOver, when set, hears each task handed to a Worker, its
 	// StartAttempt committed (metrics).
-	OnHandedOver func(st *fsmpb.Step, at *dexv1.Attempt)
+	OnHandedOver func(st *fsmpb.Step, at *fsmpb.Attempt)
 }
 
 func (c Config) withDefaults() Config {
@@ -246,14 +246,14 @@ func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline 
 // run the model of the Step's agent, tool Steps on Workers that registered
 // the tool for that agent (or for every agent). Waits are never dispatched.
 // The broker's ready queues follow the same rule.
-func Takes(w *dexv1.WorkerInfo, st *fsmpb.Step) bool {
+func Takes(w *fsmpb.WorkerInfo, st *fsmpb.Step) bool {
 	k, ok := keyOf(st)
 	return ok && slices.ContainsFunc(workerKeys(w), func(i interest) bool { return i.covers(k) })
 }
 
 // picked is what one look at the broker found for a poller.
 type picked struct {
-	worker *dexv1.WorkerInfo
+	worker *fsmpb.WorkerInfo
 	steps  []*fsmpb.Step
 	// waiter is woken when a Step the Worker takes becomes ready (nil when
 	// something was picked or the poll does not wait).
@@ -287,11 +287,11 @@ func (d *Dispatcher) done(r *run, stepID string) { r.b.release(stepID) }
 
 // startAll proposes StartAttempt for each picked Step, in order, and builds
 // the tasks of those that committed. A Step another poller took is skipped.
-func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, picked []*fsmpb.Step, refused map[string]int) ([]*dexv1.Task, error) {
+func (d *Dispatcher) startAll(ctx context.Context, r *run, w *fsmpb.WorkerInfo, picked []*fsmpb.Step, refused map[string]int) ([]*dexv1.Task, error) {
 	// The StartAttempts of one poll are proposed together, so raft commits
 	// them in one batch instead of one round trip each.
 	type started struct {
-		at  *dexv1.Attempt
+		at  *fsmpb.Attempt
 		err error
 	}
 	results := make([]started, len(picked))
@@ -342,7 +342,7 @@ func (d *Dispatcher) startAll(ctx context.Context, r *run, w *dexv1.WorkerInfo, 
 }
 
 // handOver builds the task of a committed attempt and reports it.
-func (d *Dispatcher) handOver(st *fsm.State, s *fsmpb.Step, at *dexv1.Attempt, epoch uint64) *dexv1.Task {
+func (d *Dispatcher) handOver(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch uint64) *dexv1.Task {
 	t := d.task(st, s, at, epoch)
 	if d.cfg.OnHandedOver != nil {
 		d.cfg.OnHandedOver(s, at)
@@ -352,7 +352,7 @@ func (d *Dispatcher) handOver(st *fsm.State, s *fsmpb.Step, at *dexv1.Attempt, e
 
 // start proposes the next attempt of a Step. The attempt is nil when the
 // state machine refused it (the Step is no longer queued).
-func (d *Dispatcher) start(ctx context.Context, r *run, w *dexv1.WorkerInfo, s *fsmpb.Step) (*dexv1.Attempt, error) {
+func (d *Dispatcher) start(ctx context.Context, r *run, w *fsmpb.WorkerInfo, s *fsmpb.Step) (*fsmpb.Attempt, error) {
 	n := uint32(len(s.Attempts)) + 1
 	// The proposal outlives the poll: if the Worker goes away while it is in
 	// flight, the attempt may still commit and must get its lease.

@@ -100,7 +100,7 @@ func (f *fixture) pollOne(worker string) *dexv1.Task {
 }
 
 // toolSession creates a session whose model output calls the given tools.
-func (f *fixture) toolSession(id string, calls ...*dexv1.ToolCall) {
+func (f *fixture) toolSession(id string, calls ...*fsmpb.ToolCall) {
 	f.t.Helper()
 	f.c.CreateSession(id, "go")
 	st := f.c.Queued(id)[0]
@@ -108,8 +108,8 @@ func (f *fixture) toolSession(id string, calls ...*dexv1.ToolCall) {
 	f.c.Complete(leasetest.Ref(st.Id, at), "calling tools", calls...)
 }
 
-func lookups(prefix string, n int) []*dexv1.ToolCall {
-	calls := make([]*dexv1.ToolCall, n)
+func lookups(prefix string, n int) []*fsmpb.ToolCall {
+	calls := make([]*fsmpb.ToolCall, n)
 	for i := range calls {
 		calls[i] = leasetest.Call(fmt.Sprintf("%s%d", prefix, i), "lookup", `{"q": 1}`)
 	}
@@ -138,7 +138,7 @@ func TestPollReturnsTaskAfterStartAttemptCommitted(t *testing.T) {
 		t.Fatalf("step %s with %d attempts; want running attempt 1", s.Status, len(s.Attempts))
 	}
 	at := s.Attempts[0]
-	want := &dexv1.AttemptRef{StepId: st.Id, Attempt: 1, Token: at.Token}
+	want := &fsmpb.AttemptRef{StepId: st.Id, Attempt: 1, Token: at.Token}
 	if task.Ref.StepId != want.StepId || task.Ref.Attempt != 1 || task.Ref.Token != at.Token || task.Ref.Seq != 0 {
 		t.Fatalf("task ref %v; want %v", task.Ref, want)
 	}
@@ -199,7 +199,7 @@ func TestCompactionAndHistoryFromLatestSummary(t *testing.T) {
 	if first.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL {
 		t.Fatalf("first task %s; want RunModel", first.Kind)
 	}
-	f.c.Complete(&dexv1.AttemptRef{StepId: first.Ref.StepId, Attempt: 1, Token: first.Ref.Token, Seq: 1}, "an answer")
+	f.c.Complete(&fsmpb.AttemptRef{StepId: first.Ref.StepId, Attempt: 1, Token: first.Ref.Token, Seq: 1}, "an answer")
 	f.c.Send("s1", "m1", "the next question")
 	task := f.pollOne("model")
 	h := task.ModelInput.GetHistory()
@@ -207,8 +207,8 @@ func TestCompactionAndHistoryFromLatestSummary(t *testing.T) {
 		h[0].Text != "a long first message" || h[1].Text != "an answer" {
 		t.Fatalf("compaction task %v; want the first turn only", task)
 	}
-	f.c.Report(&dexv1.AttemptRef{StepId: task.Ref.StepId, Attempt: 1, Token: task.Ref.Token},
-		&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: "the user asked something long"}})
+	f.c.Report(&fsmpb.AttemptRef{StepId: task.Ref.StepId, Attempt: 1, Token: task.Ref.Token},
+		&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Summary{Summary: "the user asked something long"}})
 	task = f.pollOne("model")
 	h = task.ModelInput.GetHistory()
 	if task.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL || len(h) != 2 || h[0].Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY ||
@@ -256,7 +256,7 @@ func TestPollWaitsOutRetryBackoff(t *testing.T) {
 	f := newFixture(t, options{})
 	f.c.CreateSession("s1", "hi")
 	task := f.pollOne("model")
-	f.c.Fail(task.Ref, dexv1.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
+	f.c.Fail(fsmpb.AttemptRefFromAPI(task.Ref), dexv1.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
 	st := f.step(task.Ref.StepId)
 	if st.Status != queued || st.ReadyAtMs <= time.Now().UnixMilli() {
 		t.Fatalf("step %s ready at %d; want queued with a backoff", st.Status, st.ReadyAtMs)
@@ -570,7 +570,7 @@ func TestDrainStopsDispatchAndExpiresNothing(t *testing.T) {
 	if cancelled, reason := f.leases.Heartbeat(first.Ref); cancelled {
 		t.Fatalf("heartbeat while draining cancelled: %s", reason)
 	}
-	f.c.CompleteTool(first.Ref, "found")
+	f.c.CompleteTool(fsmpb.AttemptRefFromAPI(first.Ref), "found")
 	if n := f.c.Count("ExpireAttempt"); n != 0 {
 		t.Fatalf("%d ExpireAttempt proposals while draining; want 0", n)
 	}

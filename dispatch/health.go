@@ -46,7 +46,7 @@ func newHealthBook() *healthBook {
 
 // expiredUnclaimed reports whether an attempt ended by expiry before its
 // Worker claimed it: the Worker took the task and never started it.
-func expiredUnclaimed(at *dexv1.Attempt) bool {
+func expiredUnclaimed(at *fsmpb.Attempt) bool {
 	return at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED && at.ClaimedAtMs == 0
 }
 

@@ -33,7 +33,7 @@ func (f *brokerFixture) claim(stepID string) {
 	st := f.c.State().Step(stepID)
 	at := st.Attempts[len(st.Attempts)-1]
 	f.c.Do(&fsmpb.Command{NowMs: f.clock.Now().UnixMilli(), Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
-		Ref: &dexv1.AttemptRef{StepId: st.Id, Attempt: at.N, Token: at.Token, Seq: 1},
+		Ref: &fsmpb.AttemptRef{StepId: st.Id, Attempt: at.N, Token: at.Token, Seq: 1},
 	}}})
 }
 

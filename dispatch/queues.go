@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -46,7 +45,7 @@ func (i interest) covers(k queueKey) bool {
 
 // workerKeys are the ready queues a Worker takes from: its agents' model
 // queues, and each tool's queue of each agent it serves the tool for.
-func workerKeys(w *dexv1.WorkerInfo) []interest {
+func workerKeys(w *fsmpb.WorkerInfo) []interest {
 	var keys []interest
 	for _, ag := range fsm.ModelAgents(w) {
 		keys = append(keys, interest{key: queueKey{model: true, agent: ag}})

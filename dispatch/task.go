@@ -33,7 +33,7 @@ var Builtins = []*dexv1.ToolSpec{
 // task builds what a Worker gets for an attempt the state machine started.
 // s is the Step as the poller picked it; the fresh state is read for the
 // session's history.
-func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *dexv1.Attempt, epoch uint64) *dexv1.Task {
+func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch uint64) *dexv1.Task {
 	if cur := st.Step(s.Id); cur != nil {
 		s = cur
 	}
@@ -79,7 +79,7 @@ func ModelToolsFor(st *fsm.State, agent string) []*dexv1.ToolSpec {
 func ModelTools(st *fsm.State) []*dexv1.ToolSpec {
 	var out []*dexv1.ToolSpec
 	for _, t := range st.Tools() {
-		out = append(out, proto.Clone(t).(*dexv1.ToolSpec))
+		out = append(out, t.API())
 	}
 	for _, t := range Builtins { // a Worker cannot register a built-in's name
 		out = append(out, proto.Clone(t).(*dexv1.ToolSpec))

@@ -7,11 +7,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func adoptState(t *testing.T, clusterID string, epochs int, nodes []*dexv1.NodeInfo, sessions ...string) *FSM {
+func adoptState(t *testing.T, clusterID string, epochs int, nodes []*fsmpb.NodeInfo, sessions ...string) *FSM {
 	t.Helper()
 	f := New(Options{})
 	cmds := []*fsmpb.Command{{Body: &fsmpb.Command_SetClusterId{SetClusterId: &fsmpb.SetClusterId{ClusterId: clusterID}}}}
@@ -54,8 +53,8 @@ func adopted(t *testing.T, backup, target *FSM) *State {
 }
 
 func TestAdoptKeepsTheClusterItsIdNodesAndAHigherEpoch(t *testing.T) {
-	oldNodes := []*dexv1.NodeInfo{{Id: "n1", RaftAddress: "old:1", GrpcAddress: "old:2"}}
-	newNodes := []*dexv1.NodeInfo{{Id: "n1", RaftAddress: "new:1", GrpcAddress: "new:2"}, {Id: "n2", RaftAddress: "new:3", GrpcAddress: "new:4"}}
+	oldNodes := []*fsmpb.NodeInfo{{Id: "n1", RaftAddress: "old:1", GrpcAddress: "old:2"}}
+	newNodes := []*fsmpb.NodeInfo{{Id: "n1", RaftAddress: "new:1", GrpcAddress: "new:2"}, {Id: "n2", RaftAddress: "new:3", GrpcAddress: "new:4"}}
 	backup := adoptState(t, "aaaa", 2, oldNodes, "s1", "s2")
 	st := adopted(t, backup, adoptState(t, "bbbb", 5, newNodes))
 	m := st.Meta()

@@ -94,7 +94,7 @@ func sessionAgent(c *fsmpb.CreateSession, parent *fsmpb.Session) (string, *Rejec
 
 // ModelAgents are the agents whose model a Worker runs (none when it runs
 // no model; the default agent when it lists none).
-func ModelAgents(w *dexv1.WorkerInfo) []string {
+func ModelAgents(w *fsmpb.WorkerInfo) []string {
 	if !w.GetRunsModel() {
 		return nil
 	}
@@ -119,7 +119,7 @@ func (s *State) ModelServers(agent string) []string {
 	}
 	var ids []string
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		ids = append(ids, raw.(*dexv1.WorkerInfo).Id)
+		ids = append(ids, raw.(*fsmpb.WorkerInfo).Id)
 	}
 	return ids
 }
@@ -197,7 +197,7 @@ func withAgentSchema(s *memdb.DBSchema) *memdb.DBSchema {
 type modelAgentIndexer struct{}
 
 func (modelAgentIndexer) FromObject(obj any) (bool, [][]byte, error) {
-	w, ok := obj.(*dexv1.WorkerInfo)
+	w, ok := obj.(*fsmpb.WorkerInfo)
 	if !ok {
 		return false, nil, fmt.Errorf("model agent index: %T is not a WorkerInfo", obj)
 	}

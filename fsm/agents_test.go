@@ -16,14 +16,14 @@ func (d *driver) createAgentSession(id, parent, agent, msg string) *fsmpb.Comman
 	return &fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: c}}
 }
 
-func registerAgents(id string, agents []string, tools ...*dexv1.ToolSpec) *fsmpb.Command {
+func registerAgents(id string, agents []string, tools ...*fsmpb.ToolSpec) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: id, Tools: tools, RunsModel: true, Agents: agents,
 	}}}
 }
 
-func toolFor(name string, agents ...string) *dexv1.ToolSpec {
-	return &dexv1.ToolSpec{Name: name, Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Agents: agents}
+func toolFor(name string, agents ...string) *fsmpb.ToolSpec {
+	return &fsmpb.ToolSpec{Name: name, Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Agents: agents}
 }
 
 func TestAgents_ASessionKeepsItsAgentAndItsStepsCarryIt(t *testing.T) {
@@ -112,7 +112,7 @@ func TestAgents_ServersAreMatchedExactlyByAgent(t *testing.T) {
 	if got := st.Tool("search"); got == nil || len(got.Agents) != 0 {
 		t.Fatalf("catalog row of search = %v; want a policy without agents", got)
 	}
-	d.refused(registerAgents("m3", []string{"bot@3"}, &dexv1.ToolSpec{Name: "search", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Agents: []string{"bot@3"}}), CodeFailedPrecondition)
+	d.refused(registerAgents("m3", []string{"bot@3"}, &fsmpb.ToolSpec{Name: "search", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Agents: []string{"bot@3"}}), CodeFailedPrecondition)
 }
 
 func TestAgents_AModelStepOfAnUnservedAgentWaitsThenFailsItsTurn(t *testing.T) {

@@ -45,7 +45,7 @@ func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
 	if r := a.checkWorkerServes(st, c.WorkerId); r != nil {
 		return rejected(r)
 	}
-	at := &dexv1.Attempt{
+	at := &fsmpb.Attempt{
 		N:           c.Attempt,
 		WorkerId:    c.WorkerId,
 		Epoch:       c.Epoch,
@@ -60,13 +60,13 @@ func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
 	st.Status = dexv1.StepStatus_STEP_STATUS_RUNNING
 	a.putStep(st)
 	a.emit(st.SessionId, "attempt_started", st.Id, fmt.Sprintf("attempt %d on %s", at.N, at.WorkerId))
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
 }
 
 // workerCall checks a Worker's reference to its attempt. It returns replay when
 // the call repeats the last one committed: the caller answers as before and
 // changes nothing.
-func (a *applier) workerCall(ref *dexv1.AttemptRef, call string) (st *fsmpb.Step, at *dexv1.Attempt, replay *Result, rej *Rejection) {
+func (a *applier) workerCall(ref *fsmpb.AttemptRef, call string) (st *fsmpb.Step, at *fsmpb.Attempt, replay *Result, rej *Rejection) {
 	if ref == nil {
 		return nil, nil, nil, reject(CodeInvalid, "attempt reference is required")
 	}
@@ -85,7 +85,7 @@ func (a *applier) workerCall(ref *dexv1.AttemptRef, call string) (st *fsmpb.Step
 		if at.LastCall != call {
 			return nil, nil, nil, reject(CodeFailedPrecondition, "call %d of attempt %s was a %s, not a %s", ref.Seq, at.Token, at.LastCall, call)
 		}
-		return st, at, &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt), Replayed: true}, nil
+		return st, at, &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt), Replayed: true}, nil
 	}
 	if int(ref.Attempt) != len(st.Attempts) {
 		return nil, nil, nil, reject(CodeFailedPrecondition, "attempt %d of step %s was replaced by attempt %d", ref.Attempt, st.Id, len(st.Attempts))
@@ -127,7 +127,7 @@ func (a *applier) claimAttempt(c *fsmpb.ClaimAttempt) *Result {
 		a.putSession(s)
 	}
 	a.emit(st.SessionId, "attempt_claimed", st.Id, at.Token)
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
 }
 
 // reportAttempt ends an attempt as its Worker reports: a success completes
@@ -135,7 +135,7 @@ func (a *applier) claimAttempt(c *fsmpb.ClaimAttempt) *Result {
 // by the kind of report, so a complete and a fail at one seq stay apart.
 func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 	call := callComplete
-	if _, failed := c.GetResult().GetOutcome().(*dexv1.AttemptResult_Failure); failed {
+	if _, failed := c.GetResult().GetOutcome().(*fsmpb.AttemptResult_Failure); failed {
 		call = callFail
 	}
 	st, at, replay, r := a.workerCall(c.Ref, call)
@@ -170,7 +170,7 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 		return rejected(r)
 	}
 	a.putSession(s)
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
 }
 
 func writes(st *fsmpb.Step) bool {
@@ -179,14 +179,14 @@ func writes(st *fsmpb.Step) bool {
 }
 
 // resultFits checks that the result is of the kind the Step produces.
-func resultFits(st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
+func resultFits(st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
 	k := Kind(st.Kind)
 	if k.Result == nil || !k.Result(c) {
 		return reject(CodeInvalid, "a %s step cannot complete with a %T result", k.Name, c.GetOutcome())
 	}
 	switch k.Handler {
 	case HandlerModel:
-		return CheckModelOutput(c.GetModelOutput())
+		return CheckModelOutput(c.GetModelOutput().GetToolCalls())
 	case HandlerCompact:
 		if c.GetSummary() == "" {
 			return reject(CodeInvalid, "the summary of step %s is empty", st.Id)
@@ -195,13 +195,21 @@ func resultFits(st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
 	return nil
 }
 
+// namedCall is a model output's tool call, in either type.
+type namedCall interface {
+	GetTool() string
+	GetCallId() string
+}
+
 // CheckModelOutput is the rule every model output meets before it is
 // logged: each tool call names a tool and a call id, unique within the
 // output (results, idempotency keys and Steps are keyed by it). The API and
 // the Worker library check it too, so a bad output is refused at once.
-func CheckModelOutput(o *dexv1.ModelOutput) *Rejection {
-	seen := make(map[string]string, len(o.GetToolCalls()))
-	for i, tc := range o.GetToolCalls() {
+// It takes the output's tool calls, as the log or the Worker protocol carries
+// them.
+func CheckModelOutput[C namedCall](calls []C) *Rejection {
+	seen := make(map[string]string, len(calls))
+	for i, tc := range calls {
 		if tc.GetTool() == "" {
 			return reject(CodeInvalid, "tool call %d of the model output (call id %q) names no tool", i+1, tc.GetCallId())
 		}
@@ -218,7 +226,7 @@ func CheckModelOutput(o *dexv1.ModelOutput) *Rejection {
 
 // runningAttempt checks a leader's command that ends an attempt: the epoch is
 // current, the attempt is the Step's current one and it still runs.
-func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*fsmpb.Step, *dexv1.Attempt, *Rejection) {
+func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*fsmpb.Step, *fsmpb.Attempt, *Rejection) {
 	if r := a.checkEpoch(epoch); r != nil {
 		return nil, nil, r
 	}
@@ -248,7 +256,7 @@ func (a *applier) expireAttempt(c *fsmpb.ExpireAttempt) *Result {
 
 // attemptEnded records a failed or expired attempt's progress and applies the
 // Step's retry policy.
-func (a *applier) attemptEnded(st *fsmpb.Step, at *dexv1.Attempt) *Result {
+func (a *applier) attemptEnded(st *fsmpb.Step, at *fsmpb.Attempt) *Result {
 	s, r := a.session(st.SessionId)
 	if r != nil {
 		return rejected(r)
@@ -259,7 +267,7 @@ func (a *applier) attemptEnded(st *fsmpb.Step, at *dexv1.Attempt) *Result {
 	a.emit(st.SessionId, "attempt_failed", st.Id, fmt.Sprintf("attempt %d: %s %s", at.N, at.Progress, at.Error))
 	Kind(st.Kind).failed(a, s, st, at)
 	a.putSession(s)
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*dexv1.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
 }
 
 // progress is exact: NOT_STARTED only when no attempt of the Step was ever

@@ -9,7 +9,7 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func findCall(s *fsmpb.Session, callID string) *dexv1.CallState {
+func findCall(s *fsmpb.Session, callID string) *fsmpb.CallState {
 	if s.Turn == nil || callID == "" {
 		return nil
 	}
@@ -33,11 +33,11 @@ func (a *applier) markCallRan(s *fsmpb.Session, callID string) {
 
 // startCalls turns the tool calls of a model output into Steps, by policy. The
 // calls of one output run in parallel.
-func (a *applier) startCalls(s *fsmpb.Session, calls []*dexv1.ToolCall) {
+func (a *applier) startCalls(s *fsmpb.Session, calls []*fsmpb.ToolCall) {
 	s.Turn.Calls = nil
 	s.Turn.ResultsFromSeq = s.NextHistory
 	for _, tc := range calls {
-		c := &dexv1.CallState{CallId: tc.CallId, Tool: tc.Tool, Arguments: tc.Arguments}
+		c := &fsmpb.CallState{CallId: tc.CallId, Tool: tc.Tool, Arguments: tc.Arguments}
 		s.Turn.Calls = append(s.Turn.Calls, c)
 	}
 	for _, c := range s.Turn.Calls {
@@ -46,7 +46,7 @@ func (a *applier) startCalls(s *fsmpb.Session, calls []*dexv1.ToolCall) {
 	a.afterCallChange(s)
 }
 
-func (a *applier) startCall(s *fsmpb.Session, c *dexv1.CallState) {
+func (a *applier) startCall(s *fsmpb.Session, c *fsmpb.CallState) {
 	switch c.Tool {
 	case BuiltinAskUser:
 		c.Builtin = BuiltinAskUser
@@ -100,7 +100,7 @@ func (a *applier) startCall(s *fsmpb.Session, c *dexv1.CallState) {
 }
 
 // queueToolStep queues the Step that runs (or starts) the tool.
-func (a *applier) queueToolStep(s *fsmpb.Session, c *dexv1.CallState) {
+func (a *applier) queueToolStep(s *fsmpb.Session, c *fsmpb.CallState) {
 	kind := dexv1.StepKind_STEP_KIND_CALL_TOOL
 	if c.Policy.Access == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
 		kind = dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
@@ -113,7 +113,7 @@ func (a *applier) queueToolStep(s *fsmpb.Session, c *dexv1.CallState) {
 }
 
 // queuePoll queues the next poll of a long-running task.
-func (a *applier) queuePoll(s *fsmpb.Session, c *dexv1.CallState) {
+func (a *applier) queuePoll(s *fsmpb.Session, c *fsmpb.CallState) {
 	c.Phase = dexv1.CallPhase_CALL_PHASE_POLLING
 	c.StepId = a.queueStep(s, &fsmpb.Step{
 		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
@@ -122,7 +122,7 @@ func (a *applier) queuePoll(s *fsmpb.Session, c *dexv1.CallState) {
 }
 
 // resolveCall gives a call its outcome and records it in the history.
-func (a *applier) resolveCall(s *fsmpb.Session, c *dexv1.CallState, o dexv1.Outcome, content string) {
+func (a *applier) resolveCall(s *fsmpb.Session, c *fsmpb.CallState, o dexv1.Outcome, content string) {
 	c.Phase = dexv1.CallPhase_CALL_PHASE_DONE
 	c.Outcome = o
 	c.Content = content

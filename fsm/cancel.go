@@ -102,7 +102,7 @@ func (a *applier) cancelStep(s *fsmpb.Session, st *fsmpb.Step, why string, res *
 // long-running task that started) is outcome_unknown, except a read, which
 // failed; one that never ran failed with the not-run prefix, so it is safe to
 // call again.
-func (a *applier) cancelledCall(s *fsmpb.Session, call *dexv1.CallState, st *fsmpb.Step, why string) (dexv1.Outcome, string) {
+func (a *applier) cancelledCall(s *fsmpb.Session, call *fsmpb.CallState, st *fsmpb.Step, why string) (dexv1.Outcome, string) {
 	switch {
 	case call.TaskId != "":
 		return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("%s while task %s was running: the task may still run and its result is unknown", why, call.TaskId)

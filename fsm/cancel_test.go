@@ -106,7 +106,7 @@ func TestCancel_RunningReadFails(t *testing.T) {
 func TestCancel_WaitsEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		call *dexv1.ToolCall
+		call *fsmpb.ToolCall
 		kind dexv1.StepKind
 	}{
 		{"approval", call("c1", "deploy", `{}`), kApproval},

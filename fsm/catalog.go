@@ -38,7 +38,7 @@ func catalogTables() map[string]*memdb.TableSchema {
 
 // toolSpec finds a tool of the catalog by name (nil when no live Worker
 // serves it).
-func (a *applier) toolSpec(name string) *dexv1.ToolSpec {
+func (a *applier) toolSpec(name string) *fsmpb.ToolSpec {
 	raw, err := a.tx.First(tableTools, indexID, name)
 	if err != nil {
 		panic(err)
@@ -46,7 +46,7 @@ func (a *applier) toolSpec(name string) *dexv1.ToolSpec {
 	if raw == nil {
 		return nil
 	}
-	return proto.Clone(raw.(*dexv1.ToolSpec)).(*dexv1.ToolSpec)
+	return proto.Clone(raw.(*fsmpb.ToolSpec)).(*fsmpb.ToolSpec)
 }
 
 // toolServers returns the ids of the live Workers serving a tool, in id order.
@@ -54,7 +54,7 @@ func (a *applier) toolServers(name string) []string { return (&State{tx: a.tx}).
 
 // checkCatalog refuses a registration that gives a tool another policy than
 // a live Worker (other than the registering one) serves it with.
-func (a *applier) checkCatalog(workerID string, tools []*dexv1.ToolSpec) *Rejection {
+func (a *applier) checkCatalog(workerID string, tools []*fsmpb.ToolSpec) *Rejection {
 	for _, t := range tools {
 		cur := a.toolSpec(t.Name)
 		if cur == nil || samePolicy(cur, t) {
@@ -72,7 +72,7 @@ func (a *applier) checkCatalog(workerID string, tools []*dexv1.ToolSpec) *Reject
 }
 
 // putCatalog replaces a Worker's rows in the catalog by its new tools.
-func (a *applier) putCatalog(workerID string, tools []*dexv1.ToolSpec) {
+func (a *applier) putCatalog(workerID string, tools []*fsmpb.ToolSpec) {
 	a.dropCatalog(workerID)
 	for _, t := range tools {
 		a.insert(tableTools, catalogSpec(t)) // the same policy as any other server's, or the only server
@@ -104,18 +104,18 @@ func (a *applier) dropCatalog(workerID string) {
 
 // catalogSpec is a tool's policy row: the registration without the agents
 // it is served for, which are the Worker's own (its WorkerTool row).
-func catalogSpec(t *dexv1.ToolSpec) *dexv1.ToolSpec {
+func catalogSpec(t *fsmpb.ToolSpec) *fsmpb.ToolSpec {
 	if len(t.Agents) == 0 {
 		return t
 	}
-	c := proto.Clone(t).(*dexv1.ToolSpec)
+	c := proto.Clone(t).(*fsmpb.ToolSpec)
 	c.Agents = nil
 	return c
 }
 
 // samePolicy compares what decides how a tool's calls run; the description
 // may differ.
-func samePolicy(x, y *dexv1.ToolSpec) bool {
+func samePolicy(x, y *fsmpb.ToolSpec) bool {
 	return x.Access == y.Access && x.NeedsApproval == y.NeedsApproval && x.LongRunning == y.LongRunning &&
 		x.Inline == y.Inline && toolAttempts(x) == toolAttempts(y) &&
 		(!x.LongRunning || pollEvery(x) == pollEvery(y)) && x.RunTimeoutMs == y.RunTimeoutMs
@@ -123,7 +123,7 @@ func samePolicy(x, y *dexv1.ToolSpec) bool {
 
 // PolicyText describes a tool's policy for people ("single_attempt",
 // "read with 5 attempts, needs approval").
-func PolicyText(t *dexv1.ToolSpec) string {
+func PolicyText(t *fsmpb.ToolSpec) string {
 	var b strings.Builder
 	switch t.Access {
 	case dexv1.ToolAccess_TOOL_ACCESS_READ:
@@ -182,7 +182,7 @@ func rebuildCatalog(tx *memdb.Txn) {
 		return
 	}
 	a := &applier{tx: tx}
-	for _, w := range all[*dexv1.WorkerInfo](tx, tableWorkers, indexID) {
+	for _, w := range all[*fsmpb.WorkerInfo](tx, tableWorkers, indexID) {
 		for _, t := range w.Tools {
 			if cur := a.toolSpec(t.Name); cur == nil {
 				a.insert(tableTools, catalogSpec(t))

@@ -1,22 +1,21 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Tool returns a tool of the catalog (its policy) or nil when no live Worker
 // serves it.
-func (s *State) Tool(name string) *dexv1.ToolSpec {
+func (s *State) Tool(name string) *fsmpb.ToolSpec {
 	raw, err := s.tx.First(tableTools, indexID, name)
 	if err != nil || raw == nil {
 		return nil
 	}
-	return raw.(*dexv1.ToolSpec)
+	return raw.(*fsmpb.ToolSpec)
 }
 
 // Tools returns the catalog in name order.
-func (s *State) Tools() []*dexv1.ToolSpec { return all[*dexv1.ToolSpec](s.tx, tableTools, indexID) }
+func (s *State) Tools() []*fsmpb.ToolSpec { return all[*fsmpb.ToolSpec](s.tx, tableTools, indexID) }
 
 // ToolServers returns the ids of the live Workers serving a tool, in id order.
 func (s *State) ToolServers(name string) []string {
@@ -32,24 +31,24 @@ func (s *State) ToolServers(name string) []string {
 }
 
 // Worker returns a registered Worker or nil.
-func (s *State) Worker(id string) *dexv1.WorkerInfo {
+func (s *State) Worker(id string) *fsmpb.WorkerInfo {
 	raw, err := s.tx.First(tableWorkers, indexID, id)
 	if err != nil || raw == nil {
 		return nil
 	}
-	return raw.(*dexv1.WorkerInfo)
+	return raw.(*fsmpb.WorkerInfo)
 }
 
 // WorkersWatch returns the registered Workers and a channel closed when the
 // Workers table changes.
-func (s *State) WorkersWatch() ([]*dexv1.WorkerInfo, <-chan struct{}) {
+func (s *State) WorkersWatch() ([]*fsmpb.WorkerInfo, <-chan struct{}) {
 	it, err := s.tx.Get(tableWorkers, indexID)
 	if err != nil {
 		return nil, nil
 	}
-	var out []*dexv1.WorkerInfo
+	var out []*fsmpb.WorkerInfo
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*dexv1.WorkerInfo))
+		out = append(out, raw.(*fsmpb.WorkerInfo))
 	}
 	return out, it.WatchCh()
 }

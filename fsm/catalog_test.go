@@ -11,7 +11,7 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-func register(id string, tools ...*dexv1.ToolSpec) *fsmpb.Command {
+func register(id string, tools ...*fsmpb.ToolSpec) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: id, Tools: tools}}}
 }
 
@@ -24,8 +24,8 @@ func (d *driver) failUnserved(step string) *fsmpb.Command {
 }
 
 var (
-	emailOnce  = &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
-	emailRead5 = &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
+	emailOnce  = &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
+	emailRead5 = &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
 )
 
 func TestCatalog_AnotherPolicyThanALiveWorkersIsRefusedNamingBoth(t *testing.T) {
@@ -40,7 +40,7 @@ func TestCatalog_AnotherPolicyThanALiveWorkersIsRefusedNamingBoth(t *testing.T) 
 		t.Fatal("the refused Worker was registered")
 	}
 	// The same policy with another description is no conflict.
-	d.do(register("w2", &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Description: "mail"}))
+	d.do(register("w2", &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Description: "mail"}))
 	if got := d.f.State().ToolServers("send_email"); len(got) != 2 || got[0] != "w1" || got[1] != "w2" {
 		t.Fatalf("servers of send_email = %v; want [w1 w2]", got)
 	}
@@ -58,7 +58,7 @@ func TestCatalog_ACallRunsByTheLiveToolsPolicy(t *testing.T) {
 
 func TestCatalog_TheSameWorkerReplacesItsOwnRows(t *testing.T) {
 	d := newDriver(t)
-	d.do(register("w1", emailRead5, &dexv1.ToolSpec{Name: "fetch", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}))
+	d.do(register("w1", emailRead5, &fsmpb.ToolSpec{Name: "fetch", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}))
 	st := d.f.State()
 	if got := st.Tool("send_email"); got.Access != dexv1.ToolAccess_TOOL_ACCESS_READ || got.MaxAttempts != 5 {
 		t.Fatalf("send_email is %s; want read with 5 attempts", PolicyText(got))

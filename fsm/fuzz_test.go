@@ -104,9 +104,9 @@ func (z *fuzzer) pick(list []*fsmpb.Step, salt byte) *fsmpb.Step {
 	return list[int(salt)%len(list)]
 }
 
-func (z *fuzzer) ref(st *fsmpb.Step) *dexv1.AttemptRef {
+func (z *fuzzer) ref(st *fsmpb.Step) *fsmpb.AttemptRef {
 	at := st.Attempts[len(st.Attempts)-1]
-	return &dexv1.AttemptRef{StepId: st.Id, Attempt: at.N, Token: at.Token, Seq: at.LastSeq + 1}
+	return &fsmpb.AttemptRef{StepId: st.Id, Attempt: at.N, Token: at.Token, Seq: at.LastSeq + 1}
 }
 
 func (z *fuzzer) step(op, salt byte) {
@@ -153,7 +153,7 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 6: // fail with some error type
 		if r := z.pick(running, salt); r != nil {
-			z.apply(z.report(r, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{
+			z.apply(z.report(r, &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{
 				ErrorType: dexv1.ErrorType(int(salt) % 9), Error: "boom",
 			}}}, salt))
 		}
@@ -229,7 +229,7 @@ func (z *fuzzer) step(op, salt byte) {
 
 // report ends an attempt with a ReportAttempt, or now and then with the
 // CompleteAttempt or FailAttempt an older log holds.
-func (z *fuzzer) report(r *fsmpb.Step, res *dexv1.AttemptResult, salt byte) *fsmpb.Command {
+func (z *fuzzer) report(r *fsmpb.Step, res *fsmpb.AttemptResult, salt byte) *fsmpb.Command {
 	ref := z.ref(r)
 	if salt%4 != 1 {
 		return &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}}
@@ -237,25 +237,25 @@ func (z *fuzzer) report(r *fsmpb.Step, res *dexv1.AttemptResult, salt byte) *fsm
 	return legacyCommand(ref, res)
 }
 
-func (z *fuzzer) result(r *fsmpb.Step, salt byte) *dexv1.AttemptResult {
-	c := &dexv1.AttemptResult{}
+func (z *fuzzer) result(r *fsmpb.Step, salt byte) *fsmpb.AttemptResult {
+	c := &fsmpb.AttemptResult{}
 	switch r.Kind {
 	case kRunModel:
-		out := &dexv1.ModelOutput{Text: "ok"}
+		out := &fsmpb.ModelOutput{Text: "ok"}
 		for i := 0; i < int(salt%4); i++ {
 			z.msgs++
-			out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{
+			out.ToolCalls = append(out.ToolCalls, &fsmpb.ToolCall{
 				CallId: fmt.Sprintf("c%d", z.msgs), Tool: fuzzTools[(int(salt)+i)%len(fuzzTools)],
 				Arguments: fmt.Sprintf(`{"seconds": 1, "question": "?", "agent": "s%d", "choice": %q}`, int(salt)%max(z.sessions, 1)+1, []string{"retry", "drop", ""}[salt%3]),
 			})
 		}
-		c.Outcome = &dexv1.AttemptResult_ModelOutput{ModelOutput: out}
+		c.Outcome = &fsmpb.AttemptResult_ModelOutput{ModelOutput: out}
 	case kCompact:
-		c.Outcome = &dexv1.AttemptResult_Summary{Summary: "summary"}
+		c.Outcome = &fsmpb.AttemptResult_Summary{Summary: "summary"}
 	case kPoll:
-		c.Outcome = &dexv1.AttemptResult_PollResult{PollResult: &dexv1.PollResult{Done: salt%3 == 0, Result: &dexv1.ToolResult{Content: "done"}}}
+		c.Outcome = &fsmpb.AttemptResult_PollResult{PollResult: &fsmpb.PollResult{Done: salt%3 == 0, Result: &fsmpb.ToolResult{Content: "done"}}}
 	default:
-		c.Outcome = &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: "ok", IsError: salt%5 == 0, TaskId: fmt.Sprintf("task-%d", salt)}}
+		c.Outcome = &fsmpb.AttemptResult_ToolResult{ToolResult: &fsmpb.ToolResult{Content: "ok", IsError: salt%5 == 0, TaskId: fmt.Sprintf("task-%d", salt)}}
 	}
 	return c
 }

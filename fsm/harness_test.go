@@ -53,7 +53,7 @@ func (d *driver) flushTwin() {
 	d.pending, d.results = nil, nil
 }
 
-var demoTools = []*dexv1.ToolSpec{
+var demoTools = []*fsmpb.ToolSpec{
 	{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ},
 	{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE},
 	{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT},
@@ -282,9 +282,9 @@ func (d *driver) startNext(session string, kind dexv1.StepKind) *handle {
 	return d.start(d.queued(session, kind))
 }
 
-func (h *handle) ref() *dexv1.AttemptRef {
+func (h *handle) ref() *fsmpb.AttemptRef {
 	h.seq++
-	return &dexv1.AttemptRef{StepId: h.st, Attempt: h.n, Token: h.tok, Seq: h.seq}
+	return &fsmpb.AttemptRef{StepId: h.st, Attempt: h.n, Token: h.tok, Seq: h.seq}
 }
 
 func (h *handle) claimCmd() *fsmpb.Command {
@@ -293,37 +293,37 @@ func (h *handle) claimCmd() *fsmpb.Command {
 
 func (h *handle) claim() *handle { h.d.t.Helper(); h.d.do(h.claimCmd()); return h }
 
-func (h *handle) output(text string, calls ...*dexv1.ToolCall) *fsmpb.Command {
-	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}}})
+func (h *handle) output(text string, calls ...*fsmpb.ToolCall) *fsmpb.Command {
+	return h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ModelOutput{ModelOutput: &fsmpb.ModelOutput{Text: text, ToolCalls: calls}}})
 }
 
-func (h *handle) answer(text string, calls ...*dexv1.ToolCall) {
+func (h *handle) answer(text string, calls ...*fsmpb.ToolCall) {
 	h.d.t.Helper()
 	h.d.do(h.output(text, calls...))
 }
 
 func (h *handle) toolResult(content string, isError bool, taskID string) *fsmpb.Command {
-	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: content, IsError: isError, TaskId: taskID}}})
+	return h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ToolResult{ToolResult: &fsmpb.ToolResult{Content: content, IsError: isError, TaskId: taskID}}})
 }
 
 func (h *handle) result(content string) { h.d.t.Helper(); h.d.do(h.toolResult(content, false, "")) }
 
 func (h *handle) poll(done bool, content string) {
 	h.d.t.Helper()
-	h.d.do(h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_PollResult{PollResult: &dexv1.PollResult{Done: done, Result: &dexv1.ToolResult{Content: content}}}}))
+	h.d.do(h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_PollResult{PollResult: &fsmpb.PollResult{Done: done, Result: &fsmpb.ToolResult{Content: content}}}}))
 }
 
 func (h *handle) summary(text string) {
 	h.d.t.Helper()
-	h.d.do(h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: text}}))
+	h.d.do(h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Summary{Summary: text}}))
 }
 
 func (h *handle) failCmd(t dexv1.ErrorType, msg string) *fsmpb.Command {
-	return h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{ErrorType: t, Error: msg}}})
+	return h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{ErrorType: t, Error: msg}}})
 }
 
 // report is the Worker's ReportAttempt of how the attempt ended, at the next seq.
-func (h *handle) report(res *dexv1.AttemptResult) *fsmpb.Command {
+func (h *handle) report(res *fsmpb.AttemptResult) *fsmpb.Command {
 	if h.d.legacy {
 		return legacyCommand(h.ref(), res)
 	}
@@ -339,8 +339,8 @@ func (h *handle) expireCmd() *fsmpb.Command {
 // expire is the leader failing the attempt of a Worker that died.
 func (h *handle) expire() { h.d.t.Helper(); h.d.do(h.expireCmd()) }
 
-func call(id, tool, args string) *dexv1.ToolCall {
-	return &dexv1.ToolCall{CallId: id, Tool: tool, Arguments: args}
+func call(id, tool, args string) *fsmpb.ToolCall {
+	return &fsmpb.ToolCall{CallId: id, Tool: tool, Arguments: args}
 }
 
 func approve(step string, ok bool) *fsmpb.Command {
@@ -360,8 +360,8 @@ func resume(session string) *fsmpb.Command {
 }
 
 // toolResults returns the session's tool-result history entries by call id.
-func toolResults(s *fsmpb.Session) map[string]*dexv1.HistoryEntry {
-	out := map[string]*dexv1.HistoryEntry{}
+func toolResults(s *fsmpb.Session) map[string]*fsmpb.HistoryEntry {
+	out := map[string]*fsmpb.HistoryEntry{}
 	for _, e := range s.History {
 		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT {
 			out[e.CallId] = e
@@ -389,7 +389,7 @@ func (s *State) SessionView(id string) *fsmpb.Session {
 	}
 	v := proto.Clone(sess).(*fsmpb.Session)
 	history, _ := s.History(id, 0, math.MaxInt, math.MaxInt)
-	v.History = fsmpb.HistoryAPI(history)
-	v.Inbox = fsmpb.InboxAPI(s.Inbox(id, math.MaxInt))
+	v.History = history
+	v.Inbox = s.Inbox(id, math.MaxInt)
 	return v
 }

@@ -38,31 +38,31 @@ type KindSpec struct {
 	Handler Handler
 	// Result reports whether a Worker's AttemptResult is the success this kind
 	// completes with (nil for a wait, which no Worker completes).
-	Result func(*dexv1.AttemptResult) bool
+	Result func(*fsmpb.AttemptResult) bool
 	// Attempts is the number of attempts a Step of this kind gets under a
 	// tool policy (nil policy for model Steps); 0 for a wait.
-	Attempts func(*dexv1.ToolSpec) uint32
+	Attempts func(*fsmpb.ToolSpec) uint32
 	// succeeded records a completed attempt's result and moves the turn on.
-	succeeded func(a *applier, s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection
+	succeeded func(a *applier, s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection
 	// failed applies the retry policy to a failed or expired attempt.
-	failed func(a *applier, s *fsmpb.Session, st *fsmpb.Step, at *dexv1.Attempt)
+	failed func(a *applier, s *fsmpb.Session, st *fsmpb.Step, at *fsmpb.Attempt)
 }
 
-func modelAttempts(*dexv1.ToolSpec) uint32 { return ModelMaxAttempts }
-func noAttempts(*dexv1.ToolSpec) uint32    { return 0 }
+func modelAttempts(*fsmpb.ToolSpec) uint32 { return ModelMaxAttempts }
+func noAttempts(*fsmpb.ToolSpec) uint32    { return 0 }
 
 // pollAttempts: a poll retries by the tool's count even for a single-attempt
 // tool: polling runs no side effect.
-func pollAttempts(p *dexv1.ToolSpec) uint32 {
-	return max(toolAttempts(&dexv1.ToolSpec{MaxAttempts: p.GetMaxAttempts()}), 1)
+func pollAttempts(p *fsmpb.ToolSpec) uint32 {
+	return max(toolAttempts(&fsmpb.ToolSpec{MaxAttempts: p.GetMaxAttempts()}), 1)
 }
 
 var kindTable = []*KindSpec{
 	{
 		Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Name: "RunModel", Runner: RunsOnModel, Handler: HandlerModel,
-		Result:   func(c *dexv1.AttemptResult) bool { return c.GetModelOutput() != nil },
+		Result:   func(c *fsmpb.AttemptResult) bool { return c.GetModelOutput() != nil },
 		Attempts: modelAttempts,
-		succeeded: func(a *applier, s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
+		succeeded: func(a *applier, s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
 			a.modelOutput(s, st, c.GetModelOutput())
 			return nil
 		},
@@ -81,20 +81,20 @@ var kindTable = []*KindSpec{
 	{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Name: "AwaitTimer", Attempts: noAttempts},
 	{
 		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, Name: "PollToolTask", Runner: RunsOnTool, Handler: HandlerPoll,
-		Result:   func(c *dexv1.AttemptResult) bool { return c.GetPollResult() != nil },
+		Result:   func(c *fsmpb.AttemptResult) bool { return c.GetPollResult() != nil },
 		Attempts: pollAttempts, succeeded: (*applier).pollSucceeded, failed: (*applier).toolAttemptFailed,
 	},
 	{
 		Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, Name: "CompactContext", Runner: RunsOnModel, Handler: HandlerCompact,
-		Result: func(c *dexv1.AttemptResult) bool {
-			_, ok := c.Outcome.(*dexv1.AttemptResult_Summary)
+		Result: func(c *fsmpb.AttemptResult) bool {
+			_, ok := c.Outcome.(*fsmpb.AttemptResult_Summary)
 			return ok
 		},
 		Attempts: modelAttempts, succeeded: (*applier).compactionSucceeded, failed: (*applier).compactionAttemptFailed,
 	},
 }
 
-func toolResultFits(c *dexv1.AttemptResult) bool { return c.GetToolResult() != nil }
+func toolResultFits(c *fsmpb.AttemptResult) bool { return c.GetToolResult() != nil }
 
 // kindsByKind is filled in init: the table's handlers reach Kind, so a
 // package-level initializer would be a cycle.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Every Step kind of the protocol has one row, and a row says all that a
@@ -32,7 +33,7 @@ func TestKinds_EveryKindHasOneCompleteRow(t *testing.T) {
 		if spec.Handler == HandlerNone || spec.Result == nil || spec.succeeded == nil || spec.failed == nil {
 			t.Fatalf("%s is dispatched but its row is incomplete", spec.Name)
 		}
-		if spec.Attempts(&dexv1.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_READ}) == 0 {
+		if spec.Attempts(&fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_READ}) == 0 {
 			t.Fatalf("%s is dispatched with no attempt", spec.Name)
 		}
 	}
@@ -42,18 +43,18 @@ func TestKinds_EveryKindHasOneCompleteRow(t *testing.T) {
 }
 
 func TestKinds_AttemptsFollowThePolicy(t *testing.T) {
-	single := &dexv1.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, MaxAttempts: 5}
-	read := &dexv1.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
+	single := &fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, MaxAttempts: 5}
+	read := &fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
 	for _, c := range []struct {
 		kind   dexv1.StepKind
-		policy *dexv1.ToolSpec
+		policy *fsmpb.ToolSpec
 		want   uint32
 	}{
 		{kRunModel, nil, ModelMaxAttempts},
 		{kCompact, nil, ModelMaxAttempts},
 		{kSingle, single, 1},
 		{kCallTool, read, 5},
-		{kCallTool, &dexv1.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}, DefaultToolAttempts},
+		{kCallTool, &fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}, DefaultToolAttempts},
 		{dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, single, 5}, // polling runs no side effect
 	} {
 		if got := Kind(c.kind).Attempts(c.policy); got != c.want {

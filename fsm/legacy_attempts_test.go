@@ -11,20 +11,20 @@ import (
 
 // legacyCommand is the CompleteAttempt or FailAttempt a log written before
 // ReportAttempt holds for a Worker's report.
-func legacyCommand(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *fsmpb.Command {
+func legacyCommand(ref *fsmpb.AttemptRef, res *fsmpb.AttemptResult) *fsmpb.Command {
 	c := &fsmpb.CompleteAttempt{Ref: ref}
 	switch o := res.GetOutcome().(type) {
-	case *dexv1.AttemptResult_Failure:
+	case *fsmpb.AttemptResult_Failure:
 		return &fsmpb.Command{Body: &fsmpb.Command_FailAttempt{FailAttempt: &fsmpb.FailAttempt{
 			Ref: ref, ErrorType: o.Failure.GetErrorType(), Error: o.Failure.GetError(),
 		}}}
-	case *dexv1.AttemptResult_ModelOutput:
+	case *fsmpb.AttemptResult_ModelOutput:
 		c.Result = &fsmpb.CompleteAttempt_ModelOutput{ModelOutput: o.ModelOutput}
-	case *dexv1.AttemptResult_ToolResult:
+	case *fsmpb.AttemptResult_ToolResult:
 		c.Result = &fsmpb.CompleteAttempt_ToolResult{ToolResult: o.ToolResult}
-	case *dexv1.AttemptResult_PollResult:
+	case *fsmpb.AttemptResult_PollResult:
 		c.Result = &fsmpb.CompleteAttempt_PollResult{PollResult: o.PollResult}
-	case *dexv1.AttemptResult_Summary:
+	case *fsmpb.AttemptResult_Summary:
 		c.Result = &fsmpb.CompleteAttempt_Summary{Summary: o.Summary}
 	}
 	return &fsmpb.Command{Body: &fsmpb.Command_CompleteAttempt{CompleteAttempt: c}}
@@ -74,9 +74,9 @@ func TestLegacyAttemptCommands_ApplyAsReportAttempt(t *testing.T) {
 }
 
 func TestLegacyAttemptCommands_RepeatsAnswerAcrossVersions(t *testing.T) {
-	failure := &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{Error: "boom"}}}
-	output := &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: "hi"}}}
-	report := func(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) *fsmpb.Command {
+	failure := &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{Error: "boom"}}}
+	output := &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ModelOutput{ModelOutput: &fsmpb.ModelOutput{Text: "hi"}}}
+	report := func(ref *fsmpb.AttemptRef, res *fsmpb.AttemptResult) *fsmpb.Command {
 		return &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}}
 	}
 	t.Run("fail committed by an older leader", func(t *testing.T) {
@@ -116,11 +116,11 @@ func TestReportAttempt_RefusesAResultThatDoesNotFit(t *testing.T) {
 	d.createSession("s", "", "hello")
 	h := d.startNext("s", kRunModel).claim()
 	ref := h.ref()
-	for name, res := range map[string]*dexv1.AttemptResult{
+	for name, res := range map[string]*fsmpb.AttemptResult{
 		"no result":       nil,
 		"empty result":    {},
-		"a tool's result": {Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: "x"}}},
-		"a summary":       {Outcome: &dexv1.AttemptResult_Summary{Summary: "x"}},
+		"a tool's result": {Outcome: &fsmpb.AttemptResult_ToolResult{ToolResult: &fsmpb.ToolResult{Content: "x"}}},
+		"a summary":       {Outcome: &fsmpb.AttemptResult_Summary{Summary: "x"}},
 	} {
 		cmd := &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}}
 		if r := d.refused(cmd, CodeInvalid); !strings.Contains(r.Error(), "a RunModel step cannot complete") {
@@ -128,8 +128,8 @@ func TestReportAttempt_RefusesAResultThatDoesNotFit(t *testing.T) {
 		}
 	}
 	// Refused reports change nothing: the same seq still takes the output.
-	d.do(&fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: &dexv1.AttemptResult{
-		Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: "hi"}},
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: &fsmpb.AttemptResult{
+		Outcome: &fsmpb.AttemptResult_ModelOutput{ModelOutput: &fsmpb.ModelOutput{Text: "hi"}},
 	}}}})
 	wantStatus(t, d.session("s"), sIdle)
 }

@@ -34,7 +34,7 @@ const (
 
 // toolTurn starts a session whose first model output calls one tool, and
 // returns the queued Step of that tool.
-func toolTurn(t *testing.T, d *driver, session string, tc *dexv1.ToolCall, kind dexv1.StepKind) *fsmpb.Step {
+func toolTurn(t *testing.T, d *driver, session string, tc *fsmpb.ToolCall, kind dexv1.StepKind) *fsmpb.Step {
 	t.Helper()
 	d.createSession(session, "", "go")
 	d.startNext(session, kRunModel).answer("calling", tc)
@@ -510,8 +510,8 @@ func TestMatrix_InlineTool_WhileItRuns(t *testing.T) {
 	d.createSession("s", "", "2+2?")
 	d.startNext("s", kRunModel).expire() // the inline tool ran inside this attempt
 	h := d.startNext("s", kRunModel)
-	d.do(h.report(&dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{
-		Text: "4", InlineResults: []*dexv1.InlineResult{{CallId: "i1", Tool: "calc", Content: "4"}},
+	d.do(h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ModelOutput{ModelOutput: &fsmpb.ModelOutput{
+		Text: "4", InlineResults: []*fsmpb.InlineResult{{CallId: "i1", Tool: "calc", Content: "4"}},
 	}}}))
 	s := d.session("s")
 	var inline int

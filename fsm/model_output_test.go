@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // A model output whose tool calls cannot be keyed is refused whole, naming
@@ -12,14 +13,14 @@ import (
 func TestModelOutput_BadCallIDsAreRefusedAndChangeNothing(t *testing.T) {
 	cases := []struct {
 		name  string
-		calls []*dexv1.ToolCall
+		calls []*fsmpb.ToolCall
 		want  []string
 	}{
-		{"no call id", []*dexv1.ToolCall{call("c1", "lookup", "{}"), call("", "save_note", "{}")},
+		{"no call id", []*fsmpb.ToolCall{call("c1", "lookup", "{}"), call("", "save_note", "{}")},
 			[]string{"tool call 2", `"save_note"`, "no call id"}},
-		{"duplicate call id", []*dexv1.ToolCall{call("c1", "lookup", "{}"), call("c1", "save_note", "{}")},
+		{"duplicate call id", []*fsmpb.ToolCall{call("c1", "lookup", "{}"), call("c1", "save_note", "{}")},
 			[]string{`"c1"`, "twice", `"lookup"`, `"save_note"`}},
-		{"no tool", []*dexv1.ToolCall{call("c1", "", "{}")},
+		{"no tool", []*fsmpb.ToolCall{call("c1", "", "{}")},
 			[]string{"tool call 1", `"c1"`, "names no tool"}},
 	}
 	for _, tc := range cases {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Retry and backoff policy. docs/attempts.md and docs/sessions.md give these numbers.
@@ -83,7 +84,7 @@ func RetriedInStep(t dexv1.ErrorType) bool {
 	return t == dexv1.ErrorType_ERROR_TYPE_UNKNOWN || Retryable(t)
 }
 
-func toolAttempts(p *dexv1.ToolSpec) uint32 {
+func toolAttempts(p *fsmpb.ToolSpec) uint32 {
 	if p.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
 		return 1
 	}
@@ -93,7 +94,7 @@ func toolAttempts(p *dexv1.ToolSpec) uint32 {
 	return DefaultToolAttempts
 }
 
-func pollEvery(p *dexv1.ToolSpec) int64 {
+func pollEvery(p *fsmpb.ToolSpec) int64 {
 	if p.GetPollIntervalMs() > 0 {
 		return int64(p.GetPollIntervalMs())
 	}

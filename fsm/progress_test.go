@@ -83,18 +83,18 @@ func TestWorkerCalls_FromTheFutureOrAReplacedAttemptAreRefused(t *testing.T) {
 	st := toolTurn(t, d, "s", call("c1", "lookup", "{}"), kCallTool)
 	old := d.start(st)
 	future := &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
-		Ref: &dexv1.AttemptRef{StepId: old.st, Attempt: old.n, Token: old.tok, Seq: 5},
+		Ref: &fsmpb.AttemptRef{StepId: old.st, Attempt: old.n, Token: old.tok, Seq: 5},
 	}}}
 	d.refused(future, CodeFailedPrecondition)
 	old.expire()
 	cur := d.startNext("s", kCallTool)
 	d.refused(old.toolResult("late", false, ""), CodeFailedPrecondition)
 	wrongToken := &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
-		Ref: &dexv1.AttemptRef{StepId: cur.st, Attempt: cur.n, Token: "forged", Seq: 1},
+		Ref: &fsmpb.AttemptRef{StepId: cur.st, Attempt: cur.n, Token: "forged", Seq: 1},
 	}}}
 	d.refused(wrongToken, CodeFailedPrecondition)
 	noAttempt := &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{
-		Ref: &dexv1.AttemptRef{StepId: cur.st, Attempt: 9, Token: cur.tok, Seq: 1},
+		Ref: &fsmpb.AttemptRef{StepId: cur.st, Attempt: 9, Token: cur.tok, Seq: 1},
 	}}}
 	d.refused(noAttempt, CodeNotFound)
 	cur.claim().result("ok")
@@ -139,8 +139,8 @@ func TestBadInput_ClearRejectionsThatChangeNothing(t *testing.T) {
 		{"message to unknown session", &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "nope", MessageId: "m", Text: "x"}}}, CodeNotFound},
 		{"empty message", &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "s", MessageId: "m", Text: ""}}}, CodeInvalid},
 		{"unknown step", &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: "nope", Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}, CodeNotFound},
-		{"tool without policy", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*dexv1.ToolSpec{{Name: "x"}}}}}, CodeInvalid},
-		{"built-in tool name", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*dexv1.ToolSpec{{Name: "sleep", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}}}}}, CodeInvalid},
+		{"tool without policy", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*fsmpb.ToolSpec{{Name: "x"}}}}}, CodeInvalid},
+		{"built-in tool name", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*fsmpb.ToolSpec{{Name: "sleep", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}}}}}, CodeInvalid},
 		{"reconcile a succeeded step", nil, CodeFailedPrecondition},
 		{"resume an idle session", resume("s"), CodeFailedPrecondition},
 		{"answer an unknown step", answerCmd("nope", "x"), CodeNotFound},

@@ -36,7 +36,7 @@ func (a *applier) dropKeptTurn(s *fsmpb.Session) {
 // replaceResults cuts the history back to where the turn's latest tool
 // results begin and writes it again: each result as a short error note, the
 // do-not-repeat note left out (the notes say what ran), anything else as it was.
-func (a *applier) replaceResults(s *fsmpb.Session, t *dexv1.Turn) {
+func (a *applier) replaceResults(s *fsmpb.Session, t *fsmpb.Turn) {
 	var kept []*fsmpb.HistoryEntry
 	sessionRows(a.tx, tableHistory, s.Id, t.ResultsFromSeq, func(raw any) bool {
 		kept = append(kept, raw.(*fsmpb.HistoryEntry))
@@ -72,7 +72,7 @@ type resumeAgentArgs struct {
 
 // resumeAgent runs the built-in resume_agent for parent's call c: the parent's
 // model resumes its own paused or errored child. It answers at once.
-func (a *applier) resumeAgent(parent *fsmpb.Session, c *dexv1.CallState) {
+func (a *applier) resumeAgent(parent *fsmpb.Session, c *fsmpb.CallState) {
 	o, text := a.resumeChild(parent, c.Arguments)
 	a.resolveCall(parent, c, o, text)
 }

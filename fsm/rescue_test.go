@@ -30,8 +30,8 @@ func pausedChild(t *testing.T, d *driver) {
 	wantStatus(t, d.session("c"), sPaused)
 }
 
-func historyKinds(s *fsmpb.Session, kind dexv1.HistoryKind) []*dexv1.HistoryEntry {
-	var out []*dexv1.HistoryEntry
+func historyKinds(s *fsmpb.Session, kind dexv1.HistoryKind) []*fsmpb.HistoryEntry {
+	var out []*fsmpb.HistoryEntry
 	for _, e := range s.History {
 		if e.Kind == kind {
 			out = append(out, e)
@@ -102,7 +102,7 @@ func TestRescue_ResumeRefusesBadChoicesAndBusySessions(t *testing.T) {
 
 // parentCalls makes the parent's model call resume_agent with args, and
 // returns the call's recorded result.
-func parentCalls(t *testing.T, d *driver, id, args string) *dexv1.HistoryEntry {
+func parentCalls(t *testing.T, d *driver, id, args string) *fsmpb.HistoryEntry {
 	t.Helper()
 	d.startNext("p", kRunModel).answer("", call(id, BuiltinResumeAgent, args))
 	return toolResults(d.session("p"))[id]

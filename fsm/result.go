@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Code classifies why a command was rejected; the API maps it to a gRPC status.
@@ -57,7 +57,7 @@ type Result struct {
 	SessionID string
 	StepID    string
 	// Attempt is the attempt a StartAttempt created or a Worker call named.
-	Attempt *dexv1.Attempt
+	Attempt *fsmpb.Attempt
 	// Replayed: a Worker call repeated one already committed; the first
 	// answer is returned and nothing changed.
 	Replayed bool

@@ -54,6 +54,6 @@ func (a *applier) timeoutAttempt(c *fsmpb.TimeoutAttempt) *Result {
 
 // RunTimeoutError is the error recorded for an attempt that ran past its run
 // deadline.
-func RunTimeoutError(at *dexv1.Attempt) string {
+func RunTimeoutError(at *fsmpb.Attempt) string {
 	return fmt.Sprintf("the attempt ran past its run timeout of %s", RunTimeoutText(uint32(at.DeadlineMs-at.StartedAtMs)))
 }

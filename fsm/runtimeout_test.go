@@ -12,7 +12,7 @@ import (
 // Run timeouts: an attempt's deadline is stored from the Step's policy when
 // it starts, and past it the leader fails the attempt with error type timeout.
 
-var slowTools = []*dexv1.ToolSpec{
+var slowTools = []*fsmpb.ToolSpec{
 	{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000},
 	{Name: "slow_write", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, MaxAttempts: 2, RunTimeoutMs: 30_000},
 	{Name: "slow_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, RunTimeoutMs: 30_000},
@@ -25,7 +25,7 @@ const modelRunTimeout = 2 * time.Minute
 func newRunDriver(t *testing.T) *driver {
 	d := newDriver(t)
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
-		WorkerId: "w1", Tools: append(append([]*dexv1.ToolSpec{}, demoTools...), slowTools...),
+		WorkerId: "w1", Tools: append(append([]*fsmpb.ToolSpec{}, demoTools...), slowTools...),
 		RunsModel: true, ModelRunTimeoutMs: uint32(modelRunTimeout.Milliseconds()),
 	}}})
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", RunsModel: true}}})
@@ -34,7 +34,7 @@ func newRunDriver(t *testing.T) *driver {
 
 // startOn starts the next attempt of a queued Step on a Worker with the
 // leader's default run timeout.
-func (d *driver) startOn(st *fsmpb.Step, worker string, defaultTimeout time.Duration) (*handle, *dexv1.Attempt) {
+func (d *driver) startOn(st *fsmpb.Step, worker string, defaultTimeout time.Duration) (*handle, *fsmpb.Attempt) {
 	d.t.Helper()
 	if d.now < st.ReadyAtMs {
 		d.now = st.ReadyAtMs
@@ -226,19 +226,19 @@ func TestRunTimeout_TheDeadlineSurvivesARestart(t *testing.T) {
 
 func TestRunTimeout_IsPartOfTheToolsPolicy(t *testing.T) {
 	d := newRunDriver(t)
-	other := &dexv1.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 60_000}
+	other := &fsmpb.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 60_000}
 	r := d.refused(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
-		WorkerId: "w3", Tools: []*dexv1.ToolSpec{other},
+		WorkerId: "w3", Tools: []*fsmpb.ToolSpec{other},
 	}}}, CodeFailedPrecondition)
 	if !strings.Contains(r.Error(), "run timeout 30s") || !strings.Contains(r.Error(), "run timeout 1m0s") {
 		t.Fatalf("a second run timeout for one tool: %v", r)
 	}
-	same := &dexv1.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000, Description: "other words"}
-	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w3", Tools: []*dexv1.ToolSpec{same}}}})
+	same := &fsmpb.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000, Description: "other words"}
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w3", Tools: []*fsmpb.ToolSpec{same}}}})
 
-	inline := &dexv1.ToolSpec{Name: "quick", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Inline: true, RunTimeoutMs: 1000}
+	inline := &fsmpb.ToolSpec{Name: "quick", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Inline: true, RunTimeoutMs: 1000}
 	if r := d.refused(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
-		WorkerId: "w4", Tools: []*dexv1.ToolSpec{inline},
+		WorkerId: "w4", Tools: []*fsmpb.ToolSpec{inline},
 	}}}, CodeInvalid); !strings.Contains(r.Error(), "inline") {
 		t.Fatalf("inline tool with a run timeout: %v", r)
 	}

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -22,7 +21,7 @@ func (a *applier) checkWorkerServes(st *fsmpb.Step, workerID string) *Rejection 
 	if raw == nil {
 		return nil // a Worker id with no row (commands of old logs, tests): routed by the broker alone
 	}
-	w := raw.(*dexv1.WorkerInfo)
+	w := raw.(*fsmpb.WorkerInfo)
 	if runner == RunsOnModel {
 		for _, ag := range ModelAgents(w) {
 			if ag == st.Agent {

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -66,6 +65,6 @@ func TestServes_AToolStepStartsOnlyOnAWorkerServingItsToolForItsAgent(t *testing
 	d.do(d.startCmd(st, "every"))
 }
 
-func (d *driver) registerTools(id string, tools ...*dexv1.ToolSpec) *fsmpb.Command {
+func (d *driver) registerTools(id string, tools ...*fsmpb.ToolSpec) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: id, Tools: tools}}}
 }

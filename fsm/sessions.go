@@ -106,7 +106,7 @@ func (a *applier) receive(s *fsmpb.Session, m *fsmpb.InboxMessage) {
 // startTurn consumes the inbox into the history and queues the turn's first
 // Step: CompactContext when the history is over the threshold, else RunModel.
 func (a *applier) startTurn(s *fsmpb.Session) {
-	t := &dexv1.Turn{Number: s.NextTurn, Input: dexv1.TurnInput_TURN_INPUT_MESSAGES}
+	t := &fsmpb.Turn{Number: s.NextTurn, Input: dexv1.TurnInput_TURN_INPUT_MESSAGES}
 	s.NextTurn++
 	boundary := s.NextHistory // the turn's own messages start here
 	for _, m := range a.drainInbox(s) {
@@ -216,13 +216,13 @@ func (a *applier) registerWorker(c *fsmpb.RegisterWorker) *Result {
 	if r := a.checkCatalog(c.WorkerId, c.Tools); r != nil {
 		return rejected(r)
 	}
-	a.insert(tableWorkers, &dexv1.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
+	a.insert(tableWorkers, &fsmpb.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
 		ModelRunTimeoutMs: c.ModelRunTimeoutMs, Agents: c.Agents})
 	a.putCatalog(c.WorkerId, c.Tools)
 	return &Result{}
 }
 
-func validateTool(t *dexv1.ToolSpec) *Rejection {
+func validateTool(t *fsmpb.ToolSpec) *Rejection {
 	if r := validID("tool name", t.Name); r != nil {
 		return r
 	}

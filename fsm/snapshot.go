@@ -94,11 +94,11 @@ func writeEventRecord(w io.Writer, ev []byte) error {
 
 func record(raw any) *fsmpb.SnapshotRecord {
 	switch v := raw.(type) {
-	case *dexv1.NodeInfo:
+	case *fsmpb.NodeInfo:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Node{Node: v}}
-	case *dexv1.WorkerInfo:
+	case *fsmpb.WorkerInfo:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Worker{Worker: v}}
-	case *dexv1.ToolSpec:
+	case *fsmpb.ToolSpec:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Tool{Tool: v}}
 	case *fsmpb.WorkerTool:
 		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_WorkerTool{WorkerTool: v}}
@@ -229,8 +229,7 @@ func (f *FSM) Restore(r io.Reader) error {
 // splitV1Session moves the history, inbox and accepted message ids a format-1
 // session carried inline into their rows and fills in the running figures.
 func splitV1Session(tx *memdb.Txn, s *fsmpb.Session) error {
-	for _, h := range s.History {
-		e := fsmpb.HistoryEntryFromAPI(h)
+	for _, e := range s.History {
 		e.SessionId = s.Id
 		s.HistorySize += entrySize(e)
 		e.CumSize = s.HistorySize
@@ -243,8 +242,7 @@ func splitV1Session(tx *memdb.Txn, s *fsmpb.Session) error {
 	}
 	s.HistoryCount = uint64(len(s.History))
 	s.NextInbox = 1
-	for _, m := range s.Inbox {
-		row := fsmpb.InboxMessageFromAPI(m)
+	for _, row := range s.Inbox {
 		row.SessionId, row.Seq = s.Id, s.NextInbox
 		s.NextInbox++
 		if err := tx.Insert(tableInbox, row); err != nil {

@@ -8,14 +8,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // busyState builds a state with every kind of object and Step in it.
 func busyState(t *testing.T) *driver {
 	d := newDriver(t)
-	d.do(&fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &dexv1.NodeInfo{Id: "n1", RaftAddress: "127.0.0.1:7001", GrpcAddress: "127.0.0.1:8001"}}}})
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &fsmpb.NodeInfo{Id: "n1", RaftAddress: "127.0.0.1:7001", GrpcAddress: "127.0.0.1:8001"}}}})
 	childWithToolResults(t, d)
 	d.startNext("c", kRunModel).answer("", call("q", "ask_user", `{"question":"?"}`), call("t", "sleep", `{"seconds":5}`),
 		call("a", "deploy", "{}"), call("b", "build", "{}"), call("e", "send_email", "{}"))
@@ -25,7 +24,7 @@ func busyState(t *testing.T) *driver {
 	// Agents: a session of bot@1 with its RunModel queued, and w1 running
 	// bot@1's model and serving lookup for bot@1 only.
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "g", Agent: "bot@1", MessageId: "gm", Message: "hi bot"}}})
-	tools := []*dexv1.ToolSpec{proto.Clone(demoTools[0]).(*dexv1.ToolSpec)}
+	tools := []*fsmpb.ToolSpec{proto.Clone(demoTools[0]).(*fsmpb.ToolSpec)}
 	tools[0].Agents = []string{"bot@1"}
 	tools = append(tools, demoTools[1:]...)
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w1", Tools: tools, RunsModel: true, Agents: []string{"bot@1"}}}})

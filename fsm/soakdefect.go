@@ -2,7 +2,10 @@
 
 package fsm
 
-import dexv1 "github.com/dexhq/dex/api/dexv1"
+import (
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
 
 // A deliberately broken build (go build -tags soakdefect) that shows the
 // soak's checker at work: a single-attempt tool's Step gets three
@@ -10,7 +13,7 @@ import dexv1 "github.com/dexhq/dex/api/dexv1"
 func init() {
 	for _, k := range kindTable {
 		if k.Kind == dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL {
-			k.Attempts = func(*dexv1.ToolSpec) uint32 { return 3 }
+			k.Attempts = func(*fsmpb.ToolSpec) uint32 { return 3 }
 		}
 	}
 }

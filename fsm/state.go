@@ -94,11 +94,11 @@ func (s *State) StepsWithStatus(st dexv1.StepStatus) []*fsmpb.Step {
 }
 
 // Nodes returns the known node addresses in id order.
-func (s *State) Nodes() []*dexv1.NodeInfo { return all[*dexv1.NodeInfo](s.tx, tableNodes, indexID) }
+func (s *State) Nodes() []*fsmpb.NodeInfo { return all[*fsmpb.NodeInfo](s.tx, tableNodes, indexID) }
 
 // Workers returns the registered Workers in id order.
-func (s *State) Workers() []*dexv1.WorkerInfo {
-	return all[*dexv1.WorkerInfo](s.tx, tableWorkers, indexID)
+func (s *State) Workers() []*fsmpb.WorkerInfo {
+	return all[*fsmpb.WorkerInfo](s.tx, tableWorkers, indexID)
 }
 
 // WatchSet returns a watch that fires on the next applied entry.

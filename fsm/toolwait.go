@@ -58,7 +58,7 @@ func (a *applier) failUnservedStep(c *fsmpb.FailUnservedStep) *Result {
 	case runner == RunsOnModel:
 		why := fmt.Sprintf("no live Worker served %s (its model) for %s", AgentName(st.Agent), waited)
 		if st.Kind == dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
-			a.compactionStepFailed(s, st, &dexv1.Attempt{Error: why})
+			a.compactionStepFailed(s, st, &fsmpb.Attempt{Error: why})
 		} else {
 			a.modelStepFailed(s, st, dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, why, why)
 		}
@@ -75,7 +75,7 @@ func (a *applier) failUnservedStep(c *fsmpb.FailUnservedStep) *Result {
 }
 
 func (a *applier) failToolStep(s *fsmpb.Session, st *fsmpb.Step, why string) {
-	o, content := finalToolOutcome(st, &dexv1.Attempt{Progress: a.progress(s, st), Error: why})
+	o, content := finalToolOutcome(st, &fsmpb.Attempt{Progress: a.progress(s, st), Error: why})
 	a.finish(st, o, content, true)
 	if call := findCall(s, st.CallId); call != nil {
 		a.resolveCall(s, call, o, content)

@@ -10,12 +10,12 @@ import (
 
 // stepSucceeded records a completed attempt's result and moves the turn on,
 // by the Step's kind.
-func (a *applier) stepSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
+func (a *applier) stepSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
 	return Kind(st.Kind).succeeded(a, s, st, c)
 }
 
 // compactionSucceeded stores the one summary and runs the turn's model.
-func (a *applier) compactionSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
+func (a *applier) compactionSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
 	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
 	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
 	s.Summaries++
@@ -26,7 +26,7 @@ func (a *applier) compactionSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *dexv1
 
 // toolSucceeded records a tool's result; a long-running tool's start gives
 // the task the next Steps poll.
-func (a *applier) toolSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
+func (a *applier) toolSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
 	res := c.GetToolResult()
 	call := findCall(s, st.CallId)
 	if call == nil {
@@ -51,7 +51,7 @@ func (a *applier) toolSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *dexv1.Attem
 }
 
 // pollSucceeded polls again until the task is done, then records its result.
-func (a *applier) pollSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *dexv1.AttemptResult) *Rejection {
+func (a *applier) pollSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
 	pr := c.GetPollResult()
 	call := findCall(s, st.CallId)
 	if call == nil {
@@ -69,7 +69,7 @@ func (a *applier) pollSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *dexv1.Attem
 	return nil
 }
 
-func toolOutcome(r *dexv1.ToolResult) dexv1.Outcome {
+func toolOutcome(r *fsmpb.ToolResult) dexv1.Outcome {
 	if r.GetIsError() {
 		return dexv1.Outcome_OUTCOME_FAILED
 	}
@@ -78,7 +78,7 @@ func toolOutcome(r *dexv1.ToolResult) dexv1.Outcome {
 
 // modelOutput commits a RunModel output: it clears the rejected-turn count and
 // closes any error episode, then ends the turn or starts its tool calls.
-func (a *applier) modelOutput(s *fsmpb.Session, st *fsmpb.Step, out *dexv1.ModelOutput) {
+func (a *applier) modelOutput(s *fsmpb.Session, st *fsmpb.Step, out *fsmpb.ModelOutput) {
 	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, out.Text, false)
 	s.RejectedTurns = 0
 	s.ErrorEpisode = false
@@ -97,7 +97,7 @@ func (a *applier) modelOutput(s *fsmpb.Session, st *fsmpb.Step, out *dexv1.Model
 }
 
 // modelAttemptFailed applies docs/model-failures.md to a failed RunModel attempt.
-func (a *applier) modelAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *dexv1.Attempt) {
+func (a *applier) modelAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsmpb.Attempt) {
 	if RetriedInStep(at.ErrorType) && len(st.Attempts) < int(st.MaxAttempts) && a.withinWindow(st) {
 		a.requeue(st)
 		return
@@ -147,7 +147,7 @@ func (a *applier) modelStepFailed(s *fsmpb.Session, st *fsmpb.Step, typ dexv1.Er
 	}
 }
 
-func errorText(at *dexv1.Attempt) string {
+func errorText(at *fsmpb.Attempt) string {
 	msg := at.Error
 	if msg == "" {
 		msg = "no error message"
@@ -214,7 +214,7 @@ func (a *applier) noteToolsRan(s *fsmpb.Session) {
 // compactionAttemptFailed: only the summary call runs again, within the same
 // bounds as RunModel; when they are spent the turn fails and the next message
 // compacts again.
-func (a *applier) compactionAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *dexv1.Attempt) {
+func (a *applier) compactionAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsmpb.Attempt) {
 	if len(st.Attempts) < int(st.MaxAttempts) && a.withinWindow(st) {
 		a.requeue(st)
 		return
@@ -224,7 +224,7 @@ func (a *applier) compactionAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *
 
 // compactionStepFailed ends a CompactContext Step that runs no further
 // attempt: the turn fails and the next message compacts again.
-func (a *applier) compactionStepFailed(s *fsmpb.Session, st *fsmpb.Step, at *dexv1.Attempt) {
+func (a *applier) compactionStepFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsmpb.Attempt) {
 	st.ErrorType = at.ErrorType
 	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, at.Error, true)
 	s.LastError, s.LastErrorType = "compaction failed: "+errorText(at), at.ErrorType
@@ -235,7 +235,7 @@ func (a *applier) compactionStepFailed(s *fsmpb.Session, st *fsmpb.Step, at *dex
 
 // toolAttemptFailed retries a tool Step by its policy; after the last attempt
 // the call records failed or outcome_unknown from the attempt progress.
-func (a *applier) toolAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *dexv1.Attempt) {
+func (a *applier) toolAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsmpb.Attempt) {
 	if len(st.Attempts) < int(st.MaxAttempts) {
 		a.requeue(st)
 		return
@@ -248,7 +248,7 @@ func (a *applier) toolAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *dexv1.
 	}
 }
 
-func finalToolOutcome(st *fsmpb.Step, last *dexv1.Attempt) (dexv1.Outcome, string) {
+func finalToolOutcome(st *fsmpb.Step, last *fsmpb.Attempt) (dexv1.Outcome, string) {
 	why := last.Error
 	if why == "" {
 		why = "no error message"

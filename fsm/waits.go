@@ -10,7 +10,7 @@ import (
 
 // waitingStep finds a Step of the given kind that still waits; a wait that
 // already ended is refused, so it stays recorded once.
-func (a *applier) waitingStep(id string, kind dexv1.StepKind) (*fsmpb.Session, *fsmpb.Step, *dexv1.CallState, *Rejection) {
+func (a *applier) waitingStep(id string, kind dexv1.StepKind) (*fsmpb.Session, *fsmpb.Step, *fsmpb.CallState, *Rejection) {
 	st, r := a.step(id)
 	if r != nil {
 		return nil, nil, nil, r

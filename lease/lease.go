@@ -320,7 +320,7 @@ func (m *Manager) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason strin
 }
 
 // runDeadline is an attempt's stored run deadline (zero: none).
-func runDeadline(at *dexv1.Attempt) time.Time {
+func runDeadline(at *fsmpb.Attempt) time.Time {
 	if at.GetDeadlineMs() == 0 {
 		return time.Time{}
 	}
@@ -328,7 +328,7 @@ func runDeadline(at *dexv1.Attempt) time.Time {
 }
 
 // check returns the running current attempt ref names, or why ref names none.
-func (m *Manager) check(ref *dexv1.AttemptRef) (*dexv1.Attempt, string) {
+func (m *Manager) check(ref *dexv1.AttemptRef) (*fsmpb.Attempt, string) {
 	if ref == nil || ref.StepId == "" {
 		return nil, "no attempt named"
 	}

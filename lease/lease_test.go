@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
 )
@@ -31,19 +32,19 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // startModel creates a session and starts its RunModel Step.
-func (f *fixture) startModel(session string) *dexv1.AttemptRef {
+func (f *fixture) startModel(session string) *fsmpb.AttemptRef {
 	f.t.Helper()
 	f.c.CreateSession(session, "hello")
 	st := f.c.Queued(session)[0]
 	return leasetest.Ref(st.Id, f.c.Start(st.Id, "w1"))
 }
 
-func (f *fixture) attempt(ref *dexv1.AttemptRef) *dexv1.Attempt {
+func (f *fixture) attempt(ref *fsmpb.AttemptRef) *fsmpb.Attempt {
 	st := f.c.State().Step(ref.StepId)
 	return st.Attempts[ref.Attempt-1]
 }
 
-func (f *fixture) expired(ref *dexv1.AttemptRef) bool {
+func (f *fixture) expired(ref *fsmpb.AttemptRef) bool {
 	return f.attempt(ref).Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED
 }
 
@@ -71,7 +72,7 @@ func TestExpiryProposesExpireAttemptAndRequeues(t *testing.T) {
 	if got := f.attempt(ref).Progress; got != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
 		t.Fatalf("progress = %s; want NOT_STARTED (never claimed)", got)
 	}
-	if cancelled, reason := f.m.Heartbeat(ref); !cancelled || !strings.Contains(reason, "expired") {
+	if cancelled, reason := f.m.Heartbeat(ref.API()); !cancelled || !strings.Contains(reason, "expired") {
 		t.Fatalf("heartbeat of an expired attempt = %v %q; want cancelled, expired", cancelled, reason)
 	}
 }
@@ -82,7 +83,7 @@ func TestHeartbeatsKeepAttemptAlive(t *testing.T) {
 	ref := f.startModel("s1")
 	f.m.Arm(ref.StepId, ref.Attempt)
 	for end := time.Now().Add(5 * timeout); time.Now().Before(end); time.Sleep(timeout / 8) {
-		if cancelled, reason := f.m.Heartbeat(ref); cancelled {
+		if cancelled, reason := f.m.Heartbeat(ref.API()); cancelled {
 			t.Fatalf("heartbeat cancelled: %s", reason)
 		}
 	}
@@ -94,7 +95,7 @@ func TestHeartbeatsKeepAttemptAlive(t *testing.T) {
 	if f.m.Armed() != 0 {
 		t.Fatalf("armed = %d after release; want 0", f.m.Armed())
 	}
-	if cancelled, reason := f.m.Heartbeat(ref); !cancelled || !strings.Contains(reason, "completed") {
+	if cancelled, reason := f.m.Heartbeat(ref.API()); !cancelled || !strings.Contains(reason, "completed") {
 		t.Fatalf("heartbeat after completion = %v %q; want cancelled", cancelled, reason)
 	}
 }
@@ -112,22 +113,22 @@ func TestHeartbeatOfReplacedOrForeignAttemptIsCancelled(t *testing.T) {
 
 	cases := []struct {
 		name string
-		ref  *dexv1.AttemptRef
+		ref  *fsmpb.AttemptRef
 		want string
 	}{
 		{"replaced", ref, "replaced"},
-		{"wrong token", &dexv1.AttemptRef{StepId: ref2.StepId, Attempt: 2, Token: "bogus"}, "token"},
-		{"future attempt", &dexv1.AttemptRef{StepId: ref2.StepId, Attempt: 3, Token: ref2.Token}, "no such attempt"},
-		{"unknown step", &dexv1.AttemptRef{StepId: "nope", Attempt: 1}, "does not exist"},
+		{"wrong token", &fsmpb.AttemptRef{StepId: ref2.StepId, Attempt: 2, Token: "bogus"}, "token"},
+		{"future attempt", &fsmpb.AttemptRef{StepId: ref2.StepId, Attempt: 3, Token: ref2.Token}, "no such attempt"},
+		{"unknown step", &fsmpb.AttemptRef{StepId: "nope", Attempt: 1}, "does not exist"},
 		{"nil", nil, "no attempt"},
 	}
 	for _, c := range cases {
-		cancelled, reason := f.m.Heartbeat(c.ref)
+		cancelled, reason := f.m.Heartbeat(c.ref.API())
 		if !cancelled || !strings.Contains(reason, c.want) {
 			t.Errorf("%s: heartbeat = %v %q; want cancelled with %q", c.name, cancelled, reason, c.want)
 		}
 	}
-	if cancelled, reason := f.m.Heartbeat(ref2); cancelled {
+	if cancelled, reason := f.m.Heartbeat(ref2.API()); cancelled {
 		t.Fatalf("current attempt cancelled: %s", reason)
 	}
 	if f.m.Armed() != 1 {
@@ -158,7 +159,7 @@ func TestEstablishRearmsRunningAttemptsWithGrace(t *testing.T) {
 	// The kept attempt's Worker reattaches at once and heartbeats on; the
 	// other one never comes back.
 	heartbeat := func() bool {
-		if cancelled, reason := m2.Heartbeat(kept); cancelled {
+		if cancelled, reason := m2.Heartbeat(kept.API()); cancelled {
 			t.Fatalf("heartbeat of the kept attempt cancelled: %s", reason)
 		}
 		time.Sleep(timeout / 8)
@@ -217,7 +218,7 @@ func TestRevokeStopsEveryLease(t *testing.T) {
 	}
 	f.c.Close() // any proposal from now on fails the test
 	f.m.Arm(a.StepId, a.Attempt)
-	if cancelled, _ := f.m.Heartbeat(a); cancelled {
+	if cancelled, _ := f.m.Heartbeat(a.API()); cancelled {
 		t.Fatal("heartbeat of a running attempt cancelled")
 	}
 	if f.m.Armed() != 0 {

@@ -20,7 +20,7 @@ import (
 
 const runTimeout = 10 * timeout
 
-var slowLookup = &dexv1.ToolSpec{Name: "slow_lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2,
+var slowLookup = &fsmpb.ToolSpec{Name: "slow_lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2,
 	RunTimeoutMs: uint32(runTimeout.Milliseconds())}
 
 type runFixture struct {
@@ -33,7 +33,7 @@ func newRunFixture(t *testing.T) *runFixture {
 	clock := leasetest.NewClock()
 	c.Now = clock.Now
 	c.Do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
-		WorkerId: "w1", Tools: []*dexv1.ToolSpec{slowLookup}, RunsModel: true, ModelRunTimeoutMs: uint32(runTimeout.Milliseconds()),
+		WorkerId: "w1", Tools: []*fsmpb.ToolSpec{slowLookup}, RunsModel: true, ModelRunTimeoutMs: uint32(runTimeout.Milliseconds()),
 	}}})
 	c.BumpEpoch()
 	return &runFixture{fixture: &fixture{t: t, c: c, m: newManager(t, c, clock)}, clock: clock}
@@ -47,7 +47,7 @@ func newManager(t *testing.T, c *leasetest.Cluster, clock *leasetest.Clock) *lea
 
 // startTool starts a session whose model calls slow_lookup, and the tool's
 // first attempt, claimed.
-func (f *runFixture) startTool(session string) *dexv1.AttemptRef {
+func (f *runFixture) startTool(session string) *fsmpb.AttemptRef {
 	f.t.Helper()
 	f.c.CreateSession(session, "go")
 	model := f.c.Queued(session)[0]
@@ -58,19 +58,19 @@ func (f *runFixture) startTool(session string) *dexv1.AttemptRef {
 	return ref
 }
 
-func (f *runFixture) claim(ref *dexv1.AttemptRef) {
+func (f *runFixture) claim(ref *fsmpb.AttemptRef) {
 	f.t.Helper()
-	claim := &dexv1.AttemptRef{StepId: ref.StepId, Attempt: ref.Attempt, Token: ref.Token, Seq: 1}
+	claim := &fsmpb.AttemptRef{StepId: ref.StepId, Attempt: ref.Attempt, Token: ref.Token, Seq: 1}
 	f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: claim}}})
 }
 
 // heartbeatUntil heartbeats on time, moving the clock a quarter of the
 // heartbeat timeout each time, until the reply says cancelled or the clock
 // reaches end; it returns the reason.
-func (f *runFixture) heartbeatUntil(m *lease.Manager, ref *dexv1.AttemptRef, end time.Time) string {
+func (f *runFixture) heartbeatUntil(m *lease.Manager, ref *fsmpb.AttemptRef, end time.Time) string {
 	f.t.Helper()
 	for f.clock.Now().Before(end) {
-		if cancelled, reason := m.Heartbeat(ref); cancelled {
+		if cancelled, reason := m.Heartbeat(ref.API()); cancelled {
 			return reason
 		}
 		f.clock.Advance(timeout / 4)
@@ -78,7 +78,7 @@ func (f *runFixture) heartbeatUntil(m *lease.Manager, ref *dexv1.AttemptRef, end
 	return ""
 }
 
-func (f *runFixture) timedOut(ref *dexv1.AttemptRef) bool {
+func (f *runFixture) timedOut(ref *fsmpb.AttemptRef) bool {
 	at := f.attempt(ref)
 	return at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED && at.ErrorType == dexv1.ErrorType_ERROR_TYPE_TIMEOUT
 }
@@ -96,7 +96,7 @@ func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *test
 	if reason := f.heartbeatUntil(f.m, ref, started.Add(runTimeout)); reason != "" {
 		t.Fatalf("heartbeat cancelled before the run deadline: %s", reason)
 	}
-	cancelled, reason := f.m.Heartbeat(ref)
+	cancelled, reason := f.m.Heartbeat(ref.API())
 	if !cancelled || !strings.Contains(reason, "ran past its run timeout of 400ms") {
 		t.Fatalf("heartbeat at the run deadline = %v %q; want cancelled for the run timeout", cancelled, reason)
 	}
@@ -115,7 +115,7 @@ func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *test
 		t.Fatalf("TimeoutAttempt = %v", to)
 	}
 	leasetest.Eventually(t, "the lease is dropped", func() bool { return f.m.Armed() == 0 })
-	if cancelled, reason := f.m.Heartbeat(ref); !cancelled || !strings.Contains(reason, "run timeout") {
+	if cancelled, reason := f.m.Heartbeat(ref.API()); !cancelled || !strings.Contains(reason, "run timeout") {
 		t.Fatalf("heartbeat after the timeout = %v %q; want cancelled, run timeout", cancelled, reason)
 	}
 }
@@ -128,7 +128,7 @@ func TestRunTimeout_TheLeaseTimerEndsTheAttemptWithoutAHeartbeat(t *testing.T) {
 	f.m.Arm(ref.StepId, ref.Attempt)
 	started := f.clock.Now()
 	f.heartbeatUntil(f.m, ref, started.Add(runTimeout-timeout/4))
-	f.m.Heartbeat(ref)           // the heartbeat deadline is well after the run deadline
+	f.m.Heartbeat(ref.API())     // the heartbeat deadline is well after the run deadline
 	f.clock.Advance(timeout / 2) // past the run deadline
 	leasetest.Eventually(t, "the attempt times out", func() bool { return f.timedOut(ref) })
 	if e := f.c.Count("ExpireAttempt"); e != 0 {
@@ -152,7 +152,7 @@ func TestRunTimeout_EachPolicyDecidesAfterTheTimeout(t *testing.T) {
 	}
 
 	// The leader's default bounds a Step whose policy names none.
-	once := &dexv1.ToolSpec{Name: "charge", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
+	once := &fsmpb.ToolSpec{Name: "charge", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
 	f.c.RegisterWorker("w2", false, once)
 	f.c.CreateSession("s", "go")
 	m := f.c.Queued("s")[0]

@@ -39,7 +39,7 @@ func (m *Node) Applied(a *fsm.Applied) {
 	}
 }
 
-func attemptOf(st *fsm.State, k fsm.AttemptKey) (*fsmpb.Step, *dexv1.Attempt) {
+func attemptOf(st *fsm.State, k fsm.AttemptKey) (*fsmpb.Step, *fsmpb.Attempt) {
 	step := st.Step(k.Step)
 	if step == nil || k.N == 0 || int(k.N) > len(step.Attempts) {
 		return nil, nil
@@ -47,7 +47,7 @@ func attemptOf(st *fsm.State, k fsm.AttemptKey) (*fsmpb.Step, *dexv1.Attempt) {
 	return step, step.Attempts[k.N-1]
 }
 
-func errorType(at *dexv1.Attempt) string {
+func errorType(at *fsmpb.Attempt) string {
 	if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
 		return "none"
 	}

@@ -112,7 +112,7 @@ func (m *Node) Collectors() []prometheus.Collector {
 // HandedOver is dispatch.Config.OnHandedOver: the task of st went to a
 // Worker now. The Step was ready from its ready time (a retry's backoff
 // end) or, for a first attempt, from its creation.
-func (m *Node) HandedOver(st *fsmpb.Step, _ *dexv1.Attempt) {
+func (m *Node) HandedOver(st *fsmpb.Step, _ *fsmpb.Attempt) {
 	o := m.dispatchByKind[st.Kind]
 	if o == nil {
 		return

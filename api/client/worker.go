@@ -624,7 +624,7 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		}
 		// The cluster refuses such an output; fail the attempt with the
 		// reason instead of sending it (unknown: another try may do better).
-		if r := fsm.CheckModelOutput(mo); r != nil {
+		if r := fsm.CheckModelOutput(mo.GetToolCalls()); r != nil {
 			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + r.Reason}}
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}

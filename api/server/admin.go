@@ -100,7 +100,7 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 	self := a.nodeState()
 	infos := map[string]*dexv1.NodeInfo{}
 	for _, ni := range a.node.State().Nodes() {
-		infos[ni.Id] = ni
+		infos[ni.Id] = ni.API()
 	}
 	out := &dexv1.StatusResponse{
 		Leader:       self.LeaderId,
@@ -195,7 +195,7 @@ func (a *Admin) Join(ctx context.Context, req *dexv1.JoinRequest) (*dexv1.JoinRe
 	if err := a.node.AddNonvoter(ctx, n.Id, n.RaftAddress); err != nil {
 		return nil, a.toStatus(ctx, err)
 	}
-	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: n}}}); err != nil {
+	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: fsmpb.NodeInfoFromAPI(n)}}}); err != nil {
 		return nil, err
 	}
 	a.log.Info("node joined as a non-voter", zap.String("node", n.Id), zap.String("raft_address", n.RaftAddress))
@@ -227,7 +227,7 @@ func (a *Admin) RegisterNode(ctx context.Context, req *dexv1.RegisterNodeRequest
 	if !found {
 		return nil, status.Errorf(codes.NotFound, "node %s is not a member of the cluster; join it first", n.Id)
 	}
-	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: n}}}); err != nil {
+	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: fsmpb.NodeInfoFromAPI(n)}}}); err != nil {
 		return nil, err
 	}
 	return &dexv1.RegisterNodeResponse{}, nil

@@ -31,7 +31,7 @@ func (a *Admin) ListWorkers(ctx context.Context, _ *dexv1.ListWorkersRequest) (*
 		}
 	}
 	for _, w := range st.Workers() {
-		ws := &dexv1.WorkerStatus{Worker: w, OpenPolls: uint32(open[w.Id]), Health: health[w.Id]}
+		ws := &dexv1.WorkerStatus{Worker: w.API(), OpenPolls: uint32(open[w.Id]), Health: health[w.Id]}
 		if t, ok := seen[w.Id]; ok {
 			ws.LastContactMs = t.UnixMilli()
 		}

@@ -51,7 +51,7 @@ func NewWorkers(node *cluster.Node, d Dispatch, l Leases, timing WorkerTiming) *
 
 func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerRequest) (*dexv1.RegisterWorkerResponse, error) {
 	_, err := w.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
-		WorkerId: req.WorkerId, Tools: req.Tools, RunsModel: req.RunsModel, ModelRunTimeoutMs: req.ModelRunTimeoutMs,
+		WorkerId: req.WorkerId, Tools: fsmpb.ToolSpecsFromAPI(req.Tools), RunsModel: req.RunsModel, ModelRunTimeoutMs: req.ModelRunTimeoutMs,
 		Agents: req.Agents,
 	}}})
 	if err != nil {
@@ -107,7 +107,7 @@ func (w *Workers) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*
 		return nil, err
 	}
 	w.touchRef(req.Ref)
-	if _, err := w.proposeAttempt(ctx, &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: req.Ref}}}); err != nil {
+	if _, err := w.proposeAttempt(ctx, &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: fsmpb.AttemptRefFromAPI(req.Ref)}}}); err != nil {
 		return nil, err
 	}
 	w.leases.Heartbeat(req.Ref)

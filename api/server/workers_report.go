@@ -21,13 +21,13 @@ func (w *Workers) ReportTask(ctx context.Context, req *dexv1.ReportTaskRequest) 
 		return nil, status.Error(codes.InvalidArgument, "a result (an output or a failure) is required")
 	}
 	// A bad model output is refused before it reaches the log.
-	if r := fsm.CheckModelOutput(req.GetResult().GetModelOutput()); r != nil {
+	if r := fsm.CheckModelOutput(req.GetResult().GetModelOutput().GetToolCalls()); r != nil {
 		return nil, status.Error(codes.InvalidArgument, r.Reason)
 	}
 	w.touchRef(req.Ref)
 	failpoint(FailpointBeforeCommitResult)
 	if _, err := w.proposeAttempt(ctx, &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{
-		Ref: req.Ref, Result: req.Result,
+		Ref: fsmpb.AttemptRefFromAPI(req.Ref), Result: fsmpb.AttemptResultFromAPI(req.Result),
 	}}}); err != nil {
 		return nil, err
 	}

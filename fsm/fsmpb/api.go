@@ -1,19 +1,14 @@
 package fsmpb
 
 import (
-	"fmt"
-
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"google.golang.org/protobuf/proto"
 )
 
 // The state machine stores its rows in these types; the API and the Worker
 // protocol show them as dex.v1 types, converted here. Each pair has the same
 // fields under the same numbers (api_test.go fails when one gains a field the
 // other, or its conversion, lacks), so snapshots written when the state
-// stored the dex.v1 types restore unchanged. Nested messages are shared,
-// not copied: stored rows are never changed in place. A nil row converts to
-// nil.
+// stored the dex.v1 types restore unchanged. A nil row converts to nil.
 
 // API is the event as the API shows it.
 func (e *Event) API() *dexv1.Event {
@@ -59,8 +54,8 @@ func (h *HistoryEntry) API() *dexv1.HistoryEntry {
 		Tool:          h.Tool,
 		Arguments:     h.Arguments,
 		Outcome:       h.Outcome,
-		ToolCalls:     h.ToolCalls,
-		InlineResults: h.InlineResults,
+		ToolCalls:     convertAll(h.ToolCalls, (*ToolCall).API),
+		InlineResults: convertAll(h.InlineResults, (*InlineResult).API),
 		StepId:        h.StepId,
 		MessageId:     h.MessageId,
 		FromSession:   h.FromSession,
@@ -68,38 +63,6 @@ func (h *HistoryEntry) API() *dexv1.HistoryEntry {
 		SessionId:     h.SessionId,
 		CumSize:       h.CumSize,
 	}
-}
-
-// HistoryEntryFromAPI is a dex.v1 history entry as the state stores it (a
-// format-1 snapshot carried a session's history inline in that type).
-func HistoryEntryFromAPI(h *dexv1.HistoryEntry) *HistoryEntry {
-	if h == nil {
-		return nil
-	}
-	return viaWire(h, &HistoryEntry{})
-}
-
-// InboxMessageFromAPI is a dex.v1 message as the state stores it in an
-// inbox (a format-1 snapshot carried a session's inbox inline in that type).
-func InboxMessageFromAPI(m *dexv1.Message) *InboxMessage {
-	if m == nil {
-		return nil
-	}
-	return viaWire(m, &InboxMessage{})
-}
-
-// viaWire copies from into a type with the same fields under the same
-// numbers, through their encoding: for the one rare path, restoring a
-// format-1 snapshot, where a copy by hand is not worth keeping in step.
-func viaWire[T proto.Message](from proto.Message, into T) T {
-	b, err := proto.Marshal(from)
-	if err == nil {
-		err = proto.Unmarshal(b, into)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("fsmpb: %T into %T: %v", from, into, err)) // the same fields: cannot fail
-	}
-	return into
 }
 
 // HistoryAPI converts a page of history entries.
@@ -134,13 +97,13 @@ func (s *Step) API() *dexv1.Step {
 		CallId:         s.CallId,
 		Tool:           s.Tool,
 		Arguments:      s.Arguments,
-		Policy:         s.Policy,
+		Policy:         s.Policy.API(),
 		IdempotencyKey: s.IdempotencyKey,
 		TaskId:         s.TaskId,
 		Status:         s.Status,
 		ReadyAtMs:      s.ReadyAtMs,
 		DueAtMs:        s.DueAtMs,
-		Attempts:       s.Attempts,
+		Attempts:       convertAll(s.Attempts, (*Attempt).API),
 		Outcome:        s.Outcome,
 		Result:         s.Result,
 		IsError:        s.IsError,
@@ -166,9 +129,9 @@ func (s *Session) API() *dexv1.Session {
 		Id:                  s.Id,
 		ParentId:            s.ParentId,
 		Status:              s.Status,
-		History:             s.History,
-		Inbox:               s.Inbox,
-		Turn:                s.Turn,
+		History:             HistoryAPI(s.History),
+		Inbox:               InboxAPI(s.Inbox),
+		Turn:                s.Turn.API(),
 		CompactionThreshold: s.CompactionThreshold,
 		RejectedTurns:       s.RejectedTurns,
 		PauseReason:         s.PauseReason,

@@ -11,28 +11,84 @@ import (
 )
 
 // Each stored type and the API's type for it have the same fields under the
-// same numbers, and the conversions carry every one of them both ways.
-func TestEvent_ConvertsEveryField(t *testing.T) {
-	convertsEveryField(t, &Event{}, &dexv1.Event{},
-		func(m proto.Message) proto.Message { return m.(*Event).API() }, nil)
+// same numbers, nested parts included, and the conversions carry every one
+// of them both ways.
+func TestRows_ConvertEveryField(t *testing.T) {
+	for _, c := range []struct {
+		stored, api proto.Message
+		toAPI, back func(proto.Message) proto.Message
+		apiOnly     []protoreflect.Name
+	}{
+		{&Event{}, &dexv1.Event{}, func(m proto.Message) proto.Message { return m.(*Event).API() }, nil, nil},
+		{&InboxMessage{}, &dexv1.Message{}, func(m proto.Message) proto.Message { return m.(*InboxMessage).API() }, nil, nil},
+		{&Session{}, &dexv1.Session{}, func(m proto.Message) proto.Message { return m.(*Session).API() }, nil, nil},
+		{&Step{}, &dexv1.Step{}, func(m proto.Message) proto.Message { return m.(*Step).API() }, nil, []protoreflect.Name{"waiting_reason"}},
+		{&HistoryEntry{}, &dexv1.HistoryEntry{}, func(m proto.Message) proto.Message { return m.(*HistoryEntry).API() }, nil, nil},
+	} {
+		t.Run(string(c.stored.ProtoReflect().Descriptor().Name()), func(t *testing.T) {
+			convertsEveryField(t, c.stored, c.api, c.toAPI, c.back, c.apiOnly...)
+		})
+	}
 }
 
-func TestInboxMessage_ConvertsEveryField(t *testing.T) {
-	convertsEveryField(t, &InboxMessage{}, &dexv1.Message{},
-		func(m proto.Message) proto.Message { return m.(*InboxMessage).API() },
-		func(m proto.Message) proto.Message { return InboxMessageFromAPI(m.(*dexv1.Message)) })
-}
-
-func TestSession_ConvertsEveryField(t *testing.T) {
-	convertsEveryField(t, &Session{}, &dexv1.Session{},
-		func(m proto.Message) proto.Message { return m.(*Session).API() }, nil)
+// The parts of rows and of the log's commands convert both ways.
+func TestParts_ConvertEveryFieldBothWays(t *testing.T) {
+	for _, c := range []struct {
+		stored, api proto.Message
+		toAPI, back func(proto.Message) proto.Message
+	}{
+		{&Turn{}, &dexv1.Turn{}, func(m proto.Message) proto.Message { return m.(*Turn).API() }, func(m proto.Message) proto.Message { return TurnFromAPI(m.(*dexv1.Turn)) }},
+		{&CallState{}, &dexv1.CallState{}, func(m proto.Message) proto.Message { return m.(*CallState).API() }, func(m proto.Message) proto.Message { return CallStateFromAPI(m.(*dexv1.CallState)) }},
+		{&Attempt{}, &dexv1.Attempt{}, func(m proto.Message) proto.Message { return m.(*Attempt).API() }, func(m proto.Message) proto.Message { return AttemptFromAPI(m.(*dexv1.Attempt)) }},
+		{&ToolSpec{}, &dexv1.ToolSpec{}, func(m proto.Message) proto.Message { return m.(*ToolSpec).API() }, func(m proto.Message) proto.Message { return ToolSpecFromAPI(m.(*dexv1.ToolSpec)) }},
+		{&ToolCall{}, &dexv1.ToolCall{}, func(m proto.Message) proto.Message { return m.(*ToolCall).API() }, func(m proto.Message) proto.Message { return ToolCallFromAPI(m.(*dexv1.ToolCall)) }},
+		{&InlineResult{}, &dexv1.InlineResult{}, func(m proto.Message) proto.Message { return m.(*InlineResult).API() }, func(m proto.Message) proto.Message { return InlineResultFromAPI(m.(*dexv1.InlineResult)) }},
+		{&WorkerInfo{}, &dexv1.WorkerInfo{}, func(m proto.Message) proto.Message { return m.(*WorkerInfo).API() }, func(m proto.Message) proto.Message { return WorkerInfoFromAPI(m.(*dexv1.WorkerInfo)) }},
+		{&NodeInfo{}, &dexv1.NodeInfo{}, func(m proto.Message) proto.Message { return m.(*NodeInfo).API() }, func(m proto.Message) proto.Message { return NodeInfoFromAPI(m.(*dexv1.NodeInfo)) }},
+		{&AttemptRef{}, &dexv1.AttemptRef{}, func(m proto.Message) proto.Message { return m.(*AttemptRef).API() }, func(m proto.Message) proto.Message { return AttemptRefFromAPI(m.(*dexv1.AttemptRef)) }},
+		{&AttemptResult{}, &dexv1.AttemptResult{}, func(m proto.Message) proto.Message { return m.(*AttemptResult).API() }, func(m proto.Message) proto.Message { return AttemptResultFromAPI(m.(*dexv1.AttemptResult)) }},
+		{&ModelOutput{}, &dexv1.ModelOutput{}, func(m proto.Message) proto.Message { return m.(*ModelOutput).API() }, func(m proto.Message) proto.Message { return ModelOutputFromAPI(m.(*dexv1.ModelOutput)) }},
+		{&ToolResult{}, &dexv1.ToolResult{}, func(m proto.Message) proto.Message { return m.(*ToolResult).API() }, func(m proto.Message) proto.Message { return ToolResultFromAPI(m.(*dexv1.ToolResult)) }},
+		{&PollResult{}, &dexv1.PollResult{}, func(m proto.Message) proto.Message { return m.(*PollResult).API() }, func(m proto.Message) proto.Message { return PollResultFromAPI(m.(*dexv1.PollResult)) }},
+		{&AttemptFailure{}, &dexv1.AttemptFailure{}, func(m proto.Message) proto.Message { return m.(*AttemptFailure).API() }, func(m proto.Message) proto.Message { return AttemptFailureFromAPI(m.(*dexv1.AttemptFailure)) }},
+	} {
+		t.Run(string(c.stored.ProtoReflect().Descriptor().Name()), func(t *testing.T) {
+			convertsEveryField(t, c.stored, c.api, c.toAPI, c.back)
+		})
+	}
 }
 
 func TestNilRowsConvertToNil(t *testing.T) {
 	if (*Session)(nil).API() != nil || (*Step)(nil).API() != nil || (*Event)(nil).API() != nil ||
 		(*InboxMessage)(nil).API() != nil || (*HistoryEntry)(nil).API() != nil ||
-		HistoryEntryFromAPI(nil) != nil || InboxMessageFromAPI(nil) != nil {
+		(*Attempt)(nil).API() != nil || AttemptResultFromAPI(nil) != nil || (*AttemptResult)(nil).API() != nil ||
+		ToolSpecFromAPI(nil) != nil || (*Turn)(nil).API() != nil {
 		t.Fatal("a nil row converted to a message")
+	}
+}
+
+// Every message type the state or the log stores is the state machine's
+// own: none of the rows, commands or their parts is a dex.v1 message.
+func TestStoredTypes_AreNotTheAPIs(t *testing.T) {
+	for _, root := range []proto.Message{&Command{}, &SnapshotRecord{}} {
+		seen := map[protoreflect.FullName]bool{}
+		var walk func(md protoreflect.MessageDescriptor)
+		walk = func(md protoreflect.MessageDescriptor) {
+			if seen[md.FullName()] {
+				return
+			}
+			seen[md.FullName()] = true
+			if md.ParentFile().Package() != "dex.fsm.v1" {
+				t.Errorf("%s is stored in the log or a snapshot: give the state machine its own type", md.FullName())
+				return
+			}
+			for i := range md.Fields().Len() {
+				if fd := md.Fields().Get(i); fd.Message() != nil {
+					walk(fd.Message())
+				}
+			}
+		}
+		walk(root.ProtoReflect().Descriptor())
 	}
 }
 
@@ -57,78 +113,120 @@ func TestAclToken_ConvertsEveryFieldButTheHash(t *testing.T) {
 	}
 }
 
-func TestStep_ConvertsEveryField(t *testing.T) {
-	convertsEveryField(t, &Step{}, &dexv1.Step{},
-		func(m proto.Message) proto.Message { return m.(*Step).API() }, nil, "waiting_reason")
-}
-
-func TestHistoryEntry_ConvertsEveryField(t *testing.T) {
-	convertsEveryField(t, &HistoryEntry{}, &dexv1.HistoryEntry{},
-		func(m proto.Message) proto.Message { return m.(*HistoryEntry).API() },
-		func(m proto.Message) proto.Message { return HistoryEntryFromAPI(m.(*dexv1.HistoryEntry)) })
-}
-
-// convertsEveryField sets every field of stored (an empty message) to a value
-// of its own, and wants its conversion to the API type (and back, when back
-// is given) to encode to the same bytes. apiOnly names the API's fields that
-// are filled on reads and never stored.
+// convertsEveryField checks that stored and api have the same shape, then,
+// once for each member of the widest oneof, fills every field of stored (an
+// empty message), nested parts included, with a value of its own, and wants
+// its conversion to the API type (and back, when back is given) to encode
+// to the same bytes. apiOnly names the API's fields that are filled on reads
+// and never stored.
 func convertsEveryField(t *testing.T, stored, api proto.Message, toAPI, back func(proto.Message) proto.Message, apiOnly ...protoreflect.Name) {
 	t.Helper()
-	storedName, apiName := stored.ProtoReflect().Descriptor().FullName(), api.ProtoReflect().Descriptor().FullName()
-	sf, af := stored.ProtoReflect().Descriptor().Fields(), api.ProtoReflect().Descriptor().Fields()
+	sameShape(t, stored.ProtoReflect().Descriptor(), api.ProtoReflect().Descriptor(), apiOnly)
+	det := proto.MarshalOptions{Deterministic: true}
+	for choice := range widestOneof(stored.ProtoReflect().Descriptor(), 0) {
+		m := stored.ProtoReflect().New()
+		fill(t, m, choice, 0)
+		want, err := det.Marshal(m.Interface())
+		if err != nil {
+			t.Fatal(err)
+		}
+		converted := toAPI(m.Interface())
+		if got, _ := det.Marshal(converted); !bytes.Equal(got, want) {
+			t.Fatalf("the conversion to %s dropped or changed a field:\n got %v\nwant %v", api.ProtoReflect().Descriptor().FullName(), converted, m.Interface())
+		}
+		if back == nil {
+			continue
+		}
+		if got, _ := det.Marshal(back(converted)); !bytes.Equal(got, want) {
+			t.Fatalf("the conversion from %s dropped or changed a field:\n got %v\nwant %v", api.ProtoReflect().Descriptor().FullName(), back(converted), m.Interface())
+		}
+	}
+}
+
+// sameShape wants every field of sd in ad under its number, with its name,
+// kind, cardinality and oneof, nested messages of the same shape, and no
+// field of ad missing from sd but those named in apiOnly.
+func sameShape(t *testing.T, sd, ad protoreflect.MessageDescriptor, apiOnly []protoreflect.Name) {
+	t.Helper()
+	sf, af := sd.Fields(), ad.Fields()
 	for _, name := range apiOnly {
 		if af.ByName(name) == nil || sf.ByName(name) != nil {
-			t.Fatalf("%s is to be a field of %s only", name, apiName)
+			t.Fatalf("%s is to be a field of %s only", name, ad.FullName())
 		}
 	}
 	if sf.Len()+len(apiOnly) != af.Len() {
-		t.Fatalf("%s has %d fields, %s %d: give both the field, and the conversions", storedName, sf.Len(), apiName, af.Len())
+		t.Fatalf("%s has %d fields, %s %d: give both the field, and the conversions", sd.FullName(), sf.Len(), ad.FullName(), af.Len())
 	}
-	m := stored.ProtoReflect()
 	for i := range sf.Len() {
 		fd := sf.Get(i)
 		other := af.ByNumber(fd.Number())
-		if other == nil || other.Name() != fd.Name() || other.Kind() != fd.Kind() || other.Cardinality() != fd.Cardinality() {
-			t.Fatalf("field %d %s of %s is not in %s under that number", fd.Number(), fd.Name(), storedName, apiName)
+		if other == nil || other.Name() != fd.Name() || other.Kind() != fd.Kind() || other.Cardinality() != fd.Cardinality() ||
+			(fd.ContainingOneof() == nil) != (other.ContainingOneof() == nil) {
+			t.Fatalf("field %d %s of %s is not in %s under that number, as it is", fd.Number(), fd.Name(), sd.FullName(), ad.FullName())
 		}
-		if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.EnumKind {
-			if fd.Message() != other.Message() || fd.Enum() != other.Enum() {
-				t.Fatalf("field %s of %s has another type than in %s", fd.Name(), storedName, apiName)
-			}
+		if fd.Enum() != other.Enum() {
+			t.Fatalf("field %s of %s has another enum than in %s", fd.Name(), sd.FullName(), ad.FullName())
 		}
-		m.Set(fd, sampleValue(t, m, fd))
-	}
-	det := proto.MarshalOptions{Deterministic: true}
-	want, err := det.Marshal(stored)
-	if err != nil {
-		t.Fatal(err)
-	}
-	converted := toAPI(stored)
-	if got, _ := det.Marshal(converted); !bytes.Equal(got, want) {
-		t.Fatalf("the conversion to %s dropped or changed a field:\n got %v\nwant %v", apiName, converted, stored)
-	}
-	if back == nil {
-		return
-	}
-	if got, _ := det.Marshal(back(converted)); !bytes.Equal(got, want) {
-		t.Fatalf("the conversion from %s dropped or changed a field:\n got %v\nwant %v", apiName, back(converted), stored)
+		if fd.Message() != nil && fd.Message() != other.Message() {
+			sameShape(t, fd.Message(), other.Message(), nil)
+		}
 	}
 }
 
-// sampleValue is a value for fd that no other field of the test has.
-func sampleValue(t *testing.T, m protoreflect.Message, fd protoreflect.FieldDescriptor) protoreflect.Value {
-	n := fd.Number()
-	if fd.IsList() {
-		list := m.NewField(fd).List()
-		if fd.Kind() == protoreflect.StringKind {
-			list.Append(protoreflect.ValueOfString("v-" + string(fd.Name())))
-			return protoreflect.ValueOfList(list)
-		}
-		elem := list.NewElement()
-		markNested(t, elem.Message(), fd)
-		list.Append(elem)
-		return protoreflect.ValueOfList(list)
+// widestOneof is how many members the widest oneof of md or of its nested
+// messages has (1 when none has a oneof).
+func widestOneof(md protoreflect.MessageDescriptor, depth int) int {
+	n := 1
+	for i := range md.Oneofs().Len() {
+		n = max(n, md.Oneofs().Get(i).Fields().Len())
 	}
+	if depth < 8 {
+		for i := range md.Fields().Len() {
+			if sub := md.Fields().Get(i).Message(); sub != nil {
+				n = max(n, widestOneof(sub, depth+1))
+			}
+		}
+	}
+	return n
+}
+
+// fill sets every field of m, and of its nested messages, to a value of its
+// own; of each oneof it sets the member choice names (modulo its size).
+func fill(t *testing.T, m protoreflect.Message, choice, depth int) {
+	t.Helper()
+	if depth > 8 {
+		t.Fatalf("%s nests too deep for this test", m.Descriptor().FullName())
+	}
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if o := fd.ContainingOneof(); o != nil && o.Fields().Get(choice%o.Fields().Len()) != fd {
+			continue
+		}
+		switch {
+		case fd.IsList():
+			list := m.NewField(fd).List()
+			if fd.Kind() == protoreflect.MessageKind {
+				elem := list.NewElement()
+				fill(t, elem.Message(), choice, depth+1)
+				list.Append(elem)
+			} else {
+				list.Append(scalar(t, fd))
+			}
+			m.Set(fd, protoreflect.ValueOfList(list))
+		case fd.Kind() == protoreflect.MessageKind:
+			sub := m.NewField(fd)
+			fill(t, sub.Message(), choice, depth+1)
+			m.Set(fd, sub)
+		default:
+			m.Set(fd, scalar(t, fd))
+		}
+	}
+}
+
+// scalar is a value for fd that no other field of its message has.
+func scalar(t *testing.T, fd protoreflect.FieldDescriptor) protoreflect.Value {
+	n := fd.Number()
 	switch fd.Kind() {
 	case protoreflect.StringKind:
 		return protoreflect.ValueOfString("v-" + string(fd.Name()))
@@ -140,27 +238,10 @@ func sampleValue(t *testing.T, m protoreflect.Message, fd protoreflect.FieldDesc
 		return protoreflect.ValueOfUint32(uint32(n))
 	case protoreflect.BoolKind:
 		return protoreflect.ValueOfBool(true)
-	case protoreflect.MessageKind:
-		msg := m.NewField(fd).Message()
-		markNested(t, msg, fd)
-		return protoreflect.ValueOfMessage(msg)
 	case protoreflect.EnumKind:
 		values := fd.Enum().Values()
 		return protoreflect.ValueOfEnum(values.Get(values.Len() - 1).Number())
 	}
 	t.Fatalf("field %s: kind %s not handled by this test", fd.Name(), fd.Kind())
 	return protoreflect.Value{}
-}
-
-// markNested sets the first string field of a nested message, so that the
-// conversion is seen to carry it.
-func markNested(t *testing.T, msg protoreflect.Message, fd protoreflect.FieldDescriptor) {
-	fields := msg.Descriptor().Fields()
-	for i := range fields.Len() {
-		if f := fields.Get(i); f.Kind() == protoreflect.StringKind && !f.IsList() {
-			msg.Set(f, protoreflect.ValueOfString("v-"+string(fd.Name())))
-			return
-		}
-	}
-	t.Fatalf("field %s: %s has no string field for this test to set", fd.Name(), msg.Descriptor().FullName())
 }

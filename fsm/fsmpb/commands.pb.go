@@ -11,13 +11,12 @@
 package fsmpb
 
 import (
-	reflect "reflect"
-	sync "sync"
-	unsafe "unsafe"
-
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	reflect "reflect"
+	sync "sync"
+	unsafe "unsafe"
 )
 
 const (
@@ -775,7 +774,7 @@ func (x *SendMessage) GetFromSession() string {
 type RegisterWorker struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId  string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Tools     []*dexv1.ToolSpec      `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	Tools     []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	RunsModel bool                   `protobuf:"varint,3,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
 	// Run timeout of its RunModel and CompactContext attempts (0: the default).
 	ModelRunTimeoutMs uint32 `protobuf:"varint,4,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
@@ -822,7 +821,7 @@ func (x *RegisterWorker) GetWorkerId() string {
 	return ""
 }
 
-func (x *RegisterWorker) GetTools() []*dexv1.ToolSpec {
+func (x *RegisterWorker) GetTools() []*ToolSpec {
 	if x != nil {
 		return x.Tools
 	}
@@ -975,7 +974,7 @@ func (x *StartAttempt) GetDefaultRunTimeoutMs() uint32 {
 
 type ClaimAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1010,7 +1009,7 @@ func (*ClaimAttempt) Descriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *ClaimAttempt) GetRef() *dexv1.AttemptRef {
+func (x *ClaimAttempt) GetRef() *AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
@@ -1020,7 +1019,7 @@ func (x *ClaimAttempt) GetRef() *dexv1.AttemptRef {
 // Deprecated: logs written before ReportAttempt; still applied, never proposed.
 type CompleteAttempt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Ref   *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Ref   *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// Types that are valid to be assigned to Result:
 	//
 	//	*CompleteAttempt_ModelOutput
@@ -1062,7 +1061,7 @@ func (*CompleteAttempt) Descriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *CompleteAttempt) GetRef() *dexv1.AttemptRef {
+func (x *CompleteAttempt) GetRef() *AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
@@ -1076,7 +1075,7 @@ func (x *CompleteAttempt) GetResult() isCompleteAttempt_Result {
 	return nil
 }
 
-func (x *CompleteAttempt) GetModelOutput() *dexv1.ModelOutput {
+func (x *CompleteAttempt) GetModelOutput() *ModelOutput {
 	if x != nil {
 		if x, ok := x.Result.(*CompleteAttempt_ModelOutput); ok {
 			return x.ModelOutput
@@ -1085,7 +1084,7 @@ func (x *CompleteAttempt) GetModelOutput() *dexv1.ModelOutput {
 	return nil
 }
 
-func (x *CompleteAttempt) GetToolResult() *dexv1.ToolResult {
+func (x *CompleteAttempt) GetToolResult() *ToolResult {
 	if x != nil {
 		if x, ok := x.Result.(*CompleteAttempt_ToolResult); ok {
 			return x.ToolResult
@@ -1094,7 +1093,7 @@ func (x *CompleteAttempt) GetToolResult() *dexv1.ToolResult {
 	return nil
 }
 
-func (x *CompleteAttempt) GetPollResult() *dexv1.PollResult {
+func (x *CompleteAttempt) GetPollResult() *PollResult {
 	if x != nil {
 		if x, ok := x.Result.(*CompleteAttempt_PollResult); ok {
 			return x.PollResult
@@ -1117,15 +1116,15 @@ type isCompleteAttempt_Result interface {
 }
 
 type CompleteAttempt_ModelOutput struct {
-	ModelOutput *dexv1.ModelOutput `protobuf:"bytes,2,opt,name=model_output,json=modelOutput,proto3,oneof"`
+	ModelOutput *ModelOutput `protobuf:"bytes,2,opt,name=model_output,json=modelOutput,proto3,oneof"`
 }
 
 type CompleteAttempt_ToolResult struct {
-	ToolResult *dexv1.ToolResult `protobuf:"bytes,3,opt,name=tool_result,json=toolResult,proto3,oneof"`
+	ToolResult *ToolResult `protobuf:"bytes,3,opt,name=tool_result,json=toolResult,proto3,oneof"`
 }
 
 type CompleteAttempt_PollResult struct {
-	PollResult *dexv1.PollResult `protobuf:"bytes,4,opt,name=poll_result,json=pollResult,proto3,oneof"`
+	PollResult *PollResult `protobuf:"bytes,4,opt,name=poll_result,json=pollResult,proto3,oneof"`
 }
 
 type CompleteAttempt_Summary struct {
@@ -1143,7 +1142,7 @@ func (*CompleteAttempt_Summary) isCompleteAttempt_Result() {}
 // Deprecated: logs written before ReportAttempt; still applied, never proposed.
 type FailAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	ErrorType     dexv1.ErrorType        `protobuf:"varint,2,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
 	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1180,7 +1179,7 @@ func (*FailAttempt) Descriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *FailAttempt) GetRef() *dexv1.AttemptRef {
+func (x *FailAttempt) GetRef() *AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
@@ -1700,7 +1699,7 @@ func (x *EditHistory) GetNote() string {
 
 type SetNode struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          *dexv1.NodeInfo        `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Node          *NodeInfo              `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1735,7 +1734,7 @@ func (*SetNode) Descriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *SetNode) GetNode() *dexv1.NodeInfo {
+func (x *SetNode) GetNode() *NodeInfo {
 	if x != nil {
 		return x.Node
 	}
@@ -2263,8 +2262,8 @@ func (x *TimeoutAttempt) GetEpoch() uint64 {
 // replaces CompleteAttempt and FailAttempt, which older logs still hold.
 type ReportAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *dexv1.AttemptRef      `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	Result        *dexv1.AttemptResult   `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Result        *AttemptResult         `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2299,14 +2298,14 @@ func (*ReportAttempt) Descriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
 }
 
-func (x *ReportAttempt) GetRef() *dexv1.AttemptRef {
+func (x *ReportAttempt) GetRef() *AttemptRef {
 	if x != nil {
 		return x.Ref
 	}
 	return nil
 }
 
-func (x *ReportAttempt) GetResult() *dexv1.AttemptResult {
+func (x *ReportAttempt) GetResult() *AttemptResult {
 	if x != nil {
 		return x.Result
 	}
@@ -2525,6 +2524,435 @@ func (x *CancelTurn) GetReason() string {
 	return ""
 }
 
+// Names one attempt of a Step and the Worker's call within it.
+type AttemptRef struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	StepId  string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Token   string                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// Per-attempt sequence number of the Worker's logged calls (claim 1, ...).
+	Seq           uint64 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptRef) Reset() {
+	*x = AttemptRef{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptRef) ProtoMessage() {}
+
+func (x *AttemptRef) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
+func (*AttemptRef) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AttemptRef) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *AttemptRef) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *AttemptRef) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *AttemptRef) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// How an attempt ended.
+type AttemptResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*AttemptResult_ModelOutput
+	//	*AttemptResult_ToolResult
+	//	*AttemptResult_PollResult
+	//	*AttemptResult_Summary
+	//	*AttemptResult_Failure
+	Outcome       isAttemptResult_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptResult) Reset() {
+	*x = AttemptResult{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptResult) ProtoMessage() {}
+
+func (x *AttemptResult) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
+func (*AttemptResult) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetModelOutput() *ModelOutput {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_ModelOutput); ok {
+			return x.ModelOutput
+		}
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetToolResult() *ToolResult {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_ToolResult); ok {
+			return x.ToolResult
+		}
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetPollResult() *PollResult {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_PollResult); ok {
+			return x.PollResult
+		}
+	}
+	return nil
+}
+
+func (x *AttemptResult) GetSummary() string {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_Summary); ok {
+			return x.Summary
+		}
+	}
+	return ""
+}
+
+func (x *AttemptResult) GetFailure() *AttemptFailure {
+	if x != nil {
+		if x, ok := x.Outcome.(*AttemptResult_Failure); ok {
+			return x.Failure
+		}
+	}
+	return nil
+}
+
+type isAttemptResult_Outcome interface {
+	isAttemptResult_Outcome()
+}
+
+type AttemptResult_ModelOutput struct {
+	ModelOutput *ModelOutput `protobuf:"bytes,1,opt,name=model_output,json=modelOutput,proto3,oneof"`
+}
+
+type AttemptResult_ToolResult struct {
+	ToolResult *ToolResult `protobuf:"bytes,2,opt,name=tool_result,json=toolResult,proto3,oneof"`
+}
+
+type AttemptResult_PollResult struct {
+	PollResult *PollResult `protobuf:"bytes,3,opt,name=poll_result,json=pollResult,proto3,oneof"`
+}
+
+type AttemptResult_Summary struct {
+	// CompactContext: the summary of the compacted entries.
+	Summary string `protobuf:"bytes,4,opt,name=summary,proto3,oneof"`
+}
+
+type AttemptResult_Failure struct {
+	Failure *AttemptFailure `protobuf:"bytes,5,opt,name=failure,proto3,oneof"`
+}
+
+func (*AttemptResult_ModelOutput) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_ToolResult) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_PollResult) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_Summary) isAttemptResult_Outcome() {}
+
+func (*AttemptResult_Failure) isAttemptResult_Outcome() {}
+
+type ModelOutput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	ToolCalls     []*ToolCall            `protobuf:"bytes,2,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	InlineResults []*InlineResult        `protobuf:"bytes,3,rep,name=inline_results,json=inlineResults,proto3" json:"inline_results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelOutput) Reset() {
+	*x = ModelOutput{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelOutput) ProtoMessage() {}
+
+func (x *ModelOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
+func (*ModelOutput) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ModelOutput) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ModelOutput) GetToolCalls() []*ToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *ModelOutput) GetInlineResults() []*InlineResult {
+	if x != nil {
+		return x.InlineResults
+	}
+	return nil
+}
+
+type ToolResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// The tool ran and answered with an error.
+	IsError bool `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// A long-running tool's start returns the task to poll.
+	TaskId        string `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolResult) Reset() {
+	*x = ToolResult{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolResult) ProtoMessage() {}
+
+func (x *ToolResult) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
+func (*ToolResult) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ToolResult) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *ToolResult) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *ToolResult) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+type PollResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Done  bool                   `protobuf:"varint,1,opt,name=done,proto3" json:"done,omitempty"`
+	// Set when done.
+	Result        *ToolResult `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollResult) Reset() {
+	*x = PollResult{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollResult) ProtoMessage() {}
+
+func (x *PollResult) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
+func (*PollResult) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PollResult) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *PollResult) GetResult() *ToolResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type AttemptFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ErrorType     dexv1.ErrorType        `protobuf:"varint,1,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptFailure) Reset() {
+	*x = AttemptFailure{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptFailure) ProtoMessage() {}
+
+func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
+func (*AttemptFailure) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *AttemptFailure) GetErrorType() dexv1.ErrorType {
+	if x != nil {
+		return x.ErrorType
+	}
+	return dexv1.ErrorType(0)
+}
+
+func (x *AttemptFailure) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
@@ -2588,10 +3016,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12!\n" +
-	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"\xbd\x01\n" +
+	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"\xc1\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12&\n" +
-	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x1d\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12*\n" +
+	"\x05tools\x18\x02 \x03(\v2\x14.dex.fsm.v1.ToolSpecR\x05tools\x12\x1d\n" +
 	"\n" +
 	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
 	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
@@ -2603,20 +3031,20 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x123\n" +
-	"\x16default_run_timeout_ms\x18\x05 \x01(\rR\x13defaultRunTimeoutMs\"4\n" +
-	"\fClaimAttempt\x12$\n" +
-	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\"\x85\x02\n" +
-	"\x0fCompleteAttempt\x12$\n" +
-	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x128\n" +
-	"\fmodel_output\x18\x02 \x01(\v2\x13.dex.v1.ModelOutputH\x00R\vmodelOutput\x125\n" +
-	"\vtool_result\x18\x03 \x01(\v2\x12.dex.v1.ToolResultH\x00R\n" +
-	"toolResult\x125\n" +
-	"\vpoll_result\x18\x04 \x01(\v2\x12.dex.v1.PollResultH\x00R\n" +
+	"\x16default_run_timeout_ms\x18\x05 \x01(\rR\x13defaultRunTimeoutMs\"8\n" +
+	"\fClaimAttempt\x12(\n" +
+	"\x03ref\x18\x01 \x01(\v2\x16.dex.fsm.v1.AttemptRefR\x03ref\"\x95\x02\n" +
+	"\x0fCompleteAttempt\x12(\n" +
+	"\x03ref\x18\x01 \x01(\v2\x16.dex.fsm.v1.AttemptRefR\x03ref\x12<\n" +
+	"\fmodel_output\x18\x02 \x01(\v2\x17.dex.fsm.v1.ModelOutputH\x00R\vmodelOutput\x129\n" +
+	"\vtool_result\x18\x03 \x01(\v2\x16.dex.fsm.v1.ToolResultH\x00R\n" +
+	"toolResult\x129\n" +
+	"\vpoll_result\x18\x04 \x01(\v2\x16.dex.fsm.v1.PollResultH\x00R\n" +
 	"pollResult\x12\x1a\n" +
 	"\asummary\x18\x05 \x01(\tH\x00R\asummaryB\b\n" +
-	"\x06result\"{\n" +
-	"\vFailAttempt\x12$\n" +
-	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x120\n" +
+	"\x06result\"\x7f\n" +
+	"\vFailAttempt\x12(\n" +
+	"\x03ref\x18\x01 \x01(\v2\x16.dex.fsm.v1.AttemptRefR\x03ref\x120\n" +
 	"\n" +
 	"error_type\x18\x02 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\"X\n" +
@@ -2652,9 +3080,9 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12*\n" +
 	"\x11truncate_from_seq\x18\x02 \x01(\x04R\x0ftruncateFromSeq\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"/\n" +
-	"\aSetNode\x12$\n" +
-	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\"%\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"3\n" +
+	"\aSetNode\x12(\n" +
+	"\x04node\x18\x01 \x01(\v2\x14.dex.fsm.v1.NodeInfoR\x04node\"%\n" +
 	"\n" +
 	"RemoveNode\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"c\n" +
@@ -2690,10 +3118,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x0eTimeoutAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"d\n" +
-	"\rReportAttempt\x12$\n" +
-	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12-\n" +
-	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"-\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"l\n" +
+	"\rReportAttempt\x12(\n" +
+	"\x03ref\x18\x01 \x01(\v2\x16.dex.fsm.v1.AttemptRefR\x03ref\x121\n" +
+	"\x06result\x18\x02 \x01(\v2\x19.dex.fsm.v1.AttemptResultR\x06result\"-\n" +
 	"\fSetClusterId\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"W\n" +
@@ -2707,7 +3135,40 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reasonB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"g\n" +
+	"\n" +
+	"AttemptRef\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12\x10\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xa2\x02\n" +
+	"\rAttemptResult\x12<\n" +
+	"\fmodel_output\x18\x01 \x01(\v2\x17.dex.fsm.v1.ModelOutputH\x00R\vmodelOutput\x129\n" +
+	"\vtool_result\x18\x02 \x01(\v2\x16.dex.fsm.v1.ToolResultH\x00R\n" +
+	"toolResult\x129\n" +
+	"\vpoll_result\x18\x03 \x01(\v2\x16.dex.fsm.v1.PollResultH\x00R\n" +
+	"pollResult\x12\x1a\n" +
+	"\asummary\x18\x04 \x01(\tH\x00R\asummary\x126\n" +
+	"\afailure\x18\x05 \x01(\v2\x1a.dex.fsm.v1.AttemptFailureH\x00R\afailureB\t\n" +
+	"\aoutcome\"\x97\x01\n" +
+	"\vModelOutput\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x123\n" +
+	"\n" +
+	"tool_calls\x18\x02 \x03(\v2\x14.dex.fsm.v1.ToolCallR\ttoolCalls\x12?\n" +
+	"\x0einline_results\x18\x03 \x03(\v2\x18.dex.fsm.v1.InlineResultR\rinlineResults\"Z\n" +
+	"\n" +
+	"ToolResult\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x19\n" +
+	"\bis_error\x18\x02 \x01(\bR\aisError\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"P\n" +
+	"\n" +
+	"PollResult\x12\x12\n" +
+	"\x04done\x18\x01 \x01(\bR\x04done\x12.\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.dex.fsm.v1.ToolResultR\x06result\"X\n" +
+	"\x0eAttemptFailure\x120\n" +
+	"\n" +
+	"error_type\x18\x01 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05errorB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_commands_proto_rawDescOnce sync.Once
@@ -2721,53 +3182,56 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
-	(*Command)(nil),             // 0: dex.fsm.v1.Command
-	(*CreateSession)(nil),       // 1: dex.fsm.v1.CreateSession
-	(*SendMessage)(nil),         // 2: dex.fsm.v1.SendMessage
-	(*RegisterWorker)(nil),      // 3: dex.fsm.v1.RegisterWorker
-	(*BumpEpoch)(nil),           // 4: dex.fsm.v1.BumpEpoch
-	(*StartAttempt)(nil),        // 5: dex.fsm.v1.StartAttempt
-	(*ClaimAttempt)(nil),        // 6: dex.fsm.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),     // 7: dex.fsm.v1.CompleteAttempt
-	(*FailAttempt)(nil),         // 8: dex.fsm.v1.FailAttempt
-	(*ExpireAttempt)(nil),       // 9: dex.fsm.v1.ExpireAttempt
-	(*ResolveApproval)(nil),     // 10: dex.fsm.v1.ResolveApproval
-	(*AnswerQuestion)(nil),      // 11: dex.fsm.v1.AnswerQuestion
-	(*FireTimer)(nil),           // 12: dex.fsm.v1.FireTimer
-	(*ResumeSession)(nil),       // 13: dex.fsm.v1.ResumeSession
-	(*RestartSessions)(nil),     // 14: dex.fsm.v1.RestartSessions
-	(*ResumeErrored)(nil),       // 15: dex.fsm.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),    // 16: dex.fsm.v1.ReconcileOutcome
-	(*EditHistory)(nil),         // 17: dex.fsm.v1.EditHistory
-	(*SetNode)(nil),             // 18: dex.fsm.v1.SetNode
-	(*RemoveNode)(nil),          // 19: dex.fsm.v1.RemoveNode
-	(*SetEventRetention)(nil),   // 20: dex.fsm.v1.SetEventRetention
-	(*PruneEvents)(nil),         // 21: dex.fsm.v1.PruneEvents
-	(*DeregisterWorker)(nil),    // 22: dex.fsm.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),    // 23: dex.fsm.v1.FailUnservedStep
-	(*DeleteSession)(nil),       // 24: dex.fsm.v1.DeleteSession
-	(*PurgeSession)(nil),        // 25: dex.fsm.v1.PurgeSession
-	(*ExpireSessions)(nil),      // 26: dex.fsm.v1.ExpireSessions
-	(*TimeoutAttempt)(nil),      // 27: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),       // 28: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),        // 29: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),         // 30: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),         // 31: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),          // 32: dex.fsm.v1.CancelTurn
-	(*dexv1.ToolSpec)(nil),      // 33: dex.v1.ToolSpec
-	(*dexv1.AttemptRef)(nil),    // 34: dex.v1.AttemptRef
-	(*dexv1.ModelOutput)(nil),   // 35: dex.v1.ModelOutput
-	(*dexv1.ToolResult)(nil),    // 36: dex.v1.ToolResult
-	(*dexv1.PollResult)(nil),    // 37: dex.v1.PollResult
-	(dexv1.ErrorType)(0),        // 38: dex.v1.ErrorType
-	(dexv1.ResumeChoice)(0),     // 39: dex.v1.ResumeChoice
-	(dexv1.Outcome)(0),          // 40: dex.v1.Outcome
-	(*dexv1.NodeInfo)(nil),      // 41: dex.v1.NodeInfo
-	(*EventRetention)(nil),      // 42: dex.fsm.v1.EventRetention
-	(*dexv1.AttemptResult)(nil), // 43: dex.v1.AttemptResult
-	(*AclToken)(nil),            // 44: dex.fsm.v1.AclToken
+	(*Command)(nil),           // 0: dex.fsm.v1.Command
+	(*CreateSession)(nil),     // 1: dex.fsm.v1.CreateSession
+	(*SendMessage)(nil),       // 2: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),    // 3: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),         // 4: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),      // 5: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),      // 6: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),   // 7: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),       // 8: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),     // 9: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),   // 10: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),    // 11: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),         // 12: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),     // 13: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),   // 14: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),     // 15: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),  // 16: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),       // 17: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),           // 18: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),        // 19: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil), // 20: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),       // 21: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),  // 22: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),  // 23: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),     // 24: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),      // 25: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),    // 26: dex.fsm.v1.ExpireSessions
+	(*TimeoutAttempt)(nil),    // 27: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),     // 28: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),      // 29: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),       // 30: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),       // 31: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),        // 32: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),        // 33: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),     // 34: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),       // 35: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),        // 36: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),        // 37: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),    // 38: dex.fsm.v1.AttemptFailure
+	(*ToolSpec)(nil),          // 39: dex.fsm.v1.ToolSpec
+	(dexv1.ErrorType)(0),      // 40: dex.v1.ErrorType
+	(dexv1.ResumeChoice)(0),   // 41: dex.v1.ResumeChoice
+	(dexv1.Outcome)(0),        // 42: dex.v1.Outcome
+	(*NodeInfo)(nil),          // 43: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),    // 44: dex.fsm.v1.EventRetention
+	(*AclToken)(nil),          // 45: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),          // 46: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),      // 47: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -2802,26 +3266,34 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	30, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
 	31, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
 	32, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
-	33, // 32: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.v1.ToolSpec
-	34, // 33: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.v1.AttemptRef
-	34, // 34: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.v1.AttemptRef
-	35, // 35: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.v1.ModelOutput
-	36, // 36: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.v1.ToolResult
-	37, // 37: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.v1.PollResult
-	34, // 38: dex.fsm.v1.FailAttempt.ref:type_name -> dex.v1.AttemptRef
-	38, // 39: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	39, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
-	40, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
-	41, // 42: dex.fsm.v1.SetNode.node:type_name -> dex.v1.NodeInfo
-	42, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	34, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.v1.AttemptRef
-	43, // 45: dex.fsm.v1.ReportAttempt.result:type_name -> dex.v1.AttemptResult
-	44, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	39, // 32: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	33, // 33: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	33, // 34: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	35, // 35: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	36, // 36: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	37, // 37: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	33, // 38: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	40, // 39: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
+	41, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
+	42, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	43, // 42: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	44, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	33, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	34, // 45: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	45, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	35, // 47: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	36, // 48: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	37, // 49: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	38, // 50: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	46, // 51: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	47, // 52: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	36, // 53: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	40, // 54: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -2870,13 +3342,20 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
+	file_dex_fsm_v1_commands_proto_msgTypes[34].OneofWrappers = []any{
+		(*AttemptResult_ModelOutput)(nil),
+		(*AttemptResult_ToolResult)(nil),
+		(*AttemptResult_PollResult)(nil),
+		(*AttemptResult_Summary)(nil),
+		(*AttemptResult_Failure)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

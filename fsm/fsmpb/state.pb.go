@@ -12,13 +12,12 @@
 package fsmpb
 
 import (
-	reflect "reflect"
-	sync "sync"
-	unsafe "unsafe"
-
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	reflect "reflect"
+	sync "sync"
+	unsafe "unsafe"
 )
 
 const (
@@ -338,10 +337,10 @@ type Session struct {
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	ParentId string                 `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
 	Status   dexv1.SessionStatus    `protobuf:"varint,3,opt,name=status,proto3,enum=dex.v1.SessionStatus" json:"status,omitempty"`
-	History  []*dexv1.HistoryEntry  `protobuf:"bytes,4,rep,name=history,proto3" json:"history,omitempty"`
-	Inbox    []*dexv1.Message       `protobuf:"bytes,5,rep,name=inbox,proto3" json:"inbox,omitempty"`
+	History  []*HistoryEntry        `protobuf:"bytes,4,rep,name=history,proto3" json:"history,omitempty"`
+	Inbox    []*InboxMessage        `protobuf:"bytes,5,rep,name=inbox,proto3" json:"inbox,omitempty"`
 	// The turn in progress, or kept after a failure so it can be retried.
-	Turn *dexv1.Turn `protobuf:"bytes,6,opt,name=turn,proto3" json:"turn,omitempty"`
+	Turn *Turn `protobuf:"bytes,6,opt,name=turn,proto3" json:"turn,omitempty"`
 	// History size in characters above which a turn compacts first (0: never).
 	CompactionThreshold uint64 `protobuf:"varint,7,opt,name=compaction_threshold,json=compactionThreshold,proto3" json:"compaction_threshold,omitempty"`
 	// Non-retryable failures in a row of a turn with pending tool results.
@@ -439,21 +438,21 @@ func (x *Session) GetStatus() dexv1.SessionStatus {
 	return dexv1.SessionStatus(0)
 }
 
-func (x *Session) GetHistory() []*dexv1.HistoryEntry {
+func (x *Session) GetHistory() []*HistoryEntry {
 	if x != nil {
 		return x.History
 	}
 	return nil
 }
 
-func (x *Session) GetInbox() []*dexv1.Message {
+func (x *Session) GetInbox() []*InboxMessage {
 	if x != nil {
 		return x.Inbox
 	}
 	return nil
 }
 
-func (x *Session) GetTurn() *dexv1.Turn {
+func (x *Session) GetTurn() *Turn {
 	if x != nil {
 		return x.Turn
 	}
@@ -760,19 +759,19 @@ type Step struct {
 	CallId         string                 `protobuf:"bytes,5,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	Tool           string                 `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
 	Arguments      string                 `protobuf:"bytes,7,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	Policy         *dexv1.ToolSpec        `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy         *ToolSpec              `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
 	IdempotencyKey string                 `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	TaskId         string                 `protobuf:"bytes,10,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Status         dexv1.StepStatus       `protobuf:"varint,11,opt,name=status,proto3,enum=dex.v1.StepStatus" json:"status,omitempty"`
 	// Not handed out before this time (retry backoff, poll interval).
 	ReadyAtMs int64 `protobuf:"varint,12,opt,name=ready_at_ms,json=readyAtMs,proto3" json:"ready_at_ms,omitempty"`
 	// AwaitTimer: when it fires.
-	DueAtMs     int64            `protobuf:"varint,13,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
-	Attempts    []*dexv1.Attempt `protobuf:"bytes,14,rep,name=attempts,proto3" json:"attempts,omitempty"`
-	Outcome     dexv1.Outcome    `protobuf:"varint,15,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
-	Result      string           `protobuf:"bytes,16,opt,name=result,proto3" json:"result,omitempty"`
-	IsError     bool             `protobuf:"varint,17,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
-	CreatedAtMs int64            `protobuf:"varint,18,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	DueAtMs     int64         `protobuf:"varint,13,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	Attempts    []*Attempt    `protobuf:"bytes,14,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	Outcome     dexv1.Outcome `protobuf:"varint,15,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	Result      string        `protobuf:"bytes,16,opt,name=result,proto3" json:"result,omitempty"`
+	IsError     bool          `protobuf:"varint,17,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	CreatedAtMs int64         `protobuf:"varint,18,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	// Dispatch order: a global counter, so queues are FIFO across restarts.
 	QueueSeq uint64 `protobuf:"varint,19,opt,name=queue_seq,json=queueSeq,proto3" json:"queue_seq,omitempty"`
 	// AwaitQuestionAnswer: the question; AwaitToolApproval: what is asked.
@@ -872,7 +871,7 @@ func (x *Step) GetArguments() string {
 	return ""
 }
 
-func (x *Step) GetPolicy() *dexv1.ToolSpec {
+func (x *Step) GetPolicy() *ToolSpec {
 	if x != nil {
 		return x.Policy
 	}
@@ -914,7 +913,7 @@ func (x *Step) GetDueAtMs() int64 {
 	return 0
 }
 
-func (x *Step) GetAttempts() []*dexv1.Attempt {
+func (x *Step) GetAttempts() []*Attempt {
 	if x != nil {
 		return x.Attempts
 	}
@@ -1019,8 +1018,8 @@ type HistoryEntry struct {
 	Tool          string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
 	Arguments     string                 `protobuf:"bytes,6,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	Outcome       dexv1.Outcome          `protobuf:"varint,7,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
-	ToolCalls     []*dexv1.ToolCall      `protobuf:"bytes,8,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
-	InlineResults []*dexv1.InlineResult  `protobuf:"bytes,9,rep,name=inline_results,json=inlineResults,proto3" json:"inline_results,omitempty"`
+	ToolCalls     []*ToolCall            `protobuf:"bytes,8,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	InlineResults []*InlineResult        `protobuf:"bytes,9,rep,name=inline_results,json=inlineResults,proto3" json:"inline_results,omitempty"`
 	StepId        string                 `protobuf:"bytes,10,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	MessageId     string                 `protobuf:"bytes,11,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	FromSession   string                 `protobuf:"bytes,12,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
@@ -1112,14 +1111,14 @@ func (x *HistoryEntry) GetOutcome() dexv1.Outcome {
 	return dexv1.Outcome(0)
 }
 
-func (x *HistoryEntry) GetToolCalls() []*dexv1.ToolCall {
+func (x *HistoryEntry) GetToolCalls() []*ToolCall {
 	if x != nil {
 		return x.ToolCalls
 	}
 	return nil
 }
 
-func (x *HistoryEntry) GetInlineResults() []*dexv1.InlineResult {
+func (x *HistoryEntry) GetInlineResults() []*InlineResult {
 	if x != nil {
 		return x.InlineResults
 	}
@@ -1452,7 +1451,7 @@ func (x *SnapshotRecord) GetStep() *Step {
 	return nil
 }
 
-func (x *SnapshotRecord) GetWorker() *dexv1.WorkerInfo {
+func (x *SnapshotRecord) GetWorker() *WorkerInfo {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Worker); ok {
 			return x.Worker
@@ -1461,7 +1460,7 @@ func (x *SnapshotRecord) GetWorker() *dexv1.WorkerInfo {
 	return nil
 }
 
-func (x *SnapshotRecord) GetNode() *dexv1.NodeInfo {
+func (x *SnapshotRecord) GetNode() *NodeInfo {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Node); ok {
 			return x.Node
@@ -1515,7 +1514,7 @@ func (x *SnapshotRecord) GetEventLog() *EventLog {
 	return nil
 }
 
-func (x *SnapshotRecord) GetTool() *dexv1.ToolSpec {
+func (x *SnapshotRecord) GetTool() *ToolSpec {
 	if x != nil {
 		if x, ok := x.Record.(*SnapshotRecord_Tool); ok {
 			return x.Tool
@@ -1559,11 +1558,11 @@ type SnapshotRecord_Step struct {
 }
 
 type SnapshotRecord_Worker struct {
-	Worker *dexv1.WorkerInfo `protobuf:"bytes,4,opt,name=worker,proto3,oneof"`
+	Worker *WorkerInfo `protobuf:"bytes,4,opt,name=worker,proto3,oneof"`
 }
 
 type SnapshotRecord_Node struct {
-	Node *dexv1.NodeInfo `protobuf:"bytes,5,opt,name=node,proto3,oneof"`
+	Node *NodeInfo `protobuf:"bytes,5,opt,name=node,proto3,oneof"`
 }
 
 type SnapshotRecord_Event struct {
@@ -1587,7 +1586,7 @@ type SnapshotRecord_EventLog struct {
 }
 
 type SnapshotRecord_Tool struct {
-	Tool *dexv1.ToolSpec `protobuf:"bytes,11,opt,name=tool,proto3,oneof"`
+	Tool *ToolSpec `protobuf:"bytes,11,opt,name=tool,proto3,oneof"`
 }
 
 type SnapshotRecord_WorkerTool struct {
@@ -1687,6 +1686,818 @@ func (x *WorkerTool) GetAgents() []string {
 	return nil
 }
 
+// A session's turn in progress (or kept after a failure, to be retried).
+type Turn struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Number     uint64                 `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
+	Input      dexv1.TurnInput        `protobuf:"varint,2,opt,name=input,proto3,enum=dex.v1.TurnInput" json:"input,omitempty"`
+	MessageIds []string               `protobuf:"bytes,3,rep,name=message_ids,json=messageIds,proto3" json:"message_ids,omitempty"`
+	Calls      []*CallState           `protobuf:"bytes,4,rep,name=calls,proto3" json:"calls,omitempty"`
+	// The RunModel or CompactContext Step of the turn now, if any.
+	StepId string `protobuf:"bytes,5,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// Tool calls that ran (or may have) in this turn, for the do-not-repeat note.
+	RanCalls []string `protobuf:"bytes,6,rep,name=ran_calls,json=ranCalls,proto3" json:"ran_calls,omitempty"`
+	// How many of ran_calls the history already has a do-not-repeat note for.
+	NotedRanCalls uint32 `protobuf:"varint,7,opt,name=noted_ran_calls,json=notedRanCalls,proto3" json:"noted_ran_calls,omitempty"`
+	// The history seq where the tool results of the latest model output begin.
+	ResultsFromSeq uint64 `protobuf:"varint,8,opt,name=results_from_seq,json=resultsFromSeq,proto3" json:"results_from_seq,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Turn) Reset() {
+	*x = Turn{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Turn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Turn) ProtoMessage() {}
+
+func (x *Turn) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Turn.ProtoReflect.Descriptor instead.
+func (*Turn) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Turn) GetNumber() uint64 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Turn) GetInput() dexv1.TurnInput {
+	if x != nil {
+		return x.Input
+	}
+	return dexv1.TurnInput(0)
+}
+
+func (x *Turn) GetMessageIds() []string {
+	if x != nil {
+		return x.MessageIds
+	}
+	return nil
+}
+
+func (x *Turn) GetCalls() []*CallState {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+func (x *Turn) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *Turn) GetRanCalls() []string {
+	if x != nil {
+		return x.RanCalls
+	}
+	return nil
+}
+
+func (x *Turn) GetNotedRanCalls() uint32 {
+	if x != nil {
+		return x.NotedRanCalls
+	}
+	return 0
+}
+
+func (x *Turn) GetResultsFromSeq() uint64 {
+	if x != nil {
+		return x.ResultsFromSeq
+	}
+	return 0
+}
+
+// One tool call of a turn and where it stands.
+type CallState struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CallId    string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool      string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Arguments string                 `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Policy    *ToolSpec              `protobuf:"bytes,4,opt,name=policy,proto3" json:"policy,omitempty"`
+	Phase     dexv1.CallPhase        `protobuf:"varint,5,opt,name=phase,proto3,enum=dex.v1.CallPhase" json:"phase,omitempty"`
+	// The Step that currently carries the call.
+	StepId         string        `protobuf:"bytes,6,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	TaskId         string        `protobuf:"bytes,7,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Outcome        dexv1.Outcome `protobuf:"varint,8,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	Content        string        `protobuf:"bytes,9,opt,name=content,proto3" json:"content,omitempty"`
+	IdempotencyKey string        `protobuf:"bytes,10,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// Some attempt of this call was claimed: its side effect may have happened.
+	Ran bool `protobuf:"varint,11,opt,name=ran,proto3" json:"ran,omitempty"`
+	// The built-in this call maps to ("ask_user", "sleep"), if any.
+	Builtin       string `protobuf:"bytes,12,opt,name=builtin,proto3" json:"builtin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallState) Reset() {
+	*x = CallState{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallState) ProtoMessage() {}
+
+func (x *CallState) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallState.ProtoReflect.Descriptor instead.
+func (*CallState) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CallState) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *CallState) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallState) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *CallState) GetPolicy() *ToolSpec {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *CallState) GetPhase() dexv1.CallPhase {
+	if x != nil {
+		return x.Phase
+	}
+	return dexv1.CallPhase(0)
+}
+
+func (x *CallState) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *CallState) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *CallState) GetOutcome() dexv1.Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return dexv1.Outcome(0)
+}
+
+func (x *CallState) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *CallState) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *CallState) GetRan() bool {
+	if x != nil {
+		return x.Ran
+	}
+	return false
+}
+
+func (x *CallState) GetBuiltin() string {
+	if x != nil {
+		return x.Builtin
+	}
+	return ""
+}
+
+// One attempt of a Step.
+type Attempt struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	N           uint32                 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	WorkerId    string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Epoch       uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Token       string                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	Status      dexv1.AttemptStatus    `protobuf:"varint,5,opt,name=status,proto3,enum=dex.v1.AttemptStatus" json:"status,omitempty"`
+	Progress    dexv1.AttemptProgress  `protobuf:"varint,6,opt,name=progress,proto3,enum=dex.v1.AttemptProgress" json:"progress,omitempty"`
+	StartedAtMs int64                  `protobuf:"varint,7,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
+	ClaimedAtMs int64                  `protobuf:"varint,8,opt,name=claimed_at_ms,json=claimedAtMs,proto3" json:"claimed_at_ms,omitempty"`
+	EndedAtMs   int64                  `protobuf:"varint,9,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
+	ErrorType   dexv1.ErrorType        `protobuf:"varint,10,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	Error       string                 `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	// The last Worker call committed for this attempt, replayed on a repeat.
+	LastSeq  uint64 `protobuf:"varint,12,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	LastCall string `protobuf:"bytes,13,opt,name=last_call,json=lastCall,proto3" json:"last_call,omitempty"`
+	// The run deadline: started_at_ms plus the run timeout of the Step's
+	// policy (0: none). Past it the leader times the attempt out.
+	DeadlineMs    int64 `protobuf:"varint,14,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attempt) Reset() {
+	*x = Attempt{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attempt) ProtoMessage() {}
+
+func (x *Attempt) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
+func (*Attempt) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Attempt) GetN() uint32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *Attempt) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *Attempt) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Attempt) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *Attempt) GetStatus() dexv1.AttemptStatus {
+	if x != nil {
+		return x.Status
+	}
+	return dexv1.AttemptStatus(0)
+}
+
+func (x *Attempt) GetProgress() dexv1.AttemptProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return dexv1.AttemptProgress(0)
+}
+
+func (x *Attempt) GetStartedAtMs() int64 {
+	if x != nil {
+		return x.StartedAtMs
+	}
+	return 0
+}
+
+func (x *Attempt) GetClaimedAtMs() int64 {
+	if x != nil {
+		return x.ClaimedAtMs
+	}
+	return 0
+}
+
+func (x *Attempt) GetEndedAtMs() int64 {
+	if x != nil {
+		return x.EndedAtMs
+	}
+	return 0
+}
+
+func (x *Attempt) GetErrorType() dexv1.ErrorType {
+	if x != nil {
+		return x.ErrorType
+	}
+	return dexv1.ErrorType(0)
+}
+
+func (x *Attempt) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Attempt) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
+func (x *Attempt) GetLastCall() string {
+	if x != nil {
+		return x.LastCall
+	}
+	return ""
+}
+
+func (x *Attempt) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+// A tool's policy: one row of the tool catalog per name, and a copy in each
+// Step and call of the tool.
+type ToolSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Access        dexv1.ToolAccess       `protobuf:"varint,2,opt,name=access,proto3,enum=dex.v1.ToolAccess" json:"access,omitempty"`
+	NeedsApproval bool                   `protobuf:"varint,3,opt,name=needs_approval,json=needsApproval,proto3" json:"needs_approval,omitempty"`
+	LongRunning   bool                   `protobuf:"varint,4,opt,name=long_running,json=longRunning,proto3" json:"long_running,omitempty"`
+	Inline        bool                   `protobuf:"varint,5,opt,name=inline,proto3" json:"inline,omitempty"`
+	// Attempts for reads and idempotent writes (0 means the default, 3).
+	MaxAttempts uint32 `protobuf:"varint,6,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	// Delay between two polls of a long-running task (0 means 1 s).
+	PollIntervalMs uint32 `protobuf:"varint,7,opt,name=poll_interval_ms,json=pollIntervalMs,proto3" json:"poll_interval_ms,omitempty"`
+	Description    string `protobuf:"bytes,8,opt,name=description,proto3" json:"description,omitempty"`
+	// How long one attempt may run from its start (0: the cluster's default).
+	RunTimeoutMs uint32 `protobuf:"varint,9,opt,name=run_timeout_ms,json=runTimeoutMs,proto3" json:"run_timeout_ms,omitempty"`
+	// The agents the registering Worker serves the tool for (empty: every
+	// agent). Not part of the policy.
+	Agents        []string `protobuf:"bytes,10,rep,name=agents,proto3" json:"agents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolSpec) Reset() {
+	*x = ToolSpec{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolSpec) ProtoMessage() {}
+
+func (x *ToolSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
+func (*ToolSpec) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ToolSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolSpec) GetAccess() dexv1.ToolAccess {
+	if x != nil {
+		return x.Access
+	}
+	return dexv1.ToolAccess(0)
+}
+
+func (x *ToolSpec) GetNeedsApproval() bool {
+	if x != nil {
+		return x.NeedsApproval
+	}
+	return false
+}
+
+func (x *ToolSpec) GetLongRunning() bool {
+	if x != nil {
+		return x.LongRunning
+	}
+	return false
+}
+
+func (x *ToolSpec) GetInline() bool {
+	if x != nil {
+		return x.Inline
+	}
+	return false
+}
+
+func (x *ToolSpec) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *ToolSpec) GetPollIntervalMs() uint32 {
+	if x != nil {
+		return x.PollIntervalMs
+	}
+	return 0
+}
+
+func (x *ToolSpec) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolSpec) GetRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.RunTimeoutMs
+	}
+	return 0
+}
+
+func (x *ToolSpec) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+// A tool call of a model output.
+type ToolCall struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool   string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// JSON text.
+	Arguments     string `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCall) Reset() {
+	*x = ToolCall{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCall) ProtoMessage() {}
+
+func (x *ToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
+func (*ToolCall) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ToolCall) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolCall) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolCall) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+// A tool call that ran inside RunModel, with its result.
+type InlineResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Arguments     string                 `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Content       string                 `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	IsError       bool                   `protobuf:"varint,5,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InlineResult) Reset() {
+	*x = InlineResult{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InlineResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InlineResult) ProtoMessage() {}
+
+func (x *InlineResult) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InlineResult.ProtoReflect.Descriptor instead.
+func (*InlineResult) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *InlineResult) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *InlineResult) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *InlineResult) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *InlineResult) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *InlineResult) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+// A registered Worker.
+type WorkerInfo struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Tools          []*ToolSpec            `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	RegisteredAtMs int64                  `protobuf:"varint,3,opt,name=registered_at_ms,json=registeredAtMs,proto3" json:"registered_at_ms,omitempty"`
+	// The Worker runs RunModel and CompactContext Steps.
+	RunsModel bool `protobuf:"varint,4,opt,name=runs_model,json=runsModel,proto3" json:"runs_model,omitempty"`
+	// Run timeout of its RunModel and CompactContext attempts (0: the default).
+	ModelRunTimeoutMs uint32 `protobuf:"varint,5,opt,name=model_run_timeout_ms,json=modelRunTimeoutMs,proto3" json:"model_run_timeout_ms,omitempty"`
+	// The agents whose model the Worker runs (empty: the default agent only).
+	Agents        []string `protobuf:"bytes,6,rep,name=agents,proto3" json:"agents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerInfo) Reset() {
+	*x = WorkerInfo{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerInfo) ProtoMessage() {}
+
+func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
+func (*WorkerInfo) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *WorkerInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WorkerInfo) GetTools() []*ToolSpec {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *WorkerInfo) GetRegisteredAtMs() int64 {
+	if x != nil {
+		return x.RegisteredAtMs
+	}
+	return 0
+}
+
+func (x *WorkerInfo) GetRunsModel() bool {
+	if x != nil {
+		return x.RunsModel
+	}
+	return false
+}
+
+func (x *WorkerInfo) GetModelRunTimeoutMs() uint32 {
+	if x != nil {
+		return x.ModelRunTimeoutMs
+	}
+	return 0
+}
+
+func (x *WorkerInfo) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+// A node of the cluster and its addresses.
+type NodeInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddress   string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	GrpcAddress   string                 `protobuf:"bytes,3,opt,name=grpc_address,json=grpcAddress,proto3" json:"grpc_address,omitempty"`
+	HttpAddress   string                 `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeInfo) Reset() {
+	*x = NodeInfo{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeInfo) ProtoMessage() {}
+
+func (x *NodeInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
+func (*NodeInfo) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *NodeInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetGrpcAddress() string {
+	if x != nil {
+		return x.GrpcAddress
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetHttpAddress() string {
+	if x != nil {
+		return x.HttpAddress
+	}
+	return ""
+}
+
 var File_dex_fsm_v1_state_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_state_proto_rawDesc = "" +
@@ -1720,14 +2531,14 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xb7\t\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xc8\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12.\n" +
-	"\ahistory\x18\x04 \x03(\v2\x14.dex.v1.HistoryEntryR\ahistory\x12%\n" +
-	"\x05inbox\x18\x05 \x03(\v2\x0f.dex.v1.MessageR\x05inbox\x12 \n" +
-	"\x04turn\x18\x06 \x01(\v2\f.dex.v1.TurnR\x04turn\x121\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x122\n" +
+	"\ahistory\x18\x04 \x03(\v2\x18.dex.fsm.v1.HistoryEntryR\ahistory\x12.\n" +
+	"\x05inbox\x18\x05 \x03(\v2\x18.dex.fsm.v1.InboxMessageR\x05inbox\x12$\n" +
+	"\x04turn\x18\x06 \x01(\v2\x10.dex.fsm.v1.TurnR\x04turn\x121\n" +
 	"\x14compaction_threshold\x18\a \x01(\x04R\x13compactionThreshold\x12%\n" +
 	"\x0erejected_turns\x18\b \x01(\rR\rrejectedTurns\x126\n" +
 	"\fpause_reason\x18\t \x01(\x0e2\x13.dex.v1.PauseReasonR\vpauseReason\x12#\n" +
@@ -1767,7 +2578,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
 	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
 	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
-	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\xc2\x06\n" +
+	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\xca\x06\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1776,15 +2587,15 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\x0e2\x10.dex.v1.StepKindR\x04kind\x12\x17\n" +
 	"\acall_id\x18\x05 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x1c\n" +
-	"\targuments\x18\a \x01(\tR\targuments\x12(\n" +
-	"\x06policy\x18\b \x01(\v2\x10.dex.v1.ToolSpecR\x06policy\x12'\n" +
+	"\targuments\x18\a \x01(\tR\targuments\x12,\n" +
+	"\x06policy\x18\b \x01(\v2\x14.dex.fsm.v1.ToolSpecR\x06policy\x12'\n" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x17\n" +
 	"\atask_id\x18\n" +
 	" \x01(\tR\x06taskId\x12*\n" +
 	"\x06status\x18\v \x01(\x0e2\x12.dex.v1.StepStatusR\x06status\x12\x1e\n" +
 	"\vready_at_ms\x18\f \x01(\x03R\treadyAtMs\x12\x1a\n" +
-	"\tdue_at_ms\x18\r \x01(\x03R\adueAtMs\x12+\n" +
-	"\battempts\x18\x0e \x03(\v2\x0f.dex.v1.AttemptR\battempts\x12)\n" +
+	"\tdue_at_ms\x18\r \x01(\x03R\adueAtMs\x12/\n" +
+	"\battempts\x18\x0e \x03(\v2\x13.dex.fsm.v1.AttemptR\battempts\x12)\n" +
 	"\aoutcome\x18\x0f \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12\x16\n" +
 	"\x06result\x18\x10 \x01(\tR\x06result\x12\x19\n" +
 	"\bis_error\x18\x11 \x01(\bR\aisError\x12\"\n" +
@@ -1797,7 +2608,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"error_type\x18\x17 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x16\n" +
 	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
 	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
-	"\x05agent\x18\x1a \x01(\tR\x05agentJ\x04\b\x1b\x10\x1c\"\xeb\x03\n" +
+	"\x05agent\x18\x1a \x01(\tR\x05agentJ\x04\b\x1b\x10\x1c\"\xf3\x03\n" +
 	"\fHistoryEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x13.dex.v1.HistoryKindR\x04kind\x12\x12\n" +
@@ -1805,10 +2616,10 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\acall_id\x18\x04 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x06 \x01(\tR\targuments\x12)\n" +
-	"\aoutcome\x18\a \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12/\n" +
+	"\aoutcome\x18\a \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x123\n" +
 	"\n" +
-	"tool_calls\x18\b \x03(\v2\x10.dex.v1.ToolCallR\ttoolCalls\x12;\n" +
-	"\x0einline_results\x18\t \x03(\v2\x14.dex.v1.InlineResultR\rinlineResults\x12\x17\n" +
+	"tool_calls\x18\b \x03(\v2\x14.dex.fsm.v1.ToolCallR\ttoolCalls\x12?\n" +
+	"\x0einline_results\x18\t \x03(\v2\x18.dex.fsm.v1.InlineResultR\rinlineResults\x12\x17\n" +
 	"\astep_id\x18\n" +
 	" \x01(\tR\x06stepId\x12\x1d\n" +
 	"\n" +
@@ -1833,20 +2644,20 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x8c\x05\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x98\x05\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
-	"\x04step\x18\x03 \x01(\v2\x10.dex.fsm.v1.StepH\x00R\x04step\x12,\n" +
-	"\x06worker\x18\x04 \x01(\v2\x12.dex.v1.WorkerInfoH\x00R\x06worker\x12&\n" +
-	"\x04node\x18\x05 \x01(\v2\x10.dex.v1.NodeInfoH\x00R\x04node\x12)\n" +
+	"\x04step\x18\x03 \x01(\v2\x10.dex.fsm.v1.StepH\x00R\x04step\x120\n" +
+	"\x06worker\x18\x04 \x01(\v2\x16.dex.fsm.v1.WorkerInfoH\x00R\x06worker\x12*\n" +
+	"\x04node\x18\x05 \x01(\v2\x14.dex.fsm.v1.NodeInfoH\x00R\x04node\x12)\n" +
 	"\x05event\x18\x06 \x01(\v2\x11.dex.fsm.v1.EventH\x00R\x05event\x124\n" +
 	"\ahistory\x18\a \x01(\v2\x18.dex.fsm.v1.HistoryEntryH\x00R\ahistory\x120\n" +
 	"\x05inbox\x18\b \x01(\v2\x18.dex.fsm.v1.InboxMessageH\x00R\x05inbox\x129\n" +
 	"\baccepted\x18\t \x01(\v2\x1b.dex.fsm.v1.AcceptedMessageH\x00R\baccepted\x123\n" +
 	"\tevent_log\x18\n" +
-	" \x01(\v2\x14.dex.fsm.v1.EventLogH\x00R\beventLog\x12&\n" +
-	"\x04tool\x18\v \x01(\v2\x10.dex.v1.ToolSpecH\x00R\x04tool\x129\n" +
+	" \x01(\v2\x14.dex.fsm.v1.EventLogH\x00R\beventLog\x12*\n" +
+	"\x04tool\x18\v \x01(\v2\x14.dex.fsm.v1.ToolSpecH\x00R\x04tool\x129\n" +
 	"\vworker_tool\x18\f \x01(\v2\x16.dex.fsm.v1.WorkerToolH\x00R\n" +
 	"workerTool\x12,\n" +
 	"\x05token\x18\r \x01(\v2\x14.dex.fsm.v1.AclTokenH\x00R\x05tokenB\b\n" +
@@ -1855,7 +2666,85 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
-	"\x06agents\x18\x03 \x03(\tR\x06agentsB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\x06agents\x18\x03 \x03(\tR\x06agents\"\x9d\x02\n" +
+	"\x04Turn\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\x04R\x06number\x12'\n" +
+	"\x05input\x18\x02 \x01(\x0e2\x11.dex.v1.TurnInputR\x05input\x12\x1f\n" +
+	"\vmessage_ids\x18\x03 \x03(\tR\n" +
+	"messageIds\x12+\n" +
+	"\x05calls\x18\x04 \x03(\v2\x15.dex.fsm.v1.CallStateR\x05calls\x12\x17\n" +
+	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
+	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
+	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xf9\x02\n" +
+	"\tCallState\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\x12,\n" +
+	"\x06policy\x18\x04 \x01(\v2\x14.dex.fsm.v1.ToolSpecR\x06policy\x12'\n" +
+	"\x05phase\x18\x05 \x01(\x0e2\x11.dex.v1.CallPhaseR\x05phase\x12\x17\n" +
+	"\astep_id\x18\x06 \x01(\tR\x06stepId\x12\x17\n" +
+	"\atask_id\x18\a \x01(\tR\x06taskId\x12)\n" +
+	"\aoutcome\x18\b \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12\x18\n" +
+	"\acontent\x18\t \x01(\tR\acontent\x12'\n" +
+	"\x0fidempotency_key\x18\n" +
+	" \x01(\tR\x0eidempotencyKey\x12\x10\n" +
+	"\x03ran\x18\v \x01(\bR\x03ran\x12\x18\n" +
+	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xcd\x03\n" +
+	"\aAttempt\x12\f\n" +
+	"\x01n\x18\x01 \x01(\rR\x01n\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\x12-\n" +
+	"\x06status\x18\x05 \x01(\x0e2\x15.dex.v1.AttemptStatusR\x06status\x123\n" +
+	"\bprogress\x18\x06 \x01(\x0e2\x17.dex.v1.AttemptProgressR\bprogress\x12\"\n" +
+	"\rstarted_at_ms\x18\a \x01(\x03R\vstartedAtMs\x12\"\n" +
+	"\rclaimed_at_ms\x18\b \x01(\x03R\vclaimedAtMs\x12\x1e\n" +
+	"\vended_at_ms\x18\t \x01(\x03R\tendedAtMs\x120\n" +
+	"\n" +
+	"error_type\x18\n" +
+	" \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\x12\x19\n" +
+	"\blast_seq\x18\f \x01(\x04R\alastSeq\x12\x1b\n" +
+	"\tlast_call\x18\r \x01(\tR\blastCall\x12\x1f\n" +
+	"\vdeadline_ms\x18\x0e \x01(\x03R\n" +
+	"deadlineMs\"\xd9\x02\n" +
+	"\bToolSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x06access\x18\x02 \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\x12%\n" +
+	"\x0eneeds_approval\x18\x03 \x01(\bR\rneedsApproval\x12!\n" +
+	"\flong_running\x18\x04 \x01(\bR\vlongRunning\x12\x16\n" +
+	"\x06inline\x18\x05 \x01(\bR\x06inline\x12!\n" +
+	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12(\n" +
+	"\x10poll_interval_ms\x18\a \x01(\rR\x0epollIntervalMs\x12 \n" +
+	"\vdescription\x18\b \x01(\tR\vdescription\x12$\n" +
+	"\x0erun_timeout_ms\x18\t \x01(\rR\frunTimeoutMs\x12\x16\n" +
+	"\x06agents\x18\n" +
+	" \x03(\tR\x06agents\"U\n" +
+	"\bToolCall\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\"\x8e\x01\n" +
+	"\fInlineResult\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\x12\x18\n" +
+	"\acontent\x18\x04 \x01(\tR\acontent\x12\x19\n" +
+	"\bis_error\x18\x05 \x01(\bR\aisError\"\xda\x01\n" +
+	"\n" +
+	"WorkerInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x05tools\x18\x02 \x03(\v2\x14.dex.fsm.v1.ToolSpecR\x05tools\x12(\n" +
+	"\x10registered_at_ms\x18\x03 \x01(\x03R\x0eregisteredAtMs\x12\x1d\n" +
+	"\n" +
+	"runs_model\x18\x04 \x01(\bR\trunsModel\x12/\n" +
+	"\x14model_run_timeout_ms\x18\x05 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
+	"\x06agents\x18\x06 \x03(\tR\x06agents\"\x83\x01\n" +
+	"\bNodeInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
+	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +
+	"\fgrpc_address\x18\x03 \x01(\tR\vgrpcAddress\x12!\n" +
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddressB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_state_proto_rawDescOnce sync.Once
@@ -1869,7 +2758,7 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),        // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),           // 1: dex.fsm.v1.EventLog
@@ -1883,61 +2772,75 @@ var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*EventRetention)(nil),     // 9: dex.fsm.v1.EventRetention
 	(*SnapshotRecord)(nil),     // 10: dex.fsm.v1.SnapshotRecord
 	(*WorkerTool)(nil),         // 11: dex.fsm.v1.WorkerTool
-	(dexv1.SessionStatus)(0),   // 12: dex.v1.SessionStatus
-	(*dexv1.HistoryEntry)(nil), // 13: dex.v1.HistoryEntry
-	(*dexv1.Message)(nil),      // 14: dex.v1.Message
-	(*dexv1.Turn)(nil),         // 15: dex.v1.Turn
-	(dexv1.PauseReason)(0),     // 16: dex.v1.PauseReason
-	(dexv1.ErrorType)(0),       // 17: dex.v1.ErrorType
-	(dexv1.TokenRole)(0),       // 18: dex.v1.TokenRole
-	(dexv1.StepKind)(0),        // 19: dex.v1.StepKind
-	(*dexv1.ToolSpec)(nil),     // 20: dex.v1.ToolSpec
-	(dexv1.StepStatus)(0),      // 21: dex.v1.StepStatus
-	(*dexv1.Attempt)(nil),      // 22: dex.v1.Attempt
-	(dexv1.Outcome)(0),         // 23: dex.v1.Outcome
-	(dexv1.HistoryKind)(0),     // 24: dex.v1.HistoryKind
-	(*dexv1.ToolCall)(nil),     // 25: dex.v1.ToolCall
-	(*dexv1.InlineResult)(nil), // 26: dex.v1.InlineResult
-	(*dexv1.WorkerInfo)(nil),   // 27: dex.v1.WorkerInfo
-	(*dexv1.NodeInfo)(nil),     // 28: dex.v1.NodeInfo
+	(*Turn)(nil),               // 12: dex.fsm.v1.Turn
+	(*CallState)(nil),          // 13: dex.fsm.v1.CallState
+	(*Attempt)(nil),            // 14: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),           // 15: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),           // 16: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),       // 17: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),         // 18: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),           // 19: dex.fsm.v1.NodeInfo
+	(dexv1.SessionStatus)(0),   // 20: dex.v1.SessionStatus
+	(dexv1.PauseReason)(0),     // 21: dex.v1.PauseReason
+	(dexv1.ErrorType)(0),       // 22: dex.v1.ErrorType
+	(dexv1.TokenRole)(0),       // 23: dex.v1.TokenRole
+	(dexv1.StepKind)(0),        // 24: dex.v1.StepKind
+	(dexv1.StepStatus)(0),      // 25: dex.v1.StepStatus
+	(dexv1.Outcome)(0),         // 26: dex.v1.Outcome
+	(dexv1.HistoryKind)(0),     // 27: dex.v1.HistoryKind
+	(dexv1.TurnInput)(0),       // 28: dex.v1.TurnInput
+	(dexv1.CallPhase)(0),       // 29: dex.v1.CallPhase
+	(dexv1.AttemptStatus)(0),   // 30: dex.v1.AttemptStatus
+	(dexv1.AttemptProgress)(0), // 31: dex.v1.AttemptProgress
+	(dexv1.ToolAccess)(0),      // 32: dex.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
 	9,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	12, // 1: dex.fsm.v1.Session.status:type_name -> dex.v1.SessionStatus
-	13, // 2: dex.fsm.v1.Session.history:type_name -> dex.v1.HistoryEntry
-	14, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.v1.Message
-	15, // 4: dex.fsm.v1.Session.turn:type_name -> dex.v1.Turn
-	16, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
-	17, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
-	18, // 7: dex.fsm.v1.AclToken.role:type_name -> dex.v1.TokenRole
-	19, // 8: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
-	20, // 9: dex.fsm.v1.Step.policy:type_name -> dex.v1.ToolSpec
-	21, // 10: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
-	22, // 11: dex.fsm.v1.Step.attempts:type_name -> dex.v1.Attempt
-	23, // 12: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
-	17, // 13: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	24, // 14: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
-	23, // 15: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
-	25, // 16: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
-	26, // 17: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	20, // 1: dex.fsm.v1.Session.status:type_name -> dex.v1.SessionStatus
+	6,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
+	7,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
+	12, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	21, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
+	22, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
+	23, // 7: dex.fsm.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	24, // 8: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
+	15, // 9: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	25, // 10: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
+	14, // 11: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	26, // 12: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
+	22, // 13: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
+	27, // 14: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
+	26, // 15: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
+	16, // 16: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	17, // 17: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
 	0,  // 18: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
 	3,  // 19: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
 	5,  // 20: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	27, // 21: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.v1.WorkerInfo
-	28, // 22: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.v1.NodeInfo
+	18, // 21: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	19, // 22: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
 	2,  // 23: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
 	6,  // 24: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
 	7,  // 25: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
 	8,  // 26: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
 	1,  // 27: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	20, // 28: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.v1.ToolSpec
+	15, // 28: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
 	11, // 29: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
 	4,  // 30: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	28, // 31: dex.fsm.v1.Turn.input:type_name -> dex.v1.TurnInput
+	13, // 32: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	15, // 33: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	29, // 34: dex.fsm.v1.CallState.phase:type_name -> dex.v1.CallPhase
+	26, // 35: dex.fsm.v1.CallState.outcome:type_name -> dex.v1.Outcome
+	30, // 36: dex.fsm.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
+	31, // 37: dex.fsm.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
+	22, // 38: dex.fsm.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
+	32, // 39: dex.fsm.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
+	15, // 40: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -1966,7 +2869,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -215,7 +215,7 @@ func (c *Cluster) Epoch() uint64 {
 }
 
 // RegisterWorker registers a Worker.
-func (c *Cluster) RegisterWorker(id string, runsModel bool, tools ...*dexv1.ToolSpec) {
+func (c *Cluster) RegisterWorker(id string, runsModel bool, tools ...*fsmpb.ToolSpec) {
 	c.t.Helper()
 	c.Do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: id, Tools: tools, RunsModel: runsModel}}})
 }
@@ -250,7 +250,7 @@ func (c *Cluster) Queued(session string) []*fsmpb.Step {
 // Start starts the next attempt of a queued Step in the current epoch and
 // returns the attempt. A Step that waits out a retry backoff is started with
 // the time it becomes ready, so tests do not sleep through the backoff.
-func (c *Cluster) Start(stepID, worker string) *dexv1.Attempt {
+func (c *Cluster) Start(stepID, worker string) *fsmpb.Attempt {
 	c.t.Helper()
 	st := c.State().Step(stepID)
 	if st == nil {
@@ -263,37 +263,37 @@ func (c *Cluster) Start(stepID, worker string) *dexv1.Attempt {
 }
 
 // Ref names an attempt the way its Worker does (seq 0).
-func Ref(stepID string, at *dexv1.Attempt) *dexv1.AttemptRef {
-	return &dexv1.AttemptRef{StepId: stepID, Attempt: at.N, Token: at.Token}
+func Ref(stepID string, at *fsmpb.Attempt) *fsmpb.AttemptRef {
+	return &fsmpb.AttemptRef{StepId: stepID, Attempt: at.N, Token: at.Token}
 }
 
 // Complete completes a RunModel attempt with a model output.
-func (c *Cluster) Complete(ref *dexv1.AttemptRef, text string, calls ...*dexv1.ToolCall) {
+func (c *Cluster) Complete(ref *fsmpb.AttemptRef, text string, calls ...*fsmpb.ToolCall) {
 	c.t.Helper()
-	c.Report(ref, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: text, ToolCalls: calls}}})
+	c.Report(ref, &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ModelOutput{ModelOutput: &fsmpb.ModelOutput{Text: text, ToolCalls: calls}}})
 }
 
 // CompleteTool completes a tool attempt with a result.
-func (c *Cluster) CompleteTool(ref *dexv1.AttemptRef, content string) {
+func (c *Cluster) CompleteTool(ref *fsmpb.AttemptRef, content string) {
 	c.t.Helper()
-	c.Report(ref, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: &dexv1.ToolResult{Content: content}}})
+	c.Report(ref, &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ToolResult{ToolResult: &fsmpb.ToolResult{Content: content}}})
 }
 
 // Fail fails an attempt with an error type.
-func (c *Cluster) Fail(ref *dexv1.AttemptRef, t dexv1.ErrorType, msg string) {
+func (c *Cluster) Fail(ref *fsmpb.AttemptRef, t dexv1.ErrorType, msg string) {
 	c.t.Helper()
-	c.Report(ref, &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{ErrorType: t, Error: msg}}})
+	c.Report(ref, &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{ErrorType: t, Error: msg}}})
 }
 
 // Report ends an attempt as its Worker reports it, at the attempt's next seq.
-func (c *Cluster) Report(ref *dexv1.AttemptRef, res *dexv1.AttemptResult) {
+func (c *Cluster) Report(ref *fsmpb.AttemptRef, res *fsmpb.AttemptResult) {
 	c.t.Helper()
-	ref = proto.Clone(ref).(*dexv1.AttemptRef)
+	ref = proto.Clone(ref).(*fsmpb.AttemptRef)
 	ref.Seq = c.lastSeq(ref) + 1
 	c.Do(&fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}})
 }
 
-func (c *Cluster) lastSeq(ref *dexv1.AttemptRef) uint64 {
+func (c *Cluster) lastSeq(ref *fsmpb.AttemptRef) uint64 {
 	st := c.State().Step(ref.StepId)
 	if st == nil || ref.Attempt == 0 || int(ref.Attempt) > len(st.Attempts) {
 		return 0
@@ -314,15 +314,15 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 }
 
 // Call is a tool call of a model output.
-func Call(id, tool, args string) *dexv1.ToolCall {
-	return &dexv1.ToolCall{CallId: id, Tool: tool, Arguments: args}
+func Call(id, tool, args string) *fsmpb.ToolCall {
+	return &fsmpb.ToolCall{CallId: id, Tool: tool, Arguments: args}
 }
 
 // Tools used by tests.
 var (
-	Lookup    = &dexv1.ToolSpec{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Description: "look something up"}
-	SaveNote  = &dexv1.ToolSpec{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}
-	SendEmail = &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
+	Lookup    = &fsmpb.ToolSpec{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Description: "look something up"}
+	SaveNote  = &fsmpb.ToolSpec{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}
+	SendEmail = &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
 )
 
 // Clock is a clock that moves only when told.
