@@ -12,6 +12,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The tool catalog and the Worker lifecycle with real processes: one policy
@@ -145,7 +146,7 @@ func TestCatalog_AKilledWorkerIsDeregisteredAndItsToolsStepsFailUnlessAnotherWor
 	st = stepsBy(r, kCallTool, "lookup")[0]
 	if st.Outcome != dexv1.Outcome_OUTCOME_FAILED || len(st.Attempts) != 0 ||
 		!strings.HasPrefix(st.Result, fsm.NotRunPrefix) || !strings.Contains(st.Result, `unknown tool "lookup": no live Worker served it`) {
-		t.Fatalf("lookup: %s %q with %d attempts; want failed, not run, unknown tool", fsm.OutcomeName(st.Outcome), st.Result, len(st.Attempts))
+		t.Fatalf("lookup: %s %q with %d attempts; want failed, not run, unknown tool", fsm.OutcomeName(fsmpb.Outcome(st.Outcome)), st.Result, len(st.Attempts))
 	}
 	if n := toolCalls(e.ledgerEntries(), lookup)["c1"]; n != 0 {
 		t.Fatalf("lookup ran %d times", n)

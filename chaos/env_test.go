@@ -16,6 +16,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // binDir holds dexd, dexworker and dexctl built once for the package.
@@ -173,7 +174,7 @@ func (e *env) waitFor(id string, d time.Duration, what string, cond func(*dexv1.
 			return r
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("session %s: %s not reached within %s; status %s, steps:\n%s", id, what, d, fsm.StatusName(r.Session.Status), describe(r.Steps))
+			e.t.Fatalf("session %s: %s not reached within %s; status %s, steps:\n%s", id, what, d, fsm.StatusName(fsmpb.SessionStatus(r.Session.Status)), describe(r.Steps))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -181,7 +182,7 @@ func (e *env) waitFor(id string, d time.Duration, what string, cond func(*dexv1.
 
 func (e *env) waitStatus(id string, st dexv1.SessionStatus, d time.Duration) *dexv1.GetSessionResponse {
 	e.t.Helper()
-	return e.waitFor(id, d, fsm.StatusName(st), func(r *dexv1.GetSessionResponse) bool { return r.Session.Status == st })
+	return e.waitFor(id, d, fsm.StatusName(fsmpb.SessionStatus(st)), func(r *dexv1.GetSessionResponse) bool { return r.Session.Status == st })
 }
 
 func (e *env) ledgerEntries() []LedgerEntry {

@@ -11,6 +11,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func needHAProxy(t *testing.T) {
@@ -92,7 +93,7 @@ func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 			}
 			select {
 			case <-ctx.Done():
-				t.Fatalf("%s is %s after 30 s:\n%s", name, fsm.StatusName(r.Session.Status), describe(r.Steps))
+				t.Fatalf("%s is %s after 30 s:\n%s", name, fsm.StatusName(fsmpb.SessionStatus(r.Session.Status)), describe(r.Steps))
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
@@ -104,7 +105,7 @@ func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 		}
 		for _, st := range r.Steps {
 			if st.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
-				t.Fatalf("step %s %s is %s:\n%s", st.Id, st.Tool, fsm.OutcomeName(st.Outcome), describe(r.Steps))
+				t.Fatalf("step %s %s is %s:\n%s", st.Id, st.Tool, fsm.OutcomeName(fsmpb.Outcome(st.Outcome)), describe(r.Steps))
 			}
 			for _, a := range st.Attempts {
 				if a.WorkerId != w.Name {

@@ -11,6 +11,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The rejected-turn pause (docs/model-failures.md), with real processes and full restarts:
@@ -198,7 +199,7 @@ func TestRejected_ChildPausesAcrossFullRestartsThenResumesAndRecovers(t *testing
 		e.fullRestart()
 		e.probe()
 		if st := e.get(child).Session.Status; st != sPaused {
-			t.Fatalf("restart %d: the paused child is %s", i, fsm.StatusName(st))
+			t.Fatalf("restart %d: the paused child is %s", i, fsm.StatusName(fsmpb.SessionStatus(st)))
 		}
 		check(fmt.Sprintf("after restart %d", i), 4, 2, 1)
 	}
@@ -224,7 +225,7 @@ func TestRejected_ChildPausesAcrossFullRestartsThenResumesAndRecovers(t *testing
 	if r.Session.Status != sErrored || r.Session.PauseReason != dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED ||
 		r.Session.LastErrorType != dexv1.ErrorType_ERROR_TYPE_SERVER_ERROR || r.Session.RejectedTurns != 4 || r.Session.Turn == nil {
 		t.Fatalf("after the outage: %s, pause reason %s, last error %s, rejected turns %d, kept turn %v",
-			fsm.StatusName(r.Session.Status), r.Session.PauseReason, r.Session.LastErrorType, r.Session.RejectedTurns, r.Session.Turn != nil)
+			fsm.StatusName(fsmpb.SessionStatus(r.Session.Status)), r.Session.PauseReason, r.Session.LastErrorType, r.Session.RejectedTurns, r.Session.Turn != nil)
 	}
 	check("after the outage", 8, 3, 2) // 3 attempts of the retryable failure; one error message for the episode
 	lap("(c) resume into an outage: 3 attempts, errored")

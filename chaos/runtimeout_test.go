@@ -10,6 +10,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Run timeouts with real processes: handlers that hang while their Worker
@@ -70,14 +71,14 @@ func TestRunTimeout_HungHandlersThatHeartbeatAreCancelledAndEndByTheirPolicies(t
 			t.Fatal(err)
 		}
 		if st.Outcome != c.outcome || len(st.Attempts) != c.attempts || !strings.Contains(st.Result, "ran past its run timeout of 4s") {
-			t.Fatalf("%s: %s after %d attempts, %q; want %s after %d run timeouts", c.tool, fsm.OutcomeName(st.Outcome),
-				len(st.Attempts), st.Result, fsm.OutcomeName(c.outcome), c.attempts)
+			t.Fatalf("%s: %s after %d attempts, %q; want %s after %d run timeouts", c.tool, fsm.OutcomeName(fsmpb.Outcome(st.Outcome)),
+				len(st.Attempts), st.Result, fsm.OutcomeName(fsmpb.Outcome(c.outcome)), c.attempts)
 		}
 		for _, a := range st.Attempts {
 			ran := time.Duration(a.EndedAtMs-a.StartedAtMs) * time.Millisecond
 			if a.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED || a.ErrorType != dexv1.ErrorType_ERROR_TYPE_TIMEOUT || ran < 4*time.Second {
 				t.Fatalf("%s attempt %d: %s, error type %s, ran %s; want failed with timeout after 4s (it heartbeated past the 3s heartbeat timeout)",
-					c.tool, a.N, a.Status, fsm.ErrorTypeName(a.ErrorType), ran)
+					c.tool, a.N, a.Status, fsm.ErrorTypeName(fsmpb.ErrorType(a.ErrorType)), ran)
 			}
 		}
 		if n := Executions(ledger, hang, func(l LedgerEntry) bool { return l.Tool == c.tool }); n != c.attempts {
@@ -94,10 +95,10 @@ func TestRunTimeout_HungHandlersThatHeartbeatAreCancelledAndEndByTheirPolicies(t
 	model := stepsBy(s, kRunModel, "")[0]
 	if len(model.Attempts) != fsm.ModelMaxAttempts || model.ErrorType != dexv1.ErrorType_ERROR_TYPE_TIMEOUT ||
 		!strings.Contains(model.Result, "ran past its run timeout of 5s") {
-		t.Fatalf("slow model: %d attempts, error type %s, result %q", len(model.Attempts), fsm.ErrorTypeName(model.ErrorType), model.Result)
+		t.Fatalf("slow model: %d attempts, error type %s, result %q", len(model.Attempts), fsm.ErrorTypeName(fsmpb.ErrorType(model.ErrorType)), model.Result)
 	}
 	if st := s.Session.Status; st != dexv1.SessionStatus_SESSION_STATUS_ERRORED && st != dexv1.SessionStatus_SESSION_STATUS_RUNNING {
-		t.Fatalf("slow model session is %s; want errored (or running again after its resume)", fsm.StatusName(st))
+		t.Fatalf("slow model session is %s; want errored (or running again after its resume)", fsm.StatusName(fsmpb.SessionStatus(st)))
 	}
 
 	if !w.Running() {

@@ -21,6 +21,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The environment of one cell: a fresh 3-node cluster in a temporary
@@ -475,7 +476,7 @@ func (e *cellEnv) waitFor(id, what string, d time.Duration, cond func(*dexv1.Get
 			if last == nil {
 				return nil, fmt.Errorf("session %s: %s not reached within %s: %v", id, what, d, err)
 			}
-			return nil, fmt.Errorf("session %s: %s not reached within %s; status %s; steps: %s", id, what, d, fsm.StatusName(last.Session.Status), describe(last.Steps))
+			return nil, fmt.Errorf("session %s: %s not reached within %s; status %s; steps: %s", id, what, d, fsm.StatusName(fsmpb.SessionStatus(last.Session.Status)), describe(last.Steps))
 		}
 		if err := e.sleep(50 * time.Millisecond); err != nil {
 			return nil, err
@@ -504,8 +505,8 @@ func describe(steps []*dexv1.Step) string {
 			as = append(as, fmt.Sprintf("%d:%s/%s/%s/e%d", a.N, a.WorkerId, strings.TrimPrefix(a.Status.String(), "ATTEMPT_STATUS_"),
 				strings.TrimPrefix(a.Progress.String(), "ATTEMPT_PROGRESS_"), a.Epoch))
 		}
-		parts = append(parts, fmt.Sprintf("[%s %s %s %s %s attempts=%v]", st.Id, fsm.KindName(st.Kind), st.Tool,
-			strings.TrimPrefix(st.Status.String(), "STEP_STATUS_"), fsm.OutcomeName(st.Outcome), as))
+		parts = append(parts, fmt.Sprintf("[%s %s %s %s %s attempts=%v]", st.Id, fsm.KindName(fsmpb.StepKind(st.Kind)), st.Tool,
+			strings.TrimPrefix(st.Status.String(), "STEP_STATUS_"), fsm.OutcomeName(fsmpb.Outcome(st.Outcome)), as))
 	}
 	return strings.Join(parts, " ")
 }
@@ -524,7 +525,7 @@ func stepsBy(r *dexv1.GetSessionResponse, kind dexv1.StepKind, tool string) []*d
 func oneStep(r *dexv1.GetSessionResponse, kind dexv1.StepKind, tool string) (*dexv1.Step, error) {
 	s := stepsBy(r, kind, tool)
 	if len(s) != 1 {
-		return nil, fmt.Errorf("%d %s %s Steps; want 1: %s", len(s), fsm.KindName(kind), tool, describe(r.Steps))
+		return nil, fmt.Errorf("%d %s %s Steps; want 1: %s", len(s), fsm.KindName(fsmpb.StepKind(kind)), tool, describe(r.Steps))
 	}
 	return s[0], nil
 }
@@ -556,7 +557,7 @@ func toldOnce(r *dexv1.GetSessionResponse, st *dexv1.Step) error {
 		return fmt.Errorf("the history has %d results of call %s (%s); want 1", len(tr), st.CallId, st.Tool)
 	}
 	if tr[0].Outcome != st.Outcome {
-		return fmt.Errorf("the model is told %s for call %s, the Step recorded %s", fsm.OutcomeName(tr[0].Outcome), st.CallId, fsm.OutcomeName(st.Outcome))
+		return fmt.Errorf("the model is told %s for call %s, the Step recorded %s", fsm.OutcomeName(fsmpb.Outcome(tr[0].Outcome)), st.CallId, fsm.OutcomeName(fsmpb.Outcome(st.Outcome)))
 	}
 	return nil
 }
@@ -886,7 +887,7 @@ func (e *cellEnv) finalChecks() error {
 			return err
 		}
 		final[id] = r
-		e.notef("final %s: %s; steps: %s", id, fsm.StatusName(r.Session.Status), describe(r.Steps))
+		e.notef("final %s: %s; steps: %s", id, fsm.StatusName(fsmpb.SessionStatus(r.Session.Status)), describe(r.Steps))
 	}
 	if err := e.checkNothingLost(final); err != nil {
 		return err
@@ -935,7 +936,7 @@ func (e *cellEnv) checkNothingLost(final map[string]*dexv1.GetSessionResponse) e
 					}
 				}
 				if bs.Status == dexv1.StepStatus_STEP_STATUS_DONE && (as.Outcome != bs.Outcome || as.Result != bs.Result) {
-					return fmt.Errorf("fault %d changed the outcome of Step %s from %s to %s", i+1, bs.Id, fsm.OutcomeName(bs.Outcome), fsm.OutcomeName(as.Outcome))
+					return fmt.Errorf("fault %d changed the outcome of Step %s from %s to %s", i+1, bs.Id, fsm.OutcomeName(fsmpb.Outcome(bs.Outcome)), fsm.OutcomeName(fsmpb.Outcome(as.Outcome)))
 				}
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The few steps of the matrix's rows that are not the same for every row:
@@ -99,7 +100,7 @@ func (r *cellRun) waitingStep(kind dexv1.StepKind) (*dexv1.Step, error) {
 			return s[0], nil
 		}
 	}
-	return nil, fmt.Errorf("the row's moment found no waiting %s", fsm.KindName(kind))
+	return nil, fmt.Errorf("the row's moment found no waiting %s", fsm.KindName(fsmpb.StepKind(kind)))
 }
 
 func approve(r *cellRun) error {
@@ -292,7 +293,7 @@ func singleVerdict(_ *cellRun, st *dexv1.Step, n int) error {
 	case st.Outcome == oFailed && notRun && n == 0:
 	case st.Outcome == oUnknown && !notRun:
 	default:
-		return fmt.Errorf("%s recorded %s %q after %d executions", st.Tool, fsm.OutcomeName(st.Outcome), st.Result, n)
+		return fmt.Errorf("%s recorded %s %q after %d executions", st.Tool, fsm.OutcomeName(fsmpb.Outcome(st.Outcome)), st.Result, n)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The one scenario every row runs: start a Worker with the row's holds,
@@ -195,7 +196,7 @@ func (r *cellRun) checkFinal() error {
 func (r *cellRun) checkState(s state, g *dexv1.GetSessionResponse) error {
 	var errs []error
 	if s.status != 0 && g.Session.Status != s.status {
-		errs = append(errs, fmt.Errorf("the session is %s; want %s", fsm.StatusName(g.Session.Status), fsm.StatusName(s.status)))
+		errs = append(errs, fmt.Errorf("the session is %s; want %s", fsm.StatusName(fsmpb.SessionStatus(g.Session.Status)), fsm.StatusName(fsmpb.SessionStatus(s.status))))
 	}
 	for _, c := range s.steps {
 		n := 0
@@ -211,7 +212,7 @@ func (r *cellRun) checkState(s state, g *dexv1.GetSessionResponse) error {
 	for _, k := range s.waiting {
 		st, err := oneStep(g, k, "")
 		if err == nil && st.Status != stepWaiting {
-			err = fmt.Errorf("%s is %s; want still waiting", fsm.KindName(k), st.Status)
+			err = fmt.Errorf("%s is %s; want still waiting", fsm.KindName(fsmpb.StepKind(k)), st.Status)
 		}
 		errs = append(errs, err)
 	}
@@ -269,7 +270,7 @@ func (r *cellRun) checkStep(x stepExpect) error {
 	if !r.survives() {
 		for i, p := range x.killedProgress {
 			if i >= len(st.Attempts) || st.Attempts[i].Progress != p {
-				errs = append(errs, fmt.Errorf("attempt %d of %s %s failed with progress other than %s: %s", i+1, fsm.KindName(st.Kind), st.Tool, p, describe([]*dexv1.Step{st})))
+				errs = append(errs, fmt.Errorf("attempt %d of %s %s failed with progress other than %s: %s", i+1, fsm.KindName(fsmpb.StepKind(st.Kind)), st.Tool, p, describe([]*dexv1.Step{st})))
 			}
 		}
 	}
@@ -283,7 +284,7 @@ func (r *cellRun) checkStep(x stepExpect) error {
 		errs = append(errs, r.sameKey(r.id, st))
 	}
 	if x.prompt != "" && st.Prompt != x.prompt {
-		errs = append(errs, fmt.Errorf("%s asks %q; want %q", fsm.KindName(st.Kind), st.Prompt, x.prompt))
+		errs = append(errs, fmt.Errorf("%s asks %q; want %q", fsm.KindName(fsmpb.StepKind(st.Kind)), st.Prompt, x.prompt))
 	}
 	// A wait (approval, answer, timer) runs nothing in a Worker: its
 	// verdict sees 0 executions.
@@ -293,7 +294,7 @@ func (r *cellRun) checkStep(x stepExpect) error {
 			return err
 		}
 		if execs != nil && !execs.ok(n, len(st.Attempts)) {
-			errs = append(errs, fmt.Errorf("%s %s ran %d times in %d attempts; want %s: %s", fsm.KindName(st.Kind), st.Tool, n, len(st.Attempts), execs, describe([]*dexv1.Step{st})))
+			errs = append(errs, fmt.Errorf("%s %s ran %d times in %d attempts; want %s: %s", fsm.KindName(fsmpb.StepKind(st.Kind)), st.Tool, n, len(st.Attempts), execs, describe([]*dexv1.Step{st})))
 		}
 		if x.verdict != nil {
 			errs = append(errs, x.verdict(r, st, n))
@@ -321,7 +322,7 @@ func (r *cellRun) runs(st *dexv1.Step) (int, error) {
 	case kindPoll:
 		return r.stepExecs(r.id, st, "poll")
 	}
-	return 0, fmt.Errorf("a %s Step runs nothing in a Worker", fsm.KindName(st.Kind))
+	return 0, fmt.Errorf("a %s Step runs nothing in a Worker", fsm.KindName(fsmpb.StepKind(st.Kind)))
 }
 
 // named is "executions of model calc" or "Steps" for an error.
@@ -342,7 +343,7 @@ func kindName(k dexv1.StepKind) string {
 	if k == 0 {
 		return ""
 	}
-	return fsm.KindName(k)
+	return fsm.KindName(fsmpb.StepKind(k))
 }
 
 func isWait(k dexv1.StepKind) bool { return k == kindApproval || k == kindQuestion || k == kindTimer }
@@ -449,11 +450,11 @@ func isKind(h held, k dexv1.StepKind) bool { return h.Kind == k.String() }
 
 func attemptsIn(st *dexv1.Step, c *count) error {
 	if n := len(st.Attempts); !c.ok(n, n) {
-		return fmt.Errorf("%s %s has %d attempts; want %s: %s", fsm.KindName(st.Kind), st.Tool, n, c, describe([]*dexv1.Step{st}))
+		return fmt.Errorf("%s %s has %d attempts; want %s: %s", fsm.KindName(fsmpb.StepKind(st.Kind)), st.Tool, n, c, describe([]*dexv1.Step{st}))
 	}
 	for i, a := range st.Attempts {
 		if int(a.N) != i+1 {
-			return fmt.Errorf("%s %s: attempts numbered %v", fsm.KindName(st.Kind), st.Tool, describe([]*dexv1.Step{st}))
+			return fmt.Errorf("%s %s: attempts numbered %v", fsm.KindName(fsmpb.StepKind(st.Kind)), st.Tool, describe([]*dexv1.Step{st}))
 		}
 	}
 	return nil
@@ -465,7 +466,7 @@ func outcomeIs(st *dexv1.Step, want ...dexv1.Outcome) error {
 	}
 	var names []string
 	for _, o := range want {
-		names = append(names, fsm.OutcomeName(o))
+		names = append(names, fsm.OutcomeName(fsmpb.Outcome(o)))
 	}
-	return fmt.Errorf("%s %s (call %s) recorded %s %q; want %s", fsm.KindName(st.Kind), st.Tool, st.CallId, fsm.OutcomeName(st.Outcome), st.Result, strings.Join(names, " or "))
+	return fmt.Errorf("%s %s (call %s) recorded %s %q; want %s", fsm.KindName(fsmpb.StepKind(st.Kind)), st.Tool, st.CallId, fsm.OutcomeName(fsmpb.Outcome(st.Outcome)), st.Result, strings.Join(names, " or "))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The takeover measurement: 3 dexd with their default timing and one
@@ -229,7 +230,7 @@ func (t *takeoverRun) sessionIdle(id string, since time.Time) (time.Duration, er
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("session %s is %s after %s:\n%s", id, fsm.StatusName(r.Session.Status), takeoverWait, describe(r.Steps))
+			return 0, fmt.Errorf("session %s is %s after %s:\n%s", id, fsm.StatusName(fsmpb.SessionStatus(r.Session.Status)), takeoverWait, describe(r.Steps))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

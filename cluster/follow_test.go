@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -65,7 +64,7 @@ func TestProposeCommitsTheFollowUpRightBehindItsCommand(t *testing.T) {
 	default:
 		t.Fatal("Propose did not ask the follower while a poll waits")
 	}
-	if len(ready) != 1 || ready[0].SessionId != "s1" || ready[0].Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL {
+	if len(ready) != 1 || ready[0].SessionId != "s1" || ready[0].Kind != fsmpb.StepKind_STEP_KIND_RUN_MODEL {
 		t.Fatalf("the follower was told of %v; want s1's RunModel", ready)
 	}
 	var follow *fsm.Result

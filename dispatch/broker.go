@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -104,12 +103,12 @@ func (b *Broker) start() {
 func (b *Broker) loadLocked(st *fsm.State) {
 	now := b.now().UnixMilli()
 	n := 0
-	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED) {
+	for _, s := range st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED) {
 		b.health.observe(s.Id, s)
 		b.updateStepLocked(s.Id, s, now)
 		n++
 	}
-	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING) {
+	for _, s := range st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING) {
 		b.health.observe(s.Id, s)
 	}
 	for _, s := range st.WaitingTimers() {
@@ -196,7 +195,7 @@ func (b *Broker) updateStepLocked(id string, s *fsmpb.Step, now int64) {
 	if b.inflight[id] {
 		return
 	}
-	if s == nil || s.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if s == nil || s.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		delete(b.since, id)
 	}
 	b.removeReadyLocked(id)
@@ -205,7 +204,7 @@ func (b *Broker) updateStepLocked(id string, s *fsmpb.Step, now int64) {
 	if s == nil {
 		return
 	}
-	if s.Status == dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if s.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		if _, ok := keyOf(s); ok {
 			b.schedule(due{dueReady, id, s.ReadyAtMs}, s, now)
 		}

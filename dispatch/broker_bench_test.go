@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -27,7 +26,7 @@ func BenchmarkBrokerTake(b *testing.B) {
 			for i := range n {
 				br.pushReady(&fsmpb.Step{
 					Id: fmt.Sprintf("st%d", i), SessionId: fmt.Sprintf("s%d", i), QueueSeq: uint64(i + 1),
-					Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL,
+					Kind: fsmpb.StepKind_STEP_KIND_RUN_MODEL,
 				}, false)
 			}
 			br.mu.Unlock()

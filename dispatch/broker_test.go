@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
@@ -73,10 +72,10 @@ func errored(t *testing.T, c *leasetest.Cluster, id string) *fsmpb.Session {
 	for range fsm.ModelMaxAttempts {
 		st := c.Queued(id)[0]
 		at := c.Start(st.Id, "model")
-		c.Fail(leasetest.Ref(st.Id, at), dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
+		c.Fail(leasetest.Ref(st.Id, at), fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
 	}
 	s := c.State().Session(id)
-	if s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.ResumeAtMs == 0 {
+	if s.Status != fsmpb.SessionStatus_SESSION_STATUS_ERRORED || s.ResumeAtMs == 0 {
 		t.Fatalf("session %s is %s, resume at %d; want errored with a resume", id, s.Status, s.ResumeAtMs)
 	}
 	return s
@@ -166,7 +165,7 @@ func TestBrokerQueuesFollowTheWorker(t *testing.T) {
 		t.Fatalf("a save_note Worker took %v", got)
 	}
 	got := f.take(modelKeys, 5)
-	if len(got) != 1 || got[0].Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL || got[0].SessionId != "s2" {
+	if len(got) != 1 || got[0].Kind != fsmpb.StepKind_STEP_KIND_RUN_MODEL || got[0].SessionId != "s2" {
 		t.Fatalf("the model Worker took %v; want s2's RunModel", got)
 	}
 	got = f.take(lookupKeys, 5)
@@ -186,7 +185,7 @@ func TestBrokerDelayHeap(t *testing.T) {
 	f.c.CreateSession("s1", "hi")
 	st := f.c.Queued("s1")[0]
 	at := f.c.Start(st.Id, "model")
-	f.c.Fail(leasetest.Ref(st.Id, at), dexv1.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
+	f.c.Fail(leasetest.Ref(st.Id, at), fsmpb.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
 	if got := f.take(modelKeys, 5); len(got) != 0 {
 		t.Fatalf("took %v before its backoff ended", sessionsOf(got))
 	}
@@ -412,14 +411,14 @@ func TestTakesFollowsTheQueues(t *testing.T) {
 		st   *fsmpb.Step
 		want bool
 	}{
-		{model, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, true},
-		{model, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT}, true},
-		{model, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, false},
-		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, true},
-		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, Tool: "lookup"}, true},
-		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Tool: "send_email"}, false},
-		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}, false},
-		{tools, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Tool: "lookup"}, false},
+		{model, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_RUN_MODEL}, true},
+		{model, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_COMPACT_CONTEXT}, true},
+		{model, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, false},
+		{tools, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_CALL_TOOL, Tool: "lookup"}, true},
+		{tools, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK, Tool: "lookup"}, true},
+		{tools, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Tool: "send_email"}, false},
+		{tools, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_RUN_MODEL}, false},
+		{tools, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_AWAIT_TIMER, Tool: "lookup"}, false},
 	} {
 		if got := Takes(c.w, c.st); got != c.want {
 			t.Errorf("Takes(model=%v, %s %s) = %v; want %v", c.w.RunsModel, c.st.Kind, c.st.Tool, got, c.want)

@@ -20,9 +20,9 @@ import (
 )
 
 const (
-	queued  = dexv1.StepStatus_STEP_STATUS_QUEUED
-	running = dexv1.StepStatus_STEP_STATUS_RUNNING
-	done    = dexv1.StepStatus_STEP_STATUS_DONE
+	queued  = fsmpb.StepStatus_STEP_STATUS_QUEUED
+	running = fsmpb.StepStatus_STEP_STATUS_RUNNING
+	done    = fsmpb.StepStatus_STEP_STATUS_DONE
 )
 
 type fixture struct {
@@ -256,7 +256,7 @@ func TestPollWaitsOutRetryBackoff(t *testing.T) {
 	f := newFixture(t, options{})
 	f.c.CreateSession("s1", "hi")
 	task := f.pollOne("model")
-	f.c.Fail(fsmpb.AttemptRefFromAPI(task.Ref), dexv1.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
+	f.c.Fail(fsmpb.AttemptRefFromAPI(task.Ref), fsmpb.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
 	st := f.step(task.Ref.StepId)
 	if st.Status != queued || st.ReadyAtMs <= time.Now().UnixMilli() {
 		t.Fatalf("step %s ready at %d; want queued with a backoff", st.Status, st.ReadyAtMs)
@@ -341,7 +341,7 @@ func TestUnheartbeatedTaskExpires(t *testing.T) {
 	task := f.pollOne("w1")
 	leasetest.Eventually(t, "the step is requeued", func() bool {
 		st := f.step(task.Ref.StepId)
-		return st.Status == queued && st.Attempts[0].Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED
+		return st.Status == queued && st.Attempts[0].Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED
 	})
 	if n := f.c.Count("ExpireAttempt"); n != 1 {
 		t.Fatalf("%d ExpireAttempt proposals; want 1", n)
@@ -357,7 +357,7 @@ func TestDueTimerFiresExactlyOnce(t *testing.T) {
 	f.toolSession("s1", leasetest.Call("c1", "sleep", `{"seconds": 60}`), leasetest.Call("c2", "sleep", `{"seconds": 120}`))
 	var timers []string
 	for _, st := range f.c.State().Steps("s1") {
-		if st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_TIMER {
+		if st.Kind == fsmpb.StepKind_STEP_KIND_AWAIT_TIMER {
 			timers = append(timers, st.Id)
 		}
 	}
@@ -398,10 +398,10 @@ func TestResumeErroredWhenDue(t *testing.T) {
 	for i := 0; i < fsm.ModelMaxAttempts; i++ {
 		st := f.c.Queued("s1")[0]
 		at := f.c.Start(st.Id, "model")
-		f.c.Fail(leasetest.Ref(st.Id, at), dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
+		f.c.Fail(leasetest.Ref(st.Id, at), fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
 	}
 	s := f.c.State().Session("s1")
-	if s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.ResumeAtMs == 0 {
+	if s.Status != fsmpb.SessionStatus_SESSION_STATUS_ERRORED || s.ResumeAtMs == 0 {
 		t.Fatalf("session %s resume at %d; want errored with a resume scheduled", s.Status, s.ResumeAtMs)
 	}
 	f.c.CreateSession("poke", "")
@@ -411,7 +411,7 @@ func TestResumeErroredWhenDue(t *testing.T) {
 	clock.Advance(time.Duration(s.ResumeAtMs-clock.Now().UnixMilli()) * time.Millisecond)
 	f.c.CreateSession("poke2", "")
 	leasetest.Eventually(t, "the session resumes", func() bool {
-		return f.c.State().Session("s1").Status == dexv1.SessionStatus_SESSION_STATUS_RUNNING
+		return f.c.State().Session("s1").Status == fsmpb.SessionStatus_SESSION_STATUS_RUNNING
 	})
 	if n := f.c.Count("ResumeErrored"); n != 1 {
 		t.Fatalf("%d ResumeErrored proposals; want 1", n)
@@ -488,11 +488,11 @@ func TestRevokeEndsOpenPolls(t *testing.T) {
 		t.Fatal("a Step was dispatched after revoke")
 	}
 	for _, st := range f.c.State().Steps("s3") {
-		if st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_TIMER && st.Status != dexv1.StepStatus_STEP_STATUS_WAITING {
+		if st.Kind == fsmpb.StepKind_STEP_KIND_AWAIT_TIMER && st.Status != fsmpb.StepStatus_STEP_STATUS_WAITING {
 			t.Fatal("a timer fired after revoke")
 		}
 	}
-	if at := f.step(running.Ref.StepId).Attempts[0]; at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+	if at := f.step(running.Ref.StepId).Attempts[0]; at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
 		t.Fatalf("attempt %s after revoke; want it left running for the next leader", at.Status)
 	}
 }
@@ -574,10 +574,10 @@ func TestDrainStopsDispatchAndExpiresNothing(t *testing.T) {
 	if n := f.c.Count("ExpireAttempt"); n != 0 {
 		t.Fatalf("%d ExpireAttempt proposals while draining; want 0", n)
 	}
-	if at := f.step(first.Ref.StepId).Attempts[0]; at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
+	if at := f.step(first.Ref.StepId).Attempts[0]; at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
 		t.Fatalf("completed attempt %s; want succeeded", at.Status)
 	}
-	if at := f.step(second.Ref.StepId).Attempts[0]; at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+	if at := f.step(second.Ref.StepId).Attempts[0]; at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
 		t.Fatalf("silent attempt %s; want it left running for the next leader", at.Status)
 	}
 	if st := f.c.Queued("s2"); len(st) != 1 || len(st[0].Attempts) != 0 {

@@ -47,7 +47,7 @@ func newHealthBook() *healthBook {
 // expiredUnclaimed reports whether an attempt ended by expiry before its
 // Worker claimed it: the Worker took the task and never started it.
 func expiredUnclaimed(at *fsmpb.Attempt) bool {
-	return at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED && at.ClaimedAtMs == 0
+	return at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED && at.ClaimedAtMs == 0
 }
 
 // lastExpiredUnclaimedBy is the Worker whose attempt of a queued Step
@@ -67,7 +67,7 @@ func (h *healthBook) observe(id string, s *fsmpb.Step) {
 		delete(h.steps, id)
 		return
 	}
-	live := s.Status == dexv1.StepStatus_STEP_STATUS_QUEUED || s.Status == dexv1.StepStatus_STEP_STATUS_RUNNING
+	live := s.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED || s.Status == fsmpb.StepStatus_STEP_STATUS_RUNNING
 	seen, ok := h.steps[id]
 	if !ok {
 		if !live {
@@ -81,7 +81,7 @@ func (h *healthBook) observe(id string, s *fsmpb.Step) {
 			seen.claimed = n
 			h.claimed(at.WorkerId)
 		}
-		if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+		if at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
 			break
 		}
 		seen.next = n + 1

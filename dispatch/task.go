@@ -40,7 +40,7 @@ func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch
 	t := &dexv1.Task{
 		Ref:                 &dexv1.AttemptRef{StepId: s.Id, Attempt: at.N, Token: at.Token},
 		SessionId:           s.SessionId,
-		Kind:                s.Kind,
+		Kind:                dexv1.StepKind(s.Kind),
 		Tool:                s.Tool,
 		CallId:              s.CallId,
 		Arguments:           s.Arguments,
@@ -49,7 +49,7 @@ func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch
 		Epoch:               epoch,
 		HeartbeatIntervalMs: uint32(d.leases.HeartbeatInterval().Milliseconds()),
 		HeartbeatTimeoutMs:  uint32(d.leases.HeartbeatTimeout().Milliseconds()),
-		Access:              s.Policy.GetAccess(),
+		Access:              dexv1.ToolAccess(s.Policy.GetAccess()),
 		Agent:               s.Agent,
 	}
 	switch fsm.Kind(s.Kind).Handler {

@@ -6,7 +6,6 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -156,7 +155,7 @@ func (s *State) StepServers(st *fsmpb.Step) []string {
 // WaitingReason says why a queued dispatched Step is not handed out ("" when
 // a live Worker serves it, or it is not queued).
 func (s *State) WaitingReason(st *fsmpb.Step) string {
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || !Kind(st.Kind).Dispatched() || len(s.StepServers(st)) > 0 {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED || !Kind(st.Kind).Dispatched() || len(s.StepServers(st)) > 0 {
 		return ""
 	}
 	return unservedReason(st, len(s.ToolServers(st.Tool)) > 0)

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -23,7 +22,7 @@ func registerAgents(id string, agents []string, tools ...*fsmpb.ToolSpec) *fsmpb
 }
 
 func toolFor(name string, agents ...string) *fsmpb.ToolSpec {
-	return &fsmpb.ToolSpec{Name: name, Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Agents: agents}
+	return &fsmpb.ToolSpec{Name: name, Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, Agents: agents}
 }
 
 func TestAgents_ASessionKeepsItsAgentAndItsStepsCarryIt(t *testing.T) {
@@ -112,7 +111,7 @@ func TestAgents_ServersAreMatchedExactlyByAgent(t *testing.T) {
 	if got := st.Tool("search"); got == nil || len(got.Agents) != 0 {
 		t.Fatalf("catalog row of search = %v; want a policy without agents", got)
 	}
-	d.refused(registerAgents("m3", []string{"bot@3"}, &fsmpb.ToolSpec{Name: "search", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Agents: []string{"bot@3"}}), CodeFailedPrecondition)
+	d.refused(registerAgents("m3", []string{"bot@3"}, &fsmpb.ToolSpec{Name: "search", Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Agents: []string{"bot@3"}}), CodeFailedPrecondition)
 }
 
 func TestAgents_AModelStepOfAnUnservedAgentWaitsThenFailsItsTurn(t *testing.T) {
@@ -132,10 +131,10 @@ func TestAgents_AModelStepOfAnUnservedAgentWaitsThenFailsItsTurn(t *testing.T) {
 	d.do(d.deregister("m3"))
 	d.do(d.failUnserved(st.Id))
 	s := d.session("s")
-	if s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || !strings.Contains(s.LastError, `no live Worker served agent "bot@3"`) {
+	if s.Status != fsmpb.SessionStatus_SESSION_STATUS_ERRORED || !strings.Contains(s.LastError, `no live Worker served agent "bot@3"`) {
 		t.Fatalf("session is %s with last error %q", StatusName(s.Status), s.LastError)
 	}
-	if got := d.step(st.Id); got.Status != dexv1.StepStatus_STEP_STATUS_DONE || len(got.Attempts) != 0 {
+	if got := d.step(st.Id); got.Status != fsmpb.StepStatus_STEP_STATUS_DONE || len(got.Attempts) != 0 {
 		t.Fatalf("the unserved RunModel is %s with %d attempts", got.Status, len(got.Attempts))
 	}
 	if s.ResumeAtMs == 0 {
@@ -165,7 +164,7 @@ func TestAgents_AToolServedOnlyForAnotherAgentFailsNamingTheAgent(t *testing.T) 
 	}
 	d.do(d.failUnserved(st.Id))
 	q := toolResults(d.session("s"))["q"]
-	if q.Outcome != dexv1.Outcome_OUTCOME_FAILED || !strings.HasPrefix(q.Text, NotRunPrefix) || !strings.Contains(q.Text, `agent "bot@2"`) {
+	if q.Outcome != fsmpb.Outcome_OUTCOME_FAILED || !strings.HasPrefix(q.Text, NotRunPrefix) || !strings.Contains(q.Text, `agent "bot@2"`) {
 		t.Fatalf("search recorded %s %q", OutcomeName(q.Outcome), q.Text)
 	}
 	// A tool served for every agent serves bot@2 too.

@@ -5,7 +5,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -33,7 +32,7 @@ func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
 	if r != nil {
 		return rejected(r)
 	}
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		return rejected(reject(CodeFailedPrecondition, "step %s is not queued (status %s)", st.Id, st.Status))
 	}
 	if want := uint32(len(st.Attempts)) + 1; c.Attempt != want {
@@ -50,14 +49,14 @@ func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
 		WorkerId:    c.WorkerId,
 		Epoch:       c.Epoch,
 		Token:       AttemptToken(st.Id, c.Attempt, c.Epoch),
-		Status:      dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING,
+		Status:      fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING,
 		StartedAtMs: a.now,
 	}
 	if d := a.runTimeout(st, c); d > 0 {
 		at.DeadlineMs = a.now + d
 	}
 	st.Attempts = append(st.Attempts, at)
-	st.Status = dexv1.StepStatus_STEP_STATUS_RUNNING
+	st.Status = fsmpb.StepStatus_STEP_STATUS_RUNNING
 	a.putStep(st)
 	a.emit(st.SessionId, "attempt_started", st.Id, fmt.Sprintf("attempt %d on %s", at.N, at.WorkerId))
 	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
@@ -96,7 +95,7 @@ func (a *applier) workerCall(ref *fsmpb.AttemptRef, call string) (st *fsmpb.Step
 	if ref.Seq > at.LastSeq+1 {
 		return nil, nil, nil, reject(CodeFailedPrecondition, "call %d of attempt %s is ahead of its last call %d", ref.Seq, at.Token, at.LastSeq)
 	}
-	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+	if at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
 		return nil, nil, nil, reject(CodeFailedPrecondition, "attempt %s is no longer running (%s): it was cancelled", at.Token, at.Status)
 	}
 	at.LastSeq = ref.Seq
@@ -147,7 +146,7 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 	}
 	if call == callFail {
 		f := c.Result.GetFailure()
-		at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED
+		at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_FAILED
 		at.ErrorType = f.GetErrorType()
 		at.Error = f.GetError()
 		return a.attemptEnded(st, at)
@@ -160,7 +159,7 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 	if r != nil {
 		return rejected(r)
 	}
-	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
+	at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
 	at.EndedAtMs = a.now
 	a.touched.attemptEnded(st.Id, at.N)
 	if st.CallId != "" && writes(st) {
@@ -174,8 +173,8 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 }
 
 func writes(st *fsmpb.Step) bool {
-	return st.Kind == dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL ||
-		(st.Kind == dexv1.StepKind_STEP_KIND_CALL_TOOL && st.Policy.GetAccess() != dexv1.ToolAccess_TOOL_ACCESS_READ)
+	return st.Kind == fsmpb.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL ||
+		(st.Kind == fsmpb.StepKind_STEP_KIND_CALL_TOOL && st.Policy.GetAccess() != fsmpb.ToolAccess_TOOL_ACCESS_READ)
 }
 
 // resultFits checks that the result is of the kind the Step produces.
@@ -238,7 +237,7 @@ func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*fsmpb.
 		return nil, nil, reject(CodeFailedPrecondition, "attempt %d is not the current attempt of step %s", n, st.Id)
 	}
 	at := st.Attempts[n-1]
-	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+	if at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
 		return nil, nil, reject(CodeFailedPrecondition, "attempt %s already ended (%s)", at.Token, at.Status)
 	}
 	return st, at, nil
@@ -249,7 +248,7 @@ func (a *applier) expireAttempt(c *fsmpb.ExpireAttempt) *Result {
 	if r != nil {
 		return rejected(r)
 	}
-	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED
+	at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED
 	at.Error = "the Worker stopped heartbeating"
 	return a.attemptEnded(st, at)
 }
@@ -272,16 +271,16 @@ func (a *applier) attemptEnded(st *fsmpb.Step, at *fsmpb.Attempt) *Result {
 
 // progress is exact: NOT_STARTED only when no attempt of the Step was ever
 // claimed and the call never ran before (it did not ask the user anything).
-func (a *applier) progress(s *fsmpb.Session, st *fsmpb.Step) dexv1.AttemptProgress {
+func (a *applier) progress(s *fsmpb.Session, st *fsmpb.Step) fsmpb.AttemptProgress {
 	for _, at := range st.Attempts {
 		if at.ClaimedAtMs != 0 {
-			return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED
+			return fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED
 		}
 	}
-	if c := findCall(s, st.CallId); c != nil && c.Ran && st.Kind != dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK {
-		return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED
+	if c := findCall(s, st.CallId); c != nil && c.Ran && st.Kind != fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK {
+		return fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED
 	}
-	return dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED
+	return fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED
 }
 
 // withinWindow: a model Step may start another attempt only inside the window
@@ -295,7 +294,7 @@ func (a *applier) withinWindow(st *fsmpb.Step) bool {
 
 // requeue puts a Step back in the queue for its next attempt after a backoff.
 func (a *applier) requeue(st *fsmpb.Step) {
-	st.Status = dexv1.StepStatus_STEP_STATUS_QUEUED
+	st.Status = fsmpb.StepStatus_STEP_STATUS_QUEUED
 	st.ReadyAtMs = a.now + retryBackoff(len(st.Attempts))
 	m := a.meta()
 	m.NextQueueSeq++
@@ -305,8 +304,8 @@ func (a *applier) requeue(st *fsmpb.Step) {
 }
 
 // finish ends a Step with its outcome.
-func (a *applier) finish(st *fsmpb.Step, o dexv1.Outcome, result string, isError bool) {
-	st.Status = dexv1.StepStatus_STEP_STATUS_DONE
+func (a *applier) finish(st *fsmpb.Step, o fsmpb.Outcome, result string, isError bool) {
+	st.Status = fsmpb.StepStatus_STEP_STATUS_DONE
 	st.Outcome = o
 	st.Result = result
 	st.IsError = isError
@@ -317,13 +316,13 @@ func (a *applier) finish(st *fsmpb.Step, o dexv1.Outcome, result string, isError
 }
 
 // OutcomeName is the documented name of an outcome (docs/attempts.md).
-func OutcomeName(o dexv1.Outcome) string {
+func OutcomeName(o fsmpb.Outcome) string {
 	switch o {
-	case dexv1.Outcome_OUTCOME_SUCCEEDED:
+	case fsmpb.Outcome_OUTCOME_SUCCEEDED:
 		return "succeeded"
-	case dexv1.Outcome_OUTCOME_FAILED:
+	case fsmpb.Outcome_OUTCOME_FAILED:
 		return "failed"
-	case dexv1.Outcome_OUTCOME_UNKNOWN:
+	case fsmpb.Outcome_OUTCOME_UNKNOWN:
 		return "outcome_unknown"
 	}
 	return ""

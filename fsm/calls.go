@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -50,23 +49,23 @@ func (a *applier) startCall(s *fsmpb.Session, c *fsmpb.CallState) {
 	switch c.Tool {
 	case BuiltinAskUser:
 		c.Builtin = BuiltinAskUser
-		c.Phase = dexv1.CallPhase_CALL_PHASE_WAITING
+		c.Phase = fsmpb.CallPhase_CALL_PHASE_WAITING
 		c.StepId = a.queueStep(s, &fsmpb.Step{
-			Kind: dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
-			Status: dexv1.StepStatus_STEP_STATUS_WAITING, Prompt: questionOf(c.Arguments),
+			Kind: fsmpb.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+			Status: fsmpb.StepStatus_STEP_STATUS_WAITING, Prompt: questionOf(c.Arguments),
 		})
 		return
 	case BuiltinSleep:
 		c.Builtin = BuiltinSleep
 		ms, err := sleepMillis(c.Arguments)
 		if err != nil {
-			a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, "sleep: "+err.Error())
+			a.resolveCall(s, c, fsmpb.Outcome_OUTCOME_FAILED, "sleep: "+err.Error())
 			return
 		}
-		c.Phase = dexv1.CallPhase_CALL_PHASE_WAITING
+		c.Phase = fsmpb.CallPhase_CALL_PHASE_WAITING
 		c.StepId = a.queueStep(s, &fsmpb.Step{
-			Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
-			Status: dexv1.StepStatus_STEP_STATUS_WAITING, DueAtMs: a.now + ms,
+			Kind: fsmpb.StepKind_STEP_KIND_AWAIT_TIMER, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+			Status: fsmpb.StepStatus_STEP_STATUS_WAITING, DueAtMs: a.now + ms,
 		})
 		return
 	case BuiltinResumeAgent:
@@ -76,22 +75,22 @@ func (a *applier) startCall(s *fsmpb.Session, c *fsmpb.CallState) {
 	}
 	spec := a.toolSpec(c.Tool)
 	if spec == nil {
-		a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, NotRunPrefix+": "+unknownTool(c.Tool, "no Worker registered it"))
+		a.resolveCall(s, c, fsmpb.Outcome_OUTCOME_FAILED, NotRunPrefix+": "+unknownTool(c.Tool, "no Worker registered it"))
 		return
 	}
 	c.Policy = spec
 	if spec.Inline {
-		a.resolveCall(s, c, dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: tool %q is inline: its result belongs inside the model output", NotRunPrefix, c.Tool))
+		a.resolveCall(s, c, fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: tool %q is inline: its result belongs inside the model output", NotRunPrefix, c.Tool))
 		return
 	}
-	if spec.Access != dexv1.ToolAccess_TOOL_ACCESS_READ {
+	if spec.Access != fsmpb.ToolAccess_TOOL_ACCESS_READ {
 		c.IdempotencyKey = IdempotencyKey(s.Id, c.CallId)
 	}
 	if spec.NeedsApproval {
-		c.Phase = dexv1.CallPhase_CALL_PHASE_AWAITING_APPROVAL
+		c.Phase = fsmpb.CallPhase_CALL_PHASE_AWAITING_APPROVAL
 		c.StepId = a.queueStep(s, &fsmpb.Step{
-			Kind: dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
-			Policy: spec, Status: dexv1.StepStatus_STEP_STATUS_WAITING,
+			Kind: fsmpb.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+			Policy: spec, Status: fsmpb.StepStatus_STEP_STATUS_WAITING,
 			Prompt: fmt.Sprintf("run %s(%s)?", c.Tool, c.Arguments),
 		})
 		return
@@ -101,11 +100,11 @@ func (a *applier) startCall(s *fsmpb.Session, c *fsmpb.CallState) {
 
 // queueToolStep queues the Step that runs (or starts) the tool.
 func (a *applier) queueToolStep(s *fsmpb.Session, c *fsmpb.CallState) {
-	kind := dexv1.StepKind_STEP_KIND_CALL_TOOL
-	if c.Policy.Access == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
-		kind = dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
+	kind := fsmpb.StepKind_STEP_KIND_CALL_TOOL
+	if c.Policy.Access == fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
+		kind = fsmpb.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
 	}
-	c.Phase = dexv1.CallPhase_CALL_PHASE_RUNNING
+	c.Phase = fsmpb.CallPhase_CALL_PHASE_RUNNING
 	c.StepId = a.queueStep(s, &fsmpb.Step{
 		Kind: kind, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments, Policy: c.Policy,
 		IdempotencyKey: c.IdempotencyKey,
@@ -114,20 +113,20 @@ func (a *applier) queueToolStep(s *fsmpb.Session, c *fsmpb.CallState) {
 
 // queuePoll queues the next poll of a long-running task.
 func (a *applier) queuePoll(s *fsmpb.Session, c *fsmpb.CallState) {
-	c.Phase = dexv1.CallPhase_CALL_PHASE_POLLING
+	c.Phase = fsmpb.CallPhase_CALL_PHASE_POLLING
 	c.StepId = a.queueStep(s, &fsmpb.Step{
-		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+		Kind: fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 		Policy: c.Policy, TaskId: c.TaskId, ReadyAtMs: a.now + pollEvery(c.Policy),
 	})
 }
 
 // resolveCall gives a call its outcome and records it in the history.
-func (a *applier) resolveCall(s *fsmpb.Session, c *fsmpb.CallState, o dexv1.Outcome, content string) {
-	c.Phase = dexv1.CallPhase_CALL_PHASE_DONE
+func (a *applier) resolveCall(s *fsmpb.Session, c *fsmpb.CallState, o fsmpb.Outcome, content string) {
+	c.Phase = fsmpb.CallPhase_CALL_PHASE_DONE
 	c.Outcome = o
 	c.Content = content
 	a.appendHistory(s, &fsmpb.HistoryEntry{
-		Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
+		Kind: fsmpb.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 		Outcome: o, Text: content, StepId: c.StepId,
 	})
 	a.emit(s.Id, "call_"+OutcomeName(o), c.StepId, c.CallId)
@@ -142,8 +141,8 @@ func (a *applier) afterCallChange(s *fsmpb.Session) {
 	waiting, busy := false, false
 	for _, c := range s.Turn.Calls {
 		switch c.Phase {
-		case dexv1.CallPhase_CALL_PHASE_DONE:
-		case dexv1.CallPhase_CALL_PHASE_WAITING, dexv1.CallPhase_CALL_PHASE_AWAITING_APPROVAL:
+		case fsmpb.CallPhase_CALL_PHASE_DONE:
+		case fsmpb.CallPhase_CALL_PHASE_WAITING, fsmpb.CallPhase_CALL_PHASE_AWAITING_APPROVAL:
 			waiting = true
 		default:
 			busy = true
@@ -151,11 +150,11 @@ func (a *applier) afterCallChange(s *fsmpb.Session) {
 	}
 	switch {
 	case busy:
-		s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
+		s.Status = fsmpb.SessionStatus_SESSION_STATUS_RUNNING
 	case waiting:
-		s.Status = dexv1.SessionStatus_SESSION_STATUS_WAITING
+		s.Status = fsmpb.SessionStatus_SESSION_STATUS_WAITING
 	default:
-		s.Turn.Input = dexv1.TurnInput_TURN_INPUT_TOOL_RESULTS
+		s.Turn.Input = fsmpb.TurnInput_TURN_INPUT_TOOL_RESULTS
 		a.queueModel(s)
 	}
 }

@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -47,16 +46,16 @@ func (a *applier) cancelTurn(c *fsmpb.CancelTurn) *Result {
 	}
 	res := &Result{SessionID: s.Id}
 	if id := s.Turn.StepId; id != "" {
-		if st, r := a.step(id); r == nil && st.Status != dexv1.StepStatus_STEP_STATUS_DONE {
+		if st, r := a.step(id); r == nil && st.Status != fsmpb.StepStatus_STEP_STATUS_DONE {
 			a.cancelStep(s, st, why, res)
 		}
 	}
 	for _, call := range s.Turn.Calls {
-		if call.Phase == dexv1.CallPhase_CALL_PHASE_DONE {
+		if call.Phase == fsmpb.CallPhase_CALL_PHASE_DONE {
 			continue
 		}
-		o, text := dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s before the call ended", NotRunPrefix, why)
-		if st, r := a.step(call.StepId); r == nil && st.Status != dexv1.StepStatus_STEP_STATUS_DONE {
+		o, text := fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s before the call ended", NotRunPrefix, why)
+		if st, r := a.step(call.StepId); r == nil && st.Status != fsmpb.StepStatus_STEP_STATUS_DONE {
 			o, text = a.cancelledCall(s, call, st, why)
 			a.cancelStep(s, st, why, res)
 		}
@@ -66,14 +65,14 @@ func (a *applier) cancelTurn(c *fsmpb.CancelTurn) *Result {
 	if c.Reason != "" {
 		note = fmt.Sprintf("The previous turn was cancelled by %s: %s", by, c.Reason)
 	}
-	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: note})
+	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: fsmpb.HistoryKind_HISTORY_KIND_NOTE, Text: note})
 	t := s.Turn
 	s.Turn = nil
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_IDLE
 	s.ResumeAtMs = 0
 	s.RejectedTurns = 0
 	s.ErrorEpisode, s.EpisodeResumes = false, 0
-	s.PauseReason, s.PauseMessage = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
+	s.PauseReason, s.PauseMessage = fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
 	a.emit(s.Id, "turn_cancelled", "", fmt.Sprintf("turn %d: %s", t.Number, why))
 	a.putSession(s)
 	return res
@@ -83,10 +82,10 @@ func (a *applier) cancelTurn(c *fsmpb.CancelTurn) *Result {
 // running attempt, if any, becomes cancelled.
 func (a *applier) cancelStep(s *fsmpb.Session, st *fsmpb.Step, why string, res *Result) {
 	res.StepsCancelled++
-	if n := len(st.Attempts); st.Status == dexv1.StepStatus_STEP_STATUS_RUNNING && n > 0 {
+	if n := len(st.Attempts); st.Status == fsmpb.StepStatus_STEP_STATUS_RUNNING && n > 0 {
 		at := st.Attempts[n-1]
-		if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
-			at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_CANCELLED
+		if at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+			at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_CANCELLED
 			at.Error = why
 			at.EndedAtMs = a.now
 			at.Progress = a.progress(s, st)
@@ -94,7 +93,7 @@ func (a *applier) cancelStep(s *fsmpb.Session, st *fsmpb.Step, why string, res *
 			a.emit(s.Id, "attempt_cancelled", st.Id, fmt.Sprintf("attempt %d on %s", at.N, at.WorkerId))
 		}
 	}
-	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, "cancelled: "+why, true)
+	a.finish(st, fsmpb.Outcome_OUTCOME_FAILED, "cancelled: "+why, true)
 }
 
 // cancelledCall is what a cancelled call records, by what may have happened:
@@ -102,22 +101,22 @@ func (a *applier) cancelStep(s *fsmpb.Session, st *fsmpb.Step, why string, res *
 // long-running task that started) is outcome_unknown, except a read, which
 // failed; one that never ran failed with the not-run prefix, so it is safe to
 // call again.
-func (a *applier) cancelledCall(s *fsmpb.Session, call *fsmpb.CallState, st *fsmpb.Step, why string) (dexv1.Outcome, string) {
+func (a *applier) cancelledCall(s *fsmpb.Session, call *fsmpb.CallState, st *fsmpb.Step, why string) (fsmpb.Outcome, string) {
 	switch {
 	case call.TaskId != "":
-		return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("%s while task %s was running: the task may still run and its result is unknown", why, call.TaskId)
-	case st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL:
-		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s while the call awaited approval", NotRunPrefix, why)
-	case st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER:
-		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s while the question waited for an answer", why)
-	case st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_TIMER:
-		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s before the sleep ended", why)
+		return fsmpb.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("%s while task %s was running: the task may still run and its result is unknown", why, call.TaskId)
+	case st.Kind == fsmpb.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL:
+		return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s while the call awaited approval", NotRunPrefix, why)
+	case st.Kind == fsmpb.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER:
+		return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s while the question waited for an answer", why)
+	case st.Kind == fsmpb.StepKind_STEP_KIND_AWAIT_TIMER:
+		return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s before the sleep ended", why)
 	}
-	if a.progress(s, st) == dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
-		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s before the tool started", NotRunPrefix, why)
+	if a.progress(s, st) == fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+		return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s before the tool started", NotRunPrefix, why)
 	}
-	if st.Policy.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_READ {
-		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s while the tool ran", why)
+	if st.Policy.GetAccess() == fsmpb.ToolAccess_TOOL_ACCESS_READ {
+		return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s while the tool ran", why)
 	}
-	return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("%s while the tool ran: it may have run, and it is not run again", why)
+	return fsmpb.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("%s while the tool ran: it may have run, and it is not run again", why)
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -21,11 +20,11 @@ func cancelled(t *testing.T, d *driver, session, stepID string) *fsmpb.Session {
 	if s.Turn != nil {
 		t.Fatalf("the cancelled turn is still there: %v", s.Turn)
 	}
-	if st := d.step(stepID); st.Status != dexv1.StepStatus_STEP_STATUS_DONE || st.Outcome != oFailed || !strings.Contains(st.Result, "cancelled by ops") {
+	if st := d.step(stepID); st.Status != fsmpb.StepStatus_STEP_STATUS_DONE || st.Outcome != oFailed || !strings.Contains(st.Result, "cancelled by ops") {
 		t.Fatalf("step %s after the cancel: %s %s %q", stepID, st.Status, OutcomeName(st.Outcome), st.Result)
 	}
 	last := s.History[len(s.History)-1]
-	if last.Kind != dexv1.HistoryKind_HISTORY_KIND_NOTE || last.Text != "The previous turn was cancelled by ops: wrong task" {
+	if last.Kind != fsmpb.HistoryKind_HISTORY_KIND_NOTE || last.Text != "The previous turn was cancelled by ops: wrong task" {
 		t.Fatalf("last history entry %v; want the cancel note", last)
 	}
 	if n := countEvents(d, session, "turn_cancelled"); n != 1 {
@@ -61,7 +60,7 @@ func TestCancel_RunningRunModelIsCancelledAtItsWorker(t *testing.T) {
 	}
 	cancelled(t, d, "s", h.st)
 	at := d.step(h.st).Attempts[0]
-	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_CANCELLED || at.EndedAtMs != d.now {
+	if at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_CANCELLED || at.EndedAtMs != d.now {
 		t.Fatalf("attempt after the cancel: %v", at)
 	}
 	// The Worker's late output is refused: the attempt no longer runs.
@@ -107,7 +106,7 @@ func TestCancel_WaitsEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		call *fsmpb.ToolCall
-		kind dexv1.StepKind
+		kind fsmpb.StepKind
 	}{
 		{"approval", call("c1", "deploy", `{}`), kApproval},
 		{"question", call("c1", "ask_user", `{"question":"which env?"}`), kQuestion},

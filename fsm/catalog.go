@@ -7,7 +7,6 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -126,16 +125,16 @@ func samePolicy(x, y *fsmpb.ToolSpec) bool {
 func PolicyText(t *fsmpb.ToolSpec) string {
 	var b strings.Builder
 	switch t.Access {
-	case dexv1.ToolAccess_TOOL_ACCESS_READ:
+	case fsmpb.ToolAccess_TOOL_ACCESS_READ:
 		b.WriteString("read")
-	case dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE:
+	case fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE:
 		b.WriteString("idempotent_write")
-	case dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT:
+	case fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT:
 		b.WriteString("single_attempt")
 	default:
 		b.WriteString("no access policy")
 	}
-	if t.Access != dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
+	if t.Access != fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
 		fmt.Fprintf(&b, " with %d attempts", toolAttempts(t))
 	}
 	if t.NeedsApproval {

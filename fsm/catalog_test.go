@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protodelim"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -24,8 +23,8 @@ func (d *driver) failUnserved(step string) *fsmpb.Command {
 }
 
 var (
-	emailOnce  = &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
-	emailRead5 = &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
+	emailOnce  = &fsmpb.ToolSpec{Name: "send_email", Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
+	emailRead5 = &fsmpb.ToolSpec{Name: "send_email", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
 )
 
 func TestCatalog_AnotherPolicyThanALiveWorkersIsRefusedNamingBoth(t *testing.T) {
@@ -40,7 +39,7 @@ func TestCatalog_AnotherPolicyThanALiveWorkersIsRefusedNamingBoth(t *testing.T) 
 		t.Fatal("the refused Worker was registered")
 	}
 	// The same policy with another description is no conflict.
-	d.do(register("w2", &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Description: "mail"}))
+	d.do(register("w2", &fsmpb.ToolSpec{Name: "send_email", Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, Description: "mail"}))
 	if got := d.f.State().ToolServers("send_email"); len(got) != 2 || got[0] != "w1" || got[1] != "w2" {
 		t.Fatalf("servers of send_email = %v; want [w1 w2]", got)
 	}
@@ -58,9 +57,9 @@ func TestCatalog_ACallRunsByTheLiveToolsPolicy(t *testing.T) {
 
 func TestCatalog_TheSameWorkerReplacesItsOwnRows(t *testing.T) {
 	d := newDriver(t)
-	d.do(register("w1", emailRead5, &fsmpb.ToolSpec{Name: "fetch", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}))
+	d.do(register("w1", emailRead5, &fsmpb.ToolSpec{Name: "fetch", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ}))
 	st := d.f.State()
-	if got := st.Tool("send_email"); got.Access != dexv1.ToolAccess_TOOL_ACCESS_READ || got.MaxAttempts != 5 {
+	if got := st.Tool("send_email"); got.Access != fsmpb.ToolAccess_TOOL_ACCESS_READ || got.MaxAttempts != 5 {
 		t.Fatalf("send_email is %s; want read with 5 attempts", PolicyText(got))
 	}
 	if st.Tool("deploy") != nil || len(st.ToolServers("deploy")) != 0 {
@@ -87,7 +86,7 @@ func TestCatalog_TheLastWorkerGoneFreesTheName(t *testing.T) {
 		t.Fatal("the last Worker's tool or registration stayed")
 	}
 	d.do(register("w3", emailRead5))
-	if got := d.f.State().Tool("send_email"); got.Access != dexv1.ToolAccess_TOOL_ACCESS_READ {
+	if got := d.f.State().Tool("send_email"); got.Access != fsmpb.ToolAccess_TOOL_ACCESS_READ {
 		t.Fatalf("send_email is %s after w3 registered it as a read", PolicyText(got))
 	}
 }
@@ -145,7 +144,7 @@ func TestToolWait_AQueuedStepOfAnUnservedToolFailsAsUnknownNotRun(t *testing.T) 
 	d.refused(stale, CodeFailedPrecondition)
 	d.do(d.failUnserved(st.Id))
 	e := toolResults(d.session("s"))["e"]
-	if e.Outcome != dexv1.Outcome_OUTCOME_FAILED || !strings.HasPrefix(e.Text, NotRunPrefix) ||
+	if e.Outcome != fsmpb.Outcome_OUTCOME_FAILED || !strings.HasPrefix(e.Text, NotRunPrefix) ||
 		!strings.Contains(e.Text, `unknown tool "send_email": no live Worker served it for 5m0s`) {
 		t.Fatalf("send_email recorded %s %q", OutcomeName(e.Outcome), e.Text)
 	}
@@ -166,7 +165,7 @@ func TestToolWait_AWriteThatMayHaveRunIsNotCalledNotRun(t *testing.T) {
 	d.do(d.deregister("w1"))
 	d.do(d.failUnserved(st.Id))
 	n := toolResults(d.session("s"))["n"]
-	if n.Outcome != dexv1.Outcome_OUTCOME_UNKNOWN || strings.HasPrefix(n.Text, NotRunPrefix) {
+	if n.Outcome != fsmpb.Outcome_OUTCOME_UNKNOWN || strings.HasPrefix(n.Text, NotRunPrefix) {
 		t.Fatalf("save_note recorded %s %q; want outcome_unknown", OutcomeName(n.Outcome), n.Text)
 	}
 }

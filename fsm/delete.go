@@ -7,7 +7,6 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -42,13 +41,13 @@ func withLifecycleSchema(s *memdb.DBSchema) *memdb.DBSchema {
 }
 
 // inTurn reports whether a session's status is one of a turn under way.
-func inTurn(st dexv1.SessionStatus) bool {
-	return st == dexv1.SessionStatus_SESSION_STATUS_RUNNING || st == dexv1.SessionStatus_SESSION_STATUS_WAITING
+func inTurn(st fsmpb.SessionStatus) bool {
+	return st == fsmpb.SessionStatus_SESSION_STATUS_RUNNING || st == fsmpb.SessionStatus_SESSION_STATUS_WAITING
 }
 
 type restingSessionIndexer struct{}
 
-func restingKey(st dexv1.SessionStatus, updatedAtMs int64) []byte {
+func restingKey(st fsmpb.SessionStatus, updatedAtMs int64) []byte {
 	return append([]byte{byte(st)}, dueKey(updatedAtMs)...)
 }
 
@@ -67,7 +66,7 @@ func (restingSessionIndexer) FromArgs(args ...any) ([]byte, error) {
 	if len(args) != 2 {
 		return nil, fmt.Errorf("session status index takes (status, updated_at_ms), got %d arguments", len(args))
 	}
-	st, ok1 := args[0].(dexv1.SessionStatus)
+	st, ok1 := args[0].(fsmpb.SessionStatus)
 	at, ok2 := args[1].(int64)
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("session status index takes (SessionStatus, int64), got (%T, %T)", args[0], args[1])
@@ -79,7 +78,7 @@ func (restingSessionIndexer) FromArgs(args ...any) ([]byte, error) {
 }
 
 func deleted(s *fsmpb.Session) bool {
-	return s.Status == dexv1.SessionStatus_SESSION_STATUS_DELETED
+	return s.Status == fsmpb.SessionStatus_SESSION_STATUS_DELETED
 }
 
 func (a *applier) deleteSession(c *fsmpb.DeleteSession) *Result {
@@ -88,7 +87,7 @@ func (a *applier) deleteSession(c *fsmpb.DeleteSession) *Result {
 		return rejected(r)
 	}
 	switch s.Status {
-	case dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+	case fsmpb.SessionStatus_SESSION_STATUS_IDLE, fsmpb.SessionStatus_SESSION_STATUS_PAUSED, fsmpb.SessionStatus_SESSION_STATUS_ERRORED:
 	default:
 		return rejected(reject(CodeFailedPrecondition, "session %s is %s: only an idle, paused or errored session can be deleted; wait for its turn to end", s.Id, StatusName(s.Status)))
 	}
@@ -99,7 +98,7 @@ func (a *applier) deleteSession(c *fsmpb.DeleteSession) *Result {
 // tombstone marks a session deleted and tells its parent, once: the
 // tombstone is not found by the next DeleteSession.
 func (a *applier) tombstone(s *fsmpb.Session) {
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_DELETED
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_DELETED
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "session_deleted", "", "")
 	a.putSession(s)
@@ -121,7 +120,7 @@ func (a *applier) expireSessions(c *fsmpb.ExpireSessions) *Result {
 	}
 	for _, id := range c.SessionIds {
 		s, r := a.session(id)
-		if r != nil || s.Status != dexv1.SessionStatus_SESSION_STATUS_IDLE || s.InboxCount > 0 || s.UpdatedAtMs >= c.IdleBeforeMs {
+		if r != nil || s.Status != fsmpb.SessionStatus_SESSION_STATUS_IDLE || s.InboxCount > 0 || s.UpdatedAtMs >= c.IdleBeforeMs {
 			continue
 		}
 		a.tombstone(s)
@@ -243,7 +242,7 @@ func (a *applier) storedSession(id string) *fsmpb.Session {
 // leader still owes a purge, the longest deleted first.
 func (s *State) DeletedSessions(limit int) []string {
 	var out []string
-	eachSessionIn(s.tx, dexv1.SessionStatus_SESSION_STATUS_DELETED, func(sess *fsmpb.Session) bool {
+	eachSessionIn(s.tx, fsmpb.SessionStatus_SESSION_STATUS_DELETED, func(sess *fsmpb.Session) bool {
 		out = append(out, sess.Id)
 		return len(out) < limit
 	})
@@ -253,7 +252,7 @@ func (s *State) DeletedSessions(limit int) []string {
 // eachSessionIn calls fn with the sessions in a status, least recently
 // updated first, until fn returns false: a seek on (status, updated_at_ms),
 // the only status index of sessions.
-func eachSessionIn(tx *memdb.Txn, status dexv1.SessionStatus, fn func(*fsmpb.Session) bool) {
+func eachSessionIn(tx *memdb.Txn, status fsmpb.SessionStatus, fn func(*fsmpb.Session) bool) {
 	it, err := tx.LowerBound(tableSessions, indexStatusUpdated, status, int64(math.MinInt64))
 	if err != nil {
 		panic(fmt.Sprintf("fsm: seek sessions: %v", err))
@@ -269,14 +268,14 @@ func eachSessionIn(tx *memdb.Txn, status dexv1.SessionStatus, fn func(*fsmpb.Ses
 // IdleBefore returns up to limit idle sessions with an empty inbox last
 // updated before ms, the longest idle first: a seek on (status, updated_at_ms).
 func (s *State) IdleBefore(ms int64, limit int) []string {
-	it, err := s.tx.LowerBound(tableSessions, indexStatusUpdated, dexv1.SessionStatus_SESSION_STATUS_IDLE, int64(math.MinInt64))
+	it, err := s.tx.LowerBound(tableSessions, indexStatusUpdated, fsmpb.SessionStatus_SESSION_STATUS_IDLE, int64(math.MinInt64))
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
 		sess := raw.(*fsmpb.Session)
-		if sess.Status != dexv1.SessionStatus_SESSION_STATUS_IDLE || sess.UpdatedAtMs >= ms {
+		if sess.Status != fsmpb.SessionStatus_SESSION_STATUS_IDLE || sess.UpdatedAtMs >= ms {
 			break
 		}
 		if sess.InboxCount == 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -37,7 +36,7 @@ func FuzzDelete(f *testing.F) {
 		if err := d.twin.Restore(&buf); err != nil {
 			t.Fatal(err)
 		}
-		fz := &fuzzer{d: d, outcomes: map[string]dexv1.Outcome{}}
+		fz := &fuzzer{d: d, outcomes: map[string]fsmpb.Outcome{}}
 		everDeleted := map[string]bool{}
 		for i, op := range ops {
 			salt := byte(i)
@@ -64,7 +63,7 @@ func FuzzDelete(f *testing.F) {
 			for _, del := range st.DeletedSessions(1 << 20) {
 				everDeleted[del] = true
 				for _, raw := range firstRows(st.tx, sessionTables[0], del, 1<<20) {
-					if s := raw.(*fsmpb.Step); s.Status != dexv1.StepStatus_STEP_STATUS_DONE {
+					if s := raw.(*fsmpb.Step); s.Status != fsmpb.StepStatus_STEP_STATUS_DONE {
 						t.Fatalf("deleted session %s has Step %s %s", del, s.Id, s.Status)
 					}
 				}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -42,7 +41,7 @@ func FuzzApply(f *testing.F) {
 		if err := d.twin.Restore(&buf); err != nil {
 			t.Fatal(err)
 		}
-		fz := &fuzzer{d: d, outcomes: map[string]dexv1.Outcome{}}
+		fz := &fuzzer{d: d, outcomes: map[string]fsmpb.Outcome{}}
 		for i, op := range ops {
 			fz.step(op, byte(i))
 			fz.check()
@@ -61,7 +60,7 @@ type fuzzer struct {
 	d        *driver
 	sessions int
 	msgs     int
-	outcomes map[string]dexv1.Outcome
+	outcomes map[string]fsmpb.Outcome
 	stale    []*fsmpb.Command
 }
 
@@ -89,7 +88,7 @@ func (z *fuzzer) apply(cmd *fsmpb.Command) *Result {
 		}
 	}
 	for _, p := range predicted {
-		if st := z.d.f.State().Step(p.Id); st == nil || st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || st.Kind != p.Kind || st.ReadyAtMs > cmd.NowMs ||
+		if st := z.d.f.State().Step(p.Id); st == nil || st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED || st.Kind != p.Kind || st.ReadyAtMs > cmd.NowMs ||
 			len(st.Attempts) != len(p.Attempts) {
 			z.d.t.Fatalf("%T was predicted to leave %s ready (%s), but it is %v", cmd.Body, p.Id, p.Kind, st)
 		}
@@ -112,9 +111,9 @@ func (z *fuzzer) ref(st *fsmpb.Step) *fsmpb.AttemptRef {
 func (z *fuzzer) step(op, salt byte) {
 	d := z.d
 	st := d.f.State()
-	queued := st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED)
-	running := st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING)
-	waiting := st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_WAITING)
+	queued := st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED)
+	running := st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
+	waiting := st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_WAITING)
 	switch op % 19 {
 	case 0: // a new session, sometimes a child of the last one
 		z.sessions++
@@ -154,7 +153,7 @@ func (z *fuzzer) step(op, salt byte) {
 	case 6: // fail with some error type
 		if r := z.pick(running, salt); r != nil {
 			z.apply(z.report(r, &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{
-				ErrorType: dexv1.ErrorType(int(salt) % 9), Error: "boom",
+				ErrorType: fsmpb.ErrorType(int(salt) % 9), Error: "boom",
 			}}}, salt))
 		}
 	case 7: // the Worker died, or its attempt ran past its run deadline
@@ -187,7 +186,7 @@ func (z *fuzzer) step(op, salt byte) {
 		d.restart()
 	case 13: // an operator's resume of some session
 		if z.sessions > 0 {
-			z.apply(resumeWith(fmt.Sprintf("s%d", int(salt)%z.sessions+1), dexv1.ResumeChoice(salt%3)))
+			z.apply(resumeWith(fmt.Sprintf("s%d", int(salt)%z.sessions+1), fsmpb.ResumeChoice(salt%3)))
 		}
 	case 14: // a stale command repeated
 		if len(z.stale) > 0 {
@@ -271,11 +270,11 @@ func (z *fuzzer) check() {
 				if at.N != uint32(i+1) {
 					t.Fatalf("step %s: attempt %d numbered %d", x.Id, i+1, at.N)
 				}
-				if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING && (i != len(x.Attempts)-1 || x.Status != dexv1.StepStatus_STEP_STATUS_RUNNING) {
+				if at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING && (i != len(x.Attempts)-1 || x.Status != fsmpb.StepStatus_STEP_STATUS_RUNNING) {
 					t.Fatalf("step %s (%s): attempt %d running but not current", x.Id, x.Status, at.N)
 				}
 			}
-			if x.Status == dexv1.StepStatus_STEP_STATUS_RUNNING && x.Attempts[len(x.Attempts)-1].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+			if x.Status == fsmpb.StepStatus_STEP_STATUS_RUNNING && x.Attempts[len(x.Attempts)-1].Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
 				t.Fatalf("step %s running with no running attempt", x.Id)
 			}
 			if x.MaxAttempts > 0 && len(x.Attempts) > int(x.MaxAttempts) {
@@ -287,7 +286,7 @@ func (z *fuzzer) check() {
 					t.Fatalf("single-attempt call %s started more than once", x.CallId)
 				}
 			}
-			if x.Status == dexv1.StepStatus_STEP_STATUS_DONE {
+			if x.Status == fsmpb.StepStatus_STEP_STATUS_DONE {
 				prev, seen := z.outcomes[x.Id]
 				switch {
 				case !seen:
@@ -297,7 +296,7 @@ func (z *fuzzer) check() {
 				default:
 					z.outcomes[x.Id] = x.Outcome
 				}
-				if x.Outcome == dexv1.Outcome_OUTCOME_UNSPECIFIED {
+				if x.Outcome == fsmpb.Outcome_OUTCOME_UNSPECIFIED {
 					t.Fatalf("step %s done without an outcome", x.Id)
 				}
 			}

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -54,12 +53,12 @@ func (d *driver) flushTwin() {
 }
 
 var demoTools = []*fsmpb.ToolSpec{
-	{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ},
-	{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE},
-	{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT},
-	{Name: "deploy", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, NeedsApproval: true},
-	{Name: "build", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, LongRunning: true, PollIntervalMs: 1000},
-	{Name: "calc", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Inline: true},
+	{Name: "lookup", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ},
+	{Name: "save_note", Access: fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE},
+	{Name: "send_email", Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT},
+	{Name: "deploy", Access: fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, NeedsApproval: true},
+	{Name: "build", Access: fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, LongRunning: true, PollIntervalMs: 1000},
+	{Name: "calc", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, Inline: true},
 }
 
 func newDriver(t testing.TB) *driver {
@@ -207,7 +206,7 @@ func (d *driver) step(id string) *fsmpb.Step {
 }
 
 // stepsOf returns the session's Steps of a kind, in order.
-func (d *driver) stepsOf(session string, kind dexv1.StepKind) []*fsmpb.Step {
+func (d *driver) stepsOf(session string, kind fsmpb.StepKind) []*fsmpb.Step {
 	var out []*fsmpb.Step
 	for _, st := range d.f.State().Steps(session) {
 		if st.Kind == kind {
@@ -218,11 +217,11 @@ func (d *driver) stepsOf(session string, kind dexv1.StepKind) []*fsmpb.Step {
 }
 
 // queued returns the one queued Step of a kind in the session.
-func (d *driver) queued(session string, kind dexv1.StepKind) *fsmpb.Step {
+func (d *driver) queued(session string, kind fsmpb.StepKind) *fsmpb.Step {
 	d.t.Helper()
 	var found *fsmpb.Step
 	for _, st := range d.stepsOf(session, kind) {
-		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED {
+		if st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED {
 			if found != nil {
 				d.t.Fatalf("two queued %s steps in %s", KindName(kind), session)
 			}
@@ -236,7 +235,7 @@ func (d *driver) queued(session string, kind dexv1.StepKind) *fsmpb.Step {
 }
 
 // latest returns the newest Step of a kind in the session.
-func (d *driver) latest(session string, kind dexv1.StepKind) *fsmpb.Step {
+func (d *driver) latest(session string, kind fsmpb.StepKind) *fsmpb.Step {
 	d.t.Helper()
 	steps := d.stepsOf(session, kind)
 	if len(steps) == 0 {
@@ -277,7 +276,7 @@ func (d *driver) server(st *fsmpb.Step) string {
 	return servers[0]
 }
 
-func (d *driver) startNext(session string, kind dexv1.StepKind) *handle {
+func (d *driver) startNext(session string, kind fsmpb.StepKind) *handle {
 	d.t.Helper()
 	return d.start(d.queued(session, kind))
 }
@@ -318,7 +317,7 @@ func (h *handle) summary(text string) {
 	h.d.do(h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Summary{Summary: text}}))
 }
 
-func (h *handle) failCmd(t dexv1.ErrorType, msg string) *fsmpb.Command {
+func (h *handle) failCmd(t fsmpb.ErrorType, msg string) *fsmpb.Command {
 	return h.report(&fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{ErrorType: t, Error: msg}}})
 }
 
@@ -330,7 +329,7 @@ func (h *handle) report(res *fsmpb.AttemptResult) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: h.ref(), Result: res}}}
 }
 
-func (h *handle) fail(t dexv1.ErrorType, msg string) { h.d.t.Helper(); h.d.do(h.failCmd(t, msg)) }
+func (h *handle) fail(t fsmpb.ErrorType, msg string) { h.d.t.Helper(); h.d.do(h.failCmd(t, msg)) }
 
 func (h *handle) expireCmd() *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{StepId: h.st, Attempt: h.n, Epoch: h.d.epoch}}}
@@ -363,7 +362,7 @@ func resume(session string) *fsmpb.Command {
 func toolResults(s *fsmpb.Session) map[string]*fsmpb.HistoryEntry {
 	out := map[string]*fsmpb.HistoryEntry{}
 	for _, e := range s.History {
-		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT {
+		if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_TOOL_RESULT {
 			out[e.CallId] = e
 		}
 	}
@@ -372,7 +371,7 @@ func toolResults(s *fsmpb.Session) map[string]*fsmpb.HistoryEntry {
 
 func clone[T proto.Message](m T) T { return proto.Clone(m).(T) }
 
-func wantStatus(t testing.TB, s *fsmpb.Session, want dexv1.SessionStatus) {
+func wantStatus(t testing.TB, s *fsmpb.Session, want fsmpb.SessionStatus) {
 	t.Helper()
 	if s.Status != want {
 		t.Fatalf("session %s is %s; want %s (last error %q)", s.Id, StatusName(s.Status), StatusName(want), s.LastError)

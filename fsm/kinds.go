@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -32,7 +31,7 @@ const (
 // it, how many attempts it gets, and what success and a failed attempt do.
 // It is the one place that says so; dispatch and the Worker library read it.
 type KindSpec struct {
-	Kind    dexv1.StepKind
+	Kind    fsmpb.StepKind
 	Name    string // the documented name ("RunModel", …; docs/turn-loop.md)
 	Runner  Runner
 	Handler Handler
@@ -59,7 +58,7 @@ func pollAttempts(p *fsmpb.ToolSpec) uint32 {
 
 var kindTable = []*KindSpec{
 	{
-		Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Name: "RunModel", Runner: RunsOnModel, Handler: HandlerModel,
+		Kind: fsmpb.StepKind_STEP_KIND_RUN_MODEL, Name: "RunModel", Runner: RunsOnModel, Handler: HandlerModel,
 		Result:   func(c *fsmpb.AttemptResult) bool { return c.GetModelOutput() != nil },
 		Attempts: modelAttempts,
 		succeeded: func(a *applier, s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
@@ -69,23 +68,23 @@ var kindTable = []*KindSpec{
 		failed: (*applier).modelAttemptFailed,
 	},
 	{
-		Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Name: "CallTool", Runner: RunsOnTool, Handler: HandlerTool,
+		Kind: fsmpb.StepKind_STEP_KIND_CALL_TOOL, Name: "CallTool", Runner: RunsOnTool, Handler: HandlerTool,
 		Result: toolResultFits, Attempts: toolAttempts, succeeded: (*applier).toolSucceeded, failed: (*applier).toolAttemptFailed,
 	},
 	{
-		Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Name: "CallSingleAttemptTool", Runner: RunsOnTool, Handler: HandlerTool,
+		Kind: fsmpb.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Name: "CallSingleAttemptTool", Runner: RunsOnTool, Handler: HandlerTool,
 		Result: toolResultFits, Attempts: toolAttempts, succeeded: (*applier).toolSucceeded, failed: (*applier).toolAttemptFailed,
 	},
-	{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL, Name: "AwaitToolApproval", Attempts: noAttempts},
-	{Kind: dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER, Name: "AwaitQuestionAnswer", Attempts: noAttempts},
-	{Kind: dexv1.StepKind_STEP_KIND_AWAIT_TIMER, Name: "AwaitTimer", Attempts: noAttempts},
+	{Kind: fsmpb.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL, Name: "AwaitToolApproval", Attempts: noAttempts},
+	{Kind: fsmpb.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER, Name: "AwaitQuestionAnswer", Attempts: noAttempts},
+	{Kind: fsmpb.StepKind_STEP_KIND_AWAIT_TIMER, Name: "AwaitTimer", Attempts: noAttempts},
 	{
-		Kind: dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, Name: "PollToolTask", Runner: RunsOnTool, Handler: HandlerPoll,
+		Kind: fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK, Name: "PollToolTask", Runner: RunsOnTool, Handler: HandlerPoll,
 		Result:   func(c *fsmpb.AttemptResult) bool { return c.GetPollResult() != nil },
 		Attempts: pollAttempts, succeeded: (*applier).pollSucceeded, failed: (*applier).toolAttemptFailed,
 	},
 	{
-		Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, Name: "CompactContext", Runner: RunsOnModel, Handler: HandlerCompact,
+		Kind: fsmpb.StepKind_STEP_KIND_COMPACT_CONTEXT, Name: "CompactContext", Runner: RunsOnModel, Handler: HandlerCompact,
 		Result: func(c *fsmpb.AttemptResult) bool {
 			_, ok := c.Outcome.(*fsmpb.AttemptResult_Summary)
 			return ok
@@ -98,7 +97,7 @@ func toolResultFits(c *fsmpb.AttemptResult) bool { return c.GetToolResult() != n
 
 // kindsByKind is filled in init: the table's handlers reach Kind, so a
 // package-level initializer would be a cycle.
-var kindsByKind = map[dexv1.StepKind]*KindSpec{}
+var kindsByKind = map[fsmpb.StepKind]*KindSpec{}
 
 func init() {
 	for _, k := range kindTable {
@@ -110,7 +109,7 @@ func init() {
 var unknownKind = &KindSpec{Name: "Unknown", Attempts: noAttempts}
 
 // Kind returns how a Step kind behaves. The spec is shared: do not modify.
-func Kind(k dexv1.StepKind) *KindSpec {
+func Kind(k fsmpb.StepKind) *KindSpec {
 	if spec := kindsByKind[k]; spec != nil {
 		return spec
 	}
@@ -118,7 +117,7 @@ func Kind(k dexv1.StepKind) *KindSpec {
 }
 
 // KindName is the documented name of a Step kind ("RunModel", "CallTool", …).
-func KindName(k dexv1.StepKind) string { return Kind(k).Name }
+func KindName(k fsmpb.StepKind) string { return Kind(k).Name }
 
 // Dispatched reports whether Steps of the kind are handed to Workers.
 func (k *KindSpec) Dispatched() bool { return k.Runner != RunsInCluster }

@@ -3,7 +3,6 @@ package fsm
 import (
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -11,9 +10,9 @@ import (
 // dispatched kind needs: a handler, a result, attempts, success and failure.
 func TestKinds_EveryKindHasOneCompleteRow(t *testing.T) {
 	seen := map[string]bool{}
-	for v := range dexv1.StepKind_name {
-		k := dexv1.StepKind(v)
-		if k == dexv1.StepKind_STEP_KIND_UNSPECIFIED {
+	for v := range fsmpb.StepKind_name {
+		k := fsmpb.StepKind(v)
+		if k == fsmpb.StepKind_STEP_KIND_UNSPECIFIED {
 			continue
 		}
 		spec := Kind(k)
@@ -33,20 +32,20 @@ func TestKinds_EveryKindHasOneCompleteRow(t *testing.T) {
 		if spec.Handler == HandlerNone || spec.Result == nil || spec.succeeded == nil || spec.failed == nil {
 			t.Fatalf("%s is dispatched but its row is incomplete", spec.Name)
 		}
-		if spec.Attempts(&fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_READ}) == 0 {
+		if spec.Attempts(&fsmpb.ToolSpec{Access: fsmpb.ToolAccess_TOOL_ACCESS_READ}) == 0 {
 			t.Fatalf("%s is dispatched with no attempt", spec.Name)
 		}
 	}
-	if Kind(dexv1.StepKind(99)).Dispatched() || KindName(dexv1.StepKind(99)) != "Unknown" {
+	if Kind(fsmpb.StepKind(99)).Dispatched() || KindName(fsmpb.StepKind(99)) != "Unknown" {
 		t.Fatal("an unknown kind is dispatched or named")
 	}
 }
 
 func TestKinds_AttemptsFollowThePolicy(t *testing.T) {
-	single := &fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, MaxAttempts: 5}
-	read := &fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
+	single := &fsmpb.ToolSpec{Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, MaxAttempts: 5}
+	read := &fsmpb.ToolSpec{Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
 	for _, c := range []struct {
-		kind   dexv1.StepKind
+		kind   fsmpb.StepKind
 		policy *fsmpb.ToolSpec
 		want   uint32
 	}{
@@ -54,8 +53,8 @@ func TestKinds_AttemptsFollowThePolicy(t *testing.T) {
 		{kCompact, nil, ModelMaxAttempts},
 		{kSingle, single, 1},
 		{kCallTool, read, 5},
-		{kCallTool, &fsmpb.ToolSpec{Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}, DefaultToolAttempts},
-		{dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK, single, 5}, // polling runs no side effect
+		{kCallTool, &fsmpb.ToolSpec{Access: fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}, DefaultToolAttempts},
+		{fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK, single, 5}, // polling runs no side effect
 	} {
 		if got := Kind(c.kind).Attempts(c.policy); got != c.want {
 			t.Fatalf("%s under %v: %d attempts; want %d", KindName(c.kind), c.policy, got, c.want)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -39,7 +38,7 @@ func legacyTurns(t *testing.T, d *driver) {
 	d.startNext("s", kRunModel).claim().answer("working", call("n", "save_note", "{}"), call("b", "build", "{}"))
 	for _, st := range d.stepsOf("s", kCallTool) {
 		if st.Tool == "save_note" {
-			d.start(st).claim().fail(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, "disk full")
+			d.start(st).claim().fail(fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED, "disk full")
 		} else {
 			d.start(st).claim().do(func(h *handle) *fsmpb.Command { return h.toolResult("", false, "task-1") })
 		}

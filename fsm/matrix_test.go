@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -14,27 +13,27 @@ import (
 // restore, a new epoch and the recovery command.
 
 const (
-	kRunModel  = dexv1.StepKind_STEP_KIND_RUN_MODEL
-	kCallTool  = dexv1.StepKind_STEP_KIND_CALL_TOOL
-	kSingle    = dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
-	kApproval  = dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL
-	kQuestion  = dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER
-	kTimer     = dexv1.StepKind_STEP_KIND_AWAIT_TIMER
-	kPoll      = dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK
-	kCompact   = dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT
-	oSucceeded = dexv1.Outcome_OUTCOME_SUCCEEDED
-	oFailed    = dexv1.Outcome_OUTCOME_FAILED
-	oUnknown   = dexv1.Outcome_OUTCOME_UNKNOWN
-	sIdle      = dexv1.SessionStatus_SESSION_STATUS_IDLE
-	sRunning   = dexv1.SessionStatus_SESSION_STATUS_RUNNING
-	sWaiting   = dexv1.SessionStatus_SESSION_STATUS_WAITING
-	sErrored   = dexv1.SessionStatus_SESSION_STATUS_ERRORED
-	sPaused    = dexv1.SessionStatus_SESSION_STATUS_PAUSED
+	kRunModel  = fsmpb.StepKind_STEP_KIND_RUN_MODEL
+	kCallTool  = fsmpb.StepKind_STEP_KIND_CALL_TOOL
+	kSingle    = fsmpb.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL
+	kApproval  = fsmpb.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL
+	kQuestion  = fsmpb.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER
+	kTimer     = fsmpb.StepKind_STEP_KIND_AWAIT_TIMER
+	kPoll      = fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK
+	kCompact   = fsmpb.StepKind_STEP_KIND_COMPACT_CONTEXT
+	oSucceeded = fsmpb.Outcome_OUTCOME_SUCCEEDED
+	oFailed    = fsmpb.Outcome_OUTCOME_FAILED
+	oUnknown   = fsmpb.Outcome_OUTCOME_UNKNOWN
+	sIdle      = fsmpb.SessionStatus_SESSION_STATUS_IDLE
+	sRunning   = fsmpb.SessionStatus_SESSION_STATUS_RUNNING
+	sWaiting   = fsmpb.SessionStatus_SESSION_STATUS_WAITING
+	sErrored   = fsmpb.SessionStatus_SESSION_STATUS_ERRORED
+	sPaused    = fsmpb.SessionStatus_SESSION_STATUS_PAUSED
 )
 
 // toolTurn starts a session whose first model output calls one tool, and
 // returns the queued Step of that tool.
-func toolTurn(t *testing.T, d *driver, session string, tc *fsmpb.ToolCall, kind dexv1.StepKind) *fsmpb.Step {
+func toolTurn(t *testing.T, d *driver, session string, tc *fsmpb.ToolCall, kind fsmpb.StepKind) *fsmpb.Step {
 	t.Helper()
 	d.createSession(session, "", "go")
 	d.startNext(session, kRunModel).answer("calling", tc)
@@ -48,7 +47,7 @@ func TestMatrix_RunModel_BeforeAnyOutputReachesCluster(t *testing.T) {
 	d.createSession("s", "", "hello")
 	d.startNext("s", kRunModel).expire()
 	st := d.queued("s", kRunModel)
-	if attemptsOf(st) != 1 || st.Attempts[0].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED {
+	if attemptsOf(st) != 1 || st.Attempts[0].Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED {
 		t.Fatalf("after a Worker kill the RunModel Step has %d attempts, want 1 expired", attemptsOf(st))
 	}
 	if st.ReadyAtMs <= d.now {
@@ -57,7 +56,7 @@ func TestMatrix_RunModel_BeforeAnyOutputReachesCluster(t *testing.T) {
 	d.start(st).expire()
 	d.start(d.queued("s", kRunModel)).expire()
 	st = d.step(st.Id)
-	if st.Status != dexv1.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != 3 {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != 3 {
 		t.Fatalf("after 3 attempts the Step is %s with %d attempts; want done with 3", st.Status, attemptsOf(st))
 	}
 	wantStatus(t, d.session("s"), sErrored)
@@ -66,14 +65,14 @@ func TestMatrix_RunModel_BeforeAnyOutputReachesCluster(t *testing.T) {
 func TestMatrix_RunModel_AtMostThreeAttemptsWithin30Minutes(t *testing.T) {
 	d := newDriver(t)
 	d.createSession("s", "", "hello")
-	d.startNext("s", kRunModel).fail(dexv1.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
+	d.startNext("s", kRunModel).fail(fsmpb.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
 	d.advance(31 * time.Minute)
-	d.startNext("s", kRunModel).fail(dexv1.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
+	d.startNext("s", kRunModel).fail(fsmpb.ErrorType_ERROR_TYPE_OVERLOADED, "busy")
 	if n := len(d.stepsOf("s", kRunModel)); n != 1 {
 		t.Fatalf("%d RunModel steps", n)
 	}
 	st := d.stepsOf("s", kRunModel)[0]
-	if st.Status != dexv1.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != 2 {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != 2 {
 		t.Fatalf("a retry 31 minutes after the first attempt ran: %s, %d attempts", st.Status, attemptsOf(st))
 	}
 	wantStatus(t, d.session("s"), sErrored)
@@ -89,7 +88,7 @@ func TestMatrix_RunModel_FailedTurnAfterToolsRanLeavesNote(t *testing.T) {
 	s := d.session("s")
 	wantStatus(t, s, sErrored)
 	last := s.History[len(s.History)-1]
-	if last.Kind != dexv1.HistoryKind_HISTORY_KIND_NOTE || !strings.Contains(last.Text, "save_note") || !strings.Contains(last.Text, "Do not call them again") {
+	if last.Kind != fsmpb.HistoryKind_HISTORY_KIND_NOTE || !strings.Contains(last.Text, "save_note") || !strings.Contains(last.Text, "Do not call them again") {
 		t.Fatalf("no do-not-repeat note naming save_note; last history entry: %v", last)
 	}
 }
@@ -130,7 +129,7 @@ func TestMatrix_CallToolIdempotentWrite_BeforeFirstHeartbeat(t *testing.T) {
 	}
 	d.start(st).expire()
 	st = d.queued("s", kCallTool)
-	if st.Attempts[0].Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+	if st.Attempts[0].Progress != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
 		t.Fatalf("unclaimed attempt progress %s; want NOT_STARTED", st.Attempts[0].Progress)
 	}
 	d.start(st).claim().result("ok")
@@ -145,7 +144,7 @@ func TestMatrix_CallToolIdempotentWrite_WhileToolRuns(t *testing.T) {
 	st := toolTurn(t, d, "s", call("c1", "save_note", "{}"), kCallTool)
 	d.start(st).claim().expire()
 	st = d.queued("s", kCallTool)
-	if st.Attempts[0].Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
+	if st.Attempts[0].Progress != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
 		t.Fatalf("claimed attempt progress %s; want NOT_COMPLETED", st.Attempts[0].Progress)
 	}
 	key := st.IdempotencyKey
@@ -171,7 +170,7 @@ func TestMatrix_CallTool_EveryAttemptFails(t *testing.T) {
 	cases := []struct {
 		name, tool string
 		claim      bool
-		want       dexv1.Outcome
+		want       fsmpb.Outcome
 		prefix     bool
 	}{
 		{"read", "lookup", true, oFailed, false},
@@ -187,7 +186,7 @@ func TestMatrix_CallTool_EveryAttemptFails(t *testing.T) {
 				if c.claim {
 					h.claim()
 				}
-				h.fail(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, "boom")
+				h.fail(fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED, "boom")
 			}
 			st = d.step(st.Id)
 			if st.Outcome != c.want || attemptsOf(st) != DefaultToolAttempts {
@@ -209,7 +208,7 @@ func TestMatrix_CallSingleAttemptTool_BeforeFirstHeartbeat(t *testing.T) {
 	st := toolTurn(t, d, "s", call("c1", "send_email", "{}"), kSingle)
 	d.start(st).expire()
 	st = d.step(st.Id)
-	if st.Status != dexv1.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != 1 {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != 1 {
 		t.Fatalf("single-attempt tool: %s with %d attempts; want done after 1", st.Status, attemptsOf(st))
 	}
 	if st.Outcome != oFailed || !strings.HasPrefix(st.Result, NotRunPrefix) {
@@ -244,7 +243,7 @@ func TestMatrix_CallSingleAttemptTool_WhileToolRuns(t *testing.T) {
 func TestMatrix_AwaitToolApproval_WhileItWaits(t *testing.T) {
 	d := newDriver(t)
 	ap := toolTurn(t, d, "s", call("c1", "deploy", `{"env":"prod"}`), kApproval)
-	if ap.Status != dexv1.StepStatus_STEP_STATUS_WAITING {
+	if ap.Status != fsmpb.StepStatus_STEP_STATUS_WAITING {
 		t.Fatalf("approval step %s; want waiting", ap.Status)
 	}
 	wantStatus(t, d.session("s"), sWaiting)
@@ -391,7 +390,7 @@ func TestMatrix_CompactContext_DuringTheSummaryCall(t *testing.T) {
 	st := d.queued("s", kCompact)
 	d.start(st).claim().expire()
 	d.startNext("s", kCompact).summary("the user said hi")
-	if s := d.session("s"); s.Summaries != 1 || countKind(s, dexv1.HistoryKind_HISTORY_KIND_SUMMARY) != 1 {
+	if s := d.session("s"); s.Summaries != 1 || countKind(s, fsmpb.HistoryKind_HISTORY_KIND_SUMMARY) != 1 {
 		t.Fatalf("summaries %d; want exactly 1", s.Summaries)
 	}
 	if attemptsOf(d.step(st.Id)) != 2 || len(d.stepsOf("s", kRunModel)) != 2 {
@@ -407,7 +406,7 @@ func TestMatrix_CompactContext_AllAttemptsFail(t *testing.T) {
 	d := newDriver(t)
 	compacting(t, d)
 	for range ModelMaxAttempts {
-		d.startNext("s", kCompact).fail(dexv1.ErrorType_ERROR_TYPE_SERVER_ERROR, "down")
+		d.startNext("s", kCompact).fail(fsmpb.ErrorType_ERROR_TYPE_SERVER_ERROR, "down")
 	}
 	s := d.session("s")
 	wantStatus(t, s, sErrored)
@@ -418,7 +417,7 @@ func TestMatrix_CompactContext_AllAttemptsFail(t *testing.T) {
 	d.queued("s", kCompact) // the next message compacts again
 }
 
-func countKind(s *fsmpb.Session, k dexv1.HistoryKind) int {
+func countKind(s *fsmpb.Session, k fsmpb.HistoryKind) int {
 	n := 0
 	for _, e := range s.History {
 		if e.Kind == k {
@@ -434,7 +433,7 @@ func TestMatrix_IdleSession_WaitingForAUserMessage(t *testing.T) {
 	d.startNext("s", kRunModel).answer("hello")
 	d.restart()
 	wantStatus(t, d.session("s"), sIdle)
-	if len(d.f.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED)) != 0 {
+	if len(d.f.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED)) != 0 {
 		t.Fatal("something was queued again")
 	}
 	d.send("s", "more")
@@ -447,7 +446,7 @@ func TestMatrix_AnyStep_QueuedNotYetHandedToAWorker(t *testing.T) {
 	d.restart()
 	d.restart()
 	st = d.step(st.Id)
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || attemptsOf(st) != 0 {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED || attemptsOf(st) != 0 {
 		t.Fatalf("queued step after restarts: %s with %d attempts", st.Status, attemptsOf(st))
 	}
 	h := d.start(st)
@@ -498,7 +497,7 @@ func TestMatrix_AnyStep_AfterResultSentBeforeCommit(t *testing.T) {
 			if first == "complete" && st.Outcome != oSucceeded {
 				t.Fatalf("committed result lost")
 			}
-			if first == "expire" && (st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || st.Attempts[0].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED) {
+			if first == "expire" && (st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED || st.Attempts[0].Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED) {
 				t.Fatalf("failed attempt did not apply the row for the Step: %s", st.Status)
 			}
 		})
@@ -530,7 +529,7 @@ func TestMatrix_AnyToolStep_BeforeFirstHeartbeat(t *testing.T) {
 		st := toolTurn(t, d, "s", call("c1", "lookup", "{}"), kCallTool)
 		d.start(st).expire()
 		st = d.queued("s", kCallTool)
-		if st.Attempts[0].Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+		if st.Attempts[0].Progress != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
 			t.Fatalf("progress %s", st.Attempts[0].Progress)
 		}
 		d.start(st).claim().result("found")

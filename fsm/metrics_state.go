@@ -1,16 +1,15 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // SessionsByStatus counts the sessions in each status. It visits every
 // session row once (no decoding): O(sessions).
-func (s *State) SessionsByStatus() map[dexv1.SessionStatus]int {
-	out := map[dexv1.SessionStatus]int{}
-	for v := range dexv1.SessionStatus_name {
-		out[dexv1.SessionStatus(v)] = 0
+func (s *State) SessionsByStatus() map[fsmpb.SessionStatus]int {
+	out := map[fsmpb.SessionStatus]int{}
+	for v := range fsmpb.SessionStatus_name {
+		out[fsmpb.SessionStatus(v)] = 0
 	}
 	it, err := s.tx.Get(tableSessions, indexID)
 	if err != nil {

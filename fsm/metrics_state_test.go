@@ -3,7 +3,7 @@ package fsm
 import (
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Sessions in a turn are not in the status index; the counts still see them.
@@ -13,7 +13,7 @@ func TestSessionsByStatus_CountsEveryStatusInAndOutOfATurn(t *testing.T) {
 	d.createSession("running", "", "hello") // its RunModel queued
 	d.createSession("deleted", "", "")
 	d.do(deleteCmd("deleted"))
-	want := map[dexv1.SessionStatus]int{sIdle: 1, sRunning: 1, dexv1.SessionStatus_SESSION_STATUS_DELETED: 1}
+	want := map[fsmpb.SessionStatus]int{sIdle: 1, sRunning: 1, fsmpb.SessionStatus_SESSION_STATUS_DELETED: 1}
 	for st, n := range d.f.State().SessionsByStatus() {
 		if n != want[st] {
 			t.Fatalf("%d sessions %s; want %d (all: %v)", n, StatusName(st), want[st], d.f.State().SessionsByStatus())

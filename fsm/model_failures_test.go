@@ -5,18 +5,17 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // docs/model-failures.md: model failures, error-resume episodes and the rejected-turn pause.
 
 const (
-	eInvalid  = dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST
-	eContext  = dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH
-	eServer   = dexv1.ErrorType_ERROR_TYPE_SERVER_ERROR
-	eRate     = dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT
-	eNoneType = dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED
+	eInvalid  = fsmpb.ErrorType_ERROR_TYPE_INVALID_REQUEST
+	eContext  = fsmpb.ErrorType_ERROR_TYPE_CONTEXT_LENGTH
+	eServer   = fsmpb.ErrorType_ERROR_TYPE_SERVER_ERROR
+	eRate     = fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT
+	eNoneType = fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED
 )
 
 // parentMessages counts the parent's received messages that contain text.
@@ -24,7 +23,7 @@ func parentMessages(d *driver, parent, text string) int {
 	n := 0
 	s := d.session(parent)
 	for _, e := range s.History {
-		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_USER && strings.Contains(e.Text, text) {
+		if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_USER && strings.Contains(e.Text, text) {
 			n++
 		}
 	}
@@ -136,7 +135,7 @@ func TestModel_ThreeRejectedMessagesThenAValidOneIsAnsweredNeverPaused(t *testin
 	d.startNext("s", kRunModel).answer("answered")
 	s := d.session("s")
 	wantStatus(t, s, sIdle)
-	if s.RejectedTurns != 0 || s.PauseReason != dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED {
+	if s.RejectedTurns != 0 || s.PauseReason != fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED {
 		t.Fatalf("rejected messages counted: %d", s.RejectedTurns)
 	}
 }
@@ -157,7 +156,7 @@ func TestModel_RejectedToolResultTurnPausesOnTheThirdAcrossRestarts(t *testing.T
 	d.startNext("c", kRunModel).fail(eInvalid, "tool result rejected")
 	c := d.session("c")
 	wantStatus(t, c, sPaused)
-	if c.PauseReason != dexv1.PauseReason_PAUSE_REASON_LIMIT || !strings.HasPrefix(c.PauseMessage, "The provider rejected this turn 3 times in a row and the agent will not retry it on its own. Last error: ") {
+	if c.PauseReason != fsmpb.PauseReason_PAUSE_REASON_LIMIT || !strings.HasPrefix(c.PauseMessage, "The provider rejected this turn 3 times in a row and the agent will not retry it on its own. Last error: ") {
 		t.Fatalf("pause %s %q", c.PauseReason, c.PauseMessage)
 	}
 	d.restart() // a paused session is left alone

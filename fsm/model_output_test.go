@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -36,7 +35,7 @@ func TestModelOutput_BadCallIDsAreRefusedAndChangeNothing(t *testing.T) {
 			}
 			h.seq-- // the refused report logged nothing: its seq is free again
 			h.answer("done")
-			wantStatus(t, d.session("s"), dexv1.SessionStatus_SESSION_STATUS_IDLE)
+			wantStatus(t, d.session("s"), fsmpb.SessionStatus_SESSION_STATUS_IDLE)
 		})
 	}
 }

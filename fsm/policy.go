@@ -3,7 +3,6 @@ package fsm
 import (
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -68,9 +67,9 @@ func capped(base, limit time.Duration, doublings int) int64 {
 // be resumed: the session keeps its input and the cluster retries it on its
 // own. A failure with no type (a crash, an expired attempt) is retryable; an
 // unknown one (a handler's plain error) is not: it could be a rejection.
-func Retryable(t dexv1.ErrorType) bool {
+func Retryable(t fsmpb.ErrorType) bool {
 	switch t {
-	case dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST, dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH, dexv1.ErrorType_ERROR_TYPE_UNKNOWN:
+	case fsmpb.ErrorType_ERROR_TYPE_INVALID_REQUEST, fsmpb.ErrorType_ERROR_TYPE_CONTEXT_LENGTH, fsmpb.ErrorType_ERROR_TYPE_UNKNOWN:
 		return false
 	}
 	return true
@@ -80,12 +79,12 @@ func Retryable(t dexv1.ErrorType) bool {
 // followed by another attempt of the same Step while attempts are left. An
 // unknown failure is, as it may be passing; only the provider's own
 // rejections are not.
-func RetriedInStep(t dexv1.ErrorType) bool {
-	return t == dexv1.ErrorType_ERROR_TYPE_UNKNOWN || Retryable(t)
+func RetriedInStep(t fsmpb.ErrorType) bool {
+	return t == fsmpb.ErrorType_ERROR_TYPE_UNKNOWN || Retryable(t)
 }
 
 func toolAttempts(p *fsmpb.ToolSpec) uint32 {
-	if p.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
+	if p.GetAccess() == fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT {
 		return 1
 	}
 	if p.GetMaxAttempts() > 0 {

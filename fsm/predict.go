@@ -3,7 +3,6 @@ package fsm
 import (
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -68,7 +67,7 @@ func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.S
 			continue
 		}
 		st := raw.(*fsmpb.Step)
-		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED && st.ReadyAtMs <= cmd.NowMs && Kind(st.Kind).Runner != RunsInCluster {
+		if st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED && st.ReadyAtMs <= cmd.NowMs && Kind(st.Kind).Runner != RunsInCluster {
 			ready = append(ready, proto.Clone(st).(*fsmpb.Step))
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -21,8 +20,8 @@ func TestPredict_NamesTheStepsACommandQueuesAndChangesNothing(t *testing.T) {
 		t.Fatal("Predict changed the state")
 	}
 	d.do(create)
-	want := d.queued("s1", dexv1.StepKind_STEP_KIND_RUN_MODEL)
-	if len(got) != 1 || got[0].Id != want.Id || got[0].Kind != want.Kind || got[0].Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	want := d.queued("s1", fsmpb.StepKind_STEP_KIND_RUN_MODEL)
+	if len(got) != 1 || got[0].Id != want.Id || got[0].Kind != want.Kind || got[0].Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		t.Fatalf("predicted %v; want %s", got, want.Id)
 	}
 
@@ -32,10 +31,10 @@ func TestPredict_NamesTheStepsACommandQueuesAndChangesNothing(t *testing.T) {
 	out := h.output("calling", call("c1", "deploy", `{}`), call("c2", "lookup", `{}`))
 	got = d.f.Predict(out)
 	d.do(out)
-	if len(got) != 1 || got[0].Tool != "lookup" || d.step(got[0].Id).Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if len(got) != 1 || got[0].Tool != "lookup" || d.step(got[0].Id).Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		t.Fatalf("predicted %v; want the queued lookup call", got)
 	}
-	if approval := d.latest("s1", dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL); approval == nil {
+	if approval := d.latest("s1", fsmpb.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL); approval == nil {
 		t.Fatal("no approval wait: the test does not exercise a wait")
 	}
 
@@ -62,7 +61,7 @@ func TestPredict_AppliesTheCommandsStillInFlightFirst(t *testing.T) {
 	d := newDriver(t)
 	d.createSession("s1", "", "hello")
 	d.startNext("s1", kRunModel).claim().answer("calling", call("c1", "lookup", `{}`), call("c2", "lookup", `{}`))
-	tools := d.stepsOf("s1", dexv1.StepKind_STEP_KIND_CALL_TOOL)
+	tools := d.stepsOf("s1", fsmpb.StepKind_STEP_KIND_CALL_TOOL)
 	if len(tools) != 2 {
 		t.Fatalf("%d tool Steps; want 2", len(tools))
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -18,7 +17,7 @@ func TestProgress_NotStarted_NoAttemptWasEverClaimed(t *testing.T) {
 	}
 	st = d.step(st.Id)
 	for _, at := range st.Attempts {
-		if at.Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+		if at.Progress != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
 			t.Fatalf("attempt %d progress %s; want NOT_STARTED", at.N, at.Progress)
 		}
 	}
@@ -32,10 +31,10 @@ func TestProgress_NotCompleted_OnceAnyAttemptWasClaimed(t *testing.T) {
 	st := toolTurn(t, d, "s", call("c1", "save_note", "{}"), kCallTool)
 	d.start(st).claim().expire()
 	d.startNext("s", kCallTool).expire() // not claimed itself, but the call may have run
-	d.startNext("s", kCallTool).fail(dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, "x")
+	d.startNext("s", kCallTool).fail(fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED, "x")
 	st = d.step(st.Id)
 	for _, at := range st.Attempts {
-		if at.Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
+		if at.Progress != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
 			t.Fatalf("attempt %d progress %s; want NOT_COMPLETED", at.N, at.Progress)
 		}
 	}
@@ -140,7 +139,7 @@ func TestBadInput_ClearRejectionsThatChangeNothing(t *testing.T) {
 		{"empty message", &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{SessionId: "s", MessageId: "m", Text: ""}}}, CodeInvalid},
 		{"unknown step", &fsmpb.Command{Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{StepId: "nope", Attempt: 1, WorkerId: "w1", Epoch: d.epoch}}}, CodeNotFound},
 		{"tool without policy", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*fsmpb.ToolSpec{{Name: "x"}}}}}, CodeInvalid},
-		{"built-in tool name", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*fsmpb.ToolSpec{{Name: "sleep", Access: dexv1.ToolAccess_TOOL_ACCESS_READ}}}}}, CodeInvalid},
+		{"built-in tool name", &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w2", Tools: []*fsmpb.ToolSpec{{Name: "sleep", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ}}}}}, CodeInvalid},
 		{"reconcile a succeeded step", nil, CodeFailedPrecondition},
 		{"resume an idle session", resume("s"), CodeFailedPrecondition},
 		{"answer an unknown step", answerCmd("nope", "x"), CodeNotFound},
@@ -192,7 +191,7 @@ func TestReconcile_OutcomeUnknownThroughTheAPI(t *testing.T) {
 		t.Fatal("not reconciled")
 	}
 	d.refused(rec, CodeFailedPrecondition)
-	if countKind(d.session("s"), dexv1.HistoryKind_HISTORY_KIND_NOTE) != 1 {
+	if countKind(d.session("s"), fsmpb.HistoryKind_HISTORY_KIND_NOTE) != 1 {
 		t.Fatal("the history does not note the reconciliation")
 	}
 }

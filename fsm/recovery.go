@@ -3,14 +3,13 @@ package fsm
 import (
 	"fmt"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // retryKeptTurn runs the RunModel of a kept turn once more.
 func (a *applier) retryKeptTurn(s *fsmpb.Session) {
 	s.ResumeAtMs = 0
-	s.PauseReason = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED
+	s.PauseReason = fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED
 	s.PauseMessage = ""
 	a.queueModel(s)
 }
@@ -32,26 +31,26 @@ func (a *applier) resumeSession(c *fsmpb.ResumeSession) *Result {
 
 // resume applies a resume choice to a paused or errored session; the caller
 // puts the session.
-func (a *applier) resume(s *fsmpb.Session, choice dexv1.ResumeChoice) *Rejection {
+func (a *applier) resume(s *fsmpb.Session, choice fsmpb.ResumeChoice) *Rejection {
 	switch s.Status {
-	case dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+	case fsmpb.SessionStatus_SESSION_STATUS_PAUSED, fsmpb.SessionStatus_SESSION_STATUS_ERRORED:
 	default:
 		return reject(CodeFailedPrecondition, "session %s is %s: only a paused or errored session can be resumed", s.Id, StatusName(s.Status))
 	}
 	switch choice {
-	case dexv1.ResumeChoice_RESUME_CHOICE_UNSPECIFIED, dexv1.ResumeChoice_RESUME_CHOICE_RETRY, dexv1.ResumeChoice_RESUME_CHOICE_DROP:
+	case fsmpb.ResumeChoice_RESUME_CHOICE_UNSPECIFIED, fsmpb.ResumeChoice_RESUME_CHOICE_RETRY, fsmpb.ResumeChoice_RESUME_CHOICE_DROP:
 	default:
 		return reject(CodeInvalid, "unknown resume choice %d: retry or drop", choice)
 	}
 	a.emit(s.Id, "session_resumed", "", ResumeChoiceName(choice))
 	switch {
-	case s.Turn != nil && choice == dexv1.ResumeChoice_RESUME_CHOICE_DROP:
+	case s.Turn != nil && choice == fsmpb.ResumeChoice_RESUME_CHOICE_DROP:
 		a.dropKeptTurn(s)
 	case s.Turn != nil:
 		a.retryKeptTurn(s)
 	default:
-		s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
-		s.PauseReason, s.PauseMessage = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
+		s.Status = fsmpb.SessionStatus_SESSION_STATUS_IDLE
+		s.PauseReason, s.PauseMessage = fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
 		s.ResumeAtMs = 0
 		if s.InboxCount > 0 {
 			a.startTurn(s)
@@ -61,8 +60,8 @@ func (a *applier) resume(s *fsmpb.Session, choice dexv1.ResumeChoice) *Rejection
 }
 
 // ResumeChoiceName is "retry" or "drop".
-func ResumeChoiceName(c dexv1.ResumeChoice) string {
-	if c == dexv1.ResumeChoice_RESUME_CHOICE_DROP {
+func ResumeChoiceName(c fsmpb.ResumeChoice) string {
+	if c == fsmpb.ResumeChoice_RESUME_CHOICE_DROP {
 		return "drop"
 	}
 	return "retry"
@@ -76,7 +75,7 @@ func (a *applier) restartSessions(c *fsmpb.RestartSessions) *Result {
 		return rejected(r)
 	}
 	var ids []string
-	eachSessionIn(a.tx, dexv1.SessionStatus_SESSION_STATUS_ERRORED, func(s *fsmpb.Session) bool {
+	eachSessionIn(a.tx, fsmpb.SessionStatus_SESSION_STATUS_ERRORED, func(s *fsmpb.Session) bool {
 		if s.Turn != nil {
 			ids = append(ids, s.Id)
 		}
@@ -104,7 +103,7 @@ func (a *applier) resumeErrored(c *fsmpb.ResumeErrored) *Result {
 	if r != nil {
 		return rejected(r)
 	}
-	if s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
+	if s.Status != fsmpb.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
 		return rejected(reject(CodeFailedPrecondition, "session %s has no resume scheduled", s.Id))
 	}
 	if a.now < s.ResumeAtMs {
@@ -119,14 +118,14 @@ func (a *applier) resumeErrored(c *fsmpb.ResumeErrored) *Result {
 
 // reconcileOutcome records what really happened to an outcome_unknown call.
 func (a *applier) reconcileOutcome(c *fsmpb.ReconcileOutcome) *Result {
-	if c.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED && c.Outcome != dexv1.Outcome_OUTCOME_FAILED {
+	if c.Outcome != fsmpb.Outcome_OUTCOME_SUCCEEDED && c.Outcome != fsmpb.Outcome_OUTCOME_FAILED {
 		return rejected(reject(CodeInvalid, "a reconciled outcome is succeeded or failed"))
 	}
 	st, r := a.step(c.StepId)
 	if r != nil {
 		return rejected(r)
 	}
-	if st.Outcome != dexv1.Outcome_OUTCOME_UNKNOWN {
+	if st.Outcome != fsmpb.Outcome_OUTCOME_UNKNOWN {
 		return rejected(reject(CodeFailedPrecondition, "step %s is %s, not outcome_unknown", st.Id, stepState(st)))
 	}
 	s, r := a.session(st.SessionId)
@@ -139,14 +138,14 @@ func (a *applier) reconcileOutcome(c *fsmpb.ReconcileOutcome) *Result {
 	if c.Note != "" {
 		text += " " + c.Note
 	}
-	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: text, CallId: st.CallId, StepId: st.Id})
+	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: fsmpb.HistoryKind_HISTORY_KIND_NOTE, Text: text, CallId: st.CallId, StepId: st.Id})
 	a.emit(s.Id, "call_reconciled", st.Id, OutcomeName(c.Outcome))
 	a.putSession(s)
 	return &Result{SessionID: s.Id, StepID: st.Id}
 }
 
 func stepState(st *fsmpb.Step) string {
-	if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
+	if st.Status == fsmpb.StepStatus_STEP_STATUS_DONE {
 		return OutcomeName(st.Outcome)
 	}
 	return st.Status.String()
@@ -158,7 +157,7 @@ func (a *applier) editHistory(c *fsmpb.EditHistory) *Result {
 	if r != nil {
 		return rejected(r)
 	}
-	if s.Status == dexv1.SessionStatus_SESSION_STATUS_RUNNING || s.Status == dexv1.SessionStatus_SESSION_STATUS_WAITING {
+	if s.Status == fsmpb.SessionStatus_SESSION_STATUS_RUNNING || s.Status == fsmpb.SessionStatus_SESSION_STATUS_WAITING {
 		return rejected(reject(CodeFailedPrecondition, "session %s is %s: edit its history when it is idle, errored or paused", s.Id, StatusName(s.Status)))
 	}
 	if c.TruncateFromSeq == 0 && c.Note == "" {
@@ -171,7 +170,7 @@ func (a *applier) editHistory(c *fsmpb.EditHistory) *Result {
 		a.truncateHistory(s, c.TruncateFromSeq)
 	}
 	if c.Note != "" {
-		a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE, Text: c.Note})
+		a.appendHistory(s, &fsmpb.HistoryEntry{Kind: fsmpb.HistoryKind_HISTORY_KIND_NOTE, Text: c.Note})
 	}
 	s.RejectedTurns = 0
 	a.emit(s.Id, "history_edited", "", "")
@@ -180,19 +179,19 @@ func (a *applier) editHistory(c *fsmpb.EditHistory) *Result {
 }
 
 // StatusName is the documented name of a session status (docs/sessions.md) ("idle", …).
-func StatusName(st dexv1.SessionStatus) string {
+func StatusName(st fsmpb.SessionStatus) string {
 	switch st {
-	case dexv1.SessionStatus_SESSION_STATUS_IDLE:
+	case fsmpb.SessionStatus_SESSION_STATUS_IDLE:
 		return "idle"
-	case dexv1.SessionStatus_SESSION_STATUS_RUNNING:
+	case fsmpb.SessionStatus_SESSION_STATUS_RUNNING:
 		return "running"
-	case dexv1.SessionStatus_SESSION_STATUS_WAITING:
+	case fsmpb.SessionStatus_SESSION_STATUS_WAITING:
 		return "waiting"
-	case dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+	case fsmpb.SessionStatus_SESSION_STATUS_ERRORED:
 		return "errored"
-	case dexv1.SessionStatus_SESSION_STATUS_PAUSED:
+	case fsmpb.SessionStatus_SESSION_STATUS_PAUSED:
 		return "paused"
-	case dexv1.SessionStatus_SESSION_STATUS_DELETED:
+	case fsmpb.SessionStatus_SESSION_STATUS_DELETED:
 		return "deleted"
 	}
 	return "unknown"

@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -17,15 +16,15 @@ import (
 // operator's edit, and the session goes on with its inbox.
 func (a *applier) dropKeptTurn(s *fsmpb.Session) {
 	t := s.Turn
-	if t.Input == dexv1.TurnInput_TURN_INPUT_TOOL_RESULTS && t.ResultsFromSeq > 0 && t.ResultsFromSeq < s.NextHistory {
+	if t.Input == fsmpb.TurnInput_TURN_INPUT_TOOL_RESULTS && t.ResultsFromSeq > 0 && t.ResultsFromSeq < s.NextHistory {
 		a.replaceResults(s, t)
 	}
 	s.Turn = nil
 	s.TurnsFailed++
 	s.RejectedTurns = 0
 	s.ErrorEpisode, s.EpisodeResumes = false, 0
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
-	s.PauseReason, s.PauseMessage = dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_IDLE
+	s.PauseReason, s.PauseMessage = fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED, ""
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "turn_dropped", "", fmt.Sprint(t.Number))
 	if s.InboxCount > 0 {
@@ -49,13 +48,13 @@ func (a *applier) replaceResults(s *fsmpb.Session, t *fsmpb.Turn) {
 	}
 	for _, old := range kept {
 		switch {
-		case old.Kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT && findCall(s, old.CallId) != nil:
+		case old.Kind == fsmpb.HistoryKind_HISTORY_KIND_TOOL_RESULT && findCall(s, old.CallId) != nil:
 			a.appendHistory(s, &fsmpb.HistoryEntry{
-				Kind: dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: old.CallId, Tool: old.Tool, Arguments: old.Arguments,
+				Kind: fsmpb.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: old.CallId, Tool: old.Tool, Arguments: old.Arguments,
 				Outcome: old.Outcome, StepId: old.StepId,
 				Text: fmt.Sprintf("This call %s, but its result was dropped: the provider rejected the turn that carried it (%s).", OutcomeName(old.Outcome), why),
 			})
-		case old.Kind == dexv1.HistoryKind_HISTORY_KIND_NOTE && strings.HasPrefix(old.Text, toolsRanNote):
+		case old.Kind == fsmpb.HistoryKind_HISTORY_KIND_NOTE && strings.HasPrefix(old.Text, toolsRanNote):
 		default:
 			e := proto.Clone(old).(*fsmpb.HistoryEntry)
 			e.Seq, e.CumSize = 0, 0
@@ -77,19 +76,19 @@ func (a *applier) resumeAgent(parent *fsmpb.Session, c *fsmpb.CallState) {
 	a.resolveCall(parent, c, o, text)
 }
 
-func (a *applier) resumeChild(parent *fsmpb.Session, args string) (dexv1.Outcome, string) {
-	failed := func(format string, v ...any) (dexv1.Outcome, string) {
-		return dexv1.Outcome_OUTCOME_FAILED, "resume_agent: " + fmt.Sprintf(format, v...)
+func (a *applier) resumeChild(parent *fsmpb.Session, args string) (fsmpb.Outcome, string) {
+	failed := func(format string, v ...any) (fsmpb.Outcome, string) {
+		return fsmpb.Outcome_OUTCOME_FAILED, "resume_agent: " + fmt.Sprintf(format, v...)
 	}
 	var in resumeAgentArgs
 	if err := json.Unmarshal([]byte(args), &in); err != nil || in.Agent == "" {
 		return failed(`arguments must be {"agent": ID, "choice": "retry" or "drop"}, got %q`, strings.TrimSpace(args))
 	}
-	choice := dexv1.ResumeChoice_RESUME_CHOICE_RETRY
+	choice := fsmpb.ResumeChoice_RESUME_CHOICE_RETRY
 	switch in.Choice {
 	case "", "retry":
 	case "drop":
-		choice = dexv1.ResumeChoice_RESUME_CHOICE_DROP
+		choice = fsmpb.ResumeChoice_RESUME_CHOICE_DROP
 	default:
 		return failed(`choice must be "retry" or "drop", got %q`, in.Choice)
 	}
@@ -105,5 +104,5 @@ func (a *applier) resumeChild(parent *fsmpb.Session, args string) (dexv1.Outcome
 		return failed("agent %q is %s: only a paused or errored agent can be resumed", child.Id, StatusName(child.Status))
 	}
 	a.putSession(child)
-	return dexv1.Outcome_OUTCOME_SUCCEEDED, fmt.Sprintf("agent %q resumed (%s); it is %s now", child.Id, ResumeChoiceName(choice), StatusName(child.Status))
+	return fsmpb.Outcome_OUTCOME_SUCCEEDED, fmt.Sprintf("agent %q resumed (%s); it is %s now", child.Id, ResumeChoiceName(choice), StatusName(child.Status))
 }

@@ -4,16 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // The rescue of a paused agent and the rule fixes of the rejected-turn pause
 // (docs/model-failures.md), one test per case.
 
-const eUnknown = dexv1.ErrorType_ERROR_TYPE_UNKNOWN
+const eUnknown = fsmpb.ErrorType_ERROR_TYPE_UNKNOWN
 
-func resumeWith(session string, choice dexv1.ResumeChoice) *fsmpb.Command {
+func resumeWith(session string, choice fsmpb.ResumeChoice) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_ResumeSession{ResumeSession: &fsmpb.ResumeSession{SessionId: session, Choice: choice}}}
 }
 
@@ -30,7 +29,7 @@ func pausedChild(t *testing.T, d *driver) {
 	wantStatus(t, d.session("c"), sPaused)
 }
 
-func historyKinds(s *fsmpb.Session, kind dexv1.HistoryKind) []*fsmpb.HistoryEntry {
+func historyKinds(s *fsmpb.Session, kind fsmpb.HistoryKind) []*fsmpb.HistoryEntry {
 	var out []*fsmpb.HistoryEntry
 	for _, e := range s.History {
 		if e.Kind == kind {
@@ -44,9 +43,9 @@ func TestRescue_DropTurnsTheResultsIntoNotesAndGoesOnWithTheInbox(t *testing.T) 
 	d := newDriver(t)
 	pausedChild(t, d)
 	d.send("c", "what next?") // kept while paused
-	d.do(resumeWith("c", dexv1.ResumeChoice_RESUME_CHOICE_DROP))
+	d.do(resumeWith("c", fsmpb.ResumeChoice_RESUME_CHOICE_DROP))
 	c := d.session("c")
-	if c.RejectedTurns != 0 || c.TurnsFailed != 1 || c.PauseReason != dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED {
+	if c.RejectedTurns != 0 || c.TurnsFailed != 1 || c.PauseReason != fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED {
 		t.Fatalf("after the drop: count %d, turns failed %d, pause %s", c.RejectedTurns, c.TurnsFailed, c.PauseReason)
 	}
 	tr := toolResults(c)["c1"]
@@ -54,10 +53,10 @@ func TestRescue_DropTurnsTheResultsIntoNotesAndGoesOnWithTheInbox(t *testing.T) 
 		!strings.Contains(tr.Text, "the tool result is malformed") || tr.Outcome != oSucceeded {
 		t.Fatalf("the dropped result reads %+v", tr)
 	}
-	if n := len(historyKinds(c, dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT)); n != 1 {
+	if n := len(historyKinds(c, fsmpb.HistoryKind_HISTORY_KIND_TOOL_RESULT)); n != 1 {
 		t.Fatalf("%d tool results in the history; want the one note", n)
 	}
-	for _, e := range historyKinds(c, dexv1.HistoryKind_HISTORY_KIND_NOTE) {
+	for _, e := range historyKinds(c, fsmpb.HistoryKind_HISTORY_KIND_NOTE) {
 		if strings.HasPrefix(e.Text, toolsRanNote) {
 			t.Fatalf("the do-not-repeat note stayed after the drop: %q", e.Text)
 		}
@@ -81,7 +80,7 @@ func TestRescue_DropWithAnEmptyInboxGoesIdle(t *testing.T) {
 	d := newDriver(t)
 	pausedChild(t, d)
 	models := len(d.stepsOf("c", kRunModel))
-	d.do(resumeWith("c", dexv1.ResumeChoice_RESUME_CHOICE_DROP))
+	d.do(resumeWith("c", fsmpb.ResumeChoice_RESUME_CHOICE_DROP))
 	wantStatus(t, d.session("c"), sIdle)
 	if n := len(d.stepsOf("c", kRunModel)); n != models {
 		t.Fatalf("a drop with nothing in the inbox called the model: %d → %d", models, n)
@@ -95,9 +94,9 @@ func TestRescue_DropWithAnEmptyInboxGoesIdle(t *testing.T) {
 func TestRescue_ResumeRefusesBadChoicesAndBusySessions(t *testing.T) {
 	d := newDriver(t)
 	pausedChild(t, d)
-	d.refused(resumeWith("c", dexv1.ResumeChoice(9)), CodeInvalid)
-	d.refused(resumeWith("p", dexv1.ResumeChoice_RESUME_CHOICE_DROP), CodeFailedPrecondition)
-	d.refused(resumeWith("nobody", dexv1.ResumeChoice_RESUME_CHOICE_RETRY), CodeNotFound)
+	d.refused(resumeWith("c", fsmpb.ResumeChoice(9)), CodeInvalid)
+	d.refused(resumeWith("p", fsmpb.ResumeChoice_RESUME_CHOICE_DROP), CodeFailedPrecondition)
+	d.refused(resumeWith("nobody", fsmpb.ResumeChoice_RESUME_CHOICE_RETRY), CodeNotFound)
 }
 
 // parentCalls makes the parent's model call resume_agent with args, and
@@ -176,7 +175,7 @@ func TestRescue_ResumeAgentRefusesWhatIsNotItsPausedChild(t *testing.T) {
 	}
 	wantStatus(t, d.session("c"), sPaused)
 	// A child that is not paused or errored is not resumed.
-	d.do(resumeWith("c", dexv1.ResumeChoice_RESUME_CHOICE_DROP))
+	d.do(resumeWith("c", fsmpb.ResumeChoice_RESUME_CHOICE_DROP))
 	d.send("p", "try again")
 	tr := parentCalls(t, d, "idle", `{"agent": "c"}`)
 	if tr.Outcome != oFailed || !strings.Contains(tr.Text, `agent "c" is idle: only a paused or errored agent can be resumed`) {
@@ -225,7 +224,7 @@ func TestRule2_APollWhoseAttemptsAllExpireUnclaimedIsNeverReportedNotRun(t *test
 	for {
 		st := d.queued("s", kPoll)
 		d.start(st).expire() // never claimed
-		if d.step(st.Id).Status == dexv1.StepStatus_STEP_STATUS_DONE {
+		if d.step(st.Id).Status == fsmpb.StepStatus_STEP_STATUS_DONE {
 			break
 		}
 	}
@@ -312,7 +311,7 @@ func TestRule5_AnUnknownErrorIsRetriedInItsStepThenCountsAndPauses(t *testing.T)
 	}
 	// One do-not-repeat note for the turn, however often it failed.
 	notes := 0
-	for _, e := range historyKinds(c, dexv1.HistoryKind_HISTORY_KIND_NOTE) {
+	for _, e := range historyKinds(c, fsmpb.HistoryKind_HISTORY_KIND_NOTE) {
 		if strings.HasPrefix(e.Text, toolsRanNote) {
 			notes++
 		}
@@ -370,7 +369,7 @@ func TestRule6_ARootSessionPausesToo(t *testing.T) {
 	}
 	s := d.session("root")
 	wantStatus(t, s, sPaused)
-	if countEvents(d, "root", "session_paused") != 1 || s.PauseReason != dexv1.PauseReason_PAUSE_REASON_LIMIT {
+	if countEvents(d, "root", "session_paused") != 1 || s.PauseReason != fsmpb.PauseReason_PAUSE_REASON_LIMIT {
 		t.Fatalf("%d session_paused events, reason %s", countEvents(d, "root", "session_paused"), s.PauseReason)
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -99,7 +98,7 @@ func hasHistoryBefore(tx *memdb.Txn, s *fsmpb.Session, seq uint64) bool {
 		if e.Seq >= seq {
 			return false
 		}
-		if e.Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+		if e.Kind != fsmpb.HistoryKind_HISTORY_KIND_SUMMARY {
 			found = true
 			return false
 		}
@@ -116,7 +115,7 @@ func (a *applier) appendHistory(s *fsmpb.Session, e *fsmpb.HistoryEntry) {
 	s.HistorySize += entrySize(e)
 	s.HistoryCount++
 	e.CumSize = s.HistorySize
-	if e.Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+	if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_SUMMARY {
 		s.LatestSummarySeq = e.Seq
 	}
 	a.insert(tableHistory, e)
@@ -149,7 +148,7 @@ func (a *applier) truncateHistory(s *fsmpb.Session, from uint64) {
 			if e == nil {
 				break
 			}
-			if e.Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+			if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_SUMMARY {
 				s.LatestSummarySeq = e.Seq
 				break
 			}

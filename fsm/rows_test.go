@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -127,11 +126,11 @@ func TestModelInput_OverTheLimitFailsTheTurnWithContextLength(t *testing.T) {
 	d.send("s", strings.Repeat("y", 700))
 	s := d.session("s")
 	wantStatus(t, s, sErrored)
-	if s.LastErrorType != dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH || !strings.Contains(s.LastError, "over this session's limit of 1000") {
+	if s.LastErrorType != fsmpb.ErrorType_ERROR_TYPE_CONTEXT_LENGTH || !strings.Contains(s.LastError, "over this session's limit of 1000") {
 		t.Fatalf("last error %s %q; want context_length naming the limit", s.LastErrorType, s.LastError)
 	}
 	model := d.latest("s", kRunModel)
-	if model.Status != dexv1.StepStatus_STEP_STATUS_DONE || len(model.Attempts) != 0 {
+	if model.Status != fsmpb.StepStatus_STEP_STATUS_DONE || len(model.Attempts) != 0 {
 		t.Fatalf("the RunModel Step is %s with %d attempts; want done with none (no Worker was handed it)", model.Status, len(model.Attempts))
 	}
 	// The messages were consumed: a small one is answered again.

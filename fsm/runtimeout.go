@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -46,8 +45,8 @@ func (a *applier) timeoutAttempt(c *fsmpb.TimeoutAttempt) *Result {
 	if a.now < at.DeadlineMs {
 		return rejected(reject(CodeFailedPrecondition, "attempt %s may run until %d ms; it is %d ms", at.Token, at.DeadlineMs, a.now))
 	}
-	at.Status = dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED
-	at.ErrorType = dexv1.ErrorType_ERROR_TYPE_TIMEOUT
+	at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_FAILED
+	at.ErrorType = fsmpb.ErrorType_ERROR_TYPE_TIMEOUT
 	at.Error = RunTimeoutError(at)
 	return a.attemptEnded(st, at)
 }

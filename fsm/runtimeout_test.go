@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -13,9 +12,9 @@ import (
 // it starts, and past it the leader fails the attempt with error type timeout.
 
 var slowTools = []*fsmpb.ToolSpec{
-	{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000},
-	{Name: "slow_write", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, MaxAttempts: 2, RunTimeoutMs: 30_000},
-	{Name: "slow_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, RunTimeoutMs: 30_000},
+	{Name: "slow_read", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000},
+	{Name: "slow_write", Access: fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, MaxAttempts: 2, RunTimeoutMs: 30_000},
+	{Name: "slow_email", Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, RunTimeoutMs: 30_000},
 }
 
 const modelRunTimeout = 2 * time.Minute
@@ -112,7 +111,7 @@ func TestRunTimeout_AModelAttemptPastItsDeadlineFailsAsARetryableTimeout(t *test
 		h.claim()
 		h.timeout()
 		at := d.step(st.Id).Attempts[i]
-		if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED || at.ErrorType != dexv1.ErrorType_ERROR_TYPE_TIMEOUT {
+		if at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_FAILED || at.ErrorType != fsmpb.ErrorType_ERROR_TYPE_TIMEOUT {
 			t.Fatalf("attempt %d is %s with error type %s; want failed with timeout", at.N, at.Status, at.ErrorType)
 		}
 		if !strings.Contains(at.Error, "ran past its run timeout of 2m0s") {
@@ -120,7 +119,7 @@ func TestRunTimeout_AModelAttemptPastItsDeadlineFailsAsARetryableTimeout(t *test
 		}
 	}
 	st = d.step(st.Id)
-	if st.Status != dexv1.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != ModelMaxAttempts {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != ModelMaxAttempts {
 		t.Fatalf("model Step is %s after %d attempts; want done after %d timeouts", st.Status, attemptsOf(st), ModelMaxAttempts)
 	}
 	s := d.session("s")
@@ -133,9 +132,9 @@ func TestRunTimeout_AModelAttemptPastItsDeadlineFailsAsARetryableTimeout(t *test
 func TestRunTimeout_AToolCallEndsByItsPolicy(t *testing.T) {
 	cases := []struct {
 		tool     string
-		kind     dexv1.StepKind
+		kind     fsmpb.StepKind
 		attempts int
-		want     dexv1.Outcome
+		want     fsmpb.Outcome
 		prefix   string
 	}{
 		{"slow_read", kCallTool, 2, oFailed, "the tool failed after 2 attempts: the attempt ran past its run timeout of 30s"},
@@ -152,7 +151,7 @@ func TestRunTimeout_AToolCallEndsByItsPolicy(t *testing.T) {
 				h.timeout()
 			}
 			st = d.step(st.Id)
-			if st.Status != dexv1.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != c.attempts {
+			if st.Status != fsmpb.StepStatus_STEP_STATUS_DONE || attemptsOf(st) != c.attempts {
 				t.Fatalf("Step is %s with %d attempts; want done after %d", st.Status, attemptsOf(st), c.attempts)
 			}
 			if st.Outcome != c.want || !strings.HasPrefix(st.Result, c.prefix) || !strings.Contains(st.Result, "run timeout of 30s") {
@@ -226,17 +225,17 @@ func TestRunTimeout_TheDeadlineSurvivesARestart(t *testing.T) {
 
 func TestRunTimeout_IsPartOfTheToolsPolicy(t *testing.T) {
 	d := newRunDriver(t)
-	other := &fsmpb.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 60_000}
+	other := &fsmpb.ToolSpec{Name: "slow_read", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 60_000}
 	r := d.refused(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w3", Tools: []*fsmpb.ToolSpec{other},
 	}}}, CodeFailedPrecondition)
 	if !strings.Contains(r.Error(), "run timeout 30s") || !strings.Contains(r.Error(), "run timeout 1m0s") {
 		t.Fatalf("a second run timeout for one tool: %v", r)
 	}
-	same := &fsmpb.ToolSpec{Name: "slow_read", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000, Description: "other words"}
+	same := &fsmpb.ToolSpec{Name: "slow_read", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2, RunTimeoutMs: 30_000, Description: "other words"}
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w3", Tools: []*fsmpb.ToolSpec{same}}}})
 
-	inline := &fsmpb.ToolSpec{Name: "quick", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Inline: true, RunTimeoutMs: 1000}
+	inline := &fsmpb.ToolSpec{Name: "quick", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, Inline: true, RunTimeoutMs: 1000}
 	if r := d.refused(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w4", Tools: []*fsmpb.ToolSpec{inline},
 	}}}, CodeInvalid); !strings.Contains(r.Error(), "inline") {

@@ -5,7 +5,6 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -79,9 +78,9 @@ type liveStepIndexer struct{}
 // reads as a ready queue's.
 const notDispatched = 'n'
 
-func liveStatus(s dexv1.StepStatus) bool {
+func liveStatus(s fsmpb.StepStatus) bool {
 	switch s {
-	case dexv1.StepStatus_STEP_STATUS_QUEUED, dexv1.StepStatus_STEP_STATUS_RUNNING, dexv1.StepStatus_STEP_STATUS_WAITING:
+	case fsmpb.StepStatus_STEP_STATUS_QUEUED, fsmpb.StepStatus_STEP_STATUS_RUNNING, fsmpb.StepStatus_STEP_STATUS_WAITING:
 		return true
 	}
 	return false
@@ -96,7 +95,7 @@ func (liveStepIndexer) FromObject(obj any) (bool, []byte, error) {
 		return false, nil, nil
 	}
 	key := []byte{byte(st.Status)}
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		return true, key, nil
 	}
 	switch Kind(st.Kind).Runner {
@@ -113,7 +112,7 @@ func (liveStepIndexer) FromObject(obj any) (bool, []byte, error) {
 func (liveStepIndexer) FromArgs(args ...any) ([]byte, error) {
 	switch len(args) {
 	case 1:
-		st, ok := args[0].(dexv1.StepStatus)
+		st, ok := args[0].(fsmpb.StepStatus)
 		if !ok {
 			return nil, fmt.Errorf("live step index: a status argument must be a StepStatus, got %T", args[0])
 		}
@@ -128,7 +127,7 @@ func (liveStepIndexer) FromArgs(args ...any) ([]byte, error) {
 		if !ok1 || !ok2 || !ok3 {
 			return nil, fmt.Errorf("live step index: queue arguments must be (bool, string, string), got (%T, %T, %T)", args[0], args[1], args[2])
 		}
-		return append([]byte{byte(dexv1.StepStatus_STEP_STATUS_QUEUED)}, queueIndexKey(model, tool, agent)...), nil
+		return append([]byte{byte(fsmpb.StepStatus_STEP_STATUS_QUEUED)}, queueIndexKey(model, tool, agent)...), nil
 	}
 	return nil, fmt.Errorf("live step index takes a status or (model, tool, agent), got %d arguments", len(args))
 }
@@ -144,5 +143,5 @@ func (liveStepIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
 		return nil, fmt.Errorf("live step index prefix arguments must be (bool, string), got (%T, %T)", args[0], args[1])
 	}
 	k := queueIndexKey(model, tool, "")
-	return append([]byte{byte(dexv1.StepStatus_STEP_STATUS_QUEUED)}, k[:len(k)-1]...), nil
+	return append([]byte{byte(fsmpb.StepStatus_STEP_STATUS_QUEUED)}, k[:len(k)-1]...), nil
 }

@@ -6,7 +6,6 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -50,7 +49,7 @@ func dueKey(at int64) []byte {
 
 func timerDue(obj any) (int64, bool) {
 	st, ok := obj.(*fsmpb.Step)
-	if !ok || st.Kind != dexv1.StepKind_STEP_KIND_AWAIT_TIMER || st.Status != dexv1.StepStatus_STEP_STATUS_WAITING {
+	if !ok || st.Kind != fsmpb.StepKind_STEP_KIND_AWAIT_TIMER || st.Status != fsmpb.StepStatus_STEP_STATUS_WAITING {
 		return 0, false
 	}
 	return st.DueAtMs, true
@@ -59,7 +58,7 @@ func timerDue(obj any) (int64, bool) {
 // ResumeDue is when the leader owes an errored session a ResumeErrored (ok
 // false when it owes none).
 func ResumeDue(s *fsmpb.Session) (int64, bool) {
-	if s == nil || s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
+	if s == nil || s.Status != fsmpb.SessionStatus_SESSION_STATUS_ERRORED || s.Turn == nil || s.ResumeAtMs == 0 {
 		return 0, false
 	}
 	return s.ResumeAtMs, true

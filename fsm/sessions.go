@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -51,7 +50,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 	s := &fsmpb.Session{
 		Id:                  c.SessionId,
 		ParentId:            c.ParentId,
-		Status:              dexv1.SessionStatus_SESSION_STATUS_IDLE,
+		Status:              fsmpb.SessionStatus_SESSION_STATUS_IDLE,
 		CompactionThreshold: c.CompactionThreshold,
 		NextStep:            1,
 		NextTurn:            1,
@@ -93,12 +92,12 @@ func (a *applier) receive(s *fsmpb.Session, m *fsmpb.InboxMessage) {
 	a.pushInbox(s, m)
 	a.emit(s.Id, "message_received", "", m.Id)
 	switch {
-	case s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED && s.Turn != nil:
+	case s.Status == fsmpb.SessionStatus_SESSION_STATUS_ERRORED && s.Turn != nil:
 		// A kept turn is retried, not replaced: the message waits for the
 		// next turn, and a rejection still counts toward the pause.
 		a.emit(s.Id, "session_resumed", "", "message")
 		a.retryKeptTurn(s)
-	case s.Status == dexv1.SessionStatus_SESSION_STATUS_IDLE, s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+	case s.Status == fsmpb.SessionStatus_SESSION_STATUS_IDLE, s.Status == fsmpb.SessionStatus_SESSION_STATUS_ERRORED:
 		a.startTurn(s)
 	}
 }
@@ -106,21 +105,21 @@ func (a *applier) receive(s *fsmpb.Session, m *fsmpb.InboxMessage) {
 // startTurn consumes the inbox into the history and queues the turn's first
 // Step: CompactContext when the history is over the threshold, else RunModel.
 func (a *applier) startTurn(s *fsmpb.Session) {
-	t := &fsmpb.Turn{Number: s.NextTurn, Input: dexv1.TurnInput_TURN_INPUT_MESSAGES}
+	t := &fsmpb.Turn{Number: s.NextTurn, Input: fsmpb.TurnInput_TURN_INPUT_MESSAGES}
 	s.NextTurn++
 	boundary := s.NextHistory // the turn's own messages start here
 	for _, m := range a.drainInbox(s) {
 		t.MessageIds = append(t.MessageIds, m.Id)
 		a.appendHistory(s, &fsmpb.HistoryEntry{
-			Kind: dexv1.HistoryKind_HISTORY_KIND_USER, Text: m.Text, MessageId: m.Id, FromSession: m.FromSession,
+			Kind: fsmpb.HistoryKind_HISTORY_KIND_USER, Text: m.Text, MessageId: m.Id, FromSession: m.FromSession,
 		})
 	}
 	s.Turn = t
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_RUNNING
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "turn_started", "", fmt.Sprint(t.Number))
 	if s.CompactionThreshold > 0 && modelInputSize(a.tx, s) > s.CompactionThreshold && hasHistoryBefore(a.tx, s, boundary) {
-		t.StepId = a.queueStep(s, &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT, CompactBefore: boundary})
+		t.StepId = a.queueStep(s, &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_COMPACT_CONTEXT, CompactBefore: boundary})
 		return
 	}
 	a.queueModel(s)
@@ -128,14 +127,14 @@ func (a *applier) startTurn(s *fsmpb.Session) {
 
 // queueModel queues the RunModel Step of the turn in progress.
 func (a *applier) queueModel(s *fsmpb.Session) {
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
-	st := &fsmpb.Step{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL}
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_RUNNING
+	st := &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_RUN_MODEL}
 	s.Turn.StepId = a.queueStep(s, st)
 	// An input no Worker could be handed fails the turn now, with a reason
 	// the user sees, rather than expiring attempt after attempt.
 	if size := modelInputSize(a.tx, s); s.MaxModelInput > 0 && size > s.MaxModelInput {
 		msg := fmt.Sprintf("the model input is %d characters, over this session's limit of %d: lower its compaction threshold or edit its history", size, s.MaxModelInput)
-		a.modelStepFailed(s, st, dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH, msg, ErrorTypeName(dexv1.ErrorType_ERROR_TYPE_CONTEXT_LENGTH)+": "+msg)
+		a.modelStepFailed(s, st, fsmpb.ErrorType_ERROR_TYPE_CONTEXT_LENGTH, msg, ErrorTypeName(fsmpb.ErrorType_ERROR_TYPE_CONTEXT_LENGTH)+": "+msg)
 	}
 }
 
@@ -152,8 +151,8 @@ func (a *applier) queueStep(s *fsmpb.Session, st *fsmpb.Step) string {
 	}
 	st.CreatedAtMs = a.now
 	st.MaxAttempts = Kind(st.Kind).Attempts(st.Policy)
-	if st.Status == dexv1.StepStatus_STEP_STATUS_UNSPECIFIED {
-		st.Status = dexv1.StepStatus_STEP_STATUS_QUEUED
+	if st.Status == fsmpb.StepStatus_STEP_STATUS_UNSPECIFIED {
+		st.Status = fsmpb.StepStatus_STEP_STATUS_QUEUED
 	}
 	if st.ReadyAtMs == 0 {
 		st.ReadyAtMs = a.now
@@ -171,7 +170,7 @@ func (a *applier) queueStep(s *fsmpb.Session, st *fsmpb.Step) string {
 func (a *applier) endTurn(s *fsmpb.Session) {
 	s.Turn = nil
 	s.TurnsCompleted++
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_IDLE
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_IDLE
 	a.emit(s.Id, "turn_completed", "", "")
 	if s.InboxCount > 0 {
 		a.startTurn(s)
@@ -230,7 +229,7 @@ func validateTool(t *fsmpb.ToolSpec) *Rejection {
 		return reject(CodeInvalid, "tool %q is a built-in and cannot be registered", t.Name)
 	}
 	switch t.Access {
-	case dexv1.ToolAccess_TOOL_ACCESS_READ, dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT:
+	case fsmpb.ToolAccess_TOOL_ACCESS_READ, fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT:
 	default:
 		return reject(CodeInvalid, "tool %q has no access policy (read, idempotent_write or single_attempt)", t.Name)
 	}

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -233,7 +232,7 @@ func splitV1Session(tx *memdb.Txn, s *fsmpb.Session) error {
 		e.SessionId = s.Id
 		s.HistorySize += entrySize(e)
 		e.CumSize = s.HistorySize
-		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+		if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_SUMMARY {
 			s.LatestSummarySeq = e.Seq
 		}
 		if err := tx.Insert(tableHistory, e); err != nil {

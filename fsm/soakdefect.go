@@ -3,7 +3,6 @@
 package fsm
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -12,7 +11,7 @@ import (
 // attempts, so a failed attempt runs its side effect again. Never ship it.
 func init() {
 	for _, k := range kindTable {
-		if k.Kind == dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL {
+		if k.Kind == fsmpb.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL {
 			k.Attempts = func(*fsmpb.ToolSpec) uint32 { return 3 }
 		}
 	}

@@ -7,7 +7,6 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -69,7 +68,7 @@ func (s *State) Steps(sessionID string) []*fsmpb.Step {
 // RunningSteps returns how many attempts run now and a channel closed when
 // a Step starts or stops running.
 func (s *State) RunningSteps() (int, <-chan struct{}) {
-	it, err := s.tx.Get(tableSteps, indexStatus, dexv1.StepStatus_STEP_STATUS_RUNNING)
+	it, err := s.tx.Get(tableSteps, indexStatus, fsmpb.StepStatus_STEP_STATUS_RUNNING)
 	if err != nil {
 		return 0, nil
 	}
@@ -81,7 +80,7 @@ func (s *State) RunningSteps() (int, <-chan struct{}) {
 }
 
 // StepsWithStatus returns the Steps in a status (queued, running, waiting).
-func (s *State) StepsWithStatus(st dexv1.StepStatus) []*fsmpb.Step {
+func (s *State) StepsWithStatus(st fsmpb.StepStatus) []*fsmpb.Step {
 	it, err := s.tx.Get(tableSteps, indexStatus, st)
 	if err != nil {
 		return nil
@@ -189,7 +188,7 @@ func (s *State) summarised(sess *fsmpb.Session, to uint64) []*fsmpb.HistoryEntry
 		if to > 0 && e.Seq >= to {
 			return false
 		}
-		if e.Kind != dexv1.HistoryKind_HISTORY_KIND_SUMMARY {
+		if e.Kind != fsmpb.HistoryKind_HISTORY_KIND_SUMMARY {
 			out = append(out, e)
 		}
 		return true

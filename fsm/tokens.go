@@ -7,7 +7,6 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -29,9 +28,9 @@ func withTokenSchema(s *memdb.DBSchema) *memdb.DBSchema {
 }
 
 // ValidRole reports whether r is one of the roles a token may have.
-func ValidRole(r dexv1.TokenRole) bool {
+func ValidRole(r fsmpb.TokenRole) bool {
 	switch r {
-	case dexv1.TokenRole_TOKEN_ROLE_ADMIN, dexv1.TokenRole_TOKEN_ROLE_CLIENT, dexv1.TokenRole_TOKEN_ROLE_WORKER:
+	case fsmpb.TokenRole_TOKEN_ROLE_ADMIN, fsmpb.TokenRole_TOKEN_ROLE_CLIENT, fsmpb.TokenRole_TOKEN_ROLE_WORKER:
 		return true
 	}
 	return false
@@ -64,7 +63,7 @@ func (a *applier) createToken(c *fsmpb.CreateToken) *Result {
 		return rejected(reject(CodeInvalid, "token role must be admin, client or worker"))
 	}
 	if t.WorkerId != "" {
-		if t.Role != dexv1.TokenRole_TOKEN_ROLE_WORKER {
+		if t.Role != fsmpb.TokenRole_TOKEN_ROLE_WORKER {
 			return rejected(reject(CodeInvalid, "only a worker token is bound to a Worker id"))
 		}
 		if r := validID("worker id", t.WorkerId); r != nil {
@@ -78,7 +77,7 @@ func (a *applier) createToken(c *fsmpb.CreateToken) *Result {
 		return rejected(reject(CodeInvalid, "a new token cannot be revoked"))
 	}
 	if c.Bootstrap {
-		if t.Role != dexv1.TokenRole_TOKEN_ROLE_ADMIN {
+		if t.Role != fsmpb.TokenRole_TOKEN_ROLE_ADMIN {
 			return rejected(reject(CodeInvalid, "the bootstrap token is an admin token"))
 		}
 		if a.anyToken() {

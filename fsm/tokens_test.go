@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -15,7 +14,7 @@ func hashOf(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func createToken(id, name string, role dexv1.TokenRole, worker, secret string, bootstrap bool) *fsmpb.Command {
+func createToken(id, name string, role fsmpb.TokenRole, worker, secret string, bootstrap bool) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: bootstrap, Token: &fsmpb.AclToken{
 		Id: id, Name: name, Role: role, WorkerId: worker, SecretSha256: hashOf(secret),
 	}}}}
@@ -26,9 +25,9 @@ func revokeToken(id string) *fsmpb.Command {
 }
 
 const (
-	admin  = dexv1.TokenRole_TOKEN_ROLE_ADMIN
-	client = dexv1.TokenRole_TOKEN_ROLE_CLIENT
-	worker = dexv1.TokenRole_TOKEN_ROLE_WORKER
+	admin  = fsmpb.TokenRole_TOKEN_ROLE_ADMIN
+	client = fsmpb.TokenRole_TOKEN_ROLE_CLIENT
+	worker = fsmpb.TokenRole_TOKEN_ROLE_WORKER
 )
 
 func TestTokens_BootstrapOnceThenCreateFindRevoke(t *testing.T) {
@@ -76,8 +75,8 @@ func TestTokens_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 		"long id":          createToken(long, "n", client, "", "a", false),
 		"no name":          createToken("t2", "", client, "", "a", false),
 		"long name":        createToken("t2", long, client, "", "a", false),
-		"no role":          createToken("t2", "n", dexv1.TokenRole_TOKEN_ROLE_UNSPECIFIED, "", "a", false),
-		"unknown role":     createToken("t2", "n", dexv1.TokenRole(42), "", "a", false),
+		"no role":          createToken("t2", "n", fsmpb.TokenRole_TOKEN_ROLE_UNSPECIFIED, "", "a", false),
+		"unknown role":     createToken("t2", "n", fsmpb.TokenRole(42), "", "a", false),
 		"client bound":     createToken("t2", "n", client, "w-1", "a", false),
 		"long worker id":   createToken("t2", "n", worker, long, "a", false),
 		"revoked at birth": {Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &fsmpb.AclToken{Id: "t2", Name: "n", Role: client, SecretSha256: hashOf("a"), Revoked: true}}}},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -30,7 +29,7 @@ func (a *applier) failUnservedStep(c *fsmpb.FailUnservedStep) *Result {
 	if r != nil {
 		return rejected(r)
 	}
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		return rejected(reject(CodeFailedPrecondition, "step %s is not queued (status %s)", st.Id, st.Status))
 	}
 	runner := Kind(st.Kind).Runner
@@ -57,10 +56,10 @@ func (a *applier) failUnservedStep(c *fsmpb.FailUnservedStep) *Result {
 	switch {
 	case runner == RunsOnModel:
 		why := fmt.Sprintf("no live Worker served %s (its model) for %s", AgentName(st.Agent), waited)
-		if st.Kind == dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
+		if st.Kind == fsmpb.StepKind_STEP_KIND_COMPACT_CONTEXT {
 			a.compactionStepFailed(s, st, &fsmpb.Attempt{Error: why})
 		} else {
-			a.modelStepFailed(s, st, dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED, why, why)
+			a.modelStepFailed(s, st, fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED, why, why)
 		}
 		a.putSession(s)
 		return &Result{SessionID: st.SessionId, StepID: st.Id}

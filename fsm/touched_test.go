@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -25,7 +24,7 @@ func TestAppliedReportsTheRowsACommandWrote(t *testing.T) {
 	got := recordApplied(d)
 
 	d.createSession("s1", "", "hello")
-	st := d.queued("s1", dexv1.StepKind_STEP_KIND_RUN_MODEL)
+	st := d.queued("s1", fsmpb.StepKind_STEP_KIND_RUN_MODEL)
 	if len(*got) != 1 {
 		t.Fatalf("%d reports for one entry", len(*got))
 	}
@@ -65,7 +64,7 @@ func TestDueIndexesHoldOnlyWhatIsOwed(t *testing.T) {
 	// Two timers, the later one created first.
 	for _, c := range []struct{ id, secs string }{{"late", "120"}, {"early", "60"}} {
 		d.createSession(c.id, "", "go")
-		d.startNext(c.id, dexv1.StepKind_STEP_KIND_RUN_MODEL).answer("sleeping", call("c1", BuiltinSleep, `{"seconds": `+c.secs+`}`))
+		d.startNext(c.id, fsmpb.StepKind_STEP_KIND_RUN_MODEL).answer("sleeping", call("c1", BuiltinSleep, `{"seconds": `+c.secs+`}`))
 	}
 	d.createSession("idle", "", "")
 	timers := d.f.State().WaitingTimers()
@@ -83,7 +82,7 @@ func TestDueIndexesHoldOnlyWhatIsOwed(t *testing.T) {
 	}
 	d.createSession("e1", "", "hi")
 	for range ModelMaxAttempts {
-		d.startNext("e1", dexv1.StepKind_STEP_KIND_RUN_MODEL).fail(dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
+		d.startNext("e1", fsmpb.StepKind_STEP_KIND_RUN_MODEL).fail(fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
 	}
 	got := d.f.State().ErroredToResume()
 	if len(got) != 1 || got[0].Id != "e1" || got[0].ResumeAtMs == 0 {

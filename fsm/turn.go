@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -16,8 +15,8 @@ func (a *applier) stepSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.Attem
 
 // compactionSucceeded stores the one summary and runs the turn's model.
 func (a *applier) compactionSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
-	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
-	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: dexv1.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
+	a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, c.GetSummary(), false)
+	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: fsmpb.HistoryKind_HISTORY_KIND_SUMMARY, Text: c.GetSummary(), StepId: st.Id})
 	s.Summaries++
 	s.CompactedBefore = st.CompactBefore
 	a.queueModel(s)
@@ -38,7 +37,7 @@ func (a *applier) toolSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.Attem
 		}
 		if !res.IsError {
 			st.TaskId = res.TaskId
-			a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "task "+res.TaskId, false)
+			a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, "task "+res.TaskId, false)
 			call.TaskId = res.TaskId
 			a.queuePoll(s, call)
 			return nil
@@ -58,7 +57,7 @@ func (a *applier) pollSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.Attem
 		return reject(CodeFailedPrecondition, "step %s belongs to no call of the turn in progress", st.Id)
 	}
 	if !pr.Done {
-		a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "running", false)
+		a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, "running", false)
 		a.queuePoll(s, call)
 		return nil
 	}
@@ -69,23 +68,23 @@ func (a *applier) pollSucceeded(s *fsmpb.Session, st *fsmpb.Step, c *fsmpb.Attem
 	return nil
 }
 
-func toolOutcome(r *fsmpb.ToolResult) dexv1.Outcome {
+func toolOutcome(r *fsmpb.ToolResult) fsmpb.Outcome {
 	if r.GetIsError() {
-		return dexv1.Outcome_OUTCOME_FAILED
+		return fsmpb.Outcome_OUTCOME_FAILED
 	}
-	return dexv1.Outcome_OUTCOME_SUCCEEDED
+	return fsmpb.Outcome_OUTCOME_SUCCEEDED
 }
 
 // modelOutput commits a RunModel output: it clears the rejected-turn count and
 // closes any error episode, then ends the turn or starts its tool calls.
 func (a *applier) modelOutput(s *fsmpb.Session, st *fsmpb.Step, out *fsmpb.ModelOutput) {
-	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, out.Text, false)
+	a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, out.Text, false)
 	s.RejectedTurns = 0
 	s.ErrorEpisode = false
 	s.EpisodeResumes = 0
-	s.LastError, s.LastErrorType = "", dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED
+	s.LastError, s.LastErrorType = "", fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED
 	a.appendHistory(s, &fsmpb.HistoryEntry{
-		Kind: dexv1.HistoryKind_HISTORY_KIND_ASSISTANT, Text: out.Text, ToolCalls: out.ToolCalls,
+		Kind: fsmpb.HistoryKind_HISTORY_KIND_ASSISTANT, Text: out.Text, ToolCalls: out.ToolCalls,
 		InlineResults: out.InlineResults, StepId: st.Id,
 	})
 	s.Turn.StepId = ""
@@ -107,10 +106,10 @@ func (a *applier) modelAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsmpb
 
 // modelStepFailed ends a RunModel Step that runs no further attempt and
 // applies docs/model-failures.md to the turn.
-func (a *applier) modelStepFailed(s *fsmpb.Session, st *fsmpb.Step, typ dexv1.ErrorType, msg, text string) {
+func (a *applier) modelStepFailed(s *fsmpb.Session, st *fsmpb.Step, typ fsmpb.ErrorType, msg, text string) {
 	retryable := Retryable(typ)
 	st.ErrorType = typ
-	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, msg, true)
+	a.finish(st, fsmpb.Outcome_OUTCOME_FAILED, msg, true)
 	s.LastError, s.LastErrorType = text, typ
 	s.Turn.StepId = ""
 	a.noteToolsRan(s)
@@ -125,7 +124,7 @@ func (a *applier) modelStepFailed(s *fsmpb.Session, st *fsmpb.Step, typ dexv1.Er
 		}
 		a.setErrored(s, first)
 		s.ResumeAtMs = a.now + resumeBackoff(s.EpisodeResumes)
-	case s.Turn.Input == dexv1.TurnInput_TURN_INPUT_TOOL_RESULTS:
+	case s.Turn.Input == fsmpb.TurnInput_TURN_INPUT_TOOL_RESULTS:
 		// The pending tool results survive, so the same request would be
 		// rebuilt: count the rejection, and pause at the limit.
 		s.RejectedTurns++
@@ -152,19 +151,19 @@ func errorText(at *fsmpb.Attempt) string {
 	if msg == "" {
 		msg = "no error message"
 	}
-	if at.ErrorType != dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED {
+	if at.ErrorType != fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED {
 		return ErrorTypeName(at.ErrorType) + ": " + msg
 	}
 	return msg
 }
 
 // ErrorTypeName is the documented name of an error type ("rate_limit", …).
-func ErrorTypeName(t dexv1.ErrorType) string {
+func ErrorTypeName(t fsmpb.ErrorType) string {
 	return strings.ToLower(strings.TrimPrefix(t.String(), "ERROR_TYPE_"))
 }
 
 func (a *applier) setErrored(s *fsmpb.Session, tellParent bool) {
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_ERRORED
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_ERRORED
 	s.ResumeAtMs = 0
 	a.emit(s.Id, "session_errored", "", s.LastError)
 	if tellParent {
@@ -173,8 +172,8 @@ func (a *applier) setErrored(s *fsmpb.Session, tellParent bool) {
 }
 
 func (a *applier) pause(s *fsmpb.Session) {
-	s.Status = dexv1.SessionStatus_SESSION_STATUS_PAUSED
-	s.PauseReason = dexv1.PauseReason_PAUSE_REASON_LIMIT
+	s.Status = fsmpb.SessionStatus_SESSION_STATUS_PAUSED
+	s.PauseReason = fsmpb.PauseReason_PAUSE_REASON_LIMIT
 	s.ResumeAtMs = 0
 	if s.RejectedTurns == RejectedTurnLimit {
 		s.PauseMessage = fmt.Sprintf("The provider rejected this turn %d times in a row and the agent will not retry it on its own. Last error: %s", s.RejectedTurns, s.LastError)
@@ -206,7 +205,7 @@ func (a *applier) noteToolsRan(s *fsmpb.Session) {
 		}
 	}
 	a.appendHistory(s, &fsmpb.HistoryEntry{
-		Kind: dexv1.HistoryKind_HISTORY_KIND_NOTE,
+		Kind: fsmpb.HistoryKind_HISTORY_KIND_NOTE,
 		Text: toolsRanNote + strings.Join(parts, ", ") + ". Do not call them again; use their results above.",
 	})
 }
@@ -226,7 +225,7 @@ func (a *applier) compactionAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *
 // attempt: the turn fails and the next message compacts again.
 func (a *applier) compactionStepFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsmpb.Attempt) {
 	st.ErrorType = at.ErrorType
-	a.finish(st, dexv1.Outcome_OUTCOME_FAILED, at.Error, true)
+	a.finish(st, fsmpb.Outcome_OUTCOME_FAILED, at.Error, true)
 	s.LastError, s.LastErrorType = "compaction failed: "+errorText(at), at.ErrorType
 	s.Turn = nil
 	s.TurnsFailed++
@@ -248,23 +247,23 @@ func (a *applier) toolAttemptFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsmpb.
 	}
 }
 
-func finalToolOutcome(st *fsmpb.Step, last *fsmpb.Attempt) (dexv1.Outcome, string) {
+func finalToolOutcome(st *fsmpb.Step, last *fsmpb.Attempt) (fsmpb.Outcome, string) {
 	why := last.Error
 	if why == "" {
 		why = "no error message"
 	}
-	if st.Kind == dexv1.StepKind_STEP_KIND_POLL_TOOL_TASK {
+	if st.Kind == fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK {
 		// The task's start ran: a poll is never reported as not run.
-		if st.Policy.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_READ {
-			return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("task %s was started, but its status could not be read after %d attempts: %s", st.TaskId, len(st.Attempts), why)
+		if st.Policy.GetAccess() == fsmpb.ToolAccess_TOOL_ACCESS_READ {
+			return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("task %s was started, but its status could not be read after %d attempts: %s", st.TaskId, len(st.Attempts), why)
 		}
-		return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("task %s was started and may have done its work; its status could not be read after %d attempts and it will not be started again (%s)", st.TaskId, len(st.Attempts), why)
+		return fsmpb.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("task %s was started and may have done its work; its status could not be read after %d attempts and it will not be started again (%s)", st.TaskId, len(st.Attempts), why)
 	}
-	if last.Progress == dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
-		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s", NotRunPrefix, why)
+	if last.Progress == fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+		return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("%s: %s", NotRunPrefix, why)
 	}
-	if st.Policy.GetAccess() == dexv1.ToolAccess_TOOL_ACCESS_READ {
-		return dexv1.Outcome_OUTCOME_FAILED, fmt.Sprintf("the tool failed after %d attempts: %s", len(st.Attempts), why)
+	if st.Policy.GetAccess() == fsmpb.ToolAccess_TOOL_ACCESS_READ {
+		return fsmpb.Outcome_OUTCOME_FAILED, fmt.Sprintf("the tool failed after %d attempts: %s", len(st.Attempts), why)
 	}
-	return dexv1.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("the outcome of this call is unknown: the tool may have run and will not be run again (%s)", why)
+	return fsmpb.Outcome_OUTCOME_UNKNOWN, fmt.Sprintf("the outcome of this call is unknown: the tool may have run and will not be run again (%s)", why)
 }

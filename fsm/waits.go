@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // waitingStep finds a Step of the given kind that still waits; a wait that
 // already ended is refused, so it stays recorded once.
-func (a *applier) waitingStep(id string, kind dexv1.StepKind) (*fsmpb.Session, *fsmpb.Step, *fsmpb.CallState, *Rejection) {
+func (a *applier) waitingStep(id string, kind fsmpb.StepKind) (*fsmpb.Session, *fsmpb.Step, *fsmpb.CallState, *Rejection) {
 	st, r := a.step(id)
 	if r != nil {
 		return nil, nil, nil, r
@@ -18,7 +17,7 @@ func (a *applier) waitingStep(id string, kind dexv1.StepKind) (*fsmpb.Session, *
 	if st.Kind != kind {
 		return nil, nil, nil, reject(CodeFailedPrecondition, "step %s is a %s, not a %s", st.Id, KindName(st.Kind), KindName(kind))
 	}
-	if st.Status != dexv1.StepStatus_STEP_STATUS_WAITING {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_WAITING {
 		return nil, nil, nil, reject(CodeFailedPrecondition, "step %s no longer waits: it was resolved already", st.Id)
 	}
 	s, r := a.session(st.SessionId)
@@ -33,20 +32,20 @@ func (a *applier) waitingStep(id string, kind dexv1.StepKind) (*fsmpb.Session, *
 }
 
 func (a *applier) resolveApproval(c *fsmpb.ResolveApproval) *Result {
-	s, st, call, r := a.waitingStep(c.StepId, dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL)
+	s, st, call, r := a.waitingStep(c.StepId, fsmpb.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL)
 	if r != nil {
 		return rejected(r)
 	}
 	if c.Approved {
-		a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "approved", false)
+		a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, "approved", false)
 		a.queueToolStep(s, call)
 	} else {
 		why := "denied by the user"
 		if c.Reason != "" {
 			why += ": " + c.Reason
 		}
-		a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, "denied", false)
-		a.resolveCall(s, call, dexv1.Outcome_OUTCOME_FAILED, why)
+		a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, "denied", false)
+		a.resolveCall(s, call, fsmpb.Outcome_OUTCOME_FAILED, why)
 	}
 	a.afterCallChange(s)
 	a.putSession(s)
@@ -57,12 +56,12 @@ func (a *applier) answerQuestion(c *fsmpb.AnswerQuestion) *Result {
 	if c.Answer == "" {
 		return rejected(reject(CodeInvalid, "the answer is empty"))
 	}
-	s, st, call, r := a.waitingStep(c.StepId, dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER)
+	s, st, call, r := a.waitingStep(c.StepId, fsmpb.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER)
 	if r != nil {
 		return rejected(r)
 	}
-	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, c.Answer, false)
-	a.resolveCall(s, call, dexv1.Outcome_OUTCOME_SUCCEEDED, c.Answer)
+	a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, c.Answer, false)
+	a.resolveCall(s, call, fsmpb.Outcome_OUTCOME_SUCCEEDED, c.Answer)
 	a.afterCallChange(s)
 	a.putSession(s)
 	return &Result{SessionID: s.Id, StepID: st.Id}
@@ -72,7 +71,7 @@ func (a *applier) fireTimer(c *fsmpb.FireTimer) *Result {
 	if r := a.checkEpoch(c.Epoch); r != nil {
 		return rejected(r)
 	}
-	s, st, call, r := a.waitingStep(c.StepId, dexv1.StepKind_STEP_KIND_AWAIT_TIMER)
+	s, st, call, r := a.waitingStep(c.StepId, fsmpb.StepKind_STEP_KIND_AWAIT_TIMER)
 	if r != nil {
 		return rejected(r)
 	}
@@ -80,8 +79,8 @@ func (a *applier) fireTimer(c *fsmpb.FireTimer) *Result {
 		return rejected(reject(CodeFailedPrecondition, "timer %s is due at %s, not yet", st.Id, msTime(st.DueAtMs)))
 	}
 	text := fmt.Sprintf("slept until %s (fired at %s)", msTime(st.DueAtMs), msTime(a.now))
-	a.finish(st, dexv1.Outcome_OUTCOME_SUCCEEDED, text, false)
-	a.resolveCall(s, call, dexv1.Outcome_OUTCOME_SUCCEEDED, text)
+	a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, text, false)
+	a.resolveCall(s, call, fsmpb.Outcome_OUTCOME_SUCCEEDED, text)
 	a.afterCallChange(s)
 	a.putSession(s)
 	return &Result{SessionID: s.Id, StepID: st.Id}

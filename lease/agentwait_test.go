@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
@@ -41,7 +40,7 @@ func TestWorkers_AModelStepOfAnUnservedAgentFailsAfterTheToolWait(t *testing.T) 
 		return len(c.Queued("nine")) == 0
 	})
 	s := c.State().Session("nine")
-	if s.Status != dexv1.SessionStatus_SESSION_STATUS_ERRORED || !strings.Contains(s.LastError, `agent "bot@9"`) {
+	if s.Status != fsmpb.SessionStatus_SESSION_STATUS_ERRORED || !strings.Contains(s.LastError, `agent "bot@9"`) {
 		t.Fatalf("session of bot@9 is %s with last error %q", s.Status, s.LastError)
 	}
 	for _, id := range []string{"plain", "one"} {

@@ -163,7 +163,7 @@ func (m *Manager) Establish(ctx context.Context, epoch uint64) {
 	m.Revoke()
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t := &term{epoch: epoch, ctx: tctx, cancel: cancel}
-	running := m.src.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING)
+	running := m.src.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -189,7 +189,7 @@ func (m *Manager) sweep(t *term) {
 			return
 		case <-tick.C:
 		}
-		running := m.src.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING)
+		running := m.src.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
 		m.mu.Lock()
 		if m.term != t {
 			m.mu.Unlock()
@@ -210,7 +210,7 @@ func (m *Manager) armUnleasedLocked(steps []*fsmpb.Step) []key {
 	deadline := m.cfg.Now().Add(m.cfg.TakeoverGrace)
 	for _, st := range steps {
 		n := len(st.Attempts)
-		if n == 0 || st.Attempts[n-1].Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+		if n == 0 || st.Attempts[n-1].Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
 			continue
 		}
 		k := key{st.Id, uint32(n)}
@@ -347,16 +347,16 @@ func (m *Manager) check(ref *dexv1.AttemptRef) (*fsmpb.Attempt, string) {
 	}
 	at := st.Attempts[n-1]
 	switch at.Status {
-	case dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING:
+	case fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING:
 		return at, ""
-	case dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED:
+	case fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED:
 		return nil, "the attempt expired: its heartbeats stopped"
-	case dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED:
+	case fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED:
 		return nil, "the attempt already completed"
-	case dexv1.AttemptStatus_ATTEMPT_STATUS_CANCELLED:
+	case fsmpb.AttemptStatus_ATTEMPT_STATUS_CANCELLED:
 		return nil, "the attempt was cancelled: " + at.Error
 	}
-	if at.ErrorType == dexv1.ErrorType_ERROR_TYPE_TIMEOUT && at.Error != "" {
+	if at.ErrorType == fsmpb.ErrorType_ERROR_TYPE_TIMEOUT && at.Error != "" {
 		return nil, "the attempt already ended: " + at.Error
 	}
 	return nil, "the attempt already ended (" + at.Status.String() + ")"
@@ -460,5 +460,5 @@ func (m *Manager) stillRunning(k key) bool {
 	if st == nil || int(k.attempt) != len(st.Attempts) {
 		return false
 	}
-	return st.Attempts[k.attempt-1].Status == dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING
+	return st.Attempts[k.attempt-1].Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING
 }

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
@@ -45,7 +44,7 @@ func (f *fixture) attempt(ref *fsmpb.AttemptRef) *fsmpb.Attempt {
 }
 
 func (f *fixture) expired(ref *fsmpb.AttemptRef) bool {
-	return f.attempt(ref).Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED
+	return f.attempt(ref).Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED
 }
 
 func TestExpiryProposesExpireAttemptAndRequeues(t *testing.T) {
@@ -59,7 +58,7 @@ func TestExpiryProposesExpireAttemptAndRequeues(t *testing.T) {
 	leasetest.Eventually(t, "the attempt expires", func() bool { return f.expired(ref) })
 	leasetest.Eventually(t, "the lease is dropped", func() bool { return f.m.Armed() == 0 })
 	st := f.c.State().Step(ref.StepId)
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED || len(st.Attempts) != 1 {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED || len(st.Attempts) != 1 {
 		t.Fatalf("step is %s with %d attempts; want queued for attempt 2", st.Status, len(st.Attempts))
 	}
 	exp := f.c.Proposals("ExpireAttempt")
@@ -69,7 +68,7 @@ func TestExpiryProposesExpireAttemptAndRequeues(t *testing.T) {
 	if e := exp[0].GetExpireAttempt(); e.Epoch != f.c.Epoch() || e.StepId != ref.StepId || e.Attempt != 1 {
 		t.Fatalf("ExpireAttempt = %v", e)
 	}
-	if got := f.attempt(ref).Progress; got != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
+	if got := f.attempt(ref).Progress; got != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
 		t.Fatalf("progress = %s; want NOT_STARTED (never claimed)", got)
 	}
 	if cancelled, reason := f.m.Heartbeat(ref.API()); !cancelled || !strings.Contains(reason, "expired") {
@@ -104,9 +103,9 @@ func TestHeartbeatOfReplacedOrForeignAttemptIsCancelled(t *testing.T) {
 	f := newFixture(t)
 	f.m.Establish(context.Background(), f.c.Epoch())
 	ref := f.startModel("s1")
-	f.c.Fail(ref, dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
+	f.c.Fail(ref, fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
 	st := f.c.State().Step(ref.StepId)
-	if st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		t.Fatalf("step is %s; want queued for a retry", st.Status)
 	}
 	ref2 := leasetest.Ref(st.Id, f.c.Start(st.Id, "w1"))

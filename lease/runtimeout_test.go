@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
@@ -20,7 +19,7 @@ import (
 
 const runTimeout = 10 * timeout
 
-var slowLookup = &fsmpb.ToolSpec{Name: "slow_lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2,
+var slowLookup = &fsmpb.ToolSpec{Name: "slow_lookup", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 2,
 	RunTimeoutMs: uint32(runTimeout.Milliseconds())}
 
 type runFixture struct {
@@ -80,7 +79,7 @@ func (f *runFixture) heartbeatUntil(m *lease.Manager, ref *fsmpb.AttemptRef, end
 
 func (f *runFixture) timedOut(ref *fsmpb.AttemptRef) bool {
 	at := f.attempt(ref)
-	return at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED && at.ErrorType == dexv1.ErrorType_ERROR_TYPE_TIMEOUT
+	return at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_FAILED && at.ErrorType == fsmpb.ErrorType_ERROR_TYPE_TIMEOUT
 }
 
 func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *testing.T) {
@@ -102,10 +101,10 @@ func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *test
 	}
 	leasetest.Eventually(t, "the attempt times out", func() bool { return f.timedOut(ref) })
 	at := f.attempt(ref)
-	if !strings.Contains(at.Error, "ran past its run timeout of 400ms") || at.Progress != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
+	if !strings.Contains(at.Error, "ran past its run timeout of 400ms") || at.Progress != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
 		t.Fatalf("attempt: %q, %s", at.Error, at.Progress)
 	}
-	if st := f.c.State().Step(ref.StepId); st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if st := f.c.State().Step(ref.StepId); st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		t.Fatalf("a read with attempts left is %s; want queued for attempt 2", st.Status)
 	}
 	if n, e := f.c.Count("TimeoutAttempt"), f.c.Count("ExpireAttempt"); n != 1 || e != 0 {
@@ -147,12 +146,12 @@ func TestRunTimeout_EachPolicyDecidesAfterTheTimeout(t *testing.T) {
 	f.m.Arm(ref.StepId, ref.Attempt)
 	f.heartbeatUntil(f.m, ref, f.clock.Now().Add(2*runTimeout))
 	leasetest.Eventually(t, "the model attempt times out", func() bool { return f.timedOut(ref) })
-	if st := f.c.State().Step(ref.StepId); st.Status != dexv1.StepStatus_STEP_STATUS_QUEUED {
+	if st := f.c.State().Step(ref.StepId); st.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		t.Fatalf("model Step after a timeout is %s; want queued (a timeout is retryable)", st.Status)
 	}
 
 	// The leader's default bounds a Step whose policy names none.
-	once := &fsmpb.ToolSpec{Name: "charge", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
+	once := &fsmpb.ToolSpec{Name: "charge", Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
 	f.c.RegisterWorker("w2", false, once)
 	f.c.CreateSession("s", "go")
 	m := f.c.Queued("s")[0]
@@ -167,7 +166,7 @@ func TestRunTimeout_EachPolicyDecidesAfterTheTimeout(t *testing.T) {
 	f.heartbeatUntil(f.m, ref, f.clock.Now().Add(2*runTimeout))
 	leasetest.Eventually(t, "the single-attempt call times out", func() bool { return f.timedOut(ref) })
 	st = f.c.State().Step(st.Id)
-	if st.Outcome != dexv1.Outcome_OUTCOME_UNKNOWN || !strings.Contains(st.Result, "run timeout") {
+	if st.Outcome != fsmpb.Outcome_OUTCOME_UNKNOWN || !strings.Contains(st.Result, "run timeout") {
 		t.Fatalf("single-attempt call records %s %q; want outcome_unknown", fsm.OutcomeName(st.Outcome), st.Result)
 	}
 }

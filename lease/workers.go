@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -131,9 +130,9 @@ func (w *Workers) EstablishLeadership(ctx context.Context, epoch uint64) error {
 		w.served[tool.Name] = true
 	}
 	// Once per term: the tools Steps wait on that nobody serves now.
-	for _, status := range []dexv1.StepStatus{dexv1.StepStatus_STEP_STATUS_QUEUED, dexv1.StepStatus_STEP_STATUS_RUNNING, dexv1.StepStatus_STEP_STATUS_WAITING} {
+	for _, status := range []fsmpb.StepStatus{fsmpb.StepStatus_STEP_STATUS_QUEUED, fsmpb.StepStatus_STEP_STATUS_RUNNING, fsmpb.StepStatus_STEP_STATUS_WAITING} {
 		for _, s := range st.StepsWithStatus(status) {
-			if s.Tool != "" && s.Kind != dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER && s.Kind != dexv1.StepKind_STEP_KIND_AWAIT_TIMER && !w.served[s.Tool] {
+			if s.Tool != "" && s.Kind != fsmpb.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER && s.Kind != fsmpb.StepKind_STEP_KIND_AWAIT_TIMER && !w.served[s.Tool] {
 				w.unserved[s.Tool] = now
 			}
 		}

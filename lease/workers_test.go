@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
@@ -69,7 +68,7 @@ func TestWorkers_AQueuedStepOfAnUnservedToolFailsAfterTheToolWait(t *testing.T) 
 			note = s
 		}
 	}
-	if note.Outcome != dexv1.Outcome_OUTCOME_FAILED || !strings.HasPrefix(note.Result, fsm.NotRunPrefix) || !strings.Contains(note.Result, "unknown tool") {
+	if note.Outcome != fsmpb.Outcome_OUTCOME_FAILED || !strings.HasPrefix(note.Result, fsm.NotRunPrefix) || !strings.Contains(note.Result, "unknown tool") {
 		t.Fatalf("save_note: %s %q", fsm.OutcomeName(note.Outcome), note.Result)
 	}
 }

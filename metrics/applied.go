@@ -3,7 +3,6 @@ package metrics
 import (
 	"strings"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -48,11 +47,11 @@ func attemptOf(st *fsm.State, k fsm.AttemptKey) (*fsmpb.Step, *fsmpb.Attempt) {
 }
 
 func errorType(at *fsmpb.Attempt) string {
-	if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
+	if at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
 		return "none"
 	}
-	if at.ErrorType == dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED {
-		if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED {
+	if at.ErrorType == fsmpb.ErrorType_ERROR_TYPE_UNSPECIFIED {
+		if at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_EXPIRED {
 			return "expired"
 		}
 		return "unspecified"

@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/dispatch"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // BrokerGauges gives the leader's broker counts (ok false when not leading).
@@ -47,7 +47,7 @@ type gauges struct {
 	cacheFor time.Duration
 
 	mu       sync.Mutex
-	sessions map[dexv1.SessionStatus]int
+	sessions map[fsmpb.SessionStatus]int
 	at       time.Time
 }
 
@@ -78,7 +78,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	sessions := g.sessions
 	g.mu.Unlock()
 	for v, n := range sessions {
-		if v == dexv1.SessionStatus_SESSION_STATUS_UNSPECIFIED {
+		if v == fsmpb.SessionStatus_SESSION_STATUS_UNSPECIFIED {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(n), word(v.String(), "SESSION_STATUS_"))

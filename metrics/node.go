@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -34,8 +33,8 @@ type Node struct {
 	takeovers       prometheus.Counter
 
 	// Children bound once, so the hot paths do no label hashing.
-	dispatchByKind map[dexv1.StepKind]prometheus.Observer
-	claimByKind    map[dexv1.StepKind]prometheus.Observer
+	dispatchByKind map[fsmpb.StepKind]prometheus.Observer
+	claimByKind    map[fsmpb.StepKind]prometheus.Observer
 	applyByCommand map[int32]prometheus.Observer // by Command body field number
 
 	tools  toolLabels
@@ -79,12 +78,12 @@ func New(state func() *fsm.State) *Node {
 			Namespace: "dex", Name: "takeovers_total",
 			Help: "Times this node established leadership (barrier passed, epoch opened, leader services started).",
 		}),
-		dispatchByKind: map[dexv1.StepKind]prometheus.Observer{},
-		claimByKind:    map[dexv1.StepKind]prometheus.Observer{},
+		dispatchByKind: map[fsmpb.StepKind]prometheus.Observer{},
+		claimByKind:    map[fsmpb.StepKind]prometheus.Observer{},
 		applyByCommand: map[int32]prometheus.Observer{},
 	}
-	for v := range dexv1.StepKind_name {
-		k := dexv1.StepKind(v)
+	for v := range fsmpb.StepKind_name {
+		k := fsmpb.StepKind(v)
 		if fsm.Kind(k).Dispatched() {
 			m.dispatchByKind[k] = m.dispatchLatency.WithLabelValues(fsm.KindName(k))
 			m.claimByKind[k] = m.claimLatency.WithLabelValues(fsm.KindName(k))

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease/leasetest"
@@ -23,7 +22,7 @@ func TestAppliedCountsAttemptsAndSteps(t *testing.T) {
 
 	st := c.Queued("s1")[0]
 	at := c.Start(st.Id, "model")
-	c.Fail(leasetest.Ref(st.Id, at), dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
+	c.Fail(leasetest.Ref(st.Id, at), fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT, "slow down")
 	at = c.Start(st.Id, "model")
 	c.Complete(leasetest.Ref(st.Id, at), "done")
 

@@ -17,6 +17,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Moments at which WorkerOptions.Hold is called.
@@ -580,7 +581,7 @@ func failure(t dexv1.ErrorType, msg string) *dexv1.AttemptResult {
 }
 
 func (w *Worker) cannotRun(t *dexv1.Task) string {
-	switch fsm.Kind(t.Kind).Runner {
+	switch fsm.Kind(fsmpb.StepKind(t.Kind)).Runner {
 	case fsm.RunsOnModel:
 		if w.opts.Model == nil {
 			return fmt.Sprintf("worker %s runs no model", w.opts.ID)
@@ -612,7 +613,7 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 	}
 	call := ToolCall{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), CallID: t.CallId, Tool: t.Tool,
 		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access, Epoch: t.Epoch, Agent: t.Agent}
-	switch fsm.Kind(t.Kind).Handler {
+	switch fsm.Kind(fsmpb.StepKind(t.Kind)).Handler {
 	case fsm.HandlerModel:
 		w.hold(HoldBeforeModel, t)
 		mo, err := w.opts.Model.RunModel(ctx, in())
@@ -669,7 +670,7 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 // *ModelError: tools have no error types.
 func handlerErrorType(ctx context.Context, t *dexv1.Task, err error) dexv1.ErrorType {
 	var me *ModelError
-	if fsm.Kind(t.Kind).Runner != fsm.RunsOnModel {
+	if fsm.Kind(fsmpb.StepKind(t.Kind)).Runner != fsm.RunsOnModel {
 		if errors.As(err, &me) {
 			return me.Type
 		}

@@ -106,17 +106,17 @@ func (a *acl) authorize(ctx context.Context, fullMethod string, req any) error {
 		return status.Errorf(codes.Unauthenticated, "token %s is revoked", tok.Id)
 	}
 	switch {
-	case tok.Role == dexv1.TokenRole_TOKEN_ROLE_ADMIN:
+	case tok.Role == fsmpb.TokenRole_TOKEN_ROLE_ADMIN:
 		return nil
-	case need == accessClient && tok.Role == dexv1.TokenRole_TOKEN_ROLE_CLIENT:
+	case need == accessClient && tok.Role == fsmpb.TokenRole_TOKEN_ROLE_CLIENT:
 		return nil
-	case need == accessWorker && tok.Role == dexv1.TokenRole_TOKEN_ROLE_WORKER:
+	case need == accessWorker && tok.Role == fsmpb.TokenRole_TOKEN_ROLE_WORKER:
 		if tok.WorkerId == "" {
 			return nil
 		}
 		return actsAs(st, tok, req)
 	}
-	return status.Errorf(codes.PermissionDenied, "a %s token may not call %s", roleName(tok.Role), fullMethod)
+	return status.Errorf(codes.PermissionDenied, "a %s token may not call %s", roleName(dexv1.TokenRole(tok.Role)), fullMethod)
 }
 
 // actsAs lets a worker token bound to one Worker id act only as that Worker:

@@ -48,7 +48,7 @@ func addToken(t *testing.T, node *cluster.Node, id string, role dexv1.TokenRole,
 	t.Helper()
 	secret := "secret-of-" + id
 	res, err := node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: &fsmpb.AclToken{
-		Id: id, Name: id, Role: role, WorkerId: worker, SecretSha256: HashSecret(secret),
+		Id: id, Name: id, Role: fsmpb.TokenRole(role), WorkerId: worker, SecretSha256: HashSecret(secret),
 	}}}})
 	if err != nil || res.Err != nil {
 		t.Fatalf("create token %s: %v %v", id, err, res.Err)

@@ -42,7 +42,7 @@ func TestACL_AWorkerTokenCannotActForAnotherWorker(t *testing.T) {
 	if _, err := dexv1.NewSessionServiceClient(conn).CreateSession(withBearer(ctx, clientSecret), &dexv1.CreateSessionRequest{SessionId: "s", Message: "go"}); err != nil {
 		t.Fatal(err)
 	}
-	queued := node.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED)
+	queued := node.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED)
 	if len(queued) != 1 {
 		t.Fatalf("%d queued steps; want the RunModel", len(queued))
 	}
@@ -67,7 +67,7 @@ func TestACL_AWorkerTokenCannotActForAnotherWorker(t *testing.T) {
 		t.Fatalf("w1 heartbeating an attempt that does not exist: %v; want PermissionDenied", err)
 	}
 	at := node.State().Step(ref.StepId).Attempts[0]
-	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING || at.ClaimedAtMs != 0 {
+	if at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING || at.ClaimedAtMs != 0 {
 		t.Fatalf("after w1's refused calls the attempt is %v; want it running and unclaimed", at)
 	}
 
@@ -75,7 +75,7 @@ func TestACL_AWorkerTokenCannotActForAnotherWorker(t *testing.T) {
 	if _, err := workers.CompleteTask(withBearer(ctx, w2), done); err != nil {
 		t.Fatalf("w2 completing its attempt: %v", err)
 	}
-	if at := node.State().Step(ref.StepId).Attempts[0]; at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
+	if at := node.State().Step(ref.StepId).Attempts[0]; at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
 		t.Fatalf("attempt after w2's complete: %v", at)
 	}
 }

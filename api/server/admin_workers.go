@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // LivenessView is the leader's memory of Worker contacts (lease.Workers).
@@ -49,13 +50,13 @@ func (a *Admin) ListWorkers(ctx context.Context, _ *dexv1.ListWorkersRequest) (*
 	for _, t := range st.Tools() {
 		queue(t.Name).Workers = st.ToolServers(t.Name)
 	}
-	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED) {
+	for _, s := range st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED) {
 		queue(s.Tool).Queued++
 	}
-	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_RUNNING) {
+	for _, s := range st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING) {
 		queue(s.Tool).Running++
 	}
-	for _, s := range st.StepsWithStatus(dexv1.StepStatus_STEP_STATUS_WAITING) {
+	for _, s := range st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_WAITING) {
 		queue(s.Tool).Waiting++
 	}
 	for _, q := range tools {

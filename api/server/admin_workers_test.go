@@ -21,7 +21,7 @@ func TestListWorkers_ShowsToolsPoliciesContactsAndQueuesPerTool(t *testing.T) {
 	node, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Leases: noLeases{}, Liveness: livenessWith{contacts{"w1": seen}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	spec := &fsmpb.ToolSpec{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 3}
+	spec := &fsmpb.ToolSpec{Name: "lookup", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 3}
 	if res, err := node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w1", RunsModel: true, Tools: []*fsmpb.ToolSpec{spec},
 	}}}); err != nil || res.Err != nil {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // A model output with a tool call that has no call id, or two calls with one
@@ -48,7 +49,7 @@ func TestReportTask_RefusesToolCallsWithoutUniqueCallIDs(t *testing.T) {
 	if now := node.Raft().LastIndex(); now != logged {
 		t.Fatalf("the log grew from %d to %d: a refused output was proposed", logged, now)
 	}
-	if at := node.State().Step(ref.StepId).Attempts[0]; at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_RUNNING || at.LastSeq != 0 {
+	if at := node.State().Step(ref.StepId).Attempts[0]; at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING || at.LastSeq != 0 {
 		t.Fatalf("attempt after the refusals: %v; want it running, no call logged", at)
 	}
 	if _, err := w.ReportTask(ctx, output(&dexv1.ToolCall{CallId: "c1", Tool: "lookup"})); err != nil {

@@ -40,7 +40,7 @@ func TestReportTask_AndTheDeprecatedFailTaskShareOnePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := node.State().Step(ref.StepId).Attempts[0]
-	if at.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_FAILED || at.ErrorType != dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT || at.Error != "slow down" {
+	if at.Status != fsmpb.AttemptStatus_ATTEMPT_STATUS_FAILED || at.ErrorType != fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT || at.Error != "slow down" {
 		t.Fatalf("attempt after FailTask: %v", at)
 	}
 	repeat := &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Failure{Failure: &dexv1.AttemptFailure{Error: "slow down"}}}
@@ -69,7 +69,7 @@ func runningModelAttempt(t *testing.T) (*cluster.Node, *dexv1.AttemptRef) {
 	if _, err := c.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: "s", Message: "go"}); err != nil {
 		t.Fatal(err)
 	}
-	queued := node.State().StepsWithStatus(dexv1.StepStatus_STEP_STATUS_QUEUED)
+	queued := node.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED)
 	if len(queued) != 1 {
 		t.Fatalf("%d queued steps; want the RunModel", len(queued))
 	}

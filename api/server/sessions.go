@@ -116,7 +116,7 @@ func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequ
 	page, next := s.node.State().SessionsPage(req.PageToken, pageSize(req.PageSize, defaultSessionPage))
 	for _, sess := range page {
 		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{
-			Id: sess.Id, ParentId: sess.ParentId, Status: sess.Status, TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
+			Id: sess.Id, ParentId: sess.ParentId, Status: dexv1.SessionStatus(sess.Status), TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
 			CreatedAtMs: sess.CreatedAtMs, Agent: sess.Agent,
 		})
 	}
@@ -147,7 +147,7 @@ func (s *Sessions) AnswerQuestion(ctx context.Context, req *dexv1.AnswerQuestion
 }
 
 func (s *Sessions) ResumeSession(ctx context.Context, req *dexv1.ResumeSessionRequest) (*dexv1.ResumeSessionResponse, error) {
-	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ResumeSession{ResumeSession: &fsmpb.ResumeSession{SessionId: req.SessionId, Choice: req.Choice}}})
+	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ResumeSession{ResumeSession: &fsmpb.ResumeSession{SessionId: req.SessionId, Choice: fsmpb.ResumeChoice(req.Choice)}}})
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (s *Sessions) ResumeSession(ctx context.Context, req *dexv1.ResumeSessionRe
 
 func (s *Sessions) ReconcileOutcome(ctx context.Context, req *dexv1.ReconcileOutcomeRequest) (*dexv1.ReconcileOutcomeResponse, error) {
 	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{
-		StepId: req.StepId, Outcome: req.Outcome, Note: req.Note,
+		StepId: req.StepId, Outcome: fsmpb.Outcome(req.Outcome), Note: req.Note,
 	}}})
 	if err != nil {
 		return nil, err

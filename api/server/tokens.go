@@ -30,7 +30,7 @@ func newTokenID() string { return "tok-" + randomHex(8) }
 // dexd proposes it for --acl-bootstrap-token-file.
 func BootstrapCommand(name, secret string) *fsmpb.Command {
 	return &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Bootstrap: true, Token: &fsmpb.AclToken{
-		Id: newTokenID(), Name: name, Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: HashSecret(secret),
+		Id: newTokenID(), Name: name, Role: fsmpb.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: HashSecret(secret),
 	}}}}
 }
 
@@ -39,11 +39,11 @@ func (a *Admin) CreateToken(ctx context.Context, req *dexv1.CreateTokenRequest) 
 	if err := required("name", req.Name); err != nil {
 		return nil, err
 	}
-	if !fsm.ValidRole(req.Role) {
+	if !fsm.ValidRole(fsmpb.TokenRole(req.Role)) {
 		return nil, status.Error(codes.InvalidArgument, "role must be admin, client or worker")
 	}
 	secret := NewSecret()
-	tok := &fsmpb.AclToken{Id: newTokenID(), Name: req.Name, Role: req.Role, WorkerId: req.WorkerId, SecretSha256: HashSecret(secret)}
+	tok := &fsmpb.AclToken{Id: newTokenID(), Name: req.Name, Role: fsmpb.TokenRole(req.Role), WorkerId: req.WorkerId, SecretSha256: HashSecret(secret)}
 	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: tok}}}); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // maxListed caps how many sessions `session list` reads when it reads every
@@ -112,7 +113,7 @@ as next_page_token in JSON.`,
 func sessionRows(all []*dexv1.SessionSummary, status string, limit int) []sessionRow {
 	rows := []sessionRow{}
 	for _, s := range all {
-		name := fsm.StatusName(s.Status)
+		name := fsm.StatusName(fsmpb.SessionStatus(s.Status))
 		if status != "" && name != status {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func sessions(conn *grpc.ClientConn) dexv1.SessionServiceClient {
@@ -183,7 +184,7 @@ func lowerName(s, prefix string) string { return strings.ToLower(strings.TrimPre
 
 func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	out := sessionJSON{
-		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(s.Status), RejectedTurns: s.RejectedTurns,
+		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
 		History: []historyJSON{}, Steps: []stepJSON{},
 	}
@@ -192,18 +193,18 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	}
 	for _, e := range s.History {
 		h := historyJSON{Seq: e.Seq, Kind: lowerName(e.Kind.String(), "HISTORY_KIND_"), Text: e.Text, CallID: e.CallId,
-			Tool: e.Tool, Outcome: fsm.OutcomeName(e.Outcome), FromSession: e.FromSession}
+			Tool: e.Tool, Outcome: fsm.OutcomeName(fsmpb.Outcome(e.Outcome)), FromSession: e.FromSession}
 		for _, c := range e.ToolCalls {
 			h.ToolCalls = append(h.ToolCalls, toolCallJSON{CallID: c.CallId, Tool: c.Tool, Arguments: c.Arguments})
 		}
 		out.History = append(out.History, h)
 	}
 	for _, st := range steps {
-		sj := stepJSON{ID: st.Id, Kind: fsm.KindName(st.Kind), Status: lowerName(st.Status.String(), "STEP_STATUS_"), Tool: st.Tool,
+		sj := stepJSON{ID: st.Id, Kind: fsm.KindName(fsmpb.StepKind(st.Kind)), Status: lowerName(st.Status.String(), "STEP_STATUS_"), Tool: st.Tool,
 			CallID: st.CallId, IdempotencyKey: st.IdempotencyKey, TaskID: st.TaskId, Prompt: st.Prompt, Arguments: st.Arguments, DueAtMs: st.DueAtMs,
 			Attempts: []attemptJSON{}, WaitingReason: st.WaitingReason}
 		if st.Status == dexv1.StepStatus_STEP_STATUS_DONE {
-			sj.Outcome, sj.Result = fsm.OutcomeName(st.Outcome), st.Result
+			sj.Outcome, sj.Result = fsm.OutcomeName(fsmpb.Outcome(st.Outcome)), st.Result
 		}
 		for _, a := range st.Attempts {
 			aj := attemptJSON{N: a.N, Worker: a.WorkerId, Status: lowerName(a.Status.String(), "ATTEMPT_STATUS_"), Epoch: a.Epoch,
@@ -212,7 +213,7 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 				aj.Progress = strings.TrimPrefix(a.Progress.String(), "ATTEMPT_PROGRESS_")
 			}
 			if a.ErrorType != dexv1.ErrorType_ERROR_TYPE_UNSPECIFIED {
-				aj.ErrorType = fsm.ErrorTypeName(a.ErrorType)
+				aj.ErrorType = fsm.ErrorTypeName(fsmpb.ErrorType(a.ErrorType))
 			}
 			sj.Attempts = append(sj.Attempts, aj)
 		}

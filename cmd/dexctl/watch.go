@@ -16,6 +16,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // errSettled stops a --until-idle watch: the session settled.
@@ -111,7 +112,7 @@ func atRest(s dexv1.SessionStatus) bool {
 }
 
 func printSettled(w io.Writer, s *dexv1.Session, asJSON bool) error {
-	name := fsm.StatusName(s.Status)
+	name := fsm.StatusName(fsmpb.SessionStatus(s.Status))
 	if asJSON {
 		return json.NewEncoder(w).Encode(map[string]any{"settled": map[string]any{
 			"session_id": s.Id, "status": name, "turns_completed": s.TurnsCompleted, "turns_failed": s.TurnsFailed,

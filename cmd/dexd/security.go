@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/dexhq/dex/api/client"
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // minBootstrapSecret is the shortest secret --acl-bootstrap-token-file takes.
@@ -117,7 +117,7 @@ func (s *security) guardMetrics(state func() *fsm.State, h http.Handler) http.Ha
 		if r.URL.Path == "/metrics" {
 			secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			tok := state().TokenBySecretHash(server.HashSecret(strings.TrimSpace(secret)))
-			if !ok || tok == nil || tok.Revoked || tok.Role != dexv1.TokenRole_TOKEN_ROLE_ADMIN {
+			if !ok || tok == nil || tok.Revoked || tok.Role != fsmpb.TokenRole_TOKEN_ROLE_ADMIN {
 				http.Error(w, "/metrics needs an admin token: Authorization: Bearer <secret> (or dexd --metrics-public)", http.StatusUnauthorized)
 				return
 			}

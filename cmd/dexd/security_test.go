@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -89,8 +88,8 @@ func TestSecurity_BootstrapFileTurnsACLsOnAndIsTheNodesToken(t *testing.T) {
 func TestSecurity_MetricsTakeAnAdminTokenWhenNotPublic(t *testing.T) {
 	f := fsm.New(fsm.Options{})
 	for i, tk := range []*fsmpb.AclToken{
-		{Id: "a", Name: "a", Role: dexv1.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: server.HashSecret("admin-secret")},
-		{Id: "c", Name: "c", Role: dexv1.TokenRole_TOKEN_ROLE_CLIENT, SecretSha256: server.HashSecret("client-secret")},
+		{Id: "a", Name: "a", Role: fsmpb.TokenRole_TOKEN_ROLE_ADMIN, SecretSha256: server.HashSecret("admin-secret")},
+		{Id: "c", Name: "c", Role: fsmpb.TokenRole_TOKEN_ROLE_CLIENT, SecretSha256: server.HashSecret("client-secret")},
 	} {
 		data, _ := fsm.Encode(&fsmpb.Command{Body: &fsmpb.Command_CreateToken{CreateToken: &fsmpb.CreateToken{Token: tk}}})
 		if res := f.ApplyEntry(uint64(i+1), data); res.Err != nil {

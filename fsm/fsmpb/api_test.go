@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -67,8 +68,8 @@ func TestNilRowsConvertToNil(t *testing.T) {
 	}
 }
 
-// Every message type the state or the log stores is the state machine's
-// own: none of the rows, commands or their parts is a dex.v1 message.
+// Every message and enum type the state or the log stores is the state
+// machine's own: none of the rows, commands or their parts is a dex.v1 type.
 func TestStoredTypes_AreNotTheAPIs(t *testing.T) {
 	for _, root := range []proto.Message{&Command{}, &SnapshotRecord{}} {
 		seen := map[protoreflect.FullName]bool{}
@@ -83,8 +84,12 @@ func TestStoredTypes_AreNotTheAPIs(t *testing.T) {
 				return
 			}
 			for i := range md.Fields().Len() {
-				if fd := md.Fields().Get(i); fd.Message() != nil {
+				fd := md.Fields().Get(i)
+				if fd.Message() != nil {
 					walk(fd.Message())
+				}
+				if fd.Enum() != nil && fd.Enum().ParentFile().Package() != "dex.fsm.v1" {
+					t.Errorf("%s is an enum of %s: give the state machine its own", fd.Enum().FullName(), fd.FullName())
 				}
 			}
 		}
@@ -93,7 +98,7 @@ func TestStoredTypes_AreNotTheAPIs(t *testing.T) {
 }
 
 func TestAclToken_ConvertsEveryFieldButTheHash(t *testing.T) {
-	tok := &AclToken{Id: "tok-1", Name: "n", Role: dexv1.TokenRole_TOKEN_ROLE_WORKER, WorkerId: "w1",
+	tok := &AclToken{Id: "tok-1", Name: "n", Role: TokenRole_TOKEN_ROLE_WORKER, WorkerId: "w1",
 		CreatedAtMs: 5, Revoked: true, RevokedAtMs: 7, SecretSha256: "ab"}
 	sf, af := tok.ProtoReflect().Descriptor().Fields(), (&dexv1.AclToken{}).ProtoReflect().Descriptor().Fields()
 	if sf.Len() != af.Len()+1 || af.ByName("secret_sha256") != nil {
@@ -164,11 +169,27 @@ func sameShape(t *testing.T, sd, ad protoreflect.MessageDescriptor, apiOnly []pr
 			(fd.ContainingOneof() == nil) != (other.ContainingOneof() == nil) {
 			t.Fatalf("field %d %s of %s is not in %s under that number, as it is", fd.Number(), fd.Name(), sd.FullName(), ad.FullName())
 		}
-		if fd.Enum() != other.Enum() {
-			t.Fatalf("field %s of %s has another enum than in %s", fd.Name(), sd.FullName(), ad.FullName())
+		if fd.Enum() != nil {
+			sameEnum(t, fd.Enum(), other.Enum())
 		}
 		if fd.Message() != nil && fd.Message() != other.Message() {
 			sameShape(t, fd.Message(), other.Message(), nil)
+		}
+	}
+}
+
+// sameEnum wants the stored enum to have the API enum's values, each under
+// its name and number, and no other: a stored number means what the API
+// shows it as.
+func sameEnum(t *testing.T, stored, api protoreflect.EnumDescriptor) {
+	t.Helper()
+	if stored.Name() != api.Name() || stored.Values().Len() != api.Values().Len() {
+		t.Fatalf("enum %s has %d values, %s %d: give both the value", stored.FullName(), stored.Values().Len(), api.FullName(), api.Values().Len())
+	}
+	for i := range stored.Values().Len() {
+		v := stored.Values().Get(i)
+		if other := api.Values().ByNumber(v.Number()); other == nil || other.Name() != v.Name() {
+			t.Fatalf("%s = %d is not %s's value %d", v.FullName(), v.Number(), api.FullName(), v.Number())
 		}
 	}
 }
@@ -244,4 +265,21 @@ func scalar(t *testing.T, fd protoreflect.FieldDescriptor) protoreflect.Value {
 	}
 	t.Fatalf("field %s: kind %s not handled by this test", fd.Name(), fd.Kind())
 	return protoreflect.Value{}
+}
+
+// Each stored enum has the values of the API's enum of the same name, so a
+// number the log or a snapshot keeps shows as what it meant.
+func TestEnums_AreTheAPIs(t *testing.T) {
+	enums := File_dex_fsm_v1_enums_proto.Enums()
+	if enums.Len() == 0 {
+		t.Fatal("no stored enums")
+	}
+	for i := range enums.Len() {
+		stored := enums.Get(i)
+		api, err := protoregistry.GlobalTypes.FindEnumByName(protoreflect.FullName("dex.v1." + stored.Name()))
+		if err != nil {
+			t.Fatalf("%s has no dex.v1 enum of its name: %v", stored.FullName(), err)
+		}
+		sameEnum(t, stored, api.Descriptor())
+	}
 }

@@ -11,7 +11,6 @@
 package fsmpb
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -1143,7 +1142,7 @@ func (*CompleteAttempt_Summary) isCompleteAttempt_Result() {}
 type FailAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ref           *AttemptRef            `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	ErrorType     dexv1.ErrorType        `protobuf:"varint,2,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	ErrorType     ErrorType              `protobuf:"varint,2,opt,name=error_type,json=errorType,proto3,enum=dex.fsm.v1.ErrorType" json:"error_type,omitempty"`
 	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1186,11 +1185,11 @@ func (x *FailAttempt) GetRef() *AttemptRef {
 	return nil
 }
 
-func (x *FailAttempt) GetErrorType() dexv1.ErrorType {
+func (x *FailAttempt) GetErrorType() ErrorType {
 	if x != nil {
 		return x.ErrorType
 	}
-	return dexv1.ErrorType(0)
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
 }
 
 func (x *FailAttempt) GetError() string {
@@ -1428,7 +1427,7 @@ func (x *FireTimer) GetEpoch() uint64 {
 type ResumeSession struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Choice        dexv1.ResumeChoice     `protobuf:"varint,2,opt,name=choice,proto3,enum=dex.v1.ResumeChoice" json:"choice,omitempty"`
+	Choice        ResumeChoice           `protobuf:"varint,2,opt,name=choice,proto3,enum=dex.fsm.v1.ResumeChoice" json:"choice,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1470,11 +1469,11 @@ func (x *ResumeSession) GetSessionId() string {
 	return ""
 }
 
-func (x *ResumeSession) GetChoice() dexv1.ResumeChoice {
+func (x *ResumeSession) GetChoice() ResumeChoice {
 	if x != nil {
 		return x.Choice
 	}
-	return dexv1.ResumeChoice(0)
+	return ResumeChoice_RESUME_CHOICE_UNSPECIFIED
 }
 
 // The new leader's recovery: every errored session whose input survived is
@@ -1579,7 +1578,7 @@ func (x *ResumeErrored) GetEpoch() uint64 {
 type ReconcileOutcome struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Outcome       dexv1.Outcome          `protobuf:"varint,2,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	Outcome       Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=dex.fsm.v1.Outcome" json:"outcome,omitempty"`
 	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1622,11 +1621,11 @@ func (x *ReconcileOutcome) GetStepId() string {
 	return ""
 }
 
-func (x *ReconcileOutcome) GetOutcome() dexv1.Outcome {
+func (x *ReconcileOutcome) GetOutcome() Outcome {
 	if x != nil {
 		return x.Outcome
 	}
-	return dexv1.Outcome(0)
+	return Outcome_OUTCOME_UNSPECIFIED
 }
 
 func (x *ReconcileOutcome) GetNote() string {
@@ -2903,7 +2902,7 @@ func (x *PollResult) GetResult() *ToolResult {
 
 type AttemptFailure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	ErrorType     dexv1.ErrorType        `protobuf:"varint,1,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	ErrorType     ErrorType              `protobuf:"varint,1,opt,name=error_type,json=errorType,proto3,enum=dex.fsm.v1.ErrorType" json:"error_type,omitempty"`
 	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2939,11 +2938,11 @@ func (*AttemptFailure) Descriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
-func (x *AttemptFailure) GetErrorType() dexv1.ErrorType {
+func (x *AttemptFailure) GetErrorType() ErrorType {
 	if x != nil {
 		return x.ErrorType
 	}
-	return dexv1.ErrorType(0)
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
 }
 
 func (x *AttemptFailure) GetError() string {
@@ -2958,7 +2957,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x12dex/v1/types.proto\"\xa2\x11\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xa2\x11\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -3042,11 +3041,11 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\vpoll_result\x18\x04 \x01(\v2\x16.dex.fsm.v1.PollResultH\x00R\n" +
 	"pollResult\x12\x1a\n" +
 	"\asummary\x18\x05 \x01(\tH\x00R\asummaryB\b\n" +
-	"\x06result\"\x7f\n" +
+	"\x06result\"\x83\x01\n" +
 	"\vFailAttempt\x12(\n" +
-	"\x03ref\x18\x01 \x01(\v2\x16.dex.fsm.v1.AttemptRefR\x03ref\x120\n" +
+	"\x03ref\x18\x01 \x01(\v2\x16.dex.fsm.v1.AttemptRefR\x03ref\x124\n" +
 	"\n" +
-	"error_type\x18\x02 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
+	"error_type\x18\x02 \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\"X\n" +
 	"\rExpireAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
@@ -3061,20 +3060,20 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\":\n" +
 	"\tFireTimer\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"\\\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"`\n" +
 	"\rResumeSession\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12,\n" +
-	"\x06choice\x18\x02 \x01(\x0e2\x14.dex.v1.ResumeChoiceR\x06choice\"'\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
+	"\x06choice\x18\x02 \x01(\x0e2\x18.dex.fsm.v1.ResumeChoiceR\x06choice\"'\n" +
 	"\x0fRestartSessions\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"D\n" +
 	"\rResumeErrored\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"j\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"n\n" +
 	"\x10ReconcileOutcome\x12\x17\n" +
-	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12)\n" +
-	"\aoutcome\x18\x02 \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12\x12\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12-\n" +
+	"\aoutcome\x18\x02 \x01(\x0e2\x13.dex.fsm.v1.OutcomeR\aoutcome\x12\x12\n" +
 	"\x04note\x18\x03 \x01(\tR\x04note\"l\n" +
 	"\vEditHistory\x12\x1d\n" +
 	"\n" +
@@ -3164,10 +3163,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"PollResult\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.dex.fsm.v1.ToolResultR\x06result\"X\n" +
-	"\x0eAttemptFailure\x120\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.dex.fsm.v1.ToolResultR\x06result\"\\\n" +
+	"\x0eAttemptFailure\x124\n" +
 	"\n" +
-	"error_type\x18\x01 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
+	"error_type\x18\x01 \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05errorB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
@@ -3224,9 +3223,9 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*PollResult)(nil),        // 37: dex.fsm.v1.PollResult
 	(*AttemptFailure)(nil),    // 38: dex.fsm.v1.AttemptFailure
 	(*ToolSpec)(nil),          // 39: dex.fsm.v1.ToolSpec
-	(dexv1.ErrorType)(0),      // 40: dex.v1.ErrorType
-	(dexv1.ResumeChoice)(0),   // 41: dex.v1.ResumeChoice
-	(dexv1.Outcome)(0),        // 42: dex.v1.Outcome
+	(ErrorType)(0),            // 40: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),         // 41: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),              // 42: dex.fsm.v1.Outcome
 	(*NodeInfo)(nil),          // 43: dex.fsm.v1.NodeInfo
 	(*EventRetention)(nil),    // 44: dex.fsm.v1.EventRetention
 	(*AclToken)(nil),          // 45: dex.fsm.v1.AclToken
@@ -3273,9 +3272,9 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	36, // 36: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
 	37, // 37: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
 	33, // 38: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	40, // 39: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.v1.ErrorType
-	41, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.v1.ResumeChoice
-	42, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.v1.Outcome
+	40, // 39: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	41, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	42, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
 	43, // 42: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
 	44, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
 	33, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
@@ -3288,7 +3287,7 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	46, // 51: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
 	47, // 52: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
 	36, // 53: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	40, // 54: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	40, // 54: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
 	55, // [55:55] is the sub-list for method output_type
 	55, // [55:55] is the sub-list for method input_type
 	55, // [55:55] is the sub-list for extension type_name
@@ -3302,6 +3301,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 		return
 	}
 	file_dex_fsm_v1_state_proto_init()
+	file_dex_fsm_v1_enums_proto_init()
 	file_dex_fsm_v1_commands_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateSession)(nil),
 		(*Command_SendMessage)(nil),

@@ -74,7 +74,7 @@ func (x *Turn) API() *dexv1.Turn {
 	}
 	return &dexv1.Turn{
 		Number:         x.Number,
-		Input:          x.Input,
+		Input:          dexv1.TurnInput(x.Input),
 		MessageIds:     x.MessageIds,
 		Calls:          convertAll(x.Calls, (*CallState).API),
 		StepId:         x.StepId,
@@ -91,7 +91,7 @@ func TurnFromAPI(x *dexv1.Turn) *Turn {
 	}
 	return &Turn{
 		Number:         x.Number,
-		Input:          x.Input,
+		Input:          TurnInput(x.Input),
 		MessageIds:     x.MessageIds,
 		Calls:          convertAll(x.Calls, CallStateFromAPI),
 		StepId:         x.StepId,
@@ -111,10 +111,10 @@ func (x *CallState) API() *dexv1.CallState {
 		Tool:           x.Tool,
 		Arguments:      x.Arguments,
 		Policy:         x.Policy.API(),
-		Phase:          x.Phase,
+		Phase:          dexv1.CallPhase(x.Phase),
 		StepId:         x.StepId,
 		TaskId:         x.TaskId,
-		Outcome:        x.Outcome,
+		Outcome:        dexv1.Outcome(x.Outcome),
 		Content:        x.Content,
 		IdempotencyKey: x.IdempotencyKey,
 		Ran:            x.Ran,
@@ -132,10 +132,10 @@ func CallStateFromAPI(x *dexv1.CallState) *CallState {
 		Tool:           x.Tool,
 		Arguments:      x.Arguments,
 		Policy:         ToolSpecFromAPI(x.Policy),
-		Phase:          x.Phase,
+		Phase:          CallPhase(x.Phase),
 		StepId:         x.StepId,
 		TaskId:         x.TaskId,
-		Outcome:        x.Outcome,
+		Outcome:        Outcome(x.Outcome),
 		Content:        x.Content,
 		IdempotencyKey: x.IdempotencyKey,
 		Ran:            x.Ran,
@@ -153,12 +153,12 @@ func (x *Attempt) API() *dexv1.Attempt {
 		WorkerId:    x.WorkerId,
 		Epoch:       x.Epoch,
 		Token:       x.Token,
-		Status:      x.Status,
-		Progress:    x.Progress,
+		Status:      dexv1.AttemptStatus(x.Status),
+		Progress:    dexv1.AttemptProgress(x.Progress),
 		StartedAtMs: x.StartedAtMs,
 		ClaimedAtMs: x.ClaimedAtMs,
 		EndedAtMs:   x.EndedAtMs,
-		ErrorType:   x.ErrorType,
+		ErrorType:   dexv1.ErrorType(x.ErrorType),
 		Error:       x.Error,
 		LastSeq:     x.LastSeq,
 		LastCall:    x.LastCall,
@@ -176,12 +176,12 @@ func AttemptFromAPI(x *dexv1.Attempt) *Attempt {
 		WorkerId:    x.WorkerId,
 		Epoch:       x.Epoch,
 		Token:       x.Token,
-		Status:      x.Status,
-		Progress:    x.Progress,
+		Status:      AttemptStatus(x.Status),
+		Progress:    AttemptProgress(x.Progress),
 		StartedAtMs: x.StartedAtMs,
 		ClaimedAtMs: x.ClaimedAtMs,
 		EndedAtMs:   x.EndedAtMs,
-		ErrorType:   x.ErrorType,
+		ErrorType:   ErrorType(x.ErrorType),
 		Error:       x.Error,
 		LastSeq:     x.LastSeq,
 		LastCall:    x.LastCall,
@@ -196,7 +196,7 @@ func (x *ToolSpec) API() *dexv1.ToolSpec {
 	}
 	return &dexv1.ToolSpec{
 		Name:           x.Name,
-		Access:         x.Access,
+		Access:         dexv1.ToolAccess(x.Access),
 		NeedsApproval:  x.NeedsApproval,
 		LongRunning:    x.LongRunning,
 		Inline:         x.Inline,
@@ -215,7 +215,7 @@ func ToolSpecFromAPI(x *dexv1.ToolSpec) *ToolSpec {
 	}
 	return &ToolSpec{
 		Name:           x.Name,
-		Access:         x.Access,
+		Access:         ToolAccess(x.Access),
 		NeedsApproval:  x.NeedsApproval,
 		LongRunning:    x.LongRunning,
 		Inline:         x.Inline,
@@ -437,7 +437,7 @@ func (x *AttemptFailure) API() *dexv1.AttemptFailure {
 		return nil
 	}
 	return &dexv1.AttemptFailure{
-		ErrorType: x.ErrorType,
+		ErrorType: dexv1.ErrorType(x.ErrorType),
 		Error:     x.Error,
 	}
 }
@@ -448,7 +448,7 @@ func AttemptFailureFromAPI(x *dexv1.AttemptFailure) *AttemptFailure {
 		return nil
 	}
 	return &AttemptFailure{
-		ErrorType: x.ErrorType,
+		ErrorType: ErrorType(x.ErrorType),
 		Error:     x.Error,
 	}
 }

@@ -12,7 +12,6 @@
 package fsmpb
 
 import (
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -336,7 +335,7 @@ type Session struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	ParentId string                 `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
-	Status   dexv1.SessionStatus    `protobuf:"varint,3,opt,name=status,proto3,enum=dex.v1.SessionStatus" json:"status,omitempty"`
+	Status   SessionStatus          `protobuf:"varint,3,opt,name=status,proto3,enum=dex.fsm.v1.SessionStatus" json:"status,omitempty"`
 	History  []*HistoryEntry        `protobuf:"bytes,4,rep,name=history,proto3" json:"history,omitempty"`
 	Inbox    []*InboxMessage        `protobuf:"bytes,5,rep,name=inbox,proto3" json:"inbox,omitempty"`
 	// The turn in progress, or kept after a failure so it can be retried.
@@ -344,11 +343,11 @@ type Session struct {
 	// History size in characters above which a turn compacts first (0: never).
 	CompactionThreshold uint64 `protobuf:"varint,7,opt,name=compaction_threshold,json=compactionThreshold,proto3" json:"compaction_threshold,omitempty"`
 	// Non-retryable failures in a row of a turn with pending tool results.
-	RejectedTurns uint32            `protobuf:"varint,8,opt,name=rejected_turns,json=rejectedTurns,proto3" json:"rejected_turns,omitempty"`
-	PauseReason   dexv1.PauseReason `protobuf:"varint,9,opt,name=pause_reason,json=pauseReason,proto3,enum=dex.v1.PauseReason" json:"pause_reason,omitempty"`
-	PauseMessage  string            `protobuf:"bytes,10,opt,name=pause_message,json=pauseMessage,proto3" json:"pause_message,omitempty"`
-	LastErrorType dexv1.ErrorType   `protobuf:"varint,11,opt,name=last_error_type,json=lastErrorType,proto3,enum=dex.v1.ErrorType" json:"last_error_type,omitempty"`
-	LastError     string            `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	RejectedTurns uint32      `protobuf:"varint,8,opt,name=rejected_turns,json=rejectedTurns,proto3" json:"rejected_turns,omitempty"`
+	PauseReason   PauseReason `protobuf:"varint,9,opt,name=pause_reason,json=pauseReason,proto3,enum=dex.fsm.v1.PauseReason" json:"pause_reason,omitempty"`
+	PauseMessage  string      `protobuf:"bytes,10,opt,name=pause_message,json=pauseMessage,proto3" json:"pause_message,omitempty"`
+	LastErrorType ErrorType   `protobuf:"varint,11,opt,name=last_error_type,json=lastErrorType,proto3,enum=dex.fsm.v1.ErrorType" json:"last_error_type,omitempty"`
+	LastError     string      `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	// An error-resume episode is open: the parent was told once.
 	ErrorEpisode   bool   `protobuf:"varint,13,opt,name=error_episode,json=errorEpisode,proto3" json:"error_episode,omitempty"`
 	EpisodeResumes uint32 `protobuf:"varint,14,opt,name=episode_resumes,json=episodeResumes,proto3" json:"episode_resumes,omitempty"`
@@ -431,11 +430,11 @@ func (x *Session) GetParentId() string {
 	return ""
 }
 
-func (x *Session) GetStatus() dexv1.SessionStatus {
+func (x *Session) GetStatus() SessionStatus {
 	if x != nil {
 		return x.Status
 	}
-	return dexv1.SessionStatus(0)
+	return SessionStatus_SESSION_STATUS_UNSPECIFIED
 }
 
 func (x *Session) GetHistory() []*HistoryEntry {
@@ -473,11 +472,11 @@ func (x *Session) GetRejectedTurns() uint32 {
 	return 0
 }
 
-func (x *Session) GetPauseReason() dexv1.PauseReason {
+func (x *Session) GetPauseReason() PauseReason {
 	if x != nil {
 		return x.PauseReason
 	}
-	return dexv1.PauseReason(0)
+	return PauseReason_PAUSE_REASON_UNSPECIFIED
 }
 
 func (x *Session) GetPauseMessage() string {
@@ -487,11 +486,11 @@ func (x *Session) GetPauseMessage() string {
 	return ""
 }
 
-func (x *Session) GetLastErrorType() dexv1.ErrorType {
+func (x *Session) GetLastErrorType() ErrorType {
 	if x != nil {
 		return x.LastErrorType
 	}
-	return dexv1.ErrorType(0)
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
 }
 
 func (x *Session) GetLastError() string {
@@ -648,7 +647,7 @@ type AclToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Role  dexv1.TokenRole        `protobuf:"varint,3,opt,name=role,proto3,enum=dex.v1.TokenRole" json:"role,omitempty"`
+	Role  TokenRole              `protobuf:"varint,3,opt,name=role,proto3,enum=dex.fsm.v1.TokenRole" json:"role,omitempty"`
 	// A worker token bound to one Worker id may act only as that Worker.
 	WorkerId    string `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	CreatedAtMs int64  `protobuf:"varint,5,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
@@ -704,11 +703,11 @@ func (x *AclToken) GetName() string {
 	return ""
 }
 
-func (x *AclToken) GetRole() dexv1.TokenRole {
+func (x *AclToken) GetRole() TokenRole {
 	if x != nil {
 		return x.Role
 	}
-	return dexv1.TokenRole(0)
+	return TokenRole_TOKEN_ROLE_UNSPECIFIED
 }
 
 func (x *AclToken) GetWorkerId() string {
@@ -755,31 +754,31 @@ type Step struct {
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	SessionId      string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	Turn           uint64                 `protobuf:"varint,3,opt,name=turn,proto3" json:"turn,omitempty"`
-	Kind           dexv1.StepKind         `protobuf:"varint,4,opt,name=kind,proto3,enum=dex.v1.StepKind" json:"kind,omitempty"`
+	Kind           StepKind               `protobuf:"varint,4,opt,name=kind,proto3,enum=dex.fsm.v1.StepKind" json:"kind,omitempty"`
 	CallId         string                 `protobuf:"bytes,5,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	Tool           string                 `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
 	Arguments      string                 `protobuf:"bytes,7,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	Policy         *ToolSpec              `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
 	IdempotencyKey string                 `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	TaskId         string                 `protobuf:"bytes,10,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Status         dexv1.StepStatus       `protobuf:"varint,11,opt,name=status,proto3,enum=dex.v1.StepStatus" json:"status,omitempty"`
+	Status         StepStatus             `protobuf:"varint,11,opt,name=status,proto3,enum=dex.fsm.v1.StepStatus" json:"status,omitempty"`
 	// Not handed out before this time (retry backoff, poll interval).
 	ReadyAtMs int64 `protobuf:"varint,12,opt,name=ready_at_ms,json=readyAtMs,proto3" json:"ready_at_ms,omitempty"`
 	// AwaitTimer: when it fires.
-	DueAtMs     int64         `protobuf:"varint,13,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
-	Attempts    []*Attempt    `protobuf:"bytes,14,rep,name=attempts,proto3" json:"attempts,omitempty"`
-	Outcome     dexv1.Outcome `protobuf:"varint,15,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
-	Result      string        `protobuf:"bytes,16,opt,name=result,proto3" json:"result,omitempty"`
-	IsError     bool          `protobuf:"varint,17,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
-	CreatedAtMs int64         `protobuf:"varint,18,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	DueAtMs     int64      `protobuf:"varint,13,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	Attempts    []*Attempt `protobuf:"bytes,14,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	Outcome     Outcome    `protobuf:"varint,15,opt,name=outcome,proto3,enum=dex.fsm.v1.Outcome" json:"outcome,omitempty"`
+	Result      string     `protobuf:"bytes,16,opt,name=result,proto3" json:"result,omitempty"`
+	IsError     bool       `protobuf:"varint,17,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	CreatedAtMs int64      `protobuf:"varint,18,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	// Dispatch order: a global counter, so queues are FIFO across restarts.
 	QueueSeq uint64 `protobuf:"varint,19,opt,name=queue_seq,json=queueSeq,proto3" json:"queue_seq,omitempty"`
 	// AwaitQuestionAnswer: the question; AwaitToolApproval: what is asked.
 	Prompt    string `protobuf:"bytes,20,opt,name=prompt,proto3" json:"prompt,omitempty"`
 	EndedAtMs int64  `protobuf:"varint,21,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
 	// Attempts allowed for this Step.
-	MaxAttempts uint32          `protobuf:"varint,22,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
-	ErrorType   dexv1.ErrorType `protobuf:"varint,23,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	MaxAttempts uint32    `protobuf:"varint,22,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	ErrorType   ErrorType `protobuf:"varint,23,opt,name=error_type,json=errorType,proto3,enum=dex.fsm.v1.ErrorType" json:"error_type,omitempty"`
 	// The Step's number within its session, from 1.
 	Number uint64 `protobuf:"varint,24,opt,name=number,proto3" json:"number,omitempty"`
 	// CompactContext: it summarises the history before this seq (the turn's
@@ -843,11 +842,11 @@ func (x *Step) GetTurn() uint64 {
 	return 0
 }
 
-func (x *Step) GetKind() dexv1.StepKind {
+func (x *Step) GetKind() StepKind {
 	if x != nil {
 		return x.Kind
 	}
-	return dexv1.StepKind(0)
+	return StepKind_STEP_KIND_UNSPECIFIED
 }
 
 func (x *Step) GetCallId() string {
@@ -892,11 +891,11 @@ func (x *Step) GetTaskId() string {
 	return ""
 }
 
-func (x *Step) GetStatus() dexv1.StepStatus {
+func (x *Step) GetStatus() StepStatus {
 	if x != nil {
 		return x.Status
 	}
-	return dexv1.StepStatus(0)
+	return StepStatus_STEP_STATUS_UNSPECIFIED
 }
 
 func (x *Step) GetReadyAtMs() int64 {
@@ -920,11 +919,11 @@ func (x *Step) GetAttempts() []*Attempt {
 	return nil
 }
 
-func (x *Step) GetOutcome() dexv1.Outcome {
+func (x *Step) GetOutcome() Outcome {
 	if x != nil {
 		return x.Outcome
 	}
-	return dexv1.Outcome(0)
+	return Outcome_OUTCOME_UNSPECIFIED
 }
 
 func (x *Step) GetResult() string {
@@ -976,11 +975,11 @@ func (x *Step) GetMaxAttempts() uint32 {
 	return 0
 }
 
-func (x *Step) GetErrorType() dexv1.ErrorType {
+func (x *Step) GetErrorType() ErrorType {
 	if x != nil {
 		return x.ErrorType
 	}
-	return dexv1.ErrorType(0)
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
 }
 
 func (x *Step) GetNumber() uint64 {
@@ -1012,12 +1011,12 @@ func (x *Step) GetAgent() string {
 type HistoryEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Kind          dexv1.HistoryKind      `protobuf:"varint,2,opt,name=kind,proto3,enum=dex.v1.HistoryKind" json:"kind,omitempty"`
+	Kind          HistoryKind            `protobuf:"varint,2,opt,name=kind,proto3,enum=dex.fsm.v1.HistoryKind" json:"kind,omitempty"`
 	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
 	CallId        string                 `protobuf:"bytes,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	Tool          string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
 	Arguments     string                 `protobuf:"bytes,6,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	Outcome       dexv1.Outcome          `protobuf:"varint,7,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
+	Outcome       Outcome                `protobuf:"varint,7,opt,name=outcome,proto3,enum=dex.fsm.v1.Outcome" json:"outcome,omitempty"`
 	ToolCalls     []*ToolCall            `protobuf:"bytes,8,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	InlineResults []*InlineResult        `protobuf:"bytes,9,rep,name=inline_results,json=inlineResults,proto3" json:"inline_results,omitempty"`
 	StepId        string                 `protobuf:"bytes,10,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
@@ -1069,11 +1068,11 @@ func (x *HistoryEntry) GetSeq() uint64 {
 	return 0
 }
 
-func (x *HistoryEntry) GetKind() dexv1.HistoryKind {
+func (x *HistoryEntry) GetKind() HistoryKind {
 	if x != nil {
 		return x.Kind
 	}
-	return dexv1.HistoryKind(0)
+	return HistoryKind_HISTORY_KIND_UNSPECIFIED
 }
 
 func (x *HistoryEntry) GetText() string {
@@ -1104,11 +1103,11 @@ func (x *HistoryEntry) GetArguments() string {
 	return ""
 }
 
-func (x *HistoryEntry) GetOutcome() dexv1.Outcome {
+func (x *HistoryEntry) GetOutcome() Outcome {
 	if x != nil {
 		return x.Outcome
 	}
-	return dexv1.Outcome(0)
+	return Outcome_OUTCOME_UNSPECIFIED
 }
 
 func (x *HistoryEntry) GetToolCalls() []*ToolCall {
@@ -1690,7 +1689,7 @@ func (x *WorkerTool) GetAgents() []string {
 type Turn struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Number     uint64                 `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
-	Input      dexv1.TurnInput        `protobuf:"varint,2,opt,name=input,proto3,enum=dex.v1.TurnInput" json:"input,omitempty"`
+	Input      TurnInput              `protobuf:"varint,2,opt,name=input,proto3,enum=dex.fsm.v1.TurnInput" json:"input,omitempty"`
 	MessageIds []string               `protobuf:"bytes,3,rep,name=message_ids,json=messageIds,proto3" json:"message_ids,omitempty"`
 	Calls      []*CallState           `protobuf:"bytes,4,rep,name=calls,proto3" json:"calls,omitempty"`
 	// The RunModel or CompactContext Step of the turn now, if any.
@@ -1742,11 +1741,11 @@ func (x *Turn) GetNumber() uint64 {
 	return 0
 }
 
-func (x *Turn) GetInput() dexv1.TurnInput {
+func (x *Turn) GetInput() TurnInput {
 	if x != nil {
 		return x.Input
 	}
-	return dexv1.TurnInput(0)
+	return TurnInput_TURN_INPUT_UNSPECIFIED
 }
 
 func (x *Turn) GetMessageIds() []string {
@@ -1798,13 +1797,13 @@ type CallState struct {
 	Tool      string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
 	Arguments string                 `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	Policy    *ToolSpec              `protobuf:"bytes,4,opt,name=policy,proto3" json:"policy,omitempty"`
-	Phase     dexv1.CallPhase        `protobuf:"varint,5,opt,name=phase,proto3,enum=dex.v1.CallPhase" json:"phase,omitempty"`
+	Phase     CallPhase              `protobuf:"varint,5,opt,name=phase,proto3,enum=dex.fsm.v1.CallPhase" json:"phase,omitempty"`
 	// The Step that currently carries the call.
-	StepId         string        `protobuf:"bytes,6,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	TaskId         string        `protobuf:"bytes,7,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Outcome        dexv1.Outcome `protobuf:"varint,8,opt,name=outcome,proto3,enum=dex.v1.Outcome" json:"outcome,omitempty"`
-	Content        string        `protobuf:"bytes,9,opt,name=content,proto3" json:"content,omitempty"`
-	IdempotencyKey string        `protobuf:"bytes,10,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	StepId         string  `protobuf:"bytes,6,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	TaskId         string  `protobuf:"bytes,7,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Outcome        Outcome `protobuf:"varint,8,opt,name=outcome,proto3,enum=dex.fsm.v1.Outcome" json:"outcome,omitempty"`
+	Content        string  `protobuf:"bytes,9,opt,name=content,proto3" json:"content,omitempty"`
+	IdempotencyKey string  `protobuf:"bytes,10,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// Some attempt of this call was claimed: its side effect may have happened.
 	Ran bool `protobuf:"varint,11,opt,name=ran,proto3" json:"ran,omitempty"`
 	// The built-in this call maps to ("ask_user", "sleep"), if any.
@@ -1871,11 +1870,11 @@ func (x *CallState) GetPolicy() *ToolSpec {
 	return nil
 }
 
-func (x *CallState) GetPhase() dexv1.CallPhase {
+func (x *CallState) GetPhase() CallPhase {
 	if x != nil {
 		return x.Phase
 	}
-	return dexv1.CallPhase(0)
+	return CallPhase_CALL_PHASE_UNSPECIFIED
 }
 
 func (x *CallState) GetStepId() string {
@@ -1892,11 +1891,11 @@ func (x *CallState) GetTaskId() string {
 	return ""
 }
 
-func (x *CallState) GetOutcome() dexv1.Outcome {
+func (x *CallState) GetOutcome() Outcome {
 	if x != nil {
 		return x.Outcome
 	}
-	return dexv1.Outcome(0)
+	return Outcome_OUTCOME_UNSPECIFIED
 }
 
 func (x *CallState) GetContent() string {
@@ -1934,12 +1933,12 @@ type Attempt struct {
 	WorkerId    string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Epoch       uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Token       string                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
-	Status      dexv1.AttemptStatus    `protobuf:"varint,5,opt,name=status,proto3,enum=dex.v1.AttemptStatus" json:"status,omitempty"`
-	Progress    dexv1.AttemptProgress  `protobuf:"varint,6,opt,name=progress,proto3,enum=dex.v1.AttemptProgress" json:"progress,omitempty"`
+	Status      AttemptStatus          `protobuf:"varint,5,opt,name=status,proto3,enum=dex.fsm.v1.AttemptStatus" json:"status,omitempty"`
+	Progress    AttemptProgress        `protobuf:"varint,6,opt,name=progress,proto3,enum=dex.fsm.v1.AttemptProgress" json:"progress,omitempty"`
 	StartedAtMs int64                  `protobuf:"varint,7,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
 	ClaimedAtMs int64                  `protobuf:"varint,8,opt,name=claimed_at_ms,json=claimedAtMs,proto3" json:"claimed_at_ms,omitempty"`
 	EndedAtMs   int64                  `protobuf:"varint,9,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
-	ErrorType   dexv1.ErrorType        `protobuf:"varint,10,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	ErrorType   ErrorType              `protobuf:"varint,10,opt,name=error_type,json=errorType,proto3,enum=dex.fsm.v1.ErrorType" json:"error_type,omitempty"`
 	Error       string                 `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
 	// The last Worker call committed for this attempt, replayed on a repeat.
 	LastSeq  uint64 `protobuf:"varint,12,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
@@ -2009,18 +2008,18 @@ func (x *Attempt) GetToken() string {
 	return ""
 }
 
-func (x *Attempt) GetStatus() dexv1.AttemptStatus {
+func (x *Attempt) GetStatus() AttemptStatus {
 	if x != nil {
 		return x.Status
 	}
-	return dexv1.AttemptStatus(0)
+	return AttemptStatus_ATTEMPT_STATUS_UNSPECIFIED
 }
 
-func (x *Attempt) GetProgress() dexv1.AttemptProgress {
+func (x *Attempt) GetProgress() AttemptProgress {
 	if x != nil {
 		return x.Progress
 	}
-	return dexv1.AttemptProgress(0)
+	return AttemptProgress_ATTEMPT_PROGRESS_UNSPECIFIED
 }
 
 func (x *Attempt) GetStartedAtMs() int64 {
@@ -2044,11 +2043,11 @@ func (x *Attempt) GetEndedAtMs() int64 {
 	return 0
 }
 
-func (x *Attempt) GetErrorType() dexv1.ErrorType {
+func (x *Attempt) GetErrorType() ErrorType {
 	if x != nil {
 		return x.ErrorType
 	}
-	return dexv1.ErrorType(0)
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
 }
 
 func (x *Attempt) GetError() string {
@@ -2084,7 +2083,7 @@ func (x *Attempt) GetDeadlineMs() int64 {
 type ToolSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Access        dexv1.ToolAccess       `protobuf:"varint,2,opt,name=access,proto3,enum=dex.v1.ToolAccess" json:"access,omitempty"`
+	Access        ToolAccess             `protobuf:"varint,2,opt,name=access,proto3,enum=dex.fsm.v1.ToolAccess" json:"access,omitempty"`
 	NeedsApproval bool                   `protobuf:"varint,3,opt,name=needs_approval,json=needsApproval,proto3" json:"needs_approval,omitempty"`
 	LongRunning   bool                   `protobuf:"varint,4,opt,name=long_running,json=longRunning,proto3" json:"long_running,omitempty"`
 	Inline        bool                   `protobuf:"varint,5,opt,name=inline,proto3" json:"inline,omitempty"`
@@ -2139,11 +2138,11 @@ func (x *ToolSpec) GetName() string {
 	return ""
 }
 
-func (x *ToolSpec) GetAccess() dexv1.ToolAccess {
+func (x *ToolSpec) GetAccess() ToolAccess {
 	if x != nil {
 		return x.Access
 	}
-	return dexv1.ToolAccess(0)
+	return ToolAccess_TOOL_ACCESS_UNSPECIFIED
 }
 
 func (x *ToolSpec) GetNeedsApproval() bool {
@@ -2503,7 +2502,7 @@ var File_dex_fsm_v1_state_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\n" +
 	"\x16dex/fsm/v1/state.proto\x12\n" +
-	"dex.fsm.v1\x1a\x12dex/v1/types.proto\"\xab\x02\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/enums.proto\"\xab\x02\n" +
 	"\vClusterMeta\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
@@ -2531,20 +2530,20 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xc8\t\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xd4\t\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
-	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x122\n" +
+	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x19.dex.fsm.v1.SessionStatusR\x06status\x122\n" +
 	"\ahistory\x18\x04 \x03(\v2\x18.dex.fsm.v1.HistoryEntryR\ahistory\x12.\n" +
 	"\x05inbox\x18\x05 \x03(\v2\x18.dex.fsm.v1.InboxMessageR\x05inbox\x12$\n" +
 	"\x04turn\x18\x06 \x01(\v2\x10.dex.fsm.v1.TurnR\x04turn\x121\n" +
 	"\x14compaction_threshold\x18\a \x01(\x04R\x13compactionThreshold\x12%\n" +
-	"\x0erejected_turns\x18\b \x01(\rR\rrejectedTurns\x126\n" +
-	"\fpause_reason\x18\t \x01(\x0e2\x13.dex.v1.PauseReasonR\vpauseReason\x12#\n" +
+	"\x0erejected_turns\x18\b \x01(\rR\rrejectedTurns\x12:\n" +
+	"\fpause_reason\x18\t \x01(\x0e2\x17.dex.fsm.v1.PauseReasonR\vpauseReason\x12#\n" +
 	"\rpause_message\x18\n" +
-	" \x01(\tR\fpauseMessage\x129\n" +
-	"\x0flast_error_type\x18\v \x01(\x0e2\x11.dex.v1.ErrorTypeR\rlastErrorType\x12\x1d\n" +
+	" \x01(\tR\fpauseMessage\x12=\n" +
+	"\x0flast_error_type\x18\v \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\rlastErrorType\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\f \x01(\tR\tlastError\x12#\n" +
 	"\rerror_episode\x18\r \x01(\bR\ferrorEpisode\x12'\n" +
@@ -2569,54 +2568,54 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
 	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
 	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\x12\x14\n" +
-	"\x05agent\x18  \x01(\tR\x05agent\"\xf9\x01\n" +
+	"\x05agent\x18  \x01(\tR\x05agent\"\xfd\x01\n" +
 	"\bAclToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
-	"\x04role\x18\x03 \x01(\x0e2\x11.dex.v1.TokenRoleR\x04role\x12\x1b\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x15.dex.fsm.v1.TokenRoleR\x04role\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12\"\n" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
 	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
 	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
-	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\xca\x06\n" +
+	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\xda\x06\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
-	"\x04turn\x18\x03 \x01(\x04R\x04turn\x12$\n" +
-	"\x04kind\x18\x04 \x01(\x0e2\x10.dex.v1.StepKindR\x04kind\x12\x17\n" +
+	"\x04turn\x18\x03 \x01(\x04R\x04turn\x12(\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x14.dex.fsm.v1.StepKindR\x04kind\x12\x17\n" +
 	"\acall_id\x18\x05 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\a \x01(\tR\targuments\x12,\n" +
 	"\x06policy\x18\b \x01(\v2\x14.dex.fsm.v1.ToolSpecR\x06policy\x12'\n" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x17\n" +
 	"\atask_id\x18\n" +
-	" \x01(\tR\x06taskId\x12*\n" +
-	"\x06status\x18\v \x01(\x0e2\x12.dex.v1.StepStatusR\x06status\x12\x1e\n" +
+	" \x01(\tR\x06taskId\x12.\n" +
+	"\x06status\x18\v \x01(\x0e2\x16.dex.fsm.v1.StepStatusR\x06status\x12\x1e\n" +
 	"\vready_at_ms\x18\f \x01(\x03R\treadyAtMs\x12\x1a\n" +
 	"\tdue_at_ms\x18\r \x01(\x03R\adueAtMs\x12/\n" +
-	"\battempts\x18\x0e \x03(\v2\x13.dex.fsm.v1.AttemptR\battempts\x12)\n" +
-	"\aoutcome\x18\x0f \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12\x16\n" +
+	"\battempts\x18\x0e \x03(\v2\x13.dex.fsm.v1.AttemptR\battempts\x12-\n" +
+	"\aoutcome\x18\x0f \x01(\x0e2\x13.dex.fsm.v1.OutcomeR\aoutcome\x12\x16\n" +
 	"\x06result\x18\x10 \x01(\tR\x06result\x12\x19\n" +
 	"\bis_error\x18\x11 \x01(\bR\aisError\x12\"\n" +
 	"\rcreated_at_ms\x18\x12 \x01(\x03R\vcreatedAtMs\x12\x1b\n" +
 	"\tqueue_seq\x18\x13 \x01(\x04R\bqueueSeq\x12\x16\n" +
 	"\x06prompt\x18\x14 \x01(\tR\x06prompt\x12\x1e\n" +
 	"\vended_at_ms\x18\x15 \x01(\x03R\tendedAtMs\x12!\n" +
-	"\fmax_attempts\x18\x16 \x01(\rR\vmaxAttempts\x120\n" +
+	"\fmax_attempts\x18\x16 \x01(\rR\vmaxAttempts\x124\n" +
 	"\n" +
-	"error_type\x18\x17 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x16\n" +
+	"error_type\x18\x17 \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x16\n" +
 	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
 	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
-	"\x05agent\x18\x1a \x01(\tR\x05agentJ\x04\b\x1b\x10\x1c\"\xf3\x03\n" +
+	"\x05agent\x18\x1a \x01(\tR\x05agentJ\x04\b\x1b\x10\x1c\"\xfb\x03\n" +
 	"\fHistoryEntry\x12\x10\n" +
-	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
-	"\x04kind\x18\x02 \x01(\x0e2\x13.dex.v1.HistoryKindR\x04kind\x12\x12\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12+\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x17.dex.fsm.v1.HistoryKindR\x04kind\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x17\n" +
 	"\acall_id\x18\x04 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x1c\n" +
-	"\targuments\x18\x06 \x01(\tR\targuments\x12)\n" +
-	"\aoutcome\x18\a \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x123\n" +
+	"\targuments\x18\x06 \x01(\tR\targuments\x12-\n" +
+	"\aoutcome\x18\a \x01(\x0e2\x13.dex.fsm.v1.OutcomeR\aoutcome\x123\n" +
 	"\n" +
 	"tool_calls\x18\b \x03(\v2\x14.dex.fsm.v1.ToolCallR\ttoolCalls\x12?\n" +
 	"\x0einline_results\x18\t \x03(\v2\x18.dex.fsm.v1.InlineResultR\rinlineResults\x12\x17\n" +
@@ -2666,52 +2665,52 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
-	"\x06agents\x18\x03 \x03(\tR\x06agents\"\x9d\x02\n" +
+	"\x06agents\x18\x03 \x03(\tR\x06agents\"\xa1\x02\n" +
 	"\x04Turn\x12\x16\n" +
-	"\x06number\x18\x01 \x01(\x04R\x06number\x12'\n" +
-	"\x05input\x18\x02 \x01(\x0e2\x11.dex.v1.TurnInputR\x05input\x12\x1f\n" +
+	"\x06number\x18\x01 \x01(\x04R\x06number\x12+\n" +
+	"\x05input\x18\x02 \x01(\x0e2\x15.dex.fsm.v1.TurnInputR\x05input\x12\x1f\n" +
 	"\vmessage_ids\x18\x03 \x03(\tR\n" +
 	"messageIds\x12+\n" +
 	"\x05calls\x18\x04 \x03(\v2\x15.dex.fsm.v1.CallStateR\x05calls\x12\x17\n" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
-	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xf9\x02\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\x81\x03\n" +
 	"\tCallState\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x03 \x01(\tR\targuments\x12,\n" +
-	"\x06policy\x18\x04 \x01(\v2\x14.dex.fsm.v1.ToolSpecR\x06policy\x12'\n" +
-	"\x05phase\x18\x05 \x01(\x0e2\x11.dex.v1.CallPhaseR\x05phase\x12\x17\n" +
+	"\x06policy\x18\x04 \x01(\v2\x14.dex.fsm.v1.ToolSpecR\x06policy\x12+\n" +
+	"\x05phase\x18\x05 \x01(\x0e2\x15.dex.fsm.v1.CallPhaseR\x05phase\x12\x17\n" +
 	"\astep_id\x18\x06 \x01(\tR\x06stepId\x12\x17\n" +
-	"\atask_id\x18\a \x01(\tR\x06taskId\x12)\n" +
-	"\aoutcome\x18\b \x01(\x0e2\x0f.dex.v1.OutcomeR\aoutcome\x12\x18\n" +
+	"\atask_id\x18\a \x01(\tR\x06taskId\x12-\n" +
+	"\aoutcome\x18\b \x01(\x0e2\x13.dex.fsm.v1.OutcomeR\aoutcome\x12\x18\n" +
 	"\acontent\x18\t \x01(\tR\acontent\x12'\n" +
 	"\x0fidempotency_key\x18\n" +
 	" \x01(\tR\x0eidempotencyKey\x12\x10\n" +
 	"\x03ran\x18\v \x01(\bR\x03ran\x12\x18\n" +
-	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xcd\x03\n" +
+	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xd9\x03\n" +
 	"\aAttempt\x12\f\n" +
 	"\x01n\x18\x01 \x01(\rR\x01n\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\tR\x05token\x12-\n" +
-	"\x06status\x18\x05 \x01(\x0e2\x15.dex.v1.AttemptStatusR\x06status\x123\n" +
-	"\bprogress\x18\x06 \x01(\x0e2\x17.dex.v1.AttemptProgressR\bprogress\x12\"\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\x121\n" +
+	"\x06status\x18\x05 \x01(\x0e2\x19.dex.fsm.v1.AttemptStatusR\x06status\x127\n" +
+	"\bprogress\x18\x06 \x01(\x0e2\x1b.dex.fsm.v1.AttemptProgressR\bprogress\x12\"\n" +
 	"\rstarted_at_ms\x18\a \x01(\x03R\vstartedAtMs\x12\"\n" +
 	"\rclaimed_at_ms\x18\b \x01(\x03R\vclaimedAtMs\x12\x1e\n" +
-	"\vended_at_ms\x18\t \x01(\x03R\tendedAtMs\x120\n" +
+	"\vended_at_ms\x18\t \x01(\x03R\tendedAtMs\x124\n" +
 	"\n" +
 	"error_type\x18\n" +
-	" \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
+	" \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\v \x01(\tR\x05error\x12\x19\n" +
 	"\blast_seq\x18\f \x01(\x04R\alastSeq\x12\x1b\n" +
 	"\tlast_call\x18\r \x01(\tR\blastCall\x12\x1f\n" +
 	"\vdeadline_ms\x18\x0e \x01(\x03R\n" +
-	"deadlineMs\"\xd9\x02\n" +
+	"deadlineMs\"\xdd\x02\n" +
 	"\bToolSpec\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
-	"\x06access\x18\x02 \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\x12%\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x06access\x18\x02 \x01(\x0e2\x16.dex.fsm.v1.ToolAccessR\x06access\x12%\n" +
 	"\x0eneeds_approval\x18\x03 \x01(\bR\rneedsApproval\x12!\n" +
 	"\flong_running\x18\x04 \x01(\bR\vlongRunning\x12\x16\n" +
 	"\x06inline\x18\x05 \x01(\bR\x06inline\x12!\n" +
@@ -2760,57 +2759,57 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 
 var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
-	(*ClusterMeta)(nil),        // 0: dex.fsm.v1.ClusterMeta
-	(*EventLog)(nil),           // 1: dex.fsm.v1.EventLog
-	(*Event)(nil),              // 2: dex.fsm.v1.Event
-	(*Session)(nil),            // 3: dex.fsm.v1.Session
-	(*AclToken)(nil),           // 4: dex.fsm.v1.AclToken
-	(*Step)(nil),               // 5: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),       // 6: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),       // 7: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil),    // 8: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),     // 9: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),     // 10: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),         // 11: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),               // 12: dex.fsm.v1.Turn
-	(*CallState)(nil),          // 13: dex.fsm.v1.CallState
-	(*Attempt)(nil),            // 14: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),           // 15: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),           // 16: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),       // 17: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),         // 18: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),           // 19: dex.fsm.v1.NodeInfo
-	(dexv1.SessionStatus)(0),   // 20: dex.v1.SessionStatus
-	(dexv1.PauseReason)(0),     // 21: dex.v1.PauseReason
-	(dexv1.ErrorType)(0),       // 22: dex.v1.ErrorType
-	(dexv1.TokenRole)(0),       // 23: dex.v1.TokenRole
-	(dexv1.StepKind)(0),        // 24: dex.v1.StepKind
-	(dexv1.StepStatus)(0),      // 25: dex.v1.StepStatus
-	(dexv1.Outcome)(0),         // 26: dex.v1.Outcome
-	(dexv1.HistoryKind)(0),     // 27: dex.v1.HistoryKind
-	(dexv1.TurnInput)(0),       // 28: dex.v1.TurnInput
-	(dexv1.CallPhase)(0),       // 29: dex.v1.CallPhase
-	(dexv1.AttemptStatus)(0),   // 30: dex.v1.AttemptStatus
-	(dexv1.AttemptProgress)(0), // 31: dex.v1.AttemptProgress
-	(dexv1.ToolAccess)(0),      // 32: dex.v1.ToolAccess
+	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
+	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
+	(*Event)(nil),           // 2: dex.fsm.v1.Event
+	(*Session)(nil),         // 3: dex.fsm.v1.Session
+	(*AclToken)(nil),        // 4: dex.fsm.v1.AclToken
+	(*Step)(nil),            // 5: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),    // 6: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),    // 7: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil), // 8: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),  // 9: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),  // 10: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),      // 11: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),            // 12: dex.fsm.v1.Turn
+	(*CallState)(nil),       // 13: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 14: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 15: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 16: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 17: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 18: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 19: dex.fsm.v1.NodeInfo
+	(SessionStatus)(0),      // 20: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 21: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 22: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 23: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 24: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 25: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 26: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 27: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 28: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 29: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 30: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 31: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 32: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
 	9,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	20, // 1: dex.fsm.v1.Session.status:type_name -> dex.v1.SessionStatus
+	20, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
 	6,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
 	7,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
 	12, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	21, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
-	22, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
-	23, // 7: dex.fsm.v1.AclToken.role:type_name -> dex.v1.TokenRole
-	24, // 8: dex.fsm.v1.Step.kind:type_name -> dex.v1.StepKind
+	21, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	22, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	23, // 7: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	24, // 8: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
 	15, // 9: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	25, // 10: dex.fsm.v1.Step.status:type_name -> dex.v1.StepStatus
+	25, // 10: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
 	14, // 11: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	26, // 12: dex.fsm.v1.Step.outcome:type_name -> dex.v1.Outcome
-	22, // 13: dex.fsm.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	27, // 14: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
-	26, // 15: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
+	26, // 12: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	22, // 13: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	27, // 14: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	26, // 15: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
 	16, // 16: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
 	17, // 17: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
 	0,  // 18: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
@@ -2826,15 +2825,15 @@ var file_dex_fsm_v1_state_proto_depIdxs = []int32{
 	15, // 28: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
 	11, // 29: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
 	4,  // 30: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	28, // 31: dex.fsm.v1.Turn.input:type_name -> dex.v1.TurnInput
+	28, // 31: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
 	13, // 32: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
 	15, // 33: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	29, // 34: dex.fsm.v1.CallState.phase:type_name -> dex.v1.CallPhase
-	26, // 35: dex.fsm.v1.CallState.outcome:type_name -> dex.v1.Outcome
-	30, // 36: dex.fsm.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
-	31, // 37: dex.fsm.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
-	22, // 38: dex.fsm.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
-	32, // 39: dex.fsm.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
+	29, // 34: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	26, // 35: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	30, // 36: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	31, // 37: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	22, // 38: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	32, // 39: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
 	15, // 40: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
 	41, // [41:41] is the sub-list for method output_type
 	41, // [41:41] is the sub-list for method input_type
@@ -2848,6 +2847,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	if File_dex_fsm_v1_state_proto != nil {
 		return
 	}
+	file_dex_fsm_v1_enums_proto_init()
 	file_dex_fsm_v1_state_proto_msgTypes[10].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),

@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -240,7 +239,7 @@ func (c *Cluster) Send(session, messageID, text string) {
 func (c *Cluster) Queued(session string) []*fsmpb.Step {
 	var out []*fsmpb.Step
 	for _, st := range c.State().Steps(session) {
-		if st.Status == dexv1.StepStatus_STEP_STATUS_QUEUED {
+		if st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED {
 			out = append(out, st)
 		}
 	}
@@ -280,7 +279,7 @@ func (c *Cluster) CompleteTool(ref *fsmpb.AttemptRef, content string) {
 }
 
 // Fail fails an attempt with an error type.
-func (c *Cluster) Fail(ref *fsmpb.AttemptRef, t dexv1.ErrorType, msg string) {
+func (c *Cluster) Fail(ref *fsmpb.AttemptRef, t fsmpb.ErrorType, msg string) {
 	c.t.Helper()
 	c.Report(ref, &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{ErrorType: t, Error: msg}}})
 }
@@ -320,9 +319,9 @@ func Call(id, tool, args string) *fsmpb.ToolCall {
 
 // Tools used by tests.
 var (
-	Lookup    = &fsmpb.ToolSpec{Name: "lookup", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Description: "look something up"}
-	SaveNote  = &fsmpb.ToolSpec{Name: "save_note", Access: dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}
-	SendEmail = &fsmpb.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
+	Lookup    = &fsmpb.ToolSpec{Name: "lookup", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, Description: "look something up"}
+	SaveNote  = &fsmpb.ToolSpec{Name: "save_note", Access: fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE}
+	SendEmail = &fsmpb.ToolSpec{Name: "send_email", Access: fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT}
 )
 
 // Clock is a clock that moves only when told.
