@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/leasetest"
@@ -71,7 +72,7 @@ func TestExpiryProposesExpireAttemptAndRequeues(t *testing.T) {
 	if got := f.attempt(ref).Progress; got != fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_STARTED {
 		t.Fatalf("progress = %s; want NOT_STARTED (never claimed)", got)
 	}
-	if cancelled, reason := f.m.Heartbeat(ref.API()); !cancelled || !strings.Contains(reason, "expired") {
+	if cancelled, reason := f.m.Heartbeat(workerRef(ref)); !cancelled || !strings.Contains(reason, "expired") {
 		t.Fatalf("heartbeat of an expired attempt = %v %q; want cancelled, expired", cancelled, reason)
 	}
 }
@@ -82,7 +83,7 @@ func TestHeartbeatsKeepAttemptAlive(t *testing.T) {
 	ref := f.startModel("s1")
 	f.m.Arm(ref.StepId, ref.Attempt)
 	for end := time.Now().Add(5 * timeout); time.Now().Before(end); time.Sleep(timeout / 8) {
-		if cancelled, reason := f.m.Heartbeat(ref.API()); cancelled {
+		if cancelled, reason := f.m.Heartbeat(workerRef(ref)); cancelled {
 			t.Fatalf("heartbeat cancelled: %s", reason)
 		}
 	}
@@ -94,7 +95,7 @@ func TestHeartbeatsKeepAttemptAlive(t *testing.T) {
 	if f.m.Armed() != 0 {
 		t.Fatalf("armed = %d after release; want 0", f.m.Armed())
 	}
-	if cancelled, reason := f.m.Heartbeat(ref.API()); !cancelled || !strings.Contains(reason, "completed") {
+	if cancelled, reason := f.m.Heartbeat(workerRef(ref)); !cancelled || !strings.Contains(reason, "completed") {
 		t.Fatalf("heartbeat after completion = %v %q; want cancelled", cancelled, reason)
 	}
 }
@@ -122,12 +123,12 @@ func TestHeartbeatOfReplacedOrForeignAttemptIsCancelled(t *testing.T) {
 		{"nil", nil, "no attempt"},
 	}
 	for _, c := range cases {
-		cancelled, reason := f.m.Heartbeat(c.ref.API())
+		cancelled, reason := f.m.Heartbeat(workerRef(c.ref))
 		if !cancelled || !strings.Contains(reason, c.want) {
 			t.Errorf("%s: heartbeat = %v %q; want cancelled with %q", c.name, cancelled, reason, c.want)
 		}
 	}
-	if cancelled, reason := f.m.Heartbeat(ref2.API()); cancelled {
+	if cancelled, reason := f.m.Heartbeat(workerRef(ref2)); cancelled {
 		t.Fatalf("current attempt cancelled: %s", reason)
 	}
 	if f.m.Armed() != 1 {
@@ -158,7 +159,7 @@ func TestEstablishRearmsRunningAttemptsWithGrace(t *testing.T) {
 	// The kept attempt's Worker reattaches at once and heartbeats on; the
 	// other one never comes back.
 	heartbeat := func() bool {
-		if cancelled, reason := m2.Heartbeat(kept.API()); cancelled {
+		if cancelled, reason := m2.Heartbeat(workerRef(kept)); cancelled {
 			t.Fatalf("heartbeat of the kept attempt cancelled: %s", reason)
 		}
 		time.Sleep(timeout / 8)
@@ -217,7 +218,7 @@ func TestRevokeStopsEveryLease(t *testing.T) {
 	}
 	f.c.Close() // any proposal from now on fails the test
 	f.m.Arm(a.StepId, a.Attempt)
-	if cancelled, _ := f.m.Heartbeat(a.API()); cancelled {
+	if cancelled, _ := f.m.Heartbeat(workerRef(a)); cancelled {
 		t.Fatal("heartbeat of a running attempt cancelled")
 	}
 	if f.m.Armed() != 0 {
@@ -236,4 +237,12 @@ func TestUnarmedRunningAttemptIsSweptAndExpires(t *testing.T) {
 	f.m.Establish(context.Background(), f.c.Epoch())
 	ref := f.startModel("s1") // committed, never armed
 	leasetest.Eventually(t, "the sweep arms it and it expires", func() bool { return f.expired(ref) })
+}
+
+// workerRef is ref as a Worker's heartbeat names it (nil: none).
+func workerRef(ref *fsmpb.AttemptRef) *dexv1.AttemptRef {
+	if ref == nil {
+		return nil
+	}
+	return &dexv1.AttemptRef{StepId: ref.StepId, Attempt: ref.Attempt, Token: ref.Token, Seq: ref.Seq}
 }

@@ -69,7 +69,7 @@ func (f *runFixture) claim(ref *fsmpb.AttemptRef) {
 func (f *runFixture) heartbeatUntil(m *lease.Manager, ref *fsmpb.AttemptRef, end time.Time) string {
 	f.t.Helper()
 	for f.clock.Now().Before(end) {
-		if cancelled, reason := m.Heartbeat(ref.API()); cancelled {
+		if cancelled, reason := m.Heartbeat(workerRef(ref)); cancelled {
 			return reason
 		}
 		f.clock.Advance(timeout / 4)
@@ -95,7 +95,7 @@ func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *test
 	if reason := f.heartbeatUntil(f.m, ref, started.Add(runTimeout)); reason != "" {
 		t.Fatalf("heartbeat cancelled before the run deadline: %s", reason)
 	}
-	cancelled, reason := f.m.Heartbeat(ref.API())
+	cancelled, reason := f.m.Heartbeat(workerRef(ref))
 	if !cancelled || !strings.Contains(reason, "ran past its run timeout of 400ms") {
 		t.Fatalf("heartbeat at the run deadline = %v %q; want cancelled for the run timeout", cancelled, reason)
 	}
@@ -114,7 +114,7 @@ func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *test
 		t.Fatalf("TimeoutAttempt = %v", to)
 	}
 	leasetest.Eventually(t, "the lease is dropped", func() bool { return f.m.Armed() == 0 })
-	if cancelled, reason := f.m.Heartbeat(ref.API()); !cancelled || !strings.Contains(reason, "run timeout") {
+	if cancelled, reason := f.m.Heartbeat(workerRef(ref)); !cancelled || !strings.Contains(reason, "run timeout") {
 		t.Fatalf("heartbeat after the timeout = %v %q; want cancelled, run timeout", cancelled, reason)
 	}
 }
@@ -127,8 +127,8 @@ func TestRunTimeout_TheLeaseTimerEndsTheAttemptWithoutAHeartbeat(t *testing.T) {
 	f.m.Arm(ref.StepId, ref.Attempt)
 	started := f.clock.Now()
 	f.heartbeatUntil(f.m, ref, started.Add(runTimeout-timeout/4))
-	f.m.Heartbeat(ref.API())     // the heartbeat deadline is well after the run deadline
-	f.clock.Advance(timeout / 2) // past the run deadline
+	f.m.Heartbeat(workerRef(ref)) // the heartbeat deadline is well after the run deadline
+	f.clock.Advance(timeout / 2)  // past the run deadline
 	leasetest.Eventually(t, "the attempt times out", func() bool { return f.timedOut(ref) })
 	if e := f.c.Count("ExpireAttempt"); e != 0 {
 		t.Fatalf("%d ExpireAttempt proposals; want none", e)

@@ -13,56 +13,46 @@ import (
 
 // Each stored type and the API's type for it have the same fields under the
 // same numbers, nested parts included, and the conversions carry every one
-// of them both ways.
+// of them, in each direction the code converts them.
 func TestRows_ConvertEveryField(t *testing.T) {
-	for _, c := range []struct {
-		stored, api proto.Message
-		toAPI, back func(proto.Message) proto.Message
-		apiOnly     []protoreflect.Name
-	}{
+	for _, c := range []conversion{
 		{&Event{}, &dexv1.Event{}, func(m proto.Message) proto.Message { return m.(*Event).API() }, nil, nil},
 		{&InboxMessage{}, &dexv1.Message{}, func(m proto.Message) proto.Message { return m.(*InboxMessage).API() }, nil, nil},
 		{&Session{}, &dexv1.Session{}, func(m proto.Message) proto.Message { return m.(*Session).API() }, nil, nil},
 		{&Step{}, &dexv1.Step{}, func(m proto.Message) proto.Message { return m.(*Step).API() }, nil, []protoreflect.Name{"waiting_reason"}},
 		{&HistoryEntry{}, &dexv1.HistoryEntry{}, func(m proto.Message) proto.Message { return m.(*HistoryEntry).API() }, nil, nil},
 	} {
-		t.Run(string(c.stored.ProtoReflect().Descriptor().Name()), func(t *testing.T) {
-			convertsEveryField(t, c.stored, c.api, c.toAPI, c.back, c.apiOnly...)
-		})
+		t.Run(string(c.stored.ProtoReflect().Descriptor().Name()), c.check)
 	}
 }
 
-// The parts of rows and of the log's commands convert both ways.
-func TestParts_ConvertEveryFieldBothWays(t *testing.T) {
-	for _, c := range []struct {
-		stored, api proto.Message
-		toAPI, back func(proto.Message) proto.Message
-	}{
-		{&Turn{}, &dexv1.Turn{}, func(m proto.Message) proto.Message { return m.(*Turn).API() }, func(m proto.Message) proto.Message { return TurnFromAPI(m.(*dexv1.Turn)) }},
-		{&CallState{}, &dexv1.CallState{}, func(m proto.Message) proto.Message { return m.(*CallState).API() }, func(m proto.Message) proto.Message { return CallStateFromAPI(m.(*dexv1.CallState)) }},
-		{&Attempt{}, &dexv1.Attempt{}, func(m proto.Message) proto.Message { return m.(*Attempt).API() }, func(m proto.Message) proto.Message { return AttemptFromAPI(m.(*dexv1.Attempt)) }},
-		{&ToolSpec{}, &dexv1.ToolSpec{}, func(m proto.Message) proto.Message { return m.(*ToolSpec).API() }, func(m proto.Message) proto.Message { return ToolSpecFromAPI(m.(*dexv1.ToolSpec)) }},
-		{&ToolCall{}, &dexv1.ToolCall{}, func(m proto.Message) proto.Message { return m.(*ToolCall).API() }, func(m proto.Message) proto.Message { return ToolCallFromAPI(m.(*dexv1.ToolCall)) }},
-		{&InlineResult{}, &dexv1.InlineResult{}, func(m proto.Message) proto.Message { return m.(*InlineResult).API() }, func(m proto.Message) proto.Message { return InlineResultFromAPI(m.(*dexv1.InlineResult)) }},
-		{&WorkerInfo{}, &dexv1.WorkerInfo{}, func(m proto.Message) proto.Message { return m.(*WorkerInfo).API() }, func(m proto.Message) proto.Message { return WorkerInfoFromAPI(m.(*dexv1.WorkerInfo)) }},
-		{&NodeInfo{}, &dexv1.NodeInfo{}, func(m proto.Message) proto.Message { return m.(*NodeInfo).API() }, func(m proto.Message) proto.Message { return NodeInfoFromAPI(m.(*dexv1.NodeInfo)) }},
-		{&AttemptRef{}, &dexv1.AttemptRef{}, func(m proto.Message) proto.Message { return m.(*AttemptRef).API() }, func(m proto.Message) proto.Message { return AttemptRefFromAPI(m.(*dexv1.AttemptRef)) }},
-		{&AttemptResult{}, &dexv1.AttemptResult{}, func(m proto.Message) proto.Message { return m.(*AttemptResult).API() }, func(m proto.Message) proto.Message { return AttemptResultFromAPI(m.(*dexv1.AttemptResult)) }},
-		{&ModelOutput{}, &dexv1.ModelOutput{}, func(m proto.Message) proto.Message { return m.(*ModelOutput).API() }, func(m proto.Message) proto.Message { return ModelOutputFromAPI(m.(*dexv1.ModelOutput)) }},
-		{&ToolResult{}, &dexv1.ToolResult{}, func(m proto.Message) proto.Message { return m.(*ToolResult).API() }, func(m proto.Message) proto.Message { return ToolResultFromAPI(m.(*dexv1.ToolResult)) }},
-		{&PollResult{}, &dexv1.PollResult{}, func(m proto.Message) proto.Message { return m.(*PollResult).API() }, func(m proto.Message) proto.Message { return PollResultFromAPI(m.(*dexv1.PollResult)) }},
-		{&AttemptFailure{}, &dexv1.AttemptFailure{}, func(m proto.Message) proto.Message { return m.(*AttemptFailure).API() }, func(m proto.Message) proto.Message { return AttemptFailureFromAPI(m.(*dexv1.AttemptFailure)) }},
+// The parts of rows convert to the API's; a Worker's report, a registered
+// tool and a node's addresses convert from it, where they are proposed.
+func TestParts_ConvertEveryField(t *testing.T) {
+	for _, c := range []conversion{
+		{stored: &Turn{}, api: &dexv1.Turn{}, toAPI: func(m proto.Message) proto.Message { return m.(*Turn).API() }},
+		{stored: &CallState{}, api: &dexv1.CallState{}, toAPI: func(m proto.Message) proto.Message { return m.(*CallState).API() }},
+		{stored: &Attempt{}, api: &dexv1.Attempt{}, toAPI: func(m proto.Message) proto.Message { return m.(*Attempt).API() }},
+		{stored: &WorkerInfo{}, api: &dexv1.WorkerInfo{}, toAPI: func(m proto.Message) proto.Message { return m.(*WorkerInfo).API() }},
+		{&ToolSpec{}, &dexv1.ToolSpec{}, func(m proto.Message) proto.Message { return m.(*ToolSpec).API() }, func(m proto.Message) proto.Message { return ToolSpecFromAPI(m.(*dexv1.ToolSpec)) }, nil},
+		{&ToolCall{}, &dexv1.ToolCall{}, func(m proto.Message) proto.Message { return m.(*ToolCall).API() }, func(m proto.Message) proto.Message { return ToolCallFromAPI(m.(*dexv1.ToolCall)) }, nil},
+		{&InlineResult{}, &dexv1.InlineResult{}, func(m proto.Message) proto.Message { return m.(*InlineResult).API() }, func(m proto.Message) proto.Message { return InlineResultFromAPI(m.(*dexv1.InlineResult)) }, nil},
+		{&NodeInfo{}, &dexv1.NodeInfo{}, func(m proto.Message) proto.Message { return m.(*NodeInfo).API() }, func(m proto.Message) proto.Message { return NodeInfoFromAPI(m.(*dexv1.NodeInfo)) }, nil},
+		{stored: &AttemptRef{}, api: &dexv1.AttemptRef{}, fromAPI: func(m proto.Message) proto.Message { return AttemptRefFromAPI(m.(*dexv1.AttemptRef)) }},
+		{stored: &AttemptResult{}, api: &dexv1.AttemptResult{}, fromAPI: func(m proto.Message) proto.Message { return AttemptResultFromAPI(m.(*dexv1.AttemptResult)) }},
+		{stored: &ModelOutput{}, api: &dexv1.ModelOutput{}, fromAPI: func(m proto.Message) proto.Message { return ModelOutputFromAPI(m.(*dexv1.ModelOutput)) }},
+		{stored: &ToolResult{}, api: &dexv1.ToolResult{}, fromAPI: func(m proto.Message) proto.Message { return ToolResultFromAPI(m.(*dexv1.ToolResult)) }},
+		{stored: &PollResult{}, api: &dexv1.PollResult{}, fromAPI: func(m proto.Message) proto.Message { return PollResultFromAPI(m.(*dexv1.PollResult)) }},
+		{stored: &AttemptFailure{}, api: &dexv1.AttemptFailure{}, fromAPI: func(m proto.Message) proto.Message { return AttemptFailureFromAPI(m.(*dexv1.AttemptFailure)) }},
 	} {
-		t.Run(string(c.stored.ProtoReflect().Descriptor().Name()), func(t *testing.T) {
-			convertsEveryField(t, c.stored, c.api, c.toAPI, c.back)
-		})
+		t.Run(string(c.stored.ProtoReflect().Descriptor().Name()), c.check)
 	}
 }
 
 func TestNilRowsConvertToNil(t *testing.T) {
 	if (*Session)(nil).API() != nil || (*Step)(nil).API() != nil || (*Event)(nil).API() != nil ||
 		(*InboxMessage)(nil).API() != nil || (*HistoryEntry)(nil).API() != nil ||
-		(*Attempt)(nil).API() != nil || AttemptResultFromAPI(nil) != nil || (*AttemptResult)(nil).API() != nil ||
+		(*Attempt)(nil).API() != nil || AttemptResultFromAPI(nil) != nil || ModelOutputFromAPI(nil) != nil ||
 		ToolSpecFromAPI(nil) != nil || (*Turn)(nil).API() != nil {
 		t.Fatal("a nil row converted to a message")
 	}
@@ -118,33 +108,45 @@ func TestAclToken_ConvertsEveryFieldButTheHash(t *testing.T) {
 	}
 }
 
-// convertsEveryField checks that stored and api have the same shape, then,
-// once for each member of the widest oneof, fills every field of stored (an
-// empty message), nested parts included, with a value of its own, and wants
-// its conversion to the API type (and back, when back is given) to encode
-// to the same bytes. apiOnly names the API's fields that are filled on reads
-// and never stored.
-func convertsEveryField(t *testing.T, stored, api proto.Message, toAPI, back func(proto.Message) proto.Message, apiOnly ...protoreflect.Name) {
+// conversion is a stored type, the API's type for it, and the conversions
+// the code has between them (one may be nil). apiOnly names the API's fields
+// that are filled on reads and never stored.
+type conversion struct {
+	stored, api    proto.Message
+	toAPI, fromAPI func(proto.Message) proto.Message
+	apiOnly        []protoreflect.Name
+}
+
+// check wants stored and api to have the same shape, then, once for each
+// member of the widest oneof, fills every field of the converted message,
+// nested parts included, with a value of its own, and wants its conversion
+// to encode to the same bytes.
+func (c conversion) check(t *testing.T) {
+	sameShape(t, c.stored.ProtoReflect().Descriptor(), c.api.ProtoReflect().Descriptor(), c.apiOnly)
+	for choice := range widestOneof(c.stored.ProtoReflect().Descriptor(), 0) {
+		if c.toAPI != nil {
+			convertsFilled(t, c.stored, c.toAPI, choice)
+		}
+		if c.fromAPI != nil {
+			convertsFilled(t, c.api, c.fromAPI, choice)
+		}
+	}
+}
+
+// convertsFilled fills a new message of from's type and wants convert to
+// keep every field of it.
+func convertsFilled(t *testing.T, from proto.Message, convert func(proto.Message) proto.Message, choice int) {
 	t.Helper()
-	sameShape(t, stored.ProtoReflect().Descriptor(), api.ProtoReflect().Descriptor(), apiOnly)
+	m := from.ProtoReflect().New()
+	fill(t, m, choice, 0)
 	det := proto.MarshalOptions{Deterministic: true}
-	for choice := range widestOneof(stored.ProtoReflect().Descriptor(), 0) {
-		m := stored.ProtoReflect().New()
-		fill(t, m, choice, 0)
-		want, err := det.Marshal(m.Interface())
-		if err != nil {
-			t.Fatal(err)
-		}
-		converted := toAPI(m.Interface())
-		if got, _ := det.Marshal(converted); !bytes.Equal(got, want) {
-			t.Fatalf("the conversion to %s dropped or changed a field:\n got %v\nwant %v", api.ProtoReflect().Descriptor().FullName(), converted, m.Interface())
-		}
-		if back == nil {
-			continue
-		}
-		if got, _ := det.Marshal(back(converted)); !bytes.Equal(got, want) {
-			t.Fatalf("the conversion from %s dropped or changed a field:\n got %v\nwant %v", api.ProtoReflect().Descriptor().FullName(), back(converted), m.Interface())
-		}
+	want, err := det.Marshal(m.Interface())
+	if err != nil {
+		t.Fatal(err)
+	}
+	converted := convert(m.Interface())
+	if got, _ := det.Marshal(converted); !bytes.Equal(got, want) {
+		t.Fatalf("the conversion of %s dropped or changed a field:\n got %v\nwant %v", from.ProtoReflect().Descriptor().FullName(), converted, m.Interface())
 	}
 }
 

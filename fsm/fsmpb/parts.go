@@ -4,10 +4,11 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// The parts of the stored rows and of the log's commands, converted to and
-// from the dex.v1 messages of the same name (same fields, same numbers):
-// to the API where it shows them or hands them to a Worker, from it where a
-// request is proposed. A nil part converts to nil.
+// The parts of the stored rows and of the log's commands, converted to or
+// from the dex.v1 messages of the same name (same fields, same numbers), the
+// way each flows: a row's parts to the API, where it shows them or hands
+// them to a Worker; a Worker's report, a registered tool and a node's
+// addresses from it, where they are proposed. A nil part converts to nil.
 
 // convertAll converts each element of a list; an empty list stays nil.
 func convertAll[F, T any](in []F, convert func(F) T) []T {
@@ -23,27 +24,6 @@ func convertAll[F, T any](in []F, convert func(F) T) []T {
 
 // ToolSpecsFromAPI is a Worker's registered tools as the state stores them.
 func ToolSpecsFromAPI(ts []*dexv1.ToolSpec) []*ToolSpec { return convertAll(ts, ToolSpecFromAPI) }
-
-// API is how an attempt ended, as the Worker protocol says it.
-func (x *AttemptResult) API() *dexv1.AttemptResult {
-	if x == nil {
-		return nil
-	}
-	out := &dexv1.AttemptResult{}
-	switch o := x.Outcome.(type) {
-	case *AttemptResult_ModelOutput:
-		out.Outcome = &dexv1.AttemptResult_ModelOutput{ModelOutput: o.ModelOutput.API()}
-	case *AttemptResult_ToolResult:
-		out.Outcome = &dexv1.AttemptResult_ToolResult{ToolResult: o.ToolResult.API()}
-	case *AttemptResult_PollResult:
-		out.Outcome = &dexv1.AttemptResult_PollResult{PollResult: o.PollResult.API()}
-	case *AttemptResult_Summary:
-		out.Outcome = &dexv1.AttemptResult_Summary{Summary: o.Summary}
-	case *AttemptResult_Failure:
-		out.Outcome = &dexv1.AttemptResult_Failure{Failure: o.Failure.API()}
-	}
-	return out
-}
 
 // AttemptResultFromAPI is a Worker's report of how its attempt ended, as
 // the log carries it.
@@ -84,23 +64,6 @@ func (x *Turn) API() *dexv1.Turn {
 	}
 }
 
-// TurnFromAPI is a session's turn as the state stores it.
-func TurnFromAPI(x *dexv1.Turn) *Turn {
-	if x == nil {
-		return nil
-	}
-	return &Turn{
-		Number:         x.Number,
-		Input:          TurnInput(x.Input),
-		MessageIds:     x.MessageIds,
-		Calls:          convertAll(x.Calls, CallStateFromAPI),
-		StepId:         x.StepId,
-		RanCalls:       x.RanCalls,
-		NotedRanCalls:  x.NotedRanCalls,
-		ResultsFromSeq: x.ResultsFromSeq,
-	}
-}
-
 // API is a turn's tool call as the API shows it.
 func (x *CallState) API() *dexv1.CallState {
 	if x == nil {
@@ -115,27 +78,6 @@ func (x *CallState) API() *dexv1.CallState {
 		StepId:         x.StepId,
 		TaskId:         x.TaskId,
 		Outcome:        dexv1.Outcome(x.Outcome),
-		Content:        x.Content,
-		IdempotencyKey: x.IdempotencyKey,
-		Ran:            x.Ran,
-		Builtin:        x.Builtin,
-	}
-}
-
-// CallStateFromAPI is a turn's tool call as the state stores it.
-func CallStateFromAPI(x *dexv1.CallState) *CallState {
-	if x == nil {
-		return nil
-	}
-	return &CallState{
-		CallId:         x.CallId,
-		Tool:           x.Tool,
-		Arguments:      x.Arguments,
-		Policy:         ToolSpecFromAPI(x.Policy),
-		Phase:          CallPhase(x.Phase),
-		StepId:         x.StepId,
-		TaskId:         x.TaskId,
-		Outcome:        Outcome(x.Outcome),
 		Content:        x.Content,
 		IdempotencyKey: x.IdempotencyKey,
 		Ran:            x.Ran,
@@ -159,29 +101,6 @@ func (x *Attempt) API() *dexv1.Attempt {
 		ClaimedAtMs: x.ClaimedAtMs,
 		EndedAtMs:   x.EndedAtMs,
 		ErrorType:   dexv1.ErrorType(x.ErrorType),
-		Error:       x.Error,
-		LastSeq:     x.LastSeq,
-		LastCall:    x.LastCall,
-		DeadlineMs:  x.DeadlineMs,
-	}
-}
-
-// AttemptFromAPI is a Step's attempt as the state stores it.
-func AttemptFromAPI(x *dexv1.Attempt) *Attempt {
-	if x == nil {
-		return nil
-	}
-	return &Attempt{
-		N:           x.N,
-		WorkerId:    x.WorkerId,
-		Epoch:       x.Epoch,
-		Token:       x.Token,
-		Status:      AttemptStatus(x.Status),
-		Progress:    AttemptProgress(x.Progress),
-		StartedAtMs: x.StartedAtMs,
-		ClaimedAtMs: x.ClaimedAtMs,
-		EndedAtMs:   x.EndedAtMs,
-		ErrorType:   ErrorType(x.ErrorType),
 		Error:       x.Error,
 		LastSeq:     x.LastSeq,
 		LastCall:    x.LastCall,
@@ -294,21 +213,6 @@ func (x *WorkerInfo) API() *dexv1.WorkerInfo {
 	}
 }
 
-// WorkerInfoFromAPI is a registered Worker as the state stores it.
-func WorkerInfoFromAPI(x *dexv1.WorkerInfo) *WorkerInfo {
-	if x == nil {
-		return nil
-	}
-	return &WorkerInfo{
-		Id:                x.Id,
-		Tools:             convertAll(x.Tools, ToolSpecFromAPI),
-		RegisteredAtMs:    x.RegisteredAtMs,
-		RunsModel:         x.RunsModel,
-		ModelRunTimeoutMs: x.ModelRunTimeoutMs,
-		Agents:            x.Agents,
-	}
-}
-
 // API is a node as the API shows it.
 func (x *NodeInfo) API() *dexv1.NodeInfo {
 	if x == nil {
@@ -335,19 +239,6 @@ func NodeInfoFromAPI(x *dexv1.NodeInfo) *NodeInfo {
 	}
 }
 
-// API is an attempt reference as the API shows it.
-func (x *AttemptRef) API() *dexv1.AttemptRef {
-	if x == nil {
-		return nil
-	}
-	return &dexv1.AttemptRef{
-		StepId:  x.StepId,
-		Attempt: x.Attempt,
-		Token:   x.Token,
-		Seq:     x.Seq,
-	}
-}
-
 // AttemptRefFromAPI is an attempt reference as the state stores it.
 func AttemptRefFromAPI(x *dexv1.AttemptRef) *AttemptRef {
 	if x == nil {
@@ -358,18 +249,6 @@ func AttemptRefFromAPI(x *dexv1.AttemptRef) *AttemptRef {
 		Attempt: x.Attempt,
 		Token:   x.Token,
 		Seq:     x.Seq,
-	}
-}
-
-// API is a model output as the API shows it.
-func (x *ModelOutput) API() *dexv1.ModelOutput {
-	if x == nil {
-		return nil
-	}
-	return &dexv1.ModelOutput{
-		Text:          x.Text,
-		ToolCalls:     convertAll(x.ToolCalls, (*ToolCall).API),
-		InlineResults: convertAll(x.InlineResults, (*InlineResult).API),
 	}
 }
 
@@ -385,18 +264,6 @@ func ModelOutputFromAPI(x *dexv1.ModelOutput) *ModelOutput {
 	}
 }
 
-// API is a tool result as the API shows it.
-func (x *ToolResult) API() *dexv1.ToolResult {
-	if x == nil {
-		return nil
-	}
-	return &dexv1.ToolResult{
-		Content: x.Content,
-		IsError: x.IsError,
-		TaskId:  x.TaskId,
-	}
-}
-
 // ToolResultFromAPI is a tool result as the state stores it.
 func ToolResultFromAPI(x *dexv1.ToolResult) *ToolResult {
 	if x == nil {
@@ -409,17 +276,6 @@ func ToolResultFromAPI(x *dexv1.ToolResult) *ToolResult {
 	}
 }
 
-// API is a poll result as the API shows it.
-func (x *PollResult) API() *dexv1.PollResult {
-	if x == nil {
-		return nil
-	}
-	return &dexv1.PollResult{
-		Done:   x.Done,
-		Result: x.Result.API(),
-	}
-}
-
 // PollResultFromAPI is a poll result as the state stores it.
 func PollResultFromAPI(x *dexv1.PollResult) *PollResult {
 	if x == nil {
@@ -428,17 +284,6 @@ func PollResultFromAPI(x *dexv1.PollResult) *PollResult {
 	return &PollResult{
 		Done:   x.Done,
 		Result: ToolResultFromAPI(x.Result),
-	}
-}
-
-// API is an attempt failure as the API shows it.
-func (x *AttemptFailure) API() *dexv1.AttemptFailure {
-	if x == nil {
-		return nil
-	}
-	return &dexv1.AttemptFailure{
-		ErrorType: dexv1.ErrorType(x.ErrorType),
-		Error:     x.Error,
 	}
 }
 
