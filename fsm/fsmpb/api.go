@@ -67,20 +67,12 @@ func (h *HistoryEntry) API() *dexv1.HistoryEntry {
 
 // HistoryAPI converts a page of history entries.
 func HistoryAPI(hs []*HistoryEntry) []*dexv1.HistoryEntry {
-	out := make([]*dexv1.HistoryEntry, len(hs))
-	for i, h := range hs {
-		out[i] = h.API()
-	}
-	return out
+	return convertAll(hs, (*HistoryEntry).API)
 }
 
 // InboxAPI converts a page of inbox messages.
 func InboxAPI(ms []*InboxMessage) []*dexv1.Message {
-	out := make([]*dexv1.Message, len(ms))
-	for i, m := range ms {
-		out[i] = m.API()
-	}
-	return out
+	return convertAll(ms, (*InboxMessage).API)
 }
 
 // API is the Step as the API shows it (without a waiting reason, which the
