@@ -203,9 +203,12 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}()
 	// Before the snapshot store (which creates a missing snapshots dir).
-	logs, _, err := openCheckedLog(n.store, w, walDir(raftDir), raftDir, false)
+	logs, _, note, err := openCheckedLog(n.store, w, walDir(raftDir), raftDir, false)
 	if err != nil {
 		return nil, err
+	}
+	if note != "" {
+		n.log.Warn(note)
 	}
 	logs.OnDamage = n.onDamage
 	n.logs = logs
