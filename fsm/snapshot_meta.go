@@ -1,11 +1,8 @@
 package fsm
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-
-	"google.golang.org/protobuf/encoding/protodelim"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -15,17 +12,16 @@ import (
 // cluster the state belongs to, its dispatch epoch and applied index. A
 // backup's own cluster id is this one, whatever its file header says.
 func SnapshotMeta(r io.Reader) (*fsmpb.ClusterMeta, error) {
-	br := bufio.NewReader(r)
-	head := make([]byte, len(snapshotMagic)+1)
-	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, ErrBadSnapshot
+	sr, err := newSnapshotReader(r)
+	if err != nil {
+		return nil, err
 	}
-	if v := head[len(snapshotMagic)]; v < snapshotVersionV1 || v > snapshotVersion {
-		return nil, fmt.Errorf("%w: format version %d, this build reads %d to %d", ErrBadSnapshot, v, snapshotVersionV1, snapshotVersion)
-	}
-	rec := &fsmpb.SnapshotRecord{}
-	if err := protodelim.UnmarshalFrom(br, rec); err != nil {
+	rec, err := sr.next()
+	if err == io.EOF {
 		return nil, fmt.Errorf("%w: record 0: %v", ErrBadSnapshot, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	m, ok := rec.Record.(*fsmpb.SnapshotRecord_Meta)
 	if !ok {
