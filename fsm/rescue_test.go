@@ -408,8 +408,9 @@ func TestRescue_CancelEndsThePauseAndKeepsTheHistoryAsItWas(t *testing.T) {
 	if c.Turn != nil || c.RejectedTurns != 0 || c.PauseReason != fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED || c.PauseMessage != "" {
 		t.Fatalf("after the cancel: turn %v, count %d, pause %s %q", c.Turn, c.RejectedTurns, c.PauseReason, c.PauseMessage)
 	}
-	if c.TurnsFailed != before.TurnsFailed || c.InboxCount != 1 {
-		t.Fatalf("turns failed %d → %d, inbox %d; want unchanged and the waiting message kept", before.TurnsFailed, c.TurnsFailed, c.InboxCount)
+	if c.TurnsFailed != before.TurnsFailed || c.LastError != before.LastError || c.InboxCount != 1 {
+		t.Fatalf("turns failed %d → %d, last error %q → %q, inbox %d; want unchanged and the waiting message kept",
+			before.TurnsFailed, c.TurnsFailed, before.LastError, c.LastError, c.InboxCount)
 	}
 	if len(c.History) != len(before.History)+1 {
 		t.Fatalf("history %d → %d entries; want the same plus the cancel note", len(before.History), len(c.History))
