@@ -164,9 +164,11 @@ var Rows = []Row{
 		}},
 	// The approval of a turn that also waits for an answer is committed;
 	// the failpoint holds the node before it answers the caller, and the
-	// fault strikes then.
+	// fault strikes then. The command that resolves a wait moves the turn
+	// on in the same entry, so there is no move left to run again. The
+	// timer case: TestFailpoints_ACrashRightAfterATimerFiredRepeatsNothing.
 	{Step: "any wait", Moment: "after the wait ended, while the state machine moves the turn on",
-		Expected: "the move runs again; the resolved approval, answer or timer stays recorded once", Failpoint: "dexAfterWaitResolved",
+		Expected: "the move happens once, in the same committed command as the resolution; the resolved approval, answer or timer stays recorded once", Failpoint: "dexAfterWaitResolved",
 		scenario: scenario{message: "waits",
 			at:    []moment{reached("the approval and the question waiting", waitingFor(kindApproval, kindQuestion)).beforeStrike(approveIntoFailpoint)},
 			after: []hook{approvalRetried, answer("eu-west")},
