@@ -103,7 +103,7 @@ func NewCheckedLogStore(logs raft.LogStore, stable ChecksumStore, path string, r
 	c.from = last + 1
 	if !readOnly {
 		if err := stable.SetUint64(checksumsFromKey, c.from); err != nil {
-			return nil, fmt.Errorf("record the first checksummed log index in %s: %v", path, err)
+			return nil, fmt.Errorf("record the first checksummed log index in %s: %w", path, err)
 		}
 	}
 	return c, nil

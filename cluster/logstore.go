@@ -41,7 +41,7 @@ func openWAL(dir, dataDir string, hl hclog.Logger) (w *walStore, err error) {
 		}
 	}()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %v", dir, err)
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	metaPath := filepath.Join(dir, walMetaFile)
 	if _, err := os.Stat(metaPath); err == nil {
@@ -53,9 +53,12 @@ func openWAL(dir, dataDir string, hl hclog.Logger) (w *walStore, err error) {
 		}
 	}
 	meta := &metadb.BoltMetaDB{}
-	inner, err := wal.Open(dir, wal.WithLogger(hl), wal.WithMetaStore(meta))
+	inner, err := wal.Open(dir, wal.WithLogger(hl), wal.WithMetaStore(meta), wal.WithSegmentSize(walSegmentSize))
 	if err != nil {
 		meta.Close()
+		if IsDiskFull(err) {
+			return nil, fmt.Errorf("open %s: %w", dir, err)
+		}
 		return nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: %v", err)}
 	}
 	return &walStore{WAL: inner, meta: meta}, nil
@@ -105,7 +108,7 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 		hl.Info("moving the raft log from raft.db into the WAL", "first", first, "last", last)
 		tmp := dir + ".tmp"
 		if err := os.RemoveAll(tmp); err != nil {
-			return fmt.Errorf("remove %s: %v", tmp, err)
+			return fmt.Errorf("remove %s: %w", tmp, err)
 		}
 		w, err := openWAL(tmp, dataDir, hl)
 		if err != nil {
@@ -116,10 +119,10 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("copy the raft log from raft.db into %s: %v", tmp, err)
+			return fmt.Errorf("copy the raft log from raft.db into %s: %w", tmp, err)
 		}
 		if err := os.Rename(tmp, dir); err != nil {
-			return fmt.Errorf("move %s into place: %v", tmp, err)
+			return fmt.Errorf("move %s into place: %w", tmp, err)
 		}
 		if err := syncDir(raftDir); err != nil {
 			return err
@@ -127,7 +130,7 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 	}
 	// The WAL is whole: the entries in raft.db are a stale copy.
 	if err := store.DeleteRange(first, last); err != nil {
-		return fmt.Errorf("drop the moved log from raft.db: %v", err)
+		return fmt.Errorf("drop the moved log from raft.db: %w", err)
 	}
 	hl.Info("the raft log is in the WAL now", "first", first, "last", last)
 	return nil
@@ -140,7 +143,7 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %v", dir, err)
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

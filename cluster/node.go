@@ -131,6 +131,8 @@ func Open(cfg Config) (n *Node, err error) {
 		if r := recover(); r != nil {
 			n, err = nil, fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
 		}
+		// A full disk is named as such wherever the start met it.
+		err = diskFull(cfg.DataDir, err)
 	}()
 	cfg.withDefaults()
 	if cfg.ID == "" {
@@ -170,13 +172,13 @@ func Open(cfg Config) (n *Node, err error) {
 			}
 		}
 		if err := writeIdentity(cfg.DataDir, ident); err != nil {
-			return nil, fmt.Errorf("write %s: %v", filepath.Join(cfg.DataDir, identityFile), err)
+			return nil, fmt.Errorf("write %s: %w", filepath.Join(cfg.DataDir, identityFile), err)
 		}
 	}
 
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(raftDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %v", raftDir, err)
+		return nil, fmt.Errorf("create %s: %w", raftDir, err)
 	}
 	n.store, err = openStore(filepath.Join(raftDir, "raft.db"), cfg.DataDir)
 	if err != nil {
@@ -211,7 +213,7 @@ func Open(cfg Config) (n *Node, err error) {
 	n.logs = logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
 	if err != nil {
-		return nil, fmt.Errorf("open snapshot store in %s: %v", raftDir, err)
+		return nil, fmt.Errorf("open snapshot store in %s: %w", raftDir, err)
 	}
 	hasState, err := raft.HasExistingState(logs, n.store, snaps)
 	if err != nil {
@@ -293,7 +295,7 @@ func Open(cfg Config) (n *Node, err error) {
 	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, n.store, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)
+		return nil, fmt.Errorf("start raft on %s: %w", raftDir, err)
 	}
 	n.trans.setRaft(n.raft)
 	n.ident.setWelcome(n.neverHeldData)
@@ -301,7 +303,7 @@ func Open(cfg Config) (n *Node, err error) {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
 			n.trans.Close()
-			return nil, fmt.Errorf("bootstrap: %v", err)
+			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped the cluster configuration", zap.Int("voters", len(bootstrap.Servers)))
 	}
@@ -342,6 +344,8 @@ func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
 		return s, nil
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
+	case IsDiskFull(err):
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	default:
 		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
 	}
