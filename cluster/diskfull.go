@@ -15,6 +15,10 @@ import (
 // log (its default): the most Dex asks of the disk at once.
 const walSegmentSize = 64 << 20
 
+// storesHeadroom is room for raft.db and wal-meta.db beside a new node's
+// first segment.
+const storesHeadroom = 1 << 20
+
 // DiskFullError is a write to the data dir that its filesystem refused for
 // lack of space or quota. The data dir is not damaged.
 type DiskFullError struct {
@@ -56,6 +60,19 @@ func diskFull(dataDir string, err error) error {
 		e.Space = d.String()
 	}
 	return e
+}
+
+// checkFreshSpace refuses to start a new node on a filesystem without room
+// for the raft log's first segment: raft-wal preallocates it whole, so the
+// node could not even start, and would leave a half-made data dir behind.
+func checkFreshSpace(dataDir string) error {
+	d, ok := statDisk(dataDir)
+	need := uint64(walSegmentSize + storesHeadroom)
+	if !ok || d.free >= need {
+		return nil // unknown: the writes themselves will tell
+	}
+	return fmt.Errorf("data dir %s (%s) has too little space for a new node: it needs %s free, %s for the first segment of the raft log (raft/wal) and %s for raft.db; free space or give the data dir a larger disk",
+		dataDir, d, mib(need), mib(walSegmentSize), mib(storesHeadroom))
 }
 
 // diskSpace is a filesystem as statDisk found it.

@@ -145,6 +145,11 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if fresh {
+		if err := checkFreshSpace(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	n = &Node{
 		cfg:        cfg,
 		log:        cfg.Logger,
