@@ -101,6 +101,8 @@ type Node struct {
 	handoverCh chan chan struct{}
 	restoreCh  chan *restoreReq
 	needsJoin  atomic.Bool
+	running    atomic.Bool // Open returned it: a full disk now stops it (writeFailed)
+	fullOnce   sync.Once
 	shutdownCh chan struct{}
 	wg         sync.WaitGroup
 	shutOnce   sync.Once
@@ -199,7 +201,8 @@ func Open(cfg Config) (n *Node, err error) {
 	if err := migrateBoltLog(n.store, raftDir, cfg.DataDir, hl.Named("wal")); err != nil {
 		return nil, err
 	}
-	w, err := openWAL(walDir(raftDir), cfg.DataDir, hl.Named("wal"))
+	node := n // n is nil once an error is returned
+	w, err := openWAL(walDir(raftDir), cfg.DataDir, hl.Named("wal"), func(err error) { node.writeFailed(err) })
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +218,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	logs.OnDamage = n.onDamage
+	logs.OnWriteError = n.writeFailed
 	n.logs = logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
 	if err != nil {
@@ -297,7 +301,8 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("raft log cache: %v", err)
 	}
-	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, n.store, snaps, n.trans)
+	stable := stableStore{StableStore: n.store, written: n.writeFailed}
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, stable, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
 		return nil, fmt.Errorf("start raft on %s: %w", raftDir, err)
@@ -314,6 +319,7 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	closeStore = false
 	n.lastAdvance = time.Now()
+	n.running.Store(true)
 
 	n.wg.Add(5)
 	go n.storedMarkLoop()
@@ -725,6 +731,7 @@ func (n *Node) Shutdown() error {
 		if terr := n.trans.Close(); terr != nil && err == nil {
 			err = terr
 		}
+		n.running.Store(false) // stopping anyway: a full disk is only logged now
 		if merr := n.logs.RecordStoredUpTo(); merr != nil {
 			n.log.Warn("record the stored-up-to mark", zap.Error(merr))
 		}

@@ -171,7 +171,7 @@ func openWALCopy(raftDir, dataDir string) (w *walStore, done func(), err error) 
 		remove()
 		return nil, nil, fmt.Errorf("copy %s: %v", walDir(raftDir), err)
 	}
-	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger())
+	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger(), nil)
 	if err != nil {
 		remove()
 		var d *DamageError
