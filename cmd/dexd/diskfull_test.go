@@ -180,7 +180,12 @@ func runningNodeOnAFullDisk(t *testing.T, leave int64, fails string) {
 	notDamageAdvice(t, "dexd", stderr)
 	t.Logf("stopped after %d messages of %d MiB: %s", written, len(text)>>20, line)
 
-	if code, out := verifyDataDir(t, dir); code != 0 || !strings.Contains(out, "is intact") {
+	if code, out := verifyDataDir(t, dir, disk); code != 1 || !strings.Contains(out, "UNCHECKED ") || !strings.Contains(out, "no space left on device") {
+		t.Fatalf("dexd verify copying the WAL to the full disk: exit %d\n%s", code, out)
+	} else {
+		notDamageAdvice(t, "dexd verify", out)
+	}
+	if code, out := verifyDataDir(t, dir, ""); code != 0 || !strings.Contains(out, "is intact") {
 		t.Fatalf("dexd verify of the stopped node: exit %d\n%s", code, out)
 	}
 	if leave > 0 {
@@ -213,15 +218,20 @@ func runningNodeOnAFullDisk(t *testing.T, leave int64, fails string) {
 	}
 	stopDexd(t, p)
 
-	if code, out := verifyDataDir(t, dir); code != 0 || !strings.Contains(out, "is intact") {
+	if code, out := verifyDataDir(t, dir, ""); code != 0 || !strings.Contains(out, "is intact") {
 		t.Fatalf("dexd verify after the restart (commit index %d): exit %d\n%s", s.CommitIndex, code, out)
 	}
 }
 
-// verifyDataDir runs dexd verify on dir and returns its exit code and output.
-func verifyDataDir(t *testing.T, dir string) (int, string) {
+// verifyDataDir runs dexd verify on dir, with its temporary files in tmp
+// when given, and returns its exit code and output.
+func verifyDataDir(t *testing.T, dir, tmp string) (int, string) {
 	t.Helper()
-	out, err := exec.Command(dexdBin, "verify", "--data-dir", dir).CombinedOutput()
+	cmd := exec.Command(dexdBin, "verify", "--data-dir", dir)
+	if tmp != "" {
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	}
+	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatal(err)
