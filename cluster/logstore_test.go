@@ -37,7 +37,7 @@ func (n *walNode) open() (logs *CheckedLogStore, close func(), err error) {
 		store.Close()
 		return nil, nil, err
 	}
-	w, err := openWAL(walDir(n.raftDir), n.raftDir, hclog.NewNullLogger())
+	w, err := openWAL(walDir(n.raftDir), n.raftDir, hclog.NewNullLogger(), nil)
 	if err != nil {
 		store.Close()
 		return nil, nil, err

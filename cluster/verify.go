@@ -179,9 +179,9 @@ func openWALCopy(raftDir, dataDir string) (w *walStore, done func(), err error) 
 	remove := func() { os.RemoveAll(tmp) }
 	if err := os.CopyFS(tmp, os.DirFS(walDir(raftDir))); err != nil {
 		remove()
-		return nil, nil, fmt.Errorf("copy %s: %v", walDir(raftDir), err)
+		return nil, nil, fmt.Errorf("copy %s to %s to check it: %w", walDir(raftDir), tmp, err)
 	}
-	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger())
+	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger(), nil)
 	if err != nil {
 		remove()
 		var d *DamageError

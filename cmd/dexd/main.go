@@ -277,6 +277,12 @@ func serve(o *options, log *zap.Logger) error {
 			log.Sync()
 			os.Exit(1)
 		},
+		OnDiskFull: func(err error) {
+			// The raft log or raft.db cannot be written: stop, naming the disk.
+			log.Sync()
+			fmt.Fprintf(os.Stderr, "dexd: stopping: %s\n", oneLine(err.Error()))
+			os.Exit(1)
+		},
 		OnDamage: func(err error) {
 			// A log entry failed its checksum: serve and vote on nothing more.
 			log.Sync()
