@@ -53,9 +53,9 @@ func unreachable(err error) bool {
 }
 
 func (g *globals) onLeaderOnce(ctx context.Context, f func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error) error {
-	addrs := g.list()
-	if len(addrs) == 0 {
-		return usagef("--addr is empty")
+	addrs, err := g.list()
+	if err != nil {
+		return err
 	}
 	var errs []string
 	reached := false
