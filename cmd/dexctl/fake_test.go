@@ -54,6 +54,15 @@ type fakeAdmin struct {
 	dexv1.UnimplementedAdminServiceServer
 	status  *dexv1.StatusResponse
 	removed []string
+	// notLeader, when set, is the Unavailable answer to leader-only calls.
+	notLeader string
+}
+
+func (f *fakeAdmin) TransferLeadership(context.Context, *dexv1.TransferLeadershipRequest) (*dexv1.TransferLeadershipResponse, error) {
+	if f.notLeader != "" {
+		return nil, status.Error(codes.Unavailable, f.notLeader)
+	}
+	return &dexv1.TransferLeadershipResponse{}, nil
 }
 
 func (f *fakeAdmin) Status(context.Context, *dexv1.StatusRequest) (*dexv1.StatusResponse, error) {

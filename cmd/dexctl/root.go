@@ -93,13 +93,9 @@ func (g *globals) anyNode(ctx context.Context, f func(ctx context.Context, c dex
 // leader calls f on the leader: it tries each address and follows a
 // follower's pointer to the leader.
 func (g *globals) leader(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
-	err := g.onLeaderOnce(ctx, func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error {
+	return g.onLeaderOnce(ctx, func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error {
 		return f(ctx, trailerClient{dexv1.NewAdminServiceClient(conn), trailer})
 	})
-	if errors.Is(err, errNoneServing) {
-		return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-	}
-	return err
 }
 
 func retryable(err error) bool {

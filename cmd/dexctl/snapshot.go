@@ -76,9 +76,6 @@ func snapshotSaveCmd(slow func() *globals) *cobra.Command {
 				saved = v
 				return err
 			})
-			if errors.Is(err, errNoneServing) {
-				return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-			}
 			if err != nil {
 				return err
 			}
@@ -188,9 +185,6 @@ func snapshotRestoreCmd(slow func() *globals) *cobra.Command {
 				resp = r
 				return err
 			})
-			if errors.Is(err, errNoneServing) {
-				return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-			}
 			if err != nil {
 				return err
 			}
