@@ -76,14 +76,11 @@ func snapshotSaveCmd(slow func() *globals) *cobra.Command {
 				saved = v
 				return err
 			})
-			if errors.Is(err, errNoneServing) {
-				return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "saved %s: index %d, term %d, cluster %s, %d bytes of state, sha256 %s\n",
-				path, saved.Index, saved.Term, saved.ClusterID, saved.Size, saved.Checksum)
+			fmt.Fprintf(cmd.OutOrStdout(), "saved %s: index %d, term %d, cluster %s, %s of state, sha256 %s\n",
+				path, saved.Index, saved.Term, saved.ClusterID, plural(saved.Size, "byte", "bytes"), saved.Checksum)
 			return nil
 		},
 	}
@@ -128,7 +125,7 @@ func printSummary(w io.Writer, s *backup.Summary) {
 	fmt.Fprintf(tw, "index\t%d\n", s.Index)
 	fmt.Fprintf(tw, "term\t%d\n", s.Term)
 	fmt.Fprintf(tw, "taken at\t%s\n", taken)
-	fmt.Fprintf(tw, "size\t%d bytes\n", s.Size)
+	fmt.Fprintf(tw, "size\t%s\n", plural(s.Size, "byte", "bytes"))
 	fmt.Fprintf(tw, "sha256\t%s (verified)\n", s.Checksum)
 	fmt.Fprintf(tw, "format\tbackup %d (its checksum covers %s), state %d\n", s.FormatVersion, backup.ChecksumCovers(s.FormatVersion), s.StateVersion)
 	fmt.Fprintf(tw, "epoch\t%d\n", s.Epoch)
@@ -188,14 +185,11 @@ func snapshotRestoreCmd(slow func() *globals) *cobra.Command {
 				resp = r
 				return err
 			})
-			if errors.Is(err, errNoneServing) {
-				return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored the backup of cluster %s at index %d: %d sessions; the leader runs epoch %d\n",
-				resp.BackupClusterId, resp.BackupIndex, resp.Sessions, resp.Epoch)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored the backup of cluster %s at index %d: %s; the leader runs epoch %d\n",
+				resp.BackupClusterId, resp.BackupIndex, plural(resp.Sessions, "session", "sessions"), resp.Epoch)
 			return nil
 		},
 	}

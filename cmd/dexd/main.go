@@ -65,7 +65,9 @@ type options struct {
 func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("dexd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package prints every flag after a bad one; dexd prints one
+	// line then, and the flags only when asked with -h.
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.id, "id", "", "this node's id (e.g. n1)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (raft log, snapshots, node.json)")
 	fs.StringVar(&o.raftAddr, "raft-addr", "", "raft address HOST:PORT")
@@ -96,7 +98,13 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	o.sec.addFlags(fs)
 	o.console.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return nil, &usageError{msg: ""}
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage of dexd (and dexd verify --data-dir DIR, which checks a stopped node's data dir):")
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, &usageError{err.Error() + " (run dexd -h for the flags)"}
 	}
 	if fs.NArg() > 0 {
 		return nil, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -196,6 +204,9 @@ func newLogger(level string) *zap.Logger {
 
 func run(args []string, stderr io.Writer) int {
 	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintf(stderr, "dexd: %s\n", msg)
