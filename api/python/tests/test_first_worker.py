@@ -49,6 +49,13 @@ def test_fake_model_answers_by_its_rules():
                              types_pb2.HistoryEntry(seq=3, kind=types_pb2.HISTORY_KIND_TOOL_RESULT, tool="lookup",
                                                     text="found 'hi'")))
     assert done == "Done. lookup: found 'hi'."
+    # The tools finish in any order; the answer follows the calls'.
+    both = fake_model(_input(_user(1, "hi"), types_pb2.HistoryEntry(seq=2, kind=types_pb2.HISTORY_KIND_ASSISTANT),
+                             types_pb2.HistoryEntry(seq=3, kind=types_pb2.HISTORY_KIND_TOOL_RESULT, call_id="call-1-2",
+                                                    tool="save_note", text="saved note 1"),
+                             types_pb2.HistoryEntry(seq=4, kind=types_pb2.HISTORY_KIND_TOOL_RESULT, call_id="call-1-1",
+                                                    tool="lookup", text="found 'hi'")))
+    assert both == "Done. lookup: found 'hi'. save_note: saved note 1."
     assert fake_model(_input(types_pb2.HistoryEntry(seq=1, kind=types_pb2.HISTORY_KIND_SUMMARY, text="s"))) == "Done."
 
 

@@ -26,7 +26,11 @@ export function fakeModel(input: ModelInput): ModelOutputInit {
   if (at < 0) return { text: "Done." }; // the messages were compacted into a summary
   const last = h[at];
   const results = h.slice(at + 1).filter((e) => e.kind === HistoryKind.TOOL_RESULT);
-  if (results.length > 0) return { text: "Done. " + results.map((r) => `${r.tool}: ${r.text}.`).join(" ") };
+  if (results.length > 0) {
+    // Results arrive as the tools finish; the answer follows the calls' order.
+    results.sort((a, b) => a.callId.localeCompare(b.callId));
+    return { text: "Done. " + results.map((r) => `${r.tool}: ${r.text}.`).join(" ") };
+  }
   // A call id is unique in the session: the message's seq names the turn.
   const call = (n: number, tool: string, args: object) => ({ callId: `call-${last.seq}-${n}`, tool, arguments: args });
   if (/\bask\b/i.test(last.text)) return { toolCalls: [call(1, "ask_user", { question: "Which city should I look up?" })] };

@@ -36,7 +36,8 @@ async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30
   }
 }
 
-const entry = (seq: bigint, kind: HistoryKind, text = "", tool = ""): HistoryEntry => create(HistoryEntrySchema, { seq, kind, text, tool });
+const entry = (seq: bigint, kind: HistoryKind, text = "", tool = "", callId = ""): HistoryEntry =>
+  create(HistoryEntrySchema, { seq, kind, text, tool, callId });
 const input = (...history: HistoryEntry[]) => ({ history }) as unknown as ModelInput;
 
 it("the first Worker's fake model answers by its rules", () => {
@@ -52,6 +53,10 @@ it("the first Worker's fake model answers by its rules", () => {
   assert.equal(fakeModel(input(entry(1n, HistoryKind.USER, "a task"))).toolCalls![0].tool, "lookup");
   assert.deepEqual(fakeModel(input(entry(1n, HistoryKind.USER, "hi"), entry(2n, HistoryKind.ASSISTANT),
     entry(3n, HistoryKind.TOOL_RESULT, "found \"hi\"", "lookup"))), { text: "Done. lookup: found \"hi\"." });
+  // The tools finish in any order; the answer follows the calls'.
+  assert.deepEqual(fakeModel(input(entry(1n, HistoryKind.USER, "hi"), entry(2n, HistoryKind.ASSISTANT),
+    entry(3n, HistoryKind.TOOL_RESULT, "saved note 1", "save_note", "call-1-2"),
+    entry(4n, HistoryKind.TOOL_RESULT, "found \"hi\"", "lookup", "call-1-1"))), { text: "Done. lookup: found \"hi\". save_note: saved note 1." });
   assert.deepEqual(fakeModel(input(entry(1n, HistoryKind.SUMMARY, "s"))), { text: "Done." });
 });
 

@@ -43,6 +43,8 @@ def fake_model(inp: dex.ModelInput):
     last = history[users[-1]]
     results = [e for e in history[users[-1] + 1:] if e.kind == types_pb2.HISTORY_KIND_TOOL_RESULT]
     if results:
+        # Results arrive as the tools finish; the answer follows the calls' order.
+        results.sort(key=lambda r: r.call_id)
         return "Done. " + " ".join(f"{r.tool}: {r.text}." for r in results)
 
     def call(n: int, tool: str, args: dict) -> dict:
