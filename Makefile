@@ -20,7 +20,8 @@ test: vet
 	$(MAKE) test-python
 	$(MAKE) test-typescript
 
-# A local 3-node cluster in the foreground; Ctrl-C stops it.
+# A local 3-node cluster in the foreground; Ctrl-C stops it. PORT_BASE=8000
+# moves its ports, DATA=DIR its data (scripts/run-local.sh).
 run: build
 	BIN=$(BIN) scripts/run-local.sh
 
