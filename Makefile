@@ -7,10 +7,18 @@ FSM_PROTOS := $(wildcard $(PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: chaos-adapters build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
+.PHONY: chaos-adapters build build-go worker-typescript-if-npm test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
 
-build: $(BIN)/dexworker-python worker-typescript
+# The Go binaries, then the Python and TypeScript demo Workers (the
+# TypeScript one only where npm is installed: build-go needs Go alone).
+build: build-go $(BIN)/dexworker-python worker-typescript-if-npm
+
+build-go:
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+worker-typescript-if-npm:
+	@if command -v npm >/dev/null; then $(MAKE) worker-typescript; \
+	else echo "npm not found: skipping the TypeScript Worker (bin/dexworker-typescript); the Go binaries are built"; fi
 
 vet:
 	$(GO) vet ./...
