@@ -39,12 +39,15 @@ def test_fake_model_answers_by_its_rules():
     out = fake_model(_input(_user(3, "What is Dex?")))
     assert [(c.call_id, c.tool, c.arguments) for c in out.tool_calls] == [
         ("call-3-1", "lookup", '{"query":"What is Dex?"}'), ("call-3-2", "save_note", '{"note":"What is Dex?"}')]
-    [email] = fake_model(_input(_user(1, "Email the team"))).tool_calls
-    assert (email.tool, email.call_id) == ("send_email", "call-1-1")
+    [deploy] = fake_model(_input(_user(1, "Deploy the app"))).tool_calls
+    assert (deploy.call_id, deploy.tool, deploy.arguments) == (
+        "call-1-1", "deploy", '{"service":"demo","request":"Deploy the app"}')
     [ask] = fake_model(_input(_user(1, "please ask me"))).tool_calls
     assert ask.tool == "ask_user"
-    # "task" is not "ask": only the word counts.
-    assert [c.tool for c in fake_model(_input(_user(1, "a task"))).tool_calls] == ["lookup", "save_note"]
+    # The words of the Go demo Worker: runs of letters, "deploy" before "ask".
+    assert [c.tool for c in fake_model(_input(_user(1, "ask, then deploy_2"))).tool_calls] == ["deploy"]
+    for other in ("a task", "redeploy it", "Email the team"):
+        assert [c.tool for c in fake_model(_input(_user(1, other))).tool_calls] == ["lookup", "save_note"], other
     done = fake_model(_input(_user(1, "hi"), types_pb2.HistoryEntry(seq=2, kind=types_pb2.HISTORY_KIND_ASSISTANT),
                              types_pb2.HistoryEntry(seq=3, kind=types_pb2.HISTORY_KIND_TOOL_RESULT, tool="lookup",
                                                     text="found 'hi'")))
@@ -83,17 +86,17 @@ def test_first_worker_runs_with_no_key(dexd):
                 return st
 
             plain = await c.create_session("What is Dex?")
-            email = await c.create_session("Email the team that the build is green")
+            deploy = await c.create_session("Deploy the app")
             ask = await c.create_session("Ask me which city")
             done = await _until(lambda: status(plain.id, types_pb2.SESSION_STATUS_IDLE), "the plain session ends")
 
-            approval = await waiting_step(email.id, types_pb2.STEP_KIND_AWAIT_TOOL_APPROVAL)
+            approval = await waiting_step(deploy.id, types_pb2.STEP_KIND_AWAIT_TOOL_APPROVAL)
             question = await waiting_step(ask.id, types_pb2.STEP_KIND_AWAIT_QUESTION_ANSWER)
             await c.resolve_approval(approval.id, approved=True)
             await c.answer_question(question.id, "Paris")
-            sent = await _until(lambda: status(email.id, types_pb2.SESSION_STATUS_IDLE), "the email session ends")
+            deployed = await _until(lambda: status(deploy.id, types_pb2.SESSION_STATUS_IDLE), "the deploy session ends")
             answered = await _until(lambda: status(ask.id, types_pb2.SESSION_STATUS_IDLE), "the ask session ends")
-            return approval, question, [x.session.history[-1].text for x in (done, sent, answered)]
+            return approval, question, [x.session.history[-1].text for x in (done, deployed, answered)]
 
     try:
         approval, question, answers = asyncio.run(main())
@@ -101,23 +104,24 @@ def test_first_worker_runs_with_no_key(dexd):
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
-    assert approval.tool == "send_email"
+    assert approval.tool == "deploy"
     assert question.prompt == "Which city should I look up?"
     assert answers == [
         "Done. lookup: found 'What is Dex?'. save_note: saved note 1.",
-        "Done. send_email: sent to team@example.com.",
+        "Done. deploy: deployed demo.",
         "Done. ask_user: Paris.",
     ]
-    assert "first_worker: email to team@example.com: Email the team that the build is green" in err
+    assert "first_worker: deploying demo: Deploy the app" in err
 
 
 def test_first_worker_refused_by_a_cluster_with_another_send_email_says_why(dexd):
-    """A live Worker serving send_email without approval: the cluster refuses
-    the first Worker's registration, and it says so and exits 1."""
+    """A live Worker serving send_email with approval (the Go demo's needs
+    none): the cluster refuses the first Worker's registration, and it says
+    so and exits 1."""
 
     async def main():
         other = dex.Worker(dexd.addr, id="other", poll_wait=1.0, shutdown_grace=0.0)
-        other.add_tool("send_email", lambda call: "sent", access="single_attempt")
+        other.add_tool("send_email", lambda call: "sent", access="single_attempt", needs_approval=True)
         other.model(lambda inp: "hello")
         stop = asyncio.Event()
         run = asyncio.ensure_future(other.run(stop))
@@ -139,4 +143,4 @@ def test_first_worker_refused_by_a_cluster_with_another_send_email_says_why(dexd
 
     code, err = asyncio.run(main())
     assert code == 1, err
-    assert 'tool "send_email" is served by live worker "other" as single_attempt' in err.splitlines()[-1]
+    assert 'tool "send_email" is served by live worker "other" as single_attempt, needs approval;' in err.splitlines()[-1]

@@ -47,10 +47,15 @@ it("the first Worker's fake model answers by its rules", () => {
       { callId: "call-3-2", tool: "save_note", arguments: { note: "What is Dex?" } },
     ],
   });
-  assert.equal(fakeModel(input(entry(1n, HistoryKind.USER, "Email the team"))).toolCalls![0].tool, "send_email");
+  assert.deepEqual(fakeModel(input(entry(1n, HistoryKind.USER, "Deploy the app"))), {
+    toolCalls: [{ callId: "call-1-1", tool: "deploy", arguments: { service: "demo", request: "Deploy the app" } }],
+  });
   assert.equal(fakeModel(input(entry(1n, HistoryKind.USER, "please ask me"))).toolCalls![0].tool, "ask_user");
-  // "task" is not "ask": only the word counts.
-  assert.equal(fakeModel(input(entry(1n, HistoryKind.USER, "a task"))).toolCalls![0].tool, "lookup");
+  // The words of the Go demo Worker: runs of letters, "deploy" before "ask".
+  assert.deepEqual(fakeModel(input(entry(1n, HistoryKind.USER, "ask, then deploy_2"))).toolCalls!.map((c) => c.tool), ["deploy"]);
+  for (const other of ["a task", "redeploy it", "Email the team"]) {
+    assert.deepEqual(fakeModel(input(entry(1n, HistoryKind.USER, other))).toolCalls!.map((c) => c.tool), ["lookup", "save_note"], other);
+  }
   assert.deepEqual(fakeModel(input(entry(1n, HistoryKind.USER, "hi"), entry(2n, HistoryKind.ASSISTANT),
     entry(3n, HistoryKind.TOOL_RESULT, "found \"hi\"", "lookup"))), { text: "Done. lookup: found \"hi\"." });
   // The tools finish in any order; the answer follows the calls'.
@@ -80,7 +85,7 @@ describe("the first Worker against a real dexd", { skip: haveDexd ? false : `no 
     await cl?.stop();
   });
 
-  it("runs with no key: a plain message ends with its answer, an email waits for approval, an ask for an answer", async () => {
+  it("runs with no key: a plain message ends with its answer, a deploy waits for approval, an ask for an answer", async () => {
     const w = firstWorker("--addr", cl.target);
     const c = new Client(ch);
     const answers: string[] = [];
@@ -96,19 +101,19 @@ describe("the first Worker against a real dexd", { skip: haveDexd ? false : `no 
         return st[0];
       };
       const plain = await c.createSession({ message: "What is Dex?" });
-      const email = await c.createSession({ message: "Email the team that the build is green" });
+      const deploy = await c.createSession({ message: "Deploy the app" });
       const ask = await c.createSession({ message: "Ask me which city" });
       const done = await waitFor("the plain session to end", () => status(plain.id, SessionStatus.IDLE));
 
-      const approval = await waitingStep(email.id, StepKind.AWAIT_TOOL_APPROVAL);
-      assert.equal(approval.tool, "send_email");
+      const approval = await waitingStep(deploy.id, StepKind.AWAIT_TOOL_APPROVAL);
+      assert.equal(approval.tool, "deploy");
       const question = await waitingStep(ask.id, StepKind.AWAIT_QUESTION_ANSWER);
       assert.equal(question.prompt, "Which city should I look up?");
       await c.resolveApproval(approval.id, true);
       await c.answerQuestion(question.id, "Paris");
-      const sent = await waitFor("the email session to end", () => status(email.id, SessionStatus.IDLE));
+      const deployed = await waitFor("the deploy session to end", () => status(deploy.id, SessionStatus.IDLE));
       const answered = await waitFor("the ask session to end", () => status(ask.id, SessionStatus.IDLE));
-      for (const r of [done, sent, answered]) answers.push(r.session!.history.at(-1)!.text);
+      for (const r of [done, deployed, answered]) answers.push(r.session!.history.at(-1)!.text);
     } finally {
       w.p.kill("SIGTERM");
     }
@@ -116,10 +121,10 @@ describe("the first Worker against a real dexd", { skip: haveDexd ? false : `no 
     assert.equal(code, 0, stderr);
     assert.deepEqual(answers, [
       "Done. lookup: found \"What is Dex?\". save_note: saved note 1.",
-      "Done. send_email: sent to team@example.com.",
+      "Done. deploy: deployed demo.",
       "Done. ask_user: Paris.",
     ]);
-    assert.match(stderr, /first-worker: email to team@example.com: Email the team that the build is green/);
+    assert.match(stderr, /first-worker: deploying demo: Deploy the app/);
   });
 
 });
@@ -139,10 +144,10 @@ describe("the first Worker against a dexd whose Worker serves send_email otherwi
     await cl?.stop();
   });
 
-  it("is refused, says why and exits 1 when a live Worker serves send_email without approval", async () => {
+  it("is refused, says why and exits 1 when a live Worker serves send_email with approval (the Go demo's needs none)", async () => {
     const other = new Worker(ch, {
       id: "other", pollWaitMs: 1000, shutdownGraceMs: 0,
-      tools: [{ name: "send_email", access: "single_attempt", run: () => ({ content: "sent" }) }],
+      tools: [{ name: "send_email", access: "single_attempt", needsApproval: true, run: () => ({ content: "sent" }) }],
       model: { run: () => ({ text: "hello" }) },
     });
     const stop = new AbortController();
@@ -157,7 +162,7 @@ describe("the first Worker against a dexd whose Worker serves send_email otherwi
       });
       const { code, stderr } = await firstWorker("--addr", cl.target).exited;
       assert.equal(code, 1, stderr);
-      assert.match(stderr.trim().split("\n").at(-1)!, /tool "send_email" is served by live worker "other" as single_attempt/);
+      assert.match(stderr.trim().split("\n").at(-1)!, /tool "send_email" is served by live worker "other" as single_attempt, needs approval;/);
     } finally {
       stop.abort();
       await running;
