@@ -1,16 +1,21 @@
 // The first Worker with its fake model (examples/first-worker.ts): its rules,
 // its bad flags, and, run as the README says against a real dexd with no
 // provider key, a session that finishes, one that waits for approval and one
-// that waits for an answer.
+// that waits for an answer; beside the Go demo Worker of make run
+// (cmd/dexworker), it registers the same policies and a deploy waits for
+// approval.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
 import {
-  Client, dial, HistoryEntrySchema, HistoryKind, SessionStatus, StepKind, StepStatus, Worker, type Channel, type HistoryEntry,
-  type ModelInput,
+  Client, dial, HistoryEntrySchema, HistoryKind, SessionStatus, StepKind, StepStatus, ToolAccess, Worker, type Channel,
+  type HistoryEntry, type ModelInput, type ToolSpec,
 } from "../src/index.js";
+import { AdminService } from "../gen/dex/v1/admin_pb.js";
 import { fakeModel } from "../examples/first-worker.js";
 import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
 
@@ -167,5 +172,89 @@ describe("the first Worker against a dexd whose Worker serves send_email otherwi
       stop.abort();
       await running;
     }
+  });
+});
+
+/** A tool's policy: its registration without its name, description and agents. */
+function policy(spec: ToolSpec) {
+  const { name: _name, description: _description, agents: _agents, ...rest } = spec;
+  return rest;
+}
+
+const haveDexworker = existsSync(join(binDir, "dexworker"));
+
+// make run serves the Go demo Worker; a user runs the first Worker beside it.
+describe("the first Worker beside the Go demo Worker", {
+  skip: haveDexd && haveDexworker ? false : `no dexd or dexworker in ${binDir} (make build)`,
+}, () => {
+  let cl: Cluster;
+  let ch: Channel;
+  before(async () => {
+    cl = await startCluster(1);
+    ch = dial(cl.target, { token: "" });
+  });
+  after(async () => {
+    ch?.close();
+    await cl?.stop();
+  });
+
+  it("registers the Go demo's very policies for the tools they share, and a deploy waits for approval", async () => {
+    const admin = createClient(AdminService, ch);
+    const toolsOf = async (id: string) => {
+      const r = await admin.listWorkers({});
+      const w = r.workers.find((ws) => ws.worker?.id === id)?.worker;
+      return w ? new Map(w.tools.map((t) => [t.name, t])) : undefined;
+    };
+    const demo = spawn(join(binDir, "dexworker"), [
+      "--addr", cl.target, "--ledger", join(cl.dir, "ledger.jsonl"), "--id", "demo-go", "--poll-wait", "1s", "--shutdown-grace", "1s",
+    ], { stdio: ["ignore", "ignore", "pipe"] });
+    let demoErr = "";
+    demo.stderr!.on("data", (d) => (demoErr += d));
+    const demoExited = new Promise<number | null>((r) => demo.once("exit", (code) => r(code)));
+    let first: ReturnType<typeof firstWorker> | undefined;
+    let firstErr = "";
+    try {
+      const goTools = await waitFor("the Go demo Worker to register", async () => {
+        if (demo.exitCode !== null) throw new Error(`the Go demo Worker exited ${demo.exitCode}: ${demoErr}`);
+        return toolsOf("demo-go");
+      });
+      const fw = firstWorker("--addr", cl.target, "--id", "first");
+      first = fw;
+      fw.p.stderr!.on("data", (d) => (firstErr += d));
+      const firstTools = await waitFor("the first Worker to register", async () => {
+        if (fw.p.exitCode !== null) throw new Error(`the first Worker exited ${fw.p.exitCode}: ${firstErr}`);
+        return toolsOf("first");
+      });
+      assert.deepEqual([...firstTools.keys()].sort(), ["deploy", "lookup", "save_note", "send_email"]);
+      for (const [name, spec] of firstTools) {
+        const go = goTools.get(name);
+        assert.ok(go, `the Go demo Worker does not serve ${name}`);
+        assert.deepEqual(policy(spec), policy(go), name);
+      }
+      assert.deepEqual([goTools.get("send_email")!.access, goTools.get("send_email")!.needsApproval], [ToolAccess.SINGLE_ATTEMPT, false]);
+      assert.deepEqual([goTools.get("deploy")!.access, goTools.get("deploy")!.needsApproval], [ToolAccess.IDEMPOTENT_WRITE, true]);
+
+      const c = new Client(ch);
+      const s = await c.createSession({ message: "deploy the app" });
+      const waiting = await waitFor("the deploy session to wait", async () => {
+        const r = await c.getSession(s.id);
+        return r.session?.status === SessionStatus.WAITING ? r : undefined;
+      });
+      const steps = waiting.steps.filter((st) => st.status === StepStatus.WAITING);
+      assert.deepEqual(steps.map((st) => [st.kind, st.tool]), [[StepKind.AWAIT_TOOL_APPROVAL, "deploy"]]);
+      await c.resolveApproval(steps[0].id, true);
+      await waitFor("the approved deploy session to end", async () => {
+        const r = await c.getSession(s.id);
+        return r.session?.status === SessionStatus.IDLE ? r : undefined;
+      });
+      assert.ok(await toolsOf("demo-go"), "the Go demo Worker left the cluster during the session");
+      assert.ok(await toolsOf("first"), "the first Worker left the cluster during the session");
+    } finally {
+      first?.p.kill("SIGTERM");
+      demo.kill("SIGTERM");
+      await Promise.all([first?.exited, demoExited]);
+    }
+    assert.equal((await first.exited).code, 0, firstErr);
+    assert.equal(await demoExited, 0, demoErr);
   });
 });
