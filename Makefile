@@ -108,9 +108,9 @@ proto-python:
 		$(PROTOS)
 
 # The Python library's tests (pytest on Debian's python3-pytest); those
-# that need a cluster start bin/dexd.
+# that need a cluster start bin/dexd (and bin/dexworker beside the first Worker).
 test-python: $(BIN)/dexworker-python
-	$(GO) build -o $(BIN)/ ./cmd/dexd
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker
 	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
 # The worker-kill and takeover columns with the Python demo Worker (CI runs
@@ -139,9 +139,10 @@ worker-typescript:
 	printf '#!/bin/sh\nexec node "%s/$(TS_DIR)/dist/demo/main.js" "$$@"\n' "$(CURDIR)" >$(BIN)/dexworker-typescript
 	chmod +x $(BIN)/dexworker-typescript
 
-# The TypeScript library's tests (node's test runner); some start bin/dexd.
+# The TypeScript library's tests (node's test runner); some start bin/dexd (and
+# bin/dexworker beside the first Worker).
 test-typescript: worker-typescript
-	$(GO) build -o $(BIN)/ ./cmd/dexd
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker
 	cd $(TS_DIR) && DEX_BIN="$(CURDIR)/$(BIN)" npm test
 
 # The worker-kill and takeover columns with the TypeScript demo Worker (CI

@@ -1,14 +1,20 @@
 // Your first Dex Worker, with no provider key: a fake model that answers by
-// rules, and three tools. From api/typescript after `npm ci`:
+// rules, and the demo's four tools with the demo's policies. From
+// api/typescript after `npm ci`:
 //   npm run first-worker -- --addr dex:///127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
 //
-// The fake model reads the last message of the turn:
+// The fake model reads the last message of the turn by its words, as the demo
+// Worker of make run (cmd/dexworker) does:
+// - with the word "deploy", it calls deploy, which needs approval: the session
+//   waits for it (dexctl approve STEP / deny STEP, or the console);
 // - with the word "ask", it calls the built-in ask_user: the session waits for
 //   your answer (dexctl answer STEP TEXT, or the console);
-// - with the word "email", it calls send_email, which needs approval: the
-//   session waits for it (dexctl approve STEP / deny STEP, or the console);
 // - any other message is looked up (lookup, a read) and saved as a note
 //   (save_note, an idempotent write).
+// It also serves send_email (single attempt, no approval), which the demo
+// Worker's model calls. A tool has one policy in a cluster, so these four keep
+// the demo Worker's: this Worker runs beside make run, and either Worker may
+// run a session's model calls and tools.
 // Once the tools have answered, it answers with what they said. To run a real
 // model next, replace fakeModel with a call to your provider (examples/agent.ts
 // does it for Anthropic's Messages API).
@@ -17,6 +23,14 @@ import { parseArgs } from "node:util";
 import { dial, HistoryKind, Worker, type Channel, type ModelInput, type ModelOutputInit } from "../src/index.js";
 
 export const defaultAddr = "dex:///127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103";
+
+/**
+ * The words of a message as the demo Worker reads them: its runs of letters,
+ * in lower case ("redeploy" is not "deploy", "task" not "ask").
+ */
+export function words(text: string): string[] {
+  return text.toLowerCase().match(/\p{L}+/gu) ?? [];
+}
 
 /** The model's answer, decided by rules from the turn's history. */
 export function fakeModel(input: ModelInput): ModelOutputInit {
@@ -33,8 +47,9 @@ export function fakeModel(input: ModelInput): ModelOutputInit {
   }
   // A call id is unique in the session: the message's seq names the turn.
   const call = (n: number, tool: string, args: object) => ({ callId: `call-${last.seq}-${n}`, tool, arguments: args });
-  if (/\bask\b/i.test(last.text)) return { toolCalls: [call(1, "ask_user", { question: "Which city should I look up?" })] };
-  if (/\bemail\b/i.test(last.text)) return { toolCalls: [call(1, "send_email", { to: "team@example.com", body: last.text })] };
+  const said = words(last.text);
+  if (said.includes("deploy")) return { toolCalls: [call(1, "deploy", { service: "demo", request: last.text })] };
+  if (said.includes("ask")) return { toolCalls: [call(1, "ask_user", { question: "Which city should I look up?" })] };
   return { toolCalls: [call(1, "lookup", { query: last.text }), call(2, "save_note", { note: last.text })] };
 }
 
@@ -59,12 +74,21 @@ export function newWorker(channel: Channel, id = "first-worker-ts"): Worker {
         },
       },
       {
-        name: "send_email", access: "single_attempt", needsApproval: true,
-        description: "Sends an email; a person approves it first. Arguments: {\"to\": \"...\", \"body\": \"...\"}.",
+        name: "send_email", access: "single_attempt",
+        description: "Sends an email (not idempotent: one attempt). Arguments: {\"to\": \"...\", \"body\": \"...\"}.",
         run: (c) => {
           const a = args(c.arguments);
           console.error(`first-worker: email to ${a.to}: ${a.body}`);
           return { content: `sent to ${a.to}` };
+        },
+      },
+      {
+        name: "deploy", access: "idempotent_write", needsApproval: true,
+        description: "Deploys a service; a person approves it first. Arguments: {\"service\": \"...\", \"request\": \"...\"}.",
+        run: (c) => {
+          const a = args(c.arguments);
+          console.error(`first-worker: deploying ${a.service}: ${a.request}`);
+          return { content: `deployed ${a.service}` };
         },
       },
     ],
@@ -96,7 +120,7 @@ export async function main(argv: string[]): Promise<number> {
     const stop = new AbortController();
     process.once("SIGINT", () => stop.abort());
     process.once("SIGTERM", () => stop.abort());
-    console.error(`first-worker: serving lookup, save_note and send_email (needs approval) with a fake model for ${addr}`);
+    console.error(`first-worker: serving lookup, save_note, send_email and deploy (needs approval) with a fake model for ${addr}`);
     await worker.run(stop.signal); // registers, polls and runs tasks until stopped
     return 0;
   } catch (e) {

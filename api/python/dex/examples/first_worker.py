@@ -1,16 +1,22 @@
 """Your first Dex Worker, with no provider key: a fake model that answers by
-rules, and three tools.
+rules, and the demo's four tools with the demo's policies.
 
     PYTHONPATH=api/python /usr/bin/python3 -m dex.examples.first_worker --addr dex:///127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
 
-The fake model reads the last message of the turn:
+The fake model reads the last message of the turn by its words, as the demo
+Worker of make run (cmd/dexworker) does:
 
+- with the word "deploy", it calls deploy, which needs approval: the session
+  waits for it (dexctl approve STEP / deny STEP, or the console);
 - with the word "ask", it calls the built-in ask_user: the session waits for
   your answer (dexctl answer STEP TEXT, or the console);
-- with the word "email", it calls send_email, which needs approval: the
-  session waits for it (dexctl approve STEP / deny STEP, or the console);
 - any other message is looked up (lookup, a read) and saved as a note
   (save_note, an idempotent write).
+
+It also serves send_email (single attempt, no approval), which the demo
+Worker's model calls. A tool has one policy in a cluster, so these four keep
+the demo Worker's: this Worker runs beside make run, and either Worker may
+run a session's model calls and tools.
 
 Once the tools have answered, it answers with what they said. To run a real
 model next, replace fake_model with a call to your provider
@@ -21,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from typing import Optional
 
@@ -32,6 +37,12 @@ from dex.v1 import types_pb2
 DEFAULT_ADDR = "dex:///127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
 
 _notes: dict[str, str] = {}  # save_note's store, by idempotency key
+
+
+def words(text: str) -> list[str]:
+    """The words of a message as the demo Worker reads them: its runs of
+    letters, in lower case ("redeploy" is not "deploy", "task" not "ask")."""
+    return "".join(c if c.isalpha() else " " for c in text.lower()).split()
 
 
 def fake_model(inp: dex.ModelInput):
@@ -51,10 +62,11 @@ def fake_model(inp: dex.ModelInput):
         # A call id is unique in the session: the message's seq names the turn.
         return {"call_id": f"call-{last.seq}-{n}", "tool": tool, "arguments": args}
 
-    if re.search(r"\bask\b", last.text, re.IGNORECASE):
+    said = words(last.text)
+    if "deploy" in said:
+        return dex.model_output("", [call(1, "deploy", {"service": "demo", "request": last.text})])
+    if "ask" in said:
         return dex.model_output("", [call(1, "ask_user", {"question": "Which city should I look up?"})])
-    if re.search(r"\bemail\b", last.text, re.IGNORECASE):
-        return dex.model_output("", [call(1, "send_email", {"to": "team@example.com", "body": last.text})])
     return dex.model_output("", [call(1, "lookup", {"query": last.text}), call(2, "save_note", {"note": last.text})])
 
 
@@ -73,11 +85,17 @@ def new_worker(addr: str, worker_id: str = "first-worker-py") -> dex.Worker:
         _notes[call.idempotency_key] = call.args.get("note", "")
         return f"saved note {len(_notes)}"
 
-    @worker.tool(access="single_attempt", needs_approval=True)
+    @worker.tool(access="single_attempt")
     def send_email(call: dex.ToolCall) -> str:
-        """Sends an email; a person approves it first. Arguments: {"to": "...", "body": "..."}."""
+        """Sends an email (not idempotent: one attempt). Arguments: {"to": "...", "body": "..."}."""
         print(f"first_worker: email to {call.args.get('to')}: {call.args.get('body')}", file=sys.stderr, flush=True)
         return f"sent to {call.args.get('to')}"
+
+    @worker.tool(access="idempotent_write", needs_approval=True)
+    def deploy(call: dex.ToolCall) -> str:
+        """Deploys a service; a person approves it first. Arguments: {"service": "...", "request": "..."}."""
+        print(f"first_worker: deploying {call.args.get('service')}: {call.args.get('request')}", file=sys.stderr, flush=True)
+        return f"deployed {call.args.get('service')}"
 
     worker.model(fake_model)
 
@@ -98,7 +116,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         parse_target(a.addr)
         worker = new_worker(a.addr, a.id)
-        print(f"first_worker: serving lookup, save_note and send_email (needs approval) with a fake model for {a.addr}",
+        print(f"first_worker: serving lookup, save_note, send_email and deploy (needs approval) with a fake model for {a.addr}",
               file=sys.stderr, flush=True)
         worker.run_forever()  # until SIGINT or SIGTERM
     except dex.DexError as e:
