@@ -100,11 +100,14 @@ describe("registration lines with a logger", () => {
       const w = new Worker(ch, { id: "w1", logger, pollWaitMs: 100, tools: [{ name: "lookup", access: "read", run: () => ({ content: "x" }) }] });
       const stop = new AbortController();
       const running = w.run(stop.signal);
+      // The fake counts the registration when it answers; the line comes once
+      // the Worker has read the answer.
+      const registered = `info registered with leader n1 at ${node.addr}`;
       const deadline = Date.now() + 10_000;
-      while (node.registered.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while (!lines.includes(registered) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       stop.abort();
       await running;
-      assert.ok(lines.includes(`info registered with leader n1 at ${node.addr}`), lines.join("\n"));
+      assert.ok(lines.includes(registered), lines.join("\n"));
       assert.deepEqual(node.deregistered, ["w1"]);
       assert.equal(lines[lines.length - 1], "info deregistered");
     } finally {
@@ -125,7 +128,7 @@ describe("registration lines with a logger", () => {
       const stop = new AbortController();
       const running = w.run(stop.signal);
       const deadline = Date.now() + 10_000;
-      while (node.registered.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while (!lines.some((l) => l.startsWith("registered with leader")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       stop.abort();
       await running;
       assert.ok(lines.includes(`could not deregister from ${node.addr}: no leader is known yet; the cluster drops the Worker after its TTL`), lines.join("\n"));
