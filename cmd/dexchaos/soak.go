@@ -32,9 +32,17 @@ The same seed draws the same faults. Then every fault is healed, the
 cluster quiesces and the checker judges the run: acknowledged writes
 present, executions within each tool's policy and each Step's attempts,
 calls told once, every node's state identical, the clients' history
-linearizable. Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl
-(and the logs and linearizability.html of a failing run). Exits 1 on a
-violation, 2 on bad usage.
+linearizable. The nodes snapshot often; a few backups are taken while the
+load runs and one at the end. After the check every node is stopped,
+every snapshot it keeps is restored offline, and all start again on their
+data dirs and must catch up and serve the final state; every backup is
+inspected and restored into a 1-node scratch cluster that must serve the
+backup's sessions, also after its own restart. A failure of either is a
+violation.
+
+Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl (and the logs and
+linearizability.html of a failing run). Exits 1 on a violation, 2 on bad
+usage.
 
 Flags:
 `
