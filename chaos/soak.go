@@ -45,6 +45,8 @@ type SoakOptions struct {
 	Kinds []string
 	// MaxPayload is the nodes' --max-payload (default dexd's).
 	MaxPayload int
+	// Big adds the load of sessions at the payload limits (soak_big.go).
+	Big bool
 }
 
 // FaultRecord is one fault as it happened.
@@ -71,6 +73,8 @@ type SoakReport struct {
 	Check      CheckResult    `json:"check"`
 	Logs       string         `json:"logs,omitempty"`
 	Err        string         `json:"error,omitempty"`
+	// Big: the run had the load of sessions at the payload limits.
+	Big bool `json:"big,omitempty"`
 	// Restart and Backups: the checks after the soak, as the checker
 	// judged them.
 	Restart *RestartCheck `json:"restart,omitempty"`
@@ -133,7 +137,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		return nil, err
 	}
 	s := &soaker{o: o, dir: dir, rec: NewRecorder(), ledger: filepath.Join(dir, "ledger.jsonl"), script: filepath.Join(dir, "script.json")}
-	rep := &SoakReport{Seed: o.Seed, Duration: o.Duration, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
+	rep := &SoakReport{Seed: o.Seed, Duration: o.Duration, Big: o.Big, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
 	start := time.Now()
 	defer s.stopAll()
 	if err := s.setUp(ctx); err != nil {
@@ -161,6 +165,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	schedule := NewSchedule(o.Seed, rep.Kinds)
 	fmt.Fprintf(o.Progress, "soak: seed %d, %s, faults of %d kinds (%s), %d clients, %d Workers, dir %s\n",
 		o.Seed, o.Duration, len(rep.Kinds), strings.Join(rep.Kinds, " "), o.Clients, o.Workers, dir)
+	if o.Big {
+		fmt.Fprintf(o.Progress, "soak: --big: %s\n", bigSizesFor(o.MaxPayload))
+	}
 
 	loadCtx, stopLoad := context.WithTimeout(ctx, o.Duration)
 	defer stopLoad()
@@ -169,6 +176,11 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		c := &loadClient{s: s, id: i, r: rand.New(rand.NewPCG(o.Seed, uint64(i+1)))}
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(loadCtx) }()
+	}
+	if o.Big {
+		b := newBigClient(s, o.Clients+1)
+		wg.Add(1)
+		go func() { defer wg.Done(); b.run(loadCtx, start) }()
 	}
 	progressDone := make(chan struct{})
 	go s.progress(loadCtx, start, rep, progressDone)
@@ -218,7 +230,14 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 }
 
 func (s *soaker) setUp(ctx context.Context) error {
-	if err := os.WriteFile(s.script, []byte(soakScript), 0o644); err != nil {
+	script := soakScript
+	if s.o.Big {
+		var err error
+		if script, err = bigScript(bigSizesFor(s.o.MaxPayload)); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(s.script, []byte(script), 0o644); err != nil {
 		return err
 	}
 	bin := s.o.BinDir
@@ -443,7 +462,9 @@ func (s *soaker) finish(ctx context.Context, start time.Time) (CheckInput, error
 				busy++
 			case dexv1.SessionStatus_SESSION_STATUS_WAITING:
 				busy++
-				drain.read(ctx, id, true)
+				if !drain.read(ctx, id, true) {
+					drain.resolveWaiting(id, r.Steps) // too large for one page
+				}
 			}
 		}
 		if busy == 0 {

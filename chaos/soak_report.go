@@ -61,8 +61,12 @@ func (rep *SoakReport) Summary() string {
 func (rep *SoakReport) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Soak\n\n")
-	fmt.Fprintf(&b, "`dexchaos soak --duration %s --seed %d`: wall time %s, %d client operations, %d faults, %d sessions, %d executions in the Workers' ledger.\n\n",
-		rep.Duration, rep.Seed, rep.Wall.Round(time.Second), rep.OpsTotal, len(rep.FaultLog), rep.Sessions, rep.Executions)
+	big := ""
+	if rep.Big {
+		big = " --big"
+	}
+	fmt.Fprintf(&b, "`dexchaos soak --duration %s --seed %d%s`: wall time %s, %d client operations, %d faults, %d sessions, %d executions in the Workers' ledger.\n\n",
+		rep.Duration, rep.Seed, big, rep.Wall.Round(time.Second), rep.OpsTotal, len(rep.FaultLog), rep.Sessions, rep.Executions)
 	if rep.Err != "" {
 		fmt.Fprintf(&b, "**The soak itself failed:** %s\n\n", rep.Err)
 	}
