@@ -115,7 +115,7 @@ chaos-python: build
 # The Worker-kill rows of RunModel and the tool Steps with the TypeScript
 # demo Worker's model driven through each framework adapter (CI runs them;
 # reports: chaos-report-adapters/NAME/matrix.md).
-ADAPTER_ROWS := RunModel|CallTool|CallSingleAttemptTool|any tool Step|inline tool|after the Worker sent
+ADAPTER_ROWS := RunModel|CallTool|CallSingleAttemptTool|any tool Step|inline tool|after the Worker sent|Claude Agent SDK
 chaos-adapters: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	for a in ai-sdk openai-agents claude-agent-sdk; do \

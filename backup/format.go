@@ -3,13 +3,20 @@
 //
 // A backup file is
 //
-//	DEXBACKUP 1\n                  magic and format version
+//	DEXBACKUP 2\n                  magic and format version
 //	{"index":…,"term":…,…}\n       the header, one line of JSON
 //	<size bytes>                   the state snapshot (fsm.Snapshot.Persist)
-//	SHA256 <64 hex digits>\n       the checksum of the state snapshot
+//	SHA256 <64 hex digits>\n       the checksum of every byte above it
 //
-// so `head -2 FILE` shows what it is, and a file cut short or altered fails
-// its checksum.
+// so `head -2 FILE` shows what it is, and a file cut short or altered, its
+// header included, fails its checksum. Format 1, still read, is the same
+// but its checksum covers the state snapshot alone: an edited header went
+// unseen there.
+//
+// Whatever the format, the cluster id in the header must be the one the
+// state records in its own meta record (fsm.SnapshotMeta), so a header that
+// names another cluster than its state is refused even when its checksum
+// was made again to match.
 package backup
 
 import (
@@ -23,11 +30,17 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/dexhq/dex/fsm"
 )
 
-// FormatVersion is the version of the file format this build writes and
-// reads.
-const FormatVersion = 1
+// FormatVersion is the version of the file format this build writes. It
+// reads formatStateOnly too.
+const FormatVersion = 2
+
+// formatStateOnly is the first format, whose checksum covers the state
+// snapshot alone.
+const formatStateOnly = 1
 
 const (
 	magic         = "DEXBACKUP"
@@ -54,16 +67,18 @@ type Header struct {
 var ErrDamaged = errors.New("not a Dex backup, or a damaged one")
 
 // Write writes a backup of h and the state snapshot read from payload, which
-// must hold exactly h.Size bytes. It returns the checksum it wrote.
+// must hold exactly h.Size bytes. It returns the checksum it wrote, of the
+// header and the state.
 func Write(w io.Writer, h Header, payload io.Reader) (string, error) {
 	head, err := json.Marshal(h)
 	if err != nil {
 		return "", err
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s %d\n%s\n", magic, FormatVersion, head)
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(bw, sum), io.LimitReader(payload, h.Size))
+	out := io.MultiWriter(bw, sum)
+	fmt.Fprintf(out, "%s %d\n%s\n", magic, FormatVersion, head)
+	n, err := io.Copy(out, io.LimitReader(payload, h.Size))
 	if err != nil {
 		return "", err
 	}
@@ -75,18 +90,23 @@ func Write(w io.Writer, h Header, payload io.Reader) (string, error) {
 	return hexSum, bw.Flush()
 }
 
-// Verified is a backup whose checksum matched.
+// Verified is a backup whose checksum matched and whose header names the
+// cluster its state belongs to.
 type Verified struct {
 	Header
-	// Checksum is the SHA-256 of the state snapshot, hex.
+	// Version is the file's format version.
+	Version int
+	// Checksum is the SHA-256 the file ends with, hex: of the header and
+	// the state snapshot, or of the state snapshot alone in format 1.
 	Checksum string
 	// Payload reads the state snapshot.
 	Payload *io.SectionReader
 }
 
-// Open reads the backup in r (size bytes long), checks its version and its
-// checksum, and returns its header and a reader of its state snapshot. Every
-// failure wraps ErrDamaged, except an unknown format version.
+// Open reads the backup in r (size bytes long), checks its version, its
+// checksum and that its header names the cluster its state records, and
+// returns its header and a reader of its state snapshot. Every failure wraps
+// ErrDamaged, except an unknown format version.
 func Open(r io.ReaderAt, size int64) (*Verified, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), maxHeaderLine)
 	first, err := readLine(br)
@@ -101,8 +121,8 @@ func Open(r io.ReaderAt, size int64) (*Verified, error) {
 	if err != nil {
 		return nil, damaged("format version %q", ver)
 	}
-	if v != FormatVersion {
-		return nil, fmt.Errorf("backup format version %d: this build reads version %d", v, FormatVersion)
+	if v != FormatVersion && v != formatStateOnly {
+		return nil, fmt.Errorf("backup format version %d: this build reads versions %d and %d", v, formatStateOnly, FormatVersion)
 	}
 	line, err := readLine(br)
 	if err != nil {
@@ -127,15 +147,56 @@ func Open(r io.ReaderAt, size int64) (*Verified, error) {
 	if !ok || len(trailer) == 0 || trailer[len(trailer)-1] != '\n' {
 		return nil, damaged("no checksum at the end")
 	}
-	payload := io.NewSectionReader(r, start, h.Size)
-	got, err := checksum(payload, sha256.New())
+	sum := sha256.New()
+	if v != formatStateOnly {
+		fmt.Fprintf(sum, "%s\n%s\n", first, line)
+	}
+	got, err := checksum(io.NewSectionReader(r, start, h.Size), sum)
 	if err != nil {
 		return nil, damaged("read: %v", err)
 	}
+	stateCluster, metaErr := readClusterID(r, start, h.Size)
 	if got != want {
-		return nil, damaged("checksum mismatch: the state snapshot hashes to %s, the file says %s (the file was altered)", got, want)
+		var which string
+		if metaErr == nil && stateCluster != h.ClusterID {
+			which = fmt.Sprintf("; its header says cluster %s, its state was taken on cluster %s", clusterName(h.ClusterID), clusterName(stateCluster))
+		}
+		return nil, damaged("checksum mismatch: %s hashes to %s, the file says %s (backup format %d; the file was altered%s)", ChecksumCovers(v), got, want, v, which)
 	}
-	return &Verified{Header: h, Checksum: got, Payload: io.NewSectionReader(r, start, h.Size)}, nil
+	if metaErr != nil {
+		return nil, damaged("the state inside does not decode: %v", metaErr)
+	}
+	if stateCluster != h.ClusterID {
+		return nil, damaged("its header says cluster %s but its state was taken on cluster %s (backup format %d; the header was altered)", clusterName(h.ClusterID), clusterName(stateCluster), v)
+	}
+	return &Verified{Header: h, Version: v, Checksum: got, Payload: io.NewSectionReader(r, start, h.Size)}, nil
+}
+
+// ChecksumCovers says what the checksum of a backup of format version v
+// covers.
+func ChecksumCovers(v int) string {
+	if v == formatStateOnly {
+		return "the state alone"
+	}
+	return "the header with the state"
+}
+
+// readClusterID reads the cluster id the state snapshot at off records in
+// its meta record.
+func readClusterID(r io.ReaderAt, off, size int64) (string, error) {
+	m, err := fsm.SnapshotMeta(io.NewSectionReader(r, off, size))
+	if err != nil {
+		return "", err
+	}
+	return m.GetClusterId(), nil
+}
+
+// clusterName shows a cluster id in a message.
+func clusterName(id string) string {
+	if id == "" {
+		return "(none)"
+	}
+	return id
 }
 
 func checksum(r io.Reader, h hash.Hash) (string, error) {

@@ -29,7 +29,7 @@ func Inspect(v *Verified) (*Summary, error) {
 	m := st.Meta()
 	return &Summary{
 		Header:        v.Header,
-		FormatVersion: FormatVersion,
+		FormatVersion: v.Version,
 		Checksum:      v.Checksum,
 		Epoch:         m.GetEpoch(),
 		AppliedIndex:  m.GetAppliedIndex(),

@@ -1,14 +1,23 @@
 package chaos
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/api/client"
@@ -39,6 +48,64 @@ func dexctlAt(t *testing.T, addrs []string, args ...string) (string, bool) {
 		return string(out), false
 	}
 	return string(out), true
+}
+
+// backupParts cuts a backup file into its version line, its header line
+// and its state, without the checksum line (72 bytes) that ends it.
+func backupParts(t *testing.T, raw []byte) (first, header, state []byte) {
+	t.Helper()
+	first, rest, ok1 := bytes.Cut(raw, []byte("\n"))
+	header, rest, ok2 := bytes.Cut(rest, []byte("\n"))
+	if !ok1 || !ok2 || len(rest) < 72 {
+		t.Fatalf("not a backup: %.40q", raw)
+	}
+	return first, header, rest[:len(rest)-72]
+}
+
+// withHeaderCluster is the backup raw with only the cluster id on its
+// header line changed from one cluster to another.
+func withHeaderCluster(t *testing.T, raw []byte, from, to string) []byte {
+	t.Helper()
+	first, header, _ := backupParts(t, raw)
+	edited := bytes.Replace(header, []byte(`"cluster_id":"`+from+`"`), []byte(`"cluster_id":"`+to+`"`), 1)
+	if bytes.Equal(edited, header) {
+		t.Fatalf("the header %s names no cluster %s", header, from)
+	}
+	return slices.Concat(raw[:len(first)+1], edited, raw[len(first)+1+len(header):])
+}
+
+// asFormat1 writes the backup raw the way format 1 did: the same header and
+// state, the checksum of the state alone.
+func asFormat1(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	_, header, state := backupParts(t, raw)
+	sum := sha256.Sum256(state)
+	return fmt.Appendf(nil, "DEXBACKUP 1\n%s\n%sSHA256 %s\n", header, state, hex.EncodeToString(sum[:]))
+}
+
+// writeTemp writes data to a new file and returns its path.
+func writeTemp(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// restoreRaw sends a backup to the leader's RestoreSnapshot as it is, past
+// dexctl's own checks.
+func restoreRaw(e *env, raw []byte, req *dexv1.RestoreSnapshotRequest) error {
+	stream, err := dexv1.NewAdminServiceClient(e.conn).RestoreSnapshot(e.ctx(60 * time.Second))
+	if err != nil {
+		return err
+	}
+	req.Data = raw
+	if err := stream.Send(req); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	_, err = stream.CloseAndRecv()
+	return err
 }
 
 type inspected struct {
@@ -106,21 +173,20 @@ func TestBackup_SaveWipeRestoreInANewClusterAndTheDemoGoesOn(t *testing.T) {
 		in.Counts.Steps["waiting"] != 2 || in.Counts.TimersPending != 1 || in.Counts.Tools == 0 {
 		t.Fatalf("inspect: %+v", in)
 	}
-	if out, ok := dexctlAt(t, nil, "snapshot", "inspect", file); !ok || !strings.Contains(out, "sessions              3 (idle 1, waiting 2)") {
+	if out, ok := dexctlAt(t, nil, "snapshot", "inspect", file); !ok || !strings.Contains(out, "sessions              3 (idle 1, waiting 2)") ||
+		!strings.Contains(out, "backup 2 (its checksum covers the header with the state)") {
 		t.Fatalf("snapshot inspect printed %q", out)
 	}
 
 	// A damaged copy is refused, by inspect and by restore, before any
 	// cluster is asked.
-	raw, err := os.ReadFile(file)
+	saved, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	damaged := filepath.Join(t.TempDir(), "damaged.backup")
+	raw := bytes.Clone(saved)
 	raw[len(raw)/2] ^= 0xff
-	if err := os.WriteFile(damaged, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	damaged := writeTemp(t, "damaged.backup", raw)
 	for _, cmd := range [][]string{{"snapshot", "inspect", damaged}, {"snapshot", "restore", damaged, "--yes"}} {
 		if out, ok := dexctlAt(t, e.cluster.GRPCAddrs(), cmd...); ok || !strings.Contains(out, "checksum mismatch") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 			t.Fatalf("dexctl %v on a damaged file printed %q (ok=%v); want one line naming the checksum", cmd, out, ok)
@@ -158,6 +224,34 @@ func TestBackup_SaveWipeRestoreInANewClusterAndTheDemoGoesOn(t *testing.T) {
 		t.Fatalf("the new cluster's id is %q (the old one was %q)", newID, oldID)
 	}
 
+	// The old cluster's backup with only the cluster id on its header line
+	// changed to claim the new cluster is refused by inspect and restore,
+	// naming both clusters: in format 2 its checksum covers the header; in
+	// format 1 (whose checksum covers the state alone) the state's own
+	// cluster id gives it away.
+	tampered := withHeaderCluster(t, saved, oldID, newID)
+	tamperedV1 := withHeaderCluster(t, asFormat1(t, saved), oldID, newID)
+	for name, data := range map[string][]byte{"tampered.backup": tampered, "tampered-v1.backup": tamperedV1} {
+		path := writeTemp(t, name, data)
+		for _, cmd := range [][]string{{"snapshot", "inspect", path}, {"snapshot", "restore", path, "--yes"}, {"snapshot", "restore", path, "--yes", "--allow-other-cluster"}} {
+			out, ok := dexctlAt(t, c2.GRPCAddrs(), cmd...)
+			if ok || !strings.Contains(out, "header says cluster "+newID) || !strings.Contains(out, "taken on cluster "+oldID) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+				t.Fatalf("dexctl %v on %s printed %q (ok=%v); want one line naming both clusters", cmd, name, out, ok)
+			}
+		}
+		// The leader refuses it too when it is sent past dexctl's checks.
+		err := restoreRaw(e, data, &dexv1.RestoreSnapshotRequest{ReplaceSessions: true, AllowOtherCluster: true})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "header says cluster "+newID) || !strings.Contains(err.Error(), "taken on cluster "+oldID) {
+			t.Fatalf("RestoreSnapshot of %s: %v; want InvalidArgument naming both clusters", name, err)
+		}
+	}
+	if id, epoch := clusterIDOf(t, e); id != newID || epoch != newEpoch {
+		t.Fatalf("after refused restores: cluster %s epoch %d; want cluster %s epoch %d as before", id, epoch, newID, newEpoch)
+	}
+	if list, err := e.client.ListSessions(e.ctx(10 * time.Second)); err != nil || len(list) != 0 {
+		t.Fatalf("after refused restores the new cluster holds %d sessions (%v); want none", len(list), err)
+	}
+
 	if out, ok := dexctlAt(t, c2.GRPCAddrs(), "snapshot", "restore", file); ok || !strings.Contains(out, "taken on cluster "+oldID+" and this is cluster "+newID) {
 		t.Fatalf("restoring another cluster's backup without --allow-other-cluster printed %q (ok=%v)", out, ok)
 	}
@@ -168,20 +262,24 @@ func TestBackup_SaveWipeRestoreInANewClusterAndTheDemoGoesOn(t *testing.T) {
 	e.waitReady()
 
 	// Every session, Step and wait is back as it was.
-	for _, id := range ids {
-		after := e.get(id)
-		if !proto.Equal(before[id].Session, after.Session) {
-			t.Fatalf("session %s after the restore:\n%v\nbefore:\n%v", id, after.Session, before[id].Session)
-		}
-		if len(after.Steps) != len(before[id].Steps) {
-			t.Fatalf("session %s has %d Steps after the restore, %d before", id, len(after.Steps), len(before[id].Steps))
-		}
-		for i := range after.Steps {
-			if !proto.Equal(before[id].Steps[i], after.Steps[i]) {
-				t.Fatalf("session %s Step %d after the restore:\n%v\nbefore:\n%v", id, i, after.Steps[i], before[id].Steps[i])
+	sameAsBefore := func(restore string) {
+		t.Helper()
+		for _, id := range ids {
+			after := e.get(id)
+			if !proto.Equal(before[id].Session, after.Session) {
+				t.Fatalf("session %s after %s:\n%v\nbefore:\n%v", id, restore, after.Session, before[id].Session)
+			}
+			if len(after.Steps) != len(before[id].Steps) {
+				t.Fatalf("session %s has %d Steps after %s, %d before", id, len(after.Steps), restore, len(before[id].Steps))
+			}
+			for i := range after.Steps {
+				if !proto.Equal(before[id].Steps[i], after.Steps[i]) {
+					t.Fatalf("session %s Step %d after %s:\n%v\nbefore:\n%v", id, i, restore, after.Steps[i], before[id].Steps[i])
+				}
 			}
 		}
 	}
+	sameAsBefore("the restore")
 	// The cluster keeps its id; its epoch is above both clusters' epochs.
 	id, epoch := clusterIDOf(t, e)
 	if id != newID || epoch <= max(oldEpoch, newEpoch, in.Epoch) {
@@ -190,6 +288,33 @@ func TestBackup_SaveWipeRestoreInANewClusterAndTheDemoGoesOn(t *testing.T) {
 	// A restore over sessions needs --yes.
 	if out, ok := dexctlAt(t, c2.GRPCAddrs(), "snapshot", "restore", file, "--allow-other-cluster"); ok || !strings.Contains(out, "holds 3 sessions") {
 		t.Fatalf("restoring over 3 sessions without --yes printed %q (ok=%v)", out, ok)
+	}
+
+	// The new cluster's own backup restores there without
+	// --allow-other-cluster.
+	own := filepath.Join(t.TempDir(), "own.backup")
+	if out, ok := dexctlAt(t, c2.GRPCAddrs(), "snapshot", "save", own); !ok || !strings.Contains(out, "cluster "+newID) {
+		t.Fatalf("snapshot save on the new cluster printed %q", out)
+	}
+	if out, ok := dexctlAt(t, c2.GRPCAddrs(), "snapshot", "restore", own, "--yes"); !ok || !strings.Contains(out, "restored the backup of cluster "+newID) || !strings.Contains(out, ": 3 sessions;") {
+		t.Fatalf("restoring the cluster's own backup printed %q (ok=%v)", out, ok)
+	}
+	e.waitReady()
+	sameAsBefore("restoring the cluster's own backup")
+
+	// A backup of format 1 (its checksum covers the state alone) still
+	// inspects and restores.
+	v1 := writeTemp(t, "v1.backup", asFormat1(t, saved))
+	if out, ok := dexctlAt(t, nil, "snapshot", "inspect", v1); !ok || !strings.Contains(out, "backup 1 (its checksum covers the state alone)") || !strings.Contains(out, "cluster               "+oldID) {
+		t.Fatalf("snapshot inspect of a format 1 backup printed %q (ok=%v)", out, ok)
+	}
+	if out, ok := dexctlAt(t, c2.GRPCAddrs(), "snapshot", "restore", v1, "--yes", "--allow-other-cluster"); !ok || !strings.Contains(out, "restored the backup of cluster "+oldID) || !strings.Contains(out, ": 3 sessions;") {
+		t.Fatalf("restoring a format 1 backup printed %q (ok=%v)", out, ok)
+	}
+	e.waitReady()
+	sameAsBefore("restoring a format 1 backup")
+	if id, _ := clusterIDOf(t, e); id != newID {
+		t.Fatalf("after the restores the cluster is %s, want %s", id, newID)
 	}
 
 	// The demo goes on in the new cluster.

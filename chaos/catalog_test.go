@@ -21,11 +21,11 @@ import (
 
 var emailRead5 = &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
 
-// waitRegistered waits for the dexworker's "registered" log line.
+// waitRegistered waits for the dexworker's "registered with leader" line.
 func (e *env) waitRegistered(w *Worker) {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(w.Log(), `"registered"`) {
+	for !strings.Contains(w.Log(), `"registered with leader `) {
 		if time.Now().After(deadline) || !w.Running() {
 			e.t.Fatalf("%s did not register: %s", w.Name, tail(w.Log(), 5))
 		}

@@ -201,7 +201,7 @@ func TestIdentity_DeadJoinsLeaveTheClusterServing(t *testing.T) {
 		}
 	}
 	down.Kill()
-	msg := e.dexctlFails("node", "remove", live.ID)
+	msg := e.dexctlFails("node", "remove", "--yes", live.ID)
 	if !strings.Contains(msg, "not a majority") || !strings.Contains(msg, "--force") {
 		t.Fatalf("removing %s with %s down: %q; want the refusal naming --force", live.ID, down.ID, msg)
 	}

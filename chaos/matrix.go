@@ -64,7 +64,10 @@ type Row struct {
 	// Failpoint: the cell needs the chaos build of dexd (go build -tags
 	// chaos) for this failpoint.
 	Failpoint string
-	scenario  scenario
+	// Adapter: the row is about this framework adapter of the TypeScript
+	// Worker (WorkerAdapters); with any other Worker its cells are n/a.
+	Adapter  string
+	scenario scenario
 }
 
 // Name is "Step | Moment", what --row matches.
@@ -244,6 +247,10 @@ func runCell(ctx context.Context, o MatrixOptions, c Cell, chaosDir string, chao
 	res := CellResult{Step: c.Row.Step, Moment: c.Row.Moment, Column: c.Column.Name}
 	if why, ok := c.Row.NA[c.Column.Name]; ok {
 		res.Result, res.Reason = ResultNA, why
+		return res
+	}
+	if c.Row.Adapter != "" && o.Adapter != c.Row.Adapter {
+		res.Result, res.Reason = ResultNA, fmt.Sprintf("only the TypeScript Worker through the %s adapter runs this segment (--worker typescript --adapter %s)", c.Row.Adapter, c.Row.Adapter)
 		return res
 	}
 	dexdDir := o.BinDir

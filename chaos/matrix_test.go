@@ -10,8 +10,8 @@ import (
 )
 
 func TestMatrix_EveryRowOfTheSpecAgainstEveryColumn(t *testing.T) {
-	if len(Rows) != 20 {
-		t.Fatalf("%d rows; docs/crash-matrix.md has 20", len(Rows))
+	if len(Rows) != 21 {
+		t.Fatalf("%d rows; docs/crash-matrix.md has 21", len(Rows))
 	}
 	seen := map[string]bool{}
 	for _, r := range Rows {
@@ -26,8 +26,8 @@ func TestMatrix_EveryRowOfTheSpecAgainstEveryColumn(t *testing.T) {
 		}
 	}
 	cells, err := SelectCells(nil, "")
-	if err != nil || len(cells) != 100 {
-		t.Fatalf("%d cells, %v; want 100", len(cells), err)
+	if err != nil || len(cells) != 105 {
+		t.Fatalf("%d cells, %v; want 105", len(cells), err)
 	}
 	cells, err = SelectCells([]string{ColTakeover}, "PollToolTask")
 	if err != nil || len(cells) != 2 || cells[0].Column.Name != ColTakeover || cells[1].Row.Moment != "during a poll" {
@@ -101,5 +101,21 @@ func TestMatrix_RunsCellsAndSaysWhyOneIsNotApplicable(t *testing.T) {
 	notes, err := os.ReadFile(filepath.Join(out, "cells", "takeover-idle-session-waiting-for-a-user-message.txt"))
 	if err != nil || !strings.Contains(string(notes), "SIGKILL leader") || !strings.Contains(string(notes), "rejoined") {
 		t.Fatalf("cell notes: %s %v", notes, err)
+	}
+}
+
+// A row about one framework adapter is n/a, with the reason, for every
+// other Worker; it starts no process there.
+func TestMatrix_AdapterRowIsNotApplicableToOtherWorkers(t *testing.T) {
+	cells, err := SelectCells([]string{ColWorkerKill}, "Claude Agent SDK")
+	if err != nil || len(cells) != 1 || cells[0].Row.Adapter != "claude-agent-sdk" {
+		t.Fatal(cells, err)
+	}
+	for _, o := range []MatrixOptions{{}, {Worker: "typescript"}, {Worker: "typescript", Adapter: "ai-sdk"}} {
+		o.BinDir = t.TempDir()
+		res := RunMatrix(context.Background(), o, cells)
+		if res[0].Result != ResultNA || !strings.Contains(res[0].Reason, "--adapter claude-agent-sdk") {
+			t.Fatalf("%+v: %+v", o, res[0])
+		}
 	}
 }

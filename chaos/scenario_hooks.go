@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -404,6 +405,26 @@ func inlineCalc(r *cellRun) error {
 	}
 	if len(inline) != 1 || inline[0].Tool != "calc" || inline[0].Content != "4" {
 		return fmt.Errorf("the history holds inline results %v; want the committed output's one calc = 4", inline)
+	}
+	return nil
+}
+
+// cliInline: the committed output holds the CLI's own tools as inline
+// results, once each and in order, and the deferred save_note as its one
+// tool call.
+func cliInline(r *cellRun) error {
+	var inline, calls []string
+	for _, h := range r.final.Session.History {
+		for _, x := range h.InlineResults {
+			inline = append(inline, x.Tool+"="+x.Content)
+		}
+		for _, c := range h.ToolCalls {
+			calls = append(calls, c.Tool)
+		}
+	}
+	want := []string{"Bash=Bash done", "Write=Write done", "Edit=Edit done", "Task=Task done"}
+	if !slices.Equal(inline, want) || !slices.Equal(calls, []string{"save_note"}) {
+		return fmt.Errorf("the history holds inline results %v and tool calls %v; want %v and [save_note]", inline, calls, want)
 	}
 	return nil
 }

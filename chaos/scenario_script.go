@@ -44,7 +44,9 @@ const (
 )
 
 // matrixScript is the scripted model of every cell: the first user message
-// of a session picks its turn.
+// of a session picks its turn. The "cli" turn calls the Claude Code CLI's
+// own tools (Bash, Write, Edit, Task), which only the Claude Agent SDK
+// adapter's fake CLI runs, inside the query.
 var matrixScript = strings.NewReplacer("SLEEP", strconv.Itoa(toolSleep)).Replace(`{"turns": [
  {"match": "model", "outputs": [{"tool_calls": [{"tool": "lookup", "arguments": {"q": "m"}}]}, {"text": "looked it up"}]},
  {"match": "write", "outputs": [{"tool_calls": [{"tool": "save_note", "arguments": {"note": "n"}}]}, {"text": "saved"}]},
@@ -62,6 +64,7 @@ var matrixScript = strings.NewReplacer("SLEEP", strconv.Itoa(toolSleep)).Replace
  {"match": "tools", "prefix": true, "outputs": [{"tool_calls": [{"tool": "lookup", "arguments": {"q": "t"}}, {"tool": "build", "arguments": {"target": "t"}}]}, {"text": "done"}]},
  {"match": "idle", "prefix": true, "outputs": [{"text": "hello"}]},
  {"match": "waits", "outputs": [{"tool_calls": [{"tool": "deploy", "arguments": {"env": "prod"}}, {"tool": "ask_user", "arguments": {"question": "which region?"}}]}, {"text": "deployed"}]},
- {"match": "calc", "outputs": [{"text": "2+2=4", "inline": [{"tool": "calc", "arguments": {"a": 2, "b": 2, "sleep_ms": SLEEP}}]}]}
+ {"match": "calc", "outputs": [{"text": "2+2=4", "inline": [{"tool": "calc", "arguments": {"a": 2, "b": 2, "sleep_ms": SLEEP}}]}]},
+ {"match": "cli", "outputs": [{"text": "built, wrote, edited, reviewed", "tool_calls": [{"tool": "Bash", "arguments": {"command": "make", "sleep_ms": SLEEP}}, {"tool": "Write", "arguments": {"file_path": "notes.md", "content": "n"}}, {"tool": "Edit", "arguments": {"file_path": "notes.md", "old_string": "n", "new_string": "m"}}, {"tool": "Task", "arguments": {"description": "review", "prompt": "review notes.md"}}, {"tool": "save_note", "arguments": {"note": "n"}}]}, {"text": "saved"}]}
 ],
  "compact": [{"text": "{{message}}", "delay_ms": SLEEP, "always": true}]}`)

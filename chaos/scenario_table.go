@@ -164,9 +164,11 @@ var Rows = []Row{
 		}},
 	// The approval of a turn that also waits for an answer is committed;
 	// the failpoint holds the node before it answers the caller, and the
-	// fault strikes then.
+	// fault strikes then. The command that resolves a wait moves the turn
+	// on in the same entry, so there is no move left to run again. The
+	// timer case: TestFailpoints_ACrashRightAfterATimerFiredRepeatsNothing.
 	{Step: "any wait", Moment: "after the wait ended, while the state machine moves the turn on",
-		Expected: "the move runs again; the resolved approval, answer or timer stays recorded once", Failpoint: "dexAfterWaitResolved",
+		Expected: "the move happens once, in the same committed command as the resolution; the resolved approval, answer or timer stays recorded once", Failpoint: "dexAfterWaitResolved",
 		scenario: scenario{message: "waits",
 			at:    []moment{reached("the approval and the question waiting", waitingFor(kindApproval, kindQuestion)).beforeStrike(approveIntoFailpoint)},
 			after: []hook{approvalRetried, answer("eu-west")},
@@ -194,5 +196,23 @@ var Rows = []Row{
 			final:  state{ledger: []ledgerCount{ran("inline", "calc", atLeast(1))}},
 			killed: state{ledger: []ledgerCount{ran("inline", "calc", atLeast(2))}},
 			checks: []hook{inlineCalc},
+		}},
+	// The Claude Agent SDK adapter's query runs the CLI's own tools itself,
+	// inside RunModel, and hands the deferred Dex tool back as a tool call.
+	// The fault strikes while Bash runs, before Write, Edit and Task.
+	{Step: "Claude Agent SDK turn segment", Moment: "while the CLI's own tool runs (Bash, Write, Edit, Task)",
+		Expected: "the model calls and the CLI's own tools run again with RunModel: at least once; the history keeps only the committed output's results, inline; the tools in `dexTools` are deferred and become their own Steps, which follow their rows",
+		Adapter:  "claude-agent-sdk",
+		scenario: scenario{message: "cli",
+			at: []moment{running("Bash running inside the query", "inline", "Bash")},
+			steps: []stepExpect{
+				{step: caught(0), outcome: is(oSucceeded), attempts: between(1, 3), execs: perAttempt, killedAttempts: exactly(2), killedExecs: exactly(2)},
+				{step: the(kindCallTool, "save_note"), outcome: is(oSucceeded), attempts: exactly(1), told: true, sameKey: true, execs: exactly(1)},
+			},
+			final: state{steps: []stepCount{runModels(2)}, ledger: []ledgerCount{
+				ran("inline", "Bash", atLeast(1)), ran("inline", "Write", atLeast(1)), ran("inline", "Edit", atLeast(1)), ran("inline", "Task", atLeast(1)),
+			}},
+			killed: state{ledger: []ledgerCount{ran("inline", "Bash", atLeast(2))}},
+			checks: []hook{cliInline},
 		}},
 }

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,5 +109,58 @@ func TestStuckWorker_RetriesRunOnTheHealthyWorkerAndStatusShowsItUnhealthy(t *te
 	if h, ok := shown["healthy"]; ok && !h {
 		t.Fatal("status shows the healthy Worker unhealthy")
 	}
+}
 
+// A Worker stopped (SIGSTOP) right after it took a task lets that attempt
+// expire unclaimed, but its long poll stays open on the leader. Neither the
+// retry nor any later Step of the session goes to that poll while a healthy
+// Worker polls: the turn costs one expiry, not one per Step.
+func TestStuckWorker_AStoppedWorkerGetsNoFurtherStepOfTheSession(t *testing.T) {
+	// The heartbeat timeout of a default cluster, as the issue measured.
+	e := newEnv(t, "--heartbeat-timeout", "10s")
+	stuck := e.startNamedWorker("stuck", []string{"before-claim"})
+	began := time.Now()
+	id := e.createSession("hello")
+	if _, err := stuck.WaitHeld(e.ctx(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// Let its next long poll, sent as it took the task, reach the leader.
+	time.Sleep(500 * time.Millisecond)
+	if err := stuck.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	e.startNamedWorker("healthy", nil)
+
+	r := e.waitFor(id, 90*time.Second, "idle after the turn", func(r *dexv1.GetSessionResponse) bool {
+		if r.Session.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED {
+			t.Fatalf("session %s errored: steps %s", id, describe(r.Steps))
+		}
+		return r.Session.Status == dexv1.SessionStatus_SESSION_STATUS_IDLE
+	})
+	t.Logf("turn took %s with the stuck Worker stopped (one expiry of 10 s; 22.5 s when the session's next Step went to it too): %s",
+		time.Since(began).Round(100*time.Millisecond), describe(r.Steps))
+
+	first := r.Steps[0]
+	if len(first.Attempts) != 2 || first.Attempts[0].WorkerId != "stuck" || first.Attempts[1].WorkerId != "healthy" {
+		t.Fatalf("the first RunModel ran %s; want attempt 1 on the stuck Worker and attempt 2 on the healthy one", describe([]*dexv1.Step{first}))
+	}
+	expiries := 0
+	for _, st := range r.Steps {
+		for _, at := range st.Attempts {
+			if at.Status == dexv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED {
+				expiries++
+			}
+			if at.WorkerId == "stuck" && (st.Id != first.Id || at.N != 1) {
+				t.Fatalf("the stuck Worker got attempt %d of %s after its first expiry: %s", at.N, st.Id, describe(r.Steps))
+			}
+		}
+	}
+	if expiries != 1 {
+		t.Fatalf("%d attempts expired; want only the stuck Worker's first: %s", expiries, describe(r.Steps))
+	}
+	for _, l := range e.ledgerEntries() {
+		if l.Worker == "stuck" {
+			t.Fatalf("the stuck Worker ran %+v", l)
+		}
+	}
 }

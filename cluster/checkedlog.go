@@ -76,6 +76,17 @@ type CheckedLogStore struct {
 	mark   uint64 // the stored-up-to mark, as last written
 	// OnDamage is called with the *DamageError before GetLog returns it.
 	OnDamage func(error)
+	// OnWriteError, when set, is given every failed write (of entries and
+	// of the mark) and returns the error to pass on.
+	OnWriteError func(error) error
+}
+
+// written passes a write's error through OnWriteError.
+func (c *CheckedLogStore) written(err error) error {
+	if err != nil && c.OnWriteError != nil {
+		return c.OnWriteError(err)
+	}
+	return err
 }
 
 // NewCheckedLogStore wraps logs, whose entries live in the file path (named
@@ -103,7 +114,7 @@ func NewCheckedLogStore(logs raft.LogStore, stable ChecksumStore, path string, r
 	c.from = last + 1
 	if !readOnly {
 		if err := stable.SetUint64(checksumsFromKey, c.from); err != nil {
-			return nil, fmt.Errorf("record the first checksummed log index in %s: %v", path, err)
+			return nil, fmt.Errorf("record the first checksummed log index in %s: %w", path, err)
 		}
 	}
 	return c, nil
@@ -128,7 +139,7 @@ func (c *CheckedLogStore) StoreLogs(logs []*raft.Log) error {
 		sealed[i].Extensions = seal(l)
 		ptrs[i] = &sealed[i]
 	}
-	return c.LogStore.StoreLogs(ptrs)
+	return c.written(c.LogStore.StoreLogs(ptrs))
 }
 
 // GetLog reads an entry and verifies its checksum. raft.ErrLogNotFound is

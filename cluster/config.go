@@ -72,6 +72,12 @@ type Config struct {
 	// stop; dexd exits. Without it, OnHalt is called.
 	OnDamage func(error)
 
+	// OnDiskFull is called, once, with a *DiskFullError when a write of the
+	// raft log or of raft.db fails while the node runs because the data
+	// dir's filesystem is full (a full disk at start is Open's error). The
+	// node must stop; dexd exits. Without it, OnHalt is called.
+	OnDiskFull func(error)
+
 	// OnApplied is called after each entry the state machine applied (and
 	// after a snapshot restore) with what it wrote; the leader's broker is
 	// fed from it. It must not wait for Apply.

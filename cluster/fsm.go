@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -68,11 +69,33 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 }
 
 type fsmSnapshot struct {
-	s *fsm.Snapshot
+	s persister
 }
 
+// persister is what a snapshot of the state machine does (*fsm.Snapshot).
+type persister interface {
+	Persist(io.Writer) error
+	Release()
+}
+
+// Persist writes the snapshot and reads it back as it goes: every record is
+// decoded by the restore's own decoder before the snapshot is kept. One that
+// does not decode is cancelled, so raft keeps the previous snapshot and the
+// log it would otherwise have compacted.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.s.Persist(sink); err != nil {
+	pr, pw := io.Pipe()
+	checked := make(chan error, 1)
+	go func() {
+		_, err := fsm.CheckSnapshot(pr)
+		pr.CloseWithError(err) // a failed check stops the writer too
+		checked <- err
+	}()
+	err := s.s.Persist(io.MultiWriter(sink, pw))
+	pw.CloseWithError(err) // nil: the checker reads to the end
+	if cerr := <-checked; cerr != nil && (err == nil || errors.Is(err, cerr)) {
+		err = fmt.Errorf("the snapshot does not read back, so it is not kept: %w", cerr)
+	}
+	if err != nil {
 		sink.Cancel()
 		return err
 	}

@@ -35,7 +35,7 @@ func checkDataDir(dir, id string) (fresh bool, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return false, fmt.Errorf("create data dir %s: %v", dir, err)
+			return false, fmt.Errorf("create data dir %s: %w", dir, err)
 		}
 		return true, nil
 	}

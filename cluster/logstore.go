@@ -11,8 +11,11 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/migrate"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 )
 
 // The raft log lives in raft/wal: hashicorp/raft-wal's segment files, where
@@ -32,8 +35,9 @@ func walDir(raftDir string) string { return filepath.Join(raftDir, walDirName) }
 // openWAL checks wal-meta.db (a bolt file) like raft.db, then opens the
 // segment files. raft-wal takes a damaged last write batch of the open
 // segment for a write cut by a crash and drops it; what Dex stored before
-// that is guarded by the stored-up-to mark (CheckedLogStore).
-func openWAL(dir, dataDir string, hl hclog.Logger) (w *walStore, err error) {
+// that is guarded by the stored-up-to mark (CheckedLogStore). failed, when
+// set, hears the writes raft-wal makes on its own that fail (walFS).
+func openWAL(dir, dataDir string, hl hclog.Logger, failed func(error)) (w *walStore, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -41,7 +45,7 @@ func openWAL(dir, dataDir string, hl hclog.Logger) (w *walStore, err error) {
 		}
 	}()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %v", dir, err)
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	metaPath := filepath.Join(dir, walMetaFile)
 	if _, err := os.Stat(metaPath); err == nil {
@@ -53,9 +57,14 @@ func openWAL(dir, dataDir string, hl hclog.Logger) (w *walStore, err error) {
 		}
 	}
 	meta := &metadb.BoltMetaDB{}
-	inner, err := wal.Open(dir, wal.WithLogger(hl), wal.WithMetaStore(meta))
+	inner, err := wal.Open(dir, wal.WithLogger(hl), wal.WithSegmentSize(walSegmentSize),
+		wal.WithMetaStore(walMeta{BoltMetaDB: meta, failed: failed}),
+		wal.WithSegmentFiler(segment.NewFiler(dir, walFS{FS: walfs.New(), failed: failed})))
 	if err != nil {
 		meta.Close()
+		if IsDiskFull(err) {
+			return nil, fmt.Errorf("open %s: %w", dir, err)
+		}
 		return nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: %v", err)}
 	}
 	return &walStore{WAL: inner, meta: meta}, nil
@@ -66,6 +75,48 @@ func openWAL(dir, dataDir string, hl hclog.Logger) (w *walStore, err error) {
 type walStore struct {
 	*wal.WAL
 	meta *metadb.BoltMetaDB
+}
+
+// walFS is raft-wal's file system, except for a new segment it could not
+// create: raft-wal makes the next segment on its own when the open one is
+// full and only logs a failure, so walFS reports it; and it removes the file
+// left behind, which raft-wal would otherwise fail to create again (it
+// creates segments exclusively) or reopen without its preallocated space.
+type walFS struct {
+	*walfs.FS
+	failed func(error)
+}
+
+func (f walFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	w, err := f.FS.Create(dir, name, size)
+	if err != nil {
+		if !errors.Is(err, os.ErrExist) {
+			os.Remove(filepath.Join(dir, name))
+		}
+		err = fmt.Errorf("create segment %s: %w", name, err)
+		if f.failed != nil {
+			f.failed(err)
+		}
+	}
+	return w, err
+}
+
+// walMeta reports a failed commit of wal-meta.db, which raft-wal makes on
+// its own when it starts the next segment.
+type walMeta struct {
+	*metadb.BoltMetaDB
+	failed func(error)
+}
+
+func (m walMeta) CommitState(s types.PersistentState) error {
+	err := m.BoltMetaDB.CommitState(s)
+	if err != nil {
+		err = fmt.Errorf("commit %s: %w", walMetaFile, err)
+		if m.failed != nil {
+			m.failed(err)
+		}
+	}
+	return err
 }
 
 func (w *walStore) Close() error {
@@ -105,9 +156,9 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 		hl.Info("moving the raft log from raft.db into the WAL", "first", first, "last", last)
 		tmp := dir + ".tmp"
 		if err := os.RemoveAll(tmp); err != nil {
-			return fmt.Errorf("remove %s: %v", tmp, err)
+			return fmt.Errorf("remove %s: %w", tmp, err)
 		}
-		w, err := openWAL(tmp, dataDir, hl)
+		w, err := openWAL(tmp, dataDir, hl, nil)
 		if err != nil {
 			return err
 		}
@@ -116,10 +167,10 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("copy the raft log from raft.db into %s: %v", tmp, err)
+			return fmt.Errorf("copy the raft log from raft.db into %s: %w", tmp, err)
 		}
 		if err := os.Rename(tmp, dir); err != nil {
-			return fmt.Errorf("move %s into place: %v", tmp, err)
+			return fmt.Errorf("move %s into place: %w", tmp, err)
 		}
 		if err := syncDir(raftDir); err != nil {
 			return err
@@ -127,7 +178,7 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 	}
 	// The WAL is whole: the entries in raft.db are a stale copy.
 	if err := store.DeleteRange(first, last); err != nil {
-		return fmt.Errorf("drop the moved log from raft.db: %v", err)
+		return fmt.Errorf("drop the moved log from raft.db: %w", err)
 	}
 	hl.Info("the raft log is in the WAL now", "first", first, "last", last)
 	return nil
@@ -140,7 +191,7 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %v", dir, err)
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -37,12 +37,12 @@ func (n *walNode) open() (logs *CheckedLogStore, close func(), err error) {
 		store.Close()
 		return nil, nil, err
 	}
-	w, err := openWAL(walDir(n.raftDir), n.raftDir, hclog.NewNullLogger())
+	w, err := openWAL(walDir(n.raftDir), n.raftDir, hclog.NewNullLogger(), nil)
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	logs, _, err = openCheckedLog(store, w, walDir(n.raftDir), n.raftDir, false)
+	logs, _, _, err = openCheckedLog(store, w, walDir(n.raftDir), n.raftDir, false)
 	close = func() { w.Close(); store.Close() }
 	if err != nil {
 		close()

@@ -101,6 +101,8 @@ type Node struct {
 	handoverCh chan chan struct{}
 	restoreCh  chan *restoreReq
 	needsJoin  atomic.Bool
+	running    atomic.Bool // Open returned it: a full disk now stops it (writeFailed)
+	fullOnce   sync.Once
 	shutdownCh chan struct{}
 	wg         sync.WaitGroup
 	shutOnce   sync.Once
@@ -131,6 +133,8 @@ func Open(cfg Config) (n *Node, err error) {
 		if r := recover(); r != nil {
 			n, err = nil, fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
 		}
+		// A full disk is named as such wherever the start met it.
+		err = diskFull(cfg.DataDir, err)
 	}()
 	cfg.withDefaults()
 	if cfg.ID == "" {
@@ -142,6 +146,11 @@ func Open(cfg Config) (n *Node, err error) {
 	fresh, err := checkDataDir(cfg.DataDir, cfg.ID)
 	if err != nil {
 		return nil, err
+	}
+	if fresh {
+		if err := checkFreshSpace(cfg.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	n = &Node{
 		cfg:        cfg,
@@ -170,13 +179,13 @@ func Open(cfg Config) (n *Node, err error) {
 			}
 		}
 		if err := writeIdentity(cfg.DataDir, ident); err != nil {
-			return nil, fmt.Errorf("write %s: %v", filepath.Join(cfg.DataDir, identityFile), err)
+			return nil, fmt.Errorf("write %s: %w", filepath.Join(cfg.DataDir, identityFile), err)
 		}
 	}
 
 	raftDir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(raftDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %v", raftDir, err)
+		return nil, fmt.Errorf("create %s: %w", raftDir, err)
 	}
 	n.store, err = openStore(filepath.Join(raftDir, "raft.db"), cfg.DataDir)
 	if err != nil {
@@ -192,7 +201,8 @@ func Open(cfg Config) (n *Node, err error) {
 	if err := migrateBoltLog(n.store, raftDir, cfg.DataDir, hl.Named("wal")); err != nil {
 		return nil, err
 	}
-	w, err := openWAL(walDir(raftDir), cfg.DataDir, hl.Named("wal"))
+	node := n // n is nil once an error is returned
+	w, err := openWAL(walDir(raftDir), cfg.DataDir, hl.Named("wal"), func(err error) { node.writeFailed(err) })
 	if err != nil {
 		return nil, err
 	}
@@ -203,15 +213,19 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}()
 	// Before the snapshot store (which creates a missing snapshots dir).
-	logs, _, err := openCheckedLog(n.store, w, walDir(raftDir), raftDir, false)
+	logs, _, note, err := openCheckedLog(n.store, w, walDir(raftDir), raftDir, false)
 	if err != nil {
 		return nil, err
 	}
+	if note != "" {
+		n.log.Warn(note)
+	}
 	logs.OnDamage = n.onDamage
+	logs.OnWriteError = n.writeFailed
 	n.logs = logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
 	if err != nil {
-		return nil, fmt.Errorf("open snapshot store in %s: %v", raftDir, err)
+		return nil, fmt.Errorf("open snapshot store in %s: %w", raftDir, err)
 	}
 	hasState, err := raft.HasExistingState(logs, n.store, snaps)
 	if err != nil {
@@ -290,10 +304,11 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("raft log cache: %v", err)
 	}
-	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, n.store, snaps, n.trans)
+	stable := stableStore{StableStore: n.store, written: n.writeFailed}
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, stable, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("start raft on %s: %v", raftDir, err)
+		return nil, fmt.Errorf("start raft on %s: %w", raftDir, err)
 	}
 	n.trans.setRaft(n.raft)
 	n.ident.setWelcome(n.neverHeldData)
@@ -301,12 +316,13 @@ func Open(cfg Config) (n *Node, err error) {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
 			n.trans.Close()
-			return nil, fmt.Errorf("bootstrap: %v", err)
+			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped the cluster configuration", zap.Int("voters", len(bootstrap.Servers)))
 	}
 	closeStore = false
 	n.lastAdvance = time.Now()
+	n.running.Store(true)
 
 	n.wg.Add(5)
 	go n.storedMarkLoop()
@@ -342,6 +358,8 @@ func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
 		return s, nil
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
+	case IsDiskFull(err):
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	default:
 		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
 	}
@@ -716,6 +734,7 @@ func (n *Node) Shutdown() error {
 		if terr := n.trans.Close(); terr != nil && err == nil {
 			err = terr
 		}
+		n.running.Store(false) // stopping anyway: a full disk is only logged now
 		if merr := n.logs.RecordStoredUpTo(); merr != nil {
 			n.log.Warn("record the stored-up-to mark", zap.Error(merr))
 		}

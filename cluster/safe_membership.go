@@ -81,7 +81,11 @@ func (n *Node) CheckRemoval(ctx context.Context, id string) error {
 	}
 	up := n.reachable(ctx, left)
 	if up*2 <= len(left) {
-		return fmt.Errorf("removing node %s would leave %d voters of which %d answer, not a majority: the cluster would stop; bring the others back first, or use --force", id, len(left), up)
+		voters := fmt.Sprintf("%d voters", len(left))
+		if len(left) == 1 {
+			voters = "1 voter"
+		}
+		return fmt.Errorf("removing node %s would leave %s with %d answering, not a majority: the cluster would stop; bring the others back first, or use --force", id, voters, up)
 	}
 	return nil
 }

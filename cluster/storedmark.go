@@ -27,7 +27,7 @@ func (c *CheckedLogStore) RecordStoredUpTo() error {
 		return err
 	}
 	if err := c.stable.SetUint64(storedUpToKey, last); err != nil {
-		return fmt.Errorf("record the stored-up-to mark: %v", err)
+		return c.written(fmt.Errorf("record the stored-up-to mark: %w", err))
 	}
 	c.mark = last
 	return nil
@@ -45,11 +45,11 @@ func (c *CheckedLogStore) DeleteRange(min, max uint64) error {
 	}
 	if max >= last && min > 0 && min-1 < c.mark {
 		if err := c.stable.SetUint64(storedUpToKey, min-1); err != nil {
-			return fmt.Errorf("lower the stored-up-to mark: %v", err)
+			return c.written(fmt.Errorf("lower the stored-up-to mark: %w", err))
 		}
 		c.mark = min - 1
 	}
-	return c.LogStore.DeleteRange(min, max)
+	return c.written(c.LogStore.DeleteRange(min, max))
 }
 
 // CheckStoredUpTo refuses a log that ends below the mark. raft never

@@ -21,34 +21,41 @@ import (
 // anything, reads back every log entry and every snapshot and checks the
 // log still reaches the stored-up-to mark: damage is refused at start,
 // before the node serves or votes.
-func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string, readOnly bool) (*CheckedLogStore, []SnapshotCheck, error) {
+//
+// A snapshot whose CRC matches must also restore (restoreCheck); note says
+// what the node did when its newest one does not.
+func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string, readOnly bool) (clog *CheckedLogStore, snaps []SnapshotCheck, note string, err error) {
 	hasState, err := hasRaftState(logs, store)
 	if err != nil {
-		return nil, nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
+		return nil, nil, "", &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
 	}
 	checked, err := NewCheckedLogStore(logs, store, dir, readOnly)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if _, err := checked.VerifyLog(); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	first, err := logs.FirstIndex()
 	if err != nil {
-		return nil, nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
+		return nil, nil, "", &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
 	}
-	snaps, err := checkSnapshots(raftDir, first, hasState)
+	snaps, err = checkSnapshots(raftDir, first, hasState)
 	if err != nil {
-		return nil, snaps, err
+		return nil, snaps, "", err
+	}
+	snaps, note, err = restoreCheck(raftDir, snaps, first, readOnly)
+	if err != nil {
+		return nil, snaps, "", err
 	}
 	var newest uint64
 	for _, s := range snaps {
 		newest = max(newest, s.Index)
 	}
 	if err := checked.CheckStoredUpTo(newest); err != nil {
-		return nil, snaps, err
+		return nil, snaps, "", err
 	}
-	return checked, snaps, nil
+	return checked, snaps, note, nil
 }
 
 // onDamage stops the node on a log entry that fails its checksum while it
@@ -129,9 +136,12 @@ func VerifyDataDir(dataDir string) (checked []string, err error) {
 		defer done()
 		logs, logPath, logName = w, walDir(raftDir), "wal"
 	}
-	clog, snaps, err := openCheckedLog(store, logs, logPath, raftDir, true)
+	clog, snaps, restored, err := openCheckedLog(store, logs, logPath, raftDir, true)
 	for _, s := range snaps {
 		checked = append(checked, fmt.Sprintf("snapshots/%s: up to entry %d, %d bytes, CRC64 matches", s.ID, s.Index, s.Size))
+	}
+	if restored != "" {
+		checked = append(checked, strings.Split(restored, "\n")...)
 	}
 	if err != nil {
 		return checked, err
@@ -169,9 +179,9 @@ func openWALCopy(raftDir, dataDir string) (w *walStore, done func(), err error) 
 	remove := func() { os.RemoveAll(tmp) }
 	if err := os.CopyFS(tmp, os.DirFS(walDir(raftDir))); err != nil {
 		remove()
-		return nil, nil, fmt.Errorf("copy %s: %v", walDir(raftDir), err)
+		return nil, nil, fmt.Errorf("copy %s to %s to check it: %w", walDir(raftDir), tmp, err)
 	}
-	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger())
+	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger(), nil)
 	if err != nil {
 		remove()
 		var d *DamageError

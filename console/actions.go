@@ -45,7 +45,7 @@ func (c *Console) sessionAction(w http.ResponseWriter, r *http.Request) {
 	}
 	notice, err := do(ctx, id)
 	if err != nil {
-		c.showSession(w, r, httpCode(err), c.apiMessage(err), "")
+		c.showSession(w, r, httpCode(err), c.apiMessage(r, err), "")
 		return
 	}
 	http.Redirect(w, r, "/ui/sessions/"+id+"?done="+notice, http.StatusSeeOther)

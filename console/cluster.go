@@ -29,7 +29,7 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	// Through the leader-following channel: contacts live in its memory.
 	wk, err := dexv1.NewAdminServiceClient(c.cfg.Sessions).ListWorkers(ctx, &dexv1.ListWorkersRequest{})
 	if err != nil {
-		d.WorkersError = c.apiMessage(err)
+		d.WorkersError = c.apiMessage(r, err)
 	} else {
 		slices.SortFunc(wk.Workers, func(a, b *dexv1.WorkerStatus) int { return strings.Compare(a.Worker.GetId(), b.Worker.GetId()) })
 		d.Workers = wk

@@ -1,11 +1,16 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/dexhq/dex/api/client"
+	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
 // httpCode is the page status of an API error.
@@ -28,11 +33,15 @@ func httpCode(err error) int {
 }
 
 // apiMessage is the API's own message, with where the leader is when no
-// node serving clients answered.
-func (c *Console) apiMessage(err error) string {
+// node serving clients answered, or, when too few voters answer to elect
+// one, just that.
+func (c *Console) apiMessage(r *http.Request, err error) string {
 	msg := status.Convert(err).Message()
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
+		if nq := c.noQuorum(r); nq != nil {
+			return nq.Error()
+		}
 		if w := c.where(); w != nil {
 			if w.LeaderID == "" {
 				return fmt.Sprintf("no node serving clients answered (%s); node %s knows no leader now", msg, w.Node)
@@ -47,5 +56,25 @@ func (c *Console) apiMessage(err error) string {
 }
 
 func (c *Console) apiError(w http.ResponseWriter, r *http.Request, err error) {
-	c.renderError(w, r, httpCode(err), c.apiMessage(err))
+	c.renderError(w, r, httpCode(err), c.apiMessage(r, err))
+}
+
+// noQuorumTimeout bounds the Status call that explains an unavailable
+// cluster (its own page's time may be spent already).
+const noQuorumTimeout = 2 * time.Second
+
+// noQuorum asks this node's Status whether too few voters answer to elect
+// a leader: a *client.NoQuorumError if so, else nil.
+func (c *Console) noQuorum(r *http.Request) error {
+	ctx := r.Context()
+	if t := token(r); t != "" {
+		ctx = withToken(ctx, t)
+	}
+	ctx, cancel := context.WithTimeout(ctx, noQuorumTimeout)
+	defer cancel()
+	st, err := c.admin.Status(ctx, &dexv1.StatusRequest{})
+	if err != nil {
+		return nil
+	}
+	return client.CheckQuorum(st)
 }

@@ -87,7 +87,7 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil && ctx.Err() == nil {
 		// A definite refusal (an unknown session, a token that may not
 		// read): tell the page, which stops reconnecting.
-		b, _ := json.Marshal(map[string]any{"code": status.Code(err).String(), "message": c.apiMessage(err), "gone": status.Code(err) == codes.NotFound})
+		b, _ := json.Marshal(map[string]any{"code": status.Code(err).String(), "message": c.apiMessage(r, err), "gone": status.Code(err) == codes.NotFound})
 		_ = send(fmt.Sprintf("event: fail\ndata: %s\n\n", b))
 	}
 }

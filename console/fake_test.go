@@ -33,6 +33,10 @@ type fakeAPI struct {
 	// tokens, when set: secret -> may act (client) or only read.
 	tokens map[string]bool
 	calls  []string // the writes that changed something
+	// down, when set, is the Unavailable answer to ListSessions, as when no
+	// node serves clients; status, when set, is the answer to Status.
+	down   string
+	status *dexv1.StatusResponse
 }
 
 func newFakeAPI() *fakeAPI {
@@ -91,6 +95,9 @@ func (f *fakeAPI) GetSession(ctx context.Context, req *dexv1.GetSessionRequest) 
 func (f *fakeAPI) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
 	if err := f.authorize(ctx, false); err != nil {
 		return nil, err
+	}
+	if f.down != "" {
+		return nil, status.Error(codes.Unavailable, f.down)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -232,6 +239,9 @@ func (f *fakeAPI) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Sess
 }
 
 func (f *fakeAPI) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.StatusResponse, error) {
+	if f.status != nil {
+		return f.status, nil
+	}
 	return &dexv1.StatusResponse{Leader: "n1", Term: 3, CommitIndex: 42, AppliedIndex: 42, Epoch: 7, AnsweredBy: "n2", Nodes: []*dexv1.NodeStatus{
 		{Id: "n1", State: "leader", Term: 3, CommitIndex: 42, AppliedIndex: 42, Ready: true, Suffrage: "voter"},
 		{Id: "n2", State: "follower", Term: 3, CommitIndex: 42, AppliedIndex: 41, ReadyReason: "not the leader", Suffrage: "voter"},

@@ -19,6 +19,8 @@ type workerHealth struct {
 	inARow    uint32
 	total     uint64
 	unhealthy bool
+	// session: where its last task expired unclaimed, since its last claim.
+	session string
 }
 
 // stepSeen is how far the health book has read a Step's attempts: every
@@ -86,7 +88,7 @@ func (h *healthBook) observe(id string, s *fsmpb.Step) {
 		}
 		seen.next = n + 1
 		if expiredUnclaimed(at) {
-			h.expired(at.WorkerId)
+			h.expired(at.WorkerId, s.SessionId)
 		}
 	}
 	if live {
@@ -112,20 +114,21 @@ func (h *healthBook) claimed(id string) {
 		return
 	}
 	was := w.unhealthy
-	w.inARow, w.unhealthy = 0, false
+	w.inARow, w.unhealthy, w.session = 0, false, ""
 	if was && h.onChange != nil {
 		h.onChange(id, false, 0)
 	}
 }
 
-// expired: a task of the Worker expired before it claimed it.
-func (h *healthBook) expired(id string) {
+// expired: a task of the Worker, in session, expired before it claimed it.
+func (h *healthBook) expired(id, session string) {
 	if id == "" {
 		return
 	}
 	w := h.worker(id)
 	w.inARow++
 	w.total++
+	w.session = session
 	if !w.unhealthy && w.inARow >= UnhealthyAfter {
 		w.unhealthy = true
 		if h.onChange != nil {
@@ -134,9 +137,14 @@ func (h *healthBook) expired(id string) {
 	}
 }
 
-func (h *healthBook) unhealthy(id string) bool {
+// avoids reports whether the Worker should leave the session's Steps to
+// another one: it is unhealthy, or a task of the session expired unclaimed
+// on it since its last claim. A stopped Worker's long poll stays open on
+// the leader, so the session's next Step, not only the retry, would go to
+// it and expire too.
+func (h *healthBook) avoids(id, session string) bool {
 	w := h.workers[id]
-	return w != nil && w.unhealthy
+	return w != nil && (w.unhealthy || w.session == session)
 }
 
 // forget drops the bookkeeping of Workers the state no longer has.

@@ -8,11 +8,11 @@ import (
 )
 
 // DefaultPreferOtherWait is how long a ready Step is kept from a Worker it
-// should avoid (its last attempt expired unclaimed there, or the Worker is
-// unhealthy) so that another Worker can take it. It is longer than a poll's
-// round trip, so a healthy Worker woken by the requeue takes the Step first,
-// and short, because with a single Worker the retry still runs on it: this
-// much later.
+// should avoid (an attempt of the Step's session expired unclaimed there
+// since the Worker's last claim, or the Worker is unhealthy) so that another
+// Worker can take it. It is longer than a poll's round trip, so a healthy
+// Worker woken by the requeue takes the Step first, and short, because with
+// a single Worker the retry still runs on it: this much later.
 const DefaultPreferOtherWait = time.Second
 
 // readySince is when the broker first saw a Step ready for its next attempt
@@ -32,12 +32,13 @@ func (b *Broker) markReady(s *fsmpb.Step, now int64) {
 }
 
 // avoids reports whether a Worker should leave a Step to another one: the
-// Step's last attempt expired unclaimed on it, or it is unhealthy.
+// Step's last attempt expired unclaimed on it, an attempt of the Step's
+// session did since the Worker's last claim, or it is unhealthy.
 func (b *Broker) avoids(worker string, s *fsmpb.Step) bool {
 	if worker == "" {
 		return false
 	}
-	return lastExpiredUnclaimedBy(s) == worker || b.health.unhealthy(worker)
+	return lastExpiredUnclaimedBy(s) == worker || b.health.avoids(worker, s.SessionId)
 }
 
 // passOn decides whether a poll of worker leaves the ready Step s (of queue

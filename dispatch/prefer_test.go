@@ -7,6 +7,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/lease/leasetest"
 )
 
 // expireUnclaimed starts the next attempt of a session's queued Step on
@@ -210,5 +211,111 @@ func TestBrokerHealthForgetsDeregisteredWorkers(t *testing.T) {
 	f.c.Do(&fsmpb.Command{Body: &fsmpb.Command_DeregisterWorker{DeregisterWorker: &fsmpb.DeregisterWorker{WorkerId: "gone", Epoch: f.c.Epoch()}}})
 	if hs := f.b.WorkerHealth(); len(hs) != 0 {
 		t.Fatalf("health %v after the Worker was deregistered; want none", hs)
+	}
+}
+
+// nextStepAfterRetryElsewhere lets s1's first RunModel attempt expire
+// unclaimed on "model", runs the retry on "model2", whose output calls
+// lookup, and returns the command that completes that lookup: it leaves the
+// session's next RunModel ready.
+func (f *brokerFixture) nextStepAfterRetryElsewhere() *fsmpb.Command {
+	f.t.Helper()
+	f.c.RegisterWorker("model2", true)
+	f.c.CreateSession("s1", "hi")
+	st := f.expireUnclaimed("s1", "model")
+	at := f.c.Start(st.Id, "model2")
+	f.claim(st.Id)
+	f.c.Complete(leasetest.Ref(st.Id, at), "calling", leasetest.Call("c1", "lookup", "{}"))
+	lk := f.c.Queued("s1")[0]
+	lat := f.c.Start(lk.Id, "w1")
+	return &fsmpb.Command{NowMs: f.clock.Now().UnixMilli(), Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{
+		Ref:    &fsmpb.AttemptRef{StepId: lk.Id, Attempt: lat.N, Token: lat.Token, Seq: 1},
+		Result: &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ToolResult{ToolResult: &fsmpb.ToolResult{Content: "found"}}},
+	}}}
+}
+
+// A Worker whose attempt expired unclaimed leaves the session's next Step,
+// not only the retry, to another polling Worker: its open poll may be all
+// that is left of a stopped process.
+func TestBrokerTheSessionsNextStepGoesToAnotherWorker(t *testing.T) {
+	f := newBrokerFixture(t, nil)
+	f.c.Do(f.nextStepAfterRetryElsewhere())
+	next := f.c.Queued("s1")
+	if len(next) != 1 || next[0].Kind != fsmpb.StepKind_STEP_KIND_RUN_MODEL || len(next[0].Attempts) != 0 {
+		t.Fatalf("queued %v; want the turn's next RunModel", next)
+	}
+
+	if got, w := f.takeFor("model", true); len(got) != 0 || w == nil || w.recheck <= 0 {
+		t.Fatalf("the Worker that let the session's attempt expire took %v (waiter %+v); want nothing and a recheck", got, w)
+	} else {
+		f.b.drop(w)
+	}
+	if got, _ := f.takeFor("model2", false); len(got) != 1 || got[0].Id != next[0].Id {
+		t.Fatalf("the other Worker took %v; want %s", got, next[0].Id)
+	}
+	// Other sessions are not kept from it.
+	f.c.CreateSession("s2", "hi")
+	if got, _ := f.takeFor("model", false); len(got) != 1 || got[0].SessionId != "s2" {
+		t.Fatalf("the Worker took %v; want s2's Step at once", sessionsOf(got))
+	}
+}
+
+// A Step predicted ready is not offered to the open poll of a Worker that let
+// an attempt of the session expire unclaimed; another waiting poll gets it.
+func TestBrokerNoOfferOfTheSessionsNextStepToTheStuckWorker(t *testing.T) {
+	f := newBrokerFixture(t, nil)
+	cmd := f.nextStepAfterRetryElsewhere()
+	pred := f.c.Predict(cmd)
+	if len(pred) != 1 || pred[0].Kind != fsmpb.StepKind_STEP_KIND_RUN_MODEL {
+		t.Fatalf("predicted %v; want the turn's next RunModel", pred)
+	}
+	wait := func(worker string) *waiter {
+		w := &waiter{ch: make(chan struct{}), keys: []interest{{key: queueKey{model: true}}}, worker: worker}
+		f.b.mu.Lock()
+		f.b.nwaiting++
+		f.b.queue(queueKey{model: true}).waiters[w] = struct{}{}
+		f.b.mu.Unlock()
+		return w
+	}
+	stuck := wait("model")
+	if worker, off := f.b.offer(pred[0], f.clock.Now().UnixMilli()); off != nil {
+		t.Fatalf("offered %s to %s; want no offer while only the stuck Worker waits", pred[0].Id, worker)
+	}
+	wait("model2")
+	if worker, off := f.b.offer(pred[0], f.clock.Now().UnixMilli()); off == nil || worker != "model2" {
+		t.Fatalf("offered to %q; want model2", worker)
+	}
+	if closed(stuck.ch) {
+		t.Fatal("the stuck Worker's poll was woken")
+	}
+}
+
+// With no other Worker polling, the session's next Step still goes to the
+// Worker that let its attempt expire, after the short wait.
+func TestBrokerTheSessionsNextStepStillRunsOnALoneWorker(t *testing.T) {
+	f := newBrokerFixture(t, nil)
+	f.c.Do(f.nextStepAfterRetryElsewhere())
+	next := f.c.Queued("s1")[0]
+	if got, w := f.takeFor("model", true); len(got) != 0 {
+		t.Fatalf("took %v at once", got)
+	} else {
+		f.b.drop(w)
+	}
+	f.clock.Advance(DefaultPreferOtherWait)
+	if got, _ := f.takeFor("model", false); len(got) != 1 || got[0].Id != next.Id {
+		t.Fatalf("the lone Worker took %v after the wait; want %s", got, next.Id)
+	}
+}
+
+// Once the Worker claims a task it is trusted with the session again.
+func TestBrokerAClaimEndsTheSessionsPreference(t *testing.T) {
+	f := newBrokerFixture(t, nil)
+	f.c.Do(f.nextStepAfterRetryElsewhere())
+	f.c.CreateSession("s2", "hi")
+	s2 := f.c.Queued("s2")[0]
+	f.c.Start(s2.Id, "model")
+	f.claim(s2.Id)
+	if got, _ := f.takeFor("model", false); len(got) != 1 || got[0].SessionId != "s1" {
+		t.Fatalf("after a claim the Worker took %v; want s1's next Step at once", sessionsOf(got))
 	}
 }

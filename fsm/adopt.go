@@ -24,16 +24,12 @@ import (
 //
 // It reads r to the end and fails on a snapshot that does not decode.
 func Adopt(r io.Reader, w io.Writer, into *State) error {
-	br := bufio.NewReader(r)
-	head := make([]byte, len(snapshotMagic)+1)
-	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return ErrBadSnapshot
-	}
-	if v := head[len(snapshotMagic)]; v != snapshotVersion && v != snapshotVersionV1 {
-		return fmt.Errorf("%w: format version %d, this build reads %d and %d", ErrBadSnapshot, v, snapshotVersionV1, snapshotVersion)
+	sr, err := newSnapshotReader(r)
+	if err != nil {
+		return err
 	}
 	bw := bufio.NewWriter(w)
-	if _, err := bw.Write(head); err != nil {
+	if _, err := bw.Write(sr.header()); err != nil {
 		return err
 	}
 	opts := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}
@@ -43,19 +39,18 @@ func Adopt(r io.Reader, w io.Writer, into *State) error {
 	}
 	cur := into.Meta()
 	sawMeta := false
-	for n := 0; ; n++ {
-		rec := &fsmpb.SnapshotRecord{}
-		err := protodelim.UnmarshalFrom(br, rec)
+	for {
+		rec, err := sr.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+			return err
 		}
 		switch v := rec.Record.(type) {
 		case *fsmpb.SnapshotRecord_Meta:
 			if sawMeta {
-				return fmt.Errorf("%w: record %d: a second meta record", ErrBadSnapshot, n)
+				return fmt.Errorf("%w: record %d: a second meta record", ErrBadSnapshot, sr.n-1)
 			}
 			sawMeta = true
 			m := proto.Clone(v.Meta).(*fsmpb.ClusterMeta)

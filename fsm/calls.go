@@ -120,11 +120,12 @@ func (a *applier) queuePoll(s *fsmpb.Session, c *fsmpb.CallState) {
 	})
 }
 
-// resolveCall gives a call its outcome and records it in the history.
+// resolveCall gives a call its outcome and records it in the history. The
+// content is kept there only: the session's header holds the turn's calls,
+// and a copy of every result in it would grow the header by each of them.
 func (a *applier) resolveCall(s *fsmpb.Session, c *fsmpb.CallState, o fsmpb.Outcome, content string) {
 	c.Phase = fsmpb.CallPhase_CALL_PHASE_DONE
 	c.Outcome = o
-	c.Content = content
 	a.appendHistory(s, &fsmpb.HistoryEntry{
 		Kind: fsmpb.HistoryKind_HISTORY_KIND_TOOL_RESULT, CallId: c.CallId, Tool: c.Tool, Arguments: c.Arguments,
 		Outcome: o, Text: content, StepId: c.StepId,

@@ -478,6 +478,34 @@ func TestMatrix_AnyWait_AfterTheWaitEndedWhileTheTurnMovesOn(t *testing.T) {
 	}
 }
 
+// The timer named by the same row: FireTimer ends the wait and queues the
+// tool-result RunModel in one entry, so a crash right after it leaves one
+// firing and one move; the new leader's fire of the same timer is refused.
+func TestMatrix_AnyWait_AFiredTimerMovesTheTurnOnce(t *testing.T) {
+	d := newDriver(t)
+	tm := toolTurn(t, d, "s", call("c1", "sleep", `{"seconds": 1}`), kTimer)
+	d.advance(time.Second)
+	d.do(d.fire(tm.Id))
+	next := d.queued("s", kRunModel) // queued by the FireTimer itself
+	d.restart()
+	d.refused(d.fire(tm.Id), CodeFailedPrecondition)
+	if models := d.stepsOf("s", kRunModel); len(models) != 2 || d.queued("s", kRunModel).Id != next.Id {
+		t.Fatalf("%d RunModel steps after the restart; want the first and the one the firing queued", len(models))
+	}
+	fired := 0
+	for _, e := range d.session("s").History {
+		if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_TOOL_RESULT && e.CallId == "c1" {
+			fired++
+		}
+	}
+	if st := d.step(tm.Id); fired != 1 || countEvents(d, "s", "call_succeeded") != 1 || st.Outcome != oSucceeded {
+		t.Fatalf("the timer is recorded %d times in the history, %d call_succeeded events, outcome %s; want once",
+			fired, countEvents(d, "s", "call_succeeded"), OutcomeName(st.Outcome))
+	}
+	d.startNext("s", kRunModel).answer("slept")
+	wantStatus(t, d.session("s"), sIdle)
+}
+
 func TestMatrix_AnyStep_AfterResultSentBeforeCommit(t *testing.T) {
 	for _, first := range []string{"complete", "expire"} {
 		t.Run(first+" commits first", func(t *testing.T) {

@@ -230,6 +230,56 @@ func TestModel_RestartSessionsRetriesErroredOnceWithFreshBackoffAndKeepsCount(t 
 	}
 }
 
+// A child whose retry fails at once tells its errored parent, and that
+// message already retries the parent's kept turn: the restart must not queue
+// a second RunModel for the same turn.
+func TestModel_RestartRetriesAParentOnceWhenItsChildFailsAtOnce(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("p", "", "")
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{
+		SessionId: "c", ParentId: "p", MessageId: "c-m0", Message: "work", MaxModelInput: 1024,
+	}}})
+	d.startNext("c", kRunModel).answer("", call("c1", "lookup", "{}"))
+	// A result over the child's limit: its tool-result turn fails at once
+	// and is kept, and the parent starts a turn on the error message.
+	d.startNext("c", kCallTool).claim().result(strings.Repeat("x", 2048))
+	wantStatus(t, d.session("c"), sErrored)
+	for range 3 {
+		d.startNext("p", kRunModel).fail(eServer, "500")
+	}
+	p := d.session("p")
+	wantStatus(t, p, sErrored)
+	if p.Turn == nil {
+		t.Fatal("the parent's turn was not kept")
+	}
+
+	d.restart()
+	var queued []*fsmpb.Step
+	for _, st := range d.stepsOf("p", kRunModel) {
+		if st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED {
+			queued = append(queued, st)
+		}
+	}
+	if len(queued) != 1 {
+		t.Errorf("%d RunModel Steps queued for the parent; want 1", len(queued))
+	}
+	if n := countEvents(d, "p", "session_restarted"); n != 1 {
+		t.Errorf("%d session_restarted events for the parent; want 1", n)
+	}
+	for _, st := range queued {
+		d.start(st).answer("retried")
+	}
+	n := 0
+	for _, e := range d.session("p").History {
+		if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_ASSISTANT && e.Text == "retried" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the parent's history has %d outputs of its kept turn; want 1", n)
+	}
+}
+
 func TestModel_HistoryEditClearsTheCount(t *testing.T) {
 	d := newDriver(t)
 	childWithToolResults(t, d)

@@ -43,6 +43,36 @@ func TestProgress_NotCompleted_OnceAnyAttemptWasClaimed(t *testing.T) {
 	}
 }
 
+// UNSPECIFIED progress (no progress known) reads as NOT_COMPLETED: the tool
+// may have run. The state machine records an exact progress on every failed
+// attempt it ends; this pins the rule for an attempt that carries none.
+func TestProgress_UnspecifiedReadsAsNotCompleted(t *testing.T) {
+	unspecified := &fsmpb.Attempt{N: 3, Status: fsmpb.AttemptStatus_ATTEMPT_STATUS_FAILED, Error: "connection reset",
+		Progress: fsmpb.AttemptProgress_ATTEMPT_PROGRESS_UNSPECIFIED}
+	for _, tc := range []struct {
+		name   string
+		kind   fsmpb.StepKind
+		access fsmpb.ToolAccess
+		want   fsmpb.Outcome
+	}{
+		{"read", kCallTool, fsmpb.ToolAccess_TOOL_ACCESS_READ, oFailed},
+		{"idempotent write", kCallTool, fsmpb.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE, oUnknown},
+		{"single attempt", kSingle, fsmpb.ToolAccess_TOOL_ACCESS_SINGLE_ATTEMPT, oUnknown},
+	} {
+		st := &fsmpb.Step{Kind: tc.kind, Tool: "t", Policy: &fsmpb.ToolSpec{Name: "t", Access: tc.access},
+			Attempts: []*fsmpb.Attempt{{N: 1}, {N: 2}, unspecified}}
+		o, text := finalToolOutcome(st, unspecified)
+		if o != tc.want || strings.HasPrefix(text, NotRunPrefix) || !strings.Contains(text, "connection reset") {
+			t.Errorf("%s with UNSPECIFIED progress records %s %q; want %s, not the not-run prefix",
+				tc.name, OutcomeName(o), text, OutcomeName(tc.want))
+		}
+		st.Attempts[2] = &fsmpb.Attempt{N: 3, Error: "connection reset", Progress: fsmpb.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED}
+		if o2, text2 := finalToolOutcome(st, st.Attempts[2]); o2 != o || text2 != text {
+			t.Errorf("%s: UNSPECIFIED records %s %q, NOT_COMPLETED %s %q; want the same", tc.name, OutcomeName(o), text, OutcomeName(o2), text2)
+		}
+	}
+}
+
 func TestProgress_ServerCrashAfterAttemptStartIsNotAFalseUnknown(t *testing.T) {
 	// The original system reports NOT_COMPLETED whenever a server crashed
 	// after recording the attempt start; the claim makes NOT_STARTED exact.

@@ -81,13 +81,26 @@ func (a *applier) restartSessions(c *fsmpb.RestartSessions) *Result {
 		}
 		return true
 	})
-	for _, id := range ids { // collected first: the loop writes the table it reads
+	// Collected first: the loops write the table they read. Every session
+	// is restarted before any is retried, and a restart opens a new error
+	// episode: a retryable failure after it tells the parent again.
+	nextStep := make([]uint64, len(ids))
+	for i, id := range ids {
 		s, _ := a.session(id)
-		// A restart opens a new error episode: a retryable failure after it
-		// tells the parent again.
 		s.ErrorEpisode = false
 		s.EpisodeResumes = 0
 		a.emit(s.Id, "session_restarted", "", fmt.Sprintf("epoch %d", c.Epoch))
+		a.putSession(s)
+		nextStep[i] = s.NextStep
+	}
+	for i, id := range ids {
+		s, _ := a.session(id)
+		// A child whose retry fails at once tells its parent, and that
+		// message retries the parent's kept turn: a session that queued a
+		// Step since it was restarted has had its one retry.
+		if s.NextStep != nextStep[i] {
+			continue
+		}
 		a.retryKeptTurn(s)
 		a.putSession(s)
 	}

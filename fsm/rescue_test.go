@@ -384,3 +384,61 @@ func TestEditHistory_RefusesASeqPastTheEnd(t *testing.T) {
 		t.Fatalf("count %d, next history %d", c.RejectedTurns, c.NextHistory)
 	}
 }
+
+// CancelSession (CancelTurn) is a way out of the pause too: the kept turn
+// ends with no Step to stop, the pause and the count clear, and the session
+// is idle. Unlike a drop it rewrites nothing: the rejected turn's tool
+// results and the do-not-repeat note stay as they were, a cancel note
+// follows them, no turn counts as failed, and the parent is told nothing.
+// Messages kept while paused stay in the inbox until the next one comes.
+func TestRescue_CancelEndsThePauseAndKeepsTheHistoryAsItWas(t *testing.T) {
+	d := newDriver(t)
+	pausedChild(t, d)
+	d.send("c", "what next?") // kept while paused
+	before := d.session("c")
+	parent := len(d.session("p").History) + int(d.session("p").InboxCount)
+	models := len(d.stepsOf("c", kRunModel))
+
+	res := d.do(cancelCmd("c", "ops", "stop retrying"))
+	if res.StepsCancelled != 0 || res.AttemptsCancelled != 0 {
+		t.Fatalf("the cancel stopped %d Steps, %d attempts; a paused session runs none", res.StepsCancelled, res.AttemptsCancelled)
+	}
+	c := d.session("c")
+	wantStatus(t, c, sIdle)
+	if c.Turn != nil || c.RejectedTurns != 0 || c.PauseReason != fsmpb.PauseReason_PAUSE_REASON_UNSPECIFIED || c.PauseMessage != "" {
+		t.Fatalf("after the cancel: turn %v, count %d, pause %s %q", c.Turn, c.RejectedTurns, c.PauseReason, c.PauseMessage)
+	}
+	if c.TurnsFailed != before.TurnsFailed || c.LastError != before.LastError || c.InboxCount != 1 {
+		t.Fatalf("turns failed %d → %d, last error %q → %q, inbox %d; want unchanged and the waiting message kept",
+			before.TurnsFailed, c.TurnsFailed, before.LastError, c.LastError, c.InboxCount)
+	}
+	if len(c.History) != len(before.History)+1 {
+		t.Fatalf("history %d → %d entries; want the same plus the cancel note", len(before.History), len(c.History))
+	}
+	for i, e := range before.History {
+		if got := c.History[i]; got.Kind != e.Kind || got.Text != e.Text || got.Outcome != e.Outcome {
+			t.Fatalf("history entry %d changed: %v → %v", i, e, got)
+		}
+	}
+	if tr := toolResults(c)["c1"]; tr == nil || tr.Text != "found" || tr.Outcome != oSucceeded {
+		t.Fatalf("the rejected turn's tool result reads %+v; want it kept as it was", tr)
+	}
+	if last := c.History[len(c.History)-1]; last.Kind != fsmpb.HistoryKind_HISTORY_KIND_NOTE || last.Text != "The previous turn was cancelled by ops: stop retrying" {
+		t.Fatalf("last history entry %v; want the cancel note", last)
+	}
+	if n := len(d.session("p").History) + int(d.session("p").InboxCount); n != parent {
+		t.Fatalf("the parent got %d messages from the cancel; want none", n-parent)
+	}
+	if countEvents(d, "c", "turn_cancelled") != 1 || len(d.stepsOf("c", kRunModel)) != models {
+		t.Fatal("the cancel did not end the turn once, or called the model")
+	}
+	d.refused(resumeWith("c", fsmpb.ResumeChoice_RESUME_CHOICE_RETRY), CodeFailedPrecondition) // nothing left to resume
+
+	// The next message starts a turn with both waiting messages.
+	d.send("c", "hello again")
+	wantStatus(t, d.session("c"), sRunning)
+	d.startNext("c", kRunModel).answer("hi")
+	if c = d.session("c"); c.Status != sIdle || c.InboxCount != 0 {
+		t.Fatalf("after the next turn: %s, inbox %d", StatusName(c.Status), c.InboxCount)
+	}
+}

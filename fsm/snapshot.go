@@ -130,29 +130,25 @@ var ErrBadSnapshot = errors.New("not a Dex state snapshot, or a damaged one")
 // Restore replaces the whole state with a snapshot's. On error the state is
 // left as it was.
 func (f *FSM) Restore(r io.Reader) error {
-	br := bufio.NewReader(r)
-	head := make([]byte, len(snapshotMagic)+1)
-	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return ErrBadSnapshot
+	sr, err := newSnapshotReader(r)
+	if err != nil {
+		return err
 	}
-	version := head[len(snapshotMagic)]
-	if version < snapshotVersionV1 || version > snapshotVersion {
-		return fmt.Errorf("%w: format version %d, this build reads %d to %d", ErrBadSnapshot, version, snapshotVersionV1, snapshotVersion)
-	}
+	version := sr.version
 	next := newStore()
 	tx := next.db.Txn(true)
 	defer tx.Abort()
 	var events []*fsmpb.Event // of an older format, paged at the end
 	pager := &eventPager{tx: tx}
-	for n := 0; ; n++ {
-		rec := &fsmpb.SnapshotRecord{}
-		err := protodelim.UnmarshalFrom(br, rec)
+	for {
+		rec, err := sr.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+			return err
 		}
+		n := sr.n - 1
 		table, obj := "", any(nil)
 		switch v := rec.Record.(type) {
 		case *fsmpb.SnapshotRecord_Meta:

@@ -13,7 +13,9 @@ import (
 // Defaults of WorkersConfig.
 const (
 	DefaultWorkerTTL = time.Minute
-	DefaultToolWait  = 5 * time.Minute
+	// DefaultToolWait: a queued Step waits for a Worker as long as it
+	// takes, saying why (fsm.State.WaitingReason); it does not fail.
+	DefaultToolWait time.Duration = 0
 )
 
 // WorkersConfig tunes the Worker liveness of the leader.
@@ -22,7 +24,8 @@ type WorkersConfig struct {
 	// deregistered; also the grace a new leader gives every Worker.
 	TTL time.Duration
 	// ToolWait: a queued Step whose tool no live Worker serves for this long
-	// fails as an unknown tool.
+	// fails as an unknown tool. 0 (the default) never fails it: it waits
+	// until a Worker that serves it comes.
 	ToolWait time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -36,8 +39,8 @@ func (c WorkersConfig) withDefaults() WorkersConfig {
 	if c.TTL <= 0 {
 		c.TTL = DefaultWorkerTTL
 	}
-	if c.ToolWait <= 0 {
-		c.ToolWait = DefaultToolWait
+	if c.ToolWait < 0 {
+		c.ToolWait = 0
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -46,8 +49,9 @@ func (c WorkersConfig) withDefaults() WorkersConfig {
 }
 
 // Workers keeps the registered Workers' last signs of life in the leader's
-// memory, deregisters (through Raft) those silent for the TTL, and fails the
-// queued Steps of tools no live Worker served for the tool wait. It is a
+// memory, deregisters (through Raft) those silent for the TTL, and, with a
+// tool wait set, fails the queued Steps of tools no live Worker served for
+// that long. It is a
 // leader service: a new leader gives every Worker and every unserved tool a
 // full period again, as the attempt leases get their grace.
 type Workers struct {
@@ -163,7 +167,11 @@ func (w *Workers) Drain() { w.RevokeLeadership() }
 
 func (w *Workers) loop(t *term) {
 	defer t.wg.Done()
-	every := min(max(min(w.cfg.TTL, w.cfg.ToolWait)/4, 10*time.Millisecond), time.Second)
+	period := w.cfg.TTL
+	if w.cfg.ToolWait > 0 {
+		period = min(period, w.cfg.ToolWait)
+	}
+	every := min(max(period/4, 10*time.Millisecond), time.Second)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -209,6 +217,9 @@ func (w *Workers) due(t *term) []*fsmpb.Command {
 		if !registered[id] && w.open[id] == 0 {
 			delete(w.seen, id)
 		}
+	}
+	if w.cfg.ToolWait == 0 {
+		return out // queued Steps wait for their Workers as long as it takes
 	}
 
 	served := map[string]bool{}

@@ -84,7 +84,11 @@ type fakeWorkers struct {
 	hbCancelled         bool
 	// unknownPolls: polls answered as for a deregistered Worker.
 	unknownPolls int
-	changed      chan struct{}
+	// registerErr, deregisterErr: the answers to registrations and
+	// deregistrations (nil: OK).
+	registerErr, deregisterErr error
+	deregistered               []string
+	changed                    chan struct{}
 }
 
 func newFakeWorkers(tasks ...*dexv1.Task) *fakeWorkers {
@@ -144,11 +148,28 @@ func (s *fakeWorkerNode) RegisterWorker(ctx context.Context, req *dexv1.Register
 		return nil, err
 	}
 	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if s.f.registerErr != nil {
+		return nil, s.f.registerErr
+	}
 	s.f.registered++
 	s.f.lastRegister = req
 	s.f.note("register@" + s.n.name)
-	s.f.mu.Unlock()
-	return &dexv1.RegisterWorkerResponse{HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000}, nil
+	return &dexv1.RegisterWorkerResponse{HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000, NodeId: s.n.name, NodeAddress: s.n.addr}, nil
+}
+
+func (s *fakeWorkerNode) DeregisterWorker(ctx context.Context, req *dexv1.DeregisterWorkerRequest) (*dexv1.DeregisterWorkerResponse, error) {
+	if err := s.gate(); err != nil {
+		return nil, err
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if s.f.deregisterErr != nil {
+		return nil, s.f.deregisterErr
+	}
+	s.f.deregistered = append(s.f.deregistered, req.WorkerId)
+	s.f.note("deregister@" + s.n.name)
+	return &dexv1.DeregisterWorkerResponse{}, nil
 }
 
 func (s *fakeWorkerNode) PollTask(ctx context.Context, req *dexv1.PollTaskRequest) (*dexv1.PollTaskResponse, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sync"
@@ -186,7 +187,11 @@ type WorkerOptions struct {
 	// ShutdownGrace is how long running tasks may go on after Run's ctx
 	// ends (default 5 s); then their contexts are cancelled.
 	ShutdownGrace time.Duration
-	Logger        *zap.Logger
+	// Logger gets the Worker's log. Without one the Worker writes only the
+	// lines that say whether it reached the cluster (why it cannot register,
+	// where it registered, that it deregistered) to stderr; zap.NewNop()
+	// silences those too.
+	Logger *zap.Logger
 	// Hold, if set, is called at the named moments (see Moments) and may
 	// block as long as it likes; heartbeats go on after the claim.
 	Hold func(moment string, task *dexv1.Task)
@@ -205,8 +210,14 @@ type Worker struct {
 	log   *zap.Logger
 	tools map[string]Tool
 
+	// target names the addresses the Worker dials, for its lines.
+	target string
+	// stderr, when set (no Logger given), gets the registration lines.
+	stderr io.Writer
+
 	mu                sync.Mutex
 	heartbeatInterval time.Duration
+	registered        bool
 	conn              connLog
 }
 
@@ -228,12 +239,14 @@ func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, erro
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 5 * time.Second
 	}
+	stderr := stderrUnlessLogger(opts.Logger, os.Stderr)
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
 	w := &Worker{
 		svc: dexv1.NewWorkerServiceClient(conn), opts: opts, tools: map[string]Tool{},
 		log: opts.Logger.With(zap.String("worker", opts.ID)), heartbeatInterval: time.Second,
+		target: targetOf(conn), stderr: stderr,
 	}
 	for _, t := range opts.Tools {
 		if t.Spec == nil || t.Spec.Name == "" {
@@ -272,9 +285,10 @@ func (w *Worker) ID() string { return w.opts.ID }
 // Run registers the Worker (retrying until the cluster answers), then
 // long-polls and runs up to Concurrency tasks at once until ctx ends. Then
 // it stops polling, lets running tasks finish for ShutdownGrace, cancels
-// what is left and returns nil. It returns an error only if the cluster
-// refuses the registration.
+// what is left, deregisters and returns nil. It returns an error only if
+// the cluster refuses the registration.
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.deregister()
 	// Tasks outlive ctx by the grace period.
 	taskCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
@@ -342,8 +356,14 @@ func (w *Worker) register(ctx context.Context) error {
 		req.Tools = append(req.Tools, t.Spec)
 	}
 	b := newBackoff()
+	// A try waits for the channel to be ready, so it ends as soon as the
+	// cluster answers; a short first try says why it does not within a
+	// few seconds (the channel's last error comes with the deadline).
+	try := min(firstSayGap, w.opts.CallTimeout)
+	var says sayEvery
+	start, failed := time.Now(), false
 	for {
-		cctx, cancel := context.WithTimeout(ctx, w.opts.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, try)
 		resp, err := w.svc.RegisterWorker(cctx, req, grpc.WaitForReady(true))
 		cancel()
 		if err == nil {
@@ -351,8 +371,11 @@ func (w *Worker) register(ctx context.Context) error {
 			if resp.HeartbeatIntervalMs > 0 {
 				w.heartbeatInterval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
 			}
+			w.registered = true
 			w.mu.Unlock()
-			w.log.Info("registered", zap.Int("tools", len(req.Tools)), zap.Bool("runs_model", req.RunsModel),
+			w.say(zap.InfoLevel, registeredLine(resp, w.target, time.Since(start), failed),
+				zap.String("leader", resp.NodeId), zap.String("leader_address", resp.NodeAddress),
+				zap.Int("tools", len(req.Tools)), zap.Bool("runs_model", req.RunsModel),
 				zap.Uint32("heartbeat_interval_ms", resp.HeartbeatIntervalMs), zap.Uint32("heartbeat_timeout_ms", resp.HeartbeatTimeoutMs))
 			return nil
 		}
@@ -360,13 +383,54 @@ func (w *Worker) register(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if !transient(ctx, err) {
-			return fmt.Errorf("register worker %s: %w", w.opts.ID, err)
+			err = fmt.Errorf("register worker %s with %s: %w", w.opts.ID, w.target, err)
+			w.say(zap.ErrorLevel, err.Error())
+			return err
 		}
-		w.log.Debug("register: cluster not ready", zap.Error(err))
+		if cctx.Err() == context.DeadlineExceeded {
+			try = min(2*try, max(w.opts.CallTimeout, try))
+		}
+		if says.due(time.Now()) {
+			line := fmt.Sprintf("cannot register with %s: %s; retrying", w.target, whyNot(err))
+			if failed {
+				line += fmt.Sprintf(" (for %s now)", time.Since(start).Round(time.Second))
+			}
+			w.say(zap.WarnLevel, line, zap.Error(err))
+		} else {
+			w.log.Debug("register: cluster not ready", zap.Error(err))
+		}
+		failed = true
 		if err := sleep(ctx, b.next()); err != nil {
 			return err
 		}
 	}
+}
+
+// deregisterTry bounds the one try a stopping Worker gives its
+// deregistration: the TTL deregisters it anyway.
+const deregisterTry = 2 * time.Second
+
+// deregister tells the cluster, as the Worker stops, that it is gone, so
+// that it does not look alive until its TTL runs out.
+func (w *Worker) deregister() {
+	w.mu.Lock()
+	registered := w.registered
+	w.mu.Unlock()
+	if !registered {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(deregisterTry, w.opts.CallTimeout))
+	defer cancel()
+	_, err := w.svc.DeregisterWorker(ctx, &dexv1.DeregisterWorkerRequest{WorkerId: w.opts.ID})
+	if status.Code(err) == codes.Unimplemented {
+		w.log.Debug("the cluster cannot deregister a Worker; it drops it after its TTL")
+		return
+	}
+	if err != nil {
+		w.say(zap.WarnLevel, fmt.Sprintf("could not deregister from %s: %s; the cluster drops the Worker after its TTL", w.target, whyNot(err)), zap.Error(err))
+		return
+	}
+	w.say(zap.InfoLevel, "deregistered")
 }
 
 // poll long-polls once for up to n tasks; it returns nil on a timeout, an

@@ -111,8 +111,12 @@ type RegisterWorkerResponse struct {
 	// cluster fails the attempt.
 	HeartbeatIntervalMs uint32 `protobuf:"varint,1,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	HeartbeatTimeoutMs  uint32 `protobuf:"varint,2,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The node that registered the Worker (the leader): its id and its gRPC
+	// address, for the Worker to say where it is registered.
+	NodeId        string `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeAddress   string `protobuf:"bytes,4,opt,name=node_address,json=nodeAddress,proto3" json:"node_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterWorkerResponse) Reset() {
@@ -159,6 +163,101 @@ func (x *RegisterWorkerResponse) GetHeartbeatTimeoutMs() uint32 {
 	return 0
 }
 
+func (x *RegisterWorkerResponse) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RegisterWorkerResponse) GetNodeAddress() string {
+	if x != nil {
+		return x.NodeAddress
+	}
+	return ""
+}
+
+type DeregisterWorkerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	WorkerId      string `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeregisterWorkerRequest) Reset() {
+	*x = DeregisterWorkerRequest{}
+	mi := &file_dex_v1_workers_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeregisterWorkerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeregisterWorkerRequest) ProtoMessage() {}
+
+func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_workers_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeregisterWorkerRequest.ProtoReflect.Descriptor instead.
+func (*DeregisterWorkerRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DeregisterWorkerRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+type DeregisterWorkerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeregisterWorkerResponse) Reset() {
+	*x = DeregisterWorkerResponse{}
+	mi := &file_dex_v1_workers_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeregisterWorkerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeregisterWorkerResponse) ProtoMessage() {}
+
+func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_workers_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeregisterWorkerResponse.ProtoReflect.Descriptor instead.
+func (*DeregisterWorkerResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{3}
+}
+
 type PollTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required: a registered Worker.
@@ -173,7 +272,7 @@ type PollTaskRequest struct {
 
 func (x *PollTaskRequest) Reset() {
 	*x = PollTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[2]
+	mi := &file_dex_v1_workers_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -185,7 +284,7 @@ func (x *PollTaskRequest) String() string {
 func (*PollTaskRequest) ProtoMessage() {}
 
 func (x *PollTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[2]
+	mi := &file_dex_v1_workers_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -198,7 +297,7 @@ func (x *PollTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollTaskRequest.ProtoReflect.Descriptor instead.
 func (*PollTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{2}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PollTaskRequest) GetWorkerId() string {
@@ -235,7 +334,7 @@ type ModelInput struct {
 
 func (x *ModelInput) Reset() {
 	*x = ModelInput{}
-	mi := &file_dex_v1_workers_proto_msgTypes[3]
+	mi := &file_dex_v1_workers_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -247,7 +346,7 @@ func (x *ModelInput) String() string {
 func (*ModelInput) ProtoMessage() {}
 
 func (x *ModelInput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[3]
+	mi := &file_dex_v1_workers_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -260,7 +359,7 @@ func (x *ModelInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInput.ProtoReflect.Descriptor instead.
 func (*ModelInput) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{3}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ModelInput) GetHistory() []*HistoryEntry {
@@ -311,7 +410,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_dex_v1_workers_proto_msgTypes[4]
+	mi := &file_dex_v1_workers_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +422,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[4]
+	mi := &file_dex_v1_workers_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +435,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Task) GetRef() *AttemptRef {
@@ -446,7 +545,7 @@ type PollTaskResponse struct {
 
 func (x *PollTaskResponse) Reset() {
 	*x = PollTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[5]
+	mi := &file_dex_v1_workers_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +557,7 @@ func (x *PollTaskResponse) String() string {
 func (*PollTaskResponse) ProtoMessage() {}
 
 func (x *PollTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[5]
+	mi := &file_dex_v1_workers_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +570,7 @@ func (x *PollTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollTaskResponse.ProtoReflect.Descriptor instead.
 func (*PollTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PollTaskResponse) GetTasks() []*Task {
@@ -492,7 +591,7 @@ type ClaimTaskRequest struct {
 
 func (x *ClaimTaskRequest) Reset() {
 	*x = ClaimTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[6]
+	mi := &file_dex_v1_workers_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -504,7 +603,7 @@ func (x *ClaimTaskRequest) String() string {
 func (*ClaimTaskRequest) ProtoMessage() {}
 
 func (x *ClaimTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[6]
+	mi := &file_dex_v1_workers_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -517,7 +616,7 @@ func (x *ClaimTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimTaskRequest.ProtoReflect.Descriptor instead.
 func (*ClaimTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ClaimTaskRequest) GetRef() *AttemptRef {
@@ -535,7 +634,7 @@ type ClaimTaskResponse struct {
 
 func (x *ClaimTaskResponse) Reset() {
 	*x = ClaimTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[7]
+	mi := &file_dex_v1_workers_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +646,7 @@ func (x *ClaimTaskResponse) String() string {
 func (*ClaimTaskResponse) ProtoMessage() {}
 
 func (x *ClaimTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[7]
+	mi := &file_dex_v1_workers_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +659,7 @@ func (x *ClaimTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimTaskResponse.ProtoReflect.Descriptor instead.
 func (*ClaimTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{9}
 }
 
 type HeartbeatRequest struct {
@@ -573,7 +672,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[8]
+	mi := &file_dex_v1_workers_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +684,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[8]
+	mi := &file_dex_v1_workers_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +697,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HeartbeatRequest) GetRef() *AttemptRef {
@@ -620,7 +719,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[9]
+	mi := &file_dex_v1_workers_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +731,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[9]
+	mi := &file_dex_v1_workers_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +744,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HeartbeatResponse) GetCancelled() bool {
@@ -679,7 +778,7 @@ type CompleteTaskRequest struct {
 
 func (x *CompleteTaskRequest) Reset() {
 	*x = CompleteTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[10]
+	mi := &file_dex_v1_workers_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +790,7 @@ func (x *CompleteTaskRequest) String() string {
 func (*CompleteTaskRequest) ProtoMessage() {}
 
 func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[10]
+	mi := &file_dex_v1_workers_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +803,7 @@ func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskRequest.ProtoReflect.Descriptor instead.
 func (*CompleteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompleteTaskRequest) GetRef() *AttemptRef {
@@ -793,7 +892,7 @@ type CompleteTaskResponse struct {
 
 func (x *CompleteTaskResponse) Reset() {
 	*x = CompleteTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[11]
+	mi := &file_dex_v1_workers_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +904,7 @@ func (x *CompleteTaskResponse) String() string {
 func (*CompleteTaskResponse) ProtoMessage() {}
 
 func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[11]
+	mi := &file_dex_v1_workers_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +917,7 @@ func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskResponse.ProtoReflect.Descriptor instead.
 func (*CompleteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{13}
 }
 
 type FailTaskRequest struct {
@@ -833,7 +932,7 @@ type FailTaskRequest struct {
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[12]
+	mi := &file_dex_v1_workers_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +944,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[12]
+	mi := &file_dex_v1_workers_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +957,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FailTaskRequest) GetRef() *AttemptRef {
@@ -890,7 +989,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[13]
+	mi := &file_dex_v1_workers_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1001,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[13]
+	mi := &file_dex_v1_workers_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1014,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{15}
 }
 
 type ReportTaskRequest struct {
@@ -932,7 +1031,7 @@ type ReportTaskRequest struct {
 
 func (x *ReportTaskRequest) Reset() {
 	*x = ReportTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[14]
+	mi := &file_dex_v1_workers_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1043,7 @@ func (x *ReportTaskRequest) String() string {
 func (*ReportTaskRequest) ProtoMessage() {}
 
 func (x *ReportTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[14]
+	mi := &file_dex_v1_workers_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1056,7 @@ func (x *ReportTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReportTaskRequest) GetRef() *AttemptRef {
@@ -982,7 +1081,7 @@ type ReportTaskResponse struct {
 
 func (x *ReportTaskResponse) Reset() {
 	*x = ReportTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[15]
+	mi := &file_dex_v1_workers_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1093,7 @@ func (x *ReportTaskResponse) String() string {
 func (*ReportTaskResponse) ProtoMessage() {}
 
 func (x *ReportTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[15]
+	mi := &file_dex_v1_workers_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1106,7 @@ func (x *ReportTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{17}
 }
 
 var File_dex_v1_workers_proto protoreflect.FileDescriptor
@@ -1021,10 +1120,15 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
 	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
 	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
-	"\x06agents\x18\x05 \x03(\tR\x06agents\"~\n" +
+	"\x06agents\x18\x05 \x03(\tR\x06agents\"\xba\x01\n" +
 	"\x16RegisterWorkerResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\rR\x13heartbeatIntervalMs\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\x02 \x01(\rR\x12heartbeatTimeoutMs\"d\n" +
+	"\x14heartbeat_timeout_ms\x18\x02 \x01(\rR\x12heartbeatTimeoutMs\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12!\n" +
+	"\fnode_address\x18\x04 \x01(\tR\vnodeAddress\"6\n" +
+	"\x17DeregisterWorkerRequest\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\x1a\n" +
+	"\x18DeregisterWorkerResponse\"d\n" +
 	"\x0fPollTaskRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x17\n" +
 	"\await_ms\x18\x02 \x01(\rR\x06waitMs\x12\x1b\n" +
@@ -1081,7 +1185,7 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\x11ReportTaskRequest\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"\x14\n" +
-	"\x12ReportTaskResponse2\xf2\x03\n" +
+	"\x12ReportTaskResponse2\xc9\x04\n" +
 	"\rWorkerService\x12O\n" +
 	"\x0eRegisterWorker\x12\x1d.dex.v1.RegisterWorkerRequest\x1a\x1e.dex.v1.RegisterWorkerResponse\x12=\n" +
 	"\bPollTask\x12\x17.dex.v1.PollTaskRequest\x1a\x18.dex.v1.PollTaskResponse\x12@\n" +
@@ -1090,7 +1194,8 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
 	"ReportTask\x12\x19.dex.v1.ReportTaskRequest\x1a\x1a.dex.v1.ReportTaskResponse\x12I\n" +
 	"\fCompleteTask\x12\x1b.dex.v1.CompleteTaskRequest\x1a\x1c.dex.v1.CompleteTaskResponse\x12=\n" +
-	"\bFailTask\x12\x17.dex.v1.FailTaskRequest\x1a\x18.dex.v1.FailTaskResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\bFailTask\x12\x17.dex.v1.FailTaskRequest\x1a\x18.dex.v1.FailTaskResponse\x12U\n" +
+	"\x10DeregisterWorker\x12\x1f.dex.v1.DeregisterWorkerRequest\x1a .dex.v1.DeregisterWorkerResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_workers_proto_rawDescOnce sync.Once
@@ -1104,70 +1209,74 @@ func file_dex_v1_workers_proto_rawDescGZIP() []byte {
 	return file_dex_v1_workers_proto_rawDescData
 }
 
-var file_dex_v1_workers_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_dex_v1_workers_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_dex_v1_workers_proto_goTypes = []any{
-	(*RegisterWorkerRequest)(nil),  // 0: dex.v1.RegisterWorkerRequest
-	(*RegisterWorkerResponse)(nil), // 1: dex.v1.RegisterWorkerResponse
-	(*PollTaskRequest)(nil),        // 2: dex.v1.PollTaskRequest
-	(*ModelInput)(nil),             // 3: dex.v1.ModelInput
-	(*Task)(nil),                   // 4: dex.v1.Task
-	(*PollTaskResponse)(nil),       // 5: dex.v1.PollTaskResponse
-	(*ClaimTaskRequest)(nil),       // 6: dex.v1.ClaimTaskRequest
-	(*ClaimTaskResponse)(nil),      // 7: dex.v1.ClaimTaskResponse
-	(*HeartbeatRequest)(nil),       // 8: dex.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),      // 9: dex.v1.HeartbeatResponse
-	(*CompleteTaskRequest)(nil),    // 10: dex.v1.CompleteTaskRequest
-	(*CompleteTaskResponse)(nil),   // 11: dex.v1.CompleteTaskResponse
-	(*FailTaskRequest)(nil),        // 12: dex.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),       // 13: dex.v1.FailTaskResponse
-	(*ReportTaskRequest)(nil),      // 14: dex.v1.ReportTaskRequest
-	(*ReportTaskResponse)(nil),     // 15: dex.v1.ReportTaskResponse
-	(*ToolSpec)(nil),               // 16: dex.v1.ToolSpec
-	(*HistoryEntry)(nil),           // 17: dex.v1.HistoryEntry
-	(*AttemptRef)(nil),             // 18: dex.v1.AttemptRef
-	(StepKind)(0),                  // 19: dex.v1.StepKind
-	(ToolAccess)(0),                // 20: dex.v1.ToolAccess
-	(*ModelOutput)(nil),            // 21: dex.v1.ModelOutput
-	(*ToolResult)(nil),             // 22: dex.v1.ToolResult
-	(*PollResult)(nil),             // 23: dex.v1.PollResult
-	(ErrorType)(0),                 // 24: dex.v1.ErrorType
-	(*AttemptResult)(nil),          // 25: dex.v1.AttemptResult
+	(*RegisterWorkerRequest)(nil),    // 0: dex.v1.RegisterWorkerRequest
+	(*RegisterWorkerResponse)(nil),   // 1: dex.v1.RegisterWorkerResponse
+	(*DeregisterWorkerRequest)(nil),  // 2: dex.v1.DeregisterWorkerRequest
+	(*DeregisterWorkerResponse)(nil), // 3: dex.v1.DeregisterWorkerResponse
+	(*PollTaskRequest)(nil),          // 4: dex.v1.PollTaskRequest
+	(*ModelInput)(nil),               // 5: dex.v1.ModelInput
+	(*Task)(nil),                     // 6: dex.v1.Task
+	(*PollTaskResponse)(nil),         // 7: dex.v1.PollTaskResponse
+	(*ClaimTaskRequest)(nil),         // 8: dex.v1.ClaimTaskRequest
+	(*ClaimTaskResponse)(nil),        // 9: dex.v1.ClaimTaskResponse
+	(*HeartbeatRequest)(nil),         // 10: dex.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 11: dex.v1.HeartbeatResponse
+	(*CompleteTaskRequest)(nil),      // 12: dex.v1.CompleteTaskRequest
+	(*CompleteTaskResponse)(nil),     // 13: dex.v1.CompleteTaskResponse
+	(*FailTaskRequest)(nil),          // 14: dex.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),         // 15: dex.v1.FailTaskResponse
+	(*ReportTaskRequest)(nil),        // 16: dex.v1.ReportTaskRequest
+	(*ReportTaskResponse)(nil),       // 17: dex.v1.ReportTaskResponse
+	(*ToolSpec)(nil),                 // 18: dex.v1.ToolSpec
+	(*HistoryEntry)(nil),             // 19: dex.v1.HistoryEntry
+	(*AttemptRef)(nil),               // 20: dex.v1.AttemptRef
+	(StepKind)(0),                    // 21: dex.v1.StepKind
+	(ToolAccess)(0),                  // 22: dex.v1.ToolAccess
+	(*ModelOutput)(nil),              // 23: dex.v1.ModelOutput
+	(*ToolResult)(nil),               // 24: dex.v1.ToolResult
+	(*PollResult)(nil),               // 25: dex.v1.PollResult
+	(ErrorType)(0),                   // 26: dex.v1.ErrorType
+	(*AttemptResult)(nil),            // 27: dex.v1.AttemptResult
 }
 var file_dex_v1_workers_proto_depIdxs = []int32{
-	16, // 0: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
-	17, // 1: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
-	16, // 2: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
-	18, // 3: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
-	19, // 4: dex.v1.Task.kind:type_name -> dex.v1.StepKind
-	3,  // 5: dex.v1.Task.model_input:type_name -> dex.v1.ModelInput
-	20, // 6: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
-	4,  // 7: dex.v1.PollTaskResponse.tasks:type_name -> dex.v1.Task
-	18, // 8: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	18, // 9: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
-	18, // 10: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	21, // 11: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
-	22, // 12: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
-	23, // 13: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
-	18, // 14: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	24, // 15: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
-	18, // 16: dex.v1.ReportTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	25, // 17: dex.v1.ReportTaskRequest.result:type_name -> dex.v1.AttemptResult
+	18, // 0: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
+	19, // 1: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
+	18, // 2: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
+	20, // 3: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
+	21, // 4: dex.v1.Task.kind:type_name -> dex.v1.StepKind
+	5,  // 5: dex.v1.Task.model_input:type_name -> dex.v1.ModelInput
+	22, // 6: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
+	6,  // 7: dex.v1.PollTaskResponse.tasks:type_name -> dex.v1.Task
+	20, // 8: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	20, // 9: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
+	20, // 10: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	23, // 11: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
+	24, // 12: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
+	25, // 13: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
+	20, // 14: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	26, // 15: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
+	20, // 16: dex.v1.ReportTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	27, // 17: dex.v1.ReportTaskRequest.result:type_name -> dex.v1.AttemptResult
 	0,  // 18: dex.v1.WorkerService.RegisterWorker:input_type -> dex.v1.RegisterWorkerRequest
-	2,  // 19: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
-	6,  // 20: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
-	8,  // 21: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
-	14, // 22: dex.v1.WorkerService.ReportTask:input_type -> dex.v1.ReportTaskRequest
-	10, // 23: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
-	12, // 24: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
-	1,  // 25: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
-	5,  // 26: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
-	7,  // 27: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
-	9,  // 28: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
-	15, // 29: dex.v1.WorkerService.ReportTask:output_type -> dex.v1.ReportTaskResponse
-	11, // 30: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
-	13, // 31: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
+	4,  // 19: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
+	8,  // 20: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
+	10, // 21: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
+	16, // 22: dex.v1.WorkerService.ReportTask:input_type -> dex.v1.ReportTaskRequest
+	12, // 23: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
+	14, // 24: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
+	2,  // 25: dex.v1.WorkerService.DeregisterWorker:input_type -> dex.v1.DeregisterWorkerRequest
+	1,  // 26: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
+	7,  // 27: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
+	9,  // 28: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
+	11, // 29: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
+	17, // 30: dex.v1.WorkerService.ReportTask:output_type -> dex.v1.ReportTaskResponse
+	13, // 31: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
+	15, // 32: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
+	3,  // 33: dex.v1.WorkerService.DeregisterWorker:output_type -> dex.v1.DeregisterWorkerResponse
+	26, // [26:34] is the sub-list for method output_type
+	18, // [18:26] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1179,7 +1288,7 @@ func file_dex_v1_workers_proto_init() {
 		return
 	}
 	file_dex_v1_types_proto_init()
-	file_dex_v1_workers_proto_msgTypes[10].OneofWrappers = []any{
+	file_dex_v1_workers_proto_msgTypes[12].OneofWrappers = []any{
 		(*CompleteTaskRequest_ModelOutput)(nil),
 		(*CompleteTaskRequest_ToolResult)(nil),
 		(*CompleteTaskRequest_PollResult)(nil),
@@ -1191,7 +1300,7 @@ func file_dex_v1_workers_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_workers_proto_rawDesc), len(file_dex_v1_workers_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

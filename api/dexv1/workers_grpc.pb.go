@@ -19,13 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkerService_RegisterWorker_FullMethodName = "/dex.v1.WorkerService/RegisterWorker"
-	WorkerService_PollTask_FullMethodName       = "/dex.v1.WorkerService/PollTask"
-	WorkerService_ClaimTask_FullMethodName      = "/dex.v1.WorkerService/ClaimTask"
-	WorkerService_Heartbeat_FullMethodName      = "/dex.v1.WorkerService/Heartbeat"
-	WorkerService_ReportTask_FullMethodName     = "/dex.v1.WorkerService/ReportTask"
-	WorkerService_CompleteTask_FullMethodName   = "/dex.v1.WorkerService/CompleteTask"
-	WorkerService_FailTask_FullMethodName       = "/dex.v1.WorkerService/FailTask"
+	WorkerService_RegisterWorker_FullMethodName   = "/dex.v1.WorkerService/RegisterWorker"
+	WorkerService_PollTask_FullMethodName         = "/dex.v1.WorkerService/PollTask"
+	WorkerService_ClaimTask_FullMethodName        = "/dex.v1.WorkerService/ClaimTask"
+	WorkerService_Heartbeat_FullMethodName        = "/dex.v1.WorkerService/Heartbeat"
+	WorkerService_ReportTask_FullMethodName       = "/dex.v1.WorkerService/ReportTask"
+	WorkerService_CompleteTask_FullMethodName     = "/dex.v1.WorkerService/CompleteTask"
+	WorkerService_FailTask_FullMethodName         = "/dex.v1.WorkerService/FailTask"
+	WorkerService_DeregisterWorker_FullMethodName = "/dex.v1.WorkerService/DeregisterWorker"
 )
 
 // WorkerServiceClient is the client API for WorkerService service.
@@ -51,6 +52,10 @@ type WorkerServiceClient interface {
 	CompleteTask(ctx context.Context, in *CompleteTaskRequest, opts ...grpc.CallOption) (*CompleteTaskResponse, error)
 	// Deprecated: use ReportTask. Kept for older Workers; served as a ReportTask.
 	FailTask(ctx context.Context, in *FailTaskRequest, opts ...grpc.CallOption) (*FailTaskResponse, error)
+	// A Worker that stops cleanly leaves at once instead of at the end of the
+	// Worker TTL, as if the TTL had run out: its tools leave the catalog when
+	// no other Worker serves them. A Worker that is not registered is OK.
+	DeregisterWorker(ctx context.Context, in *DeregisterWorkerRequest, opts ...grpc.CallOption) (*DeregisterWorkerResponse, error)
 }
 
 type workerServiceClient struct {
@@ -131,6 +136,16 @@ func (c *workerServiceClient) FailTask(ctx context.Context, in *FailTaskRequest,
 	return out, nil
 }
 
+func (c *workerServiceClient) DeregisterWorker(ctx context.Context, in *DeregisterWorkerRequest, opts ...grpc.CallOption) (*DeregisterWorkerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeregisterWorkerResponse)
+	err := c.cc.Invoke(ctx, WorkerService_DeregisterWorker_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServiceServer is the server API for WorkerService service.
 // All implementations must embed UnimplementedWorkerServiceServer
 // for forward compatibility.
@@ -154,6 +169,10 @@ type WorkerServiceServer interface {
 	CompleteTask(context.Context, *CompleteTaskRequest) (*CompleteTaskResponse, error)
 	// Deprecated: use ReportTask. Kept for older Workers; served as a ReportTask.
 	FailTask(context.Context, *FailTaskRequest) (*FailTaskResponse, error)
+	// A Worker that stops cleanly leaves at once instead of at the end of the
+	// Worker TTL, as if the TTL had run out: its tools leave the catalog when
+	// no other Worker serves them. A Worker that is not registered is OK.
+	DeregisterWorker(context.Context, *DeregisterWorkerRequest) (*DeregisterWorkerResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
 
@@ -184,6 +203,9 @@ func (UnimplementedWorkerServiceServer) CompleteTask(context.Context, *CompleteT
 }
 func (UnimplementedWorkerServiceServer) FailTask(context.Context, *FailTaskRequest) (*FailTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FailTask not implemented")
+}
+func (UnimplementedWorkerServiceServer) DeregisterWorker(context.Context, *DeregisterWorkerRequest) (*DeregisterWorkerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeregisterWorker not implemented")
 }
 func (UnimplementedWorkerServiceServer) mustEmbedUnimplementedWorkerServiceServer() {}
 func (UnimplementedWorkerServiceServer) testEmbeddedByValue()                       {}
@@ -332,6 +354,24 @@ func _WorkerService_FailTask_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkerService_DeregisterWorker_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeregisterWorkerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).DeregisterWorker(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_DeregisterWorker_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).DeregisterWorker(ctx, req.(*DeregisterWorkerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkerService_ServiceDesc is the grpc.ServiceDesc for WorkerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -366,6 +406,10 @@ var WorkerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FailTask",
 			Handler:    _WorkerService_FailTask_Handler,
+		},
+		{
+			MethodName: "DeregisterWorker",
+			Handler:    _WorkerService_DeregisterWorker_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -13,6 +13,9 @@ func (s *Sessions) CancelSession(ctx context.Context, req *dexv1.CancelSessionRe
 	if err := required("session_id", req.SessionId); err != nil {
 		return nil, err
 	}
+	if err := s.limits.checkText("reason", req.Reason); err != nil {
+		return nil, err
+	}
 	res, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CancelTurn{CancelTurn: &fsmpb.CancelTurn{
 		SessionId: req.SessionId, By: req.By, Reason: req.Reason,
 	}}})

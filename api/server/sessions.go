@@ -125,6 +125,9 @@ func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequ
 }
 
 func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprovalRequest) (*dexv1.ResolveApprovalResponse, error) {
+	if err := s.limits.checkText("reason", req.Reason); err != nil {
+		return nil, err
+	}
 	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ResolveApproval{ResolveApproval: &fsmpb.ResolveApproval{
 		StepId: req.StepId, Approved: req.Approved, Reason: req.Reason,
 	}}})
@@ -136,6 +139,9 @@ func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprov
 }
 
 func (s *Sessions) AnswerQuestion(ctx context.Context, req *dexv1.AnswerQuestionRequest) (*dexv1.AnswerQuestionResponse, error) {
+	if err := s.limits.checkText("answer", req.Answer); err != nil {
+		return nil, err
+	}
 	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_AnswerQuestion{AnswerQuestion: &fsmpb.AnswerQuestion{
 		StepId: req.StepId, Answer: req.Answer,
 	}}})
@@ -155,6 +161,9 @@ func (s *Sessions) ResumeSession(ctx context.Context, req *dexv1.ResumeSessionRe
 }
 
 func (s *Sessions) ReconcileOutcome(ctx context.Context, req *dexv1.ReconcileOutcomeRequest) (*dexv1.ReconcileOutcomeResponse, error) {
+	if err := s.limits.checkText("note", req.Note); err != nil {
+		return nil, err
+	}
 	_, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{
 		StepId: req.StepId, Outcome: fsmpb.Outcome(req.Outcome), Note: req.Note,
 	}}})

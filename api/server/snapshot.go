@@ -2,8 +2,10 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -14,6 +16,8 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/backup"
+	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm"
 )
 
 // snapshotChunk is the size of the pieces a backup file travels in, well
@@ -37,17 +41,9 @@ func (a *Admin) SaveSnapshot(_ *dexv1.SaveSnapshotRequest, stream dexv1.AdminSer
 	}
 	defer snap.Close()
 	br := bufio.NewReaderSize(snap, snapshotChunk)
-	stateVersion := 0
-	if head, err := br.Peek(8); err == nil {
-		stateVersion = int(head[7]) // fsm's magic "DEXSNAP", then its version
-	}
-	h := backup.Header{
-		Index:        snap.Index,
-		Term:         snap.Term,
-		ClusterID:    a.node.ClusterID(),
-		StateVersion: stateVersion,
-		Size:         snap.Size,
-		TakenAtMs:    time.Now().UnixMilli(),
+	h, err := backupHeader(snap, br, time.Now())
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
 	}
 	w := bufio.NewWriterSize(chunkSender{stream}, snapshotChunk)
 	sum, err := backup.Write(w, h, br)
@@ -59,6 +55,25 @@ func (a *Admin) SaveSnapshot(_ *dexv1.SaveSnapshotRequest, stream dexv1.AdminSer
 	}
 	a.log.Info("backup saved", zap.Uint64("index", h.Index), zap.Uint64("term", h.Term), zap.Int64("bytes", h.Size), zap.String("sha256", sum))
 	return nil
+}
+
+// backupHeader makes the header of a backup of snap, whose state br reads
+// from its start. The state opens with fsm's magic "DEXSNAP", its version and
+// its meta record: the header names the cluster the state itself records.
+func backupHeader(snap *cluster.SavedSnapshot, br *bufio.Reader, now time.Time) (backup.Header, error) {
+	head, _ := br.Peek(int(min(snap.Size, int64(br.Size()))))
+	meta, err := fsm.SnapshotMeta(bytes.NewReader(head))
+	if err != nil {
+		return backup.Header{}, fmt.Errorf("the snapshot taken does not decode: %w", err)
+	}
+	return backup.Header{
+		Index:        snap.Index,
+		Term:         snap.Term,
+		ClusterID:    meta.GetClusterId(),
+		StateVersion: int(head[7]),
+		Size:         snap.Size,
+		TakenAtMs:    now.UnixMilli(),
+	}, nil
 }
 
 type chunkSender struct {
@@ -118,7 +133,8 @@ func (a *Admin) RestoreSnapshot(stream dexv1.AdminService_RestoreSnapshotServer)
 	if err != nil {
 		return status.Errorf(codes.InvalidArgument, "the backup is refused: %v", err)
 	}
-	if err := a.checkRestore(v, first); err != nil {
+	stateCluster := loaded.State().Meta().GetClusterId()
+	if err := a.checkRestore(stateCluster, first); err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, restoreWait)
@@ -128,25 +144,30 @@ func (a *Admin) RestoreSnapshot(stream dexv1.AdminService_RestoreSnapshotServer)
 		return a.toStatus(ctx, err)
 	}
 	sessions := len(loaded.State().Sessions())
-	a.log.Info("cluster restored from a backup", zap.Uint64("backup_index", v.Index), zap.String("backup_cluster_id", v.ClusterID), zap.Int("sessions", sessions), zap.Uint64("epoch", epoch))
+	a.log.Info("cluster restored from a backup", zap.Uint64("backup_index", v.Index), zap.String("backup_cluster_id", stateCluster), zap.Int("sessions", sessions), zap.Uint64("epoch", epoch))
 	return stream.SendAndClose(&dexv1.RestoreSnapshotResponse{
 		BackupIndex:     v.Index,
 		BackupTerm:      v.Term,
-		BackupClusterId: v.ClusterID,
+		BackupClusterId: stateCluster,
 		Sessions:        uint64(sessions),
 		Epoch:           epoch,
 	})
 }
 
-// checkRestore refuses a backup of another cluster and the replacement of
-// sessions unless the request allows them.
-func (a *Admin) checkRestore(v *backup.Verified, req *dexv1.RestoreSnapshotRequest) error {
+// checkRestore refuses a backup of another cluster (the one its state
+// records, stateCluster) and the replacement of sessions unless the request
+// allows them.
+func (a *Admin) checkRestore(stateCluster string, req *dexv1.RestoreSnapshotRequest) error {
 	here := a.node.ClusterID()
 	if here == "" {
 		return status.Error(codes.Unavailable, "this cluster has no id yet (its first leader is setting it up); retry in a moment")
 	}
-	if v.ClusterID != here && !req.AllowOtherCluster {
-		return status.Errorf(codes.FailedPrecondition, "the backup was taken on cluster %s and this is cluster %s: to restore it here anyway (disaster recovery into a new cluster) allow another cluster's backup; this cluster keeps its id %s", v.ClusterID, here, here)
+	if stateCluster != here && !req.AllowOtherCluster {
+		shown := stateCluster
+		if shown == "" {
+			shown = "(none)"
+		}
+		return status.Errorf(codes.FailedPrecondition, "the backup was taken on cluster %s and this is cluster %s: to restore it here anyway (disaster recovery into a new cluster) allow another cluster's backup; this cluster keeps its id %s", shown, here, here)
 	}
 	if n := len(a.node.State().Sessions()); n > 0 && !req.ReplaceSessions {
 		return status.Errorf(codes.FailedPrecondition, "this cluster holds %d sessions and a restore replaces the whole state: confirm to replace them", n)

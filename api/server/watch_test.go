@@ -43,13 +43,25 @@ func singleNode(t *testing.T) (*cluster.Node, dexv1.SessionServiceClient) {
 // plaintext channel to it; all stop when the test ends.
 func serveSingleNode(t *testing.T, opts Options) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
+	return serveNode(t, singleNodeConfig(t), opts)
+}
+
+// singleNodeConfig is a one-node cluster on free loopback ports.
+func singleNodeConfig(t *testing.T) cluster.Config {
 	raftAddr, grpcAddr := freeAddr(t), freeAddr(t)
-	node, err := cluster.Open(cluster.Config{
+	return cluster.Config{
 		ID: "n1", DataDir: t.TempDir(), RaftAddr: raftAddr, GRPCAddr: grpcAddr,
 		Peers:            []cluster.Peer{{ID: "n1", RaftAddr: raftAddr}},
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-	})
+	}
+}
+
+// serveNode opens a node of cfg and serves it as serveSingleNode does.
+func serveNode(t *testing.T, cfg cluster.Config, opts Options) (*cluster.Node, *Server, *grpc.ClientConn) {
+	t.Helper()
+	grpcAddr := cfg.GRPCAddr
+	node, err := cluster.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,10 +58,38 @@ func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerR
 		return nil, err
 	}
 	w.touch(req.WorkerId)
+	me := w.node.Info()
 	return &dexv1.RegisterWorkerResponse{
 		HeartbeatIntervalMs: uint32(w.timing.HeartbeatInterval.Milliseconds()),
 		HeartbeatTimeoutMs:  uint32(w.timing.HeartbeatTimeout.Milliseconds()),
+		NodeId:              me.Id,
+		NodeAddress:         me.GrpcAddress,
 	}, nil
+}
+
+// DeregisterWorker is the TTL's deregistration asked for by the Worker
+// itself as it stops cleanly, so that it does not look alive until the TTL
+// runs out. It commits the same command under this lease holder's epoch.
+func (w *Workers) DeregisterWorker(ctx context.Context, req *dexv1.DeregisterWorkerRequest) (*dexv1.DeregisterWorkerResponse, error) {
+	if err := w.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := required("worker_id", req.WorkerId); err != nil {
+		return nil, err
+	}
+	if w.node.State().Worker(req.WorkerId) == nil {
+		return &dexv1.DeregisterWorkerResponse{}, nil // gone already: a repeat
+	}
+	_, err := w.commit(ctx, &fsmpb.Command{Body: &fsmpb.Command_DeregisterWorker{DeregisterWorker: &fsmpb.DeregisterWorker{
+		WorkerId: req.WorkerId, Epoch: w.node.State().Meta().GetEpoch(),
+	}}})
+	if status.Code(err) == codes.NotFound {
+		err = nil // deregistered meanwhile (its TTL ran out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &dexv1.DeregisterWorkerResponse{}, nil
 }
 
 func (w *Workers) PollTask(ctx context.Context, req *dexv1.PollTaskRequest) (*dexv1.PollTaskResponse, error) {

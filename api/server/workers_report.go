@@ -26,8 +26,12 @@ func (w *Workers) ReportTask(ctx context.Context, req *dexv1.ReportTaskRequest) 
 	}
 	w.touchRef(req.Ref)
 	failpoint(FailpointBeforeCommitResult)
+	result := fsmpb.AttemptResultFromAPI(req.Result)
+	if f := result.GetFailure(); f != nil {
+		f.Error = cutErrorText(f.Error)
+	}
 	if _, err := w.proposeAttempt(ctx, &fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{
-		Ref: fsmpb.AttemptRefFromAPI(req.Ref), Result: fsmpb.AttemptResultFromAPI(req.Result),
+		Ref: fsmpb.AttemptRefFromAPI(req.Ref), Result: result,
 	}}}); err != nil {
 		return nil, err
 	}

@@ -49,8 +49,8 @@ func newSessionCancelCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "cancelled the turn of %s (the answer was lost; see session show)\n", args[0])
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancelled the turn of %s: %d Steps ended, %d running attempts cancelled at their Workers; the session is idle\n",
-				args[0], resp.StepsCancelled, resp.AttemptsCancelled)
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled the turn of %s: %s ended, %s cancelled at their Workers; the session is idle\n",
+				args[0], plural(resp.StepsCancelled, "Step", "Steps"), plural(resp.AttemptsCancelled, "running attempt", "running attempts"))
 			return nil
 		},
 	}

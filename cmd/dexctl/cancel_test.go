@@ -12,7 +12,7 @@ func TestSessionCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "cancelled the turn of s1: 2 Steps ended, 1 running attempts cancelled") {
+	if !strings.Contains(out, "cancelled the turn of s1: 2 Steps ended, 1 running attempt cancelled") {
 		t.Fatalf("output %q", out)
 	}
 	if len(f.cancels) != 1 || f.cancels[0].By != "alice" || f.cancels[0].Reason != "wrong repo" {

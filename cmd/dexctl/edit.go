@@ -44,7 +44,7 @@ func newSessionEditCmd(g *globals) *cobra.Command {
 					"id": args[0], "edited": true, "history_count": res.HistoryCount, "history_size": res.HistorySize,
 				})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "edited %s: %d history entries, %d characters\n", args[0], res.HistoryCount, res.HistorySize)
+			fmt.Fprintf(cmd.OutOrStdout(), "edited %s: %s, %s\n", args[0], plural(res.HistoryCount, "history entry", "history entries"), plural(res.HistorySize, "character", "characters"))
 			return nil
 		},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 
@@ -24,6 +25,62 @@ type fakeSessions struct {
 	cancels  []*dexv1.CancelSessionRequest
 	events   map[string][]*dexv1.Event
 	lastSeq  uint64 // GetSession's last_event_seq
+	created  []*dexv1.CreateSessionRequest
+	sent     []*dexv1.SendMessageRequest
+	// notLeader, when set, is the Unavailable answer to every write, as a
+	// node that is not the leader gives it.
+	notLeader string
+}
+
+func (f *fakeSessions) CreateSession(_ context.Context, req *dexv1.CreateSessionRequest) (*dexv1.CreateSessionResponse, error) {
+	if f.notLeader != "" {
+		return nil, status.Error(codes.Unavailable, f.notLeader)
+	}
+	f.created = append(f.created, req)
+	return &dexv1.CreateSessionResponse{Session: &dexv1.Session{Id: req.SessionId}}, nil
+}
+
+func (f *fakeSessions) SendMessage(_ context.Context, req *dexv1.SendMessageRequest) (*dexv1.SendMessageResponse, error) {
+	if f.notLeader != "" {
+		return nil, status.Error(codes.Unavailable, f.notLeader)
+	}
+	f.sent = append(f.sent, req)
+	return &dexv1.SendMessageResponse{}, nil
+}
+
+// fakeAdmin answers Status with a fixed view of the cluster and records
+// removals.
+type fakeAdmin struct {
+	dexv1.UnimplementedAdminServiceServer
+	status  *dexv1.StatusResponse
+	removed []string
+	// notLeader, when set, is the Unavailable answer to leader-only calls.
+	notLeader string
+}
+
+func (f *fakeAdmin) TransferLeadership(context.Context, *dexv1.TransferLeadershipRequest) (*dexv1.TransferLeadershipResponse, error) {
+	if f.notLeader != "" {
+		return nil, status.Error(codes.Unavailable, f.notLeader)
+	}
+	return &dexv1.TransferLeadershipResponse{}, nil
+}
+
+func (f *fakeAdmin) Status(context.Context, *dexv1.StatusRequest) (*dexv1.StatusResponse, error) {
+	return f.status, nil
+}
+
+func (f *fakeAdmin) RemoveNode(_ context.Context, req *dexv1.RemoveNodeRequest) (*dexv1.RemoveNodeResponse, error) {
+	f.removed = append(f.removed, req.NodeId)
+	return &dexv1.RemoveNodeResponse{}, nil
+}
+
+// threeNodes is a Status of three voters in the given states.
+func threeNodes(leader string, states ...string) *dexv1.StatusResponse {
+	st := &dexv1.StatusResponse{Leader: leader, AnsweredBy: "n1"}
+	for i, s := range states {
+		st.Nodes = append(st.Nodes, &dexv1.NodeStatus{Id: fmt.Sprintf("n%d", i+1), Suffrage: "voter", State: s})
+	}
+	return st
 }
 
 func (f *fakeSessions) ListSessions(_ context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
@@ -79,6 +136,13 @@ func (f *fakeSessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1
 // startFake serves f as the node that serves clients.
 func startFake(t *testing.T, f *fakeSessions) string {
 	t.Helper()
+	return startFakeNode(t, f, nil, true)
+}
+
+// startFakeNode serves f and, unless nil, a; serving is what its health
+// service reports.
+func startFakeNode(t *testing.T, f *fakeSessions, a *fakeAdmin, serving bool) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +150,14 @@ func startFake(t *testing.T, f *fakeSessions) string {
 	srv := grpc.NewServer()
 	hs := health.NewServer()
 	hs.SetServingStatus(client.HealthService, healthpb.HealthCheckResponse_SERVING)
+	if !serving {
+		hs.SetServingStatus(client.HealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
 	healthpb.RegisterHealthServer(srv, hs)
 	dexv1.RegisterSessionServiceServer(srv, f)
+	if a != nil {
+		dexv1.RegisterAdminServiceServer(srv, a)
+	}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()

@@ -95,7 +95,7 @@ as next_page_token in JSON.`,
 			case onePage && next != "":
 				fmt.Fprintf(w, "\nnext page: --page-token %s\n", safe(next))
 			case capped:
-				fmt.Fprintf(w, "\nread the first %d sessions only (by id); read the rest with --page-token %s\n", len(all), safe(next))
+				fmt.Fprintf(w, "\nread the first %s only (by id); read the rest with --page-token %s\n", plural(len(all), "session", "sessions"), safe(next))
 			}
 			return nil
 		},

@@ -38,7 +38,7 @@ func TestBadInputIsAClearErrorBeforeAnyCall(t *testing.T) {
 	}{
 		{[]string{"reconcile", "s1-s3", "--outcome", "maybe"}, `--outcome must be succeeded or failed, not "maybe"`},
 		{[]string{"reconcile", "s1-s3"}, `--outcome must be succeeded or failed, not ""`},
-		{[]string{"session", "send", "only-an-id"}, "accepts 2 arg(s), received 1"},
+		{[]string{"session", "send", "only-an-id"}, "no message: give TEXT"},
 		{[]string{"--addr", "", "status"}, "--addr is empty"},
 		{[]string{"session", "edit", "s1"}, "nothing to edit: give --truncate-from SEQ, --note TEXT, or both"},
 	}

@@ -48,19 +48,25 @@ func newNodeCmd(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-	}, removeCmd(slow))
+	}, removeCmd(g, slow))
 	return cmd
 }
 
-func removeCmd(slow func() *globals) *cobra.Command {
-	var force bool
+func removeCmd(g *globals, slow func() *globals) *cobra.Command {
+	var force, yes bool
 	cmd := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove node ID from the cluster",
-		Long: "Remove node ID from the cluster. Refused when the voters left that answer would not be\n" +
-			"a majority of the voters left (the cluster would stop); --force removes it anyway.",
+		Long: "Remove node ID from the cluster. A voter that answers is removed only with --yes: the\n" +
+			"cluster then survives fewer failures. Refused when the voters left that answer would\n" +
+			"not be a majority of the voters left (the cluster would stop); --force removes it anyway.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !yes {
+				if err := refuseHealthyVoter(cmd.Context(), g, args[0]); err != nil {
+					return err
+				}
+			}
 			err := slow().leader(cmd.Context(), func(ctx context.Context, c dexv1.AdminServiceClient) error {
 				_, err := c.RemoveNode(ctx, &dexv1.RemoveNodeRequest{NodeId: args[0], Force: force})
 				return err
@@ -73,5 +79,37 @@ func removeCmd(slow func() *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "remove even when the voters left that answer would not be a majority")
+	cmd.Flags().BoolVar(&yes, "yes", false, "remove the node even though it is a voter that answers")
 	return cmd
+}
+
+// refuseHealthyVoter refuses to remove a voter that answers: that is how a
+// dead node is replaced, and a typo of its id would shrink a healthy
+// cluster instead.
+func refuseHealthyVoter(ctx context.Context, g *globals, id string) error {
+	var st *dexv1.StatusResponse
+	err := g.anyNode(ctx, func(ctx context.Context, c dexv1.AdminServiceClient) error {
+		r, err := c.Status(ctx, &dexv1.StatusRequest{})
+		st = r
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	voters := 0
+	var node *dexv1.NodeStatus
+	for _, n := range st.Nodes {
+		if n.Suffrage == "voter" {
+			voters++
+		}
+		if n.Id == id {
+			node = n
+		}
+	}
+	if node == nil || node.Suffrage != "voter" || node.State == "unreachable" {
+		return nil // the leader refuses a stranger; a non-voter or a dead voter goes without asking
+	}
+	left := voters - 1
+	return fmt.Errorf("node %s is a voter that answers (%s): removing it leaves %s, which survive %s; give --yes to remove it",
+		id, node.State, plural(left, "voter", "voters"), plural((left-1)/2, "failure", "failures"))
 }

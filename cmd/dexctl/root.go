@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -46,21 +47,34 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-func (g *globals) list() []string {
+// list returns the --addr addresses. Each needs its port: gRPC would
+// dial an address without one at 443, where no Dex node listens.
+func (g *globals) list() ([]string, error) {
 	var out []string
 	for _, a := range strings.Split(g.addrs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
+		if a = strings.TrimSpace(a); a == "" {
+			continue
 		}
+		_, port, err := net.SplitHostPort(a)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "missing port"), err == nil && port == "":
+			return nil, usagef("address %s has no port: give HOST:PORT, the node's --grpc-addr", a)
+		case err != nil:
+			return nil, usagef("address %s is not HOST:PORT", a)
+		}
+		out = append(out, a)
 	}
-	return out
+	if len(out) == 0 {
+		return nil, usagef("--addr is empty")
+	}
+	return out, nil
 }
 
 // anyNode calls f on each address in turn until one answers.
 func (g *globals) anyNode(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
-	addrs := g.list()
-	if len(addrs) == 0 {
-		return usagef("--addr is empty")
+	addrs, err := g.list()
+	if err != nil {
+		return err
 	}
 	var errs []string
 	for _, a := range addrs {
@@ -79,13 +93,9 @@ func (g *globals) anyNode(ctx context.Context, f func(ctx context.Context, c dex
 // leader calls f on the leader: it tries each address and follows a
 // follower's pointer to the leader.
 func (g *globals) leader(ctx context.Context, f func(ctx context.Context, c dexv1.AdminServiceClient) error) error {
-	err := g.onLeaderOnce(ctx, func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error {
+	return g.onLeaderOnce(ctx, func(ctx context.Context, conn *grpc.ClientConn, trailer grpc.CallOption) error {
 		return f(ctx, trailerClient{dexv1.NewAdminServiceClient(conn), trailer})
 	})
-	if errors.Is(err, errNoneServing) {
-		return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-	}
-	return err
 }
 
 func retryable(err error) bool {

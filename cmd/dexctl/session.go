@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -35,8 +37,37 @@ func newSessionCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// messageText is the text of a message given as TEXT, "-" (standard
+// input) or --message-file FILE; a message read from a file or standard
+// input is sent as is, up to the cluster's limit (1 MiB by default), far
+// beyond what a shell passes as an argument.
+func messageText(cmd *cobra.Command, text, file string) (string, error) {
+	if file != "" && text != "" {
+		return "", usagef("give the message as TEXT, - (standard input) or --message-file FILE, not two of them")
+	}
+	if file == "" && text != "-" {
+		return text, nil
+	}
+	var b []byte
+	var err error
+	name := file
+	if text == "-" || file == "-" {
+		name = "standard input"
+		b, err = io.ReadAll(cmd.InOrStdin())
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the message: %v", err)
+	}
+	if !utf8.Valid(b) {
+		return "", usagef("the message in %s is not UTF-8 text", name)
+	}
+	return string(b), nil
+}
+
 func newSessionStartCmd(g *globals) *cobra.Command {
-	var msg, id, parent, agent string
+	var msg, msgFile, id, parent, agent string
 	var threshold uint64
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -44,6 +75,10 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 		Short: "Create a session, optionally with a first message",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			msg, err := messageText(cmd, msg, msgFile)
+			if err != nil {
+				return err
+			}
 			explicitID := id
 			if id == "" {
 				// Chosen here so a retry after a lost answer is recognised.
@@ -51,7 +86,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 			}
 			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
 			tried := false
-			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+			err = g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
 				_, err := sessions(conn).CreateSession(ctx, req, tr)
 				if status.Code(err) == codes.AlreadyExists && tried && explicitID == "" {
 					return nil // an earlier try committed before its answer was lost
@@ -69,29 +104,46 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&msg, "message", "", "first message")
+	cmd.Flags().StringVar(&msg, "message", "", "first message (- reads it from standard input)")
+	cmd.Flags().StringVar(&msgFile, "message-file", "", "read the first message from this file (- for standard input)")
 	cmd.Flags().StringVar(&id, "id", "", "session id (default: a new random one)")
 	cmd.Flags().StringVar(&parent, "parent", "", "parent session id (this session reports to it)")
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent that runs the session, NAME or NAME@VERSION (default: the parent's, else the default agent)")
-	cmd.Flags().Uint64Var(&threshold, "compaction-threshold", 0, "compact the history above this many characters (0: never)")
+	cmd.Flags().Uint64Var(&threshold, "compaction-threshold", 0, "compact the history once it passes this many characters (0: the cluster's default, an eighth of its --max-payload; at most half of it)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func newSessionSendCmd(g *globals) *cobra.Command {
-	var key string
+	var key, msgFile string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "send ID TEXT",
+		Use:   "send ID [TEXT | -]",
 		Short: "Send a message to a session (delivered once per --key)",
-		Args:  cobra.ExactArgs(2),
+		Long: `Send a message to a session (delivered once per --key).
+
+The message is TEXT, or read whole from standard input when TEXT is -, or
+from --message-file FILE: a long message (up to the cluster's limit, 1 MiB
+by default) does not fit on a command line.`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			text := ""
+			if len(args) == 2 {
+				text = args[1]
+			}
+			if text == "" && msgFile == "" {
+				return usagef("no message: give TEXT, - (standard input) or --message-file FILE")
+			}
+			text, err := messageText(cmd, text, msgFile)
+			if err != nil {
+				return err
+			}
 			if key == "" {
 				key = client.NewIdempotencyKey()
 			}
 			var resp *dexv1.SendMessageResponse
-			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
-				r, err := sessions(conn).SendMessage(ctx, &dexv1.SendMessageRequest{SessionId: args[0], Text: args[1], IdempotencyKey: key}, tr)
+			err = g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+				r, err := sessions(conn).SendMessage(ctx, &dexv1.SendMessageRequest{SessionId: args[0], Text: text, IdempotencyKey: key}, tr)
 				resp = r
 				return err
 			})
@@ -109,6 +161,7 @@ func newSessionSendCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&msgFile, "message-file", "", "read the message from this file (- for standard input) instead of TEXT")
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key (default: a new random one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

@@ -42,8 +42,9 @@ func snapshotSaveCmd(slow func() *globals) *cobra.Command {
 		Use:   "save FILE",
 		Short: "Save a consistent snapshot of the whole state, taken on the leader, to FILE",
 		Long: "Save a consistent snapshot of the whole state, taken on the leader, to FILE. The file\n" +
-			"records the raft index and term it was taken at, the cluster id and a SHA-256 checksum;\n" +
-			"it is written to a temporary file, synced and verified, then renamed to FILE.",
+			"records the raft index and term it was taken at, the cluster id its state records and a\n" +
+			"SHA-256 checksum of the header and the state; it is written to a temporary file, synced\n" +
+			"and verified, then renamed to FILE.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
@@ -75,14 +76,11 @@ func snapshotSaveCmd(slow func() *globals) *cobra.Command {
 				saved = v
 				return err
 			})
-			if errors.Is(err, errNoneServing) {
-				return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "saved %s: index %d, term %d, cluster %s, %d bytes of state, sha256 %s\n",
-				path, saved.Index, saved.Term, saved.ClusterID, saved.Size, saved.Checksum)
+			fmt.Fprintf(cmd.OutOrStdout(), "saved %s: index %d, term %d, cluster %s, %s of state, sha256 %s\n",
+				path, saved.Index, saved.Term, saved.ClusterID, plural(saved.Size, "byte", "bytes"), saved.Checksum)
 			return nil
 		},
 	}
@@ -127,9 +125,9 @@ func printSummary(w io.Writer, s *backup.Summary) {
 	fmt.Fprintf(tw, "index\t%d\n", s.Index)
 	fmt.Fprintf(tw, "term\t%d\n", s.Term)
 	fmt.Fprintf(tw, "taken at\t%s\n", taken)
-	fmt.Fprintf(tw, "size\t%d bytes\n", s.Size)
+	fmt.Fprintf(tw, "size\t%s\n", plural(s.Size, "byte", "bytes"))
 	fmt.Fprintf(tw, "sha256\t%s (verified)\n", s.Checksum)
-	fmt.Fprintf(tw, "format\tbackup %d, state %d\n", s.FormatVersion, s.StateVersion)
+	fmt.Fprintf(tw, "format\tbackup %d (its checksum covers %s), state %d\n", s.FormatVersion, backup.ChecksumCovers(s.FormatVersion), s.StateVersion)
 	fmt.Fprintf(tw, "epoch\t%d\n", s.Epoch)
 	c := s.Counts
 	fmt.Fprintf(tw, "sessions\t%s\n", byStatus(c.Sessions))
@@ -170,9 +168,10 @@ func snapshotRestoreCmd(slow func() *globals) *cobra.Command {
 		Use:   "restore FILE",
 		Short: "Replace the whole state of the cluster with a backup's",
 		Long: "Replace the whole state of the cluster with a backup's, through raft on the leader; every\n" +
-			"node takes it. The file is verified first. A cluster that holds sessions is replaced\n" +
-			"only with --yes. A backup of another cluster (disaster recovery into a new cluster) is\n" +
-			"restored only with --allow-other-cluster; the cluster keeps its own id.",
+			"node takes it. The file is verified first, and its header must name the cluster its\n" +
+			"state records. A cluster that holds sessions is replaced only with --yes. A backup of\n" +
+			"another cluster (disaster recovery into a new cluster) is restored only with\n" +
+			"--allow-other-cluster; the cluster keeps its own id.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := backup.OpenFile(args[0])
@@ -186,14 +185,11 @@ func snapshotRestoreCmd(slow func() *globals) *cobra.Command {
 				resp = r
 				return err
 			})
-			if errors.Is(err, errNoneServing) {
-				return fmt.Errorf("no Dex leader answered%s", strings.TrimPrefix(err.Error(), errNoneServing.Error()))
-			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored the backup of cluster %s at index %d: %d sessions; the leader runs epoch %d\n",
-				resp.BackupClusterId, resp.BackupIndex, resp.Sessions, resp.Epoch)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored the backup of cluster %s at index %d: %s; the leader runs epoch %d\n",
+				resp.BackupClusterId, resp.BackupIndex, plural(resp.Sessions, "session", "sessions"), resp.Epoch)
 			return nil
 		},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
@@ -39,7 +40,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster: leader, term, indexes and every node's state",
-		Args:  cobra.NoArgs,
+		Long: `Show the cluster: leader, term, indexes and every node's state, as the
+first node of --addr that answers sees it. With no leader it still shows the
+nodes, then says why on stderr and exits 1.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var resp *dexv1.StatusResponse
 			err := g.anyNode(cmd.Context(), func(ctx context.Context, c dexv1.AdminServiceClient) error {
@@ -51,10 +55,14 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printStatusJSON(cmd.OutOrStdout(), resp)
+				err = printStatusJSON(cmd.OutOrStdout(), resp)
+			} else {
+				printStatus(cmd.OutOrStdout(), resp)
 			}
-			printStatus(cmd.OutOrStdout(), resp)
-			return nil
+			if err == nil && resp.Leader == "" {
+				return noLeader(resp)
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -106,4 +114,13 @@ func printStatus(w io.Writer, r *dexv1.StatusResponse) {
 	}
 	tw.Flush()
 	printWorkerHealth(w, r.Workers)
+}
+
+// noLeader is status's failure when the cluster has no leader: too few
+// voters answer, or an election is under way.
+func noLeader(r *dexv1.StatusResponse) error {
+	if nq := client.CheckQuorum(r); nq != nil {
+		return fmt.Errorf("no leader: %v", nq)
+	}
+	return fmt.Errorf("no leader yet (node %s knows none); an election is under way", r.AnsweredBy)
 }

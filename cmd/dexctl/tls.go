@@ -17,7 +17,7 @@ type tlsFlags struct {
 
 func (t *tlsFlags) register(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVar(&t.files.Cert, "tls-cert", "", "client certificate (PEM; `dexctl tls cert create --client`) for a cluster with mutual TLS, with --tls-key and --tls-ca")
+	f.StringVar(&t.files.Cert, "tls-cert", "", "client certificate (PEM, as made by dexctl tls cert create --client) for a cluster with mutual TLS, with --tls-key and --tls-ca")
 	f.StringVar(&t.files.Key, "tls-key", "", "the key of --tls-cert (PEM)")
 	f.StringVar(&t.files.CA, "tls-ca", "", "the CA bundle (PEM) the nodes' certificates chain to")
 }

@@ -34,9 +34,9 @@ With --until-idle the watch ends, exit 0, once it has shown every event and
 the session is idle, errored or paused, with a summary line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			addrs := g.list()
-			if len(addrs) == 0 {
-				return usagef("--addr is empty")
+			addrs, err := g.list()
+			if err != nil {
+				return err
 			}
 			// The library's watch follows the lease holder and resumes after
 			// the last event it delivered.
@@ -119,7 +119,7 @@ func printSettled(w io.Writer, s *dexv1.Session, asJSON bool) error {
 			"last_error": s.LastError, "pause_message": s.PauseMessage,
 		}})
 	}
-	line := fmt.Sprintf("session %s is %s: %d turns completed, %d failed", safe(s.Id), name, s.TurnsCompleted, s.TurnsFailed)
+	line := fmt.Sprintf("session %s is %s: %s completed, %d failed", safe(s.Id), name, plural(s.TurnsCompleted, "turn", "turns"), s.TurnsFailed)
 	switch s.Status {
 	case dexv1.SessionStatus_SESSION_STATUS_ERRORED:
 		line += "; last error: " + safe(s.LastError)

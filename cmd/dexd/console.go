@@ -22,7 +22,7 @@ type consoleOptions struct {
 }
 
 func (c *consoleOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.chaosReport, "chaos-report", "", "a directory holding the matrix.json of `dexchaos matrix --out DIR`: the console's Chaos page shows it")
+	fs.StringVar(&c.chaosReport, "chaos-report", "", "`DIR` holding the matrix.json of a dexchaos matrix --out DIR run: the console's Chaos page shows it")
 }
 
 // withConsole serves the console under /ui/ beside h.

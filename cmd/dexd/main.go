@@ -65,7 +65,9 @@ type options struct {
 func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("dexd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package prints every flag after a bad one; dexd prints one
+	// line then, and the flags only when asked with -h.
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.id, "id", "", "this node's id (e.g. n1)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (raft log, snapshots, node.json)")
 	fs.StringVar(&o.raftAddr, "raft-addr", "", "raft address HOST:PORT")
@@ -89,14 +91,20 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
 	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
-	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued tool Step whose tool no live Worker serves for this long fails as an unknown tool")
+	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued Step whose tool (or named agent's model) no live Worker serves for this long fails, as a call of an unknown tool does (0: it waits until a Worker comes, its waiting reason shown on the Step)")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this node, from the moment its data dir is open until it stops, to this file; a relative path is under --data-dir")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
 	o.tls.register(fs)
 	o.sec.addFlags(fs)
 	o.console.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return nil, &usageError{msg: ""}
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage of dexd (and dexd verify --data-dir DIR, which checks a stopped node's data dir):")
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, &usageError{err.Error() + " (run dexd -h for the flags)"}
 	}
 	if fs.NArg() > 0 {
 		return nil, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -159,8 +167,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.heartbeat <= 0 || o.election <= 0 || o.leaderLease <= 0 {
 		return nil, &usageError{"raft timeouts must be positive"}
 	}
-	if o.workerTTL <= 0 || o.toolWait <= 0 {
-		return nil, &usageError{"--worker-ttl and --tool-wait must be positive"}
+	if o.workerTTL <= 0 {
+		return nil, &usageError{"--worker-ttl must be positive"}
+	}
+	if o.toolWait < 0 {
+		return nil, &usageError{"--tool-wait must not be negative (0: queued Steps wait until a Worker comes)"}
 	}
 	if o.drainTimeout < 0 {
 		return nil, &usageError{"--drain-timeout must not be negative"}
@@ -193,6 +204,9 @@ func newLogger(level string) *zap.Logger {
 
 func run(args []string, stderr io.Writer) int {
 	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintf(stderr, "dexd: %s\n", msg)
@@ -272,6 +286,12 @@ func serve(o *options, log *zap.Logger) error {
 			// Applying later entries would diverge from the peers: stop now.
 			log.Error("stopping: the state machine cannot apply a committed entry", zap.Error(err))
 			log.Sync()
+			os.Exit(1)
+		},
+		OnDiskFull: func(err error) {
+			// The raft log or raft.db cannot be written: stop, naming the disk.
+			log.Sync()
+			fmt.Fprintf(os.Stderr, "dexd: stopping: %s\n", oneLine(err.Error()))
 			os.Exit(1)
 		},
 		OnDamage: func(err error) {

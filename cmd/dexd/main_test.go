@@ -328,11 +328,11 @@ func TestBadInput(t *testing.T) {
 	}
 	t.Run("zero worker ttl", func(t *testing.T) {
 		code, stderr := runDexd(t, 10*time.Second, append(base(t.TempDir()), "--worker-ttl", "0s")...)
-		oneLine(t, code, 2, stderr, "--worker-ttl and --tool-wait must be positive")
+		oneLine(t, code, 2, stderr, "--worker-ttl must be positive")
 	})
 	t.Run("negative tool wait", func(t *testing.T) {
 		code, stderr := runDexd(t, 10*time.Second, append(base(t.TempDir()), "--tool-wait", "-1s")...)
-		oneLine(t, code, 2, stderr, "--worker-ttl and --tool-wait must be positive")
+		oneLine(t, code, 2, stderr, "--tool-wait must not be negative")
 	})
 	t.Run("negative run timeout", func(t *testing.T) {
 		code, stderr := runDexd(t, 10*time.Second, append(base(t.TempDir()), "--run-timeout", "-1s")...)

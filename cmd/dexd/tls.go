@@ -17,7 +17,7 @@ type tlsOptions struct {
 }
 
 func (t *tlsOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.files.Cert, "tls-cert", "", "this node's certificate (PEM; `dexctl tls cert create --server`): turns on mutual TLS on the gRPC and raft ports, together with --tls-key and --tls-ca")
+	fs.StringVar(&t.files.Cert, "tls-cert", "", "this node's certificate (PEM, as made by dexctl tls cert create --server): turns on mutual TLS on the gRPC and raft ports, together with --tls-key and --tls-ca")
 	fs.StringVar(&t.files.Key, "tls-key", "", "the key of --tls-cert (PEM)")
 	fs.StringVar(&t.files.CA, "tls-ca", "", "the CA bundle (PEM) that client and peer certificates must chain to; reloaded with the certificate on SIGHUP")
 	fs.BoolVar(&t.httpTLS, "http-tls", false, "serve the HTTP port (/healthz, /readyz, /metrics) over TLS with --tls-cert; no client certificate is asked, so load balancers can check it")

@@ -12,7 +12,7 @@ import (
 
 // registerTLS adds the mutual-TLS flags, the same on every Dex binary.
 func registerTLS(fs *flag.FlagSet, f *tlsconf.Files) {
-	fs.StringVar(&f.Cert, "tls-cert", "", "client certificate (PEM; `dexctl tls cert create --client`) for a cluster with mutual TLS, with --tls-key and --tls-ca; reloaded on SIGHUP")
+	fs.StringVar(&f.Cert, "tls-cert", "", "client certificate (PEM, as made by dexctl tls cert create --client) for a cluster with mutual TLS, with --tls-key and --tls-ca; reloaded on SIGHUP")
 	fs.StringVar(&f.Key, "tls-key", "", "the key of --tls-cert (PEM)")
 	fs.StringVar(&f.CA, "tls-ca", "", "the CA bundle (PEM) the nodes' certificates chain to")
 }

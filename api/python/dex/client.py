@@ -35,7 +35,8 @@ def _not_applied(err: grpc.RpcError) -> bool:
 
 
 class Client:
-    """Sessions, messages, approvals, answers, resume, cancel and delete.
+    """Sessions, messages, approvals, answers, resume, reconcile, history
+    edits, cancel and delete.
 
     ``target`` as for :class:`dex.Worker`. ``timeout`` (seconds) bounds one
     method call with its retries."""
@@ -174,6 +175,21 @@ class Client:
     async def resume(self, session_id: str, choice: int = types_pb2.RESUME_CHOICE_RETRY) -> None:
         """Resumes a paused or errored session (RESUME_CHOICE_RETRY or _DROP)."""
         await self._call("ResumeSession", sessions_pb2.ResumeSessionRequest(session_id=session_id, choice=choice), False)
+
+    async def reconcile_outcome(self, step_id: str, outcome: int, note: str = "") -> None:
+        """Settles an outcome_unknown call as types_pb2.OUTCOME_SUCCEEDED or
+        OUTCOME_FAILED; note is added to the history note the model reads."""
+        await self._call("ReconcileOutcome", sessions_pb2.ReconcileOutcomeRequest(step_id=step_id, outcome=outcome,
+                                                                                  note=note), False)
+
+    async def edit_history(self, session_id: str, truncate_from_seq: int = 0,
+                           note: str = "") -> sessions_pb2.EditHistoryResponse:
+        """Splices an idle, errored or paused session's history: drops the
+        entries from truncate_from_seq on (0: none) and adds note (if any).
+        It clears the rejected-turn count. A retry after an ambiguous failure
+        could add the note twice, so it is not retried."""
+        return await self._call("EditHistory", sessions_pb2.EditHistoryRequest(
+            session_id=session_id, truncate_from_seq=truncate_from_seq, note=note), False)
 
     async def cancel(self, session_id: str, reason: str = "", by: str = "") -> sessions_pb2.CancelSessionResponse:
         """Cancels the session's running turn."""

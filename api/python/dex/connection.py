@@ -269,17 +269,21 @@ class Connection:
             return
         self._lost = True
 
-    async def unary(self, stub_cls: Any, method: str, request: Any, timeout: float) -> Any:
+    async def unary(self, stub_cls: Any, method: str, request: Any, timeout: float,
+                    wait_for_ready: Optional[bool] = None) -> Any:
         """One try of a unary call of ``stub_cls``'s ``method``. It raises
         grpc.RpcError as the node answered; the connection has then moved
-        to where a repeat should go."""
+        to where a repeat should go. ``wait_for_ready=False`` fails at once
+        when the node cannot be reached, with the reason."""
         if self._prober is None:
             self._prober = asyncio.ensure_future(self._probe())
         addr = await self.node()
         fn = getattr(self._stub(addr, stub_cls), method)
         # A single address waits for its balancer to have a backend; a
         # node of a list fails fast so that the next try moves on.
-        call = fn(request, timeout=timeout, metadata=self.metadata, wait_for_ready=not self.multi)
+        if wait_for_ready is None:
+            wait_for_ready = not self.multi
+        call = fn(request, timeout=timeout, metadata=self.metadata, wait_for_ready=wait_for_ready)
         calls = self._inflight.setdefault(addr, set())
         calls.add(call)
         try:

@@ -17,6 +17,7 @@ import logging
 import os
 import random
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -253,6 +254,38 @@ class _Backoff:
         return d * random.uniform(0.8, 1.2)
 
 
+# A Worker that cannot reach the cluster says why at once, then again after
+# FIRST_SAY_GAP, each later gap doubling up to MAX_SAY_GAP (seconds).
+FIRST_SAY_GAP = 2.0
+MAX_SAY_GAP = 30.0
+# The one try a stopping Worker gives its deregistration (the TTL deregisters
+# it anyway).
+DEREGISTER_TRY = 2.0
+
+
+class _SayEvery:
+    """Spaces repeated lines out: due at once, then after growing gaps."""
+
+    def __init__(self) -> None:
+        self.next, self.gap = 0.0, 0.0
+
+    def due(self, now: float) -> bool:
+        if now < self.next:
+            return False
+        self.gap = FIRST_SAY_GAP if self.gap == 0 else min(2 * self.gap, MAX_SAY_GAP)
+        self.next = now + self.gap
+        return True
+
+
+def _why_not(err: grpc.RpcError) -> str:
+    """Why a call did not reach the cluster, in a few words: the last words
+    of a connect error ("Connection refused"), or the cluster's answer."""
+    details = err.details() or err.code().name
+    if details.startswith("failed to connect to all addresses"):
+        return details.rsplit(": ", 1)[-1]
+    return details
+
+
 def _transient(err: BaseException) -> bool:
     return isinstance(err, grpc.RpcError) and err.code() in _TRANSIENT
 
@@ -308,6 +341,8 @@ class Worker:
         self.model_run_timeout = model_run_timeout
         self.hold_hook = hold
         self.log = logger or log
+        self._own_logger = logger is not None
+        self._registered = False
         self.tools: dict[str, Tool] = {}
         self._model: Optional[ModelHandler] = None
         self._compact: Optional[CompactHandler] = None
@@ -404,8 +439,8 @@ class Worker:
         """Registers (retrying until the cluster answers), then long-polls
         and runs up to ``concurrency`` tasks at once until ``stop`` is set.
         Then it stops polling, lets running tasks finish for the shutdown
-        grace, cancels what is left and returns. Raises RegistrationError
-        if the cluster refuses the registration."""
+        grace, cancels what is left, deregisters and returns. Raises
+        RegistrationError if the cluster refuses the registration."""
         self.check()
         stop = stop or asyncio.Event()
         if self.conn is None:
@@ -434,6 +469,7 @@ class Worker:
                     running.add(task)
                     task.add_done_callback(running.discard)
             await self._drain(running)
+            await self._deregister()
         finally:
             stopped.cancel()
             if not isinstance(self._target, Connection) and self.conn is not None:
@@ -457,27 +493,78 @@ class Worker:
             for p in pending:
                 p.cancel()
 
+    def _say(self, level: int, msg: str, fields: Optional[dict] = None) -> None:
+        """One line about the Worker's registration: to its logger, or to
+        stderr when it was given none and logging is not configured."""
+        if not self._own_logger and not self.log.hasHandlers():
+            print(f"dex worker {self.id}: {msg}", file=sys.stderr, flush=True)
+            return
+        self.log.log(level, msg, extra={"fields": {"worker": self.id, **(fields or {})}})
+
+    def _where(self) -> str:
+        """The addresses the Worker dials, for its lines."""
+        return ",".join(self.conn.addrs) if self.conn is not None else str(self._target)
+
     async def _register(self) -> None:
         assert self.conn is not None
         req = workers_pb2.RegisterWorkerRequest(worker_id=self.id, runs_model=self._model is not None,
                                                 model_run_timeout_ms=round(self.model_run_timeout * 1000),
                                                 tools=[t.spec for t in self.tools.values()], agents=self.agents)
         b = _Backoff(0.05, 1.0)
+        says = _SayEvery()
+        start, failed = time.monotonic(), False
         while True:
             try:
-                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "RegisterWorker", req, self.call_timeout)
+                # Fail fast: a Worker that cannot reach the cluster says why.
+                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "RegisterWorker", req,
+                                             self.call_timeout, wait_for_ready=False)
             except grpc.RpcError as e:
                 if not _transient(e):
-                    raise RegistrationError(f"register worker {self.id}: {e.code().name}: {e.details()}") from None
+                    err = RegistrationError(f"register worker {self.id} with {self._where()}: "
+                                            f"{e.code().name}: {e.details()}")
+                    self._say(logging.ERROR, str(err))
+                    raise err from None
+                if says.due(time.monotonic()):
+                    line = f"cannot register with {self._where()}: {_why_not(e)}; retrying"
+                    if failed:
+                        line += f" (for {round(time.monotonic() - start)}s now)"
+                    self._say(logging.WARNING, line, {"error": f"{e.code().name}: {e.details()}"})
+                failed = True
                 await asyncio.sleep(b.next())
                 continue
             if resp.heartbeat_interval_ms > 0:
                 self.heartbeat_interval = resp.heartbeat_interval_ms / 1000.0
-            self.log.info("registered", extra={"fields": {"worker": self.id, "tools": len(req.tools),
-                                                           "runs_model": req.runs_model, "agents": list(req.agents),
-                                                           "heartbeat_interval_ms": resp.heartbeat_interval_ms,
-                                                           "heartbeat_timeout_ms": resp.heartbeat_timeout_ms}})
+            self._registered = True
+            line = f"registered with the cluster at {self._where()}"
+            if resp.node_id:
+                line = f"registered with leader {resp.node_id} at {resp.node_address}"
+            if failed:
+                line += f" after {round(time.monotonic() - start)}s"
+            self._say(logging.INFO, line, {"leader": resp.node_id, "leader_address": resp.node_address,
+                                           "tools": len(req.tools), "runs_model": req.runs_model,
+                                           "agents": list(req.agents),
+                                           "heartbeat_interval_ms": resp.heartbeat_interval_ms,
+                                           "heartbeat_timeout_ms": resp.heartbeat_timeout_ms})
             return
+
+    async def _deregister(self) -> None:
+        """Tells the cluster, as the Worker stops, that it is gone, so that it
+        does not look alive until its TTL runs out."""
+        if not self._registered or self.conn is None:
+            return
+        req = workers_pb2.DeregisterWorkerRequest(worker_id=self.id)
+        try:
+            await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "DeregisterWorker", req,
+                                  min(DEREGISTER_TRY, self.call_timeout))
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                self.log.debug("the cluster cannot deregister a Worker; it drops it after its TTL")
+                return
+            self._say(logging.WARNING, f"could not deregister from {self._where()}: {_why_not(e)}; "
+                                       "the cluster drops the Worker after its TTL")
+            return
+        self._registered = False
+        self._say(logging.INFO, "deregistered")
 
     async def _poll(self, n: int) -> list:
         """Long-polls once for up to n tasks; [] on an error (after a backoff)."""

@@ -1,4 +1,4 @@
-"""The README's example registers what it says (its LLM is never called)."""
+"""The README's provider example registers what it says (its LLM is never called)."""
 
 import importlib.util
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 from dex.v1 import types_pb2
 
 
-def test_first_worker_example_registers():
-    p = Path(__file__).resolve().parents[1] / "examples" / "first_worker.py"
-    spec = importlib.util.spec_from_file_location("first_worker", p)
+def test_openai_worker_example_registers():
+    p = Path(__file__).resolve().parents[1] / "examples" / "openai_worker.py"
+    spec = importlib.util.spec_from_file_location("openai_worker", p)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.worker.check()

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { Code, createClient, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
 import {
-  SessionService, type CancelSessionResponse, type CreateSessionRequest, type GetSessionResponse, type SessionSummary,
+  SessionService, type CancelSessionResponse, type CreateSessionRequest, type EditHistoryResponse, type GetSessionResponse,
+  type SessionSummary,
 } from "../gen/dex/v1/sessions_pb.js";
-import { ResumeChoice, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
+import { Outcome, ResumeChoice, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateSessionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
 import { codeOf } from "./errors.js";
@@ -25,7 +26,7 @@ export function newIdempotencyKey(): string {
   return "key-" + randomBytes(16).toString("hex");
 }
 
-/** A client of the SessionService: sessions, messages, approvals, questions. */
+/** A client of the SessionService: sessions, messages, approvals, questions, reconciles, history edits. */
 export class Client {
   private readonly svc: ConnectClient<typeof SessionService>;
 
@@ -159,6 +160,24 @@ export class Client {
   /** Resumes a paused or errored session: RETRY runs its kept turn once more, DROP drops it. */
   async resumeSession(sessionId: string, choice: ResumeChoice = ResumeChoice.RETRY, o: CallOptions = {}): Promise<void> {
     await this.call(false, o, (co) => this.svc.resumeSession({ sessionId, choice }, co));
+  }
+
+  /**
+   * Settles an outcome_unknown call as Outcome.SUCCEEDED or Outcome.FAILED;
+   * note is added to the history note the model reads.
+   */
+  async reconcileOutcome(stepId: string, outcome: Outcome, note = "", o: CallOptions = {}): Promise<void> {
+    await this.call(false, o, (co) => this.svc.reconcileOutcome({ stepId, outcome, note }, co));
+  }
+
+  /**
+   * Splices an idle, errored or paused session's history: drops the entries
+   * from truncateFromSeq on (0n: none) and adds note (if any). It clears the
+   * rejected-turn count. A retry after an ambiguous failure could add the
+   * note twice, so it is not retried.
+   */
+  async editHistory(sessionId: string, truncateFromSeq = 0n, note = "", o: CallOptions = {}): Promise<EditHistoryResponse> {
+    return this.call(false, o, (co) => this.svc.editHistory({ sessionId, truncateFromSeq, note }, co));
   }
 
   /** Cancels the session's running turn. */

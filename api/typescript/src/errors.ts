@@ -5,9 +5,12 @@ import { ErrorType } from "../gen/dex/v1/types_pb.js";
  * Begins the result of a tool call that never ran (docs/attempts.md): no
  * attempt of it was ever claimed by a Worker, so the tool had no side effect
  * and it is safe to call it again. Test a failed call's result with
- * `content.startsWith(ToolCallNotRunErrorPrefix)`.
+ * `content.startsWith(toolCallNotRunErrorPrefix)`.
  */
-export const ToolCallNotRunErrorPrefix = "the tool did not run, so it is safe to call again";
+export const toolCallNotRunErrorPrefix = "the tool did not run, so it is safe to call again";
+
+/** The same prefix under the library's earlier name, kept for existing code. */
+export const ToolCallNotRunErrorPrefix = toolCallNotRunErrorPrefix;
 
 /** A handler error with a Dex error type (docs/model-errors.md): the attempt fails with that type. */
 export class ModelError extends Error {

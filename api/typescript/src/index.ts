@@ -2,8 +2,9 @@ export { Channel, dial, parseTarget, Scheme, HealthService, ProbeIntervalMs, Pro
 export type { DialOptions, TlsOptions } from "./channel.js";
 export { Client, newSessionId, newIdempotencyKey } from "./client.js";
 export type { CallOptions } from "./client.js";
+export type { CancelSessionResponse, EditHistoryResponse, GetSessionResponse } from "../gen/dex/v1/sessions_pb.js";
 export {
-  ToolCallNotRunErrorPrefix, ModelError, newHttpModelError, errorTypeForHttpStatus, isContextLengthMessage, classifyError, codeOf,
+  toolCallNotRunErrorPrefix, ToolCallNotRunErrorPrefix, ModelError, newHttpModelError, errorTypeForHttpStatus, isContextLengthMessage, classifyError, codeOf,
   messageOf,
 } from "./errors.js";
 export { checkAgentList } from "./agents.js";

@@ -8,6 +8,7 @@ import {
   type ToolSpec,
 } from "../gen/dex/v1/types_pb.js";
 import { checkAgentList } from "./agents.js";
+import { Channel } from "./channel.js";
 import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
 import { checkModelOutput, handlerOf, kindName, runsOnModel } from "./kinds.js";
 import { nopLogger, type Logger } from "./log.js";
@@ -149,6 +150,11 @@ export interface WorkerOptions {
   callTimeoutMs?: number;
   /** How long running tasks may go on after run's signal aborts (default 5 s). */
   shutdownGraceMs?: number;
+  /**
+   * Gets the Worker's log. Without one the Worker writes only the lines that
+   * say whether it reached the cluster (why it cannot register, where it
+   * registered, that it deregistered) to stderr; nopLogger silences those too.
+   */
   logger?: Logger;
   /** Called at the named moments; may wait as long as it likes (heartbeats go on after the claim). */
   hold?: (moment: Moment, task: Task) => Promise<void> | void;
@@ -158,6 +164,36 @@ const maxUint32 = 0xffffffff;
 const builtins = new Set(["ask_user", "sleep", "resume_agent"]);
 const minCallTryMs = 1000;
 const maxCallTryMs = 2000;
+// A Worker that cannot reach the cluster says why at once, then again after
+// firstSayGapMs, each later gap doubling up to maxSayGapMs.
+const firstSayGapMs = 2000;
+const maxSayGapMs = 30_000;
+// The one try a stopping Worker gives its deregistration (the TTL
+// deregisters it anyway).
+const deregisterTryMs = 2000;
+
+/** Spaces repeated lines out: due at once, then after growing gaps. */
+export class SayEvery {
+  private next = 0;
+  private gap = 0;
+  due(now: number): boolean {
+    if (now < this.next) return false;
+    this.gap = this.gap === 0 ? firstSayGapMs : Math.min(2 * this.gap, maxSayGapMs);
+    this.next = now + this.gap;
+    return true;
+  }
+}
+
+/** Why a call did not reach the cluster, in a few words: the connect error ("connect ECONNREFUSED …"), or the cluster's answer. */
+export function whyNot(err: unknown): string {
+  for (let c: unknown = err instanceof ConnectError ? err.cause : undefined; c instanceof Error; c = c.cause) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("E") && !code.startsWith("ERR_")) {
+      return code === "ECONNREFUSED" ? "connection refused" : c.message;
+    }
+  }
+  return err instanceof ConnectError ? err.rawMessage : messageOf(err);
+}
 
 function accessOf(a: Access | undefined, name: string): ToolAccess {
   switch (a) {
@@ -234,6 +270,10 @@ export class Worker {
   private readonly o: Required<Pick<WorkerOptions, "concurrency" | "pollWaitMs" | "callTimeoutMs" | "shutdownGraceMs" | "modelRunTimeoutMs">>;
   private readonly holdHook: WorkerOptions["hold"];
   private heartbeatIntervalMs = 1000;
+  private registered = false;
+  /** No logger given: the registration lines go to stderr. */
+  private readonly sayToStderr: boolean;
+  private readonly transport: Transport;
 
   /** Checks opts (throwing on bad input) and makes a Worker on transport (see dial). */
   constructor(transport: Transport, opts: WorkerOptions) {
@@ -267,6 +307,8 @@ export class Worker {
       modelRunTimeoutMs: checkMs(opts.modelRunTimeoutMs, "model run timeout"),
     };
     this.log = opts.logger ?? nopLogger;
+    this.sayToStderr = opts.logger === undefined;
+    this.transport = transport;
     this.holdHook = opts.hold;
     this.svc = createClient(WorkerService, transport);
   }
@@ -274,8 +316,9 @@ export class Worker {
   /**
    * Registers the Worker (retrying until the cluster answers), then long-polls
    * and runs up to concurrency tasks at once until signal aborts. Then it stops
-   * polling, lets running tasks finish for shutdownGraceMs, aborts what is left
-   * and resolves. It rejects only if the cluster refuses the registration.
+   * polling, lets running tasks finish for shutdownGraceMs, aborts what is left,
+   * deregisters and resolves: at once when no task runs. It rejects only if
+   * the cluster refuses the registration.
    */
   async run(signal: AbortSignal = new AbortController().signal): Promise<void> {
     const tasks = new AbortController(); // tasks outlive signal by the grace
@@ -303,30 +346,87 @@ export class Worker {
       }
     }
     const all = Promise.all(running);
-    const graceOver = await Promise.race([all.then(() => false), sleep(this.o.shutdownGraceMs).then(() => true)]);
-    if (!graceOver) return;
-    this.log.warn("shutdown grace over; cancelling running tasks");
-    tasks.abort(new Error("the Worker is shutting down"));
-    const stuck = await Promise.race([all.then(() => false), sleep(2000).then(() => true)]);
-    if (stuck) this.log.warn("tasks still running at exit");
+    // The grace's timers end with the tasks: a pending one would keep the
+    // process alive after run resolves.
+    const timers = new AbortController();
+    try {
+      const graceOver = await Promise.race([all.then(() => false), sleep(this.o.shutdownGraceMs, timers.signal).then(() => true)]);
+      if (graceOver) {
+        this.log.warn("shutdown grace over; cancelling running tasks");
+        tasks.abort(new Error("the Worker is shutting down"));
+        const stuck = await Promise.race([all.then(() => false), sleep(2000, timers.signal).then(() => true)]);
+        if (stuck) this.log.warn("tasks still running at exit");
+      }
+    } finally {
+      timers.abort();
+    }
+    await this.deregister();
+  }
+
+  /** One line about the Worker's registration: to its logger, or to stderr when it was given none. */
+  private say(level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>): void {
+    if (this.sayToStderr) {
+      process.stderr.write(`dex worker ${this.id}: ${msg}\n`);
+      return;
+    }
+    this.log[level](msg, { worker: this.id, ...fields });
+  }
+
+  /** The addresses the Worker dials, for its lines. */
+  private where(): string {
+    return this.transport instanceof Channel ? this.transport.addrs.join(",") : "the cluster";
+  }
+
+  /** Tells the cluster, as the Worker stops, that it is gone, so that it does not look alive until its TTL runs out. */
+  private async deregister(): Promise<void> {
+    if (!this.registered) return;
+    try {
+      await this.svc.deregisterWorker({ workerId: this.id }, { timeoutMs: Math.min(deregisterTryMs, this.o.callTimeoutMs) });
+    } catch (e) {
+      if (codeOf(e) === Code.Unimplemented) {
+        this.log.debug("the cluster cannot deregister a Worker; it drops it after its TTL");
+        return;
+      }
+      this.say("warn", `could not deregister from ${this.where()}: ${whyNot(e)}; the cluster drops the Worker after its TTL`, { error: e });
+      return;
+    }
+    this.registered = false;
+    this.say("info", "deregistered");
   }
 
   private async register(signal: AbortSignal): Promise<void> {
     const req = { workerId: this.id, tools: this.specs, runsModel: !!this.model, modelRunTimeoutMs: this.o.modelRunTimeoutMs, agents: this.agents };
     const b = new Backoff(50, 250);
+    const says = new SayEvery();
+    const start = Date.now();
+    let failed = false;
     for (;;) {
       try {
         const resp = await this.svc.registerWorker(req, { signal, timeoutMs: this.o.callTimeoutMs });
         if (resp.heartbeatIntervalMs > 0) this.heartbeatIntervalMs = resp.heartbeatIntervalMs;
-        this.log.info("registered", {
-          tools: this.specs.length, runs_model: !!this.model, heartbeat_interval_ms: resp.heartbeatIntervalMs,
-          heartbeat_timeout_ms: resp.heartbeatTimeoutMs,
+        this.registered = true;
+        let line = resp.nodeId !== "" ? `registered with leader ${resp.nodeId} at ${resp.nodeAddress}` : `registered with the cluster at ${this.where()}`;
+        if (failed) line += ` after ${Math.round((Date.now() - start) / 1000)}s`;
+        this.say("info", line, {
+          leader: resp.nodeId, leader_address: resp.nodeAddress, tools: this.specs.length, runs_model: !!this.model,
+          heartbeat_interval_ms: resp.heartbeatIntervalMs, heartbeat_timeout_ms: resp.heartbeatTimeoutMs,
         });
         return;
       } catch (e) {
         if (signal.aborted) throw e;
-        if (!transient(e, signal)) throw new Error(`register worker ${this.id}: ${messageOf(e)}`, { cause: e });
-        this.log.debug("register: cluster not ready", { error: e });
+        if (!transient(e, signal)) {
+          const err = new Error(`register worker ${this.id} with ${this.where()}: ${messageOf(e)}`, { cause: e });
+          this.say("error", err.message);
+          throw err;
+        }
+        if (says.due(Date.now())) {
+          let line = `cannot register with ${this.where()}: ${whyNot(e)}; retrying`;
+          if (failed) line += ` (for ${Math.round((Date.now() - start) / 1000)}s now)`;
+          this.say("warn", line, { error: e });
+        } else {
+          this.log.debug("register: cluster not ready", { error: e });
+        }
+        failed = true;
         await sleep(b.next(), signal);
       }
     }

@@ -59,4 +59,26 @@ describe("the Claude Agent SDK adapter (at query()'s message stream, not the CLI
     assert.deepEqual([r.content, ran], ["saved", "n"]);
     assert.throws(() => claudeAgentSdkAdapter({ dexTools: { nope: { access: "read" } } }), /not in tools/);
   });
+
+  it("records the CLI's own tools (Bash, Write, Edit, Task) as inline results and defers only Dex tools", async () => {
+    const ran: string[] = [];
+    const cli = [
+      { callId: "b1", tool: "Bash", arguments: '{"command":"make"}' }, { callId: "w1", tool: "Write", arguments: '{"file_path":"a.md","content":"x"}' },
+      { callId: "e1", tool: "Edit", arguments: '{"file_path":"a.md","old_string":"x","new_string":"y"}' },
+      { callId: "t1", tool: "Task", arguments: '{"description":"review","prompt":"review a.md"}' },
+    ];
+    const a = claudeAgentSdkAdapter({
+      tools: [claudeTool("save_note", "", {}, async () => ({ content: [] }))],
+      dexTools: { save_note: { access: "idempotent_write" } },
+      query: fakeQuery(async () => ({ text: "ok", toolCalls: [...cli, { callId: "c1", tool: "save_note", arguments: '{"note":"n"}' }] }),
+        async () => assert.fail("no MCP tool runs inline here"),
+        async (_i, name) => (ran.push(name), { content: `${name} done`, isError: false })),
+    });
+    const out = await a.model.run(input);
+    assert.deepEqual(ran, ["Bash", "Write", "Edit", "Task"]);
+    assert.deepEqual(out.toolCalls, [{ callId: "c1", tool: "save_note", arguments: '{"note":"n"}' }]);
+    // The Task's sub-agent ran a Read of its own: the Task's result stands for it.
+    assert.deepEqual(out.inlineResults, cli.map((c) => ({ ...c, content: `${c.tool} done`, isError: false })));
+    assert.equal(out.text, "ok");
+  });
 });

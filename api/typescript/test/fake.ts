@@ -25,6 +25,7 @@ export class FakeNode {
   serving = true;
   /** Refusals to answer, in order, before the method's next call goes through. */
   refuse: Record<string, ConnectError[]> = {};
+  deregistered: string[] = [];
   /** Heartbeats answer cancelled from this many on (0: never). */
   cancelAfterHeartbeats = 0;
   private server?: http2.Http2Server;
@@ -40,7 +41,12 @@ export class FakeNode {
       registerWorker: (req, ctx) => {
         this.take("register");
         this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId, agents: req.agents, authorization: ctx.requestHeader.get("authorization") });
-        return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000 };
+        return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000, nodeId: "n1", nodeAddress: this.addr };
+      },
+      deregisterWorker: (req) => {
+        this.take("deregister");
+        this.deregistered.push(req.workerId);
+        return {};
       },
       pollTask: async (req) => {
         this.take("poll");

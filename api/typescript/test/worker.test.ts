@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
-  dial, ErrorType, ModelError, StepKind, ToolAccess, ToolCallNotRunErrorPrefix, Worker, type Tool, type WorkerOptions,
+  dial, ErrorType, ModelError, StepKind, ToolAccess, toolCallNotRunErrorPrefix, ToolCallNotRunErrorPrefix, Worker, type Tool, type WorkerOptions,
 } from "../src/index.js";
 import { FakeNode, task } from "./fake.js";
 
@@ -248,6 +248,7 @@ describe("following the node that serves", () => {
   });
 });
 
-it("exports the not-run prefix the cluster gives a call that never ran", () => {
-  assert.equal(ToolCallNotRunErrorPrefix, "the tool did not run, so it is safe to call again");
+it("exports the not-run prefix the cluster gives a call that never ran, under both its names", () => {
+  assert.equal(toolCallNotRunErrorPrefix, "the tool did not run, so it is safe to call again");
+  assert.equal(ToolCallNotRunErrorPrefix, toolCallNotRunErrorPrefix);
 });

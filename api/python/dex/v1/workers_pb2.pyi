@@ -34,6 +34,16 @@ class CompleteTaskResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class DeregisterWorkerRequest(_message.Message):
+    __slots__ = ["worker_id"]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    def __init__(self, worker_id: _Optional[str] = ...) -> None: ...
+
+class DeregisterWorkerResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class FailTaskRequest(_message.Message):
     __slots__ = ["error", "error_type", "ref"]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -103,12 +113,16 @@ class RegisterWorkerRequest(_message.Message):
     def __init__(self, worker_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolSpec, _Mapping]]] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RegisterWorkerResponse(_message.Message):
-    __slots__ = ["heartbeat_interval_ms", "heartbeat_timeout_ms"]
+    __slots__ = ["heartbeat_interval_ms", "heartbeat_timeout_ms", "node_address", "node_id"]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    NODE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval_ms: int
     heartbeat_timeout_ms: int
-    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ...) -> None: ...
+    node_address: str
+    node_id: str
+    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., node_address: _Optional[str] = ...) -> None: ...
 
 class ReportTaskRequest(_message.Message):
     __slots__ = ["ref", "result"]

@@ -53,6 +53,11 @@ class WorkerServiceStub(object):
                 request_serializer=dex_dot_v1_dot_workers__pb2.FailTaskRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_workers__pb2.FailTaskResponse.FromString,
                 )
+        self.DeregisterWorker = channel.unary_unary(
+                '/dex.v1.WorkerService/DeregisterWorker',
+                request_serializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerResponse.FromString,
+                )
 
 
 class WorkerServiceServicer(object):
@@ -111,6 +116,15 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeregisterWorker(self, request, context):
+        """A Worker that stops cleanly leaves at once instead of at the end of the
+        Worker TTL, as if the TTL had run out: its tools leave the catalog when
+        no other Worker serves them. A Worker that is not registered is OK.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -148,6 +162,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.FailTask,
                     request_deserializer=dex_dot_v1_dot_workers__pb2.FailTaskRequest.FromString,
                     response_serializer=dex_dot_v1_dot_workers__pb2.FailTaskResponse.SerializeToString,
+            ),
+            'DeregisterWorker': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeregisterWorker,
+                    request_deserializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -279,5 +298,22 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.WorkerService/FailTask',
             dex_dot_v1_dot_workers__pb2.FailTaskRequest.SerializeToString,
             dex_dot_v1_dot_workers__pb2.FailTaskResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeregisterWorker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.WorkerService/DeregisterWorker',
+            dex_dot_v1_dot_workers__pb2.DeregisterWorkerRequest.SerializeToString,
+            dex_dot_v1_dot_workers__pb2.DeregisterWorkerResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

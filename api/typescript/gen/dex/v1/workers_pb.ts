@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/workers.proto.
  */
 export const file_dex_v1_workers: GenFile = /*@__PURE__*/
-  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIo0BChVSZWdpc3RlcldvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhIKCnJ1bnNfbW9kZWwYAyABKAgSHAoUbW9kZWxfcnVuX3RpbWVvdXRfbXMYBCABKA0SDgoGYWdlbnRzGAUgAygJIlUKFlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAIgASgNIkgKD1BvbGxUYXNrUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHd2FpdF9tcxgCIAEoDRIRCgltYXhfdGFza3MYAyABKA0iZQoKTW9kZWxJbnB1dBIlCgdoaXN0b3J5GAEgAygLMhQuZGV4LnYxLkhpc3RvcnlFbnRyeRIfCgV0b29scxgCIAMoCzIQLmRleC52MS5Ub29sU3BlYxIPCgdjb21wYWN0GAMgASgIIt8CCgRUYXNrEh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEhIKCnNlc3Npb25faWQYAiABKAkSHgoEa2luZBgDIAEoDjIQLmRleC52MS5TdGVwS2luZBIMCgR0b29sGAQgASgJEg8KB2NhbGxfaWQYBSABKAkSEQoJYXJndW1lbnRzGAYgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgHIAEoCRIPCgd0YXNrX2lkGAggASgJEicKC21vZGVsX2lucHV0GAkgASgLMhIuZGV4LnYxLk1vZGVsSW5wdXQSDQoFZXBvY2gYCiABKAQSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAsgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAwgASgNEiIKBmFjY2VzcxgNIAEoDjISLmRleC52MS5Ub29sQWNjZXNzEg0KBWFnZW50GA4gASgJIi8KEFBvbGxUYXNrUmVzcG9uc2USGwoFdGFza3MYASADKAsyDC5kZXgudjEuVGFzayIzChBDbGFpbVRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmIhMKEUNsYWltVGFza1Jlc3BvbnNlIjMKEEhlYXJ0YmVhdFJlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYiNgoRSGVhcnRiZWF0UmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIEg4KBnJlYXNvbhgCIAEoCSLWAQoTQ29tcGxldGVUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIrCgxtb2RlbF9vdXRwdXQYAiABKAsyEy5kZXgudjEuTW9kZWxPdXRwdXRIABIpCgt0b29sX3Jlc3VsdBgDIAEoCzISLmRleC52MS5Ub29sUmVzdWx0SAASKQoLcG9sbF9yZXN1bHQYBCABKAsyEi5kZXgudjEuUG9sbFJlc3VsdEgAEhEKB3N1bW1hcnkYBSABKAlIAEIICgZyZXN1bHQiFgoUQ29tcGxldGVUYXNrUmVzcG9uc2UiaAoPRmFpbFRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEiUKCmVycm9yX3R5cGUYAiABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAMgASgJIhIKEEZhaWxUYXNrUmVzcG9uc2UiWwoRUmVwb3J0VGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSJQoGcmVzdWx0GAIgASgLMhUuZGV4LnYxLkF0dGVtcHRSZXN1bHQiFAoSUmVwb3J0VGFza1Jlc3BvbnNlMvIDCg1Xb3JrZXJTZXJ2aWNlEk8KDlJlZ2lzdGVyV29ya2VyEh0uZGV4LnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdBoeLmRleC52MS5SZWdpc3RlcldvcmtlclJlc3BvbnNlEj0KCFBvbGxUYXNrEhcuZGV4LnYxLlBvbGxUYXNrUmVxdWVzdBoYLmRleC52MS5Qb2xsVGFza1Jlc3BvbnNlEkAKCUNsYWltVGFzaxIYLmRleC52MS5DbGFpbVRhc2tSZXF1ZXN0GhkuZGV4LnYxLkNsYWltVGFza1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmRleC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZGV4LnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkMKClJlcG9ydFRhc2sSGS5kZXgudjEuUmVwb3J0VGFza1JlcXVlc3QaGi5kZXgudjEuUmVwb3J0VGFza1Jlc3BvbnNlEkkKDENvbXBsZXRlVGFzaxIbLmRleC52MS5Db21wbGV0ZVRhc2tSZXF1ZXN0GhwuZGV4LnYxLkNvbXBsZXRlVGFza1Jlc3BvbnNlEj0KCEZhaWxUYXNrEhcuZGV4LnYxLkZhaWxUYXNrUmVxdWVzdBoYLmRleC52MS5GYWlsVGFza1Jlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
+  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIo0BChVSZWdpc3RlcldvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhIKCnJ1bnNfbW9kZWwYAyABKAgSHAoUbW9kZWxfcnVuX3RpbWVvdXRfbXMYBCABKA0SDgoGYWdlbnRzGAUgAygJInwKFlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAIgASgNEg8KB25vZGVfaWQYAyABKAkSFAoMbm9kZV9hZGRyZXNzGAQgASgJIiwKF0RlcmVnaXN0ZXJXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCSIaChhEZXJlZ2lzdGVyV29ya2VyUmVzcG9uc2UiSAoPUG9sbFRhc2tSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd3YWl0X21zGAIgASgNEhEKCW1heF90YXNrcxgDIAEoDSJlCgpNb2RlbElucHV0EiUKB2hpc3RvcnkYASADKAsyFC5kZXgudjEuSGlzdG9yeUVudHJ5Eh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEg8KB2NvbXBhY3QYAyABKAgi3wIKBFRhc2sSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSEgoKc2Vzc2lvbl9pZBgCIAEoCRIeCgRraW5kGAMgASgOMhAuZGV4LnYxLlN0ZXBLaW5kEgwKBHRvb2wYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRIRCglhcmd1bWVudHMYBiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEg8KB3Rhc2tfaWQYCCABKAkSJwoLbW9kZWxfaW5wdXQYCSABKAsyEi5kZXgudjEuTW9kZWxJbnB1dBINCgVlcG9jaBgKIAEoBBIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYDCABKA0SIgoGYWNjZXNzGA0gASgOMhIuZGV4LnYxLlRvb2xBY2Nlc3MSDQoFYWdlbnQYDiABKAkiLwoQUG9sbFRhc2tSZXNwb25zZRIbCgV0YXNrcxgBIAMoCzIMLmRleC52MS5UYXNrIjMKEENsYWltVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYiEwoRQ2xhaW1UYXNrUmVzcG9uc2UiMwoQSGVhcnRiZWF0UmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZiI2ChFIZWFydGJlYXRSZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgSDgoGcmVhc29uGAIgASgJItYBChNDb21wbGV0ZVRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEisKDG1vZGVsX291dHB1dBgCIAEoCzITLmRleC52MS5Nb2RlbE91dHB1dEgAEikKC3Rvb2xfcmVzdWx0GAMgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHRIABIpCgtwb2xsX3Jlc3VsdBgEIAEoCzISLmRleC52MS5Qb2xsUmVzdWx0SAASEQoHc3VtbWFyeRgFIAEoCUgAQggKBnJlc3VsdCIWChRDb21wbGV0ZVRhc2tSZXNwb25zZSJoCg9GYWlsVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSJQoKZXJyb3JfdHlwZRgCIAEoDjIRLmRleC52MS5FcnJvclR5cGUSDQoFZXJyb3IYAyABKAkiEgoQRmFpbFRhc2tSZXNwb25zZSJbChFSZXBvcnRUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIlCgZyZXN1bHQYAiABKAsyFS5kZXgudjEuQXR0ZW1wdFJlc3VsdCIUChJSZXBvcnRUYXNrUmVzcG9uc2UyyQQKDVdvcmtlclNlcnZpY2USTwoOUmVnaXN0ZXJXb3JrZXISHS5kZXgudjEuUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0Gh4uZGV4LnYxLlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USPQoIUG9sbFRhc2sSFy5kZXgudjEuUG9sbFRhc2tSZXF1ZXN0GhguZGV4LnYxLlBvbGxUYXNrUmVzcG9uc2USQAoJQ2xhaW1UYXNrEhguZGV4LnYxLkNsYWltVGFza1JlcXVlc3QaGS5kZXgudjEuQ2xhaW1UYXNrUmVzcG9uc2USQAoJSGVhcnRiZWF0EhguZGV4LnYxLkhlYXJ0YmVhdFJlcXVlc3QaGS5kZXgudjEuSGVhcnRiZWF0UmVzcG9uc2USQwoKUmVwb3J0VGFzaxIZLmRleC52MS5SZXBvcnRUYXNrUmVxdWVzdBoaLmRleC52MS5SZXBvcnRUYXNrUmVzcG9uc2USSQoMQ29tcGxldGVUYXNrEhsuZGV4LnYxLkNvbXBsZXRlVGFza1JlcXVlc3QaHC5kZXgudjEuQ29tcGxldGVUYXNrUmVzcG9uc2USPQoIRmFpbFRhc2sSFy5kZXgudjEuRmFpbFRhc2tSZXF1ZXN0GhguZGV4LnYxLkZhaWxUYXNrUmVzcG9uc2USVQoQRGVyZWdpc3RlcldvcmtlchIfLmRleC52MS5EZXJlZ2lzdGVyV29ya2VyUmVxdWVzdBogLmRleC52MS5EZXJlZ2lzdGVyV29ya2VyUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.RegisterWorkerRequest
@@ -80,6 +80,19 @@ export type RegisterWorkerResponse = Message<"dex.v1.RegisterWorkerResponse"> & 
    * @generated from field: uint32 heartbeat_timeout_ms = 2;
    */
   heartbeatTimeoutMs: number;
+
+  /**
+   * The node that registered the Worker (the leader): its id and its gRPC
+   * address, for the Worker to say where it is registered.
+   *
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * @generated from field: string node_address = 4;
+   */
+  nodeAddress: string;
 };
 
 /**
@@ -88,6 +101,38 @@ export type RegisterWorkerResponse = Message<"dex.v1.RegisterWorkerResponse"> & 
  */
 export const RegisterWorkerResponseSchema: GenMessage<RegisterWorkerResponse> = /*@__PURE__*/
   messageDesc(file_dex_v1_workers, 1);
+
+/**
+ * @generated from message dex.v1.DeregisterWorkerRequest
+ */
+export type DeregisterWorkerRequest = Message<"dex.v1.DeregisterWorkerRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string worker_id = 1;
+   */
+  workerId: string;
+};
+
+/**
+ * Describes the message dex.v1.DeregisterWorkerRequest.
+ * Use `create(DeregisterWorkerRequestSchema)` to create a new message.
+ */
+export const DeregisterWorkerRequestSchema: GenMessage<DeregisterWorkerRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_workers, 2);
+
+/**
+ * @generated from message dex.v1.DeregisterWorkerResponse
+ */
+export type DeregisterWorkerResponse = Message<"dex.v1.DeregisterWorkerResponse"> & {
+};
+
+/**
+ * Describes the message dex.v1.DeregisterWorkerResponse.
+ * Use `create(DeregisterWorkerResponseSchema)` to create a new message.
+ */
+export const DeregisterWorkerResponseSchema: GenMessage<DeregisterWorkerResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_workers, 3);
 
 /**
  * @generated from message dex.v1.PollTaskRequest
@@ -120,7 +165,7 @@ export type PollTaskRequest = Message<"dex.v1.PollTaskRequest"> & {
  * Use `create(PollTaskRequestSchema)` to create a new message.
  */
 export const PollTaskRequestSchema: GenMessage<PollTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 2);
+  messageDesc(file_dex_v1_workers, 4);
 
 /**
  * What the model sees: the history since the last summary, and the tools.
@@ -151,7 +196,7 @@ export type ModelInput = Message<"dex.v1.ModelInput"> & {
  * Use `create(ModelInputSchema)` to create a new message.
  */
 export const ModelInputSchema: GenMessage<ModelInput> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 3);
+  messageDesc(file_dex_v1_workers, 5);
 
 /**
  * @generated from message dex.v1.Task
@@ -242,7 +287,7 @@ export type Task = Message<"dex.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 4);
+  messageDesc(file_dex_v1_workers, 6);
 
 /**
  * @generated from message dex.v1.PollTaskResponse
@@ -259,7 +304,7 @@ export type PollTaskResponse = Message<"dex.v1.PollTaskResponse"> & {
  * Use `create(PollTaskResponseSchema)` to create a new message.
  */
 export const PollTaskResponseSchema: GenMessage<PollTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 5);
+  messageDesc(file_dex_v1_workers, 7);
 
 /**
  * @generated from message dex.v1.ClaimTaskRequest
@@ -279,7 +324,7 @@ export type ClaimTaskRequest = Message<"dex.v1.ClaimTaskRequest"> & {
  * Use `create(ClaimTaskRequestSchema)` to create a new message.
  */
 export const ClaimTaskRequestSchema: GenMessage<ClaimTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 6);
+  messageDesc(file_dex_v1_workers, 8);
 
 /**
  * @generated from message dex.v1.ClaimTaskResponse
@@ -292,7 +337,7 @@ export type ClaimTaskResponse = Message<"dex.v1.ClaimTaskResponse"> & {
  * Use `create(ClaimTaskResponseSchema)` to create a new message.
  */
 export const ClaimTaskResponseSchema: GenMessage<ClaimTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 7);
+  messageDesc(file_dex_v1_workers, 9);
 
 /**
  * @generated from message dex.v1.HeartbeatRequest
@@ -311,7 +356,7 @@ export type HeartbeatRequest = Message<"dex.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 8);
+  messageDesc(file_dex_v1_workers, 10);
 
 /**
  * @generated from message dex.v1.HeartbeatResponse
@@ -336,7 +381,7 @@ export type HeartbeatResponse = Message<"dex.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 9);
+  messageDesc(file_dex_v1_workers, 11);
 
 /**
  * @generated from message dex.v1.CompleteTaskRequest
@@ -384,7 +429,7 @@ export type CompleteTaskRequest = Message<"dex.v1.CompleteTaskRequest"> & {
  * Use `create(CompleteTaskRequestSchema)` to create a new message.
  */
 export const CompleteTaskRequestSchema: GenMessage<CompleteTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 10);
+  messageDesc(file_dex_v1_workers, 12);
 
 /**
  * @generated from message dex.v1.CompleteTaskResponse
@@ -397,7 +442,7 @@ export type CompleteTaskResponse = Message<"dex.v1.CompleteTaskResponse"> & {
  * Use `create(CompleteTaskResponseSchema)` to create a new message.
  */
 export const CompleteTaskResponseSchema: GenMessage<CompleteTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 11);
+  messageDesc(file_dex_v1_workers, 13);
 
 /**
  * @generated from message dex.v1.FailTaskRequest
@@ -426,7 +471,7 @@ export type FailTaskRequest = Message<"dex.v1.FailTaskRequest"> & {
  * Use `create(FailTaskRequestSchema)` to create a new message.
  */
 export const FailTaskRequestSchema: GenMessage<FailTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 12);
+  messageDesc(file_dex_v1_workers, 14);
 
 /**
  * @generated from message dex.v1.FailTaskResponse
@@ -439,7 +484,7 @@ export type FailTaskResponse = Message<"dex.v1.FailTaskResponse"> & {
  * Use `create(FailTaskResponseSchema)` to create a new message.
  */
 export const FailTaskResponseSchema: GenMessage<FailTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 13);
+  messageDesc(file_dex_v1_workers, 15);
 
 /**
  * @generated from message dex.v1.ReportTaskRequest
@@ -467,7 +512,7 @@ export type ReportTaskRequest = Message<"dex.v1.ReportTaskRequest"> & {
  * Use `create(ReportTaskRequestSchema)` to create a new message.
  */
 export const ReportTaskRequestSchema: GenMessage<ReportTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 14);
+  messageDesc(file_dex_v1_workers, 16);
 
 /**
  * @generated from message dex.v1.ReportTaskResponse
@@ -480,7 +525,7 @@ export type ReportTaskResponse = Message<"dex.v1.ReportTaskResponse"> & {
  * Use `create(ReportTaskResponseSchema)` to create a new message.
  */
 export const ReportTaskResponseSchema: GenMessage<ReportTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 15);
+  messageDesc(file_dex_v1_workers, 17);
 
 /**
  * WorkerService is for Worker processes. Only the node that holds the dispatch
@@ -559,6 +604,18 @@ export const WorkerService: GenService<{
     methodKind: "unary";
     input: typeof FailTaskRequestSchema;
     output: typeof FailTaskResponseSchema;
+  },
+  /**
+   * A Worker that stops cleanly leaves at once instead of at the end of the
+   * Worker TTL, as if the TTL had run out: its tools leave the catalog when
+   * no other Worker serves them. A Worker that is not registered is OK.
+   *
+   * @generated from rpc dex.v1.WorkerService.DeregisterWorker
+   */
+  deregisterWorker: {
+    methodKind: "unary";
+    input: typeof DeregisterWorkerRequestSchema;
+    output: typeof DeregisterWorkerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_workers, 0);

@@ -1,7 +1,7 @@
-"""A first Dex Worker: one tool and a model handler that calls an
+"""A Dex Worker with a real model: one tool and a model handler that calls an
 OpenAI-compatible chat API ($OPENAI_API_KEY, $OPENAI_BASE_URL, $OPENAI_MODEL).
 
-    PYTHONPATH=api/python /usr/bin/python3 api/python/examples/first_worker.py
+    PYTHONPATH=api/python /usr/bin/python3 api/python/examples/openai_worker.py
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import dex
 from dex.v1 import types_pb2
 
 TARGET = os.environ.get("DEX_ADDR", "dex:///127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103")
-worker = dex.Worker(TARGET, id="my-first-worker")
+worker = dex.Worker(TARGET, id="my-openai-worker")
 
 
 @worker.tool(access="read")

@@ -1,0 +1,1 @@
+"""Examples that run as they are: python3 -m dex.examples.first_worker."""

@@ -1,0 +1,107 @@
+// Against a real dexd: the operator's calls of the Go client, reconcileOutcome
+// and editHistory, with the statuses the cluster answers on bad use.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  Client, Code, codeOf, dial, HistoryKind, Outcome, SessionStatus, Worker, type Channel, type GetSessionResponse, type WorkerOptions,
+} from "../src/index.js";
+import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function codeOfCall(p: Promise<unknown>): Promise<Code | undefined> {
+  try {
+    await p;
+  } catch (e) {
+    return codeOf(e);
+  }
+  assert.fail("the call succeeded");
+}
+
+describe("operator calls against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir} (make build)` }, () => {
+  let cl: Cluster;
+  let ch: Channel;
+  before(async () => {
+    cl = await startCluster(1);
+    ch = dial(cl.target, { token: "" });
+  });
+  after(async () => {
+    ch?.close();
+    await cl?.stop();
+  });
+
+  /** Runs a Worker with opts while body drives the cluster, then stops it. */
+  async function withWorker<T>(opts: WorkerOptions, body: (c: Client) => Promise<T>): Promise<T> {
+    const w = new Worker(ch, { pollWaitMs: 1000, shutdownGraceMs: 1000, ...opts });
+    const stop = new AbortController();
+    const running = w.run(stop.signal);
+    try {
+      return await body(new Client(ch));
+    } finally {
+      stop.abort();
+      await running;
+    }
+  }
+
+  const idle = (c: Client, id: string) => waitFor(`session ${id} to be idle`, async () => {
+    const r = await c.getSession(id);
+    return r.session?.status === SessionStatus.IDLE && r.session.history.length > 0 ? r : undefined;
+  });
+
+  it("reconcileOutcome settles a call whose outcome is unknown, and is refused on a bad outcome or step", async () => {
+    await withWorker({
+      id: "ts-reconcile",
+      tools: [{
+        name: "send_email", access: "single_attempt", run: () => {
+          throw new Error("the mail server hung up"); // it may have sent: outcome_unknown
+        },
+      }],
+      model: {
+        run: (input) => input.history.some((h) => h.kind === HistoryKind.TOOL_RESULT)
+          ? { text: "Reported." }
+          : { toolCalls: [{ callId: "c1", tool: "send_email", arguments: { to: "ops" } }] },
+      },
+    }, async (c) => {
+      const s = await c.createSession({ message: "mail ops" });
+      const step = (await idle(c, s.id)).steps.find((st) => st.tool === "send_email")!;
+      assert.equal(step.outcome, Outcome.UNKNOWN);
+      assert.equal(await codeOfCall(c.reconcileOutcome(step.id, Outcome.UNSPECIFIED)), Code.InvalidArgument);
+      assert.equal(await codeOfCall(c.reconcileOutcome("no-such-step", Outcome.SUCCEEDED)), Code.NotFound);
+      await c.reconcileOutcome(step.id, Outcome.SUCCEEDED, "The mail log shows it went out.");
+      assert.equal(await codeOfCall(c.reconcileOutcome(step.id, Outcome.FAILED)), Code.FailedPrecondition);
+      const got = await c.getSession(s.id);
+      assert.equal(got.steps.find((st) => st.id === step.id)!.outcome, Outcome.SUCCEEDED);
+      const note = got.session!.history.at(-1)!;
+      assert.equal(note.kind, HistoryKind.NOTE);
+      assert.equal(note.text, "An operator reconciled call c1 of send_email: it succeeded. The mail log shows it went out.");
+    });
+  });
+
+  it("editHistory truncates a session's history and adds a note, and is refused on a busy, empty or unknown edit", async () => {
+    await withWorker({ id: "ts-edit", model: { run: () => ({ text: "Paris is in Germany." }) } }, async (c) => {
+      const s = await c.createSession({ message: "where is Paris?" });
+      const answer = (await idle(c, s.id)).session!.history.find((h) => h.kind === HistoryKind.ASSISTANT)!;
+      const resp = await c.editHistory(s.id, answer.seq, "The last answer was wrong.");
+      assert.equal(resp.historyCount, 2n);
+      assert.ok(resp.historySize > 0n);
+      const got: GetSessionResponse = await c.getSession(s.id);
+      assert.deepEqual(got.session!.history.map((h) => [h.kind, h.text]), [
+        [HistoryKind.USER, "where is Paris?"],
+        [HistoryKind.NOTE, "The last answer was wrong."],
+      ]);
+      // A session whose turn runs (its agent's model has no Worker) is refused.
+      const busy = await c.createSession({ message: "hello", agent: "nobody-serves-this" });
+      assert.equal(await codeOfCall(c.editHistory(busy.id, 0n, "x")), Code.FailedPrecondition);
+      assert.equal(await codeOfCall(c.editHistory(s.id)), Code.InvalidArgument);
+      assert.equal(await codeOfCall(c.editHistory("no-such-session", 0n, "x")), Code.NotFound);
+    });
+  });
+});

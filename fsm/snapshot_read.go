@@ -1,0 +1,107 @@
+package fsm
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
+
+// MaxRecordBytes bounds one record of a snapshot or a backup as protobuf
+// bounds any message (2 GiB). Every reader of a snapshot (a node's restore,
+// `dexd verify`, a backup's inspect and restore) takes any record up to it,
+// so none refuses a row that Apply wrote: rows stay far below it by the
+// limits a request is checked against (docs/limits.md), and damage is caught
+// by the snapshot's CRC64 and the backup's SHA-256, not by this bound.
+const MaxRecordBytes = math.MaxInt32
+
+var recordOptions = protodelim.UnmarshalOptions{MaxSize: MaxRecordBytes}
+
+// snapshotReader reads a snapshot's header, then its records one by one:
+// the one decoder of every reader of a snapshot.
+type snapshotReader struct {
+	br      *bufio.Reader
+	version byte
+	n       int // records read: the next one's number
+}
+
+// newSnapshotReader reads the header and checks the format version is one
+// this build reads.
+func newSnapshotReader(r io.Reader) (*snapshotReader, error) {
+	br := bufio.NewReader(r)
+	head := make([]byte, len(snapshotMagic)+1)
+	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, ErrBadSnapshot
+	}
+	version := head[len(snapshotMagic)]
+	if version < snapshotVersionV1 || version > snapshotVersion {
+		return nil, fmt.Errorf("%w: format version %d, this build reads %d to %d", ErrBadSnapshot, version, snapshotVersionV1, snapshotVersion)
+	}
+	return &snapshotReader{br: br, version: version}, nil
+}
+
+// header is the bytes the snapshot began with.
+func (r *snapshotReader) header() []byte { return append([]byte(snapshotMagic), r.version) }
+
+// next returns the next record, or io.EOF after the last one. An error
+// names the record by its number.
+func (r *snapshotReader) next() (*fsmpb.SnapshotRecord, error) {
+	rec := &fsmpb.SnapshotRecord{}
+	err := recordOptions.UnmarshalFrom(r.br, rec)
+	if errors.Is(err, io.EOF) {
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, r.bad(err)
+	}
+	if rec.Record == nil {
+		return nil, r.bad(errors.New("it has an unknown type"))
+	}
+	r.n++
+	return rec, nil
+}
+
+// bad wraps an error about record n, the one being read, as ErrBadSnapshot.
+func (r *snapshotReader) bad(err error) error {
+	return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, r.n, err)
+}
+
+// SnapshotSummary is what a check of a snapshot read.
+type SnapshotSummary struct {
+	Version   int
+	Records   int
+	Largest   int    // bytes of the largest record
+	ClusterID string // from the meta record
+}
+
+// CheckSnapshot decodes every record of a snapshot with the decoder a
+// restore runs, without building the state: a snapshot it passes restores
+// record for record. It reads r to the end.
+func CheckSnapshot(r io.Reader) (SnapshotSummary, error) {
+	sr, err := newSnapshotReader(r)
+	if err != nil {
+		return SnapshotSummary{}, err
+	}
+	sum := SnapshotSummary{Version: int(sr.version)}
+	for {
+		rec, err := sr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return sum, err
+		}
+		sum.Records++
+		sum.Largest = max(sum.Largest, proto.Size(rec))
+		if m := rec.GetMeta(); m != nil {
+			sum.ClusterID = m.GetClusterId()
+		}
+	}
+	return sum, nil
+}
