@@ -40,6 +40,9 @@ func checkRestart(rc *RestartCheck, res *CheckResult, add func(kind, session, fo
 			}
 			res.Checked.Snapshots++
 		}
+		if n.NotKept > 0 {
+			add(VRestart, "", "node %s took %d snapshots that did not read back, so it did not keep them; the first: %s", n.Node, n.NotKept, n.NotKeptLine)
+		}
 		switch {
 		case n.Err != "":
 			add(VRestart, "", "node %s %s", n.Node, n.Err)

@@ -41,6 +41,11 @@ func TestCheckReportsANodeThatDidNotComeBack(t *testing.T) {
 		t.Fatalf("violations %v, want only %s", got, VRestart)
 	}
 	in = cleanInput()
+	in.Restart.Nodes[0].NotKept, in.Restart.Nodes[0].NotKeptLine = 2, `{"msg":"failed to take snapshot","error":"the snapshot does not read back"}`
+	if got := kinds(Check(in).Violations); !slices.Equal(got, []string{VRestart}) {
+		t.Fatalf("violations %v, want only %s", got, VRestart)
+	}
+	in = cleanInput()
 	in.Restart.Served = "1 differences over 1 sessions: s1: history entry 3 is missing"
 	if got := kinds(Check(in).Violations); !slices.Equal(got, []string{VRestart}) {
 		t.Fatalf("violations %v, want only %s", got, VRestart)

@@ -35,6 +35,9 @@ func (rep *SoakReport) afterMarkdown(b *strings.Builder) {
 			if n.Err != "" {
 				result = "**" + cell(n.Err) + "**"
 			}
+			if n.NotKept > 0 {
+				result += fmt.Sprintf("; **%d snapshots did not read back and were not kept**", n.NotKept)
+			}
 			fmt.Fprintf(b, "| %s | %s | %d | %s | %s |\n", n.Node, orDash(strings.Join(snaps, "; ")), n.Index, n.Took.Round(100*time.Millisecond), result)
 		}
 		served := fmt.Sprintf("%d sessions read back as the soak ended them", rc.Sessions)

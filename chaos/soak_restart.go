@@ -1,8 +1,11 @@
 package chaos
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -14,9 +17,10 @@ import (
 // The restart after the soak: every node, stopped once the states were
 // compared, first has every snapshot it keeps restored offline (a node
 // falls back to an older snapshot when its newest does not restore, so
-// coming back is not enough), then all start again on their own data
-// dirs and must come back, catch up to the index they stopped at, and
-// serve the sessions the soak ended with.
+// coming back is not enough), those it set aside and those it would not
+// keep (its log says so) counted against it, then all start again on
+// their own data dirs and must come back, catch up to the index they
+// stopped at, and serve the sessions the soak ended with.
 
 // restartWait bounds the wait for the restarted nodes to catch up.
 const restartWait = 2 * time.Minute
@@ -25,6 +29,10 @@ const restartWait = 2 * time.Minute
 type NodeRestart struct {
 	Node      string                    `json:"node"`
 	Snapshots []cluster.SnapshotRestore `json:"snapshots"`
+	// NotKept: snapshots the node took and cancelled because they did not
+	// read back (its log's lines); NotKeptLine the first.
+	NotKept     int    `json:"not_kept,omitempty"`
+	NotKeptLine string `json:"not_kept_line,omitempty"`
 	// Index: the applied index it came back to; Took: how long that took.
 	Index uint64        `json:"index,omitempty"`
 	Took  time.Duration `json:"took_ns,omitempty"`
@@ -64,6 +72,7 @@ func (s *soaker) restartCheck(ctx context.Context, in CheckInput, endErr error) 
 			r.Err = "its snapshots could not be read: " + err.Error()
 		}
 		r.Snapshots = snaps
+		r.NotKept, r.NotKeptLine = grepFile(n.LogPath, cluster.SnapshotNotKept)
 		rc.Nodes = append(rc.Nodes, r)
 	}
 	if endErr != nil {
@@ -136,4 +145,25 @@ func (s *soaker) appliedIndex(ctx context.Context, n *Node) (uint64, error) {
 		return 0, err
 	}
 	return st.AppliedIndex, nil
+}
+
+// grepFile counts the lines of path that hold needle and returns the
+// first.
+func grepFile(path, needle string) (int, string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, ""
+	}
+	defer f.Close()
+	n, first := 0, ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), needle) {
+			if n++; n == 1 {
+				first = sc.Text()
+			}
+		}
+	}
+	return n, first
 }

@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
@@ -20,11 +24,13 @@ type SnapshotRestore struct {
 
 // RestoreSnapshots restores every snapshot a stopped node keeps, newest
 // first, each into a state machine of its own, as the node does with the
-// newest when it starts (falling back to an older one when that fails).
+// newest when it starts, then lists those the node set aside at a start
+// because they did not restore (each an error, whatever it says now).
 // The node's log and snapshots are not changed. A node that took no
 // snapshot yet gives none.
 func RestoreSnapshots(dataDir string) ([]SnapshotRestore, error) {
-	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dataDir, "raft"), 2, io.Discard)
+	raftDir := filepath.Join(dataDir, "raft")
+	snaps, err := raft.NewFileSnapshotStore(raftDir, 2, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +46,43 @@ func RestoreSnapshots(dataDir string) ([]SnapshotRestore, error) {
 		}
 		out = append(out, r)
 	}
+	aside, err := setAsideSnapshots(raftDir)
+	return append(out, aside...), err
+}
+
+// setAsideSnapshots lists the snapshots in raft/snapshots.unreadable.
+func setAsideSnapshots(raftDir string) ([]SnapshotRestore, error) {
+	dir := filepath.Join(raftDir, unreadableDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []SnapshotRestore
+	for _, e := range entries {
+		r := SnapshotRestore{ID: e.Name(), Err: "set aside by the node at a start: it did not restore"}
+		var term uint64
+		_, _ = fmt.Sscanf(e.Name(), "%d-%d-", &term, &r.Index)
+		if err := restoreFile(filepath.Join(dir, e.Name(), "state.bin")); err != nil {
+			r.Err += " (" + err.Error() + ")"
+		}
+		if fi, err := os.Stat(filepath.Join(dir, e.Name(), "state.bin")); err == nil {
+			r.Size = fi.Size()
+		}
+		out = append(out, r)
+	}
 	return out, nil
+}
+
+func restoreFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return fsm.New(fsm.Options{}).Restore(f)
 }
 
 func restoreOne(snaps *raft.FileSnapshotStore, id string) error {

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -49,5 +51,17 @@ func TestRestoreSnapshotsReportsOneThatDoesNotRestore(t *testing.T) {
 	}
 	if got[0].Index != 20 || got[0].Err == "" || got[1].Index != 10 || got[1].Err != "" {
 		t.Fatalf("newest first, the damaged one named: %+v", got)
+	}
+	// One the node set aside at a start is named too.
+	aside := filepath.Join(dir, "raft", unreadableDir, "3-30-1700000000000")
+	if err := os.MkdirAll(aside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(aside, "state.bin"), []byte("not a state snapshot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err = RestoreSnapshots(dir)
+	if err != nil || len(got) != 3 || got[2].Index != 30 || !strings.Contains(got[2].Err, "set aside") {
+		t.Fatalf("%+v, %v", got, err)
 	}
 }
