@@ -14,10 +14,11 @@ import (
 )
 
 // The --big load: one more client that, beside the usual load, makes
-// sessions at every payload limit the API documents: messages of the
-// cluster's message limit (a quarter of --max-payload), and model outputs,
-// tool results, the arguments of many tool calls, model error texts and
-// question answers near --max-payload, the largest request a node takes.
+// sessions at every payload limit the API documents (docs/limits.md):
+// messages and question answers of the message limit (a quarter of
+// --max-payload), and model outputs, tool results, the arguments of many
+// tool calls and model error texts near --max-payload, the largest request
+// a node takes (an error text is cut where it enters; the request is not).
 // Each such session holds megabytes in every node's state, log and
 // snapshots, so the client makes bigOps of them per soak, whatever its
 // length, evenly spread; its calls go into the same history as the other
@@ -48,15 +49,15 @@ const (
 	bigResult = "result" // a tool result near --max-payload
 	bigMany   = "calls"  // bigCalls tool calls whose arguments add up near --max-payload
 	bigError  = "error"  // model errors (retryable, then not) whose texts are near --max-payload
-	bigAnswer = "answer" // an ask_user answer near --max-payload
+	bigAnswer = "answer" // an ask_user answer of the message limit
 )
 
 var bigKinds = []string{bigMessage, bigSend, bigOutput, bigResult, bigMany, bigError, bigAnswer}
 
 // bigSizes are the sizes the big load aims at.
 type bigSizes struct {
-	Message int // a message: the cluster's limit
-	Report  int // a model output, a tool result, an error text, an answer
+	Message int // a message and an answer: the cluster's message limit
+	Report  int // a model output, a tool result, an error text
 	CallArg int // the filler in the arguments of each of bigCalls calls
 }
 
@@ -66,7 +67,7 @@ func bigSizesFor(maxPayload int) bigSizes {
 }
 
 func (z bigSizes) String() string {
-	return fmt.Sprintf("%d big sessions: messages of %d bytes, model outputs, tool results, model errors and answers of %d bytes, %d tool calls of %d bytes",
+	return fmt.Sprintf("%d big sessions: messages and answers of %d bytes, model outputs, tool results and model errors of %d bytes, %d tool calls of %d bytes",
 		bigOps, z.Message, z.Report, bigCalls, z.CallArg)
 }
 
@@ -115,7 +116,7 @@ type bigClient struct {
 
 func newBigClient(s *soaker, id int) *bigClient {
 	z := bigSizesFor(s.o.MaxPayload)
-	c := &loadClient{s: s, id: id, r: rand.New(rand.NewPCG(s.o.Seed, uint64(id+1))), answer: padTo("the long answer ", z.Report)}
+	c := &loadClient{s: s, id: id, r: rand.New(rand.NewPCG(s.o.Seed, uint64(id+1))), answer: padTo("the long answer ", z.Message)}
 	order := slices.Clone(bigKinds)
 	c.r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	return &bigClient{loadClient: c, z: z, order: order}

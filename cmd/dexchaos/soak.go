@@ -46,9 +46,10 @@ backup's sessions, also after its own restart. A failure of either is a
 violation.
 
 --big adds one more client that makes 10 sessions at the payload limits,
-spread over the run: messages of the cluster's message limit (a quarter
-of --max-payload), and model outputs, tool results, 100 tool calls'
-arguments, model error texts and question answers near --max-payload.
+spread over the run: messages and question answers of the cluster's
+message limit (a quarter of --max-payload), and model outputs, tool
+results, 100 tool calls' arguments and model error texts near
+--max-payload.
 
 Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl (and the logs and
 linearizability.html of a failing run). Exits 1 on a violation, 2 on bad
@@ -83,7 +84,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.IntVar(&c.clients, "clients", 4, "client goroutines")
 	fs.IntVar(&c.workers, "workers", 3, "dexworker processes")
 	fs.Var(&c.faults, "faults", "draw only these fault kinds (comma-separated; default all the harness can do)")
-	fs.BoolVar(&c.big, "big", false, "add sessions whose messages, model outputs, tool results, tool-call arguments, model errors and answers are at the payload limits")
+	fs.BoolVar(&c.big, "big", false, "add sessions whose messages, answers, model outputs, tool results, tool-call arguments and model errors are at the payload limits")
 	fs.IntVar(&c.maxPayload, "max-payload", server.DefaultMaxPayload, "the nodes' --max-payload; the limits --big aims at follow from it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
