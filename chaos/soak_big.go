@@ -46,7 +46,10 @@ const (
 	// first turn runs.
 	bigSend   = "send"
 	bigOutput = "output" // a model output near --max-payload
-	bigResult = "result" // a tool result near --max-payload
+	// A tool call whose arguments are near --max-payload and whose result
+	// is too: its history entry and its Step hold both, the largest row
+	// the limits allow (about twice --max-payload, docs/limits.md).
+	bigResult = "result"
 	bigMany   = "calls"  // bigCalls tool calls whose arguments add up near --max-payload
 	bigError  = "error"  // model errors (retryable, then not) whose texts are near --max-payload
 	bigAnswer = "answer" // an ask_user answer of the message limit
@@ -96,7 +99,7 @@ func bigScript(z bigSizes) (string, error) {
 	script["turns"] = append(script["turns"].([]any),
 		turn("bigout", map[string]any{"text": fill(z.Report)}),
 		turn("bigresult",
-			map[string]any{"tool_calls": []any{call("lookup", map[string]any{"result_bytes": z.Report})}},
+			map[string]any{"tool_calls": []any{call("lookup", map[string]any{"q": fill(z.Report - 64), "result_bytes": z.Report})}},
 			map[string]any{"text": "Read it all."}),
 		turn("bigcalls", map[string]any{"tool_calls": many}, map[string]any{"text": "Looked up and saved."}),
 		turn("bigerror",

@@ -47,9 +47,9 @@ violation.
 
 --big adds one more client that makes 10 sessions at the payload limits,
 spread over the run: messages and question answers of the cluster's
-message limit (a quarter of --max-payload), and model outputs, tool
-results, 100 tool calls' arguments and model error texts near
---max-payload.
+message limit (a quarter of --max-payload), and model outputs, a tool
+call's arguments and its result, 100 tool calls' arguments and model
+error texts near --max-payload.
 
 Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl (and the logs and
 linearizability.html of a failing run). Exits 1 on a violation, 2 on bad
