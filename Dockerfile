@@ -21,4 +21,6 @@ COPY --from=build /out/dexd /out/dexctl /out/dexworker /usr/local/bin/
 # starts writable (Docker copies the ownership into a new volume).
 COPY --from=build --chown=65532:65532 /data /var/lib/dex
 USER 65532:65532
+# Dex's ports (deploy/README.md, "Ports"): raft, gRPC, HTTP.
+EXPOSE 7001 7101 7201
 ENTRYPOINT ["/usr/local/bin/dexd"]

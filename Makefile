@@ -7,10 +7,18 @@ FSM_PROTOS := $(wildcard $(PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: chaos-adapters build test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
+.PHONY: chaos-adapters build build-go worker-typescript-if-npm test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
 
-build: $(BIN)/dexworker-python worker-typescript
+# The Go binaries, then the Python and TypeScript demo Workers (the
+# TypeScript one only where npm is installed: build-go needs Go alone).
+build: build-go $(BIN)/dexworker-python worker-typescript-if-npm
+
+build-go:
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+worker-typescript-if-npm:
+	@if command -v npm >/dev/null; then $(MAKE) worker-typescript; \
+	else echo "npm not found: skipping the TypeScript Worker (bin/dexworker-typescript); the Go binaries are built"; fi
 
 vet:
 	$(GO) vet ./...
@@ -20,7 +28,8 @@ test: vet
 	$(MAKE) test-python
 	$(MAKE) test-typescript
 
-# A local 3-node cluster in the foreground; Ctrl-C stops it.
+# A local 3-node cluster in the foreground; Ctrl-C stops it. PORT_BASE=8000
+# moves its ports, DATA=DIR its data (scripts/run-local.sh).
 run: build
 	BIN=$(BIN) scripts/run-local.sh
 
@@ -53,7 +62,7 @@ chaos: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report $(CHAOSFLAGS)
 
-# The soak (docs: README "Soak"): 5 minutes of mixed load under faults drawn
+# The soak (docs/chaos.md "Soak"): 5 minutes of mixed load under faults drawn
 # from a fixed seed, with --big (10 sessions at the payload limits), then
 # the checker, a restart of every node on its data dir and the restore of
 # every backup taken. SOAKFLAGS="--duration 1h --seed 7" (--big=false: none

@@ -54,7 +54,7 @@ func (e *DamageError) Error() string {
 	if e.Index != 0 {
 		where = fmt.Sprintf("raft log entry %d in %s", e.Index, e.Path)
 	}
-	return fmt.Sprintf("%s %s; restore this node from its peers (README: Operating it)", where, e.Reason)
+	return fmt.Sprintf("%s %s; restore this node from its peers (docs/operating.md)", where, e.Reason)
 }
 
 // ChecksumStore is the stable store the first checksummed index is kept in.

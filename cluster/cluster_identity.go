@@ -180,7 +180,7 @@ func (n *Node) identityLoop() {
 			_ = n.ident.accept(state, "the replicated state", "learnt from")
 		} else if local != state && !warned {
 			warned = true
-			n.log.Error("this node's data dir names cluster " + local + " but its replicated state names cluster " + state + ": the state came from another cluster; restore this node from its peers (README, operations)")
+			n.log.Error("this node's data dir names cluster " + local + " but its replicated state names cluster " + state + ": the state came from another cluster; restore this node from its peers (docs/operating.md)")
 		}
 	}
 }

@@ -25,10 +25,12 @@ func (c *consoleOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.chaosReport, "chaos-report", "", "`DIR` holding the matrix.json of a dexchaos matrix --out DIR run: the console's Chaos page shows it")
 }
 
-// withConsole serves the console under /ui/ beside h.
+// withConsole serves the console under /ui/ beside h, and sends a browser
+// that opens the node's bare address (/) to it.
 func withConsole(h http.Handler, ui http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, ui)
+	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusFound))
 	mux.Handle("/", h)
 	return mux
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -91,4 +92,60 @@ func TestAHugeHeaderGets431(t *testing.T) {
 		t.Fatalf("after the huge header: %v, %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// The node's bare address (http://NODE/) sends a browser to the console.
+func TestRootRedirectsToTheConsole(t *testing.T) {
+	tag := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if name == "node" && r.URL.Path != "/healthz" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Write([]byte(name))
+		})
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(withConsole(tag("node"), tag("console")))
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+	base := "http://" + lis.Addr().String()
+
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(m, base+"/", nil)
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
+			t.Errorf("%s /: %d, Location %q; want 302 to /ui/", m, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	// A browser follows it to the console.
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := new(strings.Builder)
+	_, _ = io.Copy(body, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || body.String() != "console" || resp.Request.URL.Path != "/ui/" {
+		t.Errorf("following / ended at %s with %d %q; want the console", resp.Request.URL, resp.StatusCode, body)
+	}
+	// Only the bare root moves: other paths are the node's as before.
+	for _, path := range []string{"/nope", "/healthz"} {
+		resp, err := noFollow.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusFound {
+			t.Errorf("GET %s redirected", path)
+		}
+	}
 }

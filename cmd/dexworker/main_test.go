@@ -117,6 +117,52 @@ func TestDemoModelCallsThreeToolsThenAnswers(t *testing.T) {
 	}
 }
 
+// The demo with no script waits for a person: a message with the word
+// "deploy" calls deploy (registered as needing approval), one with the word
+// "ask" asks a question; then each answers. Other words keep the three tools.
+func TestDemoModelWaitsForAPerson(t *testing.T) {
+	m, _ := newModel(t, "")
+	ctx := context.Background()
+	var approval bool
+	for _, tool := range (&demoTools{}).tools() {
+		if tool.Spec.Name == "deploy" {
+			approval = tool.Spec.NeedsApproval
+		}
+	}
+	if !approval {
+		t.Fatal("the demo's deploy tool does not need approval")
+	}
+	for msg, want := range map[string]string{
+		"deploy the demo app": "deploy",
+		"Please DEPLOY it.":   "deploy",
+		"ask me something":    "ask_user",
+		"demo":                "lookup,save_note,send_email",
+		"a task for the team": "lookup,save_note,send_email", // "ask" inside a word does not count
+		"redeploy":            "lookup,save_note,send_email",
+	} {
+		out, err := m.RunModel(ctx, client.ModelInput{SessionID: "s1", StepID: "st1", Attempt: 1, History: hist(user(msg))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tools []string
+		for _, c := range out.ToolCalls {
+			tools = append(tools, c.Tool)
+		}
+		if strings.Join(tools, ",") != want {
+			t.Errorf("%q: the model called %v; want %s", msg, tools, want)
+		}
+		// Once the wait is over and the result is in, the turn answers.
+		out, err = m.RunModel(ctx, client.ModelInput{SessionID: "s1", StepID: "st2", Attempt: 1, History: hist(user(msg), assistant(), result())})
+		if err != nil || len(out.ToolCalls) != 0 || out.Text == "" {
+			t.Errorf("%q after the result: %v %v; want a text answer", msg, out, err)
+		}
+	}
+	out, _ := m.RunModel(ctx, client.ModelInput{SessionID: "s1", StepID: "st1", Attempt: 1, History: hist(user("ask me something"))})
+	if a := out.ToolCalls[0].Arguments; !strings.Contains(a, `"question":`) {
+		t.Errorf("ask_user arguments %s; want a question", a)
+	}
+}
+
 const testScript = `{
   "turns": [
     {"match": "flaky", "outputs": [

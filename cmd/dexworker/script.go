@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -164,15 +166,42 @@ func ParseScript(b []byte) (*Script, error) {
 	return &s, nil
 }
 
-// demoOutputs is the model with no script: call lookup, save_note and
-// send_email in one output, then answer.
-var demoOutputs = []Output{
-	{ToolCalls: []ScriptCall{
-		{Tool: "lookup", Arguments: json.RawMessage(`{"query":"{{message}}"}`)},
-		{Tool: "save_note", Arguments: json.RawMessage(`{"note":"{{message}}"}`)},
-		{Tool: "send_email", Arguments: json.RawMessage(`{"to":"ops@example.com","body":"{{message}}"}`)},
-	}},
-	{Text: "Done: looked it up, saved a note and sent the email."},
+// The model with no script. demoOutputs: call lookup, save_note and
+// send_email in one output, then answer. A message with the word "deploy"
+// calls deploy instead, which needs approval, so the session waits for a
+// person; one with the word "ask" asks the user a question (the built-in
+// ask_user), and the session waits for the answer.
+var (
+	demoOutputs = []Output{
+		{ToolCalls: []ScriptCall{
+			{Tool: "lookup", Arguments: json.RawMessage(`{"query":"{{message}}"}`)},
+			{Tool: "save_note", Arguments: json.RawMessage(`{"note":"{{message}}"}`)},
+			{Tool: "send_email", Arguments: json.RawMessage(`{"to":"ops@example.com","body":"{{message}}"}`)},
+		}},
+		{Text: "Done: looked it up, saved a note and sent the email."},
+	}
+	demoDeploy = []Output{
+		{ToolCalls: []ScriptCall{{Tool: "deploy", Arguments: json.RawMessage(`{"service":"demo","request":"{{message}}"}`)}}},
+		{Text: "Done: the deploy ran if you approved it, and did not if you denied it."},
+	}
+	demoAsk = []Output{
+		{ToolCalls: []ScriptCall{{Tool: "ask_user", Arguments: json.RawMessage(`{"question":"Which colour should the demo use?"}`)}}},
+		{Text: "Thanks for the answer."},
+	}
+)
+
+// demoFor picks the demo's outputs by the words of the turn's messages.
+func demoFor(msgs []string) []Output {
+	for _, m := range msgs {
+		words := strings.FieldsFunc(strings.ToLower(m), func(r rune) bool { return !unicode.IsLetter(r) })
+		if slices.Contains(words, "deploy") {
+			return demoDeploy
+		}
+		if slices.Contains(words, "ask") {
+			return demoAsk
+		}
+	}
+	return demoOutputs
 }
 
 // finalText answers a turn whose outputs ran out.
@@ -192,7 +221,7 @@ func (s *Script) outputsFor(msgs []string) []Output {
 			return s.Default
 		}
 	}
-	return demoOutputs
+	return demoFor(msgs)
 }
 
 // pick is the output index of a RunModel. Outputs are consumed in order:

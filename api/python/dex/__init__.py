@@ -3,7 +3,7 @@
 A Worker runs model and tool calls for a Dex cluster: register tools with
 their policies and a model handler, then run it::
 
-    worker = dex.Worker("dex:///127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003")
+    worker = dex.Worker("dex:///127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103")
 
     @worker.tool(access="read")
     async def lookup(call: dex.ToolCall) -> str:
