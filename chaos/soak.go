@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
 )
 
@@ -41,6 +43,10 @@ type SoakOptions struct {
 	// Kinds to draw from (default: NodeFaults, plus NetFaults and
 	// FailpointFaults with the chaos build of dexd).
 	Kinds []string
+	// MaxPayload is the nodes' --max-payload (default dexd's).
+	MaxPayload int
+	// Big adds the load of sessions at the payload limits (soak_big.go).
+	Big bool
 }
 
 // FaultRecord is one fault as it happened.
@@ -67,6 +73,12 @@ type SoakReport struct {
 	Check      CheckResult    `json:"check"`
 	Logs       string         `json:"logs,omitempty"`
 	Err        string         `json:"error,omitempty"`
+	// Big: the run had the load of sessions at the payload limits.
+	Big bool `json:"big,omitempty"`
+	// Restart and Backups: the checks after the soak, as the checker
+	// judged them.
+	Restart *RestartCheck `json:"restart,omitempty"`
+	Backups []BackupCheck `json:"backups,omitempty"`
 }
 
 type soaker struct {
@@ -92,6 +104,10 @@ type soaker struct {
 
 	smu      sync.Mutex
 	sessions []string
+
+	// backups taken during the run (soak_backup.go); only the schedule's
+	// goroutine and then the end of the soak touch it.
+	backups []BackupCheck
 }
 
 func (s *soaker) addSession(id string) {
@@ -113,12 +129,15 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = server.DefaultMaxPayload
+	}
 	dir, err := os.MkdirTemp(o.TmpDir, "dex-soak-")
 	if err != nil {
 		return nil, err
 	}
 	s := &soaker{o: o, dir: dir, rec: NewRecorder(), ledger: filepath.Join(dir, "ledger.jsonl"), script: filepath.Join(dir, "script.json")}
-	rep := &SoakReport{Seed: o.Seed, Duration: o.Duration, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
+	rep := &SoakReport{Seed: o.Seed, Duration: o.Duration, Big: o.Big, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
 	start := time.Now()
 	defer s.stopAll()
 	if err := s.setUp(ctx); err != nil {
@@ -146,6 +165,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	schedule := NewSchedule(o.Seed, rep.Kinds)
 	fmt.Fprintf(o.Progress, "soak: seed %d, %s, faults of %d kinds (%s), %d clients, %d Workers, dir %s\n",
 		o.Seed, o.Duration, len(rep.Kinds), strings.Join(rep.Kinds, " "), o.Clients, o.Workers, dir)
+	if o.Big {
+		fmt.Fprintf(o.Progress, "soak: --big: %s\n", bigSizesFor(o.MaxPayload))
+	}
 
 	loadCtx, stopLoad := context.WithTimeout(ctx, o.Duration)
 	defer stopLoad()
@@ -155,6 +177,11 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(loadCtx) }()
 	}
+	if o.Big {
+		b := newBigClient(s, o.Clients+1)
+		wg.Add(1)
+		go func() { defer wg.Done(); b.run(loadCtx, start) }()
+	}
 	progressDone := make(chan struct{})
 	go s.progress(loadCtx, start, rep, progressDone)
 	s.runSchedule(loadCtx, start, schedule, rep)
@@ -163,10 +190,14 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	<-progressDone
 
 	fmt.Fprintf(o.Progress, "soak: load over after %s; healing and quiescing\n", time.Since(start).Round(time.Second))
-	in, err := s.finish(ctx)
+	in, err := s.finish(ctx, start)
 	if err != nil {
 		rep.Err = err.Error()
 	}
+	fmt.Fprintf(o.Progress, "soak: restarting every node on its data dir, then restoring %d backups into scratch clusters\n", len(s.backups))
+	in.Restart = s.restartCheck(ctx, in, err)
+	in.Backups = s.checkBackups(ctx)
+	rep.Restart, rep.Backups = in.Restart, in.Backups
 	in.Ops = s.rec.Ops()
 	in.Out = o.Out
 	for _, op := range in.Ops {
@@ -180,6 +211,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	if rep.Err == "" {
 		rep.Check = Check(in)
 	} else {
+		rep.Check = CheckRecovery(in)
 		rep.Check.Violations = append(rep.Check.Violations, Violation{Kind: VCheckIncomplete, Detail: "the end of the soak failed: " + rep.Err})
 	}
 	rep.Wall = time.Since(start)
@@ -198,7 +230,14 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 }
 
 func (s *soaker) setUp(ctx context.Context) error {
-	if err := os.WriteFile(s.script, []byte(soakScript), 0o644); err != nil {
+	script := soakScript
+	if s.o.Big {
+		var err error
+		if script, err = bigScript(bigSizesFor(s.o.MaxPayload)); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(s.script, []byte(script), 0o644); err != nil {
 		return err
 	}
 	bin := s.o.BinDir
@@ -206,7 +245,7 @@ func (s *soaker) setUp(ctx context.Context) error {
 	if chaosErr == nil {
 		bin = chaosDir
 	}
-	copts := ClusterOptions{BinDir: bin, Dir: s.dir, Args: ClusterArgs}
+	copts := ClusterOptions{BinDir: bin, Dir: s.dir, Args: s.nodeArgs()}
 	var netOf func(*Cluster) SoakNet
 	if soakNetwork != nil && chaosErr == nil { // only the chaos build follows the proxies' routes
 		netOf = soakNetwork(&copts)
@@ -256,6 +295,17 @@ func (s *soaker) setUp(ctx context.Context) error {
 	return nil
 }
 
+// soakSnapshotArgs make every node snapshot often, so that each restart,
+// during the soak and after it, starts from a snapshot and not from the
+// whole log, and a lagging follower is sent one.
+var soakSnapshotArgs = []string{"--raft-snapshot-threshold", "1024", "--raft-snapshot-interval", "5s", "--raft-trailing-logs", "1024"}
+
+// nodeArgs are the flags of the soak's nodes and of its scratch clusters.
+func (s *soaker) nodeArgs() []string {
+	args := append(append([]string{}, ClusterArgs...), soakSnapshotArgs...)
+	return append(args, "--max-payload", strconv.Itoa(s.o.MaxPayload))
+}
+
 // startWorker starts Worker slot i as a new process with a new id, so an
 // execution names the process that ran it.
 func (s *soaker) startWorker(i int) error {
@@ -271,6 +321,7 @@ func (s *soaker) startWorker(i int) error {
 func (s *soaker) runSchedule(ctx context.Context, start time.Time, schedule *Schedule, rep *SoakReport) {
 	for ctx.Err() == nil {
 		f := schedule.Next()
+		s.backupDue(ctx, start)
 		if sleepCtx(ctx, f.Gap) != nil {
 			return
 		}
@@ -382,9 +433,10 @@ func (s *soaker) deadNodes() string {
 const quiesceWait = 3 * time.Minute
 
 // finish heals, lets every session come to rest (answering what waits for
-// a client), reads the final state, stops the Workers and the nodes and
-// rebuilds every node's state from its store at one index.
-func (s *soaker) finish(ctx context.Context) (CheckInput, error) {
+// a client), reads the final state, takes the last backup, stops the
+// Workers and the nodes and rebuilds every node's state from its store at
+// one index.
+func (s *soaker) finish(ctx context.Context, start time.Time) (CheckInput, error) {
 	var in CheckInput
 	if err := s.healAll(ctx); err != nil {
 		return in, fmt.Errorf("heal: %w", err)
@@ -410,7 +462,9 @@ func (s *soaker) finish(ctx context.Context) (CheckInput, error) {
 				busy++
 			case dexv1.SessionStatus_SESSION_STATUS_WAITING:
 				busy++
-				drain.read(ctx, id, true)
+				if !drain.read(ctx, id, true) {
+					drain.resolveWaiting(id, r.Steps) // too large for one page
+				}
 			}
 		}
 		if busy == 0 {
@@ -434,6 +488,7 @@ func (s *soaker) finish(ctx context.Context) (CheckInput, error) {
 			in.Final[id] = r
 		}
 	}
+	s.takeBackup(ctx, start)
 	for _, w := range s.workers {
 		_ = w.Stop(10 * time.Second)
 	}
@@ -498,18 +553,11 @@ func (s *soaker) digests(ctx context.Context) (map[string]string, uint64, error)
 func (s *soaker) appliedIndexes(ctx context.Context) ([]uint64, error) {
 	var out []uint64
 	for _, n := range s.cluster.Nodes {
-		conn, err := grpc.NewClient(n.GRPCAddr, s.cluster.ConnOptions()...)
-		if err != nil {
-			return nil, err
-		}
-		nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := dexv1.NewAdminServiceClient(conn).NodeState(nctx, &dexv1.NodeStateRequest{})
-		cancel()
-		conn.Close()
+		applied, err := s.appliedIndex(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.ID, err)
 		}
-		out = append(out, st.AppliedIndex)
+		out = append(out, applied)
 	}
 	return out, nil
 }

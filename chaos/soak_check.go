@@ -28,6 +28,8 @@ const (
 	VDiverged        = "diverged"         // nodes' states differ at the same index
 	VNotLinear       = "not-linearizable" // porcupine found no linearization
 	VWatchGap        = "watch-gap"        // a watch skipped or repeated a seq
+	VRestart         = "restart"          // a node did not come back on its data dir, a snapshot it keeps does not restore, or the restarted cluster serves another state
+	VBackup          = "backup"           // a backup could not be saved, inspected or restored, or the restored cluster serves another state
 	VCheckIncomplete = "check-incomplete" // a part of the check could not be run
 )
 
@@ -49,6 +51,11 @@ type CheckInput struct {
 	Digests     map[string]string
 	DigestIndex uint64
 	DigestErr   string
+	// Restart: every node restarted on its data dir after the soak
+	// (soak_restart.go); Backups: the backups taken during it, inspected
+	// and restored (soak_backup.go).
+	Restart *RestartCheck
+	Backups []BackupCheck
 	// Out: where an illegal history's visualisation goes ("" = nowhere).
 	Out string
 	// LinearizeTimeout bounds porcupine (default 2 minutes).
@@ -71,6 +78,11 @@ type CheckCounts struct {
 	Sessions    int `json:"sessions"`
 	Nodes       int `json:"nodes_compared"`
 	HistoryOps  int `json:"history_ops"`
+	// After the soak: nodes that came back and caught up, the snapshots
+	// they keep restored offline, backups restored and served.
+	Restarted int `json:"nodes_restarted"`
+	Snapshots int `json:"snapshots_restored"`
+	Backups   int `json:"backups_restored"`
 }
 
 // Check runs every check.
@@ -86,6 +98,7 @@ func Check(in CheckInput) CheckResult {
 	checkLedger(in, &res, add)
 	checkToldOnce(in, add)
 	checkDigests(in, &res, add)
+	checkRecovery(in, &res, add)
 	for _, op := range in.Ops {
 		if op.Kind == OpWatch && op.WatchGap != "" {
 			add(VWatchGap, op.Session, "%s", op.WatchGap)

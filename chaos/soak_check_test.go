@@ -36,7 +36,8 @@ func cleanInput() CheckInput {
 	}
 	ledger := []LedgerEntry{{Session: "s1", CallID: "call-2-1", Tool: "send_email", Attempt: 1, Step: "st-mail", Kind: "tool", Worker: "w1-1", Epoch: 3, IdempotencyKey: "dex:s1:call-2-1"}}
 	return CheckInput{Ops: ops, Ledger: ledger, Final: map[string]*dexv1.GetSessionResponse{"s1": final},
-		Digests: map[string]string{"n1": "aa", "n2": "aa", "n3": "aa"}, DigestIndex: 42, LinearizeTimeout: 10 * time.Second}
+		Digests: map[string]string{"n1": "aa", "n2": "aa", "n3": "aa"}, DigestIndex: 42, LinearizeTimeout: 10 * time.Second,
+		Restart: cleanRestart(), Backups: []BackupCheck{{File: "b1", Index: 30, Sessions: 1}, {File: "b2", Index: 42, Sessions: 1}}}
 }
 
 func kinds(vs []Violation) []string {

@@ -72,6 +72,8 @@ type loadClient struct {
 	r    *rand.Rand
 	mine []string
 	n    int
+	// answer to the questions it answers (default "the first one").
+	answer string
 }
 
 // run makes calls until ctx ends.
@@ -110,9 +112,15 @@ func (c *loadClient) call(f func(ctx context.Context) error) error {
 
 func (c *loadClient) create(ctx context.Context) {
 	text, key := c.message()
+	c.createWith(text, key, c.r.IntN(4) == 0)
+}
+
+// createWith creates a session of its own with the first message text
+// (key its id); compact gives it a small compaction threshold.
+func (c *loadClient) createWith(text, key string, compact bool) string {
 	id := fmt.Sprintf("soak-c%d-%d", c.id, c.n)
 	req := &dexv1.CreateSessionRequest{SessionId: id, Message: text, IdempotencyKey: key}
-	if c.r.IntN(4) == 0 {
+	if compact {
 		req.CompactionThreshold = 1500
 	}
 	op := SoakOp{Client: c.id, Kind: OpCreate, Session: id, Key: key}
@@ -126,10 +134,16 @@ func (c *loadClient) create(ctx context.Context) {
 		c.mine = append(c.mine, id)
 		c.s.addSession(id)
 	}
+	return id
 }
 
 func (c *loadClient) send(ctx context.Context, id string) {
 	text, key := c.message()
+	c.sendWith(id, text, key)
+}
+
+// sendWith sends text (key its id) to session id.
+func (c *loadClient) sendWith(id, text, key string) {
 	op := SoakOp{Client: c.id, Kind: OpSend, Session: id, Key: key}
 	c.s.rec.Begin(&op)
 	err := c.call(func(ctx context.Context) error {
@@ -144,8 +158,9 @@ func (c *loadClient) send(ctx context.Context, id string) {
 var errPartial = status.Error(codes.OutOfRange, "the session did not fit one page")
 
 // read reads the session in one page and, when resolve is set, answers one
-// of its waiting approvals or questions.
-func (c *loadClient) read(ctx context.Context, id string, resolve bool) {
+// of its waiting approvals or questions. It reports whether the read got
+// the whole session.
+func (c *loadClient) read(ctx context.Context, id string, resolve bool) bool {
 	op := SoakOp{Client: c.id, Kind: OpRead, Session: id}
 	var resp *dexv1.GetSessionResponse
 	c.s.rec.Begin(&op)
@@ -167,10 +182,17 @@ func (c *loadClient) read(ctx context.Context, id string, resolve bool) {
 	}
 	c.s.rec.End(&op, err)
 	if err != nil || !resolve {
-		return
+		return err == nil
 	}
+	c.resolveWaiting(id, resp.Steps)
+	return true
+}
+
+// resolveWaiting answers one of the waiting approvals or questions among
+// steps, if any.
+func (c *loadClient) resolveWaiting(id string, steps []*dexv1.Step) {
 	var waiting []*dexv1.Step
-	for _, st := range resp.Steps {
+	for _, st := range steps {
 		if st.Status == dexv1.StepStatus_STEP_STATUS_WAITING && (st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_TOOL_APPROVAL || st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER) {
 			waiting = append(waiting, st)
 		}
@@ -201,7 +223,11 @@ func (c *loadClient) resolve(id string, st *dexv1.Step) {
 	c.s.rec.Begin(&op)
 	err := c.call(func(ctx context.Context) error {
 		if st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER {
-			return c.s.cl.AnswerQuestion(ctx, st.Id, "the first one")
+			answer := c.answer
+			if answer == "" {
+				answer = "the first one"
+			}
+			return c.s.cl.AnswerQuestion(ctx, st.Id, answer)
 		}
 		approve := c.r.IntN(10) < 7
 		return c.s.cl.ResolveApproval(ctx, st.Id, approve, map[bool]string{true: "", false: "not now"}[approve])

@@ -51,6 +51,8 @@ func (rep *SoakReport) Summary() string {
 	c := rep.Check.Checked
 	fmt.Fprintf(&b, "checked: %d acknowledged writes, %d calls, %d ledger lines, %d nodes' states, linearizable: %s\n",
 		c.AckedWrites, c.Calls, c.LedgerLines, c.Nodes, rep.Check.Linearizable)
+	fmt.Fprintf(&b, "after: %d of %d nodes restarted on their data dirs and caught up (%d snapshots restored offline), %d of %d backups inspected, restored and served\n",
+		c.Restarted, rep.restartedNodes(), c.Snapshots, c.Backups, len(rep.Backups))
 	fmt.Fprintf(&b, "violations: %d\n", len(rep.Check.Violations))
 	return b.String()
 }
@@ -59,8 +61,12 @@ func (rep *SoakReport) Summary() string {
 func (rep *SoakReport) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Soak\n\n")
-	fmt.Fprintf(&b, "`dexchaos soak --duration %s --seed %d`: wall time %s, %d client operations, %d faults, %d sessions, %d executions in the Workers' ledger.\n\n",
-		rep.Duration, rep.Seed, rep.Wall.Round(time.Second), rep.OpsTotal, len(rep.FaultLog), rep.Sessions, rep.Executions)
+	big := ""
+	if rep.Big {
+		big = " --big"
+	}
+	fmt.Fprintf(&b, "`dexchaos soak --duration %s --seed %d%s`: wall time %s, %d client operations, %d faults, %d sessions, %d executions in the Workers' ledger.\n\n",
+		rep.Duration, rep.Seed, big, rep.Wall.Round(time.Second), rep.OpsTotal, len(rep.FaultLog), rep.Sessions, rep.Executions)
 	if rep.Err != "" {
 		fmt.Fprintf(&b, "**The soak itself failed:** %s\n\n", rep.Err)
 	}
@@ -80,6 +86,9 @@ func (rep *SoakReport) Markdown() string {
 	if rep.Check.Visualization != "" {
 		fmt.Fprintf(&b, "- visualisation of the failing history: %s\n", rep.Check.Visualization)
 	}
+	fmt.Fprintf(&b, "- nodes restarted on their data dirs, caught up and serving: %d of %d; their snapshots restored offline: %d\n- backups inspected, restored into a scratch cluster and served: %d of %d\n",
+		c.Restarted, rep.restartedNodes(), c.Snapshots, c.Backups, len(rep.Backups))
+	rep.afterMarkdown(&b)
 	fmt.Fprintf(&b, "\n## Violations: %d\n\n", len(rep.Check.Violations))
 	for _, v := range rep.Check.Violations {
 		s := ""

@@ -72,6 +72,10 @@ type fsmSnapshot struct {
 	s persister
 }
 
+// SnapshotNotKept begins the error (and so the log line) of a snapshot
+// that was cancelled because it did not read back.
+const SnapshotNotKept = "the snapshot does not read back, so it is not kept"
+
 // persister is what a snapshot of the state machine does (*fsm.Snapshot).
 type persister interface {
 	Persist(io.Writer) error
@@ -93,7 +97,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := s.s.Persist(io.MultiWriter(sink, pw))
 	pw.CloseWithError(err) // nil: the checker reads to the end
 	if cerr := <-checked; cerr != nil && (err == nil || errors.Is(err, cerr)) {
-		err = fmt.Errorf("the snapshot does not read back, so it is not kept: %w", cerr)
+		err = fmt.Errorf("%s: %w", SnapshotNotKept, cerr)
 	}
 	if err != nil {
 		sink.Cancel()

@@ -14,10 +14,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/chaos"
 )
 
-const soakUsage = `usage: dexchaos soak --duration D --seed S [--out DIR] [--bin DIR] [--faults KIND,...]
+// minSoakPayload: the big load leaves 16 KiB of each request for what it
+// carries beside its payload; below this little would be left.
+const minSoakPayload = 64 << 10
+
+const soakUsage = `usage: dexchaos soak --duration D --seed S [--big] [--out DIR] [--bin DIR] [--faults KIND,...]
 
 Runs 3 dexd and a few dexworkers (scripted models: every tool policy,
 approvals, questions, timers, polled tools, failing attempts, model
@@ -32,9 +37,23 @@ The same seed draws the same faults. Then every fault is healed, the
 cluster quiesces and the checker judges the run: acknowledged writes
 present, executions within each tool's policy and each Step's attempts,
 calls told once, every node's state identical, the clients' history
-linearizable. Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl
-(and the logs and linearizability.html of a failing run). Exits 1 on a
-violation, 2 on bad usage.
+linearizable. The nodes snapshot often; a few backups are taken while the
+load runs and one at the end. After the check every node is stopped,
+every snapshot it keeps is restored offline, and all start again on their
+data dirs and must catch up and serve the final state; every backup is
+inspected and restored into a 1-node scratch cluster that must serve the
+backup's sessions, also after its own restart. A failure of either is a
+violation.
+
+--big adds one more client that makes 10 sessions at the payload limits,
+spread over the run: messages and question answers of the cluster's
+message limit (a quarter of --max-payload), and model outputs, a tool
+call's arguments and its result, 100 tool calls' arguments and model
+error texts near --max-payload.
+
+Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl (and the logs and
+linearizability.html of a failing run). Exits 1 on a violation, 2 on bad
+usage.
 
 Flags:
 `
@@ -45,6 +64,8 @@ type soakConfig struct {
 	out, bin, tmp    string
 	clients, workers int
 	faults           listFlag
+	big              bool
+	maxPayload       int
 }
 
 func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
@@ -63,6 +84,8 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.IntVar(&c.clients, "clients", 4, "client goroutines")
 	fs.IntVar(&c.workers, "workers", 3, "dexworker processes")
 	fs.Var(&c.faults, "faults", "draw only these fault kinds (comma-separated; default all the harness can do)")
+	fs.BoolVar(&c.big, "big", false, "add sessions whose messages, answers, model outputs, tool results, tool-call arguments and model errors are at the payload limits")
+	fs.IntVar(&c.maxPayload, "max-payload", server.DefaultMaxPayload, "the nodes' --max-payload; the limits --big aims at follow from it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -74,6 +97,9 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	}
 	if c.clients < 1 || c.workers < 1 {
 		return nil, errors.New("--clients and --workers must be at least 1")
+	}
+	if c.maxPayload < minSoakPayload {
+		return nil, fmt.Errorf("--max-payload must be at least %d", minSoakPayload)
 	}
 	known := append(append(append([]string(nil), chaos.NodeFaults...), chaos.NetFaults...), chaos.FailpointFaults...)
 	for _, f := range c.faults {
@@ -109,6 +135,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	rep, err := chaos.RunSoak(ctx, chaos.SoakOptions{
 		BinDir: c.bin, Out: c.out, TmpDir: c.tmp, Duration: c.duration, Seed: c.seed,
 		Clients: c.clients, Workers: c.workers, Progress: stdout, Kinds: c.faults,
+		Big: c.big, MaxPayload: c.maxPayload,
 	})
 	if rep != nil {
 		if werr := chaos.WriteSoakReport(c.out, rep); werr != nil {

@@ -15,6 +15,7 @@ func TestSoakFlagsRefuseWhatCannotRun(t *testing.T) {
 		{[]string{"--faults", "kill-leader,meteor"}, `unknown fault kind "meteor"`},
 		{[]string{"--clients", "0"}, "--clients and --workers must be at least 1"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--big", "--max-payload", "1000"}, "--max-payload must be at least 65536"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(append([]string{"soak"}, c.args...), &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
@@ -25,7 +26,11 @@ func TestSoakFlagsRefuseWhatCannotRun(t *testing.T) {
 
 func TestSoakFlags(t *testing.T) {
 	c, err := parseSoakFlags([]string{"--duration", "1h", "--seed", "7", "--faults", "kill-leader,transfer"}, &bytes.Buffer{})
-	if err != nil || c.duration.Hours() != 1 || c.seed != 7 || len(c.faults) != 2 {
+	if err != nil || c.duration.Hours() != 1 || c.seed != 7 || len(c.faults) != 2 || c.big || c.maxPayload != 4<<20 {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	c, err = parseSoakFlags([]string{"--big", "--max-payload", "1048576"}, &bytes.Buffer{})
+	if err != nil || !c.big || c.maxPayload != 1<<20 {
 		t.Fatalf("%+v, %v", c, err)
 	}
 }

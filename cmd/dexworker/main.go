@@ -40,6 +40,10 @@ removes). Each moment is held once unless --hold-all.
 Every tool execution (and model call: tool "model" / "compact"; poll:
 tool "build.poll") appends one fsynced JSON line to the ledger.
 
+A script (README.md) may write {{fill:N}} in a text, a call's arguments or
+an error message for N bytes of filler; a demo tool called with
+"result_bytes": N answers exactly N bytes.
+
 Flags:
 `
 

@@ -132,6 +132,9 @@ func ParseScript(b []byte) (*Script, error) {
 			if o.DelayMs < 0 {
 				return fmt.Errorf("script: %s: negative delay_ms", at)
 			}
+			if err := checkFills(at, o); err != nil {
+				return err
+			}
 			for j, c := range o.ToolCalls {
 				if c.Tool == "" {
 					return fmt.Errorf("script: %s tool call %d names no tool", at, j+1)
@@ -325,7 +328,7 @@ func wait(ctx context.Context, ms int) error {
 }
 
 func scriptError(e *ScriptError) error {
-	msg := e.Message
+	msg := expandFill(e.Message)
 	if msg == "" {
 		msg = "scripted " + e.Type + " error"
 	}
@@ -346,7 +349,7 @@ func (m *Model) Output(in client.ModelInput) (Output, *dexv1.ModelOutput, error)
 	}
 	esc, _ := json.Marshal(msg)
 	escaped := string(esc[1 : len(esc)-1])
-	out := &dexv1.ModelOutput{Text: strings.ReplaceAll(o.Text, "{{message}}", msg)}
+	out := &dexv1.ModelOutput{Text: strings.ReplaceAll(expandFill(o.Text), "{{message}}", msg)}
 	for i, c := range o.ToolCalls {
 		id := c.CallID
 		if id == "" {
@@ -366,7 +369,8 @@ func (m *Model) Output(in client.ModelInput) (Output, *dexv1.ModelOutput, error)
 }
 
 // compactArgs is a call's arguments as compact JSON ("{}" when empty) with
-// {{message}} replaced.
+// {{fill:N}} and {{message}} replaced (the fill first: a message is never
+// expanded).
 func compactArgs(raw json.RawMessage, escapedMsg string) string {
 	args := "{}"
 	if len(raw) > 0 {
@@ -375,7 +379,7 @@ func compactArgs(raw json.RawMessage, escapedMsg string) string {
 			args = buf.String()
 		}
 	}
-	return strings.ReplaceAll(args, "{{message}}", escapedMsg)
+	return strings.ReplaceAll(expandFill(args), "{{message}}", escapedMsg)
 }
 
 // RunModel implements client.ModelHandler.
@@ -424,5 +428,5 @@ func (m *Model) Compact(ctx context.Context, in client.ModelInput) (string, erro
 	if len(msgs) > 0 {
 		msg = msgs[len(msgs)-1]
 	}
-	return strings.ReplaceAll(o.Text, "{{message}}", msg), nil
+	return strings.ReplaceAll(expandFill(o.Text), "{{message}}", msg), nil
 }

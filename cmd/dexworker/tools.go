@@ -21,6 +21,7 @@ import (
 //	"sleep_ms": N        run this long (cancellable)
 //	"fail_attempts": N   attempts 1..N fail (reported as a failure, the Step is retried)
 //	"error_result": true the tool answers with an error result
+//	"result_bytes": N    the result is N bytes long (its answer word, then filler)
 type demoTools struct {
 	ledger *Ledger
 	worker string
@@ -40,6 +41,7 @@ type toolArgs struct {
 	SleepMs      int  `json:"sleep_ms"`
 	FailAttempts int  `json:"fail_attempts"`
 	ErrorResult  bool `json:"error_result"`
+	ResultBytes  int  `json:"result_bytes"`
 }
 
 func (d *demoTools) tools() []client.Tool {
@@ -147,8 +149,20 @@ func (d *demoTools) simple(answer string) client.ToolHandler {
 		if a.ErrorResult {
 			return client.ToolResult{Content: c.Tool + " failed: scripted error result", IsError: true}, nil
 		}
+		if a.ResultBytes > 0 {
+			return client.ToolResult{Content: sized(answer+" ", a.ResultBytes)}, nil
+		}
 		return client.ToolResult{Content: fmt.Sprintf("%s %s", answer, c.Arguments)}, nil
 	}
+}
+
+// sized is prefix followed by filler up to n bytes (at most maxFill).
+func sized(prefix string, n int) string {
+	n = min(n, maxFill)
+	if n <= len(prefix) {
+		return prefix[:n]
+	}
+	return prefix + filler(n-len(prefix))
 }
 
 // buildStart starts a build: the task id is derived from the idempotency
