@@ -1,9 +1,7 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"github.com/dexhq/dex/api/client"
 	"os"
@@ -95,55 +93,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// LedgerEntry is one execution a Worker's tool (or model) recorded.
-type LedgerEntry struct {
-	Session        string `json:"session"`
-	CallID         string `json:"call_id"`
-	Tool           string `json:"tool"`
-	Attempt        uint32 `json:"attempt"`
-	IdempotencyKey string `json:"idempotency_key"`
-	PID            int    `json:"pid"`
-	Time           string `json:"time"`
-	Step           string `json:"step"`
-	Kind           string `json:"kind"`
-	TaskID         string `json:"task_id"`
-	Worker         string `json:"worker"`
-	// Epoch: the dispatch epoch the Worker's task carried (0: not recorded).
-	Epoch uint64 `json:"epoch,omitempty"`
-}
-
-// ReadLedger reads every complete line of a ledger; a missing file is empty.
-func ReadLedger(path string) ([]LedgerEntry, error) {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []LedgerEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e LedgerEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("ledger %s: %v", path, err)
-		}
-		out = append(out, e)
-	}
-	return out, sc.Err()
-}
-
-// Executions counts the ledger lines of a session that match f.
-func Executions(entries []LedgerEntry, session string, f func(LedgerEntry) bool) int {
-	n := 0
-	for _, e := range entries {
-		if e.Session == session && f(e) {
-			n++
-		}
-	}
-	return n
 }

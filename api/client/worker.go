@@ -219,9 +219,14 @@ type Worker struct {
 	heartbeatInterval time.Duration
 	registered        bool
 	conn              connLog
+
+	// ledger, when $DEX_LEDGER is set, gets a line per handler start and end.
+	ledger *Ledger
 }
 
-// NewWorker checks opts and returns a Worker on conn (see Dial).
+// NewWorker checks opts and returns a Worker on conn (see Dial). When
+// $DEX_LEDGER names a file it opens it as the execution ledger (see
+// LedgerEnv), and fails if it cannot.
 func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, error) {
 	if opts.ID == "" {
 		host, _ := os.Hostname()
@@ -276,6 +281,11 @@ func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, erro
 	if len(w.tools) == 0 && opts.Model == nil {
 		return nil, errors.New("a Worker needs a tool or a model")
 	}
+	l, err := ledgerFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	w.ledger = l
 	return w, nil
 }
 
@@ -660,8 +670,34 @@ func (w *Worker) cannotRun(t *dexv1.Task) string {
 	return ""
 }
 
-// invoke runs the handler for t.
-func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out outcome) {
+// invoke runs the handler for t, between its start and end lines in the
+// execution ledger if there is one. A start line that cannot be written
+// fails the attempt without running the handler: the run would go
+// uncounted.
+func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) outcome {
+	if w.ledger == nil {
+		return w.runHandler(ctx, t, attempt, nil)
+	}
+	line := ledgerLine(t, w.opts.ID)
+	start := func() error { return w.ledger.Append(line) }
+	ctx = context.WithValue(ctx, ledgerCtxKey{}, ledgerCall{l: w.ledger, line: line})
+	out := w.runHandler(ctx, t, attempt, start)
+	if errors.Is(out.err, errLedgerStart) {
+		return out
+	}
+	line.Phase, line.Outcome = LedgerEnd, ledgerOutcome(ctx, out)
+	if err := w.ledger.Append(line); err != nil {
+		w.log.Error("ledger end line not written", zap.String("step", line.Step), zap.Error(err))
+	}
+	return out
+}
+
+// errLedgerStart: the handler did not run, its start line was not written.
+var errLedgerStart = errors.New("the handler did not run: its ledger start line was not written")
+
+// runHandler runs the handler for t; start, if set, is called right before
+// the handler (after any hold) and must succeed for it to run.
+func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, start func() error) (out outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			out = outcome{err: fmt.Errorf("handler panicked: %v", r)}
@@ -677,9 +713,21 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 	}
 	call := ToolCall{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), CallID: t.CallId, Tool: t.Tool,
 		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access, Epoch: t.Epoch, Agent: t.Agent}
+	begin := func() error {
+		if start == nil {
+			return nil
+		}
+		if err := start(); err != nil {
+			return fmt.Errorf("%w: %v", errLedgerStart, err)
+		}
+		return nil
+	}
 	switch fsm.Kind(fsmpb.StepKind(t.Kind)).Handler {
 	case fsm.HandlerModel:
 		w.hold(HoldBeforeModel, t)
+		if err := begin(); err != nil {
+			return outcome{err: err}
+		}
 		mo, err := w.opts.Model.RunModel(ctx, in())
 		if err != nil {
 			return outcome{err: err}
@@ -695,6 +743,9 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}
 	case fsm.HandlerCompact:
 		w.hold(HoldDuringCompaction, t)
+		if err := begin(); err != nil {
+			return outcome{err: err}
+		}
 		s, err := w.opts.Model.Compact(ctx, in())
 		if err != nil {
 			return outcome{err: err}
@@ -706,6 +757,9 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 			return outcome{err: fmt.Errorf("tool %q has no poll handler", t.Tool)}
 		}
 		w.hold(HoldDuringPoll, t)
+		if err := begin(); err != nil {
+			return outcome{err: err}
+		}
 		done, res, err := tool.Poll(ctx, call)
 		if err != nil {
 			return outcome{err: err}
@@ -718,6 +772,9 @@ func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) (out
 	default:
 		tool := w.tools[t.Tool]
 		w.hold(HoldToolRunning, t)
+		if err := begin(); err != nil {
+			return outcome{err: err}
+		}
 		res, err := tool.Run(ctx, call)
 		if err != nil {
 			return outcome{err: err}

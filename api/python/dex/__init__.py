@@ -25,6 +25,7 @@ from dex.errors import (
     http_model_error,
     is_context_length_message,
 )
+from dex.ledger import LEDGER_ENV, side_effect
 from dex.worker import (
     ACCESS,
     MOMENTS,
@@ -39,9 +40,9 @@ from dex.worker import (
 )
 
 __all__ = [
-    "ACCESS", "Client", "Connection", "DexError", "ERROR_TYPES", "HEALTH_SERVICE", "LEADER_METADATA_KEY",
+    "ACCESS", "Client", "Connection", "DexError", "ERROR_TYPES", "HEALTH_SERVICE", "LEADER_METADATA_KEY", "LEDGER_ENV",
     "MOMENTS", "ModelError", "ModelInput", "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "Tool", "ToolCall", "ToolResult", "Worker", "check_model_output",
     "classify_error", "error_type_for_http_status", "http_model_error", "is_context_length_message",
-    "model_output", "new_idempotency_key", "new_session_id", "token_from", "tool_spec",
+    "model_output", "new_idempotency_key", "new_session_id", "side_effect", "token_from", "tool_spec",
 ]

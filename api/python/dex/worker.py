@@ -28,6 +28,7 @@ import grpc
 from dex.agents import agent_list
 from dex.connection import Connection, TLSFiles
 from dex.errors import DexError, ModelError, RegistrationError, classify_error
+from dex.ledger import ledger_from_env, start_line
 from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 
 log = logging.getLogger("dex.worker")
@@ -85,6 +86,8 @@ class ToolCall:
     #: Set when the cluster cancelled the attempt (or the Worker stops):
     #: a sync handler should check it; an async one is cancelled.
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: The execution ledger and this call's line, for dex.side_effect.
+    _ledger: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     @property
     def args(self) -> Any:
@@ -305,6 +308,10 @@ class _ShutdownCancel(Exception):
     """The Worker cancelled a handler when its shutdown grace ran out."""
 
 
+class _LedgerStartError(DexError):
+    """The handler did not run: its ledger start line was not written."""
+
+
 class Worker:
     """Runs tools and a model for a Dex cluster.
 
@@ -351,6 +358,8 @@ class Worker:
         self._handlers: dict[asyncio.Task, threading.Event] = {}  # running handlers, their cancel events
         self._report_deadline: Optional[float] = None  # set when the grace is over
         self._conn_lost = False
+        #: The execution ledger, when $DEX_LEDGER names a file (dex.ledger).
+        self.ledger = ledger_from_env()
 
     # Registration ------------------------------------------------------
 
@@ -754,9 +763,31 @@ class Worker:
         return res
 
     async def _invoke(self, t: workers_pb2.Task, cancel_event: threading.Event) -> _Outcome:
+        """Runs the handler for t, between its start and end lines in the
+        execution ledger if there is one."""
+        if self.ledger is None:
+            return await self._invoke_ledgered(t, cancel_event, None)
+        line = start_line(t, self.id)
+        out = await self._invoke_ledgered(t, cancel_event, line)
+        if isinstance(out.err, _LedgerStartError):
+            return out
+        if out.complete is not None:
+            outcome = "ok"
+        elif cancel_event.is_set() or isinstance(out.err, _ShutdownCancel):
+            outcome = "cancelled"
+        else:
+            outcome = "error"
+        try:
+            self.ledger.append({**line, "phase": "end", "outcome": outcome})
+        except OSError as e:
+            self.log.error("ledger end line not written", extra={"fields": {"step": t.ref.step_id, "error": str(e)}})
+        return out
+
+    async def _invoke_ledgered(self, t: workers_pb2.Task, cancel_event: threading.Event,
+                               line: Optional[dict]) -> _Outcome:
         is_model = t.kind in _MODEL_KINDS
         try:
-            return await self._invoke_handler(t, cancel_event)
+            return await self._invoke_handler(t, cancel_event, line)
         except asyncio.CancelledError:
             # Cancelled by the cluster (dropped anyway) or by the Worker's
             # shutdown: reported untyped, as a crash would be.
@@ -768,7 +799,18 @@ class Worker:
                 et = e.error_type if isinstance(e, ModelError) else types_pb2.ERROR_TYPE_UNSPECIFIED
             return _Outcome(err=e, error_type=et)
 
-    async def _invoke_handler(self, t: workers_pb2.Task, cancel_event: threading.Event) -> _Outcome:
+    def _ledger_start(self, line: Optional[dict]) -> None:
+        """Writes the start line right before a handler; one that cannot be
+        written fails the attempt unrun: the run would go uncounted."""
+        if line is None or self.ledger is None:
+            return
+        try:
+            self.ledger.append(line)
+        except OSError as e:
+            raise _LedgerStartError(f"the handler did not run: its ledger start line was not written: {e}") from e
+
+    async def _invoke_handler(self, t: workers_pb2.Task, cancel_event: threading.Event,
+                              line: Optional[dict] = None) -> _Outcome:
         a = t.ref.attempt
         if t.kind in _MODEL_KINDS:
             mi = ModelInput(session_id=t.session_id, step_id=t.ref.step_id, attempt=a,
@@ -777,6 +819,7 @@ class Worker:
             if t.kind == types_pb2.STEP_KIND_RUN_MODEL:
                 await self._hold(HOLD_BEFORE_MODEL, t)
                 assert self._model is not None
+                self._ledger_start(line)
                 mo = _as_model_output(await self._call(self._model, mi))
                 # The cluster refuses such an output; fail the attempt with the
                 # reason instead of sending it (another try may do better).
@@ -787,16 +830,19 @@ class Worker:
             await self._hold(HOLD_DURING_COMPACTION, t)
             if self._compact is None:
                 raise DexError("no compaction handler")
+            self._ledger_start(line)
             summary = await self._call(self._compact, mi)
             return _Outcome(complete=types_pb2.AttemptResult(summary=str(summary or "")))
         tool = self.tools[t.tool]
         call = ToolCall(session_id=t.session_id, step_id=t.ref.step_id, call_id=t.call_id, tool=t.tool,
                         arguments=t.arguments, idempotency_key=t.idempotency_key, attempt=a, task_id=t.task_id,
-                        access=t.access, epoch=t.epoch, agent=t.agent, cancelled=cancel_event)
+                        access=t.access, epoch=t.epoch, agent=t.agent, cancelled=cancel_event,
+                        _ledger=(self.ledger, line) if line is not None and self.ledger is not None else None)
         if t.kind == types_pb2.STEP_KIND_POLL_TOOL_TASK:
             if tool.poll is None:
                 raise DexError(f"tool {t.tool!r} has no poll handler")
             await self._hold(HOLD_DURING_POLL, t)
+            self._ledger_start(line)
             res = await self._call(tool.poll, call)
             done, result = (res, None) if isinstance(res, bool) or res is None else res
             pr = types_pb2.PollResult(done=bool(done))
@@ -804,6 +850,7 @@ class Worker:
                 pr.result.CopyFrom(_as_tool_result(result).proto())
             return _Outcome(complete=types_pb2.AttemptResult(poll_result=pr))
         await self._hold(HOLD_TOOL_RUNNING, t)
+        self._ledger_start(line)
         res = _as_tool_result(await self._call(tool.run, call))
         return _Outcome(complete=types_pb2.AttemptResult(tool_result=res.proto()))
 

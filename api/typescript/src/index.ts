@@ -9,6 +9,7 @@ export {
 } from "./errors.js";
 export { checkAgentList } from "./agents.js";
 export { checkModelOutput, kindName } from "./kinds.js";
+export { Ledger, LedgerEnv, sideEffect } from "./ledger.js";
 export { jsonLogger, nopLogger } from "./log.js";
 export type { Logger } from "./log.js";
 export { LeaderMetadataKey, transient } from "./retry.js";

@@ -11,6 +11,7 @@ import { checkAgentList } from "./agents.js";
 import { Channel } from "./channel.js";
 import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
 import { checkModelOutput, handlerOf, kindName, runsOnModel } from "./kinds.js";
+import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } from "./ledger.js";
 import { nopLogger, type Logger } from "./log.js";
 import { Backoff, sleep, transient } from "./retry.js";
 
@@ -274,6 +275,8 @@ export class Worker {
   /** No logger given: the registration lines go to stderr. */
   private readonly sayToStderr: boolean;
   private readonly transport: Transport;
+  /** The execution ledger, when $DEX_LEDGER names a file (ledger.ts). */
+  readonly ledger: Ledger | undefined;
 
   /** Checks opts (throwing on bad input) and makes a Worker on transport (see dial). */
   constructor(transport: Transport, opts: WorkerOptions) {
@@ -311,6 +314,7 @@ export class Worker {
     this.transport = transport;
     this.holdHook = opts.hold;
     this.svc = createClient(WorkerService, transport);
+    this.ledger = ledgerFromEnv();
   }
 
   /**
@@ -602,8 +606,37 @@ export class Worker {
     }
   }
 
-  /** Runs the handler for t; a throw becomes a failure with its error type. */
+  /**
+   * Runs the handler for t, between its start and end lines in the execution
+   * ledger if there is one. A start line that cannot be written fails the
+   * attempt without running the handler: the run would go uncounted.
+   */
   private async invoke(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number): Promise<Outcome> {
+    if (this.ledger === undefined) return this.invokeHandler(hsignal, taskSignal, t, attempt);
+    const line = startLine(t, this.id);
+    const out = await this.invokeHandler(hsignal, taskSignal, t, attempt, line);
+    if ("err" in out && out.err instanceof LedgerStartError) return out;
+    const outcome = "complete" in out ? "ok" : hsignal.aborted ? "cancelled" : "error";
+    try {
+      this.ledger.append({ ...line, phase: "end", outcome });
+    } catch (e) {
+      this.log.error("ledger end line not written", { step: line.step, error: e });
+    }
+    return out;
+  }
+
+  /** Writes the start line right before a handler (after its hold). */
+  private ledgerStart(line: LedgerLine | undefined): void {
+    if (line === undefined || this.ledger === undefined) return;
+    try {
+      this.ledger.append(line);
+    } catch (e) {
+      throw new LedgerStartError(`the handler did not run: its ledger start line was not written: ${(e as Error).message}`);
+    }
+  }
+
+  /** Runs the handler for t; a throw becomes a failure with its error type. */
+  private async invokeHandler(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number, line?: LedgerLine): Promise<Outcome> {
     const h = handlerOf(t.kind);
     try {
       const mi = t.modelInput;
@@ -616,9 +649,11 @@ export class Worker {
         idempotencyKey: t.idempotencyKey, attempt, taskId: t.taskId, access: t.access, epoch: t.epoch, agent: t.agent,
         signal: hsignal,
       };
+      if (line !== undefined && this.ledger !== undefined) attachLedger(call, this.ledger, line);
       switch (h) {
         case "model": {
           await this.hold(Moments.beforeModel, t);
+          this.ledgerStart(line);
           const mo = toModelOutput(await this.model!.run(input()));
           // The cluster refuses such an output; fail the attempt with the
           // reason instead of sending it (unknown: another try may do better).
@@ -629,6 +664,7 @@ export class Worker {
         case "compact": {
           await this.hold(Moments.duringCompaction, t);
           if (!this.model!.compact) throw new Error("no compaction function");
+          this.ledgerStart(line);
           const s = await this.model!.compact(input());
           return { complete: create(AttemptResultSchema, { outcome: { case: "summary", value: s } }) };
         }
@@ -636,6 +672,7 @@ export class Worker {
           const tool = this.tools.get(t.tool)!;
           if (!tool.poll) throw new Error(`tool ${JSON.stringify(t.tool)} has no poll handler`);
           await this.hold(Moments.duringPoll, t);
+          this.ledgerStart(line);
           const r = await tool.poll(call);
           const value: MessageInitShape<typeof AttemptResultSchema> = {
             outcome: { case: "pollResult", value: { done: !!r.done, result: r.done ? toolResultInit(r.result) : undefined } },
@@ -645,6 +682,7 @@ export class Worker {
         default: {
           const tool = this.tools.get(t.tool)!;
           await this.hold(Moments.toolRunning, t);
+          this.ledgerStart(line);
           const r = await tool.run(call);
           return { complete: create(AttemptResultSchema, { outcome: { case: "toolResult", value: toolResultInit(r) } }) };
         }
@@ -687,6 +725,9 @@ export class Worker {
     }
   }
 }
+
+/** The handler did not run: its ledger start line was not written. */
+class LedgerStartError extends Error {}
 
 function toolResultInit(r: ToolResult | undefined) {
   return { content: r?.content ?? "", isError: !!r?.isError, taskId: r?.taskId ?? "" };
