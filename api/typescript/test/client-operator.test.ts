@@ -1,11 +1,9 @@
 // Against a real dexd: the operator's calls of the Go client, reconcileOutcome
 // and editHistory, with the statuses the cluster answers on bad use.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import {
-  Client, Code, codeOf, dial, HistoryKind, Outcome, SessionStatus, Worker, type Channel, type GetSessionResponse, type WorkerOptions,
-} from "../src/index.js";
-import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
+import { Client, Code, codeOf, HistoryKind, Outcome, SessionStatus, Worker, type Channel, type GetSessionResponse, type WorkerOptions } from "../src/index.js";
+import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -29,14 +27,7 @@ async function codeOfCall(p: Promise<unknown>): Promise<Code | undefined> {
 describe("operator calls against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir} (make build)` }, () => {
   let cl: Cluster;
   let ch: Channel;
-  before(async () => {
-    cl = await startCluster(1);
-    ch = dial(cl.target, { token: "" });
-  });
-  after(async () => {
-    ch?.close();
-    await cl?.stop();
-  });
+  oneNodeForSuite((c, h) => ([cl, ch] = [c, h]));
 
   /** Runs a Worker with opts while body drives the cluster, then stops it. */
   async function withWorker<T>(opts: WorkerOptions, body: (c: Client) => Promise<T>): Promise<T> {

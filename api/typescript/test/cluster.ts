@@ -5,6 +5,9 @@ import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { after, before } from "node:test";
+
+import { dial, type Channel } from "../src/index.js";
 
 export const binDir = resolve(process.env.DEX_BIN ?? join(import.meta.dirname, "../../../../bin"));
 export const haveDexd = existsSync(join(binDir, "dexd"));
@@ -72,4 +75,22 @@ export async function startCluster(n = 1, extra: string[] = []): Promise<Cluster
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * A one-node cluster and a channel to it for the tests of the enclosing
+ * describe block: started before them (set receives both), stopped after.
+ */
+export function oneNodeForSuite(set: (cl: Cluster, ch: Channel) => void): void {
+  let cl: Cluster | undefined;
+  let ch: Channel | undefined;
+  before(async () => {
+    cl = await startCluster(1);
+    ch = dial(cl.target, { token: "" });
+    set(cl, ch);
+  });
+  after(async () => {
+    ch?.close();
+    await cl?.stop();
+  });
 }

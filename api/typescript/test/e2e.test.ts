@@ -1,12 +1,12 @@
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { Client, Code, codeOf, dial, SessionStatus, Worker, type Channel } from "../src/index.js";
-import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
+import { Client, Code, codeOf, SessionStatus, Worker, type Channel } from "../src/index.js";
+import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -21,14 +21,7 @@ async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30
 describe("against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir} (make build)` }, () => {
   let cl: Cluster;
   let ch: Channel;
-  before(async () => {
-    cl = await startCluster(1);
-    ch = dial(cl.target, { token: "" });
-  });
-  after(async () => {
-    ch?.close();
-    await cl?.stop();
-  });
+  oneNodeForSuite((c, h) => ([cl, ch] = [c, h]));
 
   it("a library Worker runs a session's model and tool Steps end to end, with the idempotency key", async () => {
     const keys: string[] = [];

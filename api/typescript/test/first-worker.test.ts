@@ -4,20 +4,17 @@
 // that waits for an answer; beside the Go demo Worker of make run
 // (cmd/dexworker), it registers the same policies and a deploy waits for
 // approval.
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import {
-  Client, dial, HistoryEntrySchema, HistoryKind, SessionStatus, StepKind, StepStatus, ToolAccess, Worker, type Channel,
-  type HistoryEntry, type ModelInput, type ToolSpec,
-} from "../src/index.js";
+import { Client, HistoryEntrySchema, HistoryKind, SessionStatus, StepKind, StepStatus, ToolAccess, Worker, type Channel, type HistoryEntry, type ModelInput, type ToolSpec } from "../src/index.js";
 import { AdminService } from "../gen/dex/v1/admin_pb.js";
 import { fakeModel } from "../examples/first-worker.js";
-import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
+import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
 const script = join(import.meta.dirname, "../examples/first-worker.js");
 
@@ -81,14 +78,7 @@ it("the first Worker says why and exits on a bad flag or target", async () => {
 describe("the first Worker against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir} (make build)` }, () => {
   let cl: Cluster;
   let ch: Channel;
-  before(async () => {
-    cl = await startCluster(1);
-    ch = dial(cl.target, { token: "" });
-  });
-  after(async () => {
-    ch?.close();
-    await cl?.stop();
-  });
+  oneNodeForSuite((c, h) => ([cl, ch] = [c, h]));
 
   it("runs with no key: a plain message ends with its answer, a deploy waits for approval, an ask for an answer", async () => {
     const w = firstWorker("--addr", cl.target);
@@ -140,14 +130,7 @@ describe("the first Worker against a dexd whose Worker serves send_email otherwi
 }, () => {
   let cl: Cluster;
   let ch: Channel;
-  before(async () => {
-    cl = await startCluster(1);
-    ch = dial(cl.target, { token: "" });
-  });
-  after(async () => {
-    ch?.close();
-    await cl?.stop();
-  });
+  oneNodeForSuite((c, h) => ([cl, ch] = [c, h]));
 
   it("is refused, says why and exits 1 when a live Worker serves send_email with approval (the Go demo's needs none)", async () => {
     const other = new Worker(ch, {
@@ -189,14 +172,7 @@ describe("the first Worker beside the Go demo Worker", {
 }, () => {
   let cl: Cluster;
   let ch: Channel;
-  before(async () => {
-    cl = await startCluster(1);
-    ch = dial(cl.target, { token: "" });
-  });
-  after(async () => {
-    ch?.close();
-    await cl?.stop();
-  });
+  oneNodeForSuite((c, h) => ([cl, ch] = [c, h]));
 
   it("registers the Go demo's very policies for the tools they share, and a deploy waits for approval", async () => {
     const admin = createClient(AdminService, ch);

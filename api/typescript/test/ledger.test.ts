@@ -1,4 +1,4 @@
-import { after, afterEach, before, describe, it } from "node:test";
+import { afterEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { TaskSchema } from "../gen/dex/v1/workers_pb.js";
 import { Client, dial, HistoryKind, LedgerEnv, SessionStatus, sideEffect, StepKind, Worker, type Channel, type WorkerOptions } from "../src/index.js";
-import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
+import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
 // The fields every library writes, by phase (api/ledger-fields.json).
 const golden = JSON.parse(readFileSync(join(import.meta.dirname, "../../../ledger-fields.json"), "utf8")) as Record<string, string[]>;
@@ -47,14 +47,7 @@ afterEach(() => {
 describe("the execution ledger against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir} (make build)` }, () => {
   let cl: Cluster;
   let ch: Channel;
-  before(async () => {
-    cl = await startCluster(1);
-    ch = dial(cl.target, { token: "" });
-  });
-  after(async () => {
-    ch?.close();
-    await cl?.stop();
-  });
+  oneNodeForSuite((c, h) => ([cl, ch] = [c, h]));
 
   async function runSession(w: Worker) {
     const stop = new AbortController();

@@ -2,7 +2,7 @@
 // spaced out), where it registered, that a Worker stopped with SIGTERM
 // leaves the Worker list at once, and that an idle one exits at once. The
 // Workers run as real processes, stopped by their PID.
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,7 +12,7 @@ import { createClient } from "@connectrpc/connect";
 import { AdminService } from "../gen/dex/v1/admin_pb.js";
 import { dial, Worker, type Channel, type Logger } from "../src/index.js";
 import { SayEvery } from "../src/worker.js";
-import { binDir, freePort, haveDexd, startCluster, type Cluster } from "./cluster.js";
+import { binDir, freePort, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 import { FakeNode } from "./fake.js";
 
 const graceMs = 5000; // the library's default shutdown grace
@@ -156,14 +156,7 @@ describe("registration lines with a logger", () => {
 describe("a Worker against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir} (make build)` }, () => {
   let cl: Cluster;
   let ch: Channel;
-  before(async () => {
-    cl = await startCluster(1);
-    ch = dial(cl.target, { token: "" });
-  });
-  after(async () => {
-    ch?.close();
-    await cl?.stop();
-  });
+  oneNodeForSuite((c, h) => ([cl, ch] = [c, h]));
 
   const listed = async (id: string) => {
     const r = await createClient(AdminService, ch).listWorkers({});
