@@ -112,7 +112,7 @@ proto-python:
 # The Python library's tests (pytest on Debian's python3-pytest); those
 # that need a cluster start bin/dexd (and bin/dexworker beside the first Worker).
 test-python: $(BIN)/dexworker-python
-	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexctl
 	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
 # The worker-kill and takeover columns with the Python demo Worker (CI runs
@@ -143,8 +143,10 @@ worker-typescript:
 
 # The TypeScript library's tests (node's test runner); some start bin/dexd (and
 # bin/dexworker beside the first Worker).
+# The binaries its tests start, built fresh so none is stale: dexd,
+# dexworker, and dexchaos (its scripted model, for the providers' SDKs).
 test-typescript: worker-typescript
-	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexchaos
 	cd $(TS_DIR) && DEX_BIN="$(CURDIR)/$(BIN)" npm test
 
 # The worker-kill and takeover columns with the TypeScript demo Worker (CI
