@@ -221,28 +221,7 @@ func restoreBackup(ctx context.Context, admin dexv1.AdminServiceClient, path str
 	if err != nil {
 		return nil, err
 	}
-	req := &dexv1.RestoreSnapshotRequest{ReplaceSessions: true, AllowOtherCluster: true}
-	buf := make([]byte, 256<<10)
-	for {
-		n, rerr := io.ReadFull(file, buf)
-		if n > 0 {
-			req.Data = buf[:n]
-			if err := stream.Send(req); err != nil {
-				if errors.Is(err, io.EOF) {
-					break // the server answered early: CloseAndRecv has its status
-				}
-				return nil, err
-			}
-			req = &dexv1.RestoreSnapshotRequest{}
-		}
-		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
-			break
-		}
-		if rerr != nil {
-			return nil, rerr
-		}
-	}
-	return stream.CloseAndRecv()
+	return client.SendBackup(stream, file, &dexv1.RestoreSnapshotRequest{ReplaceSessions: true, AllowOtherCluster: true})
 }
 
 // serves waits until c has a ready node and compares what it serves with

@@ -15,12 +15,10 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/backup"
 )
-
-// restoreChunk is the size of the pieces a backup is sent in.
-const restoreChunk = 256 << 10
 
 func newSnapshotCmd(g *globals) *cobra.Command {
 	// A snapshot of a large state takes a while: give each node more time.
@@ -209,26 +207,5 @@ func sendBackup(ctx context.Context, c dexv1.AdminServiceClient, path string, fi
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, restoreChunk)
-	req := first
-	for {
-		n, rerr := io.ReadFull(file, buf)
-		if n > 0 {
-			req.Data = buf[:n]
-			if err := stream.Send(req); err != nil {
-				if errors.Is(err, io.EOF) {
-					break // the server answered early: CloseAndRecv has its status
-				}
-				return nil, err
-			}
-			req = &dexv1.RestoreSnapshotRequest{}
-		}
-		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
-			break
-		}
-		if rerr != nil {
-			return nil, rerr
-		}
-	}
-	return stream.CloseAndRecv()
+	return client.SendBackup(stream, file, first)
 }
