@@ -30,6 +30,9 @@ const (
 	// HoldToolRunning: right before a tool handler (CallTool,
 	// CallSingleAttemptTool) is invoked.
 	HoldToolRunning = "tool-running"
+	// HoldBeforeResult: the handler returned (its ledger end line is
+	// written); its result is not sent yet.
+	HoldBeforeResult = "before-result"
 	// HoldAfterResultSent: ReportTask returned OK for a result.
 	HoldAfterResultSent = "after-result-sent"
 	// HoldDuringPoll: right before a PollToolTask handler is invoked.
@@ -42,7 +45,7 @@ const (
 
 // Moments lists every Hold moment.
 var Moments = []string{
-	HoldBeforeClaim, HoldAfterClaim, HoldToolRunning, HoldAfterResultSent,
+	HoldBeforeClaim, HoldAfterClaim, HoldToolRunning, HoldBeforeResult, HoldAfterResultSent,
 	HoldDuringPoll, HoldDuringCompaction, HoldBeforeModel,
 }
 
@@ -193,7 +196,8 @@ type WorkerOptions struct {
 	// silences those too.
 	Logger *zap.Logger
 	// Hold, if set, is called at the named moments (see Moments) and may
-	// block as long as it likes; heartbeats go on after the claim.
+	// block as long as it likes; heartbeats go on after the claim. Without
+	// it, $DEX_HOLD may ask for a FileHolder (HoldEnv).
 	Hold func(moment string, task *dexv1.Task)
 	// Metrics, if set, counts tasks by outcome and times the handlers
 	// (NewWorkerMetrics; register it yourself).
@@ -286,6 +290,11 @@ func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, erro
 		return nil, err
 	}
 	w.ledger = l
+	if w.opts.Hold == nil {
+		if w.opts.Hold, err = holdFromEnv(); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -603,6 +612,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 		return
 	}
 
+	w.hold(HoldBeforeResult, t)
 	rctx := ctx
 	if ctx.Err() != nil {
 		// Shutting down: report what we have, briefly.

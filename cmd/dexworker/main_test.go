@@ -345,47 +345,6 @@ func TestDemoTools(t *testing.T) {
 	}
 }
 
-func TestHoldReleasedByFileAndSignal(t *testing.T) {
-	dir := t.TempDir()
-	ledger := filepath.Join(dir, "ledger.jsonl")
-	sig := make(chan os.Signal, 1)
-	m, err := parseMoments("before-claim,tool-running")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := parseMoments("nap-time"); err == nil {
-		t.Fatal("unknown moment accepted")
-	}
-	h := newHolder(m, false, ledger, sig, io.Discard)
-	task := &dexv1.Task{Ref: &dexv1.AttemptRef{StepId: "st7"}}
-	released := make(chan struct{})
-	go func() { h.Hold("before-claim", task); close(released) }()
-	waitFile(t, ledger+".held", "before-claim step=st7")
-	if err := os.WriteFile(ledger+".release", nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	<-released
-	if _, err := os.Stat(ledger + ".release"); !os.IsNotExist(err) {
-		t.Fatal("release file not removed")
-	}
-	if _, err := os.Stat(ledger + ".held"); !os.IsNotExist(err) {
-		t.Fatal("held file not removed")
-	}
-	// Held once only; other moments are not held.
-	h.Hold("before-claim", task)
-	h.Hold("after-claim", task)
-
-	released = make(chan struct{})
-	go func() { h.Hold("tool-running", task); close(released) }()
-	waitFile(t, ledger+".held", "tool-running")
-	sig <- os.Interrupt // stands for SIGUSR1
-	select {
-	case <-released:
-	case <-time.After(5 * time.Second):
-		t.Fatal("signal did not release")
-	}
-}
-
 func waitFile(t *testing.T, path, want string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
