@@ -75,14 +75,15 @@ func ReadLedger(path string) ([]LedgerEntry, error) {
 	}
 }
 
-// Executions counts the ledger lines of a session that match f.
+// Executions counts the executions of a session that match f: the lines
+// that count (see counted), so a start and its end line count once.
 func Executions(entries []LedgerEntry, session string, f func(LedgerEntry) bool) int {
 	n := 0
-	for _, e := range entries {
+	counted(entries, func(e LedgerEntry) {
 		if e.Session == session && f(e) {
 			n++
 		}
-	}
+	})
 	return n
 }
 

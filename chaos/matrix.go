@@ -94,7 +94,9 @@ type CellResult struct {
 	// /readyz 200, for each takeover the cell made.
 	Takeovers []time.Duration `json:"-"`
 	// Logs: where the logs of a failed cell were kept.
-	Logs string `json:"-"`
+	Logs string `json:"logs,omitempty"`
+	// Reproduce: the command that runs a failed certify cell again.
+	Reproduce string `json:"reproduce,omitempty"`
 }
 
 // Results.
@@ -127,6 +129,9 @@ type MatrixOptions struct {
 	Worker string
 	// Adapter: the framework adapter of the TypeScript Worker ("": none).
 	Adapter string
+	// UserWorker, when set, runs the user's Worker instead of a demo
+	// Worker (dexchaos certify).
+	UserWorker *UserWorker
 }
 
 // SelectCells lists the cells of the options' columns and rows, in report

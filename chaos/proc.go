@@ -90,6 +90,8 @@ type Proc struct {
 	LogPath string
 	// Env: extra environment variables (KEY=VALUE) on top of the harness's.
 	Env []string
+	// Dir: the working directory ("": the harness's).
+	Dir string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -112,6 +114,7 @@ func (p *Proc) Start() error {
 	if len(p.Env) > 0 {
 		cmd.Env = append(os.Environ(), p.Env...)
 	}
+	cmd.Dir = p.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group, so a signal to the harness does not reach it
 	// and a kill reaches nothing else.
@@ -177,8 +180,10 @@ func (p *Proc) Kill() {
 	if cmd == nil {
 		return
 	}
-	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT) // a stopped process dies too
-	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	// The whole process group: a launcher's children (a shell, npx) die
+	// with it.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT) // a stopped process dies too
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-done
 }
 

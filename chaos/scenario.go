@@ -20,6 +20,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/provider"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -68,6 +69,9 @@ type cellEnv struct {
 	workerArgs  []string // extra flags of every Worker of the cell
 	workers     []*Worker
 	w           *Worker // the Worker that runs now
+	// The scripted model of a certify cell (nil: the demo Worker's own).
+	provider    *provider.Server
+	providerURL string
 
 	sessions  []string
 	snapshots []map[string]*dexv1.GetSessionResponse // before each fault
@@ -162,6 +166,9 @@ func (e *cellEnv) stop() {
 	}
 	if e.stopBalance != nil {
 		e.stopBalance()
+	}
+	if e.provider != nil {
+		_ = e.provider.Close()
 	}
 	if e.conn != nil {
 		e.conn.Close()
@@ -260,11 +267,18 @@ func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := NewWorker(WorkerOptions{
-		BinDir: e.opts.BinDir, Dir: e.dir, Name: name, Target: e.target, Token: token,
-		Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
-		TLS: e.cluster.TLS(), Lang: e.opts.Worker, Adapter: e.opts.Adapter,
-	})
+	var w *Worker
+	if e.opts.UserWorker != nil {
+		if w, err = e.userWorker(name, token, append(append([]string{}, e.workerArgs...), args...)); err != nil {
+			return nil, err
+		}
+	} else {
+		w = NewWorker(WorkerOptions{
+			BinDir: e.opts.BinDir, Dir: e.dir, Name: name, Target: e.target, Token: token,
+			Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
+			TLS: e.cluster.TLS(), Lang: e.opts.Worker, Adapter: e.opts.Adapter,
+		})
+	}
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
 		return nil, err

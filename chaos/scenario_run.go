@@ -43,8 +43,18 @@ func (e *cellEnv) runScenario(s *scenario) error {
 	}
 	r := &cellRun{cellEnv: e, s: s}
 	e.workerArgs = s.workerArgs
+	if s.script != nil {
+		if err := e.startProvider(s.script); err != nil {
+			return err
+		}
+	}
 	if _, err := e.startWorker(s.hold...); err != nil {
 		return err
+	}
+	if s.policies != nil {
+		if err := e.checkPolicies(s.policies); err != nil {
+			return err
+		}
 	}
 	var err error
 	if s.compacting {

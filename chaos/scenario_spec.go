@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/provider"
 )
 
 // The words the crash matrix's table (scenario_table.go) is written in: a
@@ -26,6 +27,11 @@ type scenario struct {
 	// message is sent long enough that its turn compacts first.
 	message    string
 	compacting bool
+	// script: a certify row's model, served behind the providers' APIs
+	// (nil: the demo Worker's matrixScript). policies: the tools whose
+	// registered policy the row checks before any fault.
+	script   *provider.Script
+	policies []CertifyTool
 	// workerArgs are flags of every Worker of the cell; hold, the first
 	// Worker's hold flags, and a new Worker's while more strikes follow.
 	workerArgs []string
@@ -200,6 +206,10 @@ func (s *scenario) validate() error {
 	var errs []error
 	if s.message == "" {
 		errs = append(errs, errors.New("no message"))
+	} else if s.script != nil {
+		if err := s.script.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	} else if err := scriptPicks(s.firstMessages()...); err != nil {
 		errs = append(errs, err)
 	}

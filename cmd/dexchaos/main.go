@@ -30,6 +30,7 @@ const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] 
        dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
        dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
        dexchaos provider --script FILE [--addr 127.0.0.1:0] [--log FILE]
+       dexchaos certify [--tools FILE] [--columns LIST] [--out DIR] [--junit FILE] -- COMMAND [ARG]...
 
 Runs every cell of the crash matrix (docs/crash-matrix.md): each row's moment against each
 column's fault, on a fresh 3-node dexd cluster with dexworker processes,
@@ -41,6 +42,7 @@ soak runs a seeded random fault schedule under load and checks the run
 (dexchaos soak --help).
 provider serves a scripted model behind the providers' HTTP APIs
 (dexchaos provider --help).
+certify runs the matrix against your own Worker (dexchaos certify --help).
 
 Columns: worker-kill, server-restart, takeover, leader-pause, takeover-dex.
 --row matches the regular expression against "Step | Moment".
@@ -80,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			return nil, flag.ErrHelp
 		}
-		return nil, errors.New("the command is: dexchaos matrix, dexchaos takeover, dexchaos soak or dexchaos provider")
+		return nil, errors.New("the command is: dexchaos matrix, takeover, soak, provider or certify")
 	}
 	c := &config{}
 	fs := flag.NewFlagSet("dexchaos matrix", flag.ContinueOnError)
@@ -166,6 +168,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "provider" {
 		return runProviderUntilSignal(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "certify" {
+		return runCertify(args[1:], stdout, stderr)
 	}
 	c, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
