@@ -110,9 +110,10 @@ proto-python:
 		$(PROTOS)
 
 # The Python library's tests (pytest on Debian's python3-pytest); those
-# that need a cluster start bin/dexd (and bin/dexworker beside the first Worker).
+# that need a cluster start bin/dexd (and bin/dexworker beside the first Worker,
+# bin/dexchaos's scripted provider for docs/examples/python).
 test-python: $(BIN)/dexworker-python
-	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexctl
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexctl ./cmd/dexchaos
 	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
 # The worker-kill and takeover columns with the Python demo Worker (CI runs

@@ -28,21 +28,13 @@ import grpc
 from dex.agents import agent_list
 from dex.connection import Connection, TLSFiles
 from dex.errors import DexError, ModelError, RegistrationError, classify_error
-from dex.ledger import ledger_from_env, start_line
+from dex.hold import (HOLD_AFTER_CLAIM, HOLD_AFTER_RESULT_SENT, HOLD_BEFORE_CLAIM, HOLD_BEFORE_MODEL,  # noqa: F401
+                      HOLD_BEFORE_RESULT, HOLD_DURING_COMPACTION, HOLD_DURING_POLL, HOLD_TOOL_RUNNING, MOMENTS,
+                      holder_from_env)
+from dex.ledger import LEDGER_ENV, ledger_from_env, start_line
 from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 
 log = logging.getLogger("dex.worker")
-
-# Moments at which a Worker's hold hook is called.
-HOLD_BEFORE_CLAIM = "before-claim"  # holds a task, not claimed yet
-HOLD_AFTER_CLAIM = "after-claim"  # claim committed; no handler started
-HOLD_TOOL_RUNNING = "tool-running"  # right before a tool handler
-HOLD_AFTER_RESULT_SENT = "after-result-sent"  # ReportTask of a result returned OK
-HOLD_DURING_POLL = "during-poll"  # right before a poll handler
-HOLD_DURING_COMPACTION = "during-compaction"  # right before the compaction handler
-HOLD_BEFORE_MODEL = "before-model"  # right before the model handler
-MOMENTS = (HOLD_BEFORE_CLAIM, HOLD_AFTER_CLAIM, HOLD_TOOL_RUNNING, HOLD_AFTER_RESULT_SENT,
-           HOLD_DURING_POLL, HOLD_DURING_COMPACTION, HOLD_BEFORE_MODEL)
 
 #: Tool access policies by name.
 ACCESS = {
@@ -302,6 +294,7 @@ class _Outcome:
     complete: Optional[types_pb2.AttemptResult] = None
     error_type: int = types_pb2.ERROR_TYPE_UNSPECIFIED
     err: Optional[BaseException] = None
+    ran: bool = False  # the handler was called
 
 
 class _ShutdownCancel(Exception):
@@ -358,6 +351,9 @@ class Worker:
         self._handlers: dict[asyncio.Task, threading.Event] = {}  # running handlers, their cancel events
         self._report_deadline: Optional[float] = None  # set when the grace is over
         self._conn_lost = False
+        if hold is None:  # holds asked for by $DEX_HOLD (dex.hold)
+            holder = holder_from_env(os.environ.get(LEDGER_ENV, ""))
+            self.hold_hook = holder.hold if holder is not None else None
         #: The execution ledger, when $DEX_LEDGER names a file (dex.ledger).
         self.ledger = ledger_from_env()
 
@@ -720,6 +716,8 @@ class Worker:
                 self.log.warning("attempt cancelled by the cluster; dropped",
                                  extra={"fields": {**fields, "reason": state["cancelled"]}})
                 return
+            if out.ran:
+                await self._hold(HOLD_BEFORE_RESULT, t)
 
             ref.seq = 2
             if out.complete is not None:
@@ -765,11 +763,11 @@ class Worker:
     async def _invoke(self, t: workers_pb2.Task, cancel_event: threading.Event) -> _Outcome:
         """Runs the handler for t, between its start and end lines in the
         execution ledger if there is one."""
-        if self.ledger is None:
-            return await self._invoke_ledgered(t, cancel_event, None)
-        line = start_line(t, self.id)
-        out = await self._invoke_ledgered(t, cancel_event, line)
-        if isinstance(out.err, _LedgerStartError):
+        ran: list = []  # [True] once the handler is called
+        line = start_line(t, self.id) if self.ledger is not None else None
+        out = await self._invoke_ledgered(t, cancel_event, line, ran)
+        out.ran = bool(ran)
+        if self.ledger is None or isinstance(out.err, _LedgerStartError):
             return out
         if out.complete is not None:
             outcome = "ok"
@@ -784,10 +782,10 @@ class Worker:
         return out
 
     async def _invoke_ledgered(self, t: workers_pb2.Task, cancel_event: threading.Event,
-                               line: Optional[dict]) -> _Outcome:
+                               line: Optional[dict], ran: list) -> _Outcome:
         is_model = t.kind in _MODEL_KINDS
         try:
-            return await self._invoke_handler(t, cancel_event, line)
+            return await self._invoke_handler(t, cancel_event, line, ran)
         except asyncio.CancelledError:
             # Cancelled by the cluster (dropped anyway) or by the Worker's
             # shutdown: reported untyped, as a crash would be.
@@ -799,18 +797,19 @@ class Worker:
                 et = e.error_type if isinstance(e, ModelError) else types_pb2.ERROR_TYPE_UNSPECIFIED
             return _Outcome(err=e, error_type=et)
 
-    def _ledger_start(self, line: Optional[dict]) -> None:
-        """Writes the start line right before a handler; one that cannot be
-        written fails the attempt unrun: the run would go uncounted."""
-        if line is None or self.ledger is None:
-            return
-        try:
-            self.ledger.append(line)
-        except OSError as e:
-            raise _LedgerStartError(f"the handler did not run: its ledger start line was not written: {e}") from e
+    def _ledger_start(self, line: Optional[dict], ran: list) -> None:
+        """Writes the start line right before a handler, then marks it run;
+        a line that cannot be written fails the attempt unrun: the run would
+        go uncounted."""
+        if line is not None and self.ledger is not None:
+            try:
+                self.ledger.append(line)
+            except OSError as e:
+                raise _LedgerStartError(f"the handler did not run: its ledger start line was not written: {e}") from e
+        ran.append(True)
 
     async def _invoke_handler(self, t: workers_pb2.Task, cancel_event: threading.Event,
-                              line: Optional[dict] = None) -> _Outcome:
+                              line: Optional[dict], ran: list) -> _Outcome:
         a = t.ref.attempt
         if t.kind in _MODEL_KINDS:
             mi = ModelInput(session_id=t.session_id, step_id=t.ref.step_id, attempt=a,
@@ -819,7 +818,7 @@ class Worker:
             if t.kind == types_pb2.STEP_KIND_RUN_MODEL:
                 await self._hold(HOLD_BEFORE_MODEL, t)
                 assert self._model is not None
-                self._ledger_start(line)
+                self._ledger_start(line, ran)
                 mo = _as_model_output(await self._call(self._model, mi))
                 # The cluster refuses such an output; fail the attempt with the
                 # reason instead of sending it (another try may do better).
@@ -830,7 +829,7 @@ class Worker:
             await self._hold(HOLD_DURING_COMPACTION, t)
             if self._compact is None:
                 raise DexError("no compaction handler")
-            self._ledger_start(line)
+            self._ledger_start(line, ran)
             summary = await self._call(self._compact, mi)
             return _Outcome(complete=types_pb2.AttemptResult(summary=str(summary or "")))
         tool = self.tools[t.tool]
@@ -842,7 +841,7 @@ class Worker:
             if tool.poll is None:
                 raise DexError(f"tool {t.tool!r} has no poll handler")
             await self._hold(HOLD_DURING_POLL, t)
-            self._ledger_start(line)
+            self._ledger_start(line, ran)
             res = await self._call(tool.poll, call)
             done, result = (res, None) if isinstance(res, bool) or res is None else res
             pr = types_pb2.PollResult(done=bool(done))
@@ -850,7 +849,7 @@ class Worker:
                 pr.result.CopyFrom(_as_tool_result(result).proto())
             return _Outcome(complete=types_pb2.AttemptResult(poll_result=pr))
         await self._hold(HOLD_TOOL_RUNNING, t)
-        self._ledger_start(line)
+        self._ledger_start(line, ran)
         res = _as_tool_result(await self._call(tool.run, call))
         return _Outcome(complete=types_pb2.AttemptResult(tool_result=res.proto()))
 

@@ -14,11 +14,11 @@ from typing import Optional
 
 from dex.connection import Connection
 from dex.demo.flags import Config, FlagError, parse_flags
-from dex.demo.hold import Holder, parse_moments
 from dex.demo.ledger import Ledger
 from dex.demo.script import Script, ScriptError, load_script, Model
 from dex.demo.tools import DemoTools
 from dex.errors import DexError, RegistrationError
+from dex.hold import Holder, parse_moments
 from dex.worker import Worker
 
 
@@ -106,7 +106,7 @@ def main(argv: Optional[list] = None) -> int:
     log = new_logger()
     try:
         moments = parse_moments(c.hold)
-    except ValueError as e:
+    except DexError as e:
         return fail(str(e), 2)
     script = None
     if c.script:
