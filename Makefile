@@ -7,7 +7,7 @@ FSM_PROTOS := $(wildcard $(PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: chaos-adapters build build-go worker-typescript-if-npm test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
+.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
 
 # The Go binaries, then the Python and TypeScript demo Workers (the
 # TypeScript one only where npm is installed: build-go needs Go alone).
@@ -131,6 +131,13 @@ chaos-adapters: build
 	for a in ai-sdk openai-agents claude-agent-sdk; do \
 		$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-adapters/$$a --worker typescript --adapter $$a --column worker-kill --row '$(ADAPTER_ROWS)' --parallel 2 || exit 1; \
 	done
+
+# dexchaos certify on the example Workers of docs/examples, run by their own
+# certify.sh as a user's CI runs it: the Python one in all three columns,
+# the others in the Worker-kill column (reports: docs/examples/*/certify-report).
+certify-examples: build-go
+	cd docs/examples/python && ./certify.sh
+	cd docs/examples/go && ./certify.sh --columns worker-kill
 
 # The TypeScript Worker library (api/typescript): its npm packages (npm ci,
 # once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo

@@ -167,14 +167,14 @@ func keyUsed(r *cellRun, st *dexv1.Step, n int) error {
 		if x.Session != r.id || x.CallID != st.CallId || !x.IsEffect() || x.EffectKey == st.IdempotencyKey {
 			continue
 		}
-		ran := fmt.Sprintf("ran %d times", n)
+		ran := fmt.Sprintf("ran %d times under policy idempotent_write", n)
 		if n == 1 {
-			ran = "ran once here, and a repeat would do its effect again"
+			ran = "ran under policy idempotent_write (once here; a repeat would do its effect again)"
 		}
 		if x.EffectKey == "" {
-			return fmt.Errorf("tool `%s` %s under policy idempotent_write but used no idempotency key: give the call's idempotency key to the system it writes to, so that a repeat is recognised", st.Tool, ran)
+			return fmt.Errorf("tool `%s` %s but used no idempotency key: give the call's idempotency key to the system it writes to, so that a repeat is recognised", st.Tool, ran)
 		}
-		return fmt.Errorf("tool `%s` %s under policy idempotent_write with key %q, not the call's idempotency key %q: use the key Dex hands the call, the same in every attempt", st.Tool, ran, x.EffectKey, st.IdempotencyKey)
+		return fmt.Errorf("tool `%s` %s with key %q, not the call's idempotency key %q: use the key Dex hands the call, the same in every attempt", st.Tool, ran, x.EffectKey, st.IdempotencyKey)
 	}
 	return nil
 }
