@@ -117,7 +117,7 @@ func (e *cellEnv) registeredTools() ([]*dexv1.ToolSpec, error) {
 			return nil, err
 		}
 		for _, w := range resp.Workers {
-			if w.GetWorker().GetId() != "" {
+			if id := w.GetWorker().GetId(); id == e.w.Name || (e.opts.TestCluster == nil && id != "") {
 				return w.GetWorker().GetTools(), nil
 			}
 		}
@@ -125,7 +125,11 @@ func (e *cellEnv) registeredTools() ([]*dexv1.ToolSpec, error) {
 			return nil, fmt.Errorf("your Worker exited before it registered: %s", tail(e.w.Log(), 8))
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("your Worker did not register within %s (is it reading DEX_ADDR?): %s", waitShort, tail(e.w.Log(), 8))
+			why := "is it reading DEX_ADDR?"
+			if e.opts.TestCluster != nil {
+				why = "on a test cluster certify finds it by its id: does it take DEX_WORKER_ID as its id?"
+			}
+			return nil, fmt.Errorf("your Worker %s did not register within %s (%s): %s", e.w.Name, waitShort, why, tail(e.w.Log(), 8))
 		}
 		if err := e.sleep(100 * time.Millisecond); err != nil {
 			return nil, err

@@ -130,8 +130,10 @@ type MatrixOptions struct {
 	// Adapter: the framework adapter of the TypeScript Worker ("": none).
 	Adapter string
 	// UserWorker, when set, runs the user's Worker instead of a demo
-	// Worker (dexchaos certify).
-	UserWorker *UserWorker
+	// Worker (dexchaos certify); TestCluster, when set, runs the cells on
+	// that cluster instead of a fresh one (Worker-kill cells only).
+	UserWorker  *UserWorker
+	TestCluster *TestCluster
 }
 
 // SelectCells lists the cells of the options' columns and rows, in report

@@ -105,6 +105,9 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if err := os.WriteFile(e.script, []byte(matrixScript), 0o644); err != nil {
 		return e, err
 	}
+	if o.TestCluster != nil {
+		return e, e.connectTestCluster(o.TestCluster)
+	}
 	cl, err := NewCluster(ClusterOptions{BinDir: dexdDir, Dir: dir, Args: ClusterArgs})
 	if err != nil {
 		return e, err
@@ -262,8 +265,14 @@ func (e *cellEnv) waitReadyOther(not *Node) (*Node, error) {
 // startWorker starts a Worker on the cell's target with the cell's script
 // and flags; it becomes the current Worker.
 func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
-	name := fmt.Sprintf("w%d", len(e.workers)+1)
-	token, err := e.cluster.WorkerToken(e.ctx, name)
+	name := e.workerName(len(e.workers) + 1)
+	var token string
+	var err error
+	if e.cluster != nil {
+		token, err = e.cluster.WorkerToken(e.ctx, name)
+	} else if e.opts.TestCluster != nil {
+		token = e.opts.TestCluster.Token
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -424,6 +433,9 @@ func (e *cellEnv) stopReleaser() {
 
 func (e *cellEnv) createSession(msg string, compactionThreshold uint64) (string, error) {
 	id := fmt.Sprintf("s%d-%d", len(e.sessions)+1, time.Now().UnixNano()%1e9)
+	if tc := e.opts.TestCluster; tc != nil {
+		id = "certify-" + tc.RunID + "-" + id
+	}
 	err := e.retry("create session", func(ctx context.Context) error {
 		_, err := e.cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: id, Message: msg, CompactionThreshold: compactionThreshold})
 		if status.Code(err) == codes.AlreadyExists {

@@ -14,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dexhq/dex/api/client"
 	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/tlsconf"
 )
 
 const certifyUsage = `usage: dexchaos certify [--tools FILE] [--columns LIST] [--row REGEXP] [--out DIR] [--junit FILE] [--bin DIR] -- COMMAND [ARG]...
@@ -36,6 +38,10 @@ DEX_HOLD itself.
               "arguments": {"order_id": "A-1"}}]}
 Without it, every tool your Worker registers is exercised with {}.
 
+--cluster runs the cells on a test cluster you name instead (its token from
+$DEX_TOKEN): Worker-kill cells only, and no other Worker may serve the model
+or the tools meanwhile; your Worker must take DEX_WORKER_ID as its id.
+
 Prints one line per cell, writes OUT/matrix.md and OUT/matrix.json (and
 --junit FILE), and for each failed cell what to fix, the command that runs
 it again and its logs. Exits 1 when a cell fails, 2 on bad usage.
@@ -45,6 +51,8 @@ Flags:
 
 type certifyConfig struct {
 	tools, row, out, junit, bin, tmp string
+	cluster                          string
+	tls                              tlsconf.Files
 	columns                          listFlag
 	parallel                         int
 	keep, list                       bool
@@ -66,6 +74,10 @@ func parseCertifyFlags(args []string, stderr io.Writer) (*certifyConfig, error) 
 	fs.IntVar(&c.parallel, "parallel", 1, "cells run at once")
 	fs.BoolVar(&c.keep, "keep-logs", false, "keep every cell's logs in OUT/logs (a failed cell's are always kept in OUT/failed)")
 	fs.BoolVar(&c.list, "list", false, "print the cells and exit (needs --tools)")
+	fs.StringVar(&c.cluster, "cluster", "", "run on this test cluster (dex:///a,b,c or host:port; token from $DEX_TOKEN) instead of a fresh one: Worker-kill cells only")
+	fs.StringVar(&c.tls.Cert, "tls-cert", "", "with --cluster: client certificate (PEM) for a cluster with mutual TLS, with --tls-key and --tls-ca")
+	fs.StringVar(&c.tls.Key, "tls-key", "", "the key of --tls-cert (PEM)")
+	fs.StringVar(&c.tls.CA, "tls-ca", "", "the CA bundle (PEM) the nodes' certificates chain to")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -78,6 +90,18 @@ func parseCertifyFlags(args []string, stderr io.Writer) (*certifyConfig, error) 
 	}
 	if c.parallel < 1 {
 		return nil, errors.New("--parallel must be at least 1")
+	}
+	if c.cluster != "" {
+		if len(c.columns) == 0 {
+			c.columns = listFlag{chaos.ColWorkerKill}
+		}
+		for _, col := range c.columns {
+			if col != chaos.ColWorkerKill {
+				return nil, fmt.Errorf("--cluster runs only the worker-kill column: certify does not own the test cluster's nodes to restart or kill them (asked for %s)", col)
+			}
+		}
+	} else if c.tls != (tlsconf.Files{}) {
+		return nil, errors.New("--tls-cert, --tls-key and --tls-ca go with --cluster: the cluster certify starts has no TLS")
 	}
 	return c, nil
 }
@@ -117,7 +141,16 @@ func runCertify(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := ensureDexd(c.bin, stdout); err != nil {
+	var tc *chaos.TestCluster
+	if c.cluster != "" {
+		store, err := tlsconf.Load(c.tls)
+		if err != nil {
+			return fail(2, err)
+		}
+		token := client.TokenFrom("")
+		tc = &chaos.TestCluster{Target: c.cluster, Token: token, RunID: fmt.Sprintf("%x", time.Now().UnixNano()%(1<<32)),
+			DialOptions: append(client.DialOptions(store), client.WithToken(token))}
+	} else if err := ensureDexd(c.bin, stdout); err != nil {
 		return fail(2, err)
 	}
 	wd, err := os.Getwd()
@@ -133,8 +166,13 @@ func runCertify(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	o := chaos.MatrixOptions{BinDir: c.bin, Out: c.out, Progress: stdout, Parallel: c.parallel, TmpDir: c.tmp, KeepLogs: c.keep,
-		UserWorker: &chaos.UserWorker{Command: c.command, Dir: wd}}
+		UserWorker: &chaos.UserWorker{Command: c.command, Dir: wd}, TestCluster: tc}
 	start := time.Now()
+	if tc != nil {
+		if err := chaos.CheckTestClusterFree(ctx, tc, tools); err != nil {
+			return fail(1, err)
+		}
+	}
 	if tools == nil {
 		fmt.Fprintln(stdout, "dexchaos certify: no --tools; starting your Worker once to read the tools it registers")
 		if tools, err = chaos.DiscoverTools(ctx, o); err != nil {
@@ -142,6 +180,11 @@ func runCertify(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, t := range tools {
 			fmt.Fprintf(stdout, "  %s: %s\n", t.Name, t.Policy)
+		}
+	}
+	if tc != nil && c.tools == "" {
+		if err := chaos.CheckTestClusterFree(ctx, tc, tools); err != nil {
+			return fail(1, err)
 		}
 	}
 	rows := chaos.CertifyRows(tools)
