@@ -332,6 +332,9 @@ func (e *cellEnv) waitHeld() (held, error) {
 	ctx, cancel := e.timeout(waitShort)
 	defer cancel()
 	desc, err := e.w.WaitHeld(ctx)
+	if err != nil && e.opts.UserWorker != nil && e.w.Running() {
+		return held{}, fmt.Errorf("your Worker %s never paused at a hold within %s: it must run on a Dex Worker library that reads DEX_HOLD, with no hold hook of its own (%v)", e.w.Name, waitShort, err)
+	}
 	if err != nil {
 		return held{}, err
 	}

@@ -32,7 +32,7 @@ TARGET is dex:///host1:port1,host2:port2,... (follows the lease holder by
 gRPC health checking) or host:port of a load balancer.
 
 --hold MOMENT[,MOMENT] pauses at: before-claim, after-claim, tool-running,
-after-result-sent, during-poll, during-compaction, before-model. On a hold
+before-result, after-result-sent, during-poll, during-compaction, before-model. On a hold
 the Worker writes "held MOMENT step=STEP pid=PID" to stderr and the file
 FILE.held, then waits for SIGUSR1 or the file FILE.release (which it
 removes). Each moment is held once unless --hold-all.
