@@ -175,7 +175,9 @@ func TestWorkerModelErrorTypeAndUnknownTool(t *testing.T) {
 	for m := range mm {
 		moments = append(moments, m)
 	}
-	want := []string{"before-claim:m1", "after-claim:m1", "before-model:m1"}
+	// before-result too: the failed model handler returned, its failure not
+	// sent yet.
+	want := []string{"before-claim:m1", "after-claim:m1", "before-model:m1", "before-result:m1"}
 	if !slices.Equal(moments, want) {
 		t.Fatalf("moments %v, want %v", moments, want)
 	}
