@@ -6,6 +6,7 @@
 //	dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
 //	dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
 //	dexchaos provider --script FILE [--addr 127.0.0.1:0] [--log FILE]
+//	dexchaos certify [--tools FILE] [--columns LIST] [--out DIR] [--junit FILE] -- COMMAND [ARG]...
 package main
 
 import (
