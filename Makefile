@@ -153,8 +153,10 @@ worker-typescript:
 # bin/dexworker beside the first Worker).
 # The binaries its tests start, built fresh so none is stale: dexd,
 # dexworker, and dexchaos (its scripted model, for the providers' SDKs).
+# The certify example's packages (npm ci, once): a test runs its Workers.
 test-typescript: worker-typescript
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexchaos
+	cd docs/examples/typescript && { test -d node_modules || npm ci --no-audit --no-fund; }
 	cd $(TS_DIR) && DEX_BIN="$(CURDIR)/$(BIN)" npm test
 
 # The worker-kill and takeover columns with the TypeScript demo Worker (CI

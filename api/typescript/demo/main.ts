@@ -3,9 +3,8 @@
 // exit codes (0 after SIGTERM/SIGINT, 2 on bad flags or script, 1 when the
 // cluster refuses the registration or the ledger cannot be opened).
 import { hostname } from "node:os";
-import { dial, jsonLogger, tokenFrom, Worker, type ModelHandler, type TlsOptions } from "../src/index.js";
+import { dial, Holder, jsonLogger, parseMoments, tokenFrom, Worker, type ModelHandler, type TlsOptions } from "../src/index.js";
 import { flagUsage, HelpError, parseFlags, splitList, type FlagSpec } from "./flags.js";
-import { Holder, parseMoments } from "./hold.js";
 import { adapterNames, demoAgent } from "./adapters.js";
 import { Ledger } from "./ledger.js";
 import { loadScript, ScriptedModel, type Script } from "./script.js";

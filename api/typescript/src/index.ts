@@ -10,6 +10,7 @@ export {
 export { checkAgentList } from "./agents.js";
 export { checkModelOutput, kindName } from "./kinds.js";
 export { Ledger, LedgerEnv, sideEffect } from "./ledger.js";
+export { Holder, holderFromEnv, HoldAllEnv, HoldEnv, parseMoments } from "./hold.js";
 export { jsonLogger, nopLogger } from "./log.js";
 export type { Logger } from "./log.js";
 export { LeaderMetadataKey, transient } from "./retry.js";

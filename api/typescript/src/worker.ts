@@ -8,6 +8,7 @@ import {
   type ToolSpec,
 } from "../gen/dex/v1/types_pb.js";
 import { checkAgentList } from "./agents.js";
+import { holderFromEnv, Moments, type Moment } from "./hold.js";
 import { Channel } from "./channel.js";
 import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
 import { checkModelOutput, handlerOf, kindName, runsOnModel } from "./kinds.js";
@@ -15,25 +16,7 @@ import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } 
 import { nopLogger, type Logger } from "./log.js";
 import { Backoff, sleep, transient } from "./retry.js";
 
-/** Moments at which WorkerOptions.hold is called. */
-export const Moments = {
-  /** The Worker holds a task and has not claimed it yet. */
-  beforeClaim: "before-claim",
-  /** The claim is committed; no handler has started. */
-  afterClaim: "after-claim",
-  /** Right before a tool handler (CallTool, CallSingleAttemptTool) is invoked. */
-  toolRunning: "tool-running",
-  /** ReportTask returned OK for a result. */
-  afterResultSent: "after-result-sent",
-  /** Right before a poll handler (PollToolTask) is invoked. */
-  duringPoll: "during-poll",
-  /** Right before the compaction handler is invoked. */
-  duringCompaction: "during-compaction",
-  /** Right before the model handler (RunModel) is invoked. */
-  beforeModel: "before-model",
-} as const;
-export type Moment = (typeof Moments)[keyof typeof Moments];
-export const AllMoments: Moment[] = Object.values(Moments);
+export { AllMoments, Moments, type Moment } from "./hold.js";
 
 /** What a tool handler is asked to do. */
 export interface ToolCall {
@@ -157,7 +140,11 @@ export interface WorkerOptions {
    * registered, that it deregistered) to stderr; nopLogger silences those too.
    */
   logger?: Logger;
-  /** Called at the named moments; may wait as long as it likes (heartbeats go on after the claim). */
+  /**
+   * Called at the named moments; may wait as long as it likes (heartbeats go
+   * on after the claim). Without one, $DEX_HOLD installs the file-based
+   * Holder beside $DEX_LEDGER (hold.ts).
+   */
   hold?: (moment: Moment, task: Task) => Promise<void> | void;
 }
 
@@ -312,7 +299,7 @@ export class Worker {
     this.log = opts.logger ?? nopLogger;
     this.sayToStderr = opts.logger === undefined;
     this.transport = transport;
-    this.holdHook = opts.hold;
+    this.holdHook = opts.hold ?? holderFromEnv()?.hold;
     this.svc = createClient(WorkerService, transport);
     this.ledger = ledgerFromEnv();
   }
@@ -566,6 +553,7 @@ export class Worker {
       await this.hold(Moments.afterClaim, t);
       let out = await this.invoke(handler.signal, signal, t, ref.attempt);
       handlerDone = true;
+      if (!("err" in out && out.err instanceof LedgerStartError)) await this.hold(Moments.beforeResult, t);
       if (cancelled !== "") {
         log.warn("attempt cancelled by the cluster; dropped", { reason: cancelled });
         return;
