@@ -7,7 +7,7 @@ FSM_PROTOS := $(wildcard $(PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test test-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript chaos-typescript
+.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript e2e-typescript chaos-typescript
 
 # The Go binaries, then the Python and TypeScript demo Workers (the
 # TypeScript one only where npm is installed: build-go needs Go alone).
@@ -20,13 +20,39 @@ worker-typescript-if-npm:
 	@if command -v npm >/dev/null; then $(MAKE) worker-typescript; \
 	else echo "npm not found: skipping the TypeScript Worker (bin/dexworker-typescript); the Go binaries are built"; fi
 
+# Two test lanes. `make test`, run before every commit, runs the tests that
+# start no process: go vet (e2e files included), the Go tests with
+# $(TESTFLAGS), the Python and TypeScript libraries' unit tests. `make e2e`
+# runs every test that starts processes (dexd, dexworker, dexctl, Workers,
+# haproxy, promtool, Chromium, go build, mount...). Where a test is written
+# puts it in one lane and one only, and `make test` fails a test of its own
+# that starts a process:
+#   Go: a _test.go file whose build constraint is the line //go:build e2e is
+#     `make e2e`'s: scripts/e2e-go.sh runs with -tags e2e the tests of those
+#     files and no others. Every other test file is `make test`'s, and fails
+#     it if it imports os/exec (scripts/lanes_test.go). The helpers that start
+#     processes (each TestMain that builds binaries, chaos's newEnv...) are in
+#     tagged files, out of an untagged test's reach. A tag rather than
+#     testing.Short(): no test can be left out of both lanes, or be in both.
+#   Python (api/python/tests): a test marked e2e (@pytest.mark.e2e, or the
+#     module's pytestmark) is `make e2e`'s (-m e2e), every other one `make
+#     test`'s (-m "not e2e"), where starting a process fails it (conftest.py).
+#   TypeScript (api/typescript): test/e2e/*.test.ts is `make e2e`'s (npm run
+#     test:e2e), test/*.test.ts `make test`'s (npm test); test/lanes.test.ts
+#     fails a test file elsewhere, and one of `make test` that imports
+#     child_process or a helper of test/e2e/.
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
 
 test: vet
 	$(GO) test $(TESTFLAGS) ./...
 	$(MAKE) test-python
 	$(MAKE) test-typescript
+
+e2e:
+	GO=$(GO) scripts/e2e-go.sh $(TESTFLAGS)
+	$(MAKE) e2e-python
+	$(MAKE) e2e-typescript
 
 # A local 3-node cluster in the foreground; Ctrl-C stops it. PORT_BASE=8000
 # moves its ports, DATA=DIR its data (scripts/run-local.sh).
@@ -109,12 +135,16 @@ proto-python:
 		--grpc_python_out=api/python --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) \
 		$(PROTOS)
 
-# The Python library's tests (pytest on Debian's python3-pytest); those
-# that need a cluster start bin/dexd (and bin/dexworker beside the first Worker,
-# bin/dexchaos's scripted provider for docs/examples/python).
-test-python: $(BIN)/dexworker-python
+# The Python library's tests (pytest on Debian's python3-pytest): its unit
+# tests in `make test`; in `make e2e` those marked e2e, which start bin/dexd
+# (and bin/dexworker beside the first Worker, bin/dexchaos's scripted provider
+# for docs/examples/python, the examples and Workers as processes).
+test-python:
+	cd api/python && $(PYTHON) -m pytest -q -p no:cacheprovider -m "not e2e" tests
+
+e2e-python: $(BIN)/dexworker-python
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexctl ./cmd/dexchaos
-	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider -m e2e tests
 
 # The worker-kill and takeover columns with the Python demo Worker (CI runs
 # them; report: chaos-report-python/matrix.md).
@@ -151,15 +181,18 @@ worker-typescript:
 	printf '#!/bin/sh\nexec node "%s/$(TS_DIR)/dist/demo/main.js" "$$@"\n' "$(CURDIR)" >$(BIN)/dexworker-typescript
 	chmod +x $(BIN)/dexworker-typescript
 
-# The TypeScript library's tests (node's test runner); some start bin/dexd (and
-# bin/dexworker beside the first Worker).
-# The binaries its tests start, built fresh so none is stale: dexd,
-# dexworker, and dexchaos (its scripted model, for the providers' SDKs).
-# The certify example's packages (npm ci, once): a test runs its Workers.
-test-typescript: worker-typescript
+# The TypeScript library's tests (node's test runner): test/*.test.ts in
+# `make test`; in `make e2e` test/e2e/*.test.ts, which start bin/dexd (and
+# bin/dexworker beside the first Worker), built fresh so none is stale, with
+# dexchaos (its scripted model, for the providers' SDKs).
+test-typescript:
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && npm test
+
+# The certify example's packages (npm ci, once): an e2e test runs its Workers.
+e2e-typescript:
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexchaos
 	cd docs/examples/typescript && { test -d node_modules || npm ci --no-audit --no-fund; }
-	cd $(TS_DIR) && DEX_BIN="$(CURDIR)/$(BIN)" npm test
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && DEX_BIN="$(CURDIR)/$(BIN)" npm run test:e2e
 
 # The worker-kill and takeover columns with the TypeScript demo Worker (CI
 # runs them; report: chaos-report-typescript/matrix.md).

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package chaos
 
 import (
@@ -64,9 +66,6 @@ func newEnv(t *testing.T, args ...string) *env {
 // certificate.
 func newEnvTLS(t *testing.T, pki func(dir string) *PKI, args ...string) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
 	dir := t.TempDir()
 	opts := ClusterOptions{BinDir: binDir, Dir: dir, Args: append(append([]string{}, fastArgs...), args...)}
 	if pki != nil {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package chaos
 
 import (
@@ -24,9 +26,6 @@ var (
 // the normal dexworker and dexctl.
 func chaosBinDir(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
 	chaosOnce.Do(func() {
 		chaosDir = filepath.Join(binDir, "chaos")
 		if chaosErr = os.MkdirAll(chaosDir, 0o755); chaosErr != nil {

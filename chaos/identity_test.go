@@ -1,3 +1,5 @@
+//go:build e2e
+
 package chaos
 
 import (
@@ -333,9 +335,6 @@ func grepLines(s, sub string) string {
 // it takes the log from the leader instead of bootstrapping, and it is not
 // refused as a second history.
 func TestIdentity_AFoundingMemberStartedLateTakesTheLog(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
 	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: t.TempDir(), Args: fastArgs})
 	if err != nil {
 		t.Fatal(err)

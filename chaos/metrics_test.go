@@ -1,3 +1,5 @@
+//go:build e2e
+
 package chaos
 
 import (
@@ -24,9 +26,6 @@ import (
 // running node once it has done some work: a demo session (model, tools,
 // dispatch, claims), and one rejected command.
 func TestMetrics_DashboardAndAlertsQueryExistingMetrics(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
 	wanted := map[string][]string{} // metric -> where it is queried
 	for _, e := range dashboardExprs(t, "../deploy/grafana/dex.json") {
 		for _, m := range metricNames(e) {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package chaos
 
 import (
@@ -14,9 +16,6 @@ import (
 // with -tags soakdefect (a single-attempt tool's failed attempt is retried)
 // and expects the checker to report the second execution.
 func TestSoakCatchesADefectiveBuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	build := exec.Command("go", "build", "-tags", "soakdefect", "-o", bin+"/", "../cmd/dexd")

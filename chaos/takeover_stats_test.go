@@ -75,10 +75,13 @@ func TestRepeatedModelCalls(t *testing.T) {
 	}
 }
 
+// Bad options are refused before any binary is looked for: the bin dir is
+// empty.
 func TestRunTakeover_BadOptions(t *testing.T) {
+	bin := t.TempDir()
 	for _, o := range []TakeoverOptions{
-		{BinDir: binDir, Target: TargetDex, Kills: 0},
-		{BinDir: binDir, Target: "nginx", Kills: 1},
+		{BinDir: bin, Target: TargetDex, Kills: 0},
+		{BinDir: bin, Target: "nginx", Kills: 1},
 	} {
 		if _, err := RunTakeover(context.Background(), o); err == nil {
 			t.Errorf("%+v: no error", o)

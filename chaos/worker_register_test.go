@@ -1,3 +1,5 @@
+//go:build e2e
+
 package chaos
 
 import (
@@ -29,9 +31,6 @@ func waitLogCount(t *testing.T, p *Proc, want string, n int, within time.Duratio
 }
 
 func TestDemoWorker_SaysWhyItCannotRegisterAndKeepsSayingIt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +55,6 @@ func TestDemoWorker_SaysWhyItCannotRegisterAndKeepsSayingIt(t *testing.T) {
 }
 
 func TestDemoWorker_SaysItsLeaderAndLeavesTheWorkerListOnSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
 	dir := t.TempDir()
 	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: dir, Size: 1, Args: fastArgs})
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package scripts holds the tests of the shell scripts beside it.
 package scripts
 

@@ -22,8 +22,9 @@ type freezer struct {
 	to     string
 	frozen atomic.Bool
 
-	mu    sync.Mutex
-	conns []net.Conn
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool // by the test's cleanup
 }
 
 func startFreezer(t *testing.T, to string) *freezer {
@@ -38,6 +39,7 @@ func startFreezer(t *testing.T, to string) *freezer {
 		_ = lis.Close()
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		f.closed = true
 		for _, c := range f.conns {
 			_ = c.Close()
 		}
@@ -59,6 +61,15 @@ func (f *freezer) accept() {
 			continue
 		}
 		f.mu.Lock()
+		if f.closed {
+			// Accepted as the test ended: left open, the node's server
+			// would wait out its 2-minute handshake timeout on it when
+			// the test stops it.
+			f.mu.Unlock()
+			_ = in.Close()
+			_ = out.Close()
+			return
+		}
 		f.conns = append(f.conns, in, out)
 		f.mu.Unlock()
 		go f.pipe(in, out)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -102,9 +104,6 @@ func (m *miniCluster) ReportTask(ctx context.Context, req *dexv1.ReportTaskReque
 }
 
 func TestProcessRunsADemoTurnWithAHold(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "dexworker")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package browsertest drives the web console in headless Chromium against
 // a real 3-node cluster and the scripted dexworker.
 package browsertest
@@ -97,9 +99,6 @@ func TestConsoleInChromium(t *testing.T) {
 	exe := chromium()
 	if exe == "" {
 		t.Skip("chromium is not installed (Debian: apt-get install chromium): the browser tests of the console need it")
-	}
-	if testing.Short() {
-		t.Skip("starts a cluster and a browser")
 	}
 	dir := t.TempDir()
 	shots, docs := artifacts(t)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package prometheus holds the check of the alert rules.
 package prometheus
 

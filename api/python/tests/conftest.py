@@ -1,5 +1,10 @@
 """Fixtures: a real single-node dexd on 127.0.0.1 free ports in a temp dir
-(bin/dexd, or $DEX_BIN/dexd), stopped by its PID."""
+(bin/dexd, or $DEX_BIN/dexd), stopped by its PID.
+
+The two test lanes: a test that starts a process (dexd, a Worker, an example,
+dexctl...) is marked e2e and runs in `make e2e` (pytest -m e2e); every other
+test runs in `make test` (pytest -m "not e2e"). A test not marked e2e that
+starts a process fails, saying so."""
 
 from __future__ import annotations
 
@@ -16,6 +21,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 BIN = Path(os.environ.get("DEX_BIN") or Path(__file__).resolve().parents[3] / "bin")
+
+
+@pytest.fixture(autouse=True)
+def _starts_no_process_unless_e2e(request, monkeypatch):
+    """Outside the e2e marker, subprocess (subprocess.run, asyncio's
+    subprocesses, the dexd fixture) refuses to start a process."""
+    if request.node.get_closest_marker("e2e") is None:
+        def refuse(*args, **kwargs):
+            pytest.fail(f"{request.node.nodeid} starts a process ({args[0] if args else kwargs.get('args')}): "
+                        "mark it @pytest.mark.e2e, for make e2e", pytrace=False)
+        monkeypatch.setattr(subprocess, "Popen", refuse)
 
 
 def free_port() -> int:

@@ -10,6 +10,8 @@ import dex
 from dex.v1 import types_pb2
 from test_cluster import _run, _until
 
+pytestmark = pytest.mark.e2e  # every test here starts processes
+
 
 async def _idle(client: dex.Client, session_id: str):
     async def idle():

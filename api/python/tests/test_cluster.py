@@ -6,8 +6,12 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 import dex
 from dex.v1 import types_pb2
+
+pytestmark = pytest.mark.e2e  # every test here starts processes
 
 
 async def _until(pred, what: str, limit: float = 30.0):

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 import dex
 from dex.v1 import types_pb2
 from test_cluster import _until
+
+pytestmark = pytest.mark.e2e  # every test here starts processes
 
 
 def test_each_agents_worker_gets_only_its_sessions_model_calls(dexd):

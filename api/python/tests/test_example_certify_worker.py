@@ -135,6 +135,7 @@ def _tool_step(got):
     return step
 
 
+@pytest.mark.e2e
 def test_example_runs_each_tool_through_the_provider(dexd, tmp_path):
     tools = ["lookup_order", "send_invoice", "charge_card"]
     sessions, ledger, invoices = _turns(dexd, tmp_path, "python", tools)
@@ -159,6 +160,7 @@ def test_example_runs_each_tool_through_the_provider(dexd, tmp_path):
     assert (effect["effect"], effect["effect_key"]) == ("charge", "")
 
 
+@pytest.mark.e2e
 def test_broken_example_writes_without_its_key(dexd, tmp_path):
     sessions, ledger, invoices = _turns(dexd, tmp_path, "broken-python", ["send_invoice", "charge_card"])
     invoice = _tool_step(sessions[0])

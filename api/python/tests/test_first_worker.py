@@ -68,6 +68,7 @@ def test_fake_model_answers_by_its_rules():
     assert fake_model(_input(types_pb2.HistoryEntry(seq=1, kind=types_pb2.HISTORY_KIND_SUMMARY, text="s"))) == "Done."
 
 
+@pytest.mark.e2e
 def test_bad_flags_say_why_and_exit():
     p = _first_worker("--addr", "dex:///")
     out, err = p.communicate(timeout=60)
@@ -77,6 +78,7 @@ def test_bad_flags_say_why_and_exit():
     assert p.returncode == 2 and "unrecognized arguments: --bogus" in err
 
 
+@pytest.mark.e2e
 def test_first_worker_runs_with_no_key(dexd):
     p = _first_worker("--addr", dexd.addr)
 
@@ -120,6 +122,7 @@ def test_first_worker_runs_with_no_key(dexd):
     assert "first_worker: deploying demo: Deploy the app" in err
 
 
+@pytest.mark.e2e
 def test_first_worker_refused_by_a_cluster_with_another_send_email_says_why(dexd):
     """A live Worker serving send_email with approval (the Go demo's needs
     none): the cluster refuses the first Worker's registration, and it says
@@ -169,6 +172,7 @@ def _policy(spec: types_pb2.ToolSpec) -> types_pb2.ToolSpec:
     return p
 
 
+@pytest.mark.e2e
 def test_first_worker_serves_the_go_demo_workers_policies(dexd, tmp_path):
     """Run beside the Go demo Worker of make run, the first Worker registers
     (every tool it serves, the demo serves with the very same policy), and

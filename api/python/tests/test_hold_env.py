@@ -70,6 +70,7 @@ def _env(monkeypatch, tmp_path: Path, moments: str, hold_all: bool = False) -> P
     return ledger
 
 
+@pytest.mark.e2e
 def test_env_hold_waits_for_the_release_file(dexd, tmp_path, monkeypatch, capfd):
     ledger = _env(monkeypatch, tmp_path, "tool-running")
     held, rel = Path(str(ledger) + ".held"), Path(str(ledger) + ".release")
@@ -97,6 +98,7 @@ def test_env_hold_waits_for_the_release_file(dexd, tmp_path, monkeypatch, capfd)
     assert f"released tool-running step={step.id} pid={pid}" in err
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("hold_all", [False, True])
 def test_env_hold_once_or_every_time(dexd, tmp_path, monkeypatch, hold_all):
     ledger = _env(monkeypatch, tmp_path, "before-model", hold_all)
@@ -116,6 +118,7 @@ def test_env_hold_once_or_every_time(dexd, tmp_path, monkeypatch, hold_all):
     assert [x.split()[:2] for x in seen] == [["before-model", f"step={m}"] for m in models[:2 if hold_all else 1]]
 
 
+@pytest.mark.e2e
 def test_before_result_after_the_end_line_before_the_report(dexd, tmp_path, monkeypatch):
     ledger = _env(monkeypatch, tmp_path, "before-result", hold_all=True)
     seen: list = []
@@ -145,6 +148,7 @@ def test_before_result_after_the_end_line_before_the_report(dexd, tmp_path, monk
         ([("start", None), ("end", "ok")], running, types_pb2.STEP_KIND_RUN_MODEL)]
 
 
+@pytest.mark.e2e
 def test_code_hook_gets_before_result(dexd, tmp_path, monkeypatch):
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv(dex.LEDGER_ENV, str(ledger))

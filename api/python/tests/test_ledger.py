@@ -47,6 +47,7 @@ async def _session(client: dex.Client):
     return s, await _until(idle, "the session ended its turn")
 
 
+@pytest.mark.e2e
 def test_ledger_lines_against_dexd(dexd, tmp_path, monkeypatch):
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv(dex.LEDGER_ENV, str(ledger))
@@ -66,6 +67,7 @@ def test_ledger_lines_against_dexd(dexd, tmp_path, monkeypatch):
     assert lines[0]["step"] != lines[5]["step"]
 
 
+@pytest.mark.e2e
 def test_no_ledger_without_the_variable(dexd, tmp_path, monkeypatch):
     monkeypatch.delenv(dex.LEDGER_ENV, raising=False)
     monkeypatch.chdir(tmp_path)

@@ -12,6 +12,8 @@ import dex
 from dex.v1 import types_pb2
 from conftest import BIN, Dexd
 
+pytestmark = pytest.mark.e2e  # every test here starts processes
+
 SECRET = "python-worker-test-secret"
 
 

@@ -14,9 +14,12 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 
 from conftest import free_port
 from dex.v1 import admin_pb2, admin_pb2_grpc
+
+pytestmark = pytest.mark.e2e  # every test here starts processes
 
 PYDIR = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 // and editHistory, with the statuses the cluster answers on bad use.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Client, Code, codeOf, HistoryKind, Outcome, SessionStatus, Worker, type Channel, type GetSessionResponse, type WorkerOptions } from "../src/index.js";
+import { Client, Code, codeOf, HistoryKind, Outcome, SessionStatus, Worker, type Channel, type GetSessionResponse, type WorkerOptions } from "../../src/index.js";
 import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {

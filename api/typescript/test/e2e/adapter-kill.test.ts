@@ -3,7 +3,7 @@
 // demo Worker (demo/main.js --adapter NAME, the framework faked as in
 // make chaos-adapters) SIGKILLed at the row's moment, then a new one. The
 // session's Steps and the Workers' side-effect ledger say what ran again.
-// dexd comes from $DEX_BIN (make test-typescript), else it is built with go.
+// dexd comes from $DEX_BIN (make e2e-typescript), else it is built with go.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -12,11 +12,11 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
   AttemptProgress, Client, dial, HistoryKind, Outcome, SessionStatus, StepKind, type Channel, type Step,
-} from "../src/index.js";
-import type { GetSessionResponse } from "../gen/dex/v1/sessions_pb.js";
+} from "../../src/index.js";
+import type { GetSessionResponse } from "../../gen/dex/v1/sessions_pb.js";
 import { binDir, freePort } from "./cluster.js";
 
-const repo = resolve(import.meta.dirname, "../../../..");
+const repo = resolve(import.meta.dirname, "../../../../..");
 const canBuild = existsSync(join(repo, "go.mod")) && spawnSync("go", ["version"], { stdio: "ignore" }).status === 0;
 const haveDexd = existsSync(join(binDir, "dexd"));
 const skip = haveDexd || canBuild ? false : `no dexd in ${binDir} and no go to build one`;
@@ -112,7 +112,7 @@ describe("each adapter's Worker killed at a row's moment (real dexd and Worker p
   function startWorker(adapter: string, id: string): ChildProcess {
     const log = openSync(join(dir, `${id}.log`), "a");
     const w = spawn(process.execPath, [
-      join(import.meta.dirname, "../demo/main.js"), "--addr", target, "--ledger", join(dir, "ledger.jsonl"), "--script", join(dir, "script.json"),
+      join(import.meta.dirname, "../../demo/main.js"), "--addr", target, "--ledger", join(dir, "ledger.jsonl"), "--script", join(dir, "script.json"),
       "--adapter", adapter, "--id", id, "--poll-wait", "1s",
     ], { detached: true, stdio: ["ignore", log, log] });
     closeSync(log);

@@ -10,12 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   Client, dial, HoldAllEnv, HoldEnv, LedgerEnv, Moments, SessionStatus, StepKind, StepStatus, Worker, type Channel, type Moment, type WorkerOptions,
-} from "../src/index.js";
+} from "../../src/index.js";
 import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
 // A model that calls send_invoice once, then answers "done".
 const workerScript = `
-import { dial, HistoryKind, sideEffect, Worker } from ${JSON.stringify(join(import.meta.dirname, "../src/index.js"))};
+import { dial, HistoryKind, sideEffect, Worker } from ${JSON.stringify(join(import.meta.dirname, "../../src/index.js"))};
 const ch = dial(process.env.DEX_ADDR);
 const w = new Worker(ch, {
   id: "held-worker", pollWaitMs: 1000,

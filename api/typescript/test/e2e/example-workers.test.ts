@@ -11,11 +11,11 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { Client, SessionStatus, StepKind, type Channel } from "../src/index.js";
+import { Client, SessionStatus, StepKind, type Channel } from "../../src/index.js";
 import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
-const example = resolve(import.meta.dirname, "../../../../docs/examples/typescript");
-const lib = resolve(import.meta.dirname, "../..");
+const example = resolve(import.meta.dirname, "../../../../../docs/examples/typescript");
+const lib = resolve(import.meta.dirname, "../../..");
 const skip = !haveDexd || !existsSync(join(binDir, "dexchaos")) ? `no dexd or dexchaos in ${binDir} (make build)`
   : !existsSync(join(example, "node_modules")) ? `no packages in ${example} (npm ci there)` : false;
 

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { Client, Code, codeOf, SessionStatus, Worker, type Channel } from "../src/index.js";
+import { Client, Code, codeOf, SessionStatus, Worker, type Channel } from "../../src/index.js";
 import { binDir, haveDexd, type Cluster, oneNodeForSuite } from "./cluster.js";
 
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
@@ -61,7 +61,7 @@ describe("against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir}
 
   it("the demo Worker writes dexworker's ledger lines and stops with exit 0 on SIGTERM", async () => {
     const ledger = join(cl.dir, "ledger.jsonl");
-    const p = spawn("node", [join(import.meta.dirname, "../demo/main.js"), "--addr", cl.target, "--ledger", ledger, "--id", "demo-ts",
+    const p = spawn("node", [join(import.meta.dirname, "../../demo/main.js"), "--addr", cl.target, "--ledger", ledger, "--id", "demo-ts",
       "--poll-wait", "1s"], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     p.stderr!.on("data", (d) => (stderr += d));
@@ -109,7 +109,7 @@ describe("against a real dexd", { skip: haveDexd ? false : `no dexd in ${binDir}
     });
     await new Promise<void>((r) => llm.listen(0, "127.0.0.1", () => r()));
     const cwd = mkdtempSync(join(cl.dir, "agent-"));
-    const p = spawn("node", [join(import.meta.dirname, "../examples/agent.js")], {
+    const p = spawn("node", [join(import.meta.dirname, "../../examples/agent.js")], {
       cwd, stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, DEX_ADDR: cl.target, ANTHROPIC_API_KEY: "test", ANTHROPIC_BASE_URL: `http://127.0.0.1:${(llm.address() as AddressInfo).port}` },
     });

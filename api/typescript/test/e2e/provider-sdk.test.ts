@@ -13,7 +13,7 @@ import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { binDir } from "./cluster.js";
 
-const repo = resolve(import.meta.dirname, "../../../..");
+const repo = resolve(import.meta.dirname, "../../../../..");
 const canBuild = existsSync(join(repo, "go.mod")) && spawnSync("go", ["version"], { stdio: "ignore" }).status === 0;
 const haveBin = existsSync(join(binDir, "dexchaos"));
 const skip = haveBin || canBuild ? false : `no dexchaos in ${binDir} and no go to build one`;

@@ -1,4 +1,4 @@
-// Starts real dexd nodes from $DEX_BIN (make test-typescript sets it) on
+// Starts real dexd nodes from $DEX_BIN (make e2e-typescript sets it) on
 // 127.0.0.1 free ports in a temp dir, and stops them by PID.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before } from "node:test";
 
-import { dial, type Channel } from "../src/index.js";
+import { dial, type Channel } from "../../src/index.js";
 
-export const binDir = resolve(process.env.DEX_BIN ?? join(import.meta.dirname, "../../../../bin"));
+export const binDir = resolve(process.env.DEX_BIN ?? join(import.meta.dirname, "../../../../../bin"));
 export const haveDexd = existsSync(join(binDir, "dexd"));
 
 /** A port free on 127.0.0.1 right now. */
