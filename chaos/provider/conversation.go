@@ -104,12 +104,15 @@ type transcript struct {
 }
 
 // readTranscript reads a user message as a transcript when it is one: it
-// starts with "User: ". A "Result of" line counts only when it answers an
-// "Assistant called" line before it (the same name and id); other lines of no
-// entry's shape continue the entry before them, so a user message of several
-// lines stays whole. Consecutive assistant lines are one turn; a result or a
-// user line ends it.
+// starts with "User: ", once the Claude Code CLI's <system-reminder> blocks
+// before and after it are left out (the CLI puts its environment, the date
+// and such in the user message's first text blocks). A "Result of" line
+// counts only when it answers an "Assistant called" line before it (the same
+// name and id); other lines of no entry's shape continue the entry before
+// them, so a user message of several lines stays whole. Consecutive
+// assistant lines are one turn; a result or a user line ends it.
 func readTranscript(text string) (transcript, bool) {
+	text = withoutReminders(text)
 	if !strings.HasPrefix(text, "User: ") {
 		return transcript{}, false
 	}
@@ -152,6 +155,24 @@ func readTranscript(text string) (transcript, bool) {
 	}
 	endUser()
 	return t, true
+}
+
+// withoutReminders leaves out the <system-reminder> blocks at the start and
+// at the end of a text, and the blank space around them.
+func withoutReminders(text string) string {
+	const open, end = "<system-reminder>", "</system-reminder>"
+	for {
+		t := strings.TrimSpace(text)
+		switch {
+		case strings.HasPrefix(t, open) && strings.Contains(t, end):
+			t = t[strings.Index(t, end)+len(end):]
+		case strings.HasSuffix(t, end) && strings.Contains(t, open):
+			t = t[:strings.LastIndex(t, open)]
+		default:
+			return t
+		}
+		text = t
+	}
 }
 
 func resultKey(line string) string {

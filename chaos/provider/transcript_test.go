@@ -29,13 +29,17 @@ func TestReadTranscript(t *testing.T) {
 		// A tool result of several lines stays with its result.
 		{"User: q\nAssistant called x (1) with {}\nResult of x (1): line 1\nline 2\nAssistant: done",
 			transcript{"q", "q", 2}},
+		// The Claude Code CLI's reminders around it are not the transcript's.
+		{"<system-reminder>\n# Environment\nUser: no\n</system-reminder>\n<system-reminder>\nToday's date is 2026-12-02.\n</system-reminder>\n\n" +
+			"User: q\nAssistant: a\n<system-reminder>\nlater\n</system-reminder>",
+			transcript{"q", "q", 1}},
 	} {
 		got, ok := readTranscript(c.text)
 		if !ok || got != c.want {
 			t.Errorf("%q: got %+v (%v), want %+v", c.text, got, ok, c.want)
 		}
 	}
-	for _, text := range []string{"weather?", "Tell the User: hi", " User: hi", ""} {
+	for _, text := range []string{"weather?", "Tell the User: hi", "<system-reminder>x</system-reminder>weather?", "<system-reminder>User: hi", ""} {
 		if _, ok := readTranscript(text); ok {
 			t.Errorf("%q read as a transcript", text)
 		}
@@ -44,13 +48,15 @@ func TestReadTranscript(t *testing.T) {
 
 // cliRequest is a request as the Claude Code CLI (the Claude Agent SDK's)
 // sends it for a query of Dex's claude-agent-sdk adapter: the Dex history as
-// one user message (a transcript), the CLI's environment as a system
-// message, the "dex" MCP server's tools, streamed. after are the messages
-// the CLI adds within the query.
+// one user message (a transcript) after the CLI's reminders (its
+// environment, the date), the "dex" MCP server's tools, streamed. after are
+// the messages the CLI adds within the query.
 func cliRequest(prompt string, after ...string) string {
 	p, _ := json.Marshal(prompt)
-	msgs := []string{`{"role":"user","content":[{"type":"text","text":` + string(p) + `}]}`,
-		`{"role":"system","content":[{"type":"text","text":"# Environment\nYou have been invoked in the following environment."}]}`}
+	msgs := []string{`{"role":"user","content":[
+		{"type":"text","text":"<system-reminder>\n# Environment\nYou have been invoked in the following environment: \n - Platform: linux\n</system-reminder>"},
+		{"type":"text","text":"<system-reminder>\nToday's date is 2026-12-02.\n</system-reminder>\n"},
+		{"type":"text","text":` + string(p) + `,"cache_control":{"type":"ephemeral"}}]}`}
 	return `{"model":"claude-haiku-4-5","max_tokens":32000,"stream":true,
 		"system":[{"type":"text","text":"You are a Claude agent, built on Anthropic's Claude Agent SDK."}],
 		"tools":[{"name":"DeferredToolPlaceholder","input_schema":{"type":"object","properties":{}},"defer_loading":true},
