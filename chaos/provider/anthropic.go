@@ -14,6 +14,18 @@ type messagesRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+}
+
+// offered names the tools the request offers.
+func (r *messagesRequest) offered() []string {
+	var names []string
+	for _, t := range r.Tools {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 func (r *messagesRequest) conversation() conversation {
@@ -56,7 +68,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, &failure{status: http.StatusBadRequest, message: err.Error()}, 0)
 		return
 	}
-	p := s.decide("messages", req.Model, req.Stream, req.conversation())
+	p := s.decide("messages", req.Model, req.Stream, req.conversation(), req.offered())
 	if wait(r.Context(), p.delay) != nil {
 		return
 	}

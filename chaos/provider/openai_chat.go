@@ -17,6 +17,20 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// offered names the tools the request offers.
+func (r *chatRequest) offered() []string {
+	var names []string
+	for _, t := range r.Tools {
+		names = append(names, t.Function.Name)
+	}
+	return names
 }
 
 func (r *chatRequest) conversation() conversation {
@@ -42,7 +56,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, &failure{status: http.StatusBadRequest, message: err.Error()})
 		return
 	}
-	p := s.decide("chat.completions", req.Model, req.Stream, req.conversation())
+	p := s.decide("chat.completions", req.Model, req.Stream, req.conversation(), req.offered())
 	if wait(r.Context(), p.delay) != nil {
 		return
 	}

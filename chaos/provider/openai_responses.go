@@ -16,6 +16,22 @@ type responsesRequest struct {
 	Tools              json.RawMessage `json:"tools"`
 }
 
+// offered names the tools the request offers (a function tool's name; a
+// built-in tool has none).
+func (r *responsesRequest) offered() []string {
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(r.Tools, &tools)
+	var names []string
+	for _, t := range tools {
+		if t.Name != "" {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
 type responsesItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
@@ -64,7 +80,7 @@ func (s *Server) responsesAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := s.responsesConversation(&req)
-	p := s.decide("responses", req.Model, req.Stream, c)
+	p := s.decide("responses", req.Model, req.Stream, c, req.offered())
 	if wait(r.Context(), p.delay) != nil {
 		return
 	}

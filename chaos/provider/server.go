@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -119,8 +121,9 @@ type failure struct {
 	retryAfter int
 }
 
-// decide picks the call's output (or its scripted error) and records the call.
-func (s *Server) decide(api, model string, stream bool, c conversation) plan {
+// decide picks the call's output (or its scripted error) and records the call;
+// offered are the names of the tools the request offers (offeredNames).
+func (s *Server) decide(api, model string, stream bool, c conversation, offered []string) plan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	call := Call{Seq: len(s.calls) + 1, API: api, Stream: stream, Model: model,
@@ -133,7 +136,7 @@ func (s *Server) decide(api, model string, stream bool, c conversation) plan {
 		p.fail = &failure{status: http.StatusBadRequest, message: fmt.Sprintf("dex provider: script turn %d has %d outputs and the conversation already holds %d answers", call.Turn, len(s.script.Turns[call.Turn].Outputs), c.answered)}
 	default:
 		t := s.script.Turns[call.Turn]
-		p.out = t.Outputs[c.answered]
+		p.out = offeredNames(t.Outputs[c.answered], offered)
 		p.delay = time.Duration(t.DelayMS+p.out.DelayMS) * time.Millisecond
 		p.fail = s.scriptedError(t, attemptKey{c.first, call.Turn, c.answered})
 	}
@@ -147,6 +150,47 @@ func (s *Server) decide(api, model string, stream bool, c conversation) plan {
 		}
 	}
 	return p
+}
+
+// offeredNames returns the output with each tool call under the name the
+// request offers that tool by. A framework may offer a tool under a longer
+// name than the script's: the Claude Code CLI offers an MCP server's tools as
+// mcp__SERVER__NAME. So a call whose name is not offered, when exactly one
+// offered name ends with "__" and that name, takes the offered name; any other
+// call keeps its name.
+func offeredNames(o Output, offered []string) Output {
+	var calls []ToolCall
+	for i, c := range o.ToolCalls {
+		if name := offeredName(c.Name, offered); name != c.Name {
+			if calls == nil {
+				calls = slices.Clone(o.ToolCalls)
+			}
+			calls[i].Name = name
+		}
+	}
+	if calls != nil {
+		o.ToolCalls = calls
+	}
+	return o
+}
+
+func offeredName(name string, offered []string) string {
+	if slices.Contains(offered, name) {
+		return name
+	}
+	found := ""
+	for _, o := range offered {
+		if strings.HasSuffix(o, "__"+name) {
+			if found != "" {
+				return name // two candidates: neither is chosen
+			}
+			found = o
+		}
+	}
+	if found == "" {
+		return name
+	}
+	return found
 }
 
 // scriptedError counts the attempt and returns the error it must fail with, if

@@ -81,4 +81,24 @@ describe("the Claude Agent SDK adapter (at query()'s message stream, not the CLI
     assert.deepEqual(out.inlineResults, cli.map((c) => ({ ...c, content: `${c.tool} done`, isError: false })));
     assert.equal(out.text, "ok");
   });
+
+  it("gives each query an MCP server of its own, so concurrent RunModels all get the tools", async () => {
+    // The SDK connects a server's instance to one CLI at a time: a shared
+    // one left a second, concurrent query without the dex tools.
+    const instances: unknown[] = [];
+    const a = claudeAgentSdkAdapter({
+      tools: [claudeTool("save_note", "", {}, async () => ({ content: [] }))],
+      dexTools: { save_note: { access: "idempotent_write" } },
+      query: async function* (params) {
+        const dex = params.options.mcpServers?.dex as { type: string; instance: unknown };
+        assert.equal(dex.type, "sdk");
+        instances.push(dex.instance);
+        await new Promise((res) => setTimeout(res, 10));
+        yield { type: "result", subtype: "success" } as never;
+      },
+    });
+    await Promise.all([a.model.run(input), a.model.run(input)]);
+    assert.equal(instances.length, 2);
+    assert.notEqual(instances[0], instances[1]);
+  });
 });

@@ -8,7 +8,7 @@
 # DEX_SRC: a Dex checkout (default ../../.., this package's place in Dex).
 # BIN: where dexd and dexchaos are built (default $DEX_SRC/bin).
 # WORKER: the Worker to certify (default dist/worker.js; also
-# dist/worker-openai-agents.js).
+# dist/worker-openai-agents.js, dist/worker-claude-agent-sdk.js).
 set -eu
 cd "$(dirname "$0")"
 DEX_SRC=$(cd "${DEX_SRC:-../../..}" && pwd)

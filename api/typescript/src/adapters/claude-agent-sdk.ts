@@ -67,11 +67,14 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
       return { content: text, isError: !!r.isError };
     }, d.description));
   }
-  const server = defs.size > 0 ? createSdkMcpServer({ name: serverName, tools: [...defs.values()] }) : undefined;
   const q: QueryFn = o.query ?? ((params) => sdkQuery(params));
 
   const run = async (input: ModelInput): Promise<ModelOutputInit> => {
     const base = typeof o.options === "function" ? o.options(input) : (o.options ?? {});
+    // A server of its own per query: the SDK connects the server's instance
+    // to the query's CLI, and an instance takes one connection at a time, so
+    // a shared one would leave a concurrent query without the tools.
+    const server = defs.size > 0 ? createSdkMcpServer({ name: serverName, tools: [...defs.values()] }) : undefined;
     const deferred: { callId: string; tool: string; arguments: string }[] = [];
     const defer: HookCallback = async (h, toolUseID) => {
       const hi = h as { tool_name?: string; tool_input?: unknown; tool_use_id?: string };

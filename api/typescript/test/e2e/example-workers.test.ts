@@ -19,7 +19,12 @@ const lib = resolve(import.meta.dirname, "../../..");
 const skip = !haveDexd || !existsSync(join(binDir, "dexchaos")) ? `no dexd or dexchaos in ${binDir} (make build)`
   : !existsSync(join(example, "node_modules")) ? `no packages in ${example} (npm ci there)` : false;
 
-const workers = ["worker.js", "worker-openai-agents.js"];
+// The Claude Agent SDK's Worker runs the Claude Code CLI the SDK installs
+// for this platform (an optional package of the SDK's).
+const sdk = join(example, "node_modules/@anthropic-ai");
+const haveCli = existsSync(sdk) && readdirSync(sdk).some((d) => d.startsWith(`claude-agent-sdk-${process.platform}-${process.arch}`));
+const workers = ["worker.js", "worker-openai-agents.js", "worker-claude-agent-sdk.js"];
+const skipWorker = (file: string) => file === "worker-claude-agent-sdk.js" && !haveCli ? `no Claude Code CLI for ${process.platform}-${process.arch} in ${sdk}` : false;
 const script = {
   turns: workers.flatMap((_, i) => [
     { contains: `certify ${2 * i + 1}: call send_invoice`, outputs: [
@@ -55,7 +60,7 @@ describe("the certify example's Workers", { skip }, () => {
 
     dir = mkdtempSync(join(tmpdir(), "dexexample-"));
     writeFileSync(join(dir, "script.json"), JSON.stringify(script));
-    provider = spawn(join(binDir, "dexchaos"), ["provider", "--script", join(dir, "script.json"), "--addr", "127.0.0.1:0"],
+    provider = spawn(join(binDir, "dexchaos"), ["provider", "--script", join(dir, "script.json"), "--addr", "127.0.0.1:0", "--log", join(dir, "calls.jsonl")],
       { stdio: ["ignore", "pipe", "inherit"] });
     for await (const line of createInterface({ input: provider.stdout! })) {
       const [k, v] = line.split("=", 2);
@@ -70,7 +75,7 @@ describe("the certify example's Workers", { skip }, () => {
   });
 
   for (const [i, file] of workers.entries()) {
-    it(`${file}: an invoice keyed by the idempotency key, a card charged once`, async () => {
+    it(`${file}: an invoice keyed by the idempotency key, a card charged once`, { skip: skipWorker(file) }, async () => {
       const wdir = join(dir, file);
       mkdirSync(wdir);
       const ledger = join(wdir, "ledger.jsonl");
@@ -99,7 +104,7 @@ describe("the certify example's Workers", { skip }, () => {
               got.push(r);
               break;
             }
-            assert.ok(Date.now() < deadline, `session ${s.id} did not end; Worker stderr:\n${stderr}`);
+            assert.ok(Date.now() < deadline, `session ${s.id} did not end: ${SessionStatus[r.session?.status ?? 0]}, steps ${r.steps.map((x) => `${StepKind[x.kind]} ${x.tool} ${x.status}`).join(", ")}; Worker stderr:\n${stderr}\nmodel calls:\n${readFileSync(join(dir, "calls.jsonl"), "utf8")}`);
             await new Promise((res) => setTimeout(res, 50));
           }
         }
