@@ -170,6 +170,7 @@ certify-examples: build-go
 	cd docs/examples/go && ./certify.sh --columns worker-kill
 	cd docs/examples/typescript && ./certify.sh --columns worker-kill
 	cd docs/examples/typescript && WORKER=dist/worker-openai-agents.js ./certify.sh --columns worker-kill
+	cd docs/examples/typescript && WORKER=dist/worker-claude-agent-sdk.js ./certify.sh --columns worker-kill
 
 # The TypeScript Worker library (api/typescript): its npm packages (npm ci,
 # once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo
