@@ -58,46 +58,12 @@ func DiscoverTools(ctx context.Context, o MatrixOptions) ([]CertifyTool, error) 
 // SelectCertifyCells lists the cells of rows in the columns asked for
 // (default CertifyColumns) whose "Step | Moment" matches rowPattern.
 func SelectCertifyCells(rows []Row, columns []string, rowPattern string) ([]Cell, error) {
-	if len(columns) == 0 {
-		columns = CertifyColumns
+	var allowed []Column
+	for _, name := range CertifyColumns {
+		c, _ := ColumnByName(name)
+		allowed = append(allowed, c)
 	}
-	var cols []Column
-	for _, name := range columns {
-		c, ok := ColumnByName(name)
-		if !ok || !containsString(CertifyColumns, name) {
-			return nil, fmt.Errorf("unknown column %q (certify runs: %s)", name, strings.Join(CertifyColumns, ", "))
-		}
-		cols = append(cols, c)
-	}
-	var re *regexp.Regexp
-	if rowPattern != "" {
-		var err error
-		if re, err = regexp.Compile(rowPattern); err != nil {
-			return nil, fmt.Errorf("--row: %w", err)
-		}
-	}
-	var out []Cell
-	for i := range rows {
-		if re != nil && !re.MatchString(rows[i].Name()) {
-			continue
-		}
-		for _, c := range cols {
-			out = append(out, Cell{Row: &rows[i], Column: c})
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no cell matches the columns and rows asked for")
-	}
-	return out, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return selectCells(rows, allowed, columns, rowPattern)
 }
 
 // Reproduce is the command line that runs one cell again.

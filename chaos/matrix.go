@@ -139,20 +139,26 @@ type MatrixOptions struct {
 // SelectCells lists the cells of the options' columns and rows, in report
 // order (row by row, column by column).
 func SelectCells(columns []string, rowPattern string) ([]Cell, error) {
+	return selectCells(Rows, Columns, columns, rowPattern)
+}
+
+// selectCells lists the cells of rows in the columns asked for (default
+// all of allowed) whose "Step | Moment" matches rowPattern.
+func selectCells(rows []Row, allowed []Column, columns []string, rowPattern string) ([]Cell, error) {
 	var cols []Column
 	if len(columns) == 0 {
-		cols = Columns
+		cols = allowed
 	}
 	for _, name := range columns {
-		c, ok := ColumnByName(name)
-		if !ok {
+		i := slices.IndexFunc(allowed, func(c Column) bool { return c.Name == name })
+		if i < 0 {
 			var known []string
-			for _, c := range Columns {
+			for _, c := range allowed {
 				known = append(known, c.Name)
 			}
 			return nil, fmt.Errorf("unknown column %q (known: %s)", name, strings.Join(known, ", "))
 		}
-		cols = append(cols, c)
+		cols = append(cols, allowed[i])
 	}
 	var re *regexp.Regexp
 	if rowPattern != "" {
@@ -162,8 +168,8 @@ func SelectCells(columns []string, rowPattern string) ([]Cell, error) {
 		}
 	}
 	var out []Cell
-	for i := range Rows {
-		r := &Rows[i]
+	for i := range rows {
+		r := &rows[i]
 		if re != nil && !re.MatchString(r.Name()) {
 			continue
 		}

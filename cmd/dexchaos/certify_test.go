@@ -20,7 +20,7 @@ func TestCertify_BadUsageExits2AndSaysWhy(t *testing.T) {
 		{[]string{"certify", "--tools", tools}, "no Worker command: give it after --"},
 		{[]string{"certify", "--tools", tools, "--", "w"}, `policy "charge_once" must be`},
 		{[]string{"certify", "--tools", "no-such.json", "--", "w"}, "no-such.json"},
-		{[]string{"certify", "--columns", "leader-pause", "--", "w"}, "certify runs: worker-kill, server-restart, takeover"},
+		{[]string{"certify", "--columns", "leader-pause", "--", "w"}, `unknown column "leader-pause" (known: worker-kill, server-restart, takeover)`},
 		{[]string{"certify", "--list"}, "--list needs --tools"},
 	}
 	for _, b := range bad {
