@@ -153,9 +153,6 @@ func PolicyText(t *fsmpb.ToolSpec) string {
 }
 
 func (a *applier) deregisterWorker(c *fsmpb.DeregisterWorker) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	if r := validID("worker id", c.WorkerId); r != nil {
 		return rejected(r)
 	}

@@ -217,19 +217,34 @@ func (a *applier) dropFirstEvent(log *fsmpb.EventLog) {
 	}
 }
 
-func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
+// checkEventRetention refuses a SetEventRetention whose fields are out of range, before its epoch
+// is checked.
+func checkEventRetention(c *fsmpb.SetEventRetention) *Rejection {
 	if c.Retention == nil {
-		return rejected(reject(CodeInvalid, "retention is required"))
+		return reject(CodeInvalid, "retention is required")
 	}
 	if c.Retention.AgeMs < 0 {
-		return rejected(reject(CodeInvalid, "retention age must not be negative, got %d ms", c.Retention.AgeMs))
+		return reject(CodeInvalid, "retention age must not be negative, got %d ms", c.Retention.AgeMs)
 	}
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
+	return nil
+}
+
+func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
 	m := a.meta()
 	m.EventRetention = proto.Clone(c.Retention).(*fsmpb.EventRetention)
 	return &Result{}
+}
+
+// checkPruneEvents refuses a PruneEvents whose fields are out of range, before its epoch
+// is checked.
+func checkPruneEvents(c *fsmpb.PruneEvents) *Rejection {
+	if c.MaxEvents == 0 || c.MaxEvents > MaxPruneEvents {
+		return reject(CodeInvalid, "max_events must be 1..%d, got %d", MaxPruneEvents, c.MaxEvents)
+	}
+	if len(c.SessionIds) > MaxPruneSessions {
+		return reject(CodeInvalid, "at most %d sessions per prune, got %d", MaxPruneSessions, len(c.SessionIds))
+	}
+	return nil
 }
 
 // pruneEvents drops the events older than the retention age, sessions whose
@@ -238,15 +253,6 @@ func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
 // waits for the ones before it), then trims the named sessions to the
 // retention count, within max_events.
 func (a *applier) pruneEvents(c *fsmpb.PruneEvents) *Result {
-	if c.MaxEvents == 0 || c.MaxEvents > MaxPruneEvents {
-		return rejected(reject(CodeInvalid, "max_events must be 1..%d, got %d", MaxPruneEvents, c.MaxEvents))
-	}
-	if len(c.SessionIds) > MaxPruneSessions {
-		return rejected(reject(CodeInvalid, "at most %d sessions per prune, got %d", MaxPruneSessions, len(c.SessionIds)))
-	}
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	ret := a.meta().GetEventRetention()
 	budget := int(c.MaxEvents)
 	if age := ret.GetAgeMs(); age > 0 {
