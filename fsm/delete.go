@@ -32,14 +32,6 @@ const (
 	indexStatusUpdated = "status_updated"
 )
 
-// withLifecycleSchema adds the sessions' (status, updated_at_ms) index.
-func withLifecycleSchema(s *memdb.DBSchema) *memdb.DBSchema {
-	s.Tables[tableSessions].Indexes[indexStatusUpdated] = &memdb.IndexSchema{
-		Name: indexStatusUpdated, AllowMissing: true, Indexer: restingSessionIndexer{},
-	}
-	return s
-}
-
 // inTurn reports whether a session's status is one of a turn under way.
 func inTurn(st fsmpb.SessionStatus) bool {
 	return st == fsmpb.SessionStatus_SESSION_STATUS_RUNNING || st == fsmpb.SessionStatus_SESSION_STATUS_WAITING

@@ -41,18 +41,6 @@ const (
 	eventPageSize = 16
 )
 
-// withEventSchema adds the events and the EventLog table to the schema.
-func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
-	s.Tables[tableEvents] = &memdb.TableSchema{Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{
-		indexID: {Name: indexID, Unique: true, Indexer: eventPageKey},
-	}}
-	s.Tables[tableEventLogs] = &memdb.TableSchema{Name: tableEventLogs, Indexes: map[string]*memdb.IndexSchema{
-		indexID:      {Name: indexID, Unique: true, Indexer: eventLogKey},
-		indexFirstAt: {Name: indexFirstAt, AllowMissing: true, Indexer: dueIndexer{due: firstKeptAt}},
-	}}
-	return s
-}
-
 func firstKeptAt(obj any) (int64, bool) {
 	l, ok := obj.(*fsmpb.EventLog)
 	if !ok || l.FirstSeq == 0 {
