@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	memdb "github.com/hashicorp/go-memdb"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -185,11 +183,6 @@ func (s *State) QueuedStepsFor(model bool, tool, agent string) []*fsmpb.Step {
 		out = append(out, raw.(*fsmpb.Step))
 	}
 	return out
-}
-
-func withAgentSchema(s *memdb.DBSchema) *memdb.DBSchema {
-	s.Tables[tableWorkers].Indexes[indexModelAgent] = &memdb.IndexSchema{Name: indexModelAgent, AllowMissing: true, Indexer: modelAgentIndexer{}}
-	return s
 }
 
 // modelAgentIndexer indexes a Worker under each agent whose model it runs.

@@ -22,9 +22,6 @@ func AttemptToken(stepID string, n uint32, epoch uint64) string {
 }
 
 func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	if r := validID("worker id", c.WorkerId); r != nil {
 		return rejected(r)
 	}
@@ -223,12 +220,9 @@ func CheckModelOutput[C namedCall](calls []C) *Rejection {
 	return nil
 }
 
-// runningAttempt checks a leader's command that ends an attempt: the epoch is
-// current, the attempt is the Step's current one and it still runs.
-func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*fsmpb.Step, *fsmpb.Attempt, *Rejection) {
-	if r := a.checkEpoch(epoch); r != nil {
-		return nil, nil, r
-	}
+// runningAttempt checks a leader's command that ends an attempt (the table
+// fences its epoch): the attempt is the Step's current one and it still runs.
+func (a *applier) runningAttempt(stepID string, n uint32) (*fsmpb.Step, *fsmpb.Attempt, *Rejection) {
 	st, r := a.step(stepID)
 	if r != nil {
 		return nil, nil, r
@@ -244,7 +238,7 @@ func (a *applier) runningAttempt(epoch uint64, stepID string, n uint32) (*fsmpb.
 }
 
 func (a *applier) expireAttempt(c *fsmpb.ExpireAttempt) *Result {
-	st, at, r := a.runningAttempt(c.Epoch, c.StepId, c.Attempt)
+	st, at, r := a.runningAttempt(c.StepId, c.Attempt)
 	if r != nil {
 		return rejected(r)
 	}

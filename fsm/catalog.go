@@ -20,21 +20,6 @@ const (
 	indexTool        = "tool"
 )
 
-func catalogTables() map[string]*memdb.TableSchema {
-	return map[string]*memdb.TableSchema{
-		tableTools: {Name: tableTools, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Name"}},
-		}},
-		tableWorkerTools: {Name: tableWorkerTools, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-				&memdb.StringFieldIndex{Field: "Tool"}, &memdb.StringFieldIndex{Field: "WorkerId"},
-			}}},
-			indexWorker: {Name: indexWorker, Indexer: &memdb.StringFieldIndex{Field: "WorkerId"}},
-			indexTool:   {Name: indexTool, Indexer: &memdb.StringFieldIndex{Field: "Tool"}},
-		}},
-	}
-}
-
 // toolSpec finds a tool of the catalog by name (nil when no live Worker
 // serves it).
 func (a *applier) toolSpec(name string) *fsmpb.ToolSpec {
@@ -153,9 +138,6 @@ func PolicyText(t *fsmpb.ToolSpec) string {
 }
 
 func (a *applier) deregisterWorker(c *fsmpb.DeregisterWorker) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	if r := validID("worker id", c.WorkerId); r != nil {
 		return rejected(r)
 	}

@@ -32,14 +32,6 @@ const (
 	indexStatusUpdated = "status_updated"
 )
 
-// withLifecycleSchema adds the sessions' (status, updated_at_ms) index.
-func withLifecycleSchema(s *memdb.DBSchema) *memdb.DBSchema {
-	s.Tables[tableSessions].Indexes[indexStatusUpdated] = &memdb.IndexSchema{
-		Name: indexStatusUpdated, AllowMissing: true, Indexer: restingSessionIndexer{},
-	}
-	return s
-}
-
 // inTurn reports whether a session's status is one of a turn under way.
 func inTurn(st fsmpb.SessionStatus) bool {
 	return st == fsmpb.SessionStatus_SESSION_STATUS_RUNNING || st == fsmpb.SessionStatus_SESSION_STATUS_WAITING
@@ -105,19 +97,22 @@ func (a *applier) tombstone(s *fsmpb.Session) {
 	a.tellParent(s, fmt.Sprintf("<child-deleted agent=%q>the agent was deleted</child-deleted>", s.Id))
 }
 
+// checkExpireSessions refuses an ExpireSessions whose fields are out of range, before its epoch
+// is checked.
+func checkExpireSessions(c *fsmpb.ExpireSessions) *Rejection {
+	if len(c.SessionIds) == 0 || len(c.SessionIds) > MaxExpireSessions {
+		return reject(CodeInvalid, "an expiry names 1..%d sessions, got %d", MaxExpireSessions, len(c.SessionIds))
+	}
+	if c.IdleBeforeMs <= 0 {
+		return reject(CodeInvalid, "idle_before_ms must be positive, got %d", c.IdleBeforeMs)
+	}
+	return nil
+}
+
 // expireSessions deletes the named sessions that are still idle, with an
 // empty inbox, since before idle_before_ms; it skips the others, since the
 // leader read them from a state that may have moved on.
 func (a *applier) expireSessions(c *fsmpb.ExpireSessions) *Result {
-	if len(c.SessionIds) == 0 || len(c.SessionIds) > MaxExpireSessions {
-		return rejected(reject(CodeInvalid, "an expiry names 1..%d sessions, got %d", MaxExpireSessions, len(c.SessionIds)))
-	}
-	if c.IdleBeforeMs <= 0 {
-		return rejected(reject(CodeInvalid, "idle_before_ms must be positive, got %d", c.IdleBeforeMs))
-	}
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	for _, id := range c.SessionIds {
 		s, r := a.session(id)
 		if r != nil || s.Status != fsmpb.SessionStatus_SESSION_STATUS_IDLE || s.InboxCount > 0 || s.UpdatedAtMs >= c.IdleBeforeMs {
@@ -128,19 +123,19 @@ func (a *applier) expireSessions(c *fsmpb.ExpireSessions) *Result {
 	return &Result{}
 }
 
+// checkPurgeSession refuses a PurgeSession whose fields are out of range, before its epoch
+// is checked.
+func checkPurgeSession(c *fsmpb.PurgeSession) *Rejection {
+	if c.MaxRows == 0 || c.MaxRows > MaxPurgeRows {
+		return reject(CodeInvalid, "max_rows must be 1..%d, got %d", MaxPurgeRows, c.MaxRows)
+	}
+	return validID("session id", c.SessionId)
+}
+
 // purgeSession removes up to max_rows rows of a deleted session, table by
 // table: Steps, history, inbox, accepted message ids, events (oldest first,
 // through the event log so it stays true), then the event log and the header.
 func (a *applier) purgeSession(c *fsmpb.PurgeSession) *Result {
-	if c.MaxRows == 0 || c.MaxRows > MaxPurgeRows {
-		return rejected(reject(CodeInvalid, "max_rows must be 1..%d, got %d", MaxPurgeRows, c.MaxRows))
-	}
-	if r := validID("session id", c.SessionId); r != nil {
-		return rejected(r)
-	}
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	s := a.sessionRow(c.SessionId)
 	if s == nil {
 		return rejected(reject(CodeNotFound, "session %q not found", c.SessionId))

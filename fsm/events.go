@@ -41,18 +41,6 @@ const (
 	eventPageSize = 16
 )
 
-// withEventSchema adds the events and the EventLog table to the schema.
-func withEventSchema(s *memdb.DBSchema) *memdb.DBSchema {
-	s.Tables[tableEvents] = &memdb.TableSchema{Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{
-		indexID: {Name: indexID, Unique: true, Indexer: eventPageKey},
-	}}
-	s.Tables[tableEventLogs] = &memdb.TableSchema{Name: tableEventLogs, Indexes: map[string]*memdb.IndexSchema{
-		indexID:      {Name: indexID, Unique: true, Indexer: eventLogKey},
-		indexFirstAt: {Name: indexFirstAt, AllowMissing: true, Indexer: dueIndexer{due: firstKeptAt}},
-	}}
-	return s
-}
-
 func firstKeptAt(obj any) (int64, bool) {
 	l, ok := obj.(*fsmpb.EventLog)
 	if !ok || l.FirstSeq == 0 {
@@ -217,19 +205,34 @@ func (a *applier) dropFirstEvent(log *fsmpb.EventLog) {
 	}
 }
 
-func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
+// checkEventRetention refuses a SetEventRetention whose fields are out of range, before its epoch
+// is checked.
+func checkEventRetention(c *fsmpb.SetEventRetention) *Rejection {
 	if c.Retention == nil {
-		return rejected(reject(CodeInvalid, "retention is required"))
+		return reject(CodeInvalid, "retention is required")
 	}
 	if c.Retention.AgeMs < 0 {
-		return rejected(reject(CodeInvalid, "retention age must not be negative, got %d ms", c.Retention.AgeMs))
+		return reject(CodeInvalid, "retention age must not be negative, got %d ms", c.Retention.AgeMs)
 	}
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
+	return nil
+}
+
+func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
 	m := a.meta()
 	m.EventRetention = proto.Clone(c.Retention).(*fsmpb.EventRetention)
 	return &Result{}
+}
+
+// checkPruneEvents refuses a PruneEvents whose fields are out of range, before its epoch
+// is checked.
+func checkPruneEvents(c *fsmpb.PruneEvents) *Rejection {
+	if c.MaxEvents == 0 || c.MaxEvents > MaxPruneEvents {
+		return reject(CodeInvalid, "max_events must be 1..%d, got %d", MaxPruneEvents, c.MaxEvents)
+	}
+	if len(c.SessionIds) > MaxPruneSessions {
+		return reject(CodeInvalid, "at most %d sessions per prune, got %d", MaxPruneSessions, len(c.SessionIds))
+	}
+	return nil
 }
 
 // pruneEvents drops the events older than the retention age, sessions whose
@@ -238,15 +241,6 @@ func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
 // waits for the ones before it), then trims the named sessions to the
 // retention count, within max_events.
 func (a *applier) pruneEvents(c *fsmpb.PruneEvents) *Result {
-	if c.MaxEvents == 0 || c.MaxEvents > MaxPruneEvents {
-		return rejected(reject(CodeInvalid, "max_events must be 1..%d, got %d", MaxPruneEvents, c.MaxEvents))
-	}
-	if len(c.SessionIds) > MaxPruneSessions {
-		return rejected(reject(CodeInvalid, "at most %d sessions per prune, got %d", MaxPruneSessions, len(c.SessionIds)))
-	}
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	ret := a.meta().GetEventRetention()
 	budget := int(c.MaxEvents)
 	if age := ret.GetAgeMs(); age > 0 {

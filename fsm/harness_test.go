@@ -32,6 +32,34 @@ type driver struct {
 	// legacy: Workers' reports go in as the CompleteAttempt and FailAttempt
 	// of a log written before ReportAttempt.
 	legacy bool
+	// applying is the command being applied, for checkQueued.
+	applying *fsmpb.Command
+}
+
+// options are the state machine options of the driver's machine. A
+// benchmark's machine goes without checkQueued, so it times Apply alone.
+func (d *driver) options() Options {
+	o := Options{OnHalt: func(err error) { d.halts = append(d.halts, err) }}
+	if _, bench := d.t.(*testing.B); !bench {
+		o.OnApplied = d.checkQueued
+	}
+	return o
+}
+
+// checkQueued holds the command table to its word: a command that leaves a
+// Step ready to hand to a Worker says it may queue Steps, or the leader
+// would never predict them.
+func (d *driver) checkQueued(a *Applied) {
+	cmd := d.applying
+	if cmd == nil || MayQueueSteps(cmd) {
+		return
+	}
+	for _, id := range a.Steps {
+		st := d.f.State().Step(id)
+		if st != nil && st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED && st.ReadyAtMs <= cmd.NowMs && Kind(st.Kind).Runner != RunsInCluster {
+			d.t.Errorf("%T left Step %s (%s) ready, but the command table says it queues none", cmd.Body, id, st.Kind)
+		}
+	}
 }
 
 // flushTwin applies the entries the twin has not seen as one batch and
@@ -63,7 +91,7 @@ var demoTools = []*fsmpb.ToolSpec{
 
 func newDriver(t testing.TB) *driver {
 	d := &driver{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()}
-	d.f = New(Options{OnHalt: func(err error) { d.halts = append(d.halts, err) }})
+	d.f = New(d.options())
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w1", Tools: demoTools, RunsModel: true}}})
 	d.newEpoch()
 	return d
@@ -82,7 +110,9 @@ func (d *driver) try(cmd *fsmpb.Command) *Result {
 		d.t.Fatalf("encode: %v", err)
 	}
 	d.index++
+	d.applying = cmd
 	res := d.f.ApplyEntry(d.index, data)
+	d.applying = nil
 	if d.twin != nil {
 		d.pending = append(d.pending, Entry{Index: d.index, Data: data})
 		d.results = append(d.results, res)
@@ -158,7 +188,7 @@ func (d *driver) restart() {
 	if err := d.f.Snapshot().Persist(&buf); err != nil {
 		d.t.Fatal(err)
 	}
-	g := New(Options{OnHalt: func(err error) { d.halts = append(d.halts, err) }})
+	g := New(d.options())
 	if err := g.Restore(&buf); err != nil {
 		d.t.Fatal(err)
 	}

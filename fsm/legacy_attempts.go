@@ -8,6 +8,14 @@ import (
 // they apply as the ReportAttempt they mean, so an old log replays to the same
 // state (and its repeated calls keep their names "complete" and "fail").
 
+func (a *applier) completeAttempt(c *fsmpb.CompleteAttempt) *Result {
+	return a.reportAttempt(completeAsReport(c))
+}
+
+func (a *applier) failAttempt(c *fsmpb.FailAttempt) *Result {
+	return a.reportAttempt(failAsReport(c))
+}
+
 func completeAsReport(c *fsmpb.CompleteAttempt) *fsmpb.ReportAttempt {
 	res := &fsmpb.AttemptResult{}
 	switch r := c.GetResult().(type) {

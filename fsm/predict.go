@@ -7,18 +7,10 @@ import (
 )
 
 // MayQueueSteps reports whether a command can leave a Step ready to hand to
-// a Worker: one that starts or moves a turn on. Attempt starts and claims,
-// registrations and the cluster's own records never do.
+// a Worker: one that starts or moves a turn on, as the command table says.
 func MayQueueSteps(cmd *fsmpb.Command) bool {
-	switch cmd.Body.(type) {
-	case *fsmpb.Command_CreateSession, *fsmpb.Command_SendMessage, *fsmpb.Command_ReportAttempt,
-		*fsmpb.Command_ExpireAttempt, *fsmpb.Command_TimeoutAttempt, *fsmpb.Command_ResolveApproval,
-		*fsmpb.Command_AnswerQuestion, *fsmpb.Command_FireTimer, *fsmpb.Command_ResumeSession,
-		*fsmpb.Command_ResumeErrored, *fsmpb.Command_ReconcileOutcome, *fsmpb.Command_CancelTurn,
-		*fsmpb.Command_FailUnservedStep:
-		return true
-	}
-	return false
+	c := commandOf(cmd)
+	return c != nil && c.queuesSteps
 }
 
 // Predict applies cmd to the state as it is now, in a transaction that is

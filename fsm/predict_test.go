@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -88,4 +89,47 @@ func TestPredict_AppliesTheCommandsStillInFlightFirst(t *testing.T) {
 			t.Fatalf("%s: predicted %v; want the model's next call %s", name, p, want.Id)
 		}
 	}
+}
+
+// Commands that do not move a turn on can still start one, so the command
+// table says they may queue Steps and the leader predicts them: a restart
+// retries an errored session's kept turn, and deleting or expiring a child
+// tells its idle parent, which starts a turn on the message.
+func TestPredict_RestartDeleteAndExpireQueueSteps(t *testing.T) {
+	predicts := func(t *testing.T, d *driver, cmd *fsmpb.Command, session string) {
+		t.Helper()
+		if !MayQueueSteps(cmd) {
+			t.Errorf("the command table says %T queues no Steps", cmd.Body)
+		}
+		cmd.NowMs = d.now
+		got := d.f.Predict(cmd)
+		d.do(cmd)
+		want := d.queued(session, kRunModel)
+		if len(got) != 1 || got[0].Id != want.Id {
+			t.Fatalf("%T predicted %v; want %s", cmd.Body, got, want.Id)
+		}
+	}
+	t.Run("restart", func(t *testing.T) {
+		d := newDriver(t)
+		childWithToolResults(t, d)
+		d.startNext("c", kRunModel).fail(eInvalid, "no")
+		wantStatus(t, d.session("c"), sErrored)
+		d.newEpoch()
+		predicts(t, d, &fsmpb.Command{Body: &fsmpb.Command_RestartSessions{RestartSessions: &fsmpb.RestartSessions{Epoch: d.epoch}}}, "c")
+	})
+	t.Run("delete", func(t *testing.T) {
+		d := newDriver(t)
+		finishedSession(d, "p", "", 0)
+		finishedSession(d, "c", "p", 0)
+		predicts(t, d, deleteCmd("c"), "p")
+	})
+	t.Run("expire", func(t *testing.T) {
+		d := newDriver(t)
+		finishedSession(d, "p", "", 0)
+		finishedSession(d, "c", "p", 0)
+		d.advance(time.Hour)
+		predicts(t, d, &fsmpb.Command{Body: &fsmpb.Command_ExpireSessions{ExpireSessions: &fsmpb.ExpireSessions{
+			Epoch: d.epoch, IdleBeforeMs: d.now, SessionIds: []string{"c"},
+		}}}, "p")
+	})
 }

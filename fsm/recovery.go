@@ -71,9 +71,6 @@ func ResumeChoiceName(c fsmpb.ResumeChoice) string {
 // input survived is retried once, at once and with a fresh error-resume
 // backoff. The rejected-turn count is kept; paused sessions are left alone.
 func (a *applier) restartSessions(c *fsmpb.RestartSessions) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	var ids []string
 	eachSessionIn(a.tx, fsmpb.SessionStatus_SESSION_STATUS_ERRORED, func(s *fsmpb.Session) bool {
 		if s.Turn != nil {
@@ -109,9 +106,6 @@ func (a *applier) restartSessions(c *fsmpb.RestartSessions) *Result {
 
 // resumeErrored is the error-resume backoff coming due.
 func (a *applier) resumeErrored(c *fsmpb.ResumeErrored) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	s, r := a.session(c.SessionId)
 	if r != nil {
 		return rejected(r)

@@ -35,7 +35,7 @@ func RunTimeoutText(ms uint32) string {
 // though its Worker may still heartbeat it: error type timeout, then the
 // Step's policy decides as for any failed attempt.
 func (a *applier) timeoutAttempt(c *fsmpb.TimeoutAttempt) *Result {
-	st, at, r := a.runningAttempt(c.Epoch, c.StepId, c.Attempt)
+	st, at, r := a.runningAttempt(c.StepId, c.Attempt)
 	if r != nil {
 		return rejected(r)
 	}

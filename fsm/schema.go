@@ -3,12 +3,11 @@ package fsm
 import (
 	"fmt"
 
-	memdb "github.com/hashicorp/go-memdb"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-// Table names of the state store.
+// Table names of the state store; their indexes and snapshot records are
+// registered in stateTables (tables.go).
 const (
 	tableSessions = "sessions"
 	tableSteps    = "steps"
@@ -32,38 +31,6 @@ const (
 	// It is the Steps' id index (a Step id names its session and number).
 	indexSessionNumber = indexID
 )
-
-func schema() *memdb.DBSchema {
-	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-		tableSessions: {Name: tableSessions, Indexes: map[string]*memdb.IndexSchema{
-			indexID:        {Name: indexID, Unique: true, Indexer: sessionKey},
-			indexResumeDue: {Name: indexResumeDue, AllowMissing: true, Indexer: dueIndexer{due: resumeDue}},
-		}},
-		tableSteps: {Name: tableSteps, Indexes: map[string]*memdb.IndexSchema{
-			indexID:       {Name: indexID, Unique: true, Indexer: stepKeyIndexer{}},
-			indexStatus:   {Name: indexStatus, AllowMissing: true, Indexer: liveStepIndexer{}},
-			indexTimerDue: {Name: indexTimerDue, AllowMissing: true, Indexer: dueIndexer{due: timerDue}},
-		}},
-		tableWorkers: {Name: tableWorkers, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
-		}},
-		tableNodes: {Name: tableNodes, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
-		}},
-		// A session's history entries and inbox messages are keyed (session,
-		// seq), so they are contiguous and in seq order.
-		tableHistory:  {Name: tableHistory, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: historyKey}}},
-		tableInbox:    {Name: tableInbox, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: inboxKey}}},
-		tableAccepted: {Name: tableAccepted, Indexes: map[string]*memdb.IndexSchema{indexID: {Name: indexID, Unique: true, Indexer: acceptedKey{}}}},
-		tableMeta: {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: metaKey},
-		}},
-	}}
-	for name, t := range catalogTables() {
-		s.Tables[name] = t
-	}
-	return withAgentSchema(withTokenSchema(withLifecycleSchema(withEventSchema(s))))
-}
 
 const metaID = "meta"
 

@@ -7,8 +7,6 @@ import (
 	"io"
 
 	memdb "github.com/hashicorp/go-memdb"
-	"google.golang.org/protobuf/encoding/protodelim"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -37,8 +35,8 @@ func (f *FSM) Snapshot() *Snapshot {
 }
 
 // Persist writes the snapshot: a header, then one length-delimited record per
-// object, tables in a fixed order and objects in index order, so two equal
-// states write equal bytes.
+// object, tables in the order of stateTables and objects in index order, so
+// two equal states write equal bytes.
 func (s *Snapshot) Persist(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	if _, err := bw.WriteString(snapshotMagic); err != nil {
@@ -47,78 +45,48 @@ func (s *Snapshot) Persist(w io.Writer) error {
 	if err := bw.WriteByte(snapshotVersion); err != nil {
 		return err
 	}
-	opts := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}
-	write := func(rec *fsmpb.SnapshotRecord) error {
-		_, err := opts.MarshalTo(bw, rec)
-		return err
-	}
-	st := &State{tx: s.tx}
-	if err := write(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: st.Meta()}}); err != nil {
-		return err
-	}
-	for _, table := range []string{tableNodes, tableWorkers, tableTools, tableWorkerTools, tableSessions, tableHistory, tableInbox, tableAccepted, tableSteps, tableEvents, tableEventLogs, tableTokens} {
-		it, err := s.tx.Get(table, indexID)
+	sw := &snapshotWriter{w: bw}
+	for i := range stateTables {
+		t := &stateTables[i]
+		var err error
+		if t.persist != nil {
+			err = t.persist(sw, t, s.tx)
+		} else {
+			err = sw.rows(t, s.tx)
+		}
 		if err != nil {
 			return err
-		}
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			if p, ok := raw.(*eventPage); ok { // pages are stored, events written
-				if err := p.eachEncoded(func(ev []byte) error { return writeEventRecord(bw, ev) }); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := write(record(raw)); err != nil {
-				return err
-			}
 		}
 	}
 	return bw.Flush()
 }
 
+// persistMeta writes the meta record, a state that has none yet too.
+func persistMeta(w *snapshotWriter, t *stateTable, tx *memdb.Txn) error {
+	return w.row(t, (&State{tx: tx}).Meta())
+}
+
+// persistEvents writes the events of the stored pages one record each.
+func persistEvents(w *snapshotWriter, t *stateTable, tx *memdb.Txn) error {
+	it, err := tx.Get(t.name, indexID)
+	if err != nil {
+		return err
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if err := raw.(*eventPage).eachEncoded(func(ev []byte) error { return writeEventRecord(w.w, ev) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eventRecord is the field of SnapshotRecord an event travels in.
+var eventRecord = snapshotRecord.Fields().ByName("event")
+
 // writeEventRecord writes the snapshot record of one encoded event: the
 // bytes protodelim writes for a SnapshotRecord holding that event.
 func writeEventRecord(w io.Writer, ev []byte) error {
-	const eventField = 6 // SnapshotRecord.event
-	var hdr [24]byte
-	rec := protowire.AppendVarint(hdr[:0], uint64(protowire.SizeTag(eventField)+protowire.SizeBytes(len(ev))))
-	rec = protowire.AppendTag(rec, eventField, protowire.BytesType)
-	rec = protowire.AppendVarint(rec, uint64(len(ev)))
-	if _, err := w.Write(rec); err != nil {
-		return err
-	}
-	_, err := w.Write(ev)
-	return err
-}
-
-func record(raw any) *fsmpb.SnapshotRecord {
-	switch v := raw.(type) {
-	case *fsmpb.NodeInfo:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Node{Node: v}}
-	case *fsmpb.WorkerInfo:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Worker{Worker: v}}
-	case *fsmpb.ToolSpec:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Tool{Tool: v}}
-	case *fsmpb.WorkerTool:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_WorkerTool{WorkerTool: v}}
-	case *fsmpb.Session:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Session{Session: v}}
-	case *fsmpb.Step:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Step{Step: v}}
-	case *fsmpb.Event:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Event{Event: v}}
-	case *fsmpb.HistoryEntry:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_History{History: v}}
-	case *fsmpb.InboxMessage:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Inbox{Inbox: v}}
-	case *fsmpb.AcceptedMessage:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Accepted{Accepted: v}}
-	case *fsmpb.EventLog:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_EventLog{EventLog: v}}
-	case *fsmpb.AclToken:
-		return &fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Token{Token: v}}
-	}
-	panic(fmt.Sprintf("fsm: no snapshot record for %T", raw))
+	return writeRecord(w, eventRecord.Number(), ev)
 }
 
 // Release frees the snapshot.
@@ -127,6 +95,16 @@ func (s *Snapshot) Release() {}
 // ErrBadSnapshot is returned for a snapshot that is not Dex's or is damaged.
 var ErrBadSnapshot = errors.New("not a Dex state snapshot, or a damaged one")
 
+// restoring is a Restore under way.
+type restoring struct {
+	tx      *memdb.Txn
+	version byte
+	pager   *eventPager
+	// legacyEvents are the events of a snapshot older than format 3, paged
+	// once all are read.
+	legacyEvents []*fsmpb.Event
+}
+
 // Restore replaces the whole state with a snapshot's. On error the state is
 // left as it was.
 func (f *FSM) Restore(r io.Reader) error {
@@ -134,12 +112,10 @@ func (f *FSM) Restore(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	version := sr.version
 	next := newStore()
 	tx := next.db.Txn(true)
 	defer tx.Abort()
-	var events []*fsmpb.Event // of an older format, paged at the end
-	pager := &eventPager{tx: tx}
+	rs := &restoring{tx: tx, version: sr.version, pager: &eventPager{tx: tx}}
 	for {
 		rec, err := sr.next()
 		if errors.Is(err, io.EOF) {
@@ -149,65 +125,35 @@ func (f *FSM) Restore(r io.Reader) error {
 			return err
 		}
 		n := sr.n - 1
-		table, obj := "", any(nil)
-		switch v := rec.Record.(type) {
-		case *fsmpb.SnapshotRecord_Meta:
-			table, obj = tableMeta, v.Meta
-		case *fsmpb.SnapshotRecord_Node:
-			table, obj = tableNodes, v.Node
-		case *fsmpb.SnapshotRecord_Worker:
-			table, obj = tableWorkers, v.Worker
-		case *fsmpb.SnapshotRecord_Tool:
-			table, obj = tableTools, v.Tool
-		case *fsmpb.SnapshotRecord_WorkerTool:
-			table, obj = tableWorkerTools, v.WorkerTool
-		case *fsmpb.SnapshotRecord_Session:
-			table, obj = tableSessions, v.Session
-			if version == snapshotVersionV1 {
-				if err := splitV1Session(tx, v.Session); err != nil {
-					return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
-				}
-			}
-		case *fsmpb.SnapshotRecord_History:
-			table, obj = tableHistory, v.History
-		case *fsmpb.SnapshotRecord_Inbox:
-			table, obj = tableInbox, v.Inbox
-		case *fsmpb.SnapshotRecord_Accepted:
-			table, obj = tableAccepted, v.Accepted
-		case *fsmpb.SnapshotRecord_Step:
-			table, obj = tableSteps, v.Step
-		case *fsmpb.SnapshotRecord_Event:
-			if version < 3 {
-				events = append(events, v.Event)
-			} else if err := pager.add(v.Event); err != nil {
-				return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
-			}
-			continue
-		case *fsmpb.SnapshotRecord_EventLog:
-			table, obj = tableEventLogs, v.EventLog
-		case *fsmpb.SnapshotRecord_Token:
-			table, obj = tableTokens, v.Token
-		default:
+		t := tableOf(rec)
+		if t == nil {
 			return fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
 		}
-		if err := tx.Insert(table, obj); err != nil {
+		row := t.row(rec)
+		if t.restore != nil {
+			err = t.restore(rs, row)
+		} else {
+			err = tx.Insert(t.name, row)
+		}
+		if err != nil {
 			return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
 		}
 	}
-	if err := pager.flush(); err != nil {
+	if err := rs.pager.flush(); err != nil {
 		return fmt.Errorf("%w: events: %v", ErrBadSnapshot, err)
 	}
-	if version < 3 {
+	if rs.version < 3 {
+		events := rs.legacyEvents
 		sortEvents(events)
 		if err := upgradeEvents(tx, events); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
 		for _, ev := range events {
-			if err := pager.add(ev); err != nil {
+			if err := rs.pager.add(ev); err != nil {
 				return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 			}
 		}
-		if err := pager.flush(); err != nil {
+		if err := rs.pager.flush(); err != nil {
 			return fmt.Errorf("%w: events: %v", ErrBadSnapshot, err)
 		}
 	}
@@ -219,6 +165,29 @@ func (f *FSM) Restore(r io.Reader) error {
 	f.mu.Unlock()
 	close(old.abandon)
 	return nil
+}
+
+// restoreSession inserts a session; one of format 1 first gives its inline
+// history, inbox and accepted message ids rows of their own.
+func restoreSession(r *restoring, row proto.Message) error {
+	s := row.(*fsmpb.Session)
+	if r.version == snapshotVersionV1 {
+		if err := splitV1Session(r.tx, s); err != nil {
+			return err
+		}
+	}
+	return r.tx.Insert(tableSessions, s)
+}
+
+// restoreEvent pages an event; those of a format older than 3 are paged
+// once all are read, in order.
+func restoreEvent(r *restoring, row proto.Message) error {
+	ev := row.(*fsmpb.Event)
+	if r.version < 3 {
+		r.legacyEvents = append(r.legacyEvents, ev)
+		return nil
+	}
+	return r.pager.add(ev)
 }
 
 // splitV1Session moves the history, inbox and accepted message ids a format-1

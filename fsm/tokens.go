@@ -4,7 +4,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 
-	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -17,15 +16,6 @@ const (
 	// maxTokenName bounds a token's name.
 	maxTokenName = 128
 )
-
-// withTokenSchema adds the tokens table.
-func withTokenSchema(s *memdb.DBSchema) *memdb.DBSchema {
-	s.Tables[tableTokens] = &memdb.TableSchema{Name: tableTokens, Indexes: map[string]*memdb.IndexSchema{
-		indexID:     {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
-		indexSecret: {Name: indexSecret, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "SecretSha256"}},
-	}}
-	return s
-}
 
 // ValidRole reports whether r is one of the roles a token may have.
 func ValidRole(r fsmpb.TokenRole) bool {

@@ -22,9 +22,6 @@ func unknownTool(tool, why string) string {
 // resumes with the error-resume backoff, so a Worker of its agent that comes
 // later picks it up.
 func (a *applier) failUnservedStep(c *fsmpb.FailUnservedStep) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	st, r := a.step(c.StepId)
 	if r != nil {
 		return rejected(r)

@@ -68,9 +68,6 @@ func (a *applier) answerQuestion(c *fsmpb.AnswerQuestion) *Result {
 }
 
 func (a *applier) fireTimer(c *fsmpb.FireTimer) *Result {
-	if r := a.checkEpoch(c.Epoch); r != nil {
-		return rejected(r)
-	}
 	s, st, call, r := a.waitingStep(c.StepId, fsmpb.StepKind_STEP_KIND_AWAIT_TIMER)
 	if r != nil {
 		return rejected(r)
