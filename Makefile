@@ -28,9 +28,9 @@ worker-typescript-if-npm:
 # puts it in one lane and one only, and `make test` fails a test of its own
 # that starts a process:
 #   Go: a _test.go file whose build constraint is the line //go:build e2e is
-#     `make e2e`'s: scripts/e2e-go.sh runs with -tags e2e the tests of those
+#     `make e2e`'s: chaos/scripts/e2e-go.sh runs with -tags e2e the tests of those
 #     files and no others. Every other test file is `make test`'s, and fails
-#     it if it imports os/exec (scripts/lanes_test.go). The helpers that start
+#     it if it imports os/exec (chaos/scripts/lanes_test.go). The helpers that start
 #     processes (each TestMain that builds binaries, chaos's newEnv...) are in
 #     tagged files, out of an untagged test's reach. A tag rather than
 #     testing.Short(): no test can be left out of both lanes, or be in both.
@@ -50,25 +50,25 @@ test: vet
 	$(MAKE) test-typescript
 
 e2e:
-	GO=$(GO) scripts/e2e-go.sh $(TESTFLAGS)
+	GO=$(GO) chaos/scripts/e2e-go.sh $(TESTFLAGS)
 	$(MAKE) e2e-python
 	$(MAKE) e2e-typescript
 
 # A local 3-node cluster in the foreground; Ctrl-C stops it. PORT_BASE=8000
-# moves its ports, DATA=DIR its data (scripts/run-local.sh).
+# moves its ports, DATA=DIR its data (deploy/local/run-local.sh).
 run: build
-	BIN=$(BIN) scripts/run-local.sh
+	BIN=$(BIN) deploy/local/run-local.sh
 
 fuzz:
 	$(GO) test ./fsm -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME)
 
 bench:
-	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench 'Apply$$' -benchtime 2000x -benchmem
-	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench MemdbFloor -benchmem
-	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench ApplyBatch -benchtime 100x
-	scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
-	scripts/busy.sh $(GO) test ./dispatch -run '^$$' -bench . -benchmem
-	scripts/busy.sh $(GO) test ./cluster -run '^$$' -bench Propose -benchtime 3000x
+	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench 'Apply$$' -benchtime 2000x -benchmem
+	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench MemdbFloor -benchmem
+	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench ApplyBatch -benchtime 100x
+	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
+	chaos/scripts/busy.sh $(GO) test ./dispatch -run '^$$' -bench . -benchmem
+	chaos/scripts/busy.sh $(GO) test ./cluster -run '^$$' -bench Propose -benchtime 3000x
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
 	$(BIN)/dexbench --bin $(BIN) --runs 3 $(BENCHFLAGS)
 
@@ -100,11 +100,11 @@ soak: build
 # Takeover time as users get it (default flags): KILLS leader SIGKILLs
 # through dex:/// and through HAProxy (TARGET=dex|haproxy|both).
 takeover: build
-	BIN=$(BIN) scripts/takeover.sh $(or $(KILLS),20) $(or $(TARGET),both)
+	BIN=$(BIN) chaos/scripts/takeover.sh $(or $(KILLS),20) $(or $(TARGET),both)
 
 # Cold-start election time of 3 real nodes, median of RUNS runs.
 election-time: build
-	BIN=$(BIN) scripts/election-time.sh $(or $(RUNS),5)
+	BIN=$(BIN) chaos/scripts/election-time.sh $(or $(RUNS),5)
 
 proto:
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I $(PROTO_DIR) \

@@ -13,7 +13,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/backup"
+	"github.com/dexhq/dex/cluster/backup"
 )
 
 // Backups during the soak: a few taken as `dexctl snapshot save` takes

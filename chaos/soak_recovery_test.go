@@ -17,7 +17,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
-	"github.com/dexhq/dex/backup"
+	"github.com/dexhq/dex/cluster/backup"
 )
 
 // soakerOn is a soaker around e's cluster as the end of a soak has it.

@@ -57,7 +57,7 @@ func (r *TakeoverResult) Summary() []string {
 }
 
 // CPUSample is the machine's CPU time from /proc/stat: how busy the whole
-// machine is (every process), as scripts/busy.sh reports it.
+// machine is (every process), as chaos/scripts/busy.sh reports it.
 type CPUSample struct {
 	total, idle uint64
 	at          time.Time

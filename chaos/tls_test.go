@@ -22,8 +22,8 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/tlsconf"
 	"github.com/dexhq/dex/cluster"
-	"github.com/dexhq/dex/tlsconf"
 )
 
 func newMTLSEnv(t *testing.T) *env {

@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dexhq/dex/api/tlsconf"
 	"github.com/dexhq/dex/fsm"
-	"github.com/dexhq/dex/tlsconf"
 )
 
 // Peer is one member of the bootstrap configuration.

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/dexhq/dex/tlsconf"
+	"github.com/dexhq/dex/api/tlsconf"
 )
 
 // Every raft connection opens with a handshake that names the cluster of

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/dexhq/dex/tlsconf"
+	"github.com/dexhq/dex/api/tlsconf"
 )
 
 // dialRaft opens a connection to a raft port: over mutual TLS (the peer's

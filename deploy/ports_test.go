@@ -153,8 +153,8 @@ func TestShippedDefaultsFollowThePortScheme(t *testing.T) {
 		t.Errorf("the Dockerfile does not EXPOSE %d %d %d", raftPort, grpcPort, httpPort)
 	}
 	// make run: node k on raftPort+k-1 and so on, from one base.
-	run := read("../scripts/run-local.sh")
+	run := read("local/run-local.sh")
 	if !strings.Contains(run, "PORT_BASE=${PORT_BASE:-"+strconv.Itoa(raftPort-1)+"}") {
-		t.Errorf("scripts/run-local.sh: the default PORT_BASE is not %d", raftPort-1)
+		t.Errorf("deploy/local/run-local.sh: the default PORT_BASE is not %d", raftPort-1)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/tlsconf"
 	"github.com/dexhq/dex/cluster"
-	"github.com/dexhq/dex/tlsconf"
 )
 
 // DispatchService is the health service name that is SERVING only on the

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/backup"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/cluster/backup"
 	"github.com/dexhq/dex/fsm"
 )
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/dexhq/dex/api/client"
+	"github.com/dexhq/dex/api/tlsconf"
 	"github.com/dexhq/dex/chaos"
-	"github.com/dexhq/dex/tlsconf"
 )
 
 const certifyUsage = `usage: dexchaos certify [--tools FILE] [--columns LIST] [--row REGEXP] [--out DIR] [--junit FILE] [--bin DIR] -- COMMAND [ARG]...

@@ -17,7 +17,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/backup"
+	"github.com/dexhq/dex/cluster/backup"
 )
 
 func newSnapshotCmd(g *globals) *cobra.Command {

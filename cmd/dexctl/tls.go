@@ -6,7 +6,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dexhq/dex/api/client"
-	"github.com/dexhq/dex/tlsconf"
+	"github.com/dexhq/dex/api/tlsconf"
 )
 
 // tlsFlags are the mutual-TLS flags, the same on every Dex binary.

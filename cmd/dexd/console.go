@@ -11,9 +11,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/dexhq/dex/api/client"
+	"github.com/dexhq/dex/api/console"
+	"github.com/dexhq/dex/api/tlsconf"
 	"github.com/dexhq/dex/cluster"
-	"github.com/dexhq/dex/console"
-	"github.com/dexhq/dex/tlsconf"
 )
 
 // consoleOptions are the web console's flags.

@@ -18,13 +18,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/dexhq/dex/api/metrics"
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/dispatch"
 	"github.com/dexhq/dex/fsm"
-	"github.com/dexhq/dex/gc"
 	"github.com/dexhq/dex/lease"
-	"github.com/dexhq/dex/metrics"
+	"github.com/dexhq/dex/lease/gc"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dexhq/dex/gc"
+	"github.com/dexhq/dex/lease/gc"
 )
 
 func TestEventRetentionFlags(t *testing.T) {

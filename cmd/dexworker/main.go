@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/api/client"
-	"github.com/dexhq/dex/tlsconf"
+	"github.com/dexhq/dex/api/tlsconf"
 )
 
 const usage = `usage: dexworker --addr TARGET --ledger FILE [flags]

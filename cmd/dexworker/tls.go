@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/dexhq/dex/api/client"
-	"github.com/dexhq/dex/tlsconf"
+	"github.com/dexhq/dex/api/tlsconf"
 )
 
 // registerTLS adds the mutual-TLS flags, the same on every Dex binary.

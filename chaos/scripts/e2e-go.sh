@@ -5,10 +5,10 @@
 # runs over the packages that have such files, -run naming their tests; the
 # untagged tests of the same packages are `make test`'s.
 #
-#   scripts/e2e-go.sh [go test flags]    e.g. scripts/e2e-go.sh -race -timeout 10m
-#   scripts/e2e-go.sh --list             the package and name of each test it runs
+#   chaos/scripts/e2e-go.sh [go test flags]    e.g. chaos/scripts/e2e-go.sh -race -timeout 10m
+#   chaos/scripts/e2e-go.sh --list             the package and name of each test it runs
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 
 # names FILE...: the top-level tests, examples and fuzz targets they declare.

@@ -5,7 +5,7 @@
 # Failpoints are set at start with GOFAIL_FAILPOINTS (see deploy/README.md).
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${1:-bin/chaos}
 mkdir -p "$OUT"
 ${GO:-go} build -tags chaos -o "$OUT/" ./cmd/dexd ./cmd/dexworker ./cmd/dexctl

@@ -1,7 +1,7 @@
 //go:build e2e
 
-// Package scripts holds the tests of the shell scripts beside it.
-package scripts
+// Package local holds the tests of run-local.sh, the local cluster of make run.
+package local
 
 import (
 	"bytes"
@@ -22,8 +22,8 @@ import (
 	"time"
 )
 
-// root is the repository (the tests run in scripts/).
-var root, _ = filepath.Abs("..")
+// root is the repository (the tests run in deploy/local).
+var root, _ = filepath.Abs("../..")
 
 var (
 	buildOnce sync.Once
@@ -119,7 +119,7 @@ type runLocal struct {
 
 func startRunLocal(t *testing.T, env ...string) *runLocal {
 	t.Helper()
-	r := &runLocal{cmd: exec.Command("bash", filepath.Join(root, "scripts", "run-local.sh")), out: &lockedBuffer{}, done: make(chan struct{})}
+	r := &runLocal{cmd: exec.Command("bash", filepath.Join(root, "deploy", "local", "run-local.sh")), out: &lockedBuffer{}, done: make(chan struct{})}
 	r.cmd.Dir = root
 	r.cmd.Env = os.Environ()
 	for _, e := range env {

@@ -15,7 +15,7 @@
 # drives another cluster that happens to listen on these ports.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin}
 DATA=${DATA:-.dex}
 LOG_LEVEL=${LOG_LEVEL:-info}

@@ -5,7 +5,7 @@
 # Uses dexd's default (production) raft timeouts.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin}
 RUNS=${1:-5}
 BASE=${BASE_PORT:-17000}
