@@ -108,7 +108,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if err := os.MkdirAll(report, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile("../../docs/chaos-matrix.json"); err == nil {
+	if b, err := os.ReadFile("../../docs/reports/chaos-matrix.json"); err == nil {
 		_ = os.WriteFile(filepath.Join(report, "matrix.json"), b, 0o644)
 	}
 
