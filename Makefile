@@ -115,6 +115,7 @@ proto:
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
 		$(PROTOS) $(FSM_PROTOS)
+	$(GO) generate ./fsm/fsmpb
 	$(MAKE) proto-python
 	cd api/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
 
