@@ -277,19 +277,24 @@ func (g *generator) convert(k key) error {
 		if to1.IsSynthetic() {
 			continue
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "switch o := x.%s.(type) {\n", from.oneofs[k.from.Fields().ByNumber(to1.Fields().Get(0).Number()).ContainingOneof().Name()])
+		var cases strings.Builder
+		var fromOneof protoreflect.Name
 		for j := range to1.Fields().Len() {
 			tf := to1.Fields().Get(j)
 			ff := k.from.Fields().ByNumber(tf.Number())
+			if ff == nil { // one-sided, as checked above
+				continue
+			}
+			fromOneof = ff.ContainingOneof().Name()
 			expr, err := g.value(ff, tf, "o."+from.fields[ff.Name()])
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(&b, "case *%s:\nout.%s = &%s{%s: %s}\n", from.wrappers[ff.Name()], to.oneofs[to1.Name()], to.wrappers[tf.Name()], to.fields[tf.Name()], expr)
+			fmt.Fprintf(&cases, "case *%s:\nout.%s = &%s{%s: %s}\n", from.wrappers[ff.Name()], to.oneofs[to1.Name()], to.wrappers[tf.Name()], to.fields[tf.Name()], expr)
 		}
-		b.WriteString("}\n")
-		switches = append(switches, b.String())
+		if fromOneof != "" {
+			switches = append(switches, fmt.Sprintf("switch o := x.%s.(type) {\n%s}\n", from.oneofs[fromOneof], cases.String()))
+		}
 	}
 
 	var b strings.Builder
