@@ -2,8 +2,12 @@ GO ?= go
 BIN := bin
 PROTO_DIR := api/proto
 PROTOS := $(wildcard $(PROTO_DIR)/dex/v1/*.proto)
-# The Raft log's commands (Go only: no Worker library reads the log).
-FSM_PROTOS := $(wildcard $(PROTO_DIR)/dex/fsm/v1/*.proto)
+# The state machine's stored rows and the Raft log's commands (Go only: no
+# Worker library reads the log). They live beside the state machine, not in
+# the public API's tree; their paths under FSM_PROTO_DIR (dex/fsm/v1/...) are
+# the file names recorded in their descriptors.
+FSM_PROTO_DIR := fsm/proto
+FSM_PROTOS := $(wildcard $(FSM_PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
@@ -107,10 +111,11 @@ election-time: build
 	BIN=$(BIN) chaos/scripts/election-time.sh $(or $(RUNS),5)
 
 proto:
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I $(PROTO_DIR) \
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I $(PROTO_DIR) -I $(FSM_PROTO_DIR) \
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
 		$(PROTOS) $(FSM_PROTOS)
+	$(GO) generate ./fsm/fsmpb
 	$(MAKE) proto-python
 	cd api/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
 
