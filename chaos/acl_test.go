@@ -185,7 +185,7 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- n4 log tail:\n%s", tail(n4.Log(), 15))
+			t.Logf("--- n4 log tail:\n%s", Tail(n4.Log(), 15))
 		}
 		n4.Kill()
 	})

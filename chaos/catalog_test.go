@@ -29,7 +29,7 @@ func (e *env) waitRegistered(w *Worker) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(w.Log(), `"registered with leader `) {
 		if time.Now().After(deadline) || !w.Running() {
-			e.t.Fatalf("%s did not register: %s", w.Name, tail(w.Log(), 5))
+			e.t.Fatalf("%s did not register: %s", w.Name, Tail(w.Log(), 5))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -99,10 +99,10 @@ func (e *env) stop() {
 	}
 	if e.t.Failed() {
 		for _, n := range e.cluster.Nodes {
-			e.t.Logf("--- %s log tail:\n%s", n.ID, tail(n.Log(), 15))
+			e.t.Logf("--- %s log tail:\n%s", n.ID, Tail(n.Log(), 15))
 		}
 		for _, w := range e.workers {
-			e.t.Logf("--- %s log tail:\n%s", w.Name, tail(w.Log(), 15))
+			e.t.Logf("--- %s log tail:\n%s", w.Name, Tail(w.Log(), 15))
 		}
 	}
 }

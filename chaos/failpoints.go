@@ -1,10 +1,14 @@
 package chaos
 
 import (
+	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -90,7 +94,7 @@ func SetFailpoint(httpAddr, name, terms string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := HTTPClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -104,11 +108,32 @@ func SetFailpoint(httpAddr, name, terms string) error {
 
 // FailpointsOf lists a running chaos dexd's failpoints ("NAME=TERMS" lines).
 func FailpointsOf(httpAddr string) (string, error) {
-	resp, err := httpClient.Get("http://" + httpAddr + "/")
+	resp, err := HTTPClient.Get("http://" + httpAddr + "/")
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// ChaosDexd finds a dexd built with -tags chaos: BinDir/chaos/dexd, then
+// BinDir/dexd. It returns the directory holding it, or why there is none.
+func ChaosDexd(binDir string) (string, error) {
+	var why []string
+	for _, dir := range []string{filepath.Join(binDir, "chaos"), binDir} {
+		path := filepath.Join(dir, "dexd")
+		info, err := buildinfo.ReadFile(path)
+		if err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", path, err))
+			continue
+		}
+		for _, s := range info.Settings {
+			if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "chaos") {
+				return dir, nil
+			}
+		}
+		why = append(why, path+" is not built with -tags chaos")
+	}
+	return "", errors.New(strings.Join(why, "; "))
 }

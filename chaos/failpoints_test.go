@@ -103,7 +103,7 @@ func TestFailpoints_PanicAtCompleteOnlyInTheChaosBuild(t *testing.T) {
 			t.Fatalf("the node did not die at the failpoint: %v", err)
 		}
 		if !strings.Contains(n.Log(), "failpoint panic: chaos test") {
-			t.Fatalf("the node died without the failpoint's panic:\n%s", tail(n.Log(), 10))
+			t.Fatalf("the node died without the failpoint's panic:\n%s", Tail(n.Log(), 10))
 		}
 	})
 	t.Run("normal build", func(t *testing.T) {
@@ -112,14 +112,14 @@ func TestFailpoints_PanicAtCompleteOnlyInTheChaosBuild(t *testing.T) {
 		id := e.createSession("demo")
 		e.waitStatus(id, sIdle, 20*time.Second)
 		if n := e.cluster.Nodes[0]; !n.Running() || strings.Contains(n.Log(), "failpoint") {
-			t.Fatalf("the normal build reacted to GOFAIL_FAILPOINTS:\n%s", tail(n.Log(), 10))
+			t.Fatalf("the normal build reacted to GOFAIL_FAILPOINTS:\n%s", Tail(n.Log(), 10))
 		}
 	})
 }
 
 // failpointCount is how often a node evaluated a failpoint.
 func failpointCount(addr, name string) int {
-	resp, err := httpClient.Get("http://" + addr + "/" + name + "/count")
+	resp, err := HTTPClient.Get("http://" + addr + "/" + name + "/count")
 	if err != nil {
 		return -1
 	}
@@ -203,6 +203,6 @@ func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
 			first.Attempts[0].Progress, len(first.Attempts), len(first.Attempts))
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", Tail(w.Log(), 5))
 	}
 }

@@ -102,12 +102,12 @@ func StartHAProxy(o HAProxyOptions) (*HAProxy, error) {
 			return h, nil
 		}
 		if !h.Running() {
-			return nil, fmt.Errorf("haproxy exited at start: %s", tail(h.Log(), 5))
+			return nil, fmt.Errorf("haproxy exited at start: %s", Tail(h.Log(), 5))
 		}
 		select {
 		case <-ctx.Done():
 			h.Kill()
-			return nil, fmt.Errorf("haproxy does not listen on %s: %s", h.Addr, tail(h.Log(), 5))
+			return nil, fmt.Errorf("haproxy does not listen on %s: %s", h.Addr, Tail(h.Log(), 5))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -62,7 +62,7 @@ func TestHAProxy_NewConnectionAfterLeaderKillGoesToTheNewLeader(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- haproxy log tail:\n%s", tail(h.Log(), 30))
+			t.Logf("--- haproxy log tail:\n%s", Tail(h.Log(), 30))
 		}
 		if err := h.Stop(); err != nil {
 			t.Errorf("haproxy stop: %v", err)

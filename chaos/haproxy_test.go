@@ -60,7 +60,7 @@ func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- haproxy log tail:\n%s", tail(h.Log(), 20))
+			t.Logf("--- haproxy log tail:\n%s", Tail(h.Log(), 20))
 		}
 		if err := h.Stop(); err != nil {
 			t.Errorf("haproxy stop: %v", err)
@@ -129,7 +129,7 @@ func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 	first := stepsBy(r, kRunModel, "")[0].Attempts[0]
 	t.Logf("through haproxy, the first task after the kill started %d ms after it", first.StartedAtMs-killed.UnixMilli())
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", Tail(w.Log(), 5))
 	}
 	// dexctl through the same address.
 	out, err := exec.Command(filepath.Join(binDir, "dexctl"), "--addr", h.Addr, "session", "show", "after-takeover", "--json").Output()

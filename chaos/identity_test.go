@@ -119,7 +119,7 @@ func TestIdentity_AnOldNodeCannotTakeOverANewCluster(t *testing.T) {
 				err := n.Wait(ctx)
 				cancel()
 				if err == nil || n.Running() {
-					t.Fatalf("%s started on an empty data dir next to cluster A's n3 (err %v); log:\n%s", n.ID, err, tail(n.Log(), 10))
+					t.Fatalf("%s started on an empty data dir next to cluster A's n3 (err %v); log:\n%s", n.ID, err, Tail(n.Log(), 10))
 				}
 				last := lastLine(n.Log())
 				if !strings.Contains(last, "already runs at these --peers") || !strings.Contains(last, "--join") || !strings.Contains(last, clusterA) {
@@ -305,7 +305,7 @@ func TestIdentity_AForgedVoteDoesNotMoveTheTerm(t *testing.T) {
 		t.Fatalf("leadership moved from %s to %s", leader.ID, now.ID)
 	}
 	e.createSession("after the forgery")
-	metrics, err := httpClient.Get("http://" + leader.HTTPAddr + "/metrics")
+	metrics, err := HTTPClient.Get("http://" + leader.HTTPAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestIdentity_AFoundingMemberStartedLateTakesTheLog(t *testing.T) {
 		return err == nil && st.State == "follower" && st.ClusterId == id && st.AppliedIndex > 0 && recordedClusterID(n3) == id
 	})
 	if !strings.Contains(n3.Log(), "taking the log from the leader instead of bootstrapping") {
-		t.Fatalf("n3 did not say why it did not bootstrap; log:\n%s", tail(n3.Log(), 10))
+		t.Fatalf("n3 did not say why it did not bootstrap; log:\n%s", Tail(n3.Log(), 10))
 	}
 	// n3 is a voter of the same cluster: with the leader gone, n3 and the
 	// other one elect a leader that still holds the session.

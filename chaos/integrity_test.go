@@ -258,7 +258,7 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 		t.Fatalf("the follower started on an edited store (wait: %v)", err)
 	}
 	if !strings.Contains(f.Log(), "raft log entry") || !strings.Contains(f.Log(), walOf(f.DataDir)) {
-		t.Fatalf("the follower's log does not name the damaged entry in %s:\n%s", walOf(f.DataDir), tail(f.Log(), 5))
+		t.Fatalf("the follower's log does not name the damaged entry in %s:\n%s", walOf(f.DataDir), Tail(f.Log(), 5))
 	}
 	if got := prototext.Format(e.get(id)); !strings.Contains(got, integrityMarker) || strings.Contains(got, integrityEdit) {
 		t.Fatalf("the cluster serves the session as:\n%s\nwant %q in it", got, integrityMarker)

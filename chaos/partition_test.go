@@ -64,7 +64,7 @@ func (e *env) serveOne(msg string) string {
 // token when they are on.
 func raftState(t *testing.T, c *Cluster, n *Node) *dexv1.NodeStateResponse {
 	t.Helper()
-	conn, err := grpc.NewClient(n.GRPCAddr, append([]grpc.DialOption{c.Creds()}, c.tokenOptions()...)...)
+	conn, err := grpc.NewClient(n.GRPCAddr, c.ConnOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}

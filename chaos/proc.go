@@ -364,11 +364,13 @@ func (c *Cluster) GRPCAddrs() []string {
 // Target is the readiness-following target of the Go library.
 func (c *Cluster) Target() string { return "dex:///" + strings.Join(c.GRPCAddrs(), ",") }
 
-var httpClient = &http.Client{Timeout: 500 * time.Millisecond}
+// HTTPClient makes the harness's plain HTTP probes of a node (/readyz,
+// gofail's endpoint, /metrics): each gives up after half a second.
+var HTTPClient = &http.Client{Timeout: 500 * time.Millisecond}
 
 // Ready reports whether the node answers 200 on /readyz.
 func (n *Node) Ready() bool {
-	resp, err := httpClient.Get("http://" + n.HTTPAddr + "/readyz")
+	resp, err := HTTPClient.Get("http://" + n.HTTPAddr + "/readyz")
 	if err != nil {
 		return false
 	}
@@ -397,3 +399,7 @@ func (c *Cluster) WaitReady(ctx context.Context) (*Node, error) {
 		}
 	}
 }
+
+// ClusterArgs are the dexd flags of the suite: short attempt leases so a
+// dead Worker's attempt fails within seconds.
+var ClusterArgs = []string{"--heartbeat-timeout", "3s", "--heartbeat-interval", "500ms"}

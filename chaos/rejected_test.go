@@ -248,7 +248,7 @@ func TestRejected_ChildPausesAcrossFullRestartsThenResumesAndRecovers(t *testing
 	}
 	lap("(c) full restart: the turn recovered")
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", Tail(w.Log(), 5))
 	}
 	t.Logf("wall time %.1f s", time.Since(start).Seconds())
 }

@@ -109,7 +109,7 @@ func TestRejected_MessagesCountTowardThePauseThenAnOperatorDropRescues(t *testin
 		t.Fatalf("%d turn_dropped events; want 1", n)
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", Tail(w.Log(), 5))
 	}
 	t.Logf("wall time %.1f s", time.Since(start).Seconds())
 }
@@ -173,7 +173,7 @@ func TestRejected_TheParentRescuesItsPausedChildWithResumeAgent(t *testing.T) {
 		t.Fatalf("lookup ran %d times; want once", n)
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", Tail(w.Log(), 5))
 	}
 	t.Logf("wall time %.1f s", time.Since(start).Seconds())
 }

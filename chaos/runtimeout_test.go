@@ -107,6 +107,6 @@ func TestRunTimeout_HungHandlersThatHeartbeatAreCancelledAndEndByTheirPolicies(t
 		t.Fatal("the Worker died")
 	}
 	if log := w.Log(); !strings.Contains(log, "attempt cancelled by the cluster") || !strings.Contains(log, "run timeout") {
-		t.Fatalf("the Worker never logged a cancel for a run timeout:\n%s", tail(log, 10))
+		t.Fatalf("the Worker never logged a cancel for a run timeout:\n%s", Tail(log, 10))
 	}
 }

@@ -29,10 +29,6 @@ import (
 // directory, the Workers of the cell, the faults of its column and the
 // checks every cell makes.
 
-// ClusterArgs are the dexd flags of the suite: short attempt leases so a
-// dead Worker's attempt fails within seconds.
-var ClusterArgs = []string{"--heartbeat-timeout", "3s", "--heartbeat-interval", "500ms"}
-
 // startBalancer, when set, puts a load balancer that checks /readyz in
 // front of the nodes and returns its address; the Workers of every column
 // but takeover-dex use it. Without it every Worker uses dex:///.
@@ -193,10 +189,10 @@ func (e *cellEnv) keepLogs(cause error) string {
 	entries, _ := os.ReadDir(e.dir)
 	for _, f := range entries {
 		if !f.IsDir() {
-			keepFile(filepath.Join(e.dir, f.Name()), filepath.Join(dst, f.Name()))
+			KeepFile(filepath.Join(e.dir, f.Name()), filepath.Join(dst, f.Name()))
 		}
 	}
-	keepFile(filepath.Join(e.opts.Out, "cells", slug(e.cell.Name())+".txt"), filepath.Join(dst, "cell.txt"))
+	KeepFile(filepath.Join(e.opts.Out, "cells", slug(e.cell.Name())+".txt"), filepath.Join(dst, "cell.txt"))
 	return dst
 }
 
@@ -860,7 +856,7 @@ func (e *cellEnv) disarmFailpoint(n *Node, name string) error {
 
 // fpCount is how often a node evaluated a failpoint (gofail's /NAME/count).
 func (e *cellEnv) fpCount(n *Node, name string) (int, error) {
-	resp, err := httpClient.Get("http://" + e.gofail[n.ID] + "/" + name + "/count")
+	resp, err := HTTPClient.Get("http://" + e.gofail[n.ID] + "/" + name + "/count")
 	if err != nil {
 		return 0, err
 	}

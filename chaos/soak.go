@@ -423,7 +423,7 @@ func (s *soaker) deadNodes() string {
 	var b strings.Builder
 	for _, n := range s.cluster.Nodes {
 		if !n.Running() {
-			fmt.Fprintf(&b, "\n%s is not running (%v); its log ends:\n%s", n.ID, n.ExitErr(), tail(n.Log(), 8))
+			fmt.Fprintf(&b, "\n%s is not running (%v); its log ends:\n%s", n.ID, n.ExitErr(), Tail(n.Log(), 8))
 		}
 	}
 	return b.String()
@@ -600,7 +600,7 @@ func (s *soaker) keepLogs(out string) string {
 	matches = append(matches, s.ledger, s.script)
 	sort.Strings(matches)
 	for _, m := range matches {
-		keepFile(m, filepath.Join(dst, filepath.Base(m)))
+		KeepFile(m, filepath.Join(dst, filepath.Base(m)))
 	}
 	return dst
 }

@@ -244,7 +244,7 @@ func waitReady(ctx context.Context, c *Cluster) error {
 	if _, err := c.WaitReady(wctx); err != nil {
 		for _, n := range c.Nodes {
 			if !n.Running() {
-				err = fmt.Errorf("%w; %s is not running (%v); its log ends:\n%s", err, n.ID, n.ExitErr(), tail(n.Log(), 8))
+				err = fmt.Errorf("%w; %s is not running (%v); its log ends:\n%s", err, n.ID, n.ExitErr(), Tail(n.Log(), 8))
 			}
 		}
 		return err

@@ -226,7 +226,7 @@ func (t *takeoverRun) sessionIdle(id string, since time.Time) (time.Duration, er
 			return time.Since(since), nil
 		}
 		if !t.w.Running() {
-			return 0, fmt.Errorf("the Worker exited: %s", tail(t.w.Log(), 5))
+			return 0, fmt.Errorf("the Worker exited: %s", Tail(t.w.Log(), 5))
 		}
 		select {
 		case <-ctx.Done():

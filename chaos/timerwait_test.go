@@ -70,6 +70,6 @@ func TestFailpoints_ACrashRightAfterATimerFiredRepeatsNothing(t *testing.T) {
 		t.Fatalf("the timer's result is in the history %d times and the final answer %d times; want once each", results, answers)
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", Tail(w.Log(), 5))
 	}
 }

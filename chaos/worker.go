@@ -72,7 +72,7 @@ func (w *Worker) WaitHeld(ctx context.Context) (string, error) {
 			return strings.TrimSpace(string(b)), nil
 		}
 		if !w.Running() {
-			return "", fmt.Errorf("%s exited while waiting for a hold: %s", w.Name, tail(w.Log(), 5))
+			return "", fmt.Errorf("%s exited while waiting for a hold: %s", w.Name, Tail(w.Log(), 5))
 		}
 		select {
 		case <-ctx.Done():
@@ -87,10 +87,21 @@ func (w *Worker) Release() error {
 	return os.WriteFile(w.Ledger+".release", []byte("go\n"), 0o644)
 }
 
-func tail(s string, n int) string {
+// Tail is the last n lines of s: a process log's tail, for an error
+// message or a report.
+func Tail(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// KeepFile copies src to dst (best effort): a log kept for a report.
+func KeepFile(src, dst string) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return
+	}
+	_ = os.WriteFile(dst, b, 0o644)
 }

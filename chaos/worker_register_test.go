@@ -24,7 +24,7 @@ func waitLogCount(t *testing.T, p *Proc, want string, n int, within time.Duratio
 	deadline := time.Now().Add(within)
 	for strings.Count(p.Log(), want) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %q not seen %d times within %s; log:\n%s", p.Name, want, n, within, tail(p.Log(), 10))
+			t.Fatalf("%s: %q not seen %d times within %s; log:\n%s", p.Name, want, n, within, Tail(p.Log(), 10))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -50,7 +50,7 @@ func TestDemoWorker_SaysWhyItCannotRegisterAndKeepsSayingIt(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	if strings.Contains(w.Log(), "deregister") {
-		t.Fatalf("a Worker that never registered says it deregistered:\n%s", tail(w.Log(), 5))
+		t.Fatalf("a Worker that never registered says it deregistered:\n%s", Tail(w.Log(), 5))
 	}
 }
 
@@ -97,6 +97,6 @@ func TestDemoWorker_SaysItsLeaderAndLeavesTheWorkerListOnSIGTERM(t *testing.T) {
 		t.Fatalf("%s exited after SIGTERM but is still in the Worker list (its TTL is a minute)", w.Name)
 	}
 	if !strings.Contains(w.Log(), `"deregistered"`) {
-		t.Fatalf("no deregistration in the log:\n%s", tail(w.Log(), 5))
+		t.Fatalf("no deregistration in the log:\n%s", Tail(w.Log(), 5))
 	}
 }
