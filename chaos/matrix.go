@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dexhq/dex/chaos/harness"
 	"io"
 	"regexp"
 	"slices"
@@ -189,7 +190,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions, cells []Cell) []CellResult 
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	chaosDir, chaosErr := ChaosDexd(o.BinDir)
+	chaosDir, chaosErr := harness.ChaosDexd(o.BinDir)
 	results := make([]CellResult, len(cells))
 	var (
 		mu   sync.Mutex

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/chaos/provider"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -32,7 +33,7 @@ import (
 // startBalancer, when set, puts a load balancer that checks /readyz in
 // front of the nodes and returns its address; the Workers of every column
 // but takeover-dex use it. Without it every Worker uses dex:///.
-var startBalancer func(dir string, nodes []*Node) (addr string, stop func(), err error)
+var startBalancer func(dir string, nodes []*harness.Node) (addr string, stop func(), err error)
 
 // Balancer says what the Workers' target is, for the report.
 func Balancer() string {
@@ -53,7 +54,7 @@ type cellEnv struct {
 	col     string
 	opts    MatrixOptions
 	dir     string
-	cluster *Cluster
+	cluster *harness.Cluster
 	conn    *grpc.ClientConn
 	cl      *client.Client
 	admin   dexv1.AdminServiceClient
@@ -63,8 +64,8 @@ type cellEnv struct {
 	ledger      string
 	script      string
 	workerArgs  []string // extra flags of every Worker of the cell
-	workers     []*Worker
-	w           *Worker // the Worker that runs now
+	workers     []*harness.Worker
+	w           *harness.Worker // the Worker that runs now
 	// The scripted model of a certify cell (nil: the demo Worker's own).
 	provider    *provider.Server
 	providerURL string
@@ -72,7 +73,7 @@ type cellEnv struct {
 	sessions  []string
 	snapshots []map[string]*dexv1.GetSessionResponse // before each fault
 	takeovers []time.Duration
-	killed    []*Node // taken-over leaders, restarted at the end
+	killed    []*harness.Node // taken-over leaders, restarted at the end
 	pauses    []*pauseMark
 	gofail    map[string]string // node id → GOFAIL_HTTP address
 
@@ -84,7 +85,7 @@ type cellEnv struct {
 }
 
 type pauseMark struct {
-	node      *Node
+	node      *harness.Node
 	oldEpoch  uint64
 	stoppedAt time.Time
 	logOffset int64 // the node's log at SIGCONT
@@ -104,7 +105,7 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if o.TestCluster != nil {
 		return e, e.connectTestCluster(o.TestCluster)
 	}
-	cl, err := NewCluster(ClusterOptions{BinDir: dexdDir, Dir: dir, Args: ClusterArgs})
+	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: dexdDir, Dir: dir, Args: harness.ClusterArgs})
 	if err != nil {
 		return e, err
 	}
@@ -112,7 +113,7 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if c.Row.Failpoint != "" {
 		e.gofail = map[string]string{}
 		for _, n := range cl.Nodes {
-			addr, err := FreeAddr()
+			addr, err := harness.FreeAddr()
 			if err != nil {
 				return e, err
 			}
@@ -189,10 +190,10 @@ func (e *cellEnv) keepLogs(cause error) string {
 	entries, _ := os.ReadDir(e.dir)
 	for _, f := range entries {
 		if !f.IsDir() {
-			KeepFile(filepath.Join(e.dir, f.Name()), filepath.Join(dst, f.Name()))
+			harness.KeepFile(filepath.Join(e.dir, f.Name()), filepath.Join(dst, f.Name()))
 		}
 	}
-	KeepFile(filepath.Join(e.opts.Out, "cells", slug(e.cell.Name())+".txt"), filepath.Join(dst, "cell.txt"))
+	harness.KeepFile(filepath.Join(e.opts.Out, "cells", slug(e.cell.Name())+".txt"), filepath.Join(dst, "cell.txt"))
 	return dst
 }
 
@@ -231,7 +232,7 @@ func (e *cellEnv) sleep(d time.Duration) error {
 	}
 }
 
-func (e *cellEnv) waitReady() (*Node, error) {
+func (e *cellEnv) waitReady() (*harness.Node, error) {
 	ctx, cancel := e.timeout(waitShort)
 	defer cancel()
 	return e.cluster.WaitReady(ctx)
@@ -239,7 +240,7 @@ func (e *cellEnv) waitReady() (*Node, error) {
 
 // waitReadyOther waits until a running node other than not answers
 // /readyz 200.
-func (e *cellEnv) waitReadyOther(not *Node) (*Node, error) {
+func (e *cellEnv) waitReadyOther(not *harness.Node) (*harness.Node, error) {
 	deadline := time.Now().Add(waitShort)
 	for {
 		for _, n := range e.cluster.Nodes {
@@ -260,7 +261,7 @@ func (e *cellEnv) waitReadyOther(not *Node) (*Node, error) {
 
 // startWorker starts a Worker on the cell's target with the cell's script
 // and flags; it becomes the current Worker.
-func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
+func (e *cellEnv) startWorker(args ...string) (*harness.Worker, error) {
 	name := e.workerName(len(e.workers) + 1)
 	var token string
 	var err error
@@ -272,13 +273,13 @@ func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	var w *Worker
+	var w *harness.Worker
 	if e.opts.UserWorker != nil {
 		if w, err = e.userWorker(name, token, append(append([]string{}, e.workerArgs...), args...)); err != nil {
 			return nil, err
 		}
 	} else {
-		w = NewWorker(WorkerOptions{
+		w = harness.NewWorker(harness.WorkerOptions{
 			BinDir: e.opts.BinDir, Dir: e.dir, Name: name, Target: e.target, Token: token,
 			Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
 			TLS: e.cluster.TLS(), Lang: e.opts.Worker, Adapter: e.opts.Adapter,
@@ -599,23 +600,23 @@ func countKind(r *dexv1.GetSessionResponse, k dexv1.HistoryKind) int {
 
 // ---- Ledger
 
-func (e *cellEnv) ledgerLines() ([]LedgerEntry, error) { return ReadLedger(e.ledger) }
+func (e *cellEnv) ledgerLines() ([]harness.LedgerEntry, error) { return harness.ReadLedger(e.ledger) }
 
-func (e *cellEnv) execs(session string, f func(LedgerEntry) bool) (int, error) {
+func (e *cellEnv) execs(session string, f func(harness.LedgerEntry) bool) (int, error) {
 	l, err := e.ledgerLines()
 	if err != nil {
 		return 0, err
 	}
-	return Executions(l, session, f), nil
+	return harness.Executions(l, session, f), nil
 }
 
 // waitLedger waits until the ledger has a line matching f.
-func (e *cellEnv) waitLedger(what string, f func(LedgerEntry) bool) (LedgerEntry, error) {
+func (e *cellEnv) waitLedger(what string, f func(harness.LedgerEntry) bool) (harness.LedgerEntry, error) {
 	deadline := time.Now().Add(waitShort)
 	for {
 		l, err := e.ledgerLines()
 		if err != nil {
-			return LedgerEntry{}, err
+			return harness.LedgerEntry{}, err
 		}
 		for _, x := range l {
 			if f(x) {
@@ -624,26 +625,26 @@ func (e *cellEnv) waitLedger(what string, f func(LedgerEntry) bool) (LedgerEntry
 			}
 		}
 		if time.Now().After(deadline) {
-			return LedgerEntry{}, fmt.Errorf("the ledger has no %s within %s", what, waitShort)
+			return harness.LedgerEntry{}, fmt.Errorf("the ledger has no %s within %s", what, waitShort)
 		}
 		if err := e.sleep(20 * time.Millisecond); err != nil {
-			return LedgerEntry{}, err
+			return harness.LedgerEntry{}, err
 		}
 	}
 }
 
-func toolLine(session, tool string) func(LedgerEntry) bool {
-	return func(x LedgerEntry) bool { return x.Session == session && x.Tool == tool }
+func toolLine(session, tool string) func(harness.LedgerEntry) bool {
+	return func(x harness.LedgerEntry) bool { return x.Session == session && x.Tool == tool }
 }
 
 // callExecs counts the executions of one call (a tool Step's call id).
 func (e *cellEnv) callExecs(session string, st *dexv1.Step) (int, error) {
-	return e.execs(session, func(x LedgerEntry) bool { return x.CallID == st.CallId && x.Kind == "tool" })
+	return e.execs(session, func(x harness.LedgerEntry) bool { return x.CallID == st.CallId && x.Kind == "tool" })
 }
 
 // stepExecs counts the executions of one Step (a model, compaction or poll).
 func (e *cellEnv) stepExecs(session string, st *dexv1.Step, kind string) (int, error) {
-	return e.execs(session, func(x LedgerEntry) bool { return x.Step == st.Id && x.Kind == kind })
+	return e.execs(session, func(x harness.LedgerEntry) bool { return x.Step == st.Id && x.Kind == kind })
 }
 
 // sameKey checks every execution of a write carried the Step's key.
@@ -818,7 +819,7 @@ func (e *cellEnv) pauseLeader() error {
 		if old.Ready() {
 			p.readyWoke = true
 		}
-		var ready []*Node
+		var ready []*harness.Node
 		for _, n := range e.cluster.Nodes {
 			if n.Running() && n.Ready() {
 				ready = append(ready, n)
@@ -839,7 +840,7 @@ func (e *cellEnv) pauseLeader() error {
 // ---- Failpoints (chaos build)
 
 // armFailpoint sets a failpoint's terms on the node that leads now.
-func (e *cellEnv) armFailpoint(name, terms string) (*Node, error) {
+func (e *cellEnv) armFailpoint(name, terms string) (*harness.Node, error) {
 	n, err := e.waitReady()
 	if err != nil {
 		return nil, err
@@ -847,7 +848,7 @@ func (e *cellEnv) armFailpoint(name, terms string) (*Node, error) {
 	return n, e.failpointHTTP(n, http.MethodPut, name, terms)
 }
 
-func (e *cellEnv) disarmFailpoint(n *Node, name string) error {
+func (e *cellEnv) disarmFailpoint(n *harness.Node, name string) error {
 	if !n.Running() {
 		return nil
 	}
@@ -855,8 +856,8 @@ func (e *cellEnv) disarmFailpoint(n *Node, name string) error {
 }
 
 // fpCount is how often a node evaluated a failpoint (gofail's /NAME/count).
-func (e *cellEnv) fpCount(n *Node, name string) (int, error) {
-	resp, err := HTTPClient.Get("http://" + e.gofail[n.ID] + "/" + name + "/count")
+func (e *cellEnv) fpCount(n *harness.Node, name string) (int, error) {
+	resp, err := harness.HTTPClient.Get("http://" + e.gofail[n.ID] + "/" + name + "/count")
 	if err != nil {
 		return 0, err
 	}
@@ -869,7 +870,7 @@ func (e *cellEnv) fpCount(n *Node, name string) (int, error) {
 }
 
 // waitFailpoint waits until n evaluated the failpoint more than before.
-func (e *cellEnv) waitFailpoint(n *Node, name string, before int) error {
+func (e *cellEnv) waitFailpoint(n *harness.Node, name string, before int) error {
 	deadline := time.Now().Add(waitShort)
 	for {
 		c, err := e.fpCount(n, name)
@@ -886,7 +887,7 @@ func (e *cellEnv) waitFailpoint(n *Node, name string, before int) error {
 	}
 }
 
-func (e *cellEnv) failpointHTTP(n *Node, method, name, terms string) error {
+func (e *cellEnv) failpointHTTP(n *harness.Node, method, name, terms string) error {
 	addr := e.gofail[n.ID]
 	if addr == "" {
 		return errors.New("the cell's nodes have no GOFAIL_HTTP")
@@ -894,7 +895,7 @@ func (e *cellEnv) failpointHTTP(n *Node, method, name, terms string) error {
 	if method == http.MethodDelete {
 		terms = ""
 	}
-	if err := SetFailpoint(addr, name, terms); err != nil {
+	if err := harness.SetFailpoint(addr, name, terms); err != nil {
 		return fmt.Errorf("failpoint %s on %s (is dexd built with -tags chaos?): %w", name, n.ID, err)
 	}
 	e.notef("failpoint %s %s %q on %s", method, name, terms, n.ID)

@@ -22,6 +22,7 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/cluster"
 )
 
@@ -84,7 +85,7 @@ type SoakReport struct {
 type soaker struct {
 	o       SoakOptions
 	dir     string
-	cluster *Cluster
+	cluster *harness.Cluster
 	net     SoakNet
 	conn    *grpc.ClientConn
 	cl      *client.Client
@@ -95,10 +96,10 @@ type soaker struct {
 	script  string
 
 	wmu     sync.Mutex
-	workers []*Worker
+	workers []*harness.Worker
 	starts  int
 	// links: one proxy set per Worker slot, cut by disconnect-worker.
-	links []*WorkerLink
+	links []*harness.WorkerLink
 	// gofail: node id → its failpoint endpoint (chaos build only).
 	gofail map[string]string
 
@@ -241,16 +242,16 @@ func (s *soaker) setUp(ctx context.Context) error {
 		return err
 	}
 	bin := s.o.BinDir
-	chaosDir, chaosErr := ChaosDexd(s.o.BinDir)
+	chaosDir, chaosErr := harness.ChaosDexd(s.o.BinDir)
 	if chaosErr == nil {
 		bin = chaosDir
 	}
-	copts := ClusterOptions{BinDir: bin, Dir: s.dir, Args: s.nodeArgs()}
-	var netOf func(*Cluster) SoakNet
+	copts := harness.ClusterOptions{BinDir: bin, Dir: s.dir, Args: s.nodeArgs()}
+	var netOf func(*harness.Cluster) SoakNet
 	if soakNetwork != nil && chaosErr == nil { // only the chaos build follows the proxies' routes
 		netOf = soakNetwork(&copts)
 	}
-	c, err := NewCluster(copts)
+	c, err := harness.NewCluster(copts)
 	if err != nil {
 		return err
 	}
@@ -261,11 +262,11 @@ func (s *soaker) setUp(ctx context.Context) error {
 	if chaosErr == nil {
 		s.gofail = map[string]string{}
 		for _, n := range c.Nodes {
-			addr, err := FreeAddr()
+			addr, err := harness.FreeAddr()
 			if err != nil {
 				return err
 			}
-			if err := SetFailpoints(n, "", addr); err != nil {
+			if err := harness.SetFailpoints(n, "", addr); err != nil {
 				return err
 			}
 			s.gofail[n.ID] = addr
@@ -282,7 +283,7 @@ func (s *soaker) setUp(ctx context.Context) error {
 	}
 	s.cl, s.svc, s.admin = client.New(s.conn), dexv1.NewSessionServiceClient(s.conn), dexv1.NewAdminServiceClient(s.conn)
 	for i := 0; i < s.o.Workers; i++ {
-		link, err := NewWorkerLink(c)
+		link, err := harness.NewWorkerLink(c)
 		if err != nil {
 			return err
 		}
@@ -302,7 +303,7 @@ var soakSnapshotArgs = []string{"--raft-snapshot-threshold", "1024", "--raft-sna
 
 // nodeArgs are the flags of the soak's nodes and of its scratch clusters.
 func (s *soaker) nodeArgs() []string {
-	args := append(append([]string{}, ClusterArgs...), soakSnapshotArgs...)
+	args := append(append([]string{}, harness.ClusterArgs...), soakSnapshotArgs...)
 	return append(args, "--max-payload", strconv.Itoa(s.o.MaxPayload))
 }
 
@@ -312,7 +313,7 @@ func (s *soaker) startWorker(i int) error {
 	s.wmu.Lock()
 	s.starts++
 	name := fmt.Sprintf("w%d-%d", i+1, s.starts)
-	w := NewWorker(WorkerOptions{BinDir: s.o.BinDir, Dir: s.dir, Name: name, Target: s.links[i].Target(), Ledger: s.ledger, Script: s.script, TLS: s.cluster.TLS()})
+	w := harness.NewWorker(harness.WorkerOptions{BinDir: s.o.BinDir, Dir: s.dir, Name: name, Target: s.links[i].Target(), Ledger: s.ledger, Script: s.script, TLS: s.cluster.TLS()})
 	s.workers[i] = w
 	s.wmu.Unlock()
 	return w.Start()
@@ -423,7 +424,7 @@ func (s *soaker) deadNodes() string {
 	var b strings.Builder
 	for _, n := range s.cluster.Nodes {
 		if !n.Running() {
-			fmt.Fprintf(&b, "\n%s is not running (%v); its log ends:\n%s", n.ID, n.ExitErr(), Tail(n.Log(), 8))
+			fmt.Fprintf(&b, "\n%s is not running (%v); its log ends:\n%s", n.ID, n.ExitErr(), harness.Tail(n.Log(), 8))
 		}
 	}
 	return b.String()
@@ -493,7 +494,7 @@ func (s *soaker) finish(ctx context.Context, start time.Time) (CheckInput, error
 		_ = w.Stop(10 * time.Second)
 	}
 	var err error
-	if in.Ledger, err = ReadLedger(s.ledger); err != nil {
+	if in.Ledger, err = harness.ReadLedger(s.ledger); err != nil {
 		return in, err
 	}
 	in.Digests, in.DigestIndex, err = s.digests(ctx)
@@ -564,7 +565,7 @@ func (s *soaker) appliedIndexes(ctx context.Context) ([]uint64, error) {
 
 func (s *soaker) stopAll() {
 	s.wmu.Lock()
-	ws := append([]*Worker(nil), s.workers...)
+	ws := append([]*harness.Worker(nil), s.workers...)
 	s.wmu.Unlock()
 	for _, w := range ws {
 		if w != nil {
@@ -600,7 +601,7 @@ func (s *soaker) keepLogs(out string) string {
 	matches = append(matches, s.ledger, s.script)
 	sort.Strings(matches)
 	for _, m := range matches {
-		KeepFile(m, filepath.Join(dst, filepath.Base(m)))
+		harness.KeepFile(m, filepath.Join(dst, filepath.Base(m)))
 	}
 	return dst
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/cluster/backup"
 )
 
@@ -152,7 +153,7 @@ func (s *soaker) checkBackup(ctx context.Context, n int, b *BackupCheck) (stage 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return BackupScratch, err
 	}
-	c, err := NewCluster(ClusterOptions{BinDir: s.o.BinDir, Dir: dir, Size: 1, Args: s.nodeArgs()})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: s.o.BinDir, Dir: dir, Size: 1, Args: s.nodeArgs()})
 	if err != nil {
 		return BackupScratch, err
 	}
@@ -226,7 +227,7 @@ func restoreBackup(ctx context.Context, admin dexv1.AdminServiceClient, path str
 
 // serves waits until c has a ready node and compares what it serves with
 // want.
-func serves(ctx context.Context, c *Cluster, conn *grpc.ClientConn, want map[string]sessionView) error {
+func serves(ctx context.Context, c *harness.Cluster, conn *grpc.ClientConn, want map[string]sessionView) error {
 	if err := waitReady(ctx, c); err != nil {
 		return err
 	}
@@ -238,13 +239,13 @@ func serves(ctx context.Context, c *Cluster, conn *grpc.ClientConn, want map[str
 
 // waitReady waits up to a minute for one ready node, naming a node that
 // exited with the end of its log.
-func waitReady(ctx context.Context, c *Cluster) error {
+func waitReady(ctx context.Context, c *harness.Cluster) error {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if _, err := c.WaitReady(wctx); err != nil {
 		for _, n := range c.Nodes {
 			if !n.Running() {
-				err = fmt.Errorf("%w; %s is not running (%v); its log ends:\n%s", err, n.ID, n.ExitErr(), Tail(n.Log(), 8))
+				err = fmt.Errorf("%w; %s is not running (%v); its log ends:\n%s", err, n.ID, n.ExitErr(), harness.Tail(n.Log(), 8))
 			}
 		}
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // The soak's checker: after the run, with every fault healed and the
@@ -43,7 +44,7 @@ type Violation struct {
 // CheckInput is what the checker judges.
 type CheckInput struct {
 	Ops    []SoakOp
-	Ledger []LedgerEntry
+	Ledger []harness.LedgerEntry
 	// Final: every session as the leader answers at the end.
 	Final map[string]*dexv1.GetSessionResponse
 	// Digests: each node's state digest at DigestIndex (node id → digest);
@@ -201,7 +202,7 @@ func checkLedger(in CheckInput, res *CheckResult, add func(kind, session, format
 		}
 	}
 	type callKey struct{ session, call string }
-	execs := map[callKey][]LedgerEntry{}
+	execs := map[callKey][]harness.LedgerEntry{}
 	perAttempt := map[string]int{}
 	modelRuns := map[string]int{}
 	for _, e := range in.Ledger {

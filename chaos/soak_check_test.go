@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // A small history that is right in every way: a session created with k1,
@@ -34,7 +35,7 @@ func cleanInput() CheckInput {
 		}},
 		Steps: []*dexv1.Step{mail},
 	}
-	ledger := []LedgerEntry{{Session: "s1", CallID: "call-2-1", Tool: "send_email", Attempt: 1, Step: "st-mail", Kind: "tool", Worker: "w1-1", Epoch: 3, IdempotencyKey: "dex:s1:call-2-1"}}
+	ledger := []harness.LedgerEntry{{Session: "s1", CallID: "call-2-1", Tool: "send_email", Attempt: 1, Step: "st-mail", Kind: "tool", Worker: "w1-1", Epoch: 3, IdempotencyKey: "dex:s1:call-2-1"}}
 	return CheckInput{Ops: ops, Ledger: ledger, Final: map[string]*dexv1.GetSessionResponse{"s1": final},
 		Digests: map[string]string{"n1": "aa", "n2": "aa", "n3": "aa"}, DigestIndex: 42, LinearizeTimeout: 10 * time.Second,
 		Restart: cleanRestart(), Backups: []BackupCheck{{File: "b1", Index: 30, Sessions: 1}, {File: "b2", Index: 42, Sessions: 1}}}
@@ -125,10 +126,10 @@ func TestCheckReportsIdempotentWriteUnderTwoKeysAndTwoPollTasks(t *testing.T) {
 		Attempts: []*dexv1.Attempt{{N: 1, WorkerId: "w1-1", ClaimedAtMs: 5}, {N: 2, WorkerId: "w1-1", ClaimedAtMs: 6}}}
 	in.Final["s1"].Steps = append(in.Final["s1"].Steps, build)
 	in.Ledger = append(in.Ledger,
-		LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build", Attempt: 1, Step: "st-build", Kind: "tool", Worker: "w1-1", IdempotencyKey: "dex:s1:call-5-1"},
-		LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build", Attempt: 2, Step: "st-build", Kind: "tool", Worker: "w1-1", IdempotencyKey: "other"},
-		LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build.poll", Attempt: 1, Step: "st-build", Kind: "poll", Worker: "w1-1", TaskID: "build-a"},
-		LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build.poll", Attempt: 2, Step: "st-build", Kind: "poll", Worker: "w1-1", TaskID: "build-b"})
+		harness.LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build", Attempt: 1, Step: "st-build", Kind: "tool", Worker: "w1-1", IdempotencyKey: "dex:s1:call-5-1"},
+		harness.LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build", Attempt: 2, Step: "st-build", Kind: "tool", Worker: "w1-1", IdempotencyKey: "other"},
+		harness.LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build.poll", Attempt: 1, Step: "st-build", Kind: "poll", Worker: "w1-1", TaskID: "build-a"},
+		harness.LedgerEntry{Session: "s1", CallID: "call-5-1", Tool: "build.poll", Attempt: 2, Step: "st-build", Kind: "poll", Worker: "w1-1", TaskID: "build-b"})
 	got := kinds(Check(in).Violations)
 	if !slices.Contains(got, VIdempotentKey) || !slices.Contains(got, VPollTask) {
 		t.Fatalf("violations %v, want %s and %s", got, VIdempotentKey, VPollTask)
@@ -140,7 +141,7 @@ func TestCheckReportsAModelRunPastItsAttempts(t *testing.T) {
 	model := &dexv1.Step{Id: "st-model", SessionId: "s1", Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, MaxAttempts: 3}
 	for n := uint32(1); n <= 4; n++ {
 		model.Attempts = append(model.Attempts, &dexv1.Attempt{N: n, WorkerId: "w1-1", ClaimedAtMs: 5})
-		in.Ledger = append(in.Ledger, LedgerEntry{Session: "s1", Tool: "model", Attempt: n, Step: "st-model", Kind: "model", Worker: "w1-1"})
+		in.Ledger = append(in.Ledger, harness.LedgerEntry{Session: "s1", Tool: "model", Attempt: n, Step: "st-model", Kind: "model", Worker: "w1-1"})
 	}
 	in.Final["s1"].Steps = append(in.Final["s1"].Steps, model)
 	if got := kinds(Check(in).Violations); !slices.Equal(got, []string{VModelAttempts}) {

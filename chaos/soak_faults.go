@@ -8,6 +8,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // The soak's faults and their schedule. The schedule is drawn from the
@@ -57,7 +58,7 @@ type SoakNet interface {
 // (it may change the options) and returns the layer once the cluster is
 // made; it is used only with the chaos build of dexd, which follows the
 // layer's proxies. Without it the network kinds are not drawn.
-var soakNetwork func(o *ClusterOptions) func(*Cluster) SoakNet
+var soakNetwork func(o *harness.ClusterOptions) func(*harness.Cluster) SoakNet
 
 // Fault is one scheduled fault.
 type Fault struct {
@@ -109,19 +110,19 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 	c := s.cluster
 	switch f.Kind {
 	case FKillNode, FKillLeader, FKillTwo, FKillAll:
-		var victims []*Node
+		var victims []*harness.Node
 		switch f.Kind {
 		case FKillNode:
-			victims = []*Node{c.Nodes[f.Pick%len(c.Nodes)]}
+			victims = []*harness.Node{c.Nodes[f.Pick%len(c.Nodes)]}
 		case FKillLeader:
 			l, err := s.leader(ctx)
 			if err != nil {
 				return "", err
 			}
-			victims = []*Node{l}
+			victims = []*harness.Node{l}
 		case FKillTwo:
 			i := f.Pick % len(c.Nodes)
-			victims = []*Node{c.Nodes[i], c.Nodes[(i+1+f.Pick/7%(len(c.Nodes)-1))%len(c.Nodes)]}
+			victims = []*harness.Node{c.Nodes[i], c.Nodes[(i+1+f.Pick/7%(len(c.Nodes)-1))%len(c.Nodes)]}
 		case FKillAll:
 			victims = c.Nodes
 		}
@@ -180,11 +181,11 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 		}
 		n := c.Nodes[f.Pick%len(c.Nodes)]
 		delay := 20 + f.Pick/7%180 // ms per log write
-		if err := SetFailpoint(s.gofail[n.ID], FailpointSlowDisk, fmt.Sprintf("sleep(%d)", delay)); err != nil {
+		if err := harness.SetFailpoint(s.gofail[n.ID], harness.FailpointSlowDisk, fmt.Sprintf("sleep(%d)", delay)); err != nil {
 			return "", err
 		}
 		err := sleepCtx(ctx, f.Hold)
-		_ = SetFailpoint(s.gofail[n.ID], FailpointSlowDisk, "") // a node killed meanwhile forgot it anyway
+		_ = harness.SetFailpoint(s.gofail[n.ID], harness.FailpointSlowDisk, "") // a node killed meanwhile forgot it anyway
 		return fmt.Sprintf("%dms per log write on %s for %s", delay, n.ID, f.Hold.Round(time.Millisecond)), err
 	case FTransfer:
 		l, err := s.leader(ctx)
@@ -239,14 +240,14 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 }
 
 // leader waits for the single ready node.
-func (s *soaker) leader(ctx context.Context) (*Node, error) {
+func (s *soaker) leader(ctx context.Context) (*harness.Node, error) {
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	return s.cluster.WaitReady(wctx)
 }
 
-func (s *soaker) followers(l *Node) []*Node {
-	var out []*Node
+func (s *soaker) followers(l *harness.Node) []*harness.Node {
+	var out []*harness.Node
 	for _, n := range s.cluster.Nodes {
 		if n != l {
 			out = append(out, n)
@@ -255,7 +256,7 @@ func (s *soaker) followers(l *Node) []*Node {
 	return out
 }
 
-func nodeIDs(ns []*Node) string {
+func nodeIDs(ns []*harness.Node) string {
 	s := ""
 	for i, n := range ns {
 		if i > 0 {

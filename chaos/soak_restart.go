@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/cluster"
 )
 
@@ -61,7 +62,7 @@ func (s *soaker) restartCheck(ctx context.Context, in CheckInput, endErr error) 
 	dead := map[string]string{}
 	for _, n := range s.cluster.Nodes {
 		if endErr != nil && !n.Running() { // the end stops the nodes only once it succeeded
-			dead[n.ID] = fmt.Sprintf("did not come back after its last start during the soak (%v); its log ends:\n%s", n.ExitErr(), Tail(n.Log(), 8))
+			dead[n.ID] = fmt.Sprintf("did not come back after its last start during the soak (%v); its log ends:\n%s", n.ExitErr(), harness.Tail(n.Log(), 8))
 		}
 	}
 	s.cluster.StopAll()
@@ -112,7 +113,7 @@ func (s *soaker) catchUp(ctx context.Context, rc *RestartCheck, index uint64, st
 				continue
 			}
 			if !n.Running() {
-				r.Err = fmt.Sprintf("exited after the restart (%v); its log ends:\n%s", n.ExitErr(), Tail(n.Log(), 8))
+				r.Err = fmt.Sprintf("exited after the restart (%v); its log ends:\n%s", n.ExitErr(), harness.Tail(n.Log(), 8))
 				continue
 			}
 			applied, err := s.appliedIndex(ctx, n)
@@ -132,7 +133,7 @@ func (s *soaker) catchUp(ctx context.Context, rc *RestartCheck, index uint64, st
 	}
 }
 
-func (s *soaker) appliedIndex(ctx context.Context, n *Node) (uint64, error) {
+func (s *soaker) appliedIndex(ctx context.Context, n *harness.Node) (uint64, error) {
 	conn, err := grpc.NewClient(n.GRPCAddr, s.cluster.ConnOptions()...)
 	if err != nil {
 		return 0, err

@@ -2,7 +2,7 @@
 // real signals and judges what they did. This file is the process supervisor:
 // every process it starts runs on loopback ports of its own, in a temporary
 // directory, and is stopped by PID.
-package chaos
+package harness
 
 import (
 	"context"
