@@ -1,7 +1,9 @@
-// Package chaos runs real dexd and dexworker processes, strikes them with
-// real signals and judges what they did. This file is the process supervisor:
-// every process it starts runs on loopback ports of its own, in a temporary
-// directory, and is stopped by PID.
+// Package harness runs real dexd, dexworker and haproxy processes for the
+// crash matrix, the soak and the benchmarks: clusters of dexd on loopback,
+// Workers with their side-effect ledgers, link proxies that cut and slow
+// raft and Worker traffic, failpoint builds, real signals. This file is the
+// process supervisor: every process it starts runs on loopback ports of its
+// own, in a temporary directory, and is stopped by PID.
 package harness
 
 import (

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package chaos
+package soak
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func TestSoakCatchesADefectiveBuild(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
-	build := exec.Command("go", "build", "-tags", "soakdefect", "-o", bin+"/", "../cmd/dexd")
+	build := exec.Command("go", "build", "-tags", "soakdefect", "-o", bin+"/", "../../cmd/dexd")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the defective dexd: %v\n%s", err, out)
 	}

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package chaos
+package soak
 
 import (
 	"bytes"

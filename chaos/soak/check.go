@@ -1,4 +1,4 @@
-package chaos
+package soak
 
 import (
 	"fmt"
@@ -53,8 +53,8 @@ type CheckInput struct {
 	DigestIndex uint64
 	DigestErr   string
 	// Restart: every node restarted on its data dir after the soak
-	// (soak_restart.go); Backups: the backups taken during it, inspected
-	// and restored (soak_backup.go).
+	// (restart.go); Backups: the backups taken during it, inspected
+	// and restored (backup.go).
 	Restart *RestartCheck
 	Backups []BackupCheck
 	// Out: where an illegal history's visualisation goes ("" = nowhere).
@@ -341,4 +341,13 @@ func checkDigests(in CheckInput, res *CheckResult, add func(kind, session, forma
 			add(VDiverged, "", "at index %d node %s's state is %.12s…, node %s's %.12s…", in.DigestIndex, n, d, firstNode, first)
 		}
 	}
+}
+
+func stepByID(r *dexv1.GetSessionResponse, id string) *dexv1.Step {
+	for _, st := range r.Steps {
+		if st.Id == id {
+			return st
+		}
+	}
+	return nil
 }

@@ -1,4 +1,8 @@
-package chaos
+// Package soak runs the soak: a seeded random fault schedule under mixed
+// load on a real cluster (started through chaos/harness), then the history
+// checker that judges the run (linearizability of the clients' history,
+// the Workers' ledger, restarts and backups) and the report.
+package soak
 
 import (
 	"context"
@@ -29,7 +33,7 @@ import (
 // The soak: 3 dexd, a few dexworkers and several clients under a steady
 // mixed load while faults drawn from the seed strike at random moments;
 // then every fault is healed, the cluster quiesces and the checker judges
-// what happened (soak_check.go).
+// what happened (check.go).
 
 // SoakOptions configure a soak.
 type SoakOptions struct {
@@ -46,7 +50,7 @@ type SoakOptions struct {
 	Kinds []string
 	// MaxPayload is the nodes' --max-payload (default dexd's).
 	MaxPayload int
-	// Big adds the load of sessions at the payload limits (soak_big.go).
+	// Big adds the load of sessions at the payload limits (big.go).
 	Big bool
 }
 
@@ -106,7 +110,7 @@ type soaker struct {
 	smu      sync.Mutex
 	sessions []string
 
-	// backups taken during the run (soak_backup.go); only the schedule's
+	// backups taken during the run (backup.go); only the schedule's
 	// goroutine and then the end of the soak touch it.
 	backups []BackupCheck
 }
