@@ -2,9 +2,7 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,7 +47,11 @@ const (
 )
 
 type cellEnv struct {
-	ctx     context.Context
+	*cellLog
+	cellLedger
+	cellFailpoints
+	autoReleaser
+
 	cell    Cell
 	col     string
 	opts    MatrixOptions
@@ -61,7 +63,6 @@ type cellEnv struct {
 
 	target      string // the Workers' target
 	stopBalance func()
-	ledger      string
 	script      string
 	workerArgs  []string // extra flags of every Worker of the cell
 	workers     []*harness.Worker
@@ -75,13 +76,33 @@ type cellEnv struct {
 	takeovers []time.Duration
 	killed    []*harness.Node // taken-over leaders, restarted at the end
 	pauses    []*pauseMark
-	gofail    map[string]string // node id → GOFAIL_HTTP address
+}
 
-	relMu   sync.Mutex
-	relStop chan struct{}
-	relDone chan struct{}
-
+// cellLog is what every part of a cell shares: the cell's context, which
+// ends with the cell, and the notes of what it did (OUT/cells/NAME.txt).
+type cellLog struct {
+	ctx   context.Context
 	notes []string
+}
+
+func (e *cellLog) notef(format string, args ...any) {
+	e.notes = append(e.notes, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+func (e *cellLog) timeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(e.ctx, d)
+}
+
+// sleep waits d unless the cell is over.
+func (e *cellLog) sleep(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-e.ctx.Done():
+		return e.ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 type pauseMark struct {
@@ -98,7 +119,9 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if err != nil {
 		return nil, err
 	}
-	e := &cellEnv{ctx: ctx, cell: c, col: c.Column.Name, opts: o, dir: dir, ledger: filepath.Join(dir, "ledger.jsonl"), script: filepath.Join(dir, "script.json")}
+	log, ledger := &cellLog{ctx: ctx}, filepath.Join(dir, "ledger.jsonl")
+	e := &cellEnv{cellLog: log, cellLedger: cellLedger{cellLog: log, ledger: ledger}, cellFailpoints: cellFailpoints{cellLog: log}, autoReleaser: autoReleaser{files: ledger},
+		cell: c, col: c.Column.Name, opts: o, dir: dir, script: filepath.Join(dir, "script.json")}
 	if err := os.WriteFile(e.script, []byte(matrixScript), 0o644); err != nil {
 		return e, err
 	}
@@ -141,10 +164,6 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	}
 	e.notef("cluster ready; the Workers' target is %s", e.target)
 	return e, nil
-}
-
-func (e *cellEnv) notef(format string, args ...any) {
-	e.notes = append(e.notes, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 }
 
 // run runs the row's scenario, then the checks every cell makes.
@@ -215,22 +234,6 @@ func (e *cellEnv) writeNotes(cause error) {
 }
 
 func (e *cellEnv) remove() { _ = os.RemoveAll(e.dir) }
-
-func (e *cellEnv) timeout(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(e.ctx, d)
-}
-
-// sleep waits d unless the cell is over.
-func (e *cellEnv) sleep(d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-e.ctx.Done():
-		return e.ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 func (e *cellEnv) waitReady() (*harness.Node, error) {
 	ctx, cancel := e.timeout(waitShort)
@@ -391,9 +394,18 @@ func (e *cellEnv) holdUntil(what string, match func(held) bool) (held, error) {
 	return held{}, fmt.Errorf("the Worker never held %s within %s", what, waitShort)
 }
 
+// autoReleaser releases every hold of the cell's Workers, once a scenario
+// no longer stops at them, until the cell ends.
+type autoReleaser struct {
+	files   string // the ledger: the Workers' .held and .release files sit beside it
+	relMu   sync.Mutex
+	relStop chan struct{}
+	relDone chan struct{}
+}
+
 // autoRelease releases every later hold of any Worker of the cell until
 // the cell ends.
-func (e *cellEnv) autoRelease() {
+func (e *autoReleaser) autoRelease() {
 	e.relMu.Lock()
 	defer e.relMu.Unlock()
 	if e.relStop != nil {
@@ -410,16 +422,16 @@ func (e *cellEnv) autoRelease() {
 				return
 			case <-t.C:
 			}
-			if _, err := os.Stat(e.ledger + ".held"); err == nil {
-				if _, err := os.Stat(e.ledger + ".release"); os.IsNotExist(err) {
-					_ = os.WriteFile(e.ledger+".release", []byte("go\n"), 0o644)
+			if _, err := os.Stat(e.files + ".held"); err == nil {
+				if _, err := os.Stat(e.files + ".release"); os.IsNotExist(err) {
+					_ = os.WriteFile(e.files+".release", []byte("go\n"), 0o644)
 				}
 			}
 		}
 	}(e.relStop, e.relDone)
 }
 
-func (e *cellEnv) stopReleaser() {
+func (e *autoReleaser) stopReleaser() {
 	e.relMu.Lock()
 	defer e.relMu.Unlock()
 	if e.relStop != nil {
@@ -598,72 +610,6 @@ func countKind(r *dexv1.GetSessionResponse, k dexv1.HistoryKind) int {
 	return n
 }
 
-// ---- Ledger
-
-func (e *cellEnv) ledgerLines() ([]harness.LedgerEntry, error) { return harness.ReadLedger(e.ledger) }
-
-func (e *cellEnv) execs(session string, f func(harness.LedgerEntry) bool) (int, error) {
-	l, err := e.ledgerLines()
-	if err != nil {
-		return 0, err
-	}
-	return harness.Executions(l, session, f), nil
-}
-
-// waitLedger waits until the ledger has a line matching f.
-func (e *cellEnv) waitLedger(what string, f func(harness.LedgerEntry) bool) (harness.LedgerEntry, error) {
-	deadline := time.Now().Add(waitShort)
-	for {
-		l, err := e.ledgerLines()
-		if err != nil {
-			return harness.LedgerEntry{}, err
-		}
-		for _, x := range l {
-			if f(x) {
-				e.notef("ledger: %s %s attempt %d (%s)", x.Tool, x.CallID, x.Attempt, x.Worker)
-				return x, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return harness.LedgerEntry{}, fmt.Errorf("the ledger has no %s within %s", what, waitShort)
-		}
-		if err := e.sleep(20 * time.Millisecond); err != nil {
-			return harness.LedgerEntry{}, err
-		}
-	}
-}
-
-func toolLine(session, tool string) func(harness.LedgerEntry) bool {
-	return func(x harness.LedgerEntry) bool { return x.Session == session && x.Tool == tool }
-}
-
-// callExecs counts the executions of one call (a tool Step's call id).
-func (e *cellEnv) callExecs(session string, st *dexv1.Step) (int, error) {
-	return e.execs(session, func(x harness.LedgerEntry) bool { return x.CallID == st.CallId && x.Kind == "tool" })
-}
-
-// stepExecs counts the executions of one Step (a model, compaction or poll).
-func (e *cellEnv) stepExecs(session string, st *dexv1.Step, kind string) (int, error) {
-	return e.execs(session, func(x harness.LedgerEntry) bool { return x.Step == st.Id && x.Kind == kind })
-}
-
-// sameKey checks every execution of a write carried the Step's key.
-func (e *cellEnv) sameKey(session string, st *dexv1.Step) error {
-	if st.IdempotencyKey == "" {
-		return fmt.Errorf("the write %s has no idempotency key", st.CallId)
-	}
-	l, err := e.ledgerLines()
-	if err != nil {
-		return err
-	}
-	for _, x := range l {
-		if x.Session == session && x.CallID == st.CallId && x.Kind == "tool" && x.IdempotencyKey != st.IdempotencyKey {
-			return fmt.Errorf("attempt %d of %s ran with key %q; the Step's key is %q", x.Attempt, st.CallId, x.IdempotencyKey, st.IdempotencyKey)
-		}
-	}
-	return nil
-}
-
 // ---- Faults
 
 // strike applies the column's fault at the row's moment.
@@ -835,71 +781,6 @@ func (e *cellEnv) pauseLeader() error {
 			return err
 		}
 	}
-}
-
-// ---- Failpoints (chaos build)
-
-// armFailpoint sets a failpoint's terms on the node that leads now.
-func (e *cellEnv) armFailpoint(name, terms string) (*harness.Node, error) {
-	n, err := e.waitReady()
-	if err != nil {
-		return nil, err
-	}
-	return n, e.failpointHTTP(n, http.MethodPut, name, terms)
-}
-
-func (e *cellEnv) disarmFailpoint(n *harness.Node, name string) error {
-	if !n.Running() {
-		return nil
-	}
-	return e.failpointHTTP(n, http.MethodDelete, name, "")
-}
-
-// fpCount is how often a node evaluated a failpoint (gofail's /NAME/count).
-func (e *cellEnv) fpCount(n *harness.Node, name string) (int, error) {
-	resp, err := harness.HTTPClient.Get("http://" + e.gofail[n.ID] + "/" + name + "/count")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var c int
-	if _, err := fmt.Fscan(resp.Body, &c); err != nil {
-		return 0, fmt.Errorf("failpoint %s count on %s: %w", name, n.ID, err)
-	}
-	return c, nil
-}
-
-// waitFailpoint waits until n evaluated the failpoint more than before.
-func (e *cellEnv) waitFailpoint(n *harness.Node, name string, before int) error {
-	deadline := time.Now().Add(waitShort)
-	for {
-		c, err := e.fpCount(n, name)
-		if err == nil && c > before {
-			e.notef("%s reached failpoint %s", n.ID, name)
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s never reached failpoint %s (count %d, %v)", n.ID, name, c, err)
-		}
-		if err := e.sleep(10 * time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
-func (e *cellEnv) failpointHTTP(n *harness.Node, method, name, terms string) error {
-	addr := e.gofail[n.ID]
-	if addr == "" {
-		return errors.New("the cell's nodes have no GOFAIL_HTTP")
-	}
-	if method == http.MethodDelete {
-		terms = ""
-	}
-	if err := harness.SetFailpoint(addr, name, terms); err != nil {
-		return fmt.Errorf("failpoint %s on %s (is dexd built with -tags chaos?): %w", name, n.ID, err)
-	}
-	e.notef("failpoint %s %s %q on %s", method, name, terms, n.ID)
-	return nil
 }
 
 // ---- Checks every cell makes
