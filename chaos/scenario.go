@@ -48,6 +48,7 @@ const (
 
 type cellEnv struct {
 	*cellLog
+	cellSessions
 	cellLedger
 	cellFailpoints
 	autoReleaser
@@ -58,7 +59,6 @@ type cellEnv struct {
 	dir     string
 	cluster *harness.Cluster
 	conn    *grpc.ClientConn
-	cl      *client.Client
 	admin   dexv1.AdminServiceClient
 
 	target      string // the Workers' target
@@ -71,7 +71,6 @@ type cellEnv struct {
 	provider    *provider.Server
 	providerURL string
 
-	sessions  []string
 	snapshots []map[string]*dexv1.GetSessionResponse // before each fault
 	takeovers []time.Duration
 	killed    []*harness.Node // taken-over leaders, restarted at the end
@@ -120,8 +119,11 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 		return nil, err
 	}
 	log, ledger := &cellLog{ctx: ctx}, filepath.Join(dir, "ledger.jsonl")
-	e := &cellEnv{cellLog: log, cellLedger: cellLedger{cellLog: log, ledger: ledger}, cellFailpoints: cellFailpoints{cellLog: log}, autoReleaser: autoReleaser{files: ledger},
+	e := &cellEnv{cellLog: log, cellSessions: cellSessions{cellLog: log}, cellLedger: cellLedger{cellLog: log, ledger: ledger}, cellFailpoints: cellFailpoints{cellLog: log}, autoReleaser: autoReleaser{files: ledger},
 		cell: c, col: c.Column.Name, opts: o, dir: dir, script: filepath.Join(dir, "script.json")}
+	if tc := o.TestCluster; tc != nil {
+		e.idPrefix = "certify-" + tc.RunID + "-"
+	}
 	if err := os.WriteFile(e.script, []byte(matrixScript), 0o644); err != nil {
 		return e, err
 	}
@@ -443,11 +445,18 @@ func (e *autoReleaser) stopReleaser() {
 
 // ---- Sessions
 
-func (e *cellEnv) createSession(msg string, compactionThreshold uint64) (string, error) {
-	id := fmt.Sprintf("s%d-%d", len(e.sessions)+1, time.Now().UnixNano()%1e9)
-	if tc := e.opts.TestCluster; tc != nil {
-		id = "certify-" + tc.RunID + "-" + id
-	}
+// cellSessions creates the cell's sessions and reads them across its
+// faults.
+type cellSessions struct {
+	*cellLog
+	cl       *client.Client
+	sessions []string // created, in order
+	// idPrefix keeps a certify run's session ids apart on a test cluster.
+	idPrefix string
+}
+
+func (e *cellSessions) createSession(msg string, compactionThreshold uint64) (string, error) {
+	id := e.idPrefix + fmt.Sprintf("s%d-%d", len(e.sessions)+1, time.Now().UnixNano()%1e9)
 	err := e.retry("create session", func(ctx context.Context) error {
 		_, err := e.cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: id, Message: msg, CompactionThreshold: compactionThreshold})
 		if status.Code(err) == codes.AlreadyExists {
@@ -464,7 +473,7 @@ func (e *cellEnv) createSession(msg string, compactionThreshold uint64) (string,
 }
 
 // retry repeats a call across a fault until it gets a definite answer.
-func (e *cellEnv) retry(what string, f func(ctx context.Context) error) error {
+func (e *cellSessions) retry(what string, f func(ctx context.Context) error) error {
 	deadline := time.Now().Add(waitShort)
 	for {
 		ctx, cancel := e.timeout(3 * time.Second)
@@ -486,7 +495,7 @@ func (e *cellEnv) retry(what string, f func(ctx context.Context) error) error {
 	}
 }
 
-func (e *cellEnv) get(id string) (*dexv1.GetSessionResponse, error) {
+func (e *cellSessions) get(id string) (*dexv1.GetSessionResponse, error) {
 	var r *dexv1.GetSessionResponse
 	err := e.retry("get session "+id, func(ctx context.Context) error {
 		var err error
@@ -497,7 +506,7 @@ func (e *cellEnv) get(id string) (*dexv1.GetSessionResponse, error) {
 }
 
 // waitFor polls the session until cond holds.
-func (e *cellEnv) waitFor(id, what string, d time.Duration, cond func(*dexv1.GetSessionResponse) bool) (*dexv1.GetSessionResponse, error) {
+func (e *cellSessions) waitFor(id, what string, d time.Duration, cond func(*dexv1.GetSessionResponse) bool) (*dexv1.GetSessionResponse, error) {
 	deadline := time.Now().Add(d)
 	var last *dexv1.GetSessionResponse
 	for {
@@ -524,7 +533,7 @@ func (e *cellEnv) waitFor(id, what string, d time.Duration, cond func(*dexv1.Get
 
 // waitIdle waits until the session is idle with nothing queued: its final
 // state.
-func (e *cellEnv) waitIdle(id string) (*dexv1.GetSessionResponse, error) {
+func (e *cellSessions) waitIdle(id string) (*dexv1.GetSessionResponse, error) {
 	return e.waitFor(id, "idle", waitLong, func(r *dexv1.GetSessionResponse) bool {
 		return r.Session.Status == dexv1.SessionStatus_SESSION_STATUS_IDLE && len(r.Session.Inbox) == 0
 	})
