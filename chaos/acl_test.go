@@ -18,6 +18,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // dexctlAs runs the CLI with token in $DEX_TOKEN and decodes its JSON.
@@ -25,7 +26,7 @@ func (e *env) dexctlAs(token string, out any, args ...string) {
 	e.t.Helper()
 	full := []string{"--addr", strings.Join(e.cluster.GRPCAddrs(), ",")}
 	if p := e.cluster.TLS(); p != nil {
-		full = append(full, Args(p.ClientFiles())...)
+		full = append(full, harness.Args(p.ClientFiles())...)
 	}
 	cmd := exec.Command(filepath.Join(binDir, "dexctl"), append(full, args...)...)
 	cmd.Env = append(os.Environ(), client.TokenEnv+"="+token)
@@ -45,7 +46,7 @@ func (e *env) dexctlAs(token string, out any, args ...string) {
 }
 
 // codeOn makes call on one node directly, with token, and returns the code.
-func codeOn(t *testing.T, c *Cluster, n *Node, token string, call func(ctx context.Context, conn *grpc.ClientConn) error) codes.Code {
+func codeOn(t *testing.T, c *harness.Cluster, n *harness.Node, token string, call func(ctx context.Context, conn *grpc.ClientConn) error) codes.Code {
 	t.Helper()
 	conn, err := grpc.NewClient(n.GRPCAddr, c.Creds(), client.WithToken(token))
 	if err != nil {
@@ -73,7 +74,7 @@ func removeNode(ctx context.Context, conn *grpc.ClientConn) error {
 // and change nothing; a client token revoked on the leader is then refused
 // by every node.
 func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t *testing.T) {
-	t.Setenv(ACLEnv, "1")
+	t.Setenv(harness.ACLEnv, "1")
 	e := newEnv(t)
 	if e.cluster.AdminToken == "" {
 		t.Fatal("the harness did not turn ACLs on")
@@ -168,16 +169,16 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 	}
 
 	// A node joins with the admin token; its calls to the members carry it.
-	addrs, err := FreeAddrs(3)
+	addrs, err := harness.FreeAddrs(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n4 := &Node{ID: "n4", RaftAddr: addrs[0], GRPCAddr: addrs[1], HTTPAddr: addrs[2], DataDir: filepath.Join(e.dir, "n4")}
+	n4 := &harness.Node{ID: "n4", RaftAddr: addrs[0], GRPCAddr: addrs[1], HTTPAddr: addrs[2], DataDir: filepath.Join(e.dir, "n4")}
 	n4.Name, n4.Bin, n4.LogPath = "dexd n4", filepath.Join(binDir, "dexd"), filepath.Join(e.dir, "n4.log")
 	n4.Args = append([]string{"--id", "n4", "--data-dir", n4.DataDir, "--raft-addr", n4.RaftAddr, "--grpc-addr", n4.GRPCAddr,
 		"--http-addr", n4.HTTPAddr, "--join", e.leader().GRPCAddr, "--acl"}, fastArgs...)
 	if p := e.cluster.TLS(); p != nil {
-		n4.Args = append(n4.Args, Args(p.NodeFiles())...)
+		n4.Args = append(n4.Args, harness.Args(p.NodeFiles())...)
 	}
 	n4.Env = []string{client.TokenEnv + "=" + e.cluster.AdminToken}
 	if err := n4.Start(); err != nil {
@@ -185,7 +186,7 @@ func TestACL_ThreeNodesRunTheDemoWithTokensAndARevokedTokenIsRefusedEverywhere(t
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- n4 log tail:\n%s", tail(n4.Log(), 15))
+			t.Logf("--- n4 log tail:\n%s", harness.Tail(n4.Log(), 15))
 		}
 		n4.Kill()
 	})

@@ -9,22 +9,23 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // Agents with real processes: a session's model Steps go only to a Worker
 // that runs its agent's model (issue 16's routing checks).
 
 // startAgentWorker starts a dexworker that runs the model of agent only.
-func (e *env) startAgentWorker(agent string) *Worker {
+func (e *env) startAgentWorker(agent string) *harness.Worker {
 	e.t.Helper()
-	o := WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d-%s", len(e.workers)+1, strings.ReplaceAll(agent, "@", "-")),
+	o := harness.WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d-%s", len(e.workers)+1, strings.ReplaceAll(agent, "@", "-")),
 		Target: e.cluster.Target(), Ledger: e.ledger, TLS: e.cluster.TLS(), Args: []string{"--agent", agent}}
 	token, err := e.cluster.WorkerToken(e.ctx(30*time.Second), o.Name)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	o.Token = token
-	w := NewWorker(o)
+	w := harness.NewWorker(o)
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
 		e.t.Fatal(err)

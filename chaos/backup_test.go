@@ -24,6 +24,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 const backupScript = `{"turns": [
@@ -208,7 +209,7 @@ func TestBackup_SaveWipeRestoreInANewClusterAndTheDemoGoesOn(t *testing.T) {
 	e.conn.Close()
 
 	// A brand-new cluster.
-	c2, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: t.TempDir(), Args: fastArgs})
+	c2, err := harness.NewCluster(harness.ClusterOptions{BinDir: binDir, Dir: t.TempDir(), Args: fastArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestBackup_SaveWipeRestoreInANewClusterAndTheDemoGoesOn(t *testing.T) {
 	e.waitFor(timer, 90*time.Second, `"woke up"`, func(r *dexv1.GetSessionResponse) bool {
 		return r.Session.Status == sIdle && lastText(r) == "woke up"
 	})
-	if n := Executions(e.ledgerEntries(), approval, func(l LedgerEntry) bool { return l.Tool == "deploy" }); n != 1 {
+	if n := harness.Executions(e.ledgerEntries(), approval, func(l harness.LedgerEntry) bool { return l.Tool == "deploy" }); n != 1 {
 		t.Fatalf("deploy ran %d times; want once", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -24,12 +25,12 @@ import (
 var emailRead5 = &dexv1.ToolSpec{Name: "send_email", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 5}
 
 // waitRegistered waits for the dexworker's "registered with leader" line.
-func (e *env) waitRegistered(w *Worker) {
+func (e *env) waitRegistered(w *harness.Worker) {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(w.Log(), `"registered with leader `) {
 		if time.Now().After(deadline) || !w.Running() {
-			e.t.Fatalf("%s did not register: %s", w.Name, tail(w.Log(), 5))
+			e.t.Fatalf("%s did not register: %s", w.Name, harness.Tail(w.Log(), 5))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

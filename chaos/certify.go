@@ -12,6 +12,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // dexchaos certify: the crash matrix's rows that a user's Worker decides,
@@ -122,14 +123,14 @@ func (e *cellEnv) registeredTools() ([]*dexv1.ToolSpec, error) {
 			}
 		}
 		if !e.w.Running() {
-			return nil, fmt.Errorf("your Worker exited before it registered: %s", tail(e.w.Log(), 8))
+			return nil, fmt.Errorf("your Worker exited before it registered: %s", harness.Tail(e.w.Log(), 8))
 		}
 		if time.Now().After(deadline) {
 			why := "is it reading DEX_ADDR?"
 			if e.opts.TestCluster != nil {
 				why = "on a test cluster certify finds it by its id: does it take DEX_WORKER_ID as its id?"
 			}
-			return nil, fmt.Errorf("your Worker %s did not register within %s (%s): %s", e.w.Name, waitShort, why, tail(e.w.Log(), 8))
+			return nil, fmt.Errorf("your Worker %s did not register within %s (%s): %s", e.w.Name, waitShort, why, harness.Tail(e.w.Log(), 8))
 		}
 		if err := e.sleep(100 * time.Millisecond); err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dexhq/dex/api/client"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/chaos/provider"
 )
 
@@ -37,7 +38,7 @@ func (e *cellEnv) startProvider(s *provider.Script) error {
 
 // userWorker prepares the user's Worker with the cell's environment; args
 // are the row's hold flags (--hold MOMENT, --hold-all).
-func (e *cellEnv) userWorker(name, token string, args []string) (*Worker, error) {
+func (e *cellEnv) userWorker(name, token string, args []string) (*harness.Worker, error) {
 	u := e.opts.UserWorker
 	if len(u.Command) == 0 {
 		return nil, fmt.Errorf("no Worker command")
@@ -70,7 +71,7 @@ func (e *cellEnv) userWorker(name, token string, args []string) (*Worker, error)
 		}
 	}
 	env = append(env, client.HoldEnv+"="+strings.Join(hold, ","), client.HoldAllEnv+"="+all)
-	w := &Worker{Proc: Proc{Name: name, Bin: u.Command[0], Args: u.Command[1:], Dir: u.Dir, Env: env,
+	w := &harness.Worker{Proc: harness.Proc{Name: name, Bin: u.Command[0], Args: u.Command[1:], Dir: u.Dir, Env: env,
 		LogPath: filepath.Join(e.dir, name+".log")}, Ledger: e.ledger}
 	return w, nil
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // dexctlFails runs the CLI, which must fail, and returns what it printed on
@@ -35,7 +36,7 @@ func (e *env) dexctlFails(args ...string) string {
 
 // newestSnapshot returns the state of a node's newest raft snapshot (nil
 // when it has none yet).
-func newestSnapshot(t *testing.T, n *Node) []byte {
+func newestSnapshot(t *testing.T, n *harness.Node) []byte {
 	t.Helper()
 	dir := filepath.Join(n.DataDir, "raft", "snapshots")
 	entries, _ := os.ReadDir(dir)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -49,10 +50,10 @@ var fastArgs = []string{"--heartbeat-timeout", "3s", "--heartbeat-interval", "50
 type env struct {
 	t       *testing.T
 	dir     string
-	cluster *Cluster
+	cluster *harness.Cluster
 	conn    *grpc.ClientConn
 	client  *client.Client
-	workers []*Worker
+	workers []*harness.Worker
 	ledger  string
 }
 
@@ -64,14 +65,14 @@ func newEnv(t *testing.T, args ...string) *env {
 // newEnvTLS is newEnv with the nodes on mutual TLS with pki (nil: as
 // DEX_CHAOS_TLS says); the env's client, Workers and dexctl use its client
 // certificate.
-func newEnvTLS(t *testing.T, pki func(dir string) *PKI, args ...string) *env {
+func newEnvTLS(t *testing.T, pki func(dir string) *harness.PKI, args ...string) *env {
 	t.Helper()
 	dir := t.TempDir()
-	opts := ClusterOptions{BinDir: binDir, Dir: dir, Args: append(append([]string{}, fastArgs...), args...)}
+	opts := harness.ClusterOptions{BinDir: binDir, Dir: dir, Args: append(append([]string{}, fastArgs...), args...)}
 	if pki != nil {
 		opts.TLS = pki(dir)
 	}
-	c, err := NewCluster(opts)
+	c, err := harness.NewCluster(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +100,10 @@ func (e *env) stop() {
 	}
 	if e.t.Failed() {
 		for _, n := range e.cluster.Nodes {
-			e.t.Logf("--- %s log tail:\n%s", n.ID, tail(n.Log(), 15))
+			e.t.Logf("--- %s log tail:\n%s", n.ID, harness.Tail(n.Log(), 15))
 		}
 		for _, w := range e.workers {
-			e.t.Logf("--- %s log tail:\n%s", w.Name, tail(w.Log(), 15))
+			e.t.Logf("--- %s log tail:\n%s", w.Name, harness.Tail(w.Log(), 15))
 		}
 	}
 }
@@ -113,7 +114,7 @@ func (e *env) ctx(d time.Duration) context.Context {
 	return ctx
 }
 
-func (e *env) waitReady() *Node {
+func (e *env) waitReady() *harness.Node {
 	e.t.Helper()
 	n, err := e.cluster.WaitReady(e.ctx(20 * time.Second))
 	if err != nil {
@@ -123,9 +124,9 @@ func (e *env) waitReady() *Node {
 }
 
 // startWorker starts a dexworker on the readiness-following target.
-func (e *env) startWorker(script string, hold ...string) *Worker {
+func (e *env) startWorker(script string, hold ...string) *harness.Worker {
 	e.t.Helper()
-	o := WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.cluster.Target(), Ledger: e.ledger, Hold: hold, TLS: e.cluster.TLS()}
+	o := harness.WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.cluster.Target(), Ledger: e.ledger, Hold: hold, TLS: e.cluster.TLS()}
 	if script != "" {
 		o.Script = filepath.Join(e.dir, "script.json")
 		if err := os.WriteFile(o.Script, []byte(script), 0o644); err != nil {
@@ -137,7 +138,7 @@ func (e *env) startWorker(script string, hold ...string) *Worker {
 		e.t.Fatal(err)
 	}
 	o.Token = token
-	w := NewWorker(o)
+	w := harness.NewWorker(o)
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
 		e.t.Fatal(err)
@@ -184,9 +185,9 @@ func (e *env) waitStatus(id string, st dexv1.SessionStatus, d time.Duration) *de
 	return e.waitFor(id, d, fsm.StatusName(fsmpb.SessionStatus(st)), func(r *dexv1.GetSessionResponse) bool { return r.Session.Status == st })
 }
 
-func (e *env) ledgerEntries() []LedgerEntry {
+func (e *env) ledgerEntries() []harness.LedgerEntry {
 	e.t.Helper()
-	l, err := ReadLedger(e.ledger)
+	l, err := harness.ReadLedger(e.ledger)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func (e *env) dexctl(out any, args ...string) {
 	e.t.Helper()
 	full := append([]string{"--addr", strings.Join(e.cluster.GRPCAddrs(), ",")}, args...)
 	if p := e.cluster.TLS(); p != nil {
-		full = append(full, Args(p.ClientFiles())...)
+		full = append(full, harness.Args(p.ClientFiles())...)
 	}
 	cmd := exec.Command(filepath.Join(binDir, "dexctl"), full...)
 	if e.cluster.AdminToken != "" {
@@ -220,4 +221,4 @@ func (e *env) dexctl(out any, args ...string) {
 }
 
 // leader returns the node that serves now.
-func (e *env) leader() *Node { return e.waitReady() }
+func (e *env) leader() *harness.Node { return e.waitReady() }

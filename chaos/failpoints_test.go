@@ -14,6 +14,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 var (
@@ -31,7 +32,7 @@ func chaosBinDir(t *testing.T) string {
 		if chaosErr = os.MkdirAll(chaosDir, 0o755); chaosErr != nil {
 			return
 		}
-		if chaosErr = BuildChaos(chaosDir); chaosErr != nil {
+		if chaosErr = harness.BuildChaos(chaosDir); chaosErr != nil {
 			return
 		}
 		for _, b := range []string{"dexworker", "dexctl"} {
@@ -48,23 +49,23 @@ func chaosBinDir(t *testing.T) string {
 
 // newFailpointEnv is newEnv on the binaries of bin, every node started with
 // the failpoint terms (and a gofail HTTP endpoint, returned per node).
-func newFailpointEnv(t *testing.T, bin, terms string, size int) (*env, map[*Node]string) {
+func newFailpointEnv(t *testing.T, bin, terms string, size int) (*env, map[*harness.Node]string) {
 	t.Helper()
 	dir := t.TempDir()
-	c, err := NewCluster(ClusterOptions{BinDir: bin, Dir: dir, Size: size, Args: fastArgs})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: bin, Dir: dir, Size: size, Args: fastArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, dir: dir, cluster: c, ledger: filepath.Join(dir, "ledger.jsonl")}
 	t.Cleanup(e.stop)
-	fpHTTP := map[*Node]string{}
+	fpHTTP := map[*harness.Node]string{}
 	for _, n := range c.Nodes {
-		addr, err := FreeAddr()
+		addr, err := harness.FreeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
 		fpHTTP[n] = addr
-		if err := SetFailpoints(n, terms, addr); err != nil {
+		if err := harness.SetFailpoints(n, terms, addr); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,15 +85,15 @@ func newFailpointEnv(t *testing.T, bin, terms string, size int) (*env, map[*Node
 // dexBeforeCommitResult kills the node at the first Complete. The normal
 // build ignores the variable and finishes the session.
 func TestFailpoints_PanicAtCompleteOnlyInTheChaosBuild(t *testing.T) {
-	terms := FailpointBeforeCommitResult + `=panic("chaos test")`
+	terms := harness.FailpointBeforeCommitResult + `=panic("chaos test")`
 	t.Run("chaos build", func(t *testing.T) {
 		e, fp := newFailpointEnv(t, chaosBinDir(t), terms, 1)
 		n := e.cluster.Nodes[0]
-		list, err := FailpointsOf(fp[n])
+		list, err := harness.FailpointsOf(fp[n])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(list, FailpointBeforeCommitResult+`=panic("chaos test")`) || !strings.Contains(list, FailpointAfterWaitResolved+"=") {
+		if !strings.Contains(list, harness.FailpointBeforeCommitResult+`=panic("chaos test")`) || !strings.Contains(list, harness.FailpointAfterWaitResolved+"=") {
 			t.Fatalf("the node lists its failpoints as %q", list)
 		}
 		e.startWorker("")
@@ -103,7 +104,7 @@ func TestFailpoints_PanicAtCompleteOnlyInTheChaosBuild(t *testing.T) {
 			t.Fatalf("the node did not die at the failpoint: %v", err)
 		}
 		if !strings.Contains(n.Log(), "failpoint panic: chaos test") {
-			t.Fatalf("the node died without the failpoint's panic:\n%s", tail(n.Log(), 10))
+			t.Fatalf("the node died without the failpoint's panic:\n%s", harness.Tail(n.Log(), 10))
 		}
 	})
 	t.Run("normal build", func(t *testing.T) {
@@ -112,14 +113,14 @@ func TestFailpoints_PanicAtCompleteOnlyInTheChaosBuild(t *testing.T) {
 		id := e.createSession("demo")
 		e.waitStatus(id, sIdle, 20*time.Second)
 		if n := e.cluster.Nodes[0]; !n.Running() || strings.Contains(n.Log(), "failpoint") {
-			t.Fatalf("the normal build reacted to GOFAIL_FAILPOINTS:\n%s", tail(n.Log(), 10))
+			t.Fatalf("the normal build reacted to GOFAIL_FAILPOINTS:\n%s", harness.Tail(n.Log(), 10))
 		}
 	})
 }
 
 // failpointCount is how often a node evaluated a failpoint.
 func failpointCount(addr, name string) int {
-	resp, err := httpClient.Get("http://" + addr + "/" + name + "/count")
+	resp, err := harness.HTTPClient.Get("http://" + addr + "/" + name + "/count")
 	if err != nil {
 		return -1
 	}
@@ -137,12 +138,12 @@ func failpointCount(addr, name string) int {
 // The result is committed once, or the attempt fails and the RunModel row
 // applies (another attempt runs the model again) — never both.
 func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
-	e, fp := newFailpointEnv(t, chaosBinDir(t), FailpointBeforeCommitResult+"=sleep(3000)", 3)
+	e, fp := newFailpointEnv(t, chaosBinDir(t), harness.FailpointBeforeCommitResult+"=sleep(3000)", 3)
 	w := e.startWorker("")
 	leader := e.leader()
 	id := e.createSession("demo")
 	deadline := time.Now().Add(20 * time.Second)
-	for failpointCount(fp[leader], FailpointBeforeCommitResult) < 1 {
+	for failpointCount(fp[leader], harness.FailpointBeforeCommitResult) < 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the leader never reached dexBeforeCommitResult")
 		}
@@ -159,7 +160,7 @@ func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
 	})
 	for n, addr := range fp {
 		if n != leader {
-			if err := SetFailpoint(addr, FailpointBeforeCommitResult, ""); err != nil {
+			if err := harness.SetFailpoint(addr, harness.FailpointBeforeCommitResult, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -184,7 +185,7 @@ func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
 		if last := st.Attempts[len(st.Attempts)-1]; last.Status != dexv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
 			t.Fatalf("step %s: an attempt ran after the one that succeeded:\n%s", st.Id, describe(r.Steps))
 		}
-		runs := Executions(l, id, func(x LedgerEntry) bool { return x.Step == st.Id })
+		runs := harness.Executions(l, id, func(x harness.LedgerEntry) bool { return x.Step == st.Id })
 		if st.Kind == kSingle {
 			if runs != 1 || len(st.Attempts) != 1 {
 				t.Fatalf("single-attempt step %s: %d attempts, %d runs", st.Id, len(st.Attempts), runs)
@@ -203,6 +204,6 @@ func TestFailpoints_LeaderKilledWhileAResultWaitsToCommit(t *testing.T) {
 			first.Attempts[0].Progress, len(first.Attempts), len(first.Attempts))
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", harness.Tail(w.Log(), 5))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // Six calls per session, each running a few seconds: three idempotent
@@ -88,7 +89,7 @@ func TestFrozenLeader_FinishedCallsNeitherRunAgainNorTurnUnknown(t *testing.T) {
 	}
 }
 
-func toolLines(l []LedgerEntry) int {
+func toolLines(l []harness.LedgerEntry) int {
 	n := 0
 	for _, e := range l {
 		if e.Kind == "tool" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // dialRecorder remembers the local address of every TCP connection a gRPC
@@ -56,13 +57,13 @@ func tcplogServer(log, local string) (string, bool) {
 func TestHAProxy_NewConnectionAfterLeaderKillGoesToTheNewLeader(t *testing.T) {
 	needHAProxy(t)
 	e := newEnv(t)
-	h, err := StartHAProxy(HAProxyOptions{Dir: e.dir, Nodes: e.cluster.Nodes})
+	h, err := harness.StartHAProxy(harness.HAProxyOptions{Dir: e.dir, Nodes: e.cluster.Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- haproxy log tail:\n%s", tail(h.Log(), 30))
+			t.Logf("--- haproxy log tail:\n%s", harness.Tail(h.Log(), 30))
 		}
 		if err := h.Stop(); err != nil {
 			t.Errorf("haproxy stop: %v", err)

@@ -12,13 +12,14 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 func needHAProxy(t *testing.T) {
 	t.Helper()
-	if !HAProxyAvailable() {
+	if !harness.HAProxyAvailable() {
 		t.Skip("haproxy is not installed (.ci/run installs it)")
 	}
 }
@@ -30,11 +31,11 @@ func TestHAProxy_ShippedConfigIsValid(t *testing.T) {
 	if out, err := exec.Command("haproxy", "-c", "-f", "../deploy/haproxy/haproxy.cfg").CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c: %v: %s", err, out)
 	}
-	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: t.TempDir()})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: binDir, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := HAProxyEnv("127.0.0.1:1", c.Nodes)
+	env, err := harness.HAProxyEnv("127.0.0.1:1", c.Nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestHAProxy_ShippedConfigIsValid(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c with the harness's addresses: %v: %s", err, out)
 	}
-	if _, err := HAProxyEnv("127.0.0.1:1", c.Nodes[:2]); err == nil {
+	if _, err := harness.HAProxyEnv("127.0.0.1:1", c.Nodes[:2]); err == nil {
 		t.Fatal("HAProxyEnv took 2 nodes")
 	}
 }
@@ -54,19 +55,19 @@ func TestHAProxy_ShippedConfigIsValid(t *testing.T) {
 func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 	needHAProxy(t)
 	e := newEnv(t)
-	h, err := StartHAProxy(HAProxyOptions{Dir: e.dir, Nodes: e.cluster.Nodes})
+	h, err := harness.StartHAProxy(harness.HAProxyOptions{Dir: e.dir, Nodes: e.cluster.Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- haproxy log tail:\n%s", tail(h.Log(), 20))
+			t.Logf("--- haproxy log tail:\n%s", harness.Tail(h.Log(), 20))
 		}
 		if err := h.Stop(); err != nil {
 			t.Errorf("haproxy stop: %v", err)
 		}
 	})
-	w := NewWorker(WorkerOptions{BinDir: binDir, Dir: e.dir, Name: "w-lb", Target: h.Addr, Ledger: e.ledger})
+	w := harness.NewWorker(harness.WorkerOptions{BinDir: binDir, Dir: e.dir, Name: "w-lb", Target: h.Addr, Ledger: e.ledger})
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestHAProxy_WorkersFollowTheLeaderThroughOneAddress(t *testing.T) {
 	first := stepsBy(r, kRunModel, "")[0].Attempts[0]
 	t.Logf("through haproxy, the first task after the kill started %d ms after it", first.StartedAtMs-killed.UnixMilli())
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", harness.Tail(w.Log(), 5))
 	}
 	// dexctl through the same address.
 	out, err := exec.Command(filepath.Join(binDir, "dexctl"), "--addr", h.Addr, "session", "show", "after-takeover", "--json").Output()

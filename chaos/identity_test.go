@@ -21,11 +21,12 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/cluster"
 )
 
 // nodeState asks one node for its own raft view.
-func nodeState(t *testing.T, n *Node) *dexv1.NodeStateResponse {
+func nodeState(t *testing.T, n *harness.Node) *dexv1.NodeStateResponse {
 	t.Helper()
 	conn, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -42,7 +43,7 @@ func nodeState(t *testing.T, n *Node) *dexv1.NodeStateResponse {
 }
 
 // recordedClusterID is the cluster id in a node's data dir ("" if none).
-func recordedClusterID(n *Node) string {
+func recordedClusterID(n *harness.Node) string {
 	raw, err := os.ReadFile(filepath.Join(n.DataDir, "node.json"))
 	if err != nil {
 		return ""
@@ -102,7 +103,7 @@ func TestIdentity_AnOldNodeCannotTakeOverANewCluster(t *testing.T) {
 			clusterA := recordedClusterID(n3)
 			n1.Kill()
 			n2.Kill()
-			for _, n := range []*Node{n1, n2} {
+			for _, n := range []*harness.Node{n1, n2} {
 				if err := os.RemoveAll(n.DataDir); err != nil {
 					t.Fatal(err)
 				}
@@ -114,12 +115,12 @@ func TestIdentity_AnOldNodeCannotTakeOverANewCluster(t *testing.T) {
 				}
 			}
 			// (n3 keeps A's ports: a new n3 could not even listen.)
-			for _, n := range []*Node{n1, n2} {
+			for _, n := range []*harness.Node{n1, n2} {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				err := n.Wait(ctx)
 				cancel()
 				if err == nil || n.Running() {
-					t.Fatalf("%s started on an empty data dir next to cluster A's n3 (err %v); log:\n%s", n.ID, err, tail(n.Log(), 10))
+					t.Fatalf("%s started on an empty data dir next to cluster A's n3 (err %v); log:\n%s", n.ID, err, harness.Tail(n.Log(), 10))
 				}
 				last := lastLine(n.Log())
 				if !strings.Contains(last, "already runs at these --peers") || !strings.Contains(last, "--join") || !strings.Contains(last, clusterA) {
@@ -154,7 +155,7 @@ func TestIdentity_DeadJoinsLeaveTheClusterServing(t *testing.T) {
 	e.startWorker("")
 	leader := e.leader()
 	admin := dexv1.NewAdminServiceClient(e.conn)
-	dead, err := FreeAddrs(6)
+	dead, err := harness.FreeAddrs(6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestIdentity_DeadJoinsLeaveTheClusterServing(t *testing.T) {
 
 	// One follower down: removing the other live follower would leave the
 	// leader and a dead node, 1 of 2.
-	var live, down *Node
+	var live, down *harness.Node
 	for _, n := range e.cluster.Nodes {
 		if n.ID == leader.ID {
 			continue
@@ -210,11 +211,11 @@ func TestIdentity_DeadJoinsLeaveTheClusterServing(t *testing.T) {
 	e.dexctl(nil, "node", "remove", down.ID)
 
 	// A real node joins as a non-voter and is promoted once caught up.
-	addrs, err := FreeAddrs(3)
+	addrs, err := harness.FreeAddrs(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n4 := &Node{ID: "n4", RaftAddr: addrs[0], GRPCAddr: addrs[1], HTTPAddr: addrs[2], DataDir: filepath.Join(e.dir, "n4")}
+	n4 := &harness.Node{ID: "n4", RaftAddr: addrs[0], GRPCAddr: addrs[1], HTTPAddr: addrs[2], DataDir: filepath.Join(e.dir, "n4")}
 	n4.Name, n4.Bin, n4.LogPath = "dexd n4", filepath.Join(binDir, "dexd"), filepath.Join(e.dir, "n4.log")
 	n4.Args = append([]string{"--id", "n4", "--data-dir", n4.DataDir, "--raft-addr", n4.RaftAddr, "--grpc-addr", n4.GRPCAddr,
 		"--http-addr", n4.HTTPAddr, "--join", leader.GRPCAddr}, fastArgs...)
@@ -252,7 +253,7 @@ func TestIdentity_AForgedVoteDoesNotMoveTheTerm(t *testing.T) {
 		waitUntil(t, 10*time.Second, "the cluster id", func() bool { return nodeState(t, leader).ClusterId != "" })
 		before = nodeState(t, leader)
 	}
-	var voter *Node
+	var voter *harness.Node
 	for _, n := range e.cluster.Nodes {
 		if n.ID != leader.ID {
 			voter = n
@@ -305,7 +306,7 @@ func TestIdentity_AForgedVoteDoesNotMoveTheTerm(t *testing.T) {
 		t.Fatalf("leadership moved from %s to %s", leader.ID, now.ID)
 	}
 	e.createSession("after the forgery")
-	metrics, err := httpClient.Get("http://" + leader.HTTPAddr + "/metrics")
+	metrics, err := harness.HTTPClient.Get("http://" + leader.HTTPAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,13 +336,13 @@ func grepLines(s, sub string) string {
 // it takes the log from the leader instead of bootstrapping, and it is not
 // refused as a second history.
 func TestIdentity_AFoundingMemberStartedLateTakesTheLog(t *testing.T) {
-	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: t.TempDir(), Args: fastArgs})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: binDir, Dir: t.TempDir(), Args: fastArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.KillAll)
 	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
-	for _, n := range []*Node{n1, n2} {
+	for _, n := range []*harness.Node{n1, n2} {
 		if err := n.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +382,7 @@ func TestIdentity_AFoundingMemberStartedLateTakesTheLog(t *testing.T) {
 		return err == nil && st.State == "follower" && st.ClusterId == id && st.AppliedIndex > 0 && recordedClusterID(n3) == id
 	})
 	if !strings.Contains(n3.Log(), "taking the log from the leader instead of bootstrapping") {
-		t.Fatalf("n3 did not say why it did not bootstrap; log:\n%s", tail(n3.Log(), 10))
+		t.Fatalf("n3 did not say why it did not bootstrap; log:\n%s", harness.Tail(n3.Log(), 10))
 	}
 	// n3 is a voter of the same cluster: with the leader gone, n3 and the
 	// other one elect a leader that still holds the session.

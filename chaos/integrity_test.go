@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dexhq/dex/chaos/harness"
 	"google.golang.org/protobuf/encoding/prototext"
 )
 
@@ -38,7 +39,7 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 		e.createSession("filler")
 	}
 	leader := e.leader()
-	var f *Node
+	var f *harness.Node
 	for _, n := range e.cluster.Nodes {
 		if n != leader {
 			f = n
@@ -258,7 +259,7 @@ func TestIntegrity_ADamagedStoreIsRefusedInOneLineAndNeverServed(t *testing.T) {
 		t.Fatalf("the follower started on an edited store (wait: %v)", err)
 	}
 	if !strings.Contains(f.Log(), "raft log entry") || !strings.Contains(f.Log(), walOf(f.DataDir)) {
-		t.Fatalf("the follower's log does not name the damaged entry in %s:\n%s", walOf(f.DataDir), tail(f.Log(), 5))
+		t.Fatalf("the follower's log does not name the damaged entry in %s:\n%s", walOf(f.DataDir), harness.Tail(f.Log(), 5))
 	}
 	if got := prototext.Format(e.get(id)); !strings.Contains(got, integrityMarker) || strings.Contains(got, integrityEdit) {
 		t.Fatalf("the cluster serves the session as:\n%s\nwant %q in it", got, integrityMarker)

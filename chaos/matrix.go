@@ -2,12 +2,10 @@ package chaos
 
 import (
 	"context"
-	"debug/buildinfo"
 	"errors"
 	"fmt"
+	"github.com/dexhq/dex/chaos/harness"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -183,27 +181,6 @@ func selectCells(rows []Row, allowed []Column, columns []string, rowPattern stri
 	return out, nil
 }
 
-// ChaosDexd finds a dexd built with -tags chaos: BinDir/chaos/dexd, then
-// BinDir/dexd. It returns the directory holding it, or why there is none.
-func ChaosDexd(binDir string) (string, error) {
-	var why []string
-	for _, dir := range []string{filepath.Join(binDir, "chaos"), binDir} {
-		path := filepath.Join(dir, "dexd")
-		info, err := buildinfo.ReadFile(path)
-		if err != nil {
-			why = append(why, fmt.Sprintf("%s: %v", path, err))
-			continue
-		}
-		for _, s := range info.Settings {
-			if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "chaos") {
-				return dir, nil
-			}
-		}
-		why = append(why, path+" is not built with -tags chaos")
-	}
-	return "", errors.New(strings.Join(why, "; "))
-}
-
 // RunMatrix runs the cells, prints a progress line per cell and returns the
 // results in cell order.
 func RunMatrix(ctx context.Context, o MatrixOptions, cells []Cell) []CellResult {
@@ -213,7 +190,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions, cells []Cell) []CellResult 
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	chaosDir, chaosErr := ChaosDexd(o.BinDir)
+	chaosDir, chaosErr := harness.ChaosDexd(o.BinDir)
 	results := make([]CellResult, len(cells))
 	var (
 		mu   sync.Mutex
@@ -321,13 +298,4 @@ func slug(s string) string {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "-")
-}
-
-// keepFile copies src to dst (best effort).
-func keepFile(src, dst string) {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return
-	}
-	_ = os.WriteFile(dst, b, 0o644)
 }

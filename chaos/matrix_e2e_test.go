@@ -5,6 +5,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"github.com/dexhq/dex/chaos/harness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,10 +26,10 @@ func plainBin(t *testing.T) string {
 }
 
 func TestMatrix_ChaosBuildIsFoundByItsBuildTags(t *testing.T) {
-	if _, err := ChaosDexd(plainBin(t)); err == nil {
+	if _, err := harness.ChaosDexd(plainBin(t)); err == nil {
 		t.Fatal("the normal build of dexd passed for the chaos build")
 	}
-	if _, err := ChaosDexd(t.TempDir()); err == nil {
+	if _, err := harness.ChaosDexd(t.TempDir()); err == nil {
 		t.Fatal("an empty directory passed for the chaos build")
 	}
 }

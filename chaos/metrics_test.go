@@ -20,6 +20,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // Every metric the Grafana dashboard and the alert rules query exists on a
@@ -42,7 +43,7 @@ func TestMetrics_DashboardAndAlertsQueryExistingMetrics(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: dir, Size: 1, Args: fastArgs})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: binDir, Dir: dir, Size: 1, Args: fastArgs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,30 +13,31 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // newNetEnv is newEnv on the chaos build with every raft link behind a
 // proxy of the harness (Cluster.Net), each node with a gofail HTTP
 // endpoint (returned per node) and the failpoint terms.
-func newNetEnv(t *testing.T, terms string) (*env, map[*Node]string) {
+func newNetEnv(t *testing.T, terms string) (*env, map[*harness.Node]string) {
 	t.Helper()
 	bin := chaosBinDir(t)
 	dir := t.TempDir()
-	c, err := NewCluster(ClusterOptions{BinDir: bin, Dir: dir, Args: fastArgs, NetFaults: true})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: bin, Dir: dir, Args: fastArgs, NetFaults: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.CloseNet)
 	e := &env{t: t, dir: dir, cluster: c, ledger: filepath.Join(dir, "ledger.jsonl")}
 	t.Cleanup(e.stop)
-	fpHTTP := map[*Node]string{}
+	fpHTTP := map[*harness.Node]string{}
 	for _, n := range c.Nodes {
-		addr, err := FreeAddr()
+		addr, err := harness.FreeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
 		fpHTTP[n] = addr
-		if err := SetFailpoints(n, terms, addr); err != nil {
+		if err := harness.SetFailpoints(n, terms, addr); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,9 +63,9 @@ func (e *env) serveOne(msg string) string {
 
 // raftState asks one node of c for its own raft view, over c's TLS and
 // token when they are on.
-func raftState(t *testing.T, c *Cluster, n *Node) *dexv1.NodeStateResponse {
+func raftState(t *testing.T, c *harness.Cluster, n *harness.Node) *dexv1.NodeStateResponse {
 	t.Helper()
-	conn, err := grpc.NewClient(n.GRPCAddr, append([]grpc.DialOption{c.Creds()}, c.tokenOptions()...)...)
+	conn, err := grpc.NewClient(n.GRPCAddr, c.ConnOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func raftState(t *testing.T, c *Cluster, n *Node) *dexv1.NodeStateResponse {
 
 // converged reports whether every node applied the same index in the same
 // term under the same leader.
-func converged(t *testing.T, c *Cluster) (bool, string) {
+func converged(t *testing.T, c *harness.Cluster) (bool, string) {
 	var first *dexv1.NodeStateResponse
 	var desc string
 	same := true
@@ -98,7 +99,7 @@ func converged(t *testing.T, c *Cluster) (bool, string) {
 	return same, desc
 }
 
-func waitConverged(t *testing.T, c *Cluster, d time.Duration) {
+func waitConverged(t *testing.T, c *harness.Cluster, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -128,7 +129,7 @@ func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 	t.Cleanup(e.cluster.Net().Heal)
 
 	waitUntil(t, 60*time.Second, "the isolated leader to stop being ready", func() bool { return !old.Ready() })
-	var leader *Node
+	var leader *harness.Node
 	waitUntil(t, 60*time.Second, "another node to lead", func() bool {
 		for _, n := range e.cluster.Nodes {
 			if n != old && n.Ready() {
@@ -160,7 +161,7 @@ func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 }
 
 // followerOf returns a node other than leader.
-func followerOf(c *Cluster, leader *Node) *Node {
+func followerOf(c *harness.Cluster, leader *harness.Node) *harness.Node {
 	for _, n := range c.Nodes {
 		if n != leader {
 			return n

@@ -3,6 +3,7 @@
 package chaos
 
 import (
+	"github.com/dexhq/dex/chaos/harness"
 	"io"
 	"net/http"
 	"os/exec"
@@ -33,7 +34,7 @@ func TestLostQuorumIsSaidPlainly(t *testing.T) {
 		}
 		return len(st.Nodes) == 3
 	})
-	var survivor *Node
+	var survivor *harness.Node
 	for _, n := range e.cluster.Nodes {
 		if n.ID != leader.ID && survivor == nil {
 			survivor = n

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -75,7 +76,7 @@ func (e *env) probe() {
 
 func (e *env) modelCalls(session string) int {
 	e.t.Helper()
-	return Executions(e.ledgerEntries(), session, func(x LedgerEntry) bool { return x.Kind == "model" })
+	return harness.Executions(e.ledgerEntries(), session, func(x harness.LedgerEntry) bool { return x.Kind == "model" })
 }
 
 // fromChild counts the messages a parent got from child (in its history and
@@ -248,7 +249,7 @@ func TestRejected_ChildPausesAcrossFullRestartsThenResumesAndRecovers(t *testing
 	}
 	lap("(c) full restart: the turn recovered")
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", harness.Tail(w.Log(), 5))
 	}
 	t.Logf("wall time %.1f s", time.Since(start).Seconds())
 }

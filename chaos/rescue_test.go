@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 )
 
@@ -28,7 +29,7 @@ func rescueScript(dir, child, choice string) (script, rejecting string) {
 
 func (e *env) lookups(session string) int {
 	e.t.Helper()
-	return Executions(e.ledgerEntries(), session, func(x LedgerEntry) bool { return x.Tool == "lookup" })
+	return harness.Executions(e.ledgerEntries(), session, func(x harness.LedgerEntry) bool { return x.Tool == "lookup" })
 }
 
 func (e *env) send(session, msg string) {
@@ -109,7 +110,7 @@ func TestRejected_MessagesCountTowardThePauseThenAnOperatorDropRescues(t *testin
 		t.Fatalf("%d turn_dropped events; want 1", n)
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", harness.Tail(w.Log(), 5))
 	}
 	t.Logf("wall time %.1f s", time.Since(start).Seconds())
 }
@@ -173,7 +174,7 @@ func TestRejected_TheParentRescuesItsPausedChildWithResumeAgent(t *testing.T) {
 		t.Fatalf("lookup ran %d times; want once", n)
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", harness.Tail(w.Log(), 5))
 	}
 	t.Logf("wall time %.1f s", time.Since(start).Seconds())
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -31,14 +32,14 @@ const hangScript = `{"turns": [
 ]}`
 
 // startWorkerWith starts a dexworker with extra flags.
-func (e *env) startWorkerWith(script string, args ...string) *Worker {
+func (e *env) startWorkerWith(script string, args ...string) *harness.Worker {
 	e.t.Helper()
-	o := WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.cluster.Target(),
+	o := harness.WorkerOptions{BinDir: binDir, Dir: e.dir, Name: fmt.Sprintf("w%d", len(e.workers)+1), Target: e.cluster.Target(),
 		Ledger: e.ledger, Script: filepath.Join(e.dir, "script.json"), Args: args}
 	if err := os.WriteFile(o.Script, []byte(script), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	w := NewWorker(o)
+	w := harness.NewWorker(o)
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
 		e.t.Fatal(err)
@@ -83,7 +84,7 @@ func TestRunTimeout_HungHandlersThatHeartbeatAreCancelledAndEndByTheirPolicies(t
 					c.tool, a.N, a.Status, fsm.ErrorTypeName(fsmpb.ErrorType(a.ErrorType)), ran)
 			}
 		}
-		if n := Executions(ledger, hang, func(l LedgerEntry) bool { return l.Tool == c.tool }); n != c.attempts {
+		if n := harness.Executions(ledger, hang, func(l harness.LedgerEntry) bool { return l.Tool == c.tool }); n != c.attempts {
 			t.Fatalf("%s ran %d times; want %d", c.tool, n, c.attempts)
 		}
 	}
@@ -107,6 +108,6 @@ func TestRunTimeout_HungHandlersThatHeartbeatAreCancelledAndEndByTheirPolicies(t
 		t.Fatal("the Worker died")
 	}
 	if log := w.Log(); !strings.Contains(log, "attempt cancelled by the cluster") || !strings.Contains(log, "run timeout") {
-		t.Fatalf("the Worker never logged a cancel for a run timeout:\n%s", tail(log, 10))
+		t.Fatalf("the Worker never logged a cancel for a run timeout:\n%s", harness.Tail(log, 10))
 	}
 }

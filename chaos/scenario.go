@@ -2,9 +2,7 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/chaos/provider"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -29,14 +28,10 @@ import (
 // directory, the Workers of the cell, the faults of its column and the
 // checks every cell makes.
 
-// ClusterArgs are the dexd flags of the suite: short attempt leases so a
-// dead Worker's attempt fails within seconds.
-var ClusterArgs = []string{"--heartbeat-timeout", "3s", "--heartbeat-interval", "500ms"}
-
 // startBalancer, when set, puts a load balancer that checks /readyz in
 // front of the nodes and returns its address; the Workers of every column
 // but takeover-dex use it. Without it every Worker uses dex:///.
-var startBalancer func(dir string, nodes []*Node) (addr string, stop func(), err error)
+var startBalancer func(dir string, nodes []*harness.Node) (addr string, stop func(), err error)
 
 // Balancer says what the Workers' target is, for the report.
 func Balancer() string {
@@ -52,43 +47,65 @@ const (
 )
 
 type cellEnv struct {
-	ctx     context.Context
+	*cellLog
+	cellSessions
+	cellLedger
+	cellFailpoints
+	autoReleaser
+
 	cell    Cell
 	col     string
 	opts    MatrixOptions
 	dir     string
-	cluster *Cluster
+	cluster *harness.Cluster
 	conn    *grpc.ClientConn
-	cl      *client.Client
 	admin   dexv1.AdminServiceClient
 
 	target      string // the Workers' target
 	stopBalance func()
-	ledger      string
 	script      string
 	workerArgs  []string // extra flags of every Worker of the cell
-	workers     []*Worker
-	w           *Worker // the Worker that runs now
+	workers     []*harness.Worker
+	w           *harness.Worker // the Worker that runs now
 	// The scripted model of a certify cell (nil: the demo Worker's own).
 	provider    *provider.Server
 	providerURL string
 
-	sessions  []string
 	snapshots []map[string]*dexv1.GetSessionResponse // before each fault
 	takeovers []time.Duration
-	killed    []*Node // taken-over leaders, restarted at the end
+	killed    []*harness.Node // taken-over leaders, restarted at the end
 	pauses    []*pauseMark
-	gofail    map[string]string // node id → GOFAIL_HTTP address
+}
 
-	relMu   sync.Mutex
-	relStop chan struct{}
-	relDone chan struct{}
-
+// cellLog is what every part of a cell shares: the cell's context, which
+// ends with the cell, and the notes of what it did (OUT/cells/NAME.txt).
+type cellLog struct {
+	ctx   context.Context
 	notes []string
 }
 
+func (e *cellLog) notef(format string, args ...any) {
+	e.notes = append(e.notes, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+func (e *cellLog) timeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(e.ctx, d)
+}
+
+// sleep waits d unless the cell is over.
+func (e *cellLog) sleep(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-e.ctx.Done():
+		return e.ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 type pauseMark struct {
-	node      *Node
+	node      *harness.Node
 	oldEpoch  uint64
 	stoppedAt time.Time
 	logOffset int64 // the node's log at SIGCONT
@@ -101,14 +118,19 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if err != nil {
 		return nil, err
 	}
-	e := &cellEnv{ctx: ctx, cell: c, col: c.Column.Name, opts: o, dir: dir, ledger: filepath.Join(dir, "ledger.jsonl"), script: filepath.Join(dir, "script.json")}
+	log, ledger := &cellLog{ctx: ctx}, filepath.Join(dir, "ledger.jsonl")
+	e := &cellEnv{cellLog: log, cellSessions: cellSessions{cellLog: log}, cellLedger: cellLedger{cellLog: log, ledger: ledger}, cellFailpoints: cellFailpoints{cellLog: log}, autoReleaser: autoReleaser{files: ledger},
+		cell: c, col: c.Column.Name, opts: o, dir: dir, script: filepath.Join(dir, "script.json")}
+	if tc := o.TestCluster; tc != nil {
+		e.idPrefix = "certify-" + tc.RunID + "-"
+	}
 	if err := os.WriteFile(e.script, []byte(matrixScript), 0o644); err != nil {
 		return e, err
 	}
 	if o.TestCluster != nil {
 		return e, e.connectTestCluster(o.TestCluster)
 	}
-	cl, err := NewCluster(ClusterOptions{BinDir: dexdDir, Dir: dir, Args: ClusterArgs})
+	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: dexdDir, Dir: dir, Args: harness.ClusterArgs})
 	if err != nil {
 		return e, err
 	}
@@ -116,7 +138,7 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if c.Row.Failpoint != "" {
 		e.gofail = map[string]string{}
 		for _, n := range cl.Nodes {
-			addr, err := FreeAddr()
+			addr, err := harness.FreeAddr()
 			if err != nil {
 				return e, err
 			}
@@ -144,10 +166,6 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	}
 	e.notef("cluster ready; the Workers' target is %s", e.target)
 	return e, nil
-}
-
-func (e *cellEnv) notef(format string, args ...any) {
-	e.notes = append(e.notes, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 }
 
 // run runs the row's scenario, then the checks every cell makes.
@@ -193,10 +211,10 @@ func (e *cellEnv) keepLogs(cause error) string {
 	entries, _ := os.ReadDir(e.dir)
 	for _, f := range entries {
 		if !f.IsDir() {
-			keepFile(filepath.Join(e.dir, f.Name()), filepath.Join(dst, f.Name()))
+			harness.KeepFile(filepath.Join(e.dir, f.Name()), filepath.Join(dst, f.Name()))
 		}
 	}
-	keepFile(filepath.Join(e.opts.Out, "cells", slug(e.cell.Name())+".txt"), filepath.Join(dst, "cell.txt"))
+	harness.KeepFile(filepath.Join(e.opts.Out, "cells", slug(e.cell.Name())+".txt"), filepath.Join(dst, "cell.txt"))
 	return dst
 }
 
@@ -219,23 +237,7 @@ func (e *cellEnv) writeNotes(cause error) {
 
 func (e *cellEnv) remove() { _ = os.RemoveAll(e.dir) }
 
-func (e *cellEnv) timeout(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(e.ctx, d)
-}
-
-// sleep waits d unless the cell is over.
-func (e *cellEnv) sleep(d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-e.ctx.Done():
-		return e.ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-func (e *cellEnv) waitReady() (*Node, error) {
+func (e *cellEnv) waitReady() (*harness.Node, error) {
 	ctx, cancel := e.timeout(waitShort)
 	defer cancel()
 	return e.cluster.WaitReady(ctx)
@@ -243,7 +245,7 @@ func (e *cellEnv) waitReady() (*Node, error) {
 
 // waitReadyOther waits until a running node other than not answers
 // /readyz 200.
-func (e *cellEnv) waitReadyOther(not *Node) (*Node, error) {
+func (e *cellEnv) waitReadyOther(not *harness.Node) (*harness.Node, error) {
 	deadline := time.Now().Add(waitShort)
 	for {
 		for _, n := range e.cluster.Nodes {
@@ -264,7 +266,7 @@ func (e *cellEnv) waitReadyOther(not *Node) (*Node, error) {
 
 // startWorker starts a Worker on the cell's target with the cell's script
 // and flags; it becomes the current Worker.
-func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
+func (e *cellEnv) startWorker(args ...string) (*harness.Worker, error) {
 	name := e.workerName(len(e.workers) + 1)
 	var token string
 	var err error
@@ -276,13 +278,13 @@ func (e *cellEnv) startWorker(args ...string) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	var w *Worker
+	var w *harness.Worker
 	if e.opts.UserWorker != nil {
 		if w, err = e.userWorker(name, token, append(append([]string{}, e.workerArgs...), args...)); err != nil {
 			return nil, err
 		}
 	} else {
-		w = NewWorker(WorkerOptions{
+		w = harness.NewWorker(harness.WorkerOptions{
 			BinDir: e.opts.BinDir, Dir: e.dir, Name: name, Target: e.target, Token: token,
 			Ledger: e.ledger, Script: e.script, Args: append(append([]string{}, e.workerArgs...), args...),
 			TLS: e.cluster.TLS(), Lang: e.opts.Worker, Adapter: e.opts.Adapter,
@@ -394,9 +396,18 @@ func (e *cellEnv) holdUntil(what string, match func(held) bool) (held, error) {
 	return held{}, fmt.Errorf("the Worker never held %s within %s", what, waitShort)
 }
 
+// autoReleaser releases every hold of the cell's Workers, once a scenario
+// no longer stops at them, until the cell ends.
+type autoReleaser struct {
+	files   string // the ledger: the Workers' .held and .release files sit beside it
+	relMu   sync.Mutex
+	relStop chan struct{}
+	relDone chan struct{}
+}
+
 // autoRelease releases every later hold of any Worker of the cell until
 // the cell ends.
-func (e *cellEnv) autoRelease() {
+func (e *autoReleaser) autoRelease() {
 	e.relMu.Lock()
 	defer e.relMu.Unlock()
 	if e.relStop != nil {
@@ -413,16 +424,16 @@ func (e *cellEnv) autoRelease() {
 				return
 			case <-t.C:
 			}
-			if _, err := os.Stat(e.ledger + ".held"); err == nil {
-				if _, err := os.Stat(e.ledger + ".release"); os.IsNotExist(err) {
-					_ = os.WriteFile(e.ledger+".release", []byte("go\n"), 0o644)
+			if _, err := os.Stat(e.files + ".held"); err == nil {
+				if _, err := os.Stat(e.files + ".release"); os.IsNotExist(err) {
+					_ = os.WriteFile(e.files+".release", []byte("go\n"), 0o644)
 				}
 			}
 		}
 	}(e.relStop, e.relDone)
 }
 
-func (e *cellEnv) stopReleaser() {
+func (e *autoReleaser) stopReleaser() {
 	e.relMu.Lock()
 	defer e.relMu.Unlock()
 	if e.relStop != nil {
@@ -434,11 +445,18 @@ func (e *cellEnv) stopReleaser() {
 
 // ---- Sessions
 
-func (e *cellEnv) createSession(msg string, compactionThreshold uint64) (string, error) {
-	id := fmt.Sprintf("s%d-%d", len(e.sessions)+1, time.Now().UnixNano()%1e9)
-	if tc := e.opts.TestCluster; tc != nil {
-		id = "certify-" + tc.RunID + "-" + id
-	}
+// cellSessions creates the cell's sessions and reads them across its
+// faults.
+type cellSessions struct {
+	*cellLog
+	cl       *client.Client
+	sessions []string // created, in order
+	// idPrefix keeps a certify run's session ids apart on a test cluster.
+	idPrefix string
+}
+
+func (e *cellSessions) createSession(msg string, compactionThreshold uint64) (string, error) {
+	id := e.idPrefix + fmt.Sprintf("s%d-%d", len(e.sessions)+1, time.Now().UnixNano()%1e9)
 	err := e.retry("create session", func(ctx context.Context) error {
 		_, err := e.cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: id, Message: msg, CompactionThreshold: compactionThreshold})
 		if status.Code(err) == codes.AlreadyExists {
@@ -455,7 +473,7 @@ func (e *cellEnv) createSession(msg string, compactionThreshold uint64) (string,
 }
 
 // retry repeats a call across a fault until it gets a definite answer.
-func (e *cellEnv) retry(what string, f func(ctx context.Context) error) error {
+func (e *cellSessions) retry(what string, f func(ctx context.Context) error) error {
 	deadline := time.Now().Add(waitShort)
 	for {
 		ctx, cancel := e.timeout(3 * time.Second)
@@ -477,7 +495,7 @@ func (e *cellEnv) retry(what string, f func(ctx context.Context) error) error {
 	}
 }
 
-func (e *cellEnv) get(id string) (*dexv1.GetSessionResponse, error) {
+func (e *cellSessions) get(id string) (*dexv1.GetSessionResponse, error) {
 	var r *dexv1.GetSessionResponse
 	err := e.retry("get session "+id, func(ctx context.Context) error {
 		var err error
@@ -488,7 +506,7 @@ func (e *cellEnv) get(id string) (*dexv1.GetSessionResponse, error) {
 }
 
 // waitFor polls the session until cond holds.
-func (e *cellEnv) waitFor(id, what string, d time.Duration, cond func(*dexv1.GetSessionResponse) bool) (*dexv1.GetSessionResponse, error) {
+func (e *cellSessions) waitFor(id, what string, d time.Duration, cond func(*dexv1.GetSessionResponse) bool) (*dexv1.GetSessionResponse, error) {
 	deadline := time.Now().Add(d)
 	var last *dexv1.GetSessionResponse
 	for {
@@ -515,7 +533,7 @@ func (e *cellEnv) waitFor(id, what string, d time.Duration, cond func(*dexv1.Get
 
 // waitIdle waits until the session is idle with nothing queued: its final
 // state.
-func (e *cellEnv) waitIdle(id string) (*dexv1.GetSessionResponse, error) {
+func (e *cellSessions) waitIdle(id string) (*dexv1.GetSessionResponse, error) {
 	return e.waitFor(id, "idle", waitLong, func(r *dexv1.GetSessionResponse) bool {
 		return r.Session.Status == dexv1.SessionStatus_SESSION_STATUS_IDLE && len(r.Session.Inbox) == 0
 	})
@@ -599,72 +617,6 @@ func countKind(r *dexv1.GetSessionResponse, k dexv1.HistoryKind) int {
 		}
 	}
 	return n
-}
-
-// ---- Ledger
-
-func (e *cellEnv) ledgerLines() ([]LedgerEntry, error) { return ReadLedger(e.ledger) }
-
-func (e *cellEnv) execs(session string, f func(LedgerEntry) bool) (int, error) {
-	l, err := e.ledgerLines()
-	if err != nil {
-		return 0, err
-	}
-	return Executions(l, session, f), nil
-}
-
-// waitLedger waits until the ledger has a line matching f.
-func (e *cellEnv) waitLedger(what string, f func(LedgerEntry) bool) (LedgerEntry, error) {
-	deadline := time.Now().Add(waitShort)
-	for {
-		l, err := e.ledgerLines()
-		if err != nil {
-			return LedgerEntry{}, err
-		}
-		for _, x := range l {
-			if f(x) {
-				e.notef("ledger: %s %s attempt %d (%s)", x.Tool, x.CallID, x.Attempt, x.Worker)
-				return x, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return LedgerEntry{}, fmt.Errorf("the ledger has no %s within %s", what, waitShort)
-		}
-		if err := e.sleep(20 * time.Millisecond); err != nil {
-			return LedgerEntry{}, err
-		}
-	}
-}
-
-func toolLine(session, tool string) func(LedgerEntry) bool {
-	return func(x LedgerEntry) bool { return x.Session == session && x.Tool == tool }
-}
-
-// callExecs counts the executions of one call (a tool Step's call id).
-func (e *cellEnv) callExecs(session string, st *dexv1.Step) (int, error) {
-	return e.execs(session, func(x LedgerEntry) bool { return x.CallID == st.CallId && x.Kind == "tool" })
-}
-
-// stepExecs counts the executions of one Step (a model, compaction or poll).
-func (e *cellEnv) stepExecs(session string, st *dexv1.Step, kind string) (int, error) {
-	return e.execs(session, func(x LedgerEntry) bool { return x.Step == st.Id && x.Kind == kind })
-}
-
-// sameKey checks every execution of a write carried the Step's key.
-func (e *cellEnv) sameKey(session string, st *dexv1.Step) error {
-	if st.IdempotencyKey == "" {
-		return fmt.Errorf("the write %s has no idempotency key", st.CallId)
-	}
-	l, err := e.ledgerLines()
-	if err != nil {
-		return err
-	}
-	for _, x := range l {
-		if x.Session == session && x.CallID == st.CallId && x.Kind == "tool" && x.IdempotencyKey != st.IdempotencyKey {
-			return fmt.Errorf("attempt %d of %s ran with key %q; the Step's key is %q", x.Attempt, st.CallId, x.IdempotencyKey, st.IdempotencyKey)
-		}
-	}
-	return nil
 }
 
 // ---- Faults
@@ -822,7 +774,7 @@ func (e *cellEnv) pauseLeader() error {
 		if old.Ready() {
 			p.readyWoke = true
 		}
-		var ready []*Node
+		var ready []*harness.Node
 		for _, n := range e.cluster.Nodes {
 			if n.Running() && n.Ready() {
 				ready = append(ready, n)
@@ -838,71 +790,6 @@ func (e *cellEnv) pauseLeader() error {
 			return err
 		}
 	}
-}
-
-// ---- Failpoints (chaos build)
-
-// armFailpoint sets a failpoint's terms on the node that leads now.
-func (e *cellEnv) armFailpoint(name, terms string) (*Node, error) {
-	n, err := e.waitReady()
-	if err != nil {
-		return nil, err
-	}
-	return n, e.failpointHTTP(n, http.MethodPut, name, terms)
-}
-
-func (e *cellEnv) disarmFailpoint(n *Node, name string) error {
-	if !n.Running() {
-		return nil
-	}
-	return e.failpointHTTP(n, http.MethodDelete, name, "")
-}
-
-// fpCount is how often a node evaluated a failpoint (gofail's /NAME/count).
-func (e *cellEnv) fpCount(n *Node, name string) (int, error) {
-	resp, err := httpClient.Get("http://" + e.gofail[n.ID] + "/" + name + "/count")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var c int
-	if _, err := fmt.Fscan(resp.Body, &c); err != nil {
-		return 0, fmt.Errorf("failpoint %s count on %s: %w", name, n.ID, err)
-	}
-	return c, nil
-}
-
-// waitFailpoint waits until n evaluated the failpoint more than before.
-func (e *cellEnv) waitFailpoint(n *Node, name string, before int) error {
-	deadline := time.Now().Add(waitShort)
-	for {
-		c, err := e.fpCount(n, name)
-		if err == nil && c > before {
-			e.notef("%s reached failpoint %s", n.ID, name)
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s never reached failpoint %s (count %d, %v)", n.ID, name, c, err)
-		}
-		if err := e.sleep(10 * time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
-func (e *cellEnv) failpointHTTP(n *Node, method, name, terms string) error {
-	addr := e.gofail[n.ID]
-	if addr == "" {
-		return errors.New("the cell's nodes have no GOFAIL_HTTP")
-	}
-	if method == http.MethodDelete {
-		terms = ""
-	}
-	if err := SetFailpoint(addr, name, terms); err != nil {
-		return fmt.Errorf("failpoint %s on %s (is dexd built with -tags chaos?): %w", name, n.ID, err)
-	}
-	e.notef("failpoint %s %s %q on %s", method, name, terms, n.ID)
-	return nil
 }
 
 // ---- Checks every cell makes

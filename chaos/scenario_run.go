@@ -8,6 +8,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -28,7 +29,7 @@ type cellRun struct {
 	final  *dexv1.GetSessionResponse
 	// The row's failpoint, armed on this node, evaluated fpBefore times
 	// before the moment's call.
-	fp       *Node
+	fp       *harness.Node
 	fpBefore int
 	// What a row's hooks keep across the fault: a call a failpoint holds;
 	// the queued Step and the Worker that held the queue.
@@ -227,7 +228,7 @@ func (r *cellRun) checkState(s state, g *dexv1.GetSessionResponse) error {
 		errs = append(errs, err)
 	}
 	for _, c := range s.ledger {
-		n, err := r.execs(r.id, func(x LedgerEntry) bool {
+		n, err := r.execs(r.id, func(x harness.LedgerEntry) bool {
 			return (c.kind == "" || x.Kind == c.kind) && (c.tool == "" || x.Tool == c.tool)
 		})
 		if err != nil {
@@ -425,7 +426,7 @@ func nthHold(what string, kind dexv1.StepKind, nth int) moment {
 // any) for the session: it runs now.
 func running(what, kind, tool string) moment {
 	return moment{what: what, reach: func(r *cellRun) (string, error) {
-		x, err := r.waitLedger(what, func(x LedgerEntry) bool {
+		x, err := r.waitLedger(what, func(x harness.LedgerEntry) bool {
 			return x.Session == r.id && (kind == "" || x.Kind == kind) && (tool == "" || x.Tool == tool)
 		})
 		return x.Step, err

@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"fmt"
+	"github.com/dexhq/dex/chaos/harness"
 	"testing"
 	"time"
 )
@@ -20,7 +21,7 @@ func TestSlowDisk_SlowsOneNodeAndLosesNothing(t *testing.T) {
 	f := followerOf(e.cluster, leader)
 	waitConverged(t, e.cluster, 60*time.Second)
 
-	if err := SetFailpoint(fpHTTP[f], FailpointSlowDisk, `sleep("15s")`); err != nil {
+	if err := harness.SetFailpoint(fpHTTP[f], harness.FailpointSlowDisk, `sleep("15s")`); err != nil {
 		t.Fatal(err)
 	}
 	stuckAt := raftState(t, e.cluster, f).AppliedIndex
@@ -29,14 +30,14 @@ func TestSlowDisk_SlowsOneNodeAndLosesNothing(t *testing.T) {
 		t.Fatalf("while %s's log write sleeps it applied %d (was %d) and the leader %d: want %s stuck and the leader ahead", f.ID, fs.AppliedIndex, stuckAt, ls.AppliedIndex, f.ID)
 	}
 
-	if err := SetFailpoint(fpHTTP[f], FailpointSlowDisk, "sleep(100)"); err != nil {
+	if err := harness.SetFailpoint(fpHTTP[f], harness.FailpointSlowDisk, "sleep(100)"); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, e.serveOne(fmt.Sprintf("slow disk %d", i)))
 	}
-	if err := SetFailpoint(fpHTTP[f], FailpointSlowDisk, ""); err != nil {
+	if err := harness.SetFailpoint(fpHTTP[f], harness.FailpointSlowDisk, ""); err != nil {
 		t.Fatal(err)
 	}
 	waitConverged(t, e.cluster, 90*time.Second)

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // startNamedWorker starts a dexworker with an id of its own and extra flags.
-func (e *env) startNamedWorker(name string, hold []string, args ...string) *Worker {
+func (e *env) startNamedWorker(name string, hold []string, args ...string) *harness.Worker {
 	e.t.Helper()
-	w := NewWorker(WorkerOptions{BinDir: binDir, Dir: e.dir, Name: name, Target: e.cluster.Target(), Ledger: e.ledger, Hold: hold, Args: args})
+	w := harness.NewWorker(harness.WorkerOptions{BinDir: binDir, Dir: e.dir, Name: name, Target: e.cluster.Target(), Ledger: e.ledger, Hold: hold, Args: args})
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
 		e.t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -105,7 +106,7 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 	}()
 
 	// Default flags: this measures what users get.
-	cl, err := NewCluster(ClusterOptions{BinDir: o.BinDir, Dir: dir})
+	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: o.BinDir, Dir: dir})
 	if err != nil {
 		return res, err
 	}
@@ -121,7 +122,7 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 	}
 	target := cl.Target()
 	if o.Target == TargetHAProxy {
-		h, err := StartHAProxy(HAProxyOptions{Dir: dir, Nodes: cl.Nodes})
+		h, err := harness.StartHAProxy(harness.HAProxyOptions{Dir: dir, Nodes: cl.Nodes})
 		if err != nil {
 			return res, err
 		}
@@ -133,7 +134,7 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 	if err != nil {
 		return res, err
 	}
-	w := NewWorker(WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger, Token: token, TLS: cl.TLS()})
+	w := harness.NewWorker(harness.WorkerOptions{BinDir: o.BinDir, Dir: dir, Name: "w1", Target: target, Ledger: ledger, Token: token, TLS: cl.TLS()})
 	if err := w.Start(); err != nil {
 		return res, err
 	}
@@ -160,7 +161,7 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 		fmt.Fprintf(o.Progress, "%-7s kill %2d/%d: SIGKILL %s; %s /readyz 200 after %4d ms; new session idle after %4d ms; %s caught up %d ms after its restart\n",
 			o.Target, i, o.Kills, k.Killed, k.NewLeader, k.Ready.Milliseconds(), k.Idle.Milliseconds(), k.Killed, k.CatchUp.Milliseconds())
 	}
-	entries, err := ReadLedger(ledger)
+	entries, err := harness.ReadLedger(ledger)
 	if err != nil {
 		return res, err
 	}
@@ -173,11 +174,11 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 // the calls beyond one per Step. The first session ran before any kill: its
 // count is what an uninterrupted session makes, and every session must make
 // exactly as many.
-func repeatedModelCalls(entries []LedgerEntry, sessions []string) (total, repeated, baseline int, err error) {
+func repeatedModelCalls(entries []harness.LedgerEntry, sessions []string) (total, repeated, baseline int, err error) {
 	var odd []string
 	for i, s := range sessions {
 		steps := map[string]int{}
-		n := Executions(entries, s, func(e LedgerEntry) bool {
+		n := harness.Executions(entries, s, func(e harness.LedgerEntry) bool {
 			if e.Kind != "model" {
 				return false
 			}
@@ -204,9 +205,9 @@ func repeatedModelCalls(entries []LedgerEntry, sessions []string) (total, repeat
 
 type takeoverRun struct {
 	ctx context.Context
-	cl  *Cluster
+	cl  *harness.Cluster
 	c   *client.Client
-	w   *Worker
+	w   *harness.Worker
 }
 
 // sessionIdle creates a session through the target and waits until it is
@@ -226,7 +227,7 @@ func (t *takeoverRun) sessionIdle(id string, since time.Time) (time.Duration, er
 			return time.Since(since), nil
 		}
 		if !t.w.Running() {
-			return 0, fmt.Errorf("the Worker exited: %s", tail(t.w.Log(), 5))
+			return 0, fmt.Errorf("the Worker exited: %s", harness.Tail(t.w.Log(), 5))
 		}
 		select {
 		case <-ctx.Done():
@@ -248,7 +249,7 @@ func (t *takeoverRun) kill(i int) (Kill, error) {
 	}
 	k.Killed = leader.ID
 	type ready struct {
-		n  *Node
+		n  *harness.Node
 		at time.Time
 	}
 	readyc := make(chan ready, 1)
@@ -290,7 +291,7 @@ func (t *takeoverRun) kill(i int) (Kill, error) {
 
 // caughtUp waits until n is a follower whose applied index reached the
 // leader's.
-func (t *takeoverRun) caughtUp(n, leader *Node) error {
+func (t *takeoverRun) caughtUp(n, leader *harness.Node) error {
 	ctx, cancel := context.WithTimeout(t.ctx, takeoverWait)
 	defer cancel()
 	state := func(addr string) (*dexv1.NodeStateResponse, error) {

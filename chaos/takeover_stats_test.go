@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"github.com/dexhq/dex/chaos/harness"
 	"strings"
 	"testing"
 	"time"
@@ -40,13 +41,13 @@ func TestSpreadOf(t *testing.T) {
 	}
 }
 
-func model(session, step string) LedgerEntry {
-	return LedgerEntry{Session: session, Step: step, Kind: "model"}
+func model(session, step string) harness.LedgerEntry {
+	return harness.LedgerEntry{Session: session, Step: step, Kind: "model"}
 }
 
 func TestRepeatedModelCalls(t *testing.T) {
-	tool := LedgerEntry{Session: "a", Step: "t1", Kind: "tool"}
-	entries := []LedgerEntry{model("a", "m1"), tool, model("a", "m2"), model("b", "m1"), model("b", "m2")}
+	tool := harness.LedgerEntry{Session: "a", Step: "t1", Kind: "tool"}
+	entries := []harness.LedgerEntry{model("a", "m1"), tool, model("a", "m2"), model("b", "m1"), model("b", "m2")}
 	total, rep, base, err := repeatedModelCalls(entries, []string{"a", "b"})
 	if err != nil || total != 4 || rep != 0 || base != 2 {
 		t.Fatalf("clean run: total %d, repeated %d, baseline %d, %v", total, rep, base, err)
@@ -65,12 +66,12 @@ func TestRepeatedModelCalls(t *testing.T) {
 
 	// A session that made fewer calls (it did not finish its turn) is
 	// reported too.
-	if _, _, _, err := repeatedModelCalls([]LedgerEntry{model("a", "m1"), model("a", "m2"), model("b", "m1")}, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), "b made 1") {
+	if _, _, _, err := repeatedModelCalls([]harness.LedgerEntry{model("a", "m1"), model("a", "m2"), model("b", "m1")}, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), "b made 1") {
 		t.Fatalf("a short session: %v", err)
 	}
 	// No model call at all in the uninterrupted session: the ledger is not
 	// the Worker's.
-	if _, _, _, err := repeatedModelCalls([]LedgerEntry{tool}, []string{"a"}); err == nil || !strings.Contains(err.Error(), "no model call") {
+	if _, _, _, err := repeatedModelCalls([]harness.LedgerEntry{tool}, []string{"a"}); err == nil || !strings.Contains(err.Error(), "no model call") {
 		t.Fatalf("an empty baseline: %v", err)
 	}
 }

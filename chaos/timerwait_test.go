@@ -8,6 +8,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 const timerScript = `{"turns": [
@@ -21,15 +22,15 @@ const timerScript = `{"turns": [
 // fire and no move left to make: the timer is recorded once and the turn
 // moves on once.
 func TestFailpoints_ACrashRightAfterATimerFiredRepeatsNothing(t *testing.T) {
-	e, fp := newFailpointEnv(t, chaosBinDir(t), FailpointAfterWaitResolved+"=sleep(10000)", 3)
+	e, fp := newFailpointEnv(t, chaosBinDir(t), harness.FailpointAfterWaitResolved+"=sleep(10000)", 3)
 	w := e.startWorker(timerScript)
 	id := e.createSession("nap")
 
-	var fired *Node
+	var fired *harness.Node
 	deadline := time.Now().Add(30 * time.Second)
 	for fired == nil {
 		for n, addr := range fp {
-			if failpointCount(addr, FailpointAfterWaitResolved) > 0 {
+			if failpointCount(addr, harness.FailpointAfterWaitResolved) > 0 {
 				fired = n
 			}
 		}
@@ -70,6 +71,6 @@ func TestFailpoints_ACrashRightAfterATimerFiredRepeatsNothing(t *testing.T) {
 		t.Fatalf("the timer's result is in the history %d times and the final answer %d times; want once each", results, answers)
 	}
 	if !w.Running() {
-		t.Fatalf("the Worker died: %s", tail(w.Log(), 5))
+		t.Fatalf("the Worker died: %s", harness.Tail(w.Log(), 5))
 	}
 }

@@ -23,13 +23,14 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/tlsconf"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/cluster"
 )
 
 func newMTLSEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvTLS(t, func(dir string) *PKI {
-		p, err := NewPKI(filepath.Join(dir, "tls"))
+	return newEnvTLS(t, func(dir string) *harness.PKI {
+		p, err := harness.NewPKI(filepath.Join(dir, "tls"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func TestTLS_NoCertificateNoConnection(t *testing.T) {
 	ca, _ := os.ReadFile(e.cluster.TLS().CA())
 	pool.AppendCertsFromPEM(ca)
 	grpcRefused("over TLS without a client certificate", credentials.NewTLS(&tls.Config{RootCAs: pool}))
-	other, err := NewPKI(filepath.Join(e.dir, "other"))
+	other, err := harness.NewPKI(filepath.Join(e.dir, "other"))
 	if err != nil {
 		t.Fatal(err)
 	}

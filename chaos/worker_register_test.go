@@ -12,6 +12,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // What a person starting the demo Worker sees: why it cannot register, and
@@ -19,12 +20,12 @@ import (
 // list at once.
 
 // waitLogCount waits (bounded) until p's log holds want n times.
-func waitLogCount(t *testing.T, p *Proc, want string, n int, within time.Duration) {
+func waitLogCount(t *testing.T, p *harness.Proc, want string, n int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for strings.Count(p.Log(), want) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %q not seen %d times within %s; log:\n%s", p.Name, want, n, within, tail(p.Log(), 10))
+			t.Fatalf("%s: %q not seen %d times within %s; log:\n%s", p.Name, want, n, within, harness.Tail(p.Log(), 10))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -38,7 +39,7 @@ func TestDemoWorker_SaysWhyItCannotRegisterAndKeepsSayingIt(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	dir := t.TempDir()
-	w := NewWorker(WorkerOptions{BinDir: binDir, Dir: dir, Name: "w1", Target: addr, Ledger: filepath.Join(dir, "ledger.jsonl")})
+	w := harness.NewWorker(harness.WorkerOptions{BinDir: binDir, Dir: dir, Name: "w1", Target: addr, Ledger: filepath.Join(dir, "ledger.jsonl")})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +51,13 @@ func TestDemoWorker_SaysWhyItCannotRegisterAndKeepsSayingIt(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	if strings.Contains(w.Log(), "deregister") {
-		t.Fatalf("a Worker that never registered says it deregistered:\n%s", tail(w.Log(), 5))
+		t.Fatalf("a Worker that never registered says it deregistered:\n%s", harness.Tail(w.Log(), 5))
 	}
 }
 
 func TestDemoWorker_SaysItsLeaderAndLeavesTheWorkerListOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	c, err := NewCluster(ClusterOptions{BinDir: binDir, Dir: dir, Size: 1, Args: fastArgs})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: binDir, Dir: dir, Size: 1, Args: fastArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +98,6 @@ func TestDemoWorker_SaysItsLeaderAndLeavesTheWorkerListOnSIGTERM(t *testing.T) {
 		t.Fatalf("%s exited after SIGTERM but is still in the Worker list (its TTL is a minute)", w.Name)
 	}
 	if !strings.Contains(w.Log(), `"deregistered"`) {
-		t.Fatalf("no deregistration in the log:\n%s", tail(w.Log(), 5))
+		t.Fatalf("no deregistration in the log:\n%s", harness.Tail(w.Log(), 5))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 const workerLinkScript = `{"turns": [
@@ -23,12 +24,12 @@ const workerLinkScript = `{"turns": [
 // its attempts (an idempotent write may be retried by the policy).
 func TestWorkerLink_CutWorkerFinishesOrIsRetried(t *testing.T) {
 	e, _ := newNetEnv(t, "")
-	link, err := NewWorkerLink(e.cluster)
+	link, err := harness.NewWorkerLink(e.cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(link.Close)
-	o := WorkerOptions{BinDir: binDir, Dir: e.dir, Name: "w1", Target: link.Target(), Ledger: e.ledger, TLS: e.cluster.TLS()}
+	o := harness.WorkerOptions{BinDir: binDir, Dir: e.dir, Name: "w1", Target: link.Target(), Ledger: e.ledger, TLS: e.cluster.TLS()}
 	o.Script = filepath.Join(e.dir, "script.json")
 	if err := os.WriteFile(o.Script, []byte(workerLinkScript), 0o644); err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestWorkerLink_CutWorkerFinishesOrIsRetried(t *testing.T) {
 	if o.Token, err = e.cluster.WorkerToken(e.ctx(30*time.Second), o.Name); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWorker(o)
+	w := harness.NewWorker(o)
 	e.workers = append(e.workers, w)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestWorkerLink_CutWorkerFinishesOrIsRetried(t *testing.T) {
 
 	id := e.createSession("cut the worker")
 	waitUntil(t, 60*time.Second, "the tool call to start", func() bool {
-		return Executions(e.ledgerEntries(), id, func(l LedgerEntry) bool { return l.Kind == "tool" }) > 0
+		return harness.Executions(e.ledgerEntries(), id, func(l harness.LedgerEntry) bool { return l.Kind == "tool" }) > 0
 	})
 	link.Cut()
 	t.Log("cut the Worker's connections while its tool runs")

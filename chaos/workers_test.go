@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // Worker protocol end to end on a real 3-node cluster: dexd and dexworker
@@ -48,7 +49,7 @@ type showJSON struct {
 	} `json:"steps"`
 }
 
-func toolCalls(l []LedgerEntry, session string) map[string]int {
+func toolCalls(l []harness.LedgerEntry, session string) map[string]int {
 	out := map[string]int{}
 	for _, e := range l {
 		if e.Session == session && e.Kind == "tool" {
@@ -176,7 +177,7 @@ func TestWorkers_ASessionThroughEveryPolicy(t *testing.T) {
 	}
 	l := e.ledgerEntries()
 	for _, tool := range []string{"lookup", "save_note", "send_email", "deploy", "build"} {
-		if n := Executions(l, id, func(x LedgerEntry) bool { return x.Tool == tool && x.Kind == "tool" }); n != 1 {
+		if n := harness.Executions(l, id, func(x harness.LedgerEntry) bool { return x.Tool == tool && x.Kind == "tool" }); n != 1 {
 			t.Fatalf("%s ran %d times; want 1", tool, n)
 		}
 	}
@@ -206,7 +207,7 @@ func TestWorkers_DeniedToolNeverRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = e.waitStatus(id, sIdle, 20*time.Second)
-	if n := Executions(e.ledgerEntries(), id, func(x LedgerEntry) bool { return x.Tool == "deploy" }); n != 0 {
+	if n := harness.Executions(e.ledgerEntries(), id, func(x harness.LedgerEntry) bool { return x.Tool == "deploy" }); n != 0 {
 		t.Fatalf("a denied deploy ran %d times", n)
 	}
 	var denied bool
@@ -288,7 +289,7 @@ func TestWorkers_WorkerKilledMidAttempt(t *testing.T) {
 			if p := st[0].Attempts[0].Progress; p != dexv1.AttemptProgress_ATTEMPT_PROGRESS_NOT_COMPLETED {
 				t.Fatalf("the claimed attempt failed with progress %s", p)
 			}
-			runs := Executions(e.ledgerEntries(), id, func(x LedgerEntry) bool { return x.Tool == c.tool })
+			runs := harness.Executions(e.ledgerEntries(), id, func(x harness.LedgerEntry) bool { return x.Tool == c.tool })
 			if c.kind == kSingle && runs != 0 {
 				t.Fatalf("the single-attempt tool ran %d times after its Worker died holding it", runs)
 			}
@@ -321,7 +322,7 @@ func TestWorkers_LeaderKilledMidAttemptDoesNotRepeatTheModelCall(t *testing.T) {
 	if len(model.Attempts) != 1 || model.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
 		t.Fatalf("the first RunModel after the takeover:\n%s", describe(r.Steps))
 	}
-	calls := Executions(e.ledgerEntries(), id, func(x LedgerEntry) bool { return x.Step == model.Id })
+	calls := harness.Executions(e.ledgerEntries(), id, func(x harness.LedgerEntry) bool { return x.Step == model.Id })
 	if calls != 1 {
 		t.Fatalf("the model was called %d times for %s; want 1", calls, model.Id)
 	}

@@ -35,7 +35,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 type options struct {
@@ -276,13 +276,13 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 
-	copts := chaos.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)}
+	copts := harness.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)}
 	if o.tls {
-		if copts.TLS, err = chaos.NewPKI(filepath.Join(dir, "tls")); err != nil {
+		if copts.TLS, err = harness.NewPKI(filepath.Join(dir, "tls")); err != nil {
 			return rep, err
 		}
 	}
-	c, err := chaos.NewCluster(copts)
+	c, err := harness.NewCluster(copts)
 	if err != nil {
 		return rep, err
 	}
@@ -613,7 +613,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // benchDialOptions are the cluster's (TLS, and the harness's admin token
 // with $DEX_CHAOS_ACL=1) plus --token or $DEX_TOKEN when the harness made
 // no token.
-func benchDialOptions(flag string, c *chaos.Cluster) []grpc.DialOption {
+func benchDialOptions(flag string, c *harness.Cluster) []grpc.DialOption {
 	t := client.TokenFrom(flag)
 	if t == "" || c.AdminToken != "" {
 		return c.DialOptions()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 func TestMatrix_WorkerLanguageAdapter(t *testing.T) {
@@ -28,7 +28,7 @@ func TestMatrix_WorkerLanguageAdapter(t *testing.T) {
 	if err != nil || c.adapter != "claude-agent-sdk" {
 		t.Fatalf("a good adapter: %+v, %v", c, err)
 	}
-	w := chaos.NewWorker(chaos.WorkerOptions{Name: "w1", Target: "t", Ledger: "l", Lang: "typescript", Adapter: "ai-sdk"})
+	w := harness.NewWorker(harness.WorkerOptions{Name: "w1", Target: "t", Ledger: "l", Lang: "typescript", Adapter: "ai-sdk"})
 	if got := strings.Join(w.Args, " "); !strings.Contains(got, "--adapter ai-sdk") {
 		t.Fatalf("the Worker's flags %q lack --adapter", got)
 	}

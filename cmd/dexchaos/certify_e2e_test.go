@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // certifyBin builds dexd once for the certify runs.
@@ -137,7 +137,7 @@ func TestCertify_OnANamedTestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := chaos.NewCluster(chaos.ClusterOptions{BinDir: bin, Dir: t.TempDir(), Size: 1, ACL: true, Args: chaos.ClusterArgs})
+	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: bin, Dir: t.TempDir(), Size: 1, ACL: true, Args: harness.ClusterArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestCertify_OnANamedTestCluster(t *testing.T) {
 		t.Fatalf("exit %d; want 0 with 2 cells passed", code)
 	}
 
-	other := &chaos.Proc{Name: "other", Bin: worker, LogPath: filepath.Join(t.TempDir(), "other.log"),
+	other := &harness.Proc{Name: "other", Bin: worker, LogPath: filepath.Join(t.TempDir(), "other.log"),
 		Env: []string{"DEX_ADDR=" + cl.Target(), "DEX_WORKER_ID=other", "ANTHROPIC_API_KEY=x"}}
 	if err := other.Start(); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR] [--worker LANG] [--adapter NAME]
@@ -100,15 +101,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.parallel, "parallel", 1, "cells run at once")
 	fs.BoolVar(&c.keep, "keep-logs", false, "keep every cell's logs in OUT/logs (a failed cell's are always kept in OUT/failed)")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for the cells' data dirs (default the system's)")
-	fs.StringVar(&c.worker, "worker", "go", "the demo Worker's library: "+strings.Join(chaos.WorkerLanguages, ", "))
-	fs.StringVar(&c.adapter, "adapter", "", "with --worker typescript, drive the scripted model through this framework adapter: "+strings.Join(chaos.WorkerAdapters, ", "))
+	fs.StringVar(&c.worker, "worker", "go", "the demo Worker's library: "+strings.Join(harness.WorkerLanguages, ", "))
+	fs.StringVar(&c.adapter, "adapter", "", "with --worker typescript, drive the scripted model through this framework adapter: "+strings.Join(harness.WorkerAdapters, ", "))
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
-	if err := chaos.CheckWorkerLanguage(c.worker); err != nil {
+	if err := harness.CheckWorkerLanguage(c.worker); err != nil {
 		return nil, err
 	}
-	if err := chaos.CheckWorkerAdapter(c.worker, c.adapter); err != nil {
+	if err := harness.CheckWorkerAdapter(c.worker, c.adapter); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -132,7 +133,7 @@ func ensureBinaries(bin string, stdout io.Writer) error {
 			missing = append(missing, "./cmd/"+b)
 		}
 	}
-	_, chaosErr := chaos.ChaosDexd(bin)
+	_, chaosErr := harness.ChaosDexd(bin)
 	if len(missing) == 0 && chaosErr == nil {
 		return nil
 	}
@@ -151,7 +152,7 @@ func ensureBinaries(bin string, stdout io.Writer) error {
 	}
 	if chaosErr != nil {
 		fmt.Fprintf(stdout, "dexchaos: building the failpoint build of dexd into %s\n", filepath.Join(bin, "chaos"))
-		return chaos.BuildChaos(filepath.Join(bin, "chaos"))
+		return harness.BuildChaos(filepath.Join(bin, "chaos"))
 	}
 	return nil
 }
@@ -196,11 +197,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dexchaos: %v (build them: make build, then go build -tags chaos -o %s/chaos/ ./cmd/dexd)\n", err, c.bin)
 		return 2
 	}
-	if err := chaos.CheckWorkerBinary(c.bin, c.worker); err != nil {
+	if err := harness.CheckWorkerBinary(c.bin, c.worker); err != nil {
 		fmt.Fprintln(stderr, "dexchaos:", err)
 		return 2
 	}
-	if _, err := chaos.ChaosDexd(c.bin); err != nil {
+	if _, err := harness.ChaosDexd(c.bin); err != nil {
 		fmt.Fprintf(stderr, "dexchaos: no chaos build of dexd, the failpoint cells are n/a: %v\n", err)
 	}
 	if err := os.MkdirAll(c.out, 0o755); err != nil {

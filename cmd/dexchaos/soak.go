@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/dexhq/dex/api/server"
-	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/soak"
 )
 
 // minSoakPayload: the big load leaves 16 KiB of each request for what it
@@ -101,7 +101,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	if c.maxPayload < minSoakPayload {
 		return nil, fmt.Errorf("--max-payload must be at least %d", minSoakPayload)
 	}
-	known := append(append(append([]string(nil), chaos.NodeFaults...), chaos.NetFaults...), chaos.FailpointFaults...)
+	known := append(append(append([]string(nil), soak.NodeFaults...), soak.NetFaults...), soak.FailpointFaults...)
 	for _, f := range c.faults {
 		if !slices.Contains(known, f) {
 			return nil, fmt.Errorf("unknown fault kind %q (known: %s)", f, strings.Join(known, ", "))
@@ -132,13 +132,13 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rep, err := chaos.RunSoak(ctx, chaos.SoakOptions{
+	rep, err := soak.RunSoak(ctx, soak.SoakOptions{
 		BinDir: c.bin, Out: c.out, TmpDir: c.tmp, Duration: c.duration, Seed: c.seed,
 		Clients: c.clients, Workers: c.workers, Progress: stdout, Kinds: c.faults,
 		Big: c.big, MaxPayload: c.maxPayload,
 	})
 	if rep != nil {
-		if werr := chaos.WriteSoakReport(c.out, rep); werr != nil {
+		if werr := soak.WriteSoakReport(c.out, rep); werr != nil {
 			fmt.Fprintln(stderr, "dexchaos soak: report:", werr)
 		}
 		fmt.Fprint(stdout, rep.Summary())

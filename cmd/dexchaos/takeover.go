@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 const takeoverUsage = `usage: dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
@@ -90,7 +91,7 @@ func runTakeover(args []string, stdout, stderr io.Writer) int {
 	var results []*chaos.TakeoverResult
 	failed := false
 	for _, target := range c.targetsToMeter {
-		if target == chaos.TargetHAProxy && !chaos.HAProxyAvailable() {
+		if target == chaos.TargetHAProxy && !harness.HAProxyAvailable() {
 			fmt.Fprintln(stdout, "haproxy is not installed: the haproxy target is skipped")
 			continue
 		}

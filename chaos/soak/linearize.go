@@ -1,0 +1,257 @@
+package soak
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The linearizability check of the client history: each session is a
+// register of what clients wrote to it (its creation, the keys of the
+// messages it accepted, the approval and question Steps they resolved) and
+// of figures the Workers only grow (history length, last event seq, turns
+// completed). A read must see exactly the messages whose send is ordered
+// before it, every resolution ordered before it, and figures no smaller
+// than any earlier read's or watch's. A call with no answer may have taken
+// effect or not; a refusal changed nothing.
+
+// sessionState is one session as the model sees it; comparable with ==.
+type sessionState struct {
+	created bool
+	keys    string // sorted, comma-joined
+	done    string // sorted, comma-joined
+	hist    uint64
+	events  uint64
+	turns   uint64
+}
+
+func setAdd(set, item string) string {
+	if item == "" {
+		return set
+	}
+	parts := splitSet(set)
+	if slices.Contains(parts, item) {
+		return set
+	}
+	parts = append(parts, item)
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func splitSet(set string) []string {
+	if set == "" {
+		return nil
+	}
+	return strings.Split(set, ",")
+}
+
+func joinSet(items []string) string {
+	s := slices.Clone(items)
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ",")
+}
+
+func subset(a, b string) bool {
+	bs := splitSet(b)
+	for _, x := range splitSet(a) {
+		if !slices.Contains(bs, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// sessionStep is the model's transition: the states op may lead to from s
+// (none: op cannot happen here).
+func sessionStep(s sessionState, op SoakOp) []sessionState {
+	either := func(applied sessionState) []sessionState {
+		if applied == s {
+			return []sessionState{s}
+		}
+		return []sessionState{s, applied}
+	}
+	switch op.Kind {
+	case OpCreate:
+		applied := s
+		applied.created = true
+		applied.keys = setAdd(s.keys, op.Key)
+		switch {
+		case op.Answer == AnsOK:
+			if s.created {
+				return nil
+			}
+			return []sessionState{applied}
+		case op.Answer == AnsUnknown:
+			if s.created {
+				return []sessionState{s}
+			}
+			return either(applied)
+		case op.Code == "AlreadyExists":
+			if !s.created {
+				return nil
+			}
+		}
+		return []sessionState{s}
+	case OpSend:
+		applied := s
+		applied.keys = setAdd(s.keys, op.Key)
+		switch {
+		case op.Answer == AnsOK:
+			if !s.created {
+				return nil
+			}
+			if op.Duplicate && !slices.Contains(splitSet(s.keys), op.Key) {
+				return nil
+			}
+			return []sessionState{applied}
+		case op.Answer == AnsUnknown:
+			if !s.created {
+				return []sessionState{s}
+			}
+			return either(applied)
+		case op.Code == "NotFound":
+			if s.created {
+				return nil
+			}
+		}
+		return []sessionState{s}
+	case OpRead:
+		switch {
+		case op.Answer == AnsOK:
+			next := s
+			next.done, next.hist, next.events, next.turns = joinSet(op.Done), op.HistoryLen, op.EventSeq, op.Turns
+			if !s.created || joinSet(op.Keys) != s.keys || !subset(s.done, next.done) ||
+				op.HistoryLen < s.hist || op.EventSeq < s.events || op.Turns < s.turns {
+				return nil
+			}
+			return []sessionState{next}
+		case op.Code == "NotFound":
+			if s.created {
+				return nil
+			}
+		}
+		return []sessionState{s}
+	case OpResolve:
+		applied := s
+		applied.done = setAdd(s.done, op.Step)
+		switch op.Answer {
+		case AnsOK:
+			return []sessionState{applied}
+		case AnsUnknown:
+			return either(applied)
+		}
+		return []sessionState{s}
+	case OpWatch:
+		if op.Answer == AnsOK && op.WatchMax > 0 {
+			if !s.created {
+				return nil
+			}
+			next := s
+			next.events = max(s.events, op.WatchMax)
+			return []sessionState{next}
+		}
+		return []sessionState{s}
+	}
+	return []sessionState{s}
+}
+
+// SessionModel is the porcupine model of the client history, partitioned
+// by session.
+var SessionModel = porcupine.NondeterministicModel{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var order []string
+		for _, o := range history {
+			id := o.Input.(SoakOp).Session
+			if _, ok := by[id]; !ok {
+				order = append(order, id)
+			}
+			by[id] = append(by[id], o)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, id := range order {
+			out = append(out, by[id])
+		}
+		return out
+	},
+	Init: func() []interface{} { return []interface{}{sessionState{}} },
+	Step: func(state, input, _ interface{}) []interface{} {
+		var out []interface{}
+		for _, s := range sessionStep(state.(sessionState), input.(SoakOp)) {
+			out = append(out, s)
+		}
+		return out
+	},
+	Equal: func(a, b interface{}) bool { return a.(sessionState) == b.(sessionState) },
+	DescribeOperation: func(input, _ interface{}) string {
+		return describeOp(input.(SoakOp))
+	},
+	DescribeState: func(state interface{}) string {
+		s := state.(sessionState)
+		if !s.created {
+			return "not created"
+		}
+		return fmt.Sprintf("keys=[%s] done=[%s] history≥%d events≥%d turns≥%d", s.keys, s.done, s.hist, s.events, s.turns)
+	},
+}
+
+func describeOp(op SoakOp) string {
+	ans := op.Answer
+	if op.Code != "" {
+		ans += " " + op.Code
+	}
+	switch op.Kind {
+	case OpCreate, OpSend:
+		return fmt.Sprintf("%s(%s) → %s", op.Kind, op.Key, ans)
+	case OpResolve:
+		return fmt.Sprintf("resolve(%s) → %s", op.Step, ans)
+	case OpRead:
+		if op.Answer != AnsOK {
+			return "read → " + ans
+		}
+		return fmt.Sprintf("read → keys=[%s] done=[%s] history=%d events=%d turns=%d %s", joinSet(op.Keys), joinSet(op.Done), op.HistoryLen, op.EventSeq, op.Turns, op.Status)
+	case OpWatch:
+		return fmt.Sprintf("watch → max seq %d (%s)", op.WatchMax, ans)
+	}
+	return op.Kind
+}
+
+// porcupineOps turns the history into porcupine's operations; a call
+// without an answer may take effect up to the end of time.
+func porcupineOps(ops []SoakOp) []porcupine.Operation {
+	out := make([]porcupine.Operation, 0, len(ops))
+	for _, op := range ops {
+		ret := op.Return
+		if op.Answer == AnsUnknown {
+			ret = math.MaxInt64
+		}
+		out = append(out, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.Call, Output: nil, Return: ret})
+	}
+	return out
+}
+
+// LinearizabilityResult is porcupine's verdict on a history.
+type LinearizabilityResult struct {
+	Result string // Ok, Illegal or Unknown (the check timed out)
+	// Visualization: the HTML page of an illegal history, when written.
+	Visualization string
+}
+
+// CheckLinearizable checks the history against SessionModel; an illegal
+// history's visualisation is written to visPath (when not empty).
+func CheckLinearizable(ops []SoakOp, timeout time.Duration, visPath string) (LinearizabilityResult, error) {
+	model := SessionModel.ToModel()
+	res, info := porcupine.CheckOperationsVerbose(model, porcupineOps(ops), timeout)
+	out := LinearizabilityResult{Result: string(res)}
+	if res == porcupine.Illegal && visPath != "" {
+		if err := porcupine.VisualizePath(model, info, visPath); err != nil {
+			return out, err
+		}
+		out.Visualization = visPath
+	}
+	return out, nil
+}
