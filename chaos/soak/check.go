@@ -43,7 +43,7 @@ type Violation struct {
 
 // CheckInput is what the checker judges.
 type CheckInput struct {
-	Ops    []SoakOp
+	Ops    []Op
 	Ledger []harness.LedgerEntry
 	// Final: every session as the leader answers at the end.
 	Final map[string]*dexv1.GetSessionResponse

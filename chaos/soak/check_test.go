@@ -16,7 +16,7 @@ import (
 // a message k2 sent, a read that sees both, a single-attempt tool run once
 // by the Worker its claimed attempt was handed to.
 func cleanInput() CheckInput {
-	ops := []SoakOp{
+	ops := []Op{
 		{Client: 0, Kind: OpCreate, Session: "s1", Key: "k1", Call: 0, Return: 10, Answer: AnsOK},
 		{Client: 0, Kind: OpSend, Session: "s1", Key: "k2", Call: 20, Return: 30, Answer: AnsOK},
 		{Client: 1, Kind: OpRead, Session: "s1", Call: 40, Return: 50, Answer: AnsOK, Keys: []string{"k1", "k2"}, HistoryLen: 4, EventSeq: 9},
@@ -174,44 +174,44 @@ func TestCheckReportsANonLinearizableReadAndKeepsItsPicture(t *testing.T) {
 func TestLinearizabilityModel(t *testing.T) {
 	cases := []struct {
 		name string
-		ops  []SoakOp
+		ops  []Op
 		want string
 	}{
-		{"a read concurrent with a send may miss it", []SoakOp{
+		{"a read concurrent with a send may miss it", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsOK},
 			{Client: 0, Kind: OpSend, Session: "s", Key: "b", Call: 2, Return: 10, Answer: AnsOK},
 			{Client: 1, Kind: OpRead, Session: "s", Call: 3, Return: 4, Answer: AnsOK, Keys: []string{"a"}},
 		}, "Ok"},
-		{"a read that sees a message before its send began", []SoakOp{
+		{"a read that sees a message before its send began", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsOK},
 			{Client: 1, Kind: OpRead, Session: "s", Call: 2, Return: 3, Answer: AnsOK, Keys: []string{"a", "b"}},
 			{Client: 0, Kind: OpSend, Session: "s", Key: "b", Call: 4, Return: 5, Answer: AnsOK},
 		}, "Illegal"},
-		{"a refused send changes nothing", []SoakOp{
+		{"a refused send changes nothing", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsOK},
 			{Kind: OpSend, Session: "s", Key: "b", Call: 2, Return: 3, Answer: AnsRefused, Code: "InvalidArgument"},
 			{Client: 1, Kind: OpRead, Session: "s", Call: 4, Return: 5, Answer: AnsOK, Keys: []string{"a", "b"}},
 		}, "Illegal"},
-		{"NotFound after an acknowledged create", []SoakOp{
+		{"NotFound after an acknowledged create", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsOK},
 			{Client: 1, Kind: OpRead, Session: "s", Call: 2, Return: 3, Answer: AnsRefused, Code: "NotFound"},
 		}, "Illegal"},
-		{"the history shrinks", []SoakOp{
+		{"the history shrinks", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsOK},
 			{Kind: OpRead, Session: "s", Call: 2, Return: 3, Answer: AnsOK, Keys: []string{"a"}, HistoryLen: 5},
 			{Kind: OpRead, Session: "s", Call: 4, Return: 5, Answer: AnsOK, Keys: []string{"a"}, HistoryLen: 4},
 		}, "Illegal"},
-		{"a read behind what a watch saw", []SoakOp{
+		{"a read behind what a watch saw", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsOK},
 			{Kind: OpWatch, Session: "s", Call: 2, Return: 3, Answer: AnsOK, WatchMax: 20},
 			{Kind: OpRead, Session: "s", Call: 4, Return: 5, Answer: AnsOK, Keys: []string{"a"}, EventSeq: 12},
 		}, "Illegal"},
-		{"an approval acknowledged then seen waiting", []SoakOp{
+		{"an approval acknowledged then seen waiting", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsOK},
 			{Kind: OpResolve, Session: "s", Step: "st1", Call: 2, Return: 3, Answer: AnsOK},
 			{Kind: OpRead, Session: "s", Call: 4, Return: 5, Answer: AnsOK, Keys: []string{"a"}},
 		}, "Illegal"},
-		{"an unanswered create that took effect late", []SoakOp{
+		{"an unanswered create that took effect late", []Op{
 			{Kind: OpCreate, Session: "s", Key: "a", Call: 0, Return: 1, Answer: AnsUnknown},
 			{Client: 1, Kind: OpRead, Session: "s", Call: 2, Return: 3, Answer: AnsRefused, Code: "NotFound"},
 			{Client: 1, Kind: OpRead, Session: "s", Call: 4, Return: 5, Answer: AnsOK, Keys: []string{"a"}},

@@ -28,7 +28,7 @@ func TestSoakCatchesADefectiveBuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	out := filepath.Join(dir, "out")
-	rep, err := RunSoak(ctx, SoakOptions{BinDir: bin, Out: out, TmpDir: dir, Duration: 20 * time.Second, Seed: 1, Clients: 2, Workers: 2, Kinds: []string{FTransfer}})
+	rep, err := Run(ctx, Options{BinDir: bin, Out: out, TmpDir: dir, Duration: 20 * time.Second, Seed: 1, Clients: 2, Workers: 2, Kinds: []string{FTransfer}})
 	if err != nil {
 		t.Fatalf("soak: %v", err)
 	}

@@ -45,9 +45,9 @@ var NetFaults = []string{FIsolateLeader, FIsolateFollower, FOneWay, FSlowLink}
 // FailpointFaults: the kinds that need the chaos build's failpoints.
 var FailpointFaults = []string{FSlowDisk}
 
-// SoakNet is what the soak needs of the harness's per-link raft network
+// Net is what the soak needs of the harness's per-link raft network
 // faults; node names are Node.ID.
-type SoakNet interface {
+type Net interface {
 	Cut(from, to string)
 	Partition(a, b string)
 	Isolate(node string)
@@ -59,7 +59,7 @@ type SoakNet interface {
 // (it may change the options) and returns the layer once the cluster is
 // made; it is used only with the chaos build of dexd, which follows the
 // layer's proxies. Without it the network kinds are not drawn.
-var soakNetwork func(o *harness.ClusterOptions) func(*harness.Cluster) SoakNet
+var soakNetwork func(o *harness.ClusterOptions) func(*harness.Cluster) Net
 
 // Fault is one scheduled fault.
 type Fault struct {

@@ -33,8 +33,8 @@ const (
 	AnsRefused = "refused" // a definite refusal: nothing changed
 )
 
-// SoakOp is one client call and its answer.
-type SoakOp struct {
+// Op is one client call and its answer.
+type Op struct {
 	Client  int    `json:"client"`
 	Kind    string `json:"kind"`
 	Session string `json:"session"`
@@ -69,17 +69,17 @@ type SoakOp struct {
 type Recorder struct {
 	start time.Time
 	mu    sync.Mutex
-	ops   []SoakOp
+	ops   []Op
 }
 
 // NewRecorder starts the history's clock.
 func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
 
 // Begin stamps the call of op.
-func (r *Recorder) Begin(op *SoakOp) { op.Call = time.Since(r.start).Nanoseconds() }
+func (r *Recorder) Begin(op *Op) { op.Call = time.Since(r.start).Nanoseconds() }
 
 // End stamps the answer (classified from err) and records op.
-func (r *Recorder) End(op *SoakOp, err error) {
+func (r *Recorder) End(op *Op, err error) {
 	op.Return = time.Since(r.start).Nanoseconds()
 	op.Answer, op.Code, op.Err = classify(err)
 	r.mu.Lock()
@@ -88,9 +88,9 @@ func (r *Recorder) End(op *SoakOp, err error) {
 }
 
 // Ops returns a copy of the history in the order of the calls.
-func (r *Recorder) Ops() []SoakOp {
+func (r *Recorder) Ops() []Op {
 	r.mu.Lock()
-	out := append([]SoakOp(nil), r.ops...)
+	out := append([]Op(nil), r.ops...)
 	r.mu.Unlock()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
 	return out
@@ -115,7 +115,7 @@ func classify(err error) (answer, code, msg string) {
 }
 
 // WriteHistory writes the history as JSON lines.
-func WriteHistory(path string, ops []SoakOp) error {
+func WriteHistory(path string, ops []Op) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

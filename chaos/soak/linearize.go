@@ -67,7 +67,7 @@ func subset(a, b string) bool {
 
 // sessionStep is the model's transition: the states op may lead to from s
 // (none: op cannot happen here).
-func sessionStep(s sessionState, op SoakOp) []sessionState {
+func sessionStep(s sessionState, op Op) []sessionState {
 	either := func(applied sessionState) []sessionState {
 		if applied == s {
 			return []sessionState{s}
@@ -166,7 +166,7 @@ var SessionModel = porcupine.NondeterministicModel{
 		by := map[string][]porcupine.Operation{}
 		var order []string
 		for _, o := range history {
-			id := o.Input.(SoakOp).Session
+			id := o.Input.(Op).Session
 			if _, ok := by[id]; !ok {
 				order = append(order, id)
 			}
@@ -181,14 +181,14 @@ var SessionModel = porcupine.NondeterministicModel{
 	Init: func() []interface{} { return []interface{}{sessionState{}} },
 	Step: func(state, input, _ interface{}) []interface{} {
 		var out []interface{}
-		for _, s := range sessionStep(state.(sessionState), input.(SoakOp)) {
+		for _, s := range sessionStep(state.(sessionState), input.(Op)) {
 			out = append(out, s)
 		}
 		return out
 	},
 	Equal: func(a, b interface{}) bool { return a.(sessionState) == b.(sessionState) },
 	DescribeOperation: func(input, _ interface{}) string {
-		return describeOp(input.(SoakOp))
+		return describeOp(input.(Op))
 	},
 	DescribeState: func(state interface{}) string {
 		s := state.(sessionState)
@@ -199,7 +199,7 @@ var SessionModel = porcupine.NondeterministicModel{
 	},
 }
 
-func describeOp(op SoakOp) string {
+func describeOp(op Op) string {
 	ans := op.Answer
 	if op.Code != "" {
 		ans += " " + op.Code
@@ -222,7 +222,7 @@ func describeOp(op SoakOp) string {
 
 // porcupineOps turns the history into porcupine's operations; a call
 // without an answer may take effect up to the end of time.
-func porcupineOps(ops []SoakOp) []porcupine.Operation {
+func porcupineOps(ops []Op) []porcupine.Operation {
 	out := make([]porcupine.Operation, 0, len(ops))
 	for _, op := range ops {
 		ret := op.Return
@@ -243,7 +243,7 @@ type LinearizabilityResult struct {
 
 // CheckLinearizable checks the history against SessionModel; an illegal
 // history's visualisation is written to visPath (when not empty).
-func CheckLinearizable(ops []SoakOp, timeout time.Duration, visPath string) (LinearizabilityResult, error) {
+func CheckLinearizable(ops []Op, timeout time.Duration, visPath string) (LinearizabilityResult, error) {
 	model := SessionModel.ToModel()
 	res, info := porcupine.CheckOperationsVerbose(model, porcupineOps(ops), timeout)
 	out := LinearizabilityResult{Result: string(res)}

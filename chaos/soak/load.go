@@ -123,7 +123,7 @@ func (c *loadClient) createWith(text, key string, compact bool) string {
 	if compact {
 		req.CompactionThreshold = 1500
 	}
-	op := SoakOp{Client: c.id, Kind: OpCreate, Session: id, Key: key}
+	op := Op{Client: c.id, Kind: OpCreate, Session: id, Key: key}
 	c.s.rec.Begin(&op)
 	err := c.call(func(ctx context.Context) error {
 		_, err := c.s.cl.CreateSession(ctx, req)
@@ -144,7 +144,7 @@ func (c *loadClient) send(ctx context.Context, id string) {
 
 // sendWith sends text (key its id) to session id.
 func (c *loadClient) sendWith(id, text, key string) {
-	op := SoakOp{Client: c.id, Kind: OpSend, Session: id, Key: key}
+	op := Op{Client: c.id, Kind: OpSend, Session: id, Key: key}
 	c.s.rec.Begin(&op)
 	err := c.call(func(ctx context.Context) error {
 		dup, err := c.s.cl.SendMessage(ctx, id, text, key)
@@ -161,7 +161,7 @@ var errPartial = status.Error(codes.OutOfRange, "the session did not fit one pag
 // of its waiting approvals or questions. It reports whether the read got
 // the whole session.
 func (c *loadClient) read(ctx context.Context, id string, resolve bool) bool {
-	op := SoakOp{Client: c.id, Kind: OpRead, Session: id}
+	op := Op{Client: c.id, Kind: OpRead, Session: id}
 	var resp *dexv1.GetSessionResponse
 	c.s.rec.Begin(&op)
 	err := c.call(func(ctx context.Context) error {
@@ -202,7 +202,7 @@ func (c *loadClient) resolveWaiting(id string, steps []*dexv1.Step) {
 	}
 }
 
-func fillRead(op *SoakOp, resp *dexv1.GetSessionResponse) {
+func fillRead(op *Op, resp *dexv1.GetSessionResponse) {
 	keys := sessionKeys(resp)
 	for k := range keys {
 		op.Keys = append(op.Keys, k)
@@ -219,7 +219,7 @@ func fillRead(op *SoakOp, resp *dexv1.GetSessionResponse) {
 }
 
 func (c *loadClient) resolve(id string, st *dexv1.Step) {
-	op := SoakOp{Client: c.id, Kind: OpResolve, Session: id, Step: st.Id}
+	op := Op{Client: c.id, Kind: OpResolve, Session: id, Step: st.Id}
 	c.s.rec.Begin(&op)
 	err := c.call(func(ctx context.Context) error {
 		if st.Kind == dexv1.StepKind_STEP_KIND_AWAIT_QUESTION_ANSWER {
@@ -237,7 +237,7 @@ func (c *loadClient) resolve(id string, st *dexv1.Step) {
 
 // watch follows the session's events from the start for a while.
 func (c *loadClient) watch(ctx context.Context, id string) {
-	op := SoakOp{Client: c.id, Kind: OpWatch, Session: id}
+	op := Op{Client: c.id, Kind: OpWatch, Session: id}
 	c.s.rec.Begin(&op)
 	wctx, cancel := context.WithTimeout(context.Background(), watchFor)
 	defer cancel()

@@ -23,7 +23,7 @@ import (
 // soakerOn is a soaker around e's cluster as the end of a soak has it.
 func soakerOn(e *env) *soaker {
 	return &soaker{
-		o:   SoakOptions{BinDir: binDir, MaxPayload: server.DefaultMaxPayload, Progress: io.Discard},
+		o:   Options{BinDir: binDir, MaxPayload: server.DefaultMaxPayload, Progress: io.Discard},
 		dir: e.dir, cluster: e.cluster, conn: e.conn, cl: e.client, admin: dexv1.NewAdminServiceClient(e.conn),
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// WriteSoakReport writes out/soak.md and out/soak.json.
-func WriteSoakReport(out string, rep *SoakReport) error {
+// WriteReport writes out/soak.md and out/soak.json.
+func WriteReport(out string, rep *Report) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func sortedCounts(m map[string]int) []string {
 }
 
 // Summary is the soak's verdict in a few lines.
-func (rep *SoakReport) Summary() string {
+func (rep *Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak: seed %d, %s (wall %s): %d client operations, %d faults of %d kinds, %d sessions, %d executions\n",
 		rep.Seed, rep.Duration, rep.Wall.Round(time.Second), rep.OpsTotal, len(rep.FaultLog), len(rep.Faults), rep.Sessions, rep.Executions)
@@ -58,7 +58,7 @@ func (rep *SoakReport) Summary() string {
 }
 
 // Markdown is the report.
-func (rep *SoakReport) Markdown() string {
+func (rep *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Soak\n\n")
 	big := ""

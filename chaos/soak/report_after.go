@@ -8,14 +8,14 @@ import (
 
 // The report's part about the checks after the soak.
 
-func (rep *SoakReport) restartedNodes() int {
+func (rep *Report) restartedNodes() int {
 	if rep.Restart == nil {
 		return 0
 	}
 	return len(rep.Restart.Nodes)
 }
 
-func (rep *SoakReport) afterMarkdown(b *strings.Builder) {
+func (rep *Report) afterMarkdown(b *strings.Builder) {
 	if rc := rep.Restart; rc != nil {
 		b.WriteString("\n### Restart of every node on its data dir\n\n")
 		if rc.Skipped != "" {

@@ -35,8 +35,8 @@ import (
 // then every fault is healed, the cluster quiesces and the checker judges
 // what happened (check.go).
 
-// SoakOptions configure a soak.
-type SoakOptions struct {
+// Options configure a soak.
+type Options struct {
 	BinDir   string // holds dexd and dexworker (a chaos build of dexd in BinDir/chaos is used when present)
 	Out      string // the report, the history and the kept logs
 	TmpDir   string
@@ -62,8 +62,8 @@ type FaultRecord struct {
 	Err  string        `json:"err,omitempty"`
 }
 
-// SoakReport is the outcome of a soak.
-type SoakReport struct {
+// Report is the outcome of a soak.
+type Report struct {
 	Seed       uint64         `json:"seed"`
 	Duration   time.Duration  `json:"duration_ns"`
 	Wall       time.Duration  `json:"wall_ns"`
@@ -87,10 +87,10 @@ type SoakReport struct {
 }
 
 type soaker struct {
-	o       SoakOptions
+	o       Options
 	dir     string
 	cluster *harness.Cluster
-	net     SoakNet
+	net     Net
 	conn    *grpc.ClientConn
 	cl      *client.Client
 	svc     dexv1.SessionServiceClient
@@ -121,10 +121,10 @@ func (s *soaker) addSession(id string) {
 	s.smu.Unlock()
 }
 
-// RunSoak runs the soak and its check. Everything it starts is stopped by
+// Run runs the soak and its check. Everything it starts is stopped by
 // PID when it returns. The error is a failure of the harness itself (the
 // cluster never came up); violations are in the report.
-func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
+func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Clients <= 0 {
 		o.Clients = 4
 	}
@@ -142,7 +142,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		return nil, err
 	}
 	s := &soaker{o: o, dir: dir, rec: NewRecorder(), ledger: filepath.Join(dir, "ledger.jsonl"), script: filepath.Join(dir, "script.json")}
-	rep := &SoakReport{Seed: o.Seed, Duration: o.Duration, Big: o.Big, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
+	rep := &Report{Seed: o.Seed, Duration: o.Duration, Big: o.Big, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
 	start := time.Now()
 	defer s.stopAll()
 	if err := s.setUp(ctx); err != nil {
@@ -251,7 +251,7 @@ func (s *soaker) setUp(ctx context.Context) error {
 		bin = chaosDir
 	}
 	copts := harness.ClusterOptions{BinDir: bin, Dir: s.dir, Args: s.nodeArgs()}
-	var netOf func(*harness.Cluster) SoakNet
+	var netOf func(*harness.Cluster) Net
 	if soakNetwork != nil && chaosErr == nil { // only the chaos build follows the proxies' routes
 		netOf = soakNetwork(&copts)
 	}
@@ -323,7 +323,7 @@ func (s *soaker) startWorker(i int) error {
 	return w.Start()
 }
 
-func (s *soaker) runSchedule(ctx context.Context, start time.Time, schedule *Schedule, rep *SoakReport) {
+func (s *soaker) runSchedule(ctx context.Context, start time.Time, schedule *Schedule, rep *Report) {
 	for ctx.Err() == nil {
 		f := schedule.Next()
 		s.backupDue(ctx, start)
@@ -351,7 +351,7 @@ func (s *soaker) runSchedule(ctx context.Context, start time.Time, schedule *Sch
 	}
 }
 
-func (s *soaker) progress(ctx context.Context, start time.Time, rep *SoakReport, done chan struct{}) {
+func (s *soaker) progress(ctx context.Context, start time.Time, rep *Report, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(15 * time.Second)
 	defer t.Stop()

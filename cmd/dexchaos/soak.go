@@ -132,13 +132,13 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rep, err := soak.RunSoak(ctx, soak.SoakOptions{
+	rep, err := soak.Run(ctx, soak.Options{
 		BinDir: c.bin, Out: c.out, TmpDir: c.tmp, Duration: c.duration, Seed: c.seed,
 		Clients: c.clients, Workers: c.workers, Progress: stdout, Kinds: c.faults,
 		Big: c.big, MaxPayload: c.maxPayload,
 	})
 	if rep != nil {
-		if werr := soak.WriteSoakReport(c.out, rep); werr != nil {
+		if werr := soak.WriteReport(c.out, rep); werr != nil {
 			fmt.Fprintln(stderr, "dexchaos soak: report:", werr)
 		}
 		fmt.Fprint(stdout, rep.Summary())
