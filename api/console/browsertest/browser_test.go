@@ -19,7 +19,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // binDir holds dexd and dexworker, built once for the package.
@@ -112,11 +112,11 @@ func TestConsoleInChromium(t *testing.T) {
 		_ = os.WriteFile(filepath.Join(report, "matrix.json"), b, 0o644)
 	}
 
-	c, err := chaos.NewCluster(chaos.ClusterOptions{BinDir: binDir, Dir: dir, Args: []string{"--chaos-report", report}})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: binDir, Dir: dir, Args: []string{"--chaos-report", report}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var workers []*chaos.Worker
+	var workers []*harness.Worker
 	t.Cleanup(func() {
 		for _, w := range workers {
 			w.Kill()
@@ -145,7 +145,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := chaos.NewWorker(chaos.WorkerOptions{BinDir: binDir, Dir: dir, Name: "w1", Target: c.Target(), Ledger: filepath.Join(dir, "ledger.jsonl"), Script: scriptPath, Token: token, TLS: c.TLS()})
+	w := harness.NewWorker(harness.WorkerOptions{BinDir: binDir, Dir: dir, Name: "w1", Target: c.Target(), Ledger: filepath.Join(dir, "ledger.jsonl"), Script: scriptPath, Token: token, TLS: c.TLS()})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// The browser uses a follower's console: it survives the leader's kill
 	// and reads through the cluster from whichever node leads.
-	var follower *chaos.Node
+	var follower *harness.Node
 	for _, n := range c.Nodes {
 		if n != leader {
 			follower = n
