@@ -13,7 +13,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 const (
@@ -161,7 +161,7 @@ type sdkErrValue struct{ StatusCode int }
 func (e sdkErrValue) Error() string { return fmt.Sprintf("status %d", e.StatusCode) }
 
 func TestToolCallNotRunErrorPrefix(t *testing.T) {
-	if ToolCallNotRunErrorPrefix != fsm.NotRunPrefix || !strings.HasPrefix(ToolCallNotRunErrorPrefix, "the tool did not run") {
+	if ToolCallNotRunErrorPrefix != wirerules.NotRunPrefix || !strings.HasPrefix(ToolCallNotRunErrorPrefix, "the tool did not run") {
 		t.Fatalf("prefix %q", ToolCallNotRunErrorPrefix)
 	}
 }

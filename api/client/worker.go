@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -747,8 +748,8 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		}
 		// The cluster refuses such an output; fail the attempt with the
 		// reason instead of sending it (unknown: another try may do better).
-		if r := fsm.CheckModelOutput(mo.GetToolCalls()); r != nil {
-			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + r.Reason}}
+		if err := wirerules.CheckModelOutput(mo.GetToolCalls()); err != nil {
+			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + err.Error()}}
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}
 	case fsm.HandlerCompact:
