@@ -167,9 +167,13 @@ func TestToolCallNotRunErrorPrefix(t *testing.T) {
 }
 
 func modelTask(step string, kind dexv1.StepKind) *dexv1.Task {
+	handler := dexv1.TaskHandler_TASK_HANDLER_MODEL
+	if kind == dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
+		handler = dexv1.TaskHandler_TASK_HANDLER_COMPACT
+	}
 	return &dexv1.Task{
 		Ref: &dexv1.AttemptRef{StepId: step, Attempt: 1, Token: "tok-" + step}, SessionId: "s1",
-		Kind: kind, HeartbeatIntervalMs: 20,
+		Kind: kind, Runner: dexv1.TaskRunner_TASK_RUNNER_MODEL, Handler: handler, HeartbeatIntervalMs: 20,
 		ModelInput: &dexv1.ModelInput{History: []*dexv1.HistoryEntry{{Seq: 1, Kind: dexv1.HistoryKind_HISTORY_KIND_USER, Text: step}}},
 	}
 }
