@@ -33,10 +33,14 @@ func TestWorkerLibraryDependsOnTheWireOnly(t *testing.T) {
 }
 
 // The same walk finds the state machine and its store where they are
-// imported: the API server reads them.
+// imported: the API server reads them. The server does not import the
+// client library: both sides share the wire types and api/wirerules only.
 func TestDependencyWalkFindsTheStateMachine(t *testing.T) {
 	root, module := moduleRoot(t)
 	own, others := imports(t, root, module, module+"/api/server")
+	if by, ok := own[module+"/api/client"]; ok {
+		t.Errorf("api/server imports api/client (through %s)", by)
+	}
 	if _, ok := own[module+"/fsm"]; !ok {
 		t.Errorf("the walk from api/server did not reach fsm")
 	}

@@ -7,6 +7,8 @@
 package wirerules
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -24,6 +26,15 @@ const MaxIDLength = 200
 // Ids end up in logs, metric labels, file names of tools and terminals: no
 // control or invisible characters, no "/" and no "..".
 const IDChars = `letters, digits and "-_.:@"`
+
+// NewSessionID returns a new random session id ("ses-" and 16 hex digits),
+// the form both a client that picks its session's id and the cluster, for a
+// CreateSession that names none, make.
+func NewSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "ses-" + hex.EncodeToString(b[:])
+}
 
 // CheckID refuses an id that is empty, longer than MaxIDLength, "." or holds
 // a character outside IDChars or "..". what names the id in the error

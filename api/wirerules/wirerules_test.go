@@ -61,3 +61,13 @@ func TestNotRunPrefix(t *testing.T) {
 		t.Fatalf("NotRunPrefix %q", NotRunPrefix)
 	}
 }
+
+func TestNewSessionIDIsAValidFreshID(t *testing.T) {
+	a, b := NewSessionID(), NewSessionID()
+	if !strings.HasPrefix(a, "ses-") || len(a) != len("ses-")+16 || a == b {
+		t.Fatalf("session ids %q, %q: want two different ses- ids with 16 hex digits", a, b)
+	}
+	if err := CheckID("session id", a); err != nil {
+		t.Fatalf("a new session id is refused: %v", err)
+	}
+}
