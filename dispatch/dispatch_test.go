@@ -145,8 +145,9 @@ func TestPollReturnsTaskAfterStartAttemptCommitted(t *testing.T) {
 	if at.WorkerId != "model" || at.Epoch != f.epoch || task.Epoch != f.epoch {
 		t.Fatalf("attempt on %s epoch %d, task epoch %d; want model, %d", at.WorkerId, at.Epoch, task.Epoch, f.epoch)
 	}
-	if task.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL || task.SessionId != "s1" {
-		t.Fatalf("task kind %s session %s", task.Kind, task.SessionId)
+	if task.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL || task.SessionId != "s1" ||
+		task.Runner != dexv1.TaskRunner_TASK_RUNNER_MODEL || task.Handler != dexv1.TaskHandler_TASK_HANDLER_MODEL {
+		t.Fatalf("task kind %s session %s runner %s handler %s", task.Kind, task.SessionId, task.Runner, task.Handler)
 	}
 	if task.HeartbeatTimeoutMs != uint32(time.Minute.Milliseconds()) || task.HeartbeatIntervalMs != uint32((time.Minute/5).Milliseconds()) {
 		t.Fatalf("heartbeat %d/%d ms", task.HeartbeatIntervalMs, task.HeartbeatTimeoutMs)
@@ -180,7 +181,8 @@ func TestToolTaskCarriesCallAndIdempotencyKey(t *testing.T) {
 	task := f.pollOne("w1")
 	if task.Kind != dexv1.StepKind_STEP_KIND_CALL_TOOL || task.Tool != "save_note" || task.CallId != "c1" ||
 		task.Arguments != `{"text": "x"}` || task.Access != dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE ||
-		task.IdempotencyKey != fsm.IdempotencyKey("s1", "c1") || task.ModelInput != nil {
+		task.IdempotencyKey != fsm.IdempotencyKey("s1", "c1") || task.ModelInput != nil ||
+		task.Runner != dexv1.TaskRunner_TASK_RUNNER_TOOL || task.Handler != dexv1.TaskHandler_TASK_HANDLER_TOOL {
 		t.Fatalf("tool task %v", task)
 	}
 	// The model Worker registered no tool: it gets nothing.
@@ -204,6 +206,7 @@ func TestCompactionAndHistoryFromLatestSummary(t *testing.T) {
 	task := f.pollOne("model")
 	h := task.ModelInput.GetHistory()
 	if task.Kind != dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT || !task.ModelInput.GetCompact() || len(h) != 2 ||
+		task.Runner != dexv1.TaskRunner_TASK_RUNNER_MODEL || task.Handler != dexv1.TaskHandler_TASK_HANDLER_COMPACT ||
 		h[0].Text != "a long first message" || h[1].Text != "an answer" {
 		t.Fatalf("compaction task %v; want the first turn only", task)
 	}
@@ -582,5 +585,29 @@ func TestDrainStopsDispatchAndExpiresNothing(t *testing.T) {
 	}
 	if st := f.c.Queued("s2"); len(st) != 1 || len(st[0].Attempts) != 0 {
 		t.Fatal("a Step was dispatched while draining")
+	}
+}
+
+// Every kind a Worker runs reaches it with its runner and handler, as the
+// kind table says; a wait carries neither.
+func TestTaskRouteFollowsTheKindTable(t *testing.T) {
+	want := map[fsmpb.StepKind][2]string{
+		fsmpb.StepKind_STEP_KIND_RUN_MODEL:                {"TASK_RUNNER_MODEL", "TASK_HANDLER_MODEL"},
+		fsmpb.StepKind_STEP_KIND_COMPACT_CONTEXT:          {"TASK_RUNNER_MODEL", "TASK_HANDLER_COMPACT"},
+		fsmpb.StepKind_STEP_KIND_CALL_TOOL:                {"TASK_RUNNER_TOOL", "TASK_HANDLER_TOOL"},
+		fsmpb.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL: {"TASK_RUNNER_TOOL", "TASK_HANDLER_TOOL"},
+		fsmpb.StepKind_STEP_KIND_POLL_TOOL_TASK:           {"TASK_RUNNER_TOOL", "TASK_HANDLER_POLL"},
+	}
+	for n := range fsmpb.StepKind_name {
+		k := fsmpb.StepKind(n)
+		r, h := dispatch.TaskRoute(k)
+		got := [2]string{r.String(), h.String()}
+		w, dispatched := want[k]
+		if !dispatched {
+			w = [2]string{"TASK_RUNNER_UNSPECIFIED", "TASK_HANDLER_UNSPECIFIED"}
+		}
+		if got != w || dispatched != fsm.Kind(k).Dispatched() {
+			t.Errorf("%s: runner %s handler %s (dispatched %v); want %s %s", k, got[0], got[1], fsm.Kind(k).Dispatched(), w[0], w[1])
+		}
 	}
 }

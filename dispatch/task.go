@@ -52,6 +52,7 @@ func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch
 		Access:              dexv1.ToolAccess(s.Policy.GetAccess()),
 		Agent:               s.Agent,
 	}
+	t.Runner, t.Handler = TaskRoute(s.Kind)
 	switch fsm.Kind(s.Kind).Handler {
 	case fsm.HandlerModel:
 		t.ModelInput = &dexv1.ModelInput{History: fsmpb.HistoryAPI(st.ModelHistory(st.Session(s.SessionId))), Tools: ModelToolsFor(st, s.Agent)}
@@ -60,6 +61,28 @@ func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch
 	}
 	return t
 }
+
+// TaskRoute is how a Worker runs a task of a Step kind, from the kind table:
+// who runs it and which handler. The task carries both, so a Worker routes
+// by them and no Worker library keeps a copy of the table. A kind no Worker
+// runs has neither.
+func TaskRoute(k fsmpb.StepKind) (dexv1.TaskRunner, dexv1.TaskHandler) {
+	spec := fsm.Kind(k)
+	return taskRunners[spec.Runner], taskHandlers[spec.Handler]
+}
+
+var (
+	taskRunners = map[fsm.Runner]dexv1.TaskRunner{
+		fsm.RunsOnModel: dexv1.TaskRunner_TASK_RUNNER_MODEL,
+		fsm.RunsOnTool:  dexv1.TaskRunner_TASK_RUNNER_TOOL,
+	}
+	taskHandlers = map[fsm.Handler]dexv1.TaskHandler{
+		fsm.HandlerModel:   dexv1.TaskHandler_TASK_HANDLER_MODEL,
+		fsm.HandlerCompact: dexv1.TaskHandler_TASK_HANDLER_COMPACT,
+		fsm.HandlerTool:    dexv1.TaskHandler_TASK_HANDLER_TOOL,
+		fsm.HandlerPoll:    dexv1.TaskHandler_TASK_HANDLER_POLL,
+	}
+)
 
 // ModelToolsFor is the tools an agent's model may call: those of ModelTools
 // a live Worker serves for the agent, and the built-ins.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -34,13 +35,9 @@ func AgentName(agent string) string {
 }
 
 // CheckAgent refuses an agent name that is not an id (IDChars, at most 200
-// bytes). Empty is the default agent.
-func CheckAgent(agent string) *Rejection {
-	if agent == "" {
-		return nil
-	}
-	return CheckID("agent", agent)
-}
+// bytes). Empty is the default agent. The rule is wirerules.CheckAgent,
+// which the Worker library applies too.
+func CheckAgent(agent string) *Rejection { return invalid(wirerules.CheckAgent(agent)) }
 
 // checkAgentList refuses an empty, invalid or repeated name in a list of
 // agents (what says whose: "worker agents", "tool \"x\" agents").

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -191,33 +192,14 @@ func resultFits(st *fsmpb.Step, c *fsmpb.AttemptResult) *Rejection {
 	return nil
 }
 
-// namedCall is a model output's tool call, in either type.
-type namedCall interface {
-	GetTool() string
-	GetCallId() string
-}
-
 // CheckModelOutput is the rule every model output meets before it is
 // logged: each tool call names a tool and a call id, unique within the
 // output (results, idempotency keys and Steps are keyed by it). The API and
-// the Worker library check it too, so a bad output is refused at once.
-// It takes the output's tool calls, as the log or the Worker protocol carries
-// them.
-func CheckModelOutput[C namedCall](calls []C) *Rejection {
-	seen := make(map[string]string, len(calls))
-	for i, tc := range calls {
-		if tc.GetTool() == "" {
-			return reject(CodeInvalid, "tool call %d of the model output (call id %q) names no tool", i+1, tc.GetCallId())
-		}
-		if tc.GetCallId() == "" {
-			return reject(CodeInvalid, "tool call %d of the model output (tool %q) has no call id: every tool call needs one, unique within the output", i+1, tc.GetTool())
-		}
-		if first, dup := seen[tc.GetCallId()]; dup {
-			return reject(CodeInvalid, "call id %q appears twice in one model output (tools %q and %q): call ids must be unique within the output", tc.GetCallId(), first, tc.GetTool())
-		}
-		seen[tc.GetCallId()] = tc.GetTool()
-	}
-	return nil
+// the Worker library check it too (wirerules.CheckModelOutput), so a bad
+// output is refused at once. It takes the output's tool calls, as the log or
+// the Worker protocol carries them.
+func CheckModelOutput[C wirerules.NamedCall](calls []C) *Rejection {
+	return invalid(wirerules.CheckModelOutput(calls))
 }
 
 // runningAttempt checks a leader's command that ends an attempt (the table

@@ -1,40 +1,26 @@
 package fsm
 
 import (
-	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dexhq/dex/api/wirerules"
 )
 
-// IDChars describes the characters a session id may hold (and so every
-// Step id, which is the session id with a suffix, e.g. "ses-3f2a-s4").
-// Ids end up in logs, metric labels, file names of tools and terminals: no
-// control or invisible characters, no "/" and no "..".
-const IDChars = `letters, digits and "-_.:@"`
+// IDChars describes the characters an id may hold (wirerules.IDChars).
+const IDChars = wirerules.IDChars
 
 // CheckID refuses an id that is empty, too long, "." or holds a character
 // outside IDChars or "..". what names the id in the error ("session id").
-func CheckID(what, id string) *Rejection {
-	if r := validID(what, id); r != nil {
-		return r
-	}
-	for _, r := range id {
-		if !idRune(r) {
-			return reject(CodeInvalid, "%s %q holds %q: use only %s", what, id, r, IDChars)
-		}
-	}
-	if id == "." || strings.Contains(id, "..") {
-		return reject(CodeInvalid, "%s %q must not be \".\" or hold \"..\"", what, id)
-	}
-	return nil
-}
+// The rule is wirerules.CheckID, which the Worker library applies too.
+func CheckID(what, id string) *Rejection { return invalid(wirerules.CheckID(what, id)) }
 
-func idRune(r rune) bool {
-	switch {
-	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		return true
+// invalid is a rule's refusal as an InvalidArgument rejection (nil: none).
+func invalid(err error) *Rejection {
+	if err == nil {
+		return nil
 	}
-	return strings.ContainsRune("-_.:@", r)
+	return &Rejection{Code: CodeInvalid, Reason: err.Error()}
 }
 
 // CheckKey refuses a message id or idempotency key that is empty, too long,

@@ -3,6 +3,7 @@ package fsm
 import (
 	"time"
 
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -25,7 +26,7 @@ const (
 )
 
 // NotRunPrefix begins the error of a call that never ran.
-const NotRunPrefix = "the tool did not run, so it is safe to call again"
+const NotRunPrefix = wirerules.NotRunPrefix
 
 // Built-in tools handled by the cluster itself.
 const (

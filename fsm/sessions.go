@@ -3,11 +3,12 @@ package fsm
 import (
 	"fmt"
 
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 const (
-	maxIDLength = 200
+	maxIDLength = wirerules.MaxIDLength
 )
 
 func validID(what, id string) *Rejection {

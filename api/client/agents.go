@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // checkAgents refuses agent lists the cluster would refuse, before the
@@ -30,8 +30,8 @@ func checkAgentList(what string, agents []string) error {
 		if ag == "" {
 			return fmt.Errorf("%s: an empty agent name (list none for the default agent)", what)
 		}
-		if r := fsm.CheckAgent(ag); r != nil {
-			return fmt.Errorf("%s: %s", what, r.Reason)
+		if err := wirerules.CheckAgent(ag); err != nil {
+			return fmt.Errorf("%s: %v", what, err)
 		}
 		if seen[ag] {
 			return fmt.Errorf("%s: agent %q is listed twice", what, ag)

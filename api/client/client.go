@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // Client calls the SessionService. Reads and idempotent writes are retried
@@ -31,11 +32,7 @@ func New(conn grpc.ClientConnInterface) *Client {
 
 // NewSessionID returns a new random session id. A caller that picks the id
 // itself can retry CreateSession and recognise its own earlier try.
-func NewSessionID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "ses-" + hex.EncodeToString(b[:])
-}
+func NewSessionID() string { return wirerules.NewSessionID() }
 
 // NewIdempotencyKey returns a fresh random key for SendMessage.
 func NewIdempotencyKey() string {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // ToolCallNotRunErrorPrefix begins the result of a tool call that never ran
@@ -19,7 +19,7 @@ import (
 // no side effect and it is safe to call it again. A model (or an
 // application reading the history) may test a failed call's result with
 // strings.HasPrefix.
-const ToolCallNotRunErrorPrefix = fsm.NotRunPrefix
+const ToolCallNotRunErrorPrefix = wirerules.NotRunPrefix
 
 // NewHTTPModelError is a model handler's error for a provider's HTTP answer:
 // its type is ErrorTypeForHTTPStatus(status, message) and its text message.

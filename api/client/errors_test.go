@@ -13,7 +13,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 const (
@@ -161,15 +161,19 @@ type sdkErrValue struct{ StatusCode int }
 func (e sdkErrValue) Error() string { return fmt.Sprintf("status %d", e.StatusCode) }
 
 func TestToolCallNotRunErrorPrefix(t *testing.T) {
-	if ToolCallNotRunErrorPrefix != fsm.NotRunPrefix || !strings.HasPrefix(ToolCallNotRunErrorPrefix, "the tool did not run") {
+	if ToolCallNotRunErrorPrefix != wirerules.NotRunPrefix || !strings.HasPrefix(ToolCallNotRunErrorPrefix, "the tool did not run") {
 		t.Fatalf("prefix %q", ToolCallNotRunErrorPrefix)
 	}
 }
 
 func modelTask(step string, kind dexv1.StepKind) *dexv1.Task {
+	handler := dexv1.TaskHandler_TASK_HANDLER_MODEL
+	if kind == dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
+		handler = dexv1.TaskHandler_TASK_HANDLER_COMPACT
+	}
 	return &dexv1.Task{
 		Ref: &dexv1.AttemptRef{StepId: step, Attempt: 1, Token: "tok-" + step}, SessionId: "s1",
-		Kind: kind, HeartbeatIntervalMs: 20,
+		Kind: kind, Runner: dexv1.TaskRunner_TASK_RUNNER_MODEL, Handler: handler, HeartbeatIntervalMs: 20,
 		ModelInput: &dexv1.ModelInput{History: []*dexv1.HistoryEntry{{Seq: 1, Kind: dexv1.HistoryKind_HISTORY_KIND_USER, Text: step}}},
 	}
 }

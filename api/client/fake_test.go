@@ -313,6 +313,7 @@ func toolTask(step, tool string, access dexv1.ToolAccess) *dexv1.Task {
 	return &dexv1.Task{
 		Ref:       &dexv1.AttemptRef{StepId: step, Attempt: 1, Token: "tok-" + step},
 		SessionId: "s1", Kind: kind, Tool: tool, CallId: "c-" + step, Arguments: `{}`,
+		Runner: dexv1.TaskRunner_TASK_RUNNER_TOOL, Handler: dexv1.TaskHandler_TASK_HANDLER_TOOL,
 		IdempotencyKey: "dex:s1:c-" + step, Access: access, HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000,
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
-	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // LedgerEnv names the execution ledger file. When it is set, a Worker
@@ -105,14 +103,15 @@ func ledgerFromEnv() (*Ledger, error) {
 }
 
 // ledgerKinds names a Step's handler in the ledger.
-var ledgerKinds = map[fsm.Handler]string{
-	fsm.HandlerModel: "model", fsm.HandlerCompact: "compact", fsm.HandlerPoll: "poll", fsm.HandlerTool: "tool",
+var ledgerKinds = map[dexv1.TaskHandler]string{
+	dexv1.TaskHandler_TASK_HANDLER_MODEL: "model", dexv1.TaskHandler_TASK_HANDLER_COMPACT: "compact",
+	dexv1.TaskHandler_TASK_HANDLER_POLL: "poll", dexv1.TaskHandler_TASK_HANDLER_TOOL: "tool",
 }
 
 // ledgerLine is the start line of task t run by worker.
 func ledgerLine(t *dexv1.Task, worker string) LedgerLine {
 	return LedgerLine{Session: t.SessionId, Step: t.Ref.GetStepId(), Attempt: t.Ref.GetAttempt(),
-		Kind: ledgerKinds[fsm.Kind(fsmpb.StepKind(t.Kind)).Handler], Tool: t.Tool, CallID: t.CallId,
+		Kind: ledgerKinds[t.Handler], Tool: t.Tool, CallID: t.CallId,
 		IdempotencyKey: t.IdempotencyKey, TaskID: t.TaskId, Epoch: t.Epoch, Worker: worker, Phase: LedgerStart}
 }
 

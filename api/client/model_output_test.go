@@ -14,6 +14,7 @@ func TestWorkerFailsAModelOutputWithoutCallIDBeforeSending(t *testing.T) {
 	model := &dexv1.Task{
 		Ref: &dexv1.AttemptRef{StepId: "m1", Attempt: 1, Token: "tok-m1"}, SessionId: "s1",
 		Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, HeartbeatIntervalMs: 20,
+		Runner: dexv1.TaskRunner_TASK_RUNNER_MODEL, Handler: dexv1.TaskHandler_TASK_HANDLER_MODEL,
 		ModelInput: &dexv1.ModelInput{},
 	}
 	f := newFakeWorkers(model)

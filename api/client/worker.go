@@ -17,8 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
-	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // Moments at which WorkerOptions.Hold is called.
@@ -665,19 +664,36 @@ func failure(t dexv1.ErrorType, msg string) *dexv1.AttemptResult {
 }
 
 func (w *Worker) cannotRun(t *dexv1.Task) string {
-	switch fsm.Kind(fsmpb.StepKind(t.Kind)).Runner {
-	case fsm.RunsOnModel:
+	if why := routeProblem(t); why != "" {
+		return fmt.Sprintf("worker %s cannot run a %s Step: %s", w.opts.ID, t.Kind, why)
+	}
+	if t.Runner == dexv1.TaskRunner_TASK_RUNNER_MODEL {
 		if w.opts.Model == nil {
 			return fmt.Sprintf("worker %s runs no model", w.opts.ID)
 		}
-	case fsm.RunsOnTool:
-		if _, ok := w.tools[t.Tool]; !ok {
-			return fmt.Sprintf("worker %s has no tool %q", w.opts.ID, t.Tool)
-		}
-	default:
-		return fmt.Sprintf("worker %s cannot run a %s Step", w.opts.ID, t.Kind)
+		return ""
+	}
+	if _, ok := w.tools[t.Tool]; !ok {
+		return fmt.Sprintf("worker %s has no tool %q", w.opts.ID, t.Tool)
 	}
 	return ""
+}
+
+// routeProblem says what is wrong with how a task says it runs ("" when
+// nothing): the model runs the model and compact handlers, a tool its run
+// and poll handlers. A cluster older than the runner and handler fields
+// sends neither.
+func routeProblem(t *dexv1.Task) string {
+	switch {
+	case t.Runner == dexv1.TaskRunner_TASK_RUNNER_UNSPECIFIED && t.Handler == dexv1.TaskHandler_TASK_HANDLER_UNSPECIFIED:
+		return "the task names no runner and no handler (a Dex server older than this Worker library sent it)"
+	case t.Runner == dexv1.TaskRunner_TASK_RUNNER_MODEL &&
+		(t.Handler == dexv1.TaskHandler_TASK_HANDLER_MODEL || t.Handler == dexv1.TaskHandler_TASK_HANDLER_COMPACT),
+		t.Runner == dexv1.TaskRunner_TASK_RUNNER_TOOL &&
+			(t.Handler == dexv1.TaskHandler_TASK_HANDLER_TOOL || t.Handler == dexv1.TaskHandler_TASK_HANDLER_POLL):
+		return ""
+	}
+	return fmt.Sprintf("runner %s has no handler %s", t.Runner, t.Handler)
 }
 
 // invoke runs the handler for t, between its start and end lines in the
@@ -732,8 +748,8 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		}
 		return nil
 	}
-	switch fsm.Kind(fsmpb.StepKind(t.Kind)).Handler {
-	case fsm.HandlerModel:
+	switch t.Handler {
+	case dexv1.TaskHandler_TASK_HANDLER_MODEL:
 		w.hold(HoldBeforeModel, t)
 		if err := begin(); err != nil {
 			return outcome{err: err}
@@ -747,11 +763,11 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		}
 		// The cluster refuses such an output; fail the attempt with the
 		// reason instead of sending it (unknown: another try may do better).
-		if r := fsm.CheckModelOutput(mo.GetToolCalls()); r != nil {
-			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + r.Reason}}
+		if err := wirerules.CheckModelOutput(mo.GetToolCalls()); err != nil {
+			return outcome{err: &ModelError{Type: dexv1.ErrorType_ERROR_TYPE_UNKNOWN, Msg: "the model handler's output was not sent: " + err.Error()}}
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: mo}}}
-	case fsm.HandlerCompact:
+	case dexv1.TaskHandler_TASK_HANDLER_COMPACT:
 		w.hold(HoldDuringCompaction, t)
 		if err := begin(); err != nil {
 			return outcome{err: err}
@@ -761,7 +777,7 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 			return outcome{err: err}
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: s}}}
-	case fsm.HandlerPoll:
+	case dexv1.TaskHandler_TASK_HANDLER_POLL:
 		tool := w.tools[t.Tool]
 		if tool.Poll == nil {
 			return outcome{err: fmt.Errorf("tool %q has no poll handler", t.Tool)}
@@ -779,7 +795,7 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 			pr.Result = res.proto()
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_PollResult{PollResult: pr}}}
-	default:
+	case dexv1.TaskHandler_TASK_HANDLER_TOOL:
 		tool := w.tools[t.Tool]
 		w.hold(HoldToolRunning, t)
 		if err := begin(); err != nil {
@@ -791,6 +807,7 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		}
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: res.proto()}}}
 	}
+	return outcome{err: fmt.Errorf("no handler %s", t.Handler)} // cannotRun refused it first
 }
 
 // handlerErrorType is the error type a handler's error (or panic) is
@@ -801,7 +818,7 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 // *ModelError: tools have no error types.
 func handlerErrorType(ctx context.Context, t *dexv1.Task, err error) dexv1.ErrorType {
 	var me *ModelError
-	if fsm.Kind(fsmpb.StepKind(t.Kind)).Runner != fsm.RunsOnModel {
+	if t.Runner != dexv1.TaskRunner_TASK_RUNNER_MODEL {
 		if errors.As(err, &me) {
 			return me.Type
 		}

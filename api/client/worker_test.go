@@ -135,6 +135,7 @@ func TestWorkerModelErrorTypeAndUnknownTool(t *testing.T) {
 	model := &dexv1.Task{
 		Ref: &dexv1.AttemptRef{StepId: "m1", Attempt: 1, Token: "tok-m1"}, SessionId: "s1",
 		Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, HeartbeatIntervalMs: 20,
+		Runner: dexv1.TaskRunner_TASK_RUNNER_MODEL, Handler: dexv1.TaskHandler_TASK_HANDLER_MODEL,
 		ModelInput: &dexv1.ModelInput{History: []*dexv1.HistoryEntry{{Seq: 1, Kind: dexv1.HistoryKind_HISTORY_KIND_USER, Text: "hi"}}},
 	}
 	f := newFakeWorkers(model, toolTask("st2", "nope", dexv1.ToolAccess_TOOL_ACCESS_READ))

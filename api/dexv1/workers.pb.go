@@ -21,6 +21,126 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Who runs a task: a Worker that runs the model, or one that serves the
+// task's tool.
+type TaskRunner int32
+
+const (
+	// Sent by no server of this release: a Worker refuses the task.
+	TaskRunner_TASK_RUNNER_UNSPECIFIED TaskRunner = 0
+	// RunModel and CompactContext: a Worker that runs the agent's model.
+	TaskRunner_TASK_RUNNER_MODEL TaskRunner = 1
+	// CallTool, CallSingleAttemptTool and PollToolTask: a Worker that serves
+	// the task's tool.
+	TaskRunner_TASK_RUNNER_TOOL TaskRunner = 2
+)
+
+// Enum value maps for TaskRunner.
+var (
+	TaskRunner_name = map[int32]string{
+		0: "TASK_RUNNER_UNSPECIFIED",
+		1: "TASK_RUNNER_MODEL",
+		2: "TASK_RUNNER_TOOL",
+	}
+	TaskRunner_value = map[string]int32{
+		"TASK_RUNNER_UNSPECIFIED": 0,
+		"TASK_RUNNER_MODEL":       1,
+		"TASK_RUNNER_TOOL":        2,
+	}
+)
+
+func (x TaskRunner) Enum() *TaskRunner {
+	p := new(TaskRunner)
+	*p = x
+	return p
+}
+
+func (x TaskRunner) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskRunner) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_v1_workers_proto_enumTypes[0].Descriptor()
+}
+
+func (TaskRunner) Type() protoreflect.EnumType {
+	return &file_dex_v1_workers_proto_enumTypes[0]
+}
+
+func (x TaskRunner) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskRunner.Descriptor instead.
+func (TaskRunner) EnumDescriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{0}
+}
+
+// Which of the Worker's handlers runs a task, and so which result completes
+// it.
+type TaskHandler int32
+
+const (
+	// Sent by no server of this release: a Worker refuses the task.
+	TaskHandler_TASK_HANDLER_UNSPECIFIED TaskHandler = 0
+	// The model call (RunModel): completes with a ModelOutput.
+	TaskHandler_TASK_HANDLER_MODEL TaskHandler = 1
+	// The model's summary of model_input (CompactContext): completes with a
+	// summary.
+	TaskHandler_TASK_HANDLER_COMPACT TaskHandler = 2
+	// The tool's run handler (CallTool, CallSingleAttemptTool): completes
+	// with a ToolResult.
+	TaskHandler_TASK_HANDLER_TOOL TaskHandler = 3
+	// The tool's poll handler for task_id (PollToolTask): completes with a
+	// PollResult.
+	TaskHandler_TASK_HANDLER_POLL TaskHandler = 4
+)
+
+// Enum value maps for TaskHandler.
+var (
+	TaskHandler_name = map[int32]string{
+		0: "TASK_HANDLER_UNSPECIFIED",
+		1: "TASK_HANDLER_MODEL",
+		2: "TASK_HANDLER_COMPACT",
+		3: "TASK_HANDLER_TOOL",
+		4: "TASK_HANDLER_POLL",
+	}
+	TaskHandler_value = map[string]int32{
+		"TASK_HANDLER_UNSPECIFIED": 0,
+		"TASK_HANDLER_MODEL":       1,
+		"TASK_HANDLER_COMPACT":     2,
+		"TASK_HANDLER_TOOL":        3,
+		"TASK_HANDLER_POLL":        4,
+	}
+)
+
+func (x TaskHandler) Enum() *TaskHandler {
+	p := new(TaskHandler)
+	*p = x
+	return p
+}
+
+func (x TaskHandler) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskHandler) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_v1_workers_proto_enumTypes[1].Descriptor()
+}
+
+func (TaskHandler) Type() protoreflect.EnumType {
+	return &file_dex_v1_workers_proto_enumTypes[1]
+}
+
+func (x TaskHandler) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskHandler.Descriptor instead.
+func (TaskHandler) EnumDescriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{1}
+}
+
 type RegisterWorkerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required, at most 200 bytes.
@@ -403,7 +523,12 @@ type Task struct {
 	Access              ToolAccess  `protobuf:"varint,13,opt,name=access,proto3,enum=dex.v1.ToolAccess" json:"access,omitempty"`
 	// The agent of the Step's session (empty: the default agent): a Worker
 	// that runs several agents' models picks the model by it.
-	Agent         string `protobuf:"bytes,14,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,14,opt,name=agent,proto3" json:"agent,omitempty"`
+	// How the task runs, from the cluster's table of Step kinds: a Worker
+	// routes the task by these two (kind is for logs and metrics), so no
+	// Worker library keeps a copy of that table. The tool's policy is access.
+	Runner        TaskRunner  `protobuf:"varint,15,opt,name=runner,proto3,enum=dex.v1.TaskRunner" json:"runner,omitempty"`
+	Handler       TaskHandler `protobuf:"varint,16,opt,name=handler,proto3,enum=dex.v1.TaskHandler" json:"handler,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -534,6 +659,20 @@ func (x *Task) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *Task) GetRunner() TaskRunner {
+	if x != nil {
+		return x.Runner
+	}
+	return TaskRunner_TASK_RUNNER_UNSPECIFIED
+}
+
+func (x *Task) GetHandler() TaskHandler {
+	if x != nil {
+		return x.Handler
+	}
+	return TaskHandler_TASK_HANDLER_UNSPECIFIED
 }
 
 type PollTaskResponse struct {
@@ -1137,7 +1276,7 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"ModelInput\x12.\n" +
 	"\ahistory\x18\x01 \x03(\v2\x14.dex.v1.HistoryEntryR\ahistory\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x18\n" +
-	"\acompact\x18\x03 \x01(\bR\acompact\"\xf1\x03\n" +
+	"\acompact\x18\x03 \x01(\bR\acompact\"\xcc\x04\n" +
 	"\x04Task\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12\x1d\n" +
 	"\n" +
@@ -1155,7 +1294,9 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\x15heartbeat_interval_ms\x18\v \x01(\rR\x13heartbeatIntervalMs\x120\n" +
 	"\x14heartbeat_timeout_ms\x18\f \x01(\rR\x12heartbeatTimeoutMs\x12*\n" +
 	"\x06access\x18\r \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\x12\x14\n" +
-	"\x05agent\x18\x0e \x01(\tR\x05agent\"6\n" +
+	"\x05agent\x18\x0e \x01(\tR\x05agent\x12*\n" +
+	"\x06runner\x18\x0f \x01(\x0e2\x12.dex.v1.TaskRunnerR\x06runner\x12-\n" +
+	"\ahandler\x18\x10 \x01(\x0e2\x13.dex.v1.TaskHandlerR\ahandler\"6\n" +
 	"\x10PollTaskResponse\x12\"\n" +
 	"\x05tasks\x18\x01 \x03(\v2\f.dex.v1.TaskR\x05tasks\"8\n" +
 	"\x10ClaimTaskRequest\x12$\n" +
@@ -1185,7 +1326,18 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\x11ReportTaskRequest\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.dex.v1.AttemptResultR\x06result\"\x14\n" +
-	"\x12ReportTaskResponse2\xc9\x04\n" +
+	"\x12ReportTaskResponse*V\n" +
+	"\n" +
+	"TaskRunner\x12\x1b\n" +
+	"\x17TASK_RUNNER_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11TASK_RUNNER_MODEL\x10\x01\x12\x14\n" +
+	"\x10TASK_RUNNER_TOOL\x10\x02*\x8b\x01\n" +
+	"\vTaskHandler\x12\x1c\n" +
+	"\x18TASK_HANDLER_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12TASK_HANDLER_MODEL\x10\x01\x12\x18\n" +
+	"\x14TASK_HANDLER_COMPACT\x10\x02\x12\x15\n" +
+	"\x11TASK_HANDLER_TOOL\x10\x03\x12\x15\n" +
+	"\x11TASK_HANDLER_POLL\x10\x042\xc9\x04\n" +
 	"\rWorkerService\x12O\n" +
 	"\x0eRegisterWorker\x12\x1d.dex.v1.RegisterWorkerRequest\x1a\x1e.dex.v1.RegisterWorkerResponse\x12=\n" +
 	"\bPollTask\x12\x17.dex.v1.PollTaskRequest\x1a\x18.dex.v1.PollTaskResponse\x12@\n" +
@@ -1209,77 +1361,82 @@ func file_dex_v1_workers_proto_rawDescGZIP() []byte {
 	return file_dex_v1_workers_proto_rawDescData
 }
 
+var file_dex_v1_workers_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_dex_v1_workers_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_dex_v1_workers_proto_goTypes = []any{
-	(*RegisterWorkerRequest)(nil),    // 0: dex.v1.RegisterWorkerRequest
-	(*RegisterWorkerResponse)(nil),   // 1: dex.v1.RegisterWorkerResponse
-	(*DeregisterWorkerRequest)(nil),  // 2: dex.v1.DeregisterWorkerRequest
-	(*DeregisterWorkerResponse)(nil), // 3: dex.v1.DeregisterWorkerResponse
-	(*PollTaskRequest)(nil),          // 4: dex.v1.PollTaskRequest
-	(*ModelInput)(nil),               // 5: dex.v1.ModelInput
-	(*Task)(nil),                     // 6: dex.v1.Task
-	(*PollTaskResponse)(nil),         // 7: dex.v1.PollTaskResponse
-	(*ClaimTaskRequest)(nil),         // 8: dex.v1.ClaimTaskRequest
-	(*ClaimTaskResponse)(nil),        // 9: dex.v1.ClaimTaskResponse
-	(*HeartbeatRequest)(nil),         // 10: dex.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 11: dex.v1.HeartbeatResponse
-	(*CompleteTaskRequest)(nil),      // 12: dex.v1.CompleteTaskRequest
-	(*CompleteTaskResponse)(nil),     // 13: dex.v1.CompleteTaskResponse
-	(*FailTaskRequest)(nil),          // 14: dex.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),         // 15: dex.v1.FailTaskResponse
-	(*ReportTaskRequest)(nil),        // 16: dex.v1.ReportTaskRequest
-	(*ReportTaskResponse)(nil),       // 17: dex.v1.ReportTaskResponse
-	(*ToolSpec)(nil),                 // 18: dex.v1.ToolSpec
-	(*HistoryEntry)(nil),             // 19: dex.v1.HistoryEntry
-	(*AttemptRef)(nil),               // 20: dex.v1.AttemptRef
-	(StepKind)(0),                    // 21: dex.v1.StepKind
-	(ToolAccess)(0),                  // 22: dex.v1.ToolAccess
-	(*ModelOutput)(nil),              // 23: dex.v1.ModelOutput
-	(*ToolResult)(nil),               // 24: dex.v1.ToolResult
-	(*PollResult)(nil),               // 25: dex.v1.PollResult
-	(ErrorType)(0),                   // 26: dex.v1.ErrorType
-	(*AttemptResult)(nil),            // 27: dex.v1.AttemptResult
+	(TaskRunner)(0),                  // 0: dex.v1.TaskRunner
+	(TaskHandler)(0),                 // 1: dex.v1.TaskHandler
+	(*RegisterWorkerRequest)(nil),    // 2: dex.v1.RegisterWorkerRequest
+	(*RegisterWorkerResponse)(nil),   // 3: dex.v1.RegisterWorkerResponse
+	(*DeregisterWorkerRequest)(nil),  // 4: dex.v1.DeregisterWorkerRequest
+	(*DeregisterWorkerResponse)(nil), // 5: dex.v1.DeregisterWorkerResponse
+	(*PollTaskRequest)(nil),          // 6: dex.v1.PollTaskRequest
+	(*ModelInput)(nil),               // 7: dex.v1.ModelInput
+	(*Task)(nil),                     // 8: dex.v1.Task
+	(*PollTaskResponse)(nil),         // 9: dex.v1.PollTaskResponse
+	(*ClaimTaskRequest)(nil),         // 10: dex.v1.ClaimTaskRequest
+	(*ClaimTaskResponse)(nil),        // 11: dex.v1.ClaimTaskResponse
+	(*HeartbeatRequest)(nil),         // 12: dex.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 13: dex.v1.HeartbeatResponse
+	(*CompleteTaskRequest)(nil),      // 14: dex.v1.CompleteTaskRequest
+	(*CompleteTaskResponse)(nil),     // 15: dex.v1.CompleteTaskResponse
+	(*FailTaskRequest)(nil),          // 16: dex.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),         // 17: dex.v1.FailTaskResponse
+	(*ReportTaskRequest)(nil),        // 18: dex.v1.ReportTaskRequest
+	(*ReportTaskResponse)(nil),       // 19: dex.v1.ReportTaskResponse
+	(*ToolSpec)(nil),                 // 20: dex.v1.ToolSpec
+	(*HistoryEntry)(nil),             // 21: dex.v1.HistoryEntry
+	(*AttemptRef)(nil),               // 22: dex.v1.AttemptRef
+	(StepKind)(0),                    // 23: dex.v1.StepKind
+	(ToolAccess)(0),                  // 24: dex.v1.ToolAccess
+	(*ModelOutput)(nil),              // 25: dex.v1.ModelOutput
+	(*ToolResult)(nil),               // 26: dex.v1.ToolResult
+	(*PollResult)(nil),               // 27: dex.v1.PollResult
+	(ErrorType)(0),                   // 28: dex.v1.ErrorType
+	(*AttemptResult)(nil),            // 29: dex.v1.AttemptResult
 }
 var file_dex_v1_workers_proto_depIdxs = []int32{
-	18, // 0: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
-	19, // 1: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
-	18, // 2: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
-	20, // 3: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
-	21, // 4: dex.v1.Task.kind:type_name -> dex.v1.StepKind
-	5,  // 5: dex.v1.Task.model_input:type_name -> dex.v1.ModelInput
-	22, // 6: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
-	6,  // 7: dex.v1.PollTaskResponse.tasks:type_name -> dex.v1.Task
-	20, // 8: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	20, // 9: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
-	20, // 10: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	23, // 11: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
-	24, // 12: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
-	25, // 13: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
-	20, // 14: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	26, // 15: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
-	20, // 16: dex.v1.ReportTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	27, // 17: dex.v1.ReportTaskRequest.result:type_name -> dex.v1.AttemptResult
-	0,  // 18: dex.v1.WorkerService.RegisterWorker:input_type -> dex.v1.RegisterWorkerRequest
-	4,  // 19: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
-	8,  // 20: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
-	10, // 21: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
-	16, // 22: dex.v1.WorkerService.ReportTask:input_type -> dex.v1.ReportTaskRequest
-	12, // 23: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
-	14, // 24: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
-	2,  // 25: dex.v1.WorkerService.DeregisterWorker:input_type -> dex.v1.DeregisterWorkerRequest
-	1,  // 26: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
-	7,  // 27: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
-	9,  // 28: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
-	11, // 29: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
-	17, // 30: dex.v1.WorkerService.ReportTask:output_type -> dex.v1.ReportTaskResponse
-	13, // 31: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
-	15, // 32: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
-	3,  // 33: dex.v1.WorkerService.DeregisterWorker:output_type -> dex.v1.DeregisterWorkerResponse
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	20, // 0: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
+	21, // 1: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
+	20, // 2: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
+	22, // 3: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
+	23, // 4: dex.v1.Task.kind:type_name -> dex.v1.StepKind
+	7,  // 5: dex.v1.Task.model_input:type_name -> dex.v1.ModelInput
+	24, // 6: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
+	0,  // 7: dex.v1.Task.runner:type_name -> dex.v1.TaskRunner
+	1,  // 8: dex.v1.Task.handler:type_name -> dex.v1.TaskHandler
+	8,  // 9: dex.v1.PollTaskResponse.tasks:type_name -> dex.v1.Task
+	22, // 10: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	22, // 11: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
+	22, // 12: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	25, // 13: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
+	26, // 14: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
+	27, // 15: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
+	22, // 16: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	28, // 17: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
+	22, // 18: dex.v1.ReportTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	29, // 19: dex.v1.ReportTaskRequest.result:type_name -> dex.v1.AttemptResult
+	2,  // 20: dex.v1.WorkerService.RegisterWorker:input_type -> dex.v1.RegisterWorkerRequest
+	6,  // 21: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
+	10, // 22: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
+	12, // 23: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
+	18, // 24: dex.v1.WorkerService.ReportTask:input_type -> dex.v1.ReportTaskRequest
+	14, // 25: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
+	16, // 26: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
+	4,  // 27: dex.v1.WorkerService.DeregisterWorker:input_type -> dex.v1.DeregisterWorkerRequest
+	3,  // 28: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
+	9,  // 29: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
+	11, // 30: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
+	13, // 31: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
+	19, // 32: dex.v1.WorkerService.ReportTask:output_type -> dex.v1.ReportTaskResponse
+	15, // 33: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
+	17, // 34: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
+	5,  // 35: dex.v1.WorkerService.DeregisterWorker:output_type -> dex.v1.DeregisterWorkerResponse
+	28, // [28:36] is the sub-list for method output_type
+	20, // [20:28] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_workers_proto_init() }
@@ -1299,13 +1456,14 @@ func file_dex_v1_workers_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_workers_proto_rawDesc), len(file_dex_v1_workers_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      2,
 			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_dex_v1_workers_proto_goTypes,
 		DependencyIndexes: file_dex_v1_workers_proto_depIdxs,
+		EnumInfos:         file_dex_v1_workers_proto_enumTypes,
 		MessageInfos:      file_dex_v1_workers_proto_msgTypes,
 	}.Build()
 	File_dex_v1_workers_proto = out.File

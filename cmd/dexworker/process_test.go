@@ -41,6 +41,7 @@ func (m *miniCluster) modelTask() *dexv1.Task {
 	return &dexv1.Task{
 		Ref: &dexv1.AttemptRef{StepId: "m" + string(rune('0'+m.steps)), Attempt: 1, Token: "t"}, SessionId: "s1",
 		Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, HeartbeatIntervalMs: 50,
+		Runner: dexv1.TaskRunner_TASK_RUNNER_MODEL, Handler: dexv1.TaskHandler_TASK_HANDLER_MODEL,
 		ModelInput: &dexv1.ModelInput{History: append([]*dexv1.HistoryEntry(nil), m.history...)},
 	}
 }
@@ -90,7 +91,8 @@ func (m *miniCluster) ReportTask(ctx context.Context, req *dexv1.ReportTaskReque
 			m.pending++
 			m.queue = append(m.queue, &dexv1.Task{
 				Ref: &dexv1.AttemptRef{StepId: "tool-" + c.CallId, Attempt: 1, Token: "t"}, SessionId: "s1",
-				Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: c.Tool, CallId: c.CallId, Arguments: c.Arguments,
+				Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Runner: dexv1.TaskRunner_TASK_RUNNER_TOOL, Handler: dexv1.TaskHandler_TASK_HANDLER_TOOL,
+				Tool: c.Tool, CallId: c.CallId, Arguments: c.Arguments,
 				IdempotencyKey: "dex:s1:" + c.CallId, Access: access[c.Tool], HeartbeatIntervalMs: 50,
 			})
 		}

@@ -14,14 +14,16 @@ import threading
 from typing import Any, Optional
 
 from dex.errors import DexError
-from dex.v1 import types_pb2
+from dex.v1 import workers_pb2
 
 LEDGER_ENV = "DEX_LEDGER"
 
-_KINDS = {
-    types_pb2.STEP_KIND_RUN_MODEL: "model",
-    types_pb2.STEP_KIND_COMPACT_CONTEXT: "compact",
-    types_pb2.STEP_KIND_POLL_TOOL_TASK: "poll",
+# A task's handler as the ledger names it.
+_HANDLERS = {
+    workers_pb2.TASK_HANDLER_MODEL: "model",
+    workers_pb2.TASK_HANDLER_COMPACT: "compact",
+    workers_pb2.TASK_HANDLER_POLL: "poll",
+    workers_pb2.TASK_HANDLER_TOOL: "tool",
 }
 
 
@@ -62,7 +64,7 @@ def ledger_from_env() -> Optional[Ledger]:
 def start_line(task: Any, worker: str) -> dict:
     """The start line of a task (workers_pb2.Task)."""
     return {"session": task.session_id, "step": task.ref.step_id, "attempt": task.ref.attempt,
-            "kind": _KINDS.get(task.kind, "tool"), "tool": task.tool, "call_id": task.call_id,
+            "kind": _HANDLERS.get(task.handler, ""), "tool": task.tool, "call_id": task.call_id,
             "idempotency_key": task.idempotency_key, "task_id": task.task_id, "epoch": task.epoch,
             "worker": worker, "phase": "start"}
 

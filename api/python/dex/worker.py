@@ -51,9 +51,32 @@ MAX_RUN_TIMEOUT = (2**32 - 1) / 1000.0  # seconds: ms in 32 bits
 MIN_CALL_TRY = 1.0
 MAX_CALL_TRY = 2.0
 
-_MODEL_KINDS = (types_pb2.STEP_KIND_RUN_MODEL, types_pb2.STEP_KIND_COMPACT_CONTEXT)
-_TOOL_KINDS = (types_pb2.STEP_KIND_CALL_TOOL, types_pb2.STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL,
-               types_pb2.STEP_KIND_POLL_TOOL_TASK)
+# A task says how it runs (Task.runner and Task.handler, from the cluster's
+# table of Step kinds): the model runs the model and compact handlers, a
+# tool its run and poll handlers.
+_RUNNER_HANDLERS = {
+    workers_pb2.TASK_RUNNER_MODEL: (workers_pb2.TASK_HANDLER_MODEL, workers_pb2.TASK_HANDLER_COMPACT),
+    workers_pb2.TASK_RUNNER_TOOL: (workers_pb2.TASK_HANDLER_TOOL, workers_pb2.TASK_HANDLER_POLL),
+}
+
+
+def _enum_name(enum: Any, value: int) -> str:
+    """The name of an enum value, or its number when this build does not know it."""
+    try:
+        return enum.Name(value)
+    except ValueError:
+        return str(value)
+
+
+def _route_problem(t: workers_pb2.Task) -> str:
+    """What is wrong with how a task says it runs ("" when nothing). A
+    cluster older than the runner and handler fields sends neither."""
+    if t.runner == workers_pb2.TASK_RUNNER_UNSPECIFIED and t.handler == workers_pb2.TASK_HANDLER_UNSPECIFIED:
+        return "the task names no runner and no handler (a Dex server older than this Worker library sent it)"
+    if t.handler not in _RUNNER_HANDLERS.get(t.runner, ()):
+        return (f"runner {_enum_name(workers_pb2.TaskRunner, t.runner)} has no handler "
+                f"{_enum_name(workers_pb2.TaskHandler, t.handler)}")
+    return ""
 _TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED, grpc.StatusCode.DEADLINE_EXCEEDED,
               grpc.StatusCode.CANCELLED)
 
@@ -649,14 +672,14 @@ class Worker:
             await asyncio.get_running_loop().run_in_executor(self._pool, self.hold_hook, moment, task)
 
     def _cannot_run(self, t: workers_pb2.Task) -> str:
-        if t.kind in _MODEL_KINDS:
+        why = _route_problem(t)
+        if why:
+            return f"worker {self.id} cannot run a {_enum_name(types_pb2.StepKind, t.kind)} Step: {why}"
+        if t.runner == workers_pb2.TASK_RUNNER_MODEL:
             if self._model is None:
                 return f"worker {self.id} runs no model"
-        elif t.kind in _TOOL_KINDS:
-            if t.tool not in self.tools:
-                return f"worker {self.id} has no tool {t.tool!r}"
-        else:
-            return f"worker {self.id} cannot run a {types_pb2.StepKind.Name(t.kind)} Step"
+        elif t.tool not in self.tools:
+            return f"worker {self.id} has no tool {t.tool!r}"
         return ""
 
     async def _run_task(self, t: workers_pb2.Task) -> None:
@@ -783,7 +806,7 @@ class Worker:
 
     async def _invoke_ledgered(self, t: workers_pb2.Task, cancel_event: threading.Event,
                                line: Optional[dict], ran: list) -> _Outcome:
-        is_model = t.kind in _MODEL_KINDS
+        is_model = t.runner == workers_pb2.TASK_RUNNER_MODEL
         try:
             return await self._invoke_handler(t, cancel_event, line, ran)
         except asyncio.CancelledError:
@@ -811,11 +834,11 @@ class Worker:
     async def _invoke_handler(self, t: workers_pb2.Task, cancel_event: threading.Event,
                               line: Optional[dict], ran: list) -> _Outcome:
         a = t.ref.attempt
-        if t.kind in _MODEL_KINDS:
+        if t.handler in _RUNNER_HANDLERS[workers_pb2.TASK_RUNNER_MODEL]:
             mi = ModelInput(session_id=t.session_id, step_id=t.ref.step_id, attempt=a,
                             history=list(t.model_input.history), tools=list(t.model_input.tools),
                             compact=t.model_input.compact, epoch=t.epoch, agent=t.agent, cancelled=cancel_event)
-            if t.kind == types_pb2.STEP_KIND_RUN_MODEL:
+            if t.handler == workers_pb2.TASK_HANDLER_MODEL:
                 await self._hold(HOLD_BEFORE_MODEL, t)
                 assert self._model is not None
                 self._ledger_start(line, ran)
@@ -837,7 +860,7 @@ class Worker:
                         arguments=t.arguments, idempotency_key=t.idempotency_key, attempt=a, task_id=t.task_id,
                         access=t.access, epoch=t.epoch, agent=t.agent, cancelled=cancel_event,
                         _ledger=(self.ledger, line) if line is not None and self.ledger is not None else None)
-        if t.kind == types_pb2.STEP_KIND_POLL_TOOL_TASK:
+        if t.handler == workers_pb2.TASK_HANDLER_POLL:
             if tool.poll is None:
                 raise DexError(f"tool {t.tool!r} has no poll handler")
             await self._hold(HOLD_DURING_POLL, t)
@@ -848,6 +871,8 @@ class Worker:
             if done:
                 pr.result.CopyFrom(_as_tool_result(result).proto())
             return _Outcome(complete=types_pb2.AttemptResult(poll_result=pr))
+        if t.handler != workers_pb2.TASK_HANDLER_TOOL:  # _cannot_run refused it first
+            raise DexError(f"no handler {_enum_name(workers_pb2.TaskHandler, t.handler)}")
         await self._hold(HOLD_TOOL_RUNNING, t)
         self._ledger_start(line, ran)
         res = _as_tool_result(await self._call(tool.run, call))

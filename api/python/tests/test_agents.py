@@ -36,9 +36,12 @@ class Cluster(workers_pb2_grpc.WorkerServiceServicer):
         if self.polls == 1:
             return workers_pb2.PollTaskResponse(tasks=[
                 workers_pb2.Task(ref=types_pb2.AttemptRef(step_id="s-s1", attempt=1, token="t1"), session_id="s",
-                                 kind=types_pb2.STEP_KIND_RUN_MODEL, epoch=5, agent="bot@2", heartbeat_interval_ms=100),
+                                 kind=types_pb2.STEP_KIND_RUN_MODEL, runner=workers_pb2.TASK_RUNNER_MODEL,
+                                 handler=workers_pb2.TASK_HANDLER_MODEL, epoch=5, agent="bot@2",
+                                 heartbeat_interval_ms=100),
                 workers_pb2.Task(ref=types_pb2.AttemptRef(step_id="s-s2", attempt=1, token="t2"), session_id="s",
-                                 kind=types_pb2.STEP_KIND_CALL_TOOL, tool="search", call_id="c1", epoch=5,
+                                 kind=types_pb2.STEP_KIND_CALL_TOOL, runner=workers_pb2.TASK_RUNNER_TOOL,
+                                 handler=workers_pb2.TASK_HANDLER_TOOL, tool="search", call_id="c1", epoch=5,
                                  agent="bot@2", access=types_pb2.TOOL_ACCESS_READ, heartbeat_interval_ms=100)])
         await asyncio.sleep(min(request.wait_ms / 1000, 0.2))
         return workers_pb2.PollTaskResponse()

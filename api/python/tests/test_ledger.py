@@ -88,7 +88,8 @@ def test_unwritable_start_line_fails_the_attempt_unrun(monkeypatch):
     w = dex.Worker("127.0.0.1:1")
     ran = []
     w.add_tool("save_note", lambda call: ran.append(call) or "saved", access="idempotent_write")
-    task = workers_pb2.Task(session_id="s1", kind=types_pb2.STEP_KIND_CALL_TOOL, tool="save_note", call_id="c1",
+    task = workers_pb2.Task(session_id="s1", kind=types_pb2.STEP_KIND_CALL_TOOL, runner=workers_pb2.TASK_RUNNER_TOOL,
+                            handler=workers_pb2.TASK_HANDLER_TOOL, tool="save_note", call_id="c1",
                             idempotency_key="dex:s1:c1")
     task.ref.step_id, task.ref.attempt = "st1", 1
     out = asyncio.run(w._invoke(task, threading.Event()))

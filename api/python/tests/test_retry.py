@@ -51,7 +51,8 @@ class Leader(workers_pb2_grpc.WorkerServiceServicer):
         if self.polls == 1:
             return workers_pb2.PollTaskResponse(tasks=[workers_pb2.Task(
                 ref=types_pb2.AttemptRef(step_id="s1-s2", attempt=1, token="tok-1"), session_id="s1",
-                kind=types_pb2.STEP_KIND_CALL_TOOL, tool="save_note", call_id="call-1-1", arguments='{"note":"x"}',
+                kind=types_pb2.STEP_KIND_CALL_TOOL, runner=workers_pb2.TASK_RUNNER_TOOL,
+                handler=workers_pb2.TASK_HANDLER_TOOL, tool="save_note", call_id="call-1-1", arguments='{"note":"x"}',
                 idempotency_key="dex:s1:call-1-1", access=types_pb2.TOOL_ACCESS_IDEMPOTENT_WRITE,
                 heartbeat_interval_ms=100)])
         await asyncio.sleep(min(request.wait_ms / 1000, 0.2))

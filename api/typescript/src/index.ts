@@ -20,4 +20,6 @@ export type {
   Access, Moment, ModelHandler, ModelInput, ModelOutputInit, PollHandler, Tool, ToolCall, ToolHandler, ToolResult, WorkerOptions,
 } from "./worker.js";
 export * from "../gen/dex/v1/types_pb.js";
+// How a task runs (Task.runner, Task.handler), for hold hooks that read it.
+export { TaskHandler, TaskRunner } from "../gen/dex/v1/workers_pb.js";
 export { Code, ConnectError } from "@connectrpc/connect";

@@ -1,29 +1,6 @@
 import { StepKind } from "../gen/dex/v1/types_pb.js";
 import type { ModelOutput } from "../gen/dex/v1/types_pb.js";
 
-/** Who runs a Step of a kind, and with which handler (fsm/kinds.go). */
-export type Handler = "model" | "compact" | "tool" | "poll" | "none";
-
-export function handlerOf(kind: StepKind): Handler {
-  switch (kind) {
-    case StepKind.RUN_MODEL:
-      return "model";
-    case StepKind.COMPACT_CONTEXT:
-      return "compact";
-    case StepKind.CALL_TOOL:
-    case StepKind.CALL_SINGLE_ATTEMPT_TOOL:
-      return "tool";
-    case StepKind.POLL_TOOL_TASK:
-      return "poll";
-  }
-  return "none";
-}
-
-export function runsOnModel(kind: StepKind): boolean {
-  const h = handlerOf(kind);
-  return h === "model" || h === "compact";
-}
-
 /** The name Go's String() gives a Step kind ("STEP_KIND_RUN_MODEL"). */
 export function kindName(kind: StepKind): string {
   const n = StepKind[kind];
@@ -31,7 +8,7 @@ export function kindName(kind: StepKind): string {
 }
 
 /**
- * The rule every model output meets before it is sent (fsm.CheckModelOutput):
+ * The rule every model output meets before it is sent (api/wirerules, CheckModelOutput):
  * each tool call names a tool and a call id, unique within the output.
  * Returns the reason it is refused, or "".
  */

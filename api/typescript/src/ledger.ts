@@ -5,7 +5,7 @@
 // file is opened for appending, so several Worker processes can share it.
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import type { Task } from "../gen/dex/v1/workers_pb.js";
-import { handlerOf } from "./kinds.js";
+import { handlerOf } from "./route.js";
 
 export const LedgerEnv = "DEX_LEDGER";
 
@@ -49,7 +49,7 @@ export function ledgerFromEnv(): Ledger | undefined {
 /** The start line of task t run by worker. */
 export function startLine(t: Task, worker: string): LedgerLine {
   return {
-    session: t.sessionId, step: t.ref?.stepId ?? "", attempt: t.ref?.attempt ?? 0, kind: handlerOf(t.kind), tool: t.tool,
+    session: t.sessionId, step: t.ref?.stepId ?? "", attempt: t.ref?.attempt ?? 0, kind: handlerOf(t), tool: t.tool,
     call_id: t.callId, idempotency_key: t.idempotencyKey, task_id: t.taskId, epoch: Number(t.epoch), worker, phase: "start",
   };
 }

@@ -11,9 +11,10 @@ import { checkAgentList } from "./agents.js";
 import { holderFromEnv, Moments, type Moment } from "./hold.js";
 import { Channel } from "./channel.js";
 import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
-import { checkModelOutput, handlerOf, kindName, runsOnModel } from "./kinds.js";
+import { checkModelOutput, kindName } from "./kinds.js";
 import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } from "./ledger.js";
 import { nopLogger, type Logger } from "./log.js";
+import { handlerOf, routeProblem, runsOnModel } from "./route.js";
 import { Backoff, sleep, transient } from "./retry.js";
 
 export { AllMoments, Moments, type Moment } from "./hold.js";
@@ -498,14 +499,10 @@ export class Worker {
   }
 
   private cannotRun(t: Task): string {
-    const h = handlerOf(t.kind);
-    if (h === "model" || h === "compact") {
-      return this.model ? "" : `worker ${this.id} runs no model`;
-    }
-    if (h === "tool" || h === "poll") {
-      return this.tools.has(t.tool) ? "" : `worker ${this.id} has no tool ${JSON.stringify(t.tool)}`;
-    }
-    return `worker ${this.id} cannot run a ${kindName(t.kind)} Step`;
+    const why = routeProblem(t);
+    if (why !== "") return `worker ${this.id} cannot run a ${kindName(t.kind)} Step: ${why}`;
+    if (runsOnModel(t)) return this.model ? "" : `worker ${this.id} runs no model`;
+    return this.tools.has(t.tool) ? "" : `worker ${this.id} has no tool ${JSON.stringify(t.tool)}`;
   }
 
   private async runTask(signal: AbortSignal, t: Task): Promise<void> {
@@ -625,7 +622,7 @@ export class Worker {
 
   /** Runs the handler for t; a throw becomes a failure with its error type. */
   private async invokeHandler(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number, line?: LedgerLine): Promise<Outcome> {
-    const h = handlerOf(t.kind);
+    const h = handlerOf(t);
     try {
       const mi = t.modelInput;
       const input = (): ModelInput => ({
@@ -667,16 +664,18 @@ export class Worker {
           };
           return { complete: create(AttemptResultSchema, value) };
         }
-        default: {
+        case "tool": {
           const tool = this.tools.get(t.tool)!;
           await this.hold(Moments.toolRunning, t);
           this.ledgerStart(line);
           const r = await tool.run(call);
           return { complete: create(AttemptResultSchema, { outcome: { case: "toolResult", value: toolResultInit(r) } }) };
         }
+        default:
+          throw new Error(`no handler ${t.handler}`); // cannotRun refused it first
       }
     } catch (err) {
-      return { err, errType: handlerErrorType(h, err, taskSignal) };
+      return { err, errType: handlerErrorType(runsOnModel(t), err, taskSignal) };
     }
   }
 
@@ -727,8 +726,8 @@ function toolResultInit(r: ToolResult | undefined) {
  * itself aborted it at shutdown (untyped, as a crash); a tool handler's has a
  * type only if it is a ModelError.
  */
-function handlerErrorType(h: string, err: unknown, taskSignal: AbortSignal): ErrorType {
-  if (h !== "model" && h !== "compact") return err instanceof ModelError ? err.type : ErrorType.UNSPECIFIED;
+function handlerErrorType(onModel: boolean, err: unknown, taskSignal: AbortSignal): ErrorType {
+  if (!onModel) return err instanceof ModelError ? err.type : ErrorType.UNSPECIFIED;
   if (!(err instanceof ModelError) && taskSignal.aborted) return ErrorType.UNSPECIFIED;
   return classifyError(err);
 }

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { dial, StepKind, Worker, type ModelInput, type Tool, type ToolCall, type WorkerOptions } from "../src/index.js";
+import { dial, StepKind, TaskHandler, TaskRunner, Worker, type ModelInput, type Tool, type ToolCall, type WorkerOptions } from "../src/index.js";
 import { FakeNode, task } from "./fake.js";
 
 const echo: Tool = { name: "echo", access: "read", run: (c) => ({ content: c.arguments }) };
@@ -41,7 +41,7 @@ describe("agents", () => {
 
   it("hands the session's agent and the dispatch epoch to model and tool handlers", async () => {
     const node = await new FakeNode().start();
-    node.tasks.push(task({ kind: StepKind.RUN_MODEL, stepId: "m1", agent: "support@v2", epoch: 7n }));
+    node.tasks.push(task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL, stepId: "m1", agent: "support@v2", epoch: 7n }));
     node.tasks.push(task({ kind: StepKind.CALL_TOOL, tool: "echo", stepId: "t1", agent: "support@v2", epoch: 7n }));
     let model: ModelInput | undefined;
     let tool: ToolCall | undefined;

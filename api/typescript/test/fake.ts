@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { WorkerService, TaskSchema, type Task } from "../gen/dex/v1/workers_pb.js";
+import { WorkerService, TaskHandler, TaskRunner, TaskSchema, type Task } from "../gen/dex/v1/workers_pb.js";
 import type { AttemptRef } from "../gen/dex/v1/types_pb.js";
 import type { AttemptResult, ToolSpec } from "../gen/dex/v1/types_pb.js";
 import { StepKind } from "../gen/dex/v1/types_pb.js";
@@ -103,11 +103,11 @@ export class FakeNode {
   }
 }
 
-/** A dispatched task of kind (a tool call by default). */
-export function task(init: Partial<{ kind: StepKind; tool: string; callId: string; arguments: string; idempotencyKey: string; stepId: string; attempt: number; agent: string; epoch: bigint }> = {}): Task {
+/** A dispatched task of kind, runner and handler (a tool call by default). */
+export function task(init: Partial<{ kind: StepKind; runner: TaskRunner; handler: TaskHandler; tool: string; callId: string; arguments: string; idempotencyKey: string; stepId: string; attempt: number; agent: string; epoch: bigint }> = {}): Task {
   return create(TaskSchema, {
     ref: { stepId: init.stepId ?? "step-1", attempt: init.attempt ?? 1, token: "tok-1" }, sessionId: "s1",
-    kind: init.kind ?? StepKind.CALL_TOOL, tool: init.tool ?? "", callId: init.callId ?? "call-1-1", arguments: init.arguments ?? "{}",
+    kind: init.kind ?? StepKind.CALL_TOOL, runner: init.runner ?? TaskRunner.TOOL, handler: init.handler ?? TaskHandler.TOOL, tool: init.tool ?? "", callId: init.callId ?? "call-1-1", arguments: init.arguments ?? "{}",
     idempotencyKey: init.idempotencyKey ?? "dex:s1:call-1-1", heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000,
     agent: init.agent ?? "", epoch: init.epoch ?? 0n,
     modelInput: { history: [{ seq: 1n, kind: 1, text: "hi" }] },

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { TaskSchema } from "../gen/dex/v1/workers_pb.js";
+import { TaskHandler, TaskRunner, TaskSchema } from "../gen/dex/v1/workers_pb.js";
 import { dial, HistoryKind, LedgerEnv, sideEffect, StepKind, Worker, type WorkerOptions } from "../src/index.js";
 
 // A model that calls a write tool, which reports its side effect.
@@ -46,7 +46,7 @@ describe("a ledger that cannot be used", () => {
       tools: [{ name: "save_note", access: "idempotent_write", run: () => { ran++; return { content: "saved" }; } }],
     });
     const t = create(TaskSchema, {
-      ref: { stepId: "st1", attempt: 1 }, sessionId: "s1", kind: StepKind.CALL_TOOL, tool: "save_note", callId: "c1", idempotencyKey: "dex:s1:c1",
+      ref: { stepId: "st1", attempt: 1 }, sessionId: "s1", kind: StepKind.CALL_TOOL, runner: TaskRunner.TOOL, handler: TaskHandler.TOOL, tool: "save_note", callId: "c1", idempotencyKey: "dex:s1:c1",
     });
     const signal = new AbortController().signal;
     const out = await (w as unknown as { invoke(a: AbortSignal, b: AbortSignal, t: unknown, n: number): Promise<{ err?: Error }> }).invoke(signal, signal, t, 1);

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
-  dial, ErrorType, ModelError, StepKind, ToolAccess, toolCallNotRunErrorPrefix, ToolCallNotRunErrorPrefix, Worker, type Tool, type WorkerOptions,
+  dial, ErrorType, ModelError, StepKind, TaskHandler, TaskRunner, ToolAccess, toolCallNotRunErrorPrefix, ToolCallNotRunErrorPrefix, Worker, type Tool, type WorkerOptions,
 } from "../src/index.js";
 import { FakeNode, task } from "./fake.js";
 
@@ -112,7 +112,7 @@ describe("bad input", () => {
 
   it("fails a RunModel attempt whose output has a tool call without a call id, sending no output", async () => {
     const node = await new FakeNode().start();
-    node.tasks.push(task({ kind: StepKind.RUN_MODEL }));
+    node.tasks.push(task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL }));
     try {
       await runUntil(node, { model: { run: () => ({ toolCalls: [{ callId: "", tool: "echo", arguments: {} }] }) } },
         () => node.of("report").length > 0);
@@ -205,7 +205,7 @@ describe("running a task", () => {
 
   it("fails a task whose handler throws, with a ModelError's type for a model", async () => {
     const node = await new FakeNode().start();
-    node.tasks.push(task({ kind: StepKind.RUN_MODEL }));
+    node.tasks.push(task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL }));
     try {
       await runUntil(node, { model: { run: () => { throw new ModelError(ErrorType.RATE_LIMIT, "slow down"); } } }, () => node.of("report").length > 0);
       const f = node.of("report")[0].result?.outcome.value as { errorType: ErrorType; error: string };

@@ -1,10 +1,19 @@
 from dex.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+TASK_HANDLER_COMPACT: TaskHandler
+TASK_HANDLER_MODEL: TaskHandler
+TASK_HANDLER_POLL: TaskHandler
+TASK_HANDLER_TOOL: TaskHandler
+TASK_HANDLER_UNSPECIFIED: TaskHandler
+TASK_RUNNER_MODEL: TaskRunner
+TASK_RUNNER_TOOL: TaskRunner
+TASK_RUNNER_UNSPECIFIED: TaskRunner
 
 class ClaimTaskRequest(_message.Message):
     __slots__ = ["ref"]
@@ -137,18 +146,20 @@ class ReportTaskResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["access", "agent", "arguments", "call_id", "epoch", "heartbeat_interval_ms", "heartbeat_timeout_ms", "idempotency_key", "kind", "model_input", "ref", "session_id", "task_id", "tool"]
+    __slots__ = ["access", "agent", "arguments", "call_id", "epoch", "handler", "heartbeat_interval_ms", "heartbeat_timeout_ms", "idempotency_key", "kind", "model_input", "ref", "runner", "session_id", "task_id", "tool"]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HANDLER_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     MODEL_INPUT_FIELD_NUMBER: _ClassVar[int]
     REF_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
@@ -157,13 +168,21 @@ class Task(_message.Message):
     arguments: str
     call_id: str
     epoch: int
+    handler: TaskHandler
     heartbeat_interval_ms: int
     heartbeat_timeout_ms: int
     idempotency_key: str
     kind: _types_pb2.StepKind
     model_input: ModelInput
     ref: _types_pb2.AttemptRef
+    runner: TaskRunner
     session_id: str
     task_id: str
     tool: str
-    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ..., agent: _Optional[str] = ...) -> None: ...
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ..., agent: _Optional[str] = ..., runner: _Optional[_Union[TaskRunner, str]] = ..., handler: _Optional[_Union[TaskHandler, str]] = ...) -> None: ...
+
+class TaskRunner(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class TaskHandler(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -2,8 +2,8 @@
 // @generated from file dex/v1/workers.proto (package dex.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { AttemptRef, AttemptResult, ErrorType, HistoryEntry, ModelOutput, PollResult, StepKind, ToolAccess, ToolResult, ToolSpec } from "./types_pb.js";
 import { file_dex_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/workers.proto.
  */
 export const file_dex_v1_workers: GenFile = /*@__PURE__*/
-  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIo0BChVSZWdpc3RlcldvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhIKCnJ1bnNfbW9kZWwYAyABKAgSHAoUbW9kZWxfcnVuX3RpbWVvdXRfbXMYBCABKA0SDgoGYWdlbnRzGAUgAygJInwKFlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAIgASgNEg8KB25vZGVfaWQYAyABKAkSFAoMbm9kZV9hZGRyZXNzGAQgASgJIiwKF0RlcmVnaXN0ZXJXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCSIaChhEZXJlZ2lzdGVyV29ya2VyUmVzcG9uc2UiSAoPUG9sbFRhc2tSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd3YWl0X21zGAIgASgNEhEKCW1heF90YXNrcxgDIAEoDSJlCgpNb2RlbElucHV0EiUKB2hpc3RvcnkYASADKAsyFC5kZXgudjEuSGlzdG9yeUVudHJ5Eh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEg8KB2NvbXBhY3QYAyABKAgi3wIKBFRhc2sSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSEgoKc2Vzc2lvbl9pZBgCIAEoCRIeCgRraW5kGAMgASgOMhAuZGV4LnYxLlN0ZXBLaW5kEgwKBHRvb2wYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRIRCglhcmd1bWVudHMYBiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEg8KB3Rhc2tfaWQYCCABKAkSJwoLbW9kZWxfaW5wdXQYCSABKAsyEi5kZXgudjEuTW9kZWxJbnB1dBINCgVlcG9jaBgKIAEoBBIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYDCABKA0SIgoGYWNjZXNzGA0gASgOMhIuZGV4LnYxLlRvb2xBY2Nlc3MSDQoFYWdlbnQYDiABKAkiLwoQUG9sbFRhc2tSZXNwb25zZRIbCgV0YXNrcxgBIAMoCzIMLmRleC52MS5UYXNrIjMKEENsYWltVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYiEwoRQ2xhaW1UYXNrUmVzcG9uc2UiMwoQSGVhcnRiZWF0UmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZiI2ChFIZWFydGJlYXRSZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgSDgoGcmVhc29uGAIgASgJItYBChNDb21wbGV0ZVRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEisKDG1vZGVsX291dHB1dBgCIAEoCzITLmRleC52MS5Nb2RlbE91dHB1dEgAEikKC3Rvb2xfcmVzdWx0GAMgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHRIABIpCgtwb2xsX3Jlc3VsdBgEIAEoCzISLmRleC52MS5Qb2xsUmVzdWx0SAASEQoHc3VtbWFyeRgFIAEoCUgAQggKBnJlc3VsdCIWChRDb21wbGV0ZVRhc2tSZXNwb25zZSJoCg9GYWlsVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSJQoKZXJyb3JfdHlwZRgCIAEoDjIRLmRleC52MS5FcnJvclR5cGUSDQoFZXJyb3IYAyABKAkiEgoQRmFpbFRhc2tSZXNwb25zZSJbChFSZXBvcnRUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIlCgZyZXN1bHQYAiABKAsyFS5kZXgudjEuQXR0ZW1wdFJlc3VsdCIUChJSZXBvcnRUYXNrUmVzcG9uc2UyyQQKDVdvcmtlclNlcnZpY2USTwoOUmVnaXN0ZXJXb3JrZXISHS5kZXgudjEuUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0Gh4uZGV4LnYxLlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USPQoIUG9sbFRhc2sSFy5kZXgudjEuUG9sbFRhc2tSZXF1ZXN0GhguZGV4LnYxLlBvbGxUYXNrUmVzcG9uc2USQAoJQ2xhaW1UYXNrEhguZGV4LnYxLkNsYWltVGFza1JlcXVlc3QaGS5kZXgudjEuQ2xhaW1UYXNrUmVzcG9uc2USQAoJSGVhcnRiZWF0EhguZGV4LnYxLkhlYXJ0YmVhdFJlcXVlc3QaGS5kZXgudjEuSGVhcnRiZWF0UmVzcG9uc2USQwoKUmVwb3J0VGFzaxIZLmRleC52MS5SZXBvcnRUYXNrUmVxdWVzdBoaLmRleC52MS5SZXBvcnRUYXNrUmVzcG9uc2USSQoMQ29tcGxldGVUYXNrEhsuZGV4LnYxLkNvbXBsZXRlVGFza1JlcXVlc3QaHC5kZXgudjEuQ29tcGxldGVUYXNrUmVzcG9uc2USPQoIRmFpbFRhc2sSFy5kZXgudjEuRmFpbFRhc2tSZXF1ZXN0GhguZGV4LnYxLkZhaWxUYXNrUmVzcG9uc2USVQoQRGVyZWdpc3RlcldvcmtlchIfLmRleC52MS5EZXJlZ2lzdGVyV29ya2VyUmVxdWVzdBogLmRleC52MS5EZXJlZ2lzdGVyV29ya2VyUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
+  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIo0BChVSZWdpc3RlcldvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhIKCnJ1bnNfbW9kZWwYAyABKAgSHAoUbW9kZWxfcnVuX3RpbWVvdXRfbXMYBCABKA0SDgoGYWdlbnRzGAUgAygJInwKFlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAIgASgNEg8KB25vZGVfaWQYAyABKAkSFAoMbm9kZV9hZGRyZXNzGAQgASgJIiwKF0RlcmVnaXN0ZXJXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCSIaChhEZXJlZ2lzdGVyV29ya2VyUmVzcG9uc2UiSAoPUG9sbFRhc2tSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd3YWl0X21zGAIgASgNEhEKCW1heF90YXNrcxgDIAEoDSJlCgpNb2RlbElucHV0EiUKB2hpc3RvcnkYASADKAsyFC5kZXgudjEuSGlzdG9yeUVudHJ5Eh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEg8KB2NvbXBhY3QYAyABKAgiqQMKBFRhc2sSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSEgoKc2Vzc2lvbl9pZBgCIAEoCRIeCgRraW5kGAMgASgOMhAuZGV4LnYxLlN0ZXBLaW5kEgwKBHRvb2wYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRIRCglhcmd1bWVudHMYBiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEg8KB3Rhc2tfaWQYCCABKAkSJwoLbW9kZWxfaW5wdXQYCSABKAsyEi5kZXgudjEuTW9kZWxJbnB1dBINCgVlcG9jaBgKIAEoBBIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYDCABKA0SIgoGYWNjZXNzGA0gASgOMhIuZGV4LnYxLlRvb2xBY2Nlc3MSDQoFYWdlbnQYDiABKAkSIgoGcnVubmVyGA8gASgOMhIuZGV4LnYxLlRhc2tSdW5uZXISJAoHaGFuZGxlchgQIAEoDjITLmRleC52MS5UYXNrSGFuZGxlciIvChBQb2xsVGFza1Jlc3BvbnNlEhsKBXRhc2tzGAEgAygLMgwuZGV4LnYxLlRhc2siMwoQQ2xhaW1UYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZiITChFDbGFpbVRhc2tSZXNwb25zZSIzChBIZWFydGJlYXRSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmIjYKEUhlYXJ0YmVhdFJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCBIOCgZyZWFzb24YAiABKAki1gEKE0NvbXBsZXRlVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSKwoMbW9kZWxfb3V0cHV0GAIgASgLMhMuZGV4LnYxLk1vZGVsT3V0cHV0SAASKQoLdG9vbF9yZXN1bHQYAyABKAsyEi5kZXgudjEuVG9vbFJlc3VsdEgAEikKC3BvbGxfcmVzdWx0GAQgASgLMhIuZGV4LnYxLlBvbGxSZXN1bHRIABIRCgdzdW1tYXJ5GAUgASgJSABCCAoGcmVzdWx0IhYKFENvbXBsZXRlVGFza1Jlc3BvbnNlImgKD0ZhaWxUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIlCgplcnJvcl90eXBlGAIgASgOMhEuZGV4LnYxLkVycm9yVHlwZRINCgVlcnJvchgDIAEoCSISChBGYWlsVGFza1Jlc3BvbnNlIlsKEVJlcG9ydFRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEiUKBnJlc3VsdBgCIAEoCzIVLmRleC52MS5BdHRlbXB0UmVzdWx0IhQKElJlcG9ydFRhc2tSZXNwb25zZSpWCgpUYXNrUnVubmVyEhsKF1RBU0tfUlVOTkVSX1VOU1BFQ0lGSUVEEAASFQoRVEFTS19SVU5ORVJfTU9ERUwQARIUChBUQVNLX1JVTk5FUl9UT09MEAIqiwEKC1Rhc2tIYW5kbGVyEhwKGFRBU0tfSEFORExFUl9VTlNQRUNJRklFRBAAEhYKElRBU0tfSEFORExFUl9NT0RFTBABEhgKFFRBU0tfSEFORExFUl9DT01QQUNUEAISFQoRVEFTS19IQU5ETEVSX1RPT0wQAxIVChFUQVNLX0hBTkRMRVJfUE9MTBAEMskECg1Xb3JrZXJTZXJ2aWNlEk8KDlJlZ2lzdGVyV29ya2VyEh0uZGV4LnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdBoeLmRleC52MS5SZWdpc3RlcldvcmtlclJlc3BvbnNlEj0KCFBvbGxUYXNrEhcuZGV4LnYxLlBvbGxUYXNrUmVxdWVzdBoYLmRleC52MS5Qb2xsVGFza1Jlc3BvbnNlEkAKCUNsYWltVGFzaxIYLmRleC52MS5DbGFpbVRhc2tSZXF1ZXN0GhkuZGV4LnYxLkNsYWltVGFza1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmRleC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZGV4LnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkMKClJlcG9ydFRhc2sSGS5kZXgudjEuUmVwb3J0VGFza1JlcXVlc3QaGi5kZXgudjEuUmVwb3J0VGFza1Jlc3BvbnNlEkkKDENvbXBsZXRlVGFzaxIbLmRleC52MS5Db21wbGV0ZVRhc2tSZXF1ZXN0GhwuZGV4LnYxLkNvbXBsZXRlVGFza1Jlc3BvbnNlEj0KCEZhaWxUYXNrEhcuZGV4LnYxLkZhaWxUYXNrUmVxdWVzdBoYLmRleC52MS5GYWlsVGFza1Jlc3BvbnNlElUKEERlcmVnaXN0ZXJXb3JrZXISHy5kZXgudjEuRGVyZWdpc3RlcldvcmtlclJlcXVlc3QaIC5kZXgudjEuRGVyZWdpc3RlcldvcmtlclJlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.RegisterWorkerRequest
@@ -280,6 +280,20 @@ export type Task = Message<"dex.v1.Task"> & {
    * @generated from field: string agent = 14;
    */
   agent: string;
+
+  /**
+   * How the task runs, from the cluster's table of Step kinds: a Worker
+   * routes the task by these two (kind is for logs and metrics), so no
+   * Worker library keeps a copy of that table. The tool's policy is access.
+   *
+   * @generated from field: dex.v1.TaskRunner runner = 15;
+   */
+  runner: TaskRunner;
+
+  /**
+   * @generated from field: dex.v1.TaskHandler handler = 16;
+   */
+  handler: TaskHandler;
 };
 
 /**
@@ -526,6 +540,94 @@ export type ReportTaskResponse = Message<"dex.v1.ReportTaskResponse"> & {
  */
 export const ReportTaskResponseSchema: GenMessage<ReportTaskResponse> = /*@__PURE__*/
   messageDesc(file_dex_v1_workers, 17);
+
+/**
+ * Who runs a task: a Worker that runs the model, or one that serves the
+ * task's tool.
+ *
+ * @generated from enum dex.v1.TaskRunner
+ */
+export enum TaskRunner {
+  /**
+   * Sent by no server of this release: a Worker refuses the task.
+   *
+   * @generated from enum value: TASK_RUNNER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * RunModel and CompactContext: a Worker that runs the agent's model.
+   *
+   * @generated from enum value: TASK_RUNNER_MODEL = 1;
+   */
+  MODEL = 1,
+
+  /**
+   * CallTool, CallSingleAttemptTool and PollToolTask: a Worker that serves
+   * the task's tool.
+   *
+   * @generated from enum value: TASK_RUNNER_TOOL = 2;
+   */
+  TOOL = 2,
+}
+
+/**
+ * Describes the enum dex.v1.TaskRunner.
+ */
+export const TaskRunnerSchema: GenEnum<TaskRunner> = /*@__PURE__*/
+  enumDesc(file_dex_v1_workers, 0);
+
+/**
+ * Which of the Worker's handlers runs a task, and so which result completes
+ * it.
+ *
+ * @generated from enum dex.v1.TaskHandler
+ */
+export enum TaskHandler {
+  /**
+   * Sent by no server of this release: a Worker refuses the task.
+   *
+   * @generated from enum value: TASK_HANDLER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The model call (RunModel): completes with a ModelOutput.
+   *
+   * @generated from enum value: TASK_HANDLER_MODEL = 1;
+   */
+  MODEL = 1,
+
+  /**
+   * The model's summary of model_input (CompactContext): completes with a
+   * summary.
+   *
+   * @generated from enum value: TASK_HANDLER_COMPACT = 2;
+   */
+  COMPACT = 2,
+
+  /**
+   * The tool's run handler (CallTool, CallSingleAttemptTool): completes
+   * with a ToolResult.
+   *
+   * @generated from enum value: TASK_HANDLER_TOOL = 3;
+   */
+  TOOL = 3,
+
+  /**
+   * The tool's poll handler for task_id (PollToolTask): completes with a
+   * PollResult.
+   *
+   * @generated from enum value: TASK_HANDLER_POLL = 4;
+   */
+  POLL = 4,
+}
+
+/**
+ * Describes the enum dex.v1.TaskHandler.
+ */
+export const TaskHandlerSchema: GenEnum<TaskHandler> = /*@__PURE__*/
+  enumDesc(file_dex_v1_workers, 1);
 
 /**
  * WorkerService is for Worker processes. Only the node that holds the dispatch
