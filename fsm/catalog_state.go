@@ -2,12 +2,13 @@ package fsm
 
 import (
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // Tool returns a tool of the catalog (its policy) or nil when no live Worker
 // serves it.
 func (s *State) Tool(name string) *fsmpb.ToolSpec {
-	raw, err := s.tx.First(tableTools, indexID, name)
+	raw, err := s.tx.First(store.TableTools, store.IndexID, name)
 	if err != nil || raw == nil {
 		return nil
 	}
@@ -15,11 +16,13 @@ func (s *State) Tool(name string) *fsmpb.ToolSpec {
 }
 
 // Tools returns the catalog in name order.
-func (s *State) Tools() []*fsmpb.ToolSpec { return all[*fsmpb.ToolSpec](s.tx, tableTools, indexID) }
+func (s *State) Tools() []*fsmpb.ToolSpec {
+	return store.All[*fsmpb.ToolSpec](s.tx, store.TableTools, store.IndexID)
+}
 
 // ToolServers returns the ids of the live Workers serving a tool, in id order.
 func (s *State) ToolServers(name string) []string {
-	it, err := s.tx.Get(tableWorkerTools, indexTool, name)
+	it, err := s.tx.Get(store.TableWorkerTools, store.IndexTool, name)
 	if err != nil {
 		return nil
 	}
@@ -32,7 +35,7 @@ func (s *State) ToolServers(name string) []string {
 
 // Worker returns a registered Worker or nil.
 func (s *State) Worker(id string) *fsmpb.WorkerInfo {
-	raw, err := s.tx.First(tableWorkers, indexID, id)
+	raw, err := s.tx.First(store.TableWorkers, store.IndexID, id)
 	if err != nil || raw == nil {
 		return nil
 	}
@@ -42,7 +45,7 @@ func (s *State) Worker(id string) *fsmpb.WorkerInfo {
 // WorkersWatch returns the registered Workers and a channel closed when the
 // Workers table changes.
 func (s *State) WorkersWatch() ([]*fsmpb.WorkerInfo, <-chan struct{}) {
-	it, err := s.tx.Get(tableWorkers, indexID)
+	it, err := s.tx.Get(store.TableWorkers, store.IndexID)
 	if err != nil {
 		return nil, nil
 	}
@@ -55,7 +58,7 @@ func (s *State) WorkersWatch() ([]*fsmpb.WorkerInfo, <-chan struct{}) {
 
 // QueuedStepsOfTool returns the queued Steps of a tool (index read).
 func (s *State) QueuedStepsOfTool(tool string) []*fsmpb.Step {
-	it, err := s.tx.Get(tableSteps, indexQueue+"_prefix", false, tool)
+	it, err := s.tx.Get(store.TableSteps, store.IndexQueue+"_prefix", false, tool)
 	if err != nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // SessionsByStatus counts the sessions in each status. It visits every
@@ -11,7 +12,7 @@ func (s *State) SessionsByStatus() map[fsmpb.SessionStatus]int {
 	for v := range fsmpb.SessionStatus_name {
 		out[fsmpb.SessionStatus(v)] = 0
 	}
-	it, err := s.tx.Get(tableSessions, indexID)
+	it, err := s.tx.Get(store.TableSessions, store.IndexID)
 	if err != nil {
 		return out
 	}
@@ -22,4 +23,4 @@ func (s *State) SessionsByStatus() map[fsmpb.SessionStatus]int {
 }
 
 // WorkerCount is the number of registered Workers.
-func (s *State) WorkerCount() int { return count(s, tableWorkers) }
+func (s *State) WorkerCount() int { return count(s, store.TableWorkers) }

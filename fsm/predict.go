@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // MayQueueSteps reports whether a command can leave a Step ready to hand to
@@ -54,7 +55,7 @@ func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.S
 	}
 	var ready []*fsmpb.Step
 	for _, id := range a.touched.steps {
-		raw, err := tx.First(tableSteps, indexID, id)
+		raw, err := tx.First(store.TableSteps, store.IndexID, id)
 		if err != nil || raw == nil {
 			continue
 		}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // checkWorkerServes refuses to start a Step's attempt on a registered Worker
@@ -14,7 +15,7 @@ func (a *applier) checkWorkerServes(st *fsmpb.Step, workerID string) *Rejection 
 	if runner != RunsOnModel && runner != RunsOnTool {
 		return nil
 	}
-	raw, err := a.tx.First(tableWorkers, indexID, workerID)
+	raw, err := a.tx.First(store.TableWorkers, store.IndexID, workerID)
 	if err != nil {
 		panic(err)
 	}
@@ -33,7 +34,7 @@ func (a *applier) checkWorkerServes(st *fsmpb.Step, workerID string) *Rejection 
 		}
 		return reject(CodeFailedPrecondition, "worker %q does not run the model of %s (it serves %s): it cannot take step %s", workerID, AgentName(st.Agent), agentList(ModelAgents(w)), st.Id)
 	}
-	row, err := a.tx.First(tableWorkerTools, indexID, st.Tool, workerID)
+	row, err := a.tx.First(store.TableWorkerTools, store.IndexID, st.Tool, workerID)
 	if err != nil {
 		panic(err)
 	}

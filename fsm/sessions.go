@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 const (
@@ -215,7 +216,7 @@ func (a *applier) registerWorker(c *fsmpb.RegisterWorker) *Result {
 	if r := a.checkCatalog(c.WorkerId, c.Tools); r != nil {
 		return rejected(r)
 	}
-	a.insert(tableWorkers, &fsmpb.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
+	a.insert(store.TableWorkers, &fsmpb.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
 		ModelRunTimeoutMs: c.ModelRunTimeoutMs, Agents: c.Agents})
 	a.putCatalog(c.WorkerId, c.Tools)
 	return &Result{}
@@ -253,19 +254,19 @@ func (a *applier) setNode(c *fsmpb.SetNode) *Result {
 	if n.RaftAddress == "" {
 		return rejected(reject(CodeInvalid, "node %q has no raft address", n.Id))
 	}
-	a.insert(tableNodes, n)
+	a.insert(store.TableNodes, n)
 	return &Result{}
 }
 
 func (a *applier) removeNode(c *fsmpb.RemoveNode) *Result {
-	raw, err := a.tx.First(tableNodes, indexID, c.NodeId)
+	raw, err := a.tx.First(store.TableNodes, store.IndexID, c.NodeId)
 	if err != nil {
 		panic(err)
 	}
 	if raw == nil {
 		return rejected(reject(CodeNotFound, "node %q not found", c.NodeId))
 	}
-	if err := a.tx.Delete(tableNodes, raw); err != nil {
+	if err := a.tx.Delete(store.TableNodes, raw); err != nil {
 		panic(err)
 	}
 	return &Result{}
