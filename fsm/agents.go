@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
-	"github.com/dexhq/dex/fsm/store"
 )
 
 // Agents. A session names the agent that runs it (NAME or NAME@VERSION, ""
@@ -102,13 +101,9 @@ func ServesAgent(agents []string, agent string) bool {
 // ModelServers returns the ids of the live Workers that run an agent's
 // model, in id order (index read).
 func (s *State) ModelServers(agent string) []string {
-	it, err := s.tx.Get(store.TableWorkers, store.IndexModelAgent, agent)
-	if err != nil {
-		return nil
-	}
 	var ids []string
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		ids = append(ids, raw.(*fsmpb.WorkerInfo).Id)
+	for w := range s.tx.ModelWorkers(agent) {
+		ids = append(ids, w.Id)
 	}
 	return ids
 }
@@ -116,13 +111,9 @@ func (s *State) ModelServers(agent string) []string {
 // ToolServersFor returns the ids of the live Workers serving a tool for an
 // agent, in id order (a read of the tool's rows).
 func (s *State) ToolServersFor(tool, agent string) []string {
-	it, err := s.tx.Get(store.TableWorkerTools, store.IndexTool, tool)
-	if err != nil {
-		return nil
-	}
 	var ids []string
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		if wt := raw.(*fsmpb.WorkerTool); ServesAgent(wt.Agents, agent) {
+	for wt := range s.tx.ToolRows(tool) {
+		if ServesAgent(wt.Agents, agent) {
 			ids = append(ids, wt.WorkerId)
 		}
 	}
@@ -166,13 +157,9 @@ func unservedReason(st *fsmpb.Step, toolServed bool) string {
 // QueuedStepsFor returns the queued Steps of one ready queue: the model
 // Steps of an agent (model set) or one tool's Steps of an agent (index read).
 func (s *State) QueuedStepsFor(model bool, tool, agent string) []*fsmpb.Step {
-	it, err := s.tx.Get(store.TableSteps, store.IndexQueue, model, tool, agent)
-	if err != nil {
-		return nil
-	}
 	var out []*fsmpb.Step
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*fsmpb.Step))
+	for st := range s.tx.QueueSteps(model, tool, agent) {
+		out = append(out, st)
 	}
 	return out
 }

@@ -17,14 +17,11 @@ import (
 // toolSpec finds a tool of the catalog by name (nil when no live Worker
 // serves it).
 func (a *applier) toolSpec(name string) *fsmpb.ToolSpec {
-	raw, err := a.tx.First(store.TableTools, store.IndexID, name)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	t := a.tx.Tool(name)
+	if t == nil {
 		return nil
 	}
-	return proto.Clone(raw.(*fsmpb.ToolSpec)).(*fsmpb.ToolSpec)
+	return proto.Clone(t).(*fsmpb.ToolSpec)
 }
 
 // toolServers returns the ids of the live Workers serving a tool, in id order.
@@ -60,22 +57,10 @@ func (a *applier) putCatalog(workerID string, tools []*fsmpb.ToolSpec) {
 
 // dropCatalog removes a Worker's rows, and every tool it was the last to serve.
 func (a *applier) dropCatalog(workerID string) {
-	it, err := a.tx.Get(store.TableWorkerTools, store.IndexWorker, workerID)
-	if err != nil {
-		panic(err)
-	}
-	var rows []*fsmpb.WorkerTool
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		rows = append(rows, raw.(*fsmpb.WorkerTool))
-	}
-	for _, wt := range rows {
-		if err := a.tx.Delete(store.TableWorkerTools, wt); err != nil {
-			panic(err)
-		}
+	for _, wt := range a.tx.WorkerToolRows(workerID) {
+		a.delete(store.TableWorkerTools, wt)
 		if len(a.toolServers(wt.Tool)) == 0 {
-			if _, err := a.tx.DeleteAll(store.TableTools, store.IndexID, wt.Tool); err != nil {
-				panic(err)
-			}
+			a.tx.DeleteTool(wt.Tool)
 		}
 	}
 }
@@ -135,16 +120,11 @@ func (a *applier) deregisterWorker(c *fsmpb.DeregisterWorker) *Result {
 	if r := validID("worker id", c.WorkerId); r != nil {
 		return rejected(r)
 	}
-	raw, err := a.tx.First(store.TableWorkers, store.IndexID, c.WorkerId)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	w := a.tx.Worker(c.WorkerId)
+	if w == nil {
 		return rejected(reject(CodeNotFound, "worker %q is not registered", c.WorkerId))
 	}
-	if err := a.tx.Delete(store.TableWorkers, raw); err != nil {
-		panic(err)
-	}
+	a.delete(store.TableWorkers, w)
 	a.dropCatalog(c.WorkerId)
 	return &Result{}
 }
@@ -153,7 +133,7 @@ func (a *applier) deregisterWorker(c *fsmpb.DeregisterWorker) *Result {
 // written before the catalog existed: Workers in id order, the first policy
 // of a tool wins and a Worker that gives it another does not serve it.
 func rebuildCatalog(tx *store.Txn) {
-	if raw, err := tx.First(store.TableWorkerTools, store.IndexID); err != nil || raw != nil {
+	if tx.HasWorkerTools() {
 		return
 	}
 	a := &applier{tx: tx}

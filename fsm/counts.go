@@ -47,17 +47,7 @@ func (s *State) Counts() Counts {
 	return c
 }
 
-func count(s *State, table string) int {
-	it, err := s.tx.Get(table, store.IndexID)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		n++
-	}
-	return n
-}
+func count(s *State, table string) int { return s.tx.Count(table) }
 
 func enumWord(name, prefix string) string {
 	return strings.ToLower(strings.TrimPrefix(name, prefix))

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"fmt"
-	"math"
 
 	"google.golang.org/protobuf/proto"
 
@@ -139,33 +138,25 @@ func (a *applier) purgeSession(c *fsmpb.PurgeSession) *Result {
 	return &Result{SessionID: s.Id}
 }
 
-// sessionTable names a table of rows keyed by session first, and how to seek
-// to a session's first row in it.
+// sessionTable names a table of rows keyed by session first.
 type sessionTable struct {
-	table, index string
-	first        []any // the index arguments after the session id
-	sessionOf    func(raw any) string
+	table string
 }
 
-var sessionTables = []sessionTable{
-	{store.TableSteps, store.IndexSessionNumber, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.Step).SessionId }},
-	{store.TableHistory, store.IndexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.HistoryEntry).SessionId }},
-	{store.TableInbox, store.IndexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.InboxMessage).SessionId }},
-	{store.TableAccepted, store.IndexID, []any{""}, func(raw any) string { return raw.(*fsmpb.AcceptedMessage).SessionId }},
-}
+// sessionTables are what a purge removes of a session, in this order.
+var sessionTables = []sessionTable{{store.TableSteps}, {store.TableHistory}, {store.TableInbox}, {store.TableAccepted}}
 
 // firstRows returns up to limit of the session's rows of t, in index order.
 func firstRows(tx *store.Txn, t sessionTable, sessionID string, limit int) []any {
-	it, err := tx.LowerBound(t.table, t.index, append([]any{sessionID}, t.first...)...)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: seek %s: %v", t.table, err))
+	if limit <= 0 {
+		return nil
 	}
 	var out []any
-	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		if t.sessionOf(raw) != sessionID {
+	for raw := range tx.SessionRowsOf(t.table, sessionID) {
+		out = append(out, raw)
+		if len(out) >= limit {
 			break
 		}
-		out = append(out, raw)
 	}
 	return out
 }
@@ -182,14 +173,7 @@ func (a *applier) sessionRow(id string) *fsmpb.Session {
 // storedSession returns the session's header row itself, to read only; nil
 // when there is none.
 func (a *applier) storedSession(id string) *fsmpb.Session {
-	raw, err := a.tx.First(store.TableSessions, store.IndexID, id)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: read session: %v", err))
-	}
-	if raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.Session)
+	return a.tx.Session(id)
 }
 
 // DeletedSessions returns up to limit deleted sessions whose rows the
@@ -207,13 +191,8 @@ func (s *State) DeletedSessions(limit int) []string {
 // updated first, until fn returns false: a seek on (status, updated_at_ms),
 // the only status index of sessions.
 func eachSessionIn(tx *store.Txn, status fsmpb.SessionStatus, fn func(*fsmpb.Session) bool) {
-	it, err := tx.LowerBound(store.TableSessions, store.IndexStatusUpdated, status, int64(math.MinInt64))
-	if err != nil {
-		panic(fmt.Sprintf("fsm: seek sessions: %v", err))
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		s := raw.(*fsmpb.Session)
-		if s.Status != status || !fn(s) {
+	for s := range tx.SessionsAtRest(status) {
+		if !fn(s) {
 			return
 		}
 	}
@@ -222,18 +201,19 @@ func eachSessionIn(tx *store.Txn, status fsmpb.SessionStatus, fn func(*fsmpb.Ses
 // IdleBefore returns up to limit idle sessions with an empty inbox last
 // updated before ms, the longest idle first: a seek on (status, updated_at_ms).
 func (s *State) IdleBefore(ms int64, limit int) []string {
-	it, err := s.tx.LowerBound(store.TableSessions, store.IndexStatusUpdated, fsmpb.SessionStatus_SESSION_STATUS_IDLE, int64(math.MinInt64))
-	if err != nil {
+	var out []string
+	if limit <= 0 {
 		return nil
 	}
-	var out []string
-	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		sess := raw.(*fsmpb.Session)
-		if sess.Status != fsmpb.SessionStatus_SESSION_STATUS_IDLE || sess.UpdatedAtMs >= ms {
+	for sess := range s.tx.SessionsAtRest(fsmpb.SessionStatus_SESSION_STATUS_IDLE) {
+		if sess.UpdatedAtMs >= ms {
 			break
 		}
 		if sess.InboxCount == 0 {
 			out = append(out, sess.Id)
+			if len(out) >= limit {
+				break
+			}
 		}
 	}
 	return out
@@ -241,6 +221,6 @@ func (s *State) IdleBefore(ms int64, limit int) []string {
 
 // IsDeleted reports whether a session is a tombstone still owed a purge.
 func (s *State) IsDeleted(id string) bool {
-	raw, err := s.tx.First(store.TableSessions, store.IndexID, id)
-	return err == nil && raw != nil && deleted(raw.(*fsmpb.Session))
+	sess := s.tx.Session(id)
+	return sess != nil && deleted(sess)
 }

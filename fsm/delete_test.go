@@ -27,10 +27,11 @@ func rowsOf(f *FSM, id string) map[string]int {
 		out[t.table] = len(firstRows(tx, t, id, 1<<30))
 	}
 	tx.EachEventFrom(id, 0, func(*fsmpb.Event) bool { out[store.TableEvents]++; return true })
-	for _, table := range []string{store.TableEventLogs, store.TableSessions} {
-		if raw, _ := tx.First(table, store.IndexID, id); raw != nil {
-			out[table]++
-		}
+	if tx.EventLog(id) != nil {
+		out[store.TableEventLogs]++
+	}
+	if tx.Session(id) != nil {
+		out[store.TableSessions]++
 	}
 	return out
 }

@@ -96,8 +96,8 @@ func (a *applier) dropFirstEvent(log *fsmpb.EventLog) {
 	}
 	if p.Len() > 1 {
 		a.insert(store.TableEvents, p.WithoutFirst())
-	} else if err := a.tx.Delete(store.TableEvents, p); err != nil {
-		panic(fmt.Sprintf("fsm: delete event page: %v", err))
+	} else {
+		a.delete(store.TableEvents, p)
 	}
 	log.DroppedThrough = ev.Seq
 	log.FirstSeq, log.FirstOrdinal, log.FirstAtMs = 0, 0, 0
@@ -148,13 +148,8 @@ func (a *applier) pruneEvents(c *fsmpb.PruneEvents) *Result {
 		cutoff := a.now - age
 		// Collected first: the tree is not changed while it is iterated.
 		var old []string
-		it, err := a.tx.Get(store.TableEventLogs, store.IndexFirstAt)
-		if err != nil {
-			panic(err)
-		}
-		for raw := it.Next(); raw != nil && len(old) < budget; raw = it.Next() {
-			l := raw.(*fsmpb.EventLog)
-			if l.FirstAtMs >= cutoff {
+		for l := range a.tx.EventLogsByFirstAt() {
+			if len(old) >= budget || l.FirstAtMs >= cutoff {
 				break
 			}
 			old = append(old, l.SessionId)

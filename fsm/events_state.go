@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"github.com/dexhq/dex/fsm/fsmpb"
-	"github.com/dexhq/dex/fsm/store"
 )
 
 // Events returns a session's events with a sequence number above after, in
@@ -40,11 +39,7 @@ func (s *State) EventLog(sessionID string) *fsmpb.EventLog {
 // watches the index node of the session's own events (for a session without
 // any, the nearest node above, which may fire early).
 func (s *State) EventsWatch(sessionID string) <-chan struct{} {
-	it, err := s.tx.Get(store.TableEvents, store.IndexID+"_prefix", sessionID)
-	if err != nil {
-		return nil
-	}
-	return it.WatchCh()
+	return s.tx.EventsWatch(sessionID)
 }
 
 // EventRetention returns the retention in force (zero fields: no limit).
@@ -58,24 +53,22 @@ func (s *State) EventRetention() *fsmpb.EventRetention {
 // OldestKeptEventAt returns the time of the oldest event any session still
 // keeps by its EventLog (ok false when none keeps one).
 func (s *State) OldestKeptEventAt() (int64, bool) {
-	raw, err := s.tx.First(store.TableEventLogs, store.IndexFirstAt)
-	if err != nil || raw == nil {
+	l := s.tx.OldestEventLog()
+	if l == nil {
 		return 0, false
 	}
-	return raw.(*fsmpb.EventLog).FirstAtMs, true
+	return l.FirstAtMs, true
 }
 
 // EventLogsOver returns, in session order, up to limit sessions that keep
 // more than count events. It reads every EventLog: the collector calls it
 // once per retention count it enforces, not per tick.
 func (s *State) EventLogsOver(count uint64, limit int) []string {
-	it, err := s.tx.Get(store.TableEventLogs, store.IndexID)
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		l := raw.(*fsmpb.EventLog)
+	for l := range s.tx.EventLogs() {
+		if len(out) >= limit {
+			break
+		}
 		if l.FirstSeq != 0 && keptCount(l, s.tx.LastEventPage(l.SessionId)) > count {
 			out = append(out, l.SessionId)
 		}

@@ -12,12 +12,8 @@ func (s *State) SessionsByStatus() map[fsmpb.SessionStatus]int {
 	for v := range fsmpb.SessionStatus_name {
 		out[fsmpb.SessionStatus(v)] = 0
 	}
-	it, err := s.tx.Get(store.TableSessions, store.IndexID)
-	if err != nil {
-		return out
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out[raw.(*fsmpb.Session).Status]++
+	for sess := range s.tx.Sessions() {
+		out[sess.Status]++
 	}
 	return out
 }

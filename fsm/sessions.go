@@ -259,15 +259,10 @@ func (a *applier) setNode(c *fsmpb.SetNode) *Result {
 }
 
 func (a *applier) removeNode(c *fsmpb.RemoveNode) *Result {
-	raw, err := a.tx.First(store.TableNodes, store.IndexID, c.NodeId)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	n := a.tx.Node(c.NodeId)
+	if n == nil {
 		return rejected(reject(CodeNotFound, "node %q not found", c.NodeId))
 	}
-	if err := a.tx.Delete(store.TableNodes, raw); err != nil {
-		panic(err)
-	}
+	a.delete(store.TableNodes, n)
 	return &Result{}
 }

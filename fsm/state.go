@@ -24,26 +24,22 @@ func (s *State) Abandoned() <-chan struct{} { return s.abandon }
 
 // Meta returns the cluster-wide counters (epoch, applied index…).
 func (s *State) Meta() *fsmpb.ClusterMeta {
-	raw, err := s.tx.First(store.TableMeta, store.IndexID, store.MetaID)
-	if err != nil || raw == nil {
-		return &fsmpb.ClusterMeta{Id: store.MetaID}
-	}
-	return raw.(*fsmpb.ClusterMeta)
+	return s.tx.Meta()
 }
 
 // Session returns a session or nil (a deleted one is nil too).
 func (s *State) Session(id string) *fsmpb.Session {
-	raw, err := s.tx.First(store.TableSessions, store.IndexID, id)
-	if err != nil || raw == nil || deleted(raw.(*fsmpb.Session)) {
+	sess := s.tx.Session(id)
+	if sess == nil || deleted(sess) {
 		return nil
 	}
-	return raw.(*fsmpb.Session)
+	return sess
 }
 
 // Sessions returns every session in id order, deleted ones left out.
 func (s *State) Sessions() []*fsmpb.Session {
 	var out []*fsmpb.Session
-	for _, sess := range store.All[*fsmpb.Session](s.tx, store.TableSessions, store.IndexID) {
+	for sess := range s.tx.Sessions() {
 		if !deleted(sess) {
 			out = append(out, sess)
 		}
@@ -53,11 +49,7 @@ func (s *State) Sessions() []*fsmpb.Session {
 
 // Step returns a Step or nil.
 func (s *State) Step(id string) *fsmpb.Step {
-	raw, err := s.tx.First(store.TableSteps, store.IndexID, id)
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.Step)
+	return s.tx.Step(id)
 }
 
 // Steps returns the Steps of a session in creation order.
@@ -69,26 +61,14 @@ func (s *State) Steps(sessionID string) []*fsmpb.Step {
 // RunningSteps returns how many attempts run now and a channel closed when
 // a Step starts or stops running.
 func (s *State) RunningSteps() (int, <-chan struct{}) {
-	it, err := s.tx.Get(store.TableSteps, store.IndexStatus, fsmpb.StepStatus_STEP_STATUS_RUNNING)
-	if err != nil {
-		return 0, nil
-	}
-	n := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		n++
-	}
-	return n, it.WatchCh()
+	return s.tx.RunningStepsWatch()
 }
 
 // StepsWithStatus returns the Steps in a status (queued, running, waiting).
 func (s *State) StepsWithStatus(st fsmpb.StepStatus) []*fsmpb.Step {
-	it, err := s.tx.Get(store.TableSteps, store.IndexStatus, st)
-	if err != nil {
-		return nil
-	}
 	var out []*fsmpb.Step
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*fsmpb.Step))
+	for step := range s.tx.LiveSteps(st) {
+		out = append(out, step)
 	}
 	return out
 }
@@ -107,7 +87,7 @@ func (s *State) Workers() []*fsmpb.WorkerInfo {
 func (s *State) WatchSet() memdb.WatchSet {
 	ws := memdb.NewWatchSet()
 	ws.Add(s.abandon)
-	if ch, _, err := s.tx.FirstWatch(store.TableMeta, store.IndexID, store.MetaID); err == nil {
+	if ch := s.tx.MetaWatch(); ch != nil {
 		ws.Add(ch)
 	}
 	return ws
@@ -191,17 +171,9 @@ func (s *State) summarised(sess *fsmpb.Session, to uint64) []*fsmpb.HistoryEntry
 // after, in order, and the number to read on from (0 when none is left). A
 // page also stops once it holds maxBytes, after at least one Step.
 func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) ([]*fsmpb.Step, uint64) {
-	it, err := s.tx.LowerBound(store.TableSteps, store.IndexSessionNumber, sessionID, after+1)
-	if err != nil {
-		return nil, 0
-	}
 	var out []*fsmpb.Step
 	size := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		st := raw.(*fsmpb.Step)
-		if st.SessionId != sessionID {
-			break
-		}
+	for st := range s.tx.SessionSteps(sessionID, after+1) {
 		if len(out) >= limit || (len(out) > 0 && size+proto.Size(st) > maxBytes) {
 			return out, out[len(out)-1].Number
 		}
@@ -214,13 +186,8 @@ func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) (
 // SessionsPage returns up to limit sessions with an id above after, in id
 // order, and the id to read on from ("" when none is left).
 func (s *State) SessionsPage(after string, limit int) ([]*fsmpb.Session, string) {
-	it, err := s.tx.LowerBound(store.TableSessions, store.IndexID, after)
-	if err != nil {
-		return nil, ""
-	}
 	var out []*fsmpb.Session
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		sess := raw.(*fsmpb.Session)
+	for sess := range s.tx.SessionsFrom(after) {
 		if sess.Id == after || deleted(sess) {
 			continue
 		}

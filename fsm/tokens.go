@@ -76,7 +76,7 @@ func (a *applier) createToken(c *fsmpb.CreateToken) *Result {
 	if a.token(t.Id) != nil {
 		return rejected(reject(CodeAlreadyExists, "token %s exists", t.Id))
 	}
-	if raw, err := a.tx.First(store.TableTokens, store.IndexSecret, t.SecretSha256); err != nil || raw != nil {
+	if a.tx.TokenBySecret(t.SecretSha256) != nil {
 		return rejected(reject(CodeAlreadyExists, "a token with this secret exists"))
 	}
 	row := proto.Clone(t).(*fsmpb.AclToken)
@@ -103,26 +103,18 @@ func (a *applier) revokeToken(c *fsmpb.RevokeToken) *Result {
 }
 
 func (a *applier) token(id string) *fsmpb.AclToken {
-	raw, err := a.tx.First(store.TableTokens, store.IndexID, id)
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.AclToken)
+	return a.tx.Token(id)
 }
 
-func (a *applier) anyToken() bool {
-	raw, err := a.tx.First(store.TableTokens, store.IndexID)
-	return err == nil && raw != nil
-}
+func (a *applier) anyToken() bool { return a.tx.HasTokens() }
 
 // TokenBySecretHash returns the token whose secret hashes to sha256Hex, or
 // nil. Revoked tokens are returned too: the caller decides.
 func (s *State) TokenBySecretHash(sha256Hex string) *fsmpb.AclToken {
-	raw, err := s.tx.First(store.TableTokens, store.IndexSecret, sha256Hex)
-	if err != nil || raw == nil {
+	t := s.tx.TokenBySecret(sha256Hex)
+	if t == nil {
 		return nil
 	}
-	t := raw.(*fsmpb.AclToken)
 	// The index lookup already matched; the constant-time compare keeps the
 	// final check from depending on where two hashes first differ.
 	if subtle.ConstantTimeCompare([]byte(t.SecretSha256), []byte(sha256Hex)) != 1 {
@@ -138,6 +130,5 @@ func (s *State) Tokens() []*fsmpb.AclToken {
 
 // HasTokens reports whether any token was ever created (ACL bootstrapped).
 func (s *State) HasTokens() bool {
-	raw, err := s.tx.First(store.TableTokens, store.IndexID)
-	return err == nil && raw != nil
+	return s.tx.HasTokens()
 }

@@ -61,7 +61,7 @@ func persistMeta(w *snapshotWriter, t *stateTable, tx *Txn) error {
 
 // persistEvents writes the events of the stored pages one record each.
 func persistEvents(w *snapshotWriter, t *stateTable, tx *Txn) error {
-	it, err := tx.Get(t.name, IndexID)
+	it, err := tx.get(t.name, IndexID)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 		if t.restore != nil {
 			err = t.restore(rs, row)
 		} else {
-			err = tx.Insert(t.name, row)
+			err = tx.insert(t.name, row)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
@@ -161,7 +161,7 @@ func restoreSession(r *restoring, row proto.Message) error {
 			return err
 		}
 	}
-	return r.tx.Insert(TableSessions, s)
+	return r.tx.insert(TableSessions, s)
 }
 
 // restoreEvent pages an event; those of a format older than 3 are paged
@@ -185,7 +185,7 @@ func splitV1Session(tx *Txn, s *fsmpb.Session) error {
 		if e.Kind == fsmpb.HistoryKind_HISTORY_KIND_SUMMARY {
 			s.LatestSummarySeq = e.Seq
 		}
-		if err := tx.Insert(TableHistory, e); err != nil {
+		if err := tx.insert(TableHistory, e); err != nil {
 			return err
 		}
 	}
@@ -194,13 +194,13 @@ func splitV1Session(tx *Txn, s *fsmpb.Session) error {
 	for _, row := range s.Inbox {
 		row.SessionId, row.Seq = s.Id, s.NextInbox
 		s.NextInbox++
-		if err := tx.Insert(TableInbox, row); err != nil {
+		if err := tx.insert(TableInbox, row); err != nil {
 			return err
 		}
 	}
 	s.InboxCount = uint32(len(s.Inbox))
 	for _, id := range s.SeenMessageIds {
-		if err := tx.Insert(TableAccepted, &fsmpb.AcceptedMessage{SessionId: s.Id, MessageId: id}); err != nil {
+		if err := tx.insert(TableAccepted, &fsmpb.AcceptedMessage{SessionId: s.Id, MessageId: id}); err != nil {
 			return err
 		}
 	}
@@ -231,13 +231,13 @@ func upgradeEvents(tx *Txn, evs []*fsmpb.Event) error {
 		ev.Ordinal = ord
 	}
 	for _, l := range logs {
-		if err := tx.Insert(TableEventLogs, l); err != nil {
+		if err := tx.insert(TableEventLogs, l); err != nil {
 			return err
 		}
 	}
 	// Logs of sessions that keep no event keep only what was dropped.
 	var empty []*fsmpb.EventLog
-	lit, err := tx.Get(TableEventLogs, IndexID)
+	lit, err := tx.get(TableEventLogs, IndexID)
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func upgradeEvents(tx *Txn, evs []*fsmpb.Event) error {
 		}
 	}
 	for _, l := range empty {
-		if err := tx.Insert(TableEventLogs, l); err != nil {
+		if err := tx.insert(TableEventLogs, l); err != nil {
 			return err
 		}
 	}
@@ -298,7 +298,7 @@ func (p *eventPager) flush() error {
 	if len(p.cur) == 0 {
 		return nil
 	}
-	err := p.tx.Insert(TableEvents, NewEventPage(p.cur[0].SessionId, p.cur...))
+	err := p.tx.insert(TableEvents, NewEventPage(p.cur[0].SessionId, p.cur...))
 	p.cur = p.cur[:0]
 	return err
 }

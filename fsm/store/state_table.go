@@ -115,7 +115,7 @@ var rowOptions = proto.MarshalOptions{Deterministic: true}
 
 // rows writes each row of the table in id order as one record.
 func (w *snapshotWriter) rows(t *stateTable, tx *Txn) error {
-	it, err := tx.Get(t.name, IndexID)
+	it, err := tx.get(t.name, IndexID)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ type Txn struct {
 	tx *memdb.Txn
 }
 
-// Iterator walks the rows of an index in order.
-type Iterator interface {
+// iterator walks the rows of an index in order.
+type iterator interface {
 	// Next returns the next row, nil after the last.
 	Next() any
 	// WatchCh is closed when the rows the iterator covers change.
@@ -26,41 +26,12 @@ func (t *Txn) Commit() { t.tx.Commit() }
 // Abort drops a write transaction's changes; after a Commit it does nothing.
 func (t *Txn) Abort() { t.tx.Abort() }
 
-// First returns the first row of an index matching args, or nil.
-func (t *Txn) First(table, index string, args ...any) (any, error) {
-	return t.tx.First(table, index, args...)
-}
+// insert and get are the raw access the snapshot codec uses: it returns
+// errors (a damaged snapshot) where the typed access panics.
+func (t *Txn) insert(table string, row any) error { return t.tx.Insert(table, row) }
 
-// FirstWatch is First with a channel closed when the row changes.
-func (t *Txn) FirstWatch(table, index string, args ...any) (<-chan struct{}, any, error) {
-	return t.tx.FirstWatch(table, index, args...)
-}
-
-// Get iterates the rows of an index matching args.
-func (t *Txn) Get(table, index string, args ...any) (Iterator, error) {
+func (t *Txn) get(table, index string, args ...any) (iterator, error) {
 	return t.tx.Get(table, index, args...)
-}
-
-// LowerBound iterates the rows of an index from the first at or after args.
-func (t *Txn) LowerBound(table, index string, args ...any) (Iterator, error) {
-	return t.tx.LowerBound(table, index, args...)
-}
-
-// ReverseLowerBound iterates the rows of an index backwards from the last
-// at or before args.
-func (t *Txn) ReverseLowerBound(table, index string, args ...any) (Iterator, error) {
-	return t.tx.ReverseLowerBound(table, index, args...)
-}
-
-// Insert writes a row, replacing the one with its id.
-func (t *Txn) Insert(table string, row any) error { return t.tx.Insert(table, row) }
-
-// Delete removes a row.
-func (t *Txn) Delete(table string, row any) error { return t.tx.Delete(table, row) }
-
-// DeleteAll removes the rows of an index matching args and returns how many.
-func (t *Txn) DeleteAll(table, index string, args ...any) (int, error) {
-	return t.tx.DeleteAll(table, index, args...)
 }
 
 // Put writes a row; an error is a schema bug, so it panics.
