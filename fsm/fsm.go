@@ -1,6 +1,11 @@
 // Package fsm is Dex's replicated state machine: sessions, turns, Steps and
 // attempts. Apply is deterministic: time comes in the command, iteration is in
 // index order, and nothing here reads a clock, draws a random number or does I/O.
+//
+// This package holds the command table and the rules (turns, Steps,
+// attempts, pauses, budgets, tokens, the catalog, agents) and State, the read
+// API. The rows they decide on are kept by package fsm/store: its schema and
+// table registry, keys and indexes, typed row access and the snapshot codec.
 package fsm
 
 import (
