@@ -25,7 +25,7 @@ func lookup[T any](t *Txn, table, index string, args ...any) T {
 // scan iterates the rows of an index matching args, in index order.
 func scan[T any](t *Txn, table, index string, args ...any) iter.Seq[T] {
 	return func(yield func(T) bool) {
-		it, err := t.tx.Get(table, index, args...)
+		it, err := t.mem().Get(table, index, args...)
 		if err != nil {
 			panic(fmt.Sprintf("store: read %s: %v", table, err))
 		}
@@ -40,7 +40,7 @@ func scan[T any](t *Txn, table, index string, args ...any) iter.Seq[T] {
 // from iterates the rows of an index from the first at or after args.
 func from[T any](t *Txn, table, index string, args ...any) iter.Seq[T] {
 	return func(yield func(T) bool) {
-		it, err := t.tx.LowerBound(table, index, args...)
+		it, err := t.mem().LowerBound(table, index, args...)
 		if err != nil {
 			panic(fmt.Sprintf("store: seek %s: %v", table, err))
 		}
@@ -86,7 +86,7 @@ func (t *Txn) WorkerToolRows(workerID string) []*fsmpb.WorkerTool {
 
 // DeleteTool removes a tool's policy row, if there is one.
 func (t *Txn) DeleteTool(name string) {
-	if _, err := t.tx.DeleteAll(TableTools, IndexID, name); err != nil {
+	if _, err := t.mem().DeleteAll(TableTools, IndexID, name); err != nil {
 		panic(fmt.Sprintf("store: delete %s: %v", TableTools, err))
 	}
 }
@@ -121,7 +121,7 @@ func (t *Txn) LiveSteps(st fsmpb.StepStatus) iter.Seq[*fsmpb.Step] {
 // RunningStepsWatch counts the running Steps and returns a channel closed
 // when a Step starts or stops running.
 func (t *Txn) RunningStepsWatch() (int, <-chan struct{}) {
-	it, err := t.tx.Get(TableSteps, IndexStatus, fsmpb.StepStatus_STEP_STATUS_RUNNING)
+	it, err := t.mem().Get(TableSteps, IndexStatus, fsmpb.StepStatus_STEP_STATUS_RUNNING)
 	if err != nil {
 		panic(fmt.Sprintf("store: read %s: %v", TableSteps, err))
 	}
@@ -183,7 +183,7 @@ func (t *Txn) EventLogsByFirstAt() iter.Seq[*fsmpb.EventLog] {
 // change: it watches the index node of the session's own pages (for a
 // session without any, the nearest node above, which may fire early).
 func (t *Txn) EventsWatch(sessionID string) <-chan struct{} {
-	it, err := t.tx.Get(TableEvents, IndexID+"_prefix", sessionID)
+	it, err := t.mem().Get(TableEvents, IndexID+"_prefix", sessionID)
 	if err != nil {
 		return nil
 	}
@@ -193,7 +193,7 @@ func (t *Txn) EventsWatch(sessionID string) <-chan struct{} {
 // MetaWatch returns a channel closed when the meta row is written: on
 // every applied entry.
 func (t *Txn) MetaWatch() <-chan struct{} {
-	ch, _, err := t.tx.FirstWatch(TableMeta, IndexID, MetaID)
+	ch, _, err := t.mem().FirstWatch(TableMeta, IndexID, MetaID)
 	if err != nil {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (t *Txn) MetaWatch() <-chan struct{} {
 // TableWatch returns the rows of a table in id order and a channel closed
 // when the table changes.
 func TableWatch[T any](t *Txn, table string) ([]T, <-chan struct{}) {
-	it, err := t.tx.Get(table, IndexID)
+	it, err := t.mem().Get(table, IndexID)
 	if err != nil {
 		return nil, nil
 	}
@@ -223,7 +223,7 @@ func (t *Txn) SessionRowsOf(table, sessionID string) iter.Seq[any] {
 		first = ""
 	}
 	return func(yield func(any) bool) {
-		it, err := t.tx.LowerBound(table, IndexID, sessionID, first)
+		it, err := t.mem().LowerBound(table, IndexID, sessionID, first)
 		if err != nil {
 			panic(fmt.Sprintf("store: seek %s: %v", table, err))
 		}

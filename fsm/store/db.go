@@ -24,7 +24,7 @@ func New(r Routing) *DB {
 
 // Txn starts a transaction: a write one (one at a time, the caller
 // serialises them) or a read one, an immutable view that never waits.
-func (d *DB) Txn(write bool) *Txn { return &Txn{tx: d.db.Txn(write)} }
+func (d *DB) Txn(write bool) *Txn { return (*Txn)(d.db.Txn(write)) }
 
 // Abandoned is closed once Abandon is called.
 func (d *DB) Abandoned() <-chan struct{} { return d.abandon }

@@ -12,7 +12,7 @@ import (
 // An index error can only be a schema bug, so it panics.
 
 func (t *Txn) first(table, index string, args ...any) any {
-	raw, err := t.tx.First(table, index, args...)
+	raw, err := t.mem().First(table, index, args...)
 	if err != nil {
 		panic(fmt.Sprintf("store: read %s: %v", table, err))
 	}
@@ -80,7 +80,7 @@ func (t *Txn) EventLog(sessionID string) *fsmpb.EventLog {
 // SessionRows calls fn for the session's rows of a (session, seq) table
 // (history, inbox) with seq >= from, in seq order, until fn returns false.
 func (t *Txn) SessionRows(table, sessionID string, from uint64, fn func(raw any) bool) {
-	it, err := t.tx.LowerBound(table, IndexID, sessionID, from)
+	it, err := t.mem().LowerBound(table, IndexID, sessionID, from)
 	if err != nil {
 		panic(fmt.Sprintf("store: read %s: %v", table, err))
 	}
@@ -107,7 +107,7 @@ func (t *Txn) HistoryBefore(sessionID string, seq uint64) *fsmpb.HistoryEntry {
 	if seq == 0 {
 		return nil
 	}
-	it, err := t.tx.ReverseLowerBound(TableHistory, IndexID, sessionID, seq-1)
+	it, err := t.mem().ReverseLowerBound(TableHistory, IndexID, sessionID, seq-1)
 	if err != nil {
 		panic(fmt.Sprintf("store: read history: %v", err))
 	}
@@ -152,7 +152,7 @@ func EntrySize(e *fsmpb.HistoryEntry) uint64 {
 // PageAtOrBefore returns the session's page with the highest key not above
 // seq (the one that holds seq if it is kept), or nil.
 func (t *Txn) PageAtOrBefore(sessionID string, seq uint64) *EventPage {
-	it, err := t.tx.ReverseLowerBound(TableEvents, IndexID, sessionID, seq)
+	it, err := t.mem().ReverseLowerBound(TableEvents, IndexID, sessionID, seq)
 	if err != nil {
 		panic(fmt.Sprintf("store: seek events: %v", err))
 	}
@@ -176,7 +176,7 @@ func (t *Txn) EachEventFrom(sessionID string, from uint64, fn func(*fsmpb.Event)
 	if p := t.PageAtOrBefore(sessionID, from); p != nil {
 		start = p.Key
 	}
-	it, err := t.tx.LowerBound(TableEvents, IndexID, sessionID, start)
+	it, err := t.mem().LowerBound(TableEvents, IndexID, sessionID, start)
 	if err != nil {
 		panic(fmt.Sprintf("store: seek events: %v", err))
 	}

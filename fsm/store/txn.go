@@ -8,9 +8,12 @@ import (
 
 // Txn is a transaction on the store. Rows it returns are shared with the
 // store and with readers: a caller clones one before it changes it.
-type Txn struct {
-	tx *memdb.Txn
-}
+//
+// It is go-memdb's transaction under another name, so wrapping one costs
+// nothing.
+type Txn memdb.Txn
+
+func (t *Txn) mem() *memdb.Txn { return (*memdb.Txn)(t) }
 
 // iterator walks the rows of an index in order.
 type iterator interface {
@@ -21,36 +24,36 @@ type iterator interface {
 }
 
 // Commit makes a write transaction's changes visible.
-func (t *Txn) Commit() { t.tx.Commit() }
+func (t *Txn) Commit() { t.mem().Commit() }
 
 // Abort drops a write transaction's changes; after a Commit it does nothing.
-func (t *Txn) Abort() { t.tx.Abort() }
+func (t *Txn) Abort() { t.mem().Abort() }
 
 // insert and get are the raw access the snapshot codec uses: it returns
 // errors (a damaged snapshot) where the typed access panics.
-func (t *Txn) insert(table string, row any) error { return t.tx.Insert(table, row) }
+func (t *Txn) insert(table string, row any) error { return t.mem().Insert(table, row) }
 
 func (t *Txn) get(table, index string, args ...any) (iterator, error) {
-	return t.tx.Get(table, index, args...)
+	return t.mem().Get(table, index, args...)
 }
 
 // Put writes a row; an error is a schema bug, so it panics.
 func (t *Txn) Put(table string, row any) {
-	if err := t.tx.Insert(table, row); err != nil {
+	if err := t.mem().Insert(table, row); err != nil {
 		panic(fmt.Sprintf("store: insert %s: %v", table, err))
 	}
 }
 
 // Remove deletes a row; an error (a row not there, a schema bug) panics.
 func (t *Txn) Remove(table string, row any) {
-	if err := t.tx.Delete(table, row); err != nil {
+	if err := t.mem().Delete(table, row); err != nil {
 		panic(fmt.Sprintf("store: delete %s: %v", table, err))
 	}
 }
 
 // All returns the rows of a table's index in order.
 func All[T any](t *Txn, table, index string) []T {
-	it, err := t.tx.Get(table, index)
+	it, err := t.mem().Get(table, index)
 	if err != nil {
 		return nil
 	}
@@ -63,7 +66,7 @@ func All[T any](t *Txn, table, index string) []T {
 
 // Count returns how many rows a table holds.
 func (t *Txn) Count(table string) int {
-	it, err := t.tx.Get(table, IndexID)
+	it, err := t.mem().Get(table, IndexID)
 	if err != nil {
 		return 0
 	}
