@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // Adopt copies a state snapshot (a backup's) from r to w for a restore into
@@ -24,12 +25,12 @@ import (
 //
 // It reads r to the end and fails on a snapshot that does not decode.
 func Adopt(r io.Reader, w io.Writer, into *State) error {
-	sr, err := newSnapshotReader(r)
+	sr, err := store.NewSnapshotReader(r)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriter(w)
-	if _, err := bw.Write(sr.header()); err != nil {
+	if _, err := bw.Write(sr.Header()); err != nil {
 		return err
 	}
 	opts := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}
@@ -40,7 +41,7 @@ func Adopt(r io.Reader, w io.Writer, into *State) error {
 	cur := into.Meta()
 	sawMeta := false
 	for {
-		rec, err := sr.next()
+		rec, err := sr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -50,7 +51,7 @@ func Adopt(r io.Reader, w io.Writer, into *State) error {
 		switch v := rec.Record.(type) {
 		case *fsmpb.SnapshotRecord_Meta:
 			if sawMeta {
-				return fmt.Errorf("%w: record %d: a second meta record", ErrBadSnapshot, sr.n-1)
+				return fmt.Errorf("%w: record %d: a second meta record", ErrBadSnapshot, sr.Read()-1)
 			}
 			sawMeta = true
 			m := proto.Clone(v.Meta).(*fsmpb.ClusterMeta)

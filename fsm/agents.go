@@ -14,15 +14,6 @@ import (
 // for (none listed: every agent). A Step goes only to a Worker that serves
 // its agent, matched exactly: a Worker of "bot@2" never runs "bot@1".
 
-// Index names of the agent routing.
-const (
-	// indexModelAgent: workers by each agent whose model they run.
-	indexModelAgent = "model_agent"
-	// indexQueue: queued Steps by (runner, tool, agent), the broker's ready
-	// queue of each: the queued part of the live Steps index (schema.go).
-	indexQueue = indexStatus
-)
-
 // DefaultAgentName is how people see the default agent ("").
 const DefaultAgentName = "the default agent"
 
@@ -107,13 +98,9 @@ func ServesAgent(agents []string, agent string) bool {
 // ModelServers returns the ids of the live Workers that run an agent's
 // model, in id order (index read).
 func (s *State) ModelServers(agent string) []string {
-	it, err := s.tx.Get(tableWorkers, indexModelAgent, agent)
-	if err != nil {
-		return nil
-	}
 	var ids []string
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		ids = append(ids, raw.(*fsmpb.WorkerInfo).Id)
+	for w := range s.tx.ModelWorkers(agent) {
+		ids = append(ids, w.Id)
 	}
 	return ids
 }
@@ -121,13 +108,9 @@ func (s *State) ModelServers(agent string) []string {
 // ToolServersFor returns the ids of the live Workers serving a tool for an
 // agent, in id order (a read of the tool's rows).
 func (s *State) ToolServersFor(tool, agent string) []string {
-	it, err := s.tx.Get(tableWorkerTools, indexTool, tool)
-	if err != nil {
-		return nil
-	}
 	var ids []string
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		if wt := raw.(*fsmpb.WorkerTool); ServesAgent(wt.Agents, agent) {
+	for wt := range s.tx.ToolRows(tool) {
+		if ServesAgent(wt.Agents, agent) {
 			ids = append(ids, wt.WorkerId)
 		}
 	}
@@ -171,50 +154,9 @@ func unservedReason(st *fsmpb.Step, toolServed bool) string {
 // QueuedStepsFor returns the queued Steps of one ready queue: the model
 // Steps of an agent (model set) or one tool's Steps of an agent (index read).
 func (s *State) QueuedStepsFor(model bool, tool, agent string) []*fsmpb.Step {
-	it, err := s.tx.Get(tableSteps, indexQueue, model, tool, agent)
-	if err != nil {
-		return nil
-	}
 	var out []*fsmpb.Step
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*fsmpb.Step))
+	for st := range s.tx.QueueSteps(model, tool, agent) {
+		out = append(out, st)
 	}
 	return out
-}
-
-// modelAgentIndexer indexes a Worker under each agent whose model it runs.
-type modelAgentIndexer struct{}
-
-func (modelAgentIndexer) FromObject(obj any) (bool, [][]byte, error) {
-	w, ok := obj.(*fsmpb.WorkerInfo)
-	if !ok {
-		return false, nil, fmt.Errorf("model agent index: %T is not a WorkerInfo", obj)
-	}
-	agents := ModelAgents(w)
-	keys := make([][]byte, 0, len(agents))
-	for _, ag := range agents {
-		keys = append(keys, []byte(ag+"\x00"))
-	}
-	return len(keys) > 0, keys, nil
-}
-
-func (modelAgentIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("model agent index takes one argument, got %d", len(args))
-	}
-	ag, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("model agent index argument must be a string, got %T", args[0])
-	}
-	return []byte(ag + "\x00"), nil
-}
-
-// queueIndexKey is a ready queue's part of a queued dispatched Step's key in
-// the live Steps index: runner, tool, agent.
-func queueIndexKey(model bool, tool, agent string) []byte {
-	runner := byte('t')
-	if model {
-		runner = 'm'
-	}
-	return append([]byte{runner}, tool+"\x00"+agent+"\x00"...)
 }

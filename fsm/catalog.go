@@ -4,33 +4,24 @@ import (
 	"fmt"
 	"strings"
 
-	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // The tool catalog: one row per tool name holding its policy (a ToolSpec),
 // and one row per (tool, live Worker serving it). Every live Worker serving a
 // tool agrees on its policy; the row goes with the last of them.
-const (
-	tableTools       = "tools"
-	tableWorkerTools = "worker_tools"
-	indexWorker      = "worker"
-	indexTool        = "tool"
-)
 
 // toolSpec finds a tool of the catalog by name (nil when no live Worker
 // serves it).
 func (a *applier) toolSpec(name string) *fsmpb.ToolSpec {
-	raw, err := a.tx.First(tableTools, indexID, name)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	t := a.tx.Tool(name)
+	if t == nil {
 		return nil
 	}
-	return proto.Clone(raw.(*fsmpb.ToolSpec)).(*fsmpb.ToolSpec)
+	return proto.Clone(t).(*fsmpb.ToolSpec)
 }
 
 // toolServers returns the ids of the live Workers serving a tool, in id order.
@@ -59,29 +50,17 @@ func (a *applier) checkCatalog(workerID string, tools []*fsmpb.ToolSpec) *Reject
 func (a *applier) putCatalog(workerID string, tools []*fsmpb.ToolSpec) {
 	a.dropCatalog(workerID)
 	for _, t := range tools {
-		a.insert(tableTools, catalogSpec(t)) // the same policy as any other server's, or the only server
-		a.insert(tableWorkerTools, &fsmpb.WorkerTool{Tool: t.Name, WorkerId: workerID, Agents: t.Agents})
+		a.insert(store.TableTools, catalogSpec(t)) // the same policy as any other server's, or the only server
+		a.insert(store.TableWorkerTools, &fsmpb.WorkerTool{Tool: t.Name, WorkerId: workerID, Agents: t.Agents})
 	}
 }
 
 // dropCatalog removes a Worker's rows, and every tool it was the last to serve.
 func (a *applier) dropCatalog(workerID string) {
-	it, err := a.tx.Get(tableWorkerTools, indexWorker, workerID)
-	if err != nil {
-		panic(err)
-	}
-	var rows []*fsmpb.WorkerTool
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		rows = append(rows, raw.(*fsmpb.WorkerTool))
-	}
-	for _, wt := range rows {
-		if err := a.tx.Delete(tableWorkerTools, wt); err != nil {
-			panic(err)
-		}
+	for _, wt := range a.tx.WorkerToolRows(workerID) {
+		a.delete(store.TableWorkerTools, wt)
 		if len(a.toolServers(wt.Tool)) == 0 {
-			if _, err := a.tx.DeleteAll(tableTools, indexID, wt.Tool); err != nil {
-				panic(err)
-			}
+			a.tx.DeleteTool(wt.Tool)
 		}
 	}
 }
@@ -141,16 +120,11 @@ func (a *applier) deregisterWorker(c *fsmpb.DeregisterWorker) *Result {
 	if r := validID("worker id", c.WorkerId); r != nil {
 		return rejected(r)
 	}
-	raw, err := a.tx.First(tableWorkers, indexID, c.WorkerId)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	w := a.tx.Worker(c.WorkerId)
+	if w == nil {
 		return rejected(reject(CodeNotFound, "worker %q is not registered", c.WorkerId))
 	}
-	if err := a.tx.Delete(tableWorkers, raw); err != nil {
-		panic(err)
-	}
+	a.delete(store.TableWorkers, w)
 	a.dropCatalog(c.WorkerId)
 	return &Result{}
 }
@@ -158,19 +132,19 @@ func (a *applier) deregisterWorker(c *fsmpb.DeregisterWorker) *Result {
 // rebuildCatalog fills an empty catalog from the Workers of a snapshot
 // written before the catalog existed: Workers in id order, the first policy
 // of a tool wins and a Worker that gives it another does not serve it.
-func rebuildCatalog(tx *memdb.Txn) {
-	if raw, err := tx.First(tableWorkerTools, indexID); err != nil || raw != nil {
+func rebuildCatalog(tx *store.Txn) {
+	if tx.HasWorkerTools() {
 		return
 	}
 	a := &applier{tx: tx}
-	for _, w := range all[*fsmpb.WorkerInfo](tx, tableWorkers, indexID) {
+	for _, w := range store.All[*fsmpb.WorkerInfo](tx, store.TableWorkers, store.IndexID) {
 		for _, t := range w.Tools {
 			if cur := a.toolSpec(t.Name); cur == nil {
-				a.insert(tableTools, catalogSpec(t))
+				a.insert(store.TableTools, catalogSpec(t))
 			} else if !samePolicy(cur, t) {
 				continue
 			}
-			a.insert(tableWorkerTools, &fsmpb.WorkerTool{Tool: t.Name, WorkerId: w.Id, Agents: t.Agents})
+			a.insert(store.TableWorkerTools, &fsmpb.WorkerTool{Tool: t.Name, WorkerId: w.Id, Agents: t.Agents})
 		}
 	}
 }

@@ -2,66 +2,45 @@ package fsm
 
 import (
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // Tool returns a tool of the catalog (its policy) or nil when no live Worker
 // serves it.
 func (s *State) Tool(name string) *fsmpb.ToolSpec {
-	raw, err := s.tx.First(tableTools, indexID, name)
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.ToolSpec)
+	return s.tx.Tool(name)
 }
 
 // Tools returns the catalog in name order.
-func (s *State) Tools() []*fsmpb.ToolSpec { return all[*fsmpb.ToolSpec](s.tx, tableTools, indexID) }
+func (s *State) Tools() []*fsmpb.ToolSpec {
+	return store.All[*fsmpb.ToolSpec](s.tx, store.TableTools, store.IndexID)
+}
 
 // ToolServers returns the ids of the live Workers serving a tool, in id order.
 func (s *State) ToolServers(name string) []string {
-	it, err := s.tx.Get(tableWorkerTools, indexTool, name)
-	if err != nil {
-		return nil
-	}
 	var ids []string
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		ids = append(ids, raw.(*fsmpb.WorkerTool).WorkerId)
+	for wt := range s.tx.ToolRows(name) {
+		ids = append(ids, wt.WorkerId)
 	}
 	return ids
 }
 
 // Worker returns a registered Worker or nil.
 func (s *State) Worker(id string) *fsmpb.WorkerInfo {
-	raw, err := s.tx.First(tableWorkers, indexID, id)
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.WorkerInfo)
+	return s.tx.Worker(id)
 }
 
 // WorkersWatch returns the registered Workers and a channel closed when the
 // Workers table changes.
 func (s *State) WorkersWatch() ([]*fsmpb.WorkerInfo, <-chan struct{}) {
-	it, err := s.tx.Get(tableWorkers, indexID)
-	if err != nil {
-		return nil, nil
-	}
-	var out []*fsmpb.WorkerInfo
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*fsmpb.WorkerInfo))
-	}
-	return out, it.WatchCh()
+	return store.TableWatch[*fsmpb.WorkerInfo](s.tx, store.TableWorkers)
 }
 
 // QueuedStepsOfTool returns the queued Steps of a tool (index read).
 func (s *State) QueuedStepsOfTool(tool string) []*fsmpb.Step {
-	it, err := s.tx.Get(tableSteps, indexQueue+"_prefix", false, tool)
-	if err != nil {
-		return nil
-	}
 	var out []*fsmpb.Step
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*fsmpb.Step))
+	for st := range s.tx.ToolQueueSteps(tool) {
+		out = append(out, st)
 	}
 	return out
 }

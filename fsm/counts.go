@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // Counts are the sizes of the state's tables, for an operator's look at a
@@ -27,36 +28,26 @@ type Counts struct {
 // Counts counts every table.
 func (s *State) Counts() Counts {
 	c := Counts{Sessions: map[string]int{}, Steps: map[string]int{}}
-	for _, sess := range all[*fsmpb.Session](s.tx, tableSessions, indexID) {
+	for _, sess := range store.All[*fsmpb.Session](s.tx, store.TableSessions, store.IndexID) {
 		c.Sessions[enumWord(sess.Status.String(), "SESSION_STATUS_")]++
 	}
-	for _, st := range all[*fsmpb.Step](s.tx, tableSteps, indexID) {
+	for _, st := range store.All[*fsmpb.Step](s.tx, store.TableSteps, store.IndexID) {
 		c.Steps[enumWord(st.Status.String(), "STEP_STATUS_")]++
 	}
-	c.History = count(s, tableHistory)
-	c.Inbox = count(s, tableInbox)
-	c.AcceptedIDs = count(s, tableAccepted)
-	for _, p := range all[*eventPage](s.tx, tableEvents, indexID) {
-		c.Events += p.len()
+	c.History = count(s, store.TableHistory)
+	c.Inbox = count(s, store.TableInbox)
+	c.AcceptedIDs = count(s, store.TableAccepted)
+	for _, p := range store.All[*store.EventPage](s.tx, store.TableEvents, store.IndexID) {
+		c.Events += p.Len()
 	}
-	c.Workers = count(s, tableWorkers)
-	c.Tools = count(s, tableTools)
-	c.Nodes = count(s, tableNodes)
+	c.Workers = count(s, store.TableWorkers)
+	c.Tools = count(s, store.TableTools)
+	c.Nodes = count(s, store.TableNodes)
 	c.TimersPending = len(s.WaitingTimers())
 	return c
 }
 
-func count(s *State, table string) int {
-	it, err := s.tx.Get(table, indexID)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		n++
-	}
-	return n
-}
+func count(s *State, table string) int { return s.tx.Count(table) }
 
 func enumWord(name, prefix string) string {
 	return strings.ToLower(strings.TrimPrefix(name, prefix))

@@ -2,12 +2,11 @@ package fsm
 
 import (
 	"fmt"
-	"math"
 
-	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // Sessions have a lifecycle, collected as Nomad's core scheduler collects
@@ -23,51 +22,10 @@ const (
 	MaxPurgeRows = 1000
 	// MaxExpireSessions bounds the sessions one ExpireSessions names.
 	MaxExpireSessions = 100
-
-	// indexStatusUpdated: sessions at rest (idle, errored, paused,
-	// deleted) by (status, updated_at_ms), so the retention finds the
-	// longest-idle sessions and the leader the errored and deleted ones
-	// without a scan. A running or waiting session is not in it: its turn
-	// writes it at every step, and nothing looks for sessions in a turn.
-	indexStatusUpdated = "status_updated"
 )
 
 // inTurn reports whether a session's status is one of a turn under way.
-func inTurn(st fsmpb.SessionStatus) bool {
-	return st == fsmpb.SessionStatus_SESSION_STATUS_RUNNING || st == fsmpb.SessionStatus_SESSION_STATUS_WAITING
-}
-
-type restingSessionIndexer struct{}
-
-func restingKey(st fsmpb.SessionStatus, updatedAtMs int64) []byte {
-	return append([]byte{byte(st)}, dueKey(updatedAtMs)...)
-}
-
-func (restingSessionIndexer) FromObject(obj any) (bool, []byte, error) {
-	s, ok := obj.(*fsmpb.Session)
-	if !ok {
-		return false, nil, fmt.Errorf("session status index: %T is not a Session", obj)
-	}
-	if inTurn(s.Status) {
-		return false, nil, nil
-	}
-	return true, restingKey(s.Status, s.UpdatedAtMs), nil
-}
-
-func (restingSessionIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 2 {
-		return nil, fmt.Errorf("session status index takes (status, updated_at_ms), got %d arguments", len(args))
-	}
-	st, ok1 := args[0].(fsmpb.SessionStatus)
-	at, ok2 := args[1].(int64)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("session status index takes (SessionStatus, int64), got (%T, %T)", args[0], args[1])
-	}
-	if inTurn(st) {
-		return nil, fmt.Errorf("session status index holds sessions at rest, not %s ones", st)
-	}
-	return restingKey(st, at), nil
-}
+func inTurn(st fsmpb.SessionStatus) bool { return store.InTurn(st) }
 
 func deleted(s *fsmpb.Session) bool {
 	return s.Status == fsmpb.SessionStatus_SESSION_STATUS_DELETED
@@ -161,52 +119,44 @@ func (a *applier) purgeSession(c *fsmpb.PurgeSession) *Result {
 		a.dropFirstEvent(log)
 		budget--
 	}
-	hasLog := eventLogRow(a.tx, s.Id)
+	hasLog := a.tx.EventLog(s.Id)
 	need := 1 // the header
 	if hasLog != nil {
 		need = 2
 	}
 	if log.FirstSeq != 0 || budget < need {
 		if hasLog != nil {
-			a.insert(tableEventLogs, log)
+			a.insert(store.TableEventLogs, log)
 		}
 		return &Result{SessionID: s.Id}
 	}
 	if hasLog != nil {
-		a.delete(tableEventLogs, log)
+		a.delete(store.TableEventLogs, log)
 	}
-	a.delete(tableSessions, s)
+	a.delete(store.TableSessions, s)
 	a.touched.session(s.Id)
 	return &Result{SessionID: s.Id}
 }
 
-// sessionTable names a table of rows keyed by session first, and how to seek
-// to a session's first row in it.
+// sessionTable names a table of rows keyed by session first.
 type sessionTable struct {
-	table, index string
-	first        []any // the index arguments after the session id
-	sessionOf    func(raw any) string
+	table string
 }
 
-var sessionTables = []sessionTable{
-	{tableSteps, indexSessionNumber, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.Step).SessionId }},
-	{tableHistory, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.HistoryEntry).SessionId }},
-	{tableInbox, indexID, []any{uint64(0)}, func(raw any) string { return raw.(*fsmpb.InboxMessage).SessionId }},
-	{tableAccepted, indexID, []any{""}, func(raw any) string { return raw.(*fsmpb.AcceptedMessage).SessionId }},
-}
+// sessionTables are what a purge removes of a session, in this order.
+var sessionTables = []sessionTable{{store.TableSteps}, {store.TableHistory}, {store.TableInbox}, {store.TableAccepted}}
 
 // firstRows returns up to limit of the session's rows of t, in index order.
-func firstRows(tx *memdb.Txn, t sessionTable, sessionID string, limit int) []any {
-	it, err := tx.LowerBound(t.table, t.index, append([]any{sessionID}, t.first...)...)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: seek %s: %v", t.table, err))
+func firstRows(tx *store.Txn, t sessionTable, sessionID string, limit int) []any {
+	if limit <= 0 {
+		return nil
 	}
 	var out []any
-	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		if t.sessionOf(raw) != sessionID {
+	for raw := range tx.SessionRowsOf(t.table, sessionID) {
+		out = append(out, raw)
+		if len(out) >= limit {
 			break
 		}
-		out = append(out, raw)
 	}
 	return out
 }
@@ -223,14 +173,7 @@ func (a *applier) sessionRow(id string) *fsmpb.Session {
 // storedSession returns the session's header row itself, to read only; nil
 // when there is none.
 func (a *applier) storedSession(id string) *fsmpb.Session {
-	raw, err := a.tx.First(tableSessions, indexID, id)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: read session: %v", err))
-	}
-	if raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.Session)
+	return a.tx.Session(id)
 }
 
 // DeletedSessions returns up to limit deleted sessions whose rows the
@@ -247,14 +190,9 @@ func (s *State) DeletedSessions(limit int) []string {
 // eachSessionIn calls fn with the sessions in a status, least recently
 // updated first, until fn returns false: a seek on (status, updated_at_ms),
 // the only status index of sessions.
-func eachSessionIn(tx *memdb.Txn, status fsmpb.SessionStatus, fn func(*fsmpb.Session) bool) {
-	it, err := tx.LowerBound(tableSessions, indexStatusUpdated, status, int64(math.MinInt64))
-	if err != nil {
-		panic(fmt.Sprintf("fsm: seek sessions: %v", err))
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		s := raw.(*fsmpb.Session)
-		if s.Status != status || !fn(s) {
+func eachSessionIn(tx *store.Txn, status fsmpb.SessionStatus, fn func(*fsmpb.Session) bool) {
+	for s := range tx.SessionsAtRest(status) {
+		if !fn(s) {
 			return
 		}
 	}
@@ -263,18 +201,19 @@ func eachSessionIn(tx *memdb.Txn, status fsmpb.SessionStatus, fn func(*fsmpb.Ses
 // IdleBefore returns up to limit idle sessions with an empty inbox last
 // updated before ms, the longest idle first: a seek on (status, updated_at_ms).
 func (s *State) IdleBefore(ms int64, limit int) []string {
-	it, err := s.tx.LowerBound(tableSessions, indexStatusUpdated, fsmpb.SessionStatus_SESSION_STATUS_IDLE, int64(math.MinInt64))
-	if err != nil {
+	var out []string
+	if limit <= 0 {
 		return nil
 	}
-	var out []string
-	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		sess := raw.(*fsmpb.Session)
-		if sess.Status != fsmpb.SessionStatus_SESSION_STATUS_IDLE || sess.UpdatedAtMs >= ms {
+	for sess := range s.tx.SessionsAtRest(fsmpb.SessionStatus_SESSION_STATUS_IDLE) {
+		if sess.UpdatedAtMs >= ms {
 			break
 		}
 		if sess.InboxCount == 0 {
 			out = append(out, sess.Id)
+			if len(out) >= limit {
+				break
+			}
 		}
 	}
 	return out
@@ -282,6 +221,6 @@ func (s *State) IdleBefore(ms int64, limit int) []string {
 
 // IsDeleted reports whether a session is a tombstone still owed a purge.
 func (s *State) IsDeleted(id string) bool {
-	raw, err := s.tx.First(tableSessions, indexID, id)
-	return err == nil && raw != nil && deleted(raw.(*fsmpb.Session))
+	sess := s.tx.Session(id)
+	return sess != nil && deleted(sess)
 }

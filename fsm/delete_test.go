@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 func deleteCmd(id string) *fsmpb.Command {
@@ -25,11 +26,12 @@ func rowsOf(f *FSM, id string) map[string]int {
 	for _, t := range sessionTables {
 		out[t.table] = len(firstRows(tx, t, id, 1<<30))
 	}
-	eachEventFrom(tx, id, 0, func(*fsmpb.Event) bool { out[tableEvents]++; return true })
-	for _, table := range []string{tableEventLogs, tableSessions} {
-		if raw, _ := tx.First(table, indexID, id); raw != nil {
-			out[table]++
-		}
+	tx.EachEventFrom(id, 0, func(*fsmpb.Event) bool { out[store.TableEvents]++; return true })
+	if tx.EventLog(id) != nil {
+		out[store.TableEventLogs]++
+	}
+	if tx.Session(id) != nil {
+		out[store.TableSessions]++
 	}
 	return out
 }
@@ -159,7 +161,7 @@ func TestPurgeSession_BoundedPerCommandUntilEveryRowIsGone(t *testing.T) {
 	d.f.opts.OnApplied = func(a *Applied) { applied = append(applied, a) }
 	other := rowsOf(d.f, "other")
 	before := rowsOf(d.f, "doomed")
-	for _, table := range []string{tableSteps, tableHistory, tableInbox, tableAccepted, tableEvents, tableEventLogs, tableSessions} {
+	for _, table := range []string{store.TableSteps, store.TableHistory, store.TableInbox, store.TableAccepted, store.TableEvents, store.TableEventLogs, store.TableSessions} {
 		if before[table] == 0 {
 			t.Fatalf("the fixture has no %s rows: %v", table, before)
 		}

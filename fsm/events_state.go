@@ -11,7 +11,7 @@ func (s *State) Events(sessionID string, after uint64) []*fsmpb.Event {
 		return nil
 	}
 	var out []*fsmpb.Event
-	eachEventFrom(s.tx, sessionID, after+1, func(ev *fsmpb.Event) bool {
+	s.tx.EachEventFrom(sessionID, after+1, func(ev *fsmpb.Event) bool {
 		out = append(out, ev)
 		return true
 	})
@@ -21,14 +21,14 @@ func (s *State) Events(sessionID string, after uint64) []*fsmpb.Event {
 // EventLog returns what is kept of a session's events (count, first and
 // last seq, what was dropped), or nil when it never had one.
 func (s *State) EventLog(sessionID string) *fsmpb.EventLog {
-	row := eventLogRow(s.tx, sessionID)
+	row := s.tx.EventLog(sessionID)
 	if row == nil {
 		return nil
 	}
 	// A session that keeps none: its last seq is the last one dropped.
 	out := &fsmpb.EventLog{SessionId: sessionID, DroppedThrough: row.DroppedThrough, LastSeq: row.DroppedThrough}
-	if last := lastEvent(s.tx, sessionID); row.FirstSeq != 0 && last != nil {
-		out.Count, out.FirstSeq, out.LastSeq = keptCount(row, last), row.FirstSeq, last.lastSeq
+	if last := s.tx.LastEventPage(sessionID); row.FirstSeq != 0 && last != nil {
+		out.Count, out.FirstSeq, out.LastSeq = keptCount(row, last), row.FirstSeq, last.LastSeq()
 		out.FirstOrdinal, out.FirstAtMs = row.FirstOrdinal, row.FirstAtMs
 	}
 	return out
@@ -39,11 +39,7 @@ func (s *State) EventLog(sessionID string) *fsmpb.EventLog {
 // watches the index node of the session's own events (for a session without
 // any, the nearest node above, which may fire early).
 func (s *State) EventsWatch(sessionID string) <-chan struct{} {
-	it, err := s.tx.Get(tableEvents, indexID+"_prefix", sessionID)
-	if err != nil {
-		return nil
-	}
-	return it.WatchCh()
+	return s.tx.EventsWatch(sessionID)
 }
 
 // EventRetention returns the retention in force (zero fields: no limit).
@@ -57,25 +53,23 @@ func (s *State) EventRetention() *fsmpb.EventRetention {
 // OldestKeptEventAt returns the time of the oldest event any session still
 // keeps by its EventLog (ok false when none keeps one).
 func (s *State) OldestKeptEventAt() (int64, bool) {
-	raw, err := s.tx.First(tableEventLogs, indexFirstAt)
-	if err != nil || raw == nil {
+	l := s.tx.OldestEventLog()
+	if l == nil {
 		return 0, false
 	}
-	return raw.(*fsmpb.EventLog).FirstAtMs, true
+	return l.FirstAtMs, true
 }
 
 // EventLogsOver returns, in session order, up to limit sessions that keep
 // more than count events. It reads every EventLog: the collector calls it
 // once per retention count it enforces, not per tick.
 func (s *State) EventLogsOver(count uint64, limit int) []string {
-	it, err := s.tx.Get(tableEventLogs, indexID)
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for raw := it.Next(); raw != nil && len(out) < limit; raw = it.Next() {
-		l := raw.(*fsmpb.EventLog)
-		if l.FirstSeq != 0 && keptCount(l, lastEvent(s.tx, l.SessionId)) > count {
+	for l := range s.tx.EventLogs() {
+		if len(out) >= limit {
+			break
+		}
+		if l.FirstSeq != 0 && keptCount(l, s.tx.LastEventPage(l.SessionId)) > count {
 			out = append(out, l.SessionId)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 func (d *driver) setRetention(count uint64, age time.Duration) {
@@ -291,7 +292,7 @@ func TestEvents_PagesReadTrimAndRestoreLikeOneList(t *testing.T) {
 		}
 	}
 	all := d.f.State().Events("a", 0)
-	if len(all) <= 2*eventPageSize {
+	if len(all) <= 2*store.EventPageSize {
 		t.Fatalf("the fixture keeps %d events: not enough for three pages", len(all))
 	}
 	check := func(st *State, want []*fsmpb.Event) {
@@ -321,11 +322,11 @@ func TestEvents_PagesReadTrimAndRestoreLikeOneList(t *testing.T) {
 	check(d.f.State(), all)
 
 	// Trim across the first page boundary and beyond.
-	d.setRetention(uint64(len(all)-eventPageSize-3), 0)
+	d.setRetention(uint64(len(all)-store.EventPageSize-3), 0)
 	d.do(d.prune(MaxPruneEvents, "a"))
 	kept := d.f.State().Events("a", 0)
-	if len(kept) != len(all)-eventPageSize-3 || kept[0].Seq != all[eventPageSize+3].Seq {
-		t.Fatalf("after the trim a keeps %v; want all from %d", seqs(kept), all[eventPageSize+3].Seq)
+	if len(kept) != len(all)-store.EventPageSize-3 || kept[0].Seq != all[store.EventPageSize+3].Seq {
+		t.Fatalf("after the trim a keeps %v; want all from %d", seqs(kept), all[store.EventPageSize+3].Seq)
 	}
 	check(d.f.State(), kept)
 

@@ -1,6 +1,11 @@
 // Package fsm is Dex's replicated state machine: sessions, turns, Steps and
 // attempts. Apply is deterministic: time comes in the command, iteration is in
 // index order, and nothing here reads a clock, draws a random number or does I/O.
+//
+// This package holds the command table and the rules (turns, Steps,
+// attempts, pauses, budgets, tokens, the catalog, agents) and State, the read
+// API. The rows they decide on are kept by package fsm/store: its schema and
+// table registry, keys and indexes, typed row access and the snapshot codec.
 package fsm
 
 import (
@@ -8,10 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // Options configure a state machine.
@@ -32,24 +37,27 @@ type FSM struct {
 	opts Options
 
 	mu     sync.Mutex // serialises Apply, Restore and halting
-	cur    atomic.Pointer[store]
+	cur    atomic.Pointer[store.DB]
 	halted error
 }
 
-// store is one db and the channel closed when a Restore replaces it, so
-// readers watching the old db wake up and read the new one.
-type store struct {
-	db      *memdb.MemDB
-	abandon chan struct{}
+// routing is what the rules tell the store's rule-keyed indexes: which
+// ready queue a kind's queued Steps wait in, which agents a Worker runs the
+// model for.
+var routing = store.Routing{
+	StepQueue: func(k fsmpb.StepKind) store.Queue {
+		switch Kind(k).Runner {
+		case RunsOnModel:
+			return store.ModelQueue
+		case RunsOnTool:
+			return store.ToolQueue
+		}
+		return store.NoQueue
+	},
+	ModelAgents: ModelAgents,
 }
 
-func newStore() *store {
-	db, err := memdb.NewMemDB(schema())
-	if err != nil {
-		panic(fmt.Sprintf("fsm: schema: %v", err)) // the schema is static
-	}
-	return &store{db: db, abandon: make(chan struct{})}
-}
+func newStore() *store.DB { return store.New(routing) }
 
 // New returns an empty state machine.
 func New(opts Options) *FSM {
@@ -58,7 +66,7 @@ func New(opts Options) *FSM {
 	return f
 }
 
-func (f *FSM) db() *memdb.MemDB { return f.cur.Load().db }
+func (f *FSM) db() *store.DB { return f.cur.Load() }
 
 // HaltError is the error an FSM stops with.
 type HaltError struct {
@@ -187,5 +195,5 @@ func (f *FSM) halt(index uint64, reason string) *Result {
 // waits for Apply.
 func (f *FSM) State() *State {
 	cur := f.cur.Load()
-	return &State{tx: cur.db.Txn(false), abandon: cur.abandon}
+	return &State{tx: cur.Txn(false), abandon: cur.Abandoned()}
 }

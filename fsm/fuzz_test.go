@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // FuzzApply drives random command sequences, as leaders and Workers could
@@ -310,7 +311,7 @@ func checkRunningFigures(t testing.TB, st *State, s *fsmpb.Session) {
 	history, _ := st.History(s.Id, 0, math.MaxInt, math.MaxInt)
 	var size uint64
 	for _, e := range history {
-		size += entrySize(e)
+		size += store.EntrySize(e)
 		if e.CumSize != size {
 			t.Fatalf("session %s: entry %d has cum_size %d; want %d", s.Id, e.Seq, e.CumSize, size)
 		}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // SessionsByStatus counts the sessions in each status. It visits every
@@ -11,15 +12,11 @@ func (s *State) SessionsByStatus() map[fsmpb.SessionStatus]int {
 	for v := range fsmpb.SessionStatus_name {
 		out[fsmpb.SessionStatus(v)] = 0
 	}
-	it, err := s.tx.Get(tableSessions, indexID)
-	if err != nil {
-		return out
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out[raw.(*fsmpb.Session).Status]++
+	for sess := range s.tx.Sessions() {
+		out[sess.Status]++
 	}
 	return out
 }
 
 // WorkerCount is the number of registered Workers.
-func (s *State) WorkerCount() int { return count(s, tableWorkers) }
+func (s *State) WorkerCount() int { return count(s, store.TableWorkers) }

@@ -54,11 +54,10 @@ func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.S
 	}
 	var ready []*fsmpb.Step
 	for _, id := range a.touched.steps {
-		raw, err := tx.First(tableSteps, indexID, id)
-		if err != nil || raw == nil {
+		st := tx.Step(id)
+		if st == nil {
 			continue
 		}
-		st := raw.(*fsmpb.Step)
 		if st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED && st.ReadyAtMs <= cmd.NowMs && Kind(st.Kind).Runner != RunsInCluster {
 			ready = append(ready, proto.Clone(st).(*fsmpb.Step))
 		}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // dropKeptTurn ends a kept turn as failed rather than retrying it: the tool
@@ -37,7 +38,7 @@ func (a *applier) dropKeptTurn(s *fsmpb.Session) {
 // do-not-repeat note left out (the notes say what ran), anything else as it was.
 func (a *applier) replaceResults(s *fsmpb.Session, t *fsmpb.Turn) {
 	var kept []*fsmpb.HistoryEntry
-	sessionRows(a.tx, tableHistory, s.Id, t.ResultsFromSeq, func(raw any) bool {
+	a.tx.SessionRows(store.TableHistory, s.Id, t.ResultsFromSeq, func(raw any) bool {
 		kept = append(kept, raw.(*fsmpb.HistoryEntry))
 		return true
 	})

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // testdata/snapshot-v1.bin was written by the format-1 build: session "a"
@@ -110,7 +111,7 @@ func TestLongSession_HeaderAndModelInputStayBounded(t *testing.T) {
 	}
 	sent := 0
 	for _, e := range st.ModelHistory(s) {
-		sent += int(entrySize(e))
+		sent += int(store.EntrySize(e))
 	}
 	if uint64(sent) != modelInputSize(st.tx, s) {
 		t.Fatalf("the model is sent %d characters; the kept size says %d", sent, modelInputSize(st.tx, s))

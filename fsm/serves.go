@@ -14,14 +14,10 @@ func (a *applier) checkWorkerServes(st *fsmpb.Step, workerID string) *Rejection 
 	if runner != RunsOnModel && runner != RunsOnTool {
 		return nil
 	}
-	raw, err := a.tx.First(tableWorkers, indexID, workerID)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	w := a.tx.Worker(workerID)
+	if w == nil {
 		return nil // a Worker id with no row (commands of old logs, tests): routed by the broker alone
 	}
-	w := raw.(*fsmpb.WorkerInfo)
 	if runner == RunsOnModel {
 		for _, ag := range ModelAgents(w) {
 			if ag == st.Agent {
@@ -33,14 +29,11 @@ func (a *applier) checkWorkerServes(st *fsmpb.Step, workerID string) *Rejection 
 		}
 		return reject(CodeFailedPrecondition, "worker %q does not run the model of %s (it serves %s): it cannot take step %s", workerID, AgentName(st.Agent), agentList(ModelAgents(w)), st.Id)
 	}
-	row, err := a.tx.First(tableWorkerTools, indexID, st.Tool, workerID)
-	if err != nil {
-		panic(err)
-	}
-	if row == nil {
+	wt := a.tx.WorkerTool(st.Tool, workerID)
+	if wt == nil {
 		return reject(CodeFailedPrecondition, "worker %q does not serve tool %q: it cannot take step %s", workerID, st.Tool, st.Id)
 	}
-	if wt := row.(*fsmpb.WorkerTool); !ServesAgent(wt.Agents, st.Agent) {
+	if !ServesAgent(wt.Agents, st.Agent) {
 		return reject(CodeFailedPrecondition, "worker %q serves tool %q only for %s, not for %s: it cannot take step %s", workerID, st.Tool, agentList(wt.Agents), AgentName(st.Agent), st.Id)
 	}
 	return nil

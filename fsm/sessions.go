@@ -5,6 +5,7 @@ import (
 
 	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 const (
@@ -216,7 +217,7 @@ func (a *applier) registerWorker(c *fsmpb.RegisterWorker) *Result {
 	if r := a.checkCatalog(c.WorkerId, c.Tools); r != nil {
 		return rejected(r)
 	}
-	a.insert(tableWorkers, &fsmpb.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
+	a.insert(store.TableWorkers, &fsmpb.WorkerInfo{Id: c.WorkerId, Tools: c.Tools, RegisteredAtMs: a.now, RunsModel: c.RunsModel,
 		ModelRunTimeoutMs: c.ModelRunTimeoutMs, Agents: c.Agents})
 	a.putCatalog(c.WorkerId, c.Tools)
 	return &Result{}
@@ -254,20 +255,15 @@ func (a *applier) setNode(c *fsmpb.SetNode) *Result {
 	if n.RaftAddress == "" {
 		return rejected(reject(CodeInvalid, "node %q has no raft address", n.Id))
 	}
-	a.insert(tableNodes, n)
+	a.insert(store.TableNodes, n)
 	return &Result{}
 }
 
 func (a *applier) removeNode(c *fsmpb.RemoveNode) *Result {
-	raw, err := a.tx.First(tableNodes, indexID, c.NodeId)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	n := a.tx.Node(c.NodeId)
+	if n == nil {
 		return rejected(reject(CodeNotFound, "node %q not found", c.NodeId))
 	}
-	if err := a.tx.Delete(tableNodes, raw); err != nil {
-		panic(err)
-	}
+	a.delete(store.TableNodes, n)
 	return &Result{}
 }

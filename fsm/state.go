@@ -8,12 +8,13 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // State is a consistent read-only view of the replicated state. Objects it
 // returns are shared with the store: callers must not modify them.
 type State struct {
-	tx      *memdb.Txn
+	tx      *store.Txn
 	abandon <-chan struct{}
 }
 
@@ -23,26 +24,22 @@ func (s *State) Abandoned() <-chan struct{} { return s.abandon }
 
 // Meta returns the cluster-wide counters (epoch, applied index…).
 func (s *State) Meta() *fsmpb.ClusterMeta {
-	raw, err := s.tx.First(tableMeta, indexID, metaID)
-	if err != nil || raw == nil {
-		return &fsmpb.ClusterMeta{Id: metaID}
-	}
-	return raw.(*fsmpb.ClusterMeta)
+	return s.tx.Meta()
 }
 
 // Session returns a session or nil (a deleted one is nil too).
 func (s *State) Session(id string) *fsmpb.Session {
-	raw, err := s.tx.First(tableSessions, indexID, id)
-	if err != nil || raw == nil || deleted(raw.(*fsmpb.Session)) {
+	sess := s.tx.Session(id)
+	if sess == nil || deleted(sess) {
 		return nil
 	}
-	return raw.(*fsmpb.Session)
+	return sess
 }
 
 // Sessions returns every session in id order, deleted ones left out.
 func (s *State) Sessions() []*fsmpb.Session {
 	var out []*fsmpb.Session
-	for _, sess := range all[*fsmpb.Session](s.tx, tableSessions, indexID) {
+	for sess := range s.tx.Sessions() {
 		if !deleted(sess) {
 			out = append(out, sess)
 		}
@@ -52,11 +49,7 @@ func (s *State) Sessions() []*fsmpb.Session {
 
 // Step returns a Step or nil.
 func (s *State) Step(id string) *fsmpb.Step {
-	raw, err := s.tx.First(tableSteps, indexID, id)
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.Step)
+	return s.tx.Step(id)
 }
 
 // Steps returns the Steps of a session in creation order.
@@ -68,58 +61,36 @@ func (s *State) Steps(sessionID string) []*fsmpb.Step {
 // RunningSteps returns how many attempts run now and a channel closed when
 // a Step starts or stops running.
 func (s *State) RunningSteps() (int, <-chan struct{}) {
-	it, err := s.tx.Get(tableSteps, indexStatus, fsmpb.StepStatus_STEP_STATUS_RUNNING)
-	if err != nil {
-		return 0, nil
-	}
-	n := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		n++
-	}
-	return n, it.WatchCh()
+	return s.tx.RunningStepsWatch()
 }
 
 // StepsWithStatus returns the Steps in a status (queued, running, waiting).
 func (s *State) StepsWithStatus(st fsmpb.StepStatus) []*fsmpb.Step {
-	it, err := s.tx.Get(tableSteps, indexStatus, st)
-	if err != nil {
-		return nil
-	}
 	var out []*fsmpb.Step
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*fsmpb.Step))
+	for step := range s.tx.LiveSteps(st) {
+		out = append(out, step)
 	}
 	return out
 }
 
 // Nodes returns the known node addresses in id order.
-func (s *State) Nodes() []*fsmpb.NodeInfo { return all[*fsmpb.NodeInfo](s.tx, tableNodes, indexID) }
+func (s *State) Nodes() []*fsmpb.NodeInfo {
+	return store.All[*fsmpb.NodeInfo](s.tx, store.TableNodes, store.IndexID)
+}
 
 // Workers returns the registered Workers in id order.
 func (s *State) Workers() []*fsmpb.WorkerInfo {
-	return all[*fsmpb.WorkerInfo](s.tx, tableWorkers, indexID)
+	return store.All[*fsmpb.WorkerInfo](s.tx, store.TableWorkers, store.IndexID)
 }
 
 // WatchSet returns a watch that fires on the next applied entry.
 func (s *State) WatchSet() memdb.WatchSet {
 	ws := memdb.NewWatchSet()
 	ws.Add(s.abandon)
-	if ch, _, err := s.tx.FirstWatch(tableMeta, indexID, metaID); err == nil {
+	if ch := s.tx.MetaWatch(); ch != nil {
 		ws.Add(ch)
 	}
 	return ws
-}
-
-func all[T any](tx *memdb.Txn, table, index string) []T {
-	it, err := tx.Get(table, index)
-	if err != nil {
-		return nil
-	}
-	var out []T
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(T))
-	}
-	return out
 }
 
 // History returns up to limit history entries of a session with a seq above
@@ -129,7 +100,7 @@ func (s *State) History(sessionID string, after uint64, limit int, maxBytes int)
 	var out []*fsmpb.HistoryEntry
 	var next uint64
 	size := 0
-	sessionRows(s.tx, tableHistory, sessionID, after+1, func(raw any) bool {
+	s.tx.SessionRows(store.TableHistory, sessionID, after+1, func(raw any) bool {
 		e := raw.(*fsmpb.HistoryEntry)
 		if len(out) >= limit || (len(out) > 0 && size+proto.Size(e) > maxBytes) {
 			next = out[len(out)-1].Seq
@@ -147,7 +118,7 @@ func (s *State) History(sessionID string, after uint64, limit int, maxBytes int)
 func (s *State) Inbox(sessionID string, maxBytes int) []*fsmpb.InboxMessage {
 	var out []*fsmpb.InboxMessage
 	size := 0
-	sessionRows(s.tx, tableInbox, sessionID, 0, func(raw any) bool {
+	s.tx.SessionRows(store.TableInbox, sessionID, 0, func(raw any) bool {
 		m := raw.(*fsmpb.InboxMessage)
 		if len(out) > 0 && size+proto.Size(m) > maxBytes {
 			return false
@@ -179,11 +150,11 @@ func (s *State) summarised(sess *fsmpb.Session, to uint64) []*fsmpb.HistoryEntry
 	}
 	var out []*fsmpb.HistoryEntry
 	if seq := sess.LatestSummarySeq; seq != 0 && seq >= sess.CompactedBefore {
-		if e := historyEntry(s.tx, sess.Id, seq); e != nil {
+		if e := s.tx.HistoryEntry(sess.Id, seq); e != nil {
 			out = append(out, e)
 		}
 	}
-	sessionRows(s.tx, tableHistory, sess.Id, sess.CompactedBefore, func(raw any) bool {
+	s.tx.SessionRows(store.TableHistory, sess.Id, sess.CompactedBefore, func(raw any) bool {
 		e := raw.(*fsmpb.HistoryEntry)
 		if to > 0 && e.Seq >= to {
 			return false
@@ -200,17 +171,9 @@ func (s *State) summarised(sess *fsmpb.Session, to uint64) []*fsmpb.HistoryEntry
 // after, in order, and the number to read on from (0 when none is left). A
 // page also stops once it holds maxBytes, after at least one Step.
 func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) ([]*fsmpb.Step, uint64) {
-	it, err := s.tx.LowerBound(tableSteps, indexSessionNumber, sessionID, after+1)
-	if err != nil {
-		return nil, 0
-	}
 	var out []*fsmpb.Step
 	size := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		st := raw.(*fsmpb.Step)
-		if st.SessionId != sessionID {
-			break
-		}
+	for st := range s.tx.SessionSteps(sessionID, after+1) {
 		if len(out) >= limit || (len(out) > 0 && size+proto.Size(st) > maxBytes) {
 			return out, out[len(out)-1].Number
 		}
@@ -223,13 +186,8 @@ func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) (
 // SessionsPage returns up to limit sessions with an id above after, in id
 // order, and the id to read on from ("" when none is left).
 func (s *State) SessionsPage(after string, limit int) ([]*fsmpb.Session, string) {
-	it, err := s.tx.LowerBound(tableSessions, indexID, after)
-	if err != nil {
-		return nil, ""
-	}
 	var out []*fsmpb.Session
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		sess := raw.(*fsmpb.Session)
+	for sess := range s.tx.SessionsFrom(after) {
 		if sess.Id == after || deleted(sess) {
 			continue
 		}

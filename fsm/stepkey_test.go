@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 func TestStepID_ParsesWhatItWritesAndNothingElse(t *testing.T) {
@@ -16,14 +17,14 @@ func TestStepID_ParsesWhatItWritesAndNothingElse(t *testing.T) {
 		n       uint64
 	}{{"a", 1}, {"a-s2", 10}, {"x-s-s", 3}, {"s", 18446744073709551615}} {
 		id := StepID(c.session, c.n)
-		s, n, ok := parseStepID(id)
+		s, n, ok := store.ParseStepID(id)
 		if !ok || s != c.session || n != c.n {
-			t.Fatalf("parseStepID(%q) = %q, %d, %v; want %q, %d", id, s, n, ok, c.session, c.n)
+			t.Fatalf("store.ParseStepID(%q) = %q, %d, %v; want %q, %d", id, s, n, ok, c.session, c.n)
 		}
 	}
 	for _, id := range []string{"", "a", "-s1", "a-s", "a-s01", "a-s+1", "a-sx", "a-s1x", "a-s-1"} {
-		if s, n, ok := parseStepID(id); ok {
-			t.Fatalf("parseStepID(%q) = %q, %d: want no Step id", id, s, n)
+		if s, n, ok := store.ParseStepID(id); ok {
+			t.Fatalf("store.ParseStepID(%q) = %q, %d: want no Step id", id, s, n)
 		}
 	}
 }

@@ -7,12 +7,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // ACL tokens: one row per token, found by id or by its secret's hash.
 const (
-	tableTokens = "tokens"
-	indexSecret = "secret"
 	// maxTokenName bounds a token's name.
 	maxTokenName = 128
 )
@@ -77,12 +76,12 @@ func (a *applier) createToken(c *fsmpb.CreateToken) *Result {
 	if a.token(t.Id) != nil {
 		return rejected(reject(CodeAlreadyExists, "token %s exists", t.Id))
 	}
-	if raw, err := a.tx.First(tableTokens, indexSecret, t.SecretSha256); err != nil || raw != nil {
+	if a.tx.TokenBySecret(t.SecretSha256) != nil {
 		return rejected(reject(CodeAlreadyExists, "a token with this secret exists"))
 	}
 	row := proto.Clone(t).(*fsmpb.AclToken)
 	row.CreatedAtMs = a.now
-	a.insert(tableTokens, row)
+	a.insert(store.TableTokens, row)
 	return &Result{}
 }
 
@@ -99,31 +98,23 @@ func (a *applier) revokeToken(c *fsmpb.RevokeToken) *Result {
 	}
 	row := proto.Clone(old).(*fsmpb.AclToken)
 	row.Revoked, row.RevokedAtMs = true, a.now
-	a.insert(tableTokens, row)
+	a.insert(store.TableTokens, row)
 	return &Result{}
 }
 
 func (a *applier) token(id string) *fsmpb.AclToken {
-	raw, err := a.tx.First(tableTokens, indexID, id)
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*fsmpb.AclToken)
+	return a.tx.Token(id)
 }
 
-func (a *applier) anyToken() bool {
-	raw, err := a.tx.First(tableTokens, indexID)
-	return err == nil && raw != nil
-}
+func (a *applier) anyToken() bool { return a.tx.HasTokens() }
 
 // TokenBySecretHash returns the token whose secret hashes to sha256Hex, or
 // nil. Revoked tokens are returned too: the caller decides.
 func (s *State) TokenBySecretHash(sha256Hex string) *fsmpb.AclToken {
-	raw, err := s.tx.First(tableTokens, indexSecret, sha256Hex)
-	if err != nil || raw == nil {
+	t := s.tx.TokenBySecret(sha256Hex)
+	if t == nil {
 		return nil
 	}
-	t := raw.(*fsmpb.AclToken)
 	// The index lookup already matched; the constant-time compare keeps the
 	// final check from depending on where two hashes first differ.
 	if subtle.ConstantTimeCompare([]byte(t.SecretSha256), []byte(sha256Hex)) != 1 {
@@ -134,11 +125,10 @@ func (s *State) TokenBySecretHash(sha256Hex string) *fsmpb.AclToken {
 
 // Tokens returns every token, revoked ones included, in id order.
 func (s *State) Tokens() []*fsmpb.AclToken {
-	return all[*fsmpb.AclToken](s.tx, tableTokens, indexID)
+	return store.All[*fsmpb.AclToken](s.tx, store.TableTokens, store.IndexID)
 }
 
 // HasTokens reports whether any token was ever created (ACL bootstrapped).
 func (s *State) HasTokens() bool {
-	raw, err := s.tx.First(tableTokens, indexID)
-	return err == nil && raw != nil
+	return s.tx.HasTokens()
 }

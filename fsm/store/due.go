@@ -1,4 +1,4 @@
-package fsm
+package store
 
 import (
 	"encoding/binary"
@@ -9,12 +9,8 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-// Index names of the due-time indexes the leader's broker loads from when it
-// starts: it reads only the rows that owe a FireTimer or a ResumeErrored.
-const (
-	indexTimerDue  = "timer_due"  // steps: waiting AwaitTimer Steps by due time
-	indexResumeDue = "resume_due" // sessions: errored sessions with a turn to resume, by resume time
-)
+// The due-time indexes the leader's broker loads from when it starts: it
+// reads only the rows that owe a FireTimer or a ResumeErrored.
 
 // dueIndexer indexes the objects for which due returns ok by that time, big
 // endian so the index iterates in time order. Objects without a due time are
@@ -80,3 +76,13 @@ var (
 	_ memdb.Indexer       = dueIndexer{}
 	_ memdb.SingleIndexer = dueIndexer{}
 )
+
+// firstKeptAt is when the oldest event an EventLog's session keeps was
+// emitted (ok false when it keeps none).
+func firstKeptAt(obj any) (int64, bool) {
+	l, ok := obj.(*fsmpb.EventLog)
+	if !ok || l.FirstSeq == 0 {
+		return 0, false
+	}
+	return l.FirstAtMs, true
+}

@@ -1,18 +1,16 @@
 package fsm
 
 import (
-	"fmt"
-
-	memdb "github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // applier applies one command inside one write transaction. Objects read from
 // the store are cloned before they change: readers may still hold them.
 type applier struct {
-	tx    *memdb.Txn
+	tx    *store.Txn
 	now   int64
 	index uint64
 	m     *fsmpb.ClusterMeta
@@ -27,25 +25,17 @@ func (a *applier) meta() *fsmpb.ClusterMeta {
 	if a.m != nil {
 		return a.m
 	}
-	raw, err := a.tx.First(tableMeta, indexID, metaID)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: read meta: %v", err))
-	}
-	if raw == nil {
-		a.m = &fsmpb.ClusterMeta{Id: metaID}
+	if m := a.tx.StoredMeta(); m == nil {
+		a.m = &fsmpb.ClusterMeta{Id: store.MetaID}
 	} else {
-		a.m = proto.Clone(raw.(*fsmpb.ClusterMeta)).(*fsmpb.ClusterMeta)
+		a.m = proto.Clone(m).(*fsmpb.ClusterMeta)
 	}
 	return a.m
 }
 
-func (a *applier) putMeta(m *fsmpb.ClusterMeta) { a.insert(tableMeta, m) }
+func (a *applier) putMeta(m *fsmpb.ClusterMeta) { a.insert(store.TableMeta, m) }
 
-func (a *applier) insert(table string, obj any) {
-	if err := a.tx.Insert(table, obj); err != nil {
-		panic(fmt.Sprintf("fsm: insert %s: %v", table, err)) // only on a schema bug
-	}
-}
+func (a *applier) insert(table string, obj any) { a.tx.Put(table, obj) }
 
 func (a *applier) session(id string) (*fsmpb.Session, *Rejection) {
 	if id == "" {
@@ -60,7 +50,7 @@ func (a *applier) session(id string) (*fsmpb.Session, *Rejection) {
 
 func (a *applier) putSession(s *fsmpb.Session) {
 	s.UpdatedAtMs = a.now
-	a.insert(tableSessions, s)
+	a.insert(store.TableSessions, s)
 	a.touched.session(s.Id)
 }
 
@@ -68,21 +58,18 @@ func (a *applier) step(id string) (*fsmpb.Step, *Rejection) {
 	if id == "" {
 		return nil, reject(CodeInvalid, "step id is required")
 	}
-	raw, err := a.tx.First(tableSteps, indexID, id)
-	if err != nil {
-		panic(err)
-	}
-	if raw == nil {
+	st := a.tx.Step(id)
+	if st == nil {
 		return nil, reject(CodeNotFound, "step %q not found", id)
 	}
 	// The Steps of a deleted session wait for the purge: nothing acts on them.
-	if s := a.storedSession(raw.(*fsmpb.Step).SessionId); s != nil && deleted(s) {
+	if s := a.storedSession(st.SessionId); s != nil && deleted(s) {
 		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
 	}
-	return proto.Clone(raw.(*fsmpb.Step)).(*fsmpb.Step), nil
+	return proto.Clone(st).(*fsmpb.Step), nil
 }
 
 func (a *applier) putStep(st *fsmpb.Step) {
-	a.insert(tableSteps, st)
+	a.insert(store.TableSteps, st)
 	a.touched.step(st.Id)
 }

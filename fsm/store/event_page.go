@@ -1,4 +1,4 @@
-package fsm
+package store
 
 import (
 	"fmt"
@@ -9,7 +9,10 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-// eventPage is up to eventPageSize consecutive events of one session. Its key
+// EventPageSize bounds the events of one page: what one emit copies.
+const EventPageSize = 16
+
+// EventPage is up to EventPageSize consecutive events of one session. Its key
 // is the seq of the event it was started with: every event in it has a seq
 // of at least the key and below the next page's key (dropping events from
 // its front keeps the key). A stored page never changes: a write stores a
@@ -20,7 +23,7 @@ import (
 // its own strings for the collector to scan, and a reader decodes the events
 // it reads. The newest event's seq and ordinal are kept beside, for the
 // emits and counts that need only those.
-type eventPage struct {
+type EventPage struct {
 	SessionID   string
 	Key         uint64
 	n           int
@@ -29,10 +32,10 @@ type eventPage struct {
 	data        []byte
 }
 
-// newEventPage returns a page of session's events, keyed by the first one's
+// NewEventPage returns a page of session's events, keyed by the first one's
 // seq. The events are the caller's and are not kept.
-func newEventPage(sessionID string, evs ...*fsmpb.Event) *eventPage {
-	p := &eventPage{SessionID: sessionID, Key: evs[0].Seq}
+func NewEventPage(sessionID string, evs ...*fsmpb.Event) *EventPage {
+	p := &EventPage{SessionID: sessionID, Key: evs[0].Seq}
 	size := 0
 	for _, ev := range evs {
 		size += protowire.SizeBytes(eventSize(ev))
@@ -47,13 +50,18 @@ func newEventPage(sessionID string, evs ...*fsmpb.Event) *eventPage {
 	return p
 }
 
-func (p *eventPage) len() int { return p.n }
+// Len is how many events the page holds.
+func (p *EventPage) Len() int { return p.n }
+
+// LastSeq and LastOrdinal are the seq and ordinal of the page's newest event.
+func (p *EventPage) LastSeq() uint64     { return p.lastSeq }
+func (p *EventPage) LastOrdinal() uint64 { return p.lastOrdinal }
 
 // withEvent returns a copy of p with ev after its events.
-func (p *eventPage) withEvent(ev *fsmpb.Event) *eventPage {
+func (p *EventPage) WithEvent(ev *fsmpb.Event) *EventPage {
 	data := make([]byte, len(p.data), len(p.data)+protowire.SizeBytes(eventSize(ev)))
 	copy(data, p.data)
-	return &eventPage{
+	return &EventPage{
 		SessionID: p.SessionID, Key: p.Key, n: p.n + 1,
 		lastSeq: ev.Seq, lastOrdinal: ev.Ordinal, data: appendEvent(data, ev),
 	}
@@ -61,33 +69,33 @@ func (p *eventPage) withEvent(ev *fsmpb.Event) *eventPage {
 
 // withoutFirst returns a copy of p without its first event; p must have more
 // than one.
-func (p *eventPage) withoutFirst() *eventPage {
+func (p *EventPage) WithoutFirst() *EventPage {
 	_, n := protowire.ConsumeBytes(p.data)
-	return &eventPage{
+	return &EventPage{
 		SessionID: p.SessionID, Key: p.Key, n: p.n - 1,
 		lastSeq: p.lastSeq, lastOrdinal: p.lastOrdinal, data: p.data[n:],
 	}
 }
 
 // first decodes the page's first event.
-func (p *eventPage) first() *fsmpb.Event {
+func (p *EventPage) First() *fsmpb.Event {
 	var out *fsmpb.Event
-	p.each(func(ev *fsmpb.Event) bool { out = ev; return false })
+	p.Each(func(ev *fsmpb.Event) bool { out = ev; return false })
 	return out
 }
 
 // each decodes the page's events in order and calls fn with each until fn
 // returns false. The events are fresh: the caller may keep them.
-func (p *eventPage) each(fn func(*fsmpb.Event) bool) {
+func (p *EventPage) Each(fn func(*fsmpb.Event) bool) {
 	data := p.data
 	for len(data) > 0 {
 		b, n := protowire.ConsumeBytes(data)
 		if n < 0 {
-			panic(fmt.Sprintf("fsm: event page of %s does not decode: %v", p.SessionID, protowire.ParseError(n)))
+			panic(fmt.Sprintf("store: event page of %s does not decode: %v", p.SessionID, protowire.ParseError(n)))
 		}
 		ev := &fsmpb.Event{}
 		if err := proto.Unmarshal(b, ev); err != nil {
-			panic(fmt.Sprintf("fsm: event of %s does not decode: %v", p.SessionID, err))
+			panic(fmt.Sprintf("store: event of %s does not decode: %v", p.SessionID, err))
 		}
 		ev.SessionId = p.SessionID
 		if !fn(ev) {
@@ -119,7 +127,7 @@ func appendEvent(b []byte, ev *fsmpb.Event) []byte {
 	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(append(b, 0), ev)
 	ev.SessionId = sessionID
 	if err != nil {
-		panic(fmt.Sprintf("fsm: encode event: %v", err))
+		panic(fmt.Sprintf("store: encode event: %v", err))
 	}
 	size := len(b) - at - 1
 	if size < 0x80 {
@@ -134,13 +142,13 @@ func appendEvent(b []byte, ev *fsmpb.Event) []byte {
 // proto.Marshal of the whole event writes it (session id included), until fn
 // returns an error; the bytes are valid only during the call. A snapshot
 // writes them without decoding a message.
-func (p *eventPage) eachEncoded(fn func([]byte) error) error {
+func (p *EventPage) EachEncoded(fn func([]byte) error) error {
 	var buf []byte
 	data := p.data
 	for len(data) > 0 {
 		enc, n := protowire.ConsumeBytes(data)
 		if n < 0 {
-			panic(fmt.Sprintf("fsm: event page of %s does not decode: %v", p.SessionID, protowire.ParseError(n)))
+			panic(fmt.Sprintf("store: event page of %s does not decode: %v", p.SessionID, protowire.ParseError(n)))
 		}
 		data = data[n:]
 		// The session id (field 2) goes after the seq (field 1), when there

@@ -1,4 +1,4 @@
-package fsm
+package store
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 // cluster the state belongs to, its dispatch epoch and applied index. A
 // backup's own cluster id is this one, whatever its file header says.
 func SnapshotMeta(r io.Reader) (*fsmpb.ClusterMeta, error) {
-	sr, err := newSnapshotReader(r)
+	sr, err := NewSnapshotReader(r)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := sr.next()
+	rec, err := sr.Next()
 	if err == io.EOF {
 		return nil, fmt.Errorf("%w: record 0: %v", ErrBadSnapshot, err)
 	}

@@ -1,4 +1,4 @@
-package fsm
+package store
 
 import (
 	"encoding/binary"
@@ -119,4 +119,10 @@ var (
 		func(h *fsmpb.HistoryEntry) string { return h.SessionId }, func(h *fsmpb.HistoryEntry) uint64 { return h.Seq }}
 	inboxKey = sessionSeqKey[*fsmpb.InboxMessage]{
 		func(m *fsmpb.InboxMessage) string { return m.SessionId }, func(m *fsmpb.InboxMessage) uint64 { return m.Seq }}
+	// eventPageKey keys a page by (session, page key): sessionSeqKey's
+	// session id, NUL and key big endian, so one session's pages are
+	// contiguous and in order, and the prefix of one session never covers
+	// another whose id it begins.
+	eventPageKey = sessionSeqKey[*EventPage]{
+		func(p *EventPage) string { return p.SessionID }, func(p *EventPage) uint64 { return p.Key }}
 )

@@ -1,4 +1,4 @@
-package fsm
+package store
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ type stateTable struct {
 	// row reads the row out of one of its records.
 	row func(*fsmpb.SnapshotRecord) proto.Message
 	// persist writes the table's records (nil: each row in id order).
-	persist func(w *snapshotWriter, t *stateTable, tx *memdb.Txn) error
+	persist func(w *snapshotWriter, t *stateTable, tx *Txn) error
 	// restore takes the row of one record (nil: it is inserted as it is).
 	restore func(r *restoring, row proto.Message) error
 }
@@ -43,11 +43,11 @@ func table[R proto.Message](name string, get func(*fsmpb.SnapshotRecord) R, ix i
 			return stateTable{name: name, indexes: ix, record: fd, row: func(rec *fsmpb.SnapshotRecord) proto.Message { return get(rec) }}
 		}
 	}
-	panic(fmt.Sprintf("fsm: table %s: no SnapshotRecord field carries %s", name, msg))
+	panic(fmt.Sprintf("store: table %s: no SnapshotRecord field carries %s", name, msg))
 }
 
 // persistedBy gives the table its own way of writing its records.
-func (t stateTable) persistedBy(fn func(w *snapshotWriter, t *stateTable, tx *memdb.Txn) error) stateTable {
+func (t stateTable) persistedBy(fn func(w *snapshotWriter, t *stateTable, tx *Txn) error) stateTable {
 	t.persist = fn
 	return t
 }
@@ -62,7 +62,7 @@ func (t stateTable) restoredBy(fn func(r *restoring, row proto.Message) error) s
 var snapshotRecord = (&fsmpb.SnapshotRecord{}).ProtoReflect().Descriptor().Oneofs().ByName("record")
 
 // tablesByRecord finds a table by the Go type of a record's oneof wrapper.
-var tablesByRecord = indexTables(stateTables)
+var tablesByRecord = indexTables(registry)
 
 // indexTables keys the tables by the oneof wrapper type of their records.
 // Two tables in one record field, or two of one name, are a bug in the
@@ -76,7 +76,7 @@ func indexTables(tables []stateTable) map[reflect.Type]*stateTable {
 		rec.Set(t.record, rec.NewField(t.record))
 		w := reflect.TypeOf(rec.Interface().(*fsmpb.SnapshotRecord).Record)
 		if index[w] != nil || names[t.name] {
-			panic(fmt.Sprintf("fsm: state tables: %s (record field %s) is listed twice", t.name, t.record.Name()))
+			panic(fmt.Sprintf("store: state tables: %s (record field %s) is listed twice", t.name, t.record.Name()))
 		}
 		index[w], names[t.name] = t, true
 	}
@@ -88,10 +88,12 @@ func tableOf(rec *fsmpb.SnapshotRecord) *stateTable {
 	return tablesByRecord[reflect.TypeOf(rec.Record)]
 }
 
-// schema is the state store's schema: every table's indexes.
-func schema() *memdb.DBSchema {
-	s := &memdb.DBSchema{Tables: make(map[string]*memdb.TableSchema, len(stateTables))}
-	for _, t := range stateTables {
+// schema is the state store's schema: every table's indexes, those keyed by
+// the rules taken from r.
+func schema(r Routing) *memdb.DBSchema {
+	tables := stateTables(r)
+	s := &memdb.DBSchema{Tables: make(map[string]*memdb.TableSchema, len(tables))}
+	for _, t := range tables {
 		ixs := make(map[string]*memdb.IndexSchema, len(t.indexes))
 		for name, ix := range t.indexes {
 			named := *ix
@@ -112,8 +114,8 @@ type snapshotWriter struct {
 var rowOptions = proto.MarshalOptions{Deterministic: true}
 
 // rows writes each row of the table in id order as one record.
-func (w *snapshotWriter) rows(t *stateTable, tx *memdb.Txn) error {
-	it, err := tx.Get(t.name, indexID)
+func (w *snapshotWriter) rows(t *stateTable, tx *Txn) error {
+	it, err := tx.get(t.name, IndexID)
 	if err != nil {
 		return err
 	}

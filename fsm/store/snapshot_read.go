@@ -1,4 +1,4 @@
-package fsm
+package store
 
 import (
 	"bufio"
@@ -23,35 +23,38 @@ const MaxRecordBytes = math.MaxInt32
 
 var recordOptions = protodelim.UnmarshalOptions{MaxSize: MaxRecordBytes}
 
-// snapshotReader reads a snapshot's header, then its records one by one:
+// SnapshotReader reads a snapshot's header, then its records one by one:
 // the one decoder of every reader of a snapshot.
-type snapshotReader struct {
+type SnapshotReader struct {
 	br      *bufio.Reader
 	version byte
 	n       int // records read: the next one's number
 }
 
-// newSnapshotReader reads the header and checks the format version is one
+// NewSnapshotReader reads the header and checks the format version is one
 // this build reads.
-func newSnapshotReader(r io.Reader) (*snapshotReader, error) {
+func NewSnapshotReader(r io.Reader) (*SnapshotReader, error) {
 	br := bufio.NewReader(r)
-	head := make([]byte, len(snapshotMagic)+1)
-	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
+	head := make([]byte, len(SnapshotMagic)+1)
+	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(SnapshotMagic)]) != SnapshotMagic {
 		return nil, ErrBadSnapshot
 	}
-	version := head[len(snapshotMagic)]
-	if version < snapshotVersionV1 || version > snapshotVersion {
-		return nil, fmt.Errorf("%w: format version %d, this build reads %d to %d", ErrBadSnapshot, version, snapshotVersionV1, snapshotVersion)
+	version := head[len(SnapshotMagic)]
+	if version < SnapshotVersionV1 || version > SnapshotVersion {
+		return nil, fmt.Errorf("%w: format version %d, this build reads %d to %d", ErrBadSnapshot, version, SnapshotVersionV1, SnapshotVersion)
 	}
-	return &snapshotReader{br: br, version: version}, nil
+	return &SnapshotReader{br: br, version: version}, nil
 }
 
-// header is the bytes the snapshot began with.
-func (r *snapshotReader) header() []byte { return append([]byte(snapshotMagic), r.version) }
+// Header is the bytes the snapshot began with.
+func (r *SnapshotReader) Header() []byte { return append([]byte(SnapshotMagic), r.version) }
 
-// next returns the next record, or io.EOF after the last one. An error
+// Read is how many records were read: the number of the next one.
+func (r *SnapshotReader) Read() int { return r.n }
+
+// Next returns the next record, or io.EOF after the last one. An error
 // names the record by its number.
-func (r *snapshotReader) next() (*fsmpb.SnapshotRecord, error) {
+func (r *SnapshotReader) Next() (*fsmpb.SnapshotRecord, error) {
 	rec := &fsmpb.SnapshotRecord{}
 	err := recordOptions.UnmarshalFrom(r.br, rec)
 	if errors.Is(err, io.EOF) {
@@ -68,7 +71,7 @@ func (r *snapshotReader) next() (*fsmpb.SnapshotRecord, error) {
 }
 
 // bad wraps an error about record n, the one being read, as ErrBadSnapshot.
-func (r *snapshotReader) bad(err error) error {
+func (r *SnapshotReader) bad(err error) error {
 	return fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, r.n, err)
 }
 
@@ -84,13 +87,13 @@ type SnapshotSummary struct {
 // restore runs, without building the state: a snapshot it passes restores
 // record for record. It reads r to the end.
 func CheckSnapshot(r io.Reader) (SnapshotSummary, error) {
-	sr, err := newSnapshotReader(r)
+	sr, err := NewSnapshotReader(r)
 	if err != nil {
 		return SnapshotSummary{}, err
 	}
 	sum := SnapshotSummary{Version: int(sr.version)}
 	for {
-		rec, err := sr.next()
+		rec, err := sr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}

@@ -1,0 +1,33 @@
+package store
+
+import (
+	"fmt"
+
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// DB is one state store and the channel closed when a Restore replaces it,
+// so readers watching it wake up and read the new one.
+type DB struct {
+	db      *memdb.MemDB
+	abandon chan struct{}
+}
+
+// New returns an empty store whose rule-keyed indexes follow r.
+func New(r Routing) *DB {
+	db, err := memdb.NewMemDB(schema(r))
+	if err != nil {
+		panic(fmt.Sprintf("store: schema: %v", err)) // the schema is static
+	}
+	return &DB{db: db, abandon: make(chan struct{})}
+}
+
+// Txn starts a transaction: a write one (one at a time, the caller
+// serialises them) or a read one, an immutable view that never waits.
+func (d *DB) Txn(write bool) *Txn { return (*Txn)(d.db.Txn(write)) }
+
+// Abandoned is closed once Abandon is called.
+func (d *DB) Abandoned() <-chan struct{} { return d.abandon }
+
+// Abandon tells the readers of this store that another replaced it.
+func (d *DB) Abandon() { close(d.abandon) }
