@@ -4,6 +4,3 @@ package cluster
 
 // raftDialAddr is addr outside the chaos build (see chaos_routes.go).
 func raftDialAddr(addr string) string { return addr }
-
-// beforeStoreLogs does nothing outside the chaos build.
-func beforeStoreLogs() {}
