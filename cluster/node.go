@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/cluster/internal/logstore"
+	"github.com/dexhq/dex/cluster/internal/peer"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -89,8 +90,8 @@ type Node struct {
 	store *raftboltdb.BoltStore     // the stable store
 	wal   *logstore.WALStore        // the log
 	logs  *logstore.CheckedLogStore // the log as raft reads it
-	trans *guardedTransport
-	ident *clusterIdentity
+	trans *peer.Transport
+	ident *peer.ClusterIdentity
 
 	follower atomic.Pointer[Follower] // the dispatcher following proposals
 	inFlight inFlight                 // proposals not yet applied, for its predictions
@@ -263,7 +264,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft address %s: %v", cfg.RaftAddr, err)
 	}
-	n.trans, err = newGuardedTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
+	n.trans, err = peer.NewTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
 		MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport"),
 	}, cfg.Logger, cfg.ID, cfg.TLS)
 	if err != nil {
@@ -308,8 +309,8 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("start raft on %s: %w", raftDir, err)
 	}
-	n.trans.setRaft(n.raft)
-	n.ident.setWelcome(n.neverHeldData)
+	n.trans.SetRaft(n.raft)
+	n.ident.SetWelcome(n.neverHeldData)
 	if bootstrap != nil {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()

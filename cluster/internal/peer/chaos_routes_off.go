@@ -1,6 +1,6 @@
 //go:build !chaos
 
-package cluster
+package peer
 
 // raftDialAddr is addr outside the chaos build (see chaos_routes.go).
 func raftDialAddr(addr string) string { return addr }
