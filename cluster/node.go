@@ -646,7 +646,7 @@ func (n *Node) Handover() error {
 	return nil
 }
 
-// storedMarkLoop records the stored-up-to mark every second (storedmark.go).
+// storedMarkLoop records the stored-up-to mark every second (internal/logstore/storedmark.go).
 func (n *Node) storedMarkLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(time.Second)
