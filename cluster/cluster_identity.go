@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dexhq/dex/cluster/internal/peer"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -37,7 +38,7 @@ func newClusterID() string {
 
 // loadClusterIdentity reads the cluster id of the data dir (empty when it
 // has none yet); learning one later records it there.
-func loadClusterIdentity(dir string, log *zap.Logger) (*clusterIdentity, error) {
+func loadClusterIdentity(dir string, log *zap.Logger) (*peer.ClusterIdentity, error) {
 	var id string
 	raw, err := os.ReadFile(filepath.Join(dir, identityFile))
 	switch {
@@ -65,7 +66,7 @@ func loadClusterIdentity(dir string, log *zap.Logger) (*clusterIdentity, error) 
 		ident.ClusterID = id
 		return writeIdentity(dir, ident)
 	}
-	return newClusterIdentity(id, persist, log), nil
+	return peer.NewClusterIdentity(id, persist, log), nil
 }
 
 // ClusterID is the id of the cluster this node belongs to ("" while it has
@@ -111,7 +112,7 @@ func refuseExistingCluster(cfg Config) (welcomedBy string, err error) {
 		}
 		asked++
 		go func(p Peer) {
-			id, welcome, err := probeCluster(p.RaftAddr, cfg.ID, cfg.TLS, time.Second)
+			id, welcome, err := peer.Probe(p.RaftAddr, cfg.ID, cfg.TLS, time.Second)
 			if err != nil {
 				id, welcome = "", false
 			}
@@ -177,7 +178,7 @@ func (n *Node) identityLoop() {
 			continue
 		}
 		if local := n.ident.ID(); local == "" {
-			_ = n.ident.accept(state, "the replicated state", "learnt from")
+			_ = n.ident.Accept(state, "the replicated state", "learnt from")
 		} else if local != state && !warned {
 			warned = true
 			n.log.Error("this node's data dir names cluster " + local + " but its replicated state names cluster " + state + ": the state came from another cluster; restore this node from its peers (docs/operating.md)")
@@ -203,7 +204,7 @@ func (n *Node) ensureClusterID(ctx context.Context) error {
 	if res.Err != nil {
 		return fmt.Errorf("set the cluster id: %v", res.Err)
 	}
-	if err := n.ident.accept(id, "this leader", "made by"); err != nil {
+	if err := n.ident.Accept(id, "this leader", "made by"); err != nil {
 		return err
 	}
 	n.log.Info("cluster id recorded", zap.String("cluster", id))

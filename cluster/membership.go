@@ -187,7 +187,7 @@ func (n *Node) callJoin(ctx context.Context, target string) (leader string, err 
 		leader = v[0]
 	}
 	if err == nil && resp.GetClusterId() != "" {
-		if ierr := n.ident.accept(resp.GetClusterId(), target, "join answer from"); ierr != nil {
+		if ierr := n.ident.Accept(resp.GetClusterId(), target, "join answer from"); ierr != nil {
 			return "", status.Error(codes.FailedPrecondition, ierr.Error())
 		}
 	}

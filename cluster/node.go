@@ -10,8 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,10 +17,11 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dexhq/dex/cluster/internal/logstore"
+	"github.com/dexhq/dex/cluster/internal/peer"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -88,11 +87,11 @@ type Node struct {
 	log   *zap.Logger
 	fsm   *fsm.FSM
 	raft  *raft.Raft
-	store *raftboltdb.BoltStore // the stable store
-	wal   *walStore             // the log
-	logs  *CheckedLogStore      // the log as raft reads it
-	trans *guardedTransport
-	ident *clusterIdentity
+	store *raftboltdb.BoltStore     // the stable store
+	wal   *logstore.WALStore        // the log
+	logs  *logstore.CheckedLogStore // the log as raft reads it
+	trans *peer.Transport
+	ident *peer.ClusterIdentity
 
 	follower atomic.Pointer[Follower] // the dispatcher following proposals
 	inFlight inFlight                 // proposals not yet applied, for its predictions
@@ -134,7 +133,7 @@ func Open(cfg Config) (n *Node, err error) {
 			n, err = nil, fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
 		}
 		// A full disk is named as such wherever the start met it.
-		err = diskFull(cfg.DataDir, err)
+		err = logstore.DiskFull(cfg.DataDir, err)
 	}()
 	cfg.withDefaults()
 	if cfg.ID == "" {
@@ -148,7 +147,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	if fresh {
-		if err := checkFreshSpace(cfg.DataDir); err != nil {
+		if err := logstore.CheckFreshSpace(cfg.DataDir); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +186,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(raftDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", raftDir, err)
 	}
-	n.store, err = openStore(filepath.Join(raftDir, "raft.db"), cfg.DataDir)
+	n.store, err = logstore.OpenStore(filepath.Join(raftDir, "raft.db"), cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +197,11 @@ func Open(cfg Config) (n *Node, err error) {
 			store.Close()
 		}
 	}()
-	if err := migrateBoltLog(n.store, raftDir, cfg.DataDir, hl.Named("wal")); err != nil {
+	if err := logstore.MigrateBoltLog(n.store, raftDir, cfg.DataDir, hl.Named("wal")); err != nil {
 		return nil, err
 	}
 	node := n // n is nil once an error is returned
-	w, err := openWAL(walDir(raftDir), cfg.DataDir, hl.Named("wal"), func(err error) { node.writeFailed(err) })
+	w, err := logstore.OpenWAL(logstore.WALDir(raftDir), cfg.DataDir, hl.Named("wal"), func(err error) { node.writeFailed(err) })
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +212,7 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}()
 	// Before the snapshot store (which creates a missing snapshots dir).
-	logs, _, note, err := openCheckedLog(n.store, w, walDir(raftDir), raftDir, false)
+	logs, _, note, err := openCheckedLog(n.store, w, logstore.WALDir(raftDir), raftDir, false)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +264,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft address %s: %v", cfg.RaftAddr, err)
 	}
-	n.trans, err = newGuardedTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
+	n.trans, err = peer.NewTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
 		MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport"),
 	}, cfg.Logger, cfg.ID, cfg.TLS)
 	if err != nil {
@@ -310,8 +309,8 @@ func Open(cfg Config) (n *Node, err error) {
 		n.trans.Close()
 		return nil, fmt.Errorf("start raft on %s: %w", raftDir, err)
 	}
-	n.trans.setRaft(n.raft)
-	n.ident.setWelcome(n.neverHeldData)
+	n.trans.SetRaft(n.raft)
+	n.ident.SetWelcome(n.neverHeldData)
 	if bootstrap != nil {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
@@ -331,60 +330,6 @@ func Open(cfg Config) (n *Node, err error) {
 	go n.registerLoop()
 	go n.readinessLoop()
 	return n, nil
-}
-
-// openStore opens raft.db with a lock timeout, turning bbolt's errors (and a
-// panic on a damaged file) into one clear error.
-func openStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
-	// A fault on the mapped file is a panic here, not a crash.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			s, err = nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged: %v", r)}
-		}
-	}()
-	if _, err := checkBoltFile(path); err != nil {
-		return nil, err
-	}
-	if err := checkStore(path, dataDir); err != nil {
-		return nil, err
-	}
-	s, err = raftboltdb.New(raftboltdb.Options{
-		Path:        path,
-		BoltOptions: &bolt.Options{Timeout: time.Second},
-	})
-	switch {
-	case err == nil:
-		return s, nil
-	case errors.Is(err, bolt.ErrTimeout):
-		return nil, fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
-	case IsDiskFull(err):
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	default:
-		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
-	}
-}
-
-// checkStore verifies every page of an existing raft.db before raft reads it,
-// so damage is reported at start rather than as a crash later.
-func checkStore(path, dataDir string) error {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	switch {
-	case errors.Is(err, bolt.ErrTimeout):
-		return fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
-	case err != nil:
-		return &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
-	}
-	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error {
-		for cerr := range tx.Check() {
-			return &DamageError{Path: path, Reason: "is damaged: " + strings.TrimPrefix(cerr.Error(), "panic: ")}
-		}
-		return nil
-	})
 }
 
 func bootstrapConfig(cfg Config) (*raft.Configuration, error) {
@@ -701,7 +646,7 @@ func (n *Node) Handover() error {
 	return nil
 }
 
-// storedMarkLoop records the stored-up-to mark every second (storedmark.go).
+// storedMarkLoop records the stored-up-to mark every second (internal/logstore/storedmark.go).
 func (n *Node) storedMarkLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(time.Second)

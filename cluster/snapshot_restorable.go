@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dexhq/dex/cluster/internal/logstore"
 	"github.com/dexhq/dex/fsm"
 )
 
@@ -23,9 +24,9 @@ const unreadableDir = "snapshots.unreadable"
 // decode, the node sets it aside and starts from the newest older one that
 // does, provided its log reaches back to that snapshot, and says so in the
 // returned note. It returns the snapshots raft will see.
-func restoreCheck(raftDir string, snaps []SnapshotCheck, firstIndex uint64, readOnly bool) ([]SnapshotCheck, string, error) {
+func restoreCheck(raftDir string, snaps []logstore.SnapshotCheck, firstIndex uint64, readOnly bool) ([]logstore.SnapshotCheck, string, error) {
 	snaps = slices.Clone(snaps)
-	slices.SortFunc(snaps, func(a, b SnapshotCheck) int { return cmpIndex(b.Index, a.Index) })
+	slices.SortFunc(snaps, func(a, b logstore.SnapshotCheck) int { return cmpIndex(b.Index, a.Index) })
 	if readOnly {
 		var lines []string
 		for _, s := range snaps {
@@ -37,7 +38,7 @@ func restoreCheck(raftDir string, snaps []SnapshotCheck, firstIndex uint64, read
 		}
 		return snaps, strings.Join(lines, "\n"), nil
 	}
-	var bad []SnapshotCheck
+	var bad []logstore.SnapshotCheck
 	var firstErr error
 	for i, s := range snaps {
 		err := decodeSnapshotFile(raftDir, s)
@@ -75,12 +76,12 @@ func cmpIndex(a, b uint64) int {
 	return 0
 }
 
-func statePath(raftDir string, s SnapshotCheck) string {
+func statePath(raftDir string, s logstore.SnapshotCheck) string {
 	return filepath.Join(raftDir, "snapshots", s.ID, "state.bin")
 }
 
 // decodeSnapshotFile decodes every record of a snapshot.
-func decodeSnapshotFile(raftDir string, s SnapshotCheck) error {
+func decodeSnapshotFile(raftDir string, s logstore.SnapshotCheck) error {
 	f, err := os.Open(statePath(raftDir, s))
 	if err != nil {
 		return err
@@ -92,7 +93,7 @@ func decodeSnapshotFile(raftDir string, s SnapshotCheck) error {
 
 // restoreSnapshotFile decodes a snapshot, then restores it into a scratch
 // state machine, and says what it read.
-func restoreSnapshotFile(raftDir string, s SnapshotCheck) (string, error) {
+func restoreSnapshotFile(raftDir string, s logstore.SnapshotCheck) (string, error) {
 	path := statePath(raftDir, s)
 	f, err := os.Open(path)
 	if err != nil {
@@ -113,7 +114,7 @@ func restoreSnapshotFile(raftDir string, s SnapshotCheck) (string, error) {
 
 // setAside moves the snapshots that do not restore out of raft's sight,
 // keeping them for an operator to look at.
-func setAside(raftDir string, bad []SnapshotCheck, why error) (string, error) {
+func setAside(raftDir string, bad []logstore.SnapshotCheck, why error) (string, error) {
 	dest := filepath.Join(raftDir, unreadableDir)
 	if err := os.MkdirAll(dest, 0o700); err != nil {
 		return "", fmt.Errorf("set aside snapshots that do not restore: %v", err)
@@ -125,7 +126,7 @@ func setAside(raftDir string, bad []SnapshotCheck, why error) (string, error) {
 		}
 		ids = append(ids, s.ID)
 	}
-	if err := errors.Join(syncDir(dest), syncDir(filepath.Join(raftDir, "snapshots"))); err != nil {
+	if err := errors.Join(logstore.SyncDir(dest), logstore.SyncDir(filepath.Join(raftDir, "snapshots"))); err != nil {
 		return "", fmt.Errorf("set aside snapshots that do not restore: %v", err)
 	}
 	return fmt.Sprintf("snapshot %v does not restore (%v): moved to %s", ids, why, dest), nil

@@ -11,13 +11,14 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/dexhq/dex/cluster/internal/logstore"
 	"github.com/dexhq/dex/fsm"
 )
 
 // addSnapshot writes a snapshot up to index into raftDir's store: the
 // state's own bytes when state is nil, else the given bytes (whose CRC64
 // raft computes, so they pass every check but a restore).
-func addSnapshot(t *testing.T, raftDir string, index uint64, state []byte) SnapshotCheck {
+func addSnapshot(t *testing.T, raftDir string, index uint64, state []byte) logstore.SnapshotCheck {
 	t.Helper()
 	fs, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 3, hclog.NewNullLogger())
 	if err != nil {
@@ -38,7 +39,7 @@ func addSnapshot(t *testing.T, raftDir string, index uint64, state []byte) Snaps
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return SnapshotCheck{ID: sink.ID(), Index: index}
+	return logstore.SnapshotCheck{ID: sink.ID(), Index: index}
 }
 
 // A record whose length runs past the end: its CRC matches, it does not decode.
@@ -49,7 +50,7 @@ func TestRestoreCheck_StartsFromAnOlderSnapshotWhenTheNewestDoesNotRestore(t *te
 	good := addSnapshot(t, raftDir, 100, nil)
 	bad := addSnapshot(t, raftDir, 200, undecodable)
 
-	kept, note, err := restoreCheck(raftDir, []SnapshotCheck{good, bad}, 101, false)
+	kept, note, err := restoreCheck(raftDir, []logstore.SnapshotCheck{good, bad}, 101, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestRestoreCheck_RefusesWhenNoSnapshotTheLogReachesRestores(t *testing.T) {
 		raftDir := t.TempDir()
 		good := addSnapshot(t, raftDir, 100, nil)
 		bad := addSnapshot(t, raftDir, 200, undecodable)
-		_, _, err := restoreCheck(raftDir, []SnapshotCheck{good, bad}, 150, false)
+		_, _, err := restoreCheck(raftDir, []logstore.SnapshotCheck{good, bad}, 150, false)
 		var de *DamageError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "log starts at entry 150") || !strings.Contains(err.Error(), "restore this node from its peers") {
 			t.Fatalf("restoreCheck = %v; want damage naming the log's start and the way back", err)
@@ -86,7 +87,7 @@ func TestRestoreCheck_RefusesWhenNoSnapshotTheLogReachesRestores(t *testing.T) {
 	t.Run("no snapshot restores", func(t *testing.T) {
 		raftDir := t.TempDir()
 		bad := addSnapshot(t, raftDir, 200, undecodable)
-		_, _, err := restoreCheck(raftDir, []SnapshotCheck{bad}, 101, false)
+		_, _, err := restoreCheck(raftDir, []logstore.SnapshotCheck{bad}, 101, false)
 		if err == nil || !strings.Contains(err.Error(), "nor does any older snapshot") {
 			t.Fatalf("restoreCheck = %v", err)
 		}
@@ -96,12 +97,12 @@ func TestRestoreCheck_RefusesWhenNoSnapshotTheLogReachesRestores(t *testing.T) {
 func TestRestoreCheck_OfflineRestoresEverySnapshot(t *testing.T) {
 	raftDir := t.TempDir()
 	good := addSnapshot(t, raftDir, 100, nil)
-	_, lines, err := restoreCheck(raftDir, []SnapshotCheck{good}, 101, true)
+	_, lines, err := restoreCheck(raftDir, []logstore.SnapshotCheck{good}, 101, true)
 	if err != nil || !strings.Contains(lines, "snapshots/"+good.ID+": restores (") {
 		t.Fatalf("restoreCheck = %q, %v", lines, err)
 	}
 	bad := addSnapshot(t, raftDir, 200, undecodable)
-	_, _, err = restoreCheck(raftDir, []SnapshotCheck{good, bad}, 101, true)
+	_, _, err = restoreCheck(raftDir, []logstore.SnapshotCheck{good, bad}, 101, true)
 	var de *DamageError
 	if !errors.As(err, &de) || !strings.Contains(de.Path, bad.ID) || !strings.Contains(err.Error(), "does not restore") {
 		t.Fatalf("restoreCheck = %v; want damage naming %s", err, bad.ID)

@@ -14,6 +14,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/dexhq/dex/cluster/internal/logstore"
 	"github.com/dexhq/dex/fsm"
 )
 
@@ -37,15 +38,15 @@ func StateDigest(dataDir string, index uint64) (string, error) {
 	}
 	defer store.Close()
 	var raw raft.LogStore = store
-	if _, err := os.Stat(walDir(raftDir)); err == nil {
-		w, done, err := openWALCopy(raftDir, dataDir)
+	if _, err := os.Stat(logstore.WALDir(raftDir)); err == nil {
+		w, done, err := logstore.OpenWALCopy(raftDir, dataDir)
 		if err != nil {
 			return "", err
 		}
 		defer done()
 		raw = w
 	}
-	logs, err := NewCheckedLogStore(raw, store, path, true)
+	logs, err := logstore.NewCheckedLogStore(raw, store, path, true)
 	if err != nil {
 		return "", err
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
+	"github.com/dexhq/dex/cluster/internal/logstore"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	bolt "go.etcd.io/bbolt"
@@ -24,12 +24,12 @@ import (
 //
 // A snapshot whose CRC matches must also restore (restoreCheck); note says
 // what the node did when its newest one does not.
-func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string, readOnly bool) (clog *CheckedLogStore, snaps []SnapshotCheck, note string, err error) {
-	hasState, err := hasRaftState(logs, store)
+func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string, readOnly bool) (clog *logstore.CheckedLogStore, snaps []logstore.SnapshotCheck, note string, err error) {
+	hasState, err := logstore.HasRaftState(logs, store)
 	if err != nil {
 		return nil, nil, "", &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
 	}
-	checked, err := NewCheckedLogStore(logs, store, dir, readOnly)
+	checked, err := logstore.NewCheckedLogStore(logs, store, dir, readOnly)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -40,7 +40,7 @@ func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDi
 	if err != nil {
 		return nil, nil, "", &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
 	}
-	snaps, err = checkSnapshots(raftDir, first, hasState)
+	snaps, err = logstore.CheckSnapshots(raftDir, first, hasState)
 	if err != nil {
 		return nil, snaps, "", err
 	}
@@ -95,12 +95,12 @@ func VerifyDataDir(dataDir string) (checked []string, err error) {
 	if _, err := os.Stat(path); err != nil {
 		return checked, fmt.Errorf("data dir %s has no raft store (%v)", dataDir, err)
 	}
-	meta, err := checkBoltFile(path)
+	meta, err := logstore.CheckBoltFile(path)
 	if err != nil {
 		return checked, err
 	}
-	checked = append(checked, fmt.Sprintf("raft.db: both bolt meta pages intact (page size %d, %d pages, transaction %d)", meta.pageSize, meta.pgid, meta.txid))
-	if err := checkStore(path, dataDir); err != nil {
+	checked = append(checked, fmt.Sprintf("raft.db: both bolt meta pages intact (page size %d, %d pages, transaction %d)", meta.PageSize, meta.Pages, meta.TxID))
+	if err := logstore.CheckStore(path, dataDir); err != nil {
 		return checked, err
 	}
 	checked = append(checked, "raft.db: every bolt page reachable and consistent")
@@ -119,22 +119,22 @@ func VerifyDataDir(dataDir string) (checked []string, err error) {
 	// last append, which is the next start's to do.
 	var logs raft.LogStore = store
 	logPath, logName := path, "raft.db"
-	if _, err := os.Stat(walDir(raftDir)); err == nil {
-		meta := filepath.Join(walDir(raftDir), walMetaFile)
-		m, err := checkBoltFile(meta)
+	if _, err := os.Stat(logstore.WALDir(raftDir)); err == nil {
+		meta := filepath.Join(logstore.WALDir(raftDir), logstore.WALMetaFile)
+		m, err := logstore.CheckBoltFile(meta)
 		if err != nil {
 			return checked, err
 		}
-		if err := checkStore(meta, dataDir); err != nil {
+		if err := logstore.CheckStore(meta, dataDir); err != nil {
 			return checked, err
 		}
-		checked = append(checked, fmt.Sprintf("wal/%s: both bolt meta pages intact, every page consistent (%d pages)", walMetaFile, m.pgid))
-		w, done, err := openWALCopy(raftDir, dataDir)
+		checked = append(checked, fmt.Sprintf("wal/%s: both bolt meta pages intact, every page consistent (%d pages)", logstore.WALMetaFile, m.Pages))
+		w, done, err := logstore.OpenWALCopy(raftDir, dataDir)
 		if err != nil {
 			return checked, err
 		}
 		defer done()
-		logs, logPath, logName = w, walDir(raftDir), "wal"
+		logs, logPath, logName = w, logstore.WALDir(raftDir), "wal"
 	}
 	clog, snaps, restored, err := openCheckedLog(store, logs, logPath, raftDir, true)
 	for _, s := range snaps {
@@ -167,29 +167,4 @@ func VerifyDataDir(dataDir string) (checked []string, err error) {
 		checked = append(checked, "snapshots: none, and none needed")
 	}
 	return checked, nil
-}
-
-// openWALCopy opens a copy of raftDir's WAL in a temporary directory; done
-// closes and removes it. Damage is reported against the node's own WAL.
-func openWALCopy(raftDir, dataDir string) (w *walStore, done func(), err error) {
-	tmp, err := os.MkdirTemp("", "dex-wal-")
-	if err != nil {
-		return nil, nil, err
-	}
-	remove := func() { os.RemoveAll(tmp) }
-	if err := os.CopyFS(tmp, os.DirFS(walDir(raftDir))); err != nil {
-		remove()
-		return nil, nil, fmt.Errorf("copy %s to %s to check it: %w", walDir(raftDir), tmp, err)
-	}
-	w, err = openWAL(tmp, dataDir, hclog.NewNullLogger(), nil)
-	if err != nil {
-		remove()
-		var d *DamageError
-		if errors.As(err, &d) {
-			d.Path = strings.Replace(d.Path, tmp, walDir(raftDir), 1)
-			d.Reason = strings.ReplaceAll(d.Reason, tmp, walDir(raftDir))
-		}
-		return nil, nil, err
-	}
-	return w, func() { w.Close(); remove() }, nil
 }

@@ -47,7 +47,7 @@ func (c *Cluster) Net() Network {
 }
 
 // FailpointSlowDisk is evaluated by the chaos build of dexd before each
-// write of raft log entries to the node's log store (cluster/checkedlog.go
+// write of raft log entries to the node's log store (cluster/internal/logstore/checkedlog.go
 // StoreLogs): `sleep(200)` makes that one node's disk slow. Set it with
 // SetFailpoints at start or SetFailpoint while the node runs.
 const FailpointSlowDisk = "dexBeforeStoreLogs"
@@ -67,7 +67,7 @@ type WorkerLink struct {
 
 // RaftRoutesEnv is the chaos build's raft dial override: a node with
 // DEX_CHAOS_RAFT_ROUTES="PEER_RAFT_ADDR=PROXY_ADDR[,...]" dials the proxy
-// instead of the peer (cluster/chaos_routes.go).
+// instead of the peer (cluster/internal/peer/chaos_routes.go).
 const RaftRoutesEnv = "DEX_CHAOS_RAFT_ROUTES"
 
 // netFaults is a cluster's Network: one linkProxy per directed link.

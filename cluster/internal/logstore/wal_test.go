@@ -1,4 +1,4 @@
-package cluster
+package logstore
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // walNode is a stopped node's raft dir: raft.db (stable) and raft/wal.
@@ -28,27 +29,60 @@ func newWALNode(t *testing.T) *walNode {
 	return &walNode{t: t, raftDir: raftDir}
 }
 
-// open opens both stores the way Open does and returns the checked log, or
-// the error the checks gave. close closes both.
+// open opens both stores the way a node's start does and returns the
+// checked log, or the error the checks gave. close closes both.
 func (n *walNode) open() (logs *CheckedLogStore, close func(), err error) {
 	n.t.Helper()
 	store := openBolt(n.t, filepath.Join(n.raftDir, "raft.db"))
-	if err := migrateBoltLog(store, n.raftDir, n.raftDir, hclog.NewNullLogger()); err != nil {
+	if err := MigrateBoltLog(store, n.raftDir, n.raftDir, hclog.NewNullLogger()); err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	w, err := openWAL(walDir(n.raftDir), n.raftDir, hclog.NewNullLogger(), nil)
+	w, err := OpenWAL(WALDir(n.raftDir), n.raftDir, hclog.NewNullLogger(), nil)
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	logs, _, _, err = openCheckedLog(store, w, walDir(n.raftDir), n.raftDir, false)
+	logs, err = openChecked(store, w, WALDir(n.raftDir), n.raftDir)
 	close = func() { w.Close(); store.Close() }
 	if err != nil {
 		close()
 		return nil, nil, err
 	}
 	return logs, close, nil
+}
+
+// openChecked runs the checks a node's start makes before raft reads the
+// log (the cluster's openCheckedLog, without its restore of snapshots):
+// every entry's checksum, the snapshots, and the stored-up-to mark.
+func openChecked(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string) (*CheckedLogStore, error) {
+	hasState, err := HasRaftState(logs, store)
+	if err != nil {
+		return nil, err
+	}
+	checked, err := NewCheckedLogStore(logs, store, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checked.VerifyLog(); err != nil {
+		return nil, err
+	}
+	first, err := logs.FirstIndex()
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := CheckSnapshots(raftDir, first, hasState)
+	if err != nil {
+		return nil, err
+	}
+	var newest uint64
+	for _, s := range snaps {
+		newest = max(newest, s.Index)
+	}
+	if err := checked.CheckStoredUpTo(newest); err != nil {
+		return nil, err
+	}
+	return checked, nil
 }
 
 func (n *walNode) mustOpen() (*CheckedLogStore, func()) {
@@ -81,9 +115,9 @@ func lastIndex(t *testing.T, logs raft.LogStore) uint64 {
 // tailSegment is the path of the WAL's newest segment file.
 func (n *walNode) tailSegment() string {
 	n.t.Helper()
-	segs, err := filepath.Glob(filepath.Join(walDir(n.raftDir), "*.wal"))
+	segs, err := filepath.Glob(filepath.Join(WALDir(n.raftDir), "*.wal"))
 	if err != nil || len(segs) == 0 {
-		n.t.Fatalf("no segment file in %s (%v)", walDir(n.raftDir), err)
+		n.t.Fatalf("no segment file in %s (%v)", WALDir(n.raftDir), err)
 	}
 	return segs[len(segs)-1]
 }
@@ -104,7 +138,7 @@ func TestWAL_ALogCutBelowTheStoredMarkIsRefused(t *testing.T) {
 	}
 	_, _, err := n.open()
 	var d *DamageError
-	if !errors.As(err, &d) || d.Path != walDir(n.raftDir) || !strings.Contains(err.Error(), "entries up to 20 were stored") {
+	if !errors.As(err, &d) || d.Path != WALDir(n.raftDir) || !strings.Contains(err.Error(), "entries up to 20 were stored") {
 		t.Fatalf("open of a cut log: %v", err)
 	}
 }
@@ -207,7 +241,7 @@ func TestWAL_ALogInRaftDBMovesIntoTheWAL(t *testing.T) {
 	storeEntries(t, checked(t, old, dbPath), 1, 30)
 	old.Close()
 	// A copy cut short by a crash is started again.
-	if err := os.MkdirAll(walDir(n.raftDir)+".tmp", 0o700); err != nil {
+	if err := os.MkdirAll(WALDir(n.raftDir)+".tmp", 0o700); err != nil {
 		t.Fatal(err)
 	}
 
@@ -220,7 +254,7 @@ func TestWAL_ALogInRaftDBMovesIntoTheWAL(t *testing.T) {
 	}
 	storeEntries(t, logs, 31, 31)
 	close()
-	if _, err := os.Stat(walDir(n.raftDir) + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(WALDir(n.raftDir) + ".tmp"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("wal.tmp left behind: %v", err)
 	}
 	db := openBolt(t, dbPath)
@@ -253,7 +287,7 @@ func TestWAL_ADamagedLogInRaftDBIsNotMoved(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "raft log entry 4 in "+dbPath) {
 		t.Fatalf("open of a damaged raft.db log: %v", err)
 	}
-	if _, err := os.Stat(walDir(n.raftDir)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(WALDir(n.raftDir)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a WAL was made from a damaged log: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-func listenLayer(t *testing.T, id string) (*handshakeLayer, *clusterIdentity) {
+func listenLayer(t *testing.T, id string) (*handshakeLayer, *ClusterIdentity) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident := newClusterIdentity(id, nil, nil)
+	ident := NewClusterIdentity(id, nil, nil)
 	l := newHandshakeLayer(ln, nil, ident, ident.log, nil)
 	t.Cleanup(func() { l.Close() })
 	return l, ident
@@ -97,7 +97,7 @@ func TestHandshakeUnknownIDAdoptsTheFirstHeard(t *testing.T) {
 
 func TestProbeAndGarbageConnections(t *testing.T) {
 	srv, _ := listenLayer(t, "c9")
-	id, err := ProbeClusterID(srv.Addr().String(), time.Second)
+	id, err := ProbeClusterID(srv.Addr().String(), nil, time.Second)
 	if err != nil || id != "c9" {
 		t.Fatalf("probe: %q, %v; want c9", id, err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"crypto/tls"
@@ -24,11 +24,9 @@ func dialRaft(peerTLS *tlsconf.Store, addr string, timeout time.Duration) (net.C
 	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", raftDialAddr(addr), peerTLS.ClientConfig(host))
 }
 
-// DialCredentials are the credentials of this node's gRPC calls to other
+// DialCredentials are the credentials of a node's gRPC calls to other
 // nodes: its node certificate when TLS is on, plaintext otherwise.
-func (n *Node) DialCredentials() grpc.DialOption { return dialCredentials(n.cfg.TLS) }
-
-func dialCredentials(s *tlsconf.Store) grpc.DialOption {
+func DialCredentials(s *tlsconf.Store) grpc.DialOption {
 	if s == nil {
 		return grpc.WithTransportCredentials(insecure.NewCredentials())
 	}

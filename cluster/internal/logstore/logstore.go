@@ -1,4 +1,4 @@
-package cluster
+package logstore
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	hclog "github.com/hashicorp/go-hclog"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -22,22 +23,22 @@ import (
 // an append is one write and one fdatasync (bbolt's commit took two, before
 // raft could replicate the entry). raft.db keeps the stable store: the term,
 // the vote and Dex's own keys. A data dir written before the WAL has its log
-// in raft.db; the first start copies it into raft/wal (see migrateBoltLog).
+// in raft.db; the first start copies it into raft/wal (see MigrateBoltLog).
 const (
 	walDirName  = "wal"
-	walMetaFile = "wal-meta.db"
+	WALMetaFile = "wal-meta.db"
 	// copyBatchBytes bounds one append while a log is copied.
 	copyBatchBytes = 4 << 20
 )
 
-func walDir(raftDir string) string { return filepath.Join(raftDir, walDirName) }
+func WALDir(raftDir string) string { return filepath.Join(raftDir, walDirName) }
 
-// openWAL checks wal-meta.db (a bolt file) like raft.db, then opens the
+// OpenWAL checks wal-meta.db (a bolt file) like raft.db, then opens the
 // segment files. raft-wal takes a damaged last write batch of the open
 // segment for a write cut by a crash and drops it; what Dex stored before
 // that is guarded by the stored-up-to mark (CheckedLogStore). failed, when
 // set, hears the writes raft-wal makes on its own that fail (walFS).
-func openWAL(dir, dataDir string, hl hclog.Logger, failed func(error)) (w *walStore, err error) {
+func OpenWAL(dir, dataDir string, hl hclog.Logger, failed func(error)) (w *WALStore, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -47,12 +48,12 @@ func openWAL(dir, dataDir string, hl hclog.Logger, failed func(error)) (w *walSt
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	metaPath := filepath.Join(dir, walMetaFile)
+	metaPath := filepath.Join(dir, WALMetaFile)
 	if _, err := os.Stat(metaPath); err == nil {
-		if _, err := checkBoltFile(metaPath); err != nil {
+		if _, err := CheckBoltFile(metaPath); err != nil {
 			return nil, err
 		}
-		if err := checkStore(metaPath, dataDir); err != nil {
+		if err := CheckStore(metaPath, dataDir); err != nil {
 			return nil, err
 		}
 	}
@@ -67,12 +68,12 @@ func openWAL(dir, dataDir string, hl hclog.Logger, failed func(error)) (w *walSt
 		}
 		return nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: %v", err)}
 	}
-	return &walStore{WAL: inner, meta: meta}, nil
+	return &WALStore{WAL: inner, meta: meta}, nil
 }
 
-// walStore closes the WAL's meta store too: wal.WAL.Close leaves it open,
+// WALStore closes the WAL's meta store too: wal.WAL.Close leaves it open,
 // and with it the file lock a restart in the same process needs.
-type walStore struct {
+type WALStore struct {
 	*wal.WAL
 	meta *metadb.BoltMetaDB
 }
@@ -111,7 +112,7 @@ type walMeta struct {
 func (m walMeta) CommitState(s types.PersistentState) error {
 	err := m.BoltMetaDB.CommitState(s)
 	if err != nil {
-		err = fmt.Errorf("commit %s: %w", walMetaFile, err)
+		err = fmt.Errorf("commit %s: %w", WALMetaFile, err)
 		if m.failed != nil {
 			m.failed(err)
 		}
@@ -119,7 +120,7 @@ func (m walMeta) CommitState(s types.PersistentState) error {
 	return err
 }
 
-func (w *walStore) Close() error {
+func (w *WALStore) Close() error {
 	err := w.WAL.Close()
 	if merr := w.meta.Close(); err == nil {
 		err = merr
@@ -127,11 +128,11 @@ func (w *walStore) Close() error {
 	return err
 }
 
-// migrateBoltLog moves a log kept in raft.db (a data dir from before the
+// MigrateBoltLog moves a log kept in raft.db (a data dir from before the
 // WAL) into raft/wal. The copy is made in wal.tmp and renamed into place
 // once complete, so a crash leaves either no WAL (the next start copies
 // again) or a whole one; only then are the entries dropped from raft.db.
-func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hclog.Logger) error {
+func MigrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hclog.Logger) error {
 	last, err := store.LastIndex()
 	if err != nil {
 		return &DamageError{Path: filepath.Join(raftDir, "raft.db"), Reason: fmt.Sprintf("is damaged: its last log index cannot be read: %v", err)}
@@ -143,7 +144,7 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 	if err != nil {
 		return &DamageError{Path: filepath.Join(raftDir, "raft.db"), Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
 	}
-	dir := walDir(raftDir)
+	dir := WALDir(raftDir)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		// What is copied must be what was written.
 		old, err := NewCheckedLogStore(store, store, filepath.Join(raftDir, "raft.db"), true)
@@ -158,7 +159,7 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 		if err := os.RemoveAll(tmp); err != nil {
 			return fmt.Errorf("remove %s: %w", tmp, err)
 		}
-		w, err := openWAL(tmp, dataDir, hl, nil)
+		w, err := OpenWAL(tmp, dataDir, hl, nil)
 		if err != nil {
 			return err
 		}
@@ -172,7 +173,7 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 		if err := os.Rename(tmp, dir); err != nil {
 			return fmt.Errorf("move %s into place: %w", tmp, err)
 		}
-		if err := syncDir(raftDir); err != nil {
+		if err := SyncDir(raftDir); err != nil {
 			return err
 		}
 	}
@@ -184,7 +185,7 @@ func migrateBoltLog(store *raftboltdb.BoltStore, raftDir, dataDir string, hl hcl
 	return nil
 }
 
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -194,4 +195,29 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// OpenWALCopy opens a copy of raftDir's WAL in a temporary directory; done
+// closes and removes it. Damage is reported against the node's own WAL.
+func OpenWALCopy(raftDir, dataDir string) (w *WALStore, done func(), err error) {
+	tmp, err := os.MkdirTemp("", "dex-wal-")
+	if err != nil {
+		return nil, nil, err
+	}
+	remove := func() { os.RemoveAll(tmp) }
+	if err := os.CopyFS(tmp, os.DirFS(WALDir(raftDir))); err != nil {
+		remove()
+		return nil, nil, fmt.Errorf("copy %s to %s to check it: %w", WALDir(raftDir), tmp, err)
+	}
+	w, err = OpenWAL(tmp, dataDir, hclog.NewNullLogger(), nil)
+	if err != nil {
+		remove()
+		var d *DamageError
+		if errors.As(err, &d) {
+			d.Path = strings.Replace(d.Path, tmp, WALDir(raftDir), 1)
+			d.Reason = strings.ReplaceAll(d.Reason, tmp, WALDir(raftDir))
+		}
+		return nil, nil, err
+	}
+	return w, func() { w.Close(); remove() }, nil
 }

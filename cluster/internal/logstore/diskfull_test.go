@@ -1,4 +1,4 @@
-package cluster
+package logstore
 
 import (
 	"errors"
@@ -19,10 +19,10 @@ func TestDiskFull_ClassifiesThroughWrapping(t *testing.T) {
 		write,
 		fmt.Errorf("open %s: %w", dir, fmt.Errorf("create segment 1.wal: %w", write)),
 	} {
-		got := diskFull(dir, err)
+		got := DiskFull(dir, err)
 		var full *DiskFullError
 		if !errors.As(got, &full) || !errors.Is(got, syscall.ENOSPC) || !IsDiskFull(got) {
-			t.Fatalf("diskFull(%v) = %#v: want a *DiskFullError that is still ENOSPC", err, got)
+			t.Fatalf("DiskFull(%v) = %#v: want a *DiskFullError that is still ENOSPC", err, got)
 		}
 		msg := got.Error()
 		for _, want := range []string{"data dir " + dir + " (", " free) is full: ", err.Error(), "Dex needs 64 MiB free", "the data dir is not damaged"} {
@@ -33,20 +33,20 @@ func TestDiskFull_ClassifiesThroughWrapping(t *testing.T) {
 		if strings.Contains(msg, "is damaged") || strings.Contains(msg, "restore") {
 			t.Fatalf("a full disk reads as damage: %s", msg)
 		}
-		if again := diskFull(dir, fmt.Errorf("at start: %w", got)); !strings.HasPrefix(again.Error(), "at start: data dir ") {
+		if again := DiskFull(dir, fmt.Errorf("at start: %w", got)); !strings.HasPrefix(again.Error(), "at start: data dir ") {
 			t.Fatalf("named twice: %v", again)
 		}
 	}
 
-	quota := diskFull(dir, fmt.Errorf("store: %w", syscall.EDQUOT))
+	quota := DiskFull(dir, fmt.Errorf("store: %w", syscall.EDQUOT))
 	if !errors.Is(quota, syscall.EDQUOT) || !strings.Contains(quota.Error(), "is over its disk quota") || !strings.Contains(quota.Error(), "raise the quota or free space") {
 		t.Fatalf("a quota: %v", quota)
 	}
 
 	damage := &DamageError{Path: dir, Reason: "is damaged: bad"}
 	for _, err := range []error{nil, syscall.EIO, fmt.Errorf("read: %w", syscall.EIO), damage} {
-		if got := diskFull(dir, err); got != err || IsDiskFull(err) {
-			t.Fatalf("diskFull(%v) = %v: want it unchanged", err, got)
+		if got := DiskFull(dir, err); got != err || IsDiskFull(err) {
+			t.Fatalf("DiskFull(%v) = %v: want it unchanged", err, got)
 		}
 	}
 }

@@ -1,9 +1,6 @@
 //go:build !chaos
 
-package cluster
+package peer
 
 // raftDialAddr is addr outside the chaos build (see chaos_routes.go).
 func raftDialAddr(addr string) string { return addr }
-
-// beforeStoreLogs does nothing outside the chaos build.
-func beforeStoreLogs() {}

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 	"github.com/dexhq/dex/api/tlsconf"
 )
 
-// guardedTransport is raft's TCP transport with two guards: the cluster
+// Transport is raft's TCP transport with two guards: the cluster
 // handshake on every connection (handshakeLayer) and a filter between the
 // network and raft that answers vote requests breaking the membership
 // rules itself, so they never move raft's term.
-type guardedTransport struct {
+type Transport struct {
 	*raft.NetworkTransport
 	out      chan raft.RPC
 	raft     atomic.Pointer[raft.Raft]
@@ -27,13 +27,16 @@ type guardedTransport struct {
 	stopOnce sync.Once
 }
 
-func newGuardedTransport(bind string, advertise net.Addr, ident *clusterIdentity, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string, peerTLS *tlsconf.Store) (*guardedTransport, error) {
+// NewTransport listens on bind, advertising advertise (the listener's own
+// address when nil), and guards what it accepts and dials with ident's
+// handshake and, when peerTLS is set, mutual TLS.
+func NewTransport(bind string, advertise net.Addr, ident *ClusterIdentity, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string, peerTLS *tlsconf.Store) (*Transport, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Stream = newHandshakeLayer(ln, advertise, ident, log, peerTLS)
-	t := &guardedTransport{
+	t := &Transport{
 		NetworkTransport: raft.NewNetworkTransportWithConfig(cfg),
 		out:              make(chan raft.RPC),
 		log:              log,
@@ -44,21 +47,21 @@ func newGuardedTransport(bind string, advertise net.Addr, ident *clusterIdentity
 	return t, nil
 }
 
-// setRaft gives the filter the raft whose term and configuration it checks.
-func (t *guardedTransport) setRaft(r *raft.Raft) { t.raft.Store(r) }
+// SetRaft gives the filter the raft whose term and configuration it checks.
+func (t *Transport) SetRaft(r *raft.Raft) { t.raft.Store(r) }
 
 // Consumer is what raft reads RPCs from: the filtered stream.
-func (t *guardedTransport) Consumer() <-chan raft.RPC { return t.out }
+func (t *Transport) Consumer() <-chan raft.RPC { return t.out }
 
-func (t *guardedTransport) Close() error {
+func (t *Transport) Close() error {
 	t.stopOnce.Do(func() { close(t.stop) })
 	return t.NetworkTransport.Close()
 }
 
 // RefusedVotes counts the vote requests the filter refused.
-func (t *guardedTransport) RefusedVotes() uint64 { return t.refused.Load() }
+func (t *Transport) RefusedVotes() uint64 { return t.refused.Load() }
 
-func (t *guardedTransport) filter() {
+func (t *Transport) filter() {
 	in := t.NetworkTransport.Consumer()
 	for {
 		var rpc raft.RPC
@@ -86,7 +89,7 @@ func (t *guardedTransport) filter() {
 	}
 }
 
-func (t *guardedTransport) header() raft.RPCHeader {
+func (t *Transport) header() raft.RPCHeader {
 	return raft.RPCHeader{
 		ProtocolVersion: raft.ProtocolVersionMax,
 		ID:              []byte(t.localID),

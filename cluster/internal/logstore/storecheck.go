@@ -1,4 +1,4 @@
-package cluster
+package logstore
 
 import (
 	"bytes"
@@ -11,10 +11,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
 )
 
 // bbolt's on-disk meta page (go.etcd.io/bbolt/internal/common): a 16-byte
@@ -33,19 +36,20 @@ const (
 	boltNoFreelist   = ^uint64(0)
 )
 
-type boltMeta struct {
-	pageSize uint32
+// BoltMeta is what CheckBoltFile read of a bolt file's current meta page.
+type BoltMeta struct {
+	PageSize uint32
 	root     uint64
 	freelist uint64
-	pgid     uint64
-	txid     uint64
+	Pages    uint64
+	TxID     uint64
 }
 
-// checkBoltFile validates a bolt file's two meta pages (raft.db's,
+// CheckBoltFile validates a bolt file's two meta pages (raft.db's,
 // wal-meta.db's) and its size before bbolt maps it: bbolt trusts them and
 // faults (SIGBUS) on a file shorter than they say. A missing file is fine
 // (a new store).
-func checkBoltFile(path string) (*boltMeta, error) {
+func CheckBoltFile(path string) (*BoltMeta, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -76,7 +80,7 @@ func checkBoltFile(path string) (*boltMeta, error) {
 	if reason != "" {
 		return nil, bad("is damaged: bolt meta page 0 %s", reason)
 	}
-	ps := int64(m0.pageSize)
+	ps := int64(m0.PageSize)
 	if size < ps+boltMetaEnd {
 		return nil, bad("is truncated: %d bytes, its page size is %d and it has 2 meta pages", size, ps)
 	}
@@ -87,15 +91,15 @@ func checkBoltFile(path string) (*boltMeta, error) {
 	if reason != "" {
 		return nil, bad("is damaged: bolt meta page 1 %s", reason)
 	}
-	if m1.pageSize != m0.pageSize {
-		return nil, bad("is damaged: its bolt meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize)
+	if m1.PageSize != m0.PageSize {
+		return nil, bad("is damaged: its bolt meta pages disagree on the page size (%d, %d)", m0.PageSize, m1.PageSize)
 	}
 	cur := m0
-	if m1.txid > m0.txid {
+	if m1.TxID > m0.TxID {
 		cur = m1
 	}
-	for i, m := range []*boltMeta{m0, m1} {
-		if need := int64(m.pgid) * ps; size < need {
+	for i, m := range []*BoltMeta{m0, m1} {
+		if need := int64(m.Pages) * ps; size < need {
 			return nil, bad("is truncated: %d bytes, but its bolt meta page %d needs %d", size, i, need)
 		}
 	}
@@ -103,7 +107,7 @@ func checkBoltFile(path string) (*boltMeta, error) {
 }
 
 // parseBoltMeta checks one meta page; it returns why it is bad, or "".
-func parseBoltMeta(b []byte, id uint64) (*boltMeta, string) {
+func parseBoltMeta(b []byte, id uint64) (*BoltMeta, string) {
 	ne := binary.NativeEndian
 	if got := ne.Uint64(b[0:]); got != id {
 		return nil, fmt.Sprintf("has the page id %d", got)
@@ -122,18 +126,18 @@ func parseBoltMeta(b []byte, id uint64) (*boltMeta, string) {
 	if sum, stored := h.Sum64(), ne.Uint64(b[boltMetaSumEnd:]); sum != stored {
 		return nil, fmt.Sprintf("fails its checksum (%016x, stored %016x)", sum, stored)
 	}
-	m := &boltMeta{
-		pageSize: ne.Uint32(b[24:]),
+	m := &BoltMeta{
+		PageSize: ne.Uint32(b[24:]),
 		root:     ne.Uint64(b[32:]),
 		freelist: ne.Uint64(b[48:]),
-		pgid:     ne.Uint64(b[56:]),
-		txid:     ne.Uint64(b[64:]),
+		Pages:    ne.Uint64(b[56:]),
+		TxID:     ne.Uint64(b[64:]),
 	}
-	if m.pageSize < 512 || m.pageSize > 1<<20 || m.pageSize&(m.pageSize-1) != 0 {
-		return nil, fmt.Sprintf("has the page size %d", m.pageSize)
+	if m.PageSize < 512 || m.PageSize > 1<<20 || m.PageSize&(m.PageSize-1) != 0 {
+		return nil, fmt.Sprintf("has the page size %d", m.PageSize)
 	}
-	if m.root >= m.pgid || (m.freelist >= m.pgid && m.freelist != boltNoFreelist) {
-		return nil, fmt.Sprintf("points past its last page %d", m.pgid)
+	if m.root >= m.Pages || (m.freelist >= m.Pages && m.freelist != boltNoFreelist) {
+		return nil, fmt.Sprintf("points past its last page %d", m.Pages)
 	}
 	return m, ""
 }
@@ -155,13 +159,13 @@ type SnapshotCheck struct {
 	Size  int64
 }
 
-// checkSnapshots verifies every snapshot in raftDir/snapshots before raft
+// CheckSnapshots verifies every snapshot in raftDir/snapshots before raft
 // reads them (raft itself skips a snapshot whose meta.json is unreadable and
 // falls back to an older one on a CRC mismatch, silently), and that they
 // cover the log: a log starting after entry 1 needs a snapshot of what came
 // before. hasState says the node holds raft state, so the directory must
 // exist.
-func checkSnapshots(raftDir string, firstIndex uint64, hasState bool) ([]SnapshotCheck, error) {
+func CheckSnapshots(raftDir string, firstIndex uint64, hasState bool) ([]SnapshotCheck, error) {
 	dir := filepath.Join(raftDir, "snapshots")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -228,8 +232,8 @@ func checkSnapshot(dir string) (SnapshotCheck, error) {
 	return SnapshotCheck{ID: m.ID, Index: m.Index, Size: n}, nil
 }
 
-// hasRaftState reports whether the store holds a log or a term.
-func hasRaftState(logs raft.LogStore, stable raft.StableStore) (bool, error) {
+// HasRaftState reports whether the store holds a log or a term.
+func HasRaftState(logs raft.LogStore, stable raft.StableStore) (bool, error) {
 	last, err := logs.LastIndex()
 	if err != nil {
 		return false, err
@@ -246,3 +250,57 @@ func hasRaftState(logs raft.LogStore, stable raft.StableStore) (bool, error) {
 
 // keyCurrentTerm is the stable-store key raft keeps its term under.
 var keyCurrentTerm = []byte("CurrentTerm")
+
+// CheckStore verifies every page of an existing raft.db before raft reads it,
+// so damage is reported at start rather than as a crash later.
+func CheckStore(path, dataDir string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
+	case err != nil:
+		return &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error {
+		for cerr := range tx.Check() {
+			return &DamageError{Path: path, Reason: "is damaged: " + strings.TrimPrefix(cerr.Error(), "panic: ")}
+		}
+		return nil
+	})
+}
+
+// OpenStore opens raft.db with a lock timeout, turning bbolt's errors (and a
+// panic on a damaged file) into one clear error.
+func OpenStore(path, dataDir string) (s *raftboltdb.BoltStore, err error) {
+	// A fault on the mapped file is a panic here, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged: %v", r)}
+		}
+	}()
+	if _, err := CheckBoltFile(path); err != nil {
+		return nil, err
+	}
+	if err := CheckStore(path, dataDir); err != nil {
+		return nil, err
+	}
+	s, err = raftboltdb.New(raftboltdb.Options{
+		Path:        path,
+		BoltOptions: &bolt.Options{Timeout: time.Second},
+	})
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, bolt.ErrTimeout):
+		return nil, fmt.Errorf("data dir %s is in use by another process (%s is locked)", dataDir, path)
+	case IsDiskFull(err):
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	default:
+		return nil, &DamageError{Path: path, Reason: fmt.Sprintf("is damaged or not a raft store: %v", err)}
+	}
+}

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"bufio"
@@ -52,10 +52,10 @@ func (e *ForeignClusterError) Error() string {
 	return fmt.Sprintf("refused a raft connection with %s: it belongs to cluster %s, this node to cluster %s (a node of another cluster: wipe its data dir and --join it, or fix --peers)", e.Addr, e.Remote, e.Local)
 }
 
-// clusterIdentity is this node's cluster id, shared by the transport, the
+// ClusterIdentity is this node's cluster id, shared by the transport, the
 // join and the leader. A node that does not know it yet adopts the first
 // one it hears (from a peer, a Join answer or the replicated state).
-type clusterIdentity struct {
+type ClusterIdentity struct {
 	mu      sync.Mutex
 	id      string
 	persist func(id string) error
@@ -70,31 +70,33 @@ type clusterIdentity struct {
 	welcomes atomic.Pointer[func(nodeID string) bool]
 }
 
-func (c *clusterIdentity) setWelcome(f func(nodeID string) bool) { c.welcomes.Store(&f) }
+func (c *ClusterIdentity) SetWelcome(f func(nodeID string) bool) { c.welcomes.Store(&f) }
 
-func (c *clusterIdentity) welcome(nodeID string) bool {
+func (c *ClusterIdentity) welcome(nodeID string) bool {
 	f := c.welcomes.Load()
 	return nodeID != "" && f != nil && (*f)(nodeID)
 }
 
-func newClusterIdentity(id string, persist func(string) error, log *zap.Logger) *clusterIdentity {
+// NewClusterIdentity is a node's cluster identity knowing id ("" while it
+// does not); persist, when set, records an id the node learns.
+func NewClusterIdentity(id string, persist func(string) error, log *zap.Logger) *ClusterIdentity {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &clusterIdentity{id: id, persist: persist, log: log, lastLogAt: map[string]time.Time{}}
+	return &ClusterIdentity{id: id, persist: persist, log: log, lastLogAt: map[string]time.Time{}}
 }
 
 // ID is the cluster id, empty while unknown.
-func (c *clusterIdentity) ID() string {
+func (c *ClusterIdentity) ID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.id
 }
 
-// accept checks a peer's cluster id: equal ids and an unknown id on either
+// Accept checks a peer's cluster id: equal ids and an unknown id on either
 // side pass; an unknown local id adopts the peer's. A different id is
 // refused, logged (at most every 10 s per address) and counted.
-func (c *clusterIdentity) accept(remote, addr, how string) error {
+func (c *ClusterIdentity) Accept(remote, addr, how string) error {
 	c.mu.Lock()
 	local := c.id
 	switch {
@@ -118,7 +120,7 @@ func (c *clusterIdentity) accept(remote, addr, how string) error {
 	return err
 }
 
-func (c *clusterIdentity) refused(err *ForeignClusterError, how string) {
+func (c *ClusterIdentity) refused(err *ForeignClusterError, how string) {
 	c.foreign.Add(1)
 	c.logMu.Lock()
 	last := c.lastLogAt[err.Addr]
@@ -134,7 +136,7 @@ func (c *clusterIdentity) refused(err *ForeignClusterError, how string) {
 
 // ForeignConnections counts the raft connections refused (in either
 // direction) because the other side belongs to another cluster.
-func (c *clusterIdentity) ForeignConnections() uint64 { return c.foreign.Load() }
+func (c *ClusterIdentity) ForeignConnections() uint64 { return c.foreign.Load() }
 
 func writeFrame(w io.Writer, b byte, id string) error {
 	if len(id) > 255 {
@@ -168,7 +170,7 @@ func readFrame(r io.Reader) (b byte, id string, err error) {
 type handshakeLayer struct {
 	ln        net.Listener
 	advertise net.Addr
-	ident     *clusterIdentity
+	ident     *ClusterIdentity
 	log       *zap.Logger
 	tls       *tlsconf.Store // nil: plain TCP
 
@@ -179,7 +181,7 @@ type handshakeLayer struct {
 
 var _ raft.StreamLayer = (*handshakeLayer)(nil)
 
-func newHandshakeLayer(ln net.Listener, advertise net.Addr, ident *clusterIdentity, log *zap.Logger, peerTLS *tlsconf.Store) *handshakeLayer {
+func newHandshakeLayer(ln net.Listener, advertise net.Addr, ident *ClusterIdentity, log *zap.Logger, peerTLS *tlsconf.Store) *handshakeLayer {
 	if peerTLS != nil {
 		// Mutual TLS under the cluster handshake: a process without a node
 		// certificate of the cluster's CA never gets to send a frame.
@@ -231,7 +233,7 @@ func (l *handshakeLayer) serveHandshake(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	if err := l.ident.accept(remote, addr, "accepted from"); err != nil {
+	if err := l.ident.Accept(remote, addr, "accepted from"); err != nil {
 		_ = writeFrame(conn, replyRefused, l.ident.ID())
 		conn.Close()
 		return
@@ -304,7 +306,7 @@ func (l *handshakeLayer) Dial(address raft.ServerAddress, timeout time.Duration)
 		l.ident.refused(ferr, "refused by")
 		return nil, ferr
 	}
-	if err := l.ident.accept(remote, string(address), "dialled"); err != nil {
+	if err := l.ident.Accept(remote, string(address), "dialled"); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -321,22 +323,17 @@ func clientHandshake(conn net.Conn, kind byte, id string) (status byte, remote s
 }
 
 // ProbeClusterID asks the raft port at addr which cluster its node belongs
-// to ("" while it does not know).
-func ProbeClusterID(addr string, timeout time.Duration) (string, error) {
-	return ProbeClusterIDTLS(addr, nil, timeout)
-}
-
-// ProbeClusterIDTLS is ProbeClusterID over mutual TLS with the node
-// certificate in peerTLS (plain TCP when nil).
-func ProbeClusterIDTLS(addr string, peerTLS *tlsconf.Store, timeout time.Duration) (string, error) {
-	id, _, err := probeCluster(addr, "", peerTLS, timeout)
+// to ("" while it does not know), over mutual TLS with the node certificate
+// in peerTLS (plain TCP when nil).
+func ProbeClusterID(addr string, peerTLS *tlsconf.Store, timeout time.Duration) (string, error) {
+	id, _, err := Probe(addr, "", peerTLS, timeout)
 	return id, err
 }
 
-// probeCluster asks the raft port at addr which cluster its node belongs to
+// Probe asks the raft port at addr which cluster its node belongs to
 // on behalf of node nodeID, and whether that cluster welcomes nodeID as a
 // member that never held its data.
-func probeCluster(addr, nodeID string, peerTLS *tlsconf.Store, timeout time.Duration) (id string, welcome bool, err error) {
+func Probe(addr, nodeID string, peerTLS *tlsconf.Store, timeout time.Duration) (id string, welcome bool, err error) {
 	conn, err := dialRaft(peerTLS, addr, timeout)
 	if err != nil {
 		return "", false, err
@@ -346,20 +343,15 @@ func probeCluster(addr, nodeID string, peerTLS *tlsconf.Store, timeout time.Dura
 	return id, status == replyWelcome, err
 }
 
-// NewPeerTransport is a raft transport on a loopback port of its own that
-// speaks the handshake as a member of cluster clusterID: for tools and
-// tests that talk raft to a node the way a peer does.
-func NewPeerTransport(clusterID string) (*raft.NetworkTransport, error) {
-	return NewPeerTransportTLS(clusterID, nil)
-}
-
-// NewPeerTransportTLS is NewPeerTransport over mutual TLS with the node
-// certificate in peerTLS (plain TCP when nil).
-func NewPeerTransportTLS(clusterID string, peerTLS *tlsconf.Store) (*raft.NetworkTransport, error) {
+// NewLoopbackTransport is a raft transport on a loopback port of its own
+// that speaks the handshake as a member of cluster clusterID, over mutual
+// TLS with the node certificate in peerTLS (plain TCP when nil): for tools
+// and tests that talk raft to a node the way a peer does.
+func NewLoopbackTransport(clusterID string, peerTLS *tlsconf.Store) (*raft.NetworkTransport, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	layer := newHandshakeLayer(ln, nil, newClusterIdentity(clusterID, nil, nil), zap.NewNop(), peerTLS)
+	layer := newHandshakeLayer(ln, nil, NewClusterIdentity(clusterID, nil, nil), zap.NewNop(), peerTLS)
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 1, Timeout: 5 * time.Second}), nil
 }

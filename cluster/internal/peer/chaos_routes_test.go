@@ -1,6 +1,6 @@
 //go:build chaos
 
-package cluster
+package peer
 
 import (
 	"strings"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cluster
+package logstore
 
 // statDisk knows no filesystem outside Linux: a full disk is still named
 // from the failed write's error, only without the free space.

@@ -1,4 +1,4 @@
-package cluster
+package logstore
 
 import (
 	"errors"
@@ -43,21 +43,21 @@ func damage(t *testing.T, path string, f func(raw []byte) []byte) {
 
 func TestCheckBoltFile_AcceptsAnIntactStoreAndAMissingOne(t *testing.T) {
 	path := boltFile(t)
-	if _, err := checkBoltFile(path); err != nil {
+	if _, err := CheckBoltFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := checkBoltFile(filepath.Join(t.TempDir(), "raft.db")); err != nil {
+	if _, err := CheckBoltFile(filepath.Join(t.TempDir(), "raft.db")); err != nil {
 		t.Fatalf("a missing store: %v", err)
 	}
 }
 
 func TestCheckBoltFile_RefusesTruncatedZeroedAndFlippedMetaPages(t *testing.T) {
 	// bbolt grows the file ahead of its pages: cut into the last page in use.
-	m, err := checkBoltFile(boltFile(t))
+	m, err := CheckBoltFile(boltFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inUse := int(m.pgid) * int(m.pageSize)
+	inUse := int(m.Pages) * int(m.PageSize)
 	cases := map[string]func([]byte) []byte{
 		"empty":               func(b []byte) []byte { return b[:0] },
 		"shorter than a page": func(b []byte) []byte { return b[:50] },
@@ -73,14 +73,14 @@ func TestCheckBoltFile_RefusesTruncatedZeroedAndFlippedMetaPages(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := boltFile(t)
 			damage(t, path, f)
-			_, err := checkBoltFile(path)
+			_, err := CheckBoltFile(path)
 			var de *DamageError
 			if !errors.As(err, &de) || de.Path != path {
-				t.Fatalf("checkBoltFile = %v, want a damage error naming %s", err, path)
+				t.Fatalf("CheckBoltFile = %v, want a damage error naming %s", err, path)
 			}
-			// openStore refuses it too, with the same error and no crash.
-			if _, err := openStore(path, filepath.Dir(path)); !errors.As(err, &de) {
-				t.Fatalf("openStore = %v", err)
+			// OpenStore refuses it too, with the same error and no crash.
+			if _, err := OpenStore(path, filepath.Dir(path)); !errors.As(err, &de) {
+				t.Fatalf("OpenStore = %v", err)
 			}
 		})
 	}
@@ -95,8 +95,8 @@ func TestOpenStore_RefusesAZeroedDataPage(t *testing.T) {
 		return b
 	})
 	var de *DamageError
-	if _, err := openStore(path, filepath.Dir(path)); !errors.As(err, &de) {
-		t.Fatalf("openStore = %v, want a damage error", err)
+	if _, err := OpenStore(path, filepath.Dir(path)); !errors.As(err, &de) {
+		t.Fatalf("OpenStore = %v, want a damage error", err)
 	}
 }
 
@@ -124,39 +124,39 @@ func snapshotDir(t *testing.T, index uint64) (raftDir, statePath string) {
 func TestCheckSnapshots(t *testing.T) {
 	t.Run("intact and covering the log", func(t *testing.T) {
 		raftDir, _ := snapshotDir(t, 100)
-		got, err := checkSnapshots(raftDir, 101, true)
+		got, err := CheckSnapshots(raftDir, 101, true)
 		if err != nil || len(got) != 1 || got[0].Index != 100 {
-			t.Fatalf("checkSnapshots = %+v, %v", got, err)
+			t.Fatalf("CheckSnapshots = %+v, %v", got, err)
 		}
 	})
 	t.Run("a flipped byte in state.bin", func(t *testing.T) {
 		raftDir, state := snapshotDir(t, 100)
 		damage(t, state, func(b []byte) []byte { b[200] ^= 0x01; return b })
-		_, err := checkSnapshots(raftDir, 101, true)
+		_, err := CheckSnapshots(raftDir, 101, true)
 		var de *DamageError
 		if !errors.As(err, &de) || de.Path != state || !strings.Contains(err.Error(), "CRC64") {
-			t.Fatalf("checkSnapshots = %v", err)
+			t.Fatalf("CheckSnapshots = %v", err)
 		}
 	})
 	t.Run("a truncated state.bin", func(t *testing.T) {
 		raftDir, state := snapshotDir(t, 100)
 		damage(t, state, func(b []byte) []byte { return b[:10] })
-		if _, err := checkSnapshots(raftDir, 101, true); err == nil || !strings.Contains(err.Error(), state) {
-			t.Fatalf("checkSnapshots = %v", err)
+		if _, err := CheckSnapshots(raftDir, 101, true); err == nil || !strings.Contains(err.Error(), state) {
+			t.Fatalf("CheckSnapshots = %v", err)
 		}
 	})
 	t.Run("an unreadable meta.json", func(t *testing.T) {
 		raftDir, state := snapshotDir(t, 100)
 		meta := filepath.Join(filepath.Dir(state), "meta.json")
 		damage(t, meta, func(b []byte) []byte { return b[:len(b)/2] })
-		if _, err := checkSnapshots(raftDir, 101, true); err == nil || !strings.Contains(err.Error(), meta) {
-			t.Fatalf("checkSnapshots = %v", err)
+		if _, err := CheckSnapshots(raftDir, 101, true); err == nil || !strings.Contains(err.Error(), meta) {
+			t.Fatalf("CheckSnapshots = %v", err)
 		}
 	})
 	t.Run("snapshots that do not cover the log", func(t *testing.T) {
 		raftDir, _ := snapshotDir(t, 100)
-		if _, err := checkSnapshots(raftDir, 500, true); err == nil || !strings.Contains(err.Error(), "starts at entry 500") {
-			t.Fatalf("checkSnapshots = %v", err)
+		if _, err := CheckSnapshots(raftDir, 500, true); err == nil || !strings.Contains(err.Error(), "starts at entry 500") {
+			t.Fatalf("CheckSnapshots = %v", err)
 		}
 	})
 	t.Run("a deleted snapshots dir", func(t *testing.T) {
@@ -164,11 +164,11 @@ func TestCheckSnapshots(t *testing.T) {
 		if err := os.RemoveAll(filepath.Join(raftDir, "snapshots")); err != nil {
 			t.Fatal(err)
 		}
-		_, err := checkSnapshots(raftDir, 1, true)
+		_, err := CheckSnapshots(raftDir, 1, true)
 		if err == nil || !strings.Contains(err.Error(), filepath.Join(raftDir, "snapshots")+" is missing") || strings.Contains(err.Error(), "raft.db is") {
-			t.Fatalf("checkSnapshots = %v", err)
+			t.Fatalf("CheckSnapshots = %v", err)
 		}
-		if _, err := checkSnapshots(raftDir, 0, false); err != nil {
+		if _, err := CheckSnapshots(raftDir, 0, false); err != nil {
 			t.Fatalf("a new store without a snapshots dir: %v", err)
 		}
 	})

@@ -1,13 +1,11 @@
 //go:build chaos
 
-package cluster
+package peer
 
 import (
 	"fmt"
 	"os"
 	"strings"
-
-	gofail "go.etcd.io/gofail/runtime"
 )
 
 // The chaos build routes raft dials through the harness's per-link proxies
@@ -45,10 +43,3 @@ func raftDialAddr(addr string) string {
 	}
 	return addr
 }
-
-// slowDisk is evaluated before each write of log entries (a `sleep(ms)`
-// term makes this node's disk slow); its name is FailpointSlowDisk of the
-// chaos harness.
-var slowDisk = gofail.NewFailpoint("dexBeforeStoreLogs")
-
-func beforeStoreLogs() { _, _ = slowDisk.Acquire() }

@@ -1,0 +1,6 @@
+//go:build !chaos
+
+package logstore
+
+// beforeStoreLogs does nothing outside the chaos build.
+func beforeStoreLogs() {}
