@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -291,15 +292,6 @@ func (a *applier) finish(st *fsmpb.Step, o fsmpb.Outcome, result string, isError
 	a.emit(st.SessionId, "step_"+OutcomeName(o), st.Id, "")
 }
 
-// OutcomeName is the documented name of an outcome (docs/attempts.md).
-func OutcomeName(o fsmpb.Outcome) string {
-	switch o {
-	case fsmpb.Outcome_OUTCOME_SUCCEEDED:
-		return "succeeded"
-	case fsmpb.Outcome_OUTCOME_FAILED:
-		return "failed"
-	case fsmpb.Outcome_OUTCOME_UNKNOWN:
-		return "outcome_unknown"
-	}
-	return ""
-}
+// OutcomeName is the documented name of an outcome (docs/attempts.md),
+// the same the API's clients print.
+func OutcomeName(o fsmpb.Outcome) string { return wirerules.OutcomeName(dexv1.Outcome(o)) }

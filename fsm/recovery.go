@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -185,21 +187,8 @@ func (a *applier) editHistory(c *fsmpb.EditHistory) *Result {
 	return &Result{SessionID: s.Id}
 }
 
-// StatusName is the documented name of a session status (docs/sessions.md) ("idle", …).
+// StatusName is the documented name of a session status (docs/sessions.md)
+// ("idle", …), the same the API's clients print.
 func StatusName(st fsmpb.SessionStatus) string {
-	switch st {
-	case fsmpb.SessionStatus_SESSION_STATUS_IDLE:
-		return "idle"
-	case fsmpb.SessionStatus_SESSION_STATUS_RUNNING:
-		return "running"
-	case fsmpb.SessionStatus_SESSION_STATUS_WAITING:
-		return "waiting"
-	case fsmpb.SessionStatus_SESSION_STATUS_ERRORED:
-		return "errored"
-	case fsmpb.SessionStatus_SESSION_STATUS_PAUSED:
-		return "paused"
-	case fsmpb.SessionStatus_SESSION_STATUS_DELETED:
-		return "deleted"
-	}
-	return "unknown"
+	return wirerules.SessionStatusName(dexv1.SessionStatus(st))
 }

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
-	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // page is what every template gets.
@@ -31,9 +30,9 @@ type page struct {
 var funcs = template.FuncMap{
 	"ms":      fmtMs,
 	"since":   sinceMs,
-	"status":  func(s dexv1.SessionStatus) string { return fsm.StatusName(fsmpb.SessionStatus(s)) },
+	"status":  func(s dexv1.SessionStatus) string { return wirerules.SessionStatusName(s) },
 	"kind":    kindName,
-	"outcome": func(o dexv1.Outcome) string { return fsm.OutcomeName(fsmpb.Outcome(o)) },
+	"outcome": func(o dexv1.Outcome) string { return wirerules.OutcomeName(o) },
 	"stepst":  stepStatus,
 	"attst":   func(s dexv1.AttemptStatus) string { return enumName(s.String(), "ATTEMPT_STATUS_") },
 	"errtype": func(e dexv1.ErrorType) string { return enumName(e.String(), "ERROR_TYPE_") },
@@ -99,7 +98,7 @@ func kindName(k dexv1.StepKind) string { return enumName(k.String(), "STEP_KIND_
 
 func stepStatus(s *dexv1.Step) string {
 	if s.Status == dexv1.StepStatus_STEP_STATUS_DONE {
-		return fsm.OutcomeName(fsmpb.Outcome(s.Outcome))
+		return wirerules.OutcomeName(s.Outcome)
 	}
 	return enumName(s.Status.String(), "STEP_STATUS_")
 }

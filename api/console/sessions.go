@@ -9,8 +9,7 @@ import (
 	"strings"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
-	"github.com/dexhq/dex/fsm"
-	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // sessionsPerPage is the length of one page of the sessions list.
@@ -68,7 +67,7 @@ func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := q.Get("status")
 	search := strings.TrimSpace(q.Get("q"))
-	if status != "" && !slices.ContainsFunc(statusFilters, func(s dexv1.SessionStatus) bool { return fsm.StatusName(fsmpb.SessionStatus(s)) == status }) {
+	if status != "" && !slices.ContainsFunc(statusFilters, func(s dexv1.SessionStatus) bool { return wirerules.SessionStatusName(s) == status }) {
 		c.renderError(w, r, http.StatusBadRequest, "unknown status "+strconv.Quote(status)+": use idle, running, waiting, errored or paused")
 		return
 	}
@@ -98,7 +97,7 @@ func buildSessions(all []*dexv1.SessionSummary, status, search string, pageNo in
 	var match []*dexv1.SessionSummary
 	for _, s := range all {
 		counts[s.Status]++
-		if status != "" && fsm.StatusName(fsmpb.SessionStatus(s.Status)) != status {
+		if status != "" && wirerules.SessionStatusName(s.Status) != status {
 			continue
 		}
 		if search != "" && !strings.Contains(s.Id, search) {
@@ -108,7 +107,7 @@ func buildSessions(all []*dexv1.SessionSummary, status, search string, pageNo in
 	}
 	d.Counts = append(d.Counts, statusCount{Name: "all", Count: len(all), Active: status == "", URL: sessionsURL("", search, 1)})
 	for _, st := range statusFilters {
-		n := fsm.StatusName(fsmpb.SessionStatus(st))
+		n := wirerules.SessionStatusName(st)
 		d.Counts = append(d.Counts, statusCount{Name: n, Count: counts[st], Active: status == n, URL: sessionsURL(n, search, 1)})
 	}
 	slices.SortFunc(match, func(a, b *dexv1.SessionSummary) int {
