@@ -38,7 +38,7 @@ type FSM struct {
 
 	mu     sync.Mutex // serialises Apply, Restore and halting
 	cur    atomic.Pointer[store.DB]
-	halted error
+	halted atomic.Pointer[HaltError] // written under mu, read without it
 }
 
 // routing is what the rules tell the store's rule-keyed indexes: which
@@ -80,9 +80,10 @@ func (e *HaltError) Error() string {
 
 // Halted reports the error the state machine stopped with, if any.
 func (f *FSM) Halted() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.halted
+	if h := f.halted.Load(); h != nil {
+		return h
+	}
+	return nil
 }
 
 // Encode turns a command into the bytes of a log entry.
@@ -134,8 +135,8 @@ func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 	}
 	last := -1 // the last entry applied (accepted, rejected or skipped)
 	for i, e := range entries {
-		if f.halted != nil {
-			results[i] = &Result{Index: e.Index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", f.halted)}
+		if h := f.halted.Load(); h != nil {
+			results[i] = &Result{Index: e.Index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", h)}
 			continue
 		}
 		cmd := &fsmpb.Command{}
@@ -184,11 +185,12 @@ func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 }
 
 func (f *FSM) halt(index uint64, reason string) *Result {
-	f.halted = &HaltError{Index: index, Reason: reason}
+	h := &HaltError{Index: index, Reason: reason}
+	f.halted.Store(h)
 	if f.opts.OnHalt != nil {
-		f.opts.OnHalt(f.halted)
+		f.opts.OnHalt(h)
 	}
-	return &Result{Index: index, Err: reject(CodeFailedPrecondition, "%v", f.halted)}
+	return &Result{Index: index, Err: reject(CodeFailedPrecondition, "%v", h)}
 }
 
 // State returns a read-only, consistent view of the state now. It never

@@ -24,17 +24,17 @@ func MayQueueSteps(cmd *fsmpb.Command) bool {
 // results of a turn) is predicted too. One that the state refuses (already
 // applied, or stale) is skipped. Entries applied before cmd may still make
 // the guess wrong, and the state machine then refuses those StartAttempts.
-// Nothing changes and nothing is reported.
+// Nothing changes and nothing is reported; Apply runs meanwhile.
 func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.Step {
 	if cmd.GetBody() == nil {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.halted != nil {
+	if f.Halted() != nil {
 		return nil
 	}
-	tx := f.db().Txn(true)
+	// A copy of the state, so the prediction never holds up Apply: raft's
+	// goroutine does not wait for a proposer that predicts.
+	tx := f.db().Scratch()
 	defer tx.Abort()
 	probe := &applier{tx: tx}
 	m, index := probe.meta(), probe.meta().AppliedIndex

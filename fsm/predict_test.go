@@ -133,3 +133,29 @@ func TestPredict_RestartDeleteAndExpireQueueSteps(t *testing.T) {
 		}}}, "p")
 	})
 }
+
+// A prediction works on a copy of the state: it neither waits for an Apply
+// in progress nor holds one up, so a proposer that predicts never stalls
+// raft's apply goroutine.
+func TestPredict_NeverWaitsForApply(t *testing.T) {
+	d := newDriver(t)
+	create := &fsmpb.Command{NowMs: d.now, Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{
+		SessionId: "s1", MessageId: "m1", Message: "hello",
+	}}}
+	d.f.mu.Lock() // as Apply holds it for a whole batch
+	got := make(chan []*fsmpb.Step, 1)
+	go func() { got <- d.f.Predict(create) }()
+	select {
+	case ready := <-got:
+		if len(ready) != 1 || ready[0].Kind != fsmpb.StepKind_STEP_KIND_RUN_MODEL {
+			t.Errorf("predicted %v; want the turn's RunModel", ready)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Predict waited for the lock Apply holds")
+	}
+	d.f.mu.Unlock()
+	d.do(create)
+	if d.queued("s1", fsmpb.StepKind_STEP_KIND_RUN_MODEL) == nil {
+		t.Fatal("the command applied after the prediction queued nothing")
+	}
+}

@@ -60,7 +60,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 	f.mu.Lock()
 	old := f.cur.Swap(next)
-	f.halted = nil
+	f.halted.Store(nil)
 	f.mu.Unlock()
 	old.Abandon()
 	return nil

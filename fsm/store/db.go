@@ -31,3 +31,9 @@ func (d *DB) Abandoned() <-chan struct{} { return d.abandon }
 
 // Abandon tells the readers of this store that another replaced it.
 func (d *DB) Abandon() { close(d.abandon) }
+
+// Scratch starts a write transaction on a copy of the store as it is now,
+// to try commands whose effects are thrown away. The copy costs nothing
+// (the trees are immutable and shared), and the transaction never waits
+// for, nor holds up, the store's own writer.
+func (d *DB) Scratch() *Txn { return (*Txn)(d.db.Snapshot().Txn(true)) }
