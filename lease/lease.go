@@ -113,14 +113,6 @@ func (e *entry) next() time.Time {
 	return e.deadline
 }
 
-// term is one establishment of leadership: what Revoke ends.
-type term struct {
-	epoch  uint64
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // expiry proposals in flight
-}
-
 // Manager holds the attempt leases of the leader.
 type Manager struct {
 	p   Proposer
@@ -128,8 +120,9 @@ type Manager struct {
 	cfg Config
 	log *zap.Logger
 
+	fence Fence // the term: its sweep and the expiry proposals in flight
+
 	mu     sync.Mutex
-	term   *term // nil when not established
 	leases map[key]*entry
 }
 
@@ -159,43 +152,53 @@ func (m *Manager) DefaultRunTimeout() time.Duration { return m.cfg.DefaultRunTim
 // attempt running in the state gets a lease with the takeover grace, so a
 // Worker that reattaches within it keeps its attempt. A Manager
 // that was established already is revoked first.
-func (m *Manager) Establish(ctx context.Context, epoch uint64) {
+func (m *Manager) Establish(_ context.Context, epoch uint64) {
 	m.Revoke()
-	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &term{epoch: epoch, ctx: tctx, cancel: cancel}
 	running := m.src.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
+	t := m.fence.Open(epoch)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.term = t
-	m.armUnleasedLocked(running)
+	m.armUnleasedLocked(t, running)
 	m.log.Info("attempt leases established", zap.Uint64("epoch", epoch), zap.Int("running_attempts", len(m.leases)),
 		zap.Duration("grace", m.cfg.TakeoverGrace))
-	t.wg.Add(1)
-	go m.sweep(t)
+	t.Go(func() { m.sweep(t) })
 }
+
+// EstablishLeadership is Establish as a leader service of the runtime.
+func (m *Manager) EstablishLeadership(ctx context.Context, epoch uint64) error {
+	m.Establish(ctx, epoch)
+	return nil
+}
+
+// RevokeLeadership is Revoke as a leader service of the runtime.
+func (m *Manager) RevokeLeadership() { m.Revoke() }
+
+// Drain drops every lease on a leader that hands over: this node fails no
+// attempt any more, and one still running when it hands over is re-armed by
+// the next leader with its grace period.
+func (m *Manager) Drain() { m.Revoke() }
 
 // sweep arms a lease for every running attempt that has none, so no attempt
 // can stay running forever: a StartAttempt whose proposer gave up waiting
 // (its poller went away) may still have committed without Arm being called.
-func (m *Manager) sweep(t *term) {
-	defer t.wg.Done()
+func (m *Manager) sweep(t *Term) {
 	every := max(m.cfg.HeartbeatTimeout/2, 10*time.Millisecond)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
-		case <-t.ctx.Done():
+		case <-t.Context().Done():
 			return
 		case <-tick.C:
 		}
 		running := m.src.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
 		m.mu.Lock()
-		if m.term != t {
+		if m.fence.Current() != t {
 			m.mu.Unlock()
 			return
 		}
-		for _, k := range m.armUnleasedLocked(running) {
+		for _, k := range m.armUnleasedLocked(t, running) {
 			m.log.Warn("running attempt had no lease; armed", zap.String("step", k.step), zap.Uint32("attempt", k.attempt))
 		}
 		m.mu.Unlock()
@@ -205,7 +208,7 @@ func (m *Manager) sweep(t *term) {
 // armUnleasedLocked gives every running attempt of steps that has no lease
 // one with the takeover grace (such an attempt may have been started by the
 // previous leader), and returns those it armed. m.mu is held.
-func (m *Manager) armUnleasedLocked(steps []*fsmpb.Step) []key {
+func (m *Manager) armUnleasedLocked(t *Term, steps []*fsmpb.Step) []key {
 	var armed []key
 	deadline := m.cfg.Now().Add(m.cfg.TakeoverGrace)
 	for _, st := range steps {
@@ -215,7 +218,7 @@ func (m *Manager) armUnleasedLocked(steps []*fsmpb.Step) []key {
 		}
 		k := key{st.Id, uint32(n)}
 		if _, ok := m.leases[k]; !ok {
-			m.armLocked(k, deadline, runDeadline(st.Attempts[n-1]))
+			m.armLocked(t, k, deadline, runDeadline(st.Attempts[n-1]))
 			armed = append(armed, k)
 		}
 	}
@@ -225,31 +228,21 @@ func (m *Manager) armUnleasedLocked(steps []*fsmpb.Step) []key {
 // Revoke stops every lease at once and forgets them. No proposal of this
 // Manager is in flight or starts after Revoke returns.
 func (m *Manager) Revoke() {
-	m.mu.Lock()
-	t := m.term
-	m.term = nil
-	for k, e := range m.leases {
-		e.timer.Stop()
-		delete(m.leases, k)
+	t := m.fence.Close(func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for k, e := range m.leases {
+			e.timer.Stop()
+			delete(m.leases, k)
+		}
+	})
+	if t != nil {
+		m.log.Info("attempt leases revoked", zap.Uint64("epoch", t.Epoch))
 	}
-	m.mu.Unlock()
-	if t == nil {
-		return
-	}
-	t.cancel()
-	t.wg.Wait()
-	m.log.Info("attempt leases revoked", zap.Uint64("epoch", t.epoch))
 }
 
 // Epoch is the dispatch epoch the Manager is established for (0 when not).
-func (m *Manager) Epoch() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.term == nil {
-		return 0
-	}
-	return m.term.epoch
-}
+func (m *Manager) Epoch() uint64 { return m.fence.Epoch() }
 
 // Armed is the number of leases held.
 func (m *Manager) Armed() int {
@@ -263,14 +256,15 @@ func (m *Manager) Armed() int {
 func (m *Manager) Arm(stepID string, attempt uint32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.term == nil {
+	t := m.fence.Current()
+	if t == nil {
 		return
 	}
 	var run time.Time
 	if st := m.src.State().Step(stepID); st != nil && attempt > 0 && int(attempt) <= len(st.Attempts) {
 		run = runDeadline(st.Attempts[attempt-1])
 	}
-	m.armLocked(key{stepID, attempt}, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
+	m.armLocked(t, key{stepID, attempt}, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
 }
 
 // Release drops the lease of an attempt that ended (its Complete or Fail
@@ -300,12 +294,13 @@ func (m *Manager) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason strin
 	defer m.mu.Unlock()
 	k := key{ref.GetStepId(), ref.GetAttempt()}
 	run := runDeadline(at)
-	if m.term != nil {
-		m.armLocked(k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
+	t := m.fence.Current()
+	if t != nil {
+		m.armLocked(t, k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
 	}
 	e, ok := m.leases[k]
-	if ok && !e.expiring && !e.run.IsZero() && !m.cfg.Now().Before(e.run) {
-		m.endLocked(m.term, k, e, true)
+	if ok && t != nil && !e.expiring && !e.run.IsZero() && !m.cfg.Now().Before(e.run) {
+		m.endLocked(t, k, e, true)
 	}
 	switch {
 	case ok && e.expiring && e.timedOut:
@@ -364,7 +359,7 @@ func (m *Manager) check(ref *dexv1.AttemptRef) (*fsmpb.Attempt, string) {
 
 // armLocked sets a lease's heartbeat deadline, creating it with its run
 // deadline (zero: none) if needed. m.mu is held.
-func (m *Manager) armLocked(k key, deadline, run time.Time) {
+func (m *Manager) armLocked(t *Term, k key, deadline, run time.Time) {
 	if e, ok := m.leases[k]; ok {
 		if !e.expiring && deadline.After(e.deadline) {
 			e.deadline = deadline
@@ -372,15 +367,14 @@ func (m *Manager) armLocked(k key, deadline, run time.Time) {
 		return
 	}
 	e := &entry{deadline: deadline, run: run}
-	t := m.term
 	e.timer = time.AfterFunc(max(e.next().Sub(m.cfg.Now()), 0), func() { m.fire(t, k, e) })
 	m.leases[k] = e
 }
 
 // fire runs when a lease's timer goes off.
-func (m *Manager) fire(t *term, k key, e *entry) {
+func (m *Manager) fire(t *Term, k key, e *entry) {
 	m.mu.Lock()
-	if m.term != t || m.leases[k] != e || e.expiring {
+	if m.fence.Current() != t || m.leases[k] != e || e.expiring {
 		m.mu.Unlock()
 		return // revoked, released or replaced meanwhile
 	}
@@ -397,27 +391,25 @@ func (m *Manager) fire(t *term, k key, e *entry) {
 
 // endLocked marks a lease as ending and proposes the attempt's expiry or,
 // past its run deadline, its timeout. m.mu is held and t is the current term.
-func (m *Manager) endLocked(t *term, k key, e *entry, timedOut bool) {
+func (m *Manager) endLocked(t *Term, k key, e *entry, timedOut bool) {
 	e.expiring, e.timedOut = true, timedOut
 	e.timer.Stop()
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
+	t.Go(func() {
 		m.expire(t, k, timedOut)
 		m.mu.Lock()
 		if m.leases[k] == e {
 			delete(m.leases, k)
 		}
 		m.mu.Unlock()
-	}()
+	})
 }
 
 // expire proposes ExpireAttempt (TimeoutAttempt when timedOut) until it is
 // committed or refused, the attempt ended by itself, or the term ends.
 // Transient failures are retried with a backoff capped at the heartbeat
 // interval.
-func (m *Manager) expire(t *term, k key, timedOut bool) {
-	log := m.log.With(zap.String("step", k.step), zap.Uint32("attempt", k.attempt), zap.Uint64("epoch", t.epoch))
+func (m *Manager) expire(t *Term, k key, timedOut bool) {
+	log := m.log.With(zap.String("step", k.step), zap.Uint32("attempt", k.attempt), zap.Uint64("epoch", t.Epoch))
 	backoff := 20 * time.Millisecond
 	for try := 1; ; try++ {
 		if !m.stillRunning(k) {
@@ -425,12 +417,12 @@ func (m *Manager) expire(t *term, k key, timedOut bool) {
 			return
 		}
 		cmd := &fsmpb.Command{NowMs: m.cfg.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
-			StepId: k.step, Attempt: k.attempt, Epoch: t.epoch,
+			StepId: k.step, Attempt: k.attempt, Epoch: t.Epoch,
 		}}}
 		if timedOut {
-			cmd.Body = &fsmpb.Command_TimeoutAttempt{TimeoutAttempt: &fsmpb.TimeoutAttempt{StepId: k.step, Attempt: k.attempt, Epoch: t.epoch}}
+			cmd.Body = &fsmpb.Command_TimeoutAttempt{TimeoutAttempt: &fsmpb.TimeoutAttempt{StepId: k.step, Attempt: k.attempt, Epoch: t.Epoch}}
 		}
-		res, err := m.p.Propose(t.ctx, cmd)
+		res, err := m.p.Propose(t.Context(), cmd)
 		switch {
 		case err == nil && res.Err == nil && timedOut:
 			log.Info("attempt timed out: it ran past its run deadline")
@@ -442,12 +434,12 @@ func (m *Manager) expire(t *term, k key, timedOut bool) {
 			log.Debug("attempt expiry refused", zap.String("reason", res.Err.Error()), zap.Bool("timed_out", timedOut))
 			return
 		}
-		if t.ctx.Err() != nil {
+		if t.Context().Err() != nil {
 			return
 		}
 		log.Warn("proposing the attempt's expiry failed; retrying", zap.Int("try", try), zap.Error(err))
 		select {
-		case <-t.ctx.Done():
+		case <-t.Context().Done():
 			return
 		case <-time.After(backoff):
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -58,9 +57,7 @@ type Events struct {
 	cfg EventConfig
 	log *zap.Logger
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	fence lease.Fence // the term: its pruning loop
 }
 
 // NewEvents returns a stopped event collector.
@@ -90,32 +87,15 @@ func (e *Events) EstablishLeadership(ctx context.Context, epoch uint64) error {
 		}
 		e.log.Info("event retention set", zap.Uint64("count", want.Count), zap.Duration("age", e.cfg.Age))
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.stopLocked()
-	runCtx, cancel := context.WithCancel(context.Background())
-	e.cancel, e.done = cancel, make(chan struct{})
-	go e.loop(runCtx, epoch, e.done)
+	t := e.fence.Open(epoch)
+	t.Go(func() { e.loop(t.Context(), epoch) })
 	return nil
 }
 
 // RevokeLeadership stops pruning; nothing of it proposes after it returns.
-func (e *Events) RevokeLeadership() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.stopLocked()
-}
+func (e *Events) RevokeLeadership() { e.fence.Close(nil) }
 
-func (e *Events) stopLocked() {
-	if e.cancel != nil {
-		e.cancel()
-		<-e.done
-		e.cancel, e.done = nil, nil
-	}
-}
-
-func (e *Events) loop(ctx context.Context, epoch uint64, done chan struct{}) {
-	defer close(done)
+func (e *Events) loop(ctx context.Context, epoch uint64) {
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
 	// Sessions over the count are looked for until none is: after that every
