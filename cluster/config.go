@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/api/tlsconf"
-	"github.com/dexhq/dex/fsm"
 )
 
 // Peer is one member of the bootstrap configuration.
@@ -58,11 +57,6 @@ type Config struct {
 	// in the replicated state (default 500ms).
 	RegisterInterval time.Duration
 
-	// LeaderServices are started when this node establishes leadership and
-	// stopped when it loses it. Given here, they are in place before raft
-	// can elect this node.
-	LeaderServices []LeaderService
-
 	// OnHalt is called when the state machine cannot apply a committed entry.
 	// The node must stop; dexd exits.
 	OnHalt func(error)
@@ -78,17 +72,10 @@ type Config struct {
 	// node must stop; dexd exits. Without it, OnHalt is called.
 	OnDiskFull func(error)
 
-	// OnApplied is called after each entry the state machine applied (and
-	// after a snapshot restore) with what it wrote; the leader's broker is
-	// fed from it. It must not wait for Apply.
-	OnApplied func(*fsm.Applied)
-
 	// PeerDialOptions are added to this node's own gRPC calls to other
 	// nodes (join, register, node state), after its transport credentials:
 	// e.g. the token a cluster with ACLs requires.
 	PeerDialOptions []grpc.DialOption
-	// ApplyObserver, when set, hears every applied batch (metrics).
-	ApplyObserver ApplyObserver
 }
 
 func (c *Config) withDefaults() {

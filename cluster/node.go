@@ -97,6 +97,10 @@ type Node struct {
 	follower atomic.Pointer[Follower] // the dispatcher following proposals
 	inFlight inFlight                 // proposals not yet applied, for its predictions
 
+	hl        hclog.Logger
+	prep      *prepared // New's, until Start
+	onApplied func(*fsm.Applied)
+
 	notifyCh   chan bool
 	handoverCh chan chan struct{}
 	restoreCh  chan *restoreReq
@@ -124,9 +128,41 @@ type Node struct {
 	lastAdvance time.Time
 }
 
-// Open checks the data dir, opens the raft stores, starts raft and, on an
-// empty data dir without Join, bootstraps the configuration from Peers.
-func Open(cfg Config) (n *Node, err error) {
+// Hooks wire a node to the rest of Dex: the leader's runtime, started and
+// stopped by the leadership loop, and the one stream of applied entries.
+type Hooks struct {
+	// LeaderServices are started when this node establishes leadership and
+	// stopped when it loses it (in production: the leader's runtime). Given
+	// to Start, they are in place before raft can elect this node.
+	LeaderServices []LeaderService
+
+	// OnApplied is called after each entry the state machine applied (and
+	// after a snapshot restore) with what it wrote: the applied stream. It
+	// runs on raft's FSM goroutine and must not wait for Apply.
+	OnApplied func(*fsm.Applied)
+
+	// ApplyObserver, when set, hears every applied batch (metrics).
+	ApplyObserver ApplyObserver
+}
+
+// Open is New then Start: it checks the data dir, opens the raft stores,
+// starts raft and, on an empty data dir without Join, bootstraps the
+// configuration from Peers.
+func Open(cfg Config, h Hooks) (*Node, error) {
+	n, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(h); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// New checks the data dir and opens the raft stores and the transport, but
+// starts nothing: the node reads an empty state and proposes nothing until
+// Start. What the leader runs is built between the two, on the node.
+func New(cfg Config) (n *Node, err error) {
 	// A damaged store can make bbolt panic while raft reads it at start:
 	// report it as an error, not a crash.
 	defer func() {
@@ -159,10 +195,9 @@ func Open(cfg Config) (n *Node, err error) {
 		handoverCh: make(chan chan struct{}),
 		restoreCh:  make(chan *restoreReq),
 		shutdownCh: make(chan struct{}),
-		services:   append([]LeaderService(nil), cfg.LeaderServices...),
 	}
-	n.services = append(n.services, &membershipService{n: n})
 	hl := NewHCLogger(cfg.Logger, "raft")
+	n.hl = hl
 
 	// A fresh dir is claimed first, so a failed first start leaves a dir
 	// that the next start recognises.
@@ -272,7 +307,53 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}
 
-	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt, OnApplied: cfg.OnApplied})
+	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt, OnApplied: n.applied})
+	n.prep = &prepared{bootstrap: bootstrap, logs: logs, snaps: snaps, raftDir: raftDir}
+	closeStore = false
+	return n, nil
+}
+
+// prepared is what New opened for Start.
+type prepared struct {
+	bootstrap *raft.Configuration
+	logs      *CheckedLogStore
+	snaps     raft.SnapshotStore
+	raftDir   string
+}
+
+// applied hands an applied entry to the hooks' stream.
+func (n *Node) applied(a *fsm.Applied) {
+	if n.onApplied != nil {
+		n.onApplied(a)
+	}
+}
+
+// Start starts raft with the hooks, bootstraps the configuration on an empty
+// data dir without Join, and starts the leadership loop. On an error the
+// stores are closed and the node is done.
+func (n *Node) Start(h Hooks) (err error) {
+	cfg := n.cfg
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
+		}
+		err = diskFull(cfg.DataDir, err)
+	}()
+	p := n.prep
+	if p == nil {
+		return errors.New("node already started")
+	}
+	n.prep = nil
+	closeStore := true
+	defer func() {
+		if closeStore {
+			n.wal.Close()
+			n.store.Close()
+		}
+	}()
+	n.onApplied = h.OnApplied
+	n.services = append(append([]LeaderService(nil), h.LeaderServices...), &membershipService{n: n})
+	hl, bootstrap, logs, snaps, raftDir := n.hl, p.bootstrap, p.logs, p.snaps, p.raftDir
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -294,7 +375,7 @@ func Open(cfg Config) (n *Node, err error) {
 	rc.PreVoteDisabled = false
 	if err := raft.ValidateConfig(rc); err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("raft config: %v", err)
+		return fmt.Errorf("raft config: %v", err)
 	}
 	// The leader reads each new entry back to send it to every follower,
 	// and every node reads it again to apply it: a ring of the latest
@@ -302,13 +383,13 @@ func Open(cfg Config) (n *Node, err error) {
 	recent, err := raft.NewLogCache(recentLogs, logs)
 	if err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("raft log cache: %v", err)
+		return fmt.Errorf("raft log cache: %v", err)
 	}
 	stable := stableStore{StableStore: n.store, written: n.writeFailed}
-	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, stable, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: h.ApplyObserver}, recent, stable, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("start raft on %s: %w", raftDir, err)
+		return fmt.Errorf("start raft on %s: %w", raftDir, err)
 	}
 	n.trans.setRaft(n.raft)
 	n.ident.setWelcome(n.neverHeldData)
@@ -316,7 +397,7 @@ func Open(cfg Config) (n *Node, err error) {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
 			n.trans.Close()
-			return nil, fmt.Errorf("bootstrap: %w", err)
+			return fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped the cluster configuration", zap.Int("voters", len(bootstrap.Servers)))
 	}
@@ -330,7 +411,7 @@ func Open(cfg Config) (n *Node, err error) {
 	go n.leaderLoop()
 	go n.registerLoop()
 	go n.readinessLoop()
-	return n, nil
+	return nil
 }
 
 // openStore opens raft.db with a lock timeout, turning bbolt's errors (and a
@@ -447,14 +528,6 @@ func (n *Node) State() *fsm.State { return n.fsm.State() }
 
 // IsLeader reports whether raft considers this node the leader.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
-
-// RegisterLeaderService adds a leader-only subsystem. Register before the
-// node can become leader (right after Open).
-func (n *Node) RegisterLeaderService(s LeaderService) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.services = append(n.services, s)
-}
 
 // Leader returns the leader's addresses (GrpcAddress empty while the leader
 // has not recorded it), or nil when no leader is known.

@@ -31,7 +31,7 @@ type fixture struct {
 	clock  func() time.Time
 	leases *lease.Manager
 	d      *dispatch.Dispatcher
-	leader *dispatch.Leader
+	leader *lease.Runtime
 	epoch  uint64
 }
 
@@ -61,8 +61,9 @@ func newFixture(t *testing.T, o options) *fixture {
 	f := &fixture{t: t, c: c, clock: now}
 	f.leases = lease.New(c, c, lease.Config{HeartbeatTimeout: o.heartbeatTimeout, HeartbeatInterval: o.heartbeatTimeout / 5, Now: now}, log)
 	cfg := dispatch.Config{MaxWait: 5 * time.Second, Now: now}
-	f.d = dispatch.New(c, c, f.leases, cfg, log)
-	f.leader = dispatch.NewLeader(c, f.leases, f.d, dispatch.NewTimers(c, c, cfg, log), log)
+	q := dispatch.NewQueues(c, c, cfg, log)
+	f.d = dispatch.New(c, c, q, f.leases, cfg, log)
+	f.leader = lease.NewRuntime(log, f.leases, q, f.d, dispatch.NewTimers(c, c, q, cfg, log))
 	c.OnApplied(f.leader.Applied)
 	t.Cleanup(f.leader.RevokeLeadership)
 	if !o.noEstablish {

@@ -24,10 +24,12 @@ type offer struct {
 
 // Waiting reports whether a poll waits for a Step (cluster.Follower).
 func (d *Dispatcher) Waiting() bool {
-	d.mu.Lock()
-	r := d.cur
-	d.mu.Unlock()
-	return r != nil && r.b.waiting()
+	r, err := d.begin()
+	if err != nil {
+		return false
+	}
+	defer r.leave()
+	return r.b.waiting()
 }
 
 // Follow pairs the Steps a command will leave ready with waiting polls and
@@ -52,15 +54,15 @@ func (d *Dispatcher) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.
 		steps, offers = append(steps, s), append(offers, off)
 		cmds = append(cmds, &fsmpb.Command{NowMs: now, Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 			StepId: s.Id, Attempt: uint32(len(s.Attempts)) + 1, WorkerId: worker, Epoch: r.epoch,
-			DefaultRunTimeoutMs: uint32(d.leases.DefaultRunTimeout().Milliseconds()),
+			DefaultRunTimeoutMs: uint32(d.deadlines.DefaultRunTimeout().Milliseconds()),
 		}}})
 	}
 	if len(cmds) == 0 {
-		r.wg.Done()
+		r.leave()
 		return nil, nil
 	}
 	return cmds, func(results []*fsm.Result, errs []error) {
-		defer r.wg.Done()
+		defer r.leave()
 		st := d.src.State()
 		for i, s := range steps {
 			var tasks []*dexv1.Task
@@ -71,7 +73,7 @@ func (d *Dispatcher) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.
 				d.log.Debug("pipelined StartAttempt refused", zap.String("step", s.Id), zap.String("reason", res.Err.Error()))
 			default:
 				r.b.markServed(s.SessionId)
-				d.leases.Arm(s.Id, res.Attempt.N)
+				d.deadlines.Arm(s.Id, res.Attempt.N)
 				tasks = []*dexv1.Task{d.handOver(st, s, res.Attempt, r.epoch)}
 			}
 			d.done(r, s.Id)

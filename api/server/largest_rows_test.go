@@ -111,7 +111,7 @@ func TestLargestRows_SurviveSnapshotRestartAndBackup(t *testing.T) {
 	if err := node.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := cluster.Open(cfg)
+	again, err := cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
 		t.Fatalf("restart on %s: %v", cfg.DataDir, err)
 	}

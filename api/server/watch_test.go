@@ -61,7 +61,7 @@ func singleNodeConfig(t *testing.T) cluster.Config {
 func serveNode(t *testing.T, cfg cluster.Config, opts Options) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
 	grpcAddr := cfg.GRPCAddr
-	node, err := cluster.Open(cfg)
+	node, err := cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

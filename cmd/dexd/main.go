@@ -242,30 +242,11 @@ func serve(o *options, log *zap.Logger) error {
 	}
 	defer stopReload()
 
-	// The leader-only services exist before raft starts, so they are in place
-	// when this node first leads; they reach the node through late.
-	late := &lateProposer{}
-	leaseCfg := lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}
-	leases := lease.New(late, late, leaseCfg, log)
-	nm := metrics.New(late.State)
-	grpcMetrics := metrics.NewGRPC()
 	raftSink, err := metrics.RaftSink() // before raft starts, so it sees every metric
 	if err != nil {
 		return fmt.Errorf("raft metrics: %v", err)
 	}
-	disp := dispatch.New(late, late, leases, dispatch.Config{OnHandedOver: nm.HandedOver}, log)
-	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)
-	leader := dispatch.NewLeader(late, leases, disp, timers, log)
-	nm.UseBroker(leader)
-	events := gc.NewEvents(late, late, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
-	sessionGC := gc.NewSessions(late, late, gc.SessionConfig{Retention: o.sessionRetention}, log)
-
-	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait, ReadyQueues: leader.ReadyQueues}, log)
-
-	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     []cluster.LeaderService{leader, events, live, sessionGC, nm.Leadership()},
-		OnApplied:          func(a *fsm.Applied) { leader.Applied(a); nm.Applied(a) },
-		ApplyObserver:      nm,
+	node, err := cluster.New(cluster.Config{
 		ID:                 o.id,
 		DataDir:            o.dataDir,
 		RaftAddr:           o.raftAddr,
@@ -304,6 +285,31 @@ func serve(o *options, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+
+	// The leader's runtime and its services, built on the node before raft
+	// starts, so they are in place when this node first leads. The runtime
+	// starts them in this order and stops them in the reverse one.
+	nm := metrics.New(node.State)
+	grpcMetrics := metrics.NewGRPC()
+	leases := lease.New(node, node, lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}, log)
+	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver}
+	queues := dispatch.NewQueues(node, node, dcfg, log)
+	disp := dispatch.New(node, node, queues, leases, dcfg, log)
+	timers := dispatch.NewTimers(node, node, queues, dispatch.Config{}, log)
+	nm.UseBroker(queues)
+	events := gc.NewEvents(node, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
+	sessionGC := gc.NewSessions(node, node, gc.SessionConfig{Retention: o.sessionRetention}, log)
+	live := lease.NewWorkers(node, node, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait, ReadyQueues: queues.ReadyQueues}, log)
+	leader := lease.NewRuntime(log, leases, queues, disp, timers, events, live, sessionGC, nm.Leadership())
+	node.SetFollower(disp) // StartAttempts behind the commands that queue their Steps
+
+	if err := node.Start(cluster.Hooks{
+		LeaderServices: []cluster.LeaderService{leader},
+		OnApplied:      func(a *fsm.Applied) { leader.Applied(a); nm.Applied(a) },
+		ApplyObserver:  nm,
+	}); err != nil {
+		return err
+	}
 	if o.cpuProfile != "" {
 		// After Open: a profile in a new data dir would make it look foreign.
 		stopProfile, err := startCPUProfile(o.cpuProfile, o.dataDir)
@@ -315,8 +321,6 @@ func serve(o *options, log *zap.Logger) error {
 	}
 	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
 
-	late.set(node)
-	node.SetFollower(disp) // StartAttempts behind the commands that queue their Steps
 	srv := server.New(node, log, server.Options{
 		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
 		ACL: o.sec.acl, NodeToken: o.sec.token,
