@@ -94,9 +94,6 @@ type Node struct {
 	trans *guardedTransport
 	ident *clusterIdentity
 
-	follower atomic.Pointer[Follower] // the dispatcher following proposals
-	inFlight inFlight                 // proposals not yet applied, for its predictions
-
 	hl        hclog.Logger
 	prep      *prepared // New's, until Start
 	onApplied func(*fsm.Applied)
@@ -366,9 +363,9 @@ func (n *Node) Start(h Hooks) (err error) {
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.NotifyCh = n.notifyCh
-	// A buffered apply channel: a command and the StartAttempts proposed
-	// right behind it (follow.go) reach the leader loop together and are
-	// written and sent as one batch. Propose bounds its own wait.
+	// A buffered apply channel: the commands of one ProposeAll reach the
+	// leader loop together and are written and sent as one batch. Propose
+	// bounds its own wait.
 	rc.BatchApplyCh = true
 	// Pre-vote stays on (raft's default): a node back from a partition asks
 	// before it bumps the term, so it cannot depose a healthy leader.
@@ -568,58 +565,68 @@ func (n *Node) NotLeader() *NotLeaderError { return n.notLeader() }
 // result. A command without a time gets the leader's clock. Callers check
 // Result.Err for a rejection.
 func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
+	type answer struct {
+		res *fsm.Result
+		err error
+	}
+	ch := make(chan answer, 1)
+	if err := n.ProposeAll(ctx, []*fsmpb.Command{cmd}, func(_ int, res *fsm.Result, err error) { ch <- answer{res, err} }); err != nil {
+		return nil, err
+	}
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// ProposeAll hands cmds to raft one behind the other, in order, so they
+// are written and sent in one batch, and reports what became of each to
+// answered, in order, from a goroutine of its own, once raft answered it
+// (applied, with the state machine's result, or failed), whatever ctx
+// does. A command without a time gets the leader's clock. An error means
+// none was handed to raft and answered is never called.
+func (n *Node) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answered func(i int, res *fsm.Result, err error)) error {
 	if n.raft.State() != raft.Leader {
-		return nil, n.notLeader()
+		return n.notLeader()
 	}
-	if cmd.GetNowMs() == 0 {
-		cmd = proto.Clone(cmd).(*fsmpb.Command)
-		cmd.NowMs = time.Now().UnixMilli()
-	}
-	data, err := fsm.Encode(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("encode command: %v", err)
+	data := make([][]byte, len(cmds))
+	for i, cmd := range cmds {
+		if cmd.GetNowMs() == 0 {
+			cmd = proto.Clone(cmd).(*fsmpb.Command)
+			cmd.NowMs = time.Now().UnixMilli()
+		}
+		d, err := fsm.Encode(cmd)
+		if err != nil {
+			return fmt.Errorf("encode command: %v", err)
+		}
+		data[i] = d
 	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
+			return context.DeadlineExceeded
 		}
 	}
-	n.inFlight.mu.Lock()
-	cmds, next, done := n.followUps(cmd)
-	seqs := n.inFlight.addLocked(append([]*fsmpb.Command{cmd}, cmds...)...)
-	f := n.raft.Apply(data, timeout)
-	if len(next) > 0 {
-		n.proposeFollowUps(next, seqs[1:], done, timeout)
+	futures := make([]raft.ApplyFuture, len(data))
+	for i, d := range data {
+		futures[i] = n.raft.Apply(d, timeout)
 	}
-	n.inFlight.mu.Unlock()
-	if err := n.applyError(ctx, f, seqs[0]); err != nil {
-		return nil, err
-	}
-	res, ok := f.Response().(*fsm.Result)
-	if !ok || res == nil {
-		return nil, fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
-	}
-	return res, nil
-}
-
-// applyError waits for a raft proposal and turns its failure into the error
-// Propose returns. The proposal leaves the in-flight list when raft answers
-// it, even if ctx ended first.
-func (n *Node) applyError(ctx context.Context, f raft.ApplyFuture, seq uint64) error {
-	errCh := make(chan error, 1)
 	go func() {
-		err := f.Error()
-		n.inFlight.done(seq)
-		errCh <- err
+		for i, f := range futures {
+			err := n.proposeError(f.Error())
+			var res *fsm.Result
+			if err == nil {
+				if res, _ = f.Response().(*fsm.Result); res == nil {
+					err = fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
+				}
+			}
+			answered(i, res, err)
+		}
 	}()
-	select {
-	case err := <-errCh:
-		return n.proposeError(err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // proposeError turns raft's answer to a proposal into the error Propose

@@ -224,7 +224,7 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 }
 
 // waitReady waits until the broker wakes the poll's waiter or for the
-// poll's deadline (timedOut). A poll woken with an offer (follow.go) waits
+// poll's deadline (timedOut). A poll woken with an offer (pair.go) waits
 // for its StartAttempt and returns its task, even past the deadline.
 func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline <-chan time.Time) (tasks []*dexv1.Task, timedOut bool, err error) {
 	var recheck <-chan time.Time

@@ -19,6 +19,12 @@ import (
 // the dispatch lease serves them.
 type leaseHolder struct {
 	node *cluster.Node
+	p    Proposer // nil: the node
+}
+
+// Proposer commits a command through raft (the leader's pipeline).
+type Proposer interface {
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error)
 }
 
 // check answers Unavailable, naming the leader, unless this node is ready.
@@ -71,7 +77,11 @@ func (l leaseHolder) proposeAttempt(ctx context.Context, cmd *fsmpb.Command) (*f
 }
 
 func (l leaseHolder) commit(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
-	res, err := l.node.Propose(ctx, cmd)
+	var p Proposer = l.node
+	if l.p != nil {
+		p = l.p
+	}
+	res, err := p.Propose(ctx, cmd)
 	if err != nil {
 		return nil, l.proposeError(ctx, err)
 	}

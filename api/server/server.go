@@ -37,6 +37,9 @@ const DefaultMaxPayload = 4 << 20
 // Options wire the leader-only services into the server. Without Dispatch
 // and Leases the node serves the admin service only.
 type Options struct {
+	// Proposer, when set, carries the client and Worker commands to raft
+	// instead of the node (the leader's pipeline).
+	Proposer   Proposer
 	Dispatch   Dispatch
 	Leases     Leases
 	Timing     WorkerTiming
@@ -81,10 +84,13 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	s.admin.useWorkerHealth(o.Dispatch)
 	s.admin.live, _ = o.Liveness.(LivenessView)
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
-	dexv1.RegisterSessionServiceServer(s.grpc, NewSessions(node, LimitsFor(o.MaxPayload)))
+	sessions := NewSessions(node, LimitsFor(o.MaxPayload))
+	sessions.p = o.Proposer
+	dexv1.RegisterSessionServiceServer(s.grpc, sessions)
 	if o.Dispatch != nil && o.Leases != nil {
 		wk := NewWorkers(node, o.Dispatch, o.Leases, o.Timing)
 		wk.live = o.Liveness
+		wk.p = o.Proposer
 		dexv1.RegisterWorkerServiceServer(s.grpc, wk)
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)

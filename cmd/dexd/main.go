@@ -289,19 +289,23 @@ func serve(o *options, log *zap.Logger) error {
 	// The leader's runtime and its services, built on the node before raft
 	// starts, so they are in place when this node first leads. The runtime
 	// starts them in this order and stops them in the reverse one.
+	// Every leader proposal goes through the pipeline, which proposes the
+	// StartAttempts of waiting polls right behind the commands that queue
+	// their Steps.
+	pipe := dispatch.NewPipeline(node, node.FSM(), nil)
 	nm := metrics.New(node.State)
 	grpcMetrics := metrics.NewGRPC()
-	leases := lease.New(node, node, lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}, log)
+	leases := lease.New(pipe, node, lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}, log)
 	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver}
-	queues := dispatch.NewQueues(node, node, dcfg, log)
-	disp := dispatch.New(node, node, queues, leases, dcfg, log)
-	timers := dispatch.NewTimers(node, node, queues, dispatch.Config{}, log)
+	queues := dispatch.NewQueues(pipe, node, dcfg, log)
+	disp := dispatch.New(pipe, node, queues, leases, dcfg, log)
+	pipe.Pair(disp)
+	timers := dispatch.NewTimers(pipe, node, queues, dispatch.Config{}, log)
 	nm.UseBroker(queues)
-	events := gc.NewEvents(node, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
-	sessionGC := gc.NewSessions(node, node, gc.SessionConfig{Retention: o.sessionRetention}, log)
-	live := lease.NewWorkers(node, node, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait, ReadyQueues: queues.ReadyQueues}, log)
+	events := gc.NewEvents(pipe, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
+	sessionGC := gc.NewSessions(pipe, node, gc.SessionConfig{Retention: o.sessionRetention}, log)
+	live := lease.NewWorkers(pipe, node, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait, ReadyQueues: queues.ReadyQueues}, log)
 	leader := lease.NewRuntime(log, leases, queues, disp, timers, events, live, sessionGC, nm.Leadership())
-	node.SetFollower(disp) // StartAttempts behind the commands that queue their Steps
 
 	if err := node.Start(cluster.Hooks{
 		LeaderServices: []cluster.LeaderService{leader},
@@ -322,7 +326,7 @@ func serve(o *options, log *zap.Logger) error {
 	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
 
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
+		Proposer: pipe, Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
 		ACL: o.sec.acl, NodeToken: o.sec.token,
 		Timing:        server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
 		ServerOptions: grpcMetrics.ServerOptions(),

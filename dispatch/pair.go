@@ -10,10 +10,11 @@ import (
 
 // A Step queued while a poll waits for it would cost the Worker two commits
 // in a row: the command that queues it, then its StartAttempt once the
-// broker sees it. Instead the node predicts, before it proposes a command,
-// the Steps it will queue (fsm.Predict), and the dispatcher pairs each with
-// a waiting poll that takes it and proposes its StartAttempt right behind
-// the command (Follow): raft commits both in one round. The poll is woken
+// broker sees it. Instead the leader's Pipeline predicts, before it
+// proposes a command, the Steps it will queue (fsm.Predict), and the
+// dispatcher pairs each with a waiting poll that takes it (PairReady); the
+// Pipeline proposes its StartAttempt right behind the command, and raft
+// commits both in one round. The poll is woken
 // with an offer and waits for that StartAttempt; a refused one (the guess
 // was wrong) puts the poll back to picking as usual.
 
@@ -22,7 +23,7 @@ type offer struct {
 	tasks chan []*dexv1.Task // what the poll hands out (empty: refused)
 }
 
-// Waiting reports whether a poll waits for a Step (cluster.Follower).
+// Waiting reports whether a poll waits for a Step (Pairer).
 func (d *Dispatcher) Waiting() bool {
 	r, err := d.begin()
 	if err != nil {
@@ -32,12 +33,12 @@ func (d *Dispatcher) Waiting() bool {
 	return r.b.waiting()
 }
 
-// Follow pairs the Steps a command will leave ready with waiting polls and
-// returns their StartAttempts, to be proposed right behind the command
-// (cluster.Follower). done hands each poll its task once its StartAttempt
+// PairReady pairs the Steps a command will leave ready with waiting polls
+// and returns their StartAttempts, to be proposed right behind the command
+// (Pairer). done hands each poll its task once its StartAttempt
 // is applied; until it ran, Stop waits (raft answers every proposal once it
 // commits or this node stops leading).
-func (d *Dispatcher) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+func (d *Dispatcher) PairReady(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
 	r, err := d.begin()
 	if err != nil {
 		return nil, nil
