@@ -94,18 +94,18 @@ func (c *tcluster) start(i int) {
 		services = c.services(n.id)
 	}
 	node, err := cluster.Open(cluster.Config{
-		ID:                 n.id,
-		DataDir:            n.dir,
-		RaftAddr:           n.raftAddr,
-		GRPCAddr:           n.grpcAddr,
-		Peers:              c.peers,
-		Join:               n.join,
-		Logger:             c.log.With(zap.String("node", n.id)),
-		HeartbeatTimeout:   800 * time.Millisecond, // loose enough that a loaded CI machine does not flap
-		ElectionTimeout:    800 * time.Millisecond,
-		LeaderLeaseTimeout: 400 * time.Millisecond,
-		CommitTimeout:      10 * time.Millisecond,
-		RegisterInterval:   200 * time.Millisecond,
+		ID:               n.id,
+		DataDir:          n.dir,
+		RaftAddr:         n.raftAddr,
+		GRPCAddr:         n.grpcAddr,
+		Peers:            c.peers,
+		Join:             n.join,
+		Logger:           c.log.With(zap.String("node", n.id)),
+		HeartbeatTimeout: 800 * time.Millisecond, // loose enough that a loaded CI machine does not flap
+		ElectionTimeout:  800 * time.Millisecond,
+		StepDownTimeout:  400 * time.Millisecond,
+		CommitTimeout:    10 * time.Millisecond,
+		RegisterInterval: 200 * time.Millisecond,
 		OnHalt: func(err error) {
 			n.mu.Lock()
 			n.halted = err

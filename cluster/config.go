@@ -45,13 +45,13 @@ type Config struct {
 	TLS *tlsconf.Store
 
 	// Raft timing; zero values take production defaults.
-	HeartbeatTimeout   time.Duration
-	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
-	CommitTimeout      time.Duration
-	SnapshotThreshold  uint64
-	SnapshotInterval   time.Duration
-	TrailingLogs       uint64
+	HeartbeatTimeout  time.Duration
+	ElectionTimeout   time.Duration
+	StepDownTimeout   time.Duration
+	CommitTimeout     time.Duration
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
 
 	// RegisterInterval is how often a follower checks that its addresses are
 	// in the replicated state (default 500ms).
@@ -85,11 +85,11 @@ func (c *Config) withDefaults() {
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = DefaultElectionTimeout
 	}
-	if c.LeaderLeaseTimeout == 0 {
-		c.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
+	if c.StepDownTimeout == 0 {
+		c.StepDownTimeout = DefaultStepDownTimeout
 	}
-	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
-		c.LeaderLeaseTimeout = c.HeartbeatTimeout
+	if c.StepDownTimeout > c.HeartbeatTimeout {
+		c.StepDownTimeout = c.HeartbeatTimeout
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 50 * time.Millisecond

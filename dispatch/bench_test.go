@@ -36,11 +36,11 @@ func benchLeader(b *testing.B, c *leasetest.Cluster, p dispatch.Proposer) (*disp
 	c.RegisterWorker("model", true)
 	c.RegisterWorker("w1", false, leasetest.Lookup)
 	log := zap.NewNop()
-	leases := lease.New(c, c, lease.Config{HeartbeatTimeout: time.Hour}, log)
+	deadlines := lease.NewDeadlines(c, c, lease.DeadlinesConfig{HeartbeatTimeout: time.Hour}, log)
 	cfg := dispatch.Config{}
 	q := dispatch.NewQueues(p, c, cfg, log)
-	d := dispatch.New(p, c, q, leases, cfg, log)
-	l := lease.NewRuntime(log, leases, q, d, dispatch.NewTimers(p, c, q, cfg, log))
+	d := dispatch.New(p, c, q, deadlines, cfg, log)
+	l := lease.NewRuntime(log, deadlines, q, d, dispatch.NewTimers(p, c, q, cfg, log))
 	c.OnApplied(l.Applied)
 	b.Cleanup(l.RevokeLeadership)
 	if err := l.EstablishLeadership(context.Background(), c.BumpEpoch()); err != nil {

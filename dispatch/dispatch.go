@@ -31,7 +31,7 @@ type StateSource interface {
 	State() *fsm.State
 }
 
-// Deadlines is the attempt deadlines as dispatch uses them (lease.Manager):
+// Deadlines is the attempt deadlines as dispatch uses them (lease.Deadlines):
 // an attempt it started gets its heartbeat deadline, and StartAttempt
 // carries the default run timeout.
 type Deadlines interface {
@@ -174,7 +174,7 @@ func (d *Dispatcher) begin() (*run, error) {
 // backoff), or for wait (capped at MaxWait; wait <= 0 does not wait) and
 // returns no task. A
 // task is returned only after its StartAttempt committed, and its attempt
-// lease is armed.
+// deadline is armed.
 func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wait time.Duration) ([]*dexv1.Task, error) {
 	r, err := d.begin()
 	if err != nil {
@@ -367,7 +367,7 @@ func (d *Dispatcher) handOver(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, e
 func (d *Dispatcher) start(ctx context.Context, r *run, w *fsmpb.WorkerInfo, s *fsmpb.Step) (*fsmpb.Attempt, error) {
 	n := uint32(len(s.Attempts)) + 1
 	// The proposal outlives the poll: if the Worker goes away while it is in
-	// flight, the attempt may still commit and must get its lease.
+	// flight, the attempt may still commit and must get its deadline.
 	pctx, cancel := context.WithTimeout(r.ctx, proposeTimeout)
 	defer cancel()
 	res, err := d.p.Propose(pctx, &fsmpb.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{

@@ -101,8 +101,8 @@ func TestPair_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
 	if s.Status != running || len(s.Attempts) != 1 || s.Attempts[0].WorkerId != "model" || s.Attempts[0].Token != tasks[0].Ref.Token {
 		t.Fatalf("step %s with attempts %v", s.Status, s.Attempts)
 	}
-	if f.leases.Armed() != 1 {
-		t.Fatalf("armed leases %d; want 1", f.leases.Armed())
+	if f.deadlines.Armed() != 1 {
+		t.Fatalf("armed deadlines %d; want 1", f.deadlines.Armed())
 	}
 	if f.d.Waiting() {
 		t.Fatal("a poll still counts as waiting after it got its task")

@@ -53,7 +53,7 @@ func (c WorkersConfig) withDefaults() WorkersConfig {
 // tool wait set, fails the queued Steps of tools no live Worker served for
 // that long. It is a
 // leader service: a new leader gives every Worker and every unserved tool a
-// full period again, as the attempt leases get their grace.
+// full period again, as the attempt deadlines get their grace.
 type Workers struct {
 	p   Proposer
 	src StateSource

@@ -19,14 +19,14 @@ const timeout = 40 * time.Millisecond
 type fixture struct {
 	t *testing.T
 	c *leasetest.Cluster
-	m *lease.Manager
+	m *lease.Deadlines
 }
 
 func newFixture(t *testing.T) *fixture {
 	c := leasetest.New(t)
 	c.RegisterWorker("w1", true, leasetest.Lookup)
 	c.BumpEpoch()
-	m := lease.New(c, c, lease.Config{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
+	m := lease.NewDeadlines(c, c, lease.DeadlinesConfig{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
 	t.Cleanup(m.Revoke)
 	return &fixture{t: t, c: c, m: m}
 }
@@ -149,7 +149,7 @@ func TestEstablishRearmsRunningAttemptsWithGrace(t *testing.T) {
 	// The leader dies; a new one opens epoch 2 with its own lease manager.
 	f.m.Revoke()
 	epoch2 := f.c.BumpEpoch()
-	m2 := lease.New(f.c, f.c, lease.Config{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
+	m2 := lease.NewDeadlines(f.c, f.c, lease.DeadlinesConfig{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
 	t.Cleanup(m2.Revoke)
 	m2.Establish(context.Background(), epoch2)
 	if m2.Armed() != 2 {
