@@ -23,12 +23,12 @@ type ReadyQueue struct {
 // have. Called with w.mu held; it reads only the non-empty queues and, for
 // an unserved one, its queued Steps through the state's queue index.
 func (w *Workers) unservedQueues(t *Term, st *fsm.State, served map[string]bool, now time.Time) []*fsmpb.Command {
-	if w.cfg.ReadyQueues == nil {
+	if w.queues == nil {
 		return nil
 	}
 	var out []*fsmpb.Command
 	seen := map[ReadyQueue]bool{}
-	for _, q := range w.cfg.ReadyQueues() {
+	for _, q := range w.queues.ReadyQueues() {
 		if (q.Model && q.Agent == "") || (!q.Model && !served[q.Tool]) {
 			continue
 		}

@@ -29,10 +29,6 @@ type WorkersConfig struct {
 	ToolWait time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// ReadyQueues, when set, lists the broker's non-empty ready queues: a
-	// queue no live Worker serves for its agent fails its Steps after the
-	// tool wait too.
-	ReadyQueues func() []ReadyQueue
 }
 
 func (c WorkersConfig) withDefaults() WorkersConfig {
@@ -55,10 +51,11 @@ func (c WorkersConfig) withDefaults() WorkersConfig {
 // leader service: a new leader gives every Worker and every unserved tool a
 // full period again, as the attempt deadlines get their grace.
 type Workers struct {
-	p   Proposer
-	src StateSource
-	cfg WorkersConfig
-	log *zap.Logger
+	p      Proposer
+	src    StateSource
+	queues ReadyQueues // nil: none
+	cfg    WorkersConfig
+	log    *zap.Logger
 
 	fence Fence // the term: its watch
 
@@ -73,12 +70,20 @@ type Workers struct {
 	unservedQ map[ReadyQueue]time.Time
 }
 
-// NewWorkers returns a Workers that is not established.
-func NewWorkers(p Proposer, src StateSource, cfg WorkersConfig, log *zap.Logger) *Workers {
+// ReadyQueues lists the broker's non-empty ready queues (dispatch.Queues):
+// a queue no live Worker serves for its agent fails its Steps after the
+// tool wait too.
+type ReadyQueues interface {
+	ReadyQueues() []ReadyQueue
+}
+
+// NewWorkers returns a Workers that is not established. queues may be nil:
+// then only the tools no Worker serves at all fail their Steps.
+func NewWorkers(p Proposer, src StateSource, queues ReadyQueues, cfg WorkersConfig, log *zap.Logger) *Workers {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Workers{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("workers")}
+	return &Workers{p: p, src: src, queues: queues, cfg: cfg.withDefaults(), log: log.Named("workers")}
 }
 
 // Touch records a sign of life of a Worker (a poll or a heartbeat).

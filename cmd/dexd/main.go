@@ -304,7 +304,7 @@ func serve(o *options, log *zap.Logger) error {
 	nm.UseBroker(queues)
 	events := gc.NewEvents(pipe, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
 	sessionGC := gc.NewSessions(pipe, node, gc.SessionConfig{Retention: o.sessionRetention}, log)
-	live := lease.NewWorkers(pipe, node, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait, ReadyQueues: queues.ReadyQueues}, log)
+	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, nm.Leadership())
 
 	if err := node.Start(cluster.Hooks{
