@@ -51,7 +51,7 @@ func newFixture(t *testing.T, o options) *fixture {
 		c.Now = now
 	}
 	if o.heartbeatTimeout == 0 {
-		o.heartbeatTimeout = time.Minute // no lease expires unless a test wants it
+		o.heartbeatTimeout = time.Minute // no deadline passes unless a test wants it
 	}
 	c.RegisterWorker("model", true)
 	for i := 1; i <= 4; i++ {
@@ -453,7 +453,7 @@ func TestEstablishFailsWhenRecoveryCannotCommit(t *testing.T) {
 func TestRevokeEndsOpenPolls(t *testing.T) {
 	f := newFixture(t, options{heartbeatTimeout: 30 * time.Millisecond})
 	f.toolSession("s1", leasetest.Call("c1", "lookup", "{}"))
-	running := f.pollOne("w1") // its lease would expire after the revoke
+	running := f.pollOne("w1") // its deadline would pass after the revoke
 
 	errs := make(chan error, 3)
 	for range 3 {
@@ -476,7 +476,7 @@ func TestRevokeEndsOpenPolls(t *testing.T) {
 	before := len(f.c.Proposals(""))
 	f.c.CreateSession("s2", "queued after revoke")
 	f.toolSession("s3", leasetest.Call("c1", "sleep", `{"seconds": 0}`))
-	time.Sleep(60 * time.Millisecond) // past the old lease's deadline
+	time.Sleep(60 * time.Millisecond) // past the old heartbeat deadline
 	for _, cmd := range f.c.Proposals("")[before:] {
 		switch leasetest.Kind(cmd) {
 		case "CreateSession", "StartAttempt", "ReportAttempt":

@@ -119,8 +119,8 @@ func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *test
 	}
 }
 
-// No heartbeat comes after the deadline: the lease's own timer ends it.
-func TestRunTimeout_TheLeaseTimerEndsTheAttemptWithoutAHeartbeat(t *testing.T) {
+// No heartbeat comes after the deadline: the deadline's own timer ends it.
+func TestRunTimeout_TheDeadlineTimerEndsTheAttemptWithoutAHeartbeat(t *testing.T) {
 	f := newRunFixture(t)
 	f.m.Establish(context.Background(), f.c.Epoch())
 	ref := f.startTool("s")

@@ -15,6 +15,16 @@ import (
 	"github.com/dexhq/dex/lease"
 )
 
+// Proposer commits a command through Raft (the leader's proposer).
+type Proposer interface {
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error)
+}
+
+// StateSource gives the replicated state as this node applied it.
+type StateSource interface {
+	State() *fsm.State
+}
+
 // Defaults of the event retention (dexd --event-retention-count and
 // --event-retention-age).
 const (
@@ -52,8 +62,8 @@ func (c EventConfig) withDefaults() EventConfig {
 // retention in force (SetEventRetention, when the state's differs), then
 // prunes old events and sessions over the count until leadership ends.
 type Events struct {
-	p   lease.Proposer
-	src lease.StateSource
+	p   Proposer
+	src StateSource
 	cfg EventConfig
 	log *zap.Logger
 
@@ -61,7 +71,7 @@ type Events struct {
 }
 
 // NewEvents returns a stopped event collector.
-func NewEvents(p lease.Proposer, src lease.StateSource, cfg EventConfig, log *zap.Logger) *Events {
+func NewEvents(p Proposer, src StateSource, cfg EventConfig, log *zap.Logger) *Events {
 	if log == nil {
 		log = zap.NewNop()
 	}

@@ -45,8 +45,8 @@ func (c SessionConfig) withDefaults() SessionConfig {
 // leadership ends. It keeps no state of its own: a new leader finds the
 // tombstones and idle sessions in the replicated state.
 type Sessions struct {
-	p   lease.Proposer
-	src lease.StateSource
+	p   Proposer
+	src StateSource
 	cfg SessionConfig
 	log *zap.Logger
 
@@ -54,7 +54,7 @@ type Sessions struct {
 }
 
 // NewSessions returns a stopped session collector.
-func NewSessions(p lease.Proposer, src lease.StateSource, cfg SessionConfig, log *zap.Logger) *Sessions {
+func NewSessions(p Proposer, src StateSource, cfg SessionConfig, log *zap.Logger) *Sessions {
 	if log == nil {
 		log = zap.NewNop()
 	}
