@@ -19,12 +19,12 @@ func TestBusyRaftPortIsNotADamagedStore(t *testing.T) {
 	}
 	addr := busy.Addr().String()
 	cfg := cluster.Config{ID: "n1", DataDir: dir, RaftAddr: addr, Peers: []cluster.Peer{{ID: "n1", RaftAddr: addr}}}
-	_, err = cluster.Open(cfg)
+	_, err = cluster.Open(cfg, cluster.Hooks{})
 	if err == nil || !strings.Contains(err.Error(), "listen on raft address "+addr) || strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("open on a busy raft port: %v; want a clear listen error", err)
 	}
 	busy.Close()
-	n, err := cluster.Open(cfg)
+	n, err := cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
 		t.Fatalf("open after the port was freed: %v (the store was left locked?)", err)
 	}

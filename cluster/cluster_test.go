@@ -94,25 +94,24 @@ func (c *tcluster) start(i int) {
 		services = c.services(n.id)
 	}
 	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     services,
-		ID:                 n.id,
-		DataDir:            n.dir,
-		RaftAddr:           n.raftAddr,
-		GRPCAddr:           n.grpcAddr,
-		Peers:              c.peers,
-		Join:               n.join,
-		Logger:             c.log.With(zap.String("node", n.id)),
-		HeartbeatTimeout:   800 * time.Millisecond, // loose enough that a loaded CI machine does not flap
-		ElectionTimeout:    800 * time.Millisecond,
-		LeaderLeaseTimeout: 400 * time.Millisecond,
-		CommitTimeout:      10 * time.Millisecond,
-		RegisterInterval:   200 * time.Millisecond,
+		ID:               n.id,
+		DataDir:          n.dir,
+		RaftAddr:         n.raftAddr,
+		GRPCAddr:         n.grpcAddr,
+		Peers:            c.peers,
+		Join:             n.join,
+		Logger:           c.log.With(zap.String("node", n.id)),
+		HeartbeatTimeout: 800 * time.Millisecond, // loose enough that a loaded CI machine does not flap
+		ElectionTimeout:  800 * time.Millisecond,
+		StepDownTimeout:  400 * time.Millisecond,
+		CommitTimeout:    10 * time.Millisecond,
+		RegisterInterval: 200 * time.Millisecond,
 		OnHalt: func(err error) {
 			n.mu.Lock()
 			n.halted = err
 			n.mu.Unlock()
 		},
-	})
+	}, cluster.Hooks{LeaderServices: services})
 	if err != nil {
 		c.t.Fatalf("open %s: %v", n.id, err)
 	}
@@ -529,7 +528,7 @@ func TestDataDirIdentity(t *testing.T) {
 	dir := t.TempDir()
 	raftAddr := freeAddr(t)
 	cfg := cluster.Config{ID: "n1", DataDir: dir, RaftAddr: raftAddr, Peers: []cluster.Peer{{ID: "n1", RaftAddr: raftAddr}}}
-	n, err := cluster.Open(cfg)
+	n, err := cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +536,7 @@ func TestDataDirIdentity(t *testing.T) {
 	cfg2 := cfg
 	cfg2.RaftAddr = freeAddr(t)
 	cfg2.Peers = []cluster.Peer{{ID: "n1", RaftAddr: cfg2.RaftAddr}}
-	if _, err := cluster.Open(cfg2); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := cluster.Open(cfg2, cluster.Hooks{}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second open of a locked dir: %v", err)
 	}
 	if err := n.Shutdown(); err != nil {
@@ -545,20 +544,20 @@ func TestDataDirIdentity(t *testing.T) {
 	}
 	cfg3 := cfg
 	cfg3.ID = "n2"
-	if _, err := cluster.Open(cfg3); err == nil || err.Error() != fmt.Sprintf("data dir %s belongs to node n1, not n2", dir) {
+	if _, err := cluster.Open(cfg3, cluster.Hooks{}); err == nil || err.Error() != fmt.Sprintf("data dir %s belongs to node n1, not n2", dir) {
 		t.Fatalf("foreign dir: %v", err)
 	}
 	other := t.TempDir()
 	os.WriteFile(other+"/notes.txt", []byte("x"), 0o600)
 	cfg4 := cfg
 	cfg4.DataDir = other
-	if _, err := cluster.Open(cfg4); err == nil || !strings.Contains(err.Error(), "is not a Dex data dir") {
+	if _, err := cluster.Open(cfg4, cluster.Hooks{}); err == nil || !strings.Contains(err.Error(), "is not a Dex data dir") {
 		t.Fatalf("non-Dex dir: %v", err)
 	}
 	// Single node restarts on its dir, --peers ignored.
 	cfg5 := cfg
 	cfg5.Peers = nil
-	n, err = cluster.Open(cfg5)
+	n, err = cluster.Open(cfg5, cluster.Hooks{})
 	if err != nil {
 		t.Fatalf("restart without peers: %v", err)
 	}
@@ -571,7 +570,7 @@ func TestDataDirIdentity(t *testing.T) {
 	}
 	f.WriteAt(bytes.Repeat([]byte{0xA5}, 4*4096), 2*4096)
 	f.Close()
-	if _, err := cluster.Open(cfg5); err == nil || !strings.Contains(err.Error(), "raft.db is damaged") {
+	if _, err := cluster.Open(cfg5, cluster.Hooks{}); err == nil || !strings.Contains(err.Error(), "raft.db is damaged") {
 		t.Fatalf("damaged raft.db: %v", err)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/api/tlsconf"
-	"github.com/dexhq/dex/fsm"
 )
 
 // Peer is one member of the bootstrap configuration.
@@ -46,22 +45,17 @@ type Config struct {
 	TLS *tlsconf.Store
 
 	// Raft timing; zero values take production defaults.
-	HeartbeatTimeout   time.Duration
-	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
-	CommitTimeout      time.Duration
-	SnapshotThreshold  uint64
-	SnapshotInterval   time.Duration
-	TrailingLogs       uint64
+	HeartbeatTimeout  time.Duration
+	ElectionTimeout   time.Duration
+	StepDownTimeout   time.Duration
+	CommitTimeout     time.Duration
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
 
 	// RegisterInterval is how often a follower checks that its addresses are
 	// in the replicated state (default 500ms).
 	RegisterInterval time.Duration
-
-	// LeaderServices are started when this node establishes leadership and
-	// stopped when it loses it. Given here, they are in place before raft
-	// can elect this node.
-	LeaderServices []LeaderService
 
 	// OnHalt is called when the state machine cannot apply a committed entry.
 	// The node must stop; dexd exits.
@@ -78,17 +72,10 @@ type Config struct {
 	// node must stop; dexd exits. Without it, OnHalt is called.
 	OnDiskFull func(error)
 
-	// OnApplied is called after each entry the state machine applied (and
-	// after a snapshot restore) with what it wrote; the leader's broker is
-	// fed from it. It must not wait for Apply.
-	OnApplied func(*fsm.Applied)
-
 	// PeerDialOptions are added to this node's own gRPC calls to other
 	// nodes (join, register, node state), after its transport credentials:
 	// e.g. the token a cluster with ACLs requires.
 	PeerDialOptions []grpc.DialOption
-	// ApplyObserver, when set, hears every applied batch (metrics).
-	ApplyObserver ApplyObserver
 }
 
 func (c *Config) withDefaults() {
@@ -98,11 +85,11 @@ func (c *Config) withDefaults() {
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = DefaultElectionTimeout
 	}
-	if c.LeaderLeaseTimeout == 0 {
-		c.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
+	if c.StepDownTimeout == 0 {
+		c.StepDownTimeout = DefaultStepDownTimeout
 	}
-	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
-		c.LeaderLeaseTimeout = c.HeartbeatTimeout
+	if c.StepDownTimeout > c.HeartbeatTimeout {
+		c.StepDownTimeout = c.HeartbeatTimeout
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 50 * time.Millisecond

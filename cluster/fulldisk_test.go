@@ -49,7 +49,7 @@ func TestFullDisk_MovingTheLogIntoTheWALIsRefusedAsFullNotDamaged(t *testing.T) 
 	oldDataDir(t, dir, peers)
 
 	cfg := cluster.Config{ID: "n1", DataDir: dir, RaftAddr: addr, Peers: peers}
-	n, err := cluster.Open(cfg)
+	n, err := cluster.Open(cfg, cluster.Hooks{})
 	if err == nil {
 		n.Shutdown()
 		t.Fatal("a node started without room for its WAL segment")
@@ -75,7 +75,7 @@ func TestFullDisk_MovingTheLogIntoTheWALIsRefusedAsFullNotDamaged(t *testing.T) 
 	if out, err := exec.Command("mount", "-o", "remount,size=100m", disk).CombinedOutput(); err != nil {
 		t.Fatalf("grow the disk: %v: %s", err, out)
 	}
-	n, err = cluster.Open(cfg)
+	n, err = cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
 		t.Fatalf("open once the disk has room: %v", err)
 	}

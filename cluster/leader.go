@@ -219,7 +219,7 @@ func (n *Node) VerifyLeader(timeout time.Duration) error {
 // ServesAttempts reports whether this node may serve the Worker calls of
 // attempts already running (claim, heartbeat, complete, fail): it is Ready,
 // or it is draining but otherwise ready, so those attempts can finish on
-// the node that holds their leases before it hands leadership over.
+// the node that holds their deadlines before it hands leadership over.
 func (n *Node) ServesAttempts() (bool, string) { return n.readiness(false) }
 
 func (n *Node) readiness(drainCounts bool) (bool, string) {

@@ -93,8 +93,9 @@ type Node struct {
 	trans *peer.Transport
 	ident *peer.ClusterIdentity
 
-	follower atomic.Pointer[Follower] // the dispatcher following proposals
-	inFlight inFlight                 // proposals not yet applied, for its predictions
+	hl        hclog.Logger
+	prep      *prepared // New's, until Start
+	onApplied func(*fsm.Applied)
 
 	notifyCh   chan bool
 	handoverCh chan chan struct{}
@@ -123,9 +124,41 @@ type Node struct {
 	lastAdvance time.Time
 }
 
-// Open checks the data dir, opens the raft stores, starts raft and, on an
-// empty data dir without Join, bootstraps the configuration from Peers.
-func Open(cfg Config) (n *Node, err error) {
+// Hooks wire a node to the rest of Dex: the leader's runtime, started and
+// stopped by the leadership loop, and the one stream of applied entries.
+type Hooks struct {
+	// LeaderServices are started when this node establishes leadership and
+	// stopped when it loses it (in production: the leader's runtime). Given
+	// to Start, they are in place before raft can elect this node.
+	LeaderServices []LeaderService
+
+	// OnApplied is called after each entry the state machine applied (and
+	// after a snapshot restore) with what it wrote: the applied stream. It
+	// runs on raft's FSM goroutine and must not wait for Apply.
+	OnApplied func(*fsm.Applied)
+
+	// ApplyObserver, when set, hears every applied batch (metrics).
+	ApplyObserver ApplyObserver
+}
+
+// Open is New then Start: it checks the data dir, opens the raft stores,
+// starts raft and, on an empty data dir without Join, bootstraps the
+// configuration from Peers.
+func Open(cfg Config, h Hooks) (*Node, error) {
+	n, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(h); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// New checks the data dir and opens the raft stores and the transport, but
+// starts nothing: the node reads an empty state and proposes nothing until
+// Start. What the leader runs is built between the two, on the node.
+func New(cfg Config) (n *Node, err error) {
 	// A damaged store can make bbolt panic while raft reads it at start:
 	// report it as an error, not a crash.
 	defer func() {
@@ -158,10 +191,9 @@ func Open(cfg Config) (n *Node, err error) {
 		handoverCh: make(chan chan struct{}),
 		restoreCh:  make(chan *restoreReq),
 		shutdownCh: make(chan struct{}),
-		services:   append([]LeaderService(nil), cfg.LeaderServices...),
 	}
-	n.services = append(n.services, &membershipService{n: n})
 	hl := NewHCLogger(cfg.Logger, "raft")
+	n.hl = hl
 
 	// A fresh dir is claimed first, so a failed first start leaves a dir
 	// that the next start recognises.
@@ -271,29 +303,75 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}
 
-	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt, OnApplied: cfg.OnApplied})
+	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt, OnApplied: n.applied})
+	n.prep = &prepared{bootstrap: bootstrap, logs: logs, snaps: snaps, raftDir: raftDir}
+	closeStore = false
+	return n, nil
+}
+
+// prepared is what New opened for Start.
+type prepared struct {
+	bootstrap *raft.Configuration
+	logs      *CheckedLogStore
+	snaps     raft.SnapshotStore
+	raftDir   string
+}
+
+// applied hands an applied entry to the hooks' stream.
+func (n *Node) applied(a *fsm.Applied) {
+	if n.onApplied != nil {
+		n.onApplied(a)
+	}
+}
+
+// Start starts raft with the hooks, bootstraps the configuration on an empty
+// data dir without Join, and starts the leadership loop. On an error the
+// stores are closed and the node is done.
+func (n *Node) Start(h Hooks) (err error) {
+	cfg := n.cfg
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
+		}
+		err = diskFull(cfg.DataDir, err)
+	}()
+	p := n.prep
+	if p == nil {
+		return errors.New("node already started")
+	}
+	n.prep = nil
+	closeStore := true
+	defer func() {
+		if closeStore {
+			n.wal.Close()
+			n.store.Close()
+		}
+	}()
+	n.onApplied = h.OnApplied
+	n.services = append(append([]LeaderService(nil), h.LeaderServices...), &membershipService{n: n})
+	hl, bootstrap, logs, snaps, raftDir := n.hl, p.bootstrap, p.logs, p.snaps, p.raftDir
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hl
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.LeaderLeaseTimeout = cfg.StepDownTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.NotifyCh = n.notifyCh
-	// A buffered apply channel: a command and the StartAttempts proposed
-	// right behind it (follow.go) reach the leader loop together and are
-	// written and sent as one batch. Propose bounds its own wait.
+	// A buffered apply channel: the commands of one ProposeAll reach the
+	// leader loop together and are written and sent as one batch. Propose
+	// bounds its own wait.
 	rc.BatchApplyCh = true
 	// Pre-vote stays on (raft's default): a node back from a partition asks
 	// before it bumps the term, so it cannot depose a healthy leader.
 	rc.PreVoteDisabled = false
 	if err := raft.ValidateConfig(rc); err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("raft config: %v", err)
+		return fmt.Errorf("raft config: %v", err)
 	}
 	// The leader reads each new entry back to send it to every follower,
 	// and every node reads it again to apply it: a ring of the latest
@@ -301,13 +379,13 @@ func Open(cfg Config) (n *Node, err error) {
 	recent, err := raft.NewLogCache(recentLogs, logs)
 	if err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("raft log cache: %v", err)
+		return fmt.Errorf("raft log cache: %v", err)
 	}
 	stable := stableStore{StableStore: n.store, written: n.writeFailed}
-	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: cfg.ApplyObserver}, recent, stable, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: h.ApplyObserver}, recent, stable, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
-		return nil, fmt.Errorf("start raft on %s: %w", raftDir, err)
+		return fmt.Errorf("start raft on %s: %w", raftDir, err)
 	}
 	n.trans.SetRaft(n.raft)
 	n.ident.SetWelcome(n.neverHeldData)
@@ -315,7 +393,7 @@ func Open(cfg Config) (n *Node, err error) {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
 			n.trans.Close()
-			return nil, fmt.Errorf("bootstrap: %w", err)
+			return fmt.Errorf("bootstrap: %w", err)
 		}
 		n.log.Info("bootstrapped the cluster configuration", zap.Int("voters", len(bootstrap.Servers)))
 	}
@@ -329,7 +407,7 @@ func Open(cfg Config) (n *Node, err error) {
 	go n.leaderLoop()
 	go n.registerLoop()
 	go n.readinessLoop()
-	return n, nil
+	return nil
 }
 
 func bootstrapConfig(cfg Config) (*raft.Configuration, error) {
@@ -393,14 +471,6 @@ func (n *Node) State() *fsm.State { return n.fsm.State() }
 // IsLeader reports whether raft considers this node the leader.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
-// RegisterLeaderService adds a leader-only subsystem. Register before the
-// node can become leader (right after Open).
-func (n *Node) RegisterLeaderService(s LeaderService) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.services = append(n.services, s)
-}
-
 // Leader returns the leader's addresses (GrpcAddress empty while the leader
 // has not recorded it), or nil when no leader is known.
 func (n *Node) Leader() *fsmpb.NodeInfo {
@@ -440,58 +510,68 @@ func (n *Node) NotLeader() *NotLeaderError { return n.notLeader() }
 // result. A command without a time gets the leader's clock. Callers check
 // Result.Err for a rejection.
 func (n *Node) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
+	type answer struct {
+		res *fsm.Result
+		err error
+	}
+	ch := make(chan answer, 1)
+	if err := n.ProposeAll(ctx, []*fsmpb.Command{cmd}, func(_ int, res *fsm.Result, err error) { ch <- answer{res, err} }); err != nil {
+		return nil, err
+	}
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// ProposeAll hands cmds to raft one behind the other, in order, so they
+// are written and sent in one batch, and reports what became of each to
+// answered, in order, from a goroutine of its own, once raft answered it
+// (applied, with the state machine's result, or failed), whatever ctx
+// does. A command without a time gets the leader's clock. An error means
+// none was handed to raft and answered is never called.
+func (n *Node) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answered func(i int, res *fsm.Result, err error)) error {
 	if n.raft.State() != raft.Leader {
-		return nil, n.notLeader()
+		return n.notLeader()
 	}
-	if cmd.GetNowMs() == 0 {
-		cmd = proto.Clone(cmd).(*fsmpb.Command)
-		cmd.NowMs = time.Now().UnixMilli()
-	}
-	data, err := fsm.Encode(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("encode command: %v", err)
+	data := make([][]byte, len(cmds))
+	for i, cmd := range cmds {
+		if cmd.GetNowMs() == 0 {
+			cmd = proto.Clone(cmd).(*fsmpb.Command)
+			cmd.NowMs = time.Now().UnixMilli()
+		}
+		d, err := fsm.Encode(cmd)
+		if err != nil {
+			return fmt.Errorf("encode command: %v", err)
+		}
+		data[i] = d
 	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
+			return context.DeadlineExceeded
 		}
 	}
-	n.inFlight.mu.Lock()
-	cmds, next, done := n.followUps(cmd)
-	seqs := n.inFlight.addLocked(append([]*fsmpb.Command{cmd}, cmds...)...)
-	f := n.raft.Apply(data, timeout)
-	if len(next) > 0 {
-		n.proposeFollowUps(next, seqs[1:], done, timeout)
+	futures := make([]raft.ApplyFuture, len(data))
+	for i, d := range data {
+		futures[i] = n.raft.Apply(d, timeout)
 	}
-	n.inFlight.mu.Unlock()
-	if err := n.applyError(ctx, f, seqs[0]); err != nil {
-		return nil, err
-	}
-	res, ok := f.Response().(*fsm.Result)
-	if !ok || res == nil {
-		return nil, fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
-	}
-	return res, nil
-}
-
-// applyError waits for a raft proposal and turns its failure into the error
-// Propose returns. The proposal leaves the in-flight list when raft answers
-// it, even if ctx ended first.
-func (n *Node) applyError(ctx context.Context, f raft.ApplyFuture, seq uint64) error {
-	errCh := make(chan error, 1)
 	go func() {
-		err := f.Error()
-		n.inFlight.done(seq)
-		errCh <- err
+		for i, f := range futures {
+			err := n.proposeError(f.Error())
+			var res *fsm.Result
+			if err == nil {
+				if res, _ = f.Response().(*fsm.Result); res == nil {
+					err = fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
+				}
+			}
+			answered(i, res, err)
+		}
 	}()
-	select {
-	case err := <-errCh:
-		return n.proposeError(err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // proposeError turns raft's answer to a proposal into the error Propose

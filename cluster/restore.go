@@ -71,7 +71,7 @@ type restoreReq struct {
 // than its own (fsm.Adopt). The leader services stop first, so nothing built
 // on the old state proposes on the new one, and the leadership is then
 // established again on the restored state: a new epoch, the broker and the
-// attempt leases rebuilt from it. It returns once that is done.
+// attempt deadlines rebuilt from it. It returns once that is done.
 func (n *Node) RestoreSnapshot(ctx context.Context, payload io.Reader, index uint64) (epoch uint64, err error) {
 	if n.raft.State() != raft.Leader {
 		return 0, n.notLeader()

@@ -21,9 +21,10 @@ const (
 	// tries again (a split vote, a refused pre-vote). Loopback and LAN round
 	// trips are far below it.
 	DefaultElectionTimeout = 300 * time.Millisecond
-	// DefaultLeaderLeaseTimeout: a leader that has not reached a quorum for
+	// DefaultStepDownTimeout (raft's LeaderLeaseTimeout, dexd
+	// --raft-leader-lease-timeout): a leader that has not reached a quorum for
 	// this long steps down, so a partitioned leader stops serving before the
 	// others elect a new one. Raft requires it to be at most the heartbeat
 	// timeout.
-	DefaultLeaderLeaseTimeout = 300 * time.Millisecond
+	DefaultStepDownTimeout = 300 * time.Millisecond
 )

@@ -30,12 +30,3 @@ func (b *Broker) ReadyQueues() []lease.ReadyQueue {
 	})
 	return out
 }
-
-// ReadyQueues are the current term's non-empty ready queues (nil when not
-// leading).
-func (l *Leader) ReadyQueues() []lease.ReadyQueue {
-	if b := l.broker.Load(); b != nil {
-		return b.ReadyQueues()
-	}
-	return nil
-}

@@ -32,14 +32,15 @@ func (p *firedProposer) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.R
 
 // benchLeader establishes the leader services on a cluster with a model
 // Worker "model" and a tool Worker "w1".
-func benchLeader(b *testing.B, c *leasetest.Cluster, p dispatch.Proposer) (*dispatch.Dispatcher, *dispatch.Leader) {
+func benchLeader(b *testing.B, c *leasetest.Cluster, p dispatch.Proposer) (*dispatch.Dispatcher, *lease.Runtime) {
 	c.RegisterWorker("model", true)
 	c.RegisterWorker("w1", false, leasetest.Lookup)
 	log := zap.NewNop()
-	leases := lease.New(c, c, lease.Config{HeartbeatTimeout: time.Hour}, log)
+	deadlines := lease.NewDeadlines(c, c, lease.DeadlinesConfig{HeartbeatTimeout: time.Hour}, log)
 	cfg := dispatch.Config{}
-	d := dispatch.New(p, c, leases, cfg, log)
-	l := dispatch.NewLeader(p, leases, d, dispatch.NewTimers(p, c, cfg, log), log)
+	q := dispatch.NewQueues(p, c, cfg, log)
+	d := dispatch.New(p, c, q, deadlines, cfg, log)
+	l := lease.NewRuntime(log, deadlines, q, d, dispatch.NewTimers(p, c, q, cfg, log))
 	c.OnApplied(l.Applied)
 	b.Cleanup(l.RevokeLeadership)
 	if err := l.EstablishLeadership(context.Background(), c.BumpEpoch()); err != nil {

@@ -56,7 +56,7 @@ type Broker struct {
 	preferOther time.Duration
 	// timersPending: AwaitTimer Steps delayed or owed (metrics).
 	timersPending int
-	// nwaiting: polls registered as waiting (follow.go reads it before a
+	// nwaiting: polls registered as waiting (pair.go reads it before a
 	// prediction is worth its cost).
 	nwaiting int
 
@@ -440,7 +440,7 @@ type waiter struct {
 	// recheck: a Step was left for another Worker; look again after this
 	// long even if nothing wakes the waiter (0: no).
 	recheck time.Duration
-	// offer: woken with a pipelined StartAttempt (follow.go); set before ch
+	// offer: woken with a pipelined StartAttempt (pair.go); set before ch
 	// is closed.
 	offer *offer
 }

@@ -21,11 +21,25 @@ import (
 )
 
 // Proposer commits a command through Raft and returns the state machine's
-// result.
-type Proposer = lease.Proposer
+// result (the leader's Pipeline in production).
+type Proposer interface {
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error)
+}
 
 // StateSource gives the replicated state as this node applied it.
-type StateSource = lease.StateSource
+type StateSource interface {
+	State() *fsm.State
+}
+
+// Deadlines is the attempt deadlines as dispatch uses them (lease.Deadlines):
+// an attempt it started gets its heartbeat deadline, and StartAttempt
+// carries the default run timeout.
+type Deadlines interface {
+	Arm(stepID string, attempt uint32)
+	DefaultRunTimeout() time.Duration
+	HeartbeatInterval() time.Duration
+	HeartbeatTimeout() time.Duration
+}
 
 // ErrNotLeader: this node does not hold the dispatch lease (or lost it while
 // the poll was open). The API answers Unavailable with the leader's address.
@@ -68,92 +82,90 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// run is one period of dispatching under one epoch.
+// run is one poll's (or one pipelined hand-out's) view of the dispatch
+// term it entered: Stop waits until it leaves.
 type run struct {
-	epoch  uint64
-	b      *Broker         // the term's ready queues; it keeps the Steps in flight
-	ctx    context.Context // cancelled by Stop
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // open polls
+	epoch uint64
+	b     *Broker         // the term's ready queues; it keeps the Steps in flight
+	ctx   context.Context // ends when dispatch stops
+	t     *lease.Term
 }
 
-// Dispatcher hands queued Steps to polling Workers.
-type Dispatcher struct {
-	p      Proposer
-	src    StateSource
-	leases *lease.Manager
-	cfg    Config
-	log    *zap.Logger
+// leave ends the run's part in its term.
+func (r *run) leave() { r.t.Leave() }
 
-	mu  sync.Mutex
-	cur *run // nil when stopped
+// Dispatcher hands queued Steps to polling Workers. It is a leader service,
+// started after Queues, whose broker it hands out from.
+type Dispatcher struct {
+	p         Proposer
+	src       StateSource
+	queues    *Queues
+	deadlines Deadlines
+	cfg       Config
+	log       *zap.Logger
+
+	fence lease.Fence // the term: its open polls and pipelined hand-outs
 }
 
 // New returns a stopped Dispatcher: every Poll fails with ErrNotLeader until
-// Start.
-func New(p Proposer, src StateSource, leases *lease.Manager, cfg Config, log *zap.Logger) *Dispatcher {
+// it is established.
+func New(p Proposer, src StateSource, queues *Queues, deadlines Deadlines, cfg Config, log *zap.Logger) *Dispatcher {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Dispatcher{p: p, src: src, leases: leases, cfg: cfg.withDefaults(), log: log.Named("dispatch")}
+	return &Dispatcher{p: p, src: src, queues: queues, deadlines: deadlines, cfg: cfg.withDefaults(), log: log.Named("dispatch")}
 }
 
-// Start begins dispatching under an epoch from the term's broker (stopping
-// an earlier run first).
-func (d *Dispatcher) Start(epoch uint64, b *Broker) {
-	d.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	d.mu.Lock()
-	d.cur = &run{epoch: epoch, b: b, ctx: ctx, cancel: cancel}
-	d.mu.Unlock()
-	d.log.Info("dispatch started", zap.Uint64("epoch", epoch))
-}
-
-// Stop ends dispatching at once: every open poll returns ErrNotLeader (or the
-// tasks it already committed). Stop returns when no poll proposes any more.
-func (d *Dispatcher) Stop() {
-	d.mu.Lock()
-	r := d.cur
-	d.cur = nil
-	d.mu.Unlock()
-	if r == nil {
-		return
+// EstablishLeadership begins dispatching under an epoch from the term's
+// broker (stopping an earlier term first).
+func (d *Dispatcher) EstablishLeadership(_ context.Context, epoch uint64) error {
+	if d.queues.current() == nil {
+		return errors.New("dispatch: the ready queues are not loaded")
 	}
-	r.cancel()
-	r.wg.Wait()
-	d.log.Info("dispatch stopped", zap.Uint64("epoch", r.epoch))
+	d.fence.Open(epoch)
+	d.log.Info("dispatch started", zap.Uint64("epoch", epoch))
+	return nil
 }
+
+// RevokeLeadership ends dispatching at once: every open poll returns
+// ErrNotLeader (or the tasks it already committed). It returns when no poll
+// proposes any more.
+func (d *Dispatcher) RevokeLeadership() {
+	if t := d.fence.Close(nil); t != nil {
+		d.log.Info("dispatch stopped", zap.Uint64("epoch", t.Epoch))
+	}
+}
+
+// Drain stops dispatching on a leader that hands over: open polls get
+// ErrNotLeader, so Workers hear Unavailable and poll again elsewhere.
+func (d *Dispatcher) Drain() { d.RevokeLeadership() }
 
 // WorkerHealth is the Worker health of the running term's broker (nil when
 // stopped: only the leader keeps it).
 func (d *Dispatcher) WorkerHealth() []*dexv1.WorkerHealth {
-	d.mu.Lock()
-	r := d.cur
-	d.mu.Unlock()
-	if r == nil {
+	r, err := d.begin()
+	if err != nil {
 		return nil
 	}
+	defer r.leave()
 	return r.b.WorkerHealth()
 }
 
 // Epoch is the epoch dispatch runs under (0 when stopped).
-func (d *Dispatcher) Epoch() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cur == nil {
-		return 0
-	}
-	return d.cur.epoch
-}
+func (d *Dispatcher) Epoch() uint64 { return d.fence.Epoch() }
 
+// begin enters the dispatch term: the caller leaves the run when done.
 func (d *Dispatcher) begin() (*run, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cur == nil {
+	t := d.fence.Enter()
+	if t == nil {
 		return nil, ErrNotLeader
 	}
-	d.cur.wg.Add(1)
-	return d.cur, nil
+	b := d.queues.current()
+	if b == nil {
+		t.Leave()
+		return nil, ErrNotLeader
+	}
+	return &run{epoch: t.Epoch, b: b, ctx: t.Context(), t: t}, nil
 }
 
 // Poll long-polls for up to max tasks (1 when max <= 0) for a registered
@@ -162,13 +174,13 @@ func (d *Dispatcher) begin() (*run, error) {
 // backoff), or for wait (capped at MaxWait; wait <= 0 does not wait) and
 // returns no task. A
 // task is returned only after its StartAttempt committed, and its attempt
-// lease is armed.
+// deadline is armed.
 func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wait time.Duration) ([]*dexv1.Task, error) {
 	r, err := d.begin()
 	if err != nil {
 		return nil, err
 	}
-	defer r.wg.Done()
+	defer r.leave()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.ctx, cancel)()
@@ -212,7 +224,7 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 }
 
 // waitReady waits until the broker wakes the poll's waiter or for the
-// poll's deadline (timedOut). A poll woken with an offer (follow.go) waits
+// poll's deadline (timedOut). A poll woken with an offer (pair.go) waits
 // for its StartAttempt and returns its task, even past the deadline.
 func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline <-chan time.Time) (tasks []*dexv1.Task, timedOut bool, err error) {
 	var recheck <-chan time.Time
@@ -355,12 +367,12 @@ func (d *Dispatcher) handOver(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, e
 func (d *Dispatcher) start(ctx context.Context, r *run, w *fsmpb.WorkerInfo, s *fsmpb.Step) (*fsmpb.Attempt, error) {
 	n := uint32(len(s.Attempts)) + 1
 	// The proposal outlives the poll: if the Worker goes away while it is in
-	// flight, the attempt may still commit and must get its lease.
+	// flight, the attempt may still commit and must get its deadline.
 	pctx, cancel := context.WithTimeout(r.ctx, proposeTimeout)
 	defer cancel()
 	res, err := d.p.Propose(pctx, &fsmpb.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: s.Id, Attempt: n, WorkerId: w.Id, Epoch: r.epoch,
-		DefaultRunTimeoutMs: uint32(d.leases.DefaultRunTimeout().Milliseconds()),
+		DefaultRunTimeoutMs: uint32(d.deadlines.DefaultRunTimeout().Milliseconds()),
 	}}})
 	if err != nil {
 		d.log.Warn("proposing StartAttempt failed", zap.String("step", s.Id), zap.Uint32("attempt", n), zap.Error(err))
@@ -370,7 +382,7 @@ func (d *Dispatcher) start(ctx context.Context, r *run, w *fsmpb.WorkerInfo, s *
 		d.log.Debug("StartAttempt refused", zap.String("step", s.Id), zap.Uint32("attempt", n), zap.String("reason", res.Err.Error()))
 		return nil, nil
 	}
-	d.leases.Arm(s.Id, res.Attempt.N)
+	d.deadlines.Arm(s.Id, res.Attempt.N)
 	d.log.Debug("attempt started", zap.String("step", s.Id), zap.Uint32("attempt", n), zap.String("worker", w.Id))
 	return res.Attempt, nil
 }

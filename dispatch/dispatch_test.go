@@ -26,13 +26,13 @@ const (
 )
 
 type fixture struct {
-	t      *testing.T
-	c      *leasetest.Cluster
-	clock  func() time.Time
-	leases *lease.Manager
-	d      *dispatch.Dispatcher
-	leader *dispatch.Leader
-	epoch  uint64
+	t         *testing.T
+	c         *leasetest.Cluster
+	clock     func() time.Time
+	deadlines *lease.Deadlines
+	d         *dispatch.Dispatcher
+	leader    *lease.Runtime
+	epoch     uint64
 }
 
 type options struct {
@@ -51,7 +51,7 @@ func newFixture(t *testing.T, o options) *fixture {
 		c.Now = now
 	}
 	if o.heartbeatTimeout == 0 {
-		o.heartbeatTimeout = time.Minute // no lease expires unless a test wants it
+		o.heartbeatTimeout = time.Minute // no deadline passes unless a test wants it
 	}
 	c.RegisterWorker("model", true)
 	for i := 1; i <= 4; i++ {
@@ -59,10 +59,11 @@ func newFixture(t *testing.T, o options) *fixture {
 	}
 	log := zaptest.NewLogger(t)
 	f := &fixture{t: t, c: c, clock: now}
-	f.leases = lease.New(c, c, lease.Config{HeartbeatTimeout: o.heartbeatTimeout, HeartbeatInterval: o.heartbeatTimeout / 5, Now: now}, log)
+	f.deadlines = lease.NewDeadlines(c, c, lease.DeadlinesConfig{HeartbeatTimeout: o.heartbeatTimeout, HeartbeatInterval: o.heartbeatTimeout / 5, Now: now}, log)
 	cfg := dispatch.Config{MaxWait: 5 * time.Second, Now: now}
-	f.d = dispatch.New(c, c, f.leases, cfg, log)
-	f.leader = dispatch.NewLeader(c, f.leases, f.d, dispatch.NewTimers(c, c, cfg, log), log)
+	q := dispatch.NewQueues(c, c, cfg, log)
+	f.d = dispatch.New(c, c, q, f.deadlines, cfg, log)
+	f.leader = lease.NewRuntime(log, f.deadlines, q, f.d, dispatch.NewTimers(c, c, q, cfg, log))
 	c.OnApplied(f.leader.Applied)
 	t.Cleanup(f.leader.RevokeLeadership)
 	if !o.noEstablish {
@@ -128,8 +129,8 @@ func TestPollReturnsTaskAfterStartAttemptCommitted(t *testing.T) {
 	if tasks, err := f.d.Poll(context.Background(), "model", 1, 0); err == nil || len(tasks) != 0 {
 		t.Fatalf("poll with a failing proposal = %d tasks, %v; want an error", len(tasks), err)
 	}
-	if s := f.step(st.Id); s.Status != queued || len(s.Attempts) != 0 || f.leases.Armed() != 0 {
-		t.Fatalf("after a failed proposal: step %s with %d attempts, %d leases", s.Status, len(s.Attempts), f.leases.Armed())
+	if s := f.step(st.Id); s.Status != queued || len(s.Attempts) != 0 || f.deadlines.Armed() != 0 {
+		t.Fatalf("after a failed proposal: step %s with %d attempts, %d deadlines", s.Status, len(s.Attempts), f.deadlines.Armed())
 	}
 
 	task := f.pollOne("model")
@@ -163,8 +164,8 @@ func TestPollReturnsTaskAfterStartAttemptCommitted(t *testing.T) {
 	if want := []string{"ask_user", "lookup", "resume_agent", "save_note", "sleep"}; !slices.Equal(names, want) {
 		t.Fatalf("model tools %v; want %v", names, want)
 	}
-	if f.leases.Armed() != 1 {
-		t.Fatalf("armed leases %d; want 1", f.leases.Armed())
+	if f.deadlines.Armed() != 1 {
+		t.Fatalf("armed deadlines %d; want 1", f.deadlines.Armed())
 	}
 	if n := f.c.Count("StartAttempt"); n != 2 {
 		t.Fatalf("%d StartAttempt proposals; want the failed one and the committed one", n)
@@ -332,8 +333,8 @@ func TestParallelCallsToSeveralPollers(t *testing.T) {
 			t.Fatalf("step %s is %s with %d attempts", id, st.Status, len(st.Attempts))
 		}
 	}
-	if f.leases.Armed() != 4 {
-		t.Fatalf("armed %d; want 4", f.leases.Armed())
+	if f.deadlines.Armed() != 4 {
+		t.Fatalf("armed %d; want 4", f.deadlines.Armed())
 	}
 }
 
@@ -445,8 +446,8 @@ func TestEstablishFailsWhenRecoveryCannotCommit(t *testing.T) {
 	if _, err := f.d.Poll(context.Background(), "model", 1, 0); !errors.Is(err, dispatch.ErrNotLeader) {
 		t.Fatalf("poll after a failed establish: %v; want ErrNotLeader", err)
 	}
-	if f.leases.Epoch() != 0 {
-		t.Fatal("leases stay established after a failed establish")
+	if f.deadlines.Epoch() != 0 {
+		t.Fatal("deadlines stay established after a failed establish")
 	}
 }
 
@@ -455,7 +456,7 @@ func TestEstablishFailsWhenRecoveryCannotCommit(t *testing.T) {
 func TestRevokeEndsOpenPolls(t *testing.T) {
 	f := newFixture(t, options{heartbeatTimeout: 30 * time.Millisecond})
 	f.toolSession("s1", leasetest.Call("c1", "lookup", "{}"))
-	running := f.pollOne("w1") // its lease would expire after the revoke
+	running := f.pollOne("w1") // its deadline would pass after the revoke
 
 	errs := make(chan error, 3)
 	for range 3 {
@@ -478,7 +479,7 @@ func TestRevokeEndsOpenPolls(t *testing.T) {
 	before := len(f.c.Proposals(""))
 	f.c.CreateSession("s2", "queued after revoke")
 	f.toolSession("s3", leasetest.Call("c1", "sleep", `{"seconds": 0}`))
-	time.Sleep(60 * time.Millisecond) // past the old lease's deadline
+	time.Sleep(60 * time.Millisecond) // past the old heartbeat deadline
 	for _, cmd := range f.c.Proposals("")[before:] {
 		switch leasetest.Kind(cmd) {
 		case "CreateSession", "StartAttempt", "ReportAttempt":
@@ -569,8 +570,8 @@ func TestDrainStopsDispatchAndExpiresNothing(t *testing.T) {
 		t.Fatalf("poll while draining: %v; want ErrNotLeader", err)
 	}
 
-	time.Sleep(100 * time.Millisecond) // well past both leases' deadlines
-	if cancelled, reason := f.leases.Heartbeat(first.Ref); cancelled {
+	time.Sleep(100 * time.Millisecond) // well past both deadlines' deadlines
+	if cancelled, reason := f.deadlines.Heartbeat(first.Ref); cancelled {
 		t.Fatalf("heartbeat while draining cancelled: %s", reason)
 	}
 	f.c.CompleteTool(fsmpb.AttemptRefFromAPI(first.Ref), "found")

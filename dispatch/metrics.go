@@ -70,11 +70,3 @@ func (b *Broker) Gauges() (g Gauges, ok bool) {
 	g.TimersPending = b.timersPending
 	return g, true
 }
-
-// Gauges are the current term's broker counts (ok false when not leading).
-func (l *Leader) Gauges() (Gauges, bool) {
-	if b := l.broker.Load(); b != nil {
-		return b.Gauges()
-	}
-	return Gauges{}, false
-}

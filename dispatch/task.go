@@ -47,8 +47,8 @@ func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch
 		IdempotencyKey:      s.IdempotencyKey,
 		TaskId:              s.TaskId,
 		Epoch:               epoch,
-		HeartbeatIntervalMs: uint32(d.leases.HeartbeatInterval().Milliseconds()),
-		HeartbeatTimeoutMs:  uint32(d.leases.HeartbeatTimeout().Milliseconds()),
+		HeartbeatIntervalMs: uint32(d.deadlines.HeartbeatInterval().Milliseconds()),
+		HeartbeatTimeoutMs:  uint32(d.deadlines.HeartbeatTimeout().Milliseconds()),
 		Access:              dexv1.ToolAccess(s.Policy.GetAccess()),
 		Agent:               s.Agent,
 	}

@@ -2,12 +2,13 @@ package dispatch
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/lease"
 )
 
 // Timers is the timer wheel of the leader: it proposes FireTimer for every
@@ -17,58 +18,46 @@ import (
 // leader fires as soon as the next leader starts the wheel; the state machine
 // refuses a second fire, so it fires exactly once.
 type Timers struct {
-	p   Proposer
-	src StateSource
-	cfg Config
-	log *zap.Logger
+	p      Proposer
+	src    StateSource
+	queues *Queues
+	cfg    Config
+	log    *zap.Logger
 
-	mu  sync.Mutex // Start and Stop do not overlap
-	cur *timerRun
+	fence lease.Fence // the term: its wheel
 }
 
+// timerRun is the wheel's term with the broker it reads.
 type timerRun struct {
-	epoch  uint64
-	b      *Broker
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	epoch uint64
+	b     *Broker
+	ctx   context.Context
 }
 
-// NewTimers returns a stopped timer wheel.
-func NewTimers(p Proposer, src StateSource, cfg Config, log *zap.Logger) *Timers {
+// NewTimers returns a stopped timer wheel over the broker of queues.
+func NewTimers(p Proposer, src StateSource, queues *Queues, cfg Config, log *zap.Logger) *Timers {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Timers{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("timers")}
+	return &Timers{p: p, src: src, queues: queues, cfg: cfg.withDefaults(), log: log.Named("timers")}
 }
 
-// Start runs the wheel under an epoch on the term's broker (stopping an
-// earlier run first).
-func (t *Timers) Start(epoch uint64, b *Broker) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.stopLocked()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &timerRun{epoch: epoch, b: b, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	t.cur = r
-	go t.loop(r)
-}
-
-// Stop ends the wheel; no proposal of it is in flight when Stop returns.
-func (t *Timers) Stop() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.stopLocked()
-}
-
-func (t *Timers) stopLocked() {
-	if t.cur == nil {
-		return
+// EstablishLeadership runs the wheel under an epoch on the term's broker
+// (stopping an earlier term first).
+func (t *Timers) EstablishLeadership(_ context.Context, epoch uint64) error {
+	b := t.queues.current()
+	if b == nil {
+		return errors.New("timers: the ready queues are not loaded")
 	}
-	t.cur.cancel()
-	<-t.cur.done
-	t.cur = nil
+	term := t.fence.Open(epoch)
+	r := &timerRun{epoch: epoch, b: b, ctx: term.Context()}
+	term.Go(func() { t.loop(r) })
+	return nil
 }
+
+// RevokeLeadership ends the wheel; no proposal of it is in flight when it
+// returns.
+func (t *Timers) RevokeLeadership() { t.fence.Close(nil) }
 
 // due is one proposal the wheel owes: a timer or an error resume, keyed by
 // what it is and when it came due, so a refused one is not proposed again.
@@ -79,7 +68,6 @@ type due struct {
 }
 
 func (t *Timers) loop(r *timerRun) {
-	defer close(r.done)
 	log := t.log.With(zap.Uint64("epoch", r.epoch))
 	log.Info("timer wheel started")
 	refused := map[due]bool{}

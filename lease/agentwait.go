@@ -22,13 +22,13 @@ type ReadyQueue struct {
 // the default agent's model Steps wait for a model Worker as they always
 // have. Called with w.mu held; it reads only the non-empty queues and, for
 // an unserved one, its queued Steps through the state's queue index.
-func (w *Workers) unservedQueues(t *term, st *fsm.State, served map[string]bool, now time.Time) []*fsmpb.Command {
-	if w.cfg.ReadyQueues == nil {
+func (w *Workers) unservedQueues(t *Term, st *fsm.State, served map[string]bool, now time.Time) []*fsmpb.Command {
+	if w.queues == nil {
 		return nil
 	}
 	var out []*fsmpb.Command
 	seen := map[ReadyQueue]bool{}
-	for _, q := range w.cfg.ReadyQueues() {
+	for _, q := range w.queues.ReadyQueues() {
 		if (q.Model && q.Agent == "") || (!q.Model && !served[q.Tool]) {
 			continue
 		}
@@ -48,7 +48,7 @@ func (w *Workers) unservedQueues(t *term, st *fsm.State, served map[string]bool,
 			}
 			if waited := now.Sub(from); waited >= w.cfg.ToolWait {
 				out = append(out, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_FailUnservedStep{FailUnservedStep: &fsmpb.FailUnservedStep{
-					StepId: s.Id, Epoch: t.epoch, WaitedMs: uint64(waited.Milliseconds()),
+					StepId: s.Id, Epoch: t.Epoch, WaitedMs: uint64(waited.Milliseconds()),
 				}}})
 			}
 		}

@@ -25,10 +25,8 @@ func TestWorkers_AModelStepOfAnUnservedAgentFailsAfterTheToolWait(t *testing.T) 
 		c.Do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: id, Agent: agent, MessageId: id + "-m", Message: "hi"}}})
 	}
 	// The broker's ready queues, as it would list them.
-	queues := func() []lease.ReadyQueue {
-		return []lease.ReadyQueue{{Model: true}, {Model: true, Agent: "bot@1"}, {Model: true, Agent: "bot@9"}}
-	}
-	w := lease.NewWorkers(c, c, lease.WorkersConfig{TTL: ttl, ToolWait: toolWait, Now: clock.Now, ReadyQueues: queues}, zaptest.NewLogger(t))
+	queues := fixedQueues{{Model: true}, {Model: true, Agent: "bot@1"}, {Model: true, Agent: "bot@9"}}
+	w := lease.NewWorkers(c, c, queues, lease.WorkersConfig{TTL: ttl, ToolWait: toolWait, Now: clock.Now}, zaptest.NewLogger(t))
 	t.Cleanup(w.RevokeLeadership)
 	if err := w.EstablishLeadership(context.Background(), c.Epoch()); err != nil {
 		t.Fatal(err)
@@ -49,3 +47,8 @@ func TestWorkers_AModelStepOfAnUnservedAgentFailsAfterTheToolWait(t *testing.T) 
 		}
 	}
 }
+
+// fixedQueues are the broker's ready queues as a test sets them.
+type fixedQueues []lease.ReadyQueue
+
+func (q fixedQueues) ReadyQueues() []lease.ReadyQueue { return q }

@@ -29,14 +29,14 @@ func TestTakeoverGraceIsDerivedFromWorkerTiming(t *testing.T) {
 }
 
 func TestManagerUsesTheDerivedGraceUnlessSet(t *testing.T) {
-	m := lease.New(nil, nil, lease.Config{HeartbeatTimeout: 3 * time.Second, HeartbeatInterval: 500 * time.Millisecond}, zap.NewNop())
+	m := lease.NewDeadlines(nil, nil, lease.DeadlinesConfig{HeartbeatTimeout: 3 * time.Second, HeartbeatInterval: 500 * time.Millisecond}, zap.NewNop())
 	if got := m.TakeoverGrace(); got != 6*time.Second {
 		t.Fatalf("grace %s; want the derived 6s", got)
 	}
 	if got := m.HeartbeatTimeout(); got != 3*time.Second {
 		t.Fatalf("heartbeat timeout %s; want 3s unchanged", got)
 	}
-	m = lease.New(nil, nil, lease.Config{HeartbeatTimeout: 3 * time.Second, TakeoverGrace: time.Second}, zap.NewNop())
+	m = lease.NewDeadlines(nil, nil, lease.DeadlinesConfig{HeartbeatTimeout: 3 * time.Second, TakeoverGrace: time.Second}, zap.NewNop())
 	if got := m.TakeoverGrace(); got != time.Second {
 		t.Fatalf("grace %s; want the configured 1s", got)
 	}

@@ -38,8 +38,8 @@ func newRunFixture(t *testing.T) *runFixture {
 	return &runFixture{fixture: &fixture{t: t, c: c, m: newManager(t, c, clock)}, clock: clock}
 }
 
-func newManager(t *testing.T, c *leasetest.Cluster, clock *leasetest.Clock) *lease.Manager {
-	m := lease.New(c, c, lease.Config{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout, Now: clock.Now}, zaptest.NewLogger(t))
+func newManager(t *testing.T, c *leasetest.Cluster, clock *leasetest.Clock) *lease.Deadlines {
+	m := lease.NewDeadlines(c, c, lease.DeadlinesConfig{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout, Now: clock.Now}, zaptest.NewLogger(t))
 	t.Cleanup(m.Revoke)
 	return m
 }
@@ -66,7 +66,7 @@ func (f *runFixture) claim(ref *fsmpb.AttemptRef) {
 // heartbeatUntil heartbeats on time, moving the clock a quarter of the
 // heartbeat timeout each time, until the reply says cancelled or the clock
 // reaches end; it returns the reason.
-func (f *runFixture) heartbeatUntil(m *lease.Manager, ref *fsmpb.AttemptRef, end time.Time) string {
+func (f *runFixture) heartbeatUntil(m *lease.Deadlines, ref *fsmpb.AttemptRef, end time.Time) string {
 	f.t.Helper()
 	for f.clock.Now().Before(end) {
 		if cancelled, reason := m.Heartbeat(workerRef(ref)); cancelled {
@@ -119,8 +119,8 @@ func TestRunTimeout_AHeartbeatingAttemptIsCancelledAtItsDeadlineAndEnded(t *test
 	}
 }
 
-// No heartbeat comes after the deadline: the lease's own timer ends it.
-func TestRunTimeout_TheLeaseTimerEndsTheAttemptWithoutAHeartbeat(t *testing.T) {
+// No heartbeat comes after the deadline: the deadline's own timer ends it.
+func TestRunTimeout_TheDeadlineTimerEndsTheAttemptWithoutAHeartbeat(t *testing.T) {
 	f := newRunFixture(t)
 	f.m.Establish(context.Background(), f.c.Epoch())
 	ref := f.startTool("s")

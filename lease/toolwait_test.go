@@ -29,8 +29,8 @@ func TestWorkers_WithoutAToolWaitAnUnservedStepWaitsForItsWorker(t *testing.T) {
 	st := c.Queued("s")[0]
 	c.Complete(leasetest.Ref(st.Id, c.Start(st.Id, "w1")), "", leasetest.Call("n", "save_note", "{}"))
 	c.Do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "nine", Agent: "bot@9", MessageId: "nine-m", Message: "hi"}}})
-	queues := func() []lease.ReadyQueue { return []lease.ReadyQueue{{Model: true, Agent: "bot@9"}} }
-	w := lease.NewWorkers(c, c, lease.WorkersConfig{TTL: ttl, Now: clock.Now, ReadyQueues: queues}, zaptest.NewLogger(t))
+	queues := fixedQueues{{Model: true, Agent: "bot@9"}}
+	w := lease.NewWorkers(c, c, queues, lease.WorkersConfig{TTL: ttl, Now: clock.Now}, zaptest.NewLogger(t))
 	t.Cleanup(w.RevokeLeadership)
 	if err := w.EstablishLeadership(context.Background(), c.Epoch()); err != nil {
 		t.Fatal(err)

@@ -29,10 +29,6 @@ type WorkersConfig struct {
 	ToolWait time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// ReadyQueues, when set, lists the broker's non-empty ready queues: a
-	// queue no live Worker serves for its agent fails its Steps after the
-	// tool wait too.
-	ReadyQueues func() []ReadyQueue
 }
 
 func (c WorkersConfig) withDefaults() WorkersConfig {
@@ -53,15 +49,17 @@ func (c WorkersConfig) withDefaults() WorkersConfig {
 // tool wait set, fails the queued Steps of tools no live Worker served for
 // that long. It is a
 // leader service: a new leader gives every Worker and every unserved tool a
-// full period again, as the attempt leases get their grace.
+// full period again, as the attempt deadlines get their grace.
 type Workers struct {
-	p   Proposer
-	src StateSource
-	cfg WorkersConfig
-	log *zap.Logger
+	p      Proposer
+	src    StateSource
+	queues ReadyQueues // nil: none
+	cfg    WorkersConfig
+	log    *zap.Logger
+
+	fence Fence // the term: its watch
 
 	mu   sync.Mutex
-	term *term
 	seen map[string]time.Time // worker id -> last poll or heartbeat
 	open map[string]int       // worker id -> polls open now (alive while waiting)
 	// unserved: tools with no live Worker, since when this leader knows it.
@@ -72,19 +70,27 @@ type Workers struct {
 	unservedQ map[ReadyQueue]time.Time
 }
 
-// NewWorkers returns a Workers that is not established.
-func NewWorkers(p Proposer, src StateSource, cfg WorkersConfig, log *zap.Logger) *Workers {
+// ReadyQueues lists the broker's non-empty ready queues (dispatch.Queues):
+// a queue no live Worker serves for its agent fails its Steps after the
+// tool wait too.
+type ReadyQueues interface {
+	ReadyQueues() []ReadyQueue
+}
+
+// NewWorkers returns a Workers that is not established. queues may be nil:
+// then only the tools no Worker serves at all fail their Steps.
+func NewWorkers(p Proposer, src StateSource, queues ReadyQueues, cfg WorkersConfig, log *zap.Logger) *Workers {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Workers{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("workers")}
+	return &Workers{p: p, src: src, queues: queues, cfg: cfg.withDefaults(), log: log.Named("workers")}
 }
 
 // Touch records a sign of life of a Worker (a poll or a heartbeat).
 func (w *Workers) Touch(workerID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.term != nil {
+	if w.fence.Current() != nil {
 		w.seen[workerID] = w.cfg.Now()
 	}
 }
@@ -94,7 +100,7 @@ func (w *Workers) Touch(workerID string) {
 func (w *Workers) Polling(workerID string) (done func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	t := w.term
+	t := w.fence.Current()
 	if t == nil {
 		return func() {}
 	}
@@ -103,7 +109,7 @@ func (w *Workers) Polling(workerID string) (done func()) {
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if w.term != t {
+		if w.fence.Current() != t {
 			return
 		}
 		w.seen[workerID] = w.cfg.Now()
@@ -120,11 +126,7 @@ func (w *Workers) EstablishLeadership(ctx context.Context, epoch uint64) error {
 	w.RevokeLeadership()
 	st := w.src.State()
 	now := w.cfg.Now()
-	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &term{epoch: epoch, ctx: tctx, cancel: cancel}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.term = t
 	w.seen, w.open, w.unserved, w.served = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}, map[string]bool{}
 	w.unservedQ = map[ReadyQueue]time.Time{}
 	for _, wk := range st.Workers() {
@@ -143,30 +145,21 @@ func (w *Workers) EstablishLeadership(ctx context.Context, epoch uint64) error {
 	}
 	w.log.Info("worker liveness established", zap.Uint64("epoch", epoch), zap.Int("workers", len(w.seen)),
 		zap.Int("unserved_tools", len(w.unserved)), zap.Duration("ttl", w.cfg.TTL), zap.Duration("tool_wait", w.cfg.ToolWait))
-	t.wg.Add(1)
-	go w.loop(t)
+	w.mu.Unlock()
+	// Opened once the maps are in place: Touch and Polling see no term before.
+	t := w.fence.Open(epoch)
+	t.Go(func() { w.loop(t) })
 	return nil
 }
 
 // RevokeLeadership stops the watch; nothing of it proposes after it returns.
-func (w *Workers) RevokeLeadership() {
-	w.mu.Lock()
-	t := w.term
-	w.term = nil
-	w.mu.Unlock()
-	if t == nil {
-		return
-	}
-	t.cancel()
-	t.wg.Wait()
-}
+func (w *Workers) RevokeLeadership() { w.fence.Close(nil) }
 
 // Drain stops the watch on a leader that hands over: it deregisters and
 // fails nothing more.
 func (w *Workers) Drain() { w.RevokeLeadership() }
 
-func (w *Workers) loop(t *term) {
-	defer t.wg.Done()
+func (w *Workers) loop(t *Term) {
 	period := w.cfg.TTL
 	if w.cfg.ToolWait > 0 {
 		period = min(period, w.cfg.ToolWait)
@@ -179,7 +172,7 @@ func (w *Workers) loop(t *term) {
 			w.propose(t, cmd)
 		}
 		select {
-		case <-t.ctx.Done():
+		case <-t.Context().Done():
 			return
 		case <-tick.C:
 		}
@@ -187,14 +180,14 @@ func (w *Workers) loop(t *term) {
 }
 
 // due looks at the state and the signs of life and returns what to propose.
-func (w *Workers) due(t *term) []*fsmpb.Command {
+func (w *Workers) due(t *Term) []*fsmpb.Command {
 	st := w.src.State()
-	if st.Meta().Epoch != t.epoch {
+	if st.Meta().Epoch != t.Epoch {
 		return nil // deposed: every proposal would be refused
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.term != t {
+	if w.fence.Current() != t {
 		return nil
 	}
 	now := w.cfg.Now()
@@ -209,7 +202,7 @@ func (w *Workers) due(t *term) []*fsmpb.Command {
 		}
 		if w.open[wk.Id] == 0 && now.Sub(last) >= w.cfg.TTL {
 			out = append(out, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_DeregisterWorker{DeregisterWorker: &fsmpb.DeregisterWorker{
-				WorkerId: wk.Id, Epoch: t.epoch,
+				WorkerId: wk.Id, Epoch: t.Epoch,
 			}}})
 		}
 	}
@@ -241,7 +234,7 @@ func (w *Workers) due(t *term) []*fsmpb.Command {
 			}
 			if waited := now.Sub(from); waited >= w.cfg.ToolWait {
 				out = append(out, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_FailUnservedStep{FailUnservedStep: &fsmpb.FailUnservedStep{
-					StepId: s.Id, Epoch: t.epoch, WaitedMs: uint64(waited.Milliseconds()),
+					StepId: s.Id, Epoch: t.Epoch, WaitedMs: uint64(waited.Milliseconds()),
 				}}})
 			}
 		}
@@ -249,14 +242,14 @@ func (w *Workers) due(t *term) []*fsmpb.Command {
 	return append(out, w.unservedQueues(t, st, served, now)...)
 }
 
-func (w *Workers) propose(t *term, cmd *fsmpb.Command) {
+func (w *Workers) propose(t *Term, cmd *fsmpb.Command) {
 	if d := cmd.GetDeregisterWorker(); d != nil && w.aliveAgain(d.WorkerId) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	res, err := w.p.Propose(ctx, cmd)
-	log := w.log.With(zap.Uint64("epoch", t.epoch))
+	log := w.log.With(zap.Uint64("epoch", t.Epoch))
 	if d := cmd.GetDeregisterWorker(); d != nil {
 		log = log.With(zap.String("worker", d.WorkerId))
 	} else {
@@ -264,7 +257,7 @@ func (w *Workers) propose(t *term, cmd *fsmpb.Command) {
 	}
 	switch {
 	case err != nil:
-		if t.ctx.Err() == nil {
+		if t.Context().Err() == nil {
 			log.Warn("proposing failed; retrying on the next look", zap.Error(err))
 		}
 	case res.Err != nil:

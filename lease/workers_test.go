@@ -23,7 +23,7 @@ func newWorkersFixture(t *testing.T) (*leasetest.Cluster, *leasetest.Clock, *lea
 	c.RegisterWorker("w1", true, leasetest.Lookup)
 	c.RegisterWorker("w2", false, leasetest.SaveNote)
 	c.BumpEpoch()
-	w := lease.NewWorkers(c, c, lease.WorkersConfig{TTL: ttl, ToolWait: toolWait, Now: clock.Now}, zaptest.NewLogger(t))
+	w := lease.NewWorkers(c, c, nil, lease.WorkersConfig{TTL: ttl, ToolWait: toolWait, Now: clock.Now}, zaptest.NewLogger(t))
 	t.Cleanup(w.RevokeLeadership)
 	return c, clock, w
 }

@@ -8,7 +8,7 @@ func (w *Workers) Contacts() (seen map[string]time.Time, open map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	seen, open = map[string]time.Time{}, map[string]int{}
-	if w.term == nil {
+	if w.fence.Current() == nil {
 		return seen, open
 	}
 	for id, t := range w.seen {

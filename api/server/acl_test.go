@@ -40,7 +40,7 @@ func aclNode(t *testing.T) (*cluster.Node, *Server, *grpc.ClientConn) {
 // aclNodeWith is aclNode for a node that calls other nodes with nodeToken.
 func aclNodeWith(t *testing.T, nodeToken string) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
-	return serveSingleNode(t, Options{ACL: true, NodeToken: nodeToken, Dispatch: noTasks{}, Leases: noLeases{}})
+	return serveSingleNode(t, Options{ACL: true, NodeToken: nodeToken, Dispatch: noTasks{}, Deadlines: noDeadlines{}})
 }
 
 // addToken records a token with a known secret straight through Raft.

@@ -18,7 +18,7 @@ func (c contacts) Contacts() (map[string]time.Time, map[string]int) {
 
 func TestListWorkers_ShowsToolsPoliciesContactsAndQueuesPerTool(t *testing.T) {
 	seen := time.UnixMilli(1_700_000_000_000)
-	node, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Leases: noLeases{}, Liveness: livenessWith{contacts{"w1": seen}}})
+	node, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Deadlines: noDeadlines{}, Liveness: livenessWith{contacts{"w1": seen}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	spec := &fsmpb.ToolSpec{Name: "lookup", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ, MaxAttempts: 3}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestAgents_BadAgentsAreRefusedAndAGoodOneIsShown(t *testing.T) {
-	_, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Leases: noLeases{}})
+	_, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Deadlines: noDeadlines{}})
 	c, wk := dexv1.NewSessionServiceClient(conn), dexv1.NewWorkerServiceClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -15,7 +15,7 @@ import (
 // A Worker that stops cleanly deregisters itself: it leaves the Workers at
 // once, its tool leaves the catalog, and a repeat is OK.
 func TestDeregisterWorker_RemovesTheWorkerAndItsTools(t *testing.T) {
-	node, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Leases: noLeases{}})
+	node, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Deadlines: noDeadlines{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	w := dexv1.NewWorkerServiceClient(conn)

@@ -32,7 +32,7 @@ func TestLargestRows_SurviveSnapshotRestartAndBackup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l := LimitsFor(DefaultMaxPayload)
-	d := &driver{t: t, ctx: ctx, node: node, w: NewWorkers(node, nil, noLeases{}, WorkerTiming{}), c: dexv1.NewSessionServiceClient(conn)}
+	d := &driver{t: t, ctx: ctx, node: node, w: NewWorkers(node, nil, noDeadlines{}, WorkerTiming{}), c: dexv1.NewSessionServiceClient(conn)}
 	d.propose(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{
 		WorkerId: "w1", RunsModel: true, Tools: []*fsmpb.ToolSpec{{Name: "copy", Access: fsmpb.ToolAccess_TOOL_ACCESS_READ}},
 	}}})
@@ -111,7 +111,7 @@ func TestLargestRows_SurviveSnapshotRestartAndBackup(t *testing.T) {
 	if err := node.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := cluster.Open(cfg)
+	again, err := cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
 		t.Fatalf("restart on %s: %v", cfg.DataDir, err)
 	}

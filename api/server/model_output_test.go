@@ -19,7 +19,7 @@ func TestReportTask_RefusesToolCallsWithoutUniqueCallIDs(t *testing.T) {
 	node, ref := runningModelAttempt(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w := NewWorkers(node, nil, noLeases{}, WorkerTiming{})
+	w := NewWorkers(node, nil, noDeadlines{}, WorkerTiming{})
 	output := func(calls ...*dexv1.ToolCall) *dexv1.ReportTaskRequest {
 		return &dexv1.ReportTaskRequest{Ref: ref, Result: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{
 			ModelOutput: &dexv1.ModelOutput{Text: "calling", ToolCalls: calls},

@@ -14,10 +14,10 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-type noLeases struct{}
+type noDeadlines struct{}
 
-func (noLeases) Heartbeat(*dexv1.AttemptRef) (bool, string) { return false, "" }
-func (noLeases) Release(string, uint32)                     {}
+func (noDeadlines) Heartbeat(*dexv1.AttemptRef) (bool, string) { return false, "" }
+func (noDeadlines) Release(string, uint32)                     {}
 
 // An older Worker's FailTask is served as a ReportTask: its failure is
 // committed once, and a ReportTask repeating it answers as the first time.
@@ -25,7 +25,7 @@ func TestReportTask_AndTheDeprecatedFailTaskShareOnePath(t *testing.T) {
 	node, ref := runningModelAttempt(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w := NewWorkers(node, nil, noLeases{}, WorkerTiming{})
+	w := NewWorkers(node, nil, noDeadlines{}, WorkerTiming{})
 
 	for name, req := range map[string]*dexv1.ReportTaskRequest{
 		"no ref":          {Result: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_Summary{Summary: "x"}}},

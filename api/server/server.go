@@ -28,17 +28,20 @@ const DispatchService = "dex.v1.Dispatch"
 // to it (cluster.Node.ServesAttempts).
 const workerService = "dex.v1.WorkerService"
 
-// leaseServices are the health names that follow readiness.
-var leaseServices = []string{DispatchService, workerService, "dex.v1.SessionService"}
+// readinessServices are the health names that follow readiness.
+var readinessServices = []string{DispatchService, workerService, "dex.v1.SessionService"}
 
 // DefaultMaxPayload bounds one request (--max-payload).
 const DefaultMaxPayload = 4 << 20
 
 // Options wire the leader-only services into the server. Without Dispatch
-// and Leases the node serves the admin service only.
+// and Deadlines the node serves the admin service only.
 type Options struct {
+	// Proposer, when set, carries the client and Worker commands to raft
+	// instead of the node (the leader's pipeline).
+	Proposer   Proposer
 	Dispatch   Dispatch
-	Leases     Leases
+	Deadlines  Deadlines
 	Timing     WorkerTiming
 	MaxPayload int
 	// Liveness, when set, hears every Worker's polls and heartbeats.
@@ -81,20 +84,23 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	s.admin.useWorkerHealth(o.Dispatch)
 	s.admin.live, _ = o.Liveness.(LivenessView)
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
-	dexv1.RegisterSessionServiceServer(s.grpc, NewSessions(node, LimitsFor(o.MaxPayload)))
-	if o.Dispatch != nil && o.Leases != nil {
-		wk := NewWorkers(node, o.Dispatch, o.Leases, o.Timing)
+	sessions := NewSessions(node, LimitsFor(o.MaxPayload))
+	sessions.p = o.Proposer
+	dexv1.RegisterSessionServiceServer(s.grpc, sessions)
+	if o.Dispatch != nil && o.Deadlines != nil {
+		wk := NewWorkers(node, o.Dispatch, o.Deadlines, o.Timing)
 		wk.live = o.Liveness
+		wk.p = o.Proposer
 		dexv1.RegisterWorkerServiceServer(s.grpc, wk)
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	for _, name := range leaseServices {
+	for _, name := range readinessServices {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
 	}
 	node.OnReadyChange(func(ready bool, _ string) {
-		for _, name := range leaseServices {
+		for _, name := range readinessServices {
 			serving := ready
 			if name == workerService {
 				// A draining leader is not ready but still serves the

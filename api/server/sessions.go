@@ -15,13 +15,13 @@ import (
 // Sessions implements dexv1.SessionServiceServer.
 type Sessions struct {
 	dexv1.UnimplementedSessionServiceServer
-	leaseHolder
+	readyGate
 	limits Limits
 }
 
 // NewSessions returns the client handlers of node.
 func NewSessions(node *cluster.Node, limits Limits) *Sessions {
-	return &Sessions{leaseHolder: leaseHolder{node: node}, limits: limits}
+	return &Sessions{readyGate: readyGate{node: node}, limits: limits}
 }
 
 func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRequest) (*dexv1.CreateSessionResponse, error) {

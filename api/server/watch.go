@@ -12,7 +12,7 @@ import (
 )
 
 // watchRecheck bounds how long a watch waits before it checks that this node
-// still holds the lease.
+// still holds the dispatch lease.
 const watchRecheck = time.Second
 
 // WatchSession streams a session's events after req.AfterSeq. It waits on

@@ -53,7 +53,7 @@ func singleNodeConfig(t *testing.T) cluster.Config {
 		ID: "n1", DataDir: t.TempDir(), RaftAddr: raftAddr, GRPCAddr: grpcAddr,
 		Peers:            []cluster.Peer{{ID: "n1", RaftAddr: raftAddr}},
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		StepDownTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 	}
 }
 
@@ -61,7 +61,7 @@ func singleNodeConfig(t *testing.T) cluster.Config {
 func serveNode(t *testing.T, cfg cluster.Config, opts Options) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
 	grpcAddr := cfg.GRPCAddr
-	node, err := cluster.Open(cfg)
+	node, err := cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ type Dispatch interface {
 	Poll(ctx context.Context, workerID string, max int, wait time.Duration) ([]*dexv1.Task, error)
 }
 
-// Leases keeps attempt leases in the leader's memory.
-type Leases interface {
+// Deadlines keeps attempt deadlines in the leader's memory.
+type Deadlines interface {
 	Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason string)
 	Release(stepID string, attempt uint32)
 }
@@ -37,16 +37,16 @@ const maxTasksPerPoll = 16
 // Workers implements dexv1.WorkerServiceServer.
 type Workers struct {
 	dexv1.UnimplementedWorkerServiceServer
-	leaseHolder
-	dispatch Dispatch
-	leases   Leases
-	timing   WorkerTiming
-	live     Liveness // nil: Worker TTLs are not kept
+	readyGate
+	dispatch  Dispatch
+	deadlines Deadlines
+	timing    WorkerTiming
+	live      Liveness // nil: Worker TTLs are not kept
 }
 
 // NewWorkers returns the Worker handlers of node.
-func NewWorkers(node *cluster.Node, d Dispatch, l Leases, timing WorkerTiming) *Workers {
-	return &Workers{leaseHolder: leaseHolder{node: node}, dispatch: d, leases: l, timing: timing}
+func NewWorkers(node *cluster.Node, d Dispatch, l Deadlines, timing WorkerTiming) *Workers {
+	return &Workers{readyGate: readyGate{node: node}, dispatch: d, deadlines: l, timing: timing}
 }
 
 func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerRequest) (*dexv1.RegisterWorkerResponse, error) {
@@ -69,7 +69,7 @@ func (w *Workers) RegisterWorker(ctx context.Context, req *dexv1.RegisterWorkerR
 
 // DeregisterWorker is the TTL's deregistration asked for by the Worker
 // itself as it stops cleanly, so that it does not look alive until the TTL
-// runs out. It commits the same command under this lease holder's epoch.
+// runs out. It commits the same command under the epoch of this dispatch lease holder.
 func (w *Workers) DeregisterWorker(ctx context.Context, req *dexv1.DeregisterWorkerRequest) (*dexv1.DeregisterWorkerResponse, error) {
 	if err := w.check(ctx); err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func (w *Workers) ClaimTask(ctx context.Context, req *dexv1.ClaimTaskRequest) (*
 	if _, err := w.proposeAttempt(ctx, &fsmpb.Command{Body: &fsmpb.Command_ClaimAttempt{ClaimAttempt: &fsmpb.ClaimAttempt{Ref: fsmpb.AttemptRefFromAPI(req.Ref)}}}); err != nil {
 		return nil, err
 	}
-	w.leases.Heartbeat(req.Ref)
+	w.deadlines.Heartbeat(req.Ref)
 	return &dexv1.ClaimTaskResponse{}, nil
 }
 
@@ -150,6 +150,6 @@ func (w *Workers) Heartbeat(ctx context.Context, req *dexv1.HeartbeatRequest) (*
 		return nil, err
 	}
 	w.touchRef(req.Ref)
-	cancelled, reason := w.leases.Heartbeat(req.Ref)
+	cancelled, reason := w.deadlines.Heartbeat(req.Ref)
 	return &dexv1.HeartbeatResponse{Cancelled: cancelled, Reason: reason}, nil
 }

@@ -35,7 +35,7 @@ func (w *Workers) ReportTask(ctx context.Context, req *dexv1.ReportTaskRequest) 
 	}}}); err != nil {
 		return nil, err
 	}
-	w.leases.Release(req.Ref.StepId, req.Ref.Attempt)
+	w.deadlines.Release(req.Ref.StepId, req.Ref.Attempt)
 	return &dexv1.ReportTaskResponse{}, nil
 }
 

@@ -43,7 +43,7 @@ type options struct {
 	id, dataDir, raftAddr, grpcAddr, httpAddr string
 	peers, join, logLevel                     string
 	joinTimeout                               time.Duration
-	heartbeat, election, leaderLease          time.Duration
+	heartbeat, election, stepDown             time.Duration
 	snapshotThreshold                         uint64
 	snapshotInterval                          time.Duration
 	trailingLogs                              uint64
@@ -79,7 +79,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "raft heartbeat timeout: followers notice a dead leader within 1-2x this; the leader heartbeats every tenth of it")
 	fs.DurationVar(&o.election, "raft-election-timeout", cluster.DefaultElectionTimeout, "raft election timeout: how long a candidate waits for votes before it tries again")
-	fs.DurationVar(&o.leaderLease, "raft-leader-lease-timeout", cluster.DefaultLeaderLeaseTimeout, "raft leader lease timeout: a leader out of touch with a quorum this long steps down (at most the heartbeat timeout)")
+	fs.DurationVar(&o.stepDown, "raft-leader-lease-timeout", cluster.DefaultStepDownTimeout, "raft leader lease timeout: a leader out of touch with a quorum this long steps down (at most the heartbeat timeout)")
 	fs.Uint64Var(&o.snapshotThreshold, "raft-snapshot-threshold", 8192, "log entries between snapshots")
 	fs.DurationVar(&o.snapshotInterval, "raft-snapshot-interval", cluster.DefaultSnapshotInterval, "how often to check whether the log grew by --raft-snapshot-threshold entries (a snapshot then)")
 	fs.Uint64Var(&o.trailingLogs, "raft-trailing-logs", 10240, "log entries kept after a snapshot")
@@ -164,7 +164,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	default:
 		return nil, &usageError{fmt.Sprintf("--log-level %q: use debug, info, warn or error", o.logLevel)}
 	}
-	if o.heartbeat <= 0 || o.election <= 0 || o.leaderLease <= 0 {
+	if o.heartbeat <= 0 || o.election <= 0 || o.stepDown <= 0 {
 		return nil, &usageError{"raft timeouts must be positive"}
 	}
 	if o.workerTTL <= 0 {
@@ -242,46 +242,27 @@ func serve(o *options, log *zap.Logger) error {
 	}
 	defer stopReload()
 
-	// The leader-only services exist before raft starts, so they are in place
-	// when this node first leads; they reach the node through late.
-	late := &lateProposer{}
-	leaseCfg := lease.Config{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}
-	leases := lease.New(late, late, leaseCfg, log)
-	nm := metrics.New(late.State)
-	grpcMetrics := metrics.NewGRPC()
 	raftSink, err := metrics.RaftSink() // before raft starts, so it sees every metric
 	if err != nil {
 		return fmt.Errorf("raft metrics: %v", err)
 	}
-	disp := dispatch.New(late, late, leases, dispatch.Config{OnHandedOver: nm.HandedOver}, log)
-	timers := dispatch.NewTimers(late, late, dispatch.Config{}, log)
-	leader := dispatch.NewLeader(late, leases, disp, timers, log)
-	nm.UseBroker(leader)
-	events := gc.NewEvents(late, late, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
-	sessionGC := gc.NewSessions(late, late, gc.SessionConfig{Retention: o.sessionRetention}, log)
-
-	live := lease.NewWorkers(late, late, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait, ReadyQueues: leader.ReadyQueues}, log)
-
-	node, err := cluster.Open(cluster.Config{
-		LeaderServices:     []cluster.LeaderService{leader, events, live, sessionGC, nm.Leadership()},
-		OnApplied:          func(a *fsm.Applied) { leader.Applied(a); nm.Applied(a) },
-		ApplyObserver:      nm,
-		ID:                 o.id,
-		DataDir:            o.dataDir,
-		RaftAddr:           o.raftAddr,
-		GRPCAddr:           o.grpcAddr,
-		HTTPAddr:           o.httpAddr,
-		Peers:              o.parsedPeers,
-		Join:               o.join,
-		Logger:             log,
-		TLS:                tlsStore,
-		HeartbeatTimeout:   o.heartbeat,
-		ElectionTimeout:    o.election,
-		LeaderLeaseTimeout: o.leaderLease,
-		SnapshotThreshold:  o.snapshotThreshold,
-		SnapshotInterval:   o.snapshotInterval,
-		TrailingLogs:       o.trailingLogs,
-		PeerDialOptions:    o.sec.peerDialOptions(),
+	node, err := cluster.New(cluster.Config{
+		ID:                o.id,
+		DataDir:           o.dataDir,
+		RaftAddr:          o.raftAddr,
+		GRPCAddr:          o.grpcAddr,
+		HTTPAddr:          o.httpAddr,
+		Peers:             o.parsedPeers,
+		Join:              o.join,
+		Logger:            log,
+		TLS:               tlsStore,
+		HeartbeatTimeout:  o.heartbeat,
+		ElectionTimeout:   o.election,
+		StepDownTimeout:   o.stepDown,
+		SnapshotThreshold: o.snapshotThreshold,
+		SnapshotInterval:  o.snapshotInterval,
+		TrailingLogs:      o.trailingLogs,
+		PeerDialOptions:   o.sec.peerDialOptions(),
 		OnHalt: func(err error) {
 			// Applying later entries would diverge from the peers: stop now.
 			log.Error("stopping: the state machine cannot apply a committed entry", zap.Error(err))
@@ -304,6 +285,35 @@ func serve(o *options, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+
+	// The leader's runtime and its services, built on the node before raft
+	// starts, so they are in place when this node first leads. The runtime
+	// starts them in this order and stops them in the reverse one.
+	// Every leader proposal goes through the pipeline, which proposes the
+	// StartAttempts of waiting polls right behind the commands that queue
+	// their Steps.
+	pipe := dispatch.NewPipeline(node, node.FSM(), nil)
+	nm := metrics.New(node.State)
+	grpcMetrics := metrics.NewGRPC()
+	deadlines := lease.NewDeadlines(pipe, node, lease.DeadlinesConfig{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}, log)
+	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver}
+	queues := dispatch.NewQueues(pipe, node, dcfg, log)
+	disp := dispatch.New(pipe, node, queues, deadlines, dcfg, log)
+	pipe.Pair(disp)
+	timers := dispatch.NewTimers(pipe, node, queues, dispatch.Config{}, log)
+	nm.UseBroker(queues)
+	events := gc.NewEvents(pipe, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
+	sessionGC := gc.NewSessions(pipe, node, gc.SessionConfig{Retention: o.sessionRetention}, log)
+	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
+	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, nm.Leadership())
+
+	if err := node.Start(cluster.Hooks{
+		LeaderServices: []cluster.LeaderService{leader},
+		OnApplied:      func(a *fsm.Applied) { leader.Applied(a); nm.Applied(a) },
+		ApplyObserver:  nm,
+	}); err != nil {
+		return err
+	}
 	if o.cpuProfile != "" {
 		// After Open: a profile in a new data dir would make it look foreign.
 		stopProfile, err := startCPUProfile(o.cpuProfile, o.dataDir)
@@ -315,12 +325,10 @@ func serve(o *options, log *zap.Logger) error {
 	}
 	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
 
-	late.set(node)
-	node.SetFollower(disp) // StartAttempts behind the commands that queue their Steps
 	srv := server.New(node, log, server.Options{
-		Dispatch: disp, Leases: leases, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
+		Proposer: pipe, Dispatch: disp, Deadlines: deadlines, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
 		ACL: o.sec.acl, NodeToken: o.sec.token,
-		Timing:        server.WorkerTiming{HeartbeatInterval: leases.HeartbeatInterval(), HeartbeatTimeout: leases.HeartbeatTimeout()},
+		Timing:        server.WorkerTiming{HeartbeatInterval: deadlines.HeartbeatInterval(), HeartbeatTimeout: deadlines.HeartbeatTimeout()},
 		ServerOptions: grpcMetrics.ServerOptions(),
 	})
 	grpcMetrics.Initialize(srv.ServiceInfo())

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,6 +14,16 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/lease"
 )
+
+// Proposer commits a command through Raft (the leader's proposer).
+type Proposer interface {
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error)
+}
+
+// StateSource gives the replicated state as this node applied it.
+type StateSource interface {
+	State() *fsm.State
+}
 
 // Defaults of the event retention (dexd --event-retention-count and
 // --event-retention-age).
@@ -53,18 +62,16 @@ func (c EventConfig) withDefaults() EventConfig {
 // retention in force (SetEventRetention, when the state's differs), then
 // prunes old events and sessions over the count until leadership ends.
 type Events struct {
-	p   lease.Proposer
-	src lease.StateSource
+	p   Proposer
+	src StateSource
 	cfg EventConfig
 	log *zap.Logger
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	fence lease.Fence // the term: its pruning loop
 }
 
 // NewEvents returns a stopped event collector.
-func NewEvents(p lease.Proposer, src lease.StateSource, cfg EventConfig, log *zap.Logger) *Events {
+func NewEvents(p Proposer, src StateSource, cfg EventConfig, log *zap.Logger) *Events {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -90,32 +97,15 @@ func (e *Events) EstablishLeadership(ctx context.Context, epoch uint64) error {
 		}
 		e.log.Info("event retention set", zap.Uint64("count", want.Count), zap.Duration("age", e.cfg.Age))
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.stopLocked()
-	runCtx, cancel := context.WithCancel(context.Background())
-	e.cancel, e.done = cancel, make(chan struct{})
-	go e.loop(runCtx, epoch, e.done)
+	t := e.fence.Open(epoch)
+	t.Go(func() { e.loop(t.Context(), epoch) })
 	return nil
 }
 
 // RevokeLeadership stops pruning; nothing of it proposes after it returns.
-func (e *Events) RevokeLeadership() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.stopLocked()
-}
+func (e *Events) RevokeLeadership() { e.fence.Close(nil) }
 
-func (e *Events) stopLocked() {
-	if e.cancel != nil {
-		e.cancel()
-		<-e.done
-		e.cancel, e.done = nil, nil
-	}
-}
-
-func (e *Events) loop(ctx context.Context, epoch uint64, done chan struct{}) {
-	defer close(done)
+func (e *Events) loop(ctx context.Context, epoch uint64) {
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
 	// Sessions over the count are looked for until none is: after that every

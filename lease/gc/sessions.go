@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -46,18 +45,16 @@ func (c SessionConfig) withDefaults() SessionConfig {
 // leadership ends. It keeps no state of its own: a new leader finds the
 // tombstones and idle sessions in the replicated state.
 type Sessions struct {
-	p   lease.Proposer
-	src lease.StateSource
+	p   Proposer
+	src StateSource
 	cfg SessionConfig
 	log *zap.Logger
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	fence lease.Fence // the term: its collecting loop
 }
 
 // NewSessions returns a stopped session collector.
-func NewSessions(p lease.Proposer, src lease.StateSource, cfg SessionConfig, log *zap.Logger) *Sessions {
+func NewSessions(p Proposer, src StateSource, cfg SessionConfig, log *zap.Logger) *Sessions {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -66,32 +63,15 @@ func NewSessions(p lease.Proposer, src lease.StateSource, cfg SessionConfig, log
 
 // EstablishLeadership starts collecting in epoch.
 func (g *Sessions) EstablishLeadership(_ context.Context, epoch uint64) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.stopLocked()
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel, g.done = cancel, make(chan struct{})
-	go g.loop(ctx, epoch, g.done)
+	t := g.fence.Open(epoch)
+	t.Go(func() { g.loop(t.Context(), epoch) })
 	return nil
 }
 
 // RevokeLeadership stops collecting; nothing of it proposes after it returns.
-func (g *Sessions) RevokeLeadership() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.stopLocked()
-}
+func (g *Sessions) RevokeLeadership() { g.fence.Close(nil) }
 
-func (g *Sessions) stopLocked() {
-	if g.cancel != nil {
-		g.cancel()
-		<-g.done
-		g.cancel, g.done = nil, nil
-	}
-}
-
-func (g *Sessions) loop(ctx context.Context, epoch uint64, done chan struct{}) {
-	defer close(done)
+func (g *Sessions) loop(ctx context.Context, epoch uint64) {
 	tick := time.NewTicker(g.cfg.Interval)
 	defer tick.Stop()
 	for {

@@ -32,7 +32,7 @@ type Cluster struct {
 	failNext map[string]int // command kind → transient failures to inject
 	closed   bool
 	applied  func(*fsm.Applied)
-	follower Follower
+	front    Proposer // the helpers propose through it (nil: Propose)
 }
 
 // New returns a cluster with an empty state machine.
@@ -83,39 +83,47 @@ func (c *Cluster) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result,
 	if cmd.NowMs == 0 {
 		cmd.NowMs = c.Now().UnixMilli()
 	}
-	var next []*fsmpb.Command
-	var done func([]*fsm.Result, []error)
-	if f := c.follower; f != nil && fsm.MayQueueSteps(cmd) && f.Waiting() {
-		if ready := c.fsm.Predict(cmd); len(ready) > 0 {
-			next, done = f.Follow(ready)
-		}
+	return c.applyLocked(cmd)
+}
+
+// ProposeAll applies cmds at once, one behind the other, and then reports
+// what became of each to answered, in order, as the real cluster does. A
+// command that fails (FailNext) fails those behind it too, as a raft
+// proposal that is not answered fails the ones behind it.
+func (c *Cluster) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answered func(i int, res *fsm.Result, err error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	res, err := c.applyLocked(cmd)
-	if len(next) > 0 {
-		// As raft does, the follow-ups commit right behind the command (or
-		// fail with it) and their outcomes are reported once applied.
-		results := make([]*fsm.Result, len(next))
-		errs := make([]error, len(next))
-		for i, n := range next {
-			switch k := Kind(n); {
-			case err != nil:
-				errs[i] = err
-			case c.failNext[k] > 0:
-				c.failNext[k]--
-				c.log = append(c.log, proto.Clone(n).(*fsmpb.Command))
-				errs[i] = fmt.Errorf("transient: raft apply timed out")
-			default:
-				results[i], errs[i] = c.applyLocked(proto.Clone(n).(*fsmpb.Command))
+	c.mu.Lock()
+	results := make([]*fsm.Result, len(cmds))
+	errs := make([]error, len(cmds))
+	var failed error
+	for i, cmd := range cmds {
+		kind := Kind(cmd)
+		switch {
+		case c.closed:
+			c.t.Errorf("proposal after the test ended: %s", kind)
+			errs[i] = fmt.Errorf("cluster closed")
+		case failed != nil:
+			errs[i] = failed
+		case c.failNext[kind] > 0:
+			c.failNext[kind]--
+			c.log = append(c.log, proto.Clone(cmd).(*fsmpb.Command))
+			failed = fmt.Errorf("transient: raft apply timed out")
+			errs[i] = failed
+		default:
+			cmd = proto.Clone(cmd).(*fsmpb.Command)
+			if cmd.NowMs == 0 {
+				cmd.NowMs = c.Now().UnixMilli()
 			}
+			results[i], errs[i] = c.applyLocked(cmd)
 		}
-		c.mu.Unlock()
-		done(results, errs)
-		c.mu.Lock()
 	}
-	if err != nil {
-		return nil, err
+	c.mu.Unlock()
+	for i := range cmds {
+		answered(i, results[i], errs[i])
 	}
-	return res, nil
+	return nil
 }
 
 func (c *Cluster) applyLocked(cmd *fsmpb.Command) (*fsm.Result, error) {
@@ -128,23 +136,24 @@ func (c *Cluster) applyLocked(cmd *fsmpb.Command) (*fsm.Result, error) {
 	return c.fsm.ApplyEntry(c.index, data), nil
 }
 
-// Follower is the leader's dispatcher as the real cluster's Propose sees it
-// (cluster.Follower).
-type Follower interface {
-	Waiting() bool
-	Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error))
-}
-
 // Predict is the state machine's prediction of the Steps cmd would leave
 // ready (fsm.Predict).
-func (c *Cluster) Predict(cmd *fsmpb.Command) []*fsmpb.Step { return c.fsm.Predict(cmd) }
+func (c *Cluster) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.Step {
+	return c.fsm.Predict(cmd, inFlight...)
+}
 
-// SetFollower makes Propose predict the Steps a command queues and propose
-// what the follower returns right behind it, as the real cluster does.
-func (c *Cluster) SetFollower(f Follower) {
+// ProposeThrough makes the helpers that propose (CreateSession, Complete,
+// Do, …) go through p, the leader's proposer, instead of straight to the
+// state machine (nil: straight).
+func (c *Cluster) ProposeThrough(p Proposer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.follower = f
+	c.front = p
+}
+
+// Proposer is the leader's proposer (dispatch.Pipeline).
+type Proposer interface {
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error)
 }
 
 // FailNext makes the next n proposals of a command kind fail with a
@@ -183,10 +192,17 @@ func (c *Cluster) Proposals(kind string) []*fsmpb.Command {
 // Count is the number of proposals of a kind.
 func (c *Cluster) Count(kind string) int { return len(c.Proposals(kind)) }
 
-// Do applies a command that must be accepted.
+// Do applies a command that must be accepted (through the leader's
+// proposer when one is set: ProposeThrough).
 func (c *Cluster) Do(cmd *fsmpb.Command) *fsm.Result {
 	c.t.Helper()
-	res, err := c.Propose(context.Background(), cmd)
+	c.mu.Lock()
+	var p Proposer = c
+	if c.front != nil {
+		p = c.front
+	}
+	c.mu.Unlock()
+	res, err := p.Propose(context.Background(), cmd)
 	if err != nil {
 		c.t.Fatalf("propose %s: %v", Kind(cmd), err)
 	}

@@ -1,14 +1,14 @@
-// Package lease keeps the attempt leases of the node that holds the dispatch
-// lease. A lease lives in the leader's memory only: every running attempt has a
-// deadline that its Worker's heartbeats push forward; when a deadline passes
-// the leader proposes ExpireAttempt through Raft. A new leader re-arms a lease
-// for every running attempt with a grace period (TakeoverGrace: what a Worker
-// needs to notice the old leader is gone and reach the new one, with margin,
-// and at least a heartbeat timeout), so a
-// Worker that reattaches to it in time keeps its attempt (as Nomad's
-// heartbeat.go does for its nodes). An attempt that also has a run deadline
-// (stored in the state when it started) is timed out at that deadline,
-// heartbeats or not: the leader proposes TimeoutAttempt.
+// Attempt deadlines: every running attempt has, in the leader's memory only,
+// a heartbeat deadline that its Worker's heartbeats push forward; when it
+// passes the leader proposes ExpireAttempt through Raft. A new leader re-arms
+// a deadline for every running attempt with a grace period (TakeoverGrace:
+// what a Worker needs to notice the old leader is gone and reach the new one,
+// with margin, and at least a heartbeat timeout), so a Worker that reattaches
+// to it in time keeps its attempt (as Nomad's heartbeat TTLs are re-armed
+// for its nodes). An attempt that also has a run deadline (stored in the
+// state when it started) is timed out at that deadline, heartbeats or not:
+// the leader proposes TimeoutAttempt.
+
 package lease
 
 import (
@@ -35,7 +35,7 @@ type StateSource interface {
 	State() *fsm.State
 }
 
-// Defaults of Config.
+// Defaults of DeadlinesConfig.
 const (
 	DefaultHeartbeatTimeout  = 10 * time.Second
 	DefaultHeartbeatInterval = 2 * time.Second
@@ -48,8 +48,8 @@ const (
 	MaxRunTimeout = time.Duration(math.MaxUint32) * time.Millisecond
 )
 
-// Config tunes the attempt leases.
-type Config struct {
+// DeadlinesConfig tunes the attempt deadlines.
+type DeadlinesConfig struct {
 	// HeartbeatTimeout is how long an attempt lives without a heartbeat.
 	HeartbeatTimeout time.Duration
 	// TakeoverGrace is how long a new leader gives every running attempt
@@ -67,7 +67,7 @@ type Config struct {
 	DefaultRunTimeout time.Duration
 }
 
-func (c Config) withDefaults() Config {
+func (c DeadlinesConfig) withDefaults() DeadlinesConfig {
 	if c.HeartbeatTimeout <= 0 {
 		c.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
@@ -91,7 +91,7 @@ type key struct {
 	attempt uint32
 }
 
-// entry is one attempt lease. Its timer fires at the deadline it was set for;
+// entry is one attempt's deadlines. Its timer fires at the deadline it was set for;
 // a heartbeat only moves the deadline, and a timer that fires early re-arms
 // itself for the rest, so a timer is never reset while its function runs.
 type entry struct {
@@ -113,99 +113,102 @@ func (e *entry) next() time.Time {
 	return e.deadline
 }
 
-// term is one establishment of leadership: what Revoke ends.
-type term struct {
-	epoch  uint64
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // expiry proposals in flight
-}
-
-// Manager holds the attempt leases of the leader.
-type Manager struct {
+// Deadlines holds the attempt deadlines of the leader.
+type Deadlines struct {
 	p   Proposer
 	src StateSource
-	cfg Config
+	cfg DeadlinesConfig
 	log *zap.Logger
 
-	mu     sync.Mutex
-	term   *term // nil when not established
-	leases map[key]*entry
+	fence Fence // the term: its sweep and the expiry proposals in flight
+
+	mu        sync.Mutex
+	deadlines map[key]*entry
 }
 
-// New returns a Manager that is not established: it arms nothing until
+// New returns a Deadlines that is not established: it arms nothing until
 // Establish.
-func New(p Proposer, src StateSource, cfg Config, log *zap.Logger) *Manager {
+func NewDeadlines(p Proposer, src StateSource, cfg DeadlinesConfig, log *zap.Logger) *Deadlines {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Manager{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("lease"), leases: map[key]*entry{}}
+	return &Deadlines{p: p, src: src, cfg: cfg.withDefaults(), log: log.Named("deadlines"), deadlines: map[key]*entry{}}
 }
 
 // HeartbeatInterval is how often Workers are told to heartbeat.
-func (m *Manager) HeartbeatInterval() time.Duration { return m.cfg.HeartbeatInterval }
+func (m *Deadlines) HeartbeatInterval() time.Duration { return m.cfg.HeartbeatInterval }
 
 // HeartbeatTimeout is how long an attempt lives without a heartbeat.
-func (m *Manager) HeartbeatTimeout() time.Duration { return m.cfg.HeartbeatTimeout }
+func (m *Deadlines) HeartbeatTimeout() time.Duration { return m.cfg.HeartbeatTimeout }
 
 // TakeoverGrace is how long a new leader gives a running attempt before
 // its first heartbeat.
-func (m *Manager) TakeoverGrace() time.Duration { return m.cfg.TakeoverGrace }
+func (m *Deadlines) TakeoverGrace() time.Duration { return m.cfg.TakeoverGrace }
 
 // DefaultRunTimeout is the run timeout of a Step whose policy names none.
-func (m *Manager) DefaultRunTimeout() time.Duration { return m.cfg.DefaultRunTimeout }
+func (m *Deadlines) DefaultRunTimeout() time.Duration { return m.cfg.DefaultRunTimeout }
 
-// Establish starts the leases of a new leader for a dispatch epoch: every
-// attempt running in the state gets a lease with the takeover grace, so a
-// Worker that reattaches within it keeps its attempt. A Manager
+// Establish starts the deadlines of a new leader for a dispatch epoch: every
+// attempt running in the state gets one with the takeover grace, so a
+// Worker that reattaches within it keeps its attempt. A Deadlines
 // that was established already is revoked first.
-func (m *Manager) Establish(ctx context.Context, epoch uint64) {
+func (m *Deadlines) Establish(_ context.Context, epoch uint64) {
 	m.Revoke()
-	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &term{epoch: epoch, ctx: tctx, cancel: cancel}
 	running := m.src.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
+	t := m.fence.Open(epoch)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.term = t
-	m.armUnleasedLocked(running)
-	m.log.Info("attempt leases established", zap.Uint64("epoch", epoch), zap.Int("running_attempts", len(m.leases)),
+	m.armMissingLocked(t, running)
+	m.log.Info("attempt deadlines established", zap.Uint64("epoch", epoch), zap.Int("running_attempts", len(m.deadlines)),
 		zap.Duration("grace", m.cfg.TakeoverGrace))
-	t.wg.Add(1)
-	go m.sweep(t)
+	t.Go(func() { m.sweep(t) })
 }
 
-// sweep arms a lease for every running attempt that has none, so no attempt
+// EstablishLeadership is Establish as a leader service of the runtime.
+func (m *Deadlines) EstablishLeadership(ctx context.Context, epoch uint64) error {
+	m.Establish(ctx, epoch)
+	return nil
+}
+
+// RevokeLeadership is Revoke as a leader service of the runtime.
+func (m *Deadlines) RevokeLeadership() { m.Revoke() }
+
+// Drain drops every deadline on a leader that hands over: this node fails no
+// attempt any more, and one still running when it hands over is re-armed by
+// the next leader with its grace period.
+func (m *Deadlines) Drain() { m.Revoke() }
+
+// sweep arms a deadline for every running attempt that has none, so no attempt
 // can stay running forever: a StartAttempt whose proposer gave up waiting
 // (its poller went away) may still have committed without Arm being called.
-func (m *Manager) sweep(t *term) {
-	defer t.wg.Done()
+func (m *Deadlines) sweep(t *Term) {
 	every := max(m.cfg.HeartbeatTimeout/2, 10*time.Millisecond)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
-		case <-t.ctx.Done():
+		case <-t.Context().Done():
 			return
 		case <-tick.C:
 		}
 		running := m.src.State().StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
 		m.mu.Lock()
-		if m.term != t {
+		if m.fence.Current() != t {
 			m.mu.Unlock()
 			return
 		}
-		for _, k := range m.armUnleasedLocked(running) {
-			m.log.Warn("running attempt had no lease; armed", zap.String("step", k.step), zap.Uint32("attempt", k.attempt))
+		for _, k := range m.armMissingLocked(t, running) {
+			m.log.Warn("running attempt had no deadline; armed", zap.String("step", k.step), zap.Uint32("attempt", k.attempt))
 		}
 		m.mu.Unlock()
 	}
 }
 
-// armUnleasedLocked gives every running attempt of steps that has no lease
+// armMissingLocked gives every running attempt of steps that has no deadline
 // one with the takeover grace (such an attempt may have been started by the
 // previous leader), and returns those it armed. m.mu is held.
-func (m *Manager) armUnleasedLocked(steps []*fsmpb.Step) []key {
+func (m *Deadlines) armMissingLocked(t *Term, steps []*fsmpb.Step) []key {
 	var armed []key
 	deadline := m.cfg.Now().Add(m.cfg.TakeoverGrace)
 	for _, st := range steps {
@@ -214,84 +217,75 @@ func (m *Manager) armUnleasedLocked(steps []*fsmpb.Step) []key {
 			continue
 		}
 		k := key{st.Id, uint32(n)}
-		if _, ok := m.leases[k]; !ok {
-			m.armLocked(k, deadline, runDeadline(st.Attempts[n-1]))
+		if _, ok := m.deadlines[k]; !ok {
+			m.armLocked(t, k, deadline, runDeadline(st.Attempts[n-1]))
 			armed = append(armed, k)
 		}
 	}
 	return armed
 }
 
-// Revoke stops every lease at once and forgets them. No proposal of this
-// Manager is in flight or starts after Revoke returns.
-func (m *Manager) Revoke() {
-	m.mu.Lock()
-	t := m.term
-	m.term = nil
-	for k, e := range m.leases {
-		e.timer.Stop()
-		delete(m.leases, k)
+// Revoke stops every deadline at once and forgets them. No proposal of this
+// Deadlines is in flight or starts after Revoke returns.
+func (m *Deadlines) Revoke() {
+	t := m.fence.Close(func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for k, e := range m.deadlines {
+			e.timer.Stop()
+			delete(m.deadlines, k)
+		}
+	})
+	if t != nil {
+		m.log.Info("attempt deadlines revoked", zap.Uint64("epoch", t.Epoch))
 	}
-	m.mu.Unlock()
+}
+
+// Epoch is the dispatch epoch the Deadlines is established for (0 when not).
+func (m *Deadlines) Epoch() uint64 { return m.fence.Epoch() }
+
+// Armed is the number of deadlines held.
+func (m *Deadlines) Armed() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.deadlines)
+}
+
+// Arm starts the deadline of an attempt that was just started, with a full
+// heartbeat timeout. It does nothing when the Deadlines is not established.
+func (m *Deadlines) Arm(stepID string, attempt uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.fence.Current()
 	if t == nil {
-		return
-	}
-	t.cancel()
-	t.wg.Wait()
-	m.log.Info("attempt leases revoked", zap.Uint64("epoch", t.epoch))
-}
-
-// Epoch is the dispatch epoch the Manager is established for (0 when not).
-func (m *Manager) Epoch() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.term == nil {
-		return 0
-	}
-	return m.term.epoch
-}
-
-// Armed is the number of leases held.
-func (m *Manager) Armed() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.leases)
-}
-
-// Arm starts the lease of an attempt that was just started, with a full
-// heartbeat timeout. It does nothing when the Manager is not established.
-func (m *Manager) Arm(stepID string, attempt uint32) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.term == nil {
 		return
 	}
 	var run time.Time
 	if st := m.src.State().Step(stepID); st != nil && attempt > 0 && int(attempt) <= len(st.Attempts) {
 		run = runDeadline(st.Attempts[attempt-1])
 	}
-	m.armLocked(key{stepID, attempt}, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
+	m.armLocked(t, key{stepID, attempt}, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
 }
 
-// Release drops the lease of an attempt that ended (its Complete or Fail
+// Release drops the deadline of an attempt that ended (its Complete or Fail
 // committed).
-func (m *Manager) Release(stepID string, attempt uint32) {
+func (m *Deadlines) Release(stepID string, attempt uint32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := key{stepID, attempt}
-	if e, ok := m.leases[k]; ok && !e.expiring {
+	if e, ok := m.deadlines[k]; ok && !e.expiring {
 		e.timer.Stop()
-		delete(m.leases, k)
+		delete(m.deadlines, k)
 	}
 }
 
 // Heartbeat keeps a Worker's attempt alive. It reports cancelled, with the
 // reason, when the attempt is no longer the Step's current running attempt
 // (it was replaced, it expired, or the Step ended): the Worker must stop it.
-// Otherwise the lease is extended by a heartbeat timeout (armed if this
+// Otherwise the deadline is pushed by a heartbeat timeout (armed if this
 // leader did not know it yet). An attempt past its run deadline is cancelled
 // whatever its heartbeats, and its timeout proposed at once.
-func (m *Manager) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason string) {
+func (m *Deadlines) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason string) {
 	at, reason := m.check(ref)
 	if reason != "" {
 		return true, reason
@@ -300,12 +294,13 @@ func (m *Manager) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason strin
 	defer m.mu.Unlock()
 	k := key{ref.GetStepId(), ref.GetAttempt()}
 	run := runDeadline(at)
-	if m.term != nil {
-		m.armLocked(k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
+	t := m.fence.Current()
+	if t != nil {
+		m.armLocked(t, k, m.cfg.Now().Add(m.cfg.HeartbeatTimeout), run)
 	}
-	e, ok := m.leases[k]
-	if ok && !e.expiring && !e.run.IsZero() && !m.cfg.Now().Before(e.run) {
-		m.endLocked(m.term, k, e, true)
+	e, ok := m.deadlines[k]
+	if ok && t != nil && !e.expiring && !e.run.IsZero() && !m.cfg.Now().Before(e.run) {
+		m.endLocked(t, k, e, true)
 	}
 	switch {
 	case ok && e.expiring && e.timedOut:
@@ -313,7 +308,7 @@ func (m *Manager) Heartbeat(ref *dexv1.AttemptRef) (cancelled bool, reason strin
 	case ok && e.expiring:
 		return true, "the attempt's lease expired: the cluster is failing it"
 	case !ok && !run.IsZero() && !m.cfg.Now().Before(run):
-		// Not established: no lease to end it, but the Worker must stop.
+		// Not established: no deadline to end it, but the Worker must stop.
 		return true, fsm.RunTimeoutError(at)
 	}
 	return false, ""
@@ -328,7 +323,7 @@ func runDeadline(at *fsmpb.Attempt) time.Time {
 }
 
 // check returns the running current attempt ref names, or why ref names none.
-func (m *Manager) check(ref *dexv1.AttemptRef) (*fsmpb.Attempt, string) {
+func (m *Deadlines) check(ref *dexv1.AttemptRef) (*fsmpb.Attempt, string) {
 	if ref == nil || ref.StepId == "" {
 		return nil, "no attempt named"
 	}
@@ -362,25 +357,24 @@ func (m *Manager) check(ref *dexv1.AttemptRef) (*fsmpb.Attempt, string) {
 	return nil, "the attempt already ended (" + at.Status.String() + ")"
 }
 
-// armLocked sets a lease's heartbeat deadline, creating it with its run
+// armLocked sets an attempt's heartbeat deadline, creating it with its run
 // deadline (zero: none) if needed. m.mu is held.
-func (m *Manager) armLocked(k key, deadline, run time.Time) {
-	if e, ok := m.leases[k]; ok {
+func (m *Deadlines) armLocked(t *Term, k key, deadline, run time.Time) {
+	if e, ok := m.deadlines[k]; ok {
 		if !e.expiring && deadline.After(e.deadline) {
 			e.deadline = deadline
 		}
 		return
 	}
 	e := &entry{deadline: deadline, run: run}
-	t := m.term
 	e.timer = time.AfterFunc(max(e.next().Sub(m.cfg.Now()), 0), func() { m.fire(t, k, e) })
-	m.leases[k] = e
+	m.deadlines[k] = e
 }
 
-// fire runs when a lease's timer goes off.
-func (m *Manager) fire(t *term, k key, e *entry) {
+// fire runs when a deadline's timer goes off.
+func (m *Deadlines) fire(t *Term, k key, e *entry) {
 	m.mu.Lock()
-	if m.term != t || m.leases[k] != e || e.expiring {
+	if m.fence.Current() != t || m.deadlines[k] != e || e.expiring {
 		m.mu.Unlock()
 		return // revoked, released or replaced meanwhile
 	}
@@ -395,42 +389,40 @@ func (m *Manager) fire(t *term, k key, e *entry) {
 	m.mu.Unlock()
 }
 
-// endLocked marks a lease as ending and proposes the attempt's expiry or,
+// endLocked marks a deadline as ending and proposes the attempt's expiry or,
 // past its run deadline, its timeout. m.mu is held and t is the current term.
-func (m *Manager) endLocked(t *term, k key, e *entry, timedOut bool) {
+func (m *Deadlines) endLocked(t *Term, k key, e *entry, timedOut bool) {
 	e.expiring, e.timedOut = true, timedOut
 	e.timer.Stop()
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
+	t.Go(func() {
 		m.expire(t, k, timedOut)
 		m.mu.Lock()
-		if m.leases[k] == e {
-			delete(m.leases, k)
+		if m.deadlines[k] == e {
+			delete(m.deadlines, k)
 		}
 		m.mu.Unlock()
-	}()
+	})
 }
 
 // expire proposes ExpireAttempt (TimeoutAttempt when timedOut) until it is
 // committed or refused, the attempt ended by itself, or the term ends.
 // Transient failures are retried with a backoff capped at the heartbeat
 // interval.
-func (m *Manager) expire(t *term, k key, timedOut bool) {
-	log := m.log.With(zap.String("step", k.step), zap.Uint32("attempt", k.attempt), zap.Uint64("epoch", t.epoch))
+func (m *Deadlines) expire(t *Term, k key, timedOut bool) {
+	log := m.log.With(zap.String("step", k.step), zap.Uint32("attempt", k.attempt), zap.Uint64("epoch", t.Epoch))
 	backoff := 20 * time.Millisecond
 	for try := 1; ; try++ {
 		if !m.stillRunning(k) {
-			log.Debug("attempt ended before its lease expired")
+			log.Debug("attempt ended before its deadline passed")
 			return
 		}
 		cmd := &fsmpb.Command{NowMs: m.cfg.Now().UnixMilli(), Body: &fsmpb.Command_ExpireAttempt{ExpireAttempt: &fsmpb.ExpireAttempt{
-			StepId: k.step, Attempt: k.attempt, Epoch: t.epoch,
+			StepId: k.step, Attempt: k.attempt, Epoch: t.Epoch,
 		}}}
 		if timedOut {
-			cmd.Body = &fsmpb.Command_TimeoutAttempt{TimeoutAttempt: &fsmpb.TimeoutAttempt{StepId: k.step, Attempt: k.attempt, Epoch: t.epoch}}
+			cmd.Body = &fsmpb.Command_TimeoutAttempt{TimeoutAttempt: &fsmpb.TimeoutAttempt{StepId: k.step, Attempt: k.attempt, Epoch: t.Epoch}}
 		}
-		res, err := m.p.Propose(t.ctx, cmd)
+		res, err := m.p.Propose(t.Context(), cmd)
 		switch {
 		case err == nil && res.Err == nil && timedOut:
 			log.Info("attempt timed out: it ran past its run deadline")
@@ -442,12 +434,12 @@ func (m *Manager) expire(t *term, k key, timedOut bool) {
 			log.Debug("attempt expiry refused", zap.String("reason", res.Err.Error()), zap.Bool("timed_out", timedOut))
 			return
 		}
-		if t.ctx.Err() != nil {
+		if t.Context().Err() != nil {
 			return
 		}
 		log.Warn("proposing the attempt's expiry failed; retrying", zap.Int("try", try), zap.Error(err))
 		select {
-		case <-t.ctx.Done():
+		case <-t.Context().Done():
 			return
 		case <-time.After(backoff):
 		}
@@ -455,7 +447,7 @@ func (m *Manager) expire(t *term, k key, timedOut bool) {
 	}
 }
 
-func (m *Manager) stillRunning(k key) bool {
+func (m *Deadlines) stillRunning(k key) bool {
 	st := m.src.State().Step(k.step)
 	if st == nil || int(k.attempt) != len(st.Attempts) {
 		return false

@@ -19,14 +19,14 @@ const timeout = 40 * time.Millisecond
 type fixture struct {
 	t *testing.T
 	c *leasetest.Cluster
-	m *lease.Manager
+	m *lease.Deadlines
 }
 
 func newFixture(t *testing.T) *fixture {
 	c := leasetest.New(t)
 	c.RegisterWorker("w1", true, leasetest.Lookup)
 	c.BumpEpoch()
-	m := lease.New(c, c, lease.Config{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
+	m := lease.NewDeadlines(c, c, lease.DeadlinesConfig{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
 	t.Cleanup(m.Revoke)
 	return &fixture{t: t, c: c, m: m}
 }
@@ -146,10 +146,10 @@ func TestEstablishRearmsRunningAttemptsWithGrace(t *testing.T) {
 	f.m.Arm(kept.StepId, kept.Attempt)
 	f.m.Arm(lost.StepId, lost.Attempt)
 
-	// The leader dies; a new one opens epoch 2 with its own lease manager.
+	// The leader dies; a new one opens epoch 2 with its own attempt deadlines.
 	f.m.Revoke()
 	epoch2 := f.c.BumpEpoch()
-	m2 := lease.New(f.c, f.c, lease.Config{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
+	m2 := lease.NewDeadlines(f.c, f.c, lease.DeadlinesConfig{HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 4, TakeoverGrace: timeout}, zaptest.NewLogger(t))
 	t.Cleanup(m2.Revoke)
 	m2.Establish(context.Background(), epoch2)
 	if m2.Armed() != 2 {
@@ -205,7 +205,7 @@ func TestExpiryOfEndedAttemptProposesNothing(t *testing.T) {
 	}
 }
 
-func TestRevokeStopsEveryLease(t *testing.T) {
+func TestRevokeStopsEveryDeadline(t *testing.T) {
 	f := newFixture(t)
 	f.m.Establish(context.Background(), f.c.Epoch())
 	a := f.startModel("a")
@@ -222,16 +222,16 @@ func TestRevokeStopsEveryLease(t *testing.T) {
 		t.Fatal("heartbeat of a running attempt cancelled")
 	}
 	if f.m.Armed() != 0 {
-		t.Fatal("a revoked manager armed a lease")
+		t.Fatal("revoked deadlines armed one")
 	}
-	time.Sleep(3 * timeout) // the leases' deadlines pass
+	time.Sleep(3 * timeout) // the deadlines pass
 	if f.expired(a) || f.expired(b) {
 		t.Fatal("an attempt expired after revoke")
 	}
 }
 
 // An attempt whose StartAttempt committed but was never armed (its poller
-// went away while the proposal was in flight) still gets a lease and expires.
+// went away while the proposal was in flight) still gets a deadline and expires.
 func TestUnarmedRunningAttemptIsSweptAndExpires(t *testing.T) {
 	f := newFixture(t)
 	f.m.Establish(context.Background(), f.c.Epoch())

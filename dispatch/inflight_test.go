@@ -1,4 +1,4 @@
-package cluster
+package dispatch
 
 import (
 	"testing"
@@ -20,27 +20,25 @@ func TestInFlight_ListsUnansweredProposalsInOrder(t *testing.T) {
 		}
 		return out
 	}
-	f.mu.Lock()
-	a := f.addLocked(cmd("a"))
-	bc := f.addLocked(cmd("b"), cmd("c"))
-	f.mu.Unlock()
-	if got := ids(f.listLocked()); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
+	a := f.add(cmd("a"))
+	bc := f.add(cmd("b"), cmd("c"))
+	if got := ids(f.list()); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
 		t.Fatalf("in flight %v; want [a b c]", got)
 	}
 	f.done(bc[0])
 	f.done(bc[0]) // answered twice: no harm
-	if got := ids(f.listLocked()); len(got) != 2 || got[0] != "a" || got[1] != "c" {
+	if got := ids(f.list()); len(got) != 2 || got[0] != "a" || got[1] != "c" {
 		t.Fatalf("in flight %v after b was answered; want [a c]", got)
 	}
 	f.done(a[0])
 	f.done(bc[1])
-	if got := f.listLocked(); len(got) != 0 || len(f.cmds) != 0 {
+	if got := f.list(); len(got) != 0 || len(f.cmds) != 0 {
 		t.Fatalf("in flight %v after every answer; want none", got)
 	}
 	for range maxPredictOver + 1 {
-		f.addLocked(cmd("x"))
+		f.add(cmd("x"))
 	}
-	if got := f.listLocked(); got != nil {
+	if got := f.list(); got != nil {
 		t.Fatalf("%d listed with %d in flight; want none past %d", len(got), len(f.cmds), maxPredictOver)
 	}
 }

@@ -15,14 +15,20 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-// leaseHolder gates the client and Worker services: only the node that holds
+// readyGate gates the client and Worker services: only the node that holds
 // the dispatch lease serves them.
-type leaseHolder struct {
+type readyGate struct {
 	node *cluster.Node
+	p    Proposer // nil: the node
+}
+
+// Proposer commits a command through raft (the leader's pipeline).
+type Proposer interface {
+	Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error)
 }
 
 // check answers Unavailable, naming the leader, unless this node is ready.
-func (l leaseHolder) check(ctx context.Context) error {
+func (l readyGate) check(ctx context.Context) error {
 	if ready, reason := l.node.Ready(); !ready {
 		return l.unavailable(ctx, reason)
 	}
@@ -31,15 +37,15 @@ func (l leaseHolder) check(ctx context.Context) error {
 
 // checkAttempt is check for the Worker calls of an attempt already running
 // (claim, heartbeat, complete, fail): a draining leader still serves them,
-// so that attempts finish on the node that holds their leases.
-func (l leaseHolder) checkAttempt(ctx context.Context) error {
+// so that attempts finish on the node that holds their deadlines.
+func (l readyGate) checkAttempt(ctx context.Context) error {
 	if ok, reason := l.node.ServesAttempts(); !ok {
 		return l.unavailable(ctx, reason)
 	}
 	return nil
 }
 
-func (l leaseHolder) unavailable(ctx context.Context, reason string) error {
+func (l readyGate) unavailable(ctx context.Context, reason string) error {
 	e := l.node.NotLeader()
 	if e.LeaderGRPCAddr != "" {
 		_ = grpc.SetTrailer(ctx, metadata.Pairs(cluster.LeaderMetadataKey, e.LeaderGRPCAddr))
@@ -55,7 +61,7 @@ func (l leaseHolder) unavailable(ctx context.Context, reason string) error {
 }
 
 // propose commits a command and turns every failure into a gRPC status.
-func (l leaseHolder) propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
+func (l readyGate) propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	if err := l.check(ctx); err != nil {
 		return nil, err
 	}
@@ -63,15 +69,19 @@ func (l leaseHolder) propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Resu
 }
 
 // proposeAttempt is propose for the Worker calls of a running attempt.
-func (l leaseHolder) proposeAttempt(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
+func (l readyGate) proposeAttempt(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	if err := l.checkAttempt(ctx); err != nil {
 		return nil, err
 	}
 	return l.commit(ctx, cmd)
 }
 
-func (l leaseHolder) commit(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
-	res, err := l.node.Propose(ctx, cmd)
+func (l readyGate) commit(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
+	var p Proposer = l.node
+	if l.p != nil {
+		p = l.p
+	}
+	res, err := p.Propose(ctx, cmd)
 	if err != nil {
 		return nil, l.proposeError(ctx, err)
 	}
@@ -81,7 +91,7 @@ func (l leaseHolder) commit(ctx context.Context, cmd *fsmpb.Command) (*fsm.Resul
 	return res, nil
 }
 
-func (l leaseHolder) proposeError(ctx context.Context, err error) error {
+func (l readyGate) proposeError(ctx context.Context, err error) error {
 	var nl *cluster.NotLeaderError
 	switch {
 	case errors.As(err, &nl):

@@ -35,7 +35,7 @@ func (f *fixture) pollAsync(worker string, wait time.Duration) <-chan []*dexv1.T
 	return out
 }
 
-// recorder is the dispatcher as the cluster sees it, noting every
+// recorder is the dispatcher as the leader's pipeline sees it, noting every
 // StartAttempt it asked to propose behind a command.
 type recorder struct {
 	*dispatch.Dispatcher
@@ -43,8 +43,8 @@ type recorder struct {
 	followed []*fsmpb.Command
 }
 
-func (r *recorder) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
-	next, done := r.Dispatcher.Follow(ready)
+func (r *recorder) PairReady(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+	next, done := r.Dispatcher.PairReady(ready)
 	r.mu.Lock()
 	r.followed = append(r.followed, next...)
 	r.mu.Unlock()
@@ -57,18 +57,27 @@ func (r *recorder) count() int {
 	return len(r.followed)
 }
 
-func (f *fixture) follow() *recorder {
+// pipeline makes the test's proposals go through the leader's pipeline,
+// paired with the dispatcher (recorded).
+func (f *fixture) pipeline() (*recorder, *dispatch.Pipeline) {
 	r := &recorder{Dispatcher: f.d}
-	f.c.SetFollower(r)
+	p := dispatch.NewPipeline(f.c, f.c, f.clock)
+	p.Pair(r)
+	f.c.ProposeThrough(p)
+	return r, p
+}
+
+func (f *fixture) pair() *recorder {
+	r, _ := f.pipeline()
 	return r
 }
 
 // A Step queued while its Worker's poll waits is started by a StartAttempt
 // proposed right behind the command that queued it: the poll gets the task
 // without a StartAttempt of its own.
-func TestFollow_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
+func TestPair_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
 	f := newFixture(t, options{})
-	rec := f.follow()
+	rec := f.pair()
 	got := f.pollAsync("model", 5*time.Second)
 	f.c.CreateSession("s1", "hello")
 
@@ -92,8 +101,8 @@ func TestFollow_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
 	if s.Status != running || len(s.Attempts) != 1 || s.Attempts[0].WorkerId != "model" || s.Attempts[0].Token != tasks[0].Ref.Token {
 		t.Fatalf("step %s with attempts %v", s.Status, s.Attempts)
 	}
-	if f.leases.Armed() != 1 {
-		t.Fatalf("armed leases %d; want 1", f.leases.Armed())
+	if f.deadlines.Armed() != 1 {
+		t.Fatalf("armed deadlines %d; want 1", f.deadlines.Armed())
 	}
 	if f.d.Waiting() {
 		t.Fatal("a poll still counts as waiting after it got its task")
@@ -102,9 +111,9 @@ func TestFollow_AWaitingPollGetsTheStepStartedBehindItsCommand(t *testing.T) {
 
 // Without a waiting poll nothing is predicted or proposed behind a command;
 // a poll that timed out no longer counts as waiting.
-func TestFollow_NoWaitingPollNoFollowUp(t *testing.T) {
+func TestPair_NoWaitingPollNoFollowUp(t *testing.T) {
 	f := newFixture(t, options{})
-	rec := f.follow()
+	rec := f.pair()
 	<-f.pollAsync("w1", 50*time.Millisecond) // times out: nothing for w1
 	if f.d.Waiting() {
 		t.Fatal("a poll that timed out still counts as waiting")
@@ -120,9 +129,9 @@ func TestFollow_NoWaitingPollNoFollowUp(t *testing.T) {
 
 // A follow-up that does not commit leaves the Step queued, and the poll it
 // was offered to takes it with a StartAttempt of its own.
-func TestFollow_AFailedFollowUpFallsBackToThePoll(t *testing.T) {
+func TestPair_AFailedFollowUpFallsBackToThePoll(t *testing.T) {
 	f := newFixture(t, options{})
-	rec := f.follow()
+	rec := f.pair()
 	got := f.pollAsync("model", 5*time.Second)
 	f.c.FailNext("StartAttempt", 1)
 	f.c.CreateSession("s1", "hello")
@@ -142,9 +151,9 @@ func TestFollow_AFailedFollowUpFallsBackToThePoll(t *testing.T) {
 // A poll whose Worker should leave Steps to others is not offered one: an
 // unhealthy Worker (its tasks expire unclaimed) gets no follow-up, a healthy
 // one does.
-func TestFollow_AnUnhealthyWorkerIsNotOffered(t *testing.T) {
+func TestPair_AnUnhealthyWorkerIsNotOffered(t *testing.T) {
 	f := newFixture(t, options{})
-	rec := f.follow()
+	rec := f.pair()
 	f.c.RegisterWorker("model2", true)
 	for i := range dispatch.UnhealthyAfter {
 		id := fmt.Sprintf("s%d", i)
@@ -173,5 +182,20 @@ func TestFollow_AnUnhealthyWorkerIsNotOffered(t *testing.T) {
 	}
 	if tasks := <-onModel2; len(tasks) != 1 || tasks[0].SessionId != "later" {
 		t.Fatalf("model2's poll got %v; want later's Step", tasks)
+	}
+}
+
+// Every proposal of the pipeline, the paired StartAttempt too, leaves its
+// in-flight list once answered.
+func TestPair_ThePipelineForgetsAnsweredProposals(t *testing.T) {
+	f := newFixture(t, options{})
+	rec, p := f.pipeline()
+	got := f.pollAsync("model", 5*time.Second)
+	f.c.CreateSession("s1", "hello")
+	if tasks := <-got; len(tasks) != 1 || rec.count() != 1 {
+		t.Fatalf("the waiting poll got %v with %d paired; want one task, paired", tasks, rec.count())
+	}
+	if n := p.InFlightCount(); n != 0 {
+		t.Fatalf("%d proposals still in flight after every one was answered", n)
 	}
 }

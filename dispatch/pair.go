@@ -10,10 +10,11 @@ import (
 
 // A Step queued while a poll waits for it would cost the Worker two commits
 // in a row: the command that queues it, then its StartAttempt once the
-// broker sees it. Instead the node predicts, before it proposes a command,
-// the Steps it will queue (fsm.Predict), and the dispatcher pairs each with
-// a waiting poll that takes it and proposes its StartAttempt right behind
-// the command (Follow): raft commits both in one round. The poll is woken
+// broker sees it. Instead the leader's Pipeline predicts, before it
+// proposes a command, the Steps it will queue (fsm.Predict), and the
+// dispatcher pairs each with a waiting poll that takes it (PairReady); the
+// Pipeline proposes its StartAttempt right behind the command, and raft
+// commits both in one round. The poll is woken
 // with an offer and waits for that StartAttempt; a refused one (the guess
 // was wrong) puts the poll back to picking as usual.
 
@@ -22,20 +23,22 @@ type offer struct {
 	tasks chan []*dexv1.Task // what the poll hands out (empty: refused)
 }
 
-// Waiting reports whether a poll waits for a Step (cluster.Follower).
+// Waiting reports whether a poll waits for a Step (Pairer).
 func (d *Dispatcher) Waiting() bool {
-	d.mu.Lock()
-	r := d.cur
-	d.mu.Unlock()
-	return r != nil && r.b.waiting()
+	r, err := d.begin()
+	if err != nil {
+		return false
+	}
+	defer r.leave()
+	return r.b.waiting()
 }
 
-// Follow pairs the Steps a command will leave ready with waiting polls and
-// returns their StartAttempts, to be proposed right behind the command
-// (cluster.Follower). done hands each poll its task once its StartAttempt
+// PairReady pairs the Steps a command will leave ready with waiting polls
+// and returns their StartAttempts, to be proposed right behind the command
+// (Pairer). done hands each poll its task once its StartAttempt
 // is applied; until it ran, Stop waits (raft answers every proposal once it
 // commits or this node stops leading).
-func (d *Dispatcher) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
+func (d *Dispatcher) PairReady(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.Result, []error)) {
 	r, err := d.begin()
 	if err != nil {
 		return nil, nil
@@ -52,15 +55,15 @@ func (d *Dispatcher) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.
 		steps, offers = append(steps, s), append(offers, off)
 		cmds = append(cmds, &fsmpb.Command{NowMs: now, Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 			StepId: s.Id, Attempt: uint32(len(s.Attempts)) + 1, WorkerId: worker, Epoch: r.epoch,
-			DefaultRunTimeoutMs: uint32(d.leases.DefaultRunTimeout().Milliseconds()),
+			DefaultRunTimeoutMs: uint32(d.deadlines.DefaultRunTimeout().Milliseconds()),
 		}}})
 	}
 	if len(cmds) == 0 {
-		r.wg.Done()
+		r.leave()
 		return nil, nil
 	}
 	return cmds, func(results []*fsm.Result, errs []error) {
-		defer r.wg.Done()
+		defer r.leave()
 		st := d.src.State()
 		for i, s := range steps {
 			var tasks []*dexv1.Task
@@ -71,7 +74,7 @@ func (d *Dispatcher) Follow(ready []*fsmpb.Step) ([]*fsmpb.Command, func([]*fsm.
 				d.log.Debug("pipelined StartAttempt refused", zap.String("step", s.Id), zap.String("reason", res.Err.Error()))
 			default:
 				r.b.markServed(s.SessionId)
-				d.leases.Arm(s.Id, res.Attempt.N)
+				d.deadlines.Arm(s.Id, res.Attempt.N)
 				tasks = []*dexv1.Task{d.handOver(st, s, res.Attempt, r.epoch)}
 			}
 			d.done(r, s.Id)
