@@ -312,7 +312,7 @@ func New(cfg Config) (n *Node, err error) {
 // prepared is what New opened for Start.
 type prepared struct {
 	bootstrap *raft.Configuration
-	logs      *CheckedLogStore
+	logs      *logstore.CheckedLogStore
 	snaps     raft.SnapshotStore
 	raftDir   string
 }
@@ -333,7 +333,7 @@ func (n *Node) Start(h Hooks) (err error) {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
 		}
-		err = diskFull(cfg.DataDir, err)
+		err = logstore.DiskFull(cfg.DataDir, err)
 	}()
 	p := n.prep
 	if p == nil {
