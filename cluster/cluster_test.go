@@ -22,7 +22,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/server"
-	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -56,7 +56,7 @@ type tcluster struct {
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	addr, err := chaos.FreeAddr()
+	addr, err := harness.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dexhq/dex/chaos"
+	"github.com/dexhq/dex/chaos/harness"
 )
 
 // Binaries built once for the process tests.
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := chaos.FreeAddr()
+	addr, err := harness.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func freeAddr(t *testing.T) string {
 // freeAddrs returns n distinct free loopback addresses.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	addrs, err := chaos.FreeAddrs(n)
+	addrs, err := harness.FreeAddrs(n)
 	if err != nil {
 		t.Fatal(err)
 	}
