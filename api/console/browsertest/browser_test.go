@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-o", dir+"/", "../../cmd/dexd", "../../cmd/dexworker")
+	build := exec.Command("go", "build", "-o", dir+"/", "../../../cmd/dexd", "../../../cmd/dexworker")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
@@ -88,7 +88,7 @@ func artifacts(t *testing.T) (dir string, docs bool) {
 	}
 	docs = os.Getenv("DEX_CONSOLE_DOCS") == "1"
 	if docs {
-		if err := os.MkdirAll("../../docs/console", 0o755); err != nil {
+		if err := os.MkdirAll("../../../docs/console", 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if err := os.MkdirAll(report, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile("../../docs/reports/chaos-matrix.json"); err == nil {
+	if b, err := os.ReadFile("../../../docs/reports/chaos-matrix.json"); err == nil {
 		_ = os.WriteFile(filepath.Join(report, "matrix.json"), b, 0o644)
 	}
 
@@ -220,7 +220,7 @@ func TestConsoleInChromium(t *testing.T) {
 				return err
 			}
 			if docs {
-				return os.WriteFile(filepath.Join("../../docs/console", name), png, 0o644)
+				return os.WriteFile(filepath.Join("../../../docs/console", name), png, 0o644)
 			}
 			return nil
 		})
