@@ -25,23 +25,7 @@ import (
 // binDir holds dexd, dexworker and dexctl built once for the package.
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dex-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/dexd", "../cmd/dexworker", "../cmd/dexctl")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.RunWithBinaries(m, &binDir, "dexd", "dexworker", "dexctl") }
 
 // fastArgs shorten the timeouts a test would otherwise wait out.
 var fastArgs = []string{"--heartbeat-timeout", "3s", "--heartbeat-interval", "500ms"}

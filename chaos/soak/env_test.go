@@ -5,8 +5,6 @@ package soak
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -20,23 +18,7 @@ import (
 // binDir holds dexd, dexworker and dexctl built once for the package.
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dex-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := exec.Command("go", "build", "-o", dir+"/", "../../cmd/dexd", "../../cmd/dexworker", "../../cmd/dexctl")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.RunWithBinaries(m, &binDir, "dexd", "dexworker", "dexctl") }
 
 // env is one real cluster, stopped when the test ends: the soak's checks
 // run against it as they do at the end of a soak.

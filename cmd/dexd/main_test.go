@@ -22,22 +22,17 @@ import (
 var dexdBin, dexctlBin, dexworkerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dexbin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/dexhq/dex/cmd/dexd", "github.com/dexhq/dex/cmd/dexctl", "github.com/dexhq/dex/cmd/dexworker")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	dexdBin, dexctlBin, dexworkerBin = filepath.Join(dir, "dexd"), filepath.Join(dir, "dexctl"), filepath.Join(dir, "dexworker")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	harness.RunWithBinaries(binaries{m}, &binDir, "dexd", "dexctl", "dexworker")
+}
+
+// binDir holds the binaries the tests run; binaries names each before m runs.
+var binDir string
+
+type binaries struct{ m *testing.M }
+
+func (b binaries) Run() int {
+	dexdBin, dexctlBin, dexworkerBin = filepath.Join(binDir, "dexd"), filepath.Join(binDir, "dexctl"), filepath.Join(binDir, "dexworker")
+	return b.m.Run()
 }
 
 func freeAddr(t *testing.T) string {

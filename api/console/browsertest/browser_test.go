@@ -6,7 +6,6 @@ package browsertest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,21 +28,7 @@ func TestMain(m *testing.M) {
 	if chromium() == "" {
 		os.Exit(m.Run()) // the test skips, saying why
 	}
-	dir, err := os.MkdirTemp("", "dex-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := exec.Command("go", "build", "-o", dir+"/", "../../../cmd/dexd", "../../../cmd/dexworker")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	harness.RunWithBinaries(m, &binDir, "dexd", "dexworker")
 }
 
 // chromium is Debian's chromium (or $DEX_CHROMIUM), "" when absent.
