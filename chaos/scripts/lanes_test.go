@@ -1,10 +1,12 @@
 package scripts
 
 import (
+	"go/ast"
 	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -79,3 +81,61 @@ func TestLanes_ATestThatRunsAProgramIsTaggedE2E(t *testing.T) {
 
 // repoRoot is the repository; the test runs in chaos/scripts.
 const repoRoot = "../.."
+
+// The tests of the failpoint build (//go:build chaos) run in make test by
+// name: every one of them is named in the Makefile's CHAOS_TAGGED_TESTS.
+func TestLanes_EveryTestOfTheFailpointBuildRunsInMakeTest(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed string
+	for _, line := range strings.Split(string(mk), "\n") {
+		if strings.HasPrefix(line, "CHAOS_TAGGED_TESTS = ") {
+			listed = line
+		}
+	}
+	if listed == "" {
+		t.Fatal("the Makefile has no CHAOS_TAGGED_TESTS line")
+	}
+	fset := token.NewFileSet()
+	found := 0
+	err = filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if len(f.Comments) == 0 || f.Comments[0].Pos() > f.Package || f.Comments[0].List[0].Text != "//go:build chaos" {
+			return nil
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") {
+				continue
+			}
+			found++
+			if !strings.Contains(listed, fn.Name.Name+"|") && !strings.Contains(listed, fn.Name.Name+")") {
+				t.Errorf("%s: %s runs in no lane: add it to CHAOS_TAGGED_TESTS in the Makefile", path, fn.Name.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("found no test of the failpoint build: is the walk in the wrong place?")
+	}
+}
