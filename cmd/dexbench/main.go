@@ -59,6 +59,7 @@ type options struct {
 	runs         int
 	steady       time.Duration
 	token        string
+	payload      byteSize
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	fs.DurationVar(&o.steady, "steady", 0, "after the measured run, keep driving rounds of --sessions sessions for this long and report how many elections happened meanwhile (0: skip)")
 	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
 	fs.IntVar(&o.runs, "runs", 1, "run the whole bench this many times, each on a fresh cluster, and print the medians after the reports")
+	fs.Var(&o.payload, "payload", "bytes of filler in every model output's text and every tool result (4096, 4KiB; 0: the short texts \"looking\", \"ok\", \"done\")")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -145,6 +147,9 @@ func (o *options) check() error {
 	if o.runs < 1 {
 		return errors.New("--runs must be at least 1")
 	}
+	if o.payload > maxPayload {
+		return fmt.Errorf("--payload must be at most %s: a turn's last model input holds three payloads, and dexd refuses a model input over half of --max-payload", formatSize(maxPayload))
+	}
 	if o.sessions > maxIndex || o.idleSessions > maxIndex || o.sequential > maxIndex || o.warmup > maxIndex {
 		return fmt.Errorf("--sessions, --idle-sessions, --sequential and --warmup must be at most %d", maxIndex)
 	}
@@ -190,8 +195,15 @@ func (r *recorder) get(stepID string) *arrival {
 }
 
 // benchModel answers a turn's first RunModel with k noop calls and the
-// tool-result RunModel with text.
-func benchModel(rec *recorder, fin *finishes, k int) client.ModelHandler {
+// tool-result RunModel with text. With a payload, both outputs' text is the
+// payload.
+func benchModel(rec *recorder, fin *finishes, k int, payload string) client.ModelHandler {
+	text := func(short string) string {
+		if payload != "" {
+			return payload
+		}
+		return short
+	}
 	return client.ModelFuncs{Run: func(ctx context.Context, in client.ModelInput) (*dexv1.ModelOutput, error) {
 		if out, ok := idleModel(in); ok {
 			fin.answered(in.StepID, in.SessionID)
@@ -210,9 +222,9 @@ func benchModel(rec *recorder, fin *finishes, k int) client.ModelHandler {
 		}
 		if results > 0 || k == 0 {
 			fin.answered(in.StepID, in.SessionID)
-			return &dexv1.ModelOutput{Text: "done"}, nil
+			return &dexv1.ModelOutput{Text: text("done")}, nil
 		}
-		out := &dexv1.ModelOutput{Text: "looking"}
+		out := &dexv1.ModelOutput{Text: text("looking")}
 		for i := range k {
 			out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{CallId: fmt.Sprintf("call-%d", i+1), Tool: "noop", Arguments: "{}"})
 		}
@@ -220,12 +232,17 @@ func benchModel(rec *recorder, fin *finishes, k int) client.ModelHandler {
 	}}
 }
 
-func noopTool(rec *recorder) client.Tool {
+// noopTool returns the payload as its result ("ok" without one).
+func noopTool(rec *recorder, payload string) client.Tool {
+	result := payload
+	if result == "" {
+		result = "ok"
+	}
 	return client.Tool{
 		Spec: &dexv1.ToolSpec{Name: "noop", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Description: "Does nothing."},
 		Run: func(ctx context.Context, c client.ToolCall) (client.ToolResult, error) {
 			rec.handler(c.StepID, c.Attempt)
-			return client.ToolResult{Content: "ok"}, nil
+			return client.ToolResult{Content: result}, nil
 		},
 	}
 }
@@ -317,6 +334,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	}
 
 	rec, fin := &recorder{m: map[string]*arrival{}}, newFinishes()
+	payload := filler(int(o.payload))
 	warns := &warnCounter{}
 	wlog := warns.logger()
 	defer func() { _ = wlog.Sync() }()
@@ -340,8 +358,8 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		conns = append(conns, cc)
 		w, err := client.NewWorker(cc, client.WorkerOptions{
 			ID:          fmt.Sprintf("bench-w%d", i+1),
-			Tools:       []client.Tool{noopTool(rec)},
-			Model:       benchModel(rec, fin, o.toolsPerTurn),
+			Tools:       []client.Tool{noopTool(rec, payload)},
+			Model:       benchModel(rec, fin, o.toolsPerTurn, payload),
 			Concurrency: o.concurrency,
 			PollWait:    5 * time.Second,
 			Logger:      wlog,

@@ -63,6 +63,8 @@ type config struct {
 	// Sequential: the measured sessions ran one after another, not at once.
 	Sequential   bool `json:"sequential"`
 	IdleSessions int  `json:"idle_sessions"`
+	// Bytes of filler in every model output's text and tool result.
+	PayloadBytes int `json:"payload_bytes"`
 }
 
 type raftStats struct {
@@ -128,7 +130,7 @@ func newReport(o options) *report {
 	return &report{
 		Machine: machine{NProc: runtime.NumCPU(), CPU: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH},
 		Config: config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3,
-			Sequential: o.sequential > 0, IdleSessions: o.idleSessions},
+			Sequential: o.sequential > 0, IdleSessions: o.idleSessions, PayloadBytes: int(o.payload)},
 	}
 }
 
@@ -270,8 +272,8 @@ func (r *report) writeTable(w io.Writer) {
 	if r.Config.Sequential {
 		how = "one after another"
 	}
-	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, %d dexd nodes (fsync on), leader %s\n",
-		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.Nodes, r.Leader)
+	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, payload %d B, %d dexd nodes (fsync on), leader %s\n",
+		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.PayloadBytes, r.Config.Nodes, r.Leader)
 	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "wall time\t%.2f s\t(first CreateSession → last session idle)\n", r.WallSeconds)
