@@ -7,6 +7,9 @@
 //
 //	make build && go run ./cmd/dexbench [--sessions 200] [--workers 4] [--json]
 //
+// `dexbench etcd [flags]` runs a put benchmark on a 3-member etcd before
+// each Dex run, alternating, and prints the two side by side (etcd.go).
+//
 // Every process it starts is stopped by PID when it ends, also on an error
 // or Ctrl-C.
 package main
@@ -63,8 +66,91 @@ type options struct {
 }
 
 func main() {
+	args, name := os.Args[1:], "dexbench"
+	withEtcd := len(args) > 0 && args[0] == "etcd"
+	if withEtcd {
+		args, name = args[1:], "dexbench etcd"
+	}
 	o := options{}
-	fs := flag.NewFlagSet("dexbench", flag.ContinueOnError)
+	fs := benchFlags(name, &o)
+	var eo etcdOptions
+	if withEtcd {
+		eo.register(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
+		os.Exit(2)
+	}
+	if withEtcd {
+		if err := eo.resolve(fs, o); err != nil {
+			fmt.Fprintln(os.Stderr, "dexbench:", err)
+			os.Exit(2)
+		}
+	}
+	if o.sequential > 0 {
+		o.sessions = o.sequential
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if withEtcd {
+		if code := benchWithEtcd(ctx, o, eo); code != 0 {
+			stop()
+			os.Exit(code)
+		}
+		return
+	}
+	var reps []*report
+	for i := range o.runs {
+		if i > 0 && !o.jsonOut {
+			fmt.Println()
+		}
+		rep, code := benchOnce(ctx, o)
+		if code != 0 {
+			os.Exit(code)
+		}
+		reps = append(reps, rep)
+	}
+	if o.runs > 1 {
+		if o.jsonOut {
+			summarize(reps).writeJSON(os.Stdout)
+		} else {
+			summarize(reps).writeTable(os.Stdout)
+		}
+	}
+}
+
+// benchOnce runs the Dex bench once on a fresh cluster and prints its
+// report. A non-zero code is the exit code dexbench must stop with.
+func benchOnce(ctx context.Context, o options) (*report, int) {
+	rep, err := run(ctx, o)
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
+		return nil, 130
+	}
+	if rep != nil {
+		if o.jsonOut {
+			rep.writeJSON(os.Stdout)
+		} else {
+			rep.writeTable(os.Stdout)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
+		return rep, 1
+	}
+	return rep, 0
+}
+
+// benchFlags defines the flags of the Dex bench, which `dexbench etcd`
+// takes too.
+func benchFlags(name string, o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&o.binDir, "bin", "bin", "directory holding dexd (make build)")
 	fs.StringVar(&o.dir, "dir", "", "directory for the nodes' data and logs (default: a new temporary directory, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data directory (and the nodes' logs) at the end")
@@ -86,51 +172,7 @@ func main() {
 	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
 	fs.IntVar(&o.runs, "runs", 1, "run the whole bench this many times, each on a fresh cluster, and print the medians after the reports")
 	fs.Var(&o.payload, "payload", "bytes of filler in every model output's text and every tool result (4096, 4KiB; 0: the short texts \"looking\", \"ok\", \"done\")")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		os.Exit(2)
-	}
-	if err := o.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "dexbench:", err)
-		os.Exit(2)
-	}
-	if o.sequential > 0 {
-		o.sessions = o.sequential
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var reps []*report
-	for i := range o.runs {
-		if i > 0 && !o.jsonOut {
-			fmt.Println()
-		}
-		rep, err := run(ctx, o)
-		if ctx.Err() != nil {
-			fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
-			os.Exit(130)
-		}
-		if rep != nil {
-			if o.jsonOut {
-				rep.writeJSON(os.Stdout)
-			} else {
-				rep.writeTable(os.Stdout)
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "dexbench:", err)
-			os.Exit(1)
-		}
-		reps = append(reps, rep)
-	}
-	if o.runs > 1 {
-		if o.jsonOut {
-			summarize(reps).writeJSON(os.Stdout)
-		} else {
-			summarize(reps).writeTable(os.Stdout)
-		}
-	}
+	return fs
 }
 
 // check refuses flags dexbench cannot run with.
