@@ -60,8 +60,8 @@ func compare(etcd []*etcdReport, dex []*report) *comparison {
 	}
 	c.MedianPutP50, c.MedianPutP99 = median(putP50), median(putP99)
 	c.MedianDispatchP50, c.MedianDispatchP99 = s.MedianP50, s.MedianP99
-	c.MedianCPUMsPerPut, c.MedianCPUMsPerStep = median(cpuPut), s.MedianCPUMsPerStep
-	c.MedianBusyMsPerPut, c.MedianBusyMsPerStep = median(busyPut), s.MedianBusyMsPerStep
+	c.MedianCPUMsPerPut, c.MedianCPUMsPerStep = round2(median(cpuPut)), s.MedianCPUMsPerStep
+	c.MedianBusyMsPerPut, c.MedianBusyMsPerStep = round2(median(busyPut)), s.MedianBusyMsPerStep
 	c.MedianBusyEtcd, c.MedianBusyDex = median(busyEtcd), s.MedianBusy
 	return c
 }

@@ -46,7 +46,7 @@ func summarize(reps []*report) *summary {
 		busy = append(busy, r.MachineBusy)
 	}
 	s.MedianStepsPS, s.MedianP50, s.MedianP99, s.MedianBusy = median(s.StepsPerSec), median(p50), median(p99), median(busy)
-	s.MedianCPUMsPerStep, s.MedianBusyMsPerStep = median(cpuPerStep), median(busyPerStep)
+	s.MedianCPUMsPerStep, s.MedianBusyMsPerStep = round2(median(cpuPerStep)), round2(median(busyPerStep))
 	return s
 }
 

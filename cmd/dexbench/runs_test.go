@@ -49,3 +49,10 @@ func TestSummarize_MediansOfEveryHeadlineFigure(t *testing.T) {
 		t.Errorf("CPU per Step median %v, busy %v; want 2.2 and 3.1", s.MedianCPUMsPerStep, s.MedianBusyMsPerStep)
 	}
 }
+
+func TestSummarize_EvenRunsRoundTheCPUMedian(t *testing.T) {
+	s := summarize([]*report{{CPUMsPerStep: 2.95}, {CPUMsPerStep: 3.6}})
+	if s.MedianCPUMsPerStep != 3.28 {
+		t.Errorf("median of 2.95 and 3.6 = %v; want 3.28", s.MedianCPUMsPerStep)
+	}
+}
