@@ -11,7 +11,7 @@ FSM_PROTOS := $(wildcard $(FSM_PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale vet clean election-time chaos takeover soak worker-typescript test-typescript e2e-typescript chaos-typescript
+.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale bench-etcd vet clean election-time chaos takeover soak worker-typescript test-typescript e2e-typescript chaos-typescript
 
 # The Go binaries, then the Python and TypeScript demo Workers (the
 # TypeScript one only where npm is installed: build-go needs Go alone).
@@ -91,6 +91,13 @@ bench-scale:
 	$(BIN)/dexbench --bin $(BIN) --runs 3 --sessions 1000 $(BENCHFLAGS)
 	$(BIN)/dexbench --bin $(BIN) --runs 3 --idle-sessions 10000 $(BENCHFLAGS)
 	$(BIN)/dexbench --bin $(BIN) --runs 3 --sequential 100 $(BENCHFLAGS)
+
+# dexbench beside a 3-member etcd on the same machine (etcd from Debian's
+# etcd-server package), three runs of each, alternating; medians side by
+# side. BENCHFLAGS="--payload 4KiB" gives a put the bytes of a Step.
+bench-etcd:
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
+	$(BIN)/dexbench etcd --bin $(BIN) --runs 3 $(BENCHFLAGS)
 
 # The crash matrix (docs/crash-matrix.md): every row against every fault on real dexd and
 # dexworker processes; dexd is also built with its failpoints (-tags chaos).

@@ -7,6 +7,9 @@
 //
 //	make build && go run ./cmd/dexbench [--sessions 200] [--workers 4] [--json]
 //
+// `dexbench etcd [flags]` runs a put benchmark on a 3-member etcd before
+// each Dex run, alternating, and prints the two side by side (etcd.go).
+//
 // Every process it starts is stopped by PID when it ends, also on an error
 // or Ctrl-C.
 package main
@@ -59,11 +62,95 @@ type options struct {
 	runs         int
 	steady       time.Duration
 	token        string
+	payload      byteSize
 }
 
 func main() {
+	args, name := os.Args[1:], "dexbench"
+	withEtcd := len(args) > 0 && args[0] == "etcd"
+	if withEtcd {
+		args, name = args[1:], "dexbench etcd"
+	}
 	o := options{}
-	fs := flag.NewFlagSet("dexbench", flag.ContinueOnError)
+	fs := benchFlags(name, &o)
+	var eo etcdOptions
+	if withEtcd {
+		eo.register(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
+		os.Exit(2)
+	}
+	if withEtcd {
+		if err := eo.resolve(fs, o); err != nil {
+			fmt.Fprintln(os.Stderr, "dexbench:", err)
+			os.Exit(2)
+		}
+	}
+	if o.sequential > 0 {
+		o.sessions = o.sequential
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if withEtcd {
+		if code := benchWithEtcd(ctx, o, eo); code != 0 {
+			stop()
+			os.Exit(code)
+		}
+		return
+	}
+	var reps []*report
+	for i := range o.runs {
+		if i > 0 && !o.jsonOut {
+			fmt.Println()
+		}
+		rep, code := benchOnce(ctx, o)
+		if code != 0 {
+			os.Exit(code)
+		}
+		reps = append(reps, rep)
+	}
+	if o.runs > 1 {
+		if o.jsonOut {
+			summarize(reps).writeJSON(os.Stdout)
+		} else {
+			summarize(reps).writeTable(os.Stdout)
+		}
+	}
+}
+
+// benchOnce runs the Dex bench once on a fresh cluster and prints its
+// report. A non-zero code is the exit code dexbench must stop with.
+func benchOnce(ctx context.Context, o options) (*report, int) {
+	rep, err := run(ctx, o)
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
+		return nil, 130
+	}
+	if rep != nil {
+		if o.jsonOut {
+			rep.writeJSON(os.Stdout)
+		} else {
+			rep.writeTable(os.Stdout)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
+		return rep, 1
+	}
+	return rep, 0
+}
+
+// benchFlags defines the flags of the Dex bench, which `dexbench etcd`
+// takes too.
+func benchFlags(name string, o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&o.binDir, "bin", "bin", "directory holding dexd (make build)")
 	fs.StringVar(&o.dir, "dir", "", "directory for the nodes' data and logs (default: a new temporary directory, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data directory (and the nodes' logs) at the end")
@@ -84,51 +171,8 @@ func main() {
 	fs.DurationVar(&o.steady, "steady", 0, "after the measured run, keep driving rounds of --sessions sessions for this long and report how many elections happened meanwhile (0: skip)")
 	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
 	fs.IntVar(&o.runs, "runs", 1, "run the whole bench this many times, each on a fresh cluster, and print the medians after the reports")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		os.Exit(2)
-	}
-	if err := o.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "dexbench:", err)
-		os.Exit(2)
-	}
-	if o.sequential > 0 {
-		o.sessions = o.sequential
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var reps []*report
-	for i := range o.runs {
-		if i > 0 && !o.jsonOut {
-			fmt.Println()
-		}
-		rep, err := run(ctx, o)
-		if ctx.Err() != nil {
-			fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
-			os.Exit(130)
-		}
-		if rep != nil {
-			if o.jsonOut {
-				rep.writeJSON(os.Stdout)
-			} else {
-				rep.writeTable(os.Stdout)
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "dexbench:", err)
-			os.Exit(1)
-		}
-		reps = append(reps, rep)
-	}
-	if o.runs > 1 {
-		if o.jsonOut {
-			summarize(reps).writeJSON(os.Stdout)
-		} else {
-			summarize(reps).writeTable(os.Stdout)
-		}
-	}
+	fs.Var(&o.payload, "payload", "bytes of filler in every model output's text and every tool result (4096, 4KiB; 0: the short texts \"looking\", \"ok\", \"done\")")
+	return fs
 }
 
 // check refuses flags dexbench cannot run with.
@@ -144,6 +188,9 @@ func (o *options) check() error {
 	}
 	if o.runs < 1 {
 		return errors.New("--runs must be at least 1")
+	}
+	if o.payload > maxPayload {
+		return fmt.Errorf("--payload must be at most %s: a turn's last model input holds three payloads, and dexd refuses a model input over half of --max-payload", formatSize(maxPayload))
 	}
 	if o.sessions > maxIndex || o.idleSessions > maxIndex || o.sequential > maxIndex || o.warmup > maxIndex {
 		return fmt.Errorf("--sessions, --idle-sessions, --sequential and --warmup must be at most %d", maxIndex)
@@ -190,8 +237,15 @@ func (r *recorder) get(stepID string) *arrival {
 }
 
 // benchModel answers a turn's first RunModel with k noop calls and the
-// tool-result RunModel with text.
-func benchModel(rec *recorder, fin *finishes, k int) client.ModelHandler {
+// tool-result RunModel with text. With a payload, both outputs' text is the
+// payload.
+func benchModel(rec *recorder, fin *finishes, k int, payload string) client.ModelHandler {
+	text := func(short string) string {
+		if payload != "" {
+			return payload
+		}
+		return short
+	}
 	return client.ModelFuncs{Run: func(ctx context.Context, in client.ModelInput) (*dexv1.ModelOutput, error) {
 		if out, ok := idleModel(in); ok {
 			fin.answered(in.StepID, in.SessionID)
@@ -210,9 +264,9 @@ func benchModel(rec *recorder, fin *finishes, k int) client.ModelHandler {
 		}
 		if results > 0 || k == 0 {
 			fin.answered(in.StepID, in.SessionID)
-			return &dexv1.ModelOutput{Text: "done"}, nil
+			return &dexv1.ModelOutput{Text: text("done")}, nil
 		}
-		out := &dexv1.ModelOutput{Text: "looking"}
+		out := &dexv1.ModelOutput{Text: text("looking")}
 		for i := range k {
 			out.ToolCalls = append(out.ToolCalls, &dexv1.ToolCall{CallId: fmt.Sprintf("call-%d", i+1), Tool: "noop", Arguments: "{}"})
 		}
@@ -220,12 +274,17 @@ func benchModel(rec *recorder, fin *finishes, k int) client.ModelHandler {
 	}}
 }
 
-func noopTool(rec *recorder) client.Tool {
+// noopTool returns the payload as its result ("ok" without one).
+func noopTool(rec *recorder, payload string) client.Tool {
+	result := payload
+	if result == "" {
+		result = "ok"
+	}
 	return client.Tool{
 		Spec: &dexv1.ToolSpec{Name: "noop", Access: dexv1.ToolAccess_TOOL_ACCESS_READ, Description: "Does nothing."},
 		Run: func(ctx context.Context, c client.ToolCall) (client.ToolResult, error) {
 			rec.handler(c.StepID, c.Attempt)
-			return client.ToolResult{Content: "ok"}, nil
+			return client.ToolResult{Content: result}, nil
 		},
 	}
 }
@@ -317,6 +376,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	}
 
 	rec, fin := &recorder{m: map[string]*arrival{}}, newFinishes()
+	payload := filler(int(o.payload))
 	warns := &warnCounter{}
 	wlog := warns.logger()
 	defer func() { _ = wlog.Sync() }()
@@ -340,8 +400,8 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		conns = append(conns, cc)
 		w, err := client.NewWorker(cc, client.WorkerOptions{
 			ID:          fmt.Sprintf("bench-w%d", i+1),
-			Tools:       []client.Tool{noopTool(rec)},
-			Model:       benchModel(rec, fin, o.toolsPerTurn),
+			Tools:       []client.Tool{noopTool(rec, payload)},
+			Model:       benchModel(rec, fin, o.toolsPerTurn, payload),
 			Concurrency: o.concurrency,
 			PollWait:    5 * time.Second,
 			Logger:      wlog,

@@ -63,6 +63,8 @@ type config struct {
 	// Sequential: the measured sessions ran one after another, not at once.
 	Sequential   bool `json:"sequential"`
 	IdleSessions int  `json:"idle_sessions"`
+	// Bytes of filler in every model output's text and tool result.
+	PayloadBytes int `json:"payload_bytes"`
 }
 
 type raftStats struct {
@@ -111,6 +113,10 @@ type report struct {
 	// every process of the machine counted (other load included).
 	MachineBusy           float64 `json:"machine_busy_pct"`
 	MachineBusyCPUSeconds float64 `json:"machine_busy_cpu_seconds"`
+	// CPU per succeeded Step: every dexd's and dexbench's CPU seconds, and
+	// the machine's busy CPU seconds (other load included), ÷ Steps, in ms.
+	CPUMsPerStep         float64 `json:"cpu_ms_per_step"`
+	MachineBusyMsPerStep float64 `json:"machine_busy_ms_per_step"`
 
 	// The --steady run after the measured one.
 	Steady *steadyLoad `json:"steady_load,omitempty"`
@@ -128,7 +134,7 @@ func newReport(o options) *report {
 	return &report{
 		Machine: machine{NProc: runtime.NumCPU(), CPU: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH},
 		Config: config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3,
-			Sequential: o.sequential > 0, IdleSessions: o.idleSessions},
+			Sequential: o.sequential > 0, IdleSessions: o.idleSessions, PayloadBytes: int(o.payload)},
 	}
 }
 
@@ -204,6 +210,34 @@ func (r *report) analyse(sessions []*dexv1.GetSessionResponse, rec *recorder, st
 	if r.Raft != nil && r.StepsSucceeded > 0 {
 		r.Raft.EntriesPerStep = math.Round(r.Raft.Entries/float64(r.StepsSucceeded)*100) / 100
 	}
+	r.setCPUPerStep()
+}
+
+// setCPUPerStep divides the CPU seconds of the run by its succeeded Steps.
+func (r *report) setCPUPerStep() {
+	if r.StepsSucceeded == 0 {
+		return
+	}
+	if r.Raft != nil {
+		r.CPUMsPerStep = perOpMs(sumValues(r.Raft.CPUSeconds), r.StepsSucceeded)
+	}
+	r.MachineBusyMsPerStep = perOpMs(r.MachineBusyCPUSeconds, r.StepsSucceeded)
+}
+
+// perOpMs is CPU seconds ÷ n operations, in ms, to two decimals.
+func perOpMs(cpuSeconds float64, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return math.Round(cpuSeconds/float64(n)*1000*100) / 100
+}
+
+func sumValues(m map[string]float64) float64 {
+	sum := 0.0
+	for _, v := range m {
+		sum += v
+	}
+	return sum
 }
 
 // metrics are the gauges of every node's /metrics, by node id.
@@ -270,8 +304,8 @@ func (r *report) writeTable(w io.Writer) {
 	if r.Config.Sequential {
 		how = "one after another"
 	}
-	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, %d dexd nodes (fsync on), leader %s\n",
-		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.Nodes, r.Leader)
+	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, payload %d B, %d dexd nodes (fsync on), leader %s\n",
+		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.PayloadBytes, r.Config.Nodes, r.Leader)
 	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "wall time\t%.2f s\t(first CreateSession → last session idle)\n", r.WallSeconds)
@@ -293,6 +327,9 @@ func (r *report) writeTable(w io.Writer) {
 	}
 	if r.MachineBusyCPUSeconds > 0 {
 		fmt.Fprintf(tw, "machine busy\t%.1f%%\t%.2f CPU seconds, every process counted (compare with the line above)\n", r.MachineBusy, r.MachineBusyCPUSeconds)
+	}
+	if r.CPUMsPerStep > 0 {
+		fmt.Fprintf(tw, "CPU per Step\t%.2f ms\t(the CPU seconds above ÷ succeeded Steps; machine busy: %.2f ms per Step)\n", r.CPUMsPerStep, r.MachineBusyMsPerStep)
 	}
 	if l := r.IdleLoad; l != nil {
 		fmt.Fprintf(tw, "idle load\t%d sessions\t%.2f s in batches of %d, %.1f sessions/s, %.0f raft entries (%.2f per session)\n",

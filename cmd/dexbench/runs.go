@@ -17,6 +17,9 @@ type summary struct {
 	MedianP50     float64   `json:"median_dispatch_p50_ms"`
 	MedianP99     float64   `json:"median_dispatch_p99_ms"`
 	MedianBusy    float64   `json:"median_machine_busy_pct"`
+	// CPU ms per succeeded Step (dexd × 3 + dexbench), and the machine's.
+	MedianCPUMsPerStep  float64 `json:"median_cpu_ms_per_step"`
+	MedianBusyMsPerStep float64 `json:"median_machine_busy_ms_per_step"`
 }
 
 func median(v []float64) float64 {
@@ -33,8 +36,9 @@ func median(v []float64) float64 {
 
 func summarize(reps []*report) *summary {
 	s := &summary{Runs: len(reps)}
-	var p50, p99, busy []float64
+	var p50, p99, busy, cpuPerStep, busyPerStep []float64
 	for _, r := range reps {
+		cpuPerStep, busyPerStep = append(cpuPerStep, r.CPUMsPerStep), append(busyPerStep, r.MachineBusyMsPerStep)
 		s.StepsPerSec = append(s.StepsPerSec, r.StepsPerSec)
 		if r.Dispatch != nil {
 			p50, p99 = append(p50, r.Dispatch.P50), append(p99, r.Dispatch.P99)
@@ -42,6 +46,7 @@ func summarize(reps []*report) *summary {
 		busy = append(busy, r.MachineBusy)
 	}
 	s.MedianStepsPS, s.MedianP50, s.MedianP99, s.MedianBusy = median(s.StepsPerSec), median(p50), median(p99), median(busy)
+	s.MedianCPUMsPerStep, s.MedianBusyMsPerStep = round2(median(cpuPerStep)), round2(median(busyPerStep))
 	return s
 }
 
@@ -49,6 +54,8 @@ func (s *summary) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\nover %d runs, each on a fresh cluster: steps/s %v\n", s.Runs, s.StepsPerSec)
 	fmt.Fprintf(w, "median           %.1f steps/s, dispatch p50 %.1f ms, p99 %.1f ms, machine busy %.1f%%\n",
 		s.MedianStepsPS, s.MedianP50, s.MedianP99, s.MedianBusy)
+	fmt.Fprintf(w, "                 CPU per Step %.2f ms (dexd × 3 + dexbench), machine busy %.2f ms per Step\n",
+		s.MedianCPUMsPerStep, s.MedianBusyMsPerStep)
 }
 
 func (s *summary) writeJSON(w io.Writer) {
