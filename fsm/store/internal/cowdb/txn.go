@@ -292,16 +292,20 @@ func (t *Txn) First(tableName, indexName string, args ...any) (any, error) {
 		return nil, err
 	}
 	bt := t.view(ix)
-	var found any
+	// A key that is there is the first row of its prefix: the usual case
+	// (a lookup by id) costs one descent.
+	if e, ok := t.get(bt, key); ok {
+		return e.row, nil
+	}
+	it := bt.Iter()
+	defer it.Release()
 	t.pivot.key = key
-	bt.Ascend(&t.pivot, func(e *entry) bool {
-		if bytes.HasPrefix(e.key, key) {
-			found = e.row
-		}
-		return false
-	})
+	ok := it.Seek(&t.pivot)
 	t.pivot.key = nil
-	return found, nil
+	if ok && bytes.HasPrefix(it.Item().key, key) {
+		return it.Item().row, nil
+	}
+	return nil, nil
 }
 
 // FirstWatch is First with a channel closed when the rows it read change.
