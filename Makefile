@@ -75,7 +75,7 @@ fuzz:
 
 bench:
 	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench 'Apply$$' -benchtime 2000x -benchmem
-	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench MemdbFloor -benchmem
+	chaos/scripts/busy.sh $(GO) test ./fsm/store/internal/cowdb -run '^$$' -bench Floor -benchmem
 	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench ApplyBatch -benchtime 100x
 	chaos/scripts/busy.sh $(GO) test ./fsm -run '^$$' -bench State100k -benchtime 1x
 	chaos/scripts/busy.sh $(GO) test ./dispatch -run '^$$' -bench . -benchmem

@@ -31,7 +31,7 @@ type Options struct {
 	OnApplied func(*Applied)
 }
 
-// FSM holds the state in go-memdb. Readers take consistent snapshots through
+// FSM holds the state in the store (fsm/store). Readers take consistent snapshots through
 // State without ever waiting for Apply: the current db is swapped atomically.
 type FSM struct {
 	opts Options

@@ -10,7 +10,7 @@ import (
 // The snapshot codec (format, versions and their upgrades) is the store's;
 // these are the state machine's face of it.
 
-// Snapshot is a point-in-time copy of the state, cheap to take: go-memdb's
+// Snapshot is a point-in-time copy of the state, cheap to take: the store's
 // read transaction is immutable.
 type Snapshot struct {
 	tx *store.Txn

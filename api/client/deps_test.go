@@ -9,7 +9,7 @@ import (
 )
 
 // The Go Worker library depends on the wire only: nothing it imports,
-// directly or not, is the cluster's state machine, its store (go-memdb) or
+// directly or not, is the cluster's state machine, its store (B-trees under go-memdb's schema) or
 // any other part of the server. A Worker built with it never changes with
 // the cluster's internals.
 func TestWorkerLibraryDependsOnTheWireOnly(t *testing.T) {
@@ -21,7 +21,7 @@ func TestWorkerLibraryDependsOnTheWireOnly(t *testing.T) {
 		}
 	}
 	for pkg, by := range others {
-		if strings.Contains(pkg, "go-memdb") || strings.Contains(pkg, "hashicorp/raft") {
+		if strings.Contains(pkg, "go-memdb") || strings.Contains(pkg, "tidwall/btree") || strings.Contains(pkg, "hashicorp/raft") {
 			t.Errorf("api/client imports %s (through %s): that is the cluster's store", pkg, by)
 		}
 	}
@@ -44,8 +44,10 @@ func TestDependencyWalkFindsTheStateMachine(t *testing.T) {
 	if _, ok := own[module+"/fsm"]; !ok {
 		t.Errorf("the walk from api/server did not reach fsm")
 	}
-	if _, ok := others["github.com/hashicorp/go-memdb"]; !ok {
-		t.Errorf("the walk from api/server did not reach go-memdb")
+	for _, store := range []string{"github.com/hashicorp/go-memdb", "github.com/tidwall/btree"} {
+		if _, ok := others[store]; !ok {
+			t.Errorf("the walk from api/server did not reach %s", store)
+		}
 	}
 }
 

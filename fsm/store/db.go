@@ -3,19 +3,19 @@ package store
 import (
 	"fmt"
 
-	memdb "github.com/hashicorp/go-memdb"
+	"github.com/dexhq/dex/fsm/store/internal/cowdb"
 )
 
 // DB is one state store and the channel closed when a Restore replaces it,
 // so readers watching it wake up and read the new one.
 type DB struct {
-	db      *memdb.MemDB
+	db      *cowdb.DB
 	abandon chan struct{}
 }
 
 // New returns an empty store whose rule-keyed indexes follow r.
 func New(r Routing) *DB {
-	db, err := memdb.NewMemDB(schema(r))
+	db, err := cowdb.New(schema(r), cowdb.Options{WatchGroups: watchGroups})
 	if err != nil {
 		panic(fmt.Sprintf("store: schema: %v", err)) // the schema is static
 	}
@@ -34,6 +34,13 @@ func (d *DB) Abandon() { close(d.abandon) }
 
 // Scratch starts a write transaction on a copy of the store as it is now,
 // to try commands whose effects are thrown away. The copy costs nothing
-// (the trees are immutable and shared), and the transaction never waits
-// for, nor holds up, the store's own writer.
-func (d *DB) Scratch() *Txn { return (*Txn)(d.db.Snapshot().Txn(true)) }
+// (the trees are copy-on-write), and the transaction never waits for, nor
+// holds up, the store's own writer.
+func (d *DB) Scratch() *Txn { return (*Txn)(d.db.Scratch()) }
+
+// watchGroups: a watch of a session's event pages (EventsWatch) wakes on
+// that session's events alone. An event page's key is the session id, a
+// NUL and the page key (8 bytes); the group is what precedes the page key.
+var watchGroups = map[string]func(key []byte) []byte{
+	TableEvents + "." + IndexID: func(key []byte) []byte { return key[:len(key)-8] },
+}

@@ -3,17 +3,17 @@ package store
 import (
 	"fmt"
 
-	memdb "github.com/hashicorp/go-memdb"
+	"github.com/dexhq/dex/fsm/store/internal/cowdb"
 )
 
 // Txn is a transaction on the store. Rows it returns are shared with the
 // store and with readers: a caller clones one before it changes it.
 //
-// It is go-memdb's transaction under another name, so wrapping one costs
+// It is the engine's transaction under another name, so wrapping one costs
 // nothing.
-type Txn memdb.Txn
+type Txn cowdb.Txn
 
-func (t *Txn) mem() *memdb.Txn { return (*memdb.Txn)(t) }
+func (t *Txn) mem() *cowdb.Txn { return (*cowdb.Txn)(t) }
 
 // iterator walks the rows of an index in order.
 type iterator interface {
@@ -65,14 +65,4 @@ func All[T any](t *Txn, table, index string) []T {
 }
 
 // Count returns how many rows a table holds.
-func (t *Txn) Count(table string) int {
-	it, err := t.mem().Get(table, IndexID)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		n++
-	}
-	return n
-}
+func (t *Txn) Count(table string) int { return t.mem().Len(table) }
