@@ -283,11 +283,7 @@ func (t *Txn) DeleteAll(tableName, indexName string, args ...any) (int, error) {
 
 // First returns the first row a Get of the same arguments returns, or nil.
 func (t *Txn) First(tableName, indexName string, args ...any) (any, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
@@ -325,11 +321,7 @@ func (t *Txn) FirstWatch(tableName, indexName string, args ...any) (<-chan struc
 // the key args give (every row for no args; with an index name ending in
 // "_prefix", the indexer's prefix of args).
 func (t *Txn) Get(tableName, indexName string, args ...any) (*Iterator, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
@@ -339,11 +331,7 @@ func (t *Txn) Get(tableName, indexName string, args ...any) (*Iterator, error) {
 // LowerBound iterates, in key order, the rows from the first whose key is
 // at least the key args give, to the end of the index.
 func (t *Txn) LowerBound(tableName, indexName string, args ...any) (*Iterator, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
@@ -353,11 +341,7 @@ func (t *Txn) LowerBound(tableName, indexName string, args ...any) (*Iterator, e
 // ReverseLowerBound iterates, in reverse key order, the rows from the last
 // whose key is at most the key args give, to the start of the index.
 func (t *Txn) ReverseLowerBound(tableName, indexName string, args ...any) (*Iterator, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
