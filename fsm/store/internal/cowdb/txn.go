@@ -136,12 +136,8 @@ func (t *Txn) Insert(tableName string, row any) error {
 	if !ok {
 		return fmt.Errorf("object missing primary index")
 	}
-	var old any
-	if e, found := t.get(t.view(idIx), id); found {
-		old = e.row
-	}
-	// Every key is checked before any is written, so a refused row leaves
-	// the transaction as it was.
+	// The new row's keys are checked before anything is written, so a
+	// refused row leaves the transaction as it was.
 	changes := t.changes[:0]
 	defer func() { clear(changes); t.changes = changes[:0] }()
 	for _, ix := range tb.indexes[1:] {
@@ -157,19 +153,20 @@ func (t *Txn) Insert(tableName string, row any) error {
 		if has {
 			c.newKeys = nk
 		}
-		if old != nil {
-			ok, hasOld, err := ix.keys(old, id, &c.oldOne)
-			if err != nil {
-				return err
-			}
-			if hasOld {
+	}
+	// Writing the id entry returns the row it replaces: one descent for
+	// both. The old row's keys were built when it was written, by the same
+	// indexers, so building them again cannot fail.
+	old, replaced := t.set(idIx, id, row)
+	for i := range changes {
+		c := &changes[i]
+		if replaced {
+			if ok, hasOld, err := c.ix.keys(old.row, id, &c.oldOne); err != nil {
+				panic(fmt.Sprintf("cowdb: the stored row of %s no longer indexes: %v", tableName, err))
+			} else if hasOld {
 				c.oldKeys = ok
 			}
 		}
-	}
-	t.set(idIx, id, row)
-	for i := range changes {
-		c := &changes[i]
 		for _, k := range c.oldKeys {
 			if !containsKey(c.newKeys, k) {
 				t.del(c.ix, k)
@@ -191,12 +188,14 @@ func containsKey(keys [][]byte, k []byte) bool {
 	return false
 }
 
-func (t *Txn) set(ix *index, key []byte, row any) {
+// set puts key's entry and returns the one it replaced, if any.
+func (t *Txn) set(ix *index, key []byte, row any) (*entry, bool) {
 	t.writes++
-	t.writable(ix).Set(&entry{key: key, row: row})
+	old, replaced := t.writable(ix).Set(&entry{key: key, row: row})
 	if ix.group != nil {
 		t.grouped = append(t.grouped, groupedKey{ix, key})
 	}
+	return old, replaced
 }
 
 func (t *Txn) del(ix *index, key []byte) {
