@@ -60,13 +60,15 @@ func singleNodeConfig(t *testing.T) cluster.Config {
 // serveNode opens a node of cfg and serves it as serveSingleNode does.
 func serveNode(t *testing.T, cfg cluster.Config, opts Options) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
-	grpcAddr := cfg.GRPCAddr
-	node, err := cluster.Open(cfg, cluster.Hooks{})
+	// The gRPC port is taken back before the node opens, so no other test
+	// process grabs it in between.
+	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", grpcAddr)
+	node, err := cluster.Open(cfg, cluster.Hooks{})
 	if err != nil {
+		lis.Close()
 		t.Fatal(err)
 	}
 	srv := New(node, zap.NewNop(), opts)
@@ -83,7 +85,7 @@ func serveNode(t *testing.T, cfg cluster.Config, opts Options) (*cluster.Node, *
 			t.Fatal("the node never became ready")
 		}
 	}
-	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(cfg.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

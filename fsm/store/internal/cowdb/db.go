@@ -185,6 +185,19 @@ func (db *DB) lookup(tableName, indexName string) (*table, *index, bool, error) 
 	return t, ix, prefix, nil
 }
 
+// readKey is the index a read names and the key its args give.
+func (db *DB) readKey(tableName, indexName string, args []any) (*index, []byte, error) {
+	_, ix, prefix, err := db.lookup(tableName, indexName)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := ix.argsKey(prefix, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ix, key, nil
+}
+
 // argsKey is the key prefix a read of ix with args covers: all of the index
 // for no args, the indexer's prefix for a prefix read, its key otherwise.
 func (ix *index) argsKey(prefix bool, args []any) ([]byte, error) {

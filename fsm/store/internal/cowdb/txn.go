@@ -136,12 +136,8 @@ func (t *Txn) Insert(tableName string, row any) error {
 	if !ok {
 		return fmt.Errorf("object missing primary index")
 	}
-	var old any
-	if e, found := t.get(t.view(idIx), id); found {
-		old = e.row
-	}
-	// Every key is checked before any is written, so a refused row leaves
-	// the transaction as it was.
+	// The new row's keys are checked before anything is written, so a
+	// refused row leaves the transaction as it was.
 	changes := t.changes[:0]
 	defer func() { clear(changes); t.changes = changes[:0] }()
 	for _, ix := range tb.indexes[1:] {
@@ -157,19 +153,20 @@ func (t *Txn) Insert(tableName string, row any) error {
 		if has {
 			c.newKeys = nk
 		}
-		if old != nil {
-			ok, hasOld, err := ix.keys(old, id, &c.oldOne)
-			if err != nil {
-				return err
-			}
-			if hasOld {
+	}
+	// Writing the id entry returns the row it replaces: one descent for
+	// both. The old row's keys were built when it was written, by the same
+	// indexers, so building them again cannot fail.
+	old, replaced := t.set(idIx, id, row)
+	for i := range changes {
+		c := &changes[i]
+		if replaced {
+			if ok, hasOld, err := c.ix.keys(old.row, id, &c.oldOne); err != nil {
+				panic(fmt.Sprintf("cowdb: the stored row of %s no longer indexes: %v", tableName, err))
+			} else if hasOld {
 				c.oldKeys = ok
 			}
 		}
-	}
-	t.set(idIx, id, row)
-	for i := range changes {
-		c := &changes[i]
 		for _, k := range c.oldKeys {
 			if !containsKey(c.newKeys, k) {
 				t.del(c.ix, k)
@@ -191,12 +188,14 @@ func containsKey(keys [][]byte, k []byte) bool {
 	return false
 }
 
-func (t *Txn) set(ix *index, key []byte, row any) {
+// set puts key's entry and returns the one it replaced, if any.
+func (t *Txn) set(ix *index, key []byte, row any) (*entry, bool) {
 	t.writes++
-	t.writable(ix).Set(&entry{key: key, row: row})
+	old, replaced := t.writable(ix).Set(&entry{key: key, row: row})
 	if ix.group != nil {
 		t.grouped = append(t.grouped, groupedKey{ix, key})
 	}
+	return old, replaced
 }
 
 func (t *Txn) del(ix *index, key []byte) {
@@ -283,11 +282,7 @@ func (t *Txn) DeleteAll(tableName, indexName string, args ...any) (int, error) {
 
 // First returns the first row a Get of the same arguments returns, or nil.
 func (t *Txn) First(tableName, indexName string, args ...any) (any, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
@@ -325,11 +320,7 @@ func (t *Txn) FirstWatch(tableName, indexName string, args ...any) (<-chan struc
 // the key args give (every row for no args; with an index name ending in
 // "_prefix", the indexer's prefix of args).
 func (t *Txn) Get(tableName, indexName string, args ...any) (*Iterator, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
@@ -339,11 +330,7 @@ func (t *Txn) Get(tableName, indexName string, args ...any) (*Iterator, error) {
 // LowerBound iterates, in key order, the rows from the first whose key is
 // at least the key args give, to the end of the index.
 func (t *Txn) LowerBound(tableName, indexName string, args ...any) (*Iterator, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
@@ -353,11 +340,7 @@ func (t *Txn) LowerBound(tableName, indexName string, args ...any) (*Iterator, e
 // ReverseLowerBound iterates, in reverse key order, the rows from the last
 // whose key is at most the key args give, to the start of the index.
 func (t *Txn) ReverseLowerBound(tableName, indexName string, args ...any) (*Iterator, error) {
-	_, ix, prefix, err := t.db.lookup(tableName, indexName)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ix.argsKey(prefix, args)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, err
 	}
