@@ -15,7 +15,7 @@ type Iterator struct {
 	it      btree.IterG[*entry]
 	writes  uint64 // the transaction's writes when it was positioned
 	last    []byte // the key of the row returned last
-	pivot   entry // the key a seek looks for
+	pivot   entry  // the key a seek looks for
 	start   []byte
 	bound   []byte // rows whose key begins with bound (when bounded)
 	bounded bool
