@@ -119,23 +119,33 @@ func (t *Txn) get(bt *btree.BTreeG[*entry], key []byte) (*entry, bool) {
 	return e, ok
 }
 
-// Insert puts a row, replacing the row with the same id if there is one.
-func (t *Txn) Insert(tableName string, row any) error {
+// rowID checks that a write of row to a table can be made here and returns
+// the table and the row's id key.
+func (t *Txn) rowID(op, tableName string, row any) (*table, []byte, error) {
 	if !t.write || t.done {
-		return fmt.Errorf("cannot insert in read-only transaction")
+		return nil, nil, fmt.Errorf("cannot %s in read-only transaction", op)
 	}
 	tb, ok := t.db.tables[tableName]
 	if !ok {
-		return fmt.Errorf("invalid table '%s'", tableName)
+		return nil, nil, fmt.Errorf("invalid table '%s'", tableName)
 	}
-	idIx := tb.indexes[0]
-	ok, id, err := idIx.single.FromObject(row)
+	ok, id, err := tb.indexes[0].single.FromObject(row)
 	if err != nil {
-		return fmt.Errorf("failed to build primary index: %v", err)
+		return nil, nil, fmt.Errorf("failed to build primary index: %v", err)
 	}
 	if !ok {
-		return fmt.Errorf("object missing primary index")
+		return nil, nil, fmt.Errorf("object missing primary index")
 	}
+	return tb, id, nil
+}
+
+// Insert puts a row, replacing the row with the same id if there is one.
+func (t *Txn) Insert(tableName string, row any) error {
+	tb, id, err := t.rowID("insert", tableName, row)
+	if err != nil {
+		return err
+	}
+	idIx := tb.indexes[0]
 	// The new row's keys are checked before anything is written, so a
 	// refused row leaves the transaction as it was.
 	changes := t.changes[:0]
@@ -210,21 +220,11 @@ func (t *Txn) del(ix *index, key []byte) {
 
 // Delete removes the row with row's id; ErrNotFound if there is none.
 func (t *Txn) Delete(tableName string, row any) error {
-	if !t.write || t.done {
-		return fmt.Errorf("cannot delete in read-only transaction")
-	}
-	tb, ok := t.db.tables[tableName]
-	if !ok {
-		return fmt.Errorf("invalid table '%s'", tableName)
+	tb, id, err := t.rowID("delete", tableName, row)
+	if err != nil {
+		return err
 	}
 	idIx := tb.indexes[0]
-	ok, id, err := idIx.single.FromObject(row)
-	if err != nil {
-		return fmt.Errorf("failed to build primary index: %v", err)
-	}
-	if !ok {
-		return fmt.Errorf("object missing primary index")
-	}
 	e, found := t.get(t.view(idIx), id)
 	if !found {
 		return ErrNotFound
@@ -286,11 +286,16 @@ func (t *Txn) First(tableName, indexName string, args ...any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.first(ix, key), nil
+}
+
+// first is the first row of ix whose key begins with key, or nil.
+func (t *Txn) first(ix *index, key []byte) any {
 	bt := t.view(ix)
 	// A key that is there is the first row of its prefix: the usual case
 	// (a lookup by id) costs one descent.
 	if e, ok := t.get(bt, key); ok {
-		return e.row, nil
+		return e.row
 	}
 	it := bt.Iter()
 	defer it.Release()
@@ -298,22 +303,18 @@ func (t *Txn) First(tableName, indexName string, args ...any) (any, error) {
 	ok := it.Seek(&t.pivot)
 	t.pivot.key = nil
 	if ok && bytes.HasPrefix(it.Item().key, key) {
-		return it.Item().row, nil
+		return it.Item().row
 	}
-	return nil, nil
+	return nil
 }
 
 // FirstWatch is First with a channel closed when the rows it read change.
 func (t *Txn) FirstWatch(tableName, indexName string, args ...any) (<-chan struct{}, any, error) {
-	_, ix, _, err := t.db.lookup(tableName, indexName)
+	ix, key, err := t.db.readKey(tableName, indexName, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	row, err := t.First(tableName, indexName, args...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return t.base.trees[ix.n].replaced.get(), row, nil
+	return t.base.trees[ix.n].replaced.get(), t.first(ix, key), nil
 }
 
 // Get iterates, in key order, the rows whose key in the index begins with
