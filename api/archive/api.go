@@ -36,43 +36,42 @@ func FromAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 	}
 }
 
-// readAPI reads the session once; ErrChanged when a page's header differs
-// from the first one's.
+// readAPI reads the session once: the history pages, then the Steps pages
+// (each page asks for as little of the other part as it can), then the
+// events; ErrChanged when a page's header differs from the first one's.
 func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
-	var e *encoder
-	var first *dexv1.GetSessionResponse
-	req := &dexv1.GetSessionRequest{SessionId: id}
-	historyDone, stepsDone := false, false
-	for {
-		resp, err := getPage(ctx, c, req)
+	first, err := getPage(ctx, c, &dexv1.GetSessionRequest{SessionId: id, StepsLimit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if got, want := len(first.Session.Inbox), int(first.Session.InboxCount); got != want {
+		return nil, fmt.Errorf("session %s keeps %d inbox messages, more than one answer of GetSession shows (%d): export it from the leader's state", id, want, got)
+	}
+	e := newEncoder()
+	e.header(first.Session, first.LastEventSeq)
+	var lastSeq uint64
+	for resp := first; ; {
+		for _, h := range resp.Session.History {
+			e.history(h)
+			lastSeq = h.Seq
+		}
+		if resp.NextHistoryAfterSeq == 0 {
+			break
+		}
+		if resp, err = samePage(ctx, c, first, &dexv1.GetSessionRequest{SessionId: id, HistoryAfterSeq: lastSeq, StepsLimit: 1}); err != nil {
+			return nil, err
+		}
+	}
+	for after := uint64(0); ; {
+		resp, err := samePage(ctx, c, first, &dexv1.GetSessionRequest{SessionId: id, HistoryAfterSeq: lastSeq, HistoryLimit: 1, StepsAfter: after})
 		if err != nil {
 			return nil, err
 		}
-		if first == nil {
-			first = resp
-			if got, want := len(resp.Session.Inbox), int(resp.Session.InboxCount); got != want {
-				return nil, fmt.Errorf("session %s keeps %d inbox messages, more than one answer of GetSession shows (%d): export it from the leader's state", id, want, got)
-			}
-			e = newEncoder()
-			e.header(resp.Session, resp.LastEventSeq)
-		} else if !sameHeader(first, resp) {
-			return nil, fmt.Errorf("%w: %s", ErrChanged, id)
+		for _, s := range resp.Steps {
+			e.step(s)
+			after = s.Number
 		}
-		if !historyDone {
-			for _, h := range resp.Session.History {
-				e.history(h)
-				req.HistoryAfterSeq = h.Seq
-			}
-			historyDone = resp.NextHistoryAfterSeq == 0
-		}
-		if !stepsDone {
-			for _, s := range resp.Steps {
-				e.step(s)
-				req.StepsAfter = s.Number
-			}
-			stepsDone = resp.NextStepsAfter == 0
-		}
-		if historyDone && stepsDone {
+		if resp.NextStepsAfter == 0 {
 			break
 		}
 	}
@@ -81,14 +80,22 @@ func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 	}
 	// The events were read after the pages: the session must not have
 	// moved on meanwhile.
-	last, err := getPage(ctx, c, &dexv1.GetSessionRequest{SessionId: id, HistoryLimit: 1, StepsLimit: 1})
+	if _, err := samePage(ctx, c, first, &dexv1.GetSessionRequest{SessionId: id, HistoryLimit: 1, StepsLimit: 1}); err != nil {
+		return nil, err
+	}
+	return e.finish()
+}
+
+// samePage reads a page and checks it shows the session as first did.
+func samePage(ctx context.Context, c *client.Client, first *dexv1.GetSessionResponse, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
+	resp, err := getPage(ctx, c, req)
 	if err != nil {
 		return nil, err
 	}
-	if !sameHeader(first, last) {
-		return nil, fmt.Errorf("%w: %s", ErrChanged, id)
+	if !sameHeader(first, resp) {
+		return nil, fmt.Errorf("%w: %s", ErrChanged, req.SessionId)
 	}
-	return e.finish()
+	return resp, nil
 }
 
 func getPage(ctx context.Context, c *client.Client, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
