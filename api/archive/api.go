@@ -101,7 +101,7 @@ func samePage(ctx context.Context, c *client.Client, first *dexv1.GetSessionResp
 func getPage(ctx context.Context, c *client.Client, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
 	resp, err := c.GetSessionPage(ctx, req)
 	if status.Code(err) == codes.NotFound {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, status.Convert(err).Message())
+		return nil, notFound(status.Convert(err).Message())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read session %s: %w", req.SessionId, err)
@@ -144,7 +144,7 @@ func readEvents(ctx context.Context, c *client.Client, id string, last uint64, e
 	case errors.Is(err, errCaughtUp):
 		return nil
 	case status.Code(err) == codes.NotFound:
-		return fmt.Errorf("%w: %s", ErrNotFound, status.Convert(err).Message())
+		return notFound(status.Convert(err).Message())
 	case err == nil:
 		return fmt.Errorf("the watch of session %s ended before its event %d", id, last)
 	}

@@ -10,8 +10,15 @@ import (
 )
 
 // ErrNotFound says a session is not there: not in the cluster's state
-// (FromState, FromAPI) or not in the archive (Store.Get).
+// (FromState, FromAPI) or not in the archive (Store.Get). The errors that
+// match it say which session and where.
 var ErrNotFound = errors.New("session not found")
+
+// notFound is an error that matches ErrNotFound with its own message.
+type notFound string
+
+func (e notFound) Error() string        { return string(e) }
+func (e notFound) Is(target error) bool { return target == ErrNotFound }
 
 // Pages of a read from the state: the history and the Steps are converted
 // and compressed a page at a time, so the uncompressed session is never
@@ -27,7 +34,7 @@ const (
 func FromState(st *fsm.State, id string) ([]byte, error) {
 	sess := st.Session(id)
 	if sess == nil {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return nil, notFound(fmt.Sprintf("session %q not found", id))
 	}
 	header := sess.API()
 	header.Inbox = fsmpb.InboxAPI(st.Inbox(id, math.MaxInt))

@@ -201,7 +201,7 @@ func (s *Store) Get(ctx context.Context, id string) ([]byte, error) {
 	key := Key(id)
 	obj, err := s.bucket.ReadAll(ctx, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil, fmt.Errorf("%w: the archive %s has no %s", ErrNotFound, s.url, key)
+		return nil, notFound(fmt.Sprintf("session %q is not in the archive %s (no %s)", id, s.url, key))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s from the archive %s: %w", key, s.url, err)

@@ -91,7 +91,7 @@ func (g *globals) exportFromCluster(ctx context.Context, id string) ([]byte, err
 		return nil, err
 	}
 	if notFound != "" {
-		return nil, fmt.Errorf("%w: %s", archive.ErrNotFound, notFound)
+		return nil, notInCluster(notFound)
 	}
 	addrs, err := g.list()
 	if err != nil {
@@ -106,6 +106,13 @@ func (g *globals) exportFromCluster(ctx context.Context, id string) ([]byte, err
 	defer cancel()
 	return archive.FromAPI(ctx, client.New(conn), id)
 }
+
+// notInCluster is the cluster's NotFound answer; it matches
+// archive.ErrNotFound.
+type notInCluster string
+
+func (e notInCluster) Error() string        { return string(e) }
+func (e notInCluster) Is(target error) bool { return target == archive.ErrNotFound }
 
 func exportFromArchive(ctx context.Context, rawURL, id string) ([]byte, error) {
 	store, err := archive.Open(ctx, rawURL)

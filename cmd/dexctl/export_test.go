@@ -55,7 +55,7 @@ func TestSessionExport_FromTheClusterThenFromTheArchive(t *testing.T) {
 	if _, err := dexv1.NewSessionServiceClient(c.Conn).DeleteSession(ctx, &dexv1.DeleteSessionRequest{SessionId: "gone"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(t, "--addr", c.Addr, "session", "export", "gone"); err == nil || !strings.Contains(err.Error(), `session "gone"`) {
+	if _, err := run(t, "--addr", c.Addr, "session", "export", "gone"); err == nil || err.Error() != `session "gone" not found` {
 		t.Fatalf("export of a deleted session without --archive-url: %v; want the cluster's NotFound", err)
 	}
 	file := filepath.Join(t.TempDir(), "gone.dexsession")
