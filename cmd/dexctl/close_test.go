@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
 func TestSessionClose(t *testing.T) {
@@ -55,5 +57,22 @@ func TestSessionStart_Retention(t *testing.T) {
 	}
 	if len(f.created) != 3 {
 		t.Fatalf("a refused start sent %d requests", len(f.created)-3)
+	}
+}
+
+func TestPrintSession_ClosingAndClosed(t *testing.T) {
+	for _, tc := range []struct {
+		s    *dexv1.Session
+		want string
+	}{
+		{&dexv1.Session{Id: "a", Status: dexv1.SessionStatus_SESSION_STATUS_RUNNING, CloseRequestedAtMs: 1}, "session a  running  closing: closed when its turn ends\n"},
+		{&dexv1.Session{Id: "b", Status: dexv1.SessionStatus_SESSION_STATUS_CLOSED, CloseRequestedAtMs: 1, DeleteAtMs: 1767229200000}, "session b  closed  kept until 2026-01-01T01:00:00Z\n"},
+		{&dexv1.Session{Id: "c", Status: dexv1.SessionStatus_SESSION_STATUS_CLOSED, CloseRequestedAtMs: 1}, "session c  closed  kept for ever\n"},
+	} {
+		var out strings.Builder
+		printSession(&out, toSessionJSON(tc.s, nil))
+		if !strings.HasPrefix(out.String(), tc.want) {
+			t.Errorf("printed %q; want it to begin %q", out.String(), tc.want)
+		}
 	}
 }

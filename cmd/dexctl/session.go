@@ -229,10 +229,14 @@ type historyJSON struct {
 }
 
 type sessionJSON struct {
-	ID            string        `json:"id"`
-	Parent        string        `json:"parent,omitempty"`
-	Agent         string        `json:"agent,omitempty"`
-	Status        string        `json:"status"`
+	ID     string `json:"id"`
+	Parent string `json:"parent,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+	Status string `json:"status"`
+	// Closing: closed while a turn runs; closed when it ends.
+	Closing bool `json:"closing,omitempty"`
+	// DeleteAtMs: when a closed session's retention lets it go (0: never).
+	DeleteAtMs    int64         `json:"delete_at_ms,omitempty"`
 	RejectedTurns uint32        `json:"rejected_turns"`
 	PauseReason   string        `json:"pause_reason,omitempty"`
 	PauseMessage  string        `json:"pause_message,omitempty"`
@@ -249,7 +253,8 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	out := sessionJSON{
 		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
-		History: []historyJSON{}, Steps: []stepJSON{},
+		History: []historyJSON{}, Steps: []stepJSON{}, DeleteAtMs: s.DeleteAtMs,
+		Closing: s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
 	}
 	if s.PauseReason != dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED {
 		out.PauseReason = lowerName(s.PauseReason.String(), "PAUSE_REASON_")
@@ -320,6 +325,14 @@ func printSession(w io.Writer, s sessionJSON) {
 	fmt.Fprintf(w, "session %s  %s", safe(s.ID), s.Status)
 	if s.Agent != "" {
 		fmt.Fprintf(w, "  agent %s", safe(s.Agent))
+	}
+	switch {
+	case s.Closing:
+		fmt.Fprint(w, "  closing: closed when its turn ends")
+	case s.Status == "closed" && s.DeleteAtMs != 0:
+		fmt.Fprintf(w, "  kept until %s", time.UnixMilli(s.DeleteAtMs).UTC().Format(time.RFC3339))
+	case s.Status == "closed":
+		fmt.Fprint(w, "  kept for ever")
 	}
 	if s.PauseMessage != "" {
 		fmt.Fprintf(w, "  (%s)", safe(s.PauseMessage))
