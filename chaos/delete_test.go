@@ -78,7 +78,7 @@ func TestDelete_ADeletedSessionIsGoneFromEveryNodeAndFromTheNextSnapshot(t *test
 	e.waitStatus(doomed, sIdle, 30*time.Second)
 	e.waitStatus(waiting, sWaiting, 30*time.Second)
 
-	if out := e.dexctlFails("session", "delete", waiting); !strings.Contains(out, "is waiting: only an idle, paused or errored session can be deleted") {
+	if out := e.dexctlFails("session", "delete", waiting); !strings.Contains(out, "is waiting: only an idle, paused, errored or closed session can be deleted") {
 		t.Fatalf("deleting a waiting session printed %q", out)
 	}
 	if err := e.client.DeleteSession(e.ctx(10*time.Second), waiting); status.Code(err) != codes.FailedPrecondition {

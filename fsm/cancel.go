@@ -37,6 +37,9 @@ func (a *applier) cancelTurn(c *fsmpb.CancelTurn) *Result {
 	if r != nil {
 		return rejected(r)
 	}
+	if isClosed(s) {
+		return rejected(reject(CodeFailedPrecondition, "session %s is closed: it has no turn to cancel", s.Id))
+	}
 	if s.Turn == nil {
 		return rejected(reject(CodeFailedPrecondition, "session %s is %s with no turn in progress: nothing to cancel", s.Id, StatusName(s.Status)))
 	}

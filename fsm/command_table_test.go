@@ -66,10 +66,11 @@ func TestCommandTable_FencesEveryBodyThatCarriesAnEpoch(t *testing.T) {
 // fencedValid are bodies of the fenced commands that check their fields
 // before the epoch, with fields that pass those checks.
 var fencedValid = map[protoreflect.FullName]proto.Message{
-	"dex.fsm.v1.SetEventRetention": &fsmpb.SetEventRetention{Retention: &fsmpb.EventRetention{}},
-	"dex.fsm.v1.PruneEvents":       &fsmpb.PruneEvents{MaxEvents: 1},
-	"dex.fsm.v1.PurgeSession":      &fsmpb.PurgeSession{SessionId: "s1", MaxRows: 1},
-	"dex.fsm.v1.ExpireSessions":    &fsmpb.ExpireSessions{SessionIds: []string{"s1"}, IdleBeforeMs: 1},
+	"dex.fsm.v1.SetEventRetention":    &fsmpb.SetEventRetention{Retention: &fsmpb.EventRetention{}},
+	"dex.fsm.v1.PruneEvents":          &fsmpb.PruneEvents{MaxEvents: 1},
+	"dex.fsm.v1.PurgeSession":         &fsmpb.PurgeSession{SessionId: "s1", MaxRows: 1},
+	"dex.fsm.v1.ExpireSessions":       &fsmpb.ExpireSessions{SessionIds: []string{"s1"}, IdleBeforeMs: 1},
+	"dex.fsm.v1.ExpireClosedSessions": &fsmpb.ExpireClosedSessions{SessionIds: []string{"s1"}},
 }
 
 // A fenced command from an older epoch, or a newer one, is refused as stale

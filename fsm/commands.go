@@ -45,4 +45,7 @@ var commandTable = []command{
 	unfenced((*fsmpb.Command).GetCreateToken, (*applier).createToken),
 	unfenced((*fsmpb.Command).GetRevokeToken, (*applier).revokeToken),
 	unfenced((*fsmpb.Command).GetCancelTurn, (*applier).cancelTurn).queues(),
+	unfenced((*fsmpb.Command).GetCloseSession, (*applier).closeSession),
+	// Deleting a closed child tells its parent, which may start a turn.
+	fenced((*fsmpb.Command).GetExpireClosedSessions, checkExpireClosedSessions, (*applier).expireClosedSessions).queues(),
 }

@@ -37,9 +37,10 @@ func (a *applier) deleteSession(c *fsmpb.DeleteSession) *Result {
 		return rejected(r)
 	}
 	switch s.Status {
-	case fsmpb.SessionStatus_SESSION_STATUS_IDLE, fsmpb.SessionStatus_SESSION_STATUS_PAUSED, fsmpb.SessionStatus_SESSION_STATUS_ERRORED:
+	case fsmpb.SessionStatus_SESSION_STATUS_IDLE, fsmpb.SessionStatus_SESSION_STATUS_PAUSED, fsmpb.SessionStatus_SESSION_STATUS_ERRORED,
+		fsmpb.SessionStatus_SESSION_STATUS_CLOSED:
 	default:
-		return rejected(reject(CodeFailedPrecondition, "session %s is %s: only an idle, paused or errored session can be deleted; wait for its turn to end", s.Id, StatusName(s.Status)))
+		return rejected(reject(CodeFailedPrecondition, "session %s is %s: only an idle, paused, errored or closed session can be deleted; wait for its turn to end", s.Id, StatusName(s.Status)))
 	}
 	a.tombstone(s)
 	return &Result{SessionID: s.Id}

@@ -62,7 +62,7 @@ func TestDeleteSession_RefusedWhileRunningOrWaitingAndChangesNothing(t *testing.
 	d := newDriver(t)
 	d.createSession("run", "", "go")
 	r := d.refused(deleteCmd("run"), CodeFailedPrecondition)
-	if !strings.Contains(r.Reason, "session run is running: only an idle, paused or errored session can be deleted") {
+	if !strings.Contains(r.Reason, "session run is running: only an idle, paused, errored or closed session can be deleted") {
 		t.Fatalf("reason %q", r.Reason)
 	}
 	toolTurn(t, d, "wait", call("q", "ask_user", `{"question":"?"}`), kQuestion)

@@ -24,6 +24,7 @@ func FuzzApply(f *testing.F) {
 		{0, 1, 2, 6, 2, 6, 2, 6, 11, 12, 2, 3},
 		{0, 2, 3, 4, 2, 13, 2, 3, 4, 14, 15},
 		{0, 2, 16, 17, 2, 3, 4, 11, 18, 2, 3},
+		{0, 2, 3, 4, 2, 18, 10, 10, 10, 18, 2, 3},
 	} {
 		f.Add(seed)
 	}
@@ -218,8 +219,14 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 17: // a command from a deposed leader
 		z.apply(&fsmpb.Command{Body: &fsmpb.Command_RestartSessions{RestartSessions: &fsmpb.RestartSessions{Epoch: d.epoch - 1}}})
-	case 18: // an operator's history edit, or now and then a cancel
-		if z.sessions > 0 && salt%4 == 3 {
+	case 18: // an operator's history edit, or now and then a cancel, a close or the retention of closed sessions
+		if z.sessions > 0 && salt%8 == 5 {
+			z.apply(&fsmpb.Command{Body: &fsmpb.Command_CloseSession{CloseSession: &fsmpb.CloseSession{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), RetentionMs: int64(salt%3) * 60_000}}})
+		} else if z.sessions > 0 && salt%8 == 1 {
+			if ids := st.ClosedDue(z.d.now, MaxExpireSessions); len(ids) > 0 {
+				z.apply(&fsmpb.Command{Body: &fsmpb.Command_ExpireClosedSessions{ExpireClosedSessions: &fsmpb.ExpireClosedSessions{Epoch: d.epoch, SessionIds: ids}}})
+			}
+		} else if z.sessions > 0 && salt%4 == 3 {
 			z.apply(&fsmpb.Command{Body: &fsmpb.Command_CancelTurn{CancelTurn: &fsmpb.CancelTurn{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1)}}})
 		} else if z.sessions > 0 {
 			z.apply(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), Note: "edited"}}})

@@ -26,3 +26,26 @@ func TestSessionsByStatus_CountsEveryStatusInAndOutOfATurn(t *testing.T) {
 		t.Fatalf("idle sessions %v; want [idle] (the running one is not idle)", got)
 	}
 }
+
+func TestSessionCounts_ByLifecycle(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("open", "", "")
+	d.createSession("busy", "", "hello")
+	d.createSession("closing", "", "hello")
+	d.do(closeCmd("closing", 0))
+	d.createSession("closed", "", "")
+	d.do(closeCmd("closed", 0))
+	d.createSession("deleted", "", "")
+	d.do(closeCmd("deleted", 0))
+	d.do(deleteCmd("deleted"))
+	c := d.f.State().SessionCounts()
+	want := map[string]int{LifecycleOpen: 2, LifecycleClosing: 1, LifecycleClosed: 1, LifecycleDeleted: 1}
+	for state, n := range c.ByLifecycle {
+		if n != want[state] {
+			t.Fatalf("%d sessions %s; want %d (all: %v)", n, state, want[state], c.ByLifecycle)
+		}
+	}
+	if len(c.ByLifecycle) != len(Lifecycles) || c.ByStatus[sClosed] != 1 || c.ByStatus[sRunning] != 2 {
+		t.Fatalf("counts %v", c)
+	}
+}

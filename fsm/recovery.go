@@ -169,6 +169,9 @@ func (a *applier) editHistory(c *fsmpb.EditHistory) *Result {
 	if s.Status == fsmpb.SessionStatus_SESSION_STATUS_RUNNING || s.Status == fsmpb.SessionStatus_SESSION_STATUS_WAITING {
 		return rejected(reject(CodeFailedPrecondition, "session %s is %s: edit its history when it is idle, errored or paused", s.Id, StatusName(s.Status)))
 	}
+	if isClosed(s) {
+		return rejected(reject(CodeFailedPrecondition, "session %s is closed: its history is kept as it was", s.Id))
+	}
 	if c.TruncateFromSeq == 0 && c.Note == "" {
 		return rejected(reject(CodeInvalid, "an edit truncates the history or adds a note"))
 	}

@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
@@ -38,11 +40,21 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 		if r != nil {
 			return rejected(reject(CodeNotFound, "parent session %q not found", c.ParentId))
 		}
+		if r := refuseClosing(p, "children"); r != nil {
+			return rejected(reject(CodeFailedPrecondition, "parent %s", r.Reason))
+		}
 		parent = p
 	}
 	agent, r := sessionAgent(c, parent)
 	if r != nil {
 		return rejected(r)
+	}
+	var retention *int64
+	if c.RetentionMs != nil {
+		if r := checkRetention("retention_ms", *c.RetentionMs); r != nil {
+			return rejected(r)
+		}
+		retention = proto.Int64(*c.RetentionMs)
 	}
 	if c.Message != "" {
 		if r := CheckKey("message id", c.MessageId); r != nil {
@@ -61,6 +73,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 		CreatedAtMs:         a.now,
 		MaxModelInput:       c.MaxModelInput,
 		Agent:               agent,
+		RetentionMs:         retention,
 	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
@@ -83,6 +96,9 @@ func (a *applier) sendMessage(c *fsmpb.SendMessage) *Result {
 	}
 	if a.accepted(s.Id, c.MessageId) {
 		return &Result{SessionID: s.Id, Replayed: true}
+	}
+	if r := refuseClosing(s, "messages"); r != nil {
+		return rejected(r)
 	}
 	a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Text, FromSession: c.FromSession, ReceivedAtMs: a.now})
 	a.putSession(s)
@@ -107,6 +123,9 @@ func (a *applier) receive(s *fsmpb.Session, m *fsmpb.InboxMessage) {
 // startTurn consumes the inbox into the history and queues the turn's first
 // Step: CompactContext when the history is over the threshold, else RunModel.
 func (a *applier) startTurn(s *fsmpb.Session) {
+	if closing(s) {
+		return // its messages stay in the inbox, unanswered
+	}
 	t := &fsmpb.Turn{Number: s.NextTurn, Input: fsmpb.TurnInput_TURN_INPUT_MESSAGES}
 	s.NextTurn++
 	boundary := s.NextHistory // the turn's own messages start here
@@ -186,12 +205,14 @@ func (a *applier) tellParent(s *fsmpb.Session, text string) {
 	}
 	id := fmt.Sprintf("%s@%d", s.Id, a.index)
 	if h := a.held; h != nil && h.Id == s.ParentId { // its caller puts it
-		a.receive(h, &fsmpb.InboxMessage{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
+		if !closing(h) {
+			a.receive(h, &fsmpb.InboxMessage{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
+		}
 		return
 	}
 	p, r := a.session(s.ParentId)
-	if r != nil {
-		return // the parent is gone; nobody to tell
+	if r != nil || closing(p) {
+		return // the parent is gone or closed; nobody to tell
 	}
 	a.receive(p, &fsmpb.InboxMessage{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})
 	a.putSession(p)

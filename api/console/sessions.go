@@ -21,7 +21,7 @@ const listPage = 10000
 var statusFilters = []dexv1.SessionStatus{
 	dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_RUNNING,
 	dexv1.SessionStatus_SESSION_STATUS_WAITING, dexv1.SessionStatus_SESSION_STATUS_ERRORED,
-	dexv1.SessionStatus_SESSION_STATUS_PAUSED,
+	dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_CLOSED,
 }
 
 type statusCount struct {
@@ -68,7 +68,7 @@ func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	status := q.Get("status")
 	search := strings.TrimSpace(q.Get("q"))
 	if status != "" && !slices.ContainsFunc(statusFilters, func(s dexv1.SessionStatus) bool { return wirerules.SessionStatusName(s) == status }) {
-		c.renderError(w, r, http.StatusBadRequest, "unknown status "+strconv.Quote(status)+": use idle, running, waiting, errored or paused")
+		c.renderError(w, r, http.StatusBadRequest, "unknown status "+strconv.Quote(status)+": use idle, running, waiting, errored, paused or closed")
 		return
 	}
 	pageNo := 1

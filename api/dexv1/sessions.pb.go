@@ -37,7 +37,11 @@ type CreateSessionRequest struct {
 	// Optional: the agent that runs the session, NAME or NAME@VERSION (letters,
 	// digits and "-_.:@", at most 200 bytes). Empty: the parent's agent for a
 	// child session, else the default agent.
-	Agent         string `protobuf:"bytes,6,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,6,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Optional: how long the session is kept once closed, in milliseconds
+	// (0: for ever; not negative). Unset: the cluster's retention for its
+	// agent (dexd --agent-retention, else --retention) when it is closed.
+	RetentionMs   *int64 `protobuf:"varint,7,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -112,6 +116,13 @@ func (x *CreateSessionRequest) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *CreateSessionRequest) GetRetentionMs() int64 {
+	if x != nil && x.RetentionMs != nil {
+		return *x.RetentionMs
+	}
+	return 0
 }
 
 type CreateSessionResponse struct {
@@ -1447,11 +1458,102 @@ func (x *CancelSessionResponse) GetAttemptsCancelled() uint32 {
 	return 0
 }
 
+type CloseSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSessionRequest) Reset() {
+	*x = CloseSessionRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSessionRequest) ProtoMessage() {}
+
+func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
+func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CloseSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type CloseSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session after the close: closed, or still running or waiting with
+	// close_requested_at_ms set while its turn ends.
+	Session       *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSessionResponse) Reset() {
+	*x = CloseSessionResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSessionResponse) ProtoMessage() {}
+
+func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
+func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CloseSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xde\x01\n" +
+	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\x97\x02\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -1459,7 +1561,9 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x14compaction_threshold\x18\x03 \x01(\x04R\x13compactionThreshold\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12'\n" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
-	"\x05agent\x18\x06 \x01(\tR\x05agent\"B\n" +
+	"\x05agent\x18\x06 \x01(\tR\x05agent\x12&\n" +
+	"\fretention_ms\x18\a \x01(\x03H\x00R\vretentionMs\x88\x01\x01B\x0f\n" +
+	"\r_retention_ms\"B\n" +
 	"\x15CreateSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"p\n" +
 	"\x12SendMessageRequest\x12\x1d\n" +
@@ -1547,7 +1651,12 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"o\n" +
 	"\x15CancelSessionResponse\x12'\n" +
 	"\x0fsteps_cancelled\x18\x01 \x01(\rR\x0estepsCancelled\x12-\n" +
-	"\x12attempts_cancelled\x18\x02 \x01(\rR\x11attemptsCancelled2\xa2\a\n" +
+	"\x12attempts_cancelled\x18\x02 \x01(\rR\x11attemptsCancelled\"4\n" +
+	"\x13CloseSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"A\n" +
+	"\x14CloseSessionResponse\x12)\n" +
+	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession2\xed\a\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -1561,7 +1670,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x10ReconcileOutcome\x12\x1f.dex.v1.ReconcileOutcomeRequest\x1a .dex.v1.ReconcileOutcomeResponse\x12L\n" +
 	"\rDeleteSession\x12\x1c.dex.v1.DeleteSessionRequest\x1a\x1d.dex.v1.DeleteSessionResponse\x12F\n" +
 	"\vEditHistory\x12\x1a.dex.v1.EditHistoryRequest\x1a\x1b.dex.v1.EditHistoryResponse\x12L\n" +
-	"\rCancelSession\x12\x1c.dex.v1.CancelSessionRequest\x1a\x1d.dex.v1.CancelSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\rCancelSession\x12\x1c.dex.v1.CancelSessionRequest\x1a\x1d.dex.v1.CancelSessionResponse\x12I\n" +
+	"\fCloseSession\x12\x1b.dex.v1.CloseSessionRequest\x1a\x1c.dex.v1.CloseSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -1575,7 +1685,7 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),     // 0: dex.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),    // 1: dex.v1.CreateSessionResponse
@@ -1602,50 +1712,55 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*EditHistoryResponse)(nil),      // 22: dex.v1.EditHistoryResponse
 	(*CancelSessionRequest)(nil),     // 23: dex.v1.CancelSessionRequest
 	(*CancelSessionResponse)(nil),    // 24: dex.v1.CancelSessionResponse
-	(*Session)(nil),                  // 25: dex.v1.Session
-	(*Step)(nil),                     // 26: dex.v1.Step
-	(SessionStatus)(0),               // 27: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 28: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 29: dex.v1.Outcome
-	(*Event)(nil),                    // 30: dex.v1.Event
+	(*CloseSessionRequest)(nil),      // 25: dex.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 26: dex.v1.CloseSessionResponse
+	(*Session)(nil),                  // 27: dex.v1.Session
+	(*Step)(nil),                     // 28: dex.v1.Step
+	(SessionStatus)(0),               // 29: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 30: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 31: dex.v1.Outcome
+	(*Event)(nil),                    // 32: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	25, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	25, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	26, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	27, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	27, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	27, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	28, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	29, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	7,  // 4: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	28, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	29, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	0,  // 7: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	2,  // 8: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	4,  // 9: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	6,  // 10: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	9,  // 11: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	10, // 12: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	12, // 13: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	14, // 14: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	16, // 15: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	19, // 16: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	21, // 17: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	23, // 18: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	1,  // 19: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	3,  // 20: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	5,  // 21: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	8,  // 22: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	30, // 23: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	11, // 24: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	13, // 25: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	15, // 26: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	17, // 27: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	20, // 28: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	22, // 29: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	24, // 30: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	19, // [19:31] is the sub-list for method output_type
-	7,  // [7:19] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	30, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	31, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	27, // 7: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	0,  // 8: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	2,  // 9: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	4,  // 10: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	6,  // 11: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	9,  // 12: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	10, // 13: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	12, // 14: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	14, // 15: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	16, // 16: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	19, // 17: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	21, // 18: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	23, // 19: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	25, // 20: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	1,  // 21: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	3,  // 22: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	5,  // 23: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	8,  // 24: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	32, // 25: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	11, // 26: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	13, // 27: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	15, // 28: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	17, // 29: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	20, // 30: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	22, // 31: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	24, // 32: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	26, // 33: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	21, // [21:34] is the sub-list for method output_type
+	8,  // [8:21] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }
@@ -1654,13 +1769,14 @@ func file_dex_v1_sessions_proto_init() {
 		return
 	}
 	file_dex_v1_types_proto_init()
+	file_dex_v1_sessions_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	SessionService_DeleteSession_FullMethodName    = "/dex.v1.SessionService/DeleteSession"
 	SessionService_EditHistory_FullMethodName      = "/dex.v1.SessionService/EditHistory"
 	SessionService_CancelSession_FullMethodName    = "/dex.v1.SessionService/CancelSession"
+	SessionService_CloseSession_FullMethodName     = "/dex.v1.SessionService/CloseSession"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -67,6 +68,13 @@ type SessionServiceClient interface {
 	// session becomes idle with its inbox kept. NotFound for an unknown
 	// session, FailedPrecondition for one without a turn.
 	CancelSession(ctx context.Context, in *CancelSessionRequest, opts ...grpc.CallOption) (*CancelSessionResponse, error)
+	// Closes a session: it takes no more messages (SendMessage answers
+	// FailedPrecondition) and can still be read. One at rest is closed at
+	// once; one in a turn is closing until the turn ends, and then closed (no
+	// further turn starts). Closing a closed session changes nothing. NotFound
+	// for an unknown or deleted session. The leader deletes a closed session
+	// once its retention has passed.
+	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -206,6 +214,16 @@ func (c *sessionServiceClient) CancelSession(ctx context.Context, in *CancelSess
 	return out, nil
 }
 
+func (c *sessionServiceClient) CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloseSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_CloseSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -240,6 +258,13 @@ type SessionServiceServer interface {
 	// session becomes idle with its inbox kept. NotFound for an unknown
 	// session, FailedPrecondition for one without a turn.
 	CancelSession(context.Context, *CancelSessionRequest) (*CancelSessionResponse, error)
+	// Closes a session: it takes no more messages (SendMessage answers
+	// FailedPrecondition) and can still be read. One at rest is closed at
+	// once; one in a turn is closing until the turn ends, and then closed (no
+	// further turn starts). Closing a closed session changes nothing. NotFound
+	// for an unknown or deleted session. The leader deletes a closed session
+	// once its retention has passed.
+	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -285,6 +310,9 @@ func (UnimplementedSessionServiceServer) EditHistory(context.Context, *EditHisto
 }
 func (UnimplementedSessionServiceServer) CancelSession(context.Context, *CancelSessionRequest) (*CancelSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelSession not implemented")
+}
+func (UnimplementedSessionServiceServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloseSession not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -516,6 +544,24 @@ func _SessionService_CancelSession_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_CloseSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloseSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).CloseSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_CloseSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).CloseSession(ctx, req.(*CloseSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -566,6 +612,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelSession",
 			Handler:    _SessionService_CancelSession_Handler,
+		},
+		{
+			MethodName: "CloseSession",
+			Handler:    _SessionService_CloseSession_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -33,6 +33,9 @@ const (
 	// A tombstone: the session was deleted and the leader is purging its rows.
 	// Reads answer NotFound; nothing is delivered to it.
 	SessionStatus_SESSION_STATUS_DELETED SessionStatus = 6
+	// Closed (CloseSession): it takes no more messages and can still be read;
+	// the leader deletes it once its retention has passed.
+	SessionStatus_SESSION_STATUS_CLOSED SessionStatus = 7
 )
 
 // Enum value maps for SessionStatus.
@@ -45,6 +48,7 @@ var (
 		4: "SESSION_STATUS_ERRORED",
 		5: "SESSION_STATUS_PAUSED",
 		6: "SESSION_STATUS_DELETED",
+		7: "SESSION_STATUS_CLOSED",
 	}
 	SessionStatus_value = map[string]int32{
 		"SESSION_STATUS_UNSPECIFIED": 0,
@@ -54,6 +58,7 @@ var (
 		"SESSION_STATUS_ERRORED":     4,
 		"SESSION_STATUS_PAUSED":      5,
 		"SESSION_STATUS_DELETED":     6,
+		"SESSION_STATUS_CLOSED":      7,
 	}
 )
 
@@ -1801,7 +1806,18 @@ type Session struct {
 	// The agent whose model runs this session (NAME or NAME@VERSION; empty:
 	// the default agent). Only a Worker that registered it runs its RunModel
 	// and CompactContext Steps.
-	Agent         string `protobuf:"bytes,32,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,32,opt,name=agent,proto3" json:"agent,omitempty"`
+	// How long the session is kept once closed (0: for ever). Unset until it
+	// is closed when it was created without a retention of its own; a close
+	// sets it to the cluster's retention for its agent.
+	RetentionMs *int64 `protobuf:"varint,40,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
+	// When CloseSession was accepted (0: never). From then on the session
+	// takes no message; in a turn it is closing until the turn ends.
+	CloseRequestedAtMs int64 `protobuf:"varint,41,opt,name=close_requested_at_ms,json=closeRequestedAtMs,proto3" json:"close_requested_at_ms,omitempty"`
+	// When it became closed (0: not closed).
+	ClosedAtMs int64 `protobuf:"varint,42,opt,name=closed_at_ms,json=closedAtMs,proto3" json:"closed_at_ms,omitempty"`
+	// When the retention lets a closed session go (0: kept for ever).
+	DeleteAtMs    int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2058,6 +2074,34 @@ func (x *Session) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *Session) GetRetentionMs() int64 {
+	if x != nil && x.RetentionMs != nil {
+		return *x.RetentionMs
+	}
+	return 0
+}
+
+func (x *Session) GetCloseRequestedAtMs() int64 {
+	if x != nil {
+		return x.CloseRequestedAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetClosedAtMs() int64 {
+	if x != nil {
+		return x.ClosedAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetDeleteAtMs() int64 {
+	if x != nil {
+		return x.DeleteAtMs
+	}
+	return 0
 }
 
 type Attempt struct {
@@ -3167,7 +3211,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
-	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xb7\t\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xe7\n" +
+	"\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3205,7 +3250,14 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
 	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
 	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\x12\x14\n" +
-	"\x05agent\x18  \x01(\tR\x05agent\"\xcd\x03\n" +
+	"\x05agent\x18  \x01(\tR\x05agent\x12&\n" +
+	"\fretention_ms\x18( \x01(\x03H\x00R\vretentionMs\x88\x01\x01\x121\n" +
+	"\x15close_requested_at_ms\x18) \x01(\x03R\x12closeRequestedAtMs\x12 \n" +
+	"\fclosed_at_ms\x18* \x01(\x03R\n" +
+	"closedAtMs\x12 \n" +
+	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
+	"deleteAtMsB\x0f\n" +
+	"\r_retention_ms\"\xcd\x03\n" +
 	"\aAttempt\x12\f\n" +
 	"\x01n\x18\x01 \x01(\rR\x01n\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
@@ -3304,7 +3356,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\tR\x05token\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq*\xd3\x01\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq*\xee\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -3312,7 +3364,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x16SESSION_STATUS_WAITING\x10\x03\x12\x1a\n" +
 	"\x16SESSION_STATUS_ERRORED\x10\x04\x12\x19\n" +
 	"\x15SESSION_STATUS_PAUSED\x10\x05\x12\x1a\n" +
-	"\x16SESSION_STATUS_DELETED\x10\x06*\x9f\x02\n" +
+	"\x16SESSION_STATUS_DELETED\x10\x06\x12\x19\n" +
+	"\x15SESSION_STATUS_CLOSED\x10\a*\x9f\x02\n" +
 	"\bStepKind\x12\x19\n" +
 	"\x15STEP_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13STEP_KIND_RUN_MODEL\x10\x01\x12\x17\n" +
@@ -3491,6 +3544,7 @@ func file_dex_v1_types_proto_init() {
 	if File_dex_v1_types_proto != nil {
 		return
 	}
+	file_dex_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
 	file_dex_v1_types_proto_msgTypes[16].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),

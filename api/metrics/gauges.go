@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dexhq/dex/dispatch"
+	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -28,6 +29,9 @@ var (
 	sessionsDesc = prometheus.NewDesc("dex_sessions",
 		"Sessions by status. Counted through the status index, at most once per 15 s (a walk of every session row).",
 		[]string{"status"}, nil)
+	sessionLifecycleDesc = prometheus.NewDesc("dex_session_lifecycle",
+		"Sessions by lifecycle state: open, closing (closed while a turn runs), closed (kept until its retention passes), deleted (rows being purged). Counted in the same walk as dex_sessions, at most once per 15 s.",
+		[]string{"state"}, nil)
 )
 
 // maxAgentLabels bounds the agent label values of one scrape.
@@ -47,12 +51,12 @@ type gauges struct {
 	cacheFor time.Duration
 
 	mu       sync.Mutex
-	sessions map[fsmpb.SessionStatus]int
+	sessions fsm.SessionCounts
 	at       time.Time
 }
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queueDepthDesc, timersPendingDesc, attemptsRunningDesc, workersDesc, sessionsDesc} {
+	for _, d := range []*prometheus.Desc{queueDepthDesc, timersPendingDesc, attemptsRunningDesc, workersDesc, sessionsDesc, sessionLifecycleDesc} {
 		ch <- d
 	}
 }
@@ -72,16 +76,19 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(st.WorkerCount()))
 
 	g.mu.Lock()
-	if g.sessions == nil || time.Since(g.at) >= g.cacheFor {
-		g.sessions, g.at = st.SessionsByStatus(), time.Now()
+	if g.sessions.ByStatus == nil || time.Since(g.at) >= g.cacheFor {
+		g.sessions, g.at = st.SessionCounts(), time.Now()
 	}
 	sessions := g.sessions
 	g.mu.Unlock()
-	for v, n := range sessions {
+	for v, n := range sessions.ByStatus {
 		if v == fsmpb.SessionStatus_SESSION_STATUS_UNSPECIFIED {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(n), word(v.String(), "SESSION_STATUS_"))
+	}
+	for state, n := range sessions.ByLifecycle {
+		ch <- prometheus.MustNewConstMetric(sessionLifecycleDesc, prometheus.GaugeValue, float64(n), state)
 	}
 }
 

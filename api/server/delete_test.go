@@ -29,7 +29,7 @@ func TestDeleteSession_CodesAndAWatchThatSeesTheDelete(t *testing.T) {
 	}{
 		{"", codes.InvalidArgument, "session_id is required"},
 		{"nobody", codes.NotFound, `session "nobody" not found`},
-		{"busy", codes.FailedPrecondition, "session busy is running: only an idle, paused or errored session can be deleted"},
+		{"busy", codes.FailedPrecondition, "session busy is running: only an idle, paused, errored or closed session can be deleted"},
 	} {
 		_, err := c.DeleteSession(ctx, &dexv1.DeleteSessionRequest{SessionId: tc.id})
 		if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.msg) {

@@ -56,6 +56,8 @@ type Options struct {
 	NodeToken string
 	// ServerOptions are added to the gRPC server's (metrics interceptors).
 	ServerOptions []grpc.ServerOption
+	// Retention is how long closed sessions are kept.
+	Retention Retention
 }
 
 // Server is a node's gRPC server.
@@ -86,6 +88,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
 	sessions := NewSessions(node, LimitsFor(o.MaxPayload))
 	sessions.p = o.Proposer
+	sessions.retention = o.Retention
 	dexv1.RegisterSessionServiceServer(s.grpc, sessions)
 	if o.Dispatch != nil && o.Deadlines != nil {
 		wk := NewWorkers(node, o.Dispatch, o.Deadlines, o.Timing)

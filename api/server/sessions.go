@@ -16,7 +16,8 @@ import (
 type Sessions struct {
 	dexv1.UnimplementedSessionServiceServer
 	readyGate
-	limits Limits
+	limits    Limits
+	retention Retention
 }
 
 // NewSessions returns the client handlers of node.
@@ -38,7 +39,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	}
 	c := &fsmpb.CreateSession{
 		SessionId: id, ParentId: req.ParentId, Message: req.Message, Agent: req.Agent,
-		CompactionThreshold: threshold, MaxModelInput: s.limits.MaxModelInput,
+		CompactionThreshold: threshold, MaxModelInput: s.limits.MaxModelInput, RetentionMs: req.RetentionMs,
 	}
 	if req.Message != "" {
 		c.MessageId = req.IdempotencyKey

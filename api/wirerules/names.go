@@ -19,6 +19,8 @@ func SessionStatusName(st dexv1.SessionStatus) string {
 		return "paused"
 	case dexv1.SessionStatus_SESSION_STATUS_DELETED:
 		return "deleted"
+	case dexv1.SessionStatus_SESSION_STATUS_CLOSED:
+		return "closed"
 	}
 	return "unknown"
 }

@@ -23,6 +23,7 @@ type fakeSessions struct {
 	all      []*dexv1.SessionSummary
 	pageSize int
 	cancels  []*dexv1.CancelSessionRequest
+	closes   []*dexv1.CloseSessionRequest
 	events   map[string][]*dexv1.Event
 	lastSeq  uint64 // GetSession's last_event_seq
 	created  []*dexv1.CreateSessionRequest
@@ -110,6 +111,21 @@ func (f *fakeSessions) CancelSession(_ context.Context, req *dexv1.CancelSession
 	}
 	f.cancels = append(f.cancels, req)
 	return &dexv1.CancelSessionResponse{StepsCancelled: 2, AttemptsCancelled: 1}, nil
+}
+
+// CloseSession closes "idle" at once (kept an hour) and leaves "busy"
+// closing; any other session is not found.
+func (f *fakeSessions) CloseSession(_ context.Context, req *dexv1.CloseSessionRequest) (*dexv1.CloseSessionResponse, error) {
+	f.closes = append(f.closes, req)
+	switch req.SessionId {
+	case "idle":
+		return &dexv1.CloseSessionResponse{Session: &dexv1.Session{Id: "idle", Status: dexv1.SessionStatus_SESSION_STATUS_CLOSED, DeleteAtMs: 1767229200000}}, nil
+	case "forever":
+		return &dexv1.CloseSessionResponse{Session: &dexv1.Session{Id: "forever", Status: dexv1.SessionStatus_SESSION_STATUS_CLOSED}}, nil
+	case "busy":
+		return &dexv1.CloseSessionResponse{Session: &dexv1.Session{Id: "busy", Status: dexv1.SessionStatus_SESSION_STATUS_RUNNING, CloseRequestedAtMs: 1}}, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
 }
 
 func (f *fakeSessions) GetSession(_ context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {

@@ -8,12 +8,14 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -33,7 +35,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Start, message, show and watch sessions"}
-	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionExportCmd(g))
+	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionExportCmd(g))
 	return cmd
 }
 
@@ -69,6 +71,7 @@ func messageText(cmd *cobra.Command, text, file string) (string, error) {
 func newSessionStartCmd(g *globals) *cobra.Command {
 	var msg, msgFile, id, parent, agent string
 	var threshold uint64
+	var retention time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -85,6 +88,12 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 				id = client.NewSessionID()
 			}
 			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
+			if cmd.Flags().Changed("retention") {
+				if retention < 0 {
+					return usagef("--retention must not be negative (0: kept for ever once closed)")
+				}
+				req.RetentionMs = proto.Int64(retention.Milliseconds())
+			}
 			tried := false
 			err = g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
 				_, err := sessions(conn).CreateSession(ctx, req, tr)
@@ -109,6 +118,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&id, "id", "", "session id (default: a new random one)")
 	cmd.Flags().StringVar(&parent, "parent", "", "parent session id (this session reports to it)")
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent that runs the session, NAME or NAME@VERSION (default: the parent's, else the default agent)")
+	cmd.Flags().DurationVar(&retention, "retention", 0, "keep the session this long once closed (0: for ever; default: the cluster's retention for its agent)")
 	cmd.Flags().Uint64Var(&threshold, "compaction-threshold", 0, "compact the history once it passes this many characters (0: the cluster's default, an eighth of its --max-payload; at most half of it)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -219,10 +229,14 @@ type historyJSON struct {
 }
 
 type sessionJSON struct {
-	ID            string        `json:"id"`
-	Parent        string        `json:"parent,omitempty"`
-	Agent         string        `json:"agent,omitempty"`
-	Status        string        `json:"status"`
+	ID     string `json:"id"`
+	Parent string `json:"parent,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+	Status string `json:"status"`
+	// Closing: closed while a turn runs; closed when it ends.
+	Closing bool `json:"closing,omitempty"`
+	// DeleteAtMs: when a closed session's retention lets it go (0: never).
+	DeleteAtMs    int64         `json:"delete_at_ms,omitempty"`
 	RejectedTurns uint32        `json:"rejected_turns"`
 	PauseReason   string        `json:"pause_reason,omitempty"`
 	PauseMessage  string        `json:"pause_message,omitempty"`
@@ -239,7 +253,8 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	out := sessionJSON{
 		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
-		History: []historyJSON{}, Steps: []stepJSON{},
+		History: []historyJSON{}, Steps: []stepJSON{}, DeleteAtMs: s.DeleteAtMs,
+		Closing: s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
 	}
 	if s.PauseReason != dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED {
 		out.PauseReason = lowerName(s.PauseReason.String(), "PAUSE_REASON_")
@@ -310,6 +325,14 @@ func printSession(w io.Writer, s sessionJSON) {
 	fmt.Fprintf(w, "session %s  %s", safe(s.ID), s.Status)
 	if s.Agent != "" {
 		fmt.Fprintf(w, "  agent %s", safe(s.Agent))
+	}
+	switch {
+	case s.Closing:
+		fmt.Fprint(w, "  closing: closed when its turn ends")
+	case s.Status == "closed" && s.DeleteAtMs != 0:
+		fmt.Fprintf(w, "  kept until %s", time.UnixMilli(s.DeleteAtMs).UTC().Format(time.RFC3339))
+	case s.Status == "closed":
+		fmt.Fprint(w, "  kept for ever")
 	}
 	if s.PauseMessage != "" {
 		fmt.Fprintf(w, "  (%s)", safe(s.PauseMessage))

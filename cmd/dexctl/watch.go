@@ -105,7 +105,8 @@ func statusErr(err error) error {
 // atRest: no turn runs and none waits; only new input (or a resume) moves it.
 func atRest(s dexv1.SessionStatus) bool {
 	switch s {
-	case dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_ERRORED, dexv1.SessionStatus_SESSION_STATUS_PAUSED:
+	case dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_ERRORED, dexv1.SessionStatus_SESSION_STATUS_PAUSED,
+		dexv1.SessionStatus_SESSION_STATUS_CLOSED:
 		return true
 	}
 	return false

@@ -54,6 +54,8 @@ type options struct {
 	eventAge                                  time.Duration
 	workerTTL, toolWait                       time.Duration
 	sessionRetention                          time.Duration
+	retention                                 time.Duration
+	agentRetention                            agentRetention
 	runTimeout                                time.Duration
 	cpuProfile                                string
 	parsedPeers                               []cluster.Peer
@@ -63,7 +65,7 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{agentRetention: agentRetention{}}
 	fs := flag.NewFlagSet("dexd", flag.ContinueOnError)
 	// The flag package prints every flag after a bad one; dexd prints one
 	// line then, and the flags only when asked with -h.
@@ -91,6 +93,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
 	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
+	fs.DurationVar(&o.retention, "retention", 0, "closed sessions are deleted by the leader this long after they closed, unless created with a retention of their own (0: kept for ever)")
+	fs.Var(o.agentRetention, "agent-retention", "NAME=DURATION[,NAME=DURATION…]: the retention of an agent's closed sessions, over --retention (\"default\" names the default agent; repeatable)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued Step whose tool (or named agent's model) no live Worker serves for this long fails, as a call of an unknown tool does (0: it waits until a Worker comes, its waiting reason shown on the Step)")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this node, from the moment its data dir is open until it stops, to this file; a relative path is under --data-dir")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
@@ -181,6 +185,17 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.sessionRetention < 0 {
 		return nil, &usageError{"--session-retention must not be negative"}
+	}
+	if o.retention < 0 {
+		return nil, &usageError{"--retention must not be negative (0: closed sessions are kept for ever)"}
+	}
+	if o.retention.Milliseconds() > fsm.MaxRetentionMs {
+		return nil, &usageError{"--retention is at most 100 years"}
+	}
+	for name, d := range o.agentRetention {
+		if d.Milliseconds() > fsm.MaxRetentionMs {
+			return nil, &usageError{fmt.Sprintf("--agent-retention: agent %s: at most 100 years", agentLabel(name))}
+		}
 	}
 	if o.runTimeout < 0 || o.runTimeout > lease.MaxRunTimeout {
 		return nil, &usageError{fmt.Sprintf("--run-timeout must be between 0 (no limit) and %s", lease.MaxRunTimeout)}
@@ -330,6 +345,7 @@ func serve(o *options, log *zap.Logger) error {
 		ACL: o.sec.acl, NodeToken: o.sec.token,
 		Timing:        server.WorkerTiming{HeartbeatInterval: deadlines.HeartbeatInterval(), HeartbeatTimeout: deadlines.HeartbeatTimeout()},
 		ServerOptions: grpcMetrics.ServerOptions(),
+		Retention:     server.Retention{Default: o.retention, Agents: o.agentRetention},
 	})
 	grpcMetrics.Initialize(srv.ServiceInfo())
 	serveErr := make(chan error, 2)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -43,5 +44,45 @@ func TestSessionRetentionFlag(t *testing.T) {
 	_, err = parse(append(base, "--session-retention", "-1s"), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--session-retention must not be negative") {
 		t.Fatalf("a negative retention: %v", err)
+	}
+}
+
+func TestRetentionFlags(t *testing.T) {
+	base := []string{"--id", "n1", "--data-dir", t.TempDir(), "--raft-addr", "127.0.0.1:1",
+		"--grpc-addr", "127.0.0.1:2", "--http-addr", "127.0.0.1:3", "--peers", "n1=127.0.0.1:1"}
+	o, err := parse(base, io.Discard)
+	if err != nil || o.retention != 0 || len(o.agentRetention) != 0 {
+		t.Fatalf("default: %v, %v; want closed sessions kept for ever", o, err)
+	}
+	o, err = parse(append(base, "--retention", "168h", "--agent-retention", "support=720h,default=1h", "--agent-retention", "bot@2=0"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.retention != 168*time.Hour || len(o.agentRetention) != 3 || o.agentRetention["support"] != 720*time.Hour ||
+		o.agentRetention[""] != time.Hour || o.agentRetention["bot@2"] != 0 {
+		t.Fatalf("parsed --retention %s, --agent-retention %v", o.retention, o.agentRetention)
+	}
+	if got := o.agentRetention.String(); got != "bot@2=0s,default=1h0m0s,support=720h0m0s" {
+		t.Fatalf("shown as %q", got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--retention", "-1s"}, "--retention must not be negative (0: closed sessions are kept for ever)"},
+		{[]string{"--retention", "1000000h"}, "--retention is at most 100 years"},
+		{[]string{"--agent-retention", "bot"}, `"bot" is not NAME=DURATION`},
+		{[]string{"--agent-retention", "=1h"}, `"=1h" is not NAME=DURATION`},
+		{[]string{"--agent-retention", "bot=soon"}, `agent bot: "soon" is not a duration`},
+		{[]string{"--agent-retention", "bot=-1h"}, "agent bot: the retention must not be negative"},
+		{[]string{"--agent-retention", "bot=1h,bot=2h"}, "agent bot is given twice"},
+		{[]string{"--agent-retention", "b/ad=1h"}, `agent "b/ad"`},
+		{[]string{"--agent-retention", "bot=1000000h"}, "--agent-retention: agent bot: at most 100 years"},
+	} {
+		_, err := parse(append(base, tc.args...), io.Discard)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want a usage error saying %q", tc.args, err, tc.want)
+		}
 	}
 }

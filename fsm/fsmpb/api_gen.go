@@ -187,6 +187,10 @@ func (x *Session) API() *dexv1.Session {
 		LatestSummarySeq:    x.LatestSummarySeq,
 		MaxModelInput:       x.MaxModelInput,
 		Agent:               x.Agent,
+		RetentionMs:         optional(x.RetentionMs),
+		CloseRequestedAtMs:  x.CloseRequestedAtMs,
+		ClosedAtMs:          x.ClosedAtMs,
+		DeleteAtMs:          x.DeleteAtMs,
 	}
 }
 

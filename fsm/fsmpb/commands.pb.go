@@ -66,6 +66,8 @@ type Command struct {
 	//	*Command_CreateToken
 	//	*Command_RevokeToken
 	//	*Command_CancelTurn
+	//	*Command_CloseSession
+	//	*Command_ExpireClosedSessions
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -410,6 +412,24 @@ func (x *Command) GetCancelTurn() *CancelTurn {
 	return nil
 }
 
+func (x *Command) GetCloseSession() *CloseSession {
+	if x != nil {
+		if x, ok := x.Body.(*Command_CloseSession); ok {
+			return x.CloseSession
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetExpireClosedSessions() *ExpireClosedSessions {
+	if x != nil {
+		if x, ok := x.Body.(*Command_ExpireClosedSessions); ok {
+			return x.ExpireClosedSessions
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -542,6 +562,14 @@ type Command_CancelTurn struct {
 	CancelTurn *CancelTurn `protobuf:"bytes,120,opt,name=cancel_turn,json=cancelTurn,proto3,oneof"`
 }
 
+type Command_CloseSession struct {
+	CloseSession *CloseSession `protobuf:"bytes,130,opt,name=close_session,json=closeSession,proto3,oneof"`
+}
+
+type Command_ExpireClosedSessions struct {
+	ExpireClosedSessions *ExpireClosedSessions `protobuf:"bytes,131,opt,name=expire_closed_sessions,json=expireClosedSessions,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -606,6 +634,10 @@ func (*Command_RevokeToken) isCommand_Body() {}
 
 func (*Command_CancelTurn) isCommand_Body() {}
 
+func (*Command_CloseSession) isCommand_Body() {}
+
+func (*Command_ExpireClosedSessions) isCommand_Body() {}
+
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	SessionId           string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -617,7 +649,10 @@ type CreateSession struct {
 	// The largest model input the session may send (0: no limit).
 	MaxModelInput uint64 `protobuf:"varint,6,opt,name=max_model_input,json=maxModelInput,proto3" json:"max_model_input,omitempty"`
 	// The session's agent (empty: the default agent).
-	Agent         string `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
+	// How long the session is kept once closed (0: for ever); unset: the
+	// cluster's retention for its agent when it is closed.
+	RetentionMs   *int64 `protobuf:"varint,8,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,6 +734,13 @@ func (x *CreateSession) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *CreateSession) GetRetentionMs() int64 {
+	if x != nil && x.RetentionMs != nil {
+		return *x.RetentionMs
+	}
+	return 0
 }
 
 type SendMessage struct {
@@ -2194,6 +2236,119 @@ func (x *ExpireSessions) GetSessionIds() []string {
 	return nil
 }
 
+// A client closes a session: it takes no more messages and can still be
+// read. One at rest is closed at once; one in a turn is closing: its turn runs
+// to its end, no further turn starts, and then it is closed. A closed session
+// is a no-op success. retention_ms is the leader's retention for the
+// session's agent (0: kept for ever), used when the session was created
+// without one of its own.
+type CloseSession struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	RetentionMs   int64                  `protobuf:"varint,2,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSession) Reset() {
+	*x = CloseSession{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSession) ProtoMessage() {}
+
+func (x *CloseSession) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSession.ProtoReflect.Descriptor instead.
+func (*CloseSession) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CloseSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CloseSession) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
+}
+
+// The leader's retention of closed sessions: each listed session that is
+// closed and whose delete_at_ms is at or before the command's now_ms is
+// deleted as by DeleteSession; the others are left alone.
+type ExpireClosedSessions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	SessionIds    []string               `protobuf:"bytes,2,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpireClosedSessions) Reset() {
+	*x = ExpireClosedSessions{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpireClosedSessions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpireClosedSessions) ProtoMessage() {}
+
+func (x *ExpireClosedSessions) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpireClosedSessions.ProtoReflect.Descriptor instead.
+func (*ExpireClosedSessions) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ExpireClosedSessions) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ExpireClosedSessions) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
 // The leader fails a running attempt that ran past its run deadline
 // (Attempt.deadline_ms) with error type timeout, heartbeats or not; refused
 // before the deadline or once the attempt ended.
@@ -2208,7 +2363,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2375,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2388,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2269,7 +2424,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2436,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2449,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -2322,7 +2477,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2489,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2502,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -2370,7 +2525,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2382,7 +2537,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2395,7 +2550,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -2423,7 +2578,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2590,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2603,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -2474,7 +2629,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2641,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2654,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -2537,7 +2692,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2704,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2717,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -2610,7 +2765,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2777,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2790,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -2736,7 +2891,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2903,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +2916,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -2798,7 +2953,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +2965,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2978,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -2858,7 +3013,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +3025,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +3038,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -2910,7 +3065,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3077,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3090,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -2957,7 +3112,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xa2\x11\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xbf\x12\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -2997,8 +3152,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\fcreate_token\x18n \x01(\v2\x17.dex.fsm.v1.CreateTokenH\x00R\vcreateToken\x12<\n" +
 	"\frevoke_token\x18o \x01(\v2\x17.dex.fsm.v1.RevokeTokenH\x00R\vrevokeToken\x129\n" +
 	"\vcancel_turn\x18x \x01(\v2\x16.dex.fsm.v1.CancelTurnH\x00R\n" +
-	"cancelTurnB\x06\n" +
-	"\x04body\"\xf5\x01\n" +
+	"cancelTurn\x12@\n" +
+	"\rclose_session\x18\x82\x01 \x01(\v2\x18.dex.fsm.v1.CloseSessionH\x00R\fcloseSession\x12Y\n" +
+	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessionsB\x06\n" +
+	"\x04body\"\xae\x02\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -3008,7 +3165,9 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"message_id\x18\x04 \x01(\tR\tmessageId\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12&\n" +
 	"\x0fmax_model_input\x18\x06 \x01(\x04R\rmaxModelInput\x12\x14\n" +
-	"\x05agent\x18\a \x01(\tR\x05agent\"\x82\x01\n" +
+	"\x05agent\x18\a \x01(\tR\x05agent\x12&\n" +
+	"\fretention_ms\x18\b \x01(\x03H\x00R\vretentionMs\x88\x01\x01B\x0f\n" +
+	"\r_retention_ms\"\x82\x01\n" +
 	"\vSendMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -3113,6 +3272,14 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12$\n" +
 	"\x0eidle_before_ms\x18\x02 \x01(\x03R\fidleBeforeMs\x12\x1f\n" +
 	"\vsession_ids\x18\x03 \x03(\tR\n" +
+	"sessionIds\"P\n" +
+	"\fCloseSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12!\n" +
+	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"M\n" +
+	"\x14ExpireClosedSessions\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1f\n" +
+	"\vsession_ids\x18\x02 \x03(\tR\n" +
 	"sessionIds\"Y\n" +
 	"\x0eTimeoutAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
@@ -3181,56 +3348,58 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
-	(*Command)(nil),           // 0: dex.fsm.v1.Command
-	(*CreateSession)(nil),     // 1: dex.fsm.v1.CreateSession
-	(*SendMessage)(nil),       // 2: dex.fsm.v1.SendMessage
-	(*RegisterWorker)(nil),    // 3: dex.fsm.v1.RegisterWorker
-	(*BumpEpoch)(nil),         // 4: dex.fsm.v1.BumpEpoch
-	(*StartAttempt)(nil),      // 5: dex.fsm.v1.StartAttempt
-	(*ClaimAttempt)(nil),      // 6: dex.fsm.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),   // 7: dex.fsm.v1.CompleteAttempt
-	(*FailAttempt)(nil),       // 8: dex.fsm.v1.FailAttempt
-	(*ExpireAttempt)(nil),     // 9: dex.fsm.v1.ExpireAttempt
-	(*ResolveApproval)(nil),   // 10: dex.fsm.v1.ResolveApproval
-	(*AnswerQuestion)(nil),    // 11: dex.fsm.v1.AnswerQuestion
-	(*FireTimer)(nil),         // 12: dex.fsm.v1.FireTimer
-	(*ResumeSession)(nil),     // 13: dex.fsm.v1.ResumeSession
-	(*RestartSessions)(nil),   // 14: dex.fsm.v1.RestartSessions
-	(*ResumeErrored)(nil),     // 15: dex.fsm.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),  // 16: dex.fsm.v1.ReconcileOutcome
-	(*EditHistory)(nil),       // 17: dex.fsm.v1.EditHistory
-	(*SetNode)(nil),           // 18: dex.fsm.v1.SetNode
-	(*RemoveNode)(nil),        // 19: dex.fsm.v1.RemoveNode
-	(*SetEventRetention)(nil), // 20: dex.fsm.v1.SetEventRetention
-	(*PruneEvents)(nil),       // 21: dex.fsm.v1.PruneEvents
-	(*DeregisterWorker)(nil),  // 22: dex.fsm.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),  // 23: dex.fsm.v1.FailUnservedStep
-	(*DeleteSession)(nil),     // 24: dex.fsm.v1.DeleteSession
-	(*PurgeSession)(nil),      // 25: dex.fsm.v1.PurgeSession
-	(*ExpireSessions)(nil),    // 26: dex.fsm.v1.ExpireSessions
-	(*TimeoutAttempt)(nil),    // 27: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),     // 28: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),      // 29: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),       // 30: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),       // 31: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),        // 32: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),        // 33: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),     // 34: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),       // 35: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),        // 36: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),        // 37: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),    // 38: dex.fsm.v1.AttemptFailure
-	(*ToolSpec)(nil),          // 39: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),            // 40: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),         // 41: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),              // 42: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),          // 43: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),    // 44: dex.fsm.v1.EventRetention
-	(*AclToken)(nil),          // 45: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),          // 46: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),      // 47: dex.fsm.v1.InlineResult
+	(*Command)(nil),              // 0: dex.fsm.v1.Command
+	(*CreateSession)(nil),        // 1: dex.fsm.v1.CreateSession
+	(*SendMessage)(nil),          // 2: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),       // 3: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),            // 4: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),         // 5: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),         // 6: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),      // 7: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),          // 8: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),        // 9: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),      // 10: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),       // 11: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),            // 12: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),        // 13: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),      // 14: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),        // 15: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),     // 16: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),          // 17: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),              // 18: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),           // 19: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil),    // 20: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),          // 21: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),     // 22: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),     // 23: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),        // 24: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),         // 25: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),       // 26: dex.fsm.v1.ExpireSessions
+	(*CloseSession)(nil),         // 27: dex.fsm.v1.CloseSession
+	(*ExpireClosedSessions)(nil), // 28: dex.fsm.v1.ExpireClosedSessions
+	(*TimeoutAttempt)(nil),       // 29: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 30: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 31: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 32: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 33: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 34: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),           // 35: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),        // 36: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),          // 37: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),           // 38: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),           // 39: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),       // 40: dex.fsm.v1.AttemptFailure
+	(*ToolSpec)(nil),             // 41: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 42: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 43: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 44: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 45: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 46: dex.fsm.v1.EventRetention
+	(*AclToken)(nil),             // 47: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 48: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 49: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	1,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -3259,40 +3428,42 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	24, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
 	25, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
 	26, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	27, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	28, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	29, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	30, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	31, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	32, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
-	39, // 32: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	33, // 33: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	33, // 34: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	35, // 35: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	36, // 36: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	37, // 37: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	33, // 38: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	40, // 39: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	41, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	42, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	43, // 42: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	44, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	33, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	34, // 45: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	45, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	35, // 47: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	36, // 48: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	37, // 49: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	38, // 50: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	46, // 51: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	47, // 52: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	36, // 53: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	40, // 54: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	29, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	30, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	31, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	32, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	33, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	34, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	27, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
+	28, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
+	41, // 34: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	35, // 35: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	35, // 36: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	37, // 37: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	38, // 38: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	39, // 39: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	35, // 40: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	42, // 41: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	43, // 42: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	44, // 43: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	45, // 44: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	46, // 45: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	35, // 46: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	36, // 47: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	47, // 48: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	37, // 49: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	38, // 50: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	39, // 51: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	40, // 52: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	48, // 53: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	49, // 54: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	38, // 55: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	42, // 56: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -3335,14 +3506,17 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_CreateToken)(nil),
 		(*Command_RevokeToken)(nil),
 		(*Command_CancelTurn)(nil),
+		(*Command_CloseSession)(nil),
+		(*Command_ExpireClosedSessions)(nil),
 	}
+	file_dex_fsm_v1_commands_proto_msgTypes[1].OneofWrappers = []any{}
 	file_dex_fsm_v1_commands_proto_msgTypes[7].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
 		(*CompleteAttempt_ToolResult)(nil),
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[34].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[36].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3355,7 +3529,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

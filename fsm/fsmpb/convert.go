@@ -14,6 +14,15 @@ import (
 
 //go:generate go run -tags convgen ./internal/convgen/cmd/convgen -o api_gen.go
 
+// optional copies an optional scalar field (nil stays nil).
+func optional[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 // HistoryAPI converts a page of history entries.
 func HistoryAPI(hs []*HistoryEntry) []*dexv1.HistoryEntry { return historyEntryListAPI(hs) }
 

@@ -37,6 +37,9 @@ const (
 	// A tombstone: the session was deleted and the leader is purging its rows.
 	// Reads answer NotFound; nothing is delivered to it.
 	SessionStatus_SESSION_STATUS_DELETED SessionStatus = 6
+	// Closed (CloseSession): it takes no more messages and can still be read;
+	// the leader deletes it once its retention has passed.
+	SessionStatus_SESSION_STATUS_CLOSED SessionStatus = 7
 )
 
 // Enum value maps for SessionStatus.
@@ -49,6 +52,7 @@ var (
 		4: "SESSION_STATUS_ERRORED",
 		5: "SESSION_STATUS_PAUSED",
 		6: "SESSION_STATUS_DELETED",
+		7: "SESSION_STATUS_CLOSED",
 	}
 	SessionStatus_value = map[string]int32{
 		"SESSION_STATUS_UNSPECIFIED": 0,
@@ -58,6 +62,7 @@ var (
 		"SESSION_STATUS_ERRORED":     4,
 		"SESSION_STATUS_PAUSED":      5,
 		"SESSION_STATUS_DELETED":     6,
+		"SESSION_STATUS_CLOSED":      7,
 	}
 )
 
@@ -828,7 +833,7 @@ var File_dex_fsm_v1_enums_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_enums_proto_rawDesc = "" +
 	"\n" +
 	"\x16dex/fsm/v1/enums.proto\x12\n" +
-	"dex.fsm.v1*\xd3\x01\n" +
+	"dex.fsm.v1*\xee\x01\n" +
 	"\rSessionStatus\x12\x1e\n" +
 	"\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATUS_IDLE\x10\x01\x12\x1a\n" +
@@ -836,7 +841,8 @@ const file_dex_fsm_v1_enums_proto_rawDesc = "" +
 	"\x16SESSION_STATUS_WAITING\x10\x03\x12\x1a\n" +
 	"\x16SESSION_STATUS_ERRORED\x10\x04\x12\x19\n" +
 	"\x15SESSION_STATUS_PAUSED\x10\x05\x12\x1a\n" +
-	"\x16SESSION_STATUS_DELETED\x10\x06*\x9f\x02\n" +
+	"\x16SESSION_STATUS_DELETED\x10\x06\x12\x19\n" +
+	"\x15SESSION_STATUS_CLOSED\x10\a*\x9f\x02\n" +
 	"\bStepKind\x12\x19\n" +
 	"\x15STEP_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13STEP_KIND_RUN_MODEL\x10\x01\x12\x17\n" +

@@ -381,7 +381,18 @@ type Session struct {
 	// The agent whose model runs this session (NAME or NAME@VERSION; empty:
 	// the default agent). Only a Worker that registered it runs its RunModel
 	// and CompactContext Steps.
-	Agent         string `protobuf:"bytes,32,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,32,opt,name=agent,proto3" json:"agent,omitempty"`
+	// How long the session is kept once closed (0: for ever). Unset until it
+	// is closed when it was created without a retention of its own; a close
+	// sets it to the cluster's retention for its agent.
+	RetentionMs *int64 `protobuf:"varint,40,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
+	// When CloseSession was accepted (0: never). From then on the session
+	// takes no message; in a turn it is closing until the turn ends.
+	CloseRequestedAtMs int64 `protobuf:"varint,41,opt,name=close_requested_at_ms,json=closeRequestedAtMs,proto3" json:"close_requested_at_ms,omitempty"`
+	// When it became closed (0: not closed).
+	ClosedAtMs int64 `protobuf:"varint,42,opt,name=closed_at_ms,json=closedAtMs,proto3" json:"closed_at_ms,omitempty"`
+	// When the retention lets a closed session go (0: kept for ever).
+	DeleteAtMs    int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -638,6 +649,34 @@ func (x *Session) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *Session) GetRetentionMs() int64 {
+	if x != nil && x.RetentionMs != nil {
+		return *x.RetentionMs
+	}
+	return 0
+}
+
+func (x *Session) GetCloseRequestedAtMs() int64 {
+	if x != nil {
+		return x.CloseRequestedAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetClosedAtMs() int64 {
+	if x != nil {
+		return x.ClosedAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetDeleteAtMs() int64 {
+	if x != nil {
+		return x.DeleteAtMs
+	}
+	return 0
 }
 
 // An ACL token, as stored. The API shows it as dex.v1.AclToken, which has
@@ -2530,7 +2569,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xd4\t\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\x84\v\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -2568,7 +2607,14 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"next_inbox\x18\x1d \x01(\x04R\tnextInbox\x12,\n" +
 	"\x12latest_summary_seq\x18\x1e \x01(\x04R\x10latestSummarySeq\x12&\n" +
 	"\x0fmax_model_input\x18\x1f \x01(\x04R\rmaxModelInput\x12\x14\n" +
-	"\x05agent\x18  \x01(\tR\x05agent\"\xfd\x01\n" +
+	"\x05agent\x18  \x01(\tR\x05agent\x12&\n" +
+	"\fretention_ms\x18( \x01(\x03H\x00R\vretentionMs\x88\x01\x01\x121\n" +
+	"\x15close_requested_at_ms\x18) \x01(\x03R\x12closeRequestedAtMs\x12 \n" +
+	"\fclosed_at_ms\x18* \x01(\x03R\n" +
+	"closedAtMs\x12 \n" +
+	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
+	"deleteAtMsB\x0f\n" +
+	"\r_retention_ms\"\xfd\x01\n" +
 	"\bAclToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
@@ -2848,6 +2894,7 @@ func file_dex_fsm_v1_state_proto_init() {
 		return
 	}
 	file_dex_fsm_v1_enums_proto_init()
+	file_dex_fsm_v1_state_proto_msgTypes[3].OneofWrappers = []any{}
 	file_dex_fsm_v1_state_proto_msgTypes[10].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),

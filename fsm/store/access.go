@@ -173,6 +173,12 @@ func (t *Txn) SessionsAtRest(status fsmpb.SessionStatus) iter.Seq[*fsmpb.Session
 	}
 }
 
+// ClosedByDeleteAt iterates the closed sessions that the retention lets go
+// some day, the earliest first.
+func (t *Txn) ClosedByDeleteAt() iter.Seq[*fsmpb.Session] {
+	return scan[*fsmpb.Session](t, TableSessions, IndexDeleteDue)
+}
+
 // EventLogsByFirstAt iterates the EventLogs that keep an event, the oldest
 // first kept event first.
 func (t *Txn) EventLogsByFirstAt() iter.Seq[*fsmpb.EventLog] {

@@ -77,6 +77,23 @@ var (
 	_ memdb.SingleIndexer = dueIndexer{}
 )
 
+// DeleteDue is when the retention lets a closed session go (ok false when
+// it is not closed or is kept for ever).
+func DeleteDue(s *fsmpb.Session) (int64, bool) {
+	if s == nil || s.Status != fsmpb.SessionStatus_SESSION_STATUS_CLOSED || s.DeleteAtMs == 0 {
+		return 0, false
+	}
+	return s.DeleteAtMs, true
+}
+
+func deleteDue(obj any) (int64, bool) {
+	s, ok := obj.(*fsmpb.Session)
+	if !ok {
+		return 0, false
+	}
+	return DeleteDue(s)
+}
+
 // firstKeptAt is when the oldest event an EventLog's session keeps was
 // emitted (ok false when it keeps none).
 func firstKeptAt(obj any) (int64, bool) {

@@ -52,6 +52,10 @@ const (
 	// without a scan. A running or waiting session is not in it: its turn
 	// writes it at every step, and nothing looks for sessions in a turn.
 	IndexStatusUpdated = "status_updated"
+	// IndexDeleteDue: closed sessions by when their retention lets them go
+	// (delete_at_ms), so the leader finds the ones due without a scan; a
+	// session kept for ever is not in it.
+	IndexDeleteDue = "delete_due"
 	// IndexModelAgent: workers by each agent whose model they run.
 	IndexModelAgent = "model_agent"
 	// IndexWorker and IndexTool: the catalog's (tool, Worker) rows by one

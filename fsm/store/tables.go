@@ -40,6 +40,7 @@ func stateTables(r Routing) []stateTable {
 			IndexID:            {Unique: true, Indexer: sessionKey},
 			IndexResumeDue:     {AllowMissing: true, Indexer: dueIndexer{due: resumeDue}},
 			IndexStatusUpdated: {AllowMissing: true, Indexer: restingSessionIndexer{}},
+			IndexDeleteDue:     {AllowMissing: true, Indexer: dueIndexer{due: deleteDue}},
 		}).restoredBy(restoreSession),
 		// A session's history entries and inbox messages are keyed (session,
 		// seq), so they are contiguous and in seq order.

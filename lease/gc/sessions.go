@@ -40,10 +40,12 @@ func (c SessionConfig) withDefaults() SessionConfig {
 }
 
 // Sessions is a leader service, Dex's core_sched for sessions: it purges
-// deleted sessions through bounded PurgeSession commands, and with a
-// retention deletes the sessions idle for longer (ExpireSessions), until
+// deleted sessions through bounded PurgeSession commands, deletes the closed
+// sessions whose retention has passed (ExpireClosedSessions) and, with an
+// idle retention, the sessions idle for longer (ExpireSessions), until
 // leadership ends. It keeps no state of its own: a new leader finds the
-// tombstones and idle sessions in the replicated state.
+// tombstones, the closed sessions due and the idle ones in the replicated
+// state.
 type Sessions struct {
 	p   Proposer
 	src StateSource
@@ -96,10 +98,13 @@ func (g *Sessions) loop(ctx context.Context, epoch uint64) {
 // (a newer epoch was opened).
 var errSessionsFenced = errors.New("session collection refused")
 
-// collect expires what the retention no longer keeps, then purges every
-// deleted session, one bounded command at a time.
+// collect expires what the retentions no longer keep (idle sessions, closed
+// ones), then purges every deleted session, one bounded command at a time.
 func (g *Sessions) collect(ctx context.Context, epoch uint64) error {
 	if err := g.expire(ctx, epoch); err != nil {
+		return err
+	}
+	if err := g.expireClosed(ctx, epoch); err != nil {
 		return err
 	}
 	return g.purge(ctx, epoch)

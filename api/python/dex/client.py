@@ -36,7 +36,7 @@ def _not_applied(err: grpc.RpcError) -> bool:
 
 class Client:
     """Sessions, messages, approvals, answers, resume, reconcile, history
-    edits, cancel and delete.
+    edits, cancel, close and delete.
 
     ``target`` as for :class:`dex.Worker`. ``timeout`` (seconds) bounds one
     method call with its retries."""
@@ -196,8 +196,16 @@ class Client:
         return await self._call("CancelSession", sessions_pb2.CancelSessionRequest(session_id=session_id, by=by,
                                                                                    reason=reason), False)
 
+    async def close_session(self, session_id: str) -> types_pb2.Session:
+        """Closes a session: it takes no more messages and can still be read.
+        One in a turn is closing until the turn ends (the session returned is
+        still running or waiting). A close of a closed session succeeds, so
+        the call is retried."""
+        resp = await self._call("CloseSession", sessions_pb2.CloseSessionRequest(session_id=session_id), True)
+        return resp.session
+
     async def delete(self, session_id: str) -> None:
-        """Deletes an idle, paused or errored session. NotFound on a retry
+        """Deletes an idle, paused, errored or closed session. NotFound on a retry
         counts as done."""
         tries = [0]
         try:

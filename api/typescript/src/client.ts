@@ -185,7 +185,17 @@ export class Client {
     return this.call(true, o, (co) => this.svc.cancelSession({ sessionId, reason, by }, co));
   }
 
-  /** Deletes an idle, paused or errored session; NotFound on a retry counts as done. */
+  /**
+   * Closes a session: it takes no more messages and can still be read. One in
+   * a turn is closing until the turn ends (the session returned is still
+   * running or waiting). A close of a closed session succeeds, so it is retried.
+   */
+  async closeSession(sessionId: string, o: CallOptions = {}): Promise<Session | undefined> {
+    const resp = await this.call(true, o, (co) => this.svc.closeSession({ sessionId }, co));
+    return resp.session;
+  }
+
+  /** Deletes an idle, paused, errored or closed session; NotFound on a retry counts as done. */
   async deleteSession(sessionId: string, o: CallOptions = {}): Promise<void> {
     const tries = { n: 0 };
     try {

@@ -77,6 +77,11 @@ class SessionServiceStub(object):
                 request_serializer=dex_dot_v1_dot_sessions__pb2.CancelSessionRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_sessions__pb2.CancelSessionResponse.FromString,
                 )
+        self.CloseSession = channel.unary_unary(
+                '/dex.v1.SessionService/CloseSession',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.CloseSessionRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.CloseSessionResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -171,6 +176,18 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CloseSession(self, request, context):
+        """Closes a session: it takes no more messages (SendMessage answers
+        FailedPrecondition) and can still be read. One at rest is closed at
+        once; one in a turn is closing until the turn ends, and then closed (no
+        further turn starts). Closing a closed session changes nothing. NotFound
+        for an unknown or deleted session. The leader deletes a closed session
+        once its retention has passed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -233,6 +250,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.CancelSession,
                     request_deserializer=dex_dot_v1_dot_sessions__pb2.CancelSessionRequest.FromString,
                     response_serializer=dex_dot_v1_dot_sessions__pb2.CancelSessionResponse.SerializeToString,
+            ),
+            'CloseSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseSession,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.CloseSessionRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.CloseSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -447,5 +469,22 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/CancelSession',
             dex_dot_v1_dot_sessions__pb2.CancelSessionRequest.SerializeToString,
             dex_dot_v1_dot_sessions__pb2.CancelSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CloseSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/CloseSession',
+            dex_dot_v1_dot_sessions__pb2.CloseSessionRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.CloseSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

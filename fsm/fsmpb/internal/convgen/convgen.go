@@ -260,7 +260,7 @@ func (g *generator) convert(k key) error {
 		if err != nil {
 			return err
 		}
-		if tf.ContainingOneof() != nil {
+		if o := tf.ContainingOneof(); o != nil && !o.IsSynthetic() {
 			continue
 		}
 		lits = append(lits, fmt.Sprintf("%s: %s,", to.fields[tf.Name()], expr))
@@ -390,6 +390,9 @@ func (g *generator) value(ff, tf protoreflect.FieldDescriptor, src string) (stri
 			return listName(k) + "(" + src + ")", nil
 		}
 		return funcName(k, src), nil
+	case tf.HasPresence() && tf.ContainingOneof() != nil && tf.ContainingOneof().IsSynthetic() && tf.Enum() == nil:
+		// An optional scalar: a copy, so the two messages share nothing.
+		return "optional(" + src + ")", nil
 	case tf.Enum() != nil && tf.Enum() != ff.Enum():
 		if tf.IsList() || tf.HasPresence() {
 			return "", fmt.Errorf("%s: lists and optionals of enums are not converted yet", tf.FullName())
