@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/cluster/internal/logstore"
 	"github.com/dexhq/dex/cluster/internal/peer"
@@ -539,7 +538,7 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answered f
 	data := make([][]byte, len(cmds))
 	for i, cmd := range cmds {
 		if cmd.GetNowMs() == 0 {
-			cmd = proto.Clone(cmd).(*fsmpb.Command)
+			cmd = cmd.CloneVT()
 			cmd.NowMs = time.Now().UnixMilli()
 		}
 		d, err := fsm.Encode(cmd)

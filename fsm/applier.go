@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
 )
@@ -28,7 +26,7 @@ func (a *applier) meta() *fsmpb.ClusterMeta {
 	if m := a.tx.StoredMeta(); m == nil {
 		a.m = &fsmpb.ClusterMeta{Id: store.MetaID}
 	} else {
-		a.m = proto.Clone(m).(*fsmpb.ClusterMeta)
+		a.m = m.CloneVT()
 	}
 	return a.m
 }
@@ -66,7 +64,7 @@ func (a *applier) step(id string) (*fsmpb.Step, *Rejection) {
 	if s := a.storedSession(st.SessionId); s != nil && deleted(s) {
 		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
 	}
-	return proto.Clone(st).(*fsmpb.Step), nil
+	return st.CloneVT(), nil
 }
 
 func (a *applier) putStep(st *fsmpb.Step) {

@@ -140,7 +140,7 @@ func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 			continue
 		}
 		cmd := &fsmpb.Command{}
-		if err := proto.Unmarshal(e.Data, cmd); err != nil {
+		if err := cmd.UnmarshalVT(e.Data); err != nil {
 			results[i] = f.halt(e.Index, fmt.Sprintf("entry does not decode as a command: %v", err))
 			continue
 		}
