@@ -11,7 +11,10 @@ type applier struct {
 	tx    *store.Txn
 	now   int64
 	index uint64
-	m     *fsmpb.ClusterMeta
+	// n is the command's place (from 1) in a Batch entry; 0 for an entry
+	// of its own.
+	n int
+	m *fsmpb.ClusterMeta
 	// touched: the Steps and sessions this command wrote, for OnApplied.
 	touched touched
 	// held is a session a caller holds while it acts on another (a parent

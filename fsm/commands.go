@@ -45,4 +45,5 @@ var commandTable = []command{
 	unfenced((*fsmpb.Command).GetCreateToken, (*applier).createToken),
 	unfenced((*fsmpb.Command).GetRevokeToken, (*applier).revokeToken),
 	unfenced((*fsmpb.Command).GetCancelTurn, (*applier).cancelTurn).queues(),
+	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

@@ -66,6 +66,7 @@ type Command struct {
 	//	*Command_CreateToken
 	//	*Command_RevokeToken
 	//	*Command_CancelTurn
+	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -410,6 +411,15 @@ func (x *Command) GetCancelTurn() *CancelTurn {
 	return nil
 }
 
+func (x *Command) GetBatch() *Batch {
+	if x != nil {
+		if x, ok := x.Body.(*Command_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -542,6 +552,10 @@ type Command_CancelTurn struct {
 	CancelTurn *CancelTurn `protobuf:"bytes,120,opt,name=cancel_turn,json=cancelTurn,proto3,oneof"`
 }
 
+type Command_Batch struct {
+	Batch *Batch `protobuf:"bytes,130,opt,name=batch,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -606,6 +620,57 @@ func (*Command_RevokeToken) isCommand_Body() {}
 
 func (*Command_CancelTurn) isCommand_Body() {}
 
+func (*Command_Batch) isCommand_Body() {}
+
+// Several commands in one log entry (the leader's group commit), applied in
+// order as if each were an entry of its own at this index: the state and
+// each command's result are those of applying them one by one. Each is an
+// encoded Command (no Batch inside a Batch). A leader writes one only when
+// every member applies them (NodeInfo.log_version 2 or more).
+type Batch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commands      [][]byte               `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Batch) Reset() {
+	*x = Batch{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Batch) ProtoMessage() {}
+
+func (x *Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Batch.ProtoReflect.Descriptor instead.
+func (*Batch) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Batch) GetCommands() [][]byte {
+	if x != nil {
+		return x.Commands
+	}
+	return nil
+}
+
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	SessionId           string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -624,7 +689,7 @@ type CreateSession struct {
 
 func (x *CreateSession) Reset() {
 	*x = CreateSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +701,7 @@ func (x *CreateSession) String() string {
 func (*CreateSession) ProtoMessage() {}
 
 func (x *CreateSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +714,7 @@ func (x *CreateSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSession.ProtoReflect.Descriptor instead.
 func (*CreateSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateSession) GetSessionId() string {
@@ -714,7 +779,7 @@ type SendMessage struct {
 
 func (x *SendMessage) Reset() {
 	*x = SendMessage{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +791,7 @@ func (x *SendMessage) String() string {
 func (*SendMessage) ProtoMessage() {}
 
 func (x *SendMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +804,7 @@ func (x *SendMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessage.ProtoReflect.Descriptor instead.
 func (*SendMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SendMessage) GetSessionId() string {
@@ -785,7 +850,7 @@ type RegisterWorker struct {
 
 func (x *RegisterWorker) Reset() {
 	*x = RegisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +862,7 @@ func (x *RegisterWorker) String() string {
 func (*RegisterWorker) ProtoMessage() {}
 
 func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +875,7 @@ func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorker.ProtoReflect.Descriptor instead.
 func (*RegisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RegisterWorker) GetWorkerId() string {
@@ -858,7 +923,7 @@ type BumpEpoch struct {
 
 func (x *BumpEpoch) Reset() {
 	*x = BumpEpoch{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +935,7 @@ func (x *BumpEpoch) String() string {
 func (*BumpEpoch) ProtoMessage() {}
 
 func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +948,7 @@ func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BumpEpoch.ProtoReflect.Descriptor instead.
 func (*BumpEpoch) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BumpEpoch) GetNodeId() string {
@@ -908,7 +973,7 @@ type StartAttempt struct {
 
 func (x *StartAttempt) Reset() {
 	*x = StartAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +985,7 @@ func (x *StartAttempt) String() string {
 func (*StartAttempt) ProtoMessage() {}
 
 func (x *StartAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +998,7 @@ func (x *StartAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartAttempt.ProtoReflect.Descriptor instead.
 func (*StartAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartAttempt) GetStepId() string {
@@ -980,7 +1045,7 @@ type ClaimAttempt struct {
 
 func (x *ClaimAttempt) Reset() {
 	*x = ClaimAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1057,7 @@ func (x *ClaimAttempt) String() string {
 func (*ClaimAttempt) ProtoMessage() {}
 
 func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1070,7 @@ func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAttempt.ProtoReflect.Descriptor instead.
 func (*ClaimAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClaimAttempt) GetRef() *AttemptRef {
@@ -1032,7 +1097,7 @@ type CompleteAttempt struct {
 
 func (x *CompleteAttempt) Reset() {
 	*x = CompleteAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1109,7 @@ func (x *CompleteAttempt) String() string {
 func (*CompleteAttempt) ProtoMessage() {}
 
 func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1122,7 @@ func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteAttempt.ProtoReflect.Descriptor instead.
 func (*CompleteAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CompleteAttempt) GetRef() *AttemptRef {
@@ -1150,7 +1215,7 @@ type FailAttempt struct {
 
 func (x *FailAttempt) Reset() {
 	*x = FailAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1227,7 @@ func (x *FailAttempt) String() string {
 func (*FailAttempt) ProtoMessage() {}
 
 func (x *FailAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1240,7 @@ func (x *FailAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailAttempt.ProtoReflect.Descriptor instead.
 func (*FailAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FailAttempt) GetRef() *AttemptRef {
@@ -1210,7 +1275,7 @@ type ExpireAttempt struct {
 
 func (x *ExpireAttempt) Reset() {
 	*x = ExpireAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1287,7 @@ func (x *ExpireAttempt) String() string {
 func (*ExpireAttempt) ProtoMessage() {}
 
 func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1300,7 @@ func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireAttempt.ProtoReflect.Descriptor instead.
 func (*ExpireAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExpireAttempt) GetStepId() string {
@@ -1270,7 +1335,7 @@ type ResolveApproval struct {
 
 func (x *ResolveApproval) Reset() {
 	*x = ResolveApproval{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1347,7 @@ func (x *ResolveApproval) String() string {
 func (*ResolveApproval) ProtoMessage() {}
 
 func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1360,7 @@ func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApproval.ProtoReflect.Descriptor instead.
 func (*ResolveApproval) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResolveApproval) GetStepId() string {
@@ -1329,7 +1394,7 @@ type AnswerQuestion struct {
 
 func (x *AnswerQuestion) Reset() {
 	*x = AnswerQuestion{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1406,7 @@ func (x *AnswerQuestion) String() string {
 func (*AnswerQuestion) ProtoMessage() {}
 
 func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1419,7 @@ func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestion.ProtoReflect.Descriptor instead.
 func (*AnswerQuestion) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AnswerQuestion) GetStepId() string {
@@ -1381,7 +1446,7 @@ type FireTimer struct {
 
 func (x *FireTimer) Reset() {
 	*x = FireTimer{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1458,7 @@ func (x *FireTimer) String() string {
 func (*FireTimer) ProtoMessage() {}
 
 func (x *FireTimer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1471,7 @@ func (x *FireTimer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireTimer.ProtoReflect.Descriptor instead.
 func (*FireTimer) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FireTimer) GetStepId() string {
@@ -1434,7 +1499,7 @@ type ResumeSession struct {
 
 func (x *ResumeSession) Reset() {
 	*x = ResumeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1511,7 @@ func (x *ResumeSession) String() string {
 func (*ResumeSession) ProtoMessage() {}
 
 func (x *ResumeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1524,7 @@ func (x *ResumeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSession.ProtoReflect.Descriptor instead.
 func (*ResumeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResumeSession) GetSessionId() string {
@@ -1487,7 +1552,7 @@ type RestartSessions struct {
 
 func (x *RestartSessions) Reset() {
 	*x = RestartSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1564,7 @@ func (x *RestartSessions) String() string {
 func (*RestartSessions) ProtoMessage() {}
 
 func (x *RestartSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1577,7 @@ func (x *RestartSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSessions.ProtoReflect.Descriptor instead.
 func (*RestartSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RestartSessions) GetEpoch() uint64 {
@@ -1533,7 +1598,7 @@ type ResumeErrored struct {
 
 func (x *ResumeErrored) Reset() {
 	*x = ResumeErrored{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1610,7 @@ func (x *ResumeErrored) String() string {
 func (*ResumeErrored) ProtoMessage() {}
 
 func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1623,7 @@ func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeErrored.ProtoReflect.Descriptor instead.
 func (*ResumeErrored) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResumeErrored) GetSessionId() string {
@@ -1586,7 +1651,7 @@ type ReconcileOutcome struct {
 
 func (x *ReconcileOutcome) Reset() {
 	*x = ReconcileOutcome{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1663,7 @@ func (x *ReconcileOutcome) String() string {
 func (*ReconcileOutcome) ProtoMessage() {}
 
 func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1676,7 @@ func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcome.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcome) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReconcileOutcome) GetStepId() string {
@@ -1647,7 +1712,7 @@ type EditHistory struct {
 
 func (x *EditHistory) Reset() {
 	*x = EditHistory{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1724,7 @@ func (x *EditHistory) String() string {
 func (*EditHistory) ProtoMessage() {}
 
 func (x *EditHistory) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1737,7 @@ func (x *EditHistory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistory.ProtoReflect.Descriptor instead.
 func (*EditHistory) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EditHistory) GetSessionId() string {
@@ -1705,7 +1770,7 @@ type SetNode struct {
 
 func (x *SetNode) Reset() {
 	*x = SetNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1782,7 @@ func (x *SetNode) String() string {
 func (*SetNode) ProtoMessage() {}
 
 func (x *SetNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1795,7 @@ func (x *SetNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNode.ProtoReflect.Descriptor instead.
 func (*SetNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetNode) GetNode() *NodeInfo {
@@ -1749,7 +1814,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1826,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1839,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RemoveNode) GetNodeId() string {
@@ -1796,7 +1861,7 @@ type SetEventRetention struct {
 
 func (x *SetEventRetention) Reset() {
 	*x = SetEventRetention{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +1873,7 @@ func (x *SetEventRetention) String() string {
 func (*SetEventRetention) ProtoMessage() {}
 
 func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +1886,7 @@ func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEventRetention.ProtoReflect.Descriptor instead.
 func (*SetEventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetEventRetention) GetEpoch() uint64 {
@@ -1853,7 +1918,7 @@ type PruneEvents struct {
 
 func (x *PruneEvents) Reset() {
 	*x = PruneEvents{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1930,7 @@ func (x *PruneEvents) String() string {
 func (*PruneEvents) ProtoMessage() {}
 
 func (x *PruneEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1943,7 @@ func (x *PruneEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneEvents.ProtoReflect.Descriptor instead.
 func (*PruneEvents) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PruneEvents) GetEpoch() uint64 {
@@ -1915,7 +1980,7 @@ type DeregisterWorker struct {
 
 func (x *DeregisterWorker) Reset() {
 	*x = DeregisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +1992,7 @@ func (x *DeregisterWorker) String() string {
 func (*DeregisterWorker) ProtoMessage() {}
 
 func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2005,7 @@ func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorker.ProtoReflect.Descriptor instead.
 func (*DeregisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeregisterWorker) GetWorkerId() string {
@@ -1971,7 +2036,7 @@ type FailUnservedStep struct {
 
 func (x *FailUnservedStep) Reset() {
 	*x = FailUnservedStep{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2048,7 @@ func (x *FailUnservedStep) String() string {
 func (*FailUnservedStep) ProtoMessage() {}
 
 func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2061,7 @@ func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailUnservedStep.ProtoReflect.Descriptor instead.
 func (*FailUnservedStep) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FailUnservedStep) GetStepId() string {
@@ -2033,7 +2098,7 @@ type DeleteSession struct {
 
 func (x *DeleteSession) Reset() {
 	*x = DeleteSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2045,7 +2110,7 @@ func (x *DeleteSession) String() string {
 func (*DeleteSession) ProtoMessage() {}
 
 func (x *DeleteSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2058,7 +2123,7 @@ func (x *DeleteSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSession.ProtoReflect.Descriptor instead.
 func (*DeleteSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteSession) GetSessionId() string {
@@ -2082,7 +2147,7 @@ type PurgeSession struct {
 
 func (x *PurgeSession) Reset() {
 	*x = PurgeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2159,7 @@ func (x *PurgeSession) String() string {
 func (*PurgeSession) ProtoMessage() {}
 
 func (x *PurgeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2172,7 @@ func (x *PurgeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeSession.ProtoReflect.Descriptor instead.
 func (*PurgeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PurgeSession) GetSessionId() string {
@@ -2145,7 +2210,7 @@ type ExpireSessions struct {
 
 func (x *ExpireSessions) Reset() {
 	*x = ExpireSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2222,7 @@ func (x *ExpireSessions) String() string {
 func (*ExpireSessions) ProtoMessage() {}
 
 func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2235,7 @@ func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireSessions.ProtoReflect.Descriptor instead.
 func (*ExpireSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ExpireSessions) GetEpoch() uint64 {
@@ -2208,7 +2273,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2285,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2298,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2269,7 +2334,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2346,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2359,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -2322,7 +2387,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2399,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2412,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -2370,7 +2435,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2382,7 +2447,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2395,7 +2460,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -2423,7 +2488,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2500,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2513,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -2474,7 +2539,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2551,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2564,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -2537,7 +2602,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2614,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2627,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -2610,7 +2675,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2687,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2700,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -2736,7 +2801,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2813,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +2826,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -2798,7 +2863,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +2875,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2888,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -2858,7 +2923,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +2935,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +2948,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -2910,7 +2975,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +2987,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3000,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -2957,7 +3022,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xa2\x11\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xce\x11\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -2997,8 +3062,11 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\fcreate_token\x18n \x01(\v2\x17.dex.fsm.v1.CreateTokenH\x00R\vcreateToken\x12<\n" +
 	"\frevoke_token\x18o \x01(\v2\x17.dex.fsm.v1.RevokeTokenH\x00R\vrevokeToken\x129\n" +
 	"\vcancel_turn\x18x \x01(\v2\x16.dex.fsm.v1.CancelTurnH\x00R\n" +
-	"cancelTurnB\x06\n" +
-	"\x04body\"\xf5\x01\n" +
+	"cancelTurn\x12*\n" +
+	"\x05batch\x18\x82\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
+	"\x04body\"#\n" +
+	"\x05Batch\x12\x1a\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xf5\x01\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -3181,118 +3249,120 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),           // 0: dex.fsm.v1.Command
-	(*CreateSession)(nil),     // 1: dex.fsm.v1.CreateSession
-	(*SendMessage)(nil),       // 2: dex.fsm.v1.SendMessage
-	(*RegisterWorker)(nil),    // 3: dex.fsm.v1.RegisterWorker
-	(*BumpEpoch)(nil),         // 4: dex.fsm.v1.BumpEpoch
-	(*StartAttempt)(nil),      // 5: dex.fsm.v1.StartAttempt
-	(*ClaimAttempt)(nil),      // 6: dex.fsm.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),   // 7: dex.fsm.v1.CompleteAttempt
-	(*FailAttempt)(nil),       // 8: dex.fsm.v1.FailAttempt
-	(*ExpireAttempt)(nil),     // 9: dex.fsm.v1.ExpireAttempt
-	(*ResolveApproval)(nil),   // 10: dex.fsm.v1.ResolveApproval
-	(*AnswerQuestion)(nil),    // 11: dex.fsm.v1.AnswerQuestion
-	(*FireTimer)(nil),         // 12: dex.fsm.v1.FireTimer
-	(*ResumeSession)(nil),     // 13: dex.fsm.v1.ResumeSession
-	(*RestartSessions)(nil),   // 14: dex.fsm.v1.RestartSessions
-	(*ResumeErrored)(nil),     // 15: dex.fsm.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),  // 16: dex.fsm.v1.ReconcileOutcome
-	(*EditHistory)(nil),       // 17: dex.fsm.v1.EditHistory
-	(*SetNode)(nil),           // 18: dex.fsm.v1.SetNode
-	(*RemoveNode)(nil),        // 19: dex.fsm.v1.RemoveNode
-	(*SetEventRetention)(nil), // 20: dex.fsm.v1.SetEventRetention
-	(*PruneEvents)(nil),       // 21: dex.fsm.v1.PruneEvents
-	(*DeregisterWorker)(nil),  // 22: dex.fsm.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),  // 23: dex.fsm.v1.FailUnservedStep
-	(*DeleteSession)(nil),     // 24: dex.fsm.v1.DeleteSession
-	(*PurgeSession)(nil),      // 25: dex.fsm.v1.PurgeSession
-	(*ExpireSessions)(nil),    // 26: dex.fsm.v1.ExpireSessions
-	(*TimeoutAttempt)(nil),    // 27: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),     // 28: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),      // 29: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),       // 30: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),       // 31: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),        // 32: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),        // 33: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),     // 34: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),       // 35: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),        // 36: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),        // 37: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),    // 38: dex.fsm.v1.AttemptFailure
-	(*ToolSpec)(nil),          // 39: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),            // 40: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),         // 41: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),              // 42: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),          // 43: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),    // 44: dex.fsm.v1.EventRetention
-	(*AclToken)(nil),          // 45: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),          // 46: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),      // 47: dex.fsm.v1.InlineResult
+	(*Batch)(nil),             // 1: dex.fsm.v1.Batch
+	(*CreateSession)(nil),     // 2: dex.fsm.v1.CreateSession
+	(*SendMessage)(nil),       // 3: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),    // 4: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),         // 5: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),      // 6: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),      // 7: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),   // 8: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),       // 9: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),     // 10: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),   // 11: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),    // 12: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),         // 13: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),     // 14: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),   // 15: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),     // 16: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),  // 17: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),       // 18: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),           // 19: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),        // 20: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil), // 21: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),       // 22: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),  // 23: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),  // 24: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),     // 25: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),      // 26: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),    // 27: dex.fsm.v1.ExpireSessions
+	(*TimeoutAttempt)(nil),    // 28: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),     // 29: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),      // 30: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),       // 31: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),       // 32: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),        // 33: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),        // 34: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),     // 35: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),       // 36: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),        // 37: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),        // 38: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),    // 39: dex.fsm.v1.AttemptFailure
+	(*ToolSpec)(nil),          // 40: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),            // 41: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),         // 42: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),              // 43: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),          // 44: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),    // 45: dex.fsm.v1.EventRetention
+	(*AclToken)(nil),          // 46: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),          // 47: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),      // 48: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
-	1,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
-	2,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
-	3,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
-	4,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
-	5,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
-	6,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
-	7,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
-	8,  // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
-	9,  // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
-	10, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
-	11, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
-	12, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
-	13, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
-	14, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
-	15, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
-	16, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
-	17, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
-	18, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
-	19, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
-	20, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
-	21, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
-	22, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
-	23, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
-	24, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
-	25, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
-	26, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	27, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	28, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	29, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	30, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	31, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	32, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
-	39, // 32: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	33, // 33: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	33, // 34: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	35, // 35: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	36, // 36: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	37, // 37: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	33, // 38: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	40, // 39: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	41, // 40: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	42, // 41: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	43, // 42: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	44, // 43: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	33, // 44: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	34, // 45: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	45, // 46: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	35, // 47: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	36, // 48: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	37, // 49: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	38, // 50: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	46, // 51: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	47, // 52: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	36, // 53: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	40, // 54: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
+	3,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
+	4,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
+	5,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
+	6,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
+	7,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
+	8,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
+	9,  // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
+	10, // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
+	11, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
+	12, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
+	13, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
+	14, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
+	15, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
+	16, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
+	17, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
+	18, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
+	19, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
+	20, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
+	21, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
+	22, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
+	23, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
+	24, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
+	25, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
+	26, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
+	27, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
+	28, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	29, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	30, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	31, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	32, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	33, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	1,  // 32: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	40, // 33: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	34, // 34: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	34, // 35: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	36, // 36: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	37, // 37: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	38, // 38: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	34, // 39: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	41, // 40: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	42, // 41: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	43, // 42: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	44, // 43: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	45, // 44: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	34, // 45: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	35, // 46: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	46, // 47: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	36, // 48: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	37, // 49: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	38, // 50: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	39, // 51: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	47, // 52: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	48, // 53: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	37, // 54: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	41, // 55: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -3335,14 +3405,15 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_CreateToken)(nil),
 		(*Command_RevokeToken)(nil),
 		(*Command_CancelTurn)(nil),
+		(*Command_Batch)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[7].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
 		(*CompleteAttempt_ToolResult)(nil),
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[34].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[35].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3355,7 +3426,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

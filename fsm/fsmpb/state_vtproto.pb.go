@@ -694,6 +694,7 @@ func (m *NodeInfo) CloneVT() *NodeInfo {
 	r.RaftAddress = m.RaftAddress
 	r.GrpcAddress = m.GrpcAddress
 	r.HttpAddress = m.HttpAddress
+	r.LogVersion = m.LogVersion
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -2866,6 +2867,11 @@ func (m *NodeInfo) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.LogVersion != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LogVersion))
+		i--
+		dAtA[i] = 0x28
+	}
 	if len(m.HttpAddress) > 0 {
 		i -= len(m.HttpAddress)
 		copy(dAtA[i:], m.HttpAddress)
@@ -3924,6 +3930,9 @@ func (m *NodeInfo) SizeVT() (n int) {
 	l = len(m.HttpAddress)
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.LogVersion != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LogVersion))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -10012,6 +10021,25 @@ func (m *NodeInfo) UnmarshalVT(dAtA []byte) error {
 			}
 			m.HttpAddress = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LogVersion", wireType)
+			}
+			m.LogVersion = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LogVersion |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
