@@ -220,3 +220,7 @@ func (n *Node) membersApplyBatches() bool {
 	}
 	return true
 }
+
+// GroupCommit reports that this node, as leader, gathers commands into
+// Batch entries: every member applies them.
+func (n *Node) GroupCommit() bool { return n.group.allowed.Load() }

@@ -28,7 +28,12 @@ func TestGroupCommitSharesEntriesAndAnswersEachCommand(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(1500 * time.Millisecond) // the leader checks the members once a second
+	for !leader.node.GroupCommit() {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader never started group commit")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	const proposers, each = 32, 20
 	before := leader.node.Status().LastIndex
