@@ -553,7 +553,7 @@ type Command_CancelTurn struct {
 }
 
 type Command_Batch struct {
-	Batch *Batch `protobuf:"bytes,130,opt,name=batch,proto3,oneof"`
+	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
 
 func (*Command_CreateSession) isCommand_Body() {}
@@ -3063,7 +3063,7 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\frevoke_token\x18o \x01(\v2\x17.dex.fsm.v1.RevokeTokenH\x00R\vrevokeToken\x129\n" +
 	"\vcancel_turn\x18x \x01(\v2\x16.dex.fsm.v1.CancelTurnH\x00R\n" +
 	"cancelTurn\x12*\n" +
-	"\x05batch\x18\x82\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
+	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
 	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xf5\x01\n" +

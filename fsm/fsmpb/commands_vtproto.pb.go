@@ -2098,13 +2098,13 @@ func (m *Command_Batch) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0x8
 		i--
-		dAtA[i] = 0x92
+		dAtA[i] = 0xe2
 	} else {
 		i = protohelpers.EncodeVarint(dAtA, i, 0)
 		i--
 		dAtA[i] = 0x8
 		i--
-		dAtA[i] = 0x92
+		dAtA[i] = 0xe2
 	}
 	return len(dAtA) - i, nil
 }
@@ -6995,7 +6995,7 @@ func (m *Command) UnmarshalVT(dAtA []byte) error {
 				m.Body = &Command_CancelTurn{CancelTurn: v}
 			}
 			iNdEx = postIndex
-		case 130:
+		case 140:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Batch", wireType)
 			}
