@@ -124,10 +124,15 @@ takeover: build
 election-time: build
 	BIN=$(BIN) chaos/scripts/election-time.sh $(or $(RUNS),5)
 
+# Needs protoc with protoc-gen-go (v1.36.12), protoc-gen-go-grpc (v1.6.2)
+# and protoc-gen-go-vtproto (github.com/planetscale/vtprotobuf at the
+# version go.mod names), which writes the reflection-free marshal, unmarshal
+# and clone code of every message (*_vtproto.pb.go).
 proto:
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I $(PROTO_DIR) -I $(FSM_PROTO_DIR) \
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/dexhq/dex \
+		--go-vtproto_out=. --go-vtproto_opt=module=github.com/dexhq/dex,features=marshal+unmarshal+size+clone \
 		$(PROTOS) $(FSM_PROTOS)
 	$(GO) generate ./fsm/fsmpb
 	$(MAKE) proto-python

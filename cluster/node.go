@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/cluster/internal/logstore"
 	"github.com/dexhq/dex/cluster/internal/peer"
@@ -104,6 +103,7 @@ type Node struct {
 	running    atomic.Bool // Open returned it: a full disk now stops it (writeFailed)
 	fullOnce   sync.Once
 	shutdownCh chan struct{}
+	group      *groupCommit // the leader's proposer (groupcommit.go)
 	wg         sync.WaitGroup
 	shutOnce   sync.Once
 	fireMu     sync.Mutex // serializes readiness hooks
@@ -192,6 +192,7 @@ func New(cfg Config) (n *Node, err error) {
 		restoreCh:  make(chan *restoreReq),
 		shutdownCh: make(chan struct{}),
 	}
+	n.group = newGroupCommit(n)
 	hl := NewHCLogger(cfg.Logger, "raft")
 	n.hl = hl
 
@@ -401,7 +402,8 @@ func (n *Node) Start(h Hooks) (err error) {
 	n.lastAdvance = time.Now()
 	n.running.Store(true)
 
-	n.wg.Add(5)
+	n.wg.Add(6)
+	go n.group.loop()
 	go n.storedMarkLoop()
 	go n.identityLoop()
 	go n.leaderLoop()
@@ -452,6 +454,7 @@ func (n *Node) Info() *fsmpb.NodeInfo {
 		RaftAddress: n.cfg.RaftAddr,
 		GrpcAddress: n.cfg.GRPCAddr,
 		HttpAddress: n.cfg.HTTPAddr,
+		LogVersion:  fsm.LogVersion,
 	}
 }
 
@@ -536,28 +539,35 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answered f
 	if n.raft.State() != raft.Leader {
 		return n.notLeader()
 	}
-	data := make([][]byte, len(cmds))
+	p := &proposalGroup{data: make([][]byte, len(cmds)), answered: answered}
 	for i, cmd := range cmds {
 		if cmd.GetNowMs() == 0 {
-			cmd = proto.Clone(cmd).(*fsmpb.Command)
+			cmd = cmd.CloneVT()
 			cmd.NowMs = time.Now().UnixMilli()
 		}
 		d, err := fsm.Encode(cmd)
 		if err != nil {
 			return fmt.Errorf("encode command: %v", err)
 		}
-		data[i] = d
+		p.data[i] = d
+		p.size += len(d)
 	}
-	timeout := 10 * time.Second
+	p.deadline = time.Now().Add(10 * time.Second)
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
+		if time.Until(dl) <= 0 {
 			return context.DeadlineExceeded
 		}
+		p.deadline = dl
 	}
-	futures := make([]raft.ApplyFuture, len(data))
-	for i, d := range data {
-		futures[i] = n.raft.Apply(d, timeout)
+	if n.group.allowed.Load() {
+		n.group.add(p)
+		return nil
+	}
+	// A member of an older version cannot read Batch entries: one entry
+	// per command, handed to raft one behind the other.
+	futures := make([]raft.ApplyFuture, len(p.data))
+	for i, d := range p.data {
+		futures[i] = n.raft.Apply(d, time.Until(p.deadline))
 	}
 	go func() {
 		for i, f := range futures {
@@ -565,13 +575,17 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answered f
 			var res *fsm.Result
 			if err == nil {
 				if res, _ = f.Response().(*fsm.Result); res == nil {
-					err = fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
+					err = errNoResult(f.Response())
 				}
 			}
 			answered(i, res, err)
 		}
 	}()
 	return nil
+}
+
+func errNoResult(got any) error {
+	return fmt.Errorf("raft apply: no state machine result (got %T)", got)
 }
 
 // proposeError turns raft's answer to a proposal into the error Propose

@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -83,7 +81,7 @@ func (p *Pipeline) Pair(d Pairer) {
 func (p *Pipeline) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result, error) {
 	if cmd.GetNowMs() == 0 {
 		// Stamped here: the prediction reads the command's time.
-		cmd = proto.Clone(cmd).(*fsmpb.Command)
+		cmd = cmd.CloneVT()
 		cmd.NowMs = p.now().UnixMilli()
 	}
 	type answer struct {

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 
-	"google.golang.org/protobuf/proto"
-
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -105,7 +103,7 @@ func ModelTools(st *fsm.State) []*dexv1.ToolSpec {
 		out = append(out, t.API())
 	}
 	for _, t := range Builtins { // a Worker cannot register a built-in's name
-		out = append(out, proto.Clone(t).(*dexv1.ToolSpec))
+		out = append(out, t.CloneVT())
 	}
 	slices.SortFunc(out, func(a, b *dexv1.ToolSpec) int { return cmp.Compare(a.Name, b.Name) })
 	return out

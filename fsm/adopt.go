@@ -54,7 +54,7 @@ func Adopt(r io.Reader, w io.Writer, into *State) error {
 				return fmt.Errorf("%w: record %d: a second meta record", ErrBadSnapshot, sr.Read()-1)
 			}
 			sawMeta = true
-			m := proto.Clone(v.Meta).(*fsmpb.ClusterMeta)
+			m := v.Meta.CloneVT()
 			m.ClusterId = cur.GetClusterId()
 			m.Epoch = max(m.Epoch, cur.GetEpoch())
 			if err := write(&fsmpb.SnapshotRecord{Record: &fsmpb.SnapshotRecord_Meta{Meta: m}}); err != nil {

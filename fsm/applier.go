@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
 )
@@ -13,7 +11,10 @@ type applier struct {
 	tx    *store.Txn
 	now   int64
 	index uint64
-	m     *fsmpb.ClusterMeta
+	// n is the command's place (from 1) in a Batch entry; 0 for an entry
+	// of its own.
+	n int
+	m *fsmpb.ClusterMeta
 	// touched: the Steps and sessions this command wrote, for OnApplied.
 	touched touched
 	// held is a session a caller holds while it acts on another (a parent
@@ -28,7 +29,7 @@ func (a *applier) meta() *fsmpb.ClusterMeta {
 	if m := a.tx.StoredMeta(); m == nil {
 		a.m = &fsmpb.ClusterMeta{Id: store.MetaID}
 	} else {
-		a.m = proto.Clone(m).(*fsmpb.ClusterMeta)
+		a.m = m.CloneVT()
 	}
 	return a.m
 }
@@ -67,7 +68,7 @@ func (a *applier) step(id string) (*fsmpb.Step, *Rejection) {
 	if s := a.storedSession(st.SessionId); s != nil && deleted(s) {
 		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
 	}
-	return proto.Clone(st).(*fsmpb.Step), nil
+	return st.CloneVT(), nil
 }
 
 func (a *applier) putStep(st *fsmpb.Step) {

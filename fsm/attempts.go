@@ -3,8 +3,6 @@ package fsm
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -58,7 +56,7 @@ func (a *applier) startAttempt(c *fsmpb.StartAttempt) *Result {
 	st.Status = fsmpb.StepStatus_STEP_STATUS_RUNNING
 	a.putStep(st)
 	a.emit(st.SessionId, "attempt_started", st.Id, fmt.Sprintf("attempt %d on %s", at.N, at.WorkerId))
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: at.CloneVT()}
 }
 
 // workerCall checks a Worker's reference to its attempt. It returns replay when
@@ -83,7 +81,7 @@ func (a *applier) workerCall(ref *fsmpb.AttemptRef, call string) (st *fsmpb.Step
 		if at.LastCall != call {
 			return nil, nil, nil, reject(CodeFailedPrecondition, "call %d of attempt %s was a %s, not a %s", ref.Seq, at.Token, at.LastCall, call)
 		}
-		return st, at, &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt), Replayed: true}, nil
+		return st, at, &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: at.CloneVT(), Replayed: true}, nil
 	}
 	if int(ref.Attempt) != len(st.Attempts) {
 		return nil, nil, nil, reject(CodeFailedPrecondition, "attempt %d of step %s was replaced by attempt %d", ref.Attempt, st.Id, len(st.Attempts))
@@ -125,7 +123,7 @@ func (a *applier) claimAttempt(c *fsmpb.ClaimAttempt) *Result {
 		a.putSession(s)
 	}
 	a.emit(st.SessionId, "attempt_claimed", st.Id, at.Token)
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: at.CloneVT()}
 }
 
 // reportAttempt ends an attempt as its Worker reports: a success completes
@@ -168,7 +166,7 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 		return rejected(r)
 	}
 	a.putSession(s)
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: at.CloneVT()}
 }
 
 func writes(st *fsmpb.Step) bool {
@@ -243,7 +241,7 @@ func (a *applier) attemptEnded(st *fsmpb.Step, at *fsmpb.Attempt) *Result {
 	a.emit(st.SessionId, "attempt_failed", st.Id, fmt.Sprintf("attempt %d: %s %s", at.N, at.Progress, at.Error))
 	Kind(st.Kind).failed(a, s, st, at)
 	a.putSession(s)
-	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: proto.Clone(at).(*fsmpb.Attempt)}
+	return &Result{SessionID: st.SessionId, StepID: st.Id, Attempt: at.CloneVT()}
 }
 
 // progress is exact: NOT_STARTED only when no attempt of the Step was ever

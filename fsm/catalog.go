@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
 )
@@ -21,7 +19,7 @@ func (a *applier) toolSpec(name string) *fsmpb.ToolSpec {
 	if t == nil {
 		return nil
 	}
-	return proto.Clone(t).(*fsmpb.ToolSpec)
+	return t.CloneVT()
 }
 
 // toolServers returns the ids of the live Workers serving a tool, in id order.
@@ -71,7 +69,7 @@ func catalogSpec(t *fsmpb.ToolSpec) *fsmpb.ToolSpec {
 	if len(t.Agents) == 0 {
 		return t
 	}
-	c := proto.Clone(t).(*fsmpb.ToolSpec)
+	c := t.CloneVT()
 	c.Agents = nil
 	return c
 }

@@ -48,4 +48,5 @@ var commandTable = []command{
 	unfenced((*fsmpb.Command).GetCloseSession, (*applier).closeSession),
 	// Deleting a closed child tells its parent, which may start a turn.
 	fenced((*fsmpb.Command).GetExpireClosedSessions, checkExpireClosedSessions, (*applier).expireClosedSessions).queues(),
+	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

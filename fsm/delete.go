@@ -3,8 +3,6 @@ package fsm
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
 )
@@ -166,7 +164,7 @@ func firstRows(tx *store.Txn, t sessionTable, sessionID string, limit int) []any
 // when there is none.
 func (a *applier) sessionRow(id string) *fsmpb.Session {
 	if s := a.storedSession(id); s != nil {
-		return proto.Clone(s).(*fsmpb.Session)
+		return s.CloneVT()
 	}
 	return nil
 }

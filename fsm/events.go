@@ -3,8 +3,6 @@ package fsm
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
 )
@@ -32,7 +30,7 @@ const (
 // eventLog returns a copy of a session's EventLog, a new one if it has none.
 func (a *applier) eventLog(sessionID string) *fsmpb.EventLog {
 	if l := a.tx.EventLog(sessionID); l != nil {
-		return proto.Clone(l).(*fsmpb.EventLog)
+		return l.CloneVT()
 	}
 	return &fsmpb.EventLog{SessionId: sessionID}
 }
@@ -120,7 +118,7 @@ func checkEventRetention(c *fsmpb.SetEventRetention) *Rejection {
 
 func (a *applier) setEventRetention(c *fsmpb.SetEventRetention) *Result {
 	m := a.meta()
-	m.EventRetention = proto.Clone(c.Retention).(*fsmpb.EventRetention)
+	m.EventRetention = c.Retention.CloneVT()
 	return &Result{}
 }
 

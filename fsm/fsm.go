@@ -104,33 +104,71 @@ type Entry struct {
 
 // ApplyBatch applies committed entries in log order in one write
 // transaction, so a batch pays once for what every write transaction costs;
-// the state it leaves is the state of applying them one by one.
+// the state it leaves is the state of applying them one by one. An entry
+// holding a Batch applies its commands in order, as entries of their own.
 func (f *FSM) ApplyBatch(entries []Entry) []*Result {
 	f.mu.Lock()
 	results, touches := f.applyBatch(entries)
 	f.mu.Unlock()
 	for i, e := range entries {
-		f.notifyApplied(e.Index, touches[i])
+		if len(touches[i]) == 0 {
+			f.notifyApplied(e.Index, nil)
+		}
+		for _, t := range touches[i] {
+			f.notifyApplied(e.Index, t)
+		}
 	}
 	return results
+}
+
+// step is one command of the entries being applied: an entry's own, or the
+// n-th (from 1) of a Batch entry's.
+type step struct {
+	index uint64
+	n     int
+	cmd   *fsmpb.Command
+	entry int // the entry's place in the batch raft handed over
 }
 
 // applyBatch applies the entries in one transaction. A rejected command must
 // change nothing but the applied index, and the transaction cannot undo one
 // command alone: on a rejection the transaction starts over with the
-// entries accepted so far, then goes on after the rejected one.
-func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
+// commands accepted so far, then goes on after the rejected one.
+func (f *FSM) applyBatch(entries []Entry) ([]*Result, [][]*touched) {
 	results := make([]*Result, len(entries))
-	touches := make([]*touched, len(entries))
-	cmds := make([]*fsmpb.Command, len(entries))
+	touches := make([][]*touched, len(entries))
 	tx := f.db().Txn(true)
 	defer func() { tx.Abort() }()
 	var m *fsmpb.ClusterMeta // shared by the batch's commands, written once
-	run := func(i int) *Result {
-		a := &applier{tx: tx, now: cmds[i].NowMs, index: entries[i].Index, m: m}
-		res := a.apply(cmds[i])
+	var accepted []step      // to apply again after a rejection
+	run := func(s step) *Result {
+		a := &applier{tx: tx, now: s.cmd.NowMs, index: s.index, n: s.n, m: m}
+		res := a.apply(s.cmd)
 		m = a.meta()
-		touches[i] = &a.touched
+		if res.Err == nil {
+			touches[s.entry] = append(touches[s.entry], &a.touched)
+		}
+		return res
+	}
+	apply := func(s step) *Result {
+		res := run(s)
+		if res.Err != nil {
+			tx.Abort()
+			tx, m = f.db().Txn(true), nil
+			for i := range touches {
+				touches[i] = touches[i][:0]
+			}
+			for _, prev := range accepted {
+				run(prev)
+			}
+		} else {
+			accepted = append(accepted, s)
+		}
+		if m == nil {
+			m = (&applier{tx: tx}).meta()
+		}
+		res.Index = s.index
+		res.Epoch = m.Epoch // the epoch once this command is applied
 		return res
 	}
 	last := -1 // the last entry applied (accepted, rejected or skipped)
@@ -139,41 +177,32 @@ func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 			results[i] = &Result{Index: e.Index, Err: reject(CodeFailedPrecondition, "state machine halted: %v", h)}
 			continue
 		}
-		cmd := &fsmpb.Command{}
-		if err := proto.Unmarshal(e.Data, cmd); err != nil {
-			results[i] = f.halt(e.Index, fmt.Sprintf("entry does not decode as a command: %v", err))
-			continue
-		}
-		if cmd.Body == nil && !cmd.Ignorable {
-			results[i] = f.halt(e.Index, "unknown command type (upgrade this node to the version that wrote it)")
+		cmd, cmds, reason := decodeEntry(e.Data)
+		if reason != "" {
+			results[i] = f.halt(e.Index, reason)
 			continue
 		}
 		last = i
 		if m == nil {
 			m = (&applier{tx: tx}).meta()
 		}
-		if cmd.Body == nil {
-			results[i] = &Result{Index: e.Index, Ignored: true, Epoch: m.Epoch}
-			continue
-		}
-		cmds[i] = cmd
-		res := run(i)
-		if res.Err != nil {
-			tx.Abort()
-			tx, m = f.db().Txn(true), nil
-			for j := range i {
-				if cmds[j] != nil && results[j].Err == nil {
-					run(j)
+		switch {
+		case cmds != nil:
+			res := &Result{Index: e.Index, Batch: make([]*Result, len(cmds))}
+			for j, c := range cmds {
+				if c.Body == nil { // ignorable, of a type this node does not know
+					res.Batch[j] = &Result{Index: e.Index, Ignored: true, Epoch: m.Epoch}
+					continue
 				}
+				res.Batch[j] = apply(step{index: e.Index, n: j + 1, cmd: c, entry: i})
 			}
-			touches[i] = nil
-			if m == nil {
-				m = (&applier{tx: tx}).meta()
-			}
+			res.Epoch = m.Epoch
+			results[i] = res
+		case cmd.Body == nil:
+			results[i] = &Result{Index: e.Index, Ignored: true, Epoch: m.Epoch}
+		default:
+			results[i] = apply(step{index: e.Index, cmd: cmd, entry: i})
 		}
-		res.Index = e.Index
-		res.Epoch = m.Epoch // the epoch once this entry is applied
-		results[i] = res
 	}
 	if last < 0 {
 		return results, touches
@@ -182,6 +211,35 @@ func (f *FSM) applyBatch(entries []Entry) ([]*Result, []*touched) {
 	(&applier{tx: tx}).putMeta(m)
 	tx.Commit()
 	return results, touches
+}
+
+// decodeEntry reads a log entry: one command, or a Batch entry's commands
+// (cmds, nil otherwise). A reason means the entry cannot be applied and the
+// state machine must halt.
+func decodeEntry(data []byte) (cmd *fsmpb.Command, cmds []*fsmpb.Command, reason string) {
+	cmd = &fsmpb.Command{}
+	if err := cmd.UnmarshalVT(data); err != nil {
+		return nil, nil, fmt.Sprintf("entry does not decode as a command: %v", err)
+	}
+	if cmd.Body == nil && !cmd.Ignorable {
+		return nil, nil, "unknown command type (upgrade this node to the version that wrote it)"
+	}
+	b := cmd.GetBatch()
+	if b == nil {
+		return cmd, nil, ""
+	}
+	cmds = make([]*fsmpb.Command, len(b.Commands))
+	for j, d := range b.Commands {
+		c := &fsmpb.Command{}
+		if err := c.UnmarshalVT(d); err != nil {
+			return nil, nil, fmt.Sprintf("command %d of a batch entry does not decode: %v", j+1, err)
+		}
+		if c.Body == nil && !c.Ignorable {
+			return nil, nil, fmt.Sprintf("command %d of a batch entry is of an unknown type (upgrade this node to the version that wrote it)", j+1)
+		}
+		cmds[j] = c
+	}
+	return nil, cmds, ""
 }
 
 func (f *FSM) halt(index uint64, reason string) *Result {

@@ -40,7 +40,11 @@ func FuzzApply(f *testing.F) {
 		if err := d.f.Snapshot().Persist(&buf); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.twin.Restore(&buf); err != nil {
+		if err := d.twin.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+			t.Fatal(err)
+		}
+		d.batchTwin, d.batchIndex = New(Options{}), d.index
+		if err := d.batchTwin.Restore(&buf); err != nil {
 			t.Fatal(err)
 		}
 		fz := &fuzzer{d: d, outcomes: map[string]fsmpb.Outcome{}}
@@ -54,6 +58,10 @@ func FuzzApply(f *testing.F) {
 		d.flushTwin()
 		if a, b := persist(t, d.f), persist(t, d.twin); !bytes.Equal(a, b) {
 			t.Fatal("a state machine fed the same log in batches persists different bytes")
+		}
+		d.flushBatchTwin()
+		if a, b := batchedState(t, d.f), batchedState(t, d.batchTwin); !bytes.Equal(a, b) {
+			t.Fatal("a state machine fed the same commands in Batch entries holds a different state")
 		}
 	})
 }

@@ -29,6 +29,14 @@ type driver struct {
 	twinBatch int
 	pending   []Entry
 	results   []*Result
+	// batchTwin, when set, gets the same commands grouped twinBatch at a
+	// time into Batch entries (the leader's group commit): each command's
+	// result must be the one it got alone, and the state the same but for
+	// the log indexes (batchedState).
+	batchTwin    *FSM
+	batchIndex   uint64
+	batchPending [][]byte
+	batchResults []*Result
 	// legacy: Workers' reports go in as the CompleteAttempt and FailAttempt
 	// of a log written before ReportAttempt.
 	legacy bool
@@ -60,6 +68,40 @@ func (d *driver) checkQueued(a *Applied) {
 			d.t.Errorf("%T left Step %s (%s) ready, but the command table says it queues none", cmd.Body, id, st.Kind)
 		}
 	}
+}
+
+// flushBatchTwin applies the commands the batch twin has not seen as one
+// Batch entry (a lone one as an entry of its own) and checks each
+// command's result against the one the driver got.
+func (d *driver) flushBatchTwin() {
+	d.t.Helper()
+	if d.batchTwin == nil || len(d.batchPending) == 0 {
+		return
+	}
+	data := d.batchPending[0]
+	if len(d.batchPending) > 1 {
+		var err error
+		if data, err = EncodeBatch(d.batchPending); err != nil {
+			d.t.Fatalf("encode batch: %v", err)
+		}
+	}
+	d.batchIndex++
+	res := d.batchTwin.ApplyEntry(d.batchIndex, data)
+	got := []*Result{res}
+	if len(d.batchPending) > 1 {
+		got = res.Batch
+	}
+	if len(got) != len(d.batchResults) {
+		d.t.Fatalf("a Batch entry of %d commands gave %d results", len(d.batchResults), len(got))
+	}
+	for i, r := range got {
+		want := d.batchResults[i]
+		if (r.Err == nil) != (want.Err == nil) || r.Replayed != want.Replayed || r.Epoch != want.Epoch ||
+			(r.Err != nil && r.Err.Code != want.Err.Code) {
+			d.t.Fatalf("command %d of batch entry %d: alone %+v, in the batch %+v", i+1, d.batchIndex, want, r)
+		}
+	}
+	d.batchPending, d.batchResults = nil, nil
 }
 
 // flushTwin applies the entries the twin has not seen as one batch and
@@ -118,6 +160,13 @@ func (d *driver) try(cmd *fsmpb.Command) *Result {
 		d.results = append(d.results, res)
 		if len(d.pending) >= d.twinBatch {
 			d.flushTwin()
+		}
+	}
+	if d.batchTwin != nil {
+		d.batchPending = append(d.batchPending, data)
+		d.batchResults = append(d.batchResults, res)
+		if len(d.batchPending) >= d.twinBatch {
+			d.flushBatchTwin()
 		}
 	}
 	return res

@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -44,12 +42,12 @@ func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.S
 		}
 		index++
 		a := &applier{tx: tx, now: c.NowMs, index: index, m: m}
-		a.apply(proto.Clone(c).(*fsmpb.Command))
+		a.apply(c.CloneVT())
 		m = a.meta()
 	}
 	index++
 	a := &applier{tx: tx, now: cmd.NowMs, index: index, m: m}
-	if res := a.apply(proto.Clone(cmd).(*fsmpb.Command)); res.Err != nil {
+	if res := a.apply(cmd.CloneVT()); res.Err != nil {
 		return nil
 	}
 	var ready []*fsmpb.Step
@@ -59,7 +57,7 @@ func (f *FSM) Predict(cmd *fsmpb.Command, inFlight ...*fsmpb.Command) []*fsmpb.S
 			continue
 		}
 		if st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED && st.ReadyAtMs <= cmd.NowMs && Kind(st.Kind).Runner != RunsInCluster {
-			ready = append(ready, proto.Clone(st).(*fsmpb.Step))
+			ready = append(ready, st.CloneVT())
 		}
 	}
 	return ready

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
 )
@@ -57,7 +55,7 @@ func (a *applier) replaceResults(s *fsmpb.Session, t *fsmpb.Turn) {
 			})
 		case old.Kind == fsmpb.HistoryKind_HISTORY_KIND_NOTE && strings.HasPrefix(old.Text, toolsRanNote):
 		default:
-			e := proto.Clone(old).(*fsmpb.HistoryEntry)
+			e := old.CloneVT()
 			e.Seq, e.CumSize = 0, 0
 			a.appendHistory(s, e)
 		}

@@ -63,6 +63,9 @@ type Result struct {
 	Replayed bool
 	// Ignored: the entry was of an unknown type marked ignorable.
 	Ignored bool
+	// Batch holds the results of a Batch entry's commands, in order (its
+	// own Err is nil: each command is accepted or rejected alone).
+	Batch []*Result
 	// A CancelTurn's count of the Steps it ended, and of those whose running
 	// attempt it cancelled.
 	StepsCancelled, AttemptsCancelled uint32

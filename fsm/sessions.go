@@ -204,6 +204,9 @@ func (a *applier) tellParent(s *fsmpb.Session, text string) {
 		return
 	}
 	id := fmt.Sprintf("%s@%d", s.Id, a.index)
+	if a.n > 0 { // two commands of one Batch entry may both tell the parent
+		id = fmt.Sprintf("%s@%d.%d", s.Id, a.index, a.n)
+	}
 	if h := a.held; h != nil && h.Id == s.ParentId { // its caller puts it
 		if !closing(h) {
 			a.receive(h, &fsmpb.InboxMessage{Id: id, Text: text, FromSession: s.Id, ReceivedAtMs: a.now})

@@ -4,8 +4,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 	"github.com/dexhq/dex/fsm/store"
 )
@@ -79,7 +77,7 @@ func (a *applier) createToken(c *fsmpb.CreateToken) *Result {
 	if a.tx.TokenBySecret(t.SecretSha256) != nil {
 		return rejected(reject(CodeAlreadyExists, "a token with this secret exists"))
 	}
-	row := proto.Clone(t).(*fsmpb.AclToken)
+	row := t.CloneVT()
 	row.CreatedAtMs = a.now
 	a.insert(store.TableTokens, row)
 	return &Result{}
@@ -96,7 +94,7 @@ func (a *applier) revokeToken(c *fsmpb.RevokeToken) *Result {
 	if old.Revoked {
 		return &Result{} // revoking twice is the same as once
 	}
-	row := proto.Clone(old).(*fsmpb.AclToken)
+	row := old.CloneVT()
 	row.Revoked, row.RevokedAtMs = true, a.now
 	a.insert(store.TableTokens, row)
 	return &Result{}

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	_ "google.golang.org/grpc/health" // client-side health checking
 	"google.golang.org/grpc/resolver"
+
+	"github.com/dexhq/dex/api/wirecodec"
 )
 
 // Scheme is the resolver scheme of a static list of Dex nodes:
@@ -61,6 +63,7 @@ func Dial(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 		grpc.WithContextDialer(live.dial),
 		grpc.WithKeepaliveParams(keepaliveParams),
 		grpc.WithConnectParams(reconnectParams),
+		wirecodec.DialOption(),
 	}
 	return grpc.NewClient(target, append(base, opts...)...)
 }

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
@@ -542,7 +541,7 @@ type outcome struct {
 }
 
 func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
-	ref := proto.Clone(t.Ref).(*dexv1.AttemptRef)
+	ref := t.Ref.CloneVT()
 	log := w.log.With(zap.String("session", t.SessionId), zap.String("step", ref.StepId),
 		zap.Uint32("attempt", ref.Attempt), zap.String("kind", t.Kind.String()), zap.String("tool", t.Tool))
 	log.Info("task received")

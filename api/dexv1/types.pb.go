@@ -2520,11 +2520,14 @@ func (x *Step) GetWaitingReason() string {
 }
 
 type NodeInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddress   string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
-	GrpcAddress   string                 `protobuf:"bytes,3,opt,name=grpc_address,json=grpcAddress,proto3" json:"grpc_address,omitempty"`
-	HttpAddress   string                 `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	GrpcAddress string                 `protobuf:"bytes,3,opt,name=grpc_address,json=grpcAddress,proto3" json:"grpc_address,omitempty"`
+	HttpAddress string                 `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	// The newest log entry format the node applies: 2 reads Batch entries
+	// (0: a node from before; a leader batches only when every member is at 2).
+	LogVersion    uint32 `protobuf:"varint,5,opt,name=log_version,json=logVersion,proto3" json:"log_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2585,6 +2588,13 @@ func (x *NodeInfo) GetHttpAddress() string {
 		return x.HttpAddress
 	}
 	return ""
+}
+
+func (x *NodeInfo) GetLogVersion() uint32 {
+	if x != nil {
+		return x.LogVersion
+	}
+	return 0
 }
 
 type WorkerInfo struct {
@@ -3306,12 +3316,14 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
 	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
 	"\x05agent\x18\x1a \x01(\tR\x05agent\x12%\n" +
-	"\x0ewaiting_reason\x18\x1b \x01(\tR\rwaitingReason\"\x83\x01\n" +
+	"\x0ewaiting_reason\x18\x1b \x01(\tR\rwaitingReason\"\xa4\x01\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +
 	"\fgrpc_address\x18\x03 \x01(\tR\vgrpcAddress\x12!\n" +
-	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\"\xd6\x01\n" +
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\x12\x1f\n" +
+	"\vlog_version\x18\x05 \x01(\rR\n" +
+	"logVersion\"\xd6\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +

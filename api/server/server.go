@@ -14,6 +14,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/tlsconf"
+	"github.com/dexhq/dex/api/wirecodec"
 	"github.com/dexhq/dex/cluster"
 )
 
@@ -78,7 +79,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	}
 	s := &Server{
 		// A request over the limit is refused with ResourceExhausted.
-		grpc: grpc.NewServer(append(append(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS)),
+		grpc: grpc.NewServer(append(append(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS), wirecodec.ServerOption()),
 			o.ServerOptions...), aclOptions(node, o.ACL, o.NodeToken)...), idOptions()...)...),
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),

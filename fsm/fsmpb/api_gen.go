@@ -146,6 +146,7 @@ func (x *NodeInfo) API() *dexv1.NodeInfo {
 		RaftAddress: x.RaftAddress,
 		GrpcAddress: x.GrpcAddress,
 		HttpAddress: x.HttpAddress,
+		LogVersion:  x.LogVersion,
 	}
 }
 
@@ -374,6 +375,7 @@ func NodeInfoFromAPI(x *dexv1.NodeInfo) *NodeInfo {
 		RaftAddress: x.RaftAddress,
 		GrpcAddress: x.GrpcAddress,
 		HttpAddress: x.HttpAddress,
+		LogVersion:  x.LogVersion,
 	}
 }
 

@@ -68,6 +68,7 @@ type Command struct {
 	//	*Command_CancelTurn
 	//	*Command_CloseSession
 	//	*Command_ExpireClosedSessions
+	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -430,6 +431,15 @@ func (x *Command) GetExpireClosedSessions() *ExpireClosedSessions {
 	return nil
 }
 
+func (x *Command) GetBatch() *Batch {
+	if x != nil {
+		if x, ok := x.Body.(*Command_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
 type isCommand_Body interface {
 	isCommand_Body()
 }
@@ -570,6 +580,10 @@ type Command_ExpireClosedSessions struct {
 	ExpireClosedSessions *ExpireClosedSessions `protobuf:"bytes,131,opt,name=expire_closed_sessions,json=expireClosedSessions,proto3,oneof"`
 }
 
+type Command_Batch struct {
+	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
+}
+
 func (*Command_CreateSession) isCommand_Body() {}
 
 func (*Command_SendMessage) isCommand_Body() {}
@@ -638,6 +652,57 @@ func (*Command_CloseSession) isCommand_Body() {}
 
 func (*Command_ExpireClosedSessions) isCommand_Body() {}
 
+func (*Command_Batch) isCommand_Body() {}
+
+// Several commands in one log entry (the leader's group commit), applied in
+// order as if each were an entry of its own at this index: the state and
+// each command's result are those of applying them one by one. Each is an
+// encoded Command (no Batch inside a Batch). A leader writes one only when
+// every member applies them (NodeInfo.log_version 2 or more).
+type Batch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commands      [][]byte               `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Batch) Reset() {
+	*x = Batch{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Batch) ProtoMessage() {}
+
+func (x *Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Batch.ProtoReflect.Descriptor instead.
+func (*Batch) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Batch) GetCommands() [][]byte {
+	if x != nil {
+		return x.Commands
+	}
+	return nil
+}
+
 type CreateSession struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	SessionId           string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -659,7 +724,7 @@ type CreateSession struct {
 
 func (x *CreateSession) Reset() {
 	*x = CreateSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +736,7 @@ func (x *CreateSession) String() string {
 func (*CreateSession) ProtoMessage() {}
 
 func (x *CreateSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[1]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +749,7 @@ func (x *CreateSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSession.ProtoReflect.Descriptor instead.
 func (*CreateSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateSession) GetSessionId() string {
@@ -756,7 +821,7 @@ type SendMessage struct {
 
 func (x *SendMessage) Reset() {
 	*x = SendMessage{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +833,7 @@ func (x *SendMessage) String() string {
 func (*SendMessage) ProtoMessage() {}
 
 func (x *SendMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[2]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +846,7 @@ func (x *SendMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessage.ProtoReflect.Descriptor instead.
 func (*SendMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SendMessage) GetSessionId() string {
@@ -827,7 +892,7 @@ type RegisterWorker struct {
 
 func (x *RegisterWorker) Reset() {
 	*x = RegisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +904,7 @@ func (x *RegisterWorker) String() string {
 func (*RegisterWorker) ProtoMessage() {}
 
 func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +917,7 @@ func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorker.ProtoReflect.Descriptor instead.
 func (*RegisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RegisterWorker) GetWorkerId() string {
@@ -900,7 +965,7 @@ type BumpEpoch struct {
 
 func (x *BumpEpoch) Reset() {
 	*x = BumpEpoch{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +977,7 @@ func (x *BumpEpoch) String() string {
 func (*BumpEpoch) ProtoMessage() {}
 
 func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +990,7 @@ func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BumpEpoch.ProtoReflect.Descriptor instead.
 func (*BumpEpoch) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BumpEpoch) GetNodeId() string {
@@ -950,7 +1015,7 @@ type StartAttempt struct {
 
 func (x *StartAttempt) Reset() {
 	*x = StartAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1027,7 @@ func (x *StartAttempt) String() string {
 func (*StartAttempt) ProtoMessage() {}
 
 func (x *StartAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1040,7 @@ func (x *StartAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartAttempt.ProtoReflect.Descriptor instead.
 func (*StartAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartAttempt) GetStepId() string {
@@ -1022,7 +1087,7 @@ type ClaimAttempt struct {
 
 func (x *ClaimAttempt) Reset() {
 	*x = ClaimAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1099,7 @@ func (x *ClaimAttempt) String() string {
 func (*ClaimAttempt) ProtoMessage() {}
 
 func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1112,7 @@ func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAttempt.ProtoReflect.Descriptor instead.
 func (*ClaimAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClaimAttempt) GetRef() *AttemptRef {
@@ -1074,7 +1139,7 @@ type CompleteAttempt struct {
 
 func (x *CompleteAttempt) Reset() {
 	*x = CompleteAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1151,7 @@ func (x *CompleteAttempt) String() string {
 func (*CompleteAttempt) ProtoMessage() {}
 
 func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1164,7 @@ func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteAttempt.ProtoReflect.Descriptor instead.
 func (*CompleteAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CompleteAttempt) GetRef() *AttemptRef {
@@ -1192,7 +1257,7 @@ type FailAttempt struct {
 
 func (x *FailAttempt) Reset() {
 	*x = FailAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1269,7 @@ func (x *FailAttempt) String() string {
 func (*FailAttempt) ProtoMessage() {}
 
 func (x *FailAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1282,7 @@ func (x *FailAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailAttempt.ProtoReflect.Descriptor instead.
 func (*FailAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FailAttempt) GetRef() *AttemptRef {
@@ -1252,7 +1317,7 @@ type ExpireAttempt struct {
 
 func (x *ExpireAttempt) Reset() {
 	*x = ExpireAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1329,7 @@ func (x *ExpireAttempt) String() string {
 func (*ExpireAttempt) ProtoMessage() {}
 
 func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1342,7 @@ func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireAttempt.ProtoReflect.Descriptor instead.
 func (*ExpireAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExpireAttempt) GetStepId() string {
@@ -1312,7 +1377,7 @@ type ResolveApproval struct {
 
 func (x *ResolveApproval) Reset() {
 	*x = ResolveApproval{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1389,7 @@ func (x *ResolveApproval) String() string {
 func (*ResolveApproval) ProtoMessage() {}
 
 func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1402,7 @@ func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApproval.ProtoReflect.Descriptor instead.
 func (*ResolveApproval) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResolveApproval) GetStepId() string {
@@ -1371,7 +1436,7 @@ type AnswerQuestion struct {
 
 func (x *AnswerQuestion) Reset() {
 	*x = AnswerQuestion{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1448,7 @@ func (x *AnswerQuestion) String() string {
 func (*AnswerQuestion) ProtoMessage() {}
 
 func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1461,7 @@ func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestion.ProtoReflect.Descriptor instead.
 func (*AnswerQuestion) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AnswerQuestion) GetStepId() string {
@@ -1423,7 +1488,7 @@ type FireTimer struct {
 
 func (x *FireTimer) Reset() {
 	*x = FireTimer{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1500,7 @@ func (x *FireTimer) String() string {
 func (*FireTimer) ProtoMessage() {}
 
 func (x *FireTimer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1513,7 @@ func (x *FireTimer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireTimer.ProtoReflect.Descriptor instead.
 func (*FireTimer) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FireTimer) GetStepId() string {
@@ -1476,7 +1541,7 @@ type ResumeSession struct {
 
 func (x *ResumeSession) Reset() {
 	*x = ResumeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1553,7 @@ func (x *ResumeSession) String() string {
 func (*ResumeSession) ProtoMessage() {}
 
 func (x *ResumeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1566,7 @@ func (x *ResumeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSession.ProtoReflect.Descriptor instead.
 func (*ResumeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResumeSession) GetSessionId() string {
@@ -1529,7 +1594,7 @@ type RestartSessions struct {
 
 func (x *RestartSessions) Reset() {
 	*x = RestartSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1606,7 @@ func (x *RestartSessions) String() string {
 func (*RestartSessions) ProtoMessage() {}
 
 func (x *RestartSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1619,7 @@ func (x *RestartSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSessions.ProtoReflect.Descriptor instead.
 func (*RestartSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RestartSessions) GetEpoch() uint64 {
@@ -1575,7 +1640,7 @@ type ResumeErrored struct {
 
 func (x *ResumeErrored) Reset() {
 	*x = ResumeErrored{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1652,7 @@ func (x *ResumeErrored) String() string {
 func (*ResumeErrored) ProtoMessage() {}
 
 func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1665,7 @@ func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeErrored.ProtoReflect.Descriptor instead.
 func (*ResumeErrored) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResumeErrored) GetSessionId() string {
@@ -1628,7 +1693,7 @@ type ReconcileOutcome struct {
 
 func (x *ReconcileOutcome) Reset() {
 	*x = ReconcileOutcome{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1705,7 @@ func (x *ReconcileOutcome) String() string {
 func (*ReconcileOutcome) ProtoMessage() {}
 
 func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1718,7 @@ func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcome.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcome) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReconcileOutcome) GetStepId() string {
@@ -1689,7 +1754,7 @@ type EditHistory struct {
 
 func (x *EditHistory) Reset() {
 	*x = EditHistory{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1766,7 @@ func (x *EditHistory) String() string {
 func (*EditHistory) ProtoMessage() {}
 
 func (x *EditHistory) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1779,7 @@ func (x *EditHistory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistory.ProtoReflect.Descriptor instead.
 func (*EditHistory) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EditHistory) GetSessionId() string {
@@ -1747,7 +1812,7 @@ type SetNode struct {
 
 func (x *SetNode) Reset() {
 	*x = SetNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1824,7 @@ func (x *SetNode) String() string {
 func (*SetNode) ProtoMessage() {}
 
 func (x *SetNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1837,7 @@ func (x *SetNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNode.ProtoReflect.Descriptor instead.
 func (*SetNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetNode) GetNode() *NodeInfo {
@@ -1791,7 +1856,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1868,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1881,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RemoveNode) GetNodeId() string {
@@ -1838,7 +1903,7 @@ type SetEventRetention struct {
 
 func (x *SetEventRetention) Reset() {
 	*x = SetEventRetention{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1915,7 @@ func (x *SetEventRetention) String() string {
 func (*SetEventRetention) ProtoMessage() {}
 
 func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1928,7 @@ func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEventRetention.ProtoReflect.Descriptor instead.
 func (*SetEventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetEventRetention) GetEpoch() uint64 {
@@ -1895,7 +1960,7 @@ type PruneEvents struct {
 
 func (x *PruneEvents) Reset() {
 	*x = PruneEvents{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1907,7 +1972,7 @@ func (x *PruneEvents) String() string {
 func (*PruneEvents) ProtoMessage() {}
 
 func (x *PruneEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1920,7 +1985,7 @@ func (x *PruneEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneEvents.ProtoReflect.Descriptor instead.
 func (*PruneEvents) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PruneEvents) GetEpoch() uint64 {
@@ -1957,7 +2022,7 @@ type DeregisterWorker struct {
 
 func (x *DeregisterWorker) Reset() {
 	*x = DeregisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2034,7 @@ func (x *DeregisterWorker) String() string {
 func (*DeregisterWorker) ProtoMessage() {}
 
 func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2047,7 @@ func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorker.ProtoReflect.Descriptor instead.
 func (*DeregisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeregisterWorker) GetWorkerId() string {
@@ -2013,7 +2078,7 @@ type FailUnservedStep struct {
 
 func (x *FailUnservedStep) Reset() {
 	*x = FailUnservedStep{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2090,7 @@ func (x *FailUnservedStep) String() string {
 func (*FailUnservedStep) ProtoMessage() {}
 
 func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2103,7 @@ func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailUnservedStep.ProtoReflect.Descriptor instead.
 func (*FailUnservedStep) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FailUnservedStep) GetStepId() string {
@@ -2075,7 +2140,7 @@ type DeleteSession struct {
 
 func (x *DeleteSession) Reset() {
 	*x = DeleteSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2152,7 @@ func (x *DeleteSession) String() string {
 func (*DeleteSession) ProtoMessage() {}
 
 func (x *DeleteSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2165,7 @@ func (x *DeleteSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSession.ProtoReflect.Descriptor instead.
 func (*DeleteSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteSession) GetSessionId() string {
@@ -2124,7 +2189,7 @@ type PurgeSession struct {
 
 func (x *PurgeSession) Reset() {
 	*x = PurgeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2201,7 @@ func (x *PurgeSession) String() string {
 func (*PurgeSession) ProtoMessage() {}
 
 func (x *PurgeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2214,7 @@ func (x *PurgeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeSession.ProtoReflect.Descriptor instead.
 func (*PurgeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PurgeSession) GetSessionId() string {
@@ -2187,7 +2252,7 @@ type ExpireSessions struct {
 
 func (x *ExpireSessions) Reset() {
 	*x = ExpireSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +2264,7 @@ func (x *ExpireSessions) String() string {
 func (*ExpireSessions) ProtoMessage() {}
 
 func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +2277,7 @@ func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireSessions.ProtoReflect.Descriptor instead.
 func (*ExpireSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ExpireSessions) GetEpoch() uint64 {
@@ -2252,7 +2317,7 @@ type CloseSession struct {
 
 func (x *CloseSession) Reset() {
 	*x = CloseSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2264,7 +2329,7 @@ func (x *CloseSession) String() string {
 func (*CloseSession) ProtoMessage() {}
 
 func (x *CloseSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2277,7 +2342,7 @@ func (x *CloseSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSession.ProtoReflect.Descriptor instead.
 func (*CloseSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CloseSession) GetSessionId() string {
@@ -2307,7 +2372,7 @@ type ExpireClosedSessions struct {
 
 func (x *ExpireClosedSessions) Reset() {
 	*x = ExpireClosedSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2384,7 @@ func (x *ExpireClosedSessions) String() string {
 func (*ExpireClosedSessions) ProtoMessage() {}
 
 func (x *ExpireClosedSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2397,7 @@ func (x *ExpireClosedSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireClosedSessions.ProtoReflect.Descriptor instead.
 func (*ExpireClosedSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExpireClosedSessions) GetEpoch() uint64 {
@@ -2363,7 +2428,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2440,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2453,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2424,7 +2489,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2436,7 +2501,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2449,7 +2514,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -2477,7 +2542,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2554,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2567,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -2525,7 +2590,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2537,7 +2602,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2550,7 +2615,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -2578,7 +2643,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2590,7 +2655,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2603,7 +2668,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -2629,7 +2694,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2706,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2719,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -2692,7 +2757,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2769,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2782,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -2765,7 +2830,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2842,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2855,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -2891,7 +2956,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +2968,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +2981,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -2953,7 +3018,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3030,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3043,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -3013,7 +3078,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3090,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3103,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -3065,7 +3130,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3142,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3155,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3112,7 +3177,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xbf\x12\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xeb\x12\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -3154,8 +3219,11 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\vcancel_turn\x18x \x01(\v2\x16.dex.fsm.v1.CancelTurnH\x00R\n" +
 	"cancelTurn\x12@\n" +
 	"\rclose_session\x18\x82\x01 \x01(\v2\x18.dex.fsm.v1.CloseSessionH\x00R\fcloseSession\x12Y\n" +
-	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessionsB\x06\n" +
-	"\x04body\"\xae\x02\n" +
+	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessions\x12*\n" +
+	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
+	"\x04body\"#\n" +
+	"\x05Batch\x12\x1a\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xae\x02\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -3348,122 +3416,124 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
-	(*CreateSession)(nil),        // 1: dex.fsm.v1.CreateSession
-	(*SendMessage)(nil),          // 2: dex.fsm.v1.SendMessage
-	(*RegisterWorker)(nil),       // 3: dex.fsm.v1.RegisterWorker
-	(*BumpEpoch)(nil),            // 4: dex.fsm.v1.BumpEpoch
-	(*StartAttempt)(nil),         // 5: dex.fsm.v1.StartAttempt
-	(*ClaimAttempt)(nil),         // 6: dex.fsm.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),      // 7: dex.fsm.v1.CompleteAttempt
-	(*FailAttempt)(nil),          // 8: dex.fsm.v1.FailAttempt
-	(*ExpireAttempt)(nil),        // 9: dex.fsm.v1.ExpireAttempt
-	(*ResolveApproval)(nil),      // 10: dex.fsm.v1.ResolveApproval
-	(*AnswerQuestion)(nil),       // 11: dex.fsm.v1.AnswerQuestion
-	(*FireTimer)(nil),            // 12: dex.fsm.v1.FireTimer
-	(*ResumeSession)(nil),        // 13: dex.fsm.v1.ResumeSession
-	(*RestartSessions)(nil),      // 14: dex.fsm.v1.RestartSessions
-	(*ResumeErrored)(nil),        // 15: dex.fsm.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),     // 16: dex.fsm.v1.ReconcileOutcome
-	(*EditHistory)(nil),          // 17: dex.fsm.v1.EditHistory
-	(*SetNode)(nil),              // 18: dex.fsm.v1.SetNode
-	(*RemoveNode)(nil),           // 19: dex.fsm.v1.RemoveNode
-	(*SetEventRetention)(nil),    // 20: dex.fsm.v1.SetEventRetention
-	(*PruneEvents)(nil),          // 21: dex.fsm.v1.PruneEvents
-	(*DeregisterWorker)(nil),     // 22: dex.fsm.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),     // 23: dex.fsm.v1.FailUnservedStep
-	(*DeleteSession)(nil),        // 24: dex.fsm.v1.DeleteSession
-	(*PurgeSession)(nil),         // 25: dex.fsm.v1.PurgeSession
-	(*ExpireSessions)(nil),       // 26: dex.fsm.v1.ExpireSessions
-	(*CloseSession)(nil),         // 27: dex.fsm.v1.CloseSession
-	(*ExpireClosedSessions)(nil), // 28: dex.fsm.v1.ExpireClosedSessions
-	(*TimeoutAttempt)(nil),       // 29: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),        // 30: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),         // 31: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),          // 32: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),          // 33: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),           // 34: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),           // 35: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),        // 36: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),          // 37: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),           // 38: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),           // 39: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),       // 40: dex.fsm.v1.AttemptFailure
-	(*ToolSpec)(nil),             // 41: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 42: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 43: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 44: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 45: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 46: dex.fsm.v1.EventRetention
-	(*AclToken)(nil),             // 47: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 48: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 49: dex.fsm.v1.InlineResult
+	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
+	(*CreateSession)(nil),        // 2: dex.fsm.v1.CreateSession
+	(*SendMessage)(nil),          // 3: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),       // 4: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),            // 5: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),         // 6: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),         // 7: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),      // 8: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),          // 9: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),        // 10: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),      // 11: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),       // 12: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),            // 13: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),        // 14: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),      // 15: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),        // 16: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),     // 17: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),          // 18: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),              // 19: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),           // 20: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil),    // 21: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),          // 22: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),     // 23: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),     // 24: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),        // 25: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),         // 26: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),       // 27: dex.fsm.v1.ExpireSessions
+	(*CloseSession)(nil),         // 28: dex.fsm.v1.CloseSession
+	(*ExpireClosedSessions)(nil), // 29: dex.fsm.v1.ExpireClosedSessions
+	(*TimeoutAttempt)(nil),       // 30: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 31: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 32: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 33: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 34: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 35: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),           // 36: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),        // 37: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),          // 38: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),           // 39: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),           // 40: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),       // 41: dex.fsm.v1.AttemptFailure
+	(*ToolSpec)(nil),             // 42: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 43: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 44: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 45: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 46: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 47: dex.fsm.v1.EventRetention
+	(*AclToken)(nil),             // 48: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 49: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 50: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
-	1,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
-	2,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
-	3,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
-	4,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
-	5,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
-	6,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
-	7,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
-	8,  // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
-	9,  // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
-	10, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
-	11, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
-	12, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
-	13, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
-	14, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
-	15, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
-	16, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
-	17, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
-	18, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
-	19, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
-	20, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
-	21, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
-	22, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
-	23, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
-	24, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
-	25, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
-	26, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	29, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	30, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	31, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	32, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	33, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	34, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
-	27, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
-	28, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
-	41, // 34: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	35, // 35: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	35, // 36: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	37, // 37: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	38, // 38: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	39, // 39: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	35, // 40: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	42, // 41: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	43, // 42: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	44, // 43: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	45, // 44: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	46, // 45: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	35, // 46: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	36, // 47: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	47, // 48: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	37, // 49: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	38, // 50: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	39, // 51: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	40, // 52: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	48, // 53: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	49, // 54: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	38, // 55: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	42, // 56: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
+	3,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
+	4,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
+	5,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
+	6,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
+	7,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
+	8,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
+	9,  // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
+	10, // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
+	11, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
+	12, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
+	13, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
+	14, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
+	15, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
+	16, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
+	17, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
+	18, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
+	19, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
+	20, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
+	21, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
+	22, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
+	23, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
+	24, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
+	25, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
+	26, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
+	27, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
+	30, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	31, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	32, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	33, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	34, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	35, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	28, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
+	29, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
+	1,  // 34: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	42, // 35: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	36, // 36: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	36, // 37: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	38, // 38: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	39, // 39: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	40, // 40: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	36, // 41: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	43, // 42: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	44, // 43: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	45, // 44: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	46, // 45: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	47, // 46: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	36, // 47: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	37, // 48: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	48, // 49: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	38, // 50: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	39, // 51: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	40, // 52: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	41, // 53: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	49, // 54: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	50, // 55: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	39, // 56: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	43, // 57: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	58, // [58:58] is the sub-list for method output_type
+	58, // [58:58] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -3508,15 +3578,16 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_CancelTurn)(nil),
 		(*Command_CloseSession)(nil),
 		(*Command_ExpireClosedSessions)(nil),
+		(*Command_Batch)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[1].OneofWrappers = []any{}
-	file_dex_fsm_v1_commands_proto_msgTypes[7].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
+	file_dex_fsm_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
 		(*CompleteAttempt_ToolResult)(nil),
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[36].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[37].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3529,7 +3600,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

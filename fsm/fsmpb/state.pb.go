@@ -2469,11 +2469,14 @@ func (x *WorkerInfo) GetAgents() []string {
 
 // A node of the cluster and its addresses.
 type NodeInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddress   string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
-	GrpcAddress   string                 `protobuf:"bytes,3,opt,name=grpc_address,json=grpcAddress,proto3" json:"grpc_address,omitempty"`
-	HttpAddress   string                 `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddress string                 `protobuf:"bytes,2,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"`
+	GrpcAddress string                 `protobuf:"bytes,3,opt,name=grpc_address,json=grpcAddress,proto3" json:"grpc_address,omitempty"`
+	HttpAddress string                 `protobuf:"bytes,4,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	// The newest log entry format the node applies: 2 reads Batch entries
+	// (0: a node from before; a leader batches only when every member is at 2).
+	LogVersion    uint32 `protobuf:"varint,5,opt,name=log_version,json=logVersion,proto3" json:"log_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2534,6 +2537,13 @@ func (x *NodeInfo) GetHttpAddress() string {
 		return x.HttpAddress
 	}
 	return ""
+}
+
+func (x *NodeInfo) GetLogVersion() uint32 {
+	if x != nil {
+		return x.LogVersion
+	}
+	return 0
 }
 
 var File_dex_fsm_v1_state_proto protoreflect.FileDescriptor
@@ -2784,12 +2794,14 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\n" +
 	"runs_model\x18\x04 \x01(\bR\trunsModel\x12/\n" +
 	"\x14model_run_timeout_ms\x18\x05 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
-	"\x06agents\x18\x06 \x03(\tR\x06agents\"\x83\x01\n" +
+	"\x06agents\x18\x06 \x03(\tR\x06agents\"\xa4\x01\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +
 	"\fgrpc_address\x18\x03 \x01(\tR\vgrpcAddress\x12!\n" +
-	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddressB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\x12\x1f\n" +
+	"\vlog_version\x18\x05 \x01(\rR\n" +
+	"logVersionB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_state_proto_rawDescOnce sync.Once

@@ -94,7 +94,7 @@ func (p *EventPage) Each(fn func(*fsmpb.Event) bool) {
 			panic(fmt.Sprintf("store: event page of %s does not decode: %v", p.SessionID, protowire.ParseError(n)))
 		}
 		ev := &fsmpb.Event{}
-		if err := proto.Unmarshal(b, ev); err != nil {
+		if err := ev.UnmarshalVT(b); err != nil {
 			panic(fmt.Sprintf("store: event of %s does not decode: %v", p.SessionID, err))
 		}
 		ev.SessionId = p.SessionID
@@ -107,7 +107,7 @@ func (p *EventPage) Each(fn func(*fsmpb.Event) bool) {
 
 // eventSize is the encoded size of ev without its session id.
 func eventSize(ev *fsmpb.Event) int {
-	return proto.Size(ev) - sessionIDSize(ev)
+	return ev.SizeVT() - sessionIDSize(ev)
 }
 
 func sessionIDSize(ev *fsmpb.Event) int {

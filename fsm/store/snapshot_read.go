@@ -2,12 +2,12 @@ package store
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 
-	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -21,14 +21,13 @@ import (
 // by the snapshot's CRC64 and the backup's SHA-256, not by this bound.
 const MaxRecordBytes = math.MaxInt32
 
-var recordOptions = protodelim.UnmarshalOptions{MaxSize: MaxRecordBytes}
-
 // SnapshotReader reads a snapshot's header, then its records one by one:
 // the one decoder of every reader of a snapshot.
 type SnapshotReader struct {
 	br      *bufio.Reader
 	version byte
-	n       int // records read: the next one's number
+	n       int    // records read: the next one's number
+	buf     []byte // the record being decoded, reused: decoding copies what it keeps
 }
 
 // NewSnapshotReader reads the header and checks the format version is one
@@ -55,12 +54,27 @@ func (r *SnapshotReader) Read() int { return r.n }
 // Next returns the next record, or io.EOF after the last one. An error
 // names the record by its number.
 func (r *SnapshotReader) Next() (*fsmpb.SnapshotRecord, error) {
-	rec := &fsmpb.SnapshotRecord{}
-	err := recordOptions.UnmarshalFrom(r.br, rec)
+	size, err := binary.ReadUvarint(r.br)
 	if errors.Is(err, io.EOF) {
 		return nil, io.EOF
 	}
 	if err != nil {
+		return nil, r.bad(fmt.Errorf("its length: %w", noEOF(err)))
+	}
+	if size > MaxRecordBytes {
+		return nil, r.bad(fmt.Errorf("its length %d is over %d bytes", size, MaxRecordBytes))
+	}
+	if uint64(cap(r.buf)) < size {
+		r.buf = make([]byte, size)
+	}
+	r.buf = r.buf[:size]
+	if _, err := io.ReadFull(r.br, r.buf); err != nil {
+		return nil, r.bad(noEOF(err))
+	}
+	// The generated decoder, not reflection: a restore spends most of its
+	// time here.
+	rec := &fsmpb.SnapshotRecord{}
+	if err := rec.UnmarshalVT(r.buf); err != nil {
 		return nil, r.bad(err)
 	}
 	if rec.Record == nil {
@@ -68,6 +82,14 @@ func (r *SnapshotReader) Next() (*fsmpb.SnapshotRecord, error) {
 	}
 	r.n++
 	return rec, nil
+}
+
+// noEOF reads an end of input inside a record as the truncation it is.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // bad wraps an error about record n, the one being read, as ErrBadSnapshot.

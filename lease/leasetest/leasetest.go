@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -76,10 +74,10 @@ func (c *Cluster) Propose(ctx context.Context, cmd *fsmpb.Command) (*fsm.Result,
 	}
 	if c.failNext[kind] > 0 {
 		c.failNext[kind]--
-		c.log = append(c.log, proto.Clone(cmd).(*fsmpb.Command))
+		c.log = append(c.log, cmd.CloneVT())
 		return nil, fmt.Errorf("transient: raft apply timed out")
 	}
-	cmd = proto.Clone(cmd).(*fsmpb.Command)
+	cmd = cmd.CloneVT()
 	if cmd.NowMs == 0 {
 		cmd.NowMs = c.Now().UnixMilli()
 	}
@@ -108,11 +106,11 @@ func (c *Cluster) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answere
 			errs[i] = failed
 		case c.failNext[kind] > 0:
 			c.failNext[kind]--
-			c.log = append(c.log, proto.Clone(cmd).(*fsmpb.Command))
+			c.log = append(c.log, cmd.CloneVT())
 			failed = fmt.Errorf("transient: raft apply timed out")
 			errs[i] = failed
 		default:
-			cmd = proto.Clone(cmd).(*fsmpb.Command)
+			cmd = cmd.CloneVT()
 			if cmd.NowMs == 0 {
 				cmd.NowMs = c.Now().UnixMilli()
 			}
@@ -303,7 +301,7 @@ func (c *Cluster) Fail(ref *fsmpb.AttemptRef, t fsmpb.ErrorType, msg string) {
 // Report ends an attempt as its Worker reports it, at the attempt's next seq.
 func (c *Cluster) Report(ref *fsmpb.AttemptRef, res *fsmpb.AttemptResult) {
 	c.t.Helper()
-	ref = proto.Clone(ref).(*fsmpb.AttemptRef)
+	ref = ref.CloneVT()
 	ref.Seq = c.lastSeq(ref) + 1
 	c.Do(&fsmpb.Command{Body: &fsmpb.Command_ReportAttempt{ReportAttempt: &fsmpb.ReportAttempt{Ref: ref, Result: res}}})
 }

@@ -283,16 +283,18 @@ class ModelOutput(_message.Message):
     def __init__(self, text: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCall, _Mapping]]] = ..., inline_results: _Optional[_Iterable[_Union[InlineResult, _Mapping]]] = ...) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ["grpc_address", "http_address", "id", "raft_address"]
+    __slots__ = ["grpc_address", "http_address", "id", "log_version", "raft_address"]
     GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     HTTP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    LOG_VERSION_FIELD_NUMBER: _ClassVar[int]
     RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     grpc_address: str
     http_address: str
     id: str
+    log_version: int
     raft_address: str
-    def __init__(self, id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., http_address: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., http_address: _Optional[str] = ..., log_version: _Optional[int] = ...) -> None: ...
 
 class PollResult(_message.Message):
     __slots__ = ["done", "result"]

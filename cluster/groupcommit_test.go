@@ -1,0 +1,92 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
+
+// Once every member records a version that reads Batch entries, commands
+// proposed at once share log entries (group commit), and each caller still
+// gets its own command's result; every node ends with every command
+// applied once.
+func TestGroupCommitSharesEntriesAndAnswersEachCommand(t *testing.T) {
+	c := newCluster(t, 3)
+	for i := range c.nodes {
+		c.start(i)
+	}
+	leader := c.readyLeader()
+	deadline := time.Now().Add(15 * time.Second)
+	for !allApplyBatches(leader.node.State()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the members never all recorded log version %d: %v", fsm.LogVersion, leader.node.State().Nodes())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for !leader.node.GroupCommit() {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader never started group commit")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	const proposers, each = 32, 20
+	before := leader.node.Status().LastIndex
+	var wg sync.WaitGroup
+	errs := make(chan error, proposers*each)
+	for p := range proposers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range each {
+				id := fmt.Sprintf("s%02d-%02d", p, k)
+				res, err := leader.node.Propose(context.Background(), &fsmpb.Command{Body: &fsmpb.Command_CreateSession{
+					CreateSession: &fsmpb.CreateSession{SessionId: id, MessageId: "m1", Message: "hello"}}})
+				switch {
+				case err != nil:
+					errs <- fmt.Errorf("%s: %v", id, err)
+				case res.Err != nil || res.SessionID != id:
+					errs <- fmt.Errorf("%s: answered with session %q, %v", id, res.SessionID, res.Err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	entries := leader.node.Status().LastIndex - before
+	if entries >= proposers*each {
+		t.Errorf("%d commands took %d log entries: none shared one", proposers*each, entries)
+	}
+	t.Logf("%d commands in %d log entries", proposers*each, entries)
+	c.converged(leader)
+	for _, n := range c.running() {
+		for p := range proposers {
+			for k := range each {
+				if id := fmt.Sprintf("s%02d-%02d", p, k); n.node.State().Session(id) == nil {
+					t.Fatalf("node %s misses session %s", n.id, id)
+				}
+			}
+		}
+	}
+}
+
+func allApplyBatches(st *fsm.State) bool {
+	nodes := st.Nodes()
+	if len(nodes) < 3 {
+		return false
+	}
+	for _, n := range nodes {
+		if n.LogVersion < fsm.LogVersion {
+			return false
+		}
+	}
+	return true
+}
