@@ -119,6 +119,14 @@ func (c *Client) GetSession(ctx context.Context, sessionID string) (*dexv1.GetSe
 	}, sessionID)
 }
 
+// GetSessionPage returns one page of a session as the server answers req:
+// a read, retried across a takeover like GetSession.
+func (c *Client) GetSessionPage(ctx context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
+	return call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.GetSessionResponse, error) {
+		return c.svc.GetSession(ctx, req, o...)
+	})
+}
+
 // GetWholeSession reads a session page by page through get and joins the
 // pages: the session of the last page, every history entry and every Step.
 func GetWholeSession(ctx context.Context, get func(context.Context, *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error), sessionID string) (*dexv1.GetSessionResponse, error) {

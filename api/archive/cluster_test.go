@@ -1,0 +1,109 @@
+package archive_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dexhq/dex/api/archive"
+	"github.com/dexhq/dex/api/archive/archivetest"
+	"github.com/dexhq/dex/api/client"
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// The leader's state and the API give the same bytes for the same
+// session: a history over several GetSession pages, Steps with failed and
+// succeeded attempts, an inbox, events some of which were dropped.
+func TestFromAPI_GivesTheBytesOfFromState(t *testing.T) {
+	c := archivetest.Start(t)
+	c.Busy("s1", 4)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	fromState, err := archive.FromState(c.Node.State(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromAPI, err := archive.FromAPI(ctx, client.New(c.Conn), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fromState, fromAPI) {
+		a, _ := archive.Decode(fromState)
+		b, derr := archive.Decode(fromAPI)
+		t.Fatalf("the state gave %d bytes, the API %d\nstate: %v\napi:   %v (%v)", len(fromState), len(fromAPI), summary(a), summary(b), derr)
+	}
+	again, err := archive.FromState(c.Node.State(), "s1")
+	if err != nil || !bytes.Equal(fromState, again) {
+		t.Fatal("two reads of the unchanged state gave different bytes")
+	}
+
+	s, err := archive.Decode(fromState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for _, h := range s.Session.History {
+		size += proto.Size(h)
+	}
+	if size <= 1<<20 || len(s.Session.History) != int(s.Session.HistoryCount) {
+		t.Fatalf("the archive holds %d history entries (%d bytes) of %d; want all of them, over one page of 1 MiB", len(s.Session.History), size, s.Session.HistoryCount)
+	}
+	if len(s.Session.Inbox) != 1 || s.Session.Inbox[0].Text != "and another" {
+		t.Fatalf("inbox %v; want the message behind the running turn", s.Session.Inbox)
+	}
+	if len(s.Steps) != 4*3+1 || len(s.Steps[0].Attempts) != 2 || s.Steps[0].Attempts[0].ErrorType != dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT {
+		t.Fatalf("Steps %v; want 13, the first with a failed and a succeeded attempt", summary(s))
+	}
+	log := c.Node.State().EventLog("s1")
+	if log.DroppedThrough == 0 || uint64(len(s.Events)) != log.Count || s.LastEventSeq != log.LastSeq || s.Events[len(s.Events)-1].Seq != log.LastSeq {
+		t.Fatalf("%d events up to %d; want the %d kept up to %d (some dropped)", len(s.Events), s.LastEventSeq, log.Count, log.LastSeq)
+	}
+}
+
+func summary(s *dexv1.ArchivedSession) map[string]any {
+	if s == nil {
+		return nil
+	}
+	return map[string]any{"history": len(s.Session.GetHistory()), "inbox": len(s.Session.GetInbox()), "steps": len(s.Steps), "events": len(s.Events), "last_event": s.LastEventSeq}
+}
+
+func TestFromStateAndFromAPI_AnUnknownSessionIsNotFound(t *testing.T) {
+	c := archivetest.Start(t)
+	if _, err := archive.FromState(c.Node.State(), "nobody"); !errors.Is(err, archive.ErrNotFound) {
+		t.Fatalf("FromState: %v; want ErrNotFound", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := archive.FromAPI(ctx, client.New(c.Conn), "nobody"); !errors.Is(err, archive.ErrNotFound) {
+		t.Fatalf("FromAPI: %v; want ErrNotFound", err)
+	}
+}
+
+// What the leader will do before it deletes a session: read it from the
+// state, write it, and read back the same bytes.
+func TestFromState_PutAndGetInAFileArchive(t *testing.T) {
+	c := archivetest.Start(t)
+	c.Idle("s2")
+	obj, err := archive.FromState(c.Node.State(), "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store, err := archive.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Put(ctx, "s2", obj); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Get(ctx, "s2")
+	if err != nil || !bytes.Equal(got, obj) {
+		t.Fatalf("Get: %d bytes, %v; want the %d written", len(got), err, len(obj))
+	}
+}
