@@ -127,7 +127,9 @@ election-time: build
 # Needs protoc with protoc-gen-go (v1.36.12), protoc-gen-go-grpc (v1.6.2)
 # and protoc-gen-go-vtproto (github.com/planetscale/vtprotobuf at the
 # version go.mod names), which writes the reflection-free marshal, unmarshal
-# and clone code of every message (*_vtproto.pb.go).
+# and clone code of every message (*_vtproto.pb.go); the Python stubs need
+# grpc_python_plugin (Debian's protobuf-compiler-grpc). The generated code is
+# committed: building and testing need none of these.
 proto:
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I $(PROTO_DIR) -I $(FSM_PROTO_DIR) \
 		--go_out=. --go_opt=module=github.com/dexhq/dex \
