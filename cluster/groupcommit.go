@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,30 +156,22 @@ func (g *groupCommit) propose(groups []*proposalGroup) {
 	f := g.n.raft.Apply(data, time.Until(deadline))
 	batched := len(all) > 1
 	go func() {
-		err := g.n.proposeError(f.Error())
+		res, err := g.n.committed(f)
 		<-g.slots
-		var results []*fsm.Result
-		if err == nil {
-			res, ok := f.Response().(*fsm.Result)
-			switch {
-			case !ok || res == nil:
-				err = errNoResult(f.Response())
-			case batched && len(res.Batch) != len(all):
-				err = errNoResult(res)
-			case batched:
-				results = res.Batch
-			default:
-				results = []*fsm.Result{res}
+		results := []*fsm.Result{res}
+		if err == nil && batched {
+			if results = res.Batch; len(results) != len(all) {
+				err = fmt.Errorf("raft apply: a batch of %d commands gave %d results", len(all), len(results))
 			}
 		}
 		at := 0
 		for _, p := range live {
+			if err != nil {
+				answerAll(p, nil, err)
+				continue
+			}
 			for i := range p.data {
-				if err != nil {
-					p.answered(i, nil, err)
-				} else {
-					p.answered(i, results[at], nil)
-				}
+				p.answered(i, results[at], nil)
 				at++
 			}
 		}

@@ -571,21 +571,24 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []*fsmpb.Command, answered f
 	}
 	go func() {
 		for i, f := range futures {
-			err := n.proposeError(f.Error())
-			var res *fsm.Result
-			if err == nil {
-				if res, _ = f.Response().(*fsm.Result); res == nil {
-					err = errNoResult(f.Response())
-				}
-			}
+			res, err := n.committed(f)
 			answered(i, res, err)
 		}
 	}()
 	return nil
 }
 
-func errNoResult(got any) error {
-	return fmt.Errorf("raft apply: no state machine result (got %T)", got)
+// committed waits for raft's answer to a proposal and returns the state
+// machine's result, or the error Propose returns.
+func (n *Node) committed(f raft.ApplyFuture) (*fsm.Result, error) {
+	if err := n.proposeError(f.Error()); err != nil {
+		return nil, err
+	}
+	res, _ := f.Response().(*fsm.Result)
+	if res == nil {
+		return nil, fmt.Errorf("raft apply: no state machine result (got %T)", f.Response())
+	}
+	return res, nil
 }
 
 // proposeError turns raft's answer to a proposal into the error Propose
