@@ -17,8 +17,11 @@ mkdir -p "$BIN"
 BIN=$(cd "$BIN" && pwd)
 
 (cd "$DEX_SRC" && go build -o "$BIN/" ./cmd/dexd ./cmd/dexchaos)
-(cd "$DEX_SRC/api/typescript" && npm ci --no-audit --no-fund && npm run build)
-npm ci --no-audit --no-fund
+# npm ci only where node_modules is missing or older than its lock file, so
+# certifying the three Workers one after another installs once.
+installed() { [ node_modules/.package-lock.json -nt package-lock.json ]; }
+(cd "$DEX_SRC/api/typescript" && { installed || npm ci --no-audit --no-fund; } && npm run build)
+installed || npm ci --no-audit --no-fund
 npx tsc -p .
 
 mkdir -p certify-report
