@@ -290,158 +290,6 @@ func (x *StatusResponse) GetStateSize() *StateSize {
 	return nil
 }
 
-// StateSize is what the replicated state holds, table by table: kept as
-// entries apply, so reading it costs nothing.
-type StateSize struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The tables, in the order a snapshot writes them.
-	Tables     []*TableSize `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
-	TotalRows  uint64       `protobuf:"varint,2,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
-	TotalBytes uint64       `protobuf:"varint,3,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
-	// The applied index the figures are at.
-	AppliedIndex uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	// The newest snapshot the answering node keeps on disk: its size in
-	// bytes and the entry it is up to (both 0 when it has none).
-	LastSnapshotBytes uint64 `protobuf:"varint,5,opt,name=last_snapshot_bytes,json=lastSnapshotBytes,proto3" json:"last_snapshot_bytes,omitempty"`
-	LastSnapshotIndex uint64 `protobuf:"varint,6,opt,name=last_snapshot_index,json=lastSnapshotIndex,proto3" json:"last_snapshot_index,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
-}
-
-func (x *StateSize) Reset() {
-	*x = StateSize{}
-	mi := &file_dex_v1_admin_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *StateSize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*StateSize) ProtoMessage() {}
-
-func (x *StateSize) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use StateSize.ProtoReflect.Descriptor instead.
-func (*StateSize) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *StateSize) GetTables() []*TableSize {
-	if x != nil {
-		return x.Tables
-	}
-	return nil
-}
-
-func (x *StateSize) GetTotalRows() uint64 {
-	if x != nil {
-		return x.TotalRows
-	}
-	return 0
-}
-
-func (x *StateSize) GetTotalBytes() uint64 {
-	if x != nil {
-		return x.TotalBytes
-	}
-	return 0
-}
-
-func (x *StateSize) GetAppliedIndex() uint64 {
-	if x != nil {
-		return x.AppliedIndex
-	}
-	return 0
-}
-
-func (x *StateSize) GetLastSnapshotBytes() uint64 {
-	if x != nil {
-		return x.LastSnapshotBytes
-	}
-	return 0
-}
-
-func (x *StateSize) GetLastSnapshotIndex() uint64 {
-	if x != nil {
-		return x.LastSnapshotIndex
-	}
-	return 0
-}
-
-// TableSize is one table of the state: its rows (an event counts as one)
-// and their encoded bytes.
-type TableSize struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
-	Rows          uint64                 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
-	Bytes         uint64                 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TableSize) Reset() {
-	*x = TableSize{}
-	mi := &file_dex_v1_admin_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TableSize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TableSize) ProtoMessage() {}
-
-func (x *TableSize) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TableSize.ProtoReflect.Descriptor instead.
-func (*TableSize) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *TableSize) GetTable() string {
-	if x != nil {
-		return x.Table
-	}
-	return ""
-}
-
-func (x *TableSize) GetRows() uint64 {
-	if x != nil {
-		return x.Rows
-	}
-	return 0
-}
-
-func (x *TableSize) GetBytes() uint64 {
-	if x != nil {
-		return x.Bytes
-	}
-	return 0
-}
-
 type NodeStateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -450,7 +298,7 @@ type NodeStateRequest struct {
 
 func (x *NodeStateRequest) Reset() {
 	*x = NodeStateRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[5]
+	mi := &file_dex_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +310,7 @@ func (x *NodeStateRequest) String() string {
 func (*NodeStateRequest) ProtoMessage() {}
 
 func (x *NodeStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[5]
+	mi := &file_dex_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +323,7 @@ func (x *NodeStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStateRequest.ProtoReflect.Descriptor instead.
 func (*NodeStateRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 type NodeStateResponse struct {
@@ -497,7 +345,7 @@ type NodeStateResponse struct {
 
 func (x *NodeStateResponse) Reset() {
 	*x = NodeStateResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[6]
+	mi := &file_dex_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +357,7 @@ func (x *NodeStateResponse) String() string {
 func (*NodeStateResponse) ProtoMessage() {}
 
 func (x *NodeStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[6]
+	mi := &file_dex_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +370,7 @@ func (x *NodeStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStateResponse.ProtoReflect.Descriptor instead.
 func (*NodeStateResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NodeStateResponse) GetId() string {
@@ -607,7 +455,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[7]
+	mi := &file_dex_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +467,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[7]
+	mi := &file_dex_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +480,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JoinRequest) GetNode() *NodeInfo {
@@ -659,7 +507,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[8]
+	mi := &file_dex_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +519,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[8]
+	mi := &file_dex_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +532,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JoinResponse) GetClusterId() string {
@@ -703,7 +551,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[9]
+	mi := &file_dex_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +563,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[9]
+	mi := &file_dex_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +576,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegisterNodeRequest) GetNode() *NodeInfo {
@@ -746,7 +594,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[10]
+	mi := &file_dex_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +606,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[10]
+	mi := &file_dex_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +619,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 type RemoveNodeRequest struct {
@@ -785,7 +633,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[11]
+	mi := &file_dex_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +645,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[11]
+	mi := &file_dex_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +658,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -835,7 +683,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[12]
+	mi := &file_dex_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +695,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[12]
+	mi := &file_dex_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +708,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 type TransferLeadershipRequest struct {
@@ -873,7 +721,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	mi := &file_dex_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +733,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	mi := &file_dex_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +746,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -917,7 +765,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +777,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +790,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TransferLeadershipResponse) GetNewLeader() string {
@@ -972,7 +820,7 @@ type WorkerHealth struct {
 
 func (x *WorkerHealth) Reset() {
 	*x = WorkerHealth{}
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +832,7 @@ func (x *WorkerHealth) String() string {
 func (*WorkerHealth) ProtoMessage() {}
 
 func (x *WorkerHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +845,7 @@ func (x *WorkerHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerHealth.ProtoReflect.Descriptor instead.
 func (*WorkerHealth) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkerHealth) GetWorkerId() string {
@@ -1036,7 +884,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +896,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +909,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 // A piece of a backup file (the backup package's format: header, state
@@ -1075,7 +923,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +935,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +948,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1125,7 +973,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +985,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +998,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RestoreSnapshotRequest) GetData() []byte {
@@ -1191,7 +1039,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1051,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1064,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestoreSnapshotResponse) GetBackupIndex() uint64 {
@@ -1266,7 +1114,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1126,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1139,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -1326,7 +1174,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1186,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1199,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateTokenResponse) GetToken() *AclToken {
@@ -1376,7 +1224,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[22]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1236,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[22]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1249,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 type ListTokensResponse struct {
@@ -1413,7 +1261,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[23]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1273,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[23]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1286,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListTokensResponse) GetTokens() []*AclToken {
@@ -1457,7 +1305,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[24]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1317,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[24]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1330,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RevokeTokenRequest) GetTokenId() string {
@@ -1500,7 +1348,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[25]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1360,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[25]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1373,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 type BootstrapACLRequest struct {
@@ -1536,7 +1384,7 @@ type BootstrapACLRequest struct {
 
 func (x *BootstrapACLRequest) Reset() {
 	*x = BootstrapACLRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1396,7 @@ func (x *BootstrapACLRequest) String() string {
 func (*BootstrapACLRequest) ProtoMessage() {}
 
 func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1409,7 @@ func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLRequest.ProtoReflect.Descriptor instead.
 func (*BootstrapACLRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 type BootstrapACLResponse struct {
@@ -1574,7 +1422,7 @@ type BootstrapACLResponse struct {
 
 func (x *BootstrapACLResponse) Reset() {
 	*x = BootstrapACLResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1434,7 @@ func (x *BootstrapACLResponse) String() string {
 func (*BootstrapACLResponse) ProtoMessage() {}
 
 func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1447,7 @@ func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLResponse.ProtoReflect.Descriptor instead.
 func (*BootstrapACLResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BootstrapACLResponse) GetToken() *AclToken {
@@ -1624,7 +1472,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1484,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1497,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 type WorkerStatus struct {
@@ -1667,7 +1515,7 @@ type WorkerStatus struct {
 
 func (x *WorkerStatus) Reset() {
 	*x = WorkerStatus{}
-	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1527,7 @@ func (x *WorkerStatus) String() string {
 func (*WorkerStatus) ProtoMessage() {}
 
 func (x *WorkerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1540,7 @@ func (x *WorkerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerStatus.ProtoReflect.Descriptor instead.
 func (*WorkerStatus) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WorkerStatus) GetWorker() *WorkerInfo {
@@ -1739,7 +1587,7 @@ type ToolQueue struct {
 
 func (x *ToolQueue) Reset() {
 	*x = ToolQueue{}
-	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1599,7 @@ func (x *ToolQueue) String() string {
 func (*ToolQueue) ProtoMessage() {}
 
 func (x *ToolQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1612,7 @@ func (x *ToolQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolQueue.ProtoReflect.Descriptor instead.
 func (*ToolQueue) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ToolQueue) GetTool() string {
@@ -1816,7 +1664,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +1676,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +1689,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*WorkerStatus {
@@ -1870,6 +1718,158 @@ func (x *ListWorkersResponse) GetLeader() bool {
 		return x.Leader
 	}
 	return false
+}
+
+// StateSize is what the replicated state holds, table by table: kept as
+// entries apply, so reading it costs nothing.
+type StateSize struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tables, in the order a snapshot writes them.
+	Tables     []*TableSize `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	TotalRows  uint64       `protobuf:"varint,2,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
+	TotalBytes uint64       `protobuf:"varint,3,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	// The applied index the figures are at.
+	AppliedIndex uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The newest snapshot the answering node keeps on disk: its size in
+	// bytes and the entry it is up to (both 0 when it has none).
+	LastSnapshotBytes uint64 `protobuf:"varint,5,opt,name=last_snapshot_bytes,json=lastSnapshotBytes,proto3" json:"last_snapshot_bytes,omitempty"`
+	LastSnapshotIndex uint64 `protobuf:"varint,6,opt,name=last_snapshot_index,json=lastSnapshotIndex,proto3" json:"last_snapshot_index,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *StateSize) Reset() {
+	*x = StateSize{}
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateSize) ProtoMessage() {}
+
+func (x *StateSize) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateSize.ProtoReflect.Descriptor instead.
+func (*StateSize) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *StateSize) GetTables() []*TableSize {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *StateSize) GetTotalRows() uint64 {
+	if x != nil {
+		return x.TotalRows
+	}
+	return 0
+}
+
+func (x *StateSize) GetTotalBytes() uint64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+func (x *StateSize) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *StateSize) GetLastSnapshotBytes() uint64 {
+	if x != nil {
+		return x.LastSnapshotBytes
+	}
+	return 0
+}
+
+func (x *StateSize) GetLastSnapshotIndex() uint64 {
+	if x != nil {
+		return x.LastSnapshotIndex
+	}
+	return 0
+}
+
+// TableSize is one table of the state: its rows (an event counts as one)
+// and their encoded bytes.
+type TableSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Rows          uint64                 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	Bytes         uint64                 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableSize) Reset() {
+	*x = TableSize{}
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableSize) ProtoMessage() {}
+
+func (x *TableSize) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableSize.ProtoReflect.Descriptor instead.
+func (*TableSize) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *TableSize) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *TableSize) GetRows() uint64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *TableSize) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
 }
 
 var File_dex_v1_admin_proto protoreflect.FileDescriptor
@@ -1902,20 +1902,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12.\n" +
 	"\aworkers\x18\b \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\x120\n" +
 	"\n" +
-	"state_size\x18\t \x01(\v2\x11.dex.v1.StateSizeR\tstateSize\"\xfb\x01\n" +
-	"\tStateSize\x12)\n" +
-	"\x06tables\x18\x01 \x03(\v2\x11.dex.v1.TableSizeR\x06tables\x12\x1d\n" +
-	"\n" +
-	"total_rows\x18\x02 \x01(\x04R\ttotalRows\x12\x1f\n" +
-	"\vtotal_bytes\x18\x03 \x01(\x04R\n" +
-	"totalBytes\x12#\n" +
-	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12.\n" +
-	"\x13last_snapshot_bytes\x18\x05 \x01(\x04R\x11lastSnapshotBytes\x12.\n" +
-	"\x13last_snapshot_index\x18\x06 \x01(\x04R\x11lastSnapshotIndex\"K\n" +
-	"\tTableSize\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
-	"\x04rows\x18\x02 \x01(\x04R\x04rows\x12\x14\n" +
-	"\x05bytes\x18\x03 \x01(\x04R\x05bytes\"\x12\n" +
+	"state_size\x18\t \x01(\v2\x11.dex.v1.StateSizeR\tstateSize\"\x12\n" +
 	"\x10NodeStateRequest\"\xba\x02\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -2003,7 +1990,20 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x05tools\x18\x02 \x03(\v2\x11.dex.v1.ToolQueueR\x05tools\x12\x1f\n" +
 	"\vanswered_by\x18\x03 \x01(\tR\n" +
 	"answeredBy\x12\x16\n" +
-	"\x06leader\x18\x04 \x01(\bR\x06leader2\xad\a\n" +
+	"\x06leader\x18\x04 \x01(\bR\x06leader\"\xfb\x01\n" +
+	"\tStateSize\x12)\n" +
+	"\x06tables\x18\x01 \x03(\v2\x11.dex.v1.TableSizeR\x06tables\x12\x1d\n" +
+	"\n" +
+	"total_rows\x18\x02 \x01(\x04R\ttotalRows\x12\x1f\n" +
+	"\vtotal_bytes\x18\x03 \x01(\x04R\n" +
+	"totalBytes\x12#\n" +
+	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12.\n" +
+	"\x13last_snapshot_bytes\x18\x05 \x01(\x04R\x11lastSnapshotBytes\x12.\n" +
+	"\x13last_snapshot_index\x18\x06 \x01(\x04R\x11lastSnapshotIndex\"K\n" +
+	"\tTableSize\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\x04R\x04rows\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x04R\x05bytes2\xad\a\n" +
 	"\fAdminService\x127\n" +
 	"\x06Status\x12\x15.dex.v1.StatusRequest\x1a\x16.dex.v1.StatusResponse\x12@\n" +
 	"\tNodeState\x12\x18.dex.v1.NodeStateRequest\x1a\x19.dex.v1.NodeStateResponse\x121\n" +
@@ -2038,35 +2038,35 @@ var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
 	(*StatusResponse)(nil),             // 2: dex.v1.StatusResponse
-	(*StateSize)(nil),                  // 3: dex.v1.StateSize
-	(*TableSize)(nil),                  // 4: dex.v1.TableSize
-	(*NodeStateRequest)(nil),           // 5: dex.v1.NodeStateRequest
-	(*NodeStateResponse)(nil),          // 6: dex.v1.NodeStateResponse
-	(*JoinRequest)(nil),                // 7: dex.v1.JoinRequest
-	(*JoinResponse)(nil),               // 8: dex.v1.JoinResponse
-	(*RegisterNodeRequest)(nil),        // 9: dex.v1.RegisterNodeRequest
-	(*RegisterNodeResponse)(nil),       // 10: dex.v1.RegisterNodeResponse
-	(*RemoveNodeRequest)(nil),          // 11: dex.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 12: dex.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 13: dex.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 14: dex.v1.TransferLeadershipResponse
-	(*WorkerHealth)(nil),               // 15: dex.v1.WorkerHealth
-	(*SaveSnapshotRequest)(nil),        // 16: dex.v1.SaveSnapshotRequest
-	(*SnapshotChunk)(nil),              // 17: dex.v1.SnapshotChunk
-	(*RestoreSnapshotRequest)(nil),     // 18: dex.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil),    // 19: dex.v1.RestoreSnapshotResponse
-	(*CreateTokenRequest)(nil),         // 20: dex.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 21: dex.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 22: dex.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 23: dex.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 24: dex.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 25: dex.v1.RevokeTokenResponse
-	(*BootstrapACLRequest)(nil),        // 26: dex.v1.BootstrapACLRequest
-	(*BootstrapACLResponse)(nil),       // 27: dex.v1.BootstrapACLResponse
-	(*ListWorkersRequest)(nil),         // 28: dex.v1.ListWorkersRequest
-	(*WorkerStatus)(nil),               // 29: dex.v1.WorkerStatus
-	(*ToolQueue)(nil),                  // 30: dex.v1.ToolQueue
-	(*ListWorkersResponse)(nil),        // 31: dex.v1.ListWorkersResponse
+	(*NodeStateRequest)(nil),           // 3: dex.v1.NodeStateRequest
+	(*NodeStateResponse)(nil),          // 4: dex.v1.NodeStateResponse
+	(*JoinRequest)(nil),                // 5: dex.v1.JoinRequest
+	(*JoinResponse)(nil),               // 6: dex.v1.JoinResponse
+	(*RegisterNodeRequest)(nil),        // 7: dex.v1.RegisterNodeRequest
+	(*RegisterNodeResponse)(nil),       // 8: dex.v1.RegisterNodeResponse
+	(*RemoveNodeRequest)(nil),          // 9: dex.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 10: dex.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 11: dex.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 12: dex.v1.TransferLeadershipResponse
+	(*WorkerHealth)(nil),               // 13: dex.v1.WorkerHealth
+	(*SaveSnapshotRequest)(nil),        // 14: dex.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),              // 15: dex.v1.SnapshotChunk
+	(*RestoreSnapshotRequest)(nil),     // 16: dex.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil),    // 17: dex.v1.RestoreSnapshotResponse
+	(*CreateTokenRequest)(nil),         // 18: dex.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 19: dex.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 20: dex.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 21: dex.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 22: dex.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 23: dex.v1.RevokeTokenResponse
+	(*BootstrapACLRequest)(nil),        // 24: dex.v1.BootstrapACLRequest
+	(*BootstrapACLResponse)(nil),       // 25: dex.v1.BootstrapACLResponse
+	(*ListWorkersRequest)(nil),         // 26: dex.v1.ListWorkersRequest
+	(*WorkerStatus)(nil),               // 27: dex.v1.WorkerStatus
+	(*ToolQueue)(nil),                  // 28: dex.v1.ToolQueue
+	(*ListWorkersResponse)(nil),        // 29: dex.v1.ListWorkersResponse
+	(*StateSize)(nil),                  // 30: dex.v1.StateSize
+	(*TableSize)(nil),                  // 31: dex.v1.TableSize
 	(*NodeInfo)(nil),                   // 32: dex.v1.NodeInfo
 	(TokenRole)(0),                     // 33: dex.v1.TokenRole
 	(*AclToken)(nil),                   // 34: dex.v1.AclToken
@@ -2074,46 +2074,46 @@ var file_dex_v1_admin_proto_goTypes = []any{
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
-	15, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
-	3,  // 2: dex.v1.StatusResponse.state_size:type_name -> dex.v1.StateSize
-	4,  // 3: dex.v1.StateSize.tables:type_name -> dex.v1.TableSize
-	15, // 4: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	32, // 5: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	32, // 6: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	33, // 7: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
-	34, // 8: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
-	34, // 9: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
-	34, // 10: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
-	35, // 11: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
-	15, // 12: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
-	29, // 13: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
-	30, // 14: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
+	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
+	30, // 2: dex.v1.StatusResponse.state_size:type_name -> dex.v1.StateSize
+	13, // 3: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
+	32, // 4: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	32, // 5: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	33, // 6: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
+	34, // 7: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
+	34, // 8: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
+	34, // 9: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
+	35, // 10: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
+	13, // 11: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
+	27, // 12: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
+	28, // 13: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
+	31, // 14: dex.v1.StateSize.tables:type_name -> dex.v1.TableSize
 	0,  // 15: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
-	5,  // 16: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
-	7,  // 17: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
-	9,  // 18: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
-	11, // 19: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
-	13, // 20: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	16, // 21: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
-	18, // 22: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
-	20, // 23: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
-	22, // 24: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
-	24, // 25: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
-	26, // 26: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
-	28, // 27: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
+	3,  // 16: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
+	5,  // 17: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
+	7,  // 18: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
+	9,  // 19: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
+	11, // 20: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
+	14, // 21: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
+	16, // 22: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
+	18, // 23: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
+	20, // 24: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
+	22, // 25: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
+	24, // 26: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
+	26, // 27: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
 	2,  // 28: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	6,  // 29: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	8,  // 30: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	10, // 31: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	12, // 32: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	14, // 33: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	17, // 34: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
-	19, // 35: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
-	21, // 36: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
-	23, // 37: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
-	25, // 38: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
-	27, // 39: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
-	31, // 40: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
+	4,  // 29: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	6,  // 30: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	8,  // 31: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	10, // 32: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	12, // 33: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	15, // 34: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
+	17, // 35: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
+	19, // 36: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
+	21, // 37: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
+	23, // 38: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
+	25, // 39: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
+	29, // 40: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
 	28, // [28:41] is the sub-list for method output_type
 	15, // [15:28] is the sub-list for method input_type
 	15, // [15:15] is the sub-list for extension type_name

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/admin.proto.
  */
 export const file_dex_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IsUBCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBBINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAki8AEKDlN0YXR1c1Jlc3BvbnNlEg4KBmxlYWRlchgBIAEoCRIMCgR0ZXJtGAIgASgEEhQKDGNvbW1pdF9pbmRleBgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEiEKBW5vZGVzGAUgAygLMhIuZGV4LnYxLk5vZGVTdGF0dXMSEwoLYW5zd2VyZWRfYnkYBiABKAkSDQoFZXBvY2gYByABKAQSJQoHd29ya2VycxgIIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSJQoKc3RhdGVfc2l6ZRgJIAEoCzIRLmRleC52MS5TdGF0ZVNpemUiqAEKCVN0YXRlU2l6ZRIhCgZ0YWJsZXMYASADKAsyES5kZXgudjEuVGFibGVTaXplEhIKCnRvdGFsX3Jvd3MYAiABKAQSEwoLdG90YWxfYnl0ZXMYAyABKAQSFQoNYXBwbGllZF9pbmRleBgEIAEoBBIbChNsYXN0X3NuYXBzaG90X2J5dGVzGAUgASgEEhsKE2xhc3Rfc25hcHNob3RfaW5kZXgYBiABKAQiNwoJVGFibGVTaXplEg0KBXRhYmxlGAEgASgJEgwKBHJvd3MYAiABKAQSDQoFYnl0ZXMYAyABKAQiEgoQTm9kZVN0YXRlUmVxdWVzdCLcAQoRTm9kZVN0YXRlUmVzcG9uc2USCgoCaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdGVybRgDIAEoBBIUCgxjb21taXRfaW5kZXgYBCABKAQSFQoNYXBwbGllZF9pbmRleBgFIAEoBBIRCglsZWFkZXJfaWQYBiABKAkSJQoHd29ya2VycxgHIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSEgoKY2x1c3Rlcl9pZBgIIAEoCRINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkiQQoLSm9pblJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbxISCgpjbHVzdGVyX2lkGAIgASgJIiIKDEpvaW5SZXNwb25zZRISCgpjbHVzdGVyX2lkGAEgASgJIjUKE1JlZ2lzdGVyTm9kZVJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbyIWChRSZWdpc3Rlck5vZGVSZXNwb25zZSIzChFSZW1vdmVOb2RlUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEg0KBWZvcmNlGAIgASgIIhQKElJlbW92ZU5vZGVSZXNwb25zZSIsChlUcmFuc2ZlckxlYWRlcnNoaXBSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiMAoaVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USEgoKbmV3X2xlYWRlchgBIAEoCSJsCgxXb3JrZXJIZWFsdGgSEQoJd29ya2VyX2lkGAEgASgJEhEKCXVuaGVhbHRoeRgCIAEoCBIaChJ1bmNsYWltZWRfaW5fYV9yb3cYAyABKA0SGgoSdW5jbGFpbWVkX2V4cGlyaWVzGAQgASgEIhUKE1NhdmVTbmFwc2hvdFJlcXVlc3QiHQoNU25hcHNob3RDaHVuaxIMCgRkYXRhGAEgASgMIl0KFlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QSDAoEZGF0YRgBIAEoDBIYChByZXBsYWNlX3Nlc3Npb25zGAIgASgIEhsKE2FsbG93X290aGVyX2NsdXN0ZXIYAyABKAgigAEKF1Jlc3RvcmVTbmFwc2hvdFJlc3BvbnNlEhQKDGJhY2t1cF9pbmRleBgBIAEoBBITCgtiYWNrdXBfdGVybRgCIAEoBBIZChFiYWNrdXBfY2x1c3Rlcl9pZBgDIAEoCRIQCghzZXNzaW9ucxgEIAEoBBINCgVlcG9jaBgFIAEoBCJWChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIfCgRyb2xlGAIgASgOMhEuZGV4LnYxLlRva2VuUm9sZRIRCgl3b3JrZXJfaWQYAyABKAkiRgoTQ3JlYXRlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmRleC52MS5BY2xUb2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmRleC52MS5BY2xUb2tlbiImChJSZXZva2VUb2tlblJlcXVlc3QSEAoIdG9rZW5faWQYASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSIVChNCb290c3RyYXBBQ0xSZXF1ZXN0IkcKFEJvb3RzdHJhcEFDTFJlc3BvbnNlEh8KBXRva2VuGAEgASgLMhAuZGV4LnYxLkFjbFRva2VuEg4KBnNlY3JldBgCIAEoCSIUChJMaXN0V29ya2Vyc1JlcXVlc3QihQEKDFdvcmtlclN0YXR1cxIiCgZ3b3JrZXIYASABKAsyEi5kZXgudjEuV29ya2VySW5mbxIXCg9sYXN0X2NvbnRhY3RfbXMYAiABKAMSEgoKb3Blbl9wb2xscxgDIAEoDRIkCgZoZWFsdGgYBCABKAsyFC5kZXgudjEuV29ya2VySGVhbHRoIlwKCVRvb2xRdWV1ZRIMCgR0b29sGAEgASgJEg4KBnF1ZXVlZBgCIAEoBBIPCgdydW5uaW5nGAMgASgEEg8KB3dhaXRpbmcYBCABKAQSDwoHd29ya2VycxgFIAMoCSKDAQoTTGlzdFdvcmtlcnNSZXNwb25zZRIlCgd3b3JrZXJzGAEgAygLMhQuZGV4LnYxLldvcmtlclN0YXR1cxIgCgV0b29scxgCIAMoCzIRLmRleC52MS5Ub29sUXVldWUSEwoLYW5zd2VyZWRfYnkYAyABKAkSDgoGbGVhZGVyGAQgASgIMq0HCgxBZG1pblNlcnZpY2USNwoGU3RhdHVzEhUuZGV4LnYxLlN0YXR1c1JlcXVlc3QaFi5kZXgudjEuU3RhdHVzUmVzcG9uc2USQAoJTm9kZVN0YXRlEhguZGV4LnYxLk5vZGVTdGF0ZVJlcXVlc3QaGS5kZXgudjEuTm9kZVN0YXRlUmVzcG9uc2USMQoESm9pbhITLmRleC52MS5Kb2luUmVxdWVzdBoULmRleC52MS5Kb2luUmVzcG9uc2USSQoMUmVnaXN0ZXJOb2RlEhsuZGV4LnYxLlJlZ2lzdGVyTm9kZVJlcXVlc3QaHC5kZXgudjEuUmVnaXN0ZXJOb2RlUmVzcG9uc2USQwoKUmVtb3ZlTm9kZRIZLmRleC52MS5SZW1vdmVOb2RlUmVxdWVzdBoaLmRleC52MS5SZW1vdmVOb2RlUmVzcG9uc2USWwoSVHJhbnNmZXJMZWFkZXJzaGlwEiEuZGV4LnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QaIi5kZXgudjEuVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USRAoMU2F2ZVNuYXBzaG90EhsuZGV4LnYxLlNhdmVTbmFwc2hvdFJlcXVlc3QaFS5kZXgudjEuU25hcHNob3RDaHVuazABElQKD1Jlc3RvcmVTbmFwc2hvdBIeLmRleC52MS5SZXN0b3JlU25hcHNob3RSZXF1ZXN0Gh8uZGV4LnYxLlJlc3RvcmVTbmFwc2hvdFJlc3BvbnNlKAESRgoLQ3JlYXRlVG9rZW4SGi5kZXgudjEuQ3JlYXRlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLkNyZWF0ZVRva2VuUmVzcG9uc2USQwoKTGlzdFRva2VucxIZLmRleC52MS5MaXN0VG9rZW5zUmVxdWVzdBoaLmRleC52MS5MaXN0VG9rZW5zUmVzcG9uc2USRgoLUmV2b2tlVG9rZW4SGi5kZXgudjEuUmV2b2tlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLlJldm9rZVRva2VuUmVzcG9uc2USSQoMQm9vdHN0cmFwQUNMEhsuZGV4LnYxLkJvb3RzdHJhcEFDTFJlcXVlc3QaHC5kZXgudjEuQm9vdHN0cmFwQUNMUmVzcG9uc2USRgoLTGlzdFdvcmtlcnMSGi5kZXgudjEuTGlzdFdvcmtlcnNSZXF1ZXN0GhsuZGV4LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
+  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IsUBCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBBINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAki8AEKDlN0YXR1c1Jlc3BvbnNlEg4KBmxlYWRlchgBIAEoCRIMCgR0ZXJtGAIgASgEEhQKDGNvbW1pdF9pbmRleBgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEiEKBW5vZGVzGAUgAygLMhIuZGV4LnYxLk5vZGVTdGF0dXMSEwoLYW5zd2VyZWRfYnkYBiABKAkSDQoFZXBvY2gYByABKAQSJQoHd29ya2VycxgIIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSJQoKc3RhdGVfc2l6ZRgJIAEoCzIRLmRleC52MS5TdGF0ZVNpemUiEgoQTm9kZVN0YXRlUmVxdWVzdCLcAQoRTm9kZVN0YXRlUmVzcG9uc2USCgoCaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdGVybRgDIAEoBBIUCgxjb21taXRfaW5kZXgYBCABKAQSFQoNYXBwbGllZF9pbmRleBgFIAEoBBIRCglsZWFkZXJfaWQYBiABKAkSJQoHd29ya2VycxgHIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSEgoKY2x1c3Rlcl9pZBgIIAEoCRINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkiQQoLSm9pblJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbxISCgpjbHVzdGVyX2lkGAIgASgJIiIKDEpvaW5SZXNwb25zZRISCgpjbHVzdGVyX2lkGAEgASgJIjUKE1JlZ2lzdGVyTm9kZVJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbyIWChRSZWdpc3Rlck5vZGVSZXNwb25zZSIzChFSZW1vdmVOb2RlUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEg0KBWZvcmNlGAIgASgIIhQKElJlbW92ZU5vZGVSZXNwb25zZSIsChlUcmFuc2ZlckxlYWRlcnNoaXBSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiMAoaVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USEgoKbmV3X2xlYWRlchgBIAEoCSJsCgxXb3JrZXJIZWFsdGgSEQoJd29ya2VyX2lkGAEgASgJEhEKCXVuaGVhbHRoeRgCIAEoCBIaChJ1bmNsYWltZWRfaW5fYV9yb3cYAyABKA0SGgoSdW5jbGFpbWVkX2V4cGlyaWVzGAQgASgEIhUKE1NhdmVTbmFwc2hvdFJlcXVlc3QiHQoNU25hcHNob3RDaHVuaxIMCgRkYXRhGAEgASgMIl0KFlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QSDAoEZGF0YRgBIAEoDBIYChByZXBsYWNlX3Nlc3Npb25zGAIgASgIEhsKE2FsbG93X290aGVyX2NsdXN0ZXIYAyABKAgigAEKF1Jlc3RvcmVTbmFwc2hvdFJlc3BvbnNlEhQKDGJhY2t1cF9pbmRleBgBIAEoBBITCgtiYWNrdXBfdGVybRgCIAEoBBIZChFiYWNrdXBfY2x1c3Rlcl9pZBgDIAEoCRIQCghzZXNzaW9ucxgEIAEoBBINCgVlcG9jaBgFIAEoBCJWChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIfCgRyb2xlGAIgASgOMhEuZGV4LnYxLlRva2VuUm9sZRIRCgl3b3JrZXJfaWQYAyABKAkiRgoTQ3JlYXRlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmRleC52MS5BY2xUb2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmRleC52MS5BY2xUb2tlbiImChJSZXZva2VUb2tlblJlcXVlc3QSEAoIdG9rZW5faWQYASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSIVChNCb290c3RyYXBBQ0xSZXF1ZXN0IkcKFEJvb3RzdHJhcEFDTFJlc3BvbnNlEh8KBXRva2VuGAEgASgLMhAuZGV4LnYxLkFjbFRva2VuEg4KBnNlY3JldBgCIAEoCSIUChJMaXN0V29ya2Vyc1JlcXVlc3QihQEKDFdvcmtlclN0YXR1cxIiCgZ3b3JrZXIYASABKAsyEi5kZXgudjEuV29ya2VySW5mbxIXCg9sYXN0X2NvbnRhY3RfbXMYAiABKAMSEgoKb3Blbl9wb2xscxgDIAEoDRIkCgZoZWFsdGgYBCABKAsyFC5kZXgudjEuV29ya2VySGVhbHRoIlwKCVRvb2xRdWV1ZRIMCgR0b29sGAEgASgJEg4KBnF1ZXVlZBgCIAEoBBIPCgdydW5uaW5nGAMgASgEEg8KB3dhaXRpbmcYBCABKAQSDwoHd29ya2VycxgFIAMoCSKDAQoTTGlzdFdvcmtlcnNSZXNwb25zZRIlCgd3b3JrZXJzGAEgAygLMhQuZGV4LnYxLldvcmtlclN0YXR1cxIgCgV0b29scxgCIAMoCzIRLmRleC52MS5Ub29sUXVldWUSEwoLYW5zd2VyZWRfYnkYAyABKAkSDgoGbGVhZGVyGAQgASgIIqgBCglTdGF0ZVNpemUSIQoGdGFibGVzGAEgAygLMhEuZGV4LnYxLlRhYmxlU2l6ZRISCgp0b3RhbF9yb3dzGAIgASgEEhMKC3RvdGFsX2J5dGVzGAMgASgEEhUKDWFwcGxpZWRfaW5kZXgYBCABKAQSGwoTbGFzdF9zbmFwc2hvdF9ieXRlcxgFIAEoBBIbChNsYXN0X3NuYXBzaG90X2luZGV4GAYgASgEIjcKCVRhYmxlU2l6ZRINCgV0YWJsZRgBIAEoCRIMCgRyb3dzGAIgASgEEg0KBWJ5dGVzGAMgASgEMq0HCgxBZG1pblNlcnZpY2USNwoGU3RhdHVzEhUuZGV4LnYxLlN0YXR1c1JlcXVlc3QaFi5kZXgudjEuU3RhdHVzUmVzcG9uc2USQAoJTm9kZVN0YXRlEhguZGV4LnYxLk5vZGVTdGF0ZVJlcXVlc3QaGS5kZXgudjEuTm9kZVN0YXRlUmVzcG9uc2USMQoESm9pbhITLmRleC52MS5Kb2luUmVxdWVzdBoULmRleC52MS5Kb2luUmVzcG9uc2USSQoMUmVnaXN0ZXJOb2RlEhsuZGV4LnYxLlJlZ2lzdGVyTm9kZVJlcXVlc3QaHC5kZXgudjEuUmVnaXN0ZXJOb2RlUmVzcG9uc2USQwoKUmVtb3ZlTm9kZRIZLmRleC52MS5SZW1vdmVOb2RlUmVxdWVzdBoaLmRleC52MS5SZW1vdmVOb2RlUmVzcG9uc2USWwoSVHJhbnNmZXJMZWFkZXJzaGlwEiEuZGV4LnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QaIi5kZXgudjEuVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USRAoMU2F2ZVNuYXBzaG90EhsuZGV4LnYxLlNhdmVTbmFwc2hvdFJlcXVlc3QaFS5kZXgudjEuU25hcHNob3RDaHVuazABElQKD1Jlc3RvcmVTbmFwc2hvdBIeLmRleC52MS5SZXN0b3JlU25hcHNob3RSZXF1ZXN0Gh8uZGV4LnYxLlJlc3RvcmVTbmFwc2hvdFJlc3BvbnNlKAESRgoLQ3JlYXRlVG9rZW4SGi5kZXgudjEuQ3JlYXRlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLkNyZWF0ZVRva2VuUmVzcG9uc2USQwoKTGlzdFRva2VucxIZLmRleC52MS5MaXN0VG9rZW5zUmVxdWVzdBoaLmRleC52MS5MaXN0VG9rZW5zUmVzcG9uc2USRgoLUmV2b2tlVG9rZW4SGi5kZXgudjEuUmV2b2tlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLlJldm9rZVRva2VuUmVzcG9uc2USSQoMQm9vdHN0cmFwQUNMEhsuZGV4LnYxLkJvb3RzdHJhcEFDTFJlcXVlc3QaHC5kZXgudjEuQm9vdHN0cmFwQUNMUmVzcG9uc2USRgoLTGlzdFdvcmtlcnMSGi5kZXgudjEuTGlzdFdvcmtlcnNSZXF1ZXN0GhsuZGV4LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.StatusRequest
@@ -162,88 +162,6 @@ export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
   messageDesc(file_dex_v1_admin, 2);
 
 /**
- * StateSize is what the replicated state holds, table by table: kept as
- * entries apply, so reading it costs nothing.
- *
- * @generated from message dex.v1.StateSize
- */
-export type StateSize = Message<"dex.v1.StateSize"> & {
-  /**
-   * The tables, in the order a snapshot writes them.
-   *
-   * @generated from field: repeated dex.v1.TableSize tables = 1;
-   */
-  tables: TableSize[];
-
-  /**
-   * @generated from field: uint64 total_rows = 2;
-   */
-  totalRows: bigint;
-
-  /**
-   * @generated from field: uint64 total_bytes = 3;
-   */
-  totalBytes: bigint;
-
-  /**
-   * The applied index the figures are at.
-   *
-   * @generated from field: uint64 applied_index = 4;
-   */
-  appliedIndex: bigint;
-
-  /**
-   * The newest snapshot the answering node keeps on disk: its size in
-   * bytes and the entry it is up to (both 0 when it has none).
-   *
-   * @generated from field: uint64 last_snapshot_bytes = 5;
-   */
-  lastSnapshotBytes: bigint;
-
-  /**
-   * @generated from field: uint64 last_snapshot_index = 6;
-   */
-  lastSnapshotIndex: bigint;
-};
-
-/**
- * Describes the message dex.v1.StateSize.
- * Use `create(StateSizeSchema)` to create a new message.
- */
-export const StateSizeSchema: GenMessage<StateSize> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 3);
-
-/**
- * TableSize is one table of the state: its rows (an event counts as one)
- * and their encoded bytes.
- *
- * @generated from message dex.v1.TableSize
- */
-export type TableSize = Message<"dex.v1.TableSize"> & {
-  /**
-   * @generated from field: string table = 1;
-   */
-  table: string;
-
-  /**
-   * @generated from field: uint64 rows = 2;
-   */
-  rows: bigint;
-
-  /**
-   * @generated from field: uint64 bytes = 3;
-   */
-  bytes: bigint;
-};
-
-/**
- * Describes the message dex.v1.TableSize.
- * Use `create(TableSizeSchema)` to create a new message.
- */
-export const TableSizeSchema: GenMessage<TableSize> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 4);
-
-/**
  * @generated from message dex.v1.NodeStateRequest
  */
 export type NodeStateRequest = Message<"dex.v1.NodeStateRequest"> & {
@@ -254,7 +172,7 @@ export type NodeStateRequest = Message<"dex.v1.NodeStateRequest"> & {
  * Use `create(NodeStateRequestSchema)` to create a new message.
  */
 export const NodeStateRequestSchema: GenMessage<NodeStateRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 5);
+  messageDesc(file_dex_v1_admin, 3);
 
 /**
  * @generated from message dex.v1.NodeStateResponse
@@ -318,7 +236,7 @@ export type NodeStateResponse = Message<"dex.v1.NodeStateResponse"> & {
  * Use `create(NodeStateResponseSchema)` to create a new message.
  */
 export const NodeStateResponseSchema: GenMessage<NodeStateResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 6);
+  messageDesc(file_dex_v1_admin, 4);
 
 /**
  * @generated from message dex.v1.JoinRequest
@@ -343,7 +261,7 @@ export type JoinRequest = Message<"dex.v1.JoinRequest"> & {
  * Use `create(JoinRequestSchema)` to create a new message.
  */
 export const JoinRequestSchema: GenMessage<JoinRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 7);
+  messageDesc(file_dex_v1_admin, 5);
 
 /**
  * @generated from message dex.v1.JoinResponse
@@ -362,7 +280,7 @@ export type JoinResponse = Message<"dex.v1.JoinResponse"> & {
  * Use `create(JoinResponseSchema)` to create a new message.
  */
 export const JoinResponseSchema: GenMessage<JoinResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 8);
+  messageDesc(file_dex_v1_admin, 6);
 
 /**
  * @generated from message dex.v1.RegisterNodeRequest
@@ -379,7 +297,7 @@ export type RegisterNodeRequest = Message<"dex.v1.RegisterNodeRequest"> & {
  * Use `create(RegisterNodeRequestSchema)` to create a new message.
  */
 export const RegisterNodeRequestSchema: GenMessage<RegisterNodeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 9);
+  messageDesc(file_dex_v1_admin, 7);
 
 /**
  * @generated from message dex.v1.RegisterNodeResponse
@@ -392,7 +310,7 @@ export type RegisterNodeResponse = Message<"dex.v1.RegisterNodeResponse"> & {
  * Use `create(RegisterNodeResponseSchema)` to create a new message.
  */
 export const RegisterNodeResponseSchema: GenMessage<RegisterNodeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 10);
+  messageDesc(file_dex_v1_admin, 8);
 
 /**
  * @generated from message dex.v1.RemoveNodeRequest
@@ -416,7 +334,7 @@ export type RemoveNodeRequest = Message<"dex.v1.RemoveNodeRequest"> & {
  * Use `create(RemoveNodeRequestSchema)` to create a new message.
  */
 export const RemoveNodeRequestSchema: GenMessage<RemoveNodeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 11);
+  messageDesc(file_dex_v1_admin, 9);
 
 /**
  * @generated from message dex.v1.RemoveNodeResponse
@@ -429,7 +347,7 @@ export type RemoveNodeResponse = Message<"dex.v1.RemoveNodeResponse"> & {
  * Use `create(RemoveNodeResponseSchema)` to create a new message.
  */
 export const RemoveNodeResponseSchema: GenMessage<RemoveNodeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 12);
+  messageDesc(file_dex_v1_admin, 10);
 
 /**
  * @generated from message dex.v1.TransferLeadershipRequest
@@ -448,7 +366,7 @@ export type TransferLeadershipRequest = Message<"dex.v1.TransferLeadershipReques
  * Use `create(TransferLeadershipRequestSchema)` to create a new message.
  */
 export const TransferLeadershipRequestSchema: GenMessage<TransferLeadershipRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 13);
+  messageDesc(file_dex_v1_admin, 11);
 
 /**
  * @generated from message dex.v1.TransferLeadershipResponse
@@ -465,7 +383,7 @@ export type TransferLeadershipResponse = Message<"dex.v1.TransferLeadershipRespo
  * Use `create(TransferLeadershipResponseSchema)` to create a new message.
  */
 export const TransferLeadershipResponseSchema: GenMessage<TransferLeadershipResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 14);
+  messageDesc(file_dex_v1_admin, 12);
 
 /**
  * WorkerHealth is the leader's bookkeeping of a Worker that takes tasks and
@@ -509,7 +427,7 @@ export type WorkerHealth = Message<"dex.v1.WorkerHealth"> & {
  * Use `create(WorkerHealthSchema)` to create a new message.
  */
 export const WorkerHealthSchema: GenMessage<WorkerHealth> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 15);
+  messageDesc(file_dex_v1_admin, 13);
 
 /**
  * @generated from message dex.v1.SaveSnapshotRequest
@@ -522,7 +440,7 @@ export type SaveSnapshotRequest = Message<"dex.v1.SaveSnapshotRequest"> & {
  * Use `create(SaveSnapshotRequestSchema)` to create a new message.
  */
 export const SaveSnapshotRequestSchema: GenMessage<SaveSnapshotRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 16);
+  messageDesc(file_dex_v1_admin, 14);
 
 /**
  * A piece of a backup file (the backup package's format: header, state
@@ -542,7 +460,7 @@ export type SnapshotChunk = Message<"dex.v1.SnapshotChunk"> & {
  * Use `create(SnapshotChunkSchema)` to create a new message.
  */
 export const SnapshotChunkSchema: GenMessage<SnapshotChunk> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 17);
+  messageDesc(file_dex_v1_admin, 15);
 
 /**
  * @generated from message dex.v1.RestoreSnapshotRequest
@@ -576,7 +494,7 @@ export type RestoreSnapshotRequest = Message<"dex.v1.RestoreSnapshotRequest"> & 
  * Use `create(RestoreSnapshotRequestSchema)` to create a new message.
  */
 export const RestoreSnapshotRequestSchema: GenMessage<RestoreSnapshotRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 18);
+  messageDesc(file_dex_v1_admin, 16);
 
 /**
  * @generated from message dex.v1.RestoreSnapshotResponse
@@ -621,7 +539,7 @@ export type RestoreSnapshotResponse = Message<"dex.v1.RestoreSnapshotResponse"> 
  * Use `create(RestoreSnapshotResponseSchema)` to create a new message.
  */
 export const RestoreSnapshotResponseSchema: GenMessage<RestoreSnapshotResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 19);
+  messageDesc(file_dex_v1_admin, 17);
 
 /**
  * @generated from message dex.v1.CreateTokenRequest
@@ -650,7 +568,7 @@ export type CreateTokenRequest = Message<"dex.v1.CreateTokenRequest"> & {
  * Use `create(CreateTokenRequestSchema)` to create a new message.
  */
 export const CreateTokenRequestSchema: GenMessage<CreateTokenRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 20);
+  messageDesc(file_dex_v1_admin, 18);
 
 /**
  * @generated from message dex.v1.CreateTokenResponse
@@ -674,7 +592,7 @@ export type CreateTokenResponse = Message<"dex.v1.CreateTokenResponse"> & {
  * Use `create(CreateTokenResponseSchema)` to create a new message.
  */
 export const CreateTokenResponseSchema: GenMessage<CreateTokenResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 21);
+  messageDesc(file_dex_v1_admin, 19);
 
 /**
  * @generated from message dex.v1.ListTokensRequest
@@ -687,7 +605,7 @@ export type ListTokensRequest = Message<"dex.v1.ListTokensRequest"> & {
  * Use `create(ListTokensRequestSchema)` to create a new message.
  */
 export const ListTokensRequestSchema: GenMessage<ListTokensRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 22);
+  messageDesc(file_dex_v1_admin, 20);
 
 /**
  * @generated from message dex.v1.ListTokensResponse
@@ -704,7 +622,7 @@ export type ListTokensResponse = Message<"dex.v1.ListTokensResponse"> & {
  * Use `create(ListTokensResponseSchema)` to create a new message.
  */
 export const ListTokensResponseSchema: GenMessage<ListTokensResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 23);
+  messageDesc(file_dex_v1_admin, 21);
 
 /**
  * @generated from message dex.v1.RevokeTokenRequest
@@ -721,7 +639,7 @@ export type RevokeTokenRequest = Message<"dex.v1.RevokeTokenRequest"> & {
  * Use `create(RevokeTokenRequestSchema)` to create a new message.
  */
 export const RevokeTokenRequestSchema: GenMessage<RevokeTokenRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 24);
+  messageDesc(file_dex_v1_admin, 22);
 
 /**
  * @generated from message dex.v1.RevokeTokenResponse
@@ -734,7 +652,7 @@ export type RevokeTokenResponse = Message<"dex.v1.RevokeTokenResponse"> & {
  * Use `create(RevokeTokenResponseSchema)` to create a new message.
  */
 export const RevokeTokenResponseSchema: GenMessage<RevokeTokenResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 25);
+  messageDesc(file_dex_v1_admin, 23);
 
 /**
  * @generated from message dex.v1.BootstrapACLRequest
@@ -747,7 +665,7 @@ export type BootstrapACLRequest = Message<"dex.v1.BootstrapACLRequest"> & {
  * Use `create(BootstrapACLRequestSchema)` to create a new message.
  */
 export const BootstrapACLRequestSchema: GenMessage<BootstrapACLRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 26);
+  messageDesc(file_dex_v1_admin, 24);
 
 /**
  * @generated from message dex.v1.BootstrapACLResponse
@@ -769,7 +687,7 @@ export type BootstrapACLResponse = Message<"dex.v1.BootstrapACLResponse"> & {
  * Use `create(BootstrapACLResponseSchema)` to create a new message.
  */
 export const BootstrapACLResponseSchema: GenMessage<BootstrapACLResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 27);
+  messageDesc(file_dex_v1_admin, 25);
 
 /**
  * @generated from message dex.v1.ListWorkersRequest
@@ -782,7 +700,7 @@ export type ListWorkersRequest = Message<"dex.v1.ListWorkersRequest"> & {
  * Use `create(ListWorkersRequestSchema)` to create a new message.
  */
 export const ListWorkersRequestSchema: GenMessage<ListWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 28);
+  messageDesc(file_dex_v1_admin, 26);
 
 /**
  * @generated from message dex.v1.WorkerStatus
@@ -820,7 +738,7 @@ export type WorkerStatus = Message<"dex.v1.WorkerStatus"> & {
  * Use `create(WorkerStatusSchema)` to create a new message.
  */
 export const WorkerStatusSchema: GenMessage<WorkerStatus> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 29);
+  messageDesc(file_dex_v1_admin, 27);
 
 /**
  * The Steps of one tool by status; tool is empty for model Steps (RunModel,
@@ -862,7 +780,7 @@ export type ToolQueue = Message<"dex.v1.ToolQueue"> & {
  * Use `create(ToolQueueSchema)` to create a new message.
  */
 export const ToolQueueSchema: GenMessage<ToolQueue> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 30);
+  messageDesc(file_dex_v1_admin, 28);
 
 /**
  * @generated from message dex.v1.ListWorkersResponse
@@ -897,6 +815,88 @@ export type ListWorkersResponse = Message<"dex.v1.ListWorkersResponse"> & {
  * Use `create(ListWorkersResponseSchema)` to create a new message.
  */
 export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 29);
+
+/**
+ * StateSize is what the replicated state holds, table by table: kept as
+ * entries apply, so reading it costs nothing.
+ *
+ * @generated from message dex.v1.StateSize
+ */
+export type StateSize = Message<"dex.v1.StateSize"> & {
+  /**
+   * The tables, in the order a snapshot writes them.
+   *
+   * @generated from field: repeated dex.v1.TableSize tables = 1;
+   */
+  tables: TableSize[];
+
+  /**
+   * @generated from field: uint64 total_rows = 2;
+   */
+  totalRows: bigint;
+
+  /**
+   * @generated from field: uint64 total_bytes = 3;
+   */
+  totalBytes: bigint;
+
+  /**
+   * The applied index the figures are at.
+   *
+   * @generated from field: uint64 applied_index = 4;
+   */
+  appliedIndex: bigint;
+
+  /**
+   * The newest snapshot the answering node keeps on disk: its size in
+   * bytes and the entry it is up to (both 0 when it has none).
+   *
+   * @generated from field: uint64 last_snapshot_bytes = 5;
+   */
+  lastSnapshotBytes: bigint;
+
+  /**
+   * @generated from field: uint64 last_snapshot_index = 6;
+   */
+  lastSnapshotIndex: bigint;
+};
+
+/**
+ * Describes the message dex.v1.StateSize.
+ * Use `create(StateSizeSchema)` to create a new message.
+ */
+export const StateSizeSchema: GenMessage<StateSize> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 30);
+
+/**
+ * TableSize is one table of the state: its rows (an event counts as one)
+ * and their encoded bytes.
+ *
+ * @generated from message dex.v1.TableSize
+ */
+export type TableSize = Message<"dex.v1.TableSize"> & {
+  /**
+   * @generated from field: string table = 1;
+   */
+  table: string;
+
+  /**
+   * @generated from field: uint64 rows = 2;
+   */
+  rows: bigint;
+
+  /**
+   * @generated from field: uint64 bytes = 3;
+   */
+  bytes: bigint;
+};
+
+/**
+ * Describes the message dex.v1.TableSize.
+ * Use `create(TableSizeSchema)` to create a new message.
+ */
+export const TableSizeSchema: GenMessage<TableSize> = /*@__PURE__*/
   messageDesc(file_dex_v1_admin, 31);
 
 /**
