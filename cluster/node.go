@@ -91,6 +91,7 @@ type Node struct {
 	logs  *logstore.CheckedLogStore // the log as raft reads it
 	trans *peer.Transport
 	ident *peer.ClusterIdentity
+	snaps raft.SnapshotStore // the snapshots on disk
 
 	hl        hclog.Logger
 	prep      *prepared // New's, until Start
@@ -306,6 +307,7 @@ func New(cfg Config) (n *Node, err error) {
 
 	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt, OnApplied: n.applied})
 	n.prep = &prepared{bootstrap: bootstrap, logs: logs, snaps: snaps, raftDir: raftDir}
+	n.snaps = snaps
 	closeStore = false
 	return n, nil
 }

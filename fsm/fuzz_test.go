@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,6 +59,18 @@ func FuzzApply(f *testing.F) {
 		d.flushTwin()
 		if a, b := persist(t, d.f), persist(t, d.twin); !bytes.Equal(a, b) {
 			t.Fatal("a state machine fed the same log in batches persists different bytes")
+		}
+		// The rows and bytes by table are the same on the twin and on a
+		// node restored from a snapshot.
+		restored := New(Options{})
+		if err := restored.Restore(bytes.NewReader(persist(t, d.f))); err != nil {
+			t.Fatal(err)
+		}
+		want := d.f.State().TableSizes()
+		for name, other := range map[string]*FSM{"the twin": d.twin, "a restored node": restored} {
+			if got := other.State().TableSizes(); !slices.Equal(got, want) {
+				t.Fatalf("%s holds %+v by table; the node that applied the log %+v", name, got, want)
+			}
 		}
 		d.flushBatchTwin()
 		if a, b := batchedState(t, d.f), batchedState(t, d.batchTwin); !bytes.Equal(a, b) {
@@ -278,6 +291,7 @@ func (z *fuzzer) result(r *fsmpb.Step, salt byte) *fsmpb.AttemptResult {
 func (z *fuzzer) check() {
 	t := z.d.t
 	st := z.d.f.State()
+	checkTableSizes(t, st)
 	for _, s := range st.Sessions() {
 		checkRunningFigures(t, st, s)
 		singles := map[string]int{}
@@ -316,6 +330,19 @@ func (z *fuzzer) check() {
 					t.Fatalf("step %s done without an outcome", x.Id)
 				}
 			}
+		}
+	}
+}
+
+// checkTableSizes: the rows and bytes kept per table as commands apply
+// are those a walk of every row counts.
+func checkTableSizes(t testing.TB, st *State) {
+	t.Helper()
+	kept, walked := st.TableSizes(), st.tx.RecountSizes()
+	for i := range kept {
+		if kept[i] != walked[i] {
+			t.Fatalf("table %s: kept %d rows, %d bytes; a walk counts %d rows, %d bytes",
+				kept[i].Table, kept[i].Rows, kept[i].Bytes, walked[i].Rows, walked[i].Bytes)
 		}
 	}
 }

@@ -60,3 +60,11 @@ func (s *State) SessionsByStatus() map[fsmpb.SessionStatus]int { return s.Sessio
 
 // WorkerCount is the number of registered Workers.
 func (s *State) WorkerCount() int { return count(s, store.TableWorkers) }
+
+// TableSize is what one table of the state holds: rows and encoded bytes.
+type TableSize = store.TableSize
+
+// TableSizes returns every table's rows and bytes, kept as Apply writes
+// them: reading them costs nothing, and every node holding the same state
+// has the same figures.
+func (s *State) TableSizes() []TableSize { return s.tx.TableSizes() }

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +15,8 @@ type clusterData struct {
 	// Workers is the leader's ListWorkers (nil with WorkersError set).
 	Workers      *dexv1.ListWorkersResponse
 	WorkersError string
+	// Tables are the state's tables that hold rows, the largest first.
+	Tables []*dexv1.TableSize
 }
 
 // clusterPage shows the nodes as this node's Status sees them (any node
@@ -25,7 +29,7 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 		c.apiError(w, r, err)
 		return
 	}
-	d := &clusterData{Status: st}
+	d := &clusterData{Status: st, Tables: largestTables(st.GetStateSize())}
 	// Through the leader-following channel: contacts live in its memory.
 	wk, err := dexv1.NewAdminServiceClient(c.cfg.Sessions).ListWorkers(ctx, &dexv1.ListWorkersRequest{})
 	if err != nil {
@@ -35,4 +39,38 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 		d.Workers = wk
 	}
 	c.render(w, r, http.StatusOK, "cluster", page{Title: "Cluster", Nav: "cluster", Data: d})
+}
+
+// largestTables are the tables of s that hold rows, the most bytes first.
+func largestTables(s *dexv1.StateSize) []*dexv1.TableSize {
+	var out []*dexv1.TableSize
+	for _, t := range s.GetTables() {
+		if t.Rows > 0 {
+			out = append(out, t)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *dexv1.TableSize) int { return cmp.Compare(b.Bytes, a.Bytes) })
+	return out
+}
+
+// byteSize is n in B, KB, MB or GB (powers of 1000), three figures.
+func byteSize(n uint64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, suffix := float64(n)/unit, "KB"
+	for _, s := range []string{"MB", "GB", "TB"} {
+		if v < unit {
+			break
+		}
+		v, suffix = v/unit, s
+	}
+	switch {
+	case v < 10:
+		return fmt.Sprintf("%.2f %s", v, suffix)
+	case v < 100:
+		return fmt.Sprintf("%.1f %s", v, suffix)
+	}
+	return fmt.Sprintf("%.0f %s", v, suffix)
 }

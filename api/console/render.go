@@ -43,6 +43,7 @@ var funcs = template.FuncMap{
 	"add":     func(a, b int) int { return a + b },
 	"shell":   shellQuote,
 	"agent":   agentLabel,
+	"bytes":   byteSize,
 }
 
 func parseTemplates() map[string]*template.Template {

@@ -189,7 +189,10 @@ type StatusResponse struct {
 	Epoch      uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// The Workers the leader's broker holds bookkeeping for (from the
 	// leader's NodeState; empty when no leader answered).
-	Workers       []*WorkerHealth `protobuf:"bytes,8,rep,name=workers,proto3" json:"workers,omitempty"`
+	Workers []*WorkerHealth `protobuf:"bytes,8,rep,name=workers,proto3" json:"workers,omitempty"`
+	// The replicated state's size, as the answering node holds it (every
+	// node holds the same at the same applied index).
+	StateSize     *StateSize `protobuf:"bytes,9,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -276,6 +279,13 @@ func (x *StatusResponse) GetEpoch() uint64 {
 func (x *StatusResponse) GetWorkers() []*WorkerHealth {
 	if x != nil {
 		return x.Workers
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetStateSize() *StateSize {
+	if x != nil {
+		return x.StateSize
 	}
 	return nil
 }
@@ -1710,6 +1720,158 @@ func (x *ListWorkersResponse) GetLeader() bool {
 	return false
 }
 
+// StateSize is what the replicated state holds, table by table: kept as
+// entries apply, so reading it costs nothing.
+type StateSize struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tables, in the order a snapshot writes them.
+	Tables     []*TableSize `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	TotalRows  uint64       `protobuf:"varint,2,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
+	TotalBytes uint64       `protobuf:"varint,3,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	// The applied index the figures are at.
+	AppliedIndex uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The newest snapshot the answering node keeps on disk: its size in
+	// bytes and the entry it is up to (both 0 when it has none).
+	LastSnapshotBytes uint64 `protobuf:"varint,5,opt,name=last_snapshot_bytes,json=lastSnapshotBytes,proto3" json:"last_snapshot_bytes,omitempty"`
+	LastSnapshotIndex uint64 `protobuf:"varint,6,opt,name=last_snapshot_index,json=lastSnapshotIndex,proto3" json:"last_snapshot_index,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *StateSize) Reset() {
+	*x = StateSize{}
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateSize) ProtoMessage() {}
+
+func (x *StateSize) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateSize.ProtoReflect.Descriptor instead.
+func (*StateSize) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *StateSize) GetTables() []*TableSize {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *StateSize) GetTotalRows() uint64 {
+	if x != nil {
+		return x.TotalRows
+	}
+	return 0
+}
+
+func (x *StateSize) GetTotalBytes() uint64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+func (x *StateSize) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *StateSize) GetLastSnapshotBytes() uint64 {
+	if x != nil {
+		return x.LastSnapshotBytes
+	}
+	return 0
+}
+
+func (x *StateSize) GetLastSnapshotIndex() uint64 {
+	if x != nil {
+		return x.LastSnapshotIndex
+	}
+	return 0
+}
+
+// TableSize is one table of the state: its rows (an event counts as one)
+// and their encoded bytes.
+type TableSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Rows          uint64                 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	Bytes         uint64                 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableSize) Reset() {
+	*x = TableSize{}
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableSize) ProtoMessage() {}
+
+func (x *TableSize) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableSize.ProtoReflect.Descriptor instead.
+func (*TableSize) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *TableSize) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *TableSize) GetRows() uint64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *TableSize) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 var File_dex_v1_admin_proto protoreflect.FileDescriptor
 
 const file_dex_v1_admin_proto_rawDesc = "" +
@@ -1728,7 +1890,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x14\n" +
 	"\x05ready\x18\t \x01(\bR\x05ready\x12!\n" +
 	"\fready_reason\x18\n" +
-	" \x01(\tR\vreadyReason\"\x95\x02\n" +
+	" \x01(\tR\vreadyReason\"\xc7\x02\n" +
 	"\x0eStatusResponse\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
@@ -1738,7 +1900,9 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\vanswered_by\x18\x06 \x01(\tR\n" +
 	"answeredBy\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12.\n" +
-	"\aworkers\x18\b \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\"\x12\n" +
+	"\aworkers\x18\b \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\x120\n" +
+	"\n" +
+	"state_size\x18\t \x01(\v2\x11.dex.v1.StateSizeR\tstateSize\"\x12\n" +
 	"\x10NodeStateRequest\"\xba\x02\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -1826,7 +1990,20 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x05tools\x18\x02 \x03(\v2\x11.dex.v1.ToolQueueR\x05tools\x12\x1f\n" +
 	"\vanswered_by\x18\x03 \x01(\tR\n" +
 	"answeredBy\x12\x16\n" +
-	"\x06leader\x18\x04 \x01(\bR\x06leader2\xad\a\n" +
+	"\x06leader\x18\x04 \x01(\bR\x06leader\"\xfb\x01\n" +
+	"\tStateSize\x12)\n" +
+	"\x06tables\x18\x01 \x03(\v2\x11.dex.v1.TableSizeR\x06tables\x12\x1d\n" +
+	"\n" +
+	"total_rows\x18\x02 \x01(\x04R\ttotalRows\x12\x1f\n" +
+	"\vtotal_bytes\x18\x03 \x01(\x04R\n" +
+	"totalBytes\x12#\n" +
+	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12.\n" +
+	"\x13last_snapshot_bytes\x18\x05 \x01(\x04R\x11lastSnapshotBytes\x12.\n" +
+	"\x13last_snapshot_index\x18\x06 \x01(\x04R\x11lastSnapshotIndex\"K\n" +
+	"\tTableSize\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\x04R\x04rows\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x04R\x05bytes2\xad\a\n" +
 	"\fAdminService\x127\n" +
 	"\x06Status\x12\x15.dex.v1.StatusRequest\x1a\x16.dex.v1.StatusResponse\x12@\n" +
 	"\tNodeState\x12\x18.dex.v1.NodeStateRequest\x1a\x19.dex.v1.NodeStateResponse\x121\n" +
@@ -1856,7 +2033,7 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
@@ -1888,56 +2065,60 @@ var file_dex_v1_admin_proto_goTypes = []any{
 	(*WorkerStatus)(nil),               // 27: dex.v1.WorkerStatus
 	(*ToolQueue)(nil),                  // 28: dex.v1.ToolQueue
 	(*ListWorkersResponse)(nil),        // 29: dex.v1.ListWorkersResponse
-	(*NodeInfo)(nil),                   // 30: dex.v1.NodeInfo
-	(TokenRole)(0),                     // 31: dex.v1.TokenRole
-	(*AclToken)(nil),                   // 32: dex.v1.AclToken
-	(*WorkerInfo)(nil),                 // 33: dex.v1.WorkerInfo
+	(*StateSize)(nil),                  // 30: dex.v1.StateSize
+	(*TableSize)(nil),                  // 31: dex.v1.TableSize
+	(*NodeInfo)(nil),                   // 32: dex.v1.NodeInfo
+	(TokenRole)(0),                     // 33: dex.v1.TokenRole
+	(*AclToken)(nil),                   // 34: dex.v1.AclToken
+	(*WorkerInfo)(nil),                 // 35: dex.v1.WorkerInfo
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
 	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
-	13, // 2: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	30, // 3: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	30, // 4: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	31, // 5: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
-	32, // 6: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
-	32, // 7: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
-	32, // 8: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
-	33, // 9: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
-	13, // 10: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
-	27, // 11: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
-	28, // 12: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
-	0,  // 13: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
-	3,  // 14: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
-	5,  // 15: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
-	7,  // 16: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
-	9,  // 17: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
-	11, // 18: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	14, // 19: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
-	16, // 20: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
-	18, // 21: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
-	20, // 22: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
-	22, // 23: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
-	24, // 24: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
-	26, // 25: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
-	2,  // 26: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	4,  // 27: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	6,  // 28: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	8,  // 29: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	10, // 30: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	12, // 31: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	15, // 32: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
-	17, // 33: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
-	19, // 34: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
-	21, // 35: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
-	23, // 36: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
-	25, // 37: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
-	29, // 38: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
-	26, // [26:39] is the sub-list for method output_type
-	13, // [13:26] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	30, // 2: dex.v1.StatusResponse.state_size:type_name -> dex.v1.StateSize
+	13, // 3: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
+	32, // 4: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	32, // 5: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	33, // 6: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
+	34, // 7: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
+	34, // 8: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
+	34, // 9: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
+	35, // 10: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
+	13, // 11: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
+	27, // 12: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
+	28, // 13: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
+	31, // 14: dex.v1.StateSize.tables:type_name -> dex.v1.TableSize
+	0,  // 15: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
+	3,  // 16: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
+	5,  // 17: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
+	7,  // 18: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
+	9,  // 19: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
+	11, // 20: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
+	14, // 21: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
+	16, // 22: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
+	18, // 23: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
+	20, // 24: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
+	22, // 25: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
+	24, // 26: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
+	26, // 27: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
+	2,  // 28: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	4,  // 29: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	6,  // 30: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	8,  // 31: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	10, // 32: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	12, // 33: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	15, // 34: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
+	17, // 35: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
+	19, // 36: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
+	21, // 37: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
+	23, // 38: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
+	25, // 39: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
+	29, // 40: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
+	28, // [28:41] is the sub-list for method output_type
+	15, // [15:28] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_admin_proto_init() }
@@ -1952,7 +2133,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

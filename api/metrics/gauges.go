@@ -32,7 +32,20 @@ var (
 	sessionLifecycleDesc = prometheus.NewDesc("dex_session_lifecycle",
 		"Sessions by lifecycle state: open, closing (closed while a turn runs), closed (kept until its retention passes), deleted (rows being purged). Counted in the same walk as dex_sessions, at most once per 15 s.",
 		[]string{"state"}, nil)
+	stateBytesDesc = prometheus.NewDesc("dex_state_bytes",
+		"Encoded bytes of the replicated state by table, kept as entries apply (reading it costs nothing): the same on every node at the same applied index.",
+		[]string{"table"}, nil)
+	stateRowsDesc = prometheus.NewDesc("dex_state_rows",
+		"Rows of the replicated state by table (an event counts as one), kept as entries apply.",
+		[]string{"table"}, nil)
+	snapshotBytesDesc = prometheus.NewDesc("dex_snapshot_bytes",
+		"Size of the newest raft snapshot this node keeps on disk (absent until it has one).", nil, nil)
 )
+
+// SnapshotSizes tells the size of the newest snapshot a node keeps.
+type SnapshotSizes interface {
+	LastSnapshot() (size int64, index uint64, ok bool)
+}
 
 // maxAgentLabels bounds the agent label values of one scrape.
 const maxAgentLabels = 64
@@ -46,9 +59,10 @@ const sessionsCacheFor = 15 * time.Second
 // goes), the running Steps and the Workers through their indexes (bounded
 // by the Workers' capacity and number), the sessions through a cached walk.
 type gauges struct {
-	m        *Node
-	leader   BrokerGauges
-	cacheFor time.Duration
+	m         *Node
+	leader    BrokerGauges
+	snapshots SnapshotSizes
+	cacheFor  time.Duration
 
 	mu       sync.Mutex
 	sessions fsm.SessionCounts
@@ -56,7 +70,7 @@ type gauges struct {
 }
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queueDepthDesc, timersPendingDesc, attemptsRunningDesc, workersDesc, sessionsDesc, sessionLifecycleDesc} {
+	for _, d := range []*prometheus.Desc{queueDepthDesc, timersPendingDesc, attemptsRunningDesc, workersDesc, sessionsDesc, sessionLifecycleDesc, stateBytesDesc, stateRowsDesc, snapshotBytesDesc} {
 		ch <- d
 	}
 }
@@ -67,10 +81,19 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 			g.collectBroker(ch, b)
 		}
 	}
+	if g.snapshots != nil {
+		if size, _, ok := g.snapshots.LastSnapshot(); ok {
+			ch <- prometheus.MustNewConstMetric(snapshotBytesDesc, prometheus.GaugeValue, float64(size))
+		}
+	}
 	if g.m.state == nil {
 		return
 	}
 	st := g.m.state()
+	for _, t := range st.TableSizes() {
+		ch <- prometheus.MustNewConstMetric(stateBytesDesc, prometheus.GaugeValue, float64(t.Bytes), t.Table)
+		ch <- prometheus.MustNewConstMetric(stateRowsDesc, prometheus.GaugeValue, float64(t.Rows), t.Table)
+	}
 	running, _ := st.RunningSteps()
 	ch <- prometheus.MustNewConstMetric(attemptsRunningDesc, prometheus.GaugeValue, float64(running))
 	ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(st.WorkerCount()))

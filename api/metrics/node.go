@@ -100,6 +100,10 @@ func New(state func() *fsm.State) *Node {
 // the first scrape.
 func (m *Node) UseBroker(b BrokerGauges) { m.gauges.leader = b }
 
+// UseSnapshots gives the gauges the node's snapshot store, for
+// dex_snapshot_bytes. Call it before the first scrape.
+func (m *Node) UseSnapshots(s SnapshotSizes) { m.gauges.snapshots = s }
+
 // Collectors are the metrics to register.
 func (m *Node) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{

@@ -157,6 +157,7 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 		}
 	}
 	out.Workers = leaderWorkers(out.Leader, states)
+	out.StateSize = a.stateSize()
 	return out, nil
 }
 

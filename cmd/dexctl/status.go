@@ -21,6 +21,9 @@ type statusJSON struct {
 	Nodes        []nodeStatusJSON `json:"nodes"`
 	// Workers whose tasks expired unclaimed, as the leader counts them.
 	Workers []workerHealthJSON `json:"workers"`
+	// The replicated state's rows and bytes by table (absent from a node
+	// of an older version).
+	StateSize *stateSizeJSON `json:"state_size,omitempty"`
 }
 
 type nodeStatusJSON struct {
@@ -39,9 +42,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster: leader, term, indexes and every node's state",
+		Short: "Show the cluster: leader, term, indexes, every node's state and the state's size",
 		Long: `Show the cluster: leader, term, indexes and every node's state, as the
-first node of --addr that answers sees it. With no leader it still shows the
+first node of --addr that answers sees it, and the size of the replicated
+state (its rows and encoded bytes, in total and by table, and the size of the
+newest snapshot that node keeps). With no leader it still shows the
 nodes, then says why on stderr and exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,6 +82,7 @@ func printStatusJSON(w io.Writer, r *dexv1.StatusResponse) error {
 		AppliedIndex: r.AppliedIndex,
 		Nodes:        []nodeStatusJSON{},
 		Workers:      workersJSON(r.Workers),
+		StateSize:    stateSizeOf(r.StateSize),
 	}
 	for _, n := range r.Nodes {
 		ns := nodeStatusJSON{
@@ -113,6 +119,7 @@ func printStatus(w io.Writer, r *dexv1.StatusResponse) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.Id, n.State, n.Suffrage, n.RaftAddress, grpcAddr, n.Term, n.CommitIndex, n.AppliedIndex)
 	}
 	tw.Flush()
+	printStateSize(w, r.StateSize)
 	printWorkerHealth(w, r.Workers)
 }
 

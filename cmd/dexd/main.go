@@ -317,6 +317,7 @@ func serve(o *options, log *zap.Logger) error {
 	pipe.Pair(disp)
 	timers := dispatch.NewTimers(pipe, node, queues, dispatch.Config{}, log)
 	nm.UseBroker(queues)
+	nm.UseSnapshots(node)
 	events := gc.NewEvents(pipe, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
 	sessionGC := gc.NewSessions(pipe, node, gc.SessionConfig{Retention: o.sessionRetention}, log)
 	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)

@@ -15,7 +15,7 @@ type DB struct {
 
 // New returns an empty store whose rule-keyed indexes follow r.
 func New(r Routing) *DB {
-	db, err := cowdb.New(schema(r), cowdb.Options{WatchGroups: watchGroups})
+	db, err := cowdb.New(schema(r), cowdb.Options{WatchGroups: watchGroups, RowSize: rowSize})
 	if err != nil {
 		panic(fmt.Sprintf("store: schema: %v", err)) // the schema is static
 	}

@@ -194,18 +194,35 @@ class SnapshotChunk(_message.Message):
     data: bytes
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
+class StateSize(_message.Message):
+    __slots__ = ["applied_index", "last_snapshot_bytes", "last_snapshot_index", "tables", "total_bytes", "total_rows"]
+    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
+    LAST_SNAPSHOT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LAST_SNAPSHOT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
+    applied_index: int
+    last_snapshot_bytes: int
+    last_snapshot_index: int
+    tables: _containers.RepeatedCompositeFieldContainer[TableSize]
+    total_bytes: int
+    total_rows: int
+    def __init__(self, tables: _Optional[_Iterable[_Union[TableSize, _Mapping]]] = ..., total_rows: _Optional[int] = ..., total_bytes: _Optional[int] = ..., applied_index: _Optional[int] = ..., last_snapshot_bytes: _Optional[int] = ..., last_snapshot_index: _Optional[int] = ...) -> None: ...
+
 class StatusRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ["answered_by", "applied_index", "commit_index", "epoch", "leader", "nodes", "term", "workers"]
+    __slots__ = ["answered_by", "applied_index", "commit_index", "epoch", "leader", "nodes", "state_size", "term", "workers"]
     ANSWERED_BY_FIELD_NUMBER: _ClassVar[int]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
+    STATE_SIZE_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     answered_by: str
@@ -214,9 +231,20 @@ class StatusResponse(_message.Message):
     epoch: int
     leader: str
     nodes: _containers.RepeatedCompositeFieldContainer[NodeStatus]
+    state_size: StateSize
     term: int
     workers: _containers.RepeatedCompositeFieldContainer[WorkerHealth]
-    def __init__(self, leader: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeStatus, _Mapping]]] = ..., answered_by: _Optional[str] = ..., epoch: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ...) -> None: ...
+    def __init__(self, leader: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeStatus, _Mapping]]] = ..., answered_by: _Optional[str] = ..., epoch: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., state_size: _Optional[_Union[StateSize, _Mapping]] = ...) -> None: ...
+
+class TableSize(_message.Message):
+    __slots__ = ["bytes", "rows", "table"]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    bytes: int
+    rows: int
+    table: str
+    def __init__(self, table: _Optional[str] = ..., rows: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class ToolQueue(_message.Message):
     __slots__ = ["queued", "running", "tool", "waiting", "workers"]

@@ -42,11 +42,13 @@ type DB struct {
 	copyMu sync.Mutex
 
 	watches prefixWatches
+	rowSize func(table string, row any) Size
 }
 
 // table is a table's indexes: the id index first, then the others by name.
 type table struct {
 	name    string
+	n       int // its size's position in a version
 	indexes []*index
 	byName  map[string]*index
 }
@@ -65,10 +67,21 @@ type index struct {
 	group func(key []byte) []byte
 }
 
-// version is one committed state: a tree per index.
+// version is one committed state: a tree per index, and per table the sum
+// of its rows' sizes (Options.RowSize), kept as the rows are written.
 type version struct {
 	trees []*tree
+	sizes []Size
 }
+
+// Size is what a row, or a table's rows together, hold: bytes, and items
+// (1 for a plain row; a row standing for several records says how many).
+type Size struct {
+	Bytes, Items int64
+}
+
+func (s Size) plus(o Size) Size  { return Size{s.Bytes + o.Bytes, s.Items + o.Items} }
+func (s Size) minus(o Size) Size { return Size{s.Bytes - o.Bytes, s.Items - o.Items} }
 
 type tree struct {
 	bt *btree.BTreeG[*entry]
@@ -93,6 +106,11 @@ type Options struct {
 	// a group watches only that group's rows. Other watches fire on any
 	// change of the index.
 	WatchGroups map[string]func(key []byte) []byte
+	// RowSize is a row's size, what Txn.Size adds up per table (nil: the
+	// sums are zero). It must depend on the row's content only, and a
+	// stored row must not change, so the sum stays the sum of the rows
+	// there.
+	RowSize func(table string, row any) Size
 }
 
 // New returns an empty store for schema.
@@ -100,7 +118,7 @@ func New(schema *memdb.DBSchema, opts Options) (*DB, error) {
 	if err := schema.Validate(); err != nil {
 		return nil, err
 	}
-	db := &DB{tables: make(map[string]*table, len(schema.Tables))}
+	db := &DB{tables: make(map[string]*table, len(schema.Tables)), rowSize: opts.RowSize}
 	names := make([]string, 0, len(schema.Tables))
 	for name := range schema.Tables {
 		names = append(names, name)
@@ -109,7 +127,7 @@ func New(schema *memdb.DBSchema, opts Options) (*DB, error) {
 	n := 0
 	for _, name := range names {
 		ts := schema.Tables[name]
-		t := &table{name: name, byName: make(map[string]*index, len(ts.Indexes))}
+		t := &table{name: name, n: len(db.tables), byName: make(map[string]*index, len(ts.Indexes))}
 		ixNames := make([]string, 0, len(ts.Indexes))
 		for ixName := range ts.Indexes {
 			if ixName != "id" {
@@ -138,7 +156,7 @@ func New(schema *memdb.DBSchema, opts Options) (*DB, error) {
 		}
 		db.tables[name] = t
 	}
-	v := &version{trees: make([]*tree, n)}
+	v := &version{trees: make([]*tree, n), sizes: make([]Size, len(db.tables))}
 	for i := range v.trees {
 		v.trees[i] = &tree{bt: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true})}
 	}

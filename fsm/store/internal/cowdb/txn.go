@@ -26,6 +26,9 @@ type Txn struct {
 	writes uint64
 	// changes is Insert's and Delete's scratch space, kept between calls.
 	changes []change
+	// sizes are the per-table sizes once this transaction changed one (nil
+	// before: the base's).
+	sizes []Size
 }
 
 // change is what one write does to one index: the keys the row has there
@@ -85,7 +88,10 @@ func (t *Txn) Commit() {
 	if !changed {
 		return
 	}
-	next := &version{trees: make([]*tree, len(t.base.trees))}
+	next := &version{trees: make([]*tree, len(t.base.trees)), sizes: t.base.sizes}
+	if t.sizes != nil {
+		next.sizes = t.sizes
+	}
 	copy(next.trees, t.base.trees)
 	for i, bt := range t.trees {
 		if bt != nil {
@@ -168,6 +174,13 @@ func (t *Txn) Insert(tableName string, row any) error {
 	// both. The old row's keys were built when it was written, by the same
 	// indexers, so building them again cannot fail.
 	old, replaced := t.set(idIx, id, row)
+	if t.db.rowSize != nil {
+		delta := t.db.rowSize(tableName, row)
+		if replaced {
+			delta = delta.minus(t.db.rowSize(tableName, old.row))
+		}
+		t.addSize(tb, delta)
+	}
 	for i := range changes {
 		c := &changes[i]
 		if replaced {
@@ -218,6 +231,18 @@ func (t *Txn) del(ix *index, key []byte) {
 	}
 }
 
+// addSize adds delta to the table's size, copying the sizes the first time
+// this transaction changes one.
+func (t *Txn) addSize(tb *table, delta Size) {
+	if delta == (Size{}) {
+		return
+	}
+	if t.sizes == nil {
+		t.sizes = append([]Size(nil), t.base.sizes...)
+	}
+	t.sizes[tb.n] = t.sizes[tb.n].plus(delta)
+}
+
 // Delete removes the row with row's id; ErrNotFound if there is none.
 func (t *Txn) Delete(tableName string, row any) error {
 	tb, id, err := t.rowID("delete", tableName, row)
@@ -249,6 +274,9 @@ func (t *Txn) remove(tb *table, id []byte, stored any) error {
 		}
 	}
 	t.del(tb.indexes[0], id)
+	if t.db.rowSize != nil {
+		t.addSize(tb, Size{}.minus(t.db.rowSize(tb.name, stored)))
+	}
 	for i := range all {
 		g := &all[i]
 		for _, k := range g.oldKeys {
@@ -355,4 +383,17 @@ func (t *Txn) Len(tableName string) int {
 		return 0
 	}
 	return t.view(tb.indexes[0]).Len()
+}
+
+// Size is the sum of the sizes (Options.RowSize) of the rows a table
+// holds, kept as they are written: reading it costs nothing.
+func (t *Txn) Size(tableName string) Size {
+	tb, ok := t.db.tables[tableName]
+	if !ok {
+		return Size{}
+	}
+	if t.sizes != nil {
+		return t.sizes[tb.n]
+	}
+	return t.base.sizes[tb.n]
 }
