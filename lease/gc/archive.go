@@ -109,9 +109,9 @@ func (g *Sessions) reportArchive() {
 	if l.failing && now.Sub(l.last) < archiveLogEvery {
 		return
 	}
-	msg := "archive writes fail: the sessions they hold are not deleted; retrying every tick"
+	msg := "archive writes fail: the sessions not written are not deleted; retrying every tick"
 	if l.failing {
-		msg = "archive writes still fail: the sessions they hold are not deleted; retrying every tick"
+		msg = "archive writes still fail: the sessions not written are not deleted; retrying every tick"
 	}
 	g.log.Error(msg,
 		zap.Int("failed", r.failed), zap.Int("written", r.written), zap.Int("not_tried", r.notTried),
