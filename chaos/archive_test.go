@@ -157,6 +157,16 @@ func TestArchive_SessionsLeaveOnlyArchivedAndExportTheSameBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Every node exports the counters, the followers at zero, so the alert
+	// rule finds them wherever it looks.
+	for _, n := range e.cluster.Nodes {
+		have := scrape(t, "http://"+n.HTTPAddr+"/metrics")
+		for _, m := range []string{"dex_archive_writes_total", "dex_archive_failures_total", "dex_archive_written_bytes_total"} {
+			if !have[m] {
+				t.Fatalf("%s does not export %s", n.ID, m)
+			}
+		}
+	}
 	if w, f := e.archiveMetric("dex_archive_writes_total"), e.archiveMetric("dex_archive_failures_total"); w < float64(len(before)) || f != 0 {
 		t.Fatalf("dex_archive_writes_total %v, dex_archive_failures_total %v over the nodes; want at least %d writes and no failure", w, f, len(before))
 	}
