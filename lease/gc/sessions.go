@@ -83,6 +83,7 @@ func (g *Sessions) EstablishLeadership(_ context.Context, epoch uint64) error {
 func (g *Sessions) RevokeLeadership() { g.fence.Close(nil) }
 
 func (g *Sessions) loop(ctx context.Context, epoch uint64) {
+	g.archiveLog = archiveLog{} // a new leadership reports the archive's failures afresh
 	tick := time.NewTicker(g.cfg.Interval)
 	defer tick.Stop()
 	for {
