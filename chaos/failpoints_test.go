@@ -48,11 +48,12 @@ func chaosBinDir(t *testing.T) string {
 }
 
 // newFailpointEnv is newEnv on the binaries of bin, every node started with
-// the failpoint terms (and a gofail HTTP endpoint, returned per node).
-func newFailpointEnv(t *testing.T, bin, terms string, size int) (*env, map[*harness.Node]string) {
+// the failpoint terms (and a gofail HTTP endpoint, returned per node) and
+// the extra flags args.
+func newFailpointEnv(t *testing.T, bin, terms string, size int, args ...string) (*env, map[*harness.Node]string) {
 	t.Helper()
 	dir := t.TempDir()
-	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: bin, Dir: dir, Size: size, Args: fastArgs})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: bin, Dir: dir, Size: size, Args: append(append([]string{}, fastArgs...), args...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,9 @@ import (
 const (
 	FailpointBeforeCommitResult = "dexBeforeCommitResult"
 	FailpointAfterWaitResolved  = "dexAfterWaitResolved"
+	// FailpointAfterArchiveWrite: the leader's session collector wrote a
+	// batch of sessions to the archive and has not proposed their delete.
+	FailpointAfterArchiveWrite = "dexAfterArchiveWrite"
 )
 
 // BuildChaos builds the chaos binaries (dexd with failpoints, go build
