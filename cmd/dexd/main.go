@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/dexhq/dex/api/archive"
 	"github.com/dexhq/dex/api/metrics"
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
@@ -56,6 +57,7 @@ type options struct {
 	sessionRetention                          time.Duration
 	retention                                 time.Duration
 	agentRetention                            agentRetention
+	archiveURL                                string
 	runTimeout                                time.Duration
 	cpuProfile                                string
 	parsedPeers                               []cluster.Peer
@@ -95,6 +97,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.retention, "retention", 0, "closed sessions are deleted by the leader this long after they closed, unless created with a retention of their own (0: kept for ever)")
 	fs.Var(o.agentRetention, "agent-retention", "NAME=DURATION[,NAME=DURATION…]: the retention of an agent's closed sessions, over --retention (\"default\" names the default agent; repeatable)")
+	fs.StringVar(&o.archiveURL, "archive-url", "", "write every session the retentions delete to this archive first, and delete only what it took: a directory (file:///DIR, or a bare absolute path) or a bucket (s3://BUCKET, gs://BUCKET, azblob://CONTAINER); an archive that cannot be opened stops dexd at start (default: no archive)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued Step whose tool (or named agent's model) no live Worker serves for this long fails, as a call of an unknown tool does (0: it waits until a Worker comes, its waiting reason shown on the Step)")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this node, from the moment its data dir is open until it stops, to this file; a relative path is under --data-dir")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
@@ -228,9 +231,17 @@ func run(args []string, stderr io.Writer) int {
 		}
 		return 2
 	}
+	var store *archive.Store
+	if o.archiveURL != "" {
+		if store, err = openArchive(o.archiveURL); err != nil {
+			fmt.Fprintf(stderr, "dexd: %s\n", err)
+			return 2
+		}
+		defer store.Close()
+	}
 	log := newLogger(o.logLevel).With(zap.String("node", o.id))
 	defer log.Sync()
-	if err := serve(o, log); err != nil {
+	if err := serve(o, store, log); err != nil {
 		fmt.Fprintf(stderr, "dexd: %s\n", oneLine(err.Error()))
 		return 1
 	}
@@ -239,7 +250,8 @@ func run(args []string, stderr io.Writer) int {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func serve(o *options, log *zap.Logger) error {
+// serve runs the node; store is the archive of --archive-url (nil: none).
+func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	// Ports first: a busy port fails before the data dir is touched.
 	grpcLis, err := net.Listen("tcp", o.grpcAddr)
 	if err != nil {
@@ -318,7 +330,13 @@ func serve(o *options, log *zap.Logger) error {
 	timers := dispatch.NewTimers(pipe, node, queues, dispatch.Config{}, log)
 	nm.UseBroker(queues)
 	events := gc.NewEvents(pipe, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
-	sessionGC := gc.NewSessions(pipe, node, gc.SessionConfig{Retention: o.sessionRetention}, log)
+	archiveMetrics := metrics.NewArchive()
+	sessionCfg := gc.SessionConfig{Retention: o.sessionRetention}
+	if store != nil {
+		sessionCfg.Archive = leaderArchive{store: store, m: archiveMetrics}
+		log.Info("sessions the retentions delete are archived first", zap.String("archive", store.URL()))
+	}
+	sessionGC := gc.NewSessions(pipe, node, sessionCfg, log)
 	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, nm.Leadership())
 
@@ -351,6 +369,7 @@ func serve(o *options, log *zap.Logger) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	collectors := append(nm.Collectors(), grpcMetrics.Collector(), raftSink, workerHealthCollector{health: disp.WorkerHealth})
+	collectors = append(collectors, archiveMetrics.Collectors()...)
 	ui, closeUI := newConsole(node, o, tlsStore)
 	defer closeUI()
 	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, withConsole(httpHandler(node, collectors...), ui)))

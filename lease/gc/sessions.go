@@ -23,7 +23,10 @@ type SessionConfig struct {
 	// Interval is how often the leader looks for deleted sessions to purge
 	// and idle ones to expire (default 1s).
 	Interval time.Duration
-	Now      func() time.Time
+	// Archive, when set, gets every session the retentions delete first:
+	// the delete is proposed only for the sessions it wrote.
+	Archive Archiver
+	Now     func() time.Time
 }
 
 func (c SessionConfig) withDefaults() SessionConfig {
@@ -45,7 +48,8 @@ func (c SessionConfig) withDefaults() SessionConfig {
 // idle retention, the sessions idle for longer (ExpireSessions), until
 // leadership ends. It keeps no state of its own: a new leader finds the
 // tombstones, the closed sessions due and the idle ones in the replicated
-// state.
+// state. With an archive, a session is deleted by a retention only once the
+// archive holds it; a takeover in between writes the same object again.
 type Sessions struct {
 	p   Proposer
 	src StateSource
@@ -53,6 +57,11 @@ type Sessions struct {
 	log *zap.Logger
 
 	fence lease.Fence // the term: its collecting loop
+
+	// Of the collecting goroutine: the writes of the current collection,
+	// and what the log said of the archive's failures.
+	round      archiveRound
+	archiveLog archiveLog
 }
 
 // NewSessions returns a stopped session collector.
@@ -99,8 +108,11 @@ func (g *Sessions) loop(ctx context.Context, epoch uint64) {
 var errSessionsFenced = errors.New("session collection refused")
 
 // collect expires what the retentions no longer keep (idle sessions, closed
-// ones), then purges every deleted session, one bounded command at a time.
+// ones), archived first when an archive is set, then purges every deleted
+// session, one bounded command at a time. A failing archive only holds
+// back the deletes: the purges go on.
 func (g *Sessions) collect(ctx context.Context, epoch uint64) error {
+	defer g.reportArchive()
 	if err := g.expire(ctx, epoch); err != nil {
 		return err
 	}
@@ -120,9 +132,15 @@ func (g *Sessions) expire(ctx context.Context, epoch uint64) error {
 		}
 		now := g.cfg.Now()
 		before := now.Add(-g.cfg.Retention).UnixMilli()
-		ids := g.src.State().IdleBefore(before, fsm.MaxExpireSessions)
+		st := g.src.State()
+		ids := st.IdleBefore(before, fsm.MaxExpireSessions)
 		if len(ids) == 0 {
 			return nil
+		}
+		full := len(ids) == fsm.MaxExpireSessions
+		ids, complete := g.archived(ctx, st, ids)
+		if len(ids) == 0 {
+			return nil // nothing written: the next tick tries again
 		}
 		res, err := g.p.Propose(ctx, &fsmpb.Command{NowMs: now.UnixMilli(), Body: &fsmpb.Command_ExpireSessions{
 			ExpireSessions: &fsmpb.ExpireSessions{Epoch: epoch, IdleBeforeMs: before, SessionIds: ids},
@@ -134,8 +152,8 @@ func (g *Sessions) expire(ctx context.Context, epoch uint64) error {
 			return fmt.Errorf("%w: %v", errSessionsFenced, res.Err)
 		}
 		g.log.Info("idle sessions deleted by the retention", zap.Int("sessions", len(ids)), zap.Duration("retention", g.cfg.Retention))
-		if len(ids) < fsm.MaxExpireSessions {
-			return nil // the next tick finds what became idle meanwhile
+		if !full || !complete {
+			return nil // the next tick finds what became idle meanwhile, and retries what was not written
 		}
 	}
 }
