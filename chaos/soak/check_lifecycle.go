@@ -3,7 +3,6 @@ package soak
 import (
 	"bytes"
 	"fmt"
-	"sort"
 	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -218,9 +217,7 @@ func judgedSessions(in CheckInput) map[string]*dexv1.GetSessionResponse {
 	for id, r := range in.Final {
 		out[id] = r
 	}
-	ids := sortedKeys(keysOf(in.Life.Closed))
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range sortedKeys(keysOf(in.Life.Closed)) {
 		cs := in.Life.Closed[id]
 		if _, ok := out[id]; ok || cs.Export == nil {
 			continue
