@@ -153,7 +153,7 @@ func (s *soaker) checkBackup(ctx context.Context, n int, b *BackupCheck) (stage 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return BackupScratch, err
 	}
-	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: s.o.BinDir, Dir: dir, Size: 1, Args: s.nodeArgs()})
+	c, err := harness.NewCluster(harness.ClusterOptions{BinDir: s.o.BinDir, Dir: dir, Size: 1, Args: s.scratchArgs()})
 	if err != nil {
 		return BackupScratch, err
 	}

@@ -61,6 +61,9 @@ type CheckInput struct {
 	Out string
 	// LinearizeTimeout bounds porcupine (default 2 minutes).
 	LinearizeTimeout time.Duration
+	// Life: the lifecycle mode's facts (nil: sessions are never closed,
+	// and one that is gone lost its writes).
+	Life *LifecycleInput
 }
 
 // CheckResult is the checker's verdict.
@@ -69,6 +72,8 @@ type CheckResult struct {
 	Linearizable  string      `json:"linearizable"`
 	Visualization string      `json:"visualization,omitempty"`
 	Checked       CheckCounts `json:"checked"`
+	// Lifecycle: what the lifecycle checks looked at (lifecycle mode).
+	Lifecycle *LifecycleCounts `json:"lifecycle,omitempty"`
 }
 
 // CheckCounts says how much the checker looked at.
@@ -100,6 +105,7 @@ func Check(in CheckInput) CheckResult {
 	checkToldOnce(in, add)
 	checkDigests(in, &res, add)
 	checkRecovery(in, &res, add)
+	checkLifecycle(in, &res, add)
 	for _, op := range in.Ops {
 		if op.Kind == OpWatch && op.WatchGap != "" {
 			add(VWatchGap, op.Session, "%s", op.WatchGap)
@@ -148,6 +154,7 @@ func sessionKeys(r *dexv1.GetSessionResponse) map[string]bool {
 }
 
 func checkAcked(in CheckInput, res *CheckResult, add func(kind, session, format string, args ...any)) {
+	sessions := judgedSessions(in)
 	sent := map[string]bool{}
 	for _, op := range in.Ops {
 		if op.Key != "" && (op.Kind == OpCreate || op.Kind == OpSend) {
@@ -156,7 +163,10 @@ func checkAcked(in CheckInput, res *CheckResult, add func(kind, session, format 
 		if op.Answer != AnsOK {
 			continue
 		}
-		final := in.Final[op.Session]
+		final := sessions[op.Session]
+		if final == nil && in.Life != nil {
+			continue // deleted unseen: checkLifecycle judges its deletion
+		}
 		switch op.Kind {
 		case OpCreate, OpSend:
 			res.Checked.AckedWrites++
@@ -182,7 +192,7 @@ func checkAcked(in CheckInput, res *CheckResult, add func(kind, session, format 
 			}
 		}
 	}
-	for id, r := range in.Final {
+	for id, r := range sessions {
 		for k := range sessionKeys(r) {
 			if !sent[id+"\x00"+k] {
 				add(VPhantomWrite, id, "message %s is in the session; no client sent it", k)
@@ -195,8 +205,9 @@ func checkAcked(in CheckInput, res *CheckResult, add func(kind, session, format 
 var idempotentWrites = map[string]bool{"save_note": true, "deploy": true, "build": true}
 
 func checkLedger(in CheckInput, res *CheckResult, add func(kind, session, format string, args ...any)) {
+	sessions := judgedSessions(in)
 	steps := map[string]*dexv1.Step{}
-	for _, r := range in.Final {
+	for _, r := range sessions {
 		for _, st := range r.GetSteps() {
 			steps[st.Id] = st
 		}
@@ -207,7 +218,10 @@ func checkLedger(in CheckInput, res *CheckResult, add func(kind, session, format
 	modelRuns := map[string]int{}
 	for _, e := range in.Ledger {
 		st := steps[e.Step]
-		if in.Final[e.Session] == nil {
+		if sessions[e.Session] == nil && in.Life != nil {
+			continue // deleted unseen: checkLifecycle judges its deletion
+		}
+		if sessions[e.Session] == nil {
 			add(VUnclaimedExec, e.Session, "%s ran (step %s, attempt %d, %s) in a session that is not in the final state", e.Tool, e.Step, e.Attempt, e.Worker)
 			continue
 		}
@@ -304,7 +318,7 @@ func sortedKeys(m map[string]bool) []string {
 // checkToldOnce: every call (a tool, a timer, an approval, a question) has
 // at most one result in its session's history.
 func checkToldOnce(in CheckInput, add func(kind, session, format string, args ...any)) {
-	for id, r := range in.Final {
+	for id, r := range judgedSessions(in) {
 		seen := map[string]int{}
 		for _, h := range r.GetSession().GetHistory() {
 			if h.Kind == dexv1.HistoryKind_HISTORY_KIND_TOOL_RESULT && h.CallId != "" {

@@ -24,6 +24,7 @@ const (
 	OpRead    = "read"    // GetSession, the whole session
 	OpResolve = "resolve" // ResolveApproval or AnswerQuestion (Step)
 	OpWatch   = "watch"   // WatchSession from the start for a while
+	OpClose   = "close"   // CloseSession (lifecycle mode)
 )
 
 // Answers of a call.

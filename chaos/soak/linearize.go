@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
 // The linearizability check of the client history: each session is a
@@ -27,6 +29,9 @@ type sessionState struct {
 	hist    uint64
 	events  uint64
 	turns   uint64
+	// closed: a close took effect (the session takes no more messages);
+	// gone: a closed session was since deleted (lifecycle mode).
+	closed, gone bool
 }
 
 func setAdd(set, item string) string {
@@ -65,9 +70,28 @@ func subset(a, b string) bool {
 	return true
 }
 
+// notFound is the model's reading of a NotFound answer: right for a
+// session never created or already gone; for a closed one, it says the
+// retention deleted it (when is judged by checkLifecycle); for any other,
+// it cannot happen.
+func notFound(s sessionState) []sessionState {
+	switch {
+	case !s.created || s.gone:
+		return []sessionState{s}
+	case s.closed:
+		gone := s
+		gone.gone = true
+		return []sessionState{gone}
+	}
+	return nil
+}
+
 // sessionStep is the model's transition: the states op may lead to from s
 // (none: op cannot happen here).
 func sessionStep(s sessionState, op Op) []sessionState {
+	if s.gone && op.Answer == AnsOK && (op.Kind != OpWatch || op.WatchMax > 0) {
+		return nil // a deleted session answers nothing but NotFound
+	}
 	either := func(applied sessionState) []sessionState {
 		if applied == s {
 			return []sessionState{s}
@@ -96,6 +120,24 @@ func sessionStep(s sessionState, op Op) []sessionState {
 			}
 		}
 		return []sessionState{s}
+	case OpClose:
+		applied := s
+		applied.closed = true
+		switch {
+		case op.Answer == AnsOK:
+			if !s.created {
+				return nil
+			}
+			return []sessionState{applied}
+		case op.Answer == AnsUnknown:
+			if !s.created || s.gone {
+				return []sessionState{s}
+			}
+			return either(applied)
+		case op.Code == "NotFound":
+			return notFound(s)
+		}
+		return []sessionState{s}
 	case OpSend:
 		applied := s
 		applied.keys = setAdd(s.keys, op.Key)
@@ -107,16 +149,17 @@ func sessionStep(s sessionState, op Op) []sessionState {
 			if op.Duplicate && !slices.Contains(splitSet(s.keys), op.Key) {
 				return nil
 			}
+			if s.closed && !op.Duplicate {
+				return nil // a closed session takes no message
+			}
 			return []sessionState{applied}
 		case op.Answer == AnsUnknown:
-			if !s.created {
+			if !s.created || s.closed {
 				return []sessionState{s}
 			}
 			return either(applied)
 		case op.Code == "NotFound":
-			if s.created {
-				return nil
-			}
+			return notFound(s)
 		}
 		return []sessionState{s}
 	case OpRead:
@@ -125,14 +168,13 @@ func sessionStep(s sessionState, op Op) []sessionState {
 			next := s
 			next.done, next.hist, next.events, next.turns = joinSet(op.Done), op.HistoryLen, op.EventSeq, op.Turns
 			if !s.created || joinSet(op.Keys) != s.keys || !subset(s.done, next.done) ||
-				op.HistoryLen < s.hist || op.EventSeq < s.events || op.Turns < s.turns {
+				op.HistoryLen < s.hist || op.EventSeq < s.events || op.Turns < s.turns ||
+				op.Status == dexv1.SessionStatus_SESSION_STATUS_CLOSED.String() && !s.closed {
 				return nil
 			}
 			return []sessionState{next}
 		case op.Code == "NotFound":
-			if s.created {
-				return nil
-			}
+			return notFound(s)
 		}
 		return []sessionState{s}
 	case OpResolve:
@@ -195,7 +237,14 @@ var SessionModel = porcupine.NondeterministicModel{
 		if !s.created {
 			return "not created"
 		}
-		return fmt.Sprintf("keys=[%s] done=[%s] history≥%d events≥%d turns≥%d", s.keys, s.done, s.hist, s.events, s.turns)
+		life := ""
+		switch {
+		case s.gone:
+			life = " deleted"
+		case s.closed:
+			life = " closed"
+		}
+		return fmt.Sprintf("keys=[%s] done=[%s] history≥%d events≥%d turns≥%d%s", s.keys, s.done, s.hist, s.events, s.turns, life)
 	},
 }
 
@@ -207,6 +256,8 @@ func describeOp(op Op) string {
 	switch op.Kind {
 	case OpCreate, OpSend:
 		return fmt.Sprintf("%s(%s) → %s", op.Kind, op.Key, ans)
+	case OpClose:
+		return "close → " + ans
 	case OpResolve:
 		return fmt.Sprintf("resolve(%s) → %s", op.Step, ans)
 	case OpRead:

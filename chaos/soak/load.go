@@ -74,15 +74,28 @@ type loadClient struct {
 	n    int
 	// answer to the questions it answers (default "the first one").
 	answer string
+	// closing: the sessions it closed and has not yet seen closed
+	// (lifecycle mode); lastNotFound: its last read was told NotFound.
+	closing      []closing
+	lastNotFound bool
 }
 
 // run makes calls until ctx ends.
 func (c *loadClient) run(ctx context.Context) {
+	live := sessionsPerClient
+	if c.s.lifecycle() {
+		live = liveSessionsPerClient
+	}
 	for ctx.Err() == nil {
+		if c.s.lifecycle() {
+			c.followClosing(ctx, time.Now())
+		}
 		x := c.r.IntN(100)
 		switch {
-		case len(c.mine) == 0 || (x < 12 && len(c.mine) < sessionsPerClient):
+		case len(c.mine) == 0 || (x < 12 && len(c.mine) < live):
 			c.create(ctx)
+		case c.s.lifecycle() && x < 20 && len(c.mine) > live/2:
+			c.closeOne()
 		case x < 40:
 			c.send(ctx, c.pick())
 		case x < 88:
@@ -95,6 +108,15 @@ func (c *loadClient) run(ctx context.Context) {
 }
 
 func (c *loadClient) pick() string { return c.mine[c.r.IntN(len(c.mine))] }
+
+// closeOne closes one of its sessions, which then takes no more of its
+// messages.
+func (c *loadClient) closeOne() {
+	i := c.r.IntN(len(c.mine))
+	id := c.mine[i]
+	c.mine = append(c.mine[:i], c.mine[i+1:]...)
+	c.closeSession(id)
+}
 
 func (c *loadClient) message() (text, key string) {
 	c.n++
@@ -161,6 +183,12 @@ var errPartial = status.Error(codes.OutOfRange, "the session did not fit one pag
 // of its waiting approvals or questions. It reports whether the read got
 // the whole session.
 func (c *loadClient) read(ctx context.Context, id string, resolve bool) bool {
+	_, ok := c.readResp(ctx, id, resolve)
+	return ok
+}
+
+// readResp is read that also returns what it read.
+func (c *loadClient) readResp(ctx context.Context, id string, resolve bool) (*dexv1.GetSessionResponse, bool) {
 	op := Op{Client: c.id, Kind: OpRead, Session: id}
 	var resp *dexv1.GetSessionResponse
 	c.s.rec.Begin(&op)
@@ -181,11 +209,14 @@ func (c *loadClient) read(ctx context.Context, id string, resolve bool) bool {
 		fillRead(&op, resp)
 	}
 	c.s.rec.End(&op, err)
-	if err != nil || !resolve {
-		return err == nil
+	c.lastNotFound = op.Code == codes.NotFound.String()
+	if err != nil {
+		return nil, false
 	}
-	c.resolveWaiting(id, resp.Steps)
-	return true
+	if resolve {
+		c.resolveWaiting(id, resp.Steps)
+	}
+	return resp, true
 }
 
 // resolveWaiting answers one of the waiting approvals or questions among

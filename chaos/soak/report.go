@@ -53,6 +53,7 @@ func (rep *Report) Summary() string {
 		c.AckedWrites, c.Calls, c.LedgerLines, c.Nodes, rep.Check.Linearizable)
 	fmt.Fprintf(&b, "after: %d of %d nodes restarted on their data dirs and caught up (%d snapshots restored offline), %d of %d backups inspected, restored and served\n",
 		c.Restarted, rep.restartedNodes(), c.Snapshots, c.Backups, len(rep.Backups))
+	rep.lifecycleSummary(&b)
 	fmt.Fprintf(&b, "violations: %d\n", len(rep.Check.Violations))
 	return b.String()
 }
@@ -64,6 +65,12 @@ func (rep *Report) Markdown() string {
 	big := ""
 	if rep.Big {
 		big = " --big"
+	}
+	if l := rep.Lifecycle; l != nil {
+		big += " --retention " + l.Retention.String()
+		if l.Archive {
+			big += " --archive"
+		}
 	}
 	fmt.Fprintf(&b, "`dexchaos soak --duration %s --seed %d%s`: wall time %s, %d client operations, %d faults, %d sessions, %d executions in the Workers' ledger.\n\n",
 		rep.Duration, rep.Seed, big, rep.Wall.Round(time.Second), rep.OpsTotal, len(rep.FaultLog), rep.Sessions, rep.Executions)
@@ -89,6 +96,7 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "- nodes restarted on their data dirs, caught up and serving: %d of %d; their snapshots restored offline: %d\n- backups inspected, restored into a scratch cluster and served: %d of %d\n",
 		c.Restarted, rep.restartedNodes(), c.Snapshots, c.Backups, len(rep.Backups))
 	rep.afterMarkdown(&b)
+	rep.lifecycleMarkdown(&b)
 	fmt.Fprintf(&b, "\n## Violations: %d\n\n", len(rep.Check.Violations))
 	for _, v := range rep.Check.Violations {
 		s := ""

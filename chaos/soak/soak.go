@@ -52,6 +52,17 @@ type Options struct {
 	MaxPayload int
 	// Big adds the load of sessions at the payload limits (big.go).
 	Big bool
+	// Retention turns on the lifecycle mode (lifecycle.go): the nodes
+	// delete closed sessions this long after they close, and the clients
+	// close sessions throughout. Archive adds an archive directory the
+	// nodes write every session to before they delete it.
+	Retention time.Duration
+	Archive   bool
+	// SampleEvery: how often the lifecycle mode samples the flatness
+	// figures (default a minute); Flat judges them (default
+	// DefaultFlatRule).
+	SampleEvery time.Duration
+	Flat        FlatRule
 }
 
 // FaultRecord is one fault as it happened.
@@ -84,6 +95,16 @@ type Report struct {
 	// judged them.
 	Restart *RestartCheck `json:"restart,omitempty"`
 	Backups []BackupCheck `json:"backups,omitempty"`
+	// Lifecycle: the lifecycle mode's settings and flatness figures.
+	Lifecycle *LifecycleReport `json:"lifecycle,omitempty"`
+}
+
+// LifecycleReport is the lifecycle mode's part of the report.
+type LifecycleReport struct {
+	Retention   time.Duration `json:"retention_ns"`
+	Archive     bool          `json:"archive"`
+	Flat        []FlatSample  `json:"flat"`
+	FlatVerdict FlatVerdict   `json:"flat_verdict"`
 }
 
 type soaker struct {
@@ -113,6 +134,15 @@ type soaker struct {
 	// backups taken during the run (backup.go); only the schedule's
 	// goroutine and then the end of the soak touch it.
 	backups []BackupCheck
+
+	// The lifecycle mode: the sessions seen closed and the flatness
+	// samples (under smu), the clients (to follow their closing sessions
+	// to the end) and the archive directory.
+	closed     map[string]*ClosedSession
+	flat       []FlatSample
+	clients    []*loadClient
+	archiveDir string
+	finalAt    time.Duration
 }
 
 func (s *soaker) addSession(id string) {
@@ -137,12 +167,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = server.DefaultMaxPayload
 	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = time.Minute
+	}
+	if o.Flat == (FlatRule{}) {
+		o.Flat = DefaultFlatRule
+	}
 	dir, err := os.MkdirTemp(o.TmpDir, "dex-soak-")
 	if err != nil {
 		return nil, err
 	}
 	s := &soaker{o: o, dir: dir, rec: NewRecorder(), ledger: filepath.Join(dir, "ledger.jsonl"), script: filepath.Join(dir, "script.json")}
 	rep := &Report{Seed: o.Seed, Duration: o.Duration, Big: o.Big, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
+	if o.Retention > 0 {
+		rep.Lifecycle = &LifecycleReport{Retention: o.Retention, Archive: o.Archive}
+		if o.Archive {
+			s.archiveDir = filepath.Join(dir, "archive")
+		}
+	}
 	start := time.Now()
 	defer s.stopAll()
 	if err := s.setUp(ctx); err != nil {
@@ -173,12 +215,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Big {
 		fmt.Fprintf(o.Progress, "soak: --big: %s\n", bigSizesFor(o.MaxPayload))
 	}
+	if o.Retention > 0 {
+		fmt.Fprintf(o.Progress, "soak: lifecycle: sessions closed throughout, retention %s, archive %s\n", o.Retention, orDash(s.archiveDir))
+	}
 
 	loadCtx, stopLoad := context.WithTimeout(ctx, o.Duration)
 	defer stopLoad()
 	var wg sync.WaitGroup
 	for i := 0; i < o.Clients; i++ {
 		c := &loadClient{s: s, id: i, r: rand.New(rand.NewPCG(o.Seed, uint64(i+1)))}
+		s.clients = append(s.clients, c)
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(loadCtx) }()
 	}
@@ -189,10 +235,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	progressDone := make(chan struct{})
 	go s.progress(loadCtx, start, rep, progressDone)
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		if s.lifecycle() {
+			s.sampleEveryMinute(loadCtx, start, o.SampleEvery)
+		}
+	}()
 	s.runSchedule(loadCtx, start, schedule, rep)
 	<-loadCtx.Done()
 	wg.Wait()
 	<-progressDone
+	<-samplerDone
+	if s.lifecycle() {
+		sm := s.sampleFlat(ctx, time.Since(start))
+		s.addFlat(sm)
+		fmt.Fprintf(o.Progress, "soak: end flatness: %s\n", sm.line())
+	}
 
 	fmt.Fprintf(o.Progress, "soak: load over after %s; healing and quiescing\n", time.Since(start).Round(time.Second))
 	in, err := s.finish(ctx, start)
@@ -205,6 +264,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Restart, rep.Backups = in.Restart, in.Backups
 	in.Ops = s.rec.Ops()
 	in.Out = o.Out
+	if s.lifecycle() {
+		s.lifecycleInput(ctx, &in)
+		rep.Lifecycle.Flat = s.flat
+		rep.Lifecycle.FlatVerdict = JudgeFlat(s.flat, o.Duration, o.Flat)
+	}
 	for _, op := range in.Ops {
 		rep.Ops[op.Kind]++
 		rep.Answers[op.Kind+" "+op.Answer]++
@@ -305,10 +369,24 @@ func (s *soaker) setUp(ctx context.Context) error {
 // whole log, and a lagging follower is sent one.
 var soakSnapshotArgs = []string{"--raft-snapshot-threshold", "1024", "--raft-snapshot-interval", "5s", "--raft-trailing-logs", "1024"}
 
-// nodeArgs are the flags of the soak's nodes and of its scratch clusters.
-func (s *soaker) nodeArgs() []string {
+// scratchArgs are the flags of the soak's scratch clusters.
+func (s *soaker) scratchArgs() []string {
 	args := append(append([]string{}, harness.ClusterArgs...), soakSnapshotArgs...)
 	return append(args, "--max-payload", strconv.Itoa(s.o.MaxPayload))
+}
+
+// nodeArgs are the flags of the soak's nodes: the scratch clusters' and,
+// in the lifecycle mode, the retention and the archive (a scratch cluster
+// keeps what a backup holds, so its sessions can be compared).
+func (s *soaker) nodeArgs() []string {
+	args := s.scratchArgs()
+	if s.o.Retention > 0 {
+		args = append(args, "--retention", s.o.Retention.String())
+	}
+	if s.archiveDir != "" {
+		args = append(args, "--archive-url", "file://"+s.archiveDir)
+	}
+	return args
 }
 
 // startWorker starts Worker slot i as a new process with a new id, so an
@@ -483,6 +561,9 @@ func (s *soaker) finish(ctx context.Context, start time.Time) (CheckInput, error
 			return in, err
 		}
 	}
+	if s.lifecycle() {
+		s.followClosingToTheEnd(ctx)
+	}
 	in.Final = map[string]*dexv1.GetSessionResponse{}
 	for _, id := range ids {
 		r, err := s.get(ctx, id)
@@ -493,6 +574,7 @@ func (s *soaker) finish(ctx context.Context, start time.Time) (CheckInput, error
 			in.Final[id] = r
 		}
 	}
+	s.finalAt = time.Since(s.rec.start)
 	s.takeBackup(ctx, start)
 	for _, w := range s.workers {
 		_ = w.Stop(10 * time.Second)

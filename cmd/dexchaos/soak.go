@@ -22,7 +22,7 @@ import (
 // carries beside its payload; below this little would be left.
 const minSoakPayload = 64 << 10
 
-const soakUsage = `usage: dexchaos soak --duration D --seed S [--big] [--out DIR] [--bin DIR] [--faults KIND,...]
+const soakUsage = `usage: dexchaos soak --duration D --seed S [--big] [--retention D [--archive]] [--out DIR] [--bin DIR] [--faults KIND,...]
 
 Runs 3 dexd and a few dexworkers (scripted models: every tool policy,
 approvals, questions, timers, polled tools, failing attempts, model
@@ -51,6 +51,20 @@ message limit (a quarter of --max-payload), and model outputs, a tool
 call's arguments and its result, 100 tool calls' arguments and model
 error texts near --max-payload.
 
+--retention D is the lifecycle mode: the nodes run with --retention D
+(closed sessions are deleted D after they close) and the clients close
+sessions throughout, so the number of live sessions stays about
+constant. A client that sees a session it closed closed exports it
+through the API (as dexctl session export does). The checker accepts a
+session gone only once its close was asked for and D passed since it
+closed. --archive adds --archive-url (a directory in the soak's data
+dir): every session deleted, or closed more than D before the final
+reads, must be in the archive, byte-identical to its export. Every
+minute and at the end the leader's newest snapshot size, its RSS and
+the time to restore that snapshot offline are sampled; a run of 30
+minutes or more is judged flat when every sample of its last 15 minutes
+is within 10 % of minute 15's (exit 1 when not).
+
 Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl (and the logs and
 linearizability.html of a failing run). Exits 1 on a violation, 2 on bad
 usage.
@@ -66,6 +80,9 @@ type soakConfig struct {
 	faults           listFlag
 	big              bool
 	maxPayload       int
+	retention        time.Duration
+	archive          bool
+	sampleEvery      time.Duration
 }
 
 func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
@@ -86,6 +103,9 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.Var(&c.faults, "faults", "draw only these fault kinds (comma-separated; default all the harness can do)")
 	fs.BoolVar(&c.big, "big", false, "add sessions whose messages, answers, model outputs, tool results, tool-call arguments and model errors are at the payload limits")
 	fs.IntVar(&c.maxPayload, "max-payload", server.DefaultMaxPayload, "the nodes' --max-payload; the limits --big aims at follow from it")
+	fs.DurationVar(&c.retention, "retention", 0, "lifecycle mode: the nodes' --retention; the clients close sessions throughout (0: sessions are never closed)")
+	fs.BoolVar(&c.archive, "archive", false, "with --retention: the nodes archive every session before they delete it, and the check compares the archive with the sessions' exports")
+	fs.DurationVar(&c.sampleEvery, "sample-every", time.Minute, "with --retention: how often the flatness figures are sampled")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -97,6 +117,15 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	}
 	if c.clients < 1 || c.workers < 1 {
 		return nil, errors.New("--clients and --workers must be at least 1")
+	}
+	if c.retention < 0 {
+		return nil, errors.New("--retention must not be negative")
+	}
+	if c.archive && c.retention == 0 {
+		return nil, errors.New("--archive needs --retention")
+	}
+	if c.sampleEvery < time.Second {
+		return nil, errors.New("--sample-every must be at least 1s")
 	}
 	if c.maxPayload < minSoakPayload {
 		return nil, fmt.Errorf("--max-payload must be at least %d", minSoakPayload)
@@ -136,6 +165,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 		BinDir: c.bin, Out: c.out, TmpDir: c.tmp, Duration: c.duration, Seed: c.seed,
 		Clients: c.clients, Workers: c.workers, Progress: stdout, Kinds: c.faults,
 		Big: c.big, MaxPayload: c.maxPayload,
+		Retention: c.retention, Archive: c.archive, SampleEvery: c.sampleEvery,
 	})
 	if rep != nil {
 		if werr := soak.WriteReport(c.out, rep); werr != nil {
@@ -151,7 +181,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dexchaos soak:", err)
 		return 1
 	}
-	if len(rep.Check.Violations) > 0 || ctx.Err() != nil {
+	if len(rep.Check.Violations) > 0 || rep.NotFlat() || ctx.Err() != nil {
 		return 1
 	}
 	return 0

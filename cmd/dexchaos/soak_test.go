@@ -16,6 +16,9 @@ func TestSoakFlagsRefuseWhatCannotRun(t *testing.T) {
 		{[]string{"--clients", "0"}, "--clients and --workers must be at least 1"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--big", "--max-payload", "1000"}, "--max-payload must be at least 65536"},
+		{[]string{"--archive"}, "--archive needs --retention"},
+		{[]string{"--retention", "-1s"}, "--retention must not be negative"},
+		{[]string{"--retention", "5m", "--sample-every", "10ms"}, "--sample-every must be at least 1s"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(append([]string{"soak"}, c.args...), &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
@@ -30,7 +33,11 @@ func TestSoakFlags(t *testing.T) {
 		t.Fatalf("%+v, %v", c, err)
 	}
 	c, err = parseSoakFlags([]string{"--big", "--max-payload", "1048576"}, &bytes.Buffer{})
-	if err != nil || !c.big || c.maxPayload != 1<<20 {
+	if err != nil || !c.big || c.maxPayload != 1<<20 || c.retention != 0 || c.archive {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	c, err = parseSoakFlags([]string{"--duration", "60m", "--retention", "5m", "--archive"}, &bytes.Buffer{})
+	if err != nil || c.retention.Minutes() != 5 || !c.archive || c.sampleEvery.Minutes() != 1 {
 		t.Fatalf("%+v, %v", c, err)
 	}
 }

@@ -1,0 +1,332 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/dexhq/dex/fsm"
+)
+
+// The flatness figures of the lifecycle mode: every minute (and at the end
+// of the load) the size of the leader's newest raft snapshot, the leader's
+// resident memory and the time to restore that snapshot offline into a
+// fresh state machine. With sessions created and closed at a steady rate
+// and a retention deleting the closed ones, they must stay flat: the
+// figures of the run's last FlatRule.Window within FlatRule.Tolerance of
+// those at FlatRule.Ref.
+
+// FlatSample is one sampling of the flatness figures.
+type FlatSample struct {
+	At            time.Duration `json:"at_ns"`
+	Node          string        `json:"node,omitempty"` // the leader sampled
+	SnapshotBytes int64         `json:"snapshot_bytes"`
+	SnapshotIndex uint64        `json:"snapshot_index,omitempty"`
+	RSSBytes      int64         `json:"rss_bytes"`
+	Restore       time.Duration `json:"restore_ns"`
+	Err           string        `json:"err,omitempty"` // a figure that could not be had
+}
+
+// FlatRule is the flatness judgment.
+type FlatRule struct {
+	Ref       time.Duration // the reference sample: the first at or after Ref
+	Window    time.Duration // the run's last Window is judged
+	MinRun    time.Duration // shorter runs are not judged
+	Tolerance float64       // the largest relative distance from the reference
+}
+
+// DefaultFlatRule is the goal of the 1-hour soak: the last 15 minutes
+// within 10 % of minute 15, for runs of 30 minutes or more.
+var DefaultFlatRule = FlatRule{Ref: 15 * time.Minute, Window: 15 * time.Minute, MinRun: 30 * time.Minute, Tolerance: 0.10}
+
+// FlatVerdict is the flatness judgment of a run.
+type FlatVerdict struct {
+	Judged bool   `json:"judged"`
+	Why    string `json:"why,omitempty"` // not judged: why
+	Flat   bool   `json:"flat"`
+	// Over: the figures out of the tolerance, each with its sample.
+	Over []string `json:"over,omitempty"`
+	// Ref: the reference sample's time; Worst: each figure's largest
+	// relative distance from it in the judged window.
+	Ref   time.Duration      `json:"ref_ns,omitempty"`
+	Worst map[string]float64 `json:"worst,omitempty"`
+}
+
+// JudgeFlat judges samples of a run of length run under rule.
+func JudgeFlat(samples []FlatSample, run time.Duration, rule FlatRule) FlatVerdict {
+	if run < rule.MinRun {
+		return FlatVerdict{Why: fmt.Sprintf("the flatness judgment needs a run of at least %s (this one: %s)", rule.MinRun, run)}
+	}
+	var ref *FlatSample
+	for i := range samples {
+		if samples[i].At >= rule.Ref && samples[i].Err == "" {
+			ref = &samples[i]
+			break
+		}
+	}
+	if ref == nil {
+		return FlatVerdict{Why: fmt.Sprintf("no complete sample at or after %s", rule.Ref)}
+	}
+	v := FlatVerdict{Judged: true, Flat: true, Ref: ref.At, Worst: map[string]float64{}}
+	judged := 0
+	for _, s := range samples {
+		if s.At < run-rule.Window {
+			continue
+		}
+		if s.Err != "" {
+			v.Flat = false
+			v.Over = append(v.Over, fmt.Sprintf("at %s the figures could not be had: %s", s.At.Round(time.Second), s.Err))
+			continue
+		}
+		judged++
+		for _, f := range []struct {
+			name     string
+			got, ref float64
+		}{
+			{"snapshot bytes", float64(s.SnapshotBytes), float64(ref.SnapshotBytes)},
+			{"leader RSS", float64(s.RSSBytes), float64(ref.RSSBytes)},
+			{"restore time", float64(s.Restore), float64(ref.Restore)},
+		} {
+			d := relDist(f.got, f.ref)
+			v.Worst[f.name] = max(v.Worst[f.name], d)
+			if d > rule.Tolerance {
+				v.Flat = false
+				v.Over = append(v.Over, fmt.Sprintf("%s at %s is %.0f%% from %s's", f.name, s.At.Round(time.Second), 100*d, ref.At.Round(time.Second)))
+			}
+		}
+	}
+	if judged == 0 {
+		v.Flat = false
+		v.Over = append(v.Over, fmt.Sprintf("no complete sample in the last %s", rule.Window))
+	}
+	return v
+}
+
+func relDist(got, ref float64) float64 {
+	if ref == 0 {
+		if got == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return math.Abs(got-ref) / ref
+}
+
+// sampleFlat samples the flatness figures on the current leader.
+func (s *soaker) sampleFlat(ctx context.Context, at time.Duration) FlatSample {
+	out := FlatSample{At: at}
+	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	l, err := s.cluster.WaitReady(lctx)
+	if err != nil {
+		out.Err = "no leader: " + err.Error()
+		return out
+	}
+	out.Node = l.ID
+	var errs []string
+	if out.RSSBytes, err = rssBytes(l.PID()); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if out.SnapshotBytes, out.SnapshotIndex, out.Restore, err = restoreNewest(l.DataDir); err != nil {
+		errs = append(errs, err.Error())
+	}
+	out.Err = strings.Join(errs, "; ")
+	return out
+}
+
+// rssBytes reads a process's resident set size from /proc.
+func rssBytes(pid int) (int64, error) {
+	if pid == 0 {
+		return 0, errors.New("the leader's process is not running")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseVmRSS(string(b))
+}
+
+func parseVmRSS(status string) (int64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, fmt.Errorf("unreadable VmRSS line %q", line)
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS line")
+}
+
+// restoreTries: the restore time is the shortest of this many restores,
+// so that a CPU busy with the load for a moment does not count.
+const restoreTries = 3
+
+// restoreNewest restores a node's newest raft snapshot offline (the node
+// may run: its snapshot files are only read) and times it.
+func restoreNewest(dataDir string) (size int64, index uint64, took time.Duration, err error) {
+	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dataDir, "raft"), 2, io.Discard)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(metas) == 0 {
+		return 0, 0, 0, errors.New("no snapshot yet")
+	}
+	m := metas[0]
+	for i := 0; i < restoreTries; i++ {
+		d, err := timeRestore(snaps, m.ID)
+		if err != nil {
+			return m.Size, m.Index, 0, err
+		}
+		if i == 0 || d < took {
+			took = d
+		}
+	}
+	return m.Size, m.Index, took, nil
+}
+
+func timeRestore(snaps *raft.FileSnapshotStore, id string) (time.Duration, error) {
+	start := time.Now()
+	_, rc, err := snaps.Open(id)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	if err := fsm.New(fsm.Options{}).Restore(rc); err != nil {
+		return 0, fmt.Errorf("snapshot %s does not restore: %w", id, err)
+	}
+	return time.Since(start), nil
+}
+
+// sampleEveryMinute samples until ctx ends.
+func (s *soaker) sampleEveryMinute(ctx context.Context, start time.Time, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sm := s.sampleFlat(ctx, time.Since(start))
+		s.addFlat(sm)
+		fmt.Fprintf(s.o.Progress, "soak: %s flatness: %s\n", sm.At.Round(time.Second), sm.line())
+	}
+}
+
+func (s *soaker) addFlat(sm FlatSample) {
+	s.smu.Lock()
+	s.flat = append(s.flat, sm)
+	s.smu.Unlock()
+}
+
+func (sm FlatSample) line() string {
+	if sm.Err != "" && sm.Node == "" {
+		return sm.Err
+	}
+	l := fmt.Sprintf("leader %s, snapshot %d bytes (index %d), RSS %.1f MiB, restore %s", sm.Node, sm.SnapshotBytes, sm.SnapshotIndex, float64(sm.RSSBytes)/(1<<20), sm.Restore.Round(time.Millisecond))
+	if sm.Err != "" {
+		l += " (" + sm.Err + ")"
+	}
+	return l
+}
+
+// flatMarkdown writes the figures' table and the judgment.
+func (rep *Report) flatMarkdown(b *strings.Builder) {
+	if rep.Lifecycle == nil {
+		return
+	}
+	b.WriteString("\n### Flatness\n\n| at | leader | snapshot bytes | snapshot index | leader RSS (MiB) | restore time | note |\n|---|---|---|---|---|---|---|\n")
+	for _, sm := range rep.Lifecycle.Flat {
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %.1f | %s | %s |\n", sm.At.Round(time.Second), orDash(sm.Node), sm.SnapshotBytes, sm.SnapshotIndex,
+			float64(sm.RSSBytes)/(1<<20), sm.Restore.Round(time.Millisecond), orDash(cell(sm.Err)))
+	}
+	v := rep.Lifecycle.FlatVerdict
+	switch {
+	case !v.Judged:
+		fmt.Fprintf(b, "\nFlatness not judged: %s.\n", v.Why)
+	case v.Flat:
+		fmt.Fprintf(b, "\n**Flat**: every figure of the judged window within the tolerance of %s's (largest distances: %s).\n", v.Ref.Round(time.Second), worstLine(v.Worst))
+	default:
+		fmt.Fprintf(b, "\n**Not flat** against %s's figures (largest distances: %s):\n\n", v.Ref.Round(time.Second), worstLine(v.Worst))
+		for _, o := range v.Over {
+			fmt.Fprintf(b, "- %s\n", o)
+		}
+	}
+}
+
+func worstLine(w map[string]float64) string {
+	var parts []string
+	for _, k := range sortedCounts(map[string]int{"snapshot bytes": 0, "leader RSS": 0, "restore time": 0}) {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", k, 100*w[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// NotFlat reports whether the flatness was judged and failed.
+func (rep *Report) NotFlat() bool {
+	return rep.Lifecycle != nil && rep.Lifecycle.FlatVerdict.Judged && !rep.Lifecycle.FlatVerdict.Flat
+}
+
+func (rep *Report) lifecycleSummary(b *strings.Builder) {
+	l := rep.Lifecycle
+	if l == nil {
+		return
+	}
+	c := rep.Check.Lifecycle
+	if c == nil {
+		c = &LifecycleCounts{}
+	}
+	fmt.Fprintf(b, "lifecycle: retention %s: %d sessions closed (%d seen closed, %d exported), %d deleted", l.Retention, c.Closed, c.SeenClosed, c.Exported, c.Deleted)
+	if l.Archive {
+		fmt.Fprintf(b, "; archive: %d objects, %d due, %d compared byte for byte with the export", c.Archived, c.ArchiveDue, c.ArchiveSameAs)
+	}
+	b.WriteString("\n")
+	v := l.FlatVerdict
+	switch {
+	case !v.Judged:
+		fmt.Fprintf(b, "flatness: %d samples; not judged: %s\n", len(l.Flat), v.Why)
+	case v.Flat:
+		fmt.Fprintf(b, "flatness: FLAT (%d samples; largest distances from %s: %s)\n", len(l.Flat), v.Ref.Round(time.Second), worstLine(v.Worst))
+	default:
+		fmt.Fprintf(b, "flatness: NOT FLAT (%d samples; largest distances from %s: %s)\n", len(l.Flat), v.Ref.Round(time.Second), worstLine(v.Worst))
+	}
+}
+
+func (rep *Report) lifecycleMarkdown(b *strings.Builder) {
+	l := rep.Lifecycle
+	if l == nil {
+		return
+	}
+	c := rep.Check.Lifecycle
+	if c == nil {
+		c = &LifecycleCounts{}
+	}
+	b.WriteString("\n### Lifecycle\n\n")
+	fmt.Fprintf(b, "Sessions closed throughout; the nodes delete a closed session %s after it closed", l.Retention)
+	if l.Archive {
+		b.WriteString(", after writing it to the archive")
+	}
+	b.WriteString(".\n\n")
+	fmt.Fprintf(b, "- closes acknowledged: %d; seen closed: %d; exported through the API once closed: %d\n", c.Closed, c.SeenClosed, c.Exported)
+	fmt.Fprintf(b, "- sessions seen gone after they existed: %d, each judged against its close and the retention (%d deleted before an export was had)\n", c.Deleted, c.NotExported)
+	if l.Archive {
+		fmt.Fprintf(b, "- archive: %d objects; %d sessions had to be in it (deleted, or closed more than the retention and %s before the final reads); %d compared byte for byte with their export\n", c.Archived, c.ArchiveDue, archiveSlack, c.ArchiveSameAs)
+	}
+	rep.flatMarkdown(b)
+}

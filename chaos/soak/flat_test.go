@@ -1,0 +1,95 @@
+package soak
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A judged window of 3 minutes against minute 3, for runs of 6 minutes or
+// more, 10 % tolerance.
+var testFlatRule = FlatRule{Ref: 3 * time.Minute, Window: 3 * time.Minute, MinRun: 6 * time.Minute, Tolerance: 0.10}
+
+// flatRun samples every minute from 1 to 6; each figure grows until minute
+// 3 and then stays within 5 % of minute 3's.
+func flatRun() []FlatSample {
+	var out []FlatSample
+	for m := 1; m <= 6; m++ {
+		f := 1.0
+		switch {
+		case m < 3:
+			f = 0.3 * float64(m)
+		case m%2 == 0:
+			f = 1.05
+		case m > 3:
+			f = 0.96
+		}
+		out = append(out, FlatSample{At: time.Duration(m) * time.Minute, Node: "n1",
+			SnapshotBytes: int64(f * 1e6), RSSBytes: int64(f * 100e6), Restore: time.Duration(f * float64(200*time.Millisecond))})
+	}
+	return out
+}
+
+func TestJudgeFlatAcceptsFiguresWithinTheTolerance(t *testing.T) {
+	v := JudgeFlat(flatRun(), 6*time.Minute, testFlatRule)
+	if !v.Judged || !v.Flat || v.Ref != 3*time.Minute || len(v.Over) > 0 {
+		t.Fatalf("a flat run: %+v", v)
+	}
+	if w := v.Worst["snapshot bytes"]; w < 0.049 || w > 0.051 {
+		t.Fatalf("largest distance of the snapshot size %v, want 5%%", w)
+	}
+}
+
+func TestJudgeFlatFlagsAFigureThatGrows(t *testing.T) {
+	s := flatRun()
+	s[4].RSSBytes = 112e6 // minute 5: 12 % over minute 3's
+	v := JudgeFlat(s, 6*time.Minute, testFlatRule)
+	if !v.Judged || v.Flat || len(v.Over) != 1 || !strings.Contains(v.Over[0], "leader RSS at 5m0s is 12%") {
+		t.Fatalf("a growing RSS: %+v", v)
+	}
+	s = flatRun()
+	s[5].Restore = 150 * time.Millisecond // the end: 25 % under
+	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); v.Flat || len(v.Over) != 1 || !strings.Contains(v.Over[0], "restore time") {
+		t.Fatalf("a restore time that moved: %+v", v)
+	}
+}
+
+func TestJudgeFlatLooksOnlyAtTheLastWindow(t *testing.T) {
+	s := flatRun()
+	s[1].SnapshotBytes = 5e6 // minute 2, before the window: the run's start may grow
+	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); !v.Flat {
+		t.Fatalf("a figure outside the judged window counted: %+v", v)
+	}
+}
+
+func TestJudgeFlatNeedsALongEnoughRunAndCompleteSamples(t *testing.T) {
+	v := JudgeFlat(flatRun()[:4], 4*time.Minute, testFlatRule)
+	if v.Judged || !strings.Contains(v.Why, "at least 6m0s") {
+		t.Fatalf("a short run: %+v", v)
+	}
+	s := flatRun()
+	s[2].Err = "no leader"
+	rule := testFlatRule
+	rule.Window = 2 * time.Minute // minute 3 outside the judged window
+	if v := JudgeFlat(s, 6*time.Minute, rule); !v.Flat || v.Ref != 4*time.Minute {
+		t.Fatalf("the reference is the first complete sample from minute 3: %+v", v)
+	}
+	s = flatRun()
+	s[4].Err = "no snapshot yet"
+	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); v.Flat || !strings.Contains(v.Over[0], "could not be had") {
+		t.Fatalf("a sample in the window without its figures: %+v", v)
+	}
+}
+
+func TestParseVmRSS(t *testing.T) {
+	got, err := parseVmRSS("Name:\tdexd\nVmPeak:\t  900 kB\nVmRSS:\t   51200 kB\nThreads:\t12\n")
+	if err != nil || got != 50<<20 {
+		t.Fatalf("VmRSS %d, %v", got, err)
+	}
+	if _, err := parseVmRSS("Name:\tdexd\n"); err == nil {
+		t.Fatal("a status without VmRSS was read")
+	}
+	if _, err := parseVmRSS("VmRSS:\t12 MB\n"); err == nil {
+		t.Fatal("a VmRSS in another unit was read")
+	}
+}
