@@ -277,8 +277,58 @@ func unwritable(t *testing.T, dir string) (how string, undo func()) {
 func TestArchive_AnUnwritableArchiveHoldsTheDeletesAndTheClusterServes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "archive")
 	e := newEnv(t, "--archive-url", dir) // dexd makes the directory
-	e.startWorker("")
 	how, undo := unwritable(t, dir)
+	archiveRefusesWrites(t, e, dir, how, "the archive is not writable", undo)
+}
+
+// An archive on a full file system holds the deletes back the same way,
+// and names the cause: the archive is full.
+func TestArchive_AFullArchiveHoldsTheDeletesAndTheClusterServes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "archive")
+	how, undo := full(t, dir)
+	e := newEnv(t, "--archive-url", dir)
+	archiveRefusesWrites(t, e, dir, how, "the archive is full", undo)
+}
+
+// full mounts a small tmpfs at dir and fills it, and returns what it did and
+// how to make room again. It needs root (mount); elsewhere the test skips.
+func full(t *testing.T, dir string) (how string, undo func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("filling a file system for the archive needs root (mount -t tmpfs)")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("mount -t tmpfs %s: %v: %s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make([]byte, 4096)
+	for {
+		if _, err := f.Write(block); err != nil {
+			break // ENOSPC: the file system is full
+		}
+	}
+	_ = f.Close()
+	return "a 1 MiB tmpfs filled to the last block", func() { _ = os.Remove(filler) }
+}
+
+// archiveRefusesWrites checks what an archive that refuses writes (the
+// reason given by problem, as the leader names it) does to the cluster, then
+// undoes it and checks the sessions are archived and deleted.
+func archiveRefusesWrites(t *testing.T, e *env, dir, how, problem string, undo func()) {
+	t.Helper()
+	e.startWorker("")
 	t.Cleanup(undo)
 	t.Logf("the archive refuses writes: %s", how)
 
@@ -308,8 +358,8 @@ func TestArchive_AnUnwritableArchiveHoldsTheDeletesAndTheClusterServes(t *testin
 			failLines = append(failLines, line)
 		}
 	}
-	if len(failLines) != 1 || !strings.Contains(failLines[0], "the archive is not writable") || !strings.Contains(failLines[0], "not deleted") {
-		t.Fatalf("the leader logged %d lines about the failing archive:\n%s\nwant one that says the archive is not writable and nothing is deleted", len(failLines), strings.Join(failLines, "\n"))
+	if len(failLines) != 1 || !strings.Contains(failLines[0], problem) || !strings.Contains(failLines[0], "not deleted") {
+		t.Fatalf("the leader logged %d lines about the failing archive:\n%s\nwant one that says %q and that nothing is deleted", len(failLines), strings.Join(failLines, "\n"), problem)
 	}
 	t.Logf("the leader's line: %s", failLines[0])
 	if w := e.archiveMetric("dex_archive_writes_total"); w != 0 {

@@ -2,7 +2,6 @@ package console
 
 import (
 	"cmp"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -51,26 +50,4 @@ func largestTables(s *dexv1.StateSize) []*dexv1.TableSize {
 	}
 	slices.SortStableFunc(out, func(a, b *dexv1.TableSize) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	return out
-}
-
-// byteSize is n in B, KB, MB or GB (powers of 1000), three figures.
-func byteSize(n uint64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, suffix := float64(n)/unit, "KB"
-	for _, s := range []string{"MB", "GB", "TB"} {
-		if v < unit {
-			break
-		}
-		v, suffix = v/unit, s
-	}
-	switch {
-	case v < 10:
-		return fmt.Sprintf("%.2f %s", v, suffix)
-	case v < 100:
-		return fmt.Sprintf("%.1f %s", v, suffix)
-	}
-	return fmt.Sprintf("%.0f %s", v, suffix)
 }

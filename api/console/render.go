@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/dustin/go-humanize"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -43,7 +45,7 @@ var funcs = template.FuncMap{
 	"add":     func(a, b int) int { return a + b },
 	"shell":   shellQuote,
 	"agent":   agentLabel,
-	"bytes":   byteSize,
+	"bytes":   humanize.Bytes,
 }
 
 func parseTemplates() map[string]*template.Template {

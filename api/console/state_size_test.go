@@ -22,8 +22,8 @@ func TestClusterPage_ShowsTheStateSizeByTable(t *testing.T) {
 			}}}
 	b := newBrowser(t, serveFake(t, api, Config{}))
 	body := wantStatus(t, b.get("/ui/cluster"), http.StatusOK,
-		"<b>2.35 MB</b> in 1503 rows at applied index 812 · last snapshot 2.10 MB (entry 800) · as n2 holds it",
-		"<tr><td>history</td><td>300</td><td>1.20 MB</td></tr>\n<tr><td>steps</td><td>1200</td><td>1.14 MB</td></tr>\n<tr><td>meta</td><td>1</td><td>42 B</td></tr>")
+		"<b>2.3 MB</b> in 1503 rows at applied index 812 · last snapshot 2.1 MB (entry 800) · as n2 holds it",
+		"<tr><td>history</td><td>300</td><td>1.2 MB</td></tr>\n<tr><td>steps</td><td>1200</td><td>1.1 MB</td></tr>\n<tr><td>meta</td><td>1</td><td>42 B</td></tr>")
 	if strings.Contains(body, "<td>tokens</td>") {
 		t.Fatal("the cluster page lists a table without rows")
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/dustin/go-humanize"
+
 	"fmt"
 	"io"
 	"slices"
@@ -45,9 +47,9 @@ func printStateSize(w io.Writer, s *dexv1.StateSize) {
 	if s == nil {
 		return // a node of an older version
 	}
-	fmt.Fprintf(w, "\nstate: %s in %s (applied index %d)", byteSize(s.TotalBytes), plural(s.TotalRows, "row", "rows"), s.AppliedIndex)
+	fmt.Fprintf(w, "\nstate: %s in %s (applied index %d)", humanize.Bytes(s.TotalBytes), plural(s.TotalRows, "row", "rows"), s.AppliedIndex)
 	if s.LastSnapshotIndex > 0 {
-		fmt.Fprintf(w, "   last snapshot: %s (entry %d)", byteSize(s.LastSnapshotBytes), s.LastSnapshotIndex)
+		fmt.Fprintf(w, "   last snapshot: %s (entry %d)", humanize.Bytes(s.LastSnapshotBytes), s.LastSnapshotIndex)
 	}
 	fmt.Fprintln(w)
 	tables := slices.Clone(s.Tables)
@@ -63,32 +65,10 @@ func printStateSize(w io.Writer, s *dexv1.StateSize) {
 	var parts []string
 	for _, t := range tables {
 		if t.Rows > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s/%d", t.Table, byteSize(t.Bytes), t.Rows))
+			parts = append(parts, fmt.Sprintf("%s %s/%d", t.Table, humanize.Bytes(t.Bytes), t.Rows))
 		}
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "  by table (bytes/rows): %s\n", strings.Join(parts, "  "))
 	}
-}
-
-// byteSize is n in B, KB, MB or GB (powers of 1000), three figures.
-func byteSize(n uint64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, suffix := float64(n)/unit, "KB"
-	for _, s := range []string{"MB", "GB", "TB"} {
-		if v < unit {
-			break
-		}
-		v, suffix = v/unit, s
-	}
-	switch {
-	case v < 10:
-		return fmt.Sprintf("%.2f %s", v, suffix)
-	case v < 100:
-		return fmt.Sprintf("%.1f %s", v, suffix)
-	}
-	return fmt.Sprintf("%.0f %s", v, suffix)
 }

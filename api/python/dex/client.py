@@ -77,14 +77,19 @@ class Client:
                     await asyncio.sleep(b.next())
 
     async def create_session(self, message: str = "", *, session_id: str = "", parent_id: str = "",
-                             compaction_threshold: int = 0, idempotency_key: str = "", agent: str = "") -> types_pb2.Session:
+                             compaction_threshold: int = 0, idempotency_key: str = "", agent: str = "",
+                             retention_ms: int | None = None) -> types_pb2.Session:
         """Creates a session, optionally with its first message. With a
         session_id the call is idempotent and retried. ``agent`` names the
         agent that runs it (NAME or NAME@VERSION; "": the parent's, or the
-        default agent): only a Worker of that agent runs its model."""
+        default agent): only a Worker of that agent runs its model.
+        ``retention_ms`` is how long the session is kept once closed (0: for
+        ever); None leaves it to the cluster's retention for its agent."""
         req = sessions_pb2.CreateSessionRequest(session_id=session_id, parent_id=parent_id, message=message, agent=agent,
                                                 compaction_threshold=compaction_threshold,
                                                 idempotency_key=idempotency_key or (new_idempotency_key() if message else ""))
+        if retention_ms is not None:
+            req.retention_ms = retention_ms
         tries = [0]
         try:
             return (await self._call("CreateSession", req, bool(session_id), tries)).session

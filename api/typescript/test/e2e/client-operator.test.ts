@@ -1,5 +1,5 @@
-// Against a real dexd: the operator's calls of the Go client, reconcileOutcome
-// and editHistory, with the statuses the cluster answers on bad use.
+// Against a real dexd: the operator's calls of the Go client, reconcileOutcome,
+// editHistory and closeSession, with the statuses the cluster answers on bad use.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Client, Code, codeOf, HistoryKind, Outcome, SessionStatus, Worker, type Channel, type GetSessionResponse, type WorkerOptions } from "../../src/index.js";
@@ -93,6 +93,20 @@ describe("operator calls against a real dexd", { skip: haveDexd ? false : `no de
       assert.equal(await codeOfCall(c.editHistory(busy.id, 0n, "x")), Code.FailedPrecondition);
       assert.equal(await codeOfCall(c.editHistory(s.id)), Code.InvalidArgument);
       assert.equal(await codeOfCall(c.editHistory("no-such-session", 0n, "x")), Code.NotFound);
+    });
+  });
+
+  it("closeSession closes a session for good: a second close succeeds, a message is refused, an unknown session is NotFound", async () => {
+    await withWorker({ id: "ts-close", model: { run: () => ({ text: "Done." }) } }, async (c) => {
+      const s = await c.createSession({ message: "one question", retentionMs: 3_600_000n });
+      await idle(c, s.id);
+      const closed = await c.closeSession(s.id);
+      assert.equal(closed?.status, SessionStatus.CLOSED);
+      assert.ok(closed!.deleteAtMs > 0n, "a closed session with a retention has a deletion time");
+      assert.equal((await c.closeSession(s.id))?.status, SessionStatus.CLOSED);
+      assert.equal(await codeOfCall(c.sendMessage(s.id, "one more")), Code.FailedPrecondition);
+      assert.equal((await c.getSession(s.id)).session!.history.length, 2);
+      assert.equal(await codeOfCall(c.closeSession("no-such-session")), Code.NotFound);
     });
   });
 });
