@@ -1,0 +1,335 @@
+package fsm
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dexhq/dex/fsm/fsmpb"
+	"github.com/dexhq/dex/fsm/store"
+)
+
+// Importing an archived session. The leader's ImportSession verifies the
+// whole archive object, then proposes ImportSessionBegin (the header and
+// inbox), ImportSessionPage commands of bounded size (history, then Steps,
+// then events, as the archive orders them) and ImportSessionEnd (the
+// archive's counts). Until End the session row is a placeholder with no
+// status of its own and the header to show inside its import field:
+// every read and every other command treats it as absent, and no index of
+// real statuses, due times or live Steps holds it or its rows.
+//
+// Only a session at rest is imported (idle, paused, errored or closed, as
+// DeleteSession takes): a session in a turn has queued or running Steps
+// whose Workers, leases and timers belong to the cluster that ran them,
+// and bringing them back would need a recovery of their own. An archive
+// holds sessions at rest anyway: the retentions delete only those.
+//
+// An import cut by a change of leader is not resumed: the new leader's
+// RestartSessions turns every import of an earlier epoch into a deleted
+// session, whose rows the collector purges as any other's. The client
+// sends the object again.
+
+const (
+	// MaxImportRows bounds the rows of one ImportSessionPage (and the inbox
+	// of an ImportSessionBegin), MaxImportBytes their encoded size unless
+	// the page holds one row only (a row is at most the cluster's largest).
+	MaxImportRows  = 500
+	MaxImportBytes = 1 << 20
+)
+
+// importing reports whether a session row is a placeholder of an import
+// in progress.
+func importing(s *fsmpb.Session) bool { return s.GetImport() != nil }
+
+// atRest reports whether a session may be imported: no turn under way and
+// no close waiting for one to end.
+func atRest(s *fsmpb.Session) bool {
+	switch s.Status {
+	case fsmpb.SessionStatus_SESSION_STATUS_IDLE, fsmpb.SessionStatus_SESSION_STATUS_PAUSED,
+		fsmpb.SessionStatus_SESSION_STATUS_ERRORED:
+		return !closing(s)
+	case fsmpb.SessionStatus_SESSION_STATUS_CLOSED:
+		return true
+	}
+	return false
+}
+
+// checkImportRows refuses more rows than a page holds.
+func checkImportRows(what string, n, size int) *Rejection {
+	if n > MaxImportRows {
+		return reject(CodeInvalid, "an import page holds at most %d rows, %s has %d", MaxImportRows, what, n)
+	}
+	if n > 1 && size > MaxImportBytes {
+		return reject(CodeInvalid, "an import page holds at most %d bytes unless it is one row, %s has %d in %d rows", MaxImportBytes, what, size, n)
+	}
+	return nil
+}
+
+// checkImportBegin refuses a malformed ImportSessionBegin.
+func checkImportBegin(c *fsmpb.ImportSessionBegin) *Rejection {
+	s := c.Session
+	if s == nil {
+		return reject(CodeInvalid, "an import begins with the session's header")
+	}
+	if r := CheckID("session id", s.Id); r != nil {
+		return r
+	}
+	if !atRest(s) {
+		what := StatusName(s.Status)
+		if closing(s) && !isClosed(s) {
+			what = "closing"
+		}
+		return reject(CodeFailedPrecondition, "session %s was %s when it was archived: only a session at rest (idle, paused, errored or closed) is imported; export it again once its turn has ended", s.Id, what)
+	}
+	if s.Import != nil || len(s.History) > 0 || len(s.Inbox) > 0 || len(s.SeenMessageIds) > 0 {
+		return reject(CodeInvalid, "the header of an import carries no rows: its inbox comes beside it, its history in pages")
+	}
+	if uint64(len(c.Inbox)) != uint64(s.InboxCount) {
+		return reject(CodeInvalid, "session %s counts %d inbox messages, the import brings %d", s.Id, s.InboxCount, len(c.Inbox))
+	}
+	size := 0
+	for _, m := range c.Inbox {
+		if m.SessionId != s.Id || m.Seq == 0 || m.Seq >= s.NextInbox {
+			return reject(CodeInvalid, "inbox message %d is not one of session %s", m.Seq, s.Id)
+		}
+		size += proto.Size(m)
+	}
+	return checkImportRows("the inbox", len(c.Inbox), size)
+}
+
+// importOf returns a copy of the placeholder of an import in progress,
+// refusing a command of another epoch.
+func (a *applier) importOf(id string, epoch uint64) (*fsmpb.Session, *Rejection) {
+	if r := CheckID("session id", id); r != nil {
+		return nil, r
+	}
+	s := a.storedSession(id)
+	if s == nil || !importing(s) {
+		return nil, reject(CodeNotFound, "no import of session %q is in progress (a change of leader discards one: send it again)", id)
+	}
+	if s.Import.Epoch != epoch {
+		return nil, reject(CodeFailedPrecondition, "the import of session %s began in epoch %d, not %d", id, s.Import.Epoch, epoch)
+	}
+	return s.CloneVT(), nil
+}
+
+func (a *applier) importSessionBegin(c *fsmpb.ImportSessionBegin) *Result {
+	id := c.Session.Id
+	if old := a.storedSession(id); old != nil {
+		switch {
+		case importing(old):
+			return rejected(reject(CodeAlreadyExists, "session %q is being imported", id))
+		case deleted(old):
+			return rejected(reject(CodeAlreadyExists, "session %q was deleted and its rows are still being removed: import it again once they are", id))
+		}
+		return rejected(reject(CodeAlreadyExists, "session %q already exists", id))
+	}
+	header := c.Session.CloneVT()
+	a.insert(store.TableSessions, &fsmpb.Session{
+		Id: id, UpdatedAtMs: a.now,
+		Import: &fsmpb.SessionImport{Epoch: c.Epoch, Session: header, LastSeq: c.LastEventSeq},
+	})
+	for _, m := range c.Inbox {
+		a.insert(store.TableInbox, m.CloneVT())
+		a.insert(store.TableAccepted, &fsmpb.AcceptedMessage{SessionId: id, MessageId: m.Id})
+	}
+	return &Result{SessionID: id}
+}
+
+// checkImportPage refuses a page of too many rows or bytes.
+func checkImportPage(c *fsmpb.ImportSessionPage) *Rejection {
+	if r := CheckID("session id", c.SessionId); r != nil {
+		return r
+	}
+	n, size := len(c.History)+len(c.Steps)+len(c.Events), 0
+	if n == 0 {
+		return reject(CodeInvalid, "an import page holds at least one row")
+	}
+	for _, h := range c.History {
+		size += proto.Size(h)
+	}
+	for _, st := range c.Steps {
+		size += proto.Size(st)
+	}
+	for _, ev := range c.Events {
+		size += proto.Size(ev)
+	}
+	return checkImportRows("this page", n, size)
+}
+
+func (a *applier) importSessionPage(c *fsmpb.ImportSessionPage) *Result {
+	s, r := a.importOf(c.SessionId, c.Epoch)
+	if r != nil {
+		return rejected(r)
+	}
+	imp := s.Import
+	if r := a.importHistory(imp, c.History); r != nil {
+		return rejected(r)
+	}
+	if r := a.importSteps(imp, c.Steps); r != nil {
+		return rejected(r)
+	}
+	if r := a.importEvents(imp, c.Events); r != nil {
+		return rejected(r)
+	}
+	a.insert(store.TableSessions, s)
+	return &Result{SessionID: s.Id}
+}
+
+// importHistory checks and writes a page's history entries (a refused
+// command's writes are undone with it).
+func (a *applier) importHistory(imp *fsmpb.SessionImport, rows []*fsmpb.HistoryEntry) *Rejection {
+	id := imp.Session.Id
+	last, size := imp.LastHistorySeq, imp.HistorySize
+	for _, h := range rows {
+		switch {
+		case imp.Steps > 0 || imp.Events > 0:
+			return reject(CodeInvalid, "history entry %d comes after the Steps or events of session %s: an import is in archive order", h.Seq, id)
+		case h.SessionId != id:
+			return reject(CodeInvalid, "history entry %d is of session %q, not %s", h.Seq, h.SessionId, id)
+		case h.Seq <= last || h.Seq >= imp.Session.NextHistory:
+			return reject(CodeInvalid, "history entry %d of session %s is out of order (after %d, below %d)", h.Seq, id, last, imp.Session.NextHistory)
+		case h.CumSize != size+store.EntrySize(h):
+			return reject(CodeInvalid, "history entry %d of session %s has cum_size %d, its entries add up to %d", h.Seq, id, h.CumSize, size+store.EntrySize(h))
+		}
+		last, size = h.Seq, h.CumSize
+	}
+	for _, h := range rows {
+		a.insert(store.TableHistory, h.CloneVT())
+		if h.MessageId != "" { // a repeat of the message changes nothing, as before
+			a.insert(store.TableAccepted, &fsmpb.AcceptedMessage{SessionId: id, MessageId: h.MessageId})
+		}
+		imp.History++
+		imp.LastHistorySeq = h.Seq
+		imp.HistorySize = h.CumSize
+	}
+	return nil
+}
+
+// importSteps checks and writes a page's Steps: each ended, as a session
+// at rest has them.
+func (a *applier) importSteps(imp *fsmpb.SessionImport, rows []*fsmpb.Step) *Rejection {
+	id := imp.Session.Id
+	last := imp.LastStepNumber
+	for _, st := range rows {
+		switch {
+		case imp.Events > 0:
+			return reject(CodeInvalid, "Step %s comes after the events of session %s: an import is in archive order", st.Id, id)
+		case st.SessionId != id || st.Id != StepID(id, st.Number):
+			return reject(CodeInvalid, "Step %q is not Step %d of session %s", st.Id, st.Number, id)
+		case st.Number <= last || st.Number >= imp.Session.NextStep:
+			return reject(CodeInvalid, "Step %s of session %s is out of order (after %d, below %d)", st.Id, id, last, imp.Session.NextStep)
+		case st.Status != fsmpb.StepStatus_STEP_STATUS_DONE:
+			return reject(CodeFailedPrecondition, "Step %s has not ended: only a session at rest, whose Steps have all ended, is imported", st.Id)
+		}
+		for _, at := range st.Attempts {
+			if at.Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_RUNNING {
+				return reject(CodeFailedPrecondition, "attempt %d of Step %s is running: only a session at rest is imported", at.N, st.Id)
+			}
+		}
+		last = st.Number
+	}
+	for _, st := range rows {
+		a.insert(store.TableSteps, st.CloneVT())
+		imp.Steps++
+		imp.LastStepNumber = st.Number
+	}
+	return nil
+}
+
+// importEvents checks and writes a page's events into the session's event
+// pages, as emit would have kept them, and starts the session's event log
+// with its first.
+func (a *applier) importEvents(imp *fsmpb.SessionImport, rows []*fsmpb.Event) *Rejection {
+	id := imp.Session.Id
+	last := imp.LastEventSeq
+	var ordinal uint64
+	if p := a.tx.LastEventPage(id); p != nil {
+		ordinal = p.LastOrdinal()
+	}
+	for _, ev := range rows {
+		switch {
+		case ev.SessionId != id:
+			return reject(CodeInvalid, "event %d is of session %q, not %s", ev.Seq, ev.SessionId, id)
+		case ev.Seq <= last || ev.Seq > imp.LastSeq:
+			return reject(CodeInvalid, "event %d of session %s is out of order (after %d, at most %d)", ev.Seq, id, last, imp.LastSeq)
+		case ev.Ordinal == 0 || (ordinal != 0 && ev.Ordinal != ordinal+1):
+			return reject(CodeInvalid, "event %d of session %s has ordinal %d, not the one after %d", ev.Seq, id, ev.Ordinal, ordinal)
+		}
+		last, ordinal = ev.Seq, ev.Ordinal
+	}
+	for _, ev := range rows {
+		ev = ev.CloneVT()
+		if p := a.tx.LastEventPage(id); p != nil && p.Len() < store.EventPageSize {
+			a.insert(store.TableEvents, p.WithEvent(ev))
+		} else {
+			a.insert(store.TableEvents, store.NewEventPage(id, ev))
+		}
+		if imp.Events == 0 {
+			log := &fsmpb.EventLog{SessionId: id, FirstSeq: ev.Seq, FirstOrdinal: ev.Ordinal, FirstAtMs: ev.AtMs}
+			if ev.Ordinal > 1 { // the ones before it were dropped
+				log.DroppedThrough = ev.Seq - 1
+			}
+			a.insert(store.TableEventLogs, log)
+		}
+		imp.Events++
+		imp.LastEventSeq = ev.Seq
+	}
+	return nil
+}
+
+func checkImportEnd(c *fsmpb.ImportSessionEnd) *Rejection {
+	return CheckID("session id", c.SessionId)
+}
+
+// importSessionEnd checks that the pages brought what the archive counts
+// and shows the session: the header as archived, but a closed session's
+// retention counts from now.
+func (a *applier) importSessionEnd(c *fsmpb.ImportSessionEnd) *Result {
+	row, r := a.importOf(c.SessionId, c.Epoch)
+	if r != nil {
+		return rejected(r)
+	}
+	imp := row.Import
+	s := imp.Session
+	switch {
+	case imp.History != c.History || imp.Steps != c.Steps || imp.Events != c.Events:
+		return rejected(reject(CodeInvalid, "the import of session %s brought %d history entries, %d Steps and %d events; its archive counts %d, %d and %d",
+			s.Id, imp.History, imp.Steps, imp.Events, c.History, c.Steps, c.Events))
+	case imp.History != s.HistoryCount || imp.HistorySize != s.HistorySize:
+		return rejected(reject(CodeInvalid, "session %s counts %d history entries of %d characters, the import brought %d of %d",
+			s.Id, s.HistoryCount, s.HistorySize, imp.History, imp.HistorySize))
+	case imp.Events > 0 && imp.LastEventSeq != imp.LastSeq:
+		return rejected(reject(CodeInvalid, "session %s's last event is %d, the import's last is %d", s.Id, imp.LastSeq, imp.LastEventSeq))
+	}
+	if imp.Events == 0 && imp.LastSeq > 0 { // it keeps none: all were dropped
+		a.insert(store.TableEventLogs, &fsmpb.EventLog{SessionId: s.Id, DroppedThrough: imp.LastSeq})
+	}
+	if isClosed(s) {
+		s.DeleteAtMs = 0
+		if ms := s.GetRetentionMs(); ms > 0 {
+			s.DeleteAtMs = a.now + ms
+		}
+	}
+	// Events emitted from now on come after the imported ones.
+	if m := a.meta(); m.NextEventSeq < imp.LastSeq {
+		m.NextEventSeq = imp.LastSeq
+	}
+	// Not putSession: the header keeps its times as archived.
+	a.insert(store.TableSessions, s)
+	a.touched.session(s.Id)
+	return &Result{SessionID: s.Id}
+}
+
+// discardImports turns every import begun before epoch into a deleted
+// session, whose rows the collector purges; the caller is the new
+// leader's RestartSessions. Imports are few: one per client sending one.
+func (a *applier) discardImports(epoch uint64) {
+	var doomed []*fsmpb.Session
+	for s := range a.tx.SessionsAtRest(fsmpb.SessionStatus_SESSION_STATUS_UNSPECIFIED) {
+		if importing(s) && s.Import.Epoch < epoch {
+			doomed = append(doomed, s)
+		}
+	}
+	for _, s := range doomed {
+		a.insert(store.TableSessions, &fsmpb.Session{Id: s.Id, Status: fsmpb.SessionStatus_SESSION_STATUS_DELETED, UpdatedAtMs: a.now})
+	}
+}
