@@ -1,4 +1,4 @@
-package archive
+package format
 
 import (
 	"bytes"
@@ -126,11 +126,11 @@ func TestDecode_RefusesAnotherVersion(t *testing.T) {
 // record that does not count them) is refused too.
 func TestDecode_RefusesRecordsOutOfOrderOrMiscounted(t *testing.T) {
 	s := sample()
-	e := newEncoder()
-	e.header(s.Session, s.LastEventSeq)
-	e.history(s.Session.History[1])
-	e.history(s.Session.History[0])
-	obj, err := e.finish()
+	e := NewEncoder()
+	e.Header(s.Session, s.LastEventSeq)
+	e.History(s.Session.History[1])
+	e.History(s.Session.History[0])
+	obj, err := e.Finish()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,11 +138,11 @@ func TestDecode_RefusesRecordsOutOfOrderOrMiscounted(t *testing.T) {
 		t.Fatalf("history out of order: %v", err)
 	}
 
-	e = newEncoder()
-	e.header(s.Session, s.LastEventSeq)
-	e.step(s.Steps[0])
+	e = NewEncoder()
+	e.Header(s.Session, s.LastEventSeq)
+	e.Step(s.Steps[0])
 	e.end.Steps++ // counts a Step that is not there
-	if obj, err = e.finish(); err != nil {
+	if obj, err = e.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Decode(obj); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "end record counts") {
