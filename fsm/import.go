@@ -161,25 +161,52 @@ func (a *applier) importSessionPage(c *fsmpb.ImportSessionPage) *Result {
 		return rejected(r)
 	}
 	imp := s.Import
-	if r := a.importHistory(imp, c.History); r != nil {
+	if r := checkPageRows(imp, c); r != nil {
 		return rejected(r)
 	}
-	if r := a.importSteps(imp, c.Steps); r != nil {
-		return rejected(r)
+	id := imp.Session.Id
+	for _, h := range c.History {
+		a.insert(store.TableHistory, h.CloneVT())
+		if h.MessageId != "" { // a repeat of the message changes nothing, as before
+			a.insert(store.TableAccepted, &fsmpb.AcceptedMessage{SessionId: id, MessageId: h.MessageId})
+		}
 	}
-	if r := a.importEvents(imp, c.Events); r != nil {
-		return rejected(r)
+	for _, st := range c.Steps {
+		a.insert(store.TableSteps, st.CloneVT())
 	}
+	for i, ev := range c.Events {
+		a.importEvent(id, ev.CloneVT(), i == 0 && imp.Events == 0)
+	}
+	advanceImport(imp, c)
 	a.insert(store.TableSessions, s)
 	return &Result{SessionID: s.Id}
 }
 
-// importHistory checks and writes a page's history entries (a refused
-// command's writes are undone with it).
-func (a *applier) importHistory(imp *fsmpb.SessionImport, rows []*fsmpb.HistoryEntry) *Rejection {
+// importEvent adds an event to the session's event pages, as emit would
+// have kept it, and starts the session's event log with the first.
+func (a *applier) importEvent(id string, ev *fsmpb.Event, first bool) {
+	if p := a.tx.LastEventPage(id); p != nil && p.Len() < store.EventPageSize {
+		a.insert(store.TableEvents, p.WithEvent(ev))
+	} else {
+		a.insert(store.TableEvents, store.NewEventPage(id, ev))
+	}
+	if first {
+		log := &fsmpb.EventLog{SessionId: id, FirstSeq: ev.Seq, FirstOrdinal: ev.Ordinal, FirstAtMs: ev.AtMs}
+		if ev.Ordinal > 1 { // the ones before it were dropped
+			log.DroppedThrough = ev.Seq - 1
+		}
+		a.insert(store.TableEventLogs, log)
+	}
+}
+
+// checkPageRows refuses a page whose rows do not follow what the import
+// received so far: the archive's order (history, Steps, events, each in
+// order), rows of the session, a history whose sizes add up, Steps that
+// have ended, events numbered on from the last.
+func checkPageRows(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionPage) *Rejection {
 	id := imp.Session.Id
 	last, size := imp.LastHistorySeq, imp.HistorySize
-	for _, h := range rows {
+	for _, h := range c.History {
 		switch {
 		case imp.Steps > 0 || imp.Events > 0:
 			return reject(CodeInvalid, "history entry %d comes after the Steps or events of session %s: an import is in archive order", h.Seq, id)
@@ -192,31 +219,15 @@ func (a *applier) importHistory(imp *fsmpb.SessionImport, rows []*fsmpb.HistoryE
 		}
 		last, size = h.Seq, h.CumSize
 	}
-	for _, h := range rows {
-		a.insert(store.TableHistory, h.CloneVT())
-		if h.MessageId != "" { // a repeat of the message changes nothing, as before
-			a.insert(store.TableAccepted, &fsmpb.AcceptedMessage{SessionId: id, MessageId: h.MessageId})
-		}
-		imp.History++
-		imp.LastHistorySeq = h.Seq
-		imp.HistorySize = h.CumSize
-	}
-	return nil
-}
-
-// importSteps checks and writes a page's Steps: each ended, as a session
-// at rest has them.
-func (a *applier) importSteps(imp *fsmpb.SessionImport, rows []*fsmpb.Step) *Rejection {
-	id := imp.Session.Id
-	last := imp.LastStepNumber
-	for _, st := range rows {
+	lastStep := imp.LastStepNumber
+	for _, st := range c.Steps {
 		switch {
 		case imp.Events > 0:
 			return reject(CodeInvalid, "Step %s comes after the events of session %s: an import is in archive order", st.Id, id)
 		case st.SessionId != id || st.Id != StepID(id, st.Number):
 			return reject(CodeInvalid, "Step %q is not Step %d of session %s", st.Id, st.Number, id)
-		case st.Number <= last || st.Number >= imp.Session.NextStep:
-			return reject(CodeInvalid, "Step %s of session %s is out of order (after %d, below %d)", st.Id, id, last, imp.Session.NextStep)
+		case st.Number <= lastStep || st.Number >= imp.Session.NextStep:
+			return reject(CodeInvalid, "Step %s of session %s is out of order (after %d, below %d)", st.Id, id, lastStep, imp.Session.NextStep)
 		case st.Status != fsmpb.StepStatus_STEP_STATUS_DONE:
 			return reject(CodeFailedPrecondition, "Step %s has not ended: only a session at rest, whose Steps have all ended, is imported", st.Id)
 		}
@@ -225,55 +236,81 @@ func (a *applier) importSteps(imp *fsmpb.SessionImport, rows []*fsmpb.Step) *Rej
 				return reject(CodeFailedPrecondition, "attempt %d of Step %s is running: only a session at rest is imported", at.N, st.Id)
 			}
 		}
-		last = st.Number
+		lastStep = st.Number
 	}
-	for _, st := range rows {
-		a.insert(store.TableSteps, st.CloneVT())
-		imp.Steps++
-		imp.LastStepNumber = st.Number
+	lastEv, ordinal := imp.LastEventSeq, imp.LastEventOrdinal
+	for _, ev := range c.Events {
+		switch {
+		case ev.SessionId != id:
+			return reject(CodeInvalid, "event %d is of session %q, not %s", ev.Seq, ev.SessionId, id)
+		case ev.Seq <= lastEv || ev.Seq > imp.LastSeq:
+			return reject(CodeInvalid, "event %d of session %s is out of order (after %d, at most %d)", ev.Seq, id, lastEv, imp.LastSeq)
+		case ev.Ordinal == 0 || (ordinal != 0 && ev.Ordinal != ordinal+1):
+			return reject(CodeInvalid, "event %d of session %s has ordinal %d, not the one after %d", ev.Seq, id, ev.Ordinal, ordinal)
+		}
+		lastEv, ordinal = ev.Seq, ev.Ordinal
 	}
 	return nil
 }
 
-// importEvents checks and writes a page's events into the session's event
-// pages, as emit would have kept them, and starts the session's event log
-// with its first.
-func (a *applier) importEvents(imp *fsmpb.SessionImport, rows []*fsmpb.Event) *Rejection {
-	id := imp.Session.Id
-	last := imp.LastEventSeq
-	var ordinal uint64
-	if p := a.tx.LastEventPage(id); p != nil {
-		ordinal = p.LastOrdinal()
+// advanceImport counts a page's rows into what the import received.
+func advanceImport(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionPage) {
+	for _, h := range c.History {
+		imp.History++
+		imp.LastHistorySeq, imp.HistorySize = h.Seq, h.CumSize
 	}
-	for _, ev := range rows {
-		switch {
-		case ev.SessionId != id:
-			return reject(CodeInvalid, "event %d is of session %q, not %s", ev.Seq, ev.SessionId, id)
-		case ev.Seq <= last || ev.Seq > imp.LastSeq:
-			return reject(CodeInvalid, "event %d of session %s is out of order (after %d, at most %d)", ev.Seq, id, last, imp.LastSeq)
-		case ev.Ordinal == 0 || (ordinal != 0 && ev.Ordinal != ordinal+1):
-			return reject(CodeInvalid, "event %d of session %s has ordinal %d, not the one after %d", ev.Seq, id, ev.Ordinal, ordinal)
-		}
-		last, ordinal = ev.Seq, ev.Ordinal
+	for _, st := range c.Steps {
+		imp.Steps++
+		imp.LastStepNumber = st.Number
 	}
-	for _, ev := range rows {
-		ev = ev.CloneVT()
-		if p := a.tx.LastEventPage(id); p != nil && p.Len() < store.EventPageSize {
-			a.insert(store.TableEvents, p.WithEvent(ev))
-		} else {
-			a.insert(store.TableEvents, store.NewEventPage(id, ev))
-		}
-		if imp.Events == 0 {
-			log := &fsmpb.EventLog{SessionId: id, FirstSeq: ev.Seq, FirstOrdinal: ev.Ordinal, FirstAtMs: ev.AtMs}
-			if ev.Ordinal > 1 { // the ones before it were dropped
-				log.DroppedThrough = ev.Seq - 1
-			}
-			a.insert(store.TableEventLogs, log)
-		}
+	for _, ev := range c.Events {
 		imp.Events++
-		imp.LastEventSeq = ev.Seq
+		imp.LastEventSeq, imp.LastEventOrdinal = ev.Seq, ev.Ordinal
+	}
+}
+
+// checkEnd refuses an end whose counts are not what the pages brought.
+func checkEnd(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionEnd) *Rejection {
+	s := imp.Session
+	switch {
+	case imp.History != c.History || imp.Steps != c.Steps || imp.Events != c.Events:
+		return reject(CodeInvalid, "the import of session %s brought %d history entries, %d Steps and %d events; its archive counts %d, %d and %d",
+			s.Id, imp.History, imp.Steps, imp.Events, c.History, c.Steps, c.Events)
+	case imp.History != s.HistoryCount || imp.HistorySize != s.HistorySize:
+		return reject(CodeInvalid, "session %s counts %d history entries of %d characters, the import brought %d of %d",
+			s.Id, s.HistoryCount, s.HistorySize, imp.History, imp.HistorySize)
+	case imp.Events > 0 && imp.LastEventSeq != imp.LastSeq:
+		return reject(CodeInvalid, "session %s's last event is %d, the import's last is %d", s.Id, imp.LastSeq, imp.LastEventSeq)
 	}
 	return nil
+}
+
+// CheckImport runs the checks of an import's commands against one another,
+// without the state: what Begin, each Page and End would refuse for their
+// content. The leader runs it before it proposes Begin, so an import it
+// starts is refused, if at all, for what the state holds (the id is taken,
+// the leader changed) and not half-way for its content.
+func CheckImport(begin *fsmpb.ImportSessionBegin, pages []*fsmpb.ImportSessionPage, end *fsmpb.ImportSessionEnd) *Rejection {
+	if r := checkImportBegin(begin); r != nil {
+		return r
+	}
+	imp := &fsmpb.SessionImport{Epoch: begin.Epoch, Session: begin.Session, LastSeq: begin.LastEventSeq}
+	for _, p := range pages {
+		if r := checkImportPage(p); r != nil {
+			return r
+		}
+		if p.SessionId != begin.Session.Id {
+			return reject(CodeInvalid, "a page of session %q in the import of %s", p.SessionId, begin.Session.Id)
+		}
+		if r := checkPageRows(imp, p); r != nil {
+			return r
+		}
+		advanceImport(imp, p)
+	}
+	if r := checkImportEnd(end); r != nil {
+		return r
+	}
+	return checkEnd(imp, end)
 }
 
 func checkImportEnd(c *fsmpb.ImportSessionEnd) *Rejection {
@@ -290,15 +327,8 @@ func (a *applier) importSessionEnd(c *fsmpb.ImportSessionEnd) *Result {
 	}
 	imp := row.Import
 	s := imp.Session
-	switch {
-	case imp.History != c.History || imp.Steps != c.Steps || imp.Events != c.Events:
-		return rejected(reject(CodeInvalid, "the import of session %s brought %d history entries, %d Steps and %d events; its archive counts %d, %d and %d",
-			s.Id, imp.History, imp.Steps, imp.Events, c.History, c.Steps, c.Events))
-	case imp.History != s.HistoryCount || imp.HistorySize != s.HistorySize:
-		return rejected(reject(CodeInvalid, "session %s counts %d history entries of %d characters, the import brought %d of %d",
-			s.Id, s.HistoryCount, s.HistorySize, imp.History, imp.HistorySize))
-	case imp.Events > 0 && imp.LastEventSeq != imp.LastSeq:
-		return rejected(reject(CodeInvalid, "session %s's last event is %d, the import's last is %d", s.Id, imp.LastSeq, imp.LastEventSeq))
+	if r := checkEnd(imp, c); r != nil {
+		return rejected(r)
 	}
 	if imp.Events == 0 && imp.LastSeq > 0 { // it keeps none: all were dropped
 		a.insert(store.TableEventLogs, &fsmpb.EventLog{SessionId: s.Id, DroppedThrough: imp.LastSeq})

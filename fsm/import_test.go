@@ -383,3 +383,37 @@ func TestImportSession_AnotherEpochsPageIsRefused(t *testing.T) {
 		t.Fatalf("reason %q", r.Reason)
 	}
 }
+
+// CheckImport refuses, without the state, what Begin, a Page or End would
+// refuse for the commands' content, and passes a whole import.
+func TestCheckImport_RefusesWhatTheCommandsWould(t *testing.T) {
+	d := newDriver(t)
+	closedSession(d, "s")
+	plan := planImport(d.f.State(), "s", "copy", d.epoch, 4)
+	pages := func(p importPlan) []*fsmpb.ImportSessionPage {
+		var out []*fsmpb.ImportSessionPage
+		for _, c := range p.pages {
+			out = append(out, c.GetImportSessionPage())
+		}
+		return out
+	}
+	if r := CheckImport(plan.begin.GetImportSessionBegin(), pages(plan), plan.end.GetImportSessionEnd()); r != nil {
+		t.Fatalf("a whole import: %v", r)
+	}
+	short := clone(plan.end).GetImportSessionEnd()
+	short.Steps--
+	if r := CheckImport(plan.begin.GetImportSessionBegin(), pages(plan), short); r == nil || r.Code != CodeInvalid {
+		t.Fatalf("an end counting one Step less: %v", r)
+	}
+	late := pages(plan)
+	late[0], late[len(late)-1] = late[len(late)-1], late[0]
+	if r := CheckImport(plan.begin.GetImportSessionBegin(), late, plan.end.GetImportSessionEnd()); r == nil || !strings.Contains(r.Reason, "archive order") {
+		t.Fatalf("the last page first: %v", r)
+	}
+	other := clone(plan.pages[1]).GetImportSessionPage()
+	other.SessionId = "s"
+	mixed := append([]*fsmpb.ImportSessionPage{pages(plan)[0], other}, pages(plan)[2:]...)
+	if r := CheckImport(plan.begin.GetImportSessionBegin(), mixed, plan.end.GetImportSessionEnd()); r == nil || r.Code != CodeInvalid {
+		t.Fatalf("a page of another session: %v", r)
+	}
+}

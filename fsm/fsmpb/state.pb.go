@@ -707,9 +707,11 @@ type SessionImport struct {
 	// The seq of the session's last event, kept or dropped (Begin's).
 	LastSeq uint64 `protobuf:"varint,9,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	// The history's size so far (the cum_size of the last entry).
-	HistorySize   uint64 `protobuf:"varint,10,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HistorySize uint64 `protobuf:"varint,10,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"`
+	// The ordinal of the last event received.
+	LastEventOrdinal uint64 `protobuf:"varint,11,opt,name=last_event_ordinal,json=lastEventOrdinal,proto3" json:"last_event_ordinal,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SessionImport) Reset() {
@@ -808,6 +810,13 @@ func (x *SessionImport) GetLastSeq() uint64 {
 func (x *SessionImport) GetHistorySize() uint64 {
 	if x != nil {
 		return x.HistorySize
+	}
+	return 0
+}
+
+func (x *SessionImport) GetLastEventOrdinal() uint64 {
+	if x != nil {
+		return x.LastEventOrdinal
 	}
 	return 0
 }
@@ -2758,7 +2767,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
 	"deleteAtMs\x121\n" +
 	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
-	"\r_retention_ms\"\xd4\x02\n" +
+	"\r_retention_ms\"\x82\x03\n" +
 	"\rSessionImport\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12-\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionR\asession\x12\x18\n" +
@@ -2770,7 +2779,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x0elast_event_seq\x18\b \x01(\x04R\flastEventSeq\x12\x19\n" +
 	"\blast_seq\x18\t \x01(\x04R\alastSeq\x12!\n" +
 	"\fhistory_size\x18\n" +
-	" \x01(\x04R\vhistorySize\"\xfd\x01\n" +
+	" \x01(\x04R\vhistorySize\x12,\n" +
+	"\x12last_event_ordinal\x18\v \x01(\x04R\x10lastEventOrdinal\"\xfd\x01\n" +
 	"\bAclToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +

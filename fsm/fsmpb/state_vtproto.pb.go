@@ -176,6 +176,7 @@ func (m *SessionImport) CloneVT() *SessionImport {
 	r.LastEventSeq = m.LastEventSeq
 	r.LastSeq = m.LastSeq
 	r.HistorySize = m.HistorySize
+	r.LastEventOrdinal = m.LastEventOrdinal
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -1304,6 +1305,11 @@ func (m *SessionImport) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.LastEventOrdinal != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastEventOrdinal))
+		i--
+		dAtA[i] = 0x58
 	}
 	if m.HistorySize != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.HistorySize))
@@ -3343,6 +3349,9 @@ func (m *SessionImport) SizeVT() (n int) {
 	}
 	if m.HistorySize != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.HistorySize))
+	}
+	if m.LastEventOrdinal != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastEventOrdinal))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -5979,6 +5988,25 @@ func (m *SessionImport) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.HistorySize |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastEventOrdinal", wireType)
+			}
+			m.LastEventOrdinal = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastEventOrdinal |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
