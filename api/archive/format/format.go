@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protodelim"
@@ -171,11 +172,23 @@ func body(obj []byte) ([]byte, error) {
 
 // Decode verifies an archived session and returns it whole.
 func Decode(obj []byte) (*dexv1.ArchivedSession, error) {
+	return DecodeWithin(obj, math.MaxInt64)
+}
+
+// ErrTooLarge is wrapped by DecodeWithin's error for an object whose
+// records are larger, uncompressed, than it accepts.
+var ErrTooLarge = errors.New("archived session too large")
+
+// DecodeWithin is Decode for an object whose records, uncompressed, are at
+// most maxBytes: a server decodes what a client sends without letting a
+// small object inflate past what it accepts.
+func DecodeWithin(obj []byte, maxBytes int64) (*dexv1.ArchivedSession, error) {
 	compressed, err := body(obj)
 	if err != nil {
 		return nil, err
 	}
-	r := bufio.NewReader(flate.NewReader(bytes.NewReader(compressed)))
+	inflated := &bounded{r: flate.NewReader(bytes.NewReader(compressed)), left: maxBytes}
+	r := bufio.NewReader(inflated)
 	out := &dexv1.ArchivedSession{}
 	var end *dexv1.ArchiveEnd
 	for n := 0; ; n++ {
@@ -183,6 +196,9 @@ func Decode(obj []byte) (*dexv1.ArchivedSession, error) {
 		err := protodelim.UnmarshalOptions{MaxSize: maxRecord}.UnmarshalFrom(r, rec)
 		if err == io.EOF && end != nil {
 			break
+		}
+		if inflated.over {
+			return nil, fmt.Errorf("%w: its records are over %d bytes uncompressed", ErrTooLarge, maxBytes)
 		}
 		if err != nil {
 			if err == io.EOF {
@@ -241,4 +257,29 @@ func place(out *dexv1.ArchivedSession, rec *dexv1.ArchiveRecord, n int) error {
 		return errors.New("a record of an unknown kind")
 	}
 	return nil
+}
+
+// bounded reads r up to left bytes; over is set when r holds more.
+type bounded struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (b *bounded) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		n, err := io.ReadFull(b.r, one[:])
+		if n > 0 {
+			b.over = true
+			return 0, ErrTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

@@ -149,3 +149,33 @@ func TestDecode_RefusesRecordsOutOfOrderOrMiscounted(t *testing.T) {
 		t.Fatalf("a miscounted object: %v", err)
 	}
 }
+
+// A server bounds what an object inflates to: past the bound it is
+// refused as too large, not read on.
+func TestDecodeWithin_RefusesAnObjectThatInflatesPastTheBound(t *testing.T) {
+	obj, err := Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := 0 // the records' size, uncompressed
+	got, err := Decode(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{1, 10, 100} {
+		if _, err := DecodeWithin(obj, n); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrDamaged) {
+			t.Fatalf("DecodeWithin(%d bytes): %v; want ErrTooLarge", n, err)
+		}
+	}
+	for raw = 100; ; raw++ {
+		if _, err := DecodeWithin(obj, int64(raw)); err == nil {
+			break
+		} else if !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("DecodeWithin(%d bytes): %v", raw, err)
+		}
+	}
+	again, err := DecodeWithin(obj, int64(raw))
+	if err != nil || !proto.Equal(again, got) {
+		t.Fatalf("within its own size: %v", err)
+	}
+}
