@@ -33,6 +33,9 @@ const (
 	// the page holds one row only (a row is at most the cluster's largest).
 	MaxImportRows  = 500
 	MaxImportBytes = 1 << 20
+	// maxImportCounter bounds the counters an import brings (next Step,
+	// turn, history entry, inbox message; the last event's seq).
+	maxImportCounter = 1 << 62
 )
 
 // importing reports whether a session row is a placeholder of an import
@@ -82,15 +85,23 @@ func checkImportBegin(c *fsmpb.ImportSessionBegin) *Rejection {
 	if s.Import != nil || len(s.History) > 0 || len(s.Inbox) > 0 || len(s.SeenMessageIds) > 0 {
 		return reject(CodeInvalid, "the header of an import carries no rows: its inbox comes beside it, its history in pages")
 	}
+	// Counters the cluster goes on from: far from their end, so the next
+	// Step, entry or event never wraps.
+	for _, n := range []uint64{s.NextStep, s.NextTurn, s.NextHistory, s.NextInbox, c.LastEventSeq} {
+		if n > maxImportCounter {
+			return reject(CodeInvalid, "session %s carries a counter of %d, over %d: not a session a cluster wrote", s.Id, n, uint64(maxImportCounter))
+		}
+	}
 	if uint64(len(c.Inbox)) != uint64(s.InboxCount) {
 		return reject(CodeInvalid, "session %s counts %d inbox messages, the import brings %d", s.Id, s.InboxCount, len(c.Inbox))
 	}
-	size := 0
+	size, last := 0, uint64(0)
 	for _, m := range c.Inbox {
-		if m.SessionId != s.Id || m.Seq == 0 || m.Seq >= s.NextInbox {
-			return reject(CodeInvalid, "inbox message %d is not one of session %s", m.Seq, s.Id)
+		if m.SessionId != s.Id || m.Seq <= last || m.Seq >= s.NextInbox {
+			return reject(CodeInvalid, "inbox message %d is not the next one of session %s (after %d, below %d)", m.Seq, s.Id, last, s.NextInbox)
 		}
 		size += proto.Size(m)
+		last = m.Seq
 	}
 	return checkImportRows("the inbox", len(c.Inbox), size)
 }
@@ -129,7 +140,9 @@ func (a *applier) importSessionBegin(c *fsmpb.ImportSessionBegin) *Result {
 	})
 	for _, m := range c.Inbox {
 		a.insert(store.TableInbox, m.CloneVT())
-		a.insert(store.TableAccepted, &fsmpb.AcceptedMessage{SessionId: id, MessageId: m.Id})
+		if m.Id != "" {
+			a.insert(store.TableAccepted, &fsmpb.AcceptedMessage{SessionId: id, MessageId: m.Id})
+		}
 	}
 	return &Result{SessionID: id}
 }

@@ -417,3 +417,23 @@ func TestCheckImport_RefusesWhatTheCommandsWould(t *testing.T) {
 		t.Fatalf("a page of another session: %v", r)
 	}
 }
+
+// A header whose counters could not go on, or whose inbox is out of
+// order, is refused at Begin.
+func TestImportSession_ImpossibleHeadersAreRefused(t *testing.T) {
+	d := newDriver(t)
+	closedSession(d, "s")
+	plan := planImport(d.f.State(), "s", "copy", d.epoch, 10)
+	huge := clone(plan.begin)
+	huge.GetImportSessionBegin().LastEventSeq = math.MaxUint64
+	if r := d.refused(huge, CodeInvalid); !strings.Contains(r.Reason, "not a session a cluster wrote") {
+		t.Fatalf("reason %q", r.Reason)
+	}
+	twice := clone(plan.begin)
+	b := twice.GetImportSessionBegin()
+	b.Session.InboxCount, b.Session.NextInbox = 2, 9
+	b.Inbox = []*fsmpb.InboxMessage{{Id: "a", SessionId: "copy", Seq: 3}, {Id: "b", SessionId: "copy", Seq: 3}}
+	if r := d.refused(twice, CodeInvalid); !strings.Contains(r.Reason, "inbox message 3 is not the next one") {
+		t.Fatalf("reason %q", r.Reason)
+	}
+}
