@@ -437,3 +437,33 @@ func TestImportSession_ImpossibleHeadersAreRefused(t *testing.T) {
 		t.Fatalf("reason %q", r.Reason)
 	}
 }
+
+// An errored session comes back errored, and goes on where it was: a
+// resume retries its kept turn with the next Step number.
+func TestImportSession_AnErroredSessionGoesOnAfterTheImport(t *testing.T) {
+	src := newDriver(t)
+	src.createSession("s", "", "hello")
+	src.startNext("s", kRunModel).answer("looking", call("c1", "lookup", `{"q":"x"}`))
+	src.startNext("s", kCallTool).result("found")
+	src.startNext("s", kRunModel).fail(fsmpb.ErrorType_ERROR_TYPE_INVALID_REQUEST, "bad request")
+	before := src.session("s")
+	wantStatus(t, before, fsmpb.SessionStatus_SESSION_STATUS_ERRORED)
+	if before.Turn == nil {
+		t.Fatal("the errored session keeps no turn: the test wants one")
+	}
+	dst := newDriver(t)
+	for _, cmd := range planImport(src.f.State(), "s", "s", dst.epoch, 2).all() {
+		dst.do(cmd)
+	}
+	if got, want := sessionBytes(t, dst.f.State(), "s"), sessionBytes(t, src.f.State(), "s"); got != want {
+		t.Fatal("the imported errored session differs from the archived one")
+	}
+	dst.do(resume("s"))
+	next := dst.queued("s", kRunModel)
+	if next == nil || next.Number != before.NextStep || next.Id != StepID("s", before.NextStep) {
+		t.Fatalf("after a resume the queued RunModel is %v; want Step %d", next, before.NextStep)
+	}
+	dst.startNext("s", kRunModel).answer("done")
+	wantStatus(t, dst.session("s"), fsmpb.SessionStatus_SESSION_STATUS_IDLE)
+	checkRunningFigures(t, dst.f.State(), dst.session("s"))
+}
