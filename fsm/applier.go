@@ -43,7 +43,7 @@ func (a *applier) session(id string) (*fsmpb.Session, *Rejection) {
 		return nil, reject(CodeInvalid, "session id is required")
 	}
 	s := a.sessionRow(id)
-	if s == nil || deleted(s) {
+	if s == nil || hidden(s) {
 		return nil, reject(CodeNotFound, "session %q not found", id)
 	}
 	return s, nil
@@ -67,6 +67,9 @@ func (a *applier) step(id string) (*fsmpb.Step, *Rejection) {
 	// The Steps of a deleted session wait for the purge: nothing acts on them.
 	if s := a.storedSession(st.SessionId); s != nil && deleted(s) {
 		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
+	}
+	if s := a.storedSession(st.SessionId); s != nil && importing(s) {
+		return nil, reject(CodeNotFound, "step %q not found: its session is being imported", id)
 	}
 	return st.CloneVT(), nil
 }

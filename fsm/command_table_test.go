@@ -71,6 +71,11 @@ var fencedValid = map[protoreflect.FullName]proto.Message{
 	"dex.fsm.v1.PurgeSession":         &fsmpb.PurgeSession{SessionId: "s1", MaxRows: 1},
 	"dex.fsm.v1.ExpireSessions":       &fsmpb.ExpireSessions{SessionIds: []string{"s1"}, IdleBeforeMs: 1},
 	"dex.fsm.v1.ExpireClosedSessions": &fsmpb.ExpireClosedSessions{SessionIds: []string{"s1"}},
+	"dex.fsm.v1.ImportSessionBegin": &fsmpb.ImportSessionBegin{Session: &fsmpb.Session{
+		Id: "imported", Status: fsmpb.SessionStatus_SESSION_STATUS_CLOSED, NextStep: 1, NextHistory: 1, NextInbox: 1,
+	}},
+	"dex.fsm.v1.ImportSessionPage": &fsmpb.ImportSessionPage{SessionId: "imported", Events: []*fsmpb.Event{{Seq: 1, SessionId: "imported", Ordinal: 1}}},
+	"dex.fsm.v1.ImportSessionEnd":  &fsmpb.ImportSessionEnd{SessionId: "imported"},
 }
 
 // A fenced command from an older epoch, or a newer one, is refused as stale

@@ -48,5 +48,9 @@ var commandTable = []command{
 	unfenced((*fsmpb.Command).GetCloseSession, (*applier).closeSession),
 	// Deleting a closed child tells its parent, which may start a turn.
 	fenced((*fsmpb.Command).GetExpireClosedSessions, checkExpireClosedSessions, (*applier).expireClosedSessions).queues(),
+	// An import writes a session at rest: it queues nothing.
+	fenced((*fsmpb.Command).GetImportSessionBegin, checkImportBegin, (*applier).importSessionBegin),
+	fenced((*fsmpb.Command).GetImportSessionPage, checkImportPage, (*applier).importSessionPage),
+	fenced((*fsmpb.Command).GetImportSessionEnd, checkImportEnd, (*applier).importSessionEnd),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

@@ -11,7 +11,8 @@ import (
 // backup.
 type Counts struct {
 	// Sessions by status ("idle", "running", "waiting", "errored",
-	// "paused", "deleted").
+	// "paused", "closed", "deleted"), and "importing" for those whose
+	// import has not ended.
 	Sessions map[string]int `json:"sessions"`
 	// Steps by status ("queued", "running", "waiting", "done").
 	Steps         map[string]int `json:"steps"`
@@ -29,6 +30,10 @@ type Counts struct {
 func (s *State) Counts() Counts {
 	c := Counts{Sessions: map[string]int{}, Steps: map[string]int{}}
 	for _, sess := range store.All[*fsmpb.Session](s.tx, store.TableSessions, store.IndexID) {
+		if importing(sess) {
+			c.Sessions["importing"]++
+			continue
+		}
 		c.Sessions[enumWord(sess.Status.String(), "SESSION_STATUS_")]++
 	}
 	for _, st := range store.All[*fsmpb.Step](s.tx, store.TableSteps, store.IndexID) {

@@ -29,6 +29,10 @@ func deleted(s *fsmpb.Session) bool {
 	return s.Status == fsmpb.SessionStatus_SESSION_STATUS_DELETED
 }
 
+// hidden reports whether reads and commands treat a session row as absent:
+// a tombstone, or a session still being imported.
+func hidden(s *fsmpb.Session) bool { return deleted(s) || importing(s) }
+
 func (a *applier) deleteSession(c *fsmpb.DeleteSession) *Result {
 	s, r := a.session(c.SessionId)
 	if r != nil {

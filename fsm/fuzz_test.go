@@ -26,6 +26,7 @@ func FuzzApply(f *testing.F) {
 		{0, 2, 3, 4, 2, 13, 2, 3, 4, 14, 15},
 		{0, 2, 16, 17, 2, 3, 4, 11, 18, 2, 3},
 		{0, 2, 3, 4, 2, 18, 10, 10, 10, 18, 2, 3},
+		{0, 2, 3, 4, 19, 0, 2, 3, 4, 2, 3, 4, 19, 11, 19, 0, 1},
 	} {
 		f.Add(seed)
 	}
@@ -85,6 +86,7 @@ type fuzzer struct {
 	msgs     int
 	outcomes map[string]fsmpb.Outcome
 	stale    []*fsmpb.Command
+	imports  int
 }
 
 var fuzzTools = []string{"lookup", "save_note", "send_email", "deploy", "build", "ask_user", "sleep", "resume_agent", "nope"}
@@ -137,7 +139,7 @@ func (z *fuzzer) step(op, salt byte) {
 	queued := st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED)
 	running := st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING)
 	waiting := st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_WAITING)
-	switch op % 19 {
+	switch op % 20 {
 	case 0: // a new session, sometimes a child of the last one
 		z.sessions++
 		parent := ""
@@ -251,6 +253,23 @@ func (z *fuzzer) step(op, salt byte) {
 			z.apply(&fsmpb.Command{Body: &fsmpb.Command_CancelTurn{CancelTurn: &fsmpb.CancelTurn{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1)}}})
 		} else if z.sessions > 0 {
 			z.apply(&fsmpb.Command{Body: &fsmpb.Command_EditHistory{EditHistory: &fsmpb.EditHistory{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), Note: "edited"}}})
+		}
+	case 19: // an import of a copy of some session, whole or cut short (a restart discards it)
+		if z.sessions == 0 {
+			return
+		}
+		from := st.Session(fmt.Sprintf("s%d", int(salt)%z.sessions+1))
+		if from == nil || from.Turn != nil {
+			return // a copy's kept turn would name the original's Steps
+		}
+		z.imports++
+		plan := planImport(st, from.Id, fmt.Sprintf("i%d", z.imports), d.epoch, 1+int(salt)%5)
+		cmds := plan.all()
+		if salt%4 == 0 {
+			cmds = cmds[:1+int(salt/4)%len(cmds)]
+		}
+		for _, cmd := range cmds {
+			z.apply(cmd)
 		}
 	}
 }

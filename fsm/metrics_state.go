@@ -49,6 +49,9 @@ func (s *State) SessionCounts() SessionCounts {
 		c.ByLifecycle[l] = 0
 	}
 	for sess := range s.tx.Sessions() {
+		if importing(sess) { // not a session yet
+			continue
+		}
 		c.ByStatus[sess.Status]++
 		c.ByLifecycle[Lifecycle(sess)]++
 	}

@@ -72,7 +72,10 @@ func ResumeChoiceName(c fsmpb.ResumeChoice) string {
 // restartSessions is the new leader's recovery: every errored session whose
 // input survived is retried once, at once and with a fresh error-resume
 // backoff. The rejected-turn count is kept; paused sessions are left alone.
+// Imports begun under an earlier leader are discarded: their client sends
+// them again.
 func (a *applier) restartSessions(c *fsmpb.RestartSessions) *Result {
+	a.discardImports(c.Epoch)
 	var ids []string
 	eachSessionIn(a.tx, fsmpb.SessionStatus_SESSION_STATUS_ERRORED, func(s *fsmpb.Session) bool {
 		if s.Turn != nil {

@@ -32,6 +32,9 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 		if deleted(old) {
 			return rejected(reject(CodeAlreadyExists, "session %q was deleted and its rows are still being removed: use another id", c.SessionId))
 		}
+		if importing(old) {
+			return rejected(reject(CodeAlreadyExists, "session %q is being imported", c.SessionId))
+		}
 		return rejected(reject(CodeAlreadyExists, "session %q already exists", c.SessionId))
 	}
 	var parent *fsmpb.Session

@@ -27,20 +27,22 @@ func (s *State) Meta() *fsmpb.ClusterMeta {
 	return s.tx.Meta()
 }
 
-// Session returns a session or nil (a deleted one is nil too).
+// Session returns a session or nil (a deleted one, or one being imported,
+// is nil too).
 func (s *State) Session(id string) *fsmpb.Session {
 	sess := s.tx.Session(id)
-	if sess == nil || deleted(sess) {
+	if sess == nil || hidden(sess) {
 		return nil
 	}
 	return sess
 }
 
-// Sessions returns every session in id order, deleted ones left out.
+// Sessions returns every session in id order, deleted ones and those being
+// imported left out.
 func (s *State) Sessions() []*fsmpb.Session {
 	var out []*fsmpb.Session
 	for sess := range s.tx.Sessions() {
-		if !deleted(sess) {
+		if !hidden(sess) {
 			out = append(out, sess)
 		}
 	}
@@ -188,7 +190,7 @@ func (s *State) StepsPage(sessionID string, after uint64, limit, maxBytes int) (
 func (s *State) SessionsPage(after string, limit int) ([]*fsmpb.Session, string) {
 	var out []*fsmpb.Session
 	for sess := range s.tx.SessionsFrom(after) {
-		if sess.Id == after || deleted(sess) {
+		if sess.Id == after || hidden(sess) {
 			continue
 		}
 		if len(out) >= limit {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dexhq/dex/api/archive/format"
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -47,12 +48,12 @@ func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 	if got, want := len(first.Session.Inbox), int(first.Session.InboxCount); got != want {
 		return nil, fmt.Errorf("session %s keeps %d inbox messages, more than one answer of GetSession shows (%d): export it from the leader's state", id, want, got)
 	}
-	e := newEncoder()
-	e.header(first.Session, first.LastEventSeq)
+	e := format.NewEncoder()
+	e.Header(first.Session, first.LastEventSeq)
 	var lastSeq uint64
 	for resp := first; ; {
 		for _, h := range resp.Session.History {
-			e.history(h)
+			e.History(h)
 			lastSeq = h.Seq
 		}
 		if resp.NextHistoryAfterSeq == 0 {
@@ -68,7 +69,7 @@ func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 			return nil, err
 		}
 		for _, s := range resp.Steps {
-			e.step(s)
+			e.Step(s)
 			after = s.Number
 		}
 		if resp.NextStepsAfter == 0 {
@@ -83,7 +84,7 @@ func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 	if _, err := samePage(ctx, c, first, &dexv1.GetSessionRequest{SessionId: id, HistoryLimit: 1, StepsLimit: 1}); err != nil {
 		return nil, err
 	}
-	return e.finish()
+	return e.Finish()
 }
 
 // samePage reads a page and checks it shows the session as first did.
@@ -121,7 +122,7 @@ var errCaughtUp = errors.New("caught up")
 
 // readEvents adds the session's kept events up to last: it watches from
 // the first, skipping what the event retention dropped.
-func readEvents(ctx context.Context, c *client.Client, id string, last uint64, e *encoder) error {
+func readEvents(ctx context.Context, c *client.Client, id string, last uint64, e *format.Encoder) error {
 	if last == 0 {
 		return nil
 	}
@@ -129,7 +130,7 @@ func readEvents(ctx context.Context, c *client.Client, id string, last uint64, e
 		if ev.Seq > last {
 			return fmt.Errorf("%w: %s", ErrChanged, id)
 		}
-		e.event(ev)
+		e.Event(ev)
 		if ev.Seq == last {
 			return errCaughtUp
 		}

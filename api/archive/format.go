@@ -1,234 +1,27 @@
 package archive
 
 import (
-	"bufio"
-	"bytes"
-	"compress/flate"
-	"crypto/sha256"
-	"errors"
-	"fmt"
-	"io"
-	"strings"
-
-	"google.golang.org/protobuf/encoding/protodelim"
-	"google.golang.org/protobuf/proto"
-
+	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// Magic is the first line of every archived session; its number is the
-// format version.
+// The format of an object lives in api/archive/format, which the server
+// imports without the stores; these are its names as this package always
+// had them.
 const (
-	magicPrefix = "dex-session-archive "
-	Version     = 1
-	Magic       = magicPrefix + "1\n"
+	Version = format.Version
+	Magic   = format.Magic
 )
 
-// sumSize is the size of the SHA-256 trailer.
-const sumSize = sha256.Size
-
-// maxRecord bounds one record when decoding: a Step or history entry is at
-// most the cluster's largest row, far below this.
-const maxRecord = 256 << 20
-
-// ErrDamaged is wrapped by every error of Decode about the object's bytes:
-// a checksum that does not match, a truncated object, a foreign file.
-var ErrDamaged = errors.New("damaged archived session")
-
-// encoder writes the records of one session, counting them.
-type encoder struct {
-	out   *bytes.Buffer
-	flate *flate.Writer
-	end   dexv1.ArchiveEnd
-	err   error
-}
-
-var marshal = proto.MarshalOptions{Deterministic: true}
-
-func newEncoder() *encoder {
-	out := bytes.NewBufferString(Magic)
-	fw, _ := flate.NewWriter(out, flate.DefaultCompression) // the level is valid
-	return &encoder{out: out, flate: fw}
-}
-
-func (e *encoder) record(r *dexv1.ArchiveRecord) {
-	if e.err != nil {
-		return
-	}
-	b, err := marshal.Marshal(r)
-	if err != nil {
-		e.err = err
-		return
-	}
-	var n [10]byte
-	_, e.err = e.flate.Write(appendUvarint(n[:0], uint64(len(b))))
-	if e.err == nil {
-		_, e.err = e.flate.Write(b)
-	}
-}
-
-func (e *encoder) header(s *dexv1.Session, lastEventSeq uint64) {
-	s = proto.CloneOf(s)
-	s.History = nil
-	e.record(&dexv1.ArchiveRecord{Record: &dexv1.ArchiveRecord_Header{Header: &dexv1.ArchiveHeader{Session: s, LastEventSeq: lastEventSeq}}})
-}
-
-func (e *encoder) history(h *dexv1.HistoryEntry) {
-	e.end.History++
-	e.record(&dexv1.ArchiveRecord{Record: &dexv1.ArchiveRecord_History{History: h}})
-}
-
-func (e *encoder) step(s *dexv1.Step) {
-	e.end.Steps++
-	if s.WaitingReason != "" {
-		s = proto.CloneOf(s)
-		s.WaitingReason = ""
-	}
-	e.record(&dexv1.ArchiveRecord{Record: &dexv1.ArchiveRecord_Step{Step: s}})
-}
-
-func (e *encoder) event(ev *dexv1.Event) {
-	e.end.Events++
-	e.record(&dexv1.ArchiveRecord{Record: &dexv1.ArchiveRecord_Event{Event: ev}})
-}
-
-// finish writes the end record and the checksum and returns the object.
-func (e *encoder) finish() ([]byte, error) {
-	e.record(&dexv1.ArchiveRecord{Record: &dexv1.ArchiveRecord_End{End: proto.CloneOf(&e.end)}})
-	if e.err == nil {
-		e.err = e.flate.Close()
-	}
-	if e.err != nil {
-		return nil, fmt.Errorf("encode the archived session: %w", e.err)
-	}
-	sum := sha256.Sum256(e.out.Bytes())
-	e.out.Write(sum[:])
-	return e.out.Bytes(), nil
-}
-
-func appendUvarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
+// ErrDamaged is wrapped by every error of Decode about the object's bytes.
+var ErrDamaged = format.ErrDamaged
 
 // Encode returns the archived form of a whole session.
-func Encode(s *dexv1.ArchivedSession) ([]byte, error) {
-	e := newEncoder()
-	e.header(s.GetSession(), s.GetLastEventSeq())
-	for _, h := range s.GetSession().GetHistory() {
-		e.history(h)
-	}
-	for _, st := range s.GetSteps() {
-		e.step(st)
-	}
-	for _, ev := range s.GetEvents() {
-		e.event(ev)
-	}
-	return e.finish()
-}
+func Encode(s *dexv1.ArchivedSession) ([]byte, error) { return format.Encode(s) }
+
+// Decode verifies an archived session and returns it whole.
+func Decode(obj []byte) (*dexv1.ArchivedSession, error) { return format.Decode(obj) }
 
 // Verify checks an object's magic line, version and checksum without
 // decoding its records.
-func Verify(obj []byte) error {
-	_, err := body(obj)
-	return err
-}
-
-// body checks obj and returns its compressed records.
-func body(obj []byte) ([]byte, error) {
-	line, _, found := bytes.Cut(obj, []byte("\n"))
-	if !found || !strings.HasPrefix(string(line), magicPrefix) {
-		if len(obj) < len(Magic) && strings.HasPrefix(Magic, string(obj)) {
-			return nil, fmt.Errorf("%w: truncated to %d bytes", ErrDamaged, len(obj))
-		}
-		return nil, fmt.Errorf("%w: not a Dex archived session (it does not begin with %q)", ErrDamaged, strings.TrimSpace(Magic))
-	}
-	if string(line)+"\n" != Magic {
-		return nil, fmt.Errorf("archived session of format %q: this Dex reads format %d only", strings.TrimPrefix(string(line), magicPrefix), Version)
-	}
-	if len(obj) < len(Magic)+sumSize {
-		return nil, fmt.Errorf("%w: truncated to %d bytes", ErrDamaged, len(obj))
-	}
-	payload, sum := obj[:len(obj)-sumSize], obj[len(obj)-sumSize:]
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("%w: its SHA-256 does not match its content (truncated or altered, %d bytes)", ErrDamaged, len(obj))
-	}
-	return payload[len(Magic):], nil
-}
-
-// Decode verifies an archived session and returns it whole.
-func Decode(obj []byte) (*dexv1.ArchivedSession, error) {
-	compressed, err := body(obj)
-	if err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(flate.NewReader(bytes.NewReader(compressed)))
-	out := &dexv1.ArchivedSession{}
-	var end *dexv1.ArchiveEnd
-	for n := 0; ; n++ {
-		rec := &dexv1.ArchiveRecord{}
-		err := protodelim.UnmarshalOptions{MaxSize: maxRecord}.UnmarshalFrom(r, rec)
-		if err == io.EOF && end != nil {
-			break
-		}
-		if err != nil {
-			if err == io.EOF {
-				err = errors.New("it ends without its end record")
-			}
-			return nil, fmt.Errorf("%w: record %d: %v", ErrDamaged, n+1, err)
-		}
-		if end != nil {
-			return nil, fmt.Errorf("%w: record %d follows the end record", ErrDamaged, n+1)
-		}
-		if err := place(out, rec, n); err != nil {
-			return nil, fmt.Errorf("%w: record %d: %v", ErrDamaged, n+1, err)
-		}
-		end = rec.GetEnd()
-	}
-	got := &dexv1.ArchiveEnd{History: uint64(len(out.Session.History)), Steps: uint64(len(out.Steps)), Events: uint64(len(out.Events))}
-	if !proto.Equal(got, end) {
-		return nil, fmt.Errorf("%w: it holds %d history entries, %d Steps and %d events; its end record counts %d, %d and %d",
-			ErrDamaged, got.History, got.Steps, got.Events, end.History, end.Steps, end.Events)
-	}
-	return out, nil
-}
-
-// place adds the n-th record (from 0) to out, checking the order: the
-// header first, then history, Steps and events, each part in order.
-func place(out *dexv1.ArchivedSession, rec *dexv1.ArchiveRecord, n int) error {
-	if (n == 0) != (rec.GetHeader() != nil) {
-		return errors.New("the header must be the first record, and only it")
-	}
-	switch r := rec.Record.(type) {
-	case *dexv1.ArchiveRecord_Header:
-		if r.Header.Session == nil {
-			return errors.New("the header holds no session")
-		}
-		out.Session, out.LastEventSeq = r.Header.Session, r.Header.LastEventSeq
-	case *dexv1.ArchiveRecord_History:
-		h := out.Session.History
-		if len(out.Steps) > 0 || len(out.Events) > 0 || (len(h) > 0 && r.History.Seq <= h[len(h)-1].Seq) {
-			return fmt.Errorf("history entry %d is out of order", r.History.Seq)
-		}
-		out.Session.History = append(h, r.History)
-	case *dexv1.ArchiveRecord_Step:
-		s := out.Steps
-		if len(out.Events) > 0 || (len(s) > 0 && r.Step.Number <= s[len(s)-1].Number) {
-			return fmt.Errorf("Step %s is out of order", r.Step.Id)
-		}
-		out.Steps = append(s, r.Step)
-	case *dexv1.ArchiveRecord_Event:
-		ev := out.Events
-		if len(ev) > 0 && r.Event.Seq <= ev[len(ev)-1].Seq {
-			return fmt.Errorf("event %d is out of order", r.Event.Seq)
-		}
-		out.Events = append(ev, r.Event)
-	case *dexv1.ArchiveRecord_End:
-	default:
-		return errors.New("a record of an unknown kind")
-	}
-	return nil
-}
+func Verify(obj []byte) error { return format.Verify(obj) }

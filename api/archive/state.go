@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dexhq/dex/api/archive/format"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -38,12 +39,12 @@ func FromState(st *fsm.State, id string) ([]byte, error) {
 	}
 	header := sess.API()
 	header.Inbox = fsmpb.InboxAPI(st.Inbox(id, math.MaxInt))
-	e := newEncoder()
-	e.header(header, st.EventLog(id).GetLastSeq())
+	e := format.NewEncoder()
+	e.Header(header, st.EventLog(id).GetLastSeq())
 	for after := uint64(0); ; {
 		page, next := st.History(id, after, pageCount, pageBytes)
 		for _, h := range fsmpb.HistoryAPI(page) {
-			e.history(h)
+			e.History(h)
 		}
 		if next == 0 {
 			break
@@ -53,7 +54,7 @@ func FromState(st *fsm.State, id string) ([]byte, error) {
 	for after := uint64(0); ; {
 		page, next := st.StepsPage(id, after, pageCount, pageBytes)
 		for _, s := range page {
-			e.step(s.API())
+			e.Step(s.API())
 		}
 		if next == 0 {
 			break
@@ -61,7 +62,7 @@ func FromState(st *fsm.State, id string) ([]byte, error) {
 		after = next
 	}
 	for _, ev := range st.Events(id, 0) {
-		e.event(ev.API())
+		e.Event(ev.API())
 	}
-	return e.finish()
+	return e.Finish()
 }

@@ -1549,6 +1549,120 @@ func (x *CloseSessionResponse) GetSession() *Session {
 	return nil
 }
 
+type ImportSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next bytes of the archive object, at most 1 MiB.
+	Chunk         []byte `protobuf:"bytes,1,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportSessionRequest) Reset() {
+	*x = ImportSessionRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportSessionRequest) ProtoMessage() {}
+
+func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
+func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ImportSessionRequest) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+type ImportSessionResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// What the imported session holds.
+	History       uint64 `protobuf:"varint,2,opt,name=history,proto3" json:"history,omitempty"`
+	Steps         uint64 `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
+	Events        uint64 `protobuf:"varint,4,opt,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportSessionResponse) Reset() {
+	*x = ImportSessionResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportSessionResponse) ProtoMessage() {}
+
+func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
+func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ImportSessionResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ImportSessionResponse) GetHistory() uint64 {
+	if x != nil {
+		return x.History
+	}
+	return 0
+}
+
+func (x *ImportSessionResponse) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *ImportSessionResponse) GetEvents() uint64 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
 var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
@@ -1656,7 +1770,15 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"A\n" +
 	"\x14CloseSessionResponse\x12)\n" +
-	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession2\xed\a\n" +
+	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\",\n" +
+	"\x14ImportSessionRequest\x12\x14\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"~\n" +
+	"\x15ImportSessionResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
+	"\ahistory\x18\x02 \x01(\x04R\ahistory\x12\x14\n" +
+	"\x05steps\x18\x03 \x01(\x04R\x05steps\x12\x16\n" +
+	"\x06events\x18\x04 \x01(\x04R\x06events2\xbd\b\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -1671,7 +1793,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\rDeleteSession\x12\x1c.dex.v1.DeleteSessionRequest\x1a\x1d.dex.v1.DeleteSessionResponse\x12F\n" +
 	"\vEditHistory\x12\x1a.dex.v1.EditHistoryRequest\x1a\x1b.dex.v1.EditHistoryResponse\x12L\n" +
 	"\rCancelSession\x12\x1c.dex.v1.CancelSessionRequest\x1a\x1d.dex.v1.CancelSessionResponse\x12I\n" +
-	"\fCloseSession\x12\x1b.dex.v1.CloseSessionRequest\x1a\x1c.dex.v1.CloseSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\fCloseSession\x12\x1b.dex.v1.CloseSessionRequest\x1a\x1c.dex.v1.CloseSessionResponse\x12N\n" +
+	"\rImportSession\x12\x1c.dex.v1.ImportSessionRequest\x1a\x1d.dex.v1.ImportSessionResponse(\x01B&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -1685,7 +1808,7 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(*CreateSessionRequest)(nil),     // 0: dex.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),    // 1: dex.v1.CreateSessionResponse
@@ -1714,22 +1837,24 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*CancelSessionResponse)(nil),    // 24: dex.v1.CancelSessionResponse
 	(*CloseSessionRequest)(nil),      // 25: dex.v1.CloseSessionRequest
 	(*CloseSessionResponse)(nil),     // 26: dex.v1.CloseSessionResponse
-	(*Session)(nil),                  // 27: dex.v1.Session
-	(*Step)(nil),                     // 28: dex.v1.Step
-	(SessionStatus)(0),               // 29: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 30: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 31: dex.v1.Outcome
-	(*Event)(nil),                    // 32: dex.v1.Event
+	(*ImportSessionRequest)(nil),     // 27: dex.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 28: dex.v1.ImportSessionResponse
+	(*Session)(nil),                  // 29: dex.v1.Session
+	(*Step)(nil),                     // 30: dex.v1.Step
+	(SessionStatus)(0),               // 31: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 32: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 33: dex.v1.Outcome
+	(*Event)(nil),                    // 34: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	27, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	27, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	28, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	29, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	29, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	29, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	30, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	31, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	7,  // 4: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	30, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	31, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	27, // 7: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	32, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	33, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	29, // 7: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
 	0,  // 8: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
 	2,  // 9: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
 	4,  // 10: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
@@ -1743,21 +1868,23 @@ var file_dex_v1_sessions_proto_depIdxs = []int32{
 	21, // 18: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
 	23, // 19: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
 	25, // 20: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	1,  // 21: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	3,  // 22: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	5,  // 23: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	8,  // 24: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	32, // 25: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	11, // 26: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	13, // 27: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	15, // 28: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	17, // 29: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	20, // 30: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	22, // 31: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	24, // 32: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	26, // 33: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	21, // [21:34] is the sub-list for method output_type
-	8,  // [8:21] is the sub-list for method input_type
+	27, // 21: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	1,  // 22: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	3,  // 23: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	5,  // 24: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	8,  // 25: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	34, // 26: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	11, // 27: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	13, // 28: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	15, // 29: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	17, // 30: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	20, // 31: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	22, // 32: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	24, // 33: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	26, // 34: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	28, // 35: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	22, // [22:36] is the sub-list for method output_type
+	8,  // [8:22] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -1776,7 +1903,7 @@ func file_dex_v1_sessions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const (
 	SessionService_EditHistory_FullMethodName      = "/dex.v1.SessionService/EditHistory"
 	SessionService_CancelSession_FullMethodName    = "/dex.v1.SessionService/CancelSession"
 	SessionService_CloseSession_FullMethodName     = "/dex.v1.SessionService/CloseSession"
+	SessionService_ImportSession_FullMethodName    = "/dex.v1.SessionService/ImportSession"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -75,6 +76,17 @@ type SessionServiceClient interface {
 	// for an unknown or deleted session. The leader deletes a closed session
 	// once its retention has passed.
 	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
+	// Brings an archived session back (docs/archive.md): the client streams
+	// the archive object's bytes (`dexctl session export` or the archive's
+	// file) in chunks of at most 1 MiB, 256 MiB in all. The whole object is
+	// verified before anything changes: a damaged or foreign object is
+	// InvalidArgument; a session that was in a turn when it was exported is
+	// FailedPrecondition (only a session at rest is imported); an id the
+	// cluster holds, or is importing, is AlreadyExists. The session comes
+	// back with its id, history, Steps, events and status; a closed one's
+	// retention counts from the import. An import cut by a change of leader
+	// is discarded (Unavailable or Aborted): send it again.
+	ImportSession(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportSessionRequest, ImportSessionResponse], error)
 }
 
 type sessionServiceClient struct {
@@ -224,6 +236,19 @@ func (c *sessionServiceClient) CloseSession(ctx context.Context, in *CloseSessio
 	return out, nil
 }
 
+func (c *sessionServiceClient) ImportSession(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportSessionRequest, ImportSessionResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SessionService_ServiceDesc.Streams[1], SessionService_ImportSession_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ImportSessionRequest, ImportSessionResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_ImportSessionClient = grpc.ClientStreamingClient[ImportSessionRequest, ImportSessionResponse]
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -265,6 +290,17 @@ type SessionServiceServer interface {
 	// for an unknown or deleted session. The leader deletes a closed session
 	// once its retention has passed.
 	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
+	// Brings an archived session back (docs/archive.md): the client streams
+	// the archive object's bytes (`dexctl session export` or the archive's
+	// file) in chunks of at most 1 MiB, 256 MiB in all. The whole object is
+	// verified before anything changes: a damaged or foreign object is
+	// InvalidArgument; a session that was in a turn when it was exported is
+	// FailedPrecondition (only a session at rest is imported); an id the
+	// cluster holds, or is importing, is AlreadyExists. The session comes
+	// back with its id, history, Steps, events and status; a closed one's
+	// retention counts from the import. An import cut by a change of leader
+	// is discarded (Unavailable or Aborted): send it again.
+	ImportSession(grpc.ClientStreamingServer[ImportSessionRequest, ImportSessionResponse]) error
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -313,6 +349,9 @@ func (UnimplementedSessionServiceServer) CancelSession(context.Context, *CancelS
 }
 func (UnimplementedSessionServiceServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CloseSession not implemented")
+}
+func (UnimplementedSessionServiceServer) ImportSession(grpc.ClientStreamingServer[ImportSessionRequest, ImportSessionResponse]) error {
+	return status.Error(codes.Unimplemented, "method ImportSession not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -562,6 +601,13 @@ func _SessionService_CloseSession_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_ImportSession_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SessionServiceServer).ImportSession(&grpc.GenericServerStream[ImportSessionRequest, ImportSessionResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_ImportSessionServer = grpc.ClientStreamingServer[ImportSessionRequest, ImportSessionResponse]
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -623,6 +669,11 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WatchSession",
 			Handler:       _SessionService_WatchSession_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ImportSession",
+			Handler:       _SessionService_ImportSession_Handler,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "dex/v1/sessions.proto",

@@ -18,6 +18,8 @@ type Sessions struct {
 	readyGate
 	limits    Limits
 	retention Retention
+	// importLimit bounds an imported object (0: MaxImportObject).
+	importLimit int
 }
 
 // NewSessions returns the client handlers of node.

@@ -151,6 +151,7 @@ func (x *NodeInfo) API() *dexv1.NodeInfo {
 }
 
 // API is the stored Session as the API's dex.v1.Session shows it.
+// It leaves out import (an import in progress is never shown; the API has no such session yet).
 func (x *Session) API() *dexv1.Session {
 	if x == nil {
 		return nil
@@ -294,6 +295,29 @@ func (x *WorkerInfo) API() *dexv1.WorkerInfo {
 	}
 }
 
+// AttemptFromAPI is the API's dex.v1.Attempt as the state stores it.
+func AttemptFromAPI(x *dexv1.Attempt) *Attempt {
+	if x == nil {
+		return nil
+	}
+	return &Attempt{
+		N:           x.N,
+		WorkerId:    x.WorkerId,
+		Epoch:       x.Epoch,
+		Token:       x.Token,
+		Status:      AttemptStatus(x.Status),
+		Progress:    AttemptProgress(x.Progress),
+		StartedAtMs: x.StartedAtMs,
+		ClaimedAtMs: x.ClaimedAtMs,
+		EndedAtMs:   x.EndedAtMs,
+		ErrorType:   ErrorType(x.ErrorType),
+		Error:       x.Error,
+		LastSeq:     x.LastSeq,
+		LastCall:    x.LastCall,
+		DeadlineMs:  x.DeadlineMs,
+	}
+}
+
 // AttemptFailureFromAPI is the API's dex.v1.AttemptFailure as the state stores it.
 func AttemptFailureFromAPI(x *dexv1.AttemptFailure) *AttemptFailure {
 	if x == nil {
@@ -337,6 +361,82 @@ func AttemptResultFromAPI(x *dexv1.AttemptResult) *AttemptResult {
 		out.Outcome = &AttemptResult_Failure{Failure: AttemptFailureFromAPI(o.Failure)}
 	}
 	return out
+}
+
+// CallStateFromAPI is the API's dex.v1.CallState as the state stores it.
+func CallStateFromAPI(x *dexv1.CallState) *CallState {
+	if x == nil {
+		return nil
+	}
+	return &CallState{
+		CallId:         x.CallId,
+		Tool:           x.Tool,
+		Arguments:      x.Arguments,
+		Policy:         ToolSpecFromAPI(x.Policy),
+		Phase:          CallPhase(x.Phase),
+		StepId:         x.StepId,
+		TaskId:         x.TaskId,
+		Outcome:        Outcome(x.Outcome),
+		Content:        x.Content,
+		IdempotencyKey: x.IdempotencyKey,
+		Ran:            x.Ran,
+		Builtin:        x.Builtin,
+	}
+}
+
+// EventFromAPI is the API's dex.v1.Event as the state stores it.
+func EventFromAPI(x *dexv1.Event) *Event {
+	if x == nil {
+		return nil
+	}
+	return &Event{
+		Seq:       x.Seq,
+		SessionId: x.SessionId,
+		Type:      x.Type,
+		StepId:    x.StepId,
+		Detail:    x.Detail,
+		AtMs:      x.AtMs,
+		Ordinal:   x.Ordinal,
+	}
+}
+
+// HistoryEntryFromAPI is the API's dex.v1.HistoryEntry as the state stores it.
+func HistoryEntryFromAPI(x *dexv1.HistoryEntry) *HistoryEntry {
+	if x == nil {
+		return nil
+	}
+	return &HistoryEntry{
+		Seq:           x.Seq,
+		Kind:          HistoryKind(x.Kind),
+		Text:          x.Text,
+		CallId:        x.CallId,
+		Tool:          x.Tool,
+		Arguments:     x.Arguments,
+		Outcome:       Outcome(x.Outcome),
+		ToolCalls:     toolCallListFromAPI(x.ToolCalls),
+		InlineResults: inlineResultListFromAPI(x.InlineResults),
+		StepId:        x.StepId,
+		MessageId:     x.MessageId,
+		FromSession:   x.FromSession,
+		AtMs:          x.AtMs,
+		SessionId:     x.SessionId,
+		CumSize:       x.CumSize,
+	}
+}
+
+// InboxMessageFromAPI is the API's dex.v1.Message as the state stores it.
+func InboxMessageFromAPI(x *dexv1.Message) *InboxMessage {
+	if x == nil {
+		return nil
+	}
+	return &InboxMessage{
+		Id:           x.Id,
+		Text:         x.Text,
+		FromSession:  x.FromSession,
+		ReceivedAtMs: x.ReceivedAtMs,
+		SessionId:    x.SessionId,
+		Seq:          x.Seq,
+	}
 }
 
 // InlineResultFromAPI is the API's dex.v1.InlineResult as the state stores it.
@@ -390,6 +490,88 @@ func PollResultFromAPI(x *dexv1.PollResult) *PollResult {
 	}
 }
 
+// SessionFromAPI is the API's dex.v1.Session as the state stores it.
+// It leaves out import (an import in progress is never shown; the API has no such session yet).
+func SessionFromAPI(x *dexv1.Session) *Session {
+	if x == nil {
+		return nil
+	}
+	return &Session{
+		Id:                  x.Id,
+		ParentId:            x.ParentId,
+		Status:              SessionStatus(x.Status),
+		History:             historyEntryListFromAPI(x.History),
+		Inbox:               inboxMessageListFromAPI(x.Inbox),
+		Turn:                TurnFromAPI(x.Turn),
+		CompactionThreshold: x.CompactionThreshold,
+		RejectedTurns:       x.RejectedTurns,
+		PauseReason:         PauseReason(x.PauseReason),
+		PauseMessage:        x.PauseMessage,
+		LastErrorType:       ErrorType(x.LastErrorType),
+		LastError:           x.LastError,
+		ErrorEpisode:        x.ErrorEpisode,
+		EpisodeResumes:      x.EpisodeResumes,
+		ResumeAtMs:          x.ResumeAtMs,
+		NextStep:            x.NextStep,
+		NextTurn:            x.NextTurn,
+		NextHistory:         x.NextHistory,
+		CreatedAtMs:         x.CreatedAtMs,
+		UpdatedAtMs:         x.UpdatedAtMs,
+		Summaries:           x.Summaries,
+		CompactedBefore:     x.CompactedBefore,
+		TurnsCompleted:      x.TurnsCompleted,
+		TurnsFailed:         x.TurnsFailed,
+		SeenMessageIds:      x.SeenMessageIds,
+		HistorySize:         x.HistorySize,
+		HistoryCount:        x.HistoryCount,
+		InboxCount:          x.InboxCount,
+		NextInbox:           x.NextInbox,
+		LatestSummarySeq:    x.LatestSummarySeq,
+		MaxModelInput:       x.MaxModelInput,
+		Agent:               x.Agent,
+		RetentionMs:         optional(x.RetentionMs),
+		CloseRequestedAtMs:  x.CloseRequestedAtMs,
+		ClosedAtMs:          x.ClosedAtMs,
+		DeleteAtMs:          x.DeleteAtMs,
+	}
+}
+
+// StepFromAPI is the API's dex.v1.Step as the state stores it.
+// It leaves out waiting_reason (the API fills it on reads; the state does not store it).
+func StepFromAPI(x *dexv1.Step) *Step {
+	if x == nil {
+		return nil
+	}
+	return &Step{
+		Id:             x.Id,
+		SessionId:      x.SessionId,
+		Turn:           x.Turn,
+		Kind:           StepKind(x.Kind),
+		CallId:         x.CallId,
+		Tool:           x.Tool,
+		Arguments:      x.Arguments,
+		Policy:         ToolSpecFromAPI(x.Policy),
+		IdempotencyKey: x.IdempotencyKey,
+		TaskId:         x.TaskId,
+		Status:         StepStatus(x.Status),
+		ReadyAtMs:      x.ReadyAtMs,
+		DueAtMs:        x.DueAtMs,
+		Attempts:       attemptListFromAPI(x.Attempts),
+		Outcome:        Outcome(x.Outcome),
+		Result:         x.Result,
+		IsError:        x.IsError,
+		CreatedAtMs:    x.CreatedAtMs,
+		QueueSeq:       x.QueueSeq,
+		Prompt:         x.Prompt,
+		EndedAtMs:      x.EndedAtMs,
+		MaxAttempts:    x.MaxAttempts,
+		ErrorType:      ErrorType(x.ErrorType),
+		Number:         x.Number,
+		CompactBefore:  x.CompactBefore,
+		Agent:          x.Agent,
+	}
+}
+
 // ToolCallFromAPI is the API's dex.v1.ToolCall as the state stores it.
 func ToolCallFromAPI(x *dexv1.ToolCall) *ToolCall {
 	if x == nil {
@@ -430,6 +612,23 @@ func ToolSpecFromAPI(x *dexv1.ToolSpec) *ToolSpec {
 		Description:    x.Description,
 		RunTimeoutMs:   x.RunTimeoutMs,
 		Agents:         x.Agents,
+	}
+}
+
+// TurnFromAPI is the API's dex.v1.Turn as the state stores it.
+func TurnFromAPI(x *dexv1.Turn) *Turn {
+	if x == nil {
+		return nil
+	}
+	return &Turn{
+		Number:         x.Number,
+		Input:          TurnInput(x.Input),
+		MessageIds:     x.MessageIds,
+		Calls:          callStateListFromAPI(x.Calls),
+		StepId:         x.StepId,
+		RanCalls:       x.RanCalls,
+		NotedRanCalls:  x.NotedRanCalls,
+		ResultsFromSeq: x.ResultsFromSeq,
 	}
 }
 
@@ -506,6 +705,50 @@ func toolSpecListAPI(in []*ToolSpec) []*dexv1.ToolSpec {
 	out := make([]*dexv1.ToolSpec, len(in))
 	for i, x := range in {
 		out[i] = x.API()
+	}
+	return out
+}
+
+func attemptListFromAPI(in []*dexv1.Attempt) []*Attempt {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*Attempt, len(in))
+	for i, x := range in {
+		out[i] = AttemptFromAPI(x)
+	}
+	return out
+}
+
+func callStateListFromAPI(in []*dexv1.CallState) []*CallState {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*CallState, len(in))
+	for i, x := range in {
+		out[i] = CallStateFromAPI(x)
+	}
+	return out
+}
+
+func historyEntryListFromAPI(in []*dexv1.HistoryEntry) []*HistoryEntry {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*HistoryEntry, len(in))
+	for i, x := range in {
+		out[i] = HistoryEntryFromAPI(x)
+	}
+	return out
+}
+
+func inboxMessageListFromAPI(in []*dexv1.Message) []*InboxMessage {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*InboxMessage, len(in))
+	for i, x := range in {
+		out[i] = InboxMessageFromAPI(x)
 	}
 	return out
 }

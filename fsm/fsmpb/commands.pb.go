@@ -68,6 +68,9 @@ type Command struct {
 	//	*Command_CancelTurn
 	//	*Command_CloseSession
 	//	*Command_ExpireClosedSessions
+	//	*Command_ImportSessionBegin
+	//	*Command_ImportSessionPage
+	//	*Command_ImportSessionEnd
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -431,6 +434,33 @@ func (x *Command) GetExpireClosedSessions() *ExpireClosedSessions {
 	return nil
 }
 
+func (x *Command) GetImportSessionBegin() *ImportSessionBegin {
+	if x != nil {
+		if x, ok := x.Body.(*Command_ImportSessionBegin); ok {
+			return x.ImportSessionBegin
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetImportSessionPage() *ImportSessionPage {
+	if x != nil {
+		if x, ok := x.Body.(*Command_ImportSessionPage); ok {
+			return x.ImportSessionPage
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetImportSessionEnd() *ImportSessionEnd {
+	if x != nil {
+		if x, ok := x.Body.(*Command_ImportSessionEnd); ok {
+			return x.ImportSessionEnd
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -580,6 +610,18 @@ type Command_ExpireClosedSessions struct {
 	ExpireClosedSessions *ExpireClosedSessions `protobuf:"bytes,131,opt,name=expire_closed_sessions,json=expireClosedSessions,proto3,oneof"`
 }
 
+type Command_ImportSessionBegin struct {
+	ImportSessionBegin *ImportSessionBegin `protobuf:"bytes,132,opt,name=import_session_begin,json=importSessionBegin,proto3,oneof"`
+}
+
+type Command_ImportSessionPage struct {
+	ImportSessionPage *ImportSessionPage `protobuf:"bytes,133,opt,name=import_session_page,json=importSessionPage,proto3,oneof"`
+}
+
+type Command_ImportSessionEnd struct {
+	ImportSessionEnd *ImportSessionEnd `protobuf:"bytes,134,opt,name=import_session_end,json=importSessionEnd,proto3,oneof"`
+}
+
 type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
@@ -651,6 +693,12 @@ func (*Command_CancelTurn) isCommand_Body() {}
 func (*Command_CloseSession) isCommand_Body() {}
 
 func (*Command_ExpireClosedSessions) isCommand_Body() {}
+
+func (*Command_ImportSessionBegin) isCommand_Body() {}
+
+func (*Command_ImportSessionPage) isCommand_Body() {}
+
+func (*Command_ImportSessionEnd) isCommand_Body() {}
 
 func (*Command_Batch) isCommand_Body() {}
 
@@ -2414,6 +2462,238 @@ func (x *ExpireClosedSessions) GetSessionIds() []string {
 	return nil
 }
 
+// Importing an archived session (the leader's ImportSession): Begin writes
+// the session's header hidden, Pages add its rows in archive order, End
+// checks the counts and shows it. Every read and every other command treats
+// a session mid-import as absent; a RestartSessions of a later epoch
+// discards it (its rows go as a deleted session's do).
+type ImportSessionBegin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Epoch uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The header as it will be shown once imported; history_count,
+	// history_size and inbox_count are what the pages and the inbox bring.
+	Session *Session        `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Inbox   []*InboxMessage `protobuf:"bytes,3,rep,name=inbox,proto3" json:"inbox,omitempty"`
+	// The seq of the session's last event, kept or dropped (0: none).
+	LastEventSeq  uint64 `protobuf:"varint,4,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportSessionBegin) Reset() {
+	*x = ImportSessionBegin{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportSessionBegin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportSessionBegin) ProtoMessage() {}
+
+func (x *ImportSessionBegin) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportSessionBegin.ProtoReflect.Descriptor instead.
+func (*ImportSessionBegin) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ImportSessionBegin) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ImportSessionBegin) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *ImportSessionBegin) GetInbox() []*InboxMessage {
+	if x != nil {
+		return x.Inbox
+	}
+	return nil
+}
+
+func (x *ImportSessionBegin) GetLastEventSeq() uint64 {
+	if x != nil {
+		return x.LastEventSeq
+	}
+	return 0
+}
+
+// Up to 500 rows and about 1 MiB, in archive order: history entries, then
+// Steps (with their attempts), then events.
+type ImportSessionPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	History       []*HistoryEntry        `protobuf:"bytes,3,rep,name=history,proto3" json:"history,omitempty"`
+	Steps         []*Step                `protobuf:"bytes,4,rep,name=steps,proto3" json:"steps,omitempty"`
+	Events        []*Event               `protobuf:"bytes,5,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportSessionPage) Reset() {
+	*x = ImportSessionPage{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportSessionPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportSessionPage) ProtoMessage() {}
+
+func (x *ImportSessionPage) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportSessionPage.ProtoReflect.Descriptor instead.
+func (*ImportSessionPage) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ImportSessionPage) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ImportSessionPage) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ImportSessionPage) GetHistory() []*HistoryEntry {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *ImportSessionPage) GetSteps() []*Step {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *ImportSessionPage) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// The counts the archive's end record holds: End refuses an import whose
+// pages brought other counts, and shows the session otherwise.
+type ImportSessionEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	History       uint64                 `protobuf:"varint,3,opt,name=history,proto3" json:"history,omitempty"`
+	Steps         uint64                 `protobuf:"varint,4,opt,name=steps,proto3" json:"steps,omitempty"`
+	Events        uint64                 `protobuf:"varint,5,opt,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportSessionEnd) Reset() {
+	*x = ImportSessionEnd{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportSessionEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportSessionEnd) ProtoMessage() {}
+
+func (x *ImportSessionEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportSessionEnd.ProtoReflect.Descriptor instead.
+func (*ImportSessionEnd) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ImportSessionEnd) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ImportSessionEnd) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ImportSessionEnd) GetHistory() uint64 {
+	if x != nil {
+		return x.History
+	}
+	return 0
+}
+
+func (x *ImportSessionEnd) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *ImportSessionEnd) GetEvents() uint64 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
 // The leader fails a running attempt that ran past its run deadline
 // (Attempt.deadline_ms) with error type timeout, heartbeats or not; refused
 // before the deadline or once the attempt ended.
@@ -2428,7 +2708,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2720,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2733,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2489,7 +2769,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2781,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2794,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -2542,7 +2822,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2834,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2847,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -2590,7 +2870,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2882,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2895,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -2643,7 +2923,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2935,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2948,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -2694,7 +2974,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +2986,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +2999,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -2757,7 +3037,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +3049,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +3062,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -2830,7 +3110,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2842,7 +3122,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2855,7 +3135,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -2956,7 +3236,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3248,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3261,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -3018,7 +3298,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3030,7 +3310,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3043,7 +3323,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -3078,7 +3358,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3370,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3383,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -3130,7 +3410,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3422,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3435,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3177,7 +3457,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xeb\x12\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xe1\x14\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -3219,7 +3499,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\vcancel_turn\x18x \x01(\v2\x16.dex.fsm.v1.CancelTurnH\x00R\n" +
 	"cancelTurn\x12@\n" +
 	"\rclose_session\x18\x82\x01 \x01(\v2\x18.dex.fsm.v1.CloseSessionH\x00R\fcloseSession\x12Y\n" +
-	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessions\x12*\n" +
+	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessions\x12S\n" +
+	"\x14import_session_begin\x18\x84\x01 \x01(\v2\x1e.dex.fsm.v1.ImportSessionBeginH\x00R\x12importSessionBegin\x12P\n" +
+	"\x13import_session_page\x18\x85\x01 \x01(\v2\x1d.dex.fsm.v1.ImportSessionPageH\x00R\x11importSessionPage\x12M\n" +
+	"\x12import_session_end\x18\x86\x01 \x01(\v2\x1c.dex.fsm.v1.ImportSessionEndH\x00R\x10importSessionEnd\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
@@ -3348,7 +3631,26 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x14ExpireClosedSessions\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1f\n" +
 	"\vsession_ids\x18\x02 \x03(\tR\n" +
-	"sessionIds\"Y\n" +
+	"sessionIds\"\xaf\x01\n" +
+	"\x12ImportSessionBegin\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12-\n" +
+	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionR\asession\x12.\n" +
+	"\x05inbox\x18\x03 \x03(\v2\x18.dex.fsm.v1.InboxMessageR\x05inbox\x12$\n" +
+	"\x0elast_event_seq\x18\x04 \x01(\x04R\flastEventSeq\"\xcf\x01\n" +
+	"\x11ImportSessionPage\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x122\n" +
+	"\ahistory\x18\x03 \x03(\v2\x18.dex.fsm.v1.HistoryEntryR\ahistory\x12&\n" +
+	"\x05steps\x18\x04 \x03(\v2\x10.dex.fsm.v1.StepR\x05steps\x12)\n" +
+	"\x06events\x18\x05 \x03(\v2\x11.dex.fsm.v1.EventR\x06events\"\x8f\x01\n" +
+	"\x10ImportSessionEnd\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
+	"\ahistory\x18\x03 \x01(\x04R\ahistory\x12\x14\n" +
+	"\x05steps\x18\x04 \x01(\x04R\x05steps\x12\x16\n" +
+	"\x06events\x18\x05 \x01(\x04R\x06events\"Y\n" +
 	"\x0eTimeoutAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -3416,7 +3718,7 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
@@ -3448,27 +3750,35 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*ExpireSessions)(nil),       // 27: dex.fsm.v1.ExpireSessions
 	(*CloseSession)(nil),         // 28: dex.fsm.v1.CloseSession
 	(*ExpireClosedSessions)(nil), // 29: dex.fsm.v1.ExpireClosedSessions
-	(*TimeoutAttempt)(nil),       // 30: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),        // 31: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),         // 32: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),          // 33: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),          // 34: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),           // 35: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),           // 36: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),        // 37: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),          // 38: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),           // 39: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),           // 40: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),       // 41: dex.fsm.v1.AttemptFailure
-	(*ToolSpec)(nil),             // 42: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 43: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 44: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 45: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 46: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 47: dex.fsm.v1.EventRetention
-	(*AclToken)(nil),             // 48: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 49: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 50: dex.fsm.v1.InlineResult
+	(*ImportSessionBegin)(nil),   // 30: dex.fsm.v1.ImportSessionBegin
+	(*ImportSessionPage)(nil),    // 31: dex.fsm.v1.ImportSessionPage
+	(*ImportSessionEnd)(nil),     // 32: dex.fsm.v1.ImportSessionEnd
+	(*TimeoutAttempt)(nil),       // 33: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 34: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 35: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 36: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 37: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 38: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),           // 39: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),        // 40: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),          // 41: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),           // 42: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),           // 43: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),       // 44: dex.fsm.v1.AttemptFailure
+	(*ToolSpec)(nil),             // 45: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 46: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 47: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 48: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 49: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 50: dex.fsm.v1.EventRetention
+	(*Session)(nil),              // 51: dex.fsm.v1.Session
+	(*InboxMessage)(nil),         // 52: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 53: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 54: dex.fsm.v1.Step
+	(*Event)(nil),                // 55: dex.fsm.v1.Event
+	(*AclToken)(nil),             // 56: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 57: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 58: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -3497,43 +3807,51 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	25, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
 	26, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
 	27, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	30, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	31, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	32, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	33, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	34, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	35, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	33, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	34, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	35, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	36, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	37, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	38, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
 	28, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
 	29, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
-	1,  // 34: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	42, // 35: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	36, // 36: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	36, // 37: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	38, // 38: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	39, // 39: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	40, // 40: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	36, // 41: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	43, // 42: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	44, // 43: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	45, // 44: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	46, // 45: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	47, // 46: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	36, // 47: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	37, // 48: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	48, // 49: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	38, // 50: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	39, // 51: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	40, // 52: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	41, // 53: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	49, // 54: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	50, // 55: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	39, // 56: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	43, // 57: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	30, // 34: dex.fsm.v1.Command.import_session_begin:type_name -> dex.fsm.v1.ImportSessionBegin
+	31, // 35: dex.fsm.v1.Command.import_session_page:type_name -> dex.fsm.v1.ImportSessionPage
+	32, // 36: dex.fsm.v1.Command.import_session_end:type_name -> dex.fsm.v1.ImportSessionEnd
+	1,  // 37: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	45, // 38: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	39, // 39: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	39, // 40: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	41, // 41: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	42, // 42: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	43, // 43: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	39, // 44: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	46, // 45: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	47, // 46: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	48, // 47: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	49, // 48: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	50, // 49: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	51, // 50: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	52, // 51: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	53, // 52: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	54, // 53: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	55, // 54: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	39, // 55: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	40, // 56: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	56, // 57: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	41, // 58: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	42, // 59: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	43, // 60: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	44, // 61: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	57, // 62: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	58, // 63: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	42, // 64: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	46, // 65: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	66, // [66:66] is the sub-list for method output_type
+	66, // [66:66] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -3578,6 +3896,9 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_CancelTurn)(nil),
 		(*Command_CloseSession)(nil),
 		(*Command_ExpireClosedSessions)(nil),
+		(*Command_ImportSessionBegin)(nil),
+		(*Command_ImportSessionPage)(nil),
+		(*Command_ImportSessionEnd)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
@@ -3587,7 +3908,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[37].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[40].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3600,7 +3921,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

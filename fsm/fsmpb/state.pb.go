@@ -392,7 +392,10 @@ type Session struct {
 	// When it became closed (0: not closed).
 	ClosedAtMs int64 `protobuf:"varint,42,opt,name=closed_at_ms,json=closedAtMs,proto3" json:"closed_at_ms,omitempty"`
 	// When the retention lets a closed session go (0: kept for ever).
-	DeleteAtMs    int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
+	DeleteAtMs int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
+	// Set while the session is being imported (ImportSessionBegin until
+	// ImportSessionEnd): the row is hidden from every read and command.
+	Import        *SessionImport `protobuf:"bytes,90,opt,name=import,proto3" json:"import,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -679,6 +682,145 @@ func (x *Session) GetDeleteAtMs() int64 {
 	return 0
 }
 
+func (x *Session) GetImport() *SessionImport {
+	if x != nil {
+		return x.Import
+	}
+	return nil
+}
+
+// An import in progress. The session row meanwhile has no status of its
+// own (the status index holds it apart from every real status, so the
+// imports in flight are one seek); the header to show is kept here.
+type SessionImport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dispatch epoch the import began in: a later epoch discards it.
+	Epoch   uint64   `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Session *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	// Rows received so far, and the last of each (the pages come in order).
+	History        uint64 `protobuf:"varint,3,opt,name=history,proto3" json:"history,omitempty"`
+	Steps          uint64 `protobuf:"varint,4,opt,name=steps,proto3" json:"steps,omitempty"`
+	Events         uint64 `protobuf:"varint,5,opt,name=events,proto3" json:"events,omitempty"`
+	LastHistorySeq uint64 `protobuf:"varint,6,opt,name=last_history_seq,json=lastHistorySeq,proto3" json:"last_history_seq,omitempty"`
+	LastStepNumber uint64 `protobuf:"varint,7,opt,name=last_step_number,json=lastStepNumber,proto3" json:"last_step_number,omitempty"`
+	LastEventSeq   uint64 `protobuf:"varint,8,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
+	// The seq of the session's last event, kept or dropped (Begin's).
+	LastSeq uint64 `protobuf:"varint,9,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	// The history's size so far (the cum_size of the last entry).
+	HistorySize uint64 `protobuf:"varint,10,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"`
+	// The ordinal of the last event received.
+	LastEventOrdinal uint64 `protobuf:"varint,11,opt,name=last_event_ordinal,json=lastEventOrdinal,proto3" json:"last_event_ordinal,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SessionImport) Reset() {
+	*x = SessionImport{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionImport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionImport) ProtoMessage() {}
+
+func (x *SessionImport) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionImport.ProtoReflect.Descriptor instead.
+func (*SessionImport) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SessionImport) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *SessionImport) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *SessionImport) GetHistory() uint64 {
+	if x != nil {
+		return x.History
+	}
+	return 0
+}
+
+func (x *SessionImport) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *SessionImport) GetEvents() uint64 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
+func (x *SessionImport) GetLastHistorySeq() uint64 {
+	if x != nil {
+		return x.LastHistorySeq
+	}
+	return 0
+}
+
+func (x *SessionImport) GetLastStepNumber() uint64 {
+	if x != nil {
+		return x.LastStepNumber
+	}
+	return 0
+}
+
+func (x *SessionImport) GetLastEventSeq() uint64 {
+	if x != nil {
+		return x.LastEventSeq
+	}
+	return 0
+}
+
+func (x *SessionImport) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
+func (x *SessionImport) GetHistorySize() uint64 {
+	if x != nil {
+		return x.HistorySize
+	}
+	return 0
+}
+
+func (x *SessionImport) GetLastEventOrdinal() uint64 {
+	if x != nil {
+		return x.LastEventOrdinal
+	}
+	return 0
+}
+
 // An ACL token, as stored. The API shows it as dex.v1.AclToken, which has
 // the same fields under the same numbers but the secret's hash: an answer
 // cannot carry what the API's type does not have.
@@ -700,7 +842,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +854,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +867,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AclToken) GetId() string {
@@ -832,7 +974,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +986,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +999,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Step) GetId() string {
@@ -1072,7 +1214,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1226,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1239,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HistoryEntry) GetSeq() uint64 {
@@ -1224,7 +1366,7 @@ type InboxMessage struct {
 
 func (x *InboxMessage) Reset() {
 	*x = InboxMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1378,7 @@ func (x *InboxMessage) String() string {
 func (*InboxMessage) ProtoMessage() {}
 
 func (x *InboxMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1391,7 @@ func (x *InboxMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboxMessage.ProtoReflect.Descriptor instead.
 func (*InboxMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InboxMessage) GetId() string {
@@ -1305,7 +1447,7 @@ type AcceptedMessage struct {
 
 func (x *AcceptedMessage) Reset() {
 	*x = AcceptedMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1459,7 @@ func (x *AcceptedMessage) String() string {
 func (*AcceptedMessage) ProtoMessage() {}
 
 func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1472,7 @@ func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
 func (*AcceptedMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AcceptedMessage) GetSessionId() string {
@@ -1359,7 +1501,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1513,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1526,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -1427,7 +1569,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1581,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1594,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -1675,7 +1817,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1829,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1842,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{11}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -1745,7 +1887,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1899,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1912,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Turn) GetNumber() uint64 {
@@ -1853,7 +1995,7 @@ type CallState struct {
 
 func (x *CallState) Reset() {
 	*x = CallState{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +2007,7 @@ func (x *CallState) String() string {
 func (*CallState) ProtoMessage() {}
 
 func (x *CallState) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +2020,7 @@ func (x *CallState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallState.ProtoReflect.Descriptor instead.
 func (*CallState) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CallState) GetCallId() string {
@@ -1991,7 +2133,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +2145,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +2158,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2142,7 +2284,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2296,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2309,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -2253,7 +2395,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2265,7 +2407,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2278,7 +2420,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2316,7 +2458,7 @@ type InlineResult struct {
 
 func (x *InlineResult) Reset() {
 	*x = InlineResult{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2328,7 +2470,7 @@ func (x *InlineResult) String() string {
 func (*InlineResult) ProtoMessage() {}
 
 func (x *InlineResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2341,7 +2483,7 @@ func (x *InlineResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineResult.ProtoReflect.Descriptor instead.
 func (*InlineResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InlineResult) GetCallId() string {
@@ -2397,7 +2539,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2551,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2564,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -2483,7 +2625,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2637,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2650,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2579,7 +2721,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\x84\v\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xb7\v\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -2623,8 +2765,22 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\fclosed_at_ms\x18* \x01(\x03R\n" +
 	"closedAtMs\x12 \n" +
 	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
-	"deleteAtMsB\x0f\n" +
-	"\r_retention_ms\"\xfd\x01\n" +
+	"deleteAtMs\x121\n" +
+	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
+	"\r_retention_ms\"\x82\x03\n" +
+	"\rSessionImport\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12-\n" +
+	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionR\asession\x12\x18\n" +
+	"\ahistory\x18\x03 \x01(\x04R\ahistory\x12\x14\n" +
+	"\x05steps\x18\x04 \x01(\x04R\x05steps\x12\x16\n" +
+	"\x06events\x18\x05 \x01(\x04R\x06events\x12(\n" +
+	"\x10last_history_seq\x18\x06 \x01(\x04R\x0elastHistorySeq\x12(\n" +
+	"\x10last_step_number\x18\a \x01(\x04R\x0elastStepNumber\x12$\n" +
+	"\x0elast_event_seq\x18\b \x01(\x04R\flastEventSeq\x12\x19\n" +
+	"\blast_seq\x18\t \x01(\x04R\alastSeq\x12!\n" +
+	"\fhistory_size\x18\n" +
+	" \x01(\x04R\vhistorySize\x12,\n" +
+	"\x12last_event_ordinal\x18\v \x01(\x04R\x10lastEventOrdinal\"\xfd\x01\n" +
 	"\bAclToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
@@ -2815,89 +2971,92 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
 	(*Event)(nil),           // 2: dex.fsm.v1.Event
 	(*Session)(nil),         // 3: dex.fsm.v1.Session
-	(*AclToken)(nil),        // 4: dex.fsm.v1.AclToken
-	(*Step)(nil),            // 5: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),    // 6: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),    // 7: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil), // 8: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),  // 9: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),  // 10: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),      // 11: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),            // 12: dex.fsm.v1.Turn
-	(*CallState)(nil),       // 13: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 14: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 15: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 16: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 17: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 18: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 19: dex.fsm.v1.NodeInfo
-	(SessionStatus)(0),      // 20: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 21: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 22: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 23: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 24: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 25: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 26: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 27: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 28: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 29: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 30: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 31: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 32: dex.fsm.v1.ToolAccess
+	(*SessionImport)(nil),   // 4: dex.fsm.v1.SessionImport
+	(*AclToken)(nil),        // 5: dex.fsm.v1.AclToken
+	(*Step)(nil),            // 6: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),    // 7: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),    // 8: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil), // 9: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),  // 10: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),  // 11: dex.fsm.v1.SnapshotRecord
+	(*WorkerTool)(nil),      // 12: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),            // 13: dex.fsm.v1.Turn
+	(*CallState)(nil),       // 14: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 15: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 16: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 17: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 18: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 19: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 20: dex.fsm.v1.NodeInfo
+	(SessionStatus)(0),      // 21: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 22: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 23: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 24: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 25: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 26: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 27: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 28: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 29: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 30: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 31: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 32: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 33: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	9,  // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	20, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
-	6,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
-	7,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
-	12, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	21, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	22, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	23, // 7: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	24, // 8: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	15, // 9: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	25, // 10: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	14, // 11: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	26, // 12: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	22, // 13: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	27, // 14: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	26, // 15: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	16, // 16: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	17, // 17: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
-	0,  // 18: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	3,  // 19: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	5,  // 20: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	18, // 21: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	19, // 22: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
-	2,  // 23: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	6,  // 24: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	7,  // 25: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	8,  // 26: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 27: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	15, // 28: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	11, // 29: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	4,  // 30: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	28, // 31: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	13, // 32: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	15, // 33: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	29, // 34: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	26, // 35: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	30, // 36: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	31, // 37: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	22, // 38: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	32, // 39: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	15, // 40: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	10, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	21, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	7,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
+	8,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
+	13, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	22, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	23, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	4,  // 7: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
+	3,  // 8: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
+	24, // 9: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	25, // 10: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	16, // 11: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	26, // 12: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	15, // 13: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	27, // 14: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	23, // 15: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	28, // 16: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	27, // 17: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	17, // 18: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	18, // 19: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	0,  // 20: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	3,  // 21: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	6,  // 22: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	19, // 23: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	20, // 24: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	2,  // 25: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	7,  // 26: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	8,  // 27: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	9,  // 28: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 29: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	16, // 30: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	12, // 31: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	5,  // 32: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	29, // 33: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	14, // 34: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	16, // 35: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	30, // 36: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	27, // 37: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	31, // 38: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	32, // 39: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	23, // 40: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	33, // 41: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	16, // 42: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -2907,7 +3066,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	}
 	file_dex_fsm_v1_enums_proto_init()
 	file_dex_fsm_v1_state_proto_msgTypes[3].OneofWrappers = []any{}
-	file_dex_fsm_v1_state_proto_msgTypes[10].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[11].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -2928,7 +3087,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

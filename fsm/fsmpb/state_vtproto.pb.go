@@ -126,6 +126,7 @@ func (m *Session) CloneVT() *Session {
 	r.CloseRequestedAtMs = m.CloseRequestedAtMs
 	r.ClosedAtMs = m.ClosedAtMs
 	r.DeleteAtMs = m.DeleteAtMs
+	r.Import = m.Import.CloneVT()
 	if rhs := m.History; rhs != nil {
 		tmpContainer := make([]*HistoryEntry, len(rhs))
 		for k, v := range rhs {
@@ -157,6 +158,33 @@ func (m *Session) CloneVT() *Session {
 }
 
 func (m *Session) CloneMessageVT() proto.Message {
+	return m.CloneVT()
+}
+
+func (m *SessionImport) CloneVT() *SessionImport {
+	if m == nil {
+		return (*SessionImport)(nil)
+	}
+	r := new(SessionImport)
+	r.Epoch = m.Epoch
+	r.Session = m.Session.CloneVT()
+	r.History = m.History
+	r.Steps = m.Steps
+	r.Events = m.Events
+	r.LastHistorySeq = m.LastHistorySeq
+	r.LastStepNumber = m.LastStepNumber
+	r.LastEventSeq = m.LastEventSeq
+	r.LastSeq = m.LastSeq
+	r.HistorySize = m.HistorySize
+	r.LastEventOrdinal = m.LastEventOrdinal
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = make([]byte, len(m.unknownFields))
+		copy(r.unknownFields, m.unknownFields)
+	}
+	return r
+}
+
+func (m *SessionImport) CloneMessageVT() proto.Message {
 	return m.CloneVT()
 }
 
@@ -973,6 +1001,18 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Import != nil {
+		size, err := m.Import.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x5
+		i--
+		dAtA[i] = 0xd2
+	}
 	if m.DeleteAtMs != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.DeleteAtMs))
 		i--
@@ -1232,6 +1272,99 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Id)))
 		i--
 		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *SessionImport) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *SessionImport) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *SessionImport) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.LastEventOrdinal != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastEventOrdinal))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.HistorySize != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.HistorySize))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.LastSeq != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastSeq))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.LastEventSeq != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastEventSeq))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.LastStepNumber != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastStepNumber))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.LastHistorySeq != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastHistorySeq))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.Events != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Events))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.Steps != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Steps))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.History != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.History))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Session != nil {
+		size, err := m.Session.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Epoch != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
 	}
 	return len(dAtA) - i, nil
 }
@@ -3171,6 +3304,54 @@ func (m *Session) SizeVT() (n int) {
 	}
 	if m.DeleteAtMs != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.DeleteAtMs))
+	}
+	if m.Import != nil {
+		l = m.Import.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *SessionImport) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Epoch))
+	}
+	if m.Session != nil {
+		l = m.Session.SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.History != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.History))
+	}
+	if m.Steps != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Steps))
+	}
+	if m.Events != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Events))
+	}
+	if m.LastHistorySeq != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastHistorySeq))
+	}
+	if m.LastStepNumber != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastStepNumber))
+	}
+	if m.LastEventSeq != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastEventSeq))
+	}
+	if m.LastSeq != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastSeq))
+	}
+	if m.HistorySize != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.HistorySize))
+	}
+	if m.LastEventOrdinal != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastEventOrdinal))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -5513,6 +5694,319 @@ func (m *Session) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.DeleteAtMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 90:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Import", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Import == nil {
+				m.Import = &SessionImport{}
+			}
+			if err := m.Import.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *SessionImport) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return protohelpers.ErrIntOverflow
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: SessionImport: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: SessionImport: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Session", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Session == nil {
+				m.Session = &Session{}
+			}
+			if err := m.Session.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field History", wireType)
+			}
+			m.History = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.History |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Steps", wireType)
+			}
+			m.Steps = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Steps |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Events", wireType)
+			}
+			m.Events = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Events |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastHistorySeq", wireType)
+			}
+			m.LastHistorySeq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastHistorySeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastStepNumber", wireType)
+			}
+			m.LastStepNumber = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastStepNumber |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastEventSeq", wireType)
+			}
+			m.LastEventSeq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastEventSeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastSeq", wireType)
+			}
+			m.LastSeq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastSeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field HistorySize", wireType)
+			}
+			m.HistorySize = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.HistorySize |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastEventOrdinal", wireType)
+			}
+			m.LastEventOrdinal = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastEventOrdinal |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -159,3 +159,24 @@ func (c *Cluster) run(id string, kind fsmpb.StepKind, res *fsmpb.AttemptResult) 
 		Ref: &fsmpb.AttemptRef{StepId: step.Id, Attempt: n, Token: started.Attempt.Token, Seq: 1}, Result: res,
 	}}})
 }
+
+// Close answers every turn session id has queued or will start for its
+// inbox, then closes it with a retention of an hour: a closed session
+// with all its parts.
+func (c *Cluster) Close(id string) {
+	c.t.Helper()
+	for c.queued(id, fsmpb.StepKind_STEP_KIND_RUN_MODEL) {
+		c.run(id, fsmpb.StepKind_STEP_KIND_RUN_MODEL, &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ModelOutput{ModelOutput: &fsmpb.ModelOutput{Text: "done"}}})
+	}
+	c.Propose(&fsmpb.Command{Body: &fsmpb.Command_CloseSession{CloseSession: &fsmpb.CloseSession{SessionId: id, RetentionMs: time.Hour.Milliseconds()}}})
+}
+
+// queued reports whether session id has a queued Step of kind.
+func (c *Cluster) queued(id string, kind fsmpb.StepKind) bool {
+	for _, st := range c.Node.State().Steps(id) {
+		if st.Kind == kind && st.Status == fsmpb.StepStatus_STEP_STATUS_QUEUED {
+			return true
+		}
+	}
+	return false
+}

@@ -20,6 +20,11 @@ from dex.worker import _Backoff, _transient
 
 _Stub = sessions_pb2_grpc.SessionServiceStub
 
+# The largest archive object a cluster imports, and the size of the chunks
+# import_session sends it in (the cluster takes up to 1 MiB each).
+MAX_IMPORT = 256 << 20
+_IMPORT_CHUNK = 256 << 10
+
 
 def new_session_id() -> str:
     """A new random session id (pick it yourself to retry CreateSession)."""
@@ -58,7 +63,8 @@ class Client:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    async def _call(self, method: str, req: Any, idempotent: bool, tries_out: Optional[list] = None) -> Any:
+    async def _call(self, method: str, req: Any, idempotent: bool, tries_out: Optional[list] = None,
+                    try_timeout: Optional[float] = None) -> Any:
         deadline = time.monotonic() + self.timeout
         b = _Backoff()
         tries = 0
@@ -68,7 +74,7 @@ class Client:
                 tries_out[0] = tries
             left = deadline - time.monotonic()
             try:
-                return await self.conn.unary(_Stub, method, req, max(min(self.try_timeout, left), 0.01))
+                return await self.conn.unary(_Stub, method, req, max(min(try_timeout or self.try_timeout, left), 0.01))
             except grpc.RpcError as e:
                 retry = _not_applied(e) or (idempotent and _transient(e))
                 if not retry or time.monotonic() >= deadline:
@@ -208,6 +214,24 @@ class Client:
         the call is retried."""
         resp = await self._call("CloseSession", sessions_pb2.CloseSessionRequest(session_id=session_id), True)
         return resp.session
+
+    async def import_session(self, data: bytes) -> sessions_pb2.ImportSessionResponse:
+        """Brings an archived session back into the cluster: ``data`` is the
+        archive object (``dexctl session export``, or the archive's file).
+        The answer names the session and counts its history entries, Steps
+        and events. The cluster verifies the whole object first:
+        INVALID_ARGUMENT for a damaged or foreign one, FAILED_PRECONDITION
+        for a session that was in a turn when it was exported,
+        ALREADY_EXISTS for an id it holds. An import cut by a change of
+        leader raises ABORTED and is discarded by the new leader: send it
+        again. The call is repeated only when a node refused it unread; one
+        try may take the client's whole timeout."""
+        if len(data) > MAX_IMPORT:
+            raise ValueError(f"an archived session to import is at most {MAX_IMPORT} bytes (256 MiB), got {len(data)}")
+        # A list, not a generator: a repeat sends the same chunks again.
+        chunks = [sessions_pb2.ImportSessionRequest(chunk=data[i:i + _IMPORT_CHUNK])
+                  for i in range(0, len(data), _IMPORT_CHUNK)]
+        return await self._call("ImportSession", chunks, False, try_timeout=self.timeout)
 
     async def delete(self, session_id: str) -> None:
         """Deletes an idle, paused, errored or closed session. NotFound on a retry

@@ -140,6 +140,24 @@ class GetSessionResponse(_message.Message):
     steps: _containers.RepeatedCompositeFieldContainer[_types_pb2.Step]
     def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[_types_pb2.Step, _Mapping]]] = ..., next_history_after_seq: _Optional[int] = ..., next_steps_after: _Optional[int] = ..., last_event_seq: _Optional[int] = ...) -> None: ...
 
+class ImportSessionRequest(_message.Message):
+    __slots__ = ["chunk"]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    chunk: bytes
+    def __init__(self, chunk: _Optional[bytes] = ...) -> None: ...
+
+class ImportSessionResponse(_message.Message):
+    __slots__ = ["events", "history", "session_id", "steps"]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    events: int
+    history: int
+    session_id: str
+    steps: int
+    def __init__(self, session_id: _Optional[str] = ..., history: _Optional[int] = ..., steps: _Optional[int] = ..., events: _Optional[int] = ...) -> None: ...
+
 class ListSessionsRequest(_message.Message):
     __slots__ = ["page_size", "page_token"]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]

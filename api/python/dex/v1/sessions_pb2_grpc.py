@@ -82,6 +82,11 @@ class SessionServiceStub(object):
                 request_serializer=dex_dot_v1_dot_sessions__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_sessions__pb2.CloseSessionResponse.FromString,
                 )
+        self.ImportSession = channel.stream_unary(
+                '/dex.v1.SessionService/ImportSession',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.ImportSessionRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.ImportSessionResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -188,6 +193,22 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ImportSession(self, request_iterator, context):
+        """Brings an archived session back (docs/archive.md): the client streams
+        the archive object's bytes (`dexctl session export` or the archive's
+        file) in chunks of at most 1 MiB, 256 MiB in all. The whole object is
+        verified before anything changes: a damaged or foreign object is
+        InvalidArgument; a session that was in a turn when it was exported is
+        FailedPrecondition (only a session at rest is imported); an id the
+        cluster holds, or is importing, is AlreadyExists. The session comes
+        back with its id, history, Steps, events and status; a closed one's
+        retention counts from the import. An import cut by a change of leader
+        is discarded (Unavailable or Aborted): send it again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -255,6 +276,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.CloseSession,
                     request_deserializer=dex_dot_v1_dot_sessions__pb2.CloseSessionRequest.FromString,
                     response_serializer=dex_dot_v1_dot_sessions__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'ImportSession': grpc.stream_unary_rpc_method_handler(
+                    servicer.ImportSession,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.ImportSessionRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.ImportSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -486,5 +512,22 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/CloseSession',
             dex_dot_v1_dot_sessions__pb2.CloseSessionRequest.SerializeToString,
             dex_dot_v1_dot_sessions__pb2.CloseSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ImportSession(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(request_iterator, target, '/dex.v1.SessionService/ImportSession',
+            dex_dot_v1_dot_sessions__pb2.ImportSessionRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.ImportSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

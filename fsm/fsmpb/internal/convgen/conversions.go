@@ -10,15 +10,15 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // helpers that convert a list of them (the hand-written HistoryAPI, InboxAPI
 // and ToolSpecsFromAPI call them).
 var pairs = []pair{
-	{stored: "Session", api: "Session", toAPI: true},
-	{stored: "Step", api: "Step", toAPI: true},
-	{stored: "Event", api: "Event", toAPI: true},
-	{stored: "InboxMessage", api: "Message", toAPI: true, lists: true},
-	{stored: "HistoryEntry", api: "HistoryEntry", toAPI: true, lists: true},
+	{stored: "Session", api: "Session", toAPI: true, fromAPI: true},
+	{stored: "Step", api: "Step", toAPI: true, fromAPI: true},
+	{stored: "Event", api: "Event", toAPI: true, fromAPI: true},
+	{stored: "InboxMessage", api: "Message", toAPI: true, fromAPI: true, lists: true},
+	{stored: "HistoryEntry", api: "HistoryEntry", toAPI: true, fromAPI: true, lists: true},
 	{stored: "AclToken", api: "AclToken", toAPI: true},
-	{stored: "Turn", api: "Turn", toAPI: true},
-	{stored: "CallState", api: "CallState", toAPI: true},
-	{stored: "Attempt", api: "Attempt", toAPI: true},
+	{stored: "Turn", api: "Turn", toAPI: true, fromAPI: true},
+	{stored: "CallState", api: "CallState", toAPI: true, fromAPI: true},
+	{stored: "Attempt", api: "Attempt", toAPI: true, fromAPI: true},
 	{stored: "WorkerInfo", api: "WorkerInfo", toAPI: true},
 	{stored: "ToolCall", api: "ToolCall", toAPI: true, fromAPI: true},
 	{stored: "InlineResult", api: "InlineResult", toAPI: true, fromAPI: true},
@@ -36,6 +36,7 @@ var pairs = []pair{
 var oneSided = map[protoreflect.FullName]string{
 	"dex.v1.Step.waiting_reason":        "the API fills it on reads; the state does not store it",
 	"dex.fsm.v1.AclToken.secret_sha256": "a token's secret hash is never shown",
+	"dex.fsm.v1.Session.import":         "an import in progress is never shown; the API has no such session yet",
 }
 
 // The proto packages of the two sides and the Go packages generated from them.

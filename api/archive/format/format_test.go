@@ -1,4 +1,4 @@
-package archive
+package format
 
 import (
 	"bytes"
@@ -126,11 +126,11 @@ func TestDecode_RefusesAnotherVersion(t *testing.T) {
 // record that does not count them) is refused too.
 func TestDecode_RefusesRecordsOutOfOrderOrMiscounted(t *testing.T) {
 	s := sample()
-	e := newEncoder()
-	e.header(s.Session, s.LastEventSeq)
-	e.history(s.Session.History[1])
-	e.history(s.Session.History[0])
-	obj, err := e.finish()
+	e := NewEncoder()
+	e.Header(s.Session, s.LastEventSeq)
+	e.History(s.Session.History[1])
+	e.History(s.Session.History[0])
+	obj, err := e.Finish()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,14 +138,44 @@ func TestDecode_RefusesRecordsOutOfOrderOrMiscounted(t *testing.T) {
 		t.Fatalf("history out of order: %v", err)
 	}
 
-	e = newEncoder()
-	e.header(s.Session, s.LastEventSeq)
-	e.step(s.Steps[0])
+	e = NewEncoder()
+	e.Header(s.Session, s.LastEventSeq)
+	e.Step(s.Steps[0])
 	e.end.Steps++ // counts a Step that is not there
-	if obj, err = e.finish(); err != nil {
+	if obj, err = e.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Decode(obj); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "end record counts") {
 		t.Fatalf("a miscounted object: %v", err)
+	}
+}
+
+// A server bounds what an object inflates to: past the bound it is
+// refused as too large, not read on.
+func TestDecodeWithin_RefusesAnObjectThatInflatesPastTheBound(t *testing.T) {
+	obj, err := Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := 0 // the records' size, uncompressed
+	got, err := Decode(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{1, 10, 100} {
+		if _, err := DecodeWithin(obj, n); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrDamaged) {
+			t.Fatalf("DecodeWithin(%d bytes): %v; want ErrTooLarge", n, err)
+		}
+	}
+	for raw = 100; ; raw++ {
+		if _, err := DecodeWithin(obj, int64(raw)); err == nil {
+			break
+		} else if !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("DecodeWithin(%d bytes): %v", raw, err)
+		}
+	}
+	again, err := DecodeWithin(obj, int64(raw))
+	if err != nil || !proto.Equal(again, got) {
+		t.Fatalf("within its own size: %v", err)
 	}
 }
