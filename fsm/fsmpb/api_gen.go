@@ -83,6 +83,41 @@ func (x *Event) API() *dexv1.Event {
 	}
 }
 
+// API is the stored FoldedKind as the API's dex.v1.FoldedKind shows it.
+func (x *FoldedKind) API() *dexv1.FoldedKind {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.FoldedKind{
+		Kind:     dexv1.StepKind(x.Kind),
+		Tool:     x.Tool,
+		Steps:    x.Steps,
+		Attempts: x.Attempts,
+	}
+}
+
+// API is the stored FoldedTurn as the API's dex.v1.FoldedTurn shows it.
+func (x *FoldedTurn) API() *dexv1.FoldedTurn {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.FoldedTurn{
+		SessionId:     x.SessionId,
+		Turn:          x.Turn,
+		Steps:         x.Steps,
+		Attempts:      x.Attempts,
+		Kinds:         foldedKindListAPI(x.Kinds),
+		FirstStep:     x.FirstStep,
+		LastStep:      x.LastStep,
+		FirstAtMs:     x.FirstAtMs,
+		LastAtMs:      x.LastAtMs,
+		LastStatus:    dexv1.StepStatus(x.LastStatus),
+		LastOutcome:   dexv1.Outcome(x.LastOutcome),
+		LastErrorType: dexv1.ErrorType(x.LastErrorType),
+		FailedSteps:   x.FailedSteps,
+	}
+}
+
 // API is the stored HistoryEntry as the API's dex.v1.HistoryEntry shows it.
 func (x *HistoryEntry) API() *dexv1.HistoryEntry {
 	if x == nil {
@@ -192,6 +227,9 @@ func (x *Session) API() *dexv1.Session {
 		CloseRequestedAtMs:  x.CloseRequestedAtMs,
 		ClosedAtMs:          x.ClosedAtMs,
 		DeleteAtMs:          x.DeleteAtMs,
+		FoldedThroughTurn:   x.FoldedThroughTurn,
+		FoldedTurns:         x.FoldedTurns,
+		FoldedSteps:         x.FoldedSteps,
 	}
 }
 
@@ -339,6 +377,41 @@ func AttemptResultFromAPI(x *dexv1.AttemptResult) *AttemptResult {
 	return out
 }
 
+// FoldedKindFromAPI is the API's dex.v1.FoldedKind as the state stores it.
+func FoldedKindFromAPI(x *dexv1.FoldedKind) *FoldedKind {
+	if x == nil {
+		return nil
+	}
+	return &FoldedKind{
+		Kind:     StepKind(x.Kind),
+		Tool:     x.Tool,
+		Steps:    x.Steps,
+		Attempts: x.Attempts,
+	}
+}
+
+// FoldedTurnFromAPI is the API's dex.v1.FoldedTurn as the state stores it.
+func FoldedTurnFromAPI(x *dexv1.FoldedTurn) *FoldedTurn {
+	if x == nil {
+		return nil
+	}
+	return &FoldedTurn{
+		SessionId:     x.SessionId,
+		Turn:          x.Turn,
+		Steps:         x.Steps,
+		Attempts:      x.Attempts,
+		Kinds:         foldedKindListFromAPI(x.Kinds),
+		FirstStep:     x.FirstStep,
+		LastStep:      x.LastStep,
+		FirstAtMs:     x.FirstAtMs,
+		LastAtMs:      x.LastAtMs,
+		LastStatus:    StepStatus(x.LastStatus),
+		LastOutcome:   Outcome(x.LastOutcome),
+		LastErrorType: ErrorType(x.LastErrorType),
+		FailedSteps:   x.FailedSteps,
+	}
+}
+
 // InlineResultFromAPI is the API's dex.v1.InlineResult as the state stores it.
 func InlineResultFromAPI(x *dexv1.InlineResult) *InlineResult {
 	if x == nil {
@@ -455,6 +528,28 @@ func callStateListAPI(in []*CallState) []*dexv1.CallState {
 	return out
 }
 
+func foldedKindListAPI(in []*FoldedKind) []*dexv1.FoldedKind {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*dexv1.FoldedKind, len(in))
+	for i, x := range in {
+		out[i] = x.API()
+	}
+	return out
+}
+
+func foldedTurnListAPI(in []*FoldedTurn) []*dexv1.FoldedTurn {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*dexv1.FoldedTurn, len(in))
+	for i, x := range in {
+		out[i] = x.API()
+	}
+	return out
+}
+
 func historyEntryListAPI(in []*HistoryEntry) []*dexv1.HistoryEntry {
 	if len(in) == 0 {
 		return nil
@@ -506,6 +601,28 @@ func toolSpecListAPI(in []*ToolSpec) []*dexv1.ToolSpec {
 	out := make([]*dexv1.ToolSpec, len(in))
 	for i, x := range in {
 		out[i] = x.API()
+	}
+	return out
+}
+
+func foldedKindListFromAPI(in []*dexv1.FoldedKind) []*FoldedKind {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*FoldedKind, len(in))
+	for i, x := range in {
+		out[i] = FoldedKindFromAPI(x)
+	}
+	return out
+}
+
+func foldedTurnListFromAPI(in []*dexv1.FoldedTurn) []*FoldedTurn {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*FoldedTurn, len(in))
+	for i, x := range in {
+		out[i] = FoldedTurnFromAPI(x)
 	}
 	return out
 }

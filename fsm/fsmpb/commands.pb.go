@@ -68,6 +68,8 @@ type Command struct {
 	//	*Command_CancelTurn
 	//	*Command_CloseSession
 	//	*Command_ExpireClosedSessions
+	//	*Command_SetTurnFolding
+	//	*Command_FoldTurns
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -431,6 +433,24 @@ func (x *Command) GetExpireClosedSessions() *ExpireClosedSessions {
 	return nil
 }
 
+func (x *Command) GetSetTurnFolding() *SetTurnFolding {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetTurnFolding); ok {
+			return x.SetTurnFolding
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFoldTurns() *FoldTurns {
+	if x != nil {
+		if x, ok := x.Body.(*Command_FoldTurns); ok {
+			return x.FoldTurns
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -580,6 +600,14 @@ type Command_ExpireClosedSessions struct {
 	ExpireClosedSessions *ExpireClosedSessions `protobuf:"bytes,131,opt,name=expire_closed_sessions,json=expireClosedSessions,proto3,oneof"`
 }
 
+type Command_SetTurnFolding struct {
+	SetTurnFolding *SetTurnFolding `protobuf:"bytes,135,opt,name=set_turn_folding,json=setTurnFolding,proto3,oneof"`
+}
+
+type Command_FoldTurns struct {
+	FoldTurns *FoldTurns `protobuf:"bytes,136,opt,name=fold_turns,json=foldTurns,proto3,oneof"`
+}
+
 type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
@@ -651,6 +679,10 @@ func (*Command_CancelTurn) isCommand_Body() {}
 func (*Command_CloseSession) isCommand_Body() {}
 
 func (*Command_ExpireClosedSessions) isCommand_Body() {}
+
+func (*Command_SetTurnFolding) isCommand_Body() {}
+
+func (*Command_FoldTurns) isCommand_Body() {}
 
 func (*Command_Batch) isCommand_Body() {}
 
@@ -2417,6 +2449,124 @@ func (x *ExpireClosedSessions) GetSessionIds() []string {
 // The leader fails a running attempt that ran past its run deadline
 // (Attempt.deadline_ms) with error type timeout, heartbeats or not; refused
 // before the deadline or once the attempt ended.
+// The leader puts its --keep-turn-steps in force: each session keeps the
+// Steps of its last keep_turn_steps finished turns (0: all of them). Written
+// only once every member applies it (NodeInfo.log_version 3 or more).
+type SetTurnFolding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	KeepTurnSteps uint64                 `protobuf:"varint,2,opt,name=keep_turn_steps,json=keepTurnSteps,proto3" json:"keep_turn_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTurnFolding) Reset() {
+	*x = SetTurnFolding{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTurnFolding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTurnFolding) ProtoMessage() {}
+
+func (x *SetTurnFolding) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTurnFolding.ProtoReflect.Descriptor instead.
+func (*SetTurnFolding) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SetTurnFolding) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *SetTurnFolding) GetKeepTurnSteps() uint64 {
+	if x != nil {
+		return x.KeepTurnSteps
+	}
+	return 0
+}
+
+// The leader folds the Steps of the named sessions' finished turns older
+// than their last keep_turn_steps into FoldedTurn rows, at most max_steps
+// Steps in all. Written only once every member applies it (log_version 3).
+type FoldTurns struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	SessionIds    []string               `protobuf:"bytes,2,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	MaxSteps      uint32                 `protobuf:"varint,3,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldTurns) Reset() {
+	*x = FoldTurns{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldTurns) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldTurns) ProtoMessage() {}
+
+func (x *FoldTurns) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldTurns.ProtoReflect.Descriptor instead.
+func (*FoldTurns) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *FoldTurns) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *FoldTurns) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *FoldTurns) GetMaxSteps() uint32 {
+	if x != nil {
+		return x.MaxSteps
+	}
+	return 0
+}
+
 type TimeoutAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
@@ -2428,7 +2578,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2590,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2603,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2489,7 +2639,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2651,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2664,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -2542,7 +2692,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2704,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2717,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -2590,7 +2740,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2752,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2765,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -2643,7 +2793,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2805,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2818,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -2694,7 +2844,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +2856,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +2869,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -2757,7 +2907,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2919,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +2932,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -2830,7 +2980,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2842,7 +2992,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2855,7 +3005,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -2956,7 +3106,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3118,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3131,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -3018,7 +3168,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3030,7 +3180,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3043,7 +3193,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -3078,7 +3228,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3240,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3253,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -3130,7 +3280,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3292,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3305,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3177,7 +3327,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xeb\x12\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xed\x13\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -3219,7 +3369,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\vcancel_turn\x18x \x01(\v2\x16.dex.fsm.v1.CancelTurnH\x00R\n" +
 	"cancelTurn\x12@\n" +
 	"\rclose_session\x18\x82\x01 \x01(\v2\x18.dex.fsm.v1.CloseSessionH\x00R\fcloseSession\x12Y\n" +
-	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessions\x12*\n" +
+	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessions\x12G\n" +
+	"\x10set_turn_folding\x18\x87\x01 \x01(\v2\x1a.dex.fsm.v1.SetTurnFoldingH\x00R\x0esetTurnFolding\x127\n" +
+	"\n" +
+	"fold_turns\x18\x88\x01 \x01(\v2\x15.dex.fsm.v1.FoldTurnsH\x00R\tfoldTurns\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
@@ -3348,7 +3501,15 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x14ExpireClosedSessions\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1f\n" +
 	"\vsession_ids\x18\x02 \x03(\tR\n" +
-	"sessionIds\"Y\n" +
+	"sessionIds\"N\n" +
+	"\x0eSetTurnFolding\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12&\n" +
+	"\x0fkeep_turn_steps\x18\x02 \x01(\x04R\rkeepTurnSteps\"_\n" +
+	"\tFoldTurns\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1f\n" +
+	"\vsession_ids\x18\x02 \x03(\tR\n" +
+	"sessionIds\x12\x1b\n" +
+	"\tmax_steps\x18\x03 \x01(\rR\bmaxSteps\"Y\n" +
 	"\x0eTimeoutAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -3416,7 +3577,7 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
@@ -3448,27 +3609,29 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*ExpireSessions)(nil),       // 27: dex.fsm.v1.ExpireSessions
 	(*CloseSession)(nil),         // 28: dex.fsm.v1.CloseSession
 	(*ExpireClosedSessions)(nil), // 29: dex.fsm.v1.ExpireClosedSessions
-	(*TimeoutAttempt)(nil),       // 30: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),        // 31: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),         // 32: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),          // 33: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),          // 34: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),           // 35: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),           // 36: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),        // 37: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),          // 38: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),           // 39: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),           // 40: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),       // 41: dex.fsm.v1.AttemptFailure
-	(*ToolSpec)(nil),             // 42: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 43: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 44: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 45: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 46: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 47: dex.fsm.v1.EventRetention
-	(*AclToken)(nil),             // 48: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 49: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 50: dex.fsm.v1.InlineResult
+	(*SetTurnFolding)(nil),       // 30: dex.fsm.v1.SetTurnFolding
+	(*FoldTurns)(nil),            // 31: dex.fsm.v1.FoldTurns
+	(*TimeoutAttempt)(nil),       // 32: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 33: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 34: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 35: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 36: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 37: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),           // 38: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),        // 39: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),          // 40: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),           // 41: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),           // 42: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),       // 43: dex.fsm.v1.AttemptFailure
+	(*ToolSpec)(nil),             // 44: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 45: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 46: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 47: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 48: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 49: dex.fsm.v1.EventRetention
+	(*AclToken)(nil),             // 50: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 51: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 52: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -3497,43 +3660,45 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	25, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
 	26, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
 	27, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	30, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	31, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	32, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	33, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	34, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	35, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	32, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	33, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	34, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	35, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	36, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	37, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
 	28, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
 	29, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
-	1,  // 34: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	42, // 35: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	36, // 36: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	36, // 37: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	38, // 38: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	39, // 39: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	40, // 40: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	36, // 41: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	43, // 42: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	44, // 43: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	45, // 44: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	46, // 45: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	47, // 46: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	36, // 47: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	37, // 48: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	48, // 49: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	38, // 50: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	39, // 51: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	40, // 52: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	41, // 53: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	49, // 54: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	50, // 55: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	39, // 56: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	43, // 57: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	30, // 34: dex.fsm.v1.Command.set_turn_folding:type_name -> dex.fsm.v1.SetTurnFolding
+	31, // 35: dex.fsm.v1.Command.fold_turns:type_name -> dex.fsm.v1.FoldTurns
+	1,  // 36: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	44, // 37: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	38, // 38: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	38, // 39: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	40, // 40: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	41, // 41: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	42, // 42: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	38, // 43: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	45, // 44: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	46, // 45: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	47, // 46: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	48, // 47: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	49, // 48: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	38, // 49: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	39, // 50: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	50, // 51: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	40, // 52: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	41, // 53: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	42, // 54: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	43, // 55: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	51, // 56: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	52, // 57: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	41, // 58: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	45, // 59: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -3578,6 +3743,8 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_CancelTurn)(nil),
 		(*Command_CloseSession)(nil),
 		(*Command_ExpireClosedSessions)(nil),
+		(*Command_SetTurnFolding)(nil),
+		(*Command_FoldTurns)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
@@ -3587,7 +3754,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[37].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[39].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3600,7 +3767,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
