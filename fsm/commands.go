@@ -48,5 +48,7 @@ var commandTable = []command{
 	unfenced((*fsmpb.Command).GetCloseSession, (*applier).closeSession),
 	// Deleting a closed child tells its parent, which may start a turn.
 	fenced((*fsmpb.Command).GetExpireClosedSessions, checkExpireClosedSessions, (*applier).expireClosedSessions).queues(),
+	fenced((*fsmpb.Command).GetSetTurnFolding, nil, (*applier).setTurnFolding),
+	fenced((*fsmpb.Command).GetFoldTurns, checkFoldTurns, (*applier).foldTurns),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }
