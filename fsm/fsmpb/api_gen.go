@@ -377,41 +377,6 @@ func AttemptResultFromAPI(x *dexv1.AttemptResult) *AttemptResult {
 	return out
 }
 
-// FoldedKindFromAPI is the API's dex.v1.FoldedKind as the state stores it.
-func FoldedKindFromAPI(x *dexv1.FoldedKind) *FoldedKind {
-	if x == nil {
-		return nil
-	}
-	return &FoldedKind{
-		Kind:     StepKind(x.Kind),
-		Tool:     x.Tool,
-		Steps:    x.Steps,
-		Attempts: x.Attempts,
-	}
-}
-
-// FoldedTurnFromAPI is the API's dex.v1.FoldedTurn as the state stores it.
-func FoldedTurnFromAPI(x *dexv1.FoldedTurn) *FoldedTurn {
-	if x == nil {
-		return nil
-	}
-	return &FoldedTurn{
-		SessionId:     x.SessionId,
-		Turn:          x.Turn,
-		Steps:         x.Steps,
-		Attempts:      x.Attempts,
-		Kinds:         foldedKindListFromAPI(x.Kinds),
-		FirstStep:     x.FirstStep,
-		LastStep:      x.LastStep,
-		FirstAtMs:     x.FirstAtMs,
-		LastAtMs:      x.LastAtMs,
-		LastStatus:    StepStatus(x.LastStatus),
-		LastOutcome:   Outcome(x.LastOutcome),
-		LastErrorType: ErrorType(x.LastErrorType),
-		FailedSteps:   x.FailedSteps,
-	}
-}
-
 // InlineResultFromAPI is the API's dex.v1.InlineResult as the state stores it.
 func InlineResultFromAPI(x *dexv1.InlineResult) *InlineResult {
 	if x == nil {
@@ -601,28 +566,6 @@ func toolSpecListAPI(in []*ToolSpec) []*dexv1.ToolSpec {
 	out := make([]*dexv1.ToolSpec, len(in))
 	for i, x := range in {
 		out[i] = x.API()
-	}
-	return out
-}
-
-func foldedKindListFromAPI(in []*dexv1.FoldedKind) []*FoldedKind {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]*FoldedKind, len(in))
-	for i, x := range in {
-		out[i] = FoldedKindFromAPI(x)
-	}
-	return out
-}
-
-func foldedTurnListFromAPI(in []*dexv1.FoldedTurn) []*FoldedTurn {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]*FoldedTurn, len(in))
-	for i, x := range in {
-		out[i] = FoldedTurnFromAPI(x)
 	}
 	return out
 }

@@ -159,3 +159,17 @@ func (c *Cluster) run(id string, kind fsmpb.StepKind, res *fsmpb.AttemptResult) 
 		Ref: &fsmpb.AttemptRef{StepId: step.Id, Attempt: n, Token: started.Attempt.Token, Seq: 1}, Result: res,
 	}}})
 }
+
+// Fold puts keep_turn_steps keep in force and folds every session's turns
+// it no longer keeps the Steps of, as the leader's folding service does.
+func (c *Cluster) Fold(keep uint64) {
+	c.t.Helper()
+	c.Propose(&fsmpb.Command{Body: &fsmpb.Command_SetTurnFolding{SetTurnFolding: &fsmpb.SetTurnFolding{Epoch: c.Node.Epoch(), KeepTurnSteps: keep}}})
+	for {
+		ids := c.Node.State().FoldDue(keep, fsm.MaxFoldSessions)
+		if len(ids) == 0 {
+			return
+		}
+		c.Propose(&fsmpb.Command{Body: &fsmpb.Command_FoldTurns{FoldTurns: &fsmpb.FoldTurns{Epoch: c.Node.Epoch(), SessionIds: ids, MaxSteps: 5}}})
+	}
+}
