@@ -96,7 +96,7 @@ func (a *applier) foldSession(s *fsmpb.Session, through uint64, budget *int) boo
 		if st.Turn > through {
 			break
 		}
-		if liveStep(st) || len(steps) == *budget {
+		if holdsFold(st) || len(steps) == *budget {
 			done = max(st.Turn, 1) - 1 // st's turn (and any after it) is not folded whole
 			break
 		}
@@ -131,12 +131,16 @@ func (a *applier) foldedRow(s *fsmpb.Session, turn uint64) *fsmpb.FoldedTurn {
 	return &fsmpb.FoldedTurn{SessionId: s.Id, Turn: turn}
 }
 
-func liveStep(st *fsmpb.Step) bool {
+// holdsFold reports whether a Step, and so its turn and the turns after it,
+// cannot fold yet: it is still in play (queued, running, waiting), or it
+// ended outcome_unknown and waits for an operator to reconcile it, which
+// names the Step.
+func holdsFold(st *fsmpb.Step) bool {
 	switch st.Status {
 	case fsmpb.StepStatus_STEP_STATUS_QUEUED, fsmpb.StepStatus_STEP_STATUS_RUNNING, fsmpb.StepStatus_STEP_STATUS_WAITING:
 		return true
 	}
-	return false
+	return st.Outcome == fsmpb.Outcome_OUTCOME_UNKNOWN
 }
 
 // foldStep adds one Step (in number order) to its turn's folded row.
@@ -174,8 +178,8 @@ func foldStep(f *fsmpb.FoldedTurn, st *fsmpb.Step) {
 func (s *State) KeepTurnSteps() uint64 { return s.Meta().GetKeepTurnSteps() }
 
 // FoldDue returns up to limit sessions with more than keep finished turns
-// whose Steps are not folded, leaving out those whose oldest Step is still
-// in play (nothing of them can fold yet); it looks at no more than
+// whose Steps are not folded, leaving out those whose oldest Step holds
+// the fold (nothing of them can fold yet); it looks at no more than
 // 4*limit sessions.
 func (s *State) FoldDue(keep uint64, limit int) []string {
 	if keep == 0 || limit <= 0 {
@@ -189,7 +193,7 @@ func (s *State) FoldDue(keep uint64, limit int) []string {
 		}
 		blocked := false
 		for st := range s.tx.SessionSteps(sess.Id, 0) {
-			blocked = liveStep(st)
+			blocked = holdsFold(st)
 			break
 		}
 		if !blocked {

@@ -279,3 +279,42 @@ func TestFoldedTurns_Paged(t *testing.T) {
 		t.Fatalf("last page: %v, next %d", page, next)
 	}
 }
+
+// A Step that ended outcome_unknown waits for an operator to reconcile it
+// by its id: its turn, and the turns after it, do not fold until then, and
+// the session is not due a fold while it is its oldest Step.
+func TestFoldTurns_AnUnreconciledStepHoldsTheFold(t *testing.T) {
+	d := newDriver(t)
+	d.createSession("s", "", "")
+	d.send("s", "mail them")
+	d.startNext("s", kRunModel).answer("", call("e1", "send_email", "{}"))
+	d.startNext("s", kSingle).claim().expire() // it may have been sent
+	unknown := d.latest("s", kSingle)
+	if unknown.Outcome != oUnknown {
+		t.Fatalf("the call ended %s; want outcome_unknown", OutcomeName(unknown.Outcome))
+	}
+	d.startNext("s", kRunModel).answer("I could not tell")
+	for i := range 3 {
+		d.send("s", fmt.Sprint("more ", i))
+		d.startNext("s", kRunModel).answer("ok")
+	}
+	d.setFolding(1)
+	d.do(d.foldCmd(MaxFoldSteps, "s"))
+	s := d.session("s")
+	if s.FoldedThroughTurn != 0 || s.FoldedSteps != 1 || d.f.State().Step(unknown.Id) == nil {
+		t.Fatalf("folded through %d, %d Steps; want only the RunModel before the unreconciled call", s.FoldedThroughTurn, s.FoldedSteps)
+	}
+	if got := d.f.State().FoldDue(1, 10); len(got) != 0 {
+		t.Fatalf("a session held by an unreconciled Step is due a fold: %v", got)
+	}
+	d.do(&fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{StepId: unknown.Id, Outcome: oFailed}}})
+	d.do(d.foldCmd(MaxFoldSteps, "s"))
+	s = d.session("s")
+	if s.FoldedThroughTurn != 3 || d.f.State().Step(unknown.Id) != nil {
+		t.Fatalf("after the reconcile: folded through %d; want 3", s.FoldedThroughTurn)
+	}
+	f := foldedOf(d.f.State(), "s")[0]
+	if f.Steps != 3 || f.FailedSteps != 1 || len(f.Kinds) != 2 || f.Kinds[1].Kind != kSingle || f.Kinds[1].Tool != "send_email" {
+		t.Fatalf("turn 1 folded as %v", f)
+	}
+}
