@@ -80,10 +80,12 @@ func TestLongSession_TwoThousandTurnsKeepRunningUnderTheLimit(t *testing.T) {
 	}
 	// The folded turns keep what their Steps were: one attempt each, none
 	// failed, and every turn is read back either folded or with its Steps.
-	if uint64(len(r.FoldedTurns)) != s.FoldedTurns || len(r.FoldedTurns) != int(s.FoldedThroughTurn) {
-		t.Fatalf("GetSession read %d folded turns; the session holds %d, folded through turn %d", len(r.FoldedTurns), s.FoldedTurns, s.FoldedThroughTurn)
+	if len(r.FoldedTurns) != int(s.FoldedThroughTurn) {
+		t.Fatalf("GetSession read %d folded turns; the session folded through turn %d", len(r.FoldedTurns), s.FoldedThroughTurn)
 	}
+	folded := uint64(0)
 	for _, f := range r.FoldedTurns {
+		folded += uint64(f.Steps)
 		if f.FailedSteps != 0 || f.Attempts != f.Steps || f.LastOutcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
 			t.Fatalf("folded turn %d: %v", f.Turn, f)
 		}
@@ -92,6 +94,9 @@ func TestLongSession_TwoThousandTurnsKeepRunningUnderTheLimit(t *testing.T) {
 				models += int(k.Steps)
 			}
 		}
+	}
+	if folded != s.FoldedSteps || folded+uint64(len(r.Steps)) != s.NextStep-1 {
+		t.Fatalf("%d Steps folded and %d kept; the session counts %d folded of %d", folded, len(r.Steps), s.FoldedSteps, s.NextStep-1)
 	}
 	if models != turns+int(s.Summaries) {
 		t.Fatalf("%d model Steps; want one RunModel per turn and one CompactContext per summary (%d)", models, turns+int(s.Summaries))

@@ -11,10 +11,12 @@ import (
 // are folded by the leader (FoldTurns, bounded) into one FoldedTurn row per
 // turn, which keeps their counts by kind, their times and how the turn's
 // last Step ended, and they leave the Step table. The history is not folded:
-// compaction bounds what the model is sent of it. A session counts the
-// turns it folded (folded_through_turn), so the leader finds the sessions
-// owed a fold through an index of sessions by unfolded finished turns, not
-// by scanning Steps.
+// compaction bounds what the model is sent of it. Each write of a session
+// records through which turn it is owed a fold under the setting
+// (fold_due_through, against folded_through_turn), and an index holds the
+// sessions owed one, and only those: the leader finds them with one seek,
+// no Step is scanned, and the index costs the other session writes
+// nothing. A lowered setting reaches a session at its next write.
 
 const (
 	// MaxFoldSteps bounds the Steps one FoldTurns folds, and
@@ -47,29 +49,32 @@ func (a *applier) setTurnFolding(c *fsmpb.SetTurnFolding) *Result {
 
 // foldTurns folds the Steps of the named sessions' finished turns older
 // than their last keep_turn_steps, oldest first, within max_steps. A turn
-// folded in part (the budget ran out, or a Step of it is still in play) is
-// taken up again by the next FoldTurns: its row gathers what each folded.
-// A session gone, or with nothing owed, is skipped: the leader read a state
-// that may have moved on.
+// folded in part (the budget ran out) is taken up by the next FoldTurns:
+// its row gathers what each folded. A session whose fold stops at a Step
+// that holds it leaves the index of sessions owed a fold until its next
+// write, as does one owed nothing under the setting now (it was lowered or
+// turned off since the session was written). A session gone is skipped:
+// the leader read a state that may have moved on.
 func (a *applier) foldTurns(c *fsmpb.FoldTurns) *Result {
 	keep := a.meta().GetKeepTurnSteps()
-	if keep == 0 {
-		return &Result{}
-	}
 	budget := int(c.MaxSteps)
 	for _, id := range c.SessionIds {
-		if budget == 0 {
-			break
-		}
 		s, r := a.session(id)
 		if r != nil {
 			continue
 		}
-		last := store.LastFinishedTurn(s)
-		if last <= keep || last-keep <= s.FoldedThroughTurn {
-			continue
+		changed, held := false, false
+		if through := foldDueThrough(s, keep); through > 0 && budget > 0 {
+			changed, held = a.foldSession(s, through, &budget)
 		}
-		if a.foldSession(s, last-keep, &budget) {
+		due := foldDueThrough(s, keep)
+		if held {
+			due = 0 // parked: its next write looks again
+		}
+		if due != s.FoldDueThrough {
+			s.FoldDueThrough, changed = due, true
+		}
+		if changed {
 			a.insert(store.TableSessions, s) // not putSession: folding is no activity of the session
 			a.touched.session(s.Id)
 		}
@@ -77,11 +82,21 @@ func (a *applier) foldTurns(c *fsmpb.FoldTurns) *Result {
 	return &Result{}
 }
 
+// foldDueThrough is the turn through which s's Steps are owed a fold when
+// it keeps the Steps of its last keep finished turns (0: none owed).
+func foldDueThrough(s *fsmpb.Session, keep uint64) uint64 {
+	last := store.LastFinishedTurn(s)
+	if keep == 0 || last <= keep || last-keep <= s.FoldedThroughTurn {
+		return 0
+	}
+	return last - keep
+}
+
 // foldSession folds s's Steps of turns up to through, within budget, and
 // moves s.FoldedThroughTurn past the turns it emptied; the caller writes s
-// when it reports a change.
-func (a *applier) foldSession(s *fsmpb.Session, through uint64, budget *int) bool {
-	changed := false
+// when it reports a change. held: the walk stopped at a Step that holds
+// the fold.
+func (a *applier) foldSession(s *fsmpb.Session, through uint64, budget *int) (changed, held bool) {
 	var row *fsmpb.FoldedTurn
 	flush := func() {
 		if row != nil {
@@ -96,7 +111,8 @@ func (a *applier) foldSession(s *fsmpb.Session, through uint64, budget *int) boo
 		if st.Turn > through {
 			break
 		}
-		if holdsFold(st) || len(steps) == *budget {
+		held = holdsFold(st)
+		if held || len(steps) == *budget {
 			done = max(st.Turn, 1) - 1 // st's turn (and any after it) is not folded whole
 			break
 		}
@@ -118,16 +134,15 @@ func (a *applier) foldSession(s *fsmpb.Session, through uint64, budget *int) boo
 		s.FoldedThroughTurn = done
 		changed = true
 	}
-	return changed
+	return changed, held
 }
 
-// foldedRow returns a copy of s's folded row of turn, a new one (counted in
-// s.FoldedTurns) if it has none.
+// foldedRow returns a copy of s's folded row of turn, a new one if it has
+// none.
 func (a *applier) foldedRow(s *fsmpb.Session, turn uint64) *fsmpb.FoldedTurn {
 	if f := a.tx.FoldedTurn(s.Id, turn); f != nil {
 		return f.CloneVT()
 	}
-	s.FoldedTurns++
 	return &fsmpb.FoldedTurn{SessionId: s.Id, Turn: turn}
 }
 
@@ -177,33 +192,40 @@ func foldStep(f *fsmpb.FoldedTurn, st *fsmpb.Step) {
 // KeepTurnSteps is the cluster's keep_turn_steps (0: turns never fold).
 func (s *State) KeepTurnSteps() uint64 { return s.Meta().GetKeepTurnSteps() }
 
-// FoldDue returns up to limit sessions with more than keep finished turns
-// whose Steps are not folded, leaving out those whose oldest Step holds
-// the fold (nothing of them can fold yet); it looks at no more than
-// 4*limit sessions.
-func (s *State) FoldDue(keep uint64, limit int) []string {
-	if keep == 0 || limit <= 0 {
-		return nil
-	}
+// FoldDue returns up to limit sessions owed a fold, by id: a seek on the
+// index that holds only those.
+func (s *State) FoldDue(limit int) []string {
 	var out []string
-	looked := 0
-	for sess := range s.tx.FoldDue(keep + 1) {
-		if looked++; looked > 4*limit {
+	for sess := range s.tx.FoldDue() {
+		if len(out) >= limit {
 			break
 		}
-		blocked := false
-		for st := range s.tx.SessionSteps(sess.Id, 0) {
-			blocked = holdsFold(st)
-			break
-		}
-		if !blocked {
-			out = append(out, sess.Id)
-			if len(out) >= limit {
-				break
-			}
-		}
+		out = append(out, sess.Id)
 	}
 	return out
+}
+
+// FoldSweep reads up to scan sessions with an id above after, in id order,
+// and returns those the cluster's keep_turn_steps owes a fold whatever their
+// index says (a session written before the setting was lowered or turned
+// on is not in it), and the id to read on from ("" at the end). The
+// leader sweeps once per leadership, a page at a time.
+func (s *State) FoldSweep(after string, scan int) (ids []string, next string) {
+	keep := s.KeepTurnSteps()
+	n := 0
+	for sess := range s.tx.SessionsFrom(after) {
+		if sess.Id == after {
+			continue
+		}
+		if n++; n > scan {
+			return ids, next
+		}
+		next = sess.Id
+		if !deleted(sess) && foldDueThrough(sess, keep) > 0 {
+			ids = append(ids, sess.Id)
+		}
+	}
+	return ids, ""
 }
 
 // FoldedTurns returns up to limit folded turns of a session numbered above

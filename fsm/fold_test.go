@@ -38,11 +38,11 @@ func foldedOf(st *State, id string) []*fsmpb.FoldedTurn {
 // turn keeps what its Steps were.
 func TestFoldTurns_FoldsOnlyFinishedTurnsOlderThanTheKept(t *testing.T) {
 	d := newDriver(t)
+	d.setFolding(2)
 	finishedSession(d, "s", "", 5)
 	d.send("s", "turn 6")
 	h := d.startNext("s", kRunModel) // turn 6 runs
-	d.setFolding(2)
-	if got := d.f.State().FoldDue(2, 10); len(got) != 1 || got[0] != "s" {
+	if got := d.f.State().FoldDue(10); len(got) != 1 || got[0] != "s" {
 		t.Fatalf("sessions due a fold: %v; want [s]", got)
 	}
 	d.do(d.foldCmd(MaxFoldSteps, "s"))
@@ -70,15 +70,15 @@ func TestFoldTurns_FoldsOnlyFinishedTurnsOlderThanTheKept(t *testing.T) {
 		}
 	}
 	s := d.session("s")
-	if s.FoldedThroughTurn != 3 || s.FoldedTurns != 3 || s.FoldedSteps != 9 {
-		t.Fatalf("session counters: through %d, turns %d, steps %d; want 3, 3, 9", s.FoldedThroughTurn, s.FoldedTurns, s.FoldedSteps)
+	if s.FoldedThroughTurn != 3 || s.FoldedSteps != 9 {
+		t.Fatalf("session counters: through %d, steps %d; want 3, 9", s.FoldedThroughTurn, s.FoldedSteps)
 	}
-	if got := st.FoldDue(2, 10); len(got) != 0 {
+	if got := st.FoldDue(10); len(got) != 0 {
 		t.Fatalf("sessions due a fold after it: %v", got)
 	}
 	// The turn under way goes on as before; when it ends, one more turn is owed.
 	h.claim().answer("done")
-	if got := d.f.State().FoldDue(2, 10); len(got) != 1 {
+	if got := d.f.State().FoldDue(10); len(got) != 1 {
 		t.Fatalf("after turn 6: sessions due %v; want [s]", got)
 	}
 	d.do(d.foldCmd(MaxFoldSteps, "s"))
@@ -92,13 +92,13 @@ func TestFoldTurns_FoldsOnlyFinishedTurnsOlderThanTheKept(t *testing.T) {
 func TestFoldTurns_BoundedPerCommandAndEndsAsOneFold(t *testing.T) {
 	whole, parts := newDriver(t), newDriver(t)
 	for _, d := range []*driver{whole, parts} {
+		d.setFolding(1)
 		d.createSession("other", "", "")
 		finishedSession(d, "s", "", 4)
-		d.setFolding(1)
 	}
 	whole.do(whole.foldCmd(MaxFoldSteps, "s"))
 	commands := 0
-	for len(parts.f.State().FoldDue(1, 10)) > 0 {
+	for len(parts.f.State().FoldDue(10)) > 0 {
 		before := len(parts.f.State().Steps("s"))
 		parts.do(parts.foldCmd(2, "other", "s"))
 		if gone := before - len(parts.f.State().Steps("s")); gone > 2 {
@@ -121,8 +121,8 @@ func TestFoldTurns_BoundedPerCommandAndEndsAsOneFold(t *testing.T) {
 		}
 	}
 	sw, sp := whole.session("s"), parts.session("s")
-	if sw.FoldedThroughTurn != sp.FoldedThroughTurn || sw.FoldedTurns != sp.FoldedTurns || sw.FoldedSteps != sp.FoldedSteps || sp.FoldedSteps != 9 {
-		t.Fatalf("counters: one fold %d/%d/%d, in parts %d/%d/%d", sw.FoldedThroughTurn, sw.FoldedTurns, sw.FoldedSteps, sp.FoldedThroughTurn, sp.FoldedTurns, sp.FoldedSteps)
+	if sw.FoldedThroughTurn != sp.FoldedThroughTurn || sw.FoldedSteps != sp.FoldedSteps || sp.FoldedSteps != 9 || sp.FoldDueThrough != sw.FoldDueThrough {
+		t.Fatalf("counters: one fold %d/%d/%d, in parts %d/%d/%d", sw.FoldedThroughTurn, sw.FoldedSteps, sw.FoldDueThrough, sp.FoldedThroughTurn, sp.FoldedSteps, sp.FoldDueThrough)
 	}
 }
 
@@ -136,7 +136,7 @@ func TestFoldTurns_ZeroKeepsEveryStep(t *testing.T) {
 	if !bytes.Equal(before, d.stateBytes()) {
 		t.Fatal("a fold with keep_turn_steps 0 changed the state")
 	}
-	if got := d.f.State().FoldDue(0, 10); len(got) != 0 {
+	if got := d.f.State().FoldDue(10); len(got) != 0 {
 		t.Fatalf("sessions due with keep 0: %v", got)
 	}
 	d.setFolding(3)
@@ -181,7 +181,7 @@ func TestFoldTurns_PurgeRemovesFoldedTurns(t *testing.T) {
 		t.Fatalf("folded rows: %d; want 3", n)
 	}
 	d.do(deleteCmd("s"))
-	if got := d.f.State().FoldDue(1, 10); len(got) != 0 {
+	if got := d.f.State().FoldDue(10); len(got) != 0 {
 		t.Fatalf("a deleted session is due a fold: %v", got)
 	}
 	for range 100 {
@@ -204,9 +204,9 @@ func TestFoldTurns_PurgeRemovesFoldedTurns(t *testing.T) {
 // a snapshot and restore; the table's size is counted like any other.
 func TestFoldTurns_SurviveSnapshotAndRestore(t *testing.T) {
 	d := newDriver(t)
+	d.setFolding(2)
 	finishedSession(d, "s", "", 5)
 	finishedSession(d, "t", "", 5)
-	d.setFolding(2)
 	d.do(d.foldCmd(MaxFoldSteps, "s"))
 	want := foldedOf(d.f.State(), "s")
 	d.restart()
@@ -217,7 +217,7 @@ func TestFoldTurns_SurviveSnapshotAndRestore(t *testing.T) {
 	if got := st.KeepTurnSteps(); got != 2 {
 		t.Fatalf("keep_turn_steps after a restore: %d", got)
 	}
-	if got := st.FoldDue(2, 10); len(got) != 1 || got[0] != "t" {
+	if got := st.FoldDue(10); len(got) != 1 || got[0] != "t" {
 		t.Fatalf("sessions due a fold after a restore: %v; want [t]", got)
 	}
 	recount := st.tx.RecountSizes()
@@ -304,7 +304,7 @@ func TestFoldTurns_AnUnreconciledStepHoldsTheFold(t *testing.T) {
 	if s.FoldedThroughTurn != 0 || s.FoldedSteps != 1 || d.f.State().Step(unknown.Id) == nil {
 		t.Fatalf("folded through %d, %d Steps; want only the RunModel before the unreconciled call", s.FoldedThroughTurn, s.FoldedSteps)
 	}
-	if got := d.f.State().FoldDue(1, 10); len(got) != 0 {
+	if got := d.f.State().FoldDue(10); len(got) != 0 {
 		t.Fatalf("a session held by an unreconciled Step is due a fold: %v", got)
 	}
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_ReconcileOutcome{ReconcileOutcome: &fsmpb.ReconcileOutcome{StepId: unknown.Id, Outcome: oFailed}}})
@@ -316,5 +316,70 @@ func TestFoldTurns_AnUnreconciledStepHoldsTheFold(t *testing.T) {
 	f := foldedOf(d.f.State(), "s")[0]
 	if f.Steps != 3 || f.FailedSteps != 1 || len(f.Kinds) != 2 || f.Kinds[1].Kind != kSingle || f.Kinds[1].Tool != "send_email" {
 		t.Fatalf("turn 1 folded as %v", f)
+	}
+}
+
+// Sessions written before the setting was turned on (or lowered) are not
+// in the index of sessions owed a fold: the leader's sweep reads every
+// session a page at a time and finds them; a fold takes each out.
+func TestFoldSweep_FindsSessionsWrittenBeforeTheSetting(t *testing.T) {
+	d := newDriver(t)
+	for _, id := range []string{"a", "b", "c"} {
+		finishedSession(d, id, "", 4)
+	}
+	d.createSession("idle", "", "")
+	d.setFolding(2)
+	st := d.f.State()
+	if got := st.FoldDue(10); len(got) != 0 {
+		t.Fatalf("the index lists %v before any session was written under the setting", got)
+	}
+	var found []string
+	after := ""
+	for pages := 0; ; pages++ {
+		ids, next := st.FoldSweep(after, 2)
+		if len(ids) > 2 {
+			t.Fatalf("a sweep page of 2 sessions gave %v", ids)
+		}
+		found = append(found, ids...)
+		if next == "" {
+			break
+		}
+		if pages > 5 {
+			t.Fatal("the sweep does not end")
+		}
+		after = next
+	}
+	if fmt.Sprint(found) != "[a b c]" {
+		t.Fatalf("the sweep found %v; want [a b c]", found)
+	}
+	d.do(d.foldCmd(MaxFoldSteps, found...))
+	st = d.f.State()
+	if ids, _ := st.FoldSweep("", 100); len(ids) != 0 {
+		t.Fatalf("after the fold the sweep finds %v", ids)
+	}
+	for _, id := range found {
+		if s := d.session(id); s.FoldedThroughTurn != 2 || s.FoldDueThrough != 0 {
+			t.Fatalf("session %s: folded through %d, owed through %d; want 2 and none", id, s.FoldedThroughTurn, s.FoldDueThrough)
+		}
+	}
+}
+
+// A session in the index whose fold the setting no longer owes (it was
+// raised or turned off since) leaves the index at its next fold, which
+// folds nothing.
+func TestFoldTurns_ASessionNoLongerOwedLeavesTheIndex(t *testing.T) {
+	d := newDriver(t)
+	d.setFolding(1)
+	finishedSession(d, "s", "", 3)
+	if got := d.f.State().FoldDue(10); len(got) != 1 {
+		t.Fatalf("sessions owed a fold: %v; want [s]", got)
+	}
+	d.setFolding(0)
+	d.do(d.foldCmd(MaxFoldSteps, "s"))
+	if got := d.f.State().FoldDue(10); len(got) != 0 {
+		t.Fatalf("sessions owed a fold with folding off: %v", got)
+	}
+	if s := d.session("s"); s.FoldedSteps != 0 || len(d.f.State().Steps("s")) != 9 {
+		t.Fatalf("folding off folded %d Steps", s.FoldedSteps)
 	}
 }

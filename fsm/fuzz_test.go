@@ -244,7 +244,7 @@ func (z *fuzzer) step(op, salt byte) {
 		if salt%16 == 15 {
 			keep := uint64(salt/16) % 3
 			z.apply(&fsmpb.Command{Body: &fsmpb.Command_SetTurnFolding{SetTurnFolding: &fsmpb.SetTurnFolding{Epoch: d.epoch, KeepTurnSteps: keep}}})
-			if ids := z.d.f.State().FoldDue(keep, MaxFoldSessions); len(ids) > 0 {
+			if ids := z.d.f.State().FoldDue(MaxFoldSessions); len(ids) > 0 {
 				z.apply(&fsmpb.Command{Body: &fsmpb.Command_FoldTurns{FoldTurns: &fsmpb.FoldTurns{Epoch: d.epoch, SessionIds: ids, MaxSteps: uint32(salt%5) + 1}}})
 			}
 		} else if z.sessions > 0 && salt%8 == 5 {
@@ -392,7 +392,10 @@ func checkFolded(t testing.TB, st *State, s *fsmpb.Session) {
 	for _, f := range folded {
 		n += uint64(f.Steps)
 	}
-	if uint64(len(folded)) != s.FoldedTurns || n != s.FoldedSteps {
-		t.Fatalf("session %s: %d folded rows of %d Steps; its counters say %d and %d", s.Id, len(folded), n, s.FoldedTurns, s.FoldedSteps)
+	if n != s.FoldedSteps || (len(folded) > 0 && folded[len(folded)-1].Turn > s.FoldedThroughTurn+1) {
+		t.Fatalf("session %s: %d folded rows of %d Steps; it counts %d Steps folded through turn %d", s.Id, len(folded), n, s.FoldedSteps, s.FoldedThroughTurn)
+	}
+	if want := foldDueThrough(s, st.KeepTurnSteps()); s.FoldDueThrough != want && s.FoldDueThrough != 0 {
+		t.Fatalf("session %s: owed a fold through turn %d; the setting owes %d", s.Id, s.FoldDueThrough, want)
 	}
 }

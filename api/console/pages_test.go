@@ -259,7 +259,7 @@ func TestStaticAndSecurityHeaders(t *testing.T) {
 // with what each kept: its Steps and attempts, by kind, and its outcome.
 func TestSessionPage_ListsFoldedTurns(t *testing.T) {
 	api := newFakeAPI()
-	api.add(&dexv1.Session{Id: "ses-long", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, TurnsCompleted: 3, FoldedThroughTurn: 2, FoldedTurns: 2, FoldedSteps: 4},
+	api.add(&dexv1.Session{Id: "ses-long", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, TurnsCompleted: 3, FoldedThroughTurn: 2, FoldedSteps: 4},
 		&dexv1.Step{Id: "ses-long-s5", Number: 5, Turn: 3, Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Status: dexv1.StepStatus_STEP_STATUS_DONE, Outcome: dexv1.Outcome_OUTCOME_SUCCEEDED})
 	api.add(&dexv1.Session{Id: "ses-short", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, TurnsCompleted: 1})
 	api.mu.Lock()
@@ -272,7 +272,7 @@ func TestSessionPage_ListsFoldedTurns(t *testing.T) {
 	api.mu.Unlock()
 	b := newBrowser(t, serveFake(t, api, Config{}))
 	body := wantStatus(t, b.get("/ui/sessions/ses-long"), http.StatusOK,
-		"Folded turns", "turns 1 to 2 were folded (4 Steps in 2 turns)", `id="folded-1"`, `id="folded-2"`,
+		"Folded turns", "turns 1 to 2 were folded (4 Steps)", `id="folded-1"`, `id="folded-2"`,
 		"<code>grep</code> · 1 · 1", "#1–3", "rate_limit", "1 failed", "ses-long-s5")
 	if strings.Index(body, `id="folded-2"`) > strings.Index(body, `id="folded-1"`) {
 		t.Fatal("folded turns are not listed newest first")

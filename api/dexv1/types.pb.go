@@ -1821,8 +1821,7 @@ type Session struct {
 	// Every turn up to this one has had its Steps folded into a FoldedTurn
 	// (0: none; see GetSessionResponse.folded_turns).
 	FoldedThroughTurn uint64 `protobuf:"varint,50,opt,name=folded_through_turn,json=foldedThroughTurn,proto3" json:"folded_through_turn,omitempty"`
-	// How many folded turns the session holds, and the Steps folded into them.
-	FoldedTurns   uint64 `protobuf:"varint,51,opt,name=folded_turns,json=foldedTurns,proto3" json:"folded_turns,omitempty"`
+	// The Steps folded into the session's folded turns.
 	FoldedSteps   uint64 `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2113,13 +2112,6 @@ func (x *Session) GetDeleteAtMs() int64 {
 func (x *Session) GetFoldedThroughTurn() uint64 {
 	if x != nil {
 		return x.FoldedThroughTurn
-	}
-	return 0
-}
-
-func (x *Session) GetFoldedTurns() uint64 {
-	if x != nil {
-		return x.FoldedTurns
 	}
 	return 0
 }
@@ -3466,7 +3458,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
-	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xdd\v\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xc0\v\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3512,9 +3504,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
 	"deleteAtMs\x12.\n" +
 	"\x13folded_through_turn\x182 \x01(\x04R\x11foldedThroughTurn\x12!\n" +
-	"\ffolded_turns\x183 \x01(\x04R\vfoldedTurns\x12!\n" +
 	"\ffolded_steps\x184 \x01(\x04R\vfoldedStepsB\x0f\n" +
-	"\r_retention_ms\"\xdc\x03\n" +
+	"\r_retention_msJ\x04\b3\x104\"\xdc\x03\n" +
 	"\n" +
 	"FoldedTurn\x12\x1d\n" +
 	"\n" +

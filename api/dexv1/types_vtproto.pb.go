@@ -326,7 +326,6 @@ func (m *Session) CloneVT() *Session {
 	r.ClosedAtMs = m.ClosedAtMs
 	r.DeleteAtMs = m.DeleteAtMs
 	r.FoldedThroughTurn = m.FoldedThroughTurn
-	r.FoldedTurns = m.FoldedTurns
 	r.FoldedSteps = m.FoldedSteps
 	if rhs := m.History; rhs != nil {
 		tmpContainer := make([]*HistoryEntry, len(rhs))
@@ -1558,13 +1557,6 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		dAtA[i] = 0x3
 		i--
 		dAtA[i] = 0xa0
-	}
-	if m.FoldedTurns != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedTurns))
-		i--
-		dAtA[i] = 0x3
-		i--
-		dAtA[i] = 0x98
 	}
 	if m.FoldedThroughTurn != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedThroughTurn))
@@ -3383,9 +3375,6 @@ func (m *Session) SizeVT() (n int) {
 	}
 	if m.FoldedThroughTurn != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedThroughTurn))
-	}
-	if m.FoldedTurns != 0 {
-		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedTurns))
 	}
 	if m.FoldedSteps != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedSteps))
@@ -7107,25 +7096,6 @@ func (m *Session) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.FoldedThroughTurn |= uint64(b&0x7F) << shift
-				if b < 0x80 {
-					break
-				}
-			}
-		case 51:
-			if wireType != 0 {
-				return fmt.Errorf("proto: wrong wireType = %d for field FoldedTurns", wireType)
-			}
-			m.FoldedTurns = 0
-			for shift := uint(0); ; shift += 7 {
-				if shift >= 64 {
-					return protohelpers.ErrIntOverflow
-				}
-				if iNdEx >= l {
-					return io.ErrUnexpectedEOF
-				}
-				b := dAtA[iNdEx]
-				iNdEx++
-				m.FoldedTurns |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

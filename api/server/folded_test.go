@@ -36,8 +36,8 @@ func TestGetSession_PagesFoldedTurns(t *testing.T) {
 			}
 		}
 		if resp.NextFoldedAfterTurn == 0 {
-			if resp.Session.FoldedThroughTurn != 4 || resp.Session.FoldedTurns != 4 {
-				t.Fatalf("session folded through %d, %d folded turns; want 4 and 4", resp.Session.FoldedThroughTurn, resp.Session.FoldedTurns)
+			if resp.Session.FoldedThroughTurn != 4 || resp.Session.FoldedSteps != 12 {
+				t.Fatalf("session folded through %d, %d Steps; want 4 and 12", resp.Session.FoldedThroughTurn, resp.Session.FoldedSteps)
 			}
 			break
 		}
@@ -57,7 +57,7 @@ func TestGetSession_PagesFoldedTurns(t *testing.T) {
 		t.Fatalf("%d Steps kept; want the last finished turn's 3 and the running RunModel", n)
 	}
 	small, err := svc.GetSession(ctx, &dexv1.GetSessionRequest{SessionId: "s1"})
-	if err != nil || len(small.FoldedTurns) != 0 || small.Session.FoldedTurns != 0 {
+	if err != nil || len(small.FoldedTurns) != 0 || small.Session.FoldedThroughTurn != 0 {
 		t.Fatalf("a one-turn session shows folded turns: %v, %v", small.GetFoldedTurns(), err)
 	}
 }

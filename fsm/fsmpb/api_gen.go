@@ -186,6 +186,7 @@ func (x *NodeInfo) API() *dexv1.NodeInfo {
 }
 
 // API is the stored Session as the API's dex.v1.Session shows it.
+// It leaves out fold_due_through (the leader's index of sessions owed a fold reads it; it is not shown).
 func (x *Session) API() *dexv1.Session {
 	if x == nil {
 		return nil
@@ -228,7 +229,6 @@ func (x *Session) API() *dexv1.Session {
 		ClosedAtMs:          x.ClosedAtMs,
 		DeleteAtMs:          x.DeleteAtMs,
 		FoldedThroughTurn:   x.FoldedThroughTurn,
-		FoldedTurns:         x.FoldedTurns,
 		FoldedSteps:         x.FoldedSteps,
 	}
 }

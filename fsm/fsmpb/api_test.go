@@ -132,6 +132,12 @@ func TestAclToken_ConvertsEveryFieldButTheHash(t *testing.T) {
 	}
 }
 
+// storedOnly are the stored fields the API does not show, besides the
+// token's hash (TestAclToken_ConvertsEveryFieldButTheHash).
+var storedOnly = map[protoreflect.FullName]bool{
+	"dex.fsm.v1.Session.fold_due_through": true,
+}
+
 // conversion is a stored type, the API's type for it, and the conversions
 // the code has between them (one may be nil).
 type conversion struct {
@@ -165,6 +171,16 @@ func convertsFilled(t *testing.T, from proto.Message, convert func(proto.Message
 		t.Fatal(err)
 	}
 	converted := convert(m.Interface())
+	// A field the other side does not have is not converted (convgen's
+	// oneSided says why): the rest must be.
+	for name := range storedOnly {
+		if fd := m.Descriptor().Fields().ByName(name.Name()); fd != nil && fd.FullName() == name {
+			m.Clear(fd)
+		}
+	}
+	if want, err = det.Marshal(m.Interface()); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := det.Marshal(converted); !bytes.Equal(got, want) {
 		t.Fatalf("the conversion of %s dropped or changed a field:\n got %v\nwant %v", from.ProtoReflect().Descriptor().FullName(), converted, m.Interface())
 	}

@@ -406,8 +406,12 @@ type Session struct {
 	DeleteAtMs int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
 	// Every turn up to this one has had its Steps folded (0: none).
 	FoldedThroughTurn uint64 `protobuf:"varint,50,opt,name=folded_through_turn,json=foldedThroughTurn,proto3" json:"folded_through_turn,omitempty"`
-	// The FoldedTurn rows the session holds, and the Steps folded into them.
-	FoldedTurns   uint64 `protobuf:"varint,51,opt,name=folded_turns,json=foldedTurns,proto3" json:"folded_turns,omitempty"`
+	// The turn through which the session's Steps are owed a fold under the
+	// cluster's keep_turn_steps when the session was last written; the index
+	// of sessions owed a fold holds those where it is above
+	// folded_through_turn, and only those. Not shown by the API.
+	FoldDueThrough uint64 `protobuf:"varint,51,opt,name=fold_due_through,json=foldDueThrough,proto3" json:"fold_due_through,omitempty"`
+	// The Steps folded into the session's FoldedTurn rows.
 	FoldedSteps   uint64 `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -702,9 +706,9 @@ func (x *Session) GetFoldedThroughTurn() uint64 {
 	return 0
 }
 
-func (x *Session) GetFoldedTurns() uint64 {
+func (x *Session) GetFoldDueThrough() uint64 {
 	if x != nil {
-		return x.FoldedTurns
+		return x.FoldDueThrough
 	}
 	return 0
 }
@@ -2851,7 +2855,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xfa\v\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\x81\f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -2896,8 +2900,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"closedAtMs\x12 \n" +
 	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
 	"deleteAtMs\x12.\n" +
-	"\x13folded_through_turn\x182 \x01(\x04R\x11foldedThroughTurn\x12!\n" +
-	"\ffolded_turns\x183 \x01(\x04R\vfoldedTurns\x12!\n" +
+	"\x13folded_through_turn\x182 \x01(\x04R\x11foldedThroughTurn\x12(\n" +
+	"\x10fold_due_through\x183 \x01(\x04R\x0efoldDueThrough\x12!\n" +
 	"\ffolded_steps\x184 \x01(\x04R\vfoldedStepsB\x0f\n" +
 	"\r_retention_ms\"\xfd\x01\n" +
 	"\bAclToken\x12\x0e\n" +

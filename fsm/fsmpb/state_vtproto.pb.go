@@ -128,7 +128,7 @@ func (m *Session) CloneVT() *Session {
 	r.ClosedAtMs = m.ClosedAtMs
 	r.DeleteAtMs = m.DeleteAtMs
 	r.FoldedThroughTurn = m.FoldedThroughTurn
-	r.FoldedTurns = m.FoldedTurns
+	r.FoldDueThrough = m.FoldDueThrough
 	r.FoldedSteps = m.FoldedSteps
 	if rhs := m.History; rhs != nil {
 		tmpContainer := make([]*HistoryEntry, len(rhs))
@@ -1053,8 +1053,8 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xa0
 	}
-	if m.FoldedTurns != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedTurns))
+	if m.FoldDueThrough != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldDueThrough))
 		i--
 		dAtA[i] = 0x3
 		i--
@@ -3461,8 +3461,8 @@ func (m *Session) SizeVT() (n int) {
 	if m.FoldedThroughTurn != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedThroughTurn))
 	}
-	if m.FoldedTurns != 0 {
-		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedTurns))
+	if m.FoldDueThrough != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldDueThrough))
 	}
 	if m.FoldedSteps != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedSteps))
@@ -5942,9 +5942,9 @@ func (m *Session) UnmarshalVT(dAtA []byte) error {
 			}
 		case 51:
 			if wireType != 0 {
-				return fmt.Errorf("proto: wrong wireType = %d for field FoldedTurns", wireType)
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldDueThrough", wireType)
 			}
-			m.FoldedTurns = 0
+			m.FoldDueThrough = 0
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -5954,7 +5954,7 @@ func (m *Session) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.FoldedTurns |= uint64(b&0x7F) << shift
+				m.FoldDueThrough |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
-	"fmt"
 	"iter"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -15,10 +13,10 @@ import (
 // TableFoldedTurns holds the FoldedTurn rows.
 const TableFoldedTurns = "folded_turns"
 
-// IndexFoldDue: sessions by how many of their finished turns still hold
-// their Steps (then id), so the leader finds the sessions over the cluster's
-// keep_turn_steps with one seek; a session with none, or deleted, is not in
-// it.
+// IndexFoldDue: the sessions owed a fold (fold_due_through above
+// folded_through_turn), by id. Only those are in it, and a session is owed
+// one from the end of a turn until the leader's fold, so the index costs
+// the other session writes nothing.
 const IndexFoldDue = "fold_due"
 
 var foldedTurnKey = sessionSeqKey[*fsmpb.FoldedTurn]{
@@ -37,47 +35,21 @@ func LastFinishedTurn(s *fsmpb.Session) uint64 {
 	return 0
 }
 
-// UnfoldedTurns is how many of a session's finished turns have not been
-// folded.
-func UnfoldedTurns(s *fsmpb.Session) uint64 {
-	last := LastFinishedTurn(s)
-	if last <= s.FoldedThroughTurn {
-		return 0
-	}
-	return last - s.FoldedThroughTurn
+// FoldOwed reports whether a session is in the index of those owed a fold.
+func FoldOwed(s *fsmpb.Session) bool {
+	return s.FoldDueThrough > s.FoldedThroughTurn && s.Status != fsmpb.SessionStatus_SESSION_STATUS_DELETED
 }
 
-type foldDueIndexer struct{}
+var foldDueIndexer = stringKey[*fsmpb.Session]{func(s *fsmpb.Session) string {
+	if !FoldOwed(s) {
+		return "" // not in the index
+	}
+	return s.Id
+}}
 
-func (foldDueIndexer) FromObject(obj any) (bool, []byte, error) {
-	s, ok := obj.(*fsmpb.Session)
-	if !ok {
-		return false, nil, fmt.Errorf("fold due index: %T is not a Session", obj)
-	}
-	n := UnfoldedTurns(s)
-	if n == 0 || s.Status == fsmpb.SessionStatus_SESSION_STATUS_DELETED {
-		return false, nil, nil
-	}
-	k := make([]byte, 0, 9+len(s.Id))
-	return true, append(append(binary.BigEndian.AppendUint64(k, n), s.Id...), 0), nil
-}
-
-// FromArgs takes a count of unfolded turns: the sessions with at least it.
-func (foldDueIndexer) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("fold due index takes a count, got %d arguments", len(args))
-	}
-	n, ok := args[0].(uint64)
-	if !ok {
-		return nil, fmt.Errorf("fold due index takes a uint64, got %T", args[0])
-	}
-	return binary.BigEndian.AppendUint64(nil, n), nil
-}
-
-// FoldDue iterates the sessions with at least n unfolded finished turns,
-// fewest first.
-func (t *Txn) FoldDue(n uint64) iter.Seq[*fsmpb.Session] {
-	return from[*fsmpb.Session](t, TableSessions, IndexFoldDue, n)
+// FoldDue iterates the sessions owed a fold, by id.
+func (t *Txn) FoldDue() iter.Seq[*fsmpb.Session] {
+	return scan[*fsmpb.Session](t, TableSessions, IndexFoldDue)
 }
 
 // FoldedTurn returns a session's folded turn, or nil.

@@ -41,7 +41,7 @@ func stateTables(r Routing) []stateTable {
 			IndexResumeDue:     {AllowMissing: true, Indexer: dueIndexer{due: resumeDue}},
 			IndexStatusUpdated: {AllowMissing: true, Indexer: restingSessionIndexer{}},
 			IndexDeleteDue:     {AllowMissing: true, Indexer: dueIndexer{due: deleteDue}},
-			IndexFoldDue:       {AllowMissing: true, Indexer: foldDueIndexer{}},
+			IndexFoldDue:       {AllowMissing: true, Indexer: foldDueIndexer},
 		}).restoredBy(restoreSession),
 		// A session's history entries and inbox messages are keyed (session,
 		// seq), so they are contiguous and in seq order.

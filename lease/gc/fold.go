@@ -61,6 +61,11 @@ type Folds struct {
 	log     *zap.Logger
 
 	fence lease.Fence // the term: its folding loop
+
+	// Of the folding goroutine: where this leadership's sweep of every
+	// session is (swept once it read them all).
+	sweepAfter string
+	swept      bool
 }
 
 // NewFolds returns a stopped folding service.
@@ -86,6 +91,7 @@ func (f *Folds) RevokeLeadership() { f.fence.Close(nil) }
 var errFoldFenced = errors.New("turn folding refused")
 
 func (f *Folds) loop(ctx context.Context, epoch uint64) {
+	f.sweepAfter, f.swept = "", false // each leadership sweeps once
 	tick := time.NewTicker(f.cfg.Interval)
 	defer tick.Stop()
 	waiting := false
@@ -122,9 +128,11 @@ func (f *Folds) round(ctx context.Context, epoch uint64, waiting *bool) error {
 	return f.foldAll(ctx, epoch)
 }
 
-// foldAll puts the setting in force if the state's differs, then proposes
-// FoldTurns until no session is owed one. The caller checked that every
-// member applies them.
+// foldAll puts the setting in force if the state's differs, sweeps the
+// sessions for those owed a fold the index does not list (once per
+// leadership, a page a round: a session written before the setting was
+// lowered or turned on), then proposes FoldTurns until the index lists no
+// session. The caller checked that every member applies them.
 func (f *Folds) foldAll(ctx context.Context, epoch uint64) error {
 	if f.src.State().KeepTurnSteps() != f.cfg.Keep {
 		if err := f.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetTurnFolding{SetTurnFolding: &fsmpb.SetTurnFolding{Epoch: epoch, KeepTurnSteps: f.cfg.Keep}}}); err != nil {
@@ -132,14 +140,27 @@ func (f *Folds) foldAll(ctx context.Context, epoch uint64) error {
 		}
 		f.log.Info("turn folding set", zap.Uint64("keep_turn_steps", f.cfg.Keep))
 	}
-	// Each FoldTurns folds a Step or moves a session past a turn, so the
-	// rounds end; the bound only keeps one tick short.
-	for range maxFoldRounds {
+	rounds := 0
+	for ; !f.swept && rounds < maxFoldRounds; rounds++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		st := f.src.State()
-		ids := st.FoldDue(st.KeepTurnSteps(), fsm.MaxFoldSessions)
+		ids, next := f.src.State().FoldSweep(f.sweepAfter, fsm.MaxFoldSessions)
+		if len(ids) > 0 {
+			if err := f.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_FoldTurns{FoldTurns: &fsmpb.FoldTurns{Epoch: epoch, SessionIds: ids, MaxSteps: f.cfg.Batch}}}); err != nil {
+				return err
+			}
+		}
+		f.sweepAfter, f.swept = next, next == ""
+	}
+	// Each FoldTurns folds a Step, moves a session past a turn or takes it
+	// out of the index, so the rounds end; the bound only keeps one tick
+	// short.
+	for ; rounds < maxFoldRounds; rounds++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ids := f.src.State().FoldDue(fsm.MaxFoldSessions)
 		if len(ids) == 0 {
 			return nil
 		}

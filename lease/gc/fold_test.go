@@ -17,8 +17,8 @@ func (m *members) MembersApply(v uint32) bool { return m.version.Load() >= v }
 
 // runTurns runs n one-Step turns of a session.
 func runTurns(c *leasetest.Cluster, session string, n int) {
-	for i := range n {
-		c.Send(session, fmt.Sprintf("%s-m%d", session, i+1), "go on")
+	for range n {
+		c.Send(session, fmt.Sprintf("%s-m%d", session, c.State().Session(session).NextTurn), "go on")
 		st := c.Queued(session)[0]
 		c.Complete(leasetest.Ref(st.Id, c.Start(st.Id, "w1")), "done")
 	}
@@ -26,7 +26,9 @@ func runTurns(c *leasetest.Cluster, session string, n int) {
 
 // While a member applies only log version 2 the service proposes neither
 // SetTurnFolding nor FoldTurns; once all apply 3 it puts its setting in
-// force and folds, bounded per command, the sessions over it only.
+// force and folds, bounded per command, the sessions over it only: those
+// written before the setting its sweep finds, and a session that goes on
+// the index of those owed a fold.
 func TestFolds_GatedOnLogVersionThenFoldsOnlyWhatIsOwed(t *testing.T) {
 	c := leasetest.New(t)
 	clk := leasetest.NewClock()
@@ -77,9 +79,22 @@ func TestFolds_GatedOnLogVersionThenFoldsOnlyWhatIsOwed(t *testing.T) {
 	if n := c.Count("FoldTurns"); n < 3 {
 		t.Fatalf("%d FoldTurns folded 5 Steps 2 at a time", n)
 	}
-	// A new leader with the same flag proposes no setting and nothing to fold.
+	// Now written under the setting: its next turn puts it on the index.
+	runTurns(c, "short", 1)
+	if got := c.State().FoldDue(10); len(got) != 1 || got[0] != "short" {
+		t.Fatalf("sessions owed a fold: %v; want [short]", got)
+	}
+	if err := f.round(context.Background(), epoch, &waiting); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.State().Session("short"); s.FoldedThroughTurn != 1 || len(c.State().FoldDue(10)) != 0 {
+		t.Fatalf("the short session folded through turn %d; want 1", s.FoldedThroughTurn)
+	}
+	// A new leader with the same flag sweeps the sessions again and
+	// proposes no setting and nothing to fold.
 	before := c.Count("FoldTurns")
 	epoch = c.BumpEpoch()
+	f.sweepAfter, f.swept = "", false
 	if err := f.foldAll(context.Background(), epoch); err != nil {
 		t.Fatal(err)
 	}

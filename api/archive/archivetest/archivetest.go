@@ -165,8 +165,17 @@ func (c *Cluster) run(id string, kind fsmpb.StepKind, res *fsmpb.AttemptResult) 
 func (c *Cluster) Fold(keep uint64) {
 	c.t.Helper()
 	c.Propose(&fsmpb.Command{Body: &fsmpb.Command_SetTurnFolding{SetTurnFolding: &fsmpb.SetTurnFolding{Epoch: c.Node.Epoch(), KeepTurnSteps: keep}}})
+	for after := ""; ; {
+		ids, next := c.Node.State().FoldSweep(after, fsm.MaxFoldSessions)
+		if len(ids) > 0 {
+			c.Propose(&fsmpb.Command{Body: &fsmpb.Command_FoldTurns{FoldTurns: &fsmpb.FoldTurns{Epoch: c.Node.Epoch(), SessionIds: ids, MaxSteps: 5}}})
+		}
+		if after = next; after == "" {
+			break
+		}
+	}
 	for {
-		ids := c.Node.State().FoldDue(keep, fsm.MaxFoldSessions)
+		ids := c.Node.State().FoldDue(fsm.MaxFoldSessions)
 		if len(ids) == 0 {
 			return
 		}
