@@ -51,7 +51,9 @@ func (c FoldConfig) withDefaults() FoldConfig {
 // Folds is a leader service: once every member applies log version 3 it
 // puts its keep_turn_steps in force (SetTurnFolding, when the state's
 // differs), then folds the Steps of the sessions' older finished turns
-// (FoldTurns, bounded) until leadership ends. While a member is older it
+// (FoldTurns, bounded) until leadership ends: the sessions the state's
+// index lists as owed a fold and, swept once per leadership, those written
+// before the setting was turned on or lowered. While a member is older it
 // proposes neither: such a member could not apply them.
 type Folds struct {
 	p       Proposer
