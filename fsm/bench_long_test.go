@@ -18,15 +18,16 @@ import (
 // message, three Steps' start, claim and report, and the fold); GetSession
 // times the first page GetSession reads (header, history, Steps, folded
 // turns); Restore times restoring the state's snapshot, whose size it
-// reports with the Steps' and the history's rows (the history is not
-// folded, so it grows with the turns). Run it with a fixed count (e.g.
+// reports with the Steps' and the history's rows, the events and the
+// folded turns' bytes (the history is not folded, so it grows with the
+// turns, and the state has no event retention here). Run it with a fixed count (e.g.
 // -benchtime 200x) so the session does not grow much while it is measured.
 func BenchmarkLongSession(b *testing.B) {
 	for _, keep := range []uint64{20, 0} {
 		for _, turns := range []int{100, 3000} {
 			name := fmt.Sprintf("keep=%d/turns=%d", keep, turns)
 			b.Run(name+"/Apply", func(b *testing.B) {
-				d := longSession(b, keep, turns)
+				d := longSession(b, keep, turns, true)
 				b.ReportAllocs()
 				b.StopTimer()
 				for range b.N {
@@ -34,7 +35,7 @@ func BenchmarkLongSession(b *testing.B) {
 				}
 			})
 			b.Run(name+"/GetSession", func(b *testing.B) {
-				d := longSession(b, keep, turns)
+				d := longSession(b, keep, turns, false)
 				st := d.f.State()
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -48,7 +49,7 @@ func BenchmarkLongSession(b *testing.B) {
 				}
 			})
 			b.Run(name+"/Restore", func(b *testing.B) {
-				d := longSession(b, keep, turns)
+				d := longSession(b, keep, turns, false)
 				var snap bytes.Buffer
 				if err := d.f.Snapshot().Persist(&snap); err != nil {
 					b.Fatal(err)
@@ -67,6 +68,11 @@ func BenchmarkLongSession(b *testing.B) {
 						b.ReportMetric(float64(ts.Rows), "step-rows")
 					case store.TableHistory:
 						b.ReportMetric(float64(ts.Rows), "history-rows")
+						b.ReportMetric(float64(ts.Bytes), "history-bytes")
+					case store.TableEvents:
+						b.ReportMetric(float64(ts.Rows), "events")
+					case store.TableFoldedTurns:
+						b.ReportMetric(float64(ts.Bytes), "folded-bytes")
 					}
 				}
 			})
@@ -77,9 +83,11 @@ func BenchmarkLongSession(b *testing.B) {
 var longSessions = map[string]*driver{}
 
 // longSession builds (once per keep and turns) a state of one session of
-// turns turns with keep_turn_steps keep, folded after every turn.
-func longSession(b *testing.B, keep uint64, turns int) *driver {
-	key := fmt.Sprint(keep, "/", turns)
+// turns turns with keep_turn_steps keep, folded after every turn. The
+// Apply benchmark adds turns to its own (grows), so the reads see the
+// session at turns turns.
+func longSession(b *testing.B, keep uint64, turns int, grows bool) *driver {
+	key := fmt.Sprint(keep, "/", turns, "/", grows)
 	if d := longSessions[key]; d != nil {
 		d.t = b
 		return d
