@@ -16,7 +16,8 @@ import (
 // A session of 2,000 turns of 512-byte messages keeps running on real
 // processes: with --max-payload 64 KiB it compacts at 8 KiB, so no RunModel
 // input ever nears the 32 KiB limit; every model call succeeds at its first
-// attempt, and the session still reads whole, page by page.
+// attempt, and the session still reads whole, page by page: its last 20
+// turns with their Steps, the older ones folded.
 func TestLongSession_TwoThousandTurnsKeepRunningUnderTheLimit(t *testing.T) {
 	const turns = 2000
 	e := newEnv(t, "--max-payload", fmt.Sprint(64<<10))
@@ -48,7 +49,15 @@ func TestLongSession_TwoThousandTurnsKeepRunningUnderTheLimit(t *testing.T) {
 		}
 	}
 
+	// The leader folds the Steps of every turn but the last 20 (dexd's
+	// default --keep-turn-steps) within a few of its one-second rounds.
 	r := e.get(id)
+	for deadline := time.Now().Add(30 * time.Second); r.Session.FoldedThroughTurn < turns-20; r = e.get(id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session folded its Steps through turn %d only; want %d", r.Session.FoldedThroughTurn, turns-20)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	s := r.Session
 	if s.TurnsCompleted != turns || s.TurnsFailed != 0 || s.Status != dexv1.SessionStatus_SESSION_STATUS_IDLE {
 		t.Fatalf("after %d turns: %d completed, %d failed, %s (last error %q)", turns, s.TurnsCompleted, s.TurnsFailed, s.Status, s.LastError)
@@ -58,6 +67,9 @@ func TestLongSession_TwoThousandTurnsKeepRunningUnderTheLimit(t *testing.T) {
 	}
 	models := 0
 	for _, st := range r.Steps {
+		if st.Turn <= s.FoldedThroughTurn {
+			t.Fatalf("step %s of turn %d is kept; the session folded through turn %d", st.Id, st.Turn, s.FoldedThroughTurn)
+		}
 		if st.Kind != dexv1.StepKind_STEP_KIND_RUN_MODEL && st.Kind != dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
 			continue
 		}
@@ -65,6 +77,26 @@ func TestLongSession_TwoThousandTurnsKeepRunningUnderTheLimit(t *testing.T) {
 		if st.Outcome != dexv1.Outcome_OUTCOME_SUCCEEDED || len(st.Attempts) != 1 {
 			t.Fatalf("%s step %s: %s after %d attempts (%s)", st.Kind, st.Id, st.Outcome, len(st.Attempts), st.Result)
 		}
+	}
+	// The folded turns keep what their Steps were: one attempt each, none
+	// failed, and every turn is read back either folded or with its Steps.
+	if len(r.FoldedTurns) != int(s.FoldedThroughTurn) {
+		t.Fatalf("GetSession read %d folded turns; the session folded through turn %d", len(r.FoldedTurns), s.FoldedThroughTurn)
+	}
+	folded := uint64(0)
+	for _, f := range r.FoldedTurns {
+		folded += uint64(f.Steps)
+		if f.FailedSteps != 0 || f.Attempts != f.Steps || f.LastOutcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
+			t.Fatalf("folded turn %d: %v", f.Turn, f)
+		}
+		for _, k := range f.Kinds {
+			if k.Kind == dexv1.StepKind_STEP_KIND_RUN_MODEL || k.Kind == dexv1.StepKind_STEP_KIND_COMPACT_CONTEXT {
+				models += int(k.Steps)
+			}
+		}
+	}
+	if folded != s.FoldedSteps || folded+uint64(len(r.Steps)) != s.NextStep-1 {
+		t.Fatalf("%d Steps folded and %d kept; the session counts %d folded of %d", folded, len(r.Steps), s.FoldedSteps, s.NextStep-1)
 	}
 	if models != turns+int(s.Summaries) {
 		t.Fatalf("%d model Steps; want one RunModel per turn and one CompactContext per summary (%d)", models, turns+int(s.Summaries))

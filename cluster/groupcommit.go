@@ -196,7 +196,12 @@ func (g *groupCommit) failQueued(err error) {
 
 // membersApplyBatches reports that every member of the raft configuration
 // recorded a node version that applies Batch entries.
-func (n *Node) membersApplyBatches() bool {
+func (n *Node) membersApplyBatches() bool { return n.MembersApply(fsm.BatchLogVersion) }
+
+// MembersApply reports that every member of the raft configuration recorded
+// a log version of at least v (fsm.LogVersion's): a leader writes the
+// entries of that version only then.
+func (n *Node) MembersApply(v uint32) bool {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return false
@@ -207,7 +212,7 @@ func (n *Node) membersApplyBatches() bool {
 	}
 	for _, s := range servers {
 		info := n.nodeInfo(string(s.ID))
-		if info == nil || info.LogVersion < fsm.LogVersion {
+		if info == nil || info.LogVersion < v {
 			return false
 		}
 	}

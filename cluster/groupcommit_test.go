@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -33,6 +35,11 @@ func TestGroupCommitSharesEntriesAndAnswersEachCommand(t *testing.T) {
 			t.Fatal("the leader never started group commit")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Every member recorded this build's log version: the entries of each
+	// version up to it may be written, and none of a newer one.
+	if !leader.node.MembersApply(fsm.BatchLogVersion) || !leader.node.MembersApply(fsm.FoldLogVersion) || leader.node.MembersApply(fsm.LogVersion+1) {
+		t.Fatalf("MembersApply of versions %d, %d, %d: want true, true, false", fsm.BatchLogVersion, fsm.FoldLogVersion, fsm.LogVersion+1)
 	}
 
 	const proposers, each = 32, 20
@@ -89,4 +96,42 @@ func allApplyBatches(st *fsm.State) bool {
 		}
 	}
 	return true
+}
+
+// A member that recorded an older log version holds back the entries of
+// the newer ones only: with one at 2, Batch entries may be written and the
+// folding commands (version 3) may not.
+func TestMembersApply_AnOlderMemberHoldsBackNewerEntriesOnly(t *testing.T) {
+	c := newCluster(t, 3)
+	for i := range c.nodes {
+		c.start(i)
+	}
+	leader := c.readyLeader()
+	deadline := time.Now().Add(15 * time.Second)
+	for !allApplyBatches(leader.node.State()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the members never all recorded log version %d", fsm.LogVersion)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var older *fsmpb.NodeInfo
+	for _, n := range leader.node.State().Nodes() {
+		if n.Id != leader.node.State().Meta().EpochHolder {
+			older = proto.Clone(n).(*fsmpb.NodeInfo)
+		}
+	}
+	older.LogVersion = fsm.BatchLogVersion
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := leader.node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: older}}})
+	if err == nil && res.Err != nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatalf("record node %s at log version 2: %v", older.Id, err)
+	}
+	if !leader.node.MembersApply(fsm.BatchLogVersion) || leader.node.MembersApply(fsm.FoldLogVersion) {
+		t.Fatalf("with %s at log version 2: MembersApply(2) %t, MembersApply(3) %t; want true, false",
+			older.Id, leader.node.MembersApply(fsm.BatchLogVersion), leader.node.MembersApply(fsm.FoldLogVersion))
+	}
 }

@@ -52,6 +52,7 @@ func (a *applier) session(id string) (*fsmpb.Session, *Rejection) {
 func (a *applier) putSession(s *fsmpb.Session) {
 	a.settleClose(s)
 	s.UpdatedAtMs = a.now
+	s.FoldDueThrough = foldDueThrough(s, a.meta().GetKeepTurnSteps())
 	a.insert(store.TableSessions, s)
 	a.touched.session(s.Id)
 }

@@ -9,9 +9,17 @@ import "github.com/dexhq/dex/fsm/fsmpb"
 // command applies as an entry of its own would, at the entry's index.
 
 // LogVersion is the newest log entry format this build applies: 2 reads
-// Batch entries. A node records it in its NodeInfo; a leader writes Batch
-// entries only once every member recorded 2 or more.
-const LogVersion = 2
+// Batch entries, 3 SetTurnFolding and FoldTurns. A node records it in its
+// NodeInfo; a leader writes an entry of a version only once every member
+// recorded that version or a newer one, so in a rolling upgrade no member
+// meets an entry it cannot apply.
+const LogVersion = 3
+
+// The log versions that brought entry formats in.
+const (
+	BatchLogVersion = 2
+	FoldLogVersion  = 3
+)
 
 // EncodeBatch turns encoded commands (Encode's) into the bytes of one log
 // entry that applies them in order.

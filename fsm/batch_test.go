@@ -63,6 +63,12 @@ func withoutLogIndexes(m protoreflect.Message) {
 			}
 		case fd.Message() != nil && !fd.IsMap():
 			withoutLogIndexes(v.Message())
+		case fd.Kind() == protoreflect.StringKind && fd.IsList():
+			for i := range v.List().Len() {
+				if s := v.List().Get(i).String(); logIndexID.MatchString(s) {
+					v.List().Set(i, protoreflect.ValueOfString(logIndexID.ReplaceAllString(s, "@")))
+				}
+			}
 		case fd.Kind() == protoreflect.StringKind && !fd.IsList():
 			if s := v.String(); logIndexID.MatchString(s) {
 				m.Set(fd, protoreflect.ValueOfString(logIndexID.ReplaceAllString(s, "@")))

@@ -68,6 +68,7 @@ func TestCommandTable_FencesEveryBodyThatCarriesAnEpoch(t *testing.T) {
 var fencedValid = map[protoreflect.FullName]proto.Message{
 	"dex.fsm.v1.SetEventRetention":    &fsmpb.SetEventRetention{Retention: &fsmpb.EventRetention{}},
 	"dex.fsm.v1.PruneEvents":          &fsmpb.PruneEvents{MaxEvents: 1},
+	"dex.fsm.v1.FoldTurns":            &fsmpb.FoldTurns{SessionIds: []string{"s1"}, MaxSteps: 1},
 	"dex.fsm.v1.PurgeSession":         &fsmpb.PurgeSession{SessionId: "s1", MaxRows: 1},
 	"dex.fsm.v1.ExpireSessions":       &fsmpb.ExpireSessions{SessionIds: []string{"s1"}, IdleBeforeMs: 1},
 	"dex.fsm.v1.ExpireClosedSessions": &fsmpb.ExpireClosedSessions{SessionIds: []string{"s1"}},

@@ -52,5 +52,7 @@ var commandTable = []command{
 	fenced((*fsmpb.Command).GetImportSessionBegin, checkImportBegin, (*applier).importSessionBegin),
 	fenced((*fsmpb.Command).GetImportSessionPage, checkImportPage, (*applier).importSessionPage),
 	fenced((*fsmpb.Command).GetImportSessionEnd, checkImportEnd, (*applier).importSessionEnd),
+	fenced((*fsmpb.Command).GetSetTurnFolding, nil, (*applier).setTurnFolding),
+	fenced((*fsmpb.Command).GetFoldTurns, checkFoldTurns, (*applier).foldTurns),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

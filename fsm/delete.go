@@ -94,7 +94,7 @@ func checkPurgeSession(c *fsmpb.PurgeSession) *Rejection {
 }
 
 // purgeSession removes up to max_rows rows of a deleted session, table by
-// table: Steps, history, inbox, accepted message ids, events (oldest first,
+// table: Steps, folded turns, history, inbox, accepted message ids, events (oldest first,
 // through the event log so it stays true), then the event log and the header.
 func (a *applier) purgeSession(c *fsmpb.PurgeSession) *Result {
 	s := a.sessionRow(c.SessionId)
@@ -147,7 +147,7 @@ type sessionTable struct {
 }
 
 // sessionTables are what a purge removes of a session, in this order.
-var sessionTables = []sessionTable{{store.TableSteps}, {store.TableHistory}, {store.TableInbox}, {store.TableAccepted}}
+var sessionTables = []sessionTable{{store.TableSteps}, {store.TableFoldedTurns}, {store.TableHistory}, {store.TableInbox}, {store.TableAccepted}}
 
 // firstRows returns up to limit of the session's rows of t, in index order.
 func firstRows(tx *store.Txn, t sessionTable, sessionID string, limit int) []any {

@@ -242,8 +242,14 @@ func (z *fuzzer) step(op, salt byte) {
 		}
 	case 17: // a command from a deposed leader
 		z.apply(&fsmpb.Command{Body: &fsmpb.Command_RestartSessions{RestartSessions: &fsmpb.RestartSessions{Epoch: d.epoch - 1}}})
-	case 18: // an operator's history edit, or now and then a cancel, a close or the retention of closed sessions
-		if z.sessions > 0 && salt%8 == 5 {
+	case 18: // an operator's history edit, or now and then a cancel, a close, the retention of closed sessions or a fold
+		if salt%16 == 15 {
+			keep := uint64(salt/16) % 3
+			z.apply(&fsmpb.Command{Body: &fsmpb.Command_SetTurnFolding{SetTurnFolding: &fsmpb.SetTurnFolding{Epoch: d.epoch, KeepTurnSteps: keep}}})
+			if ids := z.d.f.State().FoldDue(MaxFoldSessions); len(ids) > 0 {
+				z.apply(&fsmpb.Command{Body: &fsmpb.Command_FoldTurns{FoldTurns: &fsmpb.FoldTurns{Epoch: d.epoch, SessionIds: ids, MaxSteps: uint32(salt%5) + 1}}})
+			}
+		} else if z.sessions > 0 && salt%8 == 5 {
 			z.apply(&fsmpb.Command{Body: &fsmpb.Command_CloseSession{CloseSession: &fsmpb.CloseSession{SessionId: fmt.Sprintf("s%d", int(salt)%z.sessions+1), RetentionMs: int64(salt%3) * 60_000}}})
 		} else if z.sessions > 0 && salt%8 == 1 {
 			if ids := st.ClosedDue(z.d.now, MaxExpireSessions); len(ids) > 0 {
@@ -313,6 +319,7 @@ func (z *fuzzer) check() {
 	checkTableSizes(t, st)
 	for _, s := range st.Sessions() {
 		checkRunningFigures(t, st, s)
+		checkFolded(t, st, s)
 		singles := map[string]int{}
 		for _, x := range st.Steps(s.Id) {
 			for i, at := range x.Attempts {
@@ -382,5 +389,32 @@ func checkRunningFigures(t testing.TB, st *State, s *fsmpb.Session) {
 	}
 	if n := len(st.Inbox(s.Id, math.MaxInt)); n != int(s.InboxCount) {
 		t.Fatalf("session %s keeps inbox count %d; it has %d messages", s.Id, s.InboxCount, n)
+	}
+}
+
+// checkFolded: every Step of a session is kept or folded, none of a turn
+// the session counts folded is kept, and the folded rows add up to the
+// session's counters.
+func checkFolded(t testing.TB, st *State, s *fsmpb.Session) {
+	t.Helper()
+	steps := st.Steps(s.Id)
+	if uint64(len(steps))+s.FoldedSteps != s.NextStep-1 {
+		t.Fatalf("session %s: %d Steps kept and %d folded; it queued %d", s.Id, len(steps), s.FoldedSteps, s.NextStep-1)
+	}
+	for _, x := range steps {
+		if x.Turn <= s.FoldedThroughTurn {
+			t.Fatalf("session %s folded through turn %d but keeps Step %s of turn %d", s.Id, s.FoldedThroughTurn, x.Id, x.Turn)
+		}
+	}
+	folded, _ := st.FoldedTurns(s.Id, 0, 1<<30)
+	n := uint64(0)
+	for _, f := range folded {
+		n += uint64(f.Steps)
+	}
+	if n != s.FoldedSteps || (len(folded) > 0 && folded[len(folded)-1].Turn > s.FoldedThroughTurn+1) {
+		t.Fatalf("session %s: %d folded rows of %d Steps; it counts %d Steps folded through turn %d", s.Id, len(folded), n, s.FoldedSteps, s.FoldedThroughTurn)
+	}
+	if want := foldDueThrough(s, st.KeepTurnSteps()); s.FoldDueThrough != want && s.FoldDueThrough != 0 {
+		t.Fatalf("session %s: owed a fold through turn %d; the setting owes %d", s.Id, s.FoldDueThrough, want)
 	}
 }

@@ -15,6 +15,10 @@ import (
 func busyState(t *testing.T) *driver {
 	d := newDriver(t)
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &fsmpb.NodeInfo{Id: "n1", RaftAddress: "127.0.0.1:7001", GrpcAddress: "127.0.0.1:8001"}}}})
+	// A long session whose first turn's Steps were folded.
+	finishedSession(d, "long", "", 3)
+	d.setFolding(2)
+	d.do(d.foldCmd(MaxFoldSteps, "long"))
 	childWithToolResults(t, d)
 	d.startNext("c", kRunModel).answer("", call("q", "ask_user", `{"question":"?"}`), call("t", "sleep", `{"seconds":5}`),
 		call("a", "deploy", "{}"), call("b", "build", "{}"), call("e", "send_email", "{}"))

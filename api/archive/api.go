@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -37,9 +38,14 @@ func FromAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 	}
 }
 
-// readAPI reads the session once: the history pages, then the Steps pages
-// (each page asks for as little of the other part as it can), then the
-// events; ErrChanged when a page's header differs from the first one's.
+// pastAll is a page start after every Step and folded turn: a page that
+// reads one part asks for none of the other.
+const pastAll = math.MaxUint64 - 1
+
+// readAPI reads the session once: the history pages, then the Steps pages,
+// then the folded turns' pages (each page asks for as little of the other
+// parts as it can), then the events; ErrChanged when a page's header
+// differs from the first one's.
 func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 	first, err := getPage(ctx, c, &dexv1.GetSessionRequest{SessionId: id, StepsLimit: 1})
 	if err != nil {
@@ -64,7 +70,7 @@ func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 		}
 	}
 	for after := uint64(0); ; {
-		resp, err := samePage(ctx, c, first, &dexv1.GetSessionRequest{SessionId: id, HistoryAfterSeq: lastSeq, HistoryLimit: 1, StepsAfter: after})
+		resp, err := samePage(ctx, c, first, &dexv1.GetSessionRequest{SessionId: id, HistoryAfterSeq: lastSeq, HistoryLimit: 1, StepsAfter: after, FoldedAfterTurn: pastAll})
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +79,19 @@ func readAPI(ctx context.Context, c *client.Client, id string) ([]byte, error) {
 			after = s.Number
 		}
 		if resp.NextStepsAfter == 0 {
+			break
+		}
+	}
+	for after := uint64(0); ; {
+		resp, err := samePage(ctx, c, first, &dexv1.GetSessionRequest{SessionId: id, HistoryAfterSeq: lastSeq, HistoryLimit: 1, StepsAfter: pastAll, FoldedAfterTurn: after})
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range resp.FoldedTurns {
+			e.Folded(f)
+			after = f.Turn
+		}
+		if resp.NextFoldedAfterTurn == 0 {
 			break
 		}
 	}

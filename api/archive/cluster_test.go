@@ -69,7 +69,8 @@ func summary(s *dexv1.ArchivedSession) map[string]any {
 	if s == nil {
 		return nil
 	}
-	return map[string]any{"history": len(s.Session.GetHistory()), "inbox": len(s.Session.GetInbox()), "steps": len(s.Steps), "events": len(s.Events), "last_event": s.LastEventSeq}
+	return map[string]any{"history": len(s.Session.GetHistory()), "inbox": len(s.Session.GetInbox()), "steps": len(s.Steps), "folded": len(s.FoldedTurns),
+		"events": len(s.Events), "last_event": s.LastEventSeq}
 }
 
 func TestFromStateAndFromAPI_AnUnknownSessionIsNotFound(t *testing.T) {
@@ -105,5 +106,50 @@ func TestFromState_PutAndGetInAFileArchive(t *testing.T) {
 	got, err := store.Get(ctx, "s2")
 	if err != nil || !bytes.Equal(got, obj) {
 		t.Fatalf("Get: %d bytes, %v; want the %d written", len(got), err, len(obj))
+	}
+}
+
+// A session whose older turns were folded is archived with its folded
+// turns, after its Steps, and the state and the API give the same bytes.
+func TestFromAPI_GivesTheBytesOfFromStateWithFoldedTurns(t *testing.T) {
+	c := archivetest.Start(t)
+	c.Busy("s1", 6)
+	c.Fold(2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fromState, err := archive.FromState(c.Node.State(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromAPI, err := archive.FromAPI(ctx, client.New(c.Conn), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fromState, fromAPI) {
+		a, _ := archive.Decode(fromState)
+		b, derr := archive.Decode(fromAPI)
+		t.Fatalf("the state gave %d bytes, the API %d\nstate: %v\napi:   %v (%v)", len(fromState), len(fromAPI), summary(a), summary(b), derr)
+	}
+	s, err := archive.Decode(fromState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6 turns finished, the last 2 keep their Steps (3 each) and the turn
+	// under way its RunModel.
+	if len(s.FoldedTurns) != 4 || len(s.Steps) != 2*3+1 || s.Session.FoldedThroughTurn != 4 || s.Session.FoldedSteps != 12 {
+		t.Fatalf("archived %d folded turns and %d Steps (session folded through %d, %d Steps); want 4 and 7",
+			len(s.FoldedTurns), len(s.Steps), s.Session.FoldedThroughTurn, s.Session.FoldedSteps)
+	}
+	for i, f := range s.FoldedTurns {
+		if f.Turn != uint64(i+1) || f.Steps != 3 || f.Attempts != 4 || f.LastOutcome != dexv1.Outcome_OUTCOME_SUCCEEDED {
+			t.Fatalf("folded turn %d: %v; want 3 Steps, 4 attempts (one retried), succeeded", i+1, f)
+		}
+	}
+	if len(s.Session.History) != int(s.Session.HistoryCount) {
+		t.Fatalf("history %d of %d: folding keeps every entry", len(s.Session.History), s.Session.HistoryCount)
+	}
+	whole, err := client.New(c.Conn).GetSession(ctx, "s1")
+	if err != nil || len(whole.FoldedTurns) != 4 || len(whole.Steps) != 7 {
+		t.Fatalf("the client's whole GetSession: %d folded turns, %d Steps, %v; want 4 and 7", len(whole.GetFoldedTurns()), len(whole.GetSteps()), err)
 	}
 }

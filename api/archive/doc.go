@@ -2,7 +2,8 @@
 //
 // An archived session is one object that holds the whole session as the API
 // shows it: the session header as GetSession returns it (with its whole
-// inbox), every history entry, every Step with its attempts, and the events
+// inbox), every history entry, every Step with its attempts, every folded
+// turn (what a long session keeps of an older turn's Steps), and the events
 // the cluster keeps. The same session gives the same bytes whether it is read
 // from the leader's state (FromState) or through the API (FromAPI), so an
 // export from a live cluster and one from the archive can be compared byte
@@ -13,8 +14,9 @@
 // An object is the line "dex-session-archive 1\n", then a DEFLATE stream of
 // dex.v1.ArchiveRecord messages, each preceded by its length as a varint,
 // then the SHA-256 of every byte before it (32 bytes). The records are one
-// header, the history in seq order, the Steps in number order, the kept
-// events in seq order, and one end record counting them. Messages are
+// header, the history in seq order, the Steps in number order, the folded
+// turns in turn order, the kept events in seq order, and one end record
+// counting them. Messages are
 // marshalled deterministically; the read-time field Step.waiting_reason (it
 // describes the Workers alive now, not the session) is left out, so a
 // rewrite of the same session writes the same object. Decode refuses an

@@ -61,6 +61,16 @@ func FromState(st *fsm.State, id string) ([]byte, error) {
 		}
 		after = next
 	}
+	for after := uint64(0); ; {
+		page, next := st.FoldedTurns(id, after, pageCount)
+		for _, f := range fsmpb.FoldedTurnsAPI(page) {
+			e.Folded(f)
+		}
+		if next == 0 {
+			break
+		}
+		after = next
+	}
 	for _, ev := range st.Events(id, 0) {
 		e.Event(ev.API())
 	}

@@ -128,13 +128,15 @@ func (c *Client) GetSessionPage(ctx context.Context, req *dexv1.GetSessionReques
 }
 
 // GetWholeSession reads a session page by page through get and joins the
-// pages: the session of the last page, every history entry and every Step.
+// pages: the session of the last page, every history entry, every Step and
+// every folded turn.
 func GetWholeSession(ctx context.Context, get func(context.Context, *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error), sessionID string) (*dexv1.GetSessionResponse, error) {
 	req := &dexv1.GetSessionRequest{SessionId: sessionID}
 	var out *dexv1.GetSessionResponse
 	var history []*dexv1.HistoryEntry
 	var steps []*dexv1.Step
-	historyDone, stepsDone := false, false
+	var folded []*dexv1.FoldedTurn
+	historyDone, stepsDone, foldedDone := false, false, false
 	for {
 		resp, err := get(ctx, req)
 		if err != nil {
@@ -147,24 +149,33 @@ func GetWholeSession(ctx context.Context, get func(context.Context, *dexv1.GetSe
 		if !stepsDone {
 			steps = append(steps, resp.Steps...)
 		}
+		if !foldedDone {
+			folded = append(folded, resp.FoldedTurns...)
+		}
 		historyDone = historyDone || resp.NextHistoryAfterSeq == 0
 		stepsDone = stepsDone || resp.NextStepsAfter == 0
-		if historyDone && stepsDone {
+		foldedDone = foldedDone || resp.NextFoldedAfterTurn == 0
+		if historyDone && stepsDone && foldedDone {
 			break
 		}
 		// A part already read whole is asked for from its end: that page
 		// is empty, or holds what came since, which this view leaves out.
-		req = &dexv1.GetSessionRequest{SessionId: sessionID, HistoryAfterSeq: resp.NextHistoryAfterSeq, StepsAfter: resp.NextStepsAfter}
+		req = &dexv1.GetSessionRequest{SessionId: sessionID, HistoryAfterSeq: resp.NextHistoryAfterSeq, StepsAfter: resp.NextStepsAfter,
+			FoldedAfterTurn: resp.NextFoldedAfterTurn}
 		if historyDone && len(history) > 0 {
 			req.HistoryAfterSeq = history[len(history)-1].Seq
 		}
 		if stepsDone && len(steps) > 0 {
 			req.StepsAfter = steps[len(steps)-1].Number
 		}
+		if foldedDone && len(folded) > 0 {
+			req.FoldedAfterTurn = folded[len(folded)-1].Turn
+		}
 	}
 	out.Session.History = history
 	out.Steps = steps
-	out.NextHistoryAfterSeq, out.NextStepsAfter = 0, 0
+	out.FoldedTurns = folded
+	out.NextHistoryAfterSeq, out.NextStepsAfter, out.NextFoldedAfterTurn = 0, 0, 0
 	return out, nil
 }
 

@@ -254,3 +254,33 @@ func TestStaticAndSecurityHeaders(t *testing.T) {
 		t.Fatalf("/ui/ redirects to %q", loc)
 	}
 }
+
+// A long session's folded turns are listed under its Steps, newest first,
+// with what each kept: its Steps and attempts, by kind, and its outcome.
+func TestSessionPage_ListsFoldedTurns(t *testing.T) {
+	api := newFakeAPI()
+	api.add(&dexv1.Session{Id: "ses-long", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, TurnsCompleted: 3, FoldedThroughTurn: 2, FoldedSteps: 4},
+		&dexv1.Step{Id: "ses-long-s5", Number: 5, Turn: 3, Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Status: dexv1.StepStatus_STEP_STATUS_DONE, Outcome: dexv1.Outcome_OUTCOME_SUCCEEDED})
+	api.add(&dexv1.Session{Id: "ses-short", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, TurnsCompleted: 1})
+	api.mu.Lock()
+	api.sessions["ses-long"].FoldedTurns = []*dexv1.FoldedTurn{
+		{SessionId: "ses-long", Turn: 1, Steps: 3, Attempts: 4, FirstStep: 1, LastStep: 3, LastOutcome: dexv1.Outcome_OUTCOME_SUCCEEDED, Kinds: []*dexv1.FoldedKind{
+			{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Steps: 2, Attempts: 3}, {Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "grep", Steps: 1, Attempts: 1}}},
+		{SessionId: "ses-long", Turn: 2, Steps: 1, Attempts: 1, FirstStep: 4, LastStep: 4, LastOutcome: dexv1.Outcome_OUTCOME_FAILED,
+			LastErrorType: dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT, FailedSteps: 1, Kinds: []*dexv1.FoldedKind{{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Steps: 1, Attempts: 1}}},
+	}
+	api.mu.Unlock()
+	b := newBrowser(t, serveFake(t, api, Config{}))
+	body := wantStatus(t, b.get("/ui/sessions/ses-long"), http.StatusOK,
+		"Folded turns", "turns 1 to 2 were folded (4 Steps)", `id="folded-1"`, `id="folded-2"`,
+		"<code>grep</code> · 1 · 1", "#1–3", "rate_limit", "1 failed", "ses-long-s5")
+	if strings.Index(body, `id="folded-2"`) > strings.Index(body, `id="folded-1"`) {
+		t.Fatal("folded turns are not listed newest first")
+	}
+	if !strings.Contains(wantStatus(t, b.get("/ui/sessions/ses-long"), http.StatusOK), "run_model · 2 · 3") {
+		t.Fatal("the folded turn's kinds are not shown")
+	}
+	if strings.Contains(wantStatus(t, b.get("/ui/sessions/ses-short"), http.StatusOK), "Folded turns") {
+		t.Fatal("a session without folded turns shows the section")
+	}
+}

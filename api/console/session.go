@@ -31,6 +31,8 @@ type sessionData struct {
 	Unserved  []*dexv1.Step // queued Steps no live Worker serves (WaitingReason set)
 	Resumable bool
 	StepCount int
+	// Folded: the turns whose Steps the cluster folded, newest first.
+	Folded []*dexv1.FoldedTurn
 }
 
 // doneNotices are the notices an action's redirect may ask for.
@@ -103,6 +105,8 @@ func buildSession(got *dexv1.GetSessionResponse) *sessionData {
 	}
 	// Newest turn first: the one running now is what people look for.
 	slices.Reverse(d.Turns)
+	d.Folded = slices.Clone(got.FoldedTurns)
+	slices.Reverse(d.Folded)
 	d.Resumable = s.Status == dexv1.SessionStatus_SESSION_STATUS_PAUSED || s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED
 	return d
 }

@@ -30,6 +30,7 @@ type ArchiveRecord struct {
 	//	*ArchiveRecord_Step
 	//	*ArchiveRecord_Event
 	//	*ArchiveRecord_End
+	//	*ArchiveRecord_Folded
 	Record        isArchiveRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -117,6 +118,15 @@ func (x *ArchiveRecord) GetEnd() *ArchiveEnd {
 	return nil
 }
 
+func (x *ArchiveRecord) GetFolded() *FoldedTurn {
+	if x != nil {
+		if x, ok := x.Record.(*ArchiveRecord_Folded); ok {
+			return x.Folded
+		}
+	}
+	return nil
+}
+
 type isArchiveRecord_Record interface {
 	isArchiveRecord_Record()
 }
@@ -141,6 +151,10 @@ type ArchiveRecord_End struct {
 	End *ArchiveEnd `protobuf:"bytes,5,opt,name=end,proto3,oneof"`
 }
 
+type ArchiveRecord_Folded struct {
+	Folded *FoldedTurn `protobuf:"bytes,6,opt,name=folded,proto3,oneof"`
+}
+
 func (*ArchiveRecord_Header) isArchiveRecord_Record() {}
 
 func (*ArchiveRecord_History) isArchiveRecord_Record() {}
@@ -150,6 +164,8 @@ func (*ArchiveRecord_Step) isArchiveRecord_Record() {}
 func (*ArchiveRecord_Event) isArchiveRecord_Record() {}
 
 func (*ArchiveRecord_End) isArchiveRecord_Record() {}
+
+func (*ArchiveRecord_Folded) isArchiveRecord_Record() {}
 
 // The session as GetSession shows it, its history left out (the history
 // records follow) and its whole inbox in.
@@ -212,6 +228,7 @@ type ArchiveEnd struct {
 	History       uint64                 `protobuf:"varint,1,opt,name=history,proto3" json:"history,omitempty"`
 	Steps         uint64                 `protobuf:"varint,2,opt,name=steps,proto3" json:"steps,omitempty"`
 	Events        uint64                 `protobuf:"varint,3,opt,name=events,proto3" json:"events,omitempty"`
+	Folded        uint64                 `protobuf:"varint,4,opt,name=folded,proto3" json:"folded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -267,14 +284,23 @@ func (x *ArchiveEnd) GetEvents() uint64 {
 	return 0
 }
 
+func (x *ArchiveEnd) GetFolded() uint64 {
+	if x != nil {
+		return x.Folded
+	}
+	return 0
+}
+
 // A whole archived session in one message: what `dexctl session export
 // --json` prints. session.history holds every history entry.
 type ArchivedSession struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	LastEventSeq  uint64                 `protobuf:"varint,2,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
-	Steps         []*Step                `protobuf:"bytes,3,rep,name=steps,proto3" json:"steps,omitempty"`
-	Events        []*Event               `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Session      *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	LastEventSeq uint64                 `protobuf:"varint,2,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
+	Steps        []*Step                `protobuf:"bytes,3,rep,name=steps,proto3" json:"steps,omitempty"`
+	Events       []*Event               `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
+	// The turns whose Steps were folded, in turn order.
+	FoldedTurns   []*FoldedTurn `protobuf:"bytes,5,rep,name=folded_turns,json=foldedTurns,proto3" json:"folded_turns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -337,31 +363,41 @@ func (x *ArchivedSession) GetEvents() []*Event {
 	return nil
 }
 
+func (x *ArchivedSession) GetFoldedTurns() []*FoldedTurn {
+	if x != nil {
+		return x.FoldedTurns
+	}
+	return nil
+}
+
 var File_dex_v1_archive_proto protoreflect.FileDescriptor
 
 const file_dex_v1_archive_proto_rawDesc = "" +
 	"\n" +
-	"\x14dex/v1/archive.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xef\x01\n" +
+	"\x14dex/v1/archive.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\x9d\x02\n" +
 	"\rArchiveRecord\x12/\n" +
 	"\x06header\x18\x01 \x01(\v2\x15.dex.v1.ArchiveHeaderH\x00R\x06header\x120\n" +
 	"\ahistory\x18\x02 \x01(\v2\x14.dex.v1.HistoryEntryH\x00R\ahistory\x12\"\n" +
 	"\x04step\x18\x03 \x01(\v2\f.dex.v1.StepH\x00R\x04step\x12%\n" +
 	"\x05event\x18\x04 \x01(\v2\r.dex.v1.EventH\x00R\x05event\x12&\n" +
-	"\x03end\x18\x05 \x01(\v2\x12.dex.v1.ArchiveEndH\x00R\x03endB\b\n" +
+	"\x03end\x18\x05 \x01(\v2\x12.dex.v1.ArchiveEndH\x00R\x03end\x12,\n" +
+	"\x06folded\x18\x06 \x01(\v2\x12.dex.v1.FoldedTurnH\x00R\x06foldedB\b\n" +
 	"\x06record\"`\n" +
 	"\rArchiveHeader\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\x12$\n" +
-	"\x0elast_event_seq\x18\x02 \x01(\x04R\flastEventSeq\"T\n" +
+	"\x0elast_event_seq\x18\x02 \x01(\x04R\flastEventSeq\"l\n" +
 	"\n" +
 	"ArchiveEnd\x12\x18\n" +
 	"\ahistory\x18\x01 \x01(\x04R\ahistory\x12\x14\n" +
 	"\x05steps\x18\x02 \x01(\x04R\x05steps\x12\x16\n" +
-	"\x06events\x18\x03 \x01(\x04R\x06events\"\xad\x01\n" +
+	"\x06events\x18\x03 \x01(\x04R\x06events\x12\x16\n" +
+	"\x06folded\x18\x04 \x01(\x04R\x06folded\"\xe4\x01\n" +
 	"\x0fArchivedSession\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\x12$\n" +
 	"\x0elast_event_seq\x18\x02 \x01(\x04R\flastEventSeq\x12\"\n" +
 	"\x05steps\x18\x03 \x03(\v2\f.dex.v1.StepR\x05steps\x12%\n" +
-	"\x06events\x18\x04 \x03(\v2\r.dex.v1.EventR\x06eventsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\x06events\x18\x04 \x03(\v2\r.dex.v1.EventR\x06events\x125\n" +
+	"\ffolded_turns\x18\x05 \x03(\v2\x12.dex.v1.FoldedTurnR\vfoldedTurnsB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_archive_proto_rawDescOnce sync.Once
@@ -384,23 +420,26 @@ var file_dex_v1_archive_proto_goTypes = []any{
 	(*HistoryEntry)(nil),    // 4: dex.v1.HistoryEntry
 	(*Step)(nil),            // 5: dex.v1.Step
 	(*Event)(nil),           // 6: dex.v1.Event
-	(*Session)(nil),         // 7: dex.v1.Session
+	(*FoldedTurn)(nil),      // 7: dex.v1.FoldedTurn
+	(*Session)(nil),         // 8: dex.v1.Session
 }
 var file_dex_v1_archive_proto_depIdxs = []int32{
-	1, // 0: dex.v1.ArchiveRecord.header:type_name -> dex.v1.ArchiveHeader
-	4, // 1: dex.v1.ArchiveRecord.history:type_name -> dex.v1.HistoryEntry
-	5, // 2: dex.v1.ArchiveRecord.step:type_name -> dex.v1.Step
-	6, // 3: dex.v1.ArchiveRecord.event:type_name -> dex.v1.Event
-	2, // 4: dex.v1.ArchiveRecord.end:type_name -> dex.v1.ArchiveEnd
-	7, // 5: dex.v1.ArchiveHeader.session:type_name -> dex.v1.Session
-	7, // 6: dex.v1.ArchivedSession.session:type_name -> dex.v1.Session
-	5, // 7: dex.v1.ArchivedSession.steps:type_name -> dex.v1.Step
-	6, // 8: dex.v1.ArchivedSession.events:type_name -> dex.v1.Event
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	1,  // 0: dex.v1.ArchiveRecord.header:type_name -> dex.v1.ArchiveHeader
+	4,  // 1: dex.v1.ArchiveRecord.history:type_name -> dex.v1.HistoryEntry
+	5,  // 2: dex.v1.ArchiveRecord.step:type_name -> dex.v1.Step
+	6,  // 3: dex.v1.ArchiveRecord.event:type_name -> dex.v1.Event
+	2,  // 4: dex.v1.ArchiveRecord.end:type_name -> dex.v1.ArchiveEnd
+	7,  // 5: dex.v1.ArchiveRecord.folded:type_name -> dex.v1.FoldedTurn
+	8,  // 6: dex.v1.ArchiveHeader.session:type_name -> dex.v1.Session
+	8,  // 7: dex.v1.ArchivedSession.session:type_name -> dex.v1.Session
+	5,  // 8: dex.v1.ArchivedSession.steps:type_name -> dex.v1.Step
+	6,  // 9: dex.v1.ArchivedSession.events:type_name -> dex.v1.Event
+	7,  // 10: dex.v1.ArchivedSession.folded_turns:type_name -> dex.v1.FoldedTurn
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_archive_proto_init() }
@@ -415,6 +454,7 @@ func file_dex_v1_archive_proto_init() {
 		(*ArchiveRecord_Step)(nil),
 		(*ArchiveRecord_Event)(nil),
 		(*ArchiveRecord_End)(nil),
+		(*ArchiveRecord_Folded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

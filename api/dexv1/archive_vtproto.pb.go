@@ -83,6 +83,15 @@ func (m *ArchiveRecord_End) CloneVT() isArchiveRecord_Record {
 	return r
 }
 
+func (m *ArchiveRecord_Folded) CloneVT() isArchiveRecord_Record {
+	if m == nil {
+		return (*ArchiveRecord_Folded)(nil)
+	}
+	r := new(ArchiveRecord_Folded)
+	r.Folded = m.Folded.CloneVT()
+	return r
+}
+
 func (m *ArchiveHeader) CloneVT() *ArchiveHeader {
 	if m == nil {
 		return (*ArchiveHeader)(nil)
@@ -109,6 +118,7 @@ func (m *ArchiveEnd) CloneVT() *ArchiveEnd {
 	r.History = m.History
 	r.Steps = m.Steps
 	r.Events = m.Events
+	r.Folded = m.Folded
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -140,6 +150,13 @@ func (m *ArchivedSession) CloneVT() *ArchivedSession {
 			tmpContainer[k] = v.CloneVT()
 		}
 		r.Events = tmpContainer
+	}
+	if rhs := m.FoldedTurns; rhs != nil {
+		tmpContainer := make([]*FoldedTurn, len(rhs))
+		for k, v := range rhs {
+			tmpContainer[k] = v.CloneVT()
+		}
+		r.FoldedTurns = tmpContainer
 	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
@@ -309,6 +326,29 @@ func (m *ArchiveRecord_End) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	}
 	return len(dAtA) - i, nil
 }
+func (m *ArchiveRecord_Folded) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *ArchiveRecord_Folded) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	if m.Folded != nil {
+		size, err := m.Folded.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x32
+	} else {
+		i = protohelpers.EncodeVarint(dAtA, i, 0)
+		i--
+		dAtA[i] = 0x32
+	}
+	return len(dAtA) - i, nil
+}
 func (m *ArchiveHeader) MarshalVT() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
@@ -387,6 +427,11 @@ func (m *ArchiveEnd) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Folded != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Folded))
+		i--
+		dAtA[i] = 0x20
+	}
 	if m.Events != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Events))
 		i--
@@ -434,6 +479,18 @@ func (m *ArchivedSession) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.FoldedTurns) > 0 {
+		for iNdEx := len(m.FoldedTurns) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.FoldedTurns[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x2a
+		}
 	}
 	if len(m.Events) > 0 {
 		for iNdEx := len(m.Events) - 1; iNdEx >= 0; iNdEx-- {
@@ -560,6 +617,20 @@ func (m *ArchiveRecord_End) SizeVT() (n int) {
 	}
 	return n
 }
+func (m *ArchiveRecord_Folded) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Folded != nil {
+		l = m.Folded.SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	} else {
+		n += 3
+	}
+	return n
+}
 func (m *ArchiveHeader) SizeVT() (n int) {
 	if m == nil {
 		return 0
@@ -592,6 +663,9 @@ func (m *ArchiveEnd) SizeVT() (n int) {
 	if m.Events != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Events))
 	}
+	if m.Folded != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Folded))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -617,6 +691,12 @@ func (m *ArchivedSession) SizeVT() (n int) {
 	}
 	if len(m.Events) > 0 {
 		for _, e := range m.Events {
+			l = e.SizeVT()
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
+	if len(m.FoldedTurns) > 0 {
+		for _, e := range m.FoldedTurns {
 			l = e.SizeVT()
 			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
@@ -859,6 +939,47 @@ func (m *ArchiveRecord) UnmarshalVT(dAtA []byte) error {
 				m.Record = &ArchiveRecord_End{End: v}
 			}
 			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Folded", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if oneof, ok := m.Record.(*ArchiveRecord_Folded); ok {
+				if err := oneof.Folded.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+			} else {
+				v := &FoldedTurn{}
+				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+				m.Record = &ArchiveRecord_Folded{Folded: v}
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -1073,6 +1194,25 @@ func (m *ArchiveEnd) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Folded", wireType)
+			}
+			m.Folded = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Folded |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -1244,6 +1384,40 @@ func (m *ArchivedSession) UnmarshalVT(dAtA []byte) error {
 			}
 			m.Events = append(m.Events, &Event{})
 			if err := m.Events[len(m.Events)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedTurns", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FoldedTurns = append(m.FoldedTurns, &FoldedTurn{})
+			if err := m.FoldedTurns[len(m.FoldedTurns)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

@@ -290,9 +290,12 @@ type GetSessionRequest struct {
 	// Steps with a number above this (0: from the first).
 	StepsAfter uint64 `protobuf:"varint,4,opt,name=steps_after,json=stepsAfter,proto3" json:"steps_after,omitempty"`
 	// At most this many Steps (0: the server's default page).
-	StepsLimit    uint32 `protobuf:"varint,5,opt,name=steps_limit,json=stepsLimit,proto3" json:"steps_limit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StepsLimit uint32 `protobuf:"varint,5,opt,name=steps_limit,json=stepsLimit,proto3" json:"steps_limit,omitempty"`
+	// Folded turns with a turn number above this (0: from the first). A page
+	// holds at most steps_limit of them (0: the server's default page).
+	FoldedAfterTurn uint64 `protobuf:"varint,6,opt,name=folded_after_turn,json=foldedAfterTurn,proto3" json:"folded_after_turn,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetSessionRequest) Reset() {
@@ -360,6 +363,13 @@ func (x *GetSessionRequest) GetStepsLimit() uint32 {
 	return 0
 }
 
+func (x *GetSessionRequest) GetFoldedAfterTurn() uint64 {
+	if x != nil {
+		return x.FoldedAfterTurn
+	}
+	return 0
+}
+
 type GetSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session with the page of its history and its whole inbox.
@@ -370,9 +380,15 @@ type GetSessionResponse struct {
 	NextStepsAfter      uint64 `protobuf:"varint,4,opt,name=next_steps_after,json=nextStepsAfter,proto3" json:"next_steps_after,omitempty"`
 	// The seq of the session's latest event (0: none yet): a watch that has
 	// seen it has caught up.
-	LastEventSeq  uint64 `protobuf:"varint,5,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LastEventSeq uint64 `protobuf:"varint,5,opt,name=last_event_seq,json=lastEventSeq,proto3" json:"last_event_seq,omitempty"`
+	// The session's folded turns (older turns whose Steps left the Step
+	// table), in turn order, from folded_after_turn on.
+	FoldedTurns []*FoldedTurn `protobuf:"bytes,6,rep,name=folded_turns,json=foldedTurns,proto3" json:"folded_turns,omitempty"`
+	// Where the next page of folded turns starts; 0 when this page reached
+	// the end.
+	NextFoldedAfterTurn uint64 `protobuf:"varint,7,opt,name=next_folded_after_turn,json=nextFoldedAfterTurn,proto3" json:"next_folded_after_turn,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *GetSessionResponse) Reset() {
@@ -436,6 +452,20 @@ func (x *GetSessionResponse) GetNextStepsAfter() uint64 {
 func (x *GetSessionResponse) GetLastEventSeq() uint64 {
 	if x != nil {
 		return x.LastEventSeq
+	}
+	return 0
+}
+
+func (x *GetSessionResponse) GetFoldedTurns() []*FoldedTurn {
+	if x != nil {
+		return x.FoldedTurns
+	}
+	return nil
+}
+
+func (x *GetSessionResponse) GetNextFoldedAfterTurn() uint64 {
+	if x != nil {
+		return x.NextFoldedAfterTurn
 	}
 	return 0
 }
@@ -1686,7 +1716,7 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12'\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"3\n" +
 	"\x13SendMessageResponse\x12\x1c\n" +
-	"\tduplicate\x18\x01 \x01(\bR\tduplicate\"\xc5\x01\n" +
+	"\tduplicate\x18\x01 \x01(\bR\tduplicate\"\xf1\x01\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12*\n" +
@@ -1695,13 +1725,16 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\vsteps_after\x18\x04 \x01(\x04R\n" +
 	"stepsAfter\x12\x1f\n" +
 	"\vsteps_limit\x18\x05 \x01(\rR\n" +
-	"stepsLimit\"\xe8\x01\n" +
+	"stepsLimit\x12*\n" +
+	"\x11folded_after_turn\x18\x06 \x01(\x04R\x0ffoldedAfterTurn\"\xd4\x02\n" +
 	"\x12GetSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\x12\"\n" +
 	"\x05steps\x18\x02 \x03(\v2\f.dex.v1.StepR\x05steps\x123\n" +
 	"\x16next_history_after_seq\x18\x03 \x01(\x04R\x13nextHistoryAfterSeq\x12(\n" +
 	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\x12$\n" +
-	"\x0elast_event_seq\x18\x05 \x01(\x04R\flastEventSeq\"Q\n" +
+	"\x0elast_event_seq\x18\x05 \x01(\x04R\flastEventSeq\x125\n" +
+	"\ffolded_turns\x18\x06 \x03(\v2\x12.dex.v1.FoldedTurnR\vfoldedTurns\x123\n" +
+	"\x16next_folded_after_turn\x18\a \x01(\x04R\x13nextFoldedAfterTurn\"Q\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1841,53 +1874,55 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*ImportSessionResponse)(nil),    // 28: dex.v1.ImportSessionResponse
 	(*Session)(nil),                  // 29: dex.v1.Session
 	(*Step)(nil),                     // 30: dex.v1.Step
-	(SessionStatus)(0),               // 31: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 32: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 33: dex.v1.Outcome
-	(*Event)(nil),                    // 34: dex.v1.Event
+	(*FoldedTurn)(nil),               // 31: dex.v1.FoldedTurn
+	(SessionStatus)(0),               // 32: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 33: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 34: dex.v1.Outcome
+	(*Event)(nil),                    // 35: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
 	29, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
 	29, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
 	30, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	31, // 3: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
-	7,  // 4: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	32, // 5: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	33, // 6: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	29, // 7: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
-	0,  // 8: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	2,  // 9: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	4,  // 10: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	6,  // 11: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	9,  // 12: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	10, // 13: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	12, // 14: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	14, // 15: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	16, // 16: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	19, // 17: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	21, // 18: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	23, // 19: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	25, // 20: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	27, // 21: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
-	1,  // 22: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	3,  // 23: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	5,  // 24: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	8,  // 25: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	34, // 26: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	11, // 27: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	13, // 28: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	15, // 29: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	17, // 30: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	20, // 31: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	22, // 32: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	24, // 33: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	26, // 34: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	28, // 35: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
-	22, // [22:36] is the sub-list for method output_type
-	8,  // [8:22] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	31, // 3: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
+	32, // 4: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	7,  // 5: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
+	33, // 6: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	34, // 7: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	29, // 8: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	0,  // 9: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	2,  // 10: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	4,  // 11: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	6,  // 12: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	9,  // 13: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	10, // 14: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	12, // 15: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	14, // 16: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	16, // 17: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	19, // 18: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	21, // 19: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	23, // 20: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	25, // 21: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	27, // 22: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	1,  // 23: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	3,  // 24: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	5,  // 25: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	8,  // 26: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	35, // 27: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	11, // 28: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	13, // 29: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	15, // 30: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	17, // 31: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	20, // 32: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	22, // 33: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	24, // 34: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	26, // 35: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	28, // 36: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	23, // [23:37] is the sub-list for method output_type
+	9,  // [9:23] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }

@@ -108,6 +108,7 @@ func (m *GetSessionRequest) CloneVT() *GetSessionRequest {
 	r.HistoryLimit = m.HistoryLimit
 	r.StepsAfter = m.StepsAfter
 	r.StepsLimit = m.StepsLimit
+	r.FoldedAfterTurn = m.FoldedAfterTurn
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -128,12 +129,20 @@ func (m *GetSessionResponse) CloneVT() *GetSessionResponse {
 	r.NextHistoryAfterSeq = m.NextHistoryAfterSeq
 	r.NextStepsAfter = m.NextStepsAfter
 	r.LastEventSeq = m.LastEventSeq
+	r.NextFoldedAfterTurn = m.NextFoldedAfterTurn
 	if rhs := m.Steps; rhs != nil {
 		tmpContainer := make([]*Step, len(rhs))
 		for k, v := range rhs {
 			tmpContainer[k] = v.CloneVT()
 		}
 		r.Steps = tmpContainer
+	}
+	if rhs := m.FoldedTurns; rhs != nil {
+		tmpContainer := make([]*FoldedTurn, len(rhs))
+		for k, v := range rhs {
+			tmpContainer[k] = v.CloneVT()
+		}
+		r.FoldedTurns = tmpContainer
 	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
@@ -817,6 +826,11 @@ func (m *GetSessionRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.FoldedAfterTurn != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedAfterTurn))
+		i--
+		dAtA[i] = 0x30
+	}
 	if m.StepsLimit != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.StepsLimit))
 		i--
@@ -876,6 +890,23 @@ func (m *GetSessionResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.NextFoldedAfterTurn != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.NextFoldedAfterTurn))
+		i--
+		dAtA[i] = 0x38
+	}
+	if len(m.FoldedTurns) > 0 {
+		for iNdEx := len(m.FoldedTurns) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.FoldedTurns[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x32
+		}
 	}
 	if m.LastEventSeq != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastEventSeq))
@@ -2071,6 +2102,9 @@ func (m *GetSessionRequest) SizeVT() (n int) {
 	if m.StepsLimit != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.StepsLimit))
 	}
+	if m.FoldedAfterTurn != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FoldedAfterTurn))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -2099,6 +2133,15 @@ func (m *GetSessionResponse) SizeVT() (n int) {
 	}
 	if m.LastEventSeq != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastEventSeq))
+	}
+	if len(m.FoldedTurns) > 0 {
+		for _, e := range m.FoldedTurns {
+			l = e.SizeVT()
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
+	if m.NextFoldedAfterTurn != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.NextFoldedAfterTurn))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -3188,6 +3231,25 @@ func (m *GetSessionRequest) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedAfterTurn", wireType)
+			}
+			m.FoldedAfterTurn = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FoldedAfterTurn |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -3362,6 +3424,59 @@ func (m *GetSessionResponse) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.LastEventSeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedTurns", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FoldedTurns = append(m.FoldedTurns, &FoldedTurn{})
+			if err := m.FoldedTurns[len(m.FoldedTurns)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NextFoldedAfterTurn", wireType)
+			}
+			m.NextFoldedAfterTurn = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NextFoldedAfterTurn |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

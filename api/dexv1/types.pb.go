@@ -1817,7 +1817,12 @@ type Session struct {
 	// When it became closed (0: not closed).
 	ClosedAtMs int64 `protobuf:"varint,42,opt,name=closed_at_ms,json=closedAtMs,proto3" json:"closed_at_ms,omitempty"`
 	// When the retention lets a closed session go (0: kept for ever).
-	DeleteAtMs    int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
+	DeleteAtMs int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
+	// Every turn up to this one has had its Steps folded into a FoldedTurn
+	// (0: none; see GetSessionResponse.folded_turns).
+	FoldedThroughTurn uint64 `protobuf:"varint,50,opt,name=folded_through_turn,json=foldedThroughTurn,proto3" json:"folded_through_turn,omitempty"`
+	// The Steps folded into the session's folded turns.
+	FoldedSteps   uint64 `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2104,6 +2109,238 @@ func (x *Session) GetDeleteAtMs() int64 {
 	return 0
 }
 
+func (x *Session) GetFoldedThroughTurn() uint64 {
+	if x != nil {
+		return x.FoldedThroughTurn
+	}
+	return 0
+}
+
+func (x *Session) GetFoldedSteps() uint64 {
+	if x != nil {
+		return x.FoldedSteps
+	}
+	return 0
+}
+
+// A finished turn whose Steps (and their attempts) were folded: the cluster
+// keeps the Steps of a session's last turns only (dexd --keep-turn-steps);
+// older turns keep this record of them. The history is not folded.
+type FoldedTurn struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Turn      uint64                 `protobuf:"varint,2,opt,name=turn,proto3" json:"turn,omitempty"`
+	// The Steps folded and their attempts.
+	Steps    uint32 `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
+	Attempts uint32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// The same counts by Step kind and tool, in first-seen order.
+	Kinds []*FoldedKind `protobuf:"bytes,5,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// The numbers of the turn's first and last Step.
+	FirstStep uint64 `protobuf:"varint,6,opt,name=first_step,json=firstStep,proto3" json:"first_step,omitempty"`
+	LastStep  uint64 `protobuf:"varint,7,opt,name=last_step,json=lastStep,proto3" json:"last_step,omitempty"`
+	// When its first Step was queued and its last one ended.
+	FirstAtMs int64 `protobuf:"varint,8,opt,name=first_at_ms,json=firstAtMs,proto3" json:"first_at_ms,omitempty"`
+	LastAtMs  int64 `protobuf:"varint,9,opt,name=last_at_ms,json=lastAtMs,proto3" json:"last_at_ms,omitempty"`
+	// How the turn's last Step ended.
+	LastStatus    StepStatus `protobuf:"varint,10,opt,name=last_status,json=lastStatus,proto3,enum=dex.v1.StepStatus" json:"last_status,omitempty"`
+	LastOutcome   Outcome    `protobuf:"varint,11,opt,name=last_outcome,json=lastOutcome,proto3,enum=dex.v1.Outcome" json:"last_outcome,omitempty"`
+	LastErrorType ErrorType  `protobuf:"varint,12,opt,name=last_error_type,json=lastErrorType,proto3,enum=dex.v1.ErrorType" json:"last_error_type,omitempty"`
+	// Steps of the turn that ended failed.
+	FailedSteps   uint32 `protobuf:"varint,13,opt,name=failed_steps,json=failedSteps,proto3" json:"failed_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldedTurn) Reset() {
+	*x = FoldedTurn{}
+	mi := &file_dex_v1_types_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldedTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldedTurn) ProtoMessage() {}
+
+func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldedTurn.ProtoReflect.Descriptor instead.
+func (*FoldedTurn) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FoldedTurn) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *FoldedTurn) GetTurn() uint64 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetSteps() uint32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetKinds() []*FoldedKind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *FoldedTurn) GetFirstStep() uint64 {
+	if x != nil {
+		return x.FirstStep
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetLastStep() uint64 {
+	if x != nil {
+		return x.LastStep
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetFirstAtMs() int64 {
+	if x != nil {
+		return x.FirstAtMs
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetLastAtMs() int64 {
+	if x != nil {
+		return x.LastAtMs
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetLastStatus() StepStatus {
+	if x != nil {
+		return x.LastStatus
+	}
+	return StepStatus_STEP_STATUS_UNSPECIFIED
+}
+
+func (x *FoldedTurn) GetLastOutcome() Outcome {
+	if x != nil {
+		return x.LastOutcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *FoldedTurn) GetLastErrorType() ErrorType {
+	if x != nil {
+		return x.LastErrorType
+	}
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
+}
+
+func (x *FoldedTurn) GetFailedSteps() uint32 {
+	if x != nil {
+		return x.FailedSteps
+	}
+	return 0
+}
+
+// The Steps of one kind (and, for a tool call, one tool) of a folded turn.
+type FoldedKind struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          StepKind               `protobuf:"varint,1,opt,name=kind,proto3,enum=dex.v1.StepKind" json:"kind,omitempty"`
+	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Steps         uint32                 `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
+	Attempts      uint32                 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldedKind) Reset() {
+	*x = FoldedKind{}
+	mi := &file_dex_v1_types_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldedKind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldedKind) ProtoMessage() {}
+
+func (x *FoldedKind) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldedKind.ProtoReflect.Descriptor instead.
+func (*FoldedKind) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *FoldedKind) GetKind() StepKind {
+	if x != nil {
+		return x.Kind
+	}
+	return StepKind_STEP_KIND_UNSPECIFIED
+}
+
+func (x *FoldedKind) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *FoldedKind) GetSteps() uint32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *FoldedKind) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
 type Attempt struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	N           uint32                 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
@@ -2129,7 +2366,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_v1_types_proto_msgTypes[11]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2378,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[11]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2154,7 +2391,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2302,7 +2539,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2551,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2564,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Step) GetId() string {
@@ -2534,7 +2771,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2783,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2796,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2615,7 +2852,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2864,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2877,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -2702,7 +2939,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2714,7 +2951,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2727,7 +2964,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2797,7 +3034,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +3046,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +3059,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -2922,7 +3159,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3171,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3184,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -2982,7 +3219,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +3231,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +3244,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AclToken) GetId() string {
@@ -3073,7 +3310,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3322,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3335,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3221,8 +3458,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
-	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xe7\n" +
-	"\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xc0\v\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3266,8 +3502,36 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\fclosed_at_ms\x18* \x01(\x03R\n" +
 	"closedAtMs\x12 \n" +
 	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
-	"deleteAtMsB\x0f\n" +
-	"\r_retention_ms\"\xcd\x03\n" +
+	"deleteAtMs\x12.\n" +
+	"\x13folded_through_turn\x182 \x01(\x04R\x11foldedThroughTurn\x12!\n" +
+	"\ffolded_steps\x184 \x01(\x04R\vfoldedStepsB\x0f\n" +
+	"\r_retention_msJ\x04\b3\x104\"\xdc\x03\n" +
+	"\n" +
+	"FoldedTurn\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04turn\x18\x02 \x01(\x04R\x04turn\x12\x14\n" +
+	"\x05steps\x18\x03 \x01(\rR\x05steps\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\x12(\n" +
+	"\x05kinds\x18\x05 \x03(\v2\x12.dex.v1.FoldedKindR\x05kinds\x12\x1d\n" +
+	"\n" +
+	"first_step\x18\x06 \x01(\x04R\tfirstStep\x12\x1b\n" +
+	"\tlast_step\x18\a \x01(\x04R\blastStep\x12\x1e\n" +
+	"\vfirst_at_ms\x18\b \x01(\x03R\tfirstAtMs\x12\x1c\n" +
+	"\n" +
+	"last_at_ms\x18\t \x01(\x03R\blastAtMs\x123\n" +
+	"\vlast_status\x18\n" +
+	" \x01(\x0e2\x12.dex.v1.StepStatusR\n" +
+	"lastStatus\x122\n" +
+	"\flast_outcome\x18\v \x01(\x0e2\x0f.dex.v1.OutcomeR\vlastOutcome\x129\n" +
+	"\x0flast_error_type\x18\f \x01(\x0e2\x11.dex.v1.ErrorTypeR\rlastErrorType\x12!\n" +
+	"\ffailed_steps\x18\r \x01(\rR\vfailedSteps\"x\n" +
+	"\n" +
+	"FoldedKind\x12$\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x10.dex.v1.StepKindR\x04kind\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05steps\x18\x03 \x01(\rR\x05steps\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\"\xcd\x03\n" +
 	"\aAttempt\x12\f\n" +
 	"\x01n\x18\x01 \x01(\rR\x01n\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x14\n" +
@@ -3471,7 +3735,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
 	(StepKind)(0),          // 1: dex.v1.StepKind
@@ -3498,15 +3762,17 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*CallState)(nil),      // 22: dex.v1.CallState
 	(*Turn)(nil),           // 23: dex.v1.Turn
 	(*Session)(nil),        // 24: dex.v1.Session
-	(*Attempt)(nil),        // 25: dex.v1.Attempt
-	(*Step)(nil),           // 26: dex.v1.Step
-	(*NodeInfo)(nil),       // 27: dex.v1.NodeInfo
-	(*WorkerInfo)(nil),     // 28: dex.v1.WorkerInfo
-	(*Event)(nil),          // 29: dex.v1.Event
-	(*AttemptResult)(nil),  // 30: dex.v1.AttemptResult
-	(*AttemptFailure)(nil), // 31: dex.v1.AttemptFailure
-	(*AclToken)(nil),       // 32: dex.v1.AclToken
-	(*AttemptRef)(nil),     // 33: dex.v1.AttemptRef
+	(*FoldedTurn)(nil),     // 25: dex.v1.FoldedTurn
+	(*FoldedKind)(nil),     // 26: dex.v1.FoldedKind
+	(*Attempt)(nil),        // 27: dex.v1.Attempt
+	(*Step)(nil),           // 28: dex.v1.Step
+	(*NodeInfo)(nil),       // 29: dex.v1.NodeInfo
+	(*WorkerInfo)(nil),     // 30: dex.v1.WorkerInfo
+	(*Event)(nil),          // 31: dex.v1.Event
+	(*AttemptResult)(nil),  // 32: dex.v1.AttemptResult
+	(*AttemptFailure)(nil), // 33: dex.v1.AttemptFailure
+	(*AclToken)(nil),       // 34: dex.v1.AclToken
+	(*AttemptRef)(nil),     // 35: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -3528,27 +3794,32 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	23, // 16: dex.v1.Session.turn:type_name -> dex.v1.Turn
 	9,  // 17: dex.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
 	6,  // 18: dex.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
-	4,  // 19: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
-	5,  // 20: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
-	6,  // 21: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
-	1,  // 22: dex.v1.Step.kind:type_name -> dex.v1.StepKind
-	14, // 23: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
-	2,  // 24: dex.v1.Step.status:type_name -> dex.v1.StepStatus
-	25, // 25: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
-	3,  // 26: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
-	6,  // 27: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	14, // 28: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	17, // 29: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
-	18, // 30: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
-	19, // 31: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	31, // 32: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
-	6,  // 33: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
-	13, // 34: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	26, // 19: dex.v1.FoldedTurn.kinds:type_name -> dex.v1.FoldedKind
+	2,  // 20: dex.v1.FoldedTurn.last_status:type_name -> dex.v1.StepStatus
+	3,  // 21: dex.v1.FoldedTurn.last_outcome:type_name -> dex.v1.Outcome
+	6,  // 22: dex.v1.FoldedTurn.last_error_type:type_name -> dex.v1.ErrorType
+	1,  // 23: dex.v1.FoldedKind.kind:type_name -> dex.v1.StepKind
+	4,  // 24: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
+	5,  // 25: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
+	6,  // 26: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
+	1,  // 27: dex.v1.Step.kind:type_name -> dex.v1.StepKind
+	14, // 28: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	2,  // 29: dex.v1.Step.status:type_name -> dex.v1.StepStatus
+	27, // 30: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
+	3,  // 31: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
+	6,  // 32: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
+	14, // 33: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
+	17, // 34: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	18, // 35: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	19, // 36: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	33, // 37: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	6,  // 38: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	13, // 39: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -3557,7 +3828,7 @@ func file_dex_v1_types_proto_init() {
 		return
 	}
 	file_dex_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
-	file_dex_v1_types_proto_msgTypes[16].OneofWrappers = []any{
+	file_dex_v1_types_proto_msgTypes[18].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3570,7 +3841,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

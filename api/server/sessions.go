@@ -108,6 +108,8 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	resp.LastEventSeq = st.EventLog(req.SessionId).GetLastSeq()
 	steps, nextSteps := st.StepsPage(req.SessionId, req.StepsAfter, pageSize(req.StepsLimit, defaultStepsPage), pageBytes)
 	resp.Steps, resp.NextStepsAfter = apiSteps(st, steps), nextSteps
+	folded, nextFolded := st.FoldedTurns(req.SessionId, req.FoldedAfterTurn, pageSize(req.StepsLimit, defaultStepsPage))
+	resp.FoldedTurns, resp.NextFoldedAfterTurn = fsmpb.FoldedTurnsAPI(folded), nextFolded
 	return resp, nil
 }
 

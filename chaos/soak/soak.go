@@ -369,10 +369,12 @@ func (s *soaker) setUp(ctx context.Context) error {
 // whole log, and a lagging follower is sent one.
 var soakSnapshotArgs = []string{"--raft-snapshot-threshold", "1024", "--raft-snapshot-interval", "5s", "--raft-trailing-logs", "1024"}
 
-// scratchArgs are the flags of the soak's scratch clusters.
+// scratchArgs are the flags of the soak's scratch clusters. The checker
+// reads every Step of every session, so no turn is folded
+// (--keep-turn-steps 0).
 func (s *soaker) scratchArgs() []string {
 	args := append(append([]string{}, harness.ClusterArgs...), soakSnapshotArgs...)
-	return append(args, "--max-payload", strconv.Itoa(s.o.MaxPayload))
+	return append(args, "--max-payload", strconv.Itoa(s.o.MaxPayload), "--keep-turn-steps", "0")
 }
 
 // nodeArgs are the flags of the soak's nodes: the scratch clusters' and,

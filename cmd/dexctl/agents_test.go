@@ -33,3 +33,26 @@ func TestSessionShowAndListNameTheAgentAndWhyAStepWaits(t *testing.T) {
 		}
 	}
 }
+
+// session show says which turns were folded; --json lists them.
+func TestSessionShowNamesTheFoldedTurns(t *testing.T) {
+	s := &dexv1.Session{Id: "s", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, FoldedThroughTurn: 2}
+	folded := []*dexv1.FoldedTurn{
+		{Turn: 1, Steps: 3, Attempts: 4, LastOutcome: dexv1.Outcome_OUTCOME_SUCCEEDED},
+		{Turn: 2, Steps: 2, Attempts: 2, FailedSteps: 1, LastOutcome: dexv1.Outcome_OUTCOME_FAILED},
+	}
+	sj := toSessionJSON(s, nil).withFolded(folded)
+	var out bytes.Buffer
+	printSession(&out, sj)
+	if !strings.Contains(out.String(), "folded: the Steps of turns 1-2 (5 Steps in 2 turns") {
+		t.Fatalf("session show:\n%s", out.String())
+	}
+	if len(sj.Folded) != 2 || sj.Folded[1].Outcome != "failed" || sj.Folded[1].Failed != 1 || sj.Folded[0].Attempts != 4 {
+		t.Fatalf("folded turns as JSON: %+v", sj.Folded)
+	}
+	out.Reset()
+	printSession(&out, toSessionJSON(s, nil))
+	if strings.Contains(out.String(), "folded") {
+		t.Fatalf("a session without folded turns:\n%s", out.String())
+	}
+}

@@ -245,6 +245,29 @@ type sessionJSON struct {
 	Inbox         int           `json:"inbox"`
 	History       []historyJSON `json:"history"`
 	Steps         []stepJSON    `json:"steps"`
+	// Folded: the turns whose Steps the cluster folded, in turn order.
+	Folded []foldedJSON `json:"folded_turns,omitempty"`
+}
+
+// foldedJSON is what a folded turn kept of its Steps.
+type foldedJSON struct {
+	Turn     uint64 `json:"turn"`
+	Steps    uint32 `json:"steps"`
+	Attempts uint32 `json:"attempts"`
+	Failed   uint32 `json:"failed_steps,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+}
+
+// withFolded adds a session's folded turns.
+func (s sessionJSON) withFolded(folded []*dexv1.FoldedTurn) sessionJSON {
+	for _, f := range folded {
+		fj := foldedJSON{Turn: f.Turn, Steps: f.Steps, Attempts: f.Attempts, Failed: f.FailedSteps}
+		if f.LastOutcome != dexv1.Outcome_OUTCOME_UNSPECIFIED {
+			fj.Outcome = fsm.OutcomeName(fsmpb.Outcome(f.LastOutcome))
+		}
+		s.Folded = append(s.Folded, fj)
+	}
+	return s
 }
 
 func lowerName(s, prefix string) string { return strings.ToLower(strings.TrimPrefix(s, prefix)) }
@@ -308,7 +331,7 @@ func newSessionShowCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sj := toSessionJSON(resp.Session, resp.Steps)
+			sj := toSessionJSON(resp.Session, resp.Steps).withFolded(resp.FoldedTurns)
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), sj)
 			}
@@ -350,6 +373,13 @@ func printSession(w io.Writer, s sessionJSON) {
 			text = fmt.Sprintf("%s %s: %s", h.Tool, h.Outcome, text)
 		}
 		fmt.Fprintf(w, "  %3d %-11s %s\n", h.Seq, h.Kind, safe(text))
+	}
+	if n := len(s.Folded); n > 0 {
+		steps := uint64(0)
+		for _, f := range s.Folded {
+			steps += uint64(f.Steps)
+		}
+		fmt.Fprintf(w, "\nfolded: the Steps of turns %d-%d (%d Steps in %d turns; --json lists them)\n", s.Folded[0].Turn, s.Folded[n-1].Turn, steps, n)
 	}
 	fmt.Fprintln(w, "\nsteps:")
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)

@@ -52,6 +52,7 @@ type options struct {
 	workerHeartbeat, workerTimeout            time.Duration
 	drainTimeout                              time.Duration
 	eventCount                                uint64
+	keepTurnSteps                             uint64
 	eventAge                                  time.Duration
 	workerTTL, toolWait                       time.Duration
 	sessionRetention                          time.Duration
@@ -93,6 +94,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT a leader stops handing out tasks and lets running attempts finish for up to this long, then hands leadership to another node")
 	fs.Uint64Var(&o.eventCount, "event-retention-count", gc.DefaultEventCount, "events kept per session; older ones are dropped as new ones come (0: no limit)")
 	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
+	fs.Uint64Var(&o.keepTurnSteps, "keep-turn-steps", gc.DefaultKeepTurnSteps, "Steps (with their attempts) are kept for each session's last this many finished turns; the leader folds older turns' Steps into one record per turn (history is kept; 0: never fold)")
 	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.retention, "retention", 0, "closed sessions are deleted by the leader this long after they closed, unless created with a retention of their own (0: kept for ever)")
@@ -338,8 +340,9 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 		log.Info("sessions the retentions delete are archived first", zap.String("archive", store.URL()))
 	}
 	sessionGC := gc.NewSessions(pipe, node, sessionCfg, log)
+	folds := gc.NewFolds(pipe, node, node, gc.FoldConfig{Keep: o.keepTurnSteps}, log)
 	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
-	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, nm.Leadership())
+	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, folds, nm.Leadership())
 
 	if err := node.Start(cluster.Hooks{
 		LeaderServices: []cluster.LeaderService{leader},

@@ -86,3 +86,20 @@ func TestRetentionFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestKeepTurnStepsFlag(t *testing.T) {
+	base := []string{"--id", "n1", "--data-dir", t.TempDir(), "--raft-addr", "127.0.0.1:1",
+		"--grpc-addr", "127.0.0.1:2", "--http-addr", "127.0.0.1:3", "--peers", "n1=127.0.0.1:1"}
+	o, err := parse(base, io.Discard)
+	if err != nil || o.keepTurnSteps != gc.DefaultKeepTurnSteps {
+		t.Fatalf("default: %v, %v; want %d", o, err, gc.DefaultKeepTurnSteps)
+	}
+	o, err = parse(append(base, "--keep-turn-steps", "0"), io.Discard)
+	if err != nil || o.keepTurnSteps != 0 {
+		t.Fatalf("--keep-turn-steps 0: %v, %v", o, err)
+	}
+	_, err = parse(append(base, "--keep-turn-steps", "-1"), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "keep-turn-steps") {
+		t.Fatalf("a negative count: %v", err)
+	}
+}

@@ -83,6 +83,41 @@ func (x *Event) API() *dexv1.Event {
 	}
 }
 
+// API is the stored FoldedKind as the API's dex.v1.FoldedKind shows it.
+func (x *FoldedKind) API() *dexv1.FoldedKind {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.FoldedKind{
+		Kind:     dexv1.StepKind(x.Kind),
+		Tool:     x.Tool,
+		Steps:    x.Steps,
+		Attempts: x.Attempts,
+	}
+}
+
+// API is the stored FoldedTurn as the API's dex.v1.FoldedTurn shows it.
+func (x *FoldedTurn) API() *dexv1.FoldedTurn {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.FoldedTurn{
+		SessionId:     x.SessionId,
+		Turn:          x.Turn,
+		Steps:         x.Steps,
+		Attempts:      x.Attempts,
+		Kinds:         foldedKindListAPI(x.Kinds),
+		FirstStep:     x.FirstStep,
+		LastStep:      x.LastStep,
+		FirstAtMs:     x.FirstAtMs,
+		LastAtMs:      x.LastAtMs,
+		LastStatus:    dexv1.StepStatus(x.LastStatus),
+		LastOutcome:   dexv1.Outcome(x.LastOutcome),
+		LastErrorType: dexv1.ErrorType(x.LastErrorType),
+		FailedSteps:   x.FailedSteps,
+	}
+}
+
 // API is the stored HistoryEntry as the API's dex.v1.HistoryEntry shows it.
 func (x *HistoryEntry) API() *dexv1.HistoryEntry {
 	if x == nil {
@@ -151,7 +186,7 @@ func (x *NodeInfo) API() *dexv1.NodeInfo {
 }
 
 // API is the stored Session as the API's dex.v1.Session shows it.
-// It leaves out import (an import in progress is never shown; the API has no such session yet).
+// It leaves out fold_due_through (the leader's index of sessions owed a fold reads it; it is not shown), import (an import in progress is never shown; the API has no such session yet).
 func (x *Session) API() *dexv1.Session {
 	if x == nil {
 		return nil
@@ -193,6 +228,8 @@ func (x *Session) API() *dexv1.Session {
 		CloseRequestedAtMs:  x.CloseRequestedAtMs,
 		ClosedAtMs:          x.ClosedAtMs,
 		DeleteAtMs:          x.DeleteAtMs,
+		FoldedThroughTurn:   x.FoldedThroughTurn,
+		FoldedSteps:         x.FoldedSteps,
 	}
 }
 
@@ -491,7 +528,7 @@ func PollResultFromAPI(x *dexv1.PollResult) *PollResult {
 }
 
 // SessionFromAPI is the API's dex.v1.Session as the state stores it.
-// It leaves out import (an import in progress is never shown; the API has no such session yet).
+// It leaves out fold_due_through (the leader's index of sessions owed a fold reads it; it is not shown), import (an import in progress is never shown; the API has no such session yet).
 func SessionFromAPI(x *dexv1.Session) *Session {
 	if x == nil {
 		return nil
@@ -533,6 +570,8 @@ func SessionFromAPI(x *dexv1.Session) *Session {
 		CloseRequestedAtMs:  x.CloseRequestedAtMs,
 		ClosedAtMs:          x.ClosedAtMs,
 		DeleteAtMs:          x.DeleteAtMs,
+		FoldedThroughTurn:   x.FoldedThroughTurn,
+		FoldedSteps:         x.FoldedSteps,
 	}
 }
 
@@ -648,6 +687,28 @@ func callStateListAPI(in []*CallState) []*dexv1.CallState {
 		return nil
 	}
 	out := make([]*dexv1.CallState, len(in))
+	for i, x := range in {
+		out[i] = x.API()
+	}
+	return out
+}
+
+func foldedKindListAPI(in []*FoldedKind) []*dexv1.FoldedKind {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*dexv1.FoldedKind, len(in))
+	for i, x := range in {
+		out[i] = x.API()
+	}
+	return out
+}
+
+func foldedTurnListAPI(in []*FoldedTurn) []*dexv1.FoldedTurn {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*dexv1.FoldedTurn, len(in))
 	for i, x := range in {
 		out[i] = x.API()
 	}

@@ -71,6 +71,8 @@ type Command struct {
 	//	*Command_ImportSessionBegin
 	//	*Command_ImportSessionPage
 	//	*Command_ImportSessionEnd
+	//	*Command_SetTurnFolding
+	//	*Command_FoldTurns
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -461,6 +463,24 @@ func (x *Command) GetImportSessionEnd() *ImportSessionEnd {
 	return nil
 }
 
+func (x *Command) GetSetTurnFolding() *SetTurnFolding {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetTurnFolding); ok {
+			return x.SetTurnFolding
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFoldTurns() *FoldTurns {
+	if x != nil {
+		if x, ok := x.Body.(*Command_FoldTurns); ok {
+			return x.FoldTurns
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -622,6 +642,14 @@ type Command_ImportSessionEnd struct {
 	ImportSessionEnd *ImportSessionEnd `protobuf:"bytes,134,opt,name=import_session_end,json=importSessionEnd,proto3,oneof"`
 }
 
+type Command_SetTurnFolding struct {
+	SetTurnFolding *SetTurnFolding `protobuf:"bytes,135,opt,name=set_turn_folding,json=setTurnFolding,proto3,oneof"`
+}
+
+type Command_FoldTurns struct {
+	FoldTurns *FoldTurns `protobuf:"bytes,136,opt,name=fold_turns,json=foldTurns,proto3,oneof"`
+}
+
 type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
@@ -699,6 +727,10 @@ func (*Command_ImportSessionBegin) isCommand_Body() {}
 func (*Command_ImportSessionPage) isCommand_Body() {}
 
 func (*Command_ImportSessionEnd) isCommand_Body() {}
+
+func (*Command_SetTurnFolding) isCommand_Body() {}
+
+func (*Command_FoldTurns) isCommand_Body() {}
 
 func (*Command_Batch) isCommand_Body() {}
 
@@ -2697,6 +2729,124 @@ func (x *ImportSessionEnd) GetEvents() uint64 {
 // The leader fails a running attempt that ran past its run deadline
 // (Attempt.deadline_ms) with error type timeout, heartbeats or not; refused
 // before the deadline or once the attempt ended.
+// The leader puts its --keep-turn-steps in force: each session keeps the
+// Steps of its last keep_turn_steps finished turns (0: all of them). Written
+// only once every member applies it (NodeInfo.log_version 3 or more).
+type SetTurnFolding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	KeepTurnSteps uint64                 `protobuf:"varint,2,opt,name=keep_turn_steps,json=keepTurnSteps,proto3" json:"keep_turn_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTurnFolding) Reset() {
+	*x = SetTurnFolding{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTurnFolding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTurnFolding) ProtoMessage() {}
+
+func (x *SetTurnFolding) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTurnFolding.ProtoReflect.Descriptor instead.
+func (*SetTurnFolding) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SetTurnFolding) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *SetTurnFolding) GetKeepTurnSteps() uint64 {
+	if x != nil {
+		return x.KeepTurnSteps
+	}
+	return 0
+}
+
+// The leader folds the Steps of the named sessions' finished turns older
+// than their last keep_turn_steps into FoldedTurn rows, at most max_steps
+// Steps in all. Written only once every member applies it (log_version 3).
+type FoldTurns struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	SessionIds    []string               `protobuf:"bytes,2,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	MaxSteps      uint32                 `protobuf:"varint,3,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldTurns) Reset() {
+	*x = FoldTurns{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldTurns) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldTurns) ProtoMessage() {}
+
+func (x *FoldTurns) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldTurns.ProtoReflect.Descriptor instead.
+func (*FoldTurns) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FoldTurns) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *FoldTurns) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *FoldTurns) GetMaxSteps() uint32 {
+	if x != nil {
+		return x.MaxSteps
+	}
+	return 0
+}
+
 type TimeoutAttempt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
@@ -2708,7 +2858,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +2870,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +2883,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2769,7 +2919,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2931,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2944,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -2822,7 +2972,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +2984,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +2997,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -2870,7 +3020,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +3032,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3045,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -2923,7 +3073,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3085,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3098,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -2974,7 +3124,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3136,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3149,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -3037,7 +3187,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3199,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3212,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3110,7 +3260,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3122,7 +3272,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3135,7 +3285,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -3236,7 +3386,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3398,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3411,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -3298,7 +3448,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3460,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3473,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -3358,7 +3508,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3370,7 +3520,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3383,7 +3533,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -3410,7 +3560,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3422,7 +3572,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3435,7 +3585,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{44}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3457,7 +3607,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xe1\x14\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xe3\x15\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -3502,7 +3652,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x16expire_closed_sessions\x18\x83\x01 \x01(\v2 .dex.fsm.v1.ExpireClosedSessionsH\x00R\x14expireClosedSessions\x12S\n" +
 	"\x14import_session_begin\x18\x84\x01 \x01(\v2\x1e.dex.fsm.v1.ImportSessionBeginH\x00R\x12importSessionBegin\x12P\n" +
 	"\x13import_session_page\x18\x85\x01 \x01(\v2\x1d.dex.fsm.v1.ImportSessionPageH\x00R\x11importSessionPage\x12M\n" +
-	"\x12import_session_end\x18\x86\x01 \x01(\v2\x1c.dex.fsm.v1.ImportSessionEndH\x00R\x10importSessionEnd\x12*\n" +
+	"\x12import_session_end\x18\x86\x01 \x01(\v2\x1c.dex.fsm.v1.ImportSessionEndH\x00R\x10importSessionEnd\x12G\n" +
+	"\x10set_turn_folding\x18\x87\x01 \x01(\v2\x1a.dex.fsm.v1.SetTurnFoldingH\x00R\x0esetTurnFolding\x127\n" +
+	"\n" +
+	"fold_turns\x18\x88\x01 \x01(\v2\x15.dex.fsm.v1.FoldTurnsH\x00R\tfoldTurns\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
@@ -3650,7 +3803,15 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\ahistory\x18\x03 \x01(\x04R\ahistory\x12\x14\n" +
 	"\x05steps\x18\x04 \x01(\x04R\x05steps\x12\x16\n" +
-	"\x06events\x18\x05 \x01(\x04R\x06events\"Y\n" +
+	"\x06events\x18\x05 \x01(\x04R\x06events\"N\n" +
+	"\x0eSetTurnFolding\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12&\n" +
+	"\x0fkeep_turn_steps\x18\x02 \x01(\x04R\rkeepTurnSteps\"_\n" +
+	"\tFoldTurns\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1f\n" +
+	"\vsession_ids\x18\x02 \x03(\tR\n" +
+	"sessionIds\x12\x1b\n" +
+	"\tmax_steps\x18\x03 \x01(\rR\bmaxSteps\"Y\n" +
 	"\x0eTimeoutAttempt\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -3718,7 +3879,7 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
@@ -3753,32 +3914,34 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*ImportSessionBegin)(nil),   // 30: dex.fsm.v1.ImportSessionBegin
 	(*ImportSessionPage)(nil),    // 31: dex.fsm.v1.ImportSessionPage
 	(*ImportSessionEnd)(nil),     // 32: dex.fsm.v1.ImportSessionEnd
-	(*TimeoutAttempt)(nil),       // 33: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),        // 34: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),         // 35: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),          // 36: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),          // 37: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),           // 38: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),           // 39: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),        // 40: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),          // 41: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),           // 42: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),           // 43: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),       // 44: dex.fsm.v1.AttemptFailure
-	(*ToolSpec)(nil),             // 45: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 46: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 47: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 48: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 49: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 50: dex.fsm.v1.EventRetention
-	(*Session)(nil),              // 51: dex.fsm.v1.Session
-	(*InboxMessage)(nil),         // 52: dex.fsm.v1.InboxMessage
-	(*HistoryEntry)(nil),         // 53: dex.fsm.v1.HistoryEntry
-	(*Step)(nil),                 // 54: dex.fsm.v1.Step
-	(*Event)(nil),                // 55: dex.fsm.v1.Event
-	(*AclToken)(nil),             // 56: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 57: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 58: dex.fsm.v1.InlineResult
+	(*SetTurnFolding)(nil),       // 33: dex.fsm.v1.SetTurnFolding
+	(*FoldTurns)(nil),            // 34: dex.fsm.v1.FoldTurns
+	(*TimeoutAttempt)(nil),       // 35: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 36: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 37: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 38: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 39: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 40: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),           // 41: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),        // 42: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),          // 43: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),           // 44: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),           // 45: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),       // 46: dex.fsm.v1.AttemptFailure
+	(*ToolSpec)(nil),             // 47: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 48: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 49: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 50: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 51: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 52: dex.fsm.v1.EventRetention
+	(*Session)(nil),              // 53: dex.fsm.v1.Session
+	(*InboxMessage)(nil),         // 54: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 55: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 56: dex.fsm.v1.Step
+	(*Event)(nil),                // 57: dex.fsm.v1.Event
+	(*AclToken)(nil),             // 58: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 59: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 60: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -3807,51 +3970,53 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	25, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
 	26, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
 	27, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	33, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	34, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	35, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	36, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	37, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	38, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	35, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	36, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	37, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	38, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	39, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	40, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
 	28, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
 	29, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
 	30, // 34: dex.fsm.v1.Command.import_session_begin:type_name -> dex.fsm.v1.ImportSessionBegin
 	31, // 35: dex.fsm.v1.Command.import_session_page:type_name -> dex.fsm.v1.ImportSessionPage
 	32, // 36: dex.fsm.v1.Command.import_session_end:type_name -> dex.fsm.v1.ImportSessionEnd
-	1,  // 37: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	45, // 38: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	39, // 39: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	39, // 40: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	41, // 41: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	42, // 42: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	43, // 43: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	39, // 44: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	46, // 45: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	47, // 46: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	48, // 47: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	49, // 48: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	50, // 49: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	51, // 50: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
-	52, // 51: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
-	53, // 52: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
-	54, // 53: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
-	55, // 54: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	39, // 55: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	40, // 56: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	56, // 57: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	41, // 58: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	42, // 59: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	43, // 60: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	44, // 61: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	57, // 62: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	58, // 63: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	42, // 64: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	46, // 65: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	66, // [66:66] is the sub-list for method output_type
-	66, // [66:66] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	33, // 37: dex.fsm.v1.Command.set_turn_folding:type_name -> dex.fsm.v1.SetTurnFolding
+	34, // 38: dex.fsm.v1.Command.fold_turns:type_name -> dex.fsm.v1.FoldTurns
+	1,  // 39: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	47, // 40: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	41, // 41: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	41, // 42: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	43, // 43: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	44, // 44: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	45, // 45: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	41, // 46: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	48, // 47: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	49, // 48: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	50, // 49: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	51, // 50: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	52, // 51: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	53, // 52: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	54, // 53: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	55, // 54: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	56, // 55: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	57, // 56: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	41, // 57: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	42, // 58: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	58, // 59: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	43, // 60: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	44, // 61: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	45, // 62: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	46, // 63: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	59, // 64: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	60, // 65: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	44, // 66: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	48, // 67: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	68, // [68:68] is the sub-list for method output_type
+	68, // [68:68] is the sub-list for method input_type
+	68, // [68:68] is the sub-list for extension type_name
+	68, // [68:68] is the sub-list for extension extendee
+	0,  // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -3899,6 +4064,8 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_ImportSessionBegin)(nil),
 		(*Command_ImportSessionPage)(nil),
 		(*Command_ImportSessionEnd)(nil),
+		(*Command_SetTurnFolding)(nil),
+		(*Command_FoldTurns)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
@@ -3908,7 +4075,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[40].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[42].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3921,7 +4088,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

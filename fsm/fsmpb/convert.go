@@ -31,3 +31,6 @@ func InboxAPI(ms []*InboxMessage) []*dexv1.Message { return inboxMessageListAPI(
 
 // ToolSpecsFromAPI is a Worker's registered tools as the state stores them.
 func ToolSpecsFromAPI(ts []*dexv1.ToolSpec) []*ToolSpec { return toolSpecListFromAPI(ts) }
+
+// FoldedTurnsAPI converts a page of folded turns.
+func FoldedTurnsAPI(fs []*FoldedTurn) []*dexv1.FoldedTurn { return foldedTurnListAPI(fs) }

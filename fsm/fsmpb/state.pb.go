@@ -38,7 +38,11 @@ type ClusterMeta struct {
 	NextEventSeq   uint64          `protobuf:"varint,6,opt,name=next_event_seq,json=nextEventSeq,proto3" json:"next_event_seq,omitempty"`
 	EventRetention *EventRetention `protobuf:"bytes,7,opt,name=event_retention,json=eventRetention,proto3" json:"event_retention,omitempty"`
 	// The cluster's id (SetClusterId); empty until the first leader sets it.
-	ClusterId     string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ClusterId string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// Turns whose Steps each session keeps (SetTurnFolding): the Steps of its
+	// finished turns older than its last keep_turn_steps are folded into
+	// FoldedTurn rows. 0: never folded (also a cluster from before folding).
+	KeepTurnSteps uint64 `protobuf:"varint,9,opt,name=keep_turn_steps,json=keepTurnSteps,proto3" json:"keep_turn_steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -127,6 +131,13 @@ func (x *ClusterMeta) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *ClusterMeta) GetKeepTurnSteps() uint64 {
+	if x != nil {
+		return x.KeepTurnSteps
+	}
+	return 0
 }
 
 // The head of one session's events: where what is kept begins and what was
@@ -393,6 +404,15 @@ type Session struct {
 	ClosedAtMs int64 `protobuf:"varint,42,opt,name=closed_at_ms,json=closedAtMs,proto3" json:"closed_at_ms,omitempty"`
 	// When the retention lets a closed session go (0: kept for ever).
 	DeleteAtMs int64 `protobuf:"varint,43,opt,name=delete_at_ms,json=deleteAtMs,proto3" json:"delete_at_ms,omitempty"`
+	// Every turn up to this one has had its Steps folded (0: none).
+	FoldedThroughTurn uint64 `protobuf:"varint,50,opt,name=folded_through_turn,json=foldedThroughTurn,proto3" json:"folded_through_turn,omitempty"`
+	// The turn through which the session's Steps are owed a fold under the
+	// cluster's keep_turn_steps when the session was last written; the index
+	// of sessions owed a fold holds those where it is above
+	// folded_through_turn, and only those. Not shown by the API.
+	FoldDueThrough uint64 `protobuf:"varint,51,opt,name=fold_due_through,json=foldDueThrough,proto3" json:"fold_due_through,omitempty"`
+	// The Steps folded into the session's FoldedTurn rows.
+	FoldedSteps uint64 `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
 	// Set while the session is being imported (ImportSessionBegin until
 	// ImportSessionEnd): the row is hidden from every read and command.
 	Import        *SessionImport `protobuf:"bytes,90,opt,name=import,proto3" json:"import,omitempty"`
@@ -678,6 +698,27 @@ func (x *Session) GetClosedAtMs() int64 {
 func (x *Session) GetDeleteAtMs() int64 {
 	if x != nil {
 		return x.DeleteAtMs
+	}
+	return 0
+}
+
+func (x *Session) GetFoldedThroughTurn() uint64 {
+	if x != nil {
+		return x.FoldedThroughTurn
+	}
+	return 0
+}
+
+func (x *Session) GetFoldDueThrough() uint64 {
+	if x != nil {
+		return x.FoldDueThrough
+	}
+	return 0
+}
+
+func (x *Session) GetFoldedSteps() uint64 {
+	if x != nil {
+		return x.FoldedSteps
 	}
 	return 0
 }
@@ -1562,6 +1603,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Tool
 	//	*SnapshotRecord_WorkerTool
 	//	*SnapshotRecord_Token
+	//	*SnapshotRecord_FoldedTurn
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1721,6 +1763,15 @@ func (x *SnapshotRecord) GetToken() *AclToken {
 	return nil
 }
 
+func (x *SnapshotRecord) GetFoldedTurn() *FoldedTurn {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_FoldedTurn); ok {
+			return x.FoldedTurn
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -1777,6 +1828,10 @@ type SnapshotRecord_Token struct {
 	Token *AclToken `protobuf:"bytes,13,opt,name=token,proto3,oneof"`
 }
 
+type SnapshotRecord_FoldedTurn struct {
+	FoldedTurn *FoldedTurn `protobuf:"bytes,20,opt,name=folded_turn,json=foldedTurn,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -1803,6 +1858,226 @@ func (*SnapshotRecord_WorkerTool) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Token) isSnapshotRecord_Record() {}
 
+func (*SnapshotRecord_FoldedTurn) isSnapshotRecord_Record() {}
+
+// A finished turn whose Steps (and their attempts) left the Step table
+// (FoldTurns): what they were, in one row keyed (session_id, turn). Its
+// fields and numbers are dex.v1.FoldedTurn's.
+type FoldedTurn struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Turn      uint64                 `protobuf:"varint,2,opt,name=turn,proto3" json:"turn,omitempty"`
+	// The Steps folded and their attempts.
+	Steps    uint32 `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
+	Attempts uint32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// The same counts by Step kind and tool, in first-seen order.
+	Kinds []*FoldedKind `protobuf:"bytes,5,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// The numbers of the turn's first and last Step.
+	FirstStep uint64 `protobuf:"varint,6,opt,name=first_step,json=firstStep,proto3" json:"first_step,omitempty"`
+	LastStep  uint64 `protobuf:"varint,7,opt,name=last_step,json=lastStep,proto3" json:"last_step,omitempty"`
+	// When its first Step was queued and its last one ended.
+	FirstAtMs int64 `protobuf:"varint,8,opt,name=first_at_ms,json=firstAtMs,proto3" json:"first_at_ms,omitempty"`
+	LastAtMs  int64 `protobuf:"varint,9,opt,name=last_at_ms,json=lastAtMs,proto3" json:"last_at_ms,omitempty"`
+	// How the turn's last Step ended.
+	LastStatus    StepStatus `protobuf:"varint,10,opt,name=last_status,json=lastStatus,proto3,enum=dex.fsm.v1.StepStatus" json:"last_status,omitempty"`
+	LastOutcome   Outcome    `protobuf:"varint,11,opt,name=last_outcome,json=lastOutcome,proto3,enum=dex.fsm.v1.Outcome" json:"last_outcome,omitempty"`
+	LastErrorType ErrorType  `protobuf:"varint,12,opt,name=last_error_type,json=lastErrorType,proto3,enum=dex.fsm.v1.ErrorType" json:"last_error_type,omitempty"`
+	// Steps of the turn that ended failed.
+	FailedSteps   uint32 `protobuf:"varint,13,opt,name=failed_steps,json=failedSteps,proto3" json:"failed_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldedTurn) Reset() {
+	*x = FoldedTurn{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldedTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldedTurn) ProtoMessage() {}
+
+func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldedTurn.ProtoReflect.Descriptor instead.
+func (*FoldedTurn) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *FoldedTurn) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *FoldedTurn) GetTurn() uint64 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetSteps() uint32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetKinds() []*FoldedKind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *FoldedTurn) GetFirstStep() uint64 {
+	if x != nil {
+		return x.FirstStep
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetLastStep() uint64 {
+	if x != nil {
+		return x.LastStep
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetFirstAtMs() int64 {
+	if x != nil {
+		return x.FirstAtMs
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetLastAtMs() int64 {
+	if x != nil {
+		return x.LastAtMs
+	}
+	return 0
+}
+
+func (x *FoldedTurn) GetLastStatus() StepStatus {
+	if x != nil {
+		return x.LastStatus
+	}
+	return StepStatus_STEP_STATUS_UNSPECIFIED
+}
+
+func (x *FoldedTurn) GetLastOutcome() Outcome {
+	if x != nil {
+		return x.LastOutcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *FoldedTurn) GetLastErrorType() ErrorType {
+	if x != nil {
+		return x.LastErrorType
+	}
+	return ErrorType_ERROR_TYPE_UNSPECIFIED
+}
+
+func (x *FoldedTurn) GetFailedSteps() uint32 {
+	if x != nil {
+		return x.FailedSteps
+	}
+	return 0
+}
+
+// The Steps of one kind (and, for a tool call, one tool) of a folded turn.
+type FoldedKind struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          StepKind               `protobuf:"varint,1,opt,name=kind,proto3,enum=dex.fsm.v1.StepKind" json:"kind,omitempty"`
+	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Steps         uint32                 `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
+	Attempts      uint32                 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FoldedKind) Reset() {
+	*x = FoldedKind{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldedKind) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldedKind) ProtoMessage() {}
+
+func (x *FoldedKind) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldedKind.ProtoReflect.Descriptor instead.
+func (*FoldedKind) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *FoldedKind) GetKind() StepKind {
+	if x != nil {
+		return x.Kind
+	}
+	return StepKind_STEP_KIND_UNSPECIFIED
+}
+
+func (x *FoldedKind) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *FoldedKind) GetSteps() uint32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *FoldedKind) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
 // One live Worker serving one tool of the catalog (the catalog's rows are the
 // tools' ToolSpecs, one per name).
 type WorkerTool struct {
@@ -1817,7 +2092,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2104,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2117,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -1887,7 +2162,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2174,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2187,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Turn) GetNumber() uint64 {
@@ -1995,7 +2270,7 @@ type CallState struct {
 
 func (x *CallState) Reset() {
 	*x = CallState{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2282,7 @@ func (x *CallState) String() string {
 func (*CallState) ProtoMessage() {}
 
 func (x *CallState) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2295,7 @@ func (x *CallState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallState.ProtoReflect.Descriptor instead.
 func (*CallState) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallState) GetCallId() string {
@@ -2133,7 +2408,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2420,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2433,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2284,7 +2559,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2571,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2584,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -2395,7 +2670,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2682,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2695,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2458,7 +2733,7 @@ type InlineResult struct {
 
 func (x *InlineResult) Reset() {
 	*x = InlineResult{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2745,7 @@ func (x *InlineResult) String() string {
 func (*InlineResult) ProtoMessage() {}
 
 func (x *InlineResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2758,7 @@ func (x *InlineResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineResult.ProtoReflect.Descriptor instead.
 func (*InlineResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InlineResult) GetCallId() string {
@@ -2539,7 +2814,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +2826,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +2839,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -2625,7 +2900,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2912,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2925,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2693,7 +2968,7 @@ var File_dex_fsm_v1_state_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\n" +
 	"\x16dex/fsm/v1/state.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/enums.proto\"\xab\x02\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/enums.proto\"\xd3\x02\n" +
 	"\vClusterMeta\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12!\n" +
@@ -2703,7 +2978,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x0enext_event_seq\x18\x06 \x01(\x04R\fnextEventSeq\x12C\n" +
 	"\x0fevent_retention\x18\a \x01(\v2\x1a.dex.fsm.v1.EventRetentionR\x0eeventRetention\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\b \x01(\tR\tclusterId\"\xe5\x01\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\x12&\n" +
+	"\x0fkeep_turn_steps\x18\t \x01(\x04R\rkeepTurnSteps\"\xe5\x01\n" +
 	"\bEventLog\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -2721,7 +2997,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xb7\v\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xb4\f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -2765,7 +3041,10 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\fclosed_at_ms\x18* \x01(\x03R\n" +
 	"closedAtMs\x12 \n" +
 	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
-	"deleteAtMs\x121\n" +
+	"deleteAtMs\x12.\n" +
+	"\x13folded_through_turn\x182 \x01(\x04R\x11foldedThroughTurn\x12(\n" +
+	"\x10fold_due_through\x183 \x01(\x04R\x0efoldDueThrough\x12!\n" +
+	"\ffolded_steps\x184 \x01(\x04R\vfoldedSteps\x121\n" +
 	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
 	"\r_retention_ms\"\x82\x03\n" +
 	"\rSessionImport\x12\x14\n" +
@@ -2855,7 +3134,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x98\x05\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xd3\x05\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
@@ -2871,8 +3150,36 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x04tool\x18\v \x01(\v2\x14.dex.fsm.v1.ToolSpecH\x00R\x04tool\x129\n" +
 	"\vworker_tool\x18\f \x01(\v2\x16.dex.fsm.v1.WorkerToolH\x00R\n" +
 	"workerTool\x12,\n" +
-	"\x05token\x18\r \x01(\v2\x14.dex.fsm.v1.AclTokenH\x00R\x05tokenB\b\n" +
-	"\x06record\"U\n" +
+	"\x05token\x18\r \x01(\v2\x14.dex.fsm.v1.AclTokenH\x00R\x05token\x129\n" +
+	"\vfolded_turn\x18\x14 \x01(\v2\x16.dex.fsm.v1.FoldedTurnH\x00R\n" +
+	"foldedTurnB\b\n" +
+	"\x06record\"\xec\x03\n" +
+	"\n" +
+	"FoldedTurn\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04turn\x18\x02 \x01(\x04R\x04turn\x12\x14\n" +
+	"\x05steps\x18\x03 \x01(\rR\x05steps\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\x12,\n" +
+	"\x05kinds\x18\x05 \x03(\v2\x16.dex.fsm.v1.FoldedKindR\x05kinds\x12\x1d\n" +
+	"\n" +
+	"first_step\x18\x06 \x01(\x04R\tfirstStep\x12\x1b\n" +
+	"\tlast_step\x18\a \x01(\x04R\blastStep\x12\x1e\n" +
+	"\vfirst_at_ms\x18\b \x01(\x03R\tfirstAtMs\x12\x1c\n" +
+	"\n" +
+	"last_at_ms\x18\t \x01(\x03R\blastAtMs\x127\n" +
+	"\vlast_status\x18\n" +
+	" \x01(\x0e2\x16.dex.fsm.v1.StepStatusR\n" +
+	"lastStatus\x126\n" +
+	"\flast_outcome\x18\v \x01(\x0e2\x13.dex.fsm.v1.OutcomeR\vlastOutcome\x12=\n" +
+	"\x0flast_error_type\x18\f \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\rlastErrorType\x12!\n" +
+	"\ffailed_steps\x18\r \x01(\rR\vfailedSteps\"|\n" +
+	"\n" +
+	"FoldedKind\x12(\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x14.dex.fsm.v1.StepKindR\x04kind\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05steps\x18\x03 \x01(\rR\x05steps\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\"U\n" +
 	"\n" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
@@ -2971,7 +3278,7 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
@@ -2985,78 +3292,86 @@ var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*AcceptedMessage)(nil), // 9: dex.fsm.v1.AcceptedMessage
 	(*EventRetention)(nil),  // 10: dex.fsm.v1.EventRetention
 	(*SnapshotRecord)(nil),  // 11: dex.fsm.v1.SnapshotRecord
-	(*WorkerTool)(nil),      // 12: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),            // 13: dex.fsm.v1.Turn
-	(*CallState)(nil),       // 14: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 15: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 16: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 17: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 18: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 19: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 20: dex.fsm.v1.NodeInfo
-	(SessionStatus)(0),      // 21: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 22: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 23: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 24: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 25: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 26: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 27: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 28: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 29: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 30: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 31: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 32: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 33: dex.fsm.v1.ToolAccess
+	(*FoldedTurn)(nil),      // 12: dex.fsm.v1.FoldedTurn
+	(*FoldedKind)(nil),      // 13: dex.fsm.v1.FoldedKind
+	(*WorkerTool)(nil),      // 14: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),            // 15: dex.fsm.v1.Turn
+	(*CallState)(nil),       // 16: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 17: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 18: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 19: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 20: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 21: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 22: dex.fsm.v1.NodeInfo
+	(SessionStatus)(0),      // 23: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 24: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 25: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 26: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 27: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 28: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 29: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 30: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 31: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 32: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 33: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 34: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 35: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
 	10, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	21, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	23, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
 	7,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
 	8,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
-	13, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	22, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	23, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	15, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	24, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	25, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
 	4,  // 7: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
 	3,  // 8: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	24, // 9: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	25, // 10: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	16, // 11: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	26, // 12: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	15, // 13: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	27, // 14: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	23, // 15: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	28, // 16: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	27, // 17: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	17, // 18: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	18, // 19: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	26, // 9: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	27, // 10: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	18, // 11: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	28, // 12: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	17, // 13: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	29, // 14: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	25, // 15: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	30, // 16: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	29, // 17: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	19, // 18: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	20, // 19: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
 	0,  // 20: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
 	3,  // 21: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
 	6,  // 22: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	19, // 23: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	20, // 24: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	21, // 23: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	22, // 24: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
 	2,  // 25: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
 	7,  // 26: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
 	8,  // 27: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
 	9,  // 28: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
 	1,  // 29: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	16, // 30: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	12, // 31: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	18, // 30: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	14, // 31: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
 	5,  // 32: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	29, // 33: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	14, // 34: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	16, // 35: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	30, // 36: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	27, // 37: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	31, // 38: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	32, // 39: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	23, // 40: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	33, // 41: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	16, // 42: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	12, // 33: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	13, // 34: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	28, // 35: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	29, // 36: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	25, // 37: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	27, // 38: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	31, // 39: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	16, // 40: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	18, // 41: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	32, // 42: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	29, // 43: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	33, // 44: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	34, // 45: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	25, // 46: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	35, // 47: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	18, // 48: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -3080,6 +3395,7 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_Tool)(nil),
 		(*SnapshotRecord_WorkerTool)(nil),
 		(*SnapshotRecord_Token)(nil),
+		(*SnapshotRecord_FoldedTurn)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3087,7 +3403,7 @@ func file_dex_fsm_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -32,6 +32,7 @@ func (m *ClusterMeta) CloneVT() *ClusterMeta {
 	r.NextEventSeq = m.NextEventSeq
 	r.EventRetention = m.EventRetention.CloneVT()
 	r.ClusterId = m.ClusterId
+	r.KeepTurnSteps = m.KeepTurnSteps
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -126,6 +127,9 @@ func (m *Session) CloneVT() *Session {
 	r.CloseRequestedAtMs = m.CloseRequestedAtMs
 	r.ClosedAtMs = m.ClosedAtMs
 	r.DeleteAtMs = m.DeleteAtMs
+	r.FoldedThroughTurn = m.FoldedThroughTurn
+	r.FoldDueThrough = m.FoldDueThrough
+	r.FoldedSteps = m.FoldedSteps
 	r.Import = m.Import.CloneVT()
 	if rhs := m.History; rhs != nil {
 		tmpContainer := make([]*HistoryEntry, len(rhs))
@@ -499,6 +503,70 @@ func (m *SnapshotRecord_Token) CloneVT() isSnapshotRecord_Record {
 	return r
 }
 
+func (m *SnapshotRecord_FoldedTurn) CloneVT() isSnapshotRecord_Record {
+	if m == nil {
+		return (*SnapshotRecord_FoldedTurn)(nil)
+	}
+	r := new(SnapshotRecord_FoldedTurn)
+	r.FoldedTurn = m.FoldedTurn.CloneVT()
+	return r
+}
+
+func (m *FoldedTurn) CloneVT() *FoldedTurn {
+	if m == nil {
+		return (*FoldedTurn)(nil)
+	}
+	r := new(FoldedTurn)
+	r.SessionId = m.SessionId
+	r.Turn = m.Turn
+	r.Steps = m.Steps
+	r.Attempts = m.Attempts
+	r.FirstStep = m.FirstStep
+	r.LastStep = m.LastStep
+	r.FirstAtMs = m.FirstAtMs
+	r.LastAtMs = m.LastAtMs
+	r.LastStatus = m.LastStatus
+	r.LastOutcome = m.LastOutcome
+	r.LastErrorType = m.LastErrorType
+	r.FailedSteps = m.FailedSteps
+	if rhs := m.Kinds; rhs != nil {
+		tmpContainer := make([]*FoldedKind, len(rhs))
+		for k, v := range rhs {
+			tmpContainer[k] = v.CloneVT()
+		}
+		r.Kinds = tmpContainer
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = make([]byte, len(m.unknownFields))
+		copy(r.unknownFields, m.unknownFields)
+	}
+	return r
+}
+
+func (m *FoldedTurn) CloneMessageVT() proto.Message {
+	return m.CloneVT()
+}
+
+func (m *FoldedKind) CloneVT() *FoldedKind {
+	if m == nil {
+		return (*FoldedKind)(nil)
+	}
+	r := new(FoldedKind)
+	r.Kind = m.Kind
+	r.Tool = m.Tool
+	r.Steps = m.Steps
+	r.Attempts = m.Attempts
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = make([]byte, len(m.unknownFields))
+		copy(r.unknownFields, m.unknownFields)
+	}
+	return r
+}
+
+func (m *FoldedKind) CloneMessageVT() proto.Message {
+	return m.CloneVT()
+}
+
 func (m *WorkerTool) CloneVT() *WorkerTool {
 	if m == nil {
 		return (*WorkerTool)(nil)
@@ -771,6 +839,11 @@ func (m *ClusterMeta) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.KeepTurnSteps != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.KeepTurnSteps))
+		i--
+		dAtA[i] = 0x48
+	}
 	if len(m.ClusterId) > 0 {
 		i -= len(m.ClusterId)
 		copy(dAtA[i:], m.ClusterId)
@@ -1012,6 +1085,27 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		dAtA[i] = 0x5
 		i--
 		dAtA[i] = 0xd2
+	}
+	if m.FoldedSteps != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedSteps))
+		i--
+		dAtA[i] = 0x3
+		i--
+		dAtA[i] = 0xa0
+	}
+	if m.FoldDueThrough != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldDueThrough))
+		i--
+		dAtA[i] = 0x3
+		i--
+		dAtA[i] = 0x98
+	}
+	if m.FoldedThroughTurn != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedThroughTurn))
+		i--
+		dAtA[i] = 0x3
+		i--
+		dAtA[i] = 0x90
 	}
 	if m.DeleteAtMs != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.DeleteAtMs))
@@ -2317,6 +2411,195 @@ func (m *SnapshotRecord_Token) MarshalToSizedBufferVT(dAtA []byte) (int, error) 
 	}
 	return len(dAtA) - i, nil
 }
+func (m *SnapshotRecord_FoldedTurn) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *SnapshotRecord_FoldedTurn) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	if m.FoldedTurn != nil {
+		size, err := m.FoldedTurn.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa2
+	} else {
+		i = protohelpers.EncodeVarint(dAtA, i, 0)
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa2
+	}
+	return len(dAtA) - i, nil
+}
+func (m *FoldedTurn) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FoldedTurn) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *FoldedTurn) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.FailedSteps != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FailedSteps))
+		i--
+		dAtA[i] = 0x68
+	}
+	if m.LastErrorType != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastErrorType))
+		i--
+		dAtA[i] = 0x60
+	}
+	if m.LastOutcome != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastOutcome))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.LastStatus != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastStatus))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.LastAtMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastAtMs))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.FirstAtMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FirstAtMs))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.LastStep != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastStep))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.FirstStep != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FirstStep))
+		i--
+		dAtA[i] = 0x30
+	}
+	if len(m.Kinds) > 0 {
+		for iNdEx := len(m.Kinds) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Kinds[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
+	if m.Attempts != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Attempts))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Steps != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Steps))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Turn != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Turn))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.SessionId) > 0 {
+		i -= len(m.SessionId)
+		copy(dAtA[i:], m.SessionId)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.SessionId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *FoldedKind) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FoldedKind) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *FoldedKind) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Attempts != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Attempts))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Steps != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Steps))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Tool) > 0 {
+		i -= len(m.Tool)
+		copy(dAtA[i:], m.Tool)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Tool)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Kind != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Kind))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func (m *WorkerTool) MarshalVT() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
@@ -3105,6 +3388,9 @@ func (m *ClusterMeta) SizeVT() (n int) {
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.KeepTurnSteps != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.KeepTurnSteps))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -3304,6 +3590,15 @@ func (m *Session) SizeVT() (n int) {
 	}
 	if m.DeleteAtMs != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.DeleteAtMs))
+	}
+	if m.FoldedThroughTurn != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedThroughTurn))
+	}
+	if m.FoldDueThrough != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldDueThrough))
+	}
+	if m.FoldedSteps != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.FoldedSteps))
 	}
 	if m.Import != nil {
 		l = m.Import.SizeVT()
@@ -3827,6 +4122,96 @@ func (m *SnapshotRecord_Token) SizeVT() (n int) {
 	}
 	return n
 }
+func (m *SnapshotRecord_FoldedTurn) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.FoldedTurn != nil {
+		l = m.FoldedTurn.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	} else {
+		n += 3
+	}
+	return n
+}
+func (m *FoldedTurn) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.SessionId)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Turn != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Turn))
+	}
+	if m.Steps != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Steps))
+	}
+	if m.Attempts != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Attempts))
+	}
+	if len(m.Kinds) > 0 {
+		for _, e := range m.Kinds {
+			l = e.SizeVT()
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
+	if m.FirstStep != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FirstStep))
+	}
+	if m.LastStep != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastStep))
+	}
+	if m.FirstAtMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FirstAtMs))
+	}
+	if m.LastAtMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastAtMs))
+	}
+	if m.LastStatus != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastStatus))
+	}
+	if m.LastOutcome != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastOutcome))
+	}
+	if m.LastErrorType != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastErrorType))
+	}
+	if m.FailedSteps != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FailedSteps))
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *FoldedKind) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Kind != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Kind))
+	}
+	l = len(m.Tool)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Steps != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Steps))
+	}
+	if m.Attempts != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Attempts))
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
 func (m *WorkerTool) SizeVT() (n int) {
 	if m == nil {
 		return 0
@@ -4403,6 +4788,25 @@ func (m *ClusterMeta) UnmarshalVT(dAtA []byte) error {
 			}
 			m.ClusterId = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeepTurnSteps", wireType)
+			}
+			m.KeepTurnSteps = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.KeepTurnSteps |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -5694,6 +6098,63 @@ func (m *Session) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.DeleteAtMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 50:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedThroughTurn", wireType)
+			}
+			m.FoldedThroughTurn = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FoldedThroughTurn |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 51:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldDueThrough", wireType)
+			}
+			m.FoldDueThrough = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FoldDueThrough |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 52:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedSteps", wireType)
+			}
+			m.FoldedSteps = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FoldedSteps |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -8450,6 +8911,513 @@ func (m *SnapshotRecord) UnmarshalVT(dAtA []byte) error {
 				m.Record = &SnapshotRecord_Token{Token: v}
 			}
 			iNdEx = postIndex
+		case 20:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedTurn", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if oneof, ok := m.Record.(*SnapshotRecord_FoldedTurn); ok {
+				if err := oneof.FoldedTurn.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+			} else {
+				v := &FoldedTurn{}
+				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+				m.Record = &SnapshotRecord_FoldedTurn{FoldedTurn: v}
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FoldedTurn) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return protohelpers.ErrIntOverflow
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FoldedTurn: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FoldedTurn: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SessionId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.SessionId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Turn", wireType)
+			}
+			m.Turn = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Turn |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Steps", wireType)
+			}
+			m.Steps = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Steps |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Attempts", wireType)
+			}
+			m.Attempts = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Attempts |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Kinds", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Kinds = append(m.Kinds, &FoldedKind{})
+			if err := m.Kinds[len(m.Kinds)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FirstStep", wireType)
+			}
+			m.FirstStep = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FirstStep |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastStep", wireType)
+			}
+			m.LastStep = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastStep |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FirstAtMs", wireType)
+			}
+			m.FirstAtMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FirstAtMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastAtMs", wireType)
+			}
+			m.LastAtMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastAtMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastStatus", wireType)
+			}
+			m.LastStatus = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastStatus |= StepStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastOutcome", wireType)
+			}
+			m.LastOutcome = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastOutcome |= Outcome(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastErrorType", wireType)
+			}
+			m.LastErrorType = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastErrorType |= ErrorType(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FailedSteps", wireType)
+			}
+			m.FailedSteps = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FailedSteps |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FoldedKind) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return protohelpers.ErrIntOverflow
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FoldedKind: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FoldedKind: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Kind", wireType)
+			}
+			m.Kind = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Kind |= StepKind(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tool", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Tool = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Steps", wireType)
+			}
+			m.Steps = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Steps |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Attempts", wireType)
+			}
+			m.Attempts = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Attempts |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

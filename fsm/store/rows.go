@@ -97,6 +97,8 @@ func rowSession(raw any) string {
 		return v.SessionId
 	case *fsmpb.InboxMessage:
 		return v.SessionId
+	case *fsmpb.FoldedTurn:
+		return v.SessionId
 	}
 	panic(fmt.Sprintf("store: %T is not a session row", raw))
 }

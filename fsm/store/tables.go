@@ -41,6 +41,7 @@ func stateTables(r Routing) []stateTable {
 			IndexResumeDue:     {AllowMissing: true, Indexer: dueIndexer{due: resumeDue}},
 			IndexStatusUpdated: {AllowMissing: true, Indexer: restingSessionIndexer{}},
 			IndexDeleteDue:     {AllowMissing: true, Indexer: dueIndexer{due: deleteDue}},
+			IndexFoldDue:       {AllowMissing: true, Indexer: foldDueIndexer},
 		}).restoredBy(restoreSession),
 		// A session's history entries and inbox messages are keyed (session,
 		// seq), so they are contiguous and in seq order.
@@ -69,6 +70,10 @@ func stateTables(r Routing) []stateTable {
 		table(TableTokens, (*fsmpb.SnapshotRecord).GetToken, indexes{
 			IndexID:     {Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Id"}},
 			IndexSecret: {Unique: true, Indexer: &memdb.StringFieldIndex{Field: "SecretSha256"}},
+		}),
+		// Folded turns: what the Steps of a session's older turns were.
+		table(TableFoldedTurns, (*fsmpb.SnapshotRecord).GetFoldedTurn, indexes{
+			IndexID: {Unique: true, Indexer: foldedTurnKey},
 		}),
 	}
 }

@@ -180,3 +180,26 @@ func (c *Cluster) queued(id string, kind fsmpb.StepKind) bool {
 	}
 	return false
 }
+
+// Fold puts keep_turn_steps keep in force and folds every session's turns
+// it no longer keeps the Steps of, as the leader's folding service does.
+func (c *Cluster) Fold(keep uint64) {
+	c.t.Helper()
+	c.Propose(&fsmpb.Command{Body: &fsmpb.Command_SetTurnFolding{SetTurnFolding: &fsmpb.SetTurnFolding{Epoch: c.Node.Epoch(), KeepTurnSteps: keep}}})
+	for after := ""; ; {
+		ids, next := c.Node.State().FoldSweep(after, fsm.MaxFoldSessions)
+		if len(ids) > 0 {
+			c.Propose(&fsmpb.Command{Body: &fsmpb.Command_FoldTurns{FoldTurns: &fsmpb.FoldTurns{Epoch: c.Node.Epoch(), SessionIds: ids, MaxSteps: 5}}})
+		}
+		if after = next; after == "" {
+			break
+		}
+	}
+	for {
+		ids := c.Node.State().FoldDue(fsm.MaxFoldSessions)
+		if len(ids) == 0 {
+			return
+		}
+		c.Propose(&fsmpb.Command{Body: &fsmpb.Command_FoldTurns{FoldTurns: &fsmpb.FoldTurns{Epoch: c.Node.Epoch(), SessionIds: ids, MaxSteps: 5}}})
+	}
+}

@@ -97,6 +97,12 @@ func (e *Encoder) Step(s *dexv1.Step) {
 	e.record(&dexv1.ArchiveRecord{Record: &dexv1.ArchiveRecord_Step{Step: s}})
 }
 
+// Folded writes the next folded turn.
+func (e *Encoder) Folded(f *dexv1.FoldedTurn) {
+	e.end.Folded++
+	e.record(&dexv1.ArchiveRecord{Record: &dexv1.ArchiveRecord_Folded{Folded: f}})
+}
+
 // Event writes the next kept event.
 func (e *Encoder) Event(ev *dexv1.Event) {
 	e.end.Events++
@@ -134,6 +140,9 @@ func Encode(s *dexv1.ArchivedSession) ([]byte, error) {
 	}
 	for _, st := range s.GetSteps() {
 		e.Step(st)
+	}
+	for _, f := range s.GetFoldedTurns() {
+		e.Folded(f)
 	}
 	for _, ev := range s.GetEvents() {
 		e.Event(ev)
@@ -214,16 +223,18 @@ func DecodeWithin(obj []byte, maxBytes int64) (*dexv1.ArchivedSession, error) {
 		}
 		end = rec.GetEnd()
 	}
-	got := &dexv1.ArchiveEnd{History: uint64(len(out.Session.History)), Steps: uint64(len(out.Steps)), Events: uint64(len(out.Events))}
+	got := &dexv1.ArchiveEnd{History: uint64(len(out.Session.History)), Steps: uint64(len(out.Steps)), Events: uint64(len(out.Events)),
+		Folded: uint64(len(out.FoldedTurns))}
 	if !proto.Equal(got, end) {
-		return nil, fmt.Errorf("%w: it holds %d history entries, %d Steps and %d events; its end record counts %d, %d and %d",
-			ErrDamaged, got.History, got.Steps, got.Events, end.History, end.Steps, end.Events)
+		return nil, fmt.Errorf("%w: it holds %d history entries, %d Steps, %d folded turns and %d events; its end record counts %d, %d, %d and %d",
+			ErrDamaged, got.History, got.Steps, got.Folded, got.Events, end.History, end.Steps, end.Folded, end.Events)
 	}
 	return out, nil
 }
 
 // place adds the n-th record (from 0) to out, checking the order: the
-// header first, then history, Steps and events, each part in order.
+// header first, then history, Steps, folded turns and events, each part in
+// order.
 func place(out *dexv1.ArchivedSession, rec *dexv1.ArchiveRecord, n int) error {
 	if (n == 0) != (rec.GetHeader() != nil) {
 		return errors.New("the header must be the first record, and only it")
@@ -236,16 +247,22 @@ func place(out *dexv1.ArchivedSession, rec *dexv1.ArchiveRecord, n int) error {
 		out.Session, out.LastEventSeq = r.Header.Session, r.Header.LastEventSeq
 	case *dexv1.ArchiveRecord_History:
 		h := out.Session.History
-		if len(out.Steps) > 0 || len(out.Events) > 0 || (len(h) > 0 && r.History.Seq <= h[len(h)-1].Seq) {
+		if len(out.Steps) > 0 || len(out.FoldedTurns) > 0 || len(out.Events) > 0 || (len(h) > 0 && r.History.Seq <= h[len(h)-1].Seq) {
 			return fmt.Errorf("history entry %d is out of order", r.History.Seq)
 		}
 		out.Session.History = append(h, r.History)
 	case *dexv1.ArchiveRecord_Step:
 		s := out.Steps
-		if len(out.Events) > 0 || (len(s) > 0 && r.Step.Number <= s[len(s)-1].Number) {
+		if len(out.FoldedTurns) > 0 || len(out.Events) > 0 || (len(s) > 0 && r.Step.Number <= s[len(s)-1].Number) {
 			return fmt.Errorf("Step %s is out of order", r.Step.Id)
 		}
 		out.Steps = append(s, r.Step)
+	case *dexv1.ArchiveRecord_Folded:
+		f := out.FoldedTurns
+		if len(out.Events) > 0 || (len(f) > 0 && r.Folded.Turn <= f[len(f)-1].Turn) {
+			return fmt.Errorf("folded turn %d is out of order", r.Folded.Turn)
+		}
+		out.FoldedTurns = append(f, r.Folded)
 	case *dexv1.ArchiveRecord_Event:
 		ev := out.Events
 		if len(ev) > 0 && r.Event.Seq <= ev[len(ev)-1].Seq {

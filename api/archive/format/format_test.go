@@ -31,6 +31,10 @@ func sample() *dexv1.ArchivedSession {
 			}},
 			{Id: "s1-s2", Number: 2, Kind: dexv1.StepKind_STEP_KIND_CALL_TOOL, Tool: "grep", Status: dexv1.StepStatus_STEP_STATUS_DONE, Outcome: dexv1.Outcome_OUTCOME_SUCCEEDED},
 		},
+		FoldedTurns: []*dexv1.FoldedTurn{
+			{SessionId: "s1", Turn: 1, Steps: 3, Attempts: 4, FirstStep: 1, LastStep: 3, Kinds: []*dexv1.FoldedKind{{Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Steps: 2, Attempts: 3}}},
+			{SessionId: "s1", Turn: 2, Steps: 1, Attempts: 1, FirstStep: 4, LastStep: 4, LastOutcome: dexv1.Outcome_OUTCOME_SUCCEEDED},
+		},
 		Events: []*dexv1.Event{{Seq: 11, SessionId: "s1", Type: "turn_started"}, {Seq: 12, SessionId: "s1", Type: "turn_completed"}},
 	}
 }
@@ -147,6 +151,23 @@ func TestDecode_RefusesRecordsOutOfOrderOrMiscounted(t *testing.T) {
 	}
 	if _, err := Decode(obj); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "end record counts") {
 		t.Fatalf("a miscounted object: %v", err)
+	}
+
+	// Folded turns come after the Steps, in turn order.
+	for name, write := range map[string]func(e *Encoder){
+		"a Step after a folded turn": func(e *Encoder) { e.Folded(s.FoldedTurns[0]); e.Step(s.Steps[0]) },
+		"folded turns out of order":  func(e *Encoder) { e.Folded(s.FoldedTurns[1]); e.Folded(s.FoldedTurns[0]) },
+		"a folded turn after events": func(e *Encoder) { e.Event(s.Events[0]); e.Folded(s.FoldedTurns[0]) },
+	} {
+		e = NewEncoder()
+		e.Header(s.Session, s.LastEventSeq)
+		write(e)
+		if obj, err = e.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(obj); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "out of order") {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 }
 

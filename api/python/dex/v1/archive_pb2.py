@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from dex.v1 import types_pb2 as dex_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x64\x65x/v1/archive.proto\x12\x06\x64\x65x.v1\x1a\x12\x64\x65x/v1/types.proto\"\xcc\x01\n\rArchiveRecord\x12\'\n\x06header\x18\x01 \x01(\x0b\x32\x15.dex.v1.ArchiveHeaderH\x00\x12\'\n\x07history\x18\x02 \x01(\x0b\x32\x14.dex.v1.HistoryEntryH\x00\x12\x1c\n\x04step\x18\x03 \x01(\x0b\x32\x0c.dex.v1.StepH\x00\x12\x1e\n\x05\x65vent\x18\x04 \x01(\x0b\x32\r.dex.v1.EventH\x00\x12!\n\x03\x65nd\x18\x05 \x01(\x0b\x32\x12.dex.v1.ArchiveEndH\x00\x42\x08\n\x06record\"I\n\rArchiveHeader\x12 \n\x07session\x18\x01 \x01(\x0b\x32\x0f.dex.v1.Session\x12\x16\n\x0elast_event_seq\x18\x02 \x01(\x04\"<\n\nArchiveEnd\x12\x0f\n\x07history\x18\x01 \x01(\x04\x12\r\n\x05steps\x18\x02 \x01(\x04\x12\x0e\n\x06\x65vents\x18\x03 \x01(\x04\"\x87\x01\n\x0f\x41rchivedSession\x12 \n\x07session\x18\x01 \x01(\x0b\x32\x0f.dex.v1.Session\x12\x16\n\x0elast_event_seq\x18\x02 \x01(\x04\x12\x1b\n\x05steps\x18\x03 \x03(\x0b\x32\x0c.dex.v1.Step\x12\x1d\n\x06\x65vents\x18\x04 \x03(\x0b\x32\r.dex.v1.EventB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x64\x65x/v1/archive.proto\x12\x06\x64\x65x.v1\x1a\x12\x64\x65x/v1/types.proto\"\xf2\x01\n\rArchiveRecord\x12\'\n\x06header\x18\x01 \x01(\x0b\x32\x15.dex.v1.ArchiveHeaderH\x00\x12\'\n\x07history\x18\x02 \x01(\x0b\x32\x14.dex.v1.HistoryEntryH\x00\x12\x1c\n\x04step\x18\x03 \x01(\x0b\x32\x0c.dex.v1.StepH\x00\x12\x1e\n\x05\x65vent\x18\x04 \x01(\x0b\x32\r.dex.v1.EventH\x00\x12!\n\x03\x65nd\x18\x05 \x01(\x0b\x32\x12.dex.v1.ArchiveEndH\x00\x12$\n\x06\x66olded\x18\x06 \x01(\x0b\x32\x12.dex.v1.FoldedTurnH\x00\x42\x08\n\x06record\"I\n\rArchiveHeader\x12 \n\x07session\x18\x01 \x01(\x0b\x32\x0f.dex.v1.Session\x12\x16\n\x0elast_event_seq\x18\x02 \x01(\x04\"L\n\nArchiveEnd\x12\x0f\n\x07history\x18\x01 \x01(\x04\x12\r\n\x05steps\x18\x02 \x01(\x04\x12\x0e\n\x06\x65vents\x18\x03 \x01(\x04\x12\x0e\n\x06\x66olded\x18\x04 \x01(\x04\"\xb1\x01\n\x0f\x41rchivedSession\x12 \n\x07session\x18\x01 \x01(\x0b\x32\x0f.dex.v1.Session\x12\x16\n\x0elast_event_seq\x18\x02 \x01(\x04\x12\x1b\n\x05steps\x18\x03 \x03(\x0b\x32\x0c.dex.v1.Step\x12\x1d\n\x06\x65vents\x18\x04 \x03(\x0b\x32\r.dex.v1.Event\x12(\n\x0c\x66olded_turns\x18\x05 \x03(\x0b\x32\x12.dex.v1.FoldedTurnB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dex.v1.archive_pb2', globals())
@@ -23,11 +23,11 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z$github.com/dexhq/dex/api/dexv1;dexv1'
   _ARCHIVERECORD._serialized_start=53
-  _ARCHIVERECORD._serialized_end=257
-  _ARCHIVEHEADER._serialized_start=259
-  _ARCHIVEHEADER._serialized_end=332
-  _ARCHIVEEND._serialized_start=334
-  _ARCHIVEEND._serialized_end=394
-  _ARCHIVEDSESSION._serialized_start=397
-  _ARCHIVEDSESSION._serialized_end=532
+  _ARCHIVERECORD._serialized_end=295
+  _ARCHIVEHEADER._serialized_start=297
+  _ARCHIVEHEADER._serialized_end=370
+  _ARCHIVEEND._serialized_start=372
+  _ARCHIVEEND._serialized_end=448
+  _ARCHIVEDSESSION._serialized_start=451
+  _ARCHIVEDSESSION._serialized_end=628
 # @@protoc_insertion_point(module_scope)

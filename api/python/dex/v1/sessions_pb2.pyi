@@ -113,32 +113,38 @@ class EventsNotKept(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., resume_after_seq: _Optional[int] = ..., first_kept_seq: _Optional[int] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ["history_after_seq", "history_limit", "session_id", "steps_after", "steps_limit"]
+    __slots__ = ["folded_after_turn", "history_after_seq", "history_limit", "session_id", "steps_after", "steps_limit"]
+    FOLDED_AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
     HISTORY_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     HISTORY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STEPS_AFTER_FIELD_NUMBER: _ClassVar[int]
     STEPS_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    folded_after_turn: int
     history_after_seq: int
     history_limit: int
     session_id: str
     steps_after: int
     steps_limit: int
-    def __init__(self, session_id: _Optional[str] = ..., history_after_seq: _Optional[int] = ..., history_limit: _Optional[int] = ..., steps_after: _Optional[int] = ..., steps_limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., history_after_seq: _Optional[int] = ..., history_limit: _Optional[int] = ..., steps_after: _Optional[int] = ..., steps_limit: _Optional[int] = ..., folded_after_turn: _Optional[int] = ...) -> None: ...
 
 class GetSessionResponse(_message.Message):
-    __slots__ = ["last_event_seq", "next_history_after_seq", "next_steps_after", "session", "steps"]
+    __slots__ = ["folded_turns", "last_event_seq", "next_folded_after_turn", "next_history_after_seq", "next_steps_after", "session", "steps"]
+    FOLDED_TURNS_FIELD_NUMBER: _ClassVar[int]
     LAST_EVENT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FOLDED_AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
     NEXT_HISTORY_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     NEXT_STEPS_AFTER_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
+    folded_turns: _containers.RepeatedCompositeFieldContainer[_types_pb2.FoldedTurn]
     last_event_seq: int
+    next_folded_after_turn: int
     next_history_after_seq: int
     next_steps_after: int
     session: _types_pb2.Session
     steps: _containers.RepeatedCompositeFieldContainer[_types_pb2.Step]
-    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[_types_pb2.Step, _Mapping]]] = ..., next_history_after_seq: _Optional[int] = ..., next_steps_after: _Optional[int] = ..., last_event_seq: _Optional[int] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[_types_pb2.Step, _Mapping]]] = ..., next_history_after_seq: _Optional[int] = ..., next_steps_after: _Optional[int] = ..., last_event_seq: _Optional[int] = ..., folded_turns: _Optional[_Iterable[_Union[_types_pb2.FoldedTurn, _Mapping]]] = ..., next_folded_after_turn: _Optional[int] = ...) -> None: ...
 
 class ImportSessionRequest(_message.Message):
     __slots__ = ["chunk"]

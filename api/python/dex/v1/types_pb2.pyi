@@ -208,6 +208,48 @@ class Event(_message.Message):
     type: str
     def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., type: _Optional[str] = ..., step_id: _Optional[str] = ..., detail: _Optional[str] = ..., at_ms: _Optional[int] = ..., ordinal: _Optional[int] = ...) -> None: ...
 
+class FoldedKind(_message.Message):
+    __slots__ = ["attempts", "kind", "steps", "tool"]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    attempts: int
+    kind: StepKind
+    steps: int
+    tool: str
+    def __init__(self, kind: _Optional[_Union[StepKind, str]] = ..., tool: _Optional[str] = ..., steps: _Optional[int] = ..., attempts: _Optional[int] = ...) -> None: ...
+
+class FoldedTurn(_message.Message):
+    __slots__ = ["attempts", "failed_steps", "first_at_ms", "first_step", "kinds", "last_at_ms", "last_error_type", "last_outcome", "last_status", "last_step", "session_id", "steps", "turn"]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_STEPS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_STEP_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    LAST_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LAST_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    LAST_STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_STEP_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    attempts: int
+    failed_steps: int
+    first_at_ms: int
+    first_step: int
+    kinds: _containers.RepeatedCompositeFieldContainer[FoldedKind]
+    last_at_ms: int
+    last_error_type: ErrorType
+    last_outcome: Outcome
+    last_status: StepStatus
+    last_step: int
+    session_id: str
+    steps: int
+    turn: int
+    def __init__(self, session_id: _Optional[str] = ..., turn: _Optional[int] = ..., steps: _Optional[int] = ..., attempts: _Optional[int] = ..., kinds: _Optional[_Iterable[_Union[FoldedKind, _Mapping]]] = ..., first_step: _Optional[int] = ..., last_step: _Optional[int] = ..., first_at_ms: _Optional[int] = ..., last_at_ms: _Optional[int] = ..., last_status: _Optional[_Union[StepStatus, str]] = ..., last_outcome: _Optional[_Union[Outcome, str]] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., failed_steps: _Optional[int] = ...) -> None: ...
+
 class HistoryEntry(_message.Message):
     __slots__ = ["arguments", "at_ms", "call_id", "cum_size", "from_session", "inline_results", "kind", "message_id", "outcome", "seq", "session_id", "step_id", "text", "tool", "tool_calls"]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -305,7 +347,7 @@ class PollResult(_message.Message):
     def __init__(self, done: bool = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["agent", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "turn", "turns_completed", "turns_failed", "updated_at_ms"]
+    __slots__ = ["agent", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "turn", "turns_completed", "turns_failed", "updated_at_ms"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     CLOSE_REQUESTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +357,8 @@ class Session(_message.Message):
     DELETE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     EPISODE_RESUMES_FIELD_NUMBER: _ClassVar[int]
     ERROR_EPISODE_FIELD_NUMBER: _ClassVar[int]
+    FOLDED_STEPS_FIELD_NUMBER: _ClassVar[int]
+    FOLDED_THROUGH_TURN_FIELD_NUMBER: _ClassVar[int]
     HISTORY_COUNT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     HISTORY_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -351,6 +395,8 @@ class Session(_message.Message):
     delete_at_ms: int
     episode_resumes: int
     error_episode: bool
+    folded_steps: int
+    folded_through_turn: int
     history: _containers.RepeatedCompositeFieldContainer[HistoryEntry]
     history_count: int
     history_size: int
@@ -378,7 +424,7 @@ class Session(_message.Message):
     turns_completed: int
     turns_failed: int
     updated_at_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "waiting_reason"]

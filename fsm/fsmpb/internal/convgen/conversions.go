@@ -24,6 +24,7 @@ var pairs = []pair{
 	{stored: "InlineResult", api: "InlineResult", toAPI: true, fromAPI: true},
 	{stored: "ToolSpec", api: "ToolSpec", toAPI: true, fromAPI: true, lists: true},
 	{stored: "NodeInfo", api: "NodeInfo", toAPI: true, fromAPI: true},
+	{stored: "FoldedTurn", api: "FoldedTurn", toAPI: true, lists: true},
 	{stored: "AttemptRef", api: "AttemptRef", fromAPI: true},
 	{stored: "AttemptResult", api: "AttemptResult", fromAPI: true},
 }
@@ -34,9 +35,10 @@ var pairs = []pair{
 // stops the generator, so a field added to one schema alone is a decision
 // written here, not a silent loss.
 var oneSided = map[protoreflect.FullName]string{
-	"dex.v1.Step.waiting_reason":        "the API fills it on reads; the state does not store it",
-	"dex.fsm.v1.AclToken.secret_sha256": "a token's secret hash is never shown",
-	"dex.fsm.v1.Session.import":         "an import in progress is never shown; the API has no such session yet",
+	"dex.v1.Step.waiting_reason":          "the API fills it on reads; the state does not store it",
+	"dex.fsm.v1.AclToken.secret_sha256":   "a token's secret hash is never shown",
+	"dex.fsm.v1.Session.import":           "an import in progress is never shown; the API has no such session yet",
+	"dex.fsm.v1.Session.fold_due_through": "the leader's index of sessions owed a fold reads it; it is not shown",
 }
 
 // The proto packages of the two sides and the Go packages generated from them.

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Event, HistoryEntry, Session, Step } from "./types_pb.js";
+import type { Event, FoldedTurn, HistoryEntry, Session, Step } from "./types_pb.js";
 import { file_dex_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/archive.proto.
  */
 export const file_dex_v1_archive: GenFile = /*@__PURE__*/
-  fileDesc("ChRkZXgvdjEvYXJjaGl2ZS5wcm90bxIGZGV4LnYxIswBCg1BcmNoaXZlUmVjb3JkEicKBmhlYWRlchgBIAEoCzIVLmRleC52MS5BcmNoaXZlSGVhZGVySAASJwoHaGlzdG9yeRgCIAEoCzIULmRleC52MS5IaXN0b3J5RW50cnlIABIcCgRzdGVwGAMgASgLMgwuZGV4LnYxLlN0ZXBIABIeCgVldmVudBgEIAEoCzINLmRleC52MS5FdmVudEgAEiEKA2VuZBgFIAEoCzISLmRleC52MS5BcmNoaXZlRW5kSABCCAoGcmVjb3JkIkkKDUFyY2hpdmVIZWFkZXISIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uEhYKDmxhc3RfZXZlbnRfc2VxGAIgASgEIjwKCkFyY2hpdmVFbmQSDwoHaGlzdG9yeRgBIAEoBBINCgVzdGVwcxgCIAEoBBIOCgZldmVudHMYAyABKAQihwEKD0FyY2hpdmVkU2Vzc2lvbhIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SFgoObGFzdF9ldmVudF9zZXEYAiABKAQSGwoFc3RlcHMYAyADKAsyDC5kZXgudjEuU3RlcBIdCgZldmVudHMYBCADKAsyDS5kZXgudjEuRXZlbnRCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
+  fileDesc("ChRkZXgvdjEvYXJjaGl2ZS5wcm90bxIGZGV4LnYxIvIBCg1BcmNoaXZlUmVjb3JkEicKBmhlYWRlchgBIAEoCzIVLmRleC52MS5BcmNoaXZlSGVhZGVySAASJwoHaGlzdG9yeRgCIAEoCzIULmRleC52MS5IaXN0b3J5RW50cnlIABIcCgRzdGVwGAMgASgLMgwuZGV4LnYxLlN0ZXBIABIeCgVldmVudBgEIAEoCzINLmRleC52MS5FdmVudEgAEiEKA2VuZBgFIAEoCzISLmRleC52MS5BcmNoaXZlRW5kSAASJAoGZm9sZGVkGAYgASgLMhIuZGV4LnYxLkZvbGRlZFR1cm5IAEIICgZyZWNvcmQiSQoNQXJjaGl2ZUhlYWRlchIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SFgoObGFzdF9ldmVudF9zZXEYAiABKAQiTAoKQXJjaGl2ZUVuZBIPCgdoaXN0b3J5GAEgASgEEg0KBXN0ZXBzGAIgASgEEg4KBmV2ZW50cxgDIAEoBBIOCgZmb2xkZWQYBCABKAQisQEKD0FyY2hpdmVkU2Vzc2lvbhIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SFgoObGFzdF9ldmVudF9zZXEYAiABKAQSGwoFc3RlcHMYAyADKAsyDC5kZXgudjEuU3RlcBIdCgZldmVudHMYBCADKAsyDS5kZXgudjEuRXZlbnQSKAoMZm9sZGVkX3R1cm5zGAUgAygLMhIuZGV4LnYxLkZvbGRlZFR1cm5CJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.ArchiveRecord
@@ -51,6 +51,12 @@ export type ArchiveRecord = Message<"dex.v1.ArchiveRecord"> & {
      */
     value: ArchiveEnd;
     case: "end";
+  } | {
+    /**
+     * @generated from field: dex.v1.FoldedTurn folded = 6;
+     */
+    value: FoldedTurn;
+    case: "folded";
   } | { case: undefined; value?: undefined };
 };
 
@@ -108,6 +114,11 @@ export type ArchiveEnd = Message<"dex.v1.ArchiveEnd"> & {
    * @generated from field: uint64 events = 3;
    */
   events: bigint;
+
+  /**
+   * @generated from field: uint64 folded = 4;
+   */
+  folded: bigint;
 };
 
 /**
@@ -143,6 +154,13 @@ export type ArchivedSession = Message<"dex.v1.ArchivedSession"> & {
    * @generated from field: repeated dex.v1.Event events = 4;
    */
   events: Event[];
+
+  /**
+   * The turns whose Steps were folded, in turn order.
+   *
+   * @generated from field: repeated dex.v1.FoldedTurn folded_turns = 5;
+   */
+  foldedTurns: FoldedTurn[];
 };
 
 /**
