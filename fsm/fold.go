@@ -221,7 +221,7 @@ func (s *State) FoldSweep(after string, scan int) (ids []string, next string) {
 			return ids, next
 		}
 		next = sess.Id
-		if !deleted(sess) && foldDueThrough(sess, keep) > 0 {
+		if !deleted(sess) && !importing(sess) && foldDueThrough(sess, keep) > 0 {
 			ids = append(ids, sess.Id)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // Importing an archived session. The leader's ImportSession verifies the
 // whole archive object, then proposes ImportSessionBegin (the header and
 // inbox), ImportSessionPage commands of bounded size (history, then Steps,
-// then events, as the archive orders them) and ImportSessionEnd (the
+// then folded turns, then events, as the archive orders them) and ImportSessionEnd (the
 // archive's counts). Until End the session row is a placeholder with no
 // status of its own and the header to show inside its import field:
 // every read and every other command treats it as absent, and no index of
@@ -152,7 +152,7 @@ func checkImportPage(c *fsmpb.ImportSessionPage) *Rejection {
 	if r := CheckID("session id", c.SessionId); r != nil {
 		return r
 	}
-	n, size := len(c.History)+len(c.Steps)+len(c.Events), 0
+	n, size := len(c.History)+len(c.Steps)+len(c.Folded)+len(c.Events), 0
 	if n == 0 {
 		return reject(CodeInvalid, "an import page holds at least one row")
 	}
@@ -161,6 +161,9 @@ func checkImportPage(c *fsmpb.ImportSessionPage) *Rejection {
 	}
 	for _, st := range c.Steps {
 		size += proto.Size(st)
+	}
+	for _, f := range c.Folded {
+		size += proto.Size(f)
 	}
 	for _, ev := range c.Events {
 		size += proto.Size(ev)
@@ -186,6 +189,9 @@ func (a *applier) importSessionPage(c *fsmpb.ImportSessionPage) *Result {
 	}
 	for _, st := range c.Steps {
 		a.insert(store.TableSteps, st.CloneVT())
+	}
+	for _, f := range c.Folded {
+		a.insert(store.TableFoldedTurns, f.CloneVT())
 	}
 	for i, ev := range c.Events {
 		a.importEvent(id, ev.CloneVT(), i == 0 && imp.Events == 0)
@@ -213,16 +219,17 @@ func (a *applier) importEvent(id string, ev *fsmpb.Event, first bool) {
 }
 
 // checkPageRows refuses a page whose rows do not follow what the import
-// received so far: the archive's order (history, Steps, events, each in
-// order), rows of the session, a history whose sizes add up, Steps that
-// have ended, events numbered on from the last.
+// received so far: the archive's order (history, Steps, folded turns,
+// events, each in order), rows of the session, a history whose sizes add
+// up, Steps that have ended, folded turns the header counts as folded,
+// events numbered on from the last.
 func checkPageRows(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionPage) *Rejection {
 	id := imp.Session.Id
 	last, size := imp.LastHistorySeq, imp.HistorySize
 	for _, h := range c.History {
 		switch {
-		case imp.Steps > 0 || imp.Events > 0:
-			return reject(CodeInvalid, "history entry %d comes after the Steps or events of session %s: an import is in archive order", h.Seq, id)
+		case imp.Steps > 0 || imp.Folded > 0 || imp.Events > 0:
+			return reject(CodeInvalid, "history entry %d comes after the Steps, folded turns or events of session %s: an import is in archive order", h.Seq, id)
 		case h.SessionId != id:
 			return reject(CodeInvalid, "history entry %d is of session %q, not %s", h.Seq, h.SessionId, id)
 		case h.Seq <= last || h.Seq >= imp.Session.NextHistory:
@@ -235,8 +242,8 @@ func checkPageRows(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionPage) *Reject
 	lastStep := imp.LastStepNumber
 	for _, st := range c.Steps {
 		switch {
-		case imp.Events > 0:
-			return reject(CodeInvalid, "Step %s comes after the events of session %s: an import is in archive order", st.Id, id)
+		case imp.Folded > 0 || imp.Events > 0:
+			return reject(CodeInvalid, "Step %s comes after the folded turns or events of session %s: an import is in archive order", st.Id, id)
 		case st.SessionId != id || st.Id != StepID(id, st.Number):
 			return reject(CodeInvalid, "Step %q is not Step %d of session %s", st.Id, st.Number, id)
 		case st.Number <= lastStep || st.Number >= imp.Session.NextStep:
@@ -250,6 +257,20 @@ func checkPageRows(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionPage) *Reject
 			}
 		}
 		lastStep = st.Number
+	}
+	lastTurn := imp.LastFoldedTurn
+	for _, f := range c.Folded {
+		switch {
+		case imp.Events > 0:
+			return reject(CodeInvalid, "folded turn %d comes after the events of session %s: an import is in archive order", f.Turn, id)
+		case f.SessionId != id:
+			return reject(CodeInvalid, "folded turn %d is of session %q, not %s", f.Turn, f.SessionId, id)
+		case f.Turn <= lastTurn || f.Turn > imp.Session.FoldedThroughTurn:
+			return reject(CodeInvalid, "folded turn %d of session %s is out of order (after %d, at most %d, the turn it is folded through)", f.Turn, id, lastTurn, imp.Session.FoldedThroughTurn)
+		case f.Steps == 0:
+			return reject(CodeInvalid, "folded turn %d of session %s folds no Step", f.Turn, id)
+		}
+		lastTurn = f.Turn
 	}
 	lastEv, ordinal := imp.LastEventSeq, imp.LastEventOrdinal
 	for _, ev := range c.Events {
@@ -276,6 +297,11 @@ func advanceImport(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionPage) {
 		imp.Steps++
 		imp.LastStepNumber = st.Number
 	}
+	for _, f := range c.Folded {
+		imp.Folded++
+		imp.LastFoldedTurn = f.Turn
+		imp.FoldedSteps += uint64(f.Steps)
+	}
 	for _, ev := range c.Events {
 		imp.Events++
 		imp.LastEventSeq, imp.LastEventOrdinal = ev.Seq, ev.Ordinal
@@ -286,9 +312,11 @@ func advanceImport(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionPage) {
 func checkEnd(imp *fsmpb.SessionImport, c *fsmpb.ImportSessionEnd) *Rejection {
 	s := imp.Session
 	switch {
-	case imp.History != c.History || imp.Steps != c.Steps || imp.Events != c.Events:
-		return reject(CodeInvalid, "the import of session %s brought %d history entries, %d Steps and %d events; its archive counts %d, %d and %d",
-			s.Id, imp.History, imp.Steps, imp.Events, c.History, c.Steps, c.Events)
+	case imp.History != c.History || imp.Steps != c.Steps || imp.Folded != c.Folded || imp.Events != c.Events:
+		return reject(CodeInvalid, "the import of session %s brought %d history entries, %d Steps, %d folded turns and %d events; its archive counts %d, %d, %d and %d",
+			s.Id, imp.History, imp.Steps, imp.Folded, imp.Events, c.History, c.Steps, c.Folded, c.Events)
+	case imp.FoldedSteps != s.FoldedSteps:
+		return reject(CodeInvalid, "session %s counts %d folded Steps, its folded turns fold %d", s.Id, s.FoldedSteps, imp.FoldedSteps)
 	case imp.History != s.HistoryCount || imp.HistorySize != s.HistorySize:
 		return reject(CodeInvalid, "session %s counts %d history entries of %d characters, the import brought %d of %d",
 			s.Id, s.HistoryCount, s.HistorySize, imp.History, imp.HistorySize)
@@ -356,7 +384,9 @@ func (a *applier) importSessionEnd(c *fsmpb.ImportSessionEnd) *Result {
 	if m := a.meta(); m.NextEventSeq < imp.LastSeq {
 		m.NextEventSeq = imp.LastSeq
 	}
-	// Not putSession: the header keeps its times as archived.
+	// Not putSession: the header keeps its times as archived. The cluster's
+	// own folding setting says what it is owed.
+	s.FoldDueThrough = foldDueThrough(s, a.meta().GetKeepTurnSteps())
 	a.insert(store.TableSessions, s)
 	a.touched.session(s.Id)
 	return &Result{SessionID: s.Id}

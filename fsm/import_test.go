@@ -42,7 +42,7 @@ func planImport(st *State, from, to string, epoch uint64, perPage int) importPla
 	var pages []*fsmpb.Command
 	page := &fsmpb.ImportSessionPage{SessionId: to, Epoch: epoch}
 	flush := func(force bool) {
-		if n := len(page.History) + len(page.Steps) + len(page.Events); n > 0 && (force || n >= perPage) {
+		if n := len(page.History) + len(page.Steps) + len(page.Folded) + len(page.Events); n > 0 && (force || n >= perPage) {
 			pages = append(pages, &fsmpb.Command{Body: &fsmpb.Command_ImportSessionPage{ImportSessionPage: page}})
 			page = &fsmpb.ImportSessionPage{SessionId: to, Epoch: epoch}
 		}
@@ -60,6 +60,13 @@ func planImport(st *State, from, to string, epoch uint64, perPage int) importPla
 		x.SessionId, x.Id = to, StepID(to, x.Number)
 		page.Steps = append(page.Steps, x)
 		end.Steps++
+		flush(false)
+	}
+	for _, f := range foldedOf(st, from) {
+		f = f.CloneVT()
+		f.SessionId = to
+		page.Folded = append(page.Folded, f)
+		end.Folded++
 		flush(false)
 	}
 	for _, ev := range st.Events(from, 0) {
@@ -93,7 +100,8 @@ func closedSession(d *driver, id string) {
 }
 
 // sessionBytes is what a session holds as its archive would show it:
-// header, history, inbox, Steps and events, the deletion time left out.
+// header, history, inbox, Steps, folded turns and events, the deletion
+// time left out.
 func sessionBytes(t testing.TB, st *State, id string) string {
 	t.Helper()
 	s := st.SessionView(id)
@@ -112,6 +120,9 @@ func sessionBytes(t testing.TB, st *State, id string) string {
 	add(s)
 	for _, x := range st.Steps(id) {
 		add(x)
+	}
+	for _, f := range foldedOf(st, id) {
+		add(f)
 	}
 	for _, ev := range st.Events(id, 0) {
 		add(ev)
@@ -241,7 +252,7 @@ func TestImportSession_BadCountsAndOrderAreRefused(t *testing.T) {
 	short := clone(plan.end)
 	short.GetImportSessionEnd().Events++
 	r := d.refused(short, CodeInvalid)
-	if !strings.Contains(r.Reason, "brought 0 history entries, 0 Steps and 0 events") {
+	if !strings.Contains(r.Reason, "brought 0 history entries, 0 Steps, 0 folded turns and 0 events") {
 		t.Fatalf("reason %q", r.Reason)
 	}
 
@@ -266,7 +277,7 @@ func TestImportSession_BadCountsAndOrderAreRefused(t *testing.T) {
 		t.Fatalf("reason %q", r.Reason)
 	}
 	r = d.refused(plan.end, CodeInvalid)
-	if want := fmt.Sprintf("brought 0 history entries, %d Steps and 0 events; its archive counts %d, %d and %d", end.Steps, end.History, end.Steps, end.Events); !strings.Contains(r.Reason, want) {
+	if want := fmt.Sprintf("brought 0 history entries, %d Steps, 0 folded turns and 0 events; its archive counts %d, %d, 0 and %d", end.Steps, end.History, end.Steps, end.Events); !strings.Contains(r.Reason, want) {
 		t.Fatalf("reason %q; want %q", r.Reason, want)
 	}
 	if d.f.State().Session("copy") != nil {
@@ -466,4 +477,82 @@ func TestImportSession_AnErroredSessionGoesOnAfterTheImport(t *testing.T) {
 	dst.startNext("s", kRunModel).answer("done")
 	wantStatus(t, dst.session("s"), fsmpb.SessionStatus_SESSION_STATUS_IDLE)
 	checkRunningFigures(t, dst.f.State(), dst.session("s"))
+}
+
+// A session whose older turns folded is imported with its folded turns;
+// folded turns out of order, after the events, or that do not add up to
+// the Steps the header counts as folded are refused.
+func TestImportSession_FoldedTurnsComeBackAndAreChecked(t *testing.T) {
+	d := newDriver(t)
+	closedSession(d, "s")
+	d.setFolding(1)
+	d.do(d.foldCmd(MaxFoldSteps, "s"))
+	if n := len(foldedOf(d.f.State(), "s")); n != 1 {
+		t.Fatalf("%d folded turns; want the first turn folded", n)
+	}
+	plan := planImport(d.f.State(), "s", "copy", d.epoch, 3)
+	var foldedPage *fsmpb.ImportSessionPage
+	for _, p := range plan.pages {
+		if pp := p.GetImportSessionPage(); len(pp.Folded) > 0 {
+			foldedPage = pp
+		}
+	}
+	if foldedPage == nil {
+		t.Fatal("the plan brings no folded turn")
+	}
+
+	// Refused outright: a folded turn past the one the header folded
+	// through, one of another session, one that folds nothing.
+	for name, bad := range map[string]func(f *fsmpb.FoldedTurn){
+		"past the header's":  func(f *fsmpb.FoldedTurn) { f.Turn = 99 },
+		"of another session": func(f *fsmpb.FoldedTurn) { f.SessionId = "s" },
+		"folding no Step":    func(f *fsmpb.FoldedTurn) { f.Steps = 0 },
+	} {
+		page := foldedPage.CloneVT()
+		bad(page.Folded[0])
+		if r := CheckImport(plan.begin.GetImportSessionBegin(), replacePage(plan, foldedPage, page), plan.end.GetImportSessionEnd()); r == nil || !strings.Contains(r.Reason, "folded turn") {
+			t.Fatalf("a folded turn %s: %v", name, r)
+		}
+	}
+	// Counted Steps that the folded turns do not fold.
+	header := plan.begin.GetImportSessionBegin().CloneVT()
+	header.Session.FoldedSteps++
+	if r := CheckImport(header, pages(plan.pages), plan.end.GetImportSessionEnd()); r == nil || !strings.Contains(r.Reason, "folded Steps") {
+		t.Fatalf("a header counting a folded Step too many: %v", r)
+	}
+
+	for _, c := range plan.all() {
+		d.do(c)
+	}
+	got, want := foldedOf(d.f.State(), "copy"), foldedOf(d.f.State(), "s")
+	if len(got) != 1 {
+		t.Fatalf("%d folded turns imported; want 1", len(got))
+	}
+	g := got[0].CloneVT()
+	g.SessionId = "s"
+	if !proto.Equal(g, want[0]) {
+		t.Fatalf("imported folded turn %v; want %v", got[0], want[0])
+	}
+	if c := d.f.State().Session("copy"); c.FoldedThroughTurn != 1 || c.FoldedSteps != uint64(want[0].Steps) {
+		t.Fatalf("the imported session is folded through %d (%d Steps); want 1 (%d)", c.FoldedThroughTurn, c.FoldedSteps, want[0].Steps)
+	}
+}
+
+func pages(cs []*fsmpb.Command) []*fsmpb.ImportSessionPage {
+	var out []*fsmpb.ImportSessionPage
+	for _, c := range cs {
+		out = append(out, c.GetImportSessionPage())
+	}
+	return out
+}
+
+// replacePage is the plan's pages with old replaced by repl.
+func replacePage(p importPlan, old, repl *fsmpb.ImportSessionPage) []*fsmpb.ImportSessionPage {
+	out := pages(p.pages)
+	for i, pg := range out {
+		if pg == old {
+			out[i] = repl
+		}
+	}
+	return out
 }

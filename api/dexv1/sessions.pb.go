@@ -1631,6 +1631,7 @@ type ImportSessionResponse struct {
 	History       uint64 `protobuf:"varint,2,opt,name=history,proto3" json:"history,omitempty"`
 	Steps         uint64 `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
 	Events        uint64 `protobuf:"varint,4,opt,name=events,proto3" json:"events,omitempty"`
+	FoldedTurns   uint64 `protobuf:"varint,5,opt,name=folded_turns,json=foldedTurns,proto3" json:"folded_turns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1689,6 +1690,13 @@ func (x *ImportSessionResponse) GetSteps() uint64 {
 func (x *ImportSessionResponse) GetEvents() uint64 {
 	if x != nil {
 		return x.Events
+	}
+	return 0
+}
+
+func (x *ImportSessionResponse) GetFoldedTurns() uint64 {
+	if x != nil {
+		return x.FoldedTurns
 	}
 	return 0
 }
@@ -1805,13 +1813,14 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x14CloseSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\",\n" +
 	"\x14ImportSessionRequest\x12\x14\n" +
-	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"~\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"\xa1\x01\n" +
 	"\x15ImportSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
 	"\ahistory\x18\x02 \x01(\x04R\ahistory\x12\x14\n" +
 	"\x05steps\x18\x03 \x01(\x04R\x05steps\x12\x16\n" +
-	"\x06events\x18\x04 \x01(\x04R\x06events2\xbd\b\n" +
+	"\x06events\x18\x04 \x01(\x04R\x06events\x12!\n" +
+	"\ffolded_turns\x18\x05 \x01(\x04R\vfoldedTurns2\xbd\b\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +

@@ -567,6 +567,7 @@ func (m *ImportSessionResponse) CloneVT() *ImportSessionResponse {
 	r.History = m.History
 	r.Steps = m.Steps
 	r.Events = m.Events
+	r.FoldedTurns = m.FoldedTurns
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -1970,6 +1971,11 @@ func (m *ImportSessionResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error)
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.FoldedTurns != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedTurns))
+		i--
+		dAtA[i] = 0x28
+	}
 	if m.Events != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Events))
 		i--
@@ -2534,6 +2540,9 @@ func (m *ImportSessionResponse) SizeVT() (n int) {
 	}
 	if m.Events != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Events))
+	}
+	if m.FoldedTurns != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FoldedTurns))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -5839,6 +5848,25 @@ func (m *ImportSessionResponse) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.Events |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedTurns", wireType)
+			}
+			m.FoldedTurns = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FoldedTurns |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -74,7 +74,8 @@ func (s *Sessions) ImportSession(stream dexv1.SessionService_ImportSessionServer
 	if _, err := s.propose(pctx, &fsmpb.Command{Body: &fsmpb.Command_ImportSessionEnd{ImportSessionEnd: end}}); err != nil {
 		return cutImport(id, err)
 	}
-	return stream.SendAndClose(&dexv1.ImportSessionResponse{SessionId: id, History: end.History, Steps: end.Steps, Events: end.Events})
+	return stream.SendAndClose(&dexv1.ImportSessionResponse{SessionId: id, History: end.History, Steps: end.Steps, Events: end.Events,
+		FoldedTurns: end.Folded})
 }
 
 // cutImport is the answer to an import whose proposals stopped after its
@@ -123,7 +124,8 @@ func importCommands(arch *dexv1.ArchivedSession, epoch uint64) (*fsmpb.ImportSes
 		begin.Inbox = append(begin.Inbox, fsmpb.InboxMessageFromAPI(m))
 	}
 	end := &fsmpb.ImportSessionEnd{SessionId: id, Epoch: epoch,
-		History: uint64(len(arch.Session.History)), Steps: uint64(len(arch.Steps)), Events: uint64(len(arch.Events))}
+		History: uint64(len(arch.Session.History)), Steps: uint64(len(arch.Steps)), Events: uint64(len(arch.Events)),
+		Folded: uint64(len(arch.FoldedTurns))}
 
 	var pages []*fsmpb.ImportSessionPage
 	page, rows, size := &fsmpb.ImportSessionPage{SessionId: id, Epoch: epoch}, 0, 0
@@ -146,6 +148,11 @@ func importCommands(arch *dexv1.ArchivedSession, epoch uint64) (*fsmpb.ImportSes
 		row := fsmpb.StepFromAPI(st)
 		room(proto.Size(row))
 		page.Steps = append(page.Steps, row)
+	}
+	for _, f := range arch.FoldedTurns {
+		row := fsmpb.FoldedTurnFromAPI(f)
+		room(proto.Size(row))
+		page.Folded = append(page.Folded, row)
 	}
 	for _, ev := range arch.Events {
 		row := fsmpb.EventFromAPI(ev)

@@ -47,11 +47,15 @@ again (it answers "still being removed" until the discarded rows are gone).`,
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]any{
-					"id": resp.SessionId, "history": resp.History, "steps": resp.Steps, "events": resp.Events,
+					"id": resp.SessionId, "history": resp.History, "steps": resp.Steps, "events": resp.Events, "folded_turns": resp.FoldedTurns,
 				})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %s: %s, %s, %s\n", safe(resp.SessionId),
-				plural(resp.History, "history entry", "history entries"), plural(resp.Steps, "Step", "Steps"), plural(resp.Events, "event", "events"))
+			folded := ""
+			if resp.FoldedTurns > 0 {
+				folded = ", " + plural(resp.FoldedTurns, "folded turn", "folded turns")
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %s: %s, %s%s, %s\n", safe(resp.SessionId),
+				plural(resp.History, "history entry", "history entries"), plural(resp.Steps, "Step", "Steps"), folded, plural(resp.Events, "event", "events"))
 			return nil
 		},
 	}

@@ -437,6 +437,41 @@ func EventFromAPI(x *dexv1.Event) *Event {
 	}
 }
 
+// FoldedKindFromAPI is the API's dex.v1.FoldedKind as the state stores it.
+func FoldedKindFromAPI(x *dexv1.FoldedKind) *FoldedKind {
+	if x == nil {
+		return nil
+	}
+	return &FoldedKind{
+		Kind:     StepKind(x.Kind),
+		Tool:     x.Tool,
+		Steps:    x.Steps,
+		Attempts: x.Attempts,
+	}
+}
+
+// FoldedTurnFromAPI is the API's dex.v1.FoldedTurn as the state stores it.
+func FoldedTurnFromAPI(x *dexv1.FoldedTurn) *FoldedTurn {
+	if x == nil {
+		return nil
+	}
+	return &FoldedTurn{
+		SessionId:     x.SessionId,
+		Turn:          x.Turn,
+		Steps:         x.Steps,
+		Attempts:      x.Attempts,
+		Kinds:         foldedKindListFromAPI(x.Kinds),
+		FirstStep:     x.FirstStep,
+		LastStep:      x.LastStep,
+		FirstAtMs:     x.FirstAtMs,
+		LastAtMs:      x.LastAtMs,
+		LastStatus:    StepStatus(x.LastStatus),
+		LastOutcome:   Outcome(x.LastOutcome),
+		LastErrorType: ErrorType(x.LastErrorType),
+		FailedSteps:   x.FailedSteps,
+	}
+}
+
 // HistoryEntryFromAPI is the API's dex.v1.HistoryEntry as the state stores it.
 func HistoryEntryFromAPI(x *dexv1.HistoryEntry) *HistoryEntry {
 	if x == nil {
@@ -788,6 +823,28 @@ func callStateListFromAPI(in []*dexv1.CallState) []*CallState {
 	out := make([]*CallState, len(in))
 	for i, x := range in {
 		out[i] = CallStateFromAPI(x)
+	}
+	return out
+}
+
+func foldedKindListFromAPI(in []*dexv1.FoldedKind) []*FoldedKind {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*FoldedKind, len(in))
+	for i, x := range in {
+		out[i] = FoldedKindFromAPI(x)
+	}
+	return out
+}
+
+func foldedTurnListFromAPI(in []*dexv1.FoldedTurn) []*FoldedTurn {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*FoldedTurn, len(in))
+	for i, x := range in {
+		out[i] = FoldedTurnFromAPI(x)
 	}
 	return out
 }

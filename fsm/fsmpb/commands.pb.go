@@ -2571,7 +2571,7 @@ func (x *ImportSessionBegin) GetLastEventSeq() uint64 {
 }
 
 // Up to 500 rows and about 1 MiB, in archive order: history entries, then
-// Steps (with their attempts), then events.
+// Steps (with their attempts), then folded turns, then events.
 type ImportSessionPage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -2579,6 +2579,7 @@ type ImportSessionPage struct {
 	History       []*HistoryEntry        `protobuf:"bytes,3,rep,name=history,proto3" json:"history,omitempty"`
 	Steps         []*Step                `protobuf:"bytes,4,rep,name=steps,proto3" json:"steps,omitempty"`
 	Events        []*Event               `protobuf:"bytes,5,rep,name=events,proto3" json:"events,omitempty"`
+	Folded        []*FoldedTurn          `protobuf:"bytes,10,rep,name=folded,proto3" json:"folded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2648,6 +2649,13 @@ func (x *ImportSessionPage) GetEvents() []*Event {
 	return nil
 }
 
+func (x *ImportSessionPage) GetFolded() []*FoldedTurn {
+	if x != nil {
+		return x.Folded
+	}
+	return nil
+}
+
 // The counts the archive's end record holds: End refuses an import whose
 // pages brought other counts, and shows the session otherwise.
 type ImportSessionEnd struct {
@@ -2657,6 +2665,7 @@ type ImportSessionEnd struct {
 	History       uint64                 `protobuf:"varint,3,opt,name=history,proto3" json:"history,omitempty"`
 	Steps         uint64                 `protobuf:"varint,4,opt,name=steps,proto3" json:"steps,omitempty"`
 	Events        uint64                 `protobuf:"varint,5,opt,name=events,proto3" json:"events,omitempty"`
+	Folded        uint64                 `protobuf:"varint,6,opt,name=folded,proto3" json:"folded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2722,6 +2731,13 @@ func (x *ImportSessionEnd) GetSteps() uint64 {
 func (x *ImportSessionEnd) GetEvents() uint64 {
 	if x != nil {
 		return x.Events
+	}
+	return 0
+}
+
+func (x *ImportSessionEnd) GetFolded() uint64 {
+	if x != nil {
+		return x.Folded
 	}
 	return 0
 }
@@ -3789,21 +3805,24 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12-\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionR\asession\x12.\n" +
 	"\x05inbox\x18\x03 \x03(\v2\x18.dex.fsm.v1.InboxMessageR\x05inbox\x12$\n" +
-	"\x0elast_event_seq\x18\x04 \x01(\x04R\flastEventSeq\"\xcf\x01\n" +
+	"\x0elast_event_seq\x18\x04 \x01(\x04R\flastEventSeq\"\xff\x01\n" +
 	"\x11ImportSessionPage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x122\n" +
 	"\ahistory\x18\x03 \x03(\v2\x18.dex.fsm.v1.HistoryEntryR\ahistory\x12&\n" +
 	"\x05steps\x18\x04 \x03(\v2\x10.dex.fsm.v1.StepR\x05steps\x12)\n" +
-	"\x06events\x18\x05 \x03(\v2\x11.dex.fsm.v1.EventR\x06events\"\x8f\x01\n" +
+	"\x06events\x18\x05 \x03(\v2\x11.dex.fsm.v1.EventR\x06events\x12.\n" +
+	"\x06folded\x18\n" +
+	" \x03(\v2\x16.dex.fsm.v1.FoldedTurnR\x06folded\"\xa7\x01\n" +
 	"\x10ImportSessionEnd\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\ahistory\x18\x03 \x01(\x04R\ahistory\x12\x14\n" +
 	"\x05steps\x18\x04 \x01(\x04R\x05steps\x12\x16\n" +
-	"\x06events\x18\x05 \x01(\x04R\x06events\"N\n" +
+	"\x06events\x18\x05 \x01(\x04R\x06events\x12\x16\n" +
+	"\x06folded\x18\x06 \x01(\x04R\x06folded\"N\n" +
 	"\x0eSetTurnFolding\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12&\n" +
 	"\x0fkeep_turn_steps\x18\x02 \x01(\x04R\rkeepTurnSteps\"_\n" +
@@ -3939,9 +3958,10 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*HistoryEntry)(nil),         // 55: dex.fsm.v1.HistoryEntry
 	(*Step)(nil),                 // 56: dex.fsm.v1.Step
 	(*Event)(nil),                // 57: dex.fsm.v1.Event
-	(*AclToken)(nil),             // 58: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 59: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 60: dex.fsm.v1.InlineResult
+	(*FoldedTurn)(nil),           // 58: dex.fsm.v1.FoldedTurn
+	(*AclToken)(nil),             // 59: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 60: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 61: dex.fsm.v1.InlineResult
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -4001,22 +4021,23 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	55, // 54: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
 	56, // 55: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
 	57, // 56: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	41, // 57: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	42, // 58: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	58, // 59: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	43, // 60: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	44, // 61: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	45, // 62: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	46, // 63: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	59, // 64: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	60, // 65: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	44, // 66: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	48, // 67: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	68, // [68:68] is the sub-list for method output_type
-	68, // [68:68] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	58, // 57: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
+	41, // 58: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	42, // 59: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	59, // 60: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	43, // 61: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	44, // 62: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	45, // 63: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	46, // 64: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	60, // 65: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	61, // 66: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	44, // 67: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	48, // 68: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	69, // [69:69] is the sub-list for method output_type
+	69, // [69:69] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }

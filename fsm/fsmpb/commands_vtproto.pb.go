@@ -1065,6 +1065,13 @@ func (m *ImportSessionPage) CloneVT() *ImportSessionPage {
 		}
 		r.Events = tmpContainer
 	}
+	if rhs := m.Folded; rhs != nil {
+		tmpContainer := make([]*FoldedTurn, len(rhs))
+		for k, v := range rhs {
+			tmpContainer[k] = v.CloneVT()
+		}
+		r.Folded = tmpContainer
+	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -1086,6 +1093,7 @@ func (m *ImportSessionEnd) CloneVT() *ImportSessionEnd {
 	r.History = m.History
 	r.Steps = m.Steps
 	r.Events = m.Events
+	r.Folded = m.Folded
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -4166,6 +4174,18 @@ func (m *ImportSessionPage) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Folded) > 0 {
+		for iNdEx := len(m.Folded) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Folded[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x52
+		}
+	}
 	if len(m.Events) > 0 {
 		for iNdEx := len(m.Events) - 1; iNdEx >= 0; iNdEx-- {
 			size, err := m.Events[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
@@ -4246,6 +4266,11 @@ func (m *ImportSessionEnd) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Folded != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Folded))
+		i--
+		dAtA[i] = 0x30
 	}
 	if m.Events != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Events))
@@ -6341,6 +6366,12 @@ func (m *ImportSessionPage) SizeVT() (n int) {
 			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
 	}
+	if len(m.Folded) > 0 {
+		for _, e := range m.Folded {
+			l = e.SizeVT()
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -6366,6 +6397,9 @@ func (m *ImportSessionEnd) SizeVT() (n int) {
 	}
 	if m.Events != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Events))
+	}
+	if m.Folded != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Folded))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -12374,6 +12408,40 @@ func (m *ImportSessionPage) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Folded", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Folded = append(m.Folded, &FoldedTurn{})
+			if err := m.Folded[len(m.Folded)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -12529,6 +12597,25 @@ func (m *ImportSessionEnd) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.Events |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Folded", wireType)
+			}
+			m.Folded = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Folded |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

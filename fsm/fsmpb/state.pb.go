@@ -751,8 +751,12 @@ type SessionImport struct {
 	HistorySize uint64 `protobuf:"varint,10,opt,name=history_size,json=historySize,proto3" json:"history_size,omitempty"`
 	// The ordinal of the last event received.
 	LastEventOrdinal uint64 `protobuf:"varint,11,opt,name=last_event_ordinal,json=lastEventOrdinal,proto3" json:"last_event_ordinal,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Folded turns received so far, the last one's turn, and their Steps.
+	Folded         uint64 `protobuf:"varint,12,opt,name=folded,proto3" json:"folded,omitempty"`
+	LastFoldedTurn uint64 `protobuf:"varint,13,opt,name=last_folded_turn,json=lastFoldedTurn,proto3" json:"last_folded_turn,omitempty"`
+	FoldedSteps    uint64 `protobuf:"varint,14,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionImport) Reset() {
@@ -858,6 +862,27 @@ func (x *SessionImport) GetHistorySize() uint64 {
 func (x *SessionImport) GetLastEventOrdinal() uint64 {
 	if x != nil {
 		return x.LastEventOrdinal
+	}
+	return 0
+}
+
+func (x *SessionImport) GetFolded() uint64 {
+	if x != nil {
+		return x.Folded
+	}
+	return 0
+}
+
+func (x *SessionImport) GetLastFoldedTurn() uint64 {
+	if x != nil {
+		return x.LastFoldedTurn
+	}
+	return 0
+}
+
+func (x *SessionImport) GetFoldedSteps() uint64 {
+	if x != nil {
+		return x.FoldedSteps
 	}
 	return 0
 }
@@ -3046,7 +3071,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x10fold_due_through\x183 \x01(\x04R\x0efoldDueThrough\x12!\n" +
 	"\ffolded_steps\x184 \x01(\x04R\vfoldedSteps\x121\n" +
 	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
-	"\r_retention_ms\"\x82\x03\n" +
+	"\r_retention_ms\"\xe7\x03\n" +
 	"\rSessionImport\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12-\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionR\asession\x12\x18\n" +
@@ -3059,7 +3084,10 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\blast_seq\x18\t \x01(\x04R\alastSeq\x12!\n" +
 	"\fhistory_size\x18\n" +
 	" \x01(\x04R\vhistorySize\x12,\n" +
-	"\x12last_event_ordinal\x18\v \x01(\x04R\x10lastEventOrdinal\"\xfd\x01\n" +
+	"\x12last_event_ordinal\x18\v \x01(\x04R\x10lastEventOrdinal\x12\x16\n" +
+	"\x06folded\x18\f \x01(\x04R\x06folded\x12(\n" +
+	"\x10last_folded_turn\x18\r \x01(\x04R\x0elastFoldedTurn\x12!\n" +
+	"\ffolded_steps\x18\x0e \x01(\x04R\vfoldedSteps\"\xfd\x01\n" +
 	"\bAclToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +

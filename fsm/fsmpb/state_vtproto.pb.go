@@ -181,6 +181,9 @@ func (m *SessionImport) CloneVT() *SessionImport {
 	r.LastSeq = m.LastSeq
 	r.HistorySize = m.HistorySize
 	r.LastEventOrdinal = m.LastEventOrdinal
+	r.Folded = m.Folded
+	r.LastFoldedTurn = m.LastFoldedTurn
+	r.FoldedSteps = m.FoldedSteps
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -1399,6 +1402,21 @@ func (m *SessionImport) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.FoldedSteps != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FoldedSteps))
+		i--
+		dAtA[i] = 0x70
+	}
+	if m.LastFoldedTurn != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastFoldedTurn))
+		i--
+		dAtA[i] = 0x68
+	}
+	if m.Folded != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Folded))
+		i--
+		dAtA[i] = 0x60
 	}
 	if m.LastEventOrdinal != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.LastEventOrdinal))
@@ -3647,6 +3665,15 @@ func (m *SessionImport) SizeVT() (n int) {
 	}
 	if m.LastEventOrdinal != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastEventOrdinal))
+	}
+	if m.Folded != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Folded))
+	}
+	if m.LastFoldedTurn != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.LastFoldedTurn))
+	}
+	if m.FoldedSteps != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FoldedSteps))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -6468,6 +6495,63 @@ func (m *SessionImport) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.LastEventOrdinal |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Folded", wireType)
+			}
+			m.Folded = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Folded |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastFoldedTurn", wireType)
+			}
+			m.LastFoldedTurn = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastFoldedTurn |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FoldedSteps", wireType)
+			}
+			m.FoldedSteps = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FoldedSteps |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -153,16 +153,18 @@ class ImportSessionRequest(_message.Message):
     def __init__(self, chunk: _Optional[bytes] = ...) -> None: ...
 
 class ImportSessionResponse(_message.Message):
-    __slots__ = ["events", "history", "session_id", "steps"]
+    __slots__ = ["events", "folded_turns", "history", "session_id", "steps"]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    FOLDED_TURNS_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     events: int
+    folded_turns: int
     history: int
     session_id: str
     steps: int
-    def __init__(self, session_id: _Optional[str] = ..., history: _Optional[int] = ..., steps: _Optional[int] = ..., events: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., history: _Optional[int] = ..., steps: _Optional[int] = ..., events: _Optional[int] = ..., folded_turns: _Optional[int] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ["page_size", "page_token"]

@@ -24,7 +24,7 @@ var pairs = []pair{
 	{stored: "InlineResult", api: "InlineResult", toAPI: true, fromAPI: true},
 	{stored: "ToolSpec", api: "ToolSpec", toAPI: true, fromAPI: true, lists: true},
 	{stored: "NodeInfo", api: "NodeInfo", toAPI: true, fromAPI: true},
-	{stored: "FoldedTurn", api: "FoldedTurn", toAPI: true, lists: true},
+	{stored: "FoldedTurn", api: "FoldedTurn", toAPI: true, fromAPI: true, lists: true},
 	{stored: "AttemptRef", api: "AttemptRef", fromAPI: true},
 	{stored: "AttemptResult", api: "AttemptResult", fromAPI: true},
 }
