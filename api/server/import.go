@@ -52,6 +52,9 @@ func (s *Sessions) ImportSession(stream dexv1.SessionService_ImportSessionServer
 		return status.Errorf(codes.InvalidArgument, "not an importable archived session: %v", err)
 	}
 	id := arch.Session.GetId()
+	if !s.node.MembersApply(fsm.ImportLogVersion) {
+		return status.Errorf(codes.FailedPrecondition, "a member of the cluster runs a Dex that cannot apply an import (log version below %d): upgrade every node, then import", fsm.ImportLogVersion)
+	}
 	if s.node.State().Session(id) != nil {
 		return status.Errorf(codes.AlreadyExists, "session %q already exists", id)
 	}

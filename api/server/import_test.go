@@ -14,6 +14,8 @@ import (
 
 	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // importObject streams obj to ImportSession in chunks of chunk bytes.
@@ -155,5 +157,26 @@ func TestImportSession_AnObjectOverTheLimitIsRefused(t *testing.T) {
 	}
 	if stream.sent != 4*MaxImportChunk {
 		t.Fatalf("read %d bytes; want it refused at the chunk that passed the limit", stream.sent)
+	}
+}
+
+// In a rolling upgrade, while a member runs a Dex that cannot apply the
+// import's commands, an import is refused and nothing is proposed.
+func TestImportSession_RefusedWhileAMemberCannotApplyIt(t *testing.T) {
+	node, _, conn := serveSingleNode(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	self := proto.CloneOf(node.State().Nodes()[0])
+	self.LogVersion = fsm.ImportLogVersion - 1
+	if res, err := node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: self}}}); err != nil || res.Err != nil {
+		t.Fatalf("record the node at an older log version: %v %v", err, res.Err)
+	}
+	applied := node.State().Meta().AppliedIndex
+	_, err := importObject(ctx, dexv1.NewSessionServiceClient(conn), closedArchive(t, "old", 1), 1<<20)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "upgrade every node") {
+		t.Fatalf("import with an older member: %v; want FailedPrecondition naming the upgrade", err)
+	}
+	if got := node.State().Meta().AppliedIndex; got != applied || node.State().Session("old") != nil {
+		t.Fatalf("a refused import proposed %d commands", got-applied)
 	}
 }
