@@ -11,7 +11,7 @@ FSM_PROTOS := $(wildcard $(FSM_PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale bench-etcd vet clean election-time chaos takeover soak soak-retention worker-typescript test-typescript e2e-typescript chaos-typescript
+.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale bench-etcd bench-longsession vet clean election-time chaos takeover soak soak-retention worker-typescript test-typescript e2e-typescript chaos-typescript
 
 # The Go binaries, then the Python and TypeScript demo Workers (the
 # TypeScript one only where npm is installed: build-go needs Go alone).
@@ -98,6 +98,13 @@ bench-scale:
 bench-etcd:
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexbench
 	$(BIN)/dexbench etcd --bin $(BIN) --runs 3 $(BENCHFLAGS)
+
+# A follower holding one 3,000-turn session restarts against one of 100
+# turns (BENCHMARKS.md, issue 30): five SIGKILLs and restarts of each, on
+# real processes. The chaos package's TestMain builds the dexd, dexworker
+# and dexctl it starts, so nothing is built here first. Not part of test/CI.
+bench-longsession:
+	chaos/scripts/busy.sh $(GO) test -tags e2e ./chaos/ -run '^$$' -bench LongSessionRestart -benchtime 5x -count 1
 
 # The crash matrix (docs/crash-matrix.md): every row against every fault on real dexd and
 # dexworker processes; dexd is also built with its failpoints (-tags chaos).

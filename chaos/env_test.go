@@ -32,7 +32,7 @@ var fastArgs = []string{"--heartbeat-timeout", "3s", "--heartbeat-interval", "50
 
 // env is one real cluster with its Workers, stopped when the test ends.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	cluster *harness.Cluster
 	conn    *grpc.ClientConn
@@ -41,7 +41,7 @@ type env struct {
 	ledger  string
 }
 
-func newEnv(t *testing.T, args ...string) *env {
+func newEnv(t testing.TB, args ...string) *env {
 	t.Helper()
 	return newEnvTLS(t, nil, args...)
 }
@@ -49,7 +49,7 @@ func newEnv(t *testing.T, args ...string) *env {
 // newEnvTLS is newEnv with the nodes on mutual TLS with pki (nil: as
 // DEX_CHAOS_TLS says); the env's client, Workers and dexctl use its client
 // certificate.
-func newEnvTLS(t *testing.T, pki func(dir string) *harness.PKI, args ...string) *env {
+func newEnvTLS(t testing.TB, pki func(dir string) *harness.PKI, args ...string) *env {
 	t.Helper()
 	dir := t.TempDir()
 	opts := harness.ClusterOptions{BinDir: binDir, Dir: dir, Args: append(append([]string{}, fastArgs...), args...)}

@@ -136,7 +136,7 @@ func (s *soaker) sampleFlat(ctx context.Context, at time.Duration) FlatSample {
 	if out.RSSBytes, err = rssBytes(l.PID()); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if out.SnapshotBytes, out.SnapshotIndex, out.Restore, err = restoreNewest(l.DataDir); err != nil {
+	if out.SnapshotBytes, out.SnapshotIndex, out.Restore, err = RestoreNewest(l.DataDir); err != nil {
 		errs = append(errs, err.Error())
 	}
 	out.Err = strings.Join(errs, "; ")
@@ -173,9 +173,9 @@ func parseVmRSS(status string) (int64, error) {
 // so that a CPU busy with the load for a moment does not count.
 const restoreTries = 3
 
-// restoreNewest restores a node's newest raft snapshot offline (the node
+// RestoreNewest restores a node's newest raft snapshot offline (the node
 // may run: its snapshot files are only read) and times it.
-func restoreNewest(dataDir string) (size int64, index uint64, took time.Duration, err error) {
+func RestoreNewest(dataDir string) (size int64, index uint64, took time.Duration, err error) {
 	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dataDir, "raft"), 2, io.Discard)
 	if err != nil {
 		return 0, 0, 0, err
