@@ -35,22 +35,58 @@ func TestJudgeFlatAcceptsFiguresWithinTheTolerance(t *testing.T) {
 	if !v.Judged || !v.Flat || v.Ref != 3*time.Minute || len(v.Over) > 0 {
 		t.Fatalf("a flat run: %+v", v)
 	}
-	if w := v.Worst["snapshot bytes"]; w < 0.049 || w > 0.051 {
-		t.Fatalf("largest distance of the snapshot size %v, want 5%%", w)
+	// The window (minutes 3 to 6: 1, 0.96, 1.05, 1.05) has a median of
+	// 1.025 against minute 3's 1; its largest single sample is 5 % off.
+	if w := v.Worst["snapshot bytes"]; w < 0.024 || w > 0.026 {
+		t.Fatalf("distance of the snapshot size's median %v, want 2.5%%", w)
+	}
+	if w := v.Spread["snapshot bytes"]; w < 0.049 || w > 0.051 {
+		t.Fatalf("largest single sample's distance %v, want 5%%", w)
+	}
+}
+
+// One sample off (a leader restarted a minute ago, a restore timed while
+// the machine was busy) is not growth: the medians judge.
+func TestJudgeFlatLetsOneSampleOff(t *testing.T) {
+	s := flatRun()
+	s[4].RSSBytes = 150e6 // minute 5: 50 % over minute 3's
+	v := JudgeFlat(s, 6*time.Minute, testFlatRule)
+	if !v.Flat || v.Spread["leader RSS"] < 0.49 {
+		t.Fatalf("one sample off: %+v", v)
 	}
 }
 
 func TestJudgeFlatFlagsAFigureThatGrows(t *testing.T) {
 	s := flatRun()
-	s[4].RSSBytes = 112e6 // minute 5: 12 % over minute 3's
+	for i := 3; i < 6; i++ { // minutes 4 to 6: 15 % over minute 3's
+		s[i].RSSBytes = 115e6
+	}
 	v := JudgeFlat(s, 6*time.Minute, testFlatRule)
-	if !v.Judged || v.Flat || len(v.Over) != 1 || !strings.Contains(v.Over[0], "leader RSS at 5m0s is 12%") {
+	if !v.Judged || v.Flat || len(v.Over) != 1 || !strings.Contains(v.Over[0], "leader RSS: the median of the last 3m0s (4 samples) is 15% from the reference's") {
 		t.Fatalf("a growing RSS: %+v", v)
 	}
 	s = flatRun()
-	s[5].Restore = 150 * time.Millisecond // the end: 25 % under
-	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); v.Flat || len(v.Over) != 1 || !strings.Contains(v.Over[0], "restore time") {
+	for i := 2; i < 6; i++ {
+		s[i].Restore = 150 * time.Millisecond // 25 % under minute 3's
+	}
+	s[2].Restore = 200 * time.Millisecond
+	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); v.Flat || len(v.Over) != 1 || !strings.Contains(v.Over[0], "restore time") || !strings.Contains(v.Over[0], "150ms against 200ms") {
 		t.Fatalf("a restore time that moved: %+v", v)
+	}
+}
+
+// The reference is the median of the samples around Ref.
+func TestJudgeFlatReferenceIsTheMedianAroundRef(t *testing.T) {
+	s := flatRun()
+	s[2].SnapshotBytes = 2e6 // minute 3 alone would make the rest look 50 % off
+	rule := testFlatRule
+	rule.RefSpan = 2 * time.Minute // minutes 2 to 4: 0.6, 2, 1.05 MB
+	v := JudgeFlat(s, 6*time.Minute, rule)
+	if v.Ref != 2*time.Minute || v.RefTo != 4*time.Minute || v.Worst["snapshot bytes"] > 0.1 {
+		t.Fatalf("a reference of minutes 2 to 4: %+v", v)
+	}
+	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); v.Flat {
+		t.Fatalf("minute 3 alone as the reference: %+v", v)
 	}
 }
 
