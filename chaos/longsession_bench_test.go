@@ -31,10 +31,11 @@ const snapshotThreshold = 64
 // (a follower's /readyz stays 503 by design: it is the leader's). Run it
 // with a fixed count: -benchtime 5x.
 //
-// The third case keeps 64 log entries after a snapshot instead of 10,240:
-// a node reads back every entry of its log at start, and 3,000 turns leave a
-// full 10,240 where 100 turns leave a few hundred, so it tells the log's
-// share of the restart from the snapshot's.
+// The last two cases keep 64 log entries after a snapshot instead of
+// 10,240: a node reads back every entry of its log at start, and 3,000
+// turns leave a full 10,240 where 100 turns leave a few hundred, so with
+// the logs alike they tell the session's share of the restart (its
+// snapshot) from the log's.
 func BenchmarkLongSessionRestart(b *testing.B) {
 	for _, c := range []struct {
 		name  string
@@ -43,6 +44,7 @@ func BenchmarkLongSessionRestart(b *testing.B) {
 	}{
 		{"turns=100", 100, nil},
 		{"turns=3000", 3000, nil},
+		{"turns=100,trailing-logs=64", 100, []string{"--raft-trailing-logs", "64"}},
 		{"turns=3000,trailing-logs=64", 3000, []string{"--raft-trailing-logs", "64"}},
 	} {
 		e, id := longSessionEnv(b, c.turns, c.args...)
