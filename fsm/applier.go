@@ -66,11 +66,13 @@ func (a *applier) step(id string) (*fsmpb.Step, *Rejection) {
 		return nil, reject(CodeNotFound, "step %q not found", id)
 	}
 	// The Steps of a deleted session wait for the purge: nothing acts on them.
-	if s := a.storedSession(st.SessionId); s != nil && deleted(s) {
-		return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
-	}
-	if s := a.storedSession(st.SessionId); s != nil && importing(s) {
-		return nil, reject(CodeNotFound, "step %q not found: its session is being imported", id)
+	if s := a.storedSession(st.SessionId); s != nil {
+		switch {
+		case deleted(s):
+			return nil, reject(CodeNotFound, "step %q not found: its session was deleted", id)
+		case importing(s):
+			return nil, reject(CodeNotFound, "step %q not found: its session is being imported", id)
+		}
 	}
 	return st.CloneVT(), nil
 }
