@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/api/archive"
+	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/chaos/harness"
 )
@@ -146,7 +147,7 @@ func TestArchive_SessionsLeaveOnlyArchivedAndExportTheSameBytes(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("session %s: the archive exports %d bytes, the cluster exported %d before the delete; want the same bytes", id, len(got), len(want))
 		}
-		s, err := archive.Decode(got)
+		s, err := format.Decode(got)
 		if err != nil {
 			t.Fatal(err)
 		}

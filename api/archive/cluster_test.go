@@ -11,6 +11,7 @@ import (
 
 	"github.com/dexhq/dex/api/archive"
 	"github.com/dexhq/dex/api/archive/archivetest"
+	"github.com/dexhq/dex/api/archive/format"
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -33,8 +34,8 @@ func TestFromAPI_GivesTheBytesOfFromState(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(fromState, fromAPI) {
-		a, _ := archive.Decode(fromState)
-		b, derr := archive.Decode(fromAPI)
+		a, _ := format.Decode(fromState)
+		b, derr := format.Decode(fromAPI)
 		t.Fatalf("the state gave %d bytes, the API %d\nstate: %v\napi:   %v (%v)", len(fromState), len(fromAPI), summary(a), summary(b), derr)
 	}
 	again, err := archive.FromState(c.Node.State(), "s1")
@@ -42,7 +43,7 @@ func TestFromAPI_GivesTheBytesOfFromState(t *testing.T) {
 		t.Fatal("two reads of the unchanged state gave different bytes")
 	}
 
-	s, err := archive.Decode(fromState)
+	s, err := format.Decode(fromState)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +127,11 @@ func TestFromAPI_GivesTheBytesOfFromStateWithFoldedTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(fromState, fromAPI) {
-		a, _ := archive.Decode(fromState)
-		b, derr := archive.Decode(fromAPI)
+		a, _ := format.Decode(fromState)
+		b, derr := format.Decode(fromAPI)
 		t.Fatalf("the state gave %d bytes, the API %d\nstate: %v\napi:   %v (%v)", len(fromState), len(fromAPI), summary(a), summary(b), derr)
 	}
-	s, err := archive.Decode(fromState)
+	s, err := format.Decode(fromState)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@
 // counting them. Messages are
 // marshalled deterministically; the read-time field Step.waiting_reason (it
 // describes the Workers alive now, not the session) is left out, so a
-// rewrite of the same session writes the same object. Decode refuses an
+// rewrite of the same session writes the same object. format.Decode refuses an
 // object whose checksum, magic line, version or record order is wrong.
 // The format's code is api/archive/format, which depends on the wire types
 // only: the server decodes an object to import it (ImportSession) without

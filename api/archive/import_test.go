@@ -12,6 +12,7 @@ import (
 
 	"github.com/dexhq/dex/api/archive"
 	"github.com/dexhq/dex/api/archive/archivetest"
+	"github.com/dexhq/dex/api/archive/format"
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -55,7 +56,7 @@ func exportImportExport(t *testing.T, src *archivetest.Cluster) *dexv1.ArchivedS
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := archive.Decode(obj)
+	want, err := format.Decode(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func exportImportExport(t *testing.T, src *archivetest.Cluster) *dexv1.ArchivedS
 	if !bytes.Equal(fromState, fromAPI) {
 		t.Fatal("the imported session reads differently from the state and through the API")
 	}
-	got, err := archive.Decode(fromState)
+	got, err := format.Decode(fromState)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func exportImportExport(t *testing.T, src *archivetest.Cluster) *dexv1.ArchivedS
 		t.Fatalf("delete_at_ms %d; want the import's time (after %d) plus the hour of retention", deleteAt, before)
 	}
 	got.Session.DeleteAtMs = want.Session.DeleteAtMs
-	again, err := archive.Encode(got)
+	again, err := format.Encode(got)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"errors"
 	"fmt"
+	"github.com/dexhq/dex/api/archive/format"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -115,7 +116,7 @@ func (s *Store) Put(ctx context.Context, id string, obj []byte) error {
 	if err := wirerules.CheckID("session_id", id); err != nil {
 		return fmt.Errorf("archive %s: %w", s.url, err)
 	}
-	if err := Verify(obj); err != nil {
+	if err := format.Verify(obj); err != nil {
 		return fmt.Errorf("archive session %s: %w", id, err)
 	}
 	key := Key(id)
@@ -206,7 +207,7 @@ func (s *Store) Get(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s from the archive %s: %w", key, s.url, err)
 	}
-	if err := Verify(obj); err != nil {
+	if err := format.Verify(obj); err != nil {
 		return nil, fmt.Errorf("%s in the archive %s: %w", key, s.url, err)
 	}
 	return obj, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dexhq/dex/api/archive/format"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ func openDir(t *testing.T, dir string) *Store {
 
 func sampleObject(t *testing.T) []byte {
 	t.Helper()
-	obj, err := Encode(sample())
+	obj, err := format.Encode(sample())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestFileStore_APutOfTheSameKeyOverwrites(t *testing.T) {
 	}
 	newer := sample()
 	newer.Session.TurnsCompleted++
-	obj2, err := Encode(newer)
+	obj2, err := format.Encode(newer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestFileStore_MissingDamagedAndBadObjects(t *testing.T) {
 		t.Fatalf("Get of a missing session: %v; want ErrNotFound naming the key", err)
 	}
 	obj := sampleObject(t)
-	if err := s.Put(ctx, "s1", obj[:len(obj)-3]); !errors.Is(err, ErrDamaged) {
+	if err := s.Put(ctx, "s1", obj[:len(obj)-3]); !errors.Is(err, format.ErrDamaged) {
 		t.Fatalf("Put of a truncated object: %v; want it refused", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sessions", "s1.dexsession")); !os.IsNotExist(err) {
@@ -122,8 +123,8 @@ func TestFileStore_MissingDamagedAndBadObjects(t *testing.T) {
 	if err := os.WriteFile(path, obj[:len(obj)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, "s1"); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "sessions/s1.dexsession") {
-		t.Fatalf("Get of a truncated file: %v; want ErrDamaged naming the key", err)
+	if _, err := s.Get(ctx, "s1"); !errors.Is(err, format.ErrDamaged) || !strings.Contains(err.Error(), "sessions/s1.dexsession") {
+		t.Fatalf("Get of a truncated file: %v; want format.ErrDamaged naming the key", err)
 	}
 }
 

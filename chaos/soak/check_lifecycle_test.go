@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/dexhq/dex/api/archive"
+	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
@@ -19,7 +19,7 @@ const (
 // exportOf is the archived form of a session as the API shows it.
 func exportOf(t *testing.T, r *dexv1.GetSessionResponse) []byte {
 	t.Helper()
-	obj, err := archive.Encode(&dexv1.ArchivedSession{Session: proto.Clone(r.Session).(*dexv1.Session), Steps: r.Steps, LastEventSeq: r.LastEventSeq})
+	obj, err := format.Encode(&dexv1.ArchivedSession{Session: proto.Clone(r.Session).(*dexv1.Session), Steps: r.Steps, LastEventSeq: r.LastEventSeq})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dexhq/dex/api/archive"
+	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
@@ -123,7 +124,7 @@ func (s *soaker) exportClosed(ctx context.Context, id string, closedAtMs int64) 
 
 // archivedResponse is an export as GetSession would answer it.
 func archivedResponse(obj []byte) (*dexv1.GetSessionResponse, error) {
-	a, err := archive.Decode(obj)
+	a, err := format.Decode(obj)
 	if err != nil {
 		return nil, err
 	}

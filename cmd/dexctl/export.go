@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/dexhq/dex/api/archive"
+	"github.com/dexhq/dex/api/archive/format"
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -129,7 +130,7 @@ func exportFromArchive(ctx context.Context, rawURL, id string) ([]byte, error) {
 
 // archiveJSON is the readable form of an archived session, indented.
 func archiveJSON(obj []byte) ([]byte, error) {
-	s, err := archive.Decode(obj)
+	s, err := format.Decode(obj)
 	if err != nil {
 		return nil, err
 	}

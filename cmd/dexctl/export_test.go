@@ -12,6 +12,7 @@ import (
 
 	"github.com/dexhq/dex/api/archive"
 	"github.com/dexhq/dex/api/archive/archivetest"
+	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
@@ -99,7 +100,7 @@ func TestSessionExport_ADamagedArchiveOrABadURLIsAClearError(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sessions", "cut.dexsession"), []byte(archive.Magic+"abc"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "sessions", "cut.dexsession"), []byte(format.Magic+"abc"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run(t, "--addr", c.Addr, "session", "export", "cut", "--archive-url", "file://"+dir); err == nil || !strings.Contains(err.Error(), "damaged archived session") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dexhq/dex/api/archive"
 	"github.com/dexhq/dex/api/archive/archivetest"
+	"github.com/dexhq/dex/api/archive/format"
 )
 
 // A session exported from one cluster is imported into another from a
@@ -29,7 +30,7 @@ func TestSessionImport_ExportThenImportIntoAnotherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := archive.Decode(exported)
+	want, err := format.Decode(exported)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +48,12 @@ func TestSessionImport_ExportThenImportIntoAnotherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := archive.Decode([]byte(again))
+	got, err := format.Decode([]byte(again))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got.Session.DeleteAtMs = want.Session.DeleteAtMs
-	if same, _ := archive.Encode(got); !bytes.Equal(same, exported) {
+	if same, _ := format.Encode(got); !bytes.Equal(same, exported) {
 		t.Fatal("the export of the imported session differs from the one imported beyond delete_at_ms")
 	}
 
