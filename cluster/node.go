@@ -246,7 +246,7 @@ func New(cfg Config) (n *Node, err error) {
 		}
 	}()
 	// Before the snapshot store (which creates a missing snapshots dir).
-	logs, _, note, err := openCheckedLog(n.store, w, logstore.WALDir(raftDir), raftDir, false)
+	logs, _, note, loaded, err := openCheckedLog(n.store, w, logstore.WALDir(raftDir), raftDir, false)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func New(cfg Config) (n *Node, err error) {
 	}
 
 	n.fsm = fsm.New(fsm.Options{OnHalt: n.onHalt, OnApplied: n.applied})
-	n.prep = &prepared{bootstrap: bootstrap, logs: logs, snaps: snaps, raftDir: raftDir}
+	n.prep = &prepared{bootstrap: bootstrap, logs: logs, snaps: snaps, raftDir: raftDir, loaded: loaded}
 	n.snaps = snaps
 	closeStore = false
 	return n, nil
@@ -318,6 +318,7 @@ type prepared struct {
 	logs      *logstore.CheckedLogStore
 	snaps     raft.SnapshotStore
 	raftDir   string
+	loaded    *loadedSnapshot // the newest snapshot, as its check loaded it
 }
 
 // applied hands an applied entry to the hooks' stream.
@@ -369,6 +370,9 @@ func (n *Node) Start(h Hooks) (err error) {
 	// leader loop together and are written and sent as one batch. Propose
 	// bounds its own wait.
 	rc.BatchApplyCh = true
+	// The state machine holds the snapshot's state already: restoreAtStart
+	// put it there from the load that checked it.
+	rc.NoSnapshotRestoreOnStart = true
 	// Pre-vote stays on (raft's default): a node back from a partition asks
 	// before it bumps the term, so it cannot depose a healthy leader.
 	rc.PreVoteDisabled = false
@@ -385,6 +389,10 @@ func (n *Node) Start(h Hooks) (err error) {
 		return fmt.Errorf("raft log cache: %v", err)
 	}
 	stable := stableStore{StableStore: n.store, written: n.writeFailed}
+	if err := restoreAtStart(n.fsm, snaps, p.loaded); err != nil {
+		n.trans.Close()
+		return fmt.Errorf("start raft on %s: %w", raftDir, err)
+	}
 	n.raft, err = raft.NewRaft(rc, &raftFSM{f: n.fsm, obs: h.ApplyObserver}, recent, stable, snaps, n.trans)
 	if err != nil {
 		n.trans.Close()

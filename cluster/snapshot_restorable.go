@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -17,14 +18,16 @@ import (
 // restore; raft lists only raft/snapshots.
 const unreadableDir = "snapshots.unreadable"
 
-// restoreCheck proves that the snapshot raft will load restores, so that a
-// CRC that matches is not the last word. Offline (`dexd verify`, readOnly)
+// restoreCheck proves that the snapshot a node starts from restores, so that
+// a CRC that matches is not the last word. Offline (`dexd verify`, readOnly)
 // every snapshot is restored into a scratch state machine by the restore's
-// own code. At start the newest is decoded record by record; if it does not
-// decode, the node sets it aside and starts from the newest older one that
-// does, provided its log reaches back to that snapshot, and says so in the
-// returned note. It returns the snapshots raft will see.
-func restoreCheck(raftDir string, snaps []logstore.SnapshotCheck, firstIndex uint64, readOnly bool) ([]logstore.SnapshotCheck, string, error) {
+// own code. At start the newest is loaded, and what it loaded is the state
+// the node starts with (read once, not once to check and once more to
+// restore); if it does not load, the node sets it aside and starts from the
+// newest older one that does, provided its log reaches back to that
+// snapshot, and says so in the returned note. It returns the snapshots raft
+// will see and, at start, the newest loaded.
+func restoreCheck(raftDir string, snaps []logstore.SnapshotCheck, firstIndex uint64, readOnly bool) ([]logstore.SnapshotCheck, string, *loadedSnapshot, error) {
 	snaps = slices.Clone(snaps)
 	slices.SortFunc(snaps, func(a, b logstore.SnapshotCheck) int { return cmpIndex(b.Index, a.Index) })
 	if readOnly {
@@ -32,28 +35,29 @@ func restoreCheck(raftDir string, snaps []logstore.SnapshotCheck, firstIndex uin
 		for _, s := range snaps {
 			line, err := restoreSnapshotFile(raftDir, s)
 			if err != nil {
-				return snaps, strings.Join(lines, "\n"), err
+				return snaps, strings.Join(lines, "\n"), nil, err
 			}
 			lines = append(lines, line)
 		}
-		return snaps, strings.Join(lines, "\n"), nil
+		return snaps, strings.Join(lines, "\n"), nil, nil
 	}
 	var bad []logstore.SnapshotCheck
 	var firstErr error
 	for i, s := range snaps {
-		err := decodeSnapshotFile(raftDir, s)
+		state, err := loadSnapshotFile(raftDir, s)
 		if err == nil {
+			loaded := &loadedSnapshot{ID: s.ID, State: state}
 			if i == 0 {
-				return snaps, "", nil
+				return snaps, "", loaded, nil
 			}
 			if firstIndex > s.Index+1 {
-				return snaps, "", &DamageError{Path: statePath(raftDir, snaps[0]), Reason: fmt.Sprintf("does not restore (%v), and the log starts at entry %d, after the older snapshot %s (entry %d) that does", firstErr, firstIndex, s.ID, s.Index)}
+				return snaps, "", nil, &DamageError{Path: statePath(raftDir, snaps[0]), Reason: fmt.Sprintf("does not restore (%v), and the log starts at entry %d, after the older snapshot %s (entry %d) that does", firstErr, firstIndex, s.ID, s.Index)}
 			}
 			note, err := setAside(raftDir, bad, firstErr)
 			if err != nil {
-				return snaps, "", err
+				return snaps, "", nil, err
 			}
-			return snaps[i:], fmt.Sprintf("%s; starting from snapshot %s (entry %d) and the log after it", note, s.ID, s.Index), nil
+			return snaps[i:], fmt.Sprintf("%s; starting from snapshot %s (entry %d) and the log after it", note, s.ID, s.Index), loaded, nil
 		}
 		if firstErr == nil {
 			firstErr = err
@@ -61,9 +65,9 @@ func restoreCheck(raftDir string, snaps []logstore.SnapshotCheck, firstIndex uin
 		bad = append(bad, s)
 	}
 	if len(bad) == 0 {
-		return snaps, "", nil
+		return snaps, "", nil, nil
 	}
-	return snaps, "", &DamageError{Path: statePath(raftDir, snaps[0]), Reason: fmt.Sprintf("does not restore, nor does any older snapshot: %v", firstErr)}
+	return snaps, "", nil, &DamageError{Path: statePath(raftDir, snaps[0]), Reason: fmt.Sprintf("does not restore, nor does any older snapshot: %v", firstErr)}
 }
 
 func cmpIndex(a, b uint64) int {
@@ -80,15 +84,20 @@ func statePath(raftDir string, s logstore.SnapshotCheck) string {
 	return filepath.Join(raftDir, "snapshots", s.ID, "state.bin")
 }
 
-// decodeSnapshotFile decodes every record of a snapshot.
-func decodeSnapshotFile(raftDir string, s logstore.SnapshotCheck) error {
+// loadedSnapshot is the snapshot a node starts from, loaded by its check.
+type loadedSnapshot struct {
+	ID    string
+	State *fsm.Loaded
+}
+
+// loadSnapshotFile loads a snapshot as a restore does.
+func loadSnapshotFile(raftDir string, s logstore.SnapshotCheck) (*fsm.Loaded, error) {
 	f, err := os.Open(statePath(raftDir, s))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	_, err = fsm.CheckSnapshot(f)
-	return err
+	return fsm.LoadSnapshot(bufio.NewReaderSize(f, 1<<20))
 }
 
 // restoreSnapshotFile decodes a snapshot, then restores it into a scratch

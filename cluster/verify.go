@@ -23,39 +23,40 @@ import (
 // before the node serves or votes.
 //
 // A snapshot whose CRC matches must also restore (restoreCheck); note says
-// what the node did when its newest one does not.
-func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string, readOnly bool) (clog *logstore.CheckedLogStore, snaps []logstore.SnapshotCheck, note string, err error) {
+// what the node did when its newest one does not. At start (not readOnly)
+// loaded is the state of the snapshot raft will start from, if any.
+func openCheckedLog(store *raftboltdb.BoltStore, logs raft.LogStore, dir, raftDir string, readOnly bool) (clog *logstore.CheckedLogStore, snaps []logstore.SnapshotCheck, note string, loaded *loadedSnapshot, err error) {
 	hasState, err := logstore.HasRaftState(logs, store)
 	if err != nil {
-		return nil, nil, "", &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
+		return nil, nil, "", nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its raft state cannot be read: %v", err)}
 	}
 	checked, err := logstore.NewCheckedLogStore(logs, store, dir, readOnly)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	if _, err := checked.VerifyLog(); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	first, err := logs.FirstIndex()
 	if err != nil {
-		return nil, nil, "", &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
+		return nil, nil, "", nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: its first log index cannot be read: %v", err)}
 	}
 	snaps, err = logstore.CheckSnapshots(raftDir, first, hasState)
 	if err != nil {
-		return nil, snaps, "", err
+		return nil, snaps, "", nil, err
 	}
-	snaps, note, err = restoreCheck(raftDir, snaps, first, readOnly)
+	snaps, note, loaded, err = restoreCheck(raftDir, snaps, first, readOnly)
 	if err != nil {
-		return nil, snaps, "", err
+		return nil, snaps, "", nil, err
 	}
 	var newest uint64
 	for _, s := range snaps {
 		newest = max(newest, s.Index)
 	}
 	if err := checked.CheckStoredUpTo(newest); err != nil {
-		return nil, snaps, "", err
+		return nil, snaps, "", nil, err
 	}
-	return checked, snaps, note, nil
+	return checked, snaps, note, loaded, nil
 }
 
 // onDamage stops the node on a log entry that fails its checksum while it
@@ -136,7 +137,7 @@ func VerifyDataDir(dataDir string) (checked []string, err error) {
 		defer done()
 		logs, logPath, logName = w, logstore.WALDir(raftDir), "wal"
 	}
-	clog, snaps, restored, err := openCheckedLog(store, logs, logPath, raftDir, true)
+	clog, snaps, restored, _, err := openCheckedLog(store, logs, logPath, raftDir, true)
 	for _, s := range snaps {
 		checked = append(checked, fmt.Sprintf("snapshots/%s: up to entry %d, %d bytes, CRC64 matches", s.ID, s.Index, s.Size))
 	}

@@ -54,14 +54,37 @@ func SnapshotMeta(r io.Reader) (*fsmpb.ClusterMeta, error) { return store.Snapsh
 // left as it was. A snapshot written before the tool catalog existed has its
 // catalog rebuilt from its Workers.
 func (f *FSM) Restore(r io.Reader) error {
-	next, err := store.Load(r, routing, rebuildCatalog)
+	l, err := LoadSnapshot(r)
 	if err != nil {
 		return err
 	}
+	f.Install(l)
+	return nil
+}
+
+// Loaded is a snapshot read into a state of its own, not yet in use: a node
+// that starts loads its newest snapshot once, as the check that it
+// restores, then installs what it loaded.
+type Loaded struct {
+	db *store.DB
+}
+
+// LoadSnapshot reads a snapshot as Restore does, without touching any
+// state machine.
+func LoadSnapshot(r io.Reader) (*Loaded, error) {
+	db, err := store.Load(r, routing, rebuildCatalog)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{db: db}, nil
+}
+
+// Install replaces the whole state with a loaded one, which becomes f's:
+// install a Loaded once.
+func (f *FSM) Install(l *Loaded) {
 	f.mu.Lock()
-	old := f.cur.Swap(next)
+	old := f.cur.Swap(l.db)
 	f.halted.Store(nil)
 	f.mu.Unlock()
 	old.Abandon()
-	return nil
 }

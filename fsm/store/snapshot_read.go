@@ -8,8 +8,6 @@ import (
 	"io"
 	"math"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -47,6 +45,9 @@ func NewSnapshotReader(r io.Reader) (*SnapshotReader, error) {
 
 // Header is the bytes the snapshot began with.
 func (r *SnapshotReader) Header() []byte { return append([]byte(SnapshotMagic), r.version) }
+
+// RecordBytes is the size of the record Next returned last.
+func (r *SnapshotReader) RecordBytes() int { return len(r.buf) }
 
 // Read is how many records were read: the number of the next one.
 func (r *SnapshotReader) Read() int { return r.n }
@@ -123,7 +124,7 @@ func CheckSnapshot(r io.Reader) (SnapshotSummary, error) {
 			return sum, err
 		}
 		sum.Records++
-		sum.Largest = max(sum.Largest, proto.Size(rec))
+		sum.Largest = max(sum.Largest, sr.RecordBytes())
 		if m := rec.GetMeta(); m != nil {
 			sum.ClusterID = m.GetClusterId()
 		}
