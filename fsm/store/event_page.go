@@ -2,9 +2,10 @@ package store
 
 import (
 	"fmt"
+	"slices"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -117,25 +118,26 @@ func sessionIDSize(ev *fsmpb.Event) int {
 	return protowire.SizeTag(2) + protowire.SizeBytes(len(ev.SessionId))
 }
 
-// appendEvent appends ev, length-delimited and without its session id, to b.
-// It encodes ev once, behind a one-byte length that it widens in the rare
-// case the event is 128 bytes or more.
+// appendEvent appends ev, length-delimited and without its session id, to b:
+// sized first, then encoded once into exactly its bytes by the generated
+// encoder, which writes what the deterministic reflective one does (fields in
+// number order; an event has no map). The generated encoder does not check
+// strings; this does, as the reflective one did.
 func appendEvent(b []byte, ev *fsmpb.Event) []byte {
+	if !utf8.ValidString(ev.Type) || !utf8.ValidString(ev.StepId) || !utf8.ValidString(ev.Detail) {
+		panic(fmt.Sprintf("store: encode event %d of %s: a string field holds invalid UTF-8", ev.Seq, ev.SessionId))
+	}
 	sessionID := ev.SessionId
 	ev.SessionId = "" // restored below; ev is not shared yet
+	defer func() { ev.SessionId = sessionID }()
+	size := ev.SizeVT()
+	b = protowire.AppendVarint(b, uint64(size))
 	at := len(b)
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(append(b, 0), ev)
-	ev.SessionId = sessionID
-	if err != nil {
+	b = slices.Grow(b, size)[:at+size]
+	if _, err := ev.MarshalToSizedBufferVT(b[at:]); err != nil {
 		panic(fmt.Sprintf("store: encode event: %v", err))
 	}
-	size := len(b) - at - 1
-	if size < 0x80 {
-		b[at] = byte(size)
-		return b
-	}
-	enc := append([]byte(nil), b[at+1:]...)
-	return append(protowire.AppendVarint(b[:at], uint64(size)), enc...)
+	return b
 }
 
 // eachEncoded calls fn with each event's encoding as a deterministic

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protodelim"
@@ -89,7 +90,10 @@ func TestEventPager_SplitsBySessionAndPageSize(t *testing.T) {
 }
 
 func TestEventPage_SnapshotRecordsAreWhatProtodelimWrites(t *testing.T) {
-	evs := []*fsmpb.Event{testEvent(7), testEvent(8), {Seq: 9, SessionId: "sess-1", Type: "x", Ordinal: 3}}
+	big := testEvent(10)
+	big.Detail = strings.Repeat("é", 200)
+	evs := []*fsmpb.Event{testEvent(7), testEvent(8), {Seq: 9, SessionId: "sess-1", Type: "x", Ordinal: 3},
+		big, {Seq: 11, SessionId: "sess-1", AtMs: -1}, {SessionId: "sess-1"}}
 	p := NewEventPage("sess-1", evs...)
 	var got, want bytes.Buffer
 	if err := p.EachEncoded(func(ev []byte) error { return writeEventRecord(&got, ev) }); err != nil {
@@ -104,6 +108,17 @@ func TestEventPage_SnapshotRecordsAreWhatProtodelimWrites(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Fatalf("records written from the page differ from protodelim's:\n got %x\nwant %x", got.Bytes(), want.Bytes())
 	}
+}
+
+func TestEventPage_RefusesAnEventWithInvalidUTF8(t *testing.T) {
+	bad := testEvent(1)
+	bad.Detail = "cut in the middle of \xc3"
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "invalid UTF-8") {
+			t.Fatalf("an event with invalid UTF-8 was paged (recovered %v)", r)
+		}
+	}()
+	NewEventPage("sess-1", bad)
 }
 
 func TestEventPage_AnEventOf128BytesOrMoreKeepsItsLength(t *testing.T) {
