@@ -104,27 +104,34 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 	tx := next.Txn(true)
 	defer tx.Abort()
 	rs := &restoring{tx: tx, version: sr.version, pager: &eventPager{tx: tx}}
-	for {
-		rec, err := sr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	done := make(chan struct{})
+	batches := decodeAhead(sr, done)
+	defer func() {
+		// The decoder stops before Load returns: in is the caller's again.
+		close(done)
+		for range batches {
 		}
-		if err != nil {
-			return nil, err
+	}()
+	n := 0
+	for batch := range batches {
+		for _, rec := range batch.recs {
+			t := tableOf(rec)
+			if t == nil {
+				return nil, fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
+			}
+			row := t.row(rec)
+			if t.restore != nil {
+				err = t.restore(rs, row)
+			} else {
+				err = tx.insert(t.name, row)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+			}
+			n++
 		}
-		n := sr.n - 1
-		t := tableOf(rec)
-		if t == nil {
-			return nil, fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
-		}
-		row := t.row(rec)
-		if t.restore != nil {
-			err = t.restore(rs, row)
-		} else {
-			err = tx.insert(t.name, row)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+		if batch.err != nil {
+			return nil, batch.err
 		}
 	}
 	if err := rs.pager.flush(); err != nil {
@@ -150,6 +157,56 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 	}
 	tx.Commit()
 	return next, nil
+}
+
+// decodedBatch is records decoded ahead of the restore, in snapshot order;
+// err, if any, is the decoder's error after them.
+type decodedBatch struct {
+	recs []*fsmpb.SnapshotRecord
+	err  error
+}
+
+// decodeBatch is how many records travel together to the restore.
+const decodeBatch = 256
+
+// decodeAhead decodes sr's records on a goroutine of its own, so that a
+// restore decodes the next records while it inserts these: on two cores or
+// more, it takes about the longer of the two instead of their sum. The
+// channel closes after the last record or the first error; closing done
+// stops the decoder early.
+func decodeAhead(sr *SnapshotReader, done <-chan struct{}) <-chan decodedBatch {
+	out := make(chan decodedBatch, 4)
+	go func() {
+		defer close(out)
+		send := func(b decodedBatch) bool {
+			select {
+			case out <- b:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		recs := make([]*fsmpb.SnapshotRecord, 0, decodeBatch)
+		for {
+			rec, err := sr.Next()
+			if errors.Is(err, io.EOF) {
+				send(decodedBatch{recs: recs})
+				return
+			}
+			if err != nil {
+				send(decodedBatch{recs: recs, err: err})
+				return
+			}
+			recs = append(recs, rec)
+			if len(recs) == decodeBatch {
+				if !send(decodedBatch{recs: recs}) {
+					return
+				}
+				recs = make([]*fsmpb.SnapshotRecord, 0, decodeBatch)
+			}
+		}
+	}()
+	return out
 }
 
 // restoreSession inserts a session; one of format 1 first gives its inline
