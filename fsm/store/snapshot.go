@@ -198,6 +198,11 @@ func decodeAhead(sr *SnapshotReader, done <-chan struct{}) <-chan decodedBatch {
 				return
 			}
 			recs = append(recs, rec)
+			select {
+			case <-done:
+				return
+			default:
+			}
 			if len(recs) == decodeBatch {
 				if !send(decodedBatch{recs: recs}) {
 					return
