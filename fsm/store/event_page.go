@@ -43,7 +43,7 @@ func NewEventPage(sessionID string, evs ...*fsmpb.Event) *EventPage {
 	}
 	p.data = make([]byte, 0, size) // exactly: a stored page is never appended to
 	for _, ev := range evs {
-		p.data = appendEvent(p.data, ev)
+		p.data = appendEvent(p.data, ev, eventSize(ev))
 	}
 	p.n = len(evs)
 	last := evs[len(evs)-1]
@@ -60,11 +60,12 @@ func (p *EventPage) LastOrdinal() uint64 { return p.lastOrdinal }
 
 // withEvent returns a copy of p with ev after its events.
 func (p *EventPage) WithEvent(ev *fsmpb.Event) *EventPage {
-	data := make([]byte, len(p.data), len(p.data)+protowire.SizeBytes(eventSize(ev)))
+	size := eventSize(ev)
+	data := make([]byte, len(p.data), len(p.data)+protowire.SizeBytes(size))
 	copy(data, p.data)
 	return &EventPage{
 		SessionID: p.SessionID, Key: p.Key, n: p.n + 1,
-		lastSeq: ev.Seq, lastOrdinal: ev.Ordinal, data: appendEvent(data, ev),
+		lastSeq: ev.Seq, lastOrdinal: ev.Ordinal, data: appendEvent(data, ev, size),
 	}
 }
 
@@ -118,19 +119,18 @@ func sessionIDSize(ev *fsmpb.Event) int {
 	return protowire.SizeTag(2) + protowire.SizeBytes(len(ev.SessionId))
 }
 
-// appendEvent appends ev, length-delimited and without its session id, to b:
-// sized first, then encoded once into exactly its bytes by the generated
-// encoder, which writes what the deterministic reflective one does (fields in
+// appendEvent appends ev, length-delimited and without its session id, to b;
+// size is eventSize(ev), which the caller sized b with. ev is encoded once
+// into exactly its bytes by the generated encoder, which writes what the deterministic reflective one does (fields in
 // number order; an event has no map). The generated encoder does not check
 // strings; this does, as the reflective one did.
-func appendEvent(b []byte, ev *fsmpb.Event) []byte {
+func appendEvent(b []byte, ev *fsmpb.Event, size int) []byte {
 	if !utf8.ValidString(ev.Type) || !utf8.ValidString(ev.StepId) || !utf8.ValidString(ev.Detail) {
 		panic(fmt.Sprintf("store: encode event %d of %s: a string field holds invalid UTF-8", ev.Seq, ev.SessionId))
 	}
 	sessionID := ev.SessionId
 	ev.SessionId = "" // restored below; ev is not shared yet
 	defer func() { ev.SessionId = sessionID }()
-	size := ev.SizeVT()
 	b = protowire.AppendVarint(b, uint64(size))
 	at := len(b)
 	b = slices.Grow(b, size)[:at+size]
