@@ -30,10 +30,8 @@ func restoreAtStart(f *fsm.FSM, snaps raft.SnapshotStore, loaded *loadedSnapshot
 	if err != nil {
 		return fmt.Errorf("open snapshot %s: %v", newest.ID, err)
 	}
-	defer rc.Close()
-	if err := f.Restore(rc); err != nil {
+	if err := (&raftFSM{f: f}).Restore(rc); err != nil {
 		return fmt.Errorf("restore snapshot %s: %w", newest.ID, err)
 	}
-	f.NotifyRestored()
 	return nil
 }
