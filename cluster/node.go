@@ -250,6 +250,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	w.StartChecked()
 	if note != "" {
 		n.log.Warn(note)
 	}

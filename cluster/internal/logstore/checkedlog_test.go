@@ -3,6 +3,7 @@ package logstore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +179,44 @@ func TestCheckedLog_ADamagedEnvelopeIsDetected(t *testing.T) {
 		if err := c.GetLog(1, &l); !errors.As(err, &de) || de.Index != 1 {
 			t.Fatalf("extensions %q: %v", ext, err)
 		}
+	}
+}
+
+// VerifyLog reads the log in two halves at once; what it reports is still
+// what a read from the first entry on meets first.
+func TestCheckedLog_VerifyLogReportsTheFirstDamageInEitherHalf(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		damaged []uint64
+		want    uint64 // the damaged index reported
+		read    int    // entries read before it
+	}{
+		{"lower half", []uint64{3}, 3, 2},
+		{"upper half", []uint64{7}, 7, 6},
+		{"both halves", []uint64{3, 7}, 3, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "raft.db")
+			s := openBolt(t, path)
+			cl := checked(t, s, path)
+			var entries []*raft.Log // in one write, so that bolt holds each once
+			for i := uint64(1); i <= 8; i++ {
+				entries = append(entries, entry(i, fmt.Sprintf("marker-AAAA-%04d", i)))
+			}
+			if err := cl.StoreLogs(entries); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			for _, i := range c.damaged {
+				replaceInFile(t, path, fmt.Sprintf("marker-AAAA-%04d", i), fmt.Sprintf("marker-ZZZZ-%04d", i))
+			}
+			s = openBolt(t, path)
+			defer s.Close()
+			n, err := checked(t, s, path).VerifyLog()
+			var de *DamageError
+			if !errors.As(err, &de) || de.Index != c.want || n != c.read {
+				t.Fatalf("VerifyLog = %d, %v; want %d read, then damage at entry %d", n, err, c.read, c.want)
+			}
+		})
 	}
 }

@@ -58,25 +58,32 @@ func OpenWAL(dir, dataDir string, hl hclog.Logger, failed func(error)) (w *WALSt
 		}
 	}
 	meta := &metadb.BoltMetaDB{}
+	ahead := newStartReads()
 	inner, err := wal.Open(dir, wal.WithLogger(hl), wal.WithSegmentSize(walSegmentSize),
 		wal.WithMetaStore(walMeta{BoltMetaDB: meta, failed: failed}),
-		wal.WithSegmentFiler(segment.NewFiler(dir, walFS{FS: walfs.New(), failed: failed})))
+		wal.WithSegmentFiler(segment.NewFiler(dir, walFS{FS: walfs.New(), failed: failed, ahead: ahead})))
 	if err != nil {
+		ahead.end()
 		meta.Close()
 		if IsDiskFull(err) {
 			return nil, fmt.Errorf("open %s: %w", dir, err)
 		}
 		return nil, &DamageError{Path: dir, Reason: fmt.Sprintf("is damaged: %v", err)}
 	}
-	return &WALStore{WAL: inner, meta: meta}, nil
+	return &WALStore{WAL: inner, meta: meta, ahead: ahead}, nil
 }
 
 // WALStore closes the WAL's meta store too: wal.WAL.Close leaves it open,
 // and with it the file lock a restart in the same process needs.
 type WALStore struct {
 	*wal.WAL
-	meta *metadb.BoltMetaDB
+	meta  *metadb.BoltMetaDB
+	ahead *startReads
 }
+
+// StartChecked ends the reads ahead of a start (startReads): call it once
+// the log has been read back, before raft runs.
+func (w *WALStore) StartChecked() { w.ahead.end() }
 
 // walFS is raft-wal's file system, except for a new segment it could not
 // create: raft-wal makes the next segment on its own when the open one is
@@ -86,6 +93,31 @@ type WALStore struct {
 type walFS struct {
 	*walfs.FS
 	failed func(error)
+	ahead  *startReads
+}
+
+// OpenReader and OpenWriter open the segments a start reads, through
+// windows read ahead while the start lasts.
+func (f walFS) OpenReader(dir, name string) (types.ReadableFile, error) {
+	r, err := f.FS.OpenReader(dir, name)
+	if err != nil {
+		return r, err
+	}
+	if w := f.ahead.track(r); w != nil {
+		return aheadReader{ReadableFile: r, w: w}, nil
+	}
+	return r, nil
+}
+
+func (f walFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	wf, err := f.FS.OpenWriter(dir, name)
+	if err != nil {
+		return wf, err
+	}
+	if w := f.ahead.track(wf); w != nil {
+		return aheadWriter{WritableFile: wf, w: w}, nil
+	}
+	return wf, nil
 }
 
 func (f walFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
@@ -121,6 +153,7 @@ func (m walMeta) CommitState(s types.PersistentState) error {
 }
 
 func (w *WALStore) Close() error {
+	w.ahead.end()
 	err := w.WAL.Close()
 	if merr := w.meta.Close(); err == nil {
 		err = merr

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -177,18 +178,27 @@ func CheckSnapshots(raftDir string, firstIndex uint64, hasState bool) ([]Snapsho
 	if err != nil {
 		return nil, fmt.Errorf("read snapshots dir %s: %v", dir, err)
 	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") { // not one of raft's unfinished snapshots
+			names = append(names, e.Name())
+		}
+	}
+	// Each snapshot's CRC on a core of its own: a start waits for them.
+	results := make([]snapshotChecked, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { results[i].c, results[i].err = checkSnapshot(filepath.Join(dir, name)) })
+	}
+	wg.Wait()
 	var checked []SnapshotCheck
 	var newest uint64
-	for _, e := range entries {
-		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
-			continue // raft's unfinished snapshots
+	for _, r := range results {
+		if r.err != nil {
+			return checked, r.err
 		}
-		c, err := checkSnapshot(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return checked, err
-		}
-		checked = append(checked, c)
-		newest = max(newest, c.Index)
+		checked = append(checked, r.c)
+		newest = max(newest, r.c.Index)
 	}
 	if firstIndex > 1 && newest < firstIndex-1 {
 		reason := fmt.Sprintf("holds no snapshot, but the log starts at entry %d", firstIndex)
@@ -198,6 +208,11 @@ func CheckSnapshots(raftDir string, firstIndex uint64, hasState bool) ([]Snapsho
 		return checked, &DamageError{Path: dir, Reason: reason}
 	}
 	return checked, nil
+}
+
+type snapshotChecked struct {
+	c   SnapshotCheck
+	err error
 }
 
 // checkSnapshot verifies one snapshot: meta.json readable, state.bin of the
