@@ -114,7 +114,15 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 	}()
 	n := 0
 	for batch := range batches {
-		for _, rec := range batch.recs {
+		for _, item := range batch.items {
+			if item.event != nil {
+				if err := rs.pager.add(*item.event); err != nil {
+					return nil, fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
+				}
+				n++
+				continue
+			}
+			rec := item.rec
 			t := tableOf(rec)
 			if t == nil {
 				return nil, fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
@@ -144,7 +152,7 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 			return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
 		for _, ev := range events {
-			if err := rs.pager.add(ev); err != nil {
+			if err := rs.pager.add(pagedEventOf(ev)); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 			}
 		}
@@ -162,8 +170,8 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 // decodedBatch is records decoded ahead of the restore, in snapshot order;
 // err, if any, is the decoder's error after them.
 type decodedBatch struct {
-	recs []*fsmpb.SnapshotRecord
-	err  error
+	items []restoreItem
+	err   error
 }
 
 // decodeBatch is how many records travel together to the restore.
@@ -186,28 +194,32 @@ func decodeAhead(sr *SnapshotReader, done <-chan struct{}) <-chan decodedBatch {
 				return false
 			}
 		}
-		recs := make([]*fsmpb.SnapshotRecord, 0, decodeBatch)
+		items := make([]restoreItem, 0, decodeBatch)
+		session := ""
 		for {
-			rec, err := sr.Next()
+			item, err := sr.nextItem(session)
 			if errors.Is(err, io.EOF) {
-				send(decodedBatch{recs: recs})
+				send(decodedBatch{items: items})
 				return
 			}
 			if err != nil {
-				send(decodedBatch{recs: recs, err: err})
+				send(decodedBatch{items: items, err: err})
 				return
 			}
-			recs = append(recs, rec)
+			if item.event != nil {
+				session = item.event.sessionID
+			}
+			items = append(items, item)
 			select {
 			case <-done:
 				return
 			default:
 			}
-			if len(recs) == decodeBatch {
-				if !send(decodedBatch{recs: recs}) {
+			if len(items) == decodeBatch {
+				if !send(decodedBatch{items: items}) {
 					return
 				}
-				recs = make([]*fsmpb.SnapshotRecord, 0, decodeBatch)
+				items = make([]restoreItem, 0, decodeBatch)
 			}
 		}
 	}()
@@ -234,7 +246,7 @@ func restoreEvent(r *restoring, row proto.Message) error {
 		r.legacyEvents = append(r.legacyEvents, ev)
 		return nil
 	}
-	return r.pager.add(ev)
+	return r.pager.add(pagedEventOf(ev))
 }
 
 // splitV1Session moves the history, inbox and accepted message ids a format-1
@@ -330,28 +342,29 @@ func sortEvents(evs []*fsmpb.Event) {
 // and they are paged as they are read.
 type eventPager struct {
 	tx   *Txn
-	cur  []*fsmpb.Event
-	last *fsmpb.Event
+	cur     []pagedEvent
+	last    pagedEvent // the event added last, once started
+	started bool
 }
 
 // add takes the snapshot's next event; one out of order (or listed twice)
 // means a damaged snapshot.
-func (p *eventPager) add(ev *fsmpb.Event) error {
-	if p.last != nil {
-		switch c := cmp.Or(cmp.Compare(p.last.SessionId, ev.SessionId), cmp.Compare(p.last.Seq, ev.Seq)); {
+func (p *eventPager) add(ev pagedEvent) error {
+	if p.started {
+		switch c := cmp.Or(cmp.Compare(p.last.sessionID, ev.sessionID), cmp.Compare(p.last.seq, ev.seq)); {
 		case c == 0:
-			return fmt.Errorf("event %d of session %q is listed twice", ev.Seq, ev.SessionId)
+			return fmt.Errorf("event %d of session %q is listed twice", ev.seq, ev.sessionID)
 		case c > 0:
-			return fmt.Errorf("event %d of session %q is out of order", ev.Seq, ev.SessionId)
+			return fmt.Errorf("event %d of session %q is out of order", ev.seq, ev.sessionID)
 		}
 	}
-	if len(p.cur) == EventPageSize || (len(p.cur) > 0 && p.cur[0].SessionId != ev.SessionId) {
+	if len(p.cur) == EventPageSize || (len(p.cur) > 0 && p.cur[0].sessionID != ev.sessionID) {
 		if err := p.flush(); err != nil {
 			return err
 		}
 	}
 	p.cur = append(p.cur, ev)
-	p.last = ev
+	p.last, p.started = ev, true
 	return nil
 }
 
@@ -360,7 +373,7 @@ func (p *eventPager) flush() error {
 	if len(p.cur) == 0 {
 		return nil
 	}
-	err := p.tx.insert(TableEvents, NewEventPage(p.cur[0].SessionId, p.cur...))
+	err := p.tx.insert(TableEvents, pageOf(p.cur))
 	p.cur = p.cur[:0]
 	return err
 }
