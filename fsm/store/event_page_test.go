@@ -61,7 +61,7 @@ func TestEventPager_SplitsBySessionAndPageSize(t *testing.T) {
 	tx := New(Routing{}).Txn(true)
 	pager := &eventPager{tx: tx}
 	for _, ev := range evs {
-		if err := pager.add(pagedEventOf(ev)); err != nil {
+		if err := pager.add(ev); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -114,15 +114,7 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 	}()
 	n := 0
 	for batch := range batches {
-		for _, item := range batch.items {
-			if item.event != nil {
-				if err := rs.pager.add(*item.event); err != nil {
-					return nil, fmt.Errorf("%w: record %d: %v", ErrBadSnapshot, n, err)
-				}
-				n++
-				continue
-			}
-			rec := item.rec
+		for _, rec := range batch.recs {
 			t := tableOf(rec)
 			if t == nil {
 				return nil, fmt.Errorf("%w: record %d has an unknown type", ErrBadSnapshot, n)
@@ -152,7 +144,7 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 			return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
 		for _, ev := range events {
-			if err := rs.pager.add(pagedEventOf(ev)); err != nil {
+			if err := rs.pager.add(ev); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 			}
 		}
@@ -170,8 +162,8 @@ func Load(in io.Reader, r Routing, finish func(*Txn)) (*DB, error) {
 // decodedBatch is records decoded ahead of the restore, in snapshot order;
 // err, if any, is the decoder's error after them.
 type decodedBatch struct {
-	items []restoreItem
-	err   error
+	recs []*fsmpb.SnapshotRecord
+	err  error
 }
 
 // decodeBatch is how many records travel together to the restore.
@@ -194,32 +186,28 @@ func decodeAhead(sr *SnapshotReader, done <-chan struct{}) <-chan decodedBatch {
 				return false
 			}
 		}
-		items := make([]restoreItem, 0, decodeBatch)
-		session := ""
+		recs := make([]*fsmpb.SnapshotRecord, 0, decodeBatch)
 		for {
-			item, err := sr.nextItem(session)
+			rec, err := sr.Next()
 			if errors.Is(err, io.EOF) {
-				send(decodedBatch{items: items})
+				send(decodedBatch{recs: recs})
 				return
 			}
 			if err != nil {
-				send(decodedBatch{items: items, err: err})
+				send(decodedBatch{recs: recs, err: err})
 				return
 			}
-			if item.event != nil {
-				session = item.event.sessionID
-			}
-			items = append(items, item)
+			recs = append(recs, rec)
 			select {
 			case <-done:
 				return
 			default:
 			}
-			if len(items) == decodeBatch {
-				if !send(decodedBatch{items: items}) {
+			if len(recs) == decodeBatch {
+				if !send(decodedBatch{recs: recs}) {
 					return
 				}
-				items = make([]restoreItem, 0, decodeBatch)
+				recs = make([]*fsmpb.SnapshotRecord, 0, decodeBatch)
 			}
 		}
 	}()
@@ -246,7 +234,7 @@ func restoreEvent(r *restoring, row proto.Message) error {
 		r.legacyEvents = append(r.legacyEvents, ev)
 		return nil
 	}
-	return r.pager.add(pagedEventOf(ev))
+	return r.pager.add(ev)
 }
 
 // splitV1Session moves the history, inbox and accepted message ids a format-1
@@ -342,29 +330,28 @@ func sortEvents(evs []*fsmpb.Event) {
 // and they are paged as they are read.
 type eventPager struct {
 	tx   *Txn
-	cur     []pagedEvent
-	last    pagedEvent // the event added last, once started
-	started bool
+	cur  []*fsmpb.Event
+	last *fsmpb.Event
 }
 
 // add takes the snapshot's next event; one out of order (or listed twice)
 // means a damaged snapshot.
-func (p *eventPager) add(ev pagedEvent) error {
-	if p.started {
-		switch c := cmp.Or(cmp.Compare(p.last.sessionID, ev.sessionID), cmp.Compare(p.last.seq, ev.seq)); {
+func (p *eventPager) add(ev *fsmpb.Event) error {
+	if p.last != nil {
+		switch c := cmp.Or(cmp.Compare(p.last.SessionId, ev.SessionId), cmp.Compare(p.last.Seq, ev.Seq)); {
 		case c == 0:
-			return fmt.Errorf("event %d of session %q is listed twice", ev.seq, ev.sessionID)
+			return fmt.Errorf("event %d of session %q is listed twice", ev.Seq, ev.SessionId)
 		case c > 0:
-			return fmt.Errorf("event %d of session %q is out of order", ev.seq, ev.sessionID)
+			return fmt.Errorf("event %d of session %q is out of order", ev.Seq, ev.SessionId)
 		}
 	}
-	if len(p.cur) == EventPageSize || (len(p.cur) > 0 && p.cur[0].sessionID != ev.sessionID) {
+	if len(p.cur) == EventPageSize || (len(p.cur) > 0 && p.cur[0].SessionId != ev.SessionId) {
 		if err := p.flush(); err != nil {
 			return err
 		}
 	}
 	p.cur = append(p.cur, ev)
-	p.last, p.started = ev, true
+	p.last = ev
 	return nil
 }
 
@@ -373,7 +360,7 @@ func (p *eventPager) flush() error {
 	if len(p.cur) == 0 {
 		return nil
 	}
-	err := p.tx.insert(TableEvents, pageOf(p.cur))
+	err := p.tx.insert(TableEvents, NewEventPage(p.cur[0].SessionId, p.cur...))
 	p.cur = p.cur[:0]
 	return err
 }

@@ -55,64 +55,23 @@ func (r *SnapshotReader) Read() int { return r.n }
 // Next returns the next record, or io.EOF after the last one. An error
 // names the record by its number.
 func (r *SnapshotReader) Next() (*fsmpb.SnapshotRecord, error) {
-	if err := r.read(); err != nil {
-		return nil, err
-	}
-	return r.decode()
-}
-
-// read reads the next record's bytes into r.buf.
-func (r *SnapshotReader) read() error {
 	size, err := binary.ReadUvarint(r.br)
 	if errors.Is(err, io.EOF) {
-		return io.EOF
+		return nil, io.EOF
 	}
 	if err != nil {
-		return r.bad(fmt.Errorf("its length: %w", noEOF(err)))
+		return nil, r.bad(fmt.Errorf("its length: %w", noEOF(err)))
 	}
 	if size > MaxRecordBytes {
-		return r.bad(fmt.Errorf("its length %d is over %d bytes", size, MaxRecordBytes))
+		return nil, r.bad(fmt.Errorf("its length %d is over %d bytes", size, MaxRecordBytes))
 	}
 	if uint64(cap(r.buf)) < size {
 		r.buf = make([]byte, size)
 	}
 	r.buf = r.buf[:size]
 	if _, err := io.ReadFull(r.br, r.buf); err != nil {
-		return r.bad(noEOF(err))
+		return nil, r.bad(noEOF(err))
 	}
-	return nil
-}
-
-// nextItem is Next for a restore: from format 3 on, an event comes back as
-// a page keeps it (eventFromRecord), not decoded; session is the previous
-// event's session id.
-func (r *SnapshotReader) nextItem(session string) (restoreItem, error) {
-	if err := r.read(); err != nil {
-		return restoreItem{}, err
-	}
-	if r.version >= 3 {
-		ev, ok, err := eventFromRecord(r.buf, session)
-		if err != nil {
-			return restoreItem{}, r.bad(err)
-		}
-		if ok {
-			r.n++
-			return restoreItem{event: &ev}, nil
-		}
-	}
-	rec, err := r.decode()
-	return restoreItem{rec: rec}, err
-}
-
-// restoreItem is one record as a restore takes it: an event as a page
-// keeps it, or any other record decoded.
-type restoreItem struct {
-	rec   *fsmpb.SnapshotRecord
-	event *pagedEvent
-}
-
-// decode decodes the record in r.buf.
-func (r *SnapshotReader) decode() (*fsmpb.SnapshotRecord, error) {
 	// The generated decoder, not reflection: a restore spends most of its
 	// time here.
 	rec := &fsmpb.SnapshotRecord{}
