@@ -103,6 +103,8 @@ bench-etcd:
 # turns (BENCHMARKS.md, issue 30): five SIGKILLs and restarts of each, on
 # real processes. The chaos package's TestMain builds the dexd, dexworker
 # and dexctl it starts, so nothing is built here first. Not part of test/CI.
+# DEX_BENCH_DEXD_B=PATH alternates the restarts with another dexd (A B B A,
+# same data) for a before/after pair in one run.
 bench-longsession:
 	chaos/scripts/busy.sh $(GO) test -tags e2e ./chaos/ -run '^$$' -bench LongSessionRestart -benchtime 5x -count 1
 

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -122,13 +124,18 @@ func waitSnapshotIndex(tb testing.TB, n *harness.Node, index uint64, d time.Dura
 	}
 }
 
-// restartFollower is one sub-benchmark: b.N restarts of a follower.
+// restartFollower is one sub-benchmark: b.N restarts of a follower. With
+// DEX_BENCH_DEXD_B set to another dexd, the restarts alternate between the
+// built dexd (A) and that one (B) on the same data, A B B A, and the
+// serving times of B are reported apart (B-serving-ms-median): a
+// before/after pair of a start in one run.
 func restartFollower(b *testing.B, e *env, id string) {
-	var took, served []time.Duration
+	var took, served, servedB []time.Duration
 	var n *harness.Node
 	var commit float64
+	otherDexd := os.Getenv("DEX_BENCH_DEXD_B")
 	b.StopTimer()
-	for range b.N {
+	for i := range b.N {
 		leader, err := e.cluster.WaitReady(benchCtx(b, 30*time.Second))
 		if err != nil {
 			b.Fatal(err)
@@ -136,6 +143,11 @@ func restartFollower(b *testing.B, e *env, id string) {
 		n = follower(b, e, leader)
 		commit = metricValue(leader, "dex_raft_commit_index")
 		n.Kill()
+		asB := otherDexd != "" && (i%4 == 1 || i%4 == 2)
+		n.Bin = filepath.Join(binDir, "dexd")
+		if asB {
+			n.Bin = otherDexd
+		}
 
 		b.StartTimer()
 		start := time.Now()
@@ -156,9 +168,17 @@ func restartFollower(b *testing.B, e *env, id string) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		b.StopTimer()
+		if asB {
+			servedB = append(servedB, serving)
+			continue
+		}
 		took = append(took, time.Since(start))
 		served = append(served, serving)
-		b.StopTimer()
+	}
+	if len(servedB) > 0 {
+		slices.Sort(servedB)
+		b.ReportMetric(float64(servedB[len(servedB)/2].Microseconds())/1000, "B-serving-ms-median")
 	}
 
 	slices.Sort(took)
