@@ -196,9 +196,14 @@ func (s *soaker) sampleFlat(ctx context.Context, at time.Duration) FlatSample {
 	if out.RSSBytes, err = rssBytes(l.PID()); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if out.SnapshotBytes, out.SnapshotIndex, out.Restore, err = RestoreNewest(l.DataDir); err != nil {
+	// A sample begun finishes when the load ends under it.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer rcancel()
+	restore, err := s.o.RestoreTimer(rctx, l.DataDir)
+	if err != nil {
 		errs = append(errs, err.Error())
 	}
+	out.SnapshotBytes, out.SnapshotIndex, out.Restore = restore.Size, restore.Index, restore.Took
 	out.Err = strings.Join(errs, "; ")
 	return out
 }
@@ -229,9 +234,9 @@ func parseVmRSS(status string) (int64, error) {
 	return 0, errors.New("no VmRSS line")
 }
 
-// restoreTries: the restore time is the shortest of this many restores,
+// RestoreTries: the restore time is the shortest of this many restores,
 // so that a CPU busy with the load for a moment does not count.
-const restoreTries = 3
+const RestoreTries = 5
 
 // RestoreNewest restores a node's newest raft snapshot offline (the node
 // may run: its snapshot files are only read) and times it.
@@ -248,7 +253,7 @@ func RestoreNewest(dataDir string) (size int64, index uint64, took time.Duration
 		return 0, 0, 0, errors.New("no snapshot yet")
 	}
 	m := metas[0]
-	for i := 0; i < restoreTries; i++ {
+	for i := 0; i < RestoreTries; i++ {
 		d, err := timeRestore(snaps, m.ID)
 		if err != nil {
 			return m.Size, m.Index, 0, err

@@ -63,6 +63,9 @@ type Options struct {
 	// DefaultFlatRule).
 	SampleEvery time.Duration
 	Flat        FlatRule
+	// RestoreTimer times the restore of the leader's newest snapshot for
+	// the flatness figures (default: RestoreNewest in this process).
+	RestoreTimer RestoreTimer
 }
 
 // FaultRecord is one fault as it happened.
@@ -166,6 +169,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = server.DefaultMaxPayload
+	}
+	if o.RestoreTimer == nil {
+		o.RestoreTimer = inProcess
 	}
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = time.Minute

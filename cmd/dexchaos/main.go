@@ -7,6 +7,7 @@
 //	dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
 //	dexchaos provider --script FILE [--addr 127.0.0.1:0] [--log FILE]
 //	dexchaos certify [--tools FILE] [--columns LIST] [--out DIR] [--junit FILE] -- COMMAND [ARG]...
+//	dexchaos restore-time --data-dir DIR
 package main
 
 import (
@@ -33,6 +34,7 @@ const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] 
        dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
        dexchaos provider --script FILE [--addr 127.0.0.1:0] [--log FILE]
        dexchaos certify [--tools FILE] [--columns LIST] [--out DIR] [--junit FILE] -- COMMAND [ARG]...
+       dexchaos restore-time --data-dir DIR
 
 Runs every cell of the crash matrix (docs/crash-matrix.md): each row's moment against each
 column's fault, on a fresh 3-node dexd cluster with dexworker processes,
@@ -45,6 +47,8 @@ soak runs a seeded random fault schedule under load and checks the run
 provider serves a scripted model behind the providers' HTTP APIs
 (dexchaos provider --help).
 certify runs the matrix against your own Worker (dexchaos certify --help).
+restore-time times a restore of a node's newest snapshot, as the soak's
+flatness figures do (dexchaos restore-time --help).
 
 Columns: worker-kill, server-restart, takeover, leader-pause, takeover-dex.
 --row matches the regular expression against "Step | Moment".
@@ -84,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			return nil, flag.ErrHelp
 		}
-		return nil, errors.New("the command is: dexchaos matrix, takeover, soak, provider or certify")
+		return nil, errors.New("the command is: dexchaos matrix, takeover, soak, provider, certify or restore-time")
 	}
 	c := &config{}
 	fs := flag.NewFlagSet("dexchaos matrix", flag.ContinueOnError)
@@ -173,6 +177,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "certify" {
 		return runCertify(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "restore-time" {
+		return runRestoreTime(args[1:], stdout, stderr)
 	}
 	c, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -159,6 +159,11 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	for _, stale := range []string{"logs", "linearizability.html"} {
 		_ = os.RemoveAll(filepath.Join(c.out, stale))
 	}
+	restoreCmd, err := restoreTimeCmd()
+	if err != nil {
+		fmt.Fprintln(stderr, "dexchaos soak:", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	rep, err := soak.Run(ctx, soak.Options{
@@ -166,6 +171,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 		Clients: c.clients, Workers: c.workers, Progress: stdout, Kinds: c.faults,
 		Big: c.big, MaxPayload: c.maxPayload,
 		Retention: c.retention, Archive: c.archive, SampleEvery: c.sampleEvery,
+		RestoreTimer: soak.ChildRestoreTimer(restoreCmd, soak.RestoreTries),
 	})
 	if rep != nil {
 		if werr := soak.WriteReport(c.out, rep); werr != nil {
