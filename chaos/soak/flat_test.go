@@ -75,6 +75,44 @@ func TestJudgeFlatFlagsAFigureThatGrows(t *testing.T) {
 	}
 }
 
+// withRestoreCPU gives every sample of a run a restore CPU time: f times
+// its wall time.
+func withRestoreCPU(s []FlatSample, f float64) []FlatSample {
+	for i := range s {
+		s[i].RestoreCPU = time.Duration(f * float64(s[i].Restore))
+	}
+	return s
+}
+
+// With a restore CPU time in every sample, the restore is judged by it:
+// wall time that moved with the machine's load does not fail the run, CPU
+// time that grew does.
+func TestJudgeFlatJudgesTheRestoreByItsCPUTimeWhenEverySampleHasOne(t *testing.T) {
+	s := withRestoreCPU(flatRun(), 1.5)
+	for i := 3; i < 6; i++ {
+		s[i].Restore *= 2 // the wall time of minutes 4 to 6 doubled, its CPU did not
+	}
+	v := JudgeFlat(s, 6*time.Minute, testFlatRule)
+	if !v.Flat || v.Worst["restore CPU time"] > 0.03 {
+		t.Fatalf("wall time moved, CPU time flat: %+v", v)
+	}
+	if _, judged := v.Worst["restore time"]; judged {
+		t.Fatalf("the wall time was judged beside the CPU time: %+v", v.Worst)
+	}
+	for i := 3; i < 6; i++ {
+		s[i].RestoreCPU = 360 * time.Millisecond // 20 % over minute 3's 300 ms
+	}
+	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); v.Flat || len(v.Over) != 1 || !strings.Contains(v.Over[0], "restore CPU time") || !strings.Contains(v.Over[0], "360ms against 300ms") {
+		t.Fatalf("a restore CPU time that grew: %+v", v)
+	}
+	// One complete sample without a CPU time (a restore timed in the
+	// soak's own process): the wall time is judged, and it doubled.
+	s[1].RestoreCPU = 0
+	if v := JudgeFlat(s, 6*time.Minute, testFlatRule); v.Flat || !strings.Contains(strings.Join(v.Over, "\n"), "restore time: the median") {
+		t.Fatalf("a run with a sample without CPU time: %+v", v)
+	}
+}
+
 // The reference is the median of the samples around Ref.
 func TestJudgeFlatReferenceIsTheMedianAroundRef(t *testing.T) {
 	s := flatRun()
