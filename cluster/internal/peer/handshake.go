@@ -1,8 +1,6 @@
 package peer
 
 import (
-	"bufio"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,16 +17,22 @@ import (
 
 // Every raft connection opens with a handshake that names the cluster of
 // each side, so a node of another cluster (an old data dir, a copied
-// config) is refused before raft reads a byte from it.
+// config) is refused before raft reads a byte from it. It also names the
+// raft group (the partition) the connection is for: one listener serves
+// every group of a node (listener.go).
 //
-//	dialer → header: magic, kind, len, cluster id
+//	dialer → header: magic, kind, len, cluster id            (group 0)
+//	                 magic2, kind, group (2 bytes), len, id  (group > 0)
 //	         reply:  magic, status, len, cluster id
 //
-// An empty id means "not known yet" (a node that bootstrapped and whose
-// first leader has not made the id yet, or a data dir from before ids).
+// Group 0 keeps the first form, so a cluster of one partition speaks
+// exactly as before partitions. An empty id means "not known yet" (a node
+// that bootstrapped and whose first leader has not made the id yet, or a
+// data dir from before ids).
 const (
-	handshakeMagic   = "DEXRAFT1"
-	handshakeTimeout = 3 * time.Second
+	handshakeMagic      = "DEXRAFT1"
+	groupHandshakeMagic = "DEXRAFT2"
+	handshakeTimeout    = 3 * time.Second
 
 	kindRaft  byte = 'R' // a raft connection follows
 	kindProbe byte = 'P' // only asks the cluster id (naming the asking node), then closes
@@ -40,7 +44,21 @@ const (
 	// starts late): it may take the log from the leader instead of
 	// bootstrapping.
 	replyWelcome byte = 'W'
+	// replyNoGroup refuses a connection for a raft group this node does
+	// not hold.
+	replyNoGroup byte = 'N'
 )
+
+// NoGroupError is a raft connection refused because the other node holds
+// no such group.
+type NoGroupError struct {
+	Addr  string
+	Group uint16
+}
+
+func (e *NoGroupError) Error() string {
+	return fmt.Sprintf("refused a raft connection for partition %d with %s: that node holds no partition %d (do both nodes run with the same --partitions?)", e.Group, e.Addr, e.Group)
+}
 
 // ForeignClusterError is a connection refused because the other side
 // belongs to another cluster.
@@ -138,188 +156,92 @@ func (c *ClusterIdentity) refused(err *ForeignClusterError, how string) {
 // direction) because the other side belongs to another cluster.
 func (c *ClusterIdentity) ForeignConnections() uint64 { return c.foreign.Load() }
 
-func writeFrame(w io.Writer, b byte, id string) error {
+// writeFrame writes a handshake frame for group (a reply is always group 0's
+// form).
+func writeFrame(w io.Writer, b byte, group uint16, id string) error {
 	if len(id) > 255 {
 		return fmt.Errorf("cluster id too long")
 	}
-	buf := make([]byte, 0, len(handshakeMagic)+2+len(id))
-	buf = append(buf, handshakeMagic...)
-	buf = append(buf, b, byte(len(id)))
+	buf := make([]byte, 0, len(groupHandshakeMagic)+4+len(id))
+	if group == 0 {
+		buf = append(buf, handshakeMagic...)
+		buf = append(buf, b)
+	} else {
+		buf = append(buf, groupHandshakeMagic...)
+		buf = append(buf, b, byte(group>>8), byte(group))
+	}
+	buf = append(buf, byte(len(id)))
 	buf = append(buf, id...)
 	_, err := w.Write(buf)
 	return err
 }
 
-func readFrame(r io.Reader) (b byte, id string, err error) {
-	head := make([]byte, len(handshakeMagic)+2)
+func readFrame(r io.Reader) (b byte, group uint16, id string, err error) {
+	head := make([]byte, len(handshakeMagic)+1)
 	if _, err := io.ReadFull(r, head); err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
-	if string(head[:len(handshakeMagic)]) != handshakeMagic {
-		return 0, "", errors.New("not a Dex raft handshake (a dexd from before cluster ids, or another program)")
+	b = head[len(handshakeMagic)]
+	switch string(head[:len(handshakeMagic)]) {
+	case handshakeMagic:
+	case groupHandshakeMagic:
+		g := make([]byte, 2)
+		if _, err := io.ReadFull(r, g); err != nil {
+			return 0, 0, "", err
+		}
+		group = uint16(g[0])<<8 | uint16(g[1])
+	default:
+		return 0, 0, "", errors.New("not a Dex raft handshake (a dexd from before cluster ids, or another program)")
 	}
-	idb := make([]byte, head[len(head)-1])
+	n := make([]byte, 1)
+	if _, err := io.ReadFull(r, n); err != nil {
+		return 0, 0, "", err
+	}
+	idb := make([]byte, n[0])
 	if _, err := io.ReadFull(r, idb); err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
-	return head[len(handshakeMagic)], string(idb), nil
-}
-
-// handshakeLayer is a raft.StreamLayer over TCP whose connections start
-// with the cluster handshake.
-type handshakeLayer struct {
-	ln        net.Listener
-	advertise net.Addr
-	ident     *ClusterIdentity
-	log       *zap.Logger
-	tls       *tlsconf.Store // nil: plain TCP
-
-	accepted  chan net.Conn
-	closed    chan struct{}
-	closeOnce sync.Once
-}
-
-var _ raft.StreamLayer = (*handshakeLayer)(nil)
-
-func newHandshakeLayer(ln net.Listener, advertise net.Addr, ident *ClusterIdentity, log *zap.Logger, peerTLS *tlsconf.Store) *handshakeLayer {
-	if peerTLS != nil {
-		// Mutual TLS under the cluster handshake: a process without a node
-		// certificate of the cluster's CA never gets to send a frame.
-		ln = tls.NewListener(ln, peerTLS.PeerServerConfig())
-	}
-	l := &handshakeLayer{ln: ln, advertise: advertise, ident: ident, log: log, tls: peerTLS, accepted: make(chan net.Conn), closed: make(chan struct{})}
-	go l.acceptLoop()
-	return l
-}
-
-// acceptLoop handshakes each connection in its own goroutine, so a slow or
-// silent client never holds up the others.
-func (l *handshakeLayer) acceptLoop() {
-	for {
-		conn, err := l.ln.Accept()
-		if err != nil {
-			select {
-			case <-l.closed:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			l.Close()
-			return
-		}
-		go l.serveHandshake(conn)
-	}
-}
-
-func (l *handshakeLayer) serveHandshake(conn net.Conn) {
-	addr := conn.RemoteAddr().String()
-	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
-	br := bufio.NewReaderSize(conn, 512)
-	kind, remote, err := readFrame(br)
-	if err != nil {
-		l.log.Warn("raft connection without a valid handshake closed", zap.String("from", addr), zap.Error(err))
-		conn.Close()
-		return
-	}
-	if kind == kindProbe {
-		reply := replyOK
-		if l.ident.welcome(remote) { // a probe names the asking node
-			reply = replyWelcome
-		}
-		_ = writeFrame(conn, reply, l.ident.ID())
-		conn.Close()
-		return
-	}
-	if err := l.ident.Accept(remote, addr, "accepted from"); err != nil {
-		_ = writeFrame(conn, replyRefused, l.ident.ID())
-		conn.Close()
-		return
-	}
-	if err := writeFrame(conn, replyOK, l.ident.ID()); err != nil {
-		conn.Close()
-		return
-	}
-	_ = conn.SetDeadline(time.Time{})
-	c := net.Conn(conn)
-	if br.Buffered() > 0 {
-		c = &bufferedConn{Conn: conn, r: br}
-	}
-	select {
-	case l.accepted <- c:
-	case <-l.closed:
-		conn.Close()
-	}
-}
-
-// bufferedConn replays what the handshake reader read ahead.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// Accept returns the next connection whose handshake passed.
-func (l *handshakeLayer) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.accepted:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *handshakeLayer) Close() error {
-	var err error
-	l.closeOnce.Do(func() {
-		close(l.closed)
-		err = l.ln.Close()
-	})
-	return err
-}
-
-func (l *handshakeLayer) Addr() net.Addr {
-	if l.advertise != nil {
-		return l.advertise
-	}
-	return l.ln.Addr()
+	return b, group, string(idb), nil
 }
 
 // Dial opens a raft connection and exchanges cluster ids; a peer of
 // another cluster (or one that refuses this node's) is an error.
 func (l *handshakeLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	conn, err := dialRaft(l.tls, string(address), timeout)
+	conn, err := dialRaft(l.listener.tls, string(address), timeout)
 	if err != nil {
 		return nil, err
 	}
-	status, remote, err := clientHandshake(conn, kindRaft, l.ident.ID())
+	ident := l.listener.ident
+	status, remote, err := clientHandshake(conn, kindRaft, l.group, ident.ID())
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("raft handshake with %s: %w", address, err)
 	}
+	if status == replyNoGroup {
+		conn.Close()
+		return nil, &NoGroupError{Addr: string(address), Group: l.group}
+	}
 	if status == replyRefused {
 		conn.Close()
-		ferr := &ForeignClusterError{Local: l.ident.ID(), Remote: remote, Addr: string(address)}
-		l.ident.refused(ferr, "refused by")
+		ferr := &ForeignClusterError{Local: ident.ID(), Remote: remote, Addr: string(address)}
+		ident.refused(ferr, "refused by")
 		return nil, ferr
 	}
-	if err := l.ident.Accept(remote, string(address), "dialled"); err != nil {
+	if err := ident.Accept(remote, string(address), "dialled"); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return conn, nil
 }
 
-func clientHandshake(conn net.Conn, kind byte, id string) (status byte, remote string, err error) {
+func clientHandshake(conn net.Conn, kind byte, group uint16, id string) (status byte, remote string, err error) {
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
-	if err := writeFrame(conn, kind, id); err != nil {
+	if err := writeFrame(conn, kind, group, id); err != nil {
 		return 0, "", err
 	}
-	return readFrame(conn)
+	status, _, remote, err = readFrame(conn)
+	return status, remote, err
 }
 
 // ProbeClusterID asks the raft port at addr which cluster its node belongs
@@ -339,7 +261,7 @@ func Probe(addr, nodeID string, peerTLS *tlsconf.Store, timeout time.Duration) (
 		return "", false, err
 	}
 	defer conn.Close()
-	status, id, err := clientHandshake(conn, kindProbe, nodeID)
+	status, id, err := clientHandshake(conn, kindProbe, 0, nodeID)
 	return id, status == replyWelcome, err
 }
 
@@ -352,6 +274,6 @@ func NewLoopbackTransport(clusterID string, peerTLS *tlsconf.Store) (*raft.Netwo
 	if err != nil {
 		return nil, err
 	}
-	layer := newHandshakeLayer(ln, nil, NewClusterIdentity(clusterID, nil, nil), zap.NewNop(), peerTLS)
+	layer := newListener(ln, nil, NewClusterIdentity(clusterID, nil, nil), zap.NewNop(), peerTLS).owningGroup(0)
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 1, Timeout: 5 * time.Second}), nil
 }

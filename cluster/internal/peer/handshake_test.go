@@ -17,7 +17,7 @@ func listenLayer(t *testing.T, id string) (*handshakeLayer, *ClusterIdentity) {
 		t.Fatal(err)
 	}
 	ident := NewClusterIdentity(id, nil, nil)
-	l := newHandshakeLayer(ln, nil, ident, ident.log, nil)
+	l := newListener(ln, nil, ident, ident.log, nil).owningGroup(0)
 	t.Cleanup(func() { l.Close() })
 	return l, ident
 }

@@ -31,11 +31,11 @@ type Transport struct {
 // address when nil), and guards what it accepts and dials with ident's
 // handshake and, when peerTLS is set, mutual TLS.
 func NewTransport(bind string, advertise net.Addr, ident *ClusterIdentity, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string, peerTLS *tlsconf.Store) (*Transport, error) {
-	ln, err := net.Listen("tcp", bind)
+	ln, err := Listen(bind, advertise, ident, log, peerTLS)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Stream = newHandshakeLayer(ln, advertise, ident, log, peerTLS)
+	cfg.Stream = ln.owningGroup(0)
 	t := &Transport{
 		NetworkTransport: raft.NewNetworkTransportWithConfig(cfg),
 		out:              make(chan raft.RPC),
