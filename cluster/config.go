@@ -76,6 +76,17 @@ type Config struct {
 	// nodes (join, register, node state), after its transport credentials:
 	// e.g. the token a cluster with ACLs requires.
 	PeerDialOptions []grpc.DialOption
+
+	// Partitions is the number of raft groups of the cluster, fixed when
+	// it is bootstrapped (0 means 1): recorded in node.json, and a data
+	// dir of another number is refused. A Node is one of them; a Host
+	// holds them all.
+	Partitions int
+
+	// partition is the group this Node is (0 unless a Host opened it), and
+	// share what the groups of a Host share.
+	partition uint16
+	share     *groupShare
 }
 
 func (c *Config) withDefaults() {
@@ -108,6 +119,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 1
 	}
 }
 

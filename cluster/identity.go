@@ -20,7 +20,13 @@ type Identity struct {
 	// ClusterID is the cluster's random id (cluster_identity.go); absent
 	// in a data dir from before ids and until the node first learns it.
 	ClusterID string `json:"cluster_id,omitempty"`
+	// Partitions is the cluster's number of raft groups; absent: 1 (a
+	// data dir from before partitions is a cluster of one).
+	Partitions int `json:"partitions,omitempty"`
 }
+
+// partitions is the number of raft groups the identity records.
+func (i Identity) partitions() int { return max(i.Partitions, 1) }
 
 // HasIdentity reports whether dir already holds a node's data (its
 // node.json): such a node restarts from its own raft configuration.
@@ -29,9 +35,10 @@ func HasIdentity(dir string) bool {
 	return err == nil
 }
 
-// checkDataDir makes sure dir belongs to node id. It returns whether the
-// directory was empty (or missing), in which case it creates it.
-func checkDataDir(dir, id string) (fresh bool, err error) {
+// checkDataDir makes sure dir belongs to node id, of a cluster of
+// partitions raft groups. It returns whether the directory was empty (or
+// missing), in which case it creates it.
+func checkDataDir(dir, id string, partitions int) (fresh bool, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -55,6 +62,9 @@ func checkDataDir(dir, id string) (fresh bool, err error) {
 	}
 	if ident.NodeID != id {
 		return false, fmt.Errorf("data dir %s belongs to node %s, not %s", dir, ident.NodeID, id)
+	}
+	if ident.partitions() != partitions {
+		return false, fmt.Errorf("data dir %s belongs to a cluster of %d partitions, not %d (the number of partitions is fixed when a cluster is bootstrapped)", dir, ident.partitions(), partitions)
 	}
 	return false, nil
 }

@@ -176,9 +176,12 @@ func New(cfg Config) (n *Node, err error) {
 	if err := ValidateAddr(cfg.RaftAddr); err != nil {
 		return nil, fmt.Errorf("raft address: %v", err)
 	}
-	fresh, err := checkDataDir(cfg.DataDir, cfg.ID)
-	if err != nil {
-		return nil, err
+	// A Host checked and claimed the data dir with its first partition.
+	fresh := false
+	if cfg.partition == 0 {
+		if fresh, err = checkDataDir(cfg.DataDir, cfg.ID, cfg.Partitions); err != nil {
+			return nil, err
+		}
 	}
 	if fresh {
 		if err := logstore.CheckFreshSpace(cfg.DataDir); err != nil {
@@ -200,6 +203,9 @@ func New(cfg Config) (n *Node, err error) {
 	// A fresh dir is claimed first, so a failed first start leaves a dir
 	// that the next start recognises.
 	ident := Identity{NodeID: cfg.ID}
+	if cfg.Partitions > 1 {
+		ident.Partitions = cfg.Partitions
+	}
 	if cfg.Join != "" {
 		ident.Cluster = "joined:" + cfg.Join
 	} else {
@@ -216,7 +222,7 @@ func New(cfg Config) (n *Node, err error) {
 		}
 	}
 
-	raftDir := filepath.Join(cfg.DataDir, "raft")
+	raftDir := PartitionRaftDir(cfg.DataDir, cfg.partition)
 	if err := os.MkdirAll(raftDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", raftDir, err)
 	}
@@ -279,10 +285,17 @@ func New(cfg Config) (n *Node, err error) {
 		}
 	}
 
-	if n.ident, err = loadClusterIdentity(cfg.DataDir, cfg.Logger); err != nil {
+	if cfg.share != nil {
+		n.ident = cfg.share.ident
+	} else if n.ident, err = loadClusterIdentity(cfg.DataDir, cfg.Logger); err != nil {
 		return nil, err
 	}
-	if bootstrap != nil {
+	if bootstrap != nil && cfg.partition > 0 && cfg.share.welcomed {
+		// The first partition found this node welcomed by a running
+		// cluster: every partition takes its log from its leader.
+		bootstrap = nil
+	}
+	if bootstrap != nil && cfg.partition == 0 {
 		welcomedBy, err := refuseExistingCluster(cfg)
 		if err != nil {
 			return nil, err
@@ -293,15 +306,21 @@ func New(cfg Config) (n *Node, err error) {
 			// leader replicates the log here; bootstrapping is not needed.
 			cfg.Logger.Info("the cluster at --peers names this node and it never held the cluster's data: taking the log from the leader instead of bootstrapping", zap.String("cluster_id", welcomedBy))
 			bootstrap = nil
+			if cfg.share != nil {
+				cfg.share.welcomed = true
+			}
 		}
 	}
-	advertise, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
-	if err != nil {
-		return nil, fmt.Errorf("raft address %s: %v", cfg.RaftAddr, err)
+	transCfg := &raft.NetworkTransportConfig{MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport")}
+	if cfg.share != nil {
+		n.trans, err = peer.NewGroupTransport(cfg.share.listener, cfg.partition, transCfg, cfg.Logger, cfg.ID)
+	} else {
+		advertise, aerr := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+		if aerr != nil {
+			return nil, fmt.Errorf("raft address %s: %v", cfg.RaftAddr, aerr)
+		}
+		n.trans, err = peer.NewTransport(cfg.RaftAddr, advertise, n.ident, transCfg, cfg.Logger, cfg.ID, cfg.TLS)
 	}
-	n.trans, err = peer.NewTransport(cfg.RaftAddr, advertise, n.ident, &raft.NetworkTransportConfig{
-		MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport"),
-	}, cfg.Logger, cfg.ID, cfg.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}
@@ -353,7 +372,11 @@ func (n *Node) Start(h Hooks) (err error) {
 		}
 	}()
 	n.onApplied = h.OnApplied
-	n.services = append(append([]LeaderService(nil), h.LeaderServices...), &membershipService{n: n})
+	n.services = append([]LeaderService(nil), h.LeaderServices...)
+	if n.cfg.partition == 0 {
+		// The cluster id and the membership are the first partition's.
+		n.services = append(n.services, &membershipService{n: n})
+	}
 	hl, bootstrap, logs, snaps, raftDir := n.hl, p.bootstrap, p.logs, p.snaps, p.raftDir
 
 	rc := raft.DefaultConfig()
@@ -400,7 +423,9 @@ func (n *Node) Start(h Hooks) (err error) {
 		return fmt.Errorf("start raft on %s: %w", raftDir, err)
 	}
 	n.trans.SetRaft(n.raft)
-	n.ident.SetWelcome(n.neverHeldData)
+	if cfg.partition == 0 {
+		n.ident.SetWelcome(n.neverHeldData)
+	}
 	if bootstrap != nil {
 		if err := n.raft.BootstrapCluster(*bootstrap).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.raft.Shutdown().Error()
@@ -413,13 +438,18 @@ func (n *Node) Start(h Hooks) (err error) {
 	n.lastAdvance = time.Now()
 	n.running.Store(true)
 
-	n.wg.Add(6)
+	n.wg.Add(4)
 	go n.group.loop()
 	go n.storedMarkLoop()
-	go n.identityLoop()
 	go n.leaderLoop()
-	go n.registerLoop()
 	go n.readinessLoop()
+	if cfg.partition == 0 {
+		// The cluster id and the nodes' addresses live in the first
+		// partition's state.
+		n.wg.Add(2)
+		go n.identityLoop()
+		go n.registerLoop()
+	}
 	return nil
 }
 

@@ -35,7 +35,21 @@ func NewTransport(bind string, advertise net.Addr, ident *ClusterIdentity, cfg *
 	if err != nil {
 		return nil, err
 	}
-	cfg.Stream = ln.owningGroup(0)
+	return newTransport(ln.owningGroup(0), cfg, log, localID), nil
+}
+
+// NewGroupTransport is the transport of raft group g on a listener that
+// serves several groups: closing it leaves the listener open.
+func NewGroupTransport(l *Listener, g uint16, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string) (*Transport, error) {
+	layer, err := l.Group(g)
+	if err != nil {
+		return nil, err
+	}
+	return newTransport(layer, cfg, log, localID), nil
+}
+
+func newTransport(layer raft.StreamLayer, cfg *raft.NetworkTransportConfig, log *zap.Logger, localID string) *Transport {
+	cfg.Stream = layer
 	t := &Transport{
 		NetworkTransport: raft.NewNetworkTransportWithConfig(cfg),
 		out:              make(chan raft.RPC),
@@ -44,7 +58,7 @@ func NewTransport(bind string, advertise net.Addr, ident *ClusterIdentity, cfg *
 		stop:             make(chan struct{}),
 	}
 	go t.filter()
-	return t, nil
+	return t
 }
 
 // SetRaft gives the filter the raft whose term and configuration it checks.

@@ -1,0 +1,159 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm/fsmpb"
+)
+
+// thost is one in-process member holding every partition.
+type thost struct {
+	id, raftAddr, dir string
+	host              *cluster.Host
+}
+
+func hostConfig(h *thost, peers []cluster.Peer, partitions int) cluster.Config {
+	return cluster.Config{
+		ID: h.id, DataDir: h.dir, RaftAddr: h.raftAddr, Peers: peers, Partitions: partitions,
+		HeartbeatTimeout: 800 * time.Millisecond, ElectionTimeout: 800 * time.Millisecond,
+		StepDownTimeout: 400 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
+		RegisterInterval: 200 * time.Millisecond,
+	}
+}
+
+func startHost(t *testing.T, h *thost, peers []cluster.Peer, partitions int) {
+	t.Helper()
+	host, err := cluster.NewHost(hostConfig(h, peers, partitions))
+	if err != nil {
+		t.Fatalf("open %s: %v", h.id, err)
+	}
+	if err := host.Start(func(int) cluster.Hooks { return cluster.Hooks{} }); err != nil {
+		t.Fatalf("start %s: %v", h.id, err)
+	}
+	h.host = host
+}
+
+// partitionLeader waits for the one ready node of partition k.
+func partitionLeader(t *testing.T, hosts []*thost, k int) *cluster.Node {
+	t.Helper()
+	var leader *cluster.Node
+	waitFor(t, 15*time.Second, fmt.Sprintf("a ready leader of partition %d", k), func() bool {
+		leader = nil
+		for _, h := range hosts {
+			if ok, _ := h.host.Partition(k).Ready(); ok {
+				if leader != nil {
+					return false
+				}
+				leader = h.host.Partition(k)
+			}
+		}
+		return leader != nil
+	})
+	return leader
+}
+
+func createIn(t *testing.T, n *cluster.Node, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, err := n.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateSession{
+			CreateSession: &fsmpb.CreateSession{SessionId: id, MessageId: "m1", Message: "hello"},
+		}})
+		cancel()
+		if err != nil || res.Err != nil {
+			t.Fatalf("create %s: %v %v", id, err, res)
+		}
+	}
+}
+
+// sessionsOf lists the sessions partition k of a host holds.
+func sessionsOf(h *thost, k int) string {
+	var ids []string
+	for _, s := range h.host.Partition(k).State().Sessions() {
+		ids = append(ids, s.Id)
+	}
+	return strings.Join(ids, ",")
+}
+
+// Two partitions on three nodes are two raft groups over one raft listener
+// per node: each elects its own leader, replicates only its own commands,
+// keeps its stores in its own directory, and comes back after a restart.
+func TestHostRunsEachPartitionAsItsOwnRaftGroup(t *testing.T) {
+	var hosts []*thost
+	var peers []cluster.Peer
+	for i := 1; i <= 3; i++ {
+		h := &thost{id: fmt.Sprintf("n%d", i), raftAddr: freeAddr(t), dir: t.TempDir()}
+		hosts = append(hosts, h)
+		peers = append(peers, cluster.Peer{ID: h.id, RaftAddr: h.raftAddr})
+	}
+	t.Cleanup(func() {
+		for _, h := range hosts {
+			if h.host != nil {
+				h.host.Shutdown()
+			}
+		}
+	})
+	for _, h := range hosts {
+		startHost(t, h, peers, 2)
+	}
+	createIn(t, partitionLeader(t, hosts, 0), "a1", "a2")
+	createIn(t, partitionLeader(t, hosts, 1), "b1")
+	for _, h := range hosts {
+		waitFor(t, 15*time.Second, h.id+" applying both partitions", func() bool {
+			return sessionsOf(h, 0) == "a1,a2" && sessionsOf(h, 1) == "b1"
+		})
+	}
+
+	h := hosts[2]
+	for _, f := range []string{"raft/raft.db", "raft/p1/raft.db", "raft/p1/wal"} {
+		if _, err := os.Stat(filepath.Join(h.dir, f)); err != nil {
+			t.Errorf("partition stores: %v", err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(h.dir, "node.json"))
+	var ident cluster.Identity
+	if err != nil || json.Unmarshal(raw, &ident) != nil || ident.Partitions != 2 {
+		t.Fatalf("node.json %s (%v): want partitions 2", raw, err)
+	}
+
+	// A restart brings both partitions back from their own stores, and
+	// each takes the other nodes' new writes.
+	if err := h.host.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	h.host = nil
+	createIn(t, partitionLeader(t, hosts[:2], 1), "b2")
+	startHost(t, h, peers, 2)
+	waitFor(t, 15*time.Second, "the restarted node's partitions", func() bool {
+		return sessionsOf(h, 0) == "a1,a2" && sessionsOf(h, 1) == "b1,b2"
+	})
+}
+
+// The number of partitions is fixed when a cluster is bootstrapped: a data
+// dir of one number refuses to open with another, a cluster of one
+// included.
+func TestHostRefusesADataDirOfAnotherPartitionCount(t *testing.T) {
+	h := &thost{id: "n1", raftAddr: freeAddr(t), dir: t.TempDir()}
+	peers := []cluster.Peer{{ID: "n1", RaftAddr: h.raftAddr}}
+	startHost(t, h, peers, 2)
+	if err := h.host.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.NewHost(hostConfig(h, peers, 3)); err == nil || !strings.Contains(err.Error(), "belongs to a cluster of 2 partitions, not 3") {
+		t.Fatalf("open 2 partitions as 3: %v", err)
+	}
+	if _, err := cluster.Open(hostConfig(h, peers, 0), cluster.Hooks{}); err == nil || !strings.Contains(err.Error(), "belongs to a cluster of 2 partitions, not 1") {
+		t.Fatalf("open 2 partitions as a cluster of one: %v", err)
+	}
+	// Nothing the refusals opened holds the port or the stores.
+	startHost(t, h, peers, 2)
+	h.host.Shutdown()
+}
