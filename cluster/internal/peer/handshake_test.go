@@ -37,12 +37,13 @@ func acceptOne(l *handshakeLayer) net.Conn {
 	}
 }
 
-func TestHandshakeSameClusterCarriesRaftBytes(t *testing.T) {
-	srv, _ := listenLayer(t, "c1")
-	cli, _ := listenLayer(t, "c1")
+// carriesRaftBytes dials from cli to srv and checks that srv is handed the
+// connection and reads, after the handshake, what cli writes.
+func carriesRaftBytes(t *testing.T, cli, srv *handshakeLayer) {
+	t.Helper()
 	conn, err := cli.Dial(raft.ServerAddress(srv.Addr().String()), time.Second)
 	if err != nil {
-		t.Fatalf("dial within one cluster: %v", err)
+		t.Fatalf("dial: %v", err)
 	}
 	defer conn.Close()
 	in := acceptOne(srv)
@@ -57,6 +58,12 @@ func TestHandshakeSameClusterCarriesRaftBytes(t *testing.T) {
 	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "rpc" {
 		t.Fatalf("after the handshake read %q, %v; want the raft bytes", buf, err)
 	}
+}
+
+func TestHandshakeSameClusterCarriesRaftBytes(t *testing.T) {
+	srv, _ := listenLayer(t, "c1")
+	cli, _ := listenLayer(t, "c1")
+	carriesRaftBytes(t, cli, srv)
 }
 
 func TestHandshakeRefusesAnotherClusterOnBothSides(t *testing.T) {

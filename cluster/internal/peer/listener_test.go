@@ -3,7 +3,6 @@ package peer
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -58,23 +57,7 @@ func TestListenerHandsEachGroupItsOwnConnections(t *testing.T) {
 	srv0, srv3 := groupOf(t, srv, 0), groupOf(t, srv, 3)
 	cli3 := groupOf(t, listen(t, "c1"), 3)
 
-	conn, err := cli3.Dial(raft.ServerAddress(srv.Addr().String()), time.Second)
-	if err != nil {
-		t.Fatalf("dial group 3: %v", err)
-	}
-	defer conn.Close()
-	in := acceptOne(srv3)
-	if in == nil {
-		t.Fatal("group 3 let no connection through")
-	}
-	defer in.Close()
-	if _, err := conn.Write([]byte("rpc")); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 3)
-	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "rpc" {
-		t.Fatalf("after the handshake read %q, %v; want the raft bytes", buf, err)
-	}
+	carriesRaftBytes(t, cli3, srv3)
 	if c := acceptOne(srv0); c != nil {
 		t.Fatal("group 0 was handed group 3's connection")
 	}
