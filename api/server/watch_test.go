@@ -57,6 +57,13 @@ func singleNodeConfig(t *testing.T) cluster.Config {
 	}
 }
 
+// raftPortTaken reports whether opening the one-node cluster cfg failed
+// because its raft port was taken.
+func raftPortTaken(cfg cluster.Config, err error) bool {
+	return len(cfg.Peers) == 1 && cfg.Peers[0].RaftAddr == cfg.RaftAddr &&
+		strings.Contains(err.Error(), "listen on raft address") && strings.Contains(err.Error(), "address already in use")
+}
+
 // serveNode opens a node of cfg and serves it as serveSingleNode does.
 func serveNode(t *testing.T, cfg cluster.Config, opts Options) (*cluster.Node, *Server, *grpc.ClientConn) {
 	t.Helper()
@@ -67,6 +74,13 @@ func serveNode(t *testing.T, cfg cluster.Config, opts Options) (*cluster.Node, *
 		t.Fatal(err)
 	}
 	node, err := cluster.Open(cfg, cluster.Hooks{})
+	for tries := 0; err != nil && raftPortTaken(cfg, err) && tries < 3; tries++ {
+		// Another test process bound the raft port between its draw and
+		// this open: a one-node cluster moves to another port.
+		cfg.RaftAddr, cfg.DataDir = freeAddr(t), t.TempDir()
+		cfg.Peers = []cluster.Peer{{ID: cfg.ID, RaftAddr: cfg.RaftAddr}}
+		node, err = cluster.Open(cfg, cluster.Hooks{})
+	}
 	if err != nil {
 		lis.Close()
 		t.Fatal(err)
@@ -174,5 +188,21 @@ func TestWatchSession_FromADroppedPositionIsOutOfRangeWithTheFirstKept(t *testin
 		if status.Code(err) != want {
 			t.Fatalf("watch %v: %v; want %s", req, err, want)
 		}
+	}
+}
+
+// The helper itself: a raft port another process took is not a failed test.
+func TestServeNodeMovesOffATakenRaftPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := singleNodeConfig(t)
+	cfg.RaftAddr = taken.Addr().String()
+	cfg.Peers = []cluster.Peer{{ID: cfg.ID, RaftAddr: cfg.RaftAddr}}
+	node, _, _ := serveNode(t, cfg, Options{})
+	if ok, _ := node.Ready(); !ok {
+		t.Fatal("the node opened on another raft port is not ready")
 	}
 }
