@@ -258,18 +258,10 @@ const RestoreTries = 5
 // RestoreNewest restores a node's newest raft snapshot offline (the node
 // may run: its snapshot files are only read) and times it.
 func RestoreNewest(dataDir string) (size int64, index uint64, took time.Duration, err error) {
-	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dataDir, "raft"), 2, io.Discard)
+	snaps, m, err := newestSnapshot(dataDir)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	metas, err := snaps.List()
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	if len(metas) == 0 {
-		return 0, 0, 0, errors.New("no snapshot yet")
-	}
-	m := metas[0]
 	for i := 0; i < RestoreTries; i++ {
 		d, err := timeRestore(snaps, m.ID)
 		if err != nil {
@@ -280,6 +272,23 @@ func RestoreNewest(dataDir string) (size int64, index uint64, took time.Duration
 		}
 	}
 	return m.Size, m.Index, took, nil
+}
+
+// newestSnapshot opens a node's snapshot store for reading and finds its
+// newest snapshot.
+func newestSnapshot(dataDir string) (*raft.FileSnapshotStore, *raft.SnapshotMeta, error) {
+	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dataDir, "raft"), 2, io.Discard)
+	if err != nil {
+		return nil, nil, err
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(metas) == 0 {
+		return nil, nil, fmt.Errorf("%s has no snapshot yet", dataDir)
+	}
+	return snaps, metas[0], nil
 }
 
 func timeRestore(snaps *raft.FileSnapshotStore, id string) (time.Duration, error) {

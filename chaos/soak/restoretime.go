@@ -6,14 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // A restore timed inside the soak's own process measures that process as
@@ -47,20 +43,13 @@ func inProcess(_ context.Context, dataDir string) (RestoreTiming, error) {
 // RestoreOnce restores a node's newest snapshot once and times it: what
 // the process of a ChildRestoreTimer runs.
 func RestoreOnce(dataDir string) (RestoreTiming, error) {
-	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dataDir, "raft"), 2, io.Discard)
+	snaps, m, err := newestSnapshot(dataDir)
 	if err != nil {
 		return RestoreTiming{}, err
-	}
-	metas, err := snaps.List()
-	if err != nil {
-		return RestoreTiming{}, err
-	}
-	if len(metas) == 0 {
-		return RestoreTiming{}, fmt.Errorf("%s has no snapshot yet", dataDir)
 	}
 	cpu0 := processCPU()
-	took, err := timeRestore(snaps, metas[0].ID)
-	return RestoreTiming{Size: metas[0].Size, Index: metas[0].Index, Took: took, CPU: processCPU() - cpu0}, err
+	took, err := timeRestore(snaps, m.ID)
+	return RestoreTiming{Size: m.Size, Index: m.Index, Took: took, CPU: processCPU() - cpu0}, err
 }
 
 // ChildRestoreTimer times each restore in a process of its own: cmd with
