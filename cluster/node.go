@@ -164,7 +164,7 @@ func New(cfg Config) (n *Node, err error) {
 	// report it as an error, not a crash.
 	defer func() {
 		if r := recover(); r != nil {
-			n, err = nil, fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
+			n, err = nil, fmt.Errorf("raft store in %s is damaged: %v", PartitionRaftDir(cfg.DataDir, cfg.partition), r)
 		}
 		// A full disk is named as such wherever the start met it.
 		err = logstore.DiskFull(cfg.DataDir, err)
@@ -355,7 +355,7 @@ func (n *Node) Start(h Hooks) (err error) {
 	cfg := n.cfg
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("raft store in %s is damaged: %v", filepath.Join(cfg.DataDir, "raft"), r)
+			err = fmt.Errorf("raft store in %s is damaged: %v", PartitionRaftDir(cfg.DataDir, cfg.partition), r)
 		}
 		err = logstore.DiskFull(cfg.DataDir, err)
 	}()
