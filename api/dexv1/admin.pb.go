@@ -192,7 +192,11 @@ type StatusResponse struct {
 	Workers []*WorkerHealth `protobuf:"bytes,8,rep,name=workers,proto3" json:"workers,omitempty"`
 	// The replicated state's size, as the answering node holds it (every
 	// node holds the same at the same applied index).
-	StateSize     *StateSize `protobuf:"bytes,9,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
+	StateSize *StateSize `protobuf:"bytes,9,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
+	// One entry per partition (docs/design/partitions.md), as the answering
+	// node sees each partition's raft group; a cluster of one partition has
+	// one. The fields above are partition 0's.
+	Partitions    []*PartitionStatus `protobuf:"bytes,10,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -290,6 +294,117 @@ func (x *StatusResponse) GetStateSize() *StateSize {
 	return nil
 }
 
+func (x *StatusResponse) GetPartitions() []*PartitionStatus {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type PartitionStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The id of the node that leads the partition (empty: none known).
+	Leader            string `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	LeaderGrpcAddress string `protobuf:"bytes,3,opt,name=leader_grpc_address,json=leaderGrpcAddress,proto3" json:"leader_grpc_address,omitempty"`
+	Term              uint64 `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex       uint64 `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex      uint64 `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The dispatch epoch of the partition's leader, from its state.
+	Epoch uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The answering node's role in the partition's group: "leader",
+	// "follower" or "candidate".
+	State         string `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionStatus) Reset() {
+	*x = PartitionStatus{}
+	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionStatus) ProtoMessage() {}
+
+func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
+func (*PartitionStatus) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PartitionStatus) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetLeaderGrpcAddress() string {
+	if x != nil {
+		return x.LeaderGrpcAddress
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 type NodeStateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -298,7 +413,7 @@ type NodeStateRequest struct {
 
 func (x *NodeStateRequest) Reset() {
 	*x = NodeStateRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	mi := &file_dex_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +425,7 @@ func (x *NodeStateRequest) String() string {
 func (*NodeStateRequest) ProtoMessage() {}
 
 func (x *NodeStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	mi := &file_dex_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +438,7 @@ func (x *NodeStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStateRequest.ProtoReflect.Descriptor instead.
 func (*NodeStateRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 type NodeStateResponse struct {
@@ -345,7 +460,7 @@ type NodeStateResponse struct {
 
 func (x *NodeStateResponse) Reset() {
 	*x = NodeStateResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[4]
+	mi := &file_dex_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +472,7 @@ func (x *NodeStateResponse) String() string {
 func (*NodeStateResponse) ProtoMessage() {}
 
 func (x *NodeStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[4]
+	mi := &file_dex_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +485,7 @@ func (x *NodeStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStateResponse.ProtoReflect.Descriptor instead.
 func (*NodeStateResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NodeStateResponse) GetId() string {
@@ -455,7 +570,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[5]
+	mi := &file_dex_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +582,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[5]
+	mi := &file_dex_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +595,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JoinRequest) GetNode() *NodeInfo {
@@ -507,7 +622,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[6]
+	mi := &file_dex_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +634,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[6]
+	mi := &file_dex_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +647,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JoinResponse) GetClusterId() string {
@@ -551,7 +666,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[7]
+	mi := &file_dex_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +678,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[7]
+	mi := &file_dex_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +691,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegisterNodeRequest) GetNode() *NodeInfo {
@@ -594,7 +709,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[8]
+	mi := &file_dex_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +721,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[8]
+	mi := &file_dex_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +734,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 type RemoveNodeRequest struct {
@@ -633,7 +748,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[9]
+	mi := &file_dex_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -645,7 +760,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[9]
+	mi := &file_dex_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -658,7 +773,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -683,7 +798,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[10]
+	mi := &file_dex_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +810,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[10]
+	mi := &file_dex_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +823,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 type TransferLeadershipRequest struct {
@@ -721,7 +836,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[11]
+	mi := &file_dex_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +848,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[11]
+	mi := &file_dex_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +861,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -765,7 +880,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[12]
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +892,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[12]
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +905,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TransferLeadershipResponse) GetNewLeader() string {
@@ -820,7 +935,7 @@ type WorkerHealth struct {
 
 func (x *WorkerHealth) Reset() {
 	*x = WorkerHealth{}
-	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +947,7 @@ func (x *WorkerHealth) String() string {
 func (*WorkerHealth) ProtoMessage() {}
 
 func (x *WorkerHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +960,7 @@ func (x *WorkerHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerHealth.ProtoReflect.Descriptor instead.
 func (*WorkerHealth) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerHealth) GetWorkerId() string {
@@ -884,7 +999,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1011,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1024,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 // A piece of a backup file (the backup package's format: header, state
@@ -923,7 +1038,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1050,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1063,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -973,7 +1088,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1100,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1113,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestoreSnapshotRequest) GetData() []byte {
@@ -1039,7 +1154,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1166,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1179,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestoreSnapshotResponse) GetBackupIndex() uint64 {
@@ -1114,7 +1229,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1241,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1254,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -1174,7 +1289,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1301,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1314,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateTokenResponse) GetToken() *AclToken {
@@ -1224,7 +1339,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1351,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1364,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 type ListTokensResponse struct {
@@ -1261,7 +1376,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1388,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1401,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListTokensResponse) GetTokens() []*AclToken {
@@ -1305,7 +1420,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[22]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1432,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[22]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1445,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RevokeTokenRequest) GetTokenId() string {
@@ -1348,7 +1463,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[23]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1475,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[23]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1488,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 type BootstrapACLRequest struct {
@@ -1384,7 +1499,7 @@ type BootstrapACLRequest struct {
 
 func (x *BootstrapACLRequest) Reset() {
 	*x = BootstrapACLRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[24]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1511,7 @@ func (x *BootstrapACLRequest) String() string {
 func (*BootstrapACLRequest) ProtoMessage() {}
 
 func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[24]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1524,7 @@ func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLRequest.ProtoReflect.Descriptor instead.
 func (*BootstrapACLRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 type BootstrapACLResponse struct {
@@ -1422,7 +1537,7 @@ type BootstrapACLResponse struct {
 
 func (x *BootstrapACLResponse) Reset() {
 	*x = BootstrapACLResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[25]
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1549,7 @@ func (x *BootstrapACLResponse) String() string {
 func (*BootstrapACLResponse) ProtoMessage() {}
 
 func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[25]
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1562,7 @@ func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLResponse.ProtoReflect.Descriptor instead.
 func (*BootstrapACLResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BootstrapACLResponse) GetToken() *AclToken {
@@ -1472,7 +1587,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1599,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1612,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 type WorkerStatus struct {
@@ -1515,7 +1630,7 @@ type WorkerStatus struct {
 
 func (x *WorkerStatus) Reset() {
 	*x = WorkerStatus{}
-	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1642,7 @@ func (x *WorkerStatus) String() string {
 func (*WorkerStatus) ProtoMessage() {}
 
 func (x *WorkerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1655,7 @@ func (x *WorkerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerStatus.ProtoReflect.Descriptor instead.
 func (*WorkerStatus) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WorkerStatus) GetWorker() *WorkerInfo {
@@ -1587,7 +1702,7 @@ type ToolQueue struct {
 
 func (x *ToolQueue) Reset() {
 	*x = ToolQueue{}
-	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1714,7 @@ func (x *ToolQueue) String() string {
 func (*ToolQueue) ProtoMessage() {}
 
 func (x *ToolQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1727,7 @@ func (x *ToolQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolQueue.ProtoReflect.Descriptor instead.
 func (*ToolQueue) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ToolQueue) GetTool() string {
@@ -1664,7 +1779,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1791,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1804,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*WorkerStatus {
@@ -1740,7 +1855,7 @@ type StateSize struct {
 
 func (x *StateSize) Reset() {
 	*x = StateSize{}
-	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1867,7 @@ func (x *StateSize) String() string {
 func (*StateSize) ProtoMessage() {}
 
 func (x *StateSize) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +1880,7 @@ func (x *StateSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateSize.ProtoReflect.Descriptor instead.
 func (*StateSize) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StateSize) GetTables() []*TableSize {
@@ -1823,7 +1938,7 @@ type TableSize struct {
 
 func (x *TableSize) Reset() {
 	*x = TableSize{}
-	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	mi := &file_dex_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +1950,7 @@ func (x *TableSize) String() string {
 func (*TableSize) ProtoMessage() {}
 
 func (x *TableSize) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	mi := &file_dex_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +1963,7 @@ func (x *TableSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableSize.ProtoReflect.Descriptor instead.
 func (*TableSize) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TableSize) GetTable() string {
@@ -1890,7 +2005,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x14\n" +
 	"\x05ready\x18\t \x01(\bR\x05ready\x12!\n" +
 	"\fready_reason\x18\n" +
-	" \x01(\tR\vreadyReason\"\xc7\x02\n" +
+	" \x01(\tR\vreadyReason\"\x80\x03\n" +
 	"\x0eStatusResponse\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
@@ -1902,7 +2017,20 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12.\n" +
 	"\aworkers\x18\b \x03(\v2\x14.dex.v1.WorkerHealthR\aworkers\x120\n" +
 	"\n" +
-	"state_size\x18\t \x01(\v2\x11.dex.v1.StateSizeR\tstateSize\"\x12\n" +
+	"state_size\x18\t \x01(\v2\x11.dex.v1.StateSizeR\tstateSize\x127\n" +
+	"\n" +
+	"partitions\x18\n" +
+	" \x03(\v2\x17.dex.v1.PartitionStatusR\n" +
+	"partitions\"\xf1\x01\n" +
+	"\x0fPartitionStatus\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
+	"\x06leader\x18\x02 \x01(\tR\x06leader\x12.\n" +
+	"\x13leader_grpc_address\x18\x03 \x01(\tR\x11leaderGrpcAddress\x12\x12\n" +
+	"\x04term\x18\x04 \x01(\x04R\x04term\x12!\n" +
+	"\fcommit_index\x18\x05 \x01(\x04R\vcommitIndex\x12#\n" +
+	"\rapplied_index\x18\x06 \x01(\x04R\fappliedIndex\x12\x14\n" +
+	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05state\x18\b \x01(\tR\x05state\"\x12\n" +
 	"\x10NodeStateRequest\"\xba\x02\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -2033,92 +2161,94 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
 	(*StatusResponse)(nil),             // 2: dex.v1.StatusResponse
-	(*NodeStateRequest)(nil),           // 3: dex.v1.NodeStateRequest
-	(*NodeStateResponse)(nil),          // 4: dex.v1.NodeStateResponse
-	(*JoinRequest)(nil),                // 5: dex.v1.JoinRequest
-	(*JoinResponse)(nil),               // 6: dex.v1.JoinResponse
-	(*RegisterNodeRequest)(nil),        // 7: dex.v1.RegisterNodeRequest
-	(*RegisterNodeResponse)(nil),       // 8: dex.v1.RegisterNodeResponse
-	(*RemoveNodeRequest)(nil),          // 9: dex.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 10: dex.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 11: dex.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 12: dex.v1.TransferLeadershipResponse
-	(*WorkerHealth)(nil),               // 13: dex.v1.WorkerHealth
-	(*SaveSnapshotRequest)(nil),        // 14: dex.v1.SaveSnapshotRequest
-	(*SnapshotChunk)(nil),              // 15: dex.v1.SnapshotChunk
-	(*RestoreSnapshotRequest)(nil),     // 16: dex.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil),    // 17: dex.v1.RestoreSnapshotResponse
-	(*CreateTokenRequest)(nil),         // 18: dex.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 19: dex.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 20: dex.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 21: dex.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 22: dex.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 23: dex.v1.RevokeTokenResponse
-	(*BootstrapACLRequest)(nil),        // 24: dex.v1.BootstrapACLRequest
-	(*BootstrapACLResponse)(nil),       // 25: dex.v1.BootstrapACLResponse
-	(*ListWorkersRequest)(nil),         // 26: dex.v1.ListWorkersRequest
-	(*WorkerStatus)(nil),               // 27: dex.v1.WorkerStatus
-	(*ToolQueue)(nil),                  // 28: dex.v1.ToolQueue
-	(*ListWorkersResponse)(nil),        // 29: dex.v1.ListWorkersResponse
-	(*StateSize)(nil),                  // 30: dex.v1.StateSize
-	(*TableSize)(nil),                  // 31: dex.v1.TableSize
-	(*NodeInfo)(nil),                   // 32: dex.v1.NodeInfo
-	(TokenRole)(0),                     // 33: dex.v1.TokenRole
-	(*AclToken)(nil),                   // 34: dex.v1.AclToken
-	(*WorkerInfo)(nil),                 // 35: dex.v1.WorkerInfo
+	(*PartitionStatus)(nil),            // 3: dex.v1.PartitionStatus
+	(*NodeStateRequest)(nil),           // 4: dex.v1.NodeStateRequest
+	(*NodeStateResponse)(nil),          // 5: dex.v1.NodeStateResponse
+	(*JoinRequest)(nil),                // 6: dex.v1.JoinRequest
+	(*JoinResponse)(nil),               // 7: dex.v1.JoinResponse
+	(*RegisterNodeRequest)(nil),        // 8: dex.v1.RegisterNodeRequest
+	(*RegisterNodeResponse)(nil),       // 9: dex.v1.RegisterNodeResponse
+	(*RemoveNodeRequest)(nil),          // 10: dex.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 11: dex.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 12: dex.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 13: dex.v1.TransferLeadershipResponse
+	(*WorkerHealth)(nil),               // 14: dex.v1.WorkerHealth
+	(*SaveSnapshotRequest)(nil),        // 15: dex.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),              // 16: dex.v1.SnapshotChunk
+	(*RestoreSnapshotRequest)(nil),     // 17: dex.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil),    // 18: dex.v1.RestoreSnapshotResponse
+	(*CreateTokenRequest)(nil),         // 19: dex.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 20: dex.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 21: dex.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 22: dex.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 23: dex.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 24: dex.v1.RevokeTokenResponse
+	(*BootstrapACLRequest)(nil),        // 25: dex.v1.BootstrapACLRequest
+	(*BootstrapACLResponse)(nil),       // 26: dex.v1.BootstrapACLResponse
+	(*ListWorkersRequest)(nil),         // 27: dex.v1.ListWorkersRequest
+	(*WorkerStatus)(nil),               // 28: dex.v1.WorkerStatus
+	(*ToolQueue)(nil),                  // 29: dex.v1.ToolQueue
+	(*ListWorkersResponse)(nil),        // 30: dex.v1.ListWorkersResponse
+	(*StateSize)(nil),                  // 31: dex.v1.StateSize
+	(*TableSize)(nil),                  // 32: dex.v1.TableSize
+	(*NodeInfo)(nil),                   // 33: dex.v1.NodeInfo
+	(TokenRole)(0),                     // 34: dex.v1.TokenRole
+	(*AclToken)(nil),                   // 35: dex.v1.AclToken
+	(*WorkerInfo)(nil),                 // 36: dex.v1.WorkerInfo
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
-	13, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
-	30, // 2: dex.v1.StatusResponse.state_size:type_name -> dex.v1.StateSize
-	13, // 3: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	32, // 4: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	32, // 5: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	33, // 6: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
-	34, // 7: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
-	34, // 8: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
-	34, // 9: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
-	35, // 10: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
-	13, // 11: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
-	27, // 12: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
-	28, // 13: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
-	31, // 14: dex.v1.StateSize.tables:type_name -> dex.v1.TableSize
-	0,  // 15: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
-	3,  // 16: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
-	5,  // 17: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
-	7,  // 18: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
-	9,  // 19: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
-	11, // 20: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	14, // 21: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
-	16, // 22: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
-	18, // 23: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
-	20, // 24: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
-	22, // 25: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
-	24, // 26: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
-	26, // 27: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
-	2,  // 28: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	4,  // 29: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	6,  // 30: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	8,  // 31: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	10, // 32: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	12, // 33: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	15, // 34: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
-	17, // 35: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
-	19, // 36: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
-	21, // 37: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
-	23, // 38: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
-	25, // 39: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
-	29, // 40: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
-	28, // [28:41] is the sub-list for method output_type
-	15, // [15:28] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	14, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
+	31, // 2: dex.v1.StatusResponse.state_size:type_name -> dex.v1.StateSize
+	3,  // 3: dex.v1.StatusResponse.partitions:type_name -> dex.v1.PartitionStatus
+	14, // 4: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
+	33, // 5: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	33, // 6: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	34, // 7: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
+	35, // 8: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
+	35, // 9: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
+	35, // 10: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
+	36, // 11: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
+	14, // 12: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
+	28, // 13: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
+	29, // 14: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
+	32, // 15: dex.v1.StateSize.tables:type_name -> dex.v1.TableSize
+	0,  // 16: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
+	4,  // 17: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
+	6,  // 18: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
+	8,  // 19: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
+	10, // 20: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
+	12, // 21: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
+	15, // 22: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
+	17, // 23: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
+	19, // 24: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
+	21, // 25: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
+	23, // 26: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
+	25, // 27: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
+	27, // 28: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
+	2,  // 29: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	5,  // 30: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	7,  // 31: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	9,  // 32: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	11, // 33: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	13, // 34: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	16, // 35: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
+	18, // 36: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
+	20, // 37: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
+	22, // 38: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
+	24, // 39: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
+	26, // 40: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
+	30, // 41: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
+	29, // [29:42] is the sub-list for method output_type
+	16, // [16:29] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_admin_proto_init() }
@@ -2133,7 +2263,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

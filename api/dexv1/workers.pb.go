@@ -233,8 +233,13 @@ type RegisterWorkerResponse struct {
 	HeartbeatTimeoutMs  uint32 `protobuf:"varint,2,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
 	// The node that registered the Worker (the leader): its id and its gRPC
 	// address, for the Worker to say where it is registered.
-	NodeId        string `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	NodeAddress   string `protobuf:"bytes,4,opt,name=node_address,json=nodeAddress,proto3" json:"node_address,omitempty"`
+	NodeId      string `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeAddress string `protobuf:"bytes,4,opt,name=node_address,json=nodeAddress,proto3" json:"node_address,omitempty"`
+	// How many partitions the cluster has (0 or 1: one). A Worker polls each
+	// partition: one PollTask loop per partition, each call carrying the
+	// metadata "dex-partition: K" (absent: partition 0). Any node forwards a
+	// call to its partition's leader.
+	Partitions    uint32 `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -295,6 +300,13 @@ func (x *RegisterWorkerResponse) GetNodeAddress() string {
 		return x.NodeAddress
 	}
 	return ""
+}
+
+func (x *RegisterWorkerResponse) GetPartitions() uint32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
 }
 
 type DeregisterWorkerRequest struct {
@@ -1259,12 +1271,15 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
 	"runs_model\x18\x03 \x01(\bR\trunsModel\x12/\n" +
 	"\x14model_run_timeout_ms\x18\x04 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
-	"\x06agents\x18\x05 \x03(\tR\x06agents\"\xba\x01\n" +
+	"\x06agents\x18\x05 \x03(\tR\x06agents\"\xda\x01\n" +
 	"\x16RegisterWorkerResponse\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\rR\x13heartbeatIntervalMs\x120\n" +
 	"\x14heartbeat_timeout_ms\x18\x02 \x01(\rR\x12heartbeatTimeoutMs\x12\x17\n" +
 	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12!\n" +
-	"\fnode_address\x18\x04 \x01(\tR\vnodeAddress\"6\n" +
+	"\fnode_address\x18\x04 \x01(\tR\vnodeAddress\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x05 \x01(\rR\n" +
+	"partitions\"6\n" +
 	"\x17DeregisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\x1a\n" +
 	"\x18DeregisterWorkerResponse\"d\n" +

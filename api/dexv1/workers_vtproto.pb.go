@@ -59,6 +59,7 @@ func (m *RegisterWorkerResponse) CloneVT() *RegisterWorkerResponse {
 	r.HeartbeatTimeoutMs = m.HeartbeatTimeoutMs
 	r.NodeId = m.NodeId
 	r.NodeAddress = m.NodeAddress
+	r.Partitions = m.Partitions
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -524,6 +525,11 @@ func (m *RegisterWorkerResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Partitions != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Partitions))
+		i--
+		dAtA[i] = 0x28
 	}
 	if len(m.NodeAddress) > 0 {
 		i -= len(m.NodeAddress)
@@ -1489,6 +1495,9 @@ func (m *RegisterWorkerResponse) SizeVT() (n int) {
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.Partitions != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Partitions))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -2157,6 +2166,25 @@ func (m *RegisterWorkerResponse) UnmarshalVT(dAtA []byte) error {
 			}
 			m.NodeAddress = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Partitions", wireType)
+			}
+			m.Partitions = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Partitions |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

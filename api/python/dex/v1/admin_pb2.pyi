@@ -128,6 +128,26 @@ class NodeStatus(_message.Message):
     term: int
     def __init__(self, id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., suffrage: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., ready: bool = ..., ready_reason: _Optional[str] = ...) -> None: ...
 
+class PartitionStatus(_message.Message):
+    __slots__ = ["applied_index", "commit_index", "epoch", "id", "leader", "leader_grpc_address", "state", "term"]
+    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    LEADER_GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    applied_index: int
+    commit_index: int
+    epoch: int
+    id: int
+    leader: str
+    leader_grpc_address: str
+    state: str
+    term: int
+    def __init__(self, id: _Optional[int] = ..., leader: _Optional[str] = ..., leader_grpc_address: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., epoch: _Optional[int] = ..., state: _Optional[str] = ...) -> None: ...
+
 class RegisterNodeRequest(_message.Message):
     __slots__ = ["node"]
     NODE_FIELD_NUMBER: _ClassVar[int]
@@ -215,13 +235,14 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ["answered_by", "applied_index", "commit_index", "epoch", "leader", "nodes", "state_size", "term", "workers"]
+    __slots__ = ["answered_by", "applied_index", "commit_index", "epoch", "leader", "nodes", "partitions", "state_size", "term", "workers"]
     ANSWERED_BY_FIELD_NUMBER: _ClassVar[int]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     STATE_SIZE_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
@@ -231,10 +252,11 @@ class StatusResponse(_message.Message):
     epoch: int
     leader: str
     nodes: _containers.RepeatedCompositeFieldContainer[NodeStatus]
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionStatus]
     state_size: StateSize
     term: int
     workers: _containers.RepeatedCompositeFieldContainer[WorkerHealth]
-    def __init__(self, leader: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeStatus, _Mapping]]] = ..., answered_by: _Optional[str] = ..., epoch: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., state_size: _Optional[_Union[StateSize, _Mapping]] = ...) -> None: ...
+    def __init__(self, leader: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeStatus, _Mapping]]] = ..., answered_by: _Optional[str] = ..., epoch: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., state_size: _Optional[_Union[StateSize, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionStatus, _Mapping]]] = ...) -> None: ...
 
 class TableSize(_message.Message):
     __slots__ = ["bytes", "rows", "table"]

@@ -122,16 +122,18 @@ class RegisterWorkerRequest(_message.Message):
     def __init__(self, worker_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolSpec, _Mapping]]] = ..., runs_model: bool = ..., model_run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RegisterWorkerResponse(_message.Message):
-    __slots__ = ["heartbeat_interval_ms", "heartbeat_timeout_ms", "node_address", "node_id"]
+    __slots__ = ["heartbeat_interval_ms", "heartbeat_timeout_ms", "node_address", "node_id", "partitions"]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     NODE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval_ms: int
     heartbeat_timeout_ms: int
     node_address: str
     node_id: str
-    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., node_address: _Optional[str] = ...) -> None: ...
+    partitions: int
+    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., node_address: _Optional[str] = ..., partitions: _Optional[int] = ...) -> None: ...
 
 class ReportTaskRequest(_message.Message):
     __slots__ = ["ref", "result"]

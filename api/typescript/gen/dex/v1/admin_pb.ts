@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/admin.proto.
  */
 export const file_dex_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IsUBCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBBINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAki8AEKDlN0YXR1c1Jlc3BvbnNlEg4KBmxlYWRlchgBIAEoCRIMCgR0ZXJtGAIgASgEEhQKDGNvbW1pdF9pbmRleBgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEiEKBW5vZGVzGAUgAygLMhIuZGV4LnYxLk5vZGVTdGF0dXMSEwoLYW5zd2VyZWRfYnkYBiABKAkSDQoFZXBvY2gYByABKAQSJQoHd29ya2VycxgIIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSJQoKc3RhdGVfc2l6ZRgJIAEoCzIRLmRleC52MS5TdGF0ZVNpemUiEgoQTm9kZVN0YXRlUmVxdWVzdCLcAQoRTm9kZVN0YXRlUmVzcG9uc2USCgoCaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdGVybRgDIAEoBBIUCgxjb21taXRfaW5kZXgYBCABKAQSFQoNYXBwbGllZF9pbmRleBgFIAEoBBIRCglsZWFkZXJfaWQYBiABKAkSJQoHd29ya2VycxgHIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSEgoKY2x1c3Rlcl9pZBgIIAEoCRINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkiQQoLSm9pblJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbxISCgpjbHVzdGVyX2lkGAIgASgJIiIKDEpvaW5SZXNwb25zZRISCgpjbHVzdGVyX2lkGAEgASgJIjUKE1JlZ2lzdGVyTm9kZVJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbyIWChRSZWdpc3Rlck5vZGVSZXNwb25zZSIzChFSZW1vdmVOb2RlUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEg0KBWZvcmNlGAIgASgIIhQKElJlbW92ZU5vZGVSZXNwb25zZSIsChlUcmFuc2ZlckxlYWRlcnNoaXBSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiMAoaVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USEgoKbmV3X2xlYWRlchgBIAEoCSJsCgxXb3JrZXJIZWFsdGgSEQoJd29ya2VyX2lkGAEgASgJEhEKCXVuaGVhbHRoeRgCIAEoCBIaChJ1bmNsYWltZWRfaW5fYV9yb3cYAyABKA0SGgoSdW5jbGFpbWVkX2V4cGlyaWVzGAQgASgEIhUKE1NhdmVTbmFwc2hvdFJlcXVlc3QiHQoNU25hcHNob3RDaHVuaxIMCgRkYXRhGAEgASgMIl0KFlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QSDAoEZGF0YRgBIAEoDBIYChByZXBsYWNlX3Nlc3Npb25zGAIgASgIEhsKE2FsbG93X290aGVyX2NsdXN0ZXIYAyABKAgigAEKF1Jlc3RvcmVTbmFwc2hvdFJlc3BvbnNlEhQKDGJhY2t1cF9pbmRleBgBIAEoBBITCgtiYWNrdXBfdGVybRgCIAEoBBIZChFiYWNrdXBfY2x1c3Rlcl9pZBgDIAEoCRIQCghzZXNzaW9ucxgEIAEoBBINCgVlcG9jaBgFIAEoBCJWChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIfCgRyb2xlGAIgASgOMhEuZGV4LnYxLlRva2VuUm9sZRIRCgl3b3JrZXJfaWQYAyABKAkiRgoTQ3JlYXRlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmRleC52MS5BY2xUb2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmRleC52MS5BY2xUb2tlbiImChJSZXZva2VUb2tlblJlcXVlc3QSEAoIdG9rZW5faWQYASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSIVChNCb290c3RyYXBBQ0xSZXF1ZXN0IkcKFEJvb3RzdHJhcEFDTFJlc3BvbnNlEh8KBXRva2VuGAEgASgLMhAuZGV4LnYxLkFjbFRva2VuEg4KBnNlY3JldBgCIAEoCSIUChJMaXN0V29ya2Vyc1JlcXVlc3QihQEKDFdvcmtlclN0YXR1cxIiCgZ3b3JrZXIYASABKAsyEi5kZXgudjEuV29ya2VySW5mbxIXCg9sYXN0X2NvbnRhY3RfbXMYAiABKAMSEgoKb3Blbl9wb2xscxgDIAEoDRIkCgZoZWFsdGgYBCABKAsyFC5kZXgudjEuV29ya2VySGVhbHRoIlwKCVRvb2xRdWV1ZRIMCgR0b29sGAEgASgJEg4KBnF1ZXVlZBgCIAEoBBIPCgdydW5uaW5nGAMgASgEEg8KB3dhaXRpbmcYBCABKAQSDwoHd29ya2VycxgFIAMoCSKDAQoTTGlzdFdvcmtlcnNSZXNwb25zZRIlCgd3b3JrZXJzGAEgAygLMhQuZGV4LnYxLldvcmtlclN0YXR1cxIgCgV0b29scxgCIAMoCzIRLmRleC52MS5Ub29sUXVldWUSEwoLYW5zd2VyZWRfYnkYAyABKAkSDgoGbGVhZGVyGAQgASgIIqgBCglTdGF0ZVNpemUSIQoGdGFibGVzGAEgAygLMhEuZGV4LnYxLlRhYmxlU2l6ZRISCgp0b3RhbF9yb3dzGAIgASgEEhMKC3RvdGFsX2J5dGVzGAMgASgEEhUKDWFwcGxpZWRfaW5kZXgYBCABKAQSGwoTbGFzdF9zbmFwc2hvdF9ieXRlcxgFIAEoBBIbChNsYXN0X3NuYXBzaG90X2luZGV4GAYgASgEIjcKCVRhYmxlU2l6ZRINCgV0YWJsZRgBIAEoCRIMCgRyb3dzGAIgASgEEg0KBWJ5dGVzGAMgASgEMq0HCgxBZG1pblNlcnZpY2USNwoGU3RhdHVzEhUuZGV4LnYxLlN0YXR1c1JlcXVlc3QaFi5kZXgudjEuU3RhdHVzUmVzcG9uc2USQAoJTm9kZVN0YXRlEhguZGV4LnYxLk5vZGVTdGF0ZVJlcXVlc3QaGS5kZXgudjEuTm9kZVN0YXRlUmVzcG9uc2USMQoESm9pbhITLmRleC52MS5Kb2luUmVxdWVzdBoULmRleC52MS5Kb2luUmVzcG9uc2USSQoMUmVnaXN0ZXJOb2RlEhsuZGV4LnYxLlJlZ2lzdGVyTm9kZVJlcXVlc3QaHC5kZXgudjEuUmVnaXN0ZXJOb2RlUmVzcG9uc2USQwoKUmVtb3ZlTm9kZRIZLmRleC52MS5SZW1vdmVOb2RlUmVxdWVzdBoaLmRleC52MS5SZW1vdmVOb2RlUmVzcG9uc2USWwoSVHJhbnNmZXJMZWFkZXJzaGlwEiEuZGV4LnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QaIi5kZXgudjEuVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USRAoMU2F2ZVNuYXBzaG90EhsuZGV4LnYxLlNhdmVTbmFwc2hvdFJlcXVlc3QaFS5kZXgudjEuU25hcHNob3RDaHVuazABElQKD1Jlc3RvcmVTbmFwc2hvdBIeLmRleC52MS5SZXN0b3JlU25hcHNob3RSZXF1ZXN0Gh8uZGV4LnYxLlJlc3RvcmVTbmFwc2hvdFJlc3BvbnNlKAESRgoLQ3JlYXRlVG9rZW4SGi5kZXgudjEuQ3JlYXRlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLkNyZWF0ZVRva2VuUmVzcG9uc2USQwoKTGlzdFRva2VucxIZLmRleC52MS5MaXN0VG9rZW5zUmVxdWVzdBoaLmRleC52MS5MaXN0VG9rZW5zUmVzcG9uc2USRgoLUmV2b2tlVG9rZW4SGi5kZXgudjEuUmV2b2tlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLlJldm9rZVRva2VuUmVzcG9uc2USSQoMQm9vdHN0cmFwQUNMEhsuZGV4LnYxLkJvb3RzdHJhcEFDTFJlcXVlc3QaHC5kZXgudjEuQm9vdHN0cmFwQUNMUmVzcG9uc2USRgoLTGlzdFdvcmtlcnMSGi5kZXgudjEuTGlzdFdvcmtlcnNSZXF1ZXN0GhsuZGV4LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
+  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IsUBCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBBINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkinQIKDlN0YXR1c1Jlc3BvbnNlEg4KBmxlYWRlchgBIAEoCRIMCgR0ZXJtGAIgASgEEhQKDGNvbW1pdF9pbmRleBgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEiEKBW5vZGVzGAUgAygLMhIuZGV4LnYxLk5vZGVTdGF0dXMSEwoLYW5zd2VyZWRfYnkYBiABKAkSDQoFZXBvY2gYByABKAQSJQoHd29ya2VycxgIIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSJQoKc3RhdGVfc2l6ZRgJIAEoCzIRLmRleC52MS5TdGF0ZVNpemUSKwoKcGFydGl0aW9ucxgKIAMoCzIXLmRleC52MS5QYXJ0aXRpb25TdGF0dXMiowEKD1BhcnRpdGlvblN0YXR1cxIKCgJpZBgBIAEoDRIOCgZsZWFkZXIYAiABKAkSGwoTbGVhZGVyX2dycGNfYWRkcmVzcxgDIAEoCRIMCgR0ZXJtGAQgASgEEhQKDGNvbW1pdF9pbmRleBgFIAEoBBIVCg1hcHBsaWVkX2luZGV4GAYgASgEEg0KBWVwb2NoGAcgASgEEg0KBXN0YXRlGAggASgJIhIKEE5vZGVTdGF0ZVJlcXVlc3Qi3AEKEU5vZGVTdGF0ZVJlc3BvbnNlEgoKAmlkGAEgASgJEg0KBXN0YXRlGAIgASgJEgwKBHRlcm0YAyABKAQSFAoMY29tbWl0X2luZGV4GAQgASgEEhUKDWFwcGxpZWRfaW5kZXgYBSABKAQSEQoJbGVhZGVyX2lkGAYgASgJEiUKB3dvcmtlcnMYByADKAsyFC5kZXgudjEuV29ya2VySGVhbHRoEhIKCmNsdXN0ZXJfaWQYCCABKAkSDQoFcmVhZHkYCSABKAgSFAoMcmVhZHlfcmVhc29uGAogASgJIkEKC0pvaW5SZXF1ZXN0Eh4KBG5vZGUYASABKAsyEC5kZXgudjEuTm9kZUluZm8SEgoKY2x1c3Rlcl9pZBgCIAEoCSIiCgxKb2luUmVzcG9uc2USEgoKY2x1c3Rlcl9pZBgBIAEoCSI1ChNSZWdpc3Rlck5vZGVSZXF1ZXN0Eh4KBG5vZGUYASABKAsyEC5kZXgudjEuTm9kZUluZm8iFgoUUmVnaXN0ZXJOb2RlUmVzcG9uc2UiMwoRUmVtb3ZlTm9kZVJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVmb3JjZRgCIAEoCCIUChJSZW1vdmVOb2RlUmVzcG9uc2UiLAoZVHJhbnNmZXJMZWFkZXJzaGlwUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJIjAKGlRyYW5zZmVyTGVhZGVyc2hpcFJlc3BvbnNlEhIKCm5ld19sZWFkZXIYASABKAkibAoMV29ya2VySGVhbHRoEhEKCXdvcmtlcl9pZBgBIAEoCRIRCgl1bmhlYWx0aHkYAiABKAgSGgoSdW5jbGFpbWVkX2luX2Ffcm93GAMgASgNEhoKEnVuY2xhaW1lZF9leHBpcmllcxgEIAEoBCIVChNTYXZlU25hcHNob3RSZXF1ZXN0Ih0KDVNuYXBzaG90Q2h1bmsSDAoEZGF0YRgBIAEoDCJdChZSZXN0b3JlU25hcHNob3RSZXF1ZXN0EgwKBGRhdGEYASABKAwSGAoQcmVwbGFjZV9zZXNzaW9ucxgCIAEoCBIbChNhbGxvd19vdGhlcl9jbHVzdGVyGAMgASgIIoABChdSZXN0b3JlU25hcHNob3RSZXNwb25zZRIUCgxiYWNrdXBfaW5kZXgYASABKAQSEwoLYmFja3VwX3Rlcm0YAiABKAQSGQoRYmFja3VwX2NsdXN0ZXJfaWQYAyABKAkSEAoIc2Vzc2lvbnMYBCABKAQSDQoFZXBvY2gYBSABKAQiVgoSQ3JlYXRlVG9rZW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSHwoEcm9sZRgCIAEoDjIRLmRleC52MS5Ub2tlblJvbGUSEQoJd29ya2VyX2lkGAMgASgJIkYKE0NyZWF0ZVRva2VuUmVzcG9uc2USHwoFdG9rZW4YASABKAsyEC5kZXgudjEuQWNsVG9rZW4SDgoGc2VjcmV0GAIgASgJIhMKEUxpc3RUb2tlbnNSZXF1ZXN0IjYKEkxpc3RUb2tlbnNSZXNwb25zZRIgCgZ0b2tlbnMYASADKAsyEC5kZXgudjEuQWNsVG9rZW4iJgoSUmV2b2tlVG9rZW5SZXF1ZXN0EhAKCHRva2VuX2lkGAEgASgJIhUKE1Jldm9rZVRva2VuUmVzcG9uc2UiFQoTQm9vdHN0cmFwQUNMUmVxdWVzdCJHChRCb290c3RyYXBBQ0xSZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmRleC52MS5BY2xUb2tlbhIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IoUBCgxXb3JrZXJTdGF0dXMSIgoGd29ya2VyGAEgASgLMhIuZGV4LnYxLldvcmtlckluZm8SFwoPbGFzdF9jb250YWN0X21zGAIgASgDEhIKCm9wZW5fcG9sbHMYAyABKA0SJAoGaGVhbHRoGAQgASgLMhQuZGV4LnYxLldvcmtlckhlYWx0aCJcCglUb29sUXVldWUSDAoEdG9vbBgBIAEoCRIOCgZxdWV1ZWQYAiABKAQSDwoHcnVubmluZxgDIAEoBBIPCgd3YWl0aW5nGAQgASgEEg8KB3dvcmtlcnMYBSADKAkigwEKE0xpc3RXb3JrZXJzUmVzcG9uc2USJQoHd29ya2VycxgBIAMoCzIULmRleC52MS5Xb3JrZXJTdGF0dXMSIAoFdG9vbHMYAiADKAsyES5kZXgudjEuVG9vbFF1ZXVlEhMKC2Fuc3dlcmVkX2J5GAMgASgJEg4KBmxlYWRlchgEIAEoCCKoAQoJU3RhdGVTaXplEiEKBnRhYmxlcxgBIAMoCzIRLmRleC52MS5UYWJsZVNpemUSEgoKdG90YWxfcm93cxgCIAEoBBITCgt0b3RhbF9ieXRlcxgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEhsKE2xhc3Rfc25hcHNob3RfYnl0ZXMYBSABKAQSGwoTbGFzdF9zbmFwc2hvdF9pbmRleBgGIAEoBCI3CglUYWJsZVNpemUSDQoFdGFibGUYASABKAkSDAoEcm93cxgCIAEoBBINCgVieXRlcxgDIAEoBDKtBwoMQWRtaW5TZXJ2aWNlEjcKBlN0YXR1cxIVLmRleC52MS5TdGF0dXNSZXF1ZXN0GhYuZGV4LnYxLlN0YXR1c1Jlc3BvbnNlEkAKCU5vZGVTdGF0ZRIYLmRleC52MS5Ob2RlU3RhdGVSZXF1ZXN0GhkuZGV4LnYxLk5vZGVTdGF0ZVJlc3BvbnNlEjEKBEpvaW4SEy5kZXgudjEuSm9pblJlcXVlc3QaFC5kZXgudjEuSm9pblJlc3BvbnNlEkkKDFJlZ2lzdGVyTm9kZRIbLmRleC52MS5SZWdpc3Rlck5vZGVSZXF1ZXN0GhwuZGV4LnYxLlJlZ2lzdGVyTm9kZVJlc3BvbnNlEkMKClJlbW92ZU5vZGUSGS5kZXgudjEuUmVtb3ZlTm9kZVJlcXVlc3QaGi5kZXgudjEuUmVtb3ZlTm9kZVJlc3BvbnNlElsKElRyYW5zZmVyTGVhZGVyc2hpcBIhLmRleC52MS5UcmFuc2ZlckxlYWRlcnNoaXBSZXF1ZXN0GiIuZGV4LnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlc3BvbnNlEkQKDFNhdmVTbmFwc2hvdBIbLmRleC52MS5TYXZlU25hcHNob3RSZXF1ZXN0GhUuZGV4LnYxLlNuYXBzaG90Q2h1bmswARJUCg9SZXN0b3JlU25hcHNob3QSHi5kZXgudjEuUmVzdG9yZVNuYXBzaG90UmVxdWVzdBofLmRleC52MS5SZXN0b3JlU25hcHNob3RSZXNwb25zZSgBEkYKC0NyZWF0ZVRva2VuEhouZGV4LnYxLkNyZWF0ZVRva2VuUmVxdWVzdBobLmRleC52MS5DcmVhdGVUb2tlblJlc3BvbnNlEkMKCkxpc3RUb2tlbnMSGS5kZXgudjEuTGlzdFRva2Vuc1JlcXVlc3QaGi5kZXgudjEuTGlzdFRva2Vuc1Jlc3BvbnNlEkYKC1Jldm9rZVRva2VuEhouZGV4LnYxLlJldm9rZVRva2VuUmVxdWVzdBobLmRleC52MS5SZXZva2VUb2tlblJlc3BvbnNlEkkKDEJvb3RzdHJhcEFDTBIbLmRleC52MS5Cb290c3RyYXBBQ0xSZXF1ZXN0GhwuZGV4LnYxLkJvb3RzdHJhcEFDTFJlc3BvbnNlEkYKC0xpc3RXb3JrZXJzEhouZGV4LnYxLkxpc3RXb3JrZXJzUmVxdWVzdBobLmRleC52MS5MaXN0V29ya2Vyc1Jlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.StatusRequest
@@ -152,6 +152,15 @@ export type StatusResponse = Message<"dex.v1.StatusResponse"> & {
    * @generated from field: dex.v1.StateSize state_size = 9;
    */
   stateSize?: StateSize | undefined;
+
+  /**
+   * One entry per partition (docs/design/partitions.md), as the answering
+   * node sees each partition's raft group; a cluster of one partition has
+   * one. The fields above are partition 0's.
+   *
+   * @generated from field: repeated dex.v1.PartitionStatus partitions = 10;
+   */
+  partitions: PartitionStatus[];
 };
 
 /**
@@ -160,6 +169,65 @@ export type StatusResponse = Message<"dex.v1.StatusResponse"> & {
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
   messageDesc(file_dex_v1_admin, 2);
+
+/**
+ * @generated from message dex.v1.PartitionStatus
+ */
+export type PartitionStatus = Message<"dex.v1.PartitionStatus"> & {
+  /**
+   * @generated from field: uint32 id = 1;
+   */
+  id: number;
+
+  /**
+   * The id of the node that leads the partition (empty: none known).
+   *
+   * @generated from field: string leader = 2;
+   */
+  leader: string;
+
+  /**
+   * @generated from field: string leader_grpc_address = 3;
+   */
+  leaderGrpcAddress: string;
+
+  /**
+   * @generated from field: uint64 term = 4;
+   */
+  term: bigint;
+
+  /**
+   * @generated from field: uint64 commit_index = 5;
+   */
+  commitIndex: bigint;
+
+  /**
+   * @generated from field: uint64 applied_index = 6;
+   */
+  appliedIndex: bigint;
+
+  /**
+   * The dispatch epoch of the partition's leader, from its state.
+   *
+   * @generated from field: uint64 epoch = 7;
+   */
+  epoch: bigint;
+
+  /**
+   * The answering node's role in the partition's group: "leader",
+   * "follower" or "candidate".
+   *
+   * @generated from field: string state = 8;
+   */
+  state: string;
+};
+
+/**
+ * Describes the message dex.v1.PartitionStatus.
+ * Use `create(PartitionStatusSchema)` to create a new message.
+ */
+export const PartitionStatusSchema: GenMessage<PartitionStatus> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 3);
 
 /**
  * @generated from message dex.v1.NodeStateRequest
@@ -172,7 +240,7 @@ export type NodeStateRequest = Message<"dex.v1.NodeStateRequest"> & {
  * Use `create(NodeStateRequestSchema)` to create a new message.
  */
 export const NodeStateRequestSchema: GenMessage<NodeStateRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 3);
+  messageDesc(file_dex_v1_admin, 4);
 
 /**
  * @generated from message dex.v1.NodeStateResponse
@@ -236,7 +304,7 @@ export type NodeStateResponse = Message<"dex.v1.NodeStateResponse"> & {
  * Use `create(NodeStateResponseSchema)` to create a new message.
  */
 export const NodeStateResponseSchema: GenMessage<NodeStateResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 4);
+  messageDesc(file_dex_v1_admin, 5);
 
 /**
  * @generated from message dex.v1.JoinRequest
@@ -261,7 +329,7 @@ export type JoinRequest = Message<"dex.v1.JoinRequest"> & {
  * Use `create(JoinRequestSchema)` to create a new message.
  */
 export const JoinRequestSchema: GenMessage<JoinRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 5);
+  messageDesc(file_dex_v1_admin, 6);
 
 /**
  * @generated from message dex.v1.JoinResponse
@@ -280,7 +348,7 @@ export type JoinResponse = Message<"dex.v1.JoinResponse"> & {
  * Use `create(JoinResponseSchema)` to create a new message.
  */
 export const JoinResponseSchema: GenMessage<JoinResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 6);
+  messageDesc(file_dex_v1_admin, 7);
 
 /**
  * @generated from message dex.v1.RegisterNodeRequest
@@ -297,7 +365,7 @@ export type RegisterNodeRequest = Message<"dex.v1.RegisterNodeRequest"> & {
  * Use `create(RegisterNodeRequestSchema)` to create a new message.
  */
 export const RegisterNodeRequestSchema: GenMessage<RegisterNodeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 7);
+  messageDesc(file_dex_v1_admin, 8);
 
 /**
  * @generated from message dex.v1.RegisterNodeResponse
@@ -310,7 +378,7 @@ export type RegisterNodeResponse = Message<"dex.v1.RegisterNodeResponse"> & {
  * Use `create(RegisterNodeResponseSchema)` to create a new message.
  */
 export const RegisterNodeResponseSchema: GenMessage<RegisterNodeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 8);
+  messageDesc(file_dex_v1_admin, 9);
 
 /**
  * @generated from message dex.v1.RemoveNodeRequest
@@ -334,7 +402,7 @@ export type RemoveNodeRequest = Message<"dex.v1.RemoveNodeRequest"> & {
  * Use `create(RemoveNodeRequestSchema)` to create a new message.
  */
 export const RemoveNodeRequestSchema: GenMessage<RemoveNodeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 9);
+  messageDesc(file_dex_v1_admin, 10);
 
 /**
  * @generated from message dex.v1.RemoveNodeResponse
@@ -347,7 +415,7 @@ export type RemoveNodeResponse = Message<"dex.v1.RemoveNodeResponse"> & {
  * Use `create(RemoveNodeResponseSchema)` to create a new message.
  */
 export const RemoveNodeResponseSchema: GenMessage<RemoveNodeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 10);
+  messageDesc(file_dex_v1_admin, 11);
 
 /**
  * @generated from message dex.v1.TransferLeadershipRequest
@@ -366,7 +434,7 @@ export type TransferLeadershipRequest = Message<"dex.v1.TransferLeadershipReques
  * Use `create(TransferLeadershipRequestSchema)` to create a new message.
  */
 export const TransferLeadershipRequestSchema: GenMessage<TransferLeadershipRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 11);
+  messageDesc(file_dex_v1_admin, 12);
 
 /**
  * @generated from message dex.v1.TransferLeadershipResponse
@@ -383,7 +451,7 @@ export type TransferLeadershipResponse = Message<"dex.v1.TransferLeadershipRespo
  * Use `create(TransferLeadershipResponseSchema)` to create a new message.
  */
 export const TransferLeadershipResponseSchema: GenMessage<TransferLeadershipResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 12);
+  messageDesc(file_dex_v1_admin, 13);
 
 /**
  * WorkerHealth is the leader's bookkeeping of a Worker that takes tasks and
@@ -427,7 +495,7 @@ export type WorkerHealth = Message<"dex.v1.WorkerHealth"> & {
  * Use `create(WorkerHealthSchema)` to create a new message.
  */
 export const WorkerHealthSchema: GenMessage<WorkerHealth> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 13);
+  messageDesc(file_dex_v1_admin, 14);
 
 /**
  * @generated from message dex.v1.SaveSnapshotRequest
@@ -440,7 +508,7 @@ export type SaveSnapshotRequest = Message<"dex.v1.SaveSnapshotRequest"> & {
  * Use `create(SaveSnapshotRequestSchema)` to create a new message.
  */
 export const SaveSnapshotRequestSchema: GenMessage<SaveSnapshotRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 14);
+  messageDesc(file_dex_v1_admin, 15);
 
 /**
  * A piece of a backup file (the backup package's format: header, state
@@ -460,7 +528,7 @@ export type SnapshotChunk = Message<"dex.v1.SnapshotChunk"> & {
  * Use `create(SnapshotChunkSchema)` to create a new message.
  */
 export const SnapshotChunkSchema: GenMessage<SnapshotChunk> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 15);
+  messageDesc(file_dex_v1_admin, 16);
 
 /**
  * @generated from message dex.v1.RestoreSnapshotRequest
@@ -494,7 +562,7 @@ export type RestoreSnapshotRequest = Message<"dex.v1.RestoreSnapshotRequest"> & 
  * Use `create(RestoreSnapshotRequestSchema)` to create a new message.
  */
 export const RestoreSnapshotRequestSchema: GenMessage<RestoreSnapshotRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 16);
+  messageDesc(file_dex_v1_admin, 17);
 
 /**
  * @generated from message dex.v1.RestoreSnapshotResponse
@@ -539,7 +607,7 @@ export type RestoreSnapshotResponse = Message<"dex.v1.RestoreSnapshotResponse"> 
  * Use `create(RestoreSnapshotResponseSchema)` to create a new message.
  */
 export const RestoreSnapshotResponseSchema: GenMessage<RestoreSnapshotResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 17);
+  messageDesc(file_dex_v1_admin, 18);
 
 /**
  * @generated from message dex.v1.CreateTokenRequest
@@ -568,7 +636,7 @@ export type CreateTokenRequest = Message<"dex.v1.CreateTokenRequest"> & {
  * Use `create(CreateTokenRequestSchema)` to create a new message.
  */
 export const CreateTokenRequestSchema: GenMessage<CreateTokenRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 18);
+  messageDesc(file_dex_v1_admin, 19);
 
 /**
  * @generated from message dex.v1.CreateTokenResponse
@@ -592,7 +660,7 @@ export type CreateTokenResponse = Message<"dex.v1.CreateTokenResponse"> & {
  * Use `create(CreateTokenResponseSchema)` to create a new message.
  */
 export const CreateTokenResponseSchema: GenMessage<CreateTokenResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 19);
+  messageDesc(file_dex_v1_admin, 20);
 
 /**
  * @generated from message dex.v1.ListTokensRequest
@@ -605,7 +673,7 @@ export type ListTokensRequest = Message<"dex.v1.ListTokensRequest"> & {
  * Use `create(ListTokensRequestSchema)` to create a new message.
  */
 export const ListTokensRequestSchema: GenMessage<ListTokensRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 20);
+  messageDesc(file_dex_v1_admin, 21);
 
 /**
  * @generated from message dex.v1.ListTokensResponse
@@ -622,7 +690,7 @@ export type ListTokensResponse = Message<"dex.v1.ListTokensResponse"> & {
  * Use `create(ListTokensResponseSchema)` to create a new message.
  */
 export const ListTokensResponseSchema: GenMessage<ListTokensResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 21);
+  messageDesc(file_dex_v1_admin, 22);
 
 /**
  * @generated from message dex.v1.RevokeTokenRequest
@@ -639,7 +707,7 @@ export type RevokeTokenRequest = Message<"dex.v1.RevokeTokenRequest"> & {
  * Use `create(RevokeTokenRequestSchema)` to create a new message.
  */
 export const RevokeTokenRequestSchema: GenMessage<RevokeTokenRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 22);
+  messageDesc(file_dex_v1_admin, 23);
 
 /**
  * @generated from message dex.v1.RevokeTokenResponse
@@ -652,7 +720,7 @@ export type RevokeTokenResponse = Message<"dex.v1.RevokeTokenResponse"> & {
  * Use `create(RevokeTokenResponseSchema)` to create a new message.
  */
 export const RevokeTokenResponseSchema: GenMessage<RevokeTokenResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 23);
+  messageDesc(file_dex_v1_admin, 24);
 
 /**
  * @generated from message dex.v1.BootstrapACLRequest
@@ -665,7 +733,7 @@ export type BootstrapACLRequest = Message<"dex.v1.BootstrapACLRequest"> & {
  * Use `create(BootstrapACLRequestSchema)` to create a new message.
  */
 export const BootstrapACLRequestSchema: GenMessage<BootstrapACLRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 24);
+  messageDesc(file_dex_v1_admin, 25);
 
 /**
  * @generated from message dex.v1.BootstrapACLResponse
@@ -687,7 +755,7 @@ export type BootstrapACLResponse = Message<"dex.v1.BootstrapACLResponse"> & {
  * Use `create(BootstrapACLResponseSchema)` to create a new message.
  */
 export const BootstrapACLResponseSchema: GenMessage<BootstrapACLResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 25);
+  messageDesc(file_dex_v1_admin, 26);
 
 /**
  * @generated from message dex.v1.ListWorkersRequest
@@ -700,7 +768,7 @@ export type ListWorkersRequest = Message<"dex.v1.ListWorkersRequest"> & {
  * Use `create(ListWorkersRequestSchema)` to create a new message.
  */
 export const ListWorkersRequestSchema: GenMessage<ListWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 26);
+  messageDesc(file_dex_v1_admin, 27);
 
 /**
  * @generated from message dex.v1.WorkerStatus
@@ -738,7 +806,7 @@ export type WorkerStatus = Message<"dex.v1.WorkerStatus"> & {
  * Use `create(WorkerStatusSchema)` to create a new message.
  */
 export const WorkerStatusSchema: GenMessage<WorkerStatus> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 27);
+  messageDesc(file_dex_v1_admin, 28);
 
 /**
  * The Steps of one tool by status; tool is empty for model Steps (RunModel,
@@ -780,7 +848,7 @@ export type ToolQueue = Message<"dex.v1.ToolQueue"> & {
  * Use `create(ToolQueueSchema)` to create a new message.
  */
 export const ToolQueueSchema: GenMessage<ToolQueue> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 28);
+  messageDesc(file_dex_v1_admin, 29);
 
 /**
  * @generated from message dex.v1.ListWorkersResponse
@@ -815,7 +883,7 @@ export type ListWorkersResponse = Message<"dex.v1.ListWorkersResponse"> & {
  * Use `create(ListWorkersResponseSchema)` to create a new message.
  */
 export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 29);
+  messageDesc(file_dex_v1_admin, 30);
 
 /**
  * StateSize is what the replicated state holds, table by table: kept as
@@ -867,7 +935,7 @@ export type StateSize = Message<"dex.v1.StateSize"> & {
  * Use `create(StateSizeSchema)` to create a new message.
  */
 export const StateSizeSchema: GenMessage<StateSize> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 30);
+  messageDesc(file_dex_v1_admin, 31);
 
 /**
  * TableSize is one table of the state: its rows (an event counts as one)
@@ -897,7 +965,7 @@ export type TableSize = Message<"dex.v1.TableSize"> & {
  * Use `create(TableSizeSchema)` to create a new message.
  */
 export const TableSizeSchema: GenMessage<TableSize> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 31);
+  messageDesc(file_dex_v1_admin, 32);
 
 /**
  * AdminService is the operator's view of the cluster. Any node answers Status;
