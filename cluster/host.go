@@ -34,6 +34,9 @@ type groupShare struct {
 	// welcomed: partition 0 found a running cluster that names this node
 	// but that it never held the data of, so no partition bootstraps.
 	welcomed bool
+	// registry is partition 0, whose state holds the nodes' addresses for
+	// every partition.
+	registry *Node
 }
 
 // Host is a node holding every partition of its cluster.
@@ -82,6 +85,9 @@ func NewHost(cfg Config) (_ *Host, err error) {
 			}
 			return nil, err
 		}
+		if k == 0 {
+			share.registry = n
+		}
 		h.nodes = append(h.nodes, n)
 	}
 	return h, nil
@@ -106,6 +112,9 @@ func (h *Host) Partitions() int { return len(h.nodes) }
 
 // Partition is partition k's Node.
 func (h *Host) Partition(k int) *Node { return h.nodes[k] }
+
+// Nodes is every partition's Node, partition 0 first.
+func (h *Host) Nodes() []*Node { return h.nodes }
 
 // Shutdown stops every partition, then the listener they share.
 func (h *Host) Shutdown() error {

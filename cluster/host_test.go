@@ -16,13 +16,13 @@ import (
 
 // thost is one in-process member holding every partition.
 type thost struct {
-	id, raftAddr, dir string
+	id, raftAddr, grpcAddr, dir string
 	host              *cluster.Host
 }
 
 func hostConfig(h *thost, peers []cluster.Peer, partitions int) cluster.Config {
 	return cluster.Config{
-		ID: h.id, DataDir: h.dir, RaftAddr: h.raftAddr, Peers: peers, Partitions: partitions,
+		ID: h.id, DataDir: h.dir, RaftAddr: h.raftAddr, GRPCAddr: h.grpcAddr, Peers: peers, Partitions: partitions,
 		HeartbeatTimeout: 800 * time.Millisecond, ElectionTimeout: 800 * time.Millisecond,
 		StepDownTimeout: 400 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
 		RegisterInterval: 200 * time.Millisecond,
@@ -90,7 +90,7 @@ func TestHostRunsEachPartitionAsItsOwnRaftGroup(t *testing.T) {
 	var hosts []*thost
 	var peers []cluster.Peer
 	for i := 1; i <= 3; i++ {
-		h := &thost{id: fmt.Sprintf("n%d", i), raftAddr: freeAddr(t), dir: t.TempDir()}
+		h := &thost{id: fmt.Sprintf("n%d", i), raftAddr: freeAddr(t), grpcAddr: freeAddr(t), dir: t.TempDir()}
 		hosts = append(hosts, h)
 		peers = append(peers, cluster.Peer{ID: h.id, RaftAddr: h.raftAddr})
 	}
@@ -110,6 +110,40 @@ func TestHostRunsEachPartitionAsItsOwnRaftGroup(t *testing.T) {
 		waitFor(t, 15*time.Second, h.id+" applying both partitions", func() bool {
 			return sessionsOf(h, 0) == "a1,a2" && sessionsOf(h, 1) == "b1"
 		})
+	}
+
+	// Every partition names its leader's gRPC address from the nodes
+	// table, which only partition 0 holds: partition 1's leadership moves
+	// to a node that does not lead partition 0, whose addresses partition
+	// 0 records as a follower's registration does.
+	lead0 := partitionLeader(t, hosts, 0)
+	var other *thost
+	for _, o := range hosts {
+		if o.id != lead0.ID() {
+			other = o
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if l := partitionLeader(t, hosts, 1); l.ID() != other.id {
+		if _, err := l.TransferLeadership(ctx, other.id); err != nil {
+			t.Fatalf("move partition 1's leadership to %s: %v", other.id, err)
+		}
+	}
+	res, err := lead0.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: &fsmpb.NodeInfo{
+		Id: other.id, RaftAddress: other.raftAddr, GrpcAddress: other.grpcAddr,
+	}}}})
+	if err != nil || res.Err != nil {
+		t.Fatalf("record %s's addresses: %v %v", other.id, err, res)
+	}
+	for _, h := range hosts {
+		waitFor(t, 15*time.Second, h.id+" knowing partition 1's leader's gRPC address", func() bool {
+			l := h.host.Partition(1).Leader()
+			return l != nil && l.Id == other.id && l.GrpcAddress == other.grpcAddr
+		})
+		if n := len(h.host.Partition(1).State().Nodes()); n != 0 {
+			t.Errorf("%s: partition 1 holds %d node rows; the nodes table is partition 0's", h.id, n)
+		}
 	}
 
 	h := hosts[2]

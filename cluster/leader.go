@@ -148,7 +148,8 @@ func (n *Node) establishOnce(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("bump epoch rejected: %v", res.Err)
 	}
 	epoch := res.Epoch
-	if !proto.Equal(n.nodeInfo(n.cfg.ID), n.Info()) {
+	if n.cfg.partition == 0 && !proto.Equal(n.nodeInfo(n.cfg.ID), n.Info()) {
+		// The nodes table is partition 0's; the other partitions read it.
 		res, err := n.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: n.Info()}}})
 		if err != nil {
 			return 0, fmt.Errorf("record own addresses: %w", err)

@@ -488,6 +488,10 @@ func (n *Node) onHalt(err error) {
 // ID is this node's id.
 func (n *Node) ID() string { return n.cfg.ID }
 
+// Partition is the partition this Node is the raft group of (0 for a
+// cluster of one).
+func (n *Node) Partition() int { return int(n.cfg.partition) }
+
 // Info is this node's addresses as recorded in the replicated state.
 func (n *Node) Info() *fsmpb.NodeInfo {
 	return &fsmpb.NodeInfo{
@@ -531,7 +535,11 @@ func (n *Node) Leader() *fsmpb.NodeInfo {
 }
 
 func (n *Node) nodeInfo(id string) *fsmpb.NodeInfo {
-	for _, ni := range n.fsm.State().Nodes() {
+	registry := n
+	if n.cfg.share != nil && n.cfg.share.registry != nil {
+		registry = n.cfg.share.registry // the nodes table is partition 0's
+	}
+	for _, ni := range registry.fsm.State().Nodes() {
 		if ni.Id == id {
 			return ni
 		}

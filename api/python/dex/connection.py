@@ -28,6 +28,8 @@ SCHEME = "dex"
 HEALTH_SERVICE = "dex.v1.WorkerService"
 #: The trailer in which a follower names the leader's gRPC address.
 LEADER_METADATA_KEY = "dex-leader"
+#: The metadata that names the partition a PollTask polls (absent: partition 0).
+PARTITION_METADATA_KEY = "dex-partition"
 #: The environment variable a token is read from when none is given.
 TOKEN_ENV = "DEX_TOKEN"
 #: The largest answer accepted (a poll may carry several big tasks).
@@ -270,11 +272,12 @@ class Connection:
         self._lost = True
 
     async def unary(self, stub_cls: Any, method: str, request: Any, timeout: float,
-                    wait_for_ready: Optional[bool] = None) -> Any:
+                    wait_for_ready: Optional[bool] = None, metadata: Sequence[tuple[str, str]] = ()) -> Any:
         """One try of a unary call of ``stub_cls``'s ``method``. It raises
         grpc.RpcError as the node answered; the connection has then moved
         to where a repeat should go. ``wait_for_ready=False`` fails at once
-        when the node cannot be reached, with the reason."""
+        when the node cannot be reached, with the reason. ``metadata`` goes
+        with the call, beside the token."""
         if self._prober is None:
             self._prober = asyncio.ensure_future(self._probe())
         addr = await self.node()
@@ -283,7 +286,7 @@ class Connection:
         # node of a list fails fast so that the next try moves on.
         if wait_for_ready is None:
             wait_for_ready = not self.multi
-        call = fn(request, timeout=timeout, metadata=self.metadata, wait_for_ready=wait_for_ready)
+        call = fn(request, timeout=timeout, metadata=self.metadata + tuple(metadata), wait_for_ready=wait_for_ready)
         calls = self._inflight.setdefault(addr, set())
         calls.add(call)
         try:
