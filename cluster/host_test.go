@@ -17,7 +17,7 @@ import (
 // thost is one in-process member holding every partition.
 type thost struct {
 	id, raftAddr, grpcAddr, dir string
-	host              *cluster.Host
+	host                        *cluster.Host
 }
 
 func hostConfig(h *thost, peers []cluster.Peer, partitions int) cluster.Config {
