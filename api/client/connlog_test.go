@@ -44,7 +44,7 @@ func TestWorkerLogsALostAndARegainedConnectionAtInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.poll(context.Background(), 1)
+	w.poll(context.Background(), &poller{}, 1)
 	var info []string
 	for _, e := range logs.All() {
 		if e.Level == zapcore.InfoLevel {

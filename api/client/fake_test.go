@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -89,10 +91,66 @@ type fakeWorkers struct {
 	registerErr, deregisterErr error
 	deregistered               []string
 	changed                    chan struct{}
+
+	// partitions is what RegisterWorker answers. A poll naming a partition
+	// (PartitionMetadataKey) gets the tasks of byPartition, one naming none
+	// those of tasks. polls is the partition each poll named, in the order
+	// they came ("": none); pollsOut counts those not answered yet by
+	// partition, mostPollsOut the most out at once, and doubled lists the
+	// polls that came while another of their partition was out (one loop
+	// per partition polls one at a time).
+	partitions   uint32
+	byPartition  map[string][]*dexv1.Task
+	polls        []string
+	pollsOut     map[string]int
+	mostPollsOut int
+	doubled      []string
+	// downPartitions are answered Unavailable, as by a partition without a
+	// leader.
+	downPartitions map[string]bool
+	// concurrency, when set, is checked at each poll: the tasks handed out
+	// and not reported yet plus those the polls in flight ask for (booked)
+	// must not exceed it; overbooked lists the polls that did.
+	concurrency int
+	booked      int
+	overbooked  []string
 }
 
 func newFakeWorkers(tasks ...*dexv1.Task) *fakeWorkers {
-	return &fakeWorkers{tasks: tasks, changed: make(chan struct{}, 1000)}
+	return &fakeWorkers{tasks: tasks, byPartition: map[string][]*dexv1.Task{}, pollsOut: map[string]int{}, changed: make(chan struct{}, 1000)}
+}
+
+// take hands out up to n tasks of the partition part names.
+func (f *fakeWorkers) take(part string, n int) []*dexv1.Task {
+	q := f.tasks
+	if part != "" {
+		q = f.byPartition[part]
+	}
+	n = min(n, len(q))
+	if part == "" {
+		f.tasks = q[n:]
+	} else {
+		f.byPartition[part] = q[n:]
+	}
+	return q[:n]
+}
+
+// book counts n task slots taken (n < 0: freed) against concurrency.
+func (f *fakeWorkers) book(n int, what string) {
+	if f.concurrency == 0 {
+		return
+	}
+	f.booked += n
+	if n > 0 && f.booked > f.concurrency {
+		f.overbooked = append(f.overbooked, fmt.Sprintf("%s: %d slots booked, concurrency %d", what, f.booked, f.concurrency))
+	}
+}
+
+// partitionOf is the partition a call names ("": none; several values
+// joined by commas).
+func partitionOf(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return strings.Join(md.Get(PartitionMetadataKey), ",")
 }
 
 func (f *fakeWorkers) note(s string) {
@@ -155,7 +213,8 @@ func (s *fakeWorkerNode) RegisterWorker(ctx context.Context, req *dexv1.Register
 	s.f.registered++
 	s.f.lastRegister = req
 	s.f.note("register@" + s.n.name)
-	return &dexv1.RegisterWorkerResponse{HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000, NodeId: s.n.name, NodeAddress: s.n.addr}, nil
+	return &dexv1.RegisterWorkerResponse{HeartbeatIntervalMs: 20, HeartbeatTimeoutMs: 1000, NodeId: s.n.name, NodeAddress: s.n.addr,
+		Partitions: s.f.partitions}, nil
 }
 
 func (s *fakeWorkerNode) DeregisterWorker(ctx context.Context, req *dexv1.DeregisterWorkerRequest) (*dexv1.DeregisterWorkerResponse, error) {
@@ -176,7 +235,30 @@ func (s *fakeWorkerNode) PollTask(ctx context.Context, req *dexv1.PollTaskReques
 	if err := s.gate(); err != nil {
 		return nil, err
 	}
+	part, asked := partitionOf(ctx), int(req.MaxTasks)
 	s.f.mu.Lock()
+	s.f.polls = append(s.f.polls, part)
+	if s.f.pollsOut[part] > 0 {
+		s.f.doubled = append(s.f.doubled, fmt.Sprintf("poll %d, partition %q", len(s.f.polls), part))
+	}
+	s.f.pollsOut[part]++
+	out := 0
+	for _, n := range s.f.pollsOut {
+		out += n
+	}
+	s.f.mostPollsOut = max(s.f.mostPollsOut, out)
+	s.f.book(asked, fmt.Sprintf("poll of %d tasks, partition %q", asked, part))
+	handed := 0
+	defer func() {
+		s.f.mu.Lock()
+		s.f.pollsOut[part]--
+		s.f.book(handed-asked, "")
+		s.f.mu.Unlock()
+	}()
+	if s.f.downPartitions[part] {
+		s.f.mu.Unlock()
+		return nil, status.Errorf(codes.Unavailable, "partition %s has no leader", part)
+	}
 	if s.f.unknownPolls > 0 {
 		s.f.unknownPolls--
 		s.f.note("poll refused@" + s.n.name)
@@ -190,11 +272,9 @@ func (s *fakeWorkerNode) PollTask(ctx context.Context, req *dexv1.PollTaskReques
 			return &dexv1.PollTaskResponse{}, nil // lost the lease meanwhile
 		}
 		s.f.mu.Lock()
-		if len(s.f.tasks) > 0 {
-			n := min(int(max(req.MaxTasks, 1)), len(s.f.tasks))
-			out := s.f.tasks[:n]
-			s.f.tasks = s.f.tasks[n:]
-			s.f.note(fmt.Sprintf("poll %d@%s", n, s.n.name))
+		if out := s.f.take(part, int(max(req.MaxTasks, 1))); len(out) > 0 {
+			handed = len(out)
+			s.f.note(fmt.Sprintf("poll %d@%s", len(out), s.n.name))
 			s.f.mu.Unlock()
 			return &dexv1.PollTaskResponse{Tasks: out}, nil
 		}
@@ -239,6 +319,7 @@ func (s *fakeWorkerNode) ReportTask(ctx context.Context, req *dexv1.ReportTaskRe
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
 	if req.GetResult().GetFailure() != nil {
+		s.f.book(-1, "")
 		s.f.fails = append(s.f.fails, proto.Clone(req).(*dexv1.ReportTaskRequest))
 		s.f.note(fmt.Sprintf("fail %d@%s", req.Ref.Seq, s.n.name))
 		return &dexv1.ReportTaskResponse{}, nil
@@ -249,6 +330,7 @@ func (s *fakeWorkerNode) ReportTask(ctx context.Context, req *dexv1.ReportTaskRe
 		s.f.completeUnavailable--
 		return nil, status.Error(codes.Unavailable, "leader lost")
 	}
+	s.f.book(-1, "")
 	return &dexv1.ReportTaskResponse{}, nil
 }
 

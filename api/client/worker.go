@@ -177,7 +177,8 @@ type WorkerOptions struct {
 	// type timeout. A tool's run timeout is part of its policy:
 	// ToolSpec.RunTimeoutMs.
 	ModelRunTimeout time.Duration
-	// Concurrency bounds the tasks run at once (default 4).
+	// Concurrency bounds the tasks run at once, whatever their partition
+	// (default 4).
 	Concurrency int
 	// PollWait is how long one PollTask waits for work (default 20 s).
 	PollWait time.Duration
@@ -220,7 +221,10 @@ type Worker struct {
 	mu                sync.Mutex
 	heartbeatInterval time.Duration
 	registered        bool
-	conn              connLog
+	// partitions is how many partitions the last registration reported (at
+	// least 1); resized is signalled when a registration changes it.
+	partitions int
+	resized    chan struct{}
 
 	// ledger, when $DEX_LEDGER is set, gets a line per handler start and end.
 	ledger *Ledger
@@ -253,6 +257,7 @@ func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, erro
 	w := &Worker{
 		svc: dexv1.NewWorkerServiceClient(conn), opts: opts, tools: map[string]Tool{},
 		log: opts.Logger.With(zap.String("worker", opts.ID)), heartbeatInterval: time.Second,
+		partitions: 1, resized: make(chan struct{}, 1),
 		target: targetOf(conn), stderr: stderr,
 	}
 	for _, t := range opts.Tools {
@@ -300,7 +305,8 @@ func NewWorker(conn grpc.ClientConnInterface, opts WorkerOptions) (*Worker, erro
 func (w *Worker) ID() string { return w.opts.ID }
 
 // Run registers the Worker (retrying until the cluster answers), then
-// long-polls and runs up to Concurrency tasks at once until ctx ends. Then
+// long-polls every partition of the cluster and runs up to Concurrency
+// tasks at once, whatever their partition, until ctx ends. Then
 // it stops polling, lets running tasks finish for ShutdownGrace, cancels
 // what is left, deregisters and returns nil. It returns an error only if
 // the cluster refuses the registration.
@@ -317,38 +323,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, w.opts.Concurrency)
-	for ctx.Err() == nil {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		n := 1
-	more:
-		for n < w.opts.Concurrency {
-			select {
-			case slots <- struct{}{}:
-				n++
-			default:
-				break more
-			}
-		}
-		tasks := w.poll(ctx, n)
-		for i := len(tasks); i < n; i++ {
-			<-slots
-		}
-		for i, t := range tasks {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if i >= n { // more than asked for: wait for a slot
-					slots <- struct{}{}
-				}
-				defer func() { <-slots }()
-				w.runTask(taskCtx, t)
-			}()
-		}
-	}
+	w.pollPartitions(ctx, func(p *poller) { w.pollLoop(ctx, taskCtx, p, slots, &wg) })
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -388,12 +363,18 @@ func (w *Worker) register(ctx context.Context) error {
 			if resp.HeartbeatIntervalMs > 0 {
 				w.heartbeatInterval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
 			}
+			first := !w.registered
 			w.registered = true
+			was, now := w.partitions, max(int(resp.Partitions), 1)
+			w.partitions = now
 			w.mu.Unlock()
 			w.say(zap.InfoLevel, registeredLine(resp, w.target, time.Since(start), failed),
 				zap.String("leader", resp.NodeId), zap.String("leader_address", resp.NodeAddress),
 				zap.Int("tools", len(req.Tools)), zap.Bool("runs_model", req.RunsModel),
 				zap.Uint32("heartbeat_interval_ms", resp.HeartbeatIntervalMs), zap.Uint32("heartbeat_timeout_ms", resp.HeartbeatTimeoutMs))
+			if now != was {
+				w.partitionsChanged(first, was, now)
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -450,18 +431,60 @@ func (w *Worker) deregister() {
 	w.say(zap.InfoLevel, "deregistered")
 }
 
-// poll long-polls once for up to n tasks; it returns nil on a timeout, an
-// error (after a backoff) or when ctx ends.
-func (w *Worker) poll(ctx context.Context, n int) []*dexv1.Task {
+// pollLoop polls p's partition and starts the tasks it gets, each holding
+// one of slots while it runs, until ctx ends or the partition is gone.
+func (w *Worker) pollLoop(ctx, taskCtx context.Context, p *poller, slots chan struct{}, wg *sync.WaitGroup) {
+	for ctx.Err() == nil && p.partition < w.partitionCount() {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		n, most := 1, w.slotsPerPoll()
+	more:
+		for n < most {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		tasks := w.poll(ctx, p, n)
+		for i := len(tasks); i < n; i++ {
+			<-slots
+		}
+		for i, t := range tasks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i >= n { // more than asked for: wait for a slot
+					slots <- struct{}{}
+				}
+				defer func() { <-slots }()
+				w.runTask(taskCtx, t)
+			}()
+		}
+	}
+}
+
+// poll long-polls p's partition once for up to n tasks; it returns nil on a
+// timeout, an error (after a backoff), when ctx ends or when the partition
+// is gone.
+func (w *Worker) poll(ctx context.Context, p *poller, n int) []*dexv1.Task {
 	b := newBackoff()
 	for ctx.Err() == nil {
-		cctx, cancel := context.WithTimeout(ctx, w.opts.PollWait+w.opts.CallTimeout)
+		pctx, log, ok := w.toPartition(ctx, p)
+		if !ok {
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(pctx, w.opts.PollWait+w.opts.CallTimeout)
 		resp, err := w.svc.PollTask(cctx, &dexv1.PollTaskRequest{
 			WorkerId: w.opts.ID, WaitMs: uint32(w.opts.PollWait.Milliseconds()), MaxTasks: uint32(n),
 		}, grpc.WaitForReady(true))
 		cancel()
 		if err == nil {
-			w.conn.reached(w.log)
+			p.conn.reached(log)
 			return resp.Tasks
 		}
 		if ctx.Err() != nil {
@@ -470,15 +493,15 @@ func (w *Worker) poll(ctx context.Context, n int) []*dexv1.Task {
 		switch status.Code(err) {
 		case codes.NotFound, codes.FailedPrecondition:
 			// The cluster does not know this Worker (any more): register again.
-			w.log.Warn("poll refused; registering again", zap.Error(err))
+			log.Warn("poll refused; registering again", zap.Error(err))
 			if rerr := w.register(ctx); rerr != nil && ctx.Err() == nil {
-				w.log.Error("register again", zap.Error(rerr))
+				log.Error("register again", zap.Error(rerr))
 			}
 		default:
 			if transient(ctx, err) {
-				w.conn.lost(w.log, err)
+				p.conn.lost(log, err)
 			} else {
-				w.log.Error("poll", zap.Error(err))
+				log.Error("poll", zap.Error(err))
 			}
 		}
 		_ = sleep(ctx, b.next())
