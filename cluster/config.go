@@ -82,6 +82,9 @@ type Config struct {
 	// dir of another number is refused. A Node is one of them; a Host
 	// holds them all.
 	Partitions int
+	// BalanceInterval is how often a Host's node checks that it leads no
+	// more than its share of the partitions (0: DefaultBalanceInterval).
+	BalanceInterval time.Duration
 
 	// partition is the group this Node is (0 unless a Host opened it), and
 	// share what the groups of a Host share.
@@ -122,6 +125,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Partitions == 0 {
 		c.Partitions = 1
+	}
+	if c.BalanceInterval == 0 {
+		c.BalanceInterval = DefaultBalanceInterval
 	}
 }
 

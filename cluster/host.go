@@ -6,6 +6,8 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/dexhq/dex/cluster/internal/peer"
 )
@@ -43,6 +45,10 @@ type groupShare struct {
 type Host struct {
 	nodes    []*Node
 	listener *peer.Listener
+	balance  time.Duration
+	stop     chan struct{}
+	stopOnce sync.Once
+	stopped  sync.WaitGroup
 }
 
 // NewHost opens a node's cfg.Partitions partitions as New opens one: it
@@ -68,7 +74,7 @@ func NewHost(cfg Config) (_ *Host, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on raft address %s: %v", cfg.RaftAddr, err)
 	}
-	h := &Host{listener: ln}
+	h := &Host{listener: ln, balance: cfg.BalanceInterval, stop: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			h.close()
@@ -104,6 +110,13 @@ func (h *Host) Start(hooks func(partition int) Hooks) error {
 			return err
 		}
 	}
+	if len(h.nodes) > 1 {
+		h.stopped.Add(1)
+		go func() {
+			defer h.stopped.Done()
+			h.balanceLoop(h.stop, h.balance)
+		}()
+	}
 	return nil
 }
 
@@ -118,6 +131,8 @@ func (h *Host) Nodes() []*Node { return h.nodes }
 
 // Shutdown stops every partition, then the listener they share.
 func (h *Host) Shutdown() error {
+	h.stopOnce.Do(func() { close(h.stop) })
+	h.stopped.Wait()
 	var errs []error
 	for _, n := range h.nodes {
 		errs = append(errs, n.Shutdown())

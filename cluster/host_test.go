@@ -25,7 +25,7 @@ func hostConfig(h *thost, peers []cluster.Peer, partitions int) cluster.Config {
 		ID: h.id, DataDir: h.dir, RaftAddr: h.raftAddr, GRPCAddr: h.grpcAddr, Peers: peers, Partitions: partitions,
 		HeartbeatTimeout: 800 * time.Millisecond, ElectionTimeout: 800 * time.Millisecond,
 		StepDownTimeout: 400 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
-		RegisterInterval: 200 * time.Millisecond,
+		RegisterInterval: 200 * time.Millisecond, BalanceInterval: 200 * time.Millisecond,
 	}
 }
 
@@ -190,4 +190,61 @@ func TestHostRefusesADataDirOfAnotherPartitionCount(t *testing.T) {
 	// Nothing the refusals opened holds the port or the stores.
 	startHost(t, h, peers, 2)
 	h.host.Shutdown()
+}
+
+// leadsOf counts the partitions each host leads.
+func leadsOf(hosts []*thost, partitions int) map[string]int {
+	out := map[string]int{}
+	for _, h := range hosts {
+		if h.host == nil {
+			continue
+		}
+		for k := range partitions {
+			if h.host.Partition(k).IsLeader() {
+				out[h.id]++
+			}
+		}
+	}
+	return out
+}
+
+// Three partitions on three nodes end with one leader on each: after
+// start-up, and again after a node that led one stops and returns.
+func TestHostSpreadsPartitionLeadersOverTheNodes(t *testing.T) {
+	var hosts []*thost
+	var peers []cluster.Peer
+	for i := 1; i <= 3; i++ {
+		h := &thost{id: fmt.Sprintf("n%d", i), raftAddr: freeAddr(t), grpcAddr: freeAddr(t), dir: t.TempDir()}
+		hosts = append(hosts, h)
+		peers = append(peers, cluster.Peer{ID: h.id, RaftAddr: h.raftAddr})
+	}
+	t.Cleanup(func() {
+		for _, h := range hosts {
+			if h.host != nil {
+				h.host.Shutdown()
+			}
+		}
+	})
+	for _, h := range hosts {
+		startHost(t, h, peers, 3)
+	}
+	oneEach := func(what string) {
+		waitFor(t, 30*time.Second, what, func() bool {
+			l := leadsOf(hosts, 3)
+			return l["n1"] == 1 && l["n2"] == 1 && l["n3"] == 1
+		})
+	}
+	oneEach("one partition leader on each node after start-up")
+
+	h := hosts[1]
+	if err := h.host.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	h.host = nil
+	waitFor(t, 30*time.Second, "the two other nodes leading all three partitions", func() bool {
+		l := leadsOf(hosts, 3)
+		return l["n1"]+l["n3"] == 3
+	})
+	startHost(t, h, peers, 3)
+	oneEach("one partition leader on each node after n2 returned")
 }

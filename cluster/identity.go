@@ -35,6 +35,21 @@ func HasIdentity(dir string) bool {
 	return err == nil
 }
 
+// RecordedPartitions is the number of partitions the data dir's node.json
+// records, or 0 when it has none or cannot be read (opening the data dir
+// then says why).
+func RecordedPartitions(dir string) int {
+	raw, err := os.ReadFile(filepath.Join(dir, identityFile))
+	if err != nil {
+		return 0
+	}
+	var ident Identity
+	if json.Unmarshal(raw, &ident) != nil || ident.NodeID == "" {
+		return 0
+	}
+	return ident.partitions()
+}
+
 // checkDataDir makes sure dir belongs to node id, of a cluster of
 // partitions raft groups. It returns whether the directory was empty (or
 // missing), in which case it creates it.
