@@ -66,6 +66,9 @@ type acl struct {
 	// token at all: a joining node has not received the cluster's tokens
 	// yet when the leader checks it with NodeState.
 	nodeToken string
+	// steps is the state the Steps of a worker token's attempts are in
+	// (nil: state): a partition's own, while tokens are partition 0's.
+	steps func() *fsm.State
 }
 
 // bearer returns the secret of "authorization: Bearer <secret>".
@@ -113,6 +116,9 @@ func (a *acl) authorize(ctx context.Context, fullMethod string, req any) error {
 	case need == accessWorker && tok.Role == fsmpb.TokenRole_TOKEN_ROLE_WORKER:
 		if tok.WorkerId == "" {
 			return nil
+		}
+		if a.steps != nil {
+			st = a.steps()
 		}
 		return actsAs(st, tok, req)
 	}

@@ -34,6 +34,9 @@ type Admin struct {
 
 	health WorkerHealthSource // nil: this node keeps no Worker health
 	live   LivenessView       // nil: this node keeps no Worker contacts
+	// partitions are every partition's group on this node (nil: node's
+	// alone), for Status.
+	partitions []*cluster.Node
 }
 
 // NewAdmin returns the admin handlers of node.
@@ -110,6 +113,7 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 		AnsweredBy:   self.Id,
 		Epoch:        a.node.State().Meta().GetEpoch(),
 	}
+	out.Partitions = a.partitionStatuses()
 	out.Nodes = make([]*dexv1.NodeStatus, len(servers))
 	states := make([]*dexv1.NodeStateResponse, len(servers)+1)
 	states[len(servers)] = self
@@ -353,4 +357,25 @@ func RejectionStatus(r *fsm.Rejection) error {
 		code = codes.AlreadyExists
 	}
 	return status.Error(code, fmt.Sprintf("%s", r.Reason))
+}
+
+// partitionStatuses is each partition's group as this node sees it.
+func (a *Admin) partitionStatuses() []*dexv1.PartitionStatus {
+	nodes := a.partitions
+	if nodes == nil {
+		nodes = []*cluster.Node{a.node}
+	}
+	out := make([]*dexv1.PartitionStatus, len(nodes))
+	for k, n := range nodes {
+		st := n.Status()
+		ps := &dexv1.PartitionStatus{
+			Id: uint32(k), Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+			Epoch: n.State().Meta().GetEpoch(), State: st.State,
+		}
+		if l := n.Leader(); l != nil {
+			ps.Leader, ps.LeaderGrpcAddress = l.Id, l.GrpcAddress
+		}
+		out[k] = ps
+	}
+	return out
 }

@@ -84,18 +84,11 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 		health: health.NewServer(),
 		admin:  NewAdmin(node, log),
 	}
-	s.admin.useWorkerHealth(o.Dispatch)
-	s.admin.live, _ = o.Liveness.(LivenessView)
+	h := newHandlers(node, s.admin, o)
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
-	sessions := NewSessions(node, LimitsFor(o.MaxPayload))
-	sessions.p = o.Proposer
-	sessions.retention = o.Retention
-	dexv1.RegisterSessionServiceServer(s.grpc, sessions)
-	if o.Dispatch != nil && o.Deadlines != nil {
-		wk := NewWorkers(node, o.Dispatch, o.Deadlines, o.Timing)
-		wk.live = o.Liveness
-		wk.p = o.Proposer
-		dexv1.RegisterWorkerServiceServer(s.grpc, wk)
+	dexv1.RegisterSessionServiceServer(s.grpc, h.sessions)
+	if h.workers != nil {
+		dexv1.RegisterWorkerServiceServer(s.grpc, h.workers)
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -120,6 +113,27 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 		}
 	})
 	return s
+}
+
+// handlers are one partition's service implementations.
+type handlers struct {
+	admin    *Admin
+	sessions *Sessions
+	workers  *Workers // nil without Dispatch and Deadlines
+}
+
+func newHandlers(node *cluster.Node, admin *Admin, o Options) handlers {
+	admin.useWorkerHealth(o.Dispatch)
+	admin.live, _ = o.Liveness.(LivenessView)
+	h := handlers{admin: admin, sessions: NewSessions(node, LimitsFor(o.MaxPayload))}
+	h.sessions.p = o.Proposer
+	h.sessions.retention = o.Retention
+	if o.Dispatch != nil && o.Deadlines != nil {
+		h.workers = NewWorkers(node, o.Dispatch, o.Deadlines, o.Timing)
+		h.workers.live = o.Liveness
+		h.workers.p = o.Proposer
+	}
+	return h
 }
 
 // GRPC is the underlying server, for registering more services.

@@ -20,6 +20,9 @@ type Sessions struct {
 	retention Retention
 	// importLimit bounds an imported object (0: MaxImportObject).
 	importLimit int
+	// partition of partitions is the partition these handlers serve (a
+	// cluster of one: 0 of 0).
+	partition, partitions int
 }
 
 // NewSessions returns the client handlers of node.
@@ -35,9 +38,9 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	if err != nil {
 		return nil, err
 	}
-	id := req.SessionId
-	if id == "" {
-		id = wirerules.NewSessionID()
+	id, err := s.placeSession(req)
+	if err != nil {
+		return nil, err
 	}
 	c := &fsmpb.CreateSession{
 		SessionId: id, ParentId: req.ParentId, Message: req.Message, Agent: req.Agent,
@@ -53,6 +56,30 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 		return nil, err
 	}
 	return &dexv1.CreateSessionResponse{Session: s.node.State().Session(id).API()}, nil
+}
+
+// placeSession is the new session's id: the one asked for, or a new one
+// that lives in this partition. In a partitioned cluster a child lives in
+// its parent's partition, so a child id of another partition is refused.
+func (s *Sessions) placeSession(req *dexv1.CreateSessionRequest) (string, error) {
+	if s.partitions <= 1 {
+		if req.SessionId == "" {
+			return wirerules.NewSessionID(), nil
+		}
+		return req.SessionId, nil
+	}
+	if req.SessionId == "" {
+		return wirerules.NewSessionIDIn(s.partition, s.partitions), nil
+	}
+	if got := wirerules.PartitionOf(req.SessionId, s.partitions); got != s.partition {
+		what := "its parent's partition"
+		if req.ParentId == "" {
+			what = "the partition that received it"
+		}
+		return "", status.Errorf(codes.InvalidArgument, "session id %q lives in partition %d of %d, not %s (%d): a child session lives in its parent's partition; leave session_id empty and the cluster draws an id that does",
+			req.SessionId, got, s.partitions, what, s.partition)
+	}
+	return req.SessionId, nil
 }
 
 func (s *Sessions) SendMessage(ctx context.Context, req *dexv1.SendMessageRequest) (*dexv1.SendMessageResponse, error) {

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// connPool holds one client connection per node a router forwards to.
+type connPool struct {
+	dial  []grpc.DialOption
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func (p *connPool) get(addr string) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, p.dial...)
+	if err != nil {
+		return nil, err
+	}
+	p.conns[addr] = c
+	return c, nil
+}
+
+func (p *connPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, c := range p.conns {
+		c.Close()
+		delete(p.conns, addr)
+	}
+}
+
+// transportKeys are the incoming metadata gRPC itself sets, which a
+// forwarded call gets afresh.
+var transportKeys = []string{":authority", "content-type", "user-agent", "te", "grpc-accept-encoding", "grpc-encoding"}
+
+// forwardContext is ctx's incoming metadata as a forwarded call's: the
+// caller's token and ids kept, marked as forwarded to partition k.
+func (r *Router) forwardContext(ctx context.Context, k int) context.Context {
+	md, _ := metadata.FromIncomingContext(ctx)
+	out := md.Copy()
+	for _, key := range transportKeys {
+		delete(out, key)
+	}
+	out.Set(forwardedMetadataKey, r.host.Partition(0).ID())
+	out.Set(PartitionMetadataKey, partitionLabel(k))
+	return metadata.NewOutgoingContext(ctx, out)
+}
+
+// forward relays a call of partition k to the node at addr, its leader,
+// and relays its answers, headers and trailer back. The caller's token
+// travels with it and the receiver checks it; this node's own token does
+// not.
+func (r *Router) forward(ss grpc.ServerStream, k int, addr, method string, first *frame) error {
+	conn, err := r.pool.get(addr)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "partition %d's leader at %s: %v", k, addr, err)
+	}
+	ctx, cancel := context.WithCancel(r.forwardContext(ss.Context(), k))
+	defer cancel()
+	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodecV2(frameCodec{}))
+	if err != nil {
+		return err
+	}
+	if err := cs.SendMsg(first); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if err := cs.CloseSend(); err != nil {
+		return err
+	}
+	if hdr, err := cs.Header(); err == nil && len(hdr) > 0 {
+		if err := ss.SendHeader(hdr); err != nil {
+			return err
+		}
+	}
+	for {
+		var f frame
+		if err := cs.RecvMsg(&f); err != nil {
+			ss.SetTrailer(cs.Trailer())
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if err := ss.SendMsg(&f); err != nil {
+			return err
+		}
+	}
+}
+
+// callIn makes a unary call of partition k, here or at its leader, and
+// decodes its answer into out.
+func (r *Router) callIn(ss grpc.ServerStream, k int, method string, req *frame, out proto.Message) error {
+	node := r.parts[k].node
+	if l := node.Leader(); !node.IsLeader() && l != nil && l.GrpcAddress != "" && l.Id != node.ID() {
+		conn, err := r.pool.get(l.GrpcAddress)
+		if err != nil {
+			return status.Errorf(codes.Unavailable, "partition %d's leader at %s: %v", k, l.GrpcAddress, err)
+		}
+		var resp frame
+		if err := conn.Invoke(r.forwardContext(ss.Context(), k), method, req, &resp, grpc.ForceCodecV2(frameCodec{})); err != nil {
+			return err
+		}
+		return decodeFrame(&resp, out)
+	}
+	capture := &captureStream{ServerStream: ss}
+	if err := r.parts[k].serve(capture, method, req); err != nil {
+		return err
+	}
+	if capture.msg == nil {
+		return status.Errorf(codes.Internal, "partition %d answered %s with nothing", k, method)
+	}
+	proto.Merge(out, capture.msg)
+	return nil
+}
+
+// captureStream keeps the one answer of a unary handler.
+type captureStream struct {
+	grpc.ServerStream
+	msg proto.Message
+}
+
+func (s *captureStream) SendMsg(m any) error {
+	s.msg, _ = m.(proto.Message)
+	return nil
+}
+
+// inPartition names partition k in an error of its.
+func inPartition(k int, err error) error {
+	st := status.Convert(err)
+	return status.Errorf(st.Code(), "partition %d: %s", k, st.Message())
+}
+
+// everyPartition makes a Worker's registration or deregistration in
+// partition 0, which decides on the tool catalog, then in each other
+// partition in order; the answer is partition 0's, with the number of
+// partitions the Worker polls.
+func (r *Router) everyPartition(ss grpc.ServerStream, method string, req *frame) error {
+	var first proto.Message
+	for k := range r.parts {
+		var out proto.Message
+		switch {
+		case strings.HasSuffix(method, "/RegisterWorker"):
+			out = &dexv1.RegisterWorkerResponse{}
+		case strings.HasSuffix(method, "/DeregisterWorker"):
+			out = &dexv1.DeregisterWorkerResponse{}
+		default:
+			return status.Errorf(codes.Internal, "%s is not made in every partition", method)
+		}
+		if err := r.callIn(ss, k, method, req, out); err != nil {
+			if k > 0 {
+				err = inPartition(k, err)
+			}
+			return err
+		}
+		if k == 0 {
+			first = out
+		}
+	}
+	if reg, ok := first.(*dexv1.RegisterWorkerResponse); ok {
+		reg.Partitions = uint32(len(r.parts))
+	}
+	return ss.SendMsg(first)
+}
+
+// listSessions asks every partition for the page after the token and
+// merges the answers by id, the order each partition lists in, so the
+// last id of a page is the next page's token for every partition.
+func (r *Router) listSessions(ss grpc.ServerStream, method string, req *frame) error {
+	var in dexv1.ListSessionsRequest
+	if err := decodeFrame(req, &in); err != nil {
+		return status.Errorf(codes.InvalidArgument, "decode the request: %v", err)
+	}
+	size := pageSize(in.PageSize, defaultSessionPage)
+	var all []*dexv1.SessionSummary
+	more := false
+	for k := range r.parts {
+		var out dexv1.ListSessionsResponse
+		if err := r.callIn(ss, k, method, req, &out); err != nil {
+			return inPartition(k, err)
+		}
+		all = append(all, out.Sessions...)
+		more = more || out.NextPageToken != ""
+	}
+	slices.SortFunc(all, func(a, b *dexv1.SessionSummary) int { return strings.Compare(a.Id, b.Id) })
+	resp := &dexv1.ListSessionsResponse{Sessions: all}
+	if len(all) > size {
+		resp.Sessions, more = all[:size], true
+	}
+	if more && len(resp.Sessions) > 0 {
+		resp.NextPageToken = resp.Sessions[len(resp.Sessions)-1].Id
+	}
+	return ss.SendMsg(resp)
+}

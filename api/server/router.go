@@ -1,0 +1,341 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/cluster"
+)
+
+// Router is the gRPC server of a node holding several partitions
+// (docs/design/partitions.md). It serves each call with the handlers of
+// the partition the call belongs to (routes): on this node when it leads
+// that partition, else by forwarding the call to the node that does. Any
+// node therefore answers any call, and a client or Worker sees one
+// cluster.
+type Router struct {
+	grpc   *grpc.Server
+	health *health.Server
+	host   *cluster.Host
+	parts  []*partitionHandlers
+	log    *zap.Logger
+
+	pool connPool
+	// picked spreads the sessions that name no id over the partitions.
+	picked atomic.Uint64
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	ready    atomic.Pointer[readiness]
+}
+
+type readiness struct {
+	ok     bool
+	reason string
+}
+
+// partitionHandlers are one partition's service implementations and the
+// checks a call to them passes first (ids, then the token).
+type partitionHandlers struct {
+	node     *cluster.Node
+	services map[string]service
+	admin    *Admin
+	acl      *acl // nil: no tokens required
+}
+
+type service struct {
+	impl any
+	desc *grpc.ServiceDesc
+}
+
+// NewRouter builds the server of host; opts[k] wires partition k's leader
+// services, and opts[0] also gives what the node's server shares (TLS,
+// tokens, payload limit, gRPC options).
+func NewRouter(host *cluster.Host, log *zap.Logger, opts []Options) *Router {
+	o := opts[0]
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = DefaultMaxPayload
+	}
+	registry := host.Partition(0)
+	r := &Router{
+		health: health.NewServer(),
+		host:   host,
+		log:    log,
+		pool:   connPool{dial: []grpc.DialOption{registry.DialCredentials()}, conns: map[string]*grpc.ClientConn{}},
+		stop:   make(chan struct{}),
+	}
+	// Every call but health's reaches handle, which routes it; a request
+	// over the limit is refused with ResourceExhausted.
+	r.grpc = grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS),
+		grpc.ForceServerCodecV2(frameCodec{}), grpc.UnknownServiceHandler(r.handle)), o.ServerOptions...)...)
+	for k, node := range host.Nodes() {
+		po := opts[k]
+		po.MaxPayload = o.MaxPayload
+		h := newHandlers(node, NewAdmin(node, log), po)
+		h.sessions.partition, h.sessions.partitions = k, host.Partitions()
+		h.admin.partitions = host.Nodes()
+		p := &partitionHandlers{node: node, admin: h.admin, services: map[string]service{
+			dexv1.AdminService_ServiceDesc.ServiceName:   {h.admin, &dexv1.AdminService_ServiceDesc},
+			dexv1.SessionService_ServiceDesc.ServiceName: {h.sessions, &dexv1.SessionService_ServiceDesc},
+		}}
+		if h.workers != nil {
+			p.services[dexv1.WorkerService_ServiceDesc.ServiceName] = service{h.workers, &dexv1.WorkerService_ServiceDesc}
+		}
+		if o.ACL {
+			p.acl = &acl{state: registry.State, nodeToken: o.NodeToken, steps: node.State}
+		}
+		r.parts = append(r.parts, p)
+	}
+	healthpb.RegisterHealthServer(r.grpc, r.health)
+	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	r.setReadiness(r.serves())
+	go r.followReadiness()
+	return r
+}
+
+// ServiceInfo lists the services the router serves and their methods.
+func (r *Router) ServiceInfo() map[string]grpc.ServiceInfo {
+	out := map[string]grpc.ServiceInfo{}
+	for name, svc := range r.parts[0].services {
+		var info grpc.ServiceInfo
+		for _, m := range svc.desc.Methods {
+			info.Methods = append(info.Methods, grpc.MethodInfo{Name: m.MethodName})
+		}
+		for _, st := range svc.desc.Streams {
+			info.Methods = append(info.Methods, grpc.MethodInfo{Name: st.StreamName, IsClientStream: st.ClientStreams, IsServerStream: st.ServerStreams})
+		}
+		out[name] = info
+	}
+	return out
+}
+
+// Serve serves on lis until Stop.
+func (r *Router) Serve(lis net.Listener) error { return r.grpc.Serve(lis) }
+
+// Stop marks every service NOT_SERVING, waits up to timeout for calls in
+// flight, then closes the connections.
+func (r *Router) Stop(timeout time.Duration) {
+	r.stopOnce.Do(func() { close(r.stop) })
+	r.health.Shutdown()
+	done := make(chan struct{})
+	go func() {
+		r.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		r.grpc.Stop()
+	}
+	r.pool.close()
+	for _, p := range r.parts {
+		p.admin.close()
+	}
+}
+
+// Ready reports whether this node serves every partition: each has a
+// leader this node can reach it at, and each one this node leads is
+// ready. Otherwise the reason names the first partition that is not.
+func (r *Router) Ready() (bool, string) {
+	rd := r.ready.Load()
+	return rd.ok, rd.reason
+}
+
+func (r *Router) serves() readiness {
+	for k, node := range r.host.Nodes() {
+		if node.IsLeader() {
+			if ok, reason := node.Ready(); !ok {
+				return readiness{reason: fmt.Sprintf("partition %d: %s", k, reason)}
+			}
+			continue
+		}
+		l := node.Leader()
+		switch {
+		case l == nil:
+			return readiness{reason: fmt.Sprintf("partition %d: no leader is known", k)}
+		case l.GrpcAddress == "":
+			return readiness{reason: fmt.Sprintf("partition %d: its leader %s has not recorded its gRPC address yet", k, l.Id)}
+		}
+	}
+	return readiness{ok: true}
+}
+
+// followReadiness keeps the health services in step with serves.
+func (r *Router) followReadiness() {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		r.setReadiness(r.serves())
+	}
+}
+
+func (r *Router) setReadiness(rd readiness) {
+	if old := r.ready.Swap(&rd); old != nil && old.ok == rd.ok {
+		return
+	}
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if rd.ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	for _, name := range readinessServices {
+		r.health.SetServingStatus(name, st)
+	}
+}
+
+// handle serves every call but health's: it reads the first message,
+// finds its partition and serves it there.
+func (r *Router) handle(_ any, ss grpc.ServerStream) error {
+	method, _ := grpc.MethodFromServerStream(ss)
+	rt, ok := routes[method]
+	if !ok {
+		return status.Errorf(codes.Unimplemented, "unknown method %s", method)
+	}
+	if rt.kind == notYet {
+		return status.Errorf(codes.FailedPrecondition, "%s is not served by a cluster of %d partitions yet", method, len(r.parts))
+	}
+	var first frame
+	if err := ss.RecvMsg(&first); err != nil {
+		return err
+	}
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	if len(md.Get(forwardedMetadataKey)) > 0 {
+		// Another node routed it here: serve it, or refuse it as a
+		// follower does; never forward it again.
+		k, err := polledPartition(md, len(r.parts))
+		if err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		return r.parts[k].serve(ss, method, &first)
+	}
+	switch rt.kind {
+	case everyPartition:
+		return r.everyPartition(ss, method, &first)
+	case merged:
+		return r.listSessions(ss, method, &first)
+	case local:
+		return r.parts[0].serve(ss, method, &first)
+	}
+	k, err := rt.partitionOf(first.b, md, len(r.parts), r.pick)
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return r.serveIn(k, ss, method, &first)
+}
+
+// pick is the partition of a session that names no id: one this node
+// leads when it leads any, so the call takes no hop, in turn.
+func (r *Router) pick() int {
+	n := uint64(len(r.parts))
+	start := r.picked.Add(1)
+	for i := range n {
+		k := int((start + i) % n)
+		if r.parts[k].node.IsLeader() {
+			return k
+		}
+	}
+	return int(start % n)
+}
+
+// serveIn serves a call of partition k here when this node leads it, or
+// forwards it to its leader.
+func (r *Router) serveIn(k int, ss grpc.ServerStream, method string, first *frame) error {
+	node := r.parts[k].node
+	if node.IsLeader() {
+		return r.parts[k].serve(ss, method, first)
+	}
+	l := node.Leader()
+	if l == nil || l.GrpcAddress == "" || l.Id == node.ID() {
+		// The partition's own handler refuses it, naming what it knows.
+		return r.parts[k].serve(ss, method, first)
+	}
+	return r.forward(ss, k, l.GrpcAddress, method, first)
+}
+
+// serve runs the partition's handler of method on this node.
+func (p *partitionHandlers) serve(ss grpc.ServerStream, method string, first *frame) error {
+	svcName, name, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	svc, ok := p.services[svcName]
+	if !ok {
+		return status.Errorf(codes.Unimplemented, "this node serves no %s", svcName)
+	}
+	for _, m := range svc.desc.Methods {
+		if m.MethodName == name {
+			resp, err := m.Handler(svc.impl, ss.Context(), func(v any) error { return decodeFrame(first, v) }, p.unaryChecks(method))
+			if err != nil {
+				return err
+			}
+			return ss.SendMsg(resp)
+		}
+	}
+	for _, st := range svc.desc.Streams {
+		if st.StreamName == name {
+			if p.acl != nil {
+				if err := p.acl.authorize(ss.Context(), method, nil); err != nil {
+					return err
+				}
+			}
+			return st.Handler(svc.impl, &replayStream{ServerStream: ss, first: first})
+		}
+	}
+	return status.Errorf(codes.Unimplemented, "unknown method %s", method)
+}
+
+// unaryChecks are the checks a unary call passes before its handler, as
+// a node of one partition runs them in its interceptors.
+func (p *partitionHandlers) unaryChecks(method string) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if err := checkIDs(req); err != nil {
+			return nil, err
+		}
+		if p.acl != nil {
+			if err := p.acl.authorize(ctx, method, req); err != nil {
+				return nil, err
+			}
+		}
+		return h(ctx, req)
+	}
+}
+
+// replayStream gives a stream handler the first message the router read,
+// checked as idOptions check a stream's, then the rest of the stream.
+type replayStream struct {
+	grpc.ServerStream
+	first *frame
+}
+
+func (s *replayStream) RecvMsg(m any) error {
+	if f := s.first; f != nil {
+		s.first = nil
+		if err := decodeFrame(f, m); err != nil {
+			return status.Errorf(codes.InvalidArgument, "decode the request: %v", err)
+		}
+		return checkIDs(m)
+	}
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return checkIDs(m)
+}
+
+// partitionLabel is k as the dex-partition metadata carries it.
+func partitionLabel(k int) string { return strconv.Itoa(k) }
