@@ -11,7 +11,16 @@ import (
 	"github.com/dexhq/dex/cluster"
 )
 
-func httpHandler(node *cluster.Node, extra ...prometheus.Collector) http.Handler {
+// readySource is what /readyz asks: a node of one partition is ready when
+// it leads and serves; a node of several when it serves every partition.
+type readySource interface {
+	Ready() (bool, string)
+	// VerifyLeader confirms with a quorum each leadership the readiness
+	// rests on.
+	VerifyLeader(timeout time.Duration) error
+}
+
+func httpHandler(node *cluster.Node, ready readySource, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(extra...)
@@ -24,14 +33,14 @@ func httpHandler(node *cluster.Node, extra ...prometheus.Collector) http.Handler
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if ready, reason := node.Ready(); !ready {
+		if ok, reason := ready.Ready(); !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			w.Write([]byte(reason + "\n"))
 			return
 		}
 		// A deposed leader that has not heard of the new term yet must not
 		// take traffic: confirm the leadership with a quorum first.
-		if err := node.VerifyLeader(readyzVerifyTimeout); err != nil {
+		if err := ready.VerifyLeader(readyzVerifyTimeout); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			w.Write([]byte("cannot confirm the leadership with a quorum: " + err.Error() + "\n"))
 			return

@@ -22,7 +22,6 @@ import (
 	"github.com/dexhq/dex/api/metrics"
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
-	"github.com/dexhq/dex/dispatch"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/gc"
@@ -34,6 +33,10 @@ func main() {
 	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
+
+// maxPartitions bounds --partitions: every node runs a raft group per
+// partition.
+const maxPartitions = 64
 
 // usageError is a bad flag: exit 2.
 type usageError struct{ msg string }
@@ -60,6 +63,7 @@ type options struct {
 	agentRetention                            agentRetention
 	archiveURL                                string
 	runTimeout                                time.Duration
+	partitions                                int
 	cpuProfile                                string
 	parsedPeers                               []cluster.Peer
 	tls                                       tlsOptions
@@ -103,6 +107,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued Step whose tool (or named agent's model) no live Worker serves for this long fails, as a call of an unknown tool does (0: it waits until a Worker comes, its waiting reason shown on the Step)")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this node, from the moment its data dir is open until it stops, to this file; a relative path is under --data-dir")
 	fs.DurationVar(&o.runTimeout, "run-timeout", lease.DefaultRunTimeout, "how long one attempt of a Step may run, heartbeating or not, when its tool or its Worker's model registered no run timeout; then it is cancelled and fails with error type timeout (0: no limit). Generous by default: it catches handlers that hang while heartbeating, and longer work belongs in a long-running tool")
+	fs.IntVar(&o.partitions, "partitions", 0, "the cluster's number of partitions, each its own raft group with its own leader, fixed when the cluster is bootstrapped (0: what the data dir records, or 1 on a new one; docs/design/partitions.md)")
 	o.tls.register(fs)
 	o.sec.addFlags(fs)
 	o.console.register(fs)
@@ -202,6 +207,15 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			return nil, &usageError{fmt.Sprintf("--agent-retention: agent %s: at most 100 years", agentLabel(name))}
 		}
 	}
+	if o.partitions < 0 || o.partitions > maxPartitions {
+		return nil, &usageError{fmt.Sprintf("--partitions %d: use 1 to %d (0: what the data dir records)", o.partitions, maxPartitions)}
+	}
+	if o.partitions == 0 {
+		o.partitions = max(cluster.RecordedPartitions(o.dataDir), 1)
+	}
+	if o.partitions > 1 && o.join != "" && !cluster.HasIdentity(o.dataDir) {
+		return nil, &usageError{"--join: a node of a cluster of several partitions joins only by --peers at bootstrap for now (membership changes across partitions are not built yet)"}
+	}
 	if o.runTimeout < 0 || o.runTimeout > lease.MaxRunTimeout {
 		return nil, &usageError{fmt.Sprintf("--run-timeout must be between 0 (no limit) and %s", lease.MaxRunTimeout)}
 	}
@@ -275,7 +289,7 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("raft metrics: %v", err)
 	}
-	node, err := cluster.New(cluster.Config{
+	cfg := cluster.Config{
 		ID:                o.id,
 		DataDir:           o.dataDir,
 		RaftAddr:          o.raftAddr,
@@ -283,6 +297,7 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 		HTTPAddr:          o.httpAddr,
 		Peers:             o.parsedPeers,
 		Join:              o.join,
+		Partitions:        o.partitions,
 		Logger:            log,
 		TLS:               tlsStore,
 		HeartbeatTimeout:  o.heartbeat,
@@ -310,73 +325,81 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 			fmt.Fprintf(os.Stderr, "dexd: %s\n", oneLine(err.Error()))
 			os.Exit(1)
 		},
-	})
+	}
+	archiveMetrics := metrics.NewArchive()
+	if store != nil {
+		log.Info("sessions the retentions delete are archived first", zap.String("archive", store.URL()))
+	}
+	grpcMetrics := metrics.NewGRPC()
+
+	// One leader stack per partition, each built on its raft group before
+	// raft starts; a cluster of one partition is one Node, as it always was.
+	var (
+		host   *cluster.Host
+		node   *cluster.Node
+		stacks []*leaderStack
+	)
+	if o.partitions > 1 {
+		if host, err = cluster.NewHost(cfg); err != nil {
+			return err
+		}
+		for _, n := range host.Nodes() {
+			stacks = append(stacks, newLeaderStack(n, o, store, archiveMetrics, log))
+		}
+		err = host.Start(func(k int) cluster.Hooks { return stacks[k].hooks() })
+		node = host.Partition(0)
+	} else {
+		if node, err = cluster.New(cfg); err != nil {
+			return err
+		}
+		stacks = append(stacks, newLeaderStack(node, o, store, archiveMetrics, log))
+		err = node.Start(stacks[0].hooks())
+	}
 	if err != nil {
 		return err
 	}
-
-	// The leader's runtime and its services, built on the node before raft
-	// starts, so they are in place when this node first leads. The runtime
-	// starts them in this order and stops them in the reverse one.
-	// Every leader proposal goes through the pipeline, which proposes the
-	// StartAttempts of waiting polls right behind the commands that queue
-	// their Steps.
-	pipe := dispatch.NewPipeline(node, node.FSM(), nil)
-	nm := metrics.New(node.State)
-	grpcMetrics := metrics.NewGRPC()
-	deadlines := lease.NewDeadlines(pipe, node, lease.DeadlinesConfig{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}, log)
-	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver}
-	queues := dispatch.NewQueues(pipe, node, dcfg, log)
-	disp := dispatch.New(pipe, node, queues, deadlines, dcfg, log)
-	pipe.Pair(disp)
-	timers := dispatch.NewTimers(pipe, node, queues, dispatch.Config{}, log)
-	nm.UseBroker(queues)
-	nm.UseSnapshots(node)
-	events := gc.NewEvents(pipe, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)
-	archiveMetrics := metrics.NewArchive()
-	sessionCfg := gc.SessionConfig{Retention: o.sessionRetention}
-	if store != nil {
-		sessionCfg.Archive = leaderArchive{store: store, m: archiveMetrics}
-		log.Info("sessions the retentions delete are archived first", zap.String("archive", store.URL()))
+	shutdownRaft := node.Shutdown
+	if host != nil {
+		shutdownRaft = host.Shutdown
 	}
-	sessionGC := gc.NewSessions(pipe, node, sessionCfg, log)
-	folds := gc.NewFolds(pipe, node, node, gc.FoldConfig{Keep: o.keepTurnSteps}, log)
-	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
-	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, folds, nm.Leadership())
-
-	if err := node.Start(cluster.Hooks{
-		LeaderServices: []cluster.LeaderService{leader},
-		OnApplied:      func(a *fsm.Applied) { leader.Applied(a); nm.Applied(a) },
-		ApplyObserver:  nm,
-	}); err != nil {
-		return err
-	}
+	first := stacks[0]
 	if o.cpuProfile != "" {
 		// After Open: a profile in a new data dir would make it look foreign.
 		stopProfile, err := startCPUProfile(o.cpuProfile, o.dataDir)
 		if err != nil {
-			_ = node.Shutdown()
+			_ = shutdownRaft()
 			return err
 		}
 		defer stopProfile()
 	}
-	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr))
+	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr), zap.Int("partitions", max(o.partitions, 1)))
 
-	srv := server.New(node, log, server.Options{
-		Proposer: pipe, Dispatch: disp, Deadlines: deadlines, Liveness: live, MaxPayload: o.maxPayload, TLS: tlsStore,
-		ACL: o.sec.acl, NodeToken: o.sec.token,
-		Timing:        server.WorkerTiming{HeartbeatInterval: deadlines.HeartbeatInterval(), HeartbeatTimeout: deadlines.HeartbeatTimeout()},
-		ServerOptions: grpcMetrics.ServerOptions(),
-		Retention:     server.Retention{Default: o.retention, Agents: o.agentRetention},
-	})
+	shared := func(so server.Options) server.Options {
+		so.TLS, so.ACL, so.NodeToken, so.ServerOptions = tlsStore, o.sec.acl, o.sec.token, grpcMetrics.ServerOptions()
+		return so
+	}
+	var (
+		srv   grpcServer
+		ready readySource = node
+	)
+	if host != nil {
+		opts := make([]server.Options, len(stacks))
+		for k, st := range stacks {
+			opts[k] = shared(st.serverOptions(o))
+		}
+		router := server.NewRouter(host, log, opts)
+		srv, ready = router, partitionsReady{router: router, host: host}
+	} else {
+		srv = server.New(node, log, shared(first.serverOptions(o)))
+	}
 	grpcMetrics.Initialize(srv.ServiceInfo())
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
-	collectors := append(nm.Collectors(), grpcMetrics.Collector(), raftSink, workerHealthCollector{health: disp.WorkerHealth})
+	collectors := append(first.nm.Collectors(), grpcMetrics.Collector(), raftSink, workerHealthCollector{health: first.disp.WorkerHealth})
 	collectors = append(collectors, archiveMetrics.Collectors()...)
 	ui, closeUI := newConsole(node, o, tlsStore)
 	defer closeUI()
-	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, withConsole(httpHandler(node, collectors...), ui)))
+	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, withConsole(httpHandler(node, ready, collectors...), ui)))
 	bootCtx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
 	o.sec.gateReadiness(node)
@@ -392,14 +415,16 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	// raft. The leader services are stopped first: nothing of them proposes
 	// after the handover.
 	stop := func() {
-		if err := node.Handover(); err != nil {
-			log.Warn("handing leadership over failed; the other nodes elect a leader after their election timeout", zap.Error(err))
+		for _, st := range stacks {
+			if err := st.node.Handover(); err != nil {
+				log.Warn("handing leadership over failed; the other nodes elect a leader after their election timeout", zap.Int("partition", st.node.Partition()), zap.Error(err))
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = hsrv.Shutdown(ctx)
 		srv.Stop(5 * time.Second)
-		if err := node.Shutdown(); err != nil {
+		if err := shutdownRaft(); err != nil {
 			log.Warn("raft shutdown", zap.Error(err))
 		}
 	}
@@ -430,7 +455,7 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	select {
 	case sig := <-sigCh:
 		log.Info("signal received; shutting down", zap.String("signal", sig.String()))
-		drain(node, o.drainTimeout, sigCh, log)
+		drainAll(stacks, o.drainTimeout, sigCh, log)
 		stop()
 		log.Info("stopped")
 		return nil

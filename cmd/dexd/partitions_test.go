@@ -1,0 +1,236 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
+)
+
+const testPartitions = 3
+
+// partitionLeaders asks the node at addr for each partition's leader.
+func partitionLeaders(addr string) ([]*dexv1.PartitionStatus, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := dexv1.NewAdminServiceClient(conn).Status(ctx, &dexv1.StatusRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return st.Partitions, nil
+}
+
+// waitPartitionsServed waits until every node names a leader for every
+// partition, the same one, and answers /readyz with 200.
+func waitPartitionsServed(t *testing.T, c *testCluster) []*dexv1.PartitionStatus {
+	t.Helper()
+	var parts []*dexv1.PartitionStatus
+	waitUntil(t, 30*time.Second, "every node serving every partition", func() (bool, string) {
+		var first []string
+		for i, addr := range c.grpc {
+			if c.procs[i] == nil {
+				continue
+			}
+			ps, err := partitionLeaders(addr)
+			if err != nil || len(ps) != testPartitions {
+				return false, fmt.Sprintf("n%d: %v %v", i+1, ps, err)
+			}
+			var leaders []string
+			for _, p := range ps {
+				if p.Leader == "" || p.LeaderGrpcAddress == "" {
+					return false, fmt.Sprintf("n%d: partition %d has no leader", i+1, p.Id)
+				}
+				leaders = append(leaders, p.Leader)
+			}
+			if first == nil {
+				first, parts = leaders, ps
+			} else if strings.Join(first, ",") != strings.Join(leaders, ",") {
+				return false, fmt.Sprintf("leaders %v and %v", first, leaders)
+			}
+			if code, body := readyz(c.http[i]); code != 200 {
+				return false, fmt.Sprintf("n%d /readyz %d %s", i+1, code, body)
+			}
+		}
+		return true, ""
+	})
+	return parts
+}
+
+// startDemoWorker runs dexworker (its built-in script) on every node of c.
+func startDemoWorker(t *testing.T, c *testCluster, dir string) {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(dir, "dexworker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dexworkerBin, "--addr", "dex:///"+strings.Join(c.grpc, ","), "--ledger", filepath.Join(dir, "ledger.jsonl"), "--poll-wait", "2s")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	t.Cleanup(func() {
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "dexworker.log"))
+			t.Logf("dexworker:\n%s", b)
+		}
+	})
+}
+
+// startIn starts a session through the node at addr and returns its id.
+func startIn(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(dexctlBin, append([]string{"--addr", addr, "session", "start"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("session start %v through %s: %v", args, addr, stderrOf(err))
+	}
+	lines := strings.Fields(string(out))
+	return lines[len(lines)-1]
+}
+
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return fmt.Sprintf("%v: %s", err, ee.Stderr)
+	}
+	return err.Error()
+}
+
+// waitTurnDone waits for a session to finish its first turn.
+func waitTurnDone(t *testing.T, addrs []string, id string) {
+	t.Helper()
+	waitUntil(t, 60*time.Second, "session "+id+" idle after its turn", func() (bool, string) {
+		s, err := showSession(t, addrs, id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Status == "idle", s.Status + " " + s.LastError
+	})
+}
+
+// A cluster of three partitions runs sessions in each, whichever node a
+// call reaches: every node serves every partition (its /readyz is 200),
+// each partition has its own leader, a session lives in the partition its
+// id hashes to, a child in its parent's, and one Worker connection polls
+// them all.
+func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
+	c := newTestCluster(t)
+	c.extra = []string{"--partitions", fmt.Sprint(testPartitions)}
+	c.startAll(t)
+	waitPartitionsServed(t, c)
+	startDemoWorker(t, c, t.TempDir())
+
+	ids := map[int][]string{}
+	for i := range 12 {
+		id := startIn(t, c.grpc[i%3], "--message", fmt.Sprintf("hello %d", i))
+		k := wirerules.PartitionOf(id, testPartitions)
+		ids[k] = append(ids[k], id)
+	}
+	if len(ids) < 2 {
+		t.Fatalf("12 sessions all in one partition: %v", ids)
+	}
+	for _, k := range []int{0, 1, 2} {
+		for _, id := range ids[k] {
+			waitTurnDone(t, c.grpc[2:], id)
+		}
+	}
+
+	// A child lives in its parent's partition: an id the cluster draws
+	// does; one of another partition is refused, naming the rule.
+	parent := ids[0][0]
+	if len(ids[1]) > 0 {
+		parent = ids[1][0]
+	}
+	pk := wirerules.PartitionOf(parent, testPartitions)
+	child := createChild(t, c.grpc[1], parent)
+	if got := wirerules.PartitionOf(child, testPartitions); got != pk {
+		t.Fatalf("child %s lives in partition %d, its parent %s in %d", child, got, parent, pk)
+	}
+	waitTurnDone(t, c.grpc, child)
+	other := "child-x"
+	for i := 0; wirerules.PartitionOf(other, testPartitions) == pk; i++ {
+		other = fmt.Sprintf("child-%d", i)
+	}
+	out, err := exec.Command(dexctlBin, "--addr", c.grpc[0], "session", "start", "--id", other, "--parent", parent, "--message", "x").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "a child session lives in its parent's partition") {
+		t.Fatalf("a child id of another partition: %v\n%s", err, out)
+	}
+
+	// Every node lists every session once, across pages.
+	want := 13
+	for _, addr := range c.grpc {
+		seen := map[string]int{}
+		token := ""
+		for range 20 {
+			page := listPage(t, addr, token, 4)
+			for _, s := range page.Sessions {
+				seen[s.Id]++
+			}
+			if token = page.NextPageToken; token == "" {
+				break
+			}
+		}
+		if len(seen) != want {
+			t.Fatalf("%s lists %d sessions across pages, want %d: %v", addr, len(seen), want, seen)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("%s lists %s %d times", addr, id, n)
+			}
+		}
+	}
+}
+
+// createChild creates a child of parent through addr, with the id the
+// cluster draws.
+func createChild(t *testing.T, addr, parent string) string {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := dexv1.NewSessionServiceClient(conn).CreateSession(ctx, &dexv1.CreateSessionRequest{ParentId: parent, Message: "child work"})
+	if err != nil {
+		t.Fatalf("create a child of %s through %s: %v", parent, addr, err)
+	}
+	return resp.Session.Id
+}
+
+func listPage(t *testing.T, addr, token string, size uint32) *dexv1.ListSessionsResponse {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := dexv1.NewSessionServiceClient(conn).ListSessions(ctx, &dexv1.ListSessionsRequest{PageToken: token, PageSize: size})
+	if err != nil {
+		t.Fatalf("list sessions through %s: %v", addr, err)
+	}
+	return resp
+}
