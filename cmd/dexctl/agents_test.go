@@ -14,7 +14,7 @@ func TestSessionShowAndListNameTheAgentAndWhyAStepWaits(t *testing.T) {
 	steps := []*dexv1.Step{{Id: "s-s1", Kind: dexv1.StepKind_STEP_KIND_RUN_MODEL, Status: dexv1.StepStatus_STEP_STATUS_QUEUED,
 		WaitingReason: `no live Worker serves agent "bot@2" (its model)`}}
 	var out bytes.Buffer
-	printSession(&out, toSessionJSON(s, steps))
+	printSession(&out, toSessionJSON(s, steps), 1)
 	for _, want := range []string{"agent bot@2", `s-s1 waits: no live Worker serves agent "bot@2"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("session show lacks %q:\n%s", want, out.String())
@@ -22,7 +22,7 @@ func TestSessionShowAndListNameTheAgentAndWhyAStepWaits(t *testing.T) {
 	}
 	out.Reset()
 	rows := sessionRows([]*dexv1.SessionSummary{{Id: "s", Agent: "bot@2"}, {Id: "d"}}, "", 0)
-	printSessionRows(&out, rows, time.Now())
+	printSessionRows(&out, rows, 1, time.Now())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if !strings.HasSuffix(lines[0], "AGENT") || !strings.Contains(out.String(), "bot@2") {
 		t.Fatalf("session list:\n%s", out.String())
@@ -43,7 +43,7 @@ func TestSessionShowNamesTheFoldedTurns(t *testing.T) {
 	}
 	sj := toSessionJSON(s, nil).withFolded(folded)
 	var out bytes.Buffer
-	printSession(&out, sj)
+	printSession(&out, sj, 1)
 	if !strings.Contains(out.String(), "folded: the Steps of turns 1-2 (5 Steps in 2 turns") {
 		t.Fatalf("session show:\n%s", out.String())
 	}
@@ -51,7 +51,7 @@ func TestSessionShowNamesTheFoldedTurns(t *testing.T) {
 		t.Fatalf("folded turns as JSON: %+v", sj.Folded)
 	}
 	out.Reset()
-	printSession(&out, toSessionJSON(s, nil))
+	printSession(&out, toSessionJSON(s, nil), 1)
 	if strings.Contains(out.String(), "folded") {
 		t.Fatalf("a session without folded turns:\n%s", out.String())
 	}

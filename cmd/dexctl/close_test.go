@@ -70,7 +70,7 @@ func TestPrintSession_ClosingAndClosed(t *testing.T) {
 		{&dexv1.Session{Id: "c", Status: dexv1.SessionStatus_SESSION_STATUS_CLOSED, CloseRequestedAtMs: 1}, "session c  closed  kept for ever\n"},
 	} {
 		var out strings.Builder
-		printSession(&out, toSessionJSON(tc.s, nil))
+		printSession(&out, toSessionJSON(tc.s, nil), 1)
 		if !strings.HasPrefix(out.String(), tc.want) {
 			t.Errorf("printed %q; want it to begin %q", out.String(), tc.want)
 		}

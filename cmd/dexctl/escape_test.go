@@ -28,7 +28,7 @@ func TestSessionShowTableEscapesMessages(t *testing.T) {
 	var out bytes.Buffer
 	printSession(&out, sessionJSON{ID: "s1", Status: "idle", History: []historyJSON{
 		{Seq: 1, Kind: "user", Text: "hi \x1b]0;pwned\x07 \u202eevil\x00"},
-	}, Steps: []stepJSON{{ID: "s1-s1", Kind: "run_model", Tool: "t\x1b", Status: "done"}}})
+	}, Steps: []stepJSON{{ID: "s1-s1", Kind: "run_model", Tool: "t\x1b", Status: "done"}}}, 1)
 	for _, bad := range []string{"\x1b", "\x00", "\x07", "\u202e"} {
 		if strings.Contains(out.String(), bad) {
 			t.Fatalf("table output holds %q:\n%s", bad, out.String())

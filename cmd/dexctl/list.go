@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -45,7 +46,10 @@ func newSessionListCmd(g *globals) *cobra.Command {
 By default every page is read (up to ` + fmt.Sprint(maxListed) + ` sessions). With --page-size or
 --page-token only one page of the cluster's listing is read (the cluster
 pages by session id); the next page's token is printed after the table, or
-as next_page_token in JSON.`,
+as next_page_token in JSON.
+
+In a cluster of more than one partition the table ends with each session's
+PARTITION (from the cluster's status; left out when no node gives it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if statusFilter != "" && !contains(statusFilters, statusFilter) {
@@ -90,7 +94,7 @@ as next_page_token in JSON.`,
 				return printJSON(cmd.OutOrStdout(), out)
 			}
 			w := cmd.OutOrStdout()
-			printSessionRows(w, rows, time.Now())
+			printSessionRows(w, rows, g.partitionCount(cmd.Context()), time.Now())
 			switch {
 			case onePage && next != "":
 				fmt.Fprintf(w, "\nnext page: --page-token %s\n", safe(next))
@@ -131,9 +135,15 @@ func sessionRows(all []*dexv1.SessionSummary, status string, limit int) []sessio
 	return rows
 }
 
-func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionRow, now time.Time) {
+// printSessionRows prints the sessions as a table. In a cluster of more
+// than one partition, a last column names each session's.
+func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionRow, partitions int, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tUPDATED\tTURNS\tPARENT\tAGENT")
+	header := "ID\tSTATUS\tCREATED\tUPDATED\tTURNS\tPARENT\tAGENT"
+	if partitions > 1 {
+		header += "\tPARTITION"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		parent, agent := r.Parent, r.Agent
 		if parent == "" {
@@ -142,7 +152,11 @@ func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionR
 		if agent == "" {
 			agent = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(r.ID), r.Status, timeText(r.CreatedAtMs), ago(now, r.UpdatedAtMs), r.TurnsCompleted, safe(parent), safe(agent))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s", safe(r.ID), r.Status, timeText(r.CreatedAtMs), ago(now, r.UpdatedAtMs), r.TurnsCompleted, safe(parent), safe(agent))
+		if partitions > 1 {
+			fmt.Fprintf(tw, "\t%d", wirerules.PartitionOf(r.ID, partitions))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }

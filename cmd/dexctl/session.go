@@ -19,6 +19,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -84,8 +85,14 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 			}
 			explicitID := id
 			if id == "" {
-				// Chosen here so a retry after a lost answer is recognised.
+				// Chosen here so a retry after a lost answer is recognised;
+				// a child's in its parent's partition, where it lives.
 				id = client.NewSessionID()
+				if parent != "" {
+					if n := g.partitionCount(cmd.Context()); n > 1 {
+						id = wirerules.NewSessionIDIn(wirerules.PartitionOf(parent, n), n)
+					}
+				}
 			}
 			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
 			if cmd.Flags().Changed("retention") {
@@ -335,7 +342,7 @@ func newSessionShowCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), sj)
 			}
-			printSession(cmd.OutOrStdout(), sj)
+			printSession(cmd.OutOrStdout(), sj, g.partitionCount(cmd.Context()))
 			printWaits(cmd.OutOrStdout(), sj, g.commandPrefix(cmd))
 			return nil
 		},
@@ -344,7 +351,9 @@ func newSessionShowCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printSession(w io.Writer, s sessionJSON) {
+// printSession prints a session; in a cluster of more than one partition,
+// with the partition it lives in.
+func printSession(w io.Writer, s sessionJSON, partitions int) {
 	fmt.Fprintf(w, "session %s  %s", safe(s.ID), s.Status)
 	if s.Agent != "" {
 		fmt.Fprintf(w, "  agent %s", safe(s.Agent))
@@ -363,6 +372,9 @@ func printSession(w io.Writer, s sessionJSON) {
 		fmt.Fprintf(w, "  (last error: %s)", safe(s.LastError))
 	}
 	fmt.Fprintln(w)
+	if partitions > 1 {
+		fmt.Fprintf(w, "partition: %d\n", wirerules.PartitionOf(s.ID, partitions))
+	}
 	fmt.Fprintln(w, "\nhistory:")
 	for _, h := range s.History {
 		text := h.Text

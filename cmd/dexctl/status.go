@@ -24,6 +24,8 @@ type statusJSON struct {
 	// The replicated state's rows and bytes by table (absent from a node
 	// of an older version).
 	StateSize *stateSizeJSON `json:"state_size,omitempty"`
+	// Each partition's raft group; the fields above are partition 0's.
+	Partitions []partitionStatusJSON `json:"partitions"`
 }
 
 type nodeStatusJSON struct {
@@ -46,7 +48,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Long: `Show the cluster: leader, term, indexes and every node's state, as the
 first node of --addr that answers sees it, and the size of the replicated
 state (its rows and encoded bytes, in total and by table, and the size of the
-newest snapshot that node keeps). With no leader it still shows the
+newest snapshot that node keeps). A cluster of more than one partition also
+gets a table of each partition's leader, term, indexes and epoch; the leader,
+term and indexes above it are partition 0's. With no leader it still shows the
 nodes, then says why on stderr and exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -83,6 +87,7 @@ func printStatusJSON(w io.Writer, r *dexv1.StatusResponse) error {
 		Nodes:        []nodeStatusJSON{},
 		Workers:      workersJSON(r.Workers),
 		StateSize:    stateSizeOf(r.StateSize),
+		Partitions:   partitionsJSON(r.Partitions),
 	}
 	for _, n := range r.Nodes {
 		ns := nodeStatusJSON{
@@ -119,6 +124,7 @@ func printStatus(w io.Writer, r *dexv1.StatusResponse) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.Id, n.State, n.Suffrage, n.RaftAddress, grpcAddr, n.Term, n.CommitIndex, n.AppliedIndex)
 	}
 	tw.Flush()
+	printPartitions(w, r.Partitions)
 	printStateSize(w, r.StateSize)
 	printWorkerHealth(w, r.Workers)
 }

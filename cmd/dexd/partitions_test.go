@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -138,6 +139,28 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 	c.extra = []string{"--partitions", fmt.Sprint(testPartitions)}
 	c.startAll(t)
 	waitPartitionsServed(t, c)
+	// The balancer leaves each node leading one partition, as dexctl
+	// status --json shows.
+	waitUntil(t, 30*time.Second, "one partition leader on each node", func() (bool, string) {
+		out, err := dexctl(t, c.grpc, "status", "--json")
+		if err != nil {
+			return false, stderrOf(err)
+		}
+		var st struct {
+			Partitions []struct {
+				ID     int    `json:"id"`
+				Leader string `json:"leader"`
+			} `json:"partitions"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
+			return false, err.Error()
+		}
+		leads := map[string]bool{}
+		for _, p := range st.Partitions {
+			leads[p.Leader] = true
+		}
+		return len(st.Partitions) == testPartitions && len(leads) == 3 && !leads[""], string(out)
+	})
 	startDemoWorker(t, c, t.TempDir())
 
 	ids := map[int][]string{}
@@ -167,6 +190,13 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 		t.Fatalf("child %s lives in partition %d, its parent %s in %d", child, got, parent, pk)
 	}
 	waitTurnDone(t, c.grpc, child)
+	// dexctl draws a child's id itself (so a retry is recognised), in
+	// the parent's partition.
+	child2 := startIn(t, c.grpc[2], "--parent", parent, "--message", "more child work")
+	if got := wirerules.PartitionOf(child2, testPartitions); got != pk {
+		t.Fatalf("dexctl's child %s lives in partition %d, its parent %s in %d", child2, got, parent, pk)
+	}
+	waitTurnDone(t, c.grpc, child2)
 	other := "child-x"
 	for i := 0; wirerules.PartitionOf(other, testPartitions) == pk; i++ {
 		other = fmt.Sprintf("child-%d", i)
@@ -177,7 +207,7 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 	}
 
 	// Every node lists every session once, across pages.
-	want := 13
+	want := 14
 	for _, addr := range c.grpc {
 		seen := map[string]int{}
 		token := ""
