@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,11 +21,28 @@ type readySource interface {
 	VerifyLeader(timeout time.Duration) error
 }
 
-func httpHandler(node *cluster.Node, ready readySource, extra ...prometheus.Collector) http.Handler {
+// partitionMetrics are one partition's collectors and its raft group.
+type partitionMetrics struct {
+	node       *cluster.Node
+	collectors []prometheus.Collector
+}
+
+// httpHandler serves /healthz, /readyz and /metrics: the node-wide
+// collectors, then each partition's. A node of several partitions labels
+// each partition's series with partition="K"; a node of one does not, as
+// before partitions.
+func httpHandler(ready readySource, parts []partitionMetrics, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(extra...)
-	registerMetrics(reg, node)
+	for k, p := range parts {
+		var r prometheus.Registerer = reg
+		if len(parts) > 1 {
+			r = prometheus.WrapRegistererWith(prometheus.Labels{"partition": strconv.Itoa(k)}, reg)
+		}
+		r.MustRegister(p.collectors...)
+		registerMetrics(r, p.node)
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +72,7 @@ func httpHandler(node *cluster.Node, ready readySource, extra ...prometheus.Coll
 // readyzVerifyTimeout bounds the quorum round trip of one /readyz.
 const readyzVerifyTimeout = 500 * time.Millisecond
 
-func registerMetrics(reg *prometheus.Registry, node *cluster.Node) {
+func registerMetrics(reg prometheus.Registerer, node *cluster.Node) {
 	gauge := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "dex", Name: name, Help: help}, f))
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -395,11 +396,14 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	grpcMetrics.Initialize(srv.ServiceInfo())
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
-	collectors := append(first.nm.Collectors(), grpcMetrics.Collector(), raftSink, workerHealthCollector{health: first.disp.WorkerHealth})
-	collectors = append(collectors, archiveMetrics.Collectors()...)
+	collectors := append([]prometheus.Collector{grpcMetrics.Collector(), raftSink}, archiveMetrics.Collectors()...)
+	var parts []partitionMetrics
+	for _, st := range stacks {
+		parts = append(parts, partitionMetrics{node: st.node, collectors: append(st.nm.Collectors(), workerHealthCollector{health: st.disp.WorkerHealth})})
+	}
 	ui, closeUI := newConsole(node, o, tlsStore)
 	defer closeUI()
-	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, withConsole(httpHandler(node, ready, collectors...), ui)))
+	hsrv := newHTTPServer(o.sec.guardMetrics(node.State, withConsole(httpHandler(ready, parts, collectors...), ui)))
 	bootCtx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
 	o.sec.gateReadiness(node)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,6 +165,13 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 	})
 	startDemoWorker(t, c, t.TempDir())
 
+	// Each partition's series carry its number.
+	for k := range testPartitions {
+		if body := metricsOf(t, c.http[0]); !strings.Contains(body, fmt.Sprintf(`dex_raft_term{partition="%d"}`, k)) {
+			t.Fatalf("no dex_raft_term of partition %d in /metrics:\n%s", k, body)
+		}
+	}
+
 	ids := map[int][]string{}
 	for i := range 12 {
 		id := startIn(t, c.grpc[i%3], "--message", fmt.Sprintf("hello %d", i))
@@ -263,4 +272,18 @@ func listPage(t *testing.T, addr, token string, size uint32) *dexv1.ListSessions
 		t.Fatalf("list sessions through %s: %v", addr, err)
 	}
 	return resp
+}
+
+func metricsOf(t *testing.T, httpAddr string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
