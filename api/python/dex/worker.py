@@ -26,7 +26,7 @@ from typing import Any, Awaitable, Callable, Iterable, Optional, Union
 import grpc
 
 from dex.agents import agent_list
-from dex.connection import Connection, TLSFiles
+from dex.connection import PARTITION_METADATA_KEY, Connection, TLSFiles
 from dex.errors import DexError, ModelError, RegistrationError, classify_error
 from dex.hold import (HOLD_AFTER_CLAIM, HOLD_AFTER_RESULT_SENT, HOLD_BEFORE_CLAIM, HOLD_BEFORE_MODEL,  # noqa: F401
                       HOLD_BEFORE_RESULT, HOLD_DURING_COMPACTION, HOLD_DURING_POLL, HOLD_TOOL_RUNNING, MOMENTS,
@@ -281,6 +281,31 @@ MAX_SAY_GAP = 30.0
 DEREGISTER_TRY = 2.0
 
 
+class _Slots:
+    """The Worker's task slots (its concurrency), shared by its poll loops.
+    A loop takes free slots before it polls and asks for that many tasks; it
+    gives back those it got no task for, and each task gives its slot back
+    when it ends."""
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self._freed = asyncio.Event()
+
+    async def take(self, most: int) -> int:
+        """Waits for a free slot, then takes up to most of the free ones."""
+        while self.free <= 0:
+            self._freed.clear()
+            await self._freed.wait()
+        n = min(self.free, most)
+        self.free -= n
+        return n
+
+    def give(self, n: int) -> None:
+        self.free += n
+        if self.free > 0:
+            self._freed.set()
+
+
 class _SayEvery:
     """Spaces repeated lines out: due at once, then after growing gaps."""
 
@@ -373,7 +398,10 @@ class Worker:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="dex-handler")
         self._handlers: dict[asyncio.Task, threading.Event] = {}  # running handlers, their cancel events
         self._report_deadline: Optional[float] = None  # set when the grace is over
-        self._conn_lost = False
+        self._conn_lost: set[int] = set()  # the partitions whose polls fail
+        #: How many partitions the cluster has (its registration says): one poll loop each.
+        self._partitions = 1
+        self._partitions_changed: Optional[asyncio.Event] = None  # set when a registration changes it
         if hold is None:  # holds asked for by $DEX_HOLD (dex.hold)
             holder = holder_from_env(os.environ.get(LEDGER_ENV, ""))
             self.hold_hook = holder.hold if holder is not None else None
@@ -465,7 +493,8 @@ class Worker:
 
     async def run(self, stop: Optional[asyncio.Event] = None) -> None:
         """Registers (retrying until the cluster answers), then long-polls
-        and runs up to ``concurrency`` tasks at once until ``stop`` is set.
+        and runs up to ``concurrency`` tasks at once until ``stop`` is set:
+        one poll loop per partition of the cluster, sharing the concurrency.
         Then it stops polling, lets running tasks finish for the shutdown
         grace, cancels what is left, deregisters and returns. Raises
         RegistrationError if the cluster refuses the registration."""
@@ -474,6 +503,7 @@ class Worker:
         if self.conn is None:
             self.conn = Connection(str(self._target), token=self._token, tls=self._tls)
         running: set[asyncio.Task] = set()
+        self._partitions_changed = asyncio.Event()
         stopped = asyncio.ensure_future(stop.wait())
         try:
             reg = asyncio.ensure_future(self._register())
@@ -482,20 +512,7 @@ class Worker:
                 reg.cancel()
                 return
             reg.result()
-            while not stop.is_set():
-                free = self.concurrency - len(running)
-                if free <= 0:
-                    await asyncio.wait(running | {stopped}, return_when=asyncio.FIRST_COMPLETED)
-                    continue
-                poll = asyncio.ensure_future(self._poll(free))
-                await asyncio.wait({poll, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                if not poll.done():
-                    poll.cancel()
-                    break
-                for t in poll.result():
-                    task = asyncio.ensure_future(self._run_task(t))
-                    running.add(task)
-                    task.add_done_callback(running.discard)
+            await self._poll_partitions(stopped, running)
             await self._drain(running)
             await self._deregister()
         finally:
@@ -503,6 +520,52 @@ class Worker:
             if not isinstance(self._target, Connection) and self.conn is not None:
                 await self.conn.close()
                 self.conn = None
+
+    async def _poll_partitions(self, stopped: asyncio.Future, running: set[asyncio.Task]) -> None:
+        """Runs a poll loop per partition until stopped, following the
+        partition count each registration gives. The loops share the
+        Worker's concurrency; a loop's unexpected error is raised."""
+        assert self._partitions_changed is not None
+        slots = _Slots(self.concurrency)
+        loops: dict[int, asyncio.Task] = {}
+        try:
+            while not stopped.done():
+                self._partitions_changed.clear()
+                for k in range(self._partitions):
+                    if k not in loops:
+                        loops[k] = asyncio.ensure_future(self._poll_loop(k, slots, running))
+                changed = asyncio.ensure_future(self._partitions_changed.wait())
+                await asyncio.wait({stopped, changed, *loops.values()}, return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+                for k, loop in list(loops.items()):
+                    if loop.done():
+                        del loops[k]
+                        loop.result()
+        finally:
+            for loop in loops.values():
+                loop.cancel()
+            await asyncio.gather(*loops.values(), return_exceptions=True)
+
+    async def _poll_loop(self, k: int, slots: _Slots, running: set[asyncio.Task]) -> None:
+        """Partition k's poll loop, while the cluster has more than k
+        partitions: takes its share of the free slots, polls for that many
+        tasks and runs them."""
+        while k < self._partitions:
+            # With several partitions a loop asks for its share at most, so
+            # that a long poll of an idle partition does not hold every slot
+            # while another partition has work.
+            n = await slots.take(max(1, self.concurrency // self._partitions))
+            try:
+                tasks = await self._poll(n, k)
+            except BaseException:
+                slots.give(n)
+                raise
+            slots.give(n - len(tasks))
+            for t in tasks:
+                task = asyncio.ensure_future(self._run_task(t))
+                running.add(task)
+                task.add_done_callback(running.discard)
+                task.add_done_callback(lambda _: slots.give(1))
 
     async def _drain(self, running: set[asyncio.Task]) -> None:
         if not running:
@@ -562,6 +625,7 @@ class Worker:
                 continue
             if resp.heartbeat_interval_ms > 0:
                 self.heartbeat_interval = resp.heartbeat_interval_ms / 1000.0
+            first = not self._registered
             self._registered = True
             line = f"registered with the cluster at {self._where()}"
             if resp.node_id:
@@ -573,7 +637,27 @@ class Worker:
                                            "agents": list(req.agents),
                                            "heartbeat_interval_ms": resp.heartbeat_interval_ms,
                                            "heartbeat_timeout_ms": resp.heartbeat_timeout_ms})
+            self._set_partitions(first, resp.partitions)
             return
+
+    def _set_partitions(self, first: bool, n: int) -> None:
+        """Follows the partition count a registration gave (0: one): the
+        poll loops change from their next poll."""
+        was, n = self._partitions, max(n, 1)
+        if n == was:
+            return
+        self._partitions = n
+        fields = {"worker": self.id, "partitions": n}
+        if first:
+            self.log.info("polling every partition", extra={"fields": fields})
+        else:
+            self.log.info("the cluster's partition count changed; polling the new count from the next poll",
+                          extra={"fields": {**fields, "was": was}})
+        if n > self.concurrency:
+            self.log.warning("fewer task slots than partitions: a partition is polled only while a slot is free",
+                             extra={"fields": {**fields, "concurrency": self.concurrency}})
+        if self._partitions_changed is not None:
+            self._partitions_changed.set()
 
     async def _deregister(self) -> None:
         """Tells the cluster, as the Worker stops, that it is gone, so that it
@@ -594,34 +678,41 @@ class Worker:
         self._registered = False
         self._say(logging.INFO, "deregistered")
 
-    async def _poll(self, n: int) -> list:
-        """Long-polls once for up to n tasks; [] on an error (after a backoff)."""
+    async def _poll(self, n: int, k: int = 0) -> list:
+        """Long-polls partition k once for up to n tasks; [] on an error
+        (after a backoff), or once the cluster has no partition k."""
         assert self.conn is not None
         b = _Backoff(0.05, 1.0)
         req = workers_pb2.PollTaskRequest(worker_id=self.id, wait_ms=round(self.poll_wait * 1000), max_tasks=n)
-        while True:
+        while k < self._partitions:
+            # A cluster of one partition gets no partition metadata.
+            md = ((PARTITION_METADATA_KEY, str(k)),) if self._partitions > 1 else ()
+            where = {"partition": k} if md else {}
             try:
                 resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "PollTask", req,
-                                             self.poll_wait + self.call_timeout)
-                if self._conn_lost:
-                    self.log.info("cluster reached again", extra={"fields": {"worker": self.id}})
-                    self._conn_lost = False
+                                             self.poll_wait + self.call_timeout, metadata=md)
+                if k in self._conn_lost:
+                    self.log.info("cluster reached again", extra={"fields": {"worker": self.id, **where}})
+                    self._conn_lost.discard(k)
                 return list(resp.tasks)
             except grpc.RpcError as e:
                 if e.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION):
                     # The cluster does not know this Worker (any more): register again.
-                    self.log.warning("poll refused; registering again", extra={"fields": {"error": e.details()}})
+                    self.log.warning("poll refused; registering again",
+                                     extra={"fields": {"error": e.details(), **where}})
                     try:
                         await self._register()
                     except RegistrationError as re:
                         self.log.error("register again", extra={"fields": {"error": str(re)}})
                 elif _transient(e):
-                    if not self._conn_lost:
-                        self.log.warning("cluster lost; retrying", extra={"fields": {"error": f"{e.code().name}: {e.details()}"}})
-                        self._conn_lost = True
+                    if k not in self._conn_lost:
+                        self.log.warning("cluster lost; retrying",
+                                         extra={"fields": {"error": f"{e.code().name}: {e.details()}", **where}})
+                        self._conn_lost.add(k)
                 else:
-                    self.log.error("poll", extra={"fields": {"error": f"{e.code().name}: {e.details()}"}})
+                    self.log.error("poll", extra={"fields": {"error": f"{e.code().name}: {e.details()}", **where}})
             await asyncio.sleep(b.next())
+        return []
 
     def call_try(self, task: workers_pb2.Task) -> float:
         """How long one try of an attempt's call waits (calltry.go)."""

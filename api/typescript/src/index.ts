@@ -13,7 +13,7 @@ export { Ledger, LedgerEnv, sideEffect } from "./ledger.js";
 export { Holder, holderFromEnv, HoldAllEnv, HoldEnv, parseMoments } from "./hold.js";
 export { jsonLogger, nopLogger } from "./log.js";
 export type { Logger } from "./log.js";
-export { LeaderMetadataKey, transient } from "./retry.js";
+export { LeaderMetadataKey, PartitionMetadataKey, transient } from "./retry.js";
 export { TokenEnv, tokenFrom } from "./token.js";
 export { Worker, Moments, AllMoments, toolSpec, toModelOutput } from "./worker.js";
 export type {

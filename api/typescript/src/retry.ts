@@ -3,6 +3,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 /** The trailer in which a follower names the leader's gRPC address when it answers Unavailable. */
 export const LeaderMetadataKey = "dex-leader";
 
+/** The request metadata that names the partition a PollTask polls ("0", "1", ...; absent: partition 0). */
+export const PartitionMetadataKey = "dex-partition";
+
 /** Grows from min to max (ms) with ±20% jitter, so Workers do not hit a new leader in lockstep. */
 export class Backoff {
   private n = 0;

@@ -15,7 +15,7 @@ import { checkModelOutput, kindName } from "./kinds.js";
 import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } from "./ledger.js";
 import { nopLogger, type Logger } from "./log.js";
 import { handlerOf, routeProblem, runsOnModel } from "./route.js";
-import { Backoff, sleep, transient } from "./retry.js";
+import { Backoff, PartitionMetadataKey, sleep, transient } from "./retry.js";
 
 export { AllMoments, Moments, type Moment } from "./hold.js";
 
@@ -247,6 +247,39 @@ function untilAborted(signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * The Worker's task slots (its concurrency), shared by its poll loops. A loop
+ * takes free slots before it polls and asks for that many tasks; it gives back
+ * those it got no task for, and each task gives its slot back when it ends.
+ */
+class Slots {
+  private waiters: (() => void)[] = [];
+
+  constructor(private free: number, private readonly signal: AbortSignal) {
+    signal.addEventListener("abort", () => this.wake(), { once: true });
+  }
+
+  /** Waits for a free slot, then takes up to most of the free ones; 0 once signal aborts. */
+  async take(most: number): Promise<number> {
+    while (this.free <= 0 && !this.signal.aborted) await new Promise<void>((r) => this.waiters.push(r));
+    if (this.signal.aborted) return 0;
+    const n = Math.min(this.free, most);
+    this.free -= n;
+    return n;
+  }
+
+  give(n: number): void {
+    this.free += n;
+    if (this.free > 0) this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const r of w) r();
+  }
+}
+
 /** Long-polls the cluster for tasks and runs them: see run. */
 export class Worker {
   readonly id: string;
@@ -260,6 +293,10 @@ export class Worker {
   private readonly holdHook: WorkerOptions["hold"];
   private heartbeatIntervalMs = 1000;
   private registered = false;
+  /** How many partitions the cluster has (its registration says): one poll loop each. */
+  private partitions = 1;
+  /** Called when a registration changes partitions. */
+  private resized: () => void = () => {};
   /** No logger given: the registration lines go to stderr. */
   private readonly sayToStderr: boolean;
   private readonly transport: Transport;
@@ -307,7 +344,8 @@ export class Worker {
 
   /**
    * Registers the Worker (retrying until the cluster answers), then long-polls
-   * and runs up to concurrency tasks at once until signal aborts. Then it stops
+   * and runs up to concurrency tasks at once until signal aborts: one poll loop
+   * per partition of the cluster, sharing the concurrency. Then it stops
    * polling, lets running tasks finish for shutdownGraceMs, aborts what is left,
    * deregisters and resolves: at once when no task runs. It rejects only if
    * the cluster refuses the registration.
@@ -321,22 +359,7 @@ export class Worker {
       throw e;
     }
     const running = new Set<Promise<void>>();
-    let slotFreed: () => void = () => {};
-    while (!signal.aborted) {
-      if (running.size >= this.o.concurrency) {
-        await Promise.race([new Promise<void>((r) => (slotFreed = r)), untilAborted(signal)]);
-        continue;
-      }
-      const got = await this.poll(signal, this.o.concurrency - running.size);
-      for (const t of got) {
-        const p = this.runTask(tasks.signal, t).catch((e) => this.log.error("task crashed", { error: e }))
-          .finally(() => {
-            running.delete(p);
-            slotFreed();
-          });
-        running.add(p);
-      }
-    }
+    await this.pollPartitions(signal, tasks.signal, running);
     const all = Promise.all(running);
     // The grace's timers end with the tasks: a pending one would keep the
     // process alive after run resolves.
@@ -353,6 +376,76 @@ export class Worker {
       timers.abort();
     }
     await this.deregister();
+  }
+
+  /**
+   * Runs a poll loop per partition until signal aborts, following the
+   * partition count each registration gives; the loops share the
+   * concurrency's slots. A loop's unexpected error stops every loop, then
+   * rejects.
+   */
+  private async pollPartitions(signal: AbortSignal, taskSignal: AbortSignal, running: Set<Promise<void>>): Promise<void> {
+    const polling = new AbortController();
+    const onAbort = () => polling.abort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) polling.abort();
+    const slots = new Slots(this.o.concurrency, polling.signal);
+    const loops = new Map<number, Promise<number>>();
+    try {
+      while (!polling.signal.aborted) {
+        for (let k = 0; k < this.partitions; k++) {
+          if (!loops.has(k)) loops.set(k, this.pollLoop(k, polling.signal, taskSignal, slots, running).then(() => k));
+        }
+        const resized = new Promise<number>((r) => (this.resized = () => r(-1)));
+        const ended = await Promise.race([...loops.values(), resized, untilAborted(polling.signal).then(() => -1)]);
+        loops.delete(ended);
+      }
+    } finally {
+      polling.abort();
+      signal.removeEventListener("abort", onAbort);
+      this.resized = () => {};
+      await Promise.allSettled(loops.values());
+    }
+  }
+
+  /**
+   * Partition k's poll loop, while the cluster has more than k partitions and
+   * signal has not aborted: takes free slots, polls for that many tasks and
+   * runs them.
+   */
+  private async pollLoop(k: number, signal: AbortSignal, taskSignal: AbortSignal, slots: Slots, running: Set<Promise<void>>): Promise<void> {
+    while (!signal.aborted && k < this.partitions) {
+      // With several partitions a loop asks for its share at most, so that a
+      // long poll of an idle partition does not hold every slot while another
+      // partition has work.
+      const n = await slots.take(Math.max(1, Math.floor(this.o.concurrency / this.partitions)));
+      if (n === 0) return;
+      const got = await this.poll(signal, n, k);
+      slots.give(n - got.length);
+      for (const t of got) {
+        const p = this.runTask(taskSignal, t).catch((e) => this.log.error("task crashed", { error: e }))
+          .finally(() => {
+            running.delete(p);
+            slots.give(1);
+          });
+        running.add(p);
+      }
+    }
+  }
+
+  /** Follows the partition count a registration gave (0: one): the poll loops change from their next poll. */
+  private setPartitions(first: boolean, count: number): void {
+    const was = this.partitions;
+    const n = Math.max(count, 1);
+    if (n === was) return;
+    this.partitions = n;
+    if (first) this.log.info("polling every partition", { worker: this.id, partitions: n });
+    else this.log.info("the cluster's partition count changed; polling the new count from the next poll", { worker: this.id, was, partitions: n });
+    if (n > this.o.concurrency) {
+      this.log.warn("fewer task slots than partitions: a partition is polled only while a slot is free",
+        { worker: this.id, concurrency: this.o.concurrency, partitions: n });
+    }
+    this.resized();
   }
 
   /** One line about the Worker's registration: to its logger, or to stderr when it was given none. */
@@ -396,6 +489,7 @@ export class Worker {
       try {
         const resp = await this.svc.registerWorker(req, { signal, timeoutMs: this.o.callTimeoutMs });
         if (resp.heartbeatIntervalMs > 0) this.heartbeatIntervalMs = resp.heartbeatIntervalMs;
+        const first = !this.registered;
         this.registered = true;
         let line = resp.nodeId !== "" ? `registered with leader ${resp.nodeId} at ${resp.nodeAddress}` : `registered with the cluster at ${this.where()}`;
         if (failed) line += ` after ${Math.round((Date.now() - start) / 1000)}s`;
@@ -403,6 +497,7 @@ export class Worker {
           leader: resp.nodeId, leader_address: resp.nodeAddress, tools: this.specs.length, runs_model: !!this.model,
           heartbeat_interval_ms: resp.heartbeatIntervalMs, heartbeat_timeout_ms: resp.heartbeatTimeoutMs,
         });
+        this.setPartitions(first, resp.partitions);
         return;
       } catch (e) {
         if (signal.aborted) throw e;
@@ -424,29 +519,36 @@ export class Worker {
     }
   }
 
-  /** Long-polls once for up to n tasks; [] on a timeout, an error (after a backoff) or an abort. */
-  private async poll(signal: AbortSignal, n: number): Promise<Task[]> {
+  /**
+   * Long-polls partition k once for up to n tasks; [] on a timeout, an error
+   * (after a backoff), an abort, or once the cluster has no partition k.
+   */
+  private async poll(signal: AbortSignal, n: number, k = 0): Promise<Task[]> {
     const b = new Backoff(50, 250);
-    while (!signal.aborted) {
+    while (!signal.aborted && k < this.partitions) {
+      // A cluster of one partition gets no partition metadata.
+      const partitioned = this.partitions > 1;
+      const headers = partitioned ? { [PartitionMetadataKey]: String(k) } : undefined;
+      const log = partitioned ? withFields(this.log, { partition: k }) : this.log;
       try {
         const resp = await this.svc.pollTask({ workerId: this.id, waitMs: Math.floor(this.o.pollWaitMs), maxTasks: n },
-          { signal, timeoutMs: this.o.pollWaitMs + this.o.callTimeoutMs });
+          { signal, timeoutMs: this.o.pollWaitMs + this.o.callTimeoutMs, headers });
         return resp.tasks;
       } catch (e) {
         if (signal.aborted) return [];
         const code = codeOf(e);
         if (code === Code.NotFound || code === Code.FailedPrecondition) {
           // The cluster does not know this Worker (any more): register again.
-          this.log.warn("poll refused; registering again", { error: e });
+          log.warn("poll refused; registering again", { error: e });
           try {
             await this.register(signal);
           } catch (re) {
-            if (!signal.aborted) this.log.error("register again", { error: re });
+            if (!signal.aborted) log.error("register again", { error: re });
           }
         } else if (transient(e, signal)) {
-          this.log.debug("poll: cluster not reachable", { error: e });
+          log.debug("poll: cluster not reachable", { error: e });
         } else {
-          this.log.error("poll", { error: e });
+          log.error("poll", { error: e });
         }
         await sleep(b.next(), signal);
       }

@@ -21,7 +21,23 @@ export class FakeNode {
   addr = "";
   calls: Call[] = [];
   registered: { tools: ToolSpec[]; runsModel: boolean; workerId: string; agents: string[]; authorization: string | null }[] = [];
+  /** Partition 0's tasks: a poll without partition metadata gets these. */
   tasks: Task[] = [];
+  /** The partition count each registration answers, in order, the last one again after (none: unset). */
+  partitions: number[] = [];
+  /** The tasks of partitions 1, 2, ...: a poll gets those of the partition its metadata names. */
+  partitionTasks: Record<number, Task[]> = {};
+  /** Partitions whose polls answer Unavailable (their leader is down). */
+  down = new Set<number>();
+  /** Each poll's partition metadata (null: none). */
+  polled: (string | null)[] = [];
+  /**
+   * The most tasks the Worker could hold at once, as seen here: those handed
+   * out and not yet reported, plus those asked for by the polls being answered.
+   */
+  mostHeld = 0;
+  private outstanding = 0;
+  private asked = 0;
   serving = true;
   /** Refusals to answer, in order, before the method's next call goes through. */
   refuse: Record<string, ConnectError[]> = {};
@@ -41,18 +57,31 @@ export class FakeNode {
       registerWorker: (req, ctx) => {
         this.take("register");
         this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId, agents: req.agents, authorization: ctx.requestHeader.get("authorization") });
-        return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000, nodeId: "n1", nodeAddress: this.addr };
+        const partitions = this.partitions[Math.min(this.registered.length - 1, this.partitions.length - 1)] ?? 0;
+        return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000, nodeId: "n1", nodeAddress: this.addr, partitions };
       },
       deregisterWorker: (req) => {
         this.take("deregister");
         this.deregistered.push(req.workerId);
         return {};
       },
-      pollTask: async (req) => {
+      pollTask: async (req, ctx) => {
+        const partition = ctx.requestHeader.get("dex-partition");
+        this.polled.push(partition);
         this.take("poll");
-        const t = this.tasks.splice(0, req.maxTasks || 1);
-        if (t.length === 0) await new Promise((r) => setTimeout(r, 50));
-        return { tasks: t };
+        const k = partition === null ? 0 : Number(partition);
+        if (this.down.has(k)) throw new ConnectError(`partition ${k} has no leader`, Code.Unavailable);
+        this.asked += req.maxTasks;
+        this.mostHeld = Math.max(this.mostHeld, this.outstanding + this.asked);
+        try {
+          const queue = k === 0 ? this.tasks : (this.partitionTasks[k] ?? []);
+          const t = queue.splice(0, req.maxTasks || 1);
+          this.outstanding += t.length;
+          if (t.length === 0) await new Promise((r) => setTimeout(r, 50));
+          return { tasks: t };
+        } finally {
+          this.asked -= req.maxTasks;
+        }
       },
       claimTask: (req) => {
         this.take("claim", req.ref);
@@ -66,6 +95,7 @@ export class FakeNode {
       },
       reportTask: (req) => {
         this.take("report", req.ref, req.result);
+        this.outstanding--;
         return {};
       },
       completeTask: () => ({}),
