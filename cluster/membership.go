@@ -21,6 +21,10 @@ import (
 // the leader's gRPC address.
 const LeaderMetadataKey = "dex-leader"
 
+// PartitionMetadataKey names, on a call to a node of several partitions,
+// the partition the call is for (absent: 0).
+const PartitionMetadataKey = "dex-partition"
+
 // ErrNotMember is returned for a membership operation on an unknown node.
 var ErrNotMember = errors.New("not a member of the cluster")
 

@@ -373,10 +373,9 @@ func (n *Node) Start(h Hooks) (err error) {
 	}()
 	n.onApplied = h.OnApplied
 	n.services = append([]LeaderService(nil), h.LeaderServices...)
-	if n.cfg.partition == 0 {
-		// The cluster id and the membership are the first partition's.
-		n.services = append(n.services, &membershipService{n: n})
-	}
+	// Every partition promotes its caught-up non-voters; the cluster id is
+	// the first partition's.
+	n.services = append(n.services, &membershipService{n: n})
 	hl, bootstrap, logs, snaps, raftDir := n.hl, p.bootstrap, p.logs, p.snaps, p.raftDir
 
 	rc := raft.DefaultConfig()

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -124,6 +126,10 @@ func (n *Node) askNodeState(ctx context.Context, id string) (*dexv1.NodeStateRes
 	if info == nil || info.GrpcAddress == "" {
 		return nil, false
 	}
+	if n.cfg.partition > 0 {
+		// The member answers with its view of this partition's group.
+		ctx = metadata.AppendToOutgoingContext(ctx, PartitionMetadataKey, strconv.Itoa(int(n.cfg.partition)))
+	}
 	return AskNodeState(ctx, info.GrpcAddress, id, n.PeerDialOptions()...)
 }
 
@@ -156,8 +162,10 @@ type membershipService struct {
 }
 
 func (m *membershipService) EstablishLeadership(ctx context.Context, _ uint64) error {
-	if err := m.n.ensureClusterID(ctx); err != nil {
-		return err
+	if m.n.cfg.partition == 0 {
+		if err := m.n.ensureClusterID(ctx); err != nil {
+			return err
+		}
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

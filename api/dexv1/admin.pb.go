@@ -314,7 +314,10 @@ type PartitionStatus struct {
 	Epoch uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// The answering node's role in the partition's group: "leader",
 	// "follower" or "candidate".
-	State         string `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
+	State string `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
+	// The group's members by suffrage, from its raft configuration.
+	Voters        []string `protobuf:"bytes,9,rep,name=voters,proto3" json:"voters,omitempty"`
+	Nonvoters     []string `protobuf:"bytes,10,rep,name=nonvoters,proto3" json:"nonvoters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -403,6 +406,20 @@ func (x *PartitionStatus) GetState() string {
 		return x.State
 	}
 	return ""
+}
+
+func (x *PartitionStatus) GetVoters() []string {
+	if x != nil {
+		return x.Voters
+	}
+	return nil
+}
+
+func (x *PartitionStatus) GetNonvoters() []string {
+	if x != nil {
+		return x.Nonvoters
+	}
+	return nil
 }
 
 type NodeStateRequest struct {
@@ -2021,7 +2038,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\n" +
 	" \x03(\v2\x17.dex.v1.PartitionStatusR\n" +
-	"partitions\"\xf1\x01\n" +
+	"partitions\"\xa7\x02\n" +
 	"\x0fPartitionStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\tR\x06leader\x12.\n" +
@@ -2030,7 +2047,10 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\fcommit_index\x18\x05 \x01(\x04R\vcommitIndex\x12#\n" +
 	"\rapplied_index\x18\x06 \x01(\x04R\fappliedIndex\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12\x14\n" +
-	"\x05state\x18\b \x01(\tR\x05state\"\x12\n" +
+	"\x05state\x18\b \x01(\tR\x05state\x12\x16\n" +
+	"\x06voters\x18\t \x03(\tR\x06voters\x12\x1c\n" +
+	"\tnonvoters\x18\n" +
+	" \x03(\tR\tnonvoters\"\x12\n" +
 	"\x10NodeStateRequest\"\xba\x02\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +

@@ -200,6 +200,11 @@ func (a *Admin) Join(ctx context.Context, req *dexv1.JoinRequest) (*dexv1.JoinRe
 	if err := a.node.AddNonvoter(ctx, n.Id, n.RaftAddress); err != nil {
 		return nil, a.toStatus(ctx, err)
 	}
+	if a.node.Partition() > 0 {
+		// The nodes table is partition 0's.
+		a.log.Info("node joined a partition as a non-voter", zap.String("node", n.Id), zap.Int("partition", a.node.Partition()))
+		return &dexv1.JoinResponse{ClusterId: a.node.ClusterID()}, nil
+	}
 	if err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: fsmpb.NodeInfoFromAPI(n)}}}); err != nil {
 		return nil, err
 	}
@@ -256,9 +261,12 @@ func (a *Admin) RemoveNode(ctx context.Context, req *dexv1.RemoveNodeRequest) (*
 		}
 	}
 	// Forget the addresses first: a leader removing itself stops leading.
-	err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RemoveNode{RemoveNode: &fsmpb.RemoveNode{NodeId: id}}})
-	if err != nil && status.Code(err) != codes.NotFound {
-		return nil, err
+	// They are partition 0's.
+	if a.node.Partition() == 0 {
+		err := a.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_RemoveNode{RemoveNode: &fsmpb.RemoveNode{NodeId: id}}})
+		if err != nil && status.Code(err) != codes.NotFound {
+			return nil, err
+		}
 	}
 	if err := a.node.RemoveServer(ctx, id); err != nil {
 		return nil, a.toStatus(ctx, err)
@@ -374,6 +382,15 @@ func (a *Admin) partitionStatuses() []*dexv1.PartitionStatus {
 		}
 		if l := n.Leader(); l != nil {
 			ps.Leader, ps.LeaderGrpcAddress = l.Id, l.GrpcAddress
+		}
+		if servers, err := n.Configuration(); err == nil {
+			for _, s := range servers {
+				if s.Suffrage == raft.Voter {
+					ps.Voters = append(ps.Voters, string(s.ID))
+				} else {
+					ps.Nonvoters = append(ps.Nonvoters, string(s.ID))
+				}
+			}
 		}
 		out[k] = ps
 	}

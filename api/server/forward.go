@@ -209,3 +209,40 @@ func (r *Router) listSessions(ss grpc.ServerStream, method string, req *frame) e
 	}
 	return ss.SendMsg(resp)
 }
+
+// members makes a membership change in every partition's group: a join
+// in partition 0 first, whose nodes table is the cluster's member list,
+// then in each other; a removal in the others first and in partition 0
+// last. The answer is partition 0's. A change that fails part way is
+// made again by retrying it: each step is idempotent.
+func (r *Router) members(ss grpc.ServerStream, method string, req *frame) error {
+	order := make([]int, len(r.parts))
+	for i := range order {
+		order[i] = i
+	}
+	var first proto.Message
+	if strings.HasSuffix(method, "/RemoveNode") {
+		slices.Reverse(order)
+	}
+	for _, k := range order {
+		var out proto.Message
+		switch {
+		case strings.HasSuffix(method, "/Join"):
+			out = &dexv1.JoinResponse{}
+		case strings.HasSuffix(method, "/RemoveNode"):
+			out = &dexv1.RemoveNodeResponse{}
+		default:
+			return status.Errorf(codes.Internal, "%s is not a membership change", method)
+		}
+		if err := r.callIn(ss, k, method, req, out); err != nil {
+			if k > 0 {
+				err = inPartition(k, err)
+			}
+			return err
+		}
+		if k == 0 {
+			first = out
+		}
+	}
+	return ss.SendMsg(first)
+}

@@ -8,13 +8,14 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/dexhq/dex/api/wirerules"
+	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm/store"
 )
 
 // PartitionMetadataKey names, on a Worker's PollTask, the partition it
 // polls (absent: 0), and on a forwarded call, the partition the sender
 // routed it to.
-const PartitionMetadataKey = "dex-partition"
+const PartitionMetadataKey = cluster.PartitionMetadataKey
 
 // forwardedMetadataKey marks a call one node forwarded to another: the
 // receiver serves it itself or refuses it, and never forwards it again.
@@ -38,13 +39,18 @@ const (
 	polled
 	// registry: partition 0, which holds the cluster-wide records.
 	registry
-	// local: this node answers from what it holds (partition 0's view).
+	// local: this node answers from what it holds, for the partition the
+	// call's dex-partition metadata names (absent: 0).
 	local
 	// everyPartition: partition 0 first, then each other in order; the
 	// answer is partition 0's.
 	everyPartition
 	// merged: every partition answers, and the answers are merged.
 	merged
+	// members: a membership change, made in every partition's group:
+	// partition 0 first for a join (its nodes table is the member list),
+	// last for a removal; the answer is partition 0's.
+	members
 	// notYet: a partitioned cluster refuses the call (docs/design/partitions.md
 	// lists the step that builds it).
 	notYet
@@ -90,8 +96,8 @@ var routes = map[string]route{
 	"/dex.v1.AdminService/NodeState":          {kind: local},
 	"/dex.v1.AdminService/RegisterNode":       {kind: registry},
 	"/dex.v1.AdminService/TransferLeadership": {kind: notYet},
-	"/dex.v1.AdminService/Join":               {kind: notYet},
-	"/dex.v1.AdminService/RemoveNode":         {kind: notYet},
+	"/dex.v1.AdminService/Join":               {kind: members},
+	"/dex.v1.AdminService/RemoveNode":         {kind: members},
 	"/dex.v1.AdminService/SaveSnapshot":       {kind: notYet},
 	"/dex.v1.AdminService/RestoreSnapshot":    {kind: notYet},
 	"/dex.v1.AdminService/CreateToken":        {kind: registry},
@@ -130,7 +136,9 @@ func (r route) partitionOf(raw []byte, md metadata.MD, n int, pick func() int) (
 		return pick(), nil
 	case polled:
 		return polledPartition(md, n)
-	case registry, local:
+	case local:
+		return polledPartition(md, n)
+	case registry:
 		return 0, nil
 	}
 	return 0, fmt.Errorf("route kind %d names no partition", r.kind)

@@ -232,8 +232,14 @@ func (r *Router) handle(_ any, ss grpc.ServerStream) error {
 		return r.everyPartition(ss, method, &first)
 	case merged:
 		return r.listSessions(ss, method, &first)
+	case members:
+		return r.members(ss, method, &first)
 	case local:
-		return r.parts[0].serve(ss, method, &first)
+		k, err := polledPartition(md, len(r.parts))
+		if err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		return r.parts[k].serve(ss, method, &first)
 	}
 	k, err := rt.partitionOf(first.b, md, len(r.parts), r.pick)
 	if err != nil {
@@ -257,18 +263,63 @@ func (r *Router) pick() int {
 }
 
 // serveIn serves a call of partition k here when this node leads it, or
-// forwards it to its leader.
+// forwards it to its leader. While the partition has no leader, or one
+// that cannot be dialled (it died, and this node has not heard of the next
+// one yet), the call waits for the next, up to leaderWait: it was not sent,
+// so it is sent once, to the leader that takes over.
 func (r *Router) serveIn(k int, ss grpc.ServerStream, method string, first *frame) error {
 	node := r.parts[k].node
-	if node.IsLeader() {
-		return r.parts[k].serve(ss, method, first)
+	deadline := time.Now().Add(leaderWait)
+	for {
+		if node.IsLeader() {
+			return r.parts[k].serve(ss, method, first)
+		}
+		l := node.Leader()
+		if l == nil || l.GrpcAddress == "" {
+			if r.waitFor(ss.Context(), deadline, func() bool { l := node.Leader(); return l != nil && l.GrpcAddress != "" }) {
+				continue
+			}
+		}
+		if l == nil || l.GrpcAddress == "" || l.Id == node.ID() {
+			// The partition's own handler refuses it, naming what it knows.
+			return r.parts[k].serve(ss, method, first)
+		}
+		err := r.forward(ss, k, l.GrpcAddress, method, first)
+		if !notDialled(err) {
+			return err
+		}
+		was := l.Id
+		if !r.waitFor(ss.Context(), deadline, func() bool { l := node.Leader(); return l == nil || l.Id != was }) {
+			return err
+		}
 	}
-	l := node.Leader()
-	if l == nil || l.GrpcAddress == "" || l.Id == node.ID() {
-		// The partition's own handler refuses it, naming what it knows.
-		return r.parts[k].serve(ss, method, first)
+}
+
+// leaderWait bounds how long a call waits for a partition's next leader
+// when its leader cannot be dialled: a few election timeouts.
+const leaderWait = 5 * time.Second
+
+// notDialled reports whether a forward failed before the call left this
+// node: its connection to the leader could not be made.
+func notDialled(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), "Error while dialing")
+}
+
+// waitFor polls cond until it holds (true), or the deadline or the call's
+// end comes first (false).
+func (r *Router) waitFor(ctx context.Context, deadline time.Time, cond func() bool) bool {
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return r.forward(ss, k, l.GrpcAddress, method, first)
+	return false
 }
 
 // serve runs the partition's handler of method on this node.

@@ -13,14 +13,16 @@ import (
 // the answering node sees it. Leader is the leading node's id ("" when none
 // is known); State is the answering node's role in the group.
 type partitionStatusJSON struct {
-	ID                uint32 `json:"id"`
-	Leader            string `json:"leader"`
-	LeaderGRPCAddress string `json:"leader_grpc_address"`
-	Term              uint64 `json:"term"`
-	CommitIndex       uint64 `json:"commit_index"`
-	AppliedIndex      uint64 `json:"applied_index"`
-	Epoch             uint64 `json:"epoch"`
-	State             string `json:"state"`
+	ID                uint32   `json:"id"`
+	Leader            string   `json:"leader"`
+	LeaderGRPCAddress string   `json:"leader_grpc_address"`
+	Term              uint64   `json:"term"`
+	CommitIndex       uint64   `json:"commit_index"`
+	AppliedIndex      uint64   `json:"applied_index"`
+	Epoch             uint64   `json:"epoch"`
+	State             string   `json:"state"`
+	Voters            []string `json:"voters"`
+	Nonvoters         []string `json:"nonvoters"`
 }
 
 func partitionsJSON(ps []*dexv1.PartitionStatus) []partitionStatusJSON {
@@ -29,6 +31,7 @@ func partitionsJSON(ps []*dexv1.PartitionStatus) []partitionStatusJSON {
 		out = append(out, partitionStatusJSON{
 			ID: p.Id, Leader: p.Leader, LeaderGRPCAddress: p.LeaderGrpcAddress, Term: p.Term,
 			CommitIndex: p.CommitIndex, AppliedIndex: p.AppliedIndex, Epoch: p.Epoch, State: p.State,
+			Voters: append([]string{}, p.Voters...), Nonvoters: append([]string{}, p.Nonvoters...),
 		})
 	}
 	return out

@@ -17,7 +17,7 @@ func partitionedStatus(n int) *dexv1.StatusResponse {
 	st.Term, st.CommitIndex, st.AppliedIndex, st.Epoch = 7, 100, 99, 3
 	for k := range n {
 		p := &dexv1.PartitionStatus{Id: uint32(k), Term: uint64(7 + k), CommitIndex: uint64(100 + 10*k), AppliedIndex: uint64(99 + 10*k),
-			Epoch: uint64(3 + k), State: "follower"}
+			Epoch: uint64(3 + k), State: "follower", Voters: []string{"n1", "n2", "n3"}}
 		if k != 2 {
 			p.Leader, p.LeaderGrpcAddress = fmt.Sprintf("n%d", k+1), fmt.Sprintf("10.0.0.%d:7101", k+1)
 		}
@@ -53,13 +53,16 @@ func TestStatusJSONListsPartitionsWithTheirLeadersNodeID(t *testing.T) {
 		"id": 1.0, "leader": "n2", "leader_grpc_address": "10.0.0.2:7101",
 		"term": 8.0, "commit_index": 110.0, "applied_index": 109.0, "epoch": 4.0, "state": "follower",
 	}
+	if v := fmt.Sprint(ps[1].(map[string]any)["voters"]); v != "[n1 n2 n3]" {
+		t.Errorf("partitions[1].voters = %s; want [n1 n2 n3]", v)
+	}
 	p1 := ps[1].(map[string]any)
 	for k, v := range want {
 		if p1[k] != v {
 			t.Errorf("partitions[1].%s = %v; want %v", k, p1[k], v)
 		}
 	}
-	if len(p1) != len(want) {
+	if len(p1) != len(want)+2 { // and voters, nonvoters
 		t.Errorf("partitions[1] %v; want exactly the keys of %v", p1, want)
 	}
 	if p2 := ps[2].(map[string]any); p2["leader"] != "" {

@@ -214,9 +214,6 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.partitions == 0 {
 		o.partitions = max(cluster.RecordedPartitions(o.dataDir), 1)
 	}
-	if o.partitions > 1 && o.join != "" && !cluster.HasIdentity(o.dataDir) {
-		return nil, &usageError{"--join: a node of a cluster of several partitions joins only by --peers at bootstrap for now (membership changes across partitions are not built yet)"}
-	}
 	if o.runTimeout < 0 || o.runTimeout > lease.MaxRunTimeout {
 		return nil, &usageError{fmt.Sprintf("--run-timeout must be between 0 (no limit) and %s", lease.MaxRunTimeout)}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -274,16 +275,91 @@ func listPage(t *testing.T, addr, token string, size uint32) *dexv1.ListSessions
 	return resp
 }
 
+// metricsOf is a node's /metrics ("" while it does not answer).
 func metricsOf(t *testing.T, httpAddr string) string {
 	t.Helper()
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + httpAddr + "/metrics")
 	if err != nil {
-		t.Fatal(err)
+		return ""
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// appliedOf reads each partition's applied index from a node's /metrics.
+func appliedOf(t *testing.T, httpAddr string) map[int]uint64 {
+	t.Helper()
+	out := map[int]uint64{}
+	for _, line := range strings.Split(metricsOf(t, httpAddr), "\n") {
+		var k int
+		var v float64
+		if n, _ := fmt.Sscanf(line, `dex_raft_applied_index{partition="%d"} %g`, &k, &v); n == 2 {
+			out[k] = uint64(v)
+		}
+	}
+	return out
+}
+
+// Membership acts on every partition: a fourth node that joins through
+// any member replicates every partition's log; once removed, it is in no
+// partition's group, so the three others keep a quorum in each with one
+// of them down too.
+func TestPartitionedClusterJoinsAndRemovesANodeInEveryPartition(t *testing.T) {
+	c := newTestCluster(t)
+	c.extra = []string{"--partitions", fmt.Sprint(testPartitions)}
+	c.startAll(t)
+	waitPartitionsServed(t, c)
+	startDemoWorker(t, c, t.TempDir())
+	for i := range 6 {
+		waitTurnDone(t, c.grpc, startIn(t, c.grpc[i%3], "--message", fmt.Sprintf("before %d", i)))
+	}
+
+	more := freeAddrs(t, 3)
+	n4 := startDexd(t, "--id", "n4", "--data-dir", t.TempDir(), "--raft-addr", more[0], "--grpc-addr", more[1],
+		"--http-addr", more[2], "--join", c.grpc[1], "--partitions", fmt.Sprint(testPartitions))
+	waitUntil(t, 60*time.Second, "n4 applying every partition's log", func() (bool, string) {
+		mine, theirs := appliedOf(t, more[2]), appliedOf(t, c.http[0])
+		for k := range testPartitions {
+			if mine[k] == 0 || mine[k] < theirs[k] {
+				return false, fmt.Sprintf("n4 %v, n1 %v", mine, theirs)
+			}
+		}
+		return true, ""
+	})
+	if code, body := readyz(more[2]); code != 200 {
+		t.Fatalf("n4 /readyz %d %s", code, body)
+	}
+	waitUntil(t, 60*time.Second, "n4 promoted to voter in every partition", func() (bool, string) {
+		ps, err := partitionLeaders(c.grpc[0])
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range ps {
+			if !slices.Contains(p.Voters, "n4") {
+				return false, fmt.Sprintf("partition %d: voters %v, non-voters %v", p.Id, p.Voters, p.Nonvoters)
+			}
+		}
+		return true, ""
+	})
+
+	if out, err := dexctl(t, c.grpc, "node", "remove", "n4", "--yes"); err != nil {
+		t.Fatalf("dexctl node remove n4: %v %s", stderrOf(err), out)
+	}
+	ps, err := partitionLeaders(c.grpc[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	for _, p := range ps {
+		if slices.Contains(p.Voters, "n4") || slices.Contains(p.Nonvoters, "n4") {
+			t.Fatalf("partition %d still holds n4: voters %v, non-voters %v", p.Id, p.Voters, p.Nonvoters)
+		}
+	}
+	n4.kill()
+	c.procs[2].kill()
+	c.procs[2] = nil
+	waitPartitionsServed(t, c)
+	for i := range 6 {
+		waitTurnDone(t, c.grpc[:2], startIn(t, c.grpc[i%2], "--message", fmt.Sprintf("after %d", i)))
+	}
 }

@@ -129,24 +129,28 @@ class NodeStatus(_message.Message):
     def __init__(self, id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., suffrage: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., ready: bool = ..., ready_reason: _Optional[str] = ...) -> None: ...
 
 class PartitionStatus(_message.Message):
-    __slots__ = ["applied_index", "commit_index", "epoch", "id", "leader", "leader_grpc_address", "state", "term"]
+    __slots__ = ["applied_index", "commit_index", "epoch", "id", "leader", "leader_grpc_address", "nonvoters", "state", "term", "voters"]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_GRPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NONVOTERS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
+    VOTERS_FIELD_NUMBER: _ClassVar[int]
     applied_index: int
     commit_index: int
     epoch: int
     id: int
     leader: str
     leader_grpc_address: str
+    nonvoters: _containers.RepeatedScalarFieldContainer[str]
     state: str
     term: int
-    def __init__(self, id: _Optional[int] = ..., leader: _Optional[str] = ..., leader_grpc_address: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., epoch: _Optional[int] = ..., state: _Optional[str] = ...) -> None: ...
+    voters: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[int] = ..., leader: _Optional[str] = ..., leader_grpc_address: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., epoch: _Optional[int] = ..., state: _Optional[str] = ..., voters: _Optional[_Iterable[str]] = ..., nonvoters: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RegisterNodeRequest(_message.Message):
     __slots__ = ["node"]
