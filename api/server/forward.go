@@ -82,7 +82,26 @@ func (r *Router) forward(ss grpc.ServerStream, k int, addr, method string, first
 	if err := cs.SendMsg(first); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
-	if err := cs.CloseSend(); err != nil {
+	if r.clientStreams(method) {
+		// The caller's later messages follow the first; an error on
+		// either side ends the call, and the leader's answer says why.
+		go func() {
+			for {
+				var f frame
+				if err := ss.RecvMsg(&f); err != nil {
+					if errors.Is(err, io.EOF) {
+						_ = cs.CloseSend()
+					} else {
+						cancel()
+					}
+					return
+				}
+				if err := cs.SendMsg(&f); err != nil {
+					return
+				}
+			}
+		}()
+	} else if err := cs.CloseSend(); err != nil {
 		return err
 	}
 	if hdr, err := cs.Header(); err == nil && len(hdr) > 0 {
@@ -245,4 +264,18 @@ func (r *Router) members(ss grpc.ServerStream, method string, req *frame) error 
 		}
 	}
 	return ss.SendMsg(first)
+}
+
+// clientStreams reports whether method's caller sends a stream of
+// messages (an import, a restore).
+func (r *Router) clientStreams(method string) bool {
+	svcName, name, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	if svc, ok := r.parts[0].services[svcName]; ok {
+		for _, st := range svc.desc.Streams {
+			if st.StreamName == name {
+				return st.ClientStreams
+			}
+		}
+	}
+	return false
 }

@@ -35,7 +35,8 @@ const (
 	// its id's, and a session without an id to a partition this node
 	// leads when it leads one.
 	create
-	// polled: the partition in the call's dex-partition metadata.
+	// polled: the partition in the call's dex-partition metadata (absent:
+	// 0): a Worker's poll, a backup or a restore of one partition.
 	polled
 	// registry: partition 0, which holds the cluster-wide records.
 	registry
@@ -98,8 +99,8 @@ var routes = map[string]route{
 	"/dex.v1.AdminService/TransferLeadership": {kind: notYet},
 	"/dex.v1.AdminService/Join":               {kind: members},
 	"/dex.v1.AdminService/RemoveNode":         {kind: members},
-	"/dex.v1.AdminService/SaveSnapshot":       {kind: notYet},
-	"/dex.v1.AdminService/RestoreSnapshot":    {kind: notYet},
+	"/dex.v1.AdminService/SaveSnapshot":       {kind: polled},
+	"/dex.v1.AdminService/RestoreSnapshot":    {kind: polled},
 	"/dex.v1.AdminService/CreateToken":        {kind: registry},
 	"/dex.v1.AdminService/ListTokens":         {kind: registry},
 	"/dex.v1.AdminService/RevokeToken":        {kind: registry},
