@@ -69,6 +69,12 @@ func (r *Router) forwardContext(ctx context.Context, k int) context.Context {
 // travels with it and the receiver checks it; this node's own token does
 // not.
 func (r *Router) forward(ss grpc.ServerStream, k int, addr, method string, first *frame) error {
+	return r.forwardFrames(ss, k, addr, method, []*frame{first}, r.clientStreams(method))
+}
+
+// forwardFrames is forward for a call whose first messages the router
+// read already; more: the caller sends more, to relay as they come.
+func (r *Router) forwardFrames(ss grpc.ServerStream, k int, addr, method string, frames []*frame, more bool) error {
 	conn, err := r.pool.get(addr)
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "partition %d's leader at %s: %v", k, addr, err)
@@ -79,10 +85,15 @@ func (r *Router) forward(ss grpc.ServerStream, k int, addr, method string, first
 	if err != nil {
 		return err
 	}
-	if err := cs.SendMsg(first); err != nil && !errors.Is(err, io.EOF) {
-		return err
+	for _, f := range frames {
+		if err := cs.SendMsg(f); err != nil {
+			if errors.Is(err, io.EOF) {
+				break // the leader ended the call: RecvMsg says why
+			}
+			return err
+		}
 	}
-	if r.clientStreams(method) {
+	if more {
 		// The caller's later messages follow the first; an error on
 		// either side ends the call, and the leader's answer says why.
 		go func() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -52,6 +53,9 @@ func (s *Sessions) ImportSession(stream dexv1.SessionService_ImportSessionServer
 		return status.Errorf(codes.InvalidArgument, "not an importable archived session: %v", err)
 	}
 	id := arch.Session.GetId()
+	if s.partitions > 1 && wirerules.PartitionOf(id, s.partitions) != s.partition {
+		return status.Errorf(codes.InvalidArgument, "session %q lives in partition %d of %d, not %d: send the import to any node, which routes it", id, wirerules.PartitionOf(id, s.partitions), s.partitions, s.partition)
+	}
 	if !s.node.MembersApply(fsm.ImportLogVersion) {
 		return status.Errorf(codes.FailedPrecondition, "a member of the cluster runs a Dex that cannot apply an import (log version below %d): upgrade every node, then import", fsm.ImportLogVersion)
 	}

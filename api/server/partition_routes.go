@@ -52,6 +52,9 @@ const (
 	// partition 0 first for a join (its nodes table is the member list),
 	// last for a removal; the answer is partition 0's.
 	members
+	// imported: the partition of the session an imported archive holds,
+	// read from the whole object.
+	imported
 	// notYet: a partitioned cluster refuses the call (docs/design/partitions.md
 	// lists the step that builds it).
 	notYet
@@ -82,7 +85,7 @@ var routes = map[string]route{
 	"/dex.v1.SessionService/EditHistory":      {kind: bySession, field: 1},
 	"/dex.v1.SessionService/CancelSession":    {kind: bySession, field: 1},
 	"/dex.v1.SessionService/CloseSession":     {kind: bySession, field: 1},
-	"/dex.v1.SessionService/ImportSession":    {kind: notYet},
+	"/dex.v1.SessionService/ImportSession":    {kind: imported},
 
 	"/dex.v1.WorkerService/RegisterWorker":   {kind: everyPartition},
 	"/dex.v1.WorkerService/PollTask":         {kind: polled},

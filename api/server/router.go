@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -18,7 +20,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/dexhq/dex/api/archive/format"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/cluster"
 )
 
@@ -213,6 +217,9 @@ func (r *Router) handle(_ any, ss grpc.ServerStream) error {
 	if rt.kind == notYet {
 		return status.Errorf(codes.FailedPrecondition, "%s is not served by a cluster of %d partitions yet", method, len(r.parts))
 	}
+	if rt.kind == imported {
+		return r.importSession(ss, method)
+	}
 	var first frame
 	if err := ss.RecvMsg(&first); err != nil {
 		return err
@@ -390,3 +397,70 @@ func (s *replayStream) RecvMsg(m any) error {
 
 // partitionLabel is k as the dex-partition metadata carries it.
 func partitionLabel(k int) string { return strconv.Itoa(k) }
+
+// importSession reads a whole import (the server holds it whole anyway),
+// finds the session it holds from the object's header, and serves it in
+// that session's partition; an object it cannot read goes to partition 0,
+// whose handler refuses it in its own words.
+func (r *Router) importSession(ss grpc.ServerStream, method string) error {
+	var frames []*frame
+	var obj []byte
+	for {
+		f := &frame{}
+		if err := ss.RecvMsg(f); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return err
+		}
+		var req dexv1.ImportSessionRequest
+		if err := decodeFrame(f, &req); err != nil {
+			return status.Errorf(codes.InvalidArgument, "decode the request: %v", err)
+		}
+		if len(obj)+len(req.Chunk) > MaxImportObject {
+			return status.Errorf(codes.InvalidArgument, "an archived session to import is at most %d bytes; this one is larger", MaxImportObject)
+		}
+		obj = append(obj, req.Chunk...)
+		frames = append(frames, f)
+	}
+	k := 0
+	if id, err := format.SessionID(obj); err == nil {
+		k = wirerules.PartitionOf(id, len(r.parts))
+	}
+	node := r.parts[k].node
+	if l := node.Leader(); !node.IsLeader() && l != nil && l.GrpcAddress != "" && l.Id != node.ID() {
+		return r.forwardFrames(ss, k, l.GrpcAddress, method, frames, false)
+	}
+	p := r.parts[k]
+	if p.acl != nil {
+		if err := p.acl.authorize(ss.Context(), method, nil); err != nil {
+			return err
+		}
+	}
+	svc := p.services[dexv1.SessionService_ServiceDesc.ServiceName]
+	for _, st := range svc.desc.Streams {
+		if "/"+svc.desc.ServiceName+"/"+st.StreamName == method {
+			return st.Handler(svc.impl, &bufferedStream{ServerStream: ss, frames: frames})
+		}
+	}
+	return status.Errorf(codes.Unimplemented, "unknown method %s", method)
+}
+
+// bufferedStream gives a stream handler the messages the router read,
+// then the end of the stream.
+type bufferedStream struct {
+	grpc.ServerStream
+	frames []*frame
+}
+
+func (s *bufferedStream) RecvMsg(m any) error {
+	if len(s.frames) == 0 {
+		return io.EOF
+	}
+	f := s.frames[0]
+	s.frames = s.frames[1:]
+	if err := decodeFrame(f, m); err != nil {
+		return status.Errorf(codes.InvalidArgument, "decode the request: %v", err)
+	}
+	return checkIDs(m)
+}

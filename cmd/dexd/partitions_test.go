@@ -216,6 +216,12 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 		t.Fatalf("a child id of another partition: %v\n%s", err, out)
 	}
 
+	// An import reaches the partition of the session it holds, through
+	// any node.
+	for k, some := range ids {
+		exportDeleteImport(t, c, some[0], c.grpc[(k+1)%3])
+	}
+
 	// Every node lists every session once, across pages.
 	want := 14
 	for _, addr := range c.grpc {
@@ -257,6 +263,31 @@ func createChild(t *testing.T, addr, parent string) string {
 		t.Fatalf("create a child of %s through %s: %v", parent, addr, err)
 	}
 	return resp.Session.Id
+}
+
+// A session exported, deleted and imported again through any node comes
+// back in its own partition, whole.
+func exportDeleteImport(t *testing.T, c *testCluster, id string, through string) {
+	t.Helper()
+	obj, err := dexctl(t, c.grpc, "session", "export", id)
+	if err != nil {
+		t.Fatalf("export %s: %v", id, stderrOf(err))
+	}
+	file := filepath.Join(t.TempDir(), id+".dexarchive")
+	if err := os.WriteFile(file, obj, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := dexctl(t, c.grpc, "session", "delete", id); err != nil {
+		t.Fatalf("delete %s: %v %s", id, stderrOf(err), out)
+	}
+	waitUntil(t, 30*time.Second, id+" imported again", func() (bool, string) {
+		out, err := exec.Command(dexctlBin, "--addr", through, "session", "import", file).CombinedOutput()
+		return err == nil, string(out)
+	})
+	s, err := showSession(t, c.grpc, id)
+	if err != nil || s.Status != "idle" || len(s.Steps) == 0 {
+		t.Fatalf("imported %s: %+v %v", id, s, err)
+	}
 }
 
 func listPage(t *testing.T, addr, token string, size uint32) *dexv1.ListSessionsResponse {

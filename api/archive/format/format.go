@@ -179,6 +179,24 @@ func body(obj []byte) ([]byte, error) {
 	return payload[len(Magic):], nil
 }
 
+// SessionID is the id of the session an archived object holds, read from
+// its checked header record alone (the records after it are not decoded).
+func SessionID(obj []byte) (string, error) {
+	compressed, err := body(obj)
+	if err != nil {
+		return "", err
+	}
+	rec := &dexv1.ArchiveRecord{}
+	r := bufio.NewReader(flate.NewReader(bytes.NewReader(compressed)))
+	if err := (protodelim.UnmarshalOptions{MaxSize: maxRecord}).UnmarshalFrom(r, rec); err != nil {
+		return "", fmt.Errorf("%w: record 1: %v", ErrDamaged, err)
+	}
+	if rec.GetHeader() == nil {
+		return "", fmt.Errorf("%w: record 1: the header must be the first record", ErrDamaged)
+	}
+	return rec.GetHeader().GetSession().GetId(), nil
+}
+
 // Decode verifies an archived session and returns it whole.
 func Decode(obj []byte) (*dexv1.ArchivedSession, error) {
 	return DecodeWithin(obj, math.MaxInt64)

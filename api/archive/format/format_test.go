@@ -200,3 +200,21 @@ func TestDecodeWithin_RefusesAnObjectThatInflatesPastTheBound(t *testing.T) {
 		t.Fatalf("within its own size: %v", err)
 	}
 }
+
+func TestSessionID_ReadsTheHeaderOnly(t *testing.T) {
+	s := sample()
+	obj, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := SessionID(obj); err != nil || id != s.Session.Id {
+		t.Fatalf("SessionID = %q, %v; want %q", id, err, s.Session.Id)
+	}
+	obj[len(obj)/2] ^= 0xff
+	if _, err := SessionID(obj); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("SessionID of a damaged object: %v", err)
+	}
+	if _, err := SessionID([]byte("not an archive")); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("SessionID of another file: %v", err)
+	}
+}
