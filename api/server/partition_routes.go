@@ -36,7 +36,8 @@ const (
 	// leads when it leads one.
 	create
 	// polled: the partition in the call's dex-partition metadata (absent:
-	// 0): a Worker's poll, a backup or a restore of one partition.
+	// 0): a Worker's poll, a backup or a restore of one partition, a
+	// transfer of its leadership.
 	polled
 	// registry: partition 0, which holds the cluster-wide records.
 	registry
@@ -99,7 +100,7 @@ var routes = map[string]route{
 	"/dex.v1.AdminService/Status":             {kind: local},
 	"/dex.v1.AdminService/NodeState":          {kind: local},
 	"/dex.v1.AdminService/RegisterNode":       {kind: registry},
-	"/dex.v1.AdminService/TransferLeadership": {kind: notYet},
+	"/dex.v1.AdminService/TransferLeadership": {kind: polled},
 	"/dex.v1.AdminService/Join":               {kind: members},
 	"/dex.v1.AdminService/RemoveNode":         {kind: members},
 	"/dex.v1.AdminService/SaveSnapshot":       {kind: polled},

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/metadata"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -23,17 +25,24 @@ func newNodeCmd(g *globals) *cobra.Command {
 		Use:   "node",
 		Short: "Manage cluster members",
 	}
-	cmd.AddCommand(&cobra.Command{
+	var partition int
+	transfer := &cobra.Command{
 		Use:   "transfer-leadership [ID]",
-		Short: "Hand leadership to node ID (any voter when omitted)",
+		Short: "Hand leadership to node ID (any voter when omitted); of a partition with --partition",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &dexv1.TransferLeadershipRequest{}
 			if len(args) == 1 {
 				req.NodeId = args[0]
 			}
+			if partition < 0 {
+				return usagef("--partition must not be negative")
+			}
 			var resp *dexv1.TransferLeadershipResponse
 			err := slow().leader(cmd.Context(), func(ctx context.Context, c dexv1.AdminServiceClient) error {
+				if partition > 0 {
+					ctx = metadata.AppendToOutgoingContext(ctx, partitionKey, strconv.Itoa(partition))
+				}
 				r, err := c.TransferLeadership(ctx, req)
 				resp = r
 				return err
@@ -48,9 +57,14 @@ func newNodeCmd(g *globals) *cobra.Command {
 			}
 			return nil
 		},
-	}, removeCmd(g, slow))
+	}
+	transfer.Flags().IntVar(&partition, "partition", 0, "the partition whose leadership moves, in a cluster of several (the balancer moves it back when the node then leads more than its share)")
+	cmd.AddCommand(transfer, removeCmd(g, slow))
 	return cmd
 }
+
+// partitionKey names the partition of a call, in a cluster of several.
+const partitionKey = "dex-partition"
 
 func removeCmd(g *globals, slow func() *globals) *cobra.Command {
 	var force, yes bool

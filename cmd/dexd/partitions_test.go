@@ -166,6 +166,17 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 	})
 	startDemoWorker(t, c, t.TempDir())
 
+	// One partition's leadership moves where an operator says.
+	ps, err := partitionLeaders(c.grpc[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := ps[0].Leader
+	out, err := dexctl(t, c.grpc, "node", "transfer-leadership", to, "--partition", "2")
+	if err != nil || !strings.Contains(string(out), "leadership transferred to "+to) {
+		t.Fatalf("transfer partition 2's leadership to %s: %v %s", to, err, out)
+	}
+
 	// Each partition's series carry its number.
 	for k := range testPartitions {
 		if body := metricsOf(t, c.http[0]); !strings.Contains(body, fmt.Sprintf(`dex_raft_term{partition="%d"}`, k)) {
@@ -211,7 +222,7 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 	for i := 0; wirerules.PartitionOf(other, testPartitions) == pk; i++ {
 		other = fmt.Sprintf("child-%d", i)
 	}
-	out, err := exec.Command(dexctlBin, "--addr", c.grpc[0], "session", "start", "--id", other, "--parent", parent, "--message", "x").CombinedOutput()
+	out, err = exec.Command(dexctlBin, "--addr", c.grpc[0], "session", "start", "--id", other, "--parent", parent, "--message", "x").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "a child session lives in its parent's partition") {
 		t.Fatalf("a child id of another partition: %v\n%s", err, out)
 	}
