@@ -56,9 +56,6 @@ const (
 	// imported: the partition of the session an imported archive holds,
 	// read from the whole object.
 	imported
-	// notYet: a partitioned cluster refuses the call (docs/design/partitions.md
-	// lists the step that builds it).
-	notYet
 )
 
 // route is how one method is routed. field is the field number of the id

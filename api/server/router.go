@@ -214,9 +214,6 @@ func (r *Router) handle(_ any, ss grpc.ServerStream) error {
 	if !ok {
 		return status.Errorf(codes.Unimplemented, "unknown method %s", method)
 	}
-	if rt.kind == notYet {
-		return status.Errorf(codes.FailedPrecondition, "%s is not served by a cluster of %d partitions yet", method, len(r.parts))
-	}
 	if rt.kind == imported {
 		return r.importSession(ss, method)
 	}
