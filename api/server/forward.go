@@ -138,27 +138,28 @@ func (r *Router) forwardFrames(ss grpc.ServerStream, k int, addr, method string,
 // callIn makes a unary call of partition k, here or at its leader, and
 // decodes its answer into out.
 func (r *Router) callIn(ss grpc.ServerStream, k int, method string, req *frame, out proto.Message) error {
-	node := r.parts[k].node
-	if l := node.Leader(); !node.IsLeader() && l != nil && l.GrpcAddress != "" && l.Id != node.ID() {
-		conn, err := r.pool.get(l.GrpcAddress)
+	local := func() error {
+		capture := &captureStream{ServerStream: ss}
+		if err := r.parts[k].serve(capture, method, req); err != nil {
+			return err
+		}
+		if capture.msg == nil {
+			return status.Errorf(codes.Internal, "partition %d answered %s with nothing", k, method)
+		}
+		proto.Merge(out, capture.msg)
+		return nil
+	}
+	return r.atLeader(ss.Context(), k, local, func(addr string) error {
+		conn, err := r.pool.get(addr)
 		if err != nil {
-			return status.Errorf(codes.Unavailable, "partition %d's leader at %s: %v", k, l.GrpcAddress, err)
+			return status.Errorf(codes.Unavailable, "partition %d's leader at %s: %v", k, addr, err)
 		}
 		var resp frame
 		if err := conn.Invoke(r.forwardContext(ss.Context(), k), method, req, &resp, grpc.ForceCodecV2(frameCodec{})); err != nil {
 			return err
 		}
 		return decodeFrame(&resp, out)
-	}
-	capture := &captureStream{ServerStream: ss}
-	if err := r.parts[k].serve(capture, method, req); err != nil {
-		return err
-	}
-	if capture.msg == nil {
-		return status.Errorf(codes.Internal, "partition %d answered %s with nothing", k, method)
-	}
-	proto.Merge(out, capture.msg)
-	return nil
+	})
 }
 
 // captureStream keeps the one answer of a unary handler.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,33 +268,42 @@ func (r *Router) pick() int {
 }
 
 // serveIn serves a call of partition k here when this node leads it, or
-// forwards it to its leader. While the partition has no leader, or one
-// that cannot be dialled (it died, and this node has not heard of the next
-// one yet), the call waits for the next, up to leaderWait: it was not sent,
-// so it is sent once, to the leader that takes over.
+// forwards it to its leader.
 func (r *Router) serveIn(k int, ss grpc.ServerStream, method string, first *frame) error {
+	return r.atLeader(ss.Context(), k,
+		func() error { return r.parts[k].serve(ss, method, first) },
+		func(addr string) error { return r.forward(ss, k, addr, method, first) })
+}
+
+// atLeader runs a call of partition k: local when this node leads it (or
+// knows of no leader to send it to, and its handler refuses it naming
+// what it knows), remote at the leader's address otherwise. While the
+// partition has no leader, or one that cannot be dialled (it died, and
+// this node has not heard of the next one yet), the call waits for the
+// next, up to leaderWait: it was not sent, so it is sent once, to the
+// leader that takes over.
+func (r *Router) atLeader(ctx context.Context, k int, local func() error, remote func(addr string) error) error {
 	node := r.parts[k].node
 	deadline := time.Now().Add(leaderWait)
 	for {
 		if node.IsLeader() {
-			return r.parts[k].serve(ss, method, first)
+			return local()
 		}
 		l := node.Leader()
 		if l == nil || l.GrpcAddress == "" {
-			if r.waitFor(ss.Context(), deadline, func() bool { l := node.Leader(); return l != nil && l.GrpcAddress != "" }) {
+			if r.waitFor(ctx, deadline, func() bool { l := node.Leader(); return l != nil && l.GrpcAddress != "" }) {
 				continue
 			}
 		}
 		if l == nil || l.GrpcAddress == "" || l.Id == node.ID() {
-			// The partition's own handler refuses it, naming what it knows.
-			return r.parts[k].serve(ss, method, first)
+			return local()
 		}
-		err := r.forward(ss, k, l.GrpcAddress, method, first)
+		err := remote(l.GrpcAddress)
 		if !notDialled(err) {
 			return err
 		}
 		was := l.Id
-		if !r.waitFor(ss.Context(), deadline, func() bool { l := node.Leader(); return l == nil || l.Id != was }) {
+		if !r.waitFor(ctx, deadline, func() bool { l := node.Leader(); return l == nil || l.Id != was }) {
 			return err
 		}
 	}
@@ -424,23 +434,24 @@ func (r *Router) importSession(ss grpc.ServerStream, method string) error {
 	if id, err := format.SessionID(obj); err == nil {
 		k = wirerules.PartitionOf(id, len(r.parts))
 	}
-	node := r.parts[k].node
-	if l := node.Leader(); !node.IsLeader() && l != nil && l.GrpcAddress != "" && l.Id != node.ID() {
-		return r.forwardFrames(ss, k, l.GrpcAddress, method, frames, false)
-	}
-	p := r.parts[k]
-	if p.acl != nil {
-		if err := p.acl.authorize(ss.Context(), method, nil); err != nil {
-			return err
+	local := func() error {
+		p := r.parts[k]
+		if p.acl != nil {
+			if err := p.acl.authorize(ss.Context(), method, nil); err != nil {
+				return err
+			}
 		}
-	}
-	svc := p.services[dexv1.SessionService_ServiceDesc.ServiceName]
-	for _, st := range svc.desc.Streams {
-		if "/"+svc.desc.ServiceName+"/"+st.StreamName == method {
-			return st.Handler(svc.impl, &bufferedStream{ServerStream: ss, frames: frames})
+		svc := p.services[dexv1.SessionService_ServiceDesc.ServiceName]
+		for _, st := range svc.desc.Streams {
+			if "/"+svc.desc.ServiceName+"/"+st.StreamName == method {
+				return st.Handler(svc.impl, &bufferedStream{ServerStream: ss, frames: slices.Clone(frames)})
+			}
 		}
+		return status.Errorf(codes.Unimplemented, "unknown method %s", method)
 	}
-	return status.Errorf(codes.Unimplemented, "unknown method %s", method)
+	return r.atLeader(ss.Context(), k, local, func(addr string) error {
+		return r.forwardFrames(ss, k, addr, method, frames, false)
+	})
 }
 
 // bufferedStream gives a stream handler the messages the router read,
