@@ -102,6 +102,8 @@ type fakeWorkers struct {
 	partitions   uint32
 	byPartition  map[string][]*dexv1.Task
 	polls        []string
+	// longestWait is the longest wait_ms a poll asked for.
+	longestWait uint32
 	pollsOut     map[string]int
 	mostPollsOut int
 	doubled      []string
@@ -238,6 +240,7 @@ func (s *fakeWorkerNode) PollTask(ctx context.Context, req *dexv1.PollTaskReques
 	part, asked := partitionOf(ctx), int(req.MaxTasks)
 	s.f.mu.Lock()
 	s.f.polls = append(s.f.polls, part)
+	s.f.longestWait = max(s.f.longestWait, req.WaitMs)
 	if s.f.pollsOut[part] > 0 {
 		s.f.doubled = append(s.f.doubled, fmt.Sprintf("poll %d, partition %q", len(s.f.polls), part))
 	}

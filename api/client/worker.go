@@ -478,9 +478,10 @@ func (w *Worker) poll(ctx context.Context, p *poller, n int) []*dexv1.Task {
 		if !ok {
 			return nil
 		}
-		cctx, cancel := context.WithTimeout(pctx, w.opts.PollWait+w.opts.CallTimeout)
+		wait := w.pollWait()
+		cctx, cancel := context.WithTimeout(pctx, wait+w.opts.CallTimeout)
 		resp, err := w.svc.PollTask(cctx, &dexv1.PollTaskRequest{
-			WorkerId: w.opts.ID, WaitMs: uint32(w.opts.PollWait.Milliseconds()), MaxTasks: uint32(n),
+			WorkerId: w.opts.ID, WaitMs: uint32(wait.Milliseconds()), MaxTasks: uint32(n),
 		}, grpc.WaitForReady(true))
 		cancel()
 		if err == nil {

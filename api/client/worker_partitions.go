@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/metadata"
@@ -95,4 +96,18 @@ func (w *Worker) toPartition(ctx context.Context, p *poller) (_ context.Context,
 	}
 	return metadata.AppendToOutgoingContext(ctx, PartitionMetadataKey, strconv.Itoa(p.partition)),
 		w.log.With(zap.Int("partition", p.partition)), true
+}
+
+// sharedSlotWait is how long a poll waits when there are fewer task slots
+// than partitions: a poll holds its slot while it waits, so the loops take
+// turns with short polls and no partition waits a whole PollWait behind
+// an idle one.
+const sharedSlotWait = 250 * time.Millisecond
+
+// pollWait is how long one PollTask waits for work.
+func (w *Worker) pollWait() time.Duration {
+	if w.partitionCount() > w.opts.Concurrency {
+		return min(w.opts.PollWait, sharedSlotWait)
+	}
+	return w.opts.PollWait
 }

@@ -126,6 +126,24 @@ func TestWorkerPollsEveryPartitionWithinConcurrency(t *testing.T) {
 	}
 }
 
+// With fewer task slots than partitions a poll holds the only slot while
+// it waits, so the loops poll briefly in turn: a task of any partition is
+// handed out while the others are idle, and no poll waits a whole
+// PollWait.
+func TestWorkerWithFewerSlotsThanPartitionsPollsInTurn(t *testing.T) {
+	f := newFakeWorkers()
+	f.partitions, f.concurrency = 3, 1
+	f.byPartition["2"] = append(f.byPartition["2"], noteTask("p2-0"))
+	nodes := startWorkerNodes(t, f, 1)
+	runWorker(t, nodes, WorkerOptions{Concurrency: 1, PollWait: time.Minute, Tools: []Tool{savingTool()}})
+	f.waitFor(t, "partition 2's task completed", func() bool { return len(f.completes) == 1 })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.longestWait > uint32(sharedSlotWait.Milliseconds()) {
+		t.Fatalf("a poll waited up to %d ms with 1 slot for 3 partitions, want at most %s", f.longestWait, sharedSlotWait)
+	}
+}
+
 // A registration that reports a new partition count is followed: from one
 // partition to three (new loops start), then back to one (they stop, and
 // partition 0's loop names no partition again).
