@@ -81,6 +81,10 @@ _TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED, grpc.StatusC
               grpc.StatusCode.CANCELLED)
 
 
+# How long a poll waits when a Worker has fewer task slots than partitions.
+_SHARED_SLOT_WAIT = 0.25
+
+
 @dataclass
 class ToolCall:
     """What a tool (or poll) handler is asked to do."""
@@ -683,14 +687,18 @@ class Worker:
         (after a backoff), or once the cluster has no partition k."""
         assert self.conn is not None
         b = _Backoff(0.05, 1.0)
-        req = workers_pb2.PollTaskRequest(worker_id=self.id, wait_ms=round(self.poll_wait * 1000), max_tasks=n)
+        # A poll holds its slot while it waits: with fewer slots than
+        # partitions the loops poll briefly in turn, so no partition waits
+        # a whole poll_wait behind an idle one.
+        wait = min(self.poll_wait, _SHARED_SLOT_WAIT) if self._partitions > self.concurrency else self.poll_wait
+        req = workers_pb2.PollTaskRequest(worker_id=self.id, wait_ms=round(wait * 1000), max_tasks=n)
         while k < self._partitions:
             # A cluster of one partition gets no partition metadata.
             md = ((PARTITION_METADATA_KEY, str(k)),) if self._partitions > 1 else ()
             where = {"partition": k} if md else {}
             try:
                 resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "PollTask", req,
-                                             self.poll_wait + self.call_timeout, metadata=md)
+                                             wait + self.call_timeout, metadata=md)
                 if k in self._conn_lost:
                     self.log.info("cluster reached again", extra={"fields": {"worker": self.id, **where}})
                     self._conn_lost.discard(k)

@@ -17,6 +17,9 @@ import { nopLogger, type Logger } from "./log.js";
 import { handlerOf, routeProblem, runsOnModel } from "./route.js";
 import { Backoff, PartitionMetadataKey, sleep, transient } from "./retry.js";
 
+/** How long a poll waits when a Worker has fewer task slots than partitions. */
+const SHARED_SLOT_WAIT_MS = 250;
+
 export { AllMoments, Moments, type Moment } from "./hold.js";
 
 /** What a tool handler is asked to do. */
@@ -531,8 +534,12 @@ export class Worker {
       const headers = partitioned ? { [PartitionMetadataKey]: String(k) } : undefined;
       const log = partitioned ? withFields(this.log, { partition: k }) : this.log;
       try {
-        const resp = await this.svc.pollTask({ workerId: this.id, waitMs: Math.floor(this.o.pollWaitMs), maxTasks: n },
-          { signal, timeoutMs: this.o.pollWaitMs + this.o.callTimeoutMs, headers });
+        // A poll holds its slot while it waits: with fewer slots than
+        // partitions the loops poll briefly in turn, so no partition waits
+        // a whole poll wait behind an idle one.
+        const waitMs = this.partitions > this.o.concurrency ? Math.min(this.o.pollWaitMs, SHARED_SLOT_WAIT_MS) : this.o.pollWaitMs;
+        const resp = await this.svc.pollTask({ workerId: this.id, waitMs: Math.floor(waitMs), maxTasks: n },
+          { signal, timeoutMs: waitMs + this.o.callTimeoutMs, headers });
         return resp.tasks;
       } catch (e) {
         if (signal.aborted) return [];
