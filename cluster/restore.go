@@ -19,15 +19,17 @@ import (
 // have installed it).
 const restoreTimeout = 2 * time.Minute
 
-// SavedSnapshot is a snapshot of the whole state taken on the leader.
+// SavedSnapshot is a snapshot of a partition's whole state taken on its
+// leader.
 type SavedSnapshot struct {
 	Index, Term uint64
 	Size        int64
 	io.ReadCloser
 }
 
-// SaveSnapshot takes a snapshot on the leader through raft (after a barrier,
-// so it holds everything committed so far) and opens it.
+// SaveSnapshot takes a snapshot of this node's partition on its leader
+// through raft (after a barrier, so it holds everything committed so far)
+// and opens it.
 func (n *Node) SaveSnapshot() (*SavedSnapshot, error) {
 	if n.raft.State() != raft.Leader {
 		return nil, n.notLeader()
@@ -64,11 +66,13 @@ type restoreReq struct {
 	done    chan struct{}
 }
 
-// RestoreSnapshot replaces the whole replicated state with a state snapshot
-// (fsm.Snapshot.Persist's format, already verified by the caller), through
-// raft's user-snapshot restore on the leader; followers install it from the
-// leader. The cluster keeps its id, its node addresses and an epoch no lower
-// than its own (fsm.Adopt). The leader services stop first, so nothing built
+// RestoreSnapshot replaces the whole replicated state of this node's
+// partition with a state snapshot (fsm.Snapshot.Persist's format, already
+// verified by the caller, of the same partition), through raft's
+// user-snapshot restore on the leader; followers install it from the
+// leader. The partition keeps the cluster id and node addresses it holds
+// (partition 0 alone holds them) and an epoch no lower than its own
+// (fsm.Adopt); the other partitions are not touched. The leader services stop first, so nothing built
 // on the old state proposes on the new one, and the leadership is then
 // established again on the restored state: a new epoch, the broker and the
 // attempt deadlines rebuilt from it. It returns once that is done.

@@ -5,15 +5,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/cluster/backup"
 	"github.com/dexhq/dex/fsm"
@@ -42,6 +49,13 @@ func restoreTarget(t *testing.T) (*cluster.Node, string, dexv1.AdminServiceClien
 // whose checksum matches.
 func backupOf(t *testing.T, headerCluster, stateCluster string, sessions ...string) []byte {
 	t.Helper()
+	return sectionOf(t, 0, 0, headerCluster, stateCluster, sessions...)
+}
+
+// sectionOf is backupOf as the backup of partition k of a cluster of n
+// partitions (n 0: of a cluster of one, whose header names none).
+func sectionOf(t *testing.T, k, n int, headerCluster, stateCluster string, sessions ...string) []byte {
+	t.Helper()
 	f := fsm.New(fsm.Options{})
 	var cmds []*fsmpb.Command
 	if stateCluster != "" {
@@ -63,7 +77,7 @@ func backupOf(t *testing.T, headerCluster, stateCluster string, sessions ...stri
 	if err := f.Snapshot().Persist(&payload); err != nil {
 		t.Fatal(err)
 	}
-	h := backup.Header{Index: uint64(len(cmds)), Term: 1, ClusterID: headerCluster, StateVersion: 3, Size: int64(payload.Len())}
+	h := backup.Header{Index: uint64(len(cmds)), Term: 1, ClusterID: headerCluster, StateVersion: 3, Size: int64(payload.Len()), Partition: k, Partitions: n}
 	if _, err := backup.Write(&out, h, &payload); err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +87,15 @@ func backupOf(t *testing.T, headerCluster, stateCluster string, sessions ...stri
 // sendRestore streams raw to RestoreSnapshot with the flags of req.
 func sendRestore(t *testing.T, admin dexv1.AdminServiceClient, raw []byte, req *dexv1.RestoreSnapshotRequest) (*dexv1.RestoreSnapshotResponse, error) {
 	t.Helper()
+	return restoreTo(t, admin, 0, raw, req)
+}
+
+// restoreTo is sendRestore to partition k.
+func restoreTo(t *testing.T, admin dexv1.AdminServiceClient, k int, raw []byte, req *dexv1.RestoreSnapshotRequest) (*dexv1.RestoreSnapshotResponse, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	stream, err := admin.RestoreSnapshot(ctx)
+	stream, err := admin.RestoreSnapshot(client.ToPartition(ctx, k))
 	if err != nil {
 		return nil, err
 	}
@@ -153,29 +173,12 @@ func TestRestoreSnapshot_AnotherClustersBackupNeedsAllowOtherCluster(t *testing.
 // own meta record) and restores here without allowing another cluster's.
 func TestRestoreSnapshot_ThisClustersOwnBackupRestores(t *testing.T) {
 	node, here, admin := restoreTarget(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := admin.SaveSnapshot(ctx, &dexv1.SaveSnapshotRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw []byte
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw = append(raw, chunk.Data...)
-	}
-	v, err := backup.Open(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, v := saveFrom(t, admin, 0)
 	if v.ClusterID != here || v.Version != backup.FormatVersion {
 		t.Fatalf("saved a backup of cluster %q, format %d; want %q, %d", v.ClusterID, v.Version, here, backup.FormatVersion)
+	}
+	if bytes.Contains(raw[:bytes.IndexByte(raw, '}')], []byte("partition")) {
+		t.Fatalf("the header of a cluster of one partition names partitions: %.200q", raw)
 	}
 	resp, err := sendRestore(t, admin, raw, &dexv1.RestoreSnapshotRequest{ReplaceSessions: true})
 	if err != nil {
@@ -221,5 +224,177 @@ func TestBackupHeader_NamesTheStatesClusterAndRefusesAStateWithoutOne(t *testing
 		if _, err := backupHeader(snap, br, time.Now()); err == nil || !strings.Contains(err.Error(), "the snapshot taken does not decode") {
 			t.Fatalf("state %q: %v", bad, err)
 		}
+	}
+}
+
+// saveFrom saves partition k's backup and opens it.
+func saveFrom(t *testing.T, admin dexv1.AdminServiceClient, k int) ([]byte, *backup.Verified) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := admin.SaveSnapshot(client.ToPartition(ctx, k), &dexv1.SaveSnapshotRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := client.ReceiveBackup(stream, &buf); err != nil {
+		t.Fatalf("save partition %d: %v", k, err)
+	}
+	raw := buf.Bytes()
+	v, err := backup.Open(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		t.Fatalf("partition %d's backup: %v", k, err)
+	}
+	return raw, v
+}
+
+// servePartitions starts a one-node cluster of n partitions behind a
+// Router and returns it, its cluster id and an AdminService client.
+func servePartitions(t *testing.T, n int) (*cluster.Host, string, dexv1.AdminServiceClient) {
+	t.Helper()
+	cfg := singleNodeConfig(t)
+	cfg.Partitions = n
+	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := cluster.NewHost(cfg)
+	if err == nil {
+		err = host.Start(func(int) cluster.Hooks { return cluster.Hooks{} })
+	}
+	if err != nil {
+		lis.Close()
+		t.Fatal(err)
+	}
+	router := NewRouter(host, zap.NewNop(), make([]Options, n))
+	go router.Serve(lis)
+	t.Cleanup(func() {
+		router.Stop(time.Second)
+		_ = host.Shutdown()
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if ok, _ := router.Ready(); ok && host.Partition(0).ClusterID() != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the partitions never became ready")
+		}
+	}
+	conn, err := grpc.NewClient(cfg.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return host, host.Partition(0).ClusterID(), dexv1.NewAdminServiceClient(conn)
+}
+
+// createInPartition creates a session in partition k of host, with an id
+// of that partition, and returns the id.
+func createInPartition(t *testing.T, host *cluster.Host, k int, prefix string) string {
+	t.Helper()
+	id := prefix
+	for i := 0; wirerules.PartitionOf(id, host.Partitions()) != k; i++ {
+		id = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	res, err := host.Partition(k).Propose(context.Background(), &fsmpb.Command{NowMs: time.Now().UnixMilli(), Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: id}}})
+	if err != nil || res.Err != nil {
+		t.Fatalf("create %s in partition %d: %v %v", id, k, err, res.Err)
+	}
+	return id
+}
+
+// sessionIDs lists the sessions a node's state holds.
+func sessionIDs(n *cluster.Node) string {
+	var ids []string
+	for _, s := range n.State().Sessions() {
+		ids = append(ids, s.Id)
+	}
+	return strings.Join(ids, ",")
+}
+
+// In a cluster of three partitions a partition's backup names its
+// partition, their number and the cluster; it restores into its own
+// partition, which holds no cluster id of its own to compare, without
+// allowing another cluster's backup; it is refused by any other partition,
+// and nothing changes there.
+func TestRestoreSnapshot_APartitionTakesItsOwnBackupAndNoOther(t *testing.T) {
+	host, here, admin := servePartitions(t, 3)
+	kept := createInPartition(t, host, 1, "kept")
+	createInPartition(t, host, 2, "other")
+	raw0, v0 := saveFrom(t, admin, 0)
+	raw1, v1 := saveFrom(t, admin, 1)
+	if v0.Partition != 0 || v0.Partitions != 3 || v0.ClusterID != here {
+		t.Fatalf("partition 0's backup: %+v", v0.Header)
+	}
+	if v1.Partition != 1 || v1.Partitions != 3 || v1.ClusterID != here {
+		t.Fatalf("partition 1's backup: %+v; want partition 1 of 3 of cluster %s", v1.Header, here)
+	}
+	later := createInPartition(t, host, 1, "later")
+	before1, before2 := stateDigest(host.Partition(1)), stateDigest(host.Partition(2))
+	all := &dexv1.RestoreSnapshotRequest{ReplaceSessions: true, AllowOtherCluster: true}
+
+	_, err := restoreTo(t, admin, 2, raw1, all)
+	wantStatus(t, err, codes.InvalidArgument, "the backup is partition 1's and this is partition 2")
+	_, err = restoreTo(t, admin, 1, raw0, all)
+	wantStatus(t, err, codes.InvalidArgument, "the backup is partition 0's and this is partition 1")
+	_, err = restoreTo(t, admin, 1, raw1, &dexv1.RestoreSnapshotRequest{})
+	wantStatus(t, err, codes.FailedPrecondition, "partition 1 of this cluster holds 2 sessions")
+	if stateDigest(host.Partition(1)) != before1 || stateDigest(host.Partition(2)) != before2 {
+		t.Fatal("a refused restore changed a partition")
+	}
+
+	resp, err := restoreTo(t, admin, 1, raw1, &dexv1.RestoreSnapshotRequest{ReplaceSessions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.BackupClusterId != here || resp.Sessions != 1 || sessionIDs(host.Partition(1)) != kept {
+		t.Fatalf("restored %v: partition 1 holds %q, want %q (not %s)", resp, sessionIDs(host.Partition(1)), kept, later)
+	}
+	if stateDigest(host.Partition(2)) != before2 || host.Partition(0).ClusterID() != here {
+		t.Fatal("restoring partition 1 changed another")
+	}
+}
+
+// Another cluster's backup of a partition is refused, naming both
+// clusters, unless another cluster's backup is allowed; partition 0 still
+// compares its state's cluster id, not the header's.
+func TestRestoreSnapshot_APartitionsBackupOfAnotherClusterNeedsAllowOtherCluster(t *testing.T) {
+	host, here, admin := servePartitions(t, 3)
+	foreign := sectionOf(t, 1, 3, "other", "", "s1")
+	_, err := restoreTo(t, admin, 1, foreign, &dexv1.RestoreSnapshotRequest{ReplaceSessions: true})
+	wantStatus(t, err, codes.FailedPrecondition, "the backup was taken on cluster other and this is cluster "+here)
+	claimed := sectionOf(t, 0, 3, here, "other", "s1")
+	_, err = restoreTo(t, admin, 0, claimed, &dexv1.RestoreSnapshotRequest{ReplaceSessions: true, AllowOtherCluster: true})
+	wantStatus(t, err, codes.InvalidArgument, "its header says cluster "+here+" but its state was taken on cluster other")
+	if sessionIDs(host.Partition(0)) != "" || sessionIDs(host.Partition(1)) != "" {
+		t.Fatal("a refused restore changed the state")
+	}
+	resp, err := restoreTo(t, admin, 1, foreign, &dexv1.RestoreSnapshotRequest{ReplaceSessions: true, AllowOtherCluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.BackupClusterId != "other" || sessionIDs(host.Partition(1)) != "s1" || host.Partition(1).ClusterID() != here {
+		t.Fatalf("restored %v", resp)
+	}
+}
+
+// A restore needs the same number of partitions: a backup of a cluster of
+// one partition is refused by a cluster of three, and a partition's backup
+// of a cluster of three by a cluster of one.
+func TestRestoreSnapshot_ABackupOfAnotherNumberOfPartitionsIsRefused(t *testing.T) {
+	host, here, admin := servePartitions(t, 3)
+	before := stateDigest(host.Partition(0))
+	_, err := sendRestore(t, admin, backupOf(t, here, here, "s1"), &dexv1.RestoreSnapshotRequest{ReplaceSessions: true})
+	wantStatus(t, err, codes.FailedPrecondition, "the backup was taken on a cluster of 1 partition and this cluster has 3: a restore needs the same number of partitions")
+	if stateDigest(host.Partition(0)) != before {
+		t.Fatal("a refused restore changed the state")
+	}
+
+	node, one, single := restoreTarget(t)
+	before = stateDigest(node)
+	_, err = sendRestore(t, single, sectionOf(t, 0, 3, one, one, "s1"), &dexv1.RestoreSnapshotRequest{ReplaceSessions: true})
+	wantStatus(t, err, codes.FailedPrecondition, "the backup was taken on a cluster of 3 partitions and this cluster has 1")
+	if stateDigest(node) != before {
+		t.Fatal("a refused restore changed the state")
 	}
 }

@@ -17,6 +17,13 @@
 // state records in its own meta record (fsm.SnapshotMeta), so a header that
 // names another cluster than its state is refused even when its checksum
 // was made again to match.
+//
+// A cluster of several partitions has a backup of each partition, all in
+// one file of format 3 (set.go). Each is a backup of format 2 whose header
+// names its partition and the cluster's number of partitions. Only
+// partition 0's state records the cluster id: the header of another
+// partition's backup names the cluster it was taken on, and its state must
+// record none.
 package backup
 
 import (
@@ -46,6 +53,8 @@ const (
 	magic         = "DEXBACKUP"
 	trailerPrefix = "SHA256 "
 	maxHeaderLine = 4096
+	// trailerLen is the length of the checksum line a file ends with.
+	trailerLen = int64(len(trailerPrefix) + 2*sha256.Size + 1)
 )
 
 // Header describes a backup.
@@ -61,7 +70,15 @@ type Header struct {
 	Size int64 `json:"size"`
 	// When it was taken, Unix milliseconds (the leader's clock).
 	TakenAtMs int64 `json:"taken_at_ms"`
+	// The partition the state is of, of Partitions: both absent in the
+	// backup of a cluster of one partition, which is partition 0 of 1.
+	Partition  int `json:"partition,omitempty"`
+	Partitions int `json:"partitions,omitempty"`
 }
+
+// PartitionCount is the number of partitions of the cluster the backup
+// was taken on.
+func (h Header) PartitionCount() int { return max(h.Partitions, 1) }
 
 // ErrDamaged is the error of a file that is not a Dex backup or is damaged.
 var ErrDamaged = errors.New("not a Dex backup, or a damaged one")
@@ -101,28 +118,27 @@ type Verified struct {
 	Checksum string
 	// Payload reads the state snapshot.
 	Payload *io.SectionReader
+	// Raw reads the whole backup, as it is sent to a cluster.
+	Raw *io.SectionReader
 }
 
 // Open reads the backup in r (size bytes long), checks its version, its
 // checksum and that its header names the cluster its state records, and
 // returns its header and a reader of its state snapshot. Every failure wraps
-// ErrDamaged, except an unknown format version.
+// ErrDamaged, except an unknown format version and a file of format 3,
+// which holds several backups (OpenSet reads it).
 func Open(r io.ReaderAt, size int64) (*Verified, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), maxHeaderLine)
-	first, err := readLine(br)
+	first, v, err := readVersion(br)
 	if err != nil {
-		return nil, damaged("no header: %v", err)
+		return nil, err
 	}
-	word, ver, ok := strings.Cut(first, " ")
-	if !ok || word != magic {
-		return nil, ErrDamaged
-	}
-	v, err := strconv.Atoi(ver)
-	if err != nil {
-		return nil, damaged("format version %q", ver)
-	}
-	if v != FormatVersion && v != formatStateOnly {
-		return nil, fmt.Errorf("backup format version %d: this build reads versions %d and %d", v, formatStateOnly, FormatVersion)
+	if v == FormatPartitions {
+		n := "several"
+		if h, err := readSetHeader(br); err == nil {
+			n = strconv.Itoa(h.Partitions)
+		}
+		return nil, fmt.Errorf("the file holds a backup of each of the %s partitions of a cluster (backup format %d), not the backup of one", n, v)
 	}
 	line, err := readLine(br)
 	if err != nil {
@@ -135,17 +151,12 @@ func Open(r io.ReaderAt, size int64) (*Verified, error) {
 		return nil, damaged("header: %v", err)
 	}
 	start := int64(len(first) + 1 + len(line) + 1)
-	trailerLen := int64(len(trailerPrefix) + 2*sha256.Size + 1)
 	if h.Size < 0 || start+h.Size+trailerLen != size {
 		return nil, damaged("the file has %d bytes, its header announces %d (the file was cut short or has bytes added)", size, start+h.Size+trailerLen)
 	}
-	trailer := make([]byte, trailerLen)
-	if _, err := r.ReadAt(trailer, start+h.Size); err != nil {
-		return nil, damaged("checksum: %v", err)
-	}
-	want, ok := strings.CutPrefix(strings.TrimSuffix(string(trailer), "\n"), trailerPrefix)
-	if !ok || len(trailer) == 0 || trailer[len(trailer)-1] != '\n' {
-		return nil, damaged("no checksum at the end")
+	want, err := readTrailer(r, start+h.Size)
+	if err != nil {
+		return nil, err
 	}
 	sum := sha256.New()
 	if v != formatStateOnly {
@@ -158,7 +169,7 @@ func Open(r io.ReaderAt, size int64) (*Verified, error) {
 	stateCluster, metaErr := readClusterID(r, start, h.Size)
 	if got != want {
 		var which string
-		if metaErr == nil && stateCluster != h.ClusterID {
+		if metaErr == nil && h.Partition == 0 && stateCluster != h.ClusterID {
 			which = fmt.Sprintf("; its header says cluster %s, its state was taken on cluster %s", clusterName(h.ClusterID), clusterName(stateCluster))
 		}
 		return nil, damaged("checksum mismatch: %s hashes to %s, the file says %s (backup format %d; the file was altered%s)", ChecksumCovers(v), got, want, v, which)
@@ -166,17 +177,59 @@ func Open(r io.ReaderAt, size int64) (*Verified, error) {
 	if metaErr != nil {
 		return nil, damaged("the state inside does not decode: %v", metaErr)
 	}
-	if stateCluster != h.ClusterID {
+	switch {
+	case h.Partition < 0 || h.Partitions < 0 || h.Partition >= h.PartitionCount():
+		return nil, damaged("its header names partition %d of %d", h.Partition, h.PartitionCount())
+	case h.Partition > 0 && stateCluster != "":
+		return nil, damaged("its header says partition %d but its state records cluster %s, as only partition 0's does (backup format %d; the header was altered)", h.Partition, stateCluster, v)
+	case h.Partition == 0 && stateCluster != h.ClusterID:
 		return nil, damaged("its header says cluster %s but its state was taken on cluster %s (backup format %d; the header was altered)", clusterName(h.ClusterID), clusterName(stateCluster), v)
 	}
-	return &Verified{Header: h, Version: v, Checksum: got, Payload: io.NewSectionReader(r, start, h.Size)}, nil
+	return &Verified{Header: h, Version: v, Checksum: got, Payload: io.NewSectionReader(r, start, h.Size), Raw: io.NewSectionReader(r, 0, size)}, nil
+}
+
+// readVersion reads a backup's first line: its magic and format version,
+// one this build reads.
+func readVersion(br *bufio.Reader) (first string, v int, err error) {
+	first, err = readLine(br)
+	if err != nil {
+		return "", 0, damaged("no header: %v", err)
+	}
+	word, ver, ok := strings.Cut(first, " ")
+	if !ok || word != magic {
+		return "", 0, ErrDamaged
+	}
+	v, err = strconv.Atoi(ver)
+	if err != nil {
+		return "", 0, damaged("format version %q", ver)
+	}
+	if v != formatStateOnly && v != FormatVersion && v != FormatPartitions {
+		return "", 0, fmt.Errorf("backup format version %d: this build reads versions %d to %d", v, formatStateOnly, FormatPartitions)
+	}
+	return first, v, nil
+}
+
+// readTrailer reads the checksum line at off: the checksum, hex.
+func readTrailer(r io.ReaderAt, off int64) (string, error) {
+	trailer := make([]byte, trailerLen)
+	if _, err := r.ReadAt(trailer, off); err != nil {
+		return "", damaged("checksum: %v", err)
+	}
+	want, ok := strings.CutPrefix(strings.TrimSuffix(string(trailer), "\n"), trailerPrefix)
+	if !ok || trailer[len(trailer)-1] != '\n' {
+		return "", damaged("no checksum at the end")
+	}
+	return want, nil
 }
 
 // ChecksumCovers says what the checksum of a backup of format version v
 // covers.
 func ChecksumCovers(v int) string {
-	if v == formatStateOnly {
+	switch v {
+	case formatStateOnly:
 		return "the state alone"
+	case FormatPartitions:
+		return "the whole file, every partition's backup in it"
 	}
 	return "the header with the state"
 }

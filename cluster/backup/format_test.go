@@ -171,7 +171,7 @@ func TestDamagedFilesAreRefused(t *testing.T) {
 		})
 	}
 	_, err := Open(bytes.NewReader(wrongVersion), int64(len(wrongVersion)))
-	if err == nil || !strings.Contains(err.Error(), "backup format version 9: this build reads versions 1 and 2") {
+	if err == nil || !strings.Contains(err.Error(), "backup format version 9: this build reads versions 1 to 3") {
 		t.Fatalf("wrong version: %v", err)
 	}
 }

@@ -45,3 +45,32 @@ func Load(v *Verified) (*fsm.FSM, error) {
 	}
 	return f, nil
 }
+
+// SetSummary is what the backup file of a whole cluster holds.
+type SetSummary struct {
+	FormatVersion int    `json:"format_version"`
+	Checksum      string `json:"sha256"`
+	Partitions    int    `json:"partitions"`
+	ClusterID     string `json:"cluster_id"`
+	// Sections summarise each partition's backup, partition 0 first.
+	Sections []SectionSummary `json:"sections"`
+}
+
+// SectionSummary is what one partition's backup holds.
+type SectionSummary struct {
+	Partition int `json:"partition"`
+	*Summary
+}
+
+// InspectSet inspects each partition's backup in s.
+func InspectSet(s *Set) (*SetSummary, error) {
+	out := &SetSummary{FormatVersion: s.Version, Checksum: s.Checksum, Partitions: s.Partitions(), ClusterID: s.ClusterID()}
+	for k, v := range s.Sections {
+		sum, err := Inspect(v)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d's backup: %w", k, err)
+		}
+		out.Sections = append(out.Sections, SectionSummary{Partition: k, Summary: sum})
+	}
+	return out, nil
+}
