@@ -11,7 +11,7 @@ FSM_PROTOS := $(wildcard $(FSM_PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: certify-examples chaos-adapters build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale bench-etcd bench-longsession vet clean election-time chaos takeover soak soak-retention worker-typescript test-typescript e2e-typescript chaos-typescript
+.PHONY: certify-examples chaos-adapters chaos-partitions build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale bench-etcd bench-longsession vet clean election-time chaos takeover soak soak-retention worker-typescript test-typescript e2e-typescript chaos-typescript
 
 # The Go binaries, then the Python and TypeScript demo Workers (the
 # TypeScript one only where npm is installed: build-go needs Go alone).
@@ -114,6 +114,16 @@ bench-longsession:
 chaos: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report $(CHAOSFLAGS)
+
+# The crash matrix's takeover column on clusters of 3 partitions
+# (docs/chaos.md "Partitions"): each cell SIGKILLs the leader of its
+# session's partition while sessions of the other partitions keep running
+# turns, which must not fail. About 3 minutes on 2 cores. Report:
+# chaos-report-partitions/matrix.md. CHAOSFLAGS="--column takeover-dex"
+# adds the dex:/// column (as long again).
+chaos-partitions: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-partitions --partitions 3 --column takeover $(CHAOSFLAGS)
 
 # The soak (docs/chaos.md "Soak"): 5 minutes of mixed load under faults drawn
 # from a fixed seed, with --big (10 sessions at the payload limits), then

@@ -132,6 +132,12 @@ type MatrixOptions struct {
 	// that cluster instead of a fresh one (Worker-kill cells only).
 	UserWorker  *UserWorker
 	TestCluster *TestCluster
+	// Partitions: every cell's cluster runs dexd --partitions N (0 or 1:
+	// one raft group). The cell's sessions live in one partition, whose
+	// leader the server faults strike; the takeover columns keep sessions
+	// of the other partitions running through the kill
+	// (scenario_partitions.go).
+	Partitions int
 }
 
 // SelectCells lists the cells of the options' columns and rows, in report

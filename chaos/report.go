@@ -21,6 +21,8 @@ type Report struct {
 	Worker string
 	// Adapter: the framework adapter the TypeScript Worker's model ran through ("": none).
 	Adapter string
+	// Partitions: the clusters' partitions (0 or 1: one raft group).
+	Partitions int
 	// Rows of the table (nil: the crash matrix's); Title and Intro replace
 	// the matrix's heading and first paragraph when set (certify).
 	Rows  []Row
@@ -119,9 +121,10 @@ func (r Report) JSON() ([]byte, error) {
 		cells[i].Seconds = round1(cells[i].Seconds)
 	}
 	b, err := json.MarshalIndent(struct {
-		Cells   []CellResult `json:"cells"`
-		Summary Summary      `json:"summary"`
-	}{cells, r.Summarize()}, "", "  ")
+		Cells      []CellResult `json:"cells"`
+		Summary    Summary      `json:"summary"`
+		Partitions int          `json:"partitions,omitempty"`
+	}{cells, r.Summarize(), partitionsOf(r)}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +174,18 @@ func (r Report) Markdown() string {
 	if r.Adapter != "" {
 		fmt.Fprintf(&b, "- Model: the scripted model driven through the %s adapter (a RunModel runs the framework's model step)\n", r.Adapter)
 	}
+	if p := partitionsOf(r); p > 0 {
+		fmt.Fprintf(&b, "- Partitions: %d per cluster (`--partitions %d`); a cell's sessions live in one partition and the server faults strike its leader; "+
+			"the takeover columns keep %d background sessions running in each partition the killed node does not lead and fail a cell where one of their turns fails\n", p, p, bgPerPartition)
+	}
 	fmt.Fprintf(&b, "- Cells: %d pass, %d fail, %d n/a of %d\n", s.Pass, s.Fail, s.NA, s.Total)
 	if s.Takeovers > 0 {
-		fmt.Fprintf(&b, "- Takeover time (leader SIGKILL → new leader's /readyz 200): median %.2fs, max %.2fs over %d takeovers\n",
-			s.TakeoverMedianSeconds, s.TakeoverMaxSeconds, s.Takeovers)
+		measured := "leader SIGKILL → new leader's /readyz 200"
+		if partitionsOf(r) > 0 {
+			measured = "the partition leader's SIGKILL → a surviving node names its new leader"
+		}
+		fmt.Fprintf(&b, "- Takeover time (%s): median %.2fs, max %.2fs over %d takeovers\n",
+			measured, s.TakeoverMedianSeconds, s.TakeoverMaxSeconds, s.Takeovers)
 	}
 	b.WriteString("\nColumns:\n\n")
 	var cols []Column
@@ -244,4 +255,12 @@ func (r Report) Markdown() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// partitionsOf is the report's partitions when there are several, else 0.
+func partitionsOf(r Report) int {
+	if r.Partitions > 1 {
+		return r.Partitions
+	}
+	return 0
 }

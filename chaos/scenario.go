@@ -75,6 +75,10 @@ type cellEnv struct {
 	takeovers []time.Duration
 	killed    []*harness.Node // taken-over leaders, restarted at the end
 	pauses    []*pauseMark
+	// With several partitions: the Worker of the background sessions the
+	// takeovers run (scenario_partitions.go), and how many ran.
+	bgWorker  *harness.Worker
+	bgStrikes int
 }
 
 // cellLog is what every part of a cell shares: the cell's context, which
@@ -130,11 +134,12 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if o.TestCluster != nil {
 		return e, e.connectTestCluster(o.TestCluster)
 	}
-	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: dexdDir, Dir: dir, Args: harness.ClusterArgs})
+	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: dexdDir, Dir: dir, Args: harness.ClusterArgs, Partitions: o.Partitions})
 	if err != nil {
 		return e, err
 	}
 	e.cluster = cl
+	e.partitions, e.home = cl.Partitions(), homePartition(c, cl.Partitions())
 	if c.Row.Failpoint != "" {
 		e.gofail = map[string]string{}
 		for _, n := range cl.Nodes {
@@ -149,7 +154,7 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 	if err := cl.Start(); err != nil {
 		return e, err
 	}
-	if _, err := e.waitReady(); err != nil {
+	if _, err := e.waitStart(); err != nil {
 		return e, err
 	}
 	if e.conn, err = client.Dial(cl.Target(), cl.DialOptions()...); err != nil {
@@ -163,6 +168,9 @@ func newCellEnv(ctx context.Context, o MatrixOptions, c Cell, dexdDir string) (*
 			return e, fmt.Errorf("load balancer: %w", err)
 		}
 		e.target, e.stopBalance = addr, stop
+	}
+	if e.partitioned() {
+		e.notef("%d partitions; the cell's sessions live in partition %d", e.partitions, e.home)
 	}
 	e.notef("cluster ready; the Workers' target is %s", e.target)
 	return e, nil
@@ -181,6 +189,9 @@ func (e *cellEnv) stop() {
 	e.stopReleaser()
 	for _, w := range e.workers {
 		w.Kill()
+	}
+	if e.bgWorker != nil {
+		e.bgWorker.Kill()
 	}
 	if e.cluster != nil {
 		e.cluster.KillAll()
@@ -237,10 +248,28 @@ func (e *cellEnv) writeNotes(cause error) {
 
 func (e *cellEnv) remove() { _ = os.RemoveAll(e.dir) }
 
+// waitReady waits until the cluster serves and returns the node that
+// leads the cell's sessions: the one ready node, or with several
+// partitions the leader of the cell's partition.
 func (e *cellEnv) waitReady() (*harness.Node, error) {
 	ctx, cancel := e.timeout(waitShort)
 	defer cancel()
+	if e.partitioned() {
+		return e.cluster.WaitPartitions(ctx, e.home)
+	}
 	return e.cluster.WaitReady(ctx)
+}
+
+// waitStart is waitReady for a cluster that just started: with several
+// partitions it also waits until the leaderships are spread, so a fault
+// strikes a node that leads the cell's partition and not the others.
+func (e *cellEnv) waitStart() (*harness.Node, error) {
+	if !e.partitioned() {
+		return e.waitReady()
+	}
+	ctx, cancel := e.timeout(waitShort)
+	defer cancel()
+	return e.cluster.WaitSpread(ctx, e.home)
 }
 
 // waitReadyOther waits until a running node other than not answers
@@ -453,10 +482,13 @@ type cellSessions struct {
 	sessions []string // created, in order
 	// idPrefix keeps a certify run's session ids apart on a test cluster.
 	idPrefix string
+	// With several partitions every session of the cell is drawn into
+	// the cell's partition, home.
+	partitions, home int
 }
 
 func (e *cellSessions) createSession(msg string, compactionThreshold uint64) (string, error) {
-	id := e.idPrefix + fmt.Sprintf("s%d-%d", len(e.sessions)+1, time.Now().UnixNano()%1e9)
+	id := idIn(e.idPrefix+fmt.Sprintf("s%d-%d", len(e.sessions)+1, time.Now().UnixNano()%1e9), e.home, e.partitions)
 	err := e.retry("create session", func(ctx context.Context) error {
 		_, err := e.cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: id, Message: msg, CompactionThreshold: compactionThreshold})
 		if status.Code(err) == codes.AlreadyExists {
@@ -705,6 +737,9 @@ func (e *cellEnv) takeover() error {
 	if err := e.rejoin(); err != nil {
 		return err
 	}
+	if e.partitioned() {
+		return e.takeoverPartition()
+	}
 	old, err := e.waitReady()
 	if err != nil {
 		return err
@@ -726,10 +761,18 @@ func (e *cellEnv) epoch() (uint64, error) {
 	var ep uint64
 	err := e.retry("cluster status", func(ctx context.Context) error {
 		st, err := e.admin.Status(ctx, &dexv1.StatusRequest{})
-		if err == nil {
-			ep = st.Epoch
+		if err != nil {
+			return err
 		}
-		return err
+		ep = st.Epoch
+		if e.partitioned() {
+			p, err := e.homeStatus(st)
+			if err != nil {
+				return err
+			}
+			ep = p.Epoch
+		}
+		return nil
 	})
 	return ep, err
 }
@@ -751,7 +794,12 @@ func (e *cellEnv) pauseLeader() error {
 	// Stamped after the signal: whatever the old leader stamped came before.
 	p := &pauseMark{node: old, oldEpoch: ep, stoppedAt: time.Now()}
 	e.pauses = append(e.pauses, p)
-	next, err := e.waitReadyOther(old)
+	var next *harness.Node
+	if e.partitioned() {
+		next, err = e.waitLeaderOther(old)
+	} else {
+		next, err = e.waitReadyOther(old)
+	}
 	if err != nil {
 		_ = old.Signal(syscall.SIGCONT)
 		return fmt.Errorf("leader pause: %w", err)
@@ -768,6 +816,10 @@ func (e *cellEnv) pauseLeader() error {
 		return err
 	}
 	e.notef("SIGSTOP leader %s (epoch %d) for %s; %s took over", old.ID, ep, time.Since(p.stoppedAt).Round(time.Millisecond), next.ID)
+	if e.partitioned() {
+		// Every node is ready: the woken node must name another leader.
+		return e.waitDeposed(old)
+	}
 	// Watch the woken node until exactly one node (not it) is ready.
 	deadline := time.Now().Add(waitShort)
 	for {
@@ -955,16 +1007,18 @@ func (e *cellEnv) checkPause(p *pauseMark, final map[string]*dexv1.GetSessionRes
 }
 
 // rejoin restarts the leaders a takeover killed and waits until each is a
-// follower that applied everything the leader had committed.
+// follower that applied everything the leader had committed (with several
+// partitions: knows a leader of each, and applied what each had committed).
 func (e *cellEnv) rejoin() error {
 	defer func() { e.killed = nil }()
 	for _, n := range e.killed {
-		var commit uint64
+		var commits []uint64 // one per partition
 		if err := e.retry("cluster status", func(ctx context.Context) error {
 			st, err := e.admin.Status(ctx, &dexv1.StatusRequest{})
-			if err == nil {
-				commit = st.CommitIndex
+			if err != nil {
+				return err
 			}
+			commits, err = e.commitIndexes(st)
 			return err
 		}); err != nil {
 			return err
@@ -972,36 +1026,63 @@ func (e *cellEnv) rejoin() error {
 		if err := n.Start(); err != nil {
 			return fmt.Errorf("restart %s: %w", n.ID, err)
 		}
-		conn, err := grpc.NewClient(n.GRPCAddr, e.cluster.ConnOptions()...)
-		if err != nil {
-			return err
-		}
-		admin := dexv1.NewAdminServiceClient(conn)
 		deadline := time.Now().Add(waitShort)
-		var last string
 		for {
-			ctx, cancel := e.timeout(2 * time.Second)
-			st, err := admin.NodeState(ctx, &dexv1.NodeStateRequest{})
-			cancel()
-			if err == nil {
-				last = fmt.Sprintf("%s applied %d", st.State, st.AppliedIndex)
-				if strings.EqualFold(st.State, "follower") && st.AppliedIndex >= commit {
-					break
-				}
-			} else {
-				last = err.Error()
+			done, last := e.caughtUp(n, commits)
+			if done {
+				e.notef("%s restarted and rejoined (%s)", n.ID, last)
+				break
 			}
 			if time.Now().After(deadline) {
-				conn.Close()
-				return fmt.Errorf("the killed leader %s did not rejoin within %s (want a follower at index %d): %s", n.ID, waitShort, commit, last)
+				if !e.partitioned() {
+					return fmt.Errorf("the killed leader %s did not rejoin within %s (want a follower at index %d): %s", n.ID, waitShort, commits[0], last)
+				}
+				return fmt.Errorf("the killed leader %s did not rejoin within %s (want a leader known and commit indexes %v applied): %s", n.ID, waitShort, commits, last)
 			}
 			if err := e.sleep(100 * time.Millisecond); err != nil {
-				conn.Close()
 				return err
 			}
 		}
-		conn.Close()
-		e.notef("%s restarted and rejoined (%s)", n.ID, last)
 	}
 	return nil
+}
+
+// commitIndexes are a Status answer's commit index of each partition (of
+// the one raft group without partitions).
+func (e *cellEnv) commitIndexes(st *dexv1.StatusResponse) ([]uint64, error) {
+	if !e.partitioned() {
+		return []uint64{st.CommitIndex}, nil
+	}
+	if len(st.Partitions) != e.partitions {
+		return nil, fmt.Errorf("%s lists %d partitions; want %d", st.AnsweredBy, len(st.Partitions), e.partitions)
+	}
+	var out []uint64
+	for _, p := range st.Partitions {
+		out = append(out, p.CommitIndex)
+	}
+	return out, nil
+}
+
+// caughtUp asks the restarted node n whether it applied the commit
+// indexes, and says what it answered.
+func (e *cellEnv) caughtUp(n *harness.Node, commits []uint64) (bool, string) {
+	ctx, cancel := e.timeout(2 * time.Second)
+	defer cancel()
+	if e.partitioned() {
+		parts, err := e.cluster.PartitionStatus(ctx, n)
+		if err != nil {
+			return false, err.Error()
+		}
+		return partitionsCaughtUp(parts, commits)
+	}
+	conn, err := grpc.NewClient(n.GRPCAddr, e.cluster.ConnOptions()...)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer conn.Close()
+	st, err := dexv1.NewAdminServiceClient(conn).NodeState(ctx, &dexv1.NodeStateRequest{})
+	if err != nil {
+		return false, err.Error()
+	}
+	return strings.EqualFold(st.State, "follower") && st.AppliedIndex >= commits[0], fmt.Sprintf("%s applied %d", st.State, st.AppliedIndex)
 }

@@ -263,6 +263,10 @@ type ClusterOptions struct {
 	// NetFaults routes every raft link through a proxy of the harness so
 	// Net() can cut and slow links (needs the chaos build of dexd).
 	NetFaults bool
+	// Partitions runs every dexd with --partitions N (0 or 1: one raft
+	// group, no flag). Every node is then ready at once: WaitPartitions
+	// and PartitionLeader find a partition's leader (partitions.go).
+	Partitions int
 }
 
 // Cluster is a set of dexd processes on loopback.
@@ -311,7 +315,7 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 		n.Args = append([]string{
 			"--id", n.ID, "--data-dir", n.DataDir, "--raft-addr", n.RaftAddr, "--grpc-addr", n.GRPCAddr,
 			"--http-addr", n.HTTPAddr, "--peers", strings.Join(peers, ","),
-		}, append(append([]string{}, opts.Args...), aclArgs...)...)
+		}, append(append(partitionArgs(opts.Partitions), opts.Args...), aclArgs...)...)
 		if opts.TLS != nil {
 			n.Args = append(n.Args, Args(opts.TLS.NodeFiles())...)
 		}
@@ -382,8 +386,13 @@ func (n *Node) Ready() bool {
 }
 
 // WaitReady waits until exactly one running node is ready (with ACLs: and
-// every running node takes the admin token) and returns it.
+// every running node takes the admin token) and returns it. In a cluster
+// of several partitions every node is ready: it waits as WaitPartitions
+// does and returns the leader of partition 0.
 func (c *Cluster) WaitReady(ctx context.Context) (*Node, error) {
+	if c.Partitions() > 1 {
+		return c.WaitPartitions(ctx, 0)
+	}
 	for {
 		var ready []*Node
 		for _, n := range c.Nodes {

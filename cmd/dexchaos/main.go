@@ -1,7 +1,7 @@
 // Command dexchaos runs Dex's crash matrix (docs/crash-matrix.md) with real dexd and
 // dexworker processes and writes its report.
 //
-//	dexchaos matrix --out DIR [--column NAME]... [--row PATTERN] [--bin DIR] [--parallel N]
+//	dexchaos matrix --out DIR [--column NAME]... [--row PATTERN] [--bin DIR] [--parallel N] [--partitions N]
 //	dexchaos matrix --list [--column NAME]... [--row PATTERN]
 //	dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
 //	dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
@@ -28,7 +28,7 @@ import (
 	"github.com/dexhq/dex/chaos/harness"
 )
 
-const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR] [--worker LANG] [--adapter NAME]
+const usage = `usage: dexchaos matrix --out DIR [--column NAME] [--row PATTERN] [--bin DIR] [--worker LANG] [--adapter NAME] [--partitions N]
        dexchaos matrix --list [--column NAME] [--row PATTERN]
        dexchaos takeover [--kills N] [--target dex|haproxy|both] [--bin DIR]
        dexchaos soak --duration D --seed S [--out DIR] [--bin DIR]
@@ -58,6 +58,9 @@ runs the failpoint cells (without it they are n/a).
 BIN/dexworker-python, BIN/dexworker-typescript: make build writes them).
 --adapter ai-sdk|openai-agents|claude-agent-sdk (with --worker typescript)
 drives the demo Worker's scripted model through that framework adapter.
+--partitions N runs every cell on clusters of N partitions (dexd --partitions
+N): a cell's sessions live in one partition, the faults strike its leader,
+and the takeover columns keep sessions of the other partitions running.
 
 Flags:
 `
@@ -80,6 +83,7 @@ type config struct {
 	columns            listFlag
 	list, keep         bool
 	parallel           int
+	partitions         int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -103,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.bin, "bin", "bin", "directory holding dexd and dexworker (and chaos/dexd)")
 	fs.BoolVar(&c.list, "list", false, "print the cells and exit")
 	fs.IntVar(&c.parallel, "parallel", 1, "cells run at once")
+	fs.IntVar(&c.partitions, "partitions", 1, "partitions of every cell's cluster (dexd --partitions)")
 	fs.BoolVar(&c.keep, "keep-logs", false, "keep every cell's logs in OUT/logs (a failed cell's are always kept in OUT/failed)")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for the cells' data dirs (default the system's)")
 	fs.StringVar(&c.worker, "worker", "go", "the demo Worker's library: "+strings.Join(harness.WorkerLanguages, ", "))
@@ -124,6 +129,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.parallel < 1 {
 		return nil, errors.New("--parallel must be at least 1")
+	}
+	if c.partitions < 1 {
+		return nil, errors.New("--partitions must be at least 1")
 	}
 	return c, nil
 }
@@ -223,12 +231,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "dexchaos: %d cells, %s Workers, their target: %s\n", len(cells), c.worker, chaos.Balancer())
+	if c.partitions > 1 {
+		fmt.Fprintf(stdout, "dexchaos: every cluster runs %d partitions\n", c.partitions)
+	}
 	start := time.Now()
 	results := chaos.RunMatrix(ctx, chaos.MatrixOptions{
 		BinDir: c.bin, Out: c.out, Progress: stdout, Parallel: c.parallel, TmpDir: c.tmp, KeepLogs: c.keep,
-		Worker: c.worker, Adapter: c.adapter,
+		Worker: c.worker, Adapter: c.adapter, Partitions: c.partitions,
 	}, cells)
-	rep := chaos.Report{Cells: results, Started: start, Wall: time.Since(start), Target: chaos.Balancer(), Worker: c.worker, Adapter: c.adapter}
+	rep := chaos.Report{Cells: results, Started: start, Wall: time.Since(start), Target: chaos.Balancer(), Worker: c.worker, Adapter: c.adapter, Partitions: c.partitions}
 	if err := chaos.WriteReport(c.out, rep); err != nil {
 		fmt.Fprintln(stderr, "dexchaos: report:", err)
 		return 1
