@@ -60,6 +60,7 @@ type options struct {
 	idleBatch    int
 	sequential   int
 	runs         int
+	partitions   int
 	steady       time.Duration
 	token        string
 	payload      byteSize
@@ -170,6 +171,7 @@ func benchFlags(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.idleBatch, "idle-batch", 500, "idle sessions created at once during the idle load")
 	fs.DurationVar(&o.steady, "steady", 0, "after the measured run, keep driving rounds of --sessions sessions for this long and report how many elections happened meanwhile (0: skip)")
 	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
+	fs.IntVar(&o.partitions, "partitions", 1, "the cluster's partitions (dexd --partitions): each its own raft group, the leaders spread over the three nodes; entries are summed over the partitions")
 	fs.IntVar(&o.runs, "runs", 1, "run the whole bench this many times, each on a fresh cluster, and print the medians after the reports")
 	fs.Var(&o.payload, "payload", "bytes of filler in every model output's text and every tool result (4096, 4KiB; 0: the short texts \"looking\", \"ok\", \"done\")")
 	return fs
@@ -188,6 +190,9 @@ func (o *options) check() error {
 	}
 	if o.runs < 1 {
 		return errors.New("--runs must be at least 1")
+	}
+	if o.partitions < 0 || o.partitions > 64 {
+		return errors.New("--partitions must be between 1 and 64 (0: 1)")
 	}
 	if o.payload > maxPayload {
 		return fmt.Errorf("--payload must be at most %s: a turn's last model input holds three payloads, and dexd refuses a model input over half of --max-payload", formatSize(maxPayload))
@@ -335,7 +340,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 
-	copts := harness.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs)}
+	copts := harness.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs), Partitions: o.partitions}
 	if o.tls {
 		if copts.TLS, err = harness.NewPKI(filepath.Join(dir, "tls")); err != nil {
 			return rep, err
@@ -358,6 +363,10 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	leader, err := c.WaitReady(rctx)
+	if err == nil && o.partitions > 1 {
+		// Measure once the leaderships are spread over the nodes.
+		leader, err = c.WaitSpread(rctx, 0)
+	}
 	cancel()
 	if err != nil {
 		return rep, fmt.Errorf("cluster not ready: %w", err)

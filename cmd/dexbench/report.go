@@ -60,6 +60,7 @@ type config struct {
 	Concurrency  int `json:"concurrency_per_worker"`
 	ToolsPerTurn int `json:"tools_per_turn"`
 	Nodes        int `json:"nodes"`
+	Partitions   int `json:"partitions"`
 	// Sequential: the measured sessions ran one after another, not at once.
 	Sequential   bool `json:"sequential"`
 	IdleSessions int  `json:"idle_sessions"`
@@ -133,7 +134,7 @@ type report struct {
 func newReport(o options) *report {
 	return &report{
 		Machine: machine{NProc: runtime.NumCPU(), CPU: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH},
-		Config: config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3,
+		Config: config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3, Partitions: max(o.partitions, 1),
 			Sequential: o.sequential > 0, IdleSessions: o.idleSessions, PayloadBytes: int(o.payload)},
 	}
 }
@@ -264,10 +265,14 @@ func scrape(nodes map[string]string) metrics {
 			if !ok {
 				continue
 			}
+			// A node of several partitions labels each partition's
+			// series: the node's figure is their sum (entries committed,
+			// elections, partitions led).
+			name, _, _ = strings.Cut(name, "{")
 			switch name {
 			case "dex_raft_commit_index", "process_cpu_seconds_total", "dex_raft_term", "dex_epoch", "dex_ready":
 				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
-					m[name] = f
+					m[name] += f
 				}
 			}
 		}
@@ -304,8 +309,8 @@ func (r *report) writeTable(w io.Writer) {
 	if r.Config.Sequential {
 		how = "one after another"
 	}
-	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, payload %d B, %d dexd nodes (fsync on), leader %s\n",
-		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.PayloadBytes, r.Config.Nodes, r.Leader)
+	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, payload %d B, %d dexd nodes (fsync on), %d partition(s), leader %s\n",
+		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.PayloadBytes, r.Config.Nodes, r.Config.Partitions, r.Leader)
 	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "wall time\t%.2f s\t(first CreateSession → last session idle)\n", r.WallSeconds)

@@ -174,7 +174,7 @@ func TestWaitDone_ListsTheSessionsTheWorkersDidNotSeeEnd(t *testing.T) {
 }
 
 func TestOptionsCheck_RefusesBadFlags(t *testing.T) {
-	good := options{workers: 4, concurrency: 8, sessions: 200, toolsPerTurn: 2, warmup: 8, idleBatch: 500, runs: 1}
+	good := options{workers: 4, concurrency: 8, sessions: 200, toolsPerTurn: 2, warmup: 8, idleBatch: 500, runs: 1, partitions: 1}
 	if err := good.check(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
@@ -187,6 +187,8 @@ func TestOptionsCheck_RefusesBadFlags(t *testing.T) {
 		"sequential past it":     func(o *options) { o.sequential = maxIndex + 1 },
 		"no workers":             func(o *options) { o.workers = 0 },
 		"zero runs":              func(o *options) { o.runs = 0 },
+		"negative partitions":    func(o *options) { o.partitions = -1 },
+		"65 partitions":          func(o *options) { o.partitions = 65 },
 	} {
 		o := good
 		edit(&o)
