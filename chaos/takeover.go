@@ -40,12 +40,16 @@ type TakeoverOptions struct {
 	Progress io.Writer
 	// KeepDir keeps the data dirs and logs (they are always kept on error).
 	KeepDir bool
+	// Partitions runs the cluster with --partitions N (0 or 1: one); kill
+	// k then SIGKILLs the leader of partition k mod N (takeover_partitions.go).
+	Partitions int
 }
 
 // Kill is one takeover: the leader's SIGKILL and what followed.
 type Kill struct {
 	N         int
 	Killed    string        // the node that was killed
+	Partition int           // the partition it led, whose takeover is timed
 	NewLeader string        // the node that answered /readyz 200 first
 	Ready     time.Duration // kill → a node's /readyz 200
 	Idle      time.Duration // kill → the session created after it is idle
@@ -61,6 +65,9 @@ type TakeoverResult struct {
 	// an uninterrupted session makes.
 	ModelCalls, RepeatedModelCalls, BaselineModelCalls int
 	Sessions                                           int
+	// Others: with partitions, the turns of the partitions the killed node
+	// did not lead, around each kill.
+	Others []otherTurns
 	// Dir holds the logs when they were kept.
 	Dir string
 }
@@ -106,7 +113,10 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 	}()
 
 	// Default flags: this measures what users get.
-	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: o.BinDir, Dir: dir})
+	if o.Partitions > 1 && o.Target != TargetDex {
+		return nil, fmt.Errorf("a partitioned cluster is measured through the %s target only", TargetDex)
+	}
+	cl, err := harness.NewCluster(harness.ClusterOptions{BinDir: o.BinDir, Dir: dir, Partitions: o.Partitions})
 	if err != nil {
 		return res, err
 	}
@@ -152,12 +162,28 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 		if _, err := t.sessionIdle(before, time.Now()); err != nil {
 			return res, fmt.Errorf("kill %d: %w", i, err)
 		}
-		k, err := t.kill(i)
-		sessions = append(sessions, before, fmt.Sprintf("after-%d", i))
+		var k Kill
+		after := fmt.Sprintf("after-%d", i)
+		if p := cl.Partitions(); p > 1 {
+			var others otherTurns
+			k, others, err = t.killPartition(i, (i-1)%p)
+			after = partitionSession(after, (i-1)%p, p)
+			res.Others = append(res.Others, others)
+		} else {
+			k, err = t.kill(i)
+		}
+		sessions = append(sessions, before, after)
 		if err != nil {
 			return res, fmt.Errorf("kill %d: %w", i, err)
 		}
 		res.Kills = append(res.Kills, k)
+		if len(res.Others) > 0 {
+			ot := res.Others[len(res.Others)-1]
+			fmt.Fprintf(o.Progress, "%-7s kill %2d/%d: SIGKILL %s (leader of partition %d); %s leads it after %4d ms; its new session idle after %4d ms; other partitions' turns p99 %d ms before, %d ms during (%d turns); %s back %d ms after its restart\n",
+				o.Target, i, o.Kills, k.Killed, k.Partition, k.NewLeader, k.Ready.Milliseconds(), k.Idle.Milliseconds(),
+				SpreadOf(ot.Before).P99.Milliseconds(), SpreadOf(ot.During).P99.Milliseconds(), len(ot.During), k.Killed, k.CatchUp.Milliseconds())
+			continue
+		}
 		fmt.Fprintf(o.Progress, "%-7s kill %2d/%d: SIGKILL %s; %s /readyz 200 after %4d ms; new session idle after %4d ms; %s caught up %d ms after its restart\n",
 			o.Target, i, o.Kills, k.Killed, k.NewLeader, k.Ready.Milliseconds(), k.Idle.Milliseconds(), k.Killed, k.CatchUp.Milliseconds())
 	}

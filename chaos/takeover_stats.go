@@ -49,6 +49,10 @@ func (r *TakeoverResult) Summary() []string {
 		fmt.Sprintf("%-7s kill → a node's /readyz 200:         %s over %d kills", r.Target, SpreadOf(ready), len(ready)),
 		fmt.Sprintf("%-7s kill → the new session idle:         %s over %d kills", r.Target, SpreadOf(idle), len(idle)),
 	}
+	if len(r.Others) > 0 {
+		lines[0] = fmt.Sprintf("%-7s kill → the partition's new leader:    %s over %d kills", r.Target, SpreadOf(ready), len(ready))
+		lines = append(lines, otherSummary(r.Target, r.Others))
+	}
 	if r.Sessions > 0 { // the ledger is read once every kill is done
 		lines = append(lines, fmt.Sprintf("%-7s repeated model calls: %d (%d model calls in %d sessions; an uninterrupted session makes %d)",
 			r.Target, r.RepeatedModelCalls, r.ModelCalls, r.Sessions, r.BaselineModelCalls))

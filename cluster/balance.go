@@ -19,9 +19,9 @@ import (
 // DefaultBalanceInterval is how often a node checks the spread.
 const DefaultBalanceInterval = 2 * time.Second
 
-// balanceCooldown is how long a voter that did not take a leadership is
-// passed over (it may be down, or still catching up).
-const balanceCooldown = 30 * time.Second
+// balanceCooldown is how long a voter that does not answer, lags, or did
+// not take a leadership is passed over.
+const balanceCooldown = 5 * time.Second
 
 // leadershipPlan is one transfer: partition k to node to.
 type leadershipPlan struct {
@@ -110,6 +110,16 @@ func (h *Host) balanceOnce(cooling map[string]time.Time) {
 	n := h.nodes[plan.k]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// A transfer holds the partition's writes until the target takes over
+	// or the transfer times out: ask the target first (at the address the
+	// nodes table records for it) that it is up and has the partition's
+	// log, so a dead or lagging node costs nothing.
+	if info := n.nodeInfo(plan.to); info != nil && info.GrpcAddress != "" {
+		if st, ok := n.askNodeState(ctx, plan.to); !ok || st.AppliedIndex+promoteLag < n.raft.LastIndex() {
+			cooling[plan.to] = time.Now().Add(balanceCooldown)
+			return
+		}
+	}
 	got, err := n.TransferLeadership(ctx, plan.to)
 	if err != nil || got != plan.to {
 		cooling[plan.to] = time.Now().Add(balanceCooldown)

@@ -35,6 +35,7 @@ type takeoverConfig struct {
 	target         string
 	bin, tmp       string
 	keep           bool
+	partitions     int
 	targetsToMeter []string
 }
 
@@ -51,6 +52,7 @@ func parseTakeoverFlags(args []string, stderr io.Writer) (*takeoverConfig, error
 	fs.StringVar(&c.bin, "bin", "bin", "directory holding dexd and dexworker")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for the data dirs and logs (default the system's)")
 	fs.BoolVar(&c.keep, "keep-logs", false, "keep the data dirs and logs (they are always kept when a measurement fails)")
+	fs.IntVar(&c.partitions, "partitions", 1, "run the cluster with dexd --partitions N: kill k SIGKILLs the leader of partition k mod N while the other partitions' sessions run, and their turns before and during each takeover are timed (target dex only)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -59,6 +61,12 @@ func parseTakeoverFlags(args []string, stderr io.Writer) (*takeoverConfig, error
 	}
 	if c.kills < 1 {
 		return nil, errors.New("--kills must be at least 1")
+	}
+	if c.partitions < 1 || c.partitions > 64 {
+		return nil, errors.New("--partitions must be between 1 and 64")
+	}
+	if c.partitions > 1 && c.target != chaos.TargetDex {
+		return nil, errors.New("--partitions: give --target dex (HAProxy is measured on a cluster of one partition)")
 	}
 	switch c.target {
 	case chaos.TargetDex, chaos.TargetHAProxy:
@@ -101,7 +109,7 @@ func runTakeover(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: %d leader SIGKILLs, default dexd flags\n", target, c.kills)
 		cpu, cpuOK := chaos.SampleCPU()
 		res, err := chaos.RunTakeover(ctx, chaos.TakeoverOptions{
-			BinDir: c.bin, TmpDir: c.tmp, Target: target, Kills: c.kills, Progress: stdout, KeepDir: c.keep,
+			BinDir: c.bin, TmpDir: c.tmp, Target: target, Kills: c.kills, Progress: stdout, KeepDir: c.keep, Partitions: c.partitions,
 		})
 		if cpuOK {
 			fmt.Fprintf(stdout, "%-7s %s\n", target, chaos.BusySince(cpu, runtime.NumCPU()))
