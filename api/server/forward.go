@@ -179,31 +179,54 @@ func inPartition(k int, err error) error {
 	return status.Errorf(st.Code(), "partition %d: %s", k, st.Message())
 }
 
+// fannedOut are the answers of the calls made in several partitions.
+var fannedOut = map[string]func() proto.Message{
+	"/dex.v1.WorkerService/RegisterWorker":   func() proto.Message { return &dexv1.RegisterWorkerResponse{} },
+	"/dex.v1.WorkerService/DeregisterWorker": func() proto.Message { return &dexv1.DeregisterWorkerResponse{} },
+	"/dex.v1.AdminService/Join":              func() proto.Message { return &dexv1.JoinResponse{} },
+	"/dex.v1.AdminService/RemoveNode":        func() proto.Message { return &dexv1.RemoveNodeResponse{} },
+}
+
+// inPartitions makes a unary call in each partition of order, stopping at
+// the first that fails, and returns partition 0's answer.
+func (r *Router) inPartitions(ss grpc.ServerStream, method string, req *frame, order []int) (proto.Message, error) {
+	answer, ok := fannedOut[method]
+	if !ok {
+		return nil, status.Errorf(codes.Internal, "%s is not made in several partitions", method)
+	}
+	var first proto.Message
+	for _, k := range order {
+		out := answer()
+		if err := r.callIn(ss, k, method, req, out); err != nil {
+			if k > 0 {
+				err = inPartition(k, err)
+			}
+			return nil, err
+		}
+		if k == 0 {
+			first = out
+		}
+	}
+	return first, nil
+}
+
+// partitionOrder is 0, 1, …, n-1.
+func partitionOrder(n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	return order
+}
+
 // everyPartition makes a Worker's registration or deregistration in
 // partition 0, which decides on the tool catalog, then in each other
 // partition in order; the answer is partition 0's, with the number of
 // partitions the Worker polls.
 func (r *Router) everyPartition(ss grpc.ServerStream, method string, req *frame) error {
-	var first proto.Message
-	for k := range r.parts {
-		var out proto.Message
-		switch {
-		case strings.HasSuffix(method, "/RegisterWorker"):
-			out = &dexv1.RegisterWorkerResponse{}
-		case strings.HasSuffix(method, "/DeregisterWorker"):
-			out = &dexv1.DeregisterWorkerResponse{}
-		default:
-			return status.Errorf(codes.Internal, "%s is not made in every partition", method)
-		}
-		if err := r.callIn(ss, k, method, req, out); err != nil {
-			if k > 0 {
-				err = inPartition(k, err)
-			}
-			return err
-		}
-		if k == 0 {
-			first = out
-		}
+	first, err := r.inPartitions(ss, method, req, partitionOrder(len(r.parts)))
+	if err != nil {
+		return err
 	}
 	if reg, ok := first.(*dexv1.RegisterWorkerResponse); ok {
 		reg.Partitions = uint32(len(r.parts))
@@ -247,33 +270,13 @@ func (r *Router) listSessions(ss grpc.ServerStream, method string, req *frame) e
 // last. The answer is partition 0's. A change that fails part way is
 // made again by retrying it: each step is idempotent.
 func (r *Router) members(ss grpc.ServerStream, method string, req *frame) error {
-	order := make([]int, len(r.parts))
-	for i := range order {
-		order[i] = i
-	}
-	var first proto.Message
+	order := partitionOrder(len(r.parts))
 	if strings.HasSuffix(method, "/RemoveNode") {
 		slices.Reverse(order)
 	}
-	for _, k := range order {
-		var out proto.Message
-		switch {
-		case strings.HasSuffix(method, "/Join"):
-			out = &dexv1.JoinResponse{}
-		case strings.HasSuffix(method, "/RemoveNode"):
-			out = &dexv1.RemoveNodeResponse{}
-		default:
-			return status.Errorf(codes.Internal, "%s is not a membership change", method)
-		}
-		if err := r.callIn(ss, k, method, req, out); err != nil {
-			if k > 0 {
-				err = inPartition(k, err)
-			}
-			return err
-		}
-		if k == 0 {
-			first = out
-		}
+	first, err := r.inPartitions(ss, method, req, order)
+	if err != nil {
+		return err
 	}
 	return ss.SendMsg(first)
 }

@@ -111,3 +111,20 @@ func methodNames(ms []grpc.MethodDesc, ss []grpc.StreamDesc) []string {
 	}
 	return out
 }
+
+// Every method made in several partitions names the answer it decodes.
+func TestEveryFannedOutMethodHasItsAnswer(t *testing.T) {
+	for method, rt := range routes {
+		if rt.kind != everyPartition && rt.kind != members {
+			continue
+		}
+		answer, ok := fannedOut[method]
+		if !ok {
+			t.Errorf("%s is made in several partitions and has no answer type", method)
+			continue
+		}
+		if answer() == nil {
+			t.Errorf("%s: nil answer", method)
+		}
+	}
+}
