@@ -41,6 +41,35 @@ func startHost(t *testing.T, h *thost, peers []cluster.Peer, partitions int) {
 	h.host = host
 }
 
+// startHosts starts n in-process members of a cluster of the given
+// number of partitions, shut down at the end of the test. withGRPC gives
+// each a gRPC address (nothing serves it): the nodes table then names it,
+// and a node that asks another there hears nothing.
+func startHosts(t *testing.T, n, partitions int, withGRPC bool) ([]*thost, []cluster.Peer) {
+	t.Helper()
+	var hosts []*thost
+	var peers []cluster.Peer
+	for i := 1; i <= n; i++ {
+		h := &thost{id: fmt.Sprintf("n%d", i), raftAddr: freeAddr(t), dir: t.TempDir()}
+		if withGRPC {
+			h.grpcAddr = freeAddr(t)
+		}
+		hosts = append(hosts, h)
+		peers = append(peers, cluster.Peer{ID: h.id, RaftAddr: h.raftAddr})
+	}
+	t.Cleanup(func() {
+		for _, h := range hosts {
+			if h.host != nil {
+				h.host.Shutdown()
+			}
+		}
+	})
+	for _, h := range hosts {
+		startHost(t, h, peers, partitions)
+	}
+	return hosts, peers
+}
+
 // partitionLeader waits for the one ready node of partition k.
 func partitionLeader(t *testing.T, hosts []*thost, k int) *cluster.Node {
 	t.Helper()
@@ -60,17 +89,22 @@ func partitionLeader(t *testing.T, hosts []*thost, k int) *cluster.Node {
 	return leader
 }
 
-func createIn(t *testing.T, n *cluster.Node, ids ...string) {
+// createIn creates sessions in partition k through its leader, found
+// again when the balancer moved the leadership meanwhile.
+func createIn(t *testing.T, hosts []*thost, k int, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := n.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateSession{
-			CreateSession: &fsmpb.CreateSession{SessionId: id, MessageId: "m1", Message: "hello"},
-		}})
-		cancel()
-		if err != nil || res.Err != nil {
-			t.Fatalf("create %s: %v %v", id, err, res)
-		}
+		waitFor(t, 15*time.Second, "creating "+id, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			res, err := partitionLeader(t, hosts, k).Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_CreateSession{
+				CreateSession: &fsmpb.CreateSession{SessionId: id, MessageId: "m1", Message: "hello"},
+			}})
+			if err == nil && res.Err != nil {
+				t.Fatalf("create %s: %v", id, res.Err)
+			}
+			return err == nil
+		})
 	}
 }
 
@@ -87,25 +121,9 @@ func sessionsOf(h *thost, k int) string {
 // per node: each elects its own leader, replicates only its own commands,
 // keeps its stores in its own directory, and comes back after a restart.
 func TestHostRunsEachPartitionAsItsOwnRaftGroup(t *testing.T) {
-	var hosts []*thost
-	var peers []cluster.Peer
-	for i := 1; i <= 3; i++ {
-		h := &thost{id: fmt.Sprintf("n%d", i), raftAddr: freeAddr(t), grpcAddr: freeAddr(t), dir: t.TempDir()}
-		hosts = append(hosts, h)
-		peers = append(peers, cluster.Peer{ID: h.id, RaftAddr: h.raftAddr})
-	}
-	t.Cleanup(func() {
-		for _, h := range hosts {
-			if h.host != nil {
-				h.host.Shutdown()
-			}
-		}
-	})
-	for _, h := range hosts {
-		startHost(t, h, peers, 2)
-	}
-	createIn(t, partitionLeader(t, hosts, 0), "a1", "a2")
-	createIn(t, partitionLeader(t, hosts, 1), "b1")
+	hosts, peers := startHosts(t, 3, 2, true)
+	createIn(t, hosts, 0, "a1", "a2")
+	createIn(t, hosts, 1, "b1")
 	for _, h := range hosts {
 		waitFor(t, 15*time.Second, h.id+" applying both partitions", func() bool {
 			return sessionsOf(h, 0) == "a1,a2" && sessionsOf(h, 1) == "b1"
@@ -164,7 +182,7 @@ func TestHostRunsEachPartitionAsItsOwnRaftGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.host = nil
-	createIn(t, partitionLeader(t, hosts[:2], 1), "b2")
+	createIn(t, hosts[:2], 1, "b2")
 	startHost(t, h, peers, 2)
 	waitFor(t, 15*time.Second, "the restarted node's partitions", func() bool {
 		return sessionsOf(h, 0) == "a1,a2" && sessionsOf(h, 1) == "b1,b2"
@@ -211,23 +229,7 @@ func leadsOf(hosts []*thost, partitions int) map[string]int {
 // Three partitions on three nodes end with one leader on each: after
 // start-up, and again after a node that led one stops and returns.
 func TestHostSpreadsPartitionLeadersOverTheNodes(t *testing.T) {
-	var hosts []*thost
-	var peers []cluster.Peer
-	for i := 1; i <= 3; i++ {
-		h := &thost{id: fmt.Sprintf("n%d", i), raftAddr: freeAddr(t), grpcAddr: freeAddr(t), dir: t.TempDir()}
-		hosts = append(hosts, h)
-		peers = append(peers, cluster.Peer{ID: h.id, RaftAddr: h.raftAddr})
-	}
-	t.Cleanup(func() {
-		for _, h := range hosts {
-			if h.host != nil {
-				h.host.Shutdown()
-			}
-		}
-	})
-	for _, h := range hosts {
-		startHost(t, h, peers, 3)
-	}
+	hosts, peers := startHosts(t, 3, 3, false)
 	oneEach := func(what string) {
 		waitFor(t, 30*time.Second, what, func() bool {
 			l := leadsOf(hosts, 3)
