@@ -11,7 +11,7 @@ FSM_PROTOS := $(wildcard $(FSM_PROTO_DIR)/dex/fsm/v1/*.proto)
 FUZZTIME ?= 60s
 TESTFLAGS ?= -race -timeout 10m
 
-.PHONY: certify-examples chaos-adapters chaos-partitions build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale bench-etcd bench-longsession vet clean election-time chaos takeover soak soak-retention worker-typescript test-typescript e2e-typescript chaos-typescript
+.PHONY: certify-examples chaos-adapters chaos-partitions build build-go worker-typescript-if-npm test e2e test-python e2e-python proto-python chaos-python run proto fuzz bench bench-scale bench-etcd bench-longsession vet clean election-time chaos takeover soak soak-retention soak-partitions worker-typescript test-typescript e2e-typescript chaos-typescript
 
 # The Go binaries, then the Python and TypeScript demo Workers (the
 # TypeScript one only where npm is installed: build-go needs Go alone).
@@ -142,6 +142,14 @@ soak: build
 soak-retention: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
 	$(BIN)/dexchaos soak --bin $(BIN) --out soak-retention-report --duration 60m --retention 5m --archive --seed 1 $(SOAKFLAGS)
+
+# The soak on a cluster of 3 partitions (docs/chaos.md "Soak", partitions):
+# 3 minutes of load, seed 1; each leader fault strikes the leader of a
+# partition drawn from the seed, and the report gives each partition's
+# figures. Report: soak-report/partitions/soak.md.
+soak-partitions: build
+	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
+	$(BIN)/dexchaos soak --bin $(BIN) --out soak-report/partitions --duration 3m --seed 1 --partitions 3 $(SOAKFLAGS)
 
 # Takeover time as users get it (default flags): KILLS leader SIGKILLs
 # through dex:/// and through HAProxy (TARGET=dex|haproxy|both).

@@ -31,6 +31,7 @@ const (
 	VWatchGap        = "watch-gap"        // a watch skipped or repeated a seq
 	VRestart         = "restart"          // a node did not come back on its data dir, a snapshot it keeps does not restore, or the restarted cluster serves another state
 	VBackup          = "backup"           // a backup could not be saved, inspected or restored, or the restored cluster serves another state
+	VCatalog         = "catalog"          // the partitions of a backup hold different tool catalogs or Worker registrations
 	VCheckIncomplete = "check-incomplete" // a part of the check could not be run
 )
 
@@ -39,6 +40,9 @@ type Violation struct {
 	Kind    string `json:"kind"`
 	Session string `json:"session,omitempty"`
 	Detail  string `json:"detail"`
+	// Partition: in a cluster of several partitions, the one the
+	// violation is in (nil: one partition, or across partitions).
+	Partition *int `json:"partition,omitempty"`
 }
 
 // CheckInput is what the checker judges.
@@ -64,6 +68,11 @@ type CheckInput struct {
 	// Life: the lifecycle mode's facts (nil: sessions are never closed,
 	// and one that is gone lost its writes).
 	Life *LifecycleInput
+	// Partitions: the cluster's number of partitions (0 or 1: one). With
+	// several, PartitionDigests holds each partition's node digests in
+	// place of Digests and DigestIndex.
+	Partitions       int
+	PartitionDigests []DigestSet
 }
 
 // CheckResult is the checker's verdict.
@@ -74,6 +83,9 @@ type CheckResult struct {
 	Checked       CheckCounts `json:"checked"`
 	// Lifecycle: what the lifecycle checks looked at (lifecycle mode).
 	Lifecycle *LifecycleCounts `json:"lifecycle,omitempty"`
+	// Partitions: with several, what was checked in each and the
+	// violations in it (check_partitions.go).
+	Partitions []PartitionCheck `json:"partitions,omitempty"`
 }
 
 // CheckCounts says how much the checker looked at.
@@ -89,6 +101,9 @@ type CheckCounts struct {
 	Restarted int `json:"nodes_restarted"`
 	Snapshots int `json:"snapshots_restored"`
 	Backups   int `json:"backups_restored"`
+	// Catalogs: with several partitions, the backups whose partitions
+	// were found to hold the same catalog and Worker registrations.
+	Catalogs int `json:"catalogs_compared,omitempty"`
 }
 
 // Check runs every check.
@@ -110,6 +125,9 @@ func Check(in CheckInput) CheckResult {
 		if op.Kind == OpWatch && op.WatchGap != "" {
 			add(VWatchGap, op.Session, "%s", op.WatchGap)
 		}
+	}
+	if in.Partitions > 1 {
+		res.Partitions = checkPartitions(in, &res)
 	}
 	timeout := in.LinearizeTimeout
 	if timeout == 0 {
@@ -336,23 +354,31 @@ func checkDigests(in CheckInput, res *CheckResult, add func(kind, session, forma
 		add(VCheckIncomplete, "", "node states not compared: %s", in.DigestErr)
 		return
 	}
-	res.Checked.Nodes = len(in.Digests)
-	var first, firstNode string
-	nodes := sortedKeys(func() map[string]bool {
-		m := map[string]bool{}
-		for n := range in.Digests {
-			m[n] = true
+	if in.Partitions > 1 {
+		for k, set := range in.PartitionDigests {
+			compareDigests(set.Digests, set.Index, res.adderIn(k))
 		}
-		return m
-	}())
-	for _, n := range nodes {
-		d := in.Digests[n]
+		if len(in.PartitionDigests) > 0 {
+			res.Checked.Nodes = len(in.PartitionDigests[0].Digests)
+		}
+		return
+	}
+	res.Checked.Nodes = len(in.Digests)
+	compareDigests(in.Digests, in.DigestIndex, add)
+}
+
+// compareDigests: every node's state (node id → digest) at index is the
+// first node's.
+func compareDigests(digests map[string]string, index uint64, add func(kind, session, format string, args ...any)) {
+	var first, firstNode string
+	for _, n := range sortedKeys(keysOf(digests)) {
+		d := digests[n]
 		if first == "" {
 			first, firstNode = d, n
 			continue
 		}
 		if d != first {
-			add(VDiverged, "", "at index %d node %s's state is %.12s…, node %s's %.12s…", in.DigestIndex, n, d, firstNode, first)
+			add(VDiverged, "", "at index %d node %s's state is %.12s…, node %s's %.12s…", index, n, d, firstNode, first)
 		}
 	}
 }

@@ -24,21 +24,57 @@ func checkRecovery(in CheckInput, res *CheckResult, add func(kind, session, form
 	checkBackups(in.Backups, res, add)
 }
 
+// parts are the node's partitions restarted: with one, the node's.
+func (n NodeRestart) parts() []PartitionRestart {
+	if len(n.Partitions) == 0 {
+		return []PartitionRestart{{Snapshots: n.Snapshots}}
+	}
+	return n.Partitions
+}
+
+// caughtUp: with several partitions, the node caught up in every one
+// (with one, Err says it did not).
+func (n NodeRestart) caughtUp() bool {
+	for _, p := range n.Partitions {
+		if p.Err != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// adderIn is an add of violations in partition k: each names it.
+func (res *CheckResult) adderIn(k int) func(kind, session, format string, args ...any) {
+	return func(kind, session, format string, args ...any) {
+		res.Violations = append(res.Violations, Violation{Kind: kind, Session: session, Partition: &k,
+			Detail: fmt.Sprintf("partition %d: ", k) + fmt.Sprintf(format, args...)})
+	}
+}
+
 func checkRestart(rc *RestartCheck, res *CheckResult, add func(kind, session, format string, args ...any)) {
 	if rc == nil {
 		add(VCheckIncomplete, "", "the nodes were not restarted after the soak")
 		return
 	}
 	for _, n := range rc.Nodes {
-		if len(n.Snapshots) == 0 && n.Err == "" {
-			add(VCheckIncomplete, "", "node %s kept no snapshot: its restart did not start from one", n.Node)
-		}
-		for _, sn := range n.Snapshots {
-			if sn.Err != "" {
-				add(VRestart, "", "node %s's snapshot %s (index %d, %d bytes) does not restore: %s", n.Node, sn.ID, sn.Index, sn.Size, sn.Err)
-				continue
+		for _, p := range n.parts() {
+			add := add
+			if len(n.Partitions) > 0 {
+				add = res.adderIn(p.Partition)
 			}
-			res.Checked.Snapshots++
+			if len(p.Snapshots) == 0 && n.Err == "" {
+				add(VCheckIncomplete, "", "node %s kept no snapshot: its restart did not start from one", n.Node)
+			}
+			for _, sn := range p.Snapshots {
+				if sn.Err != "" {
+					add(VRestart, "", "node %s's snapshot %s (index %d, %d bytes) does not restore: %s", n.Node, sn.ID, sn.Index, sn.Size, sn.Err)
+					continue
+				}
+				res.Checked.Snapshots++
+			}
+			if p.Err != "" {
+				add(VRestart, "", "node %s %s", n.Node, p.Err)
+			}
 		}
 		if n.NotKept > 0 {
 			add(VRestart, "", "node %s took %d snapshots that did not read back, so it did not keep them; the first: %s", n.Node, n.NotKept, n.NotKeptLine)
@@ -46,7 +82,7 @@ func checkRestart(rc *RestartCheck, res *CheckResult, add func(kind, session, fo
 		switch {
 		case n.Err != "":
 			add(VRestart, "", "node %s %s", n.Node, n.Err)
-		case rc.Skipped == "":
+		case rc.Skipped == "" && n.caughtUp():
 			res.Checked.Restarted++
 		}
 	}
@@ -60,6 +96,11 @@ func checkBackups(bs []BackupCheck, res *CheckResult, add func(kind, session, fo
 		add(VCheckIncomplete, "", "no backup was taken")
 	}
 	for i, b := range bs {
+		if b.Catalog != "" {
+			add(VCatalog, "", "backup %d (taken at %s): its partitions differ: %s", i+1, b.At.Round(time.Second), b.Catalog)
+		} else if b.Catalogs > 1 {
+			res.Checked.Catalogs++
+		}
 		switch {
 		case b.Err == "":
 			res.Checked.Backups++

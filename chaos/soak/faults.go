@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/chaos/harness"
 )
@@ -15,7 +17,9 @@ import (
 // The soak's faults and their schedule. The schedule is drawn from the
 // seed alone (math/rand/v2, PCG): the same seed draws the same faults, in
 // the same order, with the same gaps, holds and targets. Which node is the
-// leader when a fault strikes is the cluster's doing, not the schedule's.
+// leader when a fault strikes is the cluster's doing, not the schedule's;
+// in a cluster of several partitions the schedule draws which partition's
+// leader each leader fault strikes.
 
 // Fault kinds.
 const (
@@ -35,6 +39,12 @@ const (
 	FDisconnect      = "disconnect-worker" // cut a Worker's connections to every node, the process running
 	FSlowDisk        = "slow-disk"         // one node's log writes sleep (a failpoint of the chaos build)
 )
+
+// leaderFaults: the kinds that find their target through the leader (the
+// leader itself, a follower of it, its links, its leadership). In a
+// cluster of several partitions each strikes the leader of one partition,
+// drawn with the fault (Fault.Partition).
+var leaderFaults = []string{FKillLeader, FPauseLeader, FPauseFollower, FTransfer, FIsolateLeader, FIsolateFollower, FOneWay, FSlowLink}
 
 // NodeFaults: the kinds that need nothing but signals and the admin RPC.
 var NodeFaults = []string{FKillNode, FKillLeader, FKillTwo, FKillAll, FPauseLeader, FPauseFollower, FKillWorker, FPauseWorker, FTransfer, FDisconnect}
@@ -70,6 +80,9 @@ type Fault struct {
 	// Pick chooses among candidates (which follower, which Worker, which two
 	// nodes) deterministically.
 	Pick int `json:"pick"`
+	// Partition: in a cluster of several partitions, the partition whose
+	// leader a fault of leaderFaults strikes (0 otherwise).
+	Partition int `json:"partition,omitempty"`
 }
 
 // Schedule is the endless sequence of faults a seed draws.
@@ -77,23 +90,39 @@ type Schedule struct {
 	r     *rand.Rand
 	kinds []string
 	n     int
+	// partitions > 1: each leader fault also draws its partition, from pr,
+	// a stream of the seed's own, so that the kinds, gaps, holds and picks
+	// are those a cluster of one partition gets.
+	partitions int
+	pr         *rand.Rand
 }
 
 // NewSchedule starts the sequence of seed over kinds.
 func NewSchedule(seed uint64, kinds []string) *Schedule {
-	return &Schedule{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), kinds: kinds}
+	return &Schedule{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), pr: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)), kinds: kinds}
+}
+
+// OverPartitions makes the leader faults of a cluster of n partitions
+// strike the leader of a partition drawn each time (n ≤ 1: the one).
+func (s *Schedule) OverPartitions(n int) *Schedule {
+	s.partitions = n
+	return s
 }
 
 // Next draws the next fault.
 func (s *Schedule) Next() Fault {
 	s.n++
-	return Fault{
+	f := Fault{
 		N:    s.n,
 		Kind: s.kinds[s.r.IntN(len(s.kinds))],
 		Gap:  time.Duration(1000+s.r.IntN(4000)) * time.Millisecond,
 		Hold: time.Duration(300+s.r.IntN(3700)) * time.Millisecond,
 		Pick: s.r.IntN(1 << 30),
 	}
+	if s.partitions > 1 && slices.Contains(leaderFaults, f.Kind) {
+		f.Partition = s.pr.IntN(s.partitions)
+	}
+	return f
 }
 
 // First draws the first n faults.
@@ -112,15 +141,17 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 	switch f.Kind {
 	case FKillNode, FKillLeader, FKillTwo, FKillAll:
 		var victims []*harness.Node
+		led := ""
 		switch f.Kind {
 		case FKillNode:
 			victims = []*harness.Node{c.Nodes[f.Pick%len(c.Nodes)]}
 		case FKillLeader:
-			l, err := s.leader(ctx)
+			l, err := s.leaderOf(ctx, f.Partition)
 			if err != nil {
 				return "", err
 			}
 			victims = []*harness.Node{l}
+			led = s.ledBy(f, l)
 		case FKillTwo:
 			i := f.Pick % len(c.Nodes)
 			victims = []*harness.Node{c.Nodes[i], c.Nodes[(i+1+f.Pick/7%(len(c.Nodes)-1))%len(c.Nodes)]}
@@ -138,9 +169,9 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 				return "", err
 			}
 		}
-		return "SIGKILL " + nodeIDs(victims) + ", restarted after " + f.Hold.Round(time.Millisecond).String(), nil
+		return "SIGKILL " + nodeIDs(victims) + ", restarted after " + f.Hold.Round(time.Millisecond).String() + led, nil
 	case FPauseLeader, FPauseFollower:
-		l, err := s.leader(ctx)
+		l, err := s.leaderOf(ctx, f.Partition)
 		if err != nil {
 			return "", err
 		}
@@ -154,7 +185,7 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 		}
 		err = sleepCtx(ctx, f.Hold)
 		_ = n.Signal(syscall.SIGCONT)
-		return fmt.Sprintf("SIGSTOP %s for %s", n.ID, f.Hold.Round(time.Millisecond)), err
+		return fmt.Sprintf("SIGSTOP %s for %s%s", n.ID, f.Hold.Round(time.Millisecond), s.ledBy(f, l)), err
 	case FKillWorker, FPauseWorker:
 		w := s.workers[f.Pick%len(s.workers)]
 		if f.Kind == FPauseWorker {
@@ -189,7 +220,7 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 		_ = harness.SetFailpoint(s.gofail[n.ID], harness.FailpointSlowDisk, "") // a node killed meanwhile forgot it anyway
 		return fmt.Sprintf("%dms per log write on %s for %s", delay, n.ID, f.Hold.Round(time.Millisecond)), err
 	case FTransfer:
-		l, err := s.leader(ctx)
+		l, err := s.leaderOf(ctx, f.Partition)
 		if err != nil {
 			return "", err
 		}
@@ -197,17 +228,22 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 		to := fs[f.Pick%len(fs)]
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
+		of := ""
+		if s.cluster.Partitions() > 1 {
+			tctx = client.ToPartition(tctx, f.Partition) // any node takes it to that partition's leader
+			of = fmt.Sprintf(" (partition %d)", f.Partition)
+		}
 		resp, err := s.admin.TransferLeadership(tctx, &dexv1.TransferLeadershipRequest{NodeId: to.ID})
 		if err != nil {
 			// A refusal (a lagging target) is a fault that did not happen, not a failure.
-			return fmt.Sprintf("transfer %s → %s refused: %v", l.ID, to.ID, oneLine(err.Error())), nil
+			return fmt.Sprintf("transfer %s → %s%s refused: %v", l.ID, to.ID, of, oneLine(err.Error())), nil
 		}
-		return fmt.Sprintf("transfer %s → %s", l.ID, resp.GetNewLeader()), nil
+		return fmt.Sprintf("transfer %s → %s%s", l.ID, resp.GetNewLeader(), of), nil
 	case FIsolateLeader, FIsolateFollower, FOneWay, FSlowLink:
 		if s.net == nil {
 			return "", fmt.Errorf("%s needs the network fault layer", f.Kind)
 		}
-		l, err := s.leader(ctx)
+		l, err := s.leaderOf(ctx, f.Partition)
 		if err != nil {
 			return "", err
 		}
@@ -235,16 +271,37 @@ func (s *soaker) inject(ctx context.Context, f Fault) (string, error) {
 		for _, o := range fs {
 			s.net.Latency(l.ID, o.ID, 0)
 		}
-		return fmt.Sprintf("%s for %s", what, f.Hold.Round(time.Millisecond)), err
+		return fmt.Sprintf("%s for %s%s", what, f.Hold.Round(time.Millisecond), s.ledBy(f, l)), err
 	}
 	return "", fmt.Errorf("unknown fault kind %q", f.Kind)
 }
 
-// leader waits for the single ready node.
+// leader waits for the single ready node (with several partitions: until
+// every running node is ready and they agree on each partition's leader,
+// and returns partition 0's).
 func (s *soaker) leader(ctx context.Context) (*harness.Node, error) {
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	return s.cluster.WaitReady(wctx)
+}
+
+// leaderOf waits as leader does and returns the leader of partition k.
+func (s *soaker) leaderOf(ctx context.Context, k int) (*harness.Node, error) {
+	if s.cluster.Partitions() == 1 {
+		return s.leader(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return s.cluster.WaitPartitions(wctx, k)
+}
+
+// ledBy names, in a cluster of several partitions, the partition whose
+// leader l a leader fault struck through ("" with one partition).
+func (s *soaker) ledBy(f Fault, l *harness.Node) string {
+	if s.cluster.Partitions() == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (partition %d's leader: %s)", f.Partition, l.ID)
 }
 
 func (s *soaker) followers(l *harness.Node) []*harness.Node {

@@ -198,7 +198,10 @@ func relDist(got, ref float64) float64 {
 	return math.Abs(got-ref) / ref
 }
 
-// sampleFlat samples the flatness figures on the current leader.
+// sampleFlat samples the flatness figures on the current leader. With
+// several partitions these are partition 0's: WaitReady returns its
+// leader, and the node's raft dir, where the restore reads the newest
+// snapshot, holds partition 0's stores (the others' are below it).
 func (s *soaker) sampleFlat(ctx context.Context, at time.Duration) FlatSample {
 	out := FlatSample{At: at}
 	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -54,6 +54,7 @@ func (rep *Report) Summary() string {
 	fmt.Fprintf(&b, "after: %d of %d nodes restarted on their data dirs and caught up (%d snapshots restored offline), %d of %d backups inspected, restored and served\n",
 		c.Restarted, rep.restartedNodes(), c.Snapshots, c.Backups, len(rep.Backups))
 	rep.lifecycleSummary(&b)
+	rep.partitionsSummary(&b)
 	fmt.Fprintf(&b, "violations: %d\n", len(rep.Check.Violations))
 	return b.String()
 }
@@ -71,6 +72,9 @@ func (rep *Report) Markdown() string {
 		if l.Archive {
 			big += " --archive"
 		}
+	}
+	if rep.Partitions > 1 {
+		big += fmt.Sprintf(" --partitions %d", rep.Partitions)
 	}
 	fmt.Fprintf(&b, "`dexchaos soak --duration %s --seed %d%s`: wall time %s, %d client operations, %d faults, %d sessions, %d executions in the Workers' ledger.\n\n",
 		rep.Duration, rep.Seed, big, rep.Wall.Round(time.Second), rep.OpsTotal, len(rep.FaultLog), rep.Sessions, rep.Executions)
@@ -96,6 +100,7 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "- nodes restarted on their data dirs, caught up and serving: %d of %d; their snapshots restored offline: %d\n- backups inspected, restored into a scratch cluster and served: %d of %d\n",
 		c.Restarted, rep.restartedNodes(), c.Snapshots, c.Backups, len(rep.Backups))
 	rep.afterMarkdown(&b)
+	rep.partitionsMarkdown(&b)
 	rep.lifecycleMarkdown(&b)
 	fmt.Fprintf(&b, "\n## Violations: %d\n\n", len(rep.Check.Violations))
 	for _, v := range rep.Check.Violations {

@@ -40,6 +40,9 @@ type NodeRestart struct {
 	// Err: it did not come back or catch up, or its snapshots could not
 	// be read.
 	Err string `json:"err,omitempty"`
+	// Partitions: in a cluster of several, each partition's snapshots and
+	// index (Snapshots is then empty and Index partition 0's).
+	Partitions []PartitionRestart `json:"partitions,omitempty"`
 }
 
 // RestartCheck is the restart of every node after the soak.
@@ -68,11 +71,9 @@ func (s *soaker) restartCheck(ctx context.Context, in CheckInput, endErr error) 
 	s.cluster.StopAll()
 	for _, n := range s.cluster.Nodes {
 		r := NodeRestart{Node: n.ID, Err: dead[n.ID]}
-		snaps, err := cluster.RestoreSnapshots(n.DataDir)
-		if err != nil && r.Err == "" {
+		if err := s.restoreSnapshots(&r, n); err != nil && r.Err == "" {
 			r.Err = "its snapshots could not be read: " + err.Error()
 		}
-		r.Snapshots = snaps
 		r.NotKept, r.NotKeptLine = grepFile(n.LogPath, cluster.SnapshotNotKept)
 		rc.Nodes = append(rc.Nodes, r)
 	}
@@ -86,7 +87,15 @@ func (s *soaker) restartCheck(ctx context.Context, in CheckInput, endErr error) 
 			rc.Nodes[i].Err = err.Error()
 		}
 	}
-	s.catchUp(ctx, rc, in.DigestIndex, start)
+	if s.partitions() > 1 {
+		want := make([]uint64, len(in.PartitionDigests))
+		for k, d := range in.PartitionDigests {
+			want[k] = d.Index
+		}
+		s.catchUpPartitions(ctx, rc, want, start)
+	} else {
+		s.catchUp(ctx, rc, in.DigestIndex, start)
+	}
 	defer s.cluster.StopAll()
 	if _, err := s.leader(ctx); err != nil {
 		rc.Served = "no node became ready: " + err.Error()

@@ -66,6 +66,9 @@ type Options struct {
 	// RestoreTimer times the restore of the leader's newest snapshot for
 	// the flatness figures (default: RestoreNewest in this process).
 	RestoreTimer RestoreTimer
+	// Partitions runs the cluster with dexd --partitions N (0 or 1: one
+	// raft group, as without it; partitions.go says what changes).
+	Partitions int
 }
 
 // FaultRecord is one fault as it happened.
@@ -100,6 +103,8 @@ type Report struct {
 	Backups []BackupCheck `json:"backups,omitempty"`
 	// Lifecycle: the lifecycle mode's settings and flatness figures.
 	Lifecycle *LifecycleReport `json:"lifecycle,omitempty"`
+	// Partitions: the cluster's number of partitions, when several.
+	Partitions int `json:"partitions,omitempty"`
 }
 
 // LifecycleReport is the lifecycle mode's part of the report.
@@ -185,6 +190,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	s := &soaker{o: o, dir: dir, rec: NewRecorder(), ledger: filepath.Join(dir, "ledger.jsonl"), script: filepath.Join(dir, "script.json")}
 	rep := &Report{Seed: o.Seed, Duration: o.Duration, Big: o.Big, Ops: map[string]int{}, Answers: map[string]int{}, Faults: map[string]int{}}
+	if o.Partitions > 1 {
+		rep.Partitions = o.Partitions
+	}
 	if o.Retention > 0 {
 		rep.Lifecycle = &LifecycleReport{Retention: o.Retention, Archive: o.Archive}
 		if o.Archive {
@@ -215,9 +223,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.Kinds = append(rep.Kinds, FailpointFaults...)
 		}
 	}
-	schedule := NewSchedule(o.Seed, rep.Kinds)
+	schedule := NewSchedule(o.Seed, rep.Kinds).OverPartitions(s.partitions())
 	fmt.Fprintf(o.Progress, "soak: seed %d, %s, faults of %d kinds (%s), %d clients, %d Workers, dir %s\n",
 		o.Seed, o.Duration, len(rep.Kinds), strings.Join(rep.Kinds, " "), o.Clients, o.Workers, dir)
+	if s.partitions() > 1 {
+		fmt.Fprintf(o.Progress, "soak: %d partitions; each leader fault strikes the leader of one, drawn from the seed\n", s.partitions())
+	}
 	if o.Big {
 		fmt.Fprintf(o.Progress, "soak: --big: %s\n", bigSizesFor(o.MaxPayload))
 	}
@@ -270,6 +281,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Restart, rep.Backups = in.Restart, in.Backups
 	in.Ops = s.rec.Ops()
 	in.Out = o.Out
+	in.Partitions = rep.Partitions
 	if s.lifecycle() {
 		s.lifecycleInput(ctx, &in)
 		rep.Lifecycle.Flat = s.flat
@@ -320,7 +332,7 @@ func (s *soaker) setUp(ctx context.Context) error {
 	if chaosErr == nil {
 		bin = chaosDir
 	}
-	copts := harness.ClusterOptions{BinDir: bin, Dir: s.dir, Args: s.nodeArgs()}
+	copts := harness.ClusterOptions{BinDir: bin, Dir: s.dir, Args: s.nodeArgs(), Partitions: s.o.Partitions}
 	var netOf func(*harness.Cluster) Net
 	if soakNetwork != nil && chaosErr == nil { // only the chaos build follows the proxies' routes
 		netOf = soakNetwork(&copts)
@@ -583,7 +595,7 @@ func (s *soaker) finish(ctx context.Context, start time.Time) (CheckInput, error
 		}
 	}
 	s.finalAt = time.Since(s.rec.start)
-	s.takeBackup(ctx, start)
+	s.takeFinalBackup(ctx, start)
 	for _, w := range s.workers {
 		_ = w.Stop(10 * time.Second)
 	}
@@ -591,7 +603,11 @@ func (s *soaker) finish(ctx context.Context, start time.Time) (CheckInput, error
 	if in.Ledger, err = harness.ReadLedger(s.ledger); err != nil {
 		return in, err
 	}
-	in.Digests, in.DigestIndex, err = s.digests(ctx)
+	if s.partitions() > 1 {
+		in.PartitionDigests, err = s.partitionDigests(ctx)
+	} else {
+		in.Digests, in.DigestIndex, err = s.digests(ctx)
+	}
 	if err != nil {
 		in.DigestErr = err.Error()
 	}

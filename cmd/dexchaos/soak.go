@@ -22,7 +22,7 @@ import (
 // carries beside its payload; below this little would be left.
 const minSoakPayload = 64 << 10
 
-const soakUsage = `usage: dexchaos soak --duration D --seed S [--big] [--retention D [--archive]] [--out DIR] [--bin DIR] [--faults KIND,...]
+const soakUsage = `usage: dexchaos soak --duration D --seed S [--big] [--retention D [--archive]] [--partitions N] [--out DIR] [--bin DIR] [--faults KIND,...]
 
 Runs 3 dexd and a few dexworkers (scripted models: every tool policy,
 approvals, questions, timers, polled tools, failing attempts, model
@@ -65,6 +65,14 @@ the time to restore that snapshot offline are sampled; a run of 30
 minutes or more is judged flat when every sample of its last 15 minutes
 is within 10 % of minute 15's (exit 1 when not).
 
+--partitions N runs the cluster with dexd --partitions N: each fault
+that strikes the leader strikes the leader of one partition, drawn from
+the seed; node states, snapshots and catch-up are checked partition by
+partition; backups hold and restore every partition (into scratch
+clusters of N partitions); every backup's partitions must hold the same
+tool catalog and Worker registrations; the report gives each
+partition's figures. The flatness figures are partition 0's.
+
 Writes DIR/soak.md, DIR/soak.json and DIR/history.jsonl (and the logs and
 linearizability.html of a failing run). Exits 1 on a violation, 2 on bad
 usage.
@@ -83,6 +91,7 @@ type soakConfig struct {
 	retention        time.Duration
 	archive          bool
 	sampleEvery      time.Duration
+	partitions       int
 }
 
 func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
@@ -106,6 +115,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.DurationVar(&c.retention, "retention", 0, "lifecycle mode: the nodes' --retention; the clients close sessions throughout (0: sessions are never closed)")
 	fs.BoolVar(&c.archive, "archive", false, "with --retention: the nodes archive every session before they delete it, and the check compares the archive with the sessions' exports")
 	fs.DurationVar(&c.sampleEvery, "sample-every", time.Minute, "with --retention: how often the flatness figures are sampled")
+	fs.IntVar(&c.partitions, "partitions", 1, "run the cluster with dexd --partitions N (raft groups, each with its own leader)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -126,6 +136,9 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	}
 	if c.sampleEvery < time.Second {
 		return nil, errors.New("--sample-every must be at least 1s")
+	}
+	if c.partitions < 1 {
+		return nil, errors.New("--partitions must be at least 1")
 	}
 	if c.maxPayload < minSoakPayload {
 		return nil, fmt.Errorf("--max-payload must be at least %d", minSoakPayload)
@@ -172,6 +185,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 		Big: c.big, MaxPayload: c.maxPayload,
 		Retention: c.retention, Archive: c.archive, SampleEvery: c.sampleEvery,
 		RestoreTimer: soak.ChildRestoreTimer(restoreCmd, soak.RestoreTries),
+		Partitions:   c.partitions,
 	})
 	if rep != nil {
 		if werr := soak.WriteReport(c.out, rep); werr != nil {

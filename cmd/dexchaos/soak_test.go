@@ -19,6 +19,7 @@ func TestSoakFlagsRefuseWhatCannotRun(t *testing.T) {
 		{[]string{"--archive"}, "--archive needs --retention"},
 		{[]string{"--retention", "-1s"}, "--retention must not be negative"},
 		{[]string{"--retention", "5m", "--sample-every", "10ms"}, "--sample-every must be at least 1s"},
+		{[]string{"--partitions", "0"}, "--partitions must be at least 1"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(append([]string{"soak"}, c.args...), &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
@@ -39,5 +40,16 @@ func TestSoakFlags(t *testing.T) {
 	c, err = parseSoakFlags([]string{"--duration", "60m", "--retention", "5m", "--archive"}, &bytes.Buffer{})
 	if err != nil || c.retention.Minutes() != 5 || !c.archive || c.sampleEvery.Minutes() != 1 {
 		t.Fatalf("%+v, %v", c, err)
+	}
+}
+
+func TestSoakPartitionsFlag(t *testing.T) {
+	c, err := parseSoakFlags(nil, &bytes.Buffer{})
+	if err != nil || c.partitions != 1 {
+		t.Fatalf("default: %+v, %v", c, err)
+	}
+	c, err = parseSoakFlags([]string{"--partitions", "3", "--duration", "3m"}, &bytes.Buffer{})
+	if err != nil || c.partitions != 3 {
+		t.Fatalf("--partitions 3: %+v, %v", c, err)
 	}
 }
