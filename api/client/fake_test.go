@@ -99,11 +99,11 @@ type fakeWorkers struct {
 	// partition, mostPollsOut the most out at once, and doubled lists the
 	// polls that came while another of their partition was out (one loop
 	// per partition polls one at a time).
-	partitions   uint32
-	byPartition  map[string][]*dexv1.Task
-	polls        []string
+	partitions  uint32
+	byPartition map[string][]*dexv1.Task
+	polls       []string
 	// longestWait is the longest wait_ms a poll asked for.
-	longestWait uint32
+	longestWait  uint32
 	pollsOut     map[string]int
 	mostPollsOut int
 	doubled      []string
