@@ -336,8 +336,15 @@ func (r *Router) waitFor(ctx context.Context, deadline time.Time, cond func() bo
 	return false
 }
 
-// serve runs the partition's handler of method on this node.
+// serve runs the partition's handler of method on this node, with the
+// first message the router read and then the rest of the caller's stream.
 func (p *partitionHandlers) serve(ss grpc.ServerStream, method string, first *frame) error {
+	return p.serveFrames(ss, method, []*frame{first}, true)
+}
+
+// serveFrames runs the handler of method with the messages the router read
+// (a unary handler takes the first), then, when more, the caller's stream.
+func (p *partitionHandlers) serveFrames(ss grpc.ServerStream, method string, frames []*frame, more bool) error {
 	svcName, name, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
 	svc, ok := p.services[svcName]
 	if !ok {
@@ -345,7 +352,7 @@ func (p *partitionHandlers) serve(ss grpc.ServerStream, method string, first *fr
 	}
 	for _, m := range svc.desc.Methods {
 		if m.MethodName == name {
-			resp, err := m.Handler(svc.impl, ss.Context(), func(v any) error { return decodeFrame(first, v) }, p.unaryChecks(method))
+			resp, err := m.Handler(svc.impl, ss.Context(), func(v any) error { return decodeFrame(frames[0], v) }, p.unaryChecks(method))
 			if err != nil {
 				return err
 			}
@@ -359,7 +366,7 @@ func (p *partitionHandlers) serve(ss grpc.ServerStream, method string, first *fr
 					return err
 				}
 			}
-			return st.Handler(svc.impl, &replayStream{ServerStream: ss, first: first})
+			return st.Handler(svc.impl, &replayStream{ServerStream: ss, frames: frames, more: more})
 		}
 	}
 	return status.Errorf(codes.Unimplemented, "unknown method %s", method)
@@ -381,20 +388,26 @@ func (p *partitionHandlers) unaryChecks(method string) grpc.UnaryServerIntercept
 	}
 }
 
-// replayStream gives a stream handler the first message the router read,
-// checked as idOptions check a stream's, then the rest of the stream.
+// replayStream gives a stream handler the messages the router read, each
+// checked as idOptions check a stream's, then the rest of the caller's
+// stream (more) or its end.
 type replayStream struct {
 	grpc.ServerStream
-	first *frame
+	frames []*frame
+	more   bool
 }
 
 func (s *replayStream) RecvMsg(m any) error {
-	if f := s.first; f != nil {
-		s.first = nil
+	if len(s.frames) > 0 {
+		f := s.frames[0]
+		s.frames = s.frames[1:]
 		if err := decodeFrame(f, m); err != nil {
 			return status.Errorf(codes.InvalidArgument, "decode the request: %v", err)
 		}
 		return checkIDs(m)
+	}
+	if !s.more {
+		return io.EOF
 	}
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
@@ -434,41 +447,8 @@ func (r *Router) importSession(ss grpc.ServerStream, method string) error {
 	if id, err := format.SessionID(obj); err == nil {
 		k = wirerules.PartitionOf(id, len(r.parts))
 	}
-	local := func() error {
-		p := r.parts[k]
-		if p.acl != nil {
-			if err := p.acl.authorize(ss.Context(), method, nil); err != nil {
-				return err
-			}
-		}
-		svc := p.services[dexv1.SessionService_ServiceDesc.ServiceName]
-		for _, st := range svc.desc.Streams {
-			if "/"+svc.desc.ServiceName+"/"+st.StreamName == method {
-				return st.Handler(svc.impl, &bufferedStream{ServerStream: ss, frames: slices.Clone(frames)})
-			}
-		}
-		return status.Errorf(codes.Unimplemented, "unknown method %s", method)
-	}
+	local := func() error { return r.parts[k].serveFrames(ss, method, slices.Clone(frames), false) }
 	return r.atLeader(ss.Context(), k, local, func(addr string) error {
 		return r.forwardFrames(ss, k, addr, method, frames, false)
 	})
-}
-
-// bufferedStream gives a stream handler the messages the router read,
-// then the end of the stream.
-type bufferedStream struct {
-	grpc.ServerStream
-	frames []*frame
-}
-
-func (s *bufferedStream) RecvMsg(m any) error {
-	if len(s.frames) == 0 {
-		return io.EOF
-	}
-	f := s.frames[0]
-	s.frames = s.frames[1:]
-	if err := decodeFrame(f, m); err != nil {
-		return status.Errorf(codes.InvalidArgument, "decode the request: %v", err)
-	}
-	return checkIDs(m)
 }
