@@ -43,12 +43,20 @@ func drainScript(t *testing.T, dir, message, tool string) string {
 func startWorker(t *testing.T, c *testCluster, dir, script string) (ledger string) {
 	t.Helper()
 	ledger = filepath.Join(dir, "ledger.jsonl")
+	runDexworker(t, c, dir, "--ledger", ledger, "--script", script, "--hold", "tool-running", "--poll-wait", "2s")
+	return ledger
+}
+
+// runDexworker runs dexworker with args on the readiness-following target
+// of c, its log in dir/dexworker.log (shown when the test fails), and
+// kills it by PID at cleanup.
+func runDexworker(t *testing.T, c *testCluster, dir string, args ...string) {
+	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, "dexworker.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(dexworkerBin, "--addr", "dex:///"+strings.Join(c.grpc, ","), "--ledger", ledger,
-		"--script", script, "--hold", "tool-running", "--poll-wait", "2s")
+	cmd := exec.Command(dexworkerBin, append([]string{"--addr", "dex:///" + strings.Join(c.grpc, ",")}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -58,8 +66,11 @@ func startWorker(t *testing.T, c *testCluster, dir, script string) (ledger strin
 	t.Cleanup(func() {
 		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 		<-done
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "dexworker.log"))
+			t.Logf("dexworker:\n%s", b)
+		}
 	})
-	return ledger
 }
 
 func dexctl(t *testing.T, addrs []string, args ...string) ([]byte, error) {

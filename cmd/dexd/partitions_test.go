@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,25 +80,7 @@ func waitPartitionsServed(t *testing.T, c *testCluster) []*dexv1.PartitionStatus
 // startDemoWorker runs dexworker (its built-in script) on every node of c.
 func startDemoWorker(t *testing.T, c *testCluster, dir string) {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(dir, "dexworker.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(dexworkerBin, "--addr", "dex:///"+strings.Join(c.grpc, ","), "--ledger", filepath.Join(dir, "ledger.jsonl"), "--poll-wait", "2s")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
-	t.Cleanup(func() {
-		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "dexworker.log"))
-			t.Logf("dexworker:\n%s", b)
-		}
-	})
+	runDexworker(t, c, dir, "--ledger", filepath.Join(dir, "ledger.jsonl"), "--poll-wait", "2s")
 }
 
 // startIn starts a session through the node at addr and returns its id.
