@@ -2,30 +2,18 @@ package store
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-// StepID is the id of a session's Step number n: "SESSION-sN".
-func StepID(sessionID string, n uint64) string {
-	return sessionID + "-s" + strconv.FormatUint(n, 10)
-}
+// StepID is the id of a session's Step number n: "SESSION-sN". The rule
+// lives in wirerules, where the libraries read a Step's session from it.
+func StepID(sessionID string, n uint64) string { return wirerules.StepID(sessionID, n) }
 
 // ParseStepID splits a Step id into its session and number; ok is false for
 // anything StepID does not write.
-func ParseStepID(id string) (sessionID string, n uint64, ok bool) {
-	i := strings.LastIndex(id, "-s")
-	if i <= 0 {
-		return "", 0, false
-	}
-	n, err := strconv.ParseUint(id[i+2:], 10, 64)
-	if err != nil || StepID(id[:i], n) != id {
-		return "", 0, false
-	}
-	return id[:i], n, true
-}
+func ParseStepID(id string) (sessionID string, n uint64, ok bool) { return wirerules.ParseStepID(id) }
 
 // stepKeyIndexer keys a Step by its session, a NUL and its number big endian
 // (sessionSeqBytes),
