@@ -236,7 +236,7 @@ type fnError struct{ err error }
 func (e fnError) Error() string { return e.err.Error() }
 
 func (c *Client) watchOnce(ctx context.Context, id string, last *uint64, b *backoff, fn func(*dexv1.Event) error) error {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(toSession(ctx, id))
 	defer cancel()
 	stream, err := c.svc.WatchSession(ctx, &dexv1.WatchSessionRequest{SessionId: id, AfterSeq: *last}, grpc.WaitForReady(true))
 	if err != nil {

@@ -21,14 +21,16 @@ import (
 // dex:///host1:port1,host2:port2,host3:port3.
 const Scheme = "dex"
 
-// HealthService is the health-checked service name: the cluster reports it
-// SERVING only on the node that holds the dispatch lease.
+// HealthService is the health-checked service name: a cluster of one
+// partition reports it SERVING only on the node that holds the dispatch
+// lease, a cluster of several on every node that serves them all.
 const HealthService = "dex.v1.WorkerService"
 
-// ServiceConfig returns a service config that balances round robin over the
-// nodes whose health service reports healthService SERVING.
+// ServiceConfig returns a service config that balances over the nodes whose
+// health service reports healthService SERVING: round robin, or to the
+// leader of a call's partition (route.go).
 func ServiceConfig(healthService string) string {
-	return fmt.Sprintf(`{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":%q}}`, healthService)
+	return fmt.Sprintf(`{"loadBalancingConfig":[{%q:{}}],"healthCheckConfig":{"serviceName":%q}}`, balancerName, healthService)
 }
 
 // DefaultServiceConfig follows the node that serves HealthService.
@@ -37,9 +39,11 @@ var DefaultServiceConfig = ServiceConfig(HealthService)
 func init() { resolver.Register(dexBuilder{}) }
 
 // Dial opens a channel to a Dex cluster. target is either
-// "dex:///h1:p1,h2:p2,h3:p3" (every node; the channel uses only the node whose
-// health check reports SERVING, i.e. the lease holder, and follows it after a
-// takeover) or one "host:port" of a load balancer that checks /readyz. The
+// "dex:///h1:p1,h2:p2,h3:p3" (every node; the channel uses only the nodes
+// whose health check reports SERVING, i.e. the lease holder, and follows it
+// after a takeover; with several partitions, each call goes to its
+// partition's leader) or one "host:port" of a load balancer that checks
+// /readyz. The
 // channel is plaintext unless opts say otherwise; opts come after the
 // defaults, so they override them (e.g. grpc.WithDefaultServiceConfig).
 // The channel leaves a node that stops answering within DetectTime (see
@@ -56,7 +60,10 @@ func Dial(target string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 			live.creds = t.creds
 		}
 	}
+	routes := newPartitionMap()
 	base := []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(routes.unary),
+		grpc.WithChainStreamInterceptor(routes.stream),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(DefaultServiceConfig),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxReceive)),

@@ -94,6 +94,7 @@ func (w *Worker) toPartition(ctx context.Context, p *poller) (_ context.Context,
 	case n == 1:
 		return ctx, w.log, true
 	}
+	ctx = toPartitionNumber(ctx, p.partition)
 	return metadata.AppendToOutgoingContext(ctx, PartitionMetadataKey, strconv.Itoa(p.partition)),
 		w.log.With(zap.Int("partition", p.partition)), true
 }

@@ -29,7 +29,7 @@ import (
 
 // Router is the gRPC server of a node holding several partitions
 // (docs/design/partitions.md). It serves each call with the handlers of
-// the partition the call belongs to (routes): on this node when it leads
+// the partition the call belongs to (wirerules.Routes): on this node when it leads
 // that partition, else by forwarding the call to the node that does. Any
 // node therefore answers any call, and a client or Worker sees one
 // cluster.
@@ -47,6 +47,12 @@ type Router struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	ready    atomic.Pointer[readiness]
+	// forwarded counts, per partition, the calls this node forwarded to
+	// its leader.
+	forwarded []atomic.Uint64
+	// servedAt is when each partition was last served (serves; only
+	// followReadiness writes it after NewRouter).
+	servedAt []time.Time
 }
 
 type readiness struct {
@@ -108,7 +114,9 @@ func NewRouter(host *cluster.Host, log *zap.Logger, opts []Options) *Router {
 	}
 	healthpb.RegisterHealthServer(r.grpc, r.health)
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	r.setReadiness(r.serves())
+	r.servedAt = make([]time.Time, len(r.parts))
+	r.forwarded = make([]atomic.Uint64, len(r.parts))
+	r.setReadiness(r.serves(time.Now()))
 	go r.followReadiness()
 	return r
 }
@@ -155,29 +163,46 @@ func (r *Router) Stop(timeout time.Duration) {
 
 // Ready reports whether this node serves every partition: each has a
 // leader this node can reach it at, and each one this node leads is
-// ready. Otherwise the reason names the first partition that is not.
+// ready. Otherwise the reason names the first partition that is not. A
+// partition that had one within leaderWait counts as served while it
+// elects the next: a call of it waits here for that leader, and a call of
+// any other partition must not wait on its election.
 func (r *Router) Ready() (bool, string) {
 	rd := r.ready.Load()
 	return rd.ok, rd.reason
 }
 
-func (r *Router) serves() readiness {
+func (r *Router) serves(now time.Time) readiness {
 	for k, node := range r.host.Nodes() {
-		if node.IsLeader() {
-			if ok, reason := node.Ready(); !ok {
-				return readiness{reason: fmt.Sprintf("partition %d: %s", k, reason)}
-			}
+		reason := partitionServed(k, node)
+		if reason == "" {
+			r.servedAt[k] = now
 			continue
 		}
-		l := node.Leader()
-		switch {
-		case l == nil:
-			return readiness{reason: fmt.Sprintf("partition %d: no leader is known", k)}
-		case l.GrpcAddress == "":
-			return readiness{reason: fmt.Sprintf("partition %d: its leader %s has not recorded its gRPC address yet", k, l.Id)}
+		if r.servedAt[k].IsZero() || now.Sub(r.servedAt[k]) > leaderWait {
+			return readiness{reason: reason}
 		}
 	}
 	return readiness{ok: true}
+}
+
+// partitionServed is why this node cannot serve partition k now ("" when
+// it can).
+func partitionServed(k int, node *cluster.Node) string {
+	if node.IsLeader() {
+		if ok, reason := node.Ready(); !ok {
+			return fmt.Sprintf("partition %d: %s", k, reason)
+		}
+		return ""
+	}
+	l := node.Leader()
+	switch {
+	case l == nil:
+		return fmt.Sprintf("partition %d: no leader is known", k)
+	case l.GrpcAddress == "":
+		return fmt.Sprintf("partition %d: its leader %s has not recorded its gRPC address yet", k, l.Id)
+	}
+	return ""
 }
 
 // followReadiness keeps the health services in step with serves.
@@ -190,7 +215,7 @@ func (r *Router) followReadiness() {
 			return
 		case <-tick.C:
 		}
-		r.setReadiness(r.serves())
+		r.setReadiness(r.serves(time.Now()))
 	}
 }
 
@@ -211,11 +236,11 @@ func (r *Router) setReadiness(rd readiness) {
 // finds its partition and serves it there.
 func (r *Router) handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
-	rt, ok := routes[method]
+	rt, ok := wirerules.Routes[method]
 	if !ok {
 		return status.Errorf(codes.Unimplemented, "unknown method %s", method)
 	}
-	if rt.kind == imported {
+	if rt.Kind == wirerules.Imported {
 		return r.importSession(ss, method)
 	}
 	var first frame
@@ -232,21 +257,23 @@ func (r *Router) handle(_ any, ss grpc.ServerStream) error {
 		}
 		return r.parts[k].serve(ss, method, &first)
 	}
-	switch rt.kind {
-	case everyPartition:
+	switch rt.Kind {
+	case wirerules.EveryPartition:
 		return r.everyPartition(ss, method, &first)
-	case merged:
+	case wirerules.Merged:
 		return r.listSessions(ss, method, &first)
-	case members:
+	case wirerules.Members:
 		return r.members(ss, method, &first)
-	case local:
+	case wirerules.Local:
 		k, err := polledPartition(md, len(r.parts))
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
 		return r.parts[k].serve(ss, method, &first)
 	}
-	k, err := rt.partitionOf(first.b, md, len(r.parts), r.pick)
+	// The partition count tells a library to route its next calls itself.
+	ss.SetTrailer(metadata.Pairs(wirerules.PartitionsTrailer, strconv.Itoa(len(r.parts))))
+	k, err := partitionOf(rt, first.b, md, len(r.parts), r.pick)
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -267,12 +294,23 @@ func (r *Router) pick() int {
 	return int(start % n)
 }
 
+// Forwarded is how many calls of partition k this node forwarded to the
+// partition's leader: few once clients and Workers route by the partition
+// map (wirerules.LeaderTrailer).
+func (r *Router) Forwarded(k int) uint64 { return r.forwarded[k].Load() }
+
 // serveIn serves a call of partition k here when this node leads it, or
 // forwards it to its leader.
 func (r *Router) serveIn(k int, ss grpc.ServerStream, method string, first *frame) error {
 	return r.atLeader(ss.Context(), k,
 		func() error { return r.parts[k].serve(ss, method, first) },
-		func(addr string) error { return r.forward(ss, k, addr, method, first) })
+		func(addr string) error {
+			// The leader's address lets a library send the next call
+			// of this partition there itself.
+			ss.SetTrailer(metadata.Pairs(wirerules.LeaderTrailer, addr))
+			r.forwarded[k].Add(1)
+			return r.forward(ss, k, addr, method, first)
+		})
 }
 
 // atLeader runs a call of partition k: local when this node leads it (or

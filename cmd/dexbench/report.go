@@ -75,6 +75,10 @@ type raftStats struct {
 	EntriesPerStep float64 `json:"entries_per_step"`
 	// CPU seconds each node used during the run, by node id.
 	CPUSeconds map[string]float64 `json:"cpu_seconds"`
+	// Forwarded is the calls the nodes of a partitioned cluster forwarded
+	// to a partition's leader during the run, all nodes summed.
+	Forwarded        float64 `json:"forwarded_calls"`
+	ForwardedPerStep float64 `json:"forwarded_calls_per_step"`
 }
 
 type report struct {
@@ -210,6 +214,7 @@ func (r *report) analyse(sessions []*dexv1.GetSessionResponse, rec *recorder, st
 	r.Turn = newDist(turn)
 	if r.Raft != nil && r.StepsSucceeded > 0 {
 		r.Raft.EntriesPerStep = math.Round(r.Raft.Entries/float64(r.StepsSucceeded)*100) / 100
+		r.Raft.ForwardedPerStep = math.Round(r.Raft.Forwarded/float64(r.StepsSucceeded)*100) / 100
 	}
 	r.setCPUPerStep()
 }
@@ -270,7 +275,7 @@ func scrape(nodes map[string]string) metrics {
 			// elections, partitions led).
 			name, _, _ = strings.Cut(name, "{")
 			switch name {
-			case "dex_raft_commit_index", "process_cpu_seconds_total", "dex_raft_term", "dex_epoch", "dex_ready":
+			case "dex_raft_commit_index", "process_cpu_seconds_total", "dex_raft_term", "dex_epoch", "dex_ready", "dex_forwarded_calls_total":
 				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
 					m[name] += f
 				}
@@ -293,6 +298,7 @@ func (r *report) setRaft(before, after metrics, leader string, wall time.Duratio
 	for id, a := range after {
 		if b := before[id]; b != nil {
 			rs.CPUSeconds[id] = math.Round((a["process_cpu_seconds_total"]-b["process_cpu_seconds_total"])*100) / 100
+			rs.Forwarded += a["dex_forwarded_calls_total"] - b["dex_forwarded_calls_total"]
 		}
 	}
 	r.Raft = rs
@@ -329,6 +335,9 @@ func (r *report) writeTable(w io.Writer) {
 		slices.Sort(cpu)
 		fmt.Fprintf(tw, "raft entries\t%.0f\t%.1f entries/s, %.2f per succeeded Step\n", r.Raft.Entries, r.Raft.EntriesPerSec, r.Raft.EntriesPerStep)
 		fmt.Fprintf(tw, "CPU seconds\t%s\t(during the run; dexbench = Workers + client)\n", strings.Join(cpu, ", "))
+		if r.Config.Partitions > 1 {
+			fmt.Fprintf(tw, "forwarded calls\t%.0f\t%.2f per succeeded Step (calls a node passed on to their partition's leader)\n", r.Raft.Forwarded, r.Raft.ForwardedPerStep)
+		}
 	}
 	if r.MachineBusyCPUSeconds > 0 {
 		fmt.Fprintf(tw, "machine busy\t%.1f%%\t%.2f CPU seconds, every process counted (compare with the line above)\n", r.MachineBusy, r.MachineBusyCPUSeconds)

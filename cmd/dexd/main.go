@@ -377,15 +377,16 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 		return so
 	}
 	var (
-		srv   grpcServer
-		ready readySource = node
+		srv    grpcServer
+		ready  readySource = node
+		router *server.Router
 	)
 	if host != nil {
 		opts := make([]server.Options, len(stacks))
 		for k, st := range stacks {
 			opts[k] = shared(st.serverOptions(o))
 		}
-		router := server.NewRouter(host, log, opts)
+		router = server.NewRouter(host, log, opts)
 		srv, ready = router, partitionsReady{router: router, host: host}
 	} else {
 		srv = server.New(node, log, shared(first.serverOptions(o)))
@@ -395,8 +396,12 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	collectors := append([]prometheus.Collector{grpcMetrics.Collector(), raftSink}, archiveMetrics.Collectors()...)
 	var parts []partitionMetrics
-	for _, st := range stacks {
-		parts = append(parts, partitionMetrics{node: st.node, collectors: append(st.nm.Collectors(), workerHealthCollector{health: st.disp.WorkerHealth})})
+	for k, st := range stacks {
+		pc := append(st.nm.Collectors(), workerHealthCollector{health: st.disp.WorkerHealth})
+		if router != nil {
+			pc = append(pc, forwardedCollector(router, k))
+		}
+		parts = append(parts, partitionMetrics{node: st.node, collectors: pc})
 	}
 	ui, closeUI := newConsole(node, o, tlsStore)
 	defer closeUI()

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/server"
 )
 
 var (
@@ -35,4 +36,13 @@ func (c workerHealthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(workerUnhealthyDesc, prometheus.GaugeValue, unhealthy, h.WorkerId)
 		ch <- prometheus.MustNewConstMetric(workerUnclaimedDesc, prometheus.CounterValue, float64(h.UnclaimedExpiries), h.WorkerId)
 	}
+}
+
+// forwardedCollector counts the calls of partition k this node forwarded
+// to the partition's leader.
+func forwardedCollector(r *server.Router, k int) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "dex", Name: "forwarded_calls_total",
+		Help: "Calls of the partition this node received and forwarded to its leader. Libraries that route by the partition map send few.",
+	}, func() float64 { return float64(r.Forwarded(k)) })
 }

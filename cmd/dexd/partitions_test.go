@@ -77,6 +77,32 @@ func waitPartitionsServed(t *testing.T, c *testCluster) []*dexv1.PartitionStatus
 	return parts
 }
 
+// waitLeadersSpread waits until the balancer has left each node leading
+// one partition, as dexctl status --json shows.
+func waitLeadersSpread(t *testing.T, c *testCluster) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "one partition leader on each node", func() (bool, string) {
+		out, err := dexctl(t, c.grpc, "status", "--json")
+		if err != nil {
+			return false, stderrOf(err)
+		}
+		var st struct {
+			Partitions []struct {
+				ID     int    `json:"id"`
+				Leader string `json:"leader"`
+			} `json:"partitions"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
+			return false, err.Error()
+		}
+		leads := map[string]bool{}
+		for _, p := range st.Partitions {
+			leads[p.Leader] = true
+		}
+		return len(st.Partitions) == testPartitions && len(leads) == 3 && !leads[""], string(out)
+	})
+}
+
 // startDemoWorker runs dexworker (its built-in script) on every node of c.
 func startDemoWorker(t *testing.T, c *testCluster, dir string) {
 	t.Helper()
@@ -125,26 +151,7 @@ func TestPartitionedClusterServesEverySessionFromAnyNode(t *testing.T) {
 	waitPartitionsServed(t, c)
 	// The balancer leaves each node leading one partition, as dexctl
 	// status --json shows.
-	waitUntil(t, 30*time.Second, "one partition leader on each node", func() (bool, string) {
-		out, err := dexctl(t, c.grpc, "status", "--json")
-		if err != nil {
-			return false, stderrOf(err)
-		}
-		var st struct {
-			Partitions []struct {
-				ID     int    `json:"id"`
-				Leader string `json:"leader"`
-			} `json:"partitions"`
-		}
-		if err := json.Unmarshal(out, &st); err != nil {
-			return false, err.Error()
-		}
-		leads := map[string]bool{}
-		for _, p := range st.Partitions {
-			leads[p.Leader] = true
-		}
-		return len(st.Partitions) == testPartitions && len(leads) == 3 && !leads[""], string(out)
-	})
+	waitLeadersSpread(t, c)
 	startDemoWorker(t, c, t.TempDir())
 
 	// One partition's leadership moves where an operator says.
