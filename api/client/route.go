@@ -61,7 +61,7 @@ func (m *partitionMap) learn(k int, addr string, d balancer.DoneInfo) {
 	}
 	leader := ""
 	if v := d.Trailer.Get(wirerules.LeaderTrailer); len(v) > 0 {
-		leader = v[0]
+		leader = v[len(v)-1]
 	} else if d.Err == nil && len(d.Trailer.Get(wirerules.PartitionsTrailer)) > 0 {
 		leader = addr
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // connPool holds one client connection per node a router forwards to.
@@ -85,6 +86,10 @@ func (r *Router) forwardFrames(ss grpc.ServerStream, k int, addr, method string,
 	if err != nil {
 		return err
 	}
+	// The leader's address lets a library send the next call of this
+	// partition there itself.
+	ss.SetTrailer(metadata.Pairs(wirerules.LeaderTrailer, addr))
+	r.forwarded[k].Add(1)
 	for _, f := range frames {
 		if err := cs.SendMsg(f); err != nil {
 			if errors.Is(err, io.EOF) {

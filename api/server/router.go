@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -87,7 +88,7 @@ func NewRouter(host *cluster.Host, log *zap.Logger, opts []Options) *Router {
 		health: health.NewServer(),
 		host:   host,
 		log:    log,
-		pool:   connPool{dial: []grpc.DialOption{registry.DialCredentials()}, conns: map[string]*grpc.ClientConn{}},
+		pool:   connPool{dial: []grpc.DialOption{registry.DialCredentials(), grpc.WithConnectParams(forwardReconnect)}, conns: map[string]*grpc.ClientConn{}},
 		stop:   make(chan struct{}),
 	}
 	// Every call but health's reaches handle, which routes it; a request
@@ -304,13 +305,7 @@ func (r *Router) Forwarded(k int) uint64 { return r.forwarded[k].Load() }
 func (r *Router) serveIn(k int, ss grpc.ServerStream, method string, first *frame) error {
 	return r.atLeader(ss.Context(), k,
 		func() error { return r.parts[k].serve(ss, method, first) },
-		func(addr string) error {
-			// The leader's address lets a library send the next call
-			// of this partition there itself.
-			ss.SetTrailer(metadata.Pairs(wirerules.LeaderTrailer, addr))
-			r.forwarded[k].Add(1)
-			return r.forward(ss, k, addr, method, first)
-		})
+		func(addr string) error { return r.forward(ss, k, addr, method, first) })
 }
 
 // atLeader runs a call of partition k: local when this node leads it (or
@@ -340,11 +335,22 @@ func (r *Router) atLeader(ctx context.Context, k int, local func() error, remote
 		if !notDialled(err) {
 			return err
 		}
-		was := l.Id
-		if !r.waitFor(ctx, deadline, func() bool { l := node.Leader(); return l == nil || l.Id != was }) {
+		// Try again when the leader changes, or, if it does not, once
+		// the connection had time to redial (forwardReconnect): a node
+		// that restarted and took the leadership back answers again.
+		was, redial := l.Id, time.Now().Add(forwardReconnect.Backoff.MaxDelay)
+		if !r.waitFor(ctx, deadline, func() bool { l := node.Leader(); return l == nil || l.Id != was || time.Now().After(redial) }) {
 			return err
 		}
 	}
+}
+
+// forwardReconnect redials a leader's address within a quarter second:
+// gRPC's default back-off grows to minutes while a node is down, and the
+// node may come back and lead again long before the next try.
+var forwardReconnect = grpc.ConnectParams{
+	Backoff:           grpcbackoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 250 * time.Millisecond},
+	MinConnectTimeout: 2 * time.Second,
 }
 
 // leaderWait bounds how long a call waits for a partition's next leader
