@@ -8,6 +8,11 @@ gone, frozen, or answers Unavailable) it follows the ``dex-leader`` trailer
 the node sent, or asks every node's health service which one reports
 ``dex.v1.WorkerService`` SERVING (only the lease holder does). The caller
 repeats the call; the next try goes to the new node.
+
+A cluster of several partitions names its partition count and, when the
+node forwarded a call to its partition's leader, that leader in the call's
+trailers. A call that names its partition (a Worker's poll and attempt
+calls) then goes straight to the partition's leader, saving the forward.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ HEALTH_SERVICE = "dex.v1.WorkerService"
 LEADER_METADATA_KEY = "dex-leader"
 #: The metadata that names the partition a PollTask polls (absent: partition 0).
 PARTITION_METADATA_KEY = "dex-partition"
+#: The trailer in which a node of a partitioned cluster gives the partition
+#: count, on every call it routed by session, Step or partition.
+PARTITIONS_TRAILER = "dex-partitions"
+#: The trailer in which a node names the gRPC address of the partition leader
+#: it forwarded the call to. Unlike dex-leader it does not say that nothing
+#: was applied: it only says where the partition's next call should go.
+PARTITION_LEADER_TRAILER = "dex-partition-leader"
 #: The environment variable a token is read from when none is given.
 TOKEN_ENV = "DEX_TOKEN"
 #: The largest answer accepted (a poll may carry several big tasks).
@@ -57,6 +69,9 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 ]
 
 _SERVING = 1  # grpc.health.v1.HealthCheckResponse.SERVING
+# The codes of a call that may not have reached a live node.
+_LOST = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED,
+         grpc.StatusCode.UNKNOWN)
 
 
 @dataclass
@@ -138,15 +153,26 @@ class NodeDropped(grpc.RpcError):
         return ()
 
 
-def trailer_value(err: grpc.RpcError, key: str) -> str:
+def _trailers(err: grpc.RpcError) -> Any:
     try:
-        md = err.trailing_metadata() or ()  # type: ignore[attr-defined]
+        return err.trailing_metadata() or ()  # type: ignore[attr-defined]
     except Exception:
-        return ""
-    for k, v in md:
+        return ()
+
+
+def _value(md: Any, key: str, last: bool = False) -> str:
+    """The first (or last) value of key in md ("" when absent)."""
+    found = ""
+    for k, v in md or ():
         if k == key:
-            return v if isinstance(v, str) else v.decode()
-    return ""
+            found = v if isinstance(v, str) else v.decode()
+            if not last:
+                break
+    return found
+
+
+def trailer_value(err: grpc.RpcError, key: str) -> str:
+    return _value(_trailers(err), key)
 
 
 class Connection:
@@ -171,6 +197,10 @@ class Connection:
         self._inflight: dict[str, set] = {}
         self._dropped: set = set()
         self._prober: Optional[asyncio.Task] = None
+        # The partition map the trailers taught (node lists only): the
+        # count (0: none seen) and each partition's leader.
+        self._partition_count = 0
+        self._leaders: dict[int, str] = {}
 
     def _stub(self, addr: str, stub_cls: Any) -> Any:
         s = self._stubs.get((addr, stub_cls))
@@ -199,19 +229,22 @@ class Connection:
     async def _probe(self) -> None:
         while True:
             await asyncio.sleep(PROBE_INTERVAL)
-            addr = self._current
-            if addr not in self._channels:
-                continue
-            check = self._channels[addr].unary_unary("/grpc.health.v1.Health/Check")
-            try:
-                await check(_health_request(HEALTH_SERVICE), timeout=PROBE_TIMEOUT, metadata=self.metadata)
-            except grpc.RpcError as e:
-                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                    self._drop(addr)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                pass
+            # Every node calls go to: the current one and the partition leaders.
+            await asyncio.gather(*(self._probe_node(a) for a in {self._current, *self._leaders.values()}))
+
+    async def _probe_node(self, addr: str) -> None:
+        if addr not in self._channels:
+            return
+        check = self._channels[addr].unary_unary("/grpc.health.v1.Health/Check")
+        try:
+            await check(_health_request(HEALTH_SERVICE), timeout=PROBE_TIMEOUT, metadata=self.metadata)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                self._drop(addr)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            pass
 
     def _drop(self, addr: str) -> None:
         """Forgets addr's channel and cuts off its calls in flight; the next
@@ -223,6 +256,7 @@ class Connection:
             call.cancel()
         if self.multi and addr == self._current:
             self._lost = True
+        self._leaders = {k: a for k, a in self._leaders.items() if a != addr}
         if ch is not None:
             asyncio.ensure_future(ch.close())
 
@@ -259,9 +293,7 @@ class Connection:
         """Learn from a failed call on addr where the next should go."""
         if not self.multi or addr != self._current:
             return
-        code = err.code()
-        if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                        grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN):
+        if err.code() not in _LOST:
             return
         leader = trailer_value(err, LEADER_METADATA_KEY)
         if leader and leader != addr:
@@ -271,16 +303,47 @@ class Connection:
             return
         self._lost = True
 
+    def _leader_of(self, partition: Optional[int]) -> Optional[str]:
+        """The known leader of partition, if a call may go there."""
+        if partition is None:
+            return None
+        addr = self._leaders.get(partition)
+        return addr if addr in self.addrs else None
+
+    def _learn(self, partition: Optional[int], addr: str, md: Any, ok: bool) -> None:
+        """Learn the partition map from the trailers of a call to addr."""
+        n = _value(md, PARTITIONS_TRAILER)
+        if n.isdigit() and int(n) > 0 and int(n) != self._partition_count:
+            self._partition_count, self._leaders = int(n), {}
+        if partition is None:
+            return
+        # The last value: a node that forwarded twice (its first leader
+        # could not be dialled) names the one that took the call last.
+        leader = _value(md, PARTITION_LEADER_TRAILER, last=True)
+        if not leader and ok and n:
+            leader = addr  # served without a forward: addr leads the partition
+        if leader:
+            self._leaders[partition] = leader
+
+    def _forget(self, partition: Optional[int], leader: str) -> None:
+        if partition is not None and self._leaders.get(partition) == leader:
+            del self._leaders[partition]
+
     async def unary(self, stub_cls: Any, method: str, request: Any, timeout: float,
-                    wait_for_ready: Optional[bool] = None, metadata: Sequence[tuple[str, str]] = ()) -> Any:
+                    wait_for_ready: Optional[bool] = None, metadata: Sequence[tuple[str, str]] = (),
+                    partition: Optional[int] = None) -> Any:
         """One try of a unary call of ``stub_cls``'s ``method``. It raises
         grpc.RpcError as the node answered; the connection has then moved
         to where a repeat should go. ``wait_for_ready=False`` fails at once
         when the node cannot be reached, with the reason. ``metadata`` goes
-        with the call, beside the token."""
+        with the call, beside the token. ``partition``: the partition the
+        call belongs to (a Worker's poll and attempt calls of a partitioned
+        cluster); with a node list it goes to that partition's leader once
+        known."""
         if self._prober is None:
             self._prober = asyncio.ensure_future(self._probe())
-        addr = await self.node()
+        leader = self._leader_of(partition)
+        addr = leader or await self.node()
         fn = getattr(self._stub(addr, stub_cls), method)
         # A single address waits for its balancer to have a backend; a
         # node of a list fails fast so that the next try moves on.
@@ -290,9 +353,18 @@ class Connection:
         calls = self._inflight.setdefault(addr, set())
         calls.add(call)
         try:
-            return await call
+            resp = await call
+            if self.multi:
+                self._learn(partition, addr, await call.trailing_metadata(), True)
+            return resp
         except grpc.RpcError as e:
+            if leader and e.code() in _LOST:
+                # The leader may be gone: the next try goes to the current
+                # node, which forwards it and names the new leader.
+                self._forget(partition, leader)
             self._failed(addr, e)
+            if self.multi:
+                self._learn(partition, addr, _trailers(e), False)
             raise
         except asyncio.CancelledError:
             if call in self._dropped:

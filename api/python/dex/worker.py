@@ -565,8 +565,11 @@ class Worker:
                 slots.give(n)
                 raise
             slots.give(n - len(tasks))
+            # A task's attempt calls belong to the partition it was polled
+            # from: the connection sends them to that partition's leader.
+            part = k if self._partitions > 1 else None
             for t in tasks:
-                task = asyncio.ensure_future(self._run_task(t))
+                task = asyncio.ensure_future(self._run_task(t, part))
                 running.add(task)
                 task.add_done_callback(running.discard)
                 task.add_done_callback(lambda _: slots.give(1))
@@ -698,7 +701,7 @@ class Worker:
             where = {"partition": k} if md else {}
             try:
                 resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "PollTask", req,
-                                             wait + self.call_timeout, metadata=md)
+                                             wait + self.call_timeout, metadata=md, partition=k if md else None)
                 if k in self._conn_lost:
                     self.log.info("cluster reached again", extra={"fields": {"worker": self.id, **where}})
                     self._conn_lost.discard(k)
@@ -727,7 +730,8 @@ class Worker:
         interval = task.heartbeat_interval_ms / 1000.0 or self.heartbeat_interval
         return min(max(interval, MIN_CALL_TRY), MAX_CALL_TRY, self.call_timeout)
 
-    async def _send(self, fields: dict, what: str, try_: float, method: str, request: Any) -> Any:
+    async def _send(self, fields: dict, what: str, try_: float, method: str, request: Any,
+                    partition: Optional[int] = None) -> Any:
         """One attempt call, repeated with the same request (the same seq)
         across transient errors until the cluster answers. The first
         repeat goes out at once, later ones back off. Raises the cluster's
@@ -741,7 +745,8 @@ class Worker:
             if self._report_deadline is not None:
                 timeout = min(timeout, max(self._report_deadline - time.monotonic(), 0.01))
             try:
-                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, method, request, timeout)
+                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, method, request, timeout,
+                                             partition=partition)
                 if tries > 1:
                     self.log.info(what + " went through after retries", extra={"fields": {**fields, "tries": tries}})
                 return resp
@@ -759,8 +764,9 @@ class Worker:
                 await asyncio.sleep(b.next())
 
     async def _report(self, fields: dict, what: str, try_: float, ref: types_pb2.AttemptRef,
-                      result: types_pb2.AttemptResult) -> None:
-        await self._send(fields, what, try_, "ReportTask", workers_pb2.ReportTaskRequest(ref=ref, result=result))
+                      result: types_pb2.AttemptResult, partition: Optional[int] = None) -> None:
+        await self._send(fields, what, try_, "ReportTask", workers_pb2.ReportTaskRequest(ref=ref, result=result),
+                         partition)
 
     async def _hold(self, moment: str, task: workers_pb2.Task) -> None:
         if self.hold_hook is None:
@@ -781,7 +787,7 @@ class Worker:
             return f"worker {self.id} has no tool {t.tool!r}"
         return ""
 
-    async def _run_task(self, t: workers_pb2.Task) -> None:
+    async def _run_task(self, t: workers_pb2.Task, partition: Optional[int] = None) -> None:
         ref = types_pb2.AttemptRef()
         ref.CopyFrom(t.ref)
         fields = {"worker": self.id, "session": t.session_id, "step": ref.step_id, "attempt": ref.attempt,
@@ -794,7 +800,8 @@ class Worker:
         if why:
             ref.seq = 1
             try:
-                await self._report(fields, "fail", try_, ref, _failure(types_pb2.ERROR_TYPE_UNSPECIFIED, why))
+                await self._report(fields, "fail", try_, ref, _failure(types_pb2.ERROR_TYPE_UNSPECIFIED, why),
+                                   partition)
             except grpc.RpcError as e:
                 self.log.warning("fail refused", extra={"fields": {**fields, "error": e.details()}})
             self.log.error("cannot run task", extra={"fields": {**fields, "reason": why}})
@@ -803,7 +810,7 @@ class Worker:
         await self._hold(HOLD_BEFORE_CLAIM, t)
         ref.seq = 1
         try:
-            await self._send(fields, "claim", try_, "ClaimTask", workers_pb2.ClaimTaskRequest(ref=ref))
+            await self._send(fields, "claim", try_, "ClaimTask", workers_pb2.ClaimTaskRequest(ref=ref), partition)
         except grpc.RpcError as e:
             self.log.warning("claim refused; dropping the task",
                              extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
@@ -819,7 +826,7 @@ class Worker:
                 if state["handler"] is not None:
                     state["handler"].cancel(msg="attempt cancelled")
 
-        hb = asyncio.ensure_future(self._heartbeat(fields, t, on_cancel))
+        hb = asyncio.ensure_future(self._heartbeat(fields, t, on_cancel, partition))
         try:
             await self._hold(HOLD_AFTER_CLAIM, t)
             if state["cancelled"]:
@@ -844,7 +851,7 @@ class Worker:
             ref.seq = 2
             if out.complete is not None:
                 try:
-                    await self._report(fields, "complete", try_, ref, out.complete)
+                    await self._report(fields, "complete", try_, ref, out.complete, partition)
                 except grpc.RpcError as e:
                     if e.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED):
                         # The result itself was refused and nothing was logged:
@@ -862,7 +869,7 @@ class Worker:
                     return
             msg = str(out.err) or type(out.err).__name__
             try:
-                await self._report(fields, "fail", try_, ref, _failure(out.error_type, msg))
+                await self._report(fields, "fail", try_, ref, _failure(out.error_type, msg), partition)
             except grpc.RpcError as e:
                 self.log.warning("fail refused; dropping the task",
                                  extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
@@ -977,7 +984,8 @@ class Worker:
         res = _as_tool_result(await self._call(tool.run, call))
         return _Outcome(complete=types_pb2.AttemptResult(tool_result=res.proto()))
 
-    async def _heartbeat(self, fields: dict, t: workers_pb2.Task, cancel: Callable[[str], None]) -> None:
+    async def _heartbeat(self, fields: dict, t: workers_pb2.Task, cancel: Callable[[str], None],
+                         partition: Optional[int] = None) -> None:
         """Keeps the attempt alive; calls cancel when the cluster says the
         attempt is no longer current."""
         assert self.conn is not None
@@ -989,7 +997,8 @@ class Worker:
         while True:
             await asyncio.sleep(interval)
             try:
-                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "Heartbeat", req, self.call_try(t))
+                resp = await self.conn.unary(workers_pb2_grpc.WorkerServiceStub, "Heartbeat", req, self.call_try(t),
+                                             partition=partition)
             except grpc.RpcError as e:
                 if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
                     cancel(e.details() or "")
