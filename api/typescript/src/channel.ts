@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import type { SecureClientSessionOptions } from "node:http2";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import type { Interceptor, StreamResponse, Transport, UnaryResponse } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, createContextKey, createContextValues } from "@connectrpc/connect";
+import type { ContextValues, Interceptor, StreamResponse, Transport, UnaryResponse } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
-import { leaderOf, transient } from "./retry.js";
+import { leaderOf, PartitionLeaderTrailer, PartitionsTrailer, transient } from "./retry.js";
 import { nopLogger, type Logger } from "./log.js";
 import { tokenFrom } from "./token.js";
 
@@ -24,6 +24,18 @@ export const HealthService = "dex.v1.WorkerService";
  */
 export const ProbeIntervalMs = 500;
 export const ProbeTimeoutMs = 1000;
+
+/** The partition a call belongs to (-1: none), read by a Channel that routes calls to partitions' leaders. */
+const partitionKey = createContextKey(-1, { description: "dex partition" });
+
+/**
+ * Call options that mark a call as one of partition k: a Channel given
+ * several nodes sends it to the partition's leader once it knows it. A hint
+ * to the channel only: nothing is sent with the call.
+ */
+export function inPartition(k: number): { contextValues: ContextValues } {
+  return { contextValues: createContextValues().set(partitionKey, k) };
+}
 
 /** PEM contents, or paths with *File, of mutual TLS. */
 export interface TlsOptions {
@@ -108,6 +120,15 @@ class Node {
  * refusal names) and moves to another after a takeover. It does not retry
  * calls itself: the Worker and the Client repeat a refused call with a short
  * backoff. Close it when done.
+ *
+ * With several partitions (each its own leader) any node serves any call
+ * and forwards it to its partition's leader, at the cost of a second hop.
+ * So a call marked with inPartition goes straight to its partition's leader
+ * when the channel knows it: each call's trailers teach the partition count
+ * and, for a forwarded call, the leader it went to; a call served where it
+ * landed teaches that node. A wrong or stale leader costs one hop and the
+ * node's answer corrects it. With one address (a load balancer) or one
+ * partition nothing changes.
  */
 export class Channel implements Transport {
   readonly addrs: string[];
@@ -121,6 +142,9 @@ export class Channel implements Transport {
   private readonly prober: NodeJS.Timeout;
   private probing = false;
   private closed = false;
+  /** The partition count the cluster's trailers gave (0: none yet), and each partition's leader among the nodes. */
+  private partitions = 0;
+  private readonly leaders = new Map<number, Node>();
 
   constructor(target: string, opts: DialOptions = {}) {
     this.addrs = parseTarget(target);
@@ -145,6 +169,11 @@ export class Channel implements Transport {
     return this.nodes[this.cur].addr;
   }
 
+  /** The leader partition k's calls go to ("" while the channel knows none: they go to current). */
+  partitionLeader(k: number): string {
+    return this.routed(k)?.addr ?? "";
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -153,10 +182,19 @@ export class Channel implements Transport {
   }
 
   async unary(...args: Parameters<Transport["unary"]>): Promise<UnaryResponse<any, any>> {
-    const node = await this.node();
+    const k = args[5]?.get(partitionKey) ?? -1;
+    const routed = this.routed(k);
+    const node = routed !== undefined && !this.closed ? routed : await this.node();
     try {
-      return await node.transport.unary(...args);
+      const res = await node.transport.unary(...args);
+      this.learn(k, node, res.trailer, true);
+      return res;
     } catch (e) {
+      // The leader did not answer, or no longer leads: the next call goes
+      // where the others go, and the node there names the new one.
+      const down = e instanceof ConnectError && (transient(e) || e.code === Code.Unknown);
+      if (routed !== undefined && down && !args[1]?.aborted && this.leaders.get(k) === routed) this.leaders.delete(k);
+      if (e instanceof ConnectError) this.learn(k, node, e.metadata, false);
       this.failed(node, e);
       throw e;
     }
@@ -193,6 +231,43 @@ export class Channel implements Transport {
     this.needPick = true;
   }
 
+  /** The known leader of partition k, when calls of k go there. */
+  private routed(k: number): Node | undefined {
+    return k >= 0 && k < this.partitions ? this.leaders.get(k) : undefined;
+  }
+
+  /**
+   * Learns from the trailers of a call of partition k (-1: none) that node
+   * answered: the partition count, and k's leader, which the node names when
+   * it forwarded the call, or is when it served it. A follower's "dex-leader"
+   * is not a partition's leader: it says that nothing was done.
+   */
+  private learn(k: number, node: Node, trailer: Headers, ok: boolean): void {
+    if (this.nodes.length === 1) return;
+    const count = Number(trailer.get(PartitionsTrailer) ?? "");
+    if (!Number.isInteger(count) || count <= 0) return;
+    if (count !== this.partitions) {
+      this.partitions = count;
+      this.leaders.clear();
+    }
+    if (k < 0 || k >= count) return;
+    const named = trailer.get(PartitionLeaderTrailer);
+    if (named === null && !ok) return;
+    const leader = named === null ? node : this.nodes.find((n) => n.addr === named);
+    if (leader === this.leaders.get(k)) return;
+    if (leader === undefined) {
+      this.leaders.delete(k); // a leader the channel was not given: calls go where the others go
+      return;
+    }
+    this.log.info("calling a partition's leader directly", { partition: k, leader: leader.addr });
+    this.leaders.set(k, leader);
+  }
+
+  /** Forgets the partitions led by a node that does not serve. */
+  private forgetLeader(n: Node): void {
+    for (const [k, l] of this.leaders) if (l === n) this.leaders.delete(k);
+  }
+
   /** Notes a failed call (for Client streams). */
   noteFailure(err: unknown): void {
     this.failed(undefined, err);
@@ -223,6 +298,7 @@ export class Channel implements Transport {
     const states = await Promise.all(order.map((i) => this.check(this.nodes[i])));
     for (const [k, i] of order.entries()) {
       if (states[k] === "timeout") this.nodes[i].reset(new ConnectError(`node ${this.nodes[i].addr} did not answer its health check`, Code.Unavailable));
+      if (states[k] !== HealthCheckResponse_ServingStatus.SERVING) this.forgetLeader(this.nodes[i]);
     }
     const k = states.findIndex((s) => s === HealthCheckResponse_ServingStatus.SERVING);
     if (k >= 0) {

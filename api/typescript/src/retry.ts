@@ -6,6 +6,15 @@ export const LeaderMetadataKey = "dex-leader";
 /** The request metadata that names the partition a PollTask polls ("0", "1", ...; absent: partition 0). */
 export const PartitionMetadataKey = "dex-partition";
 
+/**
+ * The trailers a node of a partitioned cluster sets on a call it routed to a
+ * partition: the partition count (only when more than one), and, when it
+ * forwarded the call, the gRPC address of the partition's leader it went to.
+ * Unlike "dex-leader", a forwarded call may have been applied.
+ */
+export const PartitionsTrailer = "dex-partitions";
+export const PartitionLeaderTrailer = "dex-partition-leader";
+
 /** Grows from min to max (ms) with ±20% jitter, so Workers do not hit a new leader in lockstep. */
 export class Backoff {
   private n = 0;

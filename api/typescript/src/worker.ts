@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type CallOptions, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
 import { AttemptRefSchema, type AttemptRef } from "../gen/dex/v1/types_pb.js";
 import { WorkerService, type Task } from "../gen/dex/v1/workers_pb.js";
 import {
@@ -9,7 +9,7 @@ import {
 } from "../gen/dex/v1/types_pb.js";
 import { checkAgentList } from "./agents.js";
 import { holderFromEnv, Moments, type Moment } from "./hold.js";
-import { Channel } from "./channel.js";
+import { Channel, inPartition } from "./channel.js";
 import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
 import { checkModelOutput, kindName } from "./kinds.js";
 import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } from "./ledger.js";
@@ -426,7 +426,7 @@ export class Worker {
       const got = await this.poll(signal, n, k);
       slots.give(n - got.length);
       for (const t of got) {
-        const p = this.runTask(taskSignal, t).catch((e) => this.log.error("task crashed", { error: e }))
+        const p = this.runTask(taskSignal, t, k).catch((e) => this.log.error("task crashed", { error: e }))
           .finally(() => {
             running.delete(p);
             slots.give(1);
@@ -539,7 +539,7 @@ export class Worker {
         // a whole poll wait behind an idle one.
         const waitMs = this.partitions > this.o.concurrency ? Math.min(this.o.pollWaitMs, SHARED_SLOT_WAIT_MS) : this.o.pollWaitMs;
         const resp = await this.svc.pollTask({ workerId: this.id, waitMs: Math.floor(waitMs), maxTasks: n },
-          { signal, timeoutMs: waitMs + this.o.callTimeoutMs, headers });
+          { signal, timeoutMs: waitMs + this.o.callTimeoutMs, headers, ...inPartition(k) });
         return resp.tasks;
       } catch (e) {
         if (signal.aborted) return [];
@@ -574,17 +574,17 @@ export class Worker {
   }
 
   /**
-   * Runs one logged Worker call, repeating the same request across transient
-   * errors until the cluster answers or signal aborts; the first repeat goes
-   * at once, later ones back off. Returns the cluster's definite refusal, or
-   * undefined on success.
+   * Runs one logged Worker call of a task polled from partition k, repeating
+   * the same request across transient errors until the cluster answers or
+   * signal aborts; the first repeat goes at once, later ones back off.
+   * Returns the cluster's definite refusal, or undefined on success.
    */
-  private async send(log: Logger, what: string, tryMs: number, signal: AbortSignal,
-    f: (o: { signal: AbortSignal; timeoutMs: number }) => Promise<unknown>): Promise<unknown> {
+  private async send(log: Logger, what: string, k: number, tryMs: number, signal: AbortSignal,
+    f: (o: CallOptions) => Promise<unknown>): Promise<unknown> {
     const b = new Backoff(50, 250);
     for (let tries = 1; ; tries++) {
       try {
-        await f({ signal, timeoutMs: tryMs });
+        await f({ signal, timeoutMs: tryMs, ...inPartition(k) });
         if (tries > 1) log.info(`${what} went through after retries`, { tries });
         return undefined;
       } catch (e) {
@@ -603,8 +603,8 @@ export class Worker {
     }
   }
 
-  private report(log: Logger, what: string, tryMs: number, signal: AbortSignal, ref: AttemptRef, result: AttemptResult): Promise<unknown> {
-    return this.send(log, what, tryMs, signal, (o) => this.svc.reportTask({ ref, result }, o));
+  private report(log: Logger, what: string, k: number, tryMs: number, signal: AbortSignal, ref: AttemptRef, result: AttemptResult): Promise<unknown> {
+    return this.send(log, what, k, tryMs, signal, (o) => this.svc.reportTask({ ref, result }, o));
   }
 
   private cannotRun(t: Task): string {
@@ -614,7 +614,8 @@ export class Worker {
     return this.tools.has(t.tool) ? "" : `worker ${this.id} has no tool ${JSON.stringify(t.tool)}`;
   }
 
-  private async runTask(signal: AbortSignal, t: Task): Promise<void> {
+  /** Runs task t, polled from partition k: its calls go to that partition's leader (inPartition). */
+  private async runTask(signal: AbortSignal, t: Task, k: number): Promise<void> {
     const ref: AttemptRef = t.ref ? clone(AttemptRefSchema, t.ref) : create(AttemptRefSchema);
     const log = withFields(this.log, { session: t.sessionId, step: ref.stepId, attempt: ref.attempt, kind: kindName(t.kind), tool: t.tool });
     log.info("task received");
@@ -623,14 +624,14 @@ export class Worker {
     const why = this.cannotRun(t);
     if (why !== "") {
       ref.seq = 1n;
-      const err = await this.report(log, "fail", this.callTry(t), signal, ref, failure(ErrorType.UNSPECIFIED, why));
+      const err = await this.report(log, "fail", k, this.callTry(t), signal, ref, failure(ErrorType.UNSPECIFIED, why));
       log.error("cannot run task", { reason: why, error: err });
       return;
     }
 
     await this.hold(Moments.beforeClaim, t);
     ref.seq = 1n;
-    const claimErr = await this.send(log, "claim", this.callTry(t), signal, (o) => this.svc.claimTask({ ref }, o));
+    const claimErr = await this.send(log, "claim", k, this.callTry(t), signal, (o) => this.svc.claimTask({ ref }, o));
     if (claimErr !== undefined) {
       log.warn("claim refused; dropping the task", { error: claimErr });
       return;
@@ -645,7 +646,7 @@ export class Worker {
     let handlerDone = false;
     let cancelled = "";
     const hb = new AbortController();
-    const hbDone = this.heartbeat(hb.signal, log, t, ref, (reason) => {
+    const hbDone = this.heartbeat(hb.signal, log, t, k, ref, (reason) => {
       if (!handlerDone && cancelled === "") {
         cancelled = reason || "the attempt was cancelled";
         handler.abort(new ModelError(ErrorType.UNSPECIFIED, `attempt cancelled by the cluster: ${cancelled}`));
@@ -668,7 +669,7 @@ export class Worker {
       const rsignal = signal.aborted ? AbortSignal.timeout(2000) : signal;
       ref.seq = 2n;
       if ("complete" in out) {
-        const err = await this.report(log, "complete", this.callTry(t), rsignal, ref, out.complete);
+        const err = await this.report(log, "complete", k, this.callTry(t), rsignal, ref, out.complete);
         if (err === undefined) {
           await stopHeartbeats();
           log.info("task completed");
@@ -687,7 +688,7 @@ export class Worker {
         }
       }
       const msg = out.err instanceof Error ? out.err.message : String(out.err);
-      const err = await this.report(log, "fail", this.callTry(t), rsignal, ref, failure(out.errType, msg));
+      const err = await this.report(log, "fail", k, this.callTry(t), rsignal, ref, failure(out.errType, msg));
       if (err !== undefined) {
         log.warn("fail refused; dropping the task", { error: err });
         return;
@@ -789,14 +790,14 @@ export class Worker {
   }
 
   /** Keeps the attempt alive until signal aborts; cancel is called when the cluster says it is no longer current. */
-  private async heartbeat(signal: AbortSignal, log: Logger, t: Task, ref: AttemptRef, cancel: (reason: string) => void): Promise<void> {
+  private async heartbeat(signal: AbortSignal, log: Logger, t: Task, k: number, ref: AttemptRef, cancel: (reason: string) => void): Promise<void> {
     const interval = t.heartbeatIntervalMs > 0 ? t.heartbeatIntervalMs : this.heartbeatIntervalMs;
     // Heartbeats carry the seq of the last logged call (the claim).
     const hbRef = create(AttemptRefSchema, { stepId: ref.stepId, attempt: ref.attempt, token: ref.token, seq: 1n });
     let failing = false;
     while (await sleep(interval, signal)) {
       try {
-        const resp = await this.svc.heartbeat({ ref: hbRef }, { signal, timeoutMs: this.callTry(t) });
+        const resp = await this.svc.heartbeat({ ref: hbRef }, { signal, timeoutMs: this.callTry(t), ...inPartition(k) });
         if (signal.aborted) return;
         if (resp.cancelled) {
           cancel(resp.reason);

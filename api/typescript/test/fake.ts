@@ -3,7 +3,7 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { WorkerService, TaskHandler, TaskRunner, TaskSchema, type Task } from "../gen/dex/v1/workers_pb.js";
 import type { AttemptRef } from "../gen/dex/v1/types_pb.js";
@@ -15,6 +15,8 @@ export interface Call {
   method: string;
   ref?: AttemptRef;
   result?: AttemptResult;
+  /** The call's dex-partition metadata (null: none). */
+  partition: string | null;
 }
 
 export class FakeNode {
@@ -44,10 +46,14 @@ export class FakeNode {
   deregistered: string[] = [];
   /** Heartbeats answer cancelled from this many on (0: never). */
   cancelAfterHeartbeats = 0;
+  /** The trailers each call is answered with (its refusal's too), by method, dex-partition metadata and Step. */
+  trailers?: (method: string, partition: string | null, ref?: AttemptRef) => Record<string, string>;
   private server?: http2.Http2Server;
 
-  private take(method: string, ref?: AttemptRef, result?: AttemptResult): void {
-    this.calls.push({ method, ref, result });
+  private take(ctx: HandlerContext, method: string, ref?: AttemptRef, result?: AttemptResult): void {
+    const partition = ctx.requestHeader.get("dex-partition");
+    this.calls.push({ method, ref, result, partition });
+    for (const [k, v] of Object.entries(this.trailers?.(method, partition, ref) ?? {})) ctx.responseTrailer.set(k, v);
     const e = this.refuse[method]?.shift();
     if (e) throw e;
   }
@@ -55,20 +61,20 @@ export class FakeNode {
   async start(): Promise<this> {
     const worker: ServiceImpl<typeof WorkerService> = {
       registerWorker: (req, ctx) => {
-        this.take("register");
+        this.take(ctx, "register");
         this.registered.push({ tools: req.tools, runsModel: req.runsModel, workerId: req.workerId, agents: req.agents, authorization: ctx.requestHeader.get("authorization") });
         const partitions = this.partitions[Math.min(this.registered.length - 1, this.partitions.length - 1)] ?? 0;
         return { heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1000, nodeId: "n1", nodeAddress: this.addr, partitions };
       },
-      deregisterWorker: (req) => {
-        this.take("deregister");
+      deregisterWorker: (req, ctx) => {
+        this.take(ctx, "deregister");
         this.deregistered.push(req.workerId);
         return {};
       },
       pollTask: async (req, ctx) => {
         const partition = ctx.requestHeader.get("dex-partition");
         this.polled.push(partition);
-        this.take("poll");
+        this.take(ctx, "poll");
         const k = partition === null ? 0 : Number(partition);
         if (this.down.has(k)) throw new ConnectError(`partition ${k} has no leader`, Code.Unavailable);
         this.asked += req.maxTasks;
@@ -83,18 +89,18 @@ export class FakeNode {
           this.asked -= req.maxTasks;
         }
       },
-      claimTask: (req) => {
-        this.take("claim", req.ref);
+      claimTask: (req, ctx) => {
+        this.take(ctx, "claim", req.ref);
         return {};
       },
-      heartbeat: (req) => {
-        this.take("heartbeat", req.ref);
+      heartbeat: (req, ctx) => {
+        this.take(ctx, "heartbeat", req.ref);
         const n = this.calls.filter((c) => c.method === "heartbeat").length;
         if (this.cancelAfterHeartbeats > 0 && n >= this.cancelAfterHeartbeats) return { cancelled: true, reason: "the session was cancelled" };
         return {};
       },
-      reportTask: (req) => {
-        this.take("report", req.ref, req.result);
+      reportTask: (req, ctx) => {
+        this.take(ctx, "report", req.ref, req.result);
         this.outstanding--;
         return {};
       },

@@ -27,6 +27,8 @@ export async function freePort(): Promise<number> {
 export interface Cluster {
   dir: string;
   grpc: string[];
+  /** Each node's HTTP address (/readyz, /metrics). */
+  http: string[];
   target: string;
   procs: ChildProcess[];
   stop(): Promise<void>;
@@ -49,7 +51,7 @@ export async function startCluster(n = 1, extra: string[] = []): Promise<Cluster
     "--peers", peers, "--log-level", "warn", ...extra,
   ], { stdio: ["ignore", "ignore", "ignore"] }));
   const c: Cluster = {
-    dir, grpc, target: n === 1 ? grpc[0] : `dex:///${grpc.join(",")}`, procs,
+    dir, grpc, http, target: n === 1 ? grpc[0] : `dex:///${grpc.join(",")}`, procs,
     async stop() {
       await Promise.all(procs.map((p) => new Promise<void>((res) => {
         if (p.exitCode !== null || p.signalCode !== null) return res();
