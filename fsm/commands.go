@@ -54,5 +54,8 @@ var commandTable = []command{
 	fenced((*fsmpb.Command).GetImportSessionEnd, checkImportEnd, (*applier).importSessionEnd),
 	fenced((*fsmpb.Command).GetSetTurnFolding, nil, (*applier).setTurnFolding),
 	fenced((*fsmpb.Command).GetFoldTurns, checkFoldTurns, (*applier).foldTurns),
+	// A new budget applies from the next model call; a paused session
+	// waits for its resume.
+	unfenced((*fsmpb.Command).GetSetBudget, (*applier).setBudget),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

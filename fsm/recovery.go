@@ -44,6 +44,9 @@ func (a *applier) resume(s *fsmpb.Session, choice fsmpb.ResumeChoice) *Rejection
 	default:
 		return reject(CodeInvalid, "unknown resume choice %d: retry or drop", choice)
 	}
+	if s.PauseReason == fsmpb.PauseReason_PAUSE_REASON_LOOP {
+		allowRepeats(s)
+	}
 	a.emit(s.Id, "session_resumed", "", ResumeChoiceName(choice))
 	switch {
 	case s.Turn != nil && choice == fsmpb.ResumeChoice_RESUME_CHOICE_DROP:

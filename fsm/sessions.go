@@ -77,6 +77,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 		MaxModelInput:       c.MaxModelInput,
 		Agent:               agent,
 		RetentionMs:         retention,
+		Budget:              c.Budget.CloneVT(),
 	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
@@ -129,6 +130,10 @@ func (a *applier) startTurn(s *fsmpb.Session) {
 	if closing(s) {
 		return // its messages stay in the inbox, unanswered
 	}
+	if msg := beforeTurn(s); msg != "" {
+		a.pauseWith(s, fsmpb.PauseReason_PAUSE_REASON_BUDGET, msg) // the inbox waits for the resume
+		return
+	}
 	t := &fsmpb.Turn{Number: s.NextTurn, Input: fsmpb.TurnInput_TURN_INPUT_MESSAGES}
 	s.NextTurn++
 	boundary := s.NextHistory // the turn's own messages start here
@@ -151,6 +156,11 @@ func (a *applier) startTurn(s *fsmpb.Session) {
 
 // queueModel queues the RunModel Step of the turn in progress.
 func (a *applier) queueModel(s *fsmpb.Session) {
+	if reason, msg := a.beforeModelCall(s); msg != "" {
+		s.Turn.StepId = ""
+		a.pauseWith(s, reason, msg) // the turn is kept: a resume runs this model call
+		return
+	}
 	s.Status = fsmpb.SessionStatus_SESSION_STATUS_RUNNING
 	st := &fsmpb.Step{Kind: fsmpb.StepKind_STEP_KIND_RUN_MODEL}
 	s.Turn.StepId = a.queueStep(s, st)

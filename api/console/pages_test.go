@@ -34,7 +34,10 @@ func sampleAPI() *fakeAPI {
 	)
 	api.add(&dexv1.Session{Id: "ses-paused", Status: dexv1.SessionStatus_SESSION_STATUS_PAUSED, CreatedAtMs: 2000,
 		LastErrorType: dexv1.ErrorType_ERROR_TYPE_INVALID_REQUEST, LastError: "prompt too odd",
-		PauseReason: dexv1.PauseReason_PAUSE_REASON_LIMIT, PauseMessage: "rejected three times"})
+		PauseReason: dexv1.PauseReason_PAUSE_REASON_LIMIT, PauseMessage: "rejected three times",
+		Usage:     &dexv1.UsageTotals{InputTokens: 400, OutputTokens: 100, CostMicros: 900, ModelCalls: 2, ToolCalls: 3},
+		TreeUsage: &dexv1.UsageTotals{InputTokens: 700, OutputTokens: 200, CostMicros: 1500, ModelCalls: 4, ToolCalls: 3},
+		Budget:    &dexv1.Budget{MaxTokens: 1000, MaxTurns: 5}})
 	api.add(&dexv1.Session{Id: "ses-unknown", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, CreatedAtMs: 1000},
 		&dexv1.Step{Id: "ses-unknown/1", Number: 1, Turn: 1, Kind: dexv1.StepKind_STEP_KIND_CALL_SINGLE_ATTEMPT_TOOL, Status: dexv1.StepStatus_STEP_STATUS_DONE,
 			Outcome: dexv1.Outcome_OUTCOME_UNKNOWN, CallId: "c9", Tool: "send_email", Arguments: `{"to":"a@b"}`})
@@ -82,7 +85,8 @@ func TestSessionPage_ShowsTimelineStepsAttemptsAndWaits(t *testing.T) {
 	if strings.Contains(body, "Reconcile") || strings.Contains(body, "Resume") {
 		t.Fatal("a waiting session offers reconcile or resume")
 	}
-	wantStatus(t, b.get("/ui/sessions/ses-paused"), http.StatusOK, "Paused: limit", "rejected three times", "Resume (retry the turn)", "Resume (drop the turn)", "invalid_request: prompt too odd")
+	wantStatus(t, b.get("/ui/sessions/ses-paused"), http.StatusOK, "Paused: limit", "rejected three times", "Resume (retry the turn)", "Resume (drop the turn)", "invalid_request: prompt too odd",
+		"2 model calls, 3 tool calls, 400 input + 100 output tokens, cost 900", "with its children: 900 tokens, cost 1500", "max_tokens=1000 max_turns=5 loop_limit=3")
 	wantStatus(t, b.get("/ui/sessions/ses-unknown"), http.StatusOK, "Did <code>send_email</code> happen?", "Reconcile", "outcome_unknown")
 
 	wantStatus(t, b.get("/ui/sessions/ses-nope"), http.StatusNotFound, "session ses-nope not found")

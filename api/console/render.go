@@ -43,6 +43,8 @@ var funcs = template.FuncMap{
 	"pause":   func(p dexv1.PauseReason) string { return enumName(p.String(), "PAUSE_REASON_") },
 	"pretty":  prettyJSON,
 	"add":     func(a, b int) int { return a + b },
+	"add64":   func(a, b uint64) uint64 { return a + b },
+	"budget":  wirerules.BudgetText,
 	"shell":   shellQuote,
 	"agent":   agentLabel,
 	"bytes":   humanize.Bytes,

@@ -21,6 +21,102 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SetBudgetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Change        *BudgetChange          `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBudgetRequest) Reset() {
+	*x = SetBudgetRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBudgetRequest) ProtoMessage() {}
+
+func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBudgetRequest.ProtoReflect.Descriptor instead.
+func (*SetBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SetBudgetRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetBudgetRequest) GetChange() *BudgetChange {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+type SetBudgetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBudgetResponse) Reset() {
+	*x = SetBudgetResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBudgetResponse) ProtoMessage() {}
+
+func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBudgetResponse.ProtoReflect.Descriptor instead.
+func (*SetBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetBudgetResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Optional: the server picks one when empty. A repeat with the same id
@@ -41,14 +137,17 @@ type CreateSessionRequest struct {
 	// Optional: how long the session is kept once closed, in milliseconds
 	// (0: for ever; not negative). Unset: the cluster's retention for its
 	// agent (dexd --agent-retention, else --retention) when it is closed.
-	RetentionMs   *int64 `protobuf:"varint,7,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
+	RetentionMs *int64 `protobuf:"varint,7,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
+	// Optional: the session's budget. Each field given (non-zero) replaces
+	// the agent's default (dexd --agent-budget); docs/budgets.md.
+	Budget        *Budget `protobuf:"bytes,8,opt,name=budget,proto3" json:"budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	mi := &file_dex_v1_sessions_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -60,7 +159,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	mi := &file_dex_v1_sessions_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -73,7 +172,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -125,6 +224,13 @@ func (x *CreateSessionRequest) GetRetentionMs() int64 {
 	return 0
 }
 
+func (x *CreateSessionRequest) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
 type CreateSessionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
@@ -134,7 +240,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	mi := &file_dex_v1_sessions_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -146,7 +252,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	mi := &file_dex_v1_sessions_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -159,7 +265,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{1}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -183,7 +289,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[2]
+	mi := &file_dex_v1_sessions_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +301,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[2]
+	mi := &file_dex_v1_sessions_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +314,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{2}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SendMessageRequest) GetSessionId() string {
@@ -242,7 +348,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[3]
+	mi := &file_dex_v1_sessions_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -254,7 +360,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[3]
+	mi := &file_dex_v1_sessions_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -267,7 +373,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{3}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SendMessageResponse) GetDuplicate() bool {
@@ -300,7 +406,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[4]
+	mi := &file_dex_v1_sessions_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -312,7 +418,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[4]
+	mi := &file_dex_v1_sessions_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -325,7 +431,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -393,7 +499,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[5]
+	mi := &file_dex_v1_sessions_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -405,7 +511,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[5]
+	mi := &file_dex_v1_sessions_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -418,7 +524,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -482,7 +588,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[6]
+	mi := &file_dex_v1_sessions_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +600,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[6]
+	mi := &file_dex_v1_sessions_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +613,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListSessionsRequest) GetPageSize() uint32 {
@@ -539,7 +645,7 @@ type SessionSummary struct {
 
 func (x *SessionSummary) Reset() {
 	*x = SessionSummary{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[7]
+	mi := &file_dex_v1_sessions_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +657,7 @@ func (x *SessionSummary) String() string {
 func (*SessionSummary) ProtoMessage() {}
 
 func (x *SessionSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[7]
+	mi := &file_dex_v1_sessions_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +670,7 @@ func (x *SessionSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionSummary.ProtoReflect.Descriptor instead.
 func (*SessionSummary) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SessionSummary) GetId() string {
@@ -627,7 +733,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[8]
+	mi := &file_dex_v1_sessions_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +745,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[8]
+	mi := &file_dex_v1_sessions_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +758,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionSummary {
@@ -681,7 +787,7 @@ type WatchSessionRequest struct {
 
 func (x *WatchSessionRequest) Reset() {
 	*x = WatchSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[9]
+	mi := &file_dex_v1_sessions_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +799,7 @@ func (x *WatchSessionRequest) String() string {
 func (*WatchSessionRequest) ProtoMessage() {}
 
 func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[9]
+	mi := &file_dex_v1_sessions_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +812,7 @@ func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionRequest.ProtoReflect.Descriptor instead.
 func (*WatchSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchSessionRequest) GetSessionId() string {
@@ -736,7 +842,7 @@ type ResolveApprovalRequest struct {
 
 func (x *ResolveApprovalRequest) Reset() {
 	*x = ResolveApprovalRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[10]
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +854,7 @@ func (x *ResolveApprovalRequest) String() string {
 func (*ResolveApprovalRequest) ProtoMessage() {}
 
 func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[10]
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +867,7 @@ func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResolveApprovalRequest) GetStepId() string {
@@ -793,7 +899,7 @@ type ResolveApprovalResponse struct {
 
 func (x *ResolveApprovalResponse) Reset() {
 	*x = ResolveApprovalResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[11]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +911,7 @@ func (x *ResolveApprovalResponse) String() string {
 func (*ResolveApprovalResponse) ProtoMessage() {}
 
 func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[11]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +924,7 @@ func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
 }
 
 type AnswerQuestionRequest struct {
@@ -833,7 +939,7 @@ type AnswerQuestionRequest struct {
 
 func (x *AnswerQuestionRequest) Reset() {
 	*x = AnswerQuestionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +951,7 @@ func (x *AnswerQuestionRequest) String() string {
 func (*AnswerQuestionRequest) ProtoMessage() {}
 
 func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +964,7 @@ func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AnswerQuestionRequest) GetStepId() string {
@@ -883,7 +989,7 @@ type AnswerQuestionResponse struct {
 
 func (x *AnswerQuestionResponse) Reset() {
 	*x = AnswerQuestionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -895,7 +1001,7 @@ func (x *AnswerQuestionResponse) String() string {
 func (*AnswerQuestionResponse) ProtoMessage() {}
 
 func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -908,7 +1014,7 @@ func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
 }
 
 type ResumeSessionRequest struct {
@@ -923,7 +1029,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1041,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1054,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResumeSessionRequest) GetSessionId() string {
@@ -973,7 +1079,7 @@ type ResumeSessionResponse struct {
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1091,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1104,7 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
 }
 
 type ReconcileOutcomeRequest struct {
@@ -1016,7 +1122,7 @@ type ReconcileOutcomeRequest struct {
 
 func (x *ReconcileOutcomeRequest) Reset() {
 	*x = ReconcileOutcomeRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1134,7 @@ func (x *ReconcileOutcomeRequest) String() string {
 func (*ReconcileOutcomeRequest) ProtoMessage() {}
 
 func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1147,7 @@ func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReconcileOutcomeRequest) GetStepId() string {
@@ -1073,7 +1179,7 @@ type ReconcileOutcomeResponse struct {
 
 func (x *ReconcileOutcomeResponse) Reset() {
 	*x = ReconcileOutcomeResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1191,7 @@ func (x *ReconcileOutcomeResponse) String() string {
 func (*ReconcileOutcomeResponse) ProtoMessage() {}
 
 func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1204,7 @@ func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
 }
 
 // The detail of WatchSession's OutOfRange: events after after_seq were
@@ -1116,7 +1222,7 @@ type EventsNotKept struct {
 
 func (x *EventsNotKept) Reset() {
 	*x = EventsNotKept{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1234,7 @@ func (x *EventsNotKept) String() string {
 func (*EventsNotKept) ProtoMessage() {}
 
 func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1247,7 @@ func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsNotKept.ProtoReflect.Descriptor instead.
 func (*EventsNotKept) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EventsNotKept) GetSessionId() string {
@@ -1182,7 +1288,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1300,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1313,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1225,7 +1331,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1343,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1356,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
 }
 
 type EditHistoryRequest struct {
@@ -1268,7 +1374,7 @@ type EditHistoryRequest struct {
 
 func (x *EditHistoryRequest) Reset() {
 	*x = EditHistoryRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1386,7 @@ func (x *EditHistoryRequest) String() string {
 func (*EditHistoryRequest) ProtoMessage() {}
 
 func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1399,7 @@ func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryRequest.ProtoReflect.Descriptor instead.
 func (*EditHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EditHistoryRequest) GetSessionId() string {
@@ -1328,7 +1434,7 @@ type EditHistoryResponse struct {
 
 func (x *EditHistoryResponse) Reset() {
 	*x = EditHistoryResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1446,7 @@ func (x *EditHistoryResponse) String() string {
 func (*EditHistoryResponse) ProtoMessage() {}
 
 func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1459,7 @@ func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryResponse.ProtoReflect.Descriptor instead.
 func (*EditHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EditHistoryResponse) GetHistoryCount() uint64 {
@@ -1385,7 +1491,7 @@ type CancelSessionRequest struct {
 
 func (x *CancelSessionRequest) Reset() {
 	*x = CancelSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1503,7 @@ func (x *CancelSessionRequest) String() string {
 func (*CancelSessionRequest) ProtoMessage() {}
 
 func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1516,7 @@ func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionRequest.ProtoReflect.Descriptor instead.
 func (*CancelSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelSessionRequest) GetSessionId() string {
@@ -1446,7 +1552,7 @@ type CancelSessionResponse struct {
 
 func (x *CancelSessionResponse) Reset() {
 	*x = CancelSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1564,7 @@ func (x *CancelSessionResponse) String() string {
 func (*CancelSessionResponse) ProtoMessage() {}
 
 func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1577,7 @@ func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionResponse.ProtoReflect.Descriptor instead.
 func (*CancelSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CancelSessionResponse) GetStepsCancelled() uint32 {
@@ -1498,7 +1604,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1616,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1629,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1544,7 +1650,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1662,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1675,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CloseSessionResponse) GetSession() *Session {
@@ -1589,7 +1695,7 @@ type ImportSessionRequest struct {
 
 func (x *ImportSessionRequest) Reset() {
 	*x = ImportSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1707,7 @@ func (x *ImportSessionRequest) String() string {
 func (*ImportSessionRequest) ProtoMessage() {}
 
 func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1720,7 @@ func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ImportSessionRequest) GetChunk() []byte {
@@ -1638,7 +1744,7 @@ type ImportSessionResponse struct {
 
 func (x *ImportSessionResponse) Reset() {
 	*x = ImportSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1756,7 @@ func (x *ImportSessionResponse) String() string {
 func (*ImportSessionResponse) ProtoMessage() {}
 
 func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1769,7 @@ func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImportSessionResponse) GetSessionId() string {
@@ -1705,7 +1811,13 @@ var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\x97\x02\n" +
+	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"_\n" +
+	"\x10SetBudgetRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12,\n" +
+	"\x06change\x18\x02 \x01(\v2\x14.dex.v1.BudgetChangeR\x06change\">\n" +
+	"\x11SetBudgetResponse\x12)\n" +
+	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"\xbf\x02\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -1714,7 +1826,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12'\n" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
 	"\x05agent\x18\x06 \x01(\tR\x05agent\x12&\n" +
-	"\fretention_ms\x18\a \x01(\x03H\x00R\vretentionMs\x88\x01\x01B\x0f\n" +
+	"\fretention_ms\x18\a \x01(\x03H\x00R\vretentionMs\x88\x01\x01\x12&\n" +
+	"\x06budget\x18\b \x01(\v2\x0e.dex.v1.BudgetR\x06budgetB\x0f\n" +
 	"\r_retention_ms\"B\n" +
 	"\x15CreateSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"p\n" +
@@ -1820,7 +1933,7 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\ahistory\x18\x02 \x01(\x04R\ahistory\x12\x14\n" +
 	"\x05steps\x18\x03 \x01(\x04R\x05steps\x12\x16\n" +
 	"\x06events\x18\x04 \x01(\x04R\x06events\x12!\n" +
-	"\ffolded_turns\x18\x05 \x01(\x04R\vfoldedTurns2\xbd\b\n" +
+	"\ffolded_turns\x18\x05 \x01(\x04R\vfoldedTurns2\xff\b\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -1836,7 +1949,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\vEditHistory\x12\x1a.dex.v1.EditHistoryRequest\x1a\x1b.dex.v1.EditHistoryResponse\x12L\n" +
 	"\rCancelSession\x12\x1c.dex.v1.CancelSessionRequest\x1a\x1d.dex.v1.CancelSessionResponse\x12I\n" +
 	"\fCloseSession\x12\x1b.dex.v1.CloseSessionRequest\x1a\x1c.dex.v1.CloseSessionResponse\x12N\n" +
-	"\rImportSession\x12\x1c.dex.v1.ImportSessionRequest\x1a\x1d.dex.v1.ImportSessionResponse(\x01B&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\rImportSession\x12\x1c.dex.v1.ImportSessionRequest\x1a\x1d.dex.v1.ImportSessionResponse(\x01\x12@\n" +
+	"\tSetBudget\x12\x18.dex.v1.SetBudgetRequest\x1a\x19.dex.v1.SetBudgetResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -1850,88 +1964,97 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_dex_v1_sessions_proto_goTypes = []any{
-	(*CreateSessionRequest)(nil),     // 0: dex.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 1: dex.v1.CreateSessionResponse
-	(*SendMessageRequest)(nil),       // 2: dex.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),      // 3: dex.v1.SendMessageResponse
-	(*GetSessionRequest)(nil),        // 4: dex.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 5: dex.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),      // 6: dex.v1.ListSessionsRequest
-	(*SessionSummary)(nil),           // 7: dex.v1.SessionSummary
-	(*ListSessionsResponse)(nil),     // 8: dex.v1.ListSessionsResponse
-	(*WatchSessionRequest)(nil),      // 9: dex.v1.WatchSessionRequest
-	(*ResolveApprovalRequest)(nil),   // 10: dex.v1.ResolveApprovalRequest
-	(*ResolveApprovalResponse)(nil),  // 11: dex.v1.ResolveApprovalResponse
-	(*AnswerQuestionRequest)(nil),    // 12: dex.v1.AnswerQuestionRequest
-	(*AnswerQuestionResponse)(nil),   // 13: dex.v1.AnswerQuestionResponse
-	(*ResumeSessionRequest)(nil),     // 14: dex.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil),    // 15: dex.v1.ResumeSessionResponse
-	(*ReconcileOutcomeRequest)(nil),  // 16: dex.v1.ReconcileOutcomeRequest
-	(*ReconcileOutcomeResponse)(nil), // 17: dex.v1.ReconcileOutcomeResponse
-	(*EventsNotKept)(nil),            // 18: dex.v1.EventsNotKept
-	(*DeleteSessionRequest)(nil),     // 19: dex.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 20: dex.v1.DeleteSessionResponse
-	(*EditHistoryRequest)(nil),       // 21: dex.v1.EditHistoryRequest
-	(*EditHistoryResponse)(nil),      // 22: dex.v1.EditHistoryResponse
-	(*CancelSessionRequest)(nil),     // 23: dex.v1.CancelSessionRequest
-	(*CancelSessionResponse)(nil),    // 24: dex.v1.CancelSessionResponse
-	(*CloseSessionRequest)(nil),      // 25: dex.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),     // 26: dex.v1.CloseSessionResponse
-	(*ImportSessionRequest)(nil),     // 27: dex.v1.ImportSessionRequest
-	(*ImportSessionResponse)(nil),    // 28: dex.v1.ImportSessionResponse
-	(*Session)(nil),                  // 29: dex.v1.Session
-	(*Step)(nil),                     // 30: dex.v1.Step
-	(*FoldedTurn)(nil),               // 31: dex.v1.FoldedTurn
-	(SessionStatus)(0),               // 32: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 33: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 34: dex.v1.Outcome
-	(*Event)(nil),                    // 35: dex.v1.Event
+	(*SetBudgetRequest)(nil),         // 0: dex.v1.SetBudgetRequest
+	(*SetBudgetResponse)(nil),        // 1: dex.v1.SetBudgetResponse
+	(*CreateSessionRequest)(nil),     // 2: dex.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 3: dex.v1.CreateSessionResponse
+	(*SendMessageRequest)(nil),       // 4: dex.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),      // 5: dex.v1.SendMessageResponse
+	(*GetSessionRequest)(nil),        // 6: dex.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 7: dex.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),      // 8: dex.v1.ListSessionsRequest
+	(*SessionSummary)(nil),           // 9: dex.v1.SessionSummary
+	(*ListSessionsResponse)(nil),     // 10: dex.v1.ListSessionsResponse
+	(*WatchSessionRequest)(nil),      // 11: dex.v1.WatchSessionRequest
+	(*ResolveApprovalRequest)(nil),   // 12: dex.v1.ResolveApprovalRequest
+	(*ResolveApprovalResponse)(nil),  // 13: dex.v1.ResolveApprovalResponse
+	(*AnswerQuestionRequest)(nil),    // 14: dex.v1.AnswerQuestionRequest
+	(*AnswerQuestionResponse)(nil),   // 15: dex.v1.AnswerQuestionResponse
+	(*ResumeSessionRequest)(nil),     // 16: dex.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil),    // 17: dex.v1.ResumeSessionResponse
+	(*ReconcileOutcomeRequest)(nil),  // 18: dex.v1.ReconcileOutcomeRequest
+	(*ReconcileOutcomeResponse)(nil), // 19: dex.v1.ReconcileOutcomeResponse
+	(*EventsNotKept)(nil),            // 20: dex.v1.EventsNotKept
+	(*DeleteSessionRequest)(nil),     // 21: dex.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 22: dex.v1.DeleteSessionResponse
+	(*EditHistoryRequest)(nil),       // 23: dex.v1.EditHistoryRequest
+	(*EditHistoryResponse)(nil),      // 24: dex.v1.EditHistoryResponse
+	(*CancelSessionRequest)(nil),     // 25: dex.v1.CancelSessionRequest
+	(*CancelSessionResponse)(nil),    // 26: dex.v1.CancelSessionResponse
+	(*CloseSessionRequest)(nil),      // 27: dex.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 28: dex.v1.CloseSessionResponse
+	(*ImportSessionRequest)(nil),     // 29: dex.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 30: dex.v1.ImportSessionResponse
+	(*BudgetChange)(nil),             // 31: dex.v1.BudgetChange
+	(*Session)(nil),                  // 32: dex.v1.Session
+	(*Budget)(nil),                   // 33: dex.v1.Budget
+	(*Step)(nil),                     // 34: dex.v1.Step
+	(*FoldedTurn)(nil),               // 35: dex.v1.FoldedTurn
+	(SessionStatus)(0),               // 36: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 37: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 38: dex.v1.Outcome
+	(*Event)(nil),                    // 39: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	29, // 0: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	29, // 1: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	30, // 2: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	31, // 3: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
-	32, // 4: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
-	7,  // 5: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	33, // 6: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	34, // 7: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	29, // 8: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
-	0,  // 9: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	2,  // 10: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	4,  // 11: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	6,  // 12: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	9,  // 13: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	10, // 14: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	12, // 15: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	14, // 16: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	16, // 17: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	19, // 18: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	21, // 19: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	23, // 20: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	25, // 21: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	27, // 22: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
-	1,  // 23: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	3,  // 24: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	5,  // 25: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	8,  // 26: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	35, // 27: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	11, // 28: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	13, // 29: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	15, // 30: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	17, // 31: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	20, // 32: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	22, // 33: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	24, // 34: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	26, // 35: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	28, // 36: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
-	23, // [23:37] is the sub-list for method output_type
-	9,  // [9:23] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	31, // 0: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
+	32, // 1: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
+	33, // 2: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
+	32, // 3: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	32, // 4: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	34, // 5: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	35, // 6: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
+	36, // 7: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	9,  // 8: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
+	37, // 9: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	38, // 10: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	32, // 11: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	2,  // 12: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	4,  // 13: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	6,  // 14: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	8,  // 15: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	11, // 16: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	12, // 17: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	14, // 18: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	16, // 19: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	18, // 20: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	21, // 21: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	23, // 22: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	25, // 23: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	27, // 24: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	29, // 25: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	0,  // 26: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
+	3,  // 27: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	5,  // 28: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	7,  // 29: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	10, // 30: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	39, // 31: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	13, // 32: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	15, // 33: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	17, // 34: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	19, // 35: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	22, // 36: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	24, // 37: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	26, // 38: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	28, // 39: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	30, // 40: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	1,  // 41: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
+	27, // [27:42] is the sub-list for method output_type
+	12, // [12:27] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }
@@ -1940,14 +2063,14 @@ func file_dex_v1_sessions_proto_init() {
 		return
 	}
 	file_dex_v1_types_proto_init()
-	file_dex_v1_sessions_proto_msgTypes[0].OneofWrappers = []any{}
+	file_dex_v1_sessions_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

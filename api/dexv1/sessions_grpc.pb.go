@@ -33,6 +33,7 @@ const (
 	SessionService_CancelSession_FullMethodName    = "/dex.v1.SessionService/CancelSession"
 	SessionService_CloseSession_FullMethodName     = "/dex.v1.SessionService/CloseSession"
 	SessionService_ImportSession_FullMethodName    = "/dex.v1.SessionService/ImportSession"
+	SessionService_SetBudget_FullMethodName        = "/dex.v1.SessionService/SetBudget"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -87,6 +88,9 @@ type SessionServiceClient interface {
 	// retention counts from the import. An import cut by a change of leader
 	// is discarded (Unavailable or Aborted): send it again.
 	ImportSession(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportSessionRequest, ImportSessionResponse], error)
+	// SetBudget changes the given fields of a session's budget. A session
+	// paused by its budget stays paused: resume it to continue.
+	SetBudget(ctx context.Context, in *SetBudgetRequest, opts ...grpc.CallOption) (*SetBudgetResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -249,6 +253,16 @@ func (c *sessionServiceClient) ImportSession(ctx context.Context, opts ...grpc.C
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_ImportSessionClient = grpc.ClientStreamingClient[ImportSessionRequest, ImportSessionResponse]
 
+func (c *sessionServiceClient) SetBudget(ctx context.Context, in *SetBudgetRequest, opts ...grpc.CallOption) (*SetBudgetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetBudgetResponse)
+	err := c.cc.Invoke(ctx, SessionService_SetBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -301,6 +315,9 @@ type SessionServiceServer interface {
 	// retention counts from the import. An import cut by a change of leader
 	// is discarded (Unavailable or Aborted): send it again.
 	ImportSession(grpc.ClientStreamingServer[ImportSessionRequest, ImportSessionResponse]) error
+	// SetBudget changes the given fields of a session's budget. A session
+	// paused by its budget stays paused: resume it to continue.
+	SetBudget(context.Context, *SetBudgetRequest) (*SetBudgetResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -352,6 +369,9 @@ func (UnimplementedSessionServiceServer) CloseSession(context.Context, *CloseSes
 }
 func (UnimplementedSessionServiceServer) ImportSession(grpc.ClientStreamingServer[ImportSessionRequest, ImportSessionResponse]) error {
 	return status.Error(codes.Unimplemented, "method ImportSession not implemented")
+}
+func (UnimplementedSessionServiceServer) SetBudget(context.Context, *SetBudgetRequest) (*SetBudgetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetBudget not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -608,6 +628,24 @@ func _SessionService_ImportSession_Handler(srv interface{}, stream grpc.ServerSt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_ImportSessionServer = grpc.ClientStreamingServer[ImportSessionRequest, ImportSessionResponse]
 
+func _SessionService_SetBudget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetBudgetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).SetBudget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_SetBudget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).SetBudget(ctx, req.(*SetBudgetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -662,6 +700,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CloseSession",
 			Handler:    _SessionService_CloseSession_Handler,
+		},
+		{
+			MethodName: "SetBudget",
+			Handler:    _SessionService_SetBudget_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -562,6 +562,12 @@ const (
 	PauseReason_PAUSE_REASON_UNSPECIFIED PauseReason = 0
 	// The provider rejected the same turn three times in a row.
 	PauseReason_PAUSE_REASON_LIMIT PauseReason = 1
+	// A budget of the session (or of an ancestor it counts toward) was
+	// reached: raise it (SetBudget) and resume.
+	PauseReason_PAUSE_REASON_BUDGET PauseReason = 2
+	// The same tool call was made loop_limit times in one turn: resume to
+	// let it go on.
+	PauseReason_PAUSE_REASON_LOOP PauseReason = 3
 )
 
 // Enum value maps for PauseReason.
@@ -569,10 +575,14 @@ var (
 	PauseReason_name = map[int32]string{
 		0: "PAUSE_REASON_UNSPECIFIED",
 		1: "PAUSE_REASON_LIMIT",
+		2: "PAUSE_REASON_BUDGET",
+		3: "PAUSE_REASON_LOOP",
 	}
 	PauseReason_value = map[string]int32{
 		"PAUSE_REASON_UNSPECIFIED": 0,
 		"PAUSE_REASON_LIMIT":       1,
+		"PAUSE_REASON_BUDGET":      2,
+		"PAUSE_REASON_LOOP":        3,
 	}
 )
 
@@ -1100,6 +1110,8 @@ type ModelOutput struct {
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	ToolCalls     []*ToolCall            `protobuf:"bytes,2,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	InlineResults []*InlineResult        `protobuf:"bytes,3,rep,name=inline_results,json=inlineResults,proto3" json:"inline_results,omitempty"`
+	// What the call used (optional: a Worker that cannot tell leaves it out).
+	Usage         *Usage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1155,6 +1167,338 @@ func (x *ModelOutput) GetInlineResults() []*InlineResult {
 	return nil
 }
 
+func (x *ModelOutput) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// What one model call used, as its provider reported it.
+type Usage struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	InputTokens  uint64                 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens uint64                 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// The call's cost in millionths of a currency unit, the Worker's own:
+	// Dex adds costs up and never converts them.
+	CostMicros uint64 `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// The model's name, as the provider gave it.
+	Model         string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Usage) Reset() {
+	*x = Usage{}
+	mi := &file_dex_v1_types_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Usage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Usage) ProtoMessage() {}
+
+func (x *Usage) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Usage.ProtoReflect.Descriptor instead.
+func (*Usage) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Usage) GetInputTokens() uint64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetOutputTokens() uint64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCostMicros() uint64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *Usage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+// Running totals of model and tool use.
+type UsageTotals struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InputTokens   uint64                 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens  uint64                 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	CostMicros    uint64                 `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	ModelCalls    uint64                 `protobuf:"varint,4,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	ToolCalls     uint64                 `protobuf:"varint,5,opt,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageTotals) Reset() {
+	*x = UsageTotals{}
+	mi := &file_dex_v1_types_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageTotals) ProtoMessage() {}
+
+func (x *UsageTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
+func (*UsageTotals) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UsageTotals) GetInputTokens() uint64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetOutputTokens() uint64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetCostMicros() uint64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetModelCalls() uint64 {
+	if x != nil {
+		return x.ModelCalls
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetToolCalls() uint64 {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return 0
+}
+
+// What a session may spend (docs/budgets.md). Zero is no limit.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Input and output tokens, the session's own and its children's.
+	MaxTokens uint64 `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// Cost in millionths of a currency unit, its own and its children's.
+	MaxCostMicros uint64 `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
+	// Turns started.
+	MaxTurns             uint64 `protobuf:"varint,3,opt,name=max_turns,json=maxTurns,proto3" json:"max_turns,omitempty"`
+	MaxModelCallsPerTurn uint32 `protobuf:"varint,4,opt,name=max_model_calls_per_turn,json=maxModelCallsPerTurn,proto3" json:"max_model_calls_per_turn,omitempty"`
+	MaxToolCallsPerTurn  uint32 `protobuf:"varint,5,opt,name=max_tool_calls_per_turn,json=maxToolCallsPerTurn,proto3" json:"max_tool_calls_per_turn,omitempty"`
+	// The same tool call (name and canonical arguments) this many times in
+	// one turn pauses the session (0: the default, 3).
+	LoopLimit     uint32 `protobuf:"varint,6,opt,name=loop_limit,json=loopLimit,proto3" json:"loop_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_dex_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Budget) GetMaxTokens() uint64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxCostMicros() uint64 {
+	if x != nil {
+		return x.MaxCostMicros
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxTurns() uint64 {
+	if x != nil {
+		return x.MaxTurns
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxModelCallsPerTurn() uint32 {
+	if x != nil {
+		return x.MaxModelCallsPerTurn
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxToolCallsPerTurn() uint32 {
+	if x != nil {
+		return x.MaxToolCallsPerTurn
+	}
+	return 0
+}
+
+func (x *Budget) GetLoopLimit() uint32 {
+	if x != nil {
+		return x.LoopLimit
+	}
+	return 0
+}
+
+// A change to a budget: each field given replaces the budget's (0: no
+// limit); a field left out keeps its value.
+type BudgetChange struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	MaxTokens            *uint64                `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
+	MaxCostMicros        *uint64                `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3,oneof" json:"max_cost_micros,omitempty"`
+	MaxTurns             *uint64                `protobuf:"varint,3,opt,name=max_turns,json=maxTurns,proto3,oneof" json:"max_turns,omitempty"`
+	MaxModelCallsPerTurn *uint32                `protobuf:"varint,4,opt,name=max_model_calls_per_turn,json=maxModelCallsPerTurn,proto3,oneof" json:"max_model_calls_per_turn,omitempty"`
+	MaxToolCallsPerTurn  *uint32                `protobuf:"varint,5,opt,name=max_tool_calls_per_turn,json=maxToolCallsPerTurn,proto3,oneof" json:"max_tool_calls_per_turn,omitempty"`
+	LoopLimit            *uint32                `protobuf:"varint,6,opt,name=loop_limit,json=loopLimit,proto3,oneof" json:"loop_limit,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *BudgetChange) Reset() {
+	*x = BudgetChange{}
+	mi := &file_dex_v1_types_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetChange) ProtoMessage() {}
+
+func (x *BudgetChange) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetChange.ProtoReflect.Descriptor instead.
+func (*BudgetChange) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BudgetChange) GetMaxTokens() uint64 {
+	if x != nil && x.MaxTokens != nil {
+		return *x.MaxTokens
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxCostMicros() uint64 {
+	if x != nil && x.MaxCostMicros != nil {
+		return *x.MaxCostMicros
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxTurns() uint64 {
+	if x != nil && x.MaxTurns != nil {
+		return *x.MaxTurns
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxModelCallsPerTurn() uint32 {
+	if x != nil && x.MaxModelCallsPerTurn != nil {
+		return *x.MaxModelCallsPerTurn
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxToolCallsPerTurn() uint32 {
+	if x != nil && x.MaxToolCallsPerTurn != nil {
+		return *x.MaxToolCallsPerTurn
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetLoopLimit() uint32 {
+	if x != nil && x.LoopLimit != nil {
+		return *x.LoopLimit
+	}
+	return 0
+}
+
 type ToolResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
@@ -1168,7 +1512,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[4]
+	mi := &file_dex_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1524,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[4]
+	mi := &file_dex_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1537,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -1228,7 +1572,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[5]
+	mi := &file_dex_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1584,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[5]
+	mi := &file_dex_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1597,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -1286,7 +1630,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_dex_v1_types_proto_msgTypes[6]
+	mi := &file_dex_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1642,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[6]
+	mi := &file_dex_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1655,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Message) GetId() string {
@@ -1382,7 +1726,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_dex_v1_types_proto_msgTypes[7]
+	mi := &file_dex_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1738,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[7]
+	mi := &file_dex_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1751,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HistoryEntry) GetSeq() uint64 {
@@ -1539,7 +1883,7 @@ type CallState struct {
 
 func (x *CallState) Reset() {
 	*x = CallState{}
-	mi := &file_dex_v1_types_proto_msgTypes[8]
+	mi := &file_dex_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1895,7 @@ func (x *CallState) String() string {
 func (*CallState) ProtoMessage() {}
 
 func (x *CallState) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[8]
+	mi := &file_dex_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1908,7 @@ func (x *CallState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallState.ProtoReflect.Descriptor instead.
 func (*CallState) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallState) GetCallId() string {
@@ -1665,13 +2009,15 @@ type Turn struct {
 	NotedRanCalls uint32 `protobuf:"varint,7,opt,name=noted_ran_calls,json=notedRanCalls,proto3" json:"noted_ran_calls,omitempty"`
 	// The history seq where the tool results of the latest model output begin.
 	ResultsFromSeq uint64 `protobuf:"varint,8,opt,name=results_from_seq,json=resultsFromSeq,proto3" json:"results_from_seq,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What the turn used so far.
+	Usage         *UsageTotals `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_dex_v1_types_proto_msgTypes[9]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +2029,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[9]
+	mi := &file_dex_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +2042,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Turn) GetNumber() uint64 {
@@ -1753,6 +2099,13 @@ func (x *Turn) GetResultsFromSeq() uint64 {
 		return x.ResultsFromSeq
 	}
 	return 0
+}
+
+func (x *Turn) GetUsage() *UsageTotals {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 type Session struct {
@@ -1822,14 +2175,19 @@ type Session struct {
 	// (0: none; see GetSessionResponse.folded_turns).
 	FoldedThroughTurn uint64 `protobuf:"varint,50,opt,name=folded_through_turn,json=foldedThroughTurn,proto3" json:"folded_through_turn,omitempty"`
 	// The Steps folded into the session's folded turns.
-	FoldedSteps   uint64 `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
+	FoldedSteps uint64 `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
+	// What the session may spend, and what it and its children used.
+	Budget *Budget      `protobuf:"bytes,53,opt,name=budget,proto3" json:"budget,omitempty"`
+	Usage  *UsageTotals `protobuf:"bytes,54,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The session's own usage and its descendants' (docs/budgets.md).
+	TreeUsage     *UsageTotals `protobuf:"bytes,55,opt,name=tree_usage,json=treeUsage,proto3" json:"tree_usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_dex_v1_types_proto_msgTypes[10]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +2199,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[10]
+	mi := &file_dex_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +2212,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Session) GetId() string {
@@ -2123,6 +2481,27 @@ func (x *Session) GetFoldedSteps() uint64 {
 	return 0
 }
 
+func (x *Session) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *Session) GetUsage() *UsageTotals {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Session) GetTreeUsage() *UsageTotals {
+	if x != nil {
+		return x.TreeUsage
+	}
+	return nil
+}
+
 // A finished turn whose Steps (and their attempts) were folded: the cluster
 // keeps the Steps of a session's last turns only (dexd --keep-turn-steps);
 // older turns keep this record of them. The history is not folded.
@@ -2153,7 +2532,7 @@ type FoldedTurn struct {
 
 func (x *FoldedTurn) Reset() {
 	*x = FoldedTurn{}
-	mi := &file_dex_v1_types_proto_msgTypes[11]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2544,7 @@ func (x *FoldedTurn) String() string {
 func (*FoldedTurn) ProtoMessage() {}
 
 func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[11]
+	mi := &file_dex_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2557,7 @@ func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedTurn.ProtoReflect.Descriptor instead.
 func (*FoldedTurn) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FoldedTurn) GetSessionId() string {
@@ -2285,7 +2664,7 @@ type FoldedKind struct {
 
 func (x *FoldedKind) Reset() {
 	*x = FoldedKind{}
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2676,7 @@ func (x *FoldedKind) String() string {
 func (*FoldedKind) ProtoMessage() {}
 
 func (x *FoldedKind) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[12]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2689,7 @@ func (x *FoldedKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedKind.ProtoReflect.Descriptor instead.
 func (*FoldedKind) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FoldedKind) GetKind() StepKind {
@@ -2366,7 +2745,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2757,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[13]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2770,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2533,13 +2912,15 @@ type Step struct {
 	// Filled on reads, never stored: why a queued Step is not handed out
 	// (e.g. no live Worker serves its agent).
 	WaitingReason string `protobuf:"bytes,27,opt,name=waiting_reason,json=waitingReason,proto3" json:"waiting_reason,omitempty"`
+	// RunModel: what its successful call used.
+	Usage         *Usage `protobuf:"bytes,28,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +2932,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[14]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +2945,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Step) GetId() string {
@@ -2756,6 +3137,13 @@ func (x *Step) GetWaitingReason() string {
 	return ""
 }
 
+func (x *Step) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 type NodeInfo struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2771,7 +3159,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2783,7 +3171,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2796,7 +3184,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2852,7 +3240,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2864,7 +3252,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2877,7 +3265,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -2939,7 +3327,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3339,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3352,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -3034,7 +3422,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3434,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3447,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -3159,7 +3547,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3171,7 +3559,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3184,7 +3572,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3219,7 +3607,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_v1_types_proto_msgTypes[20]
+	mi := &file_dex_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3231,7 +3619,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[20]
+	mi := &file_dex_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3244,7 +3632,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AclToken) GetId() string {
@@ -3310,7 +3698,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_v1_types_proto_msgTypes[21]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3710,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[21]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3723,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3392,12 +3780,53 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
 	"\targuments\x18\x03 \x01(\tR\targuments\x12\x18\n" +
 	"\acontent\x18\x04 \x01(\tR\acontent\x12\x19\n" +
-	"\bis_error\x18\x05 \x01(\bR\aisError\"\x8f\x01\n" +
+	"\bis_error\x18\x05 \x01(\bR\aisError\"\xb4\x01\n" +
 	"\vModelOutput\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12/\n" +
 	"\n" +
 	"tool_calls\x18\x02 \x03(\v2\x10.dex.v1.ToolCallR\ttoolCalls\x12;\n" +
-	"\x0einline_results\x18\x03 \x03(\v2\x14.dex.v1.InlineResultR\rinlineResults\"Z\n" +
+	"\x0einline_results\x18\x03 \x03(\v2\x14.dex.v1.InlineResultR\rinlineResults\x12#\n" +
+	"\x05usage\x18\x04 \x01(\v2\r.dex.v1.UsageR\x05usage\"\x86\x01\n" +
+	"\x05Usage\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x04R\n" +
+	"costMicros\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\"\xb6\x01\n" +
+	"\vUsageTotals\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x04R\n" +
+	"costMicros\x12\x1f\n" +
+	"\vmodel_calls\x18\x04 \x01(\x04R\n" +
+	"modelCalls\x12\x1d\n" +
+	"\n" +
+	"tool_calls\x18\x05 \x01(\x04R\ttoolCalls\"\xf9\x01\n" +
+	"\x06Budget\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x04R\tmaxTokens\x12&\n" +
+	"\x0fmax_cost_micros\x18\x02 \x01(\x04R\rmaxCostMicros\x12\x1b\n" +
+	"\tmax_turns\x18\x03 \x01(\x04R\bmaxTurns\x126\n" +
+	"\x18max_model_calls_per_turn\x18\x04 \x01(\rR\x14maxModelCallsPerTurn\x124\n" +
+	"\x17max_tool_calls_per_turn\x18\x05 \x01(\rR\x13maxToolCallsPerTurn\x12\x1d\n" +
+	"\n" +
+	"loop_limit\x18\x06 \x01(\rR\tloopLimit\"\x96\x03\n" +
+	"\fBudgetChange\x12\"\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x04H\x00R\tmaxTokens\x88\x01\x01\x12+\n" +
+	"\x0fmax_cost_micros\x18\x02 \x01(\x04H\x01R\rmaxCostMicros\x88\x01\x01\x12 \n" +
+	"\tmax_turns\x18\x03 \x01(\x04H\x02R\bmaxTurns\x88\x01\x01\x12;\n" +
+	"\x18max_model_calls_per_turn\x18\x04 \x01(\rH\x03R\x14maxModelCallsPerTurn\x88\x01\x01\x129\n" +
+	"\x17max_tool_calls_per_turn\x18\x05 \x01(\rH\x04R\x13maxToolCallsPerTurn\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"loop_limit\x18\x06 \x01(\rH\x05R\tloopLimit\x88\x01\x01B\r\n" +
+	"\v_max_tokensB\x12\n" +
+	"\x10_max_cost_microsB\f\n" +
+	"\n" +
+	"_max_turnsB\x1b\n" +
+	"\x19_max_model_calls_per_turnB\x1a\n" +
+	"\x18_max_tool_calls_per_turnB\r\n" +
+	"\v_loop_limit\"Z\n" +
 	"\n" +
 	"ToolResult\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x19\n" +
@@ -3448,7 +3877,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\n" +
 	" \x01(\tR\x0eidempotencyKey\x12\x10\n" +
 	"\x03ran\x18\v \x01(\bR\x03ran\x12\x18\n" +
-	"\abuiltin\x18\f \x01(\tR\abuiltin\"\x99\x02\n" +
+	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xc4\x02\n" +
 	"\x04Turn\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\x12'\n" +
 	"\x05input\x18\x02 \x01(\x0e2\x11.dex.v1.TurnInputR\x05input\x12\x1f\n" +
@@ -3458,7 +3887,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
-	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\xc0\v\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\x12)\n" +
+	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\"\xc7\f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3504,7 +3934,11 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\fdelete_at_ms\x18+ \x01(\x03R\n" +
 	"deleteAtMs\x12.\n" +
 	"\x13folded_through_turn\x182 \x01(\x04R\x11foldedThroughTurn\x12!\n" +
-	"\ffolded_steps\x184 \x01(\x04R\vfoldedStepsB\x0f\n" +
+	"\ffolded_steps\x184 \x01(\x04R\vfoldedSteps\x12&\n" +
+	"\x06budget\x185 \x01(\v2\x0e.dex.v1.BudgetR\x06budget\x12)\n" +
+	"\x05usage\x186 \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\x122\n" +
+	"\n" +
+	"tree_usage\x187 \x01(\v2\x13.dex.v1.UsageTotalsR\ttreeUsageB\x0f\n" +
 	"\r_retention_msJ\x04\b3\x104\"\xdc\x03\n" +
 	"\n" +
 	"FoldedTurn\x12\x1d\n" +
@@ -3549,7 +3983,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\blast_seq\x18\f \x01(\x04R\alastSeq\x12\x1b\n" +
 	"\tlast_call\x18\r \x01(\tR\blastCall\x12\x1f\n" +
 	"\vdeadline_ms\x18\x0e \x01(\x03R\n" +
-	"deadlineMs\"\xe3\x06\n" +
+	"deadlineMs\"\x88\a\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3580,7 +4014,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
 	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
 	"\x05agent\x18\x1a \x01(\tR\x05agent\x12%\n" +
-	"\x0ewaiting_reason\x18\x1b \x01(\tR\rwaitingReason\"\xa4\x01\n" +
+	"\x0ewaiting_reason\x18\x1b \x01(\tR\rwaitingReason\x12#\n" +
+	"\x05usage\x18\x1c \x01(\v2\r.dex.v1.UsageR\x05usage\"\xa4\x01\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +
@@ -3694,10 +4129,12 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x17TOOL_ACCESS_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10TOOL_ACCESS_READ\x10\x01\x12 \n" +
 	"\x1cTOOL_ACCESS_IDEMPOTENT_WRITE\x10\x02\x12\x1e\n" +
-	"\x1aTOOL_ACCESS_SINGLE_ATTEMPT\x10\x03*C\n" +
+	"\x1aTOOL_ACCESS_SINGLE_ATTEMPT\x10\x03*s\n" +
 	"\vPauseReason\x12\x1c\n" +
 	"\x18PAUSE_REASON_UNSPECIFIED\x10\x00\x12\x16\n" +
-	"\x12PAUSE_REASON_LIMIT\x10\x01*\xad\x01\n" +
+	"\x12PAUSE_REASON_LIMIT\x10\x01\x12\x17\n" +
+	"\x13PAUSE_REASON_BUDGET\x10\x02\x12\x15\n" +
+	"\x11PAUSE_REASON_LOOP\x10\x03*\xad\x01\n" +
 	"\vHistoryKind\x12\x1c\n" +
 	"\x18HISTORY_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11HISTORY_KIND_USER\x10\x01\x12\x1a\n" +
@@ -3735,7 +4172,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
 	(StepKind)(0),          // 1: dex.v1.StepKind
@@ -3755,71 +4192,81 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*ToolCall)(nil),       // 15: dex.v1.ToolCall
 	(*InlineResult)(nil),   // 16: dex.v1.InlineResult
 	(*ModelOutput)(nil),    // 17: dex.v1.ModelOutput
-	(*ToolResult)(nil),     // 18: dex.v1.ToolResult
-	(*PollResult)(nil),     // 19: dex.v1.PollResult
-	(*Message)(nil),        // 20: dex.v1.Message
-	(*HistoryEntry)(nil),   // 21: dex.v1.HistoryEntry
-	(*CallState)(nil),      // 22: dex.v1.CallState
-	(*Turn)(nil),           // 23: dex.v1.Turn
-	(*Session)(nil),        // 24: dex.v1.Session
-	(*FoldedTurn)(nil),     // 25: dex.v1.FoldedTurn
-	(*FoldedKind)(nil),     // 26: dex.v1.FoldedKind
-	(*Attempt)(nil),        // 27: dex.v1.Attempt
-	(*Step)(nil),           // 28: dex.v1.Step
-	(*NodeInfo)(nil),       // 29: dex.v1.NodeInfo
-	(*WorkerInfo)(nil),     // 30: dex.v1.WorkerInfo
-	(*Event)(nil),          // 31: dex.v1.Event
-	(*AttemptResult)(nil),  // 32: dex.v1.AttemptResult
-	(*AttemptFailure)(nil), // 33: dex.v1.AttemptFailure
-	(*AclToken)(nil),       // 34: dex.v1.AclToken
-	(*AttemptRef)(nil),     // 35: dex.v1.AttemptRef
+	(*Usage)(nil),          // 18: dex.v1.Usage
+	(*UsageTotals)(nil),    // 19: dex.v1.UsageTotals
+	(*Budget)(nil),         // 20: dex.v1.Budget
+	(*BudgetChange)(nil),   // 21: dex.v1.BudgetChange
+	(*ToolResult)(nil),     // 22: dex.v1.ToolResult
+	(*PollResult)(nil),     // 23: dex.v1.PollResult
+	(*Message)(nil),        // 24: dex.v1.Message
+	(*HistoryEntry)(nil),   // 25: dex.v1.HistoryEntry
+	(*CallState)(nil),      // 26: dex.v1.CallState
+	(*Turn)(nil),           // 27: dex.v1.Turn
+	(*Session)(nil),        // 28: dex.v1.Session
+	(*FoldedTurn)(nil),     // 29: dex.v1.FoldedTurn
+	(*FoldedKind)(nil),     // 30: dex.v1.FoldedKind
+	(*Attempt)(nil),        // 31: dex.v1.Attempt
+	(*Step)(nil),           // 32: dex.v1.Step
+	(*NodeInfo)(nil),       // 33: dex.v1.NodeInfo
+	(*WorkerInfo)(nil),     // 34: dex.v1.WorkerInfo
+	(*Event)(nil),          // 35: dex.v1.Event
+	(*AttemptResult)(nil),  // 36: dex.v1.AttemptResult
+	(*AttemptFailure)(nil), // 37: dex.v1.AttemptFailure
+	(*AclToken)(nil),       // 38: dex.v1.AclToken
+	(*AttemptRef)(nil),     // 39: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
 	15, // 1: dex.v1.ModelOutput.tool_calls:type_name -> dex.v1.ToolCall
 	16, // 2: dex.v1.ModelOutput.inline_results:type_name -> dex.v1.InlineResult
-	18, // 3: dex.v1.PollResult.result:type_name -> dex.v1.ToolResult
-	10, // 4: dex.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
-	3,  // 5: dex.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
-	15, // 6: dex.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
-	16, // 7: dex.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
-	14, // 8: dex.v1.CallState.policy:type_name -> dex.v1.ToolSpec
-	12, // 9: dex.v1.CallState.phase:type_name -> dex.v1.CallPhase
-	3,  // 10: dex.v1.CallState.outcome:type_name -> dex.v1.Outcome
-	11, // 11: dex.v1.Turn.input:type_name -> dex.v1.TurnInput
-	22, // 12: dex.v1.Turn.calls:type_name -> dex.v1.CallState
-	0,  // 13: dex.v1.Session.status:type_name -> dex.v1.SessionStatus
-	21, // 14: dex.v1.Session.history:type_name -> dex.v1.HistoryEntry
-	20, // 15: dex.v1.Session.inbox:type_name -> dex.v1.Message
-	23, // 16: dex.v1.Session.turn:type_name -> dex.v1.Turn
-	9,  // 17: dex.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
-	6,  // 18: dex.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
-	26, // 19: dex.v1.FoldedTurn.kinds:type_name -> dex.v1.FoldedKind
-	2,  // 20: dex.v1.FoldedTurn.last_status:type_name -> dex.v1.StepStatus
-	3,  // 21: dex.v1.FoldedTurn.last_outcome:type_name -> dex.v1.Outcome
-	6,  // 22: dex.v1.FoldedTurn.last_error_type:type_name -> dex.v1.ErrorType
-	1,  // 23: dex.v1.FoldedKind.kind:type_name -> dex.v1.StepKind
-	4,  // 24: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
-	5,  // 25: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
-	6,  // 26: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
-	1,  // 27: dex.v1.Step.kind:type_name -> dex.v1.StepKind
-	14, // 28: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
-	2,  // 29: dex.v1.Step.status:type_name -> dex.v1.StepStatus
-	27, // 30: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
-	3,  // 31: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
-	6,  // 32: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	14, // 33: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	17, // 34: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
-	18, // 35: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
-	19, // 36: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	33, // 37: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
-	6,  // 38: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
-	13, // 39: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	18, // 3: dex.v1.ModelOutput.usage:type_name -> dex.v1.Usage
+	22, // 4: dex.v1.PollResult.result:type_name -> dex.v1.ToolResult
+	10, // 5: dex.v1.HistoryEntry.kind:type_name -> dex.v1.HistoryKind
+	3,  // 6: dex.v1.HistoryEntry.outcome:type_name -> dex.v1.Outcome
+	15, // 7: dex.v1.HistoryEntry.tool_calls:type_name -> dex.v1.ToolCall
+	16, // 8: dex.v1.HistoryEntry.inline_results:type_name -> dex.v1.InlineResult
+	14, // 9: dex.v1.CallState.policy:type_name -> dex.v1.ToolSpec
+	12, // 10: dex.v1.CallState.phase:type_name -> dex.v1.CallPhase
+	3,  // 11: dex.v1.CallState.outcome:type_name -> dex.v1.Outcome
+	11, // 12: dex.v1.Turn.input:type_name -> dex.v1.TurnInput
+	26, // 13: dex.v1.Turn.calls:type_name -> dex.v1.CallState
+	19, // 14: dex.v1.Turn.usage:type_name -> dex.v1.UsageTotals
+	0,  // 15: dex.v1.Session.status:type_name -> dex.v1.SessionStatus
+	25, // 16: dex.v1.Session.history:type_name -> dex.v1.HistoryEntry
+	24, // 17: dex.v1.Session.inbox:type_name -> dex.v1.Message
+	27, // 18: dex.v1.Session.turn:type_name -> dex.v1.Turn
+	9,  // 19: dex.v1.Session.pause_reason:type_name -> dex.v1.PauseReason
+	6,  // 20: dex.v1.Session.last_error_type:type_name -> dex.v1.ErrorType
+	20, // 21: dex.v1.Session.budget:type_name -> dex.v1.Budget
+	19, // 22: dex.v1.Session.usage:type_name -> dex.v1.UsageTotals
+	19, // 23: dex.v1.Session.tree_usage:type_name -> dex.v1.UsageTotals
+	30, // 24: dex.v1.FoldedTurn.kinds:type_name -> dex.v1.FoldedKind
+	2,  // 25: dex.v1.FoldedTurn.last_status:type_name -> dex.v1.StepStatus
+	3,  // 26: dex.v1.FoldedTurn.last_outcome:type_name -> dex.v1.Outcome
+	6,  // 27: dex.v1.FoldedTurn.last_error_type:type_name -> dex.v1.ErrorType
+	1,  // 28: dex.v1.FoldedKind.kind:type_name -> dex.v1.StepKind
+	4,  // 29: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
+	5,  // 30: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
+	6,  // 31: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
+	1,  // 32: dex.v1.Step.kind:type_name -> dex.v1.StepKind
+	14, // 33: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	2,  // 34: dex.v1.Step.status:type_name -> dex.v1.StepStatus
+	31, // 35: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
+	3,  // 36: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
+	6,  // 37: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
+	18, // 38: dex.v1.Step.usage:type_name -> dex.v1.Usage
+	14, // 39: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
+	17, // 40: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	22, // 41: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	23, // 42: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	37, // 43: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	6,  // 44: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	13, // 45: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -3827,8 +4274,9 @@ func file_dex_v1_types_proto_init() {
 	if File_dex_v1_types_proto != nil {
 		return
 	}
-	file_dex_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
-	file_dex_v1_types_proto_msgTypes[18].OneofWrappers = []any{
+	file_dex_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
+	file_dex_v1_types_proto_msgTypes[14].OneofWrappers = []any{}
+	file_dex_v1_types_proto_msgTypes[22].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -3841,7 +4289,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   22,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

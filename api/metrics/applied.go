@@ -35,7 +35,24 @@ func (m *Node) Applied(a *fsm.Applied) {
 		}
 		m.stepDuration.WithLabelValues(fsm.KindName(step.Kind), m.tools.label(st, step.Tool), fsm.OutcomeName(step.Outcome)).
 			Observe(seconds(step.EndedAtMs - step.CreatedAtMs))
+		if u := step.Usage; u != nil {
+			m.countUsage(step.Agent, u)
+		}
 	}
+}
+
+// countUsage adds a model call's reported usage to the usage counters.
+func (m *Node) countUsage(agent string, u *fsmpb.Usage) {
+	if agent == "" {
+		agent = "default"
+	}
+	model := u.Model
+	if model == "" {
+		model = "unknown"
+	}
+	m.modelTokens.WithLabelValues(agent, model, "input").Add(float64(u.InputTokens))
+	m.modelTokens.WithLabelValues(agent, model, "output").Add(float64(u.OutputTokens))
+	m.modelCost.WithLabelValues(agent).Add(float64(u.CostMicros))
 }
 
 func attemptOf(st *fsm.State, k fsm.AttemptKey) (*fsmpb.Step, *fsmpb.Attempt) {

@@ -31,6 +31,8 @@ type Node struct {
 	attempts        *prometheus.CounterVec
 	rejected        *prometheus.CounterVec
 	takeovers       prometheus.Counter
+	modelTokens     *prometheus.CounterVec
+	modelCost       *prometheus.CounterVec
 
 	// Children bound once, so the hot paths do no label hashing.
 	dispatchByKind map[fsmpb.StepKind]prometheus.Observer
@@ -78,6 +80,14 @@ func New(state func() *fsm.State) *Node {
 			Namespace: "dex", Name: "takeovers_total",
 			Help: "Times this node established leadership (barrier passed, epoch opened, leader services started).",
 		}),
+		modelTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "dex", Name: "model_tokens_total",
+			Help: "Tokens the model calls that succeeded reported, by agent, model and kind (input, output). Every node counts what it applies.",
+		}, []string{"agent", "model", "kind"}),
+		modelCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "dex", Name: "model_cost_total",
+			Help: "Cost, in millionths of the Workers' currency unit, the model calls that succeeded reported, by agent.",
+		}, []string{"agent"}),
 		dispatchByKind: map[fsmpb.StepKind]prometheus.Observer{},
 		claimByKind:    map[fsmpb.StepKind]prometheus.Observer{},
 		applyByCommand: map[int32]prometheus.Observer{},
@@ -108,7 +118,7 @@ func (m *Node) UseSnapshots(s SnapshotSizes) { m.gauges.snapshots = s }
 func (m *Node) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.dispatchLatency, m.claimLatency, m.stepDuration, m.applyDuration,
-		m.attempts, m.rejected, m.takeovers, m.gauges,
+		m.attempts, m.rejected, m.takeovers, m.modelTokens, m.modelCost, m.gauges,
 	}
 }
 

@@ -59,6 +59,8 @@ type Options struct {
 	ServerOptions []grpc.ServerOption
 	// Retention is how long closed sessions are kept.
 	Retention Retention
+	// Budgets are the agents' default budgets.
+	Budgets AgentBudgets
 }
 
 // Server is a node's gRPC server.
@@ -128,6 +130,7 @@ func newHandlers(node *cluster.Node, admin *Admin, o Options) handlers {
 	h := handlers{admin: admin, sessions: NewSessions(node, LimitsFor(o.MaxPayload))}
 	h.sessions.p = o.Proposer
 	h.sessions.retention = o.Retention
+	h.sessions.budgets = o.Budgets
 	if o.Dispatch != nil && o.Deadlines != nil {
 		h.workers = NewWorkers(node, o.Dispatch, o.Deadlines, o.Timing)
 		h.workers.live = o.Liveness

@@ -18,6 +18,7 @@ type Sessions struct {
 	readyGate
 	limits    Limits
 	retention Retention
+	budgets   AgentBudgets
 	// importLimit bounds an imported object (0: MaxImportObject).
 	importLimit int
 	// partition of partitions is the partition these handlers serve (a
@@ -45,6 +46,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	c := &fsmpb.CreateSession{
 		SessionId: id, ParentId: req.ParentId, Message: req.Message, Agent: req.Agent,
 		CompactionThreshold: threshold, MaxModelInput: s.limits.MaxModelInput, RetentionMs: req.RetentionMs,
+		Budget: s.sessionBudget(req),
 	}
 	if req.Message != "" {
 		c.MessageId = req.IdempotencyKey

@@ -24,6 +24,7 @@ type fakeSessions struct {
 	pageSize int
 	cancels  []*dexv1.CancelSessionRequest
 	closes   []*dexv1.CloseSessionRequest
+	budgets  []*dexv1.SetBudgetRequest
 	events   map[string][]*dexv1.Event
 	lastSeq  uint64 // GetSession's last_event_seq
 	created  []*dexv1.CreateSessionRequest
@@ -126,6 +127,18 @@ func (f *fakeSessions) CloseSession(_ context.Context, req *dexv1.CloseSessionRe
 		return &dexv1.CloseSessionResponse{Session: &dexv1.Session{Id: "busy", Status: dexv1.SessionStatus_SESSION_STATUS_RUNNING, CloseRequestedAtMs: 1}}, nil
 	}
 	return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
+}
+
+func (f *fakeSessions) SetBudget(_ context.Context, req *dexv1.SetBudgetRequest) (*dexv1.SetBudgetResponse, error) {
+	f.budgets = append(f.budgets, req)
+	if req.SessionId != "s1" {
+		return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
+	}
+	b := &dexv1.Budget{MaxTurns: 4}
+	if ch := req.Change; ch != nil && ch.MaxTokens != nil {
+		b.MaxTokens = *ch.MaxTokens
+	}
+	return &dexv1.SetBudgetResponse{Session: &dexv1.Session{Id: "s1", Budget: b}}, nil
 }
 
 func (f *fakeSessions) GetSession(_ context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {

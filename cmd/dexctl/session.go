@@ -36,7 +36,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Start, message, show and watch sessions"}
-	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
+	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionBudgetCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
 	return cmd
 }
 
@@ -70,7 +70,7 @@ func messageText(cmd *cobra.Command, text, file string) (string, error) {
 }
 
 func newSessionStartCmd(g *globals) *cobra.Command {
-	var msg, msgFile, id, parent, agent string
+	var msg, msgFile, id, parent, agent, budget string
 	var threshold uint64
 	var retention time.Duration
 	var asJSON bool
@@ -95,6 +95,13 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 				}
 			}
 			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
+			if budget != "" {
+				ch, err := wirerules.ParseBudget(budget)
+				if err != nil {
+					return usagef("--budget: %v", err)
+				}
+				req.Budget = wirerules.ApplyBudgetChange(nil, ch)
+			}
 			if cmd.Flags().Changed("retention") {
 				if retention < 0 {
 					return usagef("--retention must not be negative (0: kept for ever once closed)")
@@ -126,6 +133,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&parent, "parent", "", "parent session id (this session reports to it)")
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent that runs the session, NAME or NAME@VERSION (default: the parent's, else the default agent)")
 	cmd.Flags().DurationVar(&retention, "retention", 0, "keep the session this long once closed (0: for ever; default: the cluster's retention for its agent)")
+	cmd.Flags().StringVar(&budget, "budget", "", "FIELD=N[,FIELD=N…]: the session's budget over its agent's (max_tokens, max_cost_micros, max_turns, max_model_calls_per_turn, max_tool_calls_per_turn, loop_limit)")
 	cmd.Flags().Uint64Var(&threshold, "compaction-threshold", 0, "compact the history once it passes this many characters (0: the cluster's default, an eighth of its --max-payload; at most half of it)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -254,6 +262,44 @@ type sessionJSON struct {
 	Steps         []stepJSON    `json:"steps"`
 	// Folded: the turns whose Steps the cluster folded, in turn order.
 	Folded []foldedJSON `json:"folded_turns,omitempty"`
+	// Budget: its limits (0: none); Usage: what it used, TreeUsage: it and
+	// its descendants, TurnUsage: the turn in progress.
+	Budget    budgetJSON `json:"budget"`
+	Usage     usageJSON  `json:"usage"`
+	TreeUsage usageJSON  `json:"tree_usage"`
+	TurnUsage *usageJSON `json:"turn_usage,omitempty"`
+}
+
+type budgetJSON struct {
+	MaxTokens            uint64 `json:"max_tokens"`
+	MaxCostMicros        uint64 `json:"max_cost_micros"`
+	MaxTurns             uint64 `json:"max_turns"`
+	MaxModelCallsPerTurn uint32 `json:"max_model_calls_per_turn"`
+	MaxToolCallsPerTurn  uint32 `json:"max_tool_calls_per_turn"`
+	// LoopLimit is the one in force (the cluster's 3 when the budget sets none).
+	LoopLimit uint32 `json:"loop_limit"`
+}
+
+type usageJSON struct {
+	InputTokens  uint64 `json:"input_tokens"`
+	OutputTokens uint64 `json:"output_tokens"`
+	CostMicros   uint64 `json:"cost_micros"`
+	ModelCalls   uint64 `json:"model_calls"`
+	ToolCalls    uint64 `json:"tool_calls"`
+}
+
+func toUsageJSON(u *dexv1.UsageTotals) usageJSON {
+	return usageJSON{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(), CostMicros: u.GetCostMicros(),
+		ModelCalls: u.GetModelCalls(), ToolCalls: u.GetToolCalls()}
+}
+
+func toBudgetJSON(b *dexv1.Budget) budgetJSON {
+	loop := b.GetLoopLimit()
+	if loop == 0 {
+		loop = fsm.DefaultLoopLimit
+	}
+	return budgetJSON{MaxTokens: b.GetMaxTokens(), MaxCostMicros: b.GetMaxCostMicros(), MaxTurns: b.GetMaxTurns(),
+		MaxModelCallsPerTurn: b.GetMaxModelCallsPerTurn(), MaxToolCallsPerTurn: b.GetMaxToolCallsPerTurn(), LoopLimit: loop}
 }
 
 // foldedJSON is what a folded turn kept of its Steps.
@@ -284,7 +330,14 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
 		History: []historyJSON{}, Steps: []stepJSON{}, DeleteAtMs: s.DeleteAtMs,
-		Closing: s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
+		Closing:   s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
+		Budget:    toBudgetJSON(s.Budget),
+		Usage:     toUsageJSON(s.Usage),
+		TreeUsage: toUsageJSON(s.TreeUsage),
+	}
+	if s.Turn != nil {
+		u := toUsageJSON(s.Turn.Usage)
+		out.TurnUsage = &u
 	}
 	if s.PauseReason != dexv1.PauseReason_PAUSE_REASON_UNSPECIFIED {
 		out.PauseReason = lowerName(s.PauseReason.String(), "PAUSE_REASON_")
@@ -375,6 +428,7 @@ func printSession(w io.Writer, s sessionJSON, partitions int) {
 	if partitions > 1 {
 		fmt.Fprintf(w, "partition: %d\n", wirerules.PartitionOf(s.ID, partitions))
 	}
+	printUsage(w, s)
 	fmt.Fprintln(w, "\nhistory:")
 	for _, h := range s.History {
 		text := h.Text

@@ -146,6 +146,19 @@ func heldStep(t *testing.T, ledger string) string {
 // executions counts the ledger lines of a Step.
 func executions(t *testing.T, ledger, step string) int {
 	t.Helper()
+	return ledgerCount(t, ledger, func(e ledgerLine) bool { return e.Step == step })
+}
+
+// ledgerLine is what the tests read of a line of dexworker's ledger.
+type ledgerLine struct {
+	Session string `json:"session"`
+	Step    string `json:"step"`
+	Tool    string `json:"tool"`
+}
+
+// ledgerCount counts the ledger's lines that match.
+func ledgerCount(t *testing.T, ledger string, match func(ledgerLine) bool) int {
+	t.Helper()
 	f, err := os.Open(ledger)
 	if err != nil {
 		t.Fatal(err)
@@ -154,13 +167,11 @@ func executions(t *testing.T, ledger, step string) int {
 	n := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var e struct {
-			Step string `json:"step"`
-		}
+		var e ledgerLine
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("ledger line %q: %v", sc.Text(), err)
 		}
-		if e.Step == step {
+		if match(e) {
 			n++
 		}
 	}

@@ -70,5 +70,6 @@ func (s *leaderStack) serverOptions(o *options) server.Options {
 		Proposer: s.pipe, Dispatch: s.disp, Deadlines: s.deadlines, Liveness: s.live, MaxPayload: o.maxPayload,
 		Timing:    server.WorkerTiming{HeartbeatInterval: s.deadlines.HeartbeatInterval(), HeartbeatTimeout: s.deadlines.HeartbeatTimeout()},
 		Retention: server.Retention{Default: o.retention, Agents: o.agentRetention},
+		Budgets:   server.AgentBudgets(o.agentBudgets),
 	}
 }

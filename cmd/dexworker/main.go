@@ -40,6 +40,10 @@ removes). Each moment is held once unless --hold-all.
 Every tool execution (and model call: tool "model" / "compact"; poll:
 tool "build.poll") appends one fsynced JSON line to the ledger.
 
+Each scripted model call reports a fixed usage (100 input and 20 output
+tokens, cost 150 micro-units, model "dex-demo") unless its script output
+gives "usage", so that budgets (dexctl session budget) can be tried.
+
 A script (README.md) may write {{fill:N}} in a text, a call's arguments or
 an error message for N bytes of filler; a demo tool called with
 "result_bytes": N answers exactly N bytes.

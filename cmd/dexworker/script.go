@@ -51,6 +51,30 @@ type Output struct {
 	// missing the output is left out as if the script did not have it, so a
 	// test can switch the model (an outage, a rejection) on and off.
 	WhileFile string `json:"while_file,omitempty"`
+	// Usage: what the call reports it used (default: DemoUsage).
+	Usage *ScriptUsage `json:"usage,omitempty"`
+}
+
+// ScriptUsage is a scripted model call's usage.
+type ScriptUsage struct {
+	InputTokens  uint64 `json:"input_tokens"`
+	OutputTokens uint64 `json:"output_tokens"`
+	CostMicros   uint64 `json:"cost_micros"`
+}
+
+// DemoUsage is what every scripted model call reports it used, unless its
+// output says otherwise: fixed figures, so that budgets can be tried.
+var DemoUsage = ScriptUsage{InputTokens: 100, OutputTokens: 20, CostMicros: 150}
+
+// DemoModelName is the model name the scripted model reports.
+const DemoModelName = "dex-demo"
+
+func (o Output) usage() *dexv1.Usage {
+	u := DemoUsage
+	if o.Usage != nil {
+		u = *o.Usage
+	}
+	return &dexv1.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostMicros: u.CostMicros, Model: DemoModelName}
 }
 
 // active leaves out the outputs whose while_file is missing.
@@ -349,7 +373,7 @@ func (m *Model) Output(in client.ModelInput) (Output, *dexv1.ModelOutput, error)
 	}
 	esc, _ := json.Marshal(msg)
 	escaped := string(esc[1 : len(esc)-1])
-	out := &dexv1.ModelOutput{Text: strings.ReplaceAll(expandFill(o.Text), "{{message}}", msg)}
+	out := &dexv1.ModelOutput{Text: strings.ReplaceAll(expandFill(o.Text), "{{message}}", msg), Usage: o.usage()}
 	for i, c := range o.ToolCalls {
 		id := c.CallID
 		if id == "" {

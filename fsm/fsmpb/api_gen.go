@@ -46,6 +46,21 @@ func (x *Attempt) API() *dexv1.Attempt {
 	}
 }
 
+// API is the stored Budget as the API's dex.v1.Budget shows it.
+func (x *Budget) API() *dexv1.Budget {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.Budget{
+		MaxTokens:            x.MaxTokens,
+		MaxCostMicros:        x.MaxCostMicros,
+		MaxTurns:             x.MaxTurns,
+		MaxModelCallsPerTurn: x.MaxModelCallsPerTurn,
+		MaxToolCallsPerTurn:  x.MaxToolCallsPerTurn,
+		LoopLimit:            x.LoopLimit,
+	}
+}
+
 // API is the stored CallState as the API's dex.v1.CallState shows it.
 func (x *CallState) API() *dexv1.CallState {
 	if x == nil {
@@ -230,6 +245,9 @@ func (x *Session) API() *dexv1.Session {
 		DeleteAtMs:          x.DeleteAtMs,
 		FoldedThroughTurn:   x.FoldedThroughTurn,
 		FoldedSteps:         x.FoldedSteps,
+		Budget:              x.Budget.API(),
+		Usage:               x.Usage.API(),
+		TreeUsage:           x.TreeUsage.API(),
 	}
 }
 
@@ -266,6 +284,7 @@ func (x *Step) API() *dexv1.Step {
 		Number:         x.Number,
 		CompactBefore:  x.CompactBefore,
 		Agent:          x.Agent,
+		Usage:          x.Usage.API(),
 	}
 }
 
@@ -301,6 +320,7 @@ func (x *ToolSpec) API() *dexv1.ToolSpec {
 }
 
 // API is the stored Turn as the API's dex.v1.Turn shows it.
+// It leaves out call_repeats (the loop guard's counts; a loop pause names the call in its message).
 func (x *Turn) API() *dexv1.Turn {
 	if x == nil {
 		return nil
@@ -314,6 +334,34 @@ func (x *Turn) API() *dexv1.Turn {
 		RanCalls:       x.RanCalls,
 		NotedRanCalls:  x.NotedRanCalls,
 		ResultsFromSeq: x.ResultsFromSeq,
+		Usage:          x.Usage.API(),
+	}
+}
+
+// API is the stored Usage as the API's dex.v1.Usage shows it.
+func (x *Usage) API() *dexv1.Usage {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.Usage{
+		InputTokens:  x.InputTokens,
+		OutputTokens: x.OutputTokens,
+		CostMicros:   x.CostMicros,
+		Model:        x.Model,
+	}
+}
+
+// API is the stored UsageTotals as the API's dex.v1.UsageTotals shows it.
+func (x *UsageTotals) API() *dexv1.UsageTotals {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.UsageTotals{
+		InputTokens:  x.InputTokens,
+		OutputTokens: x.OutputTokens,
+		CostMicros:   x.CostMicros,
+		ModelCalls:   x.ModelCalls,
+		ToolCalls:    x.ToolCalls,
 	}
 }
 
@@ -398,6 +446,21 @@ func AttemptResultFromAPI(x *dexv1.AttemptResult) *AttemptResult {
 		out.Outcome = &AttemptResult_Failure{Failure: AttemptFailureFromAPI(o.Failure)}
 	}
 	return out
+}
+
+// BudgetFromAPI is the API's dex.v1.Budget as the state stores it.
+func BudgetFromAPI(x *dexv1.Budget) *Budget {
+	if x == nil {
+		return nil
+	}
+	return &Budget{
+		MaxTokens:            x.MaxTokens,
+		MaxCostMicros:        x.MaxCostMicros,
+		MaxTurns:             x.MaxTurns,
+		MaxModelCallsPerTurn: x.MaxModelCallsPerTurn,
+		MaxToolCallsPerTurn:  x.MaxToolCallsPerTurn,
+		LoopLimit:            x.LoopLimit,
+	}
 }
 
 // CallStateFromAPI is the API's dex.v1.CallState as the state stores it.
@@ -534,6 +597,7 @@ func ModelOutputFromAPI(x *dexv1.ModelOutput) *ModelOutput {
 		Text:          x.Text,
 		ToolCalls:     toolCallListFromAPI(x.ToolCalls),
 		InlineResults: inlineResultListFromAPI(x.InlineResults),
+		Usage:         UsageFromAPI(x.Usage),
 	}
 }
 
@@ -607,6 +671,9 @@ func SessionFromAPI(x *dexv1.Session) *Session {
 		DeleteAtMs:          x.DeleteAtMs,
 		FoldedThroughTurn:   x.FoldedThroughTurn,
 		FoldedSteps:         x.FoldedSteps,
+		Budget:              BudgetFromAPI(x.Budget),
+		Usage:               UsageTotalsFromAPI(x.Usage),
+		TreeUsage:           UsageTotalsFromAPI(x.TreeUsage),
 	}
 }
 
@@ -643,6 +710,7 @@ func StepFromAPI(x *dexv1.Step) *Step {
 		Number:         x.Number,
 		CompactBefore:  x.CompactBefore,
 		Agent:          x.Agent,
+		Usage:          UsageFromAPI(x.Usage),
 	}
 }
 
@@ -690,6 +758,7 @@ func ToolSpecFromAPI(x *dexv1.ToolSpec) *ToolSpec {
 }
 
 // TurnFromAPI is the API's dex.v1.Turn as the state stores it.
+// It leaves out call_repeats (the loop guard's counts; a loop pause names the call in its message).
 func TurnFromAPI(x *dexv1.Turn) *Turn {
 	if x == nil {
 		return nil
@@ -703,6 +772,34 @@ func TurnFromAPI(x *dexv1.Turn) *Turn {
 		RanCalls:       x.RanCalls,
 		NotedRanCalls:  x.NotedRanCalls,
 		ResultsFromSeq: x.ResultsFromSeq,
+		Usage:          UsageTotalsFromAPI(x.Usage),
+	}
+}
+
+// UsageFromAPI is the API's dex.v1.Usage as the state stores it.
+func UsageFromAPI(x *dexv1.Usage) *Usage {
+	if x == nil {
+		return nil
+	}
+	return &Usage{
+		InputTokens:  x.InputTokens,
+		OutputTokens: x.OutputTokens,
+		CostMicros:   x.CostMicros,
+		Model:        x.Model,
+	}
+}
+
+// UsageTotalsFromAPI is the API's dex.v1.UsageTotals as the state stores it.
+func UsageTotalsFromAPI(x *dexv1.UsageTotals) *UsageTotals {
+	if x == nil {
+		return nil
+	}
+	return &UsageTotals{
+		InputTokens:  x.InputTokens,
+		OutputTokens: x.OutputTokens,
+		CostMicros:   x.CostMicros,
+		ModelCalls:   x.ModelCalls,
+		ToolCalls:    x.ToolCalls,
 	}
 }
 

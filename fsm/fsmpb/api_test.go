@@ -221,6 +221,7 @@ func widestOneof(md protoreflect.MessageDescriptor, depth int) int {
 var storedOnly = map[protoreflect.FullName]bool{
 	"dex.fsm.v1.Session.import":           true, // an import in progress is never shown
 	"dex.fsm.v1.Session.fold_due_through": true, // the leader's fold index reads it
+	"dex.fsm.v1.Turn.call_repeats":        true, // the loop guard's counts
 }
 
 // fill sets every field of m, and of its nested messages, to a value of its
@@ -274,6 +275,8 @@ func scalar(t *testing.T, fd protoreflect.FieldDescriptor) protoreflect.Value {
 		return protoreflect.ValueOfUint32(uint32(n))
 	case protoreflect.BoolKind:
 		return protoreflect.ValueOfBool(true)
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte("v-" + string(fd.Name())))
 	case protoreflect.EnumKind:
 		values := fd.Enum().Values()
 		return protoreflect.ValueOfEnum(values.Get(values.Len() - 1).Number())

@@ -73,6 +73,7 @@ type Command struct {
 	//	*Command_ImportSessionEnd
 	//	*Command_SetTurnFolding
 	//	*Command_FoldTurns
+	//	*Command_SetBudget
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -481,6 +482,15 @@ func (x *Command) GetFoldTurns() *FoldTurns {
 	return nil
 }
 
+func (x *Command) GetSetBudget() *SetBudget {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetBudget); ok {
+			return x.SetBudget
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -650,6 +660,10 @@ type Command_FoldTurns struct {
 	FoldTurns *FoldTurns `protobuf:"bytes,136,opt,name=fold_turns,json=foldTurns,proto3,oneof"`
 }
 
+type Command_SetBudget struct {
+	SetBudget *SetBudget `protobuf:"bytes,137,opt,name=set_budget,json=setBudget,proto3,oneof"`
+}
+
 type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
@@ -732,6 +746,8 @@ func (*Command_SetTurnFolding) isCommand_Body() {}
 
 func (*Command_FoldTurns) isCommand_Body() {}
 
+func (*Command_SetBudget) isCommand_Body() {}
+
 func (*Command_Batch) isCommand_Body() {}
 
 // Several commands in one log entry (the leader's group commit), applied in
@@ -797,7 +813,10 @@ type CreateSession struct {
 	Agent string `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
 	// How long the session is kept once closed (0: for ever); unset: the
 	// cluster's retention for its agent when it is closed.
-	RetentionMs   *int64 `protobuf:"varint,8,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
+	RetentionMs *int64 `protobuf:"varint,8,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
+	// The session's budget: the agent's defaults with the request's given
+	// fields over them, resolved by the leader.
+	Budget        *Budget `protobuf:"bytes,9,opt,name=budget,proto3" json:"budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -888,6 +907,66 @@ func (x *CreateSession) GetRetentionMs() int64 {
 	return 0
 }
 
+func (x *CreateSession) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+// SetBudget changes the given fields of a session's budget.
+type SetBudget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Change        *BudgetChange          `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBudget) Reset() {
+	*x = SetBudget{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBudget) ProtoMessage() {}
+
+func (x *SetBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBudget.ProtoReflect.Descriptor instead.
+func (*SetBudget) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SetBudget) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetBudget) GetChange() *BudgetChange {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
 type SendMessage struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -901,7 +980,7 @@ type SendMessage struct {
 
 func (x *SendMessage) Reset() {
 	*x = SendMessage{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +992,7 @@ func (x *SendMessage) String() string {
 func (*SendMessage) ProtoMessage() {}
 
 func (x *SendMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1005,7 @@ func (x *SendMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessage.ProtoReflect.Descriptor instead.
 func (*SendMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SendMessage) GetSessionId() string {
@@ -972,7 +1051,7 @@ type RegisterWorker struct {
 
 func (x *RegisterWorker) Reset() {
 	*x = RegisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1063,7 @@ func (x *RegisterWorker) String() string {
 func (*RegisterWorker) ProtoMessage() {}
 
 func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1076,7 @@ func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorker.ProtoReflect.Descriptor instead.
 func (*RegisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RegisterWorker) GetWorkerId() string {
@@ -1045,7 +1124,7 @@ type BumpEpoch struct {
 
 func (x *BumpEpoch) Reset() {
 	*x = BumpEpoch{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1136,7 @@ func (x *BumpEpoch) String() string {
 func (*BumpEpoch) ProtoMessage() {}
 
 func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1149,7 @@ func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BumpEpoch.ProtoReflect.Descriptor instead.
 func (*BumpEpoch) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BumpEpoch) GetNodeId() string {
@@ -1095,7 +1174,7 @@ type StartAttempt struct {
 
 func (x *StartAttempt) Reset() {
 	*x = StartAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1186,7 @@ func (x *StartAttempt) String() string {
 func (*StartAttempt) ProtoMessage() {}
 
 func (x *StartAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1199,7 @@ func (x *StartAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartAttempt.ProtoReflect.Descriptor instead.
 func (*StartAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StartAttempt) GetStepId() string {
@@ -1167,7 +1246,7 @@ type ClaimAttempt struct {
 
 func (x *ClaimAttempt) Reset() {
 	*x = ClaimAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1258,7 @@ func (x *ClaimAttempt) String() string {
 func (*ClaimAttempt) ProtoMessage() {}
 
 func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1271,7 @@ func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAttempt.ProtoReflect.Descriptor instead.
 func (*ClaimAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ClaimAttempt) GetRef() *AttemptRef {
@@ -1219,7 +1298,7 @@ type CompleteAttempt struct {
 
 func (x *CompleteAttempt) Reset() {
 	*x = CompleteAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1310,7 @@ func (x *CompleteAttempt) String() string {
 func (*CompleteAttempt) ProtoMessage() {}
 
 func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1323,7 @@ func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteAttempt.ProtoReflect.Descriptor instead.
 func (*CompleteAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CompleteAttempt) GetRef() *AttemptRef {
@@ -1337,7 +1416,7 @@ type FailAttempt struct {
 
 func (x *FailAttempt) Reset() {
 	*x = FailAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1428,7 @@ func (x *FailAttempt) String() string {
 func (*FailAttempt) ProtoMessage() {}
 
 func (x *FailAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1441,7 @@ func (x *FailAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailAttempt.ProtoReflect.Descriptor instead.
 func (*FailAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FailAttempt) GetRef() *AttemptRef {
@@ -1397,7 +1476,7 @@ type ExpireAttempt struct {
 
 func (x *ExpireAttempt) Reset() {
 	*x = ExpireAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1488,7 @@ func (x *ExpireAttempt) String() string {
 func (*ExpireAttempt) ProtoMessage() {}
 
 func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1501,7 @@ func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireAttempt.ProtoReflect.Descriptor instead.
 func (*ExpireAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExpireAttempt) GetStepId() string {
@@ -1457,7 +1536,7 @@ type ResolveApproval struct {
 
 func (x *ResolveApproval) Reset() {
 	*x = ResolveApproval{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1548,7 @@ func (x *ResolveApproval) String() string {
 func (*ResolveApproval) ProtoMessage() {}
 
 func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1561,7 @@ func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApproval.ProtoReflect.Descriptor instead.
 func (*ResolveApproval) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResolveApproval) GetStepId() string {
@@ -1516,7 +1595,7 @@ type AnswerQuestion struct {
 
 func (x *AnswerQuestion) Reset() {
 	*x = AnswerQuestion{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1607,7 @@ func (x *AnswerQuestion) String() string {
 func (*AnswerQuestion) ProtoMessage() {}
 
 func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1620,7 @@ func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestion.ProtoReflect.Descriptor instead.
 func (*AnswerQuestion) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AnswerQuestion) GetStepId() string {
@@ -1568,7 +1647,7 @@ type FireTimer struct {
 
 func (x *FireTimer) Reset() {
 	*x = FireTimer{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1659,7 @@ func (x *FireTimer) String() string {
 func (*FireTimer) ProtoMessage() {}
 
 func (x *FireTimer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1672,7 @@ func (x *FireTimer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireTimer.ProtoReflect.Descriptor instead.
 func (*FireTimer) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FireTimer) GetStepId() string {
@@ -1621,7 +1700,7 @@ type ResumeSession struct {
 
 func (x *ResumeSession) Reset() {
 	*x = ResumeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1712,7 @@ func (x *ResumeSession) String() string {
 func (*ResumeSession) ProtoMessage() {}
 
 func (x *ResumeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1725,7 @@ func (x *ResumeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSession.ProtoReflect.Descriptor instead.
 func (*ResumeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResumeSession) GetSessionId() string {
@@ -1674,7 +1753,7 @@ type RestartSessions struct {
 
 func (x *RestartSessions) Reset() {
 	*x = RestartSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1765,7 @@ func (x *RestartSessions) String() string {
 func (*RestartSessions) ProtoMessage() {}
 
 func (x *RestartSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1778,7 @@ func (x *RestartSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSessions.ProtoReflect.Descriptor instead.
 func (*RestartSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RestartSessions) GetEpoch() uint64 {
@@ -1720,7 +1799,7 @@ type ResumeErrored struct {
 
 func (x *ResumeErrored) Reset() {
 	*x = ResumeErrored{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1811,7 @@ func (x *ResumeErrored) String() string {
 func (*ResumeErrored) ProtoMessage() {}
 
 func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1824,7 @@ func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeErrored.ProtoReflect.Descriptor instead.
 func (*ResumeErrored) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResumeErrored) GetSessionId() string {
@@ -1773,7 +1852,7 @@ type ReconcileOutcome struct {
 
 func (x *ReconcileOutcome) Reset() {
 	*x = ReconcileOutcome{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +1864,7 @@ func (x *ReconcileOutcome) String() string {
 func (*ReconcileOutcome) ProtoMessage() {}
 
 func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +1877,7 @@ func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcome.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcome) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReconcileOutcome) GetStepId() string {
@@ -1834,7 +1913,7 @@ type EditHistory struct {
 
 func (x *EditHistory) Reset() {
 	*x = EditHistory{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1925,7 @@ func (x *EditHistory) String() string {
 func (*EditHistory) ProtoMessage() {}
 
 func (x *EditHistory) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1938,7 @@ func (x *EditHistory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistory.ProtoReflect.Descriptor instead.
 func (*EditHistory) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EditHistory) GetSessionId() string {
@@ -1892,7 +1971,7 @@ type SetNode struct {
 
 func (x *SetNode) Reset() {
 	*x = SetNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +1983,7 @@ func (x *SetNode) String() string {
 func (*SetNode) ProtoMessage() {}
 
 func (x *SetNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +1996,7 @@ func (x *SetNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNode.ProtoReflect.Descriptor instead.
 func (*SetNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetNode) GetNode() *NodeInfo {
@@ -1936,7 +2015,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1948,7 +2027,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1961,7 +2040,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RemoveNode) GetNodeId() string {
@@ -1983,7 +2062,7 @@ type SetEventRetention struct {
 
 func (x *SetEventRetention) Reset() {
 	*x = SetEventRetention{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2074,7 @@ func (x *SetEventRetention) String() string {
 func (*SetEventRetention) ProtoMessage() {}
 
 func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2087,7 @@ func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEventRetention.ProtoReflect.Descriptor instead.
 func (*SetEventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetEventRetention) GetEpoch() uint64 {
@@ -2040,7 +2119,7 @@ type PruneEvents struct {
 
 func (x *PruneEvents) Reset() {
 	*x = PruneEvents{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2131,7 @@ func (x *PruneEvents) String() string {
 func (*PruneEvents) ProtoMessage() {}
 
 func (x *PruneEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2144,7 @@ func (x *PruneEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneEvents.ProtoReflect.Descriptor instead.
 func (*PruneEvents) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PruneEvents) GetEpoch() uint64 {
@@ -2102,7 +2181,7 @@ type DeregisterWorker struct {
 
 func (x *DeregisterWorker) Reset() {
 	*x = DeregisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2114,7 +2193,7 @@ func (x *DeregisterWorker) String() string {
 func (*DeregisterWorker) ProtoMessage() {}
 
 func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2127,7 +2206,7 @@ func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorker.ProtoReflect.Descriptor instead.
 func (*DeregisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeregisterWorker) GetWorkerId() string {
@@ -2158,7 +2237,7 @@ type FailUnservedStep struct {
 
 func (x *FailUnservedStep) Reset() {
 	*x = FailUnservedStep{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2249,7 @@ func (x *FailUnservedStep) String() string {
 func (*FailUnservedStep) ProtoMessage() {}
 
 func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2262,7 @@ func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailUnservedStep.ProtoReflect.Descriptor instead.
 func (*FailUnservedStep) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FailUnservedStep) GetStepId() string {
@@ -2220,7 +2299,7 @@ type DeleteSession struct {
 
 func (x *DeleteSession) Reset() {
 	*x = DeleteSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2311,7 @@ func (x *DeleteSession) String() string {
 func (*DeleteSession) ProtoMessage() {}
 
 func (x *DeleteSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2324,7 @@ func (x *DeleteSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSession.ProtoReflect.Descriptor instead.
 func (*DeleteSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteSession) GetSessionId() string {
@@ -2269,7 +2348,7 @@ type PurgeSession struct {
 
 func (x *PurgeSession) Reset() {
 	*x = PurgeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2360,7 @@ func (x *PurgeSession) String() string {
 func (*PurgeSession) ProtoMessage() {}
 
 func (x *PurgeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2373,7 @@ func (x *PurgeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeSession.ProtoReflect.Descriptor instead.
 func (*PurgeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PurgeSession) GetSessionId() string {
@@ -2332,7 +2411,7 @@ type ExpireSessions struct {
 
 func (x *ExpireSessions) Reset() {
 	*x = ExpireSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2423,7 @@ func (x *ExpireSessions) String() string {
 func (*ExpireSessions) ProtoMessage() {}
 
 func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2436,7 @@ func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireSessions.ProtoReflect.Descriptor instead.
 func (*ExpireSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExpireSessions) GetEpoch() uint64 {
@@ -2397,7 +2476,7 @@ type CloseSession struct {
 
 func (x *CloseSession) Reset() {
 	*x = CloseSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2488,7 @@ func (x *CloseSession) String() string {
 func (*CloseSession) ProtoMessage() {}
 
 func (x *CloseSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2501,7 @@ func (x *CloseSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSession.ProtoReflect.Descriptor instead.
 func (*CloseSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CloseSession) GetSessionId() string {
@@ -2452,7 +2531,7 @@ type ExpireClosedSessions struct {
 
 func (x *ExpireClosedSessions) Reset() {
 	*x = ExpireClosedSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2543,7 @@ func (x *ExpireClosedSessions) String() string {
 func (*ExpireClosedSessions) ProtoMessage() {}
 
 func (x *ExpireClosedSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2556,7 @@ func (x *ExpireClosedSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireClosedSessions.ProtoReflect.Descriptor instead.
 func (*ExpireClosedSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExpireClosedSessions) GetEpoch() uint64 {
@@ -2514,7 +2593,7 @@ type ImportSessionBegin struct {
 
 func (x *ImportSessionBegin) Reset() {
 	*x = ImportSessionBegin{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2605,7 @@ func (x *ImportSessionBegin) String() string {
 func (*ImportSessionBegin) ProtoMessage() {}
 
 func (x *ImportSessionBegin) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2618,7 @@ func (x *ImportSessionBegin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionBegin.ProtoReflect.Descriptor instead.
 func (*ImportSessionBegin) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImportSessionBegin) GetEpoch() uint64 {
@@ -2586,7 +2665,7 @@ type ImportSessionPage struct {
 
 func (x *ImportSessionPage) Reset() {
 	*x = ImportSessionPage{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2677,7 @@ func (x *ImportSessionPage) String() string {
 func (*ImportSessionPage) ProtoMessage() {}
 
 func (x *ImportSessionPage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2690,7 @@ func (x *ImportSessionPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionPage.ProtoReflect.Descriptor instead.
 func (*ImportSessionPage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ImportSessionPage) GetSessionId() string {
@@ -2672,7 +2751,7 @@ type ImportSessionEnd struct {
 
 func (x *ImportSessionEnd) Reset() {
 	*x = ImportSessionEnd{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2763,7 @@ func (x *ImportSessionEnd) String() string {
 func (*ImportSessionEnd) ProtoMessage() {}
 
 func (x *ImportSessionEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2776,7 @@ func (x *ImportSessionEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionEnd.ProtoReflect.Descriptor instead.
 func (*ImportSessionEnd) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImportSessionEnd) GetSessionId() string {
@@ -2758,7 +2837,7 @@ type SetTurnFolding struct {
 
 func (x *SetTurnFolding) Reset() {
 	*x = SetTurnFolding{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2849,7 @@ func (x *SetTurnFolding) String() string {
 func (*SetTurnFolding) ProtoMessage() {}
 
 func (x *SetTurnFolding) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2862,7 @@ func (x *SetTurnFolding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTurnFolding.ProtoReflect.Descriptor instead.
 func (*SetTurnFolding) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SetTurnFolding) GetEpoch() uint64 {
@@ -2814,7 +2893,7 @@ type FoldTurns struct {
 
 func (x *FoldTurns) Reset() {
 	*x = FoldTurns{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +2905,7 @@ func (x *FoldTurns) String() string {
 func (*FoldTurns) ProtoMessage() {}
 
 func (x *FoldTurns) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +2918,7 @@ func (x *FoldTurns) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldTurns.ProtoReflect.Descriptor instead.
 func (*FoldTurns) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FoldTurns) GetEpoch() uint64 {
@@ -2874,7 +2953,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +2965,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +2978,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -2935,7 +3014,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3026,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3039,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -2988,7 +3067,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3079,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3092,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -3036,7 +3115,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3048,7 +3127,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3061,7 +3140,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -3089,7 +3168,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3101,7 +3180,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3114,7 +3193,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -3140,7 +3219,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3231,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3244,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -3203,7 +3282,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3294,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3307,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3276,7 +3355,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3288,7 +3367,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3301,7 +3380,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -3396,13 +3475,14 @@ type ModelOutput struct {
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	ToolCalls     []*ToolCall            `protobuf:"bytes,2,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	InlineResults []*InlineResult        `protobuf:"bytes,3,rep,name=inline_results,json=inlineResults,proto3" json:"inline_results,omitempty"`
+	Usage         *Usage                 `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +3494,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +3507,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -3451,6 +3531,13 @@ func (x *ModelOutput) GetInlineResults() []*InlineResult {
 	return nil
 }
 
+func (x *ModelOutput) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 type ToolResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
@@ -3464,7 +3551,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3563,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3576,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{44}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -3524,7 +3611,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3536,7 +3623,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3549,7 +3636,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{45}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -3576,7 +3663,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3588,7 +3675,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3601,7 +3688,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{46}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3623,7 +3710,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xe3\x15\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\x9c\x16\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -3671,11 +3758,13 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x12import_session_end\x18\x86\x01 \x01(\v2\x1c.dex.fsm.v1.ImportSessionEndH\x00R\x10importSessionEnd\x12G\n" +
 	"\x10set_turn_folding\x18\x87\x01 \x01(\v2\x1a.dex.fsm.v1.SetTurnFoldingH\x00R\x0esetTurnFolding\x127\n" +
 	"\n" +
-	"fold_turns\x18\x88\x01 \x01(\v2\x15.dex.fsm.v1.FoldTurnsH\x00R\tfoldTurns\x12*\n" +
+	"fold_turns\x18\x88\x01 \x01(\v2\x15.dex.fsm.v1.FoldTurnsH\x00R\tfoldTurns\x127\n" +
+	"\n" +
+	"set_budget\x18\x89\x01 \x01(\v2\x15.dex.fsm.v1.SetBudgetH\x00R\tsetBudget\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
-	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xae\x02\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xda\x02\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -3686,8 +3775,13 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12&\n" +
 	"\x0fmax_model_input\x18\x06 \x01(\x04R\rmaxModelInput\x12\x14\n" +
 	"\x05agent\x18\a \x01(\tR\x05agent\x12&\n" +
-	"\fretention_ms\x18\b \x01(\x03H\x00R\vretentionMs\x88\x01\x01B\x0f\n" +
-	"\r_retention_ms\"\x82\x01\n" +
+	"\fretention_ms\x18\b \x01(\x03H\x00R\vretentionMs\x88\x01\x01\x12*\n" +
+	"\x06budget\x18\t \x01(\v2\x12.dex.fsm.v1.BudgetR\x06budgetB\x0f\n" +
+	"\r_retention_ms\"\\\n" +
+	"\tSetBudget\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
+	"\x06change\x18\x02 \x01(\v2\x18.dex.fsm.v1.BudgetChangeR\x06change\"\x82\x01\n" +
 	"\vSendMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -3866,12 +3960,13 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"pollResult\x12\x1a\n" +
 	"\asummary\x18\x04 \x01(\tH\x00R\asummary\x126\n" +
 	"\afailure\x18\x05 \x01(\v2\x1a.dex.fsm.v1.AttemptFailureH\x00R\afailureB\t\n" +
-	"\aoutcome\"\x97\x01\n" +
+	"\aoutcome\"\xc0\x01\n" +
 	"\vModelOutput\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x123\n" +
 	"\n" +
 	"tool_calls\x18\x02 \x03(\v2\x14.dex.fsm.v1.ToolCallR\ttoolCalls\x12?\n" +
-	"\x0einline_results\x18\x03 \x03(\v2\x18.dex.fsm.v1.InlineResultR\rinlineResults\"Z\n" +
+	"\x0einline_results\x18\x03 \x03(\v2\x18.dex.fsm.v1.InlineResultR\rinlineResults\x12'\n" +
+	"\x05usage\x18\x04 \x01(\v2\x11.dex.fsm.v1.UsageR\x05usage\"Z\n" +
 	"\n" +
 	"ToolResult\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x19\n" +
@@ -3898,146 +3993,154 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
 	(*CreateSession)(nil),        // 2: dex.fsm.v1.CreateSession
-	(*SendMessage)(nil),          // 3: dex.fsm.v1.SendMessage
-	(*RegisterWorker)(nil),       // 4: dex.fsm.v1.RegisterWorker
-	(*BumpEpoch)(nil),            // 5: dex.fsm.v1.BumpEpoch
-	(*StartAttempt)(nil),         // 6: dex.fsm.v1.StartAttempt
-	(*ClaimAttempt)(nil),         // 7: dex.fsm.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),      // 8: dex.fsm.v1.CompleteAttempt
-	(*FailAttempt)(nil),          // 9: dex.fsm.v1.FailAttempt
-	(*ExpireAttempt)(nil),        // 10: dex.fsm.v1.ExpireAttempt
-	(*ResolveApproval)(nil),      // 11: dex.fsm.v1.ResolveApproval
-	(*AnswerQuestion)(nil),       // 12: dex.fsm.v1.AnswerQuestion
-	(*FireTimer)(nil),            // 13: dex.fsm.v1.FireTimer
-	(*ResumeSession)(nil),        // 14: dex.fsm.v1.ResumeSession
-	(*RestartSessions)(nil),      // 15: dex.fsm.v1.RestartSessions
-	(*ResumeErrored)(nil),        // 16: dex.fsm.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),     // 17: dex.fsm.v1.ReconcileOutcome
-	(*EditHistory)(nil),          // 18: dex.fsm.v1.EditHistory
-	(*SetNode)(nil),              // 19: dex.fsm.v1.SetNode
-	(*RemoveNode)(nil),           // 20: dex.fsm.v1.RemoveNode
-	(*SetEventRetention)(nil),    // 21: dex.fsm.v1.SetEventRetention
-	(*PruneEvents)(nil),          // 22: dex.fsm.v1.PruneEvents
-	(*DeregisterWorker)(nil),     // 23: dex.fsm.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),     // 24: dex.fsm.v1.FailUnservedStep
-	(*DeleteSession)(nil),        // 25: dex.fsm.v1.DeleteSession
-	(*PurgeSession)(nil),         // 26: dex.fsm.v1.PurgeSession
-	(*ExpireSessions)(nil),       // 27: dex.fsm.v1.ExpireSessions
-	(*CloseSession)(nil),         // 28: dex.fsm.v1.CloseSession
-	(*ExpireClosedSessions)(nil), // 29: dex.fsm.v1.ExpireClosedSessions
-	(*ImportSessionBegin)(nil),   // 30: dex.fsm.v1.ImportSessionBegin
-	(*ImportSessionPage)(nil),    // 31: dex.fsm.v1.ImportSessionPage
-	(*ImportSessionEnd)(nil),     // 32: dex.fsm.v1.ImportSessionEnd
-	(*SetTurnFolding)(nil),       // 33: dex.fsm.v1.SetTurnFolding
-	(*FoldTurns)(nil),            // 34: dex.fsm.v1.FoldTurns
-	(*TimeoutAttempt)(nil),       // 35: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),        // 36: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),         // 37: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),          // 38: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),          // 39: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),           // 40: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),           // 41: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),        // 42: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),          // 43: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),           // 44: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),           // 45: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),       // 46: dex.fsm.v1.AttemptFailure
-	(*ToolSpec)(nil),             // 47: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 48: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 49: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 50: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 51: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 52: dex.fsm.v1.EventRetention
-	(*Session)(nil),              // 53: dex.fsm.v1.Session
-	(*InboxMessage)(nil),         // 54: dex.fsm.v1.InboxMessage
-	(*HistoryEntry)(nil),         // 55: dex.fsm.v1.HistoryEntry
-	(*Step)(nil),                 // 56: dex.fsm.v1.Step
-	(*Event)(nil),                // 57: dex.fsm.v1.Event
-	(*FoldedTurn)(nil),           // 58: dex.fsm.v1.FoldedTurn
-	(*AclToken)(nil),             // 59: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 60: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 61: dex.fsm.v1.InlineResult
+	(*SetBudget)(nil),            // 3: dex.fsm.v1.SetBudget
+	(*SendMessage)(nil),          // 4: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),       // 5: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),            // 6: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),         // 7: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),         // 8: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),      // 9: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),          // 10: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),        // 11: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),      // 12: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),       // 13: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),            // 14: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),        // 15: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),      // 16: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),        // 17: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),     // 18: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),          // 19: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),              // 20: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),           // 21: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil),    // 22: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),          // 23: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),     // 24: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),     // 25: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),        // 26: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),         // 27: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),       // 28: dex.fsm.v1.ExpireSessions
+	(*CloseSession)(nil),         // 29: dex.fsm.v1.CloseSession
+	(*ExpireClosedSessions)(nil), // 30: dex.fsm.v1.ExpireClosedSessions
+	(*ImportSessionBegin)(nil),   // 31: dex.fsm.v1.ImportSessionBegin
+	(*ImportSessionPage)(nil),    // 32: dex.fsm.v1.ImportSessionPage
+	(*ImportSessionEnd)(nil),     // 33: dex.fsm.v1.ImportSessionEnd
+	(*SetTurnFolding)(nil),       // 34: dex.fsm.v1.SetTurnFolding
+	(*FoldTurns)(nil),            // 35: dex.fsm.v1.FoldTurns
+	(*TimeoutAttempt)(nil),       // 36: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 37: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 38: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 39: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 40: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 41: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),           // 42: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),        // 43: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),          // 44: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),           // 45: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),           // 46: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),       // 47: dex.fsm.v1.AttemptFailure
+	(*Budget)(nil),               // 48: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),         // 49: dex.fsm.v1.BudgetChange
+	(*ToolSpec)(nil),             // 50: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 51: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 52: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 53: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 54: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 55: dex.fsm.v1.EventRetention
+	(*Session)(nil),              // 56: dex.fsm.v1.Session
+	(*InboxMessage)(nil),         // 57: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 58: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 59: dex.fsm.v1.Step
+	(*Event)(nil),                // 60: dex.fsm.v1.Event
+	(*FoldedTurn)(nil),           // 61: dex.fsm.v1.FoldedTurn
+	(*AclToken)(nil),             // 62: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 63: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 64: dex.fsm.v1.InlineResult
+	(*Usage)(nil),                // 65: dex.fsm.v1.Usage
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
-	3,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
-	4,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
-	5,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
-	6,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
-	7,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
-	8,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
-	9,  // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
-	10, // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
-	11, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
-	12, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
-	13, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
-	14, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
-	15, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
-	16, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
-	17, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
-	18, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
-	19, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
-	20, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
-	21, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
-	22, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
-	23, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
-	24, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
-	25, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
-	26, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
-	27, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	35, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	36, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	37, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	38, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	39, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	40, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
-	28, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
-	29, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
-	30, // 34: dex.fsm.v1.Command.import_session_begin:type_name -> dex.fsm.v1.ImportSessionBegin
-	31, // 35: dex.fsm.v1.Command.import_session_page:type_name -> dex.fsm.v1.ImportSessionPage
-	32, // 36: dex.fsm.v1.Command.import_session_end:type_name -> dex.fsm.v1.ImportSessionEnd
-	33, // 37: dex.fsm.v1.Command.set_turn_folding:type_name -> dex.fsm.v1.SetTurnFolding
-	34, // 38: dex.fsm.v1.Command.fold_turns:type_name -> dex.fsm.v1.FoldTurns
-	1,  // 39: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	47, // 40: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	41, // 41: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	41, // 42: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	43, // 43: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	44, // 44: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	45, // 45: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	41, // 46: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	48, // 47: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	49, // 48: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	50, // 49: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	51, // 50: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	52, // 51: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	53, // 52: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
-	54, // 53: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
-	55, // 54: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
-	56, // 55: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
-	57, // 56: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	58, // 57: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
-	41, // 58: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	42, // 59: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	59, // 60: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	43, // 61: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	44, // 62: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	45, // 63: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	46, // 64: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	60, // 65: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	61, // 66: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	44, // 67: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	48, // 68: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	69, // [69:69] is the sub-list for method output_type
-	69, // [69:69] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	4,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
+	5,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
+	6,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
+	7,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
+	8,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
+	9,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
+	10, // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
+	11, // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
+	12, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
+	13, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
+	14, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
+	15, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
+	16, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
+	17, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
+	18, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
+	19, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
+	20, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
+	21, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
+	22, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
+	23, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
+	24, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
+	25, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
+	26, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
+	27, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
+	28, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
+	36, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	37, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	38, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	39, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	40, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	41, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	29, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
+	30, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
+	31, // 34: dex.fsm.v1.Command.import_session_begin:type_name -> dex.fsm.v1.ImportSessionBegin
+	32, // 35: dex.fsm.v1.Command.import_session_page:type_name -> dex.fsm.v1.ImportSessionPage
+	33, // 36: dex.fsm.v1.Command.import_session_end:type_name -> dex.fsm.v1.ImportSessionEnd
+	34, // 37: dex.fsm.v1.Command.set_turn_folding:type_name -> dex.fsm.v1.SetTurnFolding
+	35, // 38: dex.fsm.v1.Command.fold_turns:type_name -> dex.fsm.v1.FoldTurns
+	3,  // 39: dex.fsm.v1.Command.set_budget:type_name -> dex.fsm.v1.SetBudget
+	1,  // 40: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	48, // 41: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
+	49, // 42: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
+	50, // 43: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	42, // 44: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	42, // 45: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	44, // 46: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	45, // 47: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	46, // 48: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	42, // 49: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	51, // 50: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	52, // 51: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	53, // 52: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	54, // 53: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	55, // 54: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	56, // 55: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	57, // 56: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	58, // 57: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	59, // 58: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	60, // 59: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	61, // 60: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
+	42, // 61: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	43, // 62: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	62, // 63: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	44, // 64: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	45, // 65: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	46, // 66: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	47, // 67: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	63, // 68: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	64, // 69: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	65, // 70: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
+	45, // 71: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	51, // 72: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	73, // [73:73] is the sub-list for method output_type
+	73, // [73:73] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -4087,16 +4190,17 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_ImportSessionEnd)(nil),
 		(*Command_SetTurnFolding)(nil),
 		(*Command_FoldTurns)(nil),
+		(*Command_SetBudget)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
-	file_dex_fsm_v1_commands_proto_msgTypes[8].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[9].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
 		(*CompleteAttempt_ToolResult)(nil),
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[42].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[43].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -4109,7 +4213,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -566,6 +566,12 @@ const (
 	PauseReason_PAUSE_REASON_UNSPECIFIED PauseReason = 0
 	// The provider rejected the same turn three times in a row.
 	PauseReason_PAUSE_REASON_LIMIT PauseReason = 1
+	// A budget of the session (or of an ancestor it counts toward) was
+	// reached: raise it (SetBudget) and resume.
+	PauseReason_PAUSE_REASON_BUDGET PauseReason = 2
+	// The same tool call was made loop_limit times in one turn: resume to
+	// let it go on.
+	PauseReason_PAUSE_REASON_LOOP PauseReason = 3
 )
 
 // Enum value maps for PauseReason.
@@ -573,10 +579,14 @@ var (
 	PauseReason_name = map[int32]string{
 		0: "PAUSE_REASON_UNSPECIFIED",
 		1: "PAUSE_REASON_LIMIT",
+		2: "PAUSE_REASON_BUDGET",
+		3: "PAUSE_REASON_LOOP",
 	}
 	PauseReason_value = map[string]int32{
 		"PAUSE_REASON_UNSPECIFIED": 0,
 		"PAUSE_REASON_LIMIT":       1,
+		"PAUSE_REASON_BUDGET":      2,
+		"PAUSE_REASON_LOOP":        3,
 	}
 )
 
@@ -895,10 +905,12 @@ const file_dex_fsm_v1_enums_proto_rawDesc = "" +
 	"\x17TOOL_ACCESS_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10TOOL_ACCESS_READ\x10\x01\x12 \n" +
 	"\x1cTOOL_ACCESS_IDEMPOTENT_WRITE\x10\x02\x12\x1e\n" +
-	"\x1aTOOL_ACCESS_SINGLE_ATTEMPT\x10\x03*C\n" +
+	"\x1aTOOL_ACCESS_SINGLE_ATTEMPT\x10\x03*s\n" +
 	"\vPauseReason\x12\x1c\n" +
 	"\x18PAUSE_REASON_UNSPECIFIED\x10\x00\x12\x16\n" +
-	"\x12PAUSE_REASON_LIMIT\x10\x01*\xad\x01\n" +
+	"\x12PAUSE_REASON_LIMIT\x10\x01\x12\x17\n" +
+	"\x13PAUSE_REASON_BUDGET\x10\x02\x12\x15\n" +
+	"\x11PAUSE_REASON_LOOP\x10\x03*\xad\x01\n" +
 	"\vHistoryKind\x12\x1c\n" +
 	"\x18HISTORY_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11HISTORY_KIND_USER\x10\x01\x12\x1a\n" +

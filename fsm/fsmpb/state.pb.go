@@ -412,7 +412,10 @@ type Session struct {
 	// folded_through_turn, and only those. Not shown by the API.
 	FoldDueThrough uint64 `protobuf:"varint,51,opt,name=fold_due_through,json=foldDueThrough,proto3" json:"fold_due_through,omitempty"`
 	// The Steps folded into the session's FoldedTurn rows.
-	FoldedSteps uint64 `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
+	FoldedSteps uint64       `protobuf:"varint,52,opt,name=folded_steps,json=foldedSteps,proto3" json:"folded_steps,omitempty"`
+	Budget      *Budget      `protobuf:"bytes,53,opt,name=budget,proto3" json:"budget,omitempty"`
+	Usage       *UsageTotals `protobuf:"bytes,54,opt,name=usage,proto3" json:"usage,omitempty"`
+	TreeUsage   *UsageTotals `protobuf:"bytes,55,opt,name=tree_usage,json=treeUsage,proto3" json:"tree_usage,omitempty"`
 	// Set while the session is being imported (ImportSessionBegin until
 	// ImportSessionEnd): the row is hidden from every read and command.
 	Import        *SessionImport `protobuf:"bytes,90,opt,name=import,proto3" json:"import,omitempty"`
@@ -721,6 +724,27 @@ func (x *Session) GetFoldedSteps() uint64 {
 		return x.FoldedSteps
 	}
 	return 0
+}
+
+func (x *Session) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *Session) GetUsage() *UsageTotals {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Session) GetTreeUsage() *UsageTotals {
+	if x != nil {
+		return x.TreeUsage
+	}
+	return nil
 }
 
 func (x *Session) GetImport() *SessionImport {
@@ -1034,6 +1058,7 @@ type Step struct {
 	// The agent of the Step's session, copied when it is queued: the broker
 	// hands the Step only to a Worker that serves it.
 	Agent         string `protobuf:"bytes,26,opt,name=agent,proto3" json:"agent,omitempty"`
+	Usage         *Usage `protobuf:"bytes,28,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1248,6 +1273,13 @@ func (x *Step) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *Step) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 // One entry of a session's history, as stored (the API and a RunModel task
@@ -2180,9 +2212,12 @@ type Turn struct {
 	// How many of ran_calls the history already has a do-not-repeat note for.
 	NotedRanCalls uint32 `protobuf:"varint,7,opt,name=noted_ran_calls,json=notedRanCalls,proto3" json:"noted_ran_calls,omitempty"`
 	// The history seq where the tool results of the latest model output begin.
-	ResultsFromSeq uint64 `protobuf:"varint,8,opt,name=results_from_seq,json=resultsFromSeq,proto3" json:"results_from_seq,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	ResultsFromSeq uint64       `protobuf:"varint,8,opt,name=results_from_seq,json=resultsFromSeq,proto3" json:"results_from_seq,omitempty"`
+	Usage          *UsageTotals `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The loop guard's count of each distinct tool call of the turn.
+	CallRepeats   []*CallRepeat `protobuf:"bytes,10,rep,name=call_repeats,json=callRepeats,proto3" json:"call_repeats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
@@ -2271,6 +2306,92 @@ func (x *Turn) GetResultsFromSeq() uint64 {
 	return 0
 }
 
+func (x *Turn) GetUsage() *UsageTotals {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Turn) GetCallRepeats() []*CallRepeat {
+	if x != nil {
+		return x.CallRepeats
+	}
+	return nil
+}
+
+// How often a turn made one tool call (name and canonical arguments,
+// kept as their SHA-256 so that big arguments are not stored twice).
+type CallRepeat struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Tool            string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	ArgumentsSha256 []byte                 `protobuf:"bytes,2,opt,name=arguments_sha256,json=argumentsSha256,proto3" json:"arguments_sha256,omitempty"`
+	Count           uint32                 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	// The count when the session was last resumed: the guard fires again at
+	// allowed + the loop limit.
+	Allowed       uint32 `protobuf:"varint,4,opt,name=allowed,proto3" json:"allowed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallRepeat) Reset() {
+	*x = CallRepeat{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallRepeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallRepeat) ProtoMessage() {}
+
+func (x *CallRepeat) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallRepeat.ProtoReflect.Descriptor instead.
+func (*CallRepeat) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CallRepeat) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallRepeat) GetArgumentsSha256() []byte {
+	if x != nil {
+		return x.ArgumentsSha256
+	}
+	return nil
+}
+
+func (x *CallRepeat) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *CallRepeat) GetAllowed() uint32 {
+	if x != nil {
+		return x.Allowed
+	}
+	return 0
+}
+
 // One tool call of a turn and where it stands.
 type CallState struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2295,7 +2416,7 @@ type CallState struct {
 
 func (x *CallState) Reset() {
 	*x = CallState{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2428,7 @@ func (x *CallState) String() string {
 func (*CallState) ProtoMessage() {}
 
 func (x *CallState) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2441,7 @@ func (x *CallState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallState.ProtoReflect.Descriptor instead.
 func (*CallState) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CallState) GetCallId() string {
@@ -2433,7 +2554,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2566,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2579,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2584,7 +2705,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2596,7 +2717,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2609,7 +2730,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -2695,7 +2816,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2707,7 +2828,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2720,7 +2841,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2758,7 +2879,7 @@ type InlineResult struct {
 
 func (x *InlineResult) Reset() {
 	*x = InlineResult{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2891,7 @@ func (x *InlineResult) String() string {
 func (*InlineResult) ProtoMessage() {}
 
 func (x *InlineResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2904,7 @@ func (x *InlineResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineResult.ProtoReflect.Descriptor instead.
 func (*InlineResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InlineResult) GetCallId() string {
@@ -2839,7 +2960,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +2972,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +2985,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -2925,7 +3046,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3058,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3071,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -2984,6 +3105,331 @@ func (x *NodeInfo) GetHttpAddress() string {
 func (x *NodeInfo) GetLogVersion() uint32 {
 	if x != nil {
 		return x.LogVersion
+	}
+	return 0
+}
+
+// What one model call used, as its provider reported it.
+type Usage struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	InputTokens  uint64                 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens uint64                 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// The call's cost in millionths of a currency unit, the Worker's own:
+	// Dex adds costs up and never converts them.
+	CostMicros uint64 `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// The model's name, as the provider gave it.
+	Model         string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Usage) Reset() {
+	*x = Usage{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Usage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Usage) ProtoMessage() {}
+
+func (x *Usage) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Usage.ProtoReflect.Descriptor instead.
+func (*Usage) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Usage) GetInputTokens() uint64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetOutputTokens() uint64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCostMicros() uint64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *Usage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+// Running totals of model and tool use.
+type UsageTotals struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InputTokens   uint64                 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens  uint64                 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	CostMicros    uint64                 `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	ModelCalls    uint64                 `protobuf:"varint,4,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	ToolCalls     uint64                 `protobuf:"varint,5,opt,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageTotals) Reset() {
+	*x = UsageTotals{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageTotals) ProtoMessage() {}
+
+func (x *UsageTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
+func (*UsageTotals) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *UsageTotals) GetInputTokens() uint64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetOutputTokens() uint64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetCostMicros() uint64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetModelCalls() uint64 {
+	if x != nil {
+		return x.ModelCalls
+	}
+	return 0
+}
+
+func (x *UsageTotals) GetToolCalls() uint64 {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return 0
+}
+
+// What a session may spend (docs/budgets.md). Zero is no limit.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Input and output tokens, the session's own and its children's.
+	MaxTokens uint64 `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// Cost in millionths of a currency unit, its own and its children's.
+	MaxCostMicros uint64 `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
+	// Turns started.
+	MaxTurns             uint64 `protobuf:"varint,3,opt,name=max_turns,json=maxTurns,proto3" json:"max_turns,omitempty"`
+	MaxModelCallsPerTurn uint32 `protobuf:"varint,4,opt,name=max_model_calls_per_turn,json=maxModelCallsPerTurn,proto3" json:"max_model_calls_per_turn,omitempty"`
+	MaxToolCallsPerTurn  uint32 `protobuf:"varint,5,opt,name=max_tool_calls_per_turn,json=maxToolCallsPerTurn,proto3" json:"max_tool_calls_per_turn,omitempty"`
+	// The same tool call (name and canonical arguments) this many times in
+	// one turn pauses the session (0: the default, 3).
+	LoopLimit     uint32 `protobuf:"varint,6,opt,name=loop_limit,json=loopLimit,proto3" json:"loop_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Budget) GetMaxTokens() uint64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxCostMicros() uint64 {
+	if x != nil {
+		return x.MaxCostMicros
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxTurns() uint64 {
+	if x != nil {
+		return x.MaxTurns
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxModelCallsPerTurn() uint32 {
+	if x != nil {
+		return x.MaxModelCallsPerTurn
+	}
+	return 0
+}
+
+func (x *Budget) GetMaxToolCallsPerTurn() uint32 {
+	if x != nil {
+		return x.MaxToolCallsPerTurn
+	}
+	return 0
+}
+
+func (x *Budget) GetLoopLimit() uint32 {
+	if x != nil {
+		return x.LoopLimit
+	}
+	return 0
+}
+
+// A change to a budget: each field given replaces the budget's (0: no
+// limit); a field left out keeps its value.
+type BudgetChange struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	MaxTokens            *uint64                `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
+	MaxCostMicros        *uint64                `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3,oneof" json:"max_cost_micros,omitempty"`
+	MaxTurns             *uint64                `protobuf:"varint,3,opt,name=max_turns,json=maxTurns,proto3,oneof" json:"max_turns,omitempty"`
+	MaxModelCallsPerTurn *uint32                `protobuf:"varint,4,opt,name=max_model_calls_per_turn,json=maxModelCallsPerTurn,proto3,oneof" json:"max_model_calls_per_turn,omitempty"`
+	MaxToolCallsPerTurn  *uint32                `protobuf:"varint,5,opt,name=max_tool_calls_per_turn,json=maxToolCallsPerTurn,proto3,oneof" json:"max_tool_calls_per_turn,omitempty"`
+	LoopLimit            *uint32                `protobuf:"varint,6,opt,name=loop_limit,json=loopLimit,proto3,oneof" json:"loop_limit,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *BudgetChange) Reset() {
+	*x = BudgetChange{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetChange) ProtoMessage() {}
+
+func (x *BudgetChange) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetChange.ProtoReflect.Descriptor instead.
+func (*BudgetChange) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BudgetChange) GetMaxTokens() uint64 {
+	if x != nil && x.MaxTokens != nil {
+		return *x.MaxTokens
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxCostMicros() uint64 {
+	if x != nil && x.MaxCostMicros != nil {
+		return *x.MaxCostMicros
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxTurns() uint64 {
+	if x != nil && x.MaxTurns != nil {
+		return *x.MaxTurns
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxModelCallsPerTurn() uint32 {
+	if x != nil && x.MaxModelCallsPerTurn != nil {
+		return *x.MaxModelCallsPerTurn
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetMaxToolCallsPerTurn() uint32 {
+	if x != nil && x.MaxToolCallsPerTurn != nil {
+		return *x.MaxToolCallsPerTurn
+	}
+	return 0
+}
+
+func (x *BudgetChange) GetLoopLimit() uint32 {
+	if x != nil && x.LoopLimit != nil {
+		return *x.LoopLimit
 	}
 	return 0
 }
@@ -3022,7 +3468,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xb4\f\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xc7\r\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -3069,7 +3515,11 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"deleteAtMs\x12.\n" +
 	"\x13folded_through_turn\x182 \x01(\x04R\x11foldedThroughTurn\x12(\n" +
 	"\x10fold_due_through\x183 \x01(\x04R\x0efoldDueThrough\x12!\n" +
-	"\ffolded_steps\x184 \x01(\x04R\vfoldedSteps\x121\n" +
+	"\ffolded_steps\x184 \x01(\x04R\vfoldedSteps\x12*\n" +
+	"\x06budget\x185 \x01(\v2\x12.dex.fsm.v1.BudgetR\x06budget\x12-\n" +
+	"\x05usage\x186 \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\x05usage\x126\n" +
+	"\n" +
+	"tree_usage\x187 \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\ttreeUsage\x121\n" +
 	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
 	"\r_retention_ms\"\xe7\x03\n" +
 	"\rSessionImport\x12\x14\n" +
@@ -3096,7 +3546,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
 	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
 	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
-	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\xda\x06\n" +
+	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\x83\a\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3126,7 +3576,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"error_type\x18\x17 \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x16\n" +
 	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
 	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
-	"\x05agent\x18\x1a \x01(\tR\x05agentJ\x04\b\x1b\x10\x1c\"\xfb\x03\n" +
+	"\x05agent\x18\x1a \x01(\tR\x05agent\x12'\n" +
+	"\x05usage\x18\x1c \x01(\v2\x11.dex.fsm.v1.UsageR\x05usageJ\x04\b\x1b\x10\x1c\"\xfb\x03\n" +
 	"\fHistoryEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.dex.fsm.v1.HistoryKindR\x04kind\x12\x12\n" +
@@ -3212,7 +3663,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
-	"\x06agents\x18\x03 \x03(\tR\x06agents\"\xa1\x02\n" +
+	"\x06agents\x18\x03 \x03(\tR\x06agents\"\x8b\x03\n" +
 	"\x04Turn\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\x12+\n" +
 	"\x05input\x18\x02 \x01(\x0e2\x15.dex.fsm.v1.TurnInputR\x05input\x12\x1f\n" +
@@ -3222,7 +3673,16 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x05 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
-	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\"\x81\x03\n" +
+	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\x12-\n" +
+	"\x05usage\x18\t \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\x05usage\x129\n" +
+	"\fcall_repeats\x18\n" +
+	" \x03(\v2\x16.dex.fsm.v1.CallRepeatR\vcallRepeats\"{\n" +
+	"\n" +
+	"CallRepeat\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12)\n" +
+	"\x10arguments_sha256\x18\x02 \x01(\fR\x0fargumentsSha256\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\rR\x05count\x12\x18\n" +
+	"\aallowed\x18\x04 \x01(\rR\aallowed\"\x81\x03\n" +
 	"\tCallState\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1c\n" +
@@ -3292,7 +3752,47 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\fgrpc_address\x18\x03 \x01(\tR\vgrpcAddress\x12!\n" +
 	"\fhttp_address\x18\x04 \x01(\tR\vhttpAddress\x12\x1f\n" +
 	"\vlog_version\x18\x05 \x01(\rR\n" +
-	"logVersionB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"logVersion\"\x86\x01\n" +
+	"\x05Usage\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x04R\n" +
+	"costMicros\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\"\xb6\x01\n" +
+	"\vUsageTotals\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x04R\n" +
+	"costMicros\x12\x1f\n" +
+	"\vmodel_calls\x18\x04 \x01(\x04R\n" +
+	"modelCalls\x12\x1d\n" +
+	"\n" +
+	"tool_calls\x18\x05 \x01(\x04R\ttoolCalls\"\xf9\x01\n" +
+	"\x06Budget\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x04R\tmaxTokens\x12&\n" +
+	"\x0fmax_cost_micros\x18\x02 \x01(\x04R\rmaxCostMicros\x12\x1b\n" +
+	"\tmax_turns\x18\x03 \x01(\x04R\bmaxTurns\x126\n" +
+	"\x18max_model_calls_per_turn\x18\x04 \x01(\rR\x14maxModelCallsPerTurn\x124\n" +
+	"\x17max_tool_calls_per_turn\x18\x05 \x01(\rR\x13maxToolCallsPerTurn\x12\x1d\n" +
+	"\n" +
+	"loop_limit\x18\x06 \x01(\rR\tloopLimit\"\x96\x03\n" +
+	"\fBudgetChange\x12\"\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x04H\x00R\tmaxTokens\x88\x01\x01\x12+\n" +
+	"\x0fmax_cost_micros\x18\x02 \x01(\x04H\x01R\rmaxCostMicros\x88\x01\x01\x12 \n" +
+	"\tmax_turns\x18\x03 \x01(\x04H\x02R\bmaxTurns\x88\x01\x01\x12;\n" +
+	"\x18max_model_calls_per_turn\x18\x04 \x01(\rH\x03R\x14maxModelCallsPerTurn\x88\x01\x01\x129\n" +
+	"\x17max_tool_calls_per_turn\x18\x05 \x01(\rH\x04R\x13maxToolCallsPerTurn\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"loop_limit\x18\x06 \x01(\rH\x05R\tloopLimit\x88\x01\x01B\r\n" +
+	"\v_max_tokensB\x12\n" +
+	"\x10_max_cost_microsB\f\n" +
+	"\n" +
+	"_max_turnsB\x1b\n" +
+	"\x19_max_model_calls_per_turnB\x1a\n" +
+	"\x18_max_tool_calls_per_turnB\r\n" +
+	"\v_loop_limitB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_state_proto_rawDescOnce sync.Once
@@ -3306,7 +3806,7 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
@@ -3324,82 +3824,93 @@ var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*FoldedKind)(nil),      // 13: dex.fsm.v1.FoldedKind
 	(*WorkerTool)(nil),      // 14: dex.fsm.v1.WorkerTool
 	(*Turn)(nil),            // 15: dex.fsm.v1.Turn
-	(*CallState)(nil),       // 16: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 17: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 18: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 19: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 20: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 21: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 22: dex.fsm.v1.NodeInfo
-	(SessionStatus)(0),      // 23: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 24: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 25: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 26: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 27: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 28: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 29: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 30: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 31: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 32: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 33: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 34: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 35: dex.fsm.v1.ToolAccess
+	(*CallRepeat)(nil),      // 16: dex.fsm.v1.CallRepeat
+	(*CallState)(nil),       // 17: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 18: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 19: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 20: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 21: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 22: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 23: dex.fsm.v1.NodeInfo
+	(*Usage)(nil),           // 24: dex.fsm.v1.Usage
+	(*UsageTotals)(nil),     // 25: dex.fsm.v1.UsageTotals
+	(*Budget)(nil),          // 26: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),    // 27: dex.fsm.v1.BudgetChange
+	(SessionStatus)(0),      // 28: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 29: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 30: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 31: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 32: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 33: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 34: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 35: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 36: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 37: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 38: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 39: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 40: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
 	10, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	23, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	28, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
 	7,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
 	8,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
 	15, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	24, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	25, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	4,  // 7: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
-	3,  // 8: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	26, // 9: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	27, // 10: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	18, // 11: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	28, // 12: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	17, // 13: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	29, // 14: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	25, // 15: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	30, // 16: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	29, // 17: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	19, // 18: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	20, // 19: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
-	0,  // 20: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	3,  // 21: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	6,  // 22: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	21, // 23: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	22, // 24: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
-	2,  // 25: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	7,  // 26: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	8,  // 27: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	9,  // 28: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 29: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	18, // 30: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	14, // 31: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	5,  // 32: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	12, // 33: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
-	13, // 34: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
-	28, // 35: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
-	29, // 36: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
-	25, // 37: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	27, // 38: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
-	31, // 39: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	16, // 40: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	18, // 41: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	32, // 42: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	29, // 43: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	33, // 44: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	34, // 45: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	25, // 46: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	35, // 47: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	18, // 48: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	29, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	30, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	26, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
+	25, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
+	25, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
+	4,  // 10: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
+	3,  // 11: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
+	31, // 12: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	32, // 13: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	19, // 14: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	33, // 15: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	18, // 16: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	34, // 17: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	30, // 18: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	24, // 19: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
+	35, // 20: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	34, // 21: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	20, // 22: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	21, // 23: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	0,  // 24: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	3,  // 25: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	6,  // 26: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	22, // 27: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	23, // 28: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	2,  // 29: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	7,  // 30: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	8,  // 31: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	9,  // 32: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 33: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	19, // 34: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	14, // 35: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	5,  // 36: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	12, // 37: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	13, // 38: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	33, // 39: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	34, // 40: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	30, // 41: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	32, // 42: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	36, // 43: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	17, // 44: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	25, // 45: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
+	16, // 46: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
+	19, // 47: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	37, // 48: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	34, // 49: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	38, // 50: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	39, // 51: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	30, // 52: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	40, // 53: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	19, // 54: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -3425,13 +3936,14 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_Token)(nil),
 		(*SnapshotRecord_FoldedTurn)(nil),
 	}
+	file_dex_fsm_v1_state_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

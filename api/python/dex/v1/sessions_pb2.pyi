@@ -49,8 +49,9 @@ class CloseSessionResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ["agent", "compaction_threshold", "idempotency_key", "message", "parent_id", "retention_ms", "session_id"]
+    __slots__ = ["agent", "budget", "compaction_threshold", "idempotency_key", "message", "parent_id", "retention_ms", "session_id"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -58,13 +59,14 @@ class CreateSessionRequest(_message.Message):
     RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     agent: str
+    budget: _types_pb2.Budget
     compaction_threshold: int
     idempotency_key: str
     message: str
     parent_id: str
     retention_ms: int
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., budget: _Optional[_Union[_types_pb2.Budget, _Mapping]] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ["session"]
@@ -255,6 +257,20 @@ class SessionSummary(_message.Message):
     turns_completed: int
     updated_at_ms: int
     def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ...) -> None: ...
+
+class SetBudgetRequest(_message.Message):
+    __slots__ = ["change", "session_id"]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    change: _types_pb2.BudgetChange
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., change: _Optional[_Union[_types_pb2.BudgetChange, _Mapping]] = ...) -> None: ...
+
+class SetBudgetResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: _types_pb2.Session
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
 class WatchSessionRequest(_message.Message):
     __slots__ = ["after_seq", "session_id"]

@@ -87,6 +87,11 @@ class SessionServiceStub(object):
                 request_serializer=dex_dot_v1_dot_sessions__pb2.ImportSessionRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_sessions__pb2.ImportSessionResponse.FromString,
                 )
+        self.SetBudget = channel.unary_unary(
+                '/dex.v1.SessionService/SetBudget',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.SetBudgetRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.SetBudgetResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -209,6 +214,14 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetBudget(self, request, context):
+        """SetBudget changes the given fields of a session's budget. A session
+        paused by its budget stays paused: resume it to continue.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +294,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ImportSession,
                     request_deserializer=dex_dot_v1_dot_sessions__pb2.ImportSessionRequest.FromString,
                     response_serializer=dex_dot_v1_dot_sessions__pb2.ImportSessionResponse.SerializeToString,
+            ),
+            'SetBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetBudget,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.SetBudgetRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.SetBudgetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -529,5 +547,22 @@ class SessionService(object):
         return grpc.experimental.stream_unary(request_iterator, target, '/dex.v1.SessionService/ImportSession',
             dex_dot_v1_dot_sessions__pb2.ImportSessionRequest.SerializeToString,
             dex_dot_v1_dot_sessions__pb2.ImportSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/SetBudget',
+            dex_dot_v1_dot_sessions__pb2.SetBudgetRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.SetBudgetResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -39,7 +39,9 @@ OUTCOME_FAILED: Outcome
 OUTCOME_SUCCEEDED: Outcome
 OUTCOME_UNKNOWN: Outcome
 OUTCOME_UNSPECIFIED: Outcome
+PAUSE_REASON_BUDGET: PauseReason
 PAUSE_REASON_LIMIT: PauseReason
+PAUSE_REASON_LOOP: PauseReason
 PAUSE_REASON_UNSPECIFIED: PauseReason
 RESUME_CHOICE_DROP: ResumeChoice
 RESUME_CHOICE_RETRY: ResumeChoice
@@ -161,6 +163,38 @@ class AttemptResult(_message.Message):
     summary: str
     tool_result: ToolResult
     def __init__(self, model_output: _Optional[_Union[ModelOutput, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., poll_result: _Optional[_Union[PollResult, _Mapping]] = ..., summary: _Optional[str] = ..., failure: _Optional[_Union[AttemptFailure, _Mapping]] = ...) -> None: ...
+
+class Budget(_message.Message):
+    __slots__ = ["loop_limit", "max_cost_micros", "max_model_calls_per_turn", "max_tokens", "max_tool_calls_per_turn", "max_turns"]
+    LOOP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MAX_COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MODEL_CALLS_PER_TURN_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOOL_CALLS_PER_TURN_FIELD_NUMBER: _ClassVar[int]
+    MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
+    loop_limit: int
+    max_cost_micros: int
+    max_model_calls_per_turn: int
+    max_tokens: int
+    max_tool_calls_per_turn: int
+    max_turns: int
+    def __init__(self, max_tokens: _Optional[int] = ..., max_cost_micros: _Optional[int] = ..., max_turns: _Optional[int] = ..., max_model_calls_per_turn: _Optional[int] = ..., max_tool_calls_per_turn: _Optional[int] = ..., loop_limit: _Optional[int] = ...) -> None: ...
+
+class BudgetChange(_message.Message):
+    __slots__ = ["loop_limit", "max_cost_micros", "max_model_calls_per_turn", "max_tokens", "max_tool_calls_per_turn", "max_turns"]
+    LOOP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MAX_COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MODEL_CALLS_PER_TURN_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOOL_CALLS_PER_TURN_FIELD_NUMBER: _ClassVar[int]
+    MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
+    loop_limit: int
+    max_cost_micros: int
+    max_model_calls_per_turn: int
+    max_tokens: int
+    max_tool_calls_per_turn: int
+    max_turns: int
+    def __init__(self, max_tokens: _Optional[int] = ..., max_cost_micros: _Optional[int] = ..., max_turns: _Optional[int] = ..., max_model_calls_per_turn: _Optional[int] = ..., max_tool_calls_per_turn: _Optional[int] = ..., loop_limit: _Optional[int] = ...) -> None: ...
 
 class CallState(_message.Message):
     __slots__ = ["arguments", "builtin", "call_id", "content", "idempotency_key", "outcome", "phase", "policy", "ran", "step_id", "task_id", "tool"]
@@ -315,14 +349,16 @@ class Message(_message.Message):
     def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., from_session: _Optional[str] = ..., received_at_ms: _Optional[int] = ..., session_id: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class ModelOutput(_message.Message):
-    __slots__ = ["inline_results", "text", "tool_calls"]
+    __slots__ = ["inline_results", "text", "tool_calls", "usage"]
     INLINE_RESULTS_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     inline_results: _containers.RepeatedCompositeFieldContainer[InlineResult]
     text: str
     tool_calls: _containers.RepeatedCompositeFieldContainer[ToolCall]
-    def __init__(self, text: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCall, _Mapping]]] = ..., inline_results: _Optional[_Iterable[_Union[InlineResult, _Mapping]]] = ...) -> None: ...
+    usage: Usage
+    def __init__(self, text: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCall, _Mapping]]] = ..., inline_results: _Optional[_Iterable[_Union[InlineResult, _Mapping]]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
 
 class NodeInfo(_message.Message):
     __slots__ = ["grpc_address", "http_address", "id", "log_version", "raft_address"]
@@ -347,8 +383,9 @@ class PollResult(_message.Message):
     def __init__(self, done: bool = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["agent", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "turn", "turns_completed", "turns_failed", "updated_at_ms"]
+    __slots__ = ["agent", "budget", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "tree_usage", "turn", "turns_completed", "turns_failed", "updated_at_ms", "usage"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     CLOSE_REQUESTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     COMPACTED_BEFORE_FIELD_NUMBER: _ClassVar[int]
@@ -382,11 +419,14 @@ class Session(_message.Message):
     SEEN_MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     SUMMARIES_FIELD_NUMBER: _ClassVar[int]
+    TREE_USAGE_FIELD_NUMBER: _ClassVar[int]
     TURNS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
     TURNS_FAILED_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     agent: str
+    budget: Budget
     close_requested_at_ms: int
     closed_at_ms: int
     compacted_before: int
@@ -420,14 +460,16 @@ class Session(_message.Message):
     seen_message_ids: _containers.RepeatedScalarFieldContainer[str]
     status: SessionStatus
     summaries: int
+    tree_usage: UsageTotals
     turn: Turn
     turns_completed: int
     turns_failed: int
     updated_at_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ...) -> None: ...
+    usage: UsageTotals
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., tree_usage: _Optional[_Union[UsageTotals, _Mapping]] = ...) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "waiting_reason"]
+    __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "usage", "waiting_reason"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -454,6 +496,7 @@ class Step(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
     agent: str
     arguments: str
@@ -481,8 +524,9 @@ class Step(_message.Message):
     task_id: str
     tool: str
     turn: int
+    usage: Usage
     waiting_reason: str
-    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., turn: _Optional[int] = ..., kind: _Optional[_Union[StepKind, str]] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[str] = ..., policy: _Optional[_Union[ToolSpec, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., status: _Optional[_Union[StepStatus, str]] = ..., ready_at_ms: _Optional[int] = ..., due_at_ms: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., result: _Optional[str] = ..., is_error: bool = ..., created_at_ms: _Optional[int] = ..., queue_seq: _Optional[int] = ..., prompt: _Optional[str] = ..., ended_at_ms: _Optional[int] = ..., max_attempts: _Optional[int] = ..., error_type: _Optional[_Union[ErrorType, str]] = ..., number: _Optional[int] = ..., compact_before: _Optional[int] = ..., agent: _Optional[str] = ..., waiting_reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., turn: _Optional[int] = ..., kind: _Optional[_Union[StepKind, str]] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[str] = ..., policy: _Optional[_Union[ToolSpec, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., status: _Optional[_Union[StepStatus, str]] = ..., ready_at_ms: _Optional[int] = ..., due_at_ms: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., result: _Optional[str] = ..., is_error: bool = ..., created_at_ms: _Optional[int] = ..., queue_seq: _Optional[int] = ..., prompt: _Optional[str] = ..., ended_at_ms: _Optional[int] = ..., max_attempts: _Optional[int] = ..., error_type: _Optional[_Union[ErrorType, str]] = ..., number: _Optional[int] = ..., compact_before: _Optional[int] = ..., agent: _Optional[str] = ..., waiting_reason: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
 
 class ToolCall(_message.Message):
     __slots__ = ["arguments", "call_id", "tool"]
@@ -529,7 +573,7 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., access: _Optional[_Union[ToolAccess, str]] = ..., needs_approval: bool = ..., long_running: bool = ..., inline: bool = ..., max_attempts: _Optional[int] = ..., poll_interval_ms: _Optional[int] = ..., description: _Optional[str] = ..., run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Turn(_message.Message):
-    __slots__ = ["calls", "input", "message_ids", "noted_ran_calls", "number", "ran_calls", "results_from_seq", "step_id"]
+    __slots__ = ["calls", "input", "message_ids", "noted_ran_calls", "number", "ran_calls", "results_from_seq", "step_id", "usage"]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -538,6 +582,7 @@ class Turn(_message.Message):
     RAN_CALLS_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     calls: _containers.RepeatedCompositeFieldContainer[CallState]
     input: TurnInput
     message_ids: _containers.RepeatedScalarFieldContainer[str]
@@ -546,7 +591,34 @@ class Turn(_message.Message):
     ran_calls: _containers.RepeatedScalarFieldContainer[str]
     results_from_seq: int
     step_id: str
-    def __init__(self, number: _Optional[int] = ..., input: _Optional[_Union[TurnInput, str]] = ..., message_ids: _Optional[_Iterable[str]] = ..., calls: _Optional[_Iterable[_Union[CallState, _Mapping]]] = ..., step_id: _Optional[str] = ..., ran_calls: _Optional[_Iterable[str]] = ..., noted_ran_calls: _Optional[int] = ..., results_from_seq: _Optional[int] = ...) -> None: ...
+    usage: UsageTotals
+    def __init__(self, number: _Optional[int] = ..., input: _Optional[_Union[TurnInput, str]] = ..., message_ids: _Optional[_Iterable[str]] = ..., calls: _Optional[_Iterable[_Union[CallState, _Mapping]]] = ..., step_id: _Optional[str] = ..., ran_calls: _Optional[_Iterable[str]] = ..., noted_ran_calls: _Optional[int] = ..., results_from_seq: _Optional[int] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ["cost_micros", "input_tokens", "model", "output_tokens"]
+    COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    cost_micros: int
+    input_tokens: int
+    model: str
+    output_tokens: int
+    def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cost_micros: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
+
+class UsageTotals(_message.Message):
+    __slots__ = ["cost_micros", "input_tokens", "model_calls", "output_tokens", "tool_calls"]
+    COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    cost_micros: int
+    input_tokens: int
+    model_calls: int
+    output_tokens: int
+    tool_calls: int
+    def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cost_micros: _Optional[int] = ..., model_calls: _Optional[int] = ..., tool_calls: _Optional[int] = ...) -> None: ...
 
 class WorkerInfo(_message.Message):
     __slots__ = ["agents", "id", "model_run_timeout_ms", "registered_at_ms", "runs_model", "tools"]

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { EventSchema, FoldedTurn, Outcome, ResumeChoice, Session, SessionStatus, Step } from "./types_pb.js";
+import type { Budget, BudgetChange, EventSchema, FoldedTurn, Outcome, ResumeChoice, Session, SessionStatus, Step } from "./types_pb.js";
 import { file_dex_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,46 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/sessions.proto.
  */
 export const file_dex_v1_sessions: GenFile = /*@__PURE__*/
-  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSLAAQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglwYXJlbnRfaWQYAiABKAkSHAoUY29tcGFjdGlvbl90aHJlc2hvbGQYAyABKAQSDwoHbWVzc2FnZRgEIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSDQoFYWdlbnQYBiABKAkSGQoMcmV0ZW50aW9uX21zGAcgASgDSACIAQFCDwoNX3JldGVudGlvbl9tcyI5ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIk8KElNlbmRNZXNzYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIigKE1NlbmRNZXNzYWdlUmVzcG9uc2USEQoJZHVwbGljYXRlGAEgASgIIp4BChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEWhpc3RvcnlfYWZ0ZXJfc2VxGAIgASgEEhUKDWhpc3RvcnlfbGltaXQYAyABKA0SEwoLc3RlcHNfYWZ0ZXIYBCABKAQSEwoLc3RlcHNfbGltaXQYBSABKA0SGQoRZm9sZGVkX2FmdGVyX3R1cm4YBiABKAQi7wEKEkdldFNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SGwoFc3RlcHMYAiADKAsyDC5kZXgudjEuU3RlcBIeChZuZXh0X2hpc3RvcnlfYWZ0ZXJfc2VxGAMgASgEEhgKEG5leHRfc3RlcHNfYWZ0ZXIYBCABKAQSFgoObGFzdF9ldmVudF9zZXEYBSABKAQSKAoMZm9sZGVkX3R1cm5zGAYgAygLMhIuZGV4LnYxLkZvbGRlZFR1cm4SHgoWbmV4dF9mb2xkZWRfYWZ0ZXJfdHVybhgHIAEoBCI8ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIqwBCg5TZXNzaW9uU3VtbWFyeRIKCgJpZBgBIAEoCRIRCglwYXJlbnRfaWQYAiABKAkSJQoGc3RhdHVzGAMgASgOMhUuZGV4LnYxLlNlc3Npb25TdGF0dXMSFwoPdHVybnNfY29tcGxldGVkGAQgASgEEhUKDXVwZGF0ZWRfYXRfbXMYBSABKAMSFQoNY3JlYXRlZF9hdF9tcxgGIAEoAxINCgVhZ2VudBgHIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmRleC52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiPAoTV2F0Y2hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJLChZSZXNvbHZlQXBwcm92YWxSZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSEAoIYXBwcm92ZWQYAiABKAgSDgoGcmVhc29uGAMgASgJIhkKF1Jlc29sdmVBcHByb3ZhbFJlc3BvbnNlIjgKFUFuc3dlclF1ZXN0aW9uUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEg4KBmFuc3dlchgCIAEoCSIYChZBbnN3ZXJRdWVzdGlvblJlc3BvbnNlIlAKFFJlc3VtZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hvaWNlGAIgASgOMhQuZGV4LnYxLlJlc3VtZUNob2ljZSIXChVSZXN1bWVTZXNzaW9uUmVzcG9uc2UiWgoXUmVjb25jaWxlT3V0Y29tZVJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIgCgdvdXRjb21lGAIgASgOMg8uZGV4LnYxLk91dGNvbWUSDAoEbm90ZRgDIAEoCSIaChhSZWNvbmNpbGVPdXRjb21lUmVzcG9uc2UiaAoNRXZlbnRzTm90S2VwdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBBIYChByZXN1bWVfYWZ0ZXJfc2VxGAMgASgEEhYKDmZpcnN0X2tlcHRfc2VxGAQgASgEIioKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlIlEKEkVkaXRIaXN0b3J5UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEXRydW5jYXRlX2Zyb21fc2VxGAIgASgEEgwKBG5vdGUYAyABKAkiQgoTRWRpdEhpc3RvcnlSZXNwb25zZRIVCg1oaXN0b3J5X2NvdW50GAEgASgEEhQKDGhpc3Rvcnlfc2l6ZRgCIAEoBCJGChRDYW5jZWxTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgoKAmJ5GAIgASgJEg4KBnJlYXNvbhgDIAEoCSJMChVDYW5jZWxTZXNzaW9uUmVzcG9uc2USFwoPc3RlcHNfY2FuY2VsbGVkGAEgASgNEhoKEmF0dGVtcHRzX2NhbmNlbGxlZBgCIAEoDSIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOAoUQ2xvc2VTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIiUKFEltcG9ydFNlc3Npb25SZXF1ZXN0Eg0KBWNodW5rGAEgASgMInEKFUltcG9ydFNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2hpc3RvcnkYAiABKAQSDQoFc3RlcHMYAyABKAQSDgoGZXZlbnRzGAQgASgEEhQKDGZvbGRlZF90dXJucxgFIAEoBDK9CAoOU2Vzc2lvblNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIcLmRleC52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USRgoLU2VuZE1lc3NhZ2USGi5kZXgudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GhsuZGV4LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USQwoKR2V0U2Vzc2lvbhIZLmRleC52MS5HZXRTZXNzaW9uUmVxdWVzdBoaLmRleC52MS5HZXRTZXNzaW9uUmVzcG9uc2USSQoMTGlzdFNlc3Npb25zEhsuZGV4LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHC5kZXgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USPAoMV2F0Y2hTZXNzaW9uEhsuZGV4LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaDS5kZXgudjEuRXZlbnQwARJSCg9SZXNvbHZlQXBwcm92YWwSHi5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBofLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZRJPCg5BbnN3ZXJRdWVzdGlvbhIdLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QaHi5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZRJMCg1SZXN1bWVTZXNzaW9uEhwuZGV4LnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJVChBSZWNvbmNpbGVPdXRjb21lEh8uZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXF1ZXN0GiAuZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXNwb25zZRJMCg1EZWxldGVTZXNzaW9uEhwuZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJGCgtFZGl0SGlzdG9yeRIaLmRleC52MS5FZGl0SGlzdG9yeVJlcXVlc3QaGy5kZXgudjEuRWRpdEhpc3RvcnlSZXNwb25zZRJMCg1DYW5jZWxTZXNzaW9uEhwuZGV4LnYxLkNhbmNlbFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNhbmNlbFNlc3Npb25SZXNwb25zZRJJCgxDbG9zZVNlc3Npb24SGy5kZXgudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBocLmRleC52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJOCg1JbXBvcnRTZXNzaW9uEhwuZGV4LnYxLkltcG9ydFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkltcG9ydFNlc3Npb25SZXNwb25zZSgBQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
+  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSJMChBTZXRCdWRnZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hhbmdlGAIgASgLMhQuZGV4LnYxLkJ1ZGdldENoYW5nZSI1ChFTZXRCdWRnZXRSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24i4AEKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAMgASgEEg8KB21lc3NhZ2UYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEg0KBWFnZW50GAYgASgJEhkKDHJldGVudGlvbl9tcxgHIAEoA0gAiAEBEh4KBmJ1ZGdldBgIIAEoCzIOLmRleC52MS5CdWRnZXRCDwoNX3JldGVudGlvbl9tcyI5ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIk8KElNlbmRNZXNzYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIigKE1NlbmRNZXNzYWdlUmVzcG9uc2USEQoJZHVwbGljYXRlGAEgASgIIp4BChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEWhpc3RvcnlfYWZ0ZXJfc2VxGAIgASgEEhUKDWhpc3RvcnlfbGltaXQYAyABKA0SEwoLc3RlcHNfYWZ0ZXIYBCABKAQSEwoLc3RlcHNfbGltaXQYBSABKA0SGQoRZm9sZGVkX2FmdGVyX3R1cm4YBiABKAQi7wEKEkdldFNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SGwoFc3RlcHMYAiADKAsyDC5kZXgudjEuU3RlcBIeChZuZXh0X2hpc3RvcnlfYWZ0ZXJfc2VxGAMgASgEEhgKEG5leHRfc3RlcHNfYWZ0ZXIYBCABKAQSFgoObGFzdF9ldmVudF9zZXEYBSABKAQSKAoMZm9sZGVkX3R1cm5zGAYgAygLMhIuZGV4LnYxLkZvbGRlZFR1cm4SHgoWbmV4dF9mb2xkZWRfYWZ0ZXJfdHVybhgHIAEoBCI8ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIqwBCg5TZXNzaW9uU3VtbWFyeRIKCgJpZBgBIAEoCRIRCglwYXJlbnRfaWQYAiABKAkSJQoGc3RhdHVzGAMgASgOMhUuZGV4LnYxLlNlc3Npb25TdGF0dXMSFwoPdHVybnNfY29tcGxldGVkGAQgASgEEhUKDXVwZGF0ZWRfYXRfbXMYBSABKAMSFQoNY3JlYXRlZF9hdF9tcxgGIAEoAxINCgVhZ2VudBgHIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmRleC52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiPAoTV2F0Y2hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJLChZSZXNvbHZlQXBwcm92YWxSZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSEAoIYXBwcm92ZWQYAiABKAgSDgoGcmVhc29uGAMgASgJIhkKF1Jlc29sdmVBcHByb3ZhbFJlc3BvbnNlIjgKFUFuc3dlclF1ZXN0aW9uUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEg4KBmFuc3dlchgCIAEoCSIYChZBbnN3ZXJRdWVzdGlvblJlc3BvbnNlIlAKFFJlc3VtZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hvaWNlGAIgASgOMhQuZGV4LnYxLlJlc3VtZUNob2ljZSIXChVSZXN1bWVTZXNzaW9uUmVzcG9uc2UiWgoXUmVjb25jaWxlT3V0Y29tZVJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIgCgdvdXRjb21lGAIgASgOMg8uZGV4LnYxLk91dGNvbWUSDAoEbm90ZRgDIAEoCSIaChhSZWNvbmNpbGVPdXRjb21lUmVzcG9uc2UiaAoNRXZlbnRzTm90S2VwdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBBIYChByZXN1bWVfYWZ0ZXJfc2VxGAMgASgEEhYKDmZpcnN0X2tlcHRfc2VxGAQgASgEIioKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlIlEKEkVkaXRIaXN0b3J5UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEXRydW5jYXRlX2Zyb21fc2VxGAIgASgEEgwKBG5vdGUYAyABKAkiQgoTRWRpdEhpc3RvcnlSZXNwb25zZRIVCg1oaXN0b3J5X2NvdW50GAEgASgEEhQKDGhpc3Rvcnlfc2l6ZRgCIAEoBCJGChRDYW5jZWxTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgoKAmJ5GAIgASgJEg4KBnJlYXNvbhgDIAEoCSJMChVDYW5jZWxTZXNzaW9uUmVzcG9uc2USFwoPc3RlcHNfY2FuY2VsbGVkGAEgASgNEhoKEmF0dGVtcHRzX2NhbmNlbGxlZBgCIAEoDSIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOAoUQ2xvc2VTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIiUKFEltcG9ydFNlc3Npb25SZXF1ZXN0Eg0KBWNodW5rGAEgASgMInEKFUltcG9ydFNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2hpc3RvcnkYAiABKAQSDQoFc3RlcHMYAyABKAQSDgoGZXZlbnRzGAQgASgEEhQKDGZvbGRlZF90dXJucxgFIAEoBDL/CAoOU2Vzc2lvblNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIcLmRleC52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USRgoLU2VuZE1lc3NhZ2USGi5kZXgudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GhsuZGV4LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USQwoKR2V0U2Vzc2lvbhIZLmRleC52MS5HZXRTZXNzaW9uUmVxdWVzdBoaLmRleC52MS5HZXRTZXNzaW9uUmVzcG9uc2USSQoMTGlzdFNlc3Npb25zEhsuZGV4LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHC5kZXgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USPAoMV2F0Y2hTZXNzaW9uEhsuZGV4LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaDS5kZXgudjEuRXZlbnQwARJSCg9SZXNvbHZlQXBwcm92YWwSHi5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBofLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZRJPCg5BbnN3ZXJRdWVzdGlvbhIdLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QaHi5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZRJMCg1SZXN1bWVTZXNzaW9uEhwuZGV4LnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJVChBSZWNvbmNpbGVPdXRjb21lEh8uZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXF1ZXN0GiAuZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXNwb25zZRJMCg1EZWxldGVTZXNzaW9uEhwuZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJGCgtFZGl0SGlzdG9yeRIaLmRleC52MS5FZGl0SGlzdG9yeVJlcXVlc3QaGy5kZXgudjEuRWRpdEhpc3RvcnlSZXNwb25zZRJMCg1DYW5jZWxTZXNzaW9uEhwuZGV4LnYxLkNhbmNlbFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNhbmNlbFNlc3Npb25SZXNwb25zZRJJCgxDbG9zZVNlc3Npb24SGy5kZXgudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBocLmRleC52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJOCg1JbXBvcnRTZXNzaW9uEhwuZGV4LnYxLkltcG9ydFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkltcG9ydFNlc3Npb25SZXNwb25zZSgBEkAKCVNldEJ1ZGdldBIYLmRleC52MS5TZXRCdWRnZXRSZXF1ZXN0GhkuZGV4LnYxLlNldEJ1ZGdldFJlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
+
+/**
+ * @generated from message dex.v1.SetBudgetRequest
+ */
+export type SetBudgetRequest = Message<"dex.v1.SetBudgetRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: dex.v1.BudgetChange change = 2;
+   */
+  change?: BudgetChange | undefined;
+};
+
+/**
+ * Describes the message dex.v1.SetBudgetRequest.
+ * Use `create(SetBudgetRequestSchema)` to create a new message.
+ */
+export const SetBudgetRequestSchema: GenMessage<SetBudgetRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 0);
+
+/**
+ * @generated from message dex.v1.SetBudgetResponse
+ */
+export type SetBudgetResponse = Message<"dex.v1.SetBudgetResponse"> & {
+  /**
+   * @generated from field: dex.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message dex.v1.SetBudgetResponse.
+ * Use `create(SetBudgetResponseSchema)` to create a new message.
+ */
+export const SetBudgetResponseSchema: GenMessage<SetBudgetResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 1);
 
 /**
  * @generated from message dex.v1.CreateSessionRequest
@@ -70,6 +109,14 @@ export type CreateSessionRequest = Message<"dex.v1.CreateSessionRequest"> & {
    * @generated from field: optional int64 retention_ms = 7;
    */
   retentionMs?: bigint | undefined;
+
+  /**
+   * Optional: the session's budget. Each field given (non-zero) replaces
+   * the agent's default (dexd --agent-budget); docs/budgets.md.
+   *
+   * @generated from field: dex.v1.Budget budget = 8;
+   */
+  budget?: Budget | undefined;
 };
 
 /**
@@ -77,7 +124,7 @@ export type CreateSessionRequest = Message<"dex.v1.CreateSessionRequest"> & {
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 0);
+  messageDesc(file_dex_v1_sessions, 2);
 
 /**
  * @generated from message dex.v1.CreateSessionResponse
@@ -94,7 +141,7 @@ export type CreateSessionResponse = Message<"dex.v1.CreateSessionResponse"> & {
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 1);
+  messageDesc(file_dex_v1_sessions, 3);
 
 /**
  * @generated from message dex.v1.SendMessageRequest
@@ -127,7 +174,7 @@ export type SendMessageRequest = Message<"dex.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 2);
+  messageDesc(file_dex_v1_sessions, 4);
 
 /**
  * @generated from message dex.v1.SendMessageResponse
@@ -146,7 +193,7 @@ export type SendMessageResponse = Message<"dex.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 3);
+  messageDesc(file_dex_v1_sessions, 5);
 
 /**
  * A session is read in pages: its history from history_after_seq on and its
@@ -204,7 +251,7 @@ export type GetSessionRequest = Message<"dex.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 4);
+  messageDesc(file_dex_v1_sessions, 6);
 
 /**
  * @generated from message dex.v1.GetSessionResponse
@@ -264,7 +311,7 @@ export type GetSessionResponse = Message<"dex.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 5);
+  messageDesc(file_dex_v1_sessions, 7);
 
 /**
  * @generated from message dex.v1.ListSessionsRequest
@@ -290,7 +337,7 @@ export type ListSessionsRequest = Message<"dex.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 6);
+  messageDesc(file_dex_v1_sessions, 8);
 
 /**
  * @generated from message dex.v1.SessionSummary
@@ -337,7 +384,7 @@ export type SessionSummary = Message<"dex.v1.SessionSummary"> & {
  * Use `create(SessionSummarySchema)` to create a new message.
  */
 export const SessionSummarySchema: GenMessage<SessionSummary> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 7);
+  messageDesc(file_dex_v1_sessions, 9);
 
 /**
  * @generated from message dex.v1.ListSessionsResponse
@@ -361,7 +408,7 @@ export type ListSessionsResponse = Message<"dex.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 8);
+  messageDesc(file_dex_v1_sessions, 10);
 
 /**
  * @generated from message dex.v1.WatchSessionRequest
@@ -387,7 +434,7 @@ export type WatchSessionRequest = Message<"dex.v1.WatchSessionRequest"> & {
  * Use `create(WatchSessionRequestSchema)` to create a new message.
  */
 export const WatchSessionRequestSchema: GenMessage<WatchSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 9);
+  messageDesc(file_dex_v1_sessions, 11);
 
 /**
  * @generated from message dex.v1.ResolveApprovalRequest
@@ -418,7 +465,7 @@ export type ResolveApprovalRequest = Message<"dex.v1.ResolveApprovalRequest"> & 
  * Use `create(ResolveApprovalRequestSchema)` to create a new message.
  */
 export const ResolveApprovalRequestSchema: GenMessage<ResolveApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 10);
+  messageDesc(file_dex_v1_sessions, 12);
 
 /**
  * @generated from message dex.v1.ResolveApprovalResponse
@@ -431,7 +478,7 @@ export type ResolveApprovalResponse = Message<"dex.v1.ResolveApprovalResponse"> 
  * Use `create(ResolveApprovalResponseSchema)` to create a new message.
  */
 export const ResolveApprovalResponseSchema: GenMessage<ResolveApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 11);
+  messageDesc(file_dex_v1_sessions, 13);
 
 /**
  * @generated from message dex.v1.AnswerQuestionRequest
@@ -457,7 +504,7 @@ export type AnswerQuestionRequest = Message<"dex.v1.AnswerQuestionRequest"> & {
  * Use `create(AnswerQuestionRequestSchema)` to create a new message.
  */
 export const AnswerQuestionRequestSchema: GenMessage<AnswerQuestionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 12);
+  messageDesc(file_dex_v1_sessions, 14);
 
 /**
  * @generated from message dex.v1.AnswerQuestionResponse
@@ -470,7 +517,7 @@ export type AnswerQuestionResponse = Message<"dex.v1.AnswerQuestionResponse"> & 
  * Use `create(AnswerQuestionResponseSchema)` to create a new message.
  */
 export const AnswerQuestionResponseSchema: GenMessage<AnswerQuestionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 13);
+  messageDesc(file_dex_v1_sessions, 15);
 
 /**
  * @generated from message dex.v1.ResumeSessionRequest
@@ -496,7 +543,7 @@ export type ResumeSessionRequest = Message<"dex.v1.ResumeSessionRequest"> & {
  * Use `create(ResumeSessionRequestSchema)` to create a new message.
  */
 export const ResumeSessionRequestSchema: GenMessage<ResumeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 14);
+  messageDesc(file_dex_v1_sessions, 16);
 
 /**
  * @generated from message dex.v1.ResumeSessionResponse
@@ -509,7 +556,7 @@ export type ResumeSessionResponse = Message<"dex.v1.ResumeSessionResponse"> & {
  * Use `create(ResumeSessionResponseSchema)` to create a new message.
  */
 export const ResumeSessionResponseSchema: GenMessage<ResumeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 15);
+  messageDesc(file_dex_v1_sessions, 17);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeRequest
@@ -543,7 +590,7 @@ export type ReconcileOutcomeRequest = Message<"dex.v1.ReconcileOutcomeRequest"> 
  * Use `create(ReconcileOutcomeRequestSchema)` to create a new message.
  */
 export const ReconcileOutcomeRequestSchema: GenMessage<ReconcileOutcomeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 16);
+  messageDesc(file_dex_v1_sessions, 18);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeResponse
@@ -556,7 +603,7 @@ export type ReconcileOutcomeResponse = Message<"dex.v1.ReconcileOutcomeResponse"
  * Use `create(ReconcileOutcomeResponseSchema)` to create a new message.
  */
 export const ReconcileOutcomeResponseSchema: GenMessage<ReconcileOutcomeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 17);
+  messageDesc(file_dex_v1_sessions, 19);
 
 /**
  * The detail of WatchSession's OutOfRange: events after after_seq were
@@ -592,7 +639,7 @@ export type EventsNotKept = Message<"dex.v1.EventsNotKept"> & {
  * Use `create(EventsNotKeptSchema)` to create a new message.
  */
 export const EventsNotKeptSchema: GenMessage<EventsNotKept> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 18);
+  messageDesc(file_dex_v1_sessions, 20);
 
 /**
  * @generated from message dex.v1.DeleteSessionRequest
@@ -611,7 +658,7 @@ export type DeleteSessionRequest = Message<"dex.v1.DeleteSessionRequest"> & {
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 19);
+  messageDesc(file_dex_v1_sessions, 21);
 
 /**
  * @generated from message dex.v1.DeleteSessionResponse
@@ -624,7 +671,7 @@ export type DeleteSessionResponse = Message<"dex.v1.DeleteSessionResponse"> & {
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 20);
+  messageDesc(file_dex_v1_sessions, 22);
 
 /**
  * @generated from message dex.v1.EditHistoryRequest
@@ -658,7 +705,7 @@ export type EditHistoryRequest = Message<"dex.v1.EditHistoryRequest"> & {
  * Use `create(EditHistoryRequestSchema)` to create a new message.
  */
 export const EditHistoryRequestSchema: GenMessage<EditHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 21);
+  messageDesc(file_dex_v1_sessions, 23);
 
 /**
  * @generated from message dex.v1.EditHistoryResponse
@@ -682,7 +729,7 @@ export type EditHistoryResponse = Message<"dex.v1.EditHistoryResponse"> & {
  * Use `create(EditHistoryResponseSchema)` to create a new message.
  */
 export const EditHistoryResponseSchema: GenMessage<EditHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 22);
+  messageDesc(file_dex_v1_sessions, 24);
 
 /**
  * @generated from message dex.v1.CancelSessionRequest
@@ -716,7 +763,7 @@ export type CancelSessionRequest = Message<"dex.v1.CancelSessionRequest"> & {
  * Use `create(CancelSessionRequestSchema)` to create a new message.
  */
 export const CancelSessionRequestSchema: GenMessage<CancelSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 23);
+  messageDesc(file_dex_v1_sessions, 25);
 
 /**
  * @generated from message dex.v1.CancelSessionResponse
@@ -742,7 +789,7 @@ export type CancelSessionResponse = Message<"dex.v1.CancelSessionResponse"> & {
  * Use `create(CancelSessionResponseSchema)` to create a new message.
  */
 export const CancelSessionResponseSchema: GenMessage<CancelSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 24);
+  messageDesc(file_dex_v1_sessions, 26);
 
 /**
  * @generated from message dex.v1.CloseSessionRequest
@@ -761,7 +808,7 @@ export type CloseSessionRequest = Message<"dex.v1.CloseSessionRequest"> & {
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 25);
+  messageDesc(file_dex_v1_sessions, 27);
 
 /**
  * @generated from message dex.v1.CloseSessionResponse
@@ -781,7 +828,7 @@ export type CloseSessionResponse = Message<"dex.v1.CloseSessionResponse"> & {
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 26);
+  messageDesc(file_dex_v1_sessions, 28);
 
 /**
  * @generated from message dex.v1.ImportSessionRequest
@@ -800,7 +847,7 @@ export type ImportSessionRequest = Message<"dex.v1.ImportSessionRequest"> & {
  * Use `create(ImportSessionRequestSchema)` to create a new message.
  */
 export const ImportSessionRequestSchema: GenMessage<ImportSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 27);
+  messageDesc(file_dex_v1_sessions, 29);
 
 /**
  * @generated from message dex.v1.ImportSessionResponse
@@ -839,7 +886,7 @@ export type ImportSessionResponse = Message<"dex.v1.ImportSessionResponse"> & {
  * Use `create(ImportSessionResponseSchema)` to create a new message.
  */
 export const ImportSessionResponseSchema: GenMessage<ImportSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 28);
+  messageDesc(file_dex_v1_sessions, 30);
 
 /**
  * SessionService is for clients. Only the node that holds the dispatch lease
@@ -997,6 +1044,17 @@ export const SessionService: GenService<{
     methodKind: "client_streaming";
     input: typeof ImportSessionRequestSchema;
     output: typeof ImportSessionResponseSchema;
+  },
+  /**
+   * SetBudget changes the given fields of a session's budget. A session
+   * paused by its budget stays paused: resume it to continue.
+   *
+   * @generated from rpc dex.v1.SessionService.SetBudget
+   */
+  setBudget: {
+    methodKind: "unary";
+    input: typeof SetBudgetRequestSchema;
+    output: typeof SetBudgetResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_sessions, 0);

@@ -10,7 +10,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file dex/v1/types.proto.
  */
 export const file_dex_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChJkZXgvdjEvdHlwZXMucHJvdG8SBmRleC52MSLnAQoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIiCgZhY2Nlc3MYAiABKA4yEi5kZXgudjEuVG9vbEFjY2VzcxIWCg5uZWVkc19hcHByb3ZhbBgDIAEoCBIUCgxsb25nX3J1bm5pbmcYBCABKAgSDgoGaW5saW5lGAUgASgIEhQKDG1heF9hdHRlbXB0cxgGIAEoDRIYChBwb2xsX2ludGVydmFsX21zGAcgASgNEhMKC2Rlc2NyaXB0aW9uGAggASgJEhYKDnJ1bl90aW1lb3V0X21zGAkgASgNEg4KBmFnZW50cxgKIAMoCSI8CghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJImMKDElubGluZVJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIaXNfZXJyb3IYBSABKAgibwoLTW9kZWxPdXRwdXQSDAoEdGV4dBgBIAEoCRIkCgp0b29sX2NhbGxzGAIgAygLMhAuZGV4LnYxLlRvb2xDYWxsEiwKDmlubGluZV9yZXN1bHRzGAMgAygLMhQuZGV4LnYxLklubGluZVJlc3VsdCJACgpUb29sUmVzdWx0Eg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgSDwoHdGFza19pZBgDIAEoCSI+CgpQb2xsUmVzdWx0EgwKBGRvbmUYASABKAgSIgoGcmVzdWx0GAIgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHQicgoHTWVzc2FnZRIKCgJpZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhQKDGZyb21fc2Vzc2lvbhgDIAEoCRIWCg5yZWNlaXZlZF9hdF9tcxgEIAEoAxISCgpzZXNzaW9uX2lkGAUgASgJEgsKA3NlcRgGIAEoBCLkAgoMSGlzdG9yeUVudHJ5EgsKA3NlcRgBIAEoBBIhCgRraW5kGAIgASgOMhMuZGV4LnYxLkhpc3RvcnlLaW5kEgwKBHRleHQYAyABKAkSDwoHY2FsbF9pZBgEIAEoCRIMCgR0b29sGAUgASgJEhEKCWFyZ3VtZW50cxgGIAEoCRIgCgdvdXRjb21lGAcgASgOMg8uZGV4LnYxLk91dGNvbWUSJAoKdG9vbF9jYWxscxgIIAMoCzIQLmRleC52MS5Ub29sQ2FsbBIsCg5pbmxpbmVfcmVzdWx0cxgJIAMoCzIULmRleC52MS5JbmxpbmVSZXN1bHQSDwoHc3RlcF9pZBgKIAEoCRISCgptZXNzYWdlX2lkGAsgASgJEhQKDGZyb21fc2Vzc2lvbhgMIAEoCRINCgVhdF9tcxgNIAEoAxISCgpzZXNzaW9uX2lkGA4gASgJEhAKCGN1bV9zaXplGA8gASgEIo0CCglDYWxsU3RhdGUSDwoHY2FsbF9pZBgBIAEoCRIMCgR0b29sGAIgASgJEhEKCWFyZ3VtZW50cxgDIAEoCRIgCgZwb2xpY3kYBCABKAsyEC5kZXgudjEuVG9vbFNwZWMSIAoFcGhhc2UYBSABKA4yES5kZXgudjEuQ2FsbFBoYXNlEg8KB3N0ZXBfaWQYBiABKAkSDwoHdGFza19pZBgHIAEoCRIgCgdvdXRjb21lGAggASgOMg8uZGV4LnYxLk91dGNvbWUSDwoHY29udGVudBgJIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCiABKAkSCwoDcmFuGAsgASgIEg8KB2J1aWx0aW4YDCABKAkixgEKBFR1cm4SDgoGbnVtYmVyGAEgASgEEiAKBWlucHV0GAIgASgOMhEuZGV4LnYxLlR1cm5JbnB1dBITCgttZXNzYWdlX2lkcxgDIAMoCRIgCgVjYWxscxgEIAMoCzIRLmRleC52MS5DYWxsU3RhdGUSDwoHc3RlcF9pZBgFIAEoCRIRCglyYW5fY2FsbHMYBiADKAkSFwoPbm90ZWRfcmFuX2NhbGxzGAcgASgNEhgKEHJlc3VsdHNfZnJvbV9zZXEYCCABKAQi2gcKB1Nlc3Npb24SCgoCaWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLmRleC52MS5TZXNzaW9uU3RhdHVzEiUKB2hpc3RvcnkYBCADKAsyFC5kZXgudjEuSGlzdG9yeUVudHJ5Eh4KBWluYm94GAUgAygLMg8uZGV4LnYxLk1lc3NhZ2USGgoEdHVybhgGIAEoCzIMLmRleC52MS5UdXJuEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAcgASgEEhYKDnJlamVjdGVkX3R1cm5zGAggASgNEikKDHBhdXNlX3JlYXNvbhgJIAEoDjITLmRleC52MS5QYXVzZVJlYXNvbhIVCg1wYXVzZV9tZXNzYWdlGAogASgJEioKD2xhc3RfZXJyb3JfdHlwZRgLIAEoDjIRLmRleC52MS5FcnJvclR5cGUSEgoKbGFzdF9lcnJvchgMIAEoCRIVCg1lcnJvcl9lcGlzb2RlGA0gASgIEhcKD2VwaXNvZGVfcmVzdW1lcxgOIAEoDRIUCgxyZXN1bWVfYXRfbXMYDyABKAMSEQoJbmV4dF9zdGVwGBAgASgEEhEKCW5leHRfdHVybhgRIAEoBBIUCgxuZXh0X2hpc3RvcnkYEiABKAQSFQoNY3JlYXRlZF9hdF9tcxgTIAEoAxIVCg11cGRhdGVkX2F0X21zGBQgASgDEhEKCXN1bW1hcmllcxgVIAEoBBIYChBjb21wYWN0ZWRfYmVmb3JlGBYgASgEEhcKD3R1cm5zX2NvbXBsZXRlZBgXIAEoBBIUCgx0dXJuc19mYWlsZWQYGCABKAQSGAoQc2Vlbl9tZXNzYWdlX2lkcxgZIAMoCRIUCgxoaXN0b3J5X3NpemUYGiABKAQSFQoNaGlzdG9yeV9jb3VudBgbIAEoBBITCgtpbmJveF9jb3VudBgcIAEoDRISCgpuZXh0X2luYm94GB0gASgEEhoKEmxhdGVzdF9zdW1tYXJ5X3NlcRgeIAEoBBIXCg9tYXhfbW9kZWxfaW5wdXQYHyABKAQSDQoFYWdlbnQYICABKAkSGQoMcmV0ZW50aW9uX21zGCggASgDSACIAQESHQoVY2xvc2VfcmVxdWVzdGVkX2F0X21zGCkgASgDEhQKDGNsb3NlZF9hdF9tcxgqIAEoAxIUCgxkZWxldGVfYXRfbXMYKyABKAMSGwoTZm9sZGVkX3Rocm91Z2hfdHVybhgyIAEoBBIUCgxmb2xkZWRfc3RlcHMYNCABKARCDwoNX3JldGVudGlvbl9tc0oECDMQNCLUAgoKRm9sZGVkVHVybhISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHR1cm4YAiABKAQSDQoFc3RlcHMYAyABKA0SEAoIYXR0ZW1wdHMYBCABKA0SIQoFa2luZHMYBSADKAsyEi5kZXgudjEuRm9sZGVkS2luZBISCgpmaXJzdF9zdGVwGAYgASgEEhEKCWxhc3Rfc3RlcBgHIAEoBBITCgtmaXJzdF9hdF9tcxgIIAEoAxISCgpsYXN0X2F0X21zGAkgASgDEicKC2xhc3Rfc3RhdHVzGAogASgOMhIuZGV4LnYxLlN0ZXBTdGF0dXMSJQoMbGFzdF9vdXRjb21lGAsgASgOMg8uZGV4LnYxLk91dGNvbWUSKgoPbGFzdF9lcnJvcl90eXBlGAwgASgOMhEuZGV4LnYxLkVycm9yVHlwZRIUCgxmYWlsZWRfc3RlcHMYDSABKA0iWwoKRm9sZGVkS2luZBIeCgRraW5kGAEgASgOMhAuZGV4LnYxLlN0ZXBLaW5kEgwKBHRvb2wYAiABKAkSDQoFc3RlcHMYAyABKA0SEAoIYXR0ZW1wdHMYBCABKA0iygIKB0F0dGVtcHQSCQoBbhgBIAEoDRIRCgl3b3JrZXJfaWQYAiABKAkSDQoFZXBvY2gYAyABKAQSDQoFdG9rZW4YBCABKAkSJQoGc3RhdHVzGAUgASgOMhUuZGV4LnYxLkF0dGVtcHRTdGF0dXMSKQoIcHJvZ3Jlc3MYBiABKA4yFy5kZXgudjEuQXR0ZW1wdFByb2dyZXNzEhUKDXN0YXJ0ZWRfYXRfbXMYByABKAMSFQoNY2xhaW1lZF9hdF9tcxgIIAEoAxITCgtlbmRlZF9hdF9tcxgJIAEoAxIlCgplcnJvcl90eXBlGAogASgOMhEuZGV4LnYxLkVycm9yVHlwZRINCgVlcnJvchgLIAEoCRIQCghsYXN0X3NlcRgMIAEoBBIRCglsYXN0X2NhbGwYDSABKAkSEwoLZGVhZGxpbmVfbXMYDiABKAMi4AQKBFN0ZXASCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIMCgR0dXJuGAMgASgEEh4KBGtpbmQYBCABKA4yEC5kZXgudjEuU3RlcEtpbmQSDwoHY2FsbF9pZBgFIAEoCRIMCgR0b29sGAYgASgJEhEKCWFyZ3VtZW50cxgHIAEoCRIgCgZwb2xpY3kYCCABKAsyEC5kZXgudjEuVG9vbFNwZWMSFwoPaWRlbXBvdGVuY3lfa2V5GAkgASgJEg8KB3Rhc2tfaWQYCiABKAkSIgoGc3RhdHVzGAsgASgOMhIuZGV4LnYxLlN0ZXBTdGF0dXMSEwoLcmVhZHlfYXRfbXMYDCABKAMSEQoJZHVlX2F0X21zGA0gASgDEiEKCGF0dGVtcHRzGA4gAygLMg8uZGV4LnYxLkF0dGVtcHQSIAoHb3V0Y29tZRgPIAEoDjIPLmRleC52MS5PdXRjb21lEg4KBnJlc3VsdBgQIAEoCRIQCghpc19lcnJvchgRIAEoCBIVCg1jcmVhdGVkX2F0X21zGBIgASgDEhEKCXF1ZXVlX3NlcRgTIAEoBBIOCgZwcm9tcHQYFCABKAkSEwoLZW5kZWRfYXRfbXMYFSABKAMSFAoMbWF4X2F0dGVtcHRzGBYgASgNEiUKCmVycm9yX3R5cGUYFyABKA4yES5kZXgudjEuRXJyb3JUeXBlEg4KBm51bWJlchgYIAEoBBIWCg5jb21wYWN0X2JlZm9yZRgZIAEoBBINCgVhZ2VudBgaIAEoCRIWCg53YWl0aW5nX3JlYXNvbhgbIAEoCSJtCghOb2RlSW5mbxIKCgJpZBgBIAEoCRIUCgxyYWZ0X2FkZHJlc3MYAiABKAkSFAoMZ3JwY19hZGRyZXNzGAMgASgJEhQKDGh0dHBfYWRkcmVzcxgEIAEoCRITCgtsb2dfdmVyc2lvbhgFIAEoDSKVAQoKV29ya2VySW5mbxIKCgJpZBgBIAEoCRIfCgV0b29scxgCIAMoCzIQLmRleC52MS5Ub29sU3BlYxIYChByZWdpc3RlcmVkX2F0X21zGAMgASgDEhIKCnJ1bnNfbW9kZWwYBCABKAgSHAoUbW9kZWxfcnVuX3RpbWVvdXRfbXMYBSABKA0SDgoGYWdlbnRzGAYgAygJIncKBUV2ZW50EgsKA3NlcRgBIAEoBBISCgpzZXNzaW9uX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDwoHc3RlcF9pZBgEIAEoCRIOCgZkZXRhaWwYBSABKAkSDQoFYXRfbXMYBiABKAMSDwoHb3JkaW5hbBgHIAEoBCLbAQoNQXR0ZW1wdFJlc3VsdBIrCgxtb2RlbF9vdXRwdXQYASABKAsyEy5kZXgudjEuTW9kZWxPdXRwdXRIABIpCgt0b29sX3Jlc3VsdBgCIAEoCzISLmRleC52MS5Ub29sUmVzdWx0SAASKQoLcG9sbF9yZXN1bHQYAyABKAsyEi5kZXgudjEuUG9sbFJlc3VsdEgAEhEKB3N1bW1hcnkYBCABKAlIABIpCgdmYWlsdXJlGAUgASgLMhYuZGV4LnYxLkF0dGVtcHRGYWlsdXJlSABCCQoHb3V0Y29tZSJGCg5BdHRlbXB0RmFpbHVyZRIlCgplcnJvcl90eXBlGAEgASgOMhEuZGV4LnYxLkVycm9yVHlwZRINCgVlcnJvchgCIAEoCSKsAQoIQWNsVG9rZW4SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIfCgRyb2xlGAMgASgOMhEuZGV4LnYxLlRva2VuUm9sZRIRCgl3b3JrZXJfaWQYBCABKAkSFQoNY3JlYXRlZF9hdF9tcxgFIAEoAxIPCgdyZXZva2VkGAYgASgIEhUKDXJldm9rZWRfYXRfbXMYByABKANKBAgIEAlSDXNlY3JldF9zaGEyNTYiSgoKQXR0ZW1wdFJlZhIPCgdzdGVwX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDQoFdG9rZW4YAyABKAkSCwoDc2VxGAQgASgEKu4BCg1TZXNzaW9uU3RhdHVzEh4KGlNFU1NJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTU0VTU0lPTl9TVEFUVVNfSURMRRABEhoKFlNFU1NJT05fU1RBVFVTX1JVTk5JTkcQAhIaChZTRVNTSU9OX1NUQVRVU19XQUlUSU5HEAMSGgoWU0VTU0lPTl9TVEFUVVNfRVJST1JFRBAEEhkKFVNFU1NJT05fU1RBVFVTX1BBVVNFRBAFEhoKFlNFU1NJT05fU1RBVFVTX0RFTEVURUQQBhIZChVTRVNTSU9OX1NUQVRVU19DTE9TRUQQByqfAgoIU3RlcEtpbmQSGQoVU1RFUF9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTU1RFUF9LSU5EX1JVTl9NT0RFTBABEhcKE1NURVBfS0lORF9DQUxMX1RPT0wQAhImCiJTVEVQX0tJTkRfQ0FMTF9TSU5HTEVfQVRURU1QVF9UT09MEAMSIQodU1RFUF9LSU5EX0FXQUlUX1RPT0xfQVBQUk9WQUwQBBIjCh9TVEVQX0tJTkRfQVdBSVRfUVVFU1RJT05fQU5TV0VSEAUSGQoVU1RFUF9LSU5EX0FXQUlUX1RJTUVSEAYSHAoYU1RFUF9LSU5EX1BPTExfVE9PTF9UQVNLEAcSHQoZU1RFUF9LSU5EX0NPTVBBQ1RfQ09OVEVYVBAIKokBCgpTdGVwU3RhdHVzEhsKF1NURVBfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSU1RFUF9TVEFUVVNfUVVFVUVEEAESFwoTU1RFUF9TVEFUVVNfUlVOTklORxACEhcKE1NURVBfU1RBVFVTX1dBSVRJTkcQAxIUChBTVEVQX1NUQVRVU19ET05FEAQqYgoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASFQoRT1VUQ09NRV9TVUNDRUVERUQQARISCg5PVVRDT01FX0ZBSUxFRBACEhMKD09VVENPTUVfVU5LTk9XThADKr4BCg1BdHRlbXB0U3RhdHVzEh4KGkFUVEVNUFRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWQVRURU1QVF9TVEFUVVNfUlVOTklORxABEhwKGEFUVEVNUFRfU1RBVFVTX1NVQ0NFRURFRBACEhkKFUFUVEVNUFRfU1RBVFVTX0ZBSUxFRBADEhoKFkFUVEVNUFRfU1RBVFVTX0VYUElSRUQQBBIcChhBVFRFTVBUX1NUQVRVU19DQU5DRUxMRUQQBSp5Cg9BdHRlbXB0UHJvZ3Jlc3MSIAocQVRURU1QVF9QUk9HUkVTU19VTlNQRUNJRklFRBAAEiAKHEFUVEVNUFRfUFJPR1JFU1NfTk9UX1NUQVJURUQQARIiCh5BVFRFTVBUX1BST0dSRVNTX05PVF9DT01QTEVURUQQAiqBAgoJRXJyb3JUeXBlEhoKFkVSUk9SX1RZUEVfVU5TUEVDSUZJRUQQABIeChpFUlJPUl9UWVBFX0lOVkFMSURfUkVRVUVTVBABEh0KGUVSUk9SX1RZUEVfQ09OVEVYVF9MRU5HVEgQAhIZChVFUlJPUl9UWVBFX1JBVEVfTElNSVQQAxIZChVFUlJPUl9UWVBFX09WRVJMT0FERUQQBBIbChdFUlJPUl9UWVBFX1NFUlZFUl9FUlJPUhAFEhYKEkVSUk9SX1RZUEVfVElNRU9VVBAGEhYKEkVSUk9SX1RZUEVfTkVUV09SSxAHEhYKEkVSUk9SX1RZUEVfVU5LTk9XThAIKl4KDFJlc3VtZUNob2ljZRIdChlSRVNVTUVfQ0hPSUNFX1VOU1BFQ0lGSUVEEAASFwoTUkVTVU1FX0NIT0lDRV9SRVRSWRABEhYKElJFU1VNRV9DSE9JQ0VfRFJPUBACKoEBCgpUb29sQWNjZXNzEhsKF1RPT0xfQUNDRVNTX1VOU1BFQ0lGSUVEEAASFAoQVE9PTF9BQ0NFU1NfUkVBRBABEiAKHFRPT0xfQUNDRVNTX0lERU1QT1RFTlRfV1JJVEUQAhIeChpUT09MX0FDQ0VTU19TSU5HTEVfQVRURU1QVBADKkMKC1BhdXNlUmVhc29uEhwKGFBBVVNFX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKElBBVVNFX1JFQVNPTl9MSU1JVBABKq0BCgtIaXN0b3J5S2luZBIcChhISVNUT1JZX0tJTkRfVU5TUEVDSUZJRUQQABIVChFISVNUT1JZX0tJTkRfVVNFUhABEhoKFkhJU1RPUllfS0lORF9BU1NJU1RBTlQQAhIcChhISVNUT1JZX0tJTkRfVE9PTF9SRVNVTFQQAxIVChFISVNUT1JZX0tJTkRfTk9URRAEEhgKFEhJU1RPUllfS0lORF9TVU1NQVJZEAUqXQoJVHVybklucHV0EhoKFlRVUk5fSU5QVVRfVU5TUEVDSUZJRUQQABIXChNUVVJOX0lOUFVUX01FU1NBR0VTEAESGwoXVFVSTl9JTlBVVF9UT09MX1JFU1VMVFMQAiqmAQoJQ2FsbFBoYXNlEhoKFkNBTExfUEhBU0VfVU5TUEVDSUZJRUQQABIgChxDQUxMX1BIQVNFX0FXQUlUSU5HX0FQUFJPVkFMEAESFgoSQ0FMTF9QSEFTRV9SVU5OSU5HEAISFgoSQ0FMTF9QSEFTRV9QT0xMSU5HEAMSFgoSQ0FMTF9QSEFTRV9XQUlUSU5HEAQSEwoPQ0FMTF9QSEFTRV9ET05FEAUqawoJVG9rZW5Sb2xlEhoKFlRPS0VOX1JPTEVfVU5TUEVDSUZJRUQQABIUChBUT0tFTl9ST0xFX0FETUlOEAESFQoRVE9LRU5fUk9MRV9DTElFTlQQAhIVChFUT0tFTl9ST0xFX1dPUktFUhADQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z");
+  fileDesc("ChJkZXgvdjEvdHlwZXMucHJvdG8SBmRleC52MSLnAQoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRIiCgZhY2Nlc3MYAiABKA4yEi5kZXgudjEuVG9vbEFjY2VzcxIWCg5uZWVkc19hcHByb3ZhbBgDIAEoCBIUCgxsb25nX3J1bm5pbmcYBCABKAgSDgoGaW5saW5lGAUgASgIEhQKDG1heF9hdHRlbXB0cxgGIAEoDRIYChBwb2xsX2ludGVydmFsX21zGAcgASgNEhMKC2Rlc2NyaXB0aW9uGAggASgJEhYKDnJ1bl90aW1lb3V0X21zGAkgASgNEg4KBmFnZW50cxgKIAMoCSI8CghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJImMKDElubGluZVJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIaXNfZXJyb3IYBSABKAgijQEKC01vZGVsT3V0cHV0EgwKBHRleHQYASABKAkSJAoKdG9vbF9jYWxscxgCIAMoCzIQLmRleC52MS5Ub29sQ2FsbBIsCg5pbmxpbmVfcmVzdWx0cxgDIAMoCzIULmRleC52MS5JbmxpbmVSZXN1bHQSHAoFdXNhZ2UYBCABKAsyDS5kZXgudjEuVXNhZ2UiWAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgEEhUKDW91dHB1dF90b2tlbnMYAiABKAQSEwoLY29zdF9taWNyb3MYAyABKAQSDQoFbW9kZWwYBCABKAkieAoLVXNhZ2VUb3RhbHMSFAoMaW5wdXRfdG9rZW5zGAEgASgEEhUKDW91dHB1dF90b2tlbnMYAiABKAQSEwoLY29zdF9taWNyb3MYAyABKAQSEwoLbW9kZWxfY2FsbHMYBCABKAQSEgoKdG9vbF9jYWxscxgFIAEoBCKfAQoGQnVkZ2V0EhIKCm1heF90b2tlbnMYASABKAQSFwoPbWF4X2Nvc3RfbWljcm9zGAIgASgEEhEKCW1heF90dXJucxgDIAEoBBIgChhtYXhfbW9kZWxfY2FsbHNfcGVyX3R1cm4YBCABKA0SHwoXbWF4X3Rvb2xfY2FsbHNfcGVyX3R1cm4YBSABKA0SEgoKbG9vcF9saW1pdBgGIAEoDSK8AgoMQnVkZ2V0Q2hhbmdlEhcKCm1heF90b2tlbnMYASABKARIAIgBARIcCg9tYXhfY29zdF9taWNyb3MYAiABKARIAYgBARIWCgltYXhfdHVybnMYAyABKARIAogBARIlChhtYXhfbW9kZWxfY2FsbHNfcGVyX3R1cm4YBCABKA1IA4gBARIkChdtYXhfdG9vbF9jYWxsc19wZXJfdHVybhgFIAEoDUgEiAEBEhcKCmxvb3BfbGltaXQYBiABKA1IBYgBAUINCgtfbWF4X3Rva2Vuc0ISChBfbWF4X2Nvc3RfbWljcm9zQgwKCl9tYXhfdHVybnNCGwoZX21heF9tb2RlbF9jYWxsc19wZXJfdHVybkIaChhfbWF4X3Rvb2xfY2FsbHNfcGVyX3R1cm5CDQoLX2xvb3BfbGltaXQiQAoKVG9vbFJlc3VsdBIPCgdjb250ZW50GAEgASgJEhAKCGlzX2Vycm9yGAIgASgIEg8KB3Rhc2tfaWQYAyABKAkiPgoKUG9sbFJlc3VsdBIMCgRkb25lGAEgASgIEiIKBnJlc3VsdBgCIAEoCzISLmRleC52MS5Ub29sUmVzdWx0InIKB01lc3NhZ2USCgoCaWQYASABKAkSDAoEdGV4dBgCIAEoCRIUCgxmcm9tX3Nlc3Npb24YAyABKAkSFgoOcmVjZWl2ZWRfYXRfbXMYBCABKAMSEgoKc2Vzc2lvbl9pZBgFIAEoCRILCgNzZXEYBiABKAQi5AIKDEhpc3RvcnlFbnRyeRILCgNzZXEYASABKAQSIQoEa2luZBgCIAEoDjITLmRleC52MS5IaXN0b3J5S2luZBIMCgR0ZXh0GAMgASgJEg8KB2NhbGxfaWQYBCABKAkSDAoEdG9vbBgFIAEoCRIRCglhcmd1bWVudHMYBiABKAkSIAoHb3V0Y29tZRgHIAEoDjIPLmRleC52MS5PdXRjb21lEiQKCnRvb2xfY2FsbHMYCCADKAsyEC5kZXgudjEuVG9vbENhbGwSLAoOaW5saW5lX3Jlc3VsdHMYCSADKAsyFC5kZXgudjEuSW5saW5lUmVzdWx0Eg8KB3N0ZXBfaWQYCiABKAkSEgoKbWVzc2FnZV9pZBgLIAEoCRIUCgxmcm9tX3Nlc3Npb24YDCABKAkSDQoFYXRfbXMYDSABKAMSEgoKc2Vzc2lvbl9pZBgOIAEoCRIQCghjdW1fc2l6ZRgPIAEoBCKNAgoJQ2FsbFN0YXRlEg8KB2NhbGxfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkSIAoGcG9saWN5GAQgASgLMhAuZGV4LnYxLlRvb2xTcGVjEiAKBXBoYXNlGAUgASgOMhEuZGV4LnYxLkNhbGxQaGFzZRIPCgdzdGVwX2lkGAYgASgJEg8KB3Rhc2tfaWQYByABKAkSIAoHb3V0Y29tZRgIIAEoDjIPLmRleC52MS5PdXRjb21lEg8KB2NvbnRlbnQYCSABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAogASgJEgsKA3JhbhgLIAEoCBIPCgdidWlsdGluGAwgASgJIuoBCgRUdXJuEg4KBm51bWJlchgBIAEoBBIgCgVpbnB1dBgCIAEoDjIRLmRleC52MS5UdXJuSW5wdXQSEwoLbWVzc2FnZV9pZHMYAyADKAkSIAoFY2FsbHMYBCADKAsyES5kZXgudjEuQ2FsbFN0YXRlEg8KB3N0ZXBfaWQYBSABKAkSEQoJcmFuX2NhbGxzGAYgAygJEhcKD25vdGVkX3Jhbl9jYWxscxgHIAEoDRIYChByZXN1bHRzX2Zyb21fc2VxGAggASgEEiIKBXVzYWdlGAkgASgLMhMuZGV4LnYxLlVzYWdlVG90YWxzIscICgdTZXNzaW9uEgoKAmlkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxIlCgdoaXN0b3J5GAQgAygLMhQuZGV4LnYxLkhpc3RvcnlFbnRyeRIeCgVpbmJveBgFIAMoCzIPLmRleC52MS5NZXNzYWdlEhoKBHR1cm4YBiABKAsyDC5kZXgudjEuVHVybhIcChRjb21wYWN0aW9uX3RocmVzaG9sZBgHIAEoBBIWCg5yZWplY3RlZF90dXJucxgIIAEoDRIpCgxwYXVzZV9yZWFzb24YCSABKA4yEy5kZXgudjEuUGF1c2VSZWFzb24SFQoNcGF1c2VfbWVzc2FnZRgKIAEoCRIqCg9sYXN0X2Vycm9yX3R5cGUYCyABKA4yES5kZXgudjEuRXJyb3JUeXBlEhIKCmxhc3RfZXJyb3IYDCABKAkSFQoNZXJyb3JfZXBpc29kZRgNIAEoCBIXCg9lcGlzb2RlX3Jlc3VtZXMYDiABKA0SFAoMcmVzdW1lX2F0X21zGA8gASgDEhEKCW5leHRfc3RlcBgQIAEoBBIRCgluZXh0X3R1cm4YESABKAQSFAoMbmV4dF9oaXN0b3J5GBIgASgEEhUKDWNyZWF0ZWRfYXRfbXMYEyABKAMSFQoNdXBkYXRlZF9hdF9tcxgUIAEoAxIRCglzdW1tYXJpZXMYFSABKAQSGAoQY29tcGFjdGVkX2JlZm9yZRgWIAEoBBIXCg90dXJuc19jb21wbGV0ZWQYFyABKAQSFAoMdHVybnNfZmFpbGVkGBggASgEEhgKEHNlZW5fbWVzc2FnZV9pZHMYGSADKAkSFAoMaGlzdG9yeV9zaXplGBogASgEEhUKDWhpc3RvcnlfY291bnQYGyABKAQSEwoLaW5ib3hfY291bnQYHCABKA0SEgoKbmV4dF9pbmJveBgdIAEoBBIaChJsYXRlc3Rfc3VtbWFyeV9zZXEYHiABKAQSFwoPbWF4X21vZGVsX2lucHV0GB8gASgEEg0KBWFnZW50GCAgASgJEhkKDHJldGVudGlvbl9tcxgoIAEoA0gAiAEBEh0KFWNsb3NlX3JlcXVlc3RlZF9hdF9tcxgpIAEoAxIUCgxjbG9zZWRfYXRfbXMYKiABKAMSFAoMZGVsZXRlX2F0X21zGCsgASgDEhsKE2ZvbGRlZF90aHJvdWdoX3R1cm4YMiABKAQSFAoMZm9sZGVkX3N0ZXBzGDQgASgEEh4KBmJ1ZGdldBg1IAEoCzIOLmRleC52MS5CdWRnZXQSIgoFdXNhZ2UYNiABKAsyEy5kZXgudjEuVXNhZ2VUb3RhbHMSJwoKdHJlZV91c2FnZRg3IAEoCzITLmRleC52MS5Vc2FnZVRvdGFsc0IPCg1fcmV0ZW50aW9uX21zSgQIMxA0ItQCCgpGb2xkZWRUdXJuEhIKCnNlc3Npb25faWQYASABKAkSDAoEdHVybhgCIAEoBBINCgVzdGVwcxgDIAEoDRIQCghhdHRlbXB0cxgEIAEoDRIhCgVraW5kcxgFIAMoCzISLmRleC52MS5Gb2xkZWRLaW5kEhIKCmZpcnN0X3N0ZXAYBiABKAQSEQoJbGFzdF9zdGVwGAcgASgEEhMKC2ZpcnN0X2F0X21zGAggASgDEhIKCmxhc3RfYXRfbXMYCSABKAMSJwoLbGFzdF9zdGF0dXMYCiABKA4yEi5kZXgudjEuU3RlcFN0YXR1cxIlCgxsYXN0X291dGNvbWUYCyABKA4yDy5kZXgudjEuT3V0Y29tZRIqCg9sYXN0X2Vycm9yX3R5cGUYDCABKA4yES5kZXgudjEuRXJyb3JUeXBlEhQKDGZhaWxlZF9zdGVwcxgNIAEoDSJbCgpGb2xkZWRLaW5kEh4KBGtpbmQYASABKA4yEC5kZXgudjEuU3RlcEtpbmQSDAoEdG9vbBgCIAEoCRINCgVzdGVwcxgDIAEoDRIQCghhdHRlbXB0cxgEIAEoDSLKAgoHQXR0ZW1wdBIJCgFuGAEgASgNEhEKCXdvcmtlcl9pZBgCIAEoCRINCgVlcG9jaBgDIAEoBBINCgV0b2tlbhgEIAEoCRIlCgZzdGF0dXMYBSABKA4yFS5kZXgudjEuQXR0ZW1wdFN0YXR1cxIpCghwcm9ncmVzcxgGIAEoDjIXLmRleC52MS5BdHRlbXB0UHJvZ3Jlc3MSFQoNc3RhcnRlZF9hdF9tcxgHIAEoAxIVCg1jbGFpbWVkX2F0X21zGAggASgDEhMKC2VuZGVkX2F0X21zGAkgASgDEiUKCmVycm9yX3R5cGUYCiABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAsgASgJEhAKCGxhc3Rfc2VxGAwgASgEEhEKCWxhc3RfY2FsbBgNIAEoCRITCgtkZWFkbGluZV9tcxgOIAEoAyL+BAoEU3RlcBIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEgwKBHR1cm4YAyABKAQSHgoEa2luZBgEIAEoDjIQLmRleC52MS5TdGVwS2luZBIPCgdjYWxsX2lkGAUgASgJEgwKBHRvb2wYBiABKAkSEQoJYXJndW1lbnRzGAcgASgJEiAKBnBvbGljeRgIIAEoCzIQLmRleC52MS5Ub29sU3BlYxIXCg9pZGVtcG90ZW5jeV9rZXkYCSABKAkSDwoHdGFza19pZBgKIAEoCRIiCgZzdGF0dXMYCyABKA4yEi5kZXgudjEuU3RlcFN0YXR1cxITCgtyZWFkeV9hdF9tcxgMIAEoAxIRCglkdWVfYXRfbXMYDSABKAMSIQoIYXR0ZW1wdHMYDiADKAsyDy5kZXgudjEuQXR0ZW1wdBIgCgdvdXRjb21lGA8gASgOMg8uZGV4LnYxLk91dGNvbWUSDgoGcmVzdWx0GBAgASgJEhAKCGlzX2Vycm9yGBEgASgIEhUKDWNyZWF0ZWRfYXRfbXMYEiABKAMSEQoJcXVldWVfc2VxGBMgASgEEg4KBnByb21wdBgUIAEoCRITCgtlbmRlZF9hdF9tcxgVIAEoAxIUCgxtYXhfYXR0ZW1wdHMYFiABKA0SJQoKZXJyb3JfdHlwZRgXIAEoDjIRLmRleC52MS5FcnJvclR5cGUSDgoGbnVtYmVyGBggASgEEhYKDmNvbXBhY3RfYmVmb3JlGBkgASgEEg0KBWFnZW50GBogASgJEhYKDndhaXRpbmdfcmVhc29uGBsgASgJEhwKBXVzYWdlGBwgASgLMg0uZGV4LnYxLlVzYWdlIm0KCE5vZGVJbmZvEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSFAoMaHR0cF9hZGRyZXNzGAQgASgJEhMKC2xvZ192ZXJzaW9uGAUgASgNIpUBCgpXb3JrZXJJbmZvEgoKAmlkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhgKEHJlZ2lzdGVyZWRfYXRfbXMYAyABKAMSEgoKcnVuc19tb2RlbBgEIAEoCBIcChRtb2RlbF9ydW5fdGltZW91dF9tcxgFIAEoDRIOCgZhZ2VudHMYBiADKAkidwoFRXZlbnQSCwoDc2VxGAEgASgEEhIKCnNlc3Npb25faWQYAiABKAkSDAoEdHlwZRgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEg4KBmRldGFpbBgFIAEoCRINCgVhdF9tcxgGIAEoAxIPCgdvcmRpbmFsGAcgASgEItsBCg1BdHRlbXB0UmVzdWx0EisKDG1vZGVsX291dHB1dBgBIAEoCzITLmRleC52MS5Nb2RlbE91dHB1dEgAEikKC3Rvb2xfcmVzdWx0GAIgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHRIABIpCgtwb2xsX3Jlc3VsdBgDIAEoCzISLmRleC52MS5Qb2xsUmVzdWx0SAASEQoHc3VtbWFyeRgEIAEoCUgAEikKB2ZhaWx1cmUYBSABKAsyFi5kZXgudjEuQXR0ZW1wdEZhaWx1cmVIAEIJCgdvdXRjb21lIkYKDkF0dGVtcHRGYWlsdXJlEiUKCmVycm9yX3R5cGUYASABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAIgASgJIqwBCghBY2xUb2tlbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEh8KBHJvbGUYAyABKA4yES5kZXgudjEuVG9rZW5Sb2xlEhEKCXdvcmtlcl9pZBgEIAEoCRIVCg1jcmVhdGVkX2F0X21zGAUgASgDEg8KB3Jldm9rZWQYBiABKAgSFQoNcmV2b2tlZF9hdF9tcxgHIAEoA0oECAgQCVINc2VjcmV0X3NoYTI1NiJKCgpBdHRlbXB0UmVmEg8KB3N0ZXBfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRINCgV0b2tlbhgDIAEoCRILCgNzZXEYBCABKAQq7gEKDVNlc3Npb25TdGF0dXMSHgoaU0VTU0lPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNTRVNTSU9OX1NUQVRVU19JRExFEAESGgoWU0VTU0lPTl9TVEFUVVNfUlVOTklORxACEhoKFlNFU1NJT05fU1RBVFVTX1dBSVRJTkcQAxIaChZTRVNTSU9OX1NUQVRVU19FUlJPUkVEEAQSGQoVU0VTU0lPTl9TVEFUVVNfUEFVU0VEEAUSGgoWU0VTU0lPTl9TVEFUVVNfREVMRVRFRBAGEhkKFVNFU1NJT05fU1RBVFVTX0NMT1NFRBAHKp8CCghTdGVwS2luZBIZChVTVEVQX0tJTkRfVU5TUEVDSUZJRUQQABIXChNTVEVQX0tJTkRfUlVOX01PREVMEAESFwoTU1RFUF9LSU5EX0NBTExfVE9PTBACEiYKIlNURVBfS0lORF9DQUxMX1NJTkdMRV9BVFRFTVBUX1RPT0wQAxIhCh1TVEVQX0tJTkRfQVdBSVRfVE9PTF9BUFBST1ZBTBAEEiMKH1NURVBfS0lORF9BV0FJVF9RVUVTVElPTl9BTlNXRVIQBRIZChVTVEVQX0tJTkRfQVdBSVRfVElNRVIQBhIcChhTVEVQX0tJTkRfUE9MTF9UT09MX1RBU0sQBxIdChlTVEVQX0tJTkRfQ09NUEFDVF9DT05URVhUEAgqiQEKClN0ZXBTdGF0dXMSGwoXU1RFUF9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJTVEVQX1NUQVRVU19RVUVVRUQQARIXChNTVEVQX1NUQVRVU19SVU5OSU5HEAISFwoTU1RFUF9TVEFUVVNfV0FJVElORxADEhQKEFNURVBfU1RBVFVTX0RPTkUQBCpiCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIVChFPVVRDT01FX1NVQ0NFRURFRBABEhIKDk9VVENPTUVfRkFJTEVEEAISEwoPT1VUQ09NRV9VTktOT1dOEAMqvgEKDUF0dGVtcHRTdGF0dXMSHgoaQVRURU1QVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZBVFRFTVBUX1NUQVRVU19SVU5OSU5HEAESHAoYQVRURU1QVF9TVEFUVVNfU1VDQ0VFREVEEAISGQoVQVRURU1QVF9TVEFUVVNfRkFJTEVEEAMSGgoWQVRURU1QVF9TVEFUVVNfRVhQSVJFRBAEEhwKGEFUVEVNUFRfU1RBVFVTX0NBTkNFTExFRBAFKnkKD0F0dGVtcHRQcm9ncmVzcxIgChxBVFRFTVBUX1BST0dSRVNTX1VOU1BFQ0lGSUVEEAASIAocQVRURU1QVF9QUk9HUkVTU19OT1RfU1RBUlRFRBABEiIKHkFUVEVNUFRfUFJPR1JFU1NfTk9UX0NPTVBMRVRFRBACKoECCglFcnJvclR5cGUSGgoWRVJST1JfVFlQRV9VTlNQRUNJRklFRBAAEh4KGkVSUk9SX1RZUEVfSU5WQUxJRF9SRVFVRVNUEAESHQoZRVJST1JfVFlQRV9DT05URVhUX0xFTkdUSBACEhkKFUVSUk9SX1RZUEVfUkFURV9MSU1JVBADEhkKFUVSUk9SX1RZUEVfT1ZFUkxPQURFRBAEEhsKF0VSUk9SX1RZUEVfU0VSVkVSX0VSUk9SEAUSFgoSRVJST1JfVFlQRV9USU1FT1VUEAYSFgoSRVJST1JfVFlQRV9ORVRXT1JLEAcSFgoSRVJST1JfVFlQRV9VTktOT1dOEAgqXgoMUmVzdW1lQ2hvaWNlEh0KGVJFU1VNRV9DSE9JQ0VfVU5TUEVDSUZJRUQQABIXChNSRVNVTUVfQ0hPSUNFX1JFVFJZEAESFgoSUkVTVU1FX0NIT0lDRV9EUk9QEAIqgQEKClRvb2xBY2Nlc3MSGwoXVE9PTF9BQ0NFU1NfVU5TUEVDSUZJRUQQABIUChBUT09MX0FDQ0VTU19SRUFEEAESIAocVE9PTF9BQ0NFU1NfSURFTVBPVEVOVF9XUklURRACEh4KGlRPT0xfQUNDRVNTX1NJTkdMRV9BVFRFTVBUEAMqcwoLUGF1c2VSZWFzb24SHAoYUEFVU0VfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSUEFVU0VfUkVBU09OX0xJTUlUEAESFwoTUEFVU0VfUkVBU09OX0JVREdFVBACEhUKEVBBVVNFX1JFQVNPTl9MT09QEAMqrQEKC0hpc3RvcnlLaW5kEhwKGEhJU1RPUllfS0lORF9VTlNQRUNJRklFRBAAEhUKEUhJU1RPUllfS0lORF9VU0VSEAESGgoWSElTVE9SWV9LSU5EX0FTU0lTVEFOVBACEhwKGEhJU1RPUllfS0lORF9UT09MX1JFU1VMVBADEhUKEUhJU1RPUllfS0lORF9OT1RFEAQSGAoUSElTVE9SWV9LSU5EX1NVTU1BUlkQBSpdCglUdXJuSW5wdXQSGgoWVFVSTl9JTlBVVF9VTlNQRUNJRklFRBAAEhcKE1RVUk5fSU5QVVRfTUVTU0FHRVMQARIbChdUVVJOX0lOUFVUX1RPT0xfUkVTVUxUUxACKqYBCglDYWxsUGhhc2USGgoWQ0FMTF9QSEFTRV9VTlNQRUNJRklFRBAAEiAKHENBTExfUEhBU0VfQVdBSVRJTkdfQVBQUk9WQUwQARIWChJDQUxMX1BIQVNFX1JVTk5JTkcQAhIWChJDQUxMX1BIQVNFX1BPTExJTkcQAxIWChJDQUxMX1BIQVNFX1dBSVRJTkcQBBITCg9DQUxMX1BIQVNFX0RPTkUQBSprCglUb2tlblJvbGUSGgoWVE9LRU5fUk9MRV9VTlNQRUNJRklFRBAAEhQKEFRPS0VOX1JPTEVfQURNSU4QARIVChFUT0tFTl9ST0xFX0NMSUVOVBACEhUKEVRPS0VOX1JPTEVfV09SS0VSEANCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM");
 
 /**
  * How a Worker's tool behaves; registered with the tool.
@@ -187,6 +187,13 @@ export type ModelOutput = Message$1<"dex.v1.ModelOutput"> & {
    * @generated from field: repeated dex.v1.InlineResult inline_results = 3;
    */
   inlineResults: InlineResult[];
+
+  /**
+   * What the call used (optional: a Worker that cannot tell leaves it out).
+   *
+   * @generated from field: dex.v1.Usage usage = 4;
+   */
+  usage?: Usage | undefined;
 };
 
 /**
@@ -195,6 +202,182 @@ export type ModelOutput = Message$1<"dex.v1.ModelOutput"> & {
  */
 export const ModelOutputSchema: GenMessage<ModelOutput> = /*@__PURE__*/
   messageDesc(file_dex_v1_types, 3);
+
+/**
+ * What one model call used, as its provider reported it.
+ *
+ * @generated from message dex.v1.Usage
+ */
+export type Usage = Message$1<"dex.v1.Usage"> & {
+  /**
+   * @generated from field: uint64 input_tokens = 1;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 output_tokens = 2;
+   */
+  outputTokens: bigint;
+
+  /**
+   * The call's cost in millionths of a currency unit, the Worker's own:
+   * Dex adds costs up and never converts them.
+   *
+   * @generated from field: uint64 cost_micros = 3;
+   */
+  costMicros: bigint;
+
+  /**
+   * The model's name, as the provider gave it.
+   *
+   * @generated from field: string model = 4;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message dex.v1.Usage.
+ * Use `create(UsageSchema)` to create a new message.
+ */
+export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
+  messageDesc(file_dex_v1_types, 4);
+
+/**
+ * Running totals of model and tool use.
+ *
+ * @generated from message dex.v1.UsageTotals
+ */
+export type UsageTotals = Message$1<"dex.v1.UsageTotals"> & {
+  /**
+   * @generated from field: uint64 input_tokens = 1;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 output_tokens = 2;
+   */
+  outputTokens: bigint;
+
+  /**
+   * @generated from field: uint64 cost_micros = 3;
+   */
+  costMicros: bigint;
+
+  /**
+   * @generated from field: uint64 model_calls = 4;
+   */
+  modelCalls: bigint;
+
+  /**
+   * @generated from field: uint64 tool_calls = 5;
+   */
+  toolCalls: bigint;
+};
+
+/**
+ * Describes the message dex.v1.UsageTotals.
+ * Use `create(UsageTotalsSchema)` to create a new message.
+ */
+export const UsageTotalsSchema: GenMessage<UsageTotals> = /*@__PURE__*/
+  messageDesc(file_dex_v1_types, 5);
+
+/**
+ * What a session may spend (docs/budgets.md). Zero is no limit.
+ *
+ * @generated from message dex.v1.Budget
+ */
+export type Budget = Message$1<"dex.v1.Budget"> & {
+  /**
+   * Input and output tokens, the session's own and its children's.
+   *
+   * @generated from field: uint64 max_tokens = 1;
+   */
+  maxTokens: bigint;
+
+  /**
+   * Cost in millionths of a currency unit, its own and its children's.
+   *
+   * @generated from field: uint64 max_cost_micros = 2;
+   */
+  maxCostMicros: bigint;
+
+  /**
+   * Turns started.
+   *
+   * @generated from field: uint64 max_turns = 3;
+   */
+  maxTurns: bigint;
+
+  /**
+   * @generated from field: uint32 max_model_calls_per_turn = 4;
+   */
+  maxModelCallsPerTurn: number;
+
+  /**
+   * @generated from field: uint32 max_tool_calls_per_turn = 5;
+   */
+  maxToolCallsPerTurn: number;
+
+  /**
+   * The same tool call (name and canonical arguments) this many times in
+   * one turn pauses the session (0: the default, 3).
+   *
+   * @generated from field: uint32 loop_limit = 6;
+   */
+  loopLimit: number;
+};
+
+/**
+ * Describes the message dex.v1.Budget.
+ * Use `create(BudgetSchema)` to create a new message.
+ */
+export const BudgetSchema: GenMessage<Budget> = /*@__PURE__*/
+  messageDesc(file_dex_v1_types, 6);
+
+/**
+ * A change to a budget: each field given replaces the budget's (0: no
+ * limit); a field left out keeps its value.
+ *
+ * @generated from message dex.v1.BudgetChange
+ */
+export type BudgetChange = Message$1<"dex.v1.BudgetChange"> & {
+  /**
+   * @generated from field: optional uint64 max_tokens = 1;
+   */
+  maxTokens?: bigint | undefined;
+
+  /**
+   * @generated from field: optional uint64 max_cost_micros = 2;
+   */
+  maxCostMicros?: bigint | undefined;
+
+  /**
+   * @generated from field: optional uint64 max_turns = 3;
+   */
+  maxTurns?: bigint | undefined;
+
+  /**
+   * @generated from field: optional uint32 max_model_calls_per_turn = 4;
+   */
+  maxModelCallsPerTurn?: number | undefined;
+
+  /**
+   * @generated from field: optional uint32 max_tool_calls_per_turn = 5;
+   */
+  maxToolCallsPerTurn?: number | undefined;
+
+  /**
+   * @generated from field: optional uint32 loop_limit = 6;
+   */
+  loopLimit?: number | undefined;
+};
+
+/**
+ * Describes the message dex.v1.BudgetChange.
+ * Use `create(BudgetChangeSchema)` to create a new message.
+ */
+export const BudgetChangeSchema: GenMessage<BudgetChange> = /*@__PURE__*/
+  messageDesc(file_dex_v1_types, 7);
 
 /**
  * @generated from message dex.v1.ToolResult
@@ -225,7 +408,7 @@ export type ToolResult = Message$1<"dex.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 4);
+  messageDesc(file_dex_v1_types, 8);
 
 /**
  * @generated from message dex.v1.PollResult
@@ -249,7 +432,7 @@ export type PollResult = Message$1<"dex.v1.PollResult"> & {
  * Use `create(PollResultSchema)` to create a new message.
  */
 export const PollResultSchema: GenMessage<PollResult> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 5);
+  messageDesc(file_dex_v1_types, 9);
 
 /**
  * @generated from message dex.v1.Message
@@ -295,7 +478,7 @@ export type Message = Message$1<"dex.v1.Message"> & {
  * Use `create(MessageSchema)` to create a new message.
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 6);
+  messageDesc(file_dex_v1_types, 10);
 
 /**
  * @generated from message dex.v1.HistoryEntry
@@ -387,7 +570,7 @@ export type HistoryEntry = Message$1<"dex.v1.HistoryEntry"> & {
  * Use `create(HistoryEntrySchema)` to create a new message.
  */
 export const HistoryEntrySchema: GenMessage<HistoryEntry> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 7);
+  messageDesc(file_dex_v1_types, 11);
 
 /**
  * One tool call of a model output, followed until it has an outcome.
@@ -467,7 +650,7 @@ export type CallState = Message$1<"dex.v1.CallState"> & {
  * Use `create(CallStateSchema)` to create a new message.
  */
 export const CallStateSchema: GenMessage<CallState> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 8);
+  messageDesc(file_dex_v1_types, 12);
 
 /**
  * @generated from message dex.v1.Turn
@@ -520,6 +703,13 @@ export type Turn = Message$1<"dex.v1.Turn"> & {
    * @generated from field: uint64 results_from_seq = 8;
    */
   resultsFromSeq: bigint;
+
+  /**
+   * What the turn used so far.
+   *
+   * @generated from field: dex.v1.UsageTotals usage = 9;
+   */
+  usage?: UsageTotals | undefined;
 };
 
 /**
@@ -527,7 +717,7 @@ export type Turn = Message$1<"dex.v1.Turn"> & {
  * Use `create(TurnSchema)` to create a new message.
  */
 export const TurnSchema: GenMessage<Turn> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 9);
+  messageDesc(file_dex_v1_types, 13);
 
 /**
  * @generated from message dex.v1.Session
@@ -767,6 +957,25 @@ export type Session = Message$1<"dex.v1.Session"> & {
    * @generated from field: uint64 folded_steps = 52;
    */
   foldedSteps: bigint;
+
+  /**
+   * What the session may spend, and what it and its children used.
+   *
+   * @generated from field: dex.v1.Budget budget = 53;
+   */
+  budget?: Budget | undefined;
+
+  /**
+   * @generated from field: dex.v1.UsageTotals usage = 54;
+   */
+  usage?: UsageTotals | undefined;
+
+  /**
+   * The session's own usage and its descendants' (docs/budgets.md).
+   *
+   * @generated from field: dex.v1.UsageTotals tree_usage = 55;
+   */
+  treeUsage?: UsageTotals | undefined;
 };
 
 /**
@@ -774,7 +983,7 @@ export type Session = Message$1<"dex.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 10);
+  messageDesc(file_dex_v1_types, 14);
 
 /**
  * A finished turn whose Steps (and their attempts) were folded: the cluster
@@ -867,7 +1076,7 @@ export type FoldedTurn = Message$1<"dex.v1.FoldedTurn"> & {
  * Use `create(FoldedTurnSchema)` to create a new message.
  */
 export const FoldedTurnSchema: GenMessage<FoldedTurn> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 11);
+  messageDesc(file_dex_v1_types, 15);
 
 /**
  * The Steps of one kind (and, for a tool call, one tool) of a folded turn.
@@ -901,7 +1110,7 @@ export type FoldedKind = Message$1<"dex.v1.FoldedKind"> & {
  * Use `create(FoldedKindSchema)` to create a new message.
  */
 export const FoldedKindSchema: GenMessage<FoldedKind> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 12);
+  messageDesc(file_dex_v1_types, 16);
 
 /**
  * @generated from message dex.v1.Attempt
@@ -988,7 +1197,7 @@ export type Attempt = Message$1<"dex.v1.Attempt"> & {
  * Use `create(AttemptSchema)` to create a new message.
  */
 export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 13);
+  messageDesc(file_dex_v1_types, 17);
 
 /**
  * @generated from message dex.v1.Step
@@ -1149,6 +1358,13 @@ export type Step = Message$1<"dex.v1.Step"> & {
    * @generated from field: string waiting_reason = 27;
    */
   waitingReason: string;
+
+  /**
+   * RunModel: what its successful call used.
+   *
+   * @generated from field: dex.v1.Usage usage = 28;
+   */
+  usage?: Usage | undefined;
 };
 
 /**
@@ -1156,7 +1372,7 @@ export type Step = Message$1<"dex.v1.Step"> & {
  * Use `create(StepSchema)` to create a new message.
  */
 export const StepSchema: GenMessage<Step> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 14);
+  messageDesc(file_dex_v1_types, 18);
 
 /**
  * @generated from message dex.v1.NodeInfo
@@ -1196,7 +1412,7 @@ export type NodeInfo = Message$1<"dex.v1.NodeInfo"> & {
  * Use `create(NodeInfoSchema)` to create a new message.
  */
 export const NodeInfoSchema: GenMessage<NodeInfo> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 15);
+  messageDesc(file_dex_v1_types, 19);
 
 /**
  * @generated from message dex.v1.WorkerInfo
@@ -1245,7 +1461,7 @@ export type WorkerInfo = Message$1<"dex.v1.WorkerInfo"> & {
  * Use `create(WorkerInfoSchema)` to create a new message.
  */
 export const WorkerInfoSchema: GenMessage<WorkerInfo> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 16);
+  messageDesc(file_dex_v1_types, 20);
 
 /**
  * @generated from message dex.v1.Event
@@ -1295,7 +1511,7 @@ export type Event = Message$1<"dex.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 17);
+  messageDesc(file_dex_v1_types, 21);
 
 /**
  * How one attempt of a dispatched Step ended, as its Worker reports it: a
@@ -1347,7 +1563,7 @@ export type AttemptResult = Message$1<"dex.v1.AttemptResult"> & {
  * Use `create(AttemptResultSchema)` to create a new message.
  */
 export const AttemptResultSchema: GenMessage<AttemptResult> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 18);
+  messageDesc(file_dex_v1_types, 22);
 
 /**
  * @generated from message dex.v1.AttemptFailure
@@ -1369,7 +1585,7 @@ export type AttemptFailure = Message$1<"dex.v1.AttemptFailure"> & {
  * Use `create(AttemptFailureSchema)` to create a new message.
  */
 export const AttemptFailureSchema: GenMessage<AttemptFailure> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 19);
+  messageDesc(file_dex_v1_types, 23);
 
 /**
  * An ACL token as the replicated state keeps it: the secret itself is never
@@ -1421,7 +1637,7 @@ export type AclToken = Message$1<"dex.v1.AclToken"> & {
  * Use `create(AclTokenSchema)` to create a new message.
  */
 export const AclTokenSchema: GenMessage<AclToken> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 20);
+  messageDesc(file_dex_v1_types, 24);
 
 /**
  * Identifies a Worker's attempt in the calls it makes.
@@ -1457,7 +1673,7 @@ export type AttemptRef = Message$1<"dex.v1.AttemptRef"> & {
  * Use `create(AttemptRefSchema)` to create a new message.
  */
 export const AttemptRefSchema: GenMessage<AttemptRef> = /*@__PURE__*/
-  messageDesc(file_dex_v1_types, 21);
+  messageDesc(file_dex_v1_types, 25);
 
 /**
  * @generated from enum dex.v1.SessionStatus
@@ -1865,6 +2081,22 @@ export enum PauseReason {
    * @generated from enum value: PAUSE_REASON_LIMIT = 1;
    */
   LIMIT = 1,
+
+  /**
+   * A budget of the session (or of an ancestor it counts toward) was
+   * reached: raise it (SetBudget) and resume.
+   *
+   * @generated from enum value: PAUSE_REASON_BUDGET = 2;
+   */
+  BUDGET = 2,
+
+  /**
+   * The same tool call was made loop_limit times in one turn: resume to
+   * let it go on.
+   *
+   * @generated from enum value: PAUSE_REASON_LOOP = 3;
+   */
+  LOOP = 3,
 }
 
 /**
