@@ -34,6 +34,7 @@ from dex.worker import (
     Tool,
     ToolCall,
     ToolResult,
+    Usage,
     Worker,
     check_model_output,
     model_output,
@@ -43,7 +44,7 @@ from dex.worker import (
 __all__ = [
     "ACCESS", "Client", "Connection", "DexError", "ERROR_TYPES", "HEALTH_SERVICE", "LEADER_METADATA_KEY", "LEDGER_ENV",
     "MOMENTS", "ModelError", "ModelInput", "PARTITION_METADATA_KEY", "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV",
-    "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "Tool", "ToolCall", "ToolResult", "Worker", "check_model_output",
+    "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "Tool", "ToolCall", "ToolResult", "Usage", "Worker", "check_model_output",
     "classify_error", "error_type_for_http_status", "http_model_error", "is_context_length_message",
     "model_output", "new_idempotency_key", "new_session_id", "side_effect", "token_from", "tool_spec",
 ]

@@ -147,9 +147,59 @@ class ModelInput:
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
+#: The largest count a Usage field holds (uint64 on the wire).
+_MAX_USAGE = 2**64 - 1
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cost_micros")
+
+
+@dataclass
+class Usage:
+    """What one model call used, as its provider reported it: input and
+    output tokens, the cost in millionths of a currency unit (the Worker's
+    own: Dex adds costs up and never converts them; a price in dollars is
+    ``round(usd * 1_000_000)``) and the model's name. A model handler returns
+    it with its output (``model_output(..., usage=...)`` or a dict's
+    ``"usage"``); one that cannot tell leaves it out."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_micros: int = 0
+    model: str = ""
+
+    def proto(self) -> types_pb2.Usage:
+        """The wire form; raises DexError for a count that is not a whole
+        number from 0 to 2**64-1 or a model name that is not a str."""
+        for name in _USAGE_COUNTS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _MAX_USAGE:
+                raise DexError(f"usage {name} must be a whole number from 0 to 2**64-1, not {v!r}")
+        if not isinstance(self.model, str):
+            raise DexError(f"usage model must be a str, not {type(self.model).__name__}")
+        return types_pb2.Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                               cost_micros=self.cost_micros, model=self.model)
+
+
+def _as_usage(v: Any) -> Optional[types_pb2.Usage]:
+    """A model output's usage: a Usage, a types_pb2.Usage or a dict of
+    Usage's fields (None: left out)."""
+    if v is None:
+        return None
+    if isinstance(v, types_pb2.Usage):
+        return v
+    if isinstance(v, dict):
+        unknown = sorted(k for k in v if k not in (*_USAGE_COUNTS, "model"))
+        if unknown:
+            raise DexError(f"usage has unknown fields {', '.join(map(repr, unknown))} "
+                           f"(known: {', '.join(_USAGE_COUNTS)}, model)")
+        v = Usage(**v)
+    if isinstance(v, Usage):
+        return v.proto()
+    raise DexError(f"usage is a {type(v).__name__}; want a dex.Usage, a dict or a types_pb2.Usage")
+
+
 ToolHandler = Callable[[ToolCall], Union[ToolResult, str, None, Awaitable[Any]]]
 PollHandler = Callable[[ToolCall], Any]  # -> (done, ToolResult | str | None)
-ModelHandler = Callable[[ModelInput], Any]  # -> ModelOutput | dict | str
+ModelHandler = Callable[[ModelInput], Any]  # -> ModelOutput | dict | str (a dict's "usage": a Usage or dict)
 CompactHandler = Callable[[ModelInput], Any]  # -> str
 HoldHook = Callable[[str, workers_pb2.Task], Any]
 
@@ -217,12 +267,17 @@ def _arguments(v: Any) -> str:
 
 
 def model_output(text: str = "", tool_calls: Iterable[Any] = (),
-                 inline_results: Iterable[types_pb2.InlineResult] = ()) -> types_pb2.ModelOutput:
+                 inline_results: Iterable[types_pb2.InlineResult] = (), *,
+                 usage: Any = None) -> types_pb2.ModelOutput:
     """A model output. Each tool call is a ``types_pb2.ToolCall`` or a dict
     with ``call_id``, ``tool`` and ``arguments`` (JSON text or a value). A
     call without a call id (or a tool, or with a repeated id) raises
-    DexError."""
+    DexError. ``usage``: what the call used (a ``Usage``, a dict of its
+    fields or a ``types_pb2.Usage``); a bad one raises DexError."""
     mo = types_pb2.ModelOutput(text=text, inline_results=list(inline_results))
+    u = _as_usage(usage)
+    if u is not None:
+        mo.usage.CopyFrom(u)
     for tc in tool_calls:
         if isinstance(tc, dict):
             tc = types_pb2.ToolCall(call_id=tc.get("call_id", "") or "", tool=tc.get("tool", "") or "",
@@ -249,6 +304,9 @@ def _as_model_output(v: Any) -> types_pb2.ModelOutput:
                                         arguments=_arguments(tc.get("arguments", {})))
             mo.tool_calls.append(tc)
         mo.inline_results.extend(v.get("inline_results", ()))
+        u = _as_usage(v.get("usage"))
+        if u is not None:
+            mo.usage.CopyFrom(u)
         return mo
     raise DexError(f"a model handler returned {type(v).__name__}; want a ModelOutput, a dict or a str")
 

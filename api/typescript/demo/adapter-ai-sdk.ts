@@ -9,7 +9,11 @@ import { runCalc, scripted, stepPolicies, type DemoAgent } from "./adapters.js";
 
 const anyObject = jsonSchema<Record<string, unknown>>({ type: "object", additionalProperties: true });
 
-/** The demo through the AI SDK: MockLanguageModelV3 answers each call with the scripted output. */
+/**
+ * The demo through the AI SDK: MockLanguageModelV3 answers each call with
+ * the scripted output, its usage as a provider's (tokens and the model that
+ * answered: the AI SDK carries no cost).
+ */
 export function aiSdkDemo(script: Script | undefined, ledger: Ledger, worker: string, demo: DemoTools): DemoAgent {
   const policies = stepPolicies(demo);
   const tools: ToolSet = {};
@@ -31,9 +35,14 @@ export function aiSdkDemo(script: Script | undefined, ledger: Ledger, worker: st
           type: "tool-call" as const, toolCallId: c.callId, toolName: c.tool, input: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {}),
         })),
       ];
+      const inputTokens = Number(out.usage?.inputTokens ?? 0);
+      const outputTokens = Number(out.usage?.outputTokens ?? 0);
       return {
         content, finishReason: { unified: content.some((c) => c.type === "tool-call") ? "tool-calls" : "stop", raw: undefined }, warnings: [],
-        usage: { inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 0, text: 0, reasoning: 0 } },
+        usage: {
+          inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: outputTokens, text: outputTokens, reasoning: 0 },
+        },
+        response: { modelId: out.usage?.model },
       };
     },
   });

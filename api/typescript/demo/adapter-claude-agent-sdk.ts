@@ -31,8 +31,8 @@ async function preToolUse(options: Options, input: ModelInput, c: Use): Promise<
   return decision;
 }
 
-const assistant = (content: unknown[], parent: string | null): SDKMessage =>
-  ({ type: "assistant", message: { role: "assistant", content } as never, parent_tool_use_id: parent, uuid: randomUUID(), session_id: "fake" }) as SDKMessage;
+const assistant = (content: unknown[], parent: string | null, model = ""): SDKMessage =>
+  ({ type: "assistant", message: { role: "assistant", content, model } as never, parent_tool_use_id: parent, uuid: randomUUID(), session_id: "fake" }) as SDKMessage;
 const user = (content: unknown[], parent: string | null): SDKMessage =>
   ({ type: "user", message: { role: "user", content } as never, parent_tool_use_id: parent, session_id: "fake" }) as SDKMessage;
 const toolResult = (id: string, r: { content: string; isError: boolean }) =>
@@ -51,6 +51,7 @@ const toolResult = (id: string, r: { content: string; isError: boolean }) =>
 export function fakeQuery(answer: (input: ModelInput) => Promise<ModelOutputInit>, runInline: Run, runCli?: Run): QueryFn {
   return async function* (params: { prompt: string; options: Options }, input: ModelInput): AsyncGenerator<SDKMessage> {
     const out = await answer(input);
+    const model = out.usage?.model ?? "";
     const all = [...(out.inlineResults ?? []), ...(out.toolCalls ?? [])].map((c) => ({
       id: c.callId, tool: c.tool, input: (typeof c.arguments === "string" ? JSON.parse(c.arguments || "{}") : c.arguments ?? {}) as Record<string, unknown>,
     }));
@@ -58,7 +59,7 @@ export function fakeQuery(answer: (input: ModelInput) => Promise<ModelOutputInit
     const own: Use[] = all.filter((c) => cliTools.has(c.tool)).map((c) => ({ id: c.id, name: c.tool, input: c.input }));
     if (own.length > 0) {
       if (!runCli) throw new Error("the output calls the CLI's own tools but the fake CLI cannot run them");
-      yield assistant(own.map((c) => ({ type: "tool_use", ...c })), null);
+      yield assistant(own.map((c) => ({ type: "tool_use", ...c })), null, model);
       const results: unknown[] = [];
       for (const c of own) {
         if ((await preToolUse(params.options, input, c)) === "defer") {
@@ -76,7 +77,7 @@ export function fakeQuery(answer: (input: ModelInput) => Promise<ModelOutputInit
     }
     const calls: Use[] = all.filter((c) => !cliTools.has(c.tool)).map((c) => ({ id: c.id, name: `mcp__${serverName}__${c.tool}`, input: c.input }));
     const content = [...(out.text ? [{ type: "text", text: out.text }] : []), ...calls.map((c) => ({ type: "tool_use", ...c }))];
-    yield assistant(content, null);
+    yield assistant(content, null, model);
     const results: unknown[] = [];
     for (const c of calls) {
       if ((await preToolUse(params.options, input, c)) === "defer") {
@@ -88,8 +89,29 @@ export function fakeQuery(answer: (input: ModelInput) => Promise<ModelOutputInit
     if (results.length > 0) yield user(results, null);
     yield {
       type: "result", subtype: "success", result: out.text ?? "", session_id: "fake", uuid: randomUUID(), is_error: false, num_turns: own.length > 0 ? 2 : 1,
-      deferred_tool_use: deferred, terminal_reason: deferred ? "tool_deferred" : "completed",
+      deferred_tool_use: deferred, terminal_reason: deferred ? "tool_deferred" : "completed", ...resultUsage(out),
     } as unknown as SDKMessage;
+  };
+}
+
+/**
+ * A result message's usage fields for a Dex model output, as the CLI
+ * reports them: the main loop's usage, the per-model totals and the cost in
+ * dollars (none when the output has no usage).
+ */
+export function resultUsage(out: ModelOutputInit): Record<string, unknown> {
+  if (!out.usage) return {};
+  const inputTokens = Number(out.usage.inputTokens ?? 0);
+  const outputTokens = Number(out.usage.outputTokens ?? 0);
+  const costUSD = Number(out.usage.costMicros ?? 0) / 1e6;
+  return {
+    usage: { input_tokens: inputTokens, output_tokens: outputTokens, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    modelUsage: {
+      [out.usage.model || "unknown"]: {
+        inputTokens, outputTokens, cacheReadInputTokens: 0, cacheCreationInputTokens: 0, webSearchRequests: 0, costUSD, contextWindow: 0, maxOutputTokens: 0,
+      },
+    },
+    total_cost_usd: costUSD,
   };
 }
 

@@ -19,6 +19,16 @@ export function outputItems(out: ModelOutputInit): ModelResponse["output"] {
   ];
 }
 
+/** The SDK's model response of a Dex model output: its items, its usage as a provider's (no cost), the model in the provider data. */
+export function modelResponse(out: ModelOutputInit): ModelResponse {
+  const inputTokens = Number(out.usage?.inputTokens ?? 0);
+  const outputTokens = Number(out.usage?.outputTokens ?? 0);
+  return {
+    usage: new Usage({ requests: 1, inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }), output: outputItems(out),
+    providerData: { model: out.usage?.model ?? "" },
+  };
+}
+
 /** The demo through the OpenAI Agents SDK: a custom Model answers each call with the scripted output. */
 export function openaiAgentsDemo(script: Script | undefined, ledger: Ledger, worker: string, demo: DemoTools): DemoAgent {
   const policies = stepPolicies(demo);
@@ -38,7 +48,7 @@ export function openaiAgentsDemo(script: Script | undefined, ledger: Ledger, wor
   });
   const agentFor = (input: ModelInput) => {
     const model: Model = {
-      getResponse: async () => ({ usage: new Usage(), output: outputItems(await scripted(script, ledger, worker, input)) }),
+      getResponse: async () => modelResponse(await scripted(script, ledger, worker, input)),
       getStreamedResponse: () => {
         throw new Error("the demo model does not stream");
       },

@@ -3,14 +3,24 @@
 // call with the scripted output for the Dex history and attempt, so the
 // chaos checks read the same call ids and tool calls; the demo tools that
 // run as Steps are registered by the adapter with their policies, and calc
-// runs inside the framework's step as an inline tool.
-import type { ModelHandler, ModelInput, ModelOutputInit, Tool } from "../src/index.js";
+// runs inside the framework's step as an inline tool. The scripted usage
+// goes through the framework too, in its own shape, and the adapter reads it
+// back; where the framework carries no cost (the AI SDK, the OpenAI Agents
+// SDK), the demo puts the script's back, so that every adapter reports the
+// usage the Go demo Worker does.
+import type { ModelHandler, ModelInput, ModelOutputInit, Tool, UsageInit } from "../src/index.js";
 import type { DexToolPolicy } from "../src/adapters/history.js";
 import type { Ledger } from "./ledger.js";
 import { modelOutput, wait, type Script } from "./script.js";
 import type { DemoTools } from "./tools.js";
 
 export const adapterNames = ["ai-sdk", "openai-agents", "claude-agent-sdk"];
+
+/** The adapters whose framework carries no cost. */
+const costless = new Set(["ai-sdk", "openai-agents"]);
+
+/** The usage of each RunModel's scripted call, by its input. */
+const scriptedUsage = new WeakMap<ModelInput, UsageInit | undefined>();
 
 export interface DemoAgent {
   model: ModelHandler;
@@ -25,6 +35,7 @@ export async function scripted(script: Script | undefined, ledger: Ledger, worke
   const { o, out, err } = modelOutput(script, input.history, input.attempt);
   await wait(o.delay_ms, input.signal);
   if (err) throw err;
+  scriptedUsage.set(input, out!.usage);
   return out!;
 }
 
@@ -65,6 +76,19 @@ export async function demoAgent(name: string, script: Script | undefined, ledger
     default:
       throw new Error(`unknown adapter ${JSON.stringify(name)} (known: ${adapterNames.join(", ")})`);
   }
+  let model = a.model;
+  if (costless.has(name)) {
+    const run = a.model.run;
+    model = {
+      ...a.model,
+      run: async (input: ModelInput) => {
+        const out = (await run(input)) as ModelOutputInit;
+        const cost = scriptedUsage.get(input)?.costMicros;
+        if (out.usage && cost !== undefined) out.usage = { ...out.usage, costMicros: cost };
+        return out;
+      },
+    };
+  }
   // calc stays registered as an inline tool, as without an adapter.
-  return { model: a.model, tools: [...a.tools, ...calcStep] };
+  return { model, tools: [...a.tools, ...calcStep] };
 }

@@ -7,7 +7,7 @@ import { dial, Holder, jsonLogger, parseMoments, tokenFrom, Worker, type ModelHa
 import { flagUsage, HelpError, parseFlags, splitList, type FlagSpec } from "./flags.js";
 import { adapterNames, demoAgent } from "./adapters.js";
 import { Ledger } from "./ledger.js";
-import { loadScript, ScriptedModel, type Script } from "./script.js";
+import { loadScript, ScriptedModel, usageHelp, type Script } from "./script.js";
 import { DemoTools } from "./tools.js";
 
 const usage = `usage: dexworker-typescript --addr TARGET --ledger FILE [flags]
@@ -17,6 +17,7 @@ A Dex Worker with a scripted model and demo tools: lookup (read), save_note
 needs approval), build (long running, polled), calc (inline). See
 cmd/dexworker/README.md: the flags, script, holds and ledger are the same.
 
+${usageHelp}
 Flags:
 `;
 

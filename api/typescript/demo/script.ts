@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { ErrorType, HistoryKind, ModelError, type HistoryEntry, type ModelInput, type ModelOutputInit } from "../src/index.js";
+import { ErrorType, HistoryKind, ModelError, type HistoryEntry, type ModelInput, type ModelOutputInit, type UsageInit } from "../src/index.js";
 import type { Ledger } from "./ledger.js";
 
 // The scripted, deterministic model of cmd/dexworker/script.go: the same
@@ -15,6 +15,12 @@ export interface ScriptError {
   type: string;
   message?: string;
 }
+/** A scripted model call's usage; a field left out is 0. */
+export interface ScriptUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cost_micros?: number;
+}
 export interface Output {
   text?: string;
   tool_calls?: ScriptCall[];
@@ -23,6 +29,8 @@ export interface Output {
   always?: boolean;
   delay_ms?: number;
   while_file?: string;
+  /** What the call reports it used (default: demoUsage). */
+  usage?: ScriptUsage | null;
 }
 export interface ScriptTurn {
   match: string;
@@ -48,6 +56,28 @@ export const errorTypes: Record<string, ErrorType> = {
   unknown: ErrorType.UNKNOWN,
 };
 
+/**
+ * What every scripted model call reports it used, unless its output gives
+ * "usage" (cmd/dexworker's DemoUsage): fixed figures, so that budgets can be tried.
+ */
+export const demoUsage: Readonly<Required<ScriptUsage>> = { input_tokens: 100, output_tokens: 20, cost_micros: 150 };
+/** The model name the scripted model reports. */
+export const demoModelName = "dex-demo";
+
+/** What the demo Worker's help says of its usage. */
+export const usageHelp = `Each scripted model call reports a fixed usage (${demoUsage.input_tokens} input and ${demoUsage.output_tokens} output
+tokens, cost ${demoUsage.cost_micros} micro-units, model "${demoModelName}") unless its script output
+gives "usage", so that budgets (dexctl session budget) can be tried. Through
+--adapter the usage goes through the framework's answer and back; where the
+framework carries no cost (ai-sdk, openai-agents) the demo adds the script's.
+`;
+
+/** An output's usage, with the demo model's name. */
+export function usageOf(o: Output): UsageInit {
+  const u = o.usage ?? demoUsage;
+  return { inputTokens: u.input_tokens ?? 0, outputTokens: u.output_tokens ?? 0, costMicros: u.cost_micros ?? 0, model: demoModelName };
+}
+
 /** The tools a script may call inline. */
 export const inlineTools = new Set(["calc"]);
 
@@ -68,8 +98,16 @@ function checkOutputs(where: string, outs: unknown, model: boolean): Output[] {
   if (!Array.isArray(outs)) throw new Error(`script: ${where}: want a list of outputs`);
   outs.forEach((raw, i) => {
     const at = `${where} output ${i + 1}`;
-    fields(at, raw, { text: "string", tool_calls: "array", inline: "array", error: "object", always: "boolean", delay_ms: "number", while_file: "string" });
+    fields(at, raw, {
+      text: "string", tool_calls: "array", inline: "array", error: "object", always: "boolean", delay_ms: "number", while_file: "string", usage: "object",
+    });
     const o = raw as Output;
+    if (o.usage) {
+      const u = fields(`${at} usage`, o.usage, { input_tokens: "number", output_tokens: "number", cost_micros: "number" });
+      for (const [k, v] of Object.entries(u)) {
+        if (v !== null && !(Number.isSafeInteger(v) && (v as number) >= 0)) throw new Error(`script: ${at} usage: field ${k} wants a whole number from 0, not ${v}`);
+      }
+    }
     o.tool_calls?.forEach((c, j) => fields(`${at} tool call ${j + 1}`, c, { tool: "string", arguments: "any", call_id: "string" }));
     o.inline?.forEach((c, j) => fields(`${at} inline call ${j + 1}`, c, { tool: "string", arguments: "any", call_id: "string" }));
     if (o.error) fields(`${at} error`, o.error, { type: "string", message: "string" });
@@ -223,7 +261,7 @@ export function modelOutput(script: Script | undefined, history: HistoryEntry[],
   if (o.error) return { o, err: scriptError(o.error) };
   const msg = msgs.length > 0 ? msgs[msgs.length - 1] : "";
   const escaped = goEscape(msg);
-  const out: ModelOutputInit = { text: (o.text ?? "").replaceAll("{{message}}", msg), toolCalls: [], inlineResults: [] };
+  const out: ModelOutputInit = { text: (o.text ?? "").replaceAll("{{message}}", msg), toolCalls: [], inlineResults: [], usage: usageOf(o) };
   (o.tool_calls ?? []).forEach((c, i) => {
     out.toolCalls!.push({ callId: c.call_id || `call-${lastSeq}-${i + 1}`, tool: c.tool, arguments: compactArgs(c.arguments, escaped) });
   });

@@ -17,7 +17,7 @@ export { LeaderMetadataKey, PartitionMetadataKey, transient } from "./retry.js";
 export { TokenEnv, tokenFrom } from "./token.js";
 export { Worker, Moments, AllMoments, toolSpec, toModelOutput } from "./worker.js";
 export type {
-  Access, Moment, ModelHandler, ModelInput, ModelOutputInit, PollHandler, Tool, ToolCall, ToolHandler, ToolResult, WorkerOptions,
+  Access, Moment, ModelHandler, ModelInput, ModelOutputInit, PollHandler, Tool, ToolCall, ToolHandler, ToolResult, UsageInit, WorkerOptions,
 } from "./worker.js";
 export * from "../gen/dex/v1/types_pb.js";
 // How a task runs (Task.runner, Task.handler), for hold hooks that read it.

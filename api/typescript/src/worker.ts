@@ -4,8 +4,8 @@ import { Code, ConnectError, createClient, type CallOptions, type Client as Conn
 import { AttemptRefSchema, type AttemptRef } from "../gen/dex/v1/types_pb.js";
 import { WorkerService, type Task } from "../gen/dex/v1/workers_pb.js";
 import {
-  AttemptResultSchema, ErrorType, ModelOutputSchema, ToolAccess, ToolSpecSchema, type AttemptResult, type HistoryEntry, type ModelOutput,
-  type ToolSpec,
+  AttemptResultSchema, ErrorType, ModelOutputSchema, ToolAccess, ToolSpecSchema, UsageSchema, type AttemptResult, type HistoryEntry,
+  type ModelOutput, type ToolSpec,
 } from "../gen/dex/v1/types_pb.js";
 import { checkAgentList } from "./agents.js";
 import { holderFromEnv, Moments, type Moment } from "./hold.js";
@@ -99,11 +99,30 @@ export interface ModelInput {
   signal: AbortSignal;
 }
 
+/**
+ * What one model call used, as its provider reported it (ModelOutput.usage).
+ * Counts are whole numbers from 0 to 2^64-1, as numbers or bigints; a field
+ * left out is 0.
+ */
+export interface UsageInit {
+  inputTokens?: number | bigint;
+  outputTokens?: number | bigint;
+  /**
+   * The cost in millionths of a currency unit, the Worker's own: Dex adds
+   * costs up and never converts them (a price in dollars: Math.round(usd * 1e6)).
+   */
+  costMicros?: number | bigint;
+  /** The model's name, as the provider gave it. */
+  model?: string;
+}
+
 /** A model output; tool call arguments may be given as an object (sent as JSON). */
 export interface ModelOutputInit {
   text?: string;
   toolCalls?: { callId: string; tool: string; arguments?: string | object }[];
   inlineResults?: { callId: string; tool: string; arguments?: string | object; content?: string; isError?: boolean }[];
+  /** What the call used; a handler that cannot tell leaves it out. */
+  usage?: UsageInit;
 }
 
 /**
@@ -223,7 +242,27 @@ export function toolSpec(t: Tool): ToolSpec {
   });
 }
 
-/** Turns a model handler's answer into a ModelOutput. */
+const maxUint64 = (1n << 64n) - 1n;
+
+/** A usage count as the wire's uint64; throws for anything but a whole number from 0 to 2^64-1. */
+function usageCount(name: string, v: unknown): bigint {
+  if (v === undefined || v === null) return 0n;
+  const ok = typeof v === "bigint" ? v >= 0n && v <= maxUint64 : typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+  if (!ok) throw new Error(`usage ${name} must be a whole number from 0 to 2^64-1, not ${typeof v === "string" ? JSON.stringify(v) : String(v)}`);
+  return BigInt(v as number | bigint);
+}
+
+/** A model output's usage on the wire (undefined: left out); throws for a bad count or model name. */
+function toUsage(u: UsageInit | undefined | null): MessageInitShape<typeof UsageSchema> | undefined {
+  if (u === undefined || u === null) return undefined;
+  if (u.model !== undefined && u.model !== null && typeof u.model !== "string") throw new Error(`usage model must be a string, not a ${typeof u.model}`);
+  return {
+    inputTokens: usageCount("inputTokens", u.inputTokens), outputTokens: usageCount("outputTokens", u.outputTokens),
+    costMicros: usageCount("costMicros", u.costMicros), model: u.model ?? "",
+  };
+}
+
+/** Turns a model handler's answer into a ModelOutput; throws for a bad usage. */
 export function toModelOutput(o: ModelOutputInit | ModelOutput | undefined | null): ModelOutput {
   if (o === undefined || o === null) return create(ModelOutputSchema);
   const args = (a: unknown) => (a === undefined ? "" : typeof a === "string" ? a : JSON.stringify(a));
@@ -233,6 +272,7 @@ export function toModelOutput(o: ModelOutputInit | ModelOutput | undefined | nul
     inlineResults: (o.inlineResults ?? []).map((r) => ({
       callId: r.callId ?? "", tool: r.tool ?? "", arguments: args(r.arguments), content: r.content ?? "", isError: !!r.isError,
     })),
+    usage: toUsage(o.usage),
   });
 }
 

@@ -47,6 +47,7 @@ describe("the AI SDK adapter", () => {
     assert.deepEqual(out, {
       text: "on it", toolCalls: [{ callId: "c1", tool: "send_email", arguments: '{"to":"a@b"}' }],
       inlineResults: [{ callId: "c2", tool: "add", arguments: '{"a":1,"b":2}', content: "3" }],
+      usage: { inputTokens: 1, outputTokens: 1, model: "mock-model-id" },
     });
     // The model saw the history in the AI SDK's prompt format, and only the deferred tool's call left the step.
     const roles = (prompt as { role: string }[]).map((m) => m.role);

@@ -18,6 +18,10 @@ save_note (idempotent write), send_email (single attempt), deploy
 (idempotent write, needs approval), build (long running, polled), calc
 (inline). The same flags, script, holds and ledger as cmd/dexworker (see its
 README.md).
+
+Each scripted model call reports a fixed usage (100 input and 20 output
+tokens, cost 150 micro-units, model "dex-demo") unless its script output
+gives "usage", so that budgets (dexctl session budget) can be tried.
 """
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

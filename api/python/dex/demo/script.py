@@ -17,6 +17,14 @@ from dex.worker import ModelInput
 INLINE_TOOLS = {"calc"}
 FINAL_TEXT = "done"  # answers a turn whose outputs ran out
 
+#: What every scripted model call reports it used, unless its output gives
+#: "usage" (cmd/dexworker's DemoUsage): fixed figures, so that budgets can be tried.
+DEMO_USAGE = {"input_tokens": 100, "output_tokens": 20, "cost_micros": 150}
+#: The model name the scripted model reports.
+DEMO_MODEL_NAME = "dex-demo"
+_USAGE_FIELDS = {"input_tokens": int, "output_tokens": int, "cost_micros": int}
+_MAX_UINT64 = 2**64 - 1
+
 
 class ScriptError(ValueError):
     pass
@@ -46,6 +54,14 @@ class Output:
     always: bool = False
     delay_ms: int = 0
     while_file: str = ""
+    #: What the call reports it used (None: DEMO_USAGE); a field left out is 0.
+    usage: Optional[dict] = None
+
+    def usage_proto(self) -> types_pb2.Usage:
+        """The call's usage on the wire, with the demo model's name."""
+        u = DEMO_USAGE if self.usage is None else self.usage
+        return types_pb2.Usage(input_tokens=u.get("input_tokens") or 0, output_tokens=u.get("output_tokens") or 0,
+                               cost_micros=u.get("cost_micros") or 0, model=DEMO_MODEL_NAME)
 
 
 @dataclass
@@ -79,15 +95,26 @@ def _call(where: str, d: Any) -> Call:
     return Call(tool=d.get("tool") or "", arguments=d.get("arguments", _ABSENT), call_id=d.get("call_id") or "")
 
 
+def _usage(where: str, d: Any) -> Optional[dict]:
+    if d is None:
+        return None
+    d = _fields(where + " usage", d, _USAGE_FIELDS)
+    for k, v in d.items():
+        if v is not None and not 0 <= v <= _MAX_UINT64:
+            raise ScriptError(f"script: {where} usage: field {k!r} must be from 0 to 2**64-1, not {v}")
+    return {k: v for k, v in d.items() if v is not None}
+
+
 def _output(where: str, d: Any) -> Output:
     d = _fields(where, d, {"text": str, "tool_calls": list, "inline": list, "error": dict, "always": bool,
-                           "delay_ms": int, "while_file": str})
+                           "delay_ms": int, "while_file": str, "usage": dict})
     err = d.get("error")
     if err is not None:
         err = _fields(where + " error", err, {"type": str, "message": str})
     return Output(text=d.get("text") or "", tool_calls=[_call(where, c) for c in d.get("tool_calls") or []],
                   inline=[_call(where, c) for c in d.get("inline") or []], error=err, always=bool(d.get("always")),
-                  delay_ms=d.get("delay_ms") or 0, while_file=d.get("while_file") or "")
+                  delay_ms=d.get("delay_ms") or 0, while_file=d.get("while_file") or "",
+                  usage=_usage(where, d.get("usage")))
 
 
 def parse_script(text: str) -> Script:
@@ -144,6 +171,8 @@ def _numbers_for_fields(v: Any, in_args: bool = False) -> Any:
     if isinstance(v, list):
         return [_numbers_for_fields(x) for x in v]
     if isinstance(v, _RawNumber):
+        if v.lstrip("-").isdigit():
+            return int(v)  # exactly, however large (a usage count is up to 2**64-1)
         f = float(v)
         return int(f) if f == int(f) else f
     return v
@@ -286,7 +315,7 @@ class Model:
             return o, None, script_error(o.error)
         msg = msgs[-1] if msgs else ""
         escaped = go_json_string_body(msg)
-        out = types_pb2.ModelOutput(text=o.text.replace("{{message}}", msg))
+        out = types_pb2.ModelOutput(text=o.text.replace("{{message}}", msg), usage=o.usage_proto())
         for i, c in enumerate(o.tool_calls, 1):
             out.tool_calls.append(types_pb2.ToolCall(call_id=c.call_id or f"call-{last_seq}-{i}", tool=c.tool,
                                                      arguments=compact_args(c.arguments, escaped)))

@@ -5,12 +5,15 @@
 // CallSingleAttemptTool Steps with their policies by the execute function
 // they came with. Tools with an execute function run inside that step: Dex
 // records them as inline results (they run again with their RunModel: at
-// least once).
-import { APICallError, generateText, stepCountIs, type LanguageModel, type ModelMessage, type Tool as AiTool, type ToolSet } from "ai";
+// least once). The step's usage (tokens and the model that answered; the AI
+// SDK gives no cost) goes out with the output.
+import {
+  APICallError, generateText, stepCountIs, type LanguageModel, type LanguageModelUsage, type ModelMessage, type Tool as AiTool, type ToolSet,
+} from "ai";
 import { ModelError, newHttpModelError } from "../errors.js";
 import { ErrorType } from "../../gen/dex/v1/types_pb.js";
-import type { ModelInput, ModelOutputInit, Tool, ToolCall } from "../worker.js";
-import { contentOf, dexTool, turnMessages, type DexToolPolicy } from "./history.js";
+import type { ModelInput, ModelOutputInit, Tool, ToolCall, UsageInit } from "../worker.js";
+import { contentOf, dexTool, turnMessages, usageCount, type DexToolPolicy } from "./history.js";
 
 export type { DexToolPolicy } from "./history.js";
 
@@ -48,6 +51,15 @@ function toModelMessages(input: ModelInput): ModelMessage[] {
     for (const c of m.calls) (content as unknown[]).push({ type: "tool-call", toolCallId: c.callId, toolName: c.tool, input: c.input });
     return { role: "assistant", content };
   });
+}
+
+/**
+ * What a generateText call used: its tokens over all its steps (input
+ * tokens count cached ones too) and the model that answered. The AI SDK
+ * gives no cost: it stays 0.
+ */
+export function aiSdkUsage(r: { totalUsage?: LanguageModelUsage; response?: { modelId?: string } }): UsageInit {
+  return { inputTokens: usageCount(r.totalUsage?.inputTokens), outputTokens: usageCount(r.totalUsage?.outputTokens), model: r.response?.modelId ?? "" };
 }
 
 /** A provider's API error as a typed Dex model error; anything else as it is. */
@@ -99,7 +111,7 @@ export function aiSdkAgent(o: AiSdkAgentOptions): DexAgent {
     } catch (e) {
       throw typed(e);
     }
-    const out: ModelOutputInit = { text: r.text, toolCalls: [], inlineResults: [] };
+    const out: ModelOutputInit = { text: r.text, toolCalls: [], inlineResults: [], usage: aiSdkUsage(r) };
     for (const part of r.content) {
       if (part.type === "tool-call" && !part.invalid && !(part.toolName in policies) && part.toolName in modelTools) continue; // ran inline
       if (part.type === "tool-call") out.toolCalls!.push({ callId: part.toolCallId, tool: part.toolName, arguments: contentOf(part.input ?? {}) });

@@ -5,12 +5,16 @@
 // calls a PreToolUse hook defers (permissionDecision "defer"): they become
 // Dex tool calls, run as CallTool / CallSingleAttemptTool Steps with their
 // policies. Model calls, the CLI's own tools and the other MCP tools run
-// inside the query: Dex records them as inline results, at least once.
-import { createSdkMcpServer, query as sdkQuery, type HookCallback, type Options, type SdkMcpToolDefinition, type SDKMessage } from "@anthropic-ai/claude-agent-sdk";
+// inside the query: Dex records them as inline results, at least once. The
+// query's usage (its result's tokens and cost, the model that answered) goes
+// out with the output.
+import {
+  createSdkMcpServer, query as sdkQuery, type HookCallback, type Options, type SdkMcpToolDefinition, type SDKMessage, type SDKResultSuccess,
+} from "@anthropic-ai/claude-agent-sdk";
 import { ErrorType } from "../../gen/dex/v1/types_pb.js";
 import { ModelError } from "../errors.js";
-import type { ModelInput, ModelOutputInit, Tool } from "../worker.js";
-import { contentOf, dexTool, turnMessages, type DexToolPolicy } from "./history.js";
+import type { ModelInput, ModelOutputInit, Tool, UsageInit } from "../worker.js";
+import { contentOf, dexTool, turnMessages, usageCount, type DexToolPolicy } from "./history.js";
 
 export type { DexToolPolicy } from "./history.js";
 
@@ -47,6 +51,32 @@ export function transcript(input: ModelInput): string {
     }
   }
   return lines.join("\n");
+}
+
+/**
+ * What a query used, from its result message: the tokens of every model
+ * call it made (modelUsage, summed over its models; the main loop's usage
+ * when it has none), input tokens counting the cache reads and writes that
+ * Anthropic reports apart (other providers count them in their input
+ * tokens); the cost, total_cost_usd in micro-dollars; and model, the one
+ * that answered (the main loop's last assistant message), else modelUsage's
+ * only model.
+ */
+export function claudeAgentSdkUsage(r: Partial<Pick<SDKResultSuccess, "usage" | "modelUsage" | "total_cost_usd">>, model = ""): UsageInit {
+  const per = Object.entries(r.modelUsage ?? {});
+  let inputTokens = 0;
+  let outputTokens = 0;
+  if (per.length > 0) {
+    for (const [, u] of per) {
+      inputTokens += usageCount(u.inputTokens) + usageCount(u.cacheReadInputTokens) + usageCount(u.cacheCreationInputTokens);
+      outputTokens += usageCount(u.outputTokens);
+    }
+  } else if (r.usage) {
+    inputTokens = usageCount(r.usage.input_tokens) + usageCount(r.usage.cache_read_input_tokens) + usageCount(r.usage.cache_creation_input_tokens);
+    outputTokens = usageCount(r.usage.output_tokens);
+  }
+  if (model === "" && per.length === 1) model = per[0][0];
+  return { inputTokens, outputTokens, costMicros: usageCount((r.total_cost_usd ?? 0) * 1e6), model };
 }
 
 const assistantErrors: Record<string, ErrorType> = {
@@ -94,10 +124,14 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
     const texts: string[] = [];
     const uses = new Map<string, { callId: string; tool: string; arguments: string }>();
     const inline: NonNullable<ModelOutputInit["inlineResults"]> = [];
+    let model = "";
+    let usage: UsageInit | undefined;
     try {
       for await (const m of q({ prompt: transcript(input), options }, input)) {
         if (m.type === "assistant" && m.parent_tool_use_id === null) {
           if (m.error) throw new ModelError(assistantErrors[m.error] ?? ErrorType.UNKNOWN, `the model call failed: ${m.error}`);
+          // The CLI's own messages (no model call behind them) name the model "<synthetic>".
+          if (typeof m.message.model === "string" && m.message.model !== "" && m.message.model !== "<synthetic>") model = m.message.model;
           for (const b of m.message.content as { type: string; text?: string; id?: string; name?: string; input?: unknown }[]) {
             if (b.type === "text" && b.text) texts.push(b.text);
             if (b.type === "tool_use") uses.set(b.id!, { callId: b.id!, tool: b.name!.startsWith(prefix) ? b.name!.slice(prefix.length) : b.name!, arguments: contentOf(b.input ?? {}) });
@@ -111,6 +145,7 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
           }
         } else if (m.type === "result") {
           if (m.subtype !== "success") throw new ModelError(ErrorType.UNKNOWN, `the Claude Code query ended: ${m.subtype}`);
+          usage = claudeAgentSdkUsage(m, model);
           const d = m.deferred_tool_use;
           if (d && !deferred.some((x) => x.callId === d.id)) deferred.push({ callId: d.id, tool: d.name.replace(prefix, ""), arguments: contentOf(d.input) });
           break;
@@ -120,7 +155,7 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
       input.signal.removeEventListener("abort", onAbort);
       abort.abort();
     }
-    return { text: texts.join("\n"), toolCalls: deferred, inlineResults: inline };
+    return { text: texts.join("\n"), toolCalls: deferred, inlineResults: inline, ...(usage ? { usage } : {}) };
   };
   return { model: { run }, tools };
 }

@@ -89,3 +89,13 @@ export function contentOf(v: unknown): string {
   if (v === undefined) return "";
   return JSON.stringify(v);
 }
+
+/**
+ * A framework's token count (or cost in micro-units) as a Dex usage count:
+ * a whole number, 0 when the framework gives none. A count the wire cannot
+ * carry (negative, not a number) is 0 too, rather than failing the model
+ * call that has already been made and paid for.
+ */
+export function usageCount(v: unknown): number {
+  return typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.min(Math.round(v), Number.MAX_SAFE_INTEGER) : 0;
+}

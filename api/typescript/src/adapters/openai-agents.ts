@@ -4,10 +4,14 @@
 // interruptions): they become Dex tool calls, run as CallTool /
 // CallSingleAttemptTool Steps with their policies by the tool's own invoke.
 // Other function tools run inside the turn (stop_on_first_tool ends it after
-// them): Dex records them as inline results, at least once.
-import { Agent, run as runAgent, RunContext, type AgentInputItem, type FunctionTool, type Runner, type Tool as AgentTool } from "@openai/agents";
-import type { ModelInput, ModelOutputInit, Tool, ToolCall } from "../worker.js";
-import { contentOf, dexTool, turnMessages, type DexToolPolicy } from "./history.js";
+// them): Dex records them as inline results, at least once. The run's usage
+// (its tokens and the model that answered; the SDK gives no cost) goes out
+// with the output.
+import {
+  Agent, run as runAgent, RunContext, type AgentInputItem, type FunctionTool, type ModelResponse, type Runner, type Tool as AgentTool, type Usage,
+} from "@openai/agents";
+import type { ModelInput, ModelOutputInit, Tool, ToolCall, UsageInit } from "../worker.js";
+import { contentOf, dexTool, turnMessages, usageCount, type DexToolPolicy } from "./history.js";
 
 export type { DexToolPolicy } from "./history.js";
 
@@ -41,6 +45,23 @@ function toItems(input: ModelInput): AgentInputItem[] {
     }
   }
   return items;
+}
+
+/**
+ * What a run used: its tokens (the run's total, state.usage) and the model
+ * that answered: the last response's provider data names it (the OpenAI
+ * providers pass the API's response, with its model); failing that, the
+ * agent's model when it is given by name. The SDK gives no cost: it stays 0.
+ */
+export function openaiAgentsUsage(r: { state: { usage: Usage }; rawResponses: ModelResponse[] }, agent?: Agent<any, any>): UsageInit {
+  let model = "";
+  for (const resp of r.rawResponses ?? []) {
+    const m = resp.providerData?.model;
+    if (typeof m === "string" && m !== "") model = m;
+  }
+  if (model === "" && typeof agent?.model === "string") model = agent.model;
+  const u = r.state?.usage;
+  return { inputTokens: usageCount(u?.inputTokens), outputTokens: usageCount(u?.outputTokens), model };
 }
 
 function isFunctionTool(t: AgentTool): t is FunctionTool<any, any, any> {
@@ -85,7 +106,7 @@ export function openaiAgentsAdapter(o: OpenAIAgentsOptions): DexAgent {
     const agent = prepare(typeof o.agent === "function" ? o.agent(input) : o.agent);
     const opts = { maxTurns: 1, context: { dex: input } satisfies DexRunContext, signal: input.signal };
     const r = o.runner ? await o.runner.run(agent, toItems(input), opts) : await runAgent(agent, toItems(input), opts);
-    const out: ModelOutputInit = { text: "", toolCalls: [], inlineResults: [] };
+    const out: ModelOutputInit = { text: "", toolCalls: [], inlineResults: [], usage: openaiAgentsUsage(r, r.lastAgent ?? agent) };
     const texts: string[] = [];
     const inline = new Map<string, { callId: string; tool: string; arguments: string; content: string }>();
     for (const item of r.newItems) {
