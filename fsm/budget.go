@@ -47,25 +47,18 @@ func addUsage(t **fsmpb.UsageTotals, u *fsmpb.Usage, modelCalls, toolCalls uint6
 
 func tokens(t *fsmpb.UsageTotals) uint64 { return t.GetInputTokens() + t.GetOutputTokens() }
 
-// recordModelUsage counts one model call of s's turn and what it used, in
-// the Step, the turn, the session and its ancestors.
-func (a *applier) recordModelUsage(s *fsmpb.Session, st *fsmpb.Step, u *fsmpb.Usage) {
-	if u != nil {
-		st.Usage = u.CloneVT()
+// recordModelOutput counts one model call of s's turn, what it used and
+// the tool calls it asked for, in the Step, the turn, the session and its
+// ancestors (one walk up), and each distinct call once for the loop guard:
+// a loop is the same call made output after output, not one output asking
+// for it twice.
+func (a *applier) recordModelOutput(s *fsmpb.Session, st *fsmpb.Step, out *fsmpb.ModelOutput) {
+	if out.Usage != nil {
+		st.Usage = out.Usage.CloneVT()
 	}
-	a.countUsage(s, u, 1, 0)
-}
-
-// recordToolCalls counts the tool calls of a model output, and each
-// distinct call once for the loop guard: a loop is the same call made
-// output after output, not one output asking for it twice.
-func (a *applier) recordToolCalls(s *fsmpb.Session, calls []*fsmpb.ToolCall) {
-	if len(calls) == 0 {
-		return
-	}
-	a.countUsage(s, nil, 0, uint64(len(calls)))
+	a.countUsage(s, out.Usage, 1, uint64(len(out.ToolCalls)))
 	var seen []*fsmpb.CallRepeat
-	for _, tc := range calls {
+	for _, tc := range out.ToolCalls {
 		sum := sha256.Sum256([]byte(canonicalArguments(tc.Arguments)))
 		var rep *fsmpb.CallRepeat
 		for _, r := range s.Turn.CallRepeats {

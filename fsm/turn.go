@@ -79,7 +79,7 @@ func toolOutcome(r *fsmpb.ToolResult) fsmpb.Outcome {
 // closes any error episode, then ends the turn or starts its tool calls.
 func (a *applier) modelOutput(s *fsmpb.Session, st *fsmpb.Step, out *fsmpb.ModelOutput) {
 	a.finish(st, fsmpb.Outcome_OUTCOME_SUCCEEDED, out.Text, false)
-	a.recordModelUsage(s, st, out.Usage)
+	a.recordModelOutput(s, st, out)
 	s.RejectedTurns = 0
 	s.ErrorEpisode = false
 	s.EpisodeResumes = 0
@@ -93,7 +93,6 @@ func (a *applier) modelOutput(s *fsmpb.Session, st *fsmpb.Step, out *fsmpb.Model
 		a.endTurn(s)
 		return
 	}
-	a.recordToolCalls(s, out.ToolCalls)
 	a.startCalls(s, out.ToolCalls)
 }
 

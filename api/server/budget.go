@@ -22,11 +22,11 @@ func (s *Sessions) sessionBudget(req *dexv1.CreateSessionRequest) *fsmpb.Budget 
 			agent = p.Agent // a child runs its parent's agent (fsm.sessionAgent)
 		}
 	}
-	b := wirerules.OverBudget(s.budgets[agent], req.Budget)
-	if fsmpb.BudgetFromAPI(b).SizeVT() == 0 {
+	b := fsmpb.BudgetFromAPI(wirerules.OverBudget(s.budgets[agent], req.Budget))
+	if b.SizeVT() == 0 {
 		return nil
 	}
-	return fsmpb.BudgetFromAPI(b)
+	return b
 }
 
 // SetBudget changes the given fields of a session's budget.
