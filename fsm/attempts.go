@@ -146,7 +146,13 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 		at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_FAILED
 		at.ErrorType = f.GetErrorType()
 		at.Error = f.GetError()
-		return a.attemptEnded(st, at)
+		res := a.attemptEnded(st, at)
+		if res.Err == nil {
+			if s := a.tx.Session(st.SessionId); s != nil {
+				a.honorRetryAfter(s, st, f)
+			}
+		}
+		return res
 	}
 	res := c.GetResult()
 	if r := resultFits(st, res); r != nil {

@@ -79,6 +79,9 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 		RetentionMs:         retention,
 		Budget:              c.Budget.CloneVT(),
 	}
+	if r := dispatchOrder(s, c, parent); r != nil {
+		return rejected(r)
+	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
 		a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Message, ReceivedAtMs: a.now})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -25,6 +26,9 @@ func busyState(t *testing.T) *driver {
 	d.startNext("c", kCallTool).claim().do(func(h *handle) *fsmpb.Command { return h.toolResult("", false, "task-1") })
 	d.startNext("c", kSingle).claim()
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "z", CompactionThreshold: 3, MessageId: "zm", Message: "compact me"}}})
+	// A provider held by a rate-limited model call.
+	d.createOrdered("held", "", &fsmpb.CreateSession{Provider: "openai", Priority: 5, FairnessKey: "tenant", FairnessWeight: 2})
+	d.startNext("held", kRunModel).rateLimited(time.Minute)
 	// Agents: a session of bot@1 with its RunModel queued, and w1 running
 	// bot@1's model and serving lookup for bot@1 only.
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: "g", Agent: "bot@1", MessageId: "gm", Message: "hi bot"}}})

@@ -1,5 +1,7 @@
 package fsm
 
+import "slices"
+
 // Applied is what one applied log entry wrote that the leader's broker reads:
 // the ids of the Steps and sessions it put, in the order first written. The
 // broker re-reads just those rows instead of rescanning the tables.
@@ -14,6 +16,8 @@ type Applied struct {
 	// Finished: the Steps it made done. Metrics count them.
 	Claimed, Ended []AttemptKey
 	Finished       []string
+	// Providers: the providers whose hold this entry wrote.
+	Providers []string
 }
 
 // touched collects the rows one command writes. Ids are kept in order of
@@ -21,7 +25,14 @@ type Applied struct {
 type touched struct {
 	steps, sessions     []string
 	stepSet, sessionSet map[string]bool
+	providers           []string
 	out                 outcomes
+}
+
+func (t *touched) provider(name string) {
+	if !slices.Contains(t.providers, name) {
+		t.providers = append(t.providers, name)
+	}
 }
 
 func (t *touched) step(id string) {
@@ -54,6 +65,7 @@ func (f *FSM) notifyApplied(index uint64, t *touched) {
 	if t != nil {
 		a.Steps, a.Sessions = t.steps, t.sessions
 		a.Claimed, a.Ended, a.Finished = t.out.claimed, t.out.ended, t.out.finished
+		a.Providers = t.providers
 	}
 	f.opts.OnApplied(a)
 }

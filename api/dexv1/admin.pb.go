@@ -196,7 +196,10 @@ type StatusResponse struct {
 	// One entry per partition (docs/design/partitions.md), as the answering
 	// node sees each partition's raft group; a cluster of one partition has
 	// one. The fields above are partition 0's.
-	Partitions    []*PartitionStatus `protobuf:"bytes,10,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	Partitions []*PartitionStatus `protobuf:"bytes,10,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Each provider with a limit, a hold or a running call, from partition
+	// 0's leader (docs/flow-control.md).
+	Providers     []*ProviderStatus `protobuf:"bytes,11,rep,name=providers,proto3" json:"providers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -301,6 +304,110 @@ func (x *StatusResponse) GetPartitions() []*PartitionStatus {
 	return nil
 }
 
+func (x *StatusResponse) GetProviders() []*ProviderStatus {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
+// A provider's limits and what its leader's broker counts against them.
+type ProviderStatus struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The limits (0: none): running calls, calls and tokens per minute.
+	MaxConcurrent   uint32 `protobuf:"varint,2,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	CallsPerMinute  uint32 `protobuf:"varint,3,opt,name=calls_per_minute,json=callsPerMinute,proto3" json:"calls_per_minute,omitempty"`
+	TokensPerMinute uint64 `protobuf:"varint,4,opt,name=tokens_per_minute,json=tokensPerMinute,proto3" json:"tokens_per_minute,omitempty"`
+	// Model Steps of the provider running now (claimed or dispatched).
+	Running uint32 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
+	// The provider's hold, when one is in force.
+	Hold *ProviderHold `protobuf:"bytes,6,opt,name=hold,proto3" json:"hold,omitempty"`
+	// Model Steps of the provider waiting for a limit or a hold.
+	Throttled     uint32 `protobuf:"varint,7,opt,name=throttled,proto3" json:"throttled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderStatus) Reset() {
+	*x = ProviderStatus{}
+	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderStatus) ProtoMessage() {}
+
+func (x *ProviderStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderStatus.ProtoReflect.Descriptor instead.
+func (*ProviderStatus) Descriptor() ([]byte, []int) {
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ProviderStatus) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProviderStatus) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *ProviderStatus) GetCallsPerMinute() uint32 {
+	if x != nil {
+		return x.CallsPerMinute
+	}
+	return 0
+}
+
+func (x *ProviderStatus) GetTokensPerMinute() uint64 {
+	if x != nil {
+		return x.TokensPerMinute
+	}
+	return 0
+}
+
+func (x *ProviderStatus) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *ProviderStatus) GetHold() *ProviderHold {
+	if x != nil {
+		return x.Hold
+	}
+	return nil
+}
+
+func (x *ProviderStatus) GetThrottled() uint32 {
+	if x != nil {
+		return x.Throttled
+	}
+	return 0
+}
+
 type PartitionStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -324,7 +431,7 @@ type PartitionStatus struct {
 
 func (x *PartitionStatus) Reset() {
 	*x = PartitionStatus{}
-	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	mi := &file_dex_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +443,7 @@ func (x *PartitionStatus) String() string {
 func (*PartitionStatus) ProtoMessage() {}
 
 func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[3]
+	mi := &file_dex_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +456,7 @@ func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
 func (*PartitionStatus) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PartitionStatus) GetId() uint32 {
@@ -430,7 +537,7 @@ type NodeStateRequest struct {
 
 func (x *NodeStateRequest) Reset() {
 	*x = NodeStateRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[4]
+	mi := &file_dex_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +549,7 @@ func (x *NodeStateRequest) String() string {
 func (*NodeStateRequest) ProtoMessage() {}
 
 func (x *NodeStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[4]
+	mi := &file_dex_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +562,7 @@ func (x *NodeStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStateRequest.ProtoReflect.Descriptor instead.
 func (*NodeStateRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 type NodeStateResponse struct {
@@ -467,17 +574,19 @@ type NodeStateResponse struct {
 	AppliedIndex uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	LeaderId     string                 `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
 	// Only from the leader: its broker's Worker health.
-	Workers       []*WorkerHealth `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
-	ClusterId     string          `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	Ready         bool            `protobuf:"varint,9,opt,name=ready,proto3" json:"ready,omitempty"`
-	ReadyReason   string          `protobuf:"bytes,10,opt,name=ready_reason,json=readyReason,proto3" json:"ready_reason,omitempty"`
+	Workers     []*WorkerHealth `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
+	ClusterId   string          `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Ready       bool            `protobuf:"varint,9,opt,name=ready,proto3" json:"ready,omitempty"`
+	ReadyReason string          `protobuf:"bytes,10,opt,name=ready_reason,json=readyReason,proto3" json:"ready_reason,omitempty"`
+	// Only from the leader: its broker's providers.
+	Providers     []*ProviderStatus `protobuf:"bytes,11,rep,name=providers,proto3" json:"providers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStateResponse) Reset() {
 	*x = NodeStateResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[5]
+	mi := &file_dex_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -489,7 +598,7 @@ func (x *NodeStateResponse) String() string {
 func (*NodeStateResponse) ProtoMessage() {}
 
 func (x *NodeStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[5]
+	mi := &file_dex_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -502,7 +611,7 @@ func (x *NodeStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStateResponse.ProtoReflect.Descriptor instead.
 func (*NodeStateResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeStateResponse) GetId() string {
@@ -575,6 +684,13 @@ func (x *NodeStateResponse) GetReadyReason() string {
 	return ""
 }
 
+func (x *NodeStateResponse) GetProviders() []*ProviderStatus {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
 type JoinRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Node  *NodeInfo              `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -587,7 +703,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[6]
+	mi := &file_dex_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +715,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[6]
+	mi := &file_dex_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +728,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JoinRequest) GetNode() *NodeInfo {
@@ -639,7 +755,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[7]
+	mi := &file_dex_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +767,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[7]
+	mi := &file_dex_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +780,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JoinResponse) GetClusterId() string {
@@ -683,7 +799,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[8]
+	mi := &file_dex_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +811,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[8]
+	mi := &file_dex_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +824,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RegisterNodeRequest) GetNode() *NodeInfo {
@@ -726,7 +842,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[9]
+	mi := &file_dex_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +854,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[9]
+	mi := &file_dex_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +867,7 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 type RemoveNodeRequest struct {
@@ -765,7 +881,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[10]
+	mi := &file_dex_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +893,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[10]
+	mi := &file_dex_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +906,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -815,7 +931,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[11]
+	mi := &file_dex_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +943,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[11]
+	mi := &file_dex_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +956,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 type TransferLeadershipRequest struct {
@@ -853,7 +969,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[12]
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +981,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[12]
+	mi := &file_dex_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +994,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TransferLeadershipRequest) GetNodeId() string {
@@ -897,7 +1013,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1025,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[13]
+	mi := &file_dex_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1038,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TransferLeadershipResponse) GetNewLeader() string {
@@ -952,7 +1068,7 @@ type WorkerHealth struct {
 
 func (x *WorkerHealth) Reset() {
 	*x = WorkerHealth{}
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1080,7 @@ func (x *WorkerHealth) String() string {
 func (*WorkerHealth) ProtoMessage() {}
 
 func (x *WorkerHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[14]
+	mi := &file_dex_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1093,7 @@ func (x *WorkerHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerHealth.ProtoReflect.Descriptor instead.
 func (*WorkerHealth) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkerHealth) GetWorkerId() string {
@@ -1016,7 +1132,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1144,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[15]
+	mi := &file_dex_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1157,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 // A piece of a backup file (the backup package's format: header, state
@@ -1055,7 +1171,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1183,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[16]
+	mi := &file_dex_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1196,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1105,7 +1221,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1233,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[17]
+	mi := &file_dex_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1246,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestoreSnapshotRequest) GetData() []byte {
@@ -1171,7 +1287,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1299,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[18]
+	mi := &file_dex_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1312,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RestoreSnapshotResponse) GetBackupIndex() uint64 {
@@ -1246,7 +1362,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1374,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[19]
+	mi := &file_dex_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1387,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -1306,7 +1422,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1434,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[20]
+	mi := &file_dex_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1447,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateTokenResponse) GetToken() *AclToken {
@@ -1356,7 +1472,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1484,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[21]
+	mi := &file_dex_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1497,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 type ListTokensResponse struct {
@@ -1393,7 +1509,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[22]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1521,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[22]
+	mi := &file_dex_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1534,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListTokensResponse) GetTokens() []*AclToken {
@@ -1437,7 +1553,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[23]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1565,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[23]
+	mi := &file_dex_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1578,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevokeTokenRequest) GetTokenId() string {
@@ -1480,7 +1596,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[24]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1608,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[24]
+	mi := &file_dex_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1621,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 type BootstrapACLRequest struct {
@@ -1516,7 +1632,7 @@ type BootstrapACLRequest struct {
 
 func (x *BootstrapACLRequest) Reset() {
 	*x = BootstrapACLRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[25]
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1644,7 @@ func (x *BootstrapACLRequest) String() string {
 func (*BootstrapACLRequest) ProtoMessage() {}
 
 func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[25]
+	mi := &file_dex_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1657,7 @@ func (x *BootstrapACLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLRequest.ProtoReflect.Descriptor instead.
 func (*BootstrapACLRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 type BootstrapACLResponse struct {
@@ -1554,7 +1670,7 @@ type BootstrapACLResponse struct {
 
 func (x *BootstrapACLResponse) Reset() {
 	*x = BootstrapACLResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1682,7 @@ func (x *BootstrapACLResponse) String() string {
 func (*BootstrapACLResponse) ProtoMessage() {}
 
 func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[26]
+	mi := &file_dex_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1695,7 @@ func (x *BootstrapACLResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BootstrapACLResponse.ProtoReflect.Descriptor instead.
 func (*BootstrapACLResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BootstrapACLResponse) GetToken() *AclToken {
@@ -1604,7 +1720,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1732,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[27]
+	mi := &file_dex_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +1745,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 type WorkerStatus struct {
@@ -1647,7 +1763,7 @@ type WorkerStatus struct {
 
 func (x *WorkerStatus) Reset() {
 	*x = WorkerStatus{}
-	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1775,7 @@ func (x *WorkerStatus) String() string {
 func (*WorkerStatus) ProtoMessage() {}
 
 func (x *WorkerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[28]
+	mi := &file_dex_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1788,7 @@ func (x *WorkerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerStatus.ProtoReflect.Descriptor instead.
 func (*WorkerStatus) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WorkerStatus) GetWorker() *WorkerInfo {
@@ -1719,7 +1835,7 @@ type ToolQueue struct {
 
 func (x *ToolQueue) Reset() {
 	*x = ToolQueue{}
-	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1847,7 @@ func (x *ToolQueue) String() string {
 func (*ToolQueue) ProtoMessage() {}
 
 func (x *ToolQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[29]
+	mi := &file_dex_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1860,7 @@ func (x *ToolQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolQueue.ProtoReflect.Descriptor instead.
 func (*ToolQueue) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ToolQueue) GetTool() string {
@@ -1796,7 +1912,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +1924,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[30]
+	mi := &file_dex_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +1937,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*WorkerStatus {
@@ -1872,7 +1988,7 @@ type StateSize struct {
 
 func (x *StateSize) Reset() {
 	*x = StateSize{}
-	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	mi := &file_dex_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +2000,7 @@ func (x *StateSize) String() string {
 func (*StateSize) ProtoMessage() {}
 
 func (x *StateSize) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[31]
+	mi := &file_dex_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +2013,7 @@ func (x *StateSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateSize.ProtoReflect.Descriptor instead.
 func (*StateSize) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StateSize) GetTables() []*TableSize {
@@ -1955,7 +2071,7 @@ type TableSize struct {
 
 func (x *TableSize) Reset() {
 	*x = TableSize{}
-	mi := &file_dex_v1_admin_proto_msgTypes[32]
+	mi := &file_dex_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2083,7 @@ func (x *TableSize) String() string {
 func (*TableSize) ProtoMessage() {}
 
 func (x *TableSize) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_admin_proto_msgTypes[32]
+	mi := &file_dex_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2096,7 @@ func (x *TableSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableSize.ProtoReflect.Descriptor instead.
 func (*TableSize) Descriptor() ([]byte, []int) {
-	return file_dex_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_dex_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TableSize) GetTable() string {
@@ -2022,7 +2138,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x14\n" +
 	"\x05ready\x18\t \x01(\bR\x05ready\x12!\n" +
 	"\fready_reason\x18\n" +
-	" \x01(\tR\vreadyReason\"\x80\x03\n" +
+	" \x01(\tR\vreadyReason\"\xb6\x03\n" +
 	"\x0eStatusResponse\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
@@ -2038,7 +2154,16 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\n" +
 	" \x03(\v2\x17.dex.v1.PartitionStatusR\n" +
-	"partitions\"\xa7\x02\n" +
+	"partitions\x124\n" +
+	"\tproviders\x18\v \x03(\v2\x16.dex.v1.ProviderStatusR\tproviders\"\x8b\x02\n" +
+	"\x0eProviderStatus\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12%\n" +
+	"\x0emax_concurrent\x18\x02 \x01(\rR\rmaxConcurrent\x12(\n" +
+	"\x10calls_per_minute\x18\x03 \x01(\rR\x0ecallsPerMinute\x12*\n" +
+	"\x11tokens_per_minute\x18\x04 \x01(\x04R\x0ftokensPerMinute\x12\x18\n" +
+	"\arunning\x18\x05 \x01(\rR\arunning\x12(\n" +
+	"\x04hold\x18\x06 \x01(\v2\x14.dex.v1.ProviderHoldR\x04hold\x12\x1c\n" +
+	"\tthrottled\x18\a \x01(\rR\tthrottled\"\xa7\x02\n" +
 	"\x0fPartitionStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\tR\x06leader\x12.\n" +
@@ -2051,7 +2176,7 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"\x06voters\x18\t \x03(\tR\x06voters\x12\x1c\n" +
 	"\tnonvoters\x18\n" +
 	" \x03(\tR\tnonvoters\"\x12\n" +
-	"\x10NodeStateRequest\"\xba\x02\n" +
+	"\x10NodeStateRequest\"\xf0\x02\n" +
 	"\x11NodeStateResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x12\n" +
@@ -2064,7 +2189,8 @@ const file_dex_v1_admin_proto_rawDesc = "" +
 	"cluster_id\x18\b \x01(\tR\tclusterId\x12\x14\n" +
 	"\x05ready\x18\t \x01(\bR\x05ready\x12!\n" +
 	"\fready_reason\x18\n" +
-	" \x01(\tR\vreadyReason\"R\n" +
+	" \x01(\tR\vreadyReason\x124\n" +
+	"\tproviders\x18\v \x03(\v2\x16.dex.v1.ProviderStatusR\tproviders\"R\n" +
 	"\vJoinRequest\x12$\n" +
 	"\x04node\x18\x01 \x01(\v2\x10.dex.v1.NodeInfoR\x04node\x12\x1d\n" +
 	"\n" +
@@ -2181,94 +2307,99 @@ func file_dex_v1_admin_proto_rawDescGZIP() []byte {
 	return file_dex_v1_admin_proto_rawDescData
 }
 
-var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_dex_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_dex_v1_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: dex.v1.StatusRequest
 	(*NodeStatus)(nil),                 // 1: dex.v1.NodeStatus
 	(*StatusResponse)(nil),             // 2: dex.v1.StatusResponse
-	(*PartitionStatus)(nil),            // 3: dex.v1.PartitionStatus
-	(*NodeStateRequest)(nil),           // 4: dex.v1.NodeStateRequest
-	(*NodeStateResponse)(nil),          // 5: dex.v1.NodeStateResponse
-	(*JoinRequest)(nil),                // 6: dex.v1.JoinRequest
-	(*JoinResponse)(nil),               // 7: dex.v1.JoinResponse
-	(*RegisterNodeRequest)(nil),        // 8: dex.v1.RegisterNodeRequest
-	(*RegisterNodeResponse)(nil),       // 9: dex.v1.RegisterNodeResponse
-	(*RemoveNodeRequest)(nil),          // 10: dex.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),         // 11: dex.v1.RemoveNodeResponse
-	(*TransferLeadershipRequest)(nil),  // 12: dex.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 13: dex.v1.TransferLeadershipResponse
-	(*WorkerHealth)(nil),               // 14: dex.v1.WorkerHealth
-	(*SaveSnapshotRequest)(nil),        // 15: dex.v1.SaveSnapshotRequest
-	(*SnapshotChunk)(nil),              // 16: dex.v1.SnapshotChunk
-	(*RestoreSnapshotRequest)(nil),     // 17: dex.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil),    // 18: dex.v1.RestoreSnapshotResponse
-	(*CreateTokenRequest)(nil),         // 19: dex.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),        // 20: dex.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),          // 21: dex.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),         // 22: dex.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),         // 23: dex.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),        // 24: dex.v1.RevokeTokenResponse
-	(*BootstrapACLRequest)(nil),        // 25: dex.v1.BootstrapACLRequest
-	(*BootstrapACLResponse)(nil),       // 26: dex.v1.BootstrapACLResponse
-	(*ListWorkersRequest)(nil),         // 27: dex.v1.ListWorkersRequest
-	(*WorkerStatus)(nil),               // 28: dex.v1.WorkerStatus
-	(*ToolQueue)(nil),                  // 29: dex.v1.ToolQueue
-	(*ListWorkersResponse)(nil),        // 30: dex.v1.ListWorkersResponse
-	(*StateSize)(nil),                  // 31: dex.v1.StateSize
-	(*TableSize)(nil),                  // 32: dex.v1.TableSize
-	(*NodeInfo)(nil),                   // 33: dex.v1.NodeInfo
-	(TokenRole)(0),                     // 34: dex.v1.TokenRole
-	(*AclToken)(nil),                   // 35: dex.v1.AclToken
-	(*WorkerInfo)(nil),                 // 36: dex.v1.WorkerInfo
+	(*ProviderStatus)(nil),             // 3: dex.v1.ProviderStatus
+	(*PartitionStatus)(nil),            // 4: dex.v1.PartitionStatus
+	(*NodeStateRequest)(nil),           // 5: dex.v1.NodeStateRequest
+	(*NodeStateResponse)(nil),          // 6: dex.v1.NodeStateResponse
+	(*JoinRequest)(nil),                // 7: dex.v1.JoinRequest
+	(*JoinResponse)(nil),               // 8: dex.v1.JoinResponse
+	(*RegisterNodeRequest)(nil),        // 9: dex.v1.RegisterNodeRequest
+	(*RegisterNodeResponse)(nil),       // 10: dex.v1.RegisterNodeResponse
+	(*RemoveNodeRequest)(nil),          // 11: dex.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),         // 12: dex.v1.RemoveNodeResponse
+	(*TransferLeadershipRequest)(nil),  // 13: dex.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 14: dex.v1.TransferLeadershipResponse
+	(*WorkerHealth)(nil),               // 15: dex.v1.WorkerHealth
+	(*SaveSnapshotRequest)(nil),        // 16: dex.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),              // 17: dex.v1.SnapshotChunk
+	(*RestoreSnapshotRequest)(nil),     // 18: dex.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil),    // 19: dex.v1.RestoreSnapshotResponse
+	(*CreateTokenRequest)(nil),         // 20: dex.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),        // 21: dex.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),          // 22: dex.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),         // 23: dex.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),         // 24: dex.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),        // 25: dex.v1.RevokeTokenResponse
+	(*BootstrapACLRequest)(nil),        // 26: dex.v1.BootstrapACLRequest
+	(*BootstrapACLResponse)(nil),       // 27: dex.v1.BootstrapACLResponse
+	(*ListWorkersRequest)(nil),         // 28: dex.v1.ListWorkersRequest
+	(*WorkerStatus)(nil),               // 29: dex.v1.WorkerStatus
+	(*ToolQueue)(nil),                  // 30: dex.v1.ToolQueue
+	(*ListWorkersResponse)(nil),        // 31: dex.v1.ListWorkersResponse
+	(*StateSize)(nil),                  // 32: dex.v1.StateSize
+	(*TableSize)(nil),                  // 33: dex.v1.TableSize
+	(*ProviderHold)(nil),               // 34: dex.v1.ProviderHold
+	(*NodeInfo)(nil),                   // 35: dex.v1.NodeInfo
+	(TokenRole)(0),                     // 36: dex.v1.TokenRole
+	(*AclToken)(nil),                   // 37: dex.v1.AclToken
+	(*WorkerInfo)(nil),                 // 38: dex.v1.WorkerInfo
 }
 var file_dex_v1_admin_proto_depIdxs = []int32{
 	1,  // 0: dex.v1.StatusResponse.nodes:type_name -> dex.v1.NodeStatus
-	14, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
-	31, // 2: dex.v1.StatusResponse.state_size:type_name -> dex.v1.StateSize
-	3,  // 3: dex.v1.StatusResponse.partitions:type_name -> dex.v1.PartitionStatus
-	14, // 4: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
-	33, // 5: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
-	33, // 6: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
-	34, // 7: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
-	35, // 8: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
-	35, // 9: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
-	35, // 10: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
-	36, // 11: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
-	14, // 12: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
-	28, // 13: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
-	29, // 14: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
-	32, // 15: dex.v1.StateSize.tables:type_name -> dex.v1.TableSize
-	0,  // 16: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
-	4,  // 17: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
-	6,  // 18: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
-	8,  // 19: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
-	10, // 20: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
-	12, // 21: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
-	15, // 22: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
-	17, // 23: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
-	19, // 24: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
-	21, // 25: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
-	23, // 26: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
-	25, // 27: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
-	27, // 28: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
-	2,  // 29: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
-	5,  // 30: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
-	7,  // 31: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
-	9,  // 32: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
-	11, // 33: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
-	13, // 34: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
-	16, // 35: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
-	18, // 36: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
-	20, // 37: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
-	22, // 38: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
-	24, // 39: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
-	26, // 40: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
-	30, // 41: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
-	29, // [29:42] is the sub-list for method output_type
-	16, // [16:29] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	15, // 1: dex.v1.StatusResponse.workers:type_name -> dex.v1.WorkerHealth
+	32, // 2: dex.v1.StatusResponse.state_size:type_name -> dex.v1.StateSize
+	4,  // 3: dex.v1.StatusResponse.partitions:type_name -> dex.v1.PartitionStatus
+	3,  // 4: dex.v1.StatusResponse.providers:type_name -> dex.v1.ProviderStatus
+	34, // 5: dex.v1.ProviderStatus.hold:type_name -> dex.v1.ProviderHold
+	15, // 6: dex.v1.NodeStateResponse.workers:type_name -> dex.v1.WorkerHealth
+	3,  // 7: dex.v1.NodeStateResponse.providers:type_name -> dex.v1.ProviderStatus
+	35, // 8: dex.v1.JoinRequest.node:type_name -> dex.v1.NodeInfo
+	35, // 9: dex.v1.RegisterNodeRequest.node:type_name -> dex.v1.NodeInfo
+	36, // 10: dex.v1.CreateTokenRequest.role:type_name -> dex.v1.TokenRole
+	37, // 11: dex.v1.CreateTokenResponse.token:type_name -> dex.v1.AclToken
+	37, // 12: dex.v1.ListTokensResponse.tokens:type_name -> dex.v1.AclToken
+	37, // 13: dex.v1.BootstrapACLResponse.token:type_name -> dex.v1.AclToken
+	38, // 14: dex.v1.WorkerStatus.worker:type_name -> dex.v1.WorkerInfo
+	15, // 15: dex.v1.WorkerStatus.health:type_name -> dex.v1.WorkerHealth
+	29, // 16: dex.v1.ListWorkersResponse.workers:type_name -> dex.v1.WorkerStatus
+	30, // 17: dex.v1.ListWorkersResponse.tools:type_name -> dex.v1.ToolQueue
+	33, // 18: dex.v1.StateSize.tables:type_name -> dex.v1.TableSize
+	0,  // 19: dex.v1.AdminService.Status:input_type -> dex.v1.StatusRequest
+	5,  // 20: dex.v1.AdminService.NodeState:input_type -> dex.v1.NodeStateRequest
+	7,  // 21: dex.v1.AdminService.Join:input_type -> dex.v1.JoinRequest
+	9,  // 22: dex.v1.AdminService.RegisterNode:input_type -> dex.v1.RegisterNodeRequest
+	11, // 23: dex.v1.AdminService.RemoveNode:input_type -> dex.v1.RemoveNodeRequest
+	13, // 24: dex.v1.AdminService.TransferLeadership:input_type -> dex.v1.TransferLeadershipRequest
+	16, // 25: dex.v1.AdminService.SaveSnapshot:input_type -> dex.v1.SaveSnapshotRequest
+	18, // 26: dex.v1.AdminService.RestoreSnapshot:input_type -> dex.v1.RestoreSnapshotRequest
+	20, // 27: dex.v1.AdminService.CreateToken:input_type -> dex.v1.CreateTokenRequest
+	22, // 28: dex.v1.AdminService.ListTokens:input_type -> dex.v1.ListTokensRequest
+	24, // 29: dex.v1.AdminService.RevokeToken:input_type -> dex.v1.RevokeTokenRequest
+	26, // 30: dex.v1.AdminService.BootstrapACL:input_type -> dex.v1.BootstrapACLRequest
+	28, // 31: dex.v1.AdminService.ListWorkers:input_type -> dex.v1.ListWorkersRequest
+	2,  // 32: dex.v1.AdminService.Status:output_type -> dex.v1.StatusResponse
+	6,  // 33: dex.v1.AdminService.NodeState:output_type -> dex.v1.NodeStateResponse
+	8,  // 34: dex.v1.AdminService.Join:output_type -> dex.v1.JoinResponse
+	10, // 35: dex.v1.AdminService.RegisterNode:output_type -> dex.v1.RegisterNodeResponse
+	12, // 36: dex.v1.AdminService.RemoveNode:output_type -> dex.v1.RemoveNodeResponse
+	14, // 37: dex.v1.AdminService.TransferLeadership:output_type -> dex.v1.TransferLeadershipResponse
+	17, // 38: dex.v1.AdminService.SaveSnapshot:output_type -> dex.v1.SnapshotChunk
+	19, // 39: dex.v1.AdminService.RestoreSnapshot:output_type -> dex.v1.RestoreSnapshotResponse
+	21, // 40: dex.v1.AdminService.CreateToken:output_type -> dex.v1.CreateTokenResponse
+	23, // 41: dex.v1.AdminService.ListTokens:output_type -> dex.v1.ListTokensResponse
+	25, // 42: dex.v1.AdminService.RevokeToken:output_type -> dex.v1.RevokeTokenResponse
+	27, // 43: dex.v1.AdminService.BootstrapACL:output_type -> dex.v1.BootstrapACLResponse
+	31, // 44: dex.v1.AdminService.ListWorkers:output_type -> dex.v1.ListWorkersResponse
+	32, // [32:45] is the sub-list for method output_type
+	19, // [19:32] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_admin_proto_init() }
@@ -2283,7 +2414,7 @@ func file_dex_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_admin_proto_rawDesc), len(file_dex_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -140,9 +140,16 @@ type CreateSessionRequest struct {
 	RetentionMs *int64 `protobuf:"varint,7,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
 	// Optional: the session's budget. Each field given (non-zero) replaces
 	// the agent's default (dexd --agent-budget); docs/budgets.md.
-	Budget        *Budget `protobuf:"bytes,8,opt,name=budget,proto3" json:"budget,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Budget *Budget `protobuf:"bytes,8,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Optional: dispatch order (docs/flow-control.md). Priority 1 (lowest) to
+	// 5 (highest), 0 for the parent's, else 3. The fairness key (at most 256
+	// bytes; empty: the parent's, else none) and its weight (1 to 1,000;
+	// 0: the parent's, else 1) share dispatch within a priority.
+	Priority       uint32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
+	FairnessKey    string `protobuf:"bytes,10,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	FairnessWeight uint32 `protobuf:"varint,11,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateSessionRequest) Reset() {
@@ -229,6 +236,27 @@ func (x *CreateSessionRequest) GetBudget() *Budget {
 		return x.Budget
 	}
 	return nil
+}
+
+func (x *CreateSessionRequest) GetPriority() uint32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *CreateSessionRequest) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetFairnessWeight() uint32 {
+	if x != nil {
+		return x.FairnessWeight
+	}
+	return 0
 }
 
 type CreateSessionResponse struct {
@@ -1817,7 +1845,7 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12,\n" +
 	"\x06change\x18\x02 \x01(\v2\x14.dex.v1.BudgetChangeR\x06change\">\n" +
 	"\x11SetBudgetResponse\x12)\n" +
-	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"\xbf\x02\n" +
+	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"\xa7\x03\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -1827,7 +1855,11 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
 	"\x05agent\x18\x06 \x01(\tR\x05agent\x12&\n" +
 	"\fretention_ms\x18\a \x01(\x03H\x00R\vretentionMs\x88\x01\x01\x12&\n" +
-	"\x06budget\x18\b \x01(\v2\x0e.dex.v1.BudgetR\x06budgetB\x0f\n" +
+	"\x06budget\x18\b \x01(\v2\x0e.dex.v1.BudgetR\x06budget\x12\x1a\n" +
+	"\bpriority\x18\t \x01(\rR\bpriority\x12!\n" +
+	"\ffairness_key\x18\n" +
+	" \x01(\tR\vfairnessKey\x12'\n" +
+	"\x0ffairness_weight\x18\v \x01(\rR\x0efairnessWeightB\x0f\n" +
 	"\r_retention_ms\"B\n" +
 	"\x15CreateSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"p\n" +

@@ -66,6 +66,9 @@ func (m *CreateSessionRequest) CloneVT() *CreateSessionRequest {
 	r.IdempotencyKey = m.IdempotencyKey
 	r.Agent = m.Agent
 	r.Budget = m.Budget.CloneVT()
+	r.Priority = m.Priority
+	r.FairnessKey = m.FairnessKey
+	r.FairnessWeight = m.FairnessWeight
 	if rhs := m.RetentionMs; rhs != nil {
 		tmpVal := *rhs
 		r.RetentionMs = &tmpVal
@@ -737,6 +740,23 @@ func (m *CreateSessionRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) 
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.FairnessWeight != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FairnessWeight))
+		i--
+		dAtA[i] = 0x58
+	}
+	if len(m.FairnessKey) > 0 {
+		i -= len(m.FairnessKey)
+		copy(dAtA[i:], m.FairnessKey)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.FairnessKey)))
+		i--
+		dAtA[i] = 0x52
+	}
+	if m.Priority != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Priority))
+		i--
+		dAtA[i] = 0x48
 	}
 	if m.Budget != nil {
 		size, err := m.Budget.MarshalToSizedBufferVT(dAtA[:i])
@@ -2208,6 +2228,16 @@ func (m *CreateSessionRequest) SizeVT() (n int) {
 		l = m.Budget.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.Priority != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Priority))
+	}
+	l = len(m.FairnessKey)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.FairnessWeight != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FairnessWeight))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -3193,6 +3223,76 @@ func (m *CreateSessionRequest) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Priority", wireType)
+			}
+			m.Priority = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Priority |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FairnessKey", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FairnessKey = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FairnessWeight", wireType)
+			}
+			m.FairnessWeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FairnessWeight |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -2180,9 +2180,17 @@ type Session struct {
 	Budget *Budget      `protobuf:"bytes,53,opt,name=budget,proto3" json:"budget,omitempty"`
 	Usage  *UsageTotals `protobuf:"bytes,54,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The session's own usage and its descendants' (docs/budgets.md).
-	TreeUsage     *UsageTotals `protobuf:"bytes,55,opt,name=tree_usage,json=treeUsage,proto3" json:"tree_usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TreeUsage *UsageTotals `protobuf:"bytes,55,opt,name=tree_usage,json=treeUsage,proto3" json:"tree_usage,omitempty"`
+	// Dispatch order (docs/flow-control.md): priority 1 (lowest) to 5
+	// (highest), 3 when none was given; the fairness key and its weight share
+	// dispatch within a priority; the provider whose limits its model calls
+	// count against (the agent's, dexd --agent-provider).
+	Priority       uint32 `protobuf:"varint,56,opt,name=priority,proto3" json:"priority,omitempty"`
+	FairnessKey    string `protobuf:"bytes,57,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	FairnessWeight uint32 `protobuf:"varint,58,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
+	Provider       string `protobuf:"bytes,59,opt,name=provider,proto3" json:"provider,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -2500,6 +2508,34 @@ func (x *Session) GetTreeUsage() *UsageTotals {
 		return x.TreeUsage
 	}
 	return nil
+}
+
+func (x *Session) GetPriority() uint32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *Session) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
+func (x *Session) GetFairnessWeight() uint32 {
+	if x != nil {
+		return x.FairnessWeight
+	}
+	return 0
+}
+
+func (x *Session) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
 }
 
 // A finished turn whose Steps (and their attempts) were folded: the cluster
@@ -3538,9 +3574,13 @@ func (*AttemptResult_Summary) isAttemptResult_Outcome() {}
 func (*AttemptResult_Failure) isAttemptResult_Outcome() {}
 
 type AttemptFailure struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ErrorType     ErrorType              `protobuf:"varint,1,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
-	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ErrorType ErrorType              `protobuf:"varint,1,opt,name=error_type,json=errorType,proto3,enum=dex.v1.ErrorType" json:"error_type,omitempty"`
+	Error     string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// A rate_limit failure's Retry-After, as the provider sent it, in
+	// milliseconds (0: none). It holds the session's provider for every
+	// Worker until then (docs/flow-control.md).
+	RetryAfterMs  int64 `protobuf:"varint,3,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3589,6 +3629,84 @@ func (x *AttemptFailure) GetError() string {
 	return ""
 }
 
+func (x *AttemptFailure) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
+}
+
+// A provider held after a rate_limit failure with a Retry-After: no model
+// Step of the provider is dispatched before until_ms.
+type ProviderHold struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	UntilMs  int64                  `protobuf:"varint,2,opt,name=until_ms,json=untilMs,proto3" json:"until_ms,omitempty"`
+	// The Step whose failure set the hold, and when.
+	StepId        string `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	SetAtMs       int64  `protobuf:"varint,4,opt,name=set_at_ms,json=setAtMs,proto3" json:"set_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderHold) Reset() {
+	*x = ProviderHold{}
+	mi := &file_dex_v1_types_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderHold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderHold) ProtoMessage() {}
+
+func (x *ProviderHold) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderHold.ProtoReflect.Descriptor instead.
+func (*ProviderHold) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ProviderHold) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProviderHold) GetUntilMs() int64 {
+	if x != nil {
+		return x.UntilMs
+	}
+	return 0
+}
+
+func (x *ProviderHold) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *ProviderHold) GetSetAtMs() int64 {
+	if x != nil {
+		return x.SetAtMs
+	}
+	return 0
+}
+
 // An ACL token as the replicated state keeps it: the secret itself is never
 // stored, only its SHA-256.
 type AclToken struct {
@@ -3607,7 +3725,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3619,7 +3737,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3632,7 +3750,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AclToken) GetId() string {
@@ -3698,7 +3816,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3710,7 +3828,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3723,7 +3841,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3888,7 +4006,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
 	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\x12)\n" +
-	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\"\xc7\f\n" +
+	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\"\xcb\r\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3938,7 +4056,11 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x06budget\x185 \x01(\v2\x0e.dex.v1.BudgetR\x06budget\x12)\n" +
 	"\x05usage\x186 \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\x122\n" +
 	"\n" +
-	"tree_usage\x187 \x01(\v2\x13.dex.v1.UsageTotalsR\ttreeUsageB\x0f\n" +
+	"tree_usage\x187 \x01(\v2\x13.dex.v1.UsageTotalsR\ttreeUsage\x12\x1a\n" +
+	"\bpriority\x188 \x01(\rR\bpriority\x12!\n" +
+	"\ffairness_key\x189 \x01(\tR\vfairnessKey\x12'\n" +
+	"\x0ffairness_weight\x18: \x01(\rR\x0efairnessWeight\x12\x1a\n" +
+	"\bprovider\x18; \x01(\tR\bproviderB\x0f\n" +
 	"\r_retention_msJ\x04\b3\x104\"\xdc\x03\n" +
 	"\n" +
 	"FoldedTurn\x12\x1d\n" +
@@ -4049,11 +4171,17 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"pollResult\x12\x1a\n" +
 	"\asummary\x18\x04 \x01(\tH\x00R\asummary\x122\n" +
 	"\afailure\x18\x05 \x01(\v2\x16.dex.v1.AttemptFailureH\x00R\afailureB\t\n" +
-	"\aoutcome\"X\n" +
+	"\aoutcome\"~\n" +
 	"\x0eAttemptFailure\x120\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\x0e2\x11.dex.v1.ErrorTypeR\terrorType\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xe9\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12$\n" +
+	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMs\"z\n" +
+	"\fProviderHold\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x19\n" +
+	"\buntil_ms\x18\x02 \x01(\x03R\auntilMs\x12\x17\n" +
+	"\astep_id\x18\x03 \x01(\tR\x06stepId\x12\x1a\n" +
+	"\tset_at_ms\x18\x04 \x01(\x03R\asetAtMs\"\xe9\x01\n" +
 	"\bAclToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -4172,7 +4300,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
 	(StepKind)(0),          // 1: dex.v1.StepKind
@@ -4212,8 +4340,9 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*Event)(nil),          // 35: dex.v1.Event
 	(*AttemptResult)(nil),  // 36: dex.v1.AttemptResult
 	(*AttemptFailure)(nil), // 37: dex.v1.AttemptFailure
-	(*AclToken)(nil),       // 38: dex.v1.AclToken
-	(*AttemptRef)(nil),     // 39: dex.v1.AttemptRef
+	(*ProviderHold)(nil),   // 38: dex.v1.ProviderHold
+	(*AclToken)(nil),       // 39: dex.v1.AclToken
+	(*AttemptRef)(nil),     // 40: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -4289,7 +4418,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -248,6 +248,10 @@ func (x *Session) API() *dexv1.Session {
 		Budget:              x.Budget.API(),
 		Usage:               x.Usage.API(),
 		TreeUsage:           x.TreeUsage.API(),
+		Priority:            x.Priority,
+		FairnessKey:         x.FairnessKey,
+		FairnessWeight:      x.FairnessWeight,
+		Provider:            x.Provider,
 	}
 }
 
@@ -409,8 +413,9 @@ func AttemptFailureFromAPI(x *dexv1.AttemptFailure) *AttemptFailure {
 		return nil
 	}
 	return &AttemptFailure{
-		ErrorType: ErrorType(x.ErrorType),
-		Error:     x.Error,
+		ErrorType:    ErrorType(x.ErrorType),
+		Error:        x.Error,
+		RetryAfterMs: x.RetryAfterMs,
 	}
 }
 
@@ -674,6 +679,10 @@ func SessionFromAPI(x *dexv1.Session) *Session {
 		Budget:              BudgetFromAPI(x.Budget),
 		Usage:               UsageTotalsFromAPI(x.Usage),
 		TreeUsage:           UsageTotalsFromAPI(x.TreeUsage),
+		Priority:            x.Priority,
+		FairnessKey:         x.FairnessKey,
+		FairnessWeight:      x.FairnessWeight,
+		Provider:            x.Provider,
 	}
 }
 

@@ -816,9 +816,14 @@ type CreateSession struct {
 	RetentionMs *int64 `protobuf:"varint,8,opt,name=retention_ms,json=retentionMs,proto3,oneof" json:"retention_ms,omitempty"`
 	// The session's budget: the agent's defaults with the request's given
 	// fields over them, resolved by the leader.
-	Budget        *Budget `protobuf:"bytes,9,opt,name=budget,proto3" json:"budget,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Budget *Budget `protobuf:"bytes,9,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Dispatch order, resolved by the leader (parent's, agent's, defaults).
+	Priority       uint32 `protobuf:"varint,10,opt,name=priority,proto3" json:"priority,omitempty"`
+	FairnessKey    string `protobuf:"bytes,11,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	FairnessWeight uint32 `protobuf:"varint,12,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
+	Provider       string `protobuf:"bytes,13,opt,name=provider,proto3" json:"provider,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateSession) Reset() {
@@ -912,6 +917,34 @@ func (x *CreateSession) GetBudget() *Budget {
 		return x.Budget
 	}
 	return nil
+}
+
+func (x *CreateSession) GetPriority() uint32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *CreateSession) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
+func (x *CreateSession) GetFairnessWeight() uint32 {
+	if x != nil {
+		return x.FairnessWeight
+	}
+	return 0
+}
+
+func (x *CreateSession) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
 }
 
 // SetBudget changes the given fields of a session's budget.
@@ -3657,6 +3690,7 @@ type AttemptFailure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ErrorType     ErrorType              `protobuf:"varint,1,opt,name=error_type,json=errorType,proto3,enum=dex.fsm.v1.ErrorType" json:"error_type,omitempty"`
 	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	RetryAfterMs  int64                  `protobuf:"varint,3,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3703,6 +3737,13 @@ func (x *AttemptFailure) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *AttemptFailure) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
 }
 
 var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
@@ -3764,7 +3805,7 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
-	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xda\x02\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xde\x03\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -3776,7 +3817,12 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x0fmax_model_input\x18\x06 \x01(\x04R\rmaxModelInput\x12\x14\n" +
 	"\x05agent\x18\a \x01(\tR\x05agent\x12&\n" +
 	"\fretention_ms\x18\b \x01(\x03H\x00R\vretentionMs\x88\x01\x01\x12*\n" +
-	"\x06budget\x18\t \x01(\v2\x12.dex.fsm.v1.BudgetR\x06budgetB\x0f\n" +
+	"\x06budget\x18\t \x01(\v2\x12.dex.fsm.v1.BudgetR\x06budget\x12\x1a\n" +
+	"\bpriority\x18\n" +
+	" \x01(\rR\bpriority\x12!\n" +
+	"\ffairness_key\x18\v \x01(\tR\vfairnessKey\x12'\n" +
+	"\x0ffairness_weight\x18\f \x01(\rR\x0efairnessWeight\x12\x1a\n" +
+	"\bprovider\x18\r \x01(\tR\bproviderB\x0f\n" +
 	"\r_retention_ms\"\\\n" +
 	"\tSetBudget\x12\x1d\n" +
 	"\n" +
@@ -3975,11 +4021,12 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"PollResult\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.dex.fsm.v1.ToolResultR\x06result\"\\\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.dex.fsm.v1.ToolResultR\x06result\"\x82\x01\n" +
 	"\x0eAttemptFailure\x124\n" +
 	"\n" +
 	"error_type\x18\x01 \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05errorB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\x05error\x18\x02 \x01(\tR\x05error\x12$\n" +
+	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMsB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_commands_proto_rawDescOnce sync.Once

@@ -447,6 +447,10 @@ func (m *CreateSession) CloneVT() *CreateSession {
 	r.MaxModelInput = m.MaxModelInput
 	r.Agent = m.Agent
 	r.Budget = m.Budget.CloneVT()
+	r.Priority = m.Priority
+	r.FairnessKey = m.FairnessKey
+	r.FairnessWeight = m.FairnessWeight
+	r.Provider = m.Provider
 	if rhs := m.RetentionMs; rhs != nil {
 		tmpVal := *rhs
 		r.RetentionMs = &tmpVal
@@ -1444,6 +1448,7 @@ func (m *AttemptFailure) CloneVT() *AttemptFailure {
 	r := new(AttemptFailure)
 	r.ErrorType = m.ErrorType
 	r.Error = m.Error
+	r.RetryAfterMs = m.RetryAfterMs
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -2666,6 +2671,30 @@ func (m *CreateSession) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0x6a
+	}
+	if m.FairnessWeight != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FairnessWeight))
+		i--
+		dAtA[i] = 0x60
+	}
+	if len(m.FairnessKey) > 0 {
+		i -= len(m.FairnessKey)
+		copy(dAtA[i:], m.FairnessKey)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.FairnessKey)))
+		i--
+		dAtA[i] = 0x5a
+	}
+	if m.Priority != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Priority))
+		i--
+		dAtA[i] = 0x50
 	}
 	if m.Budget != nil {
 		size, err := m.Budget.MarshalToSizedBufferVT(dAtA[:i])
@@ -5222,6 +5251,11 @@ func (m *AttemptFailure) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.RetryAfterMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RetryAfterMs))
+		i--
+		dAtA[i] = 0x18
+	}
 	if len(m.Error) > 0 {
 		i -= len(m.Error)
 		copy(dAtA[i:], m.Error)
@@ -5883,6 +5917,20 @@ func (m *CreateSession) SizeVT() (n int) {
 	}
 	if m.Budget != nil {
 		l = m.Budget.SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Priority != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Priority))
+	}
+	l = len(m.FairnessKey)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.FairnessWeight != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FairnessWeight))
+	}
+	l = len(m.Provider)
+	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
@@ -6893,6 +6941,9 @@ func (m *AttemptFailure) SizeVT() (n int) {
 	l = len(m.Error)
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.RetryAfterMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RetryAfterMs))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -9034,6 +9085,108 @@ func (m *CreateSession) UnmarshalVT(dAtA []byte) error {
 			if err := m.Budget.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Priority", wireType)
+			}
+			m.Priority = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Priority |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FairnessKey", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FairnessKey = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FairnessWeight", wireType)
+			}
+			m.FairnessWeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FairnessWeight |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
@@ -14787,6 +14940,25 @@ func (m *AttemptFailure) UnmarshalVT(dAtA []byte) error {
 			}
 			m.Error = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RetryAfterMs", wireType)
+			}
+			m.RetryAfterMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RetryAfterMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

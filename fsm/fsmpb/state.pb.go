@@ -416,6 +416,11 @@ type Session struct {
 	Budget      *Budget      `protobuf:"bytes,53,opt,name=budget,proto3" json:"budget,omitempty"`
 	Usage       *UsageTotals `protobuf:"bytes,54,opt,name=usage,proto3" json:"usage,omitempty"`
 	TreeUsage   *UsageTotals `protobuf:"bytes,55,opt,name=tree_usage,json=treeUsage,proto3" json:"tree_usage,omitempty"`
+	// Dispatch order: 0 is the default priority (3).
+	Priority       uint32 `protobuf:"varint,56,opt,name=priority,proto3" json:"priority,omitempty"`
+	FairnessKey    string `protobuf:"bytes,57,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	FairnessWeight uint32 `protobuf:"varint,58,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
+	Provider       string `protobuf:"bytes,59,opt,name=provider,proto3" json:"provider,omitempty"`
 	// Set while the session is being imported (ImportSessionBegin until
 	// ImportSessionEnd): the row is hidden from every read and command.
 	Import        *SessionImport `protobuf:"bytes,90,opt,name=import,proto3" json:"import,omitempty"`
@@ -745,6 +750,34 @@ func (x *Session) GetTreeUsage() *UsageTotals {
 		return x.TreeUsage
 	}
 	return nil
+}
+
+func (x *Session) GetPriority() uint32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *Session) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
+func (x *Session) GetFairnessWeight() uint32 {
+	if x != nil {
+		return x.FairnessWeight
+	}
+	return 0
+}
+
+func (x *Session) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
 }
 
 func (x *Session) GetImport() *SessionImport {
@@ -1661,6 +1694,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_WorkerTool
 	//	*SnapshotRecord_Token
 	//	*SnapshotRecord_FoldedTurn
+	//	*SnapshotRecord_ProviderHold
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1829,6 +1863,15 @@ func (x *SnapshotRecord) GetFoldedTurn() *FoldedTurn {
 	return nil
 }
 
+func (x *SnapshotRecord) GetProviderHold() *ProviderHold {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_ProviderHold); ok {
+			return x.ProviderHold
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -1889,6 +1932,10 @@ type SnapshotRecord_FoldedTurn struct {
 	FoldedTurn *FoldedTurn `protobuf:"bytes,20,opt,name=folded_turn,json=foldedTurn,proto3,oneof"`
 }
 
+type SnapshotRecord_ProviderHold struct {
+	ProviderHold *ProviderHold `protobuf:"bytes,21,opt,name=provider_hold,json=providerHold,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -1916,6 +1963,78 @@ func (*SnapshotRecord_WorkerTool) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_Token) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_FoldedTurn) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_ProviderHold) isSnapshotRecord_Record() {}
+
+// A provider held after a rate_limit failure with a Retry-After, keyed by
+// provider; a hold that has passed is dropped when the next is written.
+type ProviderHold struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Provider      string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	UntilMs       int64                  `protobuf:"varint,2,opt,name=until_ms,json=untilMs,proto3" json:"until_ms,omitempty"`
+	StepId        string                 `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	SetAtMs       int64                  `protobuf:"varint,4,opt,name=set_at_ms,json=setAtMs,proto3" json:"set_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderHold) Reset() {
+	*x = ProviderHold{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderHold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderHold) ProtoMessage() {}
+
+func (x *ProviderHold) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderHold.ProtoReflect.Descriptor instead.
+func (*ProviderHold) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ProviderHold) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProviderHold) GetUntilMs() int64 {
+	if x != nil {
+		return x.UntilMs
+	}
+	return 0
+}
+
+func (x *ProviderHold) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *ProviderHold) GetSetAtMs() int64 {
+	if x != nil {
+		return x.SetAtMs
+	}
+	return 0
+}
 
 // A finished turn whose Steps (and their attempts) left the Step table
 // (FoldTurns): what they were, in one row keyed (session_id, turn). Its
@@ -1947,7 +2066,7 @@ type FoldedTurn struct {
 
 func (x *FoldedTurn) Reset() {
 	*x = FoldedTurn{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2078,7 @@ func (x *FoldedTurn) String() string {
 func (*FoldedTurn) ProtoMessage() {}
 
 func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2091,7 @@ func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedTurn.ProtoReflect.Descriptor instead.
 func (*FoldedTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FoldedTurn) GetSessionId() string {
@@ -2079,7 +2198,7 @@ type FoldedKind struct {
 
 func (x *FoldedKind) Reset() {
 	*x = FoldedKind{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2210,7 @@ func (x *FoldedKind) String() string {
 func (*FoldedKind) ProtoMessage() {}
 
 func (x *FoldedKind) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2223,7 @@ func (x *FoldedKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedKind.ProtoReflect.Descriptor instead.
 func (*FoldedKind) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FoldedKind) GetKind() StepKind {
@@ -2149,7 +2268,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2280,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2293,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -2222,7 +2341,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2234,7 +2353,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2366,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Turn) GetNumber() uint64 {
@@ -2336,7 +2455,7 @@ type CallRepeat struct {
 
 func (x *CallRepeat) Reset() {
 	*x = CallRepeat{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2467,7 @@ func (x *CallRepeat) String() string {
 func (*CallRepeat) ProtoMessage() {}
 
 func (x *CallRepeat) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2480,7 @@ func (x *CallRepeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRepeat.ProtoReflect.Descriptor instead.
 func (*CallRepeat) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CallRepeat) GetTool() string {
@@ -2416,7 +2535,7 @@ type CallState struct {
 
 func (x *CallState) Reset() {
 	*x = CallState{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +2547,7 @@ func (x *CallState) String() string {
 func (*CallState) ProtoMessage() {}
 
 func (x *CallState) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +2560,7 @@ func (x *CallState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallState.ProtoReflect.Descriptor instead.
 func (*CallState) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CallState) GetCallId() string {
@@ -2554,7 +2673,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2685,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2698,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2705,7 +2824,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2717,7 +2836,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2730,7 +2849,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -2816,7 +2935,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +2947,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +2960,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2879,7 +2998,7 @@ type InlineResult struct {
 
 func (x *InlineResult) Reset() {
 	*x = InlineResult{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +3010,7 @@ func (x *InlineResult) String() string {
 func (*InlineResult) ProtoMessage() {}
 
 func (x *InlineResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +3023,7 @@ func (x *InlineResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineResult.ProtoReflect.Descriptor instead.
 func (*InlineResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InlineResult) GetCallId() string {
@@ -2960,7 +3079,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3091,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3104,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3046,7 +3165,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3177,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3190,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -3125,7 +3244,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3256,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3269,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -3195,7 +3314,7 @@ type UsageTotals struct {
 
 func (x *UsageTotals) Reset() {
 	*x = UsageTotals{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3326,7 @@ func (x *UsageTotals) String() string {
 func (*UsageTotals) ProtoMessage() {}
 
 func (x *UsageTotals) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3339,7 @@ func (x *UsageTotals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
 func (*UsageTotals) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UsageTotals) GetInputTokens() uint64 {
@@ -3278,7 +3397,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3290,7 +3409,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3303,7 +3422,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Budget) GetMaxTokens() uint64 {
@@ -3364,7 +3483,7 @@ type BudgetChange struct {
 
 func (x *BudgetChange) Reset() {
 	*x = BudgetChange{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3376,7 +3495,7 @@ func (x *BudgetChange) String() string {
 func (*BudgetChange) ProtoMessage() {}
 
 func (x *BudgetChange) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3389,7 +3508,7 @@ func (x *BudgetChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetChange.ProtoReflect.Descriptor instead.
 func (*BudgetChange) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BudgetChange) GetMaxTokens() uint64 {
@@ -3468,7 +3587,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xc7\r\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xcb\x0e\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -3519,7 +3638,11 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x06budget\x185 \x01(\v2\x12.dex.fsm.v1.BudgetR\x06budget\x12-\n" +
 	"\x05usage\x186 \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\x05usage\x126\n" +
 	"\n" +
-	"tree_usage\x187 \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\ttreeUsage\x121\n" +
+	"tree_usage\x187 \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\ttreeUsage\x12\x1a\n" +
+	"\bpriority\x188 \x01(\rR\bpriority\x12!\n" +
+	"\ffairness_key\x189 \x01(\tR\vfairnessKey\x12'\n" +
+	"\x0ffairness_weight\x18: \x01(\rR\x0efairnessWeight\x12\x1a\n" +
+	"\bprovider\x18; \x01(\tR\bprovider\x121\n" +
 	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
 	"\r_retention_ms\"\xe7\x03\n" +
 	"\rSessionImport\x12\x14\n" +
@@ -3613,7 +3736,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xd3\x05\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x94\x06\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
@@ -3631,8 +3754,14 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"workerTool\x12,\n" +
 	"\x05token\x18\r \x01(\v2\x14.dex.fsm.v1.AclTokenH\x00R\x05token\x129\n" +
 	"\vfolded_turn\x18\x14 \x01(\v2\x16.dex.fsm.v1.FoldedTurnH\x00R\n" +
-	"foldedTurnB\b\n" +
-	"\x06record\"\xec\x03\n" +
+	"foldedTurn\x12?\n" +
+	"\rprovider_hold\x18\x15 \x01(\v2\x18.dex.fsm.v1.ProviderHoldH\x00R\fproviderHoldB\b\n" +
+	"\x06record\"z\n" +
+	"\fProviderHold\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x19\n" +
+	"\buntil_ms\x18\x02 \x01(\x03R\auntilMs\x12\x17\n" +
+	"\astep_id\x18\x03 \x01(\tR\x06stepId\x12\x1a\n" +
+	"\tset_at_ms\x18\x04 \x01(\x03R\asetAtMs\"\xec\x03\n" +
 	"\n" +
 	"FoldedTurn\x12\x1d\n" +
 	"\n" +
@@ -3806,7 +3935,7 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
@@ -3820,97 +3949,99 @@ var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*AcceptedMessage)(nil), // 9: dex.fsm.v1.AcceptedMessage
 	(*EventRetention)(nil),  // 10: dex.fsm.v1.EventRetention
 	(*SnapshotRecord)(nil),  // 11: dex.fsm.v1.SnapshotRecord
-	(*FoldedTurn)(nil),      // 12: dex.fsm.v1.FoldedTurn
-	(*FoldedKind)(nil),      // 13: dex.fsm.v1.FoldedKind
-	(*WorkerTool)(nil),      // 14: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),            // 15: dex.fsm.v1.Turn
-	(*CallRepeat)(nil),      // 16: dex.fsm.v1.CallRepeat
-	(*CallState)(nil),       // 17: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 18: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 19: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 20: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 21: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 22: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 23: dex.fsm.v1.NodeInfo
-	(*Usage)(nil),           // 24: dex.fsm.v1.Usage
-	(*UsageTotals)(nil),     // 25: dex.fsm.v1.UsageTotals
-	(*Budget)(nil),          // 26: dex.fsm.v1.Budget
-	(*BudgetChange)(nil),    // 27: dex.fsm.v1.BudgetChange
-	(SessionStatus)(0),      // 28: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 29: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 30: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 31: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 32: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 33: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 34: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 35: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 36: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 37: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 38: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 39: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 40: dex.fsm.v1.ToolAccess
+	(*ProviderHold)(nil),    // 12: dex.fsm.v1.ProviderHold
+	(*FoldedTurn)(nil),      // 13: dex.fsm.v1.FoldedTurn
+	(*FoldedKind)(nil),      // 14: dex.fsm.v1.FoldedKind
+	(*WorkerTool)(nil),      // 15: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),            // 16: dex.fsm.v1.Turn
+	(*CallRepeat)(nil),      // 17: dex.fsm.v1.CallRepeat
+	(*CallState)(nil),       // 18: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 19: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 20: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 21: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 22: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 23: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 24: dex.fsm.v1.NodeInfo
+	(*Usage)(nil),           // 25: dex.fsm.v1.Usage
+	(*UsageTotals)(nil),     // 26: dex.fsm.v1.UsageTotals
+	(*Budget)(nil),          // 27: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),    // 28: dex.fsm.v1.BudgetChange
+	(SessionStatus)(0),      // 29: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 30: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 31: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 32: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 33: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 34: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 35: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 36: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 37: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 38: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 39: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 40: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 41: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
 	10, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	28, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	29, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
 	7,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
 	8,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
-	15, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	29, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	30, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	26, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
-	25, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
-	25, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
+	16, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	30, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	31, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	27, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
+	26, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
+	26, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
 	4,  // 10: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
 	3,  // 11: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	31, // 12: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	32, // 13: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	19, // 14: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	33, // 15: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	18, // 16: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	34, // 17: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	30, // 18: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	24, // 19: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
-	35, // 20: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	34, // 21: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	20, // 22: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	21, // 23: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	32, // 12: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	33, // 13: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	20, // 14: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	34, // 15: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	19, // 16: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	35, // 17: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	31, // 18: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	25, // 19: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
+	36, // 20: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	35, // 21: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	21, // 22: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	22, // 23: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
 	0,  // 24: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
 	3,  // 25: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
 	6,  // 26: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	22, // 27: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	23, // 28: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	23, // 27: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	24, // 28: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
 	2,  // 29: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
 	7,  // 30: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
 	8,  // 31: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
 	9,  // 32: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
 	1,  // 33: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	19, // 34: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	14, // 35: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	20, // 34: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	15, // 35: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
 	5,  // 36: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	12, // 37: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
-	13, // 38: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
-	33, // 39: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
-	34, // 40: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
-	30, // 41: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	32, // 42: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
-	36, // 43: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	17, // 44: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	25, // 45: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
-	16, // 46: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
-	19, // 47: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	37, // 48: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	34, // 49: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	38, // 50: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	39, // 51: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	30, // 52: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	40, // 53: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	19, // 54: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	13, // 37: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	12, // 38: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
+	14, // 39: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	34, // 40: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	35, // 41: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	31, // 42: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	33, // 43: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	37, // 44: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	18, // 45: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	26, // 46: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
+	17, // 47: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
+	20, // 48: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	38, // 49: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	35, // 50: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	39, // 51: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	40, // 52: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	31, // 53: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	41, // 54: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	20, // 55: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -3935,15 +4066,16 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_WorkerTool)(nil),
 		(*SnapshotRecord_Token)(nil),
 		(*SnapshotRecord_FoldedTurn)(nil),
+		(*SnapshotRecord_ProviderHold)(nil),
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[27].OneofWrappers = []any{}
+	file_dex_fsm_v1_state_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -75,6 +75,7 @@ func stateTables(r Routing) []stateTable {
 		table(TableFoldedTurns, (*fsmpb.SnapshotRecord).GetFoldedTurn, indexes{
 			IndexID: {Unique: true, Indexer: foldedTurnKey},
 		}),
+		table(TableProviderHolds, (*fsmpb.SnapshotRecord).GetProviderHold, providerHoldIndexes),
 	}
 }
 

@@ -81,12 +81,13 @@ class NodeStateRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NodeStateResponse(_message.Message):
-    __slots__ = ["applied_index", "cluster_id", "commit_index", "id", "leader_id", "ready", "ready_reason", "state", "term", "workers"]
+    __slots__ = ["applied_index", "cluster_id", "commit_index", "id", "leader_id", "providers", "ready", "ready_reason", "state", "term", "workers"]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
     READY_REASON_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -97,12 +98,13 @@ class NodeStateResponse(_message.Message):
     commit_index: int
     id: str
     leader_id: str
+    providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
     ready: bool
     ready_reason: str
     state: str
     term: int
     workers: _containers.RepeatedCompositeFieldContainer[WorkerHealth]
-    def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., leader_id: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., ready: bool = ..., ready_reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., leader_id: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., ready: bool = ..., ready_reason: _Optional[str] = ..., providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
     __slots__ = ["applied_index", "commit_index", "grpc_address", "id", "raft_address", "ready", "ready_reason", "state", "suffrage", "term"]
@@ -151,6 +153,24 @@ class PartitionStatus(_message.Message):
     term: int
     voters: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, id: _Optional[int] = ..., leader: _Optional[str] = ..., leader_grpc_address: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., epoch: _Optional[int] = ..., state: _Optional[str] = ..., voters: _Optional[_Iterable[str]] = ..., nonvoters: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ProviderStatus(_message.Message):
+    __slots__ = ["calls_per_minute", "hold", "max_concurrent", "provider", "running", "throttled", "tokens_per_minute"]
+    CALLS_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    THROTTLED_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    calls_per_minute: int
+    hold: _types_pb2.ProviderHold
+    max_concurrent: int
+    provider: str
+    running: int
+    throttled: int
+    tokens_per_minute: int
+    def __init__(self, provider: _Optional[str] = ..., max_concurrent: _Optional[int] = ..., calls_per_minute: _Optional[int] = ..., tokens_per_minute: _Optional[int] = ..., running: _Optional[int] = ..., hold: _Optional[_Union[_types_pb2.ProviderHold, _Mapping]] = ..., throttled: _Optional[int] = ...) -> None: ...
 
 class RegisterNodeRequest(_message.Message):
     __slots__ = ["node"]
@@ -239,7 +259,7 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ["answered_by", "applied_index", "commit_index", "epoch", "leader", "nodes", "partitions", "state_size", "term", "workers"]
+    __slots__ = ["answered_by", "applied_index", "commit_index", "epoch", "leader", "nodes", "partitions", "providers", "state_size", "term", "workers"]
     ANSWERED_BY_FIELD_NUMBER: _ClassVar[int]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -247,6 +267,7 @@ class StatusResponse(_message.Message):
     LEADER_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     STATE_SIZE_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
@@ -257,10 +278,11 @@ class StatusResponse(_message.Message):
     leader: str
     nodes: _containers.RepeatedCompositeFieldContainer[NodeStatus]
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionStatus]
+    providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
     state_size: StateSize
     term: int
     workers: _containers.RepeatedCompositeFieldContainer[WorkerHealth]
-    def __init__(self, leader: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeStatus, _Mapping]]] = ..., answered_by: _Optional[str] = ..., epoch: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., state_size: _Optional[_Union[StateSize, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionStatus, _Mapping]]] = ...) -> None: ...
+    def __init__(self, leader: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeStatus, _Mapping]]] = ..., answered_by: _Optional[str] = ..., epoch: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[WorkerHealth, _Mapping]]] = ..., state_size: _Optional[_Union[StateSize, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionStatus, _Mapping]]] = ..., providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ...) -> None: ...
 
 class TableSize(_message.Message):
     __slots__ = ["bytes", "rows", "table"]

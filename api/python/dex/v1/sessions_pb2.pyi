@@ -49,24 +49,30 @@ class CloseSessionResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ["agent", "budget", "compaction_threshold", "idempotency_key", "message", "parent_id", "retention_ms", "session_id"]
+    __slots__ = ["agent", "budget", "compaction_threshold", "fairness_key", "fairness_weight", "idempotency_key", "message", "parent_id", "priority", "retention_ms", "session_id"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_KEY_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     agent: str
     budget: _types_pb2.Budget
     compaction_threshold: int
+    fairness_key: str
+    fairness_weight: int
     idempotency_key: str
     message: str
     parent_id: str
+    priority: int
     retention_ms: int
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., budget: _Optional[_Union[_types_pb2.Budget, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., budget: _Optional[_Union[_types_pb2.Budget, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ["session"]

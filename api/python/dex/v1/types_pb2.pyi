@@ -131,12 +131,14 @@ class Attempt(_message.Message):
     def __init__(self, n: _Optional[int] = ..., worker_id: _Optional[str] = ..., epoch: _Optional[int] = ..., token: _Optional[str] = ..., status: _Optional[_Union[AttemptStatus, str]] = ..., progress: _Optional[_Union[AttemptProgress, str]] = ..., started_at_ms: _Optional[int] = ..., claimed_at_ms: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., error_type: _Optional[_Union[ErrorType, str]] = ..., error: _Optional[str] = ..., last_seq: _Optional[int] = ..., last_call: _Optional[str] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
 
 class AttemptFailure(_message.Message):
-    __slots__ = ["error", "error_type"]
+    __slots__ = ["error", "error_type", "retry_after_ms"]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     error: str
     error_type: ErrorType
-    def __init__(self, error_type: _Optional[_Union[ErrorType, str]] = ..., error: _Optional[str] = ...) -> None: ...
+    retry_after_ms: int
+    def __init__(self, error_type: _Optional[_Union[ErrorType, str]] = ..., error: _Optional[str] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class AttemptRef(_message.Message):
     __slots__ = ["attempt", "seq", "step_id", "token"]
@@ -382,8 +384,20 @@ class PollResult(_message.Message):
     result: ToolResult
     def __init__(self, done: bool = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ...) -> None: ...
 
+class ProviderHold(_message.Message):
+    __slots__ = ["provider", "set_at_ms", "step_id", "until_ms"]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    SET_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_MS_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    set_at_ms: int
+    step_id: str
+    until_ms: int
+    def __init__(self, provider: _Optional[str] = ..., until_ms: _Optional[int] = ..., step_id: _Optional[str] = ..., set_at_ms: _Optional[int] = ...) -> None: ...
+
 class Session(_message.Message):
-    __slots__ = ["agent", "budget", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "tree_usage", "turn", "turns_completed", "turns_failed", "updated_at_ms", "usage"]
+    __slots__ = ["agent", "budget", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "fairness_key", "fairness_weight", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "priority", "provider", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "tree_usage", "turn", "turns_completed", "turns_failed", "updated_at_ms", "usage"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -394,6 +408,8 @@ class Session(_message.Message):
     DELETE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     EPISODE_RESUMES_FIELD_NUMBER: _ClassVar[int]
     ERROR_EPISODE_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_KEY_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     FOLDED_STEPS_FIELD_NUMBER: _ClassVar[int]
     FOLDED_THROUGH_TURN_FIELD_NUMBER: _ClassVar[int]
     HISTORY_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -413,6 +429,8 @@ class Session(_message.Message):
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     PAUSE_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PAUSE_REASON_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
     REJECTED_TURNS_FIELD_NUMBER: _ClassVar[int]
     RESUME_AT_MS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
@@ -435,6 +453,8 @@ class Session(_message.Message):
     delete_at_ms: int
     episode_resumes: int
     error_episode: bool
+    fairness_key: str
+    fairness_weight: int
     folded_steps: int
     folded_through_turn: int
     history: _containers.RepeatedCompositeFieldContainer[HistoryEntry]
@@ -454,6 +474,8 @@ class Session(_message.Message):
     parent_id: str
     pause_message: str
     pause_reason: PauseReason
+    priority: int
+    provider: str
     rejected_turns: int
     resume_at_ms: int
     retention_ms: int
@@ -466,7 +488,7 @@ class Session(_message.Message):
     turns_failed: int
     updated_at_ms: int
     usage: UsageTotals
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., tree_usage: _Optional[_Union[UsageTotals, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., tree_usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ..., provider: _Optional[str] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "usage", "waiting_reason"]

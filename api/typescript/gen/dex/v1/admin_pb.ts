@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AclToken, NodeInfo, TokenRole, WorkerInfo } from "./types_pb.js";
+import type { AclToken, NodeInfo, ProviderHold, TokenRole, WorkerInfo } from "./types_pb.js";
 import { file_dex_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/admin.proto.
  */
 export const file_dex_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IsUBCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBBINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkinQIKDlN0YXR1c1Jlc3BvbnNlEg4KBmxlYWRlchgBIAEoCRIMCgR0ZXJtGAIgASgEEhQKDGNvbW1pdF9pbmRleBgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEiEKBW5vZGVzGAUgAygLMhIuZGV4LnYxLk5vZGVTdGF0dXMSEwoLYW5zd2VyZWRfYnkYBiABKAkSDQoFZXBvY2gYByABKAQSJQoHd29ya2VycxgIIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSJQoKc3RhdGVfc2l6ZRgJIAEoCzIRLmRleC52MS5TdGF0ZVNpemUSKwoKcGFydGl0aW9ucxgKIAMoCzIXLmRleC52MS5QYXJ0aXRpb25TdGF0dXMixgEKD1BhcnRpdGlvblN0YXR1cxIKCgJpZBgBIAEoDRIOCgZsZWFkZXIYAiABKAkSGwoTbGVhZGVyX2dycGNfYWRkcmVzcxgDIAEoCRIMCgR0ZXJtGAQgASgEEhQKDGNvbW1pdF9pbmRleBgFIAEoBBIVCg1hcHBsaWVkX2luZGV4GAYgASgEEg0KBWVwb2NoGAcgASgEEg0KBXN0YXRlGAggASgJEg4KBnZvdGVycxgJIAMoCRIRCglub252b3RlcnMYCiADKAkiEgoQTm9kZVN0YXRlUmVxdWVzdCLcAQoRTm9kZVN0YXRlUmVzcG9uc2USCgoCaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdGVybRgDIAEoBBIUCgxjb21taXRfaW5kZXgYBCABKAQSFQoNYXBwbGllZF9pbmRleBgFIAEoBBIRCglsZWFkZXJfaWQYBiABKAkSJQoHd29ya2VycxgHIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSEgoKY2x1c3Rlcl9pZBgIIAEoCRINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkiQQoLSm9pblJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbxISCgpjbHVzdGVyX2lkGAIgASgJIiIKDEpvaW5SZXNwb25zZRISCgpjbHVzdGVyX2lkGAEgASgJIjUKE1JlZ2lzdGVyTm9kZVJlcXVlc3QSHgoEbm9kZRgBIAEoCzIQLmRleC52MS5Ob2RlSW5mbyIWChRSZWdpc3Rlck5vZGVSZXNwb25zZSIzChFSZW1vdmVOb2RlUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEg0KBWZvcmNlGAIgASgIIhQKElJlbW92ZU5vZGVSZXNwb25zZSIsChlUcmFuc2ZlckxlYWRlcnNoaXBSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiMAoaVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USEgoKbmV3X2xlYWRlchgBIAEoCSJsCgxXb3JrZXJIZWFsdGgSEQoJd29ya2VyX2lkGAEgASgJEhEKCXVuaGVhbHRoeRgCIAEoCBIaChJ1bmNsYWltZWRfaW5fYV9yb3cYAyABKA0SGgoSdW5jbGFpbWVkX2V4cGlyaWVzGAQgASgEIhUKE1NhdmVTbmFwc2hvdFJlcXVlc3QiHQoNU25hcHNob3RDaHVuaxIMCgRkYXRhGAEgASgMIl0KFlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QSDAoEZGF0YRgBIAEoDBIYChByZXBsYWNlX3Nlc3Npb25zGAIgASgIEhsKE2FsbG93X290aGVyX2NsdXN0ZXIYAyABKAgigAEKF1Jlc3RvcmVTbmFwc2hvdFJlc3BvbnNlEhQKDGJhY2t1cF9pbmRleBgBIAEoBBITCgtiYWNrdXBfdGVybRgCIAEoBBIZChFiYWNrdXBfY2x1c3Rlcl9pZBgDIAEoCRIQCghzZXNzaW9ucxgEIAEoBBINCgVlcG9jaBgFIAEoBCJWChJDcmVhdGVUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIfCgRyb2xlGAIgASgOMhEuZGV4LnYxLlRva2VuUm9sZRIRCgl3b3JrZXJfaWQYAyABKAkiRgoTQ3JlYXRlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmRleC52MS5BY2xUb2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmRleC52MS5BY2xUb2tlbiImChJSZXZva2VUb2tlblJlcXVlc3QSEAoIdG9rZW5faWQYASABKAkiFQoTUmV2b2tlVG9rZW5SZXNwb25zZSIVChNCb290c3RyYXBBQ0xSZXF1ZXN0IkcKFEJvb3RzdHJhcEFDTFJlc3BvbnNlEh8KBXRva2VuGAEgASgLMhAuZGV4LnYxLkFjbFRva2VuEg4KBnNlY3JldBgCIAEoCSIUChJMaXN0V29ya2Vyc1JlcXVlc3QihQEKDFdvcmtlclN0YXR1cxIiCgZ3b3JrZXIYASABKAsyEi5kZXgudjEuV29ya2VySW5mbxIXCg9sYXN0X2NvbnRhY3RfbXMYAiABKAMSEgoKb3Blbl9wb2xscxgDIAEoDRIkCgZoZWFsdGgYBCABKAsyFC5kZXgudjEuV29ya2VySGVhbHRoIlwKCVRvb2xRdWV1ZRIMCgR0b29sGAEgASgJEg4KBnF1ZXVlZBgCIAEoBBIPCgdydW5uaW5nGAMgASgEEg8KB3dhaXRpbmcYBCABKAQSDwoHd29ya2VycxgFIAMoCSKDAQoTTGlzdFdvcmtlcnNSZXNwb25zZRIlCgd3b3JrZXJzGAEgAygLMhQuZGV4LnYxLldvcmtlclN0YXR1cxIgCgV0b29scxgCIAMoCzIRLmRleC52MS5Ub29sUXVldWUSEwoLYW5zd2VyZWRfYnkYAyABKAkSDgoGbGVhZGVyGAQgASgIIqgBCglTdGF0ZVNpemUSIQoGdGFibGVzGAEgAygLMhEuZGV4LnYxLlRhYmxlU2l6ZRISCgp0b3RhbF9yb3dzGAIgASgEEhMKC3RvdGFsX2J5dGVzGAMgASgEEhUKDWFwcGxpZWRfaW5kZXgYBCABKAQSGwoTbGFzdF9zbmFwc2hvdF9ieXRlcxgFIAEoBBIbChNsYXN0X3NuYXBzaG90X2luZGV4GAYgASgEIjcKCVRhYmxlU2l6ZRINCgV0YWJsZRgBIAEoCRIMCgRyb3dzGAIgASgEEg0KBWJ5dGVzGAMgASgEMq0HCgxBZG1pblNlcnZpY2USNwoGU3RhdHVzEhUuZGV4LnYxLlN0YXR1c1JlcXVlc3QaFi5kZXgudjEuU3RhdHVzUmVzcG9uc2USQAoJTm9kZVN0YXRlEhguZGV4LnYxLk5vZGVTdGF0ZVJlcXVlc3QaGS5kZXgudjEuTm9kZVN0YXRlUmVzcG9uc2USMQoESm9pbhITLmRleC52MS5Kb2luUmVxdWVzdBoULmRleC52MS5Kb2luUmVzcG9uc2USSQoMUmVnaXN0ZXJOb2RlEhsuZGV4LnYxLlJlZ2lzdGVyTm9kZVJlcXVlc3QaHC5kZXgudjEuUmVnaXN0ZXJOb2RlUmVzcG9uc2USQwoKUmVtb3ZlTm9kZRIZLmRleC52MS5SZW1vdmVOb2RlUmVxdWVzdBoaLmRleC52MS5SZW1vdmVOb2RlUmVzcG9uc2USWwoSVHJhbnNmZXJMZWFkZXJzaGlwEiEuZGV4LnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QaIi5kZXgudjEuVHJhbnNmZXJMZWFkZXJzaGlwUmVzcG9uc2USRAoMU2F2ZVNuYXBzaG90EhsuZGV4LnYxLlNhdmVTbmFwc2hvdFJlcXVlc3QaFS5kZXgudjEuU25hcHNob3RDaHVuazABElQKD1Jlc3RvcmVTbmFwc2hvdBIeLmRleC52MS5SZXN0b3JlU25hcHNob3RSZXF1ZXN0Gh8uZGV4LnYxLlJlc3RvcmVTbmFwc2hvdFJlc3BvbnNlKAESRgoLQ3JlYXRlVG9rZW4SGi5kZXgudjEuQ3JlYXRlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLkNyZWF0ZVRva2VuUmVzcG9uc2USQwoKTGlzdFRva2VucxIZLmRleC52MS5MaXN0VG9rZW5zUmVxdWVzdBoaLmRleC52MS5MaXN0VG9rZW5zUmVzcG9uc2USRgoLUmV2b2tlVG9rZW4SGi5kZXgudjEuUmV2b2tlVG9rZW5SZXF1ZXN0GhsuZGV4LnYxLlJldm9rZVRva2VuUmVzcG9uc2USSQoMQm9vdHN0cmFwQUNMEhsuZGV4LnYxLkJvb3RzdHJhcEFDTFJlcXVlc3QaHC5kZXgudjEuQm9vdHN0cmFwQUNMUmVzcG9uc2USRgoLTGlzdFdvcmtlcnMSGi5kZXgudjEuTGlzdFdvcmtlcnNSZXF1ZXN0GhsuZGV4LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
+  fileDesc("ChJkZXgvdjEvYWRtaW4ucHJvdG8SBmRleC52MSIPCg1TdGF0dXNSZXF1ZXN0IsUBCgpOb2RlU3RhdHVzEgoKAmlkGAEgASgJEhQKDHJhZnRfYWRkcmVzcxgCIAEoCRIUCgxncnBjX2FkZHJlc3MYAyABKAkSEAoIc3VmZnJhZ2UYBCABKAkSDQoFc3RhdGUYBSABKAkSDAoEdGVybRgGIAEoBBIUCgxjb21taXRfaW5kZXgYByABKAQSFQoNYXBwbGllZF9pbmRleBgIIAEoBBINCgVyZWFkeRgJIAEoCBIUCgxyZWFkeV9yZWFzb24YCiABKAkiyAIKDlN0YXR1c1Jlc3BvbnNlEg4KBmxlYWRlchgBIAEoCRIMCgR0ZXJtGAIgASgEEhQKDGNvbW1pdF9pbmRleBgDIAEoBBIVCg1hcHBsaWVkX2luZGV4GAQgASgEEiEKBW5vZGVzGAUgAygLMhIuZGV4LnYxLk5vZGVTdGF0dXMSEwoLYW5zd2VyZWRfYnkYBiABKAkSDQoFZXBvY2gYByABKAQSJQoHd29ya2VycxgIIAMoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgSJQoKc3RhdGVfc2l6ZRgJIAEoCzIRLmRleC52MS5TdGF0ZVNpemUSKwoKcGFydGl0aW9ucxgKIAMoCzIXLmRleC52MS5QYXJ0aXRpb25TdGF0dXMSKQoJcHJvdmlkZXJzGAsgAygLMhYuZGV4LnYxLlByb3ZpZGVyU3RhdHVzIrcBCg5Qcm92aWRlclN0YXR1cxIQCghwcm92aWRlchgBIAEoCRIWCg5tYXhfY29uY3VycmVudBgCIAEoDRIYChBjYWxsc19wZXJfbWludXRlGAMgASgNEhkKEXRva2Vuc19wZXJfbWludXRlGAQgASgEEg8KB3J1bm5pbmcYBSABKA0SIgoEaG9sZBgGIAEoCzIULmRleC52MS5Qcm92aWRlckhvbGQSEQoJdGhyb3R0bGVkGAcgASgNIsYBCg9QYXJ0aXRpb25TdGF0dXMSCgoCaWQYASABKA0SDgoGbGVhZGVyGAIgASgJEhsKE2xlYWRlcl9ncnBjX2FkZHJlc3MYAyABKAkSDAoEdGVybRgEIAEoBBIUCgxjb21taXRfaW5kZXgYBSABKAQSFQoNYXBwbGllZF9pbmRleBgGIAEoBBINCgVlcG9jaBgHIAEoBBINCgVzdGF0ZRgIIAEoCRIOCgZ2b3RlcnMYCSADKAkSEQoJbm9udm90ZXJzGAogAygJIhIKEE5vZGVTdGF0ZVJlcXVlc3QihwIKEU5vZGVTdGF0ZVJlc3BvbnNlEgoKAmlkGAEgASgJEg0KBXN0YXRlGAIgASgJEgwKBHRlcm0YAyABKAQSFAoMY29tbWl0X2luZGV4GAQgASgEEhUKDWFwcGxpZWRfaW5kZXgYBSABKAQSEQoJbGVhZGVyX2lkGAYgASgJEiUKB3dvcmtlcnMYByADKAsyFC5kZXgudjEuV29ya2VySGVhbHRoEhIKCmNsdXN0ZXJfaWQYCCABKAkSDQoFcmVhZHkYCSABKAgSFAoMcmVhZHlfcmVhc29uGAogASgJEikKCXByb3ZpZGVycxgLIAMoCzIWLmRleC52MS5Qcm92aWRlclN0YXR1cyJBCgtKb2luUmVxdWVzdBIeCgRub2RlGAEgASgLMhAuZGV4LnYxLk5vZGVJbmZvEhIKCmNsdXN0ZXJfaWQYAiABKAkiIgoMSm9pblJlc3BvbnNlEhIKCmNsdXN0ZXJfaWQYASABKAkiNQoTUmVnaXN0ZXJOb2RlUmVxdWVzdBIeCgRub2RlGAEgASgLMhAuZGV4LnYxLk5vZGVJbmZvIhYKFFJlZ2lzdGVyTm9kZVJlc3BvbnNlIjMKEVJlbW92ZU5vZGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDQoFZm9yY2UYAiABKAgiFAoSUmVtb3ZlTm9kZVJlc3BvbnNlIiwKGVRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCSIwChpUcmFuc2ZlckxlYWRlcnNoaXBSZXNwb25zZRISCgpuZXdfbGVhZGVyGAEgASgJImwKDFdvcmtlckhlYWx0aBIRCgl3b3JrZXJfaWQYASABKAkSEQoJdW5oZWFsdGh5GAIgASgIEhoKEnVuY2xhaW1lZF9pbl9hX3JvdxgDIAEoDRIaChJ1bmNsYWltZWRfZXhwaXJpZXMYBCABKAQiFQoTU2F2ZVNuYXBzaG90UmVxdWVzdCIdCg1TbmFwc2hvdENodW5rEgwKBGRhdGEYASABKAwiXQoWUmVzdG9yZVNuYXBzaG90UmVxdWVzdBIMCgRkYXRhGAEgASgMEhgKEHJlcGxhY2Vfc2Vzc2lvbnMYAiABKAgSGwoTYWxsb3dfb3RoZXJfY2x1c3RlchgDIAEoCCKAAQoXUmVzdG9yZVNuYXBzaG90UmVzcG9uc2USFAoMYmFja3VwX2luZGV4GAEgASgEEhMKC2JhY2t1cF90ZXJtGAIgASgEEhkKEWJhY2t1cF9jbHVzdGVyX2lkGAMgASgJEhAKCHNlc3Npb25zGAQgASgEEg0KBWVwb2NoGAUgASgEIlYKEkNyZWF0ZVRva2VuUmVxdWVzdBIMCgRuYW1lGAEgASgJEh8KBHJvbGUYAiABKA4yES5kZXgudjEuVG9rZW5Sb2xlEhEKCXdvcmtlcl9pZBgDIAEoCSJGChNDcmVhdGVUb2tlblJlc3BvbnNlEh8KBXRva2VuGAEgASgLMhAuZGV4LnYxLkFjbFRva2VuEg4KBnNlY3JldBgCIAEoCSITChFMaXN0VG9rZW5zUmVxdWVzdCI2ChJMaXN0VG9rZW5zUmVzcG9uc2USIAoGdG9rZW5zGAEgAygLMhAuZGV4LnYxLkFjbFRva2VuIiYKElJldm9rZVRva2VuUmVxdWVzdBIQCgh0b2tlbl9pZBgBIAEoCSIVChNSZXZva2VUb2tlblJlc3BvbnNlIhUKE0Jvb3RzdHJhcEFDTFJlcXVlc3QiRwoUQm9vdHN0cmFwQUNMUmVzcG9uc2USHwoFdG9rZW4YASABKAsyEC5kZXgudjEuQWNsVG9rZW4SDgoGc2VjcmV0GAIgASgJIhQKEkxpc3RXb3JrZXJzUmVxdWVzdCKFAQoMV29ya2VyU3RhdHVzEiIKBndvcmtlchgBIAEoCzISLmRleC52MS5Xb3JrZXJJbmZvEhcKD2xhc3RfY29udGFjdF9tcxgCIAEoAxISCgpvcGVuX3BvbGxzGAMgASgNEiQKBmhlYWx0aBgEIAEoCzIULmRleC52MS5Xb3JrZXJIZWFsdGgiXAoJVG9vbFF1ZXVlEgwKBHRvb2wYASABKAkSDgoGcXVldWVkGAIgASgEEg8KB3J1bm5pbmcYAyABKAQSDwoHd2FpdGluZxgEIAEoBBIPCgd3b3JrZXJzGAUgAygJIoMBChNMaXN0V29ya2Vyc1Jlc3BvbnNlEiUKB3dvcmtlcnMYASADKAsyFC5kZXgudjEuV29ya2VyU3RhdHVzEiAKBXRvb2xzGAIgAygLMhEuZGV4LnYxLlRvb2xRdWV1ZRITCgthbnN3ZXJlZF9ieRgDIAEoCRIOCgZsZWFkZXIYBCABKAgiqAEKCVN0YXRlU2l6ZRIhCgZ0YWJsZXMYASADKAsyES5kZXgudjEuVGFibGVTaXplEhIKCnRvdGFsX3Jvd3MYAiABKAQSEwoLdG90YWxfYnl0ZXMYAyABKAQSFQoNYXBwbGllZF9pbmRleBgEIAEoBBIbChNsYXN0X3NuYXBzaG90X2J5dGVzGAUgASgEEhsKE2xhc3Rfc25hcHNob3RfaW5kZXgYBiABKAQiNwoJVGFibGVTaXplEg0KBXRhYmxlGAEgASgJEgwKBHJvd3MYAiABKAQSDQoFYnl0ZXMYAyABKAQyrQcKDEFkbWluU2VydmljZRI3CgZTdGF0dXMSFS5kZXgudjEuU3RhdHVzUmVxdWVzdBoWLmRleC52MS5TdGF0dXNSZXNwb25zZRJACglOb2RlU3RhdGUSGC5kZXgudjEuTm9kZVN0YXRlUmVxdWVzdBoZLmRleC52MS5Ob2RlU3RhdGVSZXNwb25zZRIxCgRKb2luEhMuZGV4LnYxLkpvaW5SZXF1ZXN0GhQuZGV4LnYxLkpvaW5SZXNwb25zZRJJCgxSZWdpc3Rlck5vZGUSGy5kZXgudjEuUmVnaXN0ZXJOb2RlUmVxdWVzdBocLmRleC52MS5SZWdpc3Rlck5vZGVSZXNwb25zZRJDCgpSZW1vdmVOb2RlEhkuZGV4LnYxLlJlbW92ZU5vZGVSZXF1ZXN0GhouZGV4LnYxLlJlbW92ZU5vZGVSZXNwb25zZRJbChJUcmFuc2ZlckxlYWRlcnNoaXASIS5kZXgudjEuVHJhbnNmZXJMZWFkZXJzaGlwUmVxdWVzdBoiLmRleC52MS5UcmFuc2ZlckxlYWRlcnNoaXBSZXNwb25zZRJECgxTYXZlU25hcHNob3QSGy5kZXgudjEuU2F2ZVNuYXBzaG90UmVxdWVzdBoVLmRleC52MS5TbmFwc2hvdENodW5rMAESVAoPUmVzdG9yZVNuYXBzaG90Eh4uZGV4LnYxLlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QaHy5kZXgudjEuUmVzdG9yZVNuYXBzaG90UmVzcG9uc2UoARJGCgtDcmVhdGVUb2tlbhIaLmRleC52MS5DcmVhdGVUb2tlblJlcXVlc3QaGy5kZXgudjEuQ3JlYXRlVG9rZW5SZXNwb25zZRJDCgpMaXN0VG9rZW5zEhkuZGV4LnYxLkxpc3RUb2tlbnNSZXF1ZXN0GhouZGV4LnYxLkxpc3RUb2tlbnNSZXNwb25zZRJGCgtSZXZva2VUb2tlbhIaLmRleC52MS5SZXZva2VUb2tlblJlcXVlc3QaGy5kZXgudjEuUmV2b2tlVG9rZW5SZXNwb25zZRJJCgxCb290c3RyYXBBQ0wSGy5kZXgudjEuQm9vdHN0cmFwQUNMUmVxdWVzdBocLmRleC52MS5Cb290c3RyYXBBQ0xSZXNwb25zZRJGCgtMaXN0V29ya2VycxIaLmRleC52MS5MaXN0V29ya2Vyc1JlcXVlc3QaGy5kZXgudjEuTGlzdFdvcmtlcnNSZXNwb25zZUImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.StatusRequest
@@ -161,6 +161,14 @@ export type StatusResponse = Message<"dex.v1.StatusResponse"> & {
    * @generated from field: repeated dex.v1.PartitionStatus partitions = 10;
    */
   partitions: PartitionStatus[];
+
+  /**
+   * Each provider with a limit, a hold or a running call, from partition
+   * 0's leader (docs/flow-control.md).
+   *
+   * @generated from field: repeated dex.v1.ProviderStatus providers = 11;
+   */
+  providers: ProviderStatus[];
 };
 
 /**
@@ -169,6 +177,63 @@ export type StatusResponse = Message<"dex.v1.StatusResponse"> & {
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
   messageDesc(file_dex_v1_admin, 2);
+
+/**
+ * A provider's limits and what its leader's broker counts against them.
+ *
+ * @generated from message dex.v1.ProviderStatus
+ */
+export type ProviderStatus = Message<"dex.v1.ProviderStatus"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The limits (0: none): running calls, calls and tokens per minute.
+   *
+   * @generated from field: uint32 max_concurrent = 2;
+   */
+  maxConcurrent: number;
+
+  /**
+   * @generated from field: uint32 calls_per_minute = 3;
+   */
+  callsPerMinute: number;
+
+  /**
+   * @generated from field: uint64 tokens_per_minute = 4;
+   */
+  tokensPerMinute: bigint;
+
+  /**
+   * Model Steps of the provider running now (claimed or dispatched).
+   *
+   * @generated from field: uint32 running = 5;
+   */
+  running: number;
+
+  /**
+   * The provider's hold, when one is in force.
+   *
+   * @generated from field: dex.v1.ProviderHold hold = 6;
+   */
+  hold?: ProviderHold | undefined;
+
+  /**
+   * Model Steps of the provider waiting for a limit or a hold.
+   *
+   * @generated from field: uint32 throttled = 7;
+   */
+  throttled: number;
+};
+
+/**
+ * Describes the message dex.v1.ProviderStatus.
+ * Use `create(ProviderStatusSchema)` to create a new message.
+ */
+export const ProviderStatusSchema: GenMessage<ProviderStatus> = /*@__PURE__*/
+  messageDesc(file_dex_v1_admin, 3);
 
 /**
  * @generated from message dex.v1.PartitionStatus
@@ -239,7 +304,7 @@ export type PartitionStatus = Message<"dex.v1.PartitionStatus"> & {
  * Use `create(PartitionStatusSchema)` to create a new message.
  */
 export const PartitionStatusSchema: GenMessage<PartitionStatus> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 3);
+  messageDesc(file_dex_v1_admin, 4);
 
 /**
  * @generated from message dex.v1.NodeStateRequest
@@ -252,7 +317,7 @@ export type NodeStateRequest = Message<"dex.v1.NodeStateRequest"> & {
  * Use `create(NodeStateRequestSchema)` to create a new message.
  */
 export const NodeStateRequestSchema: GenMessage<NodeStateRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 4);
+  messageDesc(file_dex_v1_admin, 5);
 
 /**
  * @generated from message dex.v1.NodeStateResponse
@@ -309,6 +374,13 @@ export type NodeStateResponse = Message<"dex.v1.NodeStateResponse"> & {
    * @generated from field: string ready_reason = 10;
    */
   readyReason: string;
+
+  /**
+   * Only from the leader: its broker's providers.
+   *
+   * @generated from field: repeated dex.v1.ProviderStatus providers = 11;
+   */
+  providers: ProviderStatus[];
 };
 
 /**
@@ -316,7 +388,7 @@ export type NodeStateResponse = Message<"dex.v1.NodeStateResponse"> & {
  * Use `create(NodeStateResponseSchema)` to create a new message.
  */
 export const NodeStateResponseSchema: GenMessage<NodeStateResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 5);
+  messageDesc(file_dex_v1_admin, 6);
 
 /**
  * @generated from message dex.v1.JoinRequest
@@ -341,7 +413,7 @@ export type JoinRequest = Message<"dex.v1.JoinRequest"> & {
  * Use `create(JoinRequestSchema)` to create a new message.
  */
 export const JoinRequestSchema: GenMessage<JoinRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 6);
+  messageDesc(file_dex_v1_admin, 7);
 
 /**
  * @generated from message dex.v1.JoinResponse
@@ -360,7 +432,7 @@ export type JoinResponse = Message<"dex.v1.JoinResponse"> & {
  * Use `create(JoinResponseSchema)` to create a new message.
  */
 export const JoinResponseSchema: GenMessage<JoinResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 7);
+  messageDesc(file_dex_v1_admin, 8);
 
 /**
  * @generated from message dex.v1.RegisterNodeRequest
@@ -377,7 +449,7 @@ export type RegisterNodeRequest = Message<"dex.v1.RegisterNodeRequest"> & {
  * Use `create(RegisterNodeRequestSchema)` to create a new message.
  */
 export const RegisterNodeRequestSchema: GenMessage<RegisterNodeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 8);
+  messageDesc(file_dex_v1_admin, 9);
 
 /**
  * @generated from message dex.v1.RegisterNodeResponse
@@ -390,7 +462,7 @@ export type RegisterNodeResponse = Message<"dex.v1.RegisterNodeResponse"> & {
  * Use `create(RegisterNodeResponseSchema)` to create a new message.
  */
 export const RegisterNodeResponseSchema: GenMessage<RegisterNodeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 9);
+  messageDesc(file_dex_v1_admin, 10);
 
 /**
  * @generated from message dex.v1.RemoveNodeRequest
@@ -414,7 +486,7 @@ export type RemoveNodeRequest = Message<"dex.v1.RemoveNodeRequest"> & {
  * Use `create(RemoveNodeRequestSchema)` to create a new message.
  */
 export const RemoveNodeRequestSchema: GenMessage<RemoveNodeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 10);
+  messageDesc(file_dex_v1_admin, 11);
 
 /**
  * @generated from message dex.v1.RemoveNodeResponse
@@ -427,7 +499,7 @@ export type RemoveNodeResponse = Message<"dex.v1.RemoveNodeResponse"> & {
  * Use `create(RemoveNodeResponseSchema)` to create a new message.
  */
 export const RemoveNodeResponseSchema: GenMessage<RemoveNodeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 11);
+  messageDesc(file_dex_v1_admin, 12);
 
 /**
  * @generated from message dex.v1.TransferLeadershipRequest
@@ -446,7 +518,7 @@ export type TransferLeadershipRequest = Message<"dex.v1.TransferLeadershipReques
  * Use `create(TransferLeadershipRequestSchema)` to create a new message.
  */
 export const TransferLeadershipRequestSchema: GenMessage<TransferLeadershipRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 12);
+  messageDesc(file_dex_v1_admin, 13);
 
 /**
  * @generated from message dex.v1.TransferLeadershipResponse
@@ -463,7 +535,7 @@ export type TransferLeadershipResponse = Message<"dex.v1.TransferLeadershipRespo
  * Use `create(TransferLeadershipResponseSchema)` to create a new message.
  */
 export const TransferLeadershipResponseSchema: GenMessage<TransferLeadershipResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 13);
+  messageDesc(file_dex_v1_admin, 14);
 
 /**
  * WorkerHealth is the leader's bookkeeping of a Worker that takes tasks and
@@ -507,7 +579,7 @@ export type WorkerHealth = Message<"dex.v1.WorkerHealth"> & {
  * Use `create(WorkerHealthSchema)` to create a new message.
  */
 export const WorkerHealthSchema: GenMessage<WorkerHealth> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 14);
+  messageDesc(file_dex_v1_admin, 15);
 
 /**
  * @generated from message dex.v1.SaveSnapshotRequest
@@ -520,7 +592,7 @@ export type SaveSnapshotRequest = Message<"dex.v1.SaveSnapshotRequest"> & {
  * Use `create(SaveSnapshotRequestSchema)` to create a new message.
  */
 export const SaveSnapshotRequestSchema: GenMessage<SaveSnapshotRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 15);
+  messageDesc(file_dex_v1_admin, 16);
 
 /**
  * A piece of a backup file (the backup package's format: header, state
@@ -540,7 +612,7 @@ export type SnapshotChunk = Message<"dex.v1.SnapshotChunk"> & {
  * Use `create(SnapshotChunkSchema)` to create a new message.
  */
 export const SnapshotChunkSchema: GenMessage<SnapshotChunk> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 16);
+  messageDesc(file_dex_v1_admin, 17);
 
 /**
  * @generated from message dex.v1.RestoreSnapshotRequest
@@ -574,7 +646,7 @@ export type RestoreSnapshotRequest = Message<"dex.v1.RestoreSnapshotRequest"> & 
  * Use `create(RestoreSnapshotRequestSchema)` to create a new message.
  */
 export const RestoreSnapshotRequestSchema: GenMessage<RestoreSnapshotRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 17);
+  messageDesc(file_dex_v1_admin, 18);
 
 /**
  * @generated from message dex.v1.RestoreSnapshotResponse
@@ -619,7 +691,7 @@ export type RestoreSnapshotResponse = Message<"dex.v1.RestoreSnapshotResponse"> 
  * Use `create(RestoreSnapshotResponseSchema)` to create a new message.
  */
 export const RestoreSnapshotResponseSchema: GenMessage<RestoreSnapshotResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 18);
+  messageDesc(file_dex_v1_admin, 19);
 
 /**
  * @generated from message dex.v1.CreateTokenRequest
@@ -648,7 +720,7 @@ export type CreateTokenRequest = Message<"dex.v1.CreateTokenRequest"> & {
  * Use `create(CreateTokenRequestSchema)` to create a new message.
  */
 export const CreateTokenRequestSchema: GenMessage<CreateTokenRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 19);
+  messageDesc(file_dex_v1_admin, 20);
 
 /**
  * @generated from message dex.v1.CreateTokenResponse
@@ -672,7 +744,7 @@ export type CreateTokenResponse = Message<"dex.v1.CreateTokenResponse"> & {
  * Use `create(CreateTokenResponseSchema)` to create a new message.
  */
 export const CreateTokenResponseSchema: GenMessage<CreateTokenResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 20);
+  messageDesc(file_dex_v1_admin, 21);
 
 /**
  * @generated from message dex.v1.ListTokensRequest
@@ -685,7 +757,7 @@ export type ListTokensRequest = Message<"dex.v1.ListTokensRequest"> & {
  * Use `create(ListTokensRequestSchema)` to create a new message.
  */
 export const ListTokensRequestSchema: GenMessage<ListTokensRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 21);
+  messageDesc(file_dex_v1_admin, 22);
 
 /**
  * @generated from message dex.v1.ListTokensResponse
@@ -702,7 +774,7 @@ export type ListTokensResponse = Message<"dex.v1.ListTokensResponse"> & {
  * Use `create(ListTokensResponseSchema)` to create a new message.
  */
 export const ListTokensResponseSchema: GenMessage<ListTokensResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 22);
+  messageDesc(file_dex_v1_admin, 23);
 
 /**
  * @generated from message dex.v1.RevokeTokenRequest
@@ -719,7 +791,7 @@ export type RevokeTokenRequest = Message<"dex.v1.RevokeTokenRequest"> & {
  * Use `create(RevokeTokenRequestSchema)` to create a new message.
  */
 export const RevokeTokenRequestSchema: GenMessage<RevokeTokenRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 23);
+  messageDesc(file_dex_v1_admin, 24);
 
 /**
  * @generated from message dex.v1.RevokeTokenResponse
@@ -732,7 +804,7 @@ export type RevokeTokenResponse = Message<"dex.v1.RevokeTokenResponse"> & {
  * Use `create(RevokeTokenResponseSchema)` to create a new message.
  */
 export const RevokeTokenResponseSchema: GenMessage<RevokeTokenResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 24);
+  messageDesc(file_dex_v1_admin, 25);
 
 /**
  * @generated from message dex.v1.BootstrapACLRequest
@@ -745,7 +817,7 @@ export type BootstrapACLRequest = Message<"dex.v1.BootstrapACLRequest"> & {
  * Use `create(BootstrapACLRequestSchema)` to create a new message.
  */
 export const BootstrapACLRequestSchema: GenMessage<BootstrapACLRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 25);
+  messageDesc(file_dex_v1_admin, 26);
 
 /**
  * @generated from message dex.v1.BootstrapACLResponse
@@ -767,7 +839,7 @@ export type BootstrapACLResponse = Message<"dex.v1.BootstrapACLResponse"> & {
  * Use `create(BootstrapACLResponseSchema)` to create a new message.
  */
 export const BootstrapACLResponseSchema: GenMessage<BootstrapACLResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 26);
+  messageDesc(file_dex_v1_admin, 27);
 
 /**
  * @generated from message dex.v1.ListWorkersRequest
@@ -780,7 +852,7 @@ export type ListWorkersRequest = Message<"dex.v1.ListWorkersRequest"> & {
  * Use `create(ListWorkersRequestSchema)` to create a new message.
  */
 export const ListWorkersRequestSchema: GenMessage<ListWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 27);
+  messageDesc(file_dex_v1_admin, 28);
 
 /**
  * @generated from message dex.v1.WorkerStatus
@@ -818,7 +890,7 @@ export type WorkerStatus = Message<"dex.v1.WorkerStatus"> & {
  * Use `create(WorkerStatusSchema)` to create a new message.
  */
 export const WorkerStatusSchema: GenMessage<WorkerStatus> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 28);
+  messageDesc(file_dex_v1_admin, 29);
 
 /**
  * The Steps of one tool by status; tool is empty for model Steps (RunModel,
@@ -860,7 +932,7 @@ export type ToolQueue = Message<"dex.v1.ToolQueue"> & {
  * Use `create(ToolQueueSchema)` to create a new message.
  */
 export const ToolQueueSchema: GenMessage<ToolQueue> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 29);
+  messageDesc(file_dex_v1_admin, 30);
 
 /**
  * @generated from message dex.v1.ListWorkersResponse
@@ -895,7 +967,7 @@ export type ListWorkersResponse = Message<"dex.v1.ListWorkersResponse"> & {
  * Use `create(ListWorkersResponseSchema)` to create a new message.
  */
 export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 30);
+  messageDesc(file_dex_v1_admin, 31);
 
 /**
  * StateSize is what the replicated state holds, table by table: kept as
@@ -947,7 +1019,7 @@ export type StateSize = Message<"dex.v1.StateSize"> & {
  * Use `create(StateSizeSchema)` to create a new message.
  */
 export const StateSizeSchema: GenMessage<StateSize> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 31);
+  messageDesc(file_dex_v1_admin, 32);
 
 /**
  * TableSize is one table of the state: its rows (an event counts as one)
@@ -977,7 +1049,7 @@ export type TableSize = Message<"dex.v1.TableSize"> & {
  * Use `create(TableSizeSchema)` to create a new message.
  */
 export const TableSizeSchema: GenMessage<TableSize> = /*@__PURE__*/
-  messageDesc(file_dex_v1_admin, 32);
+  messageDesc(file_dex_v1_admin, 33);
 
 /**
  * AdminService is the operator's view of the cluster. Any node answers Status;
