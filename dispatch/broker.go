@@ -42,13 +42,17 @@ type Broker struct {
 	ready    map[string]*queuedStep // by Step id
 	lanesOf  map[string][]*lane     // a session's lanes, in every queue
 	inflight map[string]bool        // picked, StartAttempt being proposed
-	// served: a tick per session, taken when it was last handed a Step; the
-	// least recently served session goes first.
-	served  map[string]uint64
-	tick    uint64
-	delay   delayHeap
-	delayed map[dueKey]*delayItem
-	owed    map[dueKey]due
+	// order: sessions' served ticks and fairness keys' passes (fairness.go).
+	order *dispatchOrder
+	// providers: the providers with a limit or a hold (providers.go);
+	// runningOf: the model Steps counted against one; limited: some
+	// provider has a limit.
+	providers map[string]*providerState
+	runningOf map[string]*providerState
+	limited   bool
+	delay     delayHeap
+	delayed   map[dueKey]*delayItem
+	owed      map[dueKey]due
 	// health counts the Workers' unclaimed expiries; since and preferOther
 	// keep a Step from a Worker that should avoid it (prefer.go).
 	health      *healthBook
@@ -66,12 +70,14 @@ type Broker struct {
 	driven chan struct{}
 }
 
-// newBroker returns an empty broker; start loads it.
-func newBroker(src StateSource, epoch uint64, now func() time.Time, log *zap.Logger) *Broker {
+// newBroker returns an empty broker; start loads it. limits are the
+// providers' limits by name.
+func newBroker(src StateSource, epoch uint64, now func() time.Time, log *zap.Logger, limits map[string]ProviderLimit) *Broker {
 	b := &Broker{
 		src: src, epoch: epoch, now: now, log: log,
 		queues: map[queueKey]*readyQueue{}, agentsOf: map[string]map[string]struct{}{}, wild: map[string]map[*waiter]struct{}{}, ready: map[string]*queuedStep{}, lanesOf: map[string][]*lane{},
-		inflight: map[string]bool{}, served: map[string]uint64{},
+		inflight: map[string]bool{}, order: newDispatchOrder(),
+		providers: map[string]*providerState{}, runningOf: map[string]*providerState{},
 		delayed: map[dueKey]*delayItem{}, owed: map[dueKey]due{},
 		health: newHealthBook(), since: map[string]readySince{}, preferOther: DefaultPreferOtherWait,
 		kick: make(chan struct{}, 1), owedCh: make(chan struct{}, 1),
@@ -84,6 +90,12 @@ func newBroker(src StateSource, epoch uint64, now func() time.Time, log *zap.Log
 			return
 		}
 		log.Info("worker healthy again: it claimed a task", zap.String("worker", worker))
+	}
+	for name, l := range limits {
+		if l.any() {
+			b.addProvider(name, l)
+			b.limited = true
+		}
 	}
 	return b
 }
@@ -103,6 +115,9 @@ func (b *Broker) start() {
 func (b *Broker) loadLocked(st *fsm.State) {
 	now := b.now().UnixMilli()
 	n := 0
+	for _, h := range st.ProviderHolds() {
+		b.loadHoldLocked(st, h.Provider)
+	}
 	for _, s := range st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_QUEUED) {
 		b.health.observe(s.Id, s)
 		b.updateStepLocked(s.Id, s, now)
@@ -110,6 +125,7 @@ func (b *Broker) loadLocked(st *fsm.State) {
 	}
 	for _, s := range st.StepsWithStatus(fsmpb.StepStatus_STEP_STATUS_RUNNING) {
 		b.health.observe(s.Id, s)
+		b.trackRunning(s.Id, s, now)
 	}
 	for _, s := range st.WaitingTimers() {
 		b.updateStepLocked(s.Id, s, now)
@@ -164,6 +180,9 @@ func (b *Broker) Applied(a *fsm.Applied) {
 		b.reloadLocked(st)
 		return
 	}
+	for _, name := range a.Providers {
+		b.loadHoldLocked(st, name)
+	}
 	for _, id := range a.Steps {
 		s := st.Step(id)
 		b.health.observe(id, s)
@@ -195,6 +214,7 @@ func (b *Broker) updateStepLocked(id string, s *fsmpb.Step, now int64) {
 	if b.inflight[id] {
 		return
 	}
+	b.trackRunning(id, s, now)
 	if s == nil || s.Status != fsmpb.StepStatus_STEP_STATUS_QUEUED {
 		delete(b.since, id)
 	}
@@ -225,7 +245,7 @@ func (b *Broker) updateSessionLocked(id string, s *fsmpb.Session, now int64) {
 func (b *Broker) queue(k queueKey) *readyQueue {
 	q := b.queues[k]
 	if q == nil {
-		q = &readyQueue{key: k, lanes: laneHeap{served: b.served}, bySession: map[string]*lane{}, waiters: map[*waiter]struct{}{}}
+		q = &readyQueue{key: k, subs: map[string]*providerQueue{}, waiters: map[*waiter]struct{}{}}
 		b.queues[k] = q
 	}
 	return q
@@ -237,21 +257,13 @@ func (b *Broker) pushReady(s *fsmpb.Step, wake bool) {
 	b.markReady(s, b.now().UnixMilli())
 	k, _ := keyOf(s)
 	q := b.queue(k)
-	l := q.bySession[s.SessionId]
-	if l == nil {
-		l = &lane{q: q, session: s.SessionId}
-		q.bySession[s.SessionId] = l
-		b.lanesOf[s.SessionId] = append(b.lanesOf[s.SessionId], l)
-		qs := &queuedStep{st: s, lane: l}
-		heap.Push(&l.steps, qs)
-		heap.Push(&q.lanes, l)
-		b.ready[s.Id] = qs
-	} else {
-		qs := &queuedStep{st: s, lane: l}
-		heap.Push(&l.steps, qs)
-		heap.Fix(&q.lanes, l.idx) // its head may be older now
-		b.ready[s.Id] = qs
-	}
+	l := b.laneFor(q, s)
+	qs := &queuedStep{st: s, lane: l}
+	heap.Push(&l.steps, qs)
+	b.ready[s.Id] = qs
+	b.fixLane(l) // its head may be older now
+	l.g.sub.depth++
+	b.order.readied(l.g.key.fairness)
 	if q.depth++; q.depth == 1 && !k.model {
 		if b.agentsOf[k.tool] == nil {
 			b.agentsOf[k.tool] = map[string]struct{}{}
@@ -270,7 +282,81 @@ func (b *Broker) pushReady(s *fsmpb.Step, wake bool) {
 	}
 }
 
-// removeReadyLocked takes a Step out of its ready queue, if it is in one.
+// laneFor is the session's lane of s in q, made (with its provider queue
+// and group) if it has none; a new lane is empty and in no heap yet.
+func (b *Broker) laneFor(q *readyQueue, s *fsmpb.Step) *lane {
+	o := b.orderOf(s.SessionId, q.key.model)
+	provider := ""
+	if q.key.model {
+		provider = o.provider
+	}
+	sub := q.subs[provider]
+	if sub == nil {
+		sub = &providerQueue{q: q, provider: provider, groups: groupHeap{o: b.order}, byGroup: map[groupKey]*group{}}
+		q.subs[provider] = sub
+		if p := b.provider(provider); p != nil {
+			p.subs[sub] = struct{}{}
+		}
+	}
+	gk := groupKey{priority: o.priority, fairness: o.fairness}
+	g := sub.byGroup[gk]
+	if g == nil {
+		g = &group{sub: sub, key: gk, lanes: laneHeap{o: b.order}, bySession: map[string]*lane{}, idx: -1}
+		sub.byGroup[gk] = g
+		b.order.addGroup(g)
+	}
+	l := g.bySession[s.SessionId]
+	if l == nil {
+		l = &lane{g: g, session: s.SessionId, weight: o.weight, idx: -1}
+		g.bySession[s.SessionId] = l
+		b.lanesOf[s.SessionId] = append(b.lanesOf[s.SessionId], l)
+	}
+	return l
+}
+
+// laneOrder is what a session's lanes are ordered by, fixed when it was
+// created.
+type laneOrder struct {
+	priority uint32
+	fairness string
+	weight   uint32
+	provider string
+}
+
+// orderOf reads a session's order from one of its lanes, or from the state
+// when it has none. A model Step's provider is read from a model lane or
+// the state.
+func (b *Broker) orderOf(session string, model bool) laneOrder {
+	for _, l := range b.lanesOf[session] {
+		if !model || l.queue().key.model {
+			return laneOrder{priority: l.g.key.priority, fairness: l.g.key.fairness, weight: l.weight, provider: l.g.sub.provider}
+		}
+	}
+	s := b.src.State().Session(session)
+	if s == nil {
+		return laneOrder{priority: fsm.DefaultPriority, weight: 1}
+	}
+	return laneOrder{priority: fsm.Priority(s), fairness: s.FairnessKey, weight: fsm.FairnessWeight(s), provider: s.Provider}
+}
+
+// fixLane puts a lane whose head or served tick changed back in order: in
+// its group (pushed if it was out), and the group in its provider queue.
+func (b *Broker) fixLane(l *lane) {
+	g := l.g
+	if l.idx < 0 {
+		heap.Push(&g.lanes, l)
+	} else {
+		heap.Fix(&g.lanes, l.idx)
+	}
+	if g.idx < 0 {
+		heap.Push(&g.sub.groups, g)
+	} else {
+		heap.Fix(&g.sub.groups, g.idx)
+	}
+}
+
+// removeReadyLocked takes a Step out of its ready queue, if it is in one,
+// and drops the lane, group and provider queue it leaves empty.
 func (b *Broker) removeReadyLocked(id string) {
 	qs := b.ready[id]
 	if qs == nil {
@@ -278,21 +364,42 @@ func (b *Broker) removeReadyLocked(id string) {
 	}
 	delete(b.ready, id)
 	l := qs.lane
-	if l.q.depth--; l.q.depth == 0 && !l.q.key.model {
-		if ags := b.agentsOf[l.q.key.tool]; ags != nil {
-			delete(ags, l.q.key.agent)
+	g, sub, q := l.g, l.g.sub, l.g.sub.q
+	if q.depth--; q.depth == 0 && !q.key.model {
+		if ags := b.agentsOf[q.key.tool]; ags != nil {
+			delete(ags, q.key.agent)
 			if len(ags) == 0 {
-				delete(b.agentsOf, l.q.key.tool)
+				delete(b.agentsOf, q.key.tool)
 			}
 		}
 	}
+	sub.depth--
+	b.order.unreadied(g.key.fairness)
 	heap.Remove(&l.steps, qs.idx)
 	if len(l.steps) > 0 {
-		heap.Fix(&l.q.lanes, l.idx)
+		b.fixLane(l)
 		return
 	}
-	heap.Remove(&l.q.lanes, l.idx)
-	delete(l.q.bySession, l.session)
+	heap.Remove(&g.lanes, l.idx)
+	l.idx = -1
+	delete(g.bySession, l.session)
+	b.dropLaneOf(l)
+	if len(g.lanes.items) > 0 {
+		heap.Fix(&sub.groups, g.idx)
+		return
+	}
+	heap.Remove(&sub.groups, g.idx)
+	delete(sub.byGroup, g.key)
+	b.order.dropGroup(g)
+	if len(sub.groups.items) == 0 {
+		delete(q.subs, sub.provider)
+		if p := b.provider(sub.provider); p != nil {
+			delete(p.subs, sub)
+		}
+	}
+}
+
+func (b *Broker) dropLaneOf(l *lane) {
 	lanes := b.lanesOf[l.session]
 	for i, x := range lanes {
 		if x == l {
@@ -307,12 +414,13 @@ func (b *Broker) removeReadyLocked(id string) {
 	}
 }
 
-// serve marks a session as served now: its lanes go behind every other.
+// serve marks a session as served now: its lanes go behind every other of
+// their groups.
 func (b *Broker) serve(session string) {
-	b.tick++
-	b.served[session] = b.tick
+	b.order.tick++
+	b.order.served[session] = b.order.tick
 	for _, l := range b.lanesOf[session] {
-		heap.Fix(&l.q.lanes, l.idx)
+		b.fixLane(l)
 	}
 }
 
@@ -328,17 +436,32 @@ func (b *Broker) take(keys []queueKey, max int, refused map[string]int, wait boo
 
 // bestLane is the lane a poll of these interests serves next (nil: none is
 // ready). A tool served for every agent visits only the queues of agents
-// with ready Steps of it.
-func (b *Broker) bestLane(keys []interest) *lane {
-	var best *lane
+// with ready Steps of it. A provider queue whose provider is held or at a
+// limit is skipped; until is the earliest time one of those frees (0: none
+// does by the clock alone).
+func (b *Broker) bestLane(keys []interest, now int64) (best *lane, until int64) {
 	consider := func(k queueKey) {
 		b.visits++
 		q := b.queues[k]
-		if q == nil || len(q.lanes.items) == 0 {
+		if q == nil || q.depth == 0 {
 			return
 		}
-		if l := q.lanes.items[0]; best == nil || lanesLess(b.served, l, best) {
-			best = l
+		for name, sub := range q.subs {
+			l := sub.best()
+			if l == nil {
+				continue
+			}
+			if p := b.provider(name); p != nil {
+				if blocked, at := p.blocked(now); blocked {
+					if at > 0 && (until == 0 || at < until) {
+						until = at
+					}
+					continue
+				}
+			}
+			if best == nil || b.order.lanesLess(l, best) {
+				best = l
+			}
 		}
 	}
 	for _, i := range keys {
@@ -350,15 +473,15 @@ func (b *Broker) bestLane(keys []interest) *lane {
 			consider(queueKey{tool: i.key.tool, agent: ag})
 		}
 	}
-	return best
+	return best, until
 }
 
-// takeFor picks up to max ready Steps for worker from the queues of keys,
-// least recently served session first and in queue order within a session,
-// and puts them in flight. Steps refused twice to this poll are left alone,
-// and so are Steps the Worker should leave to another one (passOn). When it
-// finds nothing and wait is set, it registers a waiter on those queues in
-// the same critical section, so no Step that becomes ready later is missed.
+// takeFor picks up to max ready Steps for worker from the queues of keys in
+// dispatch order (lanesLess), and in queue order within a session, and puts
+// them in flight. Steps refused twice to this poll are left alone, and so
+// are Steps the Worker should leave to another one (passOn). When it finds
+// nothing and wait is set, it registers a waiter on those queues in the same
+// critical section, so no Step that becomes ready later is missed.
 func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[string]int, wait bool) ([]*fsmpb.Step, *waiter, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -367,36 +490,37 @@ func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[st
 	}
 	now := b.now().UnixMilli()
 	var recheck int64
+	later := func(at int64) {
+		if at > 0 && (recheck == 0 || at < recheck) {
+			recheck = at
+		}
+	}
 	var out, skipped []*fsmpb.Step
 	for len(out) < max {
-		best := b.bestLane(keys)
+		best, freed := b.bestLane(keys, now)
+		later(freed)
 		if best == nil {
 			break
 		}
 		s := best.head()
-		pass, again := b.passOn(worker, s, best.q, now)
+		fairness, weight, p := best.g.key.fairness, best.weight, b.provider(best.g.sub.provider)
+		pass, again := b.passOn(worker, s, best.queue(), now)
 		b.removeReadyLocked(s.Id)
 		if refused[s.Id] >= 2 || pass {
-			if again > 0 && (recheck == 0 || again < recheck) {
-				recheck = again
-			}
+			later(again)
 			skipped = append(skipped, s)
 			continue
 		}
 		out = append(out, s)
 		b.inflight[s.Id] = true
 		b.serve(s.SessionId)
+		b.order.charge(fairness, weight)
+		b.took(p, s.Id, now)
 	}
 	for _, s := range skipped {
 		b.pushReady(s, false)
 	}
-	if len(b.served) > 4096 && len(b.served) > 4*len(b.lanesOf) {
-		for id := range b.served {
-			if b.lanesOf[id] == nil {
-				delete(b.served, id) // sessions with nothing ready now
-			}
-		}
-	}
+	b.order.prune(b.lanesOf)
 	if len(out) > 0 || !wait {
 		return out, nil, nil
 	}

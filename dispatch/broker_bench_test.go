@@ -21,7 +21,7 @@ func (e emptyState) State() *fsm.State { return e.f.State() }
 func BenchmarkBrokerTake(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("ready=%d", n), func(b *testing.B) {
-			br := newBroker(emptyState{fsm.New(fsm.Options{})}, 0, time.Now, zap.NewNop())
+			br := newBroker(emptyState{fsm.New(fsm.Options{})}, 0, time.Now, zap.NewNop(), nil)
 			br.mu.Lock()
 			for i := range n {
 				br.pushReady(&fsmpb.Step{

@@ -30,6 +30,11 @@ var (
 // newBrokerFixture registers a model Worker and a lookup Worker, opens an
 // epoch, runs prepare on the state and then builds the broker from it.
 func newBrokerFixture(t *testing.T, prepare func(*leasetest.Cluster, *leasetest.Clock)) *brokerFixture {
+	return newLimitedFixture(t, prepare, nil)
+}
+
+// newLimitedFixture is newBrokerFixture with providers' limits.
+func newLimitedFixture(t *testing.T, prepare func(*leasetest.Cluster, *leasetest.Clock), limits map[string]ProviderLimit) *brokerFixture {
 	clock := leasetest.NewClock()
 	c := leasetest.New(t)
 	c.Now = clock.Now
@@ -40,7 +45,7 @@ func newBrokerFixture(t *testing.T, prepare func(*leasetest.Cluster, *leasetest.
 		prepare(c, clock)
 	}
 	f := &brokerFixture{t: t, c: c, clock: clock}
-	f.b = newBroker(c, epoch, clock.Now, zaptest.NewLogger(t))
+	f.b = newBroker(c, epoch, clock.Now, zaptest.NewLogger(t), limits)
 	c.OnApplied(f.b.Applied)
 	f.b.start()
 	t.Cleanup(f.b.Stop)

@@ -67,6 +67,8 @@ type Config struct {
 	// OnHandedOver, when set, hears each task handed to a Worker, its
 	// StartAttempt committed (metrics).
 	OnHandedOver func(st *fsmpb.Step, at *fsmpb.Attempt)
+	// Providers are the providers' limits, by name (dexd --provider-limit).
+	Providers map[string]ProviderLimit
 }
 
 func (c Config) withDefaults() Config {
@@ -149,6 +151,16 @@ func (d *Dispatcher) WorkerHealth() []*dexv1.WorkerHealth {
 	}
 	defer r.leave()
 	return r.b.WorkerHealth()
+}
+
+// Providers is the broker's report of the providers (nil when not leading).
+func (d *Dispatcher) Providers() []*dexv1.ProviderStatus {
+	r, err := d.begin()
+	if err != nil {
+		return nil
+	}
+	defer r.leave()
+	return r.b.Providers()
 }
 
 // Epoch is the epoch dispatch runs under (0 when stopped).

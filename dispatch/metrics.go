@@ -1,6 +1,9 @@
 package dispatch
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // The broker keeps its counts for metrics as it goes, so a scrape reads
 // them without walking the queues or the delay heap.
@@ -48,6 +51,18 @@ type QueueDepth struct {
 type Gauges struct {
 	Queues        []QueueDepth
 	TimersPending int
+	// Providers: each provider with a limit or a hold, by name.
+	Providers []ProviderGauge
+}
+
+// ProviderGauge is one provider's counts: model Steps running against it,
+// ready ones it holds back (held or at a limit), and how long its hold
+// still lasts.
+type ProviderGauge struct {
+	Name      string
+	Running   int
+	Throttled int
+	HeldFor   time.Duration
 }
 
 // Gauges reads the counts; ok is false when the broker is stopped or
@@ -68,5 +83,21 @@ func (b *Broker) Gauges() (g Gauges, ok bool) {
 		return g.Queues[i].Agent < g.Queues[j].Agent
 	})
 	g.TimersPending = b.timersPending
+	now := b.now().UnixMilli()
+	for name, p := range b.providers {
+		pg := ProviderGauge{Name: name, Running: len(p.running)}
+		if p.holdUntil > now {
+			pg.HeldFor = time.Duration(p.holdUntil-now) * time.Millisecond
+		}
+		if blocked, _ := p.blocked(now); blocked {
+			for _, q := range b.queues {
+				if sub := q.subs[name]; sub != nil {
+					pg.Throttled += sub.depth
+				}
+			}
+		}
+		g.Providers = append(g.Providers, pg)
+	}
+	sort.Slice(g.Providers, func(i, j int) bool { return g.Providers[i].Name < g.Providers[j].Name })
 	return g, true
 }

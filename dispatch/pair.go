@@ -104,6 +104,17 @@ func (b *Broker) offer(s *fsmpb.Step, now int64) (string, *offer) {
 	if !ok {
 		return "", nil
 	}
+	var p *providerState
+	if k.model && len(b.providers) > 0 {
+		sess := b.src.State().Session(s.SessionId)
+		if sess == nil {
+			return "", nil // created by the command being proposed: its provider is not known yet
+		}
+		p = b.provider(sess.Provider)
+		if blocked, _ := p.blocked(now); blocked {
+			return "", nil
+		}
+	}
 	for _, ws := range []map[*waiter]struct{}{b.queues[k].waitersOrNil(), b.wildOf(k)} {
 		for w := range ws {
 			if w.worker == "" || b.avoids(w.worker, s) {
@@ -112,6 +123,7 @@ func (b *Broker) offer(s *fsmpb.Step, now int64) (string, *offer) {
 			w.offer = &offer{tasks: make(chan []*dexv1.Task, 1)}
 			b.wakeLocked(w)
 			b.inflight[s.Id] = true
+			b.took(p, s.Id, now)
 			return w.worker, w.offer
 		}
 	}
@@ -119,11 +131,14 @@ func (b *Broker) offer(s *fsmpb.Step, now int64) (string, *offer) {
 }
 
 // markServed puts a session that was handed a Step behind every other in the
-// fairness order, as takeFor does when it picks one.
+// dispatch order and charges its fairness key, as takeFor does when it picks
+// one.
 func (b *Broker) markServed(session string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.serve(session)
+	o := b.orderOf(session, false)
+	b.order.charge(o.fairness, o.weight)
 }
 
 // settle ends a poll's wait however it ended and returns the offer it was

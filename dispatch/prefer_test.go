@@ -184,7 +184,7 @@ func TestBrokerANewLeaderRebuildsThePreference(t *testing.T) {
 	f.expireUnclaimed("s1", "model")
 	f.b.Stop()
 
-	f.b = newBroker(f.c, f.c.Epoch(), f.clock.Now, zaptest.NewLogger(t))
+	f.b = newBroker(f.c, f.c.Epoch(), f.clock.Now, zaptest.NewLogger(t), nil)
 	f.c.OnApplied(f.b.Applied)
 	f.b.start()
 	t.Cleanup(f.b.Stop)

@@ -67,25 +67,54 @@ func workerKeys(w *fsmpb.WorkerInfo) []interest {
 	return keys
 }
 
-// readyQueue holds the ready Steps of one key as one lane per session; the
-// lanes are a heap, least recently served session first.
+// readyQueue holds the ready Steps of one key (docs/flow-control.md):
+// by provider (a sub-queue each, skipped while its provider is held or at a
+// limit), then by group (priority, fairness key; highest priority first,
+// then the key with the least dispatch for its weight), then one lane per
+// session, least recently served first, then by queue order.
 type readyQueue struct {
-	key       queueKey
+	key     queueKey
+	subs    map[string]*providerQueue
+	waiters map[*waiter]struct{}
+	depth   int // ready Steps (metrics)
+}
+
+// providerQueue is a queue's ready Steps of one provider ("" for tool Steps
+// and sessions without one), as a heap of groups.
+type providerQueue struct {
+	q        *readyQueue
+	provider string
+	groups   groupHeap
+	byGroup  map[groupKey]*group
+	depth    int
+}
+
+// groupKey is a lane's place in the dispatch order above its session.
+type groupKey struct {
+	priority uint32
+	fairness string
+}
+
+// group is the lanes of one (priority, fairness key) in one provider queue.
+type group struct {
+	sub       *providerQueue
+	key       groupKey
 	lanes     laneHeap
 	bySession map[string]*lane
-	waiters   map[*waiter]struct{}
-	depth     int // ready Steps (metrics)
+	idx       int // in sub.groups
 }
 
 // lane is one session's ready Steps in one queue, in queue order.
 type lane struct {
-	q       *readyQueue
+	g       *group
 	session string
+	weight  uint32
 	steps   stepHeap
-	idx     int // in q.lanes
+	idx     int // in g.lanes
 }
 
-func (l *lane) head() *fsmpb.Step { return l.steps[0].st }
+func (l *lane) head() *fsmpb.Step  { return l.steps[0].st }
+func (l *lane) queue() *readyQueue { return l.g.sub.q }
 
 // queuedStep is a ready Step and its place in its lane.
 type queuedStep struct {
@@ -114,17 +143,20 @@ func (h *stepHeap) Pop() any {
 	return q
 }
 
-// laneHeap orders lanes: least recently served session first, then the
-// oldest head Step, as the dispatcher always has.
-type laneHeap struct {
-	items  []*lane
-	served map[string]uint64
-}
-
-// lanesLess is the order of lanes, within one queue and across the queues a
-// Worker takes from.
-func lanesLess(served map[string]uint64, a, b *lane) bool {
-	if c := cmp.Compare(served[a.session], served[b.session]); c != 0 {
+// lanesLess is the dispatch order of lanes, within one queue and across the
+// queues a Worker takes from: higher priority, then the fairness key with
+// the least dispatch for its weight, then the least recently served
+// session, then the oldest head Step.
+func (o *dispatchOrder) lanesLess(a, b *lane) bool {
+	if a.g.key.priority != b.g.key.priority {
+		return a.g.key.priority > b.g.key.priority
+	}
+	if a.g.key.fairness != b.g.key.fairness {
+		if c := cmp.Compare(o.passOf(a.g.key.fairness), o.passOf(b.g.key.fairness)); c != 0 {
+			return c < 0
+		}
+	}
+	if c := cmp.Compare(o.served[a.session], o.served[b.session]); c != 0 {
 		return c < 0
 	}
 	if c := cmp.Compare(a.head().QueueSeq, b.head().QueueSeq); c != 0 {
@@ -133,14 +165,25 @@ func lanesLess(served map[string]uint64, a, b *lane) bool {
 	if a.session != b.session {
 		return a.session < b.session
 	}
-	if a.q.key.tool != b.q.key.tool {
-		return a.q.key.tool < b.q.key.tool
+	if a.g.key.fairness != b.g.key.fairness {
+		return a.g.key.fairness < b.g.key.fairness
 	}
-	return a.q.key.agent < b.q.key.agent
+	if ka, kb := a.queue().key, b.queue().key; ka.tool != kb.tool {
+		return ka.tool < kb.tool
+	} else if ka.agent != kb.agent {
+		return ka.agent < kb.agent
+	}
+	return a.g.sub.provider < b.g.sub.provider
+}
+
+// laneHeap orders a group's lanes.
+type laneHeap struct {
+	items []*lane
+	o     *dispatchOrder
 }
 
 func (h *laneHeap) Len() int           { return len(h.items) }
-func (h *laneHeap) Less(i, j int) bool { return lanesLess(h.served, h.items[i], h.items[j]) }
+func (h *laneHeap) Less(i, j int) bool { return h.o.lanesLess(h.items[i], h.items[j]) }
 func (h *laneHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
 	h.items[i].idx = i
@@ -155,9 +198,42 @@ func (h *laneHeap) Pop() any {
 	return l
 }
 
+// groupHeap orders a provider queue's groups by their best lanes.
+type groupHeap struct {
+	items []*group
+	o     *dispatchOrder
+}
+
+func (h *groupHeap) Len() int { return len(h.items) }
+func (h *groupHeap) Less(i, j int) bool {
+	return h.o.lanesLess(h.items[i].lanes.items[0], h.items[j].lanes.items[0])
+}
+func (h *groupHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].idx = i
+	h.items[j].idx = j
+}
+func (h *groupHeap) Push(x any) { g := x.(*group); g.idx = len(h.items); h.items = append(h.items, g) }
+func (h *groupHeap) Pop() any {
+	old := h.items
+	g := old[len(old)-1]
+	old[len(old)-1] = nil
+	h.items = old[:len(old)-1]
+	return g
+}
+
+// best is the sub-queue's next lane (nil: empty).
+func (p *providerQueue) best() *lane {
+	if len(p.groups.items) == 0 {
+		return nil
+	}
+	return p.groups.items[0].lanes.items[0]
+}
+
 var (
 	_ heap.Interface = (*stepHeap)(nil)
 	_ heap.Interface = (*laneHeap)(nil)
+	_ heap.Interface = (*groupHeap)(nil)
 )
 
 // waitersOrNil: the polls waiting on q (none when q does not exist yet).

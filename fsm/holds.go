@@ -42,17 +42,26 @@ func FairnessWeight(s *fsmpb.Session) uint32 {
 	return 1
 }
 
+// CheckDispatchOrder checks a new session's priority, fairness key and
+// weight (0 and "" stand for the parent's or the default).
+func CheckDispatchOrder(priority uint32, key string, weight uint32) *Rejection {
+	if priority > MaxPriority {
+		return reject(CodeInvalid, "priority %d is not between 1 and %d", priority, MaxPriority)
+	}
+	if weight > MaxFairnessWeight {
+		return reject(CodeInvalid, "fairness weight %d is not between 1 and %d", weight, MaxFairnessWeight)
+	}
+	if len(key) > MaxFairnessKey {
+		return reject(CodeInvalid, "fairness key is longer than %d bytes", MaxFairnessKey)
+	}
+	return nil
+}
+
 // dispatchOrder fills a new session's priority and fairness key from the
 // command, a child's from its parent where the command gives none.
 func dispatchOrder(s *fsmpb.Session, c *fsmpb.CreateSession, parent *fsmpb.Session) *Rejection {
-	if c.Priority > MaxPriority {
-		return reject(CodeInvalid, "priority %d is not between 1 and %d", c.Priority, MaxPriority)
-	}
-	if c.FairnessWeight > MaxFairnessWeight {
-		return reject(CodeInvalid, "fairness weight %d is not between 1 and %d", c.FairnessWeight, MaxFairnessWeight)
-	}
-	if len(c.FairnessKey) > MaxFairnessKey {
-		return reject(CodeInvalid, "fairness key is longer than %d bytes", MaxFairnessKey)
+	if r := CheckDispatchOrder(c.Priority, c.FairnessKey, c.FairnessWeight); r != nil {
+		return r
 	}
 	if len(c.Provider) > MaxFairnessKey {
 		return reject(CodeInvalid, "provider is longer than %d bytes", MaxFairnessKey)

@@ -144,25 +144,32 @@ func isNetworkFailure(err error) bool {
 // httpStatusOf finds the first HTTP status an error of err's tree exposes
 // (0: none).
 func httpStatusOf(err error) int {
+	return findInTree(err, exposedStatus)
+}
+
+// findInTree is the first non-zero value f gives an error of err's tree,
+// err first, then what it wraps, depth first (the zero value: none).
+func findInTree[T comparable](err error, f func(error) T) T {
+	var zero T
 	for err != nil {
-		if s := exposedStatus(err); s > 0 {
-			return s
+		if v := f(err); v != zero {
+			return v
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
-				if s := httpStatusOf(e); s > 0 {
-					return s
+				if v := findInTree(e, f); v != zero {
+					return v
 				}
 			}
-			return 0
+			return zero
 		default:
-			return 0
+			return zero
 		}
 	}
-	return 0
+	return zero
 }
 
 // exposedStatus is the HTTP status err itself (not what it wraps) exposes.
@@ -176,18 +183,24 @@ func exposedStatus(err error) int {
 		return e.HTTPStatusCode()
 	}
 	// Provider SDKs (openai-go, anthropic-sdk-go) expose a StatusCode field.
+	if f := fieldOf(err, "StatusCode"); f.IsValid() && f.CanInt() {
+		return int(f.Int())
+	}
+	return 0
+}
+
+// fieldOf is the field of that name of the struct err is or points to
+// (the zero Value when there is none).
+func fieldOf(err error, name string) reflect.Value {
 	v := reflect.ValueOf(err)
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		if v.IsNil() {
-			return 0
+			return reflect.Value{}
 		}
 		v = v.Elem()
 	}
 	if v.Kind() != reflect.Struct {
-		return 0
+		return reflect.Value{}
 	}
-	if f := v.FieldByName("StatusCode"); f.IsValid() && f.CanInt() {
-		return int(f.Int())
-	}
-	return 0
+	return v.FieldByName(name)
 }

@@ -151,6 +151,9 @@ func (m ModelFuncs) Compact(ctx context.Context, in ModelInput) (string, error) 
 type ModelError struct {
 	Type dexv1.ErrorType
 	Msg  string
+	// RetryAfter is the provider's Retry-After (0: none). With a rate_limit
+	// Type the cluster holds the session's provider for that long.
+	RetryAfter time.Duration
 }
 
 func (e *ModelError) Error() string {
@@ -559,9 +562,22 @@ func (w *Worker) send(ctx context.Context, log *zap.Logger, what string, try tim
 
 // outcome of one handler run.
 type outcome struct {
-	complete *dexv1.AttemptResult // set on success
-	errType  dexv1.ErrorType
-	err      error
+	complete   *dexv1.AttemptResult // set on success
+	errType    dexv1.ErrorType
+	err        error
+	retryAfter time.Duration // a rate_limit failure's Retry-After
+}
+
+// failure is the report of a failed outcome.
+func (o outcome) failure() *dexv1.AttemptResult {
+	res := failure(o.errType, o.err.Error())
+	res.GetFailure().RetryAfterMs = ceilMillis(o.retryAfter)
+	return res
+}
+
+// ceilMillis rounds up, so the cluster never waits less than asked.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
@@ -663,7 +679,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 			return
 		}
 	}
-	err := w.report(rctx, log, "fail", w.callTry(t), ref, failure(out.errType, out.err.Error()))
+	err := w.report(rctx, log, "fail", w.callTry(t), ref, out.failure())
 	if err != nil {
 		log.Warn("fail refused; dropping the task", zap.Error(err))
 		return
@@ -753,6 +769,9 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		}
 		if out.err != nil {
 			out.errType = handlerErrorType(ctx, t, out.err)
+			if out.errType == dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT {
+				out.retryAfter = RetryAfterOf(out.err)
+			}
 		}
 	}()
 	in := func() ModelInput {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,6 +17,14 @@ type clusterData struct {
 	WorkersError string
 	// Tables are the state's tables that hold rows, the largest first.
 	Tables []*dexv1.TableSize
+	// Providers: each provider with a limit, a hold or a running call.
+	Providers []providerView
+}
+
+// providerView is a provider with its limits as one text.
+type providerView struct {
+	*dexv1.ProviderStatus
+	Limits string
 }
 
 // clusterPage shows the nodes as this node's Status sees them (any node
@@ -28,7 +37,7 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 		c.apiError(w, r, err)
 		return
 	}
-	d := &clusterData{Status: st, Tables: largestTables(st.GetStateSize())}
+	d := &clusterData{Status: st, Tables: largestTables(st.GetStateSize()), Providers: providerViews(st.GetProviders())}
 	// Through the leader-following channel: contacts live in its memory.
 	wk, err := dexv1.NewAdminServiceClient(c.cfg.Sessions).ListWorkers(ctx, &dexv1.ListWorkersRequest{})
 	if err != nil {
@@ -50,4 +59,30 @@ func largestTables(s *dexv1.StateSize) []*dexv1.TableSize {
 	}
 	slices.SortStableFunc(out, func(a, b *dexv1.TableSize) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	return out
+}
+
+func providerViews(ps []*dexv1.ProviderStatus) []providerView {
+	var out []providerView
+	for _, p := range ps {
+		out = append(out, providerView{ProviderStatus: p, Limits: limitsText(p)})
+	}
+	return out
+}
+
+// limitsText is a provider's limits, the ones it has only ("none").
+func limitsText(p *dexv1.ProviderStatus) string {
+	var parts []string
+	if p.MaxConcurrent > 0 {
+		parts = append(parts, fmt.Sprintf("%d at once", p.MaxConcurrent))
+	}
+	if p.CallsPerMinute > 0 {
+		parts = append(parts, fmt.Sprintf("%d calls/min", p.CallsPerMinute))
+	}
+	if p.TokensPerMinute > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens/min", p.TokensPerMinute))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " · ")
 }

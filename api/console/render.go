@@ -4,6 +4,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -48,6 +49,11 @@ var funcs = template.FuncMap{
 	"shell":   shellQuote,
 	"agent":   agentLabel,
 	"bytes":   humanize.Bytes,
+	"until":   untilMs,
+	// A session's dispatch order as the cluster applies it: 0 is the
+	// default priority 3 and weight 1.
+	"priority": func(p uint32) uint32 { return cmp.Or(p, 3) },
+	"weight":   func(w uint32) uint32 { return cmp.Or(w, 1) },
 }
 
 func parseTemplates() map[string]*template.Template {
@@ -93,6 +99,15 @@ func sinceMs(ms int64) string {
 		return "never"
 	}
 	return time.Since(time.UnixMilli(ms)).Round(100*time.Millisecond).String() + " ago"
+}
+
+// untilMs is the time left until ms.
+func untilMs(ms int64) string {
+	d := time.Until(time.UnixMilli(ms))
+	if d <= 0 {
+		return "passed"
+	}
+	return d.Round(100*time.Millisecond).String() + " left"
 }
 
 func enumName(s, prefix string) string {

@@ -38,6 +38,15 @@ var (
 	stateRowsDesc = prometheus.NewDesc("dex_state_rows",
 		"Rows of the replicated state by table (an event counts as one), kept as entries apply.",
 		[]string{"table"}, nil)
+	providerRunningDesc = prometheus.NewDesc("dex_provider_running",
+		"Model Steps running (or being handed out) against a provider with a limit (dexd --provider-limit). Only each partition's leader reports it.",
+		[]string{"provider"}, nil)
+	providerThrottledDesc = prometheus.NewDesc("dex_provider_throttled",
+		"Ready model Steps a provider's hold or limit keeps from the Workers now. Only each partition's leader reports it.",
+		[]string{"provider"}, nil)
+	providerHoldDesc = prometheus.NewDesc("dex_provider_hold_seconds",
+		"Seconds left of a provider's hold, set by a rate_limit failure's Retry-After (0: not held). Only each partition's leader reports it.",
+		[]string{"provider"}, nil)
 	snapshotBytesDesc = prometheus.NewDesc("dex_snapshot_bytes",
 		"Size of the newest raft snapshot this node keeps on disk (absent until it has one).", nil, nil)
 )
@@ -70,7 +79,7 @@ type gauges struct {
 }
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queueDepthDesc, timersPendingDesc, attemptsRunningDesc, workersDesc, sessionsDesc, sessionLifecycleDesc, stateBytesDesc, stateRowsDesc, snapshotBytesDesc} {
+	for _, d := range []*prometheus.Desc{queueDepthDesc, timersPendingDesc, providerRunningDesc, providerThrottledDesc, providerHoldDesc, attemptsRunningDesc, workersDesc, sessionsDesc, sessionLifecycleDesc, stateBytesDesc, stateRowsDesc, snapshotBytesDesc} {
 		ch <- d
 	}
 }
@@ -143,4 +152,9 @@ func (g *gauges) collectBroker(ch chan<- prometheus.Metric, b dispatch.Gauges) {
 		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), k[0], k[1], k[2])
 	}
 	ch <- prometheus.MustNewConstMetric(timersPendingDesc, prometheus.GaugeValue, float64(b.TimersPending))
+	for _, p := range b.Providers {
+		ch <- prometheus.MustNewConstMetric(providerRunningDesc, prometheus.GaugeValue, float64(p.Running), p.Name)
+		ch <- prometheus.MustNewConstMetric(providerThrottledDesc, prometheus.GaugeValue, float64(p.Throttled), p.Name)
+		ch <- prometheus.MustNewConstMetric(providerHoldDesc, prometheus.GaugeValue, p.HeldFor.Seconds(), p.Name)
+	}
 }

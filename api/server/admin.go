@@ -33,7 +33,9 @@ type Admin struct {
 	conns map[string]*grpc.ClientConn
 
 	health WorkerHealthSource // nil: this node keeps no Worker health
-	live   LivenessView       // nil: this node keeps no Worker contacts
+	// providers: the leader's providers report (nil: this node has none).
+	providers ProviderSource
+	live      LivenessView // nil: this node keeps no Worker contacts
 	// partitions are every partition's group on this node (nil: node's
 	// alone), for Status.
 	partitions []*cluster.Node
@@ -81,6 +83,7 @@ func (a *Admin) nodeState() *dexv1.NodeStateResponse {
 		AppliedIndex: st.AppliedIndex,
 		LeaderId:     st.LeaderID,
 		Workers:      a.workerHealth(),
+		Providers:    a.providerStatus(),
 		ClusterId:    a.node.ClusterID(),
 		Ready:        ready,
 		ReadyReason:  reason,
@@ -161,6 +164,7 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 		}
 	}
 	out.Workers = leaderWorkers(out.Leader, states)
+	out.Providers = leaderProviders(out.Leader, states)
 	out.StateSize = a.stateSize()
 	return out, nil
 }

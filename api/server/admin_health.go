@@ -10,12 +10,40 @@ type WorkerHealthSource interface {
 	WorkerHealth() []*dexv1.WorkerHealth
 }
 
+// ProviderSource is the leader's count of the providers' limits and holds
+// (the dispatcher implements it).
+type ProviderSource interface {
+	Providers() []*dexv1.ProviderStatus
+}
+
 // useWorkerHealth lets the admin service report the dispatcher's Worker
 // health, when the dispatcher keeps one.
 func (a *Admin) useWorkerHealth(d any) {
 	if h, ok := d.(WorkerHealthSource); ok {
 		a.health = h
 	}
+	if p, ok := d.(ProviderSource); ok {
+		a.providers = p
+	}
+}
+
+// providerStatus is this node's report of the providers: only a leader has
+// one.
+func (a *Admin) providerStatus() []*dexv1.ProviderStatus {
+	if a.providers == nil {
+		return nil
+	}
+	return a.providers.Providers()
+}
+
+// leaderProviders is the providers in the leader's NodeState.
+func leaderProviders(leader string, states []*dexv1.NodeStateResponse) []*dexv1.ProviderStatus {
+	for _, r := range states {
+		if r != nil && r.Id == leader && r.State == "leader" {
+			return r.Providers
+		}
+	}
+	return nil
 }
 
 // workerHealth is this node's Worker health: only a leader has any.

@@ -16,17 +16,26 @@ type AgentBudgets map[string]*dexv1.Budget
 // sessionBudget is the budget a new session of req starts with: its agent's
 // default with the request's fields over it (nil: no limits).
 func (s *Sessions) sessionBudget(req *dexv1.CreateSessionRequest) *fsmpb.Budget {
-	agent := req.Agent
-	if agent == "" && req.ParentId != "" {
-		if p := s.node.State().Session(req.ParentId); p != nil {
-			agent = p.Agent // a child runs its parent's agent (fsm.sessionAgent)
-		}
-	}
-	b := fsmpb.BudgetFromAPI(wirerules.OverBudget(s.budgets[agent], req.Budget))
+	b := fsmpb.BudgetFromAPI(wirerules.OverBudget(s.budgets[s.agentOf(req)], req.Budget))
 	if b.SizeVT() == 0 {
 		return nil
 	}
 	return b
+}
+
+// AgentProviders are the providers whose limits each agent's model calls
+// count against, by agent name ("" for the default agent; dexd
+// --agent-provider).
+type AgentProviders map[string]string
+
+// agentOf is the agent a new session of req runs.
+func (s *Sessions) agentOf(req *dexv1.CreateSessionRequest) string {
+	if req.Agent == "" && req.ParentId != "" {
+		if p := s.node.State().Session(req.ParentId); p != nil {
+			return p.Agent // a child runs its parent's agent (fsm.sessionAgent)
+		}
+	}
+	return req.Agent
 }
 
 // SetBudget changes the given fields of a session's budget.

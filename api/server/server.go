@@ -61,6 +61,8 @@ type Options struct {
 	Retention Retention
 	// Budgets are the agents' default budgets.
 	Budgets AgentBudgets
+	// Providers are the agents' providers.
+	Providers AgentProviders
 }
 
 // Server is a node's gRPC server.
@@ -131,6 +133,7 @@ func newHandlers(node *cluster.Node, admin *Admin, o Options) handlers {
 	h.sessions.p = o.Proposer
 	h.sessions.retention = o.Retention
 	h.sessions.budgets = o.Budgets
+	h.sessions.providers = o.Providers
 	if o.Dispatch != nil && o.Deadlines != nil {
 		h.workers = NewWorkers(node, o.Dispatch, o.Deadlines, o.Timing)
 		h.workers.live = o.Liveness

@@ -9,6 +9,7 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
 	"github.com/dexhq/dex/cluster"
+	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
@@ -19,6 +20,7 @@ type Sessions struct {
 	limits    Limits
 	retention Retention
 	budgets   AgentBudgets
+	providers AgentProviders
 	// importLimit bounds an imported object (0: MaxImportObject).
 	importLimit int
 	// partition of partitions is the partition these handlers serve (a
@@ -39,6 +41,9 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	if err != nil {
 		return nil, err
 	}
+	if r := fsm.CheckDispatchOrder(req.Priority, req.FairnessKey, req.FairnessWeight); r != nil {
+		return nil, status.Error(codes.InvalidArgument, r.Reason)
+	}
 	id, err := s.placeSession(req)
 	if err != nil {
 		return nil, err
@@ -46,7 +51,9 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	c := &fsmpb.CreateSession{
 		SessionId: id, ParentId: req.ParentId, Message: req.Message, Agent: req.Agent,
 		CompactionThreshold: threshold, MaxModelInput: s.limits.MaxModelInput, RetentionMs: req.RetentionMs,
-		Budget: s.sessionBudget(req),
+		Budget:   s.sessionBudget(req),
+		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight,
+		Provider: s.providers[s.agentOf(req)],
 	}
 	if req.Message != "" {
 		c.MessageId = req.IdempotencyKey

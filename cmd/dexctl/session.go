@@ -74,6 +74,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 	var threshold uint64
 	var retention time.Duration
 	var asJSON bool
+	var dispatch dispatchFlags
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Create a session, optionally with a first message",
@@ -83,18 +84,10 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			explicitID := id
-			if id == "" {
-				// Chosen here so a retry after a lost answer is recognised;
-				// a child's in its parent's partition, where it lives.
-				id = client.NewSessionID()
-				if parent != "" {
-					if n := g.partitionCount(cmd.Context()); n > 1 {
-						id = wirerules.NewSessionIDIn(wirerules.PartitionOf(parent, n), n)
-					}
-				}
+			req := &dexv1.CreateSessionRequest{ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
+			if err := dispatch.apply(cmd, req); err != nil {
+				return err
 			}
-			req := &dexv1.CreateSessionRequest{SessionId: id, ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
 			if budget != "" {
 				ch, err := wirerules.ParseBudget(budget)
 				if err != nil {
@@ -108,6 +101,18 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 				}
 				req.RetentionMs = proto.Int64(retention.Milliseconds())
 			}
+			explicitID := id
+			if id == "" {
+				// Chosen here so a retry after a lost answer is recognised;
+				// a child's in its parent's partition, where it lives.
+				id = client.NewSessionID()
+				if parent != "" {
+					if n := g.partitionCount(cmd.Context()); n > 1 {
+						id = wirerules.NewSessionIDIn(wirerules.PartitionOf(parent, n), n)
+					}
+				}
+			}
+			req.SessionId = id
 			tried := false
 			err = g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
 				_, err := sessions(conn).CreateSession(ctx, req, tr)
@@ -134,6 +139,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent that runs the session, NAME or NAME@VERSION (default: the parent's, else the default agent)")
 	cmd.Flags().DurationVar(&retention, "retention", 0, "keep the session this long once closed (0: for ever; default: the cluster's retention for its agent)")
 	cmd.Flags().StringVar(&budget, "budget", "", "FIELD=N[,FIELD=N…]: the session's budget over its agent's (max_tokens, max_cost_micros, max_turns, max_model_calls_per_turn, max_tool_calls_per_turn, loop_limit)")
+	dispatch.register(cmd)
 	cmd.Flags().Uint64Var(&threshold, "compaction-threshold", 0, "compact the history once it passes this many characters (0: the cluster's default, an eighth of its --max-payload; at most half of it)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -268,6 +274,9 @@ type sessionJSON struct {
 	Usage     usageJSON  `json:"usage"`
 	TreeUsage usageJSON  `json:"tree_usage"`
 	TurnUsage *usageJSON `json:"turn_usage,omitempty"`
+	// Its priority, fairness key and weight, and provider, as fields of
+	// their own.
+	dispatchJSON
 }
 
 type budgetJSON struct {
@@ -330,10 +339,11 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
 		History: []historyJSON{}, Steps: []stepJSON{}, DeleteAtMs: s.DeleteAtMs,
-		Closing:   s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
-		Budget:    toBudgetJSON(s.Budget),
-		Usage:     toUsageJSON(s.Usage),
-		TreeUsage: toUsageJSON(s.TreeUsage),
+		Closing:      s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
+		Budget:       toBudgetJSON(s.Budget),
+		Usage:        toUsageJSON(s.Usage),
+		TreeUsage:    toUsageJSON(s.TreeUsage),
+		dispatchJSON: toDispatchJSON(s),
 	}
 	if s.Turn != nil {
 		u := toUsageJSON(s.Turn.Usage)
@@ -428,6 +438,7 @@ func printSession(w io.Writer, s sessionJSON, partitions int) {
 	if partitions > 1 {
 		fmt.Fprintf(w, "partition: %d\n", wirerules.PartitionOf(s.ID, partitions))
 	}
+	printDispatch(w, s.dispatchJSON)
 	printUsage(w, s)
 	fmt.Fprintln(w, "\nhistory:")
 	for _, h := range s.History {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,9 @@ type statusJSON struct {
 	StateSize *stateSizeJSON `json:"state_size,omitempty"`
 	// Each partition's raft group; the fields above are partition 0's.
 	Partitions []partitionStatusJSON `json:"partitions"`
+	// Each provider with a limit, a hold or a running call, as partition
+	// 0's leader counts them.
+	Providers []providerStatusJSON `json:"providers"`
 }
 
 type nodeStatusJSON struct {
@@ -50,8 +54,10 @@ first node of --addr that answers sees it, and the size of the replicated
 state (its rows and encoded bytes, in total and by table, and the size of the
 newest snapshot that node keeps). A cluster of more than one partition also
 gets a table of each partition's leader, term, indexes and epoch; the leader,
-term and indexes above it are partition 0's. With no leader it still shows the
-nodes, then says why on stderr and exits 1.`,
+term and indexes above it are partition 0's. The providers with a limit, a
+hold or a running model call follow: their limits, the model Steps running
+and throttled, and a hold's end and the Step that set it. With no leader it
+still shows the nodes, then says why on stderr and exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var resp *dexv1.StatusResponse
@@ -88,6 +94,7 @@ func printStatusJSON(w io.Writer, r *dexv1.StatusResponse) error {
 		Workers:      workersJSON(r.Workers),
 		StateSize:    stateSizeOf(r.StateSize),
 		Partitions:   partitionsJSON(r.Partitions),
+		Providers:    providersJSON(r.Providers, time.Now()),
 	}
 	for _, n := range r.Nodes {
 		ns := nodeStatusJSON{
@@ -127,6 +134,7 @@ func printStatus(w io.Writer, r *dexv1.StatusResponse) {
 	printPartitions(w, r.Partitions)
 	printStateSize(w, r.StateSize)
 	printWorkerHealth(w, r.Workers)
+	printProviders(w, r.Providers, time.Now())
 }
 
 // noLeader is status's failure when the cluster has no leader: too few

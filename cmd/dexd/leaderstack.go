@@ -36,7 +36,7 @@ func newLeaderStack(node *cluster.Node, o *options, store *archive.Store, archiv
 	pipe := dispatch.NewPipeline(node, node.FSM(), nil)
 	nm := metrics.New(node.State)
 	deadlines := lease.NewDeadlines(pipe, node, lease.DeadlinesConfig{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}, log)
-	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver}
+	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver, Providers: o.providerLimitsPerPartition()}
 	queues := dispatch.NewQueues(pipe, node, dcfg, log)
 	disp := dispatch.New(pipe, node, queues, deadlines, dcfg, log)
 	pipe.Pair(disp)
@@ -71,5 +71,6 @@ func (s *leaderStack) serverOptions(o *options) server.Options {
 		Timing:    server.WorkerTiming{HeartbeatInterval: s.deadlines.HeartbeatInterval(), HeartbeatTimeout: s.deadlines.HeartbeatTimeout()},
 		Retention: server.Retention{Default: o.retention, Agents: o.agentRetention},
 		Budgets:   server.AgentBudgets(o.agentBudgets),
+		Providers: server.AgentProviders(o.agentProviders),
 	}
 }

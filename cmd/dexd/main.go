@@ -63,6 +63,8 @@ type options struct {
 	retention                                 time.Duration
 	agentRetention                            agentRetention
 	agentBudgets                              agentBudgets
+	agentProviders                            agentProviders
+	providerLimits                            providerLimits
 	archiveURL                                string
 	runTimeout                                time.Duration
 	partitions                                int
@@ -74,7 +76,7 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
-	o := &options{agentRetention: agentRetention{}, agentBudgets: agentBudgets{}}
+	o := &options{agentRetention: agentRetention{}, agentBudgets: agentBudgets{}, agentProviders: agentProviders{}, providerLimits: providerLimits{}}
 	fs := flag.NewFlagSet("dexd", flag.ContinueOnError)
 	// The flag package prints every flag after a bad one; dexd prints one
 	// line then, and the flags only when asked with -h.
@@ -105,6 +107,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")
 	fs.DurationVar(&o.retention, "retention", 0, "closed sessions are deleted by the leader this long after they closed, unless created with a retention of their own (0: kept for ever)")
 	fs.Var(o.agentBudgets, "agent-budget", "NAME/FIELD=N[,FIELD=N…]: the budget an agent's new sessions start with; FIELD is max_tokens, max_cost_micros, max_turns, max_model_calls_per_turn, max_tool_calls_per_turn or loop_limit (\"default\" names the default agent; repeatable; docs/budgets.md)")
+	fs.Var(o.agentProviders, "agent-provider", "NAME=PROVIDER[,NAME=PROVIDER…]: the provider whose limits and Retry-After holds an agent's model calls count against (\"default\" names the default agent; repeatable; docs/flow-control.md)")
+	fs.Var(o.providerLimits, "provider-limit", "PROVIDER/FIELD=N[,FIELD=N…]: a provider's limits, enforced by each partition's leader; FIELD is max_concurrent, calls_per_minute or tokens_per_minute (repeatable; docs/flow-control.md)")
 	fs.Var(o.agentRetention, "agent-retention", "NAME=DURATION[,NAME=DURATION…]: the retention of an agent's closed sessions, over --retention (\"default\" names the default agent; repeatable)")
 	fs.StringVar(&o.archiveURL, "archive-url", "", "write every session the retentions delete to this archive first, and delete only what it took: a directory (file:///DIR, or a bare absolute path) or a bucket (s3://BUCKET, gs://BUCKET, azblob://CONTAINER); an archive that cannot be opened stops dexd at start (default: no archive)")
 	fs.DurationVar(&o.toolWait, "tool-wait", lease.DefaultToolWait, "a queued Step whose tool (or named agent's model) no live Worker serves for this long fails, as a call of an unknown tool does (0: it waits until a Worker comes, its waiting reason shown on the Step)")

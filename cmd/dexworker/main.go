@@ -48,6 +48,9 @@ A script (README.md) may write {{fill:N}} in a text, a call's arguments or
 an error message for N bytes of filler; a demo tool called with
 "result_bytes": N answers exactly N bytes.
 
+A script's rate_limit error may give "retry_after_ms": N, reported as the
+provider's Retry-After: the cluster holds the session's provider that long.
+
 Flags:
 `
 

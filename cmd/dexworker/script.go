@@ -104,6 +104,9 @@ type ScriptCall struct {
 type ScriptError struct {
 	Type    string `json:"type"`
 	Message string `json:"message,omitempty"`
+	// RetryAfterMs: a rate_limit error's Retry-After, as a provider's
+	// header would give it (0: none).
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }
 
 var errorTypes = map[string]dexv1.ErrorType{
@@ -145,10 +148,8 @@ func ParseScript(b []byte) (*Script, error) {
 			if o.Error != nil && (o.Text != "" || len(o.ToolCalls) > 0 || len(o.Inline) > 0) {
 				return fmt.Errorf("script: %s has an error and an answer", at)
 			}
-			if o.Error != nil {
-				if _, ok := errorTypes[o.Error.Type]; !ok {
-					return fmt.Errorf("script: %s: unknown error type %q", at, o.Error.Type)
-				}
+			if err := checkError(o.Error); err != nil {
+				return fmt.Errorf("script: %s: %v", at, err)
 			}
 			if !model && (len(o.ToolCalls) > 0 || len(o.Inline) > 0) {
 				return fmt.Errorf("script: %s: a compaction calls no tool", at)
@@ -188,6 +189,23 @@ func ParseScript(b []byte) (*Script, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// checkError checks an output's error (nil: none).
+func checkError(e *ScriptError) error {
+	if e == nil {
+		return nil
+	}
+	if _, ok := errorTypes[e.Type]; !ok {
+		return fmt.Errorf("unknown error type %q", e.Type)
+	}
+	if e.RetryAfterMs < 0 {
+		return fmt.Errorf("negative retry_after_ms")
+	}
+	if e.RetryAfterMs > 0 && e.Type != "rate_limit" {
+		return fmt.Errorf("retry_after_ms is for a rate_limit error, not %q", e.Type)
+	}
+	return nil
 }
 
 // The model with no script. demoOutputs: call lookup, save_note and
@@ -356,7 +374,7 @@ func scriptError(e *ScriptError) error {
 	if msg == "" {
 		msg = "scripted " + e.Type + " error"
 	}
-	return &client.ModelError{Type: errorTypes[e.Type], Msg: msg}
+	return &client.ModelError{Type: errorTypes[e.Type], Msg: msg, RetryAfter: time.Duration(e.RetryAfterMs) * time.Millisecond}
 }
 
 // Output computes the model output for in (without side effects).

@@ -25,6 +25,8 @@ from dex.errors import (
     error_type_for_http_status,
     http_model_error,
     is_context_length_message,
+    retry_after_from_headers,
+    retry_after_of,
 )
 from dex.ledger import LEDGER_ENV, side_effect
 from dex.worker import (
@@ -46,5 +48,6 @@ __all__ = [
     "MOMENTS", "ModelError", "ModelInput", "PARTITION_METADATA_KEY", "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "Tool", "ToolCall", "ToolResult", "Usage", "Worker", "check_model_output",
     "classify_error", "error_type_for_http_status", "http_model_error", "is_context_length_message",
-    "model_output", "new_idempotency_key", "new_session_id", "side_effect", "token_from", "tool_spec",
+    "model_output", "new_idempotency_key", "new_session_id", "retry_after_from_headers", "retry_after_of",
+    "side_effect", "token_from", "tool_spec",
 ]

@@ -35,6 +35,50 @@ def new_idempotency_key() -> str:
     return "key-" + secrets.token_hex(16)
 
 
+#: Dispatch order (docs/flow-control.md): a session's priority, from 1
+#: (lowest) to 5, and its fairness weight, from 1 to 1,000; 0 for either is
+#: the parent's, else the default (priority 3, weight 1). A fairness key is
+#: at most 256 bytes.
+MAX_PRIORITY = 5
+MAX_FAIRNESS_WEIGHT = 1000
+MAX_FAIRNESS_KEY = 256
+
+#: A budget's fields (docs/budgets.md) and the largest value of each.
+BUDGET_FIELDS: dict[str, int] = {
+    "max_tokens": 2**64 - 1,
+    "max_cost_micros": 2**64 - 1,
+    "max_turns": 2**64 - 1,
+    "max_model_calls_per_turn": 2**32 - 1,
+    "max_tool_calls_per_turn": 2**32 - 1,
+    "loop_limit": 2**32 - 1,
+}
+
+
+def _whole(what: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ValueError(f"{what} must be a whole number from {lo} to {hi}, not {v!r}")
+    return v
+
+
+def _budget_fields(what: str, fields: dict) -> dict:
+    """fields checked as a budget's: known names, whole numbers in range."""
+    unknown = [k for k in fields if k not in BUDGET_FIELDS]
+    if unknown:
+        raise ValueError(f"{what}: unknown field {unknown[0]!r}: want one of {', '.join(BUDGET_FIELDS)}")
+    return {k: _whole(f"{what} {k}", v, 0, BUDGET_FIELDS[k]) for k, v in fields.items()}
+
+
+def _check_dispatch_order(priority: int, fairness_key: str, fairness_weight: int) -> None:
+    if priority != 0:
+        _whole("priority", priority, 1, MAX_PRIORITY)
+    if fairness_weight != 0:
+        _whole("fairness_weight", fairness_weight, 1, MAX_FAIRNESS_WEIGHT)
+    if not isinstance(fairness_key, str):
+        raise ValueError(f"fairness_key must be a str, not {fairness_key!r}")
+    if len(fairness_key.encode()) > MAX_FAIRNESS_KEY:
+        raise ValueError(f"fairness_key is longer than {MAX_FAIRNESS_KEY} bytes")
+
+
 def _not_applied(err: grpc.RpcError) -> bool:
     return err.code() == grpc.StatusCode.UNAVAILABLE and bool(trailer_value(err, LEADER_METADATA_KEY))
 
@@ -84,16 +128,33 @@ class Client:
 
     async def create_session(self, message: str = "", *, session_id: str = "", parent_id: str = "",
                              compaction_threshold: int = 0, idempotency_key: str = "", agent: str = "",
-                             retention_ms: int | None = None) -> types_pb2.Session:
+                             retention_ms: int | None = None,
+                             budget: types_pb2.Budget | dict | None = None, priority: int = 0,
+                             fairness_key: str = "", fairness_weight: int = 0) -> types_pb2.Session:
         """Creates a session, optionally with its first message. With a
         session_id the call is idempotent and retried. ``agent`` names the
         agent that runs it (NAME or NAME@VERSION; "": the parent's, or the
         default agent): only a Worker of that agent runs its model.
         ``retention_ms`` is how long the session is kept once closed (0: for
-        ever); None leaves it to the cluster's retention for its agent."""
+        ever); None leaves it to the cluster's retention for its agent.
+
+        ``budget`` (a ``types_pb2.Budget`` or a dict of its fields, e.g.
+        ``{"max_tokens": 100000}``): each field given (non-zero) replaces the
+        agent's default budget (docs/budgets.md). ``priority`` (1 lowest to
+        5 highest), ``fairness_key`` and ``fairness_weight`` (1 to 1,000)
+        order its dispatch (docs/flow-control.md); 0 and "" are the parent's,
+        else priority 3, no key, weight 1. A bad one raises ValueError
+        before any call."""
+        _check_dispatch_order(priority, fairness_key, fairness_weight)
+        if isinstance(budget, dict):
+            budget = types_pb2.Budget(**_budget_fields("budget", budget))
+        elif budget is not None and not isinstance(budget, types_pb2.Budget):
+            raise ValueError(f"budget must be a types_pb2.Budget or a dict, not {type(budget).__name__}")
         req = sessions_pb2.CreateSessionRequest(session_id=session_id, parent_id=parent_id, message=message, agent=agent,
                                                 compaction_threshold=compaction_threshold,
-                                                idempotency_key=idempotency_key or (new_idempotency_key() if message else ""))
+                                                idempotency_key=idempotency_key or (new_idempotency_key() if message else ""),
+                                                budget=budget, priority=priority, fairness_key=fairness_key,
+                                                fairness_weight=fairness_weight)
         if retention_ms is not None:
             req.retention_ms = retention_ms
         tries = [0]
@@ -104,6 +165,26 @@ class Client:
                 # An earlier try committed before its answer was lost.
                 return (await self.get_session(session_id)).session
             raise
+
+    async def set_budget(self, session_id: str, *, max_tokens: Optional[int] = None,
+                         max_cost_micros: Optional[int] = None, max_turns: Optional[int] = None,
+                         max_model_calls_per_turn: Optional[int] = None,
+                         max_tool_calls_per_turn: Optional[int] = None,
+                         loop_limit: Optional[int] = None) -> types_pb2.Session:
+        """Changes the fields given of a session's budget (0: no limit); the
+        others keep their values. Returns the session with its new budget. A
+        session paused by its budget stays paused: resume it to continue.
+        No field, or one out of range, raises ValueError before any call.
+        The call sets values, so a repeat changes nothing and it is retried."""
+        given = {k: v for k, v in (("max_tokens", max_tokens), ("max_cost_micros", max_cost_micros),
+                                   ("max_turns", max_turns), ("max_model_calls_per_turn", max_model_calls_per_turn),
+                                   ("max_tool_calls_per_turn", max_tool_calls_per_turn), ("loop_limit", loop_limit))
+                 if v is not None}
+        if not given:
+            raise ValueError(f"set_budget: give at least one of {', '.join(BUDGET_FIELDS)}")
+        change = types_pb2.BudgetChange(**_budget_fields("set_budget", given))
+        resp = await self._call("SetBudget", sessions_pb2.SetBudgetRequest(session_id=session_id, change=change), True)
+        return resp.session
 
     async def send_message(self, session_id: str, text: str, idempotency_key: str = "") -> bool:
         """Delivers text once (the same key on every retry). Returns whether

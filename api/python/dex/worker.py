@@ -27,7 +27,7 @@ import grpc
 
 from dex.agents import agent_list
 from dex.connection import PARTITION_METADATA_KEY, Connection, TLSFiles
-from dex.errors import DexError, ModelError, RegistrationError, classify_error
+from dex.errors import DexError, ModelError, RegistrationError, classify_error, retry_after_ms, retry_after_of
 from dex.hold import (HOLD_AFTER_CLAIM, HOLD_AFTER_RESULT_SENT, HOLD_BEFORE_CLAIM, HOLD_BEFORE_MODEL,  # noqa: F401
                       HOLD_BEFORE_RESULT, HOLD_DURING_COMPACTION, HOLD_DURING_POLL, HOLD_TOOL_RUNNING, MOMENTS,
                       holder_from_env)
@@ -395,8 +395,9 @@ def _transient(err: BaseException) -> bool:
     return isinstance(err, grpc.RpcError) and err.code() in _TRANSIENT
 
 
-def _failure(error_type: int, msg: str) -> types_pb2.AttemptResult:
-    return types_pb2.AttemptResult(failure=types_pb2.AttemptFailure(error_type=error_type, error=msg))
+def _failure(error_type: int, msg: str, retry_after_ms: int = 0) -> types_pb2.AttemptResult:
+    return types_pb2.AttemptResult(failure=types_pb2.AttemptFailure(error_type=error_type, error=msg,
+                                                                    retry_after_ms=retry_after_ms))
 
 
 @dataclass
@@ -405,6 +406,7 @@ class _Outcome:
     error_type: int = types_pb2.ERROR_TYPE_UNSPECIFIED
     err: Optional[BaseException] = None
     ran: bool = False  # the handler was called
+    retry_after_ms: int = 0  # a model handler's rate_limit: the provider's Retry-After
 
 
 class _ShutdownCancel(Exception):
@@ -927,13 +929,16 @@ class Worker:
                     return
             msg = str(out.err) or type(out.err).__name__
             try:
-                await self._report(fields, "fail", try_, ref, _failure(out.error_type, msg), partition)
+                await self._report(fields, "fail", try_, ref, _failure(out.error_type, msg, out.retry_after_ms),
+                                   partition)
             except grpc.RpcError as e:
                 self.log.warning("fail refused; dropping the task",
                                  extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
                 return
-            self.log.info("task failed", extra={"fields": {**fields, "error": msg,
-                                                           "error_type": types_pb2.ErrorType.Name(out.error_type)}})
+            failed = {**fields, "error": msg, "error_type": types_pb2.ErrorType.Name(out.error_type)}
+            if out.retry_after_ms:
+                failed["retry_after_ms"] = out.retry_after_ms
+            self.log.info("task failed", extra={"fields": failed})
         finally:
             hb.cancel()
 
@@ -978,11 +983,15 @@ class Worker:
             # shutdown: reported untyped, as a crash would be.
             return _Outcome(err=_ShutdownCancel("the Worker cancelled the handler"))
         except Exception as e:  # a handler's error fails the attempt
+            wait = 0
             if is_model:
                 et = classify_error(e)
+                # A rate_limit's Retry-After holds the session's provider (docs/flow-control.md).
+                if et == types_pb2.ERROR_TYPE_RATE_LIMIT:
+                    wait = retry_after_ms(retry_after_of(e))
             else:
                 et = e.error_type if isinstance(e, ModelError) else types_pb2.ERROR_TYPE_UNSPECIFIED
-            return _Outcome(err=e, error_type=et)
+            return _Outcome(err=e, error_type=et, retry_after_ms=wait)
 
     def _ledger_start(self, line: Optional[dict], ran: list) -> None:
         """Writes the start line right before a handler, then marks it run;

@@ -52,7 +52,8 @@ def _tools(specs) -> list:
 @worker.model
 def model(inp: dex.ModelInput):
     """One chat completion. A plain function runs in a thread; an HTTP error
-    becomes a ModelError with Dex's error type (429: rate_limit, ...)."""
+    becomes a ModelError with Dex's error type (429: rate_limit, ...) and,
+    for a rate_limit, the answer's Retry-After."""
     body = {"model": os.environ.get("OPENAI_MODEL", "gpt-4o-mini"), "messages": _messages(inp.history)}
     if inp.tools:
         body["tools"] = _tools(inp.tools)
@@ -64,7 +65,7 @@ def model(inp: dex.ModelInput):
         with urllib.request.urlopen(req, timeout=120) as r:
             msg = json.load(r)["choices"][0]["message"]
     except urllib.error.HTTPError as e:
-        raise dex.http_model_error(e.code, e.read().decode(errors="replace")) from None
+        raise dex.http_model_error(e.code, e.read().decode(errors="replace"), e.headers) from None
     return dex.model_output(msg.get("content") or "", [
         {"call_id": c["id"], "tool": c["function"]["name"], "arguments": c["function"]["arguments"]}
         for c in msg.get("tool_calls") or []])

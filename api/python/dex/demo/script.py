@@ -24,6 +24,7 @@ DEMO_USAGE = {"input_tokens": 100, "output_tokens": 20, "cost_micros": 150}
 DEMO_MODEL_NAME = "dex-demo"
 _USAGE_FIELDS = {"input_tokens": int, "output_tokens": int, "cost_micros": int}
 _MAX_UINT64 = 2**64 - 1
+_MAX_INT64 = 2**63 - 1
 
 
 class ScriptError(ValueError):
@@ -110,7 +111,7 @@ def _output(where: str, d: Any) -> Output:
                            "delay_ms": int, "while_file": str, "usage": dict})
     err = d.get("error")
     if err is not None:
-        err = _fields(where + " error", err, {"type": str, "message": str})
+        err = _fields(where + " error", err, {"type": str, "message": str, "retry_after_ms": int})
     return Output(text=d.get("text") or "", tool_calls=[_call(where, c) for c in d.get("tool_calls") or []],
                   inline=[_call(where, c) for c in d.get("inline") or []], error=err, always=bool(d.get("always")),
                   delay_ms=d.get("delay_ms") or 0, while_file=d.get("while_file") or "",
@@ -142,6 +143,9 @@ def parse_script(text: str) -> Script:
                 raise ScriptError(f"script: {at_} has an error and an answer")
             if o.error is not None and (o.error.get("type") or "") not in ERROR_TYPES:
                 raise ScriptError(f"script: {at_}: unknown error type {o.error.get('type')!r}")
+            if o.error is not None and not 0 <= (o.error.get("retry_after_ms") or 0) <= _MAX_INT64:
+                raise ScriptError(f"script: {at_}: retry_after_ms must be from 0 to 2**63-1, "
+                                  f"not {o.error['retry_after_ms']}")
             if not model and (o.tool_calls or o.inline):
                 raise ScriptError(f"script: {at_}: a compaction calls no tool")
             if o.delay_ms < 0:
@@ -286,8 +290,11 @@ def turn_of(h: list) -> tuple[list, int, int]:
 
 
 def script_error(e: dict) -> ModelError:
+    """A scripted error; its retry_after_ms is the failure's Retry-After
+    (reported for a rate_limit)."""
     t = e.get("type") or ""
-    return ModelError(ERROR_TYPES[t], e.get("message") or f"scripted {t} error")
+    ms = e.get("retry_after_ms") or 0
+    return ModelError(ERROR_TYPES[t], e.get("message") or f"scripted {t} error", ms / 1000 if ms else None)
 
 
 async def wait_ms(ms: int) -> None:
