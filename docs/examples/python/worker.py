@@ -123,8 +123,8 @@ async def model(inp: dex.ModelInput):
     except httpx.TransportError as e:
         raise dex.ModelError("network", f"{url}: {e!r}") from None
     if r.status_code >= 400:
-        # 429 → rate_limit, 400 "context length" → context_length, 5xx → server_error, ...
-        raise dex.http_model_error(r.status_code, r.text)
+        # 429 → rate_limit (with its Retry-After), 400 "context length" → context_length, 5xx → server_error, ...
+        raise dex.http_model_error(r.status_code, r.text, r.headers)
     msg = r.json()["choices"][0]["message"]
     return dex.model_output(msg.get("content") or "", [
         {"call_id": c["id"], "tool": c["function"]["name"], "arguments": c["function"]["arguments"]}
