@@ -78,6 +78,7 @@ func dispatchOrder(s *fsmpb.Session, c *fsmpb.CreateSession, parent *fsmpb.Sessi
 			s.FairnessWeight = parent.FairnessWeight
 		}
 	}
+	s.Priority, s.FairnessWeight = Priority(s), FairnessWeight(s) // shown as they act
 	return nil
 }
 

@@ -7,7 +7,7 @@ import { dial, Holder, jsonLogger, parseMoments, tokenFrom, Worker, type ModelHa
 import { flagUsage, HelpError, parseFlags, splitList, type FlagSpec } from "./flags.js";
 import { adapterNames, demoAgent } from "./adapters.js";
 import { Ledger } from "./ledger.js";
-import { loadScript, ScriptedModel, usageHelp, type Script } from "./script.js";
+import { loadScript, retryAfterHelp, ScriptedModel, usageHelp, type Script } from "./script.js";
 import { DemoTools } from "./tools.js";
 
 const usage = `usage: dexworker-typescript --addr TARGET --ledger FILE [flags]
@@ -18,6 +18,7 @@ needs approval), build (long running, polled), calc (inline). See
 cmd/dexworker/README.md: the flags, script, holds and ledger are the same.
 
 ${usageHelp}
+${retryAfterHelp}
 Flags:
 `;
 

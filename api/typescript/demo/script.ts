@@ -14,6 +14,8 @@ export interface ScriptCall {
 export interface ScriptError {
   type: string;
   message?: string;
+  /** A rate_limit error's Retry-After, as a provider's header would give it (0: none). */
+  retry_after_ms?: number;
 }
 /** A scripted model call's usage; a field left out is 0. */
 export interface ScriptUsage {
@@ -78,6 +80,11 @@ export function usageOf(o: Output): UsageInit {
   return { inputTokens: u.input_tokens ?? 0, outputTokens: u.output_tokens ?? 0, costMicros: u.cost_micros ?? 0, model: demoModelName };
 }
 
+/** What the demo Worker's help says of a scripted Retry-After (cmd/dexworker's words). */
+export const retryAfterHelp = `A script's rate_limit error may give "retry_after_ms": N, reported as the
+provider's Retry-After: the cluster holds the session's provider that long.
+`;
+
 /** The tools a script may call inline. */
 export const inlineTools = new Set(["calc"]);
 
@@ -110,11 +117,11 @@ function checkOutputs(where: string, outs: unknown, model: boolean): Output[] {
     }
     o.tool_calls?.forEach((c, j) => fields(`${at} tool call ${j + 1}`, c, { tool: "string", arguments: "any", call_id: "string" }));
     o.inline?.forEach((c, j) => fields(`${at} inline call ${j + 1}`, c, { tool: "string", arguments: "any", call_id: "string" }));
-    if (o.error) fields(`${at} error`, o.error, { type: "string", message: "string" });
+    if (o.error) fields(`${at} error`, o.error, { type: "string", message: "string", retry_after_ms: "number" });
     const answers = !!o.text || (o.tool_calls?.length ?? 0) > 0 || (o.inline?.length ?? 0) > 0;
     if (!o.error && !answers) throw new Error(`script: ${at} has no text, tool call or error`);
     if (o.error && answers) throw new Error(`script: ${at} has an error and an answer`);
-    if (o.error && !((o.error.type ?? "") in errorTypes)) throw new Error(`script: ${at}: unknown error type ${JSON.stringify(o.error.type)}`);
+    if (o.error) checkError(at, o.error);
     if (!model && ((o.tool_calls?.length ?? 0) > 0 || (o.inline?.length ?? 0) > 0)) throw new Error(`script: ${at}: a compaction calls no tool`);
     if ((o.delay_ms ?? 0) < 0) throw new Error(`script: ${at}: negative delay_ms`);
     o.tool_calls?.forEach((c, j) => {
@@ -125,6 +132,15 @@ function checkOutputs(where: string, outs: unknown, model: boolean): Output[] {
     });
   });
   return outs as Output[];
+}
+
+/** Checks an output's error: a known type, and a Retry-After only on a rate_limit, a whole number of ms from 0 (cmd/dexworker's checkError). */
+function checkError(at: string, e: ScriptError): void {
+  if (!((e.type ?? "") in errorTypes)) throw new Error(`script: ${at}: unknown error type ${JSON.stringify(e.type)}`);
+  const ms = e.retry_after_ms ?? 0;
+  if (!Number.isSafeInteger(ms)) throw new Error(`script: ${at} error: field retry_after_ms wants a whole number of ms, not ${ms}`);
+  if (ms < 0) throw new Error(`script: ${at}: negative retry_after_ms`);
+  if (ms > 0 && e.type !== "rate_limit") throw new Error(`script: ${at}: retry_after_ms is for a rate_limit error, not ${JSON.stringify(e.type)}`);
 }
 
 /** Parses and checks a script. */
@@ -249,8 +265,9 @@ function compactArgs(raw: unknown, escapedMsg: string): string {
   return args.replaceAll("{{message}}", escapedMsg);
 }
 
+/** A scripted error as the model handler throws it; a rate_limit's retry_after_ms is the failure's Retry-After. */
 export function scriptError(e: ScriptError): ModelError {
-  return new ModelError(errorTypes[e.type ?? ""], e.message || `scripted ${e.type} error`);
+  return new ModelError(errorTypes[e.type ?? ""], e.message || `scripted ${e.type} error`, { retryAfterMs: e.retry_after_ms ?? 0 });
 }
 
 /** What one RunModel answers: the output picked and the model output, or the scripted error. */

@@ -55,8 +55,9 @@ async function callModel(input: ModelInput): Promise<ModelOutputInit> {
     }),
   });
   // A provider's error status becomes Dex's error type (rate_limit, overloaded, ...),
-  // which decides whether the cluster retries the attempt.
-  if (!res.ok) throw newHttpModelError(res.status, await res.text());
+  // which decides whether the cluster retries the attempt; a rate_limit's
+  // Retry-After header holds the provider until then.
+  if (!res.ok) throw newHttpModelError(res.status, await res.text(), res.headers);
   const body = (await res.json()) as { content: Block[] };
   const text = body.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
   const toolCalls = body.content.flatMap((b) => (b.type === "tool_use" ? [{ callId: b.id, tool: b.name, arguments: b.input as object }] : []));

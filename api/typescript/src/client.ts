@@ -4,7 +4,7 @@ import {
   SessionService, type CancelSessionResponse, type CreateSessionRequest, type EditHistoryResponse, type GetSessionResponse,
   type SessionSummary,
 } from "../gen/dex/v1/sessions_pb.js";
-import { Outcome, ResumeChoice, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
+import { Outcome, ResumeChoice, type BudgetSchema, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateSessionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
 import { codeOf } from "./errors.js";
@@ -14,6 +14,95 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Bounds one try (default 10 s); calls are repeated across a takeover until signal aborts. */
   timeoutMs?: number;
+}
+
+/**
+ * Dispatch order (docs/flow-control.md): a session's priority is 1 (lowest)
+ * to maxPriority, its fairness weight 1 to maxFairnessWeight (0 for either:
+ * the parent's, else priority 3 and weight 1); a fairness key is at most
+ * maxFairnessKeyBytes bytes.
+ */
+export const maxPriority = 5;
+export const maxFairnessWeight = 1000;
+export const maxFairnessKeyBytes = 256;
+
+/**
+ * A session's budget (docs/budgets.md), its counts as numbers or bigints.
+ * In createSession each field given (non-zero) replaces the agent's default;
+ * in setBudget each field given replaces the session's (0: no limit) and a
+ * field left out keeps its value.
+ */
+export interface BudgetInit {
+  /** Input and output tokens, the session's own and its children's. */
+  maxTokens?: number | bigint;
+  /** Cost in millionths of a currency unit, its own and its children's. */
+  maxCostMicros?: number | bigint;
+  /** Turns started. */
+  maxTurns?: number | bigint;
+  maxModelCallsPerTurn?: number | bigint;
+  maxToolCallsPerTurn?: number | bigint;
+  /** The same tool call this many times in one turn pauses the session (0: the default, 3). */
+  loopLimit?: number | bigint;
+}
+
+/** What createSession takes: CreateSessionRequest's fields, with a BudgetInit as its budget. */
+export type CreateSessionInit = Omit<MessageInitShape<typeof CreateSessionRequestSchema>, "budget"> & { budget?: BudgetInit };
+
+const maxUint32 = 0xffffffffn;
+const maxUint64 = (1n << 64n) - 1n;
+/** A budget's fields and the largest value of each (uint64 or uint32 on the wire). */
+const budgetFields: Record<keyof BudgetInit, bigint> = {
+  maxTokens: maxUint64, maxCostMicros: maxUint64, maxTurns: maxUint64, maxModelCallsPerTurn: maxUint32, maxToolCallsPerTurn: maxUint32,
+  loopLimit: maxUint32,
+};
+
+/** v as a whole number from lo to hi; a RangeError naming what otherwise. */
+function whole(what: string, v: unknown, lo: bigint, hi: bigint): bigint {
+  const ok = typeof v === "bigint" || (typeof v === "number" && Number.isSafeInteger(v));
+  if (!ok || BigInt(v as number | bigint) < lo || BigInt(v as number | bigint) > hi) {
+    const shown = typeof v === "string" ? JSON.stringify(v) : typeof v === "bigint" ? `${v}n` : String(v);
+    throw new RangeError(`${what} must be a whole number from ${lo} to ${hi}, not ${shown}`);
+  }
+  return BigInt(v as number | bigint);
+}
+
+/**
+ * The budget fields given in b, checked (known names, whole numbers in
+ * range): the uint64 ones as bigints, the uint32 ones as numbers. A field
+ * left out (undefined) stays out.
+ */
+function budgetFieldsOf(what: string, b: unknown): Record<string, bigint | number> {
+  if (typeof b !== "object" || b === null || Array.isArray(b)) throw new TypeError(`${what} must be an object of budget fields`);
+  const out: Record<string, bigint | number> = {};
+  for (const [k, v] of Object.entries(b)) {
+    if (k.startsWith("$") || v === undefined) continue; // a message's $typeName; a field left out
+    const hi = budgetFields[k as keyof BudgetInit];
+    if (hi === undefined) throw new TypeError(`${what}: unknown field ${JSON.stringify(k)}: want one of ${Object.keys(budgetFields).join(", ")}`);
+    const n = whole(`${what} ${k}`, v, 0n, hi);
+    out[k] = hi === maxUint64 ? n : Number(n);
+  }
+  return out;
+}
+
+/** Checks that v, a priority or fairness weight (what, its default when 0), is a whole number from 1 to hi, or 0 or left out. */
+function checkOrderNumber(what: string, v: unknown, hi: number, byDefault: string): void {
+  if (v === undefined || v === 0) return;
+  if (typeof v !== "number") throw new TypeError(`createSession: the ${what} must be a number, not a ${typeof v}`);
+  if (!Number.isInteger(v) || v < 1 || v > hi) {
+    throw new RangeError(`createSession: ${what} ${v} is not between 1 and ${hi} (0 or left out: the parent's, else ${byDefault})`);
+  }
+}
+
+/** Checks a new session's dispatch order: a RangeError or TypeError naming the field, before any call. */
+function checkDispatchOrder(req: CreateSessionInit): void {
+  checkOrderNumber("priority", req.priority, maxPriority, "3");
+  checkOrderNumber("fairness weight", req.fairnessWeight, maxFairnessWeight, "1");
+  if (req.fairnessKey !== undefined) {
+    if (typeof req.fairnessKey !== "string") throw new TypeError(`createSession: the fairness key must be a string, not a ${typeof req.fairnessKey}`);
+    if (Buffer.byteLength(req.fairnessKey, "utf8") > maxFairnessKeyBytes) {
+      throw new RangeError(`createSession: the fairness key is longer than ${maxFairnessKeyBytes} bytes`);
+    }
+  }
 }
 
 /** A fresh session id. */
@@ -26,7 +115,7 @@ export function newIdempotencyKey(): string {
   return "key-" + randomBytes(16).toString("hex");
 }
 
-/** A client of the SessionService: sessions, messages, approvals, questions, reconciles, history edits. */
+/** A client of the SessionService: sessions, messages, budgets, approvals, questions, reconciles, history edits. */
 export class Client {
   private readonly svc: ConnectClient<typeof SessionService>;
 
@@ -56,12 +145,22 @@ export class Client {
   /**
    * Creates a session. With sessionId set the call is idempotent and retried
    * (a repeat that finds the session created by an earlier try returns it).
+   * budget: each field given (non-zero) replaces the agent's default
+   * (docs/budgets.md). priority (1 lowest to 5 highest), fairnessKey and
+   * fairnessWeight (1 to 1,000) order its dispatch (docs/flow-control.md);
+   * 0 and "" are the parent's, else priority 3, no key, weight 1. A value
+   * out of range throws a RangeError (a wrong type a TypeError) before any call.
    */
-  async createSession(req: MessageInitShape<typeof CreateSessionRequestSchema> = {}, o: CallOptions = {}): Promise<Session> {
+  async createSession(req: CreateSessionInit = {}, o: CallOptions = {}): Promise<Session> {
+    checkDispatchOrder(req);
+    // A CreateSessionRequest message is taken as its fields (its budget checked too).
+    const { $typeName: _, budget, ...fields } = req as CreateSessionInit & { $typeName?: string };
+    const init: MessageInitShape<typeof CreateSessionRequestSchema> = { ...fields };
+    if (budget !== undefined && budget !== null) init.budget = budgetFieldsOf("createSession: budget", budget) as MessageInitShape<typeof BudgetSchema>;
     const idem = !!req.sessionId;
     const tries = { n: 0 };
     try {
-      const resp = await this.call(idem, o, (co) => this.svc.createSession(req, co), tries);
+      const resp = await this.call(idem, o, (co) => this.svc.createSession(init, co), tries);
       return resp.session!;
     } catch (e) {
       if (idem && tries.n > 1 && codeOf(e) === Code.AlreadyExists) {
@@ -69,6 +168,20 @@ export class Client {
       }
       throw e;
     }
+  }
+
+  /**
+   * Changes the fields given of a session's budget (0: no limit); the others
+   * keep their values (docs/budgets.md). Resolves the session with its new
+   * budget. A session paused by its budget stays paused: resume it to go
+   * on. No field, or one that is not a whole number in range, throws before
+   * any call. The call sets values, so a repeat changes nothing: it is retried.
+   */
+  async setBudget(sessionId: string, change: BudgetInit, o: CallOptions = {}): Promise<Session> {
+    const fields = budgetFieldsOf("setBudget", change);
+    if (Object.keys(fields).length === 0) throw new TypeError(`setBudget: give at least one of ${Object.keys(budgetFields).join(", ")}`);
+    const resp = await this.call(true, o, (co) => this.svc.setBudget({ sessionId, change: fields }, co));
+    return resp.session!;
   }
 
   /**

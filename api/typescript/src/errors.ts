@@ -12,19 +12,43 @@ export const toolCallNotRunErrorPrefix = "the tool did not run, so it is safe to
 /** The same prefix under the library's earlier name, kept for existing code. */
 export const ToolCallNotRunErrorPrefix = toolCallNotRunErrorPrefix;
 
+/** What a ModelError carries beside its type and message. */
+export interface ModelErrorOptions {
+  /**
+   * The provider's Retry-After in milliseconds (0 or left out: none). With
+   * the rate_limit type the failure reports it and the cluster holds the
+   * session's provider, for every Worker, until then (docs/model-errors.md).
+   * A value that is not a number above 0 counts as none; a fraction is
+   * rounded up.
+   */
+  retryAfterMs?: number;
+  /** The error it stands for (a provider SDK's); its response headers are read when retryAfterMs is not given. */
+  cause?: unknown;
+}
+
 /** A handler error with a Dex error type (docs/model-errors.md): the attempt fails with that type. */
 export class ModelError extends Error {
   readonly type: ErrorType;
-  constructor(type: ErrorType, message?: string) {
-    super(message || `ERROR_TYPE_${ErrorType[type] ?? type}`);
+  /** The provider's Retry-After in whole milliseconds (0: none); reported with the rate_limit type only. */
+  readonly retryAfterMs: number;
+  constructor(type: ErrorType, message?: string, options?: ModelErrorOptions) {
+    super(message || `ERROR_TYPE_${ErrorType[type] ?? type}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "ModelError";
     this.type = type;
+    this.retryAfterMs = wholeMs(options?.retryAfterMs);
   }
 }
 
-/** A model handler's error for a provider's HTTP answer, typed by errorTypeForHttpStatus. */
-export function newHttpModelError(status: number, message: string): ModelError {
-  return new ModelError(errorTypeForHttpStatus(status, message), message);
+/**
+ * A model handler's error for a provider's HTTP answer, typed by
+ * errorTypeForHttpStatus. Given the answer's headers (a fetch Response's
+ * headers, or a plain record), a rate_limit error carries their Retry-After
+ * (retryAfterMsFromHeaders).
+ */
+export function newHttpModelError(status: number, message: string, headers?: HeadersLike): ModelError {
+  const type = errorTypeForHttpStatus(status, message);
+  const retryAfterMs = type === ErrorType.RATE_LIMIT ? retryAfterMsFromHeaders(headers) : 0;
+  return new ModelError(type, message, { retryAfterMs });
 }
 
 /**
@@ -116,6 +140,88 @@ export function classifyError(err: unknown): ErrorType {
     if (e instanceof TypeError && e.message === "fetch failed") return ErrorType.NETWORK;
   }
   return ErrorType.UNKNOWN;
+}
+
+/** Response headers as provider SDKs expose them: a fetch Headers (or anything with get), or a plain record. */
+export type HeadersLike = { get(name: string): string | null } | Record<string, unknown>;
+
+/** The longest Retry-After read (24 hours), so that any value fits; the cluster bounds a provider's hold further. */
+export const maxRetryAfterMs = 24 * 60 * 60 * 1000;
+
+/** ms as a Retry-After: whole milliseconds rounded up (the cluster never waits less than asked), at most maxRetryAfterMs; 0 for anything but a number above 0. */
+function wholeMs(ms: unknown): number {
+  if (typeof ms !== "number" || !(ms > 0)) return 0;
+  return Math.min(Math.ceil(ms), maxRetryAfterMs);
+}
+
+/** A header's value from headers, its name matched in any case ("" when absent). */
+function headerValue(headers: HeadersLike, name: string): string {
+  if (typeof (headers as { get?: unknown }).get === "function") {
+    const v = (headers as { get(name: string): unknown }).get(name);
+    return typeof v === "string" ? v.trim() : "";
+  }
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.toLowerCase() !== name) continue;
+    // Node's IncomingHttpHeaders may hold a list; the first value counts.
+    const first = Array.isArray(v) ? v[0] : v;
+    if (typeof first === "string") return first.trim();
+    if (typeof first === "number") return String(first);
+  }
+  return "";
+}
+
+// A decimal number as a header gives one (no hex, Infinity or NaN).
+const decimal = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * The Retry-After response headers give, in milliseconds (0: none that can
+ * be read): retry-after-ms (milliseconds, as OpenAI sends it) first, then
+ * retry-after, in seconds (a fraction allowed) or an HTTP date (from now).
+ * A value that is not one of these, or not in the future, is ignored.
+ * Whole milliseconds, rounded up, at most maxRetryAfterMs.
+ */
+export function retryAfterMsFromHeaders(headers: HeadersLike | undefined | null, nowMs = Date.now()): number {
+  if (typeof headers !== "object" || headers === null) return 0;
+  const ms = headerValue(headers, "retry-after-ms");
+  if (decimal.test(ms)) {
+    const v = wholeMs(Number(ms));
+    if (v > 0) return v;
+  }
+  const after = headerValue(headers, "retry-after");
+  if (after === "") return 0;
+  if (decimal.test(after)) return wholeMs(Number(after) * 1000);
+  const at = Date.parse(after);
+  return Number.isNaN(at) ? 0 : wholeMs(at - nowMs);
+}
+
+/** The response headers an error itself exposes: headers (openai, @anthropic-ai/sdk), responseHeaders (the AI SDK's APICallError), response.headers. */
+function exposedHeaders(e: unknown): HeadersLike[] {
+  if (typeof e !== "object" || e === null) return [];
+  const o = e as { headers?: unknown; responseHeaders?: unknown; response?: { headers?: unknown } };
+  const response = typeof o.response === "object" && o.response !== null ? o.response.headers : undefined;
+  return [o.headers, o.responseHeaders, response].filter((h): h is HeadersLike => typeof h === "object" && h !== null);
+}
+
+/**
+ * How long the provider asked to wait before its next call, in milliseconds,
+ * as a model handler's error says it (0: it does not say). It looks through
+ * the error and its causes for a ModelError's retryAfterMs, then for response
+ * headers an error exposes (retryAfterMsFromHeaders). The Worker reports it
+ * with a rate_limit failure only: the cluster then holds the session's
+ * provider until then (docs/model-errors.md).
+ */
+export function retryAfterMsOf(err: unknown, nowMs = Date.now()): number {
+  const chain = causes(err);
+  for (const e of chain) {
+    if (e instanceof ModelError && e.retryAfterMs > 0) return e.retryAfterMs;
+  }
+  for (const e of chain) {
+    for (const h of exposedHeaders(e)) {
+      const ms = retryAfterMsFromHeaders(h, nowMs);
+      if (ms > 0) return ms;
+    }
+  }
+  return 0;
 }
 
 /** The gRPC code of an error of a Dex call (Code.Unknown for anything else). */

@@ -1,12 +1,13 @@
 export { Channel, dial, parseTarget, Scheme, HealthService, ProbeIntervalMs, ProbeTimeoutMs } from "./channel.js";
 export type { DialOptions, TlsOptions } from "./channel.js";
-export { Client, newSessionId, newIdempotencyKey } from "./client.js";
-export type { CallOptions } from "./client.js";
+export { Client, newSessionId, newIdempotencyKey, maxPriority, maxFairnessWeight, maxFairnessKeyBytes } from "./client.js";
+export type { BudgetInit, CallOptions, CreateSessionInit } from "./client.js";
 export type { CancelSessionResponse, EditHistoryResponse, GetSessionResponse } from "../gen/dex/v1/sessions_pb.js";
 export {
   toolCallNotRunErrorPrefix, ToolCallNotRunErrorPrefix, ModelError, newHttpModelError, errorTypeForHttpStatus, isContextLengthMessage, classifyError, codeOf,
-  messageOf,
+  messageOf, retryAfterMsOf, retryAfterMsFromHeaders, maxRetryAfterMs,
 } from "./errors.js";
+export type { HeadersLike, ModelErrorOptions } from "./errors.js";
 export { checkAgentList } from "./agents.js";
 export { checkModelOutput, kindName } from "./kinds.js";
 export { Ledger, LedgerEnv, sideEffect } from "./ledger.js";

@@ -10,7 +10,7 @@ import {
 import { checkAgentList } from "./agents.js";
 import { holderFromEnv, Moments, type Moment } from "./hold.js";
 import { Channel, inPartition } from "./channel.js";
-import { classifyError, codeOf, messageOf, ModelError } from "./errors.js";
+import { classifyError, codeOf, messageOf, ModelError, retryAfterMsOf } from "./errors.js";
 import { checkModelOutput, kindName } from "./kinds.js";
 import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } from "./ledger.js";
 import { nopLogger, type Logger } from "./log.js";
@@ -128,7 +128,10 @@ export interface ModelOutputInit {
 /**
  * Runs RunModel and CompactContext Steps. A thrown error fails the attempt
  * with the type classifyError gives it: throw a ModelError (or
- * newHttpModelError) to choose it.
+ * newHttpModelError) to choose it. A rate_limit failure reports the
+ * provider's Retry-After (retryAfterMsOf: a ModelError's retryAfterMs, or
+ * the response headers a provider SDK's error carries), and the cluster
+ * holds the session's provider until then.
  */
 export interface ModelHandler {
   run(input: ModelInput): Promise<ModelOutputInit | ModelOutput> | ModelOutputInit | ModelOutput;
@@ -276,10 +279,11 @@ export function toModelOutput(o: ModelOutputInit | ModelOutput | undefined | nul
   });
 }
 
-type Outcome = { complete: AttemptResult } | { err: unknown; errType: ErrorType };
+/** A handler's result, or its error with the type it fails with (and a rate_limit's Retry-After, 0: none). */
+type Outcome = { complete: AttemptResult } | { err: unknown; errType: ErrorType; retryAfterMs?: number };
 
-function failure(errorType: ErrorType, error: string): AttemptResult {
-  return create(AttemptResultSchema, { outcome: { case: "failure", value: { errorType, error } } });
+function failure(errorType: ErrorType, error: string, retryAfterMs = 0): AttemptResult {
+  return create(AttemptResultSchema, { outcome: { case: "failure", value: { errorType, error, retryAfterMs: BigInt(retryAfterMs) } } });
 }
 
 /** Waits for a promise or an abort, whichever comes first. */
@@ -728,13 +732,14 @@ export class Worker {
         }
       }
       const msg = out.err instanceof Error ? out.err.message : String(out.err);
-      const err = await this.report(log, "fail", k, this.callTry(t), rsignal, ref, failure(out.errType, msg));
+      const retryAfterMs = out.retryAfterMs ?? 0;
+      const err = await this.report(log, "fail", k, this.callTry(t), rsignal, ref, failure(out.errType, msg, retryAfterMs));
       if (err !== undefined) {
         log.warn("fail refused; dropping the task", { error: err });
         return;
       }
       await stopHeartbeats();
-      log.info("task failed", { error: msg, error_type: `ERROR_TYPE_${ErrorType[out.errType]}` });
+      log.info("task failed", { error: msg, error_type: `ERROR_TYPE_${ErrorType[out.errType]}`, ...(retryAfterMs > 0 ? { retry_after_ms: retryAfterMs } : {}) });
     } finally {
       signal.removeEventListener("abort", onStop);
       await stopHeartbeats();
@@ -825,7 +830,8 @@ export class Worker {
           throw new Error(`no handler ${t.handler}`); // cannotRun refused it first
       }
     } catch (err) {
-      return { err, errType: handlerErrorType(runsOnModel(t), err, taskSignal) };
+      const errType = handlerErrorType(runsOnModel(t), err, taskSignal);
+      return { err, errType, retryAfterMs: errType === ErrorType.RATE_LIMIT ? retryAfterMsOf(err) : 0 };
     }
   }
 

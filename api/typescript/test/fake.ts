@@ -7,9 +7,11 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { WorkerService, TaskHandler, TaskRunner, TaskSchema, type Task } from "../gen/dex/v1/workers_pb.js";
 import type { AttemptRef } from "../gen/dex/v1/types_pb.js";
-import type { AttemptResult, ToolSpec } from "../gen/dex/v1/types_pb.js";
+import type { AttemptFailure, AttemptResult, ModelOutput, ToolSpec } from "../gen/dex/v1/types_pb.js";
 import { StepKind } from "../gen/dex/v1/types_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
+import { dial } from "../src/channel.js";
+import { Worker, type ModelHandler } from "../src/worker.js";
 
 export interface Call {
   method: string;
@@ -148,4 +150,41 @@ export function task(init: Partial<{ kind: StepKind; runner: TaskRunner; handler
     agent: init.agent ?? "", epoch: init.epoch ?? 0n,
     modelInput: { history: [{ seq: 1n, kind: 1, text: "hi" }] },
   });
+}
+
+/** What a Worker reported for one RunModel task: its model output, or its failure. */
+export interface ModelReport {
+  output?: ModelOutput;
+  failure?: AttemptFailure;
+}
+
+/**
+ * Runs model on one RunModel task per step id against a fake node, with a
+ * Worker that stops once every task is reported; the reports by step id.
+ */
+export async function runModelTasks(model: ModelHandler, steps: string[]): Promise<Map<string, ModelReport>> {
+  const node = await new FakeNode().start();
+  for (const stepId of steps) node.tasks.push(task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL, stepId }));
+  const ch = dial(node.addr, { token: "" });
+  const w = new Worker(ch, { id: "w-model", pollWaitMs: 100, shutdownGraceMs: 500, model });
+  const stop = new AbortController();
+  const running = w.run(stop.signal);
+  try {
+    const deadline = Date.now() + 10_000;
+    while (node.of("report").length < steps.length) {
+      if (Date.now() > deadline) throw new Error("timed out: calls " + JSON.stringify(node.calls.map((c) => c.method)));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    stop.abort();
+    await running;
+    ch.close();
+    await node.stop();
+  }
+  const out = new Map<string, ModelReport>();
+  for (const r of node.of("report")) {
+    const o = r.result?.outcome;
+    out.set(r.ref!.stepId, o?.case === "modelOutput" ? { output: o.value } : o?.case === "failure" ? { failure: o.value } : {});
+  }
+  return out;
 }

@@ -16,15 +16,14 @@ import { aiSdkAgent, aiSdkUsage } from "../src/adapters/ai-sdk.js";
 import { openaiAgentsAdapter, openaiAgentsUsage } from "../src/adapters/openai-agents.js";
 import { claudeAgentSdkAdapter, claudeAgentSdkUsage } from "../src/adapters/claude-agent-sdk.js";
 import {
-  dial, ErrorType, HistoryEntrySchema, HistoryKind, ModelOutputSchema, StepKind, TaskHandler, TaskRunner, toModelOutput, Worker,
-  type HistoryEntry, type ModelHandler, type ModelInput, type ModelOutput, type Usage,
+  ErrorType, HistoryEntrySchema, HistoryKind, ModelOutputSchema, toModelOutput, type HistoryEntry, type ModelHandler, type ModelInput, type Usage,
 } from "../src/index.js";
 import { demoAgent } from "../demo/adapters.js";
 import { outputItems } from "../demo/adapter-openai-agents.js";
 import { Ledger } from "../demo/ledger.js";
 import { demoModelName, demoUsage, modelOutput, parseScript, ScriptedModel, usageHelp } from "../demo/script.js";
 import { DemoTools } from "../demo/tools.js";
-import { FakeNode, task } from "./fake.js";
+import { runModelTasks } from "./fake.js";
 
 /** A usage as [input, output, cost, model], numbers for bigints. */
 const u = (x: Usage | undefined) => (x ? [Number(x.inputTokens), Number(x.outputTokens), Number(x.costMicros), x.model] : undefined);
@@ -32,34 +31,6 @@ const h = (seq: number, kind: HistoryKind, text = ""): HistoryEntry => create(Hi
 const input = (history: HistoryEntry[], attempt = 1): ModelInput => ({
   sessionId: "s1", stepId: "st1", attempt, history, tools: [], compact: false, epoch: 1n, agent: "", signal: new AbortController().signal,
 });
-
-/** Runs model on one RunModel task per step id against a fake node; the reported model outputs (or failures) by step id. */
-async function runModel(model: ModelHandler, steps: string[]): Promise<Map<string, { output?: ModelOutput; failure?: { errorType: ErrorType; error: string } }>> {
-  const node = await new FakeNode().start();
-  for (const stepId of steps) node.tasks.push(task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL, stepId }));
-  const ch = dial(node.addr, { token: "" });
-  const w = new Worker(ch, { id: "w-usage", pollWaitMs: 100, shutdownGraceMs: 500, model });
-  const stop = new AbortController();
-  const running = w.run(stop.signal);
-  try {
-    const deadline = Date.now() + 10_000;
-    while (node.of("report").length < steps.length) {
-      if (Date.now() > deadline) throw new Error("timed out: calls " + JSON.stringify(node.calls.map((c) => c.method)));
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  } finally {
-    stop.abort();
-    await running;
-    ch.close();
-    await node.stop();
-  }
-  const out = new Map<string, { output?: ModelOutput; failure?: { errorType: ErrorType; error: string } }>();
-  for (const r of node.of("report")) {
-    const o = r.result?.outcome;
-    out.set(r.ref!.stepId, o?.case === "modelOutput" ? { output: o.value } : { failure: o?.value as { errorType: ErrorType; error: string } });
-  }
-  return out;
-}
 
 describe("a model handler's usage", () => {
   it("reaches the wire as ModelOutput.usage, however it is given, and is left out when not given", async () => {
@@ -69,7 +40,7 @@ describe("a model handler's usage", () => {
       message: create(ModelOutputSchema, { text: "c", usage: { inputTokens: 5n, costMicros: 9n, model: "m" } }),
       none: { text: "d" },
     };
-    const got = await runModel({ run: (i) => answers[i.stepId] }, Object.keys(answers));
+    const got = await runModelTasks({ run: (i) => answers[i.stepId] }, Object.keys(answers));
     assert.deepEqual(u(got.get("numbers")!.output!.usage), [1200, 80, 3456, "gpt-test"]);
     assert.deepEqual(got.get("numbers")!.output!.toolCalls.map((c) => c.callId), ["c1"]);
     assert.equal(got.get("bigints")!.output!.usage!.outputTokens, (1n << 64n) - 1n);
@@ -79,7 +50,7 @@ describe("a model handler's usage", () => {
   });
 
   it("fails the attempt, sending no output, when a count is not a whole number from 0", async () => {
-    const got = await runModel({ run: () => ({ text: "x", usage: { inputTokens: -1 } }) }, ["bad"]);
+    const got = await runModelTasks({ run: () => ({ text: "x", usage: { inputTokens: -1 } }) }, ["bad"]);
     assert.equal(got.get("bad")!.output, undefined);
     assert.match(got.get("bad")!.failure!.error, /usage inputTokens must be a whole number from 0 to 2\^64-1, not -1/);
     assert.equal(got.get("bad")!.failure!.errorType, ErrorType.UNKNOWN);
@@ -248,7 +219,7 @@ describe("the demo Worker's usage", () => {
     const ledger = new Ledger(join(dir, "l.jsonl"));
     try {
       const m = new ScriptedModel(parseScript(script), ledger, "w", undefined);
-      const got = await runModel({ run: m.run, compact: m.compact }, ["step-1"]);
+      const got = await runModelTasks({ run: m.run, compact: m.compact }, ["step-1"]);
       // The fake node's task history is one user message "hi": the built-in demo.
       assert.deepEqual(u(got.get("step-1")!.output!.usage), fixed);
     } finally {

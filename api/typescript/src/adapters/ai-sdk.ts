@@ -6,7 +6,9 @@
 // they came with. Tools with an execute function run inside that step: Dex
 // records them as inline results (they run again with their RunModel: at
 // least once). The step's usage (tokens and the model that answered; the AI
-// SDK gives no cost) goes out with the output.
+// SDK gives no cost) goes out with the output. A provider's APICallError
+// fails the attempt typed by its HTTP status, a rate_limit one with the
+// Retry-After of its response headers.
 import {
   APICallError, generateText, stepCountIs, type LanguageModel, type LanguageModelUsage, type ModelMessage, type Tool as AiTool, type ToolSet,
 } from "ai";
@@ -62,9 +64,12 @@ export function aiSdkUsage(r: { totalUsage?: LanguageModelUsage; response?: { mo
   return { inputTokens: usageCount(r.totalUsage?.inputTokens), outputTokens: usageCount(r.totalUsage?.outputTokens), model: r.response?.modelId ?? "" };
 }
 
-/** A provider's API error as a typed Dex model error; anything else as it is. */
+/**
+ * A provider's API error as a typed Dex model error (a rate_limit one with
+ * the Retry-After of its response headers); anything else as it is.
+ */
 function typed(e: unknown): unknown {
-  if (APICallError.isInstance(e) && e.statusCode) return newHttpModelError(e.statusCode, e.message);
+  if (APICallError.isInstance(e) && e.statusCode) return newHttpModelError(e.statusCode, e.message, e.responseHeaders);
   return e;
 }
 

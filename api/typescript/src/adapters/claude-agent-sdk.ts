@@ -7,7 +7,10 @@
 // policies. Model calls, the CLI's own tools and the other MCP tools run
 // inside the query: Dex records them as inline results, at least once. The
 // query's usage (its result's tokens and cost, the model that answered) goes
-// out with the output.
+// out with the output. A model call that failed (an assistant message's
+// error, after the CLI's own retries) fails the attempt with its type; a
+// rate_limit with the time the limit lifts, when the CLI said so in a
+// rejected rate_limit_event, as its Retry-After.
 import {
   createSdkMcpServer, query as sdkQuery, type HookCallback, type Options, type SdkMcpToolDefinition, type SDKMessage, type SDKResultSuccess,
 } from "@anthropic-ai/claude-agent-sdk";
@@ -83,6 +86,19 @@ const assistantErrors: Record<string, ErrorType> = {
   rate_limit: ErrorType.RATE_LIMIT, overloaded: ErrorType.OVERLOADED, server_error: ErrorType.SERVER_ERROR, invalid_request: ErrorType.INVALID_REQUEST,
 };
 
+/**
+ * When a rejected rate_limit_event says the limit lifts, in Unix
+ * milliseconds (0: it does not say). The CLI gives resetsAt in seconds; a
+ * value already in milliseconds (past 10^12, the year 33658 in seconds) is
+ * taken as it is.
+ */
+function rateLimitResetMs(m: SDKMessage): number {
+  if (m.type !== "rate_limit_event" || m.rate_limit_info?.status !== "rejected") return 0;
+  const at = m.rate_limit_info.resetsAt;
+  if (typeof at !== "number" || !(at > 0) || !Number.isFinite(at)) return 0;
+  return at < 1e12 ? at * 1000 : at;
+}
+
 /** Makes a Dex model handler and tools of a Claude Agent SDK setup. */
 export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
   const defs = new Map((o.tools ?? []).map((t) => [t.name, t]));
@@ -126,10 +142,18 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
     const inline: NonNullable<ModelOutputInit["inlineResults"]> = [];
     let model = "";
     let usage: UsageInit | undefined;
+    // When the account's rate limit lifts, as the last rate_limit_event said (0: it is not rejected, or no time given).
+    let limitLiftsAt = 0;
     try {
       for await (const m of q({ prompt: transcript(input), options }, input)) {
-        if (m.type === "assistant" && m.parent_tool_use_id === null) {
-          if (m.error) throw new ModelError(assistantErrors[m.error] ?? ErrorType.UNKNOWN, `the model call failed: ${m.error}`);
+        if (m.type === "rate_limit_event") {
+          limitLiftsAt = rateLimitResetMs(m);
+        } else if (m.type === "assistant" && m.parent_tool_use_id === null) {
+          if (m.error) {
+            const type = assistantErrors[m.error] ?? ErrorType.UNKNOWN;
+            const retryAfterMs = type === ErrorType.RATE_LIMIT && limitLiftsAt > 0 ? limitLiftsAt - Date.now() : 0;
+            throw new ModelError(type, `the model call failed: ${m.error}`, { retryAfterMs });
+          }
           // The CLI's own messages (no model call behind them) name the model "<synthetic>".
           if (typeof m.message.model === "string" && m.message.model !== "" && m.message.model !== "<synthetic>") model = m.message.model;
           for (const b of m.message.content as { type: string; text?: string; id?: string; name?: string; input?: unknown }[]) {

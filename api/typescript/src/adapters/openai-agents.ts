@@ -6,7 +6,10 @@
 // Other function tools run inside the turn (stop_on_first_tool ends it after
 // them): Dex records them as inline results, at least once. The run's usage
 // (its tokens and the model that answered; the SDK gives no cost) goes out
-// with the output.
+// with the output. A provider's error leaves the run as the SDK throws it
+// (the openai package's APIError, with its status and response headers):
+// the Worker types it by its HTTP status, a rate_limit with the Retry-After
+// of its headers.
 import {
   Agent, run as runAgent, RunContext, type AgentInputItem, type FunctionTool, type ModelResponse, type Runner, type Tool as AgentTool, type Usage,
 } from "@openai/agents";

@@ -109,4 +109,20 @@ describe("operator calls against a real dexd", { skip: haveDexd ? false : `no de
       assert.equal(await codeOfCall(c.closeSession("no-such-session")), Code.NotFound);
     });
   });
+
+  it("createSession's dispatch order and budget reach the session, a child takes its parent's, and setBudget changes the fields given", async () => {
+    const c = new Client(ch);
+    const parent = await c.createSession({
+      priority: 5, fairnessKey: "tenant-a", fairnessWeight: 4, budget: { maxTokens: 100_000, maxTurns: 20n, loopLimit: 4 },
+    });
+    assert.deepEqual([parent.priority, parent.fairnessKey, parent.fairnessWeight], [5, "tenant-a", 4]);
+    assert.deepEqual([parent.budget?.maxTokens, parent.budget?.maxTurns, parent.budget?.loopLimit], [100_000n, 20n, 4]);
+    const child = await c.createSession({ parentId: parent.id });
+    assert.deepEqual([child.priority, child.fairnessKey, child.fairnessWeight], [5, "tenant-a", 4]);
+
+    const changed = await c.setBudget(parent.id, { maxTokens: 0, maxCostMicros: 2_000_000 });
+    assert.deepEqual([changed.budget?.maxTokens, changed.budget?.maxCostMicros, changed.budget?.maxTurns], [0n, 2_000_000n, 20n]);
+    assert.equal((await c.getSession(parent.id)).session?.budget?.maxCostMicros, 2_000_000n);
+    assert.equal(await codeOfCall(c.setBudget("no-such-session", { maxTurns: 1 })), Code.NotFound);
+  });
 });
