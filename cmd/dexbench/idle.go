@@ -35,7 +35,7 @@ func loadIdle(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceCl
 	i0, t0 := raftIndex(), time.Now()
 	for from := 0; from < n; from += batch {
 		bctx, cancel := context.WithTimeout(ctx, timeout)
-		_, _, _, err := drive(bctx, cl, svc, fin, idRange{prefix: idlePrefix, from: from, n: min(batch, n-from)})
+		_, _, _, err := drive(bctx, cl, svc, fin, idRange{prefix: idlePrefix, from: from, n: min(batch, n-from)}, nil)
 		cancel()
 		if err != nil {
 			return load, fmt.Errorf("idle load, batch from %s: %w", sessionID(idlePrefix, from), err)

@@ -7,6 +7,10 @@
 //
 //	make build && go run ./cmd/dexbench [--sessions 200] [--workers 4] [--json]
 //
+// `dexbench --fairness` measures the dispatch order instead: a small
+// fairness key beside a big backlog, and priority 5 Steps beside a backlog
+// of priority 1 (fairness.go).
+//
 // `dexbench etcd [flags]` runs a put benchmark on a 3-member etcd before
 // each Dex run, alternating, and prints the two side by side (etcd.go).
 //
@@ -64,6 +68,8 @@ type options struct {
 	steady       time.Duration
 	token        string
 	payload      byteSize
+	fairnessKeys int
+	fairness     fairnessOptions
 }
 
 func main() {
@@ -88,6 +94,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dexbench:", err)
 		os.Exit(2)
 	}
+	if withEtcd && o.fairness.on {
+		fmt.Fprintln(os.Stderr, "dexbench: --fairness is a mode of its own: run it without etcd")
+		os.Exit(2)
+	}
 	if withEtcd {
 		if err := eo.resolve(fs, o); err != nil {
 			fmt.Fprintln(os.Stderr, "dexbench:", err)
@@ -99,6 +109,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.fairness.on {
+		if code := fairnessOnce(ctx, o); code != 0 {
+			stop()
+			os.Exit(code)
+		}
+		return
+	}
 	if withEtcd {
 		if code := benchWithEtcd(ctx, o, eo); code != 0 {
 			stop()
@@ -174,6 +191,8 @@ func benchFlags(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.partitions, "partitions", 1, "the cluster's partitions (dexd --partitions): each its own raft group, the leaders spread over the three nodes; entries are summed over the partitions")
 	fs.IntVar(&o.runs, "runs", 1, "run the whole bench this many times, each on a fresh cluster, and print the medians after the reports")
 	fs.Var(&o.payload, "payload", "bytes of filler in every model output's text and every tool result (4096, 4KiB; 0: the short texts \"looking\", \"ok\", \"done\")")
+	fs.IntVar(&o.fairnessKeys, "fairness-keys", 0, "give the warm-up, measured and --steady sessions one of this many fairness keys (round robin, weight 1) and priorities 1 to 5, to compare steps/s with flow control against a run without (0: none)")
+	o.fairness.register(fs)
 	return fs
 }
 
@@ -200,7 +219,10 @@ func (o *options) check() error {
 	if o.sessions > maxIndex || o.idleSessions > maxIndex || o.sequential > maxIndex || o.warmup > maxIndex {
 		return fmt.Errorf("--sessions, --idle-sessions, --sequential and --warmup must be at most %d", maxIndex)
 	}
-	return nil
+	if o.fairnessKeys < 0 {
+		return errors.New("--fairness-keys must not be negative")
+	}
+	return o.fairness.check(*o)
 }
 
 // arrival is when a Worker got one attempt of a Step.
@@ -311,27 +333,14 @@ func (w *warnCounter) logger() *zap.Logger {
 }
 
 func run(ctx context.Context, o options) (rep *report, err error) {
-	dexd := filepath.Join(o.binDir, "dexd")
-	if _, err := os.Stat(dexd); err != nil {
-		return nil, fmt.Errorf("%s not found: run `make build` first (%v)", dexd, err)
-	}
-	dir := o.dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "dexbench-"); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := findDexd(o); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if o.keep || (err != nil && ctx.Err() == nil) {
-			fmt.Fprintf(os.Stderr, "dexbench: data and node logs kept in %s\n", dir)
-			return
-		}
-		if o.dir == "" {
-			_ = os.RemoveAll(dir)
-		}
-	}()
+	dir, err := benchDir(o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { releaseDir(ctx, o, dir, err) }()
 
 	rep = newReport(o)
 	if o.fsyncProbe > 0 {
@@ -339,50 +348,24 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 			return rep, fmt.Errorf("fsync probe: %w", err)
 		}
 	}
-
-	copts := harness.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs), Partitions: o.partitions}
-	if o.tls {
-		if copts.TLS, err = harness.NewPKI(filepath.Join(dir, "tls")); err != nil {
-			return rep, err
-		}
-	}
-	c, err := harness.NewCluster(copts)
+	c, err := startCluster(ctx, o, dir)
 	if err != nil {
 		return rep, err
 	}
 	// Stop every node by PID whatever happens below (Ctrl-C included:
 	// the nodes run in their own process groups and never see it).
 	defer c.StopAll()
-	if err := c.Start(); err != nil {
-		return rep, err
-	}
-	pids := map[string]int{}
 	for _, n := range c.Nodes {
 		rep.PIDs = append(rep.PIDs, n.PID())
-		pids[n.ID] = n.PID()
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	leader, err := c.WaitReady(rctx)
-	if err == nil && o.partitions > 1 {
-		// Measure once the leaderships are spread over the nodes.
-		leader, err = c.WaitSpread(rctx, 0)
-	}
-	cancel()
-	if err != nil {
-		return rep, fmt.Errorf("cluster not ready: %w", err)
-	}
-	rep.Leader = leader.ID
-	memReady := sampleMemory("after_ready", pids)
+	rep.Leader = c.leader.ID
+	memReady := sampleMemory("after_ready", c.pids)
 	rep.Memory = append(rep.Memory, memReady)
 	defer func() {
 		if rep != nil {
-			rep.Memory = append(rep.Memory, sampleMemory("end", pids))
+			rep.Memory = append(rep.Memory, sampleMemory("end", c.pids))
 		}
 	}()
-	httpAddrs := map[string]string{}
-	for _, n := range c.Nodes {
-		httpAddrs[n.ID] = n.HTTPAddr
-	}
 
 	rec, fin := &recorder{m: map[string]*arrival{}}, newFinishes()
 	payload := filler(int(o.payload))
@@ -390,81 +373,43 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	wlog := warns.logger()
 	defer func() { _ = wlog.Sync() }()
 
-	// The Workers, each on its own channel like a separate process.
-	wctx, stopWorkers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var conns []*grpc.ClientConn
-	defer func() {
-		stopWorkers()
-		wg.Wait()
-		for _, cc := range conns {
-			_ = cc.Close()
-		}
-	}()
-	for i := range o.workers {
-		cc, err := client.Dial(c.Target(), benchDialOptions(o.token, c)...)
-		if err != nil {
-			return rep, err
-		}
-		conns = append(conns, cc)
-		w, err := client.NewWorker(cc, client.WorkerOptions{
-			ID:          fmt.Sprintf("bench-w%d", i+1),
-			Tools:       []client.Tool{noopTool(rec, payload)},
-			Model:       benchModel(rec, fin, o.toolsPerTurn, payload),
-			Concurrency: o.concurrency,
-			PollWait:    5 * time.Second,
-			Logger:      wlog,
-			Hold: func(moment string, t *dexv1.Task) {
-				switch moment {
-				case client.HoldBeforeClaim:
-					rec.held(t.GetRef().GetStepId(), t.GetRef().GetAttempt())
-				case client.HoldAfterResultSent:
-					fin.completed(t.GetRef().GetStepId())
-				}
-			},
-		})
-		if err != nil {
-			return rep, err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.Run(wctx); err != nil {
-				fmt.Fprintf(os.Stderr, "dexbench: worker %s: %v\n", w.ID(), err)
-			}
-		}()
-	}
-
-	cc, err := client.Dial(c.Target(), benchDialOptions(o.token, c)...)
+	workers, err := startWorkers(ctx, c, o, "bench-w", benchWorkerOptions(o, rec, fin, o.toolsPerTurn, payload, wlog))
 	if err != nil {
 		return rep, err
 	}
-	conns = append(conns, cc)
+	defer workers.close()
+
+	cc, err := client.Dial(c.Target(), benchDialOptions(o.token, c.Cluster)...)
+	if err != nil {
+		return rep, err
+	}
+	defer cc.Close()
 	cl := client.New(cc)
 	svc := dexv1.NewSessionServiceClient(cc)
+	shape := flowShape(o.fairnessKeys)
 
 	if o.idleSessions > 0 {
-		leaderIndex := func() float64 { return scrape(httpAddrs)[leader.ID]["dex_raft_commit_index"] }
+		leaderIndex := func() float64 { return scrape(c.httpAddrs)[c.leader.ID]["dex_raft_commit_index"] }
 		rep.IdleLoad, err = loadIdle(ctx, cl, svc, fin, o.idleSessions, o.idleBatch, o.timeout, leaderIndex)
 		if err != nil {
 			return rep, err
 		}
-		memIdle := sampleMemory("after_idle_load", pids)
+		memIdle := sampleMemory("after_idle_load", c.pids)
 		rep.Memory = append(rep.Memory, memIdle)
-		rep.RSSPerIdleSession = growthPerSession(memReady, memIdle, leader.ID, o.idleSessions)
+		rep.RSSPerIdleSession = growthPerSession(memReady, memIdle, c.leader.ID, o.idleSessions)
 	}
 
 	// Warm-up: the Workers register and every channel connects.
 	if o.warmup > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		_, _, _, werr := drive(wctx, cl, svc, fin, idRange{prefix: "warmup", n: o.warmup})
+		_, _, _, werr := drive(wctx, cl, svc, fin, idRange{prefix: "warmup", n: o.warmup}, shape)
 		cancel()
 		if werr != nil {
 			return rep, fmt.Errorf("warm-up: %w", werr)
 		}
 	}
 
-	before, cpu0, m0 := scrape(httpAddrs), selfCPU(), machineCPU()
+	before, cpu0, m0 := scrape(c.httpAddrs), selfCPU(), machineCPU()
 	mctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	var (
@@ -473,12 +418,12 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		derr       error
 	)
 	if o.sequential > 0 {
-		start, end, creates, derr = driveSequential(mctx, cl, svc, fin, "bench", o.sequential)
+		start, end, creates, derr = driveSequential(mctx, cl, svc, fin, "bench", o.sequential, shape)
 	} else {
-		start, end, creates, derr = drive(mctx, cl, svc, fin, idRange{prefix: "bench", n: o.sessions})
+		start, end, creates, derr = drive(mctx, cl, svc, fin, idRange{prefix: "bench", n: o.sessions}, shape)
 	}
 	rep.Create = newDist(creates)
-	rep.setRaft(before, scrape(httpAddrs), leader.ID, end.Sub(start))
+	rep.setRaft(before, scrape(c.httpAddrs), c.leader.ID, end.Sub(start))
 	rep.Raft.CPUSeconds["dexbench"] = math.Round((selfCPU()-cpu0)*100) / 100
 	if m1 := machineCPU(); m0.total > 0 && m1.total > m0.total {
 		// Busy share of all CPUs during the run, every process counted.
@@ -489,7 +434,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		return nil, errors.New("interrupted")
 	}
 	if o.steady > 0 && derr == nil {
-		rep.Steady = runSteady(ctx, cl, svc, fin, o.sessions, o.steady, httpAddrs)
+		rep.Steady = runSteady(ctx, cl, svc, fin, o.sessions, o.steady, c.httpAddrs, shape)
 	}
 
 	// Collect every measured session and its Steps.
@@ -514,26 +459,196 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	return rep, nil
 }
 
+// findDexd checks that --bin holds dexd before anything is made.
+func findDexd(o options) error {
+	dexd := filepath.Join(o.binDir, "dexd")
+	if _, err := os.Stat(dexd); err != nil {
+		return fmt.Errorf("%s not found: run `make build` first (%v)", dexd, err)
+	}
+	return nil
+}
+
+// benchDir is the directory for the nodes' data and logs: --dir, or a new
+// temporary one.
+func benchDir(o options) (string, error) {
+	if o.dir == "" {
+		return os.MkdirTemp("", "dexbench-")
+	}
+	return o.dir, os.MkdirAll(o.dir, 0o755)
+}
+
+// releaseDir removes the temporary data directory at the end of a run, and
+// keeps it (saying where) with --keep or after an error other than Ctrl-C.
+func releaseDir(ctx context.Context, o options, dir string, err error) {
+	if o.keep || (err != nil && ctx.Err() == nil) {
+		fmt.Fprintf(os.Stderr, "dexbench: data and node logs kept in %s\n", dir)
+		return
+	}
+	if o.dir == "" {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// benchCluster is a started cluster of three dexd and what the bench reads
+// of it.
+type benchCluster struct {
+	*harness.Cluster
+	leader    *harness.Node
+	pids      map[string]int    // by node id
+	httpAddrs map[string]string // the nodes' /metrics, by node id
+}
+
+// startCluster starts three dexd (bin/dexd, fsync on) in dir and waits for a
+// leader, and with partitions for the leaderships to spread over the nodes.
+// On an error it stops every node it started.
+func startCluster(ctx context.Context, o options, dir string) (_ *benchCluster, err error) {
+	copts := harness.ClusterOptions{BinDir: o.binDir, Dir: dir, Size: 3, Args: strings.Fields(o.dexdArgs), Partitions: o.partitions}
+	if o.tls {
+		if copts.TLS, err = harness.NewPKI(filepath.Join(dir, "tls")); err != nil {
+			return nil, err
+		}
+	}
+	c, err := harness.NewCluster(copts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.StopAll()
+		}
+	}()
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	leader, err := c.WaitReady(rctx)
+	if err == nil && o.partitions > 1 {
+		// Measure once the leaderships are spread over the nodes.
+		leader, err = c.WaitSpread(rctx, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster not ready: %w", err)
+	}
+	bc := &benchCluster{Cluster: c, leader: leader, pids: map[string]int{}, httpAddrs: map[string]string{}}
+	for _, n := range c.Nodes {
+		bc.pids[n.ID] = n.PID()
+		bc.httpAddrs[n.ID] = n.HTTPAddr
+	}
+	return bc, nil
+}
+
+// benchWorkerOptions are the options of every bench Worker but its id: the
+// noop tool, the bench model with k noop calls a turn, and the Hold hook
+// that records when a task arrived and when its result was reported.
+func benchWorkerOptions(o options, rec *recorder, fin *finishes, k int, payload string, log *zap.Logger) client.WorkerOptions {
+	return client.WorkerOptions{
+		Tools:       []client.Tool{noopTool(rec, payload)},
+		Model:       benchModel(rec, fin, k, payload),
+		Concurrency: o.concurrency,
+		PollWait:    5 * time.Second,
+		Logger:      log,
+		Hold: func(moment string, t *dexv1.Task) {
+			switch moment {
+			case client.HoldBeforeClaim:
+				rec.held(t.GetRef().GetStepId(), t.GetRef().GetAttempt())
+			case client.HoldAfterResultSent:
+				fin.completed(t.GetRef().GetStepId())
+			}
+		},
+	}
+}
+
+// workerPool is --workers in-process Workers, each on its own channel like
+// a separate process.
+type workerPool struct {
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	conns []*grpc.ClientConn
+}
+
+// startWorkers runs the pool's Workers, named name1, name2…, until close.
+func startWorkers(ctx context.Context, c *benchCluster, o options, name string, opts client.WorkerOptions) (*workerPool, error) {
+	wctx, stop := context.WithCancel(ctx)
+	p := &workerPool{stop: stop}
+	for i := range o.workers {
+		cc, err := client.Dial(c.Target(), benchDialOptions(o.token, c.Cluster)...)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.conns = append(p.conns, cc)
+		wo := opts
+		wo.ID = fmt.Sprintf("%s%d", name, i+1)
+		w, err := client.NewWorker(cc, wo)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if err := w.Run(wctx); err != nil {
+				fmt.Fprintf(os.Stderr, "dexbench: worker %s: %v\n", w.ID(), err)
+			}
+		}()
+	}
+	return p, nil
+}
+
+// close stops the Workers (each deregisters), waits for them and closes
+// their channels.
+func (p *workerPool) close() {
+	p.stop()
+	p.wg.Wait()
+	for _, cc := range p.conns {
+		_ = cc.Close()
+	}
+	p.conns = nil
+}
+
 func sessionID(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
 
-// drive creates the sessions of r at once, each with a first message, and
-// waits until every one is idle again (or errored or paused). It returns the
-// time before the first CreateSession and the time the last session was
-// seen done.
-func drive(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, r idRange) (start, end time.Time, creates []float64, err error) {
+// sessionShape fills in session i's create request beyond its id and first
+// message (flowShape, the --fairness sessions).
+type sessionShape func(i int, req *dexv1.CreateSessionRequest)
+
+// drive creates the sessions of r at once, each with a first message and
+// shaped by shape (nil: none), and waits until every one is idle again (or
+// errored or paused). It returns the time before the first CreateSession
+// and the time the last session was seen done.
+func drive(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, r idRange, shape sessionShape) (start, end time.Time, creates []float64, err error) {
+	start = time.Now()
+	if creates, err = createAll(ctx, cl, r, shape, r.n); err != nil {
+		return start, time.Now(), creates, err
+	}
+	end, err = waitDone(ctx, svc, fin, r)
+	return start, end, creates, err
+}
+
+// createAll creates the sessions of r, each with a first message and shaped
+// by shape (nil: none), at most limit at once. creates[i] is session i's
+// CreateSession call in ms; err is the first that failed.
+func createAll(ctx context.Context, cl *client.Client, r idRange, shape sessionShape, limit int) (creates []float64, err error) {
 	var (
 		wg      sync.WaitGroup
 		errMu   sync.Mutex
 		firstEr error
 	)
 	creates = make([]float64, r.n)
-	start = time.Now()
+	slots := make(chan struct{}, limit)
 	for i := range r.n {
 		wg.Add(1)
+		slots <- struct{}{}
 		go func() {
 			defer wg.Done()
+			defer func() { <-slots }()
+			req := &dexv1.CreateSessionRequest{SessionId: r.id(i), Message: "go"}
+			if shape != nil {
+				shape(r.from+i, req)
+			}
 			t := time.Now()
-			_, err := cl.CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: r.id(i), Message: "go"})
+			_, err := cl.CreateSession(ctx, req)
 			creates[i] = ms(time.Since(t))
 			if err != nil {
 				errMu.Lock()
@@ -545,20 +660,16 @@ func drive(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClien
 		}()
 	}
 	wg.Wait()
-	if firstEr != nil {
-		return start, time.Now(), creates, firstEr
-	}
-	end, err = waitDone(ctx, svc, fin, r)
-	return start, end, creates, err
+	return creates, firstEr
 }
 
 // driveSequential drives k sessions one after another, each alone in the
 // cluster, so their latencies are those of an unloaded cluster.
-func driveSequential(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, prefix string, k int) (start, end time.Time, creates []float64, err error) {
+func driveSequential(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, prefix string, k int, shape sessionShape) (start, end time.Time, creates []float64, err error) {
 	start = time.Now()
 	for i := range k {
 		var c []float64
-		_, end, c, err = drive(ctx, cl, svc, fin, idRange{prefix: prefix, from: i, n: 1})
+		_, end, c, err = drive(ctx, cl, svc, fin, idRange{prefix: prefix, from: i, n: 1}, shape)
 		creates = append(creates, c...)
 		if err != nil {
 			return start, end, creates, err

@@ -66,6 +66,9 @@ type config struct {
 	IdleSessions int  `json:"idle_sessions"`
 	// Bytes of filler in every model output's text and tool result.
 	PayloadBytes int `json:"payload_bytes"`
+	// --fairness-keys: the sessions' fairness keys (round robin, with
+	// priorities 1 to 5); 0: no key, priority 3.
+	FairnessKeys int `json:"fairness_keys"`
 }
 
 type raftStats struct {
@@ -135,11 +138,15 @@ type report struct {
 	Error             string  `json:"error,omitempty"`
 }
 
+func thisMachine() machine {
+	return machine{NProc: runtime.NumCPU(), CPU: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+}
+
 func newReport(o options) *report {
 	return &report{
-		Machine: machine{NProc: runtime.NumCPU(), CPU: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH},
+		Machine: thisMachine(),
 		Config: config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3, Partitions: max(o.partitions, 1),
-			Sequential: o.sequential > 0, IdleSessions: o.idleSessions, PayloadBytes: int(o.payload)},
+			Sequential: o.sequential > 0, IdleSessions: o.idleSessions, PayloadBytes: int(o.payload), FairnessKeys: o.fairnessKeys},
 	}
 }
 
@@ -317,6 +324,9 @@ func (r *report) writeTable(w io.Writer) {
 	}
 	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, payload %d B, %d dexd nodes (fsync on), %d partition(s), leader %s\n",
 		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.PayloadBytes, r.Config.Nodes, r.Config.Partitions, r.Leader)
+	if r.Config.FairnessKeys > 0 {
+		fmt.Fprintf(w, "flow control: every session has one of %d fairness keys (weight 1) and a priority from 1 to 5\n", r.Config.FairnessKeys)
+	}
 	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "wall time\t%.2f s\t(first CreateSession → last session idle)\n", r.WallSeconds)

@@ -25,9 +25,9 @@ type steadyLoad struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// runSteady drives rounds until d has passed and counts the elections from
-// the nodes' metrics before and after.
-func runSteady(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, sessions int, d time.Duration, httpAddrs map[string]string) *steadyLoad {
+// runSteady drives rounds, their sessions shaped by shape, until d has
+// passed and counts the elections from the nodes' metrics before and after.
+func runSteady(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, sessions int, d time.Duration, httpAddrs map[string]string, shape sessionShape) *steadyLoad {
 	top := func(m metrics, name string) float64 {
 		v := 0.0
 		for _, node := range m {
@@ -41,7 +41,7 @@ func runSteady(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceC
 	for time.Since(start) < d && ctx.Err() == nil {
 		out.Rounds++
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, _, _, err := drive(rctx, cl, svc, fin, idRange{prefix: fmt.Sprintf("steady%d", out.Rounds), n: sessions})
+		_, _, _, err := drive(rctx, cl, svc, fin, idRange{prefix: fmt.Sprintf("steady%d", out.Rounds), n: sessions}, shape)
 		cancel()
 		if err != nil {
 			out.Error = fmt.Sprintf("round %d: %v", out.Rounds, err)
