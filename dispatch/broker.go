@@ -42,8 +42,10 @@ type Broker struct {
 	ready    map[string]*queuedStep // by Step id
 	lanesOf  map[string][]*lane     // a session's lanes, in every queue
 	inflight map[string]bool        // picked, StartAttempt being proposed
-	// order: sessions' served ticks and fairness keys' passes (fairness.go).
-	order *dispatchOrder
+	// order: sessions' served ticks and fairness keys' passes (fairness.go);
+	// orders: sessions' priority, key and provider, as the state has them.
+	order  *dispatchOrder
+	orders map[string]laneOrder
 	// providers: the providers with a limit or a hold (providers.go);
 	// runningOf: the model Steps counted against one; limited: some
 	// provider has a limit.
@@ -76,7 +78,7 @@ func newBroker(src StateSource, epoch uint64, now func() time.Time, log *zap.Log
 	b := &Broker{
 		src: src, epoch: epoch, now: now, log: log,
 		queues: map[queueKey]*readyQueue{}, agentsOf: map[string]map[string]struct{}{}, wild: map[string]map[*waiter]struct{}{}, ready: map[string]*queuedStep{}, lanesOf: map[string][]*lane{},
-		inflight: map[string]bool{}, order: newDispatchOrder(),
+		inflight: map[string]bool{}, order: newDispatchOrder(), orders: map[string]laneOrder{},
 		providers: map[string]*providerState{}, runningOf: map[string]*providerState{},
 		delayed: map[dueKey]*delayItem{}, owed: map[dueKey]due{},
 		health: newHealthBook(), since: map[string]readySince{}, preferOther: DefaultPreferOtherWait,
@@ -285,7 +287,7 @@ func (b *Broker) pushReady(s *fsmpb.Step, wake bool) {
 // laneFor is the session's lane of s in q, made (with its provider queue
 // and group) if it has none; a new lane is empty and in no heap yet.
 func (b *Broker) laneFor(q *readyQueue, s *fsmpb.Step) *lane {
-	o := b.orderOf(s.SessionId, q.key.model)
+	o := b.orderOf(s.SessionId)
 	provider := ""
 	if q.key.model {
 		provider = o.provider
@@ -323,20 +325,19 @@ type laneOrder struct {
 	provider string
 }
 
-// orderOf reads a session's order from one of its lanes, or from the state
-// when it has none. A model Step's provider is read from a model lane or
-// the state.
-func (b *Broker) orderOf(session string, model bool) laneOrder {
-	for _, l := range b.lanesOf[session] {
-		if !model || l.queue().key.model {
-			return laneOrder{priority: l.g.key.priority, fairness: l.g.key.fairness, weight: l.weight, provider: l.g.sub.provider}
-		}
+// orderOf is a session's order, read from the state once and kept while it
+// has Steps ready (a session not created yet, or gone, has the defaults).
+func (b *Broker) orderOf(session string) laneOrder {
+	if o, ok := b.orders[session]; ok {
+		return o
 	}
 	s := b.src.State().Session(session)
 	if s == nil {
 		return laneOrder{priority: fsm.DefaultPriority, weight: 1}
 	}
-	return laneOrder{priority: fsm.Priority(s), fairness: s.FairnessKey, weight: fsm.FairnessWeight(s), provider: s.Provider}
+	o := laneOrder{priority: fsm.Priority(s), fairness: s.FairnessKey, weight: fsm.FairnessWeight(s), provider: s.Provider}
+	b.orders[session] = o
+	return o
 }
 
 // fixLane puts a lane whose head or served tick changed back in order: in
@@ -521,6 +522,13 @@ func (b *Broker) takeFor(worker string, keys []interest, max int, refused map[st
 		b.pushReady(s, false)
 	}
 	b.order.prune(b.lanesOf)
+	if len(b.orders) > 4096 && len(b.orders) > 4*len(b.lanesOf) {
+		for id := range b.orders {
+			if b.lanesOf[id] == nil {
+				delete(b.orders, id) // read again when it has Steps again
+			}
+		}
+	}
 	if len(out) > 0 || !wait {
 		return out, nil, nil
 	}

@@ -137,7 +137,7 @@ func (b *Broker) markServed(session string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.serve(session)
-	o := b.orderOf(session, false)
+	o := b.orderOf(session)
 	b.order.charge(o.fairness, o.weight)
 }
 

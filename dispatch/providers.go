@@ -163,7 +163,7 @@ func (b *Broker) trackRunning(id string, s *fsmpb.Step, now int64) {
 	if !b.limited || s == nil || s.Status != fsmpb.StepStatus_STEP_STATUS_RUNNING || fsm.Kind(s.Kind).Runner != fsm.RunsOnModel {
 		return
 	}
-	if p := b.provider(b.orderOf(s.SessionId, true).provider); p != nil && p.limit.any() {
+	if p := b.provider(b.orderOf(s.SessionId).provider); p != nil && p.limit.any() {
 		p.running[id] = struct{}{}
 		b.runningOf[id] = p
 	}
