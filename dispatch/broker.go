@@ -263,9 +263,9 @@ func (b *Broker) pushReady(s *fsmpb.Step, wake bool) {
 	qs := &queuedStep{st: s, lane: l}
 	heap.Push(&l.steps, qs)
 	b.ready[s.Id] = qs
-	b.fixLane(l) // its head may be older now
+	b.order.readied(l.g.key.fairness) // before the group is placed: it may move the key's pass
+	b.fixLane(l)                      // its head may be older now
 	l.g.sub.depth++
-	b.order.readied(l.g.key.fairness)
 	if q.depth++; q.depth == 1 && !k.model {
 		if b.agentsOf[k.tool] == nil {
 			b.agentsOf[k.tool] = map[string]struct{}{}

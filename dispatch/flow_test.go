@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -243,5 +244,48 @@ func TestFlow_GaugesAndStatusShowEachProvider(t *testing.T) {
 	ps := f.b.Providers()
 	if len(ps) != 2 || ps[0].Hold.GetUntilMs() != f.clock.Now().UnixMilli()+5000 || ps[1].Running != 1 || ps[1].Throttled != 2 || ps[1].MaxConcurrent != 1 {
 		t.Fatalf("providers %v", ps)
+	}
+}
+
+// The heaps keep the dispatch order: with sessions of random priorities,
+// keys and weights arriving between takes, each take hands out the lane a
+// scan of every ready lane finds first (lanesLess).
+func TestFlow_HeapsKeepTheOrderAScanFinds(t *testing.T) {
+	f := newBrokerFixture(t, nil)
+	rng := rand.New(rand.NewPCG(7, 11))
+	n := 0
+	add := func(k int) {
+		for range k {
+			n++
+			createOrdered(t, f.c, fmt.Sprintf("s%03d", n), &fsmpb.CreateSession{
+				Priority: uint32(1 + rng.IntN(3)), FairnessKey: []string{"", "a", "b", "c"}[rng.IntN(4)], FairnessWeight: uint32(1 + rng.IntN(3)),
+			})
+		}
+	}
+	add(40)
+	for i := 0; i < 200; i++ {
+		if rng.IntN(3) == 0 {
+			add(1 + rng.IntN(4))
+		}
+		f.b.mu.Lock()
+		var want *lane
+		for _, ls := range f.b.lanesOf {
+			for _, l := range ls {
+				if want == nil || f.b.order.lanesLess(l, want) {
+					want = l
+				}
+			}
+		}
+		f.b.mu.Unlock()
+		got := f.take(modelKeys, 1)
+		if want == nil {
+			if len(got) != 0 {
+				t.Fatalf("take %d: took %v from empty queues", i, sessionsOf(got))
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].SessionId != want.session {
+			t.Fatalf("take %d: took %v; a scan finds %s first", i, sessionsOf(got), want.session)
+		}
 	}
 }

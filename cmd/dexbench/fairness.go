@@ -82,15 +82,17 @@ func (f fairnessOptions) check(o options) error {
 }
 
 // flowShape is --fairness-keys: session i gets key "key-<i mod k>" of
-// weight 1 and priority 1 + (i ÷ k) mod 5, so every key has Steps of every
-// priority. Nil (no flow control) when k is 0.
-func flowShape(k int) sessionShape {
+// weight 1 and, with --priorities, priority 1 + (i ÷ k) mod 5, so every key
+// has Steps of every priority. Nil (no flow control) when k is 0.
+func flowShape(k int, priorities bool) sessionShape {
 	if k <= 0 {
 		return nil
 	}
 	return func(i int, req *dexv1.CreateSessionRequest) {
 		req.FairnessKey, req.FairnessWeight = fmt.Sprintf("key-%d", i%k), 1
-		req.Priority = uint32(1 + (i/k)%5)
+		if priorities {
+			req.Priority = uint32(1 + (i/k)%5)
+		}
 	}
 }
 

@@ -94,10 +94,15 @@ func TestBacklogLeft_CountsLaterAndNeverDispatched(t *testing.T) {
 }
 
 func TestFlowShape_RoundRobinKeysEveryPriority(t *testing.T) {
-	if flowShape(0) != nil {
+	if flowShape(0, true) != nil {
 		t.Fatal("no keys: want no shape")
 	}
-	shape := flowShape(3)
+	keysOnly := &dexv1.CreateSessionRequest{}
+	flowShape(3, false)(7, keysOnly)
+	if keysOnly.FairnessKey != "key-1" || keysOnly.Priority != 0 {
+		t.Fatalf("keys without --priorities: %+v; want key-1 and no priority", keysOnly)
+	}
+	shape := flowShape(3, true)
 	seen := map[string]map[uint32]bool{}
 	for i := range 15 {
 		req := &dexv1.CreateSessionRequest{}

@@ -69,6 +69,7 @@ type options struct {
 	token        string
 	payload      byteSize
 	fairnessKeys int
+	priorities   bool
 	fairness     fairnessOptions
 }
 
@@ -191,7 +192,8 @@ func benchFlags(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.partitions, "partitions", 1, "the cluster's partitions (dexd --partitions): each its own raft group, the leaders spread over the three nodes; entries are summed over the partitions")
 	fs.IntVar(&o.runs, "runs", 1, "run the whole bench this many times, each on a fresh cluster, and print the medians after the reports")
 	fs.Var(&o.payload, "payload", "bytes of filler in every model output's text and every tool result (4096, 4KiB; 0: the short texts \"looking\", \"ok\", \"done\")")
-	fs.IntVar(&o.fairnessKeys, "fairness-keys", 0, "give the warm-up, measured and --steady sessions one of this many fairness keys (round robin, weight 1) and priorities 1 to 5, to compare steps/s with flow control against a run without (0: none)")
+	fs.IntVar(&o.fairnessKeys, "fairness-keys", 0, "give the warm-up, measured and --steady sessions one of this many fairness keys (round robin, weight 1), to compare steps/s with flow control against a run without (0: none)")
+	fs.BoolVar(&o.priorities, "priorities", false, "with --fairness-keys, give the sessions priorities 1 to 5 too (strict priority changes which sessions run at the end of a run, so it changes the load's shape, not only its cost)")
 	o.fairness.register(fs)
 	return fs
 }
@@ -386,7 +388,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	defer cc.Close()
 	cl := client.New(cc)
 	svc := dexv1.NewSessionServiceClient(cc)
-	shape := flowShape(o.fairnessKeys)
+	shape := flowShape(o.fairnessKeys, o.priorities)
 
 	if o.idleSessions > 0 {
 		leaderIndex := func() float64 { return scrape(c.httpAddrs)[c.leader.ID]["dex_raft_commit_index"] }

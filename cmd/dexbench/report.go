@@ -66,9 +66,10 @@ type config struct {
 	IdleSessions int  `json:"idle_sessions"`
 	// Bytes of filler in every model output's text and tool result.
 	PayloadBytes int `json:"payload_bytes"`
-	// --fairness-keys: the sessions' fairness keys (round robin, with
-	// priorities 1 to 5); 0: no key, priority 3.
-	FairnessKeys int `json:"fairness_keys"`
+	// --fairness-keys: the sessions' fairness keys (round robin); 0: no key.
+	// Priorities: with --priorities, priorities 1 to 5 (else all 3).
+	FairnessKeys int  `json:"fairness_keys"`
+	Priorities   bool `json:"priorities"`
 }
 
 type raftStats struct {
@@ -146,7 +147,7 @@ func newReport(o options) *report {
 	return &report{
 		Machine: thisMachine(),
 		Config: config{Sessions: o.sessions, Workers: o.workers, Concurrency: o.concurrency, ToolsPerTurn: o.toolsPerTurn, Nodes: 3, Partitions: max(o.partitions, 1),
-			Sequential: o.sequential > 0, IdleSessions: o.idleSessions, PayloadBytes: int(o.payload), FairnessKeys: o.fairnessKeys},
+			Sequential: o.sequential > 0, IdleSessions: o.idleSessions, PayloadBytes: int(o.payload), FairnessKeys: o.fairnessKeys, Priorities: o.priorities},
 	}
 }
 
@@ -325,7 +326,11 @@ func (r *report) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "dexbench: %d sessions %s, %d idle sessions beside them, %d Workers x %d, %d noop calls per turn, payload %d B, %d dexd nodes (fsync on), %d partition(s), leader %s\n",
 		r.Config.Sessions, how, r.Config.IdleSessions, r.Config.Workers, r.Config.Concurrency, r.Config.ToolsPerTurn, r.Config.PayloadBytes, r.Config.Nodes, r.Config.Partitions, r.Leader)
 	if r.Config.FairnessKeys > 0 {
-		fmt.Fprintf(w, "flow control: every session has one of %d fairness keys (weight 1) and a priority from 1 to 5\n", r.Config.FairnessKeys)
+		prio := "priority 3"
+		if r.Config.Priorities {
+			prio = "a priority from 1 to 5"
+		}
+		fmt.Fprintf(w, "flow control: every session has one of %d fairness keys (weight 1) and %s\n", r.Config.FairnessKeys, prio)
 	}
 	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
