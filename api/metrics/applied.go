@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
@@ -37,6 +38,11 @@ func (m *Node) Applied(a *fsm.Applied) {
 			Observe(seconds(step.EndedAtMs - step.CreatedAtMs))
 		if u := step.Usage; u != nil {
 			m.countUsage(step.Agent, u)
+			if s := st.Session(step.SessionId); s != nil {
+				key := m.fairnessKeys.label(s.FairnessKey)
+				m.keyTokens.WithLabelValues(key).Add(float64(u.InputTokens + u.OutputTokens))
+				m.keyCost.WithLabelValues(key).Add(float64(u.CostMicros))
+			}
 		}
 	}
 }
@@ -53,6 +59,37 @@ func (m *Node) countUsage(agent string, u *fsmpb.Usage) {
 	m.modelTokens.WithLabelValues(agent, model, "input").Add(float64(u.InputTokens))
 	m.modelTokens.WithLabelValues(agent, model, "output").Add(float64(u.OutputTokens))
 	m.modelCost.WithLabelValues(agent).Add(float64(u.CostMicros))
+}
+
+// maxFairnessKeyLabels bounds the fairness_key label's values: keys are
+// named by clients (a tenant, a user), so past this many the rest share
+// "_other".
+const maxFairnessKeyLabels = 64
+
+// boundedLabels hands out a label value per name, up to max names.
+type boundedLabels struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	max  int
+}
+
+func (b *boundedLabels) label(name string) string {
+	if name == "" {
+		return "none"
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen[name] {
+		return name
+	}
+	if len(b.seen) >= b.max {
+		return "_other"
+	}
+	if b.seen == nil {
+		b.seen = map[string]bool{}
+	}
+	b.seen[name] = true
+	return name
 }
 
 func attemptOf(st *fsm.State, k fsm.AttemptKey) (*fsmpb.Step, *fsmpb.Attempt) {

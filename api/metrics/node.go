@@ -33,6 +33,9 @@ type Node struct {
 	takeovers       prometheus.Counter
 	modelTokens     *prometheus.CounterVec
 	modelCost       *prometheus.CounterVec
+	keyTokens       *prometheus.CounterVec
+	keyCost         *prometheus.CounterVec
+	fairnessKeys    *boundedLabels
 
 	// Children bound once, so the hot paths do no label hashing.
 	dispatchByKind map[fsmpb.StepKind]prometheus.Observer
@@ -88,6 +91,15 @@ func New(state func() *fsm.State) *Node {
 			Namespace: "dex", Name: "model_cost_total",
 			Help: "Cost, in millionths of the Workers' currency unit, the model calls that succeeded reported, by agent.",
 		}, []string{"agent"}),
+		keyTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "dex", Name: "fairness_key_tokens_total",
+			Help: "Tokens (input + output) the model calls that succeeded reported, by their session's fairness key (none: no key; past 64 keys the rest count as _other).",
+		}, []string{"fairness_key"}),
+		keyCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "dex", Name: "fairness_key_cost_total",
+			Help: "Cost, in millionths of the Workers' currency unit, the model calls that succeeded reported, by their session's fairness key.",
+		}, []string{"fairness_key"}),
+		fairnessKeys:   &boundedLabels{max: maxFairnessKeyLabels},
 		dispatchByKind: map[fsmpb.StepKind]prometheus.Observer{},
 		claimByKind:    map[fsmpb.StepKind]prometheus.Observer{},
 		applyByCommand: map[int32]prometheus.Observer{},
@@ -118,7 +130,7 @@ func (m *Node) UseSnapshots(s SnapshotSizes) { m.gauges.snapshots = s }
 func (m *Node) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.dispatchLatency, m.claimLatency, m.stepDuration, m.applyDuration,
-		m.attempts, m.rejected, m.takeovers, m.modelTokens, m.modelCost, m.gauges,
+		m.attempts, m.rejected, m.takeovers, m.modelTokens, m.modelCost, m.keyTokens, m.keyCost, m.gauges,
 	}
 }
 

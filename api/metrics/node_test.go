@@ -65,3 +65,33 @@ func TestObserveApplyByCommandAndRejection(t *testing.T) {
 		t.Fatalf("gather: %v", err)
 	}
 }
+
+// Usage is counted by agent and model, and by the session's fairness key,
+// whose label values are bounded.
+func TestAppliedCountsUsageByFairnessKey(t *testing.T) {
+	c := leasetest.New(t)
+	m := New(c.State)
+	c.OnApplied(m.Applied)
+	c.RegisterWorker("model", true)
+	c.BumpEpoch()
+	m.fairnessKeys.max = 2
+	for _, s := range []struct{ id, key string }{{"a", "tenant-a"}, {"b", "tenant-b"}, {"c", "tenant-c"}, {"n", ""}} {
+		c.Do(&fsmpb.Command{Body: &fsmpb.Command_CreateSession{CreateSession: &fsmpb.CreateSession{SessionId: s.id, FairnessKey: s.key, MessageId: "m", Message: "go"}}})
+		st := c.Queued(s.id)[0]
+		at := c.Start(st.Id, "model")
+		c.Report(leasetest.Ref(st.Id, at), &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_ModelOutput{ModelOutput: &fsmpb.ModelOutput{
+			Text: "done", Usage: &fsmpb.Usage{InputTokens: 100, OutputTokens: 20, CostMicros: 7, Model: "m1"},
+		}}})
+	}
+	for key, want := range map[string]float64{"tenant-a": 120, "tenant-b": 120, "_other": 120, "none": 120} {
+		if got := testutil.ToFloat64(m.keyTokens.WithLabelValues(key)); got != want {
+			t.Errorf("tokens of key %s: %v; want %v", key, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(m.keyCost.WithLabelValues("tenant-a")); got != 7 {
+		t.Errorf("cost of tenant-a: %v; want 7", got)
+	}
+	if got := testutil.ToFloat64(m.modelTokens.WithLabelValues("default", "m1", "input")); got != 400 {
+		t.Errorf("input tokens of the default agent: %v; want 400", got)
+	}
+}
