@@ -52,9 +52,12 @@ type Broker struct {
 	providers map[string]*providerState
 	runningOf map[string]*providerState
 	limited   bool
-	delay     delayHeap
-	delayed   map[dueKey]*delayItem
-	owed      map[dueKey]due
+	// agentProviders: the agents' providers, for a Step paired before its
+	// session exists (pair.go).
+	agentProviders map[string]string
+	delay          delayHeap
+	delayed        map[dueKey]*delayItem
+	owed           map[dueKey]due
 	// health counts the Workers' unclaimed expiries; since and preferOther
 	// keep a Step from a Worker that should avoid it (prefer.go).
 	health      *healthBook

@@ -67,8 +67,11 @@ type Config struct {
 	// OnHandedOver, when set, hears each task handed to a Worker, its
 	// StartAttempt committed (metrics).
 	OnHandedOver func(st *fsmpb.Step, at *fsmpb.Attempt)
-	// Providers are the providers' limits, by name (dexd --provider-limit).
-	Providers map[string]ProviderLimit
+	// Providers are the providers' limits, by name (dexd --provider-limit);
+	// AgentProviders the agents' providers (dexd --agent-provider), which a
+	// session created by the command being proposed will have.
+	Providers      map[string]ProviderLimit
+	AgentProviders map[string]string
 }
 
 func (c Config) withDefaults() Config {

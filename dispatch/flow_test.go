@@ -205,6 +205,9 @@ func TestFlow_AHeldProviderGetsNoPairedStep(t *testing.T) {
 	f.c.Report(leasetest.Ref(st.Id, at), &fsmpb.AttemptResult{Outcome: &fsmpb.AttemptResult_Failure{Failure: &fsmpb.AttemptFailure{
 		ErrorType: fsmpb.ErrorType_ERROR_TYPE_RATE_LIMIT, Error: "429", RetryAfterMs: 20_000,
 	}}})
+	f.b.mu.Lock()
+	f.b.agentProviders = map[string]string{"": "openai"} // the default agent's sessions are created with openai
+	f.b.mu.Unlock()
 	_, w, err := f.b.takeFor("model", []interest{{key: queueKey{model: true}}}, 1, nil, true)
 	if err != nil || w == nil {
 		t.Fatalf("poll: waiter %v err %v", w, err)

@@ -106,11 +106,13 @@ func (b *Broker) offer(s *fsmpb.Step, now int64) (string, *offer) {
 	}
 	var p *providerState
 	if k.model && len(b.providers) > 0 {
-		sess := b.src.State().Session(s.SessionId)
-		if sess == nil {
-			return "", nil // created by the command being proposed: its provider is not known yet
+		// A session created by the command being proposed is not in the
+		// state yet: it will have its agent's provider.
+		provider := b.agentProviders[s.Agent]
+		if sess := b.src.State().Session(s.SessionId); sess != nil {
+			provider = sess.Provider
 		}
-		p = b.provider(sess.Provider)
+		p = b.provider(provider)
 		if blocked, _ := p.blocked(now); blocked {
 			return "", nil
 		}

@@ -54,6 +54,7 @@ func (q *Queues) EstablishLeadership(ctx context.Context, epoch uint64) error {
 		return fmt.Errorf("restart sessions in epoch %d: %w", epoch, err)
 	}
 	b := newBroker(q.src, epoch, q.cfg.Now, q.log.Named("broker"), q.cfg.Providers)
+	b.agentProviders = q.cfg.AgentProviders
 	b.preferOther = q.cfg.PreferOtherWait
 	q.broker.Store(b) // before start: an entry applied during the load is re-read
 	b.start()

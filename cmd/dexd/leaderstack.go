@@ -36,7 +36,7 @@ func newLeaderStack(node *cluster.Node, o *options, store *archive.Store, archiv
 	pipe := dispatch.NewPipeline(node, node.FSM(), nil)
 	nm := metrics.New(node.State)
 	deadlines := lease.NewDeadlines(pipe, node, lease.DeadlinesConfig{HeartbeatTimeout: o.workerTimeout, HeartbeatInterval: o.workerHeartbeat, DefaultRunTimeout: o.runTimeout}, log)
-	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver, Providers: o.providerLimitsPerPartition()}
+	dcfg := dispatch.Config{OnHandedOver: nm.HandedOver, Providers: o.providerLimitsPerPartition(), AgentProviders: o.agentProviders}
 	queues := dispatch.NewQueues(pipe, node, dcfg, log)
 	disp := dispatch.New(pipe, node, queues, deadlines, dcfg, log)
 	pipe.Pair(disp)
