@@ -31,6 +31,13 @@ func RetryAfterOf(err error) time.Duration {
 	return retryAfterOf(err, time.Now())
 }
 
+// RetryAfterOfHeader reads a provider's Retry-After from the header of its
+// HTTP answer, as RetryAfterOf does (0: none), for a handler that makes the
+// call itself.
+func RetryAfterOfHeader(h http.Header) time.Duration {
+	return headerRetryAfter(h, time.Now())
+}
+
 func retryAfterOf(err error, now time.Time) time.Duration {
 	if d := findInTree(err, modelErrorRetryAfter); d > 0 {
 		return d

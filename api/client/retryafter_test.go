@@ -116,3 +116,15 @@ func TestWorkerReportsRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestRetryAfterOfHeader(t *testing.T) {
+	if d := RetryAfterOfHeader(http.Header{"Retry-After": {"2"}}); d != 2*time.Second {
+		t.Errorf("retry-after: 2 read as %s", d)
+	}
+	if d := RetryAfterOfHeader(http.Header{"Retry-After-Ms": {"1500"}, "Retry-After": {"9"}}); d != 1500*time.Millisecond {
+		t.Errorf("retry-after-ms: 1500 beside retry-after: 9 read as %s", d)
+	}
+	if d := RetryAfterOfHeader(nil); d != 0 {
+		t.Errorf("no header read as %s", d)
+	}
+}

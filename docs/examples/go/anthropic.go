@@ -115,6 +115,11 @@ type (
 	messagesResponse struct {
 		Content    []block `json:"content"`
 		StopReason string  `json:"stop_reason"`
+		Model      string  `json:"model"`
+		Usage      struct {
+			InputTokens  uint64 `json:"input_tokens"`
+			OutputTokens uint64 `json:"output_tokens"`
+		} `json:"usage"`
 	}
 	errorResponse struct {
 		Error struct {
@@ -151,7 +156,7 @@ func (a *Anthropic) send(ctx context.Context, req messagesRequest) (*messagesRes
 		return nil, fmt.Errorf("anthropic: reading the answer: %w", err)
 	}
 	if hresp.StatusCode/100 != 2 {
-		return nil, httpError(hresp.StatusCode, raw)
+		return nil, httpError(hresp.StatusCode, hresp.Header, raw)
 	}
 	var resp messagesResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
@@ -162,8 +167,9 @@ func (a *Anthropic) send(ctx context.Context, req messagesRequest) (*messagesRes
 
 // httpError is the model error of an error status. Its message keeps the
 // provider's own (the library reads "prompt is too long" as context_length
-// and a 503 that says "overloaded" as overloaded).
-func httpError(status int, raw []byte) *client.ModelError {
+// and a 503 that says "overloaded" as overloaded); a 429's Retry-After
+// holds the provider for every Worker (docs/flow-control.md).
+func httpError(status int, header http.Header, raw []byte) *client.ModelError {
 	var e errorResponse
 	msg := strings.TrimSpace(string(raw))
 	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
@@ -172,7 +178,11 @@ func httpError(status int, raw []byte) *client.ModelError {
 	if len(msg) > 2000 {
 		msg = msg[:2000] + "…"
 	}
-	return client.NewHTTPModelError(status, fmt.Sprintf("anthropic: HTTP %d: %s", status, msg))
+	me := client.NewHTTPModelError(status, fmt.Sprintf("anthropic: HTTP %d: %s", status, msg))
+	if me.Type == dexv1.ErrorType_ERROR_TYPE_RATE_LIMIT {
+		me.RetryAfter = client.RetryAfterOfHeader(header)
+	}
+	return me
 }
 
 // toMessages renders Dex's history as the Messages API's system text and
@@ -288,6 +298,7 @@ func toOutput(resp *messagesResponse) *dexv1.ModelOutput {
 		}
 	}
 	out.Text = strings.Join(texts, "")
+	out.Usage = &dexv1.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Model: resp.Model}
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -37,6 +38,9 @@ func fakeAnthropic(t *testing.T, status int, answer string) (*Anthropic, *[]stri
 		bodies = append(bodies, string(b))
 		mu.Unlock()
 		w.Header().Set("content-type", "application/json")
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("retry-after", "30")
+		}
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, answer)
 	}))
@@ -111,6 +115,9 @@ func TestRunModelToolUse(t *testing.T) {
 		]}`)
 	if out.Text != "Sending it." {
 		t.Errorf("text %q", out.Text)
+	}
+	if u := out.Usage; u.GetInputTokens() != 10 || u.GetOutputTokens() != 5 || u.GetModel() != "claude-test" {
+		t.Errorf("usage %v, want the answer's 10 + 5 tokens of claude-test", u)
 	}
 	if len(out.ToolCalls) != 1 {
 		t.Fatalf("tool calls %v, want one", out.ToolCalls)
@@ -191,6 +198,9 @@ func TestRunModelErrors(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "HTTP ") {
 			t.Errorf("HTTP %d: error %q does not say the status", c.status, err)
+		}
+		if d := client.RetryAfterOf(err); c.status == 429 && (d < 29*time.Second || d > 30*time.Second) {
+			t.Errorf("HTTP 429 with retry-after: 30: Retry-After %s, want 30 s", d)
 		}
 	}
 	// Nobody listening: a network error.

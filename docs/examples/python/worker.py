@@ -125,10 +125,14 @@ async def model(inp: dex.ModelInput):
     if r.status_code >= 400:
         # 429 → rate_limit (with its Retry-After), 400 "context length" → context_length, 5xx → server_error, ...
         raise dex.http_model_error(r.status_code, r.text, r.headers)
-    msg = r.json()["choices"][0]["message"]
+    answer = r.json()
+    msg = answer["choices"][0]["message"]
+    used = answer.get("usage") or {}
     return dex.model_output(msg.get("content") or "", [
         {"call_id": c["id"], "tool": c["function"]["name"], "arguments": c["function"]["arguments"]}
-        for c in msg.get("tool_calls") or []])
+        for c in msg.get("tool_calls") or []],
+        usage={"input_tokens": used.get("prompt_tokens", 0), "output_tokens": used.get("completion_tokens", 0),
+               "model": answer.get("model", body["model"])})
 
 
 def compact(inp: dex.ModelInput) -> str:
