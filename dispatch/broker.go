@@ -297,7 +297,7 @@ func (b *Broker) laneFor(q *readyQueue, s *fsmpb.Step) *lane {
 	}
 	sub := q.subs[provider]
 	if sub == nil {
-		sub = &providerQueue{q: q, provider: provider, groups: groupHeap{o: b.order}, byGroup: map[groupKey]*group{}}
+		sub = &providerQueue{q: q, provider: provider, groups: newGroupHeap(b.order), byGroup: map[groupKey]*group{}}
 		q.subs[provider] = sub
 		if p := b.provider(provider); p != nil {
 			p.subs[sub] = struct{}{}
@@ -306,7 +306,7 @@ func (b *Broker) laneFor(q *readyQueue, s *fsmpb.Step) *lane {
 	gk := groupKey{priority: o.priority, fairness: o.fairness}
 	g := sub.byGroup[gk]
 	if g == nil {
-		g = &group{sub: sub, key: gk, lanes: laneHeap{o: b.order}, bySession: map[string]*lane{}, idx: -1}
+		g = &group{sub: sub, key: gk, lanes: newLaneHeap(b.order), bySession: map[string]*lane{}, idx: -1}
 		sub.byGroup[gk] = g
 		b.order.addGroup(g)
 	}

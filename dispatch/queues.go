@@ -176,50 +176,48 @@ func (o *dispatchOrder) lanesLess(a, b *lane) bool {
 	return a.g.sub.provider < b.g.sub.provider
 }
 
-// laneHeap orders a group's lanes.
-type laneHeap struct {
-	items []*lane
-	o     *dispatchOrder
+// orderedHeap is a heap of lanes or groups, each knowing its place in it
+// (so a changed one is fixed in place).
+type orderedHeap[T interface{ place() *int }] struct {
+	items []T
+	less  func(a, b T) bool
 }
 
-func (h *laneHeap) Len() int           { return len(h.items) }
-func (h *laneHeap) Less(i, j int) bool { return h.o.lanesLess(h.items[i], h.items[j]) }
-func (h *laneHeap) Swap(i, j int) {
+func (h *orderedHeap[T]) Len() int           { return len(h.items) }
+func (h *orderedHeap[T]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *orderedHeap[T]) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].idx = i
-	h.items[j].idx = j
+	*h.items[i].place() = i
+	*h.items[j].place() = j
 }
-func (h *laneHeap) Push(x any) { l := x.(*lane); l.idx = len(h.items); h.items = append(h.items, l) }
-func (h *laneHeap) Pop() any {
+func (h *orderedHeap[T]) Push(x any) {
+	e := x.(T)
+	*e.place() = len(h.items)
+	h.items = append(h.items, e)
+}
+func (h *orderedHeap[T]) Pop() any {
 	old := h.items
-	l := old[len(old)-1]
-	old[len(old)-1] = nil
+	e := old[len(old)-1]
+	var zero T
+	old[len(old)-1] = zero
 	h.items = old[:len(old)-1]
-	return l
+	return e
 }
 
-// groupHeap orders a provider queue's groups by their best lanes.
-type groupHeap struct {
-	items []*group
-	o     *dispatchOrder
-}
+func (l *lane) place() *int  { return &l.idx }
+func (g *group) place() *int { return &g.idx }
 
-func (h *groupHeap) Len() int { return len(h.items) }
-func (h *groupHeap) Less(i, j int) bool {
-	return h.o.lanesLess(h.items[i].lanes.items[0], h.items[j].lanes.items[0])
-}
-func (h *groupHeap) Swap(i, j int) {
-	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].idx = i
-	h.items[j].idx = j
-}
-func (h *groupHeap) Push(x any) { g := x.(*group); g.idx = len(h.items); h.items = append(h.items, g) }
-func (h *groupHeap) Pop() any {
-	old := h.items
-	g := old[len(old)-1]
-	old[len(old)-1] = nil
-	h.items = old[:len(old)-1]
-	return g
+// laneHeap orders a group's lanes; groupHeap a provider queue's groups, by
+// their best lanes.
+type (
+	laneHeap  = orderedHeap[*lane]
+	groupHeap = orderedHeap[*group]
+)
+
+func newLaneHeap(o *dispatchOrder) laneHeap { return laneHeap{less: o.lanesLess} }
+
+func newGroupHeap(o *dispatchOrder) groupHeap {
+	return groupHeap{less: func(a, b *group) bool { return o.lanesLess(a.lanes.items[0], b.lanes.items[0]) }}
 }
 
 // best is the sub-queue's next lane (nil: empty).

@@ -163,8 +163,8 @@ func (a *Admin) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.Stat
 			out.Leader, out.Term, out.CommitIndex, out.AppliedIndex = ns.Id, ns.Term, ns.CommitIndex, ns.AppliedIndex
 		}
 	}
-	out.Workers = leaderWorkers(out.Leader, states)
-	out.Providers = leaderProviders(out.Leader, states)
+	ls := leaderState(out.Leader, states)
+	out.Workers, out.Providers = ls.GetWorkers(), ls.GetProviders()
 	out.StateSize = a.stateSize()
 	return out, nil
 }

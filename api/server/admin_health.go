@@ -36,16 +36,6 @@ func (a *Admin) providerStatus() []*dexv1.ProviderStatus {
 	return a.providers.Providers()
 }
 
-// leaderProviders is the providers in the leader's NodeState.
-func leaderProviders(leader string, states []*dexv1.NodeStateResponse) []*dexv1.ProviderStatus {
-	for _, r := range states {
-		if r != nil && r.Id == leader && r.State == "leader" {
-			return r.Providers
-		}
-	}
-	return nil
-}
-
 // workerHealth is this node's Worker health: only a leader has any.
 func (a *Admin) workerHealth() []*dexv1.WorkerHealth {
 	if a.health == nil {
@@ -54,12 +44,12 @@ func (a *Admin) workerHealth() []*dexv1.WorkerHealth {
 	return a.health.WorkerHealth()
 }
 
-// leaderWorkers is the Worker health in the leader's NodeState, among the
-// states Status gathered (self's included).
-func leaderWorkers(leader string, states []*dexv1.NodeStateResponse) []*dexv1.WorkerHealth {
+// leaderState is the leader's NodeState among the states Status gathered
+// (self's included; nil when the leader did not answer as leader).
+func leaderState(leader string, states []*dexv1.NodeStateResponse) *dexv1.NodeStateResponse {
 	for _, r := range states {
 		if r != nil && r.Id == leader && r.State == "leader" {
-			return r.Workers
+			return r
 		}
 	}
 	return nil

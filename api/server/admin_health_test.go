@@ -32,13 +32,13 @@ func TestStatusTakesWorkerHealthFromTheLeaderOnly(t *testing.T) {
 		nil, // unreachable
 		{Id: "n3", State: "leader", Workers: w},
 	}
-	if got := leaderWorkers("n3", states); len(got) != 1 || got[0].WorkerId != "w1" {
+	if got := leaderState("n3", states).GetWorkers(); len(got) != 1 || got[0].WorkerId != "w1" {
 		t.Fatalf("got %v; want the leader's", got)
 	}
-	if got := leaderWorkers("", states); got != nil {
+	if got := leaderState("", states).GetWorkers(); got != nil {
 		t.Fatalf("with no leader: %v; want none", got)
 	}
-	if got := leaderWorkers("n1", states); got != nil {
+	if got := leaderState("n1", states).GetWorkers(); got != nil {
 		t.Fatalf("from a node that is not leading: %v; want none", got)
 	}
 }
