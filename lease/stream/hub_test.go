@@ -1,0 +1,192 @@
+package stream
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var k1 = Key{Step: "s1-s3", Attempt: 1}
+
+func testLimits() Limits {
+	return Limits{PerAttempt: 64, Total: 100, Linger: time.Hour, WatcherBuffer: 16}
+}
+
+// drain reads what the watcher holds now.
+func drain(w *Watcher) []Delta {
+	var out []Delta
+	for {
+		select {
+		case d, ok := <-w.C():
+			if !ok {
+				return out
+			}
+			out = append(out, d)
+		default:
+			return out
+		}
+	}
+}
+
+func textOf(ds []Delta) string {
+	var b strings.Builder
+	for _, d := range ds {
+		if d.Kind == Text {
+			b.WriteString(d.Text)
+		}
+	}
+	return b.String()
+}
+
+func mustAppend(t *testing.T, h *Hub, k Key, offset uint64, text string) {
+	t.Helper()
+	if next, err := h.Append("s1", k, offset, text); err != nil || next != offset+uint64(len(text)) {
+		t.Fatalf("append %q at %d: next %d, %v", text, offset, next, err)
+	}
+}
+
+func TestHub_WatchersGetEachDeltaOnceInOrder(t *testing.T) {
+	h := NewHub(testLimits())
+	w := h.Watch("s1", nil)
+	other := h.Watch("s2", nil)
+	mustAppend(t, h, k1, 0, "Hello")
+	mustAppend(t, h, k1, 5, ", world")
+	got := drain(w)
+	if textOf(got) != "Hello, world" || got[1].Offset != 5 {
+		t.Fatalf("watcher got %+v", got)
+	}
+	if d := drain(other); len(d) != 0 {
+		t.Fatalf("another session's watcher got %+v", d)
+	}
+}
+
+func TestHub_AWrongOffsetIsAnsweredWithTheHeldEnd(t *testing.T) {
+	h := NewHub(testLimits())
+	mustAppend(t, h, k1, 0, "abc")
+	if next, err := h.Append("s1", k1, 7, "zzz"); err != nil || next != 3 {
+		t.Fatalf("append past the end: next %d, %v; want 3 (resend from there)", next, err)
+	}
+	if next, err := h.Append("s1", k1, 1, "bc"); err != nil || next != 3 {
+		t.Fatalf("append of bytes held already: next %d, %v; want 3", next, err)
+	}
+	// A new leader's hub knows nothing: the Worker resends from 0.
+	fresh := NewHub(testLimits())
+	if next, _ := fresh.Append("s1", k1, 3, "def"); next != 0 {
+		t.Fatalf("a fresh hub wants offset %d; want 0", next)
+	}
+	if _, err := h.Append("s2", k1, 3, "x"); err == nil {
+		t.Fatal("an attempt's output was appended to under another session")
+	}
+}
+
+func TestHub_AWatcherResumesFromItsOffset(t *testing.T) {
+	h := NewHub(testLimits())
+	mustAppend(t, h, k1, 0, "Hello")
+	mustAppend(t, h, k1, 5, ", world")
+	w := h.Watch("s1", map[Key]uint64{k1: 7})
+	mustAppend(t, h, k1, 12, "!")
+	got := drain(w)
+	if textOf(got) != "world!" || got[0].Offset != 7 {
+		t.Fatalf("resumed at 7: %+v", got)
+	}
+	// From 0 by default, and past the end gives nothing of the text.
+	if got := textOf(drain(h.Watch("s1", nil))); got != "Hello, world!" {
+		t.Fatalf("from the start: %q", got)
+	}
+	if got := drain(h.Watch("s1", map[Key]uint64{k1: 99})); len(got) != 0 {
+		t.Fatalf("from past the end: %+v", got)
+	}
+}
+
+func TestHub_EndAndAbandonAreTold(t *testing.T) {
+	h := NewHub(testLimits())
+	w := h.Watch("s1", nil)
+	mustAppend(t, h, k1, 0, "partial")
+	h.End(k1, true)
+	k2 := Key{Step: k1.Step, Attempt: 2}
+	mustAppend(t, h, k2, 0, "whole")
+	h.End(k2, false)
+	got := drain(w)
+	if len(got) != 4 || got[1].Kind != Abandoned || got[1].Offset != 7 || got[3].Kind != Ended || got[3].Key != k2 {
+		t.Fatalf("deltas %+v; want attempt 1's text then abandoned, attempt 2's text then ended", got)
+	}
+	if _, err := h.Append("s1", k2, 5, "more"); !errors.Is(err, ErrEnded) {
+		t.Fatalf("append after the end: %v", err)
+	}
+	// A late watcher gets both outputs and how each ended, in attempt order.
+	late := drain(h.Watch("s1", map[Key]uint64{k1: 7}))
+	if len(late) != 3 || late[0].Kind != Abandoned || late[1].Text != "whole" || late[2].Kind != Ended {
+		t.Fatalf("late watcher %+v", late)
+	}
+}
+
+func TestHub_OutputIsBounded(t *testing.T) {
+	h := NewHub(testLimits())
+	w := h.Watch("s1", nil)
+	mustAppend(t, h, k1, 0, strings.Repeat("a", 60))
+	if next, err := h.Append("s1", k1, 60, "12345"); !errors.Is(err, ErrOverLimit) || next != 60 {
+		t.Fatalf("over the attempt's limit: next %d, %v", next, err)
+	}
+	k2 := Key{Step: "s1-s4", Attempt: 1}
+	if _, err := h.Append("s1", k2, 0, strings.Repeat("b", 41)); !errors.Is(err, ErrOverLimit) {
+		t.Fatalf("over the hub's limit: %v", err)
+	}
+	if got := textOf(drain(w)); len(got) != 60 {
+		t.Fatalf("relayed %d bytes; want only the 60 taken", len(got))
+	}
+}
+
+func TestHub_ASlowWatcherIsDroppedToResume(t *testing.T) {
+	l := testLimits()
+	l.WatcherBuffer = 2
+	h := NewHub(l)
+	slow, fast := h.Watch("s1", nil), h.Watch("s1", nil)
+	got := []Delta{}
+	for i, s := range []string{"a", "b", "c"} {
+		mustAppend(t, h, k1, uint64(i), s)
+		got = append(got, drain(fast)...)
+	}
+	if textOf(got) != "abc" {
+		t.Fatalf("the reading watcher got %q", textOf(got))
+	}
+	if d := drain(slow); textOf(d) != "ab" || !slow.Behind() {
+		t.Fatalf("the slow watcher: %+v, behind %v; want its 2 deltas, then dropped as behind", d, slow.Behind())
+	}
+	if _, ok := <-slow.C(); ok {
+		t.Fatal("the dropped watcher's channel is open")
+	}
+}
+
+func TestHub_EndedOutputGoesAfterTheLinger(t *testing.T) {
+	l := testLimits()
+	l.Linger = 10 * time.Millisecond
+	h := NewHub(l)
+	mustAppend(t, h, k1, 0, "done")
+	h.End(k1, false)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		n, total := len(h.outputs), h.total
+		h.mu.Unlock()
+		if n == 0 && total == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d outputs, %d bytes still held after the linger", n, total)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestHub_CloseEndsEveryWatcher(t *testing.T) {
+	h := NewHub(testLimits())
+	w := h.Watch("s1", nil)
+	mustAppend(t, h, k1, 0, "x")
+	h.Close()
+	drain(w)
+	if _, ok := <-w.C(); ok || w.Behind() {
+		t.Fatalf("after Close: open %v, behind %v; want closed, not behind", ok, w.Behind())
+	}
+	w.Close() // a second close is harmless
+}
