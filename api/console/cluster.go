@@ -12,6 +12,9 @@ import (
 
 type clusterData struct {
 	Status *dexv1.StatusResponse
+	// Partitions: each partition's raft group, in a cluster of more than
+	// one (nil in a cluster of one, whose figures are the summary line's).
+	Partitions []*dexv1.PartitionStatus
 	// Workers is the leader's ListWorkers (nil with WorkersError set).
 	Workers      *dexv1.ListWorkersResponse
 	WorkersError string
@@ -37,7 +40,11 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 		c.apiError(w, r, err)
 		return
 	}
+	c.notePartitions(st)
 	d := &clusterData{Status: st, Tables: largestTables(st.GetStateSize()), Providers: providerViews(st.GetProviders())}
+	if len(st.Partitions) > 1 {
+		d.Partitions = st.Partitions
+	}
 	// Through the leader-following channel: contacts live in its memory.
 	wk, err := dexv1.NewAdminServiceClient(c.cfg.Sessions).ListWorkers(ctx, &dexv1.ListWorkersRequest{})
 	if err != nil {

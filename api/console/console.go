@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -65,6 +66,9 @@ type Console struct {
 	admin    dexv1.AdminServiceClient
 	tmpl     map[string]*template.Template
 	mux      *http.ServeMux
+	// partitions is the cluster's number of partitions once a Status gave
+	// it (0: unknown), see partitions.go.
+	partitions atomic.Int32
 }
 
 // New returns the console's handler; mount it at Prefix.

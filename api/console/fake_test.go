@@ -34,9 +34,13 @@ type fakeAPI struct {
 	tokens map[string]bool
 	calls  []string // the writes that changed something
 	// down, when set, is the Unavailable answer to ListSessions, as when no
-	// node serves clients; status, when set, is the answer to Status.
-	down   string
-	status *dexv1.StatusResponse
+	// node serves clients; status, when set, is the answer to Status, and
+	// statusRefused, when set, Status's refusal (as of a token that may not
+	// ask). statusCalls counts the Status calls.
+	down          string
+	status        *dexv1.StatusResponse
+	statusRefused codes.Code
+	statusCalls   int
 }
 
 func newFakeAPI() *fakeAPI {
@@ -50,6 +54,13 @@ func (f *fakeAPI) add(s *dexv1.Session, steps ...*dexv1.Step) {
 		st.SessionId = s.Id
 	}
 	f.sessions[s.Id] = &dexv1.GetSessionResponse{Session: s, Steps: steps, LastEventSeq: uint64(len(f.events[s.Id]))}
+}
+
+// statusCount is how many Status calls the fake answered or refused.
+func (f *fakeAPI) statusCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statusCalls
 }
 
 func (f *fakeAPI) writes() []string {
@@ -239,6 +250,12 @@ func (f *fakeAPI) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Sess
 }
 
 func (f *fakeAPI) Status(ctx context.Context, _ *dexv1.StatusRequest) (*dexv1.StatusResponse, error) {
+	f.mu.Lock()
+	f.statusCalls++
+	f.mu.Unlock()
+	if f.statusRefused != codes.OK {
+		return nil, status.Error(f.statusRefused, "an admin token may call this")
+	}
 	if f.status != nil {
 		return f.status, nil
 	}

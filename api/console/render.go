@@ -50,6 +50,9 @@ var funcs = template.FuncMap{
 	"agent":   agentLabel,
 	"bytes":   humanize.Bytes,
 	"until":   untilMs,
+	// The partition a session id lives in, of n.
+	"partition": wirerules.PartitionOf,
+	"nodes":     nodeList,
 	// A session's dispatch order as the cluster applies it: 0 is the
 	// default priority 3 and weight 1.
 	"priority": func(p uint32) uint32 { return cmp.Or(p, 3) },

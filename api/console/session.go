@@ -33,6 +33,8 @@ type sessionData struct {
 	StepCount int
 	// Folded: the turns whose Steps the cluster folded, newest first.
 	Folded []*dexv1.FoldedTurn
+	// Partition: the session's, in a cluster of more than one (else nil).
+	Partition *partitionView
 }
 
 // doneNotices are the notices an action's redirect may ask for.
@@ -57,6 +59,7 @@ func (c *Console) showSession(w http.ResponseWriter, r *http.Request, code int, 
 		return
 	}
 	d := buildSession(got)
+	d.Partition = c.sessionPartition(ctx, id)
 	c.render(w, r, code, "session", page{Title: "Session " + id, Nav: "sessions", Error: errMsg, Notice: notice, Data: d})
 }
 

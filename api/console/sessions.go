@@ -42,6 +42,9 @@ type sessionsData struct {
 	Sessions []*dexv1.SessionSummary
 	Prev     string
 	Next     string
+	// Partitions is the cluster's number of partitions (0: unknown); with
+	// more than one, each row names its session's.
+	Partitions int
 }
 
 func sessionsURL(status, q string, page int) string {
@@ -88,6 +91,7 @@ func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := buildSessions(all, status, search, pageNo)
+	d.Partitions = c.partitionCount(ctx)
 	c.render(w, r, http.StatusOK, "sessions", page{Title: "Sessions", Nav: "sessions", Data: d})
 }
 
