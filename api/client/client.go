@@ -202,7 +202,7 @@ func (c *Client) WatchSession(ctx context.Context, sessionID string, afterSeq ui
 	last := afterSeq
 	b := newBackoff()
 	for {
-		err := c.watchOnce(ctx, sessionID, &last, b, fn)
+		err := c.watchOnce(ctx, sessionID, &last, b, fn, o.live)
 		var fe fnError
 		switch {
 		case err == nil:
@@ -222,7 +222,8 @@ func (c *Client) WatchSession(ctx context.Context, sessionID string, afterSeq ui
 			last = gap.ResumeAfter
 			continue
 		}
-		if !transient(ctx, err) {
+		// A live watch that fell behind resumes from the offsets it holds.
+		if !transient(ctx, err) && (o.live == nil || status.Code(err) != codes.ResourceExhausted) {
 			return err
 		}
 		if serr := sleep(ctx, b.next()); serr != nil {
@@ -235,10 +236,14 @@ type fnError struct{ err error }
 
 func (e fnError) Error() string { return e.err.Error() }
 
-func (c *Client) watchOnce(ctx context.Context, id string, last *uint64, b *backoff, fn func(*dexv1.Event) error) error {
+func (c *Client) watchOnce(ctx context.Context, id string, last *uint64, b *backoff, fn func(*dexv1.Event) error, live *liveOffsets) error {
 	ctx, cancel := context.WithCancel(toSession(ctx, id))
 	defer cancel()
-	stream, err := c.svc.WatchSession(ctx, &dexv1.WatchSessionRequest{SessionId: id, AfterSeq: *last}, grpc.WaitForReady(true))
+	req := &dexv1.WatchSessionRequest{SessionId: id, AfterSeq: *last}
+	if live != nil {
+		req.LiveOutput, req.OutputOffsets = true, live.request()
+	}
+	stream, err := c.svc.WatchSession(ctx, req, grpc.WaitForReady(true))
 	if err != nil {
 		return err
 	}
@@ -253,6 +258,11 @@ func (c *Client) watchOnce(ctx context.Context, id string, last *uint64, b *back
 		b.reset()
 		if ev.Seq != 0 && ev.Seq <= *last {
 			continue // already delivered
+		}
+		if ev.Output != nil && live != nil {
+			if ev = live.trim(ev); ev == nil {
+				continue // output already delivered
+			}
 		}
 		if err := fn(ev); err != nil {
 			return fnError{err}

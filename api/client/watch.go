@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -34,6 +35,57 @@ type WatchOption func(*watchOptions)
 
 type watchOptions struct {
 	onNotKept func(EventsNotKeptError) error
+	live      *liveOffsets // nil: no live output
+}
+
+// WithLiveOutput makes WatchSession deliver the running attempts' live
+// output too (docs/design/streaming.md): events of seq 0 and type "output"
+// (Event.Output: the attempt, the offset, the text), "output_ended" (the
+// committed result replaces the stream) and "output_abandoned" (the attempt
+// failed; its retry streams afresh). Across reconnections, a takeover
+// included, the watch resumes each attempt's output from where it was: every
+// byte once, in order.
+func WithLiveOutput() WatchOption {
+	return func(o *watchOptions) { o.live = &liveOffsets{held: map[liveKey]uint64{}} }
+}
+
+type liveKey struct {
+	step    string
+	attempt uint32
+}
+
+// liveOffsets is how far the watch delivered each attempt's output.
+type liveOffsets struct{ held map[liveKey]uint64 }
+
+// request is where to resume each attempt's output.
+func (l *liveOffsets) request() []*dexv1.OutputOffset {
+	out := make([]*dexv1.OutputOffset, 0, len(l.held))
+	for k, off := range l.held {
+		out = append(out, &dexv1.OutputOffset{StepId: k.step, Attempt: k.attempt, Offset: off})
+	}
+	return out
+}
+
+// trim is e as it is still to be delivered: an output delta without the
+// bytes already delivered (nil: nothing new).
+func (l *liveOffsets) trim(e *dexv1.Event) *dexv1.Event {
+	o := e.Output
+	k := liveKey{e.StepId, o.Attempt}
+	held := l.held[k]
+	if e.Type != "output" {
+		return e
+	}
+	end := o.Offset + uint64(len(o.Text))
+	if end <= held {
+		return nil
+	}
+	if o.Offset < held {
+		e = proto.Clone(e).(*dexv1.Event)
+		e.Output.Text = o.Text[held-o.Offset:]
+		e.Output.Offset = held
+	}
+	l.held[k] = end
+	return e
 }
 
 // OnEventsNotKept makes WatchSession resume from the first kept event when

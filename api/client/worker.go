@@ -115,6 +115,8 @@ type ModelInput struct {
 	// Agent is the session's agent, one of WorkerOptions.Agents ("": the
 	// default agent): a Worker of several agents runs its model.
 	Agent string
+	// out carries what the handler streams (ModelInput.Stream).
+	out *outputStream
 }
 
 // ModelHandler runs RunModel and CompactContext Steps. An error fails the
@@ -796,10 +798,14 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		if err := begin(); err != nil {
 			return outcome{err: err}
 		}
-		mo, err := w.opts.Model.RunModel(ctx, in())
+		mi := in()
+		mi.out = newOutputStream(w.svc, t.Ref)
+		defer mi.out.stop()
+		mo, err := w.opts.Model.RunModel(ctx, mi)
 		if err != nil {
 			return outcome{err: err}
 		}
+		mi.out.finish(streamFlush)
 		if mo == nil {
 			mo = &dexv1.ModelOutput{}
 		}

@@ -808,7 +808,13 @@ type WatchSessionRequest struct {
 	// Required.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Events with seq above this (0: from the first kept).
-	AfterSeq      uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	AfterSeq uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// Also the running attempts' live output, as events of seq 0 (Event.output),
+	// from the leader of the session's partition.
+	LiveOutput bool `protobuf:"varint,3,opt,name=live_output,json=liveOutput,proto3" json:"live_output,omitempty"`
+	// With live_output: where this watcher is in each attempt's output (an
+	// attempt not listed is sent from offset 0).
+	OutputOffsets []*OutputOffset `protobuf:"bytes,4,rep,name=output_offsets,json=outputOffsets,proto3" json:"output_offsets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -857,6 +863,80 @@ func (x *WatchSessionRequest) GetAfterSeq() uint64 {
 	return 0
 }
 
+func (x *WatchSessionRequest) GetLiveOutput() bool {
+	if x != nil {
+		return x.LiveOutput
+	}
+	return false
+}
+
+func (x *WatchSessionRequest) GetOutputOffsets() []*OutputOffset {
+	if x != nil {
+		return x.OutputOffsets
+	}
+	return nil
+}
+
+type OutputOffset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StepId        string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Offset        uint64                 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputOffset) Reset() {
+	*x = OutputOffset{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputOffset) ProtoMessage() {}
+
+func (x *OutputOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputOffset.ProtoReflect.Descriptor instead.
+func (*OutputOffset) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *OutputOffset) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *OutputOffset) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *OutputOffset) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 type ResolveApprovalRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required: the AwaitToolApproval Step.
@@ -870,7 +950,7 @@ type ResolveApprovalRequest struct {
 
 func (x *ResolveApprovalRequest) Reset() {
 	*x = ResolveApprovalRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +962,7 @@ func (x *ResolveApprovalRequest) String() string {
 func (*ResolveApprovalRequest) ProtoMessage() {}
 
 func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +975,7 @@ func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResolveApprovalRequest) GetStepId() string {
@@ -927,7 +1007,7 @@ type ResolveApprovalResponse struct {
 
 func (x *ResolveApprovalResponse) Reset() {
 	*x = ResolveApprovalResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1019,7 @@ func (x *ResolveApprovalResponse) String() string {
 func (*ResolveApprovalResponse) ProtoMessage() {}
 
 func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1032,7 @@ func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
 }
 
 type AnswerQuestionRequest struct {
@@ -967,7 +1047,7 @@ type AnswerQuestionRequest struct {
 
 func (x *AnswerQuestionRequest) Reset() {
 	*x = AnswerQuestionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1059,7 @@ func (x *AnswerQuestionRequest) String() string {
 func (*AnswerQuestionRequest) ProtoMessage() {}
 
 func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1072,7 @@ func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AnswerQuestionRequest) GetStepId() string {
@@ -1017,7 +1097,7 @@ type AnswerQuestionResponse struct {
 
 func (x *AnswerQuestionResponse) Reset() {
 	*x = AnswerQuestionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1109,7 @@ func (x *AnswerQuestionResponse) String() string {
 func (*AnswerQuestionResponse) ProtoMessage() {}
 
 func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1122,7 @@ func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
 }
 
 type ResumeSessionRequest struct {
@@ -1057,7 +1137,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1149,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1162,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResumeSessionRequest) GetSessionId() string {
@@ -1107,7 +1187,7 @@ type ResumeSessionResponse struct {
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1199,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1212,7 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
 }
 
 type ReconcileOutcomeRequest struct {
@@ -1150,7 +1230,7 @@ type ReconcileOutcomeRequest struct {
 
 func (x *ReconcileOutcomeRequest) Reset() {
 	*x = ReconcileOutcomeRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1242,7 @@ func (x *ReconcileOutcomeRequest) String() string {
 func (*ReconcileOutcomeRequest) ProtoMessage() {}
 
 func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1255,7 @@ func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReconcileOutcomeRequest) GetStepId() string {
@@ -1207,7 +1287,7 @@ type ReconcileOutcomeResponse struct {
 
 func (x *ReconcileOutcomeResponse) Reset() {
 	*x = ReconcileOutcomeResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1299,7 @@ func (x *ReconcileOutcomeResponse) String() string {
 func (*ReconcileOutcomeResponse) ProtoMessage() {}
 
 func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1312,7 @@ func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
 }
 
 // The detail of WatchSession's OutOfRange: events after after_seq were
@@ -1250,7 +1330,7 @@ type EventsNotKept struct {
 
 func (x *EventsNotKept) Reset() {
 	*x = EventsNotKept{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1342,7 @@ func (x *EventsNotKept) String() string {
 func (*EventsNotKept) ProtoMessage() {}
 
 func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1355,7 @@ func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsNotKept.ProtoReflect.Descriptor instead.
 func (*EventsNotKept) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EventsNotKept) GetSessionId() string {
@@ -1316,7 +1396,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1408,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1421,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1359,7 +1439,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1451,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1464,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
 }
 
 type EditHistoryRequest struct {
@@ -1402,7 +1482,7 @@ type EditHistoryRequest struct {
 
 func (x *EditHistoryRequest) Reset() {
 	*x = EditHistoryRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1494,7 @@ func (x *EditHistoryRequest) String() string {
 func (*EditHistoryRequest) ProtoMessage() {}
 
 func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1507,7 @@ func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryRequest.ProtoReflect.Descriptor instead.
 func (*EditHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EditHistoryRequest) GetSessionId() string {
@@ -1462,7 +1542,7 @@ type EditHistoryResponse struct {
 
 func (x *EditHistoryResponse) Reset() {
 	*x = EditHistoryResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1554,7 @@ func (x *EditHistoryResponse) String() string {
 func (*EditHistoryResponse) ProtoMessage() {}
 
 func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1567,7 @@ func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryResponse.ProtoReflect.Descriptor instead.
 func (*EditHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EditHistoryResponse) GetHistoryCount() uint64 {
@@ -1519,7 +1599,7 @@ type CancelSessionRequest struct {
 
 func (x *CancelSessionRequest) Reset() {
 	*x = CancelSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1531,7 +1611,7 @@ func (x *CancelSessionRequest) String() string {
 func (*CancelSessionRequest) ProtoMessage() {}
 
 func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1544,7 +1624,7 @@ func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionRequest.ProtoReflect.Descriptor instead.
 func (*CancelSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CancelSessionRequest) GetSessionId() string {
@@ -1580,7 +1660,7 @@ type CancelSessionResponse struct {
 
 func (x *CancelSessionResponse) Reset() {
 	*x = CancelSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1672,7 @@ func (x *CancelSessionResponse) String() string {
 func (*CancelSessionResponse) ProtoMessage() {}
 
 func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1685,7 @@ func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionResponse.ProtoReflect.Descriptor instead.
 func (*CancelSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CancelSessionResponse) GetStepsCancelled() uint32 {
@@ -1632,7 +1712,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1724,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1737,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1678,7 +1758,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1770,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1783,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CloseSessionResponse) GetSession() *Session {
@@ -1723,7 +1803,7 @@ type ImportSessionRequest struct {
 
 func (x *ImportSessionRequest) Reset() {
 	*x = ImportSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[29]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1815,7 @@ func (x *ImportSessionRequest) String() string {
 func (*ImportSessionRequest) ProtoMessage() {}
 
 func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[29]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1828,7 @@ func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{29}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImportSessionRequest) GetChunk() []byte {
@@ -1772,7 +1852,7 @@ type ImportSessionResponse struct {
 
 func (x *ImportSessionResponse) Reset() {
 	*x = ImportSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[30]
+	mi := &file_dex_v1_sessions_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1864,7 @@ func (x *ImportSessionResponse) String() string {
 func (*ImportSessionResponse) ProtoMessage() {}
 
 func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[30]
+	mi := &file_dex_v1_sessions_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1877,7 @@ func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{30}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImportSessionResponse) GetSessionId() string {
@@ -1902,11 +1982,18 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x05agent\x18\a \x01(\tR\x05agent\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xaf\x01\n" +
 	"\x13WatchSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
-	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\"e\n" +
+	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\x12\x1f\n" +
+	"\vlive_output\x18\x03 \x01(\bR\n" +
+	"liveOutput\x12;\n" +
+	"\x0eoutput_offsets\x18\x04 \x03(\v2\x14.dex.v1.OutputOffsetR\routputOffsets\"Y\n" +
+	"\fOutputOffset\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x04R\x06offset\"e\n" +
 	"\x16ResolveApprovalRequest\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x1a\n" +
 	"\bapproved\x18\x02 \x01(\bR\bapproved\x12\x16\n" +
@@ -1996,7 +2083,7 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(*SetBudgetRequest)(nil),         // 0: dex.v1.SetBudgetRequest
 	(*SetBudgetResponse)(nil),        // 1: dex.v1.SetBudgetResponse
@@ -2010,83 +2097,85 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*SessionSummary)(nil),           // 9: dex.v1.SessionSummary
 	(*ListSessionsResponse)(nil),     // 10: dex.v1.ListSessionsResponse
 	(*WatchSessionRequest)(nil),      // 11: dex.v1.WatchSessionRequest
-	(*ResolveApprovalRequest)(nil),   // 12: dex.v1.ResolveApprovalRequest
-	(*ResolveApprovalResponse)(nil),  // 13: dex.v1.ResolveApprovalResponse
-	(*AnswerQuestionRequest)(nil),    // 14: dex.v1.AnswerQuestionRequest
-	(*AnswerQuestionResponse)(nil),   // 15: dex.v1.AnswerQuestionResponse
-	(*ResumeSessionRequest)(nil),     // 16: dex.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil),    // 17: dex.v1.ResumeSessionResponse
-	(*ReconcileOutcomeRequest)(nil),  // 18: dex.v1.ReconcileOutcomeRequest
-	(*ReconcileOutcomeResponse)(nil), // 19: dex.v1.ReconcileOutcomeResponse
-	(*EventsNotKept)(nil),            // 20: dex.v1.EventsNotKept
-	(*DeleteSessionRequest)(nil),     // 21: dex.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 22: dex.v1.DeleteSessionResponse
-	(*EditHistoryRequest)(nil),       // 23: dex.v1.EditHistoryRequest
-	(*EditHistoryResponse)(nil),      // 24: dex.v1.EditHistoryResponse
-	(*CancelSessionRequest)(nil),     // 25: dex.v1.CancelSessionRequest
-	(*CancelSessionResponse)(nil),    // 26: dex.v1.CancelSessionResponse
-	(*CloseSessionRequest)(nil),      // 27: dex.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),     // 28: dex.v1.CloseSessionResponse
-	(*ImportSessionRequest)(nil),     // 29: dex.v1.ImportSessionRequest
-	(*ImportSessionResponse)(nil),    // 30: dex.v1.ImportSessionResponse
-	(*BudgetChange)(nil),             // 31: dex.v1.BudgetChange
-	(*Session)(nil),                  // 32: dex.v1.Session
-	(*Budget)(nil),                   // 33: dex.v1.Budget
-	(*Step)(nil),                     // 34: dex.v1.Step
-	(*FoldedTurn)(nil),               // 35: dex.v1.FoldedTurn
-	(SessionStatus)(0),               // 36: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 37: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 38: dex.v1.Outcome
-	(*Event)(nil),                    // 39: dex.v1.Event
+	(*OutputOffset)(nil),             // 12: dex.v1.OutputOffset
+	(*ResolveApprovalRequest)(nil),   // 13: dex.v1.ResolveApprovalRequest
+	(*ResolveApprovalResponse)(nil),  // 14: dex.v1.ResolveApprovalResponse
+	(*AnswerQuestionRequest)(nil),    // 15: dex.v1.AnswerQuestionRequest
+	(*AnswerQuestionResponse)(nil),   // 16: dex.v1.AnswerQuestionResponse
+	(*ResumeSessionRequest)(nil),     // 17: dex.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil),    // 18: dex.v1.ResumeSessionResponse
+	(*ReconcileOutcomeRequest)(nil),  // 19: dex.v1.ReconcileOutcomeRequest
+	(*ReconcileOutcomeResponse)(nil), // 20: dex.v1.ReconcileOutcomeResponse
+	(*EventsNotKept)(nil),            // 21: dex.v1.EventsNotKept
+	(*DeleteSessionRequest)(nil),     // 22: dex.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 23: dex.v1.DeleteSessionResponse
+	(*EditHistoryRequest)(nil),       // 24: dex.v1.EditHistoryRequest
+	(*EditHistoryResponse)(nil),      // 25: dex.v1.EditHistoryResponse
+	(*CancelSessionRequest)(nil),     // 26: dex.v1.CancelSessionRequest
+	(*CancelSessionResponse)(nil),    // 27: dex.v1.CancelSessionResponse
+	(*CloseSessionRequest)(nil),      // 28: dex.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 29: dex.v1.CloseSessionResponse
+	(*ImportSessionRequest)(nil),     // 30: dex.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 31: dex.v1.ImportSessionResponse
+	(*BudgetChange)(nil),             // 32: dex.v1.BudgetChange
+	(*Session)(nil),                  // 33: dex.v1.Session
+	(*Budget)(nil),                   // 34: dex.v1.Budget
+	(*Step)(nil),                     // 35: dex.v1.Step
+	(*FoldedTurn)(nil),               // 36: dex.v1.FoldedTurn
+	(SessionStatus)(0),               // 37: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 38: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 39: dex.v1.Outcome
+	(*Event)(nil),                    // 40: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	31, // 0: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
-	32, // 1: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
-	33, // 2: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
-	32, // 3: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	32, // 4: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	34, // 5: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	35, // 6: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
-	36, // 7: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	32, // 0: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
+	33, // 1: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
+	34, // 2: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
+	33, // 3: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	33, // 4: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	35, // 5: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	36, // 6: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
+	37, // 7: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	9,  // 8: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	37, // 9: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	38, // 10: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	32, // 11: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
-	2,  // 12: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	4,  // 13: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	6,  // 14: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	8,  // 15: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	11, // 16: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	12, // 17: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	14, // 18: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	16, // 19: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	18, // 20: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	21, // 21: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	23, // 22: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	25, // 23: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	27, // 24: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	29, // 25: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
-	0,  // 26: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
-	3,  // 27: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	5,  // 28: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	7,  // 29: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	10, // 30: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	39, // 31: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	13, // 32: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	15, // 33: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	17, // 34: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	19, // 35: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	22, // 36: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	24, // 37: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	26, // 38: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	28, // 39: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	30, // 40: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
-	1,  // 41: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
-	27, // [27:42] is the sub-list for method output_type
-	12, // [12:27] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	12, // 9: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
+	38, // 10: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	39, // 11: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	33, // 12: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	2,  // 13: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	4,  // 14: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	6,  // 15: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	8,  // 16: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	11, // 17: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	13, // 18: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	15, // 19: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	17, // 20: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	19, // 21: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	22, // 22: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	24, // 23: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	26, // 24: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	28, // 25: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	30, // 26: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	0,  // 27: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
+	3,  // 28: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	5,  // 29: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	7,  // 30: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	10, // 31: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	40, // 32: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	14, // 33: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	16, // 34: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	18, // 35: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	20, // 36: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	23, // 37: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	25, // 38: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	27, // 39: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	29, // 40: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	31, // 41: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	1,  // 42: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
+	28, // [28:43] is the sub-list for method output_type
+	13, // [13:28] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }
@@ -2102,7 +2191,7 @@ func file_dex_v1_sessions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

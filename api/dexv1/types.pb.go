@@ -3356,7 +3356,12 @@ type Event struct {
 	AtMs      int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
 	// The event's place among its session's events (1 for the first): what a
 	// session keeps is counted from its first kept event's ordinal to its last.
-	Ordinal       uint64 `protobuf:"varint,7,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	Ordinal uint64 `protobuf:"varint,7,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	// Live output (WatchSessionRequest.live_output), not a replicated event:
+	// seq is 0 and type is "output" (text at an offset), "output_ended" (the
+	// committed result replaces the stream) or "output_abandoned" (the
+	// attempt failed; a retry streams a new attempt from offset 0).
+	Output        *OutputDelta `protobuf:"bytes,8,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3440,6 +3445,76 @@ func (x *Event) GetOrdinal() uint64 {
 	return 0
 }
 
+func (x *Event) GetOutput() *OutputDelta {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+// A piece of an attempt's live output (docs/design/streaming.md).
+type OutputDelta struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Attempt uint32                 `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The byte offset of text within the attempt's output; for the end
+	// markers, the output's length.
+	Offset        uint64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputDelta) Reset() {
+	*x = OutputDelta{}
+	mi := &file_dex_v1_types_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputDelta) ProtoMessage() {}
+
+func (x *OutputDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputDelta.ProtoReflect.Descriptor instead.
+func (*OutputDelta) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *OutputDelta) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *OutputDelta) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *OutputDelta) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
 // How one attempt of a dispatched Step ended, as its Worker reports it: a
 // result of the Step's kind, or a failure the Step's retry policy judges.
 type AttemptResult struct {
@@ -3458,7 +3533,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[22]
+	mi := &file_dex_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3470,7 +3545,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[22]
+	mi := &file_dex_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3483,7 +3558,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -3587,7 +3662,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_v1_types_proto_msgTypes[23]
+	mi := &file_dex_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3599,7 +3674,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[23]
+	mi := &file_dex_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3612,7 +3687,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3651,7 +3726,7 @@ type ProviderHold struct {
 
 func (x *ProviderHold) Reset() {
 	*x = ProviderHold{}
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3663,7 +3738,7 @@ func (x *ProviderHold) String() string {
 func (*ProviderHold) ProtoMessage() {}
 
 func (x *ProviderHold) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3676,7 +3751,7 @@ func (x *ProviderHold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderHold.ProtoReflect.Descriptor instead.
 func (*ProviderHold) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ProviderHold) GetProvider() string {
@@ -3725,7 +3800,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3737,7 +3812,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3750,7 +3825,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AclToken) GetId() string {
@@ -3816,7 +3891,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_v1_types_proto_msgTypes[26]
+	mi := &file_dex_v1_types_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3828,7 +3903,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[26]
+	mi := &file_dex_v1_types_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3841,7 +3916,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -4153,7 +4228,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"runs_model\x18\x04 \x01(\bR\trunsModel\x12/\n" +
 	"\x14model_run_timeout_ms\x18\x05 \x01(\rR\x11modelRunTimeoutMs\x12\x16\n" +
-	"\x06agents\x18\x06 \x03(\tR\x06agents\"\xac\x01\n" +
+	"\x06agents\x18\x06 \x03(\tR\x06agents\"\xd9\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -4162,7 +4237,12 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\x92\x02\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\x12+\n" +
+	"\x06output\x18\b \x01(\v2\x13.dex.v1.OutputDeltaR\x06output\"S\n" +
+	"\vOutputDelta\x12\x18\n" +
+	"\aattempt\x18\x01 \x01(\rR\aattempt\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"\x92\x02\n" +
 	"\rAttemptResult\x128\n" +
 	"\fmodel_output\x18\x01 \x01(\v2\x13.dex.v1.ModelOutputH\x00R\vmodelOutput\x125\n" +
 	"\vtool_result\x18\x02 \x01(\v2\x12.dex.v1.ToolResultH\x00R\n" +
@@ -4300,7 +4380,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
 	(StepKind)(0),          // 1: dex.v1.StepKind
@@ -4338,11 +4418,12 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*NodeInfo)(nil),       // 33: dex.v1.NodeInfo
 	(*WorkerInfo)(nil),     // 34: dex.v1.WorkerInfo
 	(*Event)(nil),          // 35: dex.v1.Event
-	(*AttemptResult)(nil),  // 36: dex.v1.AttemptResult
-	(*AttemptFailure)(nil), // 37: dex.v1.AttemptFailure
-	(*ProviderHold)(nil),   // 38: dex.v1.ProviderHold
-	(*AclToken)(nil),       // 39: dex.v1.AclToken
-	(*AttemptRef)(nil),     // 40: dex.v1.AttemptRef
+	(*OutputDelta)(nil),    // 36: dex.v1.OutputDelta
+	(*AttemptResult)(nil),  // 37: dex.v1.AttemptResult
+	(*AttemptFailure)(nil), // 38: dex.v1.AttemptFailure
+	(*ProviderHold)(nil),   // 39: dex.v1.ProviderHold
+	(*AclToken)(nil),       // 40: dex.v1.AclToken
+	(*AttemptRef)(nil),     // 41: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -4385,17 +4466,18 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	6,  // 37: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
 	18, // 38: dex.v1.Step.usage:type_name -> dex.v1.Usage
 	14, // 39: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	17, // 40: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
-	22, // 41: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
-	23, // 42: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	37, // 43: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
-	6,  // 44: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
-	13, // 45: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	36, // 40: dex.v1.Event.output:type_name -> dex.v1.OutputDelta
+	17, // 41: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	22, // 42: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	23, // 43: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	38, // 44: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	6,  // 45: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	13, // 46: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -4405,7 +4487,7 @@ func file_dex_v1_types_proto_init() {
 	}
 	file_dex_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
 	file_dex_v1_types_proto_msgTypes[14].OneofWrappers = []any{}
-	file_dex_v1_types_proto_msgTypes[22].OneofWrappers = []any{
+	file_dex_v1_types_proto_msgTypes[23].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -4418,7 +4500,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -27,6 +27,7 @@ const (
 	WorkerService_CompleteTask_FullMethodName     = "/dex.v1.WorkerService/CompleteTask"
 	WorkerService_FailTask_FullMethodName         = "/dex.v1.WorkerService/FailTask"
 	WorkerService_DeregisterWorker_FullMethodName = "/dex.v1.WorkerService/DeregisterWorker"
+	WorkerService_AppendOutput_FullMethodName     = "/dex.v1.WorkerService/AppendOutput"
 )
 
 // WorkerServiceClient is the client API for WorkerService service.
@@ -56,6 +57,10 @@ type WorkerServiceClient interface {
 	// Worker TTL, as if the TTL had run out: its tools leave the catalog when
 	// no other Worker serves them. A Worker that is not registered is OK.
 	DeregisterWorker(ctx context.Context, in *DeregisterWorkerRequest, opts ...grpc.CallOption) (*DeregisterWorkerResponse, error)
+	// Streams a running attempt's output as it is produced: held in the
+	// leader's memory and relayed to the session's watchers, not logged
+	// (docs/design/streaming.md).
+	AppendOutput(ctx context.Context, in *AppendOutputRequest, opts ...grpc.CallOption) (*AppendOutputResponse, error)
 }
 
 type workerServiceClient struct {
@@ -146,6 +151,16 @@ func (c *workerServiceClient) DeregisterWorker(ctx context.Context, in *Deregist
 	return out, nil
 }
 
+func (c *workerServiceClient) AppendOutput(ctx context.Context, in *AppendOutputRequest, opts ...grpc.CallOption) (*AppendOutputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AppendOutputResponse)
+	err := c.cc.Invoke(ctx, WorkerService_AppendOutput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServiceServer is the server API for WorkerService service.
 // All implementations must embed UnimplementedWorkerServiceServer
 // for forward compatibility.
@@ -173,6 +188,10 @@ type WorkerServiceServer interface {
 	// Worker TTL, as if the TTL had run out: its tools leave the catalog when
 	// no other Worker serves them. A Worker that is not registered is OK.
 	DeregisterWorker(context.Context, *DeregisterWorkerRequest) (*DeregisterWorkerResponse, error)
+	// Streams a running attempt's output as it is produced: held in the
+	// leader's memory and relayed to the session's watchers, not logged
+	// (docs/design/streaming.md).
+	AppendOutput(context.Context, *AppendOutputRequest) (*AppendOutputResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
 
@@ -206,6 +225,9 @@ func (UnimplementedWorkerServiceServer) FailTask(context.Context, *FailTaskReque
 }
 func (UnimplementedWorkerServiceServer) DeregisterWorker(context.Context, *DeregisterWorkerRequest) (*DeregisterWorkerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeregisterWorker not implemented")
+}
+func (UnimplementedWorkerServiceServer) AppendOutput(context.Context, *AppendOutputRequest) (*AppendOutputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AppendOutput not implemented")
 }
 func (UnimplementedWorkerServiceServer) mustEmbedUnimplementedWorkerServiceServer() {}
 func (UnimplementedWorkerServiceServer) testEmbeddedByValue()                       {}
@@ -372,6 +394,24 @@ func _WorkerService_DeregisterWorker_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkerService_AppendOutput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AppendOutputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).AppendOutput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_AppendOutput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).AppendOutput(ctx, req.(*AppendOutputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkerService_ServiceDesc is the grpc.ServiceDesc for WorkerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -410,6 +450,10 @@ var WorkerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeregisterWorker",
 			Handler:    _WorkerService_DeregisterWorker_Handler,
+		},
+		{
+			MethodName: "AppendOutput",
+			Handler:    _WorkerService_AppendOutput_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

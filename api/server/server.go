@@ -63,6 +63,8 @@ type Options struct {
 	Budgets AgentBudgets
 	// Providers are the agents' providers.
 	Providers AgentProviders
+	// Outputs, when set, is the leader's hub of live output.
+	Outputs OutputHubs
 }
 
 // Server is a node's gRPC server.
@@ -134,10 +136,12 @@ func newHandlers(node *cluster.Node, admin *Admin, o Options) handlers {
 	h.sessions.retention = o.Retention
 	h.sessions.budgets = o.Budgets
 	h.sessions.providers = o.Providers
+	h.sessions.outputs = o.Outputs
 	if o.Dispatch != nil && o.Deadlines != nil {
 		h.workers = NewWorkers(node, o.Dispatch, o.Deadlines, o.Timing)
 		h.workers.live = o.Liveness
 		h.workers.p = o.Proposer
+		h.workers.outputs = o.Outputs
 	}
 	return h
 }

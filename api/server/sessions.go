@@ -21,6 +21,7 @@ type Sessions struct {
 	retention Retention
 	budgets   AgentBudgets
 	providers AgentProviders
+	outputs   OutputHubs // nil: no live output
 	// importLimit bounds an imported object (0: MaxImportObject).
 	importLimit int
 	// partition of partitions is the partition these handlers serve (a

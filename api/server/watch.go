@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm/fsmpb"
+	livestream "github.com/dexhq/dex/lease/stream"
 )
 
 // watchRecheck bounds how long a watch waits before it checks that this node
@@ -25,6 +27,10 @@ func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Ses
 		return err
 	}
 	after := req.AfterSeq
+	live := s.liveOutput(req)
+	if live != nil {
+		defer live.Close()
+	}
 	for {
 		if err := s.check(ctx); err != nil {
 			return err
@@ -47,16 +53,39 @@ func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Ses
 			}
 			after = e.Seq
 		}
-		recheck := time.NewTimer(watchRecheck)
+		if err := s.waitForEvents(ctx, stream, changed, st.Abandoned(), live); err != nil {
+			return err
+		}
+	}
+}
+
+// waitForEvents waits until the session's events may have changed (or a
+// restore replaced the state, or a recheck is due), sending the live
+// output that comes meanwhile.
+func (s *Sessions) waitForEvents(ctx context.Context, out dexv1.SessionService_WatchSessionServer, changed, abandoned <-chan struct{}, live *livestream.Watcher) error {
+	var liveC <-chan livestream.Delta
+	if live != nil {
+		liveC = live.C()
+	}
+	recheck := time.NewTimer(watchRecheck)
+	defer recheck.Stop()
+	for {
 		select {
 		case <-ctx.Done():
-			recheck.Stop()
 			return status.FromContextError(ctx.Err()).Err()
+		case d, ok := <-liveC:
+			if !ok {
+				return liveEnded(live)
+			}
+			if err := out.Send(outputEvent(d)); err != nil {
+				return err
+			}
+			continue
 		case <-changed:
-		case <-st.Abandoned(): // a snapshot restore replaced the state
+		case <-abandoned: // a snapshot restore replaced the state
 		case <-recheck.C:
 		}
-		recheck.Stop()
+		return nil
 	}
 }
 

@@ -41,7 +41,8 @@ type Workers struct {
 	dispatch  Dispatch
 	deadlines Deadlines
 	timing    WorkerTiming
-	live      Liveness // nil: Worker TTLs are not kept
+	live      Liveness   // nil: Worker TTLs are not kept
+	outputs   OutputHubs // nil: no live output
 }
 
 // NewWorkers returns the Worker handlers of node.

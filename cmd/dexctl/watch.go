@@ -24,14 +24,19 @@ var errSettled = errors.New("settled")
 
 func newSessionWatchCmd(g *globals) *cobra.Command {
 	var after uint64
-	var asJSON, untilIdle bool
+	var asJSON, untilIdle, live bool
 	cmd := &cobra.Command{
 		Use:   "watch ID",
 		Short: "Stream a session's events; resumes on the new leader after a takeover",
 		Long: `Stream a session's events; resumes on the new leader after a takeover.
 
 With --until-idle the watch ends, exit 0, once it has shown every event and
-the session is idle, errored or paused, with a summary line.`,
+the session is idle, errored or paused, with a summary line.
+
+The running model calls' output is shown as it is written, for Workers that
+stream it (--live, on by default; docs/design/streaming.md): an attempt's
+text on a line of its own, marked when the committed result replaces it or
+the attempt was abandoned.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			addrs, err := g.list()
@@ -67,9 +72,19 @@ the session is idle, errored or paused, with a summary line.`,
 					return statusErr(err)
 				}
 			}
+			opts := []client.WatchOption{client.OnEventsNotKept(func(gap client.EventsNotKeptError) error {
+				return printEventsNotKept(w, gap, asJSON)
+			})}
+			if live {
+				opts = append(opts, client.WithLiveOutput())
+			}
+			p := &livePrinter{w: w, asJSON: asJSON}
 			err = client.New(conn).WatchSession(ctx, args[0], after, func(e *dexv1.Event) error {
-				if err := printEvent(w, e, asJSON); err != nil {
+				if err := p.print(e); err != nil {
 					return err
+				}
+				if e.Output != nil {
+					return nil
 				}
 				if untilIdle {
 					if done, err := settled(ctx, e.Seq); err != nil || done {
@@ -80,9 +95,7 @@ the session is idle, errored or paused, with a summary line.`,
 					}
 				}
 				return nil
-			}, client.OnEventsNotKept(func(gap client.EventsNotKeptError) error {
-				return printEventsNotKept(w, gap, asJSON)
-			}))
+			}, opts...)
 			if errors.Is(err, errSettled) || ctx.Err() != nil {
 				return nil // settled, or interrupted
 			}
@@ -92,6 +105,7 @@ the session is idle, errored or paused, with a summary line.`,
 	cmd.Flags().Uint64Var(&after, "after", 0, "start after this event sequence number")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
 	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "end once the session is idle, errored or paused (exit 0) with a summary line")
+	cmd.Flags().BoolVar(&live, "live", true, "show the running model calls' output as it is written (--live=false: only the events)")
 	return cmd
 }
 

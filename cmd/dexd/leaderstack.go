@@ -11,6 +11,7 @@ import (
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/gc"
+	"github.com/dexhq/dex/lease/stream"
 )
 
 // leaderStack is one partition's leader runtime and the services it
@@ -24,6 +25,7 @@ type leaderStack struct {
 	queues    *dispatch.Queues
 	disp      *dispatch.Dispatcher
 	live      *lease.Workers
+	outputs   *stream.Service
 	leader    *lease.Runtime
 }
 
@@ -51,8 +53,9 @@ func newLeaderStack(node *cluster.Node, o *options, store *archive.Store, archiv
 	sessionGC := gc.NewSessions(pipe, node, sessionCfg, log)
 	folds := gc.NewFolds(pipe, node, node, gc.FoldConfig{Keep: o.keepTurnSteps}, log)
 	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
-	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, folds, nm.Leadership())
-	return &leaderStack{node: node, pipe: pipe, nm: nm, deadlines: deadlines, queues: queues, disp: disp, live: live, leader: leader}
+	outputs := stream.NewService(node, stream.DefaultLimits)
+	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, folds, outputs, nm.Leadership())
+	return &leaderStack{node: node, pipe: pipe, nm: nm, deadlines: deadlines, queues: queues, disp: disp, live: live, outputs: outputs, leader: leader}
 }
 
 // hooks start the stack with its partition's raft group.
@@ -72,5 +75,6 @@ func (s *leaderStack) serverOptions(o *options) server.Options {
 		Retention: server.Retention{Default: o.retention, Agents: o.agentRetention},
 		Budgets:   server.AgentBudgets(o.agentBudgets),
 		Providers: server.AgentProviders(o.agentProviders),
+		Outputs:   s.outputs,
 	}
 }

@@ -59,6 +59,7 @@ type config struct {
 	token                          string
 	metricsAddr                    string
 	holdAll                        bool
+	stream                         bool
 	concurrency                    int
 	pollWait, grace, pollInterval  time.Duration
 	modelRunTimeout                time.Duration
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.script, "script", "", "model script (JSON, see README.md); default: the demo model")
 	fs.StringVar(&c.hold, "hold", "", "pause at these moments (comma separated) until released")
 	fs.BoolVar(&c.holdAll, "hold-all", false, "hold every occurrence of a --hold moment, not only the first")
+	fs.BoolVar(&c.stream, "stream", false, "stream each model output's text as live output while the call runs, 8 bytes every 10 ms, before answering (docs/design/streaming.md)")
 	fs.StringVar(&c.id, "id", "", "Worker id (default dexworker-HOST-PID)")
 	fs.StringVar(&c.token, "token", "", "ACL token secret (a worker token; default $DEX_TOKEN)")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "tasks run at once")
@@ -196,7 +198,7 @@ func run(c *config) int {
 		ID:              id,
 		Tools:           withAgents(tools.tools(), c.toolAgents),
 		Agents:          c.agents,
-		Model:           &Model{script: script, ledger: ledger, worker: id, inline: tools.inline},
+		Model:           &Model{script: script, ledger: ledger, worker: id, inline: tools.inline, stream: c.stream, streamDelta: 8, streamEvery: 10 * time.Millisecond},
 		ModelRunTimeout: c.modelRunTimeout,
 		Concurrency:     c.concurrency,
 		PollWait:        c.pollWait,

@@ -349,6 +349,24 @@ type Model struct {
 	worker string
 	// inline runs the output's inline calls (nil: demoTools.inline).
 	inline func(ctx context.Context, in client.ModelInput, calls []*dexv1.InlineResult) error
+	// stream: the output's text goes out as live output first, streamDelta
+	// bytes every streamEvery (--stream).
+	stream      bool
+	streamDelta int
+	streamEvery time.Duration
+}
+
+// streamText streams text in small deltas, as a model writes it.
+func (m *Model) streamText(ctx context.Context, in client.ModelInput, text string) error {
+	for len(text) > 0 {
+		n := min(m.streamDelta, len(text))
+		in.Stream(text[:n])
+		text = text[n:]
+		if err := wait(ctx, int(m.streamEvery.Milliseconds())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *Model) record(kind string, in client.ModelInput) error {
@@ -432,6 +450,11 @@ func (m *Model) RunModel(ctx context.Context, in client.ModelInput) (*dexv1.Mode
 	o, out, err := m.Output(in)
 	if werr := wait(ctx, o.DelayMs); werr != nil {
 		return nil, werr
+	}
+	if m.stream && err == nil {
+		if serr := m.streamText(ctx, in, out.GetText()); serr != nil {
+			return nil, serr
+		}
 	}
 	if err == nil && len(out.InlineResults) > 0 {
 		if m.inline == nil {

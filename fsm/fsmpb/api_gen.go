@@ -83,6 +83,7 @@ func (x *CallState) API() *dexv1.CallState {
 }
 
 // API is the stored Event as the API's dex.v1.Event shows it.
+// It leaves out output (live output is relayed by the leader, never stored).
 func (x *Event) API() *dexv1.Event {
 	if x == nil {
 		return nil
@@ -490,6 +491,7 @@ func CallStateFromAPI(x *dexv1.CallState) *CallState {
 }
 
 // EventFromAPI is the API's dex.v1.Event as the state stores it.
+// It leaves out output (live output is relayed by the leader, never stored).
 func EventFromAPI(x *dexv1.Event) *Event {
 	if x == nil {
 		return nil

@@ -215,10 +215,11 @@ func widestOneof(md protoreflect.MessageDescriptor, depth int) int {
 	return n
 }
 
-// storedOnly are the stored fields the API has no counterpart of (convgen's
+// storedOnly are the fields one side has and the other not (convgen's
 // oneSided) besides the token's hash (TestAclToken_ConvertsEveryFieldButTheHash),
 // which fill leaves unset.
 var storedOnly = map[protoreflect.FullName]bool{
+	"dex.v1.Event.output":                 true, // live output, relayed and never stored
 	"dex.fsm.v1.Session.import":           true, // an import in progress is never shown
 	"dex.fsm.v1.Session.fold_due_through": true, // the leader's fold index reads it
 	"dex.fsm.v1.Turn.call_repeats":        true, // the loop guard's counts

@@ -190,6 +190,16 @@ class ListSessionsResponse(_message.Message):
     sessions: _containers.RepeatedCompositeFieldContainer[SessionSummary]
     def __init__(self, sessions: _Optional[_Iterable[_Union[SessionSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class OutputOffset(_message.Message):
+    __slots__ = ["attempt", "offset", "step_id"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    offset: int
+    step_id: str
+    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+
 class ReconcileOutcomeRequest(_message.Message):
     __slots__ = ["note", "outcome", "step_id"]
     NOTE_FIELD_NUMBER: _ClassVar[int]
@@ -279,9 +289,13 @@ class SetBudgetResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
 class WatchSessionRequest(_message.Message):
-    __slots__ = ["after_seq", "session_id"]
+    __slots__ = ["after_seq", "live_output", "output_offsets", "session_id"]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LIVE_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_OFFSETS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     after_seq: int
+    live_output: bool
+    output_offsets: _containers.RepeatedCompositeFieldContainer[OutputOffset]
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., live_output: bool = ..., output_offsets: _Optional[_Iterable[_Union[OutputOffset, _Mapping]]] = ...) -> None: ...

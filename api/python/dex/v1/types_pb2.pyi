@@ -227,10 +227,11 @@ class CallState(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[str] = ..., policy: _Optional[_Union[ToolSpec, _Mapping]] = ..., phase: _Optional[_Union[CallPhase, str]] = ..., step_id: _Optional[str] = ..., task_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., content: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., ran: bool = ..., builtin: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ["at_ms", "detail", "ordinal", "seq", "session_id", "step_id", "type"]
+    __slots__ = ["at_ms", "detail", "ordinal", "output", "seq", "session_id", "step_id", "type"]
     AT_MS_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     ORDINAL_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
@@ -238,11 +239,12 @@ class Event(_message.Message):
     at_ms: int
     detail: str
     ordinal: int
+    output: OutputDelta
     seq: int
     session_id: str
     step_id: str
     type: str
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., type: _Optional[str] = ..., step_id: _Optional[str] = ..., detail: _Optional[str] = ..., at_ms: _Optional[int] = ..., ordinal: _Optional[int] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., type: _Optional[str] = ..., step_id: _Optional[str] = ..., detail: _Optional[str] = ..., at_ms: _Optional[int] = ..., ordinal: _Optional[int] = ..., output: _Optional[_Union[OutputDelta, _Mapping]] = ...) -> None: ...
 
 class FoldedKind(_message.Message):
     __slots__ = ["attempts", "kind", "steps", "tool"]
@@ -375,6 +377,16 @@ class NodeInfo(_message.Message):
     log_version: int
     raft_address: str
     def __init__(self, id: _Optional[str] = ..., raft_address: _Optional[str] = ..., grpc_address: _Optional[str] = ..., http_address: _Optional[str] = ..., log_version: _Optional[int] = ...) -> None: ...
+
+class OutputDelta(_message.Message):
+    __slots__ = ["attempt", "offset", "text"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    offset: int
+    text: str
+    def __init__(self, attempt: _Optional[int] = ..., offset: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
 
 class PollResult(_message.Message):
     __slots__ = ["done", "result"]

@@ -15,6 +15,24 @@ TASK_RUNNER_MODEL: TaskRunner
 TASK_RUNNER_TOOL: TaskRunner
 TASK_RUNNER_UNSPECIFIED: TaskRunner
 
+class AppendOutputRequest(_message.Message):
+    __slots__ = ["offset", "ref", "text"]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    REF_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    ref: _types_pb2.AttemptRef
+    text: str
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., offset: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+
+class AppendOutputResponse(_message.Message):
+    __slots__ = ["next_offset", "stop"]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    next_offset: int
+    stop: bool
+    def __init__(self, next_offset: _Optional[int] = ..., stop: bool = ...) -> None: ...
+
 class ClaimTaskRequest(_message.Message):
     __slots__ = ["ref"]
     REF_FIELD_NUMBER: _ClassVar[int]

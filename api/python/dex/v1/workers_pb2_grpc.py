@@ -58,6 +58,11 @@ class WorkerServiceStub(object):
                 request_serializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerResponse.FromString,
                 )
+        self.AppendOutput = channel.unary_unary(
+                '/dex.v1.WorkerService/AppendOutput',
+                request_serializer=dex_dot_v1_dot_workers__pb2.AppendOutputRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_workers__pb2.AppendOutputResponse.FromString,
+                )
 
 
 class WorkerServiceServicer(object):
@@ -125,6 +130,15 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendOutput(self, request, context):
+        """Streams a running attempt's output as it is produced: held in the
+        leader's memory and relayed to the session's watchers, not logged
+        (docs/design/streaming.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -167,6 +181,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.DeregisterWorker,
                     request_deserializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerRequest.FromString,
                     response_serializer=dex_dot_v1_dot_workers__pb2.DeregisterWorkerResponse.SerializeToString,
+            ),
+            'AppendOutput': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendOutput,
+                    request_deserializer=dex_dot_v1_dot_workers__pb2.AppendOutputRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_workers__pb2.AppendOutputResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -315,5 +334,22 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.WorkerService/DeregisterWorker',
             dex_dot_v1_dot_workers__pb2.DeregisterWorkerRequest.SerializeToString,
             dex_dot_v1_dot_workers__pb2.DeregisterWorkerResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AppendOutput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.WorkerService/AppendOutput',
+            dex_dot_v1_dot_workers__pb2.AppendOutputRequest.SerializeToString,
+            dex_dot_v1_dot_workers__pb2.AppendOutputResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

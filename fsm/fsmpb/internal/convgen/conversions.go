@@ -40,6 +40,7 @@ var oneSided = map[protoreflect.FullName]string{
 	"dex.fsm.v1.Session.import":           "an import in progress is never shown; the API has no such session yet",
 	"dex.fsm.v1.Session.fold_due_through": "the leader's index of sessions owed a fold reads it; it is not shown",
 	"dex.fsm.v1.Turn.call_repeats":        "the loop guard's counts; a loop pause names the call in its message",
+	"dex.v1.Event.output":                 "live output is relayed by the leader, never stored",
 }
 
 // The proto packages of the two sides and the Go packages generated from them.

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/sessions.proto.
  */
 export const file_dex_v1_sessions: GenFile = /*@__PURE__*/
-  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSJMChBTZXRCdWRnZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hhbmdlGAIgASgLMhQuZGV4LnYxLkJ1ZGdldENoYW5nZSI1ChFTZXRCdWRnZXRSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24ioQIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAMgASgEEg8KB21lc3NhZ2UYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEg0KBWFnZW50GAYgASgJEhkKDHJldGVudGlvbl9tcxgHIAEoA0gAiAEBEh4KBmJ1ZGdldBgIIAEoCzIOLmRleC52MS5CdWRnZXQSEAoIcHJpb3JpdHkYCSABKA0SFAoMZmFpcm5lc3Nfa2V5GAogASgJEhcKD2ZhaXJuZXNzX3dlaWdodBgLIAEoDUIPCg1fcmV0ZW50aW9uX21zIjkKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iTwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiKAoTU2VuZE1lc3NhZ2VSZXNwb25zZRIRCglkdXBsaWNhdGUYASABKAgingEKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGQoRaGlzdG9yeV9hZnRlcl9zZXEYAiABKAQSFQoNaGlzdG9yeV9saW1pdBgDIAEoDRITCgtzdGVwc19hZnRlchgEIAEoBBITCgtzdGVwc19saW1pdBgFIAEoDRIZChFmb2xkZWRfYWZ0ZXJfdHVybhgGIAEoBCLvAQoSR2V0U2Vzc2lvblJlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbhIbCgVzdGVwcxgCIAMoCzIMLmRleC52MS5TdGVwEh4KFm5leHRfaGlzdG9yeV9hZnRlcl9zZXEYAyABKAQSGAoQbmV4dF9zdGVwc19hZnRlchgEIAEoBBIWCg5sYXN0X2V2ZW50X3NlcRgFIAEoBBIoCgxmb2xkZWRfdHVybnMYBiADKAsyEi5kZXgudjEuRm9sZGVkVHVybhIeChZuZXh0X2ZvbGRlZF9hZnRlcl90dXJuGAcgASgEIjwKE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkirAEKDlNlc3Npb25TdW1tYXJ5EgoKAmlkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxIXCg90dXJuc19jb21wbGV0ZWQYBCABKAQSFQoNdXBkYXRlZF9hdF9tcxgFIAEoAxIVCg1jcmVhdGVkX2F0X21zGAYgASgDEg0KBWFnZW50GAcgASgJIlkKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEigKCHNlc3Npb25zGAEgAygLMhYuZGV4LnYxLlNlc3Npb25TdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI8ChNXYXRjaFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEIksKFlJlc29sdmVBcHByb3ZhbFJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIQCghhcHByb3ZlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkiGQoXUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2UiOAoVQW5zd2VyUXVlc3Rpb25SZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSDgoGYW5zd2VyGAIgASgJIhgKFkFuc3dlclF1ZXN0aW9uUmVzcG9uc2UiUAoUUmVzdW1lU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgZjaG9pY2UYAiABKA4yFC5kZXgudjEuUmVzdW1lQ2hvaWNlIhcKFVJlc3VtZVNlc3Npb25SZXNwb25zZSJaChdSZWNvbmNpbGVPdXRjb21lUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEiAKB291dGNvbWUYAiABKA4yDy5kZXgudjEuT3V0Y29tZRIMCgRub3RlGAMgASgJIhoKGFJlY29uY2lsZU91dGNvbWVSZXNwb25zZSJoCg1FdmVudHNOb3RLZXB0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEEhgKEHJlc3VtZV9hZnRlcl9zZXEYAyABKAQSFgoOZmlyc3Rfa2VwdF9zZXEYBCABKAQiKgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIXChVEZWxldGVTZXNzaW9uUmVzcG9uc2UiUQoSRWRpdEhpc3RvcnlSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGQoRdHJ1bmNhdGVfZnJvbV9zZXEYAiABKAQSDAoEbm90ZRgDIAEoCSJCChNFZGl0SGlzdG9yeVJlc3BvbnNlEhUKDWhpc3RvcnlfY291bnQYASABKAQSFAoMaGlzdG9yeV9zaXplGAIgASgEIkYKFENhbmNlbFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSCgoCYnkYAiABKAkSDgoGcmVhc29uGAMgASgJIkwKFUNhbmNlbFNlc3Npb25SZXNwb25zZRIXCg9zdGVwc19jYW5jZWxsZWQYASABKA0SGgoSYXR0ZW1wdHNfY2FuY2VsbGVkGAIgASgNIikKE0Nsb3NlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI4ChRDbG9zZVNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iJQoUSW1wb3J0U2Vzc2lvblJlcXVlc3QSDQoFY2h1bmsYASABKAwicQoVSW1wb3J0U2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSDwoHaGlzdG9yeRgCIAEoBBINCgVzdGVwcxgDIAEoBBIOCgZldmVudHMYBCABKAQSFAoMZm9sZGVkX3R1cm5zGAUgASgEMv8ICg5TZXNzaW9uU2VydmljZRJMCg1DcmVhdGVTZXNzaW9uEhwuZGV4LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJGCgtTZW5kTWVzc2FnZRIaLmRleC52MS5TZW5kTWVzc2FnZVJlcXVlc3QaGy5kZXgudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJDCgpHZXRTZXNzaW9uEhkuZGV4LnYxLkdldFNlc3Npb25SZXF1ZXN0GhouZGV4LnYxLkdldFNlc3Npb25SZXNwb25zZRJJCgxMaXN0U2Vzc2lvbnMSGy5kZXgudjEuTGlzdFNlc3Npb25zUmVxdWVzdBocLmRleC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRI8CgxXYXRjaFNlc3Npb24SGy5kZXgudjEuV2F0Y2hTZXNzaW9uUmVxdWVzdBoNLmRleC52MS5FdmVudDABElIKD1Jlc29sdmVBcHByb3ZhbBIeLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXF1ZXN0Gh8uZGV4LnYxLlJlc29sdmVBcHByb3ZhbFJlc3BvbnNlEk8KDkFuc3dlclF1ZXN0aW9uEh0uZGV4LnYxLkFuc3dlclF1ZXN0aW9uUmVxdWVzdBoeLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlc3BvbnNlEkwKDVJlc3VtZVNlc3Npb24SHC5kZXgudjEuUmVzdW1lU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuUmVzdW1lU2Vzc2lvblJlc3BvbnNlElUKEFJlY29uY2lsZU91dGNvbWUSHy5kZXgudjEuUmVjb25jaWxlT3V0Y29tZVJlcXVlc3QaIC5kZXgudjEuUmVjb25jaWxlT3V0Y29tZVJlc3BvbnNlEkwKDURlbGV0ZVNlc3Npb24SHC5kZXgudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEkYKC0VkaXRIaXN0b3J5EhouZGV4LnYxLkVkaXRIaXN0b3J5UmVxdWVzdBobLmRleC52MS5FZGl0SGlzdG9yeVJlc3BvbnNlEkwKDUNhbmNlbFNlc3Npb24SHC5kZXgudjEuQ2FuY2VsU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuQ2FuY2VsU2Vzc2lvblJlc3BvbnNlEkkKDENsb3NlU2Vzc2lvbhIbLmRleC52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GhwuZGV4LnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlEk4KDUltcG9ydFNlc3Npb24SHC5kZXgudjEuSW1wb3J0U2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuSW1wb3J0U2Vzc2lvblJlc3BvbnNlKAESQAoJU2V0QnVkZ2V0EhguZGV4LnYxLlNldEJ1ZGdldFJlcXVlc3QaGS5kZXgudjEuU2V0QnVkZ2V0UmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
+  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSJMChBTZXRCdWRnZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hhbmdlGAIgASgLMhQuZGV4LnYxLkJ1ZGdldENoYW5nZSI1ChFTZXRCdWRnZXRSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24ioQIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAMgASgEEg8KB21lc3NhZ2UYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEg0KBWFnZW50GAYgASgJEhkKDHJldGVudGlvbl9tcxgHIAEoA0gAiAEBEh4KBmJ1ZGdldBgIIAEoCzIOLmRleC52MS5CdWRnZXQSEAoIcHJpb3JpdHkYCSABKA0SFAoMZmFpcm5lc3Nfa2V5GAogASgJEhcKD2ZhaXJuZXNzX3dlaWdodBgLIAEoDUIPCg1fcmV0ZW50aW9uX21zIjkKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iTwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiKAoTU2VuZE1lc3NhZ2VSZXNwb25zZRIRCglkdXBsaWNhdGUYASABKAgingEKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGQoRaGlzdG9yeV9hZnRlcl9zZXEYAiABKAQSFQoNaGlzdG9yeV9saW1pdBgDIAEoDRITCgtzdGVwc19hZnRlchgEIAEoBBITCgtzdGVwc19saW1pdBgFIAEoDRIZChFmb2xkZWRfYWZ0ZXJfdHVybhgGIAEoBCLvAQoSR2V0U2Vzc2lvblJlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbhIbCgVzdGVwcxgCIAMoCzIMLmRleC52MS5TdGVwEh4KFm5leHRfaGlzdG9yeV9hZnRlcl9zZXEYAyABKAQSGAoQbmV4dF9zdGVwc19hZnRlchgEIAEoBBIWCg5sYXN0X2V2ZW50X3NlcRgFIAEoBBIoCgxmb2xkZWRfdHVybnMYBiADKAsyEi5kZXgudjEuRm9sZGVkVHVybhIeChZuZXh0X2ZvbGRlZF9hZnRlcl90dXJuGAcgASgEIjwKE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkirAEKDlNlc3Npb25TdW1tYXJ5EgoKAmlkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxIXCg90dXJuc19jb21wbGV0ZWQYBCABKAQSFQoNdXBkYXRlZF9hdF9tcxgFIAEoAxIVCg1jcmVhdGVkX2F0X21zGAYgASgDEg0KBWFnZW50GAcgASgJIlkKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEigKCHNlc3Npb25zGAEgAygLMhYuZGV4LnYxLlNlc3Npb25TdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ/ChNXYXRjaFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEEhMKC2xpdmVfb3V0cHV0GAMgASgIEiwKDm91dHB1dF9vZmZzZXRzGAQgAygLMhQuZGV4LnYxLk91dHB1dE9mZnNldCJACgxPdXRwdXRPZmZzZXQSDwoHc3RlcF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg4KBm9mZnNldBgDIAEoBCJLChZSZXNvbHZlQXBwcm92YWxSZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSEAoIYXBwcm92ZWQYAiABKAgSDgoGcmVhc29uGAMgASgJIhkKF1Jlc29sdmVBcHByb3ZhbFJlc3BvbnNlIjgKFUFuc3dlclF1ZXN0aW9uUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEg4KBmFuc3dlchgCIAEoCSIYChZBbnN3ZXJRdWVzdGlvblJlc3BvbnNlIlAKFFJlc3VtZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hvaWNlGAIgASgOMhQuZGV4LnYxLlJlc3VtZUNob2ljZSIXChVSZXN1bWVTZXNzaW9uUmVzcG9uc2UiWgoXUmVjb25jaWxlT3V0Y29tZVJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIgCgdvdXRjb21lGAIgASgOMg8uZGV4LnYxLk91dGNvbWUSDAoEbm90ZRgDIAEoCSIaChhSZWNvbmNpbGVPdXRjb21lUmVzcG9uc2UiaAoNRXZlbnRzTm90S2VwdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBBIYChByZXN1bWVfYWZ0ZXJfc2VxGAMgASgEEhYKDmZpcnN0X2tlcHRfc2VxGAQgASgEIioKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlIlEKEkVkaXRIaXN0b3J5UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEXRydW5jYXRlX2Zyb21fc2VxGAIgASgEEgwKBG5vdGUYAyABKAkiQgoTRWRpdEhpc3RvcnlSZXNwb25zZRIVCg1oaXN0b3J5X2NvdW50GAEgASgEEhQKDGhpc3Rvcnlfc2l6ZRgCIAEoBCJGChRDYW5jZWxTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgoKAmJ5GAIgASgJEg4KBnJlYXNvbhgDIAEoCSJMChVDYW5jZWxTZXNzaW9uUmVzcG9uc2USFwoPc3RlcHNfY2FuY2VsbGVkGAEgASgNEhoKEmF0dGVtcHRzX2NhbmNlbGxlZBgCIAEoDSIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOAoUQ2xvc2VTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIiUKFEltcG9ydFNlc3Npb25SZXF1ZXN0Eg0KBWNodW5rGAEgASgMInEKFUltcG9ydFNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2hpc3RvcnkYAiABKAQSDQoFc3RlcHMYAyABKAQSDgoGZXZlbnRzGAQgASgEEhQKDGZvbGRlZF90dXJucxgFIAEoBDL/CAoOU2Vzc2lvblNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIcLmRleC52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USRgoLU2VuZE1lc3NhZ2USGi5kZXgudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GhsuZGV4LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USQwoKR2V0U2Vzc2lvbhIZLmRleC52MS5HZXRTZXNzaW9uUmVxdWVzdBoaLmRleC52MS5HZXRTZXNzaW9uUmVzcG9uc2USSQoMTGlzdFNlc3Npb25zEhsuZGV4LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHC5kZXgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USPAoMV2F0Y2hTZXNzaW9uEhsuZGV4LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaDS5kZXgudjEuRXZlbnQwARJSCg9SZXNvbHZlQXBwcm92YWwSHi5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBofLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZRJPCg5BbnN3ZXJRdWVzdGlvbhIdLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QaHi5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZRJMCg1SZXN1bWVTZXNzaW9uEhwuZGV4LnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJVChBSZWNvbmNpbGVPdXRjb21lEh8uZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXF1ZXN0GiAuZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXNwb25zZRJMCg1EZWxldGVTZXNzaW9uEhwuZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJGCgtFZGl0SGlzdG9yeRIaLmRleC52MS5FZGl0SGlzdG9yeVJlcXVlc3QaGy5kZXgudjEuRWRpdEhpc3RvcnlSZXNwb25zZRJMCg1DYW5jZWxTZXNzaW9uEhwuZGV4LnYxLkNhbmNlbFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNhbmNlbFNlc3Npb25SZXNwb25zZRJJCgxDbG9zZVNlc3Npb24SGy5kZXgudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBocLmRleC52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJOCg1JbXBvcnRTZXNzaW9uEhwuZGV4LnYxLkltcG9ydFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkltcG9ydFNlc3Npb25SZXNwb25zZSgBEkAKCVNldEJ1ZGdldBIYLmRleC52MS5TZXRCdWRnZXRSZXF1ZXN0GhkuZGV4LnYxLlNldEJ1ZGdldFJlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.SetBudgetRequest
@@ -447,6 +447,22 @@ export type WatchSessionRequest = Message<"dex.v1.WatchSessionRequest"> & {
    * @generated from field: uint64 after_seq = 2;
    */
   afterSeq: bigint;
+
+  /**
+   * Also the running attempts' live output, as events of seq 0 (Event.output),
+   * from the leader of the session's partition.
+   *
+   * @generated from field: bool live_output = 3;
+   */
+  liveOutput: boolean;
+
+  /**
+   * With live_output: where this watcher is in each attempt's output (an
+   * attempt not listed is sent from offset 0).
+   *
+   * @generated from field: repeated dex.v1.OutputOffset output_offsets = 4;
+   */
+  outputOffsets: OutputOffset[];
 };
 
 /**
@@ -455,6 +471,33 @@ export type WatchSessionRequest = Message<"dex.v1.WatchSessionRequest"> & {
  */
 export const WatchSessionRequestSchema: GenMessage<WatchSessionRequest> = /*@__PURE__*/
   messageDesc(file_dex_v1_sessions, 11);
+
+/**
+ * @generated from message dex.v1.OutputOffset
+ */
+export type OutputOffset = Message<"dex.v1.OutputOffset"> & {
+  /**
+   * @generated from field: string step_id = 1;
+   */
+  stepId: string;
+
+  /**
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
+
+  /**
+   * @generated from field: uint64 offset = 3;
+   */
+  offset: bigint;
+};
+
+/**
+ * Describes the message dex.v1.OutputOffset.
+ * Use `create(OutputOffsetSchema)` to create a new message.
+ */
+export const OutputOffsetSchema: GenMessage<OutputOffset> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 12);
 
 /**
  * @generated from message dex.v1.ResolveApprovalRequest
@@ -485,7 +528,7 @@ export type ResolveApprovalRequest = Message<"dex.v1.ResolveApprovalRequest"> & 
  * Use `create(ResolveApprovalRequestSchema)` to create a new message.
  */
 export const ResolveApprovalRequestSchema: GenMessage<ResolveApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 12);
+  messageDesc(file_dex_v1_sessions, 13);
 
 /**
  * @generated from message dex.v1.ResolveApprovalResponse
@@ -498,7 +541,7 @@ export type ResolveApprovalResponse = Message<"dex.v1.ResolveApprovalResponse"> 
  * Use `create(ResolveApprovalResponseSchema)` to create a new message.
  */
 export const ResolveApprovalResponseSchema: GenMessage<ResolveApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 13);
+  messageDesc(file_dex_v1_sessions, 14);
 
 /**
  * @generated from message dex.v1.AnswerQuestionRequest
@@ -524,7 +567,7 @@ export type AnswerQuestionRequest = Message<"dex.v1.AnswerQuestionRequest"> & {
  * Use `create(AnswerQuestionRequestSchema)` to create a new message.
  */
 export const AnswerQuestionRequestSchema: GenMessage<AnswerQuestionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 14);
+  messageDesc(file_dex_v1_sessions, 15);
 
 /**
  * @generated from message dex.v1.AnswerQuestionResponse
@@ -537,7 +580,7 @@ export type AnswerQuestionResponse = Message<"dex.v1.AnswerQuestionResponse"> & 
  * Use `create(AnswerQuestionResponseSchema)` to create a new message.
  */
 export const AnswerQuestionResponseSchema: GenMessage<AnswerQuestionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 15);
+  messageDesc(file_dex_v1_sessions, 16);
 
 /**
  * @generated from message dex.v1.ResumeSessionRequest
@@ -563,7 +606,7 @@ export type ResumeSessionRequest = Message<"dex.v1.ResumeSessionRequest"> & {
  * Use `create(ResumeSessionRequestSchema)` to create a new message.
  */
 export const ResumeSessionRequestSchema: GenMessage<ResumeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 16);
+  messageDesc(file_dex_v1_sessions, 17);
 
 /**
  * @generated from message dex.v1.ResumeSessionResponse
@@ -576,7 +619,7 @@ export type ResumeSessionResponse = Message<"dex.v1.ResumeSessionResponse"> & {
  * Use `create(ResumeSessionResponseSchema)` to create a new message.
  */
 export const ResumeSessionResponseSchema: GenMessage<ResumeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 17);
+  messageDesc(file_dex_v1_sessions, 18);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeRequest
@@ -610,7 +653,7 @@ export type ReconcileOutcomeRequest = Message<"dex.v1.ReconcileOutcomeRequest"> 
  * Use `create(ReconcileOutcomeRequestSchema)` to create a new message.
  */
 export const ReconcileOutcomeRequestSchema: GenMessage<ReconcileOutcomeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 18);
+  messageDesc(file_dex_v1_sessions, 19);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeResponse
@@ -623,7 +666,7 @@ export type ReconcileOutcomeResponse = Message<"dex.v1.ReconcileOutcomeResponse"
  * Use `create(ReconcileOutcomeResponseSchema)` to create a new message.
  */
 export const ReconcileOutcomeResponseSchema: GenMessage<ReconcileOutcomeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 19);
+  messageDesc(file_dex_v1_sessions, 20);
 
 /**
  * The detail of WatchSession's OutOfRange: events after after_seq were
@@ -659,7 +702,7 @@ export type EventsNotKept = Message<"dex.v1.EventsNotKept"> & {
  * Use `create(EventsNotKeptSchema)` to create a new message.
  */
 export const EventsNotKeptSchema: GenMessage<EventsNotKept> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 20);
+  messageDesc(file_dex_v1_sessions, 21);
 
 /**
  * @generated from message dex.v1.DeleteSessionRequest
@@ -678,7 +721,7 @@ export type DeleteSessionRequest = Message<"dex.v1.DeleteSessionRequest"> & {
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 21);
+  messageDesc(file_dex_v1_sessions, 22);
 
 /**
  * @generated from message dex.v1.DeleteSessionResponse
@@ -691,7 +734,7 @@ export type DeleteSessionResponse = Message<"dex.v1.DeleteSessionResponse"> & {
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 22);
+  messageDesc(file_dex_v1_sessions, 23);
 
 /**
  * @generated from message dex.v1.EditHistoryRequest
@@ -725,7 +768,7 @@ export type EditHistoryRequest = Message<"dex.v1.EditHistoryRequest"> & {
  * Use `create(EditHistoryRequestSchema)` to create a new message.
  */
 export const EditHistoryRequestSchema: GenMessage<EditHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 23);
+  messageDesc(file_dex_v1_sessions, 24);
 
 /**
  * @generated from message dex.v1.EditHistoryResponse
@@ -749,7 +792,7 @@ export type EditHistoryResponse = Message<"dex.v1.EditHistoryResponse"> & {
  * Use `create(EditHistoryResponseSchema)` to create a new message.
  */
 export const EditHistoryResponseSchema: GenMessage<EditHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 24);
+  messageDesc(file_dex_v1_sessions, 25);
 
 /**
  * @generated from message dex.v1.CancelSessionRequest
@@ -783,7 +826,7 @@ export type CancelSessionRequest = Message<"dex.v1.CancelSessionRequest"> & {
  * Use `create(CancelSessionRequestSchema)` to create a new message.
  */
 export const CancelSessionRequestSchema: GenMessage<CancelSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 25);
+  messageDesc(file_dex_v1_sessions, 26);
 
 /**
  * @generated from message dex.v1.CancelSessionResponse
@@ -809,7 +852,7 @@ export type CancelSessionResponse = Message<"dex.v1.CancelSessionResponse"> & {
  * Use `create(CancelSessionResponseSchema)` to create a new message.
  */
 export const CancelSessionResponseSchema: GenMessage<CancelSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 26);
+  messageDesc(file_dex_v1_sessions, 27);
 
 /**
  * @generated from message dex.v1.CloseSessionRequest
@@ -828,7 +871,7 @@ export type CloseSessionRequest = Message<"dex.v1.CloseSessionRequest"> & {
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 27);
+  messageDesc(file_dex_v1_sessions, 28);
 
 /**
  * @generated from message dex.v1.CloseSessionResponse
@@ -848,7 +891,7 @@ export type CloseSessionResponse = Message<"dex.v1.CloseSessionResponse"> & {
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 28);
+  messageDesc(file_dex_v1_sessions, 29);
 
 /**
  * @generated from message dex.v1.ImportSessionRequest
@@ -867,7 +910,7 @@ export type ImportSessionRequest = Message<"dex.v1.ImportSessionRequest"> & {
  * Use `create(ImportSessionRequestSchema)` to create a new message.
  */
 export const ImportSessionRequestSchema: GenMessage<ImportSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 29);
+  messageDesc(file_dex_v1_sessions, 30);
 
 /**
  * @generated from message dex.v1.ImportSessionResponse
@@ -906,7 +949,7 @@ export type ImportSessionResponse = Message<"dex.v1.ImportSessionResponse"> & {
  * Use `create(ImportSessionResponseSchema)` to create a new message.
  */
 export const ImportSessionResponseSchema: GenMessage<ImportSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 30);
+  messageDesc(file_dex_v1_sessions, 31);
 
 /**
  * SessionService is for clients. Only the node that holds the dispatch lease

@@ -12,7 +12,66 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/workers.proto.
  */
 export const file_dex_v1_workers: GenFile = /*@__PURE__*/
-  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIo0BChVSZWdpc3RlcldvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEhIKCnJ1bnNfbW9kZWwYAyABKAgSHAoUbW9kZWxfcnVuX3RpbWVvdXRfbXMYBCABKA0SDgoGYWdlbnRzGAUgAygJIpABChZSZWdpc3RlcldvcmtlclJlc3BvbnNlEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgBIAEoDRIcChRoZWFydGJlYXRfdGltZW91dF9tcxgCIAEoDRIPCgdub2RlX2lkGAMgASgJEhQKDG5vZGVfYWRkcmVzcxgEIAEoCRISCgpwYXJ0aXRpb25zGAUgASgNIiwKF0RlcmVnaXN0ZXJXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCSIaChhEZXJlZ2lzdGVyV29ya2VyUmVzcG9uc2UiSAoPUG9sbFRhc2tSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd3YWl0X21zGAIgASgNEhEKCW1heF90YXNrcxgDIAEoDSJlCgpNb2RlbElucHV0EiUKB2hpc3RvcnkYASADKAsyFC5kZXgudjEuSGlzdG9yeUVudHJ5Eh8KBXRvb2xzGAIgAygLMhAuZGV4LnYxLlRvb2xTcGVjEg8KB2NvbXBhY3QYAyABKAgiqQMKBFRhc2sSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSEgoKc2Vzc2lvbl9pZBgCIAEoCRIeCgRraW5kGAMgASgOMhAuZGV4LnYxLlN0ZXBLaW5kEgwKBHRvb2wYBCABKAkSDwoHY2FsbF9pZBgFIAEoCRIRCglhcmd1bWVudHMYBiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEg8KB3Rhc2tfaWQYCCABKAkSJwoLbW9kZWxfaW5wdXQYCSABKAsyEi5kZXgudjEuTW9kZWxJbnB1dBINCgVlcG9jaBgKIAEoBBIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYDCABKA0SIgoGYWNjZXNzGA0gASgOMhIuZGV4LnYxLlRvb2xBY2Nlc3MSDQoFYWdlbnQYDiABKAkSIgoGcnVubmVyGA8gASgOMhIuZGV4LnYxLlRhc2tSdW5uZXISJAoHaGFuZGxlchgQIAEoDjITLmRleC52MS5UYXNrSGFuZGxlciIvChBQb2xsVGFza1Jlc3BvbnNlEhsKBXRhc2tzGAEgAygLMgwuZGV4LnYxLlRhc2siMwoQQ2xhaW1UYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZiITChFDbGFpbVRhc2tSZXNwb25zZSIzChBIZWFydGJlYXRSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmIjYKEUhlYXJ0YmVhdFJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCBIOCgZyZWFzb24YAiABKAki1gEKE0NvbXBsZXRlVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSKwoMbW9kZWxfb3V0cHV0GAIgASgLMhMuZGV4LnYxLk1vZGVsT3V0cHV0SAASKQoLdG9vbF9yZXN1bHQYAyABKAsyEi5kZXgudjEuVG9vbFJlc3VsdEgAEikKC3BvbGxfcmVzdWx0GAQgASgLMhIuZGV4LnYxLlBvbGxSZXN1bHRIABIRCgdzdW1tYXJ5GAUgASgJSABCCAoGcmVzdWx0IhYKFENvbXBsZXRlVGFza1Jlc3BvbnNlImgKD0ZhaWxUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIlCgplcnJvcl90eXBlGAIgASgOMhEuZGV4LnYxLkVycm9yVHlwZRINCgVlcnJvchgDIAEoCSISChBGYWlsVGFza1Jlc3BvbnNlIlsKEVJlcG9ydFRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEiUKBnJlc3VsdBgCIAEoCzIVLmRleC52MS5BdHRlbXB0UmVzdWx0IhQKElJlcG9ydFRhc2tSZXNwb25zZSpWCgpUYXNrUnVubmVyEhsKF1RBU0tfUlVOTkVSX1VOU1BFQ0lGSUVEEAASFQoRVEFTS19SVU5ORVJfTU9ERUwQARIUChBUQVNLX1JVTk5FUl9UT09MEAIqiwEKC1Rhc2tIYW5kbGVyEhwKGFRBU0tfSEFORExFUl9VTlNQRUNJRklFRBAAEhYKElRBU0tfSEFORExFUl9NT0RFTBABEhgKFFRBU0tfSEFORExFUl9DT01QQUNUEAISFQoRVEFTS19IQU5ETEVSX1RPT0wQAxIVChFUQVNLX0hBTkRMRVJfUE9MTBAEMskECg1Xb3JrZXJTZXJ2aWNlEk8KDlJlZ2lzdGVyV29ya2VyEh0uZGV4LnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdBoeLmRleC52MS5SZWdpc3RlcldvcmtlclJlc3BvbnNlEj0KCFBvbGxUYXNrEhcuZGV4LnYxLlBvbGxUYXNrUmVxdWVzdBoYLmRleC52MS5Qb2xsVGFza1Jlc3BvbnNlEkAKCUNsYWltVGFzaxIYLmRleC52MS5DbGFpbVRhc2tSZXF1ZXN0GhkuZGV4LnYxLkNsYWltVGFza1Jlc3BvbnNlEkAKCUhlYXJ0YmVhdBIYLmRleC52MS5IZWFydGJlYXRSZXF1ZXN0GhkuZGV4LnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkMKClJlcG9ydFRhc2sSGS5kZXgudjEuUmVwb3J0VGFza1JlcXVlc3QaGi5kZXgudjEuUmVwb3J0VGFza1Jlc3BvbnNlEkkKDENvbXBsZXRlVGFzaxIbLmRleC52MS5Db21wbGV0ZVRhc2tSZXF1ZXN0GhwuZGV4LnYxLkNvbXBsZXRlVGFza1Jlc3BvbnNlEj0KCEZhaWxUYXNrEhcuZGV4LnYxLkZhaWxUYXNrUmVxdWVzdBoYLmRleC52MS5GYWlsVGFza1Jlc3BvbnNlElUKEERlcmVnaXN0ZXJXb3JrZXISHy5kZXgudjEuRGVyZWdpc3RlcldvcmtlclJlcXVlc3QaIC5kZXgudjEuRGVyZWdpc3RlcldvcmtlclJlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
+  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIlQKE0FwcGVuZE91dHB1dFJlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSDgoGb2Zmc2V0GAIgASgEEgwKBHRleHQYAyABKAkiOQoUQXBwZW5kT3V0cHV0UmVzcG9uc2USEwoLbmV4dF9vZmZzZXQYASABKAQSDAoEc3RvcBgCIAEoCCKNAQoVUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIfCgV0b29scxgCIAMoCzIQLmRleC52MS5Ub29sU3BlYxISCgpydW5zX21vZGVsGAMgASgIEhwKFG1vZGVsX3J1bl90aW1lb3V0X21zGAQgASgNEg4KBmFnZW50cxgFIAMoCSKQAQoWUmVnaXN0ZXJXb3JrZXJSZXNwb25zZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRIUCgxub2RlX2FkZHJlc3MYBCABKAkSEgoKcGFydGl0aW9ucxgFIAEoDSIsChdEZXJlZ2lzdGVyV29ya2VyUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiGgoYRGVyZWdpc3RlcldvcmtlclJlc3BvbnNlIkgKD1BvbGxUYXNrUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHd2FpdF9tcxgCIAEoDRIRCgltYXhfdGFza3MYAyABKA0iZQoKTW9kZWxJbnB1dBIlCgdoaXN0b3J5GAEgAygLMhQuZGV4LnYxLkhpc3RvcnlFbnRyeRIfCgV0b29scxgCIAMoCzIQLmRleC52MS5Ub29sU3BlYxIPCgdjb21wYWN0GAMgASgIIqkDCgRUYXNrEh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEhIKCnNlc3Npb25faWQYAiABKAkSHgoEa2luZBgDIAEoDjIQLmRleC52MS5TdGVwS2luZBIMCgR0b29sGAQgASgJEg8KB2NhbGxfaWQYBSABKAkSEQoJYXJndW1lbnRzGAYgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgHIAEoCRIPCgd0YXNrX2lkGAggASgJEicKC21vZGVsX2lucHV0GAkgASgLMhIuZGV4LnYxLk1vZGVsSW5wdXQSDQoFZXBvY2gYCiABKAQSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAsgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAwgASgNEiIKBmFjY2VzcxgNIAEoDjISLmRleC52MS5Ub29sQWNjZXNzEg0KBWFnZW50GA4gASgJEiIKBnJ1bm5lchgPIAEoDjISLmRleC52MS5UYXNrUnVubmVyEiQKB2hhbmRsZXIYECABKA4yEy5kZXgudjEuVGFza0hhbmRsZXIiLwoQUG9sbFRhc2tSZXNwb25zZRIbCgV0YXNrcxgBIAMoCzIMLmRleC52MS5UYXNrIjMKEENsYWltVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYiEwoRQ2xhaW1UYXNrUmVzcG9uc2UiMwoQSGVhcnRiZWF0UmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZiI2ChFIZWFydGJlYXRSZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgSDgoGcmVhc29uGAIgASgJItYBChNDb21wbGV0ZVRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEisKDG1vZGVsX291dHB1dBgCIAEoCzITLmRleC52MS5Nb2RlbE91dHB1dEgAEikKC3Rvb2xfcmVzdWx0GAMgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHRIABIpCgtwb2xsX3Jlc3VsdBgEIAEoCzISLmRleC52MS5Qb2xsUmVzdWx0SAASEQoHc3VtbWFyeRgFIAEoCUgAQggKBnJlc3VsdCIWChRDb21wbGV0ZVRhc2tSZXNwb25zZSJoCg9GYWlsVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSJQoKZXJyb3JfdHlwZRgCIAEoDjIRLmRleC52MS5FcnJvclR5cGUSDQoFZXJyb3IYAyABKAkiEgoQRmFpbFRhc2tSZXNwb25zZSJbChFSZXBvcnRUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIlCgZyZXN1bHQYAiABKAsyFS5kZXgudjEuQXR0ZW1wdFJlc3VsdCIUChJSZXBvcnRUYXNrUmVzcG9uc2UqVgoKVGFza1J1bm5lchIbChdUQVNLX1JVTk5FUl9VTlNQRUNJRklFRBAAEhUKEVRBU0tfUlVOTkVSX01PREVMEAESFAoQVEFTS19SVU5ORVJfVE9PTBACKosBCgtUYXNrSGFuZGxlchIcChhUQVNLX0hBTkRMRVJfVU5TUEVDSUZJRUQQABIWChJUQVNLX0hBTkRMRVJfTU9ERUwQARIYChRUQVNLX0hBTkRMRVJfQ09NUEFDVBACEhUKEVRBU0tfSEFORExFUl9UT09MEAMSFQoRVEFTS19IQU5ETEVSX1BPTEwQBDKUBQoNV29ya2VyU2VydmljZRJPCg5SZWdpc3RlcldvcmtlchIdLmRleC52MS5SZWdpc3RlcldvcmtlclJlcXVlc3QaHi5kZXgudjEuUmVnaXN0ZXJXb3JrZXJSZXNwb25zZRI9CghQb2xsVGFzaxIXLmRleC52MS5Qb2xsVGFza1JlcXVlc3QaGC5kZXgudjEuUG9sbFRhc2tSZXNwb25zZRJACglDbGFpbVRhc2sSGC5kZXgudjEuQ2xhaW1UYXNrUmVxdWVzdBoZLmRleC52MS5DbGFpbVRhc2tSZXNwb25zZRJACglIZWFydGJlYXQSGC5kZXgudjEuSGVhcnRiZWF0UmVxdWVzdBoZLmRleC52MS5IZWFydGJlYXRSZXNwb25zZRJDCgpSZXBvcnRUYXNrEhkuZGV4LnYxLlJlcG9ydFRhc2tSZXF1ZXN0GhouZGV4LnYxLlJlcG9ydFRhc2tSZXNwb25zZRJJCgxDb21wbGV0ZVRhc2sSGy5kZXgudjEuQ29tcGxldGVUYXNrUmVxdWVzdBocLmRleC52MS5Db21wbGV0ZVRhc2tSZXNwb25zZRI9CghGYWlsVGFzaxIXLmRleC52MS5GYWlsVGFza1JlcXVlc3QaGC5kZXgudjEuRmFpbFRhc2tSZXNwb25zZRJVChBEZXJlZ2lzdGVyV29ya2VyEh8uZGV4LnYxLkRlcmVnaXN0ZXJXb3JrZXJSZXF1ZXN0GiAuZGV4LnYxLkRlcmVnaXN0ZXJXb3JrZXJSZXNwb25zZRJJCgxBcHBlbmRPdXRwdXQSGy5kZXgudjEuQXBwZW5kT3V0cHV0UmVxdWVzdBocLmRleC52MS5BcHBlbmRPdXRwdXRSZXNwb25zZUImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw", [file_dex_v1_types]);
+
+/**
+ * @generated from message dex.v1.AppendOutputRequest
+ */
+export type AppendOutputRequest = Message<"dex.v1.AppendOutputRequest"> & {
+  /**
+   * Required: the running attempt, as its heartbeat names it (seq unused).
+   *
+   * @generated from field: dex.v1.AttemptRef ref = 1;
+   */
+  ref?: AttemptRef | undefined;
+
+  /**
+   * The byte offset of text within the attempt's output.
+   *
+   * @generated from field: uint64 offset = 2;
+   */
+  offset: bigint;
+
+  /**
+   * @generated from field: string text = 3;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message dex.v1.AppendOutputRequest.
+ * Use `create(AppendOutputRequestSchema)` to create a new message.
+ */
+export const AppendOutputRequestSchema: GenMessage<AppendOutputRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_workers, 0);
+
+/**
+ * @generated from message dex.v1.AppendOutputResponse
+ */
+export type AppendOutputResponse = Message<"dex.v1.AppendOutputResponse"> & {
+  /**
+   * The offset the leader wants next: offset plus text's length when it
+   * took the text, else where to resend from (0 from a new leader).
+   *
+   * @generated from field: uint64 next_offset = 1;
+   */
+  nextOffset: bigint;
+
+  /**
+   * The leader takes no more of this attempt's output (it is over the
+   * limit, or it ended): stop streaming it; the result carries it whole.
+   *
+   * @generated from field: bool stop = 2;
+   */
+  stop: boolean;
+};
+
+/**
+ * Describes the message dex.v1.AppendOutputResponse.
+ * Use `create(AppendOutputResponseSchema)` to create a new message.
+ */
+export const AppendOutputResponseSchema: GenMessage<AppendOutputResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_workers, 1);
 
 /**
  * @generated from message dex.v1.RegisterWorkerRequest
@@ -62,7 +121,7 @@ export type RegisterWorkerRequest = Message<"dex.v1.RegisterWorkerRequest"> & {
  * Use `create(RegisterWorkerRequestSchema)` to create a new message.
  */
 export const RegisterWorkerRequestSchema: GenMessage<RegisterWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 0);
+  messageDesc(file_dex_v1_workers, 2);
 
 /**
  * @generated from message dex.v1.RegisterWorkerResponse
@@ -110,7 +169,7 @@ export type RegisterWorkerResponse = Message<"dex.v1.RegisterWorkerResponse"> & 
  * Use `create(RegisterWorkerResponseSchema)` to create a new message.
  */
 export const RegisterWorkerResponseSchema: GenMessage<RegisterWorkerResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 1);
+  messageDesc(file_dex_v1_workers, 3);
 
 /**
  * @generated from message dex.v1.DeregisterWorkerRequest
@@ -129,7 +188,7 @@ export type DeregisterWorkerRequest = Message<"dex.v1.DeregisterWorkerRequest"> 
  * Use `create(DeregisterWorkerRequestSchema)` to create a new message.
  */
 export const DeregisterWorkerRequestSchema: GenMessage<DeregisterWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 2);
+  messageDesc(file_dex_v1_workers, 4);
 
 /**
  * @generated from message dex.v1.DeregisterWorkerResponse
@@ -142,7 +201,7 @@ export type DeregisterWorkerResponse = Message<"dex.v1.DeregisterWorkerResponse"
  * Use `create(DeregisterWorkerResponseSchema)` to create a new message.
  */
 export const DeregisterWorkerResponseSchema: GenMessage<DeregisterWorkerResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 3);
+  messageDesc(file_dex_v1_workers, 5);
 
 /**
  * @generated from message dex.v1.PollTaskRequest
@@ -175,7 +234,7 @@ export type PollTaskRequest = Message<"dex.v1.PollTaskRequest"> & {
  * Use `create(PollTaskRequestSchema)` to create a new message.
  */
 export const PollTaskRequestSchema: GenMessage<PollTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 4);
+  messageDesc(file_dex_v1_workers, 6);
 
 /**
  * What the model sees: the history since the last summary, and the tools.
@@ -206,7 +265,7 @@ export type ModelInput = Message<"dex.v1.ModelInput"> & {
  * Use `create(ModelInputSchema)` to create a new message.
  */
 export const ModelInputSchema: GenMessage<ModelInput> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 5);
+  messageDesc(file_dex_v1_workers, 7);
 
 /**
  * @generated from message dex.v1.Task
@@ -311,7 +370,7 @@ export type Task = Message<"dex.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 6);
+  messageDesc(file_dex_v1_workers, 8);
 
 /**
  * @generated from message dex.v1.PollTaskResponse
@@ -328,7 +387,7 @@ export type PollTaskResponse = Message<"dex.v1.PollTaskResponse"> & {
  * Use `create(PollTaskResponseSchema)` to create a new message.
  */
 export const PollTaskResponseSchema: GenMessage<PollTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 7);
+  messageDesc(file_dex_v1_workers, 9);
 
 /**
  * @generated from message dex.v1.ClaimTaskRequest
@@ -348,7 +407,7 @@ export type ClaimTaskRequest = Message<"dex.v1.ClaimTaskRequest"> & {
  * Use `create(ClaimTaskRequestSchema)` to create a new message.
  */
 export const ClaimTaskRequestSchema: GenMessage<ClaimTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 8);
+  messageDesc(file_dex_v1_workers, 10);
 
 /**
  * @generated from message dex.v1.ClaimTaskResponse
@@ -361,7 +420,7 @@ export type ClaimTaskResponse = Message<"dex.v1.ClaimTaskResponse"> & {
  * Use `create(ClaimTaskResponseSchema)` to create a new message.
  */
 export const ClaimTaskResponseSchema: GenMessage<ClaimTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 9);
+  messageDesc(file_dex_v1_workers, 11);
 
 /**
  * @generated from message dex.v1.HeartbeatRequest
@@ -380,7 +439,7 @@ export type HeartbeatRequest = Message<"dex.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 10);
+  messageDesc(file_dex_v1_workers, 12);
 
 /**
  * @generated from message dex.v1.HeartbeatResponse
@@ -405,7 +464,7 @@ export type HeartbeatResponse = Message<"dex.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 11);
+  messageDesc(file_dex_v1_workers, 13);
 
 /**
  * @generated from message dex.v1.CompleteTaskRequest
@@ -453,7 +512,7 @@ export type CompleteTaskRequest = Message<"dex.v1.CompleteTaskRequest"> & {
  * Use `create(CompleteTaskRequestSchema)` to create a new message.
  */
 export const CompleteTaskRequestSchema: GenMessage<CompleteTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 12);
+  messageDesc(file_dex_v1_workers, 14);
 
 /**
  * @generated from message dex.v1.CompleteTaskResponse
@@ -466,7 +525,7 @@ export type CompleteTaskResponse = Message<"dex.v1.CompleteTaskResponse"> & {
  * Use `create(CompleteTaskResponseSchema)` to create a new message.
  */
 export const CompleteTaskResponseSchema: GenMessage<CompleteTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 13);
+  messageDesc(file_dex_v1_workers, 15);
 
 /**
  * @generated from message dex.v1.FailTaskRequest
@@ -495,7 +554,7 @@ export type FailTaskRequest = Message<"dex.v1.FailTaskRequest"> & {
  * Use `create(FailTaskRequestSchema)` to create a new message.
  */
 export const FailTaskRequestSchema: GenMessage<FailTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 14);
+  messageDesc(file_dex_v1_workers, 16);
 
 /**
  * @generated from message dex.v1.FailTaskResponse
@@ -508,7 +567,7 @@ export type FailTaskResponse = Message<"dex.v1.FailTaskResponse"> & {
  * Use `create(FailTaskResponseSchema)` to create a new message.
  */
 export const FailTaskResponseSchema: GenMessage<FailTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 15);
+  messageDesc(file_dex_v1_workers, 17);
 
 /**
  * @generated from message dex.v1.ReportTaskRequest
@@ -536,7 +595,7 @@ export type ReportTaskRequest = Message<"dex.v1.ReportTaskRequest"> & {
  * Use `create(ReportTaskRequestSchema)` to create a new message.
  */
 export const ReportTaskRequestSchema: GenMessage<ReportTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 16);
+  messageDesc(file_dex_v1_workers, 18);
 
 /**
  * @generated from message dex.v1.ReportTaskResponse
@@ -549,7 +608,7 @@ export type ReportTaskResponse = Message<"dex.v1.ReportTaskResponse"> & {
  * Use `create(ReportTaskResponseSchema)` to create a new message.
  */
 export const ReportTaskResponseSchema: GenMessage<ReportTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 17);
+  messageDesc(file_dex_v1_workers, 19);
 
 /**
  * Who runs a task: a Worker that runs the model, or one that serves the
@@ -728,6 +787,18 @@ export const WorkerService: GenService<{
     methodKind: "unary";
     input: typeof DeregisterWorkerRequestSchema;
     output: typeof DeregisterWorkerResponseSchema;
+  },
+  /**
+   * Streams a running attempt's output as it is produced: held in the
+   * leader's memory and relayed to the session's watchers, not logged
+   * (docs/design/streaming.md).
+   *
+   * @generated from rpc dex.v1.WorkerService.AppendOutput
+   */
+  appendOutput: {
+    methodKind: "unary";
+    input: typeof AppendOutputRequestSchema;
+    output: typeof AppendOutputResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_workers, 0);

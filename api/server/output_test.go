@@ -1,0 +1,60 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/lease/stream"
+)
+
+type fixedHub struct{ h *stream.Hub }
+
+func (f fixedHub) Hub() *stream.Hub { return f.h }
+
+// A running attempt's output is taken at the offset the hub holds up to and
+// relayed; an attempt that does not run, or a wrong token, is told to stop;
+// without a hub (this node does not lead) the Worker is told to try again.
+func TestAppendOutput(t *testing.T) {
+	node, ref := runningModelAttempt(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hub := stream.NewHub(stream.DefaultLimits)
+	w := NewWorkers(node, nil, noDeadlines{}, WorkerTiming{})
+	w.outputs = fixedHub{hub}
+	watch := hub.Watch("s", nil)
+	defer watch.Close()
+
+	resp, err := w.AppendOutput(ctx, &dexv1.AppendOutputRequest{Ref: ref, Offset: 0, Text: "Hello"})
+	if err != nil || resp.NextOffset != 5 || resp.Stop {
+		t.Fatalf("append: %v %v; want next 5", resp, err)
+	}
+	if d := <-watch.C(); d.Text != "Hello" || d.Step != ref.StepId {
+		t.Fatalf("relayed %+v", d)
+	}
+	if resp, err := w.AppendOutput(ctx, &dexv1.AppendOutputRequest{Ref: ref, Offset: 9, Text: "x"}); err != nil || resp.NextOffset != 5 {
+		t.Fatalf("append past the end: %v %v; want next 5 (resend from there)", resp, err)
+	}
+	wrong := &dexv1.AttemptRef{StepId: ref.StepId, Attempt: ref.Attempt, Token: "not-its-token"}
+	if resp, err := w.AppendOutput(ctx, &dexv1.AppendOutputRequest{Ref: wrong, Offset: 5, Text: "x"}); err != nil || !resp.Stop {
+		t.Fatalf("a wrong token: %v %v; want stop", resp, err)
+	}
+	if _, err := w.AppendOutput(ctx, &dexv1.AppendOutputRequest{Offset: 5, Text: "x"}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("no ref: %v; want InvalidArgument", err)
+	}
+	// Once the attempt ended it takes no more.
+	if _, err := w.ReportTask(ctx, &dexv1.ReportTaskRequest{Ref: ref, Result: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ModelOutput{ModelOutput: &dexv1.ModelOutput{Text: "Hello"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := w.AppendOutput(ctx, &dexv1.AppendOutputRequest{Ref: ref, Offset: 5, Text: "!"}); err != nil || !resp.Stop {
+		t.Fatalf("after the result: %v %v; want stop", resp, err)
+	}
+	w.outputs = fixedHub{nil}
+	if _, err := w.AppendOutput(ctx, &dexv1.AppendOutputRequest{Ref: ref, Offset: 5, Text: "!"}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("without a hub: %v; want Unavailable", err)
+	}
+}

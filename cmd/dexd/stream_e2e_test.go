@@ -1,0 +1,167 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dexhq/dex/api/client"
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// liveText is what a watch delivered of each attempt's live output, with
+// every delta checked to start where the one before it ended.
+type liveText struct {
+	mu     sync.Mutex
+	text   map[string]*strings.Builder // by "step#attempt"
+	ended  map[string]string           // "output_ended" or "output_abandoned"
+	errors []string
+}
+
+func newLiveText() *liveText {
+	return &liveText{text: map[string]*strings.Builder{}, ended: map[string]string{}}
+}
+
+func (l *liveText) add(e *dexv1.Event) {
+	if e.Output == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := fmt.Sprintf("%s#%d", e.StepId, e.Output.Attempt)
+	b := l.text[k]
+	if b == nil {
+		b = &strings.Builder{}
+		l.text[k] = b
+	}
+	if e.Type != "output" {
+		l.ended[k] = e.Type
+		return
+	}
+	if e.Output.Offset != uint64(b.Len()) {
+		l.errors = append(l.errors, fmt.Sprintf("%s: a delta at offset %d after %d bytes (a gap or a repeat)", k, e.Output.Offset, b.Len()))
+	}
+	b.WriteString(e.Output.Text)
+}
+
+func (l *liveText) of(k string) (string, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.text[k]; b != nil {
+		return b.String(), l.ended[k]
+	}
+	return "", l.ended[k]
+}
+
+// numberedText is n words that never repeat, so a gap or a repeat shows.
+func numberedText(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "w%04d ", i)
+	}
+	return b.String()
+}
+
+// With real processes: a Worker streams a model's output while a client
+// watches it live; the leader is SIGKILLed in the middle of the stream. The
+// watcher's text equals the committed output, each byte delivered once and
+// in order, and it is told the committed result replaced the stream.
+func TestLiveOutputSurvivesALeaderKill(t *testing.T) {
+	c := newTestCluster(t)
+	c.startAll(t)
+	waitHealthy(t, c, 15*time.Second)
+	dir := t.TempDir()
+	want := numberedText(400) // 2,400 bytes: 3 s of streaming at 8 bytes every 10 ms
+	script := map[string]any{"turns": []any{map[string]any{"match": "stream", "outputs": []any{map[string]any{"text": want}}}}}
+	b, _ := json.Marshal(script)
+	path := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runDexworker(t, c, dir, "--ledger", filepath.Join(dir, "ledger.jsonl"), "--script", path, "--stream", "--poll-wait", "2s")
+
+	conn, err := client.Dial("dex:///" + strings.Join(c.grpc, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := client.New(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	created, err := dexv1.NewSessionServiceClient(conn).CreateSession(ctx, &dexv1.CreateSessionRequest{Message: "stream"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created.Session.Id
+	step := id + "-s1"
+	live := newLiveText()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- cl.WatchSession(watchCtx, id, 0, func(e *dexv1.Event) error { live.add(e); return nil }, client.WithLiveOutput())
+	}()
+
+	waitUntil(t, 20*time.Second, "a quarter of the output streamed", func() (bool, string) {
+		got, _ := live.of(step + "#1")
+		return len(got) >= len(want)/4, fmt.Sprintf("%d bytes", len(got))
+	})
+	s, err := dexctlStatus(c.grpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := -1
+	for i := range c.procs {
+		if s.Leader == fmt.Sprintf("n%d", i+1) {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("no leader in %+v", s)
+	}
+	c.procs[leader].kill()
+	waitTurnDone(t, c.others(leader), id)
+	waitUntil(t, 20*time.Second, "the watcher told the output is whole", func() (bool, string) {
+		got, end := live.of(step + "#1")
+		return end == "output_ended", fmt.Sprintf("%d bytes, end %q", len(got), end)
+	})
+	stopWatch()
+	<-watched
+
+	got, _ := live.of(step + "#1")
+	for _, e := range live.errors {
+		t.Error(e)
+	}
+	if got != want {
+		t.Fatalf("the watcher saw %d bytes; want the %d of the output (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	r, err := cl.GetSession(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed string
+	for _, h := range r.Session.History {
+		if h.Kind == dexv1.HistoryKind_HISTORY_KIND_ASSISTANT {
+			committed = h.Text
+		}
+	}
+	if committed != got {
+		t.Fatalf("the committed output (%d bytes) is not what was streamed (%d bytes)", len(committed), len(got))
+	}
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
