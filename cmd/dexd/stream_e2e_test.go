@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,4 +166,91 @@ func firstDiff(a, b string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// startKillableDexworker starts a dexworker and returns its process, for a
+// test that SIGKILLs it; the cleanup stops it if it still runs.
+func startKillableDexworker(t *testing.T, c *testCluster, dir, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dexworkerBin, append([]string{"--addr", "dex:///" + strings.Join(c.grpc, ","), "--id", name}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	t.Cleanup(func() {
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	})
+	return cmd
+}
+
+// With real processes: the Worker is SIGKILLed in the middle of a stream.
+// The watcher is told the partial output was abandoned; the retry, on
+// another Worker, streams afresh from offset 0 of a new attempt, and that
+// attempt's text is the committed output.
+func TestLiveOutputOfAKilledWorkerIsAbandoned(t *testing.T) {
+	c := newTestCluster(t)
+	c.extra = []string{"--heartbeat-timeout", "2s", "--heartbeat-interval", "500ms"}
+	c.startAll(t)
+	waitHealthy(t, c, 15*time.Second)
+	dir := t.TempDir()
+	want := numberedText(300)
+	script := map[string]any{"turns": []any{map[string]any{"match": "stream", "outputs": []any{map[string]any{"text": want, "always": true}}}}}
+	b, _ := json.Marshal(script)
+	path := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	workerArgs := []string{"--ledger", filepath.Join(dir, "ledger.jsonl"), "--script", path, "--stream", "--poll-wait", "2s"}
+	first := startKillableDexworker(t, c, dir, "w1", workerArgs...)
+
+	conn, err := client.Dial("dex:///" + strings.Join(c.grpc, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := client.New(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	created, err := dexv1.NewSessionServiceClient(conn).CreateSession(ctx, &dexv1.CreateSessionRequest{Message: "stream"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created.Session.Id
+	step := id + "-s1"
+	live := newLiveText()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- cl.WatchSession(watchCtx, id, 0, func(e *dexv1.Event) error { live.add(e); return nil }, client.WithLiveOutput())
+	}()
+	waitUntil(t, 20*time.Second, "a third of attempt 1's output streamed", func() (bool, string) {
+		got, _ := live.of(step + "#1")
+		return len(got) >= len(want)/3, fmt.Sprintf("%d bytes", len(got))
+	})
+	syscall.Kill(first.Process.Pid, syscall.SIGKILL)
+	startKillableDexworker(t, c, dir, "w2", workerArgs...)
+	waitTurnDone(t, c.grpc, id)
+	waitUntil(t, 20*time.Second, "attempt 2's output whole", func() (bool, string) {
+		_, end := live.of(step + "#2")
+		return end == "output_ended", end
+	})
+	stopWatch()
+	<-watched
+	for _, e := range live.errors {
+		t.Error(e)
+	}
+	partial, end1 := live.of(step + "#1")
+	if end1 != "output_abandoned" || len(partial) == 0 || len(partial) >= len(want) {
+		t.Fatalf("attempt 1: %d bytes, end %q; want a partial output marked abandoned", len(partial), end1)
+	}
+	if got, _ := live.of(step + "#2"); got != want {
+		t.Fatalf("attempt 2 streamed %d bytes; want the whole %d from offset 0", len(got), len(want))
+	}
 }
