@@ -29,6 +29,7 @@ from dex.errors import (
     retry_after_of,
 )
 from dex.ledger import LEDGER_ENV, side_effect
+from dex.partitions import partition_of
 from dex.worker import (
     ACCESS,
     MOMENTS,
@@ -48,6 +49,6 @@ __all__ = [
     "MOMENTS", "ModelError", "ModelInput", "PARTITION_METADATA_KEY", "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "Tool", "ToolCall", "ToolResult", "Usage", "Worker", "check_model_output",
     "classify_error", "error_type_for_http_status", "http_model_error", "is_context_length_message",
-    "model_output", "new_idempotency_key", "new_session_id", "retry_after_from_headers", "retry_after_of",
+    "model_output", "new_idempotency_key", "new_session_id", "partition_of", "retry_after_from_headers", "retry_after_of",
     "side_effect", "token_from", "tool_spec",
 ]

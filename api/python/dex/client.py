@@ -3,6 +3,10 @@
 Reads and idempotent writes are retried across Unavailable (a takeover, a
 follower) until ``timeout`` runs out; other writes are repeated only when a
 node answered that it is not the leader (nothing was changed).
+
+On a cluster of several partitions a call that names a session (or a Step,
+or a create's parent or id) goes to the leader of the session's partition
+once the connection has learned it (dex.partitions, dex.Connection).
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from typing import Any, AsyncIterator, Optional, Union
 import grpc
 
 from dex.connection import LEADER_METADATA_KEY, Connection, TLSFiles, trailer_value
+from dex.partitions import session_of_request
 from dex.v1 import sessions_pb2, sessions_pb2_grpc, types_pb2
 from dex.worker import _Backoff, _transient
 
 _Stub = sessions_pb2_grpc.SessionServiceStub
+_SERVICE = "/dex.v1.SessionService/"
 
 # The largest archive object a cluster imports, and the size of the chunks
 # import_session sends it in (the cluster takes up to 1 MiB each).
@@ -112,13 +118,15 @@ class Client:
         deadline = time.monotonic() + self.timeout
         b = _Backoff()
         tries = 0
+        session = session_of_request(_SERVICE + method, req)
         while True:
             tries += 1
             if tries_out is not None:
                 tries_out[0] = tries
             left = deadline - time.monotonic()
             try:
-                return await self.conn.unary(_Stub, method, req, max(min(try_timeout or self.try_timeout, left), 0.01))
+                return await self.conn.unary(_Stub, method, req, max(min(try_timeout or self.try_timeout, left), 0.01),
+                                             session=session)
             except grpc.RpcError as e:
                 retry = _not_applied(e) or (idempotent and _transient(e))
                 if not retry or time.monotonic() >= deadline:
@@ -242,15 +250,17 @@ class Client:
         last = after_seq
         b = _Backoff()
         while True:
+            # A watch is served in its session's partition (BySession).
             addr, call = await self.conn.stream(_Stub, "WatchSession",
-                                                sessions_pb2.WatchSessionRequest(session_id=session_id, after_seq=last))
+                                                sessions_pb2.WatchSessionRequest(session_id=session_id, after_seq=last),
+                                                session=session_id)
             try:
                 async for ev in call:
                     b = _Backoff()
                     last = ev.seq
                     yield ev
             except grpc.RpcError as e:
-                self.conn.stream_failed(addr, e)
+                self.conn.stream_failed(addr, e, session=session_id)
                 if not _transient(e):
                     raise
             finally:

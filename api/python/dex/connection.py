@@ -12,7 +12,8 @@ repeats the call; the next try goes to the new node.
 A cluster of several partitions names its partition count and, when the
 node forwarded a call to its partition's leader, that leader in the call's
 trailers. A call that names its partition (a Worker's poll and attempt
-calls) then goes straight to the partition's leader, saving the forward.
+calls) or its session (a client's session calls: dex.partitions) then goes
+straight to the partition's leader, saving the forward.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import grpc
 import grpc.aio
 
 from dex.errors import DexError
+from dex.partitions import partition_of
 
 #: The resolver scheme of a list of nodes: dex:///h1:p1,h2:p2.
 SCHEME = "dex"
@@ -303,6 +305,13 @@ class Connection:
             return
         self._lost = True
 
+    def _partition(self, partition: Optional[int], session: str) -> Optional[int]:
+        """The partition a call belongs to: the one it names, else its
+        session's once the partition count is known (None: any node)."""
+        if partition is None and session and self._partition_count > 1:
+            return partition_of(session, self._partition_count)
+        return partition
+
     def _leader_of(self, partition: Optional[int]) -> Optional[str]:
         """The known leader of partition, if a call may go there."""
         if partition is None:
@@ -310,11 +319,20 @@ class Connection:
         addr = self._leaders.get(partition)
         return addr if addr in self.addrs else None
 
-    def _learn(self, partition: Optional[int], addr: str, md: Any, ok: bool) -> None:
-        """Learn the partition map from the trailers of a call to addr."""
+    def partition_leader(self, partition: int) -> str:
+        """The leader partition's calls go to ("" while none is known: they
+        go to the node in use)."""
+        return self._leader_of(partition) or ""
+
+    def _learn(self, partition: Optional[int], session: str, addr: str, md: Any, ok: bool) -> None:
+        """Learn the partition map from the trailers of a call to addr of
+        partition or session (as unary's). A session's partition is found
+        once the trailers gave the count, so that its first call teaches
+        its leader too."""
         n = _value(md, PARTITIONS_TRAILER)
         if n.isdigit() and int(n) > 0 and int(n) != self._partition_count:
             self._partition_count, self._leaders = int(n), {}
+        partition = self._partition(partition, session)
         if partition is None:
             return
         # The last value: a node that forwarded twice (its first leader
@@ -331,18 +349,21 @@ class Connection:
 
     async def unary(self, stub_cls: Any, method: str, request: Any, timeout: float,
                     wait_for_ready: Optional[bool] = None, metadata: Sequence[tuple[str, str]] = (),
-                    partition: Optional[int] = None) -> Any:
+                    partition: Optional[int] = None, session: str = "") -> Any:
         """One try of a unary call of ``stub_cls``'s ``method``. It raises
         grpc.RpcError as the node answered; the connection has then moved
         to where a repeat should go. ``wait_for_ready=False`` fails at once
         when the node cannot be reached, with the reason. ``metadata`` goes
         with the call, beside the token. ``partition``: the partition the
         call belongs to (a Worker's poll and attempt calls of a partitioned
-        cluster); with a node list it goes to that partition's leader once
-        known."""
+        cluster); ``session``, without it: the session whose partition
+        serves the call (a client's session calls, by
+        dex.partitions.session_of_request). With a node list such a call
+        goes to its partition's leader once known."""
         if self._prober is None:
             self._prober = asyncio.ensure_future(self._probe())
-        leader = self._leader_of(partition)
+        routed = self._partition(partition, session)
+        leader = self._leader_of(routed)
         addr = leader or await self.node()
         fn = getattr(self._stub(addr, stub_cls), method)
         # A single address waits for its balancer to have a backend; a
@@ -355,16 +376,16 @@ class Connection:
         try:
             resp = await call
             if self.multi:
-                self._learn(partition, addr, await call.trailing_metadata(), True)
+                self._learn(partition, session, addr, await call.trailing_metadata(), True)
             return resp
         except grpc.RpcError as e:
             if leader and e.code() in _LOST:
                 # The leader may be gone: the next try goes to the current
                 # node, which forwards it and names the new leader.
-                self._forget(partition, leader)
+                self._forget(routed, leader)
             self._failed(addr, e)
             if self.multi:
-                self._learn(partition, addr, _trailers(e), False)
+                self._learn(partition, session, addr, _trailers(e), False)
             raise
         except asyncio.CancelledError:
             if call in self._dropped:
@@ -374,11 +395,19 @@ class Connection:
             calls.discard(call)
             self._dropped.discard(call)
 
-    async def stream(self, stub_cls: Any, method: str, request: Any) -> tuple[str, Any]:
-        """Opens a server stream on the serving node."""
-        addr = await self.node()
+    async def stream(self, stub_cls: Any, method: str, request: Any, session: str = "") -> tuple[str, Any]:
+        """Opens a server stream on the serving node: the leader of
+        ``session``'s partition when known (as unary's). Returns the node's
+        address, for stream_failed, and the call."""
+        addr = self._leader_of(self._partition(None, session)) or await self.node()
         fn = getattr(self._stub(addr, stub_cls), method)
         return addr, fn(request, metadata=self.metadata, wait_for_ready=not self.multi)
 
-    def stream_failed(self, addr: str, err: grpc.RpcError) -> None:
+    def stream_failed(self, addr: str, err: grpc.RpcError, session: str = "") -> None:
+        """Learns from a stream of ``session`` that failed on addr, as from
+        a unary call: a partition leader that did not answer is forgotten."""
+        if err.code() in _LOST:
+            self._forget(self._partition(None, session), addr)
         self._failed(addr, err)
+        if self.multi:
+            self._learn(None, session, addr, _trailers(err), False)

@@ -7,7 +7,9 @@ of the partition it names.
 Given the node list, the Worker sends each partition's polls and attempt
 calls to the partition's leader, which the nodes name in their trailers:
 against fake nodes, and (e2e) against three dexd nodes of a 3-partition
-cluster, where no node forwards the Worker's calls once it has learned."""
+cluster, where no node forwards the Worker's calls once it has learned, nor
+the client's session calls (test_client_partitions.py: the client against
+fake nodes)."""
 
 from __future__ import annotations
 
@@ -421,23 +423,6 @@ def test_a_worker_sends_each_partitions_polls_and_attempt_calls_to_its_leader():
 
 # Against a real 3-partition cluster ------------------------------------
 
-def _partition_of(session_id: str, partitions: int) -> int:
-    """The partition of a root session: FNV-1a (32 bits) of its id, modulo
-    the count (api/wirerules/partitions.go)."""
-    h = 0x811C9DC5
-    for byte in session_id.encode():
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h % partitions if partitions > 1 else 0
-
-
-def test_partition_of_is_the_clusters():
-    # api/wirerules/partitions_test.go's vectors.
-    assert _partition_of("a", 3) == 0xE40C292C % 3
-    assert _partition_of("", 7) == 0x811C9DC5 % 7
-    assert _partition_of("foobar", 64) == 0xBF9CF968 % 64
-    assert _partition_of("ses-0123456789abcdef", 1) == 0
-
-
 class _Cluster:
     """Three dexd nodes of a cluster of ``partitions`` partitions on
     127.0.0.1 free ports, stopped by their PIDs."""
@@ -553,14 +538,14 @@ def test_the_worker_calls_each_partitions_leader_directly(partitioned: _Cluster)
         clients = {a: dex.Client(a) for a in c.grpc}
 
         def client_of(sid: str) -> dex.Client:
-            return clients[leaders[_partition_of(sid, c.partitions)]]
+            return clients[leaders[dex.partition_of(sid, c.partitions)]]
 
         async def turns(per_partition: int) -> list:
             ids = []
             for k in range(c.partitions):
                 while len(ids) < (k + 1) * per_partition:
                     sid = dex.new_session_id()
-                    if _partition_of(sid, c.partitions) == k:
+                    if dex.partition_of(sid, c.partitions) == k:
                         ids.append(sid)
             for i, sid in enumerate(ids):
                 await client_of(sid).create_session(f"hello {i}", session_id=sid)
@@ -581,7 +566,7 @@ def test_the_worker_calls_each_partitions_leader_directly(partitioned: _Cluster)
             grew = c.forwarded() - warm
             # Through the first node only: a session of a partition it
             # does not lead is reached through a forward.
-            other = next(s for s in ids if leaders[_partition_of(s, c.partitions)] != c.grpc[0])
+            other = next(s for s in ids if leaders[dex.partition_of(s, c.partitions)] != c.grpc[0])
             before = c.forwarded()
             async with dex.Client(c.grpc[0]) as one:
                 assert (await one.get_session(other)).session.id == other
@@ -597,3 +582,56 @@ def test_the_worker_calls_each_partitions_leader_directly(partitioned: _Cluster)
     assert warm >= 1  # the Worker's first polls went through the first node
     assert grew == 0, f"the nodes forwarded {grew} calls of 9 sessions' turns; the Worker should call each leader"
     assert through_one >= 1
+
+
+@pytest.mark.e2e
+def test_the_client_calls_each_sessions_partition_leader_directly(partitioned: _Cluster):
+    """The client given the node list, once it has learned the partition
+    map from its calls' trailers, makes each session call at the leader of
+    the session's partition: while it creates sessions (with an id, without
+    one, children), sends messages, reads, watches, budgets and closes them
+    in every partition, no node forwards any call."""
+    c = partitioned
+    c.wait_leaders_spread()
+
+    def ids(per_partition: int) -> list:
+        """New session ids, per_partition of each partition."""
+        out: list = []
+        for k in range(c.partitions):
+            while len(out) < (k + 1) * per_partition:
+                sid = dex.new_session_id()
+                if dex.partition_of(sid, c.partitions) == k:
+                    out.append(sid)
+        return out
+
+    async def main() -> tuple:
+        async with dex.Client("dex:///" + ",".join(c.grpc)) as client:
+            async def use(sid: str) -> None:
+                await client.create_session(session_id=sid)
+                await client.send_message(sid, "hello")  # its turn waits: no Worker serves the model
+                assert [e.text for e in (await client.get_session(sid)).session.history] == ["hello"]
+                events = client.watch(sid)
+                try:
+                    await asyncio.wait_for(events.__anext__(), 10)
+                finally:
+                    await events.aclose()
+                await client.set_budget(sid, max_turns=5)
+                child = await client.create_session(parent_id=sid)
+                assert dex.partition_of(child.id, c.partitions) == dex.partition_of(sid, c.partitions)
+                assert (await client.get_session(child.id)).session.parent_id == sid
+                await client.close_session(child.id)
+
+            for sid in ids(1):  # the first calls teach the client the map
+                await use(sid)
+            warm = c.forwarded()
+            for sid in ids(3):
+                await use(sid)
+            # Without an id the node in use draws one in a partition it leads.
+            made = await client.create_session()
+            await client.send_message(made.id, "hello")
+            await client.get_session(made.id)
+            return warm, c.forwarded() - warm
+
+    warm, grew = asyncio.run(main())
+    assert warm >= 1  # the first call of a partition another node leads went through the node in use
+    assert grew == 0, f"the nodes forwarded {grew} of the client's calls of 10 sessions; it should call each leader"

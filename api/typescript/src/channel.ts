@@ -7,6 +7,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
 import { leaderOf, PartitionLeaderTrailer, PartitionsTrailer, transient } from "./retry.js";
 import { nopLogger, type Logger } from "./log.js";
+import { partitionOf, sessionOfRequest } from "./partitions.js";
 import { tokenFrom } from "./token.js";
 
 /** The scheme of a static list of Dex nodes: dex:///host1:port1,host2:port2,host3:port3. */
@@ -35,6 +36,25 @@ const partitionKey = createContextKey(-1, { description: "dex partition" });
  */
 export function inPartition(k: number): { contextValues: ContextValues } {
   return { contextValues: createContextValues().set(partitionKey, k) };
+}
+
+/** The session a stream belongs to ("": none), read by a Channel that routes calls to partitions' leaders. */
+const sessionKey = createContextKey("", { description: "dex session" });
+
+/**
+ * Call options that mark a stream as one of session id's partition (a
+ * Client's watch): a Channel given several nodes opens it at the partition's
+ * leader once it knows it. A unary call needs none: the channel reads the
+ * session its request names by the route table (partitions.ts).
+ */
+export function inSession(id: string): { contextValues: ContextValues } {
+  return { contextValues: createContextValues().set(sessionKey, id) };
+}
+
+/** What a call is routed by: the partition it was marked with (-1: none), else the session it names ("": none). */
+interface CallRoute {
+  partition: number;
+  session: string;
 }
 
 /** PEM contents, or paths with *File, of mutual TLS. */
@@ -123,12 +143,14 @@ class Node {
  *
  * With several partitions (each its own leader) any node serves any call
  * and forwards it to its partition's leader, at the cost of a second hop.
- * So a call marked with inPartition goes straight to its partition's leader
- * when the channel knows it: each call's trailers teach the partition count
- * and, for a forwarded call, the leader it went to; a call served where it
- * landed teaches that node. A wrong or stale leader costs one hop and the
- * node's answer corrects it. With one address (a load balancer) or one
- * partition nothing changes.
+ * So a call marked with inPartition (a Worker's), or naming a session (a
+ * Client's: its request by the route table of partitions.ts, a watch marked
+ * with inSession), goes straight to its partition's leader when the channel
+ * knows it: each call's trailers teach the partition count and, for a
+ * forwarded call, the leader it went to; a call served where it landed
+ * teaches that node. A wrong or stale leader costs one hop and the node's
+ * answer corrects it. With one address (a load balancer) or one partition
+ * nothing changes.
  */
 export class Channel implements Transport {
   readonly addrs: string[];
@@ -182,32 +204,47 @@ export class Channel implements Transport {
   }
 
   async unary(...args: Parameters<Transport["unary"]>): Promise<UnaryResponse<any, any>> {
-    const k = args[5]?.get(partitionKey) ?? -1;
-    const routed = this.routed(k);
+    const [method, signal, , , input, values] = args;
+    const route = { partition: values?.get(partitionKey) ?? -1, session: sessionOfRequest(method, input) };
+    const routed = this.routed(this.partitionOfRoute(route));
     const node = routed !== undefined && !this.closed ? routed : await this.node();
     try {
       const res = await node.transport.unary(...args);
-      this.learn(k, node, res.trailer, true);
+      this.learn(route, node, res.trailer, true);
       return res;
     } catch (e) {
-      // The leader did not answer, or no longer leads: the next call goes
-      // where the others go, and the node there names the new one.
-      const down = e instanceof ConnectError && (transient(e) || e.code === Code.Unknown);
-      if (routed !== undefined && down && !args[1]?.aborted && this.leaders.get(k) === routed) this.leaders.delete(k);
-      if (e instanceof ConnectError) this.learn(k, node, e.metadata, false);
+      this.callFailed(route, routed, node, e, signal);
       this.failed(node, e);
       throw e;
     }
   }
 
   async stream(...args: Parameters<Transport["stream"]>): Promise<StreamResponse<any, any>> {
-    const node = await this.node();
+    const [, signal, , , , values] = args;
+    const route = { partition: -1, session: values?.get(sessionKey) ?? "" };
+    const routed = this.routed(this.partitionOfRoute(route));
+    const node = routed !== undefined && !this.closed ? routed : await this.node();
+    let res: StreamResponse<any, any>;
     try {
-      return await node.transport.stream(...args);
+      res = await node.transport.stream(...args);
     } catch (e) {
+      this.callFailed(route, routed, node, e, signal);
       this.failed(node, e);
       throw e;
     }
+    if (route.session === "") return res;
+    // A stream of a session teaches the map when it ends, and one that
+    // fails forgets the leader it was opened at, as a unary call does.
+    const messages = async function* (this: Channel) {
+      try {
+        yield* res.message;
+      } catch (e) {
+        this.callFailed(route, routed, node, e, signal);
+        throw e;
+      }
+      this.learn(route, node, res.trailer, true);
+    };
+    return { ...res, message: messages.call(this) };
   }
 
   /** Tells the channel that a call on the node it used failed (streams' later errors come here too). */
@@ -236,13 +273,34 @@ export class Channel implements Transport {
     return k >= 0 && k < this.partitions ? this.leaders.get(k) : undefined;
   }
 
+  /** The partition of a call: the one it was marked with, else its session's once the count is known (-1: any node). */
+  private partitionOfRoute(r: CallRoute): number {
+    if (r.partition >= 0 || r.session === "" || this.partitions <= 1) return r.partition;
+    return partitionOf(r.session, this.partitions);
+  }
+
   /**
-   * Learns from the trailers of a call of partition k (-1: none) that node
-   * answered: the partition count, and k's leader, which the node names when
-   * it forwarded the call, or is when it served it. A follower's "dex-leader"
-   * is not a partition's leader: it says that nothing was done.
+   * Learns from a call of route that failed on node, sent to routed when it
+   * went to its partition's known leader: a leader that did not answer, or
+   * no longer leads, is forgotten (the next call goes where the others go,
+   * and the node there names the new one); the error's trailers teach the map.
    */
-  private learn(k: number, node: Node, trailer: Headers, ok: boolean): void {
+  private callFailed(route: CallRoute, routed: Node | undefined, node: Node, e: unknown, signal: AbortSignal | undefined): void {
+    const down = e instanceof ConnectError && (transient(e) || e.code === Code.Unknown);
+    const k = this.partitionOfRoute(route);
+    if (routed !== undefined && down && !signal?.aborted && this.leaders.get(k) === routed) this.leaders.delete(k);
+    if (e instanceof ConnectError) this.learn(route, node, e.metadata, false);
+  }
+
+  /**
+   * Learns from the trailers of a call of route that node answered: the
+   * partition count, and the leader of the call's partition, which the node
+   * names when it forwarded the call, or is when it served it. A session's
+   * partition is found once the trailers gave the count, so its first call
+   * teaches its leader too. A follower's "dex-leader" is not a partition's
+   * leader: it says that nothing was done.
+   */
+  private learn(route: CallRoute, node: Node, trailer: Headers, ok: boolean): void {
     if (this.nodes.length === 1) return;
     const count = Number(trailer.get(PartitionsTrailer) ?? "");
     if (!Number.isInteger(count) || count <= 0) return;
@@ -250,6 +308,7 @@ export class Channel implements Transport {
       this.partitions = count;
       this.leaders.clear();
     }
+    const k = this.partitionOfRoute(route);
     if (k < 0 || k >= count) return;
     const named = trailer.get(PartitionLeaderTrailer);
     if (named === null && !ok) return;

@@ -7,6 +7,7 @@ import {
 import { Outcome, ResumeChoice, type BudgetSchema, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateSessionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
+import { inSession } from "./channel.js";
 import { codeOf } from "./errors.js";
 import { Backoff, notApplied, sleep, transient } from "./retry.js";
 
@@ -115,7 +116,13 @@ export function newIdempotencyKey(): string {
   return "key-" + randomBytes(16).toString("hex");
 }
 
-/** A client of the SessionService: sessions, messages, budgets, approvals, questions, reconciles, history edits. */
+/**
+ * A client of the SessionService: sessions, messages, budgets, approvals,
+ * questions, reconciles, history edits. On a Channel given the node list of
+ * a partitioned cluster a call that names a session (or a Step, or a
+ * create's parent or id) goes to the leader of the session's partition once
+ * the channel has learned it (Channel).
+ */
 export class Client {
   private readonly svc: ConnectClient<typeof SessionService>;
 
@@ -246,7 +253,7 @@ export class Client {
     const b = new Backoff(50, 250);
     for (;;) {
       try {
-        for await (const ev of this.svc.watchSession({ sessionId, afterSeq: last }, { signal: o.signal })) {
+        for await (const ev of this.svc.watchSession({ sessionId, afterSeq: last }, { signal: o.signal, ...inSession(sessionId) })) {
           b.reset();
           if (ev.seq !== 0n && ev.seq <= last) continue; // already delivered
           yield ev;

@@ -108,6 +108,8 @@ export class FakeNode {
       },
       completeTask: () => ({}),
       failTask: () => ({}),
+      // Takes the text whole (this library's Worker streams no output).
+      appendOutput: (req) => ({ nextOffset: req.offset + BigInt(Buffer.byteLength(req.text, "utf8")) }),
     };
     const health: ServiceImpl<typeof Health> = {
       check: () => ({ status: this.serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING }),

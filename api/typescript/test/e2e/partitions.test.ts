@@ -1,22 +1,16 @@
-// The TypeScript Worker against a real 3-node dexd cluster of 3 partitions,
-// each led by a different node: once the Worker has learned the partition
-// map from its calls' trailers, it polls each partition and makes its tasks'
-// calls at the partition's leader, so no node forwards any of them.
+// The TypeScript Worker and Client against a real 3-node dexd cluster of 3
+// partitions, each led by a different node: once the Worker has learned the
+// partition map from its calls' trailers, it polls each partition and makes
+// its tasks' calls at the partition's leader, and the Client makes each
+// session's calls there, so no node forwards any of them.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createClient } from "@connectrpc/connect";
 import { AdminService } from "../../gen/dex/v1/admin_pb.js";
-import { Client, dial, SessionStatus, Worker, type Channel } from "../../src/index.js";
+import { Client, dial, newSessionId, partitionOf, SessionStatus, Worker, type Channel } from "../../src/index.js";
 import { binDir, haveDexd, startCluster, type Cluster } from "./cluster.js";
 
 const partitions = 3;
-
-/** The partition of a root session: FNV-1a (32 bits) of its id's UTF-8 bytes, modulo the count. */
-function partitionOf(sessionId: string, n: number): number {
-  let h = 0x811c9dc5;
-  for (const b of Buffer.from(sessionId, "utf8")) h = Math.imul(h ^ b, 0x01000193) >>> 0;
-  return h % n;
-}
 
 async function waitUntil(what: string, f: () => Promise<string>, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -123,6 +117,59 @@ describe("against a real dexd cluster of 3 partitions", { skip: haveDexd ? false
     } finally {
       stop.abort();
       await running;
+      ch.close();
+      for (const n of nodes) n.close();
+      await cl.stop();
+    }
+  });
+
+  it("the Client calls each session's partition leader directly: no node forwards its calls", { timeout: 240_000 }, async () => {
+    const cl = await startCluster(3, ["--partitions", String(partitions)]);
+    const nodes = cl.grpc.map((a) => dial(a, { token: "" }));
+    const ch = dial(cl.target, { token: "" });
+    try {
+      await waitLeadersSpread(cl, nodes);
+      const client = new Client(ch);
+      /** New session ids, perPartition of each partition. */
+      const ids = (perPartition: number): string[] => {
+        const out: string[] = [];
+        for (let k = 0; k < partitions; k++) {
+          while (out.length < (k + 1) * perPartition) {
+            const id = newSessionId();
+            if (partitionOf(id, partitions) === k) out.push(id);
+          }
+        }
+        return out;
+      };
+      // A session's calls: created with its id, a message (its turn waits:
+      // no Worker serves the model), read, watched, budgeted, and a child
+      // created, read and closed.
+      const use = async (id: string): Promise<void> => {
+        await client.createSession({ sessionId: id });
+        await client.sendMessage(id, "hello");
+        assert.deepEqual((await client.getSession(id)).session?.history.map((h) => h.text), ["hello"]);
+        for await (const ev of client.watchSession(id, 0n, { signal: AbortSignal.timeout(10_000) })) {
+          assert.ok(ev.seq > 0n);
+          break;
+        }
+        await client.setBudget(id, { maxTurns: 5 });
+        const child = await client.createSession({ parentId: id });
+        assert.equal(partitionOf(child.id, partitions), partitionOf(id, partitions));
+        assert.equal((await client.getSession(child.id)).session?.parentId, id);
+        await client.closeSession(child.id);
+      };
+      // The first calls teach the client the map.
+      for (const id of ids(1)) await use(id);
+      const warm = await forwardedCalls(cl);
+      assert.ok(warm >= 1, "the first call of a partition another node leads went through the node in use");
+      for (const id of ids(3)) await use(id);
+      // Without an id the node in use draws one in a partition it leads.
+      const made = await client.createSession({});
+      await client.sendMessage(made.id, "hello");
+      await client.getSession(made.id);
+      assert.equal(await forwardedCalls(cl) - warm, 0,
+        "the nodes forwarded the client's calls of 10 sessions; it should have called each partition's leader");
+    } finally {
       ch.close();
       for (const n of nodes) n.close();
       await cl.stop();
