@@ -17,6 +17,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/wirerules"
 )
 
 // liveText is what a watch delivered of each attempt's live output, with
@@ -252,5 +253,81 @@ func TestLiveOutputOfAKilledWorkerIsAbandoned(t *testing.T) {
 	}
 	if got, _ := live.of(step + "#2"); got != want {
 		t.Fatalf("attempt 2 streamed %d bytes; want the whole %d from offset 0", len(got), len(want))
+	}
+}
+
+// With real processes, three partitions: the watcher's connection reaches
+// one node only, one that does not lead the session's partition, and that
+// partition's leader is SIGKILLed in the middle of the stream. The node
+// relays the leader's live output, then the next leader's after the watch
+// resumes: the watcher's text is the committed output, each byte once.
+func TestLiveOutputThroughAFollowerSurvivesItsLeadersKill(t *testing.T) {
+	c := newTestCluster(t)
+	c.extra = []string{"--partitions", fmt.Sprint(testPartitions)}
+	c.startAll(t)
+	waitPartitionsServed(t, c)
+	waitLeadersSpread(t, c)
+	dir := t.TempDir()
+	want := numberedText(400)
+	script := map[string]any{"turns": []any{map[string]any{"match": "stream", "outputs": []any{map[string]any{"text": want}}}}}
+	b, _ := json.Marshal(script)
+	path := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runDexworker(t, c, dir, "--ledger", filepath.Join(dir, "ledger.jsonl"), "--script", path, "--stream", "--poll-wait", "2s")
+
+	parts, err := partitionLeaders(c.grpc[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "live-through-a-follower"
+	k := wirerules.PartitionOf(id, testPartitions)
+	leader, follower := -1, -1
+	for i := range c.procs {
+		if parts[k].Leader == fmt.Sprintf("n%d", i+1) {
+			leader = i
+		} else if follower < 0 {
+			follower = i
+		}
+	}
+	if leader < 0 || follower < 0 {
+		t.Fatalf("partition %d's leader %q among %d nodes", k, parts[k].Leader, len(c.procs))
+	}
+	conn, err := client.Dial("dex:///" + c.grpc[follower])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := client.New(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := dexv1.NewSessionServiceClient(conn).CreateSession(ctx, &dexv1.CreateSessionRequest{SessionId: id, Message: "stream"}); err != nil {
+		t.Fatal(err)
+	}
+	step := id + "-s1"
+	live := newLiveText()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- cl.WatchSession(watchCtx, id, 0, func(e *dexv1.Event) error { live.add(e); return nil }, client.WithLiveOutput())
+	}()
+	waitUntil(t, 20*time.Second, "a quarter of the output streamed", func() (bool, string) {
+		got, _ := live.of(step + "#1")
+		return len(got) >= len(want)/4, fmt.Sprintf("%d bytes", len(got))
+	})
+	c.procs[leader].kill()
+	waitTurnDone(t, []string{c.grpc[follower]}, id)
+	waitUntil(t, 20*time.Second, "the watcher told the output is whole", func() (bool, string) {
+		got, end := live.of(step + "#1")
+		return end == "output_ended", fmt.Sprintf("%d bytes, end %q", len(got), end)
+	})
+	stopWatch()
+	<-watched
+	for _, e := range live.errors {
+		t.Error(e)
+	}
+	if got, _ := live.of(step + "#1"); got != want {
+		t.Fatalf("the watcher saw %d bytes through n%d; want the %d of the output (first difference at %d)", len(got), follower+1, len(want), firstDiff(got, want))
 	}
 }
