@@ -138,6 +138,16 @@ func (s *outputStream) stop() {
 	}
 }
 
+// Stream sends text, the next piece of the tool's progress, to the
+// session's watchers as the handler runs, as ModelInput.Stream does for a
+// model's output; the progress is not the tool's result, which the handler
+// returns as usual. Without a Worker behind it, it does nothing.
+func (c ToolCall) Stream(text string) {
+	if c.out != nil {
+		c.out.write(text)
+	}
+}
+
 // Stream sends text, the next piece of the model's output, to the session's
 // watchers as the handler produces it (docs/design/streaming.md). It does
 // not wait for the cluster. The output the handler returns must be the

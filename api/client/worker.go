@@ -66,6 +66,8 @@ type ToolCall struct {
 	Epoch uint64
 	// Agent is the agent of the call's session ("": the default agent).
 	Agent string
+	// out carries the progress the handler streams (ToolCall.Stream).
+	out *outputStream
 }
 
 // ToolResult is a tool handler's answer.
@@ -849,10 +851,13 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		if err := begin(); err != nil {
 			return outcome{err: err}
 		}
+		call.out = newOutputStream(w.svc, t.Ref)
+		defer call.out.stop()
 		res, err := tool.Run(ctx, call)
 		if err != nil {
 			return outcome{err: err}
 		}
+		call.out.finish(streamFlush)
 		return outcome{complete: &dexv1.AttemptResult{Outcome: &dexv1.AttemptResult_ToolResult{ToolResult: res.proto()}}}
 	}
 	return outcome{err: fmt.Errorf("no handler %s", t.Handler)} // cannotRun refused it first
