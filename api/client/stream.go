@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -77,7 +78,7 @@ func (s *outputStream) run(ctx context.Context) {
 		from, stopped := s.held, s.stopped
 		chunk := s.text[min(from, uint64(len(s.text))):]
 		if len(chunk) > maxAppend {
-			chunk = chunk[:maxAppend]
+			chunk = chunk[:runeCut(chunk, maxAppend)]
 		}
 		s.mu.Unlock()
 		if stopped || len(chunk) == 0 {
@@ -102,6 +103,17 @@ func (s *outputStream) run(ctx context.Context) {
 		s.mu.Unlock()
 		notify(s.synced)
 	}
+}
+
+// runeCut is where to cut b at most n bytes in so that no character is cut
+// in two (a delta is a protobuf string: valid UTF-8).
+func runeCut(b []byte, n int) int {
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return n
 }
 
 // finish waits, up to wait, until the leader holds all the output (or takes

@@ -2,6 +2,7 @@ package client
 
 import (
 	"testing"
+	"unicode/utf8"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -43,4 +44,13 @@ func TestLiveOffsets_DeliverEachByteOnce(t *testing.T) {
 // Stream without a Worker behind it (a handler's own test) does nothing.
 func TestModelInputStream_WithoutAWorker(t *testing.T) {
 	ModelInput{}.Stream("text")
+}
+
+func TestRuneCut_NeverSplitsACharacter(t *testing.T) {
+	b := []byte("aé€😀z")
+	for n := 1; n < len(b); n++ {
+		if c := runeCut(b, n); c > n || !utf8.Valid(b[:c]) || !utf8.Valid(b[c:]) {
+			t.Fatalf("cut at %d for %d: %q | %q", c, n, b[:c], b[c:])
+		}
+	}
 }

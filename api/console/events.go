@@ -81,9 +81,16 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		ctx = withToken(ctx, tok)
 	}
 	err := c.sessions.WatchSession(ctx, id, after, func(ev *dexv1.Event) error {
+		if o := ev.Output; o != nil {
+			// Live output (docs/design/streaming.md) carries no id: the
+			// page keeps each attempt's length itself, so a reconnection,
+			// which starts each attempt's output over, repeats nothing.
+			b, _ := json.Marshal(map[string]any{"type": ev.Type, "step": ev.StepId, "attempt": o.Attempt, "offset": o.Offset, "text": o.Text})
+			return send(fmt.Sprintf("event: output\ndata: %s\n\n", b))
+		}
 		b, _ := json.Marshal(map[string]any{"seq": ev.Seq, "type": ev.Type, "step": ev.StepId, "detail": ev.Detail, "at_ms": ev.AtMs})
 		return send(fmt.Sprintf("id: %d\nevent: dex\ndata: %s\n\n", ev.Seq, b))
-	}, client.OnEventsNotKept(func(client.EventsNotKeptError) error { return nil }))
+	}, client.OnEventsNotKept(func(client.EventsNotKeptError) error { return nil }), client.WithLiveOutput())
 	if err != nil && ctx.Err() == nil {
 		// A definite refusal (an unknown session, a token that may not
 		// read): tell the page, which stops reconnecting.

@@ -240,7 +240,7 @@ func (f *fakeAPI) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Sess
 		return status.Errorf(codes.NotFound, "session %s not found", req.SessionId)
 	}
 	for _, ev := range evs {
-		if ev.Seq > req.AfterSeq {
+		if ev.Seq > req.AfterSeq || (ev.Output != nil && req.LiveOutput) {
 			if err := stream.Send(ev); err != nil {
 				return err
 			}

@@ -195,11 +195,13 @@ func TestEvents_StreamTheWatchAsServerSentEvents(t *testing.T) {
 	api.events["ses-wait"] = []*dexv1.Event{
 		{Seq: 1, SessionId: "ses-wait", Type: "message_accepted"},
 		{Seq: 2, SessionId: "ses-wait", Type: "step_waiting", StepId: "ses-wait/2"},
+		{SessionId: "ses-wait", Type: "output", StepId: "ses-wait-s1", Output: &dexv1.OutputDelta{Attempt: 1, Offset: 0, Text: "Hel<lo"}},
 	}
 	b := newBrowser(t, serveFake(t, api, Config{}))
 	b.header.Set("Last-Event-ID", "1")
 	rec := b.get("/ui/sessions/ses-wait/events")
-	body := wantStatus(t, rec, http.StatusOK, "retry: 1000", "id: 2\nevent: dex\n", `"type":"step_waiting"`)
+	body := wantStatus(t, rec, http.StatusOK, "retry: 1000", "id: 2\nevent: dex\n", `"type":"step_waiting"`,
+		"event: output\ndata: {\"attempt\":1,\"offset\":0,\"step\":\"ses-wait-s1\",\"text\":\"Hel\\u003clo\",\"type\":\"output\"}\n")
 	if strings.Contains(body, "message_accepted") {
 		t.Fatal("the stream repeated an event before Last-Event-ID")
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
@@ -360,6 +361,9 @@ type Model struct {
 func (m *Model) streamText(ctx context.Context, in client.ModelInput, text string) error {
 	for len(text) > 0 {
 		n := min(m.streamDelta, len(text))
+		for n < len(text) && !utf8.RuneStart(text[n]) {
+			n++ // a delta ends on a character's end
+		}
 		in.Stream(text[:n])
 		text = text[n:]
 		if err := wait(ctx, int(m.streamEvery.Milliseconds())); err != nil {

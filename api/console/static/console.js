@@ -43,9 +43,37 @@
     state.textContent = text;
   }
 
+  // Live output (docs/design/streaming.md): each attempt's text as it is
+  // written, kept by length, so the repeat a reconnection sends is skipped.
+  var box = document.getElementById("liveoutput"), outputs = {};
+  function output(e) {
+    var d = {};
+    try { d = JSON.parse(e.data); } catch (x) { return; }
+    var key = d.step + "#" + d.attempt, o = outputs[key];
+    if (!o) {
+      if (d.type !== "output") return;
+      var p = document.createElement("div"), h = document.createElement("p"), pre = document.createElement("pre");
+      h.className = "muted";
+      h.textContent = d.step + ", attempt " + d.attempt + ": writing…";
+      pre.className = "text";
+      p.appendChild(h); p.appendChild(pre); box.appendChild(p);
+      box.hidden = false;
+      o = outputs[key] = { head: h, pre: pre, bytes: 0 };
+    }
+    if (d.type === "output") {
+      var text = new TextEncoder().encode(d.text), end = d.offset + text.length;
+      if (end <= o.bytes || d.offset > o.bytes) return;
+      o.pre.textContent += new TextDecoder().decode(text.subarray(o.bytes - d.offset));
+      o.bytes = end;
+    } else {
+      o.head.textContent = d.step + ", attempt " + d.attempt + (d.type === "output_ended" ? ": whole; the committed result below replaces it" : ": abandoned, the attempt failed; a retry streams anew");
+    }
+  }
+
   var es = new EventSource(url + "/events?after=" + live.getAttribute("data-last-seq"));
   es.onopen = function () { mark(true, "live"); };
   es.addEventListener("dex", refresh);
+  if (box && window.TextEncoder) es.addEventListener("output", output);
   es.addEventListener("fail", function (e) {
     var d = {};
     try { d = JSON.parse(e.data); } catch (x) {}
