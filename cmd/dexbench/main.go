@@ -11,6 +11,10 @@
 // fairness key beside a big backlog, and priority 5 Steps beside a backlog
 // of priority 1 (fairness.go).
 //
+// `dexbench --stream N` measures live model output: N sessions stream their
+// model's output to a watcher each, alone and beside the load run, which it
+// compares with the same run without streams (stream.go).
+//
 // `dexbench etcd [flags]` runs a put benchmark on a 3-member etcd before
 // each Dex run, alternating, and prints the two side by side (etcd.go).
 //
@@ -71,6 +75,7 @@ type options struct {
 	fairnessKeys int
 	priorities   bool
 	fairness     fairnessOptions
+	stream       streamOptions
 }
 
 func main() {
@@ -95,8 +100,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dexbench:", err)
 		os.Exit(2)
 	}
-	if withEtcd && o.fairness.on {
-		fmt.Fprintln(os.Stderr, "dexbench: --fairness is a mode of its own: run it without etcd")
+	if withEtcd && (o.fairness.on || o.stream.n > 0) {
+		fmt.Fprintln(os.Stderr, "dexbench: --fairness and --stream are modes of their own: run them without etcd")
 		os.Exit(2)
 	}
 	if withEtcd {
@@ -112,6 +117,13 @@ func main() {
 	defer stop()
 	if o.fairness.on {
 		if code := fairnessOnce(ctx, o); code != 0 {
+			stop()
+			os.Exit(code)
+		}
+		return
+	}
+	if o.stream.n > 0 {
+		if code := streamOnce(ctx, o); code != 0 {
 			stop()
 			os.Exit(code)
 		}
@@ -195,6 +207,7 @@ func benchFlags(name string, o *options) *flag.FlagSet {
 	fs.IntVar(&o.fairnessKeys, "fairness-keys", 0, "give the warm-up, measured and --steady sessions one of this many fairness keys (round robin, weight 1), to compare steps/s with flow control against a run without (0: none)")
 	fs.BoolVar(&o.priorities, "priorities", false, "with --fairness-keys, give the sessions priorities 1 to 5 too (strict priority changes which sessions run at the end of a run, so it changes the load's shape, not only its cost)")
 	o.fairness.register(fs)
+	o.stream.register(fs)
 	return fs
 }
 
@@ -223,6 +236,9 @@ func (o *options) check() error {
 	}
 	if o.fairnessKeys < 0 {
 		return errors.New("--fairness-keys must not be negative")
+	}
+	if err := o.stream.check(*o); err != nil {
+		return err
 	}
 	return o.fairness.check(*o)
 }
@@ -410,6 +426,14 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 			return rep, fmt.Errorf("warm-up: %w", werr)
 		}
 	}
+	// --stream: the stream sessions stream alone, then keep streaming
+	// through the measured run (stream.go).
+	if streams := o.stream.load; streams != nil {
+		defer streams.close()
+		if err := streams.begin(ctx, c); err != nil {
+			return rep, err
+		}
+	}
 
 	before, cpu0, m0 := scrape(c.httpAddrs), selfCPU(), machineCPU()
 	mctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -434,6 +458,9 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	}
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted")
+	}
+	if streams := o.stream.load; streams != nil && derr == nil {
+		derr = streams.end(ctx, start, end)
 	}
 	if o.steady > 0 && derr == nil {
 		rep.Steady = runSteady(ctx, cl, svc, fin, o.sessions, o.steady, c.httpAddrs, shape)
