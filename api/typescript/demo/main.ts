@@ -7,7 +7,7 @@ import { dial, Holder, jsonLogger, parseMoments, tokenFrom, Worker, type ModelHa
 import { flagUsage, HelpError, parseFlags, splitList, type FlagSpec } from "./flags.js";
 import { adapterNames, demoAgent } from "./adapters.js";
 import { Ledger } from "./ledger.js";
-import { loadScript, retryAfterHelp, ScriptedModel, usageHelp, type Script } from "./script.js";
+import { demoStream, loadScript, retryAfterHelp, ScriptedModel, usageHelp, type Script } from "./script.js";
 import { DemoTools } from "./tools.js";
 
 const usage = `usage: dexworker-typescript --addr TARGET --ledger FILE [flags]
@@ -42,6 +42,7 @@ export const flagSpecs: Record<string, FlagSpec> = {
   agent: { kind: "string", def: "", usage: "NAME[,NAME]: the agents (NAME or NAME@VERSION) whose model this Worker runs; it gets only their sessions' model Steps (default: the default agent)" },
   "tool-agents": { kind: "string", def: "", usage: "NAME[,NAME]: serve the demo tools only for these agents' sessions (default: for every agent)" },
   adapter: { kind: "string", def: "", usage: "drive the scripted model through this framework adapter: ai-sdk, openai-agents or claude-agent-sdk" },
+  stream: { kind: "bool", def: false, usage: "stream each model output's text as live output while the call runs, 8 bytes every 10 ms, before answering (docs/design/streaming.md; not with --adapter)" },
   "tls-cert": { kind: "string", def: "", usage: "client certificate (PEM) for a cluster with mutual TLS, with --tls-key and --tls-ca" },
   "tls-key": { kind: "string", def: "", usage: "the key of --tls-cert (PEM)" },
   "tls-ca": { kind: "string", def: "", usage: "the CA bundle (PEM) the nodes' certificates chain to" },
@@ -64,6 +65,7 @@ export interface Config {
   agents: string[];
   toolAgents: string[];
   adapter: string;
+  stream: boolean;
   tls: { cert: string; key: string; ca: string };
 }
 
@@ -104,10 +106,12 @@ export function parseConfig(args: string[], parseDur: (s: string) => number): Co
     addr: v.addr as string, ledger: v.ledger as string, script: v.script as string, hold: v.hold as string, holdAll: v["hold-all"] as boolean,
     id: v.id as string, token: v.token as string, concurrency: v.concurrency as number, pollWaitMs: v["poll-wait"] as number,
     pollIntervalMs: v["poll-interval"] as number, graceMs: v["shutdown-grace"] as number, modelRunTimeoutMs: v["model-run-timeout"] as number,
-    toolRunTimeouts: new Map(), agents: splitList(v.agent as string), toolAgents: splitList(v["tool-agents"] as string), adapter: v.adapter as string, tls,
+    toolRunTimeouts: new Map(), agents: splitList(v.agent as string), toolAgents: splitList(v["tool-agents"] as string), adapter: v.adapter as string,
+    stream: v.stream as boolean, tls,
   };
   if (c.addr === "" || c.ledger === "") throw new Error("--addr and --ledger are required");
   if (c.adapter !== "" && !adapterNames.includes(c.adapter)) throw new Error(`--adapter ${JSON.stringify(c.adapter)}: want one of ${adapterNames.join(", ")}`);
+  if (c.stream && c.adapter !== "") throw new Error("--stream streams the scripted model's text: it does not go with --adapter");
   if (c.concurrency <= 0) throw new Error("--concurrency must be positive");
   if (c.pollIntervalMs < 1) throw new Error("--poll-interval must be at least 1ms");
   if (c.modelRunTimeoutMs < 0 || c.modelRunTimeoutMs > maxRunTimeoutMs) {
@@ -152,7 +156,7 @@ async function run(c: Config): Promise<number> {
     return 2;
   }
   const tools = new DemoTools(ledger, id, c.pollIntervalMs, c.toolRunTimeouts);
-  let model: ModelHandler = new ScriptedModel(script, ledger, id, tools.inline);
+  let model: ModelHandler = new ScriptedModel(script, ledger, id, tools.inline, c.stream ? demoStream : undefined);
   let served = tools.tools();
   if (c.adapter !== "") {
     try {

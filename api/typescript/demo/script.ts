@@ -305,12 +305,36 @@ export function wait(ms: number | undefined, signal: AbortSignal): Promise<void>
   });
 }
 
+/** How --stream streams a model output's text: delta bytes every everyMs (cmd/dexworker's streamDelta, streamEvery). */
+export interface StreamPace {
+  delta: number;
+  everyMs: number;
+}
+
+/** The pace of the demo Worker's --stream: 8 bytes every 10 ms. */
+export const demoStream: StreamPace = { delta: 8, everyMs: 10 };
+
+/**
+ * Streams text in deltas of pace.delta bytes (a delta ends on a character's
+ * end), one every pace.everyMs, as a model writes it.
+ */
+export async function streamText(input: ModelInput, text: string, pace: StreamPace): Promise<void> {
+  let rest = Buffer.from(text, "utf8");
+  while (rest.length > 0) {
+    let n = Math.min(pace.delta, rest.length);
+    while (n < rest.length && (rest[n] & 0xc0) === 0x80) n++;
+    input.stream?.(rest.subarray(0, n).toString("utf8"));
+    rest = rest.subarray(n);
+    await wait(pace.everyMs, input.signal);
+  }
+}
+
 export type InlineRunner = (input: ModelInput, calls: NonNullable<ModelOutputInit["inlineResults"]>) => Promise<void>;
 
 /** The scripted model: its answer depends only on the history it is sent and the attempt number. */
 export class ScriptedModel {
   constructor(private readonly script: Script | undefined, private readonly ledger: Ledger, private readonly worker: string,
-    private readonly inline: InlineRunner | undefined) {}
+    private readonly inline: InlineRunner | undefined, private readonly stream?: StreamPace) {}
 
   private record(kind: string, input: ModelInput): void {
     this.ledger.append({
@@ -323,6 +347,7 @@ export class ScriptedModel {
     const { o, out, err } = modelOutput(this.script, input.history, input.attempt);
     await wait(o.delay_ms, input.signal);
     if (err) throw err;
+    if (this.stream) await streamText(input, out!.text ?? "", this.stream);
     if ((out!.inlineResults?.length ?? 0) > 0) {
       if (!this.inline) throw new Error("inline calls but no inline tool runner");
       // Inline tools run inside this RunModel attempt: a rerun runs them again.

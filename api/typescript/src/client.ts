@@ -9,6 +9,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateSessionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
 import { inSession } from "./channel.js";
 import { codeOf } from "./errors.js";
+import { LiveOffsets } from "./live.js";
 import { Backoff, notApplied, sleep, transient } from "./retry.js";
 
 export interface CallOptions {
@@ -247,21 +248,41 @@ export class Client {
    * Yields every event of the session after afterSeq, in order, until signal
    * aborts or the server ends the stream. After a takeover it reconnects and
    * resumes after the last event it yielded: none is missed or repeated.
+   *
+   * With liveOutput it yields the running attempts' live output too
+   * (docs/design/streaming.md), as events of seq 0 between the others: type
+   * "output" (ev.output: the attempt, the byte offset of its UTF-8 text, the
+   * text), "output_ended" (the committed result replaces the stream) and
+   * "output_abandoned" (the attempt failed or expired; its retry streams
+   * afresh from 0). Across reconnections, a takeover included, and after a
+   * watch that fell behind (RESOURCE_EXHAUSTED), it resumes each attempt's
+   * output from where it was: every byte once, in order, each delta at the
+   * offset the one before ended.
    */
-  async *watchSession(sessionId: string, afterSeq = 0n, o: { signal?: AbortSignal } = {}): AsyncGenerator<Event> {
+  async *watchSession(sessionId: string, afterSeq = 0n, o: { signal?: AbortSignal; liveOutput?: boolean } = {}): AsyncGenerator<Event> {
     let last = afterSeq;
+    const live = o.liveOutput ? new LiveOffsets() : undefined;
     const b = new Backoff(50, 250);
     for (;;) {
       try {
-        for await (const ev of this.svc.watchSession({ sessionId, afterSeq: last }, { signal: o.signal, ...inSession(sessionId) })) {
+        const req = { sessionId, afterSeq: last, liveOutput: live !== undefined, outputOffsets: live?.request() ?? [] };
+        for await (let ev of this.svc.watchSession(req, { signal: o.signal, ...inSession(sessionId) })) {
           b.reset();
           if (ev.seq !== 0n && ev.seq <= last) continue; // already delivered
+          if (live !== undefined && ev.output !== undefined) {
+            const rest = live.trim(ev);
+            if (rest === undefined) continue; // output already delivered
+            ev = rest;
+          }
           yield ev;
           if (ev.seq > last) last = ev.seq;
         }
         return;
       } catch (e) {
-        if (o.signal?.aborted || !transient(e, o.signal)) throw e;
+        if (o.signal?.aborted) throw e;
+        // A live watch that fell behind resumes from the offsets it holds.
+        const behind = live !== undefined && codeOf(e) === Code.ResourceExhausted;
+        if (!behind && !transient(e, o.signal)) throw e;
         if (!(await sleep(b.next(), o.signal))) throw e;
       }
     }

@@ -1,6 +1,7 @@
 export { Channel, dial, parseTarget, Scheme, HealthService, ProbeIntervalMs, ProbeTimeoutMs } from "./channel.js";
 export type { DialOptions, TlsOptions } from "./channel.js";
 export { partitionOf } from "./partitions.js";
+export { LiveOffsets } from "./live.js";
 export { Client, newSessionId, newIdempotencyKey, maxPriority, maxFairnessWeight, maxFairnessKeyBytes } from "./client.js";
 export type { BudgetInit, CallOptions, CreateSessionInit } from "./client.js";
 export type { CancelSessionResponse, EditHistoryResponse, GetSessionResponse } from "../gen/dex/v1/sessions_pb.js";

@@ -16,6 +16,7 @@ import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } 
 import { nopLogger, type Logger } from "./log.js";
 import { handlerOf, routeProblem, runsOnModel } from "./route.js";
 import { Backoff, PartitionMetadataKey, sleep, transient } from "./retry.js";
+import { OutputStream } from "./stream.js";
 
 /** How long a poll waits when a Worker has fewer task slots than partitions. */
 const SHARED_SLOT_WAIT_MS = 250;
@@ -42,6 +43,14 @@ export interface ToolCall {
   agent: string;
   /** Aborted when the cluster cancels the attempt or the Worker's shutdown grace is over. */
   signal: AbortSignal;
+  /**
+   * Sends text, the next piece of the tool's progress, to the session's
+   * watchers as the handler runs (docs/design/streaming.md), as
+   * ModelInput.stream does for a model's output; the progress is not the
+   * tool's result. It does not wait for the cluster. Set by the Worker for a
+   * tool handler (not for a poll handler); absent in a call a test builds.
+   */
+  stream?: (text: string) => void;
 }
 
 /** A tool handler's answer. */
@@ -97,6 +106,17 @@ export interface ModelInput {
   /** The session's agent, one of WorkerOptions.agents ("": the default agent): a handler that runs several agents picks the model by it. */
   agent: string;
   signal: AbortSignal;
+  /**
+   * Sends text, the next piece of the model's output, to the session's
+   * watchers as the handler produces it (docs/design/streaming.md). It does
+   * not wait for the cluster: the Worker keeps the attempt's output and sends
+   * it in order, and the handler's result waits up to 2 s for the leader to
+   * hold it all. The output the handler returns must be the concatenation of
+   * what it streamed (watchers are told when the committed result replaces
+   * the stream). Set by the Worker for a RunModel handler; absent in a
+   * ModelInput a test builds, and for a compaction.
+   */
+  stream?: (text: string) => void;
 }
 
 /**
@@ -702,7 +722,7 @@ export class Worker {
     };
     try {
       await this.hold(Moments.afterClaim, t);
-      let out = await this.invoke(handler.signal, signal, t, ref.attempt);
+      let out = await this.invoke(handler.signal, signal, t, ref.attempt, k);
       handlerDone = true;
       if (!("err" in out && out.err instanceof LedgerStartError)) await this.hold(Moments.beforeResult, t);
       if (cancelled !== "") {
@@ -751,10 +771,10 @@ export class Worker {
    * ledger if there is one. A start line that cannot be written fails the
    * attempt without running the handler: the run would go uncounted.
    */
-  private async invoke(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number): Promise<Outcome> {
-    if (this.ledger === undefined) return this.invokeHandler(hsignal, taskSignal, t, attempt);
+  private async invoke(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number, k: number): Promise<Outcome> {
+    if (this.ledger === undefined) return this.invokeHandler(hsignal, taskSignal, t, attempt, k);
     const line = startLine(t, this.id);
-    const out = await this.invokeHandler(hsignal, taskSignal, t, attempt, line);
+    const out = await this.invokeHandler(hsignal, taskSignal, t, attempt, k, line);
     if ("err" in out && out.err instanceof LedgerStartError) return out;
     const outcome = "complete" in out ? "ok" : hsignal.aborted ? "cancelled" : "error";
     try {
@@ -775,14 +795,27 @@ export class Worker {
     }
   }
 
-  /** Runs the handler for t; a throw becomes a failure with its error type. */
-  private async invokeHandler(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number, line?: LedgerLine): Promise<Outcome> {
+  /**
+   * The live output of t's attempt, polled from partition k: its
+   * AppendOutput calls go to that partition's leader, as its heartbeats do.
+   */
+  private outputStream(t: Task, k: number): OutputStream {
+    const ref = create(AttemptRefSchema, { stepId: t.ref?.stepId ?? "", attempt: t.ref?.attempt ?? 0, token: t.ref?.token ?? "" });
+    return new OutputStream((offset, text, signal) =>
+      this.svc.appendOutput({ ref, offset, text }, { signal, timeoutMs: this.callTry(t), ...inPartition(k) }));
+  }
+
+  /** Runs the handler for t, polled from partition k; a throw becomes a failure with its error type. */
+  private async invokeHandler(hsignal: AbortSignal, taskSignal: AbortSignal, t: Task, attempt: number, k: number, line?: LedgerLine): Promise<Outcome> {
     const h = handlerOf(t);
+    // The attempt's live output: sent from the handler's first write, stopped when the attempt ends here.
+    const live = h === "model" || h === "tool" ? this.outputStream(t, k) : undefined;
     try {
       const mi = t.modelInput;
-      const input = (): ModelInput => ({
+      const input = (stream?: OutputStream): ModelInput => ({
         sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", attempt, history: mi?.history ?? [], tools: mi?.tools ?? [],
         compact: mi?.compact ?? false, epoch: t.epoch, agent: t.agent, signal: hsignal,
+        ...(stream ? { stream: (text: string) => stream.write(text) } : {}),
       });
       const call: ToolCall = {
         sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", callId: t.callId, tool: t.tool, arguments: t.arguments,
@@ -794,7 +827,8 @@ export class Worker {
         case "model": {
           await this.hold(Moments.beforeModel, t);
           this.ledgerStart(line);
-          const mo = toModelOutput(await this.model!.run(input()));
+          const mo = toModelOutput(await this.model!.run(input(live)));
+          await live!.finish();
           // The cluster refuses such an output; fail the attempt with the
           // reason instead of sending it (unknown: another try may do better).
           const bad = checkModelOutput(mo);
@@ -823,7 +857,9 @@ export class Worker {
           const tool = this.tools.get(t.tool)!;
           await this.hold(Moments.toolRunning, t);
           this.ledgerStart(line);
+          call.stream = (text: string) => live!.write(text);
           const r = await tool.run(call);
+          await live!.finish();
           return { complete: create(AttemptResultSchema, { outcome: { case: "toolResult", value: toolResultInit(r) } }) };
         }
         default:
@@ -832,6 +868,8 @@ export class Worker {
     } catch (err) {
       const errType = handlerErrorType(runsOnModel(t), err, taskSignal);
       return { err, errType, retryAfterMs: errType === ErrorType.RATE_LIMIT ? retryAfterMsOf(err) : 0 };
+    } finally {
+      await live?.stop();
     }
   }
 

@@ -50,6 +50,18 @@ export class FakeNode {
   cancelAfterHeartbeats = 0;
   /** The trailers each call is answered with (its refusal's too), by method, dex-partition metadata and Step. */
   trailers?: (method: string, partition: string | null, ref?: AttemptRef) => Record<string, string>;
+  /** Each AppendOutput as it came, with its dex-partition metadata. */
+  appended: { stepId: string; attempt: number; offset: bigint; text: string; partition: string | null }[] = [];
+  /**
+   * What the leader holds of each attempt's output (by "stepId/attempt"): an
+   * append is taken only at its end, as the hub takes it. Clear it to play a
+   * new leader, which wants offset 0.
+   */
+  output = new Map<string, string>();
+  /** Answers every AppendOutput stop from the first (the attempt over its limit). */
+  stopOutput = false;
+  /** How long each AppendOutput waits before it answers. */
+  appendDelayMs = 0;
   private server?: http2.Http2Server;
 
   private take(ctx: HandlerContext, method: string, ref?: AttemptRef, result?: AttemptResult): void {
@@ -108,8 +120,19 @@ export class FakeNode {
       },
       completeTask: () => ({}),
       failTask: () => ({}),
-      // Takes the text whole (this library's Worker streams no output).
-      appendOutput: (req) => ({ nextOffset: req.offset + BigInt(Buffer.byteLength(req.text, "utf8")) }),
+      appendOutput: async (req, ctx) => {
+        const partition = ctx.requestHeader.get("dex-partition");
+        this.take(ctx, "append", req.ref);
+        this.appended.push({ stepId: req.ref?.stepId ?? "", attempt: req.ref?.attempt ?? 0, offset: req.offset, text: req.text, partition });
+        if (this.appendDelayMs > 0) await new Promise((r) => setTimeout(r, this.appendDelayMs));
+        if (this.stopOutput) return { nextOffset: req.offset, stop: true };
+        const k = `${req.ref?.stepId}/${req.ref?.attempt}`;
+        const held = this.output.get(k) ?? "";
+        const heldBytes = BigInt(Buffer.byteLength(held, "utf8"));
+        if (req.offset !== heldBytes) return { nextOffset: heldBytes };
+        this.output.set(k, held + req.text);
+        return { nextOffset: heldBytes + BigInt(Buffer.byteLength(req.text, "utf8")) };
+      },
     };
     const health: ServiceImpl<typeof Health> = {
       check: () => ({ status: this.serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING }),

@@ -1,0 +1,318 @@
+// Live output (docs/design/streaming.md): the Worker's sender, alone against
+// a scripted AppendOutput and inside a Worker against the fake node, and the
+// client's offsets across a watch that reconnects.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
+import { SessionService, type WatchSessionRequest } from "../gen/dex/v1/sessions_pb.js";
+import { EventSchema, type Event } from "../gen/dex/v1/types_pb.js";
+import { Client, dial, LiveOffsets, StepKind, TaskHandler, TaskRunner, Worker, type ModelHandler, type Tool } from "../src/index.js";
+import { maxAppendBytes, OutputStream, runeCut, streamRetryMs } from "../src/stream.js";
+import { streamText } from "../demo/script.js";
+import { FakeNode, task } from "./fake.js";
+
+const bytes = (s: string) => Buffer.byteLength(s, "utf8");
+
+/** A leader's hub for one attempt: takes text only at the end of what it holds; forget() plays a new leader. */
+class Hub {
+  held = "";
+  calls: { offset: bigint; text: string }[] = [];
+  stopAt = Infinity; // answers stop once it holds this many bytes
+  failures = 0; // the next calls that throw
+  forgetAfter = -1; // forgets all it holds after this many calls
+  append = async (offset: bigint, text: string): Promise<{ nextOffset: bigint; stop: boolean }> => {
+    this.calls.push({ offset, text });
+    if (this.failures > 0) {
+      this.failures--;
+      throw new ConnectError("no leader", Code.Unavailable);
+    }
+    if (this.calls.length - 1 === this.forgetAfter) this.held = "";
+    const at = BigInt(bytes(this.held));
+    if (offset !== at) return { nextOffset: at, stop: false };
+    this.held += text;
+    return { nextOffset: BigInt(bytes(this.held)), stop: bytes(this.held) >= this.stopAt };
+  };
+}
+
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+describe("OutputStream", () => {
+  it("sends nothing until the first write, then what the leader does not hold, one call at a time", async () => {
+    const hub = new Hub();
+    const s = new OutputStream(hub.append);
+    await tick(20);
+    assert.equal(hub.calls.length, 0);
+    s.write("hello");
+    s.write(" wor"); // goes with the next call: one call in flight
+    s.write("ld");
+    await s.finish();
+    assert.equal(hub.held, "hello world");
+    assert.deepEqual(hub.calls, [{ offset: 0n, text: "hello" }, { offset: 5n, text: " world" }]);
+    assert.deepEqual(s.progress, { written: 11, held: 11, stopped: true });
+  });
+
+  it("resends from 0 when a new leader answers nextOffset 0", async () => {
+    const hub = new Hub();
+    hub.forgetAfter = 1; // the second call reaches a leader that holds nothing
+    const s = new OutputStream(hub.append);
+    s.write("héllo");
+    await tick(10);
+    s.write(" world");
+    await s.finish();
+    assert.equal(hub.held, "héllo world");
+    assert.deepEqual(hub.calls, [{ offset: 0n, text: "héllo" }, { offset: 6n, text: " world" }, { offset: 0n, text: "héllo world" }]);
+  });
+
+  it("takes no more once the leader says stop, and finishes at once", async () => {
+    const hub = new Hub();
+    hub.stopAt = 3;
+    const s = new OutputStream(hub.append);
+    s.write("abc");
+    await tick(20);
+    s.write("def");
+    await tick(20);
+    const t0 = Date.now();
+    await s.finish();
+    assert.ok(Date.now() - t0 < 100, "finish waited for a stopped stream");
+    assert.deepEqual(hub.calls, [{ offset: 0n, text: "abc" }]);
+  });
+
+  it("retries a failed call after a pause, and gives up the wait at the flush bound", async () => {
+    const hub = new Hub();
+    hub.failures = 2;
+    const s = new OutputStream(hub.append);
+    const t0 = Date.now();
+    s.write("x");
+    await s.finish(5000);
+    assert.ok(Date.now() - t0 >= 2 * streamRetryMs - 5, `retried too soon: ${Date.now() - t0} ms`);
+    assert.equal(hub.held, "x");
+    assert.equal(hub.calls.length, 3);
+
+    const down = new Hub();
+    down.failures = Infinity;
+    const d = new OutputStream(down.append);
+    d.write("lost");
+    const t1 = Date.now();
+    await d.finish(300);
+    const waited = Date.now() - t1;
+    assert.ok(waited >= 290 && waited < 1000, `waited ${waited} ms`);
+    const calls = down.calls.length;
+    await tick(2 * streamRetryMs);
+    assert.equal(down.calls.length, calls, "the sender went on after finish");
+  });
+
+  it("sends at most 64 KiB a call, never cutting a character", async () => {
+    const hub = new Hub();
+    const s = new OutputStream(hub.append);
+    const text = "€".repeat(30_000); // 3 bytes each: 90,000 bytes
+    s.write(text);
+    await s.finish();
+    assert.equal(hub.held, text);
+    assert.ok(hub.calls.length >= 2);
+    for (const c of hub.calls) assert.ok(bytes(c.text) <= maxAppendBytes);
+    assert.equal(bytes(hub.calls[0].text), 65_535);
+    assert.equal(runeCut(Buffer.from("a€"), 2), 1);
+    assert.equal(runeCut(Buffer.from("ab"), 5), 2);
+  });
+});
+
+/** Runs a Worker on node's tasks until until() holds. */
+async function runWorker(node: FakeNode, opts: { model?: ModelHandler; tools?: Tool[] }, until: () => boolean): Promise<void> {
+  const ch = dial(node.addr, { token: "" });
+  const w = new Worker(ch, { id: "w-stream", pollWaitMs: 100, shutdownGraceMs: 500, ...opts });
+  const stop = new AbortController();
+  const running = w.run(stop.signal);
+  try {
+    const deadline = Date.now() + 10_000;
+    while (!until()) {
+      if (Date.now() > deadline) throw new Error("timed out: calls " + JSON.stringify(node.calls.map((c) => c.method)));
+      await tick(10);
+    }
+  } finally {
+    stop.abort();
+    await running;
+    ch.close();
+  }
+}
+
+const modelTask = () => task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL, stepId: "st-m", attempt: 2 });
+
+describe("Worker live output", () => {
+  it("sends the handler's stream with the attempt's ref, and reports only once the leader holds it all", async () => {
+    const node = await new FakeNode().start();
+    node.appendDelayMs = 150;
+    node.tasks.push(modelTask());
+    try {
+      const model: ModelHandler = {
+        run: async (input) => {
+          for (const part of ["Hel", "lo, ", "wörld"]) {
+            input.stream!(part);
+            await tick(5);
+          }
+          return { text: "Hello, wörld" };
+        },
+      };
+      await runWorker(node, { model }, () => node.of("report").length > 0);
+      assert.equal(node.output.get("st-m/2"), "Hello, wörld");
+      const methods = node.calls.map((c) => c.method).filter((m) => m === "append" || m === "report");
+      assert.equal(methods[methods.length - 1], "report", `the result went before the output: ${methods}`);
+      const ref = node.of("append")[0].ref!;
+      assert.deepEqual([ref.stepId, ref.attempt, ref.token], ["st-m", 2, "tok-1"]);
+      assert.equal(node.of("report")[0].result?.outcome.case, "modelOutput");
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("resends the whole output from 0 to a leader that lost it", async () => {
+    const node = await new FakeNode().start();
+    node.tasks.push(modelTask());
+    try {
+      const model: ModelHandler = {
+        run: async (input) => {
+          input.stream!("first ");
+          while (node.output.get("st-m/2") !== "first ") await tick(5);
+          node.output.clear(); // a new leader
+          input.stream!("second");
+          return { text: "first second" };
+        },
+      };
+      await runWorker(node, { model }, () => node.of("report").length > 0);
+      assert.equal(node.output.get("st-m/2"), "first second");
+      assert.deepEqual(node.appended.map((a) => [a.offset, a.text]), [[0n, "first "], [6n, "second"], [0n, "first second"]]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("stops streaming when the leader says stop, and does not hold the result back", async () => {
+    const node = await new FakeNode().start();
+    node.stopOutput = true;
+    node.tasks.push(modelTask());
+    try {
+      const model: ModelHandler = {
+        run: async (input) => {
+          input.stream!("too much");
+          await tick(50);
+          input.stream!(" more");
+          return { text: "too much more" };
+        },
+      };
+      const t0 = Date.now();
+      await runWorker(node, { model }, () => node.of("report").length > 0);
+      assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0} ms`);
+      assert.deepEqual(node.appended.map((a) => a.text), ["too much"]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("streams a tool's progress too, and nothing for a handler that does not stream", async () => {
+    const node = await new FakeNode().start();
+    node.tasks.push(task({ tool: "slow", stepId: "st-t" }), modelTask());
+    try {
+      const slow: Tool = {
+        name: "slow", access: "read",
+        run: (call) => {
+          call.stream!("50%…");
+          return { content: "done" };
+        },
+      };
+      await runWorker(node, { tools: [slow], model: { run: () => ({ text: "quiet" }) } }, () => node.of("report").length === 2);
+      assert.equal(node.output.get("st-t/1"), "50%…");
+      assert.equal(node.output.has("st-m/2"), false);
+    } finally {
+      await node.stop();
+    }
+  });
+});
+
+const ev = (init: { seq?: bigint; type: string; stepId?: string; attempt?: number; offset?: bigint; text?: string }): Event =>
+  create(EventSchema, {
+    seq: init.seq ?? 0n, sessionId: "s1", type: init.type, stepId: init.stepId ?? "st1",
+    output: init.type.startsWith("output") ? { attempt: init.attempt ?? 1, offset: init.offset ?? 0n, text: init.text ?? "" } : undefined,
+  });
+
+describe("LiveOffsets", () => {
+  it("delivers each byte once: drops a repeat, trims an overlap at a byte offset, keeps attempts apart", () => {
+    const l = new LiveOffsets();
+    assert.equal(l.trim(ev({ type: "output", text: "héllo" }))?.output?.text, "héllo");
+    assert.equal(l.offset("st1", 1), 6n);
+    assert.equal(l.trim(ev({ type: "output", text: "hé" })), undefined);
+    const rest = l.trim(ev({ type: "output", offset: 3n, text: "llo wörld" }))!;
+    assert.deepEqual([rest.output?.offset, rest.output?.text], [6n, " wörld"]);
+    assert.equal(l.offset("st1", 1), 13n);
+    assert.equal(l.trim(ev({ type: "output", attempt: 2, text: "new" }))?.output?.text, "new");
+    const ended = ev({ type: "output_ended" });
+    assert.equal(l.trim(ended), ended);
+    assert.deepEqual(l.request().map((o) => [o.stepId, o.attempt, o.offset]), [["st1", 1, 13n], ["st1", 2, 3n]]);
+  });
+});
+
+describe("watchSession with liveOutput", () => {
+  it("watches again with its offsets after falling behind or a takeover, delivering every byte once", async () => {
+    const requests: WatchSessionRequest[] = [];
+    const transport = createRouterTransport(({ service }) => {
+      service(SessionService, {
+        async *watchSession(req) {
+          requests.push(req);
+          switch (requests.length) {
+            case 1:
+              yield ev({ seq: 1n, type: "step_started" });
+              yield ev({ type: "output", text: "Hello, " });
+              throw new ConnectError("the watch fell behind", Code.ResourceExhausted);
+            case 2:
+              // The hub sends from the offset asked for, and one repeat.
+              yield ev({ type: "output", offset: 0n, text: "Hello, " });
+              yield ev({ type: "output", offset: 7n, text: "wör" });
+              throw new ConnectError("leader gone", Code.Unavailable);
+            default:
+              yield ev({ seq: 1n, type: "step_started" });
+              yield ev({ type: "output", offset: 7n, text: "wörld" });
+              yield ev({ type: "output_ended" });
+              yield ev({ seq: 2n, type: "step_completed" });
+          }
+        },
+      });
+    });
+    const got: Event[] = [];
+    for await (const e of new Client(transport).watchSession("s1", 0n, { liveOutput: true })) got.push(e);
+    assert.deepEqual(got.map((e) => e.type), ["step_started", "output", "output", "output", "output_ended", "step_completed"]);
+    const deltas = got.filter((e) => e.type === "output").map((e) => [e.output!.offset, e.output!.text]);
+    assert.deepEqual(deltas, [[0n, "Hello, "], [7n, "wör"], [11n, "ld"]]);
+    assert.deepEqual(requests.map((r) => [r.liveOutput, r.afterSeq, r.outputOffsets.map((o) => [o.stepId, o.attempt, o.offset])]), [
+      [true, 0n, []], [true, 1n, [["st1", 1, 7n]]], [true, 1n, [["st1", 1, 11n]]],
+    ]);
+  });
+
+  it("without liveOutput asks for none, and a RESOURCE_EXHAUSTED ends the watch", async () => {
+    const requests: WatchSessionRequest[] = [];
+    const transport = createRouterTransport(({ service }) => {
+      service(SessionService, {
+        // eslint-disable-next-line require-yield
+        async *watchSession(req) {
+          requests.push(req);
+          throw new ConnectError("too many watches", Code.ResourceExhausted);
+        },
+      });
+    });
+    await assert.rejects(async () => {
+      for await (const _ of new Client(transport).watchSession("s1")) { /* none */ }
+    }, /too many watches/);
+    assert.equal(requests.length, 1);
+    assert.equal(requests[0].liveOutput, false);
+  });
+});
+
+describe("the demo Worker's --stream", () => {
+  it("streams the text 8 bytes at a time, each delta ending on a character's end", async () => {
+    const deltas: string[] = [];
+    const input = { stream: (t: string) => deltas.push(t), signal: new AbortController().signal } as unknown as Parameters<typeof streamText>[0];
+    const text = "plain ascii, then é and € and 𝄞 too";
+    await streamText(input, text, { delta: 8, everyMs: 1 });
+    assert.equal(deltas.join(""), text);
+    for (const d of deltas.slice(0, -1)) assert.ok(bytes(d) >= 8 && bytes(d) <= 11, `a delta of ${bytes(d)} bytes: ${JSON.stringify(d)}`);
+    assert.ok(!deltas.some((d) => d.includes("\ufffd")), "a character was cut");
+  });
+});
