@@ -20,6 +20,7 @@ import grpc
 
 from dex.connection import LEADER_METADATA_KEY, Connection, TLSFiles, trailer_value
 from dex.partitions import session_of_request
+from dex.stream import LiveOffsets
 from dex.v1 import sessions_pb2, sessions_pb2_grpc, types_pb2
 from dex.worker import _Backoff, _transient
 
@@ -244,24 +245,45 @@ class Client:
             if not token:
                 return out
 
-    async def watch(self, session_id: str, after_seq: int = 0) -> AsyncIterator[types_pb2.Event]:
+    async def watch(self, session_id: str, after_seq: int = 0, *,
+                    live_output: bool = False) -> AsyncIterator[types_pb2.Event]:
         """The session's events after after_seq, resuming across takeovers
-        from the last one delivered. Stop iterating to end it."""
+        from the last one delivered. Stop iterating to end it.
+
+        ``live_output``: the running attempts' live output too
+        (docs/design/streaming.md), as events of seq 0 and type "output"
+        (``ev.output``: the attempt, the byte offset, the text),
+        "output_ended" (the committed result replaces the stream) and
+        "output_abandoned" (the attempt failed; its retry streams afresh).
+        Across reconnections, a takeover or a watch that fell behind
+        included, each attempt's output resumes from where it was: every
+        byte once, in order."""
         last = after_seq
+        live = LiveOffsets() if live_output else None
         b = _Backoff()
         while True:
+            req = sessions_pb2.WatchSessionRequest(session_id=session_id, after_seq=last)
+            if live is not None:
+                req.live_output = True
+                req.output_offsets.extend(live.request())
             # A watch is served in its session's partition (BySession).
-            addr, call = await self.conn.stream(_Stub, "WatchSession",
-                                                sessions_pb2.WatchSessionRequest(session_id=session_id, after_seq=last),
-                                                session=session_id)
+            addr, call = await self.conn.stream(_Stub, "WatchSession", req, session=session_id)
             try:
                 async for ev in call:
                     b = _Backoff()
-                    last = ev.seq
+                    if ev.seq != 0 and ev.seq <= last:
+                        continue  # already delivered
+                    if live is not None and ev.HasField("output"):
+                        ev = live.trim(ev)
+                        if ev is None:
+                            continue  # output already delivered
+                    last = max(last, ev.seq)
                     yield ev
             except grpc.RpcError as e:
                 self.conn.stream_failed(addr, e, session=session_id)
-                if not _transient(e):
+                # A live watch that fell behind resumes from the offsets it holds.
+                behind = live is not None and e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                if not _transient(e) and not behind:
                     raise
             finally:
                 call.cancel()

@@ -32,6 +32,7 @@ from dex.hold import (HOLD_AFTER_CLAIM, HOLD_AFTER_RESULT_SENT, HOLD_BEFORE_CLAI
                       HOLD_BEFORE_RESULT, HOLD_DURING_COMPACTION, HOLD_DURING_POLL, HOLD_TOOL_RUNNING, MOMENTS,
                       holder_from_env)
 from dex.ledger import LEDGER_ENV, ledger_from_env, start_line
+from dex.stream import STREAM_FLUSH, OutputStream
 from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 
 log = logging.getLogger("dex.worker")
@@ -107,11 +108,22 @@ class ToolCall:
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
     #: The execution ledger and this call's line, for dex.side_effect.
     _ledger: Optional[tuple] = field(default=None, repr=False, compare=False)
+    #: The attempt's live output (None: no Worker behind it).
+    _out: Optional[OutputStream] = field(default=None, repr=False, compare=False)
 
     @property
     def args(self) -> Any:
         """The arguments parsed (an empty object when there are none)."""
         return json.loads(self.arguments) if self.arguments else {}
+
+    def stream(self, text: str) -> None:
+        """Sends text, the next piece of the tool's progress, to the
+        session's watchers as the handler runs, as ModelInput.stream does
+        for a model's output; the progress is not the tool's result, which
+        the handler returns as usual. Without a Worker behind it, it does
+        nothing."""
+        if self._out is not None:
+            self._out.write(text)
 
 
 @dataclass
@@ -145,6 +157,19 @@ class ModelInput:
     #: agent): a Worker of several agents runs that agent's model.
     agent: str = ""
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: The attempt's live output (None: no Worker behind it).
+    _out: Optional[OutputStream] = field(default=None, repr=False, compare=False)
+
+    def stream(self, text: str) -> None:
+        """Sends text, the next piece of the model's output, to the
+        session's watchers as the handler produces it
+        (docs/design/streaming.md). It does not wait for the cluster and may
+        be called from a sync handler's thread. The output the handler
+        returns must be the concatenation of what it streamed (watchers are
+        told when the committed result replaces the stream). Without a
+        Worker behind it (a test's ModelInput), it does nothing."""
+        if self._out is not None:
+            self._out.write(text)
 
 
 #: The largest count a Usage field holds (uint64 on the wire).
@@ -892,7 +917,7 @@ class Worker:
             if state["cancelled"]:
                 out = _Outcome(err=DexError("cancelled"))
             else:
-                handler = asyncio.ensure_future(self._invoke(t, cancel_event))
+                handler = asyncio.ensure_future(self._invoke(t, cancel_event, partition))
                 state["handler"] = handler
                 self._handlers[handler] = cancel_event
                 try:
@@ -952,12 +977,13 @@ class Worker:
             res = await res
         return res
 
-    async def _invoke(self, t: workers_pb2.Task, cancel_event: threading.Event) -> _Outcome:
+    async def _invoke(self, t: workers_pb2.Task, cancel_event: threading.Event,
+                      partition: Optional[int] = None) -> _Outcome:
         """Runs the handler for t, between its start and end lines in the
         execution ledger if there is one."""
         ran: list = []  # [True] once the handler is called
         line = start_line(t, self.id) if self.ledger is not None else None
-        out = await self._invoke_ledgered(t, cancel_event, line, ran)
+        out = await self._invoke_ledgered(t, cancel_event, line, ran, partition)
         out.ran = bool(ran)
         if self.ledger is None or isinstance(out.err, _LedgerStartError):
             return out
@@ -974,10 +1000,10 @@ class Worker:
         return out
 
     async def _invoke_ledgered(self, t: workers_pb2.Task, cancel_event: threading.Event,
-                               line: Optional[dict], ran: list) -> _Outcome:
+                               line: Optional[dict], ran: list, partition: Optional[int] = None) -> _Outcome:
         is_model = t.runner == workers_pb2.TASK_RUNNER_MODEL
         try:
-            return await self._invoke_handler(t, cancel_event, line, ran)
+            return await self._invoke_handler(t, cancel_event, line, ran, partition)
         except asyncio.CancelledError:
             # Cancelled by the cluster (dropped anyway) or by the Worker's
             # shutdown: reported untyped, as a crash would be.
@@ -1004,8 +1030,21 @@ class Worker:
                 raise _LedgerStartError(f"the handler did not run: its ledger start line was not written: {e}") from e
         ran.append(True)
 
+    def _output_stream(self, t: workers_pb2.Task, partition: Optional[int]) -> Optional[OutputStream]:
+        """The live output of t's attempt, sent as its heartbeats are (to
+        its partition's leader); None without a connection."""
+        conn = self.conn
+        if conn is None:
+            return None
+
+        async def append(req: workers_pb2.AppendOutputRequest) -> workers_pb2.AppendOutputResponse:
+            return await conn.unary(workers_pb2_grpc.WorkerServiceStub, "AppendOutput", req, self.call_try(t),
+                                    partition=partition)
+
+        return OutputStream(append, t.ref)
+
     async def _invoke_handler(self, t: workers_pb2.Task, cancel_event: threading.Event,
-                              line: Optional[dict], ran: list) -> _Outcome:
+                              line: Optional[dict], ran: list, partition: Optional[int] = None) -> _Outcome:
         a = t.ref.attempt
         if t.handler in _RUNNER_HANDLERS[workers_pb2.TASK_RUNNER_MODEL]:
             mi = ModelInput(session_id=t.session_id, step_id=t.ref.step_id, attempt=a,
@@ -1015,7 +1054,16 @@ class Worker:
                 await self._hold(HOLD_BEFORE_MODEL, t)
                 assert self._model is not None
                 self._ledger_start(line, ran)
-                mo = _as_model_output(await self._call(self._model, mi))
+                mi._out = live = self._output_stream(t, partition)
+                try:
+                    mo = _as_model_output(await self._call(self._model, mi))
+                    # The result waits (a while) for the streamed output to
+                    # reach the leader, so watchers see it whole before it.
+                    if live is not None:
+                        await live.finish(STREAM_FLUSH)
+                finally:
+                    if live is not None:
+                        await live.stop()
                 # The cluster refuses such an output; fail the attempt with the
                 # reason instead of sending it (another try may do better).
                 why = check_model_output(mo)
@@ -1048,7 +1096,14 @@ class Worker:
             raise DexError(f"no handler {_enum_name(workers_pb2.TaskHandler, t.handler)}")
         await self._hold(HOLD_TOOL_RUNNING, t)
         self._ledger_start(line, ran)
-        res = _as_tool_result(await self._call(tool.run, call))
+        call._out = live = self._output_stream(t, partition)
+        try:
+            res = _as_tool_result(await self._call(tool.run, call))
+            if live is not None:
+                await live.finish(STREAM_FLUSH)
+        finally:
+            if live is not None:
+                await live.stop()
         return _Outcome(complete=types_pb2.AttemptResult(tool_result=res.proto()))
 
     async def _heartbeat(self, fields: dict, t: workers_pb2.Task, cancel: Callable[[str], None],

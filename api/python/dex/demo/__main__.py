@@ -67,7 +67,7 @@ async def serve(c: Config, script: Optional[Script], moments: set, ledger: Ledge
     except DexError as e:
         await conn.close()
         return fail(str(e), 2)
-    model = Model(script, ledger, wid, inline=tools.inline)
+    model = Model(script, ledger, wid, inline=tools.inline, stream=c.stream)
     w.model(model.run_model)
     w.compactor(model.compact)
 

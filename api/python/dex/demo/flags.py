@@ -54,6 +54,7 @@ class Config:
     script: str = ""
     hold: str = ""
     hold_all: bool = False
+    stream: bool = False
     id: str = ""
     token: str = ""
     metrics_addr: str = ""
@@ -107,6 +108,14 @@ def split_list(v: str) -> list[str]:
     return [s.strip() for s in v.split(",") if s.strip()]
 
 
+def _bool(flag: str, v: str) -> bool:
+    """A boolean flag's value, as Go's flag package reads it."""
+    low = str(v).lower()
+    if low not in ("true", "false", "1", "0", "t", "f"):
+        raise FlagError(f"invalid boolean value {v!r} for {flag}")
+    return low in ("true", "1", "t")
+
+
 def parse_flags(argv: list[str]) -> Optional[Config]:
     """The config, or None for --help; raises FlagError on bad flags."""
     p = _Parser(prog="dexworker-python", description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -117,6 +126,9 @@ def parse_flags(argv: list[str]) -> Optional[Config]:
     p.add_argument("--hold", default="", help="pause at these moments (comma separated) until released")
     p.add_argument("--hold-all", nargs="?", const="true", default="false",
                    help="hold every occurrence of a --hold moment, not only the first")
+    p.add_argument("--stream", nargs="?", const="true", default="false",
+                   help="stream each model output's text as live output while the call runs, 8 bytes every 10 ms, "
+                   "before answering (docs/design/streaming.md)")
     p.add_argument("--id", default="", help="Worker id (default dexworker-HOST-PID)")
     p.add_argument("--token", default="", help="ACL token secret (a worker token; default $DEX_TOKEN)")
     p.add_argument("--concurrency", type=int, default=4, help="tasks run at once")
@@ -142,10 +154,8 @@ def parse_flags(argv: list[str]) -> Optional[Config]:
         if e.code == 0:
             return None
         raise
-    hold_all = str(a.hold_all).lower()
-    if hold_all not in ("true", "false", "1", "0", "t", "f"):
-        raise FlagError(f"invalid boolean value {a.hold_all!r} for --hold-all")
-    c = Config(addr=a.addr, ledger=a.ledger, script=a.script, hold=a.hold, hold_all=hold_all in ("true", "1", "t"),
+    c = Config(addr=a.addr, ledger=a.ledger, script=a.script, hold=a.hold, hold_all=_bool("--hold-all", a.hold_all),
+               stream=_bool("--stream", a.stream),
                id=a.id, token=a.token, metrics_addr=a.metrics_addr, concurrency=a.concurrency, poll_wait=a.poll_wait,
                poll_interval=a.poll_interval, shutdown_grace=a.shutdown_grace, model_run_timeout=a.model_run_timeout,
                tls=TLSFiles(cert=a.tls_cert, key=a.tls_key, ca=a.tls_ca))

@@ -297,6 +297,11 @@ def script_error(e: dict) -> ModelError:
     return ModelError(ERROR_TYPES[t], e.get("message") or f"scripted {t} error", ms / 1000 if ms else None)
 
 
+#: --stream: how many bytes a delta holds and how often one goes out.
+STREAM_DELTA = 8
+STREAM_EVERY_MS = 10
+
+
 async def wait_ms(ms: int) -> None:
     if ms > 0:
         await asyncio.sleep(ms / 1000.0)
@@ -306,8 +311,23 @@ class Model:
     """The scripted model: RunModel and Compact handlers."""
 
     def __init__(self, script: Optional[Script], ledger: Any, worker: str,
-                 inline: Optional[Callable[..., Any]] = None) -> None:
+                 inline: Optional[Callable[..., Any]] = None, stream: bool = False,
+                 stream_delta: int = STREAM_DELTA, stream_every_ms: int = STREAM_EVERY_MS) -> None:
         self.script, self.ledger, self.worker, self.inline = script, ledger, worker, inline
+        # stream: the output's text goes out as live output first,
+        # stream_delta bytes every stream_every_ms (--stream).
+        self.stream, self.stream_delta, self.stream_every_ms = stream, stream_delta, stream_every_ms
+
+    async def stream_text(self, mi: ModelInput, text: str) -> None:
+        """Streams text in small deltas, as a model writes it."""
+        b = text.encode()
+        while b:
+            n = min(self.stream_delta, len(b))
+            while n < len(b) and b[n] & 0xC0 == 0x80:
+                n += 1  # a delta ends on a character's end
+            mi.stream(b[:n].decode())
+            b = b[n:]
+            await wait_ms(self.stream_every_ms)
 
     def _record(self, kind: str, mi: ModelInput) -> None:
         self.ledger.append(session=mi.session_id, tool=kind, attempt=mi.attempt, step=mi.step_id, kind=kind,
@@ -338,6 +358,8 @@ class Model:
         if err is not None:
             raise err
         assert out is not None
+        if self.stream:
+            await self.stream_text(mi, out.text)
         if out.inline_results:
             if self.inline is None:
                 raise RuntimeError("inline calls but no inline tool runner")
