@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,11 +80,7 @@ func TestBudgetAndLoopPausesWithRealProcesses(t *testing.T) {
 			map[string]any{"always": true, "tool_calls": []any{map[string]any{"tool": "lookup", "arguments": map[string]any{"q": "same"}}}},
 		}},
 	}}
-	b, _ := json.Marshal(script)
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeScript(t, dir, script)
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	runDexworker(t, c, dir, "--ledger", ledger, "--script", path, "--poll-wait", "2s")
 

@@ -225,6 +225,36 @@ func drainSetup(t *testing.T, tool string, extra ...string) (c *testCluster, lea
 	return c, leader, session, step, ledger
 }
 
+// writeScript writes a dexworker script into dir and returns its path.
+func writeScript(t *testing.T, dir string, script any) string {
+	t.Helper()
+	b, err := json.Marshal(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "script.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// leaderIndex is the index and id of the node that leads now.
+func (c *testCluster) leaderIndex(t *testing.T) (int, string) {
+	t.Helper()
+	s, err := dexctlStatus(c.grpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.procs {
+		if s.Leader == fmt.Sprintf("n%d", i+1) {
+			return i, s.Leader
+		}
+	}
+	t.Fatalf("no leader in %+v", s)
+	return -1, ""
+}
+
 // others are the gRPC addresses of every node but i.
 func (c *testCluster) others(i int) []string {
 	var out []string

@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,11 +61,7 @@ func TestProviderHoldSurvivesALeaderKill(t *testing.T) {
 			map[string]any{"text": "Done after the hold."},
 		}},
 	}, "default": []any{map[string]any{"text": "Hello."}}}
-	b, _ := json.Marshal(script)
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeScript(t, dir, script)
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	runDexworker(t, c, dir, "--ledger", ledger, "--script", path, "--poll-wait", "2s")
 
@@ -85,19 +80,7 @@ func TestProviderHoldSurvivesALeaderKill(t *testing.T) {
 		out, err := dexctl(t, c.grpc, "status", "--json")
 		return err == nil && strings.Contains(string(out), `"openai"`) && strings.Contains(string(out), `"until_ms"`), string(out)
 	})
-	s, err := dexctlStatus(c.grpc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := -1
-	for i := range c.procs {
-		if s.Leader == fmt.Sprintf("n%d", i+1) {
-			leader = i
-		}
-	}
-	if leader < 0 {
-		t.Fatalf("no leader in %+v", s)
-	}
+	leader, leaderID := c.leaderIndex(t)
 	c.procs[leader].kill()
 	other := startIn(t, strings.Join(c.others(leader), ","), "--message", "hello")
 
@@ -117,7 +100,7 @@ func TestProviderHoldSurvivesALeaderKill(t *testing.T) {
 			return false, string(out)
 		}
 		for _, p := range st.Providers {
-			if p.Provider == "openai" && p.Hold != nil && st.Leader != s.Leader {
+			if p.Provider == "openai" && p.Hold != nil && st.Leader != leaderID {
 				return true, ""
 			}
 		}

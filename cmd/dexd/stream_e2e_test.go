@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,6 +63,19 @@ func (l *liveText) of(k string) (string, string) {
 	return "", l.ended[k]
 }
 
+// watchLive watches a session's events with its live output into a
+// liveText; stop ends the watch and waits for it.
+func watchLive(ctx context.Context, cl *client.Client, id string) (live *liveText, stop func()) {
+	live = newLiveText()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = cl.WatchSession(ctx, id, 0, func(e *dexv1.Event) error { live.add(e); return nil }, client.WithLiveOutput())
+	}()
+	return live, func() { cancel(); <-done }
+}
+
 // numberedText is n words that never repeat, so a gap or a repeat shows.
 func numberedText(n int) string {
 	var b strings.Builder
@@ -84,11 +96,7 @@ func TestLiveOutputSurvivesALeaderKill(t *testing.T) {
 	dir := t.TempDir()
 	want := numberedText(400) // 2,400 bytes: 3 s of streaming at 8 bytes every 10 ms
 	script := map[string]any{"turns": []any{map[string]any{"match": "stream", "outputs": []any{map[string]any{"text": want}}}}}
-	b, _ := json.Marshal(script)
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeScript(t, dir, script)
 	runDexworker(t, c, dir, "--ledger", filepath.Join(dir, "ledger.jsonl"), "--script", path, "--stream", "--poll-wait", "2s")
 
 	conn, err := client.Dial("dex:///" + strings.Join(c.grpc, ","))
@@ -105,30 +113,13 @@ func TestLiveOutputSurvivesALeaderKill(t *testing.T) {
 	}
 	id := created.Session.Id
 	step := id + "-s1"
-	live := newLiveText()
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan error, 1)
-	go func() {
-		watched <- cl.WatchSession(watchCtx, id, 0, func(e *dexv1.Event) error { live.add(e); return nil }, client.WithLiveOutput())
-	}()
+	live, stopWatch := watchLive(ctx, cl, id)
 
 	waitUntil(t, 20*time.Second, "a quarter of the output streamed", func() (bool, string) {
 		got, _ := live.of(step + "#1")
 		return len(got) >= len(want)/4, fmt.Sprintf("%d bytes", len(got))
 	})
-	s, err := dexctlStatus(c.grpc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := -1
-	for i := range c.procs {
-		if s.Leader == fmt.Sprintf("n%d", i+1) {
-			leader = i
-		}
-	}
-	if leader < 0 {
-		t.Fatalf("no leader in %+v", s)
-	}
+	leader, _ := c.leaderIndex(t)
 	c.procs[leader].kill()
 	waitTurnDone(t, c.others(leader), id)
 	waitUntil(t, 20*time.Second, "the watcher told the output is whole", func() (bool, string) {
@@ -136,7 +127,6 @@ func TestLiveOutputSurvivesALeaderKill(t *testing.T) {
 		return end == "output_ended", fmt.Sprintf("%d bytes, end %q", len(got), end)
 	})
 	stopWatch()
-	<-watched
 
 	got, _ := live.of(step + "#1")
 	for _, e := range live.errors {
@@ -203,11 +193,7 @@ func TestLiveOutputOfAKilledWorkerIsAbandoned(t *testing.T) {
 	dir := t.TempDir()
 	want := numberedText(300)
 	script := map[string]any{"turns": []any{map[string]any{"match": "stream", "outputs": []any{map[string]any{"text": want, "always": true}}}}}
-	b, _ := json.Marshal(script)
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeScript(t, dir, script)
 	workerArgs := []string{"--ledger", filepath.Join(dir, "ledger.jsonl"), "--script", path, "--stream", "--poll-wait", "2s"}
 	first := startKillableDexworker(t, c, dir, "w1", workerArgs...)
 
@@ -225,12 +211,7 @@ func TestLiveOutputOfAKilledWorkerIsAbandoned(t *testing.T) {
 	}
 	id := created.Session.Id
 	step := id + "-s1"
-	live := newLiveText()
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan error, 1)
-	go func() {
-		watched <- cl.WatchSession(watchCtx, id, 0, func(e *dexv1.Event) error { live.add(e); return nil }, client.WithLiveOutput())
-	}()
+	live, stopWatch := watchLive(ctx, cl, id)
 	waitUntil(t, 20*time.Second, "a third of attempt 1's output streamed", func() (bool, string) {
 		got, _ := live.of(step + "#1")
 		return len(got) >= len(want)/3, fmt.Sprintf("%d bytes", len(got))
@@ -243,7 +224,6 @@ func TestLiveOutputOfAKilledWorkerIsAbandoned(t *testing.T) {
 		return end == "output_ended", end
 	})
 	stopWatch()
-	<-watched
 	for _, e := range live.errors {
 		t.Error(e)
 	}
@@ -270,11 +250,7 @@ func TestLiveOutputThroughAFollowerSurvivesItsLeadersKill(t *testing.T) {
 	dir := t.TempDir()
 	want := numberedText(400)
 	script := map[string]any{"turns": []any{map[string]any{"match": "stream", "outputs": []any{map[string]any{"text": want}}}}}
-	b, _ := json.Marshal(script)
-	path := filepath.Join(dir, "script.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeScript(t, dir, script)
 	runDexworker(t, c, dir, "--ledger", filepath.Join(dir, "ledger.jsonl"), "--script", path, "--stream", "--poll-wait", "2s")
 
 	parts, err := partitionLeaders(c.grpc[0])
@@ -306,12 +282,7 @@ func TestLiveOutputThroughAFollowerSurvivesItsLeadersKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	step := id + "-s1"
-	live := newLiveText()
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan error, 1)
-	go func() {
-		watched <- cl.WatchSession(watchCtx, id, 0, func(e *dexv1.Event) error { live.add(e); return nil }, client.WithLiveOutput())
-	}()
+	live, stopWatch := watchLive(ctx, cl, id)
 	waitUntil(t, 20*time.Second, "a quarter of the output streamed", func() (bool, string) {
 		got, _ := live.of(step + "#1")
 		return len(got) >= len(want)/4, fmt.Sprintf("%d bytes", len(got))
@@ -323,7 +294,6 @@ func TestLiveOutputThroughAFollowerSurvivesItsLeadersKill(t *testing.T) {
 		return end == "output_ended", fmt.Sprintf("%d bytes, end %q", len(got), end)
 	})
 	stopWatch()
-	<-watched
 	for _, e := range live.errors {
 		t.Error(e)
 	}
