@@ -85,16 +85,9 @@ func (b *Broker) Gauges() (g Gauges, ok bool) {
 	g.TimersPending = b.timersPending
 	now := b.now().UnixMilli()
 	for name, p := range b.providers {
-		pg := ProviderGauge{Name: name, Running: len(p.running)}
+		pg := ProviderGauge{Name: name, Running: len(p.running), Throttled: b.throttledLocked(p, now)}
 		if p.holdUntil > now {
 			pg.HeldFor = time.Duration(p.holdUntil-now) * time.Millisecond
-		}
-		if blocked, _ := p.blocked(now); blocked {
-			for _, q := range b.queues {
-				if sub := q.subs[name]; sub != nil {
-					pg.Throttled += sub.depth
-				}
-			}
 		}
 		g.Providers = append(g.Providers, pg)
 	}

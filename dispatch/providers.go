@@ -169,6 +169,21 @@ func (b *Broker) trackRunning(id string, s *fsmpb.Step, now int64) {
 	}
 }
 
+// throttledLocked is how many ready Steps a provider's hold or limit keeps
+// from the Workers now (status and metrics ask; a queue per tool and agent).
+func (b *Broker) throttledLocked(p *providerState, now int64) int {
+	if blocked, _ := p.blocked(now); !blocked {
+		return 0
+	}
+	n := 0
+	for _, q := range b.queues {
+		if sub := q.subs[p.name]; sub != nil {
+			n += sub.depth
+		}
+	}
+	return n
+}
+
 // Providers reports each provider with a limit, a hold in force or a call
 // running, by name.
 func (b *Broker) Providers() []*dexv1.ProviderStatus {
@@ -192,13 +207,7 @@ func (b *Broker) Providers() []*dexv1.ProviderStatus {
 			h := p.hold
 			ps.Hold = &dexv1.ProviderHold{Provider: h.Provider, UntilMs: h.UntilMs, StepId: h.StepId, SetAtMs: h.SetAtMs}
 		}
-		if blocked, _ := p.blocked(now); blocked {
-			for _, q := range b.queues {
-				if sub := q.subs[name]; sub != nil {
-					ps.Throttled += uint32(sub.depth)
-				}
-			}
-		}
+		ps.Throttled = uint32(b.throttledLocked(p, now))
 		out = append(out, ps)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Provider < out[j].Provider })
