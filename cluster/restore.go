@@ -126,7 +126,9 @@ func (n *Node) restore(req *restoreReq) error {
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: req.index, Term: n.raft.CurrentTerm(), Size: size}
 	if err := n.raft.Restore(meta, tmp, restoreTimeout); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		// A leadership moving (the balancer's transfer) leaves the state
+		// as it was: the caller sends the backup to the next leader.
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 			return n.notLeader()
 		}
 		return fmt.Errorf("raft restore: %w", err)
