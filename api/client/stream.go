@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -13,54 +14,73 @@ import (
 // output with ModelInput.Stream while it runs; the Worker sends it to the
 // leader, which relays it to the session's watchers. The Worker keeps the
 // attempt's whole output until the attempt ends, so that a new leader can
-// ask for it again from any offset.
+// ask for it again from any offset. One sender per partition carries the
+// pending output of every attempt the Worker runs there, one AppendOutputs
+// call at a time: what is streamed while a call is in flight goes in the
+// next one, so the calls grow with the Workers, not with the deltas.
 
 const (
-	// maxAppend bounds the text of one AppendOutput call.
-	maxAppend = 64 << 10
-	// streamRetry is the pause before an append that failed is tried again.
+	// maxAppend bounds the text of one attempt in one call; maxBatch the
+	// text of one call, and maxBatchAppends its attempts (the cluster takes
+	// at most 1,024).
+	maxAppend       = 64 << 10
+	maxBatch        = 1 << 20
+	maxBatchAppends = 256
+	// streamRetry is the pause before a call that failed is tried again.
 	streamRetry = 100 * time.Millisecond
+	// streamCallTimeout bounds one call.
+	streamCallTimeout = 10 * time.Second
 	// streamFlush bounds how long a finished handler's result waits for its
 	// streamed output to reach the leader.
 	streamFlush = 2 * time.Second
 )
 
-// outputStream is one attempt's live output on its way to the leader.
-type outputStream struct {
+// outputSender sends the live output of a Worker's attempts of one
+// partition. Its goroutine runs while some attempt has output the leader
+// does not hold.
+type outputSender struct {
 	svc dexv1.WorkerServiceClient
-	ref *dexv1.AttemptRef
+	// to marks a call's context with the sender's partition.
+	to func(context.Context) context.Context
 
 	mu      sync.Mutex
-	text    []byte // everything streamed so far
-	held    uint64 // what the leader holds (its next offset)
-	stopped bool   // the leader takes no more of it
-	wake    chan struct{}
+	pending map[*outputStream]struct{} // with output the leader does not hold
+	running bool
+}
+
+// outputStream is one attempt's live output on its way to the leader; its
+// fields are guarded by its sender's mu.
+type outputStream struct {
+	sender *outputSender
+	ref    *dexv1.AttemptRef
+
+	text    []byte        // everything streamed so far
+	held    uint64        // what the leader holds (its next offset)
+	stopped bool          // the leader takes no more of it, or the attempt is over
 	synced  chan struct{} // signalled whenever held or stopped changes
-	cancel  context.CancelFunc
-	done    chan struct{} // nil until the first write starts the sender
 }
 
-func newOutputStream(svc dexv1.WorkerServiceClient, ref *dexv1.AttemptRef) *outputStream {
-	return &outputStream{svc: svc, ref: ref, wake: make(chan struct{}, 1), synced: make(chan struct{}, 1)}
+func (s *outputSender) open(ref *dexv1.AttemptRef) *outputStream {
+	return &outputStream{sender: s, ref: ref, synced: make(chan struct{}, 1)}
 }
 
-// write adds text to the output; the sender, started by the first write,
-// picks it up.
-func (s *outputStream) write(text string) {
+// write adds text to the output for the sender to pick up.
+func (o *outputStream) write(text string) {
 	if text == "" {
 		return
 	}
+	s := o.sender
 	s.mu.Lock()
-	if !s.stopped {
-		s.text = append(s.text, text...)
+	defer s.mu.Unlock()
+	if o.stopped {
+		return
 	}
-	if s.done == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s.cancel, s.done = cancel, make(chan struct{})
-		go s.run(ctx)
+	o.text = append(o.text, text...)
+	s.pending[o] = struct{}{}
+	if !s.running {
+		s.running = true
+		go s.run()
 	}
-	s.mu.Unlock()
-	notify(s.wake)
 }
 
 func notify(ch chan struct{}) {
@@ -70,39 +90,70 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// run sends what the leader does not hold yet, one call at a time.
-func (s *outputStream) run(ctx context.Context) {
-	defer close(s.done)
+// run sends what the leader does not hold, one call at a time, until
+// nothing is pending.
+func (s *outputSender) run() {
 	for {
 		s.mu.Lock()
-		from, stopped := s.held, s.stopped
-		chunk := s.text[min(from, uint64(len(s.text))):]
-		if len(chunk) > maxAppend {
-			chunk = chunk[:runeCut(chunk, maxAppend)]
+		batch, req := s.batch()
+		if len(batch) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
 		}
 		s.mu.Unlock()
-		if stopped || len(chunk) == 0 {
-			select {
-			case <-s.wake:
-				continue
-			case <-ctx.Done():
-				return
-			}
+		ctx, cancel := context.WithTimeout(s.to(context.Background()), streamCallTimeout)
+		resp, err := s.svc.AppendOutputs(ctx, req)
+		cancel()
+		if err == nil && len(resp.Answers) != len(batch) {
+			err = fmt.Errorf("the cluster answered %d appends of %d", len(resp.Answers), len(batch))
 		}
-		resp, err := s.svc.AppendOutput(ctx, &dexv1.AppendOutputRequest{Ref: s.ref, Offset: from, Text: string(chunk)})
 		if err != nil {
-			select {
-			case <-time.After(streamRetry):
-				continue
-			case <-ctx.Done():
-				return
-			}
+			time.Sleep(streamRetry)
+			continue
 		}
 		s.mu.Lock()
-		s.held, s.stopped = min(resp.NextOffset, uint64(len(s.text))), s.stopped || resp.Stop
+		for i, o := range batch {
+			o.took(resp.Answers[i])
+		}
 		s.mu.Unlock()
-		notify(s.synced)
 	}
+}
+
+// batch is the next call: each pending attempt's output from the offset
+// the leader holds, within the call's bounds. It forgets the attempts that
+// stopped or are held whole. s.mu is held.
+func (s *outputSender) batch() ([]*outputStream, *dexv1.AppendOutputsRequest) {
+	var batch []*outputStream
+	req := &dexv1.AppendOutputsRequest{}
+	size := 0
+	for o := range s.pending {
+		from := min(o.held, uint64(len(o.text)))
+		if o.stopped || from == uint64(len(o.text)) {
+			delete(s.pending, o)
+			continue
+		}
+		if len(batch) == maxBatchAppends || size >= maxBatch {
+			break
+		}
+		chunk := o.text[from:]
+		if n := min(maxAppend, maxBatch-size); len(chunk) > n {
+			chunk = chunk[:runeCut(chunk, n)]
+		}
+		batch = append(batch, o)
+		req.Appends = append(req.Appends, &dexv1.AppendOutputRequest{Ref: o.ref, Offset: from, Text: string(chunk)})
+		size += len(chunk)
+	}
+	return batch, req
+}
+
+// took applies the leader's answer to an append. The sender's mu is held.
+func (o *outputStream) took(a *dexv1.AppendOutputResponse) {
+	o.held, o.stopped = min(a.NextOffset, uint64(len(o.text))), o.stopped || a.Stop
+	if o.stopped || o.held == uint64(len(o.text)) {
+		delete(o.sender.pending, o)
+	}
+	notify(o.synced)
 }
 
 // runeCut is where to cut b at most n bytes in so that no character is cut
@@ -117,37 +168,34 @@ func runeCut(b []byte, n int) int {
 }
 
 // finish waits, up to wait, until the leader holds all the output (or takes
-// no more of it), then stops the sender.
-func (s *outputStream) finish(wait time.Duration) {
+// no more of it), then stops sending it.
+func (o *outputStream) finish(wait time.Duration) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		s.mu.Lock()
-		done := s.stopped || s.held >= uint64(len(s.text))
-		s.mu.Unlock()
+		o.sender.mu.Lock()
+		done := o.stopped || o.held >= uint64(len(o.text))
+		o.sender.mu.Unlock()
 		if done {
 			break
 		}
 		select {
-		case <-s.synced:
+		case <-o.synced:
 			continue
 		case <-deadline.C:
 		}
 		break
 	}
-	s.stop()
+	o.stop()
 }
 
-// stop ends the sender without waiting for the leader (again: nothing).
-func (s *outputStream) stop() {
-	s.mu.Lock()
-	s.stopped = true
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if done != nil {
-		cancel()
-		<-done
-	}
+// stop ends the attempt's output without waiting for the leader (again:
+// nothing). A call in flight may still carry it.
+func (o *outputStream) stop() {
+	o.sender.mu.Lock()
+	defer o.sender.mu.Unlock()
+	o.stopped = true
+	delete(o.sender.pending, o)
 }
 
 // Stream sends text, the next piece of the tool's progress, to the

@@ -232,6 +232,8 @@ type Worker struct {
 	// least 1); resized is signalled when a registration changes it.
 	partitions int
 	resized    chan struct{}
+	// outputs are the live output senders, by partition.
+	outputs map[int]*outputSender
 
 	// ledger, when $DEX_LEDGER is set, gets a line per handler start and end.
 	ledger *Ledger
@@ -469,7 +471,7 @@ func (w *Worker) pollLoop(ctx, taskCtx context.Context, p *poller, slots chan st
 					slots <- struct{}{}
 				}
 				defer func() { <-slots }()
-				w.runTask(taskCtx, t)
+				w.runTask(taskCtx, t, w.outputSender(p.partition))
 			}()
 		}
 	}
@@ -584,7 +586,8 @@ func ceilMillis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
+// live sends the live output of t's attempt (t's partition's sender).
+func (w *Worker) runTask(ctx context.Context, t *dexv1.Task, live *outputSender) {
 	ref := t.Ref.CloneVT()
 	log := w.log.With(zap.String("session", t.SessionId), zap.String("step", ref.StepId),
 		zap.Uint32("attempt", ref.Attempt), zap.String("kind", t.Kind.String()), zap.String("tool", t.Tool))
@@ -641,7 +644,7 @@ func (w *Worker) runTask(ctx context.Context, t *dexv1.Task) {
 
 	w.hold(HoldAfterClaim, t)
 	started := time.Now()
-	out := w.invoke(hctx, t, ref.Attempt)
+	out := w.invoke(hctx, t, ref.Attempt, live)
 	w.opts.Metrics.handled(t.Kind, out.complete != nil, time.Since(started))
 
 	hmu.Lock()
@@ -743,14 +746,14 @@ func routeProblem(t *dexv1.Task) string {
 // execution ledger if there is one. A start line that cannot be written
 // fails the attempt without running the handler: the run would go
 // uncounted.
-func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32) outcome {
+func (w *Worker) invoke(ctx context.Context, t *dexv1.Task, attempt uint32, live *outputSender) outcome {
 	if w.ledger == nil {
-		return w.runHandler(ctx, t, attempt, nil)
+		return w.runHandler(ctx, t, attempt, live, nil)
 	}
 	line := ledgerLine(t, w.opts.ID)
 	start := func() error { return w.ledger.Append(line) }
 	ctx = context.WithValue(ctx, ledgerCtxKey{}, ledgerCall{l: w.ledger, line: line})
-	out := w.runHandler(ctx, t, attempt, start)
+	out := w.runHandler(ctx, t, attempt, live, start)
 	if errors.Is(out.err, errLedgerStart) {
 		return out
 	}
@@ -766,7 +769,7 @@ var errLedgerStart = errors.New("the handler did not run: its ledger start line 
 
 // runHandler runs the handler for t; start, if set, is called right before
 // the handler (after any hold) and must succeed for it to run.
-func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, start func() error) (out outcome) {
+func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, live *outputSender, start func() error) (out outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			out = outcome{err: fmt.Errorf("handler panicked: %v", r)}
@@ -801,7 +804,7 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 			return outcome{err: err}
 		}
 		mi := in()
-		mi.out = newOutputStream(w.svc, t.Ref)
+		mi.out = live.open(t.Ref)
 		defer mi.out.stop()
 		mo, err := w.opts.Model.RunModel(ctx, mi)
 		if err != nil {
@@ -851,7 +854,7 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 		if err := begin(); err != nil {
 			return outcome{err: err}
 		}
-		call.out = newOutputStream(w.svc, t.Ref)
+		call.out = live.open(t.Ref)
 		defer call.out.stop()
 		res, err := tool.Run(ctx, call)
 		if err != nil {

@@ -112,3 +112,24 @@ func (w *Worker) pollWait() time.Duration {
 	}
 	return w.opts.PollWait
 }
+
+// outputSender is the sender of the live output of partition k's attempts.
+func (w *Worker) outputSender(k int) *outputSender {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.outputs == nil {
+		w.outputs = map[int]*outputSender{}
+	}
+	s := w.outputs[k]
+	if s == nil {
+		to := func(ctx context.Context) context.Context {
+			if ctx, _, ok := w.toPartition(ctx, &poller{partition: k}); ok {
+				return ctx
+			}
+			return ctx
+		}
+		s = &outputSender{svc: w.svc, to: to, pending: map[*outputStream]struct{}{}}
+		w.outputs[k] = s
+	}
+	return s
+}

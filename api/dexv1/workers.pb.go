@@ -141,6 +141,97 @@ func (TaskHandler) EnumDescriptor() ([]byte, []int) {
 	return file_dex_v1_workers_proto_rawDescGZIP(), []int{1}
 }
 
+type AppendOutputsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Each as AppendOutput takes it; 1 to 1,024 of them, of distinct
+	// attempts.
+	Appends       []*AppendOutputRequest `protobuf:"bytes,1,rep,name=appends,proto3" json:"appends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendOutputsRequest) Reset() {
+	*x = AppendOutputsRequest{}
+	mi := &file_dex_v1_workers_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendOutputsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendOutputsRequest) ProtoMessage() {}
+
+func (x *AppendOutputsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_workers_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendOutputsRequest.ProtoReflect.Descriptor instead.
+func (*AppendOutputsRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *AppendOutputsRequest) GetAppends() []*AppendOutputRequest {
+	if x != nil {
+		return x.Appends
+	}
+	return nil
+}
+
+type AppendOutputsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// AppendOutput's answer to each append, in the request's order.
+	Answers       []*AppendOutputResponse `protobuf:"bytes,1,rep,name=answers,proto3" json:"answers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendOutputsResponse) Reset() {
+	*x = AppendOutputsResponse{}
+	mi := &file_dex_v1_workers_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendOutputsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendOutputsResponse) ProtoMessage() {}
+
+func (x *AppendOutputsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_workers_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendOutputsResponse.ProtoReflect.Descriptor instead.
+func (*AppendOutputsResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AppendOutputsResponse) GetAnswers() []*AppendOutputResponse {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
 type AppendOutputRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required: the running attempt, as its heartbeat names it (seq unused).
@@ -154,7 +245,7 @@ type AppendOutputRequest struct {
 
 func (x *AppendOutputRequest) Reset() {
 	*x = AppendOutputRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[0]
+	mi := &file_dex_v1_workers_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -166,7 +257,7 @@ func (x *AppendOutputRequest) String() string {
 func (*AppendOutputRequest) ProtoMessage() {}
 
 func (x *AppendOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[0]
+	mi := &file_dex_v1_workers_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -179,7 +270,7 @@ func (x *AppendOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendOutputRequest.ProtoReflect.Descriptor instead.
 func (*AppendOutputRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{0}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AppendOutputRequest) GetRef() *AttemptRef {
@@ -217,7 +308,7 @@ type AppendOutputResponse struct {
 
 func (x *AppendOutputResponse) Reset() {
 	*x = AppendOutputResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[1]
+	mi := &file_dex_v1_workers_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -229,7 +320,7 @@ func (x *AppendOutputResponse) String() string {
 func (*AppendOutputResponse) ProtoMessage() {}
 
 func (x *AppendOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[1]
+	mi := &file_dex_v1_workers_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -242,7 +333,7 @@ func (x *AppendOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendOutputResponse.ProtoReflect.Descriptor instead.
 func (*AppendOutputResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{1}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AppendOutputResponse) GetNextOffset() uint64 {
@@ -280,7 +371,7 @@ type RegisterWorkerRequest struct {
 
 func (x *RegisterWorkerRequest) Reset() {
 	*x = RegisterWorkerRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[2]
+	mi := &file_dex_v1_workers_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +383,7 @@ func (x *RegisterWorkerRequest) String() string {
 func (*RegisterWorkerRequest) ProtoMessage() {}
 
 func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[2]
+	mi := &file_dex_v1_workers_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +396,7 @@ func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{2}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RegisterWorkerRequest) GetWorkerId() string {
@@ -364,7 +455,7 @@ type RegisterWorkerResponse struct {
 
 func (x *RegisterWorkerResponse) Reset() {
 	*x = RegisterWorkerResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[3]
+	mi := &file_dex_v1_workers_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +467,7 @@ func (x *RegisterWorkerResponse) String() string {
 func (*RegisterWorkerResponse) ProtoMessage() {}
 
 func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[3]
+	mi := &file_dex_v1_workers_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +480,7 @@ func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{3}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RegisterWorkerResponse) GetHeartbeatIntervalMs() uint32 {
@@ -437,7 +528,7 @@ type DeregisterWorkerRequest struct {
 
 func (x *DeregisterWorkerRequest) Reset() {
 	*x = DeregisterWorkerRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[4]
+	mi := &file_dex_v1_workers_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -449,7 +540,7 @@ func (x *DeregisterWorkerRequest) String() string {
 func (*DeregisterWorkerRequest) ProtoMessage() {}
 
 func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[4]
+	mi := &file_dex_v1_workers_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -462,7 +553,7 @@ func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeregisterWorkerRequest) GetWorkerId() string {
@@ -480,7 +571,7 @@ type DeregisterWorkerResponse struct {
 
 func (x *DeregisterWorkerResponse) Reset() {
 	*x = DeregisterWorkerResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[5]
+	mi := &file_dex_v1_workers_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +583,7 @@ func (x *DeregisterWorkerResponse) String() string {
 func (*DeregisterWorkerResponse) ProtoMessage() {}
 
 func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[5]
+	mi := &file_dex_v1_workers_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +596,7 @@ func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{7}
 }
 
 type PollTaskRequest struct {
@@ -522,7 +613,7 @@ type PollTaskRequest struct {
 
 func (x *PollTaskRequest) Reset() {
 	*x = PollTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[6]
+	mi := &file_dex_v1_workers_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +625,7 @@ func (x *PollTaskRequest) String() string {
 func (*PollTaskRequest) ProtoMessage() {}
 
 func (x *PollTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[6]
+	mi := &file_dex_v1_workers_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +638,7 @@ func (x *PollTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollTaskRequest.ProtoReflect.Descriptor instead.
 func (*PollTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PollTaskRequest) GetWorkerId() string {
@@ -584,7 +675,7 @@ type ModelInput struct {
 
 func (x *ModelInput) Reset() {
 	*x = ModelInput{}
-	mi := &file_dex_v1_workers_proto_msgTypes[7]
+	mi := &file_dex_v1_workers_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +687,7 @@ func (x *ModelInput) String() string {
 func (*ModelInput) ProtoMessage() {}
 
 func (x *ModelInput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[7]
+	mi := &file_dex_v1_workers_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +700,7 @@ func (x *ModelInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInput.ProtoReflect.Descriptor instead.
 func (*ModelInput) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ModelInput) GetHistory() []*HistoryEntry {
@@ -665,7 +756,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_dex_v1_workers_proto_msgTypes[8]
+	mi := &file_dex_v1_workers_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +768,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[8]
+	mi := &file_dex_v1_workers_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +781,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Task) GetRef() *AttemptRef {
@@ -814,7 +905,7 @@ type PollTaskResponse struct {
 
 func (x *PollTaskResponse) Reset() {
 	*x = PollTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[9]
+	mi := &file_dex_v1_workers_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +917,7 @@ func (x *PollTaskResponse) String() string {
 func (*PollTaskResponse) ProtoMessage() {}
 
 func (x *PollTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[9]
+	mi := &file_dex_v1_workers_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +930,7 @@ func (x *PollTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollTaskResponse.ProtoReflect.Descriptor instead.
 func (*PollTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PollTaskResponse) GetTasks() []*Task {
@@ -860,7 +951,7 @@ type ClaimTaskRequest struct {
 
 func (x *ClaimTaskRequest) Reset() {
 	*x = ClaimTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[10]
+	mi := &file_dex_v1_workers_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +963,7 @@ func (x *ClaimTaskRequest) String() string {
 func (*ClaimTaskRequest) ProtoMessage() {}
 
 func (x *ClaimTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[10]
+	mi := &file_dex_v1_workers_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +976,7 @@ func (x *ClaimTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimTaskRequest.ProtoReflect.Descriptor instead.
 func (*ClaimTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ClaimTaskRequest) GetRef() *AttemptRef {
@@ -903,7 +994,7 @@ type ClaimTaskResponse struct {
 
 func (x *ClaimTaskResponse) Reset() {
 	*x = ClaimTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[11]
+	mi := &file_dex_v1_workers_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1006,7 @@ func (x *ClaimTaskResponse) String() string {
 func (*ClaimTaskResponse) ProtoMessage() {}
 
 func (x *ClaimTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[11]
+	mi := &file_dex_v1_workers_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1019,7 @@ func (x *ClaimTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimTaskResponse.ProtoReflect.Descriptor instead.
 func (*ClaimTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{13}
 }
 
 type HeartbeatRequest struct {
@@ -941,7 +1032,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[12]
+	mi := &file_dex_v1_workers_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1044,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[12]
+	mi := &file_dex_v1_workers_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1057,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HeartbeatRequest) GetRef() *AttemptRef {
@@ -988,7 +1079,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[13]
+	mi := &file_dex_v1_workers_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1091,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[13]
+	mi := &file_dex_v1_workers_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1104,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HeartbeatResponse) GetCancelled() bool {
@@ -1047,7 +1138,7 @@ type CompleteTaskRequest struct {
 
 func (x *CompleteTaskRequest) Reset() {
 	*x = CompleteTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[14]
+	mi := &file_dex_v1_workers_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1150,7 @@ func (x *CompleteTaskRequest) String() string {
 func (*CompleteTaskRequest) ProtoMessage() {}
 
 func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[14]
+	mi := &file_dex_v1_workers_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1163,7 @@ func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskRequest.ProtoReflect.Descriptor instead.
 func (*CompleteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CompleteTaskRequest) GetRef() *AttemptRef {
@@ -1161,7 +1252,7 @@ type CompleteTaskResponse struct {
 
 func (x *CompleteTaskResponse) Reset() {
 	*x = CompleteTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[15]
+	mi := &file_dex_v1_workers_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1264,7 @@ func (x *CompleteTaskResponse) String() string {
 func (*CompleteTaskResponse) ProtoMessage() {}
 
 func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[15]
+	mi := &file_dex_v1_workers_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1277,7 @@ func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskResponse.ProtoReflect.Descriptor instead.
 func (*CompleteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{17}
 }
 
 type FailTaskRequest struct {
@@ -1201,7 +1292,7 @@ type FailTaskRequest struct {
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[16]
+	mi := &file_dex_v1_workers_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1304,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[16]
+	mi := &file_dex_v1_workers_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1317,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FailTaskRequest) GetRef() *AttemptRef {
@@ -1258,7 +1349,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[17]
+	mi := &file_dex_v1_workers_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1361,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[17]
+	mi := &file_dex_v1_workers_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1374,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{19}
 }
 
 type ReportTaskRequest struct {
@@ -1300,7 +1391,7 @@ type ReportTaskRequest struct {
 
 func (x *ReportTaskRequest) Reset() {
 	*x = ReportTaskRequest{}
-	mi := &file_dex_v1_workers_proto_msgTypes[18]
+	mi := &file_dex_v1_workers_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1403,7 @@ func (x *ReportTaskRequest) String() string {
 func (*ReportTaskRequest) ProtoMessage() {}
 
 func (x *ReportTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[18]
+	mi := &file_dex_v1_workers_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1416,7 @@ func (x *ReportTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReportTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReportTaskRequest) GetRef() *AttemptRef {
@@ -1350,7 +1441,7 @@ type ReportTaskResponse struct {
 
 func (x *ReportTaskResponse) Reset() {
 	*x = ReportTaskResponse{}
-	mi := &file_dex_v1_workers_proto_msgTypes[19]
+	mi := &file_dex_v1_workers_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1453,7 @@ func (x *ReportTaskResponse) String() string {
 func (*ReportTaskResponse) ProtoMessage() {}
 
 func (x *ReportTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_workers_proto_msgTypes[19]
+	mi := &file_dex_v1_workers_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,14 +1466,18 @@ func (x *ReportTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReportTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_workers_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_workers_proto_rawDescGZIP(), []int{21}
 }
 
 var File_dex_v1_workers_proto protoreflect.FileDescriptor
 
 const file_dex_v1_workers_proto_rawDesc = "" +
 	"\n" +
-	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"g\n" +
+	"\x14dex/v1/workers.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"M\n" +
+	"\x14AppendOutputsRequest\x125\n" +
+	"\aappends\x18\x01 \x03(\v2\x1b.dex.v1.AppendOutputRequestR\aappends\"O\n" +
+	"\x15AppendOutputsResponse\x126\n" +
+	"\aanswers\x18\x01 \x03(\v2\x1c.dex.v1.AppendOutputResponseR\aanswers\"g\n" +
 	"\x13AppendOutputRequest\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x12\n" +
@@ -1478,7 +1573,7 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\x12TASK_HANDLER_MODEL\x10\x01\x12\x18\n" +
 	"\x14TASK_HANDLER_COMPACT\x10\x02\x12\x15\n" +
 	"\x11TASK_HANDLER_TOOL\x10\x03\x12\x15\n" +
-	"\x11TASK_HANDLER_POLL\x10\x042\x94\x05\n" +
+	"\x11TASK_HANDLER_POLL\x10\x042\xe2\x05\n" +
 	"\rWorkerService\x12O\n" +
 	"\x0eRegisterWorker\x12\x1d.dex.v1.RegisterWorkerRequest\x1a\x1e.dex.v1.RegisterWorkerResponse\x12=\n" +
 	"\bPollTask\x12\x17.dex.v1.PollTaskRequest\x1a\x18.dex.v1.PollTaskResponse\x12@\n" +
@@ -1489,7 +1584,8 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\fCompleteTask\x12\x1b.dex.v1.CompleteTaskRequest\x1a\x1c.dex.v1.CompleteTaskResponse\x12=\n" +
 	"\bFailTask\x12\x17.dex.v1.FailTaskRequest\x1a\x18.dex.v1.FailTaskResponse\x12U\n" +
 	"\x10DeregisterWorker\x12\x1f.dex.v1.DeregisterWorkerRequest\x1a .dex.v1.DeregisterWorkerResponse\x12I\n" +
-	"\fAppendOutput\x12\x1b.dex.v1.AppendOutputRequest\x1a\x1c.dex.v1.AppendOutputResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\fAppendOutput\x12\x1b.dex.v1.AppendOutputRequest\x1a\x1c.dex.v1.AppendOutputResponse\x12L\n" +
+	"\rAppendOutputs\x12\x1c.dex.v1.AppendOutputsRequest\x1a\x1d.dex.v1.AppendOutputsResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_workers_proto_rawDescOnce sync.Once
@@ -1504,86 +1600,92 @@ func file_dex_v1_workers_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_workers_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_dex_v1_workers_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_dex_v1_workers_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_dex_v1_workers_proto_goTypes = []any{
 	(TaskRunner)(0),                  // 0: dex.v1.TaskRunner
 	(TaskHandler)(0),                 // 1: dex.v1.TaskHandler
-	(*AppendOutputRequest)(nil),      // 2: dex.v1.AppendOutputRequest
-	(*AppendOutputResponse)(nil),     // 3: dex.v1.AppendOutputResponse
-	(*RegisterWorkerRequest)(nil),    // 4: dex.v1.RegisterWorkerRequest
-	(*RegisterWorkerResponse)(nil),   // 5: dex.v1.RegisterWorkerResponse
-	(*DeregisterWorkerRequest)(nil),  // 6: dex.v1.DeregisterWorkerRequest
-	(*DeregisterWorkerResponse)(nil), // 7: dex.v1.DeregisterWorkerResponse
-	(*PollTaskRequest)(nil),          // 8: dex.v1.PollTaskRequest
-	(*ModelInput)(nil),               // 9: dex.v1.ModelInput
-	(*Task)(nil),                     // 10: dex.v1.Task
-	(*PollTaskResponse)(nil),         // 11: dex.v1.PollTaskResponse
-	(*ClaimTaskRequest)(nil),         // 12: dex.v1.ClaimTaskRequest
-	(*ClaimTaskResponse)(nil),        // 13: dex.v1.ClaimTaskResponse
-	(*HeartbeatRequest)(nil),         // 14: dex.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 15: dex.v1.HeartbeatResponse
-	(*CompleteTaskRequest)(nil),      // 16: dex.v1.CompleteTaskRequest
-	(*CompleteTaskResponse)(nil),     // 17: dex.v1.CompleteTaskResponse
-	(*FailTaskRequest)(nil),          // 18: dex.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),         // 19: dex.v1.FailTaskResponse
-	(*ReportTaskRequest)(nil),        // 20: dex.v1.ReportTaskRequest
-	(*ReportTaskResponse)(nil),       // 21: dex.v1.ReportTaskResponse
-	(*AttemptRef)(nil),               // 22: dex.v1.AttemptRef
-	(*ToolSpec)(nil),                 // 23: dex.v1.ToolSpec
-	(*HistoryEntry)(nil),             // 24: dex.v1.HistoryEntry
-	(StepKind)(0),                    // 25: dex.v1.StepKind
-	(ToolAccess)(0),                  // 26: dex.v1.ToolAccess
-	(*ModelOutput)(nil),              // 27: dex.v1.ModelOutput
-	(*ToolResult)(nil),               // 28: dex.v1.ToolResult
-	(*PollResult)(nil),               // 29: dex.v1.PollResult
-	(ErrorType)(0),                   // 30: dex.v1.ErrorType
-	(*AttemptResult)(nil),            // 31: dex.v1.AttemptResult
+	(*AppendOutputsRequest)(nil),     // 2: dex.v1.AppendOutputsRequest
+	(*AppendOutputsResponse)(nil),    // 3: dex.v1.AppendOutputsResponse
+	(*AppendOutputRequest)(nil),      // 4: dex.v1.AppendOutputRequest
+	(*AppendOutputResponse)(nil),     // 5: dex.v1.AppendOutputResponse
+	(*RegisterWorkerRequest)(nil),    // 6: dex.v1.RegisterWorkerRequest
+	(*RegisterWorkerResponse)(nil),   // 7: dex.v1.RegisterWorkerResponse
+	(*DeregisterWorkerRequest)(nil),  // 8: dex.v1.DeregisterWorkerRequest
+	(*DeregisterWorkerResponse)(nil), // 9: dex.v1.DeregisterWorkerResponse
+	(*PollTaskRequest)(nil),          // 10: dex.v1.PollTaskRequest
+	(*ModelInput)(nil),               // 11: dex.v1.ModelInput
+	(*Task)(nil),                     // 12: dex.v1.Task
+	(*PollTaskResponse)(nil),         // 13: dex.v1.PollTaskResponse
+	(*ClaimTaskRequest)(nil),         // 14: dex.v1.ClaimTaskRequest
+	(*ClaimTaskResponse)(nil),        // 15: dex.v1.ClaimTaskResponse
+	(*HeartbeatRequest)(nil),         // 16: dex.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 17: dex.v1.HeartbeatResponse
+	(*CompleteTaskRequest)(nil),      // 18: dex.v1.CompleteTaskRequest
+	(*CompleteTaskResponse)(nil),     // 19: dex.v1.CompleteTaskResponse
+	(*FailTaskRequest)(nil),          // 20: dex.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),         // 21: dex.v1.FailTaskResponse
+	(*ReportTaskRequest)(nil),        // 22: dex.v1.ReportTaskRequest
+	(*ReportTaskResponse)(nil),       // 23: dex.v1.ReportTaskResponse
+	(*AttemptRef)(nil),               // 24: dex.v1.AttemptRef
+	(*ToolSpec)(nil),                 // 25: dex.v1.ToolSpec
+	(*HistoryEntry)(nil),             // 26: dex.v1.HistoryEntry
+	(StepKind)(0),                    // 27: dex.v1.StepKind
+	(ToolAccess)(0),                  // 28: dex.v1.ToolAccess
+	(*ModelOutput)(nil),              // 29: dex.v1.ModelOutput
+	(*ToolResult)(nil),               // 30: dex.v1.ToolResult
+	(*PollResult)(nil),               // 31: dex.v1.PollResult
+	(ErrorType)(0),                   // 32: dex.v1.ErrorType
+	(*AttemptResult)(nil),            // 33: dex.v1.AttemptResult
 }
 var file_dex_v1_workers_proto_depIdxs = []int32{
-	22, // 0: dex.v1.AppendOutputRequest.ref:type_name -> dex.v1.AttemptRef
-	23, // 1: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
-	24, // 2: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
-	23, // 3: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
-	22, // 4: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
-	25, // 5: dex.v1.Task.kind:type_name -> dex.v1.StepKind
-	9,  // 6: dex.v1.Task.model_input:type_name -> dex.v1.ModelInput
-	26, // 7: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
-	0,  // 8: dex.v1.Task.runner:type_name -> dex.v1.TaskRunner
-	1,  // 9: dex.v1.Task.handler:type_name -> dex.v1.TaskHandler
-	10, // 10: dex.v1.PollTaskResponse.tasks:type_name -> dex.v1.Task
-	22, // 11: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	22, // 12: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
-	22, // 13: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	27, // 14: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
-	28, // 15: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
-	29, // 16: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
-	22, // 17: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	30, // 18: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
-	22, // 19: dex.v1.ReportTaskRequest.ref:type_name -> dex.v1.AttemptRef
-	31, // 20: dex.v1.ReportTaskRequest.result:type_name -> dex.v1.AttemptResult
-	4,  // 21: dex.v1.WorkerService.RegisterWorker:input_type -> dex.v1.RegisterWorkerRequest
-	8,  // 22: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
-	12, // 23: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
-	14, // 24: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
-	20, // 25: dex.v1.WorkerService.ReportTask:input_type -> dex.v1.ReportTaskRequest
-	16, // 26: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
-	18, // 27: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
-	6,  // 28: dex.v1.WorkerService.DeregisterWorker:input_type -> dex.v1.DeregisterWorkerRequest
-	2,  // 29: dex.v1.WorkerService.AppendOutput:input_type -> dex.v1.AppendOutputRequest
-	5,  // 30: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
-	11, // 31: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
-	13, // 32: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
-	15, // 33: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
-	21, // 34: dex.v1.WorkerService.ReportTask:output_type -> dex.v1.ReportTaskResponse
-	17, // 35: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
-	19, // 36: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
-	7,  // 37: dex.v1.WorkerService.DeregisterWorker:output_type -> dex.v1.DeregisterWorkerResponse
-	3,  // 38: dex.v1.WorkerService.AppendOutput:output_type -> dex.v1.AppendOutputResponse
-	30, // [30:39] is the sub-list for method output_type
-	21, // [21:30] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	4,  // 0: dex.v1.AppendOutputsRequest.appends:type_name -> dex.v1.AppendOutputRequest
+	5,  // 1: dex.v1.AppendOutputsResponse.answers:type_name -> dex.v1.AppendOutputResponse
+	24, // 2: dex.v1.AppendOutputRequest.ref:type_name -> dex.v1.AttemptRef
+	25, // 3: dex.v1.RegisterWorkerRequest.tools:type_name -> dex.v1.ToolSpec
+	26, // 4: dex.v1.ModelInput.history:type_name -> dex.v1.HistoryEntry
+	25, // 5: dex.v1.ModelInput.tools:type_name -> dex.v1.ToolSpec
+	24, // 6: dex.v1.Task.ref:type_name -> dex.v1.AttemptRef
+	27, // 7: dex.v1.Task.kind:type_name -> dex.v1.StepKind
+	11, // 8: dex.v1.Task.model_input:type_name -> dex.v1.ModelInput
+	28, // 9: dex.v1.Task.access:type_name -> dex.v1.ToolAccess
+	0,  // 10: dex.v1.Task.runner:type_name -> dex.v1.TaskRunner
+	1,  // 11: dex.v1.Task.handler:type_name -> dex.v1.TaskHandler
+	12, // 12: dex.v1.PollTaskResponse.tasks:type_name -> dex.v1.Task
+	24, // 13: dex.v1.ClaimTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	24, // 14: dex.v1.HeartbeatRequest.ref:type_name -> dex.v1.AttemptRef
+	24, // 15: dex.v1.CompleteTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	29, // 16: dex.v1.CompleteTaskRequest.model_output:type_name -> dex.v1.ModelOutput
+	30, // 17: dex.v1.CompleteTaskRequest.tool_result:type_name -> dex.v1.ToolResult
+	31, // 18: dex.v1.CompleteTaskRequest.poll_result:type_name -> dex.v1.PollResult
+	24, // 19: dex.v1.FailTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	32, // 20: dex.v1.FailTaskRequest.error_type:type_name -> dex.v1.ErrorType
+	24, // 21: dex.v1.ReportTaskRequest.ref:type_name -> dex.v1.AttemptRef
+	33, // 22: dex.v1.ReportTaskRequest.result:type_name -> dex.v1.AttemptResult
+	6,  // 23: dex.v1.WorkerService.RegisterWorker:input_type -> dex.v1.RegisterWorkerRequest
+	10, // 24: dex.v1.WorkerService.PollTask:input_type -> dex.v1.PollTaskRequest
+	14, // 25: dex.v1.WorkerService.ClaimTask:input_type -> dex.v1.ClaimTaskRequest
+	16, // 26: dex.v1.WorkerService.Heartbeat:input_type -> dex.v1.HeartbeatRequest
+	22, // 27: dex.v1.WorkerService.ReportTask:input_type -> dex.v1.ReportTaskRequest
+	18, // 28: dex.v1.WorkerService.CompleteTask:input_type -> dex.v1.CompleteTaskRequest
+	20, // 29: dex.v1.WorkerService.FailTask:input_type -> dex.v1.FailTaskRequest
+	8,  // 30: dex.v1.WorkerService.DeregisterWorker:input_type -> dex.v1.DeregisterWorkerRequest
+	4,  // 31: dex.v1.WorkerService.AppendOutput:input_type -> dex.v1.AppendOutputRequest
+	2,  // 32: dex.v1.WorkerService.AppendOutputs:input_type -> dex.v1.AppendOutputsRequest
+	7,  // 33: dex.v1.WorkerService.RegisterWorker:output_type -> dex.v1.RegisterWorkerResponse
+	13, // 34: dex.v1.WorkerService.PollTask:output_type -> dex.v1.PollTaskResponse
+	15, // 35: dex.v1.WorkerService.ClaimTask:output_type -> dex.v1.ClaimTaskResponse
+	17, // 36: dex.v1.WorkerService.Heartbeat:output_type -> dex.v1.HeartbeatResponse
+	23, // 37: dex.v1.WorkerService.ReportTask:output_type -> dex.v1.ReportTaskResponse
+	19, // 38: dex.v1.WorkerService.CompleteTask:output_type -> dex.v1.CompleteTaskResponse
+	21, // 39: dex.v1.WorkerService.FailTask:output_type -> dex.v1.FailTaskResponse
+	9,  // 40: dex.v1.WorkerService.DeregisterWorker:output_type -> dex.v1.DeregisterWorkerResponse
+	5,  // 41: dex.v1.WorkerService.AppendOutput:output_type -> dex.v1.AppendOutputResponse
+	3,  // 42: dex.v1.WorkerService.AppendOutputs:output_type -> dex.v1.AppendOutputsResponse
+	33, // [33:43] is the sub-list for method output_type
+	23, // [23:33] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_workers_proto_init() }
@@ -1592,7 +1694,7 @@ func file_dex_v1_workers_proto_init() {
 		return
 	}
 	file_dex_v1_types_proto_init()
-	file_dex_v1_workers_proto_msgTypes[14].OneofWrappers = []any{
+	file_dex_v1_workers_proto_msgTypes[16].OneofWrappers = []any{
 		(*CompleteTaskRequest_ModelOutput)(nil),
 		(*CompleteTaskRequest_ToolResult)(nil),
 		(*CompleteTaskRequest_PollResult)(nil),
@@ -1604,7 +1706,7 @@ func file_dex_v1_workers_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_workers_proto_rawDesc), len(file_dex_v1_workers_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const (
 	WorkerService_FailTask_FullMethodName         = "/dex.v1.WorkerService/FailTask"
 	WorkerService_DeregisterWorker_FullMethodName = "/dex.v1.WorkerService/DeregisterWorker"
 	WorkerService_AppendOutput_FullMethodName     = "/dex.v1.WorkerService/AppendOutput"
+	WorkerService_AppendOutputs_FullMethodName    = "/dex.v1.WorkerService/AppendOutputs"
 )
 
 // WorkerServiceClient is the client API for WorkerService service.
@@ -61,6 +62,12 @@ type WorkerServiceClient interface {
 	// leader's memory and relayed to the session's watchers, not logged
 	// (docs/design/streaming.md).
 	AppendOutput(ctx context.Context, in *AppendOutputRequest, opts ...grpc.CallOption) (*AppendOutputResponse, error)
+	// AppendOutput for several running attempts at once, all of the partition
+	// the call's dex-partition metadata names (absent: 0): a Worker sends the
+	// pending output of every attempt it runs there in one call, the next once
+	// this one is answered, so a loaded Worker makes few calls and an idle one
+	// sends each delta at once.
+	AppendOutputs(ctx context.Context, in *AppendOutputsRequest, opts ...grpc.CallOption) (*AppendOutputsResponse, error)
 }
 
 type workerServiceClient struct {
@@ -161,6 +168,16 @@ func (c *workerServiceClient) AppendOutput(ctx context.Context, in *AppendOutput
 	return out, nil
 }
 
+func (c *workerServiceClient) AppendOutputs(ctx context.Context, in *AppendOutputsRequest, opts ...grpc.CallOption) (*AppendOutputsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AppendOutputsResponse)
+	err := c.cc.Invoke(ctx, WorkerService_AppendOutputs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServiceServer is the server API for WorkerService service.
 // All implementations must embed UnimplementedWorkerServiceServer
 // for forward compatibility.
@@ -192,6 +209,12 @@ type WorkerServiceServer interface {
 	// leader's memory and relayed to the session's watchers, not logged
 	// (docs/design/streaming.md).
 	AppendOutput(context.Context, *AppendOutputRequest) (*AppendOutputResponse, error)
+	// AppendOutput for several running attempts at once, all of the partition
+	// the call's dex-partition metadata names (absent: 0): a Worker sends the
+	// pending output of every attempt it runs there in one call, the next once
+	// this one is answered, so a loaded Worker makes few calls and an idle one
+	// sends each delta at once.
+	AppendOutputs(context.Context, *AppendOutputsRequest) (*AppendOutputsResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
 
@@ -228,6 +251,9 @@ func (UnimplementedWorkerServiceServer) DeregisterWorker(context.Context, *Dereg
 }
 func (UnimplementedWorkerServiceServer) AppendOutput(context.Context, *AppendOutputRequest) (*AppendOutputResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AppendOutput not implemented")
+}
+func (UnimplementedWorkerServiceServer) AppendOutputs(context.Context, *AppendOutputsRequest) (*AppendOutputsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AppendOutputs not implemented")
 }
 func (UnimplementedWorkerServiceServer) mustEmbedUnimplementedWorkerServiceServer() {}
 func (UnimplementedWorkerServiceServer) testEmbeddedByValue()                       {}
@@ -412,6 +438,24 @@ func _WorkerService_AppendOutput_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkerService_AppendOutputs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AppendOutputsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).AppendOutputs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_AppendOutputs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).AppendOutputs(ctx, req.(*AppendOutputsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkerService_ServiceDesc is the grpc.ServiceDesc for WorkerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -454,6 +498,10 @@ var WorkerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AppendOutput",
 			Handler:    _WorkerService_AppendOutput_Handler,
+		},
+		{
+			MethodName: "AppendOutputs",
+			Handler:    _WorkerService_AppendOutputs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

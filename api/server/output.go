@@ -18,14 +18,27 @@ type OutputHubs interface {
 	Hub() *stream.Hub
 }
 
+// maxAppends bounds the appends of one AppendOutputs call.
+const maxAppends = 1024
+
 // AppendOutput takes a running attempt's live output and relays it to the
 // session's watchers. An attempt that no longer runs, or output over the
 // limit, is answered with stop: its result carries the output whole.
 func (w *Workers) AppendOutput(ctx context.Context, req *dexv1.AppendOutputRequest) (*dexv1.AppendOutputResponse, error) {
+	resp, err := w.AppendOutputs(ctx, &dexv1.AppendOutputsRequest{Appends: []*dexv1.AppendOutputRequest{req}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Answers[0], nil
+}
+
+// AppendOutputs is AppendOutput for several attempts of this partition at
+// once. A malformed append refuses the whole call, and nothing is taken.
+func (w *Workers) AppendOutputs(ctx context.Context, req *dexv1.AppendOutputsRequest) (*dexv1.AppendOutputsResponse, error) {
 	if err := w.checkAttempt(ctx); err != nil {
 		return nil, err
 	}
-	if err := validRef(req.Ref); err != nil {
+	if err := validAppends(req.Appends); err != nil {
 		return nil, err
 	}
 	var hub *stream.Hub
@@ -35,11 +48,48 @@ func (w *Workers) AppendOutput(ctx context.Context, req *dexv1.AppendOutputReque
 	if hub == nil {
 		return nil, status.Error(codes.Unavailable, "this node holds no live output now (it is not leading); try again")
 	}
-	st := w.node.State().Step(req.Ref.StepId)
-	if !runningAttempt(st, req.Ref) {
+	state := w.node.State()
+	resp := &dexv1.AppendOutputsResponse{Answers: make([]*dexv1.AppendOutputResponse, len(req.Appends))}
+	for i, a := range req.Appends {
+		answer, err := appendOutput(hub, state.Step(a.Ref.StepId), a)
+		if err != nil {
+			return nil, err
+		}
+		resp.Answers[i] = answer
+	}
+	return resp, nil
+}
+
+// validAppends refuses a call of no append, of too many, of an append
+// without its attempt, or of the same attempt twice (its offsets would race).
+func validAppends(appends []*dexv1.AppendOutputRequest) error {
+	if len(appends) == 0 || len(appends) > maxAppends {
+		return status.Errorf(codes.InvalidArgument, "appends: %d given, 1 to %d taken", len(appends), maxAppends)
+	}
+	seen := make(map[stream.Key]bool, len(appends))
+	for i, a := range appends {
+		if err := validRef(a.Ref); err != nil {
+			if len(appends) == 1 {
+				return err
+			}
+			return status.Errorf(codes.InvalidArgument, "append %d: %s", i, status.Convert(err).Message())
+		}
+		k := stream.Key{Step: a.Ref.StepId, Attempt: a.Ref.Attempt}
+		if seen[k] {
+			return status.Errorf(codes.InvalidArgument, "append %d: attempt %d of Step %s is appended to twice in one call", i, k.Attempt, k.Step)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// appendOutput takes one append of the Step st (nil: not in this
+// partition's state).
+func appendOutput(hub *stream.Hub, st *fsmpb.Step, a *dexv1.AppendOutputRequest) (*dexv1.AppendOutputResponse, error) {
+	if !runningAttempt(st, a.Ref) {
 		return &dexv1.AppendOutputResponse{Stop: true}, nil
 	}
-	next, err := hub.Append(st.SessionId, stream.Key{Step: st.Id, Attempt: req.Ref.Attempt}, req.Offset, req.Text)
+	next, err := hub.Append(st.SessionId, stream.Key{Step: st.Id, Attempt: a.Ref.Attempt}, a.Offset, a.Text)
 	switch {
 	case errors.Is(err, stream.ErrOverLimit), errors.Is(err, stream.ErrEnded):
 		return &dexv1.AppendOutputResponse{NextOffset: next, Stop: true}, nil

@@ -58,3 +58,56 @@ func TestAppendOutput(t *testing.T) {
 		t.Fatalf("without a hub: %v; want Unavailable", err)
 	}
 }
+
+// One call carries several attempts' output, each answered in order; a
+// malformed call (no append, too many, an append without its attempt, the
+// same attempt twice) is refused whole and nothing of it is taken.
+func TestAppendOutputs(t *testing.T) {
+	node, ref := runningModelAttempt(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hub := stream.NewHub(stream.DefaultLimits)
+	w := NewWorkers(node, nil, noDeadlines{}, WorkerTiming{})
+	w.outputs = fixedHub{hub}
+	watch := hub.Watch("s", nil)
+	defer watch.Close()
+	ended := &dexv1.AttemptRef{StepId: "other-s1", Attempt: 1, Token: "t"}
+	appends := func(as ...*dexv1.AppendOutputRequest) *dexv1.AppendOutputsRequest {
+		return &dexv1.AppendOutputsRequest{Appends: as}
+	}
+
+	refused := map[string]*dexv1.AppendOutputsRequest{
+		"no append": appends(),
+		"too many":  {Appends: make([]*dexv1.AppendOutputRequest, maxAppends+1)},
+		"an append without its attempt": appends(
+			&dexv1.AppendOutputRequest{Ref: ref, Text: "Hello"}, &dexv1.AppendOutputRequest{Text: "x"}),
+		"the same attempt twice": appends(
+			&dexv1.AppendOutputRequest{Ref: ref, Text: "Hello"}, &dexv1.AppendOutputRequest{Ref: ref, Offset: 5, Text: "!"}),
+	}
+	for name, req := range refused {
+		if _, err := w.AppendOutputs(ctx, req); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("%s: %v; want InvalidArgument", name, err)
+		}
+	}
+	select {
+	case d := <-watch.C():
+		t.Fatalf("a refused call relayed %+v", d)
+	default:
+	}
+
+	resp, err := w.AppendOutputs(ctx, appends(
+		&dexv1.AppendOutputRequest{Ref: ended, Text: "nope"},
+		&dexv1.AppendOutputRequest{Ref: ref, Text: "Hello"}))
+	if err != nil || len(resp.Answers) != 2 {
+		t.Fatalf("append two: %v %v", resp, err)
+	}
+	if a := resp.Answers[0]; !a.Stop {
+		t.Fatalf("an attempt that does not run: %v; want stop", a)
+	}
+	if a := resp.Answers[1]; a.Stop || a.NextOffset != 5 {
+		t.Fatalf("the running attempt: %v; want next 5", a)
+	}
+	if d := <-watch.C(); d.Text != "Hello" || d.Step != ref.StepId {
+		t.Fatalf("relayed %+v", d)
+	}
+}

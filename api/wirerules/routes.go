@@ -81,6 +81,7 @@ var Routes = map[string]Route{
 	"/dex.v1.WorkerService/ClaimTask":        {Kind: ByAttempt, Field: 1},
 	"/dex.v1.WorkerService/Heartbeat":        {Kind: ByAttempt, Field: 1},
 	"/dex.v1.WorkerService/AppendOutput":     {Kind: ByAttempt, Field: 1},
+	"/dex.v1.WorkerService/AppendOutputs":    {Kind: Polled},
 	"/dex.v1.WorkerService/ReportTask":       {Kind: ByAttempt, Field: 1},
 	"/dex.v1.WorkerService/CompleteTask":     {Kind: ByAttempt, Field: 1},
 	"/dex.v1.WorkerService/FailTask":         {Kind: ByAttempt, Field: 1},

@@ -133,6 +133,13 @@ export class FakeNode {
         this.output.set(k, held + req.text);
         return { nextOffset: heldBytes + BigInt(Buffer.byteLength(req.text, "utf8")) };
       },
+      // The batched form, which this library does not send: each append as
+      // appendOutput takes it.
+      appendOutputs: async (req, ctx) => {
+        const answers = [];
+        for (const a of req.appends) answers.push(await worker.appendOutput(a, ctx));
+        return { answers };
+      },
     };
     const health: ServiceImpl<typeof Health> = {
       check: () => ({ status: this.serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING }),

@@ -33,6 +33,18 @@ class AppendOutputResponse(_message.Message):
     stop: bool
     def __init__(self, next_offset: _Optional[int] = ..., stop: bool = ...) -> None: ...
 
+class AppendOutputsRequest(_message.Message):
+    __slots__ = ["appends"]
+    APPENDS_FIELD_NUMBER: _ClassVar[int]
+    appends: _containers.RepeatedCompositeFieldContainer[AppendOutputRequest]
+    def __init__(self, appends: _Optional[_Iterable[_Union[AppendOutputRequest, _Mapping]]] = ...) -> None: ...
+
+class AppendOutputsResponse(_message.Message):
+    __slots__ = ["answers"]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    answers: _containers.RepeatedCompositeFieldContainer[AppendOutputResponse]
+    def __init__(self, answers: _Optional[_Iterable[_Union[AppendOutputResponse, _Mapping]]] = ...) -> None: ...
+
 class ClaimTaskRequest(_message.Message):
     __slots__ = ["ref"]
     REF_FIELD_NUMBER: _ClassVar[int]

@@ -63,6 +63,11 @@ class WorkerServiceStub(object):
                 request_serializer=dex_dot_v1_dot_workers__pb2.AppendOutputRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_workers__pb2.AppendOutputResponse.FromString,
                 )
+        self.AppendOutputs = channel.unary_unary(
+                '/dex.v1.WorkerService/AppendOutputs',
+                request_serializer=dex_dot_v1_dot_workers__pb2.AppendOutputsRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_workers__pb2.AppendOutputsResponse.FromString,
+                )
 
 
 class WorkerServiceServicer(object):
@@ -139,6 +144,17 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendOutputs(self, request, context):
+        """AppendOutput for several running attempts at once, all of the partition
+        the call's dex-partition metadata names (absent: 0): a Worker sends the
+        pending output of every attempt it runs there in one call, the next once
+        this one is answered, so a loaded Worker makes few calls and an idle one
+        sends each delta at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -186,6 +202,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.AppendOutput,
                     request_deserializer=dex_dot_v1_dot_workers__pb2.AppendOutputRequest.FromString,
                     response_serializer=dex_dot_v1_dot_workers__pb2.AppendOutputResponse.SerializeToString,
+            ),
+            'AppendOutputs': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendOutputs,
+                    request_deserializer=dex_dot_v1_dot_workers__pb2.AppendOutputsRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_workers__pb2.AppendOutputsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -351,5 +372,22 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.WorkerService/AppendOutput',
             dex_dot_v1_dot_workers__pb2.AppendOutputRequest.SerializeToString,
             dex_dot_v1_dot_workers__pb2.AppendOutputResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AppendOutputs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.WorkerService/AppendOutputs',
+            dex_dot_v1_dot_workers__pb2.AppendOutputsRequest.SerializeToString,
+            dex_dot_v1_dot_workers__pb2.AppendOutputsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

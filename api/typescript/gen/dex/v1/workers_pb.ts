@@ -12,7 +12,46 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/workers.proto.
  */
 export const file_dex_v1_workers: GenFile = /*@__PURE__*/
-  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIlQKE0FwcGVuZE91dHB1dFJlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSDgoGb2Zmc2V0GAIgASgEEgwKBHRleHQYAyABKAkiOQoUQXBwZW5kT3V0cHV0UmVzcG9uc2USEwoLbmV4dF9vZmZzZXQYASABKAQSDAoEc3RvcBgCIAEoCCKNAQoVUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIfCgV0b29scxgCIAMoCzIQLmRleC52MS5Ub29sU3BlYxISCgpydW5zX21vZGVsGAMgASgIEhwKFG1vZGVsX3J1bl90aW1lb3V0X21zGAQgASgNEg4KBmFnZW50cxgFIAMoCSKQAQoWUmVnaXN0ZXJXb3JrZXJSZXNwb25zZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKA0SHAoUaGVhcnRiZWF0X3RpbWVvdXRfbXMYAiABKA0SDwoHbm9kZV9pZBgDIAEoCRIUCgxub2RlX2FkZHJlc3MYBCABKAkSEgoKcGFydGl0aW9ucxgFIAEoDSIsChdEZXJlZ2lzdGVyV29ya2VyUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkiGgoYRGVyZWdpc3RlcldvcmtlclJlc3BvbnNlIkgKD1BvbGxUYXNrUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHd2FpdF9tcxgCIAEoDRIRCgltYXhfdGFza3MYAyABKA0iZQoKTW9kZWxJbnB1dBIlCgdoaXN0b3J5GAEgAygLMhQuZGV4LnYxLkhpc3RvcnlFbnRyeRIfCgV0b29scxgCIAMoCzIQLmRleC52MS5Ub29sU3BlYxIPCgdjb21wYWN0GAMgASgIIqkDCgRUYXNrEh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEhIKCnNlc3Npb25faWQYAiABKAkSHgoEa2luZBgDIAEoDjIQLmRleC52MS5TdGVwS2luZBIMCgR0b29sGAQgASgJEg8KB2NhbGxfaWQYBSABKAkSEQoJYXJndW1lbnRzGAYgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgHIAEoCRIPCgd0YXNrX2lkGAggASgJEicKC21vZGVsX2lucHV0GAkgASgLMhIuZGV4LnYxLk1vZGVsSW5wdXQSDQoFZXBvY2gYCiABKAQSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAsgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAwgASgNEiIKBmFjY2VzcxgNIAEoDjISLmRleC52MS5Ub29sQWNjZXNzEg0KBWFnZW50GA4gASgJEiIKBnJ1bm5lchgPIAEoDjISLmRleC52MS5UYXNrUnVubmVyEiQKB2hhbmRsZXIYECABKA4yEy5kZXgudjEuVGFza0hhbmRsZXIiLwoQUG9sbFRhc2tSZXNwb25zZRIbCgV0YXNrcxgBIAMoCzIMLmRleC52MS5UYXNrIjMKEENsYWltVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYiEwoRQ2xhaW1UYXNrUmVzcG9uc2UiMwoQSGVhcnRiZWF0UmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZiI2ChFIZWFydGJlYXRSZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgSDgoGcmVhc29uGAIgASgJItYBChNDb21wbGV0ZVRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEisKDG1vZGVsX291dHB1dBgCIAEoCzITLmRleC52MS5Nb2RlbE91dHB1dEgAEikKC3Rvb2xfcmVzdWx0GAMgASgLMhIuZGV4LnYxLlRvb2xSZXN1bHRIABIpCgtwb2xsX3Jlc3VsdBgEIAEoCzISLmRleC52MS5Qb2xsUmVzdWx0SAASEQoHc3VtbWFyeRgFIAEoCUgAQggKBnJlc3VsdCIWChRDb21wbGV0ZVRhc2tSZXNwb25zZSJoCg9GYWlsVGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSJQoKZXJyb3JfdHlwZRgCIAEoDjIRLmRleC52MS5FcnJvclR5cGUSDQoFZXJyb3IYAyABKAkiEgoQRmFpbFRhc2tSZXNwb25zZSJbChFSZXBvcnRUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIlCgZyZXN1bHQYAiABKAsyFS5kZXgudjEuQXR0ZW1wdFJlc3VsdCIUChJSZXBvcnRUYXNrUmVzcG9uc2UqVgoKVGFza1J1bm5lchIbChdUQVNLX1JVTk5FUl9VTlNQRUNJRklFRBAAEhUKEVRBU0tfUlVOTkVSX01PREVMEAESFAoQVEFTS19SVU5ORVJfVE9PTBACKosBCgtUYXNrSGFuZGxlchIcChhUQVNLX0hBTkRMRVJfVU5TUEVDSUZJRUQQABIWChJUQVNLX0hBTkRMRVJfTU9ERUwQARIYChRUQVNLX0hBTkRMRVJfQ09NUEFDVBACEhUKEVRBU0tfSEFORExFUl9UT09MEAMSFQoRVEFTS19IQU5ETEVSX1BPTEwQBDKUBQoNV29ya2VyU2VydmljZRJPCg5SZWdpc3RlcldvcmtlchIdLmRleC52MS5SZWdpc3RlcldvcmtlclJlcXVlc3QaHi5kZXgudjEuUmVnaXN0ZXJXb3JrZXJSZXNwb25zZRI9CghQb2xsVGFzaxIXLmRleC52MS5Qb2xsVGFza1JlcXVlc3QaGC5kZXgudjEuUG9sbFRhc2tSZXNwb25zZRJACglDbGFpbVRhc2sSGC5kZXgudjEuQ2xhaW1UYXNrUmVxdWVzdBoZLmRleC52MS5DbGFpbVRhc2tSZXNwb25zZRJACglIZWFydGJlYXQSGC5kZXgudjEuSGVhcnRiZWF0UmVxdWVzdBoZLmRleC52MS5IZWFydGJlYXRSZXNwb25zZRJDCgpSZXBvcnRUYXNrEhkuZGV4LnYxLlJlcG9ydFRhc2tSZXF1ZXN0GhouZGV4LnYxLlJlcG9ydFRhc2tSZXNwb25zZRJJCgxDb21wbGV0ZVRhc2sSGy5kZXgudjEuQ29tcGxldGVUYXNrUmVxdWVzdBocLmRleC52MS5Db21wbGV0ZVRhc2tSZXNwb25zZRI9CghGYWlsVGFzaxIXLmRleC52MS5GYWlsVGFza1JlcXVlc3QaGC5kZXgudjEuRmFpbFRhc2tSZXNwb25zZRJVChBEZXJlZ2lzdGVyV29ya2VyEh8uZGV4LnYxLkRlcmVnaXN0ZXJXb3JrZXJSZXF1ZXN0GiAuZGV4LnYxLkRlcmVnaXN0ZXJXb3JrZXJSZXNwb25zZRJJCgxBcHBlbmRPdXRwdXQSGy5kZXgudjEuQXBwZW5kT3V0cHV0UmVxdWVzdBocLmRleC52MS5BcHBlbmRPdXRwdXRSZXNwb25zZUImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw", [file_dex_v1_types]);
+  fileDesc("ChRkZXgvdjEvd29ya2Vycy5wcm90bxIGZGV4LnYxIkQKFEFwcGVuZE91dHB1dHNSZXF1ZXN0EiwKB2FwcGVuZHMYASADKAsyGy5kZXgudjEuQXBwZW5kT3V0cHV0UmVxdWVzdCJGChVBcHBlbmRPdXRwdXRzUmVzcG9uc2USLQoHYW5zd2VycxgBIAMoCzIcLmRleC52MS5BcHBlbmRPdXRwdXRSZXNwb25zZSJUChNBcHBlbmRPdXRwdXRSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEg4KBm9mZnNldBgCIAEoBBIMCgR0ZXh0GAMgASgJIjkKFEFwcGVuZE91dHB1dFJlc3BvbnNlEhMKC25leHRfb2Zmc2V0GAEgASgEEgwKBHN0b3AYAiABKAgijQEKFVJlZ2lzdGVyV29ya2VyUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSHwoFdG9vbHMYAiADKAsyEC5kZXgudjEuVG9vbFNwZWMSEgoKcnVuc19tb2RlbBgDIAEoCBIcChRtb2RlbF9ydW5fdGltZW91dF9tcxgEIAEoDRIOCgZhZ2VudHMYBSADKAkikAEKFlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEhwKFGhlYXJ0YmVhdF90aW1lb3V0X21zGAIgASgNEg8KB25vZGVfaWQYAyABKAkSFAoMbm9kZV9hZGRyZXNzGAQgASgJEhIKCnBhcnRpdGlvbnMYBSABKA0iLAoXRGVyZWdpc3RlcldvcmtlclJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJIhoKGERlcmVnaXN0ZXJXb3JrZXJSZXNwb25zZSJICg9Qb2xsVGFza1JlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg8KB3dhaXRfbXMYAiABKA0SEQoJbWF4X3Rhc2tzGAMgASgNImUKCk1vZGVsSW5wdXQSJQoHaGlzdG9yeRgBIAMoCzIULmRleC52MS5IaXN0b3J5RW50cnkSHwoFdG9vbHMYAiADKAsyEC5kZXgudjEuVG9vbFNwZWMSDwoHY29tcGFjdBgDIAEoCCKpAwoEVGFzaxIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhISCgpzZXNzaW9uX2lkGAIgASgJEh4KBGtpbmQYAyABKA4yEC5kZXgudjEuU3RlcEtpbmQSDAoEdG9vbBgEIAEoCRIPCgdjYWxsX2lkGAUgASgJEhEKCWFyZ3VtZW50cxgGIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSDwoHdGFza19pZBgIIAEoCRInCgttb2RlbF9pbnB1dBgJIAEoCzISLmRleC52MS5Nb2RlbElucHV0Eg0KBWVwb2NoGAogASgEEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgLIAEoDRIcChRoZWFydGJlYXRfdGltZW91dF9tcxgMIAEoDRIiCgZhY2Nlc3MYDSABKA4yEi5kZXgudjEuVG9vbEFjY2VzcxINCgVhZ2VudBgOIAEoCRIiCgZydW5uZXIYDyABKA4yEi5kZXgudjEuVGFza1J1bm5lchIkCgdoYW5kbGVyGBAgASgOMhMuZGV4LnYxLlRhc2tIYW5kbGVyIi8KEFBvbGxUYXNrUmVzcG9uc2USGwoFdGFza3MYASADKAsyDC5kZXgudjEuVGFzayIzChBDbGFpbVRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmIhMKEUNsYWltVGFza1Jlc3BvbnNlIjMKEEhlYXJ0YmVhdFJlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYiNgoRSGVhcnRiZWF0UmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIEg4KBnJlYXNvbhgCIAEoCSLWAQoTQ29tcGxldGVUYXNrUmVxdWVzdBIfCgNyZWYYASABKAsyEi5kZXgudjEuQXR0ZW1wdFJlZhIrCgxtb2RlbF9vdXRwdXQYAiABKAsyEy5kZXgudjEuTW9kZWxPdXRwdXRIABIpCgt0b29sX3Jlc3VsdBgDIAEoCzISLmRleC52MS5Ub29sUmVzdWx0SAASKQoLcG9sbF9yZXN1bHQYBCABKAsyEi5kZXgudjEuUG9sbFJlc3VsdEgAEhEKB3N1bW1hcnkYBSABKAlIAEIICgZyZXN1bHQiFgoUQ29tcGxldGVUYXNrUmVzcG9uc2UiaAoPRmFpbFRhc2tSZXF1ZXN0Eh8KA3JlZhgBIAEoCzISLmRleC52MS5BdHRlbXB0UmVmEiUKCmVycm9yX3R5cGUYAiABKA4yES5kZXgudjEuRXJyb3JUeXBlEg0KBWVycm9yGAMgASgJIhIKEEZhaWxUYXNrUmVzcG9uc2UiWwoRUmVwb3J0VGFza1JlcXVlc3QSHwoDcmVmGAEgASgLMhIuZGV4LnYxLkF0dGVtcHRSZWYSJQoGcmVzdWx0GAIgASgLMhUuZGV4LnYxLkF0dGVtcHRSZXN1bHQiFAoSUmVwb3J0VGFza1Jlc3BvbnNlKlYKClRhc2tSdW5uZXISGwoXVEFTS19SVU5ORVJfVU5TUEVDSUZJRUQQABIVChFUQVNLX1JVTk5FUl9NT0RFTBABEhQKEFRBU0tfUlVOTkVSX1RPT0wQAiqLAQoLVGFza0hhbmRsZXISHAoYVEFTS19IQU5ETEVSX1VOU1BFQ0lGSUVEEAASFgoSVEFTS19IQU5ETEVSX01PREVMEAESGAoUVEFTS19IQU5ETEVSX0NPTVBBQ1QQAhIVChFUQVNLX0hBTkRMRVJfVE9PTBADEhUKEVRBU0tfSEFORExFUl9QT0xMEAQy4gUKDVdvcmtlclNlcnZpY2USTwoOUmVnaXN0ZXJXb3JrZXISHS5kZXgudjEuUmVnaXN0ZXJXb3JrZXJSZXF1ZXN0Gh4uZGV4LnYxLlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USPQoIUG9sbFRhc2sSFy5kZXgudjEuUG9sbFRhc2tSZXF1ZXN0GhguZGV4LnYxLlBvbGxUYXNrUmVzcG9uc2USQAoJQ2xhaW1UYXNrEhguZGV4LnYxLkNsYWltVGFza1JlcXVlc3QaGS5kZXgudjEuQ2xhaW1UYXNrUmVzcG9uc2USQAoJSGVhcnRiZWF0EhguZGV4LnYxLkhlYXJ0YmVhdFJlcXVlc3QaGS5kZXgudjEuSGVhcnRiZWF0UmVzcG9uc2USQwoKUmVwb3J0VGFzaxIZLmRleC52MS5SZXBvcnRUYXNrUmVxdWVzdBoaLmRleC52MS5SZXBvcnRUYXNrUmVzcG9uc2USSQoMQ29tcGxldGVUYXNrEhsuZGV4LnYxLkNvbXBsZXRlVGFza1JlcXVlc3QaHC5kZXgudjEuQ29tcGxldGVUYXNrUmVzcG9uc2USPQoIRmFpbFRhc2sSFy5kZXgudjEuRmFpbFRhc2tSZXF1ZXN0GhguZGV4LnYxLkZhaWxUYXNrUmVzcG9uc2USVQoQRGVyZWdpc3RlcldvcmtlchIfLmRleC52MS5EZXJlZ2lzdGVyV29ya2VyUmVxdWVzdBogLmRleC52MS5EZXJlZ2lzdGVyV29ya2VyUmVzcG9uc2USSQoMQXBwZW5kT3V0cHV0EhsuZGV4LnYxLkFwcGVuZE91dHB1dFJlcXVlc3QaHC5kZXgudjEuQXBwZW5kT3V0cHV0UmVzcG9uc2USTAoNQXBwZW5kT3V0cHV0cxIcLmRleC52MS5BcHBlbmRPdXRwdXRzUmVxdWVzdBodLmRleC52MS5BcHBlbmRPdXRwdXRzUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
+
+/**
+ * @generated from message dex.v1.AppendOutputsRequest
+ */
+export type AppendOutputsRequest = Message<"dex.v1.AppendOutputsRequest"> & {
+  /**
+   * Each as AppendOutput takes it; 1 to 1,024 of them, of distinct
+   * attempts.
+   *
+   * @generated from field: repeated dex.v1.AppendOutputRequest appends = 1;
+   */
+  appends: AppendOutputRequest[];
+};
+
+/**
+ * Describes the message dex.v1.AppendOutputsRequest.
+ * Use `create(AppendOutputsRequestSchema)` to create a new message.
+ */
+export const AppendOutputsRequestSchema: GenMessage<AppendOutputsRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_workers, 0);
+
+/**
+ * @generated from message dex.v1.AppendOutputsResponse
+ */
+export type AppendOutputsResponse = Message<"dex.v1.AppendOutputsResponse"> & {
+  /**
+   * AppendOutput's answer to each append, in the request's order.
+   *
+   * @generated from field: repeated dex.v1.AppendOutputResponse answers = 1;
+   */
+  answers: AppendOutputResponse[];
+};
+
+/**
+ * Describes the message dex.v1.AppendOutputsResponse.
+ * Use `create(AppendOutputsResponseSchema)` to create a new message.
+ */
+export const AppendOutputsResponseSchema: GenMessage<AppendOutputsResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_workers, 1);
 
 /**
  * @generated from message dex.v1.AppendOutputRequest
@@ -43,7 +82,7 @@ export type AppendOutputRequest = Message<"dex.v1.AppendOutputRequest"> & {
  * Use `create(AppendOutputRequestSchema)` to create a new message.
  */
 export const AppendOutputRequestSchema: GenMessage<AppendOutputRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 0);
+  messageDesc(file_dex_v1_workers, 2);
 
 /**
  * @generated from message dex.v1.AppendOutputResponse
@@ -71,7 +110,7 @@ export type AppendOutputResponse = Message<"dex.v1.AppendOutputResponse"> & {
  * Use `create(AppendOutputResponseSchema)` to create a new message.
  */
 export const AppendOutputResponseSchema: GenMessage<AppendOutputResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 1);
+  messageDesc(file_dex_v1_workers, 3);
 
 /**
  * @generated from message dex.v1.RegisterWorkerRequest
@@ -121,7 +160,7 @@ export type RegisterWorkerRequest = Message<"dex.v1.RegisterWorkerRequest"> & {
  * Use `create(RegisterWorkerRequestSchema)` to create a new message.
  */
 export const RegisterWorkerRequestSchema: GenMessage<RegisterWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 2);
+  messageDesc(file_dex_v1_workers, 4);
 
 /**
  * @generated from message dex.v1.RegisterWorkerResponse
@@ -169,7 +208,7 @@ export type RegisterWorkerResponse = Message<"dex.v1.RegisterWorkerResponse"> & 
  * Use `create(RegisterWorkerResponseSchema)` to create a new message.
  */
 export const RegisterWorkerResponseSchema: GenMessage<RegisterWorkerResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 3);
+  messageDesc(file_dex_v1_workers, 5);
 
 /**
  * @generated from message dex.v1.DeregisterWorkerRequest
@@ -188,7 +227,7 @@ export type DeregisterWorkerRequest = Message<"dex.v1.DeregisterWorkerRequest"> 
  * Use `create(DeregisterWorkerRequestSchema)` to create a new message.
  */
 export const DeregisterWorkerRequestSchema: GenMessage<DeregisterWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 4);
+  messageDesc(file_dex_v1_workers, 6);
 
 /**
  * @generated from message dex.v1.DeregisterWorkerResponse
@@ -201,7 +240,7 @@ export type DeregisterWorkerResponse = Message<"dex.v1.DeregisterWorkerResponse"
  * Use `create(DeregisterWorkerResponseSchema)` to create a new message.
  */
 export const DeregisterWorkerResponseSchema: GenMessage<DeregisterWorkerResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 5);
+  messageDesc(file_dex_v1_workers, 7);
 
 /**
  * @generated from message dex.v1.PollTaskRequest
@@ -234,7 +273,7 @@ export type PollTaskRequest = Message<"dex.v1.PollTaskRequest"> & {
  * Use `create(PollTaskRequestSchema)` to create a new message.
  */
 export const PollTaskRequestSchema: GenMessage<PollTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 6);
+  messageDesc(file_dex_v1_workers, 8);
 
 /**
  * What the model sees: the history since the last summary, and the tools.
@@ -265,7 +304,7 @@ export type ModelInput = Message<"dex.v1.ModelInput"> & {
  * Use `create(ModelInputSchema)` to create a new message.
  */
 export const ModelInputSchema: GenMessage<ModelInput> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 7);
+  messageDesc(file_dex_v1_workers, 9);
 
 /**
  * @generated from message dex.v1.Task
@@ -370,7 +409,7 @@ export type Task = Message<"dex.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 8);
+  messageDesc(file_dex_v1_workers, 10);
 
 /**
  * @generated from message dex.v1.PollTaskResponse
@@ -387,7 +426,7 @@ export type PollTaskResponse = Message<"dex.v1.PollTaskResponse"> & {
  * Use `create(PollTaskResponseSchema)` to create a new message.
  */
 export const PollTaskResponseSchema: GenMessage<PollTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 9);
+  messageDesc(file_dex_v1_workers, 11);
 
 /**
  * @generated from message dex.v1.ClaimTaskRequest
@@ -407,7 +446,7 @@ export type ClaimTaskRequest = Message<"dex.v1.ClaimTaskRequest"> & {
  * Use `create(ClaimTaskRequestSchema)` to create a new message.
  */
 export const ClaimTaskRequestSchema: GenMessage<ClaimTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 10);
+  messageDesc(file_dex_v1_workers, 12);
 
 /**
  * @generated from message dex.v1.ClaimTaskResponse
@@ -420,7 +459,7 @@ export type ClaimTaskResponse = Message<"dex.v1.ClaimTaskResponse"> & {
  * Use `create(ClaimTaskResponseSchema)` to create a new message.
  */
 export const ClaimTaskResponseSchema: GenMessage<ClaimTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 11);
+  messageDesc(file_dex_v1_workers, 13);
 
 /**
  * @generated from message dex.v1.HeartbeatRequest
@@ -439,7 +478,7 @@ export type HeartbeatRequest = Message<"dex.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 12);
+  messageDesc(file_dex_v1_workers, 14);
 
 /**
  * @generated from message dex.v1.HeartbeatResponse
@@ -464,7 +503,7 @@ export type HeartbeatResponse = Message<"dex.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 13);
+  messageDesc(file_dex_v1_workers, 15);
 
 /**
  * @generated from message dex.v1.CompleteTaskRequest
@@ -512,7 +551,7 @@ export type CompleteTaskRequest = Message<"dex.v1.CompleteTaskRequest"> & {
  * Use `create(CompleteTaskRequestSchema)` to create a new message.
  */
 export const CompleteTaskRequestSchema: GenMessage<CompleteTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 14);
+  messageDesc(file_dex_v1_workers, 16);
 
 /**
  * @generated from message dex.v1.CompleteTaskResponse
@@ -525,7 +564,7 @@ export type CompleteTaskResponse = Message<"dex.v1.CompleteTaskResponse"> & {
  * Use `create(CompleteTaskResponseSchema)` to create a new message.
  */
 export const CompleteTaskResponseSchema: GenMessage<CompleteTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 15);
+  messageDesc(file_dex_v1_workers, 17);
 
 /**
  * @generated from message dex.v1.FailTaskRequest
@@ -554,7 +593,7 @@ export type FailTaskRequest = Message<"dex.v1.FailTaskRequest"> & {
  * Use `create(FailTaskRequestSchema)` to create a new message.
  */
 export const FailTaskRequestSchema: GenMessage<FailTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 16);
+  messageDesc(file_dex_v1_workers, 18);
 
 /**
  * @generated from message dex.v1.FailTaskResponse
@@ -567,7 +606,7 @@ export type FailTaskResponse = Message<"dex.v1.FailTaskResponse"> & {
  * Use `create(FailTaskResponseSchema)` to create a new message.
  */
 export const FailTaskResponseSchema: GenMessage<FailTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 17);
+  messageDesc(file_dex_v1_workers, 19);
 
 /**
  * @generated from message dex.v1.ReportTaskRequest
@@ -595,7 +634,7 @@ export type ReportTaskRequest = Message<"dex.v1.ReportTaskRequest"> & {
  * Use `create(ReportTaskRequestSchema)` to create a new message.
  */
 export const ReportTaskRequestSchema: GenMessage<ReportTaskRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 18);
+  messageDesc(file_dex_v1_workers, 20);
 
 /**
  * @generated from message dex.v1.ReportTaskResponse
@@ -608,7 +647,7 @@ export type ReportTaskResponse = Message<"dex.v1.ReportTaskResponse"> & {
  * Use `create(ReportTaskResponseSchema)` to create a new message.
  */
 export const ReportTaskResponseSchema: GenMessage<ReportTaskResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_workers, 19);
+  messageDesc(file_dex_v1_workers, 21);
 
 /**
  * Who runs a task: a Worker that runs the model, or one that serves the
@@ -799,6 +838,20 @@ export const WorkerService: GenService<{
     methodKind: "unary";
     input: typeof AppendOutputRequestSchema;
     output: typeof AppendOutputResponseSchema;
+  },
+  /**
+   * AppendOutput for several running attempts at once, all of the partition
+   * the call's dex-partition metadata names (absent: 0): a Worker sends the
+   * pending output of every attempt it runs there in one call, the next once
+   * this one is answered, so a loaded Worker makes few calls and an idle one
+   * sends each delta at once.
+   *
+   * @generated from rpc dex.v1.WorkerService.AppendOutputs
+   */
+  appendOutputs: {
+    methodKind: "unary";
+    input: typeof AppendOutputsRequestSchema;
+    output: typeof AppendOutputsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_workers, 0);
