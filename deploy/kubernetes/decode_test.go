@@ -26,14 +26,82 @@ type manifests struct {
 	services     map[string]*corev1.Service
 	pdbs         map[string]*policyv1.PodDisruptionBudget
 	files        []string // the .yaml files holding Kubernetes objects
+	// secrets are the Secrets kustomization.yaml generates, by name.
+	secrets map[string]generatedSecret
 }
 
 // kustomization is the part of kustomize's file this directory uses;
 // decoded strictly too, so a misspelt key fails.
 type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Resources  []string `json:"resources"`
+	APIVersion      string            `json:"apiVersion"`
+	Kind            string            `json:"kind"`
+	Resources       []string          `json:"resources"`
+	SecretGenerator []secretGenerator `json:"secretGenerator"`
+}
+
+// secretGenerator is one Secret kustomize makes from files: each entry of
+// files is KEY=PATH, PATH relative to the kustomization.
+type secretGenerator struct {
+	Name  string   `json:"name"`
+	Type  string   `json:"type"`
+	Files []string `json:"files"`
+}
+
+// generatedSecret is a generated Secret's type and, for each key, the file
+// it is read from.
+type generatedSecret struct {
+	typ   corev1.SecretType
+	files map[string]string
+}
+
+// secretsDir is where gen-secrets.sh writes and the generators read; it is
+// kept out of git.
+const secretsDir = "secrets"
+
+// decodeGenerators checks the kustomization's Secrets: named once, each key
+// once, every file under secretsDir, and a kubernetes.io/tls Secret with
+// the tls.crt and tls.key it must have.
+func decodeGenerators(gens []secretGenerator) (map[string]generatedSecret, error) {
+	out := map[string]generatedSecret{}
+	for _, g := range gens {
+		if g.Name == "" {
+			return nil, errors.New("kustomization.yaml: a secretGenerator without a name")
+		}
+		if _, dup := out[g.Name]; dup {
+			return nil, fmt.Errorf("kustomization.yaml: a second secretGenerator named %s", g.Name)
+		}
+		s := generatedSecret{typ: corev1.SecretType(g.Type), files: map[string]string{}}
+		if s.typ == "" {
+			s.typ = corev1.SecretTypeOpaque
+		}
+		for _, f := range g.Files {
+			key, path, ok := strings.Cut(f, "=")
+			if !ok || key == "" || path == "" {
+				return nil, fmt.Errorf("kustomization.yaml: secret %s: file %q is not KEY=PATH", g.Name, f)
+			}
+			if _, dup := s.files[key]; dup {
+				return nil, fmt.Errorf("kustomization.yaml: secret %s: key %s given twice", g.Name, key)
+			}
+			if clean := filepath.ToSlash(filepath.Clean(path)); clean != path || !strings.HasPrefix(path, secretsDir+"/") {
+				return nil, fmt.Errorf("kustomization.yaml: secret %s: %s is not under %s/", g.Name, path, secretsDir)
+			}
+			s.files[key] = path
+		}
+		if len(s.files) == 0 {
+			return nil, fmt.Errorf("kustomization.yaml: secret %s has no files", g.Name)
+		}
+		switch s.typ {
+		case corev1.SecretTypeTLS:
+			if s.files[corev1.TLSCertKey] == "" || s.files[corev1.TLSPrivateKeyKey] == "" {
+				return nil, fmt.Errorf("kustomization.yaml: secret %s is %s without %s and %s", g.Name, s.typ, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+			}
+		case corev1.SecretTypeOpaque:
+		default:
+			return nil, fmt.Errorf("kustomization.yaml: secret %s: unexpected type %s", g.Name, s.typ)
+		}
+		out[g.Name] = s
+	}
+	return out, nil
 }
 
 // docSep splits a multi-document YAML file.
@@ -173,6 +241,9 @@ func load(dir string) (*manifests, error) {
 	sort.Strings(listed)
 	if strings.Join(listed, ",") != strings.Join(m.files, ",") {
 		return nil, fmt.Errorf("kustomization.yaml lists %v; the directory holds %v", listed, m.files)
+	}
+	if m.secrets, err = decodeGenerators(kust.SecretGenerator); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -3,6 +3,7 @@ package systemd
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,9 +33,14 @@ func parseUnit(t *testing.T, path string) unit {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseUnitText(t, path, string(data))
+}
+
+func parseUnitText(t *testing.T, path, data string) unit {
+	t.Helper()
 	u := unit{}
 	section, cur := "", ""
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(data, "\n") {
 		line = strings.TrimSpace(line)
 		if cur == "" && (line == "" || strings.HasPrefix(line, "#")) {
 			continue
@@ -84,30 +90,104 @@ func parseEnv(t *testing.T, path string) map[string]string {
 	return env
 }
 
-var envRef = regexp.MustCompile(`\$\{?([A-Z_][A-Z0-9_]*)\}?`)
-
-// execStart expands the unit's ExecStart as systemd does for instance and
-// env (a whitespace-split $VAR, a one-word ${VAR}) and returns the binary
-// and its --name=value flags.
-func execStart(t *testing.T, u unit, instance string, env map[string]string) (string, map[string]string) {
-	t.Helper()
-	line := strings.ReplaceAll(u.one(t, "ExecStart"), "%i", instance)
-	for _, m := range envRef.FindAllStringSubmatch(line, -1) {
-		if _, ok := env[m[1]]; !ok {
-			t.Errorf("ExecStart uses $%s, which the example env file does not set", m[1])
+// splitWords splits a command line as systemd does: at whitespace, with
+// '…' and "…" keeping a word together (the quotes removed).
+func splitWords(line string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
 		}
 	}
-	line = envRef.ReplaceAllStringFunc(line, func(ref string) string { return env[envRef.FindStringSubmatch(ref)[1]] })
-	words := strings.Fields(line)
-	flags := map[string]string{}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c in %s", quote, line)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+var (
+	// wordVar is a $VAR word: systemd splits its value at whitespace.
+	wordVar = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)$`)
+	// braceVar is a ${VAR} anywhere in a word: one word, whitespace kept.
+	braceVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+)
+
+// command is an ExecStart expanded for an instance and an env file.
+type command struct {
+	// shell is the script of a /bin/sh -c wrapper that execs the binary
+	// ("" without one).
+	shell string
+	bin   string
+	flags map[string]string // --name=value; %d stays as written
+}
+
+// execStart expands the unit's ExecStart as systemd does for instance and
+// env (%i, a whitespace-split $VAR, a one-word ${VAR}) and returns the
+// binary, its --name=value flags and the wrapping shell script if any.
+func execStart(t *testing.T, u unit, instance string, env map[string]string) command {
+	t.Helper()
+	raw, err := splitWords(strings.ReplaceAll(u.one(t, "ExecStart"), "%i", instance))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for _, w := range raw {
+		if m := wordVar.FindStringSubmatch(w); m != nil {
+			v, ok := env[m[1]]
+			if !ok {
+				t.Errorf("ExecStart uses $%s, which the example env file does not set", m[1])
+			}
+			words = append(words, strings.Fields(v)...)
+			continue
+		}
+		words = append(words, braceVar.ReplaceAllStringFunc(w, func(ref string) string {
+			name := braceVar.FindStringSubmatch(ref)[1]
+			v, ok := env[name]
+			if !ok {
+				t.Errorf("ExecStart uses ${%s}, which the example env file does not set", name)
+			}
+			return v
+		}))
+	}
+	if len(words) == 0 {
+		t.Fatal("ExecStart runs nothing")
+	}
+	var c command
+	if len(words) > 3 && words[0] == "/bin/sh" && words[1] == "-c" {
+		c.shell, words = words[2], words[3:]
+	}
+	c.bin, c.flags = words[0], map[string]string{}
 	for _, w := range words[1:] {
 		name, value, ok := strings.Cut(strings.TrimPrefix(w, "--"), "=")
 		if !strings.HasPrefix(w, "--") || !ok {
 			t.Fatalf("ExecStart argument %q is not --name=value", w)
 		}
-		flags[name] = value
+		if _, dup := c.flags[name]; dup {
+			t.Fatalf("ExecStart gives --%s twice", name)
+		}
+		c.flags[name] = value
 	}
-	return words[0], flags
+	return c
 }
 
 func checkFlagsExist(t *testing.T, bin string, flags map[string]string) {
@@ -157,7 +237,11 @@ func TestDexdUnit(t *testing.T) {
 		t.Errorf("EnvironmentFile=%s", got)
 	}
 	env := parseEnv(t, "dexd.env.example")
-	bin, flags := execStart(t, u, "n1", env)
+	c := execStart(t, u, "n1", env)
+	bin, flags := c.bin, c.flags
+	if c.shell != "" {
+		t.Errorf("dexd runs through a shell: %s", c.shell)
+	}
 	checkFlagsExist(t, bin, flags)
 	checkService(t, u, "n1", flags["data-dir"])
 	if flags["id"] != "n1" {
@@ -190,7 +274,8 @@ func TestDexworkerUnit(t *testing.T) {
 	if got := u.one(t, "EnvironmentFile"); got != "/etc/dex/dexworker.env" {
 		t.Errorf("EnvironmentFile=%s", got)
 	}
-	bin, flags := execStart(t, u, "", parseEnv(t, "dexworker.env.example"))
+	c := execStart(t, u, "", parseEnv(t, "dexworker.env.example"))
+	bin, flags := c.bin, c.flags
 	checkFlagsExist(t, bin, flags)
 	checkService(t, u, "", flags["ledger"])
 	if !strings.HasPrefix(flags["addr"], "dex:///") {
