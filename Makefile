@@ -28,7 +28,8 @@ worker-typescript-if-npm:
 # start no process: go vet (e2e files included), the Go tests with
 # $(TESTFLAGS), the Python and TypeScript libraries' unit tests. `make e2e`
 # runs every test that starts processes (dexd, dexworker, dexctl, Workers,
-# haproxy, promtool, Chromium, go build, mount...). Where a test is written
+# haproxy, Chromium, go build, mount...; promtool checks the alert rules in
+# both). Where a test is written
 # puts it in one lane and one only, and `make test` fails a test of its own
 # that starts a process:
 #   Go: a _test.go file whose build constraint is the line //go:build e2e is
@@ -57,6 +58,7 @@ CHAOS_TAGGED_TESTS = ^(TestRaftRoutes_ParsedAndAppliedToDials|TestRaftRoutes_Mal
 test: vet
 	$(GO) test $(TESTFLAGS) ./...
 	$(GO) test $(TESTFLAGS) -tags chaos -run '$(CHAOS_TAGGED_TESTS)' ./api/server ./cluster/internal/peer
+	deploy/prometheus/check-rules.sh
 	$(MAKE) test-python
 	$(MAKE) test-typescript
 

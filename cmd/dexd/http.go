@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dexhq/dex/api/metrics"
 	"github.com/dexhq/dex/cluster"
 )
 
@@ -101,4 +102,5 @@ func registerMetrics(reg prometheus.Registerer, node *cluster.Node) {
 		}
 		return 0
 	})
+	reg.MustRegister(metrics.NewVoterHealth(node.Raft(), node.ID()))
 }

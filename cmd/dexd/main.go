@@ -403,7 +403,7 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	collectors := append([]prometheus.Collector{grpcMetrics.Collector(), raftSink}, archiveMetrics.Collectors()...)
 	var parts []partitionMetrics
 	for k, st := range stacks {
-		pc := append(st.nm.Collectors(), workerHealthCollector{health: st.disp.WorkerHealth})
+		pc := append(st.nm.Collectors(), workerHealthCollector{health: st.disp.WorkerHealth}, unhealthyWorkersCollector{st.disp})
 		if router != nil {
 			pc = append(pc, forwardedCollector(router, k))
 		}
