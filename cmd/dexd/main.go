@@ -22,6 +22,7 @@ import (
 	"github.com/dexhq/dex/api/archive"
 	"github.com/dexhq/dex/api/metrics"
 	"github.com/dexhq/dex/api/server"
+	"github.com/dexhq/dex/api/tracing"
 	"github.com/dexhq/dex/cluster"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/lease"
@@ -73,6 +74,7 @@ type options struct {
 	tls                                       tlsOptions
 	sec                                       security
 	console                                   consoleOptions
+	tracing                                   tracing.Options
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -118,6 +120,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	o.tls.register(fs)
 	o.sec.addFlags(fs)
 	o.console.register(fs)
+	o.tracing.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -191,6 +194,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.workerTTL <= 0 {
 		return nil, &usageError{"--worker-ttl must be positive"}
 	}
+	if err := o.tracing.Check(); err != nil {
+		return nil, &usageError{err.Error()}
+	}
 	if o.toolWait < 0 {
 		return nil, &usageError{"--tool-wait must not be negative (0: queued Steps wait until a Worker comes)"}
 	}
@@ -261,6 +267,12 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log := newLogger(o.logLevel).With(zap.String("node", o.id))
 	defer log.Sync()
+	stopTracing, err := tracing.Start(context.Background(), "dexd", o.tracing)
+	if err != nil {
+		fmt.Fprintf(stderr, "dexd: %s\n", err)
+		return 2
+	}
+	defer flushTraces(stopTracing, log)
 	if err := serve(o, store, log); err != nil {
 		fmt.Fprintf(stderr, "dexd: %s\n", oneLine(err.Error()))
 		return 1
@@ -379,7 +391,8 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	log.Info("node started", zap.String("raft_addr", o.raftAddr), zap.String("grpc_addr", o.grpcAddr), zap.String("http_addr", o.httpAddr), zap.Int("partitions", max(o.partitions, 1)))
 
 	shared := func(so server.Options) server.Options {
-		so.TLS, so.ACL, so.NodeToken, so.ServerOptions = tlsStore, o.sec.acl, o.sec.token, grpcMetrics.ServerOptions()
+		so.TLS, so.ACL, so.NodeToken = tlsStore, o.sec.acl, o.sec.token
+		so.ServerOptions = append(grpcMetrics.ServerOptions(), o.tracing.ServerOptions()...)
 		return so
 	}
 	var (

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dexhq/dex/api/client"
 	"github.com/dexhq/dex/api/tlsconf"
+	"github.com/dexhq/dex/api/tracing"
 )
 
 const usage = `usage: dexworker --addr TARGET --ledger FILE [flags]
@@ -66,6 +67,7 @@ type config struct {
 	toolRunTimeouts                map[string]time.Duration
 	agents, toolAgents             []string
 	tls                            tlsconf.Files
+	tracing                        tracing.Options
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -94,10 +96,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	toolAgents := fs.String("tool-agents", "", "NAME[,NAME]: serve the demo tools only for these agents' sessions (default: for every agent)")
 	runTimeouts := fs.String("tool-run-timeout", "", "TOOL=DURATION[,TOOL=DURATION]: how long one attempt of the tool may run before the cluster cancels it; part of the tool's policy (default: the cluster's --run-timeout)")
 	registerTLS(fs, &c.tls)
+	c.tracing.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if err := c.tls.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.tracing.Check(); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -175,7 +181,14 @@ func run(c *config) int {
 		return 2
 	}
 	defer stopReload()
-	conn, err := client.Dial(c.addr, append(tlsOpts, client.WithToken(client.TokenFrom(c.token)))...)
+	stopTracing, err := tracing.Start(ctx, "dexworker", c.tracing)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexworker:", err)
+		return 2
+	}
+	defer flushTraces(stopTracing, log)
+	dialOpts := append(tlsOpts, client.WithToken(client.TokenFrom(c.token)))
+	conn, err := client.Dial(c.addr, append(dialOpts, c.tracing.DialOptions()...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dexworker:", err)
 		return 2
