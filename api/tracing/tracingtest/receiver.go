@@ -17,12 +17,12 @@ import (
 
 // Span is one received span, with the service that sent it.
 type Span struct {
-	Service          string
-	Name             string
-	TraceID, SpanID  string // hex
-	ParentSpanID     string // hex; "" for a root
-	Attributes       map[string]string
-	StartNs, EndNs   uint64
+	Service         string
+	Name            string
+	TraceID, SpanID string // hex
+	ParentSpanID    string // hex; "" for a root
+	Attributes      map[string]string
+	StartNs, EndNs  uint64
 }
 
 // Receiver collects spans.
