@@ -255,7 +255,7 @@ test-typescript:
 
 # The certify example's packages (npm ci, once): an e2e test runs its Workers.
 e2e-typescript:
-	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexchaos
+	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexctl ./cmd/dexchaos
 	cd docs/examples/typescript && { test -d node_modules || npm ci --no-audit --no-fund; }
 	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && DEX_BIN="$(CURDIR)/$(BIN)" npm run test:e2e
 

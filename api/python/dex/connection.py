@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
+import weakref
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -55,6 +57,9 @@ MAX_RECEIVE = 256 << 20
 # library's liveness probes do (api/client/liveness.go).
 PROBE_INTERVAL = 0.5
 PROBE_TIMEOUT = 1.0
+# How often a channel replaced by a TLS reload checks whether the calls it
+# still carries are done, to close it.
+RETIRE_CHECK = 0.5
 
 # Reconnect quickly after a takeover (gRPC's default starts at 1 s and grows
 # to 2 minutes, sleeping past the moment the new leader is ready); keepalive
@@ -91,19 +96,44 @@ class TLSFiles:
             raise DexError("TLS needs all three of the certificate, its key and the CA (--tls-cert, --tls-key, --tls-ca)")
 
     def credentials(self) -> Optional[grpc.ChannelCredentials]:
+        """Channel credentials from the files as they are now (None: no TLS).
+        The files are checked first, as the Go library checks them: a CA
+        bundle without a certificate, or a certificate that is not its key's,
+        raises DexError, so a bad rotation is refused here rather than
+        failing every handshake later."""
         self.validate()
         if not self.cert:
             return None
+        ca, cert, key = self._read_checked()
+        return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
 
-        def read(p: str) -> bytes:
-            try:
-                with open(p, "rb") as f:
-                    return f.read()
-            except OSError as e:
-                raise DexError(f"TLS: {e}") from e
+    def _read_checked(self) -> tuple[bytes, bytes, bytes]:
+        ca, cert, key = _read(self.ca, "--tls-ca"), _read(self.cert, "--tls-cert"), _read(self.key, "--tls-key")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            ctx.load_verify_locations(cadata=ca.decode("latin-1"))
+        except (ssl.SSLError, ValueError) as e:
+            raise DexError(f"TLS: --tls-ca {self.ca} holds no PEM certificate ({e})") from e
+        try:
+            # The password callback keeps OpenSSL from prompting for an
+            # encrypted key (a SIGHUP has no terminal to prompt on).
+            ctx.load_cert_chain(self.cert, self.key, password=lambda: b"")
+        except (ssl.SSLError, OSError) as e:
+            raise DexError(f"TLS: --tls-cert {self.cert} / --tls-key {self.key}: not a PEM certificate and "
+                           f"its key ({e})") from e
+        # What was checked is what was read: a file rewritten in between
+        # (a rotation under way) is refused, to be tried again.
+        if (_read(self.cert, "--tls-cert"), _read(self.key, "--tls-key")) != (cert, key):
+            raise DexError("TLS: --tls-cert or --tls-key changed while being read; try again")
+        return ca, cert, key
 
-        return grpc.ssl_channel_credentials(root_certificates=read(self.ca), private_key=read(self.key),
-                                            certificate_chain=read(self.cert))
+
+def _read(path: str, flag: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise DexError(f"TLS: {flag}: {e}") from e
 
 
 def token_from(flag: str = "") -> str:
@@ -187,6 +217,7 @@ class Connection:
                  options: Sequence[tuple[str, Any]] = ()) -> None:
         self.target = target
         self.addrs, self.multi = parse_target(target)
+        self._tls = tls if tls is not None and tls.cert else None
         self._creds = tls.credentials() if tls else None
         tok = token_from(token or "")
         self.metadata: tuple[tuple[str, str], ...] = (("authorization", "Bearer " + tok),) if tok else ()
@@ -199,6 +230,10 @@ class Connection:
         self._inflight: dict[str, set] = {}
         self._dropped: set = set()
         self._prober: Optional[asyncio.Task] = None
+        # The streams open on each node's channel, and the channels a TLS
+        # reload replaced, each closed once the calls it carried are done.
+        self._streams: dict[str, weakref.WeakSet] = {}
+        self._retiring: set[asyncio.Task] = set()
         # The partition map the trailers taught (node lists only): the
         # count (0: none seen) and each partition's leader.
         self._partition_count = 0
@@ -224,8 +259,49 @@ class Connection:
         if self._prober is not None:
             self._prober.cancel()
             self._prober = None
+        for t in list(self._retiring):
+            t.cancel()  # its finally closes the retired channel
+        await asyncio.gather(*self._retiring, return_exceptions=True)
         chans, self._channels, self._stubs = list(self._channels.values()), {}, {}
         for ch in chans:
+            await ch.close()
+
+    @property
+    def tls(self) -> Optional[TLSFiles]:
+        """The TLS files the connection dials with (None: plaintext)."""
+        return self._tls
+
+    def reload_tls(self) -> None:
+        """Reads the TLS files again (a SIGHUP's rotation): new connections
+        use them. A gRPC channel keeps the credentials it was made with, so
+        every node gets a new channel for its next call; a call already
+        running finishes on its old channel, which closes when its calls are
+        done (as the Go library's open connections keep their certificates).
+        Raises DexError, and keeps the current files in use, when the new
+        ones cannot be read or do not make a certificate, its key and a CA
+        bundle; or when the connection has no TLS. Call it on the
+        connection's event loop (a signal handler added with
+        loop.add_signal_handler runs there)."""
+        if self._tls is None:
+            raise DexError("this connection does not use TLS: there are no files to reload")
+        creds = self._tls.credentials()  # raises before anything changes
+        self._creds = creds
+        old, self._channels, self._stubs = self._channels, {}, {}
+        for addr, ch in old.items():
+            calls = weakref.WeakSet(self._inflight.get(addr, ()))
+            for st in self._streams.pop(addr, ()):
+                calls.add(st)
+            t = asyncio.ensure_future(self._retire(ch, calls))
+            self._retiring.add(t)
+            t.add_done_callback(self._retiring.discard)
+
+    @staticmethod
+    async def _retire(ch: grpc.aio.Channel, calls: weakref.WeakSet) -> None:
+        """Closes a replaced channel once the calls it carried are done."""
+        try:
+            while any(not c.done() for c in list(calls)):
+                await asyncio.sleep(RETIRE_CHECK)
+        finally:
             await ch.close()
 
     async def _probe(self) -> None:
@@ -401,7 +477,10 @@ class Connection:
         address, for stream_failed, and the call."""
         addr = self._leader_of(self._partition(None, session)) or await self.node()
         fn = getattr(self._stub(addr, stub_cls), method)
-        return addr, fn(request, metadata=self.metadata, wait_for_ready=not self.multi)
+        call = fn(request, metadata=self.metadata, wait_for_ready=not self.multi)
+        # Known to a TLS reload, which keeps the stream's channel open until it ends.
+        self._streams.setdefault(addr, weakref.WeakSet()).add(call)
+        return addr, call
 
     def stream_failed(self, addr: str, err: grpc.RpcError, session: str = "") -> None:
         """Learns from a stream of ``session`` that failed on addr, as from

@@ -32,6 +32,8 @@ from dex.hold import (HOLD_AFTER_CLAIM, HOLD_AFTER_RESULT_SENT, HOLD_BEFORE_CLAI
                       HOLD_BEFORE_RESULT, HOLD_DURING_COMPACTION, HOLD_DURING_POLL, HOLD_TOOL_RUNNING, MOMENTS,
                       holder_from_env)
 from dex.ledger import LEDGER_ENV, ledger_from_env, start_line
+from dex.metrics import (TASK_CANCELLED, TASK_CANNOT_RUN, TASK_CLAIM_REFUSED, TASK_COMPLETED, TASK_FAILED,
+                         TASK_REPORT_REFUSED, WorkerMetrics)
 from dex.stream import STREAM_FLUSH, OutputStream
 from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 
@@ -452,13 +454,17 @@ class Worker:
     ``worker.run_forever()``. Times are in seconds. ``agents``: the agents
     (NAME or NAME@VERSION, matched exactly) whose model the Worker runs; it
     gets their sessions' model Steps only (none: the default agent's).
+    ``metrics``: a :class:`dex.WorkerMetrics` that counts the tasks by
+    outcome and times the handlers (serve its registry with
+    :func:`dex.serve_metrics`).
     """
 
     def __init__(self, target: Union[str, Connection], *, id: str = "", concurrency: int = 4,
                  poll_wait: float = 20.0, call_timeout: float = 10.0, shutdown_grace: float = 5.0,
                  model_run_timeout: float = 0.0, hold: Optional[HoldHook] = None,
                  token: Optional[str] = None, tls: Optional[TLSFiles] = None,
-                 logger: Optional[logging.Logger] = None, agents: Iterable[str] = ()) -> None:
+                 logger: Optional[logging.Logger] = None, agents: Iterable[str] = (),
+                 metrics: Optional[WorkerMetrics] = None) -> None:
         if concurrency <= 0:
             raise DexError("concurrency must be positive")
         if poll_wait <= 0 or call_timeout <= 0 or shutdown_grace < 0:
@@ -467,6 +473,7 @@ class Worker:
             raise DexError(f"model run timeout {model_run_timeout}: must be between 0 (the cluster's default) "
                            f"and {MAX_RUN_TIMEOUT:.0f} s")
         self.agents = agent_list("worker agents", agents)
+        self.metrics = metrics
         self._target = target
         self._token, self._tls = token, tls
         self.conn: Optional[Connection] = target if isinstance(target, Connection) else None
@@ -568,7 +575,8 @@ class Worker:
     # Running -----------------------------------------------------------
 
     def run_forever(self) -> None:
-        """Runs until SIGTERM or SIGINT, then shuts down gracefully."""
+        """Runs until SIGTERM or SIGINT, then shuts down gracefully. With
+        TLS, SIGHUP reloads the TLS files (:meth:`reload_tls`)."""
         import signal
 
         async def main() -> None:
@@ -576,9 +584,40 @@ class Worker:
             loop = asyncio.get_running_loop()
             for s in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(s, stop.set)
+            if self._uses_tls():
+                loop.add_signal_handler(signal.SIGHUP, self.reload_tls_logged)
             await self.run(stop)
 
         asyncio.run(main())
+
+    def _uses_tls(self) -> bool:
+        if self.conn is not None:
+            return self.conn.tls is not None
+        return self._tls is not None and bool(self._tls.cert)
+
+    def reload_tls(self) -> None:
+        """Reads the TLS files again, for the Worker's next connections
+        (:meth:`Connection.reload_tls`); raises DexError, keeping the
+        current files in use, when the new ones are not usable. Before
+        :meth:`run` it only checks them: run reads them as it connects."""
+        if self.conn is not None:
+            self.conn.reload_tls()
+        elif self._uses_tls():
+            assert self._tls is not None
+            self._tls.credentials()
+        else:
+            raise DexError("this Worker does not use TLS: there are no files to reload")
+
+    def reload_tls_logged(self) -> None:
+        """reload_tls, saying how it went in the Worker's log (a SIGHUP's
+        handler: an error keeps the Worker running on its current files)."""
+        try:
+            self.reload_tls()
+        except DexError as e:
+            self._say(logging.ERROR, "SIGHUP: reloading the TLS files failed; the current ones stay in use",
+                      {"error": str(e)})
+            return
+        self._say(logging.INFO, "SIGHUP: TLS files reloaded")
 
     async def run(self, stop: Optional[asyncio.Event] = None) -> None:
         """Registers (retrying until the cluster answers), then long-polls
@@ -680,7 +719,8 @@ class Worker:
         """One line about the Worker's registration: to its logger, or to
         stderr when it was given none and logging is not configured."""
         if not self._own_logger and not self.log.hasHandlers():
-            print(f"dex worker {self.id}: {msg}", file=sys.stderr, flush=True)
+            err = f" ({fields['error']})" if fields and "error" in fields and level >= logging.ERROR else ""
+            print(f"dex worker {self.id}: {msg}{err}", file=sys.stderr, flush=True)
             return
         self.log.log(level, msg, extra={"fields": {"worker": self.id, **(fields or {})}})
 
@@ -873,6 +913,15 @@ class Worker:
         return ""
 
     async def _run_task(self, t: workers_pb2.Task, partition: Optional[int] = None) -> None:
+        ended = [TASK_REPORT_REFUSED]  # unless the task says otherwise
+        try:
+            await self._run_task_once(t, partition, ended)
+        finally:
+            if self.metrics is not None:
+                self.metrics.task(t.kind, ended[0])
+
+    async def _run_task_once(self, t: workers_pb2.Task, partition: Optional[int], ended: list) -> None:
+        """Runs t; ended[0] is set to how it ended here (the tasks counter's outcome)."""
         ref = types_pb2.AttemptRef()
         ref.CopyFrom(t.ref)
         fields = {"worker": self.id, "session": t.session_id, "step": ref.step_id, "attempt": ref.attempt,
@@ -890,6 +939,7 @@ class Worker:
             except grpc.RpcError as e:
                 self.log.warning("fail refused", extra={"fields": {**fields, "error": e.details()}})
             self.log.error("cannot run task", extra={"fields": {**fields, "reason": why}})
+            ended[0] = TASK_CANNOT_RUN
             return
 
         await self._hold(HOLD_BEFORE_CLAIM, t)
@@ -899,6 +949,7 @@ class Worker:
         except grpc.RpcError as e:
             self.log.warning("claim refused; dropping the task",
                              extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
+            ended[0] = TASK_CLAIM_REFUSED
             return
 
         state: dict[str, Any] = {"done": False, "cancelled": "", "handler": None}
@@ -920,15 +971,19 @@ class Worker:
                 handler = asyncio.ensure_future(self._invoke(t, cancel_event, partition))
                 state["handler"] = handler
                 self._handlers[handler] = cancel_event
+                started = time.monotonic()
                 try:
                     await asyncio.wait({handler})
                 finally:
                     self._handlers.pop(handler, None)
                 out = handler.result() if not handler.cancelled() else _Outcome(err=_ShutdownCancel("cancelled"))
+                if self.metrics is not None:
+                    self.metrics.handled(t.kind, out.complete is not None, time.monotonic() - started)
             state["done"] = True
             if state["cancelled"]:
                 self.log.warning("attempt cancelled by the cluster; dropped",
                                  extra={"fields": {**fields, "reason": state["cancelled"]}})
+                ended[0] = TASK_CANCELLED
                 return
             if out.ran:
                 await self._hold(HOLD_BEFORE_RESULT, t)
@@ -950,6 +1005,7 @@ class Worker:
                 else:
                     hb.cancel()
                     self.log.info("task completed", extra={"fields": fields})
+                    ended[0] = TASK_COMPLETED
                     await self._hold(HOLD_AFTER_RESULT_SENT, t)
                     return
             msg = str(out.err) or type(out.err).__name__
@@ -960,6 +1016,7 @@ class Worker:
                 self.log.warning("fail refused; dropping the task",
                                  extra={"fields": {**fields, "error": f"{e.code().name}: {e.details()}"}})
                 return
+            ended[0] = TASK_FAILED
             failed = {**fields, "error": msg, "error_type": types_pb2.ErrorType.Name(out.error_type)}
             if out.retry_after_ms:
                 failed["retry_after_ms"] = out.retry_after_ms

@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -41,10 +42,14 @@ def free_port() -> int:
 
 
 class Dexd:
-    def __init__(self, tmp: Path, extra: tuple = ()) -> None:
-        self.raft, self.grpc, self.http = free_port(), free_port(), free_port()
+    """A single-node dexd. ``ports`` (raft, grpc, http) and the same tmp
+    start it again where an earlier one ran (a restart: the same data dir)."""
+
+    def __init__(self, tmp: Path, extra: tuple = (), ports: Optional[tuple] = None) -> None:
+        self.ports = ports or (free_port(), free_port(), free_port())
+        self.raft, self.grpc, self.http = self.ports
         self.addr = f"127.0.0.1:{self.grpc}"
-        self.log = open(tmp / "dexd.log", "wb")
+        self.log = open(tmp / "dexd.log", "ab")
         self.proc = subprocess.Popen(
             [str(BIN / "dexd"), "--id", "n1", "--data-dir", str(tmp / "n1"), "--raft-addr", f"127.0.0.1:{self.raft}",
              "--grpc-addr", self.addr, "--http-addr", f"127.0.0.1:{self.http}",

@@ -1,14 +1,16 @@
 // dexworker-typescript: the demo Worker of cmd/dexworker on the TypeScript
 // library, with the same flags, scripted model, tools, holds, ledger and
 // exit codes (0 after SIGTERM/SIGINT, 2 on bad flags or script, 1 when the
-// cluster refuses the registration or the ledger cannot be opened).
+// cluster refuses the registration, the ledger cannot be opened or
+// --metrics-addr cannot be served).
 import { hostname } from "node:os";
-import { dial, Holder, jsonLogger, parseMoments, tokenFrom, Worker, type ModelHandler, type TlsOptions } from "../src/index.js";
+import { dial, Holder, jsonLogger, parseMoments, tokenFrom, Worker, type Channel, type Logger, type ModelHandler, type TlsOptions } from "../src/index.js";
 import { flagUsage, HelpError, parseFlags, splitList, type FlagSpec } from "./flags.js";
 import { adapterNames, demoAgent } from "./adapters.js";
 import { Ledger } from "./ledger.js";
 import { demoStream, loadScript, retryAfterHelp, ScriptedModel, usageHelp, type Script } from "./script.js";
 import { DemoTools } from "./tools.js";
+import { startMetrics } from "./metrics.js";
 
 const usage = `usage: dexworker-typescript --addr TARGET --ledger FILE [flags]
 
@@ -33,7 +35,7 @@ export const flagSpecs: Record<string, FlagSpec> = {
   id: { kind: "string", def: "", usage: "Worker id (default dexworker-HOST-PID)" },
   token: { kind: "string", def: "", usage: "ACL token secret (a worker token; default $DEX_TOKEN)" },
   concurrency: { kind: "int", def: 4, usage: "tasks run at once" },
-  "metrics-addr": { kind: "string", def: "", usage: "accepted for dexworker's command line; this Worker serves no metrics" },
+  "metrics-addr": { kind: "string", def: "", usage: "serve the Worker's Prometheus metrics on HOST:PORT/metrics (default: none)" },
   "poll-wait": { kind: "duration", def: 20_000, usage: "long-poll wait" },
   "poll-interval": { kind: "duration", def: 200, usage: "how often the cluster polls a build task (the build tool's poll interval)" },
   "shutdown-grace": { kind: "duration", def: 5_000, usage: "on SIGTERM/SIGINT, how long running tasks may finish" },
@@ -43,7 +45,7 @@ export const flagSpecs: Record<string, FlagSpec> = {
   "tool-agents": { kind: "string", def: "", usage: "NAME[,NAME]: serve the demo tools only for these agents' sessions (default: for every agent)" },
   adapter: { kind: "string", def: "", usage: "drive the scripted model through this framework adapter: ai-sdk, openai-agents or claude-agent-sdk" },
   stream: { kind: "bool", def: false, usage: "stream each model output's text as live output while the call runs, 8 bytes every 10 ms, before answering (docs/design/streaming.md; not with --adapter)" },
-  "tls-cert": { kind: "string", def: "", usage: "client certificate (PEM) for a cluster with mutual TLS, with --tls-key and --tls-ca" },
+  "tls-cert": { kind: "string", def: "", usage: "client certificate (PEM) for a cluster with mutual TLS, with --tls-key and --tls-ca; the three are reloaded on SIGHUP" },
   "tls-key": { kind: "string", def: "", usage: "the key of --tls-cert (PEM)" },
   "tls-ca": { kind: "string", def: "", usage: "the CA bundle (PEM) the nodes' certificates chain to" },
 };
@@ -66,6 +68,7 @@ export interface Config {
   toolAgents: string[];
   adapter: string;
   stream: boolean;
+  metricsAddr: string;
   tls: { cert: string; key: string; ca: string };
 }
 
@@ -107,7 +110,7 @@ export function parseConfig(args: string[], parseDur: (s: string) => number): Co
     id: v.id as string, token: v.token as string, concurrency: v.concurrency as number, pollWaitMs: v["poll-wait"] as number,
     pollIntervalMs: v["poll-interval"] as number, graceMs: v["shutdown-grace"] as number, modelRunTimeoutMs: v["model-run-timeout"] as number,
     toolRunTimeouts: new Map(), agents: splitList(v.agent as string), toolAgents: splitList(v["tool-agents"] as string), adapter: v.adapter as string,
-    stream: v.stream as boolean, tls,
+    stream: v.stream as boolean, metricsAddr: v["metrics-addr"] as string, tls,
   };
   if (c.addr === "" || c.ledger === "") throw new Error("--addr and --ledger are required");
   if (c.adapter !== "" && !adapterNames.includes(c.adapter)) throw new Error(`--adapter ${JSON.stringify(c.adapter)}: want one of ${adapterNames.join(", ")}`);
@@ -119,6 +122,17 @@ export function parseConfig(args: string[], parseDur: (s: string) => number): Co
   }
   c.toolRunTimeouts = parseRunTimeouts(v["tool-run-timeout"] as string, parseDur);
   return c;
+}
+
+/** SIGHUP: reads the TLS files again; on an error the current ones stay in use. */
+function reloadTls(ch: Channel, log: Logger): void {
+  try {
+    ch.reloadTls();
+  } catch (e) {
+    log.error("SIGHUP: reloading the TLS files failed; the current ones stay in use", { error: e });
+    return;
+  }
+  log.info("SIGHUP: TLS files reloaded");
 }
 
 async function run(c: Config): Promise<number> {
@@ -155,6 +169,18 @@ async function run(c: Config): Promise<number> {
     process.stderr.write(`dexworker: ${(e as Error).message}\n`);
     return 2;
   }
+  if (tls) process.on("SIGHUP", () => reloadTls(ch, log));
+  let metrics: Awaited<ReturnType<typeof startMetrics>> | undefined;
+  if (c.metricsAddr !== "") {
+    try {
+      metrics = await startMetrics(c.metricsAddr, log);
+    } catch (e) {
+      process.stderr.write(`dexworker: ${(e as Error).message}\n`);
+      ch.close();
+      ledger.close();
+      return 1;
+    }
+  }
   const tools = new DemoTools(ledger, id, c.pollIntervalMs, c.toolRunTimeouts);
   let model: ModelHandler = new ScriptedModel(script, ledger, id, tools.inline, c.stream ? demoStream : undefined);
   let served = tools.tools();
@@ -173,7 +199,7 @@ async function run(c: Config): Promise<number> {
   try {
     w = new Worker(ch, {
       id, tools: served.map((t) => (c.toolAgents.length > 0 ? { ...t, agents: c.toolAgents } : t)), agents: c.agents, model, modelRunTimeoutMs: c.modelRunTimeoutMs, concurrency: c.concurrency, pollWaitMs: c.pollWaitMs,
-      shutdownGraceMs: c.graceMs, logger: jsonLogger("info", { worker: id }), hold: holder.hold,
+      shutdownGraceMs: c.graceMs, logger: jsonLogger("info", { worker: id }), hold: holder.hold, metrics: metrics?.metrics,
     });
   } catch (e) {
     process.stderr.write(`dexworker: ${(e as Error).message}\n`);
@@ -188,6 +214,7 @@ async function run(c: Config): Promise<number> {
   } finally {
     ch.close();
     ledger.close();
+    await metrics?.server.close();
   }
   log.info("dexworker stopped");
   return 0;

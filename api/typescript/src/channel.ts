@@ -1,5 +1,7 @@
+import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
+import { createSecureContext } from "node:tls";
 import type { SecureClientSessionOptions } from "node:http2";
 import { Code, ConnectError, createClient, createContextKey, createContextValues } from "@connectrpc/connect";
 import type { ContextValues, Interceptor, StreamResponse, Transport, UnaryResponse } from "@connectrpc/connect";
@@ -103,21 +105,87 @@ function checkAddr(a: string, target: string): void {
   }
 }
 
-function loadTls(t: TlsOptions): SecureClientSessionOptions {
-  const read = (v: string | Buffer | undefined, file: string | undefined) => (v ?? (file ? readFileSync(file) : undefined));
-  const out: SecureClientSessionOptions = { ca: read(t.ca, t.caFile), cert: read(t.cert, t.certFile), key: read(t.key, t.keyFile) };
+/**
+ * Reads the TLS options (the *File ones from disk, now) and checks them as
+ * the Go library does: the CA bundle must hold a PEM certificate, and the
+ * certificate must be its key's. What is checked is what is used: each file
+ * is read once.
+ */
+export function loadTls(t: TlsOptions): SecureClientSessionOptions {
+  const read = (v: string | Buffer | undefined, file: string | undefined, what: string) => {
+    if (v !== undefined || !file) return v;
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      throw new Error(`TLS: ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  };
+  const out: SecureClientSessionOptions = {
+    ca: read(t.ca, t.caFile, "CA bundle"), cert: read(t.cert, t.certFile, "certificate"), key: read(t.key, t.keyFile, "key"),
+  };
   if ((out.cert === undefined) !== (out.key === undefined)) throw new Error("TLS: a client certificate needs its key, and a key its certificate");
   if (out.ca === undefined) throw new Error("TLS: the CA bundle the nodes' certificates chain to is required");
+  const caName = t.caFile && t.ca === undefined ? `CA bundle ${t.caFile}` : "the CA bundle";
+  const blocks = String(out.ca).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new Error(`TLS: ${caName} holds no PEM certificate`);
+  for (const b of blocks) {
+    try {
+      new X509Certificate(b);
+    } catch (e) {
+      throw new Error(`TLS: ${caName}: ${(e as Error).message}`);
+    }
+  }
+  if (out.cert !== undefined) {
+    try {
+      createSecureContext({ cert: out.cert, key: out.key });
+    } catch (e) {
+      const names = t.certFile && t.cert === undefined ? `certificate ${t.certFile} / key ${t.keyFile}` : "the certificate and key";
+      throw new Error(`TLS: ${names}: not a PEM certificate and its key (${(e as Error).message})`);
+    }
+  }
   return out;
 }
+
+/**
+ * How often a connection a TLS reload replaced checks whether it still
+ * carries a call: it closes once it carries none.
+ */
+const retireCheckMs = 500;
 
 /** One node: its HTTP/2 connection and a transport on it. */
 class Node {
   session!: Http2SessionManager;
   transport!: Transport;
-  constructor(readonly addr: string, private readonly url: string, private readonly nodeOptions: SecureClientSessionOptions | undefined,
+  /** Connections a TLS reload replaced, each closed once it carries no call. */
+  private readonly retiring = new Set<Http2SessionManager>();
+  constructor(readonly addr: string, private readonly url: string, private nodeOptions: SecureClientSessionOptions | undefined,
     private readonly interceptors: Interceptor[]) {
     this.connect();
+  }
+  /**
+   * Makes the next calls use new TLS options on a new connection. The calls
+   * on the old one go on there (it keeps the certificates it was made with)
+   * and it closes once it carries none.
+   */
+  retls(opts: SecureClientSessionOptions): void {
+    const old = this.session;
+    this.nodeOptions = opts;
+    this.connect();
+    this.retiring.add(old);
+    const timer = setInterval(() => {
+      const st = old.state();
+      if (st === "open" || st === "connecting" || st === "verifying") return;
+      clearInterval(timer);
+      this.retiring.delete(old);
+      old.abort();
+    }, retireCheckMs);
+    timer.unref();
+  }
+  /** Closes every connection, the retiring ones too. */
+  close(why: Error): void {
+    this.session.abort(why);
+    for (const s of this.retiring) s.abort(why);
+    this.retiring.clear();
   }
   private connect(): void {
     const host = this.addr.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
@@ -167,6 +235,8 @@ export class Channel implements Transport {
   /** The partition count the cluster's trailers gave (0: none yet), and each partition's leader among the nodes. */
   private partitions = 0;
   private readonly leaders = new Map<number, Node>();
+  /** The TLS options the channel dials with (undefined: plaintext), read again by reloadTls. */
+  private readonly tlsOptions: TlsOptions | undefined;
 
   constructor(target: string, opts: DialOptions = {}) {
     this.addrs = parseTarget(target);
@@ -178,6 +248,7 @@ export class Channel implements Transport {
       req.header.set("authorization", `Bearer ${token}`);
       return next(req);
     }];
+    this.tlsOptions = opts.tls;
     const tls = opts.tls ? loadTls(opts.tls) : undefined;
     const scheme = tls ? "https" : "http";
     this.nodes = this.addrs.map((a) => new Node(a, `${scheme}://${a}`, tls, interceptors));
@@ -200,7 +271,28 @@ export class Channel implements Transport {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.prober);
-    for (const n of this.nodes) n.session.abort(new ConnectError("channel closed", Code.Canceled));
+    for (const n of this.nodes) n.close(new ConnectError("channel closed", Code.Canceled));
+  }
+
+  /** Whether the channel speaks TLS. */
+  get usesTls(): boolean {
+    return this.tlsOptions !== undefined;
+  }
+
+  /**
+   * Reads the TLS files again (a SIGHUP's rotation: the *File options; PEM
+   * given inline stays as it is), so that new connections use them: each
+   * node gets a new connection for its next call, while the calls already
+   * running finish on the old one, which closes once it carries none (as
+   * the Go library's open connections keep their certificates). Throws,
+   * and keeps the current files in use, when the new ones cannot be read or
+   * are not a certificate, its key and a CA bundle; or when the channel
+   * does not use TLS.
+   */
+  reloadTls(): void {
+    if (this.tlsOptions === undefined) throw new Error("this channel does not use TLS: there are no files to reload");
+    const opts = loadTls(this.tlsOptions); // throws before anything changes
+    for (const n of this.nodes) n.retls(opts);
   }
 
   async unary(...args: Parameters<Transport["unary"]>): Promise<UnaryResponse<any, any>> {

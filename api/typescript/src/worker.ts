@@ -14,6 +14,7 @@ import { classifyError, codeOf, messageOf, ModelError, retryAfterMsOf } from "./
 import { checkModelOutput, kindName } from "./kinds.js";
 import { attachLedger, ledgerFromEnv, startLine, type Ledger, type LedgerLine } from "./ledger.js";
 import { nopLogger, type Logger } from "./log.js";
+import type { TaskOutcome, WorkerMetrics } from "./metrics.js";
 import { handlerOf, routeProblem, runsOnModel } from "./route.js";
 import { Backoff, PartitionMetadataKey, sleep, transient } from "./retry.js";
 import { OutputStream } from "./stream.js";
@@ -192,6 +193,11 @@ export interface WorkerOptions {
    * Holder beside $DEX_LEDGER (hold.ts).
    */
   hold?: (moment: Moment, task: Task) => Promise<void> | void;
+  /**
+   * Counts the tasks by how they ended and times the handlers, under the Go
+   * Worker's metric names (metrics.ts); serve its registry with serveMetrics.
+   */
+  metrics?: WorkerMetrics;
 }
 
 const maxUint32 = 0xffffffff;
@@ -358,6 +364,7 @@ export class Worker {
   private readonly log: Logger;
   private readonly o: Required<Pick<WorkerOptions, "concurrency" | "pollWaitMs" | "callTimeoutMs" | "shutdownGraceMs" | "modelRunTimeoutMs">>;
   private readonly holdHook: WorkerOptions["hold"];
+  private readonly metrics: WorkerMetrics | undefined;
   private heartbeatIntervalMs = 1000;
   private registered = false;
   /** How many partitions the cluster has (its registration says): one poll loop each. */
@@ -405,6 +412,7 @@ export class Worker {
     this.sayToStderr = opts.logger === undefined;
     this.transport = transport;
     this.holdHook = opts.hold ?? holderFromEnv()?.hold;
+    this.metrics = opts.metrics;
     this.svc = createClient(WorkerService, transport);
     this.ledger = ledgerFromEnv();
   }
@@ -678,8 +686,18 @@ export class Worker {
     return this.tools.has(t.tool) ? "" : `worker ${this.id} has no tool ${JSON.stringify(t.tool)}`;
   }
 
-  /** Runs task t, polled from partition k: its calls go to that partition's leader (inPartition). */
+  /** Runs task t, polled from partition k, and counts how it ended. */
   private async runTask(signal: AbortSignal, t: Task, k: number): Promise<void> {
+    const ended: { outcome: TaskOutcome } = { outcome: "report_refused" }; // unless the task says otherwise
+    try {
+      await this.runTaskOnce(signal, t, k, ended);
+    } finally {
+      this.metrics?.task(t.kind, ended.outcome);
+    }
+  }
+
+  /** Runs task t, polled from partition k: its calls go to that partition's leader (inPartition); sets how it ended. */
+  private async runTaskOnce(signal: AbortSignal, t: Task, k: number, ended: { outcome: TaskOutcome }): Promise<void> {
     const ref: AttemptRef = t.ref ? clone(AttemptRefSchema, t.ref) : create(AttemptRefSchema);
     const log = withFields(this.log, { session: t.sessionId, step: ref.stepId, attempt: ref.attempt, kind: kindName(t.kind), tool: t.tool });
     log.info("task received");
@@ -690,6 +708,7 @@ export class Worker {
       ref.seq = 1n;
       const err = await this.report(log, "fail", k, this.callTry(t), signal, ref, failure(ErrorType.UNSPECIFIED, why));
       log.error("cannot run task", { reason: why, error: err });
+      ended.outcome = "cannot_run";
       return;
     }
 
@@ -698,6 +717,7 @@ export class Worker {
     const claimErr = await this.send(log, "claim", k, this.callTry(t), signal, (o) => this.svc.claimTask({ ref }, o));
     if (claimErr !== undefined) {
       log.warn("claim refused; dropping the task", { error: claimErr });
+      ended.outcome = "claim_refused";
       return;
     }
     log.debug("claimed");
@@ -722,11 +742,14 @@ export class Worker {
     };
     try {
       await this.hold(Moments.afterClaim, t);
+      const started = performance.now();
       let out = await this.invoke(handler.signal, signal, t, ref.attempt, k);
+      this.metrics?.handled(t.kind, "complete" in out, (performance.now() - started) / 1000);
       handlerDone = true;
       if (!("err" in out && out.err instanceof LedgerStartError)) await this.hold(Moments.beforeResult, t);
       if (cancelled !== "") {
         log.warn("attempt cancelled by the cluster; dropped", { reason: cancelled });
+        ended.outcome = "cancelled";
         return;
       }
       // Shutting down: report what we have, briefly.
@@ -737,6 +760,7 @@ export class Worker {
         if (err === undefined) {
           await stopHeartbeats();
           log.info("task completed");
+          ended.outcome = "completed";
           await this.hold(Moments.afterResultSent, t);
           return;
         }
@@ -759,6 +783,7 @@ export class Worker {
         return;
       }
       await stopHeartbeats();
+      ended.outcome = "failed";
       log.info("task failed", { error: msg, error_type: `ERROR_TYPE_${ErrorType[out.errType]}`, ...(retryAfterMs > 0 ? { retry_after_ms: retryAfterMs } : {}) });
     } finally {
       signal.removeEventListener("abort", onStop);

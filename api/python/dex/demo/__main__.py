@@ -19,6 +19,7 @@ from dex.demo.script import Script, ScriptError, load_script, Model
 from dex.demo.tools import DemoTools
 from dex.errors import DexError, RegistrationError
 from dex.hold import Holder, parse_moments
+from dex.metrics import MetricsServer, WorkerMetrics, add_process_collectors, serve_metrics
 from dex.worker import Worker
 
 
@@ -51,21 +52,57 @@ def fail(msg: str, code: int) -> int:
     return code
 
 
+def start_metrics(addr: str, log: logging.Logger) -> tuple[WorkerMetrics, MetricsServer]:
+    """The Worker's metrics (and the process's), served at addr's /metrics
+    from now on, before the cluster answers; raises DexError naming
+    --metrics-addr when they cannot be (no prometheus_client, a busy port)."""
+    try:
+        m = WorkerMetrics()
+        add_process_collectors(m.registry)
+        server = serve_metrics(addr, m.registry)
+    except DexError as e:
+        raise DexError(f"--metrics-addr {addr}: {e}") from e
+    log.info("serving metrics", extra={"fields": {"addr": server.address, "url": f"http://{server.address}/metrics"}})
+    return m, server
+
+
+def reload_tls(conn: Connection, log: logging.Logger) -> None:
+    """SIGHUP: reads the TLS files again; on an error the current ones stay."""
+    try:
+        conn.reload_tls()
+    except DexError as e:
+        log.error("SIGHUP: reloading the TLS files failed; the current ones stay in use",
+                  extra={"fields": {"error": str(e)}})
+        return
+    log.info("SIGHUP: TLS files reloaded")
+
+
 async def serve(c: Config, script: Optional[Script], moments: set, ledger: Ledger, log: logging.Logger) -> int:
     wid = c.id or f"dexworker-{socket.gethostname()}-{os.getpid()}"
     try:
         conn = Connection(c.addr, token=c.token or None, tls=c.tls)
     except DexError as e:
         return fail(str(e), 2)
+    metrics: Optional[WorkerMetrics] = None
+    metrics_server: Optional[MetricsServer] = None
+    if c.metrics_addr:
+        try:
+            metrics, metrics_server = start_metrics(c.metrics_addr, log)
+        except DexError as e:
+            await conn.close()
+            return fail(str(e), 1)
     tools = DemoTools(ledger, wid, poll_interval=c.poll_interval, run_timeouts=c.tool_run_timeouts,
                       agents=c.tool_agents)
     holder = Holder(moments, c.hold_all, c.ledger)
     try:
         w = Worker(conn, id=wid, concurrency=c.concurrency, poll_wait=c.poll_wait, shutdown_grace=c.shutdown_grace,
-                   model_run_timeout=c.model_run_timeout, hold=holder.hold, logger=log, agents=c.agents)
+                   model_run_timeout=c.model_run_timeout, hold=holder.hold, logger=log, agents=c.agents,
+                   metrics=metrics)
         tools.register(w)
     except DexError as e:
         await conn.close()
+        if metrics_server is not None:
+            metrics_server.close()
         return fail(str(e), 2)
     model = Model(script, ledger, wid, inline=tools.inline, stream=c.stream)
     w.model(model.run_model)
@@ -78,10 +115,7 @@ async def serve(c: Config, script: Optional[Script], moments: set, ledger: Ledge
     # SIGUSR1 releases a hold (and never kills the Worker).
     loop.add_signal_handler(signal.SIGUSR1, holder.signal.set)
     if c.tls.cert:
-        loop.add_signal_handler(signal.SIGHUP, lambda: log.warning(
-            "SIGHUP: the Python Worker does not reload its TLS files; restart it to use new ones"))
-    if c.metrics_addr:
-        log.warning("--metrics-addr: the Python Worker serves no metrics")
+        loop.add_signal_handler(signal.SIGHUP, reload_tls, conn, log)
     log.info("dexworker starting", extra={"fields": {"worker": wid, "addr": c.addr, "ledger": c.ledger,
                                                      "script": c.script, "hold": c.hold, "pid": os.getpid(), "agents": c.agents,
                                                      "lang": "python"}})
@@ -92,6 +126,8 @@ async def serve(c: Config, script: Optional[Script], moments: set, ledger: Ledge
         return 1
     finally:
         await conn.close()
+        if metrics_server is not None:
+            metrics_server.close()
     log.info("dexworker stopped")
     return 0
 

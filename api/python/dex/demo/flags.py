@@ -132,7 +132,8 @@ def parse_flags(argv: list[str]) -> Optional[Config]:
     p.add_argument("--id", default="", help="Worker id (default dexworker-HOST-PID)")
     p.add_argument("--token", default="", help="ACL token secret (a worker token; default $DEX_TOKEN)")
     p.add_argument("--concurrency", type=int, default=4, help="tasks run at once")
-    p.add_argument("--metrics-addr", default="", help="not served by the Python Worker (accepted for compatibility)")
+    p.add_argument("--metrics-addr", default="", help="serve the Worker's Prometheus metrics on HOST:PORT/metrics "
+                   "(default: none; needs prometheus_client)")
     p.add_argument("--poll-wait", type=parse_duration, default=20.0, help="long-poll wait (default 20s)")
     p.add_argument("--poll-interval", type=parse_duration, default=0.2,
                    help="how often the cluster polls a build task (default 200ms)")
@@ -145,7 +146,8 @@ def parse_flags(argv: list[str]) -> Optional[Config]:
                    "runs; it gets only their sessions' model Steps (default: the default agent)")
     p.add_argument("--tool-agents", default="", help="NAME[,NAME]: serve the demo tools only for these agents' sessions "
                    "(default: for every agent)")
-    p.add_argument("--tls-cert", default="", help="client certificate (PEM) for a cluster with mutual TLS")
+    p.add_argument("--tls-cert", default="", help="client certificate (PEM) for a cluster with mutual TLS, with "
+                   "--tls-key and --tls-ca; the three are reloaded on SIGHUP")
     p.add_argument("--tls-key", default="", help="the key of --tls-cert (PEM)")
     p.add_argument("--tls-ca", default="", help="the CA bundle (PEM) the nodes' certificates chain to")
     try:
