@@ -1,4 +1,4 @@
-// The Vercel AI SDK adapter: a Dex RunModel runs one generateText step (one
+// The Vercel AI SDK adapter: a Dex RunModel runs one step of the model (one
 // model call, stopWhen stepCountIs(1)) on the history Dex hands over. Tools
 // named in dexTools reach the model without their execute function, so the
 // AI SDK defers them: their calls become Dex tool calls, run as CallTool /
@@ -9,13 +9,20 @@
 // SDK gives no cost) goes out with the output. A provider's APICallError
 // fails the attempt typed by its HTTP status, a rate_limit one with the
 // Retry-After of its response headers.
+//
+// Under a Worker (input.stream set) the step runs through streamText and
+// each text delta goes out as live output; the output is the same as
+// generateText's. Without input.stream, with stream: false, or for a model
+// that cannot stream, the step is one generateText call.
 import {
-  APICallError, generateText, stepCountIs, type LanguageModel, type LanguageModelUsage, type ModelMessage, type Tool as AiTool, type ToolSet,
+  APICallError, generateText, NoOutputGeneratedError, stepCountIs, streamText, type ContentPart, type LanguageModel, type LanguageModelUsage, type ModelMessage,
+  type Tool as AiTool, type ToolSet,
 } from "ai";
 import { ModelError, newHttpModelError } from "../errors.js";
 import { ErrorType } from "../../gen/dex/v1/types_pb.js";
 import type { ModelInput, ModelOutputInit, Tool, ToolCall, UsageInit } from "../worker.js";
 import { contentOf, dexTool, turnMessages, usageCount, type DexToolPolicy } from "./history.js";
+import { LiveText } from "./live.js";
 
 export type { DexToolPolicy } from "./history.js";
 
@@ -28,6 +35,12 @@ export interface AiSdkAgentOptions {
   dexTools?: Record<string, DexToolPolicy>;
   /** Instructions of the CompactContext summary call. */
   compactPrompt?: string;
+  /**
+   * Streams the model's text deltas as live output through input.stream
+   * (streamText; default true). false: one generateText call, the output
+   * sent whole at the end.
+   */
+  stream?: boolean;
 }
 
 /** What Worker takes: the model handler and the Dex tools. */
@@ -73,6 +86,21 @@ function typed(e: unknown): unknown {
   return e;
 }
 
+/**
+ * Whether a streamText error means the model cannot stream, so that the
+ * step runs through generateText instead: its doStream failed before the
+ * stream started (before any start-step part) with an error that is none of
+ * a provider's API error (an APICallError: the request was made), a Dex
+ * ModelError, an abort or an empty stream. A model without doStream (the AI
+ * SDK's MockLanguageModelV3 given only doGenerate) fails so; a provider's
+ * other errors before its request (a bad prompt, no API key) come again from
+ * doGenerate, still before any request.
+ */
+function streamUnavailable(e: unknown, signal: AbortSignal): boolean {
+  if (signal.aborted || APICallError.isInstance(e) || e instanceof ModelError || NoOutputGeneratedError.isInstance(e)) return false;
+  return !(e instanceof Error && (e.name === "AbortError" || e.name === "TimeoutError"));
+}
+
 /** Makes a Dex model handler and tools of an AI SDK model and tool set. */
 export function aiSdkAgent(o: AiSdkAgentOptions): DexAgent {
   if (!o || (typeof o.model !== "function" && (typeof o.model !== "object" || o.model === null) && typeof o.model !== "string")) {
@@ -106,18 +134,15 @@ export function aiSdkAgent(o: AiSdkAgentOptions): DexAgent {
   }
   const modelOf = (input: ModelInput) => (typeof o.model === "function" ? (o.model as (i: ModelInput) => LanguageModel)(input) : o.model);
 
-  const run = async (input: ModelInput): Promise<ModelOutputInit> => {
-    let r;
-    try {
-      r = await generateText({
-        model: modelOf(input), system: o.system, messages: toModelMessages(input), tools: modelTools, stopWhen: stepCountIs(1),
-        abortSignal: input.signal, maxRetries: 0, experimental_context: { dex: input } satisfies DexContext,
-      });
-    } catch (e) {
-      throw typed(e);
-    }
-    const out: ModelOutputInit = { text: r.text, toolCalls: [], inlineResults: [], usage: aiSdkUsage(r) };
-    for (const part of r.content) {
+  const step = (input: ModelInput, model: LanguageModel) => ({
+    model, system: o.system, messages: toModelMessages(input), tools: modelTools, stopWhen: stepCountIs(1),
+    abortSignal: input.signal, maxRetries: 0, experimental_context: { dex: input } satisfies DexContext,
+  });
+
+  /** The step's output: its text, the calls Dex runs, the inline calls' results, its usage. */
+  const outputOf = (text: string, content: ContentPart<ToolSet>[], usage: UsageInit): ModelOutputInit => {
+    const out: ModelOutputInit = { text, toolCalls: [], inlineResults: [], usage };
+    for (const part of content) {
       if (part.type === "tool-call" && !part.invalid && !(part.toolName in policies) && part.toolName in modelTools) continue; // ran inline
       if (part.type === "tool-call") out.toolCalls!.push({ callId: part.toolCallId, tool: part.toolName, arguments: contentOf(part.input ?? {}) });
       else if (part.type === "tool-result") {
@@ -129,6 +154,47 @@ export function aiSdkAgent(o: AiSdkAgentOptions): DexAgent {
       }
     }
     return out;
+  };
+
+  const generated = async (input: ModelInput, model: LanguageModel): Promise<ModelOutputInit> => {
+    let r;
+    try {
+      r = await generateText(step(input, model));
+    } catch (e) {
+      throw typed(e);
+    }
+    return outputOf(r.text, r.content, aiSdkUsage(r));
+  };
+
+  // The step through streamText: each text-delta part is streamed; the
+  // first error part fails the attempt, typed as generateText's would be,
+  // even after deltas (the output so far is not an answer).
+  const streamed = async (input: ModelInput, model: LanguageModel, send: (text: string) => void): Promise<ModelOutputInit> => {
+    const live = new LiveText(send, "");
+    const r = streamText({ ...step(input, model), onError: () => {} }); // errors are read as error parts
+    let started = false;
+    let failure: { error: unknown } | undefined;
+    try {
+      for await (const part of r.fullStream) {
+        if (part.type === "start-step") started = true;
+        else if (part.type === "text-delta") live.delta(part.text);
+        else if (part.type === "error") {
+          if (!started && streamUnavailable(part.error, input.signal)) return await generated(input, model);
+          failure ??= { error: part.error };
+        }
+      }
+      if (failure) throw failure.error instanceof Error ? failure.error : new Error(String(failure.error));
+      const steps = await r.steps;
+      const last = steps[steps.length - 1];
+      return outputOf(live.sync(last.text), last.content, aiSdkUsage({ totalUsage: await r.totalUsage, response: last.response }));
+    } catch (e) {
+      throw typed(e);
+    }
+  };
+
+  const run = (input: ModelInput): Promise<ModelOutputInit> => {
+    const model = modelOf(input);
+    return o.stream !== false && input.stream ? streamed(input, model, input.stream) : generated(input, model);
   };
 
   const compact = async (input: ModelInput): Promise<string> => {

@@ -11,6 +11,12 @@
 // error, after the CLI's own retries) fails the attempt with its type; a
 // rate_limit with the time the limit lifts, when the CLI said so in a
 // rejected rate_limit_event, as its Retry-After.
+//
+// Under a Worker (input.stream set) the query runs with
+// includePartialMessages: the text_delta of each content_block_delta the
+// main loop streams goes out as live output, a newline before each new
+// text block (the output joins the text blocks so). Without input.stream,
+// or with stream: false, the query runs as it is given.
 import {
   createSdkMcpServer, query as sdkQuery, type HookCallback, type Options, type SdkMcpToolDefinition, type SDKMessage, type SDKResultSuccess,
 } from "@anthropic-ai/claude-agent-sdk";
@@ -18,6 +24,7 @@ import { ErrorType } from "../../gen/dex/v1/types_pb.js";
 import { ModelError } from "../errors.js";
 import type { ModelInput, ModelOutputInit, Tool, UsageInit } from "../worker.js";
 import { contentOf, dexTool, turnMessages, usageCount, type DexToolPolicy } from "./history.js";
+import { LiveText } from "./live.js";
 
 export type { DexToolPolicy } from "./history.js";
 
@@ -35,6 +42,12 @@ export interface ClaudeAgentSdkOptions {
   dexTools?: Record<string, DexToolPolicy>;
   /** The SDK's query (default); a test passes a fake of the message stream. */
   query?: QueryFn;
+  /**
+   * Streams the model's text deltas as live output through input.stream
+   * (the query's partial messages; default true). false: the query runs
+   * with the options given, the output sent whole at the end.
+   */
+  stream?: boolean;
 }
 
 export interface DexAgent {
@@ -132,8 +145,9 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
     const abort = new AbortController();
     const onAbort = () => abort.abort(input.signal.reason);
     input.signal.addEventListener("abort", onAbort, { once: true });
+    const live = o.stream !== false && input.stream ? new LiveText(input.stream) : undefined;
     const options: Options = {
-      ...base, abortController: abort,
+      ...base, ...(live ? { includePartialMessages: true } : {}), abortController: abort,
       mcpServers: { ...(base.mcpServers ?? {}), ...(server ? { [serverName]: server } : {}) },
       hooks: { ...(base.hooks ?? {}), PreToolUse: [...(base.hooks?.PreToolUse ?? []), { matcher: `^${prefix}`, hooks: [defer] }] },
     };
@@ -146,7 +160,13 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
     let limitLiftsAt = 0;
     try {
       for await (const m of q({ prompt: transcript(input), options }, input)) {
-        if (m.type === "rate_limit_event") {
+        if (m.type === "stream_event") {
+          // The main loop's partial messages only: a sub-agent's text is not the output.
+          if (!live || m.parent_tool_use_id !== null) continue;
+          const ev = m.event;
+          if (ev.type === "content_block_start" && ev.content_block.type === "text") live.piece();
+          else if (ev.type === "content_block_delta" && ev.delta.type === "text_delta") live.delta(ev.delta.text);
+        } else if (m.type === "rate_limit_event") {
           limitLiftsAt = rateLimitResetMs(m);
         } else if (m.type === "assistant" && m.parent_tool_use_id === null) {
           if (m.error) {
@@ -160,6 +180,8 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
             if (b.type === "text" && b.text) texts.push(b.text);
             if (b.type === "tool_use") uses.set(b.id!, { callId: b.id!, tool: b.name!.startsWith(prefix) ? b.name!.slice(prefix.length) : b.name!, arguments: contentOf(b.input ?? {}) });
           }
+          // What the message's text adds to the stream (a message the CLI did not stream, as its own) goes out now.
+          live?.sync(texts.join("\n"));
         } else if (m.type === "user" && m.parent_tool_use_id === null && Array.isArray(m.message.content)) {
           for (const b of m.message.content as { type: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[]) {
             const u = b.type === "tool_result" ? uses.get(b.tool_use_id!) : undefined;
@@ -179,7 +201,8 @@ export function claudeAgentSdkAdapter(o: ClaudeAgentSdkOptions = {}): DexAgent {
       input.signal.removeEventListener("abort", onAbort);
       abort.abort();
     }
-    return { text: texts.join("\n"), toolCalls: deferred, inlineResults: inline, ...(usage ? { usage } : {}) };
+    const text = texts.join("\n");
+    return { text: live ? live.sync(text) : text, toolCalls: deferred, inlineResults: inline, ...(usage ? { usage } : {}) };
   };
   return { model: { run }, tools };
 }

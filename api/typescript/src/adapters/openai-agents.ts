@@ -10,11 +10,19 @@
 // (the openai package's APIError, with its status and response headers):
 // the Worker types it by its HTTP status, a rate_limit with the Retry-After
 // of its headers.
+//
+// Under a Worker (input.stream set) the turn runs streamed (stream: true)
+// and each output_text_delta of its raw model stream goes out as live
+// output; the output is the same as the run's without streaming. Without
+// input.stream, with stream: false, or for a model that does not stream,
+// the turn runs as one non-streamed run.
 import {
-  Agent, run as runAgent, RunContext, type AgentInputItem, type FunctionTool, type ModelResponse, type Runner, type Tool as AgentTool, type Usage,
+  Agent, run as runAgent, RunContext, type AgentInputItem, type FunctionTool, type Model, type ModelResponse, type RunResult, type Runner, type Tool as AgentTool,
+  type Usage,
 } from "@openai/agents";
 import type { ModelInput, ModelOutputInit, Tool, ToolCall, UsageInit } from "../worker.js";
 import { contentOf, dexTool, turnMessages, usageCount, type DexToolPolicy } from "./history.js";
+import { LiveText } from "./live.js";
 
 export type { DexToolPolicy } from "./history.js";
 
@@ -25,6 +33,12 @@ export interface OpenAIAgentsOptions {
   dexTools?: Record<string, DexToolPolicy>;
   /** Runs the turn (default: the SDK's run, with its default OpenAI provider). */
   runner?: Runner;
+  /**
+   * Streams the model's text deltas as live output through input.stream (a
+   * streamed run; default true). false: the run is not streamed, the output
+   * sent whole at the end.
+   */
+  stream?: boolean;
 }
 
 /** The run context a tool's execute gets under Dex: context.dex. */
@@ -53,15 +67,18 @@ function toItems(input: ModelInput): AgentInputItem[] {
 /**
  * What a run used: its tokens (the run's total, state.usage) and the model
  * that answered: the last response's provider data names it (the OpenAI
- * providers pass the API's response, with its model); failing that, the
- * agent's model when it is given by name. The SDK gives no cost: it stays 0.
+ * providers pass the API's response, with its model); in a streamed run,
+ * whose responses keep no provider data, the model its stream events named
+ * (streamed); failing that, the agent's model when it is given by name. The
+ * SDK gives no cost: it stays 0.
  */
-export function openaiAgentsUsage(r: { state: { usage: Usage }; rawResponses: ModelResponse[] }, agent?: Agent<any, any>): UsageInit {
+export function openaiAgentsUsage(r: { state: { usage: Usage }; rawResponses: ModelResponse[] }, agent?: Agent<any, any>, streamed = ""): UsageInit {
   let model = "";
   for (const resp of r.rawResponses ?? []) {
     const m = resp.providerData?.model;
     if (typeof m === "string" && m !== "") model = m;
   }
+  if (model === "") model = streamed;
   if (model === "" && typeof agent?.model === "string") model = agent.model;
   const u = r.state?.usage;
   return { inputTokens: usageCount(u?.inputTokens), outputTokens: usageCount(u?.outputTokens), model };
@@ -69,6 +86,46 @@ export function openaiAgentsUsage(r: { state: { usage: Usage }; rawResponses: Mo
 
 function isFunctionTool(t: AgentTool): t is FunctionTool<any, any, any> {
   return (t as { type?: string }).type === "function";
+}
+
+/**
+ * The model a raw model stream event names ("": none): a streamed Responses
+ * API run's response_done carries the response's provider data, a Chat
+ * Completions chunk (a "model" event) its model.
+ */
+function streamEventModel(d: Record<string, any>): string {
+  const m = d.type === "response_done" ? d.response?.providerData?.model : d.type === "model" ? (d.event?.model ?? d.event?.response?.model) : undefined;
+  return typeof m === "string" ? m : "";
+}
+
+/** What a model's getStreamedResponse threw when called: the model does not stream. */
+class StreamUnavailable extends Error {
+  constructor(cause: unknown) {
+    super("the model does not stream", { cause });
+  }
+}
+
+/**
+ * m, except that a getStreamedResponse that throws when called (rather than
+ * failing inside its stream, as a provider's does) throws StreamUnavailable:
+ * the adapter then runs the turn without streaming. Its other members are
+ * m's, called on m.
+ */
+function markNoStream(m: Model): Model {
+  const getStreamedResponse: Model["getStreamedResponse"] = (req) => {
+    try {
+      return m.getStreamedResponse(req);
+    } catch (e) {
+      throw new StreamUnavailable(e);
+    }
+  };
+  return new Proxy(m, {
+    get(t, p) {
+      if (p === "getStreamedResponse") return getStreamedResponse;
+      const v = Reflect.get(t, p, t);
+      return typeof v === "function" ? v.bind(t) : v;
+    },
+  });
 }
 
 /** Makes a Dex model handler and tools of an OpenAI Agents SDK agent. */
@@ -82,7 +139,8 @@ export function openaiAgentsAdapter(o: OpenAIAgentsOptions): DexAgent {
     let c = copies.get(a);
     if (c) return c;
     const tools = a.tools.map((t) => (isFunctionTool(t) && deferred.has(t.name) ? { ...t, needsApproval: async () => true } : t));
-    c = a.clone({ tools, toolUseBehavior: "stop_on_first_tool" });
+    const model = typeof a.model === "object" && a.model !== null ? { model: markNoStream(a.model) } : {};
+    c = a.clone({ tools, toolUseBehavior: "stop_on_first_tool", ...model });
     copies.set(a, c);
     return c;
   };
@@ -105,11 +163,9 @@ export function openaiAgentsAdapter(o: OpenAIAgentsOptions): DexAgent {
     }
   }
 
-  const run = async (input: ModelInput): Promise<ModelOutputInit> => {
-    const agent = prepare(typeof o.agent === "function" ? o.agent(input) : o.agent);
-    const opts = { maxTurns: 1, context: { dex: input } satisfies DexRunContext, signal: input.signal };
-    const r = o.runner ? await o.runner.run(agent, toItems(input), opts) : await runAgent(agent, toItems(input), opts);
-    const out: ModelOutputInit = { text: "", toolCalls: [], inlineResults: [], usage: openaiAgentsUsage(r, r.lastAgent ?? agent) };
+  /** The turn's output, as the run left it. */
+  const outputOf = (r: Pick<RunResult<any, any>, "newItems" | "interruptions" | "state" | "rawResponses" | "lastAgent">, agent: Agent<any, any>, streamedModel = "") => {
+    const out: ModelOutputInit = { text: "", toolCalls: [], inlineResults: [], usage: openaiAgentsUsage(r, r.lastAgent ?? agent, streamedModel) };
     const texts: string[] = [];
     const inline = new Map<string, { callId: string; tool: string; arguments: string; content: string }>();
     for (const item of r.newItems) {
@@ -130,6 +186,51 @@ export function openaiAgentsAdapter(o: OpenAIAgentsOptions): DexAgent {
     out.text = texts.join("\n");
     out.inlineResults = [...inline.values()];
     return out;
+  };
+
+  // The turn streamed: each output_text_delta goes out, a newline before a
+  // new output text part (the output joins them so); undefined when the
+  // model does not stream.
+  const streamed = async (agent: Agent<any, any>, input: ModelInput, send: (text: string) => void): Promise<ModelOutputInit | undefined> => {
+    const live = new LiveText(send);
+    const opts = { maxTurns: 1, context: { dex: input } satisfies DexRunContext, signal: input.signal, stream: true as const };
+    let model = "";
+    let part: string | undefined;
+    let r;
+    try {
+      r = o.runner ? await o.runner.run(agent, toItems(input), opts) : await runAgent(agent, toItems(input), opts);
+      for await (const ev of r) {
+        if (ev.type !== "raw_model_stream_event") continue;
+        const d = ev.data as Record<string, any>;
+        if (d.type === "output_text_delta") {
+          const key = `${d.itemId ?? ""}/${d.providerData?.content_index ?? ""}`;
+          if (key !== part) live.piece();
+          part = key;
+          live.delta(d.delta);
+        } else {
+          model = streamEventModel(d) || model;
+        }
+      }
+      await r.completed;
+    } catch (e) {
+      if (e instanceof StreamUnavailable) return undefined;
+      throw e;
+    }
+    if (input.signal.aborted) throw input.signal.reason ?? new Error("the run was aborted");
+    const out = outputOf(r, agent, model);
+    out.text = live.sync(out.text ?? "");
+    return out;
+  };
+
+  const run = async (input: ModelInput): Promise<ModelOutputInit> => {
+    const agent = prepare(typeof o.agent === "function" ? o.agent(input) : o.agent);
+    if (o.stream !== false && input.stream) {
+      const out = await streamed(agent, input, input.stream);
+      if (out) return out;
+    }
+    const opts = { maxTurns: 1, context: { dex: input } satisfies DexRunContext, signal: input.signal };
+    const r = o.runner ? await o.runner.run(agent, toItems(input), opts) : await runAgent(agent, toItems(input), opts);
+    return outputOf(r, agent);
   };
   return { model: { run }, tools };
 }
