@@ -67,7 +67,11 @@ type streamOptions struct {
 
 func (s *streamOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.n, "stream", 0, "measure live model output: run the bench without streams, then on a fresh cluster with this many sessions streaming their model's output to a watcher each, alone and beside the measured run (0: the plain run)")
-	fs.IntVar(&s.deltas, "stream-deltas", 40, "--stream: deltas a stream session's model streams each turn")
+	// 600 at 20/s is a 30-second answer: each stream outlasts the measured
+	// run, which then pays for the streaming, not for the stream sessions'
+	// own turns (with 2-second turns, 1,000 streams are 500 more turns a
+	// second beside it).
+	fs.IntVar(&s.deltas, "stream-deltas", 600, "--stream: deltas a stream session's model streams each turn (600 at 20/s: a 30-second answer, longer than the measured run)")
 	fs.Float64Var(&s.rate, "stream-rate", 20, "--stream: deltas a second each stream session's model streams")
 }
 

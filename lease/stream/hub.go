@@ -77,15 +77,17 @@ type output struct {
 type Hub struct {
 	limits Limits
 
-	mu       sync.Mutex
-	outputs  map[Key]*output
-	total    int
-	watchers map[string]map[*Watcher]struct{} // by session
+	mu      sync.Mutex
+	outputs map[Key]*output
+	// bySession indexes outputs, so that a watch reads its session's alone.
+	bySession map[string]map[Key]*output
+	total     int
+	watchers  map[string]map[*Watcher]struct{} // by session
 }
 
 // NewHub returns an empty hub.
 func NewHub(l Limits) *Hub {
-	return &Hub{limits: l, outputs: map[Key]*output{}, watchers: map[string]map[*Watcher]struct{}{}}
+	return &Hub{limits: l, outputs: map[Key]*output{}, bySession: map[string]map[Key]*output{}, watchers: map[string]map[*Watcher]struct{}{}}
 }
 
 // Append adds text at offset to an attempt's output and relays it. It
@@ -99,6 +101,10 @@ func (h *Hub) Append(session string, k Key, offset uint64, text string) (uint64,
 	if o == nil {
 		o = &output{session: session}
 		h.outputs[k] = o
+		if h.bySession[session] == nil {
+			h.bySession[session] = map[Key]*output{}
+		}
+		h.bySession[session][k] = o
 	}
 	if o.end != 0 {
 		return uint64(len(o.text)), ErrEnded
@@ -141,6 +147,11 @@ func (h *Hub) drop(k Key, o *output) {
 	defer h.mu.Unlock()
 	if h.outputs[k] == o {
 		delete(h.outputs, k)
+		if byKey := h.bySession[o.session]; byKey != nil {
+			if delete(byKey, k); len(byKey) == 0 {
+				delete(h.bySession, o.session)
+			}
+		}
 		h.total -= len(o.text)
 	}
 }
@@ -155,6 +166,7 @@ func (h *Hub) Close() {
 		}
 		delete(h.outputs, k)
 	}
+	clear(h.bySession)
 	h.total = 0
 	for _, ws := range h.watchers {
 		for w := range ws {

@@ -190,3 +190,41 @@ func TestHub_CloseEndsEveryWatcher(t *testing.T) {
 	}
 	w.Close() // a second close is harmless
 }
+
+// A watch reads its own session's outputs only, and an output dropped after
+// its linger leaves the session's index with it.
+func TestHub_WatchReadsItsSessionAndTheIndexEmptiesAfterTheLinger(t *testing.T) {
+	h := NewHub(Limits{PerAttempt: 1 << 10, Total: 1 << 20, Linger: 10 * time.Millisecond, WatcherBuffer: 16})
+	a, b := Key{Step: "a-s1", Attempt: 1}, Key{Step: "b-s1", Attempt: 1}
+	if _, err := h.Append("a", a, 0, "for a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Append("b", b, 0, "for b"); err != nil {
+		t.Fatal(err)
+	}
+	w := h.Watch("a", nil)
+	if d := <-w.C(); d.Key != a || d.Text != "for a" {
+		t.Fatalf("the watch of a yielded %+v", d)
+	}
+	select {
+	case d := <-w.C():
+		t.Fatalf("the watch of a yielded another session's %+v", d)
+	default:
+	}
+	w.Close()
+	h.End(a, false)
+	h.End(b, true)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		left := len(h.outputs) + len(h.bySession)
+		h.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d outputs or session entries left after the linger", left)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

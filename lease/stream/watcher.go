@@ -22,10 +22,8 @@ func (h *Hub) Watch(session string, from map[Key]uint64) *Watcher {
 	defer h.mu.Unlock()
 	w := &Watcher{h: h, session: session, ch: make(chan Delta, h.limits.WatcherBuffer)}
 	var keys []Key
-	for k, o := range h.outputs {
-		if o.session == session {
-			keys = append(keys, k)
-		}
+	for k := range h.bySession[session] {
+		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].Step != keys[j].Step {
