@@ -88,15 +88,19 @@ func (o Options) Check() error {
 	return err
 }
 
+// flushWait bounds how long a process's exit waits for the collector.
+const flushWait = 5 * time.Second
+
 // Start sets up the process's tracer provider and propagator for service
-// (dexd, dexworker, ...). The returned function flushes the spans still
-// buffered and stops the exporter; with tracing off it does nothing.
-func Start(ctx context.Context, service string, o Options) (shutdown func(context.Context) error, err error) {
+// (dexd, dexworker, ...). The returned function sends the spans still
+// buffered, waiting a few seconds at most, and stops the exporter; with
+// tracing off it does nothing.
+func Start(ctx context.Context, service string, o Options) (shutdown func() error, err error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	if !o.On() {
-		return func(context.Context) error { return nil }, nil
+		return func() error { return nil }, nil
 	}
 	e, _ := parseEndpoint(o.Endpoint)
 	exp, err := newExporter(ctx, e)
@@ -114,7 +118,9 @@ func Start(ctx context.Context, service string, o Options) (shutdown func(contex
 	)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return func(ctx context.Context) error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), flushWait)
+		defer cancel()
 		return errors.Join(tp.ForceFlush(ctx), tp.Shutdown(ctx))
 	}, nil
 }

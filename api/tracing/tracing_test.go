@@ -34,7 +34,7 @@ func TestOptionsAreCheckedBeforeAnythingStarts(t *testing.T) {
 		t.Fatal("tracing off still installs a gRPC handler")
 	}
 	stop, err := Start(context.Background(), "test", off)
-	if err != nil || stop(context.Background()) != nil {
+	if err != nil || stop() != nil {
 		t.Fatalf("off: %v", err)
 	}
 }

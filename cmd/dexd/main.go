@@ -272,7 +272,11 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dexd: %s\n", err)
 		return 2
 	}
-	defer flushTraces(stopTracing, log)
+	defer func() {
+		if err := stopTracing(); err != nil {
+			log.Warn("traces not all exported at exit", zap.Error(err))
+		}
+	}()
 	if err := serve(o, store, log); err != nil {
 		fmt.Fprintf(stderr, "dexd: %s\n", oneLine(err.Error()))
 		return 1

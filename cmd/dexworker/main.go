@@ -186,7 +186,11 @@ func run(c *config) int {
 		fmt.Fprintln(os.Stderr, "dexworker:", err)
 		return 2
 	}
-	defer flushTraces(stopTracing, log)
+	defer func() {
+		if err := stopTracing(); err != nil {
+			log.Warn("traces not all exported at exit", zap.Error(err))
+		}
+	}()
 	dialOpts := append(tlsOpts, client.WithToken(client.TokenFrom(c.token)))
 	conn, err := client.Dial(c.addr, append(dialOpts, c.tracing.DialOptions()...)...)
 	if err != nil {

@@ -16,59 +16,28 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/dexhq/dex/deploy/internal/binaries"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// root is the repository (the tests run in deploy/kubernetes).
-var root, _ = filepath.Abs("../..")
+// root is the repository.
+var root = binaries.Root
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binaries builds dexd, dexctl and dexworker once.
-func binaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "dex-k8s-bin"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/dexd", "./cmd/dexctl", "./cmd/dexworker")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { binaries.Main(m) }
 
 // genSecrets runs gen-secrets.sh with the built dexctl and returns its
 // output; a non-zero exit fails the test unless wantFail.
 func genSecrets(t *testing.T, wantFail bool, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("./gen-secrets.sh", args...)
-	cmd.Env = append(os.Environ(), "DEXCTL="+filepath.Join(binaries(t), "dexctl"))
+	cmd.Env = append(os.Environ(), "DEXCTL="+filepath.Join(binaries.Build(t), "dexctl"))
 	out, err := cmd.CombinedOutput()
 	if wantFail {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
@@ -483,7 +452,7 @@ func (p *pod) args() []string {
 // the script made, mounted and passed as the manifests say (one node, on
 // loopback): TLS and tokens are on, and both work.
 func TestManifestsRunWithTheSecrets(t *testing.T) {
-	bin := binaries(t)
+	bin := binaries.Build(t)
 	m := mustLoad(t)
 	out := filepath.Join(t.TempDir(), "secrets")
 	genSecrets(t, false, "-n", namespace, "-o", out)

@@ -20,44 +20,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dexhq/dex/deploy/internal/binaries"
 )
 
-// root is the repository (the tests run in deploy/local).
-var root, _ = filepath.Abs("../..")
+// root is the repository.
+var root = binaries.Root
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binaries builds dexd, dexctl and dexworker once for the tests that run
-// the real processes.
-func binaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "dex-runlocal-bin"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/dexd", "./cmd/dexctl", "./cmd/dexworker")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { binaries.Main(m) }
 
 // scriptPorts is every port run-local.sh takes from a PORT_BASE.
 func scriptPorts(base int) []int {
@@ -193,7 +163,7 @@ func (r *runLocal) leftBehind() []string {
 // A port of make run's taken by another program: the run stops at once
 // with the node's own reason, starts no Worker and leaves nothing running.
 func TestRunLocalStopsWhenAPortIsTaken(t *testing.T) {
-	bin := binaries(t)
+	bin := binaries.Build(t)
 	base := freePortBase(t)
 	taken := fmt.Sprintf("127.0.0.1:%d", base+101) // n1's gRPC port
 	lis, err := net.Listen("tcp", taken)
@@ -227,7 +197,7 @@ func TestRunLocalStopsWhenAPortIsTaken(t *testing.T) {
 // taken meanwhile, the run stops with its reason instead of restarting it
 // for ever.
 func TestRunLocalStopsWhenARestartedNodeCannotStart(t *testing.T) {
-	bin := binaries(t)
+	bin := binaries.Build(t)
 	base := freePortBase(t)
 	data := t.TempDir()
 	// The restart waits long enough for the test to take the port first.
@@ -322,7 +292,7 @@ type session struct {
 // their approval; approving it completes the turn. The question command
 // leads to a session that waits for an answer.
 func TestRunLocalDemoWaitsForApproval(t *testing.T) {
-	bin := binaries(t)
+	bin := binaries.Build(t)
 	base := freePortBase(t)
 	r := startRunLocal(t, "BIN="+bin, "DATA="+t.TempDir(), fmt.Sprint("PORT_BASE=", base))
 

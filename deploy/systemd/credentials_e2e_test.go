@@ -6,54 +6,23 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dexhq/dex/deploy/internal/binaries"
 )
 
-// root is the repository (the tests run in deploy/systemd).
-var root, _ = filepath.Abs("../..")
+// root is the repository.
+var root = binaries.Root
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binaries builds dexd, dexctl and dexworker once.
-func binaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "dex-systemd-bin"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/dexd", "./cmd/dexctl", "./cmd/dexworker")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { binaries.Main(m) }
 
 // systemd's own parser takes the units: specifiers (%d, %i), LoadCredential
 // and the quoting of the Worker's shell.
@@ -62,7 +31,7 @@ func TestSystemdAnalyzeVerifiesTheUnits(t *testing.T) {
 	if err != nil {
 		t.Skip("systemd-analyze is not on PATH; the units are not verified by systemd")
 	}
-	bin := binaries(t)
+	bin := binaries.Build(t)
 	dir := t.TempDir()
 	for file, as := range map[string]string{"dexd@.service": "dexd@n1.service", "dexworker.service": "dexworker.service"} {
 		data, err := os.ReadFile(file)
@@ -171,7 +140,7 @@ func argv(c command, bin, creds string) []string {
 // (one node, on loopback): TLS and tokens are on, dexctl works with them,
 // and the Worker's shell hands it its token.
 func TestUnitsRunWithTheirCredentials(t *testing.T) {
-	bin := binaries(t)
+	bin := binaries.Build(t)
 	dexctl := filepath.Join(bin, "dexctl")
 	run := func(env []string, args ...string) (string, error) {
 		cmd := exec.Command(dexctl, args...)
