@@ -57,5 +57,7 @@ var commandTable = []command{
 	// A new budget applies from the next model call; a paused session
 	// waits for its resume.
 	unfenced((*fsmpb.Command).GetSetBudget, (*applier).setBudget),
+	// Labels change what ListSessions finds, never what runs.
+	unfenced((*fsmpb.Command).GetSetLabels, (*applier).setLabels),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

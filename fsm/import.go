@@ -85,6 +85,15 @@ func checkImportBegin(c *fsmpb.ImportSessionBegin) *Rejection {
 	if s.Import != nil || len(s.History) > 0 || len(s.Inbox) > 0 || len(s.SeenMessageIds) > 0 {
 		return reject(CodeInvalid, "the header of an import carries no rows: its inbox comes beside it, its history in pages")
 	}
+	// Labels are kept sorted by key, each key once (withLabels).
+	if r := CheckLabels(s.Labels); r != nil {
+		return reject(CodeInvalid, "session %s: %s", s.Id, r.Reason)
+	}
+	for i := 1; i < len(s.Labels); i++ {
+		if s.Labels[i-1].Key > s.Labels[i].Key {
+			return reject(CodeInvalid, "session %s: its labels are not in key order", s.Id)
+		}
+	}
 	// Counters the cluster goes on from: far from their end, so the next
 	// Step, entry or event never wraps.
 	for _, n := range []uint64{s.NextStep, s.NextTurn, s.NextHistory, s.NextInbox, c.LastEventSeq} {

@@ -82,6 +82,13 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 	if r := dispatchOrder(s, c, parent); r != nil {
 		return rejected(r)
 	}
+	if len(c.Labels) > 0 {
+		labels, r := withLabels(nil, c.Labels, nil)
+		if r != nil {
+			return rejected(r)
+		}
+		s.Labels = labels
+	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
 		a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Message, ReceivedAtMs: a.now})

@@ -200,3 +200,11 @@ func (s *State) SessionsPage(after string, limit int) ([]*fsmpb.Session, string)
 	}
 	return out, ""
 }
+
+// ListSessions returns a page of the visible sessions that pass f, in the
+// order asked, strictly after the position after (nil: from the start),
+// and the position to read on from (nil: none is left). It walks one list
+// index range and examines at most store.MaxListScan entries a page.
+func (s *State) ListSessions(f store.SessionFilter, order store.ListOrder, desc bool, after *store.ListPosition, limit int) ([]*fsmpb.Session, *store.ListPosition) {
+	return s.tx.ListSessions(f, order, desc, after, limit)
+}

@@ -21,6 +21,159 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SessionOrder int32
+
+const (
+	SessionOrder_SESSION_ORDER_UNSPECIFIED SessionOrder = 0
+	SessionOrder_SESSION_ORDER_CREATED     SessionOrder = 1
+	SessionOrder_SESSION_ORDER_UPDATED     SessionOrder = 2
+)
+
+// Enum value maps for SessionOrder.
+var (
+	SessionOrder_name = map[int32]string{
+		0: "SESSION_ORDER_UNSPECIFIED",
+		1: "SESSION_ORDER_CREATED",
+		2: "SESSION_ORDER_UPDATED",
+	}
+	SessionOrder_value = map[string]int32{
+		"SESSION_ORDER_UNSPECIFIED": 0,
+		"SESSION_ORDER_CREATED":     1,
+		"SESSION_ORDER_UPDATED":     2,
+	}
+)
+
+func (x SessionOrder) Enum() *SessionOrder {
+	p := new(SessionOrder)
+	*p = x
+	return p
+}
+
+func (x SessionOrder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SessionOrder) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_v1_sessions_proto_enumTypes[0].Descriptor()
+}
+
+func (SessionOrder) Type() protoreflect.EnumType {
+	return &file_dex_v1_sessions_proto_enumTypes[0]
+}
+
+func (x SessionOrder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SessionOrder.Descriptor instead.
+func (SessionOrder) EnumDescriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
+}
+
+type SetLabelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Set           []*Label               `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty"`
+	Remove        []string               `protobuf:"bytes,3,rep,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLabelsRequest) Reset() {
+	*x = SetLabelsRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLabelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLabelsRequest) ProtoMessage() {}
+
+func (x *SetLabelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLabelsRequest.ProtoReflect.Descriptor instead.
+func (*SetLabelsRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SetLabelsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetLabelsRequest) GetSet() []*Label {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *SetLabelsRequest) GetRemove() []string {
+	if x != nil {
+		return x.Remove
+	}
+	return nil
+}
+
+type SetLabelsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLabelsResponse) Reset() {
+	*x = SetLabelsResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLabelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLabelsResponse) ProtoMessage() {}
+
+func (x *SetLabelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLabelsResponse.ProtoReflect.Descriptor instead.
+func (*SetLabelsResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetLabelsResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 type SetBudgetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -31,7 +184,7 @@ type SetBudgetRequest struct {
 
 func (x *SetBudgetRequest) Reset() {
 	*x = SetBudgetRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	mi := &file_dex_v1_sessions_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +196,7 @@ func (x *SetBudgetRequest) String() string {
 func (*SetBudgetRequest) ProtoMessage() {}
 
 func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	mi := &file_dex_v1_sessions_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +209,7 @@ func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetRequest.ProtoReflect.Descriptor instead.
 func (*SetBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SetBudgetRequest) GetSessionId() string {
@@ -82,7 +235,7 @@ type SetBudgetResponse struct {
 
 func (x *SetBudgetResponse) Reset() {
 	*x = SetBudgetResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	mi := &file_dex_v1_sessions_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +247,7 @@ func (x *SetBudgetResponse) String() string {
 func (*SetBudgetResponse) ProtoMessage() {}
 
 func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	mi := &file_dex_v1_sessions_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +260,7 @@ func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetResponse.ProtoReflect.Descriptor instead.
 func (*SetBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{1}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SetBudgetResponse) GetSession() *Session {
@@ -148,13 +301,15 @@ type CreateSessionRequest struct {
 	Priority       uint32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
 	FairnessKey    string `protobuf:"bytes,10,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	FairnessWeight uint32 `protobuf:"varint,11,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional: the session's labels (docs/labels.md), each key once.
+	Labels        []*Label `protobuf:"bytes,12,rep,name=labels,proto3" json:"labels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[2]
+	mi := &file_dex_v1_sessions_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -166,7 +321,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[2]
+	mi := &file_dex_v1_sessions_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -179,7 +334,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{2}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -259,6 +414,13 @@ func (x *CreateSessionRequest) GetFairnessWeight() uint32 {
 	return 0
 }
 
+func (x *CreateSessionRequest) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 type CreateSessionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
@@ -268,7 +430,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[3]
+	mi := &file_dex_v1_sessions_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +442,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[3]
+	mi := &file_dex_v1_sessions_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +455,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{3}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -317,7 +479,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[4]
+	mi := &file_dex_v1_sessions_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +491,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[4]
+	mi := &file_dex_v1_sessions_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +504,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SendMessageRequest) GetSessionId() string {
@@ -376,7 +538,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[5]
+	mi := &file_dex_v1_sessions_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +550,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[5]
+	mi := &file_dex_v1_sessions_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -401,7 +563,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SendMessageResponse) GetDuplicate() bool {
@@ -434,7 +596,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[6]
+	mi := &file_dex_v1_sessions_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +608,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[6]
+	mi := &file_dex_v1_sessions_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +621,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -527,7 +689,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[7]
+	mi := &file_dex_v1_sessions_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +701,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[7]
+	mi := &file_dex_v1_sessions_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +714,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -608,15 +770,35 @@ type ListSessionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most this many sessions (0: the server's default page).
 	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// The next_page_token of the page before (empty: the first page).
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// The next_page_token of the page before (empty: the first page). A
+	// token resumes the order it was made in; the filter may be the same or
+	// another.
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Filters (docs/labels.md), all of those given must hold. Unspecified
+	// status and empty strings filter nothing.
+	Status SessionStatus `protobuf:"varint,3,opt,name=status,proto3,enum=dex.v1.SessionStatus" json:"status,omitempty"`
+	Agent  string        `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Every label given must be on the session with that value.
+	Labels   []*Label `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty"`
+	ParentId string   `protobuf:"bytes,6,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// Time ranges in Unix milliseconds: after is inclusive, before is
+	// exclusive, 0 is no bound.
+	CreatedAfterMs  int64 `protobuf:"varint,7,opt,name=created_after_ms,json=createdAfterMs,proto3" json:"created_after_ms,omitempty"`
+	CreatedBeforeMs int64 `protobuf:"varint,8,opt,name=created_before_ms,json=createdBeforeMs,proto3" json:"created_before_ms,omitempty"`
+	UpdatedAfterMs  int64 `protobuf:"varint,9,opt,name=updated_after_ms,json=updatedAfterMs,proto3" json:"updated_after_ms,omitempty"`
+	UpdatedBeforeMs int64 `protobuf:"varint,10,opt,name=updated_before_ms,json=updatedBeforeMs,proto3" json:"updated_before_ms,omitempty"`
+	// The order of the pages. Unspecified: by id when no filter is given (as
+	// before filters existed), otherwise by creation time.
+	OrderBy SessionOrder `protobuf:"varint,11,opt,name=order_by,json=orderBy,proto3,enum=dex.v1.SessionOrder" json:"order_by,omitempty"`
+	// Newest first.
+	Descending    bool `protobuf:"varint,12,opt,name=descending,proto3" json:"descending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[8]
+	mi := &file_dex_v1_sessions_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +810,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[8]
+	mi := &file_dex_v1_sessions_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +823,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSessionsRequest) GetPageSize() uint32 {
@@ -658,6 +840,76 @@ func (x *ListSessionsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListSessionsRequest) GetStatus() SessionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return SessionStatus_SESSION_STATUS_UNSPECIFIED
+}
+
+func (x *ListSessionsRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ListSessionsRequest) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetCreatedAfterMs() int64 {
+	if x != nil {
+		return x.CreatedAfterMs
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetCreatedBeforeMs() int64 {
+	if x != nil {
+		return x.CreatedBeforeMs
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetUpdatedAfterMs() int64 {
+	if x != nil {
+		return x.UpdatedAfterMs
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetUpdatedBeforeMs() int64 {
+	if x != nil {
+		return x.UpdatedBeforeMs
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetOrderBy() SessionOrder {
+	if x != nil {
+		return x.OrderBy
+	}
+	return SessionOrder_SESSION_ORDER_UNSPECIFIED
+}
+
+func (x *ListSessionsRequest) GetDescending() bool {
+	if x != nil {
+		return x.Descending
+	}
+	return false
+}
+
 type SessionSummary struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -667,13 +919,14 @@ type SessionSummary struct {
 	UpdatedAtMs    int64                  `protobuf:"varint,5,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
 	CreatedAtMs    int64                  `protobuf:"varint,6,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	Agent          string                 `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
+	Labels         []*Label               `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionSummary) Reset() {
 	*x = SessionSummary{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[9]
+	mi := &file_dex_v1_sessions_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +938,7 @@ func (x *SessionSummary) String() string {
 func (*SessionSummary) ProtoMessage() {}
 
 func (x *SessionSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[9]
+	mi := &file_dex_v1_sessions_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +951,7 @@ func (x *SessionSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionSummary.ProtoReflect.Descriptor instead.
 func (*SessionSummary) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionSummary) GetId() string {
@@ -750,10 +1003,19 @@ func (x *SessionSummary) GetAgent() string {
 	return ""
 }
 
+func (x *SessionSummary) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 type ListSessionsResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Sessions []*SessionSummary      `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
-	// Empty on the last page.
+	// Empty on the last page. A filtered page may hold fewer sessions than
+	// asked (even none) with a token: each page examines a bounded number of
+	// index entries; read on with the token.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -761,7 +1023,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[10]
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +1035,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[10]
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +1048,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionSummary {
@@ -821,7 +1083,7 @@ type WatchSessionRequest struct {
 
 func (x *WatchSessionRequest) Reset() {
 	*x = WatchSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[11]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1095,7 @@ func (x *WatchSessionRequest) String() string {
 func (*WatchSessionRequest) ProtoMessage() {}
 
 func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[11]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1108,7 @@ func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionRequest.ProtoReflect.Descriptor instead.
 func (*WatchSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchSessionRequest) GetSessionId() string {
@@ -888,7 +1150,7 @@ type OutputOffset struct {
 
 func (x *OutputOffset) Reset() {
 	*x = OutputOffset{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +1162,7 @@ func (x *OutputOffset) String() string {
 func (*OutputOffset) ProtoMessage() {}
 
 func (x *OutputOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +1175,7 @@ func (x *OutputOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputOffset.ProtoReflect.Descriptor instead.
 func (*OutputOffset) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OutputOffset) GetStepId() string {
@@ -950,7 +1212,7 @@ type ResolveApprovalRequest struct {
 
 func (x *ResolveApprovalRequest) Reset() {
 	*x = ResolveApprovalRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1224,7 @@ func (x *ResolveApprovalRequest) String() string {
 func (*ResolveApprovalRequest) ProtoMessage() {}
 
 func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1237,7 @@ func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResolveApprovalRequest) GetStepId() string {
@@ -1007,7 +1269,7 @@ type ResolveApprovalResponse struct {
 
 func (x *ResolveApprovalResponse) Reset() {
 	*x = ResolveApprovalResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1281,7 @@ func (x *ResolveApprovalResponse) String() string {
 func (*ResolveApprovalResponse) ProtoMessage() {}
 
 func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1294,7 @@ func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
 }
 
 type AnswerQuestionRequest struct {
@@ -1047,7 +1309,7 @@ type AnswerQuestionRequest struct {
 
 func (x *AnswerQuestionRequest) Reset() {
 	*x = AnswerQuestionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1321,7 @@ func (x *AnswerQuestionRequest) String() string {
 func (*AnswerQuestionRequest) ProtoMessage() {}
 
 func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1334,7 @@ func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AnswerQuestionRequest) GetStepId() string {
@@ -1097,7 +1359,7 @@ type AnswerQuestionResponse struct {
 
 func (x *AnswerQuestionResponse) Reset() {
 	*x = AnswerQuestionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1371,7 @@ func (x *AnswerQuestionResponse) String() string {
 func (*AnswerQuestionResponse) ProtoMessage() {}
 
 func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1384,7 @@ func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
 }
 
 type ResumeSessionRequest struct {
@@ -1137,7 +1399,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1411,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1424,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResumeSessionRequest) GetSessionId() string {
@@ -1187,7 +1449,7 @@ type ResumeSessionResponse struct {
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1461,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1474,7 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
 }
 
 type ReconcileOutcomeRequest struct {
@@ -1230,7 +1492,7 @@ type ReconcileOutcomeRequest struct {
 
 func (x *ReconcileOutcomeRequest) Reset() {
 	*x = ReconcileOutcomeRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1504,7 @@ func (x *ReconcileOutcomeRequest) String() string {
 func (*ReconcileOutcomeRequest) ProtoMessage() {}
 
 func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1517,7 @@ func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReconcileOutcomeRequest) GetStepId() string {
@@ -1287,7 +1549,7 @@ type ReconcileOutcomeResponse struct {
 
 func (x *ReconcileOutcomeResponse) Reset() {
 	*x = ReconcileOutcomeResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1561,7 @@ func (x *ReconcileOutcomeResponse) String() string {
 func (*ReconcileOutcomeResponse) ProtoMessage() {}
 
 func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1574,7 @@ func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
 }
 
 // The detail of WatchSession's OutOfRange: events after after_seq were
@@ -1330,7 +1592,7 @@ type EventsNotKept struct {
 
 func (x *EventsNotKept) Reset() {
 	*x = EventsNotKept{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1604,7 @@ func (x *EventsNotKept) String() string {
 func (*EventsNotKept) ProtoMessage() {}
 
 func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1617,7 @@ func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsNotKept.ProtoReflect.Descriptor instead.
 func (*EventsNotKept) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EventsNotKept) GetSessionId() string {
@@ -1396,7 +1658,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1670,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1683,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1439,7 +1701,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1713,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1726,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
 }
 
 type EditHistoryRequest struct {
@@ -1482,7 +1744,7 @@ type EditHistoryRequest struct {
 
 func (x *EditHistoryRequest) Reset() {
 	*x = EditHistoryRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1756,7 @@ func (x *EditHistoryRequest) String() string {
 func (*EditHistoryRequest) ProtoMessage() {}
 
 func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1769,7 @@ func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryRequest.ProtoReflect.Descriptor instead.
 func (*EditHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *EditHistoryRequest) GetSessionId() string {
@@ -1542,7 +1804,7 @@ type EditHistoryResponse struct {
 
 func (x *EditHistoryResponse) Reset() {
 	*x = EditHistoryResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1816,7 @@ func (x *EditHistoryResponse) String() string {
 func (*EditHistoryResponse) ProtoMessage() {}
 
 func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1829,7 @@ func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryResponse.ProtoReflect.Descriptor instead.
 func (*EditHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EditHistoryResponse) GetHistoryCount() uint64 {
@@ -1599,7 +1861,7 @@ type CancelSessionRequest struct {
 
 func (x *CancelSessionRequest) Reset() {
 	*x = CancelSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1873,7 @@ func (x *CancelSessionRequest) String() string {
 func (*CancelSessionRequest) ProtoMessage() {}
 
 func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1886,7 @@ func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionRequest.ProtoReflect.Descriptor instead.
 func (*CancelSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelSessionRequest) GetSessionId() string {
@@ -1660,7 +1922,7 @@ type CancelSessionResponse struct {
 
 func (x *CancelSessionResponse) Reset() {
 	*x = CancelSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1934,7 @@ func (x *CancelSessionResponse) String() string {
 func (*CancelSessionResponse) ProtoMessage() {}
 
 func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1947,7 @@ func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionResponse.ProtoReflect.Descriptor instead.
 func (*CancelSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelSessionResponse) GetStepsCancelled() uint32 {
@@ -1712,7 +1974,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1986,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1999,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1758,7 +2020,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[29]
+	mi := &file_dex_v1_sessions_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +2032,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[29]
+	mi := &file_dex_v1_sessions_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +2045,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{29}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CloseSessionResponse) GetSession() *Session {
@@ -1803,7 +2065,7 @@ type ImportSessionRequest struct {
 
 func (x *ImportSessionRequest) Reset() {
 	*x = ImportSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[30]
+	mi := &file_dex_v1_sessions_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +2077,7 @@ func (x *ImportSessionRequest) String() string {
 func (*ImportSessionRequest) ProtoMessage() {}
 
 func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[30]
+	mi := &file_dex_v1_sessions_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +2090,7 @@ func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{30}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ImportSessionRequest) GetChunk() []byte {
@@ -1852,7 +2114,7 @@ type ImportSessionResponse struct {
 
 func (x *ImportSessionResponse) Reset() {
 	*x = ImportSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[31]
+	mi := &file_dex_v1_sessions_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +2126,7 @@ func (x *ImportSessionResponse) String() string {
 func (*ImportSessionResponse) ProtoMessage() {}
 
 func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[31]
+	mi := &file_dex_v1_sessions_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2139,7 @@ func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{31}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImportSessionResponse) GetSessionId() string {
@@ -1919,13 +2181,20 @@ var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"_\n" +
+	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"j\n" +
+	"\x10SetLabelsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +
+	"\x03set\x18\x02 \x03(\v2\r.dex.v1.LabelR\x03set\x12\x16\n" +
+	"\x06remove\x18\x03 \x03(\tR\x06remove\">\n" +
+	"\x11SetLabelsResponse\x12)\n" +
+	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"_\n" +
 	"\x10SetBudgetRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12,\n" +
 	"\x06change\x18\x02 \x01(\v2\x14.dex.v1.BudgetChangeR\x06change\">\n" +
 	"\x11SetBudgetResponse\x12)\n" +
-	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"\xa7\x03\n" +
+	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"\xce\x03\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -1939,7 +2208,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\bpriority\x18\t \x01(\rR\bpriority\x12!\n" +
 	"\ffairness_key\x18\n" +
 	" \x01(\tR\vfairnessKey\x12'\n" +
-	"\x0ffairness_weight\x18\v \x01(\rR\x0efairnessWeightB\x0f\n" +
+	"\x0ffairness_weight\x18\v \x01(\rR\x0efairnessWeight\x12%\n" +
+	"\x06labels\x18\f \x03(\v2\r.dex.v1.LabelR\x06labelsB\x0f\n" +
 	"\r_retention_ms\"B\n" +
 	"\x15CreateSessionResponse\x12)\n" +
 	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"p\n" +
@@ -1967,11 +2237,24 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\x12$\n" +
 	"\x0elast_event_seq\x18\x05 \x01(\x04R\flastEventSeq\x125\n" +
 	"\ffolded_turns\x18\x06 \x03(\v2\x12.dex.v1.FoldedTurnR\vfoldedTurns\x123\n" +
-	"\x16next_folded_after_turn\x18\a \x01(\x04R\x13nextFoldedAfterTurn\"Q\n" +
+	"\x16next_folded_after_turn\x18\a \x01(\x04R\x13nextFoldedAfterTurn\"\xd7\x03\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xf3\x01\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12-\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12\x14\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\x12%\n" +
+	"\x06labels\x18\x05 \x03(\v2\r.dex.v1.LabelR\x06labels\x12\x1b\n" +
+	"\tparent_id\x18\x06 \x01(\tR\bparentId\x12(\n" +
+	"\x10created_after_ms\x18\a \x01(\x03R\x0ecreatedAfterMs\x12*\n" +
+	"\x11created_before_ms\x18\b \x01(\x03R\x0fcreatedBeforeMs\x12(\n" +
+	"\x10updated_after_ms\x18\t \x01(\x03R\x0eupdatedAfterMs\x12*\n" +
+	"\x11updated_before_ms\x18\n" +
+	" \x01(\x03R\x0fupdatedBeforeMs\x12/\n" +
+	"\border_by\x18\v \x01(\x0e2\x14.dex.v1.SessionOrderR\aorderBy\x12\x1e\n" +
+	"\n" +
+	"descending\x18\f \x01(\bR\n" +
+	"descending\"\x9a\x02\n" +
 	"\x0eSessionSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -1979,7 +2262,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x0fturns_completed\x18\x04 \x01(\x04R\x0eturnsCompleted\x12\"\n" +
 	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\x12\"\n" +
 	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\x12\x14\n" +
-	"\x05agent\x18\a \x01(\tR\x05agent\"r\n" +
+	"\x05agent\x18\a \x01(\tR\x05agent\x12%\n" +
+	"\x06labels\x18\b \x03(\v2\r.dex.v1.LabelR\x06labels\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xaf\x01\n" +
@@ -2052,7 +2336,11 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\ahistory\x18\x02 \x01(\x04R\ahistory\x12\x14\n" +
 	"\x05steps\x18\x03 \x01(\x04R\x05steps\x12\x16\n" +
 	"\x06events\x18\x04 \x01(\x04R\x06events\x12!\n" +
-	"\ffolded_turns\x18\x05 \x01(\x04R\vfoldedTurns2\xff\b\n" +
+	"\ffolded_turns\x18\x05 \x01(\x04R\vfoldedTurns*c\n" +
+	"\fSessionOrder\x12\x1d\n" +
+	"\x19SESSION_ORDER_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SESSION_ORDER_CREATED\x10\x01\x12\x19\n" +
+	"\x15SESSION_ORDER_UPDATED\x10\x022\xc1\t\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -2069,7 +2357,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\rCancelSession\x12\x1c.dex.v1.CancelSessionRequest\x1a\x1d.dex.v1.CancelSessionResponse\x12I\n" +
 	"\fCloseSession\x12\x1b.dex.v1.CloseSessionRequest\x1a\x1c.dex.v1.CloseSessionResponse\x12N\n" +
 	"\rImportSession\x12\x1c.dex.v1.ImportSessionRequest\x1a\x1d.dex.v1.ImportSessionResponse(\x01\x12@\n" +
-	"\tSetBudget\x12\x18.dex.v1.SetBudgetRequest\x1a\x19.dex.v1.SetBudgetResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\tSetBudget\x12\x18.dex.v1.SetBudgetRequest\x1a\x19.dex.v1.SetBudgetResponse\x12@\n" +
+	"\tSetLabels\x12\x18.dex.v1.SetLabelsRequest\x1a\x19.dex.v1.SetLabelsResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -2083,99 +2372,113 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_dex_v1_sessions_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_dex_v1_sessions_proto_goTypes = []any{
-	(*SetBudgetRequest)(nil),         // 0: dex.v1.SetBudgetRequest
-	(*SetBudgetResponse)(nil),        // 1: dex.v1.SetBudgetResponse
-	(*CreateSessionRequest)(nil),     // 2: dex.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 3: dex.v1.CreateSessionResponse
-	(*SendMessageRequest)(nil),       // 4: dex.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),      // 5: dex.v1.SendMessageResponse
-	(*GetSessionRequest)(nil),        // 6: dex.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 7: dex.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),      // 8: dex.v1.ListSessionsRequest
-	(*SessionSummary)(nil),           // 9: dex.v1.SessionSummary
-	(*ListSessionsResponse)(nil),     // 10: dex.v1.ListSessionsResponse
-	(*WatchSessionRequest)(nil),      // 11: dex.v1.WatchSessionRequest
-	(*OutputOffset)(nil),             // 12: dex.v1.OutputOffset
-	(*ResolveApprovalRequest)(nil),   // 13: dex.v1.ResolveApprovalRequest
-	(*ResolveApprovalResponse)(nil),  // 14: dex.v1.ResolveApprovalResponse
-	(*AnswerQuestionRequest)(nil),    // 15: dex.v1.AnswerQuestionRequest
-	(*AnswerQuestionResponse)(nil),   // 16: dex.v1.AnswerQuestionResponse
-	(*ResumeSessionRequest)(nil),     // 17: dex.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil),    // 18: dex.v1.ResumeSessionResponse
-	(*ReconcileOutcomeRequest)(nil),  // 19: dex.v1.ReconcileOutcomeRequest
-	(*ReconcileOutcomeResponse)(nil), // 20: dex.v1.ReconcileOutcomeResponse
-	(*EventsNotKept)(nil),            // 21: dex.v1.EventsNotKept
-	(*DeleteSessionRequest)(nil),     // 22: dex.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 23: dex.v1.DeleteSessionResponse
-	(*EditHistoryRequest)(nil),       // 24: dex.v1.EditHistoryRequest
-	(*EditHistoryResponse)(nil),      // 25: dex.v1.EditHistoryResponse
-	(*CancelSessionRequest)(nil),     // 26: dex.v1.CancelSessionRequest
-	(*CancelSessionResponse)(nil),    // 27: dex.v1.CancelSessionResponse
-	(*CloseSessionRequest)(nil),      // 28: dex.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),     // 29: dex.v1.CloseSessionResponse
-	(*ImportSessionRequest)(nil),     // 30: dex.v1.ImportSessionRequest
-	(*ImportSessionResponse)(nil),    // 31: dex.v1.ImportSessionResponse
-	(*BudgetChange)(nil),             // 32: dex.v1.BudgetChange
-	(*Session)(nil),                  // 33: dex.v1.Session
-	(*Budget)(nil),                   // 34: dex.v1.Budget
-	(*Step)(nil),                     // 35: dex.v1.Step
-	(*FoldedTurn)(nil),               // 36: dex.v1.FoldedTurn
-	(SessionStatus)(0),               // 37: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 38: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 39: dex.v1.Outcome
-	(*Event)(nil),                    // 40: dex.v1.Event
+	(SessionOrder)(0),                // 0: dex.v1.SessionOrder
+	(*SetLabelsRequest)(nil),         // 1: dex.v1.SetLabelsRequest
+	(*SetLabelsResponse)(nil),        // 2: dex.v1.SetLabelsResponse
+	(*SetBudgetRequest)(nil),         // 3: dex.v1.SetBudgetRequest
+	(*SetBudgetResponse)(nil),        // 4: dex.v1.SetBudgetResponse
+	(*CreateSessionRequest)(nil),     // 5: dex.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 6: dex.v1.CreateSessionResponse
+	(*SendMessageRequest)(nil),       // 7: dex.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),      // 8: dex.v1.SendMessageResponse
+	(*GetSessionRequest)(nil),        // 9: dex.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 10: dex.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),      // 11: dex.v1.ListSessionsRequest
+	(*SessionSummary)(nil),           // 12: dex.v1.SessionSummary
+	(*ListSessionsResponse)(nil),     // 13: dex.v1.ListSessionsResponse
+	(*WatchSessionRequest)(nil),      // 14: dex.v1.WatchSessionRequest
+	(*OutputOffset)(nil),             // 15: dex.v1.OutputOffset
+	(*ResolveApprovalRequest)(nil),   // 16: dex.v1.ResolveApprovalRequest
+	(*ResolveApprovalResponse)(nil),  // 17: dex.v1.ResolveApprovalResponse
+	(*AnswerQuestionRequest)(nil),    // 18: dex.v1.AnswerQuestionRequest
+	(*AnswerQuestionResponse)(nil),   // 19: dex.v1.AnswerQuestionResponse
+	(*ResumeSessionRequest)(nil),     // 20: dex.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil),    // 21: dex.v1.ResumeSessionResponse
+	(*ReconcileOutcomeRequest)(nil),  // 22: dex.v1.ReconcileOutcomeRequest
+	(*ReconcileOutcomeResponse)(nil), // 23: dex.v1.ReconcileOutcomeResponse
+	(*EventsNotKept)(nil),            // 24: dex.v1.EventsNotKept
+	(*DeleteSessionRequest)(nil),     // 25: dex.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 26: dex.v1.DeleteSessionResponse
+	(*EditHistoryRequest)(nil),       // 27: dex.v1.EditHistoryRequest
+	(*EditHistoryResponse)(nil),      // 28: dex.v1.EditHistoryResponse
+	(*CancelSessionRequest)(nil),     // 29: dex.v1.CancelSessionRequest
+	(*CancelSessionResponse)(nil),    // 30: dex.v1.CancelSessionResponse
+	(*CloseSessionRequest)(nil),      // 31: dex.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 32: dex.v1.CloseSessionResponse
+	(*ImportSessionRequest)(nil),     // 33: dex.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 34: dex.v1.ImportSessionResponse
+	(*Label)(nil),                    // 35: dex.v1.Label
+	(*Session)(nil),                  // 36: dex.v1.Session
+	(*BudgetChange)(nil),             // 37: dex.v1.BudgetChange
+	(*Budget)(nil),                   // 38: dex.v1.Budget
+	(*Step)(nil),                     // 39: dex.v1.Step
+	(*FoldedTurn)(nil),               // 40: dex.v1.FoldedTurn
+	(SessionStatus)(0),               // 41: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 42: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 43: dex.v1.Outcome
+	(*Event)(nil),                    // 44: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	32, // 0: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
-	33, // 1: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
-	34, // 2: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
-	33, // 3: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	33, // 4: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	35, // 5: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	36, // 6: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
-	37, // 7: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
-	9,  // 8: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	12, // 9: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
-	38, // 10: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	39, // 11: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	33, // 12: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
-	2,  // 13: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	4,  // 14: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	6,  // 15: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	8,  // 16: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	11, // 17: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	13, // 18: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	15, // 19: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	17, // 20: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	19, // 21: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	22, // 22: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	24, // 23: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	26, // 24: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	28, // 25: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	30, // 26: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
-	0,  // 27: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
-	3,  // 28: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	5,  // 29: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	7,  // 30: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	10, // 31: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	40, // 32: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	14, // 33: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	16, // 34: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	18, // 35: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	20, // 36: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	23, // 37: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	25, // 38: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	27, // 39: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	29, // 40: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	31, // 41: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
-	1,  // 42: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
-	28, // [28:43] is the sub-list for method output_type
-	13, // [13:28] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	35, // 0: dex.v1.SetLabelsRequest.set:type_name -> dex.v1.Label
+	36, // 1: dex.v1.SetLabelsResponse.session:type_name -> dex.v1.Session
+	37, // 2: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
+	36, // 3: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
+	38, // 4: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
+	35, // 5: dex.v1.CreateSessionRequest.labels:type_name -> dex.v1.Label
+	36, // 6: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	36, // 7: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	39, // 8: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	40, // 9: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
+	41, // 10: dex.v1.ListSessionsRequest.status:type_name -> dex.v1.SessionStatus
+	35, // 11: dex.v1.ListSessionsRequest.labels:type_name -> dex.v1.Label
+	0,  // 12: dex.v1.ListSessionsRequest.order_by:type_name -> dex.v1.SessionOrder
+	41, // 13: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	35, // 14: dex.v1.SessionSummary.labels:type_name -> dex.v1.Label
+	12, // 15: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
+	15, // 16: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
+	42, // 17: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	43, // 18: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	36, // 19: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	5,  // 20: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	7,  // 21: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	9,  // 22: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	11, // 23: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	14, // 24: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	16, // 25: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	18, // 26: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	20, // 27: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	22, // 28: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	25, // 29: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	27, // 30: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	29, // 31: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	31, // 32: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	33, // 33: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	3,  // 34: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
+	1,  // 35: dex.v1.SessionService.SetLabels:input_type -> dex.v1.SetLabelsRequest
+	6,  // 36: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	8,  // 37: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	10, // 38: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	13, // 39: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	44, // 40: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	17, // 41: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	19, // 42: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	21, // 43: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	23, // 44: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	26, // 45: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	28, // 46: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	30, // 47: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	32, // 48: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	34, // 49: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	4,  // 50: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
+	2,  // 51: dex.v1.SessionService.SetLabels:output_type -> dex.v1.SetLabelsResponse
+	36, // [36:52] is the sub-list for method output_type
+	20, // [20:36] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }
@@ -2184,19 +2487,20 @@ func file_dex_v1_sessions_proto_init() {
 		return
 	}
 	file_dex_v1_types_proto_init()
-	file_dex_v1_sessions_proto_msgTypes[2].OneofWrappers = []any{}
+	file_dex_v1_sessions_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   32,
+			NumEnums:      1,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_dex_v1_sessions_proto_goTypes,
 		DependencyIndexes: file_dex_v1_sessions_proto_depIdxs,
+		EnumInfos:         file_dex_v1_sessions_proto_enumTypes,
 		MessageInfos:      file_dex_v1_sessions_proto_msgTypes,
 	}.Build()
 	File_dex_v1_sessions_proto = out.File

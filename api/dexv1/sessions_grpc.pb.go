@@ -34,6 +34,7 @@ const (
 	SessionService_CloseSession_FullMethodName     = "/dex.v1.SessionService/CloseSession"
 	SessionService_ImportSession_FullMethodName    = "/dex.v1.SessionService/ImportSession"
 	SessionService_SetBudget_FullMethodName        = "/dex.v1.SessionService/SetBudget"
+	SessionService_SetLabels_FullMethodName        = "/dex.v1.SessionService/SetLabels"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -91,6 +92,10 @@ type SessionServiceClient interface {
 	// SetBudget changes the given fields of a session's budget. A session
 	// paused by its budget stays paused: resume it to continue.
 	SetBudget(ctx context.Context, in *SetBudgetRequest, opts ...grpc.CallOption) (*SetBudgetResponse, error)
+	// SetLabels removes the keys of remove, then sets the labels of set, in
+	// one change; a session holds at most 32 labels (docs/labels.md). Bad
+	// input is InvalidArgument and changes nothing.
+	SetLabels(ctx context.Context, in *SetLabelsRequest, opts ...grpc.CallOption) (*SetLabelsResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -263,6 +268,16 @@ func (c *sessionServiceClient) SetBudget(ctx context.Context, in *SetBudgetReque
 	return out, nil
 }
 
+func (c *sessionServiceClient) SetLabels(ctx context.Context, in *SetLabelsRequest, opts ...grpc.CallOption) (*SetLabelsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetLabelsResponse)
+	err := c.cc.Invoke(ctx, SessionService_SetLabels_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -318,6 +333,10 @@ type SessionServiceServer interface {
 	// SetBudget changes the given fields of a session's budget. A session
 	// paused by its budget stays paused: resume it to continue.
 	SetBudget(context.Context, *SetBudgetRequest) (*SetBudgetResponse, error)
+	// SetLabels removes the keys of remove, then sets the labels of set, in
+	// one change; a session holds at most 32 labels (docs/labels.md). Bad
+	// input is InvalidArgument and changes nothing.
+	SetLabels(context.Context, *SetLabelsRequest) (*SetLabelsResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -372,6 +391,9 @@ func (UnimplementedSessionServiceServer) ImportSession(grpc.ClientStreamingServe
 }
 func (UnimplementedSessionServiceServer) SetBudget(context.Context, *SetBudgetRequest) (*SetBudgetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetBudget not implemented")
+}
+func (UnimplementedSessionServiceServer) SetLabels(context.Context, *SetLabelsRequest) (*SetLabelsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLabels not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -646,6 +668,24 @@ func _SessionService_SetBudget_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_SetLabels_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLabelsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).SetLabels(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_SetLabels_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).SetLabels(ctx, req.(*SetLabelsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -704,6 +744,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetBudget",
 			Handler:    _SessionService_SetBudget_Handler,
+		},
+		{
+			MethodName: "SetLabels",
+			Handler:    _SessionService_SetLabels_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -2189,8 +2189,10 @@ type Session struct {
 	FairnessKey    string `protobuf:"bytes,57,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	FairnessWeight uint32 `protobuf:"varint,58,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
 	Provider       string `protobuf:"bytes,59,opt,name=provider,proto3" json:"provider,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The session's labels, sorted by key (docs/labels.md).
+	Labels        []*Label `protobuf:"bytes,60,rep,name=labels,proto3" json:"labels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -2538,6 +2540,68 @@ func (x *Session) GetProvider() string {
 	return ""
 }
 
+func (x *Session) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// A key/value label of a session (docs/labels.md): a key of at most 63
+// bytes of [a-z0-9._/-] beginning with a letter or digit, a value of at
+// most 256 bytes of UTF-8 without control characters.
+type Label struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Label) Reset() {
+	*x = Label{}
+	mi := &file_dex_v1_types_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Label) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Label) ProtoMessage() {}
+
+func (x *Label) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_types_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Label.ProtoReflect.Descriptor instead.
+func (*Label) Descriptor() ([]byte, []int) {
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Label) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Label) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // A finished turn whose Steps (and their attempts) were folded: the cluster
 // keeps the Steps of a session's last turns only (dexd --keep-turn-steps);
 // older turns keep this record of them. The history is not folded.
@@ -2568,7 +2632,7 @@ type FoldedTurn struct {
 
 func (x *FoldedTurn) Reset() {
 	*x = FoldedTurn{}
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2644,7 @@ func (x *FoldedTurn) String() string {
 func (*FoldedTurn) ProtoMessage() {}
 
 func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[15]
+	mi := &file_dex_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2657,7 @@ func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedTurn.ProtoReflect.Descriptor instead.
 func (*FoldedTurn) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FoldedTurn) GetSessionId() string {
@@ -2700,7 +2764,7 @@ type FoldedKind struct {
 
 func (x *FoldedKind) Reset() {
 	*x = FoldedKind{}
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +2776,7 @@ func (x *FoldedKind) String() string {
 func (*FoldedKind) ProtoMessage() {}
 
 func (x *FoldedKind) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[16]
+	mi := &file_dex_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +2789,7 @@ func (x *FoldedKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedKind.ProtoReflect.Descriptor instead.
 func (*FoldedKind) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FoldedKind) GetKind() StepKind {
@@ -2781,7 +2845,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +2857,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[17]
+	mi := &file_dex_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +2870,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2956,7 +3020,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3032,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[18]
+	mi := &file_dex_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3045,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Step) GetId() string {
@@ -3195,7 +3259,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3271,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[19]
+	mi := &file_dex_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3284,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -3276,7 +3340,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_v1_types_proto_msgTypes[20]
+	mi := &file_dex_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3288,7 +3352,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[20]
+	mi := &file_dex_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3301,7 +3365,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3368,7 +3432,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_v1_types_proto_msgTypes[21]
+	mi := &file_dex_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3444,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[21]
+	mi := &file_dex_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3457,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -3466,7 +3530,7 @@ type OutputDelta struct {
 
 func (x *OutputDelta) Reset() {
 	*x = OutputDelta{}
-	mi := &file_dex_v1_types_proto_msgTypes[22]
+	mi := &file_dex_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3478,7 +3542,7 @@ func (x *OutputDelta) String() string {
 func (*OutputDelta) ProtoMessage() {}
 
 func (x *OutputDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[22]
+	mi := &file_dex_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3491,7 +3555,7 @@ func (x *OutputDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputDelta.ProtoReflect.Descriptor instead.
 func (*OutputDelta) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *OutputDelta) GetAttempt() uint32 {
@@ -3533,7 +3597,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_v1_types_proto_msgTypes[23]
+	mi := &file_dex_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3609,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[23]
+	mi := &file_dex_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3622,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -3662,7 +3726,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3674,7 +3738,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[24]
+	mi := &file_dex_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3687,7 +3751,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3726,7 +3790,7 @@ type ProviderHold struct {
 
 func (x *ProviderHold) Reset() {
 	*x = ProviderHold{}
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3738,7 +3802,7 @@ func (x *ProviderHold) String() string {
 func (*ProviderHold) ProtoMessage() {}
 
 func (x *ProviderHold) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[25]
+	mi := &file_dex_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3751,7 +3815,7 @@ func (x *ProviderHold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderHold.ProtoReflect.Descriptor instead.
 func (*ProviderHold) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ProviderHold) GetProvider() string {
@@ -3800,7 +3864,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_v1_types_proto_msgTypes[26]
+	mi := &file_dex_v1_types_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3812,7 +3876,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[26]
+	mi := &file_dex_v1_types_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3825,7 +3889,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AclToken) GetId() string {
@@ -3891,7 +3955,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_v1_types_proto_msgTypes[27]
+	mi := &file_dex_v1_types_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +3967,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_types_proto_msgTypes[27]
+	mi := &file_dex_v1_types_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +3980,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_v1_types_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_types_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -4081,7 +4145,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
 	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\x12)\n" +
-	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\"\xcb\r\n" +
+	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\"\xf2\r\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -4135,8 +4199,12 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\bpriority\x188 \x01(\rR\bpriority\x12!\n" +
 	"\ffairness_key\x189 \x01(\tR\vfairnessKey\x12'\n" +
 	"\x0ffairness_weight\x18: \x01(\rR\x0efairnessWeight\x12\x1a\n" +
-	"\bprovider\x18; \x01(\tR\bproviderB\x0f\n" +
-	"\r_retention_msJ\x04\b3\x104\"\xdc\x03\n" +
+	"\bprovider\x18; \x01(\tR\bprovider\x12%\n" +
+	"\x06labels\x18< \x03(\v2\r.dex.v1.LabelR\x06labelsB\x0f\n" +
+	"\r_retention_msJ\x04\b3\x104\"/\n" +
+	"\x05Label\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xdc\x03\n" +
 	"\n" +
 	"FoldedTurn\x12\x1d\n" +
 	"\n" +
@@ -4380,7 +4448,7 @@ func file_dex_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_dex_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_dex_v1_types_proto_goTypes = []any{
 	(SessionStatus)(0),     // 0: dex.v1.SessionStatus
 	(StepKind)(0),          // 1: dex.v1.StepKind
@@ -4411,19 +4479,20 @@ var file_dex_v1_types_proto_goTypes = []any{
 	(*CallState)(nil),      // 26: dex.v1.CallState
 	(*Turn)(nil),           // 27: dex.v1.Turn
 	(*Session)(nil),        // 28: dex.v1.Session
-	(*FoldedTurn)(nil),     // 29: dex.v1.FoldedTurn
-	(*FoldedKind)(nil),     // 30: dex.v1.FoldedKind
-	(*Attempt)(nil),        // 31: dex.v1.Attempt
-	(*Step)(nil),           // 32: dex.v1.Step
-	(*NodeInfo)(nil),       // 33: dex.v1.NodeInfo
-	(*WorkerInfo)(nil),     // 34: dex.v1.WorkerInfo
-	(*Event)(nil),          // 35: dex.v1.Event
-	(*OutputDelta)(nil),    // 36: dex.v1.OutputDelta
-	(*AttemptResult)(nil),  // 37: dex.v1.AttemptResult
-	(*AttemptFailure)(nil), // 38: dex.v1.AttemptFailure
-	(*ProviderHold)(nil),   // 39: dex.v1.ProviderHold
-	(*AclToken)(nil),       // 40: dex.v1.AclToken
-	(*AttemptRef)(nil),     // 41: dex.v1.AttemptRef
+	(*Label)(nil),          // 29: dex.v1.Label
+	(*FoldedTurn)(nil),     // 30: dex.v1.FoldedTurn
+	(*FoldedKind)(nil),     // 31: dex.v1.FoldedKind
+	(*Attempt)(nil),        // 32: dex.v1.Attempt
+	(*Step)(nil),           // 33: dex.v1.Step
+	(*NodeInfo)(nil),       // 34: dex.v1.NodeInfo
+	(*WorkerInfo)(nil),     // 35: dex.v1.WorkerInfo
+	(*Event)(nil),          // 36: dex.v1.Event
+	(*OutputDelta)(nil),    // 37: dex.v1.OutputDelta
+	(*AttemptResult)(nil),  // 38: dex.v1.AttemptResult
+	(*AttemptFailure)(nil), // 39: dex.v1.AttemptFailure
+	(*ProviderHold)(nil),   // 40: dex.v1.ProviderHold
+	(*AclToken)(nil),       // 41: dex.v1.AclToken
+	(*AttemptRef)(nil),     // 42: dex.v1.AttemptRef
 }
 var file_dex_v1_types_proto_depIdxs = []int32{
 	8,  // 0: dex.v1.ToolSpec.access:type_name -> dex.v1.ToolAccess
@@ -4450,34 +4519,35 @@ var file_dex_v1_types_proto_depIdxs = []int32{
 	20, // 21: dex.v1.Session.budget:type_name -> dex.v1.Budget
 	19, // 22: dex.v1.Session.usage:type_name -> dex.v1.UsageTotals
 	19, // 23: dex.v1.Session.tree_usage:type_name -> dex.v1.UsageTotals
-	30, // 24: dex.v1.FoldedTurn.kinds:type_name -> dex.v1.FoldedKind
-	2,  // 25: dex.v1.FoldedTurn.last_status:type_name -> dex.v1.StepStatus
-	3,  // 26: dex.v1.FoldedTurn.last_outcome:type_name -> dex.v1.Outcome
-	6,  // 27: dex.v1.FoldedTurn.last_error_type:type_name -> dex.v1.ErrorType
-	1,  // 28: dex.v1.FoldedKind.kind:type_name -> dex.v1.StepKind
-	4,  // 29: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
-	5,  // 30: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
-	6,  // 31: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
-	1,  // 32: dex.v1.Step.kind:type_name -> dex.v1.StepKind
-	14, // 33: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
-	2,  // 34: dex.v1.Step.status:type_name -> dex.v1.StepStatus
-	31, // 35: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
-	3,  // 36: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
-	6,  // 37: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
-	18, // 38: dex.v1.Step.usage:type_name -> dex.v1.Usage
-	14, // 39: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
-	36, // 40: dex.v1.Event.output:type_name -> dex.v1.OutputDelta
-	17, // 41: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
-	22, // 42: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
-	23, // 43: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
-	38, // 44: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
-	6,  // 45: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
-	13, // 46: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	29, // 24: dex.v1.Session.labels:type_name -> dex.v1.Label
+	31, // 25: dex.v1.FoldedTurn.kinds:type_name -> dex.v1.FoldedKind
+	2,  // 26: dex.v1.FoldedTurn.last_status:type_name -> dex.v1.StepStatus
+	3,  // 27: dex.v1.FoldedTurn.last_outcome:type_name -> dex.v1.Outcome
+	6,  // 28: dex.v1.FoldedTurn.last_error_type:type_name -> dex.v1.ErrorType
+	1,  // 29: dex.v1.FoldedKind.kind:type_name -> dex.v1.StepKind
+	4,  // 30: dex.v1.Attempt.status:type_name -> dex.v1.AttemptStatus
+	5,  // 31: dex.v1.Attempt.progress:type_name -> dex.v1.AttemptProgress
+	6,  // 32: dex.v1.Attempt.error_type:type_name -> dex.v1.ErrorType
+	1,  // 33: dex.v1.Step.kind:type_name -> dex.v1.StepKind
+	14, // 34: dex.v1.Step.policy:type_name -> dex.v1.ToolSpec
+	2,  // 35: dex.v1.Step.status:type_name -> dex.v1.StepStatus
+	32, // 36: dex.v1.Step.attempts:type_name -> dex.v1.Attempt
+	3,  // 37: dex.v1.Step.outcome:type_name -> dex.v1.Outcome
+	6,  // 38: dex.v1.Step.error_type:type_name -> dex.v1.ErrorType
+	18, // 39: dex.v1.Step.usage:type_name -> dex.v1.Usage
+	14, // 40: dex.v1.WorkerInfo.tools:type_name -> dex.v1.ToolSpec
+	37, // 41: dex.v1.Event.output:type_name -> dex.v1.OutputDelta
+	17, // 42: dex.v1.AttemptResult.model_output:type_name -> dex.v1.ModelOutput
+	22, // 43: dex.v1.AttemptResult.tool_result:type_name -> dex.v1.ToolResult
+	23, // 44: dex.v1.AttemptResult.poll_result:type_name -> dex.v1.PollResult
+	39, // 45: dex.v1.AttemptResult.failure:type_name -> dex.v1.AttemptFailure
+	6,  // 46: dex.v1.AttemptFailure.error_type:type_name -> dex.v1.ErrorType
+	13, // 47: dex.v1.AclToken.role:type_name -> dex.v1.TokenRole
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_types_proto_init() }
@@ -4487,7 +4557,7 @@ func file_dex_v1_types_proto_init() {
 	}
 	file_dex_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
 	file_dex_v1_types_proto_msgTypes[14].OneofWrappers = []any{}
-	file_dex_v1_types_proto_msgTypes[23].OneofWrappers = []any{
+	file_dex_v1_types_proto_msgTypes[24].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -4500,7 +4570,7 @@ func file_dex_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_types_proto_rawDesc), len(file_dex_v1_types_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

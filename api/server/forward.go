@@ -16,6 +16,7 @@ import (
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
+	"github.com/dexhq/dex/fsm/store"
 )
 
 // connPool holds one client connection per node a router forwards to.
@@ -247,26 +248,97 @@ func (r *Router) listSessions(ss grpc.ServerStream, method string, req *frame) e
 	if err := decodeFrame(req, &in); err != nil {
 		return status.Errorf(codes.InvalidArgument, "decode the request: %v", err)
 	}
-	size := pageSize(in.PageSize, defaultSessionPage)
-	var all []*dexv1.SessionSummary
-	more := false
+	q, err := parseListQuery(&in)
+	if err != nil {
+		return err
+	}
+	var pages []*dexv1.ListSessionsResponse
 	for k := range r.parts {
 		var out dexv1.ListSessionsResponse
 		if err := r.callIn(ss, k, method, req, &out); err != nil {
 			return inPartition(k, err)
 		}
-		all = append(all, out.Sessions...)
-		more = more || out.NextPageToken != ""
+		pages = append(pages, &out)
 	}
-	slices.SortFunc(all, func(a, b *dexv1.SessionSummary) int { return strings.Compare(a.Id, b.Id) })
-	resp := &dexv1.ListSessionsResponse{Sessions: all}
-	if len(all) > size {
-		resp.Sessions, more = all[:size], true
-	}
-	if more && len(resp.Sessions) > 0 {
-		resp.NextPageToken = resp.Sessions[len(resp.Sessions)-1].Id
+	resp, err := mergeSessionPages(q, pages)
+	if err != nil {
+		return err
 	}
 	return ss.SendMsg(resp)
+}
+
+// withinPageBytes is how many of ss a page holds within pageBytes (at
+// least one).
+func withinPageBytes(ss []*dexv1.SessionSummary) int {
+	size := 0
+	for i, s := range ss {
+		if size += proto.Size(s); size > pageBytes && i > 0 {
+			return i
+		}
+	}
+	return len(ss)
+}
+
+// mergeSessionPages merges the partitions' pages of one request into the
+// cluster's page. Every partition was asked with the same token, a
+// position in a total order (id, or time then id), so each page holds its
+// partition's first sessions after it. A partition whose page ended short
+// of the end (its token) has read nothing beyond its token's position: the
+// merged page stops at the earliest such position, and goes on from it.
+func mergeSessionPages(q *listQuery, pages []*dexv1.ListSessionsResponse) (*dexv1.ListSessionsResponse, error) {
+	var all []*dexv1.SessionSummary
+	if q.byID {
+		more := false
+		for _, p := range pages {
+			all = append(all, p.Sessions...)
+			more = more || p.NextPageToken != ""
+		}
+		slices.SortFunc(all, func(a, b *dexv1.SessionSummary) int { return strings.Compare(a.Id, b.Id) })
+		resp := &dexv1.ListSessionsResponse{Sessions: all}
+		if len(all) > q.size {
+			resp.Sessions, more = all[:q.size], true
+		}
+		if n := withinPageBytes(resp.Sessions); n < len(resp.Sessions) {
+			resp.Sessions, more = resp.Sessions[:n], true
+		}
+		if more && len(resp.Sessions) > 0 {
+			resp.NextPageToken = resp.Sessions[len(resp.Sessions)-1].Id
+		}
+		return resp, nil
+	}
+	pos := func(s *dexv1.SessionSummary) store.ListPosition {
+		return store.ListPosition{At: summaryAt(s, q.order), ID: s.Id}
+	}
+	var cut *store.ListPosition
+	for _, p := range pages {
+		all = append(all, p.Sessions...)
+		if p.NextPageToken == "" {
+			continue
+		}
+		next, err := parseListToken(p.NextPageToken, q.order, q.desc)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "a partition's page token: %v", err)
+		}
+		if cut == nil || comparePositions(*next, *cut, q.desc) < 0 {
+			cut = next
+		}
+	}
+	slices.SortFunc(all, func(a, b *dexv1.SessionSummary) int { return comparePositions(pos(a), pos(b), q.desc) })
+	if cut != nil {
+		n := 0
+		for n < len(all) && comparePositions(pos(all[n]), *cut, q.desc) <= 0 {
+			n++
+		}
+		all = all[:n]
+	}
+	resp := &dexv1.ListSessionsResponse{Sessions: all}
+	if n := min(q.size, withinPageBytes(all)); n < len(all) {
+		resp.Sessions = all[:n]
+		last := pos(resp.Sessions[n-1])
+		cut = &last
+	}
+	resp.NextPageToken = listToken(cut, q.order, q.desc)
+	return resp, nil
 }
 
 // members makes a membership change in every partition's group: a join

@@ -45,6 +45,10 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 	if r := fsm.CheckDispatchOrder(req.Priority, req.FairnessKey, req.FairnessWeight); r != nil {
 		return nil, status.Error(codes.InvalidArgument, r.Reason)
 	}
+	labels := labelsFromAPI(req.Labels)
+	if r := fsm.CheckLabels(labels); r != nil {
+		return nil, status.Error(codes.InvalidArgument, r.Reason)
+	}
 	id, err := s.placeSession(req)
 	if err != nil {
 		return nil, err
@@ -55,6 +59,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 		Budget:   s.sessionBudget(req),
 		Priority: req.Priority, FairnessKey: req.FairnessKey, FairnessWeight: req.FairnessWeight,
 		Provider: s.providers[s.agentOf(req)],
+		Labels:   labels,
 	}
 	if req.Message != "" {
 		c.MessageId = req.IdempotencyKey
@@ -148,22 +153,6 @@ func (s *Sessions) GetSession(ctx context.Context, req *dexv1.GetSessionRequest)
 	folded, nextFolded := st.FoldedTurns(req.SessionId, req.FoldedAfterTurn, pageSize(req.StepsLimit, defaultStepsPage))
 	resp.FoldedTurns, resp.NextFoldedAfterTurn = fsmpb.FoldedTurnsAPI(folded), nextFolded
 	return resp, nil
-}
-
-func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	out := &dexv1.ListSessionsResponse{}
-	page, next := s.node.State().SessionsPage(req.PageToken, pageSize(req.PageSize, defaultSessionPage))
-	for _, sess := range page {
-		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{
-			Id: sess.Id, ParentId: sess.ParentId, Status: dexv1.SessionStatus(sess.Status), TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
-			CreatedAtMs: sess.CreatedAtMs, Agent: sess.Agent,
-		})
-	}
-	out.NextPageToken = next
-	return out, nil
 }
 
 func (s *Sessions) ResolveApproval(ctx context.Context, req *dexv1.ResolveApprovalRequest) (*dexv1.ResolveApprovalResponse, error) {

@@ -75,6 +75,7 @@ var Routes = map[string]Route{
 	"/dex.v1.SessionService/CloseSession":     {Kind: BySession, Field: 1},
 	"/dex.v1.SessionService/ImportSession":    {Kind: Imported},
 	"/dex.v1.SessionService/SetBudget":        {Kind: BySession, Field: 1},
+	"/dex.v1.SessionService/SetLabels":        {Kind: BySession, Field: 1},
 
 	"/dex.v1.WorkerService/RegisterWorker":   {Kind: EveryPartition},
 	"/dex.v1.WorkerService/PollTask":         {Kind: Polled},

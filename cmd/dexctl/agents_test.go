@@ -21,7 +21,7 @@ func TestSessionShowAndListNameTheAgentAndWhyAStepWaits(t *testing.T) {
 		}
 	}
 	out.Reset()
-	rows := sessionRows([]*dexv1.SessionSummary{{Id: "s", Agent: "bot@2"}, {Id: "d"}}, "", 0)
+	rows := sessionRows([]*dexv1.SessionSummary{{Id: "s", Agent: "bot@2"}, {Id: "d"}}, "", 0, false)
 	printSessionRows(&out, rows, 1, time.Now())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if !strings.HasSuffix(lines[0], "AGENT") || !strings.Contains(out.String(), "bot@2") {

@@ -25,6 +25,8 @@ type fakeSessions struct {
 	cancels  []*dexv1.CancelSessionRequest
 	closes   []*dexv1.CloseSessionRequest
 	budgets  []*dexv1.SetBudgetRequest
+	labels   []*dexv1.SetLabelsRequest
+	lists    []*dexv1.ListSessionsRequest
 	events   map[string][]*dexv1.Event
 	lastSeq  uint64 // GetSession's last_event_seq
 	created  []*dexv1.CreateSessionRequest
@@ -86,6 +88,7 @@ func threeNodes(leader string, states ...string) *dexv1.StatusResponse {
 }
 
 func (f *fakeSessions) ListSessions(_ context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
+	f.lists = append(f.lists, req)
 	start := 0
 	if req.PageToken != "" {
 		for i, s := range f.all {
@@ -129,6 +132,14 @@ func (f *fakeSessions) CloseSession(_ context.Context, req *dexv1.CloseSessionRe
 	return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
 }
 
+func (f *fakeSessions) SetLabels(_ context.Context, req *dexv1.SetLabelsRequest) (*dexv1.SetLabelsResponse, error) {
+	if req.SessionId != "s1" {
+		return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)
+	}
+	f.labels = append(f.labels, req)
+	return &dexv1.SetLabelsResponse{Session: &dexv1.Session{Id: "s1", Labels: req.Set}}, nil
+}
+
 func (f *fakeSessions) SetBudget(_ context.Context, req *dexv1.SetBudgetRequest) (*dexv1.SetBudgetResponse, error) {
 	f.budgets = append(f.budgets, req)
 	if req.SessionId != "s1" {
@@ -144,7 +155,7 @@ func (f *fakeSessions) SetBudget(_ context.Context, req *dexv1.SetBudgetRequest)
 func (f *fakeSessions) GetSession(_ context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
 	for _, s := range f.all {
 		if s.Id == req.SessionId {
-			return &dexv1.GetSessionResponse{Session: &dexv1.Session{Id: s.Id, Status: s.Status}, LastEventSeq: f.lastSeq}, nil
+			return &dexv1.GetSessionResponse{Session: &dexv1.Session{Id: s.Id, Status: s.Status, Labels: s.Labels}, LastEventSeq: f.lastSeq}, nil
 		}
 	}
 	return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
@@ -22,31 +24,119 @@ import (
 const maxListed = 10000
 
 // statusFilters are the statuses --status accepts.
-var statusFilters = []string{"idle", "running", "waiting", "errored", "paused"}
+var statusFilters = []string{"idle", "running", "waiting", "errored", "paused", "closed"}
+
+// statusOf is the status a --status name stands for.
+func statusOf(name string) dexv1.SessionStatus {
+	for v := range dexv1.SessionStatus_name {
+		if st := dexv1.SessionStatus(v); st != 0 && fsm.StatusName(fsmpb.SessionStatus(st)) == name {
+			return st
+		}
+	}
+	return 0
+}
+
+// listFilter is what session list asks the cluster to filter on.
+type listFilter struct {
+	labels        []string
+	agent, parent string
+	since, until  string
+	order         string
+}
+
+// request fills the filter into req (now: what --since and --until count
+// back from). It reports whether any filter or order was given.
+func (f *listFilter) request(req *dexv1.ListSessionsRequest, status string, now time.Time) (bool, error) {
+	labels, err := parseLabels("--label", f.labels)
+	if err != nil {
+		return false, err
+	}
+	req.Labels, req.Agent, req.ParentId = labels, f.agent, f.parent
+	if status != "" {
+		req.Status = statusOf(status)
+	}
+	switch f.order {
+	case "", "created":
+		req.OrderBy = dexv1.SessionOrder_SESSION_ORDER_CREATED
+	case "updated":
+		req.OrderBy = dexv1.SessionOrder_SESSION_ORDER_UPDATED
+	default:
+		return false, usagef("--order %q: use created or updated", f.order)
+	}
+	from, err := pointInTime("--since", f.since, now)
+	if err != nil {
+		return false, err
+	}
+	to, err := pointInTime("--until", f.until, now)
+	if err != nil {
+		return false, err
+	}
+	if from != 0 && to != 0 && from > to {
+		return false, usagef("--since is later than --until")
+	}
+	if req.OrderBy == dexv1.SessionOrder_SESSION_ORDER_UPDATED {
+		req.UpdatedAfterMs, req.UpdatedBeforeMs = from, to
+	} else {
+		req.CreatedAfterMs, req.CreatedBeforeMs = from, to
+	}
+	any := len(labels) > 0 || f.agent != "" || f.parent != "" || status != "" || from != 0 || to != 0 || f.order != ""
+	if any {
+		req.Descending = true // newest first, as the table shows them
+	} else {
+		req.OrderBy = dexv1.SessionOrder_SESSION_ORDER_UNSPECIFIED
+	}
+	return any, nil
+}
+
+// pointInTime reads a duration back from now (1h) or an RFC 3339 time, as
+// Unix ms (0 for none).
+func pointInTime(flag, v string, now time.Time) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return 0, usagef("%s %q: a duration back from now is not negative", flag, v)
+		}
+		return now.Add(-d).UnixMilli(), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return 0, usagef("%s %q: give a duration back from now (1h, 30m) or an RFC 3339 time", flag, v)
+	}
+	return t.UnixMilli(), nil
+}
 
 type sessionRow struct {
-	ID             string `json:"id"`
-	Parent         string `json:"parent,omitempty"`
-	Agent          string `json:"agent,omitempty"`
-	Status         string `json:"status"`
-	TurnsCompleted uint64 `json:"turns_completed"`
-	CreatedAtMs    int64  `json:"created_at_ms"`
-	UpdatedAtMs    int64  `json:"updated_at_ms"`
+	ID             string            `json:"id"`
+	Parent         string            `json:"parent,omitempty"`
+	Agent          string            `json:"agent,omitempty"`
+	Status         string            `json:"status"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	TurnsCompleted uint64            `json:"turns_completed"`
+	CreatedAtMs    int64             `json:"created_at_ms"`
+	UpdatedAtMs    int64             `json:"updated_at_ms"`
 }
 
 func newSessionListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var statusFilter, pageToken string
 	var limit, pageSize int
+	var filter listFilter
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List sessions, newest first",
 		Long: `List sessions, newest first.
 
 By default every page is read (up to ` + fmt.Sprint(maxListed) + ` sessions). With --page-size or
---page-token only one page of the cluster's listing is read (the cluster
-pages by session id); the next page's token is printed after the table, or
-as next_page_token in JSON.
+--page-token only one page of the cluster's listing is read; the next
+page's token is printed after the table, or as next_page_token in JSON.
+
+--status, --label, --agent, --parent, --since, --until and --order are
+filtered by the cluster through its indexes (docs/labels.md): --since and
+--until bound the creation time, or with --order updated the last update.
+Without any of them the cluster pages by session id and the table is sorted
+here.
 
 In a cluster of more than one partition the table ends with each session's
 PARTITION (from the cluster's status; left out when no node gives it).`,
@@ -59,12 +149,18 @@ PARTITION (from the cluster's status; left out when no node gives it).`,
 				return usagef("--limit and --page-size must not be negative")
 			}
 			onePage := pageSize > 0 || pageToken != ""
+			base := &dexv1.ListSessionsRequest{PageSize: uint32(pageSize)}
+			filtered, err := filter.request(base, statusFilter, time.Now())
+			if err != nil {
+				return err
+			}
 			var all []*dexv1.SessionSummary
 			var next string
 			capped := false
-			err := g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
+			err = g.onLeader(cmd.Context(), func(ctx context.Context, conn *grpc.ClientConn, tr grpc.CallOption) error {
 				all, next, capped = nil, "", false
-				req := &dexv1.ListSessionsRequest{PageToken: pageToken, PageSize: uint32(pageSize)}
+				req := proto.CloneOf(base)
+				req.PageToken = pageToken
 				for {
 					r, err := sessions(conn).ListSessions(ctx, req, tr)
 					if err != nil {
@@ -79,13 +175,14 @@ PARTITION (from the cluster's status; left out when no node gives it).`,
 						capped = true
 						return nil
 					}
-					req = &dexv1.ListSessionsRequest{PageToken: next}
+					req = proto.CloneOf(base)
+					req.PageSize, req.PageToken = 0, next
 				}
 			})
 			if err != nil {
 				return err
 			}
-			rows := sessionRows(all, statusFilter, limit)
+			rows := sessionRows(all, statusFilter, limit, filter.order == "updated")
 			if asJSON {
 				out := map[string]any{"sessions": rows}
 				if onePage || capped {
@@ -99,7 +196,11 @@ PARTITION (from the cluster's status; left out when no node gives it).`,
 			case onePage && next != "":
 				fmt.Fprintf(w, "\nnext page: --page-token %s\n", safe(next))
 			case capped:
-				fmt.Fprintf(w, "\nread the first %s only (by id); read the rest with --page-token %s\n", plural(len(all), "session", "sessions"), safe(next))
+				order := "by id"
+				if filtered {
+					order = "newest first"
+				}
+				fmt.Fprintf(w, "\nread the first %s only (%s); read the rest with --page-token %s\n", plural(len(all), "session", "sessions"), order, safe(next))
 			}
 			return nil
 		},
@@ -108,24 +209,37 @@ PARTITION (from the cluster's status; left out when no node gives it).`,
 	cmd.Flags().IntVar(&limit, "limit", 0, "show at most this many sessions, the newest (0: all)")
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "read one page of this many sessions (0: read every page)")
 	cmd.Flags().StringVar(&pageToken, "page-token", "", "read the page that starts here (from a previous list)")
+	cmd.Flags().StringArrayVar(&filter.labels, "label", nil, "KEY=VALUE: only sessions with this label (repeatable: all of them)")
+	cmd.Flags().StringVar(&filter.agent, "agent", "", "only sessions of this agent")
+	cmd.Flags().StringVar(&filter.parent, "parent", "", "only the children of this session")
+	cmd.Flags().StringVar(&filter.since, "since", "", "only sessions created (--order updated: updated) since: a duration back from now (1h) or an RFC 3339 time")
+	cmd.Flags().StringVar(&filter.until, "until", "", "only sessions created (--order updated: updated) before: a duration back from now or an RFC 3339 time")
+	cmd.Flags().StringVar(&filter.order, "order", "", "created or updated: newest first by this time (default: created)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-// sessionRows filters by status, sorts newest first (then by id) and keeps
-// the first limit (0: all).
-func sessionRows(all []*dexv1.SessionSummary, status string, limit int) []sessionRow {
+// sessionRows filters by status, sorts newest first (by creation, or by
+// last update when byUpdated; then by id) and keeps the first limit (0:
+// all).
+func sessionRows(all []*dexv1.SessionSummary, status string, limit int, byUpdated bool) []sessionRow {
 	rows := []sessionRow{}
 	for _, s := range all {
 		name := fsm.StatusName(fsmpb.SessionStatus(s.Status))
 		if status != "" && name != status {
 			continue
 		}
-		rows = append(rows, sessionRow{s.Id, s.ParentId, s.Agent, name, s.TurnsCompleted, s.CreatedAtMs, s.UpdatedAtMs})
+		rows = append(rows, sessionRow{s.Id, s.ParentId, s.Agent, name, labelsMap(s.Labels), s.TurnsCompleted, s.CreatedAtMs, s.UpdatedAtMs})
+	}
+	at := func(r sessionRow) int64 {
+		if byUpdated {
+			return r.UpdatedAtMs
+		}
+		return r.CreatedAtMs
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].CreatedAtMs != rows[j].CreatedAtMs {
-			return rows[i].CreatedAtMs > rows[j].CreatedAtMs
+		if at(rows[i]) != at(rows[j]) {
+			return at(rows[i]) > at(rows[j])
 		}
 		return rows[i].ID < rows[j].ID
 	})
@@ -140,6 +254,10 @@ func sessionRows(all []*dexv1.SessionSummary, status string, limit int) []sessio
 func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionRow, partitions int, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	header := "ID\tSTATUS\tCREATED\tUPDATED\tTURNS\tPARENT\tAGENT"
+	labelled := slices.ContainsFunc(rows, func(r sessionRow) bool { return len(r.Labels) > 0 })
+	if labelled {
+		header += "\tLABELS"
+	}
 	if partitions > 1 {
 		header += "\tPARTITION"
 	}
@@ -153,6 +271,9 @@ func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionR
 			agent = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s", safe(r.ID), r.Status, timeText(r.CreatedAtMs), ago(now, r.UpdatedAtMs), r.TurnsCompleted, safe(parent), safe(agent))
+		if labelled {
+			fmt.Fprintf(tw, "\t%s", labelsLine(r.Labels))
+		}
 		if partitions > 1 {
 			fmt.Fprintf(tw, "\t%d", wirerules.PartitionOf(r.ID, partitions))
 		}

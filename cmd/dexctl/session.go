@@ -36,7 +36,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Start, message, show and watch sessions"}
-	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionBudgetCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
+	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionBudgetCmd(g), newSessionLabelCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
 	return cmd
 }
 
@@ -71,6 +71,7 @@ func messageText(cmd *cobra.Command, text, file string) (string, error) {
 
 func newSessionStartCmd(g *globals) *cobra.Command {
 	var msg, msgFile, id, parent, agent, budget string
+	var labels []string
 	var threshold uint64
 	var retention time.Duration
 	var asJSON bool
@@ -85,6 +86,9 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 				return err
 			}
 			req := &dexv1.CreateSessionRequest{ParentId: parent, CompactionThreshold: threshold, Message: msg, Agent: agent}
+			if req.Labels, err = parseLabels("--label", labels); err != nil {
+				return err
+			}
 			if err := dispatch.apply(cmd, req); err != nil {
 				return err
 			}
@@ -137,6 +141,7 @@ func newSessionStartCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&id, "id", "", "session id (default: a new random one)")
 	cmd.Flags().StringVar(&parent, "parent", "", "parent session id (this session reports to it)")
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent that runs the session, NAME or NAME@VERSION (default: the parent's, else the default agent)")
+	cmd.Flags().StringArrayVar(&labels, "label", nil, "KEY=VALUE: a label of the session (repeatable; docs/labels.md)")
 	cmd.Flags().DurationVar(&retention, "retention", 0, "keep the session this long once closed (0: for ever; default: the cluster's retention for its agent)")
 	cmd.Flags().StringVar(&budget, "budget", "", "FIELD=N[,FIELD=N…]: the session's budget over its agent's (max_tokens, max_cost_micros, max_turns, max_model_calls_per_turn, max_tool_calls_per_turn, loop_limit)")
 	dispatch.register(cmd)
@@ -254,6 +259,8 @@ type sessionJSON struct {
 	Parent string `json:"parent,omitempty"`
 	Agent  string `json:"agent,omitempty"`
 	Status string `json:"status"`
+	// Labels: the session's labels (none: left out).
+	Labels map[string]string `json:"labels,omitempty"`
 	// Closing: closed while a turn runs; closed when it ends.
 	Closing bool `json:"closing,omitempty"`
 	// DeleteAtMs: when a closed session's retention lets it go (0: never).
@@ -336,7 +343,7 @@ func lowerName(s, prefix string) string { return strings.ToLower(strings.TrimPre
 
 func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	out := sessionJSON{
-		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
+		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Labels: labelsMap(s.Labels), Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
 		History: []historyJSON{}, Steps: []stepJSON{}, DeleteAtMs: s.DeleteAtMs,
 		Closing:      s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
@@ -437,6 +444,9 @@ func printSession(w io.Writer, s sessionJSON, partitions int) {
 	fmt.Fprintln(w)
 	if partitions > 1 {
 		fmt.Fprintf(w, "partition: %d\n", wirerules.PartitionOf(s.ID, partitions))
+	}
+	if len(s.Labels) > 0 {
+		fmt.Fprintf(w, "labels: %s\n", labelsLine(s.Labels))
 	}
 	printDispatch(w, s.dispatchJSON)
 	printUsage(w, s)

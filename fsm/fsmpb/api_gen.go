@@ -187,6 +187,17 @@ func (x *InlineResult) API() *dexv1.InlineResult {
 	}
 }
 
+// API is the stored Label as the API's dex.v1.Label shows it.
+func (x *Label) API() *dexv1.Label {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.Label{
+		Key:   x.Key,
+		Value: x.Value,
+	}
+}
+
 // API is the stored NodeInfo as the API's dex.v1.NodeInfo shows it.
 func (x *NodeInfo) API() *dexv1.NodeInfo {
 	if x == nil {
@@ -253,6 +264,7 @@ func (x *Session) API() *dexv1.Session {
 		FairnessKey:         x.FairnessKey,
 		FairnessWeight:      x.FairnessWeight,
 		Provider:            x.Provider,
+		Labels:              labelListAPI(x.Labels),
 	}
 }
 
@@ -595,6 +607,17 @@ func InlineResultFromAPI(x *dexv1.InlineResult) *InlineResult {
 	}
 }
 
+// LabelFromAPI is the API's dex.v1.Label as the state stores it.
+func LabelFromAPI(x *dexv1.Label) *Label {
+	if x == nil {
+		return nil
+	}
+	return &Label{
+		Key:   x.Key,
+		Value: x.Value,
+	}
+}
+
 // ModelOutputFromAPI is the API's dex.v1.ModelOutput as the state stores it.
 func ModelOutputFromAPI(x *dexv1.ModelOutput) *ModelOutput {
 	if x == nil {
@@ -685,6 +708,7 @@ func SessionFromAPI(x *dexv1.Session) *Session {
 		FairnessKey:         x.FairnessKey,
 		FairnessWeight:      x.FairnessWeight,
 		Provider:            x.Provider,
+		Labels:              labelListFromAPI(x.Labels),
 	}
 }
 
@@ -891,6 +915,17 @@ func inlineResultListAPI(in []*InlineResult) []*dexv1.InlineResult {
 	return out
 }
 
+func labelListAPI(in []*Label) []*dexv1.Label {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*dexv1.Label, len(in))
+	for i, x := range in {
+		out[i] = x.API()
+	}
+	return out
+}
+
 func toolCallListAPI(in []*ToolCall) []*dexv1.ToolCall {
 	if len(in) == 0 {
 		return nil
@@ -986,6 +1021,17 @@ func inlineResultListFromAPI(in []*dexv1.InlineResult) []*InlineResult {
 	out := make([]*InlineResult, len(in))
 	for i, x := range in {
 		out[i] = InlineResultFromAPI(x)
+	}
+	return out
+}
+
+func labelListFromAPI(in []*dexv1.Label) []*Label {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*Label, len(in))
+	for i, x := range in {
+		out[i] = LabelFromAPI(x)
 	}
 	return out
 }

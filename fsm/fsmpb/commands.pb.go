@@ -74,6 +74,7 @@ type Command struct {
 	//	*Command_SetTurnFolding
 	//	*Command_FoldTurns
 	//	*Command_SetBudget
+	//	*Command_SetLabels
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -491,6 +492,15 @@ func (x *Command) GetSetBudget() *SetBudget {
 	return nil
 }
 
+func (x *Command) GetSetLabels() *SetLabels {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetLabels); ok {
+			return x.SetLabels
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -664,6 +674,10 @@ type Command_SetBudget struct {
 	SetBudget *SetBudget `protobuf:"bytes,137,opt,name=set_budget,json=setBudget,proto3,oneof"`
 }
 
+type Command_SetLabels struct {
+	SetLabels *SetLabels `protobuf:"bytes,138,opt,name=set_labels,json=setLabels,proto3,oneof"`
+}
+
 type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
@@ -748,6 +762,8 @@ func (*Command_FoldTurns) isCommand_Body() {}
 
 func (*Command_SetBudget) isCommand_Body() {}
 
+func (*Command_SetLabels) isCommand_Body() {}
+
 func (*Command_Batch) isCommand_Body() {}
 
 // Several commands in one log entry (the leader's group commit), applied in
@@ -822,8 +838,10 @@ type CreateSession struct {
 	FairnessKey    string `protobuf:"bytes,11,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	FairnessWeight uint32 `protobuf:"varint,12,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
 	Provider       string `protobuf:"bytes,13,opt,name=provider,proto3" json:"provider,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The session's labels, checked by the rules (CheckLabels).
+	Labels        []*Label `protobuf:"bytes,14,rep,name=labels,proto3" json:"labels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSession) Reset() {
@@ -947,6 +965,74 @@ func (x *CreateSession) GetProvider() string {
 	return ""
 }
 
+func (x *CreateSession) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// SetLabels sets and removes labels of a session: remove first, then set.
+type SetLabels struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Set           []*Label               `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty"`
+	Remove        []string               `protobuf:"bytes,3,rep,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLabels) Reset() {
+	*x = SetLabels{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLabels) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLabels) ProtoMessage() {}
+
+func (x *SetLabels) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLabels.ProtoReflect.Descriptor instead.
+func (*SetLabels) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SetLabels) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetLabels) GetSet() []*Label {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *SetLabels) GetRemove() []string {
+	if x != nil {
+		return x.Remove
+	}
+	return nil
+}
+
 // SetBudget changes the given fields of a session's budget.
 type SetBudget struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -958,7 +1044,7 @@ type SetBudget struct {
 
 func (x *SetBudget) Reset() {
 	*x = SetBudget{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1056,7 @@ func (x *SetBudget) String() string {
 func (*SetBudget) ProtoMessage() {}
 
 func (x *SetBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[3]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1069,7 @@ func (x *SetBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudget.ProtoReflect.Descriptor instead.
 func (*SetBudget) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetBudget) GetSessionId() string {
@@ -1013,7 +1099,7 @@ type SendMessage struct {
 
 func (x *SendMessage) Reset() {
 	*x = SendMessage{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1111,7 @@ func (x *SendMessage) String() string {
 func (*SendMessage) ProtoMessage() {}
 
 func (x *SendMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1124,7 @@ func (x *SendMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessage.ProtoReflect.Descriptor instead.
 func (*SendMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SendMessage) GetSessionId() string {
@@ -1084,7 +1170,7 @@ type RegisterWorker struct {
 
 func (x *RegisterWorker) Reset() {
 	*x = RegisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1182,7 @@ func (x *RegisterWorker) String() string {
 func (*RegisterWorker) ProtoMessage() {}
 
 func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1195,7 @@ func (x *RegisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorker.ProtoReflect.Descriptor instead.
 func (*RegisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RegisterWorker) GetWorkerId() string {
@@ -1157,7 +1243,7 @@ type BumpEpoch struct {
 
 func (x *BumpEpoch) Reset() {
 	*x = BumpEpoch{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1255,7 @@ func (x *BumpEpoch) String() string {
 func (*BumpEpoch) ProtoMessage() {}
 
 func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1268,7 @@ func (x *BumpEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BumpEpoch.ProtoReflect.Descriptor instead.
 func (*BumpEpoch) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BumpEpoch) GetNodeId() string {
@@ -1207,7 +1293,7 @@ type StartAttempt struct {
 
 func (x *StartAttempt) Reset() {
 	*x = StartAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1305,7 @@ func (x *StartAttempt) String() string {
 func (*StartAttempt) ProtoMessage() {}
 
 func (x *StartAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1318,7 @@ func (x *StartAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartAttempt.ProtoReflect.Descriptor instead.
 func (*StartAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StartAttempt) GetStepId() string {
@@ -1279,7 +1365,7 @@ type ClaimAttempt struct {
 
 func (x *ClaimAttempt) Reset() {
 	*x = ClaimAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1377,7 @@ func (x *ClaimAttempt) String() string {
 func (*ClaimAttempt) ProtoMessage() {}
 
 func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1390,7 @@ func (x *ClaimAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimAttempt.ProtoReflect.Descriptor instead.
 func (*ClaimAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClaimAttempt) GetRef() *AttemptRef {
@@ -1331,7 +1417,7 @@ type CompleteAttempt struct {
 
 func (x *CompleteAttempt) Reset() {
 	*x = CompleteAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1429,7 @@ func (x *CompleteAttempt) String() string {
 func (*CompleteAttempt) ProtoMessage() {}
 
 func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1442,7 @@ func (x *CompleteAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteAttempt.ProtoReflect.Descriptor instead.
 func (*CompleteAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompleteAttempt) GetRef() *AttemptRef {
@@ -1449,7 +1535,7 @@ type FailAttempt struct {
 
 func (x *FailAttempt) Reset() {
 	*x = FailAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1547,7 @@ func (x *FailAttempt) String() string {
 func (*FailAttempt) ProtoMessage() {}
 
 func (x *FailAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1560,7 @@ func (x *FailAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailAttempt.ProtoReflect.Descriptor instead.
 func (*FailAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FailAttempt) GetRef() *AttemptRef {
@@ -1509,7 +1595,7 @@ type ExpireAttempt struct {
 
 func (x *ExpireAttempt) Reset() {
 	*x = ExpireAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1607,7 @@ func (x *ExpireAttempt) String() string {
 func (*ExpireAttempt) ProtoMessage() {}
 
 func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1620,7 @@ func (x *ExpireAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireAttempt.ProtoReflect.Descriptor instead.
 func (*ExpireAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExpireAttempt) GetStepId() string {
@@ -1569,7 +1655,7 @@ type ResolveApproval struct {
 
 func (x *ResolveApproval) Reset() {
 	*x = ResolveApproval{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1667,7 @@ func (x *ResolveApproval) String() string {
 func (*ResolveApproval) ProtoMessage() {}
 
 func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1680,7 @@ func (x *ResolveApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApproval.ProtoReflect.Descriptor instead.
 func (*ResolveApproval) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResolveApproval) GetStepId() string {
@@ -1628,7 +1714,7 @@ type AnswerQuestion struct {
 
 func (x *AnswerQuestion) Reset() {
 	*x = AnswerQuestion{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1726,7 @@ func (x *AnswerQuestion) String() string {
 func (*AnswerQuestion) ProtoMessage() {}
 
 func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1739,7 @@ func (x *AnswerQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestion.ProtoReflect.Descriptor instead.
 func (*AnswerQuestion) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AnswerQuestion) GetStepId() string {
@@ -1680,7 +1766,7 @@ type FireTimer struct {
 
 func (x *FireTimer) Reset() {
 	*x = FireTimer{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1778,7 @@ func (x *FireTimer) String() string {
 func (*FireTimer) ProtoMessage() {}
 
 func (x *FireTimer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1791,7 @@ func (x *FireTimer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FireTimer.ProtoReflect.Descriptor instead.
 func (*FireTimer) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FireTimer) GetStepId() string {
@@ -1733,7 +1819,7 @@ type ResumeSession struct {
 
 func (x *ResumeSession) Reset() {
 	*x = ResumeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1831,7 @@ func (x *ResumeSession) String() string {
 func (*ResumeSession) ProtoMessage() {}
 
 func (x *ResumeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1844,7 @@ func (x *ResumeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSession.ProtoReflect.Descriptor instead.
 func (*ResumeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResumeSession) GetSessionId() string {
@@ -1786,7 +1872,7 @@ type RestartSessions struct {
 
 func (x *RestartSessions) Reset() {
 	*x = RestartSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1884,7 @@ func (x *RestartSessions) String() string {
 func (*RestartSessions) ProtoMessage() {}
 
 func (x *RestartSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1897,7 @@ func (x *RestartSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSessions.ProtoReflect.Descriptor instead.
 func (*RestartSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestartSessions) GetEpoch() uint64 {
@@ -1832,7 +1918,7 @@ type ResumeErrored struct {
 
 func (x *ResumeErrored) Reset() {
 	*x = ResumeErrored{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1930,7 @@ func (x *ResumeErrored) String() string {
 func (*ResumeErrored) ProtoMessage() {}
 
 func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +1943,7 @@ func (x *ResumeErrored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeErrored.ProtoReflect.Descriptor instead.
 func (*ResumeErrored) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResumeErrored) GetSessionId() string {
@@ -1885,7 +1971,7 @@ type ReconcileOutcome struct {
 
 func (x *ReconcileOutcome) Reset() {
 	*x = ReconcileOutcome{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +1983,7 @@ func (x *ReconcileOutcome) String() string {
 func (*ReconcileOutcome) ProtoMessage() {}
 
 func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +1996,7 @@ func (x *ReconcileOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcome.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcome) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReconcileOutcome) GetStepId() string {
@@ -1946,7 +2032,7 @@ type EditHistory struct {
 
 func (x *EditHistory) Reset() {
 	*x = EditHistory{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2044,7 @@ func (x *EditHistory) String() string {
 func (*EditHistory) ProtoMessage() {}
 
 func (x *EditHistory) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2057,7 @@ func (x *EditHistory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistory.ProtoReflect.Descriptor instead.
 func (*EditHistory) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EditHistory) GetSessionId() string {
@@ -2004,7 +2090,7 @@ type SetNode struct {
 
 func (x *SetNode) Reset() {
 	*x = SetNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2102,7 @@ func (x *SetNode) String() string {
 func (*SetNode) ProtoMessage() {}
 
 func (x *SetNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2115,7 @@ func (x *SetNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNode.ProtoReflect.Descriptor instead.
 func (*SetNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetNode) GetNode() *NodeInfo {
@@ -2048,7 +2134,7 @@ type RemoveNode struct {
 
 func (x *RemoveNode) Reset() {
 	*x = RemoveNode{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2060,7 +2146,7 @@ func (x *RemoveNode) String() string {
 func (*RemoveNode) ProtoMessage() {}
 
 func (x *RemoveNode) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2073,7 +2159,7 @@ func (x *RemoveNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNode.ProtoReflect.Descriptor instead.
 func (*RemoveNode) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveNode) GetNodeId() string {
@@ -2095,7 +2181,7 @@ type SetEventRetention struct {
 
 func (x *SetEventRetention) Reset() {
 	*x = SetEventRetention{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2193,7 @@ func (x *SetEventRetention) String() string {
 func (*SetEventRetention) ProtoMessage() {}
 
 func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2206,7 @@ func (x *SetEventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEventRetention.ProtoReflect.Descriptor instead.
 func (*SetEventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetEventRetention) GetEpoch() uint64 {
@@ -2152,7 +2238,7 @@ type PruneEvents struct {
 
 func (x *PruneEvents) Reset() {
 	*x = PruneEvents{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2250,7 @@ func (x *PruneEvents) String() string {
 func (*PruneEvents) ProtoMessage() {}
 
 func (x *PruneEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2263,7 @@ func (x *PruneEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneEvents.ProtoReflect.Descriptor instead.
 func (*PruneEvents) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PruneEvents) GetEpoch() uint64 {
@@ -2214,7 +2300,7 @@ type DeregisterWorker struct {
 
 func (x *DeregisterWorker) Reset() {
 	*x = DeregisterWorker{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2312,7 @@ func (x *DeregisterWorker) String() string {
 func (*DeregisterWorker) ProtoMessage() {}
 
 func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2325,7 @@ func (x *DeregisterWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorker.ProtoReflect.Descriptor instead.
 func (*DeregisterWorker) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeregisterWorker) GetWorkerId() string {
@@ -2270,7 +2356,7 @@ type FailUnservedStep struct {
 
 func (x *FailUnservedStep) Reset() {
 	*x = FailUnservedStep{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2368,7 @@ func (x *FailUnservedStep) String() string {
 func (*FailUnservedStep) ProtoMessage() {}
 
 func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2381,7 @@ func (x *FailUnservedStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailUnservedStep.ProtoReflect.Descriptor instead.
 func (*FailUnservedStep) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FailUnservedStep) GetStepId() string {
@@ -2332,7 +2418,7 @@ type DeleteSession struct {
 
 func (x *DeleteSession) Reset() {
 	*x = DeleteSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2430,7 @@ func (x *DeleteSession) String() string {
 func (*DeleteSession) ProtoMessage() {}
 
 func (x *DeleteSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2443,7 @@ func (x *DeleteSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSession.ProtoReflect.Descriptor instead.
 func (*DeleteSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteSession) GetSessionId() string {
@@ -2381,7 +2467,7 @@ type PurgeSession struct {
 
 func (x *PurgeSession) Reset() {
 	*x = PurgeSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2479,7 @@ func (x *PurgeSession) String() string {
 func (*PurgeSession) ProtoMessage() {}
 
 func (x *PurgeSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2492,7 @@ func (x *PurgeSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeSession.ProtoReflect.Descriptor instead.
 func (*PurgeSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PurgeSession) GetSessionId() string {
@@ -2444,7 +2530,7 @@ type ExpireSessions struct {
 
 func (x *ExpireSessions) Reset() {
 	*x = ExpireSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2542,7 @@ func (x *ExpireSessions) String() string {
 func (*ExpireSessions) ProtoMessage() {}
 
 func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2555,7 @@ func (x *ExpireSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireSessions.ProtoReflect.Descriptor instead.
 func (*ExpireSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExpireSessions) GetEpoch() uint64 {
@@ -2509,7 +2595,7 @@ type CloseSession struct {
 
 func (x *CloseSession) Reset() {
 	*x = CloseSession{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2607,7 @@ func (x *CloseSession) String() string {
 func (*CloseSession) ProtoMessage() {}
 
 func (x *CloseSession) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2620,7 @@ func (x *CloseSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSession.ProtoReflect.Descriptor instead.
 func (*CloseSession) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{29}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CloseSession) GetSessionId() string {
@@ -2564,7 +2650,7 @@ type ExpireClosedSessions struct {
 
 func (x *ExpireClosedSessions) Reset() {
 	*x = ExpireClosedSessions{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +2662,7 @@ func (x *ExpireClosedSessions) String() string {
 func (*ExpireClosedSessions) ProtoMessage() {}
 
 func (x *ExpireClosedSessions) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[30]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2675,7 @@ func (x *ExpireClosedSessions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireClosedSessions.ProtoReflect.Descriptor instead.
 func (*ExpireClosedSessions) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExpireClosedSessions) GetEpoch() uint64 {
@@ -2626,7 +2712,7 @@ type ImportSessionBegin struct {
 
 func (x *ImportSessionBegin) Reset() {
 	*x = ImportSessionBegin{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2724,7 @@ func (x *ImportSessionBegin) String() string {
 func (*ImportSessionBegin) ProtoMessage() {}
 
 func (x *ImportSessionBegin) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[31]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2737,7 @@ func (x *ImportSessionBegin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionBegin.ProtoReflect.Descriptor instead.
 func (*ImportSessionBegin) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ImportSessionBegin) GetEpoch() uint64 {
@@ -2698,7 +2784,7 @@ type ImportSessionPage struct {
 
 func (x *ImportSessionPage) Reset() {
 	*x = ImportSessionPage{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2796,7 @@ func (x *ImportSessionPage) String() string {
 func (*ImportSessionPage) ProtoMessage() {}
 
 func (x *ImportSessionPage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[32]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2809,7 @@ func (x *ImportSessionPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionPage.ProtoReflect.Descriptor instead.
 func (*ImportSessionPage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImportSessionPage) GetSessionId() string {
@@ -2784,7 +2870,7 @@ type ImportSessionEnd struct {
 
 func (x *ImportSessionEnd) Reset() {
 	*x = ImportSessionEnd{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +2882,7 @@ func (x *ImportSessionEnd) String() string {
 func (*ImportSessionEnd) ProtoMessage() {}
 
 func (x *ImportSessionEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[33]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +2895,7 @@ func (x *ImportSessionEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionEnd.ProtoReflect.Descriptor instead.
 func (*ImportSessionEnd) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{33}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ImportSessionEnd) GetSessionId() string {
@@ -2870,7 +2956,7 @@ type SetTurnFolding struct {
 
 func (x *SetTurnFolding) Reset() {
 	*x = SetTurnFolding{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2968,7 @@ func (x *SetTurnFolding) String() string {
 func (*SetTurnFolding) ProtoMessage() {}
 
 func (x *SetTurnFolding) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[34]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +2981,7 @@ func (x *SetTurnFolding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTurnFolding.ProtoReflect.Descriptor instead.
 func (*SetTurnFolding) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{34}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetTurnFolding) GetEpoch() uint64 {
@@ -2926,7 +3012,7 @@ type FoldTurns struct {
 
 func (x *FoldTurns) Reset() {
 	*x = FoldTurns{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2938,7 +3024,7 @@ func (x *FoldTurns) String() string {
 func (*FoldTurns) ProtoMessage() {}
 
 func (x *FoldTurns) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[35]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2951,7 +3037,7 @@ func (x *FoldTurns) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldTurns.ProtoReflect.Descriptor instead.
 func (*FoldTurns) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{35}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FoldTurns) GetEpoch() uint64 {
@@ -2986,7 +3072,7 @@ type TimeoutAttempt struct {
 
 func (x *TimeoutAttempt) Reset() {
 	*x = TimeoutAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +3084,7 @@ func (x *TimeoutAttempt) String() string {
 func (*TimeoutAttempt) ProtoMessage() {}
 
 func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[36]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +3097,7 @@ func (x *TimeoutAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutAttempt.ProtoReflect.Descriptor instead.
 func (*TimeoutAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{36}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TimeoutAttempt) GetStepId() string {
@@ -3047,7 +3133,7 @@ type ReportAttempt struct {
 
 func (x *ReportAttempt) Reset() {
 	*x = ReportAttempt{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3145,7 @@ func (x *ReportAttempt) String() string {
 func (*ReportAttempt) ProtoMessage() {}
 
 func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[37]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3158,7 @@ func (x *ReportAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAttempt.ProtoReflect.Descriptor instead.
 func (*ReportAttempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{37}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReportAttempt) GetRef() *AttemptRef {
@@ -3100,7 +3186,7 @@ type SetClusterId struct {
 
 func (x *SetClusterId) Reset() {
 	*x = SetClusterId{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3198,7 @@ func (x *SetClusterId) String() string {
 func (*SetClusterId) ProtoMessage() {}
 
 func (x *SetClusterId) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[38]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3211,7 @@ func (x *SetClusterId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClusterId.ProtoReflect.Descriptor instead.
 func (*SetClusterId) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{38}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SetClusterId) GetClusterId() string {
@@ -3148,7 +3234,7 @@ type CreateToken struct {
 
 func (x *CreateToken) Reset() {
 	*x = CreateToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3160,7 +3246,7 @@ func (x *CreateToken) String() string {
 func (*CreateToken) ProtoMessage() {}
 
 func (x *CreateToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[39]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3173,7 +3259,7 @@ func (x *CreateToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateToken.ProtoReflect.Descriptor instead.
 func (*CreateToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{39}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateToken) GetToken() *AclToken {
@@ -3201,7 +3287,7 @@ type RevokeToken struct {
 
 func (x *RevokeToken) Reset() {
 	*x = RevokeToken{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3299,7 @@ func (x *RevokeToken) String() string {
 func (*RevokeToken) ProtoMessage() {}
 
 func (x *RevokeToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[40]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3312,7 @@ func (x *RevokeToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeToken.ProtoReflect.Descriptor instead.
 func (*RevokeToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{40}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RevokeToken) GetTokenId() string {
@@ -3252,7 +3338,7 @@ type CancelTurn struct {
 
 func (x *CancelTurn) Reset() {
 	*x = CancelTurn{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3350,7 @@ func (x *CancelTurn) String() string {
 func (*CancelTurn) ProtoMessage() {}
 
 func (x *CancelTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[41]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3363,7 @@ func (x *CancelTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTurn.ProtoReflect.Descriptor instead.
 func (*CancelTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{41}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CancelTurn) GetSessionId() string {
@@ -3315,7 +3401,7 @@ type AttemptRef struct {
 
 func (x *AttemptRef) Reset() {
 	*x = AttemptRef{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3413,7 @@ func (x *AttemptRef) String() string {
 func (*AttemptRef) ProtoMessage() {}
 
 func (x *AttemptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[42]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3426,7 @@ func (x *AttemptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRef.ProtoReflect.Descriptor instead.
 func (*AttemptRef) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{42}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AttemptRef) GetStepId() string {
@@ -3388,7 +3474,7 @@ type AttemptResult struct {
 
 func (x *AttemptResult) Reset() {
 	*x = AttemptResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3400,7 +3486,7 @@ func (x *AttemptResult) String() string {
 func (*AttemptResult) ProtoMessage() {}
 
 func (x *AttemptResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[43]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3413,7 +3499,7 @@ func (x *AttemptResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptResult.ProtoReflect.Descriptor instead.
 func (*AttemptResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{43}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AttemptResult) GetOutcome() isAttemptResult_Outcome {
@@ -3515,7 +3601,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3613,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[44]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3626,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{44}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ModelOutput) GetText() string {
@@ -3584,7 +3670,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3682,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[45]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3695,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{45}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -3644,7 +3730,7 @@ type PollResult struct {
 
 func (x *PollResult) Reset() {
 	*x = PollResult{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3656,7 +3742,7 @@ func (x *PollResult) String() string {
 func (*PollResult) ProtoMessage() {}
 
 func (x *PollResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[46]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3669,7 +3755,7 @@ func (x *PollResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollResult.ProtoReflect.Descriptor instead.
 func (*PollResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{46}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PollResult) GetDone() bool {
@@ -3697,7 +3783,7 @@ type AttemptFailure struct {
 
 func (x *AttemptFailure) Reset() {
 	*x = AttemptFailure{}
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[47]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3709,7 +3795,7 @@ func (x *AttemptFailure) String() string {
 func (*AttemptFailure) ProtoMessage() {}
 
 func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_commands_proto_msgTypes[47]
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3722,7 +3808,7 @@ func (x *AttemptFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptFailure.ProtoReflect.Descriptor instead.
 func (*AttemptFailure) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{47}
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AttemptFailure) GetErrorType() ErrorType {
@@ -3751,7 +3837,7 @@ var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\x9c\x16\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xd5\x16\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -3801,11 +3887,13 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"fold_turns\x18\x88\x01 \x01(\v2\x15.dex.fsm.v1.FoldTurnsH\x00R\tfoldTurns\x127\n" +
 	"\n" +
-	"set_budget\x18\x89\x01 \x01(\v2\x15.dex.fsm.v1.SetBudgetH\x00R\tsetBudget\x12*\n" +
+	"set_budget\x18\x89\x01 \x01(\v2\x15.dex.fsm.v1.SetBudgetH\x00R\tsetBudget\x127\n" +
+	"\n" +
+	"set_labels\x18\x8a\x01 \x01(\v2\x15.dex.fsm.v1.SetLabelsH\x00R\tsetLabels\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
-	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xde\x03\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"\x89\x04\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -3822,8 +3910,14 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	" \x01(\rR\bpriority\x12!\n" +
 	"\ffairness_key\x18\v \x01(\tR\vfairnessKey\x12'\n" +
 	"\x0ffairness_weight\x18\f \x01(\rR\x0efairnessWeight\x12\x1a\n" +
-	"\bprovider\x18\r \x01(\tR\bproviderB\x0f\n" +
-	"\r_retention_ms\"\\\n" +
+	"\bprovider\x18\r \x01(\tR\bprovider\x12)\n" +
+	"\x06labels\x18\x0e \x03(\v2\x11.dex.fsm.v1.LabelR\x06labelsB\x0f\n" +
+	"\r_retention_ms\"g\n" +
+	"\tSetLabels\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
+	"\x03set\x18\x02 \x03(\v2\x11.dex.fsm.v1.LabelR\x03set\x12\x16\n" +
+	"\x06remove\x18\x03 \x03(\tR\x06remove\"\\\n" +
 	"\tSetBudget\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
@@ -4040,154 +4134,159 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
 	(*CreateSession)(nil),        // 2: dex.fsm.v1.CreateSession
-	(*SetBudget)(nil),            // 3: dex.fsm.v1.SetBudget
-	(*SendMessage)(nil),          // 4: dex.fsm.v1.SendMessage
-	(*RegisterWorker)(nil),       // 5: dex.fsm.v1.RegisterWorker
-	(*BumpEpoch)(nil),            // 6: dex.fsm.v1.BumpEpoch
-	(*StartAttempt)(nil),         // 7: dex.fsm.v1.StartAttempt
-	(*ClaimAttempt)(nil),         // 8: dex.fsm.v1.ClaimAttempt
-	(*CompleteAttempt)(nil),      // 9: dex.fsm.v1.CompleteAttempt
-	(*FailAttempt)(nil),          // 10: dex.fsm.v1.FailAttempt
-	(*ExpireAttempt)(nil),        // 11: dex.fsm.v1.ExpireAttempt
-	(*ResolveApproval)(nil),      // 12: dex.fsm.v1.ResolveApproval
-	(*AnswerQuestion)(nil),       // 13: dex.fsm.v1.AnswerQuestion
-	(*FireTimer)(nil),            // 14: dex.fsm.v1.FireTimer
-	(*ResumeSession)(nil),        // 15: dex.fsm.v1.ResumeSession
-	(*RestartSessions)(nil),      // 16: dex.fsm.v1.RestartSessions
-	(*ResumeErrored)(nil),        // 17: dex.fsm.v1.ResumeErrored
-	(*ReconcileOutcome)(nil),     // 18: dex.fsm.v1.ReconcileOutcome
-	(*EditHistory)(nil),          // 19: dex.fsm.v1.EditHistory
-	(*SetNode)(nil),              // 20: dex.fsm.v1.SetNode
-	(*RemoveNode)(nil),           // 21: dex.fsm.v1.RemoveNode
-	(*SetEventRetention)(nil),    // 22: dex.fsm.v1.SetEventRetention
-	(*PruneEvents)(nil),          // 23: dex.fsm.v1.PruneEvents
-	(*DeregisterWorker)(nil),     // 24: dex.fsm.v1.DeregisterWorker
-	(*FailUnservedStep)(nil),     // 25: dex.fsm.v1.FailUnservedStep
-	(*DeleteSession)(nil),        // 26: dex.fsm.v1.DeleteSession
-	(*PurgeSession)(nil),         // 27: dex.fsm.v1.PurgeSession
-	(*ExpireSessions)(nil),       // 28: dex.fsm.v1.ExpireSessions
-	(*CloseSession)(nil),         // 29: dex.fsm.v1.CloseSession
-	(*ExpireClosedSessions)(nil), // 30: dex.fsm.v1.ExpireClosedSessions
-	(*ImportSessionBegin)(nil),   // 31: dex.fsm.v1.ImportSessionBegin
-	(*ImportSessionPage)(nil),    // 32: dex.fsm.v1.ImportSessionPage
-	(*ImportSessionEnd)(nil),     // 33: dex.fsm.v1.ImportSessionEnd
-	(*SetTurnFolding)(nil),       // 34: dex.fsm.v1.SetTurnFolding
-	(*FoldTurns)(nil),            // 35: dex.fsm.v1.FoldTurns
-	(*TimeoutAttempt)(nil),       // 36: dex.fsm.v1.TimeoutAttempt
-	(*ReportAttempt)(nil),        // 37: dex.fsm.v1.ReportAttempt
-	(*SetClusterId)(nil),         // 38: dex.fsm.v1.SetClusterId
-	(*CreateToken)(nil),          // 39: dex.fsm.v1.CreateToken
-	(*RevokeToken)(nil),          // 40: dex.fsm.v1.RevokeToken
-	(*CancelTurn)(nil),           // 41: dex.fsm.v1.CancelTurn
-	(*AttemptRef)(nil),           // 42: dex.fsm.v1.AttemptRef
-	(*AttemptResult)(nil),        // 43: dex.fsm.v1.AttemptResult
-	(*ModelOutput)(nil),          // 44: dex.fsm.v1.ModelOutput
-	(*ToolResult)(nil),           // 45: dex.fsm.v1.ToolResult
-	(*PollResult)(nil),           // 46: dex.fsm.v1.PollResult
-	(*AttemptFailure)(nil),       // 47: dex.fsm.v1.AttemptFailure
-	(*Budget)(nil),               // 48: dex.fsm.v1.Budget
-	(*BudgetChange)(nil),         // 49: dex.fsm.v1.BudgetChange
-	(*ToolSpec)(nil),             // 50: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 51: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 52: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 53: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 54: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 55: dex.fsm.v1.EventRetention
-	(*Session)(nil),              // 56: dex.fsm.v1.Session
-	(*InboxMessage)(nil),         // 57: dex.fsm.v1.InboxMessage
-	(*HistoryEntry)(nil),         // 58: dex.fsm.v1.HistoryEntry
-	(*Step)(nil),                 // 59: dex.fsm.v1.Step
-	(*Event)(nil),                // 60: dex.fsm.v1.Event
-	(*FoldedTurn)(nil),           // 61: dex.fsm.v1.FoldedTurn
-	(*AclToken)(nil),             // 62: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 63: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 64: dex.fsm.v1.InlineResult
-	(*Usage)(nil),                // 65: dex.fsm.v1.Usage
+	(*SetLabels)(nil),            // 3: dex.fsm.v1.SetLabels
+	(*SetBudget)(nil),            // 4: dex.fsm.v1.SetBudget
+	(*SendMessage)(nil),          // 5: dex.fsm.v1.SendMessage
+	(*RegisterWorker)(nil),       // 6: dex.fsm.v1.RegisterWorker
+	(*BumpEpoch)(nil),            // 7: dex.fsm.v1.BumpEpoch
+	(*StartAttempt)(nil),         // 8: dex.fsm.v1.StartAttempt
+	(*ClaimAttempt)(nil),         // 9: dex.fsm.v1.ClaimAttempt
+	(*CompleteAttempt)(nil),      // 10: dex.fsm.v1.CompleteAttempt
+	(*FailAttempt)(nil),          // 11: dex.fsm.v1.FailAttempt
+	(*ExpireAttempt)(nil),        // 12: dex.fsm.v1.ExpireAttempt
+	(*ResolveApproval)(nil),      // 13: dex.fsm.v1.ResolveApproval
+	(*AnswerQuestion)(nil),       // 14: dex.fsm.v1.AnswerQuestion
+	(*FireTimer)(nil),            // 15: dex.fsm.v1.FireTimer
+	(*ResumeSession)(nil),        // 16: dex.fsm.v1.ResumeSession
+	(*RestartSessions)(nil),      // 17: dex.fsm.v1.RestartSessions
+	(*ResumeErrored)(nil),        // 18: dex.fsm.v1.ResumeErrored
+	(*ReconcileOutcome)(nil),     // 19: dex.fsm.v1.ReconcileOutcome
+	(*EditHistory)(nil),          // 20: dex.fsm.v1.EditHistory
+	(*SetNode)(nil),              // 21: dex.fsm.v1.SetNode
+	(*RemoveNode)(nil),           // 22: dex.fsm.v1.RemoveNode
+	(*SetEventRetention)(nil),    // 23: dex.fsm.v1.SetEventRetention
+	(*PruneEvents)(nil),          // 24: dex.fsm.v1.PruneEvents
+	(*DeregisterWorker)(nil),     // 25: dex.fsm.v1.DeregisterWorker
+	(*FailUnservedStep)(nil),     // 26: dex.fsm.v1.FailUnservedStep
+	(*DeleteSession)(nil),        // 27: dex.fsm.v1.DeleteSession
+	(*PurgeSession)(nil),         // 28: dex.fsm.v1.PurgeSession
+	(*ExpireSessions)(nil),       // 29: dex.fsm.v1.ExpireSessions
+	(*CloseSession)(nil),         // 30: dex.fsm.v1.CloseSession
+	(*ExpireClosedSessions)(nil), // 31: dex.fsm.v1.ExpireClosedSessions
+	(*ImportSessionBegin)(nil),   // 32: dex.fsm.v1.ImportSessionBegin
+	(*ImportSessionPage)(nil),    // 33: dex.fsm.v1.ImportSessionPage
+	(*ImportSessionEnd)(nil),     // 34: dex.fsm.v1.ImportSessionEnd
+	(*SetTurnFolding)(nil),       // 35: dex.fsm.v1.SetTurnFolding
+	(*FoldTurns)(nil),            // 36: dex.fsm.v1.FoldTurns
+	(*TimeoutAttempt)(nil),       // 37: dex.fsm.v1.TimeoutAttempt
+	(*ReportAttempt)(nil),        // 38: dex.fsm.v1.ReportAttempt
+	(*SetClusterId)(nil),         // 39: dex.fsm.v1.SetClusterId
+	(*CreateToken)(nil),          // 40: dex.fsm.v1.CreateToken
+	(*RevokeToken)(nil),          // 41: dex.fsm.v1.RevokeToken
+	(*CancelTurn)(nil),           // 42: dex.fsm.v1.CancelTurn
+	(*AttemptRef)(nil),           // 43: dex.fsm.v1.AttemptRef
+	(*AttemptResult)(nil),        // 44: dex.fsm.v1.AttemptResult
+	(*ModelOutput)(nil),          // 45: dex.fsm.v1.ModelOutput
+	(*ToolResult)(nil),           // 46: dex.fsm.v1.ToolResult
+	(*PollResult)(nil),           // 47: dex.fsm.v1.PollResult
+	(*AttemptFailure)(nil),       // 48: dex.fsm.v1.AttemptFailure
+	(*Budget)(nil),               // 49: dex.fsm.v1.Budget
+	(*Label)(nil),                // 50: dex.fsm.v1.Label
+	(*BudgetChange)(nil),         // 51: dex.fsm.v1.BudgetChange
+	(*ToolSpec)(nil),             // 52: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 53: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 54: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 55: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 56: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 57: dex.fsm.v1.EventRetention
+	(*Session)(nil),              // 58: dex.fsm.v1.Session
+	(*InboxMessage)(nil),         // 59: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 60: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 61: dex.fsm.v1.Step
+	(*Event)(nil),                // 62: dex.fsm.v1.Event
+	(*FoldedTurn)(nil),           // 63: dex.fsm.v1.FoldedTurn
+	(*AclToken)(nil),             // 64: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 65: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 66: dex.fsm.v1.InlineResult
+	(*Usage)(nil),                // 67: dex.fsm.v1.Usage
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
-	4,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
-	5,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
-	6,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
-	7,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
-	8,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
-	9,  // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
-	10, // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
-	11, // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
-	12, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
-	13, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
-	14, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
-	15, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
-	16, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
-	17, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
-	18, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
-	19, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
-	20, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
-	21, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
-	22, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
-	23, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
-	24, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
-	25, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
-	26, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
-	27, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
-	28, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
-	36, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
-	37, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
-	38, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
-	39, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
-	40, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
-	41, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
-	29, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
-	30, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
-	31, // 34: dex.fsm.v1.Command.import_session_begin:type_name -> dex.fsm.v1.ImportSessionBegin
-	32, // 35: dex.fsm.v1.Command.import_session_page:type_name -> dex.fsm.v1.ImportSessionPage
-	33, // 36: dex.fsm.v1.Command.import_session_end:type_name -> dex.fsm.v1.ImportSessionEnd
-	34, // 37: dex.fsm.v1.Command.set_turn_folding:type_name -> dex.fsm.v1.SetTurnFolding
-	35, // 38: dex.fsm.v1.Command.fold_turns:type_name -> dex.fsm.v1.FoldTurns
-	3,  // 39: dex.fsm.v1.Command.set_budget:type_name -> dex.fsm.v1.SetBudget
-	1,  // 40: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	48, // 41: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
-	49, // 42: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
-	50, // 43: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	42, // 44: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	42, // 45: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	44, // 46: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	45, // 47: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	46, // 48: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	42, // 49: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	51, // 50: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	52, // 51: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	53, // 52: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	54, // 53: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	55, // 54: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	56, // 55: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
-	57, // 56: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
-	58, // 57: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
-	59, // 58: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
-	60, // 59: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	61, // 60: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
-	42, // 61: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	43, // 62: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	62, // 63: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	44, // 64: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	45, // 65: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	46, // 66: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	47, // 67: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	63, // 68: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	64, // 69: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	65, // 70: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
-	45, // 71: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	51, // 72: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	73, // [73:73] is the sub-list for method output_type
-	73, // [73:73] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	5,  // 1: dex.fsm.v1.Command.send_message:type_name -> dex.fsm.v1.SendMessage
+	6,  // 2: dex.fsm.v1.Command.register_worker:type_name -> dex.fsm.v1.RegisterWorker
+	7,  // 3: dex.fsm.v1.Command.bump_epoch:type_name -> dex.fsm.v1.BumpEpoch
+	8,  // 4: dex.fsm.v1.Command.start_attempt:type_name -> dex.fsm.v1.StartAttempt
+	9,  // 5: dex.fsm.v1.Command.claim_attempt:type_name -> dex.fsm.v1.ClaimAttempt
+	10, // 6: dex.fsm.v1.Command.complete_attempt:type_name -> dex.fsm.v1.CompleteAttempt
+	11, // 7: dex.fsm.v1.Command.fail_attempt:type_name -> dex.fsm.v1.FailAttempt
+	12, // 8: dex.fsm.v1.Command.expire_attempt:type_name -> dex.fsm.v1.ExpireAttempt
+	13, // 9: dex.fsm.v1.Command.resolve_approval:type_name -> dex.fsm.v1.ResolveApproval
+	14, // 10: dex.fsm.v1.Command.answer_question:type_name -> dex.fsm.v1.AnswerQuestion
+	15, // 11: dex.fsm.v1.Command.fire_timer:type_name -> dex.fsm.v1.FireTimer
+	16, // 12: dex.fsm.v1.Command.resume_session:type_name -> dex.fsm.v1.ResumeSession
+	17, // 13: dex.fsm.v1.Command.restart_sessions:type_name -> dex.fsm.v1.RestartSessions
+	18, // 14: dex.fsm.v1.Command.resume_errored:type_name -> dex.fsm.v1.ResumeErrored
+	19, // 15: dex.fsm.v1.Command.reconcile_outcome:type_name -> dex.fsm.v1.ReconcileOutcome
+	20, // 16: dex.fsm.v1.Command.edit_history:type_name -> dex.fsm.v1.EditHistory
+	21, // 17: dex.fsm.v1.Command.set_node:type_name -> dex.fsm.v1.SetNode
+	22, // 18: dex.fsm.v1.Command.remove_node:type_name -> dex.fsm.v1.RemoveNode
+	23, // 19: dex.fsm.v1.Command.set_event_retention:type_name -> dex.fsm.v1.SetEventRetention
+	24, // 20: dex.fsm.v1.Command.prune_events:type_name -> dex.fsm.v1.PruneEvents
+	25, // 21: dex.fsm.v1.Command.deregister_worker:type_name -> dex.fsm.v1.DeregisterWorker
+	26, // 22: dex.fsm.v1.Command.fail_unserved_step:type_name -> dex.fsm.v1.FailUnservedStep
+	27, // 23: dex.fsm.v1.Command.delete_session:type_name -> dex.fsm.v1.DeleteSession
+	28, // 24: dex.fsm.v1.Command.purge_session:type_name -> dex.fsm.v1.PurgeSession
+	29, // 25: dex.fsm.v1.Command.expire_sessions:type_name -> dex.fsm.v1.ExpireSessions
+	37, // 26: dex.fsm.v1.Command.timeout_attempt:type_name -> dex.fsm.v1.TimeoutAttempt
+	38, // 27: dex.fsm.v1.Command.report_attempt:type_name -> dex.fsm.v1.ReportAttempt
+	39, // 28: dex.fsm.v1.Command.set_cluster_id:type_name -> dex.fsm.v1.SetClusterId
+	40, // 29: dex.fsm.v1.Command.create_token:type_name -> dex.fsm.v1.CreateToken
+	41, // 30: dex.fsm.v1.Command.revoke_token:type_name -> dex.fsm.v1.RevokeToken
+	42, // 31: dex.fsm.v1.Command.cancel_turn:type_name -> dex.fsm.v1.CancelTurn
+	30, // 32: dex.fsm.v1.Command.close_session:type_name -> dex.fsm.v1.CloseSession
+	31, // 33: dex.fsm.v1.Command.expire_closed_sessions:type_name -> dex.fsm.v1.ExpireClosedSessions
+	32, // 34: dex.fsm.v1.Command.import_session_begin:type_name -> dex.fsm.v1.ImportSessionBegin
+	33, // 35: dex.fsm.v1.Command.import_session_page:type_name -> dex.fsm.v1.ImportSessionPage
+	34, // 36: dex.fsm.v1.Command.import_session_end:type_name -> dex.fsm.v1.ImportSessionEnd
+	35, // 37: dex.fsm.v1.Command.set_turn_folding:type_name -> dex.fsm.v1.SetTurnFolding
+	36, // 38: dex.fsm.v1.Command.fold_turns:type_name -> dex.fsm.v1.FoldTurns
+	4,  // 39: dex.fsm.v1.Command.set_budget:type_name -> dex.fsm.v1.SetBudget
+	3,  // 40: dex.fsm.v1.Command.set_labels:type_name -> dex.fsm.v1.SetLabels
+	1,  // 41: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	49, // 42: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
+	50, // 43: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
+	50, // 44: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
+	51, // 45: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
+	52, // 46: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	43, // 47: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	43, // 48: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	45, // 49: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	46, // 50: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	47, // 51: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	43, // 52: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	53, // 53: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	54, // 54: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	55, // 55: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	56, // 56: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	57, // 57: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	58, // 58: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	59, // 59: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	60, // 60: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	61, // 61: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	62, // 62: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	63, // 63: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
+	43, // 64: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	44, // 65: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	64, // 66: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	45, // 67: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	46, // 68: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	47, // 69: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	48, // 70: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	65, // 71: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	66, // 72: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	67, // 73: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
+	46, // 74: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	53, // 75: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	76, // [76:76] is the sub-list for method output_type
+	76, // [76:76] is the sub-list for method input_type
+	76, // [76:76] is the sub-list for extension type_name
+	76, // [76:76] is the sub-list for extension extendee
+	0,  // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -4238,16 +4337,17 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_SetTurnFolding)(nil),
 		(*Command_FoldTurns)(nil),
 		(*Command_SetBudget)(nil),
+		(*Command_SetLabels)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
-	file_dex_fsm_v1_commands_proto_msgTypes[9].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[10].OneofWrappers = []any{
 		(*CompleteAttempt_ModelOutput)(nil),
 		(*CompleteAttempt_ToolResult)(nil),
 		(*CompleteAttempt_PollResult)(nil),
 		(*CompleteAttempt_Summary)(nil),
 	}
-	file_dex_fsm_v1_commands_proto_msgTypes[43].OneofWrappers = []any{
+	file_dex_fsm_v1_commands_proto_msgTypes[44].OneofWrappers = []any{
 		(*AttemptResult_ModelOutput)(nil),
 		(*AttemptResult_ToolResult)(nil),
 		(*AttemptResult_PollResult)(nil),
@@ -4260,7 +4360,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

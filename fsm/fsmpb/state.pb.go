@@ -421,6 +421,8 @@ type Session struct {
 	FairnessKey    string `protobuf:"bytes,57,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	FairnessWeight uint32 `protobuf:"varint,58,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
 	Provider       string `protobuf:"bytes,59,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The session's labels (docs/labels.md), sorted by key, each key once.
+	Labels []*Label `protobuf:"bytes,60,rep,name=labels,proto3" json:"labels,omitempty"`
 	// Set while the session is being imported (ImportSessionBegin until
 	// ImportSessionEnd): the row is hidden from every read and command.
 	Import        *SessionImport `protobuf:"bytes,90,opt,name=import,proto3" json:"import,omitempty"`
@@ -780,11 +782,71 @@ func (x *Session) GetProvider() string {
 	return ""
 }
 
+func (x *Session) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 func (x *Session) GetImport() *SessionImport {
 	if x != nil {
 		return x.Import
 	}
 	return nil
+}
+
+// A key/value label of a session.
+type Label struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Label) Reset() {
+	*x = Label{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Label) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Label) ProtoMessage() {}
+
+func (x *Label) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Label.ProtoReflect.Descriptor instead.
+func (*Label) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Label) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Label) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
 }
 
 // An import in progress. The session row meanwhile has no status of its
@@ -818,7 +880,7 @@ type SessionImport struct {
 
 func (x *SessionImport) Reset() {
 	*x = SessionImport{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +892,7 @@ func (x *SessionImport) String() string {
 func (*SessionImport) ProtoMessage() {}
 
 func (x *SessionImport) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[4]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +905,7 @@ func (x *SessionImport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionImport.ProtoReflect.Descriptor instead.
 func (*SessionImport) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SessionImport) GetEpoch() uint64 {
@@ -965,7 +1027,7 @@ type AclToken struct {
 
 func (x *AclToken) Reset() {
 	*x = AclToken{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1039,7 @@ func (x *AclToken) String() string {
 func (*AclToken) ProtoMessage() {}
 
 func (x *AclToken) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[5]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1052,7 @@ func (x *AclToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclToken.ProtoReflect.Descriptor instead.
 func (*AclToken) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AclToken) GetId() string {
@@ -1098,7 +1160,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1172,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[6]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1185,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{6}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Step) GetId() string {
@@ -1345,7 +1407,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1419,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[7]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1432,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{7}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HistoryEntry) GetSeq() uint64 {
@@ -1497,7 +1559,7 @@ type InboxMessage struct {
 
 func (x *InboxMessage) Reset() {
 	*x = InboxMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1571,7 @@ func (x *InboxMessage) String() string {
 func (*InboxMessage) ProtoMessage() {}
 
 func (x *InboxMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[8]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1584,7 @@ func (x *InboxMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboxMessage.ProtoReflect.Descriptor instead.
 func (*InboxMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{8}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *InboxMessage) GetId() string {
@@ -1578,7 +1640,7 @@ type AcceptedMessage struct {
 
 func (x *AcceptedMessage) Reset() {
 	*x = AcceptedMessage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1652,7 @@ func (x *AcceptedMessage) String() string {
 func (*AcceptedMessage) ProtoMessage() {}
 
 func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[9]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1665,7 @@ func (x *AcceptedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptedMessage.ProtoReflect.Descriptor instead.
 func (*AcceptedMessage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{9}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AcceptedMessage) GetSessionId() string {
@@ -1632,7 +1694,7 @@ type EventRetention struct {
 
 func (x *EventRetention) Reset() {
 	*x = EventRetention{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1706,7 @@ func (x *EventRetention) String() string {
 func (*EventRetention) ProtoMessage() {}
 
 func (x *EventRetention) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[10]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1719,7 @@ func (x *EventRetention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRetention.ProtoReflect.Descriptor instead.
 func (*EventRetention) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{10}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EventRetention) GetCount() uint64 {
@@ -1702,7 +1764,7 @@ type SnapshotRecord struct {
 
 func (x *SnapshotRecord) Reset() {
 	*x = SnapshotRecord{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1776,7 @@ func (x *SnapshotRecord) String() string {
 func (*SnapshotRecord) ProtoMessage() {}
 
 func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[11]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1789,7 @@ func (x *SnapshotRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRecord.ProtoReflect.Descriptor instead.
 func (*SnapshotRecord) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{11}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SnapshotRecord) GetRecord() isSnapshotRecord_Record {
@@ -1980,7 +2042,7 @@ type ProviderHold struct {
 
 func (x *ProviderHold) Reset() {
 	*x = ProviderHold{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1992,7 +2054,7 @@ func (x *ProviderHold) String() string {
 func (*ProviderHold) ProtoMessage() {}
 
 func (x *ProviderHold) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[12]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2005,7 +2067,7 @@ func (x *ProviderHold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderHold.ProtoReflect.Descriptor instead.
 func (*ProviderHold) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{12}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProviderHold) GetProvider() string {
@@ -2066,7 +2128,7 @@ type FoldedTurn struct {
 
 func (x *FoldedTurn) Reset() {
 	*x = FoldedTurn{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2140,7 @@ func (x *FoldedTurn) String() string {
 func (*FoldedTurn) ProtoMessage() {}
 
 func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[13]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2153,7 @@ func (x *FoldedTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedTurn.ProtoReflect.Descriptor instead.
 func (*FoldedTurn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{13}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FoldedTurn) GetSessionId() string {
@@ -2198,7 +2260,7 @@ type FoldedKind struct {
 
 func (x *FoldedKind) Reset() {
 	*x = FoldedKind{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2272,7 @@ func (x *FoldedKind) String() string {
 func (*FoldedKind) ProtoMessage() {}
 
 func (x *FoldedKind) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[14]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2285,7 @@ func (x *FoldedKind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FoldedKind.ProtoReflect.Descriptor instead.
 func (*FoldedKind) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{14}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FoldedKind) GetKind() StepKind {
@@ -2268,7 +2330,7 @@ type WorkerTool struct {
 
 func (x *WorkerTool) Reset() {
 	*x = WorkerTool{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +2342,7 @@ func (x *WorkerTool) String() string {
 func (*WorkerTool) ProtoMessage() {}
 
 func (x *WorkerTool) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[15]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +2355,7 @@ func (x *WorkerTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerTool.ProtoReflect.Descriptor instead.
 func (*WorkerTool) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{15}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WorkerTool) GetTool() string {
@@ -2341,7 +2403,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2415,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[16]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2428,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{16}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Turn) GetNumber() uint64 {
@@ -2455,7 +2517,7 @@ type CallRepeat struct {
 
 func (x *CallRepeat) Reset() {
 	*x = CallRepeat{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2529,7 @@ func (x *CallRepeat) String() string {
 func (*CallRepeat) ProtoMessage() {}
 
 func (x *CallRepeat) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[17]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2542,7 @@ func (x *CallRepeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRepeat.ProtoReflect.Descriptor instead.
 func (*CallRepeat) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{17}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CallRepeat) GetTool() string {
@@ -2535,7 +2597,7 @@ type CallState struct {
 
 func (x *CallState) Reset() {
 	*x = CallState{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2609,7 @@ func (x *CallState) String() string {
 func (*CallState) ProtoMessage() {}
 
 func (x *CallState) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2622,7 @@ func (x *CallState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallState.ProtoReflect.Descriptor instead.
 func (*CallState) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CallState) GetCallId() string {
@@ -2673,7 +2735,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2747,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2760,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2824,7 +2886,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +2898,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2849,7 +2911,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -2935,7 +2997,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3009,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3022,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -2998,7 +3060,7 @@ type InlineResult struct {
 
 func (x *InlineResult) Reset() {
 	*x = InlineResult{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3072,7 @@ func (x *InlineResult) String() string {
 func (*InlineResult) ProtoMessage() {}
 
 func (x *InlineResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3085,7 @@ func (x *InlineResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineResult.ProtoReflect.Descriptor instead.
 func (*InlineResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InlineResult) GetCallId() string {
@@ -3079,7 +3141,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +3153,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +3166,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3165,7 +3227,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3239,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3252,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -3244,7 +3306,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3256,7 +3318,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3269,7 +3331,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -3314,7 +3376,7 @@ type UsageTotals struct {
 
 func (x *UsageTotals) Reset() {
 	*x = UsageTotals{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3326,7 +3388,7 @@ func (x *UsageTotals) String() string {
 func (*UsageTotals) ProtoMessage() {}
 
 func (x *UsageTotals) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3339,7 +3401,7 @@ func (x *UsageTotals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
 func (*UsageTotals) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UsageTotals) GetInputTokens() uint64 {
@@ -3397,7 +3459,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3409,7 +3471,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3422,7 +3484,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Budget) GetMaxTokens() uint64 {
@@ -3483,7 +3545,7 @@ type BudgetChange struct {
 
 func (x *BudgetChange) Reset() {
 	*x = BudgetChange{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +3557,7 @@ func (x *BudgetChange) String() string {
 func (*BudgetChange) ProtoMessage() {}
 
 func (x *BudgetChange) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +3570,7 @@ func (x *BudgetChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetChange.ProtoReflect.Descriptor instead.
 func (*BudgetChange) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BudgetChange) GetMaxTokens() uint64 {
@@ -3587,7 +3649,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xcb\x0e\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xf6\x0e\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -3642,9 +3704,13 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\bpriority\x188 \x01(\rR\bpriority\x12!\n" +
 	"\ffairness_key\x189 \x01(\tR\vfairnessKey\x12'\n" +
 	"\x0ffairness_weight\x18: \x01(\rR\x0efairnessWeight\x12\x1a\n" +
-	"\bprovider\x18; \x01(\tR\bprovider\x121\n" +
+	"\bprovider\x18; \x01(\tR\bprovider\x12)\n" +
+	"\x06labels\x18< \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x121\n" +
 	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
-	"\r_retention_ms\"\xe7\x03\n" +
+	"\r_retention_ms\"/\n" +
+	"\x05Label\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xe7\x03\n" +
 	"\rSessionImport\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12-\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionR\asession\x12\x18\n" +
@@ -3935,113 +4001,115 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
 	(*Event)(nil),           // 2: dex.fsm.v1.Event
 	(*Session)(nil),         // 3: dex.fsm.v1.Session
-	(*SessionImport)(nil),   // 4: dex.fsm.v1.SessionImport
-	(*AclToken)(nil),        // 5: dex.fsm.v1.AclToken
-	(*Step)(nil),            // 6: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),    // 7: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),    // 8: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil), // 9: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),  // 10: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),  // 11: dex.fsm.v1.SnapshotRecord
-	(*ProviderHold)(nil),    // 12: dex.fsm.v1.ProviderHold
-	(*FoldedTurn)(nil),      // 13: dex.fsm.v1.FoldedTurn
-	(*FoldedKind)(nil),      // 14: dex.fsm.v1.FoldedKind
-	(*WorkerTool)(nil),      // 15: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),            // 16: dex.fsm.v1.Turn
-	(*CallRepeat)(nil),      // 17: dex.fsm.v1.CallRepeat
-	(*CallState)(nil),       // 18: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 19: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 20: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 21: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 22: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 23: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 24: dex.fsm.v1.NodeInfo
-	(*Usage)(nil),           // 25: dex.fsm.v1.Usage
-	(*UsageTotals)(nil),     // 26: dex.fsm.v1.UsageTotals
-	(*Budget)(nil),          // 27: dex.fsm.v1.Budget
-	(*BudgetChange)(nil),    // 28: dex.fsm.v1.BudgetChange
-	(SessionStatus)(0),      // 29: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 30: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 31: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 32: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 33: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 34: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 35: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 36: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 37: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 38: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 39: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 40: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 41: dex.fsm.v1.ToolAccess
+	(*Label)(nil),           // 4: dex.fsm.v1.Label
+	(*SessionImport)(nil),   // 5: dex.fsm.v1.SessionImport
+	(*AclToken)(nil),        // 6: dex.fsm.v1.AclToken
+	(*Step)(nil),            // 7: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),    // 8: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),    // 9: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil), // 10: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),  // 11: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),  // 12: dex.fsm.v1.SnapshotRecord
+	(*ProviderHold)(nil),    // 13: dex.fsm.v1.ProviderHold
+	(*FoldedTurn)(nil),      // 14: dex.fsm.v1.FoldedTurn
+	(*FoldedKind)(nil),      // 15: dex.fsm.v1.FoldedKind
+	(*WorkerTool)(nil),      // 16: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),            // 17: dex.fsm.v1.Turn
+	(*CallRepeat)(nil),      // 18: dex.fsm.v1.CallRepeat
+	(*CallState)(nil),       // 19: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 20: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 21: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 22: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 23: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 24: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 25: dex.fsm.v1.NodeInfo
+	(*Usage)(nil),           // 26: dex.fsm.v1.Usage
+	(*UsageTotals)(nil),     // 27: dex.fsm.v1.UsageTotals
+	(*Budget)(nil),          // 28: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),    // 29: dex.fsm.v1.BudgetChange
+	(SessionStatus)(0),      // 30: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 31: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 32: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 33: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 34: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 35: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 36: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 37: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 38: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 39: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 40: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 41: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 42: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	10, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	29, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
-	7,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
-	8,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
-	16, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	30, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	31, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	27, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
-	26, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
-	26, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
-	4,  // 10: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
-	3,  // 11: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	32, // 12: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	33, // 13: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	20, // 14: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	34, // 15: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	19, // 16: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	35, // 17: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	31, // 18: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	25, // 19: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
-	36, // 20: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	35, // 21: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	21, // 22: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	22, // 23: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
-	0,  // 24: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	3,  // 25: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	6,  // 26: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	23, // 27: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	24, // 28: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
-	2,  // 29: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	7,  // 30: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	8,  // 31: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	9,  // 32: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 33: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	20, // 34: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	15, // 35: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	5,  // 36: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	13, // 37: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
-	12, // 38: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
-	14, // 39: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
-	34, // 40: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
-	35, // 41: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
-	31, // 42: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	33, // 43: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
-	37, // 44: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	18, // 45: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	26, // 46: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
-	17, // 47: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
-	20, // 48: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	38, // 49: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	35, // 50: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	39, // 51: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	40, // 52: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	31, // 53: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	41, // 54: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	20, // 55: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	11, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	30, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	8,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
+	9,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
+	17, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	31, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	32, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	28, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
+	27, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
+	27, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
+	4,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
+	5,  // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
+	3,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
+	33, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	34, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	21, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	35, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	20, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	36, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	32, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	26, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
+	37, // 21: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	36, // 22: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	22, // 23: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	23, // 24: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	0,  // 25: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	3,  // 26: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	7,  // 27: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	24, // 28: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	25, // 29: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	2,  // 30: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	8,  // 31: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	9,  // 32: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	10, // 33: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 34: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	21, // 35: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	16, // 36: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	6,  // 37: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	14, // 38: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	13, // 39: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
+	15, // 40: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	35, // 41: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	36, // 42: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	32, // 43: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	34, // 44: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	38, // 45: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	19, // 46: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	27, // 47: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
+	18, // 48: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
+	21, // 49: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	39, // 50: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	36, // 51: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	40, // 52: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	41, // 53: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	32, // 54: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	42, // 55: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	21, // 56: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -4051,7 +4119,7 @@ func file_dex_fsm_v1_state_proto_init() {
 	}
 	file_dex_fsm_v1_enums_proto_init()
 	file_dex_fsm_v1_state_proto_msgTypes[3].OneofWrappers = []any{}
-	file_dex_fsm_v1_state_proto_msgTypes[11].OneofWrappers = []any{
+	file_dex_fsm_v1_state_proto_msgTypes[12].OneofWrappers = []any{
 		(*SnapshotRecord_Meta)(nil),
 		(*SnapshotRecord_Session)(nil),
 		(*SnapshotRecord_Step)(nil),
@@ -4068,14 +4136,14 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_FoldedTurn)(nil),
 		(*SnapshotRecord_ProviderHold)(nil),
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[28].OneofWrappers = []any{}
+	file_dex_fsm_v1_state_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

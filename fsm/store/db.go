@@ -15,7 +15,7 @@ type DB struct {
 
 // New returns an empty store whose rule-keyed indexes follow r.
 func New(r Routing) *DB {
-	db, err := cowdb.New(schema(r), cowdb.Options{WatchGroups: watchGroups, RowSize: rowSize})
+	db, err := cowdb.New(schema(r), cowdb.Options{WatchGroups: watchGroups, RowSize: rowSize, ByKey: byKey})
 	if err != nil {
 		panic(fmt.Sprintf("store: schema: %v", err)) // the schema is static
 	}
@@ -43,4 +43,12 @@ func (d *DB) Scratch() *Txn { return (*Txn)(d.db.Scratch()) }
 // NUL and the page key (8 bytes); the group is what precedes the page key.
 var watchGroups = map[string]func(key []byte) []byte{
 	TableEvents + "." + IndexID: func(key []byte) []byte { return key[:len(key)-8] },
+}
+
+// byKey are the indexes whose entries name their rows by key
+// (cowdb.Options.ByKey): the session list indexes, whose keys change far
+// less often than their rows.
+var byKey = map[string]func([]byte) []byte{
+	TableSessions + "." + IndexListCreated: listKeyID,
+	TableSessions + "." + IndexListUpdated: listKeyID,
 }

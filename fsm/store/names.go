@@ -69,6 +69,11 @@ const (
 	// IndexFirstAt: event logs by their first kept event's time, for the
 	// retention age (logs that keep nothing are not in it).
 	IndexFirstAt = "first_at"
+	// IndexListCreated and IndexListUpdated: visible sessions by each
+	// ListSessions predicate they match, then created (updated) time and
+	// id (session_list.go).
+	IndexListCreated = "list_created"
+	IndexListUpdated = "list_updated"
 )
 
 // MetaID is the id of the one ClusterMeta row.

@@ -42,6 +42,8 @@ func stateTables(r Routing) []stateTable {
 			IndexStatusUpdated: {AllowMissing: true, Indexer: restingSessionIndexer{}},
 			IndexDeleteDue:     {AllowMissing: true, Indexer: dueIndexer{due: deleteDue}},
 			IndexFoldDue:       {AllowMissing: true, Indexer: foldDueIndexer},
+			IndexListCreated:   {Unique: true, AllowMissing: true, Indexer: listIndexer{}},
+			IndexListUpdated:   {Unique: true, AllowMissing: true, Indexer: listIndexer{updated: true}},
 		}).restoredBy(restoreSession),
 		// A session's history entries and inbox messages are keyed (session,
 		// seq), so they are contiguous and in seq order.

@@ -56,6 +56,7 @@ SESSION_ROUTES: dict[str, Route] = {
     "/dex.v1.SessionService/CancelSession": Route(BY_SESSION, "session_id"),
     "/dex.v1.SessionService/CloseSession": Route(BY_SESSION, "session_id"),
     "/dex.v1.SessionService/SetBudget": Route(BY_SESSION, "session_id"),
+    "/dex.v1.SessionService/SetLabels": Route(BY_SESSION, "session_id"),
 }
 
 

@@ -1,10 +1,14 @@
 from dex.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+SESSION_ORDER_CREATED: SessionOrder
+SESSION_ORDER_UNSPECIFIED: SessionOrder
+SESSION_ORDER_UPDATED: SessionOrder
 
 class AnswerQuestionRequest(_message.Message):
     __slots__ = ["answer", "step_id"]
@@ -49,13 +53,14 @@ class CloseSessionResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ["agent", "budget", "compaction_threshold", "fairness_key", "fairness_weight", "idempotency_key", "message", "parent_id", "priority", "retention_ms", "session_id"]
+    __slots__ = ["agent", "budget", "compaction_threshold", "fairness_key", "fairness_weight", "idempotency_key", "labels", "message", "parent_id", "priority", "retention_ms", "session_id"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     FAIRNESS_KEY_FIELD_NUMBER: _ClassVar[int]
     FAIRNESS_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -67,12 +72,13 @@ class CreateSessionRequest(_message.Message):
     fairness_key: str
     fairness_weight: int
     idempotency_key: str
+    labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
     message: str
     parent_id: str
     priority: int
     retention_ms: int
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., budget: _Optional[_Union[_types_pb2.Budget, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., compaction_threshold: _Optional[int] = ..., message: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., budget: _Optional[_Union[_types_pb2.Budget, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ["session"]
@@ -175,12 +181,32 @@ class ImportSessionResponse(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., history: _Optional[int] = ..., steps: _Optional[int] = ..., events: _Optional[int] = ..., folded_turns: _Optional[int] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ["page_size", "page_token"]
+    __slots__ = ["agent", "created_after_ms", "created_before_ms", "descending", "labels", "order_by", "page_size", "page_token", "parent_id", "status", "updated_after_ms", "updated_before_ms"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
+    DESCENDING_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    created_after_ms: int
+    created_before_ms: int
+    descending: bool
+    labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
+    order_by: SessionOrder
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    parent_id: str
+    status: _types_pb2.SessionStatus
+    updated_after_ms: int
+    updated_before_ms: int
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., parent_id: _Optional[str] = ..., created_after_ms: _Optional[int] = ..., created_before_ms: _Optional[int] = ..., updated_after_ms: _Optional[int] = ..., updated_before_ms: _Optional[int] = ..., order_by: _Optional[_Union[SessionOrder, str]] = ..., descending: bool = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ["next_page_token", "sessions"]
@@ -257,10 +283,11 @@ class SendMessageResponse(_message.Message):
     def __init__(self, duplicate: bool = ...) -> None: ...
 
 class SessionSummary(_message.Message):
-    __slots__ = ["agent", "created_at_ms", "id", "parent_id", "status", "turns_completed", "updated_at_ms"]
+    __slots__ = ["agent", "created_at_ms", "id", "labels", "parent_id", "status", "turns_completed", "updated_at_ms"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     TURNS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
@@ -268,11 +295,12 @@ class SessionSummary(_message.Message):
     agent: str
     created_at_ms: int
     id: str
+    labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
     parent_id: str
     status: _types_pb2.SessionStatus
     turns_completed: int
     updated_at_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ...) -> None: ...
 
 class SetBudgetRequest(_message.Message):
     __slots__ = ["change", "session_id"]
@@ -283,6 +311,22 @@ class SetBudgetRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., change: _Optional[_Union[_types_pb2.BudgetChange, _Mapping]] = ...) -> None: ...
 
 class SetBudgetResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: _types_pb2.Session
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
+
+class SetLabelsRequest(_message.Message):
+    __slots__ = ["remove", "session_id", "set"]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SET_FIELD_NUMBER: _ClassVar[int]
+    remove: _containers.RepeatedScalarFieldContainer[str]
+    session_id: str
+    set: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
+    def __init__(self, session_id: _Optional[str] = ..., set: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., remove: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetLabelsResponse(_message.Message):
     __slots__ = ["session"]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     session: _types_pb2.Session
@@ -299,3 +343,6 @@ class WatchSessionRequest(_message.Message):
     output_offsets: _containers.RepeatedCompositeFieldContainer[OutputOffset]
     session_id: str
     def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., live_output: bool = ..., output_offsets: _Optional[_Iterable[_Union[OutputOffset, _Mapping]]] = ...) -> None: ...
+
+class SessionOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -92,6 +92,11 @@ class SessionServiceStub(object):
                 request_serializer=dex_dot_v1_dot_sessions__pb2.SetBudgetRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_sessions__pb2.SetBudgetResponse.FromString,
                 )
+        self.SetLabels = channel.unary_unary(
+                '/dex.v1.SessionService/SetLabels',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.SetLabelsRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.SetLabelsResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -222,6 +227,15 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetLabels(self, request, context):
+        """SetLabels removes the keys of remove, then sets the labels of set, in
+        one change; a session holds at most 32 labels (docs/labels.md). Bad
+        input is InvalidArgument and changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -299,6 +313,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.SetBudget,
                     request_deserializer=dex_dot_v1_dot_sessions__pb2.SetBudgetRequest.FromString,
                     response_serializer=dex_dot_v1_dot_sessions__pb2.SetBudgetResponse.SerializeToString,
+            ),
+            'SetLabels': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetLabels,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.SetLabelsRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.SetLabelsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -564,5 +583,22 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/SetBudget',
             dex_dot_v1_dot_sessions__pb2.SetBudgetRequest.SerializeToString,
             dex_dot_v1_dot_sessions__pb2.SetBudgetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetLabels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/SetLabels',
+            dex_dot_v1_dot_sessions__pb2.SetLabelsRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.SetLabelsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -336,6 +336,14 @@ class InlineResult(_message.Message):
     tool: str
     def __init__(self, call_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[str] = ..., content: _Optional[str] = ..., is_error: bool = ...) -> None: ...
 
+class Label(_message.Message):
+    __slots__ = ["key", "value"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
 class Message(_message.Message):
     __slots__ = ["from_session", "id", "received_at_ms", "seq", "session_id", "text"]
     FROM_SESSION_FIELD_NUMBER: _ClassVar[int]
@@ -409,7 +417,7 @@ class ProviderHold(_message.Message):
     def __init__(self, provider: _Optional[str] = ..., until_ms: _Optional[int] = ..., step_id: _Optional[str] = ..., set_at_ms: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["agent", "budget", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "fairness_key", "fairness_weight", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "priority", "provider", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "tree_usage", "turn", "turns_completed", "turns_failed", "updated_at_ms", "usage"]
+    __slots__ = ["agent", "budget", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "fairness_key", "fairness_weight", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "labels", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "priority", "provider", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "tree_usage", "turn", "turns_completed", "turns_failed", "updated_at_ms", "usage"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -430,6 +438,7 @@ class Session(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     INBOX_COUNT_FIELD_NUMBER: _ClassVar[int]
     INBOX_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_TYPE_FIELD_NUMBER: _ClassVar[int]
     LATEST_SUMMARY_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -475,6 +484,7 @@ class Session(_message.Message):
     id: str
     inbox: _containers.RepeatedCompositeFieldContainer[Message]
     inbox_count: int
+    labels: _containers.RepeatedCompositeFieldContainer[Label]
     last_error: str
     last_error_type: ErrorType
     latest_summary_seq: int
@@ -500,7 +510,7 @@ class Session(_message.Message):
     turns_failed: int
     updated_at_ms: int
     usage: UsageTotals
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., tree_usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ..., provider: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., tree_usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ..., provider: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[Label, _Mapping]]] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "usage", "waiting_reason"]

@@ -65,6 +65,10 @@ type index struct {
 	// group maps a key to the prefix a fine-grained watch is registered
 	// under (nil: the index's watches are coarse).
 	group func(key []byte) []byte
+	// idOf, for an index that names its rows by key (Options.ByKey), gives
+	// the id in a key; idIx is the table's id index, where the row is read.
+	idOf func(key []byte) []byte
+	idIx *index
 }
 
 // version is one committed state: a tree per index, and per table the sum
@@ -111,6 +115,13 @@ type Options struct {
 	// stored row must not change, so the sum stays the sum of the rows
 	// there.
 	RowSize func(table string, row any) Size
+	// ByKey names, per "table.index", how to read a row's id from a key of
+	// that index. Such an index's entries are written only when a row gets
+	// a key it did not have, not each time the row is rewritten with the
+	// same keys (a write of a row with k keys costs no index write for
+	// them); its readers read the row by id. For an index whose keys
+	// rarely change while its rows often do.
+	ByKey map[string]func(key []byte) []byte
 }
 
 // New returns an empty store for schema.
@@ -138,7 +149,13 @@ func New(schema *memdb.DBSchema, opts Options) (*DB, error) {
 		for _, ixName := range append([]string{"id"}, ixNames...) {
 			is := ts.Indexes[ixName]
 			ix := &index{n: n, name: ixName, unique: is.Unique, allowMissing: is.AllowMissing, indexer: is.Indexer,
-				group: opts.WatchGroups[name+"."+ixName]}
+				group: opts.WatchGroups[name+"."+ixName], idOf: opts.ByKey[name+"."+ixName]}
+			if ix.idOf != nil {
+				if ixName == "id" || !is.Unique {
+					return nil, fmt.Errorf("table %s index %s: only a unique index other than id can name its rows by key", name, ixName)
+				}
+				ix.idIx = t.indexes[0]
+			}
 			switch x := is.Indexer.(type) {
 			case memdb.SingleIndexer:
 				ix.single = x

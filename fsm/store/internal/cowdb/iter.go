@@ -57,7 +57,7 @@ func (i *Iterator) Next() any {
 		return nil
 	}
 	i.last = i.it.Item().key
-	return i.it.Item().row
+	return i.txn.rowOf(i.ix, i.it.Item())
 }
 
 // seekPast positions the iterator on the row after the last one returned.
@@ -103,3 +103,8 @@ func (i *Iterator) WatchCh() <-chan struct{} {
 	}
 	return i.txn.base.trees[i.ix.n].replaced.get()
 }
+
+// Key returns the index key of the row Next returned last (nil before the
+// first): a reader of a multi-key index learns which of the row's keys it
+// is at.
+func (i *Iterator) Key() []byte { return i.last }

@@ -196,6 +196,9 @@ func (t *Txn) Insert(tableName string, row any) error {
 			}
 		}
 		for _, k := range c.newKeys {
+			if c.ix.idOf != nil && containsKey(c.oldKeys, k) {
+				continue // its entry names the row by key, and the key is there
+			}
 			t.set(c.ix, k, row)
 		}
 	}
@@ -323,7 +326,7 @@ func (t *Txn) first(ix *index, key []byte) any {
 	// A key that is there is the first row of its prefix: the usual case
 	// (a lookup by id) costs one descent.
 	if e, ok := t.get(bt, key); ok {
-		return e.row
+		return t.rowOf(ix, e)
 	}
 	it := bt.Iter()
 	defer it.Release()
@@ -331,9 +334,22 @@ func (t *Txn) first(ix *index, key []byte) any {
 	ok := it.Seek(&t.pivot)
 	t.pivot.key = nil
 	if ok && bytes.HasPrefix(it.Item().key, key) {
-		return it.Item().row
+		return t.rowOf(ix, it.Item())
 	}
 	return nil
+}
+
+// rowOf is the row of e, an entry of ix: the entry's own, or for an index
+// that names its rows by key, the row now stored under the key's id.
+func (t *Txn) rowOf(ix *index, e *entry) any {
+	if ix.idOf == nil {
+		return e.row
+	}
+	stored, ok := t.get(t.view(ix.idIx), ix.idOf(e.key))
+	if !ok {
+		panic(fmt.Sprintf("cowdb: index %s holds a key whose row is not stored", ix.name))
+	}
+	return stored.row
 }
 
 // FirstWatch is First with a channel closed when the rows it read change.

@@ -2,9 +2,9 @@
 // @generated from file dex/v1/sessions.proto (package dex.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Budget, BudgetChange, EventSchema, FoldedTurn, Outcome, ResumeChoice, Session, SessionStatus, Step } from "./types_pb.js";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Budget, BudgetChange, EventSchema, FoldedTurn, Label, Outcome, ResumeChoice, Session, SessionStatus, Step } from "./types_pb.js";
 import { file_dex_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,51 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/sessions.proto.
  */
 export const file_dex_v1_sessions: GenFile = /*@__PURE__*/
-  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSJMChBTZXRCdWRnZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hhbmdlGAIgASgLMhQuZGV4LnYxLkJ1ZGdldENoYW5nZSI1ChFTZXRCdWRnZXRSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24ioQIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAMgASgEEg8KB21lc3NhZ2UYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEg0KBWFnZW50GAYgASgJEhkKDHJldGVudGlvbl9tcxgHIAEoA0gAiAEBEh4KBmJ1ZGdldBgIIAEoCzIOLmRleC52MS5CdWRnZXQSEAoIcHJpb3JpdHkYCSABKA0SFAoMZmFpcm5lc3Nfa2V5GAogASgJEhcKD2ZhaXJuZXNzX3dlaWdodBgLIAEoDUIPCg1fcmV0ZW50aW9uX21zIjkKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iTwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEdGV4dBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiKAoTU2VuZE1lc3NhZ2VSZXNwb25zZRIRCglkdXBsaWNhdGUYASABKAgingEKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGQoRaGlzdG9yeV9hZnRlcl9zZXEYAiABKAQSFQoNaGlzdG9yeV9saW1pdBgDIAEoDRITCgtzdGVwc19hZnRlchgEIAEoBBITCgtzdGVwc19saW1pdBgFIAEoDRIZChFmb2xkZWRfYWZ0ZXJfdHVybhgGIAEoBCLvAQoSR2V0U2Vzc2lvblJlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbhIbCgVzdGVwcxgCIAMoCzIMLmRleC52MS5TdGVwEh4KFm5leHRfaGlzdG9yeV9hZnRlcl9zZXEYAyABKAQSGAoQbmV4dF9zdGVwc19hZnRlchgEIAEoBBIWCg5sYXN0X2V2ZW50X3NlcRgFIAEoBBIoCgxmb2xkZWRfdHVybnMYBiADKAsyEi5kZXgudjEuRm9sZGVkVHVybhIeChZuZXh0X2ZvbGRlZF9hZnRlcl90dXJuGAcgASgEIjwKE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkirAEKDlNlc3Npb25TdW1tYXJ5EgoKAmlkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxIXCg90dXJuc19jb21wbGV0ZWQYBCABKAQSFQoNdXBkYXRlZF9hdF9tcxgFIAEoAxIVCg1jcmVhdGVkX2F0X21zGAYgASgDEg0KBWFnZW50GAcgASgJIlkKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEigKCHNlc3Npb25zGAEgAygLMhYuZGV4LnYxLlNlc3Npb25TdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ/ChNXYXRjaFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEEhMKC2xpdmVfb3V0cHV0GAMgASgIEiwKDm91dHB1dF9vZmZzZXRzGAQgAygLMhQuZGV4LnYxLk91dHB1dE9mZnNldCJACgxPdXRwdXRPZmZzZXQSDwoHc3RlcF9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEg4KBm9mZnNldBgDIAEoBCJLChZSZXNvbHZlQXBwcm92YWxSZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSEAoIYXBwcm92ZWQYAiABKAgSDgoGcmVhc29uGAMgASgJIhkKF1Jlc29sdmVBcHByb3ZhbFJlc3BvbnNlIjgKFUFuc3dlclF1ZXN0aW9uUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEg4KBmFuc3dlchgCIAEoCSIYChZBbnN3ZXJRdWVzdGlvblJlc3BvbnNlIlAKFFJlc3VtZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hvaWNlGAIgASgOMhQuZGV4LnYxLlJlc3VtZUNob2ljZSIXChVSZXN1bWVTZXNzaW9uUmVzcG9uc2UiWgoXUmVjb25jaWxlT3V0Y29tZVJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIgCgdvdXRjb21lGAIgASgOMg8uZGV4LnYxLk91dGNvbWUSDAoEbm90ZRgDIAEoCSIaChhSZWNvbmNpbGVPdXRjb21lUmVzcG9uc2UiaAoNRXZlbnRzTm90S2VwdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBBIYChByZXN1bWVfYWZ0ZXJfc2VxGAMgASgEEhYKDmZpcnN0X2tlcHRfc2VxGAQgASgEIioKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlIlEKEkVkaXRIaXN0b3J5UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEXRydW5jYXRlX2Zyb21fc2VxGAIgASgEEgwKBG5vdGUYAyABKAkiQgoTRWRpdEhpc3RvcnlSZXNwb25zZRIVCg1oaXN0b3J5X2NvdW50GAEgASgEEhQKDGhpc3Rvcnlfc2l6ZRgCIAEoBCJGChRDYW5jZWxTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgoKAmJ5GAIgASgJEg4KBnJlYXNvbhgDIAEoCSJMChVDYW5jZWxTZXNzaW9uUmVzcG9uc2USFwoPc3RlcHNfY2FuY2VsbGVkGAEgASgNEhoKEmF0dGVtcHRzX2NhbmNlbGxlZBgCIAEoDSIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOAoUQ2xvc2VTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIiUKFEltcG9ydFNlc3Npb25SZXF1ZXN0Eg0KBWNodW5rGAEgASgMInEKFUltcG9ydFNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2hpc3RvcnkYAiABKAQSDQoFc3RlcHMYAyABKAQSDgoGZXZlbnRzGAQgASgEEhQKDGZvbGRlZF90dXJucxgFIAEoBDL/CAoOU2Vzc2lvblNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIcLmRleC52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USRgoLU2VuZE1lc3NhZ2USGi5kZXgudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GhsuZGV4LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USQwoKR2V0U2Vzc2lvbhIZLmRleC52MS5HZXRTZXNzaW9uUmVxdWVzdBoaLmRleC52MS5HZXRTZXNzaW9uUmVzcG9uc2USSQoMTGlzdFNlc3Npb25zEhsuZGV4LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHC5kZXgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USPAoMV2F0Y2hTZXNzaW9uEhsuZGV4LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaDS5kZXgudjEuRXZlbnQwARJSCg9SZXNvbHZlQXBwcm92YWwSHi5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBofLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZRJPCg5BbnN3ZXJRdWVzdGlvbhIdLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QaHi5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZRJMCg1SZXN1bWVTZXNzaW9uEhwuZGV4LnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJVChBSZWNvbmNpbGVPdXRjb21lEh8uZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXF1ZXN0GiAuZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXNwb25zZRJMCg1EZWxldGVTZXNzaW9uEhwuZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJGCgtFZGl0SGlzdG9yeRIaLmRleC52MS5FZGl0SGlzdG9yeVJlcXVlc3QaGy5kZXgudjEuRWRpdEhpc3RvcnlSZXNwb25zZRJMCg1DYW5jZWxTZXNzaW9uEhwuZGV4LnYxLkNhbmNlbFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNhbmNlbFNlc3Npb25SZXNwb25zZRJJCgxDbG9zZVNlc3Npb24SGy5kZXgudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBocLmRleC52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJOCg1JbXBvcnRTZXNzaW9uEhwuZGV4LnYxLkltcG9ydFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkltcG9ydFNlc3Npb25SZXNwb25zZSgBEkAKCVNldEJ1ZGdldBIYLmRleC52MS5TZXRCdWRnZXRSZXF1ZXN0GhkuZGV4LnYxLlNldEJ1ZGdldFJlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
+  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSJSChBTZXRMYWJlbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGgoDc2V0GAIgAygLMg0uZGV4LnYxLkxhYmVsEg4KBnJlbW92ZRgDIAMoCSI1ChFTZXRMYWJlbHNSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iTAoQU2V0QnVkZ2V0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiQKBmNoYW5nZRgCIAEoCzIULmRleC52MS5CdWRnZXRDaGFuZ2UiNQoRU2V0QnVkZ2V0UmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIsACChRDcmVhdGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIcChRjb21wYWN0aW9uX3RocmVzaG9sZBgDIAEoBBIPCgdtZXNzYWdlGAQgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRINCgVhZ2VudBgGIAEoCRIZCgxyZXRlbnRpb25fbXMYByABKANIAIgBARIeCgZidWRnZXQYCCABKAsyDi5kZXgudjEuQnVkZ2V0EhAKCHByaW9yaXR5GAkgASgNEhQKDGZhaXJuZXNzX2tleRgKIAEoCRIXCg9mYWlybmVzc193ZWlnaHQYCyABKA0SHQoGbGFiZWxzGAwgAygLMg0uZGV4LnYxLkxhYmVsQg8KDV9yZXRlbnRpb25fbXMiOQoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbiJPChJTZW5kTWVzc2FnZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSIoChNTZW5kTWVzc2FnZVJlc3BvbnNlEhEKCWR1cGxpY2F0ZRgBIAEoCCKeAQoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIZChFoaXN0b3J5X2FmdGVyX3NlcRgCIAEoBBIVCg1oaXN0b3J5X2xpbWl0GAMgASgNEhMKC3N0ZXBzX2FmdGVyGAQgASgEEhMKC3N0ZXBzX2xpbWl0GAUgASgNEhkKEWZvbGRlZF9hZnRlcl90dXJuGAYgASgEIu8BChJHZXRTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uEhsKBXN0ZXBzGAIgAygLMgwuZGV4LnYxLlN0ZXASHgoWbmV4dF9oaXN0b3J5X2FmdGVyX3NlcRgDIAEoBBIYChBuZXh0X3N0ZXBzX2FmdGVyGAQgASgEEhYKDmxhc3RfZXZlbnRfc2VxGAUgASgEEigKDGZvbGRlZF90dXJucxgGIAMoCzISLmRleC52MS5Gb2xkZWRUdXJuEh4KFm5leHRfZm9sZGVkX2FmdGVyX3R1cm4YByABKAQiygIKE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkSJQoGc3RhdHVzGAMgASgOMhUuZGV4LnYxLlNlc3Npb25TdGF0dXMSDQoFYWdlbnQYBCABKAkSHQoGbGFiZWxzGAUgAygLMg0uZGV4LnYxLkxhYmVsEhEKCXBhcmVudF9pZBgGIAEoCRIYChBjcmVhdGVkX2FmdGVyX21zGAcgASgDEhkKEWNyZWF0ZWRfYmVmb3JlX21zGAggASgDEhgKEHVwZGF0ZWRfYWZ0ZXJfbXMYCSABKAMSGQoRdXBkYXRlZF9iZWZvcmVfbXMYCiABKAMSJgoIb3JkZXJfYnkYCyABKA4yFC5kZXgudjEuU2Vzc2lvbk9yZGVyEhIKCmRlc2NlbmRpbmcYDCABKAgiywEKDlNlc3Npb25TdW1tYXJ5EgoKAmlkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxIXCg90dXJuc19jb21wbGV0ZWQYBCABKAQSFQoNdXBkYXRlZF9hdF9tcxgFIAEoAxIVCg1jcmVhdGVkX2F0X21zGAYgASgDEg0KBWFnZW50GAcgASgJEh0KBmxhYmVscxgIIAMoCzINLmRleC52MS5MYWJlbCJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmRleC52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkifwoTV2F0Y2hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBBITCgtsaXZlX291dHB1dBgDIAEoCBIsCg5vdXRwdXRfb2Zmc2V0cxgEIAMoCzIULmRleC52MS5PdXRwdXRPZmZzZXQiQAoMT3V0cHV0T2Zmc2V0Eg8KB3N0ZXBfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIOCgZvZmZzZXQYAyABKAQiSwoWUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEhAKCGFwcHJvdmVkGAIgASgIEg4KBnJlYXNvbhgDIAEoCSIZChdSZXNvbHZlQXBwcm92YWxSZXNwb25zZSI4ChVBbnN3ZXJRdWVzdGlvblJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIOCgZhbnN3ZXIYAiABKAkiGAoWQW5zd2VyUXVlc3Rpb25SZXNwb25zZSJQChRSZXN1bWVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiQKBmNob2ljZRgCIAEoDjIULmRleC52MS5SZXN1bWVDaG9pY2UiFwoVUmVzdW1lU2Vzc2lvblJlc3BvbnNlIloKF1JlY29uY2lsZU91dGNvbWVSZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSIAoHb3V0Y29tZRgCIAEoDjIPLmRleC52MS5PdXRjb21lEgwKBG5vdGUYAyABKAkiGgoYUmVjb25jaWxlT3V0Y29tZVJlc3BvbnNlImgKDUV2ZW50c05vdEtlcHQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQSGAoQcmVzdW1lX2FmdGVyX3NlcRgDIAEoBBIWCg5maXJzdF9rZXB0X3NlcRgEIAEoBCIqChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSJRChJFZGl0SGlzdG9yeVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIZChF0cnVuY2F0ZV9mcm9tX3NlcRgCIAEoBBIMCgRub3RlGAMgASgJIkIKE0VkaXRIaXN0b3J5UmVzcG9uc2USFQoNaGlzdG9yeV9jb3VudBgBIAEoBBIUCgxoaXN0b3J5X3NpemUYAiABKAQiRgoUQ2FuY2VsU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIKCgJieRgCIAEoCRIOCgZyZWFzb24YAyABKAkiTAoVQ2FuY2VsU2Vzc2lvblJlc3BvbnNlEhcKD3N0ZXBzX2NhbmNlbGxlZBgBIAEoDRIaChJhdHRlbXB0c19jYW5jZWxsZWQYAiABKA0iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjgKFENsb3NlU2Vzc2lvblJlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbiIlChRJbXBvcnRTZXNzaW9uUmVxdWVzdBINCgVjaHVuaxgBIAEoDCJxChVJbXBvcnRTZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdoaXN0b3J5GAIgASgEEg0KBXN0ZXBzGAMgASgEEg4KBmV2ZW50cxgEIAEoBBIUCgxmb2xkZWRfdHVybnMYBSABKAQqYwoMU2Vzc2lvbk9yZGVyEh0KGVNFU1NJT05fT1JERVJfVU5TUEVDSUZJRUQQABIZChVTRVNTSU9OX09SREVSX0NSRUFURUQQARIZChVTRVNTSU9OX09SREVSX1VQREFURUQQAjLBCQoOU2Vzc2lvblNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIcLmRleC52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USRgoLU2VuZE1lc3NhZ2USGi5kZXgudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GhsuZGV4LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USQwoKR2V0U2Vzc2lvbhIZLmRleC52MS5HZXRTZXNzaW9uUmVxdWVzdBoaLmRleC52MS5HZXRTZXNzaW9uUmVzcG9uc2USSQoMTGlzdFNlc3Npb25zEhsuZGV4LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHC5kZXgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USPAoMV2F0Y2hTZXNzaW9uEhsuZGV4LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaDS5kZXgudjEuRXZlbnQwARJSCg9SZXNvbHZlQXBwcm92YWwSHi5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBofLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZRJPCg5BbnN3ZXJRdWVzdGlvbhIdLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QaHi5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZRJMCg1SZXN1bWVTZXNzaW9uEhwuZGV4LnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJVChBSZWNvbmNpbGVPdXRjb21lEh8uZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXF1ZXN0GiAuZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXNwb25zZRJMCg1EZWxldGVTZXNzaW9uEhwuZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJGCgtFZGl0SGlzdG9yeRIaLmRleC52MS5FZGl0SGlzdG9yeVJlcXVlc3QaGy5kZXgudjEuRWRpdEhpc3RvcnlSZXNwb25zZRJMCg1DYW5jZWxTZXNzaW9uEhwuZGV4LnYxLkNhbmNlbFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNhbmNlbFNlc3Npb25SZXNwb25zZRJJCgxDbG9zZVNlc3Npb24SGy5kZXgudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBocLmRleC52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJOCg1JbXBvcnRTZXNzaW9uEhwuZGV4LnYxLkltcG9ydFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkltcG9ydFNlc3Npb25SZXNwb25zZSgBEkAKCVNldEJ1ZGdldBIYLmRleC52MS5TZXRCdWRnZXRSZXF1ZXN0GhkuZGV4LnYxLlNldEJ1ZGdldFJlc3BvbnNlEkAKCVNldExhYmVscxIYLmRleC52MS5TZXRMYWJlbHNSZXF1ZXN0GhkuZGV4LnYxLlNldExhYmVsc1Jlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
+
+/**
+ * @generated from message dex.v1.SetLabelsRequest
+ */
+export type SetLabelsRequest = Message<"dex.v1.SetLabelsRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: repeated dex.v1.Label set = 2;
+   */
+  set: Label[];
+
+  /**
+   * @generated from field: repeated string remove = 3;
+   */
+  remove: string[];
+};
+
+/**
+ * Describes the message dex.v1.SetLabelsRequest.
+ * Use `create(SetLabelsRequestSchema)` to create a new message.
+ */
+export const SetLabelsRequestSchema: GenMessage<SetLabelsRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 0);
+
+/**
+ * @generated from message dex.v1.SetLabelsResponse
+ */
+export type SetLabelsResponse = Message<"dex.v1.SetLabelsResponse"> & {
+  /**
+   * @generated from field: dex.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message dex.v1.SetLabelsResponse.
+ * Use `create(SetLabelsResponseSchema)` to create a new message.
+ */
+export const SetLabelsResponseSchema: GenMessage<SetLabelsResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 1);
 
 /**
  * @generated from message dex.v1.SetBudgetRequest
@@ -34,7 +78,7 @@ export type SetBudgetRequest = Message<"dex.v1.SetBudgetRequest"> & {
  * Use `create(SetBudgetRequestSchema)` to create a new message.
  */
 export const SetBudgetRequestSchema: GenMessage<SetBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 0);
+  messageDesc(file_dex_v1_sessions, 2);
 
 /**
  * @generated from message dex.v1.SetBudgetResponse
@@ -51,7 +95,7 @@ export type SetBudgetResponse = Message<"dex.v1.SetBudgetResponse"> & {
  * Use `create(SetBudgetResponseSchema)` to create a new message.
  */
 export const SetBudgetResponseSchema: GenMessage<SetBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 1);
+  messageDesc(file_dex_v1_sessions, 3);
 
 /**
  * @generated from message dex.v1.CreateSessionRequest
@@ -137,6 +181,13 @@ export type CreateSessionRequest = Message<"dex.v1.CreateSessionRequest"> & {
    * @generated from field: uint32 fairness_weight = 11;
    */
   fairnessWeight: number;
+
+  /**
+   * Optional: the session's labels (docs/labels.md), each key once.
+   *
+   * @generated from field: repeated dex.v1.Label labels = 12;
+   */
+  labels: Label[];
 };
 
 /**
@@ -144,7 +195,7 @@ export type CreateSessionRequest = Message<"dex.v1.CreateSessionRequest"> & {
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 2);
+  messageDesc(file_dex_v1_sessions, 4);
 
 /**
  * @generated from message dex.v1.CreateSessionResponse
@@ -161,7 +212,7 @@ export type CreateSessionResponse = Message<"dex.v1.CreateSessionResponse"> & {
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 3);
+  messageDesc(file_dex_v1_sessions, 5);
 
 /**
  * @generated from message dex.v1.SendMessageRequest
@@ -194,7 +245,7 @@ export type SendMessageRequest = Message<"dex.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 4);
+  messageDesc(file_dex_v1_sessions, 6);
 
 /**
  * @generated from message dex.v1.SendMessageResponse
@@ -213,7 +264,7 @@ export type SendMessageResponse = Message<"dex.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 5);
+  messageDesc(file_dex_v1_sessions, 7);
 
 /**
  * A session is read in pages: its history from history_after_seq on and its
@@ -271,7 +322,7 @@ export type GetSessionRequest = Message<"dex.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 6);
+  messageDesc(file_dex_v1_sessions, 8);
 
 /**
  * @generated from message dex.v1.GetSessionResponse
@@ -331,7 +382,7 @@ export type GetSessionResponse = Message<"dex.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 7);
+  messageDesc(file_dex_v1_sessions, 9);
 
 /**
  * @generated from message dex.v1.ListSessionsRequest
@@ -345,11 +396,76 @@ export type ListSessionsRequest = Message<"dex.v1.ListSessionsRequest"> & {
   pageSize: number;
 
   /**
-   * The next_page_token of the page before (empty: the first page).
+   * The next_page_token of the page before (empty: the first page). A
+   * token resumes the order it was made in; the filter may be the same or
+   * another.
    *
    * @generated from field: string page_token = 2;
    */
   pageToken: string;
+
+  /**
+   * Filters (docs/labels.md), all of those given must hold. Unspecified
+   * status and empty strings filter nothing.
+   *
+   * @generated from field: dex.v1.SessionStatus status = 3;
+   */
+  status: SessionStatus;
+
+  /**
+   * @generated from field: string agent = 4;
+   */
+  agent: string;
+
+  /**
+   * Every label given must be on the session with that value.
+   *
+   * @generated from field: repeated dex.v1.Label labels = 5;
+   */
+  labels: Label[];
+
+  /**
+   * @generated from field: string parent_id = 6;
+   */
+  parentId: string;
+
+  /**
+   * Time ranges in Unix milliseconds: after is inclusive, before is
+   * exclusive, 0 is no bound.
+   *
+   * @generated from field: int64 created_after_ms = 7;
+   */
+  createdAfterMs: bigint;
+
+  /**
+   * @generated from field: int64 created_before_ms = 8;
+   */
+  createdBeforeMs: bigint;
+
+  /**
+   * @generated from field: int64 updated_after_ms = 9;
+   */
+  updatedAfterMs: bigint;
+
+  /**
+   * @generated from field: int64 updated_before_ms = 10;
+   */
+  updatedBeforeMs: bigint;
+
+  /**
+   * The order of the pages. Unspecified: by id when no filter is given (as
+   * before filters existed), otherwise by creation time.
+   *
+   * @generated from field: dex.v1.SessionOrder order_by = 11;
+   */
+  orderBy: SessionOrder;
+
+  /**
+   * Newest first.
+   *
+   * @generated from field: bool descending = 12;
+   */
+  descending: boolean;
 };
 
 /**
@@ -357,7 +473,7 @@ export type ListSessionsRequest = Message<"dex.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 8);
+  messageDesc(file_dex_v1_sessions, 10);
 
 /**
  * @generated from message dex.v1.SessionSummary
@@ -397,6 +513,11 @@ export type SessionSummary = Message<"dex.v1.SessionSummary"> & {
    * @generated from field: string agent = 7;
    */
   agent: string;
+
+  /**
+   * @generated from field: repeated dex.v1.Label labels = 8;
+   */
+  labels: Label[];
 };
 
 /**
@@ -404,7 +525,7 @@ export type SessionSummary = Message<"dex.v1.SessionSummary"> & {
  * Use `create(SessionSummarySchema)` to create a new message.
  */
 export const SessionSummarySchema: GenMessage<SessionSummary> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 9);
+  messageDesc(file_dex_v1_sessions, 11);
 
 /**
  * @generated from message dex.v1.ListSessionsResponse
@@ -416,7 +537,9 @@ export type ListSessionsResponse = Message<"dex.v1.ListSessionsResponse"> & {
   sessions: SessionSummary[];
 
   /**
-   * Empty on the last page.
+   * Empty on the last page. A filtered page may hold fewer sessions than
+   * asked (even none) with a token: each page examines a bounded number of
+   * index entries; read on with the token.
    *
    * @generated from field: string next_page_token = 2;
    */
@@ -428,7 +551,7 @@ export type ListSessionsResponse = Message<"dex.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 10);
+  messageDesc(file_dex_v1_sessions, 12);
 
 /**
  * @generated from message dex.v1.WatchSessionRequest
@@ -470,7 +593,7 @@ export type WatchSessionRequest = Message<"dex.v1.WatchSessionRequest"> & {
  * Use `create(WatchSessionRequestSchema)` to create a new message.
  */
 export const WatchSessionRequestSchema: GenMessage<WatchSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 11);
+  messageDesc(file_dex_v1_sessions, 13);
 
 /**
  * @generated from message dex.v1.OutputOffset
@@ -497,7 +620,7 @@ export type OutputOffset = Message<"dex.v1.OutputOffset"> & {
  * Use `create(OutputOffsetSchema)` to create a new message.
  */
 export const OutputOffsetSchema: GenMessage<OutputOffset> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 12);
+  messageDesc(file_dex_v1_sessions, 14);
 
 /**
  * @generated from message dex.v1.ResolveApprovalRequest
@@ -528,7 +651,7 @@ export type ResolveApprovalRequest = Message<"dex.v1.ResolveApprovalRequest"> & 
  * Use `create(ResolveApprovalRequestSchema)` to create a new message.
  */
 export const ResolveApprovalRequestSchema: GenMessage<ResolveApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 13);
+  messageDesc(file_dex_v1_sessions, 15);
 
 /**
  * @generated from message dex.v1.ResolveApprovalResponse
@@ -541,7 +664,7 @@ export type ResolveApprovalResponse = Message<"dex.v1.ResolveApprovalResponse"> 
  * Use `create(ResolveApprovalResponseSchema)` to create a new message.
  */
 export const ResolveApprovalResponseSchema: GenMessage<ResolveApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 14);
+  messageDesc(file_dex_v1_sessions, 16);
 
 /**
  * @generated from message dex.v1.AnswerQuestionRequest
@@ -567,7 +690,7 @@ export type AnswerQuestionRequest = Message<"dex.v1.AnswerQuestionRequest"> & {
  * Use `create(AnswerQuestionRequestSchema)` to create a new message.
  */
 export const AnswerQuestionRequestSchema: GenMessage<AnswerQuestionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 15);
+  messageDesc(file_dex_v1_sessions, 17);
 
 /**
  * @generated from message dex.v1.AnswerQuestionResponse
@@ -580,7 +703,7 @@ export type AnswerQuestionResponse = Message<"dex.v1.AnswerQuestionResponse"> & 
  * Use `create(AnswerQuestionResponseSchema)` to create a new message.
  */
 export const AnswerQuestionResponseSchema: GenMessage<AnswerQuestionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 16);
+  messageDesc(file_dex_v1_sessions, 18);
 
 /**
  * @generated from message dex.v1.ResumeSessionRequest
@@ -606,7 +729,7 @@ export type ResumeSessionRequest = Message<"dex.v1.ResumeSessionRequest"> & {
  * Use `create(ResumeSessionRequestSchema)` to create a new message.
  */
 export const ResumeSessionRequestSchema: GenMessage<ResumeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 17);
+  messageDesc(file_dex_v1_sessions, 19);
 
 /**
  * @generated from message dex.v1.ResumeSessionResponse
@@ -619,7 +742,7 @@ export type ResumeSessionResponse = Message<"dex.v1.ResumeSessionResponse"> & {
  * Use `create(ResumeSessionResponseSchema)` to create a new message.
  */
 export const ResumeSessionResponseSchema: GenMessage<ResumeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 18);
+  messageDesc(file_dex_v1_sessions, 20);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeRequest
@@ -653,7 +776,7 @@ export type ReconcileOutcomeRequest = Message<"dex.v1.ReconcileOutcomeRequest"> 
  * Use `create(ReconcileOutcomeRequestSchema)` to create a new message.
  */
 export const ReconcileOutcomeRequestSchema: GenMessage<ReconcileOutcomeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 19);
+  messageDesc(file_dex_v1_sessions, 21);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeResponse
@@ -666,7 +789,7 @@ export type ReconcileOutcomeResponse = Message<"dex.v1.ReconcileOutcomeResponse"
  * Use `create(ReconcileOutcomeResponseSchema)` to create a new message.
  */
 export const ReconcileOutcomeResponseSchema: GenMessage<ReconcileOutcomeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 20);
+  messageDesc(file_dex_v1_sessions, 22);
 
 /**
  * The detail of WatchSession's OutOfRange: events after after_seq were
@@ -702,7 +825,7 @@ export type EventsNotKept = Message<"dex.v1.EventsNotKept"> & {
  * Use `create(EventsNotKeptSchema)` to create a new message.
  */
 export const EventsNotKeptSchema: GenMessage<EventsNotKept> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 21);
+  messageDesc(file_dex_v1_sessions, 23);
 
 /**
  * @generated from message dex.v1.DeleteSessionRequest
@@ -721,7 +844,7 @@ export type DeleteSessionRequest = Message<"dex.v1.DeleteSessionRequest"> & {
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 22);
+  messageDesc(file_dex_v1_sessions, 24);
 
 /**
  * @generated from message dex.v1.DeleteSessionResponse
@@ -734,7 +857,7 @@ export type DeleteSessionResponse = Message<"dex.v1.DeleteSessionResponse"> & {
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 23);
+  messageDesc(file_dex_v1_sessions, 25);
 
 /**
  * @generated from message dex.v1.EditHistoryRequest
@@ -768,7 +891,7 @@ export type EditHistoryRequest = Message<"dex.v1.EditHistoryRequest"> & {
  * Use `create(EditHistoryRequestSchema)` to create a new message.
  */
 export const EditHistoryRequestSchema: GenMessage<EditHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 24);
+  messageDesc(file_dex_v1_sessions, 26);
 
 /**
  * @generated from message dex.v1.EditHistoryResponse
@@ -792,7 +915,7 @@ export type EditHistoryResponse = Message<"dex.v1.EditHistoryResponse"> & {
  * Use `create(EditHistoryResponseSchema)` to create a new message.
  */
 export const EditHistoryResponseSchema: GenMessage<EditHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 25);
+  messageDesc(file_dex_v1_sessions, 27);
 
 /**
  * @generated from message dex.v1.CancelSessionRequest
@@ -826,7 +949,7 @@ export type CancelSessionRequest = Message<"dex.v1.CancelSessionRequest"> & {
  * Use `create(CancelSessionRequestSchema)` to create a new message.
  */
 export const CancelSessionRequestSchema: GenMessage<CancelSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 26);
+  messageDesc(file_dex_v1_sessions, 28);
 
 /**
  * @generated from message dex.v1.CancelSessionResponse
@@ -852,7 +975,7 @@ export type CancelSessionResponse = Message<"dex.v1.CancelSessionResponse"> & {
  * Use `create(CancelSessionResponseSchema)` to create a new message.
  */
 export const CancelSessionResponseSchema: GenMessage<CancelSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 27);
+  messageDesc(file_dex_v1_sessions, 29);
 
 /**
  * @generated from message dex.v1.CloseSessionRequest
@@ -871,7 +994,7 @@ export type CloseSessionRequest = Message<"dex.v1.CloseSessionRequest"> & {
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 28);
+  messageDesc(file_dex_v1_sessions, 30);
 
 /**
  * @generated from message dex.v1.CloseSessionResponse
@@ -891,7 +1014,7 @@ export type CloseSessionResponse = Message<"dex.v1.CloseSessionResponse"> & {
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 29);
+  messageDesc(file_dex_v1_sessions, 31);
 
 /**
  * @generated from message dex.v1.ImportSessionRequest
@@ -910,7 +1033,7 @@ export type ImportSessionRequest = Message<"dex.v1.ImportSessionRequest"> & {
  * Use `create(ImportSessionRequestSchema)` to create a new message.
  */
 export const ImportSessionRequestSchema: GenMessage<ImportSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 30);
+  messageDesc(file_dex_v1_sessions, 32);
 
 /**
  * @generated from message dex.v1.ImportSessionResponse
@@ -949,7 +1072,33 @@ export type ImportSessionResponse = Message<"dex.v1.ImportSessionResponse"> & {
  * Use `create(ImportSessionResponseSchema)` to create a new message.
  */
 export const ImportSessionResponseSchema: GenMessage<ImportSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 31);
+  messageDesc(file_dex_v1_sessions, 33);
+
+/**
+ * @generated from enum dex.v1.SessionOrder
+ */
+export enum SessionOrder {
+  /**
+   * @generated from enum value: SESSION_ORDER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: SESSION_ORDER_CREATED = 1;
+   */
+  CREATED = 1,
+
+  /**
+   * @generated from enum value: SESSION_ORDER_UPDATED = 2;
+   */
+  UPDATED = 2,
+}
+
+/**
+ * Describes the enum dex.v1.SessionOrder.
+ */
+export const SessionOrderSchema: GenEnum<SessionOrder> = /*@__PURE__*/
+  enumDesc(file_dex_v1_sessions, 0);
 
 /**
  * SessionService is for clients. Only the node that holds the dispatch lease
@@ -1118,6 +1267,18 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof SetBudgetRequestSchema;
     output: typeof SetBudgetResponseSchema;
+  },
+  /**
+   * SetLabels removes the keys of remove, then sets the labels of set, in
+   * one change; a session holds at most 32 labels (docs/labels.md). Bad
+   * input is InvalidArgument and changes nothing.
+   *
+   * @generated from rpc dex.v1.SessionService.SetLabels
+   */
+  setLabels: {
+    methodKind: "unary";
+    input: typeof SetLabelsRequestSchema;
+    output: typeof SetLabelsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_sessions, 0);
