@@ -1,13 +1,12 @@
 // --metrics-addr: the Worker's metrics (and the process's: process_*,
 // nodejs_*, as dexworker adds Go's and the process's) served at
 // HOST:PORT/metrics from the start, before the cluster answers.
-import { collectDefaultMetrics } from "prom-client";
-import { serveMetrics, WorkerMetrics, type Logger, type MetricsServer } from "../src/index.js";
+import { promClient, serveMetrics, WorkerMetrics, type Logger, type MetricsServer } from "../src/index.js";
 
 /** Serves the metrics at addr, logging the address bound; throws naming --metrics-addr when it cannot. */
 export async function startMetrics(addr: string, log: Logger): Promise<{ metrics: WorkerMetrics; server: MetricsServer }> {
   const metrics = new WorkerMetrics();
-  collectDefaultMetrics({ register: metrics.registry });
+  promClient().collectDefaultMetrics({ register: metrics.registry });
   let server: MetricsServer;
   try {
     server = await serveMetrics(addr, metrics.registry);

@@ -15,7 +15,7 @@ export { checkModelOutput, kindName } from "./kinds.js";
 export { Ledger, LedgerEnv, sideEffect } from "./ledger.js";
 export { Holder, holderFromEnv, HoldAllEnv, HoldEnv, parseMoments } from "./hold.js";
 export { jsonLogger, nopLogger } from "./log.js";
-export { WorkerMetrics, serveMetrics, kindLabel, handlerBuckets, TasksMetric, HandlerDurationMetric, splitHostPort } from "./metrics.js";
+export { WorkerMetrics, serveMetrics, kindLabel, handlerBuckets, promClient, TasksMetric, HandlerDurationMetric, splitHostPort } from "./metrics.js";
 export type { MetricsServer, TaskOutcome } from "./metrics.js";
 export type { Logger } from "./log.js";
 export { LeaderMetadataKey, PartitionMetadataKey, transient } from "./retry.js";

@@ -2,8 +2,9 @@
 // (api/client/worker_metrics.go), so that one dashboard reads Workers of
 // every language.
 import { createServer, type Server } from "node:http";
+import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
-import { Counter, Histogram, Registry, exponentialBuckets } from "prom-client";
+import type { Counter, Histogram, Registry } from "prom-client";
 import type { StepKind } from "../gen/dex/v1/types_pb.js";
 import { kindName } from "./kinds.js";
 
@@ -14,8 +15,28 @@ export const HandlerDurationMetric = "dex_worker_handler_duration_seconds";
 /** How a task ended on this Worker: the outcome label of dex_worker_tasks_total. */
 export type TaskOutcome = "completed" | "failed" | "cancelled" | "cannot_run" | "claim_refused" | "report_refused";
 
-/** The handler histogram's buckets: prometheus.ExponentialBuckets(0.005, 3, 12), 5 ms to about 15 minutes, as Go's. */
-export const handlerBuckets = exponentialBuckets(0.005, 3, 12);
+/** The handler histogram's buckets: prometheus.ExponentialBuckets(0.005, 3, 12), 5 ms to about 15 minutes, as Go's (each the one before times 3). */
+export const handlerBuckets: number[] = [];
+for (let b = 0.005; handlerBuckets.length < 12; b *= 3) handlerBuckets.push(b);
+
+type PromClient = typeof import("prom-client");
+let prom: PromClient | undefined;
+
+/**
+ * prom-client, loaded when metrics are first made: a Worker that makes none
+ * runs without the package (it is a dependency of this library, but an
+ * application's lockfile may leave it out).
+ */
+export function promClient(): PromClient {
+  if (prom === undefined) {
+    try {
+      prom = createRequire(import.meta.url)("prom-client") as PromClient;
+    } catch (e) {
+      throw new Error(`Worker metrics need the prom-client package (npm install prom-client): ${(e as Error).message}`);
+    }
+  }
+  return prom;
+}
 
 /** A Step kind as the label reads: STEP_KIND_RUN_MODEL is "run_model" (an unknown number stays a number). */
 export function kindLabel(kind: StepKind): string {
@@ -35,7 +56,9 @@ export class WorkerMetrics {
   private readonly tasks: Counter<"kind" | "outcome">;
   private readonly handler: Histogram<"kind" | "outcome">;
 
-  constructor(registry: Registry = new Registry()) {
+  constructor(registry?: Registry) {
+    const { Counter, Histogram, Registry } = promClient();
+    registry ??= new Registry();
     this.registry = registry;
     this.tasks = new Counter({
       name: TasksMetric,
