@@ -47,19 +47,11 @@ func parseListQuery(req *dexv1.ListSessionsRequest) (*listQuery, error) {
 	f := &q.filter
 	f.Status = fsmpb.SessionStatus(req.Status)
 	f.Agent, f.ParentID = req.Agent, req.ParentId
-	for i, l := range req.Labels {
-		if r := fsm.CheckLabelKey(l.GetKey()); r != nil {
-			return nil, bad("labels: %s", r.Reason)
-		}
-		for _, o := range req.Labels[:i] {
-			if o.GetKey() == l.GetKey() {
-				return nil, bad("labels: %q is given twice", l.GetKey())
-			}
-		}
+	for _, l := range req.Labels {
 		f.Labels = append(f.Labels, &fsmpb.Label{Key: l.GetKey(), Value: l.GetValue()})
 	}
-	if len(f.Labels) > fsm.MaxLabels {
-		return nil, bad("labels: at most %d are given", fsm.MaxLabels)
+	if r := fsm.CheckLabels(f.Labels); r != nil {
+		return nil, bad("labels: %s", r.Reason)
 	}
 	for _, r := range []struct {
 		name     string

@@ -113,12 +113,7 @@ func listKeys(s *fsmpb.Session, at int64) [][]byte {
 	keys := make([][]byte, 0, n)
 	key := func(parts ...string) {
 		start := len(buf)
-		for _, p := range parts {
-			buf = append(buf, p...)
-		}
-		buf = append(buf, 0)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(at)^(1<<63))
-		buf = append(append(buf, s.Id...), 0)
+		buf = appendListKey(buf, at, s.Id, parts...)
 		keys = append(keys, buf[start:len(buf):len(buf)])
 	}
 	key(predAll)
@@ -159,10 +154,18 @@ func listPrefix(pred string) []byte {
 }
 
 func listKey(pred string, at int64, id string) []byte {
-	k := make([]byte, 0, len(pred)+len(id)+10)
-	k = append(append(k, pred...), 0)
-	k = binary.BigEndian.AppendUint64(k, uint64(at)^(1<<63))
-	return append(append(k, id...), 0)
+	return appendListKey(make([]byte, 0, len(pred)+len(id)+10), at, id, pred)
+}
+
+// appendListKey appends the key of a session's predicate (its parts
+// joined) at time at to buf.
+func appendListKey(buf []byte, at int64, id string, pred ...string) []byte {
+	for _, p := range pred {
+		buf = append(buf, p...)
+	}
+	buf = append(buf, 0)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(at)^(1<<63))
+	return append(append(buf, id...), 0)
 }
 
 // drivingPredicate is the predicate whose index range a list walks; the
@@ -226,14 +229,12 @@ func inRange(at, from, to int64) bool {
 func (t *Txn) ListSessions(f SessionFilter, order ListOrder, desc bool, after *ListPosition, limit int) ([]*fsmpb.Session, *ListPosition) {
 	limit = max(limit, 1)
 	pred := drivingPredicate(f)
-	if order == ListByUpdated {
-		pred = predAll // the updated order has every session's key alone
-	}
-	prefix := listPrefix(pred)
 	from, to := f.CreatedFrom, f.CreatedTo
 	if order == ListByUpdated {
+		pred = predAll // the updated order has every session's key alone
 		from, to = f.UpdatedFrom, f.UpdatedTo
 	}
+	prefix := listPrefix(pred)
 	at := func(s *fsmpb.Session) int64 {
 		if order == ListByUpdated {
 			return s.UpdatedAtMs
