@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dexhq/dex/deploy/internal/cmdflags"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -238,32 +239,21 @@ func TestNoFileNamesTheInsecureFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") || p == secretsDir {
-			continue
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-		if insecureFlag.Match(data) {
-			t.Errorf("%s names --insecure", p)
-		}
+	naming, n, err := cmdflags.NamingInsecure(paths, secretsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range naming {
+		t.Errorf("%s names --insecure", p)
 	}
 	if n < 6 {
 		t.Fatalf("only %d files read", n)
 	}
-	if !insecureFlag.MatchString("args: [-insecure]") || !insecureFlag.MatchString("- --insecure") ||
-		insecureFlag.MatchString("--insecure-skip-tls-verify") {
+	if !cmdflags.Insecure.MatchString("args: [-insecure]") || !cmdflags.Insecure.MatchString("- --insecure") ||
+		cmdflags.Insecure.MatchString("--insecure-skip-tls-verify") {
 		t.Error("the pattern does not match the flag alone")
 	}
 }
-
-// insecureFlag is dexd's --insecure (or -insecure) in any form, and not a
-// longer flag such as kubectl's --insecure-skip-tls-verify.
-var insecureFlag = regexp.MustCompile(`(^|[^\w-])--?insecure([^\w-]|$)`)
 
 // The Secrets' files are never committed, and the manual Secret is shown
 // with its keys in the docs.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dexhq/dex/api/tlsconf"
+	"github.com/dexhq/dex/deploy/internal/cmdflags"
 )
 
 // credentials parses the unit's LoadCredential=ID:PATH lines.
@@ -186,32 +187,21 @@ func TestNoFileNamesTheInsecureFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-		if insecureFlag.Match(data) {
-			t.Errorf("%s names --insecure", p)
-		}
+	naming, n, err := cmdflags.NamingInsecure(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range naming {
+		t.Errorf("%s names --insecure", p)
 	}
 	if n < 4 {
 		t.Fatalf("only %d files read", n)
 	}
-	if !insecureFlag.MatchString("DEX_FLAGS=--insecure=true") || !insecureFlag.MatchString("DEX_FLAGS=-insecure") ||
-		insecureFlag.MatchString("--insecure-skip-tls-verify") {
+	if !cmdflags.Insecure.MatchString("DEX_FLAGS=--insecure=true") || !cmdflags.Insecure.MatchString("DEX_FLAGS=-insecure") ||
+		cmdflags.Insecure.MatchString("--insecure-skip-tls-verify") {
 		t.Error("the pattern does not match the flag alone")
 	}
 }
-
-// insecureFlag is dexd's --insecure (or -insecure) in any form, and not a
-// longer flag.
-var insecureFlag = regexp.MustCompile(`(^|[^\w-])--?insecure([^\w-]|$)`)
 
 func TestSplitWordsAsSystemd(t *testing.T) {
 	got, err := splitWords(`/bin/sh -c 'a "$0" b'  x"y z"  ""`)
