@@ -29,4 +29,3 @@ func NamingInsecure(paths []string, skip ...string) (naming []string, read int, 
 	}
 	return naming, read, nil
 }
-
