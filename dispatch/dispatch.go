@@ -196,6 +196,7 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 		return nil, err
 	}
 	defer r.leave()
+	caller := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.ctx, cancel)()
@@ -228,7 +229,7 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 		if p.waiter == nil {
 			return nil, nil
 		}
-		tasks, timedOut, err := d.waitReady(ctx, r, p.waiter, deadline.C)
+		tasks, timedOut, err := d.waitReady(ctx, caller, r, p.waiter, deadline.C)
 		if len(tasks) > 0 {
 			return tasks, nil
 		}
@@ -240,8 +241,11 @@ func (d *Dispatcher) Poll(ctx context.Context, workerID string, maxTasks int, wa
 
 // waitReady waits until the broker wakes the poll's waiter or for the
 // poll's deadline (timedOut). A poll woken with an offer (pair.go) waits
-// for its StartAttempt and returns its task, even past the deadline.
-func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline <-chan time.Time) (tasks []*dexv1.Task, timedOut bool, err error) {
+// for its StartAttempt and returns its task, even past the deadline, and
+// even when the term ends meanwhile (a drain): the attempt may commit, and
+// only the Worker that polls can run it. Only the caller's going away
+// (caller) drops it.
+func (d *Dispatcher) waitReady(ctx, caller context.Context, r *run, w *waiter, deadline <-chan time.Time) (tasks []*dexv1.Task, timedOut bool, err error) {
 	var recheck <-chan time.Time
 	if w.recheck > 0 {
 		t := time.NewTimer(w.recheck)
@@ -256,11 +260,14 @@ func (d *Dispatcher) waitReady(ctx context.Context, r *run, w *waiter, deadline 
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	if off := r.b.settle(w); off != nil && err == nil {
+	if off := r.b.settle(w); off != nil && caller.Err() == nil {
 		select {
 		case tasks = <-off.tasks:
-		case <-ctx.Done():
-			err = ctx.Err()
+			if len(tasks) > 0 {
+				return tasks, false, nil
+			}
+		case <-caller.Done():
+			err = caller.Err()
 		}
 	}
 	if err != nil && r.ctx.Err() != nil {
@@ -381,9 +388,12 @@ func (d *Dispatcher) handOver(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, e
 // state machine refused it (the Step is no longer queued).
 func (d *Dispatcher) start(ctx context.Context, r *run, w *fsmpb.WorkerInfo, s *fsmpb.Step) (*fsmpb.Attempt, error) {
 	n := uint32(len(s.Attempts)) + 1
-	// The proposal outlives the poll: if the Worker goes away while it is in
-	// flight, the attempt may still commit and must get its deadline.
-	pctx, cancel := context.WithTimeout(r.ctx, proposeTimeout)
+	// The proposal outlives the poll and the term: if the Worker goes away
+	// while it is in flight, the attempt may still commit and must get its
+	// deadline; if the term ends for a drain, the node still leads, the
+	// attempt may commit and the poll hands it out. Raft itself fails it
+	// when the leadership is lost.
+	pctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
 	res, err := d.p.Propose(pctx, &fsmpb.Command{NowMs: d.cfg.Now().UnixMilli(), Body: &fsmpb.Command_StartAttempt{StartAttempt: &fsmpb.StartAttempt{
 		StepId: s.Id, Attempt: n, WorkerId: w.Id, Epoch: r.epoch,

@@ -39,6 +39,8 @@ type options struct {
 	heartbeatTimeout time.Duration
 	clock            *leasetest.Clock
 	noEstablish      bool
+	// propose wraps the cluster as the dispatcher's proposer.
+	propose func(*leasetest.Cluster) dispatch.Proposer
 }
 
 // newFixture registers a model Worker "model" and tool Workers "w1".."w4"
@@ -62,7 +64,11 @@ func newFixture(t *testing.T, o options) *fixture {
 	f.deadlines = lease.NewDeadlines(c, c, lease.DeadlinesConfig{HeartbeatTimeout: o.heartbeatTimeout, HeartbeatInterval: o.heartbeatTimeout / 5, Now: now}, log)
 	cfg := dispatch.Config{MaxWait: 5 * time.Second, Now: now}
 	q := dispatch.NewQueues(c, c, cfg, log)
-	f.d = dispatch.New(c, c, q, f.deadlines, cfg, log)
+	var p dispatch.Proposer = c
+	if o.propose != nil {
+		p = o.propose(c)
+	}
+	f.d = dispatch.New(p, c, q, f.deadlines, cfg, log)
 	f.leader = lease.NewRuntime(log, f.deadlines, q, f.d, dispatch.NewTimers(c, c, q, cfg, log))
 	c.OnApplied(f.leader.Applied)
 	t.Cleanup(f.leader.RevokeLeadership)
