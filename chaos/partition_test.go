@@ -115,7 +115,7 @@ func waitConverged(t *testing.T, c *harness.Cluster, d time.Duration) {
 }
 
 // The leader is cut from both followers: they elect a new leader and serve
-// a session while the old one cannot commit (its /readyz says 503). Healed,
+// a session while the old one cannot commit (its /readyz/leader says 503). Healed,
 // the old leader rejoins as a follower with the same log.
 func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 	e, _ := newNetEnv(t, "")

@@ -180,7 +180,7 @@ func (r Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "- Cells: %d pass, %d fail, %d n/a of %d\n", s.Pass, s.Fail, s.NA, s.Total)
 	if s.Takeovers > 0 {
-		measured := "leader SIGKILL → new leader's /readyz 200"
+		measured := "leader SIGKILL → new leader's /readyz/leader 200"
 		if partitionsOf(r) > 0 {
 			measured = "the partition leader's SIGKILL → a surviving node names its new leader"
 		}

@@ -38,7 +38,7 @@ func Balancer() string {
 	if startBalancer == nil {
 		return "dex:/// (no load balancer wired in)"
 	}
-	return "HAProxy checking /readyz (takeover-dex: dex:///)"
+	return "HAProxy checking /readyz/leader (takeover-dex: dex:///)"
 }
 
 const (

@@ -184,7 +184,7 @@ func RunTakeover(ctx context.Context, o TakeoverOptions) (res *TakeoverResult, e
 				SpreadOf(ot.Before).P99.Milliseconds(), SpreadOf(ot.During).P99.Milliseconds(), len(ot.During), k.Killed, k.CatchUp.Milliseconds())
 			continue
 		}
-		fmt.Fprintf(o.Progress, "%-7s kill %2d/%d: SIGKILL %s; %s /readyz 200 after %4d ms; new session idle after %4d ms; %s caught up %d ms after its restart\n",
+		fmt.Fprintf(o.Progress, "%-7s kill %2d/%d: SIGKILL %s; %s /readyz/leader 200 after %4d ms; new session idle after %4d ms; %s caught up %d ms after its restart\n",
 			o.Target, i, o.Kills, k.Killed, k.NewLeader, k.Ready.Milliseconds(), k.Idle.Milliseconds(), k.Killed, k.CatchUp.Milliseconds())
 	}
 	entries, err := harness.ReadLedger(ledger)

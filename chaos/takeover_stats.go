@@ -46,7 +46,7 @@ func (r *TakeoverResult) Summary() []string {
 		idle = append(idle, k.Idle)
 	}
 	lines := []string{
-		fmt.Sprintf("%-7s kill → a node's /readyz 200:         %s over %d kills", r.Target, SpreadOf(ready), len(ready)),
+		fmt.Sprintf("%-7s kill → a node's /readyz/leader 200:        %s over %d kills", r.Target, SpreadOf(ready), len(ready)),
 		fmt.Sprintf("%-7s kill → the new session idle:         %s over %d kills", r.Target, SpreadOf(idle), len(idle)),
 	}
 	if len(r.Others) > 0 {

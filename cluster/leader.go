@@ -202,6 +202,42 @@ func (n *Node) Epoch() uint64 {
 // Otherwise the reason says why not.
 func (n *Node) Ready() (bool, string) { return n.readiness(true) }
 
+// MemberReady reports whether this node is a healthy member that can serve
+// a call here or forward it to the leader: the leader when it is Ready; a
+// follower when it knows its leader, heard from it within memberContact,
+// and its applied index keeps up with its commit index.
+func (n *Node) MemberReady() (bool, string) {
+	if n.IsLeader() {
+		return n.Ready()
+	}
+	if err := n.fsm.Halted(); err != nil {
+		return false, "state machine halted: " + err.Error()
+	}
+	if n.Leader() == nil {
+		return false, fmt.Sprintf("no leader is known (this node is a %s)", StateName(n.raft.State()))
+	}
+	if since := time.Since(n.raft.LastContact()); since > memberContact {
+		return false, fmt.Sprintf("no word from the leader for %s", since.Truncate(time.Millisecond))
+	}
+	commit, applied := n.raft.CommitIndex(), n.raft.AppliedIndex()
+	n.mu.Lock()
+	lastAdvance := n.lastAdvance
+	n.mu.Unlock()
+	if applied+memberLag < commit || (applied < commit && time.Since(lastAdvance) > applyStall) {
+		return false, fmt.Sprintf("catching up: applied index %d, commit index %d", applied, commit)
+	}
+	return true, ""
+}
+
+// memberContact is how long a follower may go without a word from its
+// leader (a heartbeat every 100 ms or so) and still count as a member that
+// keeps up.
+const memberContact = 3 * time.Second
+
+// memberLag is how many committed entries a ready follower may have left
+// to apply: more means it is catching up (a restart, a snapshot install).
+const memberLag = 1024
+
 // VerifyLeader confirms with a quorum that this node still leads. A leader
 // that was paused (SIGSTOP) believes it leads until it hears otherwise; this
 // round trip tells it at once.

@@ -61,7 +61,7 @@ func (r *Router) forwardContext(ctx context.Context, k int) context.Context {
 	for _, key := range transportKeys {
 		delete(out, key)
 	}
-	out.Set(forwardedMetadataKey, r.host.Partition(0).ID())
+	out.Set(forwardedMetadataKey, r.nodes[0].ID())
 	out.Set(PartitionMetadataKey, partitionLabel(k))
 	return metadata.NewOutgoingContext(ctx, out)
 }

@@ -28,16 +28,16 @@ import (
 	"github.com/dexhq/dex/cluster"
 )
 
-// Router is the gRPC server of a node holding several partitions
+// Router is the gRPC server of a node, of one partition or several
 // (docs/design/partitions.md). It serves each call with the handlers of
 // the partition the call belongs to (wirerules.Routes): on this node when it leads
 // that partition, else by forwarding the call to the node that does. Any
-// node therefore answers any call, and a client or Worker sees one
+// healthy node therefore answers any call, and a client or Worker sees one
 // cluster.
 type Router struct {
 	grpc   *grpc.Server
 	health *health.Server
-	host   *cluster.Host
+	nodes  []*cluster.Node // partition k's raft group is nodes[k]
 	parts  []*partitionHandlers
 	log    *zap.Logger
 
@@ -75,18 +75,18 @@ type service struct {
 	desc *grpc.ServiceDesc
 }
 
-// NewRouter builds the server of host; opts[k] wires partition k's leader
-// services, and opts[0] also gives what the node's server shares (TLS,
-// tokens, payload limit, gRPC options).
-func NewRouter(host *cluster.Host, log *zap.Logger, opts []Options) *Router {
+// NewRouter builds the server of a node whose partition k is nodes[k];
+// opts[k] wires partition k's leader services, and opts[0] also gives what
+// the node's server shares (TLS, tokens, payload limit, gRPC options).
+func NewRouter(nodes []*cluster.Node, log *zap.Logger, opts []Options) *Router {
 	o := opts[0]
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = DefaultMaxPayload
 	}
-	registry := host.Partition(0)
+	registry := nodes[0]
 	r := &Router{
 		health: health.NewServer(),
-		host:   host,
+		nodes:  nodes,
 		log:    log,
 		pool:   connPool{dial: []grpc.DialOption{registry.DialCredentials(), grpc.WithConnectParams(forwardReconnect)}, conns: map[string]*grpc.ClientConn{}},
 		stop:   make(chan struct{}),
@@ -95,12 +95,12 @@ func NewRouter(host *cluster.Host, log *zap.Logger, opts []Options) *Router {
 	// over the limit is refused with ResourceExhausted.
 	r.grpc = grpc.NewServer(append(append(keepaliveOptions(), grpc.MaxRecvMsgSize(o.MaxPayload), serverCredentials(o.TLS),
 		grpc.ForceServerCodecV2(frameCodec{}), grpc.UnknownServiceHandler(r.handle)), o.ServerOptions...)...)
-	for k, node := range host.Nodes() {
+	for k, node := range nodes {
 		po := opts[k]
 		po.MaxPayload = o.MaxPayload
 		h := newHandlers(node, NewAdmin(node, log), po)
-		h.sessions.partition, h.sessions.partitions = k, host.Partitions()
-		h.admin.partitions = host.Nodes()
+		h.sessions.partition, h.sessions.partitions = k, len(nodes)
+		h.admin.partitions = nodes
 		p := &partitionHandlers{node: node, admin: h.admin, services: map[string]service{
 			dexv1.AdminService_ServiceDesc.ServiceName:   {h.admin, &dexv1.AdminService_ServiceDesc},
 			dexv1.SessionService_ServiceDesc.ServiceName: {h.sessions, &dexv1.SessionService_ServiceDesc},
@@ -114,6 +114,7 @@ func NewRouter(host *cluster.Host, log *zap.Logger, opts []Options) *Router {
 		r.parts = append(r.parts, p)
 	}
 	healthpb.RegisterHealthServer(r.grpc, r.health)
+	r.registerReflection()
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	r.servedAt = make([]time.Time, len(r.parts))
 	r.forwarded = make([]atomic.Uint64, len(r.parts))
@@ -163,8 +164,8 @@ func (r *Router) Stop(timeout time.Duration) {
 }
 
 // Ready reports whether this node serves every partition: each has a
-// leader this node can reach it at, and each one this node leads is
-// ready. Otherwise the reason names the first partition that is not. A
+// leader this node can reach it at and keeps up with, and each one this
+// node leads is ready. Otherwise the reason names the first partition that is not. A
 // partition that had one within leaderWait counts as served while it
 // elects the next: a call of it waits here for that leader, and a call of
 // any other partition must not wait on its election.
@@ -174,13 +175,15 @@ func (r *Router) Ready() (bool, string) {
 }
 
 func (r *Router) serves(now time.Time) readiness {
-	for k, node := range r.host.Nodes() {
-		reason := partitionServed(k, node)
+	for k, node := range r.nodes {
+		reason := partitionServed(k, node, len(r.nodes) > 1)
 		if reason == "" {
 			r.servedAt[k] = now
 			continue
 		}
-		if r.servedAt[k].IsZero() || now.Sub(r.servedAt[k]) > leaderWait {
+		// A draining node is not ready at once: it is going away, and its
+		// callers should move now, not after the grace of an election.
+		if r.servedAt[k].IsZero() || now.Sub(r.servedAt[k]) > leaderWait || node.Draining() {
 			return readiness{reason: reason}
 		}
 	}
@@ -188,20 +191,26 @@ func (r *Router) serves(now time.Time) readiness {
 }
 
 // partitionServed is why this node cannot serve partition k now ("" when
-// it can).
-func partitionServed(k int, node *cluster.Node) string {
-	if node.IsLeader() {
-		if ok, reason := node.Ready(); !ok {
-			return fmt.Sprintf("partition %d: %s", k, reason)
+// it can), naming the partition on a node of several.
+func partitionServed(k int, node *cluster.Node, several bool) string {
+	named := func(reason string) string {
+		if !several {
+			return reason
 		}
+		return fmt.Sprintf("partition %d: %s", k, reason)
+	}
+	if ok, reason := node.MemberReady(); !ok {
+		return named(reason)
+	}
+	if node.IsLeader() {
 		return ""
 	}
 	l := node.Leader()
 	switch {
 	case l == nil:
-		return fmt.Sprintf("partition %d: no leader is known", k)
+		return named("no leader is known")
 	case l.GrpcAddress == "":
-		return fmt.Sprintf("partition %d: its leader %s has not recorded its gRPC address yet", k, l.Id)
+		return named(fmt.Sprintf("the leader %s has not recorded its gRPC address yet", l.Id))
 	}
 	return ""
 }

@@ -266,7 +266,7 @@ func servePartitions(t *testing.T, n int) (*cluster.Host, string, dexv1.AdminSer
 		lis.Close()
 		t.Fatal(err)
 	}
-	router := NewRouter(host, zap.NewNop(), make([]Options, n))
+	router := NewRouter(host.Nodes(), zap.NewNop(), make([]Options, n))
 	go router.Serve(lis)
 	t.Cleanup(func() {
 		router.Stop(time.Second)

@@ -246,6 +246,9 @@ type Node struct {
 	GRPCAddr string
 	HTTPAddr string
 	DataDir  string
+	// leads: Ready asks /readyz/leader (a cluster of one partition, where
+	// the harness waits for the leader), not /readyz (every healthy node).
+	leads bool
 }
 
 // ClusterOptions configure a local cluster.
@@ -297,7 +300,7 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	for i := 1; i <= opts.Size; i++ {
-		n := &Node{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i))}
+		n := &Node{ID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(opts.Dir, fmt.Sprintf("n%d", i)), leads: opts.Partitions <= 1}
 		n.RaftAddr, n.GRPCAddr, n.HTTPAddr = addrs[3*(i-1)], addrs[3*(i-1)+1], addrs[3*(i-1)+2]
 		peers = append(peers, n.ID+"="+n.RaftAddr)
 		c.Nodes = append(c.Nodes, n)
@@ -374,15 +377,25 @@ func (c *Cluster) Target() string { return "dex:///" + strings.Join(c.GRPCAddrs(
 // gofail's endpoint, /metrics): each gives up after half a second.
 var HTTPClient = &http.Client{Timeout: 500 * time.Millisecond}
 
-// Ready reports whether the node answers 200 on /readyz.
+// Ready reports whether the node answers 200 on its readiness path: in a
+// cluster of one partition /readyz/leader (it leads, as one node at a
+// time does), in a cluster of several /readyz (every healthy node is).
 func (n *Node) Ready() bool {
-	resp, err := HTTPClient.Get("http://" + n.HTTPAddr + "/readyz")
+	resp, err := HTTPClient.Get("http://" + n.HTTPAddr + n.ReadyPath())
 	if err != nil {
 		return false
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode == http.StatusOK
+}
+
+// ReadyPath is the HTTP path Ready asks.
+func (n *Node) ReadyPath() string {
+	if n.leads {
+		return "/readyz/leader"
+	}
+	return "/readyz"
 }
 
 // WaitReady waits until exactly one running node is ready (with ACLs: and

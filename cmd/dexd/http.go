@@ -13,12 +13,16 @@ import (
 	"github.com/dexhq/dex/cluster"
 )
 
-// readySource is what /readyz asks: a node of one partition is ready when
-// it leads and serves; a node of several when it serves every partition.
+// readySource is what the readiness paths ask. /readyz: the node is a
+// healthy member that serves every partition, here or by forwarding to its
+// leader (load balancers and Kubernetes send calls to every such node).
+// /readyz/leader: the node leads (a node of one partition: it is the
+// leader; of several: it leads one) and every partition it leads is ready,
+// for a balancer that sends everything to the leader.
 type readySource interface {
 	Ready() (bool, string)
-	// VerifyLeader confirms with a quorum each leadership the readiness
-	// rests on.
+	LeaderReady() (bool, string)
+	// VerifyLeader confirms with a quorum each leadership this node holds.
 	VerifyLeader(timeout time.Duration) error
 }
 
@@ -50,24 +54,30 @@ func httpHandler(ready readySource, parts []partitionMetrics, extra ...prometheu
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/readyz", readyHandler(ready.Ready, ready.VerifyLeader))
+	mux.HandleFunc("/readyz/leader", readyHandler(ready.LeaderReady, ready.VerifyLeader))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return mux
+}
+
+// readyHandler answers 200 when ready holds and every leadership this
+// node holds is confirmed by a quorum: a deposed leader that has not heard
+// of the new term yet must not take traffic.
+func readyHandler(ready func() (bool, string), verify func(time.Duration) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if ok, reason := ready.Ready(); !ok {
+		if ok, reason := ready(); !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			w.Write([]byte(reason + "\n"))
 			return
 		}
-		// A deposed leader that has not heard of the new term yet must not
-		// take traffic: confirm the leadership with a quorum first.
-		if err := ready.VerifyLeader(readyzVerifyTimeout); err != nil {
+		if err := verify(readyzVerifyTimeout); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			w.Write([]byte("cannot confirm the leadership with a quorum: " + err.Error() + "\n"))
 			return
 		}
 		w.Write([]byte("ready\n"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	return mux
+	}
 }
 
 // readyzVerifyTimeout bounds the quorum round trip of one /readyz.

@@ -33,7 +33,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 }
 
 // readOnlyPaths answer GET and HEAD only.
-var readOnlyPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+var readOnlyPaths = map[string]bool{"/healthz": true, "/readyz": true, "/readyz/leader": true, "/metrics": true}
 
 func limitRequests(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -382,7 +382,6 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	if host != nil {
 		shutdownRaft = host.Shutdown
 	}
-	first := stacks[0]
 	if o.cpuProfile != "" {
 		// After Open: a profile in a new data dir would make it look foreign.
 		stopProfile, err := startCPUProfile(o.cpuProfile, o.dataDir)
@@ -399,21 +398,18 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 		so.ServerOptions = append(grpcMetrics.ServerOptions(), o.tracing.ServerOptions()...)
 		return so
 	}
-	var (
-		srv    grpcServer
-		ready  readySource = node
-		router *server.Router
-	)
+	// Every node serves every call: here when it leads the call's
+	// partition, else forwarded to the node that does.
+	nodes := []*cluster.Node{node}
 	if host != nil {
-		opts := make([]server.Options, len(stacks))
-		for k, st := range stacks {
-			opts[k] = shared(st.serverOptions(o))
-		}
-		router = server.NewRouter(host, log, opts)
-		srv, ready = router, partitionsReady{router: router, host: host}
-	} else {
-		srv = server.New(node, log, shared(first.serverOptions(o)))
+		nodes = host.Nodes()
 	}
+	opts := make([]server.Options, len(stacks))
+	for k, st := range stacks {
+		opts[k] = shared(st.serverOptions(o))
+	}
+	srv := server.NewRouter(nodes, log, opts)
+	ready := nodeReadiness{router: srv, nodes: nodes}
 	grpcMetrics.Initialize(srv.ServiceInfo())
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(grpcLis) }()
@@ -421,9 +417,7 @@ func serve(o *options, store *archive.Store, log *zap.Logger) error {
 	var parts []partitionMetrics
 	for k, st := range stacks {
 		pc := append(st.nm.Collectors(), workerHealthCollector{health: st.disp.WorkerHealth}, unhealthyWorkersCollector{st.disp})
-		if router != nil {
-			pc = append(pc, forwardedCollector(router, k))
-		}
+		pc = append(pc, forwardedCollector(srv, k))
 		parts = append(parts, partitionMetrics{node: st.node, collectors: pc})
 	}
 	ui, closeUI := newConsole(node, o, tlsStore)

@@ -2,42 +2,56 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 
 	"github.com/dexhq/dex/api/server"
 	"github.com/dexhq/dex/cluster"
 )
 
-// grpcServer is a node's gRPC server: one partition's (server.Server) or
-// the router of several (server.Router).
-type grpcServer interface {
-	Serve(lis net.Listener) error
-	Stop(timeout time.Duration)
-	ServiceInfo() map[string]grpc.ServiceInfo
-}
-
-// partitionsReady is the readiness of a node of several partitions: it
-// serves every partition (server.Router.Ready), and the leaderships it
-// holds are confirmed by a quorum.
-type partitionsReady struct {
+// nodeReadiness is the readiness of a node, of one partition or several:
+// /readyz when it serves every partition (server.Router.Ready), and
+// /readyz/leader when it leads a partition and every partition it leads
+// is ready; the leaderships either rests on are confirmed by a quorum.
+type nodeReadiness struct {
 	router *server.Router
-	host   *cluster.Host
+	nodes  []*cluster.Node
 }
 
-func (p partitionsReady) Ready() (bool, string) { return p.router.Ready() }
+func (p nodeReadiness) Ready() (bool, string) { return p.router.Ready() }
 
-func (p partitionsReady) VerifyLeader(timeout time.Duration) error {
-	for k, n := range p.host.Nodes() {
+func (p nodeReadiness) LeaderReady() (bool, string) {
+	if len(p.nodes) == 1 {
+		return p.nodes[0].Ready()
+	}
+	led := 0
+	for k, n := range p.nodes {
+		if !n.IsLeader() {
+			continue
+		}
+		led++
+		if ok, reason := n.Ready(); !ok {
+			return false, fmt.Sprintf("partition %d: %s", k, reason)
+		}
+	}
+	if led == 0 {
+		return false, "this node leads no partition"
+	}
+	return true, ""
+}
+
+func (p nodeReadiness) VerifyLeader(timeout time.Duration) error {
+	for k, n := range p.nodes {
 		if !n.IsLeader() {
 			continue
 		}
 		if err := n.VerifyLeader(timeout); err != nil {
+			if len(p.nodes) == 1 {
+				return err
+			}
 			return fmt.Errorf("partition %d: %w", k, err)
 		}
 	}

@@ -97,7 +97,8 @@ func TestHeadlessServicePublishesEveryNode(t *testing.T) {
 	if peers.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Errorf("%s clusterIP %q, want None (headless)", peersName, peers.Spec.ClusterIP)
 	}
-	// Followers are never Ready: without this they would have no DNS name.
+	// A pod not Ready yet (starting, catching up) must have a DNS name too,
+	// or the nodes could not find each other to elect a leader.
 	if !peers.Spec.PublishNotReadyAddresses {
 		t.Errorf("%s must publish not-ready addresses", peersName)
 	}
@@ -115,8 +116,11 @@ func TestStatefulSetRunsThreeNodesFromTheirNames(t *testing.T) {
 	if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
 		t.Errorf("podManagementPolicy %q: the first leader needs all three pods started together", sts.Spec.PodManagementPolicy)
 	}
-	if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
-		t.Errorf("updateStrategy %q: a RollingUpdate waits for followers that are never Ready", sts.Spec.UpdateStrategy.Type)
+	// Every healthy pod is Ready, so a RollingUpdate replaces one at a time
+	// and waits for each to catch up; more than one at once loses the quorum.
+	if u := sts.Spec.UpdateStrategy; u.Type != appsv1.RollingUpdateStatefulSetStrategyType ||
+		(u.RollingUpdate != nil && u.RollingUpdate.MaxUnavailable != nil && *u.RollingUpdate.MaxUnavailable != intstr.FromInt32(1)) {
+		t.Errorf("updateStrategy %+v, want RollingUpdate, one pod at a time", u)
 	}
 	c := container(t, sts.Spec.Template.Spec, "dexd")
 	envFromField(t, c, "POD_NAME", "metadata.name")
@@ -194,15 +198,15 @@ func TestProbesUseTheHTTPPort(t *testing.T) {
 	}
 }
 
-func TestClientServiceFollowsTheLeader(t *testing.T) {
+func TestClientServiceReachesTheReadyPods(t *testing.T) {
 	m := mustLoad(t)
 	svc, sts := m.services[nodesName], m.statefulSets[nodesName]
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		t.Errorf("the client Service %s is headless", nodesName)
 	}
-	// Its endpoints must be the Ready pods alone: the leader.
+	// Its endpoints must be the Ready pods alone: the healthy members.
 	if svc.Spec.PublishNotReadyAddresses {
-		t.Errorf("the client Service %s publishes not-ready pods: clients would reach followers", nodesName)
+		t.Errorf("the client Service %s publishes not-ready pods: clients would reach a node that is catching up or draining", nodesName)
 	}
 	if !selects(t, svc.Spec.Selector, sts) {
 		t.Errorf("the client Service %s does not select the StatefulSet's pods", nodesName)
