@@ -9,17 +9,19 @@ import "github.com/dexhq/dex/fsm/fsmpb"
 // command applies as an entry of its own would, at the entry's index.
 
 // LogVersion is the newest log entry format this build applies: 2 reads
-// Batch entries, 3 SetTurnFolding, FoldTurns and the ImportSession commands. A node records it in its
+// Batch entries, 3 SetTurnFolding, FoldTurns and the ImportSession commands,
+// 4 ForkSessionBegin and ForkSessionEnd. A node records it in its
 // NodeInfo; a leader writes an entry of a version only once every member
 // recorded that version or a newer one, so in a rolling upgrade no member
 // meets an entry it cannot apply.
-const LogVersion = 3
+const LogVersion = 4
 
 // The log versions that brought entry formats in.
 const (
 	BatchLogVersion  = 2
 	FoldLogVersion   = 3
 	ImportLogVersion = 3
+	// ForkLogVersion is in fork.go.
 )
 
 // EncodeBatch turns encoded commands (Encode's) into the bytes of one log

@@ -77,6 +77,11 @@ var fencedValid = map[protoreflect.FullName]proto.Message{
 	}},
 	"dex.fsm.v1.ImportSessionPage": &fsmpb.ImportSessionPage{SessionId: "imported", Events: []*fsmpb.Event{{Seq: 1, SessionId: "imported", Ordinal: 1}}},
 	"dex.fsm.v1.ImportSessionEnd":  &fsmpb.ImportSessionEnd{SessionId: "imported"},
+	"dex.fsm.v1.ForkSessionBegin": &fsmpb.ForkSessionBegin{SourceId: "s1", AtSeq: 1, Session: &fsmpb.Session{
+		Id: "fork", Status: fsmpb.SessionStatus_SESSION_STATUS_IDLE, NextStep: 1, NextTurn: 1, NextHistory: 2, NextInbox: 1,
+		HistoryCount: 1, ForkedFrom: "s1", ForkedAtSeq: 1,
+	}},
+	"dex.fsm.v1.ForkSessionEnd": &fsmpb.ForkSessionEnd{SessionId: "fork"},
 }
 
 // A fenced command from an older epoch, or a newer one, is refused as stale

@@ -59,5 +59,9 @@ var commandTable = []command{
 	unfenced((*fsmpb.Command).GetSetBudget, (*applier).setBudget),
 	// Labels change what ListSessions finds, never what runs.
 	unfenced((*fsmpb.Command).GetSetLabels, (*applier).setLabels),
+	// A fork's Begin writes a placeholder, its pages are ImportSessionPage
+	// commands; its End may start the fork's first turn.
+	fenced((*fsmpb.Command).GetForkSessionBegin, checkForkBegin, (*applier).forkSessionBegin),
+	fenced((*fsmpb.Command).GetForkSessionEnd, checkForkEnd, (*applier).forkSessionEnd).queues(),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

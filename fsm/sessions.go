@@ -144,9 +144,9 @@ func (a *applier) startTurn(s *fsmpb.Session) {
 		a.pauseWith(s, fsmpb.PauseReason_PAUSE_REASON_BUDGET, msg) // the inbox waits for the resume
 		return
 	}
-	t := &fsmpb.Turn{Number: s.NextTurn, Input: fsmpb.TurnInput_TURN_INPUT_MESSAGES}
-	s.NextTurn++
 	boundary := s.NextHistory // the turn's own messages start here
+	t := &fsmpb.Turn{Number: s.NextTurn, Input: fsmpb.TurnInput_TURN_INPUT_MESSAGES, FirstHistorySeq: boundary}
+	s.NextTurn++
 	for _, m := range a.drainInbox(s) {
 		t.MessageIds = append(t.MessageIds, m.Id)
 		a.appendHistory(s, &fsmpb.HistoryEntry{

@@ -70,6 +70,142 @@ func (SessionOrder) EnumDescriptor() ([]byte, []int) {
 	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
 }
 
+type ForkSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session forked: the call is served by its partition.
+	SourceSessionId string `protobuf:"bytes,1,opt,name=source_session_id,json=sourceSessionId,proto3" json:"source_session_id,omitempty"`
+	// The source's history entry the fork's history ends with (inclusive).
+	AtSeq uint64 `protobuf:"varint,2,opt,name=at_seq,json=atSeq,proto3" json:"at_seq,omitempty"`
+	// Optional: the fork's first message, which starts its first turn.
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// Optional: the fork's labels, replacing the source's (docs/labels.md).
+	Labels []*Label `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty"`
+	// Optional: the fork's agent (empty: the source's).
+	Agent string `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Optional: the fork's id; it must live in the source's partition. A
+	// repeat with the same id answers AlreadyExists. Empty: the server
+	// draws one.
+	SessionId     string `protobuf:"bytes,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkSessionRequest) Reset() {
+	*x = ForkSessionRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkSessionRequest) ProtoMessage() {}
+
+func (x *ForkSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkSessionRequest.ProtoReflect.Descriptor instead.
+func (*ForkSessionRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ForkSessionRequest) GetSourceSessionId() string {
+	if x != nil {
+		return x.SourceSessionId
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetAtSeq() uint64 {
+	if x != nil {
+		return x.AtSeq
+	}
+	return 0
+}
+
+func (x *ForkSessionRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ForkSessionRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type ForkSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkSessionResponse) Reset() {
+	*x = ForkSessionResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkSessionResponse) ProtoMessage() {}
+
+func (x *ForkSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkSessionResponse.ProtoReflect.Descriptor instead.
+func (*ForkSessionResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForkSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 type SetLabelsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -81,7 +217,7 @@ type SetLabelsRequest struct {
 
 func (x *SetLabelsRequest) Reset() {
 	*x = SetLabelsRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	mi := &file_dex_v1_sessions_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -93,7 +229,7 @@ func (x *SetLabelsRequest) String() string {
 func (*SetLabelsRequest) ProtoMessage() {}
 
 func (x *SetLabelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[0]
+	mi := &file_dex_v1_sessions_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -106,7 +242,7 @@ func (x *SetLabelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLabelsRequest.ProtoReflect.Descriptor instead.
 func (*SetLabelsRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SetLabelsRequest) GetSessionId() string {
@@ -139,7 +275,7 @@ type SetLabelsResponse struct {
 
 func (x *SetLabelsResponse) Reset() {
 	*x = SetLabelsResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	mi := &file_dex_v1_sessions_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +287,7 @@ func (x *SetLabelsResponse) String() string {
 func (*SetLabelsResponse) ProtoMessage() {}
 
 func (x *SetLabelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[1]
+	mi := &file_dex_v1_sessions_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +300,7 @@ func (x *SetLabelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLabelsResponse.ProtoReflect.Descriptor instead.
 func (*SetLabelsResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{1}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SetLabelsResponse) GetSession() *Session {
@@ -184,7 +320,7 @@ type SetBudgetRequest struct {
 
 func (x *SetBudgetRequest) Reset() {
 	*x = SetBudgetRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[2]
+	mi := &file_dex_v1_sessions_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -196,7 +332,7 @@ func (x *SetBudgetRequest) String() string {
 func (*SetBudgetRequest) ProtoMessage() {}
 
 func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[2]
+	mi := &file_dex_v1_sessions_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -209,7 +345,7 @@ func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetRequest.ProtoReflect.Descriptor instead.
 func (*SetBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{2}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetBudgetRequest) GetSessionId() string {
@@ -235,7 +371,7 @@ type SetBudgetResponse struct {
 
 func (x *SetBudgetResponse) Reset() {
 	*x = SetBudgetResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[3]
+	mi := &file_dex_v1_sessions_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -247,7 +383,7 @@ func (x *SetBudgetResponse) String() string {
 func (*SetBudgetResponse) ProtoMessage() {}
 
 func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[3]
+	mi := &file_dex_v1_sessions_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -260,7 +396,7 @@ func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetResponse.ProtoReflect.Descriptor instead.
 func (*SetBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{3}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SetBudgetResponse) GetSession() *Session {
@@ -309,7 +445,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[4]
+	mi := &file_dex_v1_sessions_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +457,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[4]
+	mi := &file_dex_v1_sessions_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +470,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{4}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -430,7 +566,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[5]
+	mi := &file_dex_v1_sessions_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +578,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[5]
+	mi := &file_dex_v1_sessions_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +591,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{5}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -479,7 +615,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[6]
+	mi := &file_dex_v1_sessions_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +627,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[6]
+	mi := &file_dex_v1_sessions_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +640,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{6}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SendMessageRequest) GetSessionId() string {
@@ -538,7 +674,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[7]
+	mi := &file_dex_v1_sessions_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +686,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[7]
+	mi := &file_dex_v1_sessions_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +699,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{7}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SendMessageResponse) GetDuplicate() bool {
@@ -596,7 +732,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[8]
+	mi := &file_dex_v1_sessions_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +744,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[8]
+	mi := &file_dex_v1_sessions_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +757,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{8}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -689,7 +825,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[9]
+	mi := &file_dex_v1_sessions_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +837,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[9]
+	mi := &file_dex_v1_sessions_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +850,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{9}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -791,14 +927,16 @@ type ListSessionsRequest struct {
 	// before filters existed), otherwise by creation time.
 	OrderBy SessionOrder `protobuf:"varint,11,opt,name=order_by,json=orderBy,proto3,enum=dex.v1.SessionOrder" json:"order_by,omitempty"`
 	// Newest first.
-	Descending    bool `protobuf:"varint,12,opt,name=descending,proto3" json:"descending,omitempty"`
+	Descending bool `protobuf:"varint,12,opt,name=descending,proto3" json:"descending,omitempty"`
+	// Only the forks of this session (docs/forks.md).
+	ForkedFrom    string `protobuf:"bytes,13,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[10]
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +948,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[10]
+	mi := &file_dex_v1_sessions_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +961,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{10}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListSessionsRequest) GetPageSize() uint32 {
@@ -910,6 +1048,13 @@ func (x *ListSessionsRequest) GetDescending() bool {
 	return false
 }
 
+func (x *ListSessionsRequest) GetForkedFrom() string {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return ""
+}
+
 type SessionSummary struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -920,13 +1065,16 @@ type SessionSummary struct {
 	CreatedAtMs    int64                  `protobuf:"varint,6,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
 	Agent          string                 `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
 	Labels         []*Label               `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set on a fork: its source and the source's entry it was forked at.
+	ForkedFrom    string `protobuf:"bytes,9,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	ForkedAtSeq   uint64 `protobuf:"varint,10,opt,name=forked_at_seq,json=forkedAtSeq,proto3" json:"forked_at_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionSummary) Reset() {
 	*x = SessionSummary{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[11]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1086,7 @@ func (x *SessionSummary) String() string {
 func (*SessionSummary) ProtoMessage() {}
 
 func (x *SessionSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[11]
+	mi := &file_dex_v1_sessions_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1099,7 @@ func (x *SessionSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionSummary.ProtoReflect.Descriptor instead.
 func (*SessionSummary) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{11}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SessionSummary) GetId() string {
@@ -1010,6 +1158,20 @@ func (x *SessionSummary) GetLabels() []*Label {
 	return nil
 }
 
+func (x *SessionSummary) GetForkedFrom() string {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetForkedAtSeq() uint64 {
+	if x != nil {
+		return x.ForkedAtSeq
+	}
+	return 0
+}
+
 type ListSessionsResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Sessions []*SessionSummary      `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
@@ -1023,7 +1185,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1197,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[12]
+	mi := &file_dex_v1_sessions_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1210,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{12}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionSummary {
@@ -1083,7 +1245,7 @@ type WatchSessionRequest struct {
 
 func (x *WatchSessionRequest) Reset() {
 	*x = WatchSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1257,7 @@ func (x *WatchSessionRequest) String() string {
 func (*WatchSessionRequest) ProtoMessage() {}
 
 func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[13]
+	mi := &file_dex_v1_sessions_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1270,7 @@ func (x *WatchSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSessionRequest.ProtoReflect.Descriptor instead.
 func (*WatchSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{13}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchSessionRequest) GetSessionId() string {
@@ -1150,7 +1312,7 @@ type OutputOffset struct {
 
 func (x *OutputOffset) Reset() {
 	*x = OutputOffset{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1324,7 @@ func (x *OutputOffset) String() string {
 func (*OutputOffset) ProtoMessage() {}
 
 func (x *OutputOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[14]
+	mi := &file_dex_v1_sessions_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1337,7 @@ func (x *OutputOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputOffset.ProtoReflect.Descriptor instead.
 func (*OutputOffset) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{14}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OutputOffset) GetStepId() string {
@@ -1212,7 +1374,7 @@ type ResolveApprovalRequest struct {
 
 func (x *ResolveApprovalRequest) Reset() {
 	*x = ResolveApprovalRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1386,7 @@ func (x *ResolveApprovalRequest) String() string {
 func (*ResolveApprovalRequest) ProtoMessage() {}
 
 func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[15]
+	mi := &file_dex_v1_sessions_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1399,7 @@ func (x *ResolveApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{15}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResolveApprovalRequest) GetStepId() string {
@@ -1269,7 +1431,7 @@ type ResolveApprovalResponse struct {
 
 func (x *ResolveApprovalResponse) Reset() {
 	*x = ResolveApprovalResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1443,7 @@ func (x *ResolveApprovalResponse) String() string {
 func (*ResolveApprovalResponse) ProtoMessage() {}
 
 func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[16]
+	mi := &file_dex_v1_sessions_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1456,7 @@ func (x *ResolveApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ResolveApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{16}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
 }
 
 type AnswerQuestionRequest struct {
@@ -1309,7 +1471,7 @@ type AnswerQuestionRequest struct {
 
 func (x *AnswerQuestionRequest) Reset() {
 	*x = AnswerQuestionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1483,7 @@ func (x *AnswerQuestionRequest) String() string {
 func (*AnswerQuestionRequest) ProtoMessage() {}
 
 func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[17]
+	mi := &file_dex_v1_sessions_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1496,7 @@ func (x *AnswerQuestionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{17}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AnswerQuestionRequest) GetStepId() string {
@@ -1359,7 +1521,7 @@ type AnswerQuestionResponse struct {
 
 func (x *AnswerQuestionResponse) Reset() {
 	*x = AnswerQuestionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1533,7 @@ func (x *AnswerQuestionResponse) String() string {
 func (*AnswerQuestionResponse) ProtoMessage() {}
 
 func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[18]
+	mi := &file_dex_v1_sessions_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1546,7 @@ func (x *AnswerQuestionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerQuestionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerQuestionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{18}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
 }
 
 type ResumeSessionRequest struct {
@@ -1399,7 +1561,7 @@ type ResumeSessionRequest struct {
 
 func (x *ResumeSessionRequest) Reset() {
 	*x = ResumeSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1573,7 @@ func (x *ResumeSessionRequest) String() string {
 func (*ResumeSessionRequest) ProtoMessage() {}
 
 func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[19]
+	mi := &file_dex_v1_sessions_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1586,7 @@ func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
 func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{19}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ResumeSessionRequest) GetSessionId() string {
@@ -1449,7 +1611,7 @@ type ResumeSessionResponse struct {
 
 func (x *ResumeSessionResponse) Reset() {
 	*x = ResumeSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1623,7 @@ func (x *ResumeSessionResponse) String() string {
 func (*ResumeSessionResponse) ProtoMessage() {}
 
 func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[20]
+	mi := &file_dex_v1_sessions_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1636,7 @@ func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
 func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{20}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
 }
 
 type ReconcileOutcomeRequest struct {
@@ -1492,7 +1654,7 @@ type ReconcileOutcomeRequest struct {
 
 func (x *ReconcileOutcomeRequest) Reset() {
 	*x = ReconcileOutcomeRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1666,7 @@ func (x *ReconcileOutcomeRequest) String() string {
 func (*ReconcileOutcomeRequest) ProtoMessage() {}
 
 func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[21]
+	mi := &file_dex_v1_sessions_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1679,7 @@ func (x *ReconcileOutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{21}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReconcileOutcomeRequest) GetStepId() string {
@@ -1549,7 +1711,7 @@ type ReconcileOutcomeResponse struct {
 
 func (x *ReconcileOutcomeResponse) Reset() {
 	*x = ReconcileOutcomeResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1723,7 @@ func (x *ReconcileOutcomeResponse) String() string {
 func (*ReconcileOutcomeResponse) ProtoMessage() {}
 
 func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[22]
+	mi := &file_dex_v1_sessions_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1736,7 @@ func (x *ReconcileOutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileOutcomeResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileOutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{22}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
 }
 
 // The detail of WatchSession's OutOfRange: events after after_seq were
@@ -1592,7 +1754,7 @@ type EventsNotKept struct {
 
 func (x *EventsNotKept) Reset() {
 	*x = EventsNotKept{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1766,7 @@ func (x *EventsNotKept) String() string {
 func (*EventsNotKept) ProtoMessage() {}
 
 func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[23]
+	mi := &file_dex_v1_sessions_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1779,7 @@ func (x *EventsNotKept) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsNotKept.ProtoReflect.Descriptor instead.
 func (*EventsNotKept) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{23}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EventsNotKept) GetSessionId() string {
@@ -1658,7 +1820,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1832,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[24]
+	mi := &file_dex_v1_sessions_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1845,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{24}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1701,7 +1863,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +1875,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[25]
+	mi := &file_dex_v1_sessions_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +1888,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{25}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
 }
 
 type EditHistoryRequest struct {
@@ -1744,7 +1906,7 @@ type EditHistoryRequest struct {
 
 func (x *EditHistoryRequest) Reset() {
 	*x = EditHistoryRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1918,7 @@ func (x *EditHistoryRequest) String() string {
 func (*EditHistoryRequest) ProtoMessage() {}
 
 func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[26]
+	mi := &file_dex_v1_sessions_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1931,7 @@ func (x *EditHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryRequest.ProtoReflect.Descriptor instead.
 func (*EditHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{26}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EditHistoryRequest) GetSessionId() string {
@@ -1804,7 +1966,7 @@ type EditHistoryResponse struct {
 
 func (x *EditHistoryResponse) Reset() {
 	*x = EditHistoryResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1978,7 @@ func (x *EditHistoryResponse) String() string {
 func (*EditHistoryResponse) ProtoMessage() {}
 
 func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[27]
+	mi := &file_dex_v1_sessions_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1991,7 @@ func (x *EditHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditHistoryResponse.ProtoReflect.Descriptor instead.
 func (*EditHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{27}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EditHistoryResponse) GetHistoryCount() uint64 {
@@ -1861,7 +2023,7 @@ type CancelSessionRequest struct {
 
 func (x *CancelSessionRequest) Reset() {
 	*x = CancelSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +2035,7 @@ func (x *CancelSessionRequest) String() string {
 func (*CancelSessionRequest) ProtoMessage() {}
 
 func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[28]
+	mi := &file_dex_v1_sessions_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +2048,7 @@ func (x *CancelSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionRequest.ProtoReflect.Descriptor instead.
 func (*CancelSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{28}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CancelSessionRequest) GetSessionId() string {
@@ -1922,7 +2084,7 @@ type CancelSessionResponse struct {
 
 func (x *CancelSessionResponse) Reset() {
 	*x = CancelSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[29]
+	mi := &file_dex_v1_sessions_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2096,7 @@ func (x *CancelSessionResponse) String() string {
 func (*CancelSessionResponse) ProtoMessage() {}
 
 func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[29]
+	mi := &file_dex_v1_sessions_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2109,7 @@ func (x *CancelSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSessionResponse.ProtoReflect.Descriptor instead.
 func (*CancelSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{29}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CancelSessionResponse) GetStepsCancelled() uint32 {
@@ -1974,7 +2136,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[30]
+	mi := &file_dex_v1_sessions_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2148,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[30]
+	mi := &file_dex_v1_sessions_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2161,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{30}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -2020,7 +2182,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[31]
+	mi := &file_dex_v1_sessions_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2194,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[31]
+	mi := &file_dex_v1_sessions_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2207,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{31}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CloseSessionResponse) GetSession() *Session {
@@ -2065,7 +2227,7 @@ type ImportSessionRequest struct {
 
 func (x *ImportSessionRequest) Reset() {
 	*x = ImportSessionRequest{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[32]
+	mi := &file_dex_v1_sessions_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2239,7 @@ func (x *ImportSessionRequest) String() string {
 func (*ImportSessionRequest) ProtoMessage() {}
 
 func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[32]
+	mi := &file_dex_v1_sessions_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2252,7 @@ func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{32}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ImportSessionRequest) GetChunk() []byte {
@@ -2114,7 +2276,7 @@ type ImportSessionResponse struct {
 
 func (x *ImportSessionResponse) Reset() {
 	*x = ImportSessionResponse{}
-	mi := &file_dex_v1_sessions_proto_msgTypes[33]
+	mi := &file_dex_v1_sessions_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2288,7 @@ func (x *ImportSessionResponse) String() string {
 func (*ImportSessionResponse) ProtoMessage() {}
 
 func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_v1_sessions_proto_msgTypes[33]
+	mi := &file_dex_v1_sessions_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2301,7 @@ func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{33}
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ImportSessionResponse) GetSessionId() string {
@@ -2181,7 +2343,17 @@ var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\n" +
-	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"j\n" +
+	"\x15dex/v1/sessions.proto\x12\x06dex.v1\x1a\x12dex/v1/types.proto\"\xcd\x01\n" +
+	"\x12ForkSessionRequest\x12*\n" +
+	"\x11source_session_id\x18\x01 \x01(\tR\x0fsourceSessionId\x12\x15\n" +
+	"\x06at_seq\x18\x02 \x01(\x04R\x05atSeq\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12%\n" +
+	"\x06labels\x18\x04 \x03(\v2\r.dex.v1.LabelR\x06labels\x12\x14\n" +
+	"\x05agent\x18\x05 \x01(\tR\x05agent\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x06 \x01(\tR\tsessionId\"@\n" +
+	"\x13ForkSessionResponse\x12)\n" +
+	"\asession\x18\x01 \x01(\v2\x0f.dex.v1.SessionR\asession\"j\n" +
 	"\x10SetLabelsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +
@@ -2237,7 +2409,7 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\x10next_steps_after\x18\x04 \x01(\x04R\x0enextStepsAfter\x12$\n" +
 	"\x0elast_event_seq\x18\x05 \x01(\x04R\flastEventSeq\x125\n" +
 	"\ffolded_turns\x18\x06 \x03(\v2\x12.dex.v1.FoldedTurnR\vfoldedTurns\x123\n" +
-	"\x16next_folded_after_turn\x18\a \x01(\x04R\x13nextFoldedAfterTurn\"\xd7\x03\n" +
+	"\x16next_folded_after_turn\x18\a \x01(\x04R\x13nextFoldedAfterTurn\"\xf8\x03\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -2254,7 +2426,9 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\border_by\x18\v \x01(\x0e2\x14.dex.v1.SessionOrderR\aorderBy\x12\x1e\n" +
 	"\n" +
 	"descending\x18\f \x01(\bR\n" +
-	"descending\"\x9a\x02\n" +
+	"descending\x12\x1f\n" +
+	"\vforked_from\x18\r \x01(\tR\n" +
+	"forkedFrom\"\xdf\x02\n" +
 	"\x0eSessionSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -2263,7 +2437,11 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\rupdated_at_ms\x18\x05 \x01(\x03R\vupdatedAtMs\x12\"\n" +
 	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\x12\x14\n" +
 	"\x05agent\x18\a \x01(\tR\x05agent\x12%\n" +
-	"\x06labels\x18\b \x03(\v2\r.dex.v1.LabelR\x06labels\"r\n" +
+	"\x06labels\x18\b \x03(\v2\r.dex.v1.LabelR\x06labels\x12\x1f\n" +
+	"\vforked_from\x18\t \x01(\tR\n" +
+	"forkedFrom\x12\"\n" +
+	"\rforked_at_seq\x18\n" +
+	" \x01(\x04R\vforkedAtSeq\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xaf\x01\n" +
@@ -2340,7 +2518,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\fSessionOrder\x12\x1d\n" +
 	"\x19SESSION_ORDER_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SESSION_ORDER_CREATED\x10\x01\x12\x19\n" +
-	"\x15SESSION_ORDER_UPDATED\x10\x022\xc1\t\n" +
+	"\x15SESSION_ORDER_UPDATED\x10\x022\x89\n" +
+	"\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -2358,7 +2537,8 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\fCloseSession\x12\x1b.dex.v1.CloseSessionRequest\x1a\x1c.dex.v1.CloseSessionResponse\x12N\n" +
 	"\rImportSession\x12\x1c.dex.v1.ImportSessionRequest\x1a\x1d.dex.v1.ImportSessionResponse(\x01\x12@\n" +
 	"\tSetBudget\x12\x18.dex.v1.SetBudgetRequest\x1a\x19.dex.v1.SetBudgetResponse\x12@\n" +
-	"\tSetLabels\x12\x18.dex.v1.SetLabelsRequest\x1a\x19.dex.v1.SetLabelsResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\tSetLabels\x12\x18.dex.v1.SetLabelsRequest\x1a\x19.dex.v1.SetLabelsResponse\x12F\n" +
+	"\vForkSession\x12\x1a.dex.v1.ForkSessionRequest\x1a\x1b.dex.v1.ForkSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -2373,112 +2553,118 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 }
 
 var file_dex_v1_sessions_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(SessionOrder)(0),                // 0: dex.v1.SessionOrder
-	(*SetLabelsRequest)(nil),         // 1: dex.v1.SetLabelsRequest
-	(*SetLabelsResponse)(nil),        // 2: dex.v1.SetLabelsResponse
-	(*SetBudgetRequest)(nil),         // 3: dex.v1.SetBudgetRequest
-	(*SetBudgetResponse)(nil),        // 4: dex.v1.SetBudgetResponse
-	(*CreateSessionRequest)(nil),     // 5: dex.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 6: dex.v1.CreateSessionResponse
-	(*SendMessageRequest)(nil),       // 7: dex.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),      // 8: dex.v1.SendMessageResponse
-	(*GetSessionRequest)(nil),        // 9: dex.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 10: dex.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),      // 11: dex.v1.ListSessionsRequest
-	(*SessionSummary)(nil),           // 12: dex.v1.SessionSummary
-	(*ListSessionsResponse)(nil),     // 13: dex.v1.ListSessionsResponse
-	(*WatchSessionRequest)(nil),      // 14: dex.v1.WatchSessionRequest
-	(*OutputOffset)(nil),             // 15: dex.v1.OutputOffset
-	(*ResolveApprovalRequest)(nil),   // 16: dex.v1.ResolveApprovalRequest
-	(*ResolveApprovalResponse)(nil),  // 17: dex.v1.ResolveApprovalResponse
-	(*AnswerQuestionRequest)(nil),    // 18: dex.v1.AnswerQuestionRequest
-	(*AnswerQuestionResponse)(nil),   // 19: dex.v1.AnswerQuestionResponse
-	(*ResumeSessionRequest)(nil),     // 20: dex.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil),    // 21: dex.v1.ResumeSessionResponse
-	(*ReconcileOutcomeRequest)(nil),  // 22: dex.v1.ReconcileOutcomeRequest
-	(*ReconcileOutcomeResponse)(nil), // 23: dex.v1.ReconcileOutcomeResponse
-	(*EventsNotKept)(nil),            // 24: dex.v1.EventsNotKept
-	(*DeleteSessionRequest)(nil),     // 25: dex.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 26: dex.v1.DeleteSessionResponse
-	(*EditHistoryRequest)(nil),       // 27: dex.v1.EditHistoryRequest
-	(*EditHistoryResponse)(nil),      // 28: dex.v1.EditHistoryResponse
-	(*CancelSessionRequest)(nil),     // 29: dex.v1.CancelSessionRequest
-	(*CancelSessionResponse)(nil),    // 30: dex.v1.CancelSessionResponse
-	(*CloseSessionRequest)(nil),      // 31: dex.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),     // 32: dex.v1.CloseSessionResponse
-	(*ImportSessionRequest)(nil),     // 33: dex.v1.ImportSessionRequest
-	(*ImportSessionResponse)(nil),    // 34: dex.v1.ImportSessionResponse
-	(*Label)(nil),                    // 35: dex.v1.Label
-	(*Session)(nil),                  // 36: dex.v1.Session
-	(*BudgetChange)(nil),             // 37: dex.v1.BudgetChange
-	(*Budget)(nil),                   // 38: dex.v1.Budget
-	(*Step)(nil),                     // 39: dex.v1.Step
-	(*FoldedTurn)(nil),               // 40: dex.v1.FoldedTurn
-	(SessionStatus)(0),               // 41: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 42: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 43: dex.v1.Outcome
-	(*Event)(nil),                    // 44: dex.v1.Event
+	(*ForkSessionRequest)(nil),       // 1: dex.v1.ForkSessionRequest
+	(*ForkSessionResponse)(nil),      // 2: dex.v1.ForkSessionResponse
+	(*SetLabelsRequest)(nil),         // 3: dex.v1.SetLabelsRequest
+	(*SetLabelsResponse)(nil),        // 4: dex.v1.SetLabelsResponse
+	(*SetBudgetRequest)(nil),         // 5: dex.v1.SetBudgetRequest
+	(*SetBudgetResponse)(nil),        // 6: dex.v1.SetBudgetResponse
+	(*CreateSessionRequest)(nil),     // 7: dex.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 8: dex.v1.CreateSessionResponse
+	(*SendMessageRequest)(nil),       // 9: dex.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),      // 10: dex.v1.SendMessageResponse
+	(*GetSessionRequest)(nil),        // 11: dex.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 12: dex.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),      // 13: dex.v1.ListSessionsRequest
+	(*SessionSummary)(nil),           // 14: dex.v1.SessionSummary
+	(*ListSessionsResponse)(nil),     // 15: dex.v1.ListSessionsResponse
+	(*WatchSessionRequest)(nil),      // 16: dex.v1.WatchSessionRequest
+	(*OutputOffset)(nil),             // 17: dex.v1.OutputOffset
+	(*ResolveApprovalRequest)(nil),   // 18: dex.v1.ResolveApprovalRequest
+	(*ResolveApprovalResponse)(nil),  // 19: dex.v1.ResolveApprovalResponse
+	(*AnswerQuestionRequest)(nil),    // 20: dex.v1.AnswerQuestionRequest
+	(*AnswerQuestionResponse)(nil),   // 21: dex.v1.AnswerQuestionResponse
+	(*ResumeSessionRequest)(nil),     // 22: dex.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil),    // 23: dex.v1.ResumeSessionResponse
+	(*ReconcileOutcomeRequest)(nil),  // 24: dex.v1.ReconcileOutcomeRequest
+	(*ReconcileOutcomeResponse)(nil), // 25: dex.v1.ReconcileOutcomeResponse
+	(*EventsNotKept)(nil),            // 26: dex.v1.EventsNotKept
+	(*DeleteSessionRequest)(nil),     // 27: dex.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 28: dex.v1.DeleteSessionResponse
+	(*EditHistoryRequest)(nil),       // 29: dex.v1.EditHistoryRequest
+	(*EditHistoryResponse)(nil),      // 30: dex.v1.EditHistoryResponse
+	(*CancelSessionRequest)(nil),     // 31: dex.v1.CancelSessionRequest
+	(*CancelSessionResponse)(nil),    // 32: dex.v1.CancelSessionResponse
+	(*CloseSessionRequest)(nil),      // 33: dex.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 34: dex.v1.CloseSessionResponse
+	(*ImportSessionRequest)(nil),     // 35: dex.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 36: dex.v1.ImportSessionResponse
+	(*Label)(nil),                    // 37: dex.v1.Label
+	(*Session)(nil),                  // 38: dex.v1.Session
+	(*BudgetChange)(nil),             // 39: dex.v1.BudgetChange
+	(*Budget)(nil),                   // 40: dex.v1.Budget
+	(*Step)(nil),                     // 41: dex.v1.Step
+	(*FoldedTurn)(nil),               // 42: dex.v1.FoldedTurn
+	(SessionStatus)(0),               // 43: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 44: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 45: dex.v1.Outcome
+	(*Event)(nil),                    // 46: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	35, // 0: dex.v1.SetLabelsRequest.set:type_name -> dex.v1.Label
-	36, // 1: dex.v1.SetLabelsResponse.session:type_name -> dex.v1.Session
-	37, // 2: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
-	36, // 3: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
-	38, // 4: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
-	35, // 5: dex.v1.CreateSessionRequest.labels:type_name -> dex.v1.Label
-	36, // 6: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	36, // 7: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	39, // 8: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	40, // 9: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
-	41, // 10: dex.v1.ListSessionsRequest.status:type_name -> dex.v1.SessionStatus
-	35, // 11: dex.v1.ListSessionsRequest.labels:type_name -> dex.v1.Label
-	0,  // 12: dex.v1.ListSessionsRequest.order_by:type_name -> dex.v1.SessionOrder
-	41, // 13: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
-	35, // 14: dex.v1.SessionSummary.labels:type_name -> dex.v1.Label
-	12, // 15: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	15, // 16: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
-	42, // 17: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	43, // 18: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	36, // 19: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
-	5,  // 20: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	7,  // 21: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	9,  // 22: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	11, // 23: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	14, // 24: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	16, // 25: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	18, // 26: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	20, // 27: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	22, // 28: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	25, // 29: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	27, // 30: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	29, // 31: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	31, // 32: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	33, // 33: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
-	3,  // 34: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
-	1,  // 35: dex.v1.SessionService.SetLabels:input_type -> dex.v1.SetLabelsRequest
-	6,  // 36: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	8,  // 37: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	10, // 38: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	13, // 39: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	44, // 40: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	17, // 41: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	19, // 42: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	21, // 43: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	23, // 44: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	26, // 45: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	28, // 46: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	30, // 47: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	32, // 48: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	34, // 49: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
-	4,  // 50: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
-	2,  // 51: dex.v1.SessionService.SetLabels:output_type -> dex.v1.SetLabelsResponse
-	36, // [36:52] is the sub-list for method output_type
-	20, // [20:36] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	37, // 0: dex.v1.ForkSessionRequest.labels:type_name -> dex.v1.Label
+	38, // 1: dex.v1.ForkSessionResponse.session:type_name -> dex.v1.Session
+	37, // 2: dex.v1.SetLabelsRequest.set:type_name -> dex.v1.Label
+	38, // 3: dex.v1.SetLabelsResponse.session:type_name -> dex.v1.Session
+	39, // 4: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
+	38, // 5: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
+	40, // 6: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
+	37, // 7: dex.v1.CreateSessionRequest.labels:type_name -> dex.v1.Label
+	38, // 8: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	38, // 9: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	41, // 10: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	42, // 11: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
+	43, // 12: dex.v1.ListSessionsRequest.status:type_name -> dex.v1.SessionStatus
+	37, // 13: dex.v1.ListSessionsRequest.labels:type_name -> dex.v1.Label
+	0,  // 14: dex.v1.ListSessionsRequest.order_by:type_name -> dex.v1.SessionOrder
+	43, // 15: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	37, // 16: dex.v1.SessionSummary.labels:type_name -> dex.v1.Label
+	14, // 17: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
+	17, // 18: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
+	44, // 19: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	45, // 20: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	38, // 21: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	7,  // 22: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	9,  // 23: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	11, // 24: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	13, // 25: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	16, // 26: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	18, // 27: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	20, // 28: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	22, // 29: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	24, // 30: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	27, // 31: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	29, // 32: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	31, // 33: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	33, // 34: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	35, // 35: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	5,  // 36: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
+	3,  // 37: dex.v1.SessionService.SetLabels:input_type -> dex.v1.SetLabelsRequest
+	1,  // 38: dex.v1.SessionService.ForkSession:input_type -> dex.v1.ForkSessionRequest
+	8,  // 39: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	10, // 40: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	12, // 41: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	15, // 42: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	46, // 43: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	19, // 44: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	21, // 45: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	23, // 46: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	25, // 47: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	28, // 48: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	30, // 49: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	32, // 50: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	34, // 51: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	36, // 52: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	6,  // 53: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
+	4,  // 54: dex.v1.SessionService.SetLabels:output_type -> dex.v1.SetLabelsResponse
+	2,  // 55: dex.v1.SessionService.ForkSession:output_type -> dex.v1.ForkSessionResponse
+	39, // [39:56] is the sub-list for method output_type
+	22, // [22:39] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }
@@ -2487,14 +2673,14 @@ func file_dex_v1_sessions_proto_init() {
 		return
 	}
 	file_dex_v1_types_proto_init()
-	file_dex_v1_sessions_proto_msgTypes[4].OneofWrappers = []any{}
+	file_dex_v1_sessions_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

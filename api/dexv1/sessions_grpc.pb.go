@@ -35,6 +35,7 @@ const (
 	SessionService_ImportSession_FullMethodName    = "/dex.v1.SessionService/ImportSession"
 	SessionService_SetBudget_FullMethodName        = "/dex.v1.SessionService/SetBudget"
 	SessionService_SetLabels_FullMethodName        = "/dex.v1.SessionService/SetLabels"
+	SessionService_ForkSession_FullMethodName      = "/dex.v1.SessionService/ForkSession"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -96,6 +97,16 @@ type SessionServiceClient interface {
 	// one change; a session holds at most 32 labels (docs/labels.md). Bad
 	// input is InvalidArgument and changes nothing.
 	SetLabels(ctx context.Context, in *SetLabelsRequest, opts ...grpc.CallOption) (*SetLabelsResponse, error)
+	// ForkSession creates a new session, in the source's partition, whose
+	// history is the source's up to and including entry at_seq: the recorded
+	// model outputs and tool results are copied, nothing runs again
+	// (docs/forks.md). It has the source's agent and labels unless the
+	// request gives others. With a message, the fork starts its first turn
+	// with it. An unknown source is NotFound; a seq the source does not hold,
+	// a cut between a model output and its tool results, bad labels or a bad
+	// agent are InvalidArgument; an entry of a turn that has not ended is
+	// FailedPrecondition. A refused fork changes nothing.
+	ForkSession(ctx context.Context, in *ForkSessionRequest, opts ...grpc.CallOption) (*ForkSessionResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -278,6 +289,16 @@ func (c *sessionServiceClient) SetLabels(ctx context.Context, in *SetLabelsReque
 	return out, nil
 }
 
+func (c *sessionServiceClient) ForkSession(ctx context.Context, in *ForkSessionRequest, opts ...grpc.CallOption) (*ForkSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_ForkSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -337,6 +358,16 @@ type SessionServiceServer interface {
 	// one change; a session holds at most 32 labels (docs/labels.md). Bad
 	// input is InvalidArgument and changes nothing.
 	SetLabels(context.Context, *SetLabelsRequest) (*SetLabelsResponse, error)
+	// ForkSession creates a new session, in the source's partition, whose
+	// history is the source's up to and including entry at_seq: the recorded
+	// model outputs and tool results are copied, nothing runs again
+	// (docs/forks.md). It has the source's agent and labels unless the
+	// request gives others. With a message, the fork starts its first turn
+	// with it. An unknown source is NotFound; a seq the source does not hold,
+	// a cut between a model output and its tool results, bad labels or a bad
+	// agent are InvalidArgument; an entry of a turn that has not ended is
+	// FailedPrecondition. A refused fork changes nothing.
+	ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -394,6 +425,9 @@ func (UnimplementedSessionServiceServer) SetBudget(context.Context, *SetBudgetRe
 }
 func (UnimplementedSessionServiceServer) SetLabels(context.Context, *SetLabelsRequest) (*SetLabelsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetLabels not implemented")
+}
+func (UnimplementedSessionServiceServer) ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForkSession not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -686,6 +720,24 @@ func _SessionService_SetLabels_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_ForkSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ForkSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ForkSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ForkSession(ctx, req.(*ForkSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -748,6 +800,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetLabels",
 			Handler:    _SessionService_SetLabels_Handler,
+		},
+		{
+			MethodName: "ForkSession",
+			Handler:    _SessionService_ForkSession_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

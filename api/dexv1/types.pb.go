@@ -2010,9 +2010,13 @@ type Turn struct {
 	// The history seq where the tool results of the latest model output begin.
 	ResultsFromSeq uint64 `protobuf:"varint,8,opt,name=results_from_seq,json=resultsFromSeq,proto3" json:"results_from_seq,omitempty"`
 	// What the turn used so far.
-	Usage         *UsageTotals `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Usage *UsageTotals `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The seq of the turn's first history entry: a fork of the session is
+	// refused at this entry and after while the turn has not ended (0: not
+	// recorded, for a turn begun before Dex recorded it).
+	FirstHistorySeq uint64 `protobuf:"varint,11,opt,name=first_history_seq,json=firstHistorySeq,proto3" json:"first_history_seq,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
@@ -2108,6 +2112,13 @@ func (x *Turn) GetUsage() *UsageTotals {
 	return nil
 }
 
+func (x *Turn) GetFirstHistorySeq() uint64 {
+	if x != nil {
+		return x.FirstHistorySeq
+	}
+	return 0
+}
+
 type Session struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2190,7 +2201,12 @@ type Session struct {
 	FairnessWeight uint32 `protobuf:"varint,58,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
 	Provider       string `protobuf:"bytes,59,opt,name=provider,proto3" json:"provider,omitempty"`
 	// The session's labels, sorted by key (docs/labels.md).
-	Labels        []*Label `protobuf:"bytes,60,rep,name=labels,proto3" json:"labels,omitempty"`
+	Labels []*Label `protobuf:"bytes,60,rep,name=labels,proto3" json:"labels,omitempty"`
+	// Set on a fork (docs/forks.md): the session it was forked from and the
+	// source's entry its copied history ends with. A source's forks are
+	// listed by ListSessions with forked_from.
+	ForkedFrom    string `protobuf:"bytes,61,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	ForkedAtSeq   uint64 `protobuf:"varint,62,opt,name=forked_at_seq,json=forkedAtSeq,proto3" json:"forked_at_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2545,6 +2561,20 @@ func (x *Session) GetLabels() []*Label {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *Session) GetForkedFrom() string {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return ""
+}
+
+func (x *Session) GetForkedAtSeq() uint64 {
+	if x != nil {
+		return x.ForkedAtSeq
+	}
+	return 0
 }
 
 // A key/value label of a session (docs/labels.md): a key of at most 63
@@ -4134,7 +4164,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\n" +
 	" \x01(\tR\x0eidempotencyKey\x12\x10\n" +
 	"\x03ran\x18\v \x01(\bR\x03ran\x12\x18\n" +
-	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xc4\x02\n" +
+	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xf0\x02\n" +
 	"\x04Turn\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\x12'\n" +
 	"\x05input\x18\x02 \x01(\x0e2\x11.dex.v1.TurnInputR\x05input\x12\x1f\n" +
@@ -4145,7 +4175,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\tran_calls\x18\x06 \x03(\tR\branCalls\x12&\n" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
 	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\x12)\n" +
-	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\"\xf2\r\n" +
+	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\x12*\n" +
+	"\x11first_history_seq\x18\v \x01(\x04R\x0ffirstHistorySeq\"\xb7\x0e\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -4200,7 +4231,10 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\ffairness_key\x189 \x01(\tR\vfairnessKey\x12'\n" +
 	"\x0ffairness_weight\x18: \x01(\rR\x0efairnessWeight\x12\x1a\n" +
 	"\bprovider\x18; \x01(\tR\bprovider\x12%\n" +
-	"\x06labels\x18< \x03(\v2\r.dex.v1.LabelR\x06labelsB\x0f\n" +
+	"\x06labels\x18< \x03(\v2\r.dex.v1.LabelR\x06labels\x12\x1f\n" +
+	"\vforked_from\x18= \x01(\tR\n" +
+	"forkedFrom\x12\"\n" +
+	"\rforked_at_seq\x18> \x01(\x04R\vforkedAtSeqB\x0f\n" +
 	"\r_retention_msJ\x04\b3\x104\"/\n" +
 	"\x05Label\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +

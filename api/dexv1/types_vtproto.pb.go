@@ -365,6 +365,7 @@ func (m *Turn) CloneVT() *Turn {
 	r.NotedRanCalls = m.NotedRanCalls
 	r.ResultsFromSeq = m.ResultsFromSeq
 	r.Usage = m.Usage.CloneVT()
+	r.FirstHistorySeq = m.FirstHistorySeq
 	if rhs := m.MessageIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -439,6 +440,8 @@ func (m *Session) CloneVT() *Session {
 	r.FairnessKey = m.FairnessKey
 	r.FairnessWeight = m.FairnessWeight
 	r.Provider = m.Provider
+	r.ForkedFrom = m.ForkedFrom
+	r.ForkedAtSeq = m.ForkedAtSeq
 	if rhs := m.History; rhs != nil {
 		tmpContainer := make([]*HistoryEntry, len(rhs))
 		for k, v := range rhs {
@@ -1889,6 +1892,11 @@ func (m *Turn) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.FirstHistorySeq != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FirstHistorySeq))
+		i--
+		dAtA[i] = 0x58
+	}
 	if m.Usage != nil {
 		size, err := m.Usage.MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -1988,6 +1996,22 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.ForkedAtSeq != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ForkedAtSeq))
+		i--
+		dAtA[i] = 0x3
+		i--
+		dAtA[i] = 0xf0
+	}
+	if len(m.ForkedFrom) > 0 {
+		i -= len(m.ForkedFrom)
+		copy(dAtA[i:], m.ForkedFrom)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.ForkedFrom)))
+		i--
+		dAtA[i] = 0x3
+		i--
+		dAtA[i] = 0xea
 	}
 	if len(m.Labels) > 0 {
 		for iNdEx := len(m.Labels) - 1; iNdEx >= 0; iNdEx-- {
@@ -4053,6 +4077,9 @@ func (m *Turn) SizeVT() (n int) {
 		l = m.Usage.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.FirstHistorySeq != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FirstHistorySeq))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -4223,6 +4250,13 @@ func (m *Session) SizeVT() (n int) {
 			l = e.SizeVT()
 			n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
+	}
+	l = len(m.ForkedFrom)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.ForkedAtSeq != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.ForkedAtSeq))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -7831,6 +7865,25 @@ func (m *Turn) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FirstHistorySeq", wireType)
+			}
+			m.FirstHistorySeq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FirstHistorySeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -8975,6 +9028,57 @@ func (m *Session) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 61:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ForkedFrom", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ForkedFrom = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 62:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ForkedAtSeq", wireType)
+			}
+			m.ForkedAtSeq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ForkedAtSeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

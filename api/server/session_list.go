@@ -31,7 +31,7 @@ type listQuery struct {
 
 func (q *listQuery) hasFilter() bool {
 	f := q.filter
-	return f.Status != 0 || f.Agent != "" || f.ParentID != "" || len(f.Labels) > 0 ||
+	return f.Status != 0 || f.Agent != "" || f.ParentID != "" || f.ForkedFrom != "" || len(f.Labels) > 0 ||
 		f.CreatedFrom != 0 || f.CreatedTo != 0 || f.UpdatedFrom != 0 || f.UpdatedTo != 0
 }
 
@@ -46,7 +46,7 @@ func parseListQuery(req *dexv1.ListSessionsRequest) (*listQuery, error) {
 	}
 	f := &q.filter
 	f.Status = fsmpb.SessionStatus(req.Status)
-	f.Agent, f.ParentID = req.Agent, req.ParentId
+	f.Agent, f.ParentID, f.ForkedFrom = req.Agent, req.ParentId, req.ForkedFrom
 	for _, l := range req.Labels {
 		f.Labels = append(f.Labels, &fsmpb.Label{Key: l.GetKey(), Value: l.GetValue()})
 	}
@@ -175,7 +175,7 @@ func summaryPage(out *dexv1.ListSessionsResponse, page []*fsmpb.Session, q *list
 func sessionSummary(sess *fsmpb.Session) *dexv1.SessionSummary {
 	sum := &dexv1.SessionSummary{
 		Id: sess.Id, ParentId: sess.ParentId, Status: dexv1.SessionStatus(sess.Status), TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
-		CreatedAtMs: sess.CreatedAtMs, Agent: sess.Agent,
+		CreatedAtMs: sess.CreatedAtMs, Agent: sess.Agent, ForkedFrom: sess.ForkedFrom, ForkedAtSeq: sess.ForkedAtSeq,
 	}
 	for _, l := range sess.Labels {
 		sum.Labels = append(sum.Labels, &dexv1.Label{Key: l.Key, Value: l.Value})

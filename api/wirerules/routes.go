@@ -76,6 +76,8 @@ var Routes = map[string]Route{
 	"/dex.v1.SessionService/ImportSession":    {Kind: Imported},
 	"/dex.v1.SessionService/SetBudget":        {Kind: BySession, Field: 1},
 	"/dex.v1.SessionService/SetLabels":        {Kind: BySession, Field: 1},
+	// A fork lives in its source's partition (field 1 names the source).
+	"/dex.v1.SessionService/ForkSession": {Kind: BySession, Field: 1},
 
 	"/dex.v1.WorkerService/RegisterWorker":   {Kind: EveryPartition},
 	"/dex.v1.WorkerService/PollTask":         {Kind: Polled},

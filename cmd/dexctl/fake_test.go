@@ -26,6 +26,7 @@ type fakeSessions struct {
 	closes   []*dexv1.CloseSessionRequest
 	budgets  []*dexv1.SetBudgetRequest
 	labels   []*dexv1.SetLabelsRequest
+	forks    []*dexv1.ForkSessionRequest
 	lists    []*dexv1.ListSessionsRequest
 	events   map[string][]*dexv1.Event
 	lastSeq  uint64 // GetSession's last_event_seq
@@ -140,6 +141,23 @@ func (f *fakeSessions) SetLabels(_ context.Context, req *dexv1.SetLabelsRequest)
 	return &dexv1.SetLabelsResponse{Session: &dexv1.Session{Id: "s1", Labels: req.Set}}, nil
 }
 
+// ForkSession forks s1 at any seq up to 8, refusing the rest as the
+// cluster would.
+func (f *fakeSessions) ForkSession(_ context.Context, req *dexv1.ForkSessionRequest) (*dexv1.ForkSessionResponse, error) {
+	switch {
+	case req.SourceSessionId != "s1":
+		return nil, status.Errorf(codes.NotFound, "session %q not found", req.SourceSessionId)
+	case req.AtSeq > 8:
+		return nil, status.Errorf(codes.FailedPrecondition, "entry %d of session s1 is inside turn 3, which has not ended (the session is running): fork at an entry before 9, or once the turn ends", req.AtSeq)
+	}
+	f.forks = append(f.forks, req)
+	st := dexv1.SessionStatus_SESSION_STATUS_IDLE
+	if req.Message != "" {
+		st = dexv1.SessionStatus_SESSION_STATUS_RUNNING
+	}
+	return &dexv1.ForkSessionResponse{Session: &dexv1.Session{Id: req.SessionId, Status: st, ForkedFrom: "s1", ForkedAtSeq: req.AtSeq}}, nil
+}
+
 func (f *fakeSessions) SetBudget(_ context.Context, req *dexv1.SetBudgetRequest) (*dexv1.SetBudgetResponse, error) {
 	f.budgets = append(f.budgets, req)
 	if req.SessionId != "s1" {
@@ -155,7 +173,8 @@ func (f *fakeSessions) SetBudget(_ context.Context, req *dexv1.SetBudgetRequest)
 func (f *fakeSessions) GetSession(_ context.Context, req *dexv1.GetSessionRequest) (*dexv1.GetSessionResponse, error) {
 	for _, s := range f.all {
 		if s.Id == req.SessionId {
-			return &dexv1.GetSessionResponse{Session: &dexv1.Session{Id: s.Id, Status: s.Status, Labels: s.Labels}, LastEventSeq: f.lastSeq}, nil
+			return &dexv1.GetSessionResponse{Session: &dexv1.Session{Id: s.Id, Status: s.Status, Labels: s.Labels,
+				ForkedFrom: s.ForkedFrom, ForkedAtSeq: s.ForkedAtSeq}, LastEventSeq: f.lastSeq}, nil
 		}
 	}
 	return nil, status.Errorf(codes.NotFound, "session %q not found", req.SessionId)

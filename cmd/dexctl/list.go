@@ -40,6 +40,7 @@ func statusOf(name string) dexv1.SessionStatus {
 type listFilter struct {
 	labels        []string
 	agent, parent string
+	forkedFrom    string
 	since, until  string
 	order         string
 }
@@ -51,7 +52,7 @@ func (f *listFilter) request(req *dexv1.ListSessionsRequest, status string, now 
 	if err != nil {
 		return false, err
 	}
-	req.Labels, req.Agent, req.ParentId = labels, f.agent, f.parent
+	req.Labels, req.Agent, req.ParentId, req.ForkedFrom = labels, f.agent, f.parent, f.forkedFrom
 	if status != "" {
 		req.Status = statusOf(status)
 	}
@@ -79,7 +80,7 @@ func (f *listFilter) request(req *dexv1.ListSessionsRequest, status string, now 
 	} else {
 		req.CreatedAfterMs, req.CreatedBeforeMs = from, to
 	}
-	any := len(labels) > 0 || f.agent != "" || f.parent != "" || status != "" || from != 0 || to != 0 || f.order != ""
+	any := len(labels) > 0 || f.agent != "" || f.parent != "" || f.forkedFrom != "" || status != "" || from != 0 || to != 0 || f.order != ""
 	if any {
 		req.Descending = true // newest first, as the table shows them
 	} else {
@@ -132,7 +133,7 @@ By default every page is read (up to ` + fmt.Sprint(maxListed) + ` sessions). Wi
 --page-token only one page of the cluster's listing is read; the next
 page's token is printed after the table, or as next_page_token in JSON.
 
---status, --label, --agent, --parent, --since, --until and --order are
+--status, --label, --agent, --parent, --forked-from, --since, --until and --order are
 filtered by the cluster through its indexes (docs/labels.md): --since and
 --until bound the creation time, or with --order updated the last update.
 Without any of them the cluster pages by session id and the table is sorted
@@ -212,6 +213,7 @@ PARTITION (from the cluster's status; left out when no node gives it).`,
 	cmd.Flags().StringArrayVar(&filter.labels, "label", nil, "KEY=VALUE: only sessions with this label (repeatable: all of them)")
 	cmd.Flags().StringVar(&filter.agent, "agent", "", "only sessions of this agent")
 	cmd.Flags().StringVar(&filter.parent, "parent", "", "only the children of this session")
+	cmd.Flags().StringVar(&filter.forkedFrom, "forked-from", "", "only the forks of this session (docs/forks.md)")
 	cmd.Flags().StringVar(&filter.since, "since", "", "only sessions created (--order updated: updated) since: a duration back from now (1h) or an RFC 3339 time")
 	cmd.Flags().StringVar(&filter.until, "until", "", "only sessions created (--order updated: updated) before: a duration back from now or an RFC 3339 time")
 	cmd.Flags().StringVar(&filter.order, "order", "", "created or updated: newest first by this time (default: created)")

@@ -36,7 +36,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Start, message, show and watch sessions"}
-	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionBudgetCmd(g), newSessionLabelCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
+	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionBudgetCmd(g), newSessionLabelCmd(g), newSessionForkCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
 	return cmd
 }
 
@@ -259,6 +259,10 @@ type sessionJSON struct {
 	Parent string `json:"parent,omitempty"`
 	Agent  string `json:"agent,omitempty"`
 	Status string `json:"status"`
+	// ForkedFrom and ForkedAtSeq: a fork's source and the source's entry
+	// it was forked at (docs/forks.md).
+	ForkedFrom  string `json:"forked_from,omitempty"`
+	ForkedAtSeq uint64 `json:"forked_at_seq,omitempty"`
 	// Labels: the session's labels (none: left out).
 	Labels map[string]string `json:"labels,omitempty"`
 	// Closing: closed while a turn runs; closed when it ends.
@@ -345,7 +349,7 @@ func toSessionJSON(s *dexv1.Session, steps []*dexv1.Step) sessionJSON {
 	out := sessionJSON{
 		ID: s.Id, Parent: s.ParentId, Agent: s.Agent, Labels: labelsMap(s.Labels), Status: fsm.StatusName(fsmpb.SessionStatus(s.Status)), RejectedTurns: s.RejectedTurns,
 		PauseMessage: s.PauseMessage, LastError: s.LastError, Summaries: s.Summaries, Inbox: len(s.Inbox),
-		History: []historyJSON{}, Steps: []stepJSON{}, DeleteAtMs: s.DeleteAtMs,
+		History: []historyJSON{}, Steps: []stepJSON{}, DeleteAtMs: s.DeleteAtMs, ForkedFrom: s.ForkedFrom, ForkedAtSeq: s.ForkedAtSeq,
 		Closing:      s.CloseRequestedAtMs != 0 && s.Status != dexv1.SessionStatus_SESSION_STATUS_CLOSED,
 		Budget:       toBudgetJSON(s.Budget),
 		Usage:        toUsageJSON(s.Usage),
@@ -447,6 +451,9 @@ func printSession(w io.Writer, s sessionJSON, partitions int) {
 	}
 	if len(s.Labels) > 0 {
 		fmt.Fprintf(w, "labels: %s\n", labelsLine(s.Labels))
+	}
+	if s.ForkedFrom != "" {
+		fmt.Fprintf(w, "forked from: %s at entry %d\n", safe(s.ForkedFrom), s.ForkedAtSeq)
 	}
 	printDispatch(w, s.dispatchJSON)
 	printUsage(w, s)

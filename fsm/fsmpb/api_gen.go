@@ -265,6 +265,8 @@ func (x *Session) API() *dexv1.Session {
 		FairnessWeight:      x.FairnessWeight,
 		Provider:            x.Provider,
 		Labels:              labelListAPI(x.Labels),
+		ForkedFrom:          x.ForkedFrom,
+		ForkedAtSeq:         x.ForkedAtSeq,
 	}
 }
 
@@ -343,15 +345,16 @@ func (x *Turn) API() *dexv1.Turn {
 		return nil
 	}
 	return &dexv1.Turn{
-		Number:         x.Number,
-		Input:          dexv1.TurnInput(x.Input),
-		MessageIds:     x.MessageIds,
-		Calls:          callStateListAPI(x.Calls),
-		StepId:         x.StepId,
-		RanCalls:       x.RanCalls,
-		NotedRanCalls:  x.NotedRanCalls,
-		ResultsFromSeq: x.ResultsFromSeq,
-		Usage:          x.Usage.API(),
+		Number:          x.Number,
+		Input:           dexv1.TurnInput(x.Input),
+		MessageIds:      x.MessageIds,
+		Calls:           callStateListAPI(x.Calls),
+		StepId:          x.StepId,
+		RanCalls:        x.RanCalls,
+		NotedRanCalls:   x.NotedRanCalls,
+		ResultsFromSeq:  x.ResultsFromSeq,
+		Usage:           x.Usage.API(),
+		FirstHistorySeq: x.FirstHistorySeq,
 	}
 }
 
@@ -709,6 +712,8 @@ func SessionFromAPI(x *dexv1.Session) *Session {
 		FairnessWeight:      x.FairnessWeight,
 		Provider:            x.Provider,
 		Labels:              labelListFromAPI(x.Labels),
+		ForkedFrom:          x.ForkedFrom,
+		ForkedAtSeq:         x.ForkedAtSeq,
 	}
 }
 
@@ -799,15 +804,16 @@ func TurnFromAPI(x *dexv1.Turn) *Turn {
 		return nil
 	}
 	return &Turn{
-		Number:         x.Number,
-		Input:          TurnInput(x.Input),
-		MessageIds:     x.MessageIds,
-		Calls:          callStateListFromAPI(x.Calls),
-		StepId:         x.StepId,
-		RanCalls:       x.RanCalls,
-		NotedRanCalls:  x.NotedRanCalls,
-		ResultsFromSeq: x.ResultsFromSeq,
-		Usage:          UsageTotalsFromAPI(x.Usage),
+		Number:          x.Number,
+		Input:           TurnInput(x.Input),
+		MessageIds:      x.MessageIds,
+		Calls:           callStateListFromAPI(x.Calls),
+		StepId:          x.StepId,
+		RanCalls:        x.RanCalls,
+		NotedRanCalls:   x.NotedRanCalls,
+		ResultsFromSeq:  x.ResultsFromSeq,
+		Usage:           UsageTotalsFromAPI(x.Usage),
+		FirstHistorySeq: x.FirstHistorySeq,
 	}
 }
 

@@ -423,6 +423,11 @@ type Session struct {
 	Provider       string `protobuf:"bytes,59,opt,name=provider,proto3" json:"provider,omitempty"`
 	// The session's labels (docs/labels.md), sorted by key, each key once.
 	Labels []*Label `protobuf:"bytes,60,rep,name=labels,proto3" json:"labels,omitempty"`
+	// A fork's source session and the source's entry its copied history ends
+	// with (docs/forks.md). Empty and 0 for a session that is no fork. The
+	// source keeps no list of its forks: the list index finds them.
+	ForkedFrom  string `protobuf:"bytes,61,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	ForkedAtSeq uint64 `protobuf:"varint,62,opt,name=forked_at_seq,json=forkedAtSeq,proto3" json:"forked_at_seq,omitempty"`
 	// Set while the session is being imported (ImportSessionBegin until
 	// ImportSessionEnd): the row is hidden from every read and command.
 	Import        *SessionImport `protobuf:"bytes,90,opt,name=import,proto3" json:"import,omitempty"`
@@ -787,6 +792,20 @@ func (x *Session) GetLabels() []*Label {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *Session) GetForkedFrom() string {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return ""
+}
+
+func (x *Session) GetForkedAtSeq() uint64 {
+	if x != nil {
+		return x.ForkedAtSeq
+	}
+	return 0
 }
 
 func (x *Session) GetImport() *SessionImport {
@@ -2396,9 +2415,12 @@ type Turn struct {
 	ResultsFromSeq uint64       `protobuf:"varint,8,opt,name=results_from_seq,json=resultsFromSeq,proto3" json:"results_from_seq,omitempty"`
 	Usage          *UsageTotals `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The loop guard's count of each distinct tool call of the turn.
-	CallRepeats   []*CallRepeat `protobuf:"bytes,10,rep,name=call_repeats,json=callRepeats,proto3" json:"call_repeats,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CallRepeats []*CallRepeat `protobuf:"bytes,10,rep,name=call_repeats,json=callRepeats,proto3" json:"call_repeats,omitempty"`
+	// The seq of the turn's first history entry: entries from it on belong to
+	// the turn (0: a turn begun before this was recorded).
+	FirstHistorySeq uint64 `protobuf:"varint,11,opt,name=first_history_seq,json=firstHistorySeq,proto3" json:"first_history_seq,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
@@ -2499,6 +2521,13 @@ func (x *Turn) GetCallRepeats() []*CallRepeat {
 		return x.CallRepeats
 	}
 	return nil
+}
+
+func (x *Turn) GetFirstHistorySeq() uint64 {
+	if x != nil {
+		return x.FirstHistorySeq
+	}
+	return 0
 }
 
 // How often a turn made one tool call (name and canonical arguments,
@@ -3649,7 +3678,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\astep_id\x18\x04 \x01(\tR\x06stepId\x12\x16\n" +
 	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x13\n" +
 	"\x05at_ms\x18\x06 \x01(\x03R\x04atMs\x12\x18\n" +
-	"\aordinal\x18\a \x01(\x04R\aordinal\"\xf6\x0e\n" +
+	"\aordinal\x18\a \x01(\x04R\aordinal\"\xbb\x0f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x121\n" +
@@ -3705,7 +3734,10 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\ffairness_key\x189 \x01(\tR\vfairnessKey\x12'\n" +
 	"\x0ffairness_weight\x18: \x01(\rR\x0efairnessWeight\x12\x1a\n" +
 	"\bprovider\x18; \x01(\tR\bprovider\x12)\n" +
-	"\x06labels\x18< \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x121\n" +
+	"\x06labels\x18< \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x12\x1f\n" +
+	"\vforked_from\x18= \x01(\tR\n" +
+	"forkedFrom\x12\"\n" +
+	"\rforked_at_seq\x18> \x01(\x04R\vforkedAtSeq\x121\n" +
 	"\x06import\x18Z \x01(\v2\x19.dex.fsm.v1.SessionImportR\x06importB\x0f\n" +
 	"\r_retention_ms\"/\n" +
 	"\x05Label\x12\x10\n" +
@@ -3858,7 +3890,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
-	"\x06agents\x18\x03 \x03(\tR\x06agents\"\x8b\x03\n" +
+	"\x06agents\x18\x03 \x03(\tR\x06agents\"\xb7\x03\n" +
 	"\x04Turn\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\x12+\n" +
 	"\x05input\x18\x02 \x01(\x0e2\x15.dex.fsm.v1.TurnInputR\x05input\x12\x1f\n" +
@@ -3871,7 +3903,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\x12-\n" +
 	"\x05usage\x18\t \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\x05usage\x129\n" +
 	"\fcall_repeats\x18\n" +
-	" \x03(\v2\x16.dex.fsm.v1.CallRepeatR\vcallRepeats\"{\n" +
+	" \x03(\v2\x16.dex.fsm.v1.CallRepeatR\vcallRepeats\x12*\n" +
+	"\x11first_history_seq\x18\v \x01(\x04R\x0ffirstHistorySeq\"{\n" +
 	"\n" +
 	"CallRepeat\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12)\n" +

@@ -137,6 +137,8 @@ func (m *Session) CloneVT() *Session {
 	r.FairnessKey = m.FairnessKey
 	r.FairnessWeight = m.FairnessWeight
 	r.Provider = m.Provider
+	r.ForkedFrom = m.ForkedFrom
+	r.ForkedAtSeq = m.ForkedAtSeq
 	r.Import = m.Import.CloneVT()
 	if rhs := m.History; rhs != nil {
 		tmpContainer := make([]*HistoryEntry, len(rhs))
@@ -666,6 +668,7 @@ func (m *Turn) CloneVT() *Turn {
 	r.NotedRanCalls = m.NotedRanCalls
 	r.ResultsFromSeq = m.ResultsFromSeq
 	r.Usage = m.Usage.CloneVT()
+	r.FirstHistorySeq = m.FirstHistorySeq
 	if rhs := m.MessageIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -1285,6 +1288,22 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		dAtA[i] = 0x5
 		i--
 		dAtA[i] = 0xd2
+	}
+	if m.ForkedAtSeq != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ForkedAtSeq))
+		i--
+		dAtA[i] = 0x3
+		i--
+		dAtA[i] = 0xf0
+	}
+	if len(m.ForkedFrom) > 0 {
+		i -= len(m.ForkedFrom)
+		copy(dAtA[i:], m.ForkedFrom)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.ForkedFrom)))
+		i--
+		dAtA[i] = 0x3
+		i--
+		dAtA[i] = 0xea
 	}
 	if len(m.Labels) > 0 {
 		for iNdEx := len(m.Labels) - 1; iNdEx >= 0; iNdEx-- {
@@ -3126,6 +3145,11 @@ func (m *Turn) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.FirstHistorySeq != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FirstHistorySeq))
+		i--
+		dAtA[i] = 0x58
+	}
 	if len(m.CallRepeats) > 0 {
 		for iNdEx := len(m.CallRepeats) - 1; iNdEx >= 0; iNdEx-- {
 			size, err := m.CallRepeats[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
@@ -4390,6 +4414,13 @@ func (m *Session) SizeVT() (n int) {
 			n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
 	}
+	l = len(m.ForkedFrom)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.ForkedAtSeq != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.ForkedAtSeq))
+	}
 	if m.Import != nil {
 		l = m.Import.SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
@@ -5144,6 +5175,9 @@ func (m *Turn) SizeVT() (n int) {
 			l = e.SizeVT()
 			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
+	}
+	if m.FirstHistorySeq != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.FirstHistorySeq))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -7400,6 +7434,57 @@ func (m *Session) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 61:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ForkedFrom", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ForkedFrom = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 62:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ForkedAtSeq", wireType)
+			}
+			m.ForkedAtSeq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ForkedAtSeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		case 90:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Import", wireType)
@@ -11535,6 +11620,25 @@ func (m *Turn) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FirstHistorySeq", wireType)
+			}
+			m.FirstHistorySeq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FirstHistorySeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

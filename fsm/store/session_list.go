@@ -17,14 +17,14 @@ import (
 //	predicate NUL time(8 bytes, sign flipped, big endian) id NUL
 //
 // where the predicate is "*" (every session), "s" and the status byte,
-// "a" and the agent, "p" and the parent id, or "l" and key=value for each
-// label, and time is created_at_ms: the sessions matching one predicate
+// "a" and the agent, "p" and the parent id, "f" and the source of a fork,
+// or "l" and key=value for each label, and time is created_at_ms: the sessions matching one predicate
 // are one range of IndexListCreated, in created order. IndexListUpdated
 // has the "*" key alone, with updated_at_ms: a session's updated time
 // changes with every write, so each of its keys there would be moved on
 // every write; a filtered list in updated order walks every session in
 // that order and checks each (MaxListScan bounds a page). A session has at
-// most 4+MaxLabels keys (the rules bound its labels); the keys go with
+// most 5+MaxLabels keys (the rules bound its labels); the keys go with
 // the row when it is hidden or purged, as every index's do.
 
 // ListOrder is the order ListSessions reads in.
@@ -48,6 +48,7 @@ type SessionFilter struct {
 	Status                 fsmpb.SessionStatus // 0: any
 	Agent                  string
 	ParentID               string
+	ForkedFrom             string
 	Labels                 []*fsmpb.Label
 	CreatedFrom, CreatedTo int64
 	UpdatedFrom, UpdatedTo int64
@@ -104,6 +105,10 @@ func listKeys(s *fsmpb.Session, at int64) [][]byte {
 		n++
 		size += len(s.ParentId)
 	}
+	if s.ForkedFrom != "" {
+		n++
+		size += len(s.ForkedFrom)
+	}
 	for _, l := range s.Labels {
 		size += len(l.Key) + 1 + len(l.Value)
 	}
@@ -123,6 +128,9 @@ func listKeys(s *fsmpb.Session, at int64) [][]byte {
 	}
 	if s.ParentId != "" {
 		key("p", s.ParentId)
+	}
+	if s.ForkedFrom != "" {
+		key("f", s.ForkedFrom)
 	}
 	for _, l := range s.Labels {
 		key("l", l.Key, "=", l.Value)
@@ -147,6 +155,7 @@ const predAll = "*"
 func predStatus(st fsmpb.SessionStatus) string { return string([]byte{'s', byte(st)}) }
 func predAgent(a string) string                { return "a" + a }
 func predParent(p string) string               { return "p" + p }
+func predForkedFrom(src string) string         { return "f" + src }
 func predLabel(k, v string) string             { return "l" + k + "=" + v }
 
 func listPrefix(pred string) []byte {
@@ -170,13 +179,15 @@ func appendListKey(buf []byte, at int64, id string, pred ...string) []byte {
 
 // drivingPredicate is the predicate whose index range a list walks; the
 // others are checked on each row. Without counts of each range, it takes
-// the one likely narrowest: a parent's children, then a label, an agent,
-// a status, and every session when nothing else is given. MaxListScan
+// the one likely narrowest: a parent's children, a source's forks, then a
+// label, an agent, a status, and every session when nothing else is given. MaxListScan
 // bounds a page however the guess turns out.
 func drivingPredicate(f SessionFilter) string {
 	switch {
 	case f.ParentID != "":
 		return predParent(f.ParentID)
+	case f.ForkedFrom != "":
+		return predForkedFrom(f.ForkedFrom)
 	case len(f.Labels) > 0:
 		return predLabel(f.Labels[0].Key, f.Labels[0].Value)
 	case f.Agent != "":
@@ -196,6 +207,9 @@ func (f SessionFilter) Matches(s *fsmpb.Session) bool {
 		return false
 	}
 	if f.ParentID != "" && s.ParentId != f.ParentID {
+		return false
+	}
+	if f.ForkedFrom != "" && s.ForkedFrom != f.ForkedFrom {
 		return false
 	}
 	if !inRange(s.CreatedAtMs, f.CreatedFrom, f.CreatedTo) || !inRange(s.UpdatedAtMs, f.UpdatedFrom, f.UpdatedTo) {

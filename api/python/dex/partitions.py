@@ -57,6 +57,7 @@ SESSION_ROUTES: dict[str, Route] = {
     "/dex.v1.SessionService/CloseSession": Route(BY_SESSION, "session_id"),
     "/dex.v1.SessionService/SetBudget": Route(BY_SESSION, "session_id"),
     "/dex.v1.SessionService/SetLabels": Route(BY_SESSION, "session_id"),
+    "/dex.v1.SessionService/ForkSession": Route(BY_SESSION, "source_session_id"),
 }
 
 

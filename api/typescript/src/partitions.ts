@@ -46,6 +46,7 @@ export const sessionRoutes: ReadonlyMap<string, Route> = new Map<string, Route>(
   ["/dex.v1.SessionService/CloseSession", { kind: "BySession", field: "session_id" }],
   ["/dex.v1.SessionService/SetBudget", { kind: "BySession", field: "session_id" }],
   ["/dex.v1.SessionService/SetLabels", { kind: "BySession", field: "session_id" }],
+  ["/dex.v1.SessionService/ForkSession", { kind: "BySession", field: "source_session_id" }],
 ]);
 
 /**

@@ -126,6 +126,28 @@ class EventsNotKept(_message.Message):
     session_id: str
     def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., resume_after_seq: _Optional[int] = ..., first_kept_seq: _Optional[int] = ...) -> None: ...
 
+class ForkSessionRequest(_message.Message):
+    __slots__ = ["agent", "at_seq", "labels", "message", "session_id", "source_session_id"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    AT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    at_seq: int
+    labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
+    message: str
+    session_id: str
+    source_session_id: str
+    def __init__(self, source_session_id: _Optional[str] = ..., at_seq: _Optional[int] = ..., message: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., agent: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
+
+class ForkSessionResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: _types_pb2.Session
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
+
 class GetSessionRequest(_message.Message):
     __slots__ = ["folded_after_turn", "history_after_seq", "history_limit", "session_id", "steps_after", "steps_limit"]
     FOLDED_AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
@@ -181,11 +203,12 @@ class ImportSessionResponse(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., history: _Optional[int] = ..., steps: _Optional[int] = ..., events: _Optional[int] = ..., folded_turns: _Optional[int] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ["agent", "created_after_ms", "created_before_ms", "descending", "labels", "order_by", "page_size", "page_token", "parent_id", "status", "updated_after_ms", "updated_before_ms"]
+    __slots__ = ["agent", "created_after_ms", "created_before_ms", "descending", "forked_from", "labels", "order_by", "page_size", "page_token", "parent_id", "status", "updated_after_ms", "updated_before_ms"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     CREATED_BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
     DESCENDING_FIELD_NUMBER: _ClassVar[int]
+    FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     ORDER_BY_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -198,6 +221,7 @@ class ListSessionsRequest(_message.Message):
     created_after_ms: int
     created_before_ms: int
     descending: bool
+    forked_from: str
     labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
     order_by: SessionOrder
     page_size: int
@@ -206,7 +230,7 @@ class ListSessionsRequest(_message.Message):
     status: _types_pb2.SessionStatus
     updated_after_ms: int
     updated_before_ms: int
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., parent_id: _Optional[str] = ..., created_after_ms: _Optional[int] = ..., created_before_ms: _Optional[int] = ..., updated_after_ms: _Optional[int] = ..., updated_before_ms: _Optional[int] = ..., order_by: _Optional[_Union[SessionOrder, str]] = ..., descending: bool = ...) -> None: ...
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., parent_id: _Optional[str] = ..., created_after_ms: _Optional[int] = ..., created_before_ms: _Optional[int] = ..., updated_after_ms: _Optional[int] = ..., updated_before_ms: _Optional[int] = ..., order_by: _Optional[_Union[SessionOrder, str]] = ..., descending: bool = ..., forked_from: _Optional[str] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ["next_page_token", "sessions"]
@@ -283,9 +307,11 @@ class SendMessageResponse(_message.Message):
     def __init__(self, duplicate: bool = ...) -> None: ...
 
 class SessionSummary(_message.Message):
-    __slots__ = ["agent", "created_at_ms", "id", "labels", "parent_id", "status", "turns_completed", "updated_at_ms"]
+    __slots__ = ["agent", "created_at_ms", "forked_at_seq", "forked_from", "id", "labels", "parent_id", "status", "turns_completed", "updated_at_ms"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FORKED_AT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -294,13 +320,15 @@ class SessionSummary(_message.Message):
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     agent: str
     created_at_ms: int
+    forked_at_seq: int
+    forked_from: str
     id: str
     labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
     parent_id: str
     status: _types_pb2.SessionStatus
     turns_completed: int
     updated_at_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., forked_from: _Optional[str] = ..., forked_at_seq: _Optional[int] = ...) -> None: ...
 
 class SetBudgetRequest(_message.Message):
     __slots__ = ["change", "session_id"]

@@ -97,6 +97,11 @@ class SessionServiceStub(object):
                 request_serializer=dex_dot_v1_dot_sessions__pb2.SetLabelsRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_sessions__pb2.SetLabelsResponse.FromString,
                 )
+        self.ForkSession = channel.unary_unary(
+                '/dex.v1.SessionService/ForkSession',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.ForkSessionRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.ForkSessionResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -236,6 +241,21 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForkSession(self, request, context):
+        """ForkSession creates a new session, in the source's partition, whose
+        history is the source's up to and including entry at_seq: the recorded
+        model outputs and tool results are copied, nothing runs again
+        (docs/forks.md). It has the source's agent and labels unless the
+        request gives others. With a message, the fork starts its first turn
+        with it. An unknown source is NotFound; a seq the source does not hold,
+        a cut between a model output and its tool results, bad labels or a bad
+        agent are InvalidArgument; an entry of a turn that has not ended is
+        FailedPrecondition. A refused fork changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -318,6 +338,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.SetLabels,
                     request_deserializer=dex_dot_v1_dot_sessions__pb2.SetLabelsRequest.FromString,
                     response_serializer=dex_dot_v1_dot_sessions__pb2.SetLabelsResponse.SerializeToString,
+            ),
+            'ForkSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkSession,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.ForkSessionRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.ForkSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -600,5 +625,22 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/SetLabels',
             dex_dot_v1_dot_sessions__pb2.SetLabelsRequest.SerializeToString,
             dex_dot_v1_dot_sessions__pb2.SetLabelsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ForkSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/ForkSession',
+            dex_dot_v1_dot_sessions__pb2.ForkSessionRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.ForkSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -417,7 +417,7 @@ class ProviderHold(_message.Message):
     def __init__(self, provider: _Optional[str] = ..., until_ms: _Optional[int] = ..., step_id: _Optional[str] = ..., set_at_ms: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["agent", "budget", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "fairness_key", "fairness_weight", "folded_steps", "folded_through_turn", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "labels", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "priority", "provider", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "tree_usage", "turn", "turns_completed", "turns_failed", "updated_at_ms", "usage"]
+    __slots__ = ["agent", "budget", "close_requested_at_ms", "closed_at_ms", "compacted_before", "compaction_threshold", "created_at_ms", "delete_at_ms", "episode_resumes", "error_episode", "fairness_key", "fairness_weight", "folded_steps", "folded_through_turn", "forked_at_seq", "forked_from", "history", "history_count", "history_size", "id", "inbox", "inbox_count", "labels", "last_error", "last_error_type", "latest_summary_seq", "max_model_input", "next_history", "next_inbox", "next_step", "next_turn", "parent_id", "pause_message", "pause_reason", "priority", "provider", "rejected_turns", "resume_at_ms", "retention_ms", "seen_message_ids", "status", "summaries", "tree_usage", "turn", "turns_completed", "turns_failed", "updated_at_ms", "usage"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -432,6 +432,8 @@ class Session(_message.Message):
     FAIRNESS_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     FOLDED_STEPS_FIELD_NUMBER: _ClassVar[int]
     FOLDED_THROUGH_TURN_FIELD_NUMBER: _ClassVar[int]
+    FORKED_AT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
     HISTORY_COUNT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     HISTORY_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -478,6 +480,8 @@ class Session(_message.Message):
     fairness_weight: int
     folded_steps: int
     folded_through_turn: int
+    forked_at_seq: int
+    forked_from: str
     history: _containers.RepeatedCompositeFieldContainer[HistoryEntry]
     history_count: int
     history_size: int
@@ -510,7 +514,7 @@ class Session(_message.Message):
     turns_failed: int
     updated_at_ms: int
     usage: UsageTotals
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., tree_usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ..., provider: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[Label, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., history: _Optional[_Iterable[_Union[HistoryEntry, _Mapping]]] = ..., inbox: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., compaction_threshold: _Optional[int] = ..., rejected_turns: _Optional[int] = ..., pause_reason: _Optional[_Union[PauseReason, str]] = ..., pause_message: _Optional[str] = ..., last_error_type: _Optional[_Union[ErrorType, str]] = ..., last_error: _Optional[str] = ..., error_episode: bool = ..., episode_resumes: _Optional[int] = ..., resume_at_ms: _Optional[int] = ..., next_step: _Optional[int] = ..., next_turn: _Optional[int] = ..., next_history: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., summaries: _Optional[int] = ..., compacted_before: _Optional[int] = ..., turns_completed: _Optional[int] = ..., turns_failed: _Optional[int] = ..., seen_message_ids: _Optional[_Iterable[str]] = ..., history_size: _Optional[int] = ..., history_count: _Optional[int] = ..., inbox_count: _Optional[int] = ..., next_inbox: _Optional[int] = ..., latest_summary_seq: _Optional[int] = ..., max_model_input: _Optional[int] = ..., agent: _Optional[str] = ..., retention_ms: _Optional[int] = ..., close_requested_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., delete_at_ms: _Optional[int] = ..., folded_through_turn: _Optional[int] = ..., folded_steps: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., tree_usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., priority: _Optional[int] = ..., fairness_key: _Optional[str] = ..., fairness_weight: _Optional[int] = ..., provider: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[Label, _Mapping]]] = ..., forked_from: _Optional[str] = ..., forked_at_seq: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
     __slots__ = ["agent", "arguments", "attempts", "call_id", "compact_before", "created_at_ms", "due_at_ms", "ended_at_ms", "error_type", "id", "idempotency_key", "is_error", "kind", "max_attempts", "number", "outcome", "policy", "prompt", "queue_seq", "ready_at_ms", "result", "session_id", "status", "task_id", "tool", "turn", "usage", "waiting_reason"]
@@ -617,8 +621,9 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., access: _Optional[_Union[ToolAccess, str]] = ..., needs_approval: bool = ..., long_running: bool = ..., inline: bool = ..., max_attempts: _Optional[int] = ..., poll_interval_ms: _Optional[int] = ..., description: _Optional[str] = ..., run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Turn(_message.Message):
-    __slots__ = ["calls", "input", "message_ids", "noted_ran_calls", "number", "ran_calls", "results_from_seq", "step_id", "usage"]
+    __slots__ = ["calls", "first_history_seq", "input", "message_ids", "noted_ran_calls", "number", "ran_calls", "results_from_seq", "step_id", "usage"]
     CALLS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_HISTORY_SEQ_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
     NOTED_RAN_CALLS_FIELD_NUMBER: _ClassVar[int]
@@ -628,6 +633,7 @@ class Turn(_message.Message):
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     calls: _containers.RepeatedCompositeFieldContainer[CallState]
+    first_history_seq: int
     input: TurnInput
     message_ids: _containers.RepeatedScalarFieldContainer[str]
     noted_ran_calls: int
@@ -636,7 +642,7 @@ class Turn(_message.Message):
     results_from_seq: int
     step_id: str
     usage: UsageTotals
-    def __init__(self, number: _Optional[int] = ..., input: _Optional[_Union[TurnInput, str]] = ..., message_ids: _Optional[_Iterable[str]] = ..., calls: _Optional[_Iterable[_Union[CallState, _Mapping]]] = ..., step_id: _Optional[str] = ..., ran_calls: _Optional[_Iterable[str]] = ..., noted_ran_calls: _Optional[int] = ..., results_from_seq: _Optional[int] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ...) -> None: ...
+    def __init__(self, number: _Optional[int] = ..., input: _Optional[_Union[TurnInput, str]] = ..., message_ids: _Optional[_Iterable[str]] = ..., calls: _Optional[_Iterable[_Union[CallState, _Mapping]]] = ..., step_id: _Optional[str] = ..., ran_calls: _Optional[_Iterable[str]] = ..., noted_ran_calls: _Optional[int] = ..., results_from_seq: _Optional[int] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., first_history_seq: _Optional[int] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ["cost_micros", "input_tokens", "model", "output_tokens"]

@@ -12,7 +12,80 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/sessions.proto.
  */
 export const file_dex_v1_sessions: GenFile = /*@__PURE__*/
-  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSJSChBTZXRMYWJlbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGgoDc2V0GAIgAygLMg0uZGV4LnYxLkxhYmVsEg4KBnJlbW92ZRgDIAMoCSI1ChFTZXRMYWJlbHNSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iTAoQU2V0QnVkZ2V0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiQKBmNoYW5nZRgCIAEoCzIULmRleC52MS5CdWRnZXRDaGFuZ2UiNQoRU2V0QnVkZ2V0UmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIsACChRDcmVhdGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIcChRjb21wYWN0aW9uX3RocmVzaG9sZBgDIAEoBBIPCgdtZXNzYWdlGAQgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRINCgVhZ2VudBgGIAEoCRIZCgxyZXRlbnRpb25fbXMYByABKANIAIgBARIeCgZidWRnZXQYCCABKAsyDi5kZXgudjEuQnVkZ2V0EhAKCHByaW9yaXR5GAkgASgNEhQKDGZhaXJuZXNzX2tleRgKIAEoCRIXCg9mYWlybmVzc193ZWlnaHQYCyABKA0SHQoGbGFiZWxzGAwgAygLMg0uZGV4LnYxLkxhYmVsQg8KDV9yZXRlbnRpb25fbXMiOQoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbiJPChJTZW5kTWVzc2FnZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSIoChNTZW5kTWVzc2FnZVJlc3BvbnNlEhEKCWR1cGxpY2F0ZRgBIAEoCCKeAQoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIZChFoaXN0b3J5X2FmdGVyX3NlcRgCIAEoBBIVCg1oaXN0b3J5X2xpbWl0GAMgASgNEhMKC3N0ZXBzX2FmdGVyGAQgASgEEhMKC3N0ZXBzX2xpbWl0GAUgASgNEhkKEWZvbGRlZF9hZnRlcl90dXJuGAYgASgEIu8BChJHZXRTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uEhsKBXN0ZXBzGAIgAygLMgwuZGV4LnYxLlN0ZXASHgoWbmV4dF9oaXN0b3J5X2FmdGVyX3NlcRgDIAEoBBIYChBuZXh0X3N0ZXBzX2FmdGVyGAQgASgEEhYKDmxhc3RfZXZlbnRfc2VxGAUgASgEEigKDGZvbGRlZF90dXJucxgGIAMoCzISLmRleC52MS5Gb2xkZWRUdXJuEh4KFm5leHRfZm9sZGVkX2FmdGVyX3R1cm4YByABKAQiygIKE0xpc3RTZXNzaW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkSJQoGc3RhdHVzGAMgASgOMhUuZGV4LnYxLlNlc3Npb25TdGF0dXMSDQoFYWdlbnQYBCABKAkSHQoGbGFiZWxzGAUgAygLMg0uZGV4LnYxLkxhYmVsEhEKCXBhcmVudF9pZBgGIAEoCRIYChBjcmVhdGVkX2FmdGVyX21zGAcgASgDEhkKEWNyZWF0ZWRfYmVmb3JlX21zGAggASgDEhgKEHVwZGF0ZWRfYWZ0ZXJfbXMYCSABKAMSGQoRdXBkYXRlZF9iZWZvcmVfbXMYCiABKAMSJgoIb3JkZXJfYnkYCyABKA4yFC5kZXgudjEuU2Vzc2lvbk9yZGVyEhIKCmRlc2NlbmRpbmcYDCABKAgiywEKDlNlc3Npb25TdW1tYXJ5EgoKAmlkGAEgASgJEhEKCXBhcmVudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxIXCg90dXJuc19jb21wbGV0ZWQYBCABKAQSFQoNdXBkYXRlZF9hdF9tcxgFIAEoAxIVCg1jcmVhdGVkX2F0X21zGAYgASgDEg0KBWFnZW50GAcgASgJEh0KBmxhYmVscxgIIAMoCzINLmRleC52MS5MYWJlbCJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmRleC52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkifwoTV2F0Y2hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBBITCgtsaXZlX291dHB1dBgDIAEoCBIsCg5vdXRwdXRfb2Zmc2V0cxgEIAMoCzIULmRleC52MS5PdXRwdXRPZmZzZXQiQAoMT3V0cHV0T2Zmc2V0Eg8KB3N0ZXBfaWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIOCgZvZmZzZXQYAyABKAQiSwoWUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEhAKCGFwcHJvdmVkGAIgASgIEg4KBnJlYXNvbhgDIAEoCSIZChdSZXNvbHZlQXBwcm92YWxSZXNwb25zZSI4ChVBbnN3ZXJRdWVzdGlvblJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIOCgZhbnN3ZXIYAiABKAkiGAoWQW5zd2VyUXVlc3Rpb25SZXNwb25zZSJQChRSZXN1bWVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiQKBmNob2ljZRgCIAEoDjIULmRleC52MS5SZXN1bWVDaG9pY2UiFwoVUmVzdW1lU2Vzc2lvblJlc3BvbnNlIloKF1JlY29uY2lsZU91dGNvbWVSZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSIAoHb3V0Y29tZRgCIAEoDjIPLmRleC52MS5PdXRjb21lEgwKBG5vdGUYAyABKAkiGgoYUmVjb25jaWxlT3V0Y29tZVJlc3BvbnNlImgKDUV2ZW50c05vdEtlcHQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQSGAoQcmVzdW1lX2FmdGVyX3NlcRgDIAEoBBIWCg5maXJzdF9rZXB0X3NlcRgEIAEoBCIqChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSJRChJFZGl0SGlzdG9yeVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIZChF0cnVuY2F0ZV9mcm9tX3NlcRgCIAEoBBIMCgRub3RlGAMgASgJIkIKE0VkaXRIaXN0b3J5UmVzcG9uc2USFQoNaGlzdG9yeV9jb3VudBgBIAEoBBIUCgxoaXN0b3J5X3NpemUYAiABKAQiRgoUQ2FuY2VsU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIKCgJieRgCIAEoCRIOCgZyZWFzb24YAyABKAkiTAoVQ2FuY2VsU2Vzc2lvblJlc3BvbnNlEhcKD3N0ZXBzX2NhbmNlbGxlZBgBIAEoDRIaChJhdHRlbXB0c19jYW5jZWxsZWQYAiABKA0iKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjgKFENsb3NlU2Vzc2lvblJlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbiIlChRJbXBvcnRTZXNzaW9uUmVxdWVzdBINCgVjaHVuaxgBIAEoDCJxChVJbXBvcnRTZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdoaXN0b3J5GAIgASgEEg0KBXN0ZXBzGAMgASgEEg4KBmV2ZW50cxgEIAEoBBIUCgxmb2xkZWRfdHVybnMYBSABKAQqYwoMU2Vzc2lvbk9yZGVyEh0KGVNFU1NJT05fT1JERVJfVU5TUEVDSUZJRUQQABIZChVTRVNTSU9OX09SREVSX0NSRUFURUQQARIZChVTRVNTSU9OX09SREVSX1VQREFURUQQAjLBCQoOU2Vzc2lvblNlcnZpY2USTAoNQ3JlYXRlU2Vzc2lvbhIcLmRleC52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USRgoLU2VuZE1lc3NhZ2USGi5kZXgudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GhsuZGV4LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USQwoKR2V0U2Vzc2lvbhIZLmRleC52MS5HZXRTZXNzaW9uUmVxdWVzdBoaLmRleC52MS5HZXRTZXNzaW9uUmVzcG9uc2USSQoMTGlzdFNlc3Npb25zEhsuZGV4LnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHC5kZXgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USPAoMV2F0Y2hTZXNzaW9uEhsuZGV4LnYxLldhdGNoU2Vzc2lvblJlcXVlc3QaDS5kZXgudjEuRXZlbnQwARJSCg9SZXNvbHZlQXBwcm92YWwSHi5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVxdWVzdBofLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXNwb25zZRJPCg5BbnN3ZXJRdWVzdGlvbhIdLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QaHi5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZRJMCg1SZXN1bWVTZXNzaW9uEhwuZGV4LnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJVChBSZWNvbmNpbGVPdXRjb21lEh8uZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXF1ZXN0GiAuZGV4LnYxLlJlY29uY2lsZU91dGNvbWVSZXNwb25zZRJMCg1EZWxldGVTZXNzaW9uEhwuZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJGCgtFZGl0SGlzdG9yeRIaLmRleC52MS5FZGl0SGlzdG9yeVJlcXVlc3QaGy5kZXgudjEuRWRpdEhpc3RvcnlSZXNwb25zZRJMCg1DYW5jZWxTZXNzaW9uEhwuZGV4LnYxLkNhbmNlbFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNhbmNlbFNlc3Npb25SZXNwb25zZRJJCgxDbG9zZVNlc3Npb24SGy5kZXgudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBocLmRleC52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJOCg1JbXBvcnRTZXNzaW9uEhwuZGV4LnYxLkltcG9ydFNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkltcG9ydFNlc3Npb25SZXNwb25zZSgBEkAKCVNldEJ1ZGdldBIYLmRleC52MS5TZXRCdWRnZXRSZXF1ZXN0GhkuZGV4LnYxLlNldEJ1ZGdldFJlc3BvbnNlEkAKCVNldExhYmVscxIYLmRleC52MS5TZXRMYWJlbHNSZXF1ZXN0GhkuZGV4LnYxLlNldExhYmVsc1Jlc3BvbnNlQiZaJGdpdGh1Yi5jb20vZGV4aHEvZGV4L2FwaS9kZXh2MTtkZXh2MWIGcHJvdG8z", [file_dex_v1_types]);
+  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSKSAQoSRm9ya1Nlc3Npb25SZXF1ZXN0EhkKEXNvdXJjZV9zZXNzaW9uX2lkGAEgASgJEg4KBmF0X3NlcRgCIAEoBBIPCgdtZXNzYWdlGAMgASgJEh0KBmxhYmVscxgEIAMoCzINLmRleC52MS5MYWJlbBINCgVhZ2VudBgFIAEoCRISCgpzZXNzaW9uX2lkGAYgASgJIjcKE0ZvcmtTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIlIKEFNldExhYmVsc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIaCgNzZXQYAiADKAsyDS5kZXgudjEuTGFiZWwSDgoGcmVtb3ZlGAMgAygJIjUKEVNldExhYmVsc1Jlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbiJMChBTZXRCdWRnZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hhbmdlGAIgASgLMhQuZGV4LnYxLkJ1ZGdldENoYW5nZSI1ChFTZXRCdWRnZXRSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iwAIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAMgASgEEg8KB21lc3NhZ2UYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEg0KBWFnZW50GAYgASgJEhkKDHJldGVudGlvbl9tcxgHIAEoA0gAiAEBEh4KBmJ1ZGdldBgIIAEoCzIOLmRleC52MS5CdWRnZXQSEAoIcHJpb3JpdHkYCSABKA0SFAoMZmFpcm5lc3Nfa2V5GAogASgJEhcKD2ZhaXJuZXNzX3dlaWdodBgLIAEoDRIdCgZsYWJlbHMYDCADKAsyDS5kZXgudjEuTGFiZWxCDwoNX3JldGVudGlvbl9tcyI5ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIk8KElNlbmRNZXNzYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIigKE1NlbmRNZXNzYWdlUmVzcG9uc2USEQoJZHVwbGljYXRlGAEgASgIIp4BChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEWhpc3RvcnlfYWZ0ZXJfc2VxGAIgASgEEhUKDWhpc3RvcnlfbGltaXQYAyABKA0SEwoLc3RlcHNfYWZ0ZXIYBCABKAQSEwoLc3RlcHNfbGltaXQYBSABKA0SGQoRZm9sZGVkX2FmdGVyX3R1cm4YBiABKAQi7wEKEkdldFNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SGwoFc3RlcHMYAiADKAsyDC5kZXgudjEuU3RlcBIeChZuZXh0X2hpc3RvcnlfYWZ0ZXJfc2VxGAMgASgEEhgKEG5leHRfc3RlcHNfYWZ0ZXIYBCABKAQSFgoObGFzdF9ldmVudF9zZXEYBSABKAQSKAoMZm9sZGVkX3R1cm5zGAYgAygLMhIuZGV4LnYxLkZvbGRlZFR1cm4SHgoWbmV4dF9mb2xkZWRfYWZ0ZXJfdHVybhgHIAEoBCLfAgoTTGlzdFNlc3Npb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxINCgVhZ2VudBgEIAEoCRIdCgZsYWJlbHMYBSADKAsyDS5kZXgudjEuTGFiZWwSEQoJcGFyZW50X2lkGAYgASgJEhgKEGNyZWF0ZWRfYWZ0ZXJfbXMYByABKAMSGQoRY3JlYXRlZF9iZWZvcmVfbXMYCCABKAMSGAoQdXBkYXRlZF9hZnRlcl9tcxgJIAEoAxIZChF1cGRhdGVkX2JlZm9yZV9tcxgKIAEoAxImCghvcmRlcl9ieRgLIAEoDjIULmRleC52MS5TZXNzaW9uT3JkZXISEgoKZGVzY2VuZGluZxgMIAEoCBITCgtmb3JrZWRfZnJvbRgNIAEoCSL3AQoOU2Vzc2lvblN1bW1hcnkSCgoCaWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLmRleC52MS5TZXNzaW9uU3RhdHVzEhcKD3R1cm5zX2NvbXBsZXRlZBgEIAEoBBIVCg11cGRhdGVkX2F0X21zGAUgASgDEhUKDWNyZWF0ZWRfYXRfbXMYBiABKAMSDQoFYWdlbnQYByABKAkSHQoGbGFiZWxzGAggAygLMg0uZGV4LnYxLkxhYmVsEhMKC2ZvcmtlZF9mcm9tGAkgASgJEhUKDWZvcmtlZF9hdF9zZXEYCiABKAQiWQoUTGlzdFNlc3Npb25zUmVzcG9uc2USKAoIc2Vzc2lvbnMYASADKAsyFi5kZXgudjEuU2Vzc2lvblN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn8KE1dhdGNoU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQSEwoLbGl2ZV9vdXRwdXQYAyABKAgSLAoOb3V0cHV0X29mZnNldHMYBCADKAsyFC5kZXgudjEuT3V0cHV0T2Zmc2V0IkAKDE91dHB1dE9mZnNldBIPCgdzdGVwX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDgoGb2Zmc2V0GAMgASgEIksKFlJlc29sdmVBcHByb3ZhbFJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIQCghhcHByb3ZlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkiGQoXUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2UiOAoVQW5zd2VyUXVlc3Rpb25SZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSDgoGYW5zd2VyGAIgASgJIhgKFkFuc3dlclF1ZXN0aW9uUmVzcG9uc2UiUAoUUmVzdW1lU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgZjaG9pY2UYAiABKA4yFC5kZXgudjEuUmVzdW1lQ2hvaWNlIhcKFVJlc3VtZVNlc3Npb25SZXNwb25zZSJaChdSZWNvbmNpbGVPdXRjb21lUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEiAKB291dGNvbWUYAiABKA4yDy5kZXgudjEuT3V0Y29tZRIMCgRub3RlGAMgASgJIhoKGFJlY29uY2lsZU91dGNvbWVSZXNwb25zZSJoCg1FdmVudHNOb3RLZXB0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEEhgKEHJlc3VtZV9hZnRlcl9zZXEYAyABKAQSFgoOZmlyc3Rfa2VwdF9zZXEYBCABKAQiKgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIXChVEZWxldGVTZXNzaW9uUmVzcG9uc2UiUQoSRWRpdEhpc3RvcnlSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGQoRdHJ1bmNhdGVfZnJvbV9zZXEYAiABKAQSDAoEbm90ZRgDIAEoCSJCChNFZGl0SGlzdG9yeVJlc3BvbnNlEhUKDWhpc3RvcnlfY291bnQYASABKAQSFAoMaGlzdG9yeV9zaXplGAIgASgEIkYKFENhbmNlbFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSCgoCYnkYAiABKAkSDgoGcmVhc29uGAMgASgJIkwKFUNhbmNlbFNlc3Npb25SZXNwb25zZRIXCg9zdGVwc19jYW5jZWxsZWQYASABKA0SGgoSYXR0ZW1wdHNfY2FuY2VsbGVkGAIgASgNIikKE0Nsb3NlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI4ChRDbG9zZVNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iJQoUSW1wb3J0U2Vzc2lvblJlcXVlc3QSDQoFY2h1bmsYASABKAwicQoVSW1wb3J0U2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSDwoHaGlzdG9yeRgCIAEoBBINCgVzdGVwcxgDIAEoBBIOCgZldmVudHMYBCABKAQSFAoMZm9sZGVkX3R1cm5zGAUgASgEKmMKDFNlc3Npb25PcmRlchIdChlTRVNTSU9OX09SREVSX1VOU1BFQ0lGSUVEEAASGQoVU0VTU0lPTl9PUkRFUl9DUkVBVEVEEAESGQoVU0VTU0lPTl9PUkRFUl9VUERBVEVEEAIyiQoKDlNlc3Npb25TZXJ2aWNlEkwKDUNyZWF0ZVNlc3Npb24SHC5kZXgudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEkYKC1NlbmRNZXNzYWdlEhouZGV4LnYxLlNlbmRNZXNzYWdlUmVxdWVzdBobLmRleC52MS5TZW5kTWVzc2FnZVJlc3BvbnNlEkMKCkdldFNlc3Npb24SGS5kZXgudjEuR2V0U2Vzc2lvblJlcXVlc3QaGi5kZXgudjEuR2V0U2Vzc2lvblJlc3BvbnNlEkkKDExpc3RTZXNzaW9ucxIbLmRleC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GhwuZGV4LnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEjwKDFdhdGNoU2Vzc2lvbhIbLmRleC52MS5XYXRjaFNlc3Npb25SZXF1ZXN0Gg0uZGV4LnYxLkV2ZW50MAESUgoPUmVzb2x2ZUFwcHJvdmFsEh4uZGV4LnYxLlJlc29sdmVBcHByb3ZhbFJlcXVlc3QaHy5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2USTwoOQW5zd2VyUXVlc3Rpb24SHS5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXF1ZXN0Gh4uZGV4LnYxLkFuc3dlclF1ZXN0aW9uUmVzcG9uc2USTAoNUmVzdW1lU2Vzc2lvbhIcLmRleC52MS5SZXN1bWVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5SZXN1bWVTZXNzaW9uUmVzcG9uc2USVQoQUmVjb25jaWxlT3V0Y29tZRIfLmRleC52MS5SZWNvbmNpbGVPdXRjb21lUmVxdWVzdBogLmRleC52MS5SZWNvbmNpbGVPdXRjb21lUmVzcG9uc2USTAoNRGVsZXRlU2Vzc2lvbhIcLmRleC52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5EZWxldGVTZXNzaW9uUmVzcG9uc2USRgoLRWRpdEhpc3RvcnkSGi5kZXgudjEuRWRpdEhpc3RvcnlSZXF1ZXN0GhsuZGV4LnYxLkVkaXRIaXN0b3J5UmVzcG9uc2USTAoNQ2FuY2VsU2Vzc2lvbhIcLmRleC52MS5DYW5jZWxTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DYW5jZWxTZXNzaW9uUmVzcG9uc2USSQoMQ2xvc2VTZXNzaW9uEhsuZGV4LnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaHC5kZXgudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USTgoNSW1wb3J0U2Vzc2lvbhIcLmRleC52MS5JbXBvcnRTZXNzaW9uUmVxdWVzdBodLmRleC52MS5JbXBvcnRTZXNzaW9uUmVzcG9uc2UoARJACglTZXRCdWRnZXQSGC5kZXgudjEuU2V0QnVkZ2V0UmVxdWVzdBoZLmRleC52MS5TZXRCdWRnZXRSZXNwb25zZRJACglTZXRMYWJlbHMSGC5kZXgudjEuU2V0TGFiZWxzUmVxdWVzdBoZLmRleC52MS5TZXRMYWJlbHNSZXNwb25zZRJGCgtGb3JrU2Vzc2lvbhIaLmRleC52MS5Gb3JrU2Vzc2lvblJlcXVlc3QaGy5kZXgudjEuRm9ya1Nlc3Npb25SZXNwb25zZUImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw", [file_dex_v1_types]);
+
+/**
+ * @generated from message dex.v1.ForkSessionRequest
+ */
+export type ForkSessionRequest = Message<"dex.v1.ForkSessionRequest"> & {
+  /**
+   * The session forked: the call is served by its partition.
+   *
+   * @generated from field: string source_session_id = 1;
+   */
+  sourceSessionId: string;
+
+  /**
+   * The source's history entry the fork's history ends with (inclusive).
+   *
+   * @generated from field: uint64 at_seq = 2;
+   */
+  atSeq: bigint;
+
+  /**
+   * Optional: the fork's first message, which starts its first turn.
+   *
+   * @generated from field: string message = 3;
+   */
+  message: string;
+
+  /**
+   * Optional: the fork's labels, replacing the source's (docs/labels.md).
+   *
+   * @generated from field: repeated dex.v1.Label labels = 4;
+   */
+  labels: Label[];
+
+  /**
+   * Optional: the fork's agent (empty: the source's).
+   *
+   * @generated from field: string agent = 5;
+   */
+  agent: string;
+
+  /**
+   * Optional: the fork's id; it must live in the source's partition. A
+   * repeat with the same id answers AlreadyExists. Empty: the server
+   * draws one.
+   *
+   * @generated from field: string session_id = 6;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message dex.v1.ForkSessionRequest.
+ * Use `create(ForkSessionRequestSchema)` to create a new message.
+ */
+export const ForkSessionRequestSchema: GenMessage<ForkSessionRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 0);
+
+/**
+ * @generated from message dex.v1.ForkSessionResponse
+ */
+export type ForkSessionResponse = Message<"dex.v1.ForkSessionResponse"> & {
+  /**
+   * @generated from field: dex.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message dex.v1.ForkSessionResponse.
+ * Use `create(ForkSessionResponseSchema)` to create a new message.
+ */
+export const ForkSessionResponseSchema: GenMessage<ForkSessionResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 1);
 
 /**
  * @generated from message dex.v1.SetLabelsRequest
@@ -39,7 +112,7 @@ export type SetLabelsRequest = Message<"dex.v1.SetLabelsRequest"> & {
  * Use `create(SetLabelsRequestSchema)` to create a new message.
  */
 export const SetLabelsRequestSchema: GenMessage<SetLabelsRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 0);
+  messageDesc(file_dex_v1_sessions, 2);
 
 /**
  * @generated from message dex.v1.SetLabelsResponse
@@ -56,7 +129,7 @@ export type SetLabelsResponse = Message<"dex.v1.SetLabelsResponse"> & {
  * Use `create(SetLabelsResponseSchema)` to create a new message.
  */
 export const SetLabelsResponseSchema: GenMessage<SetLabelsResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 1);
+  messageDesc(file_dex_v1_sessions, 3);
 
 /**
  * @generated from message dex.v1.SetBudgetRequest
@@ -78,7 +151,7 @@ export type SetBudgetRequest = Message<"dex.v1.SetBudgetRequest"> & {
  * Use `create(SetBudgetRequestSchema)` to create a new message.
  */
 export const SetBudgetRequestSchema: GenMessage<SetBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 2);
+  messageDesc(file_dex_v1_sessions, 4);
 
 /**
  * @generated from message dex.v1.SetBudgetResponse
@@ -95,7 +168,7 @@ export type SetBudgetResponse = Message<"dex.v1.SetBudgetResponse"> & {
  * Use `create(SetBudgetResponseSchema)` to create a new message.
  */
 export const SetBudgetResponseSchema: GenMessage<SetBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 3);
+  messageDesc(file_dex_v1_sessions, 5);
 
 /**
  * @generated from message dex.v1.CreateSessionRequest
@@ -195,7 +268,7 @@ export type CreateSessionRequest = Message<"dex.v1.CreateSessionRequest"> & {
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 4);
+  messageDesc(file_dex_v1_sessions, 6);
 
 /**
  * @generated from message dex.v1.CreateSessionResponse
@@ -212,7 +285,7 @@ export type CreateSessionResponse = Message<"dex.v1.CreateSessionResponse"> & {
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 5);
+  messageDesc(file_dex_v1_sessions, 7);
 
 /**
  * @generated from message dex.v1.SendMessageRequest
@@ -245,7 +318,7 @@ export type SendMessageRequest = Message<"dex.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 6);
+  messageDesc(file_dex_v1_sessions, 8);
 
 /**
  * @generated from message dex.v1.SendMessageResponse
@@ -264,7 +337,7 @@ export type SendMessageResponse = Message<"dex.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 7);
+  messageDesc(file_dex_v1_sessions, 9);
 
 /**
  * A session is read in pages: its history from history_after_seq on and its
@@ -322,7 +395,7 @@ export type GetSessionRequest = Message<"dex.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 8);
+  messageDesc(file_dex_v1_sessions, 10);
 
 /**
  * @generated from message dex.v1.GetSessionResponse
@@ -382,7 +455,7 @@ export type GetSessionResponse = Message<"dex.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 9);
+  messageDesc(file_dex_v1_sessions, 11);
 
 /**
  * @generated from message dex.v1.ListSessionsRequest
@@ -466,6 +539,13 @@ export type ListSessionsRequest = Message<"dex.v1.ListSessionsRequest"> & {
    * @generated from field: bool descending = 12;
    */
   descending: boolean;
+
+  /**
+   * Only the forks of this session (docs/forks.md).
+   *
+   * @generated from field: string forked_from = 13;
+   */
+  forkedFrom: string;
 };
 
 /**
@@ -473,7 +553,7 @@ export type ListSessionsRequest = Message<"dex.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 10);
+  messageDesc(file_dex_v1_sessions, 12);
 
 /**
  * @generated from message dex.v1.SessionSummary
@@ -518,6 +598,18 @@ export type SessionSummary = Message<"dex.v1.SessionSummary"> & {
    * @generated from field: repeated dex.v1.Label labels = 8;
    */
   labels: Label[];
+
+  /**
+   * Set on a fork: its source and the source's entry it was forked at.
+   *
+   * @generated from field: string forked_from = 9;
+   */
+  forkedFrom: string;
+
+  /**
+   * @generated from field: uint64 forked_at_seq = 10;
+   */
+  forkedAtSeq: bigint;
 };
 
 /**
@@ -525,7 +617,7 @@ export type SessionSummary = Message<"dex.v1.SessionSummary"> & {
  * Use `create(SessionSummarySchema)` to create a new message.
  */
 export const SessionSummarySchema: GenMessage<SessionSummary> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 11);
+  messageDesc(file_dex_v1_sessions, 13);
 
 /**
  * @generated from message dex.v1.ListSessionsResponse
@@ -551,7 +643,7 @@ export type ListSessionsResponse = Message<"dex.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 12);
+  messageDesc(file_dex_v1_sessions, 14);
 
 /**
  * @generated from message dex.v1.WatchSessionRequest
@@ -593,7 +685,7 @@ export type WatchSessionRequest = Message<"dex.v1.WatchSessionRequest"> & {
  * Use `create(WatchSessionRequestSchema)` to create a new message.
  */
 export const WatchSessionRequestSchema: GenMessage<WatchSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 13);
+  messageDesc(file_dex_v1_sessions, 15);
 
 /**
  * @generated from message dex.v1.OutputOffset
@@ -620,7 +712,7 @@ export type OutputOffset = Message<"dex.v1.OutputOffset"> & {
  * Use `create(OutputOffsetSchema)` to create a new message.
  */
 export const OutputOffsetSchema: GenMessage<OutputOffset> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 14);
+  messageDesc(file_dex_v1_sessions, 16);
 
 /**
  * @generated from message dex.v1.ResolveApprovalRequest
@@ -651,7 +743,7 @@ export type ResolveApprovalRequest = Message<"dex.v1.ResolveApprovalRequest"> & 
  * Use `create(ResolveApprovalRequestSchema)` to create a new message.
  */
 export const ResolveApprovalRequestSchema: GenMessage<ResolveApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 15);
+  messageDesc(file_dex_v1_sessions, 17);
 
 /**
  * @generated from message dex.v1.ResolveApprovalResponse
@@ -664,7 +756,7 @@ export type ResolveApprovalResponse = Message<"dex.v1.ResolveApprovalResponse"> 
  * Use `create(ResolveApprovalResponseSchema)` to create a new message.
  */
 export const ResolveApprovalResponseSchema: GenMessage<ResolveApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 16);
+  messageDesc(file_dex_v1_sessions, 18);
 
 /**
  * @generated from message dex.v1.AnswerQuestionRequest
@@ -690,7 +782,7 @@ export type AnswerQuestionRequest = Message<"dex.v1.AnswerQuestionRequest"> & {
  * Use `create(AnswerQuestionRequestSchema)` to create a new message.
  */
 export const AnswerQuestionRequestSchema: GenMessage<AnswerQuestionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 17);
+  messageDesc(file_dex_v1_sessions, 19);
 
 /**
  * @generated from message dex.v1.AnswerQuestionResponse
@@ -703,7 +795,7 @@ export type AnswerQuestionResponse = Message<"dex.v1.AnswerQuestionResponse"> & 
  * Use `create(AnswerQuestionResponseSchema)` to create a new message.
  */
 export const AnswerQuestionResponseSchema: GenMessage<AnswerQuestionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 18);
+  messageDesc(file_dex_v1_sessions, 20);
 
 /**
  * @generated from message dex.v1.ResumeSessionRequest
@@ -729,7 +821,7 @@ export type ResumeSessionRequest = Message<"dex.v1.ResumeSessionRequest"> & {
  * Use `create(ResumeSessionRequestSchema)` to create a new message.
  */
 export const ResumeSessionRequestSchema: GenMessage<ResumeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 19);
+  messageDesc(file_dex_v1_sessions, 21);
 
 /**
  * @generated from message dex.v1.ResumeSessionResponse
@@ -742,7 +834,7 @@ export type ResumeSessionResponse = Message<"dex.v1.ResumeSessionResponse"> & {
  * Use `create(ResumeSessionResponseSchema)` to create a new message.
  */
 export const ResumeSessionResponseSchema: GenMessage<ResumeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 20);
+  messageDesc(file_dex_v1_sessions, 22);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeRequest
@@ -776,7 +868,7 @@ export type ReconcileOutcomeRequest = Message<"dex.v1.ReconcileOutcomeRequest"> 
  * Use `create(ReconcileOutcomeRequestSchema)` to create a new message.
  */
 export const ReconcileOutcomeRequestSchema: GenMessage<ReconcileOutcomeRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 21);
+  messageDesc(file_dex_v1_sessions, 23);
 
 /**
  * @generated from message dex.v1.ReconcileOutcomeResponse
@@ -789,7 +881,7 @@ export type ReconcileOutcomeResponse = Message<"dex.v1.ReconcileOutcomeResponse"
  * Use `create(ReconcileOutcomeResponseSchema)` to create a new message.
  */
 export const ReconcileOutcomeResponseSchema: GenMessage<ReconcileOutcomeResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 22);
+  messageDesc(file_dex_v1_sessions, 24);
 
 /**
  * The detail of WatchSession's OutOfRange: events after after_seq were
@@ -825,7 +917,7 @@ export type EventsNotKept = Message<"dex.v1.EventsNotKept"> & {
  * Use `create(EventsNotKeptSchema)` to create a new message.
  */
 export const EventsNotKeptSchema: GenMessage<EventsNotKept> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 23);
+  messageDesc(file_dex_v1_sessions, 25);
 
 /**
  * @generated from message dex.v1.DeleteSessionRequest
@@ -844,7 +936,7 @@ export type DeleteSessionRequest = Message<"dex.v1.DeleteSessionRequest"> & {
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 24);
+  messageDesc(file_dex_v1_sessions, 26);
 
 /**
  * @generated from message dex.v1.DeleteSessionResponse
@@ -857,7 +949,7 @@ export type DeleteSessionResponse = Message<"dex.v1.DeleteSessionResponse"> & {
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 25);
+  messageDesc(file_dex_v1_sessions, 27);
 
 /**
  * @generated from message dex.v1.EditHistoryRequest
@@ -891,7 +983,7 @@ export type EditHistoryRequest = Message<"dex.v1.EditHistoryRequest"> & {
  * Use `create(EditHistoryRequestSchema)` to create a new message.
  */
 export const EditHistoryRequestSchema: GenMessage<EditHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 26);
+  messageDesc(file_dex_v1_sessions, 28);
 
 /**
  * @generated from message dex.v1.EditHistoryResponse
@@ -915,7 +1007,7 @@ export type EditHistoryResponse = Message<"dex.v1.EditHistoryResponse"> & {
  * Use `create(EditHistoryResponseSchema)` to create a new message.
  */
 export const EditHistoryResponseSchema: GenMessage<EditHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 27);
+  messageDesc(file_dex_v1_sessions, 29);
 
 /**
  * @generated from message dex.v1.CancelSessionRequest
@@ -949,7 +1041,7 @@ export type CancelSessionRequest = Message<"dex.v1.CancelSessionRequest"> & {
  * Use `create(CancelSessionRequestSchema)` to create a new message.
  */
 export const CancelSessionRequestSchema: GenMessage<CancelSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 28);
+  messageDesc(file_dex_v1_sessions, 30);
 
 /**
  * @generated from message dex.v1.CancelSessionResponse
@@ -975,7 +1067,7 @@ export type CancelSessionResponse = Message<"dex.v1.CancelSessionResponse"> & {
  * Use `create(CancelSessionResponseSchema)` to create a new message.
  */
 export const CancelSessionResponseSchema: GenMessage<CancelSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 29);
+  messageDesc(file_dex_v1_sessions, 31);
 
 /**
  * @generated from message dex.v1.CloseSessionRequest
@@ -994,7 +1086,7 @@ export type CloseSessionRequest = Message<"dex.v1.CloseSessionRequest"> & {
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 30);
+  messageDesc(file_dex_v1_sessions, 32);
 
 /**
  * @generated from message dex.v1.CloseSessionResponse
@@ -1014,7 +1106,7 @@ export type CloseSessionResponse = Message<"dex.v1.CloseSessionResponse"> & {
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 31);
+  messageDesc(file_dex_v1_sessions, 33);
 
 /**
  * @generated from message dex.v1.ImportSessionRequest
@@ -1033,7 +1125,7 @@ export type ImportSessionRequest = Message<"dex.v1.ImportSessionRequest"> & {
  * Use `create(ImportSessionRequestSchema)` to create a new message.
  */
 export const ImportSessionRequestSchema: GenMessage<ImportSessionRequest> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 32);
+  messageDesc(file_dex_v1_sessions, 34);
 
 /**
  * @generated from message dex.v1.ImportSessionResponse
@@ -1072,7 +1164,7 @@ export type ImportSessionResponse = Message<"dex.v1.ImportSessionResponse"> & {
  * Use `create(ImportSessionResponseSchema)` to create a new message.
  */
 export const ImportSessionResponseSchema: GenMessage<ImportSessionResponse> = /*@__PURE__*/
-  messageDesc(file_dex_v1_sessions, 33);
+  messageDesc(file_dex_v1_sessions, 35);
 
 /**
  * @generated from enum dex.v1.SessionOrder
@@ -1279,6 +1371,24 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof SetLabelsRequestSchema;
     output: typeof SetLabelsResponseSchema;
+  },
+  /**
+   * ForkSession creates a new session, in the source's partition, whose
+   * history is the source's up to and including entry at_seq: the recorded
+   * model outputs and tool results are copied, nothing runs again
+   * (docs/forks.md). It has the source's agent and labels unless the
+   * request gives others. With a message, the fork starts its first turn
+   * with it. An unknown source is NotFound; a seq the source does not hold,
+   * a cut between a model output and its tool results, bad labels or a bad
+   * agent are InvalidArgument; an entry of a turn that has not ended is
+   * FailedPrecondition. A refused fork changes nothing.
+   *
+   * @generated from rpc dex.v1.SessionService.ForkSession
+   */
+  forkSession: {
+    methodKind: "unary";
+    input: typeof ForkSessionRequestSchema;
+    output: typeof ForkSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_sessions, 0);
