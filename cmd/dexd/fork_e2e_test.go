@@ -88,6 +88,7 @@ func ledgerLines(t *testing.T, ledger, session string) []forkLedgerLine {
 func TestForkRunsOnlyTheNewTurnWithRealProcesses(t *testing.T) {
 	c := newTestCluster(t)
 	c.startAll(t)
+	waitHealthy(t, c, 15*time.Second)
 	dir := t.TempDir()
 	var turns []any
 	for i := 1; i <= 4; i++ {
