@@ -2,10 +2,13 @@
 api/client/stream.go and the live part of api/client/watch.go.
 
 Worker side: :class:`OutputStream` is one attempt's output on its way to
-the leader. A handler's ``stream(text)`` adds to it; the sender, started by
-the first write, sends what the leader does not hold yet with one
-AppendOutput in flight at a time, and keeps the attempt's whole output until
-the attempt ends, so that a new leader can ask for it again from any offset.
+the leader; a handler's ``stream(text)`` adds to it. One
+:class:`OutputSender` per partition carries the pending output of every
+attempt the Worker runs there, one AppendOutputs call at a time: what is
+streamed while a call is in flight goes in the next one, so the calls grow
+with the Workers, not with the deltas. The Worker keeps each attempt's
+whole output until the attempt ends, so that a new leader can ask for it
+again from any offset.
 
 Client side: :class:`LiveOffsets` is how far a watch delivered each
 attempt's output, so that a watch that resumes delivers every byte once.
@@ -21,143 +24,198 @@ from typing import Awaitable, Callable, Optional
 
 from dex.v1 import sessions_pb2, types_pb2, workers_pb2
 
-#: The most text one AppendOutput call carries (bytes).
+#: The most text of one attempt in one AppendOutputs call (bytes).
 MAX_APPEND = 64 << 10
-#: The pause before an append that failed is tried again (seconds).
+#: The most text of one call (bytes), and its most appends (the cluster
+#: takes at most 1,024).
+MAX_BATCH = 1 << 20
+MAX_BATCH_APPENDS = 256
+#: The pause before a call that failed is tried again (seconds).
 STREAM_RETRY = 0.1
+#: Bounds one call (seconds).
+STREAM_CALL_TIMEOUT = 10.0
 #: How long a finished handler's result waits for its streamed output to
 #: reach the leader (seconds).
 STREAM_FLUSH = 2.0
 
-#: Sends one AppendOutput (raises on a failed call).
-AppendFn = Callable[[workers_pb2.AppendOutputRequest], Awaitable[workers_pb2.AppendOutputResponse]]
+#: Sends one AppendOutputs call (raises on a failed call).
+SendFn = Callable[[workers_pb2.AppendOutputsRequest], Awaitable[workers_pb2.AppendOutputsResponse]]
 
 
 def rune_cut(b: bytes, n: int) -> int:
     """Where to cut b at most n bytes in so that no character is cut in two
-    (a delta is a protobuf string: valid UTF-8)."""
+    (a delta is a protobuf string: valid UTF-8); 0 when the first character
+    is longer than n."""
     if n >= len(b):
         return len(b)
-    for i in range(n, max(n - 4, 0), -1):
+    for i in range(n, max(n - 4, -1), -1):
         if b[i] & 0xC0 != 0x80:  # the first byte of a character
             return i
-    return n
+    return 0
+
+
+class OutputSender:
+    """Sends the live output of a Worker's attempts of one partition. Its
+    task runs on ``loop`` while some attempt has output the leader does not
+    hold; :meth:`OutputStream.write` may be called from any thread (a sync
+    handler runs in one)."""
+
+    def __init__(self, send: SendFn, loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
+        self._send = send
+        self.loop = loop or asyncio.get_running_loop()
+        self._lock = threading.Lock()  # guards _pending and every stream's state
+        # With output the leader does not hold, in the order a call takes them.
+        self._pending: dict[OutputStream, None] = {}
+        self._task: Optional[asyncio.Task] = None  # the sender, while something is pending
+
+    def open(self, ref: types_pb2.AttemptRef) -> "OutputStream":
+        """The live output of the attempt ref names (its seq is not sent)."""
+        return OutputStream(self, ref)
+
+    def _kick(self) -> None:
+        """On the loop: starts the sender if it is not running."""
+        if self._task is None:
+            self._task = self.loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        """Sends what the leader does not hold, one call at a time, until
+        nothing is pending."""
+        try:
+            while True:
+                with self._lock:
+                    batch, req = self._batch()
+                if not batch:
+                    return
+                try:
+                    resp = await self._send(req)
+                    if len(resp.answers) != len(batch):
+                        raise ValueError(f"the cluster answered {len(resp.answers)} appends of {len(batch)}")
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # a failed or refused call (a takeover, a lost node): try again
+                    await asyncio.sleep(STREAM_RETRY)
+                    continue
+                with self._lock:
+                    for o, answer in zip(batch, resp.answers):
+                        o._took(answer)
+                for o in batch:
+                    o._synced.set()
+        finally:
+            # Synchronous with the empty batch above: a write after it
+            # finds no sender and starts one.
+            self._task = None
+
+    def _batch(self) -> tuple[list["OutputStream"], workers_pb2.AppendOutputsRequest]:
+        """The next call: each pending attempt's output from the offset the
+        leader holds, within the call's bounds. It forgets the attempts that
+        stopped or are held whole, and moves those it takes to the back, so
+        that a Worker with more attempts than a call carries takes turns.
+        The lock is held."""
+        batch: list[OutputStream] = []
+        req = workers_pb2.AppendOutputsRequest()
+        size = 0
+        for o in list(self._pending):
+            start = min(o._held, len(o._text))
+            if o._stopped or start == len(o._text):
+                del self._pending[o]
+                continue
+            if len(batch) == MAX_BATCH_APPENDS or size >= MAX_BATCH:
+                break
+            rest = bytes(o._text[start:start + MAX_APPEND + 4])
+            chunk = rest[:rune_cut(rest, min(MAX_APPEND, MAX_BATCH - size))]
+            if not chunk:  # the call has no room for its next character
+                break
+            batch.append(o)
+            req.appends.append(workers_pb2.AppendOutputRequest(ref=o._ref, offset=start, text=chunk.decode()))
+            size += len(chunk)
+        for o in batch:
+            del self._pending[o]
+            self._pending[o] = None
+        return batch, req
 
 
 class OutputStream:
-    """One attempt's live output. :meth:`write` may be called from any
-    thread (a sync handler runs in one); the sender runs on ``loop``."""
+    """One attempt's live output, sent by its partition's sender."""
 
-    def __init__(self, append: AppendFn, ref: types_pb2.AttemptRef,
-                 loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
-        self._append = append
+    def __init__(self, sender: OutputSender, ref: types_pb2.AttemptRef) -> None:
+        self._sender = sender
         self._ref = types_pb2.AttemptRef(step_id=ref.step_id, attempt=ref.attempt, token=ref.token)
-        self._loop = loop or asyncio.get_running_loop()
-        self._lock = threading.Lock()  # guards _text, _held, _stopped, _ended
+        # Guarded by the sender's lock:
         self._text = bytearray()  # everything streamed so far
         self._held = 0  # what the leader holds (its next offset)
-        self._stopped = False  # the leader takes no more of it (or the attempt ended)
-        self._ended = False  # the attempt ended: the sender is stopped for good
-        self._wake = asyncio.Event()  # new text to send
-        self._synced = asyncio.Event()  # _held or _stopped changed
-        self._task: Optional[asyncio.Task] = None  # the sender, from the first write
+        self._stopped = False  # the leader takes no more of it, or the attempt is over
+        self._synced = asyncio.Event()  # _held or _stopped changed (set on the loop)
 
     @property
     def text(self) -> bytes:
         """What was streamed so far."""
-        with self._lock:
+        with self._sender._lock:
             return bytes(self._text)
 
     @property
     def held(self) -> int:
         """The offset the leader last said it holds up to."""
-        with self._lock:
+        with self._sender._lock:
             return self._held
 
     def write(self, text: str) -> None:
-        """Adds text to the output; the sender picks it up."""
+        """Adds text to the output for the sender to pick up; it does not
+        wait. Text written once the stream stopped is dropped."""
         if not text:
             return
-        with self._lock:
-            if self._ended:
+        s = self._sender
+        with s._lock:
+            if self._stopped:
                 return
-            if not self._stopped:
-                self._text += text.encode()
+            self._text += text.encode()
+            s._pending[self] = None
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is self._loop:
-            self._kick()
+        if running is s.loop:
+            s._kick()
         else:
             try:
-                self._loop.call_soon_threadsafe(self._kick)
+                s.loop.call_soon_threadsafe(s._kick)
             except RuntimeError:
                 pass  # the loop is closed: the Worker is gone
 
-    def _kick(self) -> None:
-        """On the loop: starts the sender on the first write, wakes it."""
-        if self._ended:
-            return
-        if self._task is None:
-            self._task = self._loop.create_task(self._run())
-        self._wake.set()
-
-    async def _run(self) -> None:
-        """Sends what the leader does not hold yet, one call at a time."""
-        while True:
-            # Cleared before reading, so a write after the read wakes us.
-            self._wake.clear()
-            with self._lock:
-                start, stopped = self._held, self._stopped
-                rest = bytes(self._text[start:start + MAX_APPEND + 4])
-            chunk = rest[:rune_cut(rest, MAX_APPEND)]
-            if stopped or not chunk:
-                await self._wake.wait()
-                continue
-            req = workers_pb2.AppendOutputRequest(ref=self._ref, offset=start, text=chunk.decode())
-            try:
-                resp = await self._append(req)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a failed call (a takeover, a lost node): try again
-                await asyncio.sleep(STREAM_RETRY)
-                continue
-            with self._lock:
-                self._held = min(resp.next_offset, len(self._text))
-                self._stopped = self._stopped or resp.stop
-            self._synced.set()
+    def _took(self, answer: workers_pb2.AppendOutputResponse) -> None:
+        """Applies the leader's answer to an append. The lock is held."""
+        self._held = min(answer.next_offset, len(self._text))
+        self._stopped = self._stopped or answer.stop
+        if self._stopped or self._held == len(self._text):
+            self._sender._pending.pop(self, None)
 
     def _flushed(self) -> bool:
-        with self._lock:
+        with self._sender._lock:
             return self._stopped or self._held >= len(self._text)
 
     async def finish(self, wait: float = STREAM_FLUSH) -> None:
         """Waits, up to ``wait`` seconds, until the leader holds all the
-        output (or takes no more of it), then stops the sender."""
-        deadline = self._loop.time() + wait
+        output (or takes no more of it), then stops the stream."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
         while True:
             self._synced.clear()
-            left = deadline - self._loop.time()
+            left = deadline - loop.time()
             if self._flushed() or left <= 0:
                 break
             try:
                 await asyncio.wait_for(self._synced.wait(), left)
             except asyncio.TimeoutError:
                 break
-        await self.stop()
+        self.stop()
 
-    async def stop(self) -> None:
-        """Ends the sender without waiting for the leader (again: nothing)."""
-        with self._lock:
-            self._stopped = self._ended = True
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+    def stop(self) -> None:
+        """Ends the attempt's output without waiting for the leader (again:
+        nothing). A call in flight may still carry it; no later one does."""
+        s = self._sender
+        with s._lock:
+            self._stopped = True
+            s._pending.pop(self, None)
+        self._synced.set()
 
 
 class LiveOffsets:

@@ -34,7 +34,7 @@ from dex.hold import (HOLD_AFTER_CLAIM, HOLD_AFTER_RESULT_SENT, HOLD_BEFORE_CLAI
 from dex.ledger import LEDGER_ENV, ledger_from_env, start_line
 from dex.metrics import (TASK_CANCELLED, TASK_CANNOT_RUN, TASK_CLAIM_REFUSED, TASK_COMPLETED, TASK_FAILED,
                          TASK_REPORT_REFUSED, WorkerMetrics)
-from dex.stream import STREAM_FLUSH, OutputStream
+from dex.stream import STREAM_CALL_TIMEOUT, STREAM_FLUSH, OutputSender, OutputStream
 from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 
 log = logging.getLogger("dex.worker")
@@ -498,6 +498,8 @@ class Worker:
         #: How many partitions the cluster has (its registration says): one poll loop each.
         self._partitions = 1
         self._partitions_changed: Optional[asyncio.Event] = None  # set when a registration changes it
+        #: The live output senders, by the partition its tasks were polled from (None: the only one).
+        self._output_senders: dict[Optional[int], OutputSender] = {}
         if hold is None:  # holds asked for by $DEX_HOLD (dex.hold)
             holder = holder_from_env(os.environ.get(LEDGER_ENV, ""))
             self.hold_hook = holder.hold if holder is not None else None
@@ -1088,17 +1090,32 @@ class Worker:
         ran.append(True)
 
     def _output_stream(self, t: workers_pb2.Task, partition: Optional[int]) -> Optional[OutputStream]:
-        """The live output of t's attempt, sent as its heartbeats are (to
-        its partition's leader); None without a connection."""
+        """The live output of t's attempt, sent by the sender of the
+        partition it was polled from; None without a connection."""
+        sender = self._output_sender(partition)
+        return sender.open(t.ref) if sender is not None else None
+
+    def _output_sender(self, partition: Optional[int]) -> Optional[OutputSender]:
+        """The sender of the live output of the partition's attempts (None:
+        a cluster of one partition), made on first use. Its calls carry the
+        partition's metadata, as the partition's polls do, and go to its
+        leader."""
         conn = self.conn
         if conn is None:
             return None
+        loop = asyncio.get_running_loop()
+        sender = self._output_senders.get(partition)
+        if sender is not None and sender.loop is loop:
+            return sender
+        md = ((PARTITION_METADATA_KEY, str(partition)),) if partition is not None else ()
+        timeout = min(self.call_timeout, STREAM_CALL_TIMEOUT)
 
-        async def append(req: workers_pb2.AppendOutputRequest) -> workers_pb2.AppendOutputResponse:
-            return await conn.unary(workers_pb2_grpc.WorkerServiceStub, "AppendOutput", req, self.call_try(t),
-                                    partition=partition)
+        async def send(req: workers_pb2.AppendOutputsRequest) -> workers_pb2.AppendOutputsResponse:
+            return await conn.unary(workers_pb2_grpc.WorkerServiceStub, "AppendOutputs", req, timeout,
+                                    metadata=md, partition=partition)
 
-        return OutputStream(append, t.ref)
+        sender = self._output_senders[partition] = OutputSender(send, loop)
+        return sender
 
     async def _invoke_handler(self, t: workers_pb2.Task, cancel_event: threading.Event,
                               line: Optional[dict], ran: list, partition: Optional[int] = None) -> _Outcome:
@@ -1120,7 +1137,7 @@ class Worker:
                         await live.finish(STREAM_FLUSH)
                 finally:
                     if live is not None:
-                        await live.stop()
+                        live.stop()
                 # The cluster refuses such an output; fail the attempt with the
                 # reason instead of sending it (another try may do better).
                 why = check_model_output(mo)
@@ -1160,7 +1177,7 @@ class Worker:
                 await live.finish(STREAM_FLUSH)
         finally:
             if live is not None:
-                await live.stop()
+                live.stop()
         return _Outcome(complete=types_pb2.AttemptResult(tool_result=res.proto()))
 
     async def _heartbeat(self, fields: dict, t: workers_pb2.Task, cancel: Callable[[str], None],

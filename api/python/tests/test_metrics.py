@@ -64,8 +64,9 @@ class Cluster(workers_pb2_grpc.WorkerServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "the attempt is not current")
         return workers_pb2.ReportTaskResponse()
 
-    async def AppendOutput(self, request, context):
-        return workers_pb2.AppendOutputResponse(next_offset=request.offset + len(request.text.encode()))
+    async def AppendOutputs(self, request, context):
+        return workers_pb2.AppendOutputsResponse(answers=[
+            workers_pb2.AppendOutputResponse(next_offset=a.offset + len(a.text.encode())) for a in request.appends])
 
 
 def _value(m: dex.WorkerMetrics, name: str, **labels) -> float:

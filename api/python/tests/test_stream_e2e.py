@@ -4,7 +4,8 @@ scripted output (--stream) while the Python client watches it live; the
 leader of a three-node cluster is SIGKILLed a quarter into the stream. The
 watcher's text equals the committed output, every delta at the offset the
 one before ended, and it is told the committed result replaced the
-stream."""
+stream. In a cluster of three partitions, sessions of every partition
+stream at once through one Worker and each watcher gets its whole output."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 
 import dex
 from conftest import BIN
+from dex.partitions import partition_of
 from dex.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 from test_partitions import _Cluster
 
@@ -167,3 +169,86 @@ def test_live_output_survives_a_leader_kill(cluster: _Cluster, tmp_path: Path):
     got, _ = next((live.of(k) for k in live.text), ("", ""))
     assert got == want, f"the watcher saw {len(got)} bytes; want the {len(want)} of the output"
     assert committed == got
+
+
+@pytest.mark.e2e
+def test_live_output_of_a_partitioned_cluster(tmp_path: Path):
+    """Two sessions in each partition of a cluster of three stream at once
+    through one Worker: its calls of each partition, carrying that
+    partition's metadata, reach the partition's leader, and each watcher's
+    text equals its committed output."""
+    if not (BIN / "dexd").exists():
+        pytest.skip(f"{BIN / 'dexd'} is missing: run make build")
+    c = _Cluster(tmp_path, 3)
+    try:
+        c.wait_leaders_spread()
+        _stream_in_every_partition(c, tmp_path)
+    finally:
+        c.stop()
+
+
+def _stream_in_every_partition(c: _Cluster, tmp_path: Path) -> None:
+    want = _numbered_text(150)  # 900 bytes: about a second of streaming
+    ids: list[str] = []
+    for i in range(1000):
+        sid = f"live-{i}"
+        if sum(partition_of(x, 3) == partition_of(sid, 3) for x in ids) < 2:
+            ids.append(sid)
+        if len(ids) == 6:
+            break
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"match": "stream", "outputs": [{"text": want}]}]}))
+    target = "dex:///" + ",".join(c.grpc)
+    log = open(tmp_path / "worker.log", "wb")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "dex.demo", "--addr", target, "--ledger", str(tmp_path / "ledger.jsonl"),
+         "--script", str(script), "--stream", "--poll-wait", "2s", "--id", "py-stream-p", "--concurrency", "12"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(PYDIR)})
+    live = LiveText()
+
+    async def main() -> dict:
+        async with dex.Client(target, timeout=60.0) as cl:
+            async def watch(sid: str) -> None:
+                async for ev in cl.watch(sid, live_output=True):
+                    live.add(ev)
+
+            for sid in ids:
+                await cl.create_session("stream", session_id=sid)
+            # A watch from offset 0 gets the output the leader holds, then the rest.
+            watching = [asyncio.ensure_future(watch(sid)) for sid in ids]
+
+            async def whole() -> object:
+                ends = [live.of(sid + "-s1#1")[1] for sid in ids]
+                return ends.count("output_ended") == len(ids) or f"ended: {ends}"
+
+            await _until(whole, "every watcher told its output is whole", 60.0)
+            for w in watching:
+                w.cancel()
+            await asyncio.gather(*watching, return_exceptions=True)
+            committed = {}
+            for sid in ids:
+                async def answered() -> object:
+                    h = (await cl.get_session(sid)).session.history
+                    return bool(h) and h[-1].kind == types_pb2.HISTORY_KIND_ASSISTANT or "not yet"
+
+                await _until(answered, f"{sid}'s answer committed", 30.0)
+                h = (await cl.get_session(sid)).session.history
+                committed[sid] = [e.text for e in h if e.kind == types_pb2.HISTORY_KIND_ASSISTANT][-1]
+            return committed
+
+    try:
+        committed = asyncio.run(main())
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+        log.close()
+    assert sorted(partition_of(sid, 3) for sid in ids) == [0, 0, 1, 1, 2, 2]
+    assert live.errors == []
+    for sid in ids:
+        got, _ = live.of(sid + "-s1#1")
+        assert got == want, f"{sid}: the watcher saw {len(got)} bytes; want the {len(want)} of the output"
+        assert committed[sid] == want

@@ -17,7 +17,7 @@ import { nopLogger, type Logger } from "./log.js";
 import type { TaskOutcome, WorkerMetrics } from "./metrics.js";
 import { handlerOf, routeProblem, runsOnModel } from "./route.js";
 import { Backoff, PartitionMetadataKey, sleep, transient } from "./retry.js";
-import { OutputStream } from "./stream.js";
+import { OutputSender, streamCallTimeoutMs, type OutputStream } from "./stream.js";
 
 /** How long a poll waits when a Worker has fewer task slots than partitions. */
 const SHARED_SLOT_WAIT_MS = 250;
@@ -371,6 +371,8 @@ export class Worker {
   private partitions = 1;
   /** Called when a registration changes partitions. */
   private resized: () => void = () => {};
+  /** The live output senders, by the partition its tasks were polled from. */
+  private readonly outputSenders = new Map<number, OutputSender>();
   /** No logger given: the registration lines go to stderr. */
   private readonly sayToStderr: boolean;
   private readonly transport: Transport;
@@ -820,14 +822,29 @@ export class Worker {
     }
   }
 
-  /**
-   * The live output of t's attempt, polled from partition k: its
-   * AppendOutput calls go to that partition's leader, as its heartbeats do.
-   */
+  /** The live output of t's attempt, polled from partition k, sent by that partition's sender. */
   private outputStream(t: Task, k: number): OutputStream {
-    const ref = create(AttemptRefSchema, { stepId: t.ref?.stepId ?? "", attempt: t.ref?.attempt ?? 0, token: t.ref?.token ?? "" });
-    return new OutputStream((offset, text, signal) =>
-      this.svc.appendOutput({ ref, offset, text }, { signal, timeoutMs: this.callTry(t), ...inPartition(k) }));
+    return this.outputSender(k).open({ stepId: t.ref?.stepId ?? "", attempt: t.ref?.attempt ?? 0, token: t.ref?.token ?? "" });
+  }
+
+  /**
+   * The sender of the live output of partition k's attempts, made on first
+   * use. Its AppendOutputs calls carry the partition's metadata, as the
+   * partition's polls do (none in a cluster of one partition), and go to
+   * its leader.
+   */
+  private outputSender(k: number): OutputSender {
+    let s = this.outputSenders.get(k);
+    if (s === undefined) {
+      s = new OutputSender(async (appends) => {
+        const headers = this.partitions > 1 ? { [PartitionMetadataKey]: String(k) } : undefined;
+        const resp = await this.svc.appendOutputs({ appends },
+          { timeoutMs: Math.min(streamCallTimeoutMs, this.o.callTimeoutMs), headers, ...inPartition(k) });
+        return resp.answers;
+      });
+      this.outputSenders.set(k, s);
+    }
+    return s;
   }
 
   /** Runs the handler for t, polled from partition k; a throw becomes a failure with its error type. */
@@ -894,7 +911,7 @@ export class Worker {
       const errType = handlerErrorType(runsOnModel(t), err, taskSignal);
       return { err, errType, retryAfterMs: errType === ErrorType.RATE_LIMIT ? retryAfterMsOf(err) : 0 };
     } finally {
-      await live?.stop();
+      live?.stop();
     }
   }
 

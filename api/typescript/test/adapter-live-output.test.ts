@@ -1,5 +1,5 @@
 // Each adapter's live output through a Worker: what the leader holds of the
-// attempt's output (a fake node's AppendOutput) is the committed model
+// attempt's output (a fake node's AppendOutputs) is the committed model
 // output's text, streamed before the result; a rate limit after some deltas
 // is reported as the adapter reports it without streaming.
 import { describe, it } from "node:test";
@@ -15,7 +15,7 @@ import { dial, ErrorType, StepKind, TaskHandler, TaskRunner, Worker, type ModelH
 import { outputItems } from "../demo/adapter-openai-agents.js";
 import { FakeNode, task, type ModelReport } from "./fake.js";
 
-/** Runs model on one RunModel task through a Worker against a fake node: the report, what the leader holds of the attempt's output, the AppendOutput calls. */
+/** Runs model on one RunModel task through a Worker against a fake node: the report, what the leader holds of the attempt's output, the appends sent. */
 async function runOne(model: ModelHandler): Promise<{ report: ModelReport; held: string | undefined; appends: number }> {
   const node = await new FakeNode().start();
   node.tasks.push(task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL, stepId: "step-1" }));

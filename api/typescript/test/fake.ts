@@ -7,6 +7,7 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { WorkerService, TaskHandler, TaskRunner, TaskSchema, type Task } from "../gen/dex/v1/workers_pb.js";
 import type { AttemptRef } from "../gen/dex/v1/types_pb.js";
+import type { AppendOutputRequest } from "../gen/dex/v1/workers_pb.js";
 import type { AttemptFailure, AttemptResult, ModelOutput, ToolSpec } from "../gen/dex/v1/types_pb.js";
 import { StepKind } from "../gen/dex/v1/types_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
@@ -50,7 +51,9 @@ export class FakeNode {
   cancelAfterHeartbeats = 0;
   /** The trailers each call is answered with (its refusal's too), by method, dex-partition metadata and Step. */
   trailers?: (method: string, partition: string | null, ref?: AttemptRef) => Record<string, string>;
-  /** Each AppendOutput as it came, with its dex-partition metadata. */
+  /** Each AppendOutputs call as it came: its appends' Steps and its dex-partition metadata. */
+  appendCalls: { steps: string[]; partition: string | null }[] = [];
+  /** Each append of those calls, in order, with its call's dex-partition metadata (also in calls, as "append"). */
   appended: { stepId: string; attempt: number; offset: bigint; text: string; partition: string | null }[] = [];
   /**
    * What the leader holds of each attempt's output (by "stepId/attempt"): an
@@ -58,9 +61,9 @@ export class FakeNode {
    * new leader, which wants offset 0.
    */
   output = new Map<string, string>();
-  /** Answers every AppendOutput stop from the first (the attempt over its limit). */
+  /** Answers every append stop from the first (the attempt over its limit). */
   stopOutput = false;
-  /** How long each AppendOutput waits before it answers. */
+  /** How long each AppendOutputs call waits before it answers. */
   appendDelayMs = 0;
   private server?: http2.Http2Server;
 
@@ -70,6 +73,33 @@ export class FakeNode {
     for (const [k, v] of Object.entries(this.trailers?.(method, partition, ref) ?? {})) ctx.responseTrailer.set(k, v);
     const e = this.refuse[method]?.shift();
     if (e) throw e;
+  }
+
+  /** An AppendOutputs call: each append taken as the hub takes it (a refusal of "appendOutputs" refuses the call whole). */
+  private async appendOutputs(appends: AppendOutputRequest[], ctx: HandlerContext): Promise<{ answers: { nextOffset: bigint; stop?: boolean }[] }> {
+    const partition = ctx.requestHeader.get("dex-partition");
+    this.take(ctx, "appendOutputs");
+    this.appendCalls.push({ steps: appends.map((a) => a.ref?.stepId ?? ""), partition });
+    if (this.appendDelayMs > 0) await new Promise((r) => setTimeout(r, this.appendDelayMs));
+    const answers = [];
+    for (const a of appends) {
+      this.calls.push({ method: "append", ref: a.ref, partition });
+      this.appended.push({ stepId: a.ref?.stepId ?? "", attempt: a.ref?.attempt ?? 0, offset: a.offset, text: a.text, partition });
+      if (this.stopOutput) {
+        answers.push({ nextOffset: a.offset, stop: true });
+        continue;
+      }
+      const k = `${a.ref?.stepId}/${a.ref?.attempt}`;
+      const held = this.output.get(k) ?? "";
+      const heldBytes = BigInt(Buffer.byteLength(held, "utf8"));
+      if (a.offset !== heldBytes) {
+        answers.push({ nextOffset: heldBytes });
+        continue;
+      }
+      this.output.set(k, held + a.text);
+      answers.push({ nextOffset: heldBytes + BigInt(Buffer.byteLength(a.text, "utf8")) });
+    }
+    return { answers };
   }
 
   async start(): Promise<this> {
@@ -120,26 +150,9 @@ export class FakeNode {
       },
       completeTask: () => ({}),
       failTask: () => ({}),
-      appendOutput: async (req, ctx) => {
-        const partition = ctx.requestHeader.get("dex-partition");
-        this.take(ctx, "append", req.ref);
-        this.appended.push({ stepId: req.ref?.stepId ?? "", attempt: req.ref?.attempt ?? 0, offset: req.offset, text: req.text, partition });
-        if (this.appendDelayMs > 0) await new Promise((r) => setTimeout(r, this.appendDelayMs));
-        if (this.stopOutput) return { nextOffset: req.offset, stop: true };
-        const k = `${req.ref?.stepId}/${req.ref?.attempt}`;
-        const held = this.output.get(k) ?? "";
-        const heldBytes = BigInt(Buffer.byteLength(held, "utf8"));
-        if (req.offset !== heldBytes) return { nextOffset: heldBytes };
-        this.output.set(k, held + req.text);
-        return { nextOffset: heldBytes + BigInt(Buffer.byteLength(req.text, "utf8")) };
-      },
-      // The batched form, which this library does not send: each append as
-      // appendOutput takes it.
-      appendOutputs: async (req, ctx) => {
-        const answers = [];
-        for (const a of req.appends) answers.push(await worker.appendOutput(a, ctx));
-        return { answers };
-      },
+      // The single form, which this library no longer sends: as a call of one append.
+      appendOutput: async (req, ctx) => (await this.appendOutputs([req], ctx)).answers[0],
+      appendOutputs: (req, ctx) => this.appendOutputs(req.appends, ctx),
     };
     const health: ServiceImpl<typeof Health> = {
       check: () => ({ status: this.serving ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING }),

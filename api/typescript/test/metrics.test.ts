@@ -44,7 +44,7 @@ async function startNode(tasks: Task[]): Promise<{ addr: string; stop: () => Pro
       if (req.ref?.stepId === "report-refused") throw notCurrent();
       return {};
     },
-    appendOutput: (req) => ({ nextOffset: req.offset + BigInt(Buffer.byteLength(req.text)) }),
+    appendOutputs: (req) => ({ answers: req.appends.map((a) => ({ nextOffset: a.offset + BigInt(Buffer.byteLength(a.text)) })) }),
   };
   const server = http2.createServer(connectNodeAdapter({ grpc: true, connect: false, grpcWeb: false, routes: (r) => r.service(WorkerService, impl) }));
   await new Promise<void>((res) => server.listen(0, "127.0.0.1", () => res()));

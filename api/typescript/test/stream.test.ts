@@ -1,5 +1,5 @@
-// Live output (docs/design/streaming.md): the Worker's sender, alone against
-// a scripted AppendOutput and inside a Worker against the fake node, and the
+// Live output (docs/design/streaming.md): the Worker's sender inside a Worker
+// against the fake node (the sender alone: stream-sender.test.ts), and the
 // client's offsets across a watch that reconnects.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -8,117 +8,15 @@ import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { SessionService, type WatchSessionRequest } from "../gen/dex/v1/sessions_pb.js";
 import { EventSchema, type Event } from "../gen/dex/v1/types_pb.js";
 import { Client, dial, LiveOffsets, StepKind, TaskHandler, TaskRunner, Worker, type ModelHandler, type Tool } from "../src/index.js";
-import { maxAppendBytes, OutputStream, runeCut, streamRetryMs } from "../src/stream.js";
 import { streamText } from "../demo/script.js";
 import { FakeNode, task } from "./fake.js";
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 
-/** A leader's hub for one attempt: takes text only at the end of what it holds; forget() plays a new leader. */
-class Hub {
-  held = "";
-  calls: { offset: bigint; text: string }[] = [];
-  stopAt = Infinity; // answers stop once it holds this many bytes
-  failures = 0; // the next calls that throw
-  forgetAfter = -1; // forgets all it holds after this many calls
-  append = async (offset: bigint, text: string): Promise<{ nextOffset: bigint; stop: boolean }> => {
-    this.calls.push({ offset, text });
-    if (this.failures > 0) {
-      this.failures--;
-      throw new ConnectError("no leader", Code.Unavailable);
-    }
-    if (this.calls.length - 1 === this.forgetAfter) this.held = "";
-    const at = BigInt(bytes(this.held));
-    if (offset !== at) return { nextOffset: at, stop: false };
-    this.held += text;
-    return { nextOffset: BigInt(bytes(this.held)), stop: bytes(this.held) >= this.stopAt };
-  };
-}
-
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 
-describe("OutputStream", () => {
-  it("sends nothing until the first write, then what the leader does not hold, one call at a time", async () => {
-    const hub = new Hub();
-    const s = new OutputStream(hub.append);
-    await tick(20);
-    assert.equal(hub.calls.length, 0);
-    s.write("hello");
-    s.write(" wor"); // goes with the next call: one call in flight
-    s.write("ld");
-    await s.finish();
-    assert.equal(hub.held, "hello world");
-    assert.deepEqual(hub.calls, [{ offset: 0n, text: "hello" }, { offset: 5n, text: " world" }]);
-    assert.deepEqual(s.progress, { written: 11, held: 11, stopped: true });
-  });
-
-  it("resends from 0 when a new leader answers nextOffset 0", async () => {
-    const hub = new Hub();
-    hub.forgetAfter = 1; // the second call reaches a leader that holds nothing
-    const s = new OutputStream(hub.append);
-    s.write("héllo");
-    await tick(10);
-    s.write(" world");
-    await s.finish();
-    assert.equal(hub.held, "héllo world");
-    assert.deepEqual(hub.calls, [{ offset: 0n, text: "héllo" }, { offset: 6n, text: " world" }, { offset: 0n, text: "héllo world" }]);
-  });
-
-  it("takes no more once the leader says stop, and finishes at once", async () => {
-    const hub = new Hub();
-    hub.stopAt = 3;
-    const s = new OutputStream(hub.append);
-    s.write("abc");
-    await tick(20);
-    s.write("def");
-    await tick(20);
-    const t0 = Date.now();
-    await s.finish();
-    assert.ok(Date.now() - t0 < 100, "finish waited for a stopped stream");
-    assert.deepEqual(hub.calls, [{ offset: 0n, text: "abc" }]);
-  });
-
-  it("retries a failed call after a pause, and gives up the wait at the flush bound", async () => {
-    const hub = new Hub();
-    hub.failures = 2;
-    const s = new OutputStream(hub.append);
-    const t0 = Date.now();
-    s.write("x");
-    await s.finish(5000);
-    assert.ok(Date.now() - t0 >= 2 * streamRetryMs - 5, `retried too soon: ${Date.now() - t0} ms`);
-    assert.equal(hub.held, "x");
-    assert.equal(hub.calls.length, 3);
-
-    const down = new Hub();
-    down.failures = Infinity;
-    const d = new OutputStream(down.append);
-    d.write("lost");
-    const t1 = Date.now();
-    await d.finish(300);
-    const waited = Date.now() - t1;
-    assert.ok(waited >= 290 && waited < 1000, `waited ${waited} ms`);
-    const calls = down.calls.length;
-    await tick(2 * streamRetryMs);
-    assert.equal(down.calls.length, calls, "the sender went on after finish");
-  });
-
-  it("sends at most 64 KiB a call, never cutting a character", async () => {
-    const hub = new Hub();
-    const s = new OutputStream(hub.append);
-    const text = "€".repeat(30_000); // 3 bytes each: 90,000 bytes
-    s.write(text);
-    await s.finish();
-    assert.equal(hub.held, text);
-    assert.ok(hub.calls.length >= 2);
-    for (const c of hub.calls) assert.ok(bytes(c.text) <= maxAppendBytes);
-    assert.equal(bytes(hub.calls[0].text), 65_535);
-    assert.equal(runeCut(Buffer.from("a€"), 2), 1);
-    assert.equal(runeCut(Buffer.from("ab"), 5), 2);
-  });
-});
-
 /** Runs a Worker on node's tasks until until() holds. */
-async function runWorker(node: FakeNode, opts: { model?: ModelHandler; tools?: Tool[] }, until: () => boolean): Promise<void> {
+async function runWorker(node: FakeNode, opts: { model?: ModelHandler; tools?: Tool[]; concurrency?: number }, until: () => boolean): Promise<void> {
   const ch = dial(node.addr, { token: "" });
   const w = new Worker(ch, { id: "w-stream", pollWaitMs: 100, shutdownGraceMs: 500, ...opts });
   const stop = new AbortController();
@@ -136,7 +34,7 @@ async function runWorker(node: FakeNode, opts: { model?: ModelHandler; tools?: T
   }
 }
 
-const modelTask = () => task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL, stepId: "st-m", attempt: 2 });
+const modelTask = (stepId = "st-m", attempt = 2) => task({ kind: StepKind.RUN_MODEL, runner: TaskRunner.MODEL, handler: TaskHandler.MODEL, stepId, attempt });
 
 describe("Worker live output", () => {
   it("sends the handler's stream with the attempt's ref, and reports only once the leader holds it all", async () => {
@@ -203,6 +101,45 @@ describe("Worker live output", () => {
       await runWorker(node, { model }, () => node.of("report").length > 0);
       assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0} ms`);
       assert.deepEqual(node.appended.map((a) => a.text), ["too much"]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("puts the output of a partition's attempts streamed during a call in one next call, with the partition's metadata", async () => {
+    const node = await new FakeNode().start();
+    node.partitions = [3];
+    node.appendDelayMs = 200;
+    node.partitionTasks[2] = ["a", "b", "c", "d"].map((k) => modelTask(k, 1));
+    node.partitionTasks[1] = [modelTask("e", 1)];
+    try {
+      const aInFlight = () => node.appendCalls.some((c) => c.steps.includes("a"));
+      const model: ModelHandler = {
+        run: async (input) => {
+          // a streams first; the others while its call is in flight.
+          if (input.stepId !== "a") while (!aInFlight()) await tick(2);
+          input.stream!(`${input.stepId} says hi`);
+          return { text: `${input.stepId} says hi` };
+        },
+      };
+      await runWorker(node, { model, concurrency: 12 }, () => node.of("report").length === 5);
+      for (const k of ["a", "b", "c", "d", "e"]) assert.equal(node.output.get(`${k}/1`), `${k} says hi`);
+      const p2 = node.appendCalls.filter((c) => c.partition === "2").map((c) => [...c.steps].sort());
+      assert.deepEqual(p2, [["a"], ["b", "c", "d"]], "partition 2's calls");
+      assert.deepEqual(node.appendCalls.filter((c) => c.partition !== "2"), [{ steps: ["e"], partition: "1" }]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("sends no partition metadata to a cluster of one partition", async () => {
+    const node = await new FakeNode().start();
+    node.tasks.push(modelTask());
+    try {
+      const model: ModelHandler = { run: (input) => (input.stream!("hi"), { text: "hi" }) };
+      await runWorker(node, { model }, () => node.of("report").length > 0);
+      assert.equal(node.output.get("st-m/2"), "hi");
+      assert.deepEqual(node.appendCalls, [{ steps: ["st-m"], partition: null }]);
     } finally {
       await node.stop();
     }

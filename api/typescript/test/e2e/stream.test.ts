@@ -1,13 +1,15 @@
 // Live output end to end (docs/design/streaming.md): the TypeScript demo
 // Worker --stream streams a scripted output 8 bytes every 10 ms to a real
 // dexd; the TypeScript client watches with liveOutput. The watcher's text is
-// the committed output, every delta at the offset the one before ended.
+// the committed output, every delta at the offset the one before ended,
+// across a leader's SIGKILL, and for sessions of every partition of a
+// partitioned cluster streaming at once.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Client, dial, HistoryKind, SessionStatus, type Channel } from "../../src/index.js";
+import { Client, dial, HistoryKind, partitionOf, SessionStatus, type Channel } from "../../src/index.js";
 import { binDir, haveDexd, oneNodeForSuite, startCluster, type Cluster } from "./cluster.js";
 
 /** n numbered pieces of 10 bytes each, with a character of 2 and one of 3 bytes in each, so that deltas meet characters cut by the 8-byte pace. */
@@ -18,12 +20,12 @@ function numberedText(n: number): string {
 }
 
 /** Spawns the demo Worker --stream against target with a script that answers "stream" with want. */
-function startStreamingWorker(target: string, dir: string, want: string) {
+function startStreamingWorker(target: string, dir: string, want: string, extra: string[] = []) {
   const script = join(dir, "stream-script.json");
   writeFileSync(script, JSON.stringify({ turns: [{ match: "stream", outputs: [{ text: want }] }] }));
   const w = spawn("node", [
     join(import.meta.dirname, "../../demo/main.js"), "--addr", target, "--ledger", join(dir, "stream-ledger.jsonl"), "--script", script,
-    "--stream", "--poll-wait", "2s", "--id", "ts-stream",
+    "--stream", "--poll-wait", "2s", "--id", "ts-stream", ...extra,
   ], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   w.stderr!.on("data", (d) => (stderr += d));
@@ -124,6 +126,46 @@ describe("live output across a leader's SIGKILL", { skip }, () => {
       assert.equal(got.text, want);
       assert.equal(await committedOutput(c, s.id), got.text);
       console.log(`after the leader's SIGKILL: ${Buffer.byteLength(got.text, "utf8")} bytes in ${got.deltas} deltas; the committed output is the same`);
+    } finally {
+      await w.stop();
+      ch.close();
+      await cl.stop();
+    }
+  });
+});
+
+describe("live output of a cluster of 3 partitions", { skip }, () => {
+  it("reaches each session's watcher whole: the Worker's calls of each partition go to its leader", { timeout: 120_000 }, async () => {
+    const cl = await startCluster(3, ["--partitions", "3"]);
+    const ch = dial(cl.target, { token: "" });
+    // Two sessions in each partition, streaming at once through one Worker.
+    const ids: string[] = [];
+    for (let i = 0; ids.length < 6; i++) {
+      const id = `live-${i}`;
+      if (ids.filter((x) => partitionOf(x, 3) === partitionOf(id, 3)).length < 2) ids.push(id);
+    }
+    const want = numberedText(90); // 900 bytes: about a second of streaming
+    const w = startStreamingWorker(cl.target, cl.dir, want, ["--concurrency", "12"]);
+    try {
+      const c = new Client(ch);
+      for (const id of ids) {
+        for (const deadline = Date.now() + 60_000; ;) {
+          try {
+            await c.createSession({ sessionId: id, message: "stream" });
+            break;
+          } catch (e) {
+            if (Date.now() > deadline) throw e; // a partition with no leader yet
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+      }
+      // A watch from offset 0 gets the output the leader holds, then the rest.
+      const got = await Promise.all(ids.map((id) => watchOutput(c, id)));
+      for (const [i, id] of ids.entries()) {
+        assert.equal(got[i].ended, "output_ended", `${id}: events: ${got[i].types.join(", ")}`);
+        assert.equal(got[i].text, want, id);
+        assert.equal(await committedOutput(c, id), want, id);
+      }
     } finally {
       await w.stop();
       ch.close();
