@@ -140,6 +140,9 @@ func (s *outputSender) batch() ([]*outputStream, *dexv1.AppendOutputsRequest) {
 		if n := min(maxAppend, maxBatch-size); len(chunk) > n {
 			chunk = chunk[:runeCut(chunk, n)]
 		}
+		if len(chunk) == 0 {
+			break // less room left in the call than the next character
+		}
 		batch = append(batch, o)
 		req.Appends = append(req.Appends, &dexv1.AppendOutputRequest{Ref: o.ref, Offset: from, Text: string(chunk)})
 		size += len(chunk)
@@ -157,14 +160,15 @@ func (o *outputStream) took(a *dexv1.AppendOutputResponse) {
 }
 
 // runeCut is where to cut b at most n bytes in so that no character is cut
-// in two (a delta is a protobuf string: valid UTF-8).
+// in two (a delta is a protobuf string: valid UTF-8); 0 when the first
+// character is longer than n.
 func runeCut(b []byte, n int) int {
 	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
 		if utf8.RuneStart(b[i]) {
 			return i
 		}
 	}
-	return n
+	return 0
 }
 
 // finish waits, up to wait, until the leader holds all the output (or takes

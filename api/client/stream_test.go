@@ -47,10 +47,16 @@ func TestModelInputStream_WithoutAWorker(t *testing.T) {
 }
 
 func TestRuneCut_NeverSplitsACharacter(t *testing.T) {
-	b := []byte("aé€😀z")
-	for n := 1; n < len(b); n++ {
-		if c := runeCut(b, n); c > n || !utf8.Valid(b[:c]) || !utf8.Valid(b[c:]) {
-			t.Fatalf("cut at %d for %d: %q | %q", c, n, b[:c], b[c:])
+	for _, text := range []string{"aé€😀z", "😀z", "€a"} {
+		b := []byte(text)
+		for n := 1; n < len(b); n++ {
+			if c := runeCut(b, n); c > n || !utf8.Valid(b[:c]) || !utf8.Valid(b[c:]) {
+				t.Fatalf("%q: cut at %d for %d: %q | %q", text, c, n, b[:c], b[c:])
+			}
 		}
+	}
+	// Less room than the first character: nothing fits.
+	if c := runeCut([]byte("😀z"), 3); c != 0 {
+		t.Fatalf("a 4-byte character in 3 bytes of room: cut at %d; want 0", c)
 	}
 }
