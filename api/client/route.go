@@ -104,7 +104,13 @@ type callRouteKey struct{}
 // names none, or while the count is unknown).
 func (m *partitionMap) route(ctx context.Context, method string, req any) context.Context {
 	k := -1
-	if n := int(m.count.Load()); n > 1 {
+	n := int(m.count.Load())
+	if n == 1 {
+		// Every call of a cluster of one partition is the leader's: its
+		// followers forward, so a call sent to the leader saves the hop.
+		k = 0
+	}
+	if n > 1 {
 		h, hinted := ctx.Value(routeHintKey{}).(routeHint)
 		switch {
 		case hinted && h.session != "":

@@ -80,3 +80,23 @@ func TestCallsAreRoutedByTheirSession(t *testing.T) {
 		}
 	}
 }
+
+// In a cluster of one partition every call is the leader's, even one that
+// names no session, so none takes a follower's hop once the leader is known.
+func TestEveryCallOfOnePartitionGoesToItsLeader(t *testing.T) {
+	m := newPartitionMap()
+	m.count.Store(1)
+	for _, c := range []struct {
+		method string
+		req    any
+	}{
+		{"/dex.v1.SessionService/GetSession", &dexv1.GetSessionRequest{SessionId: "ses-one"}},
+		{"/dex.v1.SessionService/ListSessions", &dexv1.ListSessionsRequest{}},
+		{"/dex.v1.SessionService/CreateSession", &dexv1.CreateSessionRequest{Message: "no id"}},
+		{"/dex.v1.WorkerService/PollTask", &dexv1.PollTaskRequest{}},
+	} {
+		if k := m.route(context.Background(), c.method, c.req).Value(callRouteKey{}).(*callRoute).partition; k != 0 {
+			t.Errorf("%s: partition %d, want 0", c.method, k)
+		}
+	}
+}
