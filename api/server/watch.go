@@ -77,8 +77,14 @@ func (s *Sessions) waitForEvents(ctx context.Context, out dexv1.SessionService_W
 			if !ok {
 				return liveEnded(live)
 			}
-			if err := out.Send(outputEvent(d)); err != nil {
-				return err
+			batch, closed := coalesced(d, liveC)
+			for _, x := range batch {
+				if err := out.Send(outputEvent(x)); err != nil {
+					return err
+				}
+			}
+			if closed {
+				return liveEnded(live)
 			}
 			continue
 		case <-changed:
