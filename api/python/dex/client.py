@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from typing import Any, AsyncIterator, Optional, Union
+from typing import Any, AsyncIterator, Mapping, Optional, Union
 
 import grpc
 
@@ -86,12 +86,38 @@ def _check_dispatch_order(priority: int, fairness_key: str, fairness_weight: int
         raise ValueError(f"fairness_key is longer than {MAX_FAIRNESS_KEY} bytes")
 
 
+#: The largest history seq (a uint64 on the wire).
+MAX_SEQ = 2**64 - 1
+
+
+def _str(what: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"{what} must be a str, not {v!r}")
+    return v
+
+
+def _fork_labels(labels: Optional[Mapping[str, str]]) -> list:
+    """A fork's labels ({key: value}) as the request's; None: the source's.
+    The cluster checks the keys and values (docs/labels.md)."""
+    if labels is None:
+        return []
+    if not isinstance(labels, Mapping):
+        raise ValueError(f"fork_session: labels must be a mapping of key to value, not {type(labels).__name__}")
+    if not labels:
+        # An empty list on the wire keeps the source's labels: say so
+        # rather than keep them when asked for none.
+        raise ValueError("fork_session: labels is empty: a fork has the source's labels (None) or the ones given; "
+                         "it cannot drop them all")
+    return [types_pb2.Label(key=_str("fork_session: a label key", k), value=_str(f"fork_session: label {k!r}'s value", v))
+            for k, v in labels.items()]
+
+
 def _not_applied(err: grpc.RpcError) -> bool:
     return err.code() == grpc.StatusCode.UNAVAILABLE and bool(trailer_value(err, LEADER_METADATA_KEY))
 
 
 class Client:
-    """Sessions, messages, approvals, answers, resume, reconcile, history
+    """Sessions, forks, messages, approvals, answers, resume, reconcile, history
     edits, cancel, close and delete.
 
     ``target`` as for :class:`dex.Worker`. ``timeout`` (seconds) bounds one
@@ -173,6 +199,47 @@ class Client:
             if session_id and tries[0] > 1 and e.code() == grpc.StatusCode.ALREADY_EXISTS:
                 # An earlier try committed before its answer was lost.
                 return (await self.get_session(session_id)).session
+            raise
+
+    async def fork_session(self, source_session_id: str, at_seq: int, *, message: str = "",
+                           labels: Optional[Mapping[str, str]] = None, agent: str = "",
+                           session_id: str = "") -> types_pb2.Session:
+        """Creates a session whose history is a copy of the source's up to
+        and including entry ``at_seq`` (docs/forks.md): nothing runs again.
+        Returns the fork, which names its source in ``forked_from`` and
+        ``forked_at_seq`` and lives in the source's partition. With a
+        ``message`` the fork starts its first turn with it. ``labels``
+        (``{key: value}``) and ``agent`` replace the source's; None and ""
+        keep them.
+
+        With a ``session_id`` (one of the source's partition) the call is
+        idempotent and retried: a repeat that finds the fork an earlier try
+        made returns it. Without one the cluster picks the id and the call
+        is repeated only when a node refused it unread. A refused fork
+        (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, ...) is raised as
+        a ``grpc.RpcError`` and changed nothing. An empty source id, an
+        ``at_seq`` that is not a whole number from 1, empty labels or a
+        value that is not a str raises ValueError before any call."""
+        if not _str("fork_session: source_session_id", source_session_id):
+            raise ValueError("fork_session: source_session_id is empty: give the id of the session to fork")
+        _whole("fork_session: at_seq", at_seq, 1, MAX_SEQ)
+        req = sessions_pb2.ForkSessionRequest(source_session_id=source_session_id, at_seq=at_seq,
+                                              message=_str("fork_session: message", message),
+                                              labels=_fork_labels(labels), agent=_str("fork_session: agent", agent),
+                                              session_id=_str("fork_session: session_id", session_id))
+        tries = [0]
+        try:
+            return (await self._call("ForkSession", req, bool(session_id), tries)).session
+        except grpc.RpcError as e:
+            if session_id and tries[0] > 1 and e.code() == grpc.StatusCode.ALREADY_EXISTS:
+                # An earlier try may have committed before its answer was
+                # lost: the session of this id is ours if it is this fork.
+                try:
+                    got = (await self.get_session(session_id)).session
+                except grpc.RpcError:
+                    raise e from None
+                if got.forked_from == source_session_id and got.forked_at_seq == at_seq:
+                    return got
             raise
 
     async def set_budget(self, session_id: str, *, max_tokens: Optional[int] = None,

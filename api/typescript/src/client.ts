@@ -107,6 +107,42 @@ function checkDispatchOrder(req: CreateSessionInit): void {
   }
 }
 
+/**
+ * What forkSession takes (docs/forks.md): the session forked and the entry
+ * (seq, from 1) its copied history ends with; the rest optional.
+ */
+export interface ForkSessionInit {
+  sourceSessionId: string;
+  /** The source's history entry the fork's history ends with (inclusive). */
+  atSeq: number | bigint;
+  /** The fork's first message, which starts its first turn. */
+  message?: string;
+  /** The fork's labels ({ key: value }), replacing the source's (left out: the source's). */
+  labels?: Record<string, string>;
+  /** The fork's agent, NAME or NAME@VERSION (left out: the source's). */
+  agent?: string;
+  /** The fork's id, of the source's partition (left out: the cluster draws one, and the call is not retried). */
+  sessionId?: string;
+}
+
+/** A string field of what: a TypeError naming it otherwise. */
+function str(what: string, v: unknown): string {
+  if (typeof v !== "string") throw new TypeError(`${what} must be a string, not ${v === null ? "null" : typeof v}`);
+  return v;
+}
+
+/** A fork's labels as the request's ([]: the source's). The cluster checks keys and values (docs/labels.md). */
+function forkLabels(labels: unknown): { key: string; value: string }[] {
+  if (labels === undefined) return [];
+  if (typeof labels !== "object" || labels === null || Array.isArray(labels) || labels instanceof Map) {
+    throw new TypeError("forkSession: labels must be an object of key to value");
+  }
+  const out = Object.entries(labels).map(([key, value]) => ({ key, value: str(`forkSession: label ${JSON.stringify(key)}'s value`, value) }));
+  // No label on the wire keeps the source's: say so rather than keep them when asked for none.
+  if (out.length === 0) throw new RangeError("forkSession: labels is empty: a fork has the source's labels (left out) or the ones given; it cannot drop them all");
+  return out;
+}
+
 /** A fresh session id. */
 export function newSessionId(): string {
   return "s-" + randomBytes(8).toString("hex");
@@ -118,7 +154,7 @@ export function newIdempotencyKey(): string {
 }
 
 /**
- * A client of the SessionService: sessions, messages, budgets, approvals,
+ * A client of the SessionService: sessions, forks, messages, budgets, approvals,
  * questions, reconciles, history edits. On a Channel given the node list of
  * a partitioned cluster a call that names a session (or a Step, or a
  * create's parent or id) goes to the leader of the session's partition once
@@ -173,6 +209,50 @@ export class Client {
     } catch (e) {
       if (idem && tries.n > 1 && codeOf(e) === Code.AlreadyExists) {
         return (await this.getSession(req.sessionId!, o)).session!;
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Creates a session whose history is a copy of the source's up to and
+   * including entry atSeq (docs/forks.md): nothing runs again. Resolves the
+   * fork, which names its source (forkedFrom, forkedAtSeq) and lives in the
+   * source's partition; with a message it starts its first turn. labels and
+   * agent replace the source's. With sessionId set the call is idempotent
+   * and retried (a repeat that finds the fork an earlier try made returns
+   * it); without it the cluster draws the id and the call is repeated only
+   * when a node refused it unread. A refusal (NotFound, InvalidArgument,
+   * FailedPrecondition, ...) changed nothing and is thrown with its code.
+   * An empty source id, an atSeq that is not a whole number from 1 or empty
+   * labels throw a RangeError (a wrong type a TypeError) before any call.
+   */
+  async forkSession(init: ForkSessionInit, o: CallOptions = {}): Promise<Session> {
+    if (typeof init !== "object" || init === null) throw new TypeError("forkSession: give { sourceSessionId, atSeq, ... }");
+    const sourceSessionId = str("forkSession: sourceSessionId", init.sourceSessionId);
+    if (sourceSessionId === "") throw new RangeError("forkSession: sourceSessionId is empty: give the id of the session to fork");
+    const atSeq = whole("forkSession: atSeq", init.atSeq, 1n, maxUint64);
+    const sessionId = str("forkSession: sessionId", init.sessionId ?? "");
+    const req = {
+      sourceSessionId, atSeq, sessionId, labels: forkLabels(init.labels),
+      message: str("forkSession: message", init.message ?? ""), agent: str("forkSession: agent", init.agent ?? ""),
+    };
+    const idem = sessionId !== "";
+    const tries = { n: 0 };
+    try {
+      const resp = await this.call(idem, o, (co) => this.svc.forkSession(req, co), tries);
+      return resp.session!;
+    } catch (e) {
+      if (idem && tries.n > 1 && codeOf(e) === Code.AlreadyExists) {
+        // An earlier try may have committed before its answer was lost: the
+        // session of this id is ours if it is this fork.
+        let got: Session | undefined;
+        try {
+          got = (await this.getSession(sessionId, o)).session;
+        } catch {
+          throw e;
+        }
+        if (got?.forkedFrom === sourceSessionId && got.forkedAtSeq === atSeq) return got;
       }
       throw e;
     }
