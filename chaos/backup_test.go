@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -126,7 +127,14 @@ type inspected struct {
 
 func clusterIDOf(t *testing.T, e *env) (id string, epoch uint64) {
 	t.Helper()
-	admin := dexv1.NewAdminServiceClient(e.conn)
+	// Both from the leader: NodeState and Status answer from the node that
+	// takes them, and a follower may not have applied the id yet.
+	conn, err := grpc.NewClient(e.leader().GRPCAddr, e.cluster.ConnOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	admin := dexv1.NewAdminServiceClient(conn)
 	ns, err := admin.NodeState(e.ctx(10*time.Second), &dexv1.NodeStateRequest{})
 	if err != nil {
 		t.Fatal(err)

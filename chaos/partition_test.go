@@ -123,12 +123,14 @@ func TestPartition_IsolatedLeaderIsReplacedAndRejoinsAsFollower(t *testing.T) {
 	before := e.serveOne("before the partition")
 
 	old := e.leader()
-	oldCommit := raftState(t, e.cluster, old).CommitIndex
 	e.cluster.Net().Isolate(old.ID)
 	t.Logf("isolated the leader %s", old.ID)
 	t.Cleanup(e.cluster.Net().Heal)
 
 	waitUntil(t, 60*time.Second, "the isolated leader to stop being ready", func() bool { return !old.Ready() })
+	// Read once it is cut off: an entry the followers acknowledged just
+	// before the cut may still commit on it; none may after.
+	oldCommit := raftState(t, e.cluster, old).CommitIndex
 	var leader *harness.Node
 	waitUntil(t, 60*time.Second, "another node to lead", func() bool {
 		for _, n := range e.cluster.Nodes {

@@ -88,8 +88,10 @@ func NewRouter(nodes []*cluster.Node, log *zap.Logger, opts []Options) *Router {
 		health: health.NewServer(),
 		nodes:  nodes,
 		log:    log,
-		pool:   connPool{dial: []grpc.DialOption{registry.DialCredentials(), grpc.WithConnectParams(forwardReconnect)}, conns: map[string]*grpc.ClientConn{}},
-		stop:   make(chan struct{}),
+		pool: connPool{dial: []grpc.DialOption{registry.DialCredentials(), grpc.WithConnectParams(forwardReconnect),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(forwardMaxMessage), grpc.MaxCallSendMsgSize(forwardMaxMessage))},
+			conns: map[string]*grpc.ClientConn{}},
+		stop: make(chan struct{}),
 	}
 	// Every call but health's reaches handle, which routes it; a request
 	// over the limit is refused with ResourceExhausted.
@@ -361,6 +363,11 @@ var forwardReconnect = grpc.ConnectParams{
 	Backoff:           grpcbackoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 250 * time.Millisecond},
 	MinConnectTimeout: 2 * time.Second,
 }
+
+// forwardMaxMessage bounds a message a forward relays, each way: as large
+// as the libraries take (client.MaxReceive), since gRPC's default of 4 MiB
+// refused a session read that the leader answers whole to its callers.
+const forwardMaxMessage = 256 << 20
 
 // leaderWait bounds how long a call waits for a partition's next leader
 // when its leader cannot be dialled: a few election timeouts.
