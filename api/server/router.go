@@ -51,8 +51,9 @@ type Router struct {
 	// forwarded counts, per partition, the calls this node forwarded to
 	// its leader.
 	forwarded []atomic.Uint64
-	// servedAt is when each partition was last served (serves; only
-	// followReadiness writes it after NewRouter).
+	// servedAt is when each partition was last served (serves, under
+	// readyMu).
+	readyMu  sync.Mutex
 	servedAt []time.Time
 }
 
@@ -120,7 +121,12 @@ func NewRouter(nodes []*cluster.Node, log *zap.Logger, opts []Options) *Router {
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	r.servedAt = make([]time.Time, len(r.parts))
 	r.forwarded = make([]atomic.Uint64, len(r.parts))
-	r.setReadiness(r.serves(time.Now()))
+	r.refreshReadiness()
+	// A leadership established or lost changes the health services at
+	// once, as /readyz/leader sees it, not at the next tick.
+	for _, node := range nodes {
+		node.OnReadyChange(func(bool, string) { r.refreshReadiness() })
+	}
 	go r.followReadiness()
 	return r
 }
@@ -227,8 +233,15 @@ func (r *Router) followReadiness() {
 			return
 		case <-tick.C:
 		}
-		r.setReadiness(r.serves(time.Now()))
+		r.refreshReadiness()
 	}
+}
+
+// refreshReadiness sets the health services from serves now.
+func (r *Router) refreshReadiness() {
+	r.readyMu.Lock()
+	defer r.readyMu.Unlock()
+	r.setReadiness(r.serves(time.Now()))
 }
 
 func (r *Router) setReadiness(rd readiness) {
