@@ -61,8 +61,8 @@ class LiveText:
 
 
 def _leader(c: _Cluster, timeout: float = 60.0) -> int:
-    """Waits until every node names the same leader, and it is ready (in
-    a cluster of one partition only the leader is); returns its index."""
+    """Waits until every node names the same leader, and it answers
+    /readyz/leader 200; returns its index."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -72,7 +72,7 @@ def _leader(c: _Cluster, timeout: float = 60.0) -> int:
                     views.add(admin_pb2_grpc.AdminServiceStub(ch).Status(admin_pb2.StatusRequest(), timeout=2).leader)
             if len(views) == 1 and "" not in views:
                 i = int(views.pop()[1:]) - 1
-                with urllib.request.urlopen(f"http://{c.http[i]}/readyz", timeout=1) as r:
+                with urllib.request.urlopen(f"http://{c.http[i]}/readyz/leader", timeout=1) as r:
                     if r.status == 200:
                         return i
         except (OSError, grpc.RpcError):

@@ -116,10 +116,10 @@ describe("live output across a leader's SIGKILL", { skip }, () => {
       const c = new Client(ch);
       const s = await c.createSession({ message: "stream" });
       const got = await watchOutput(c, s.id, want.length / 4, async () => {
-        // In a cluster of one partition only the leader is ready.
-        const ready = await Promise.all(cl.http.map((h) => fetch(`http://${h}/readyz`).then((r) => r.ok, () => false)));
+        // Every healthy node answers /readyz; only the leader /readyz/leader.
+        const ready = await Promise.all(cl.http.map((h) => fetch(`http://${h}/readyz/leader`).then((r) => r.ok, () => false)));
         const leader = ready.indexOf(true);
-        assert.ok(leader >= 0, "no node is ready");
+        assert.ok(leader >= 0, "no node leads");
         cl.procs[leader].kill("SIGKILL");
       });
       assert.equal(got.ended, "output_ended", `events: ${got.types.join(", ")}`);
