@@ -219,14 +219,22 @@ func (n *Node) MemberReady() (bool, string) {
 	if since := time.Since(n.raft.LastContact()); since > memberContact {
 		return false, fmt.Sprintf("no word from the leader for %s", since.Truncate(time.Millisecond))
 	}
-	commit, applied := n.raft.CommitIndex(), n.raft.AppliedIndex()
 	n.mu.Lock()
 	lastAdvance := n.lastAdvance
 	n.mu.Unlock()
-	if applied+memberLag < commit || (applied < commit && time.Since(lastAdvance) > applyStall) {
+	commit, applied, stalled := n.applyStalled(lastAdvance)
+	if applied+memberLag < commit || stalled {
 		return false, fmt.Sprintf("catching up: applied index %d, commit index %d", applied, commit)
 	}
 	return true, ""
+}
+
+// applyStalled reports the commit and applied indexes, and whether the
+// applied index is behind and has not advanced since lastAdvance for
+// applyStall.
+func (n *Node) applyStalled(lastAdvance time.Time) (commit, applied uint64, stalled bool) {
+	commit, applied = n.raft.CommitIndex(), n.raft.AppliedIndex()
+	return commit, applied, applied < commit && time.Since(lastAdvance) > applyStall
 }
 
 // memberContact is how long a follower may go without a word from its
@@ -288,8 +296,7 @@ func (n *Node) readiness(drainCounts bool) (bool, string) {
 		}
 		return false, msg
 	}
-	commit, applied := n.raft.CommitIndex(), n.raft.AppliedIndex()
-	if applied < commit && time.Since(lastAdvance) > applyStall {
+	if commit, applied, stalled := n.applyStalled(lastAdvance); stalled {
 		return false, fmt.Sprintf("applied index %d is behind commit index %d and has not advanced for %s", applied, commit, time.Since(lastAdvance).Truncate(time.Second))
 	}
 	n.mu.Lock()
