@@ -178,8 +178,12 @@ func ledgerCount(t *testing.T, ledger string, match func(ledgerLine) bool) int {
 	return n
 }
 
-func readyz(addr string) (int, string) {
-	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + addr + "/readyz")
+func readyz(addr string) (int, string) { return readyPath(addr, "/readyz") }
+
+// readyPath is the status code and body of GET path on a node's HTTP
+// address (0 and the error when it does not answer).
+func readyPath(httpAddr, path string) (int, string) {
+	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + httpAddr + path)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,18 +16,6 @@ import (
 	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
-
-// readyPath is the status code and body of GET path on a node's HTTP
-// address (0 when it does not answer).
-func readyPath(httpAddr, path string) (int, string) {
-	resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + httpAddr + path)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, strings.TrimSpace(string(body))
-}
 
 // waitAllReady waits until every node answers /readyz 200 and exactly
 // one, the leader dexctl names, answers /readyz/leader 200.
