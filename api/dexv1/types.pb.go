@@ -2015,8 +2015,10 @@ type Turn struct {
 	// refused at this entry and after while the turn has not ended (0: not
 	// recorded, for a turn begun before Dex recorded it).
 	FirstHistorySeq uint64 `protobuf:"varint,11,opt,name=first_history_seq,json=firstHistorySeq,proto3" json:"first_history_seq,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// When the turn started (Unix ms).
+	StartedAtMs   int64 `protobuf:"varint,13,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
@@ -2115,6 +2117,13 @@ func (x *Turn) GetUsage() *UsageTotals {
 func (x *Turn) GetFirstHistorySeq() uint64 {
 	if x != nil {
 		return x.FirstHistorySeq
+	}
+	return 0
+}
+
+func (x *Turn) GetStartedAtMs() int64 {
+	if x != nil {
+		return x.StartedAtMs
 	}
 	return 0
 }
@@ -4164,7 +4173,7 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\n" +
 	" \x01(\tR\x0eidempotencyKey\x12\x10\n" +
 	"\x03ran\x18\v \x01(\bR\x03ran\x12\x18\n" +
-	"\abuiltin\x18\f \x01(\tR\abuiltin\"\xf0\x02\n" +
+	"\abuiltin\x18\f \x01(\tR\abuiltin\"\x94\x03\n" +
 	"\x04Turn\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\x12'\n" +
 	"\x05input\x18\x02 \x01(\x0e2\x11.dex.v1.TurnInputR\x05input\x12\x1f\n" +
@@ -4176,7 +4185,8 @@ const file_dex_v1_types_proto_rawDesc = "" +
 	"\x0fnoted_ran_calls\x18\a \x01(\rR\rnotedRanCalls\x12(\n" +
 	"\x10results_from_seq\x18\b \x01(\x04R\x0eresultsFromSeq\x12)\n" +
 	"\x05usage\x18\t \x01(\v2\x13.dex.v1.UsageTotalsR\x05usage\x12*\n" +
-	"\x11first_history_seq\x18\v \x01(\x04R\x0ffirstHistorySeq\"\xb7\x0e\n" +
+	"\x11first_history_seq\x18\v \x01(\x04R\x0ffirstHistorySeq\x12\"\n" +
+	"\rstarted_at_ms\x18\r \x01(\x03R\vstartedAtMs\"\xb7\x0e\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +

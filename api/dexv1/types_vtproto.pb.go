@@ -366,6 +366,7 @@ func (m *Turn) CloneVT() *Turn {
 	r.ResultsFromSeq = m.ResultsFromSeq
 	r.Usage = m.Usage.CloneVT()
 	r.FirstHistorySeq = m.FirstHistorySeq
+	r.StartedAtMs = m.StartedAtMs
 	if rhs := m.MessageIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -1891,6 +1892,11 @@ func (m *Turn) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.StartedAtMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.StartedAtMs))
+		i--
+		dAtA[i] = 0x68
 	}
 	if m.FirstHistorySeq != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FirstHistorySeq))
@@ -4079,6 +4085,9 @@ func (m *Turn) SizeVT() (n int) {
 	}
 	if m.FirstHistorySeq != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.FirstHistorySeq))
+	}
+	if m.StartedAtMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.StartedAtMs))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -7880,6 +7889,25 @@ func (m *Turn) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.FirstHistorySeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartedAtMs", wireType)
+			}
+			m.StartedAtMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.StartedAtMs |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -748,8 +748,12 @@ type Task struct {
 	// How the task runs, from the cluster's table of Step kinds: a Worker
 	// routes the task by these two (kind is for logs and metrics), so no
 	// Worker library keeps a copy of that table. The tool's policy is access.
-	Runner        TaskRunner  `protobuf:"varint,15,opt,name=runner,proto3,enum=dex.v1.TaskRunner" json:"runner,omitempty"`
-	Handler       TaskHandler `protobuf:"varint,16,opt,name=handler,proto3,enum=dex.v1.TaskHandler" json:"handler,omitempty"`
+	Runner  TaskRunner  `protobuf:"varint,15,opt,name=runner,proto3,enum=dex.v1.TaskRunner" json:"runner,omitempty"`
+	Handler TaskHandler `protobuf:"varint,16,opt,name=handler,proto3,enum=dex.v1.TaskHandler" json:"handler,omitempty"`
+	// The attempt's place in its turn's trace, as a W3C traceparent header
+	// ("00-TRACE-SPAN-01", the span being the attempt's): a Worker's spans for
+	// the task are its children. Empty when the turn is not traced.
+	Traceparent   string `protobuf:"bytes,17,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -894,6 +898,13 @@ func (x *Task) GetHandler() TaskHandler {
 		return x.Handler
 	}
 	return TaskHandler_TASK_HANDLER_UNSPECIFIED
+}
+
+func (x *Task) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 type PollTaskResponse struct {
@@ -1512,7 +1523,7 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"ModelInput\x12.\n" +
 	"\ahistory\x18\x01 \x03(\v2\x14.dex.v1.HistoryEntryR\ahistory\x12&\n" +
 	"\x05tools\x18\x02 \x03(\v2\x10.dex.v1.ToolSpecR\x05tools\x12\x18\n" +
-	"\acompact\x18\x03 \x01(\bR\acompact\"\xcc\x04\n" +
+	"\acompact\x18\x03 \x01(\bR\acompact\"\xee\x04\n" +
 	"\x04Task\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.dex.v1.AttemptRefR\x03ref\x12\x1d\n" +
 	"\n" +
@@ -1532,7 +1543,8 @@ const file_dex_v1_workers_proto_rawDesc = "" +
 	"\x06access\x18\r \x01(\x0e2\x12.dex.v1.ToolAccessR\x06access\x12\x14\n" +
 	"\x05agent\x18\x0e \x01(\tR\x05agent\x12*\n" +
 	"\x06runner\x18\x0f \x01(\x0e2\x12.dex.v1.TaskRunnerR\x06runner\x12-\n" +
-	"\ahandler\x18\x10 \x01(\x0e2\x13.dex.v1.TaskHandlerR\ahandler\"6\n" +
+	"\ahandler\x18\x10 \x01(\x0e2\x13.dex.v1.TaskHandlerR\ahandler\x12 \n" +
+	"\vtraceparent\x18\x11 \x01(\tR\vtraceparent\"6\n" +
 	"\x10PollTaskResponse\x12\"\n" +
 	"\x05tasks\x18\x01 \x03(\v2\f.dex.v1.TaskR\x05tasks\"8\n" +
 	"\x10ClaimTaskRequest\x12$\n" +

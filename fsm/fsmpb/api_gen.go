@@ -159,6 +159,7 @@ func (x *HistoryEntry) API() *dexv1.HistoryEntry {
 }
 
 // API is the stored InboxMessage as the API's dex.v1.Message shows it.
+// It leaves out trace (a waiting message's trace is given to the turn it starts).
 func (x *InboxMessage) API() *dexv1.Message {
 	if x == nil {
 		return nil
@@ -271,7 +272,7 @@ func (x *Session) API() *dexv1.Session {
 }
 
 // API is the stored Step as the API's dex.v1.Step shows it.
-// It leaves out waiting_reason (the API fills it on reads; the state does not store it).
+// It leaves out waiting_reason (the API fills it on reads; the state does not store it), trace (the leader exports the Step's spans from it and hands Workers its traceparent).
 func (x *Step) API() *dexv1.Step {
 	if x == nil {
 		return nil
@@ -339,7 +340,7 @@ func (x *ToolSpec) API() *dexv1.ToolSpec {
 }
 
 // API is the stored Turn as the API's dex.v1.Turn shows it.
-// It leaves out call_repeats (the loop guard's counts; a loop pause names the call in its message).
+// It leaves out call_repeats (the loop guard's counts; a loop pause names the call in its message), trace (the leader exports the turn's spans from it; a trace is seen in the tracing backend).
 func (x *Turn) API() *dexv1.Turn {
 	if x == nil {
 		return nil
@@ -355,6 +356,7 @@ func (x *Turn) API() *dexv1.Turn {
 		ResultsFromSeq:  x.ResultsFromSeq,
 		Usage:           x.Usage.API(),
 		FirstHistorySeq: x.FirstHistorySeq,
+		StartedAtMs:     x.StartedAtMs,
 	}
 }
 
@@ -582,6 +584,7 @@ func HistoryEntryFromAPI(x *dexv1.HistoryEntry) *HistoryEntry {
 }
 
 // InboxMessageFromAPI is the API's dex.v1.Message as the state stores it.
+// It leaves out trace (a waiting message's trace is given to the turn it starts).
 func InboxMessageFromAPI(x *dexv1.Message) *InboxMessage {
 	if x == nil {
 		return nil
@@ -718,7 +721,7 @@ func SessionFromAPI(x *dexv1.Session) *Session {
 }
 
 // StepFromAPI is the API's dex.v1.Step as the state stores it.
-// It leaves out waiting_reason (the API fills it on reads; the state does not store it).
+// It leaves out trace (the leader exports the Step's spans from it and hands Workers its traceparent), waiting_reason (the API fills it on reads; the state does not store it).
 func StepFromAPI(x *dexv1.Step) *Step {
 	if x == nil {
 		return nil
@@ -798,7 +801,7 @@ func ToolSpecFromAPI(x *dexv1.ToolSpec) *ToolSpec {
 }
 
 // TurnFromAPI is the API's dex.v1.Turn as the state stores it.
-// It leaves out call_repeats (the loop guard's counts; a loop pause names the call in its message).
+// It leaves out call_repeats (the loop guard's counts; a loop pause names the call in its message), trace (the leader exports the turn's spans from it; a trace is seen in the tracing backend).
 func TurnFromAPI(x *dexv1.Turn) *Turn {
 	if x == nil {
 		return nil
@@ -814,6 +817,7 @@ func TurnFromAPI(x *dexv1.Turn) *Turn {
 		ResultsFromSeq:  x.ResultsFromSeq,
 		Usage:           UsageTotalsFromAPI(x.Usage),
 		FirstHistorySeq: x.FirstHistorySeq,
+		StartedAtMs:     x.StartedAtMs,
 	}
 }
 

@@ -871,7 +871,9 @@ type CreateSession struct {
 	FairnessWeight uint32 `protobuf:"varint,12,opt,name=fairness_weight,json=fairnessWeight,proto3" json:"fairness_weight,omitempty"`
 	Provider       string `protobuf:"bytes,13,opt,name=provider,proto3" json:"provider,omitempty"`
 	// The session's labels, checked by the rules (CheckLabels).
-	Labels        []*Label `protobuf:"bytes,14,rep,name=labels,proto3" json:"labels,omitempty"`
+	Labels []*Label `protobuf:"bytes,14,rep,name=labels,proto3" json:"labels,omitempty"`
+	// The sampled trace of the call that created the session (docs/tracing.md).
+	Trace         *TraceContext `protobuf:"bytes,15,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1000,6 +1002,13 @@ func (x *CreateSession) GetProvider() string {
 func (x *CreateSession) GetLabels() []*Label {
 	if x != nil {
 		return x.Labels
+	}
+	return nil
+}
+
+func (x *CreateSession) GetTrace() *TraceContext {
+	if x != nil {
+		return x.Trace
 	}
 	return nil
 }
@@ -1272,9 +1281,11 @@ type SendMessage struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The idempotency key: a repeat with the same id changes nothing.
-	MessageId     string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
-	FromSession   string `protobuf:"bytes,4,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
+	MessageId   string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Text        string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	FromSession string `protobuf:"bytes,4,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
+	// The sampled trace of the call that sent the message.
+	Trace         *TraceContext `protobuf:"bytes,5,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1335,6 +1346,13 @@ func (x *SendMessage) GetFromSession() string {
 		return x.FromSession
 	}
 	return ""
+}
+
+func (x *SendMessage) GetTrace() *TraceContext {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
 }
 
 type RegisterWorker struct {
@@ -4077,7 +4095,7 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
-	"\bcommands\x18\x01 \x03(\fR\bcommands\"\x89\x04\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"\xb9\x04\n" +
 	"\rCreateSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -4095,7 +4113,8 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\ffairness_key\x18\v \x01(\tR\vfairnessKey\x12'\n" +
 	"\x0ffairness_weight\x18\f \x01(\rR\x0efairnessWeight\x12\x1a\n" +
 	"\bprovider\x18\r \x01(\tR\bprovider\x12)\n" +
-	"\x06labels\x18\x0e \x03(\v2\x11.dex.fsm.v1.LabelR\x06labelsB\x0f\n" +
+	"\x06labels\x18\x0e \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x12.\n" +
+	"\x05trace\x18\x0f \x01(\v2\x18.dex.fsm.v1.TraceContextR\x05traceB\x0f\n" +
 	"\r_retention_ms\"\x8b\x01\n" +
 	"\x10ForkSessionBegin\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
@@ -4117,14 +4136,15 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\tSetBudget\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
-	"\x06change\x18\x02 \x01(\v2\x18.dex.fsm.v1.BudgetChangeR\x06change\"\x82\x01\n" +
+	"\x06change\x18\x02 \x01(\v2\x18.dex.fsm.v1.BudgetChangeR\x06change\"\xb2\x01\n" +
 	"\vSendMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12!\n" +
-	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\"\xc1\x01\n" +
+	"\ffrom_session\x18\x04 \x01(\tR\vfromSession\x12.\n" +
+	"\x05trace\x18\x05 \x01(\v2\x18.dex.fsm.v1.TraceContextR\x05trace\"\xc1\x01\n" +
 	"\x0eRegisterWorker\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12*\n" +
 	"\x05tools\x18\x02 \x03(\v2\x14.dex.fsm.v1.ToolSpecR\x05tools\x12\x1d\n" +
@@ -4385,23 +4405,24 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*AttemptFailure)(nil),       // 50: dex.fsm.v1.AttemptFailure
 	(*Budget)(nil),               // 51: dex.fsm.v1.Budget
 	(*Label)(nil),                // 52: dex.fsm.v1.Label
-	(*Session)(nil),              // 53: dex.fsm.v1.Session
-	(*BudgetChange)(nil),         // 54: dex.fsm.v1.BudgetChange
-	(*ToolSpec)(nil),             // 55: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 56: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 57: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 58: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 59: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 60: dex.fsm.v1.EventRetention
-	(*InboxMessage)(nil),         // 61: dex.fsm.v1.InboxMessage
-	(*HistoryEntry)(nil),         // 62: dex.fsm.v1.HistoryEntry
-	(*Step)(nil),                 // 63: dex.fsm.v1.Step
-	(*Event)(nil),                // 64: dex.fsm.v1.Event
-	(*FoldedTurn)(nil),           // 65: dex.fsm.v1.FoldedTurn
-	(*AclToken)(nil),             // 66: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 67: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 68: dex.fsm.v1.InlineResult
-	(*Usage)(nil),                // 69: dex.fsm.v1.Usage
+	(*TraceContext)(nil),         // 53: dex.fsm.v1.TraceContext
+	(*Session)(nil),              // 54: dex.fsm.v1.Session
+	(*BudgetChange)(nil),         // 55: dex.fsm.v1.BudgetChange
+	(*ToolSpec)(nil),             // 56: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 57: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 58: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 59: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 60: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 61: dex.fsm.v1.EventRetention
+	(*InboxMessage)(nil),         // 62: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 63: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 64: dex.fsm.v1.Step
+	(*Event)(nil),                // 65: dex.fsm.v1.Event
+	(*FoldedTurn)(nil),           // 66: dex.fsm.v1.FoldedTurn
+	(*AclToken)(nil),             // 67: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 68: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 69: dex.fsm.v1.InlineResult
+	(*Usage)(nil),                // 70: dex.fsm.v1.Usage
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -4450,44 +4471,46 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	1,  // 43: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
 	51, // 44: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
 	52, // 45: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
-	53, // 46: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
-	52, // 47: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
-	54, // 48: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
-	55, // 49: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	45, // 50: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	45, // 51: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	47, // 52: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 53: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 54: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	45, // 55: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	56, // 56: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	57, // 57: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	58, // 58: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	59, // 59: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	60, // 60: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	53, // 61: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
-	61, // 62: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
-	62, // 63: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
-	63, // 64: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
-	64, // 65: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	65, // 66: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
-	45, // 67: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	46, // 68: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	66, // 69: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	47, // 70: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 71: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 72: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	50, // 73: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	67, // 74: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	68, // 75: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	69, // 76: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
-	48, // 77: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	56, // 78: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	79, // [79:79] is the sub-list for method output_type
-	79, // [79:79] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	53, // 46: dex.fsm.v1.CreateSession.trace:type_name -> dex.fsm.v1.TraceContext
+	54, // 47: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
+	52, // 48: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
+	55, // 49: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
+	53, // 50: dex.fsm.v1.SendMessage.trace:type_name -> dex.fsm.v1.TraceContext
+	56, // 51: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	45, // 52: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	45, // 53: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	47, // 54: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 55: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 56: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	45, // 57: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	57, // 58: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	58, // 59: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	59, // 60: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	60, // 61: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	61, // 62: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	54, // 63: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	62, // 64: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	63, // 65: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	64, // 66: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	65, // 67: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	66, // 68: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
+	45, // 69: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	46, // 70: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	67, // 71: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	47, // 72: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 73: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 74: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	50, // 75: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	68, // 76: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	69, // 77: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	70, // 78: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
+	48, // 79: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	57, // 80: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	81, // [81:81] is the sub-list for method output_type
+	81, // [81:81] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }

@@ -1171,8 +1171,10 @@ type Step struct {
 	CompactBefore uint64 `protobuf:"varint,25,opt,name=compact_before,json=compactBefore,proto3" json:"compact_before,omitempty"`
 	// The agent of the Step's session, copied when it is queued: the broker
 	// hands the Step only to a Worker that serves it.
-	Agent         string `protobuf:"bytes,26,opt,name=agent,proto3" json:"agent,omitempty"`
-	Usage         *Usage `protobuf:"bytes,28,opt,name=usage,proto3" json:"usage,omitempty"`
+	Agent string `protobuf:"bytes,26,opt,name=agent,proto3" json:"agent,omitempty"`
+	Usage *Usage `protobuf:"bytes,28,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The turn's trace, copied when the Step is queued (unset: not traced).
+	Trace         *TraceContext `protobuf:"bytes,100,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1396,6 +1398,13 @@ func (x *Step) GetUsage() *Usage {
 	return nil
 }
 
+func (x *Step) GetTrace() *TraceContext {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
 // One entry of a session's history, as stored (the API and a RunModel task
 // show it as dex.v1.HistoryEntry). Its fields and numbers are
 // dex.v1.HistoryEntry's, so the snapshots written when the state stored that
@@ -1568,10 +1577,12 @@ type InboxMessage struct {
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Text  string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	// Set when a child session wrote to its parent.
-	FromSession   string `protobuf:"bytes,3,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
-	ReceivedAtMs  int64  `protobuf:"varint,4,opt,name=received_at_ms,json=receivedAtMs,proto3" json:"received_at_ms,omitempty"`
-	SessionId     string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Seq           uint64 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
+	FromSession  string `protobuf:"bytes,3,opt,name=from_session,json=fromSession,proto3" json:"from_session,omitempty"`
+	ReceivedAtMs int64  `protobuf:"varint,4,opt,name=received_at_ms,json=receivedAtMs,proto3" json:"received_at_ms,omitempty"`
+	SessionId    string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Seq          uint64 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The trace of the call that sent the message; the turn it starts joins it.
+	Trace         *TraceContext `protobuf:"bytes,7,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1646,6 +1657,13 @@ func (x *InboxMessage) GetSeq() uint64 {
 		return x.Seq
 	}
 	return 0
+}
+
+func (x *InboxMessage) GetTrace() *TraceContext {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
 }
 
 // A message id a session accepted: a repeat of it changes nothing.
@@ -2419,8 +2437,12 @@ type Turn struct {
 	// The seq of the turn's first history entry: entries from it on belong to
 	// the turn (0: a turn begun before this was recorded).
 	FirstHistorySeq uint64 `protobuf:"varint,11,opt,name=first_history_seq,json=firstHistorySeq,proto3" json:"first_history_seq,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The trace the turn belongs to: that of the first of its messages that
+	// came with a sampled one (docs/tracing.md). Unset: the turn is not traced.
+	Trace         *TraceContext `protobuf:"bytes,12,opt,name=trace,proto3" json:"trace,omitempty"`
+	StartedAtMs   int64         `protobuf:"varint,13,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
@@ -2530,6 +2552,74 @@ func (x *Turn) GetFirstHistorySeq() uint64 {
 	return 0
 }
 
+func (x *Turn) GetTrace() *TraceContext {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+func (x *Turn) GetStartedAtMs() int64 {
+	if x != nil {
+		return x.StartedAtMs
+	}
+	return 0
+}
+
+// A place in a W3C trace: the trace and the span of the call that made the
+// record. Only a sampled trace is kept, so its presence means "export".
+type TraceContext struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TraceId       []byte                 `protobuf:"bytes,1,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"` // 16 bytes
+	SpanId        []byte                 `protobuf:"bytes,2,opt,name=span_id,json=spanId,proto3" json:"span_id,omitempty"`    // 8 bytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceContext) Reset() {
+	*x = TraceContext{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceContext) ProtoMessage() {}
+
+func (x *TraceContext) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
+func (*TraceContext) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TraceContext) GetTraceId() []byte {
+	if x != nil {
+		return x.TraceId
+	}
+	return nil
+}
+
+func (x *TraceContext) GetSpanId() []byte {
+	if x != nil {
+		return x.SpanId
+	}
+	return nil
+}
+
 // How often a turn made one tool call (name and canonical arguments,
 // kept as their SHA-256 so that big arguments are not stored twice).
 type CallRepeat struct {
@@ -2546,7 +2636,7 @@ type CallRepeat struct {
 
 func (x *CallRepeat) Reset() {
 	*x = CallRepeat{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2648,7 @@ func (x *CallRepeat) String() string {
 func (*CallRepeat) ProtoMessage() {}
 
 func (x *CallRepeat) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[18]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2661,7 @@ func (x *CallRepeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRepeat.ProtoReflect.Descriptor instead.
 func (*CallRepeat) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{18}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CallRepeat) GetTool() string {
@@ -2626,7 +2716,7 @@ type CallState struct {
 
 func (x *CallState) Reset() {
 	*x = CallState{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2728,7 @@ func (x *CallState) String() string {
 func (*CallState) ProtoMessage() {}
 
 func (x *CallState) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[19]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2741,7 @@ func (x *CallState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallState.ProtoReflect.Descriptor instead.
 func (*CallState) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{19}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CallState) GetCallId() string {
@@ -2764,7 +2854,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2776,7 +2866,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[20]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +2879,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{20}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Attempt) GetN() uint32 {
@@ -2915,7 +3005,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3017,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[21]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3030,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{21}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -3026,7 +3116,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3038,7 +3128,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[22]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3051,7 +3141,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{22}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -3089,7 +3179,7 @@ type InlineResult struct {
 
 func (x *InlineResult) Reset() {
 	*x = InlineResult{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3101,7 +3191,7 @@ func (x *InlineResult) String() string {
 func (*InlineResult) ProtoMessage() {}
 
 func (x *InlineResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[23]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3114,7 +3204,7 @@ func (x *InlineResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineResult.ProtoReflect.Descriptor instead.
 func (*InlineResult) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{23}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InlineResult) GetCallId() string {
@@ -3170,7 +3260,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3272,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[24]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3285,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{24}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WorkerInfo) GetId() string {
@@ -3256,7 +3346,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3268,7 +3358,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[25]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3281,7 +3371,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{25}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -3335,7 +3425,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3437,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[26]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3450,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{26}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -3405,7 +3495,7 @@ type UsageTotals struct {
 
 func (x *UsageTotals) Reset() {
 	*x = UsageTotals{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3417,7 +3507,7 @@ func (x *UsageTotals) String() string {
 func (*UsageTotals) ProtoMessage() {}
 
 func (x *UsageTotals) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[27]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3430,7 +3520,7 @@ func (x *UsageTotals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageTotals.ProtoReflect.Descriptor instead.
 func (*UsageTotals) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{27}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UsageTotals) GetInputTokens() uint64 {
@@ -3488,7 +3578,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3590,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[28]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3603,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{28}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Budget) GetMaxTokens() uint64 {
@@ -3574,7 +3664,7 @@ type BudgetChange struct {
 
 func (x *BudgetChange) Reset() {
 	*x = BudgetChange{}
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3586,7 +3676,7 @@ func (x *BudgetChange) String() string {
 func (*BudgetChange) ProtoMessage() {}
 
 func (x *BudgetChange) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_fsm_v1_state_proto_msgTypes[29]
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3599,7 +3689,7 @@ func (x *BudgetChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetChange.ProtoReflect.Descriptor instead.
 func (*BudgetChange) Descriptor() ([]byte, []int) {
-	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{29}
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BudgetChange) GetMaxTokens() uint64 {
@@ -3767,7 +3857,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x12\x18\n" +
 	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
 	"\rrevoked_at_ms\x18\a \x01(\x03R\vrevokedAtMs\x12#\n" +
-	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\x83\a\n" +
+	"\rsecret_sha256\x18\b \x01(\tR\fsecretSha256\"\xb3\a\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3798,7 +3888,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x06number\x18\x18 \x01(\x04R\x06number\x12%\n" +
 	"\x0ecompact_before\x18\x19 \x01(\x04R\rcompactBefore\x12\x14\n" +
 	"\x05agent\x18\x1a \x01(\tR\x05agent\x12'\n" +
-	"\x05usage\x18\x1c \x01(\v2\x11.dex.fsm.v1.UsageR\x05usageJ\x04\b\x1b\x10\x1c\"\xfb\x03\n" +
+	"\x05usage\x18\x1c \x01(\v2\x11.dex.fsm.v1.UsageR\x05usage\x12.\n" +
+	"\x05trace\x18d \x01(\v2\x18.dex.fsm.v1.TraceContextR\x05traceJ\x04\b\x1b\x10\x1c\"\xfb\x03\n" +
 	"\fHistoryEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.dex.fsm.v1.HistoryKindR\x04kind\x12\x12\n" +
@@ -3818,7 +3909,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x05at_ms\x18\r \x01(\x03R\x04atMs\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x0e \x01(\tR\tsessionId\x12\x19\n" +
-	"\bcum_size\x18\x0f \x01(\x04R\acumSize\"\xac\x01\n" +
+	"\bcum_size\x18\x0f \x01(\x04R\acumSize\"\xdc\x01\n" +
 	"\fInboxMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12!\n" +
@@ -3826,7 +3917,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x0ereceived_at_ms\x18\x04 \x01(\x03R\freceivedAtMs\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x10\n" +
-	"\x03seq\x18\x06 \x01(\x04R\x03seq\"O\n" +
+	"\x03seq\x18\x06 \x01(\x04R\x03seq\x12.\n" +
+	"\x05trace\x18\a \x01(\v2\x18.dex.fsm.v1.TraceContextR\x05trace\"O\n" +
 	"\x0fAcceptedMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -3890,7 +3982,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"WorkerTool\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x16\n" +
-	"\x06agents\x18\x03 \x03(\tR\x06agents\"\xb7\x03\n" +
+	"\x06agents\x18\x03 \x03(\tR\x06agents\"\x8b\x04\n" +
 	"\x04Turn\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\x12+\n" +
 	"\x05input\x18\x02 \x01(\x0e2\x15.dex.fsm.v1.TurnInputR\x05input\x12\x1f\n" +
@@ -3904,7 +3996,12 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x05usage\x18\t \x01(\v2\x17.dex.fsm.v1.UsageTotalsR\x05usage\x129\n" +
 	"\fcall_repeats\x18\n" +
 	" \x03(\v2\x16.dex.fsm.v1.CallRepeatR\vcallRepeats\x12*\n" +
-	"\x11first_history_seq\x18\v \x01(\x04R\x0ffirstHistorySeq\"{\n" +
+	"\x11first_history_seq\x18\v \x01(\x04R\x0ffirstHistorySeq\x12.\n" +
+	"\x05trace\x18\f \x01(\v2\x18.dex.fsm.v1.TraceContextR\x05trace\x12\"\n" +
+	"\rstarted_at_ms\x18\r \x01(\x03R\vstartedAtMs\"B\n" +
+	"\fTraceContext\x12\x19\n" +
+	"\btrace_id\x18\x01 \x01(\fR\atraceId\x12\x17\n" +
+	"\aspan_id\x18\x02 \x01(\fR\x06spanId\"{\n" +
 	"\n" +
 	"CallRepeat\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12)\n" +
@@ -4034,7 +4131,7 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
 	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
@@ -4054,95 +4151,99 @@ var file_dex_fsm_v1_state_proto_goTypes = []any{
 	(*FoldedKind)(nil),      // 15: dex.fsm.v1.FoldedKind
 	(*WorkerTool)(nil),      // 16: dex.fsm.v1.WorkerTool
 	(*Turn)(nil),            // 17: dex.fsm.v1.Turn
-	(*CallRepeat)(nil),      // 18: dex.fsm.v1.CallRepeat
-	(*CallState)(nil),       // 19: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 20: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 21: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 22: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 23: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 24: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 25: dex.fsm.v1.NodeInfo
-	(*Usage)(nil),           // 26: dex.fsm.v1.Usage
-	(*UsageTotals)(nil),     // 27: dex.fsm.v1.UsageTotals
-	(*Budget)(nil),          // 28: dex.fsm.v1.Budget
-	(*BudgetChange)(nil),    // 29: dex.fsm.v1.BudgetChange
-	(SessionStatus)(0),      // 30: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 31: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 32: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 33: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 34: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 35: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 36: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 37: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 38: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 39: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 40: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 41: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 42: dex.fsm.v1.ToolAccess
+	(*TraceContext)(nil),    // 18: dex.fsm.v1.TraceContext
+	(*CallRepeat)(nil),      // 19: dex.fsm.v1.CallRepeat
+	(*CallState)(nil),       // 20: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 21: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 22: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 23: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 24: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 25: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 26: dex.fsm.v1.NodeInfo
+	(*Usage)(nil),           // 27: dex.fsm.v1.Usage
+	(*UsageTotals)(nil),     // 28: dex.fsm.v1.UsageTotals
+	(*Budget)(nil),          // 29: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),    // 30: dex.fsm.v1.BudgetChange
+	(SessionStatus)(0),      // 31: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 32: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 33: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 34: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 35: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 36: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 37: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 38: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 39: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 40: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 41: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 42: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 43: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
 	11, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	30, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	31, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
 	8,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
 	9,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
 	17, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	31, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	32, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	28, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
-	27, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
-	27, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
+	32, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	33, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	29, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
+	28, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
+	28, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
 	4,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
 	5,  // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
 	3,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	33, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	34, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	21, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	35, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	20, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	36, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	32, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	26, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
-	37, // 21: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	36, // 22: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	22, // 23: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	23, // 24: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
-	0,  // 25: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	3,  // 26: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	7,  // 27: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	24, // 28: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	25, // 29: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
-	2,  // 30: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	8,  // 31: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	9,  // 32: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	10, // 33: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 34: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	21, // 35: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	16, // 36: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	6,  // 37: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	14, // 38: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
-	13, // 39: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
-	15, // 40: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
-	35, // 41: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
-	36, // 42: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
-	32, // 43: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	34, // 44: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
-	38, // 45: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	19, // 46: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	27, // 47: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
-	18, // 48: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
-	21, // 49: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	39, // 50: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	36, // 51: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	40, // 52: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	41, // 53: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	32, // 54: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	42, // 55: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	21, // 56: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	34, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	35, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	22, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	36, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	21, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	37, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	33, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	27, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
+	18, // 21: dex.fsm.v1.Step.trace:type_name -> dex.fsm.v1.TraceContext
+	38, // 22: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	37, // 23: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	23, // 24: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	24, // 25: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	18, // 26: dex.fsm.v1.InboxMessage.trace:type_name -> dex.fsm.v1.TraceContext
+	0,  // 27: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	3,  // 28: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	7,  // 29: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	25, // 30: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	26, // 31: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	2,  // 32: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	8,  // 33: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	9,  // 34: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	10, // 35: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	1,  // 36: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	22, // 37: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	16, // 38: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	6,  // 39: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	14, // 40: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	13, // 41: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
+	15, // 42: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	36, // 43: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	37, // 44: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	33, // 45: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	35, // 46: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	39, // 47: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	20, // 48: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	28, // 49: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
+	19, // 50: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
+	18, // 51: dex.fsm.v1.Turn.trace:type_name -> dex.fsm.v1.TraceContext
+	22, // 52: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	40, // 53: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	37, // 54: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	41, // 55: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	42, // 56: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	33, // 57: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	43, // 58: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	22, // 59: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -4169,14 +4270,14 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_FoldedTurn)(nil),
 		(*SnapshotRecord_ProviderHold)(nil),
 	}
-	file_dex_fsm_v1_state_proto_msgTypes[29].OneofWrappers = []any{}
+	file_dex_fsm_v1_state_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

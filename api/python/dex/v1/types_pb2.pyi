@@ -621,7 +621,7 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., access: _Optional[_Union[ToolAccess, str]] = ..., needs_approval: bool = ..., long_running: bool = ..., inline: bool = ..., max_attempts: _Optional[int] = ..., poll_interval_ms: _Optional[int] = ..., description: _Optional[str] = ..., run_timeout_ms: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Turn(_message.Message):
-    __slots__ = ["calls", "first_history_seq", "input", "message_ids", "noted_ran_calls", "number", "ran_calls", "results_from_seq", "step_id", "usage"]
+    __slots__ = ["calls", "first_history_seq", "input", "message_ids", "noted_ran_calls", "number", "ran_calls", "results_from_seq", "started_at_ms", "step_id", "usage"]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     FIRST_HISTORY_SEQ_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -630,6 +630,7 @@ class Turn(_message.Message):
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     RAN_CALLS_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     calls: _containers.RepeatedCompositeFieldContainer[CallState]
@@ -640,9 +641,10 @@ class Turn(_message.Message):
     number: int
     ran_calls: _containers.RepeatedScalarFieldContainer[str]
     results_from_seq: int
+    started_at_ms: int
     step_id: str
     usage: UsageTotals
-    def __init__(self, number: _Optional[int] = ..., input: _Optional[_Union[TurnInput, str]] = ..., message_ids: _Optional[_Iterable[str]] = ..., calls: _Optional[_Iterable[_Union[CallState, _Mapping]]] = ..., step_id: _Optional[str] = ..., ran_calls: _Optional[_Iterable[str]] = ..., noted_ran_calls: _Optional[int] = ..., results_from_seq: _Optional[int] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., first_history_seq: _Optional[int] = ...) -> None: ...
+    def __init__(self, number: _Optional[int] = ..., input: _Optional[_Union[TurnInput, str]] = ..., message_ids: _Optional[_Iterable[str]] = ..., calls: _Optional[_Iterable[_Union[CallState, _Mapping]]] = ..., step_id: _Optional[str] = ..., ran_calls: _Optional[_Iterable[str]] = ..., noted_ran_calls: _Optional[int] = ..., results_from_seq: _Optional[int] = ..., usage: _Optional[_Union[UsageTotals, _Mapping]] = ..., first_history_seq: _Optional[int] = ..., started_at_ms: _Optional[int] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ["cost_micros", "input_tokens", "model", "output_tokens"]

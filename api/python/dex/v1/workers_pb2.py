@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from dex.v1 import types_pb2 as dex_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x64\x65x/v1/workers.proto\x12\x06\x64\x65x.v1\x1a\x12\x64\x65x/v1/types.proto\"D\n\x14\x41ppendOutputsRequest\x12,\n\x07\x61ppends\x18\x01 \x03(\x0b\x32\x1b.dex.v1.AppendOutputRequest\"F\n\x15\x41ppendOutputsResponse\x12-\n\x07\x61nswers\x18\x01 \x03(\x0b\x32\x1c.dex.v1.AppendOutputResponse\"T\n\x13\x41ppendOutputRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04text\x18\x03 \x01(\t\"9\n\x14\x41ppendOutputResponse\x12\x13\n\x0bnext_offset\x18\x01 \x01(\x04\x12\x0c\n\x04stop\x18\x02 \x01(\x08\"\x8d\x01\n\x15RegisterWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x1f\n\x05tools\x18\x02 \x03(\x0b\x32\x10.dex.v1.ToolSpec\x12\x12\n\nruns_model\x18\x03 \x01(\x08\x12\x1c\n\x14model_run_timeout_ms\x18\x04 \x01(\r\x12\x0e\n\x06\x61gents\x18\x05 \x03(\t\"\x90\x01\n\x16RegisterWorkerResponse\x12\x1d\n\x15heartbeat_interval_ms\x18\x01 \x01(\r\x12\x1c\n\x14heartbeat_timeout_ms\x18\x02 \x01(\r\x12\x0f\n\x07node_id\x18\x03 \x01(\t\x12\x14\n\x0cnode_address\x18\x04 \x01(\t\x12\x12\n\npartitions\x18\x05 \x01(\r\",\n\x17\x44\x65registerWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"\x1a\n\x18\x44\x65registerWorkerResponse\"H\n\x0fPollTaskRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0f\n\x07wait_ms\x18\x02 \x01(\r\x12\x11\n\tmax_tasks\x18\x03 \x01(\r\"e\n\nModelInput\x12%\n\x07history\x18\x01 \x03(\x0b\x32\x14.dex.v1.HistoryEntry\x12\x1f\n\x05tools\x18\x02 \x03(\x0b\x32\x10.dex.v1.ToolSpec\x12\x0f\n\x07\x63ompact\x18\x03 \x01(\x08\"\xa9\x03\n\x04Task\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x1e\n\x04kind\x18\x03 \x01(\x0e\x32\x10.dex.v1.StepKind\x12\x0c\n\x04tool\x18\x04 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x05 \x01(\t\x12\x11\n\targuments\x18\x06 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x07 \x01(\t\x12\x0f\n\x07task_id\x18\x08 \x01(\t\x12\'\n\x0bmodel_input\x18\t \x01(\x0b\x32\x12.dex.v1.ModelInput\x12\r\n\x05\x65poch\x18\n \x01(\x04\x12\x1d\n\x15heartbeat_interval_ms\x18\x0b \x01(\r\x12\x1c\n\x14heartbeat_timeout_ms\x18\x0c \x01(\r\x12\"\n\x06\x61\x63\x63\x65ss\x18\r \x01(\x0e\x32\x12.dex.v1.ToolAccess\x12\r\n\x05\x61gent\x18\x0e \x01(\t\x12\"\n\x06runner\x18\x0f \x01(\x0e\x32\x12.dex.v1.TaskRunner\x12$\n\x07handler\x18\x10 \x01(\x0e\x32\x13.dex.v1.TaskHandler\"/\n\x10PollTaskResponse\x12\x1b\n\x05tasks\x18\x01 \x03(\x0b\x32\x0c.dex.v1.Task\"3\n\x10\x43laimTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\"\x13\n\x11\x43laimTaskResponse\"3\n\x10HeartbeatRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\"6\n\x11HeartbeatResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xd6\x01\n\x13\x43ompleteTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12+\n\x0cmodel_output\x18\x02 \x01(\x0b\x32\x13.dex.v1.ModelOutputH\x00\x12)\n\x0btool_result\x18\x03 \x01(\x0b\x32\x12.dex.v1.ToolResultH\x00\x12)\n\x0bpoll_result\x18\x04 \x01(\x0b\x32\x12.dex.v1.PollResultH\x00\x12\x11\n\x07summary\x18\x05 \x01(\tH\x00\x42\x08\n\x06result\"\x16\n\x14\x43ompleteTaskResponse\"h\n\x0f\x46\x61ilTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12%\n\nerror_type\x18\x02 \x01(\x0e\x32\x11.dex.v1.ErrorType\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"\x12\n\x10\x46\x61ilTaskResponse\"[\n\x11ReportTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12%\n\x06result\x18\x02 \x01(\x0b\x32\x15.dex.v1.AttemptResult\"\x14\n\x12ReportTaskResponse*V\n\nTaskRunner\x12\x1b\n\x17TASK_RUNNER_UNSPECIFIED\x10\x00\x12\x15\n\x11TASK_RUNNER_MODEL\x10\x01\x12\x14\n\x10TASK_RUNNER_TOOL\x10\x02*\x8b\x01\n\x0bTaskHandler\x12\x1c\n\x18TASK_HANDLER_UNSPECIFIED\x10\x00\x12\x16\n\x12TASK_HANDLER_MODEL\x10\x01\x12\x18\n\x14TASK_HANDLER_COMPACT\x10\x02\x12\x15\n\x11TASK_HANDLER_TOOL\x10\x03\x12\x15\n\x11TASK_HANDLER_POLL\x10\x04\x32\xe2\x05\n\rWorkerService\x12O\n\x0eRegisterWorker\x12\x1d.dex.v1.RegisterWorkerRequest\x1a\x1e.dex.v1.RegisterWorkerResponse\x12=\n\x08PollTask\x12\x17.dex.v1.PollTaskRequest\x1a\x18.dex.v1.PollTaskResponse\x12@\n\tClaimTask\x12\x18.dex.v1.ClaimTaskRequest\x1a\x19.dex.v1.ClaimTaskResponse\x12@\n\tHeartbeat\x12\x18.dex.v1.HeartbeatRequest\x1a\x19.dex.v1.HeartbeatResponse\x12\x43\n\nReportTask\x12\x19.dex.v1.ReportTaskRequest\x1a\x1a.dex.v1.ReportTaskResponse\x12I\n\x0c\x43ompleteTask\x12\x1b.dex.v1.CompleteTaskRequest\x1a\x1c.dex.v1.CompleteTaskResponse\x12=\n\x08\x46\x61ilTask\x12\x17.dex.v1.FailTaskRequest\x1a\x18.dex.v1.FailTaskResponse\x12U\n\x10\x44\x65registerWorker\x12\x1f.dex.v1.DeregisterWorkerRequest\x1a .dex.v1.DeregisterWorkerResponse\x12I\n\x0c\x41ppendOutput\x12\x1b.dex.v1.AppendOutputRequest\x1a\x1c.dex.v1.AppendOutputResponse\x12L\n\rAppendOutputs\x12\x1c.dex.v1.AppendOutputsRequest\x1a\x1d.dex.v1.AppendOutputsResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x64\x65x/v1/workers.proto\x12\x06\x64\x65x.v1\x1a\x12\x64\x65x/v1/types.proto\"D\n\x14\x41ppendOutputsRequest\x12,\n\x07\x61ppends\x18\x01 \x03(\x0b\x32\x1b.dex.v1.AppendOutputRequest\"F\n\x15\x41ppendOutputsResponse\x12-\n\x07\x61nswers\x18\x01 \x03(\x0b\x32\x1c.dex.v1.AppendOutputResponse\"T\n\x13\x41ppendOutputRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04text\x18\x03 \x01(\t\"9\n\x14\x41ppendOutputResponse\x12\x13\n\x0bnext_offset\x18\x01 \x01(\x04\x12\x0c\n\x04stop\x18\x02 \x01(\x08\"\x8d\x01\n\x15RegisterWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x1f\n\x05tools\x18\x02 \x03(\x0b\x32\x10.dex.v1.ToolSpec\x12\x12\n\nruns_model\x18\x03 \x01(\x08\x12\x1c\n\x14model_run_timeout_ms\x18\x04 \x01(\r\x12\x0e\n\x06\x61gents\x18\x05 \x03(\t\"\x90\x01\n\x16RegisterWorkerResponse\x12\x1d\n\x15heartbeat_interval_ms\x18\x01 \x01(\r\x12\x1c\n\x14heartbeat_timeout_ms\x18\x02 \x01(\r\x12\x0f\n\x07node_id\x18\x03 \x01(\t\x12\x14\n\x0cnode_address\x18\x04 \x01(\t\x12\x12\n\npartitions\x18\x05 \x01(\r\",\n\x17\x44\x65registerWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"\x1a\n\x18\x44\x65registerWorkerResponse\"H\n\x0fPollTaskRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0f\n\x07wait_ms\x18\x02 \x01(\r\x12\x11\n\tmax_tasks\x18\x03 \x01(\r\"e\n\nModelInput\x12%\n\x07history\x18\x01 \x03(\x0b\x32\x14.dex.v1.HistoryEntry\x12\x1f\n\x05tools\x18\x02 \x03(\x0b\x32\x10.dex.v1.ToolSpec\x12\x0f\n\x07\x63ompact\x18\x03 \x01(\x08\"\xbe\x03\n\x04Task\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x1e\n\x04kind\x18\x03 \x01(\x0e\x32\x10.dex.v1.StepKind\x12\x0c\n\x04tool\x18\x04 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x05 \x01(\t\x12\x11\n\targuments\x18\x06 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x07 \x01(\t\x12\x0f\n\x07task_id\x18\x08 \x01(\t\x12\'\n\x0bmodel_input\x18\t \x01(\x0b\x32\x12.dex.v1.ModelInput\x12\r\n\x05\x65poch\x18\n \x01(\x04\x12\x1d\n\x15heartbeat_interval_ms\x18\x0b \x01(\r\x12\x1c\n\x14heartbeat_timeout_ms\x18\x0c \x01(\r\x12\"\n\x06\x61\x63\x63\x65ss\x18\r \x01(\x0e\x32\x12.dex.v1.ToolAccess\x12\r\n\x05\x61gent\x18\x0e \x01(\t\x12\"\n\x06runner\x18\x0f \x01(\x0e\x32\x12.dex.v1.TaskRunner\x12$\n\x07handler\x18\x10 \x01(\x0e\x32\x13.dex.v1.TaskHandler\x12\x13\n\x0btraceparent\x18\x11 \x01(\t\"/\n\x10PollTaskResponse\x12\x1b\n\x05tasks\x18\x01 \x03(\x0b\x32\x0c.dex.v1.Task\"3\n\x10\x43laimTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\"\x13\n\x11\x43laimTaskResponse\"3\n\x10HeartbeatRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\"6\n\x11HeartbeatResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xd6\x01\n\x13\x43ompleteTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12+\n\x0cmodel_output\x18\x02 \x01(\x0b\x32\x13.dex.v1.ModelOutputH\x00\x12)\n\x0btool_result\x18\x03 \x01(\x0b\x32\x12.dex.v1.ToolResultH\x00\x12)\n\x0bpoll_result\x18\x04 \x01(\x0b\x32\x12.dex.v1.PollResultH\x00\x12\x11\n\x07summary\x18\x05 \x01(\tH\x00\x42\x08\n\x06result\"\x16\n\x14\x43ompleteTaskResponse\"h\n\x0f\x46\x61ilTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12%\n\nerror_type\x18\x02 \x01(\x0e\x32\x11.dex.v1.ErrorType\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"\x12\n\x10\x46\x61ilTaskResponse\"[\n\x11ReportTaskRequest\x12\x1f\n\x03ref\x18\x01 \x01(\x0b\x32\x12.dex.v1.AttemptRef\x12%\n\x06result\x18\x02 \x01(\x0b\x32\x15.dex.v1.AttemptResult\"\x14\n\x12ReportTaskResponse*V\n\nTaskRunner\x12\x1b\n\x17TASK_RUNNER_UNSPECIFIED\x10\x00\x12\x15\n\x11TASK_RUNNER_MODEL\x10\x01\x12\x14\n\x10TASK_RUNNER_TOOL\x10\x02*\x8b\x01\n\x0bTaskHandler\x12\x1c\n\x18TASK_HANDLER_UNSPECIFIED\x10\x00\x12\x16\n\x12TASK_HANDLER_MODEL\x10\x01\x12\x18\n\x14TASK_HANDLER_COMPACT\x10\x02\x12\x15\n\x11TASK_HANDLER_TOOL\x10\x03\x12\x15\n\x11TASK_HANDLER_POLL\x10\x04\x32\xe2\x05\n\rWorkerService\x12O\n\x0eRegisterWorker\x12\x1d.dex.v1.RegisterWorkerRequest\x1a\x1e.dex.v1.RegisterWorkerResponse\x12=\n\x08PollTask\x12\x17.dex.v1.PollTaskRequest\x1a\x18.dex.v1.PollTaskResponse\x12@\n\tClaimTask\x12\x18.dex.v1.ClaimTaskRequest\x1a\x19.dex.v1.ClaimTaskResponse\x12@\n\tHeartbeat\x12\x18.dex.v1.HeartbeatRequest\x1a\x19.dex.v1.HeartbeatResponse\x12\x43\n\nReportTask\x12\x19.dex.v1.ReportTaskRequest\x1a\x1a.dex.v1.ReportTaskResponse\x12I\n\x0c\x43ompleteTask\x12\x1b.dex.v1.CompleteTaskRequest\x1a\x1c.dex.v1.CompleteTaskResponse\x12=\n\x08\x46\x61ilTask\x12\x17.dex.v1.FailTaskRequest\x1a\x18.dex.v1.FailTaskResponse\x12U\n\x10\x44\x65registerWorker\x12\x1f.dex.v1.DeregisterWorkerRequest\x1a .dex.v1.DeregisterWorkerResponse\x12I\n\x0c\x41ppendOutput\x12\x1b.dex.v1.AppendOutputRequest\x1a\x1c.dex.v1.AppendOutputResponse\x12L\n\rAppendOutputs\x12\x1c.dex.v1.AppendOutputsRequest\x1a\x1d.dex.v1.AppendOutputsResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dex.v1.workers_pb2', globals())
@@ -22,10 +22,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z$github.com/dexhq/dex/api/dexv1;dexv1'
-  _TASKRUNNER._serialized_start=2023
-  _TASKRUNNER._serialized_end=2109
-  _TASKHANDLER._serialized_start=2112
-  _TASKHANDLER._serialized_end=2251
+  _TASKRUNNER._serialized_start=2044
+  _TASKRUNNER._serialized_end=2130
+  _TASKHANDLER._serialized_start=2133
+  _TASKHANDLER._serialized_end=2272
   _APPENDOUTPUTSREQUEST._serialized_start=52
   _APPENDOUTPUTSREQUEST._serialized_end=120
   _APPENDOUTPUTSRESPONSE._serialized_start=122
@@ -47,29 +47,29 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _MODELINPUT._serialized_start=778
   _MODELINPUT._serialized_end=879
   _TASK._serialized_start=882
-  _TASK._serialized_end=1307
-  _POLLTASKRESPONSE._serialized_start=1309
-  _POLLTASKRESPONSE._serialized_end=1356
-  _CLAIMTASKREQUEST._serialized_start=1358
-  _CLAIMTASKREQUEST._serialized_end=1409
-  _CLAIMTASKRESPONSE._serialized_start=1411
-  _CLAIMTASKRESPONSE._serialized_end=1430
-  _HEARTBEATREQUEST._serialized_start=1432
-  _HEARTBEATREQUEST._serialized_end=1483
-  _HEARTBEATRESPONSE._serialized_start=1485
-  _HEARTBEATRESPONSE._serialized_end=1539
-  _COMPLETETASKREQUEST._serialized_start=1542
-  _COMPLETETASKREQUEST._serialized_end=1756
-  _COMPLETETASKRESPONSE._serialized_start=1758
-  _COMPLETETASKRESPONSE._serialized_end=1780
-  _FAILTASKREQUEST._serialized_start=1782
-  _FAILTASKREQUEST._serialized_end=1886
-  _FAILTASKRESPONSE._serialized_start=1888
-  _FAILTASKRESPONSE._serialized_end=1906
-  _REPORTTASKREQUEST._serialized_start=1908
-  _REPORTTASKREQUEST._serialized_end=1999
-  _REPORTTASKRESPONSE._serialized_start=2001
-  _REPORTTASKRESPONSE._serialized_end=2021
-  _WORKERSERVICE._serialized_start=2254
-  _WORKERSERVICE._serialized_end=2992
+  _TASK._serialized_end=1328
+  _POLLTASKRESPONSE._serialized_start=1330
+  _POLLTASKRESPONSE._serialized_end=1377
+  _CLAIMTASKREQUEST._serialized_start=1379
+  _CLAIMTASKREQUEST._serialized_end=1430
+  _CLAIMTASKRESPONSE._serialized_start=1432
+  _CLAIMTASKRESPONSE._serialized_end=1451
+  _HEARTBEATREQUEST._serialized_start=1453
+  _HEARTBEATREQUEST._serialized_end=1504
+  _HEARTBEATRESPONSE._serialized_start=1506
+  _HEARTBEATRESPONSE._serialized_end=1560
+  _COMPLETETASKREQUEST._serialized_start=1563
+  _COMPLETETASKREQUEST._serialized_end=1777
+  _COMPLETETASKRESPONSE._serialized_start=1779
+  _COMPLETETASKRESPONSE._serialized_end=1801
+  _FAILTASKREQUEST._serialized_start=1803
+  _FAILTASKREQUEST._serialized_end=1907
+  _FAILTASKRESPONSE._serialized_start=1909
+  _FAILTASKRESPONSE._serialized_end=1927
+  _REPORTTASKREQUEST._serialized_start=1929
+  _REPORTTASKREQUEST._serialized_end=2020
+  _REPORTTASKRESPONSE._serialized_start=2022
+  _REPORTTASKRESPONSE._serialized_end=2042
+  _WORKERSERVICE._serialized_start=2275
+  _WORKERSERVICE._serialized_end=3013
 # @@protoc_insertion_point(module_scope)

@@ -178,7 +178,7 @@ class ReportTaskResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["access", "agent", "arguments", "call_id", "epoch", "handler", "heartbeat_interval_ms", "heartbeat_timeout_ms", "idempotency_key", "kind", "model_input", "ref", "runner", "session_id", "task_id", "tool"]
+    __slots__ = ["access", "agent", "arguments", "call_id", "epoch", "handler", "heartbeat_interval_ms", "heartbeat_timeout_ms", "idempotency_key", "kind", "model_input", "ref", "runner", "session_id", "task_id", "tool", "traceparent"]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -195,6 +195,7 @@ class Task(_message.Message):
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     access: _types_pb2.ToolAccess
     agent: str
     arguments: str
@@ -211,7 +212,8 @@ class Task(_message.Message):
     session_id: str
     task_id: str
     tool: str
-    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ..., agent: _Optional[str] = ..., runner: _Optional[_Union[TaskRunner, str]] = ..., handler: _Optional[_Union[TaskHandler, str]] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, ref: _Optional[_Union[_types_pb2.AttemptRef, _Mapping]] = ..., session_id: _Optional[str] = ..., kind: _Optional[_Union[_types_pb2.StepKind, str]] = ..., tool: _Optional[str] = ..., call_id: _Optional[str] = ..., arguments: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., task_id: _Optional[str] = ..., model_input: _Optional[_Union[ModelInput, _Mapping]] = ..., epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., access: _Optional[_Union[_types_pb2.ToolAccess, str]] = ..., agent: _Optional[str] = ..., runner: _Optional[_Union[TaskRunner, str]] = ..., handler: _Optional[_Union[TaskHandler, str]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class TaskRunner(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

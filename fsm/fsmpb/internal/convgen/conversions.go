@@ -41,6 +41,9 @@ var oneSided = map[protoreflect.FullName]string{
 	"dex.fsm.v1.Session.fold_due_through": "the leader's index of sessions owed a fold reads it; it is not shown",
 	"dex.fsm.v1.Turn.call_repeats":        "the loop guard's counts; a loop pause names the call in its message",
 	"dex.v1.Event.output":                 "live output is relayed by the leader, never stored",
+	"dex.fsm.v1.Turn.trace":               "the leader exports the turn's spans from it; a trace is seen in the tracing backend",
+	"dex.fsm.v1.Step.trace":               "the leader exports the Step's spans from it and hands Workers its traceparent",
+	"dex.fsm.v1.InboxMessage.trace":       "a waiting message's trace is given to the turn it starts",
 }
 
 // The proto packages of the two sides and the Go packages generated from them.
