@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"slices"
 
+	"go.opentelemetry.io/otel/trace"
+
 	dexv1 "github.com/dexhq/dex/api/dexv1"
+	"github.com/dexhq/dex/api/tracing"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
@@ -49,6 +52,9 @@ func (d *Dispatcher) task(st *fsm.State, s *fsmpb.Step, at *fsmpb.Attempt, epoch
 		HeartbeatTimeoutMs:  uint32(d.deadlines.HeartbeatTimeout().Milliseconds()),
 		Access:              dexv1.ToolAccess(s.Policy.GetAccess()),
 		Agent:               s.Agent,
+	}
+	if s.Trace != nil {
+		t.Traceparent = tracing.Traceparent(trace.TraceID(s.Trace.TraceId), fsm.AttemptSpanID(s.Trace, s.Id, at.N))
 	}
 	t.Runner, t.Handler = TaskRoute(s.Kind)
 	switch fsm.Kind(s.Kind).Handler {

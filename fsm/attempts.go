@@ -165,6 +165,7 @@ func (a *applier) reportAttempt(c *fsmpb.ReportAttempt) *Result {
 	at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
 	at.EndedAtMs = a.now
 	a.touched.attemptEnded(st.Id, at.N)
+	a.attemptTraced(st, at)
 	if st.CallId != "" && writes(st) {
 		a.markCallRan(s, st.CallId) // a write that completed has run, claimed or not
 	}
@@ -244,6 +245,7 @@ func (a *applier) attemptEnded(st *fsmpb.Step, at *fsmpb.Attempt) *Result {
 	at.EndedAtMs = a.now
 	a.touched.attemptEnded(st.Id, at.N)
 	at.Progress = a.progress(s, st)
+	a.attemptTraced(st, at)
 	a.emit(st.SessionId, "attempt_failed", st.Id, fmt.Sprintf("attempt %d: %s %s", at.N, at.Progress, at.Error))
 	Kind(st.Kind).failed(a, s, st, at)
 	a.putSession(s)
@@ -292,6 +294,7 @@ func (a *applier) finish(st *fsmpb.Step, o fsmpb.Outcome, result string, isError
 	st.IsError = isError
 	st.EndedAtMs = a.now
 	a.touched.stepFinished(st.Id)
+	a.stepTraced(st)
 	a.putStep(st)
 	a.emit(st.SessionId, "step_"+OutcomeName(o), st.Id, "")
 }

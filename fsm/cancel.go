@@ -71,6 +71,7 @@ func (a *applier) cancelTurn(c *fsmpb.CancelTurn) *Result {
 	a.appendHistory(s, &fsmpb.HistoryEntry{Kind: fsmpb.HistoryKind_HISTORY_KIND_NOTE, Text: note})
 	t := s.Turn
 	s.Turn = nil
+	a.turnEnded(s, t, "cancelled")
 	s.Status = fsmpb.SessionStatus_SESSION_STATUS_IDLE
 	s.ResumeAtMs = 0
 	s.RejectedTurns = 0
@@ -93,6 +94,7 @@ func (a *applier) cancelStep(s *fsmpb.Session, st *fsmpb.Step, why string, res *
 			at.EndedAtMs = a.now
 			at.Progress = a.progress(s, st)
 			res.AttemptsCancelled++
+			a.attemptTraced(st, at)
 			a.emit(s.Id, "attempt_cancelled", st.Id, fmt.Sprintf("attempt %d on %s", at.N, at.WorkerId))
 		}
 	}

@@ -19,6 +19,7 @@ func (a *applier) dropKeptTurn(s *fsmpb.Session) {
 		a.replaceResults(s, t)
 	}
 	s.Turn = nil
+	a.turnEnded(s, t, "dropped")
 	s.TurnsFailed++
 	s.RejectedTurns = 0
 	s.ErrorEpisode, s.EpisodeResumes = false, 0

@@ -91,7 +91,7 @@ func (a *applier) createSession(c *fsmpb.CreateSession) *Result {
 	}
 	a.emit(s.Id, "session_created", "", c.ParentId)
 	if c.Message != "" {
-		a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Message, ReceivedAtMs: a.now})
+		a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Message, ReceivedAtMs: a.now, Trace: ValidTrace(c.Trace)})
 	}
 	a.putSession(s)
 	return &Result{SessionID: s.Id}
@@ -114,7 +114,7 @@ func (a *applier) sendMessage(c *fsmpb.SendMessage) *Result {
 	if r := refuseClosing(s, "messages"); r != nil {
 		return rejected(r)
 	}
-	a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Text, FromSession: c.FromSession, ReceivedAtMs: a.now})
+	a.receive(s, &fsmpb.InboxMessage{Id: c.MessageId, Text: c.Text, FromSession: c.FromSession, ReceivedAtMs: a.now, Trace: ValidTrace(c.Trace)})
 	a.putSession(s)
 	return &Result{SessionID: s.Id}
 }
@@ -145,10 +145,13 @@ func (a *applier) startTurn(s *fsmpb.Session) {
 		return
 	}
 	boundary := s.NextHistory // the turn's own messages start here
-	t := &fsmpb.Turn{Number: s.NextTurn, Input: fsmpb.TurnInput_TURN_INPUT_MESSAGES, FirstHistorySeq: boundary}
+	t := &fsmpb.Turn{Number: s.NextTurn, Input: fsmpb.TurnInput_TURN_INPUT_MESSAGES, FirstHistorySeq: boundary, StartedAtMs: a.now}
 	s.NextTurn++
 	for _, m := range a.drainInbox(s) {
 		t.MessageIds = append(t.MessageIds, m.Id)
+		if t.Trace == nil {
+			t.Trace = m.Trace.CloneVT()
+		}
 		a.appendHistory(s, &fsmpb.HistoryEntry{
 			Kind: fsmpb.HistoryKind_HISTORY_KIND_USER, Text: m.Text, MessageId: m.Id, FromSession: m.FromSession,
 		})
@@ -192,6 +195,7 @@ func (a *applier) queueStep(s *fsmpb.Session, st *fsmpb.Step) string {
 	st.Agent = s.Agent
 	if s.Turn != nil {
 		st.Turn = s.Turn.Number
+		st.Trace = s.Turn.Trace.CloneVT()
 	}
 	st.CreatedAtMs = a.now
 	st.MaxAttempts = Kind(st.Kind).Attempts(st.Policy)
@@ -212,6 +216,7 @@ func (a *applier) queueStep(s *fsmpb.Session, st *fsmpb.Step) string {
 // endTurn closes a turn that answered without tool calls and starts the next
 // one if messages are waiting.
 func (a *applier) endTurn(s *fsmpb.Session) {
+	a.turnEnded(s, s.Turn, "completed")
 	s.Turn = nil
 	s.TurnsCompleted++
 	s.Status = fsmpb.SessionStatus_SESSION_STATUS_IDLE

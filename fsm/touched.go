@@ -18,6 +18,8 @@ type Applied struct {
 	Finished       []string
 	// Providers: the providers whose hold this entry wrote.
 	Providers []string
+	// Spans: the spans of traced turns this entry ended (tracespans.go).
+	Spans []TracedSpan
 }
 
 // touched collects the rows one command writes. Ids are kept in order of
@@ -27,6 +29,7 @@ type touched struct {
 	stepSet, sessionSet map[string]bool
 	providers           []string
 	out                 outcomes
+	spans               []TracedSpan
 }
 
 func (t *touched) provider(name string) {
@@ -66,6 +69,7 @@ func (f *FSM) notifyApplied(index uint64, t *touched) {
 		a.Steps, a.Sessions = t.steps, t.sessions
 		a.Claimed, a.Ended, a.Finished = t.out.claimed, t.out.ended, t.out.finished
 		a.Providers = t.providers
+		a.Spans = t.spans
 	}
 	f.opts.OnApplied(a)
 }

@@ -137,10 +137,12 @@ func (a *applier) modelStepFailed(s *fsmpb.Session, st *fsmpb.Step, typ fsmpb.Er
 		a.setErrored(s, true)
 	default:
 		// The inbox messages are consumed by the failure.
+		t := s.Turn
 		s.Turn = nil
 		s.TurnsFailed++
 		s.ErrorEpisode = false
 		a.setErrored(s, true)
+		a.turnEnded(s, t, "failed")
 		if s.InboxCount > 0 {
 			a.startTurn(s)
 		}
@@ -228,9 +230,11 @@ func (a *applier) compactionStepFailed(s *fsmpb.Session, st *fsmpb.Step, at *fsm
 	st.ErrorType = at.ErrorType
 	a.finish(st, fsmpb.Outcome_OUTCOME_FAILED, at.Error, true)
 	s.LastError, s.LastErrorType = "compaction failed: "+errorText(at), at.ErrorType
+	t := s.Turn
 	s.Turn = nil
 	s.TurnsFailed++
 	a.setErrored(s, true)
+	a.turnEnded(s, t, "failed")
 }
 
 // toolAttemptFailed retries a tool Step by its policy; after the last attempt

@@ -66,6 +66,10 @@ type ToolCall struct {
 	Epoch uint64
 	// Agent is the agent of the call's session ("": the default agent).
 	Agent string
+	// Traceparent is the attempt's place in its turn's trace (W3C
+	// traceparent; "" when the turn is not traced). The handler's context
+	// already holds the Worker's span under it (docs/tracing.md).
+	Traceparent string
 	// out carries the progress the handler streams (ToolCall.Stream).
 	out *outputStream
 }
@@ -117,6 +121,9 @@ type ModelInput struct {
 	// Agent is the session's agent, one of WorkerOptions.Agents ("": the
 	// default agent): a Worker of several agents runs its model.
 	Agent string
+	// Traceparent is the attempt's place in its turn's trace, as for
+	// ToolCall.Traceparent.
+	Traceparent string
 	// out carries what the handler streams (ModelInput.Stream).
 	out *outputStream
 }
@@ -770,6 +777,8 @@ var errLedgerStart = errors.New("the handler did not run: its ledger start line 
 // runHandler runs the handler for t; start, if set, is called right before
 // the handler (after any hold) and must succeed for it to run.
 func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, live *outputSender, start func() error) (out outcome) {
+	ctx, span := taskSpan(ctx, t, attempt)
+	defer func() { endTaskSpan(span, out.err) }() // after the recover below: it sees a panic's error
 	defer func() {
 		if r := recover(); r != nil {
 			out = outcome{err: fmt.Errorf("handler panicked: %v", r)}
@@ -784,10 +793,11 @@ func (w *Worker) runHandler(ctx context.Context, t *dexv1.Task, attempt uint32, 
 	in := func() ModelInput {
 		mi := t.GetModelInput()
 		return ModelInput{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), Attempt: attempt,
-			History: mi.GetHistory(), Tools: mi.GetTools(), Compact: mi.GetCompact(), Epoch: t.Epoch, Agent: t.Agent}
+			History: mi.GetHistory(), Tools: mi.GetTools(), Compact: mi.GetCompact(), Epoch: t.Epoch, Agent: t.Agent, Traceparent: t.Traceparent}
 	}
 	call := ToolCall{SessionID: t.SessionId, StepID: t.Ref.GetStepId(), CallID: t.CallId, Tool: t.Tool,
-		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access, Epoch: t.Epoch, Agent: t.Agent}
+		Arguments: t.Arguments, IdempotencyKey: t.IdempotencyKey, Attempt: attempt, TaskID: t.TaskId, Access: t.Access, Epoch: t.Epoch, Agent: t.Agent,
+		Traceparent: t.Traceparent}
 	begin := func() error {
 		if start == nil {
 			return nil

@@ -62,6 +62,7 @@ func (s *Sessions) CreateSession(ctx context.Context, req *dexv1.CreateSessionRe
 		Labels:   labels,
 	}
 	if req.Message != "" {
+		c.Trace = callTrace(ctx)
 		c.MessageId = req.IdempotencyKey
 		if c.MessageId == "" {
 			c.MessageId = id + "/first"
@@ -105,7 +106,7 @@ func (s *Sessions) SendMessage(ctx context.Context, req *dexv1.SendMessageReques
 		return nil, err
 	}
 	res, err := s.propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SendMessage{SendMessage: &fsmpb.SendMessage{
-		SessionId: req.SessionId, MessageId: req.IdempotencyKey, Text: req.Text,
+		SessionId: req.SessionId, MessageId: req.IdempotencyKey, Text: req.Text, Trace: callTrace(ctx),
 	}}})
 	if err != nil {
 		return nil, err

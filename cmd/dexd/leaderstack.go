@@ -1,6 +1,7 @@
 package main
 
 import (
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 
 	"github.com/dexhq/dex/api/archive"
@@ -11,6 +12,7 @@ import (
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/lease"
 	"github.com/dexhq/dex/lease/gc"
+	"github.com/dexhq/dex/lease/spans"
 	"github.com/dexhq/dex/lease/stream"
 )
 
@@ -54,7 +56,11 @@ func newLeaderStack(node *cluster.Node, o *options, store *archive.Store, archiv
 	folds := gc.NewFolds(pipe, node, node, gc.FoldConfig{Keep: o.keepTurnSteps}, log)
 	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 	outputs := stream.NewService(node, stream.DefaultLimits)
-	leader := lease.NewRuntime(log, deadlines, queues, disp, timers, events, live, sessionGC, folds, outputs, nm.Leadership())
+	services := []lease.Service{deadlines, queues, disp, timers, events, live, sessionGC, folds, outputs, nm.Leadership()}
+	if o.tracing.On() {
+		services = append(services, spans.New(otel.Tracer("dex.leader"), log))
+	}
+	leader := lease.NewRuntime(log, services...)
 	return &leaderStack{node: node, pipe: pipe, nm: nm, deadlines: deadlines, queues: queues, disp: disp, live: live, outputs: outputs, leader: leader}
 }
 
