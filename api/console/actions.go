@@ -4,18 +4,29 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// maxForm bounds an action's form (an answer is the largest field).
+// maxForm bounds an action's form (an answer or a message is the largest
+// field).
 const maxForm = 1 << 20
 
-// sessionAction runs one action form (approve, deny, answer, resume,
-// reconcile) through the API. A bad form is refused before any call (400
-// and the reason); an API refusal is shown with its own message. On success
-// the browser is sent back to the session page (post, redirect, get).
+// done is where an action sends the browser and what it is told there
+// (a key of doneNotices, so a link cannot make the page say anything).
+type done struct {
+	notice string
+	// to is the page to show; "" is the session's own.
+	to string
+}
+
+// sessionAction runs one action form of a session page (approve, deny,
+// answer, resume, reconcile, send, cancel, close, delete) through the API.
+// A bad form is refused before any call (400 and the reason); an API
+// refusal is shown with its own message. On success the browser is sent
+// on with a notice (post, redirect, get).
 func (c *Console) sessionAction(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
@@ -43,12 +54,24 @@ func (c *Console) sessionAction(w http.ResponseWriter, r *http.Request) {
 		c.showSession(w, r, http.StatusBadRequest, fmt.Sprintf("step %s is not a step of session %s", step, id), "")
 		return
 	}
-	notice, err := do(ctx, id)
+	res, err := do(ctx, id)
 	if err != nil {
 		c.showSession(w, r, httpCode(err), c.apiMessage(r, err), "")
 		return
 	}
-	http.Redirect(w, r, "/ui/sessions/"+id+"?done="+notice, http.StatusSeeOther)
+	to := res.to
+	if to == "" {
+		to = "/ui/sessions/" + url.PathEscape(id)
+	}
+	http.Redirect(w, r, to+sep(to)+"done="+res.notice, http.StatusSeeOther)
+}
+
+// sep joins a query to a path that may have one.
+func sep(path string) string {
+	if strings.Contains(path, "?") {
+		return "&"
+	}
+	return "?"
 }
 
 func hasStep(steps []*dexv1.Step, id string) bool {
@@ -60,7 +83,14 @@ func hasStep(steps []*dexv1.Step, id string) bool {
 	return false
 }
 
-type actionFunc func(ctx context.Context, sessionID string) (notice string, err error)
+type actionFunc func(ctx context.Context, sessionID string) (done, error)
+
+// noticeOnly is an action that stays on the session page.
+func noticeOnly(notice string, call func(ctx context.Context, id string) error) actionFunc {
+	return func(ctx context.Context, id string) (done, error) {
+		return done{notice: notice}, call(ctx, id)
+	}
+}
 
 // parseAction checks the form of an action and returns the call it makes.
 func (c *Console) parseAction(action string, r *http.Request) (actionFunc, error) {
@@ -77,10 +107,10 @@ func (c *Console) parseAction(action string, r *http.Request) (actionFunc, error
 			return nil, err
 		}
 		approved, reason := action == "approve", strings.TrimSpace(r.PostFormValue("reason"))
-		done := map[bool]string{true: "approved", false: "denied"}[approved]
-		return func(ctx context.Context, _ string) (string, error) {
-			return done, c.sessions.ResolveApproval(ctx, step, approved, reason)
-		}, nil
+		notice := map[bool]string{true: "approved", false: "denied"}[approved]
+		return noticeOnly(notice, func(ctx context.Context, _ string) error {
+			return c.sessions.ResolveApproval(ctx, step, approved, reason)
+		}), nil
 	case "answer":
 		if err := needStep(); err != nil {
 			return nil, err
@@ -89,9 +119,9 @@ func (c *Console) parseAction(action string, r *http.Request) (actionFunc, error
 		if strings.TrimSpace(answer) == "" {
 			return nil, fmt.Errorf("the answer is empty: write one")
 		}
-		return func(ctx context.Context, _ string) (string, error) {
-			return "answered", c.sessions.AnswerQuestion(ctx, step, answer)
-		}, nil
+		return noticeOnly("answered", func(ctx context.Context, _ string) error {
+			return c.sessions.AnswerQuestion(ctx, step, answer)
+		}), nil
 	case "resume":
 		var choice dexv1.ResumeChoice
 		switch r.PostFormValue("choice") {
@@ -102,9 +132,9 @@ func (c *Console) parseAction(action string, r *http.Request) (actionFunc, error
 		default:
 			return nil, fmt.Errorf("resume choice %q: use retry or drop", r.PostFormValue("choice"))
 		}
-		return func(ctx context.Context, id string) (string, error) {
-			return "resumed", c.sessions.ResumeSessionWith(ctx, id, choice)
-		}, nil
+		return noticeOnly("resumed", func(ctx context.Context, id string) error {
+			return c.sessions.ResumeSessionWith(ctx, id, choice)
+		}), nil
 	case "reconcile":
 		if err := needStep(); err != nil {
 			return nil, err
@@ -119,9 +149,9 @@ func (c *Console) parseAction(action string, r *http.Request) (actionFunc, error
 			return nil, fmt.Errorf("reconcile outcome %q: use succeeded or failed", r.PostFormValue("outcome"))
 		}
 		note := strings.TrimSpace(r.PostFormValue("note"))
-		return func(ctx context.Context, _ string) (string, error) {
-			return "reconciled", c.sessions.ReconcileOutcome(ctx, step, outcome, note)
-		}, nil
+		return noticeOnly("reconciled", func(ctx context.Context, _ string) error {
+			return c.sessions.ReconcileOutcome(ctx, step, outcome, note)
+		}), nil
 	}
-	return nil, fmt.Errorf("unknown action %q: approve, deny, answer, resume or reconcile", action)
+	return c.parseManage(action, r)
 }

@@ -38,8 +38,8 @@ func TestSessionPage_ShowsTheAgentAndWhyAStepIsNotHandedOut(t *testing.T) {
 func TestSessionsPage_HasAnAgentColumn(t *testing.T) {
 	b := newBrowser(t, serveFake(t, agentsAPI(), Config{}))
 	wantStatus(t, b.get("/ui/sessions"), http.StatusOK,
-		"<th>Agent</th>", `<a href="/ui/sessions/ses-bot">ses-bot</a></td><td><span class="st st-running">running</span></td><td>0</td><td></td><td class="agent">bot@2</td>`,
-		`<a href="/ui/sessions/ses-plain">ses-plain</a></td><td><span class="st st-running">running</span></td><td>0</td><td></td><td class="agent">-</td>`)
+		"<th>Agent</th>", `<td class="waits-for">the model</td><td>0</td><td></td><td class="agent">bot@2</td>`,
+		`<td class="waits-for">the model</td><td>0</td><td></td><td class="agent">-</td>`)
 }
 
 func TestClusterPage_ShowsTheAgentsOfEachWorker(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
@@ -53,7 +54,11 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 		slices.SortFunc(wk.Workers, func(a, b *dexv1.WorkerStatus) int { return strings.Compare(a.Worker.GetId(), b.Worker.GetId()) })
 		d.Workers = wk
 	}
-	c.render(w, r, http.StatusOK, "cluster", page{Title: "Cluster", Nav: "cluster", Data: d})
+	p := page{Title: "Cluster", Nav: "cluster", Data: d}
+	if nq := client.CheckQuorum(st); nq != nil {
+		p.Banner = nq.Error()
+	}
+	c.render(w, r, http.StatusOK, "cluster", p)
 }
 
 // largestTables are the tables of s that hold rows, the most bytes first.

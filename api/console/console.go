@@ -63,9 +63,13 @@ type Config struct {
 type Console struct {
 	cfg      Config
 	sessions *client.Client
-	admin    dexv1.AdminServiceClient
-	tmpl     map[string]*template.Template
-	mux      *http.ServeMux
+	// svc is the raw SessionService, for the calls client.Client has no
+	// method for (CancelSession).
+	svc    dexv1.SessionServiceClient
+	probes writeProbes
+	admin  dexv1.AdminServiceClient
+	tmpl   map[string]*template.Template
+	mux    *http.ServeMux
 	// partitions is the cluster's number of partitions once a Status gave
 	// it (0: unknown), see partitions.go.
 	partitions atomic.Int32
@@ -76,7 +80,7 @@ func New(cfg Config) *Console {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	c := &Console{cfg: cfg, sessions: client.New(cfg.Sessions), admin: dexv1.NewAdminServiceClient(cfg.Admin)}
+	c := &Console{cfg: cfg, sessions: client.New(cfg.Sessions), svc: dexv1.NewSessionServiceClient(cfg.Sessions), admin: dexv1.NewAdminServiceClient(cfg.Admin)}
 	c.tmpl = parseTemplates()
 	static, _ := fs.Sub(staticFS, "static")
 	m := http.NewServeMux()
@@ -91,6 +95,10 @@ func New(cfg Config) *Console {
 	m.HandleFunc("GET /ui/sessions/{id}", c.authed(c.sessionPage))
 	m.HandleFunc("GET /ui/sessions/{id}/events", c.authed(c.sessionEvents))
 	m.HandleFunc("POST /ui/sessions/{id}/{action}", c.authed(c.sessionAction))
+	m.HandleFunc("GET /ui/sessions/{id}/fork", c.authed(c.forkPage))
+	m.HandleFunc("POST /ui/sessions/{id}/fork", c.authed(c.fork))
+	m.HandleFunc("GET /ui/start", c.authed(c.startPage))
+	m.HandleFunc("POST /ui/start", c.authed(c.startSession))
 	m.HandleFunc("GET /ui/cluster", c.authed(c.clusterPage))
 	m.HandleFunc("GET /ui/chaos", c.authed(c.chaosPage))
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {

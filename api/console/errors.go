@@ -36,27 +36,36 @@ func httpCode(err error) int {
 // node serving clients answered, or, when too few voters answer to elect
 // one, just that.
 func (c *Console) apiMessage(r *http.Request, err error) string {
-	msg := status.Convert(err).Message()
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		if nq := c.noQuorum(r); nq != nil {
-			return nq.Error()
-		}
-		if w := c.where(); w != nil {
-			if w.LeaderID == "" {
-				return fmt.Sprintf("no node serving clients answered (%s); node %s knows no leader now", msg, w.Node)
-			}
-			return fmt.Sprintf("no node serving clients answered (%s); node %s sees leader %s at %s", msg, w.Node, w.LeaderID, w.LeaderAddr)
-		}
-		return "no node serving clients answered: " + msg
-	case codes.Unauthenticated:
-		return msg + " — log in with a token at /ui/login"
-	}
+	msg, _ := c.apiProblem(r, err)
 	return msg
 }
 
+// apiProblem is apiMessage, and the banner the page shows on top when the
+// cluster has no quorum ("" otherwise).
+func (c *Console) apiProblem(r *http.Request, err error) (msg, banner string) {
+	msg = status.Convert(err).Message()
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		if nq := c.noQuorum(r); nq != nil {
+			return nq.Error(), nq.Error()
+		}
+		if w := c.where(); w != nil {
+			if w.LeaderID == "" {
+				return fmt.Sprintf("no node serving clients answered (%s); node %s knows no leader now", msg, w.Node), ""
+			}
+			return fmt.Sprintf("no node serving clients answered (%s); node %s sees leader %s at %s", msg, w.Node, w.LeaderID, w.LeaderAddr), ""
+		}
+		return "no node serving clients answered: " + msg, ""
+	case codes.Unauthenticated:
+		return msg + " — log in with a token at /ui/login", ""
+	}
+	return msg, ""
+}
+
 func (c *Console) apiError(w http.ResponseWriter, r *http.Request, err error) {
-	c.renderError(w, r, httpCode(err), c.apiMessage(r, err))
+	msg, banner := c.apiProblem(r, err)
+	code := httpCode(err)
+	c.render(w, r, code, "error", page{Title: http.StatusText(code), Error: msg, Banner: banner, Data: code})
 }
 
 // noQuorumTimeout bounds the Status call that explains an unavailable

@@ -130,7 +130,8 @@ func (f *fakeAPI) ListSessions(ctx context.Context, req *dexv1.ListSessionsReque
 	}
 	for _, id := range ids {
 		s := f.sessions[id].Session
-		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{Id: s.Id, ParentId: s.ParentId, Status: s.Status, Agent: s.Agent, TurnsCompleted: s.TurnsCompleted, CreatedAtMs: s.CreatedAtMs, UpdatedAtMs: s.UpdatedAtMs})
+		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{Id: s.Id, ParentId: s.ParentId, Status: s.Status, Agent: s.Agent, TurnsCompleted: s.TurnsCompleted, CreatedAtMs: s.CreatedAtMs, UpdatedAtMs: s.UpdatedAtMs,
+			Labels: s.Labels, ForkedFrom: s.ForkedFrom, ForkedAtSeq: s.ForkedAtSeq})
 	}
 	return out, nil
 }

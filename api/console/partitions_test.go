@@ -62,7 +62,7 @@ func partitionedAPI(partitions int) (*fakeAPI, []string) {
 	return api, append(ids, child)
 }
 
-var sessionRow = regexp.MustCompile(`<tr><td><a href="/ui/sessions/([^"]+)">.*?</tr>`)
+var sessionRow = regexp.MustCompile(`<tr id="row-[^"]+"><td><a href="/ui/sessions/([^"]+)">.*?</tr>`)
 var partitionCell = regexp.MustCompile(`<td class="partition">(\d+)</td></tr>$`)
 
 func TestClusterPage_ShowsNoPartitionsTableForOnePartition(t *testing.T) {
@@ -133,7 +133,7 @@ func TestSessionsPage_PartitionColumnFromTheIDs(t *testing.T) {
 		t.Fatalf("the page asked Status %d times; want once", n)
 	}
 	wantStatus(t, b.get("/ui/sessions?q="+ids[0]), http.StatusOK, `<td class="partition">0</td>`)
-	wantStatus(t, b.get("/ui/sessions?q=no-such-session"), http.StatusOK, `<td colspan="8" class="muted">No session matches.</td>`)
+	wantStatus(t, b.get("/ui/sessions?q=no-such-session"), http.StatusOK, `<td colspan="11" class="muted">No session matches.</td>`)
 	if n := api.statusCount(); n != 1 {
 		t.Fatalf("Status asked %d times over three pages; the count is kept after the first", n)
 	}

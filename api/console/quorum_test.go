@@ -38,3 +38,28 @@ func TestAPageSaysWhereTheLeaderIsWhenAMajorityAnswers(t *testing.T) {
 		t.Fatalf("2 of 3 voters answer, yet the page says no quorum:\n%s", body)
 	}
 }
+
+// Without quorum every page carries one banner that says so: the pages
+// that read sessions fail under it, the Cluster page (this node's own
+// Status) still shows the nodes.
+func TestABannerSaysWhenTheClusterHasNoQuorum(t *testing.T) {
+	api := newFakeAPI()
+	api.down = "connection error: pickfirst: health check failure: NOT_SERVING"
+	api.status = &dexv1.StatusResponse{AnsweredBy: "n1", Nodes: []*dexv1.NodeStatus{
+		{Id: "n1", State: "candidate", Suffrage: "voter"},
+		{Id: "n2", State: "unreachable", Suffrage: "voter"},
+		{Id: "n3", State: "unreachable", Suffrage: "voter"},
+	}}
+	b := newBrowser(t, serveFake(t, api, Config{Timeout: time.Second}))
+	banner := `<div class="banner" id="banner" role="alert"><b>The cluster has no quorum.</b> 1 of 3 voters reachable: no quorum (n2, n3 not answering)`
+	wantStatus(t, b.get("/ui/sessions"), http.StatusServiceUnavailable, banner)
+	wantStatus(t, b.get("/ui/cluster"), http.StatusOK, banner, "unreachable")
+
+	// With a majority answering, no banner.
+	ok := newBrowser(t, serveFake(t, sampleAPI(), Config{}))
+	for _, p := range []string{"/ui/sessions", "/ui/cluster"} {
+		if body := wantStatus(t, ok.get(p), http.StatusOK); strings.Contains(body, `id="banner"`) {
+			t.Fatalf("%s shows the no-quorum banner with a quorum", p)
+		}
+	}
+}

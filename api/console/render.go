@@ -10,7 +10,6 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
-	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
@@ -27,6 +26,12 @@ type page struct {
 	LoggedIn bool
 	Error    string
 	Notice   string
+	// Banner is the cluster-wide trouble shown on top of every page (too
+	// few voters answer to elect a leader), "" when none is known.
+	Banner string
+	// CanWrite: the caller's token may act (see roles.go); the action
+	// forms are shown only then.
+	CanWrite bool
 	Data     any
 }
 
@@ -50,8 +55,11 @@ var funcs = template.FuncMap{
 	"agent":   agentLabel,
 	"bytes":   humanize.Bytes,
 	"until":   untilMs,
+	"ago":     agoMs,
+	"took":    tookMs,
 	// The partition a session id lives in, of n.
 	"partition": wirerules.PartitionOf,
+	"first":     firstLine,
 	"nodes":     nodeList,
 	// A session's dispatch order as the cluster applies it: 0 is the
 	// default priority 3 and weight 1.
@@ -61,9 +69,11 @@ var funcs = template.FuncMap{
 
 func parseTemplates() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"sessions", "session", "cluster", "chaos", "login", "error"} {
-		t := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
-		out[name] = t
+	// A page's template, and the parts it includes beside the layout.
+	parts := map[string][]string{"session": {"templates/manage.html"}}
+	for _, name := range []string{"sessions", "session", "start", "fork", "cluster", "chaos", "login", "error"} {
+		files := append([]string{"templates/layout.html", "templates/" + name + ".html"}, parts[name]...)
+		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...))
 	}
 	return out
 }
@@ -75,6 +85,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name 
 	p.ACL = c.cfg.ACL
 	_, err := r.Cookie(tokenCookie)
 	p.LoggedIn = err == nil
+	p.CanWrite = c.canWrite(r)
 	var buf bytes.Buffer
 	if err := c.tmpl[name].Execute(&buf, p); err != nil {
 		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
@@ -88,29 +99,6 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name 
 
 func (c *Console) renderError(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	c.render(w, r, code, "error", page{Title: http.StatusText(code), Error: msg, Data: code})
-}
-
-func fmtMs(ms int64) string {
-	if ms == 0 {
-		return "—"
-	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000")
-}
-
-func sinceMs(ms int64) string {
-	if ms == 0 {
-		return "never"
-	}
-	return time.Since(time.UnixMilli(ms)).Round(100*time.Millisecond).String() + " ago"
-}
-
-// untilMs is the time left until ms.
-func untilMs(ms int64) string {
-	d := time.Until(time.UnixMilli(ms))
-	if d <= 0 {
-		return "passed"
-	}
-	return d.Round(100*time.Millisecond).String() + " left"
 }
 
 func enumName(s, prefix string) string {

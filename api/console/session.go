@@ -4,8 +4,12 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/dexhq/dex/api/client"
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
+
+// newKey is a fresh idempotency key for a form.
+func newKey() string { return client.NewIdempotencyKey() }
 
 // turnView is one turn's Steps, in order.
 type turnView struct {
@@ -35,12 +39,25 @@ type sessionData struct {
 	Folded []*dexv1.FoldedTurn
 	// Partition: the session's, in a cluster of more than one (else nil).
 	Partition *partitionView
+	// SendKey is the idempotency key of the message form (see manage.go).
+	SendKey string
+	// Cancellable: the session has a turn to cancel; Closed: it takes no
+	// more messages (closed, or closing until its turn ends).
+	Cancellable, Closed bool
+	// TurnFrom is the first history entry of the turn not yet ended (0:
+	// none, or not recorded): a fork there or after is refused.
+	TurnFrom uint64
 }
 
 // doneNotices are the notices an action's redirect may ask for.
 var doneNotices = map[string]string{
 	"approved": "Approved: the call runs.", "denied": "Denied: the model is told.",
 	"answered": "Answered.", "resumed": "Resumed.", "reconciled": "Reconciled.",
+	"sent": "Message sent.", "duplicate": "This message was sent before: it is delivered once.",
+	"cancelled": "Cancelled: the turn stopped and the session is idle; its inbox is kept.",
+	"closing":   "Closing: the session takes no more messages and closes when its turn ends.",
+	"closed":    "Closed: the session takes no more messages and can still be read.",
+	"started":   "Session started.", "forked": "Forked: this session's history is a copy of its source's.",
 }
 
 func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request) {
@@ -59,6 +76,7 @@ func (c *Console) showSession(w http.ResponseWriter, r *http.Request, code int, 
 		return
 	}
 	d := buildSession(got)
+	d.SendKey = newKey()
 	d.Partition = c.sessionPartition(ctx, id)
 	c.render(w, r, code, "session", page{Title: "Session " + id, Nav: "sessions", Error: errMsg, Notice: notice, Data: d})
 }
@@ -111,5 +129,10 @@ func buildSession(got *dexv1.GetSessionResponse) *sessionData {
 	d.Folded = slices.Clone(got.FoldedTurns)
 	slices.Reverse(d.Folded)
 	d.Resumable = s.Status == dexv1.SessionStatus_SESSION_STATUS_PAUSED || s.Status == dexv1.SessionStatus_SESSION_STATUS_ERRORED
+	d.Cancellable = s.Turn != nil
+	d.Closed = s.Status == dexv1.SessionStatus_SESSION_STATUS_CLOSED || s.CloseRequestedAtMs != 0
+	if s.Turn != nil {
+		d.TurnFrom = s.Turn.FirstHistorySeq
+	}
 	return d
 }

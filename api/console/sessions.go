@@ -45,6 +45,8 @@ type sessionsData struct {
 	// Partitions is the cluster's number of partitions (0: unknown); with
 	// more than one, each row names its session's.
 	Partitions int
+	// Rows: each shown session's first message and wait (listrows.go).
+	Rows map[string]rowView
 }
 
 func sessionsURL(status, q string, page int) string {
@@ -92,7 +94,12 @@ func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := buildSessions(all, status, search, pageNo)
 	d.Partitions = c.partitionCount(ctx)
-	c.render(w, r, http.StatusOK, "sessions", page{Title: "Sessions", Nav: "sessions", Data: d})
+	d.Rows = c.rowViews(ctx, d.Sessions)
+	notice := ""
+	if q.Get("done") == "deleted" && q.Get("id") != "" {
+		notice = "Deleted session " + q.Get("id") + "."
+	}
+	c.render(w, r, http.StatusOK, "sessions", page{Title: "Sessions", Nav: "sessions", Notice: notice, Data: d})
 }
 
 func buildSessions(all []*dexv1.SessionSummary, status, search string, pageNo int) *sessionsData {

@@ -1,0 +1,49 @@
+package console
+
+import (
+	"fmt"
+	"strings"
+
+	dexv1 "github.com/dexhq/dex/api/dexv1"
+)
+
+// maxLabels is the API's bound on a session's labels (docs/labels.md).
+const maxLabels = 32
+
+// parseLabels reads a form's labels: KEY=VALUE, one a line (a value may
+// hold commas and spaces). It refuses what cannot be a list of labels —
+// a line without "=", an empty key, a key given twice, too many — so the
+// API is not called with it; the API judges the keys' and values' text.
+func parseLabels(text string) ([]*dexv1.Label, error) {
+	var out []*dexv1.Label
+	seen := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("label %q: write KEY=VALUE, one a line", line)
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("label %q is given twice", k)
+		}
+		seen[k] = true
+		out = append(out, &dexv1.Label{Key: k, Value: strings.TrimSpace(v)})
+	}
+	if len(out) > maxLabels {
+		return nil, fmt.Errorf("%d labels given; a session holds at most %d", len(out), maxLabels)
+	}
+	return out, nil
+}
+
+// labelsText is labels as the form writes them.
+func labelsText(ls []*dexv1.Label) string {
+	var b strings.Builder
+	for _, l := range ls {
+		fmt.Fprintf(&b, "%s=%s\n", l.Key, l.Value)
+	}
+	return b.String()
+}
