@@ -92,6 +92,15 @@ func (f *fakeAPI) SendMessage(ctx context.Context, req *dexv1.SendMessageRequest
 }
 
 func (f *fakeAPI) CancelSession(ctx context.Context, req *dexv1.CancelSessionRequest) (*dexv1.CancelSessionResponse, error) {
+	if req.SessionId == "" {
+		f.mu.Lock()
+		f.probes++
+		down := f.probeDown
+		f.mu.Unlock()
+		if down != "" {
+			return nil, status.Error(codes.Unavailable, down)
+		}
+	}
 	if err := f.authorize(ctx, true); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,11 @@ type fakeAPI struct {
 	status        *dexv1.StatusResponse
 	statusRefused codes.Code
 	statusCalls   int
+	// probes counts the CancelSessions without a session id (the
+	// console's write probe); probeDown, when set, is their Unavailable
+	// answer, as when no node serves clients.
+	probes    int
+	probeDown string
 }
 
 func newFakeAPI() *fakeAPI {

@@ -249,3 +249,50 @@ func TestReaderToken_SeesNoActions(t *testing.T) {
 		}
 	}
 }
+
+func (f *fakeAPI) probeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.probes
+}
+
+// The write probe's answer is kept for a while per token; an answer that
+// says nothing of the token (no node serving clients) shows the actions
+// and is asked again on the next page.
+func TestWriteProbe_IsKeptPerTokenAndAnUnknownAnswerShowsTheActions(t *testing.T) {
+	api := manageAPI()
+	api.tokens = map[string]bool{"reader": false, "writer": true}
+	b := newBrowser(t, serveFake(t, api, Config{ACL: true}))
+	b.cookies[tokenCookie] = &http.Cookie{Name: tokenCookie, Value: "reader"}
+	for range 3 {
+		if body := wantStatus(t, b.get("/ui/sessions/ses-idle"), http.StatusOK); strings.Contains(body, `id="sendform"`) {
+			t.Fatal("a reader is offered to send")
+		}
+	}
+	if n := api.probeCount(); n != 1 {
+		t.Fatalf("%d probes for three pages of one token; want 1", n)
+	}
+	b.cookies[tokenCookie] = &http.Cookie{Name: tokenCookie, Value: "writer"}
+	wantStatus(t, b.get("/ui/sessions/ses-idle"), http.StatusOK, `id="sendform"`)
+	if n := api.probeCount(); n != 2 {
+		t.Fatalf("%d probes after a second token; want 2", n)
+	}
+
+	api.mu.Lock()
+	api.probeDown = "no node serves clients"
+	api.mu.Unlock()
+	other := newBrowser(t, serveFake(t, api, Config{ACL: true}))
+	other.cookies[tokenCookie] = &http.Cookie{Name: tokenCookie, Value: "reader"}
+	wantStatus(t, other.get("/ui/sessions/ses-idle"), http.StatusOK, `id="sendform"`)
+	wantStatus(t, other.get("/ui/sessions/ses-idle"), http.StatusOK, `id="sendform"`)
+	if n := api.probeCount(); n != 4 {
+		t.Fatalf("%d probes; an unknown answer is not kept, want 4", n)
+	}
+	// Without --acl there is nothing to ask.
+	open := newFakeAPI()
+	open.add(&dexv1.Session{Id: "s1", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE})
+	wantStatus(t, newBrowser(t, serveFake(t, open, Config{})).get("/ui/sessions/s1"), http.StatusOK, `id="sendform"`)
+	if open.probeCount() != 0 {
+		t.Fatal("the console probed a cluster without tokens")
+	}
+}
