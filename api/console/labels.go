@@ -38,12 +38,3 @@ func parseLabels(text string) ([]*dexv1.Label, error) {
 	}
 	return out, nil
 }
-
-// labelsText is labels as the form writes them.
-func labelsText(ls []*dexv1.Label) string {
-	var b strings.Builder
-	for _, l := range ls {
-		fmt.Fprintf(&b, "%s=%s\n", l.Key, l.Value)
-	}
-	return b.String()
-}
