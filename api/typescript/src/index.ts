@@ -20,6 +20,7 @@ export type { MetricsServer, TaskOutcome } from "./metrics.js";
 export type { Logger } from "./log.js";
 export { LeaderMetadataKey, PartitionMetadataKey, transient } from "./retry.js";
 export { TokenEnv, tokenFrom } from "./token.js";
+export { parseTraceparent, TracerName } from "./tracing.js";
 export { Worker, Moments, AllMoments, toolSpec, toModelOutput } from "./worker.js";
 export type {
   Access, Moment, ModelHandler, ModelInput, ModelOutputInit, PollHandler, Tool, ToolCall, ToolHandler, ToolResult, UsageInit, WorkerOptions,

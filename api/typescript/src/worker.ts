@@ -18,6 +18,7 @@ import type { TaskOutcome, WorkerMetrics } from "./metrics.js";
 import { handlerOf, routeProblem, runsOnModel } from "./route.js";
 import { Backoff, PartitionMetadataKey, sleep, transient } from "./retry.js";
 import { OutputSender, streamCallTimeoutMs, type OutputStream } from "./stream.js";
+import { inTaskSpan } from "./tracing.js";
 
 /** How long a poll waits when a Worker has fewer task slots than partitions. */
 const SHARED_SLOT_WAIT_MS = 250;
@@ -44,6 +45,14 @@ export interface ToolCall {
   agent: string;
   /** Aborted when the cluster cancels the attempt or the Worker's shutdown grace is over. */
   signal: AbortSignal;
+  /**
+   * The attempt's place in its turn's trace, a W3C traceparent header
+   * ("00-TRACE-SPAN-01"; "" when the turn is not traced): the Worker's span
+   * around the handler is its child. For a handler that passes the trace on
+   * by hand (through @opentelemetry/api it need not: that span is active
+   * while the handler runs). Set by the Worker; absent in a call a test builds.
+   */
+  traceparent?: string;
   /**
    * Sends text, the next piece of the tool's progress, to the session's
    * watchers as the handler runs (docs/design/streaming.md), as
@@ -107,6 +116,8 @@ export interface ModelInput {
   /** The session's agent, one of WorkerOptions.agents ("": the default agent): a handler that runs several agents picks the model by it. */
   agent: string;
   signal: AbortSignal;
+  /** The attempt's W3C traceparent ("" when the turn is not traced), as ToolCall.traceparent. */
+  traceparent?: string;
   /**
    * Sends text, the next piece of the model's output, to the session's
    * watchers as the handler produces it (docs/design/streaming.md). It does
@@ -856,20 +867,20 @@ export class Worker {
       const mi = t.modelInput;
       const input = (stream?: OutputStream): ModelInput => ({
         sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", attempt, history: mi?.history ?? [], tools: mi?.tools ?? [],
-        compact: mi?.compact ?? false, epoch: t.epoch, agent: t.agent, signal: hsignal,
+        compact: mi?.compact ?? false, epoch: t.epoch, agent: t.agent, signal: hsignal, traceparent: t.traceparent,
         ...(stream ? { stream: (text: string) => stream.write(text) } : {}),
       });
       const call: ToolCall = {
         sessionId: t.sessionId, stepId: t.ref?.stepId ?? "", callId: t.callId, tool: t.tool, arguments: t.arguments,
         idempotencyKey: t.idempotencyKey, attempt, taskId: t.taskId, access: t.access, epoch: t.epoch, agent: t.agent,
-        signal: hsignal,
+        signal: hsignal, traceparent: t.traceparent,
       };
       if (line !== undefined && this.ledger !== undefined) attachLedger(call, this.ledger, line);
       switch (h) {
         case "model": {
           await this.hold(Moments.beforeModel, t);
           this.ledgerStart(line);
-          const mo = toModelOutput(await this.model!.run(input(live)));
+          const mo = await inTaskSpan(t, async () => toModelOutput(await this.model!.run(input(live))));
           await live!.finish();
           // The cluster refuses such an output; fail the attempt with the
           // reason instead of sending it (unknown: another try may do better).
@@ -881,7 +892,7 @@ export class Worker {
           await this.hold(Moments.duringCompaction, t);
           if (!this.model!.compact) throw new Error("no compaction function");
           this.ledgerStart(line);
-          const s = await this.model!.compact(input());
+          const s = await inTaskSpan(t, () => this.model!.compact!(input()));
           return { complete: create(AttemptResultSchema, { outcome: { case: "summary", value: s } }) };
         }
         case "poll": {
@@ -889,7 +900,7 @@ export class Worker {
           if (!tool.poll) throw new Error(`tool ${JSON.stringify(t.tool)} has no poll handler`);
           await this.hold(Moments.duringPoll, t);
           this.ledgerStart(line);
-          const r = await tool.poll(call);
+          const r = await inTaskSpan(t, () => tool.poll!(call));
           const value: MessageInitShape<typeof AttemptResultSchema> = {
             outcome: { case: "pollResult", value: { done: !!r.done, result: r.done ? toolResultInit(r.result) : undefined } },
           };
@@ -900,7 +911,7 @@ export class Worker {
           await this.hold(Moments.toolRunning, t);
           this.ledgerStart(line);
           call.stream = (text: string) => live!.write(text);
-          const r = await tool.run(call);
+          const r = await inTaskSpan(t, () => tool.run(call));
           await live!.finish();
           return { complete: create(AttemptResultSchema, { outcome: { case: "toolResult", value: toolResultInit(r) } }) };
         }
