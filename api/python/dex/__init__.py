@@ -31,6 +31,7 @@ from dex.errors import (
 from dex.ledger import LEDGER_ENV, side_effect
 from dex.metrics import MetricsServer, WorkerMetrics, serve_metrics
 from dex.partitions import partition_of
+from dex.tracing import TRACER_NAME, parse_traceparent
 from dex.worker import (
     ACCESS,
     MOMENTS,
@@ -48,9 +49,9 @@ from dex.worker import (
 __all__ = [
     "ACCESS", "Client", "Connection", "DexError", "ERROR_TYPES", "HEALTH_SERVICE", "LEADER_METADATA_KEY",
     "LEDGER_ENV", "MOMENTS", "MetricsServer", "ModelError", "ModelInput", "PARTITION_METADATA_KEY",
-    "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV", "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "Tool", "ToolCall",
-    "ToolResult", "Usage", "Worker", "WorkerMetrics", "check_model_output", "classify_error",
+    "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV", "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "TRACER_NAME", "Tool",
+    "ToolCall", "ToolResult", "Usage", "Worker", "WorkerMetrics", "check_model_output", "classify_error",
     "error_type_for_http_status", "http_model_error", "is_context_length_message", "model_output",
-    "new_idempotency_key", "new_session_id", "partition_of", "retry_after_from_headers", "retry_after_of",
-    "serve_metrics", "side_effect", "token_from", "tool_spec",
+    "new_idempotency_key", "new_session_id", "parse_traceparent", "partition_of", "retry_after_from_headers",
+    "retry_after_of", "serve_metrics", "side_effect", "token_from", "tool_spec",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import json
 import logging
@@ -35,6 +36,7 @@ from dex.ledger import LEDGER_ENV, ledger_from_env, start_line
 from dex.metrics import (TASK_CANCELLED, TASK_CANNOT_RUN, TASK_CLAIM_REFUSED, TASK_COMPLETED, TASK_FAILED,
                          TASK_REPORT_REFUSED, WorkerMetrics)
 from dex.stream import STREAM_CALL_TIMEOUT, STREAM_FLUSH, OutputSender, OutputStream
+from dex.tracing import task_span
 from dex.v1 import types_pb2, workers_pb2, workers_pb2_grpc
 
 log = logging.getLogger("dex.worker")
@@ -108,6 +110,11 @@ class ToolCall:
     #: Set when the cluster cancelled the attempt (or the Worker stops):
     #: a sync handler should check it; an async one is cancelled.
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: The attempt's place in its turn's trace, a W3C traceparent header
+    #: ("00-TRACE-SPAN-01"; "" when the turn is not traced): the Worker's
+    #: span around the handler (when OpenTelemetry is installed) is its
+    #: child. For a handler that passes the trace on by hand.
+    traceparent: str = ""
     #: The execution ledger and this call's line, for dex.side_effect.
     _ledger: Optional[tuple] = field(default=None, repr=False, compare=False)
     #: The attempt's live output (None: no Worker behind it).
@@ -159,6 +166,9 @@ class ModelInput:
     #: agent): a Worker of several agents runs that agent's model.
     agent: str = ""
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: The attempt's W3C traceparent ("" when the turn is not traced), as
+    #: ToolCall.traceparent.
+    traceparent: str = ""
     #: The attempt's live output (None: no Worker behind it).
     _out: Optional[OutputStream] = field(default=None, repr=False, compare=False)
 
@@ -1028,10 +1038,12 @@ class Worker:
 
     async def _call(self, fn: Callable[..., Any], arg: Any) -> Any:
         """Runs a handler: a coroutine function on the loop, a plain one in
-        a thread (it learns of a cancellation from arg.cancelled)."""
+        a thread (it learns of a cancellation from arg.cancelled) with the
+        caller's context variables, as asyncio.to_thread does (the task's
+        span among them)."""
         if inspect.iscoroutinefunction(fn):
             return await fn(arg)
-        res = await asyncio.get_running_loop().run_in_executor(self._pool, fn, arg)
+        res = await asyncio.get_running_loop().run_in_executor(self._pool, contextvars.copy_context().run, fn, arg)
         if inspect.isawaitable(res):
             res = await res
         return res
@@ -1123,14 +1135,16 @@ class Worker:
         if t.handler in _RUNNER_HANDLERS[workers_pb2.TASK_RUNNER_MODEL]:
             mi = ModelInput(session_id=t.session_id, step_id=t.ref.step_id, attempt=a,
                             history=list(t.model_input.history), tools=list(t.model_input.tools),
-                            compact=t.model_input.compact, epoch=t.epoch, agent=t.agent, cancelled=cancel_event)
+                            compact=t.model_input.compact, epoch=t.epoch, agent=t.agent, cancelled=cancel_event,
+                            traceparent=t.traceparent)
             if t.handler == workers_pb2.TASK_HANDLER_MODEL:
                 await self._hold(HOLD_BEFORE_MODEL, t)
                 assert self._model is not None
                 self._ledger_start(line, ran)
                 mi._out = live = self._output_stream(t, partition)
                 try:
-                    mo = _as_model_output(await self._call(self._model, mi))
+                    with task_span(t, self.log):
+                        mo = _as_model_output(await self._call(self._model, mi))
                     # The result waits (a while) for the streamed output to
                     # reach the leader, so watchers see it whole before it.
                     if live is not None:
@@ -1148,19 +1162,22 @@ class Worker:
             if self._compact is None:
                 raise DexError("no compaction handler")
             self._ledger_start(line, ran)
-            summary = await self._call(self._compact, mi)
+            with task_span(t, self.log):
+                summary = await self._call(self._compact, mi)
             return _Outcome(complete=types_pb2.AttemptResult(summary=str(summary or "")))
         tool = self.tools[t.tool]
         call = ToolCall(session_id=t.session_id, step_id=t.ref.step_id, call_id=t.call_id, tool=t.tool,
                         arguments=t.arguments, idempotency_key=t.idempotency_key, attempt=a, task_id=t.task_id,
                         access=t.access, epoch=t.epoch, agent=t.agent, cancelled=cancel_event,
+                        traceparent=t.traceparent,
                         _ledger=(self.ledger, line) if line is not None and self.ledger is not None else None)
         if t.handler == workers_pb2.TASK_HANDLER_POLL:
             if tool.poll is None:
                 raise DexError(f"tool {t.tool!r} has no poll handler")
             await self._hold(HOLD_DURING_POLL, t)
             self._ledger_start(line, ran)
-            res = await self._call(tool.poll, call)
+            with task_span(t, self.log):
+                res = await self._call(tool.poll, call)
             done, result = (res, None) if isinstance(res, bool) or res is None else res
             pr = types_pb2.PollResult(done=bool(done))
             if done:
@@ -1172,7 +1189,8 @@ class Worker:
         self._ledger_start(line, ran)
         call._out = live = self._output_stream(t, partition)
         try:
-            res = _as_tool_result(await self._call(tool.run, call))
+            with task_span(t, self.log):
+                res = _as_tool_result(await self._call(tool.run, call))
             if live is not None:
                 await live.finish(STREAM_FLUSH)
         finally:
