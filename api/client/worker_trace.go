@@ -12,22 +12,24 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// tracerName names the Worker library's spans in a tracing backend.
-const tracerName = "github.com/dexhq/dex/api/client"
+// tracerName is the tracer of the Worker's spans, as in the Python and
+// TypeScript libraries.
+const tracerName = "dex.worker"
 
-// taskSpan starts the Worker's span for a task of a traced turn, the child
-// of the attempt's span, which the cluster's leader exports under the id
-// the traceparent gives (docs/tracing.md). The handler runs with it in its
+// taskSpan starts the Worker's span for a task: the child of the attempt's
+// span, which the cluster's leader exports under the id the traceparent
+// gives (docs/tracing.md), or a root span when the task has no traceparent
+// (the turn is not traced) or a malformed one; never the child of a span
+// active where the Worker was started. The handler runs with it in its
 // context, so its own spans (an HTTP client's, a model SDK's) nest under
-// it. A task with no traceparent, or a malformed one, gets no span; with
-// no tracer provider registered the span is otel's no-op.
+// it. With no tracer provider registered it is otel's no-op.
 func taskSpan(ctx context.Context, t *dexv1.Task, attempt uint32) (context.Context, trace.Span) {
-	if t.Traceparent == "" {
-		return ctx, nil
-	}
-	parent := propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": t.Traceparent})
-	if !trace.SpanContextFromContext(parent).IsValid() {
-		return ctx, nil
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	parent := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": t.Traceparent})
+	if sc := trace.SpanContextFromContext(parent); sc.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	} else {
+		opts = append(opts, trace.WithNewRoot())
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String("dex.session", t.SessionId),
@@ -35,14 +37,9 @@ func taskSpan(ctx context.Context, t *dexv1.Task, attempt uint32) (context.Conte
 		attribute.Int64("dex.attempt", int64(attempt)),
 		attribute.String("dex.kind", t.Kind.String()),
 	}
-	name := "dex.model"
-	switch t.Handler {
-	case dexv1.TaskHandler_TASK_HANDLER_COMPACT:
-		name = "dex.compact"
-	case dexv1.TaskHandler_TASK_HANDLER_TOOL:
+	name := "dex.model" // a model or compaction handler
+	if t.Handler == dexv1.TaskHandler_TASK_HANDLER_TOOL || t.Handler == dexv1.TaskHandler_TASK_HANDLER_POLL {
 		name = "dex.tool " + t.Tool
-	case dexv1.TaskHandler_TASK_HANDLER_POLL:
-		name = "dex.poll " + t.Tool
 	}
 	if t.Tool != "" {
 		attrs = append(attrs, attribute.String("dex.tool", t.Tool))
@@ -50,14 +47,11 @@ func taskSpan(ctx context.Context, t *dexv1.Task, attempt uint32) (context.Conte
 	if t.Agent != "" {
 		attrs = append(attrs, attribute.String("dex.agent", t.Agent))
 	}
-	return otel.Tracer(tracerName).Start(parent, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return otel.Tracer(tracerName).Start(ctx, name, append(opts, trace.WithAttributes(attrs...))...)
 }
 
 // endTaskSpan ends a task's span, with the handler's error if it failed.
 func endTaskSpan(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())

@@ -31,7 +31,7 @@ func recordSpans(t *testing.T) *tracetest.SpanRecorder {
 // A task of a traced turn runs its handler under a Worker span that is the
 // child of the attempt's span named by the task's traceparent; the
 // handler's own spans nest under it, and a failure is recorded on it. A
-// task without a traceparent, or with a malformed one, runs with no span.
+// task without a traceparent, or with a malformed one, runs in a root span.
 func TestWorkerSpanIsTheChildOfTheAttempt(t *testing.T) {
 	rec := recordSpans(t)
 	traced := toolTask("st1", "save_note", dexv1.ToolAccess_TOOL_ACCESS_IDEMPOTENT_WRITE)
@@ -61,6 +61,7 @@ func TestWorkerSpanIsTheChildOfTheAttempt(t *testing.T) {
 		}
 	}
 	workerSpans := map[string]trace.SpanContext{}
+	roots := map[string]bool{}
 	var handlerSpans []sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
 		switch s.Name() {
@@ -70,6 +71,10 @@ func TestWorkerSpanIsTheChildOfTheAttempt(t *testing.T) {
 				if a.Key == "dex.step" {
 					step = a.Value.AsString()
 				}
+			}
+			if step == "st3" || step == "st4" {
+				roots[step] = !s.Parent().IsValid()
+				continue
 			}
 			workerSpans[step] = s.SpanContext()
 			if s.Parent().TraceID().String() != attemptTrace || s.Parent().SpanID().String() != attemptSpan {
@@ -83,7 +88,10 @@ func TestWorkerSpanIsTheChildOfTheAttempt(t *testing.T) {
 		}
 	}
 	if len(workerSpans) != 2 || !workerSpans["st1"].IsValid() || !workerSpans["st2"].IsValid() {
-		t.Fatalf("Worker spans for %v; want st1 and st2 only (st3 has no traceparent, st4 a malformed one)", workerSpans)
+		t.Fatalf("Worker spans under the attempt for %v; want st1 and st2", workerSpans)
+	}
+	if !roots["st3"] || !roots["st4"] {
+		t.Fatalf("root spans %v; want st3 (no traceparent) and st4 (a malformed one) each in a root span", roots)
 	}
 	nested := 0
 	for _, h := range handlerSpans {
