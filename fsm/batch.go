@@ -10,11 +10,11 @@ import "github.com/dexhq/dex/fsm/fsmpb"
 
 // LogVersion is the newest log entry format this build applies: 2 reads
 // Batch entries, 3 SetTurnFolding, FoldTurns and the ImportSession commands,
-// 4 ForkSessionBegin and ForkSessionEnd. A node records it in its
+// 4 ForkSessionBegin and ForkSessionEnd, 5 the bulk jobs' commands. A node records it in its
 // NodeInfo; a leader writes an entry of a version only once every member
 // recorded that version or a newer one, so in a rolling upgrade no member
 // meets an entry it cannot apply.
-const LogVersion = 4
+const LogVersion = 5
 
 // The log versions that brought entry formats in.
 const (
@@ -22,6 +22,7 @@ const (
 	FoldLogVersion   = 3
 	ImportLogVersion = 3
 	// ForkLogVersion is in fork.go.
+	BulkLogVersion = 5
 )
 
 // EncodeBatch turns encoded commands (Encode's) into the bytes of one log

@@ -82,6 +82,7 @@ var fencedValid = map[protoreflect.FullName]proto.Message{
 		HistoryCount: 1, ForkedFrom: "s1", ForkedAtSeq: 1,
 	}},
 	"dex.fsm.v1.ForkSessionEnd": &fsmpb.ForkSessionEnd{SessionId: "fork"},
+	"dex.fsm.v1.BulkJobStep":    &fsmpb.BulkJobStep{JobId: "job", Last: true},
 }
 
 // A fenced command from an older epoch, or a newer one, is refused as stale

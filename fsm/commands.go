@@ -63,5 +63,10 @@ var commandTable = []command{
 	// commands; its End may start the fork's first turn.
 	fenced((*fsmpb.Command).GetForkSessionBegin, checkForkBegin, (*applier).forkSessionBegin),
 	fenced((*fsmpb.Command).GetForkSessionEnd, checkForkEnd, (*applier).forkSessionEnd).queues(),
+	// Bulk jobs (bulk.go): a step acts on its sessions as their own
+	// commands would, so it may start or move turns on.
+	unfenced((*fsmpb.Command).GetStartBulkJob, (*applier).startBulkJob),
+	fenced((*fsmpb.Command).GetBulkJobStep, checkBulkJobStep, (*applier).bulkJobStep).queues(),
+	unfenced((*fsmpb.Command).GetCancelBulkJob, (*applier).cancelBulkJob),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

@@ -20,6 +20,7 @@ func TestStateTables_RecordsAreWhatProtodelimWrites(t *testing.T) {
 	d := busyState(t)
 	d.do(createToken("t1", "root", fsmpb.TokenRole_TOKEN_ROLE_ADMIN, "", "s1", true))
 	d.send("g", "waits in the inbox of a running session")
+	d.do(startBulkCmd(&fsmpb.BulkJob{Id: "job", Action: fsmpb.BulkAction_BULK_ACTION_CLOSE, Filter: labelFilter("k", "v")}))
 	snap := persist(t, d.f)
 	want := bytes.NewBuffer(append([]byte(nil), snap[:len(snapshotMagic)+1]...))
 	opts := protodelim.MarshalOptions{MarshalOptions: proto.MarshalOptions{Deterministic: true}}

@@ -70,6 +70,122 @@ func (SessionOrder) EnumDescriptor() ([]byte, []int) {
 	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{0}
 }
 
+// What a bulk job does to each session it matches.
+type BulkAction int32
+
+const (
+	BulkAction_BULK_ACTION_UNSPECIFIED BulkAction = 0
+	// Cancel the session's turn; a session with no turn is skipped.
+	BulkAction_BULK_ACTION_CANCEL BulkAction = 1
+	// Resume a paused or errored session (retry); others are skipped.
+	BulkAction_BULK_ACTION_RESUME BulkAction = 2
+	// Close the session (one in a turn is closed when its turn ends).
+	BulkAction_BULK_ACTION_CLOSE BulkAction = 3
+	// Delete the session; one in a turn is skipped.
+	BulkAction_BULK_ACTION_DELETE BulkAction = 4
+	// Set the job's labels on the session.
+	BulkAction_BULK_ACTION_LABEL BulkAction = 5
+)
+
+// Enum value maps for BulkAction.
+var (
+	BulkAction_name = map[int32]string{
+		0: "BULK_ACTION_UNSPECIFIED",
+		1: "BULK_ACTION_CANCEL",
+		2: "BULK_ACTION_RESUME",
+		3: "BULK_ACTION_CLOSE",
+		4: "BULK_ACTION_DELETE",
+		5: "BULK_ACTION_LABEL",
+	}
+	BulkAction_value = map[string]int32{
+		"BULK_ACTION_UNSPECIFIED": 0,
+		"BULK_ACTION_CANCEL":      1,
+		"BULK_ACTION_RESUME":      2,
+		"BULK_ACTION_CLOSE":       3,
+		"BULK_ACTION_DELETE":      4,
+		"BULK_ACTION_LABEL":       5,
+	}
+)
+
+func (x BulkAction) Enum() *BulkAction {
+	p := new(BulkAction)
+	*p = x
+	return p
+}
+
+func (x BulkAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BulkAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_v1_sessions_proto_enumTypes[1].Descriptor()
+}
+
+func (BulkAction) Type() protoreflect.EnumType {
+	return &file_dex_v1_sessions_proto_enumTypes[1]
+}
+
+func (x BulkAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BulkAction.Descriptor instead.
+func (BulkAction) EnumDescriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{1}
+}
+
+type BulkJobStatus int32
+
+const (
+	BulkJobStatus_BULK_JOB_STATUS_UNSPECIFIED BulkJobStatus = 0
+	BulkJobStatus_BULK_JOB_STATUS_RUNNING     BulkJobStatus = 1
+	BulkJobStatus_BULK_JOB_STATUS_DONE        BulkJobStatus = 2
+	BulkJobStatus_BULK_JOB_STATUS_CANCELLED   BulkJobStatus = 3
+)
+
+// Enum value maps for BulkJobStatus.
+var (
+	BulkJobStatus_name = map[int32]string{
+		0: "BULK_JOB_STATUS_UNSPECIFIED",
+		1: "BULK_JOB_STATUS_RUNNING",
+		2: "BULK_JOB_STATUS_DONE",
+		3: "BULK_JOB_STATUS_CANCELLED",
+	}
+	BulkJobStatus_value = map[string]int32{
+		"BULK_JOB_STATUS_UNSPECIFIED": 0,
+		"BULK_JOB_STATUS_RUNNING":     1,
+		"BULK_JOB_STATUS_DONE":        2,
+		"BULK_JOB_STATUS_CANCELLED":   3,
+	}
+)
+
+func (x BulkJobStatus) Enum() *BulkJobStatus {
+	p := new(BulkJobStatus)
+	*p = x
+	return p
+}
+
+func (x BulkJobStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BulkJobStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_v1_sessions_proto_enumTypes[2].Descriptor()
+}
+
+func (BulkJobStatus) Type() protoreflect.EnumType {
+	return &file_dex_v1_sessions_proto_enumTypes[2]
+}
+
+func (x BulkJobStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BulkJobStatus.Descriptor instead.
+func (BulkJobStatus) EnumDescriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{2}
+}
+
 type ForkSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session forked: the call is served by its partition.
@@ -2339,6 +2455,778 @@ func (x *ImportSessionResponse) GetFoldedTurns() uint64 {
 	return 0
 }
 
+// Where a job has read to, in created order.
+type BulkCursor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AtMs          int64                  `protobuf:"varint,1,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkCursor) Reset() {
+	*x = BulkCursor{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkCursor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkCursor) ProtoMessage() {}
+
+func (x *BulkCursor) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkCursor.ProtoReflect.Descriptor instead.
+func (*BulkCursor) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *BulkCursor) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *BulkCursor) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// A job's filter: ListSessions' fields (times in Unix ms; from inclusive,
+// to exclusive, 0 no bound).
+type BulkFilter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        SessionStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=dex.v1.SessionStatus" json:"status,omitempty"`
+	Agent         string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	ParentId      string                 `protobuf:"bytes,3,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	ForkedFrom    string                 `protobuf:"bytes,4,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	Labels        []*Label               `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty"`
+	CreatedFromMs int64                  `protobuf:"varint,6,opt,name=created_from_ms,json=createdFromMs,proto3" json:"created_from_ms,omitempty"`
+	CreatedToMs   int64                  `protobuf:"varint,7,opt,name=created_to_ms,json=createdToMs,proto3" json:"created_to_ms,omitempty"`
+	UpdatedFromMs int64                  `protobuf:"varint,8,opt,name=updated_from_ms,json=updatedFromMs,proto3" json:"updated_from_ms,omitempty"`
+	UpdatedToMs   int64                  `protobuf:"varint,9,opt,name=updated_to_ms,json=updatedToMs,proto3" json:"updated_to_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkFilter) Reset() {
+	*x = BulkFilter{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkFilter) ProtoMessage() {}
+
+func (x *BulkFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkFilter.ProtoReflect.Descriptor instead.
+func (*BulkFilter) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *BulkFilter) GetStatus() SessionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return SessionStatus_SESSION_STATUS_UNSPECIFIED
+}
+
+func (x *BulkFilter) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *BulkFilter) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *BulkFilter) GetForkedFrom() string {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return ""
+}
+
+func (x *BulkFilter) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *BulkFilter) GetCreatedFromMs() int64 {
+	if x != nil {
+		return x.CreatedFromMs
+	}
+	return 0
+}
+
+func (x *BulkFilter) GetCreatedToMs() int64 {
+	if x != nil {
+		return x.CreatedToMs
+	}
+	return 0
+}
+
+func (x *BulkFilter) GetUpdatedFromMs() int64 {
+	if x != nil {
+		return x.UpdatedFromMs
+	}
+	return 0
+}
+
+func (x *BulkFilter) GetUpdatedToMs() int64 {
+	if x != nil {
+		return x.UpdatedToMs
+	}
+	return 0
+}
+
+// Sessions a job skipped, counted by why.
+type BulkSkip struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Count         uint64                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkSkip) Reset() {
+	*x = BulkSkip{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkSkip) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkSkip) ProtoMessage() {}
+
+func (x *BulkSkip) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkSkip.ProtoReflect.Descriptor instead.
+func (*BulkSkip) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *BulkSkip) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BulkSkip) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// A bulk job and its progress. In a cluster of several partitions each
+// partition runs its part under the same id; the API shows their sum.
+type BulkJob struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Action      BulkAction             `protobuf:"varint,2,opt,name=action,proto3,enum=dex.v1.BulkAction" json:"action,omitempty"`
+	Filter      *BulkFilter            `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	Labels      []*Label               `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty"`
+	Reason      string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	By          string                 `protobuf:"bytes,6,opt,name=by,proto3" json:"by,omitempty"`
+	Status      BulkJobStatus          `protobuf:"varint,7,opt,name=status,proto3,enum=dex.v1.BulkJobStatus" json:"status,omitempty"`
+	CreatedAtMs int64                  `protobuf:"varint,8,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	UpdatedAtMs int64                  `protobuf:"varint,9,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	EndedAtMs   int64                  `protobuf:"varint,10,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
+	Cursor      *BulkCursor            `protobuf:"bytes,11,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// Sessions acted on, skipped (by why) and failed.
+	Acted         uint64      `protobuf:"varint,12,opt,name=acted,proto3" json:"acted,omitempty"`
+	Skipped       []*BulkSkip `protobuf:"bytes,13,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	Failed        uint64      `protobuf:"varint,14,opt,name=failed,proto3" json:"failed,omitempty"`
+	Steps         uint64      `protobuf:"varint,15,opt,name=steps,proto3" json:"steps,omitempty"`
+	CancelledBy   string      `protobuf:"bytes,16,opt,name=cancelled_by,json=cancelledBy,proto3" json:"cancelled_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkJob) Reset() {
+	*x = BulkJob{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJob) ProtoMessage() {}
+
+func (x *BulkJob) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJob.ProtoReflect.Descriptor instead.
+func (*BulkJob) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *BulkJob) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BulkJob) GetAction() BulkAction {
+	if x != nil {
+		return x.Action
+	}
+	return BulkAction_BULK_ACTION_UNSPECIFIED
+}
+
+func (x *BulkJob) GetFilter() *BulkFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *BulkJob) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *BulkJob) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BulkJob) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *BulkJob) GetStatus() BulkJobStatus {
+	if x != nil {
+		return x.Status
+	}
+	return BulkJobStatus_BULK_JOB_STATUS_UNSPECIFIED
+}
+
+func (x *BulkJob) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *BulkJob) GetUpdatedAtMs() int64 {
+	if x != nil {
+		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *BulkJob) GetEndedAtMs() int64 {
+	if x != nil {
+		return x.EndedAtMs
+	}
+	return 0
+}
+
+func (x *BulkJob) GetCursor() *BulkCursor {
+	if x != nil {
+		return x.Cursor
+	}
+	return nil
+}
+
+func (x *BulkJob) GetActed() uint64 {
+	if x != nil {
+		return x.Acted
+	}
+	return 0
+}
+
+func (x *BulkJob) GetSkipped() []*BulkSkip {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+func (x *BulkJob) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *BulkJob) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *BulkJob) GetCancelledBy() string {
+	if x != nil {
+		return x.CancelledBy
+	}
+	return ""
+}
+
+type StartBulkActionRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action BulkAction             `protobuf:"varint,1,opt,name=action,proto3,enum=dex.v1.BulkAction" json:"action,omitempty"`
+	Filter *BulkFilter            `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	// For BULK_ACTION_LABEL: the labels to set (1 to 32).
+	Labels []*Label `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty"`
+	// For BULK_ACTION_CANCEL: the reason the cancel note gives.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A delete with an empty filter needs this.
+	All bool `protobuf:"varint,5,opt,name=all,proto3" json:"all,omitempty"`
+	// The job's id (empty: the server draws one). Starting a job whose id
+	// is taken is AlreadyExists.
+	JobId         string `protobuf:"bytes,6,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartBulkActionRequest) Reset() {
+	*x = StartBulkActionRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartBulkActionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartBulkActionRequest) ProtoMessage() {}
+
+func (x *StartBulkActionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartBulkActionRequest.ProtoReflect.Descriptor instead.
+func (*StartBulkActionRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *StartBulkActionRequest) GetAction() BulkAction {
+	if x != nil {
+		return x.Action
+	}
+	return BulkAction_BULK_ACTION_UNSPECIFIED
+}
+
+func (x *StartBulkActionRequest) GetFilter() *BulkFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *StartBulkActionRequest) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *StartBulkActionRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *StartBulkActionRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *StartBulkActionRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+type StartBulkActionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *BulkJob               `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartBulkActionResponse) Reset() {
+	*x = StartBulkActionResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartBulkActionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartBulkActionResponse) ProtoMessage() {}
+
+func (x *StartBulkActionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartBulkActionResponse.ProtoReflect.Descriptor instead.
+func (*StartBulkActionResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *StartBulkActionResponse) GetJob() *BulkJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type GetBulkJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBulkJobRequest) Reset() {
+	*x = GetBulkJobRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBulkJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBulkJobRequest) ProtoMessage() {}
+
+func (x *GetBulkJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBulkJobRequest.ProtoReflect.Descriptor instead.
+func (*GetBulkJobRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GetBulkJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+type GetBulkJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *BulkJob               `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBulkJobResponse) Reset() {
+	*x = GetBulkJobResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBulkJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBulkJobResponse) ProtoMessage() {}
+
+func (x *GetBulkJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBulkJobResponse.ProtoReflect.Descriptor instead.
+func (*GetBulkJobResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *GetBulkJobResponse) GetJob() *BulkJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type ListBulkJobsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBulkJobsRequest) Reset() {
+	*x = ListBulkJobsRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBulkJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBulkJobsRequest) ProtoMessage() {}
+
+func (x *ListBulkJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBulkJobsRequest.ProtoReflect.Descriptor instead.
+func (*ListBulkJobsRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{44}
+}
+
+type ListBulkJobsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*BulkJob             `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBulkJobsResponse) Reset() {
+	*x = ListBulkJobsResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBulkJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBulkJobsResponse) ProtoMessage() {}
+
+func (x *ListBulkJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBulkJobsResponse.ProtoReflect.Descriptor instead.
+func (*ListBulkJobsResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListBulkJobsResponse) GetJobs() []*BulkJob {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type CancelBulkJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBulkJobRequest) Reset() {
+	*x = CancelBulkJobRequest{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBulkJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBulkJobRequest) ProtoMessage() {}
+
+func (x *CancelBulkJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBulkJobRequest.ProtoReflect.Descriptor instead.
+func (*CancelBulkJobRequest) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *CancelBulkJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+type CancelBulkJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           *BulkJob               `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBulkJobResponse) Reset() {
+	*x = CancelBulkJobResponse{}
+	mi := &file_dex_v1_sessions_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBulkJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBulkJobResponse) ProtoMessage() {}
+
+func (x *CancelBulkJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_v1_sessions_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBulkJobResponse.ProtoReflect.Descriptor instead.
+func (*CancelBulkJobResponse) Descriptor() ([]byte, []int) {
+	return file_dex_v1_sessions_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *CancelBulkJobResponse) GetJob() *BulkJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 var File_dex_v1_sessions_proto protoreflect.FileDescriptor
 
 const file_dex_v1_sessions_proto_rawDesc = "" +
@@ -2514,12 +3402,81 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\ahistory\x18\x02 \x01(\x04R\ahistory\x12\x14\n" +
 	"\x05steps\x18\x03 \x01(\x04R\x05steps\x12\x16\n" +
 	"\x06events\x18\x04 \x01(\x04R\x06events\x12!\n" +
-	"\ffolded_turns\x18\x05 \x01(\x04R\vfoldedTurns*c\n" +
+	"\ffolded_turns\x18\x05 \x01(\x04R\vfoldedTurns\"1\n" +
+	"\n" +
+	"BulkCursor\x12\x13\n" +
+	"\x05at_ms\x18\x01 \x01(\x03R\x04atMs\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xce\x02\n" +
+	"\n" +
+	"BulkFilter\x12-\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x15.dex.v1.SessionStatusR\x06status\x12\x14\n" +
+	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1b\n" +
+	"\tparent_id\x18\x03 \x01(\tR\bparentId\x12\x1f\n" +
+	"\vforked_from\x18\x04 \x01(\tR\n" +
+	"forkedFrom\x12%\n" +
+	"\x06labels\x18\x05 \x03(\v2\r.dex.v1.LabelR\x06labels\x12&\n" +
+	"\x0fcreated_from_ms\x18\x06 \x01(\x03R\rcreatedFromMs\x12\"\n" +
+	"\rcreated_to_ms\x18\a \x01(\x03R\vcreatedToMs\x12&\n" +
+	"\x0fupdated_from_ms\x18\b \x01(\x03R\rupdatedFromMs\x12\"\n" +
+	"\rupdated_to_ms\x18\t \x01(\x03R\vupdatedToMs\"8\n" +
+	"\bBulkSkip\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x04R\x05count\"\x96\x04\n" +
+	"\aBulkJob\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x12.dex.v1.BulkActionR\x06action\x12*\n" +
+	"\x06filter\x18\x03 \x01(\v2\x12.dex.v1.BulkFilterR\x06filter\x12%\n" +
+	"\x06labels\x18\x04 \x03(\v2\r.dex.v1.LabelR\x06labels\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\x06 \x01(\tR\x02by\x12-\n" +
+	"\x06status\x18\a \x01(\x0e2\x15.dex.v1.BulkJobStatusR\x06status\x12\"\n" +
+	"\rcreated_at_ms\x18\b \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rupdated_at_ms\x18\t \x01(\x03R\vupdatedAtMs\x12\x1e\n" +
+	"\vended_at_ms\x18\n" +
+	" \x01(\x03R\tendedAtMs\x12*\n" +
+	"\x06cursor\x18\v \x01(\v2\x12.dex.v1.BulkCursorR\x06cursor\x12\x14\n" +
+	"\x05acted\x18\f \x01(\x04R\x05acted\x12*\n" +
+	"\askipped\x18\r \x03(\v2\x10.dex.v1.BulkSkipR\askipped\x12\x16\n" +
+	"\x06failed\x18\x0e \x01(\x04R\x06failed\x12\x14\n" +
+	"\x05steps\x18\x0f \x01(\x04R\x05steps\x12!\n" +
+	"\fcancelled_by\x18\x10 \x01(\tR\vcancelledBy\"\xd8\x01\n" +
+	"\x16StartBulkActionRequest\x12*\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x12.dex.v1.BulkActionR\x06action\x12*\n" +
+	"\x06filter\x18\x02 \x01(\v2\x12.dex.v1.BulkFilterR\x06filter\x12%\n" +
+	"\x06labels\x18\x03 \x03(\v2\r.dex.v1.LabelR\x06labels\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x10\n" +
+	"\x03all\x18\x05 \x01(\bR\x03all\x12\x15\n" +
+	"\x06job_id\x18\x06 \x01(\tR\x05jobId\"<\n" +
+	"\x17StartBulkActionResponse\x12!\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.dex.v1.BulkJobR\x03job\"*\n" +
+	"\x11GetBulkJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"7\n" +
+	"\x12GetBulkJobResponse\x12!\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.dex.v1.BulkJobR\x03job\"\x15\n" +
+	"\x13ListBulkJobsRequest\";\n" +
+	"\x14ListBulkJobsResponse\x12#\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x0f.dex.v1.BulkJobR\x04jobs\"-\n" +
+	"\x14CancelBulkJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\":\n" +
+	"\x15CancelBulkJobResponse\x12!\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.dex.v1.BulkJobR\x03job*c\n" +
 	"\fSessionOrder\x12\x1d\n" +
 	"\x19SESSION_ORDER_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SESSION_ORDER_CREATED\x10\x01\x12\x19\n" +
-	"\x15SESSION_ORDER_UPDATED\x10\x022\x89\n" +
+	"\x15SESSION_ORDER_UPDATED\x10\x02*\x9f\x01\n" +
 	"\n" +
+	"BulkAction\x12\x1b\n" +
+	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12BULK_ACTION_CANCEL\x10\x01\x12\x16\n" +
+	"\x12BULK_ACTION_RESUME\x10\x02\x12\x15\n" +
+	"\x11BULK_ACTION_CLOSE\x10\x03\x12\x16\n" +
+	"\x12BULK_ACTION_DELETE\x10\x04\x12\x15\n" +
+	"\x11BULK_ACTION_LABEL\x10\x05*\x86\x01\n" +
+	"\rBulkJobStatus\x12\x1f\n" +
+	"\x1bBULK_JOB_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17BULK_JOB_STATUS_RUNNING\x10\x01\x12\x18\n" +
+	"\x14BULK_JOB_STATUS_DONE\x10\x02\x12\x1d\n" +
+	"\x19BULK_JOB_STATUS_CANCELLED\x10\x032\xbb\f\n" +
 	"\x0eSessionService\x12L\n" +
 	"\rCreateSession\x12\x1c.dex.v1.CreateSessionRequest\x1a\x1d.dex.v1.CreateSessionResponse\x12F\n" +
 	"\vSendMessage\x12\x1a.dex.v1.SendMessageRequest\x1a\x1b.dex.v1.SendMessageResponse\x12C\n" +
@@ -2538,7 +3495,12 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\rImportSession\x12\x1c.dex.v1.ImportSessionRequest\x1a\x1d.dex.v1.ImportSessionResponse(\x01\x12@\n" +
 	"\tSetBudget\x12\x18.dex.v1.SetBudgetRequest\x1a\x19.dex.v1.SetBudgetResponse\x12@\n" +
 	"\tSetLabels\x12\x18.dex.v1.SetLabelsRequest\x1a\x19.dex.v1.SetLabelsResponse\x12F\n" +
-	"\vForkSession\x12\x1a.dex.v1.ForkSessionRequest\x1a\x1b.dex.v1.ForkSessionResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
+	"\vForkSession\x12\x1a.dex.v1.ForkSessionRequest\x1a\x1b.dex.v1.ForkSessionResponse\x12R\n" +
+	"\x0fStartBulkAction\x12\x1e.dex.v1.StartBulkActionRequest\x1a\x1f.dex.v1.StartBulkActionResponse\x12C\n" +
+	"\n" +
+	"GetBulkJob\x12\x19.dex.v1.GetBulkJobRequest\x1a\x1a.dex.v1.GetBulkJobResponse\x12I\n" +
+	"\fListBulkJobs\x12\x1b.dex.v1.ListBulkJobsRequest\x1a\x1c.dex.v1.ListBulkJobsResponse\x12L\n" +
+	"\rCancelBulkJob\x12\x1c.dex.v1.CancelBulkJobRequest\x1a\x1d.dex.v1.CancelBulkJobResponseB&Z$github.com/dexhq/dex/api/dexv1;dexv1b\x06proto3"
 
 var (
 	file_dex_v1_sessions_proto_rawDescOnce sync.Once
@@ -2552,119 +3514,156 @@ func file_dex_v1_sessions_proto_rawDescGZIP() []byte {
 	return file_dex_v1_sessions_proto_rawDescData
 }
 
-var file_dex_v1_sessions_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_dex_v1_sessions_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_dex_v1_sessions_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_dex_v1_sessions_proto_goTypes = []any{
 	(SessionOrder)(0),                // 0: dex.v1.SessionOrder
-	(*ForkSessionRequest)(nil),       // 1: dex.v1.ForkSessionRequest
-	(*ForkSessionResponse)(nil),      // 2: dex.v1.ForkSessionResponse
-	(*SetLabelsRequest)(nil),         // 3: dex.v1.SetLabelsRequest
-	(*SetLabelsResponse)(nil),        // 4: dex.v1.SetLabelsResponse
-	(*SetBudgetRequest)(nil),         // 5: dex.v1.SetBudgetRequest
-	(*SetBudgetResponse)(nil),        // 6: dex.v1.SetBudgetResponse
-	(*CreateSessionRequest)(nil),     // 7: dex.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 8: dex.v1.CreateSessionResponse
-	(*SendMessageRequest)(nil),       // 9: dex.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),      // 10: dex.v1.SendMessageResponse
-	(*GetSessionRequest)(nil),        // 11: dex.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 12: dex.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),      // 13: dex.v1.ListSessionsRequest
-	(*SessionSummary)(nil),           // 14: dex.v1.SessionSummary
-	(*ListSessionsResponse)(nil),     // 15: dex.v1.ListSessionsResponse
-	(*WatchSessionRequest)(nil),      // 16: dex.v1.WatchSessionRequest
-	(*OutputOffset)(nil),             // 17: dex.v1.OutputOffset
-	(*ResolveApprovalRequest)(nil),   // 18: dex.v1.ResolveApprovalRequest
-	(*ResolveApprovalResponse)(nil),  // 19: dex.v1.ResolveApprovalResponse
-	(*AnswerQuestionRequest)(nil),    // 20: dex.v1.AnswerQuestionRequest
-	(*AnswerQuestionResponse)(nil),   // 21: dex.v1.AnswerQuestionResponse
-	(*ResumeSessionRequest)(nil),     // 22: dex.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil),    // 23: dex.v1.ResumeSessionResponse
-	(*ReconcileOutcomeRequest)(nil),  // 24: dex.v1.ReconcileOutcomeRequest
-	(*ReconcileOutcomeResponse)(nil), // 25: dex.v1.ReconcileOutcomeResponse
-	(*EventsNotKept)(nil),            // 26: dex.v1.EventsNotKept
-	(*DeleteSessionRequest)(nil),     // 27: dex.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 28: dex.v1.DeleteSessionResponse
-	(*EditHistoryRequest)(nil),       // 29: dex.v1.EditHistoryRequest
-	(*EditHistoryResponse)(nil),      // 30: dex.v1.EditHistoryResponse
-	(*CancelSessionRequest)(nil),     // 31: dex.v1.CancelSessionRequest
-	(*CancelSessionResponse)(nil),    // 32: dex.v1.CancelSessionResponse
-	(*CloseSessionRequest)(nil),      // 33: dex.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),     // 34: dex.v1.CloseSessionResponse
-	(*ImportSessionRequest)(nil),     // 35: dex.v1.ImportSessionRequest
-	(*ImportSessionResponse)(nil),    // 36: dex.v1.ImportSessionResponse
-	(*Label)(nil),                    // 37: dex.v1.Label
-	(*Session)(nil),                  // 38: dex.v1.Session
-	(*BudgetChange)(nil),             // 39: dex.v1.BudgetChange
-	(*Budget)(nil),                   // 40: dex.v1.Budget
-	(*Step)(nil),                     // 41: dex.v1.Step
-	(*FoldedTurn)(nil),               // 42: dex.v1.FoldedTurn
-	(SessionStatus)(0),               // 43: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 44: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 45: dex.v1.Outcome
-	(*Event)(nil),                    // 46: dex.v1.Event
+	(BulkAction)(0),                  // 1: dex.v1.BulkAction
+	(BulkJobStatus)(0),               // 2: dex.v1.BulkJobStatus
+	(*ForkSessionRequest)(nil),       // 3: dex.v1.ForkSessionRequest
+	(*ForkSessionResponse)(nil),      // 4: dex.v1.ForkSessionResponse
+	(*SetLabelsRequest)(nil),         // 5: dex.v1.SetLabelsRequest
+	(*SetLabelsResponse)(nil),        // 6: dex.v1.SetLabelsResponse
+	(*SetBudgetRequest)(nil),         // 7: dex.v1.SetBudgetRequest
+	(*SetBudgetResponse)(nil),        // 8: dex.v1.SetBudgetResponse
+	(*CreateSessionRequest)(nil),     // 9: dex.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 10: dex.v1.CreateSessionResponse
+	(*SendMessageRequest)(nil),       // 11: dex.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),      // 12: dex.v1.SendMessageResponse
+	(*GetSessionRequest)(nil),        // 13: dex.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 14: dex.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),      // 15: dex.v1.ListSessionsRequest
+	(*SessionSummary)(nil),           // 16: dex.v1.SessionSummary
+	(*ListSessionsResponse)(nil),     // 17: dex.v1.ListSessionsResponse
+	(*WatchSessionRequest)(nil),      // 18: dex.v1.WatchSessionRequest
+	(*OutputOffset)(nil),             // 19: dex.v1.OutputOffset
+	(*ResolveApprovalRequest)(nil),   // 20: dex.v1.ResolveApprovalRequest
+	(*ResolveApprovalResponse)(nil),  // 21: dex.v1.ResolveApprovalResponse
+	(*AnswerQuestionRequest)(nil),    // 22: dex.v1.AnswerQuestionRequest
+	(*AnswerQuestionResponse)(nil),   // 23: dex.v1.AnswerQuestionResponse
+	(*ResumeSessionRequest)(nil),     // 24: dex.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil),    // 25: dex.v1.ResumeSessionResponse
+	(*ReconcileOutcomeRequest)(nil),  // 26: dex.v1.ReconcileOutcomeRequest
+	(*ReconcileOutcomeResponse)(nil), // 27: dex.v1.ReconcileOutcomeResponse
+	(*EventsNotKept)(nil),            // 28: dex.v1.EventsNotKept
+	(*DeleteSessionRequest)(nil),     // 29: dex.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 30: dex.v1.DeleteSessionResponse
+	(*EditHistoryRequest)(nil),       // 31: dex.v1.EditHistoryRequest
+	(*EditHistoryResponse)(nil),      // 32: dex.v1.EditHistoryResponse
+	(*CancelSessionRequest)(nil),     // 33: dex.v1.CancelSessionRequest
+	(*CancelSessionResponse)(nil),    // 34: dex.v1.CancelSessionResponse
+	(*CloseSessionRequest)(nil),      // 35: dex.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 36: dex.v1.CloseSessionResponse
+	(*ImportSessionRequest)(nil),     // 37: dex.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 38: dex.v1.ImportSessionResponse
+	(*BulkCursor)(nil),               // 39: dex.v1.BulkCursor
+	(*BulkFilter)(nil),               // 40: dex.v1.BulkFilter
+	(*BulkSkip)(nil),                 // 41: dex.v1.BulkSkip
+	(*BulkJob)(nil),                  // 42: dex.v1.BulkJob
+	(*StartBulkActionRequest)(nil),   // 43: dex.v1.StartBulkActionRequest
+	(*StartBulkActionResponse)(nil),  // 44: dex.v1.StartBulkActionResponse
+	(*GetBulkJobRequest)(nil),        // 45: dex.v1.GetBulkJobRequest
+	(*GetBulkJobResponse)(nil),       // 46: dex.v1.GetBulkJobResponse
+	(*ListBulkJobsRequest)(nil),      // 47: dex.v1.ListBulkJobsRequest
+	(*ListBulkJobsResponse)(nil),     // 48: dex.v1.ListBulkJobsResponse
+	(*CancelBulkJobRequest)(nil),     // 49: dex.v1.CancelBulkJobRequest
+	(*CancelBulkJobResponse)(nil),    // 50: dex.v1.CancelBulkJobResponse
+	(*Label)(nil),                    // 51: dex.v1.Label
+	(*Session)(nil),                  // 52: dex.v1.Session
+	(*BudgetChange)(nil),             // 53: dex.v1.BudgetChange
+	(*Budget)(nil),                   // 54: dex.v1.Budget
+	(*Step)(nil),                     // 55: dex.v1.Step
+	(*FoldedTurn)(nil),               // 56: dex.v1.FoldedTurn
+	(SessionStatus)(0),               // 57: dex.v1.SessionStatus
+	(ResumeChoice)(0),                // 58: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 59: dex.v1.Outcome
+	(*Event)(nil),                    // 60: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
-	37, // 0: dex.v1.ForkSessionRequest.labels:type_name -> dex.v1.Label
-	38, // 1: dex.v1.ForkSessionResponse.session:type_name -> dex.v1.Session
-	37, // 2: dex.v1.SetLabelsRequest.set:type_name -> dex.v1.Label
-	38, // 3: dex.v1.SetLabelsResponse.session:type_name -> dex.v1.Session
-	39, // 4: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
-	38, // 5: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
-	40, // 6: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
-	37, // 7: dex.v1.CreateSessionRequest.labels:type_name -> dex.v1.Label
-	38, // 8: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
-	38, // 9: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
-	41, // 10: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
-	42, // 11: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
-	43, // 12: dex.v1.ListSessionsRequest.status:type_name -> dex.v1.SessionStatus
-	37, // 13: dex.v1.ListSessionsRequest.labels:type_name -> dex.v1.Label
+	51, // 0: dex.v1.ForkSessionRequest.labels:type_name -> dex.v1.Label
+	52, // 1: dex.v1.ForkSessionResponse.session:type_name -> dex.v1.Session
+	51, // 2: dex.v1.SetLabelsRequest.set:type_name -> dex.v1.Label
+	52, // 3: dex.v1.SetLabelsResponse.session:type_name -> dex.v1.Session
+	53, // 4: dex.v1.SetBudgetRequest.change:type_name -> dex.v1.BudgetChange
+	52, // 5: dex.v1.SetBudgetResponse.session:type_name -> dex.v1.Session
+	54, // 6: dex.v1.CreateSessionRequest.budget:type_name -> dex.v1.Budget
+	51, // 7: dex.v1.CreateSessionRequest.labels:type_name -> dex.v1.Label
+	52, // 8: dex.v1.CreateSessionResponse.session:type_name -> dex.v1.Session
+	52, // 9: dex.v1.GetSessionResponse.session:type_name -> dex.v1.Session
+	55, // 10: dex.v1.GetSessionResponse.steps:type_name -> dex.v1.Step
+	56, // 11: dex.v1.GetSessionResponse.folded_turns:type_name -> dex.v1.FoldedTurn
+	57, // 12: dex.v1.ListSessionsRequest.status:type_name -> dex.v1.SessionStatus
+	51, // 13: dex.v1.ListSessionsRequest.labels:type_name -> dex.v1.Label
 	0,  // 14: dex.v1.ListSessionsRequest.order_by:type_name -> dex.v1.SessionOrder
-	43, // 15: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
-	37, // 16: dex.v1.SessionSummary.labels:type_name -> dex.v1.Label
-	14, // 17: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	17, // 18: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
-	44, // 19: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	45, // 20: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	38, // 21: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
-	7,  // 22: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	9,  // 23: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	11, // 24: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	13, // 25: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	16, // 26: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	18, // 27: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	20, // 28: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	22, // 29: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	24, // 30: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	27, // 31: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	29, // 32: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	31, // 33: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	33, // 34: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	35, // 35: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
-	5,  // 36: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
-	3,  // 37: dex.v1.SessionService.SetLabels:input_type -> dex.v1.SetLabelsRequest
-	1,  // 38: dex.v1.SessionService.ForkSession:input_type -> dex.v1.ForkSessionRequest
-	8,  // 39: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	10, // 40: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	12, // 41: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	15, // 42: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	46, // 43: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	19, // 44: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	21, // 45: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	23, // 46: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	25, // 47: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	28, // 48: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	30, // 49: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	32, // 50: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	34, // 51: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	36, // 52: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
-	6,  // 53: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
-	4,  // 54: dex.v1.SessionService.SetLabels:output_type -> dex.v1.SetLabelsResponse
-	2,  // 55: dex.v1.SessionService.ForkSession:output_type -> dex.v1.ForkSessionResponse
-	39, // [39:56] is the sub-list for method output_type
-	22, // [22:39] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	57, // 15: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
+	51, // 16: dex.v1.SessionSummary.labels:type_name -> dex.v1.Label
+	16, // 17: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
+	19, // 18: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
+	58, // 19: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	59, // 20: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	52, // 21: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	57, // 22: dex.v1.BulkFilter.status:type_name -> dex.v1.SessionStatus
+	51, // 23: dex.v1.BulkFilter.labels:type_name -> dex.v1.Label
+	1,  // 24: dex.v1.BulkJob.action:type_name -> dex.v1.BulkAction
+	40, // 25: dex.v1.BulkJob.filter:type_name -> dex.v1.BulkFilter
+	51, // 26: dex.v1.BulkJob.labels:type_name -> dex.v1.Label
+	2,  // 27: dex.v1.BulkJob.status:type_name -> dex.v1.BulkJobStatus
+	39, // 28: dex.v1.BulkJob.cursor:type_name -> dex.v1.BulkCursor
+	41, // 29: dex.v1.BulkJob.skipped:type_name -> dex.v1.BulkSkip
+	1,  // 30: dex.v1.StartBulkActionRequest.action:type_name -> dex.v1.BulkAction
+	40, // 31: dex.v1.StartBulkActionRequest.filter:type_name -> dex.v1.BulkFilter
+	51, // 32: dex.v1.StartBulkActionRequest.labels:type_name -> dex.v1.Label
+	42, // 33: dex.v1.StartBulkActionResponse.job:type_name -> dex.v1.BulkJob
+	42, // 34: dex.v1.GetBulkJobResponse.job:type_name -> dex.v1.BulkJob
+	42, // 35: dex.v1.ListBulkJobsResponse.jobs:type_name -> dex.v1.BulkJob
+	42, // 36: dex.v1.CancelBulkJobResponse.job:type_name -> dex.v1.BulkJob
+	9,  // 37: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	11, // 38: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	13, // 39: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	15, // 40: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	18, // 41: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	20, // 42: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	22, // 43: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	24, // 44: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	26, // 45: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	29, // 46: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	31, // 47: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	33, // 48: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	35, // 49: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	37, // 50: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	7,  // 51: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
+	5,  // 52: dex.v1.SessionService.SetLabels:input_type -> dex.v1.SetLabelsRequest
+	3,  // 53: dex.v1.SessionService.ForkSession:input_type -> dex.v1.ForkSessionRequest
+	43, // 54: dex.v1.SessionService.StartBulkAction:input_type -> dex.v1.StartBulkActionRequest
+	45, // 55: dex.v1.SessionService.GetBulkJob:input_type -> dex.v1.GetBulkJobRequest
+	47, // 56: dex.v1.SessionService.ListBulkJobs:input_type -> dex.v1.ListBulkJobsRequest
+	49, // 57: dex.v1.SessionService.CancelBulkJob:input_type -> dex.v1.CancelBulkJobRequest
+	10, // 58: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	12, // 59: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	14, // 60: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	17, // 61: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	60, // 62: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	21, // 63: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	23, // 64: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	25, // 65: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	27, // 66: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	30, // 67: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	32, // 68: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	34, // 69: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	36, // 70: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	38, // 71: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	8,  // 72: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
+	6,  // 73: dex.v1.SessionService.SetLabels:output_type -> dex.v1.SetLabelsResponse
+	4,  // 74: dex.v1.SessionService.ForkSession:output_type -> dex.v1.ForkSessionResponse
+	44, // 75: dex.v1.SessionService.StartBulkAction:output_type -> dex.v1.StartBulkActionResponse
+	46, // 76: dex.v1.SessionService.GetBulkJob:output_type -> dex.v1.GetBulkJobResponse
+	48, // 77: dex.v1.SessionService.ListBulkJobs:output_type -> dex.v1.ListBulkJobsResponse
+	50, // 78: dex.v1.SessionService.CancelBulkJob:output_type -> dex.v1.CancelBulkJobResponse
+	58, // [58:79] is the sub-list for method output_type
+	37, // [37:58] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }
@@ -2679,8 +3678,8 @@ func file_dex_v1_sessions_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_v1_sessions_proto_rawDesc), len(file_dex_v1_sessions_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   36,
+			NumEnums:      3,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

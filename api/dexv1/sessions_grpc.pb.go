@@ -36,6 +36,10 @@ const (
 	SessionService_SetBudget_FullMethodName        = "/dex.v1.SessionService/SetBudget"
 	SessionService_SetLabels_FullMethodName        = "/dex.v1.SessionService/SetLabels"
 	SessionService_ForkSession_FullMethodName      = "/dex.v1.SessionService/ForkSession"
+	SessionService_StartBulkAction_FullMethodName  = "/dex.v1.SessionService/StartBulkAction"
+	SessionService_GetBulkJob_FullMethodName       = "/dex.v1.SessionService/GetBulkJob"
+	SessionService_ListBulkJobs_FullMethodName     = "/dex.v1.SessionService/ListBulkJobs"
+	SessionService_CancelBulkJob_FullMethodName    = "/dex.v1.SessionService/CancelBulkJob"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -107,6 +111,20 @@ type SessionServiceClient interface {
 	// agent are InvalidArgument; an entry of a turn that has not ended is
 	// FailedPrecondition. A refused fork changes nothing.
 	ForkSession(ctx context.Context, in *ForkSessionRequest, opts ...grpc.CallOption) (*ForkSessionResponse, error)
+	// StartBulkAction starts a job (docs/bulk.md) that cancels, resumes,
+	// closes, deletes or labels every session a filter matches and that was
+	// created up to the job's start, a bounded page at a time, carried on by
+	// the leader across takeovers. A filter that matches nothing makes a job
+	// done with nothing acted on. A delete with no filter is refused unless
+	// all is set. Bad input is InvalidArgument and starts nothing.
+	StartBulkAction(ctx context.Context, in *StartBulkActionRequest, opts ...grpc.CallOption) (*StartBulkActionResponse, error)
+	// GetBulkJob reads a job and its progress; an unknown id is NotFound.
+	GetBulkJob(ctx context.Context, in *GetBulkJobRequest, opts ...grpc.CallOption) (*GetBulkJobResponse, error)
+	// ListBulkJobs lists the jobs kept, newest first.
+	ListBulkJobs(ctx context.Context, in *ListBulkJobsRequest, opts ...grpc.CallOption) (*ListBulkJobsResponse, error)
+	// CancelBulkJob stops a running job: the sessions already acted on stay
+	// as they are, no further one is. A job that ended is left as it is.
+	CancelBulkJob(ctx context.Context, in *CancelBulkJobRequest, opts ...grpc.CallOption) (*CancelBulkJobResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -299,6 +317,46 @@ func (c *sessionServiceClient) ForkSession(ctx context.Context, in *ForkSessionR
 	return out, nil
 }
 
+func (c *sessionServiceClient) StartBulkAction(ctx context.Context, in *StartBulkActionRequest, opts ...grpc.CallOption) (*StartBulkActionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartBulkActionResponse)
+	err := c.cc.Invoke(ctx, SessionService_StartBulkAction_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) GetBulkJob(ctx context.Context, in *GetBulkJobRequest, opts ...grpc.CallOption) (*GetBulkJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetBulkJobResponse)
+	err := c.cc.Invoke(ctx, SessionService_GetBulkJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) ListBulkJobs(ctx context.Context, in *ListBulkJobsRequest, opts ...grpc.CallOption) (*ListBulkJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBulkJobsResponse)
+	err := c.cc.Invoke(ctx, SessionService_ListBulkJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) CancelBulkJob(ctx context.Context, in *CancelBulkJobRequest, opts ...grpc.CallOption) (*CancelBulkJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelBulkJobResponse)
+	err := c.cc.Invoke(ctx, SessionService_CancelBulkJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -368,6 +426,20 @@ type SessionServiceServer interface {
 	// agent are InvalidArgument; an entry of a turn that has not ended is
 	// FailedPrecondition. A refused fork changes nothing.
 	ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error)
+	// StartBulkAction starts a job (docs/bulk.md) that cancels, resumes,
+	// closes, deletes or labels every session a filter matches and that was
+	// created up to the job's start, a bounded page at a time, carried on by
+	// the leader across takeovers. A filter that matches nothing makes a job
+	// done with nothing acted on. A delete with no filter is refused unless
+	// all is set. Bad input is InvalidArgument and starts nothing.
+	StartBulkAction(context.Context, *StartBulkActionRequest) (*StartBulkActionResponse, error)
+	// GetBulkJob reads a job and its progress; an unknown id is NotFound.
+	GetBulkJob(context.Context, *GetBulkJobRequest) (*GetBulkJobResponse, error)
+	// ListBulkJobs lists the jobs kept, newest first.
+	ListBulkJobs(context.Context, *ListBulkJobsRequest) (*ListBulkJobsResponse, error)
+	// CancelBulkJob stops a running job: the sessions already acted on stay
+	// as they are, no further one is. A job that ended is left as it is.
+	CancelBulkJob(context.Context, *CancelBulkJobRequest) (*CancelBulkJobResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -428,6 +500,18 @@ func (UnimplementedSessionServiceServer) SetLabels(context.Context, *SetLabelsRe
 }
 func (UnimplementedSessionServiceServer) ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForkSession not implemented")
+}
+func (UnimplementedSessionServiceServer) StartBulkAction(context.Context, *StartBulkActionRequest) (*StartBulkActionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartBulkAction not implemented")
+}
+func (UnimplementedSessionServiceServer) GetBulkJob(context.Context, *GetBulkJobRequest) (*GetBulkJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBulkJob not implemented")
+}
+func (UnimplementedSessionServiceServer) ListBulkJobs(context.Context, *ListBulkJobsRequest) (*ListBulkJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBulkJobs not implemented")
+}
+func (UnimplementedSessionServiceServer) CancelBulkJob(context.Context, *CancelBulkJobRequest) (*CancelBulkJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelBulkJob not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -738,6 +822,78 @@ func _SessionService_ForkSession_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_StartBulkAction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartBulkActionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).StartBulkAction(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_StartBulkAction_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).StartBulkAction(ctx, req.(*StartBulkActionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_GetBulkJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBulkJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).GetBulkJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_GetBulkJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).GetBulkJob(ctx, req.(*GetBulkJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_ListBulkJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBulkJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ListBulkJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ListBulkJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ListBulkJobs(ctx, req.(*ListBulkJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_CancelBulkJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelBulkJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).CancelBulkJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_CancelBulkJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).CancelBulkJob(ctx, req.(*CancelBulkJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -804,6 +960,22 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForkSession",
 			Handler:    _SessionService_ForkSession_Handler,
+		},
+		{
+			MethodName: "StartBulkAction",
+			Handler:    _SessionService_StartBulkAction_Handler,
+		},
+		{
+			MethodName: "GetBulkJob",
+			Handler:    _SessionService_GetBulkJob_Handler,
+		},
+		{
+			MethodName: "ListBulkJobs",
+			Handler:    _SessionService_ListBulkJobs_Handler,
+		},
+		{
+			MethodName: "CancelBulkJob",
+			Handler:    _SessionService_CancelBulkJob_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

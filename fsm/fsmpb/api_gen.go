@@ -61,6 +61,71 @@ func (x *Budget) API() *dexv1.Budget {
 	}
 }
 
+// API is the stored BulkCursor as the API's dex.v1.BulkCursor shows it.
+func (x *BulkCursor) API() *dexv1.BulkCursor {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.BulkCursor{
+		AtMs: x.AtMs,
+		Id:   x.Id,
+	}
+}
+
+// API is the stored BulkFilter as the API's dex.v1.BulkFilter shows it.
+func (x *BulkFilter) API() *dexv1.BulkFilter {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.BulkFilter{
+		Status:        dexv1.SessionStatus(x.Status),
+		Agent:         x.Agent,
+		ParentId:      x.ParentId,
+		ForkedFrom:    x.ForkedFrom,
+		Labels:        labelListAPI(x.Labels),
+		CreatedFromMs: x.CreatedFromMs,
+		CreatedToMs:   x.CreatedToMs,
+		UpdatedFromMs: x.UpdatedFromMs,
+		UpdatedToMs:   x.UpdatedToMs,
+	}
+}
+
+// API is the stored BulkJob as the API's dex.v1.BulkJob shows it.
+func (x *BulkJob) API() *dexv1.BulkJob {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.BulkJob{
+		Id:          x.Id,
+		Action:      dexv1.BulkAction(x.Action),
+		Filter:      x.Filter.API(),
+		Labels:      labelListAPI(x.Labels),
+		Reason:      x.Reason,
+		By:          x.By,
+		Status:      dexv1.BulkJobStatus(x.Status),
+		CreatedAtMs: x.CreatedAtMs,
+		UpdatedAtMs: x.UpdatedAtMs,
+		EndedAtMs:   x.EndedAtMs,
+		Cursor:      x.Cursor.API(),
+		Acted:       x.Acted,
+		Skipped:     bulkSkipListAPI(x.Skipped),
+		Failed:      x.Failed,
+		Steps:       x.Steps,
+		CancelledBy: x.CancelledBy,
+	}
+}
+
+// API is the stored BulkSkip as the API's dex.v1.BulkSkip shows it.
+func (x *BulkSkip) API() *dexv1.BulkSkip {
+	if x == nil {
+		return nil
+	}
+	return &dexv1.BulkSkip{
+		Reason: x.Reason,
+		Count:  x.Count,
+	}
+}
+
 // API is the stored CallState as the API's dex.v1.CallState shows it.
 func (x *CallState) API() *dexv1.CallState {
 	if x == nil {
@@ -486,6 +551,71 @@ func BudgetFromAPI(x *dexv1.Budget) *Budget {
 	}
 }
 
+// BulkCursorFromAPI is the API's dex.v1.BulkCursor as the state stores it.
+func BulkCursorFromAPI(x *dexv1.BulkCursor) *BulkCursor {
+	if x == nil {
+		return nil
+	}
+	return &BulkCursor{
+		AtMs: x.AtMs,
+		Id:   x.Id,
+	}
+}
+
+// BulkFilterFromAPI is the API's dex.v1.BulkFilter as the state stores it.
+func BulkFilterFromAPI(x *dexv1.BulkFilter) *BulkFilter {
+	if x == nil {
+		return nil
+	}
+	return &BulkFilter{
+		Status:        SessionStatus(x.Status),
+		Agent:         x.Agent,
+		ParentId:      x.ParentId,
+		ForkedFrom:    x.ForkedFrom,
+		Labels:        labelListFromAPI(x.Labels),
+		CreatedFromMs: x.CreatedFromMs,
+		CreatedToMs:   x.CreatedToMs,
+		UpdatedFromMs: x.UpdatedFromMs,
+		UpdatedToMs:   x.UpdatedToMs,
+	}
+}
+
+// BulkJobFromAPI is the API's dex.v1.BulkJob as the state stores it.
+func BulkJobFromAPI(x *dexv1.BulkJob) *BulkJob {
+	if x == nil {
+		return nil
+	}
+	return &BulkJob{
+		Id:          x.Id,
+		Action:      BulkAction(x.Action),
+		Filter:      BulkFilterFromAPI(x.Filter),
+		Labels:      labelListFromAPI(x.Labels),
+		Reason:      x.Reason,
+		By:          x.By,
+		Status:      BulkJobStatus(x.Status),
+		CreatedAtMs: x.CreatedAtMs,
+		UpdatedAtMs: x.UpdatedAtMs,
+		EndedAtMs:   x.EndedAtMs,
+		Cursor:      BulkCursorFromAPI(x.Cursor),
+		Acted:       x.Acted,
+		Skipped:     bulkSkipListFromAPI(x.Skipped),
+		Failed:      x.Failed,
+		Steps:       x.Steps,
+		CancelledBy: x.CancelledBy,
+	}
+}
+
+// BulkSkipFromAPI is the API's dex.v1.BulkSkip as the state stores it.
+func BulkSkipFromAPI(x *dexv1.BulkSkip) *BulkSkip {
+	if x == nil {
+		return nil
+	}
+	return &BulkSkip{
+		Reason: x.Reason,
+		Count:  x.Count,
+	}
+}
+
 // CallStateFromAPI is the API's dex.v1.CallState as the state stores it.
 func CallStateFromAPI(x *dexv1.CallState) *CallState {
 	if x == nil {
@@ -859,6 +989,17 @@ func attemptListAPI(in []*Attempt) []*dexv1.Attempt {
 	return out
 }
 
+func bulkSkipListAPI(in []*BulkSkip) []*dexv1.BulkSkip {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*dexv1.BulkSkip, len(in))
+	for i, x := range in {
+		out[i] = x.API()
+	}
+	return out
+}
+
 func callStateListAPI(in []*CallState) []*dexv1.CallState {
 	if len(in) == 0 {
 		return nil
@@ -965,6 +1106,17 @@ func attemptListFromAPI(in []*dexv1.Attempt) []*Attempt {
 	out := make([]*Attempt, len(in))
 	for i, x := range in {
 		out[i] = AttemptFromAPI(x)
+	}
+	return out
+}
+
+func bulkSkipListFromAPI(in []*dexv1.BulkSkip) []*BulkSkip {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*BulkSkip, len(in))
+	for i, x := range in {
+		out[i] = BulkSkipFromAPI(x)
 	}
 	return out
 }

@@ -77,6 +77,9 @@ type Command struct {
 	//	*Command_SetLabels
 	//	*Command_ForkSessionBegin
 	//	*Command_ForkSessionEnd
+	//	*Command_StartBulkJob
+	//	*Command_BulkJobStep
+	//	*Command_CancelBulkJob
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -521,6 +524,33 @@ func (x *Command) GetForkSessionEnd() *ForkSessionEnd {
 	return nil
 }
 
+func (x *Command) GetStartBulkJob() *StartBulkJob {
+	if x != nil {
+		if x, ok := x.Body.(*Command_StartBulkJob); ok {
+			return x.StartBulkJob
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetBulkJobStep() *BulkJobStep {
+	if x != nil {
+		if x, ok := x.Body.(*Command_BulkJobStep); ok {
+			return x.BulkJobStep
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCancelBulkJob() *CancelBulkJob {
+	if x != nil {
+		if x, ok := x.Body.(*Command_CancelBulkJob); ok {
+			return x.CancelBulkJob
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -706,6 +736,19 @@ type Command_ForkSessionEnd struct {
 	ForkSessionEnd *ForkSessionEnd `protobuf:"bytes,142,opt,name=fork_session_end,json=forkSessionEnd,proto3,oneof"`
 }
 
+type Command_StartBulkJob struct {
+	// Bulk actions (docs/bulk.md); 143-150 are another change's.
+	StartBulkJob *StartBulkJob `protobuf:"bytes,160,opt,name=start_bulk_job,json=startBulkJob,proto3,oneof"`
+}
+
+type Command_BulkJobStep struct {
+	BulkJobStep *BulkJobStep `protobuf:"bytes,161,opt,name=bulk_job_step,json=bulkJobStep,proto3,oneof"`
+}
+
+type Command_CancelBulkJob struct {
+	CancelBulkJob *CancelBulkJob `protobuf:"bytes,162,opt,name=cancel_bulk_job,json=cancelBulkJob,proto3,oneof"`
+}
+
 type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
@@ -795,6 +838,12 @@ func (*Command_SetLabels) isCommand_Body() {}
 func (*Command_ForkSessionBegin) isCommand_Body() {}
 
 func (*Command_ForkSessionEnd) isCommand_Body() {}
+
+func (*Command_StartBulkJob) isCommand_Body() {}
+
+func (*Command_BulkJobStep) isCommand_Body() {}
+
+func (*Command_CancelBulkJob) isCommand_Body() {}
 
 func (*Command_Batch) isCommand_Body() {}
 
@@ -4032,12 +4081,217 @@ func (x *AttemptFailure) GetRetryAfterMs() int64 {
 	return 0
 }
 
+// Bulk actions (docs/bulk.md). A client starts a job: an action on every
+// session of the partition that a filter matches and that was created up to
+// the job's creation time. The leader reads the matching sessions from the
+// list index in created order, a page after the job's cursor at a time, and
+// proposes a BulkJobStep for each page; a step applies only at the cursor it
+// was read from, so a step proposed again (a takeover) acts on no session
+// twice. Written only once every member applies them (log version 5).
+type StartBulkJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job: its id, action, filter and (optional) labels, reason and by;
+	// the state machine sets its status, times, cursor and counts.
+	Job           *BulkJob `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartBulkJob) Reset() {
+	*x = StartBulkJob{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartBulkJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartBulkJob) ProtoMessage() {}
+
+func (x *StartBulkJob) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartBulkJob.ProtoReflect.Descriptor instead.
+func (*StartBulkJob) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *StartBulkJob) GetJob() *BulkJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+// One page of a running job: the sessions the leader read after
+// from_cursor (at most 100, in created order), and the cursor the next page
+// reads after. last: the range is exhausted and the job is done once this
+// page is applied.
+type BulkJobStep struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Epoch      uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	JobId      string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	FromCursor *BulkCursor            `protobuf:"bytes,3,opt,name=from_cursor,json=fromCursor,proto3" json:"from_cursor,omitempty"`
+	SessionIds []string               `protobuf:"bytes,4,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	ToCursor   *BulkCursor            `protobuf:"bytes,5,opt,name=to_cursor,json=toCursor,proto3" json:"to_cursor,omitempty"`
+	Last       bool                   `protobuf:"varint,6,opt,name=last,proto3" json:"last,omitempty"`
+	// For a close, each session's retention as the leader's configuration
+	// says for its agent (the same length as session_ids).
+	RetentionMs   []int64 `protobuf:"varint,7,rep,packed,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkJobStep) Reset() {
+	*x = BulkJobStep{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJobStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJobStep) ProtoMessage() {}
+
+func (x *BulkJobStep) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJobStep.ProtoReflect.Descriptor instead.
+func (*BulkJobStep) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *BulkJobStep) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *BulkJobStep) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *BulkJobStep) GetFromCursor() *BulkCursor {
+	if x != nil {
+		return x.FromCursor
+	}
+	return nil
+}
+
+func (x *BulkJobStep) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *BulkJobStep) GetToCursor() *BulkCursor {
+	if x != nil {
+		return x.ToCursor
+	}
+	return nil
+}
+
+func (x *BulkJobStep) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
+
+func (x *BulkJobStep) GetRetentionMs() []int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return nil
+}
+
+// A client cancels a running job: no further step applies. A job that has
+// ended is left as it is.
+type CancelBulkJob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBulkJob) Reset() {
+	*x = CancelBulkJob{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBulkJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBulkJob) ProtoMessage() {}
+
+func (x *CancelBulkJob) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBulkJob.ProtoReflect.Descriptor instead.
+func (*CancelBulkJob) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CancelBulkJob) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CancelBulkJob) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
 var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xed\x17\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xb6\x19\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -4091,7 +4345,10 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"set_labels\x18\x8a\x01 \x01(\v2\x15.dex.fsm.v1.SetLabelsH\x00R\tsetLabels\x12M\n" +
 	"\x12fork_session_begin\x18\x8d\x01 \x01(\v2\x1c.dex.fsm.v1.ForkSessionBeginH\x00R\x10forkSessionBegin\x12G\n" +
-	"\x10fork_session_end\x18\x8e\x01 \x01(\v2\x1a.dex.fsm.v1.ForkSessionEndH\x00R\x0eforkSessionEnd\x12*\n" +
+	"\x10fork_session_end\x18\x8e\x01 \x01(\v2\x1a.dex.fsm.v1.ForkSessionEndH\x00R\x0eforkSessionEnd\x12A\n" +
+	"\x0estart_bulk_job\x18\xa0\x01 \x01(\v2\x18.dex.fsm.v1.StartBulkJobH\x00R\fstartBulkJob\x12>\n" +
+	"\rbulk_job_step\x18\xa1\x01 \x01(\v2\x17.dex.fsm.v1.BulkJobStepH\x00R\vbulkJobStep\x12D\n" +
+	"\x0fcancel_bulk_job\x18\xa2\x01 \x01(\v2\x19.dex.fsm.v1.CancelBulkJobH\x00R\rcancelBulkJob\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
@@ -4336,7 +4593,22 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"error_type\x18\x01 \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12$\n" +
-	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMsB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMs\"5\n" +
+	"\fStartBulkJob\x12%\n" +
+	"\x03job\x18\x01 \x01(\v2\x13.dex.fsm.v1.BulkJobR\x03job\"\x80\x02\n" +
+	"\vBulkJobStep\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x127\n" +
+	"\vfrom_cursor\x18\x03 \x01(\v2\x16.dex.fsm.v1.BulkCursorR\n" +
+	"fromCursor\x12\x1f\n" +
+	"\vsession_ids\x18\x04 \x03(\tR\n" +
+	"sessionIds\x123\n" +
+	"\tto_cursor\x18\x05 \x01(\v2\x16.dex.fsm.v1.BulkCursorR\btoCursor\x12\x12\n" +
+	"\x04last\x18\x06 \x01(\bR\x04last\x12!\n" +
+	"\fretention_ms\x18\a \x03(\x03R\vretentionMs\"6\n" +
+	"\rCancelBulkJob\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02byB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_commands_proto_rawDescOnce sync.Once
@@ -4350,7 +4622,7 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
@@ -4403,26 +4675,31 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*ToolResult)(nil),           // 48: dex.fsm.v1.ToolResult
 	(*PollResult)(nil),           // 49: dex.fsm.v1.PollResult
 	(*AttemptFailure)(nil),       // 50: dex.fsm.v1.AttemptFailure
-	(*Budget)(nil),               // 51: dex.fsm.v1.Budget
-	(*Label)(nil),                // 52: dex.fsm.v1.Label
-	(*TraceContext)(nil),         // 53: dex.fsm.v1.TraceContext
-	(*Session)(nil),              // 54: dex.fsm.v1.Session
-	(*BudgetChange)(nil),         // 55: dex.fsm.v1.BudgetChange
-	(*ToolSpec)(nil),             // 56: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 57: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 58: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 59: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 60: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 61: dex.fsm.v1.EventRetention
-	(*InboxMessage)(nil),         // 62: dex.fsm.v1.InboxMessage
-	(*HistoryEntry)(nil),         // 63: dex.fsm.v1.HistoryEntry
-	(*Step)(nil),                 // 64: dex.fsm.v1.Step
-	(*Event)(nil),                // 65: dex.fsm.v1.Event
-	(*FoldedTurn)(nil),           // 66: dex.fsm.v1.FoldedTurn
-	(*AclToken)(nil),             // 67: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 68: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 69: dex.fsm.v1.InlineResult
-	(*Usage)(nil),                // 70: dex.fsm.v1.Usage
+	(*StartBulkJob)(nil),         // 51: dex.fsm.v1.StartBulkJob
+	(*BulkJobStep)(nil),          // 52: dex.fsm.v1.BulkJobStep
+	(*CancelBulkJob)(nil),        // 53: dex.fsm.v1.CancelBulkJob
+	(*Budget)(nil),               // 54: dex.fsm.v1.Budget
+	(*Label)(nil),                // 55: dex.fsm.v1.Label
+	(*TraceContext)(nil),         // 56: dex.fsm.v1.TraceContext
+	(*Session)(nil),              // 57: dex.fsm.v1.Session
+	(*BudgetChange)(nil),         // 58: dex.fsm.v1.BudgetChange
+	(*ToolSpec)(nil),             // 59: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 60: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 61: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 62: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 63: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 64: dex.fsm.v1.EventRetention
+	(*InboxMessage)(nil),         // 65: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 66: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 67: dex.fsm.v1.Step
+	(*Event)(nil),                // 68: dex.fsm.v1.Event
+	(*FoldedTurn)(nil),           // 69: dex.fsm.v1.FoldedTurn
+	(*AclToken)(nil),             // 70: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 71: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 72: dex.fsm.v1.InlineResult
+	(*Usage)(nil),                // 73: dex.fsm.v1.Usage
+	(*BulkJob)(nil),              // 74: dex.fsm.v1.BulkJob
+	(*BulkCursor)(nil),           // 75: dex.fsm.v1.BulkCursor
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -4468,49 +4745,55 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	5,  // 40: dex.fsm.v1.Command.set_labels:type_name -> dex.fsm.v1.SetLabels
 	3,  // 41: dex.fsm.v1.Command.fork_session_begin:type_name -> dex.fsm.v1.ForkSessionBegin
 	4,  // 42: dex.fsm.v1.Command.fork_session_end:type_name -> dex.fsm.v1.ForkSessionEnd
-	1,  // 43: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	51, // 44: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
-	52, // 45: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
-	53, // 46: dex.fsm.v1.CreateSession.trace:type_name -> dex.fsm.v1.TraceContext
-	54, // 47: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
-	52, // 48: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
-	55, // 49: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
-	53, // 50: dex.fsm.v1.SendMessage.trace:type_name -> dex.fsm.v1.TraceContext
-	56, // 51: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	45, // 52: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	45, // 53: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	47, // 54: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 55: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 56: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	45, // 57: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	57, // 58: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	58, // 59: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	59, // 60: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	60, // 61: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	61, // 62: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	54, // 63: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
-	62, // 64: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
-	63, // 65: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
-	64, // 66: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
-	65, // 67: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	66, // 68: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
-	45, // 69: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	46, // 70: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	67, // 71: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	47, // 72: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 73: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 74: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	50, // 75: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	68, // 76: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	69, // 77: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	70, // 78: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
-	48, // 79: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	57, // 80: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	81, // [81:81] is the sub-list for method output_type
-	81, // [81:81] is the sub-list for method input_type
-	81, // [81:81] is the sub-list for extension type_name
-	81, // [81:81] is the sub-list for extension extendee
-	0,  // [0:81] is the sub-list for field type_name
+	51, // 43: dex.fsm.v1.Command.start_bulk_job:type_name -> dex.fsm.v1.StartBulkJob
+	52, // 44: dex.fsm.v1.Command.bulk_job_step:type_name -> dex.fsm.v1.BulkJobStep
+	53, // 45: dex.fsm.v1.Command.cancel_bulk_job:type_name -> dex.fsm.v1.CancelBulkJob
+	1,  // 46: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	54, // 47: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
+	55, // 48: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
+	56, // 49: dex.fsm.v1.CreateSession.trace:type_name -> dex.fsm.v1.TraceContext
+	57, // 50: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
+	55, // 51: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
+	58, // 52: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
+	56, // 53: dex.fsm.v1.SendMessage.trace:type_name -> dex.fsm.v1.TraceContext
+	59, // 54: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	45, // 55: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	45, // 56: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	47, // 57: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 58: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 59: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	45, // 60: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	60, // 61: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	61, // 62: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	62, // 63: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	63, // 64: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	64, // 65: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	57, // 66: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	65, // 67: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	66, // 68: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	67, // 69: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	68, // 70: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	69, // 71: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
+	45, // 72: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	46, // 73: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	70, // 74: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	47, // 75: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 76: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 77: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	50, // 78: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	71, // 79: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	72, // 80: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	73, // 81: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
+	48, // 82: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	60, // 83: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	74, // 84: dex.fsm.v1.StartBulkJob.job:type_name -> dex.fsm.v1.BulkJob
+	75, // 85: dex.fsm.v1.BulkJobStep.from_cursor:type_name -> dex.fsm.v1.BulkCursor
+	75, // 86: dex.fsm.v1.BulkJobStep.to_cursor:type_name -> dex.fsm.v1.BulkCursor
+	87, // [87:87] is the sub-list for method output_type
+	87, // [87:87] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -4564,6 +4847,9 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_SetLabels)(nil),
 		(*Command_ForkSessionBegin)(nil),
 		(*Command_ForkSessionEnd)(nil),
+		(*Command_StartBulkJob)(nil),
+		(*Command_BulkJobStep)(nil),
+		(*Command_CancelBulkJob)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
@@ -4586,7 +4872,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   51,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,6 +26,122 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// The action of a bulk job.
+type BulkAction int32
+
+const (
+	BulkAction_BULK_ACTION_UNSPECIFIED BulkAction = 0
+	// Cancel the session's turn (CancelTurn).
+	BulkAction_BULK_ACTION_CANCEL BulkAction = 1
+	// Resume a paused or errored session (ResumeSession, retry).
+	BulkAction_BULK_ACTION_RESUME BulkAction = 2
+	// Close the session (CloseSession).
+	BulkAction_BULK_ACTION_CLOSE BulkAction = 3
+	// Delete the session (DeleteSession).
+	BulkAction_BULK_ACTION_DELETE BulkAction = 4
+	// Set labels on the session (SetLabels).
+	BulkAction_BULK_ACTION_LABEL BulkAction = 5
+)
+
+// Enum value maps for BulkAction.
+var (
+	BulkAction_name = map[int32]string{
+		0: "BULK_ACTION_UNSPECIFIED",
+		1: "BULK_ACTION_CANCEL",
+		2: "BULK_ACTION_RESUME",
+		3: "BULK_ACTION_CLOSE",
+		4: "BULK_ACTION_DELETE",
+		5: "BULK_ACTION_LABEL",
+	}
+	BulkAction_value = map[string]int32{
+		"BULK_ACTION_UNSPECIFIED": 0,
+		"BULK_ACTION_CANCEL":      1,
+		"BULK_ACTION_RESUME":      2,
+		"BULK_ACTION_CLOSE":       3,
+		"BULK_ACTION_DELETE":      4,
+		"BULK_ACTION_LABEL":       5,
+	}
+)
+
+func (x BulkAction) Enum() *BulkAction {
+	p := new(BulkAction)
+	*p = x
+	return p
+}
+
+func (x BulkAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BulkAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[0].Descriptor()
+}
+
+func (BulkAction) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[0]
+}
+
+func (x BulkAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BulkAction.Descriptor instead.
+func (BulkAction) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{0}
+}
+
+type BulkJobStatus int32
+
+const (
+	BulkJobStatus_BULK_JOB_STATUS_UNSPECIFIED BulkJobStatus = 0
+	BulkJobStatus_BULK_JOB_STATUS_RUNNING     BulkJobStatus = 1
+	BulkJobStatus_BULK_JOB_STATUS_DONE        BulkJobStatus = 2
+	BulkJobStatus_BULK_JOB_STATUS_CANCELLED   BulkJobStatus = 3
+)
+
+// Enum value maps for BulkJobStatus.
+var (
+	BulkJobStatus_name = map[int32]string{
+		0: "BULK_JOB_STATUS_UNSPECIFIED",
+		1: "BULK_JOB_STATUS_RUNNING",
+		2: "BULK_JOB_STATUS_DONE",
+		3: "BULK_JOB_STATUS_CANCELLED",
+	}
+	BulkJobStatus_value = map[string]int32{
+		"BULK_JOB_STATUS_UNSPECIFIED": 0,
+		"BULK_JOB_STATUS_RUNNING":     1,
+		"BULK_JOB_STATUS_DONE":        2,
+		"BULK_JOB_STATUS_CANCELLED":   3,
+	}
+)
+
+func (x BulkJobStatus) Enum() *BulkJobStatus {
+	p := new(BulkJobStatus)
+	*p = x
+	return p
+}
+
+func (x BulkJobStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BulkJobStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[1].Descriptor()
+}
+
+func (BulkJobStatus) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[1]
+}
+
+func (x BulkJobStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BulkJobStatus.Descriptor instead.
+func (BulkJobStatus) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{1}
+}
+
 // Cluster-wide counters of the state machine.
 type ClusterMeta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1794,6 +1910,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Token
 	//	*SnapshotRecord_FoldedTurn
 	//	*SnapshotRecord_ProviderHold
+	//	*SnapshotRecord_BulkJob
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1971,6 +2088,15 @@ func (x *SnapshotRecord) GetProviderHold() *ProviderHold {
 	return nil
 }
 
+func (x *SnapshotRecord) GetBulkJob() *BulkJob {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_BulkJob); ok {
+			return x.BulkJob
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2035,6 +2161,10 @@ type SnapshotRecord_ProviderHold struct {
 	ProviderHold *ProviderHold `protobuf:"bytes,21,opt,name=provider_hold,json=providerHold,proto3,oneof"`
 }
 
+type SnapshotRecord_BulkJob struct {
+	BulkJob *BulkJob `protobuf:"bytes,40,opt,name=bulk_job,json=bulkJob,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2064,6 +2194,8 @@ func (*SnapshotRecord_Token) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_FoldedTurn) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_ProviderHold) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_BulkJob) isSnapshotRecord_Record() {}
 
 // A provider held after a rate_limit failure with a Retry-After, keyed by
 // provider; a hold that has passed is dropped when the next is written.
@@ -3734,6 +3866,391 @@ func (x *BudgetChange) GetLoopLimit() uint32 {
 	return 0
 }
 
+// A place in the created order of the list index: the session read last
+// (its created time and id). Empty: before the first.
+type BulkCursor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AtMs          int64                  `protobuf:"varint,1,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkCursor) Reset() {
+	*x = BulkCursor{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkCursor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkCursor) ProtoMessage() {}
+
+func (x *BulkCursor) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkCursor.ProtoReflect.Descriptor instead.
+func (*BulkCursor) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BulkCursor) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *BulkCursor) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// The filter of a bulk job: ListSessions' fields.
+type BulkFilter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        SessionStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=dex.fsm.v1.SessionStatus" json:"status,omitempty"`
+	Agent         string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	ParentId      string                 `protobuf:"bytes,3,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	ForkedFrom    string                 `protobuf:"bytes,4,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	Labels        []*Label               `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty"`
+	CreatedFromMs int64                  `protobuf:"varint,6,opt,name=created_from_ms,json=createdFromMs,proto3" json:"created_from_ms,omitempty"`
+	CreatedToMs   int64                  `protobuf:"varint,7,opt,name=created_to_ms,json=createdToMs,proto3" json:"created_to_ms,omitempty"`
+	UpdatedFromMs int64                  `protobuf:"varint,8,opt,name=updated_from_ms,json=updatedFromMs,proto3" json:"updated_from_ms,omitempty"`
+	UpdatedToMs   int64                  `protobuf:"varint,9,opt,name=updated_to_ms,json=updatedToMs,proto3" json:"updated_to_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkFilter) Reset() {
+	*x = BulkFilter{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkFilter) ProtoMessage() {}
+
+func (x *BulkFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkFilter.ProtoReflect.Descriptor instead.
+func (*BulkFilter) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BulkFilter) GetStatus() SessionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return SessionStatus_SESSION_STATUS_UNSPECIFIED
+}
+
+func (x *BulkFilter) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *BulkFilter) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *BulkFilter) GetForkedFrom() string {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return ""
+}
+
+func (x *BulkFilter) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *BulkFilter) GetCreatedFromMs() int64 {
+	if x != nil {
+		return x.CreatedFromMs
+	}
+	return 0
+}
+
+func (x *BulkFilter) GetCreatedToMs() int64 {
+	if x != nil {
+		return x.CreatedToMs
+	}
+	return 0
+}
+
+func (x *BulkFilter) GetUpdatedFromMs() int64 {
+	if x != nil {
+		return x.UpdatedFromMs
+	}
+	return 0
+}
+
+func (x *BulkFilter) GetUpdatedToMs() int64 {
+	if x != nil {
+		return x.UpdatedToMs
+	}
+	return 0
+}
+
+// Why sessions of a job were skipped, counted by reason.
+type BulkSkip struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Count         uint64                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkSkip) Reset() {
+	*x = BulkSkip{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkSkip) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkSkip) ProtoMessage() {}
+
+func (x *BulkSkip) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkSkip.ProtoReflect.Descriptor instead.
+func (*BulkSkip) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *BulkSkip) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BulkSkip) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// A bulk job (docs/bulk.md), keyed by id.
+type BulkJob struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Action BulkAction             `protobuf:"varint,2,opt,name=action,proto3,enum=dex.fsm.v1.BulkAction" json:"action,omitempty"`
+	Filter *BulkFilter            `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// For BULK_ACTION_LABEL: the labels set.
+	Labels []*Label `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty"`
+	// For BULK_ACTION_CANCEL: the cancel note's reason; who started the job.
+	Reason      string        `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	By          string        `protobuf:"bytes,6,opt,name=by,proto3" json:"by,omitempty"`
+	Status      BulkJobStatus `protobuf:"varint,7,opt,name=status,proto3,enum=dex.fsm.v1.BulkJobStatus" json:"status,omitempty"`
+	CreatedAtMs int64         `protobuf:"varint,8,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	UpdatedAtMs int64         `protobuf:"varint,9,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	EndedAtMs   int64         `protobuf:"varint,10,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
+	Cursor      *BulkCursor   `protobuf:"bytes,11,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Acted       uint64        `protobuf:"varint,12,opt,name=acted,proto3" json:"acted,omitempty"`
+	Skipped     []*BulkSkip   `protobuf:"bytes,13,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	Failed      uint64        `protobuf:"varint,14,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Steps applied.
+	Steps uint64 `protobuf:"varint,15,opt,name=steps,proto3" json:"steps,omitempty"`
+	// Who cancelled the job.
+	CancelledBy   string `protobuf:"bytes,16,opt,name=cancelled_by,json=cancelledBy,proto3" json:"cancelled_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkJob) Reset() {
+	*x = BulkJob{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJob) ProtoMessage() {}
+
+func (x *BulkJob) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJob.ProtoReflect.Descriptor instead.
+func (*BulkJob) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *BulkJob) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BulkJob) GetAction() BulkAction {
+	if x != nil {
+		return x.Action
+	}
+	return BulkAction_BULK_ACTION_UNSPECIFIED
+}
+
+func (x *BulkJob) GetFilter() *BulkFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *BulkJob) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *BulkJob) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BulkJob) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *BulkJob) GetStatus() BulkJobStatus {
+	if x != nil {
+		return x.Status
+	}
+	return BulkJobStatus_BULK_JOB_STATUS_UNSPECIFIED
+}
+
+func (x *BulkJob) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *BulkJob) GetUpdatedAtMs() int64 {
+	if x != nil {
+		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *BulkJob) GetEndedAtMs() int64 {
+	if x != nil {
+		return x.EndedAtMs
+	}
+	return 0
+}
+
+func (x *BulkJob) GetCursor() *BulkCursor {
+	if x != nil {
+		return x.Cursor
+	}
+	return nil
+}
+
+func (x *BulkJob) GetActed() uint64 {
+	if x != nil {
+		return x.Acted
+	}
+	return 0
+}
+
+func (x *BulkJob) GetSkipped() []*BulkSkip {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+func (x *BulkJob) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *BulkJob) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *BulkJob) GetCancelledBy() string {
+	if x != nil {
+		return x.CancelledBy
+	}
+	return ""
+}
+
 var File_dex_fsm_v1_state_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_state_proto_rawDesc = "" +
@@ -3926,7 +4443,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x94\x06\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xc6\x06\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
@@ -3945,7 +4462,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x05token\x18\r \x01(\v2\x14.dex.fsm.v1.AclTokenH\x00R\x05token\x129\n" +
 	"\vfolded_turn\x18\x14 \x01(\v2\x16.dex.fsm.v1.FoldedTurnH\x00R\n" +
 	"foldedTurn\x12?\n" +
-	"\rprovider_hold\x18\x15 \x01(\v2\x18.dex.fsm.v1.ProviderHoldH\x00R\fproviderHoldB\b\n" +
+	"\rprovider_hold\x18\x15 \x01(\v2\x18.dex.fsm.v1.ProviderHoldH\x00R\fproviderHold\x120\n" +
+	"\bbulk_job\x18( \x01(\v2\x13.dex.fsm.v1.BulkJobH\x00R\abulkJobB\b\n" +
 	"\x06record\"z\n" +
 	"\fProviderHold\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x19\n" +
@@ -4117,7 +4635,57 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"_max_turnsB\x1b\n" +
 	"\x19_max_model_calls_per_turnB\x1a\n" +
 	"\x18_max_tool_calls_per_turnB\r\n" +
-	"\v_loop_limitB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\v_loop_limit\"1\n" +
+	"\n" +
+	"BulkCursor\x12\x13\n" +
+	"\x05at_ms\x18\x01 \x01(\x03R\x04atMs\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xd6\x02\n" +
+	"\n" +
+	"BulkFilter\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.dex.fsm.v1.SessionStatusR\x06status\x12\x14\n" +
+	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1b\n" +
+	"\tparent_id\x18\x03 \x01(\tR\bparentId\x12\x1f\n" +
+	"\vforked_from\x18\x04 \x01(\tR\n" +
+	"forkedFrom\x12)\n" +
+	"\x06labels\x18\x05 \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x12&\n" +
+	"\x0fcreated_from_ms\x18\x06 \x01(\x03R\rcreatedFromMs\x12\"\n" +
+	"\rcreated_to_ms\x18\a \x01(\x03R\vcreatedToMs\x12&\n" +
+	"\x0fupdated_from_ms\x18\b \x01(\x03R\rupdatedFromMs\x12\"\n" +
+	"\rupdated_to_ms\x18\t \x01(\x03R\vupdatedToMs\"8\n" +
+	"\bBulkSkip\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x04R\x05count\"\xae\x04\n" +
+	"\aBulkJob\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x16.dex.fsm.v1.BulkActionR\x06action\x12.\n" +
+	"\x06filter\x18\x03 \x01(\v2\x16.dex.fsm.v1.BulkFilterR\x06filter\x12)\n" +
+	"\x06labels\x18\x04 \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\x06 \x01(\tR\x02by\x121\n" +
+	"\x06status\x18\a \x01(\x0e2\x19.dex.fsm.v1.BulkJobStatusR\x06status\x12\"\n" +
+	"\rcreated_at_ms\x18\b \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rupdated_at_ms\x18\t \x01(\x03R\vupdatedAtMs\x12\x1e\n" +
+	"\vended_at_ms\x18\n" +
+	" \x01(\x03R\tendedAtMs\x12.\n" +
+	"\x06cursor\x18\v \x01(\v2\x16.dex.fsm.v1.BulkCursorR\x06cursor\x12\x14\n" +
+	"\x05acted\x18\f \x01(\x04R\x05acted\x12.\n" +
+	"\askipped\x18\r \x03(\v2\x14.dex.fsm.v1.BulkSkipR\askipped\x12\x16\n" +
+	"\x06failed\x18\x0e \x01(\x04R\x06failed\x12\x14\n" +
+	"\x05steps\x18\x0f \x01(\x04R\x05steps\x12!\n" +
+	"\fcancelled_by\x18\x10 \x01(\tR\vcancelledBy*\x9f\x01\n" +
+	"\n" +
+	"BulkAction\x12\x1b\n" +
+	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12BULK_ACTION_CANCEL\x10\x01\x12\x16\n" +
+	"\x12BULK_ACTION_RESUME\x10\x02\x12\x15\n" +
+	"\x11BULK_ACTION_CLOSE\x10\x03\x12\x16\n" +
+	"\x12BULK_ACTION_DELETE\x10\x04\x12\x15\n" +
+	"\x11BULK_ACTION_LABEL\x10\x05*\x86\x01\n" +
+	"\rBulkJobStatus\x12\x1f\n" +
+	"\x1bBULK_JOB_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17BULK_JOB_STATUS_RUNNING\x10\x01\x12\x18\n" +
+	"\x14BULK_JOB_STATUS_DONE\x10\x02\x12\x1d\n" +
+	"\x19BULK_JOB_STATUS_CANCELLED\x10\x03B&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_state_proto_rawDescOnce sync.Once
@@ -4131,119 +4699,135 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_dex_fsm_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
-	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
-	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
-	(*Event)(nil),           // 2: dex.fsm.v1.Event
-	(*Session)(nil),         // 3: dex.fsm.v1.Session
-	(*Label)(nil),           // 4: dex.fsm.v1.Label
-	(*SessionImport)(nil),   // 5: dex.fsm.v1.SessionImport
-	(*AclToken)(nil),        // 6: dex.fsm.v1.AclToken
-	(*Step)(nil),            // 7: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),    // 8: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),    // 9: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil), // 10: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),  // 11: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),  // 12: dex.fsm.v1.SnapshotRecord
-	(*ProviderHold)(nil),    // 13: dex.fsm.v1.ProviderHold
-	(*FoldedTurn)(nil),      // 14: dex.fsm.v1.FoldedTurn
-	(*FoldedKind)(nil),      // 15: dex.fsm.v1.FoldedKind
-	(*WorkerTool)(nil),      // 16: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),            // 17: dex.fsm.v1.Turn
-	(*TraceContext)(nil),    // 18: dex.fsm.v1.TraceContext
-	(*CallRepeat)(nil),      // 19: dex.fsm.v1.CallRepeat
-	(*CallState)(nil),       // 20: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 21: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 22: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 23: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 24: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 25: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 26: dex.fsm.v1.NodeInfo
-	(*Usage)(nil),           // 27: dex.fsm.v1.Usage
-	(*UsageTotals)(nil),     // 28: dex.fsm.v1.UsageTotals
-	(*Budget)(nil),          // 29: dex.fsm.v1.Budget
-	(*BudgetChange)(nil),    // 30: dex.fsm.v1.BudgetChange
-	(SessionStatus)(0),      // 31: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 32: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 33: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 34: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 35: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 36: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 37: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 38: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 39: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 40: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 41: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 42: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 43: dex.fsm.v1.ToolAccess
+	(BulkAction)(0),         // 0: dex.fsm.v1.BulkAction
+	(BulkJobStatus)(0),      // 1: dex.fsm.v1.BulkJobStatus
+	(*ClusterMeta)(nil),     // 2: dex.fsm.v1.ClusterMeta
+	(*EventLog)(nil),        // 3: dex.fsm.v1.EventLog
+	(*Event)(nil),           // 4: dex.fsm.v1.Event
+	(*Session)(nil),         // 5: dex.fsm.v1.Session
+	(*Label)(nil),           // 6: dex.fsm.v1.Label
+	(*SessionImport)(nil),   // 7: dex.fsm.v1.SessionImport
+	(*AclToken)(nil),        // 8: dex.fsm.v1.AclToken
+	(*Step)(nil),            // 9: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),    // 10: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),    // 11: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil), // 12: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),  // 13: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),  // 14: dex.fsm.v1.SnapshotRecord
+	(*ProviderHold)(nil),    // 15: dex.fsm.v1.ProviderHold
+	(*FoldedTurn)(nil),      // 16: dex.fsm.v1.FoldedTurn
+	(*FoldedKind)(nil),      // 17: dex.fsm.v1.FoldedKind
+	(*WorkerTool)(nil),      // 18: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),            // 19: dex.fsm.v1.Turn
+	(*TraceContext)(nil),    // 20: dex.fsm.v1.TraceContext
+	(*CallRepeat)(nil),      // 21: dex.fsm.v1.CallRepeat
+	(*CallState)(nil),       // 22: dex.fsm.v1.CallState
+	(*Attempt)(nil),         // 23: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),        // 24: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),        // 25: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),    // 26: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),      // 27: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),        // 28: dex.fsm.v1.NodeInfo
+	(*Usage)(nil),           // 29: dex.fsm.v1.Usage
+	(*UsageTotals)(nil),     // 30: dex.fsm.v1.UsageTotals
+	(*Budget)(nil),          // 31: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),    // 32: dex.fsm.v1.BudgetChange
+	(*BulkCursor)(nil),      // 33: dex.fsm.v1.BulkCursor
+	(*BulkFilter)(nil),      // 34: dex.fsm.v1.BulkFilter
+	(*BulkSkip)(nil),        // 35: dex.fsm.v1.BulkSkip
+	(*BulkJob)(nil),         // 36: dex.fsm.v1.BulkJob
+	(SessionStatus)(0),      // 37: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),        // 38: dex.fsm.v1.PauseReason
+	(ErrorType)(0),          // 39: dex.fsm.v1.ErrorType
+	(TokenRole)(0),          // 40: dex.fsm.v1.TokenRole
+	(StepKind)(0),           // 41: dex.fsm.v1.StepKind
+	(StepStatus)(0),         // 42: dex.fsm.v1.StepStatus
+	(Outcome)(0),            // 43: dex.fsm.v1.Outcome
+	(HistoryKind)(0),        // 44: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),          // 45: dex.fsm.v1.TurnInput
+	(CallPhase)(0),          // 46: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),      // 47: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),    // 48: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),         // 49: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	11, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	31, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
-	8,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
-	9,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
-	17, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	32, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	33, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	29, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
-	28, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
-	28, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
-	4,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
-	5,  // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
-	3,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	34, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	35, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	22, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	36, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	21, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	37, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	33, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	27, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
-	18, // 21: dex.fsm.v1.Step.trace:type_name -> dex.fsm.v1.TraceContext
-	38, // 22: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	37, // 23: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	23, // 24: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	24, // 25: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
-	18, // 26: dex.fsm.v1.InboxMessage.trace:type_name -> dex.fsm.v1.TraceContext
-	0,  // 27: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	3,  // 28: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	7,  // 29: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	25, // 30: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	26, // 31: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
-	2,  // 32: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	8,  // 33: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	9,  // 34: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	10, // 35: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 36: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	22, // 37: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	16, // 38: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	6,  // 39: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	14, // 40: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
-	13, // 41: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
-	15, // 42: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
-	36, // 43: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
-	37, // 44: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
-	33, // 45: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	35, // 46: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
-	39, // 47: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	20, // 48: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	28, // 49: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
-	19, // 50: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
-	18, // 51: dex.fsm.v1.Turn.trace:type_name -> dex.fsm.v1.TraceContext
-	22, // 52: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	40, // 53: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	37, // 54: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	41, // 55: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	42, // 56: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	33, // 57: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	43, // 58: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	22, // 59: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	13, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	37, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	10, // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
+	11, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
+	19, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	38, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	39, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	31, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
+	30, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
+	30, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
+	6,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
+	7,  // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
+	5,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
+	40, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	41, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	24, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	42, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	23, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	43, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	39, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	29, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
+	20, // 21: dex.fsm.v1.Step.trace:type_name -> dex.fsm.v1.TraceContext
+	44, // 22: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	43, // 23: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	25, // 24: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	26, // 25: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	20, // 26: dex.fsm.v1.InboxMessage.trace:type_name -> dex.fsm.v1.TraceContext
+	2,  // 27: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	5,  // 28: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	9,  // 29: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	27, // 30: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	28, // 31: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	4,  // 32: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	10, // 33: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	11, // 34: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	12, // 35: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	3,  // 36: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	24, // 37: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	18, // 38: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	8,  // 39: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	16, // 40: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	15, // 41: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
+	36, // 42: dex.fsm.v1.SnapshotRecord.bulk_job:type_name -> dex.fsm.v1.BulkJob
+	17, // 43: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	42, // 44: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	43, // 45: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	39, // 46: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	41, // 47: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	45, // 48: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	22, // 49: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	30, // 50: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
+	21, // 51: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
+	20, // 52: dex.fsm.v1.Turn.trace:type_name -> dex.fsm.v1.TraceContext
+	24, // 53: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	46, // 54: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	43, // 55: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	47, // 56: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	48, // 57: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	39, // 58: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	49, // 59: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	24, // 60: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	37, // 61: dex.fsm.v1.BulkFilter.status:type_name -> dex.fsm.v1.SessionStatus
+	6,  // 62: dex.fsm.v1.BulkFilter.labels:type_name -> dex.fsm.v1.Label
+	0,  // 63: dex.fsm.v1.BulkJob.action:type_name -> dex.fsm.v1.BulkAction
+	34, // 64: dex.fsm.v1.BulkJob.filter:type_name -> dex.fsm.v1.BulkFilter
+	6,  // 65: dex.fsm.v1.BulkJob.labels:type_name -> dex.fsm.v1.Label
+	1,  // 66: dex.fsm.v1.BulkJob.status:type_name -> dex.fsm.v1.BulkJobStatus
+	33, // 67: dex.fsm.v1.BulkJob.cursor:type_name -> dex.fsm.v1.BulkCursor
+	35, // 68: dex.fsm.v1.BulkJob.skipped:type_name -> dex.fsm.v1.BulkSkip
+	69, // [69:69] is the sub-list for method output_type
+	69, // [69:69] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -4269,6 +4853,7 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_Token)(nil),
 		(*SnapshotRecord_FoldedTurn)(nil),
 		(*SnapshotRecord_ProviderHold)(nil),
+		(*SnapshotRecord_BulkJob)(nil),
 	}
 	file_dex_fsm_v1_state_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
@@ -4276,13 +4861,14 @@ func file_dex_fsm_v1_state_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   31,
+			NumEnums:      2,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_dex_fsm_v1_state_proto_goTypes,
 		DependencyIndexes: file_dex_fsm_v1_state_proto_depIdxs,
+		EnumInfos:         file_dex_fsm_v1_state_proto_enumTypes,
 		MessageInfos:      file_dex_fsm_v1_state_proto_msgTypes,
 	}.Build()
 	File_dex_fsm_v1_state_proto = out.File

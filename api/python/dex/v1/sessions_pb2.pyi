@@ -5,6 +5,16 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+BULK_ACTION_CANCEL: BulkAction
+BULK_ACTION_CLOSE: BulkAction
+BULK_ACTION_DELETE: BulkAction
+BULK_ACTION_LABEL: BulkAction
+BULK_ACTION_RESUME: BulkAction
+BULK_ACTION_UNSPECIFIED: BulkAction
+BULK_JOB_STATUS_CANCELLED: BulkJobStatus
+BULK_JOB_STATUS_DONE: BulkJobStatus
+BULK_JOB_STATUS_RUNNING: BulkJobStatus
+BULK_JOB_STATUS_UNSPECIFIED: BulkJobStatus
 DESCRIPTOR: _descriptor.FileDescriptor
 SESSION_ORDER_CREATED: SessionOrder
 SESSION_ORDER_UNSPECIFIED: SessionOrder
@@ -21,6 +31,92 @@ class AnswerQuestionRequest(_message.Message):
 class AnswerQuestionResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class BulkCursor(_message.Message):
+    __slots__ = ["at_ms", "id"]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    at_ms: int
+    id: str
+    def __init__(self, at_ms: _Optional[int] = ..., id: _Optional[str] = ...) -> None: ...
+
+class BulkFilter(_message.Message):
+    __slots__ = ["agent", "created_from_ms", "created_to_ms", "forked_from", "labels", "parent_id", "status", "updated_from_ms", "updated_to_ms"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FROM_MS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_TO_MS_FIELD_NUMBER: _ClassVar[int]
+    FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FROM_MS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_TO_MS_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    created_from_ms: int
+    created_to_ms: int
+    forked_from: str
+    labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
+    parent_id: str
+    status: _types_pb2.SessionStatus
+    updated_from_ms: int
+    updated_to_ms: int
+    def __init__(self, status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., agent: _Optional[str] = ..., parent_id: _Optional[str] = ..., forked_from: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., created_from_ms: _Optional[int] = ..., created_to_ms: _Optional[int] = ..., updated_from_ms: _Optional[int] = ..., updated_to_ms: _Optional[int] = ...) -> None: ...
+
+class BulkJob(_message.Message):
+    __slots__ = ["acted", "action", "by", "cancelled_by", "created_at_ms", "cursor", "ended_at_ms", "failed", "filter", "id", "labels", "reason", "skipped", "status", "steps", "updated_at_ms"]
+    ACTED_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    acted: int
+    action: BulkAction
+    by: str
+    cancelled_by: str
+    created_at_ms: int
+    cursor: BulkCursor
+    ended_at_ms: int
+    failed: int
+    filter: BulkFilter
+    id: str
+    labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
+    reason: str
+    skipped: _containers.RepeatedCompositeFieldContainer[BulkSkip]
+    status: BulkJobStatus
+    steps: int
+    updated_at_ms: int
+    def __init__(self, id: _Optional[str] = ..., action: _Optional[_Union[BulkAction, str]] = ..., filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., reason: _Optional[str] = ..., by: _Optional[str] = ..., status: _Optional[_Union[BulkJobStatus, str]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., cursor: _Optional[_Union[BulkCursor, _Mapping]] = ..., acted: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[BulkSkip, _Mapping]]] = ..., failed: _Optional[int] = ..., steps: _Optional[int] = ..., cancelled_by: _Optional[str] = ...) -> None: ...
+
+class BulkSkip(_message.Message):
+    __slots__ = ["count", "reason"]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    reason: str
+    def __init__(self, reason: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class CancelBulkJobRequest(_message.Message):
+    __slots__ = ["job_id"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class CancelBulkJobResponse(_message.Message):
+    __slots__ = ["job"]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: BulkJob
+    def __init__(self, job: _Optional[_Union[BulkJob, _Mapping]] = ...) -> None: ...
 
 class CancelSessionRequest(_message.Message):
     __slots__ = ["by", "reason", "session_id"]
@@ -148,6 +244,18 @@ class ForkSessionResponse(_message.Message):
     session: _types_pb2.Session
     def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
+class GetBulkJobRequest(_message.Message):
+    __slots__ = ["job_id"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class GetBulkJobResponse(_message.Message):
+    __slots__ = ["job"]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: BulkJob
+    def __init__(self, job: _Optional[_Union[BulkJob, _Mapping]] = ...) -> None: ...
+
 class GetSessionRequest(_message.Message):
     __slots__ = ["folded_after_turn", "history_after_seq", "history_limit", "session_id", "steps_after", "steps_limit"]
     FOLDED_AFTER_TURN_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +309,16 @@ class ImportSessionResponse(_message.Message):
     session_id: str
     steps: int
     def __init__(self, session_id: _Optional[str] = ..., history: _Optional[int] = ..., steps: _Optional[int] = ..., events: _Optional[int] = ..., folded_turns: _Optional[int] = ...) -> None: ...
+
+class ListBulkJobsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListBulkJobsResponse(_message.Message):
+    __slots__ = ["jobs"]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[BulkJob]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[BulkJob, _Mapping]]] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ["agent", "created_after_ms", "created_before_ms", "descending", "forked_from", "labels", "order_by", "page_size", "page_token", "parent_id", "status", "updated_after_ms", "updated_before_ms"]
@@ -360,6 +478,28 @@ class SetLabelsResponse(_message.Message):
     session: _types_pb2.Session
     def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
+class StartBulkActionRequest(_message.Message):
+    __slots__ = ["action", "all", "filter", "job_id", "labels", "reason"]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    action: BulkAction
+    all: bool
+    filter: BulkFilter
+    job_id: str
+    labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
+    reason: str
+    def __init__(self, action: _Optional[_Union[BulkAction, str]] = ..., filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., reason: _Optional[str] = ..., all: bool = ..., job_id: _Optional[str] = ...) -> None: ...
+
+class StartBulkActionResponse(_message.Message):
+    __slots__ = ["job"]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: BulkJob
+    def __init__(self, job: _Optional[_Union[BulkJob, _Mapping]] = ...) -> None: ...
+
 class WatchSessionRequest(_message.Message):
     __slots__ = ["after_seq", "live_output", "output_offsets", "session_id"]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -373,4 +513,10 @@ class WatchSessionRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., live_output: bool = ..., output_offsets: _Optional[_Iterable[_Union[OutputOffset, _Mapping]]] = ...) -> None: ...
 
 class SessionOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class BulkAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class BulkJobStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -102,6 +102,26 @@ class SessionServiceStub(object):
                 request_serializer=dex_dot_v1_dot_sessions__pb2.ForkSessionRequest.SerializeToString,
                 response_deserializer=dex_dot_v1_dot_sessions__pb2.ForkSessionResponse.FromString,
                 )
+        self.StartBulkAction = channel.unary_unary(
+                '/dex.v1.SessionService/StartBulkAction',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.StartBulkActionRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.StartBulkActionResponse.FromString,
+                )
+        self.GetBulkJob = channel.unary_unary(
+                '/dex.v1.SessionService/GetBulkJob',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.GetBulkJobRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.GetBulkJobResponse.FromString,
+                )
+        self.ListBulkJobs = channel.unary_unary(
+                '/dex.v1.SessionService/ListBulkJobs',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.ListBulkJobsRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.ListBulkJobsResponse.FromString,
+                )
+        self.CancelBulkJob = channel.unary_unary(
+                '/dex.v1.SessionService/CancelBulkJob',
+                request_serializer=dex_dot_v1_dot_sessions__pb2.CancelBulkJobRequest.SerializeToString,
+                response_deserializer=dex_dot_v1_dot_sessions__pb2.CancelBulkJobResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -256,6 +276,40 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartBulkAction(self, request, context):
+        """StartBulkAction starts a job (docs/bulk.md) that cancels, resumes,
+        closes, deletes or labels every session a filter matches and that was
+        created up to the job's start, a bounded page at a time, carried on by
+        the leader across takeovers. A filter that matches nothing makes a job
+        done with nothing acted on. A delete with no filter is refused unless
+        all is set. Bad input is InvalidArgument and starts nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBulkJob(self, request, context):
+        """GetBulkJob reads a job and its progress; an unknown id is NotFound.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBulkJobs(self, request, context):
+        """ListBulkJobs lists the jobs kept, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelBulkJob(self, request, context):
+        """CancelBulkJob stops a running job: the sessions already acted on stay
+        as they are, no further one is. A job that ended is left as it is.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -343,6 +397,26 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ForkSession,
                     request_deserializer=dex_dot_v1_dot_sessions__pb2.ForkSessionRequest.FromString,
                     response_serializer=dex_dot_v1_dot_sessions__pb2.ForkSessionResponse.SerializeToString,
+            ),
+            'StartBulkAction': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartBulkAction,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.StartBulkActionRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.StartBulkActionResponse.SerializeToString,
+            ),
+            'GetBulkJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBulkJob,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.GetBulkJobRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.GetBulkJobResponse.SerializeToString,
+            ),
+            'ListBulkJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBulkJobs,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.ListBulkJobsRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.ListBulkJobsResponse.SerializeToString,
+            ),
+            'CancelBulkJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelBulkJob,
+                    request_deserializer=dex_dot_v1_dot_sessions__pb2.CancelBulkJobRequest.FromString,
+                    response_serializer=dex_dot_v1_dot_sessions__pb2.CancelBulkJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -642,5 +716,73 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/ForkSession',
             dex_dot_v1_dot_sessions__pb2.ForkSessionRequest.SerializeToString,
             dex_dot_v1_dot_sessions__pb2.ForkSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def StartBulkAction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/StartBulkAction',
+            dex_dot_v1_dot_sessions__pb2.StartBulkActionRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.StartBulkActionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetBulkJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/GetBulkJob',
+            dex_dot_v1_dot_sessions__pb2.GetBulkJobRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.GetBulkJobResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListBulkJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/ListBulkJobs',
+            dex_dot_v1_dot_sessions__pb2.ListBulkJobsRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.ListBulkJobsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CancelBulkJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/dex.v1.SessionService/CancelBulkJob',
+            dex_dot_v1_dot_sessions__pb2.CancelBulkJobRequest.SerializeToString,
+            dex_dot_v1_dot_sessions__pb2.CancelBulkJobResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

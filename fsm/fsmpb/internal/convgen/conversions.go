@@ -27,6 +27,7 @@ var pairs = []pair{
 	{stored: "FoldedTurn", api: "FoldedTurn", toAPI: true, fromAPI: true, lists: true},
 	{stored: "AttemptRef", api: "AttemptRef", fromAPI: true},
 	{stored: "AttemptResult", api: "AttemptResult", fromAPI: true},
+	{stored: "BulkJob", api: "BulkJob", toAPI: true, fromAPI: true},
 }
 
 // oneSided is every field that one side has and the other lacks, with why.

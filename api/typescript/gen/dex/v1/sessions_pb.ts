@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file dex/v1/sessions.proto.
  */
 export const file_dex_v1_sessions: GenFile = /*@__PURE__*/
-  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSKSAQoSRm9ya1Nlc3Npb25SZXF1ZXN0EhkKEXNvdXJjZV9zZXNzaW9uX2lkGAEgASgJEg4KBmF0X3NlcRgCIAEoBBIPCgdtZXNzYWdlGAMgASgJEh0KBmxhYmVscxgEIAMoCzINLmRleC52MS5MYWJlbBINCgVhZ2VudBgFIAEoCRISCgpzZXNzaW9uX2lkGAYgASgJIjcKE0ZvcmtTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIlIKEFNldExhYmVsc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIaCgNzZXQYAiADKAsyDS5kZXgudjEuTGFiZWwSDgoGcmVtb3ZlGAMgAygJIjUKEVNldExhYmVsc1Jlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbiJMChBTZXRCdWRnZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hhbmdlGAIgASgLMhQuZGV4LnYxLkJ1ZGdldENoYW5nZSI1ChFTZXRCdWRnZXRSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iwAIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAMgASgEEg8KB21lc3NhZ2UYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEg0KBWFnZW50GAYgASgJEhkKDHJldGVudGlvbl9tcxgHIAEoA0gAiAEBEh4KBmJ1ZGdldBgIIAEoCzIOLmRleC52MS5CdWRnZXQSEAoIcHJpb3JpdHkYCSABKA0SFAoMZmFpcm5lc3Nfa2V5GAogASgJEhcKD2ZhaXJuZXNzX3dlaWdodBgLIAEoDRIdCgZsYWJlbHMYDCADKAsyDS5kZXgudjEuTGFiZWxCDwoNX3JldGVudGlvbl9tcyI5ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIk8KElNlbmRNZXNzYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIigKE1NlbmRNZXNzYWdlUmVzcG9uc2USEQoJZHVwbGljYXRlGAEgASgIIp4BChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEWhpc3RvcnlfYWZ0ZXJfc2VxGAIgASgEEhUKDWhpc3RvcnlfbGltaXQYAyABKA0SEwoLc3RlcHNfYWZ0ZXIYBCABKAQSEwoLc3RlcHNfbGltaXQYBSABKA0SGQoRZm9sZGVkX2FmdGVyX3R1cm4YBiABKAQi7wEKEkdldFNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SGwoFc3RlcHMYAiADKAsyDC5kZXgudjEuU3RlcBIeChZuZXh0X2hpc3RvcnlfYWZ0ZXJfc2VxGAMgASgEEhgKEG5leHRfc3RlcHNfYWZ0ZXIYBCABKAQSFgoObGFzdF9ldmVudF9zZXEYBSABKAQSKAoMZm9sZGVkX3R1cm5zGAYgAygLMhIuZGV4LnYxLkZvbGRlZFR1cm4SHgoWbmV4dF9mb2xkZWRfYWZ0ZXJfdHVybhgHIAEoBCLfAgoTTGlzdFNlc3Npb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxINCgVhZ2VudBgEIAEoCRIdCgZsYWJlbHMYBSADKAsyDS5kZXgudjEuTGFiZWwSEQoJcGFyZW50X2lkGAYgASgJEhgKEGNyZWF0ZWRfYWZ0ZXJfbXMYByABKAMSGQoRY3JlYXRlZF9iZWZvcmVfbXMYCCABKAMSGAoQdXBkYXRlZF9hZnRlcl9tcxgJIAEoAxIZChF1cGRhdGVkX2JlZm9yZV9tcxgKIAEoAxImCghvcmRlcl9ieRgLIAEoDjIULmRleC52MS5TZXNzaW9uT3JkZXISEgoKZGVzY2VuZGluZxgMIAEoCBITCgtmb3JrZWRfZnJvbRgNIAEoCSL3AQoOU2Vzc2lvblN1bW1hcnkSCgoCaWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLmRleC52MS5TZXNzaW9uU3RhdHVzEhcKD3R1cm5zX2NvbXBsZXRlZBgEIAEoBBIVCg11cGRhdGVkX2F0X21zGAUgASgDEhUKDWNyZWF0ZWRfYXRfbXMYBiABKAMSDQoFYWdlbnQYByABKAkSHQoGbGFiZWxzGAggAygLMg0uZGV4LnYxLkxhYmVsEhMKC2ZvcmtlZF9mcm9tGAkgASgJEhUKDWZvcmtlZF9hdF9zZXEYCiABKAQiWQoUTGlzdFNlc3Npb25zUmVzcG9uc2USKAoIc2Vzc2lvbnMYASADKAsyFi5kZXgudjEuU2Vzc2lvblN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn8KE1dhdGNoU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQSEwoLbGl2ZV9vdXRwdXQYAyABKAgSLAoOb3V0cHV0X29mZnNldHMYBCADKAsyFC5kZXgudjEuT3V0cHV0T2Zmc2V0IkAKDE91dHB1dE9mZnNldBIPCgdzdGVwX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDgoGb2Zmc2V0GAMgASgEIksKFlJlc29sdmVBcHByb3ZhbFJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIQCghhcHByb3ZlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkiGQoXUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2UiOAoVQW5zd2VyUXVlc3Rpb25SZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSDgoGYW5zd2VyGAIgASgJIhgKFkFuc3dlclF1ZXN0aW9uUmVzcG9uc2UiUAoUUmVzdW1lU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgZjaG9pY2UYAiABKA4yFC5kZXgudjEuUmVzdW1lQ2hvaWNlIhcKFVJlc3VtZVNlc3Npb25SZXNwb25zZSJaChdSZWNvbmNpbGVPdXRjb21lUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEiAKB291dGNvbWUYAiABKA4yDy5kZXgudjEuT3V0Y29tZRIMCgRub3RlGAMgASgJIhoKGFJlY29uY2lsZU91dGNvbWVSZXNwb25zZSJoCg1FdmVudHNOb3RLZXB0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEEhgKEHJlc3VtZV9hZnRlcl9zZXEYAyABKAQSFgoOZmlyc3Rfa2VwdF9zZXEYBCABKAQiKgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIXChVEZWxldGVTZXNzaW9uUmVzcG9uc2UiUQoSRWRpdEhpc3RvcnlSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGQoRdHJ1bmNhdGVfZnJvbV9zZXEYAiABKAQSDAoEbm90ZRgDIAEoCSJCChNFZGl0SGlzdG9yeVJlc3BvbnNlEhUKDWhpc3RvcnlfY291bnQYASABKAQSFAoMaGlzdG9yeV9zaXplGAIgASgEIkYKFENhbmNlbFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSCgoCYnkYAiABKAkSDgoGcmVhc29uGAMgASgJIkwKFUNhbmNlbFNlc3Npb25SZXNwb25zZRIXCg9zdGVwc19jYW5jZWxsZWQYASABKA0SGgoSYXR0ZW1wdHNfY2FuY2VsbGVkGAIgASgNIikKE0Nsb3NlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI4ChRDbG9zZVNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iJQoUSW1wb3J0U2Vzc2lvblJlcXVlc3QSDQoFY2h1bmsYASABKAwicQoVSW1wb3J0U2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSDwoHaGlzdG9yeRgCIAEoBBINCgVzdGVwcxgDIAEoBBIOCgZldmVudHMYBCABKAQSFAoMZm9sZGVkX3R1cm5zGAUgASgEKmMKDFNlc3Npb25PcmRlchIdChlTRVNTSU9OX09SREVSX1VOU1BFQ0lGSUVEEAASGQoVU0VTU0lPTl9PUkRFUl9DUkVBVEVEEAESGQoVU0VTU0lPTl9PUkRFUl9VUERBVEVEEAIyiQoKDlNlc3Npb25TZXJ2aWNlEkwKDUNyZWF0ZVNlc3Npb24SHC5kZXgudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEkYKC1NlbmRNZXNzYWdlEhouZGV4LnYxLlNlbmRNZXNzYWdlUmVxdWVzdBobLmRleC52MS5TZW5kTWVzc2FnZVJlc3BvbnNlEkMKCkdldFNlc3Npb24SGS5kZXgudjEuR2V0U2Vzc2lvblJlcXVlc3QaGi5kZXgudjEuR2V0U2Vzc2lvblJlc3BvbnNlEkkKDExpc3RTZXNzaW9ucxIbLmRleC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GhwuZGV4LnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEjwKDFdhdGNoU2Vzc2lvbhIbLmRleC52MS5XYXRjaFNlc3Npb25SZXF1ZXN0Gg0uZGV4LnYxLkV2ZW50MAESUgoPUmVzb2x2ZUFwcHJvdmFsEh4uZGV4LnYxLlJlc29sdmVBcHByb3ZhbFJlcXVlc3QaHy5kZXgudjEuUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2USTwoOQW5zd2VyUXVlc3Rpb24SHS5kZXgudjEuQW5zd2VyUXVlc3Rpb25SZXF1ZXN0Gh4uZGV4LnYxLkFuc3dlclF1ZXN0aW9uUmVzcG9uc2USTAoNUmVzdW1lU2Vzc2lvbhIcLmRleC52MS5SZXN1bWVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5SZXN1bWVTZXNzaW9uUmVzcG9uc2USVQoQUmVjb25jaWxlT3V0Y29tZRIfLmRleC52MS5SZWNvbmNpbGVPdXRjb21lUmVxdWVzdBogLmRleC52MS5SZWNvbmNpbGVPdXRjb21lUmVzcG9uc2USTAoNRGVsZXRlU2Vzc2lvbhIcLmRleC52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBodLmRleC52MS5EZWxldGVTZXNzaW9uUmVzcG9uc2USRgoLRWRpdEhpc3RvcnkSGi5kZXgudjEuRWRpdEhpc3RvcnlSZXF1ZXN0GhsuZGV4LnYxLkVkaXRIaXN0b3J5UmVzcG9uc2USTAoNQ2FuY2VsU2Vzc2lvbhIcLmRleC52MS5DYW5jZWxTZXNzaW9uUmVxdWVzdBodLmRleC52MS5DYW5jZWxTZXNzaW9uUmVzcG9uc2USSQoMQ2xvc2VTZXNzaW9uEhsuZGV4LnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaHC5kZXgudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USTgoNSW1wb3J0U2Vzc2lvbhIcLmRleC52MS5JbXBvcnRTZXNzaW9uUmVxdWVzdBodLmRleC52MS5JbXBvcnRTZXNzaW9uUmVzcG9uc2UoARJACglTZXRCdWRnZXQSGC5kZXgudjEuU2V0QnVkZ2V0UmVxdWVzdBoZLmRleC52MS5TZXRCdWRnZXRSZXNwb25zZRJACglTZXRMYWJlbHMSGC5kZXgudjEuU2V0TGFiZWxzUmVxdWVzdBoZLmRleC52MS5TZXRMYWJlbHNSZXNwb25zZRJGCgtGb3JrU2Vzc2lvbhIaLmRleC52MS5Gb3JrU2Vzc2lvblJlcXVlc3QaGy5kZXgudjEuRm9ya1Nlc3Npb25SZXNwb25zZUImWiRnaXRodWIuY29tL2RleGhxL2RleC9hcGkvZGV4djE7ZGV4djFiBnByb3RvMw", [file_dex_v1_types]);
+  fileDesc("ChVkZXgvdjEvc2Vzc2lvbnMucHJvdG8SBmRleC52MSKSAQoSRm9ya1Nlc3Npb25SZXF1ZXN0EhkKEXNvdXJjZV9zZXNzaW9uX2lkGAEgASgJEg4KBmF0X3NlcRgCIAEoBBIPCgdtZXNzYWdlGAMgASgJEh0KBmxhYmVscxgEIAMoCzINLmRleC52MS5MYWJlbBINCgVhZ2VudBgFIAEoCRISCgpzZXNzaW9uX2lkGAYgASgJIjcKE0ZvcmtTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIlIKEFNldExhYmVsc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIaCgNzZXQYAiADKAsyDS5kZXgudjEuTGFiZWwSDgoGcmVtb3ZlGAMgAygJIjUKEVNldExhYmVsc1Jlc3BvbnNlEiAKB3Nlc3Npb24YASABKAsyDy5kZXgudjEuU2Vzc2lvbiJMChBTZXRCdWRnZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoGY2hhbmdlGAIgASgLMhQuZGV4LnYxLkJ1ZGdldENoYW5nZSI1ChFTZXRCdWRnZXRSZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iwAIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEhwKFGNvbXBhY3Rpb25fdGhyZXNob2xkGAMgASgEEg8KB21lc3NhZ2UYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEg0KBWFnZW50GAYgASgJEhkKDHJldGVudGlvbl9tcxgHIAEoA0gAiAEBEh4KBmJ1ZGdldBgIIAEoCzIOLmRleC52MS5CdWRnZXQSEAoIcHJpb3JpdHkYCSABKA0SFAoMZmFpcm5lc3Nfa2V5GAogASgJEhcKD2ZhaXJuZXNzX3dlaWdodBgLIAEoDRIdCgZsYWJlbHMYDCADKAsyDS5kZXgudjEuTGFiZWxCDwoNX3JldGVudGlvbl9tcyI5ChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USIAoHc2Vzc2lvbhgBIAEoCzIPLmRleC52MS5TZXNzaW9uIk8KElNlbmRNZXNzYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIigKE1NlbmRNZXNzYWdlUmVzcG9uc2USEQoJZHVwbGljYXRlGAEgASgIIp4BChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEWhpc3RvcnlfYWZ0ZXJfc2VxGAIgASgEEhUKDWhpc3RvcnlfbGltaXQYAyABKA0SEwoLc3RlcHNfYWZ0ZXIYBCABKAQSEwoLc3RlcHNfbGltaXQYBSABKA0SGQoRZm9sZGVkX2FmdGVyX3R1cm4YBiABKAQi7wEKEkdldFNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24SGwoFc3RlcHMYAiADKAsyDC5kZXgudjEuU3RlcBIeChZuZXh0X2hpc3RvcnlfYWZ0ZXJfc2VxGAMgASgEEhgKEG5leHRfc3RlcHNfYWZ0ZXIYBCABKAQSFgoObGFzdF9ldmVudF9zZXEYBSABKAQSKAoMZm9sZGVkX3R1cm5zGAYgAygLMhIuZGV4LnYxLkZvbGRlZFR1cm4SHgoWbmV4dF9mb2xkZWRfYWZ0ZXJfdHVybhgHIAEoBCLfAgoTTGlzdFNlc3Npb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5kZXgudjEuU2Vzc2lvblN0YXR1cxINCgVhZ2VudBgEIAEoCRIdCgZsYWJlbHMYBSADKAsyDS5kZXgudjEuTGFiZWwSEQoJcGFyZW50X2lkGAYgASgJEhgKEGNyZWF0ZWRfYWZ0ZXJfbXMYByABKAMSGQoRY3JlYXRlZF9iZWZvcmVfbXMYCCABKAMSGAoQdXBkYXRlZF9hZnRlcl9tcxgJIAEoAxIZChF1cGRhdGVkX2JlZm9yZV9tcxgKIAEoAxImCghvcmRlcl9ieRgLIAEoDjIULmRleC52MS5TZXNzaW9uT3JkZXISEgoKZGVzY2VuZGluZxgMIAEoCBITCgtmb3JrZWRfZnJvbRgNIAEoCSL3AQoOU2Vzc2lvblN1bW1hcnkSCgoCaWQYASABKAkSEQoJcGFyZW50X2lkGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLmRleC52MS5TZXNzaW9uU3RhdHVzEhcKD3R1cm5zX2NvbXBsZXRlZBgEIAEoBBIVCg11cGRhdGVkX2F0X21zGAUgASgDEhUKDWNyZWF0ZWRfYXRfbXMYBiABKAMSDQoFYWdlbnQYByABKAkSHQoGbGFiZWxzGAggAygLMg0uZGV4LnYxLkxhYmVsEhMKC2ZvcmtlZF9mcm9tGAkgASgJEhUKDWZvcmtlZF9hdF9zZXEYCiABKAQiWQoUTGlzdFNlc3Npb25zUmVzcG9uc2USKAoIc2Vzc2lvbnMYASADKAsyFi5kZXgudjEuU2Vzc2lvblN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn8KE1dhdGNoU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQSEwoLbGl2ZV9vdXRwdXQYAyABKAgSLAoOb3V0cHV0X29mZnNldHMYBCADKAsyFC5kZXgudjEuT3V0cHV0T2Zmc2V0IkAKDE91dHB1dE9mZnNldBIPCgdzdGVwX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SDgoGb2Zmc2V0GAMgASgEIksKFlJlc29sdmVBcHByb3ZhbFJlcXVlc3QSDwoHc3RlcF9pZBgBIAEoCRIQCghhcHByb3ZlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkiGQoXUmVzb2x2ZUFwcHJvdmFsUmVzcG9uc2UiOAoVQW5zd2VyUXVlc3Rpb25SZXF1ZXN0Eg8KB3N0ZXBfaWQYASABKAkSDgoGYW5zd2VyGAIgASgJIhgKFkFuc3dlclF1ZXN0aW9uUmVzcG9uc2UiUAoUUmVzdW1lU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgZjaG9pY2UYAiABKA4yFC5kZXgudjEuUmVzdW1lQ2hvaWNlIhcKFVJlc3VtZVNlc3Npb25SZXNwb25zZSJaChdSZWNvbmNpbGVPdXRjb21lUmVxdWVzdBIPCgdzdGVwX2lkGAEgASgJEiAKB291dGNvbWUYAiABKA4yDy5kZXgudjEuT3V0Y29tZRIMCgRub3RlGAMgASgJIhoKGFJlY29uY2lsZU91dGNvbWVSZXNwb25zZSJoCg1FdmVudHNOb3RLZXB0EhIKCnNlc3Npb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEEhgKEHJlc3VtZV9hZnRlcl9zZXEYAyABKAQSFgoOZmlyc3Rfa2VwdF9zZXEYBCABKAQiKgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIXChVEZWxldGVTZXNzaW9uUmVzcG9uc2UiUQoSRWRpdEhpc3RvcnlSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGQoRdHJ1bmNhdGVfZnJvbV9zZXEYAiABKAQSDAoEbm90ZRgDIAEoCSJCChNFZGl0SGlzdG9yeVJlc3BvbnNlEhUKDWhpc3RvcnlfY291bnQYASABKAQSFAoMaGlzdG9yeV9zaXplGAIgASgEIkYKFENhbmNlbFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSCgoCYnkYAiABKAkSDgoGcmVhc29uGAMgASgJIkwKFUNhbmNlbFNlc3Npb25SZXNwb25zZRIXCg9zdGVwc19jYW5jZWxsZWQYASABKA0SGgoSYXR0ZW1wdHNfY2FuY2VsbGVkGAIgASgNIikKE0Nsb3NlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI4ChRDbG9zZVNlc3Npb25SZXNwb25zZRIgCgdzZXNzaW9uGAEgASgLMg8uZGV4LnYxLlNlc3Npb24iJQoUSW1wb3J0U2Vzc2lvblJlcXVlc3QSDQoFY2h1bmsYASABKAwicQoVSW1wb3J0U2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSDwoHaGlzdG9yeRgCIAEoBBINCgVzdGVwcxgDIAEoBBIOCgZldmVudHMYBCABKAQSFAoMZm9sZGVkX3R1cm5zGAUgASgEIicKCkJ1bGtDdXJzb3ISDQoFYXRfbXMYASABKAMSCgoCaWQYAiABKAki6QEKCkJ1bGtGaWx0ZXISJQoGc3RhdHVzGAEgASgOMhUuZGV4LnYxLlNlc3Npb25TdGF0dXMSDQoFYWdlbnQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEhMKC2ZvcmtlZF9mcm9tGAQgASgJEh0KBmxhYmVscxgFIAMoCzINLmRleC52MS5MYWJlbBIXCg9jcmVhdGVkX2Zyb21fbXMYBiABKAMSFQoNY3JlYXRlZF90b19tcxgHIAEoAxIXCg91cGRhdGVkX2Zyb21fbXMYCCABKAMSFQoNdXBkYXRlZF90b19tcxgJIAEoAyIpCghCdWxrU2tpcBIOCgZyZWFzb24YASABKAkSDQoFY291bnQYAiABKAQijQMKB0J1bGtKb2ISCgoCaWQYASABKAkSIgoGYWN0aW9uGAIgASgOMhIuZGV4LnYxLkJ1bGtBY3Rpb24SIgoGZmlsdGVyGAMgASgLMhIuZGV4LnYxLkJ1bGtGaWx0ZXISHQoGbGFiZWxzGAQgAygLMg0uZGV4LnYxLkxhYmVsEg4KBnJlYXNvbhgFIAEoCRIKCgJieRgGIAEoCRIlCgZzdGF0dXMYByABKA4yFS5kZXgudjEuQnVsa0pvYlN0YXR1cxIVCg1jcmVhdGVkX2F0X21zGAggASgDEhUKDXVwZGF0ZWRfYXRfbXMYCSABKAMSEwoLZW5kZWRfYXRfbXMYCiABKAMSIgoGY3Vyc29yGAsgASgLMhIuZGV4LnYxLkJ1bGtDdXJzb3ISDQoFYWN0ZWQYDCABKAQSIQoHc2tpcHBlZBgNIAMoCzIQLmRleC52MS5CdWxrU2tpcBIOCgZmYWlsZWQYDiABKAQSDQoFc3RlcHMYDyABKAQSFAoMY2FuY2VsbGVkX2J5GBAgASgJIqwBChZTdGFydEJ1bGtBY3Rpb25SZXF1ZXN0EiIKBmFjdGlvbhgBIAEoDjISLmRleC52MS5CdWxrQWN0aW9uEiIKBmZpbHRlchgCIAEoCzISLmRleC52MS5CdWxrRmlsdGVyEh0KBmxhYmVscxgDIAMoCzINLmRleC52MS5MYWJlbBIOCgZyZWFzb24YBCABKAkSCwoDYWxsGAUgASgIEg4KBmpvYl9pZBgGIAEoCSI3ChdTdGFydEJ1bGtBY3Rpb25SZXNwb25zZRIcCgNqb2IYASABKAsyDy5kZXgudjEuQnVsa0pvYiIjChFHZXRCdWxrSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiMgoSR2V0QnVsa0pvYlJlc3BvbnNlEhwKA2pvYhgBIAEoCzIPLmRleC52MS5CdWxrSm9iIhUKE0xpc3RCdWxrSm9ic1JlcXVlc3QiNQoUTGlzdEJ1bGtKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmRleC52MS5CdWxrSm9iIiYKFENhbmNlbEJ1bGtKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSI1ChVDYW5jZWxCdWxrSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uZGV4LnYxLkJ1bGtKb2IqYwoMU2Vzc2lvbk9yZGVyEh0KGVNFU1NJT05fT1JERVJfVU5TUEVDSUZJRUQQABIZChVTRVNTSU9OX09SREVSX0NSRUFURUQQARIZChVTRVNTSU9OX09SREVSX1VQREFURUQQAiqfAQoKQnVsa0FjdGlvbhIbChdCVUxLX0FDVElPTl9VTlNQRUNJRklFRBAAEhYKEkJVTEtfQUNUSU9OX0NBTkNFTBABEhYKEkJVTEtfQUNUSU9OX1JFU1VNRRACEhUKEUJVTEtfQUNUSU9OX0NMT1NFEAMSFgoSQlVMS19BQ1RJT05fREVMRVRFEAQSFQoRQlVMS19BQ1RJT05fTEFCRUwQBSqGAQoNQnVsa0pvYlN0YXR1cxIfChtCVUxLX0pPQl9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdCVUxLX0pPQl9TVEFUVVNfUlVOTklORxABEhgKFEJVTEtfSk9CX1NUQVRVU19ET05FEAISHQoZQlVMS19KT0JfU1RBVFVTX0NBTkNFTExFRBADMrsMCg5TZXNzaW9uU2VydmljZRJMCg1DcmVhdGVTZXNzaW9uEhwuZGV4LnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Gh0uZGV4LnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJGCgtTZW5kTWVzc2FnZRIaLmRleC52MS5TZW5kTWVzc2FnZVJlcXVlc3QaGy5kZXgudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJDCgpHZXRTZXNzaW9uEhkuZGV4LnYxLkdldFNlc3Npb25SZXF1ZXN0GhouZGV4LnYxLkdldFNlc3Npb25SZXNwb25zZRJJCgxMaXN0U2Vzc2lvbnMSGy5kZXgudjEuTGlzdFNlc3Npb25zUmVxdWVzdBocLmRleC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRI8CgxXYXRjaFNlc3Npb24SGy5kZXgudjEuV2F0Y2hTZXNzaW9uUmVxdWVzdBoNLmRleC52MS5FdmVudDABElIKD1Jlc29sdmVBcHByb3ZhbBIeLmRleC52MS5SZXNvbHZlQXBwcm92YWxSZXF1ZXN0Gh8uZGV4LnYxLlJlc29sdmVBcHByb3ZhbFJlc3BvbnNlEk8KDkFuc3dlclF1ZXN0aW9uEh0uZGV4LnYxLkFuc3dlclF1ZXN0aW9uUmVxdWVzdBoeLmRleC52MS5BbnN3ZXJRdWVzdGlvblJlc3BvbnNlEkwKDVJlc3VtZVNlc3Npb24SHC5kZXgudjEuUmVzdW1lU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuUmVzdW1lU2Vzc2lvblJlc3BvbnNlElUKEFJlY29uY2lsZU91dGNvbWUSHy5kZXgudjEuUmVjb25jaWxlT3V0Y29tZVJlcXVlc3QaIC5kZXgudjEuUmVjb25jaWxlT3V0Y29tZVJlc3BvbnNlEkwKDURlbGV0ZVNlc3Npb24SHC5kZXgudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEkYKC0VkaXRIaXN0b3J5EhouZGV4LnYxLkVkaXRIaXN0b3J5UmVxdWVzdBobLmRleC52MS5FZGl0SGlzdG9yeVJlc3BvbnNlEkwKDUNhbmNlbFNlc3Npb24SHC5kZXgudjEuQ2FuY2VsU2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuQ2FuY2VsU2Vzc2lvblJlc3BvbnNlEkkKDENsb3NlU2Vzc2lvbhIbLmRleC52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GhwuZGV4LnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlEk4KDUltcG9ydFNlc3Npb24SHC5kZXgudjEuSW1wb3J0U2Vzc2lvblJlcXVlc3QaHS5kZXgudjEuSW1wb3J0U2Vzc2lvblJlc3BvbnNlKAESQAoJU2V0QnVkZ2V0EhguZGV4LnYxLlNldEJ1ZGdldFJlcXVlc3QaGS5kZXgudjEuU2V0QnVkZ2V0UmVzcG9uc2USQAoJU2V0TGFiZWxzEhguZGV4LnYxLlNldExhYmVsc1JlcXVlc3QaGS5kZXgudjEuU2V0TGFiZWxzUmVzcG9uc2USRgoLRm9ya1Nlc3Npb24SGi5kZXgudjEuRm9ya1Nlc3Npb25SZXF1ZXN0GhsuZGV4LnYxLkZvcmtTZXNzaW9uUmVzcG9uc2USUgoPU3RhcnRCdWxrQWN0aW9uEh4uZGV4LnYxLlN0YXJ0QnVsa0FjdGlvblJlcXVlc3QaHy5kZXgudjEuU3RhcnRCdWxrQWN0aW9uUmVzcG9uc2USQwoKR2V0QnVsa0pvYhIZLmRleC52MS5HZXRCdWxrSm9iUmVxdWVzdBoaLmRleC52MS5HZXRCdWxrSm9iUmVzcG9uc2USSQoMTGlzdEJ1bGtKb2JzEhsuZGV4LnYxLkxpc3RCdWxrSm9ic1JlcXVlc3QaHC5kZXgudjEuTGlzdEJ1bGtKb2JzUmVzcG9uc2USTAoNQ2FuY2VsQnVsa0pvYhIcLmRleC52MS5DYW5jZWxCdWxrSm9iUmVxdWVzdBodLmRleC52MS5DYW5jZWxCdWxrSm9iUmVzcG9uc2VCJlokZ2l0aHViLmNvbS9kZXhocS9kZXgvYXBpL2RleHYxO2RleHYxYgZwcm90bzM", [file_dex_v1_types]);
 
 /**
  * @generated from message dex.v1.ForkSessionRequest
@@ -1167,6 +1167,377 @@ export const ImportSessionResponseSchema: GenMessage<ImportSessionResponse> = /*
   messageDesc(file_dex_v1_sessions, 35);
 
 /**
+ * Where a job has read to, in created order.
+ *
+ * @generated from message dex.v1.BulkCursor
+ */
+export type BulkCursor = Message<"dex.v1.BulkCursor"> & {
+  /**
+   * @generated from field: int64 at_ms = 1;
+   */
+  atMs: bigint;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message dex.v1.BulkCursor.
+ * Use `create(BulkCursorSchema)` to create a new message.
+ */
+export const BulkCursorSchema: GenMessage<BulkCursor> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 36);
+
+/**
+ * A job's filter: ListSessions' fields (times in Unix ms; from inclusive,
+ * to exclusive, 0 no bound).
+ *
+ * @generated from message dex.v1.BulkFilter
+ */
+export type BulkFilter = Message<"dex.v1.BulkFilter"> & {
+  /**
+   * @generated from field: dex.v1.SessionStatus status = 1;
+   */
+  status: SessionStatus;
+
+  /**
+   * @generated from field: string agent = 2;
+   */
+  agent: string;
+
+  /**
+   * @generated from field: string parent_id = 3;
+   */
+  parentId: string;
+
+  /**
+   * @generated from field: string forked_from = 4;
+   */
+  forkedFrom: string;
+
+  /**
+   * @generated from field: repeated dex.v1.Label labels = 5;
+   */
+  labels: Label[];
+
+  /**
+   * @generated from field: int64 created_from_ms = 6;
+   */
+  createdFromMs: bigint;
+
+  /**
+   * @generated from field: int64 created_to_ms = 7;
+   */
+  createdToMs: bigint;
+
+  /**
+   * @generated from field: int64 updated_from_ms = 8;
+   */
+  updatedFromMs: bigint;
+
+  /**
+   * @generated from field: int64 updated_to_ms = 9;
+   */
+  updatedToMs: bigint;
+};
+
+/**
+ * Describes the message dex.v1.BulkFilter.
+ * Use `create(BulkFilterSchema)` to create a new message.
+ */
+export const BulkFilterSchema: GenMessage<BulkFilter> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 37);
+
+/**
+ * Sessions a job skipped, counted by why.
+ *
+ * @generated from message dex.v1.BulkSkip
+ */
+export type BulkSkip = Message<"dex.v1.BulkSkip"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: uint64 count = 2;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message dex.v1.BulkSkip.
+ * Use `create(BulkSkipSchema)` to create a new message.
+ */
+export const BulkSkipSchema: GenMessage<BulkSkip> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 38);
+
+/**
+ * A bulk job and its progress. In a cluster of several partitions each
+ * partition runs its part under the same id; the API shows their sum.
+ *
+ * @generated from message dex.v1.BulkJob
+ */
+export type BulkJob = Message<"dex.v1.BulkJob"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: dex.v1.BulkAction action = 2;
+   */
+  action: BulkAction;
+
+  /**
+   * @generated from field: dex.v1.BulkFilter filter = 3;
+   */
+  filter?: BulkFilter | undefined;
+
+  /**
+   * @generated from field: repeated dex.v1.Label labels = 4;
+   */
+  labels: Label[];
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string by = 6;
+   */
+  by: string;
+
+  /**
+   * @generated from field: dex.v1.BulkJobStatus status = 7;
+   */
+  status: BulkJobStatus;
+
+  /**
+   * @generated from field: int64 created_at_ms = 8;
+   */
+  createdAtMs: bigint;
+
+  /**
+   * @generated from field: int64 updated_at_ms = 9;
+   */
+  updatedAtMs: bigint;
+
+  /**
+   * @generated from field: int64 ended_at_ms = 10;
+   */
+  endedAtMs: bigint;
+
+  /**
+   * @generated from field: dex.v1.BulkCursor cursor = 11;
+   */
+  cursor?: BulkCursor | undefined;
+
+  /**
+   * Sessions acted on, skipped (by why) and failed.
+   *
+   * @generated from field: uint64 acted = 12;
+   */
+  acted: bigint;
+
+  /**
+   * @generated from field: repeated dex.v1.BulkSkip skipped = 13;
+   */
+  skipped: BulkSkip[];
+
+  /**
+   * @generated from field: uint64 failed = 14;
+   */
+  failed: bigint;
+
+  /**
+   * @generated from field: uint64 steps = 15;
+   */
+  steps: bigint;
+
+  /**
+   * @generated from field: string cancelled_by = 16;
+   */
+  cancelledBy: string;
+};
+
+/**
+ * Describes the message dex.v1.BulkJob.
+ * Use `create(BulkJobSchema)` to create a new message.
+ */
+export const BulkJobSchema: GenMessage<BulkJob> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 39);
+
+/**
+ * @generated from message dex.v1.StartBulkActionRequest
+ */
+export type StartBulkActionRequest = Message<"dex.v1.StartBulkActionRequest"> & {
+  /**
+   * @generated from field: dex.v1.BulkAction action = 1;
+   */
+  action: BulkAction;
+
+  /**
+   * @generated from field: dex.v1.BulkFilter filter = 2;
+   */
+  filter?: BulkFilter | undefined;
+
+  /**
+   * For BULK_ACTION_LABEL: the labels to set (1 to 32).
+   *
+   * @generated from field: repeated dex.v1.Label labels = 3;
+   */
+  labels: Label[];
+
+  /**
+   * For BULK_ACTION_CANCEL: the reason the cancel note gives.
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * A delete with an empty filter needs this.
+   *
+   * @generated from field: bool all = 5;
+   */
+  all: boolean;
+
+  /**
+   * The job's id (empty: the server draws one). Starting a job whose id
+   * is taken is AlreadyExists.
+   *
+   * @generated from field: string job_id = 6;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message dex.v1.StartBulkActionRequest.
+ * Use `create(StartBulkActionRequestSchema)` to create a new message.
+ */
+export const StartBulkActionRequestSchema: GenMessage<StartBulkActionRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 40);
+
+/**
+ * @generated from message dex.v1.StartBulkActionResponse
+ */
+export type StartBulkActionResponse = Message<"dex.v1.StartBulkActionResponse"> & {
+  /**
+   * @generated from field: dex.v1.BulkJob job = 1;
+   */
+  job?: BulkJob | undefined;
+};
+
+/**
+ * Describes the message dex.v1.StartBulkActionResponse.
+ * Use `create(StartBulkActionResponseSchema)` to create a new message.
+ */
+export const StartBulkActionResponseSchema: GenMessage<StartBulkActionResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 41);
+
+/**
+ * @generated from message dex.v1.GetBulkJobRequest
+ */
+export type GetBulkJobRequest = Message<"dex.v1.GetBulkJobRequest"> & {
+  /**
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message dex.v1.GetBulkJobRequest.
+ * Use `create(GetBulkJobRequestSchema)` to create a new message.
+ */
+export const GetBulkJobRequestSchema: GenMessage<GetBulkJobRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 42);
+
+/**
+ * @generated from message dex.v1.GetBulkJobResponse
+ */
+export type GetBulkJobResponse = Message<"dex.v1.GetBulkJobResponse"> & {
+  /**
+   * @generated from field: dex.v1.BulkJob job = 1;
+   */
+  job?: BulkJob | undefined;
+};
+
+/**
+ * Describes the message dex.v1.GetBulkJobResponse.
+ * Use `create(GetBulkJobResponseSchema)` to create a new message.
+ */
+export const GetBulkJobResponseSchema: GenMessage<GetBulkJobResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 43);
+
+/**
+ * @generated from message dex.v1.ListBulkJobsRequest
+ */
+export type ListBulkJobsRequest = Message<"dex.v1.ListBulkJobsRequest"> & {
+};
+
+/**
+ * Describes the message dex.v1.ListBulkJobsRequest.
+ * Use `create(ListBulkJobsRequestSchema)` to create a new message.
+ */
+export const ListBulkJobsRequestSchema: GenMessage<ListBulkJobsRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 44);
+
+/**
+ * @generated from message dex.v1.ListBulkJobsResponse
+ */
+export type ListBulkJobsResponse = Message<"dex.v1.ListBulkJobsResponse"> & {
+  /**
+   * @generated from field: repeated dex.v1.BulkJob jobs = 1;
+   */
+  jobs: BulkJob[];
+};
+
+/**
+ * Describes the message dex.v1.ListBulkJobsResponse.
+ * Use `create(ListBulkJobsResponseSchema)` to create a new message.
+ */
+export const ListBulkJobsResponseSchema: GenMessage<ListBulkJobsResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 45);
+
+/**
+ * @generated from message dex.v1.CancelBulkJobRequest
+ */
+export type CancelBulkJobRequest = Message<"dex.v1.CancelBulkJobRequest"> & {
+  /**
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message dex.v1.CancelBulkJobRequest.
+ * Use `create(CancelBulkJobRequestSchema)` to create a new message.
+ */
+export const CancelBulkJobRequestSchema: GenMessage<CancelBulkJobRequest> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 46);
+
+/**
+ * @generated from message dex.v1.CancelBulkJobResponse
+ */
+export type CancelBulkJobResponse = Message<"dex.v1.CancelBulkJobResponse"> & {
+  /**
+   * @generated from field: dex.v1.BulkJob job = 1;
+   */
+  job?: BulkJob | undefined;
+};
+
+/**
+ * Describes the message dex.v1.CancelBulkJobResponse.
+ * Use `create(CancelBulkJobResponseSchema)` to create a new message.
+ */
+export const CancelBulkJobResponseSchema: GenMessage<CancelBulkJobResponse> = /*@__PURE__*/
+  messageDesc(file_dex_v1_sessions, 47);
+
+/**
  * @generated from enum dex.v1.SessionOrder
  */
 export enum SessionOrder {
@@ -1191,6 +1562,90 @@ export enum SessionOrder {
  */
 export const SessionOrderSchema: GenEnum<SessionOrder> = /*@__PURE__*/
   enumDesc(file_dex_v1_sessions, 0);
+
+/**
+ * What a bulk job does to each session it matches.
+ *
+ * @generated from enum dex.v1.BulkAction
+ */
+export enum BulkAction {
+  /**
+   * @generated from enum value: BULK_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Cancel the session's turn; a session with no turn is skipped.
+   *
+   * @generated from enum value: BULK_ACTION_CANCEL = 1;
+   */
+  CANCEL = 1,
+
+  /**
+   * Resume a paused or errored session (retry); others are skipped.
+   *
+   * @generated from enum value: BULK_ACTION_RESUME = 2;
+   */
+  RESUME = 2,
+
+  /**
+   * Close the session (one in a turn is closed when its turn ends).
+   *
+   * @generated from enum value: BULK_ACTION_CLOSE = 3;
+   */
+  CLOSE = 3,
+
+  /**
+   * Delete the session; one in a turn is skipped.
+   *
+   * @generated from enum value: BULK_ACTION_DELETE = 4;
+   */
+  DELETE = 4,
+
+  /**
+   * Set the job's labels on the session.
+   *
+   * @generated from enum value: BULK_ACTION_LABEL = 5;
+   */
+  LABEL = 5,
+}
+
+/**
+ * Describes the enum dex.v1.BulkAction.
+ */
+export const BulkActionSchema: GenEnum<BulkAction> = /*@__PURE__*/
+  enumDesc(file_dex_v1_sessions, 1);
+
+/**
+ * @generated from enum dex.v1.BulkJobStatus
+ */
+export enum BulkJobStatus {
+  /**
+   * @generated from enum value: BULK_JOB_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: BULK_JOB_STATUS_RUNNING = 1;
+   */
+  RUNNING = 1,
+
+  /**
+   * @generated from enum value: BULK_JOB_STATUS_DONE = 2;
+   */
+  DONE = 2,
+
+  /**
+   * @generated from enum value: BULK_JOB_STATUS_CANCELLED = 3;
+   */
+  CANCELLED = 3,
+}
+
+/**
+ * Describes the enum dex.v1.BulkJobStatus.
+ */
+export const BulkJobStatusSchema: GenEnum<BulkJobStatus> = /*@__PURE__*/
+  enumDesc(file_dex_v1_sessions, 2);
 
 /**
  * SessionService is for clients. Only the node that holds the dispatch lease
@@ -1389,6 +1844,52 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ForkSessionRequestSchema;
     output: typeof ForkSessionResponseSchema;
+  },
+  /**
+   * StartBulkAction starts a job (docs/bulk.md) that cancels, resumes,
+   * closes, deletes or labels every session a filter matches and that was
+   * created up to the job's start, a bounded page at a time, carried on by
+   * the leader across takeovers. A filter that matches nothing makes a job
+   * done with nothing acted on. A delete with no filter is refused unless
+   * all is set. Bad input is InvalidArgument and starts nothing.
+   *
+   * @generated from rpc dex.v1.SessionService.StartBulkAction
+   */
+  startBulkAction: {
+    methodKind: "unary";
+    input: typeof StartBulkActionRequestSchema;
+    output: typeof StartBulkActionResponseSchema;
+  },
+  /**
+   * GetBulkJob reads a job and its progress; an unknown id is NotFound.
+   *
+   * @generated from rpc dex.v1.SessionService.GetBulkJob
+   */
+  getBulkJob: {
+    methodKind: "unary";
+    input: typeof GetBulkJobRequestSchema;
+    output: typeof GetBulkJobResponseSchema;
+  },
+  /**
+   * ListBulkJobs lists the jobs kept, newest first.
+   *
+   * @generated from rpc dex.v1.SessionService.ListBulkJobs
+   */
+  listBulkJobs: {
+    methodKind: "unary";
+    input: typeof ListBulkJobsRequestSchema;
+    output: typeof ListBulkJobsResponseSchema;
+  },
+  /**
+   * CancelBulkJob stops a running job: the sessions already acted on stay
+   * as they are, no further one is. A job that ended is left as it is.
+   *
+   * @generated from rpc dex.v1.SessionService.CancelBulkJob
+   */
+  cancelBulkJob: {
+    methodKind: "unary";
+    input: typeof CancelBulkJobRequestSchema;
+    output: typeof CancelBulkJobResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_dex_v1_sessions, 0);
