@@ -11,6 +11,7 @@ import (
 	"github.com/dexhq/dex/dispatch"
 	"github.com/dexhq/dex/fsm"
 	"github.com/dexhq/dex/lease"
+	"github.com/dexhq/dex/lease/bulk"
 	"github.com/dexhq/dex/lease/gc"
 	"github.com/dexhq/dex/lease/spans"
 	"github.com/dexhq/dex/lease/stream"
@@ -56,7 +57,9 @@ func newLeaderStack(node *cluster.Node, o *options, store *archive.Store, archiv
 	folds := gc.NewFolds(pipe, node, node, gc.FoldConfig{Keep: o.keepTurnSteps}, log)
 	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 	outputs := stream.NewService(node, stream.DefaultLimits)
-	services := []lease.Service{deadlines, queues, disp, timers, events, live, sessionGC, folds, outputs, nm.Leadership()}
+	retention := server.Retention{Default: o.retention, Agents: o.agentRetention}
+	bulkJobs := bulk.New(pipe, node, bulk.Config{Retention: retention.For}, log)
+	services := []lease.Service{deadlines, queues, disp, timers, events, live, sessionGC, folds, bulkJobs, outputs, nm.Leadership()}
 	if o.tracing.On() {
 		services = append(services, spans.New(otel.Tracer("dex.leader"), log))
 	}
