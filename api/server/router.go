@@ -287,6 +287,8 @@ func (r *Router) handle(_ any, ss grpc.ServerStream) error {
 		return r.everyPartition(ss, method, &first)
 	case wirerules.Merged:
 		return r.listSessions(ss, method, &first)
+	case wirerules.Bulk:
+		return r.bulk(ss, method, &first)
 	case wirerules.Members:
 		return r.members(ss, method, &first)
 	case wirerules.Local:

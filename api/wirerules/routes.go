@@ -45,6 +45,9 @@ const (
 	// Imported: the partition of the session an imported archive holds,
 	// read from the whole object.
 	Imported
+	// Bulk: a bulk job (docs/bulk.md), made in every partition under one
+	// job id the receiving node draws; the answers are summed.
+	Bulk
 )
 
 // Route is how one method is routed. Field is the field number of the id
@@ -78,6 +81,11 @@ var Routes = map[string]Route{
 	"/dex.v1.SessionService/SetLabels":        {Kind: BySession, Field: 1},
 	// A fork lives in its source's partition (field 1 names the source).
 	"/dex.v1.SessionService/ForkSession": {Kind: BySession, Field: 1},
+	// A bulk job acts in every partition, each on its own sessions.
+	"/dex.v1.SessionService/StartBulkAction": {Kind: Bulk},
+	"/dex.v1.SessionService/GetBulkJob":      {Kind: Bulk},
+	"/dex.v1.SessionService/ListBulkJobs":    {Kind: Bulk},
+	"/dex.v1.SessionService/CancelBulkJob":   {Kind: Bulk},
 
 	"/dex.v1.WorkerService/RegisterWorker":   {Kind: EveryPartition},
 	"/dex.v1.WorkerService/PollTask":         {Kind: Polled},
