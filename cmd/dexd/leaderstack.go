@@ -58,7 +58,7 @@ func newLeaderStack(node *cluster.Node, o *options, store *archive.Store, archiv
 	live := lease.NewWorkers(pipe, node, queues, lease.WorkersConfig{TTL: o.workerTTL, ToolWait: o.toolWait}, log)
 	outputs := stream.NewService(node, stream.DefaultLimits)
 	retention := server.Retention{Default: o.retention, Agents: o.agentRetention}
-	bulkJobs := bulk.New(pipe, node, bulk.Config{Retention: retention.For}, log)
+	bulkJobs := bulk.New(pipe, node, bulk.Config{Retention: retention.For, Pace: o.bulkPace}, log)
 	services := []lease.Service{deadlines, queues, disp, timers, events, live, sessionGC, folds, bulkJobs, outputs, nm.Leadership()}
 	if o.tracing.On() {
 		services = append(services, spans.New(otel.Tracer("dex.leader"), log))

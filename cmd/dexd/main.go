@@ -58,6 +58,7 @@ type options struct {
 	drainTimeout                              time.Duration
 	eventCount                                uint64
 	keepTurnSteps                             uint64
+	bulkPace                                  time.Duration
 	eventAge                                  time.Duration
 	workerTTL, toolWait                       time.Duration
 	sessionRetention                          time.Duration
@@ -104,6 +105,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT a leader stops handing out tasks and lets running attempts finish for up to this long, then hands leadership to another node")
 	fs.Uint64Var(&o.eventCount, "event-retention-count", gc.DefaultEventCount, "events kept per session; older ones are dropped as new ones come (0: no limit)")
 	fs.DurationVar(&o.eventAge, "event-retention-age", gc.DefaultEventAge, "events older than this are dropped by the leader (0: no limit)")
+	fs.DurationVar(&o.bulkPace, "bulk-pace", 0, "the leader waits this long between two steps of a bulk job (each acts on at most 100 sessions), to bound the load a job puts on the cluster (0: no wait)")
 	fs.Uint64Var(&o.keepTurnSteps, "keep-turn-steps", gc.DefaultKeepTurnSteps, "Steps (with their attempts) are kept for each session's last this many finished turns; the leader folds older turns' Steps into one record per turn (history is kept; 0: never fold)")
 	fs.DurationVar(&o.workerTTL, "worker-ttl", lease.DefaultWorkerTTL, "a Worker that neither polls nor heartbeats for this long is deregistered; also a new leader's grace for every Worker")
 	fs.DurationVar(&o.sessionRetention, "session-retention", 0, "sessions idle (no turn, empty inbox) for longer than this are deleted by the leader (0: kept for ever)")

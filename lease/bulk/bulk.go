@@ -37,7 +37,10 @@ type Config struct {
 	// Retention is the retention a close gives a session of agent, when the
 	// session has none of its own (nil: kept for ever).
 	Retention func(agent string) time.Duration
-	Now       func() time.Time
+	// Pace is how long it waits between two steps of a job (0: none), to
+	// bound the load a job puts on the cluster.
+	Pace time.Duration
+	Now  func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -131,6 +134,10 @@ func (j *Jobs) run(ctx context.Context, epoch uint64, id string) error {
 		if res.Err == nil {
 			if step.Last {
 				j.log.Info("bulk job done", zap.String("job", id))
+				return nil
+			}
+			if err := pause(ctx, j.cfg.Pace); err != nil {
+				return err
 			}
 			continue
 		}
@@ -146,5 +153,20 @@ func (j *Jobs) run(ctx context.Context, epoch uint64, id string) error {
 		default:
 			return fmt.Errorf("bulk job %s: step refused: %v", id, res.Err)
 		}
+	}
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
