@@ -16,11 +16,12 @@ import (
 func newSessionCancelCmd(g *globals) *cobra.Command {
 	var by, reason string
 	var asJSON bool
+	var bulk bulkFilter
 	cmd := &cobra.Command{
-		Use:   "cancel ID",
+		Use:   "cancel ID | cancel --filter ...",
 		Short: "Stop a session's turn: queued Steps dropped, running attempts cancelled, waits ended; the session goes idle and its model is told",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Args:  cobra.MaximumNArgs(1),
+		RunE: bulkOrOne(g, &bulk, dexv1.BulkAction_BULK_ACTION_CANCEL, &reason, func(cmd *cobra.Command, args []string) error {
 			// Only a try that timed out may have committed: then "no turn"
 			// on the next try is that cancel's doing.
 			timedOut, lost := false, false
@@ -52,10 +53,11 @@ func newSessionCancelCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "cancelled the turn of %s: %s ended, %s cancelled at their Workers; the session is idle\n",
 				args[0], plural(resp.StepsCancelled, "Step", "Steps"), plural(resp.AttemptsCancelled, "running attempt", "running attempts"))
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&by, "by", "", `who cancels, as the model is told: "The previous turn was cancelled by BY" (default "an operator")`)
 	cmd.Flags().StringVar(&reason, "reason", "", "why, added to the note the model reads")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addBulkFilterFlags(cmd, &bulk)
 	return cmd
 }

@@ -21,7 +21,7 @@ func TestSessionCancel(t *testing.T) {
 	if _, err := run(t, "--addr", addr, "session", "cancel", "nobody"); err == nil || !strings.Contains(err.Error(), `session "nobody" not found`) {
 		t.Fatalf("cancel of an unknown session: %v", err)
 	}
-	if _, err := run(t, "--addr", addr, "session", "cancel"); err == nil || !strings.Contains(err.Error(), "accepts 1 arg") {
+	if _, err := run(t, "--addr", addr, "session", "cancel"); err == nil || !strings.Contains(err.Error(), "give a session ID, or a filter") {
 		t.Fatalf("cancel without an id: %v", err)
 	}
 }

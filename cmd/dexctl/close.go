@@ -13,11 +13,12 @@ import (
 
 func newSessionCloseCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var bulk bulkFilter
 	cmd := &cobra.Command{
-		Use:   "close ID",
+		Use:   "close ID | close --filter ...",
 		Short: "Close a session: it takes no more messages and can still be read; a turn in progress ends first",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Args:  cobra.MaximumNArgs(1),
+		RunE: bulkOrOne(g, &bulk, dexv1.BulkAction_BULK_ACTION_CLOSE, nil, func(cmd *cobra.Command, args []string) error {
 			// A close of a closed session succeeds, so a retry after a
 			// lost answer is safe.
 			var s *dexv1.Session
@@ -46,8 +47,9 @@ func newSessionCloseCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "closed %s (deleted after %s)\n", safe(args[0]), time.UnixMilli(s.GetDeleteAtMs()).UTC().Format(time.RFC3339))
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addBulkFilterFlags(cmd, &bulk)
 	return cmd
 }

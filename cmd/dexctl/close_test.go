@@ -32,7 +32,7 @@ func TestSessionClose(t *testing.T) {
 	if _, err := run(t, "--addr", addr, "session", "close", "nobody"); err == nil || !strings.Contains(err.Error(), `session "nobody" not found`) {
 		t.Fatalf("close of an unknown session: %v", err)
 	}
-	if _, err := run(t, "--addr", addr, "session", "close"); err == nil || !strings.Contains(err.Error(), "accepts 1 arg") {
+	if _, err := run(t, "--addr", addr, "session", "close"); err == nil || !strings.Contains(err.Error(), "give a session ID, or a filter") {
 		t.Fatalf("close without an id: %v", err)
 	}
 }

@@ -14,11 +14,12 @@ import (
 
 func newSessionDeleteCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var bulk bulkFilter
 	cmd := &cobra.Command{
-		Use:   "delete ID",
+		Use:   "delete ID | delete --filter ...",
 		Short: "Delete an idle, paused or errored session with its Steps, history and events",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Args:  cobra.MaximumNArgs(1),
+		RunE: bulkOrOne(g, &bulk, dexv1.BulkAction_BULK_ACTION_DELETE, nil, func(cmd *cobra.Command, args []string) error {
 			// Only a try that timed out may have committed; a follower's
 			// redirect did not, so NotFound after it is the truth.
 			timedOut := false
@@ -38,8 +39,9 @@ func newSessionDeleteCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addBulkFilterFlags(cmd, &bulk)
 	return cmd
 }

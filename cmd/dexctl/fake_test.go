@@ -32,6 +32,11 @@ type fakeSessions struct {
 	lastSeq  uint64 // GetSession's last_event_seq
 	created  []*dexv1.CreateSessionRequest
 	sent     []*dexv1.SendMessageRequest
+	// Bulk jobs: the starts asked, the reads of each job so far and the
+	// cancels (bulk_test.go).
+	bulkStarts  []*dexv1.StartBulkActionRequest
+	bulkGets    int
+	bulkCancels []string
 	// notLeader, when set, is the Unavailable answer to every write, as a
 	// node that is not the leader gives it.
 	notLeader string
