@@ -10,18 +10,18 @@ import "github.com/dexhq/dex/fsm/fsmpb"
 
 // LogVersion is the newest log entry format this build applies: 2 reads
 // Batch entries, 3 SetTurnFolding, FoldTurns and the ImportSession commands,
-// 4 ForkSessionBegin and ForkSessionEnd. A node records it in its
+// 4 ForkSessionBegin and ForkSessionEnd, 5 the schedule commands. A node records it in its
 // NodeInfo; a leader writes an entry of a version only once every member
 // recorded that version or a newer one, so in a rolling upgrade no member
 // meets an entry it cannot apply.
-const LogVersion = 4
+const LogVersion = 5
 
 // The log versions that brought entry formats in.
 const (
 	BatchLogVersion  = 2
 	FoldLogVersion   = 3
 	ImportLogVersion = 3
-	// ForkLogVersion is in fork.go.
+	// ForkLogVersion is in fork.go, ScheduleLogVersion in schedules.go.
 )
 
 // EncodeBatch turns encoded commands (Encode's) into the bytes of one log

@@ -63,5 +63,11 @@ var commandTable = []command{
 	// commands; its End may start the fork's first turn.
 	fenced((*fsmpb.Command).GetForkSessionBegin, checkForkBegin, (*applier).forkSessionBegin),
 	fenced((*fsmpb.Command).GetForkSessionEnd, checkForkEnd, (*applier).forkSessionEnd).queues(),
+	// Schedules (docs/schedules.md): an operator's commands, and the
+	// leader's decision of a slot, which may start a session.
+	unfenced((*fsmpb.Command).GetPutSchedule, (*applier).putSchedule),
+	unfenced((*fsmpb.Command).GetSetSchedulePaused, (*applier).setSchedulePaused),
+	unfenced((*fsmpb.Command).GetDeleteSchedule, (*applier).deleteSchedule),
+	fenced((*fsmpb.Command).GetFireScheduleSlot, checkFireSlot, (*applier).fireScheduleSlot).queues(),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

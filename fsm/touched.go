@@ -18,6 +18,8 @@ type Applied struct {
 	Finished       []string
 	// Providers: the providers whose hold this entry wrote.
 	Providers []string
+	// Schedules: the schedules this entry wrote or deleted.
+	Schedules []string
 }
 
 // touched collects the rows one command writes. Ids are kept in order of
@@ -26,7 +28,14 @@ type touched struct {
 	steps, sessions     []string
 	stepSet, sessionSet map[string]bool
 	providers           []string
+	schedules           []string
 	out                 outcomes
+}
+
+func (t *touched) schedule(id string) {
+	if !slices.Contains(t.schedules, id) {
+		t.schedules = append(t.schedules, id)
+	}
 }
 
 func (t *touched) provider(name string) {
@@ -66,6 +75,7 @@ func (f *FSM) notifyApplied(index uint64, t *touched) {
 		a.Steps, a.Sessions = t.steps, t.sessions
 		a.Claimed, a.Ended, a.Finished = t.out.claimed, t.out.ended, t.out.finished
 		a.Providers = t.providers
+		a.Schedules = t.schedules
 	}
 	f.opts.OnApplied(a)
 }

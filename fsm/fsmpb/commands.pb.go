@@ -77,6 +77,10 @@ type Command struct {
 	//	*Command_SetLabels
 	//	*Command_ForkSessionBegin
 	//	*Command_ForkSessionEnd
+	//	*Command_PutSchedule
+	//	*Command_SetSchedulePaused
+	//	*Command_DeleteSchedule
+	//	*Command_FireScheduleSlot
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -521,6 +525,42 @@ func (x *Command) GetForkSessionEnd() *ForkSessionEnd {
 	return nil
 }
 
+func (x *Command) GetPutSchedule() *PutSchedule {
+	if x != nil {
+		if x, ok := x.Body.(*Command_PutSchedule); ok {
+			return x.PutSchedule
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSetSchedulePaused() *SetSchedulePaused {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetSchedulePaused); ok {
+			return x.SetSchedulePaused
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteSchedule() *DeleteSchedule {
+	if x != nil {
+		if x, ok := x.Body.(*Command_DeleteSchedule); ok {
+			return x.DeleteSchedule
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFireScheduleSlot() *FireScheduleSlot {
+	if x != nil {
+		if x, ok := x.Body.(*Command_FireScheduleSlot); ok {
+			return x.FireScheduleSlot
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -706,6 +746,22 @@ type Command_ForkSessionEnd struct {
 	ForkSessionEnd *ForkSessionEnd `protobuf:"bytes,142,opt,name=fork_session_end,json=forkSessionEnd,proto3,oneof"`
 }
 
+type Command_PutSchedule struct {
+	PutSchedule *PutSchedule `protobuf:"bytes,143,opt,name=put_schedule,json=putSchedule,proto3,oneof"`
+}
+
+type Command_SetSchedulePaused struct {
+	SetSchedulePaused *SetSchedulePaused `protobuf:"bytes,144,opt,name=set_schedule_paused,json=setSchedulePaused,proto3,oneof"`
+}
+
+type Command_DeleteSchedule struct {
+	DeleteSchedule *DeleteSchedule `protobuf:"bytes,145,opt,name=delete_schedule,json=deleteSchedule,proto3,oneof"`
+}
+
+type Command_FireScheduleSlot struct {
+	FireScheduleSlot *FireScheduleSlot `protobuf:"bytes,146,opt,name=fire_schedule_slot,json=fireScheduleSlot,proto3,oneof"`
+}
+
 type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,140,opt,name=batch,proto3,oneof"`
 }
@@ -795,6 +851,14 @@ func (*Command_SetLabels) isCommand_Body() {}
 func (*Command_ForkSessionBegin) isCommand_Body() {}
 
 func (*Command_ForkSessionEnd) isCommand_Body() {}
+
+func (*Command_PutSchedule) isCommand_Body() {}
+
+func (*Command_SetSchedulePaused) isCommand_Body() {}
+
+func (*Command_DeleteSchedule) isCommand_Body() {}
+
+func (*Command_FireScheduleSlot) isCommand_Body() {}
 
 func (*Command_Batch) isCommand_Body() {}
 
@@ -4014,12 +4078,286 @@ func (x *AttemptFailure) GetRetryAfterMs() int64 {
 	return 0
 }
 
+// Creates a schedule (docs/schedules.md). The API validated its spec and
+// computed its first slot (next_slot_ms); Apply refuses a taken id and a
+// schedule over the count or size bounds.
+type PutSchedule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedule      *Schedule              `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutSchedule) Reset() {
+	*x = PutSchedule{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutSchedule) ProtoMessage() {}
+
+func (x *PutSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutSchedule.ProtoReflect.Descriptor instead.
+func (*PutSchedule) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *PutSchedule) GetSchedule() *Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+// Pauses a schedule (paused) or resumes it at next_slot_ms, the first slot
+// after the resume as the leader computed it: slots that passed while it
+// was paused are not caught up.
+type SetSchedulePaused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScheduleId    string                 `protobuf:"bytes,1,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	Paused        bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
+	NextSlotMs    int64                  `protobuf:"varint,3,opt,name=next_slot_ms,json=nextSlotMs,proto3" json:"next_slot_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSchedulePaused) Reset() {
+	*x = SetSchedulePaused{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSchedulePaused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSchedulePaused) ProtoMessage() {}
+
+func (x *SetSchedulePaused) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSchedulePaused.ProtoReflect.Descriptor instead.
+func (*SetSchedulePaused) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *SetSchedulePaused) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *SetSchedulePaused) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *SetSchedulePaused) GetNextSlotMs() int64 {
+	if x != nil {
+		return x.NextSlotMs
+	}
+	return 0
+}
+
+// Removes a schedule. Sessions it started stay.
+type DeleteSchedule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScheduleId    string                 `protobuf:"bytes,1,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSchedule) Reset() {
+	*x = DeleteSchedule{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSchedule) ProtoMessage() {}
+
+func (x *DeleteSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSchedule.ProtoReflect.Descriptor instead.
+func (*DeleteSchedule) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *DeleteSchedule) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+// The leader decides slot_ms of a schedule. It applies only when slot_ms
+// is the schedule's next slot (or, with from_queue, its queued slot), so a
+// repeat after a takeover changes nothing and each slot is decided once.
+// run_slot_ms (0: none) is the slot whose session starts, with session_id;
+// the slots from slot_ms up to it (or up to next_slot_ms when none runs)
+// are skipped as missed, skipped_missed of them. next_slot_ms becomes the
+// schedule's next slot.
+type FireScheduleSlot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	ScheduleId    string                 `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	SlotMs        int64                  `protobuf:"varint,3,opt,name=slot_ms,json=slotMs,proto3" json:"slot_ms,omitempty"`
+	RunSlotMs     int64                  `protobuf:"varint,4,opt,name=run_slot_ms,json=runSlotMs,proto3" json:"run_slot_ms,omitempty"`
+	SessionId     string                 `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SkippedMissed uint64                 `protobuf:"varint,6,opt,name=skipped_missed,json=skippedMissed,proto3" json:"skipped_missed,omitempty"`
+	NextSlotMs    int64                  `protobuf:"varint,7,opt,name=next_slot_ms,json=nextSlotMs,proto3" json:"next_slot_ms,omitempty"`
+	// The slot is the queued one, started now that the previous slot's
+	// session ended.
+	FromQueue bool `protobuf:"varint,8,opt,name=from_queue,json=fromQueue,proto3" json:"from_queue,omitempty"`
+	// A manual trigger: the session starts now, outside the slot sequence
+	// (slot_ms is the trigger's time); the next slot is unchanged.
+	Manual        bool `protobuf:"varint,9,opt,name=manual,proto3" json:"manual,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FireScheduleSlot) Reset() {
+	*x = FireScheduleSlot{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FireScheduleSlot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FireScheduleSlot) ProtoMessage() {}
+
+func (x *FireScheduleSlot) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FireScheduleSlot.ProtoReflect.Descriptor instead.
+func (*FireScheduleSlot) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *FireScheduleSlot) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *FireScheduleSlot) GetSlotMs() int64 {
+	if x != nil {
+		return x.SlotMs
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetRunSlotMs() int64 {
+	if x != nil {
+		return x.RunSlotMs
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *FireScheduleSlot) GetSkippedMissed() uint64 {
+	if x != nil {
+		return x.SkippedMissed
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetNextSlotMs() int64 {
+	if x != nil {
+		return x.NextSlotMs
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetFromQueue() bool {
+	if x != nil {
+		return x.FromQueue
+	}
+	return false
+}
+
+func (x *FireScheduleSlot) GetManual() bool {
+	if x != nil {
+		return x.Manual
+	}
+	return false
+}
+
 var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xed\x17\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\x95\x1a\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -4073,7 +4411,11 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"set_labels\x18\x8a\x01 \x01(\v2\x15.dex.fsm.v1.SetLabelsH\x00R\tsetLabels\x12M\n" +
 	"\x12fork_session_begin\x18\x8d\x01 \x01(\v2\x1c.dex.fsm.v1.ForkSessionBeginH\x00R\x10forkSessionBegin\x12G\n" +
-	"\x10fork_session_end\x18\x8e\x01 \x01(\v2\x1a.dex.fsm.v1.ForkSessionEndH\x00R\x0eforkSessionEnd\x12*\n" +
+	"\x10fork_session_end\x18\x8e\x01 \x01(\v2\x1a.dex.fsm.v1.ForkSessionEndH\x00R\x0eforkSessionEnd\x12=\n" +
+	"\fput_schedule\x18\x8f\x01 \x01(\v2\x17.dex.fsm.v1.PutScheduleH\x00R\vputSchedule\x12P\n" +
+	"\x13set_schedule_paused\x18\x90\x01 \x01(\v2\x1d.dex.fsm.v1.SetSchedulePausedH\x00R\x11setSchedulePaused\x12F\n" +
+	"\x0fdelete_schedule\x18\x91\x01 \x01(\v2\x1a.dex.fsm.v1.DeleteScheduleH\x00R\x0edeleteSchedule\x12M\n" +
+	"\x12fire_schedule_slot\x18\x92\x01 \x01(\v2\x1c.dex.fsm.v1.FireScheduleSlotH\x00R\x10fireScheduleSlot\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
@@ -4316,7 +4658,32 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"error_type\x18\x01 \x01(\x0e2\x15.dex.fsm.v1.ErrorTypeR\terrorType\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12$\n" +
-	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMsB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\x0eretry_after_ms\x18\x03 \x01(\x03R\fretryAfterMs\"?\n" +
+	"\vPutSchedule\x120\n" +
+	"\bschedule\x18\x01 \x01(\v2\x14.dex.fsm.v1.ScheduleR\bschedule\"n\n" +
+	"\x11SetSchedulePaused\x12\x1f\n" +
+	"\vschedule_id\x18\x01 \x01(\tR\n" +
+	"scheduleId\x12\x16\n" +
+	"\x06paused\x18\x02 \x01(\bR\x06paused\x12 \n" +
+	"\fnext_slot_ms\x18\x03 \x01(\x03R\n" +
+	"nextSlotMs\"1\n" +
+	"\x0eDeleteSchedule\x12\x1f\n" +
+	"\vschedule_id\x18\x01 \x01(\tR\n" +
+	"scheduleId\"\xa1\x02\n" +
+	"\x10FireScheduleSlot\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\x12\x17\n" +
+	"\aslot_ms\x18\x03 \x01(\x03R\x06slotMs\x12\x1e\n" +
+	"\vrun_slot_ms\x18\x04 \x01(\x03R\trunSlotMs\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x12%\n" +
+	"\x0eskipped_missed\x18\x06 \x01(\x04R\rskippedMissed\x12 \n" +
+	"\fnext_slot_ms\x18\a \x01(\x03R\n" +
+	"nextSlotMs\x12\x1d\n" +
+	"\n" +
+	"from_queue\x18\b \x01(\bR\tfromQueue\x12\x16\n" +
+	"\x06manual\x18\t \x01(\bR\x06manualB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_commands_proto_rawDescOnce sync.Once
@@ -4330,7 +4697,7 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
@@ -4383,25 +4750,30 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*ToolResult)(nil),           // 48: dex.fsm.v1.ToolResult
 	(*PollResult)(nil),           // 49: dex.fsm.v1.PollResult
 	(*AttemptFailure)(nil),       // 50: dex.fsm.v1.AttemptFailure
-	(*Budget)(nil),               // 51: dex.fsm.v1.Budget
-	(*Label)(nil),                // 52: dex.fsm.v1.Label
-	(*Session)(nil),              // 53: dex.fsm.v1.Session
-	(*BudgetChange)(nil),         // 54: dex.fsm.v1.BudgetChange
-	(*ToolSpec)(nil),             // 55: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 56: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 57: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 58: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 59: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 60: dex.fsm.v1.EventRetention
-	(*InboxMessage)(nil),         // 61: dex.fsm.v1.InboxMessage
-	(*HistoryEntry)(nil),         // 62: dex.fsm.v1.HistoryEntry
-	(*Step)(nil),                 // 63: dex.fsm.v1.Step
-	(*Event)(nil),                // 64: dex.fsm.v1.Event
-	(*FoldedTurn)(nil),           // 65: dex.fsm.v1.FoldedTurn
-	(*AclToken)(nil),             // 66: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 67: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 68: dex.fsm.v1.InlineResult
-	(*Usage)(nil),                // 69: dex.fsm.v1.Usage
+	(*PutSchedule)(nil),          // 51: dex.fsm.v1.PutSchedule
+	(*SetSchedulePaused)(nil),    // 52: dex.fsm.v1.SetSchedulePaused
+	(*DeleteSchedule)(nil),       // 53: dex.fsm.v1.DeleteSchedule
+	(*FireScheduleSlot)(nil),     // 54: dex.fsm.v1.FireScheduleSlot
+	(*Budget)(nil),               // 55: dex.fsm.v1.Budget
+	(*Label)(nil),                // 56: dex.fsm.v1.Label
+	(*Session)(nil),              // 57: dex.fsm.v1.Session
+	(*BudgetChange)(nil),         // 58: dex.fsm.v1.BudgetChange
+	(*ToolSpec)(nil),             // 59: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 60: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 61: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 62: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 63: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 64: dex.fsm.v1.EventRetention
+	(*InboxMessage)(nil),         // 65: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 66: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 67: dex.fsm.v1.Step
+	(*Event)(nil),                // 68: dex.fsm.v1.Event
+	(*FoldedTurn)(nil),           // 69: dex.fsm.v1.FoldedTurn
+	(*AclToken)(nil),             // 70: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 71: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 72: dex.fsm.v1.InlineResult
+	(*Usage)(nil),                // 73: dex.fsm.v1.Usage
+	(*Schedule)(nil),             // 74: dex.fsm.v1.Schedule
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -4447,47 +4819,52 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	5,  // 40: dex.fsm.v1.Command.set_labels:type_name -> dex.fsm.v1.SetLabels
 	3,  // 41: dex.fsm.v1.Command.fork_session_begin:type_name -> dex.fsm.v1.ForkSessionBegin
 	4,  // 42: dex.fsm.v1.Command.fork_session_end:type_name -> dex.fsm.v1.ForkSessionEnd
-	1,  // 43: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	51, // 44: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
-	52, // 45: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
-	53, // 46: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
-	52, // 47: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
-	54, // 48: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
-	55, // 49: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	45, // 50: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	45, // 51: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	47, // 52: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 53: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 54: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	45, // 55: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	56, // 56: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	57, // 57: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	58, // 58: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	59, // 59: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	60, // 60: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	53, // 61: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
-	61, // 62: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
-	62, // 63: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
-	63, // 64: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
-	64, // 65: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	65, // 66: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
-	45, // 67: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	46, // 68: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	66, // 69: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	47, // 70: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 71: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 72: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	50, // 73: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	67, // 74: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	68, // 75: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	69, // 76: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
-	48, // 77: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	56, // 78: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	79, // [79:79] is the sub-list for method output_type
-	79, // [79:79] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	51, // 43: dex.fsm.v1.Command.put_schedule:type_name -> dex.fsm.v1.PutSchedule
+	52, // 44: dex.fsm.v1.Command.set_schedule_paused:type_name -> dex.fsm.v1.SetSchedulePaused
+	53, // 45: dex.fsm.v1.Command.delete_schedule:type_name -> dex.fsm.v1.DeleteSchedule
+	54, // 46: dex.fsm.v1.Command.fire_schedule_slot:type_name -> dex.fsm.v1.FireScheduleSlot
+	1,  // 47: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	55, // 48: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
+	56, // 49: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
+	57, // 50: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
+	56, // 51: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
+	58, // 52: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
+	59, // 53: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	45, // 54: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	45, // 55: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	47, // 56: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 57: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 58: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	45, // 59: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	60, // 60: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	61, // 61: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	62, // 62: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	63, // 63: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	64, // 64: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	57, // 65: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	65, // 66: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	66, // 67: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	67, // 68: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	68, // 69: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	69, // 70: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
+	45, // 71: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	46, // 72: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	70, // 73: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	47, // 74: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 75: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 76: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	50, // 77: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	71, // 78: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	72, // 79: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	73, // 80: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
+	48, // 81: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	60, // 82: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	74, // 83: dex.fsm.v1.PutSchedule.schedule:type_name -> dex.fsm.v1.Schedule
+	84, // [84:84] is the sub-list for method output_type
+	84, // [84:84] is the sub-list for method input_type
+	84, // [84:84] is the sub-list for extension type_name
+	84, // [84:84] is the sub-list for extension extendee
+	0,  // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -4541,6 +4918,10 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_SetLabels)(nil),
 		(*Command_ForkSessionBegin)(nil),
 		(*Command_ForkSessionEnd)(nil),
+		(*Command_PutSchedule)(nil),
+		(*Command_SetSchedulePaused)(nil),
+		(*Command_DeleteSchedule)(nil),
+		(*Command_FireScheduleSlot)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
@@ -4563,7 +4944,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   51,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

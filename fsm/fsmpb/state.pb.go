@@ -26,6 +26,176 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ScheduleOverlap int32
+
+const (
+	ScheduleOverlap_SCHEDULE_OVERLAP_UNSPECIFIED ScheduleOverlap = 0
+	// The previous slot's session is still running or waiting: the slot is
+	// skipped.
+	ScheduleOverlap_SCHEDULE_OVERLAP_SKIP ScheduleOverlap = 1
+	// The slot waits for the previous one's session to end (one at most).
+	ScheduleOverlap_SCHEDULE_OVERLAP_QUEUE_ONE ScheduleOverlap = 2
+	// The slot starts whatever the previous one does.
+	ScheduleOverlap_SCHEDULE_OVERLAP_ALLOW ScheduleOverlap = 3
+)
+
+// Enum value maps for ScheduleOverlap.
+var (
+	ScheduleOverlap_name = map[int32]string{
+		0: "SCHEDULE_OVERLAP_UNSPECIFIED",
+		1: "SCHEDULE_OVERLAP_SKIP",
+		2: "SCHEDULE_OVERLAP_QUEUE_ONE",
+		3: "SCHEDULE_OVERLAP_ALLOW",
+	}
+	ScheduleOverlap_value = map[string]int32{
+		"SCHEDULE_OVERLAP_UNSPECIFIED": 0,
+		"SCHEDULE_OVERLAP_SKIP":        1,
+		"SCHEDULE_OVERLAP_QUEUE_ONE":   2,
+		"SCHEDULE_OVERLAP_ALLOW":       3,
+	}
+)
+
+func (x ScheduleOverlap) Enum() *ScheduleOverlap {
+	p := new(ScheduleOverlap)
+	*p = x
+	return p
+}
+
+func (x ScheduleOverlap) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleOverlap) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[0].Descriptor()
+}
+
+func (ScheduleOverlap) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[0]
+}
+
+func (x ScheduleOverlap) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleOverlap.Descriptor instead.
+func (ScheduleOverlap) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{0}
+}
+
+type ScheduleCatchUp int32
+
+const (
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_UNSPECIFIED ScheduleCatchUp = 0
+	// Slots missed while no leader ran are skipped.
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_SKIP ScheduleCatchUp = 1
+	// Of the slots missed, the latest runs.
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_LATEST ScheduleCatchUp = 2
+	// Every slot missed runs, the latest ones up to a bound.
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_ALL ScheduleCatchUp = 3
+)
+
+// Enum value maps for ScheduleCatchUp.
+var (
+	ScheduleCatchUp_name = map[int32]string{
+		0: "SCHEDULE_CATCH_UP_UNSPECIFIED",
+		1: "SCHEDULE_CATCH_UP_SKIP",
+		2: "SCHEDULE_CATCH_UP_LATEST",
+		3: "SCHEDULE_CATCH_UP_ALL",
+	}
+	ScheduleCatchUp_value = map[string]int32{
+		"SCHEDULE_CATCH_UP_UNSPECIFIED": 0,
+		"SCHEDULE_CATCH_UP_SKIP":        1,
+		"SCHEDULE_CATCH_UP_LATEST":      2,
+		"SCHEDULE_CATCH_UP_ALL":         3,
+	}
+)
+
+func (x ScheduleCatchUp) Enum() *ScheduleCatchUp {
+	p := new(ScheduleCatchUp)
+	*p = x
+	return p
+}
+
+func (x ScheduleCatchUp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleCatchUp) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[1].Descriptor()
+}
+
+func (ScheduleCatchUp) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[1]
+}
+
+func (x ScheduleCatchUp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleCatchUp.Descriptor instead.
+func (ScheduleCatchUp) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{1}
+}
+
+type ScheduleSlotOutcome int32
+
+const (
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_UNSPECIFIED     ScheduleSlotOutcome = 0
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_STARTED         ScheduleSlotOutcome = 1
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP ScheduleSlotOutcome = 2
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED  ScheduleSlotOutcome = 3
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_QUEUED          ScheduleSlotOutcome = 4
+	// The slot's session id was taken by a session of another origin.
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN ScheduleSlotOutcome = 5
+)
+
+// Enum value maps for ScheduleSlotOutcome.
+var (
+	ScheduleSlotOutcome_name = map[int32]string{
+		0: "SCHEDULE_SLOT_OUTCOME_UNSPECIFIED",
+		1: "SCHEDULE_SLOT_OUTCOME_STARTED",
+		2: "SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP",
+		3: "SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED",
+		4: "SCHEDULE_SLOT_OUTCOME_QUEUED",
+		5: "SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN",
+	}
+	ScheduleSlotOutcome_value = map[string]int32{
+		"SCHEDULE_SLOT_OUTCOME_UNSPECIFIED":      0,
+		"SCHEDULE_SLOT_OUTCOME_STARTED":          1,
+		"SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP":  2,
+		"SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED":   3,
+		"SCHEDULE_SLOT_OUTCOME_QUEUED":           4,
+		"SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN": 5,
+	}
+)
+
+func (x ScheduleSlotOutcome) Enum() *ScheduleSlotOutcome {
+	p := new(ScheduleSlotOutcome)
+	*p = x
+	return p
+}
+
+func (x ScheduleSlotOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleSlotOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[2].Descriptor()
+}
+
+func (ScheduleSlotOutcome) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[2]
+}
+
+func (x ScheduleSlotOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleSlotOutcome.Descriptor instead.
+func (ScheduleSlotOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{2}
+}
+
 // Cluster-wide counters of the state machine.
 type ClusterMeta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1776,6 +1946,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_Token
 	//	*SnapshotRecord_FoldedTurn
 	//	*SnapshotRecord_ProviderHold
+	//	*SnapshotRecord_Schedule
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1953,6 +2124,15 @@ func (x *SnapshotRecord) GetProviderHold() *ProviderHold {
 	return nil
 }
 
+func (x *SnapshotRecord) GetSchedule() *Schedule {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Schedule); ok {
+			return x.Schedule
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2017,6 +2197,10 @@ type SnapshotRecord_ProviderHold struct {
 	ProviderHold *ProviderHold `protobuf:"bytes,21,opt,name=provider_hold,json=providerHold,proto3,oneof"`
 }
 
+type SnapshotRecord_Schedule struct {
+	Schedule *Schedule `protobuf:"bytes,22,opt,name=schedule,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2046,6 +2230,8 @@ func (*SnapshotRecord_Token) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_FoldedTurn) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_ProviderHold) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Schedule) isSnapshotRecord_Record() {}
 
 // A provider held after a rate_limit failure with a Retry-After, keyed by
 // provider; a hold that has passed is dropped when the next is written.
@@ -3644,6 +3830,244 @@ func (x *BudgetChange) GetLoopLimit() uint32 {
 	return 0
 }
 
+// A schedule (docs/schedules.md): a spec the API validated, a template of
+// the sessions it starts, its policies and where its slots stand. Apply
+// never reads the spec: the leader computes slot times and its commands
+// carry them, so every node computes the same state whatever its clock or
+// time zone database.
+type Schedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Exactly one of cron (with time_zone, an IANA name; empty: UTC) or
+	// interval_ms.
+	Cron       string `protobuf:"bytes,2,opt,name=cron,proto3" json:"cron,omitempty"`
+	TimeZone   string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	IntervalMs int64  `protobuf:"varint,4,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	// The session template.
+	Agent       string          `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
+	Message     string          `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Labels      []*Label        `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty"`
+	Overlap     ScheduleOverlap `protobuf:"varint,8,opt,name=overlap,proto3,enum=dex.fsm.v1.ScheduleOverlap" json:"overlap,omitempty"`
+	CatchUp     ScheduleCatchUp `protobuf:"varint,9,opt,name=catch_up,json=catchUp,proto3,enum=dex.fsm.v1.ScheduleCatchUp" json:"catch_up,omitempty"`
+	Paused      bool            `protobuf:"varint,10,opt,name=paused,proto3" json:"paused,omitempty"`
+	CreatedAtMs int64           `protobuf:"varint,11,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	UpdatedAtMs int64           `protobuf:"varint,12,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	// The slot the leader owes next (unix ms): a FireScheduleSlot decides
+	// exactly this slot, once. 0 while paused.
+	NextSlotMs int64 `protobuf:"varint,13,opt,name=next_slot_ms,json=nextSlotMs,proto3" json:"next_slot_ms,omitempty"`
+	// The latest slot decided, its outcome, and the session of the latest
+	// slot started (the overlap policy reads it).
+	LastSlotMs    int64               `protobuf:"varint,14,opt,name=last_slot_ms,json=lastSlotMs,proto3" json:"last_slot_ms,omitempty"`
+	LastOutcome   ScheduleSlotOutcome `protobuf:"varint,15,opt,name=last_outcome,json=lastOutcome,proto3,enum=dex.fsm.v1.ScheduleSlotOutcome" json:"last_outcome,omitempty"`
+	LastSessionId string              `protobuf:"bytes,16,opt,name=last_session_id,json=lastSessionId,proto3" json:"last_session_id,omitempty"`
+	// queue_one: a slot that waits for last_session_id to end (0: none).
+	QueuedSlotMs int64 `protobuf:"varint,17,opt,name=queued_slot_ms,json=queuedSlotMs,proto3" json:"queued_slot_ms,omitempty"`
+	// Counts of slots by outcome.
+	Started        uint64 `protobuf:"varint,18,opt,name=started,proto3" json:"started,omitempty"`
+	SkippedOverlap uint64 `protobuf:"varint,19,opt,name=skipped_overlap,json=skippedOverlap,proto3" json:"skipped_overlap,omitempty"`
+	SkippedMissed  uint64 `protobuf:"varint,20,opt,name=skipped_missed,json=skippedMissed,proto3" json:"skipped_missed,omitempty"`
+	// An interval's slots are anchor_ms + k * interval_ms.
+	AnchorMs int64 `protobuf:"varint,21,opt,name=anchor_ms,json=anchorMs,proto3" json:"anchor_ms,omitempty"`
+	// The session id the queued slot will start.
+	QueuedSessionId string `protobuf:"bytes,22,opt,name=queued_session_id,json=queuedSessionId,proto3" json:"queued_session_id,omitempty"`
+	// The template agent's provider as the API node saw it (dexd
+	// --agent-provider) when the schedule was created.
+	Provider      string `protobuf:"bytes,23,opt,name=provider,proto3" json:"provider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Schedule) Reset() {
+	*x = Schedule{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Schedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Schedule) ProtoMessage() {}
+
+func (x *Schedule) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
+func (*Schedule) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *Schedule) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Schedule) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Schedule) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Schedule) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *Schedule) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Schedule) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Schedule) GetOverlap() ScheduleOverlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return ScheduleOverlap_SCHEDULE_OVERLAP_UNSPECIFIED
+}
+
+func (x *Schedule) GetCatchUp() ScheduleCatchUp {
+	if x != nil {
+		return x.CatchUp
+	}
+	return ScheduleCatchUp_SCHEDULE_CATCH_UP_UNSPECIFIED
+}
+
+func (x *Schedule) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Schedule) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetUpdatedAtMs() int64 {
+	if x != nil {
+		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetNextSlotMs() int64 {
+	if x != nil {
+		return x.NextSlotMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetLastSlotMs() int64 {
+	if x != nil {
+		return x.LastSlotMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetLastOutcome() ScheduleSlotOutcome {
+	if x != nil {
+		return x.LastOutcome
+	}
+	return ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_UNSPECIFIED
+}
+
+func (x *Schedule) GetLastSessionId() string {
+	if x != nil {
+		return x.LastSessionId
+	}
+	return ""
+}
+
+func (x *Schedule) GetQueuedSlotMs() int64 {
+	if x != nil {
+		return x.QueuedSlotMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetStarted() uint64 {
+	if x != nil {
+		return x.Started
+	}
+	return 0
+}
+
+func (x *Schedule) GetSkippedOverlap() uint64 {
+	if x != nil {
+		return x.SkippedOverlap
+	}
+	return 0
+}
+
+func (x *Schedule) GetSkippedMissed() uint64 {
+	if x != nil {
+		return x.SkippedMissed
+	}
+	return 0
+}
+
+func (x *Schedule) GetAnchorMs() int64 {
+	if x != nil {
+		return x.AnchorMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetQueuedSessionId() string {
+	if x != nil {
+		return x.QueuedSessionId
+	}
+	return ""
+}
+
+func (x *Schedule) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
 var File_dex_fsm_v1_state_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_state_proto_rawDesc = "" +
@@ -3834,7 +4258,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\x94\x06\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xc8\x06\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
@@ -3853,7 +4277,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x05token\x18\r \x01(\v2\x14.dex.fsm.v1.AclTokenH\x00R\x05token\x129\n" +
 	"\vfolded_turn\x18\x14 \x01(\v2\x16.dex.fsm.v1.FoldedTurnH\x00R\n" +
 	"foldedTurn\x12?\n" +
-	"\rprovider_hold\x18\x15 \x01(\v2\x18.dex.fsm.v1.ProviderHoldH\x00R\fproviderHoldB\b\n" +
+	"\rprovider_hold\x18\x15 \x01(\v2\x18.dex.fsm.v1.ProviderHoldH\x00R\fproviderHold\x122\n" +
+	"\bschedule\x18\x16 \x01(\v2\x14.dex.fsm.v1.ScheduleH\x00R\bscheduleB\b\n" +
 	"\x06record\"z\n" +
 	"\fProviderHold\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x19\n" +
@@ -4020,7 +4445,52 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"_max_turnsB\x1b\n" +
 	"\x19_max_model_calls_per_turnB\x1a\n" +
 	"\x18_max_tool_calls_per_turnB\r\n" +
-	"\v_loop_limitB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\v_loop_limit\"\xbb\x06\n" +
+	"\bSchedule\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04cron\x18\x02 \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x12\x1f\n" +
+	"\vinterval_ms\x18\x04 \x01(\x03R\n" +
+	"intervalMs\x12\x14\n" +
+	"\x05agent\x18\x05 \x01(\tR\x05agent\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12)\n" +
+	"\x06labels\x18\a \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x125\n" +
+	"\aoverlap\x18\b \x01(\x0e2\x1b.dex.fsm.v1.ScheduleOverlapR\aoverlap\x126\n" +
+	"\bcatch_up\x18\t \x01(\x0e2\x1b.dex.fsm.v1.ScheduleCatchUpR\acatchUp\x12\x16\n" +
+	"\x06paused\x18\n" +
+	" \x01(\bR\x06paused\x12\"\n" +
+	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rupdated_at_ms\x18\f \x01(\x03R\vupdatedAtMs\x12 \n" +
+	"\fnext_slot_ms\x18\r \x01(\x03R\n" +
+	"nextSlotMs\x12 \n" +
+	"\flast_slot_ms\x18\x0e \x01(\x03R\n" +
+	"lastSlotMs\x12B\n" +
+	"\flast_outcome\x18\x0f \x01(\x0e2\x1f.dex.fsm.v1.ScheduleSlotOutcomeR\vlastOutcome\x12&\n" +
+	"\x0flast_session_id\x18\x10 \x01(\tR\rlastSessionId\x12$\n" +
+	"\x0equeued_slot_ms\x18\x11 \x01(\x03R\fqueuedSlotMs\x12\x18\n" +
+	"\astarted\x18\x12 \x01(\x04R\astarted\x12'\n" +
+	"\x0fskipped_overlap\x18\x13 \x01(\x04R\x0eskippedOverlap\x12%\n" +
+	"\x0eskipped_missed\x18\x14 \x01(\x04R\rskippedMissed\x12\x1b\n" +
+	"\tanchor_ms\x18\x15 \x01(\x03R\banchorMs\x12*\n" +
+	"\x11queued_session_id\x18\x16 \x01(\tR\x0fqueuedSessionId\x12\x1a\n" +
+	"\bprovider\x18\x17 \x01(\tR\bprovider*\x8a\x01\n" +
+	"\x0fScheduleOverlap\x12 \n" +
+	"\x1cSCHEDULE_OVERLAP_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SCHEDULE_OVERLAP_SKIP\x10\x01\x12\x1e\n" +
+	"\x1aSCHEDULE_OVERLAP_QUEUE_ONE\x10\x02\x12\x1a\n" +
+	"\x16SCHEDULE_OVERLAP_ALLOW\x10\x03*\x89\x01\n" +
+	"\x0fScheduleCatchUp\x12!\n" +
+	"\x1dSCHEDULE_CATCH_UP_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16SCHEDULE_CATCH_UP_SKIP\x10\x01\x12\x1c\n" +
+	"\x18SCHEDULE_CATCH_UP_LATEST\x10\x02\x12\x19\n" +
+	"\x15SCHEDULE_CATCH_UP_ALL\x10\x03*\x82\x02\n" +
+	"\x13ScheduleSlotOutcome\x12%\n" +
+	"!SCHEDULE_SLOT_OUTCOME_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dSCHEDULE_SLOT_OUTCOME_STARTED\x10\x01\x12)\n" +
+	"%SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP\x10\x02\x12(\n" +
+	"$SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED\x10\x03\x12 \n" +
+	"\x1cSCHEDULE_SLOT_OUTCOME_QUEUED\x10\x04\x12*\n" +
+	"&SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN\x10\x05B&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_state_proto_rawDescOnce sync.Once
@@ -4034,115 +4504,125 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_dex_fsm_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
-	(*ClusterMeta)(nil),     // 0: dex.fsm.v1.ClusterMeta
-	(*EventLog)(nil),        // 1: dex.fsm.v1.EventLog
-	(*Event)(nil),           // 2: dex.fsm.v1.Event
-	(*Session)(nil),         // 3: dex.fsm.v1.Session
-	(*Label)(nil),           // 4: dex.fsm.v1.Label
-	(*SessionImport)(nil),   // 5: dex.fsm.v1.SessionImport
-	(*AclToken)(nil),        // 6: dex.fsm.v1.AclToken
-	(*Step)(nil),            // 7: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),    // 8: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),    // 9: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil), // 10: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),  // 11: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),  // 12: dex.fsm.v1.SnapshotRecord
-	(*ProviderHold)(nil),    // 13: dex.fsm.v1.ProviderHold
-	(*FoldedTurn)(nil),      // 14: dex.fsm.v1.FoldedTurn
-	(*FoldedKind)(nil),      // 15: dex.fsm.v1.FoldedKind
-	(*WorkerTool)(nil),      // 16: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),            // 17: dex.fsm.v1.Turn
-	(*CallRepeat)(nil),      // 18: dex.fsm.v1.CallRepeat
-	(*CallState)(nil),       // 19: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 20: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 21: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 22: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 23: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 24: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 25: dex.fsm.v1.NodeInfo
-	(*Usage)(nil),           // 26: dex.fsm.v1.Usage
-	(*UsageTotals)(nil),     // 27: dex.fsm.v1.UsageTotals
-	(*Budget)(nil),          // 28: dex.fsm.v1.Budget
-	(*BudgetChange)(nil),    // 29: dex.fsm.v1.BudgetChange
-	(SessionStatus)(0),      // 30: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 31: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 32: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 33: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 34: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 35: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 36: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 37: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 38: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 39: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 40: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 41: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 42: dex.fsm.v1.ToolAccess
+	(ScheduleOverlap)(0),     // 0: dex.fsm.v1.ScheduleOverlap
+	(ScheduleCatchUp)(0),     // 1: dex.fsm.v1.ScheduleCatchUp
+	(ScheduleSlotOutcome)(0), // 2: dex.fsm.v1.ScheduleSlotOutcome
+	(*ClusterMeta)(nil),      // 3: dex.fsm.v1.ClusterMeta
+	(*EventLog)(nil),         // 4: dex.fsm.v1.EventLog
+	(*Event)(nil),            // 5: dex.fsm.v1.Event
+	(*Session)(nil),          // 6: dex.fsm.v1.Session
+	(*Label)(nil),            // 7: dex.fsm.v1.Label
+	(*SessionImport)(nil),    // 8: dex.fsm.v1.SessionImport
+	(*AclToken)(nil),         // 9: dex.fsm.v1.AclToken
+	(*Step)(nil),             // 10: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),     // 11: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),     // 12: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil),  // 13: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),   // 14: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),   // 15: dex.fsm.v1.SnapshotRecord
+	(*ProviderHold)(nil),     // 16: dex.fsm.v1.ProviderHold
+	(*FoldedTurn)(nil),       // 17: dex.fsm.v1.FoldedTurn
+	(*FoldedKind)(nil),       // 18: dex.fsm.v1.FoldedKind
+	(*WorkerTool)(nil),       // 19: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),             // 20: dex.fsm.v1.Turn
+	(*CallRepeat)(nil),       // 21: dex.fsm.v1.CallRepeat
+	(*CallState)(nil),        // 22: dex.fsm.v1.CallState
+	(*Attempt)(nil),          // 23: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),         // 24: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),         // 25: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),     // 26: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),       // 27: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),         // 28: dex.fsm.v1.NodeInfo
+	(*Usage)(nil),            // 29: dex.fsm.v1.Usage
+	(*UsageTotals)(nil),      // 30: dex.fsm.v1.UsageTotals
+	(*Budget)(nil),           // 31: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),     // 32: dex.fsm.v1.BudgetChange
+	(*Schedule)(nil),         // 33: dex.fsm.v1.Schedule
+	(SessionStatus)(0),       // 34: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),         // 35: dex.fsm.v1.PauseReason
+	(ErrorType)(0),           // 36: dex.fsm.v1.ErrorType
+	(TokenRole)(0),           // 37: dex.fsm.v1.TokenRole
+	(StepKind)(0),            // 38: dex.fsm.v1.StepKind
+	(StepStatus)(0),          // 39: dex.fsm.v1.StepStatus
+	(Outcome)(0),             // 40: dex.fsm.v1.Outcome
+	(HistoryKind)(0),         // 41: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),           // 42: dex.fsm.v1.TurnInput
+	(CallPhase)(0),           // 43: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),       // 44: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),     // 45: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),          // 46: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	11, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	30, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
-	8,  // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
-	9,  // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
-	17, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	31, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	32, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	28, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
-	27, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
-	27, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
-	4,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
-	5,  // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
-	3,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	33, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	34, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	21, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	35, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	20, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	36, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	32, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	26, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
-	37, // 21: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	36, // 22: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	22, // 23: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	23, // 24: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
-	0,  // 25: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	3,  // 26: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	7,  // 27: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	24, // 28: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	25, // 29: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
-	2,  // 30: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	8,  // 31: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	9,  // 32: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	10, // 33: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	1,  // 34: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	21, // 35: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	16, // 36: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	6,  // 37: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	14, // 38: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
-	13, // 39: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
-	15, // 40: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
-	35, // 41: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
-	36, // 42: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
-	32, // 43: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	34, // 44: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
-	38, // 45: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	19, // 46: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	27, // 47: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
-	18, // 48: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
-	21, // 49: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	39, // 50: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	36, // 51: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	40, // 52: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	41, // 53: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	32, // 54: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	42, // 55: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	21, // 56: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	14, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	34, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	11, // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
+	12, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
+	20, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	35, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	36, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	31, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
+	30, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
+	30, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
+	7,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
+	8,  // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
+	6,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
+	37, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	38, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	24, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	39, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	23, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	40, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	36, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	29, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
+	41, // 21: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	40, // 22: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	25, // 23: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	26, // 24: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	3,  // 25: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	6,  // 26: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	10, // 27: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	27, // 28: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	28, // 29: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	5,  // 30: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	11, // 31: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	12, // 32: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	13, // 33: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	4,  // 34: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	24, // 35: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	19, // 36: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	9,  // 37: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	17, // 38: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	16, // 39: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
+	33, // 40: dex.fsm.v1.SnapshotRecord.schedule:type_name -> dex.fsm.v1.Schedule
+	18, // 41: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	39, // 42: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	40, // 43: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	36, // 44: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	38, // 45: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	42, // 46: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	22, // 47: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	30, // 48: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
+	21, // 49: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
+	24, // 50: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	43, // 51: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	40, // 52: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	44, // 53: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	45, // 54: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	36, // 55: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	46, // 56: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	24, // 57: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	7,  // 58: dex.fsm.v1.Schedule.labels:type_name -> dex.fsm.v1.Label
+	0,  // 59: dex.fsm.v1.Schedule.overlap:type_name -> dex.fsm.v1.ScheduleOverlap
+	1,  // 60: dex.fsm.v1.Schedule.catch_up:type_name -> dex.fsm.v1.ScheduleCatchUp
+	2,  // 61: dex.fsm.v1.Schedule.last_outcome:type_name -> dex.fsm.v1.ScheduleSlotOutcome
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -4168,6 +4648,7 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_Token)(nil),
 		(*SnapshotRecord_FoldedTurn)(nil),
 		(*SnapshotRecord_ProviderHold)(nil),
+		(*SnapshotRecord_Schedule)(nil),
 	}
 	file_dex_fsm_v1_state_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
@@ -4175,13 +4656,14 @@ func file_dex_fsm_v1_state_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   30,
+			NumEnums:      3,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_dex_fsm_v1_state_proto_goTypes,
 		DependencyIndexes: file_dex_fsm_v1_state_proto_depIdxs,
+		EnumInfos:         file_dex_fsm_v1_state_proto_enumTypes,
 		MessageInfos:      file_dex_fsm_v1_state_proto_msgTypes,
 	}.Build()
 	File_dex_fsm_v1_state_proto = out.File

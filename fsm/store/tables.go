@@ -78,6 +78,7 @@ func stateTables(r Routing) []stateTable {
 			IndexID: {Unique: true, Indexer: foldedTurnKey},
 		}),
 		table(TableProviderHolds, (*fsmpb.SnapshotRecord).GetProviderHold, providerHoldIndexes),
+		table(TableSchedules, (*fsmpb.SnapshotRecord).GetSchedule, scheduleIndexes),
 	}
 }
 
