@@ -343,3 +343,8 @@ func (a *applier) startSlot(sch *fsmpb.Schedule, slot int64, sessionID, how stri
 	}
 	return res
 }
+
+// SessionIDTaken reports whether a session id is held by any row: a
+// session, one being imported, or one deleted whose rows are still being
+// removed.
+func (s *State) SessionIDTaken(id string) bool { return s.tx.Session(id) != nil }

@@ -79,6 +79,15 @@ var Routes = map[string]Route{
 	// A fork lives in its source's partition (field 1 names the source).
 	"/dex.v1.SessionService/ForkSession": {Kind: BySession, Field: 1},
 
+	// Schedules live in partition 0, their sessions too (docs/schedules.md).
+	"/dex.v1.ScheduleService/CreateSchedule":  {Kind: Registry},
+	"/dex.v1.ScheduleService/GetSchedule":     {Kind: Registry},
+	"/dex.v1.ScheduleService/ListSchedules":   {Kind: Registry},
+	"/dex.v1.ScheduleService/PauseSchedule":   {Kind: Registry},
+	"/dex.v1.ScheduleService/ResumeSchedule":  {Kind: Registry},
+	"/dex.v1.ScheduleService/DeleteSchedule":  {Kind: Registry},
+	"/dex.v1.ScheduleService/TriggerSchedule": {Kind: Registry},
+
 	"/dex.v1.WorkerService/RegisterWorker":   {Kind: EveryPartition},
 	"/dex.v1.WorkerService/PollTask":         {Kind: Polled},
 	"/dex.v1.WorkerService/ClaimTask":        {Kind: ByAttempt, Field: 1},
