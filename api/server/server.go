@@ -124,7 +124,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 
 // handlers are one partition's service implementations.
 type handlers struct {
-	admin    *Admin
+	admin     *Admin
 	sessions  *Sessions
 	schedules *Schedules
 	workers   *Workers // nil without Dispatch and Deadlines
