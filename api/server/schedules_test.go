@@ -9,9 +9,11 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/fsm"
+	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
 // Every bad spec or template is refused with InvalidArgument naming what
@@ -149,4 +151,38 @@ func mustZone(t *testing.T, name string) *time.Location {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// While a member runs a Dex whose log version is older than the schedule
+// commands', creating a schedule is refused and nothing is proposed.
+func TestSchedules_RefusedWhileAMemberCannotApplyThem(t *testing.T) {
+	node, _, conn := serveSingleNode(t, Options{Dispatch: noTasks{}, Deadlines: noDeadlines{}})
+	c := dexv1.NewScheduleServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitFor(t, "the node's info recorded", func() bool { return len(node.State().Nodes()) == 1 })
+	self := proto.CloneOf(node.State().Nodes()[0])
+	self.LogVersion = fsm.ScheduleLogVersion - 1
+	if res, err := node.Propose(ctx, &fsmpb.Command{Body: &fsmpb.Command_SetNode{SetNode: &fsmpb.SetNode{Node: self}}}); err != nil || res.Err != nil {
+		t.Fatalf("record the node at an older log version: %v %v", err, res.Err)
+	}
+	applied := node.State().Meta().AppliedIndex
+	_, err := c.CreateSchedule(ctx, &dexv1.CreateScheduleRequest{ScheduleId: "s", IntervalMs: 1000})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "upgrade every node") {
+		t.Fatalf("create with an older member: %v; want FailedPrecondition naming the upgrade", err)
+	}
+	if got := node.State().Meta().AppliedIndex; got != applied || node.State().ScheduleCount() != 0 {
+		t.Fatalf("a refused create proposed %d commands", got-applied)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
