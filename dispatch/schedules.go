@@ -50,22 +50,27 @@ func (b *Broker) updateScheduleLocked(st *fsm.State, id string, sch *fsmpb.Sched
 	if sch == nil || sch.QueuedSlotMs == 0 {
 		return
 	}
-	if fsm.SessionActive(st.Session(sch.LastSessionId)) {
-		b.queuedOn[sch.LastSessionId], b.queuedWait[id] = id, sch.LastSessionId
+	if sch.LastSessionId == "" {
+		b.dueNow(due{dueQueued, id, 0}, nil)
 		return
 	}
-	b.dueNow(due{dueQueued, id, sch.QueuedSlotMs}, nil)
+	b.queuedOn[sch.LastSessionId], b.queuedWait[id] = id, sch.LastSessionId
+	b.sessionEndedLocked(sch.LastSessionId, st.Session(sch.LastSessionId))
 }
 
 // sessionEndedLocked makes the queued slot waiting on session id owed
-// once that session is no longer under way.
+// while that session is not under way, and takes it back when the session
+// runs again before the slot started (a new message): the wait goes on
+// until the schedule is written (the slot started, or dropped by a pause).
 func (b *Broker) sessionEndedLocked(id string, s *fsmpb.Session) {
 	sched, ok := b.queuedOn[id]
-	if !ok || fsm.SessionActive(s) {
+	if !ok {
 		return
 	}
-	delete(b.queuedOn, id)
-	delete(b.queuedWait, sched)
+	if fsm.SessionActive(s) {
+		b.unschedule(dueQueued, sched)
+		return
+	}
 	b.dueNow(due{dueQueued, sched, 0}, nil)
 }
 
