@@ -91,6 +91,7 @@ func New(cfg Config) *Console {
 	m.HandleFunc("GET /ui/sessions/{id}", c.authed(c.sessionPage))
 	m.HandleFunc("GET /ui/sessions/{id}/events", c.authed(c.sessionEvents))
 	m.HandleFunc("POST /ui/sessions/{id}/{action}", c.authed(c.sessionAction))
+	m.HandleFunc("GET /ui/schedules", c.authed(c.schedulesPage))
 	m.HandleFunc("GET /ui/cluster", c.authed(c.clusterPage))
 	m.HandleFunc("GET /ui/chaos", c.authed(c.chaosPage))
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {

@@ -61,7 +61,7 @@ var funcs = template.FuncMap{
 
 func parseTemplates() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"sessions", "session", "cluster", "chaos", "login", "error"} {
+	for _, name := range []string{"sessions", "session", "schedules", "cluster", "chaos", "login", "error"} {
 		t := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 		out[name] = t
 	}
