@@ -28,9 +28,9 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request) {
 	views := make([]scheduleView, 0, len(list))
 	for _, s := range list {
 		views = append(views, scheduleView{Schedule: s, Spec: scheduleSpec(s),
-			Overlap:  enumWord(s.Overlap.String(), "SCHEDULE_OVERLAP_"),
-			CatchUp:  enumWord(s.CatchUp.String(), "SCHEDULE_CATCH_UP_"),
-			Outcome:  enumWord(s.LastOutcome.String(), "SCHEDULE_SLOT_OUTCOME_"),
+			Overlap: enumWord(s.Overlap.String(), "SCHEDULE_OVERLAP_"),
+			CatchUp: enumWord(s.CatchUp.String(), "SCHEDULE_CATCH_UP_"),
+			Outcome: enumWord(s.LastOutcome.String(), "SCHEDULE_SLOT_OUTCOME_"),
 		})
 	}
 	c.render(w, r, http.StatusOK, "schedules", page{Title: "Schedules", Nav: "schedules", Data: views})
