@@ -65,6 +65,10 @@ type Broker struct {
 	preferOther time.Duration
 	// timersPending: AwaitTimer Steps delayed or owed (metrics).
 	timersPending int
+	// queuedOn: the session a schedule's queued slot waits for, by
+	// session id, and the other way (schedules.go).
+	queuedOn   map[string]string
+	queuedWait map[string]string
 	// nwaiting: polls registered as waiting (pair.go reads it before a
 	// prediction is worth its cost).
 	nwaiting int
@@ -84,6 +88,7 @@ func newBroker(src StateSource, epoch uint64, now func() time.Time, log *zap.Log
 		inflight: map[string]bool{}, order: newDispatchOrder(), orders: map[string]laneOrder{},
 		providers: map[string]*providerState{}, runningOf: map[string]*providerState{},
 		delayed: map[dueKey]*delayItem{}, owed: map[dueKey]due{},
+		queuedOn: map[string]string{}, queuedWait: map[string]string{},
 		health: newHealthBook(), since: map[string]readySince{}, preferOther: DefaultPreferOtherWait,
 		kick: make(chan struct{}, 1), owedCh: make(chan struct{}, 1),
 		stop: make(chan struct{}), driven: make(chan struct{}),
@@ -140,6 +145,7 @@ func (b *Broker) loadLocked(st *fsm.State) {
 		b.updateSessionLocked(s.Id, s, now)
 		n++
 	}
+	n += b.loadSchedulesLocked(st, now)
 	b.log.Info("broker loaded", zap.Uint64("epoch", b.epoch), zap.Int("rows", n), zap.Int("ready", len(b.ready)), zap.Int("delayed", len(b.delay)), zap.Int("owed", len(b.owed)))
 }
 
@@ -196,6 +202,9 @@ func (b *Broker) Applied(a *fsm.Applied) {
 	for _, id := range a.Sessions {
 		b.updateSessionLocked(id, st.Session(id), now)
 	}
+	for _, id := range a.Schedules {
+		b.updateScheduleLocked(st, id, st.Schedule(id), now)
+	}
 }
 
 // reloadLocked rebuilds the queues and heap after the state was replaced.
@@ -208,6 +217,7 @@ func (b *Broker) reloadLocked(st *fsm.State) {
 	b.delayed = map[dueKey]*delayItem{}
 	b.owed = map[dueKey]due{}
 	b.timersPending = 0
+	b.queuedOn, b.queuedWait = map[string]string{}, map[string]string{}
 	b.loadLocked(st)
 	signal(b.kick)
 	b.wakeAllLocked()
@@ -241,6 +251,7 @@ func (b *Broker) updateStepLocked(id string, s *fsmpb.Step, now int64) {
 }
 
 func (b *Broker) updateSessionLocked(id string, s *fsmpb.Session, now int64) {
+	b.sessionEndedLocked(id, s)
 	b.unschedule(dueResume, id)
 	if at, ok := fsm.ResumeDue(s); ok {
 		b.schedule(due{dueResume, id, at}, nil, now)

@@ -15,6 +15,11 @@ const (
 	dueReady  = "ready"  // a queued Step whose backoff or poll interval ends
 	dueTimer  = "timer"  // an AwaitTimer Step: the leader owes a FireTimer
 	dueResume = "resume" // an errored session: the leader owes a ResumeErrored
+	// a schedule whose next slot came: the leader owes a FireScheduleSlot
+	dueSchedule = "schedule"
+	// a schedule whose queued slot's wait ended (the previous slot's
+	// session is no longer under way): the leader owes its start
+	dueQueued = "schedule-queued"
 )
 
 // clockRecheck bounds how long the delay heap sleeps: due times are wall

@@ -72,6 +72,10 @@ type Config struct {
 	// session created by the command being proposed will have.
 	Providers      map[string]ProviderLimit
 	AgentProviders map[string]string
+	// Partitions is the cluster's partition count (0 or 1: one): the
+	// timer wheel draws each scheduled session's id in partition 0, which
+	// holds the schedules.
+	Partitions int
 }
 
 func (c Config) withDefaults() Config {

@@ -9,6 +9,14 @@ var failpointHook = func(string) {}
 // right after a FireTimer committed.
 const FailpointAfterWaitResolved = "dexAfterWaitResolved"
 
+// FailpointBeforeScheduleFire is evaluated right before the timer wheel
+// proposes a FireScheduleSlot, FailpointAfterScheduleFire right after one
+// committed: a leader killed there dies at a schedule's firing moment.
+const (
+	FailpointBeforeScheduleFire = "dexBeforeScheduleFire"
+	FailpointAfterScheduleFire  = "dexAfterScheduleFire"
+)
+
 // SetFailpointHook installs f as the failpoint hook. Call it at init, before
 // any timer wheel runs.
 func SetFailpointHook(f func(name string)) { failpointHook = f }

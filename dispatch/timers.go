@@ -142,9 +142,17 @@ func waitOwed(r *timerRun, retry time.Duration) bool {
 // refused it.
 func (t *Timers) propose(r *timerRun, o due, log *zap.Logger) (ok bool, err error) {
 	cmd := &fsmpb.Command{NowMs: t.cfg.Now().UnixMilli()}
-	if o.kind == "timer" {
+	switch o.kind {
+	case dueTimer:
 		cmd.Body = &fsmpb.Command_FireTimer{FireTimer: &fsmpb.FireTimer{StepId: o.id, Epoch: r.epoch}}
-	} else {
+	case dueSchedule, dueQueued:
+		fire := t.scheduleFire(o, cmd.NowMs, r.epoch, log)
+		if fire == nil {
+			return false, nil
+		}
+		cmd.Body = &fsmpb.Command_FireScheduleSlot{FireScheduleSlot: fire}
+		failpointHook(FailpointBeforeScheduleFire)
+	default:
 		cmd.Body = &fsmpb.Command_ResumeErrored{ResumeErrored: &fsmpb.ResumeErrored{SessionId: o.id, Epoch: r.epoch}}
 	}
 	log = log.With(zap.String("what", o.kind), zap.String("id", o.id), zap.Int64("due_at_ms", o.at))
@@ -160,8 +168,11 @@ func (t *Timers) propose(r *timerRun, o due, log *zap.Logger) (ok bool, err erro
 		return false, nil
 	}
 	log.Info("due timer proposed", zap.Int64("late_ms", cmd.NowMs-o.at))
-	if o.kind == "timer" {
+	switch o.kind {
+	case dueTimer:
 		failpointHook(FailpointAfterWaitResolved)
+	case dueSchedule, dueQueued:
+		failpointHook(FailpointAfterScheduleFire)
 	}
 	return true, nil
 }

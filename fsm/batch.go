@@ -10,7 +10,7 @@ import "github.com/dexhq/dex/fsm/fsmpb"
 
 // LogVersion is the newest log entry format this build applies: 2 reads
 // Batch entries, 3 SetTurnFolding, FoldTurns and the ImportSession commands,
-// 4 ForkSessionBegin and ForkSessionEnd, 5 the bulk jobs' commands. A node records it in its
+// 4 ForkSessionBegin and ForkSessionEnd, 5 the bulk jobs' and the schedules' commands. A node records it in its
 // NodeInfo; a leader writes an entry of a version only once every member
 // recorded that version or a newer one, so in a rolling upgrade no member
 // meets an entry it cannot apply.
@@ -21,7 +21,7 @@ const (
 	BatchLogVersion  = 2
 	FoldLogVersion   = 3
 	ImportLogVersion = 3
-	// ForkLogVersion is in fork.go.
+	// ForkLogVersion is in fork.go, ScheduleLogVersion in schedules.go.
 	BulkLogVersion = 5
 )
 

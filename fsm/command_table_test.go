@@ -81,8 +81,9 @@ var fencedValid = map[protoreflect.FullName]proto.Message{
 		Id: "fork", Status: fsmpb.SessionStatus_SESSION_STATUS_IDLE, NextStep: 1, NextTurn: 1, NextHistory: 2, NextInbox: 1,
 		HistoryCount: 1, ForkedFrom: "s1", ForkedAtSeq: 1,
 	}},
-	"dex.fsm.v1.ForkSessionEnd": &fsmpb.ForkSessionEnd{SessionId: "fork"},
-	"dex.fsm.v1.BulkJobStep":    &fsmpb.BulkJobStep{JobId: "job", Last: true},
+	"dex.fsm.v1.ForkSessionEnd":   &fsmpb.ForkSessionEnd{SessionId: "fork"},
+	"dex.fsm.v1.BulkJobStep":      &fsmpb.BulkJobStep{JobId: "job", Last: true},
+	"dex.fsm.v1.FireScheduleSlot": &fsmpb.FireScheduleSlot{ScheduleId: "daily", SlotMs: 1, RunSlotMs: 1, SessionId: "daily-1", NextSlotMs: 2},
 }
 
 // A fenced command from an older epoch, or a newer one, is refused as stale

@@ -68,5 +68,11 @@ var commandTable = []command{
 	unfenced((*fsmpb.Command).GetStartBulkJob, (*applier).startBulkJob),
 	fenced((*fsmpb.Command).GetBulkJobStep, checkBulkJobStep, (*applier).bulkJobStep).queues(),
 	unfenced((*fsmpb.Command).GetCancelBulkJob, (*applier).cancelBulkJob),
+	// Schedules (docs/schedules.md): an operator's commands, and the
+	// leader's decision of a slot, which may start a session.
+	unfenced((*fsmpb.Command).GetPutSchedule, (*applier).putSchedule),
+	unfenced((*fsmpb.Command).GetSetSchedulePaused, (*applier).setSchedulePaused),
+	unfenced((*fsmpb.Command).GetDeleteSchedule, (*applier).deleteSchedule),
+	fenced((*fsmpb.Command).GetFireScheduleSlot, checkFireSlot, (*applier).fireScheduleSlot).queues(),
 	unfenced((*fsmpb.Command).GetBatch, (*applier).nestedBatch),
 }

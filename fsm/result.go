@@ -19,6 +19,9 @@ const (
 	CodeFailedPrecondition
 	// CodeAlreadyExists: it would create something that exists.
 	CodeAlreadyExists
+	// CodeResourceExhausted: it would go over a bound of the state (the
+	// count or size of schedules).
+	CodeResourceExhausted
 )
 
 func (c Code) String() string {
@@ -31,6 +34,8 @@ func (c Code) String() string {
 		return "failed_precondition"
 	case CodeAlreadyExists:
 		return "already_exists"
+	case CodeResourceExhausted:
+		return "resource_exhausted"
 	}
 	return fmt.Sprintf("code(%d)", int(c))
 }

@@ -36,6 +36,9 @@ func busyState(t *testing.T) *driver {
 	tools[0].Agents = []string{"bot@1"}
 	tools = append(tools, demoTools[1:]...)
 	d.do(&fsmpb.Command{Body: &fsmpb.Command_RegisterWorker{RegisterWorker: &fsmpb.RegisterWorker{WorkerId: "w1", Tools: tools, RunsModel: true, Agents: []string{"bot@1"}}}})
+	// A schedule that started one slot's session.
+	d.do(putScheduleCmd(intervalSchedule("nightly", d.now, 60_000)))
+	d.do(d.fireCmd("nightly", d.now+60_000, d.now+60_000, d.now+120_000))
 	return d
 }
 

@@ -20,6 +20,8 @@ type Applied struct {
 	Providers []string
 	// Spans: the spans of traced turns this entry ended (tracespans.go).
 	Spans []TracedSpan
+	// Schedules: the schedules this entry wrote or deleted.
+	Schedules []string
 }
 
 // touched collects the rows one command writes. Ids are kept in order of
@@ -28,8 +30,15 @@ type touched struct {
 	steps, sessions     []string
 	stepSet, sessionSet map[string]bool
 	providers           []string
+	schedules           []string
 	out                 outcomes
 	spans               []TracedSpan
+}
+
+func (t *touched) schedule(id string) {
+	if !slices.Contains(t.schedules, id) {
+		t.schedules = append(t.schedules, id)
+	}
 }
 
 func (t *touched) provider(name string) {
@@ -70,6 +79,7 @@ func (f *FSM) notifyApplied(index uint64, t *touched) {
 		a.Claimed, a.Ended, a.Finished = t.out.claimed, t.out.ended, t.out.finished
 		a.Providers = t.providers
 		a.Spans = t.spans
+		a.Schedules = t.schedules
 	}
 	f.opts.OnApplied(a)
 }

@@ -22,12 +22,13 @@ import (
 // other writes are repeated only when a node answered that it is not the
 // leader (nothing was changed).
 type Client struct {
-	svc dexv1.SessionServiceClient
+	svc   dexv1.SessionServiceClient
+	sched dexv1.ScheduleServiceClient
 }
 
 // New returns a Client on conn (see Dial).
 func New(conn grpc.ClientConnInterface) *Client {
-	return &Client{svc: dexv1.NewSessionServiceClient(conn)}
+	return &Client{svc: dexv1.NewSessionServiceClient(conn), sched: dexv1.NewScheduleServiceClient(conn)}
 }
 
 // NewSessionID returns a new random session id. A caller that picks the id

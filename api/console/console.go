@@ -99,6 +99,7 @@ func New(cfg Config) *Console {
 	m.HandleFunc("POST /ui/sessions/{id}/fork", c.authed(c.fork))
 	m.HandleFunc("GET /ui/start", c.authed(c.startPage))
 	m.HandleFunc("POST /ui/start", c.authed(c.startSession))
+	m.HandleFunc("GET /ui/schedules", c.authed(c.schedulesPage))
 	m.HandleFunc("GET /ui/cluster", c.authed(c.clusterPage))
 	m.HandleFunc("GET /ui/chaos", c.authed(c.chaosPage))
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {

@@ -26,6 +26,8 @@ import (
 type fakeAPI struct {
 	dexv1.UnimplementedSessionServiceServer
 	dexv1.UnimplementedAdminServiceServer
+	dexv1.UnimplementedScheduleServiceServer
+	schedules []*dexv1.Schedule
 
 	mu       sync.Mutex
 	sessions map[string]*dexv1.GetSessionResponse
@@ -294,6 +296,7 @@ func serveFake(t testing.TB, api *fakeAPI, cfg Config) *Console {
 	srv := grpc.NewServer()
 	dexv1.RegisterSessionServiceServer(srv, api)
 	dexv1.RegisterAdminServiceServer(srv, api)
+	dexv1.RegisterScheduleServiceServer(srv, api)
 	go srv.Serve(lis)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -366,4 +369,10 @@ func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, code int, contains
 		}
 	}
 	return body
+}
+
+func (f *fakeAPI) ListSchedules(context.Context, *dexv1.ListSchedulesRequest) (*dexv1.ListSchedulesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &dexv1.ListSchedulesResponse{Schedules: f.schedules}, nil
 }

@@ -290,3 +290,23 @@ func TestSessionPage_ListsFoldedTurns(t *testing.T) {
 		t.Fatal("a session without folded turns shows the section")
 	}
 }
+
+// The schedules page lists each schedule with its spec, state, slots and
+// counts, and links the session of its last slot.
+func TestSchedulesPage_ListsTheSchedules(t *testing.T) {
+	api := sampleAPI()
+	b := newBrowser(t, serveFake(t, api, Config{}))
+	wantStatus(t, b.get("/ui/schedules"), http.StatusOK, "No schedule.")
+	api.mu.Lock()
+	api.schedules = []*dexv1.Schedule{
+		{Id: "nightly", Cron: "0 2 * * *", TimeZone: "Europe/Paris", NextSlotMs: 1_700_000_000_000, LastSlotMs: 1_699_913_600_000,
+			LastOutcome: dexv1.ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_STARTED, LastSessionId: "nightly-1699913600000",
+			Overlap: dexv1.ScheduleOverlap_SCHEDULE_OVERLAP_QUEUE_ONE, CatchUp: dexv1.ScheduleCatchUp_SCHEDULE_CATCH_UP_LATEST, Started: 12, SkippedMissed: 2},
+		{Id: "tick", IntervalMs: 30_000, Paused: true, Overlap: dexv1.ScheduleOverlap_SCHEDULE_OVERLAP_SKIP, CatchUp: dexv1.ScheduleCatchUp_SCHEDULE_CATCH_UP_SKIP},
+	}
+	api.mu.Unlock()
+	wantStatus(t, b.get("/ui/schedules"), http.StatusOK,
+		`<code>0 2 * * * (Europe/Paris)</code>`, "2023-11-14 22:13:20.000", `<a href="/ui/sessions/nightly-1699913600000">`,
+		"<td>queue_one</td><td>latest</td><td>12</td><td>0</td><td>2</td>",
+		"<code>every 30s</code></td><td>paused</td>\n<td>—</td>")
+}

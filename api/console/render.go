@@ -71,7 +71,7 @@ func parseTemplates() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	// A page's template, and the parts it includes beside the layout.
 	parts := map[string][]string{"session": {"templates/manage.html"}}
-	for _, name := range []string{"sessions", "session", "start", "fork", "cluster", "chaos", "login", "error"} {
+	for _, name := range []string{"sessions", "session", "start", "fork", "schedules", "cluster", "chaos", "login", "error"} {
 		files := append([]string{"templates/layout.html", "templates/" + name + ".html"}, parts[name]...)
 		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...))
 	}

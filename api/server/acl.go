@@ -49,7 +49,9 @@ func accessOf(fullMethod string) methodAccess {
 		strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/"),
 		strings.HasPrefix(fullMethod, "/grpc.reflection."):
 		return accessOpen
-	case strings.HasPrefix(fullMethod, "/dex.v1.SessionService/"):
+	case strings.HasPrefix(fullMethod, "/dex.v1.SessionService/"),
+		// A schedule starts sessions a client could start itself.
+		strings.HasPrefix(fullMethod, "/dex.v1.ScheduleService/"):
 		return accessClient
 	case strings.HasPrefix(fullMethod, "/dex.v1.WorkerService/"):
 		return accessWorker

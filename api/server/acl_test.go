@@ -151,7 +151,7 @@ func TestACL_EveryRPCAnswersEachRoleAsItsTableSays(t *testing.T) {
 		{"unknown token", "not-a-token", func(string) bool { return false }, codes.Unauthenticated},
 		{"revoked admin token", revokedSecret, func(string) bool { return false }, codes.Unauthenticated},
 		{"admin", adminSecret, func(string) bool { return true }, codes.OK},
-		{"client", clientSecret, func(s string) bool { return s == "dex.v1.SessionService" }, codes.PermissionDenied},
+		{"client", clientSecret, func(s string) bool { return s == "dex.v1.SessionService" || s == "dex.v1.ScheduleService" }, codes.PermissionDenied},
 		{"worker", workerSecret, func(s string) bool { return s == "dex.v1.WorkerService" }, codes.PermissionDenied},
 	}
 	for _, m := range dexMethods(t) {

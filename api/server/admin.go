@@ -367,6 +367,8 @@ func RejectionStatus(r *fsm.Rejection) error {
 		code = codes.NotFound
 	case fsm.CodeAlreadyExists:
 		code = codes.AlreadyExists
+	case fsm.CodeResourceExhausted:
+		code = codes.ResourceExhausted
 	}
 	return status.Error(code, fmt.Sprintf("%s", r.Reason))
 }

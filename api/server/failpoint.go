@@ -15,7 +15,12 @@ const (
 	// and in the timer wheel after a FireTimer committed — the wait ended
 	// while the turn moves on.
 	FailpointAfterWaitResolved = dispatch.FailpointAfterWaitResolved
+	// FailpointBeforeScheduleFire and FailpointAfterScheduleFire: in the
+	// timer wheel before a FireScheduleSlot is proposed and after it
+	// committed — a schedule's firing moment.
+	FailpointBeforeScheduleFire = dispatch.FailpointBeforeScheduleFire
+	FailpointAfterScheduleFire  = dispatch.FailpointAfterScheduleFire
 )
 
 // FailpointNames lists every failpoint of dexd.
-var FailpointNames = []string{FailpointBeforeCommitResult, FailpointAfterWaitResolved}
+var FailpointNames = []string{FailpointBeforeCommitResult, FailpointAfterWaitResolved, FailpointBeforeScheduleFire, FailpointAfterScheduleFire}

@@ -16,7 +16,7 @@ import (
 // so a new RPC is covered without a line of its own: session and Step ids
 // must hold only fsm.IDChars, message ids and idempotency keys must print.
 var (
-	idFields  = map[protoreflect.Name]bool{"session_id": true, "parent_id": true, "step_id": true}
+	idFields  = map[protoreflect.Name]bool{"session_id": true, "parent_id": true, "step_id": true, "schedule_id": true}
 	keyFields = map[protoreflect.Name]bool{"idempotency_key": true, "message_id": true}
 )
 

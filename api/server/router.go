@@ -103,10 +103,14 @@ func NewRouter(nodes []*cluster.Node, log *zap.Logger, opts []Options) *Router {
 		po.MaxPayload = o.MaxPayload
 		h := newHandlers(node, NewAdmin(node, log), po)
 		h.sessions.partition, h.sessions.partitions = k, len(nodes)
+		h.schedules.partitions = len(nodes)
 		h.admin.partitions = nodes
 		p := &partitionHandlers{node: node, admin: h.admin, services: map[string]service{
 			dexv1.AdminService_ServiceDesc.ServiceName:   {h.admin, &dexv1.AdminService_ServiceDesc},
 			dexv1.SessionService_ServiceDesc.ServiceName: {h.sessions, &dexv1.SessionService_ServiceDesc},
+			// Schedules live in partition 0 (wirerules.Routes): the other
+			// partitions' handlers are never reached.
+			dexv1.ScheduleService_ServiceDesc.ServiceName: {h.schedules, &dexv1.ScheduleService_ServiceDesc},
 		}}
 		if h.workers != nil {
 			p.services[dexv1.WorkerService_ServiceDesc.ServiceName] = service{h.workers, &dexv1.WorkerService_ServiceDesc}

@@ -30,7 +30,7 @@ const DispatchService = "dex.v1.Dispatch"
 const workerService = "dex.v1.WorkerService"
 
 // readinessServices are the health names that follow readiness.
-var readinessServices = []string{DispatchService, workerService, "dex.v1.SessionService"}
+var readinessServices = []string{DispatchService, workerService, "dex.v1.SessionService", "dex.v1.ScheduleService"}
 
 // DefaultMaxPayload bounds one request (--max-payload).
 const DefaultMaxPayload = 4 << 20
@@ -93,6 +93,7 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 	h := newHandlers(node, s.admin, o)
 	dexv1.RegisterAdminServiceServer(s.grpc, s.admin)
 	dexv1.RegisterSessionServiceServer(s.grpc, h.sessions)
+	dexv1.RegisterScheduleServiceServer(s.grpc, h.schedules)
 	if h.workers != nil {
 		dexv1.RegisterWorkerServiceServer(s.grpc, h.workers)
 	}
@@ -123,15 +124,18 @@ func New(node *cluster.Node, log *zap.Logger, opts ...Options) *Server {
 
 // handlers are one partition's service implementations.
 type handlers struct {
-	admin    *Admin
-	sessions *Sessions
-	workers  *Workers // nil without Dispatch and Deadlines
+	admin     *Admin
+	sessions  *Sessions
+	schedules *Schedules
+	workers   *Workers // nil without Dispatch and Deadlines
 }
 
 func newHandlers(node *cluster.Node, admin *Admin, o Options) handlers {
 	admin.useWorkerHealth(o.Dispatch)
 	admin.live, _ = o.Liveness.(LivenessView)
-	h := handlers{admin: admin, sessions: NewSessions(node, LimitsFor(o.MaxPayload))}
+	h := handlers{admin: admin, sessions: NewSessions(node, LimitsFor(o.MaxPayload)), schedules: NewSchedules(node, LimitsFor(o.MaxPayload))}
+	h.schedules.p = o.Proposer
+	h.schedules.providers = o.Providers
 	h.sessions.p = o.Proposer
 	h.sessions.retention = o.Retention
 	h.sessions.budgets = o.Budgets

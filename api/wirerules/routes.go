@@ -87,6 +87,15 @@ var Routes = map[string]Route{
 	"/dex.v1.SessionService/ListBulkJobs":    {Kind: Bulk},
 	"/dex.v1.SessionService/CancelBulkJob":   {Kind: Bulk},
 
+	// Schedules live in partition 0, their sessions too (docs/schedules.md).
+	"/dex.v1.ScheduleService/CreateSchedule":  {Kind: Registry},
+	"/dex.v1.ScheduleService/GetSchedule":     {Kind: Registry},
+	"/dex.v1.ScheduleService/ListSchedules":   {Kind: Registry},
+	"/dex.v1.ScheduleService/PauseSchedule":   {Kind: Registry},
+	"/dex.v1.ScheduleService/ResumeSchedule":  {Kind: Registry},
+	"/dex.v1.ScheduleService/DeleteSchedule":  {Kind: Registry},
+	"/dex.v1.ScheduleService/TriggerSchedule": {Kind: Registry},
+
 	"/dex.v1.WorkerService/RegisterWorker":   {Kind: EveryPartition},
 	"/dex.v1.WorkerService/PollTask":         {Kind: Polled},
 	"/dex.v1.WorkerService/ClaimTask":        {Kind: ByAttempt, Field: 1},

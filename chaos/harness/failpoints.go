@@ -24,6 +24,10 @@ const (
 	// FailpointAfterArchiveWrite: the leader's session collector wrote a
 	// batch of sessions to the archive and has not proposed their delete.
 	FailpointAfterArchiveWrite = "dexAfterArchiveWrite"
+	// FailpointBeforeScheduleFire and FailpointAfterScheduleFire: the timer
+	// wheel before it proposes a FireScheduleSlot and after one committed.
+	FailpointBeforeScheduleFire = "dexBeforeScheduleFire"
+	FailpointAfterScheduleFire  = "dexAfterScheduleFire"
 )
 
 // BuildChaos builds the chaos binaries (dexd with failpoints, go build

@@ -41,7 +41,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.token, "token", "", "ACL token secret sent on every call (default $DEX_TOKEN)")
 	g.tls.register(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.tls.load() }
-	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newSnapshotCmd(g), newTLSCmd(), newTokenCmd(g), newACLCmd(g), newWorkersCmd(g), newBulkCmd(g))
+	root.AddCommand(newStatusCmd(g), newNodeCmd(g), newSessionCmd(g), newScheduleCmd(g), newSnapshotCmd(g), newTLSCmd(), newTokenCmd(g), newACLCmd(g), newWorkersCmd(g), newBulkCmd(g))
 	root.AddCommand(newStepCmds(g)...)
 	markUsage(root)
 	return root

@@ -45,7 +45,7 @@ func newLeaderStack(node *cluster.Node, o *options, store *archive.Store, archiv
 	queues := dispatch.NewQueues(pipe, node, dcfg, log)
 	disp := dispatch.New(pipe, node, queues, deadlines, dcfg, log)
 	pipe.Pair(disp)
-	timers := dispatch.NewTimers(pipe, node, queues, dispatch.Config{}, log)
+	timers := dispatch.NewTimers(pipe, node, queues, dispatch.Config{Partitions: o.partitions}, log)
 	nm.UseBroker(queues)
 	nm.UseSnapshots(node)
 	events := gc.NewEvents(pipe, node, gc.EventConfig{Count: o.eventCount, Age: o.eventAge}, log)

@@ -14,6 +14,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	// Every node carries the same zone database, so a schedule's cron
+	// expression in a zone gives the same slots whichever node leads
+	// (docs/schedules.md).
+	_ "time/tzdata"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"

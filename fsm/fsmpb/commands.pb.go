@@ -80,6 +80,10 @@ type Command struct {
 	//	*Command_StartBulkJob
 	//	*Command_BulkJobStep
 	//	*Command_CancelBulkJob
+	//	*Command_PutSchedule
+	//	*Command_SetSchedulePaused
+	//	*Command_DeleteSchedule
+	//	*Command_FireScheduleSlot
 	//	*Command_Batch
 	Body          isCommand_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -551,6 +555,42 @@ func (x *Command) GetCancelBulkJob() *CancelBulkJob {
 	return nil
 }
 
+func (x *Command) GetPutSchedule() *PutSchedule {
+	if x != nil {
+		if x, ok := x.Body.(*Command_PutSchedule); ok {
+			return x.PutSchedule
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSetSchedulePaused() *SetSchedulePaused {
+	if x != nil {
+		if x, ok := x.Body.(*Command_SetSchedulePaused); ok {
+			return x.SetSchedulePaused
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDeleteSchedule() *DeleteSchedule {
+	if x != nil {
+		if x, ok := x.Body.(*Command_DeleteSchedule); ok {
+			return x.DeleteSchedule
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFireScheduleSlot() *FireScheduleSlot {
+	if x != nil {
+		if x, ok := x.Body.(*Command_FireScheduleSlot); ok {
+			return x.FireScheduleSlot
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetBatch() *Batch {
 	if x != nil {
 		if x, ok := x.Body.(*Command_Batch); ok {
@@ -737,7 +777,7 @@ type Command_ForkSessionEnd struct {
 }
 
 type Command_StartBulkJob struct {
-	// Bulk actions (docs/bulk.md); 143-150 are another change's.
+	// Bulk actions (docs/bulk.md).
 	StartBulkJob *StartBulkJob `protobuf:"bytes,160,opt,name=start_bulk_job,json=startBulkJob,proto3,oneof"`
 }
 
@@ -747,6 +787,23 @@ type Command_BulkJobStep struct {
 
 type Command_CancelBulkJob struct {
 	CancelBulkJob *CancelBulkJob `protobuf:"bytes,162,opt,name=cancel_bulk_job,json=cancelBulkJob,proto3,oneof"`
+}
+
+type Command_PutSchedule struct {
+	// Schedules (docs/schedules.md).
+	PutSchedule *PutSchedule `protobuf:"bytes,143,opt,name=put_schedule,json=putSchedule,proto3,oneof"`
+}
+
+type Command_SetSchedulePaused struct {
+	SetSchedulePaused *SetSchedulePaused `protobuf:"bytes,144,opt,name=set_schedule_paused,json=setSchedulePaused,proto3,oneof"`
+}
+
+type Command_DeleteSchedule struct {
+	DeleteSchedule *DeleteSchedule `protobuf:"bytes,145,opt,name=delete_schedule,json=deleteSchedule,proto3,oneof"`
+}
+
+type Command_FireScheduleSlot struct {
+	FireScheduleSlot *FireScheduleSlot `protobuf:"bytes,146,opt,name=fire_schedule_slot,json=fireScheduleSlot,proto3,oneof"`
 }
 
 type Command_Batch struct {
@@ -844,6 +901,14 @@ func (*Command_StartBulkJob) isCommand_Body() {}
 func (*Command_BulkJobStep) isCommand_Body() {}
 
 func (*Command_CancelBulkJob) isCommand_Body() {}
+
+func (*Command_PutSchedule) isCommand_Body() {}
+
+func (*Command_SetSchedulePaused) isCommand_Body() {}
+
+func (*Command_DeleteSchedule) isCommand_Body() {}
+
+func (*Command_FireScheduleSlot) isCommand_Body() {}
 
 func (*Command_Batch) isCommand_Body() {}
 
@@ -4286,12 +4351,286 @@ func (x *CancelBulkJob) GetBy() string {
 	return ""
 }
 
+// Creates a schedule (docs/schedules.md). The API validated its spec and
+// computed its first slot (next_slot_ms); Apply refuses a taken id and a
+// schedule over the count or size bounds.
+type PutSchedule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedule      *Schedule              `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutSchedule) Reset() {
+	*x = PutSchedule{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutSchedule) ProtoMessage() {}
+
+func (x *PutSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutSchedule.ProtoReflect.Descriptor instead.
+func (*PutSchedule) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *PutSchedule) GetSchedule() *Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+// Pauses a schedule (paused) or resumes it at next_slot_ms, the first slot
+// after the resume as the leader computed it: slots that passed while it
+// was paused are not caught up.
+type SetSchedulePaused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScheduleId    string                 `protobuf:"bytes,1,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	Paused        bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
+	NextSlotMs    int64                  `protobuf:"varint,3,opt,name=next_slot_ms,json=nextSlotMs,proto3" json:"next_slot_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSchedulePaused) Reset() {
+	*x = SetSchedulePaused{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSchedulePaused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSchedulePaused) ProtoMessage() {}
+
+func (x *SetSchedulePaused) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSchedulePaused.ProtoReflect.Descriptor instead.
+func (*SetSchedulePaused) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *SetSchedulePaused) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *SetSchedulePaused) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *SetSchedulePaused) GetNextSlotMs() int64 {
+	if x != nil {
+		return x.NextSlotMs
+	}
+	return 0
+}
+
+// Removes a schedule. Sessions it started stay.
+type DeleteSchedule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScheduleId    string                 `protobuf:"bytes,1,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSchedule) Reset() {
+	*x = DeleteSchedule{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSchedule) ProtoMessage() {}
+
+func (x *DeleteSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSchedule.ProtoReflect.Descriptor instead.
+func (*DeleteSchedule) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *DeleteSchedule) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+// The leader decides slot_ms of a schedule. It applies only when slot_ms
+// is the schedule's next slot (or, with from_queue, its queued slot), so a
+// repeat after a takeover changes nothing and each slot is decided once.
+// run_slot_ms (0: none) is the slot whose session starts, with session_id;
+// the slots from slot_ms up to it (or up to next_slot_ms when none runs)
+// are skipped as missed, skipped_missed of them. next_slot_ms becomes the
+// schedule's next slot.
+type FireScheduleSlot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	ScheduleId    string                 `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	SlotMs        int64                  `protobuf:"varint,3,opt,name=slot_ms,json=slotMs,proto3" json:"slot_ms,omitempty"`
+	RunSlotMs     int64                  `protobuf:"varint,4,opt,name=run_slot_ms,json=runSlotMs,proto3" json:"run_slot_ms,omitempty"`
+	SessionId     string                 `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SkippedMissed uint64                 `protobuf:"varint,6,opt,name=skipped_missed,json=skippedMissed,proto3" json:"skipped_missed,omitempty"`
+	NextSlotMs    int64                  `protobuf:"varint,7,opt,name=next_slot_ms,json=nextSlotMs,proto3" json:"next_slot_ms,omitempty"`
+	// The slot is the queued one, started now that the previous slot's
+	// session ended.
+	FromQueue bool `protobuf:"varint,8,opt,name=from_queue,json=fromQueue,proto3" json:"from_queue,omitempty"`
+	// A manual trigger: the session starts now, outside the slot sequence
+	// (slot_ms is the trigger's time); the next slot is unchanged.
+	Manual        bool `protobuf:"varint,9,opt,name=manual,proto3" json:"manual,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FireScheduleSlot) Reset() {
+	*x = FireScheduleSlot{}
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FireScheduleSlot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FireScheduleSlot) ProtoMessage() {}
+
+func (x *FireScheduleSlot) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_commands_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FireScheduleSlot.ProtoReflect.Descriptor instead.
+func (*FireScheduleSlot) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_commands_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *FireScheduleSlot) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *FireScheduleSlot) GetSlotMs() int64 {
+	if x != nil {
+		return x.SlotMs
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetRunSlotMs() int64 {
+	if x != nil {
+		return x.RunSlotMs
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *FireScheduleSlot) GetSkippedMissed() uint64 {
+	if x != nil {
+		return x.SkippedMissed
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetNextSlotMs() int64 {
+	if x != nil {
+		return x.NextSlotMs
+	}
+	return 0
+}
+
+func (x *FireScheduleSlot) GetFromQueue() bool {
+	if x != nil {
+		return x.FromQueue
+	}
+	return false
+}
+
+func (x *FireScheduleSlot) GetManual() bool {
+	if x != nil {
+		return x.Manual
+	}
+	return false
+}
+
 var File_dex_fsm_v1_commands_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x19dex/fsm/v1/commands.proto\x12\n" +
-	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xb6\x19\n" +
+	"dex.fsm.v1\x1a\x16dex/fsm/v1/state.proto\x1a\x16dex/fsm/v1/enums.proto\"\xde\x1b\n" +
 	"\aCommand\x12\x1c\n" +
 	"\tignorable\x18\x01 \x01(\bR\tignorable\x12\x15\n" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\x12B\n" +
@@ -4348,7 +4687,11 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\x10fork_session_end\x18\x8e\x01 \x01(\v2\x1a.dex.fsm.v1.ForkSessionEndH\x00R\x0eforkSessionEnd\x12A\n" +
 	"\x0estart_bulk_job\x18\xa0\x01 \x01(\v2\x18.dex.fsm.v1.StartBulkJobH\x00R\fstartBulkJob\x12>\n" +
 	"\rbulk_job_step\x18\xa1\x01 \x01(\v2\x17.dex.fsm.v1.BulkJobStepH\x00R\vbulkJobStep\x12D\n" +
-	"\x0fcancel_bulk_job\x18\xa2\x01 \x01(\v2\x19.dex.fsm.v1.CancelBulkJobH\x00R\rcancelBulkJob\x12*\n" +
+	"\x0fcancel_bulk_job\x18\xa2\x01 \x01(\v2\x19.dex.fsm.v1.CancelBulkJobH\x00R\rcancelBulkJob\x12=\n" +
+	"\fput_schedule\x18\x8f\x01 \x01(\v2\x17.dex.fsm.v1.PutScheduleH\x00R\vputSchedule\x12P\n" +
+	"\x13set_schedule_paused\x18\x90\x01 \x01(\v2\x1d.dex.fsm.v1.SetSchedulePausedH\x00R\x11setSchedulePaused\x12F\n" +
+	"\x0fdelete_schedule\x18\x91\x01 \x01(\v2\x1a.dex.fsm.v1.DeleteScheduleH\x00R\x0edeleteSchedule\x12M\n" +
+	"\x12fire_schedule_slot\x18\x92\x01 \x01(\v2\x1c.dex.fsm.v1.FireScheduleSlotH\x00R\x10fireScheduleSlot\x12*\n" +
 	"\x05batch\x18\x8c\x01 \x01(\v2\x11.dex.fsm.v1.BatchH\x00R\x05batchB\x06\n" +
 	"\x04body\"#\n" +
 	"\x05Batch\x12\x1a\n" +
@@ -4608,7 +4951,32 @@ const file_dex_fsm_v1_commands_proto_rawDesc = "" +
 	"\fretention_ms\x18\a \x03(\x03R\vretentionMs\"6\n" +
 	"\rCancelBulkJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02byB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\x02by\x18\x02 \x01(\tR\x02by\"?\n" +
+	"\vPutSchedule\x120\n" +
+	"\bschedule\x18\x01 \x01(\v2\x14.dex.fsm.v1.ScheduleR\bschedule\"n\n" +
+	"\x11SetSchedulePaused\x12\x1f\n" +
+	"\vschedule_id\x18\x01 \x01(\tR\n" +
+	"scheduleId\x12\x16\n" +
+	"\x06paused\x18\x02 \x01(\bR\x06paused\x12 \n" +
+	"\fnext_slot_ms\x18\x03 \x01(\x03R\n" +
+	"nextSlotMs\"1\n" +
+	"\x0eDeleteSchedule\x12\x1f\n" +
+	"\vschedule_id\x18\x01 \x01(\tR\n" +
+	"scheduleId\"\xa1\x02\n" +
+	"\x10FireScheduleSlot\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\x12\x17\n" +
+	"\aslot_ms\x18\x03 \x01(\x03R\x06slotMs\x12\x1e\n" +
+	"\vrun_slot_ms\x18\x04 \x01(\x03R\trunSlotMs\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x12%\n" +
+	"\x0eskipped_missed\x18\x06 \x01(\x04R\rskippedMissed\x12 \n" +
+	"\fnext_slot_ms\x18\a \x01(\x03R\n" +
+	"nextSlotMs\x12\x1d\n" +
+	"\n" +
+	"from_queue\x18\b \x01(\bR\tfromQueue\x12\x16\n" +
+	"\x06manual\x18\t \x01(\bR\x06manualB&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_commands_proto_rawDescOnce sync.Once
@@ -4622,7 +4990,7 @@ func file_dex_fsm_v1_commands_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_commands_proto_rawDescData
 }
 
-var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_dex_fsm_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*Command)(nil),              // 0: dex.fsm.v1.Command
 	(*Batch)(nil),                // 1: dex.fsm.v1.Batch
@@ -4678,28 +5046,33 @@ var file_dex_fsm_v1_commands_proto_goTypes = []any{
 	(*StartBulkJob)(nil),         // 51: dex.fsm.v1.StartBulkJob
 	(*BulkJobStep)(nil),          // 52: dex.fsm.v1.BulkJobStep
 	(*CancelBulkJob)(nil),        // 53: dex.fsm.v1.CancelBulkJob
-	(*Budget)(nil),               // 54: dex.fsm.v1.Budget
-	(*Label)(nil),                // 55: dex.fsm.v1.Label
-	(*TraceContext)(nil),         // 56: dex.fsm.v1.TraceContext
-	(*Session)(nil),              // 57: dex.fsm.v1.Session
-	(*BudgetChange)(nil),         // 58: dex.fsm.v1.BudgetChange
-	(*ToolSpec)(nil),             // 59: dex.fsm.v1.ToolSpec
-	(ErrorType)(0),               // 60: dex.fsm.v1.ErrorType
-	(ResumeChoice)(0),            // 61: dex.fsm.v1.ResumeChoice
-	(Outcome)(0),                 // 62: dex.fsm.v1.Outcome
-	(*NodeInfo)(nil),             // 63: dex.fsm.v1.NodeInfo
-	(*EventRetention)(nil),       // 64: dex.fsm.v1.EventRetention
-	(*InboxMessage)(nil),         // 65: dex.fsm.v1.InboxMessage
-	(*HistoryEntry)(nil),         // 66: dex.fsm.v1.HistoryEntry
-	(*Step)(nil),                 // 67: dex.fsm.v1.Step
-	(*Event)(nil),                // 68: dex.fsm.v1.Event
-	(*FoldedTurn)(nil),           // 69: dex.fsm.v1.FoldedTurn
-	(*AclToken)(nil),             // 70: dex.fsm.v1.AclToken
-	(*ToolCall)(nil),             // 71: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),         // 72: dex.fsm.v1.InlineResult
-	(*Usage)(nil),                // 73: dex.fsm.v1.Usage
-	(*BulkJob)(nil),              // 74: dex.fsm.v1.BulkJob
-	(*BulkCursor)(nil),           // 75: dex.fsm.v1.BulkCursor
+	(*PutSchedule)(nil),          // 54: dex.fsm.v1.PutSchedule
+	(*SetSchedulePaused)(nil),    // 55: dex.fsm.v1.SetSchedulePaused
+	(*DeleteSchedule)(nil),       // 56: dex.fsm.v1.DeleteSchedule
+	(*FireScheduleSlot)(nil),     // 57: dex.fsm.v1.FireScheduleSlot
+	(*Budget)(nil),               // 58: dex.fsm.v1.Budget
+	(*Label)(nil),                // 59: dex.fsm.v1.Label
+	(*TraceContext)(nil),         // 60: dex.fsm.v1.TraceContext
+	(*Session)(nil),              // 61: dex.fsm.v1.Session
+	(*BudgetChange)(nil),         // 62: dex.fsm.v1.BudgetChange
+	(*ToolSpec)(nil),             // 63: dex.fsm.v1.ToolSpec
+	(ErrorType)(0),               // 64: dex.fsm.v1.ErrorType
+	(ResumeChoice)(0),            // 65: dex.fsm.v1.ResumeChoice
+	(Outcome)(0),                 // 66: dex.fsm.v1.Outcome
+	(*NodeInfo)(nil),             // 67: dex.fsm.v1.NodeInfo
+	(*EventRetention)(nil),       // 68: dex.fsm.v1.EventRetention
+	(*InboxMessage)(nil),         // 69: dex.fsm.v1.InboxMessage
+	(*HistoryEntry)(nil),         // 70: dex.fsm.v1.HistoryEntry
+	(*Step)(nil),                 // 71: dex.fsm.v1.Step
+	(*Event)(nil),                // 72: dex.fsm.v1.Event
+	(*FoldedTurn)(nil),           // 73: dex.fsm.v1.FoldedTurn
+	(*AclToken)(nil),             // 74: dex.fsm.v1.AclToken
+	(*ToolCall)(nil),             // 75: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),         // 76: dex.fsm.v1.InlineResult
+	(*Usage)(nil),                // 77: dex.fsm.v1.Usage
+	(*BulkJob)(nil),              // 78: dex.fsm.v1.BulkJob
+	(*BulkCursor)(nil),           // 79: dex.fsm.v1.BulkCursor
+	(*Schedule)(nil),             // 80: dex.fsm.v1.Schedule
 }
 var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	2,  // 0: dex.fsm.v1.Command.create_session:type_name -> dex.fsm.v1.CreateSession
@@ -4748,52 +5121,57 @@ var file_dex_fsm_v1_commands_proto_depIdxs = []int32{
 	51, // 43: dex.fsm.v1.Command.start_bulk_job:type_name -> dex.fsm.v1.StartBulkJob
 	52, // 44: dex.fsm.v1.Command.bulk_job_step:type_name -> dex.fsm.v1.BulkJobStep
 	53, // 45: dex.fsm.v1.Command.cancel_bulk_job:type_name -> dex.fsm.v1.CancelBulkJob
-	1,  // 46: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
-	54, // 47: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
-	55, // 48: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
-	56, // 49: dex.fsm.v1.CreateSession.trace:type_name -> dex.fsm.v1.TraceContext
-	57, // 50: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
-	55, // 51: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
-	58, // 52: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
-	56, // 53: dex.fsm.v1.SendMessage.trace:type_name -> dex.fsm.v1.TraceContext
-	59, // 54: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
-	45, // 55: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	45, // 56: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	47, // 57: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 58: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 59: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
-	45, // 60: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	60, // 61: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	61, // 62: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
-	62, // 63: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
-	63, // 64: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
-	64, // 65: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
-	57, // 66: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
-	65, // 67: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
-	66, // 68: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
-	67, // 69: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
-	68, // 70: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
-	69, // 71: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
-	45, // 72: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
-	46, // 73: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
-	70, // 74: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
-	47, // 75: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
-	48, // 76: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
-	49, // 77: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
-	50, // 78: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
-	71, // 79: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	72, // 80: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
-	73, // 81: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
-	48, // 82: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
-	60, // 83: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
-	74, // 84: dex.fsm.v1.StartBulkJob.job:type_name -> dex.fsm.v1.BulkJob
-	75, // 85: dex.fsm.v1.BulkJobStep.from_cursor:type_name -> dex.fsm.v1.BulkCursor
-	75, // 86: dex.fsm.v1.BulkJobStep.to_cursor:type_name -> dex.fsm.v1.BulkCursor
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	54, // 46: dex.fsm.v1.Command.put_schedule:type_name -> dex.fsm.v1.PutSchedule
+	55, // 47: dex.fsm.v1.Command.set_schedule_paused:type_name -> dex.fsm.v1.SetSchedulePaused
+	56, // 48: dex.fsm.v1.Command.delete_schedule:type_name -> dex.fsm.v1.DeleteSchedule
+	57, // 49: dex.fsm.v1.Command.fire_schedule_slot:type_name -> dex.fsm.v1.FireScheduleSlot
+	1,  // 50: dex.fsm.v1.Command.batch:type_name -> dex.fsm.v1.Batch
+	58, // 51: dex.fsm.v1.CreateSession.budget:type_name -> dex.fsm.v1.Budget
+	59, // 52: dex.fsm.v1.CreateSession.labels:type_name -> dex.fsm.v1.Label
+	60, // 53: dex.fsm.v1.CreateSession.trace:type_name -> dex.fsm.v1.TraceContext
+	61, // 54: dex.fsm.v1.ForkSessionBegin.session:type_name -> dex.fsm.v1.Session
+	59, // 55: dex.fsm.v1.SetLabels.set:type_name -> dex.fsm.v1.Label
+	62, // 56: dex.fsm.v1.SetBudget.change:type_name -> dex.fsm.v1.BudgetChange
+	60, // 57: dex.fsm.v1.SendMessage.trace:type_name -> dex.fsm.v1.TraceContext
+	63, // 58: dex.fsm.v1.RegisterWorker.tools:type_name -> dex.fsm.v1.ToolSpec
+	45, // 59: dex.fsm.v1.ClaimAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	45, // 60: dex.fsm.v1.CompleteAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	47, // 61: dex.fsm.v1.CompleteAttempt.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 62: dex.fsm.v1.CompleteAttempt.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 63: dex.fsm.v1.CompleteAttempt.poll_result:type_name -> dex.fsm.v1.PollResult
+	45, // 64: dex.fsm.v1.FailAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	64, // 65: dex.fsm.v1.FailAttempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	65, // 66: dex.fsm.v1.ResumeSession.choice:type_name -> dex.fsm.v1.ResumeChoice
+	66, // 67: dex.fsm.v1.ReconcileOutcome.outcome:type_name -> dex.fsm.v1.Outcome
+	67, // 68: dex.fsm.v1.SetNode.node:type_name -> dex.fsm.v1.NodeInfo
+	68, // 69: dex.fsm.v1.SetEventRetention.retention:type_name -> dex.fsm.v1.EventRetention
+	61, // 70: dex.fsm.v1.ImportSessionBegin.session:type_name -> dex.fsm.v1.Session
+	69, // 71: dex.fsm.v1.ImportSessionBegin.inbox:type_name -> dex.fsm.v1.InboxMessage
+	70, // 72: dex.fsm.v1.ImportSessionPage.history:type_name -> dex.fsm.v1.HistoryEntry
+	71, // 73: dex.fsm.v1.ImportSessionPage.steps:type_name -> dex.fsm.v1.Step
+	72, // 74: dex.fsm.v1.ImportSessionPage.events:type_name -> dex.fsm.v1.Event
+	73, // 75: dex.fsm.v1.ImportSessionPage.folded:type_name -> dex.fsm.v1.FoldedTurn
+	45, // 76: dex.fsm.v1.ReportAttempt.ref:type_name -> dex.fsm.v1.AttemptRef
+	46, // 77: dex.fsm.v1.ReportAttempt.result:type_name -> dex.fsm.v1.AttemptResult
+	74, // 78: dex.fsm.v1.CreateToken.token:type_name -> dex.fsm.v1.AclToken
+	47, // 79: dex.fsm.v1.AttemptResult.model_output:type_name -> dex.fsm.v1.ModelOutput
+	48, // 80: dex.fsm.v1.AttemptResult.tool_result:type_name -> dex.fsm.v1.ToolResult
+	49, // 81: dex.fsm.v1.AttemptResult.poll_result:type_name -> dex.fsm.v1.PollResult
+	50, // 82: dex.fsm.v1.AttemptResult.failure:type_name -> dex.fsm.v1.AttemptFailure
+	75, // 83: dex.fsm.v1.ModelOutput.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	76, // 84: dex.fsm.v1.ModelOutput.inline_results:type_name -> dex.fsm.v1.InlineResult
+	77, // 85: dex.fsm.v1.ModelOutput.usage:type_name -> dex.fsm.v1.Usage
+	48, // 86: dex.fsm.v1.PollResult.result:type_name -> dex.fsm.v1.ToolResult
+	64, // 87: dex.fsm.v1.AttemptFailure.error_type:type_name -> dex.fsm.v1.ErrorType
+	78, // 88: dex.fsm.v1.StartBulkJob.job:type_name -> dex.fsm.v1.BulkJob
+	79, // 89: dex.fsm.v1.BulkJobStep.from_cursor:type_name -> dex.fsm.v1.BulkCursor
+	79, // 90: dex.fsm.v1.BulkJobStep.to_cursor:type_name -> dex.fsm.v1.BulkCursor
+	80, // 91: dex.fsm.v1.PutSchedule.schedule:type_name -> dex.fsm.v1.Schedule
+	92, // [92:92] is the sub-list for method output_type
+	92, // [92:92] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_commands_proto_init() }
@@ -4850,6 +5228,10 @@ func file_dex_fsm_v1_commands_proto_init() {
 		(*Command_StartBulkJob)(nil),
 		(*Command_BulkJobStep)(nil),
 		(*Command_CancelBulkJob)(nil),
+		(*Command_PutSchedule)(nil),
+		(*Command_SetSchedulePaused)(nil),
+		(*Command_DeleteSchedule)(nil),
+		(*Command_FireScheduleSlot)(nil),
 		(*Command_Batch)(nil),
 	}
 	file_dex_fsm_v1_commands_proto_msgTypes[2].OneofWrappers = []any{}
@@ -4872,7 +5254,7 @@ func file_dex_fsm_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_commands_proto_rawDesc), len(file_dex_fsm_v1_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

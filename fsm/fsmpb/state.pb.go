@@ -142,6 +142,176 @@ func (BulkJobStatus) EnumDescriptor() ([]byte, []int) {
 	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{1}
 }
 
+type ScheduleOverlap int32
+
+const (
+	ScheduleOverlap_SCHEDULE_OVERLAP_UNSPECIFIED ScheduleOverlap = 0
+	// The previous slot's session is still running or waiting: the slot is
+	// skipped.
+	ScheduleOverlap_SCHEDULE_OVERLAP_SKIP ScheduleOverlap = 1
+	// The slot waits for the previous one's session to end (one at most).
+	ScheduleOverlap_SCHEDULE_OVERLAP_QUEUE_ONE ScheduleOverlap = 2
+	// The slot starts whatever the previous one does.
+	ScheduleOverlap_SCHEDULE_OVERLAP_ALLOW ScheduleOverlap = 3
+)
+
+// Enum value maps for ScheduleOverlap.
+var (
+	ScheduleOverlap_name = map[int32]string{
+		0: "SCHEDULE_OVERLAP_UNSPECIFIED",
+		1: "SCHEDULE_OVERLAP_SKIP",
+		2: "SCHEDULE_OVERLAP_QUEUE_ONE",
+		3: "SCHEDULE_OVERLAP_ALLOW",
+	}
+	ScheduleOverlap_value = map[string]int32{
+		"SCHEDULE_OVERLAP_UNSPECIFIED": 0,
+		"SCHEDULE_OVERLAP_SKIP":        1,
+		"SCHEDULE_OVERLAP_QUEUE_ONE":   2,
+		"SCHEDULE_OVERLAP_ALLOW":       3,
+	}
+)
+
+func (x ScheduleOverlap) Enum() *ScheduleOverlap {
+	p := new(ScheduleOverlap)
+	*p = x
+	return p
+}
+
+func (x ScheduleOverlap) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleOverlap) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[2].Descriptor()
+}
+
+func (ScheduleOverlap) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[2]
+}
+
+func (x ScheduleOverlap) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleOverlap.Descriptor instead.
+func (ScheduleOverlap) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{2}
+}
+
+type ScheduleCatchUp int32
+
+const (
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_UNSPECIFIED ScheduleCatchUp = 0
+	// Slots missed while no leader ran are skipped.
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_SKIP ScheduleCatchUp = 1
+	// Of the slots missed, the latest runs.
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_LATEST ScheduleCatchUp = 2
+	// Every slot missed runs, the latest ones up to a bound.
+	ScheduleCatchUp_SCHEDULE_CATCH_UP_ALL ScheduleCatchUp = 3
+)
+
+// Enum value maps for ScheduleCatchUp.
+var (
+	ScheduleCatchUp_name = map[int32]string{
+		0: "SCHEDULE_CATCH_UP_UNSPECIFIED",
+		1: "SCHEDULE_CATCH_UP_SKIP",
+		2: "SCHEDULE_CATCH_UP_LATEST",
+		3: "SCHEDULE_CATCH_UP_ALL",
+	}
+	ScheduleCatchUp_value = map[string]int32{
+		"SCHEDULE_CATCH_UP_UNSPECIFIED": 0,
+		"SCHEDULE_CATCH_UP_SKIP":        1,
+		"SCHEDULE_CATCH_UP_LATEST":      2,
+		"SCHEDULE_CATCH_UP_ALL":         3,
+	}
+)
+
+func (x ScheduleCatchUp) Enum() *ScheduleCatchUp {
+	p := new(ScheduleCatchUp)
+	*p = x
+	return p
+}
+
+func (x ScheduleCatchUp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleCatchUp) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[3].Descriptor()
+}
+
+func (ScheduleCatchUp) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[3]
+}
+
+func (x ScheduleCatchUp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleCatchUp.Descriptor instead.
+func (ScheduleCatchUp) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+type ScheduleSlotOutcome int32
+
+const (
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_UNSPECIFIED     ScheduleSlotOutcome = 0
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_STARTED         ScheduleSlotOutcome = 1
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP ScheduleSlotOutcome = 2
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED  ScheduleSlotOutcome = 3
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_QUEUED          ScheduleSlotOutcome = 4
+	// The slot's session id was taken by a session of another origin.
+	ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN ScheduleSlotOutcome = 5
+)
+
+// Enum value maps for ScheduleSlotOutcome.
+var (
+	ScheduleSlotOutcome_name = map[int32]string{
+		0: "SCHEDULE_SLOT_OUTCOME_UNSPECIFIED",
+		1: "SCHEDULE_SLOT_OUTCOME_STARTED",
+		2: "SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP",
+		3: "SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED",
+		4: "SCHEDULE_SLOT_OUTCOME_QUEUED",
+		5: "SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN",
+	}
+	ScheduleSlotOutcome_value = map[string]int32{
+		"SCHEDULE_SLOT_OUTCOME_UNSPECIFIED":      0,
+		"SCHEDULE_SLOT_OUTCOME_STARTED":          1,
+		"SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP":  2,
+		"SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED":   3,
+		"SCHEDULE_SLOT_OUTCOME_QUEUED":           4,
+		"SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN": 5,
+	}
+)
+
+func (x ScheduleSlotOutcome) Enum() *ScheduleSlotOutcome {
+	p := new(ScheduleSlotOutcome)
+	*p = x
+	return p
+}
+
+func (x ScheduleSlotOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleSlotOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_dex_fsm_v1_state_proto_enumTypes[4].Descriptor()
+}
+
+func (ScheduleSlotOutcome) Type() protoreflect.EnumType {
+	return &file_dex_fsm_v1_state_proto_enumTypes[4]
+}
+
+func (x ScheduleSlotOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleSlotOutcome.Descriptor instead.
+func (ScheduleSlotOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{4}
+}
+
 // Cluster-wide counters of the state machine.
 type ClusterMeta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1911,6 +2081,7 @@ type SnapshotRecord struct {
 	//	*SnapshotRecord_FoldedTurn
 	//	*SnapshotRecord_ProviderHold
 	//	*SnapshotRecord_BulkJob
+	//	*SnapshotRecord_Schedule
 	Record        isSnapshotRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2097,6 +2268,15 @@ func (x *SnapshotRecord) GetBulkJob() *BulkJob {
 	return nil
 }
 
+func (x *SnapshotRecord) GetSchedule() *Schedule {
+	if x != nil {
+		if x, ok := x.Record.(*SnapshotRecord_Schedule); ok {
+			return x.Schedule
+		}
+	}
+	return nil
+}
+
 type isSnapshotRecord_Record interface {
 	isSnapshotRecord_Record()
 }
@@ -2165,6 +2345,10 @@ type SnapshotRecord_BulkJob struct {
 	BulkJob *BulkJob `protobuf:"bytes,40,opt,name=bulk_job,json=bulkJob,proto3,oneof"`
 }
 
+type SnapshotRecord_Schedule struct {
+	Schedule *Schedule `protobuf:"bytes,22,opt,name=schedule,proto3,oneof"`
+}
+
 func (*SnapshotRecord_Meta) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_Session) isSnapshotRecord_Record() {}
@@ -2196,6 +2380,8 @@ func (*SnapshotRecord_FoldedTurn) isSnapshotRecord_Record() {}
 func (*SnapshotRecord_ProviderHold) isSnapshotRecord_Record() {}
 
 func (*SnapshotRecord_BulkJob) isSnapshotRecord_Record() {}
+
+func (*SnapshotRecord_Schedule) isSnapshotRecord_Record() {}
 
 // A provider held after a rate_limit failure with a Retry-After, keyed by
 // provider; a hold that has passed is dropped when the next is written.
@@ -4251,6 +4437,244 @@ func (x *BulkJob) GetCancelledBy() string {
 	return ""
 }
 
+// A schedule (docs/schedules.md): a spec the API validated, a template of
+// the sessions it starts, its policies and where its slots stand. Apply
+// never reads the spec: the leader computes slot times and its commands
+// carry them, so every node computes the same state whatever its clock or
+// time zone database.
+type Schedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Exactly one of cron (with time_zone, an IANA name; empty: UTC) or
+	// interval_ms.
+	Cron       string `protobuf:"bytes,2,opt,name=cron,proto3" json:"cron,omitempty"`
+	TimeZone   string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	IntervalMs int64  `protobuf:"varint,4,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	// The session template.
+	Agent       string          `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
+	Message     string          `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Labels      []*Label        `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty"`
+	Overlap     ScheduleOverlap `protobuf:"varint,8,opt,name=overlap,proto3,enum=dex.fsm.v1.ScheduleOverlap" json:"overlap,omitempty"`
+	CatchUp     ScheduleCatchUp `protobuf:"varint,9,opt,name=catch_up,json=catchUp,proto3,enum=dex.fsm.v1.ScheduleCatchUp" json:"catch_up,omitempty"`
+	Paused      bool            `protobuf:"varint,10,opt,name=paused,proto3" json:"paused,omitempty"`
+	CreatedAtMs int64           `protobuf:"varint,11,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	UpdatedAtMs int64           `protobuf:"varint,12,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	// The slot the leader owes next (unix ms): a FireScheduleSlot decides
+	// exactly this slot, once. 0 while paused.
+	NextSlotMs int64 `protobuf:"varint,13,opt,name=next_slot_ms,json=nextSlotMs,proto3" json:"next_slot_ms,omitempty"`
+	// The latest slot decided, its outcome, and the session of the latest
+	// slot started (the overlap policy reads it).
+	LastSlotMs    int64               `protobuf:"varint,14,opt,name=last_slot_ms,json=lastSlotMs,proto3" json:"last_slot_ms,omitempty"`
+	LastOutcome   ScheduleSlotOutcome `protobuf:"varint,15,opt,name=last_outcome,json=lastOutcome,proto3,enum=dex.fsm.v1.ScheduleSlotOutcome" json:"last_outcome,omitempty"`
+	LastSessionId string              `protobuf:"bytes,16,opt,name=last_session_id,json=lastSessionId,proto3" json:"last_session_id,omitempty"`
+	// queue_one: a slot that waits for last_session_id to end (0: none).
+	QueuedSlotMs int64 `protobuf:"varint,17,opt,name=queued_slot_ms,json=queuedSlotMs,proto3" json:"queued_slot_ms,omitempty"`
+	// Counts of slots by outcome.
+	Started        uint64 `protobuf:"varint,18,opt,name=started,proto3" json:"started,omitempty"`
+	SkippedOverlap uint64 `protobuf:"varint,19,opt,name=skipped_overlap,json=skippedOverlap,proto3" json:"skipped_overlap,omitempty"`
+	SkippedMissed  uint64 `protobuf:"varint,20,opt,name=skipped_missed,json=skippedMissed,proto3" json:"skipped_missed,omitempty"`
+	// An interval's slots are anchor_ms + k * interval_ms.
+	AnchorMs int64 `protobuf:"varint,21,opt,name=anchor_ms,json=anchorMs,proto3" json:"anchor_ms,omitempty"`
+	// The session id the queued slot will start.
+	QueuedSessionId string `protobuf:"bytes,22,opt,name=queued_session_id,json=queuedSessionId,proto3" json:"queued_session_id,omitempty"`
+	// The template agent's provider as the API node saw it (dexd
+	// --agent-provider) when the schedule was created.
+	Provider      string `protobuf:"bytes,23,opt,name=provider,proto3" json:"provider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Schedule) Reset() {
+	*x = Schedule{}
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Schedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Schedule) ProtoMessage() {}
+
+func (x *Schedule) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_fsm_v1_state_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
+func (*Schedule) Descriptor() ([]byte, []int) {
+	return file_dex_fsm_v1_state_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *Schedule) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Schedule) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Schedule) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Schedule) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *Schedule) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Schedule) GetLabels() []*Label {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Schedule) GetOverlap() ScheduleOverlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return ScheduleOverlap_SCHEDULE_OVERLAP_UNSPECIFIED
+}
+
+func (x *Schedule) GetCatchUp() ScheduleCatchUp {
+	if x != nil {
+		return x.CatchUp
+	}
+	return ScheduleCatchUp_SCHEDULE_CATCH_UP_UNSPECIFIED
+}
+
+func (x *Schedule) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Schedule) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetUpdatedAtMs() int64 {
+	if x != nil {
+		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetNextSlotMs() int64 {
+	if x != nil {
+		return x.NextSlotMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetLastSlotMs() int64 {
+	if x != nil {
+		return x.LastSlotMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetLastOutcome() ScheduleSlotOutcome {
+	if x != nil {
+		return x.LastOutcome
+	}
+	return ScheduleSlotOutcome_SCHEDULE_SLOT_OUTCOME_UNSPECIFIED
+}
+
+func (x *Schedule) GetLastSessionId() string {
+	if x != nil {
+		return x.LastSessionId
+	}
+	return ""
+}
+
+func (x *Schedule) GetQueuedSlotMs() int64 {
+	if x != nil {
+		return x.QueuedSlotMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetStarted() uint64 {
+	if x != nil {
+		return x.Started
+	}
+	return 0
+}
+
+func (x *Schedule) GetSkippedOverlap() uint64 {
+	if x != nil {
+		return x.SkippedOverlap
+	}
+	return 0
+}
+
+func (x *Schedule) GetSkippedMissed() uint64 {
+	if x != nil {
+		return x.SkippedMissed
+	}
+	return 0
+}
+
+func (x *Schedule) GetAnchorMs() int64 {
+	if x != nil {
+		return x.AnchorMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetQueuedSessionId() string {
+	if x != nil {
+		return x.QueuedSessionId
+	}
+	return ""
+}
+
+func (x *Schedule) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
 var File_dex_fsm_v1_state_proto protoreflect.FileDescriptor
 
 const file_dex_fsm_v1_state_proto_rawDesc = "" +
@@ -4443,7 +4867,7 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\"=\n" +
 	"\x0eEventRetention\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
-	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xc6\x06\n" +
+	"\x06age_ms\x18\x02 \x01(\x03R\x05ageMs\"\xfa\x06\n" +
 	"\x0eSnapshotRecord\x12-\n" +
 	"\x04meta\x18\x01 \x01(\v2\x17.dex.fsm.v1.ClusterMetaH\x00R\x04meta\x12/\n" +
 	"\asession\x18\x02 \x01(\v2\x13.dex.fsm.v1.SessionH\x00R\asession\x12&\n" +
@@ -4463,7 +4887,8 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\vfolded_turn\x18\x14 \x01(\v2\x16.dex.fsm.v1.FoldedTurnH\x00R\n" +
 	"foldedTurn\x12?\n" +
 	"\rprovider_hold\x18\x15 \x01(\v2\x18.dex.fsm.v1.ProviderHoldH\x00R\fproviderHold\x120\n" +
-	"\bbulk_job\x18( \x01(\v2\x13.dex.fsm.v1.BulkJobH\x00R\abulkJobB\b\n" +
+	"\bbulk_job\x18( \x01(\v2\x13.dex.fsm.v1.BulkJobH\x00R\abulkJob\x122\n" +
+	"\bschedule\x18\x16 \x01(\v2\x14.dex.fsm.v1.ScheduleH\x00R\bscheduleB\b\n" +
 	"\x06record\"z\n" +
 	"\fProviderHold\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x19\n" +
@@ -4672,7 +5097,35 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\askipped\x18\r \x03(\v2\x14.dex.fsm.v1.BulkSkipR\askipped\x12\x16\n" +
 	"\x06failed\x18\x0e \x01(\x04R\x06failed\x12\x14\n" +
 	"\x05steps\x18\x0f \x01(\x04R\x05steps\x12!\n" +
-	"\fcancelled_by\x18\x10 \x01(\tR\vcancelledBy*\x9f\x01\n" +
+	"\fcancelled_by\x18\x10 \x01(\tR\vcancelledBy\"\xbb\x06\n" +
+	"\bSchedule\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04cron\x18\x02 \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x12\x1f\n" +
+	"\vinterval_ms\x18\x04 \x01(\x03R\n" +
+	"intervalMs\x12\x14\n" +
+	"\x05agent\x18\x05 \x01(\tR\x05agent\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12)\n" +
+	"\x06labels\x18\a \x03(\v2\x11.dex.fsm.v1.LabelR\x06labels\x125\n" +
+	"\aoverlap\x18\b \x01(\x0e2\x1b.dex.fsm.v1.ScheduleOverlapR\aoverlap\x126\n" +
+	"\bcatch_up\x18\t \x01(\x0e2\x1b.dex.fsm.v1.ScheduleCatchUpR\acatchUp\x12\x16\n" +
+	"\x06paused\x18\n" +
+	" \x01(\bR\x06paused\x12\"\n" +
+	"\rcreated_at_ms\x18\v \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rupdated_at_ms\x18\f \x01(\x03R\vupdatedAtMs\x12 \n" +
+	"\fnext_slot_ms\x18\r \x01(\x03R\n" +
+	"nextSlotMs\x12 \n" +
+	"\flast_slot_ms\x18\x0e \x01(\x03R\n" +
+	"lastSlotMs\x12B\n" +
+	"\flast_outcome\x18\x0f \x01(\x0e2\x1f.dex.fsm.v1.ScheduleSlotOutcomeR\vlastOutcome\x12&\n" +
+	"\x0flast_session_id\x18\x10 \x01(\tR\rlastSessionId\x12$\n" +
+	"\x0equeued_slot_ms\x18\x11 \x01(\x03R\fqueuedSlotMs\x12\x18\n" +
+	"\astarted\x18\x12 \x01(\x04R\astarted\x12'\n" +
+	"\x0fskipped_overlap\x18\x13 \x01(\x04R\x0eskippedOverlap\x12%\n" +
+	"\x0eskipped_missed\x18\x14 \x01(\x04R\rskippedMissed\x12\x1b\n" +
+	"\tanchor_ms\x18\x15 \x01(\x03R\banchorMs\x12*\n" +
+	"\x11queued_session_id\x18\x16 \x01(\tR\x0fqueuedSessionId\x12\x1a\n" +
+	"\bprovider\x18\x17 \x01(\tR\bprovider*\x9f\x01\n" +
 	"\n" +
 	"BulkAction\x12\x1b\n" +
 	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
@@ -4685,7 +5138,24 @@ const file_dex_fsm_v1_state_proto_rawDesc = "" +
 	"\x1bBULK_JOB_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17BULK_JOB_STATUS_RUNNING\x10\x01\x12\x18\n" +
 	"\x14BULK_JOB_STATUS_DONE\x10\x02\x12\x1d\n" +
-	"\x19BULK_JOB_STATUS_CANCELLED\x10\x03B&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
+	"\x19BULK_JOB_STATUS_CANCELLED\x10\x03*\x8a\x01\n" +
+	"\x0fScheduleOverlap\x12 \n" +
+	"\x1cSCHEDULE_OVERLAP_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SCHEDULE_OVERLAP_SKIP\x10\x01\x12\x1e\n" +
+	"\x1aSCHEDULE_OVERLAP_QUEUE_ONE\x10\x02\x12\x1a\n" +
+	"\x16SCHEDULE_OVERLAP_ALLOW\x10\x03*\x89\x01\n" +
+	"\x0fScheduleCatchUp\x12!\n" +
+	"\x1dSCHEDULE_CATCH_UP_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16SCHEDULE_CATCH_UP_SKIP\x10\x01\x12\x1c\n" +
+	"\x18SCHEDULE_CATCH_UP_LATEST\x10\x02\x12\x19\n" +
+	"\x15SCHEDULE_CATCH_UP_ALL\x10\x03*\x82\x02\n" +
+	"\x13ScheduleSlotOutcome\x12%\n" +
+	"!SCHEDULE_SLOT_OUTCOME_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dSCHEDULE_SLOT_OUTCOME_STARTED\x10\x01\x12)\n" +
+	"%SCHEDULE_SLOT_OUTCOME_SKIPPED_OVERLAP\x10\x02\x12(\n" +
+	"$SCHEDULE_SLOT_OUTCOME_SKIPPED_MISSED\x10\x03\x12 \n" +
+	"\x1cSCHEDULE_SLOT_OUTCOME_QUEUED\x10\x04\x12*\n" +
+	"&SCHEDULE_SLOT_OUTCOME_SKIPPED_ID_TAKEN\x10\x05B&Z$github.com/dexhq/dex/fsm/fsmpb;fsmpbb\x06proto3"
 
 var (
 	file_dex_fsm_v1_state_proto_rawDescOnce sync.Once
@@ -4699,135 +5169,144 @@ func file_dex_fsm_v1_state_proto_rawDescGZIP() []byte {
 	return file_dex_fsm_v1_state_proto_rawDescData
 }
 
-var file_dex_fsm_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_dex_fsm_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_dex_fsm_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_dex_fsm_v1_state_proto_goTypes = []any{
-	(BulkAction)(0),         // 0: dex.fsm.v1.BulkAction
-	(BulkJobStatus)(0),      // 1: dex.fsm.v1.BulkJobStatus
-	(*ClusterMeta)(nil),     // 2: dex.fsm.v1.ClusterMeta
-	(*EventLog)(nil),        // 3: dex.fsm.v1.EventLog
-	(*Event)(nil),           // 4: dex.fsm.v1.Event
-	(*Session)(nil),         // 5: dex.fsm.v1.Session
-	(*Label)(nil),           // 6: dex.fsm.v1.Label
-	(*SessionImport)(nil),   // 7: dex.fsm.v1.SessionImport
-	(*AclToken)(nil),        // 8: dex.fsm.v1.AclToken
-	(*Step)(nil),            // 9: dex.fsm.v1.Step
-	(*HistoryEntry)(nil),    // 10: dex.fsm.v1.HistoryEntry
-	(*InboxMessage)(nil),    // 11: dex.fsm.v1.InboxMessage
-	(*AcceptedMessage)(nil), // 12: dex.fsm.v1.AcceptedMessage
-	(*EventRetention)(nil),  // 13: dex.fsm.v1.EventRetention
-	(*SnapshotRecord)(nil),  // 14: dex.fsm.v1.SnapshotRecord
-	(*ProviderHold)(nil),    // 15: dex.fsm.v1.ProviderHold
-	(*FoldedTurn)(nil),      // 16: dex.fsm.v1.FoldedTurn
-	(*FoldedKind)(nil),      // 17: dex.fsm.v1.FoldedKind
-	(*WorkerTool)(nil),      // 18: dex.fsm.v1.WorkerTool
-	(*Turn)(nil),            // 19: dex.fsm.v1.Turn
-	(*TraceContext)(nil),    // 20: dex.fsm.v1.TraceContext
-	(*CallRepeat)(nil),      // 21: dex.fsm.v1.CallRepeat
-	(*CallState)(nil),       // 22: dex.fsm.v1.CallState
-	(*Attempt)(nil),         // 23: dex.fsm.v1.Attempt
-	(*ToolSpec)(nil),        // 24: dex.fsm.v1.ToolSpec
-	(*ToolCall)(nil),        // 25: dex.fsm.v1.ToolCall
-	(*InlineResult)(nil),    // 26: dex.fsm.v1.InlineResult
-	(*WorkerInfo)(nil),      // 27: dex.fsm.v1.WorkerInfo
-	(*NodeInfo)(nil),        // 28: dex.fsm.v1.NodeInfo
-	(*Usage)(nil),           // 29: dex.fsm.v1.Usage
-	(*UsageTotals)(nil),     // 30: dex.fsm.v1.UsageTotals
-	(*Budget)(nil),          // 31: dex.fsm.v1.Budget
-	(*BudgetChange)(nil),    // 32: dex.fsm.v1.BudgetChange
-	(*BulkCursor)(nil),      // 33: dex.fsm.v1.BulkCursor
-	(*BulkFilter)(nil),      // 34: dex.fsm.v1.BulkFilter
-	(*BulkSkip)(nil),        // 35: dex.fsm.v1.BulkSkip
-	(*BulkJob)(nil),         // 36: dex.fsm.v1.BulkJob
-	(SessionStatus)(0),      // 37: dex.fsm.v1.SessionStatus
-	(PauseReason)(0),        // 38: dex.fsm.v1.PauseReason
-	(ErrorType)(0),          // 39: dex.fsm.v1.ErrorType
-	(TokenRole)(0),          // 40: dex.fsm.v1.TokenRole
-	(StepKind)(0),           // 41: dex.fsm.v1.StepKind
-	(StepStatus)(0),         // 42: dex.fsm.v1.StepStatus
-	(Outcome)(0),            // 43: dex.fsm.v1.Outcome
-	(HistoryKind)(0),        // 44: dex.fsm.v1.HistoryKind
-	(TurnInput)(0),          // 45: dex.fsm.v1.TurnInput
-	(CallPhase)(0),          // 46: dex.fsm.v1.CallPhase
-	(AttemptStatus)(0),      // 47: dex.fsm.v1.AttemptStatus
-	(AttemptProgress)(0),    // 48: dex.fsm.v1.AttemptProgress
-	(ToolAccess)(0),         // 49: dex.fsm.v1.ToolAccess
+	(BulkAction)(0),          // 0: dex.fsm.v1.BulkAction
+	(BulkJobStatus)(0),       // 1: dex.fsm.v1.BulkJobStatus
+	(ScheduleOverlap)(0),     // 2: dex.fsm.v1.ScheduleOverlap
+	(ScheduleCatchUp)(0),     // 3: dex.fsm.v1.ScheduleCatchUp
+	(ScheduleSlotOutcome)(0), // 4: dex.fsm.v1.ScheduleSlotOutcome
+	(*ClusterMeta)(nil),      // 5: dex.fsm.v1.ClusterMeta
+	(*EventLog)(nil),         // 6: dex.fsm.v1.EventLog
+	(*Event)(nil),            // 7: dex.fsm.v1.Event
+	(*Session)(nil),          // 8: dex.fsm.v1.Session
+	(*Label)(nil),            // 9: dex.fsm.v1.Label
+	(*SessionImport)(nil),    // 10: dex.fsm.v1.SessionImport
+	(*AclToken)(nil),         // 11: dex.fsm.v1.AclToken
+	(*Step)(nil),             // 12: dex.fsm.v1.Step
+	(*HistoryEntry)(nil),     // 13: dex.fsm.v1.HistoryEntry
+	(*InboxMessage)(nil),     // 14: dex.fsm.v1.InboxMessage
+	(*AcceptedMessage)(nil),  // 15: dex.fsm.v1.AcceptedMessage
+	(*EventRetention)(nil),   // 16: dex.fsm.v1.EventRetention
+	(*SnapshotRecord)(nil),   // 17: dex.fsm.v1.SnapshotRecord
+	(*ProviderHold)(nil),     // 18: dex.fsm.v1.ProviderHold
+	(*FoldedTurn)(nil),       // 19: dex.fsm.v1.FoldedTurn
+	(*FoldedKind)(nil),       // 20: dex.fsm.v1.FoldedKind
+	(*WorkerTool)(nil),       // 21: dex.fsm.v1.WorkerTool
+	(*Turn)(nil),             // 22: dex.fsm.v1.Turn
+	(*TraceContext)(nil),     // 23: dex.fsm.v1.TraceContext
+	(*CallRepeat)(nil),       // 24: dex.fsm.v1.CallRepeat
+	(*CallState)(nil),        // 25: dex.fsm.v1.CallState
+	(*Attempt)(nil),          // 26: dex.fsm.v1.Attempt
+	(*ToolSpec)(nil),         // 27: dex.fsm.v1.ToolSpec
+	(*ToolCall)(nil),         // 28: dex.fsm.v1.ToolCall
+	(*InlineResult)(nil),     // 29: dex.fsm.v1.InlineResult
+	(*WorkerInfo)(nil),       // 30: dex.fsm.v1.WorkerInfo
+	(*NodeInfo)(nil),         // 31: dex.fsm.v1.NodeInfo
+	(*Usage)(nil),            // 32: dex.fsm.v1.Usage
+	(*UsageTotals)(nil),      // 33: dex.fsm.v1.UsageTotals
+	(*Budget)(nil),           // 34: dex.fsm.v1.Budget
+	(*BudgetChange)(nil),     // 35: dex.fsm.v1.BudgetChange
+	(*BulkCursor)(nil),       // 36: dex.fsm.v1.BulkCursor
+	(*BulkFilter)(nil),       // 37: dex.fsm.v1.BulkFilter
+	(*BulkSkip)(nil),         // 38: dex.fsm.v1.BulkSkip
+	(*BulkJob)(nil),          // 39: dex.fsm.v1.BulkJob
+	(*Schedule)(nil),         // 40: dex.fsm.v1.Schedule
+	(SessionStatus)(0),       // 41: dex.fsm.v1.SessionStatus
+	(PauseReason)(0),         // 42: dex.fsm.v1.PauseReason
+	(ErrorType)(0),           // 43: dex.fsm.v1.ErrorType
+	(TokenRole)(0),           // 44: dex.fsm.v1.TokenRole
+	(StepKind)(0),            // 45: dex.fsm.v1.StepKind
+	(StepStatus)(0),          // 46: dex.fsm.v1.StepStatus
+	(Outcome)(0),             // 47: dex.fsm.v1.Outcome
+	(HistoryKind)(0),         // 48: dex.fsm.v1.HistoryKind
+	(TurnInput)(0),           // 49: dex.fsm.v1.TurnInput
+	(CallPhase)(0),           // 50: dex.fsm.v1.CallPhase
+	(AttemptStatus)(0),       // 51: dex.fsm.v1.AttemptStatus
+	(AttemptProgress)(0),     // 52: dex.fsm.v1.AttemptProgress
+	(ToolAccess)(0),          // 53: dex.fsm.v1.ToolAccess
 }
 var file_dex_fsm_v1_state_proto_depIdxs = []int32{
-	13, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
-	37, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
-	10, // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
-	11, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
-	19, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
-	38, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
-	39, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	31, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
-	30, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
-	30, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
-	6,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
-	7,  // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
-	5,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
-	40, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
-	41, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
-	24, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
-	42, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
-	23, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
-	43, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
-	39, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
-	29, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
-	20, // 21: dex.fsm.v1.Step.trace:type_name -> dex.fsm.v1.TraceContext
-	44, // 22: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
-	43, // 23: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
-	25, // 24: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
-	26, // 25: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
-	20, // 26: dex.fsm.v1.InboxMessage.trace:type_name -> dex.fsm.v1.TraceContext
-	2,  // 27: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
-	5,  // 28: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
-	9,  // 29: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
-	27, // 30: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
-	28, // 31: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
-	4,  // 32: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
-	10, // 33: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
-	11, // 34: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
-	12, // 35: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
-	3,  // 36: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
-	24, // 37: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
-	18, // 38: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
-	8,  // 39: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
-	16, // 40: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
-	15, // 41: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
-	36, // 42: dex.fsm.v1.SnapshotRecord.bulk_job:type_name -> dex.fsm.v1.BulkJob
-	17, // 43: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
-	42, // 44: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
-	43, // 45: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
-	39, // 46: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
-	41, // 47: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
-	45, // 48: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
-	22, // 49: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
-	30, // 50: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
-	21, // 51: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
-	20, // 52: dex.fsm.v1.Turn.trace:type_name -> dex.fsm.v1.TraceContext
-	24, // 53: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
-	46, // 54: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
-	43, // 55: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
-	47, // 56: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
-	48, // 57: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
-	39, // 58: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
-	49, // 59: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
-	24, // 60: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
-	37, // 61: dex.fsm.v1.BulkFilter.status:type_name -> dex.fsm.v1.SessionStatus
-	6,  // 62: dex.fsm.v1.BulkFilter.labels:type_name -> dex.fsm.v1.Label
-	0,  // 63: dex.fsm.v1.BulkJob.action:type_name -> dex.fsm.v1.BulkAction
-	34, // 64: dex.fsm.v1.BulkJob.filter:type_name -> dex.fsm.v1.BulkFilter
-	6,  // 65: dex.fsm.v1.BulkJob.labels:type_name -> dex.fsm.v1.Label
-	1,  // 66: dex.fsm.v1.BulkJob.status:type_name -> dex.fsm.v1.BulkJobStatus
-	33, // 67: dex.fsm.v1.BulkJob.cursor:type_name -> dex.fsm.v1.BulkCursor
-	35, // 68: dex.fsm.v1.BulkJob.skipped:type_name -> dex.fsm.v1.BulkSkip
-	69, // [69:69] is the sub-list for method output_type
-	69, // [69:69] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	16, // 0: dex.fsm.v1.ClusterMeta.event_retention:type_name -> dex.fsm.v1.EventRetention
+	41, // 1: dex.fsm.v1.Session.status:type_name -> dex.fsm.v1.SessionStatus
+	13, // 2: dex.fsm.v1.Session.history:type_name -> dex.fsm.v1.HistoryEntry
+	14, // 3: dex.fsm.v1.Session.inbox:type_name -> dex.fsm.v1.InboxMessage
+	22, // 4: dex.fsm.v1.Session.turn:type_name -> dex.fsm.v1.Turn
+	42, // 5: dex.fsm.v1.Session.pause_reason:type_name -> dex.fsm.v1.PauseReason
+	43, // 6: dex.fsm.v1.Session.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	34, // 7: dex.fsm.v1.Session.budget:type_name -> dex.fsm.v1.Budget
+	33, // 8: dex.fsm.v1.Session.usage:type_name -> dex.fsm.v1.UsageTotals
+	33, // 9: dex.fsm.v1.Session.tree_usage:type_name -> dex.fsm.v1.UsageTotals
+	9,  // 10: dex.fsm.v1.Session.labels:type_name -> dex.fsm.v1.Label
+	10, // 11: dex.fsm.v1.Session.import:type_name -> dex.fsm.v1.SessionImport
+	8,  // 12: dex.fsm.v1.SessionImport.session:type_name -> dex.fsm.v1.Session
+	44, // 13: dex.fsm.v1.AclToken.role:type_name -> dex.fsm.v1.TokenRole
+	45, // 14: dex.fsm.v1.Step.kind:type_name -> dex.fsm.v1.StepKind
+	27, // 15: dex.fsm.v1.Step.policy:type_name -> dex.fsm.v1.ToolSpec
+	46, // 16: dex.fsm.v1.Step.status:type_name -> dex.fsm.v1.StepStatus
+	26, // 17: dex.fsm.v1.Step.attempts:type_name -> dex.fsm.v1.Attempt
+	47, // 18: dex.fsm.v1.Step.outcome:type_name -> dex.fsm.v1.Outcome
+	43, // 19: dex.fsm.v1.Step.error_type:type_name -> dex.fsm.v1.ErrorType
+	32, // 20: dex.fsm.v1.Step.usage:type_name -> dex.fsm.v1.Usage
+	23, // 21: dex.fsm.v1.Step.trace:type_name -> dex.fsm.v1.TraceContext
+	48, // 22: dex.fsm.v1.HistoryEntry.kind:type_name -> dex.fsm.v1.HistoryKind
+	47, // 23: dex.fsm.v1.HistoryEntry.outcome:type_name -> dex.fsm.v1.Outcome
+	28, // 24: dex.fsm.v1.HistoryEntry.tool_calls:type_name -> dex.fsm.v1.ToolCall
+	29, // 25: dex.fsm.v1.HistoryEntry.inline_results:type_name -> dex.fsm.v1.InlineResult
+	23, // 26: dex.fsm.v1.InboxMessage.trace:type_name -> dex.fsm.v1.TraceContext
+	5,  // 27: dex.fsm.v1.SnapshotRecord.meta:type_name -> dex.fsm.v1.ClusterMeta
+	8,  // 28: dex.fsm.v1.SnapshotRecord.session:type_name -> dex.fsm.v1.Session
+	12, // 29: dex.fsm.v1.SnapshotRecord.step:type_name -> dex.fsm.v1.Step
+	30, // 30: dex.fsm.v1.SnapshotRecord.worker:type_name -> dex.fsm.v1.WorkerInfo
+	31, // 31: dex.fsm.v1.SnapshotRecord.node:type_name -> dex.fsm.v1.NodeInfo
+	7,  // 32: dex.fsm.v1.SnapshotRecord.event:type_name -> dex.fsm.v1.Event
+	13, // 33: dex.fsm.v1.SnapshotRecord.history:type_name -> dex.fsm.v1.HistoryEntry
+	14, // 34: dex.fsm.v1.SnapshotRecord.inbox:type_name -> dex.fsm.v1.InboxMessage
+	15, // 35: dex.fsm.v1.SnapshotRecord.accepted:type_name -> dex.fsm.v1.AcceptedMessage
+	6,  // 36: dex.fsm.v1.SnapshotRecord.event_log:type_name -> dex.fsm.v1.EventLog
+	27, // 37: dex.fsm.v1.SnapshotRecord.tool:type_name -> dex.fsm.v1.ToolSpec
+	21, // 38: dex.fsm.v1.SnapshotRecord.worker_tool:type_name -> dex.fsm.v1.WorkerTool
+	11, // 39: dex.fsm.v1.SnapshotRecord.token:type_name -> dex.fsm.v1.AclToken
+	19, // 40: dex.fsm.v1.SnapshotRecord.folded_turn:type_name -> dex.fsm.v1.FoldedTurn
+	18, // 41: dex.fsm.v1.SnapshotRecord.provider_hold:type_name -> dex.fsm.v1.ProviderHold
+	39, // 42: dex.fsm.v1.SnapshotRecord.bulk_job:type_name -> dex.fsm.v1.BulkJob
+	40, // 43: dex.fsm.v1.SnapshotRecord.schedule:type_name -> dex.fsm.v1.Schedule
+	20, // 44: dex.fsm.v1.FoldedTurn.kinds:type_name -> dex.fsm.v1.FoldedKind
+	46, // 45: dex.fsm.v1.FoldedTurn.last_status:type_name -> dex.fsm.v1.StepStatus
+	47, // 46: dex.fsm.v1.FoldedTurn.last_outcome:type_name -> dex.fsm.v1.Outcome
+	43, // 47: dex.fsm.v1.FoldedTurn.last_error_type:type_name -> dex.fsm.v1.ErrorType
+	45, // 48: dex.fsm.v1.FoldedKind.kind:type_name -> dex.fsm.v1.StepKind
+	49, // 49: dex.fsm.v1.Turn.input:type_name -> dex.fsm.v1.TurnInput
+	25, // 50: dex.fsm.v1.Turn.calls:type_name -> dex.fsm.v1.CallState
+	33, // 51: dex.fsm.v1.Turn.usage:type_name -> dex.fsm.v1.UsageTotals
+	24, // 52: dex.fsm.v1.Turn.call_repeats:type_name -> dex.fsm.v1.CallRepeat
+	23, // 53: dex.fsm.v1.Turn.trace:type_name -> dex.fsm.v1.TraceContext
+	27, // 54: dex.fsm.v1.CallState.policy:type_name -> dex.fsm.v1.ToolSpec
+	50, // 55: dex.fsm.v1.CallState.phase:type_name -> dex.fsm.v1.CallPhase
+	47, // 56: dex.fsm.v1.CallState.outcome:type_name -> dex.fsm.v1.Outcome
+	51, // 57: dex.fsm.v1.Attempt.status:type_name -> dex.fsm.v1.AttemptStatus
+	52, // 58: dex.fsm.v1.Attempt.progress:type_name -> dex.fsm.v1.AttemptProgress
+	43, // 59: dex.fsm.v1.Attempt.error_type:type_name -> dex.fsm.v1.ErrorType
+	53, // 60: dex.fsm.v1.ToolSpec.access:type_name -> dex.fsm.v1.ToolAccess
+	27, // 61: dex.fsm.v1.WorkerInfo.tools:type_name -> dex.fsm.v1.ToolSpec
+	41, // 62: dex.fsm.v1.BulkFilter.status:type_name -> dex.fsm.v1.SessionStatus
+	9,  // 63: dex.fsm.v1.BulkFilter.labels:type_name -> dex.fsm.v1.Label
+	0,  // 64: dex.fsm.v1.BulkJob.action:type_name -> dex.fsm.v1.BulkAction
+	37, // 65: dex.fsm.v1.BulkJob.filter:type_name -> dex.fsm.v1.BulkFilter
+	9,  // 66: dex.fsm.v1.BulkJob.labels:type_name -> dex.fsm.v1.Label
+	1,  // 67: dex.fsm.v1.BulkJob.status:type_name -> dex.fsm.v1.BulkJobStatus
+	36, // 68: dex.fsm.v1.BulkJob.cursor:type_name -> dex.fsm.v1.BulkCursor
+	38, // 69: dex.fsm.v1.BulkJob.skipped:type_name -> dex.fsm.v1.BulkSkip
+	9,  // 70: dex.fsm.v1.Schedule.labels:type_name -> dex.fsm.v1.Label
+	2,  // 71: dex.fsm.v1.Schedule.overlap:type_name -> dex.fsm.v1.ScheduleOverlap
+	3,  // 72: dex.fsm.v1.Schedule.catch_up:type_name -> dex.fsm.v1.ScheduleCatchUp
+	4,  // 73: dex.fsm.v1.Schedule.last_outcome:type_name -> dex.fsm.v1.ScheduleSlotOutcome
+	74, // [74:74] is the sub-list for method output_type
+	74, // [74:74] is the sub-list for method input_type
+	74, // [74:74] is the sub-list for extension type_name
+	74, // [74:74] is the sub-list for extension extendee
+	0,  // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_dex_fsm_v1_state_proto_init() }
@@ -4854,6 +5333,7 @@ func file_dex_fsm_v1_state_proto_init() {
 		(*SnapshotRecord_FoldedTurn)(nil),
 		(*SnapshotRecord_ProviderHold)(nil),
 		(*SnapshotRecord_BulkJob)(nil),
+		(*SnapshotRecord_Schedule)(nil),
 	}
 	file_dex_fsm_v1_state_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
@@ -4861,8 +5341,8 @@ func file_dex_fsm_v1_state_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_fsm_v1_state_proto_rawDesc), len(file_dex_fsm_v1_state_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   35,
+			NumEnums:      5,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

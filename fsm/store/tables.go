@@ -79,6 +79,7 @@ func stateTables(r Routing) []stateTable {
 		}),
 		table(TableProviderHolds, (*fsmpb.SnapshotRecord).GetProviderHold, providerHoldIndexes),
 		table(TableBulkJobs, (*fsmpb.SnapshotRecord).GetBulkJob, bulkJobIndexes),
+		table(TableSchedules, (*fsmpb.SnapshotRecord).GetSchedule, scheduleIndexes),
 	}
 }
 

@@ -21,11 +21,17 @@ import grpc
 from dex.connection import LEADER_METADATA_KEY, Connection, TLSFiles, trailer_value
 from dex.partitions import session_of_request
 from dex.stream import LiveOffsets
-from dex.v1 import sessions_pb2, sessions_pb2_grpc, types_pb2
+from dex.v1 import schedules_pb2, schedules_pb2_grpc, sessions_pb2, sessions_pb2_grpc, types_pb2
 from dex.worker import _Backoff, _transient
 
 _Stub = sessions_pb2_grpc.SessionServiceStub
 _SERVICE = "/dex.v1.SessionService/"
+# Schedules (docs/schedules.md) live in partition 0; any node forwards there.
+_ScheduleStub = schedules_pb2_grpc.ScheduleServiceStub
+_OVERLAPS = {"skip": schedules_pb2.SCHEDULE_OVERLAP_SKIP, "queue_one": schedules_pb2.SCHEDULE_OVERLAP_QUEUE_ONE,
+             "allow": schedules_pb2.SCHEDULE_OVERLAP_ALLOW}
+_CATCH_UPS = {"skip": schedules_pb2.SCHEDULE_CATCH_UP_SKIP, "latest": schedules_pb2.SCHEDULE_CATCH_UP_LATEST,
+              "all": schedules_pb2.SCHEDULE_CATCH_UP_ALL}
 
 # The largest archive object a cluster imports, and the size of the chunks
 # import_session sends it in (the cluster takes up to 1 MiB each).
@@ -141,18 +147,18 @@ class Client:
         await self.close()
 
     async def _call(self, method: str, req: Any, idempotent: bool, tries_out: Optional[list] = None,
-                    try_timeout: Optional[float] = None) -> Any:
+                    try_timeout: Optional[float] = None, stub: Any = _Stub) -> Any:
         deadline = time.monotonic() + self.timeout
         b = _Backoff()
         tries = 0
-        session = session_of_request(_SERVICE + method, req)
+        session = session_of_request(_SERVICE + method, req) if stub is _Stub else ""
         while True:
             tries += 1
             if tries_out is not None:
                 tries_out[0] = tries
             left = deadline - time.monotonic()
             try:
-                return await self.conn.unary(_Stub, method, req, max(min(try_timeout or self.try_timeout, left), 0.01),
+                return await self.conn.unary(stub, method, req, max(min(try_timeout or self.try_timeout, left), 0.01),
                                              session=session)
             except grpc.RpcError as e:
                 retry = _not_applied(e) or (idempotent and _transient(e))
@@ -200,6 +206,71 @@ class Client:
                 # An earlier try committed before its answer was lost.
                 return (await self.get_session(session_id)).session
             raise
+
+    async def create_schedule(self, schedule_id: str, *, cron: str = "", time_zone: str = "", interval_ms: int = 0,
+                              message: str = "", agent: str = "", labels: Optional[Mapping[str, str]] = None,
+                              overlap: str = "skip", catch_up: str = "skip",
+                              paused: bool = False) -> schedules_pb2.Schedule:
+        """Creates a schedule (docs/schedules.md): a session from the
+        template (``agent``, ``message``, ``labels``) at each slot of
+        ``cron`` in ``time_zone`` (IANA; "": UTC) or of ``interval_ms``.
+        ``overlap``: "skip", "queue_one" or "allow"; ``catch_up``: "skip",
+        "latest" or "all". Retried: a repeat that finds the schedule an
+        earlier try created returns it. A bad spec is raised as
+        INVALID_ARGUMENT; an unknown policy name raises ValueError before
+        any call."""
+        if overlap not in _OVERLAPS:
+            raise ValueError(f"create_schedule: overlap {overlap!r}: use skip, queue_one or allow")
+        if catch_up not in _CATCH_UPS:
+            raise ValueError(f"create_schedule: catch_up {catch_up!r}: use skip, latest or all")
+        req = schedules_pb2.CreateScheduleRequest(
+            schedule_id=schedule_id, cron=cron, time_zone=time_zone, interval_ms=interval_ms, message=message,
+            agent=agent, labels=[types_pb2.Label(key=k, value=v) for k, v in (labels or {}).items()],
+            overlap=_OVERLAPS[overlap], catch_up=_CATCH_UPS[catch_up], paused=paused)
+        tries = [0]
+        try:
+            return (await self._call("CreateSchedule", req, True, tries, stub=_ScheduleStub)).schedule
+        except grpc.RpcError as e:
+            if tries[0] > 1 and e.code() == grpc.StatusCode.ALREADY_EXISTS:
+                got = await self.get_schedule(schedule_id)
+                if (got.cron, got.interval_ms, got.message) == (cron, interval_ms, message):
+                    return got
+            raise
+
+    async def get_schedule(self, schedule_id: str) -> schedules_pb2.Schedule:
+        req = schedules_pb2.GetScheduleRequest(schedule_id=schedule_id)
+        return (await self._call("GetSchedule", req, True, stub=_ScheduleStub)).schedule
+
+    async def list_schedules(self) -> list[schedules_pb2.Schedule]:
+        """Every schedule, by id."""
+        resp = await self._call("ListSchedules", schedules_pb2.ListSchedulesRequest(), True, stub=_ScheduleStub)
+        return list(resp.schedules)
+
+    async def pause_schedule(self, schedule_id: str) -> schedules_pb2.Schedule:
+        req = schedules_pb2.PauseScheduleRequest(schedule_id=schedule_id)
+        return (await self._call("PauseSchedule", req, True, stub=_ScheduleStub)).schedule
+
+    async def resume_schedule(self, schedule_id: str) -> schedules_pb2.Schedule:
+        """Resumes at the first slot after now."""
+        req = schedules_pb2.ResumeScheduleRequest(schedule_id=schedule_id)
+        return (await self._call("ResumeSchedule", req, True, stub=_ScheduleStub)).schedule
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        """Deletes a schedule (its sessions stay); a retried delete that
+        finds it gone succeeds."""
+        tries = [0]
+        try:
+            await self._call("DeleteSchedule", schedules_pb2.DeleteScheduleRequest(schedule_id=schedule_id), True,
+                             tries, stub=_ScheduleStub)
+        except grpc.RpcError as e:
+            if not (tries[0] > 1 and e.code() == grpc.StatusCode.NOT_FOUND):
+                raise
+
+    async def trigger_schedule(self, schedule_id: str) -> str:
+        """Starts one session of the schedule now; returns its id. Not
+        idempotent: repeated only when a node refused it unread."""
+        req = schedules_pb2.TriggerScheduleRequest(schedule_id=schedule_id)
+        return (await self._call("TriggerSchedule", req, False, stub=_ScheduleStub)).session_id
 
     async def fork_session(self, source_session_id: str, at_seq: int, *, message: str = "",
                            labels: Optional[Mapping[str, str]] = None, agent: str = "",

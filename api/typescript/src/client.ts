@@ -7,6 +7,9 @@ import {
 import { Outcome, ResumeChoice, type BudgetSchema, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateSessionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
+import {
+  ScheduleCatchUp, ScheduleOverlap, ScheduleService, type Schedule,
+} from "../gen/dex/v1/schedules_pb.js";
 import { inSession } from "./channel.js";
 import { codeOf } from "./errors.js";
 import { LiveOffsets } from "./live.js";
@@ -125,6 +128,29 @@ export interface ForkSessionInit {
   sessionId?: string;
 }
 
+/**
+ * What createSchedule takes (docs/schedules.md): the schedule's id and one
+ * of cron (with timeZone, IANA; left out: UTC) or intervalMs; the rest optional.
+ */
+export interface CreateScheduleInit {
+  scheduleId: string;
+  cron?: string;
+  timeZone?: string;
+  intervalMs?: number | bigint;
+  /** The template of each slot's session. */
+  agent?: string;
+  message?: string;
+  labels?: Record<string, string>;
+  /** A slot while the previous slot's session runs (default skip). */
+  overlap?: "skip" | "queue_one" | "allow";
+  /** Slots missed while the cluster was down (default skip). */
+  catchUp?: "skip" | "latest" | "all";
+  paused?: boolean;
+}
+
+const overlaps = { skip: ScheduleOverlap.SKIP, queue_one: ScheduleOverlap.QUEUE_ONE, allow: ScheduleOverlap.ALLOW } as const;
+const catchUps = { skip: ScheduleCatchUp.SKIP, latest: ScheduleCatchUp.LATEST, all: ScheduleCatchUp.ALL } as const;
+
 /** A string field of what: a TypeError naming it otherwise. */
 function str(what: string, v: unknown): string {
   if (typeof v !== "string") throw new TypeError(`${what} must be a string, not ${v === null ? "null" : typeof v}`);
@@ -162,9 +188,74 @@ export function newIdempotencyKey(): string {
  */
 export class Client {
   private readonly svc: ConnectClient<typeof SessionService>;
+  private readonly sched: ConnectClient<typeof ScheduleService>;
 
   constructor(transport: Transport) {
     this.svc = createClient(SessionService, transport);
+    this.sched = createClient(ScheduleService, transport);
+  }
+
+  /**
+   * Creates a schedule (docs/schedules.md). Retried: a repeat that finds the
+   * schedule an earlier try created resolves it. A bad spec is thrown with
+   * InvalidArgument; an unknown policy name throws a RangeError before any call.
+   */
+  async createSchedule(init: CreateScheduleInit, o: CallOptions = {}): Promise<Schedule> {
+    if (typeof init !== "object" || init === null) throw new TypeError("createSchedule: give { scheduleId, cron | intervalMs, ... }");
+    const overlap = overlaps[init.overlap ?? "skip"];
+    if (overlap === undefined) throw new RangeError(`createSchedule: overlap ${JSON.stringify(init.overlap)}: use skip, queue_one or allow`);
+    const catchUp = catchUps[init.catchUp ?? "skip"];
+    if (catchUp === undefined) throw new RangeError(`createSchedule: catchUp ${JSON.stringify(init.catchUp)}: use skip, latest or all`);
+    const req = {
+      scheduleId: str("createSchedule: scheduleId", init.scheduleId), cron: str("createSchedule: cron", init.cron ?? ""),
+      timeZone: str("createSchedule: timeZone", init.timeZone ?? ""), intervalMs: BigInt(init.intervalMs ?? 0),
+      agent: str("createSchedule: agent", init.agent ?? ""), message: str("createSchedule: message", init.message ?? ""),
+      labels: Object.entries(init.labels ?? {}).map(([key, value]) => ({ key, value: str(`createSchedule: label ${JSON.stringify(key)}'s value`, value) })),
+      overlap, catchUp, paused: !!init.paused,
+    };
+    const tries = { n: 0 };
+    try {
+      return (await this.call(true, o, (co) => this.sched.createSchedule(req, co), tries)).schedule!;
+    } catch (e) {
+      if (tries.n > 1 && codeOf(e) === Code.AlreadyExists) {
+        const got = await this.getSchedule(req.scheduleId, o);
+        if (got.cron === req.cron && got.intervalMs === req.intervalMs && got.message === req.message) return got;
+      }
+      throw e;
+    }
+  }
+
+  async getSchedule(scheduleId: string, o: CallOptions = {}): Promise<Schedule> {
+    return (await this.call(true, o, (co) => this.sched.getSchedule({ scheduleId }, co))).schedule!;
+  }
+
+  /** Every schedule, by id. */
+  async listSchedules(o: CallOptions = {}): Promise<Schedule[]> {
+    return (await this.call(true, o, (co) => this.sched.listSchedules({}, co))).schedules;
+  }
+
+  async pauseSchedule(scheduleId: string, o: CallOptions = {}): Promise<Schedule> {
+    return (await this.call(true, o, (co) => this.sched.pauseSchedule({ scheduleId }, co))).schedule!;
+  }
+
+  /** Resumes at the first slot after now. */
+  async resumeSchedule(scheduleId: string, o: CallOptions = {}): Promise<Schedule> {
+    return (await this.call(true, o, (co) => this.sched.resumeSchedule({ scheduleId }, co))).schedule!;
+  }
+
+  /** Deletes a schedule (its sessions stay); a retry that finds it gone resolves. */
+  async deleteSchedule(scheduleId: string, o: CallOptions = {}): Promise<void> {
+    const tries = { n: 0 };
+    try {
+      await this.call(true, o, (co) => this.sched.deleteSchedule({ scheduleId }, co), tries);
+    } catch (e) {
+      if (!(tries.n > 1 && codeOf(e) === Code.NotFound)) throw e;
+    }
+  }
+
+  /** Starts one session of the schedule now and resolves its id; repeated only when a node refused it unread. */
+  async triggerSchedule(scheduleId: string, o: CallOptions = {}): Promise<string> {
+    return (await this.call(false, o, (co) => this.sched.triggerSchedule({ scheduleId }, co))).sessionId;
   }
 
   /**

@@ -3,7 +3,7 @@ export type { DialOptions, TlsOptions } from "./channel.js";
 export { partitionOf } from "./partitions.js";
 export { LiveOffsets } from "./live.js";
 export { Client, newSessionId, newIdempotencyKey, maxPriority, maxFairnessWeight, maxFairnessKeyBytes } from "./client.js";
-export type { BudgetInit, CallOptions, CreateSessionInit, ForkSessionInit } from "./client.js";
+export type { BudgetInit, CallOptions, CreateScheduleInit, CreateSessionInit, ForkSessionInit } from "./client.js";
 export type { CancelSessionResponse, EditHistoryResponse, GetSessionResponse } from "../gen/dex/v1/sessions_pb.js";
 export {
   toolCallNotRunErrorPrefix, ToolCallNotRunErrorPrefix, ModelError, newHttpModelError, errorTypeForHttpStatus, isContextLengthMessage, classifyError, codeOf,
