@@ -78,22 +78,28 @@ func ledgerLines(t *testing.T, ledger, session string) []forkLedgerLine {
 	return out
 }
 
-// With real processes: a session of four turns, each a model call, a
-// lookup and an answer (16 entries), is forked in the middle with a
-// message. The fork holds the source's first 8 entries as recorded, and
-// the demo Worker's ledger shows that only the fork's new turn ran: its
-// model calls and the one lookup it asked for, whose call id the scripted
-// model draws from the last seq it was sent (9: the 8 copied entries and
-// the fork's message). The source's ledger lines do not grow.
+// With real processes: a session of 200 entries, two turns of a message, a
+// model call asking for 97 lookups, their 97 results and an answer, is
+// forked at entry 100 (the end of the first turn) with a message. The fork
+// holds the source's first 100 entries as recorded, and the demo Worker's
+// ledger shows that only the fork's new turn ran: its model calls and the
+// one lookup it asked for, whose call id the scripted model draws from the
+// last seq it was sent (101: the 100 copied entries and the fork's
+// message). The source's ledger lines do not grow.
 func TestForkRunsOnlyTheNewTurnWithRealProcesses(t *testing.T) {
+	const perTurn = 97 // lookups: a turn of 100 entries
 	c := newTestCluster(t)
 	c.startAll(t)
 	waitHealthy(t, c, 15*time.Second)
 	dir := t.TempDir()
 	var turns []any
-	for i := 1; i <= 4; i++ {
+	for i := 1; i <= 2; i++ {
+		var calls []any
+		for j := 1; j <= perTurn; j++ {
+			calls = append(calls, map[string]any{"tool": "lookup", "arguments": map[string]any{"q": fmt.Sprintf("%d.%d", i, j)}})
+		}
 		turns = append(turns, map[string]any{"match": fmt.Sprintf("q%d", i), "outputs": []any{
-			map[string]any{"tool_calls": []any{map[string]any{"tool": "lookup", "arguments": map[string]any{"q": i}}}},
+			map[string]any{"tool_calls": calls},
 			map[string]any{"text": fmt.Sprintf("answer %d", i)},
 		}})
 	}
@@ -103,30 +109,27 @@ func TestForkRunsOnlyTheNewTurnWithRealProcesses(t *testing.T) {
 	}})
 	path := writeScript(t, dir, map[string]any{"turns": turns})
 	ledger := filepath.Join(dir, "ledger.jsonl")
-	runDexworker(t, c, dir, "--ledger", ledger, "--script", path, "--poll-wait", "2s")
+	runDexworker(t, c, dir, "--ledger", ledger, "--script", path, "--poll-wait", "2s", "--concurrency", "16")
 
 	src := startIn(t, strings.Join(c.grpc, ","), "--message", "q1")
 	waitIdle(t, c.grpc, src)
-	for i := 2; i <= 4; i++ {
-		if _, err := dexctl(t, c.grpc, "session", "send", src, fmt.Sprintf("q%d", i)); err != nil {
-			t.Fatalf("send q%d: %s", i, stderrOf(err))
-		}
-		waitIdle(t, c.grpc, src)
+	if _, err := dexctl(t, c.grpc, "session", "send", src, "q2"); err != nil {
+		t.Fatalf("send q2: %s", stderrOf(err))
 	}
 	source := waitIdle(t, c.grpc, src)
-	if len(source.History) != 16 {
-		t.Fatalf("the source has %d entries; want 16", len(source.History))
+	if len(source.History) != 200 {
+		t.Fatalf("the source has %d entries; want 200", len(source.History))
 	}
 	before := ledgerLines(t, ledger, src)
-	if len(before) != 12 { // 8 model calls and 4 lookups
-		t.Fatalf("the source's ledger has %d lines; want 12: %v", len(before), before)
+	if len(before) != 2*(2+perTurn) { // each turn's 2 model calls and its lookups
+		t.Fatalf("the source's ledger has %d lines; want %d", len(before), 2*(2+perTurn))
 	}
 
 	// A seq the source does not hold is refused and creates nothing.
-	if out, err := dexctl(t, c.grpc, "session", "fork", src, "--at", "99"); err == nil || !strings.Contains(stderrOf(err), "has no history entry 99") {
-		t.Fatalf("fork at 99: %s %v", out, stderrOf(err))
+	if out, err := dexctl(t, c.grpc, "session", "fork", src, "--at", "999"); err == nil || !strings.Contains(stderrOf(err), "has no history entry 999") {
+		t.Fatalf("fork at 999: %s %v", out, stderrOf(err))
 	}
-	out, err := dexctl(t, c.grpc, "session", "fork", src, "--at", "8", "--message", "branch", "--json")
+	out, err := dexctl(t, c.grpc, "session", "fork", src, "--at", "100", "--message", "branch", "--json")
 	if err != nil {
 		t.Fatalf("fork: %s", stderrOf(err))
 	}
@@ -137,21 +140,21 @@ func TestForkRunsOnlyTheNewTurnWithRealProcesses(t *testing.T) {
 		t.Fatalf("fork answered %s (%v)", out, err)
 	}
 	fork := waitIdle(t, c.grpc, forked.ID)
-	if fork.ForkedFrom != src || fork.ForkedAtSeq != 8 {
+	if fork.ForkedFrom != src || fork.ForkedAtSeq != 100 {
 		t.Fatalf("the fork names %q at %d", fork.ForkedFrom, fork.ForkedAtSeq)
 	}
-	if len(fork.History) != 12 {
-		t.Fatalf("the fork has %d entries; want the 8 copied, its message, and its turn's 3", len(fork.History))
+	if len(fork.History) != 104 {
+		t.Fatalf("the fork has %d entries; want the 100 copied, its message, and its turn's 3", len(fork.History))
 	}
-	for i := range 8 {
+	for i := range 100 {
 		if fork.History[i] != source.History[i] {
 			t.Fatalf("entry %d of the fork is %+v; the source's is %+v", i+1, fork.History[i], source.History[i])
 		}
 	}
-	if m := fork.History[8]; m.Seq != 9 || m.Kind != "user" || m.Text != "branch" {
+	if m := fork.History[100]; m.Seq != 101 || m.Kind != "user" || m.Text != "branch" {
 		t.Fatalf("the fork's message is %+v", m)
 	}
-	if last := fork.History[11]; last.Text != "branched" {
+	if last := fork.History[103]; last.Text != "branched" {
 		t.Fatalf("the fork's last entry is %+v", last)
 	}
 
@@ -163,8 +166,8 @@ func TestForkRunsOnlyTheNewTurnWithRealProcesses(t *testing.T) {
 			models++
 		case "lookup":
 			lookups++
-			if l.CallID != "call-9-1" {
-				t.Errorf("the fork's lookup has call id %q; want call-9-1 (the model was sent entries up to 9)", l.CallID)
+			if l.CallID != "call-101-1" {
+				t.Errorf("the fork's lookup has call id %q; want call-101-1 (the model was sent entries up to 101)", l.CallID)
 			}
 		default:
 			t.Errorf("the fork ran %q", l.Tool)
