@@ -28,6 +28,7 @@ type fakeAPI struct {
 	dexv1.UnimplementedAdminServiceServer
 	dexv1.UnimplementedScheduleServiceServer
 	schedules []*dexv1.Schedule
+	jobs      []*dexv1.BulkJob
 
 	mu       sync.Mutex
 	sessions map[string]*dexv1.GetSessionResponse
@@ -374,5 +375,9 @@ func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, code int, contains
 func (f *fakeAPI) ListSchedules(context.Context, *dexv1.ListSchedulesRequest) (*dexv1.ListSchedulesResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &dexv1.ListSchedulesResponse{Schedules: f.schedules}, nil
+	out := &dexv1.ListSchedulesResponse{}
+	for _, s := range f.schedules {
+		out.Schedules = append(out.Schedules, proto.Clone(s).(*dexv1.Schedule))
+	}
+	return out, nil
 }

@@ -32,7 +32,10 @@ type page struct {
 	// CanWrite: the caller's token may act (see roles.go); the action
 	// forms are shown only then.
 	CanWrite bool
-	Data     any
+	// Refresh, when set, reloads the page (a meta refresh: "SECONDS; url=…"),
+	// as a running bulk job's page does.
+	Refresh string
+	Data    any
 }
 
 var funcs = template.FuncMap{
@@ -65,13 +68,16 @@ var funcs = template.FuncMap{
 	// default priority 3 and weight 1.
 	"priority": func(p uint32) uint32 { return cmp.Or(p, 3) },
 	"weight":   func(w uint32) uint32 { return cmp.Or(w, 1) },
+	"list":     func(s ...string) []string { return s },
+	// The bulk form's actions, in order.
+	"bulkactions": func() []string { return []string{"cancel", "resume", "close", "delete", "label"} },
 }
 
 func parseTemplates() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	// A page's template, and the parts it includes beside the layout.
 	parts := map[string][]string{"session": {"templates/manage.html"}}
-	for _, name := range []string{"sessions", "session", "start", "fork", "schedules", "cluster", "chaos", "login", "error"} {
+	for _, name := range []string{"sessions", "session", "start", "fork", "schedules", "bulkjobs", "bulkjob", "cluster", "chaos", "login", "error"} {
 		files := append([]string{"templates/layout.html", "templates/" + name + ".html"}, parts[name]...)
 		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...))
 	}

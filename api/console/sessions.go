@@ -3,7 +3,6 @@ package console
 import (
 	"cmp"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,10 +31,14 @@ type statusCount struct {
 }
 
 type sessionsData struct {
-	Counts   []statusCount
-	Total    int
-	Status   string
-	Query    string
+	Counts []statusCount
+	Total  int
+	Status string
+	Query  string
+	// Filter is the list's filter; the bulk form acts on it, as typed
+	// in Bulk.
+	Filter   listFilter
+	Bulk     bulkForm
 	Matching int
 	Page     int
 	Pages    int
@@ -49,14 +52,8 @@ type sessionsData struct {
 	Rows map[string]rowView
 }
 
-func sessionsURL(status, q string, page int) string {
-	v := url.Values{}
-	if status != "" {
-		v.Set("status", status)
-	}
-	if q != "" {
-		v.Set("q", q)
-	}
+func sessionsURL(f listFilter, status string, page int) string {
+	v := f.values(status)
 	if page > 1 {
 		v.Set("page", strconv.Itoa(page))
 	}
@@ -67,13 +64,12 @@ func sessionsURL(status, q string, page int) string {
 }
 
 // sessionsPage lists the sessions newest first, with the counts by status,
-// a status filter, a search by id and pages.
+// a filter by status, agent and labels, a search by id and pages.
 func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	status := q.Get("status")
-	search := strings.TrimSpace(q.Get("q"))
-	if status != "" && !slices.ContainsFunc(statusFilters, func(s dexv1.SessionStatus) bool { return wirerules.SessionStatusName(s) == status }) {
-		c.renderError(w, r, http.StatusBadRequest, "unknown status "+strconv.Quote(status)+": use idle, running, waiting, errored, paused or closed")
+	filter, err := readFilter(q)
+	if err != nil {
+		c.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	pageNo := 1
@@ -85,6 +81,16 @@ func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		pageNo = n
 	}
+	notice := ""
+	if q.Get("done") == "deleted" && q.Get("id") != "" {
+		notice = "Deleted session " + q.Get("id") + "."
+	}
+	c.showSessions(w, r, http.StatusOK, "", notice, filter, pageNo, bulkForm{})
+}
+
+// showSessions renders a page of the list, with an error or a notice on
+// top, and the bulk form as typed.
+func (c *Console) showSessions(w http.ResponseWriter, r *http.Request, code int, errMsg, notice string, filter listFilter, pageNo int, form bulkForm) {
 	ctx, cancel := c.apiContext(r)
 	defer cancel()
 	all, err := c.sessions.ListSessionsBy(ctx, listPage)
@@ -92,34 +98,29 @@ func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		c.apiError(w, r, err)
 		return
 	}
-	d := buildSessions(all, status, search, pageNo)
+	d := buildSessions(all, filter, pageNo)
 	d.Partitions = c.partitionCount(ctx)
 	d.Rows = c.rowViews(ctx, d.Sessions)
-	notice := ""
-	if q.Get("done") == "deleted" && q.Get("id") != "" {
-		notice = "Deleted session " + q.Get("id") + "."
-	}
-	c.render(w, r, http.StatusOK, "sessions", page{Title: "Sessions", Nav: "sessions", Notice: notice, Data: d})
+	d.Bulk = form
+	c.render(w, r, code, "sessions", page{Title: "Sessions", Nav: "sessions", Error: errMsg, Notice: notice, Data: d})
 }
 
-func buildSessions(all []*dexv1.SessionSummary, status, search string, pageNo int) *sessionsData {
-	d := &sessionsData{Status: status, Query: search, Page: pageNo, Total: len(all)}
+func buildSessions(all []*dexv1.SessionSummary, f listFilter, pageNo int) *sessionsData {
+	status := f.Status
+	d := &sessionsData{Status: status, Query: f.Query, Filter: f, Page: pageNo, Total: len(all)}
 	counts := map[dexv1.SessionStatus]int{}
 	var match []*dexv1.SessionSummary
 	for _, s := range all {
 		counts[s.Status]++
-		if status != "" && wirerules.SessionStatusName(s.Status) != status {
-			continue
-		}
-		if search != "" && !strings.Contains(s.Id, search) {
+		if !f.matches(s) {
 			continue
 		}
 		match = append(match, s)
 	}
-	d.Counts = append(d.Counts, statusCount{Name: "all", Count: len(all), Active: status == "", URL: sessionsURL("", search, 1)})
+	d.Counts = append(d.Counts, statusCount{Name: "all", Count: len(all), Active: status == "", URL: sessionsURL(f, "", 1)})
 	for _, st := range statusFilters {
 		n := wirerules.SessionStatusName(st)
-		d.Counts = append(d.Counts, statusCount{Name: n, Count: counts[st], Active: status == n, URL: sessionsURL(n, search, 1)})
+		d.Counts = append(d.Counts, statusCount{Name: n, Count: counts[st], Active: status == n, URL: sessionsURL(f, n, 1)})
 	}
 	slices.SortFunc(match, func(a, b *dexv1.SessionSummary) int {
 		if a.CreatedAtMs != b.CreatedAtMs {
@@ -132,10 +133,10 @@ func buildSessions(all []*dexv1.SessionSummary, status, search string, pageNo in
 	from := min((pageNo-1)*sessionsPerPage, len(match))
 	d.Sessions = match[from:min(from+sessionsPerPage, len(match))]
 	if pageNo > 1 {
-		d.Prev = sessionsURL(status, search, min(pageNo-1, d.Pages))
+		d.Prev = sessionsURL(f, status, min(pageNo-1, d.Pages))
 	}
 	if pageNo < d.Pages {
-		d.Next = sessionsURL(status, search, pageNo+1)
+		d.Next = sessionsURL(f, status, pageNo+1)
 	}
 	return d
 }
