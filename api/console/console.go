@@ -104,6 +104,8 @@ func New(cfg Config) *Console {
 	m.HandleFunc("GET /ui/bulk/{id}", c.authed(c.bulkJobPage))
 	m.HandleFunc("POST /ui/bulk/{id}/cancel", c.authed(c.cancelBulkJob))
 	m.HandleFunc("GET /ui/schedules", c.authed(c.schedulesPage))
+	m.HandleFunc("POST /ui/schedules", c.authed(c.createSchedule))
+	m.HandleFunc("POST /ui/schedules/{id}/{action}", c.authed(c.scheduleAction))
 	m.HandleFunc("GET /ui/cluster", c.authed(c.clusterPage))
 	m.HandleFunc("GET /ui/chaos", c.authed(c.chaosPage))
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {

@@ -14,10 +14,25 @@ type scheduleView struct {
 	Spec, Overlap, CatchUp, Outcome string
 }
 
+// schedulesData is the Schedules page: the list and the create form.
+type schedulesData struct {
+	Schedules []scheduleView
+	Form      scheduleForm
+	// Session is the session a trigger started ("" otherwise).
+	Session string
+}
+
 // schedulesPage lists the schedules (docs/schedules.md): their spec, state,
-// next and last slot, and counts. Schedules are changed with dexctl or the
-// client libraries; the page reads.
+// next and last slot, and counts, with the forms that change them
+// (schedule_actions.go).
 func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	c.showSchedules(w, r, http.StatusOK, "", q.Get("done"), scheduleForm{})
+}
+
+// showSchedules renders the page with a form's error, or the notice a
+// redirect asked for, and the create form as typed.
+func (c *Console) showSchedules(w http.ResponseWriter, r *http.Request, code int, errMsg, done string, f scheduleForm) {
 	ctx, cancel := c.apiContext(r)
 	defer cancel()
 	list, err := c.sessions.ListSchedules(ctx)
@@ -33,7 +48,11 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request) {
 			Outcome: enumWord(s.LastOutcome.String(), "SCHEDULE_SLOT_OUTCOME_"),
 		})
 	}
-	c.render(w, r, http.StatusOK, "schedules", page{Title: "Schedules", Nav: "schedules", Data: views})
+	d := schedulesData{Schedules: views, Form: f}
+	if done == "triggered" {
+		d.Session = r.URL.Query().Get("session")
+	}
+	c.render(w, r, code, "schedules", page{Title: "Schedules", Nav: "schedules", Error: errMsg, Notice: scheduleNotices[done], Data: d})
 }
 
 func scheduleSpec(s *dexv1.Schedule) string {
