@@ -284,6 +284,8 @@ func TestConsoleInChromium(t *testing.T) {
 	run("chaos page", chromedp.Navigate(base+"/ui/chaos"), chromedp.WaitVisible(`main h1`, chromedp.ByQuery), shot("chaos.png"))
 
 	manageInBrowser(t, ctx, cl, base, run, text, shot)
+	bulkInBrowser(t, ctx, cl, base, run, text, shot)
+	schedulesInBrowser(t, ctx, cl, base, run, text, shot)
 
 	// A live update after the leader's SIGKILL: the page's event stream
 	// follows the new leader and shows the next message without a reload.
