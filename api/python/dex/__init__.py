@@ -12,6 +12,7 @@ their policies and a model handler, then run it::
     worker.run_forever()
 """
 
+from dex.bulk import BULK_ACTIONS, new_bulk_job_id
 from dex.client import Client, new_idempotency_key, new_session_id
 from dex.connection import (HEALTH_SERVICE, LEADER_METADATA_KEY, PARTITION_METADATA_KEY, SCHEME, TOKEN_ENV, Connection,
                             TLSFiles, token_from)
@@ -47,11 +48,11 @@ from dex.worker import (
 )
 
 __all__ = [
-    "ACCESS", "Client", "Connection", "DexError", "ERROR_TYPES", "HEALTH_SERVICE", "LEADER_METADATA_KEY",
+    "ACCESS", "BULK_ACTIONS", "Client", "Connection", "DexError", "ERROR_TYPES", "HEALTH_SERVICE", "LEADER_METADATA_KEY",
     "LEDGER_ENV", "MOMENTS", "MetricsServer", "ModelError", "ModelInput", "PARTITION_METADATA_KEY",
     "RegistrationError", "SCHEME", "TLSFiles", "TOKEN_ENV", "TOOL_CALL_NOT_RUN_ERROR_PREFIX", "TRACER_NAME", "Tool",
     "ToolCall", "ToolResult", "Usage", "Worker", "WorkerMetrics", "check_model_output", "classify_error",
     "error_type_for_http_status", "http_model_error", "is_context_length_message", "model_output",
-    "new_idempotency_key", "new_session_id", "parse_traceparent", "partition_of", "retry_after_from_headers",
+    "new_bulk_job_id", "new_idempotency_key", "new_session_id", "parse_traceparent", "partition_of", "retry_after_from_headers",
     "retry_after_of", "serve_metrics", "side_effect", "token_from", "tool_spec",
 ]

@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Mapping, Optional, Union
 
 import grpc
 
+from dex.bulk import BulkCalls
 from dex.connection import LEADER_METADATA_KEY, Connection, TLSFiles, trailer_value
 from dex.partitions import session_of_request
 from dex.stream import LiveOffsets
@@ -122,9 +123,9 @@ def _not_applied(err: grpc.RpcError) -> bool:
     return err.code() == grpc.StatusCode.UNAVAILABLE and bool(trailer_value(err, LEADER_METADATA_KEY))
 
 
-class Client:
+class Client(BulkCalls):
     """Sessions, forks, messages, approvals, answers, resume, reconcile, history
-    edits, cancel, close and delete.
+    edits, cancel, close, delete, schedules and bulk jobs (dex.bulk).
 
     ``target`` as for :class:`dex.Worker`. ``timeout`` (seconds) bounds one
     method call with its retries."""
