@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { Code, createClient, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
 import {
-  SessionService, type CancelSessionResponse, type CreateSessionRequest, type EditHistoryResponse, type GetSessionResponse,
+  BulkJobStatus, SessionService, type BulkJob, type CancelSessionResponse, type CreateSessionRequest, type EditHistoryResponse, type GetSessionResponse,
   type SessionSummary,
 } from "../gen/dex/v1/sessions_pb.js";
 import { Outcome, ResumeChoice, type BudgetSchema, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
@@ -10,7 +10,9 @@ import type { CreateSessionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
 import {
   ScheduleCatchUp, ScheduleOverlap, ScheduleService, type Schedule,
 } from "../gen/dex/v1/schedules_pb.js";
+import { bulkRequest, type StartBulkActionInit, type WaitBulkJobOptions } from "./bulk.js";
 import { inSession } from "./channel.js";
+import { str, whole } from "./check.js";
 import { codeOf } from "./errors.js";
 import { LiveOffsets } from "./live.js";
 import { Backoff, notApplied, sleep, transient } from "./retry.js";
@@ -60,16 +62,6 @@ const budgetFields: Record<keyof BudgetInit, bigint> = {
   maxTokens: maxUint64, maxCostMicros: maxUint64, maxTurns: maxUint64, maxModelCallsPerTurn: maxUint32, maxToolCallsPerTurn: maxUint32,
   loopLimit: maxUint32,
 };
-
-/** v as a whole number from lo to hi; a RangeError naming what otherwise. */
-function whole(what: string, v: unknown, lo: bigint, hi: bigint): bigint {
-  const ok = typeof v === "bigint" || (typeof v === "number" && Number.isSafeInteger(v));
-  if (!ok || BigInt(v as number | bigint) < lo || BigInt(v as number | bigint) > hi) {
-    const shown = typeof v === "string" ? JSON.stringify(v) : typeof v === "bigint" ? `${v}n` : String(v);
-    throw new RangeError(`${what} must be a whole number from ${lo} to ${hi}, not ${shown}`);
-  }
-  return BigInt(v as number | bigint);
-}
 
 /**
  * The budget fields given in b, checked (known names, whole numbers in
@@ -150,12 +142,6 @@ export interface CreateScheduleInit {
 
 const overlaps = { skip: ScheduleOverlap.SKIP, queue_one: ScheduleOverlap.QUEUE_ONE, allow: ScheduleOverlap.ALLOW } as const;
 const catchUps = { skip: ScheduleCatchUp.SKIP, latest: ScheduleCatchUp.LATEST, all: ScheduleCatchUp.ALL } as const;
-
-/** A string field of what: a TypeError naming it otherwise. */
-function str(what: string, v: unknown): string {
-  if (typeof v !== "string") throw new TypeError(`${what} must be a string, not ${v === null ? "null" : typeof v}`);
-  return v;
-}
 
 /** A fork's labels as the request's ([]: the source's). The cluster checks keys and values (docs/labels.md). */
 function forkLabels(labels: unknown): { key: string; value: string }[] {
@@ -256,6 +242,105 @@ export class Client {
   /** Starts one session of the schedule now and resolves its id; repeated only when a node refused it unread. */
   async triggerSchedule(scheduleId: string, o: CallOptions = {}): Promise<string> {
     return (await this.call(false, o, (co) => this.sched.triggerSchedule({ scheduleId }, co))).sessionId;
+  }
+
+  /**
+   * Starts a bulk job (docs/bulk.md): init.action ("cancel", "resume",
+   * "close", "delete" or "label") on every session init.filter matches that
+   * was created up to the job's start. labels are what a label job sets,
+   * reason what a cancel job's note gives; a delete with no filter needs
+   * all. Resolves the job as it started (see waitBulkJob).
+   *
+   * The client draws jobId when none is given, so the call is retried: a
+   * repeat that meets AlreadyExists resolves the job an earlier try started
+   * when its answer was lost (the same action; anything else is thrown). A
+   * refused start (InvalidArgument, AlreadyExists for a taken id,
+   * FailedPrecondition when 100 jobs run) started nothing. An unknown
+   * action or filter field, labels or a reason on a job that takes none, a
+   * label job without labels or a delete of everything without all throws a
+   * RangeError (a wrong type a TypeError) before any call.
+   */
+  async startBulkAction(init: StartBulkActionInit, o: CallOptions = {}): Promise<BulkJob> {
+    const req = bulkRequest(init);
+    const tries = { n: 0 };
+    try {
+      return (await this.call(true, o, (co) => this.svc.startBulkAction(req, co), tries)).job!;
+    } catch (e) {
+      if (tries.n > 1 && codeOf(e) === Code.AlreadyExists) {
+        // An earlier try may have started the job before its answer was
+        // lost: the job of this id is ours if it is this action.
+        let got: BulkJob;
+        try {
+          got = await this.getBulkJob(req.jobId, o);
+        } catch {
+          throw e;
+        }
+        if (got.action === req.action) return got;
+      }
+      throw e;
+    }
+  }
+
+  /** A job and its progress: status, acted, skipped (by why), failed. An unknown id is NotFound. */
+  async getBulkJob(jobId: string, o: CallOptions = {}): Promise<BulkJob> {
+    return (await this.call(true, o, (co) => this.svc.getBulkJob({ jobId }, co))).job!;
+  }
+
+  /** The jobs the cluster keeps (running or ended), newest first. */
+  async listBulkJobs(o: CallOptions = {}): Promise<BulkJob[]> {
+    return (await this.call(true, o, (co) => this.svc.listBulkJobs({}, co))).jobs;
+  }
+
+  /**
+   * Stops a running job: the sessions already acted on stay as they are, no
+   * further one is. A job that ended is left as it is, so the call is retried.
+   */
+  async cancelBulkJob(jobId: string, o: CallOptions = {}): Promise<BulkJob> {
+    return (await this.call(true, o, (co) => this.svc.cancelBulkJob({ jobId }, co))).job!;
+  }
+
+  /**
+   * Reads the job every w.intervalMs until it is no longer running (done or
+   * cancelled) and resolves it as it ended, calling w.onProgress with each
+   * read. Past w.waitMs with the job still running (a read in progress
+   * included) it throws a DeadlineExceeded ConnectError; the job runs on.
+   * An abort of o.signal throws Canceled.
+   */
+  async waitBulkJob(jobId: string, w: WaitBulkJobOptions = {}, o: CallOptions = {}): Promise<BulkJob> {
+    const intervalMs = w.intervalMs ?? 1000;
+    if (typeof intervalMs !== "number" || !(intervalMs > 0)) throw new RangeError(`waitBulkJob: intervalMs must be a number above 0, not ${String(intervalMs)}`);
+    if (w.waitMs !== undefined && (typeof w.waitMs !== "number" || !(w.waitMs >= 0))) throw new RangeError(`waitBulkJob: waitMs must be a number from 0, not ${String(w.waitMs)}`);
+    // One signal for the reads and the sleeps: the caller's, or the wait's end.
+    const stop = new AbortController();
+    let late = false;
+    const timer = w.waitMs === undefined ? undefined : setTimeout(() => { late = true; stop.abort(); }, w.waitMs);
+    const onAbort = () => stop.abort();
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+    if (o.signal?.aborted) stop.abort();
+    let last: BulkJob | undefined;
+    const ended = (e?: unknown): unknown => {
+      if (o.signal?.aborted) return new ConnectError(`waitBulkJob: bulk job ${jobId}: aborted`, Code.Canceled);
+      if (late) {
+        const seen = last === undefined ? "" : ` (${last.acted} acted on, ${last.steps} steps)`;
+        return new ConnectError(`bulk job ${jobId} still running after ${w.waitMs} ms${seen}`, Code.DeadlineExceeded);
+      }
+      return e;
+    };
+    try {
+      for (;;) {
+        try {
+          last = await this.getBulkJob(jobId, { ...o, signal: stop.signal });
+        } catch (e) {
+          throw ended(e);
+        }
+        w.onProgress?.(last);
+        if (last.status !== BulkJobStatus.RUNNING) return last;
+        if (!(await sleep(intervalMs, stop.signal))) throw ended();
+      }
+    } finally {
+      clearTimeout(timer);
+      o.signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   /**

@@ -4,6 +4,10 @@ export { partitionOf } from "./partitions.js";
 export { LiveOffsets } from "./live.js";
 export { Client, newSessionId, newIdempotencyKey, maxPriority, maxFairnessWeight, maxFairnessKeyBytes } from "./client.js";
 export type { BudgetInit, CallOptions, CreateScheduleInit, CreateSessionInit, ForkSessionInit } from "./client.js";
+export { bulkActions, newBulkJobId } from "./bulk.js";
+export type { BulkActionName, BulkFilterInit, StartBulkActionInit, WaitBulkJobOptions } from "./bulk.js";
+export { BulkAction, BulkJobStatus } from "../gen/dex/v1/sessions_pb.js";
+export type { BulkFilter, BulkJob, BulkSkip } from "../gen/dex/v1/sessions_pb.js";
 export type { CancelSessionResponse, EditHistoryResponse, GetSessionResponse } from "../gen/dex/v1/sessions_pb.js";
 export {
   toolCallNotRunErrorPrefix, ToolCallNotRunErrorPrefix, ModelError, newHttpModelError, errorTypeForHttpStatus, isContextLengthMessage, classifyError, codeOf,
