@@ -178,7 +178,12 @@ class BulkCalls:
         running (done or cancelled) and returns it as it ended, calling
         ``progress`` (when given) with each read. After ``timeout`` seconds
         (None: no limit) with the job still running it raises TimeoutError;
-        the job runs on."""
+        the job runs on. An ``interval`` that is not above 0 or a
+        ``timeout`` below 0 raises ValueError before any call."""
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0:
+            raise ValueError(f"wait_bulk_job: interval must be a number of seconds above 0, not {interval!r}")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0):
+            raise ValueError(f"wait_bulk_job: timeout must be None or a number of seconds from 0, not {timeout!r}")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             job = await self.get_bulk_job(job_id)

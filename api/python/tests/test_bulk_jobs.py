@@ -329,3 +329,17 @@ def test_bad_input_is_refused_before_any_call(args, kwargs, want):
 
     fake = _run(body)
     assert fake.starts == [] and fake.gets == []
+
+
+@pytest.mark.parametrize("kwargs,want", [
+    ({"interval": 0}, r"^wait_bulk_job: interval must be a number of seconds above 0, not 0$"),
+    ({"interval": "1"}, r"^wait_bulk_job: interval must be a number of seconds above 0, not '1'$"),
+    ({"timeout": -1}, r"^wait_bulk_job: timeout must be None or a number of seconds from 0, not -1$"),
+])
+def test_a_bad_wait_is_refused_before_any_call(kwargs, want):
+    async def body(client, fake):
+        with pytest.raises(ValueError, match=want):
+            await client.wait_bulk_job("w", **kwargs)
+        return fake
+
+    assert _run(body).gets == []
