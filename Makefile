@@ -238,13 +238,22 @@ certify-examples: build-go
 
 # The TypeScript Worker library (api/typescript): its npm packages (npm ci,
 # once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo
-# Worker, which `dexchaos matrix --worker typescript` uses.
+# Worker, which `dexchaos matrix --worker typescript` uses. tsc runs only
+# when a file it compiles, its config or the packages changed since its last
+# build (dist/.tsc-built, gone with dist/): every chaos lane and the soak
+# depend on build, and one compile serves them all.
 TS_DIR := api/typescript
-worker-typescript:
-	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && node_modules/.bin/tsc -p .
+TS_INPUTS := $(shell find $(addprefix $(TS_DIR)/,src gen demo test examples) 2>/dev/null) \
+	$(addprefix $(TS_DIR)/,tsconfig.json package.json package-lock.json)
+worker-typescript: $(TS_DIR)/dist/.tsc-built
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; }
 	@mkdir -p $(BIN)
 	printf '#!/bin/sh\nexec node "%s/$(TS_DIR)/dist/demo/main.js" "$$@"\n' "$(CURDIR)" >$(BIN)/dexworker-typescript
 	chmod +x $(BIN)/dexworker-typescript
+
+$(TS_DIR)/dist/.tsc-built: $(TS_INPUTS)
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && node_modules/.bin/tsc -p .
+	touch $@
 
 # The TypeScript library's tests (node's test runner): test/*.test.ts in
 # `make test`; in `make e2e` test/e2e/*.test.ts, which start bin/dexd (and
