@@ -229,9 +229,11 @@ chaos-adapters: build
 # dexchaos certify on the example Workers of docs/examples, run by their own
 # certify.sh as a user's CI runs it: the Python one in all three columns,
 # the others in the Worker-kill column (reports: docs/examples/*/certify-report).
+# Each certify.sh builds dexd and dexchaos into BIN, which the Go one keeps
+# apart by default (.certify-bin): here it is $(BIN), which build-go has made.
 certify-examples: build-go
 	cd docs/examples/python && ./certify.sh
-	cd docs/examples/go && ./certify.sh --columns worker-kill
+	cd docs/examples/go && BIN=$(CURDIR)/$(BIN) ./certify.sh --columns worker-kill
 	cd docs/examples/typescript && ./certify.sh --columns worker-kill
 	cd docs/examples/typescript && WORKER=dist/worker-openai-agents.js ./certify.sh --columns worker-kill
 	cd docs/examples/typescript && WORKER=dist/worker-claude-agent-sdk.js ./certify.sh --columns worker-kill
