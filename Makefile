@@ -63,7 +63,7 @@ test: vet
 	$(MAKE) test-typescript
 
 e2e:
-	GO=$(GO) chaos/scripts/e2e-go.sh $(TESTFLAGS)
+	GO=$(GO) BIN=$(BIN) chaos/scripts/e2e-go.sh $(TESTFLAGS)
 	$(MAKE) e2e-python
 	$(MAKE) e2e-typescript
 

@@ -5,11 +5,16 @@
 # runs over the packages that have such files, -run naming their tests; the
 # untagged tests of the same packages are `make test`'s.
 #
+# dexd, dexworker and dexctl are built once, into $BIN (default bin), and
+# the tests take them from there ($DEX_BIN, harness.RunWithBinaries) rather
+# than each package linking its own.
+#
 #   chaos/scripts/e2e-go.sh [go test flags]    e.g. chaos/scripts/e2e-go.sh -race -timeout 10m
 #   chaos/scripts/e2e-go.sh --list             the package and name of each test it runs
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
+BIN=${BIN:-bin}
 
 # names FILE...: the top-level tests, examples and fuzz targets they declare.
 names() {
@@ -58,4 +63,7 @@ if [ "${1:-}" = "--list" ]; then
 	printf '%s\n' "${list[@]}" | sort
 	exit 0
 fi
+"$GO" build -o "$BIN/" ./cmd/dexd ./cmd/dexworker ./cmd/dexctl
+DEX_BIN=$(cd "$BIN" && pwd)
+export DEX_BIN
 exec "$GO" test -tags e2e "$@" -run "^($(IFS='|'; echo "${run[*]}"))\$" "${dirs[@]}"
