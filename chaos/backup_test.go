@@ -28,6 +28,10 @@ import (
 	"github.com/dexhq/dex/chaos/harness"
 )
 
+// The nap's timer must stay pending from the save through the last restore
+// (about 2 s on 2 cores, the new cluster's start included), then fire in the
+// new cluster, which the test waits for: 10 s leaves a wide margin without
+// a long wait.
 const backupScript = `{"turns": [
  {"match": "hello", "outputs": [{"text": "hi there"}]},
  {"match": "again", "outputs": [{"text": "hello again"}]},
@@ -35,7 +39,7 @@ const backupScript = `{"turns": [
    {"tool_calls": [{"tool": "deploy", "arguments": {"env": "prod"}}]},
    {"text": "deployed"}]},
  {"match": "nap", "outputs": [
-   {"tool_calls": [{"tool": "sleep", "arguments": {"seconds": 30}}]},
+   {"tool_calls": [{"tool": "sleep", "arguments": {"seconds": 10}}]},
    {"text": "woke up"}]}
 ]}`
 
