@@ -34,17 +34,21 @@ func runWithBinaries(m Tests, binDir *string, cmds []string) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if from := os.Getenv(BinEnv); from != "" {
-		err = linkBinaries(from, dir, cmds)
-	} else {
-		err = buildBinaries(dir, cmds)
-	}
-	if err != nil {
+	if err := Binaries(dir, cmds...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	*binDir = dir
 	return m.Run()
+}
+
+// Binaries puts the named commands of this module into dir: links to the
+// programs of $DEX_BIN where it is set, else builds them there.
+func Binaries(dir string, cmds ...string) error {
+	if from := os.Getenv(BinEnv); from != "" {
+		return linkBinaries(from, dir, cmds)
+	}
+	return buildBinaries(dir, cmds)
 }
 
 func buildBinaries(dir string, cmds []string) error {

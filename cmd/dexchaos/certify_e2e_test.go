@@ -17,15 +17,15 @@ import (
 	"github.com/dexhq/dex/chaos/harness"
 )
 
-// certifyBin builds dexd once for the certify runs.
+// certifyBin holds dexd for the certify runs: $DEX_BIN's (make e2e builds
+// it), else built once.
 var certifyBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "dexchaos-certify-bin-")
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/dexhq/dex/cmd/dexd").CombinedOutput()
-	if err != nil {
-		return "", &buildError{string(out)}
+	if err := harness.Binaries(dir, "dexd"); err != nil {
+		return "", err
 	}
 	return dir, nil
 })
