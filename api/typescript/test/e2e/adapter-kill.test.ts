@@ -22,8 +22,10 @@ const haveDexd = existsSync(join(binDir, "dexd"));
 const skip = haveDexd || canBuild ? false : `no dexd in ${binDir} and no go to build one`;
 
 // A tool (or a CLI tool) runs this long: the kill lands inside it even on a
-// slow machine, since it strikes as soon as the run's ledger line is there.
-const runMs = 4000;
+// slow machine, since it strikes as soon as the run's ledger line is there;
+// the chaos suite's "while the tool runs" cells run theirs as long. The new
+// Worker's run takes as long again.
+const runMs = 2500;
 const script = {
   turns: [
     { match: "write-slow", outputs: [{ tool_calls: [{ tool: "save_note", arguments: { note: "n", sleep_ms: runMs } }] }, { text: "saved" }] },
