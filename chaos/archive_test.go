@@ -126,13 +126,15 @@ func objectFile(dir, id string) string {
 // Closed sessions past their retention, and an idle one past
 // --session-retention, leave the cluster only once the archive holds them;
 // each archived object is byte for byte the export taken while the cluster
-// still held the session.
+// still held the session. Every session is created, closed and exported
+// within a second or so; the closed ones' retention ends well before the
+// idle retention, which the test then waits out.
 func TestArchive_SessionsLeaveOnlyArchivedAndExportTheSameBytes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "archive") // one archive for every node, as a shared bucket
-	e := newEnv(t, "--archive-url", dir, "--session-retention", "20s")
+	e := newEnv(t, "--archive-url", dir, "--session-retention", "10s")
 	e.startWorker("")
 
-	ids := []string{e.archivedSession("a", 10*time.Second), e.archivedSession("b", 10*time.Second), e.archivedSession("c", 10*time.Second)}
+	ids := []string{e.archivedSession("a", 5*time.Second), e.archivedSession("b", 5*time.Second), e.archivedSession("c", 5*time.Second)}
 	idle := e.archivedSession("idle", 0) // never closed: the idle retention deletes it
 	before := map[string][]byte{idle: e.export(idle, "")}
 	for _, id := range ids {
