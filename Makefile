@@ -242,8 +242,9 @@ certify-examples: build-go
 # once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo
 # Worker, which `dexchaos matrix --worker typescript` uses. tsc runs only
 # when a file it compiles, its config or the packages changed since its last
-# build (dist/.tsc-built, gone with dist/): every chaos lane and the soak
-# depend on build, and one compile serves them all.
+# build (dist/.tsc-built, gone with dist/), after removing dist/test as npm
+# test does, so no test deleted since runs: make test, make e2e, every chaos
+# lane and the soak use that build, and one compile serves them all.
 TS_DIR := api/typescript
 TS_INPUTS := $(shell find $(addprefix $(TS_DIR)/,src gen demo test examples) 2>/dev/null) \
 	$(addprefix $(TS_DIR)/,tsconfig.json package.json package-lock.json)
@@ -254,21 +255,22 @@ worker-typescript: $(TS_DIR)/dist/.tsc-built
 	chmod +x $(BIN)/dexworker-typescript
 
 $(TS_DIR)/dist/.tsc-built: $(TS_INPUTS)
-	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && node_modules/.bin/tsc -p .
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && rm -rf dist/test && node_modules/.bin/tsc -p .
 	touch $@
 
-# The TypeScript library's tests (node's test runner): test/*.test.ts in
-# `make test`; in `make e2e` test/e2e/*.test.ts, which start bin/dexd (and
-# bin/dexworker beside the first Worker), built fresh so none is stale, with
-# dexchaos (its scripted model, for the providers' SDKs).
-test-typescript:
-	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && npm test
+# The TypeScript library's tests (node's test runner), those npm test and
+# npm run test:e2e run, on the build above: test/*.test.ts in `make test`;
+# in `make e2e` test/e2e/*.test.ts, which start bin/dexd (and bin/dexworker
+# beside the first Worker), built fresh so none is stale, with dexchaos (its
+# scripted model, for the providers' SDKs).
+test-typescript: $(TS_DIR)/dist/.tsc-built
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && node --test dist/test/*.test.js
 
 # The certify example's packages (npm ci, once): an e2e test runs its Workers.
-e2e-typescript:
+e2e-typescript: $(TS_DIR)/dist/.tsc-built
 	$(GO) build -o $(BIN)/ ./cmd/dexd ./cmd/dexworker ./cmd/dexctl ./cmd/dexchaos
 	cd docs/examples/typescript && { test -d node_modules || npm ci --no-audit --no-fund; }
-	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && DEX_BIN="$(CURDIR)/$(BIN)" npm run test:e2e
+	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && DEX_BIN="$(CURDIR)/$(BIN)" node --test dist/test/e2e/*.test.js
 
 # The worker-kill and takeover columns with the TypeScript demo Worker (CI
 # runs them; report: chaos-report-typescript/matrix.md).

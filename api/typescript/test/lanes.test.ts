@@ -1,7 +1,7 @@
-// The two test lanes: test/*.test.ts run in make test (npm test) and start no
-// process; the tests that start processes (dexd, Workers, dexchaos, node)
-// are in test/e2e/ and run in make e2e (npm run test:e2e). A test file
-// anywhere else would run in neither.
+// The two test lanes: test/*.test.ts run in make test (as in npm test) and
+// start no process; the tests that start processes (dexd, Workers, dexchaos,
+// node) are in test/e2e/ and run in make e2e (as in npm run test:e2e). A
+// test file anywhere else would run in neither.
 import { it } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
