@@ -62,8 +62,10 @@ test: vet
 	$(MAKE) test-python
 	$(MAKE) test-typescript
 
+# -count=1: these tests run programs the test cache does not track, so a
+# cached pass could hide a change to dexd, dexworker or dexctl.
 e2e:
-	GO=$(GO) BIN=$(BIN) chaos/scripts/e2e-go.sh $(TESTFLAGS)
+	GO=$(GO) BIN=$(BIN) chaos/scripts/e2e-go.sh $(TESTFLAGS) -count=1
 	$(MAKE) e2e-python
 	$(MAKE) e2e-typescript
 
@@ -211,10 +213,12 @@ e2e-python: $(BIN)/dexworker-python
 	cd api/python && DEX_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider -m e2e tests
 
 # The worker-kill and takeover columns with the Python demo Worker (CI runs
-# them; report: chaos-report-python/matrix.md).
+# them; report: chaos-report-python/matrix.md). Two cells at once, each on
+# its own cluster, as the adapters' lane: the takeover figures that need a
+# quiet machine are `make chaos`'s.
 chaos-python: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
-	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-python --worker python --column worker-kill,takeover
+	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-python --worker python --column worker-kill,takeover --parallel 2
 
 # The Worker-kill rows of RunModel and the tool Steps with the TypeScript
 # demo Worker's model driven through each framework adapter (CI runs them;
@@ -229,14 +233,15 @@ chaos-adapters: build
 # dexchaos certify on the example Workers of docs/examples, run by their own
 # certify.sh as a user's CI runs it: the Python one in all three columns,
 # the others in the Worker-kill column (reports: docs/examples/*/certify-report).
+# Two cells at once (--parallel 2), each on its own cluster.
 # Each certify.sh builds dexd and dexchaos into BIN, which the Go one keeps
 # apart by default (.certify-bin): here it is $(BIN), which build-go has made.
 certify-examples: build-go
-	cd docs/examples/python && ./certify.sh
-	cd docs/examples/go && BIN=$(CURDIR)/$(BIN) ./certify.sh --columns worker-kill
-	cd docs/examples/typescript && ./certify.sh --columns worker-kill
-	cd docs/examples/typescript && WORKER=dist/worker-openai-agents.js ./certify.sh --columns worker-kill
-	cd docs/examples/typescript && WORKER=dist/worker-claude-agent-sdk.js ./certify.sh --columns worker-kill
+	cd docs/examples/python && ./certify.sh --parallel 2
+	cd docs/examples/go && BIN=$(CURDIR)/$(BIN) ./certify.sh --columns worker-kill --parallel 2
+	cd docs/examples/typescript && ./certify.sh --columns worker-kill --parallel 2
+	cd docs/examples/typescript && WORKER=dist/worker-openai-agents.js ./certify.sh --columns worker-kill --parallel 2
+	cd docs/examples/typescript && WORKER=dist/worker-claude-agent-sdk.js ./certify.sh --columns worker-kill --parallel 2
 
 # The TypeScript Worker library (api/typescript): its npm packages (npm ci,
 # once), tsc into its dist/, and $(BIN)/dexworker-typescript running its demo
@@ -273,7 +278,8 @@ e2e-typescript: $(TS_DIR)/dist/.tsc-built
 	cd $(TS_DIR) && { test -d node_modules || npm ci --no-audit --no-fund; } && DEX_BIN="$(CURDIR)/$(BIN)" node --test dist/test/e2e/*.test.js
 
 # The worker-kill and takeover columns with the TypeScript demo Worker (CI
-# runs them; report: chaos-report-typescript/matrix.md).
+# runs them; report: chaos-report-typescript/matrix.md), two cells at once
+# as chaos-python.
 chaos-typescript: build
 	$(GO) build -tags chaos -o $(BIN)/chaos/ ./cmd/dexd
-	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-typescript --worker typescript --column worker-kill,takeover
+	$(BIN)/dexchaos matrix --bin $(BIN) --out chaos-report-typescript --worker typescript --column worker-kill,takeover --parallel 2
