@@ -83,21 +83,24 @@ func (e *Exporter) run() {
 	for {
 		select {
 		case spans := <-e.queue:
-			for _, s := range spans {
-				e.export(s)
-			}
+			e.exportAll(spans)
 		case <-e.stop:
+			// Drain what is queued, then stop.
 			for {
 				select {
 				case spans := <-e.queue:
-					for _, s := range spans {
-						e.export(s)
-					}
+					e.exportAll(spans)
 				default:
 					return
 				}
 			}
 		}
+	}
+}
+
+func (e *Exporter) exportAll(spans []fsm.TracedSpan) {
+	for _, s := range spans {
+		e.export(s)
 	}
 }
 
