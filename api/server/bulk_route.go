@@ -13,22 +13,24 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-const startBulkMethod = "/dex.v1.SessionService/StartBulkAction"
+const (
+	startBulkMethod  = "/dex.v1.SessionService/StartBulkAction"
+	cancelBulkMethod = "/dex.v1.SessionService/CancelBulkJob"
+)
 
 // bulkAnswers are the answers of the bulk calls.
 var bulkAnswers = map[string]func() proto.Message{
-	startBulkMethod:                        func() proto.Message { return &dexv1.StartBulkActionResponse{} },
-	"/dex.v1.SessionService/GetBulkJob":    func() proto.Message { return &dexv1.GetBulkJobResponse{} },
-	"/dex.v1.SessionService/ListBulkJobs":  func() proto.Message { return &dexv1.ListBulkJobsResponse{} },
-	"/dex.v1.SessionService/CancelBulkJob": func() proto.Message { return &dexv1.CancelBulkJobResponse{} },
+	startBulkMethod:                       func() proto.Message { return &dexv1.StartBulkActionResponse{} },
+	"/dex.v1.SessionService/GetBulkJob":   func() proto.Message { return &dexv1.GetBulkJobResponse{} },
+	"/dex.v1.SessionService/ListBulkJobs": func() proto.Message { return &dexv1.ListBulkJobsResponse{} },
+	cancelBulkMethod:                      func() proto.Message { return &dexv1.CancelBulkJobResponse{} },
 }
 
 // bulk serves a bulk call: in a cluster of one partition, there; in one of
 // several, in each partition in order, a start with the one job id drawn
 // here (after the request is checked, so bad input starts nothing
 // anywhere), the answers summed into one job per id. A start that fails
-// in a partition after earlier ones started names the partition; the job
-// is then cancelled or read by its id as any other.
+// in a partition cancels the parts started before it (bulk_start.go).
 func (r *Router) bulk(ss grpc.ServerStream, method string, req *frame) error {
 	if len(r.parts) == 1 {
 		return r.serveIn(0, ss, method, req)
@@ -51,7 +53,11 @@ func (r *Router) bulk(ss grpc.ServerStream, method string, req *frame) error {
 		if err != nil {
 			return status.Errorf(codes.Internal, "encode the request: %v", err)
 		}
-		req = &frame{b: b}
+		started, err := r.startBulkInEvery(ss, job.Id, &frame{b: b})
+		if err != nil {
+			return err
+		}
+		return ss.SendMsg(&dexv1.StartBulkActionResponse{Job: started})
 	}
 	var jobs [][]*dexv1.BulkJob
 	for k := range r.parts {
@@ -60,8 +66,6 @@ func (r *Router) bulk(ss grpc.ServerStream, method string, req *frame) error {
 			return inPartition(k, err)
 		}
 		switch o := out.(type) {
-		case *dexv1.StartBulkActionResponse:
-			jobs = append(jobs, []*dexv1.BulkJob{o.Job})
 		case *dexv1.GetBulkJobResponse:
 			jobs = append(jobs, []*dexv1.BulkJob{o.Job})
 		case *dexv1.CancelBulkJobResponse:
@@ -73,11 +77,9 @@ func (r *Router) bulk(ss grpc.ServerStream, method string, req *frame) error {
 	merged := mergeBulkJobs(jobs)
 	var resp proto.Message
 	switch method {
-	case startBulkMethod:
-		resp = &dexv1.StartBulkActionResponse{Job: first(merged)}
 	case "/dex.v1.SessionService/GetBulkJob":
 		resp = &dexv1.GetBulkJobResponse{Job: first(merged)}
-	case "/dex.v1.SessionService/CancelBulkJob":
+	case cancelBulkMethod:
 		resp = &dexv1.CancelBulkJobResponse{Job: first(merged)}
 	default:
 		resp = &dexv1.ListBulkJobsResponse{Jobs: merged}

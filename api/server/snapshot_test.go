@@ -252,6 +252,13 @@ func saveFrom(t *testing.T, admin dexv1.AdminServiceClient, k int) ([]byte, *bac
 // Router and returns it, its cluster id and an AdminService client.
 func servePartitions(t *testing.T, n int) (*cluster.Host, string, dexv1.AdminServiceClient) {
 	t.Helper()
+	host, conn := servePartitionsConn(t, n)
+	return host, host.Partition(0).ClusterID(), dexv1.NewAdminServiceClient(conn)
+}
+
+// servePartitionsConn is servePartitions with a connection to the Router.
+func servePartitionsConn(t *testing.T, n int) (*cluster.Host, *grpc.ClientConn) {
+	t.Helper()
 	cfg := singleNodeConfig(t)
 	cfg.Partitions = n
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
@@ -285,7 +292,7 @@ func servePartitions(t *testing.T, n int) (*cluster.Host, string, dexv1.AdminSer
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return host, host.Partition(0).ClusterID(), dexv1.NewAdminServiceClient(conn)
+	return host, conn
 }
 
 // createInPartition creates a session in partition k of host, with an id

@@ -17,8 +17,8 @@ import (
 	"github.com/dexhq/dex/fsm/fsmpb"
 )
 
-// Bulk actions (docs/bulk.md): `session cancel|close|delete` with a filter
-// instead of an id, `bulk start ACTION` for every action, and `bulk list|
+// Bulk actions (docs/bulk.md): `session cancel|close|delete|resume|label`
+// (and `resume`) with a filter instead of an id, `bulk start ACTION` for every action, and `bulk list|
 // show|cancel` for the jobs.
 
 // bulkFilter is the filter flags of a bulk action: those of session list,
@@ -368,20 +368,26 @@ func newBulkCancelCmd(g *globals) *cobra.Command {
 }
 
 // bulkOrOne runs a session command on one session (its ID argument) or, with
-// a filter, as a bulk job of action.
-func bulkOrOne(g *globals, f *bulkFilter, action dexv1.BulkAction, reason *string, one func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+// a filter, as a bulk job of action. fill, when not nil, completes the job's
+// request from the command's flags and takes the arguments that are the
+// job's, returning the others: an argument left with a filter is a session
+// ID, refused.
+func bulkOrOne(g *globals, f *bulkFilter, action dexv1.BulkAction, fill func(req *dexv1.StartBulkActionRequest, args []string) ([]string, error), one func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if f.given() {
+			req := &dexv1.StartBulkActionRequest{Action: action}
+			if fill != nil {
+				var err error
+				if args, err = fill(req, args); err != nil {
+					return err
+				}
+			}
 			if len(args) > 0 {
 				return usagef("give a session ID or a filter, not both")
 			}
-			req := &dexv1.StartBulkActionRequest{Action: action}
-			if reason != nil {
-				req.Reason = *reason
-			}
 			return startBulk(cmd, g, f, req)
 		}
-		if len(args) != 1 {
+		if len(args) == 0 {
 			return usagef("give a session ID, or a filter (--filter, --label, --agent, --status, --since, ...) to act on every session it matches")
 		}
 		return one(cmd, args)

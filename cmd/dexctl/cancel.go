@@ -21,7 +21,10 @@ func newSessionCancelCmd(g *globals) *cobra.Command {
 		Use:   "cancel ID | cancel --filter ...",
 		Short: "Stop a session's turn: queued Steps dropped, running attempts cancelled, waits ended; the session goes idle and its model is told",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: bulkOrOne(g, &bulk, dexv1.BulkAction_BULK_ACTION_CANCEL, &reason, func(cmd *cobra.Command, args []string) error {
+		RunE: bulkOrOne(g, &bulk, dexv1.BulkAction_BULK_ACTION_CANCEL, func(req *dexv1.StartBulkActionRequest, args []string) ([]string, error) {
+			req.Reason = reason
+			return args, nil
+		}, func(cmd *cobra.Command, args []string) error {
 			// Only a try that timed out may have committed: then "no turn"
 			// on the next try is that cancel's doing.
 			timedOut, lost := false, false

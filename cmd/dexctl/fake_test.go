@@ -26,6 +26,7 @@ type fakeSessions struct {
 	closes   []*dexv1.CloseSessionRequest
 	budgets  []*dexv1.SetBudgetRequest
 	labels   []*dexv1.SetLabelsRequest
+	resumes  []*dexv1.ResumeSessionRequest
 	forks    []*dexv1.ForkSessionRequest
 	lists    []*dexv1.ListSessionsRequest
 	events   map[string][]*dexv1.Event

@@ -58,15 +58,40 @@ func labelsLine(m map[string]string) string {
 func newSessionLabelCmd(g *globals) *cobra.Command {
 	var remove []string
 	var asJSON bool
+	var bulk bulkFilter
 	cmd := &cobra.Command{
-		Use:   "label ID [KEY=VALUE…] [--remove KEY…]",
-		Short: "Set or remove a session's labels",
+		Use:   "label ID [KEY=VALUE…] [--remove KEY…] | label --filter ... KEY=VALUE…",
+		Short: "Set or remove a session's labels, or set labels on every session a filter matches",
 		Long: `Set labels of a session (KEY=VALUE, replacing a key's value) and remove
 others (--remove KEY, repeatable), in one change. A key is at most 63 bytes
 of a-z, 0-9 and "._/-", beginning with a letter or digit; a value at most
-256 bytes; a session holds at most 32 labels.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+256 bytes; a session holds at most 32 labels.
+
+With a filter instead of an ID (--filter, --label, --agent, --status, --since,
+...; --all for every session) it starts a bulk job that sets the KEY=VALUE
+labels on every session the filter matches (docs/bulk.md): --label selects
+the sessions, the arguments are the labels set. A job only sets labels:
+--remove takes an ID.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: bulkOrOne(g, &bulk, dexv1.BulkAction_BULK_ACTION_LABEL, func(req *dexv1.StartBulkActionRequest, args []string) ([]string, error) {
+			for _, a := range args {
+				if !strings.Contains(a, "=") {
+					return nil, usagef("give a session ID or a filter, not both: with a filter the arguments are the KEY=VALUE labels to set (%q is not one)", a)
+				}
+			}
+			if len(remove) > 0 {
+				return nil, usagef("--remove takes a session ID: a label job by filter only sets labels")
+			}
+			set, err := parseLabels("label", args)
+			if err != nil {
+				return nil, err
+			}
+			if len(set) == 0 {
+				return nil, usagef("a label job needs KEY=VALUE labels to set")
+			}
+			req.Labels = set
+			return nil, nil
+		}, func(cmd *cobra.Command, args []string) error {
 			set, err := parseLabels("label", args[1:])
 			if err != nil {
 				return err
@@ -88,9 +113,10 @@ of a-z, 0-9 and "._/-", beginning with a letter or digit; a value at most
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s labels: %s\n", safe(args[0]), labelsLine(labelsMap(s.GetLabels())))
 			return nil
-		},
+		}),
 	}
-	cmd.Flags().StringArrayVar(&remove, "remove", nil, "remove this label key (repeatable)")
+	cmd.Flags().StringArrayVar(&remove, "remove", nil, "remove this label key (repeatable; with an ID only)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addBulkFilterFlags(cmd, &bulk)
 	return cmd
 }

@@ -36,7 +36,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Start, message, show and watch sessions"}
-	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionBudgetCmd(g), newSessionLabelCmd(g), newSessionForkCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
+	cmd.AddCommand(newSessionStartCmd(g), newSessionSendCmd(g), newSessionShowCmd(g), newSessionListCmd(g), newSessionWatchCmd(g), newSessionDeleteCmd(g), newSessionEditCmd(g), newSessionCancelCmd(g), newSessionCloseCmd(g), newSessionBudgetCmd(g), newSessionLabelCmd(g), newResumeCmd(g), newSessionForkCmd(g), newSessionExportCmd(g), newSessionImportCmd(g))
 	return cmd
 }
 

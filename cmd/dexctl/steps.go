@@ -38,7 +38,6 @@ func simpleCmd(g *globals, use, short string, nargs int, call func(ctx context.C
 
 func newStepCmds(g *globals) []*cobra.Command {
 	var approveReason, denyReason, note, outcome string
-	var drop bool
 	approve := simpleCmd(g, "approve STEP", "Approve a tool call that waits for approval", 1,
 		func(ctx context.Context, c dexv1.SessionServiceClient, a []string, tr grpc.CallOption) error {
 			_, err := c.ResolveApproval(ctx, &dexv1.ResolveApprovalRequest{StepId: a[0], Approved: true, Reason: approveReason}, tr)
@@ -56,22 +55,7 @@ func newStepCmds(g *globals) []*cobra.Command {
 			_, err := c.AnswerQuestion(ctx, &dexv1.AnswerQuestionRequest{StepId: a[0], Answer: a[1]}, tr)
 			return err
 		}, func(a []string) map[string]any { return map[string]any{"step": a[0], "result": "answered"} })
-	resume := simpleCmd(g, "resume SESSION", "Resume a paused or errored session: it retries its kept turn once, or drops it (--drop)", 1,
-		func(ctx context.Context, c dexv1.SessionServiceClient, a []string, tr grpc.CallOption) error {
-			choice := dexv1.ResumeChoice_RESUME_CHOICE_RETRY
-			if drop {
-				choice = dexv1.ResumeChoice_RESUME_CHOICE_DROP
-			}
-			_, err := c.ResumeSession(ctx, &dexv1.ResumeSessionRequest{SessionId: a[0], Choice: choice}, tr)
-			return err
-		}, func(a []string) map[string]any {
-			how := "retry"
-			if drop {
-				how = "drop"
-			}
-			return map[string]any{"session": a[0], "choice": how, "result": "resumed (" + how + ")"}
-		})
-	resume.Flags().BoolVar(&drop, "drop", false, "drop the kept turn (its tool results become error notes) and go on with the inbox, instead of retrying it")
+	resume := newResumeCmd(g)
 	reconcile := simpleCmd(g, "reconcile STEP", "Record what really happened to an outcome_unknown call", 1,
 		func(ctx context.Context, c dexv1.SessionServiceClient, a []string, tr grpc.CallOption) error {
 			o, err := parseOutcome(outcome)
