@@ -27,3 +27,13 @@ func (c *Client) ListSessionsBy(ctx context.Context, pageSize uint32) ([]*dexv1.
 		req = &dexv1.ListSessionsRequest{PageSize: pageSize, PageToken: resp.NextPageToken}
 	}
 }
+
+// ListSessionsPage returns one page of the sessions as the server answers
+// req (its filter, order and token): a read, retried across a takeover
+// like GetSession. A filtered page may be short, even empty, with a token
+// to read on from.
+func (c *Client) ListSessionsPage(ctx context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
+	return call(ctx, true, func(ctx context.Context, o ...grpc.CallOption) (*dexv1.ListSessionsResponse, error) {
+		return c.svc.ListSessions(ctx, req, o...)
+	})
+}

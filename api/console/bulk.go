@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
@@ -37,13 +38,13 @@ func (c *Console) startBulk(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, http.StatusBadRequest, "the form could not be read: "+err.Error())
 		return
 	}
-	filter, err := readFilter(r.PostForm)
+	filter, err := readFilter(r.PostForm, time.Now())
 	if err != nil {
 		c.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	form := bulkForm{Action: r.PostFormValue("action"), Reason: strings.TrimSpace(r.PostFormValue("reason")), Set: r.PostFormValue("set"), All: r.PostFormValue("all") == "yes"}
-	refuse := func(code int, msg string) { c.showSessions(w, r, code, msg, "", filter, 1, form) }
+	refuse := func(code int, msg string) { c.showSessions(w, r, code, msg, "", filter, "", form) }
 	if msg := checkCSRF(r); msg != "" {
 		refuse(http.StatusForbidden, msg)
 		return
@@ -66,7 +67,7 @@ func (c *Console) startBulk(w http.ResponseWriter, r *http.Request) {
 // request checks the form and makes its StartBulkAction.
 func (f bulkForm) request(filter listFilter) (*dexv1.StartBulkActionRequest, error) {
 	if filter.Query != "" {
-		return nil, fmt.Errorf("a bulk job cannot act on a search by id (“%s”): clear the search, or filter by status, agent or labels", filter.Query)
+		return nil, fmt.Errorf("a bulk job cannot act on an id lookup (“%s”): act on that session from its page, or filter the list", filter.Query)
 	}
 	action, ok := bulkActions[f.Action]
 	if !ok {

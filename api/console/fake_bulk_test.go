@@ -33,7 +33,10 @@ func (f *fakeAPI) StartBulkAction(ctx context.Context, req *dexv1.StartBulkActio
 		return nil, err
 	}
 	bf := req.Filter
-	empty := bf.GetStatus() == 0 && bf.GetAgent() == "" && len(bf.GetLabels()) == 0 && bf.GetParentId() == "" && bf.GetForkedFrom() == ""
+	if err := filterOfBulk(bf).check(); err != nil {
+		return nil, err
+	}
+	empty := filterOfBulk(bf).empty()
 	if req.Action == dexv1.BulkAction_BULK_ACTION_DELETE && empty && !req.All {
 		return nil, status.Error(codes.InvalidArgument, "a delete with no filter would delete every session: give a filter, or set all to delete them all")
 	}
@@ -112,11 +115,7 @@ func (f *fakeAPI) runJobs() {
 		skipped := map[string]uint64{}
 		for _, got := range f.sessions {
 			s := got.Session
-			lf := listFilter{Agent: j.Filter.GetAgent(), Labels: j.Filter.GetLabels()}
-			if j.Filter.GetStatus() != 0 {
-				lf.Status = enumWord(j.Filter.Status.String(), "SESSION_STATUS_")
-			}
-			if !lf.matches(&dexv1.SessionSummary{Id: s.Id, Status: s.Status, Agent: s.Agent, Labels: s.Labels}) {
+			if !filterOfBulk(j.Filter).matches(s) {
 				continue
 			}
 			switch j.Action {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +48,12 @@ type fakeAPI struct {
 	// answer, as when no node serves clients.
 	probes    int
 	probeDown string
+	// lists are the ListSessions requests, gets the sessions GetSession
+	// was asked for; scan, when set, is how many sessions one page of
+	// ListSessions examines (fake_list_test.go).
+	lists []*dexv1.ListSessionsRequest
+	gets  []string
+	scan  int
 }
 
 func newFakeAPI() *fakeAPI {
@@ -104,44 +109,12 @@ func (f *fakeAPI) GetSession(ctx context.Context, req *dexv1.GetSessionRequest) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gets = append(f.gets, req.SessionId)
 	got := f.sessions[req.SessionId]
 	if got == nil {
 		return nil, status.Errorf(codes.NotFound, "session %s not found", req.SessionId)
 	}
 	return proto.Clone(got).(*dexv1.GetSessionResponse), nil
-}
-
-func (f *fakeAPI) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequest) (*dexv1.ListSessionsResponse, error) {
-	if err := f.authorize(ctx, false); err != nil {
-		return nil, err
-	}
-	if f.down != "" {
-		return nil, status.Error(codes.Unavailable, f.down)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ids := make([]string, 0, len(f.sessions))
-	for id := range f.sessions {
-		if id > req.PageToken {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	size := int(req.PageSize)
-	if size == 0 {
-		size = 1000
-	}
-	out := &dexv1.ListSessionsResponse{}
-	if len(ids) > size {
-		ids = ids[:size]
-		out.NextPageToken = ids[size-1]
-	}
-	for _, id := range ids {
-		s := f.sessions[id].Session
-		out.Sessions = append(out.Sessions, &dexv1.SessionSummary{Id: s.Id, ParentId: s.ParentId, Status: s.Status, Agent: s.Agent, TurnsCompleted: s.TurnsCompleted, CreatedAtMs: s.CreatedAtMs, UpdatedAtMs: s.UpdatedAtMs,
-			Labels: s.Labels, ForkedFrom: s.ForkedFrom, ForkedAtSeq: s.ForkedAtSeq})
-	}
-	return out, nil
 }
 
 // waitingStep finds a step by id that waits as kind.

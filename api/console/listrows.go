@@ -11,9 +11,11 @@ import (
 )
 
 // A list row shows the session's first message and what it waits for.
-// SessionSummary carries neither, so the console reads the first page of
-// each session shown (one history entry, its turn's calls): at most a page
-// of the list (sessionsPerPage), a few at a time.
+// The summary carries the first message, and what a session at rest
+// (idle, paused, errored, closed) waits for; what a running or waiting
+// session waits for is in its turn, so the console reads the first page of
+// those sessions only (one history entry, its turn's calls): at most a
+// page of the list (sessionsPerPage), a few at a time.
 
 // rowLookups is how many sessions' first pages are read at once.
 const rowLookups = 8
@@ -24,61 +26,62 @@ type rowView struct {
 	Waits string // what the session waits for
 }
 
-// rowViews reads each session's first page; a session that cannot be read
-// now (deleted meanwhile, a refusal) shows its summary only.
+// inTurn: the session's wait is in its turn, not in its summary.
+func inTurn(st dexv1.SessionStatus) bool {
+	return st == dexv1.SessionStatus_SESSION_STATUS_RUNNING || st == dexv1.SessionStatus_SESSION_STATUS_WAITING
+}
+
+// rowViews makes each row's view; a session in a turn that cannot be read
+// now (deleted meanwhile, a refusal) shows no wait.
 func (c *Console) rowViews(ctx context.Context, list []*dexv1.SessionSummary) map[string]rowView {
 	out := make(map[string]rowView, len(list))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, rowLookups)
 	for _, s := range list {
+		if !inTurn(s.Status) {
+			out[s.Id] = rowView{First: s.FirstMessage, Waits: restWaits(s.Status, s.PauseReason, s.ResumeAtMs)}
+			continue
+		}
 		wg.Add(1)
 		slots <- struct{}{}
-		go func(id string) {
+		go func(s *dexv1.SessionSummary) {
 			defer func() { <-slots; wg.Done() }()
-			got, err := c.sessions.GetSessionPage(ctx, &dexv1.GetSessionRequest{SessionId: id, HistoryLimit: 1, StepsLimit: 1})
-			if err != nil {
-				return
+			v := rowView{First: s.FirstMessage}
+			if got, err := c.sessions.GetSessionPage(ctx, &dexv1.GetSessionRequest{SessionId: s.Id, HistoryLimit: 1, StepsLimit: 1}); err == nil {
+				v.Waits = waitsFor(got.Session)
 			}
-			v := rowView{First: firstMessage(got.Session), Waits: waitsFor(got.Session)}
 			mu.Lock()
-			out[id] = v
+			out[s.Id] = v
 			mu.Unlock()
-		}(s.Id)
+		}(s)
 	}
 	wg.Wait()
 	return out
 }
 
-// firstMessage is the text of the session's first entry when it is a
-// message, else the first message of its inbox (a turn not started yet).
-func firstMessage(s *dexv1.Session) string {
-	for _, e := range s.GetHistory() {
-		if e.Kind == dexv1.HistoryKind_HISTORY_KIND_USER {
-			return e.Text
+// restWaits says what a session at rest waits for ("" for one in a turn).
+func restWaits(st dexv1.SessionStatus, pause dexv1.PauseReason, resumeAtMs int64) string {
+	switch st {
+	case dexv1.SessionStatus_SESSION_STATUS_IDLE:
+		return "a message"
+	case dexv1.SessionStatus_SESSION_STATUS_CLOSED:
+		return "nothing: closed"
+	case dexv1.SessionStatus_SESSION_STATUS_PAUSED:
+		return "a resume (" + enumName(pause.String(), "PAUSE_REASON_") + ")"
+	case dexv1.SessionStatus_SESSION_STATUS_ERRORED:
+		if resumeAtMs != 0 {
+			return "a resume; the cluster retries " + agoMs(resumeAtMs)
 		}
-		break
-	}
-	for _, m := range s.GetInbox() {
-		return m.Text
+		return "a resume"
 	}
 	return ""
 }
 
 // waitsFor says what a session waits for, as its status and turn show it.
 func waitsFor(s *dexv1.Session) string {
-	switch s.Status {
-	case dexv1.SessionStatus_SESSION_STATUS_IDLE:
-		return "a message"
-	case dexv1.SessionStatus_SESSION_STATUS_CLOSED:
-		return "nothing: closed"
-	case dexv1.SessionStatus_SESSION_STATUS_PAUSED:
-		return "a resume (" + enumName(s.PauseReason.String(), "PAUSE_REASON_") + ")"
-	case dexv1.SessionStatus_SESSION_STATUS_ERRORED:
-		if s.ResumeAtMs != 0 {
-			return "a resume; the cluster retries " + agoMs(s.ResumeAtMs)
-		}
-		return "a resume"
+	if !inTurn(s.Status) {
+		return restWaits(s.Status, s.PauseReason, s.ResumeAtMs)
 	}
 	var waits, running []string
 	for _, cs := range s.GetTurn().GetCalls() {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,6 +34,13 @@ func TestSessionsPage_ShowsFirstMessageAndWhatEachWaitsFor(t *testing.T) {
 		`<td class="waits-for">a resume (limit)</td>`,
 		`<td class="waits-for">a resume; the cluster retries in 1m2`, // 1m29s or 1m30s
 		"1970-01-01 00:00:04.000 UTC", "ago</span>")
+	// The first messages and the waits of the sessions at rest come with
+	// the list; only the sessions in a turn are read for their waits.
+	got := api.gotSessions()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"ses-tool", "ses-wait"}) {
+		t.Fatalf("GetSession asked for %v; want only the running and the waiting session", got)
+	}
 }
 
 func TestTimes_NameTheZoneAndSayHowLong(t *testing.T) {

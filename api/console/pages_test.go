@@ -44,32 +44,138 @@ func sampleAPI() *fakeAPI {
 	return api
 }
 
-func TestSessionsPage_CountsFilterSearchNewestFirstAndPages(t *testing.T) {
+// nextLink is the page's Next link, "" when it has none.
+func nextLink(t *testing.T, body string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(body, `<a href="`)
+	for ok {
+		var link string
+		link, after, _ = strings.Cut(after, `"`)
+		if strings.HasPrefix(after, ` rel="next"`) {
+			return html.UnescapeString(link)
+		}
+		_, after, ok = strings.Cut(after, `<a href="`)
+	}
+	return ""
+}
+
+func TestSessionsPage_NewestFirstAndPagesWithTokens(t *testing.T) {
 	api := sampleAPI()
 	for i := range 120 {
 		api.add(&dexv1.Session{Id: fmt.Sprintf("bulk-%03d", i), Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, CreatedAtMs: int64(10_000 + i)})
 	}
 	b := newBrowser(t, serveFake(t, api, Config{}))
 
-	body := wantStatus(t, b.get("/ui/sessions"), http.StatusOK, "all <b>123</b>", "idle <b>121</b>", "waiting <b>1</b>", "paused <b>1</b>", "page 1 of 3")
-	if strings.Index(body, "bulk-119") > strings.Index(body, "bulk-118") || strings.Contains(body, "bulk-069") {
+	// The status filter is links, without counts (they would need every
+	// session read).
+	body := wantStatus(t, b.get("/ui/sessions"), http.StatusOK, `<a href="/ui/sessions" class="on">all</a>`, `<a href="/ui/sessions?status=waiting">waiting</a>`,
+		"every session · by created time, newest first · 50 on this page")
+	if strings.Index(body, "bulk-119") > strings.Index(body, "bulk-118") || strings.Contains(body, "bulk-069") || !strings.Contains(body, "bulk-070") {
 		t.Fatal("page 1 is not the 50 newest sessions, newest first")
 	}
-	body = wantStatus(t, b.get("/ui/sessions?page=3"), http.StatusOK, "page 3 of 3", "bulk-000", "ses-wait", "ses-unknown")
-	if strings.Index(body, "ses-wait") > strings.Index(body, "ses-unknown") {
-		t.Fatal("page 3 is not newest first")
+	if strings.Contains(body, `rel="first"`) {
+		t.Fatal("the first page links to the first page")
 	}
-	body = wantStatus(t, b.get("/ui/sessions?status=waiting"), http.StatusOK, "ses-wait", "1 of 123 sessions")
-	if strings.Contains(body, "bulk-") || strings.Contains(body, "ses-paused") {
-		t.Fatal("the waiting filter shows other sessions")
+	// Every call asked the API for the page in its order: the console
+	// sorts and filters nothing itself.
+	for _, req := range api.listRequests() {
+		if req.OrderBy != dexv1.SessionOrder_SESSION_ORDER_CREATED || !req.Descending || req.PageSize == 0 || req.PageSize > sessionsPerPage {
+			t.Fatalf("request %v; want created order, newest first, at most a page", req)
+		}
 	}
-	body = wantStatus(t, b.get("/ui/sessions?q=bulk-11"), http.StatusOK, "bulk-110", "bulk-119", "10 of 123 sessions")
-	if strings.Contains(body, "bulk-109") {
-		t.Fatal("the search shows a session whose id does not contain the text")
+	next := nextLink(t, body)
+	if !strings.Contains(next, "token=") {
+		t.Fatalf("page 1's next link %q carries no token", next)
+	}
+	body = wantStatus(t, b.get(next), http.StatusOK, "bulk-069", "bulk-020", `<a href="/ui/sessions" rel="first">`)
+	if strings.Contains(body, "bulk-070") || strings.Contains(body, "bulk-019") {
+		t.Fatal("page 2 is not the next 50")
+	}
+	body = wantStatus(t, b.get(nextLink(t, body)), http.StatusOK, "bulk-000", "ses-wait", "ses-unknown", "23 on this page")
+	if strings.Index(body, "ses-wait") > strings.Index(body, "ses-unknown") || nextLink(t, body) != "" {
+		t.Fatal("the last page is not newest first, or links on")
+	}
+	body = wantStatus(t, b.get("/ui/sessions?dir=oldest"), http.StatusOK, "oldest first", `<option value="oldest" selected>`)
+	if strings.Index(body, "ses-unknown") > strings.Index(body, "ses-paused") || strings.Contains(body, "bulk-119") {
+		t.Fatal("oldest first does not begin with the oldest")
 	}
 
-	wantStatus(t, b.get("/ui/sessions?status=sleepy"), http.StatusBadRequest, "unknown status &#34;sleepy&#34;")
-	wantStatus(t, b.get("/ui/sessions?page=0"), http.StatusBadRequest, "is not a page number")
+	body = wantStatus(t, b.get("/ui/sessions?status=waiting"), http.StatusOK, "ses-wait", `<a href="/ui/sessions?status=waiting" class="on">waiting</a>`)
+	if strings.Contains(body, "bulk-") || strings.Contains(body, "ses-paused") || nextLink(t, body) != "" {
+		t.Fatal("the waiting filter shows other sessions, or links on past the end")
+	}
+}
+
+// The API's pages of a sparse filter may come back short or empty with a
+// token: the console reads on, up to maxListCalls calls a page, and a
+// page that is still short links on.
+func TestSessionsPage_ShortPagesAreReadOnBounded(t *testing.T) {
+	api := sampleAPI()
+	for i := range 60 {
+		api.add(&dexv1.Session{Id: fmt.Sprintf("bulk-%03d", i), Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, CreatedAtMs: int64(10_000 + i)})
+	}
+	api.scan = 2 // each page examines two sessions
+	b := newBrowser(t, serveFake(t, api, Config{}))
+	body := wantStatus(t, b.get("/ui/sessions?status=paused"), http.StatusOK, `id="short"`)
+	if n := len(api.listRequests()); n != maxListCalls {
+		t.Fatalf("%d ListSessions calls for a page; want the bound, %d", n, maxListCalls)
+	}
+	if strings.Contains(body, "ses-paused") {
+		t.Fatal("the paused session is shown before the sessions examined reached it")
+	}
+	next := nextLink(t, body)
+	if next == "" {
+		t.Fatal("a short page with more to read has no next link")
+	}
+	body = wantStatus(t, b.get(next), http.StatusOK, `id="row-ses-paused"`, `rel="first"`)
+	if strings.Contains(body, `id="short"`) || nextLink(t, body) != "" || strings.Contains(body, "bulk-") {
+		t.Fatal("the end of the list is short, links on, or shows other sessions")
+	}
+	for _, req := range api.listRequests() {
+		if req.Status != dexv1.SessionStatus_SESSION_STATUS_PAUSED {
+			t.Fatalf("a request %v lost the status filter", req)
+		}
+	}
+}
+
+// q opens the session of exactly that id; an id no session has is said so.
+func TestSessionsPage_LookupByID(t *testing.T) {
+	api := sampleAPI()
+	b := newBrowser(t, serveFake(t, api, Config{}))
+	wantRedirect(t, b.get("/ui/sessions?q=ses-wait"), "/ui/sessions/ses-wait")
+	body := wantStatus(t, b.get("/ui/sessions?q=ses-"), http.StatusNotFound, "No session has the id “ses-”.", `name="q" value="ses-"`)
+	if !strings.Contains(body, `id="row-ses-wait"`) {
+		t.Fatal("the page of a failed lookup does not list the sessions")
+	}
+	wantStatus(t, b.get("/ui/sessions?q=a+b"), http.StatusBadRequest, "q &#34;a b&#34; holds")
+}
+
+// A bad value is refused with the field named, before the API is asked.
+func TestSessionsPage_BadFilterValues(t *testing.T) {
+	api := sampleAPI()
+	b := newBrowser(t, serveFake(t, api, Config{}))
+	for _, c := range []struct{ query, msg string }{
+		{"status=sleepy", `unknown status "sleepy"`},
+		{"agent=bad+agent", `agent "bad agent"`},
+		{"label=team", `label filter "team": write KEY=VALUE`},
+		{"parent=a%2Fb", `parent "a/b" holds '/'`},
+		{"forked_from=a..b", `forked_from "a..b" must not be`},
+		{"created_since=yesterday", `created_since "yesterday": write a duration ago (1h, 30m), an RFC 3339 time`},
+		{"created_before=2026-13-01", `created_before "2026-13-01": write a duration ago`},
+		{"updated_since=-1h", `updated_since "-1h": a duration ago is more than zero`},
+		{"updated_before=1969-12-31", `updated_before "1969-12-31": the time is not after 1970-01-01`},
+		{"created_since=2026-01-02&created_before=2026-01-01", `created_since (2026-01-02) is not earlier than created_before (2026-01-01)`},
+		{"updated_since=1h&updated_before=2h", `updated_since (1h) is not earlier than updated_before (2h)`},
+		{"order=size", `order "size": use created or updated`},
+		{"dir=up", `dir "up": use newest or oldest`},
+	} {
+		wantStatus(t, b.get("/ui/sessions?"+c.query), http.StatusBadRequest, html.EscapeString(c.msg))
+	}
+	if n := len(api.listRequests()); n != 0 {
+		t.Fatalf("bad filters made %d ListSessions calls; want none", n)
+	}
+	// A token the API does not take is its refusal, in its words.
+	wantStatus(t, b.get("/ui/sessions?token=garbage"), http.StatusBadRequest, "page_token: not a token of this list")
 	wantStatus(t, b.get("/ui/nowhere"), http.StatusNotFound, "no such page")
 }
 

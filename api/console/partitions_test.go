@@ -132,8 +132,8 @@ func TestSessionsPage_PartitionColumnFromTheIDs(t *testing.T) {
 	if n := api.statusCount(); n != 1 {
 		t.Fatalf("the page asked Status %d times; want once", n)
 	}
-	wantStatus(t, b.get("/ui/sessions?q="+ids[0]), http.StatusOK, `<td class="partition">0</td>`)
-	wantStatus(t, b.get("/ui/sessions?q=no-such-session"), http.StatusOK, `<td colspan="11" class="muted">No session matches.</td>`)
+	wantStatus(t, b.get("/ui/sessions?label=none%3Dhere"), http.StatusOK, `<td colspan="11" class="muted">No session matches.</td>`)
+	wantStatus(t, b.get("/ui/sessions?q=no-such-session"), http.StatusNotFound, `<td class="partition">0</td>`)
 	if n := api.statusCount(); n != 1 {
 		t.Fatalf("Status asked %d times over three pages; the count is kept after the first", n)
 	}

@@ -70,7 +70,8 @@ var funcs = template.FuncMap{
 	"weight":   func(w uint32) uint32 { return cmp.Or(w, 1) },
 	"list":     func(s ...string) []string { return s },
 	// The bulk form's actions, in order.
-	"bulkactions": func() []string { return []string{"cancel", "resume", "close", "delete", "label"} },
+	"maxlistcalls": func() int { return maxListCalls },
+	"bulkactions":  func() []string { return []string{"cancel", "resume", "close", "delete", "label"} },
 }
 
 func parseTemplates() map[string]*template.Template {

@@ -1,21 +1,31 @@
 package console
 
 import (
-	"cmp"
+	"context"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
+	"net/url"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 	"github.com/dexhq/dex/api/wirerules"
 )
 
+// The sessions list reads one page through ListSessions with the filter
+// given: the cluster narrows and orders through its indexes, so a page
+// costs the same with ten sessions or a million. Nothing is filtered,
+// sorted or counted here.
+
 // sessionsPerPage is the length of one page of the sessions list.
 const sessionsPerPage = 50
 
-// listPage is how many sessions one ListSessions call asks for.
-const listPage = 10000
+// maxListCalls bounds the ListSessions calls of one page: a filtered page
+// of the API may come back short, even empty, with a token (it examines a
+// bounded number of index entries), so the console reads on until it has
+// a page or the list ends, but not without end.
+const maxListCalls = 20
 
 var statusFilters = []dexv1.SessionStatus{
 	dexv1.SessionStatus_SESSION_STATUS_IDLE, dexv1.SessionStatus_SESSION_STATUS_RUNNING,
@@ -23,28 +33,30 @@ var statusFilters = []dexv1.SessionStatus{
 	dexv1.SessionStatus_SESSION_STATUS_PAUSED, dexv1.SessionStatus_SESSION_STATUS_CLOSED,
 }
 
-type statusCount struct {
+// statusLink is one choice of the status filter.
+type statusLink struct {
 	Name   string
-	Count  int
 	Active bool
 	URL    string
 }
 
 type sessionsData struct {
-	Counts []statusCount
-	Total  int
-	Status string
-	Query  string
+	Statuses []statusLink
+	Status   string
+	// Query is the id looked up, when none was found.
+	Query string
 	// Filter is the list's filter; the bulk form acts on it, as typed
 	// in Bulk.
 	Filter   listFilter
 	Bulk     bulkForm
-	Matching int
-	Page     int
-	Pages    int
 	Sessions []*dexv1.SessionSummary
-	Prev     string
-	Next     string
+	// First links to the first page (on a later one), Next to the page
+	// after this one ("" on the last).
+	First string
+	Next  string
+	// Short: the page holds fewer than sessionsPerPage sessions, yet the
+	// list goes on (maxListCalls were spent).
+	Short bool
 	// Partitions is the cluster's number of partitions (0: unknown); with
 	// more than one, each row names its session's.
 	Partitions int
@@ -52,10 +64,11 @@ type sessionsData struct {
 	Rows map[string]rowView
 }
 
-func sessionsURL(f listFilter, status string, page int) string {
+// sessionsURL is the list with filter f, another status, from token.
+func sessionsURL(f listFilter, status, token string) string {
 	v := f.values(status)
-	if page > 1 {
-		v.Set("page", strconv.Itoa(page))
+	if token != "" {
+		v.Set("token", token)
 	}
 	if len(v) == 0 {
 		return "/ui/sessions"
@@ -63,80 +76,92 @@ func sessionsURL(f listFilter, status string, page int) string {
 	return "/ui/sessions?" + v.Encode()
 }
 
-// sessionsPage lists the sessions newest first, with the counts by status,
-// a filter by status, agent and labels, a search by id and pages.
+// sessionsPage lists the sessions the filter keeps, newest first unless
+// asked otherwise, a page at a time; q opens the session of that id.
 func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	filter, err := readFilter(q)
+	filter, err := readFilter(q, time.Now())
 	if err != nil {
 		c.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	pageNo := 1
-	if p := q.Get("page"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 {
-			c.renderError(w, r, http.StatusBadRequest, "page "+strconv.Quote(p)+" is not a page number (1, 2, …)")
-			return
-		}
-		pageNo = n
+	if filter.Query != "" {
+		c.lookupSession(w, r, filter)
+		return
 	}
 	notice := ""
 	if q.Get("done") == "deleted" && q.Get("id") != "" {
 		notice = "Deleted session " + q.Get("id") + "."
 	}
-	c.showSessions(w, r, http.StatusOK, "", notice, filter, pageNo, bulkForm{})
+	c.showSessions(w, r, http.StatusOK, "", notice, filter, q.Get("token"), bulkForm{})
 }
 
-// showSessions renders a page of the list, with an error or a notice on
-// top, and the bulk form as typed.
-func (c *Console) showSessions(w http.ResponseWriter, r *http.Request, code int, errMsg, notice string, filter listFilter, pageNo int, form bulkForm) {
+// lookupSession opens the session whose id is the filter's query, or shows
+// the list saying there is none.
+func (c *Console) lookupSession(w http.ResponseWriter, r *http.Request, filter listFilter) {
+	id := filter.Query
+	ctx, cancel := c.apiContext(r)
+	_, err := c.sessions.GetSessionPage(ctx, &dexv1.GetSessionRequest{SessionId: id, HistoryLimit: 1, StepsLimit: 1})
+	cancel()
+	switch {
+	case err == nil:
+		http.Redirect(w, r, "/ui/sessions/"+url.PathEscape(id), http.StatusSeeOther)
+	case status.Code(err) == codes.NotFound:
+		filter.Query = ""
+		c.showSessionsFor(w, r, http.StatusNotFound, "No session has the id “"+id+"”.", "", filter, "", bulkForm{}, id)
+	default:
+		c.apiError(w, r, err)
+	}
+}
+
+// showSessions renders a page of the list from token, with an error or a
+// notice on top, and the bulk form as typed.
+func (c *Console) showSessions(w http.ResponseWriter, r *http.Request, code int, errMsg, notice string, filter listFilter, token string, form bulkForm) {
+	c.showSessionsFor(w, r, code, errMsg, notice, filter, token, form, "")
+}
+
+func (c *Console) showSessionsFor(w http.ResponseWriter, r *http.Request, code int, errMsg, notice string, filter listFilter, token string, form bulkForm, query string) {
 	ctx, cancel := c.apiContext(r)
 	defer cancel()
-	all, err := c.sessions.ListSessionsBy(ctx, listPage)
+	list, next, err := c.listPage(ctx, filter, token)
 	if err != nil {
 		c.apiError(w, r, err)
 		return
 	}
-	d := buildSessions(all, filter, pageNo)
+	d := &sessionsData{Status: filter.Status, Query: query, Filter: filter, Bulk: form, Sessions: list}
+	d.Statuses = append(d.Statuses, statusLink{Name: "all", Active: filter.Status == "", URL: sessionsURL(filter, "", "")})
+	for _, st := range statusFilters {
+		n := wirerules.SessionStatusName(st)
+		d.Statuses = append(d.Statuses, statusLink{Name: n, Active: filter.Status == n, URL: sessionsURL(filter, n, "")})
+	}
+	if token != "" {
+		d.First = sessionsURL(filter, filter.Status, "")
+	}
+	if next != "" {
+		d.Next = sessionsURL(filter, filter.Status, next)
+		d.Short = len(list) < sessionsPerPage
+	}
 	d.Partitions = c.partitionCount(ctx)
 	d.Rows = c.rowViews(ctx, d.Sessions)
-	d.Bulk = form
 	c.render(w, r, code, "sessions", page{Title: "Sessions", Nav: "sessions", Error: errMsg, Notice: notice, Data: d})
 }
 
-func buildSessions(all []*dexv1.SessionSummary, f listFilter, pageNo int) *sessionsData {
-	status := f.Status
-	d := &sessionsData{Status: status, Query: f.Query, Filter: f, Page: pageNo, Total: len(all)}
-	counts := map[dexv1.SessionStatus]int{}
-	var match []*dexv1.SessionSummary
-	for _, s := range all {
-		counts[s.Status]++
-		if !f.matches(s) {
-			continue
+// listPage reads the page of the filter from token: it follows the API's
+// tokens until it holds sessionsPerPage sessions, the list ends or
+// maxListCalls calls were made. next is where the page after it starts
+// ("" when the list ended).
+func (c *Console) listPage(ctx context.Context, f listFilter, token string) (list []*dexv1.SessionSummary, next string, err error) {
+	next = token
+	for range maxListCalls {
+		resp, err := c.sessions.ListSessionsPage(ctx, f.request(sessionsPerPage-len(list), next))
+		if err != nil {
+			return nil, "", err
 		}
-		match = append(match, s)
-	}
-	d.Counts = append(d.Counts, statusCount{Name: "all", Count: len(all), Active: status == "", URL: sessionsURL(f, "", 1)})
-	for _, st := range statusFilters {
-		n := wirerules.SessionStatusName(st)
-		d.Counts = append(d.Counts, statusCount{Name: n, Count: counts[st], Active: status == n, URL: sessionsURL(f, n, 1)})
-	}
-	slices.SortFunc(match, func(a, b *dexv1.SessionSummary) int {
-		if a.CreatedAtMs != b.CreatedAtMs {
-			return cmp.Compare(b.CreatedAtMs, a.CreatedAtMs)
+		list = append(list, resp.Sessions...)
+		next = resp.NextPageToken
+		if next == "" || len(list) >= sessionsPerPage {
+			break
 		}
-		return strings.Compare(b.Id, a.Id)
-	})
-	d.Matching = len(match)
-	d.Pages = max(1, (len(match)+sessionsPerPage-1)/sessionsPerPage)
-	from := min((pageNo-1)*sessionsPerPage, len(match))
-	d.Sessions = match[from:min(from+sessionsPerPage, len(match))]
-	if pageNo > 1 {
-		d.Prev = sessionsURL(f, status, min(pageNo-1, d.Pages))
 	}
-	if pageNo < d.Pages {
-		d.Next = sessionsURL(f, status, pageNo+1)
-	}
-	return d
+	return list, next, nil
 }

@@ -1182,8 +1182,18 @@ type SessionSummary struct {
 	Agent          string                 `protobuf:"bytes,7,opt,name=agent,proto3" json:"agent,omitempty"`
 	Labels         []*Label               `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty"`
 	// Set on a fork: its source and the source's entry it was forked at.
-	ForkedFrom    string `protobuf:"bytes,9,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
-	ForkedAtSeq   uint64 `protobuf:"varint,10,opt,name=forked_at_seq,json=forkedAtSeq,proto3" json:"forked_at_seq,omitempty"`
+	ForkedFrom  string `protobuf:"bytes,9,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	ForkedAtSeq uint64 `protobuf:"varint,10,opt,name=forked_at_seq,json=forkedAtSeq,proto3" json:"forked_at_seq,omitempty"`
+	// The text of the session's first user message: its first kept history
+	// entry when that is a user message, else the first message of its inbox
+	// (a turn not started yet); empty when it has neither. Cut to at most 200
+	// bytes at a UTF-8 character boundary, so it is always valid UTF-8.
+	FirstMessage string `protobuf:"bytes,11,opt,name=first_message,json=firstMessage,proto3" json:"first_message,omitempty"`
+	// As in Session: why a paused session is paused, and when the cluster
+	// resumes an errored one on its own (0: never). A list shows what each
+	// session at rest waits for from these.
+	PauseReason   PauseReason `protobuf:"varint,12,opt,name=pause_reason,json=pauseReason,proto3,enum=dex.v1.PauseReason" json:"pause_reason,omitempty"`
+	ResumeAtMs    int64       `protobuf:"varint,13,opt,name=resume_at_ms,json=resumeAtMs,proto3" json:"resume_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1284,6 +1294,27 @@ func (x *SessionSummary) GetForkedFrom() string {
 func (x *SessionSummary) GetForkedAtSeq() uint64 {
 	if x != nil {
 		return x.ForkedAtSeq
+	}
+	return 0
+}
+
+func (x *SessionSummary) GetFirstMessage() string {
+	if x != nil {
+		return x.FirstMessage
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetPauseReason() PauseReason {
+	if x != nil {
+		return x.PauseReason
+	}
+	return PauseReason_PAUSE_REASON_UNSPECIFIED
+}
+
+func (x *SessionSummary) GetResumeAtMs() int64 {
+	if x != nil {
+		return x.ResumeAtMs
 	}
 	return 0
 }
@@ -3316,7 +3347,7 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"descending\x18\f \x01(\bR\n" +
 	"descending\x12\x1f\n" +
 	"\vforked_from\x18\r \x01(\tR\n" +
-	"forkedFrom\"\xdf\x02\n" +
+	"forkedFrom\"\xde\x03\n" +
 	"\x0eSessionSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12-\n" +
@@ -3329,7 +3360,11 @@ const file_dex_v1_sessions_proto_rawDesc = "" +
 	"\vforked_from\x18\t \x01(\tR\n" +
 	"forkedFrom\x12\"\n" +
 	"\rforked_at_seq\x18\n" +
-	" \x01(\x04R\vforkedAtSeq\"r\n" +
+	" \x01(\x04R\vforkedAtSeq\x12#\n" +
+	"\rfirst_message\x18\v \x01(\tR\ffirstMessage\x126\n" +
+	"\fpause_reason\x18\f \x01(\x0e2\x13.dex.v1.PauseReasonR\vpauseReason\x12 \n" +
+	"\fresume_at_ms\x18\r \x01(\x03R\n" +
+	"resumeAtMs\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.dex.v1.SessionSummaryR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xaf\x01\n" +
@@ -3575,9 +3610,10 @@ var file_dex_v1_sessions_proto_goTypes = []any{
 	(*Step)(nil),                     // 55: dex.v1.Step
 	(*FoldedTurn)(nil),               // 56: dex.v1.FoldedTurn
 	(SessionStatus)(0),               // 57: dex.v1.SessionStatus
-	(ResumeChoice)(0),                // 58: dex.v1.ResumeChoice
-	(Outcome)(0),                     // 59: dex.v1.Outcome
-	(*Event)(nil),                    // 60: dex.v1.Event
+	(PauseReason)(0),                 // 58: dex.v1.PauseReason
+	(ResumeChoice)(0),                // 59: dex.v1.ResumeChoice
+	(Outcome)(0),                     // 60: dex.v1.Outcome
+	(*Event)(nil),                    // 61: dex.v1.Event
 }
 var file_dex_v1_sessions_proto_depIdxs = []int32{
 	51, // 0: dex.v1.ForkSessionRequest.labels:type_name -> dex.v1.Label
@@ -3597,73 +3633,74 @@ var file_dex_v1_sessions_proto_depIdxs = []int32{
 	0,  // 14: dex.v1.ListSessionsRequest.order_by:type_name -> dex.v1.SessionOrder
 	57, // 15: dex.v1.SessionSummary.status:type_name -> dex.v1.SessionStatus
 	51, // 16: dex.v1.SessionSummary.labels:type_name -> dex.v1.Label
-	16, // 17: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
-	19, // 18: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
-	58, // 19: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
-	59, // 20: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
-	52, // 21: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
-	57, // 22: dex.v1.BulkFilter.status:type_name -> dex.v1.SessionStatus
-	51, // 23: dex.v1.BulkFilter.labels:type_name -> dex.v1.Label
-	1,  // 24: dex.v1.BulkJob.action:type_name -> dex.v1.BulkAction
-	40, // 25: dex.v1.BulkJob.filter:type_name -> dex.v1.BulkFilter
-	51, // 26: dex.v1.BulkJob.labels:type_name -> dex.v1.Label
-	2,  // 27: dex.v1.BulkJob.status:type_name -> dex.v1.BulkJobStatus
-	39, // 28: dex.v1.BulkJob.cursor:type_name -> dex.v1.BulkCursor
-	41, // 29: dex.v1.BulkJob.skipped:type_name -> dex.v1.BulkSkip
-	1,  // 30: dex.v1.StartBulkActionRequest.action:type_name -> dex.v1.BulkAction
-	40, // 31: dex.v1.StartBulkActionRequest.filter:type_name -> dex.v1.BulkFilter
-	51, // 32: dex.v1.StartBulkActionRequest.labels:type_name -> dex.v1.Label
-	42, // 33: dex.v1.StartBulkActionResponse.job:type_name -> dex.v1.BulkJob
-	42, // 34: dex.v1.GetBulkJobResponse.job:type_name -> dex.v1.BulkJob
-	42, // 35: dex.v1.ListBulkJobsResponse.jobs:type_name -> dex.v1.BulkJob
-	42, // 36: dex.v1.CancelBulkJobResponse.job:type_name -> dex.v1.BulkJob
-	9,  // 37: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
-	11, // 38: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
-	13, // 39: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
-	15, // 40: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
-	18, // 41: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
-	20, // 42: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
-	22, // 43: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
-	24, // 44: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
-	26, // 45: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
-	29, // 46: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
-	31, // 47: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
-	33, // 48: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
-	35, // 49: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
-	37, // 50: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
-	7,  // 51: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
-	5,  // 52: dex.v1.SessionService.SetLabels:input_type -> dex.v1.SetLabelsRequest
-	3,  // 53: dex.v1.SessionService.ForkSession:input_type -> dex.v1.ForkSessionRequest
-	43, // 54: dex.v1.SessionService.StartBulkAction:input_type -> dex.v1.StartBulkActionRequest
-	45, // 55: dex.v1.SessionService.GetBulkJob:input_type -> dex.v1.GetBulkJobRequest
-	47, // 56: dex.v1.SessionService.ListBulkJobs:input_type -> dex.v1.ListBulkJobsRequest
-	49, // 57: dex.v1.SessionService.CancelBulkJob:input_type -> dex.v1.CancelBulkJobRequest
-	10, // 58: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
-	12, // 59: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
-	14, // 60: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
-	17, // 61: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
-	60, // 62: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
-	21, // 63: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
-	23, // 64: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
-	25, // 65: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
-	27, // 66: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
-	30, // 67: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
-	32, // 68: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
-	34, // 69: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
-	36, // 70: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
-	38, // 71: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
-	8,  // 72: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
-	6,  // 73: dex.v1.SessionService.SetLabels:output_type -> dex.v1.SetLabelsResponse
-	4,  // 74: dex.v1.SessionService.ForkSession:output_type -> dex.v1.ForkSessionResponse
-	44, // 75: dex.v1.SessionService.StartBulkAction:output_type -> dex.v1.StartBulkActionResponse
-	46, // 76: dex.v1.SessionService.GetBulkJob:output_type -> dex.v1.GetBulkJobResponse
-	48, // 77: dex.v1.SessionService.ListBulkJobs:output_type -> dex.v1.ListBulkJobsResponse
-	50, // 78: dex.v1.SessionService.CancelBulkJob:output_type -> dex.v1.CancelBulkJobResponse
-	58, // [58:79] is the sub-list for method output_type
-	37, // [37:58] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	58, // 17: dex.v1.SessionSummary.pause_reason:type_name -> dex.v1.PauseReason
+	16, // 18: dex.v1.ListSessionsResponse.sessions:type_name -> dex.v1.SessionSummary
+	19, // 19: dex.v1.WatchSessionRequest.output_offsets:type_name -> dex.v1.OutputOffset
+	59, // 20: dex.v1.ResumeSessionRequest.choice:type_name -> dex.v1.ResumeChoice
+	60, // 21: dex.v1.ReconcileOutcomeRequest.outcome:type_name -> dex.v1.Outcome
+	52, // 22: dex.v1.CloseSessionResponse.session:type_name -> dex.v1.Session
+	57, // 23: dex.v1.BulkFilter.status:type_name -> dex.v1.SessionStatus
+	51, // 24: dex.v1.BulkFilter.labels:type_name -> dex.v1.Label
+	1,  // 25: dex.v1.BulkJob.action:type_name -> dex.v1.BulkAction
+	40, // 26: dex.v1.BulkJob.filter:type_name -> dex.v1.BulkFilter
+	51, // 27: dex.v1.BulkJob.labels:type_name -> dex.v1.Label
+	2,  // 28: dex.v1.BulkJob.status:type_name -> dex.v1.BulkJobStatus
+	39, // 29: dex.v1.BulkJob.cursor:type_name -> dex.v1.BulkCursor
+	41, // 30: dex.v1.BulkJob.skipped:type_name -> dex.v1.BulkSkip
+	1,  // 31: dex.v1.StartBulkActionRequest.action:type_name -> dex.v1.BulkAction
+	40, // 32: dex.v1.StartBulkActionRequest.filter:type_name -> dex.v1.BulkFilter
+	51, // 33: dex.v1.StartBulkActionRequest.labels:type_name -> dex.v1.Label
+	42, // 34: dex.v1.StartBulkActionResponse.job:type_name -> dex.v1.BulkJob
+	42, // 35: dex.v1.GetBulkJobResponse.job:type_name -> dex.v1.BulkJob
+	42, // 36: dex.v1.ListBulkJobsResponse.jobs:type_name -> dex.v1.BulkJob
+	42, // 37: dex.v1.CancelBulkJobResponse.job:type_name -> dex.v1.BulkJob
+	9,  // 38: dex.v1.SessionService.CreateSession:input_type -> dex.v1.CreateSessionRequest
+	11, // 39: dex.v1.SessionService.SendMessage:input_type -> dex.v1.SendMessageRequest
+	13, // 40: dex.v1.SessionService.GetSession:input_type -> dex.v1.GetSessionRequest
+	15, // 41: dex.v1.SessionService.ListSessions:input_type -> dex.v1.ListSessionsRequest
+	18, // 42: dex.v1.SessionService.WatchSession:input_type -> dex.v1.WatchSessionRequest
+	20, // 43: dex.v1.SessionService.ResolveApproval:input_type -> dex.v1.ResolveApprovalRequest
+	22, // 44: dex.v1.SessionService.AnswerQuestion:input_type -> dex.v1.AnswerQuestionRequest
+	24, // 45: dex.v1.SessionService.ResumeSession:input_type -> dex.v1.ResumeSessionRequest
+	26, // 46: dex.v1.SessionService.ReconcileOutcome:input_type -> dex.v1.ReconcileOutcomeRequest
+	29, // 47: dex.v1.SessionService.DeleteSession:input_type -> dex.v1.DeleteSessionRequest
+	31, // 48: dex.v1.SessionService.EditHistory:input_type -> dex.v1.EditHistoryRequest
+	33, // 49: dex.v1.SessionService.CancelSession:input_type -> dex.v1.CancelSessionRequest
+	35, // 50: dex.v1.SessionService.CloseSession:input_type -> dex.v1.CloseSessionRequest
+	37, // 51: dex.v1.SessionService.ImportSession:input_type -> dex.v1.ImportSessionRequest
+	7,  // 52: dex.v1.SessionService.SetBudget:input_type -> dex.v1.SetBudgetRequest
+	5,  // 53: dex.v1.SessionService.SetLabels:input_type -> dex.v1.SetLabelsRequest
+	3,  // 54: dex.v1.SessionService.ForkSession:input_type -> dex.v1.ForkSessionRequest
+	43, // 55: dex.v1.SessionService.StartBulkAction:input_type -> dex.v1.StartBulkActionRequest
+	45, // 56: dex.v1.SessionService.GetBulkJob:input_type -> dex.v1.GetBulkJobRequest
+	47, // 57: dex.v1.SessionService.ListBulkJobs:input_type -> dex.v1.ListBulkJobsRequest
+	49, // 58: dex.v1.SessionService.CancelBulkJob:input_type -> dex.v1.CancelBulkJobRequest
+	10, // 59: dex.v1.SessionService.CreateSession:output_type -> dex.v1.CreateSessionResponse
+	12, // 60: dex.v1.SessionService.SendMessage:output_type -> dex.v1.SendMessageResponse
+	14, // 61: dex.v1.SessionService.GetSession:output_type -> dex.v1.GetSessionResponse
+	17, // 62: dex.v1.SessionService.ListSessions:output_type -> dex.v1.ListSessionsResponse
+	61, // 63: dex.v1.SessionService.WatchSession:output_type -> dex.v1.Event
+	21, // 64: dex.v1.SessionService.ResolveApproval:output_type -> dex.v1.ResolveApprovalResponse
+	23, // 65: dex.v1.SessionService.AnswerQuestion:output_type -> dex.v1.AnswerQuestionResponse
+	25, // 66: dex.v1.SessionService.ResumeSession:output_type -> dex.v1.ResumeSessionResponse
+	27, // 67: dex.v1.SessionService.ReconcileOutcome:output_type -> dex.v1.ReconcileOutcomeResponse
+	30, // 68: dex.v1.SessionService.DeleteSession:output_type -> dex.v1.DeleteSessionResponse
+	32, // 69: dex.v1.SessionService.EditHistory:output_type -> dex.v1.EditHistoryResponse
+	34, // 70: dex.v1.SessionService.CancelSession:output_type -> dex.v1.CancelSessionResponse
+	36, // 71: dex.v1.SessionService.CloseSession:output_type -> dex.v1.CloseSessionResponse
+	38, // 72: dex.v1.SessionService.ImportSession:output_type -> dex.v1.ImportSessionResponse
+	8,  // 73: dex.v1.SessionService.SetBudget:output_type -> dex.v1.SetBudgetResponse
+	6,  // 74: dex.v1.SessionService.SetLabels:output_type -> dex.v1.SetLabelsResponse
+	4,  // 75: dex.v1.SessionService.ForkSession:output_type -> dex.v1.ForkSessionResponse
+	44, // 76: dex.v1.SessionService.StartBulkAction:output_type -> dex.v1.StartBulkActionResponse
+	46, // 77: dex.v1.SessionService.GetBulkJob:output_type -> dex.v1.GetBulkJobResponse
+	48, // 78: dex.v1.SessionService.ListBulkJobs:output_type -> dex.v1.ListBulkJobsResponse
+	50, // 79: dex.v1.SessionService.CancelBulkJob:output_type -> dex.v1.CancelBulkJobResponse
+	59, // [59:80] is the sub-list for method output_type
+	38, // [38:59] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_dex_v1_sessions_proto_init() }

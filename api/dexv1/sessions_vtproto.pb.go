@@ -341,6 +341,9 @@ func (m *SessionSummary) CloneVT() *SessionSummary {
 	r.Agent = m.Agent
 	r.ForkedFrom = m.ForkedFrom
 	r.ForkedAtSeq = m.ForkedAtSeq
+	r.FirstMessage = m.FirstMessage
+	r.PauseReason = m.PauseReason
+	r.ResumeAtMs = m.ResumeAtMs
 	if rhs := m.Labels; rhs != nil {
 		tmpContainer := make([]*Label, len(rhs))
 		for k, v := range rhs {
@@ -1906,6 +1909,23 @@ func (m *SessionSummary) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.ResumeAtMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ResumeAtMs))
+		i--
+		dAtA[i] = 0x68
+	}
+	if m.PauseReason != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.PauseReason))
+		i--
+		dAtA[i] = 0x60
+	}
+	if len(m.FirstMessage) > 0 {
+		i -= len(m.FirstMessage)
+		copy(dAtA[i:], m.FirstMessage)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.FirstMessage)))
+		i--
+		dAtA[i] = 0x5a
 	}
 	if m.ForkedAtSeq != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ForkedAtSeq))
@@ -4070,6 +4090,16 @@ func (m *SessionSummary) SizeVT() (n int) {
 	}
 	if m.ForkedAtSeq != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.ForkedAtSeq))
+	}
+	l = len(m.FirstMessage)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.PauseReason != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.PauseReason))
+	}
+	if m.ResumeAtMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.ResumeAtMs))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -7238,6 +7268,76 @@ func (m *SessionSummary) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.ForkedAtSeq |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FirstMessage", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.FirstMessage = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PauseReason", wireType)
+			}
+			m.PauseReason = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PauseReason |= PauseReason(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ResumeAtMs", wireType)
+			}
+			m.ResumeAtMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ResumeAtMs |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -148,16 +149,18 @@ func (s *Sessions) ListSessions(ctx context.Context, req *dexv1.ListSessionsRequ
 		page, next = st.ListSessions(q.filter, q.order, q.desc, q.after, q.size)
 		out.NextPageToken = listToken(next, q.order, q.desc)
 	}
-	return summaryPage(out, page, q), nil
+	return summaryPage(out, page, q, func(id string) string { return firstMessage(st, id) }), nil
 }
 
-// summaryPage adds page's summaries to out. It also stops at pageBytes
-// (labels make a summary up to about 10 KiB) after at least one session,
-// with a token after the last it holds.
-func summaryPage(out *dexv1.ListSessionsResponse, page []*fsmpb.Session, q *listQuery) *dexv1.ListSessionsResponse {
+// summaryPage adds page's summaries, with each session's first message
+// as first reads it, to out. It also stops at pageBytes (labels and the
+// first message make a summary up to about 10 KiB) after at least one
+// session, with a token after the last it holds.
+func summaryPage(out *dexv1.ListSessionsResponse, page []*fsmpb.Session, q *listQuery, first func(id string) string) *dexv1.ListSessionsResponse {
 	size := 0
 	for _, sess := range page {
 		sum := sessionSummary(sess)
+		sum.FirstMessage = first(sess.Id)
 		if size += proto.Size(sum); size > pageBytes && len(out.Sessions) > 0 {
 			last := out.Sessions[len(out.Sessions)-1]
 			if q.byID {
@@ -176,11 +179,45 @@ func sessionSummary(sess *fsmpb.Session) *dexv1.SessionSummary {
 	sum := &dexv1.SessionSummary{
 		Id: sess.Id, ParentId: sess.ParentId, Status: dexv1.SessionStatus(sess.Status), TurnsCompleted: sess.TurnsCompleted, UpdatedAtMs: sess.UpdatedAtMs,
 		CreatedAtMs: sess.CreatedAtMs, Agent: sess.Agent, ForkedFrom: sess.ForkedFrom, ForkedAtSeq: sess.ForkedAtSeq,
+		PauseReason: dexv1.PauseReason(sess.PauseReason), ResumeAtMs: sess.ResumeAtMs,
 	}
 	for _, l := range sess.Labels {
 		sum.Labels = append(sum.Labels, &dexv1.Label{Key: l.Key, Value: l.Value})
 	}
 	return sum
+}
+
+// firstMessageBytes is how much of a session's first message a summary
+// carries: enough to tell sessions apart in a list.
+const firstMessageBytes = 200
+
+// firstMessage is the text of the session's first user message, cut to
+// firstMessageBytes: its first kept history entry when that is a user
+// message, else the first message of its inbox (a turn not started yet).
+// Each read seeks the session's rows by index and stops after a row or
+// two, however long the session's history.
+func firstMessage(st *fsm.State, id string) string {
+	if h, _ := st.History(id, 0, 1, 0); len(h) > 0 {
+		if h[0].Kind == fsmpb.HistoryKind_HISTORY_KIND_USER {
+			return cutUTF8(h[0].Text, firstMessageBytes)
+		}
+	}
+	if in := st.Inbox(id, 0); len(in) > 0 {
+		return cutUTF8(in[0].Text, firstMessageBytes)
+	}
+	return ""
+}
+
+// cutUTF8 keeps at most n bytes of text, cut before a character that
+// would not fit whole: a proto string stays valid UTF-8.
+func cutUTF8(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
 }
 
 // summaryAt is a summary's time in order.

@@ -238,9 +238,11 @@ func TestMergeSessionPages_PartitionsPageAsOne(t *testing.T) {
 	}
 }
 
-// Summaries with many long labels stop a page at pageBytes, and the token
-// resumes after the last session the page holds.
+// Summaries with many long labels and a first message of the most bytes
+// kept stop a page at pageBytes, and the token resumes after the last
+// session the page holds.
 func TestListSessionsPageStopsAtItsBytes(t *testing.T) {
+	longFirst := strings.Repeat("m", firstMessageBytes)
 	var page []*fsmpb.Session
 	for i := range 300 {
 		s := &fsmpb.Session{Id: fmt.Sprintf("s%03d", i), CreatedAtMs: int64(i + 1)}
@@ -254,9 +256,9 @@ func TestListSessionsPageStopsAtItsBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := summaryPage(&dexv1.ListSessionsResponse{}, page, q)
+		out := summaryPage(&dexv1.ListSessionsResponse{}, page, q, func(string) string { return longFirst })
 		n := len(out.Sessions)
-		if n == 0 || n == len(page) || proto.Size(out) > pageBytes+1024 {
+		if n == 0 || n == len(page) || proto.Size(out) > pageBytes+1024 || out.Sessions[0].FirstMessage != longFirst {
 			t.Fatalf("a page of %d sessions, %d bytes", n, proto.Size(out))
 		}
 		last := out.Sessions[n-1]
@@ -275,7 +277,9 @@ func TestListSessionsPageStopsAtItsBytes(t *testing.T) {
 	q, _ := parseListQuery(&dexv1.ListSessionsRequest{OrderBy: dexv1.SessionOrder_SESSION_ORDER_CREATED})
 	parts := []*dexv1.ListSessionsResponse{{}, {}}
 	for i, s := range page {
-		parts[i%2].Sessions = append(parts[i%2].Sessions, sessionSummary(s))
+		sum := sessionSummary(s)
+		sum.FirstMessage = longFirst
+		parts[i%2].Sessions = append(parts[i%2].Sessions, sum)
 	}
 	merged, err := mergeSessionPages(q, parts)
 	if err != nil {

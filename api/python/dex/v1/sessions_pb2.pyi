@@ -425,28 +425,34 @@ class SendMessageResponse(_message.Message):
     def __init__(self, duplicate: bool = ...) -> None: ...
 
 class SessionSummary(_message.Message):
-    __slots__ = ["agent", "created_at_ms", "forked_at_seq", "forked_from", "id", "labels", "parent_id", "status", "turns_completed", "updated_at_ms"]
+    __slots__ = ["agent", "created_at_ms", "first_message", "forked_at_seq", "forked_from", "id", "labels", "parent_id", "pause_reason", "resume_at_ms", "status", "turns_completed", "updated_at_ms"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     FORKED_AT_SEQ_FIELD_NUMBER: _ClassVar[int]
     FORKED_FROM_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_REASON_FIELD_NUMBER: _ClassVar[int]
+    RESUME_AT_MS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     TURNS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     agent: str
     created_at_ms: int
+    first_message: str
     forked_at_seq: int
     forked_from: str
     id: str
     labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.Label]
     parent_id: str
+    pause_reason: _types_pb2.PauseReason
+    resume_at_ms: int
     status: _types_pb2.SessionStatus
     turns_completed: int
     updated_at_ms: int
-    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., forked_from: _Optional[str] = ..., forked_at_seq: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., parent_id: _Optional[str] = ..., status: _Optional[_Union[_types_pb2.SessionStatus, str]] = ..., turns_completed: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., agent: _Optional[str] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.Label, _Mapping]]] = ..., forked_from: _Optional[str] = ..., forked_at_seq: _Optional[int] = ..., first_message: _Optional[str] = ..., pause_reason: _Optional[_Union[_types_pb2.PauseReason, str]] = ..., resume_at_ms: _Optional[int] = ...) -> None: ...
 
 class SetBudgetRequest(_message.Message):
     __slots__ = ["change", "session_id"]
