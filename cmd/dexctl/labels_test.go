@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestSessionShowAndListPrintLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if !strings.HasSuffix(lines[0], "LABELS") || !strings.Contains(out, "env=prod,team=red") {
+	if !slices.Contains(strings.Fields(lines[0]), "LABELS") || !strings.Contains(out, "env=prod,team=red") {
 		t.Fatalf("list printed:\n%s", out)
 	}
 }

@@ -117,6 +117,9 @@ type sessionRow struct {
 	TurnsCompleted uint64            `json:"turns_completed"`
 	CreatedAtMs    int64             `json:"created_at_ms"`
 	UpdatedAtMs    int64             `json:"updated_at_ms"`
+	// FirstMessage is the session's first message as the cluster lists it
+	// (its first 200 bytes).
+	FirstMessage string `json:"first_message,omitempty"`
 }
 
 func newSessionListCmd(g *globals) *cobra.Command {
@@ -231,7 +234,7 @@ func sessionRows(all []*dexv1.SessionSummary, status string, limit int, byUpdate
 		if status != "" && name != status {
 			continue
 		}
-		rows = append(rows, sessionRow{s.Id, s.ParentId, s.Agent, name, labelsMap(s.Labels), s.TurnsCompleted, s.CreatedAtMs, s.UpdatedAtMs})
+		rows = append(rows, sessionRow{s.Id, s.ParentId, s.Agent, name, labelsMap(s.Labels), s.TurnsCompleted, s.CreatedAtMs, s.UpdatedAtMs, s.FirstMessage})
 	}
 	at := func(r sessionRow) int64 {
 		if byUpdated {
@@ -252,7 +255,8 @@ func sessionRows(all []*dexv1.SessionSummary, status string, limit int, byUpdate
 }
 
 // printSessionRows prints the sessions as a table. In a cluster of more
-// than one partition, a last column names each session's.
+// than one partition, a column names each session's; the last shows the
+// start of each session's first message.
 func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionRow, partitions int, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	header := "ID\tSTATUS\tCREATED\tUPDATED\tTURNS\tPARENT\tAGENT"
@@ -263,6 +267,7 @@ func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionR
 	if partitions > 1 {
 		header += "\tPARTITION"
 	}
+	header += "\tMESSAGE"
 	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		parent, agent := r.Parent, r.Agent
@@ -279,7 +284,7 @@ func printSessionRows(w interface{ Write([]byte) (int, error) }, rows []sessionR
 		if partitions > 1 {
 			fmt.Fprintf(tw, "\t%d", wirerules.PartitionOf(r.ID, partitions))
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "\t%s\n", messageColumn(r.FirstMessage))
 	}
 	tw.Flush()
 }
@@ -311,4 +316,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// messageColumnRunes is how much of a first message the table shows.
+const messageColumnRunes = 40
+
+// messageColumn is the start of a first message on one line: at most
+// messageColumnRunes characters, "…" where it was cut, "-" when none.
+func messageColumn(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if text == "" {
+		return "-"
+	}
+	if r := []rune(text); len(r) > messageColumnRunes {
+		text = string(r[:messageColumnRunes-1]) + "…"
+	}
+	return safe(text)
 }

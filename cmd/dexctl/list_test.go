@@ -81,3 +81,40 @@ func TestSessionListNewestFirstFilteredAndPaged(t *testing.T) {
 		t.Fatalf("bad --status: %v", err)
 	}
 }
+
+func TestSessionListShowsTheStartOfEachFirstMessage(t *testing.T) {
+	long := "Plan the week:\n  dinner for four, then a walk along the river on Sunday"
+	f := &fakeSessions{pageSize: 10, all: []*dexv1.SessionSummary{
+		{Id: "m1", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, CreatedAtMs: 2, FirstMessage: long},
+		{Id: "m2", Status: dexv1.SessionStatus_SESSION_STATUS_IDLE, CreatedAtMs: 1},
+	}}
+	addr := startFake(t, f)
+	out, err := run(t, "--addr", addr, "session", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(strings.TrimSpace(lines[0]), "MESSAGE") {
+		t.Fatalf("want a header ending in MESSAGE and 2 rows:\n%s", out)
+	}
+	// One line, spaces folded, cut at 40 characters with an ellipsis.
+	if want := "Plan the week: dinner for four, then a …"; !strings.HasSuffix(lines[1], want) {
+		t.Errorf("row %q: want it to end with %q", lines[1], want)
+	}
+	if !strings.HasSuffix(lines[2], " -") {
+		t.Errorf("row %q: a session with no message should show -", lines[2])
+	}
+	out, err = run(t, "--addr", addr, "session", "list", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Sessions []sessionRow `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Sessions) != 2 || got.Sessions[0].FirstMessage != long || got.Sessions[1].FirstMessage != "" {
+		t.Fatalf("JSON should carry the first message whole: %s", out)
+	}
+}
