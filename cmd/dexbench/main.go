@@ -435,7 +435,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 
-	before, cpu0, m0 := scrape(c.httpAddrs), selfCPU(), machineCPU()
+	before, cpu0, m0, sys0 := scrape(c.httpAddrs), selfCPU(), machineCPU(), sumProcCounts(c.pids)
 	mctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	var (
@@ -449,7 +449,9 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		start, end, creates, derr = drive(mctx, cl, svc, fin, idRange{prefix: "bench", n: o.sessions}, shape)
 	}
 	rep.Create = newDist(creates)
-	rep.setRaft(before, scrape(c.httpAddrs), c.leader.ID, end.Sub(start))
+	after, sys1 := scrape(c.httpAddrs), sumProcCounts(c.pids)
+	rep.setRaft(before, after, c.leader.ID, end.Sub(start))
+	rep.Raft.Calls = newCallStats(before, after, sys0, sys1)
 	rep.Raft.CPUSeconds["dexbench"] = math.Round((selfCPU()-cpu0)*100) / 100
 	if m1 := machineCPU(); m0.total > 0 && m1.total > m0.total {
 		// Busy share of all CPUs during the run, every process counted.

@@ -83,6 +83,8 @@ type raftStats struct {
 	// to a partition's leader during the run, all nodes summed.
 	Forwarded        float64 `json:"forwarded_calls"`
 	ForwardedPerStep float64 `json:"forwarded_calls_per_step"`
+	// Calls are the raft and system calls of the run (calls.go).
+	Calls *callStats `json:"calls,omitempty"`
 }
 
 type report struct {
@@ -223,6 +225,9 @@ func (r *report) analyse(sessions []*dexv1.GetSessionResponse, rec *recorder, st
 	if r.Raft != nil && r.StepsSucceeded > 0 {
 		r.Raft.EntriesPerStep = math.Round(r.Raft.Entries/float64(r.StepsSucceeded)*100) / 100
 		r.Raft.ForwardedPerStep = math.Round(r.Raft.Forwarded/float64(r.StepsSucceeded)*100) / 100
+		if r.Raft.Calls != nil {
+			r.Raft.Calls.perStep(r.StepsSucceeded)
+		}
 	}
 	r.setCPUPerStep()
 }
@@ -284,9 +289,13 @@ func scrape(nodes map[string]string) metrics {
 			name, _, _ = strings.Cut(name, "{")
 			switch name {
 			case "dex_raft_commit_index", "process_cpu_seconds_total", "dex_raft_term", "dex_epoch", "dex_ready", "dex_forwarded_calls_total":
-				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
-					m[name] += f
+			default:
+				if !isRaftCall(name) {
+					continue
 				}
+			}
+			if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+				m[name] += f
 			}
 		}
 		resp.Body.Close()
@@ -350,6 +359,11 @@ func (r *report) writeTable(w io.Writer) {
 		slices.Sort(cpu)
 		fmt.Fprintf(tw, "raft entries\t%.0f\t%.1f entries/s, %.2f per succeeded Step\n", r.Raft.Entries, r.Raft.EntriesPerSec, r.Raft.EntriesPerStep)
 		fmt.Fprintf(tw, "CPU seconds\t%s\t(during the run; dexbench = Workers + client)\n", strings.Join(cpu, ", "))
+		if r.Raft.Calls != nil && r.Raft.Calls.RaftPerStep != nil {
+			raft, sys := r.Raft.Calls.lines()
+			fmt.Fprintf(tw, "raft calls per Step\t%s\t(every node, every partition)\n", raft)
+			fmt.Fprintf(tw, "system calls per Step\t%s\t(the dexd processes)\n", sys)
+		}
 		if r.Config.Partitions > 1 {
 			fmt.Fprintf(tw, "forwarded calls\t%.0f\t%.2f per succeeded Step (calls a node passed on to their partition's leader)\n", r.Raft.Forwarded, r.Raft.ForwardedPerStep)
 		}
