@@ -170,6 +170,24 @@ func TestStreamSession_ObserveTracksTextEndsAndTurns(t *testing.T) {
 	}
 }
 
+func TestStreamSession_AWaitForOutputEndsOnANewAttemptsFirstDelta(t *testing.T) {
+	c := newDeltaClock()
+	s := newStreamSession("stream-00000")
+	s.observe(&dexv1.Event{Seq: 1, Type: "session_created"}, streamAt(0), c)
+	s.observe(liveEvent("output", "st1", 1, 0, "ab"), streamAt(1), c)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done <- s.await(ctx, "a second Step's output", func() bool { return len(s.streamed) >= 2 })
+	}()
+	s.observe(liveEvent("output", "st1", 1, 2, "cd"), streamAt(2), c) // more of the same attempt
+	s.observe(liveEvent("output", "st2", 1, 0, "ef"), streamAt(3), c)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestStreamSession_AnErroredSessionEndsTheWait(t *testing.T) {
 	s := newStreamSession("stream-00000")
 	s.observe(&dexv1.Event{Seq: 3, Type: "session_errored", Detail: "model failed"}, streamAt(0), newDeltaClock())
