@@ -327,3 +327,13 @@ func TestStreamReport_WritesEveryPartAndSurvivesAFailedRun(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamPhase_CPUPerDelta(t *testing.T) {
+	p := &streamPhase{Deltas: 600000}
+	if got := p.cpuPerDelta(6.03); got != 10.1 {
+		t.Errorf("6.03 CPU seconds over 600,000 deltas: %v µs; want 10.1", got)
+	}
+	if got := (&streamPhase{}).cpuPerDelta(1); got != 0 {
+		t.Errorf("no delta: %v µs; want 0", got)
+	}
+}
