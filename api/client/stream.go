@@ -39,7 +39,7 @@ const (
 	// milliseconds more brought, and the leader relays it to the watchers
 	// at once, so that its sends to them share writes. An idle sender sends
 	// at once.
-	streamSpacing = 5 * time.Millisecond
+	streamSpacing = 10 * time.Millisecond
 )
 
 // outputSender sends the live output of a Worker's attempts of one
