@@ -33,6 +33,13 @@ const (
 	// streamFlush bounds how long a finished handler's result waits for its
 	// streamed output to reach the leader.
 	streamFlush = 2 * time.Second
+	// streamSpacing is the least time between the starts of two calls when
+	// output is waiting as a call returns (the Worker streams faster than
+	// the leader answers): the next call then carries what a few
+	// milliseconds more brought, and the leader relays it to the watchers
+	// at once, so that its sends to them share writes. An idle sender sends
+	// at once.
+	streamSpacing = 10 * time.Millisecond
 )
 
 // outputSender sends the live output of a Worker's attempts of one
@@ -42,6 +49,9 @@ type outputSender struct {
 	svc dexv1.WorkerServiceClient
 	// to marks a call's context with the sender's partition.
 	to func(context.Context) context.Context
+
+	// spacing is streamSpacing (a test's own).
+	spacing time.Duration
 
 	mu      sync.Mutex
 	pending map[*outputStream]struct{} // with output the leader does not hold
@@ -91,9 +101,19 @@ func notify(ch chan struct{}) {
 }
 
 // run sends what the leader does not hold, one call at a time, until
-// nothing is pending.
+// nothing is pending; a call that follows another at once waits until
+// spacing has passed since the other started.
 func (s *outputSender) run() {
+	var last time.Time
 	for {
+		if !last.IsZero() {
+			s.mu.Lock()
+			idle := len(s.pending) == 0
+			s.mu.Unlock()
+			if wait := time.Until(last.Add(s.spacing)); !idle && wait > 0 {
+				time.Sleep(wait)
+			}
+		}
 		s.mu.Lock()
 		batch, req := s.batch()
 		if len(batch) == 0 {
@@ -102,6 +122,7 @@ func (s *outputSender) run() {
 			return
 		}
 		s.mu.Unlock()
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(s.to(context.Background()), streamCallTimeout)
 		resp, err := s.svc.AppendOutputs(ctx, req)
 		cancel()

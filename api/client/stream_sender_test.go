@@ -21,6 +21,7 @@ type fakeOutputLeader struct {
 	mu      sync.Mutex
 	held    map[string]string // by step id
 	calls   []*dexv1.AppendOutputsRequest
+	starts  []time.Time     // when each call came in
 	fail    int             // the next calls that fail
 	stop    map[string]bool // steps answered with stop
 	gate    chan struct{}   // when set, a call waits for it
@@ -38,6 +39,7 @@ func (f *fakeOutputLeader) AppendOutputs(ctx context.Context, req *dexv1.AppendO
 	}
 	f.mu.Lock()
 	gate := f.gate
+	f.starts = append(f.starts, time.Now())
 	f.mu.Unlock()
 	if gate != nil {
 		<-gate
@@ -115,6 +117,41 @@ func TestOutputSender_BatchesWhatIsStreamedDuringACall(t *testing.T) {
 	}
 	if second := f.calls[1]; len(second.Appends) != 3 {
 		t.Fatalf("the second call carried %d appends; want one per attempt: %v", len(second.Appends), second)
+	}
+}
+
+// Output waiting as a call returns goes in a call that starts no sooner
+// than the spacing after the one before; output that comes to an idle
+// sender (nothing waiting as its last call returned) goes at once.
+func TestOutputSender_SpacesTheCallsOnlyWhileOutputWaits(t *testing.T) {
+	f := newFakeOutputLeader()
+	s := newTestSender(f)
+	s.spacing = 300 * time.Millisecond
+	o := s.open(ref("s-s1"))
+
+	f.gate = make(chan struct{})
+	o.write("a")
+	<-f.entered
+	o.write("b") // waits as the first call returns
+	f.mu.Lock()
+	gate := f.gate
+	f.gate = nil
+	f.mu.Unlock()
+	close(gate)
+	waitFor(t, func() bool { return f.text("s-s1") == "ab" })
+	f.mu.Lock()
+	gap := f.starts[1].Sub(f.starts[0])
+	f.mu.Unlock()
+	if gap < s.spacing {
+		t.Fatalf("the second call started %v after the first; want at least %v", gap, s.spacing)
+	}
+
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return !s.running })
+	s.spacing = time.Hour // an idle sender does not wait it out
+	o.write("c")
+	o.finish(5 * time.Second)
+	if got := f.text("s-s1"); got != "abc" {
+		t.Fatalf("the leader holds %q; want \"abc\" at once from an idle sender", got)
 	}
 }
 

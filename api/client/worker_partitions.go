@@ -128,7 +128,7 @@ func (w *Worker) outputSender(k int) *outputSender {
 			}
 			return ctx
 		}
-		s = &outputSender{svc: w.svc, to: to, pending: map[*outputStream]struct{}{}}
+		s = &outputSender{svc: w.svc, to: to, spacing: streamSpacing, pending: map[*outputStream]struct{}{}}
 		w.outputs[k] = s
 	}
 	return s

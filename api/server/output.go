@@ -128,7 +128,15 @@ func (s *Sessions) liveOutput(req *dexv1.WatchSessionRequest) *stream.Watcher {
 
 // outputEvent is a live output delta as a watch sends it.
 func outputEvent(d stream.Delta) *dexv1.Event {
-	kind := map[stream.Kind]string{stream.Text: "output", stream.Ended: "output_ended", stream.Abandoned: "output_abandoned"}[d.Kind]
+	var kind string
+	switch d.Kind {
+	case stream.Text:
+		kind = "output"
+	case stream.Ended:
+		kind = "output_ended"
+	case stream.Abandoned:
+		kind = "output_abandoned"
+	}
 	return &dexv1.Event{SessionId: d.Session, Type: kind, StepId: d.Step, Output: &dexv1.OutputDelta{Attempt: d.Attempt, Offset: d.Offset, Text: d.Text}}
 }
 

@@ -63,21 +63,47 @@ func (s *Sessions) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.Ses
 // restore replaced the state, or a recheck is due), sending the live
 // output that comes meanwhile.
 func (s *Sessions) waitForEvents(ctx context.Context, out dexv1.SessionService_WatchSessionServer, changed, abandoned <-chan struct{}, live *livestream.Watcher) error {
-	var liveC <-chan livestream.Delta
-	if live != nil {
-		liveC = live.C()
-	}
-	recheck := time.NewTimer(watchRecheck)
-	defer recheck.Stop()
-	for {
+	if live == nil {
+		recheck := time.NewTimer(watchRecheck)
+		defer recheck.Stop()
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
+		case <-changed:
+		case <-abandoned: // a snapshot restore replaced the state
+		case <-recheck.C:
+		}
+		return nil
+	}
+	// Live output comes tens of times a second a watch: each delta waits in
+	// a select of two channels of this watch alone. A goroutine of its own
+	// waits for the rest (the restore's channel is every watch's) and closes
+	// woke.
+	woke, stop := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	go func() {
+		recheck := time.NewTimer(watchRecheck)
+		defer recheck.Stop()
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-abandoned:
+		case <-recheck.C:
+		case <-stop:
+			return
+		}
+		close(woke)
+	}()
+	liveC := live.C()
+	var batch []livestream.Delta
+	for {
+		select {
 		case d, ok := <-liveC:
 			if !ok {
 				return liveEnded(live)
 			}
-			batch, closed := coalesced(d, liveC)
+			var closed bool
+			batch, closed = coalesced(batch[:0], d, liveC)
 			for _, x := range batch {
 				if err := out.Send(outputEvent(x)); err != nil {
 					return err
@@ -86,12 +112,12 @@ func (s *Sessions) waitForEvents(ctx context.Context, out dexv1.SessionService_W
 			if closed {
 				return liveEnded(live)
 			}
-			continue
-		case <-changed:
-		case <-abandoned: // a snapshot restore replaced the state
-		case <-recheck.C:
+		case <-woke:
+			if err := ctx.Err(); err != nil {
+				return status.FromContextError(err).Err()
+			}
+			return nil
 		}
-		return nil
 	}
 }
 

@@ -11,15 +11,16 @@ const (
 	maxCoalescedText = 64 << 10
 )
 
-// coalesced is d and what more holds behind it now (at most maxCoalesced
+// coalesced is buf with d and what more holds behind it now (at most maxCoalesced
 // deltas, without waiting), each run of one attempt's contiguous text
 // merged into one delta of at most maxCoalescedText bytes. A watcher that
 // fell behind then catches up in a few large sends instead of one per
 // delta; one that keeps up sends d alone, at once. Order is kept: a delta
 // of another attempt, or an attempt's end, closes the run. closed: more
-// was closed meanwhile (the watcher was dropped).
-func coalesced(d livestream.Delta, more <-chan livestream.Delta) (out []livestream.Delta, closed bool) {
-	out = []livestream.Delta{d}
+// was closed meanwhile (the watcher was dropped). buf (empty) is reused
+// from one send to the next.
+func coalesced(buf []livestream.Delta, d livestream.Delta, more <-chan livestream.Delta) (out []livestream.Delta, closed bool) {
+	out = append(buf, d)
 	for range maxCoalesced - 1 {
 		var next livestream.Delta
 		var ok bool

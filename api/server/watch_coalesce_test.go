@@ -30,7 +30,7 @@ func TestCoalescedMergesOneAttemptsWaitingText(t *testing.T) {
 		end,
 		text("a", 2, 5, "late"), // not contiguous with anything before it
 	)
-	got, closed := coalesced(text("a", 1, 0, "abc"), more)
+	got, closed := coalesced(nil, text("a", 1, 0, "abc"), more)
 	want := []livestream.Delta{
 		text("a", 1, 0, "abcdefghi"), text("b", 1, 0, "xy"), text("a", 1, 9, "j"), end, text("a", 2, 5, "late"),
 	}
@@ -47,10 +47,10 @@ func TestCoalescedMergesOneAttemptsWaitingText(t *testing.T) {
 // A watcher that keeps up sends its delta alone, at once; a gap in one
 // attempt's offsets is never closed by a merge.
 func TestCoalescedKeepsAGapAndALoneDelta(t *testing.T) {
-	if got, _ := coalesced(text("a", 1, 0, "abc"), queued()); len(got) != 1 || got[0].Text != "abc" {
+	if got, _ := coalesced(nil, text("a", 1, 0, "abc"), queued()); len(got) != 1 || got[0].Text != "abc" {
 		t.Fatalf("alone: %+v", got)
 	}
-	got, _ := coalesced(text("a", 1, 0, "abc"), queued(text("a", 1, 4, "e")))
+	got, _ := coalesced(nil, text("a", 1, 0, "abc"), queued(text("a", 1, 4, "e")))
 	if len(got) != 2 || got[1].Offset != 4 {
 		t.Fatalf("a gap merged: %+v", got)
 	}
@@ -60,7 +60,7 @@ func TestCoalescedKeepsAGapAndALoneDelta(t *testing.T) {
 // deltas, so one send stays bounded; a closed channel is reported.
 func TestCoalescedIsBounded(t *testing.T) {
 	big := strings.Repeat("x", maxCoalescedText/2+1)
-	got, _ := coalesced(text("a", 1, 0, big), queued(text("a", 1, uint64(len(big)), big)))
+	got, _ := coalesced(nil, text("a", 1, 0, big), queued(text("a", 1, uint64(len(big)), big)))
 	if len(got) != 2 {
 		t.Fatalf("two halves over the bound merged into %d deltas", len(got))
 	}
@@ -69,13 +69,13 @@ func TestCoalescedIsBounded(t *testing.T) {
 		ds = append(ds, text("a", 1, uint64(1+i), "y"))
 	}
 	ch := queued(ds...)
-	got, _ = coalesced(text("a", 1, 0, "y"), ch)
+	got, _ = coalesced(nil, text("a", 1, 0, "y"), ch)
 	if len(got) != 1 || len(got[0].Text) != maxCoalesced || len(ch) != 2*maxCoalesced-(maxCoalesced-1) {
 		t.Fatalf("took %d bytes in %d deltas, left %d; want %d bytes, %d left", len(got[0].Text), len(got), len(ch), maxCoalesced, 2*maxCoalesced-(maxCoalesced-1))
 	}
 	closing := queued(text("a", 1, 3, "d"))
 	close(closing)
-	if got, closed := coalesced(text("a", 1, 0, "abc"), closing); !closed || len(got) != 1 || got[0].Text != "abcd" {
+	if got, closed := coalesced(nil, text("a", 1, 0, "abc"), closing); !closed || len(got) != 1 || got[0].Text != "abcd" {
 		t.Fatalf("closed channel: %+v, closed %v", got, closed)
 	}
 }

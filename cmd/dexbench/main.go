@@ -76,6 +76,7 @@ type options struct {
 	priorities   bool
 	fairness     fairnessOptions
 	stream       streamOptions
+	cpuProfile   string
 }
 
 func main() {
@@ -113,26 +114,36 @@ func main() {
 	if o.sequential > 0 {
 		o.sessions = o.sequential
 	}
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
+		os.Exit(2)
+	}
+	defer stopProfile()
+	exit := func(code int) {
+		stopProfile()
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.fairness.on {
 		if code := fairnessOnce(ctx, o); code != 0 {
 			stop()
-			os.Exit(code)
+			exit(code)
 		}
 		return
 	}
 	if o.stream.n > 0 {
 		if code := streamOnce(ctx, o); code != 0 {
 			stop()
-			os.Exit(code)
+			exit(code)
 		}
 		return
 	}
 	if withEtcd {
 		if code := benchWithEtcd(ctx, o, eo); code != 0 {
 			stop()
-			os.Exit(code)
+			exit(code)
 		}
 		return
 	}
@@ -143,7 +154,7 @@ func main() {
 		}
 		rep, code := benchOnce(ctx, o)
 		if code != 0 {
-			os.Exit(code)
+			exit(code)
 		}
 		reps = append(reps, rep)
 	}
@@ -206,6 +217,7 @@ func benchFlags(name string, o *options) *flag.FlagSet {
 	fs.Var(&o.payload, "payload", "bytes of filler in every model output's text and every tool result (4096, 4KiB; 0: the short texts \"looking\", \"ok\", \"done\")")
 	fs.IntVar(&o.fairnessKeys, "fairness-keys", 0, "give the warm-up, measured and --steady sessions one of this many fairness keys (round robin, weight 1), to compare steps/s with flow control against a run without (0: none)")
 	fs.BoolVar(&o.priorities, "priorities", false, "with --fairness-keys, give the sessions priorities 1 to 5 too (strict priority changes which sessions run at the end of a run, so it changes the load's shape, not only its cost)")
+	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of dexbench itself (its Workers, watchers and drivers), from start to end, to this file")
 	o.fairness.register(fs)
 	o.stream.register(fs)
 	return fs

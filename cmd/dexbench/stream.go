@@ -247,6 +247,7 @@ func (l *streamLoad) alone(ctx context.Context) error {
 	actx, cancel := context.WithTimeout(ctx, l.o.timeout)
 	defer cancel()
 	rss := watchRSS(l.leader)
+	leaderCPU, benchCPU := procCPUSeconds(l.leader), selfCPU()
 	t0 := time.Now()
 	err := forEach(actx, len(l.ss), len(l.ss), func(ctx context.Context, i int) error {
 		s := l.ss[i]
@@ -256,11 +257,13 @@ func (l *streamLoad) alone(ctx context.Context) error {
 		return s.finishTurn(ctx, 1)
 	})
 	t1 := time.Now()
+	leaderCPU, benchCPU = procCPUSeconds(l.leader)-leaderCPU, selfCPU()-benchCPU
 	peak := rss.end()
 	if err != nil {
 		return err
 	}
 	l.res.Alone = newStreamPhase(l.clock.between(t0, t1), len(l.ss), t1.Sub(t0), l.opt.rate, peak)
+	l.res.Alone.LeaderCPUSeconds, l.res.Alone.BenchCPUSeconds = round2(leaderCPU), round2(benchCPU)
 	l.res.RSSPerStream = perStream(l.res.LeaderRSSBefore, peak, len(l.ss))
 	l.res.RSSPerStreamStreaming = perStream(l.res.LeaderRSSWatched, peak, len(l.ss))
 	return nil

@@ -64,6 +64,20 @@ type streamPhase struct {
 	Latency *dist `json:"latency"`
 	// Leader RSS, highest while the phase ran (read every 100 ms).
 	LeaderPeakRSS int64 `json:"leader_peak_rss_bytes"`
+	// CPU the leader and dexbench (the stream Workers and watchers) used
+	// over the phase; measured for the streams alone, where nothing else
+	// runs: what the streams cost, read from each process, whatever else
+	// the machine runs.
+	LeaderCPUSeconds float64 `json:"leader_cpu_seconds,omitempty"`
+	BenchCPUSeconds  float64 `json:"dexbench_cpu_seconds,omitempty"`
+}
+
+// cpuPerDelta is seconds ÷ the phase's deltas, in µs.
+func (p *streamPhase) cpuPerDelta(seconds float64) float64 {
+	if p.Deltas == 0 {
+		return 0
+	}
+	return math.Round(seconds/float64(p.Deltas)*1e7) / 10
 }
 
 // newStreamPhase fills a phase's figures from its latencies and span.
@@ -197,6 +211,10 @@ func (r *streamReport) writeStreams(w io.Writer, s *streamResult) {
 	row("streams alone", s.Alone)
 	row("streams beside the load", s.Beside)
 	tw.Flush()
+	if a := s.Alone; a != nil && a.Deltas > 0 {
+		fmt.Fprintf(w, "CPU per delta, streams alone: leader %.1f µs, dexbench %.1f µs (%.2f and %.2f CPU seconds over %.2f s)\n",
+			a.cpuPerDelta(a.LeaderCPUSeconds), a.cpuPerDelta(a.BenchCPUSeconds), a.LeaderCPUSeconds, a.BenchCPUSeconds, a.Seconds)
+	}
 	if a := s.Alone; a != nil {
 		scope := "one stream: unloaded"
 		if r.Config.Streams > 1 {

@@ -38,6 +38,7 @@ type streamSession struct {
 	problems  []string                     // deltas out of place
 	stopped   error                        // the session errored or paused, or the watch ended
 	wake      chan struct{}
+	clock     *sessionClock // the session's share of the deltaClock, once it got output
 }
 
 func newStreamSession(id string) *streamSession {
@@ -46,9 +47,12 @@ func newStreamSession(id string) *streamSession {
 }
 
 // observe takes one event of the session's watch, received at t.
+// Its waiters (await) are woken only by what their conditions read: a
+// delta that adds to an attempt's text already seen wakes none.
 func (s *streamSession) observe(e *dexv1.Event, t time.Time, clock *deltaClock) {
 	s.mu.Lock()
 	s.events++
+	wake := true
 	switch e.Type {
 	case "output":
 		k := textKey{e.StepId, e.Output.Attempt}
@@ -58,12 +62,17 @@ func (s *streamSession) observe(e *dexv1.Event, t time.Time, clock *deltaClock) 
 			s.texts[k] = b
 			s.open[k] = true
 			s.streamed[e.StepId] = true
+		} else {
+			wake = false
 		}
 		if e.Output.Offset != uint64(b.Len()) {
 			s.problems = append(s.problems, fmt.Sprintf("step %s attempt %d: a delta at offset %d after %d bytes", e.StepId, e.Output.Attempt, e.Output.Offset, b.Len()))
 		}
 		b.WriteString(e.Output.Text)
-		clock.received(attemptKey{session: s.id, step: e.StepId, attempt: e.Output.Attempt}, e.Output.Offset, e.Output.Text, t)
+		if s.clock == nil {
+			s.clock = clock.session(s.id)
+		}
+		s.clock.received(k, e.Output.Offset, e.Output.Text, t)
 	case "output_ended":
 		delete(s.open, textKey{e.StepId, e.Output.GetAttempt()})
 		s.ended[e.StepId] = e.Output.GetAttempt()
@@ -76,7 +85,9 @@ func (s *streamSession) observe(e *dexv1.Event, t time.Time, clock *deltaClock) 
 		s.stopped = fmt.Errorf("%s: %s", strings.TrimPrefix(e.Type, "session_"), e.Detail)
 	}
 	s.mu.Unlock()
-	notify(s.wake)
+	if wake {
+		notify(s.wake)
+	}
 }
 
 // fail ends the waits on the session with err.

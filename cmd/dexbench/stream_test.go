@@ -170,6 +170,24 @@ func TestStreamSession_ObserveTracksTextEndsAndTurns(t *testing.T) {
 	}
 }
 
+func TestStreamSession_AWaitForOutputEndsOnANewAttemptsFirstDelta(t *testing.T) {
+	c := newDeltaClock()
+	s := newStreamSession("stream-00000")
+	s.observe(&dexv1.Event{Seq: 1, Type: "session_created"}, streamAt(0), c)
+	s.observe(liveEvent("output", "st1", 1, 0, "ab"), streamAt(1), c)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done <- s.await(ctx, "a second Step's output", func() bool { return len(s.streamed) >= 2 })
+	}()
+	s.observe(liveEvent("output", "st1", 1, 2, "cd"), streamAt(2), c) // more of the same attempt
+	s.observe(liveEvent("output", "st2", 1, 0, "ef"), streamAt(3), c)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestStreamSession_AnErroredSessionEndsTheWait(t *testing.T) {
 	s := newStreamSession("stream-00000")
 	s.observe(&dexv1.Event{Seq: 3, Type: "session_errored", Detail: "model failed"}, streamAt(0), newDeltaClock())
@@ -307,5 +325,15 @@ func TestStreamReport_WritesEveryPartAndSurvivesAFailedRun(t *testing.T) {
 		if !strings.Contains(j.String(), want) {
 			t.Errorf("the JSON lacks %s:\n%s", want, j.String())
 		}
+	}
+}
+
+func TestStreamPhase_CPUPerDelta(t *testing.T) {
+	p := &streamPhase{Deltas: 600000}
+	if got := p.cpuPerDelta(6.03); got != 10.1 {
+		t.Errorf("6.03 CPU seconds over 600,000 deltas: %v µs; want 10.1", got)
+	}
+	if got := (&streamPhase{}).cpuPerDelta(1); got != 0 {
+		t.Errorf("no delta: %v µs; want 0", got)
 	}
 }
