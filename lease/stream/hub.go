@@ -126,20 +126,44 @@ func (h *Hub) Append(session string, k Key, offset uint64, text string) (uint64,
 }
 
 // End marks an attempt's output whole (abandoned: the attempt failed) and
-// tells its watchers; it is dropped after the linger.
-func (h *Hub) End(k Key, abandoned bool) {
+// tells its watchers; it is dropped after the linger. An attempt of session
+// this hub holds nothing of (its output all reached an earlier leader, and
+// its Worker had nothing left to resend) is told to the watchers that
+// resumed it, each at the offset it holds.
+func (h *Hub) End(session string, k Key, abandoned bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	kind := Ended
+	if abandoned {
+		kind = Abandoned
+	}
 	o := h.outputs[k]
-	if o == nil || o.end != 0 {
+	if o == nil {
+		h.endUnheld(session, k, kind)
 		return
 	}
-	o.end = Ended
-	if abandoned {
-		o.end = Abandoned
+	if o.end != 0 {
+		return
 	}
+	o.end = kind
 	h.relay(Delta{Session: o.session, Key: k, Kind: o.end, Offset: uint64(len(o.text))})
 	o.linger = time.AfterFunc(h.limits.Linger, func() { h.drop(k, o) })
+}
+
+// endUnheld tells the end of an attempt the hub holds nothing of to each
+// of the session's watchers that resumed it.
+func (h *Hub) endUnheld(session string, k Key, kind Kind) {
+	for w := range h.watchers[session] {
+		at, resumed := w.from[k]
+		if !resumed {
+			continue
+		}
+		select {
+		case w.ch <- Delta{Session: session, Key: k, Kind: kind, Offset: at}:
+		default:
+			h.dropWatcher(w, true)
+		}
+	}
 }
 
 func (h *Hub) drop(k Key, o *output) {

@@ -103,10 +103,10 @@ func TestHub_EndAndAbandonAreTold(t *testing.T) {
 	h := NewHub(testLimits())
 	w := h.Watch("s1", nil)
 	mustAppend(t, h, k1, 0, "partial")
-	h.End(k1, true)
+	h.End("s1", k1, true)
 	k2 := Key{Step: k1.Step, Attempt: 2}
 	mustAppend(t, h, k2, 0, "whole")
-	h.End(k2, false)
+	h.End("s1", k2, false)
 	got := drain(w)
 	if len(got) != 4 || got[1].Kind != Abandoned || got[1].Offset != 7 || got[3].Kind != Ended || got[3].Key != k2 {
 		t.Fatalf("deltas %+v; want attempt 1's text then abandoned, attempt 2's text then ended", got)
@@ -163,7 +163,7 @@ func TestHub_EndedOutputGoesAfterTheLinger(t *testing.T) {
 	l.Linger = 10 * time.Millisecond
 	h := NewHub(l)
 	mustAppend(t, h, k1, 0, "done")
-	h.End(k1, false)
+	h.End("s1", k1, false)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		h.mu.Lock()
@@ -212,8 +212,8 @@ func TestHub_WatchReadsItsSessionAndTheIndexEmptiesAfterTheLinger(t *testing.T) 
 	default:
 	}
 	w.Close()
-	h.End(a, false)
-	h.End(b, true)
+	h.End("a", a, false)
+	h.End("b", b, true)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		h.mu.Lock()
@@ -226,5 +226,39 @@ func TestHub_WatchReadsItsSessionAndTheIndexEmptiesAfterTheLinger(t *testing.T) 
 			t.Fatalf("%d outputs or session entries left after the linger", left)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// After a takeover the new leader's hub may hold nothing of an attempt
+// whose output all reached the old leader: its end is still told to each
+// watcher that resumed it, at the offset that watcher holds, and to no
+// other watcher.
+func TestHub_TheEndOfAnAttemptItNeverHeldIsToldToWhoResumedIt(t *testing.T) {
+	h := NewHub(testLimits())
+	resumed := h.Watch("s1", map[Key]uint64{k1: 120})
+	fresh := h.Watch("s1", nil)
+	other := h.Watch("s2", map[Key]uint64{k1: 120})
+	h.End("s1", k1, false)
+	got := drain(resumed)
+	if len(got) != 1 || got[0].Kind != Ended || got[0].Key != k1 || got[0].Offset != 120 || got[0].Session != "s1" {
+		t.Fatalf("the resumed watcher got %+v; want the end of %v at its offset 120", got, k1)
+	}
+	if got := drain(fresh); len(got) != 0 {
+		t.Fatalf("a watcher that never saw the attempt got %+v", got)
+	}
+	if got := drain(other); len(got) != 0 {
+		t.Fatalf("another session's watcher got %+v", got)
+	}
+	k2 := Key{Step: k1.Step, Attempt: 2}
+	w := h.Watch("s1", map[Key]uint64{k2: 40})
+	h.End("s1", k2, true)
+	if got := drain(w); len(got) != 1 || got[0].Kind != Abandoned || got[0].Offset != 40 {
+		t.Fatalf("an abandoned attempt: %+v", got)
+	}
+	// Nothing is kept for an attempt it never held.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.outputs) != 0 {
+		t.Fatalf("the hub holds %d outputs", len(h.outputs))
 	}
 }

@@ -55,10 +55,10 @@ func (s *Service) Applied(a *fsm.Applied) {
 	for _, k := range a.Ended {
 		step := st.Step(k.Step)
 		if step == nil || k.N == 0 || int(k.N) > len(step.Attempts) {
-			h.End(Key{Step: k.Step, Attempt: k.N}, true)
+			h.End(step.GetSessionId(), Key{Step: k.Step, Attempt: k.N}, true)
 			continue
 		}
 		ok := step.Attempts[k.N-1].Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
-		h.End(Key{Step: k.Step, Attempt: k.N}, !ok)
+		h.End(step.SessionId, Key{Step: k.Step, Attempt: k.N}, !ok)
 	}
 }

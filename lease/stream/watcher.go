@@ -7,6 +7,9 @@ type Watcher struct {
 	h       *Hub
 	session string
 	ch      chan Delta
+	// from is where the watch resumed each attempt: an attempt that ends
+	// with nothing of it on this hub is told at that offset.
+	from map[Key]uint64
 	// Behind: it fell too far behind and was dropped; its reader resumes
 	// from the offsets it holds.
 	behind bool
@@ -20,7 +23,7 @@ type Watcher struct {
 func (h *Hub) Watch(session string, from map[Key]uint64) *Watcher {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w := &Watcher{h: h, session: session, ch: make(chan Delta, h.limits.WatcherBuffer)}
+	w := &Watcher{h: h, session: session, ch: make(chan Delta, h.limits.WatcherBuffer), from: from}
 	var keys []Key
 	for k := range h.bySession[session] {
 		keys = append(keys, k)
