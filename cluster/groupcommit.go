@@ -20,8 +20,12 @@ import (
 // once for all of them; unloaded, a command goes out at once, alone.
 const (
 	// groupInFlight bounds the entries the proposer has in raft at once:
-	// the next batch fills while they commit.
-	groupInFlight = 2
+	// the next batch fills while they commit. One, not two: each entry in
+	// flight is a log write and an AppendEntries round per follower, and a
+	// round costs the same CPU however few commands it carries; with one,
+	// a partition's rounds carry more (BENCHMARKS.md, "One entry in flight
+	// per group"), and an unloaded command still goes out at once.
+	groupInFlight = 1
 	// groupMaxCommands and groupMaxBytes bound one Batch entry; the
 	// commands of one ProposeAll always share an entry.
 	groupMaxCommands = 256
