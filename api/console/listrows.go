@@ -40,7 +40,10 @@ func (c *Console) rowViews(ctx context.Context, list []*dexv1.SessionSummary) ma
 	slots := make(chan struct{}, rowLookups)
 	for _, s := range list {
 		if !inTurn(s.Status) {
-			out[s.Id] = rowView{First: s.FirstMessage, Waits: restWaits(s.Status, s.PauseReason, s.ResumeAtMs)}
+			v := rowView{First: s.FirstMessage, Waits: restWaits(s.Status, s.PauseReason, s.ResumeAtMs)}
+			mu.Lock() // the lookups started for earlier rows write out too
+			out[s.Id] = v
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
