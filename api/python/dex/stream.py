@@ -37,6 +37,11 @@ STREAM_CALL_TIMEOUT = 10.0
 #: How long a finished handler's result waits for its streamed output to
 #: reach the leader (seconds).
 STREAM_FLUSH = 2.0
+#: The least time between the starts of two calls when output is waiting as
+#: a call returns (seconds): the next call carries what a few milliseconds
+#: more brought, and the leader's sends of it to the watchers share writes.
+#: An idle sender sends at once.
+STREAM_SPACING = 0.010
 
 #: Sends one AppendOutputs call (raises on a failed call).
 SendFn = Callable[[workers_pb2.AppendOutputsRequest], Awaitable[workers_pb2.AppendOutputsResponse]]
@@ -67,6 +72,7 @@ class OutputSender:
         # With output the leader does not hold, in the order a call takes them.
         self._pending: dict[OutputStream, None] = {}
         self._task: Optional[asyncio.Task] = None  # the sender, while something is pending
+        self.spacing = STREAM_SPACING
 
     def open(self, ref: types_pb2.AttemptRef) -> "OutputStream":
         """The live output of the attempt ref names (its seq is not sent)."""
@@ -79,13 +85,22 @@ class OutputSender:
 
     async def _run(self) -> None:
         """Sends what the leader does not hold, one call at a time, until
-        nothing is pending."""
+        nothing is pending; a call that follows another at once waits until
+        the spacing has passed since the other started."""
+        last: Optional[float] = None
         try:
             while True:
+                if last is not None:
+                    with self._lock:
+                        idle = not self._pending
+                    wait = last + self.spacing - self.loop.time()
+                    if not idle and wait > 0:
+                        await asyncio.sleep(wait)
                 with self._lock:
                     batch, req = self._batch()
                 if not batch:
                     return
+                last = self.loop.time()
                 try:
                     resp = await self._send(req)
                     if len(resp.answers) != len(batch):

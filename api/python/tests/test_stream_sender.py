@@ -519,3 +519,39 @@ def test_the_attempts_of_a_partition_share_its_calls():
     assert p2[0] == (["a"], ((PARTITION_METADATA_KEY, "2"),))
     assert sorted(p2[1][0]) == ["b", "c", "d"] and len(p2) == 2  # one call for the three
     assert [(p, md, steps) for p, md, steps in conn.sent if p != 2] == [(3, ((PARTITION_METADATA_KEY, "3"),), ["e"])]
+
+
+def test_calls_are_spaced_only_while_output_waits():
+    """Output waiting as a call returns goes in a call that starts no sooner
+    than the spacing after the one before; output that comes to an idle
+    sender goes at once."""
+
+    async def main():
+        leader = FakeLeader()
+        sender = OutputSender(leader.append_outputs)
+        sender.spacing = 0.3
+        o = sender.open(ref("st1"))
+        starts: list[float] = []
+        send = leader.append_outputs
+
+        async def timed(req):
+            starts.append(asyncio.get_running_loop().time())
+            return await send(req)
+
+        sender._send = timed
+        leader.gate = asyncio.Event()
+        o.write("a")
+        await asyncio.wait_for(leader.entered.wait(), 5)
+        o.write("b")  # waits as the first call returns
+        _release(leader)
+        await _until(lambda: leader.text("st1") == b"ab", "ab")
+        gap = starts[1] - starts[0]
+        await _until(lambda: sender._task is None, "the sender to go idle")
+        sender.spacing = 3600.0  # an idle sender does not wait it out
+        o.write("c")
+        await o.finish(5.0)
+        return leader, gap
+
+    leader, gap = asyncio.run(main())
+    assert gap >= 0.3, f"the second call started {gap:.3f} s after the first"
+    assert leader.text("st1") == b"abc"

@@ -20,6 +20,13 @@ export const streamRetryMs = 100;
 export const streamCallTimeoutMs = 10_000;
 /** Bounds how long a finished handler's result waits for its streamed output to reach the leader. */
 export const streamFlushMs = 2000;
+/**
+ * The least time between the starts of two calls when output is waiting as
+ * a call returns: the next call carries what a few milliseconds more
+ * brought, and the leader's sends of it to the watchers share writes. An
+ * idle sender sends at once.
+ */
+export const streamSpacingMs = 10;
 
 /** The attempt an append is for, as its heartbeat names it (seq unused). */
 export interface OutputRef {
@@ -65,6 +72,8 @@ export class OutputSender {
   /** The streams with output the leader does not hold, in the order a call takes them. */
   private readonly pending = new Set<OutputStream>();
   private running = false;
+  /** streamSpacingMs (a test's own). */
+  spacingMs = streamSpacingMs;
 
   constructor(private readonly send: AppendOutputs) {}
 
@@ -91,12 +100,22 @@ export class OutputSender {
     }
   }
 
-  /** Sends what the leader does not hold, one call at a time, until nothing is pending. */
+  /**
+   * Sends what the leader does not hold, one call at a time, until nothing
+   * is pending; a call that follows another at once waits until the spacing
+   * has passed since the other started.
+   */
   private async run(): Promise<void> {
+    let last: number | undefined;
     try {
       for (;;) {
+        if (last !== undefined && this.pending.size > 0) {
+          const wait = last + this.spacingMs - performance.now();
+          if (wait > 0) await sleep(wait);
+        }
         const batch = this.batch();
         if (batch.length === 0) return;
+        last = performance.now();
         let answers: OutputAnswer[];
         try {
           answers = await this.send(batch.map((b) => b.append));

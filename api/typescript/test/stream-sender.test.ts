@@ -116,6 +116,30 @@ class Leader {
 }
 
 describe("OutputSender", () => {
+  it("spaces its calls only while output waits as a call returns; an idle sender sends at once", async () => {
+    const leader = new Leader();
+    const starts: number[] = [];
+    const sender = new OutputSender(async (appends) => {
+      starts.push(performance.now());
+      return leader.send(appends);
+    });
+    sender.spacingMs = 300;
+    const o = sender.open(ref("st1"));
+    leader.hold();
+    o.write("a");
+    await leader.called();
+    o.write("b"); // waits as the first call returns
+    leader.release();
+    for (const deadline = Date.now() + 5000; leader.text("st1") !== "ab" && Date.now() < deadline;) await tick(5);
+    assert.equal(leader.text("st1"), "ab");
+    assert.ok(starts[1] - starts[0] >= 300 - 1, `the second call started ${starts[1] - starts[0]} ms after the first`);
+    for (const deadline = Date.now() + 5000; sender.busy && Date.now() < deadline;) await tick(5);
+    sender.spacingMs = 3_600_000; // an idle sender does not wait it out
+    o.write("c");
+    await o.finish(5000);
+    assert.equal(leader.text("st1"), "abc");
+  });
+
   it("sends an idle Worker's delta at once, then what accumulates during a call, one call at a time", async () => {
     const leader = new Leader();
     const s = new OutputSender(leader.send).open(ref("st1"));
