@@ -81,6 +81,9 @@ type options struct {
 
 func main() {
 	args, name := os.Args[1:], "dexbench"
+	if len(args) > 0 && args[0] == floorServeArg {
+		os.Exit(serveFloor(args[1:]))
+	}
 	withEtcd := len(args) > 0 && args[0] == "etcd"
 	if withEtcd {
 		args, name = args[1:], "dexbench etcd"
