@@ -20,7 +20,8 @@ import (
 // The --stream-floor mode measures what the bare transport costs per
 // message, with no Dex in it: the floor under the CPU per delta of --stream.
 // dexbench runs itself again as a server process (floor_server.go) that
-// sends N server streams a delta event each 1/rate s over gRPC; dexbench
+// sends N server streams a delta event each 1/rate s over gRPC, paced as
+// the leader receives the deltas of --workers stream Workers; dexbench
 // opens the N streams over as many client connections as --stream's
 // watchers use (one per watchersPerConn) and counts what arrives. Once every
 // stream delivers, it reads both processes' CPU (utime + stime in
@@ -40,7 +41,7 @@ type floorOptions struct {
 }
 
 func (f *floorOptions) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.n, "stream-floor", 0, "measure the bare transport under --stream, with no Dex: a gRPC server process of dexbench's own sends this many streams a delta event each, over as many client connections as --stream's watchers use; reports CPU per message of the server and of dexbench, messages/s and the share of the machine's CPUs (0: off)")
+	fs.IntVar(&f.n, "stream-floor", 0, "measure the bare transport under --stream, with no Dex: a gRPC server process of dexbench's own sends this many streams a delta event each, paced as the leader gets the deltas of --workers stream Workers, over as many client connections as --stream's watchers use; reports CPU per message of the server and of dexbench, messages/s and the share of the machine's CPUs (0: off)")
 	fs.Float64Var(&f.rate, "stream-floor-rate", 20, "--stream-floor: messages a second each stream")
 	fs.Float64Var(&f.seconds, "stream-floor-seconds", 30, "--stream-floor: seconds measured, once every stream delivers")
 }
@@ -61,6 +62,9 @@ func (f floorOptions) check(o options) error {
 	}
 	if !(f.seconds > 0 && f.seconds <= 3600) {
 		return errors.New("--stream-floor-seconds must be above 0 and at most 3600")
+	}
+	if o.workers > maxFloorSenders {
+		return fmt.Errorf("--stream-floor takes at most %d --workers", maxFloorSenders)
 	}
 	if o.stream.n > 0 || o.fairness.on {
 		return errors.New("--stream-floor is a mode of its own: drop --stream and --fairness")
@@ -99,7 +103,7 @@ func streamFloorOnce(ctx context.Context, o options) int {
 // and stops the process by PID before it returns, whatever happened.
 func runStreamFloor(ctx context.Context, o options) (rep *floorReport, err error) {
 	f := o.floor
-	rep = newFloorReport(f)
+	rep = newFloorReport(f, o.workers)
 	if err := f.check(o); err != nil {
 		return rep, err
 	}
@@ -109,7 +113,7 @@ func runStreamFloor(ctx context.Context, o options) (rep *floorReport, err error
 			return rep, err
 		}
 	}
-	srv, err := startFloorServer(ctx, exe, f.rate)
+	srv, err := startFloorServer(ctx, exe, f.rate, o.workers)
 	if err != nil {
 		return rep, err
 	}

@@ -36,12 +36,12 @@ type floorProcess struct {
 }
 
 // startFloorServer runs exe as the server process, pacing each stream at
-// rate, and returns once it listens. It runs in a process group of its own,
-// so Ctrl-C reaches only dexbench, which stops it by PID; were dexbench
-// killed, the server sees its stdin close and ends. On an error nothing is
-// left running.
-func startFloorServer(ctx context.Context, exe string, rate float64) (*floorProcess, error) {
-	cmd := exec.Command(exe, floorServeArg, "--rate", strconv.FormatFloat(rate, 'g', -1, 64))
+// rate through senders relays, and returns once it listens. It runs in a
+// process group of its own, so Ctrl-C reaches only dexbench, which stops it
+// by PID; were dexbench killed, the server sees its stdin close and ends.
+// On an error nothing is left running.
+func startFloorServer(ctx context.Context, exe string, rate float64, senders int) (*floorProcess, error) {
+	cmd := exec.Command(exe, floorServeArg, "--rate", strconv.FormatFloat(rate, 'g', -1, 64), "--senders", strconv.Itoa(senders))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()

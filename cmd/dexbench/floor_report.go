@@ -8,14 +8,18 @@ import (
 	"time"
 )
 
-// floorPacing says how the server paces the streams (floorServer).
-const floorPacing = "a ticker per stream, the streams' phases spread over the period"
+// floorPacing says how the server paces the streams (floor_relay.go).
+func floorPacing(senders int) string {
+	return fmt.Sprintf("%s (one per stream Worker), each waking when a stream of its own is due but no sooner than %s after its last wake, as a Worker's output sender calls, and handing every due delta to its stream's goroutine, which sends it", plural(senders, "relay"), floorSpacing)
+}
 
 type floorConfig struct {
 	Streams     int     `json:"streams"`
 	Rate        float64 `json:"messages_per_sec_per_stream"`
 	Seconds     float64 `json:"seconds"`
 	Connections int     `json:"client_connections"`
+	// Relays: the stream Workers whose calls the pacing follows.
+	Relays int `json:"relays"`
 	// A message: the dexv1.Event of one --stream delta, in bytes of
 	// protobuf (gRPC adds 5 and HTTP/2 9 of framing).
 	Message      string `json:"message"`
@@ -56,10 +60,10 @@ type floorReport struct {
 	Error         string `json:"error,omitempty"`
 }
 
-func newFloorReport(f floorOptions) *floorReport {
+func newFloorReport(f floorOptions, senders int) *floorReport {
 	return &floorReport{Bench: "stream_floor", Machine: thisMachine(), Config: floorConfig{
-		Streams: f.n, Rate: f.rate, Seconds: f.seconds, Connections: f.conns(),
-		Message: "dexv1.Event of a --stream delta (type output, its session and Step, attempt, offset, 12 bytes of text)", MessageBytes: floorMessageBytes(), Pacing: floorPacing,
+		Streams: f.n, Rate: f.rate, Seconds: f.seconds, Connections: f.conns(), Relays: senders,
+		Message: "dexv1.Event of a --stream delta (type output, its session and Step, attempt, offset, 12 bytes of text)", MessageBytes: floorMessageBytes(), Pacing: floorPacing(senders),
 	}, TargetPerSec: float64(f.n) * f.rate}
 }
 
@@ -99,7 +103,7 @@ func (r *floorReport) writeTable(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "dexbench --stream-floor: %s at %g messages/s each (%g/s asked) from one gRPC server process to dexbench over %s, no Dex\n",
 		plural(c.Streams, "stream"), c.Rate, r.TargetPerSec, plural(c.Connections, "client connection"))
-	fmt.Fprintf(w, "message: %d B of protobuf, the dexv1.Event of a --stream delta; pacing: %s\n", c.MessageBytes, c.Pacing)
+	fmt.Fprintf(w, "message: %d B of protobuf, the dexv1.Event of a --stream delta\npacing: %s\n", c.MessageBytes, c.Pacing)
 	fmt.Fprintf(w, "machine: %d CPU, %s, %s %s\n", r.Machine.NProc, r.Machine.CPU, r.Machine.GoVersion, r.Machine.OS)
 	if r.Messages > 0 || r.Seconds > 0 {
 		asked := 0.0

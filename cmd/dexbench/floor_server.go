@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -22,8 +22,9 @@ import (
 // The server process of --stream-floor (floor.go): dexbench run again with
 // floorServeArg first. It serves one server-streaming method on a free
 // loopback port, says the address on stdout, and sends every stream a delta
-// event each 1/rate s until it is stopped (SIGTERM) or its parent is gone
-// (stdin closed). No Dex runs in it: gRPC and the codec Dex's servers use.
+// event each 1/rate s, paced as the leader receives deltas (floor_relay.go),
+// until it is stopped (SIGTERM) or its parent is gone (stdin closed). No Dex
+// runs in it: gRPC and the codec Dex's servers use.
 
 // floorServeArg, first on the command line, runs the server process. It is
 // not a flag: the usage does not list it.
@@ -39,6 +40,8 @@ const (
 	// maxFloorRate bounds the messages a second of a stream, as
 	// --stream-rate is bounded.
 	maxFloorRate = 1000
+	// maxFloorSenders bounds the relays (--workers of --stream-floor).
+	maxFloorSenders = 1000
 )
 
 // floorStreamDesc is the method, for the client side.
@@ -90,61 +93,48 @@ func floorMessageBytes() int {
 	return d.next().SizeVT()
 }
 
-// floorServer paces the streams: each stream's handler wakes on a ticker of
-// its own and sends, as each watch of the hub wakes on its own channel for
-// each delta; the k-th stream opened starts at k × the golden ratio (mod 1)
-// of the period, so that the streams' sends spread evenly over it, as the
-// Workers' deltas do, instead of all waking on one tick (which would let
-// HTTP/2 write a hundred messages at once and understate the cost).
+// floorServer serves the streams, each given to a relay in turn.
 type floorServer struct {
 	every  time.Duration
+	relays []*floorRelay
 	opened atomic.Int64
 }
 
+// watch serves one stream: it sends a delta event each time the stream's
+// relay hands it one, as a watch sends what the hub relays.
 func (s *floorServer) watch(_ any, ss grpc.ServerStream) error {
 	req := &dexv1.WatchSessionRequest{}
 	if err := ss.RecvMsg(req); err != nil {
 		return err
 	}
 	ctx := ss.Context()
-	phase := time.NewTimer(floorPhase(s.opened.Add(1), s.every))
-	select {
-	case <-ctx.Done():
-		phase.Stop()
-		return nil
-	case <-phase.C:
-	}
-	tick := time.NewTicker(s.every)
-	defer tick.Stop()
+	k := s.opened.Add(1)
+	st := newFloorStream(time.Now().Add(floorPhase(k, s.every)))
+	defer st.closed.Store(true)
+	s.relays[k%int64(len(s.relays))].add(st)
 	d := newFloorDeltas(req.SessionId)
 	for {
-		if err := ss.SendMsg(d.next()); err != nil {
-			return err
-		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-st.wake:
+		}
+		if err := ss.SendMsg(d.next()); err != nil {
+			return err
 		}
 	}
-}
-
-// floorPhase is where in the period the k-th stream starts.
-func floorPhase(k int64, every time.Duration) time.Duration {
-	const golden = 0.6180339887498949
-	_, frac := math.Modf(float64(k) * golden)
-	return time.Duration(frac * float64(every))
 }
 
 // serveFloor is the server process's main; args follow floorServeArg.
 func serveFloor(args []string) int {
 	fs := flag.NewFlagSet("dexbench "+floorServeArg, flag.ContinueOnError)
 	rate := fs.Float64("rate", 20, "messages a second each stream")
+	senders := fs.Int("senders", 4, "relays, one per stream Worker of --stream")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if !(*rate > 0 && *rate <= maxFloorRate) {
-		fmt.Fprintf(os.Stderr, "dexbench %s: --rate must be above 0 and at most %d\n", floorServeArg, maxFloorRate)
+	if !(*rate > 0 && *rate <= maxFloorRate) || *senders < 1 || *senders > maxFloorSenders {
+		fmt.Fprintf(os.Stderr, "dexbench %s: --rate must be above 0 and at most %d, --senders from 1 to %d\n", floorServeArg, maxFloorRate, maxFloorSenders)
 		return 2
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -153,6 +143,13 @@ func serveFloor(args []string) int {
 		return 1
 	}
 	s := &floorServer{every: time.Duration(float64(time.Second) / *rate)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range *senders {
+		r := newFloorRelay(s.every, floorSpacing)
+		s.relays = append(s.relays, r)
+		go r.run(ctx)
+	}
 	srv := grpc.NewServer(wirecodec.ServerOption())
 	srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: floorService,

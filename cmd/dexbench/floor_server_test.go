@@ -25,7 +25,7 @@ func TestStartFloorServer_AServerThatFailsIsReportedAndGone(t *testing.T) {
 	}
 	// The server process refuses a rate of 0 and ends before saying its
 	// address.
-	p, err := startFloorServer(context.Background(), exe, 0)
+	p, err := startFloorServer(context.Background(), exe, 0, 4)
 	if err == nil {
 		p.stop()
 		t.Fatal("a server process that refused its rate was taken as started")
@@ -40,7 +40,7 @@ func TestFloorServer_EndsWhenItsParentIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := startFloorServer(context.Background(), exe, 20)
+	p, err := startFloorServer(context.Background(), exe, 20, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,22 +79,5 @@ func TestFloorDeltas_AreTheStreamBenchsDeltaEvents(t *testing.T) {
 	}
 	if n := floorMessageBytes(); n < 50 || n > 100 {
 		t.Errorf("a message is %d bytes; a --stream delta event is about 60", n)
-	}
-}
-
-func TestFloorPhase_SpreadsTheStreamsOverThePeriod(t *testing.T) {
-	every := 50 * time.Millisecond
-	buckets := make([]int, 10)
-	for k := int64(1); k <= 1000; k++ {
-		p := floorPhase(k, every)
-		if p < 0 || p >= every {
-			t.Fatalf("stream %d starts at %s, outside [0, %s)", k, p, every)
-		}
-		buckets[p*10/every]++
-	}
-	for i, n := range buckets {
-		if n < 90 || n > 110 {
-			t.Errorf("tenth %d of the period holds %d of 1,000 streams; want about 100: %v", i, n, buckets)
-		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func floorOpts(n int, rate, seconds float64) options {
-	o := options{}
+	o := options{workers: 4}
 	o.floor = floorOptions{n: n, rate: rate, seconds: seconds}
 	return o
 }
@@ -19,6 +19,8 @@ func TestStreamFloorCheck_RefusesBadFlagsAndStartsNothing(t *testing.T) {
 	}
 	withStream := floorOpts(10, 20, 1)
 	withStream.stream.n = 10
+	tooManyWorkers := floorOpts(10, 20, 1)
+	tooManyWorkers.workers = maxFloorSenders + 1
 	for name, c := range map[string]struct {
 		o    options
 		want string
@@ -30,6 +32,7 @@ func TestStreamFloorCheck_RefusesBadFlagsAndStartsNothing(t *testing.T) {
 		"rate too high": {floorOpts(10, 1001, 30), "--stream-floor-rate must be above 0 and at most 1000"},
 		"zero seconds":  {floorOpts(10, 20, 0), "--stream-floor-seconds must be above 0"},
 		"with --stream": {withStream, "--stream-floor is a mode of its own"},
+		"workers":       {tooManyWorkers, "--stream-floor takes at most 1000 --workers"},
 	} {
 		rep, err := runStreamFloor(context.Background(), c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
