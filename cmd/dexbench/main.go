@@ -15,6 +15,11 @@
 // model's output to a watcher each, alone and beside the load run, which it
 // compares with the same run without streams (stream.go).
 //
+// `dexbench --stream-floor N` measures the floor under --stream: N gRPC
+// server streams of a delta event at --stream-floor-rate a second each, from
+// a server process of dexbench's own to dexbench, with no Dex; it reports
+// the CPU per message of each side (floor.go).
+//
 // `dexbench etcd [flags]` runs a put benchmark on a 3-member etcd before
 // each Dex run, alternating, and prints the two side by side (etcd.go).
 //
@@ -76,11 +81,15 @@ type options struct {
 	priorities   bool
 	fairness     fairnessOptions
 	stream       streamOptions
+	floor        floorOptions
 	cpuProfile   string
 }
 
 func main() {
 	args, name := os.Args[1:], "dexbench"
+	if len(args) > 0 && args[0] == floorServeArg {
+		os.Exit(serveFloor(args[1:]))
+	}
 	withEtcd := len(args) > 0 && args[0] == "etcd"
 	if withEtcd {
 		args, name = args[1:], "dexbench etcd"
@@ -101,8 +110,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dexbench:", err)
 		os.Exit(2)
 	}
-	if withEtcd && (o.fairness.on || o.stream.n > 0) {
-		fmt.Fprintln(os.Stderr, "dexbench: --fairness and --stream are modes of their own: run them without etcd")
+	if withEtcd && (o.fairness.on || o.stream.n > 0 || o.floor.n > 0) {
+		fmt.Fprintln(os.Stderr, "dexbench: --fairness, --stream and --stream-floor are modes of their own: run them without etcd")
 		os.Exit(2)
 	}
 	if withEtcd {
@@ -128,6 +137,13 @@ func main() {
 	defer stop()
 	if o.fairness.on {
 		if code := fairnessOnce(ctx, o); code != 0 {
+			stop()
+			exit(code)
+		}
+		return
+	}
+	if o.floor.n > 0 {
+		if code := streamFloorOnce(ctx, o); code != 0 {
 			stop()
 			exit(code)
 		}
@@ -220,6 +236,7 @@ func benchFlags(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of dexbench itself (its Workers, watchers and drivers), from start to end, to this file")
 	o.fairness.register(fs)
 	o.stream.register(fs)
+	o.floor.register(fs)
 	return fs
 }
 
@@ -250,6 +267,9 @@ func (o *options) check() error {
 		return errors.New("--fairness-keys must not be negative")
 	}
 	if err := o.stream.check(*o); err != nil {
+		return err
+	}
+	if err := o.floor.check(*o); err != nil {
 		return err
 	}
 	return o.fairness.check(*o)
