@@ -317,3 +317,34 @@ func TestResume_AWatchClosedBeforeItsStateReadIsToldNothing(t *testing.T) {
 		t.Fatal("the watch's channel is open after its hub closed")
 	}
 }
+
+// A watch whose buffer the live text filled before its ends were told is
+// dropped as behind, as for any delta it has no room for: it resumes.
+func TestResume_AWatchWithNoRoomForAnEndIsDroppedToResume(t *testing.T) {
+	l := testLimits()
+	l.WatcherBuffer = 1
+	c, src, svc := leading(t, l)
+	ref, ended := runningModel(t, c, "s")
+	c.Complete(ref, "done")
+	c.Send("s", "m1", "more")
+	_, running := startModel(t, c, "s")
+	h := svc.Hub()
+	src.before = func() {
+		// Room for one delta and for the one end: two texts fill it.
+		for i, text := range []string{"a", "b"} {
+			if _, err := h.Append("s", running, uint64(i), text); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w := h.Watch("s", map[Key]uint64{ended: 4})
+	if src.before != nil {
+		t.Fatal("the watch read no state")
+	}
+	if got := drain(w); textOf(got) != "ab" || len(got) != 2 || !w.Behind() {
+		t.Fatalf("the full watch got %+v, behind %v; want the 2 texts, then dropped as behind", got, w.Behind())
+	}
+	if _, open := <-w.C(); open {
+		t.Fatal("the dropped watch's channel is open")
+	}
+}
