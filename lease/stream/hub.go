@@ -83,6 +83,11 @@ type Hub struct {
 	bySession map[string]map[Key]*output
 	total     int
 	watchers  map[string]map[*Watcher]struct{} // by session
+
+	// src, when set (the Service's hubs), is the replicated state a watch
+	// that resumes reads for the attempts the hub holds nothing of
+	// (resume.go).
+	src StateSource
 }
 
 // NewHub returns an empty hub.
@@ -129,7 +134,9 @@ func (h *Hub) Append(session string, k Key, offset uint64, text string) (uint64,
 // tells its watchers; it is dropped after the linger. An attempt of session
 // this hub holds nothing of (its output all reached an earlier leader, and
 // its Worker had nothing left to resend) is told to the watchers that
-// resumed it, each at the offset it holds.
+// resumed it, each at the offset it holds. A watch is told the end once: a
+// watcher told it, here or by its own watch after the end (resume.go),
+// holds the attempt in from no more.
 func (h *Hub) End(session string, k Key, abandoned bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -147,6 +154,9 @@ func (h *Hub) End(session string, k Key, abandoned bool) {
 	}
 	o.end = kind
 	h.relay(Delta{Session: o.session, Key: k, Kind: o.end, Offset: uint64(len(o.text))})
+	for w := range h.watchers[o.session] {
+		delete(w.from, k)
+	}
 	o.linger = time.AfterFunc(h.limits.Linger, func() { h.drop(k, o) })
 }
 
@@ -158,6 +168,7 @@ func (h *Hub) endUnheld(session string, k Key, kind Kind) {
 		if !resumed {
 			continue
 		}
+		delete(w.from, k)
 		select {
 		case w.ch <- Delta{Session: session, Key: k, Kind: kind, Offset: at}:
 		default:

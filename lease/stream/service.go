@@ -16,7 +16,8 @@ type StateSource interface {
 // Service is the leader's hub as a leader-only service: a new hub for each
 // term (a new leader holds nothing and asks Workers to resend), closed when
 // the term ends. It reads the applied stream to end an attempt's output
-// when its result or failure is applied.
+// when its result or failure is applied, and gives its hubs the state, for
+// a watch that resumes an attempt which ended before it came back.
 type Service struct {
 	src    StateSource
 	limits Limits
@@ -28,7 +29,9 @@ func NewService(src StateSource, l Limits) *Service { return &Service{src: src, 
 
 // EstablishLeadership opens the term's hub.
 func (s *Service) EstablishLeadership(context.Context, uint64) error {
-	if old := s.hub.Swap(NewHub(s.limits)); old != nil {
+	h := NewHub(s.limits)
+	h.src = s.src
+	if old := s.hub.Swap(h); old != nil {
 		old.Close()
 	}
 	return nil
@@ -54,11 +57,16 @@ func (s *Service) Applied(a *fsm.Applied) {
 	st := s.src.State()
 	for _, k := range a.Ended {
 		step := st.Step(k.Step)
-		if step == nil || k.N == 0 || int(k.N) > len(step.Attempts) {
-			h.End(step.GetSessionId(), Key{Step: k.Step, Attempt: k.N}, true)
-			continue
-		}
-		ok := step.Attempts[k.N-1].Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
-		h.End(step.SessionId, Key{Step: k.Step, Attempt: k.N}, !ok)
+		h.End(step.GetSessionId(), Key{Step: k.Step, Attempt: k.N}, endKind(step, k.N) == Abandoned)
 	}
+}
+
+// endKind is how an ended attempt's output ends: Ended when the attempt
+// succeeded, Abandoned otherwise (a Step or attempt the state does not hold
+// included). A watch that resumes after the end reads it by the same rule.
+func endKind(step *fsmpb.Step, n uint32) Kind {
+	if step != nil && n != 0 && int(n) <= len(step.Attempts) && step.Attempts[n-1].Status == fsmpb.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED {
+		return Ended
+	}
+	return Abandoned
 }
