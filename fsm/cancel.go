@@ -92,6 +92,7 @@ func (a *applier) cancelStep(s *fsmpb.Session, st *fsmpb.Step, why string, res *
 			at.Status = fsmpb.AttemptStatus_ATTEMPT_STATUS_CANCELLED
 			at.Error = why
 			at.EndedAtMs = a.now
+			a.touched.attemptEnded(st.Id, at.N) // its live output ends, abandoned
 			at.Progress = a.progress(s, st)
 			res.AttemptsCancelled++
 			a.attemptTraced(st, at)

@@ -43,3 +43,17 @@ func TestAppliedReportsClaimsEndsAndFinishes(t *testing.T) {
 		t.Fatalf("a rejected command reported %+v", a)
 	}
 }
+
+// A cancel ends the running attempt: its live output is abandoned and the
+// attempt counted, as a failure's is.
+func TestAppliedReportsACancelledAttemptEnded(t *testing.T) {
+	d := newDriver(t)
+	got := recordApplied(d)
+	d.createSession("s1", "", "hello")
+	h := d.startNext("s1", fsmpb.StepKind_STEP_KIND_RUN_MODEL)
+	d.do(cancelCmd("s1", "ops", "wrong task"))
+	a := (*got)[len(*got)-1]
+	if !slices.Equal(a.Ended, []AttemptKey{{h.st, 1}}) || !slices.Equal(a.Finished, []string{h.st}) {
+		t.Fatalf("a cancel reported ended %v finished %v; want %s/1 and %s", a.Ended, a.Finished, h.st, h.st)
+	}
+}

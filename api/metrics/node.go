@@ -73,7 +73,7 @@ func New(state func() *fsm.State) *Node {
 		}, []string{"command"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "dex", Name: "attempts_total",
-			Help: "Attempts that ended, by Step kind, outcome (succeeded, failed, expired) and error type (none on success).",
+			Help: "Attempts that ended, by Step kind, outcome (succeeded, failed, expired, cancelled) and error type (none on success).",
 		}, []string{"kind", "outcome", "error_type"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "dex", Name: "rejected_commands_total",
