@@ -262,7 +262,7 @@ func (c *Client) watchOnce(ctx context.Context, id string, last *uint64, b *back
 		}
 		if ev.Output != nil && live != nil {
 			if ev = live.trim(ev); ev == nil {
-				continue // output already delivered
+				continue // output or end already delivered
 			}
 		}
 		if err := fn(ev); err != nil {

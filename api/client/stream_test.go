@@ -14,7 +14,7 @@ func outputEvent(step string, attempt uint32, offset uint64, text string) *dexv1
 // A watch that resumes may be sent bytes it delivered already: each is
 // delivered once, and the offsets it asks to resume from are where it is.
 func TestLiveOffsets_DeliverEachByteOnce(t *testing.T) {
-	l := &liveOffsets{held: map[liveKey]uint64{}}
+	l := newLiveOffsets()
 	if e := l.trim(outputEvent("s-s1", 1, 0, "Hello")); e == nil || e.Output.Text != "Hello" {
 		t.Fatalf("first delta: %v", e)
 	}

@@ -44,9 +44,9 @@ type watchOptions struct {
 // committed result replaces the stream) and "output_abandoned" (the attempt
 // failed; its retry streams afresh). Across reconnections, a takeover
 // included, the watch resumes each attempt's output from where it was: every
-// byte once, in order.
+// byte once, in order, and each attempt's end (ended or abandoned) once.
 func WithLiveOutput() WatchOption {
-	return func(o *watchOptions) { o.live = &liveOffsets{held: map[liveKey]uint64{}} }
+	return func(o *watchOptions) { o.live = newLiveOffsets() }
 }
 
 type liveKey struct {
@@ -54,8 +54,19 @@ type liveKey struct {
 	attempt uint32
 }
 
-// liveOffsets is how far the watch delivered each attempt's output.
-type liveOffsets struct{ held map[liveKey]uint64 }
+// liveOffsets is how far the watch delivered each attempt's output, and
+// which attempts' ends it delivered. An ended attempt keeps its offset: one
+// missing from the request is sent again from 0. The server may tell a
+// resumed watch an end again (it replays a held attempt's end, or tells it
+// from the state), so ended drops the repeat.
+type liveOffsets struct {
+	held  map[liveKey]uint64
+	ended map[liveKey]bool
+}
+
+func newLiveOffsets() *liveOffsets {
+	return &liveOffsets{held: map[liveKey]uint64{}, ended: map[liveKey]bool{}}
+}
 
 // request is where to resume each attempt's output.
 func (l *liveOffsets) request() []*dexv1.OutputOffset {
@@ -67,14 +78,23 @@ func (l *liveOffsets) request() []*dexv1.OutputOffset {
 }
 
 // trim is e as it is still to be delivered: an output delta without the
-// bytes already delivered (nil: nothing new).
+// bytes already delivered, an attempt's end the first time only (nil:
+// nothing new).
 func (l *liveOffsets) trim(e *dexv1.Event) *dexv1.Event {
 	o := e.Output
 	k := liveKey{e.StepId, o.Attempt}
-	held := l.held[k]
-	if e.Type != "output" {
+	switch e.Type {
+	case "output":
+	case "output_ended", "output_abandoned":
+		if l.ended[k] {
+			return nil
+		}
+		l.ended[k] = true
+		return e
+	default:
 		return e
 	}
+	held := l.held[k]
 	end := o.Offset + uint64(len(o.Text))
 	if end <= held {
 		return nil

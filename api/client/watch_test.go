@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,5 +97,80 @@ func TestWatchSession_WithoutACallbackDroppedEventsAreAnError(t *testing.T) {
 		OnEventsNotKept(func(EventsNotKeptError) error { return stop }))
 	if !errors.Is(err, stop) {
 		t.Fatalf("watch: %v; want the callback's error", err)
+	}
+}
+
+// scriptedWatches answers the n-th WatchSession with rounds[n-1], then an
+// Unavailable (a takeover) until the last round, which ends the stream.
+type scriptedWatches struct {
+	dexv1.UnimplementedSessionServiceServer
+
+	rounds [][]*dexv1.Event
+	mu     sync.Mutex
+	reqs   []*dexv1.WatchSessionRequest
+}
+
+func (s *scriptedWatches) WatchSession(req *dexv1.WatchSessionRequest, stream dexv1.SessionService_WatchSessionServer) error {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	n := len(s.reqs)
+	s.mu.Unlock()
+	for _, e := range s.rounds[n-1] {
+		if err := stream.Send(e); err != nil {
+			return err
+		}
+	}
+	if n < len(s.rounds) {
+		return status.Error(codes.Unavailable, "leader gone")
+	}
+	return nil
+}
+
+func endEvent(typ, step string, attempt uint32, offset uint64) *dexv1.Event {
+	return &dexv1.Event{Type: typ, StepId: step, Output: &dexv1.OutputDelta{Attempt: attempt, Offset: offset}}
+}
+
+// The server tells a resumed watch an attempt's end again (a held attempt's
+// end replayed, or an end told from the state): the watch delivers each
+// attempt's end once, and keeps resuming ended attempts from their offsets.
+func TestWatchSession_LiveOutputDeliversEachEndOnce(t *testing.T) {
+	fs := &scriptedWatches{rounds: [][]*dexv1.Event{
+		{outputEvent("st", 1, 0, "Hello"), endEvent("output_ended", "st", 1, 5), outputEvent("st", 2, 0, "Hi")},
+		{endEvent("output_ended", "st", 1, 5), endEvent("output_abandoned", "st", 2, 2)},
+		{endEvent("output_ended", "st", 1, 5), endEvent("output_abandoned", "st", 2, 2),
+			outputEvent("st", 3, 0, "Hey"), endEvent("output_ended", "st", 3, 3)},
+	}}
+	n := startNode(t, "A", nil, fs)
+	n.setServing(true)
+	c := dialClient(t, []*node{n})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []string
+	err := c.WatchSession(ctx, "s1", 0, func(e *dexv1.Event) error {
+		got = append(got, fmt.Sprintf("%s %d %q", e.Type, e.Output.Attempt, e.Output.Text))
+		return nil
+	}, WithLiveOutput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`output 1 "Hello"`, `output_ended 1 ""`, `output 2 "Hi"`, `output_abandoned 2 ""`,
+		`output 3 "Hey"`, `output_ended 3 ""`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("delivered\n%q\nwant\n%q", got, want)
+	}
+	// Ended attempts stay in the request: one missing would be sent from 0.
+	var offsets []string
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, r := range fs.reqs {
+		var o []string
+		for _, x := range r.OutputOffsets {
+			o = append(o, fmt.Sprintf("%s#%d@%d", x.StepId, x.Attempt, x.Offset))
+		}
+		slices.Sort(o)
+		offsets = append(offsets, strings.Join(o, " "))
+	}
+	if want := []string{"", "st#1@5 st#2@2", "st#1@5 st#2@2"}; !slices.Equal(offsets, want) {
+		t.Fatalf("resume offsets %q; want %q", offsets, want)
 	}
 }

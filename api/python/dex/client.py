@@ -396,7 +396,7 @@ class Client(BulkCalls):
         "output_abandoned" (the attempt failed; its retry streams afresh).
         Across reconnections, a takeover or a watch that fell behind
         included, each attempt's output resumes from where it was: every
-        byte once, in order."""
+        byte once, in order, and each attempt's end once."""
         last = after_seq
         live = LiveOffsets() if live_output else None
         b = _Backoff()
@@ -415,7 +415,7 @@ class Client(BulkCalls):
                     if live is not None and ev.HasField("output"):
                         ev = live.trim(ev)
                         if ev is None:
-                            continue  # output already delivered
+                            continue  # output or end already delivered
                     last = max(last, ev.seq)
                     yield ev
             except grpc.RpcError as e:

@@ -235,10 +235,15 @@ class OutputStream:
 
 class LiveOffsets:
     """How far a watch delivered each attempt's live output, by
-    (step_id, attempt): byte offsets of the UTF-8 output."""
+    (step_id, attempt): byte offsets of the UTF-8 output; and the attempts
+    whose end (output_ended or output_abandoned) it delivered. The server
+    may tell a resumed watch an end again (a held attempt's end replayed,
+    or an end told from the state): the repeat is dropped. An ended attempt
+    keeps its offset: one missing from the request is sent again from 0."""
 
     def __init__(self) -> None:
         self.held: dict[tuple[str, int], int] = {}
+        self.ended: set[tuple[str, int]] = set()
 
     def request(self) -> list:
         """Where to resume each attempt's output (WatchSessionRequest.output_offsets)."""
@@ -247,12 +252,17 @@ class LiveOffsets:
 
     def trim(self, ev: types_pb2.Event) -> Optional[types_pb2.Event]:
         """ev as it is still to be delivered: an output delta without the
-        bytes already delivered (None: nothing new). Other events pass as
-        they are."""
-        if ev.type != "output":
-            return ev
+        bytes already delivered, an attempt's end the first time only
+        (None: nothing new). Other events pass as they are."""
         o = ev.output
         key = (ev.step_id, o.attempt)
+        if ev.type in ("output_ended", "output_abandoned"):
+            if key in self.ended:
+                return None
+            self.ended.add(key)
+            return ev
+        if ev.type != "output":
+            return ev
         held = self.held.get(key, 0)
         text = o.text.encode()
         end = o.offset + len(text)

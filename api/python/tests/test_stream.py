@@ -1,7 +1,7 @@
 """Live output (docs/design/streaming.md) without a cluster: the client's
-live watch (trimming repeated bytes, resuming with its offsets, a watch
-that fell behind watched again), a handler's stream without a Worker, and
-the demo Worker's --stream. The Worker's sender: test_stream_sender.py."""
+live watch (trimming repeated bytes and ends, resuming with its offsets, a
+watch that fell behind watched again), a handler's stream without a Worker,
+and the demo Worker's --stream. The Worker's sender: test_stream_sender.py."""
 
 from __future__ import annotations
 
@@ -131,6 +131,40 @@ def test_live_watch_resumes_with_its_offsets(code):
     assert first.live_output and list(first.output_offsets) == []
     assert second.live_output and second.after_seq == 1
     assert [(o.step_id, o.attempt, o.offset) for o in second.output_offsets] == [("st", 1, 5)]
+
+
+def _end(type_: str, attempt: int, offset: int) -> types_pb2.Event:
+    return types_pb2.Event(seq=0, session_id="s1", step_id="st", type=type_,
+                           output=types_pb2.OutputDelta(attempt=attempt, offset=offset))
+
+
+def test_live_watch_delivers_each_end_once():
+    # The server tells a resumed watch an end again (a held attempt's end
+    # replayed, or an end told from the state).
+    unavailable = Failed(grpc.StatusCode.UNAVAILABLE)
+    conn = WatchConn([
+        FakeCall([_delta("st", 1, 0, "Hello"), _end("output_ended", 1, 5), _delta("st", 2, 0, "Hi")], unavailable),
+        FakeCall([_end("output_ended", 1, 5), _end("output_abandoned", 2, 2)], unavailable),
+        FakeCall([_end("output_ended", 1, 5), _end("output_abandoned", 2, 2),
+                  _delta("st", 3, 0, "Hey"), _end("output_ended", 3, 3)], None),
+    ])
+
+    async def main():
+        got = []
+        async with Client(conn) as c:
+            async for ev in c.watch("s1", live_output=True):
+                got.append((ev.type, ev.output.attempt, ev.output.text))
+                if ev.type == "output_ended" and ev.output.attempt == 3:
+                    break
+        return got
+
+    assert asyncio.run(main()) == [
+        ("output", 1, "Hello"), ("output_ended", 1, ""), ("output", 2, "Hi"),
+        ("output_abandoned", 2, ""), ("output", 3, "Hey"), ("output_ended", 3, ""),
+    ]
+    # Ended attempts stay in the request: one missing would be sent from 0.
+    assert [sorted((o.step_id, o.attempt, o.offset) for o in r.output_offsets) for r in conn.requests] == [
+        [], [("st", 1, 5), ("st", 2, 2)], [("st", 1, 5), ("st", 2, 2)]]
 
 
 def test_a_watch_without_live_output_ends_on_resource_exhausted():

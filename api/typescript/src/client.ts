@@ -513,7 +513,7 @@ export class Client {
    * afresh from 0). Across reconnections, a takeover included, and after a
    * watch that fell behind (RESOURCE_EXHAUSTED), it resumes each attempt's
    * output from where it was: every byte once, in order, each delta at the
-   * offset the one before ended.
+   * offset the one before ended, and each attempt's end once.
    */
   async *watchSession(sessionId: string, afterSeq = 0n, o: { signal?: AbortSignal; liveOutput?: boolean } = {}): AsyncGenerator<Event> {
     let last = afterSeq;
@@ -527,7 +527,7 @@ export class Client {
           if (ev.seq !== 0n && ev.seq <= last) continue; // already delivered
           if (live !== undefined && ev.output !== undefined) {
             const rest = live.trim(ev);
-            if (rest === undefined) continue; // output already delivered
+            if (rest === undefined) continue; // output or end already delivered
             ev = rest;
           }
           yield ev;

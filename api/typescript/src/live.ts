@@ -6,9 +6,17 @@ import { clone, create } from "@bufbuild/protobuf";
 import { OutputOffsetSchema, type OutputOffset } from "../gen/dex/v1/sessions_pb.js";
 import { EventSchema, type Event } from "../gen/dex/v1/types_pb.js";
 
-/** How far a watch delivered each attempt's live output, in bytes of its UTF-8 text. */
+/**
+ * How far a watch delivered each attempt's live output, in bytes of its UTF-8
+ * text, and the attempts whose end (output_ended or output_abandoned) it
+ * delivered. The server may tell a resumed watch an end again (a held
+ * attempt's end replayed, or an end told from the state): the repeat is
+ * dropped. An ended attempt keeps its offset: one missing from the request
+ * is sent again from 0.
+ */
 export class LiveOffsets {
   private readonly held = new Map<string, { stepId: string; attempt: number; offset: bigint }>();
+  private readonly ended = new Set<string>();
 
   private static key(stepId: string, attempt: number): string {
     return `${attempt}/${stepId}`;
@@ -26,13 +34,20 @@ export class LiveOffsets {
 
   /**
    * e as it is still to be delivered: an output delta without the bytes
-   * already delivered (undefined: nothing new), any other event as it is.
-   * A delta that is delivered moves the attempt's offset to its end.
+   * already delivered, an attempt's end the first time only (undefined:
+   * nothing new), any other event as it is. A delta that is delivered moves
+   * the attempt's offset to its end.
    */
   trim(e: Event): Event | undefined {
     const o = e.output;
-    if (e.type !== "output" || o === undefined) return e;
+    if (o === undefined) return e;
     const k = LiveOffsets.key(e.stepId, o.attempt);
+    if (e.type === "output_ended" || e.type === "output_abandoned") {
+      if (this.ended.has(k)) return undefined;
+      this.ended.add(k);
+      return e;
+    }
+    if (e.type !== "output") return e;
     const held = this.held.get(k)?.offset ?? 0n;
     const bytes = Buffer.from(o.text, "utf8");
     const end = o.offset + BigInt(bytes.length);

@@ -223,6 +223,47 @@ describe("watchSession with liveOutput", () => {
     ]);
   });
 
+  it("delivers each attempt's end once when a resumed watch is told it again, and keeps its offset", async () => {
+    // The server tells a resumed watch an end again (a held attempt's end
+    // replayed, or an end told from the state).
+    const requests: WatchSessionRequest[] = [];
+    const transport = createRouterTransport(({ service }) => {
+      service(SessionService, {
+        async *watchSession(req) {
+          requests.push(req);
+          switch (requests.length) {
+            case 1:
+              yield ev({ type: "output", text: "Hello" });
+              yield ev({ type: "output_ended", offset: 5n });
+              yield ev({ type: "output", attempt: 2, text: "Hi" });
+              throw new ConnectError("leader gone", Code.Unavailable);
+            case 2:
+              yield ev({ type: "output_ended", offset: 5n });
+              yield ev({ type: "output_abandoned", attempt: 2, offset: 2n });
+              throw new ConnectError("leader gone", Code.Unavailable);
+            default:
+              yield ev({ type: "output_ended", offset: 5n });
+              yield ev({ type: "output_abandoned", attempt: 2, offset: 2n });
+              yield ev({ type: "output", attempt: 3, text: "Hey" });
+              yield ev({ type: "output_ended", attempt: 3, offset: 3n });
+          }
+        },
+      });
+    });
+    const got: [string, number, string][] = [];
+    for await (const e of new Client(transport).watchSession("s1", 0n, { liveOutput: true })) {
+      got.push([e.type, e.output!.attempt, e.output!.text]);
+    }
+    assert.deepEqual(got, [
+      ["output", 1, "Hello"], ["output_ended", 1, ""], ["output", 2, "Hi"],
+      ["output_abandoned", 2, ""], ["output", 3, "Hey"], ["output_ended", 3, ""],
+    ]);
+    // Ended attempts stay in the request: one missing would be sent from 0.
+    assert.deepEqual(requests.map((r) => r.outputOffsets.map((o) => [o.stepId, o.attempt, o.offset])), [
+      [], [["st1", 1, 5n], ["st1", 2, 2n]], [["st1", 1, 5n], ["st1", 2, 2n]],
+    ]);
+  });
+
   it("without liveOutput asks for none, and a RESOURCE_EXHAUSTED ends the watch", async () => {
     const requests: WatchSessionRequest[] = [];
     const transport = createRouterTransport(({ service }) => {
