@@ -44,10 +44,13 @@ func (m *partitionMap) leader(k int) string {
 	return m.leaders[k]
 }
 
-// learn records what a call of partition k (-1: none) that addr served
-// says: the partition count, and the leader it was forwarded to, or addr
-// itself when it served the call without forwarding it.
-func (m *partitionMap) learn(k int, addr string, d balancer.DoneInfo) {
+// learn records what call r, which addr served, says: the partition
+// count, and the leader of its partition, the one it was forwarded to or
+// addr itself when it served the call without forwarding it. A call sent
+// while the count was unknown teaches its partition's leader too, once its
+// own answer gives the count: a burst of calls right after it then goes
+// to the leaders.
+func (m *partitionMap) learn(r *callRoute, addr string, d balancer.DoneInfo) {
 	if v := d.Trailer.Get(wirerules.PartitionsTrailer); len(v) > 0 {
 		if n, err := strconv.Atoi(v[0]); err == nil && n > 0 && int32(n) != m.count.Load() {
 			m.mu.Lock()
@@ -55,6 +58,10 @@ func (m *partitionMap) learn(k int, addr string, d balancer.DoneInfo) {
 			clear(m.leaders)
 			m.mu.Unlock()
 		}
+	}
+	k := r.partition
+	if k < 0 {
+		k = r.hint.partitionIn(int(m.count.Load()))
 	}
 	if k < 0 {
 		return
@@ -95,37 +102,42 @@ func toPartitionNumber(ctx context.Context, k int) context.Context {
 // callRoute is a call's route, read by the picker.
 type callRoute struct {
 	m         *partitionMap
-	partition int // -1: any node
+	hint      routeHint // the session or partition the call names
+	partition int       // -1: any node
 }
 
 type callRouteKey struct{}
 
+// partitionIn is the partition the hint names in a cluster of n
+// partitions (-1: none, or n unknown).
+func (h routeHint) partitionIn(n int) int {
+	switch {
+	case n < 1:
+		return -1
+	case n == 1:
+		// Every call of a cluster of one partition is the leader's: its
+		// followers forward, so a call sent to the leader saves the hop.
+		return 0
+	case h.session != "":
+		return wirerules.PartitionOf(h.session, n)
+	}
+	return h.partition
+}
+
 // route gives a call the partition its request or hint names (-1 when it
 // names none, or while the count is unknown).
 func (m *partitionMap) route(ctx context.Context, method string, req any) context.Context {
-	k := -1
-	n := int(m.count.Load())
-	if n == 1 {
-		// Every call of a cluster of one partition is the leader's: its
-		// followers forward, so a call sent to the leader saves the hop.
-		k = 0
-	}
-	if n > 1 {
-		h, hinted := ctx.Value(routeHintKey{}).(routeHint)
-		switch {
-		case hinted && h.session != "":
-			k = wirerules.PartitionOf(h.session, n)
-		case hinted:
-			k = h.partition
-		default:
-			if msg, ok := req.(proto.Message); ok {
-				if s, ok := wirerules.Routes[method].SessionOfRequest(msg); ok {
-					k = wirerules.PartitionOf(s, n)
-				}
+	h, hinted := ctx.Value(routeHintKey{}).(routeHint)
+	if !hinted {
+		h = routeHint{partition: -1}
+		if msg, ok := req.(proto.Message); ok {
+			if s, ok := wirerules.Routes[method].SessionOfRequest(msg); ok {
+				h.session = s
 			}
 		}
 	}
-	return context.WithValue(ctx, callRouteKey{}, &callRoute{m: m, partition: k})
+	r := &callRoute{m: m, hint: h, partition: h.partitionIn(int(m.count.Load()))}
+	return context.WithValue(ctx, callRouteKey{}, r)
 }
 
 func (m *partitionMap) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -166,7 +178,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	if r != nil && r.partition >= 0 {
 		if addr := r.m.leader(r.partition); addr != "" {
 			if sc, ok := p.byAddr[addr]; ok {
-				return balancer.PickResult{SubConn: sc, Done: func(d balancer.DoneInfo) { r.m.learn(r.partition, addr, d) }}, nil
+				return balancer.PickResult{SubConn: sc, Done: func(d balancer.DoneInfo) { r.m.learn(r, addr, d) }}, nil
 			}
 		}
 	}
@@ -174,7 +186,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	res := balancer.PickResult{SubConn: p.ready[i]}
 	if r != nil {
 		addr := p.addrs[i]
-		res.Done = func(d balancer.DoneInfo) { r.m.learn(r.partition, addr, d) }
+		res.Done = func(d balancer.DoneInfo) { r.m.learn(r, addr, d) }
 	}
 	return res, nil
 }

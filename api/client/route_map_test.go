@@ -12,6 +12,9 @@ import (
 	"github.com/dexhq/dex/api/wirerules"
 )
 
+// toPart is the route of a call of partition k (-1: none).
+func toPart(k int) *callRoute { return &callRoute{hint: routeHint{partition: k}, partition: k} }
+
 func done(md metadata.MD, err error) balancer.DoneInfo {
 	return balancer.DoneInfo{Trailer: md, Err: err}
 }
@@ -21,31 +24,65 @@ func done(md metadata.MD, err error) balancer.DoneInfo {
 // nothing from a call that failed there.
 func TestPartitionMapLearnsFromTrailers(t *testing.T) {
 	m := newPartitionMap()
-	m.learn(-1, "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), nil))
+	m.learn(toPart(-1), "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), nil))
 	if m.count.Load() != 3 {
 		t.Fatalf("count %d after a trailer of 3", m.count.Load())
 	}
-	m.learn(1, "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "3", wirerules.LeaderTrailer, "b:2"), nil))
+	m.learn(toPart(1), "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "3", wirerules.LeaderTrailer, "b:2"), nil))
 	if got := m.leader(1); got != "b:2" {
 		t.Fatalf("partition 1's leader %q after a forward to b:2", got)
 	}
-	m.learn(2, "c:3", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), errors.New("refused")))
+	m.learn(toPart(2), "c:3", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), errors.New("refused")))
 	if got := m.leader(2); got != "" {
 		t.Fatalf("partition 2's leader %q after a failed call", got)
 	}
-	m.learn(2, "c:3", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), nil))
+	m.learn(toPart(2), "c:3", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), nil))
 	if got := m.leader(2); got != "c:3" {
 		t.Fatalf("partition 2's leader %q after c:3 served it", got)
 	}
 	// A follower's "dex-leader" (nothing applied) is not a partition map.
-	m.learn(0, "a:1", done(metadata.Pairs(LeaderMetadataKey, "z:9"), errors.New("unavailable")))
+	m.learn(toPart(0), "a:1", done(metadata.Pairs(LeaderMetadataKey, "z:9"), errors.New("unavailable")))
 	if got := m.leader(0); got != "" {
 		t.Fatalf("partition 0's leader %q from a follower's refusal", got)
 	}
 	// Another count forgets the leaders.
-	m.learn(-1, "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "5"), nil))
+	m.learn(toPart(-1), "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "5"), nil))
 	if m.count.Load() != 5 || m.leader(1) != "" {
 		t.Fatalf("count %d, partition 1 at %q after the count changed", m.count.Load(), m.leader(1))
+	}
+}
+
+// A call sent before the count was known teaches its partition's leader
+// with the count its answer brings: its session's partition when it names
+// one, its hinted partition when it names that; a call that names neither
+// teaches the count only.
+func TestTheFirstCallTeachesItsPartitionsLeader(t *testing.T) {
+	m := newPartitionMap()
+	first := func(ctx context.Context, method string, req any) *callRoute {
+		return m.route(ctx, method, req).Value(callRouteKey{}).(*callRoute)
+	}
+	id := "ses-first"
+	r := first(context.Background(), "/dex.v1.SessionService/CreateSession", &dexv1.CreateSessionRequest{SessionId: id})
+	if r.partition != -1 {
+		t.Fatalf("partition %d before the count is known", r.partition)
+	}
+	m.learn(r, "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), nil))
+	if got := m.leader(wirerules.PartitionOf(id, 3)); got != "a:1" {
+		t.Fatalf("the leader of the created session's partition is %q after a:1 served it; want a:1", got)
+	}
+	m = newPartitionMap()
+	poll := first(toPartitionNumber(context.Background(), 2), "/dex.v1.WorkerService/PollTask", &dexv1.PollTaskRequest{})
+	m.learn(poll, "b:2", done(metadata.Pairs(wirerules.PartitionsTrailer, "3", wirerules.LeaderTrailer, "c:3"), nil))
+	if got := m.leader(2); got != "c:3" {
+		t.Fatalf("partition 2's leader %q after a first poll forwarded to c:3", got)
+	}
+	m = newPartitionMap()
+	list := first(context.Background(), "/dex.v1.SessionService/ListSessions", &dexv1.ListSessionsRequest{})
+	m.learn(list, "a:1", done(metadata.Pairs(wirerules.PartitionsTrailer, "3"), nil))
+	for k := range 3 {
+		if got := m.leader(k); got != "" {
+			t.Fatalf("partition %d's leader %q from a call of no partition", k, got)
+		}
 	}
 }
 
