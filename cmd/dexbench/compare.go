@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"text/tabwriter"
 )
 
@@ -85,4 +87,29 @@ func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// tableReport is a mode's report: a table, or JSON with --json.
+type tableReport interface{ writeTable(w io.Writer) }
+
+// printReport prints a mode's report (none when rep is nil) and returns the
+// exit code dexbench must stop with: 130 once ctx was interrupted, saying
+// what was stopped; 1 with err.
+func printReport(ctx context.Context, o options, rep tableReport, err error, stopped string) int {
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "dexbench: interrupted;", stopped)
+		return 130
+	}
+	if rep != nil {
+		if o.jsonOut {
+			writeJSON(os.Stdout, rep)
+		} else {
+			rep.writeTable(os.Stdout)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dexbench:", err)
+		return 1
+	}
+	return 0
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -126,22 +125,10 @@ type fairnessReport struct {
 // non-zero code is the exit code dexbench must stop with.
 func fairnessOnce(ctx context.Context, o options) int {
 	rep, err := runFairness(ctx, o)
-	if ctx.Err() != nil {
-		fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
-		return 130
+	if rep == nil {
+		return printReport(ctx, o, nil, err, "every dexd it started is stopped")
 	}
-	if rep != nil {
-		if o.jsonOut {
-			writeJSON(os.Stdout, rep)
-		} else {
-			rep.writeTable(os.Stdout)
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dexbench:", err)
-		return 1
-	}
-	return 0
+	return printReport(ctx, o, rep, err, "every dexd it started is stopped")
 }
 
 // fairnessRun is what both phases use: the cluster, a client, and what

@@ -80,23 +80,10 @@ func (f floorOptions) conns() int { return (f.n + watchersPerConn - 1) / watcher
 // code is the exit code dexbench must stop with.
 func streamFloorOnce(ctx context.Context, o options) int {
 	rep, err := runStreamFloor(ctx, o)
-	if ctx.Err() != nil {
-		fmt.Fprintln(os.Stderr, "dexbench: interrupted; the server process it started is stopped")
-		return 130
-	}
 	if err != nil {
 		rep.Error = err.Error()
 	}
-	if o.jsonOut {
-		writeJSON(os.Stdout, rep)
-	} else {
-		rep.writeTable(os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dexbench:", err)
-		return 1
-	}
-	return 0
+	return printReport(ctx, o, rep, err, "the server process it started is stopped")
 }
 
 // runStreamFloor checks the options, starts the server process, measures,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -447,23 +446,10 @@ type streamReport struct {
 // exit code dexbench must stop with.
 func streamOnce(ctx context.Context, o options) int {
 	rep, err := runStream(ctx, o)
-	if ctx.Err() != nil {
-		fmt.Fprintln(os.Stderr, "dexbench: interrupted; every dexd it started is stopped")
-		return 130
-	}
 	if err != nil {
 		rep.Error = err.Error()
 	}
-	if o.jsonOut {
-		writeJSON(os.Stdout, rep)
-	} else {
-		rep.writeTable(os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dexbench:", err)
-		return 1
-	}
-	return 0
+	return printReport(ctx, o, rep, err, "every dexd it started is stopped")
 }
 
 // runStream runs the bench without streams, then with them, each on a fresh
