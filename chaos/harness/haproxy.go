@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,6 +100,10 @@ func StartHAProxy(o HAProxyOptions) (*HAProxy, error) {
 	for {
 		if c, err := net.DialTimeout("tcp", h.Addr, 200*time.Millisecond); err == nil {
 			c.Close()
+			if err := h.waitChecked(ctx, o.Nodes); err != nil {
+				h.Kill()
+				return nil, err
+			}
 			return h, nil
 		}
 		if !h.Running() {
@@ -108,6 +113,32 @@ func StartHAProxy(o HAProxyOptions) (*HAProxy, error) {
 		case <-ctx.Done():
 			h.Kill()
 			return nil, fmt.Errorf("haproxy does not listen on %s: %s", h.Addr, Tail(h.Log(), 5))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitChecked waits until haproxy's checks have taken out of rotation every
+// node that does not answer its check's /readyz/leader: haproxy starts with
+// every server up, so until a follower's checks fail a Worker may connect
+// to it, and lose the task its first poll was given when haproxy marks the
+// follower down and cuts the connection.
+func (h *HAProxy) waitChecked(ctx context.Context, nodes []*Node) error {
+	for {
+		log, pending := h.Log(), ""
+		for i, n := range nodes {
+			// The config names the servers n1, n2, n3 in the nodes' order.
+			if !strings.Contains(log, fmt.Sprintf("Server dex_leader/n%d is DOWN", i+1)) && !n.answers200("/readyz/leader") {
+				pending = n.ID
+				break
+			}
+		}
+		if pending == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("haproxy's checks have not marked %s down: %s", pending, Tail(log, 5))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

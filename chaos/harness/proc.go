@@ -380,8 +380,11 @@ var HTTPClient = &http.Client{Timeout: 500 * time.Millisecond}
 // Ready reports whether the node answers 200 on its readiness path: in a
 // cluster of one partition /readyz/leader (it leads, as one node at a
 // time does), in a cluster of several /readyz (every healthy node is).
-func (n *Node) Ready() bool {
-	resp, err := HTTPClient.Get("http://" + n.HTTPAddr + n.ReadyPath())
+func (n *Node) Ready() bool { return n.answers200(n.ReadyPath()) }
+
+// answers200 reports whether the node answers 200 on the HTTP path.
+func (n *Node) answers200(path string) bool {
+	resp, err := HTTPClient.Get("http://" + n.HTTPAddr + path)
 	if err != nil {
 		return false
 	}
