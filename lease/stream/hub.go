@@ -104,6 +104,11 @@ func (h *Hub) Append(session string, k Key, offset uint64, text string) (uint64,
 	defer h.mu.Unlock()
 	o := h.outputs[k]
 	if o == nil {
+		// The caller saw the attempt running; an end applied since then
+		// found nothing here to end, so output taken now would never end.
+		if h.src != nil && endedInState(h.src.State(), session, k) != 0 {
+			return 0, ErrEnded
+		}
 		o = &output{session: session}
 		h.outputs[k] = o
 		if h.bySession[session] == nil {
