@@ -1,10 +1,6 @@
 package main
 
-import (
-	"fmt"
-	"os"
-	"runtime/pprof"
-)
+import "github.com/dexhq/dex/cmd/internal/cpuprofile"
 
 // startCPUProfile writes a CPU profile of dexbench to path until the
 // returned stop is called (again: nothing); no path, no profile. The bench's
@@ -14,20 +10,5 @@ func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpu-profile: %v", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpu-profile %s: %v", path, err)
-	}
-	stopped := false
-	return func() {
-		if !stopped {
-			stopped = true
-			pprof.StopCPUProfile()
-			_ = f.Close()
-		}
-	}, nil
+	return cpuprofile.Start(path)
 }

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
-	"runtime/pprof"
+
+	"github.com/dexhq/dex/cmd/internal/cpuprofile"
 )
 
 // startCPUProfile writes a CPU profile of this process to path, a relative
@@ -14,16 +13,5 @@ func startCPUProfile(path, dataDir string) (stop func(), err error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dataDir, path)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpu-profile: %v", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpu-profile %s: %v", path, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
-	}, nil
+	return cpuprofile.Start(path)
 }
