@@ -75,23 +75,11 @@ func readFilter(v url.Values, now time.Time) (listFilter, error) {
 			}
 		}
 	}
-	seen := map[string]bool{}
-	for _, l := range v["label"] {
-		l = strings.TrimSpace(l)
-		if l == "" {
-			continue
-		}
-		k, val, ok := strings.Cut(l, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return f, fmt.Errorf("label filter %q: write KEY=VALUE", l)
-		}
-		if seen[k] {
-			return f, fmt.Errorf("label %q is filtered on twice", k)
-		}
-		seen[k] = true
-		f.Labels = append(f.Labels, &dexv1.Label{Key: k, Value: strings.TrimSpace(val)})
+	labels, err := readLabels(v["label"], filterLabels)
+	if err != nil {
+		return f, err
 	}
+	f.Labels = labels
 	for i, tf := range timeFields {
 		text := get(tf.Name)
 		ms, err := parseTimeBound(text, now)
