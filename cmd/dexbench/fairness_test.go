@@ -128,16 +128,16 @@ func TestFlowShape_RoundRobinKeysEveryPriority(t *testing.T) {
 func TestDispatchLog_FirstHeldCountsOnceAndWakesTheWaiter(t *testing.T) {
 	d := newDispatchLog()
 	t0 := time.Now()
-	d.held("backlog-00000")
-	first, _ := d.get("backlog-00000")
-	d.held("backlog-00000") // a second attempt: not a new dispatch
-	if at, _ := d.get("backlog-00000"); !at.Equal(first) {
+	d.held("backlog-000000")
+	first, _ := d.get("backlog-000000")
+	d.held("backlog-000000") // a second attempt: not a new dispatch
+	if at, _ := d.get("backlog-000000"); !at.Equal(first) {
 		t.Errorf("a second attempt moved the first dispatch")
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.waitFor(context.Background(), backlogPrefix, 2) }()
-	d.held("urgent-00000")
-	d.held("backlog-00001")
+	d.held("urgent-000000")
+	d.held("backlog-000001")
 	select {
 	case err := <-done:
 		if err != nil {

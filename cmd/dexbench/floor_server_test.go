@@ -62,9 +62,9 @@ func TestFloorServer_EndsWhenItsParentIsGone(t *testing.T) {
 }
 
 func TestFloorDeltas_AreTheStreamBenchsDeltaEvents(t *testing.T) {
-	d := newFloorDeltas("stream-00007")
+	d := newFloorDeltas("stream-000007")
 	first := d.next()
-	if first.Type != "output" || first.StepId != "stream-00007-s1" || first.Output.Attempt != 1 || first.Output.Offset != 0 || first.Output.Text != deltaText(0) {
+	if first.Type != "output" || first.StepId != "stream-000007-s1" || first.Output.Attempt != 1 || first.Output.Offset != 0 || first.Output.Text != deltaText(0) {
 		t.Errorf("first message %v", first)
 	}
 	second := d.next()
@@ -74,8 +74,8 @@ func TestFloorDeltas_AreTheStreamBenchsDeltaEvents(t *testing.T) {
 	for range floorTurnDeltas - 2 {
 		d.next()
 	}
-	if next := d.next(); next.StepId != "stream-00007-s2" || next.Output.Offset != 0 {
-		t.Errorf("the message after a turn: %v; want offset 0 of stream-00007-s2", next)
+	if next := d.next(); next.StepId != "stream-000007-s2" || next.Output.Offset != 0 {
+		t.Errorf("the message after a turn: %v; want offset 0 of stream-000007-s2", next)
 	}
 	if n := floorMessageBytes(); n < 50 || n > 100 {
 		t.Errorf("a message is %d bytes; a --stream delta event is about 60", n)

@@ -26,7 +26,7 @@ func TestStreamFloorCheck_RefusesBadFlagsAndStartsNothing(t *testing.T) {
 		want string
 	}{
 		"negative N":    {floorOpts(-1, 20, 30), "--stream-floor must not be negative"},
-		"N too big":     {floorOpts(maxIndex+1, 20, 30), "--stream-floor must be at most 99999"},
+		"N too big":     {floorOpts(maxIndex+1, 20, 30), "--stream-floor must be at most 999999"},
 		"zero rate":     {floorOpts(10, 0, 30), "--stream-floor-rate must be above 0 and at most 1000"},
 		"negative rate": {floorOpts(10, -5, 30), "--stream-floor-rate must be above 0"},
 		"rate too high": {floorOpts(10, 1001, 30), "--stream-floor-rate must be above 0 and at most 1000"},

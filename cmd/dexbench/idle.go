@@ -29,13 +29,13 @@ type idleLoad struct {
 
 // loadIdle creates n one-turn sessions, batch at a time, each driven to idle
 // by the Workers before the next batch starts, so the state holds n idle
-// sessions beside the measured ones.
-func loadIdle(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, n, batch int, timeout time.Duration, raftIndex func() float64) (*idleLoad, error) {
+// sessions beside the measured ones; shape (nil: none) shapes each.
+func loadIdle(ctx context.Context, cl *client.Client, svc dexv1.SessionServiceClient, fin *finishes, n, batch int, timeout time.Duration, raftIndex func() float64, shape sessionShape) (*idleLoad, error) {
 	load := &idleLoad{Sessions: n, Batch: batch}
 	i0, t0 := raftIndex(), time.Now()
 	for from := 0; from < n; from += batch {
 		bctx, cancel := context.WithTimeout(ctx, timeout)
-		_, _, _, err := drive(bctx, cl, svc, fin, idRange{prefix: idlePrefix, from: from, n: min(batch, n-from)}, nil)
+		_, _, _, err := drive(bctx, cl, svc, fin, idRange{prefix: idlePrefix, from: from, n: min(batch, n-from)}, shape)
 		cancel()
 		if err != nil {
 			return load, fmt.Errorf("idle load, batch from %s: %w", sessionID(idlePrefix, from), err)

@@ -71,6 +71,7 @@ type options struct {
 	dump         string
 	idleSessions int
 	idleBatch    int
+	listPages    int
 	sequential   int
 	runs         int
 	partitions   int
@@ -226,6 +227,7 @@ func benchFlags(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.dump, "dump", "", "write every measured session with its Steps to this file, one JSON object a line")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "before the warm-up, load this many idle one-turn sessions into the state (prefix idle)")
 	fs.IntVar(&o.idleBatch, "idle-batch", 500, "idle sessions created at once during the idle load")
+	fs.IntVar(&o.listPages, "list-pages", 0, "with --idle-sessions: give the idle sessions an agent (one of 10) and labels (a team of 20, an env of 3), and after their load read this many pages of 50 through ListSessions for each of eight filters, one call at a time; reports each filter's page latency (0: off)")
 	fs.DurationVar(&o.steady, "steady", 0, "after the measured run, keep driving rounds of --sessions sessions for this long and report how many elections happened meanwhile (0: skip)")
 	fs.IntVar(&o.sequential, "sequential", 0, "drive this many sessions one after another instead of --sessions at once (unloaded latency)")
 	fs.IntVar(&o.partitions, "partitions", 1, "the cluster's partitions (dexd --partitions): each its own raft group, the leaders spread over the three nodes; entries are summed over the partitions")
@@ -265,6 +267,9 @@ func (o *options) check() error {
 	}
 	if o.fairnessKeys < 0 {
 		return errors.New("--fairness-keys must not be negative")
+	}
+	if err := checkList(*o); err != nil {
+		return err
 	}
 	if err := o.stream.check(*o); err != nil {
 		return err
@@ -440,13 +445,31 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 
 	if o.idleSessions > 0 {
 		leaderIndex := func() float64 { return scrape(c.httpAddrs)[c.leader.ID]["dex_raft_commit_index"] }
-		rep.IdleLoad, err = loadIdle(ctx, cl, svc, fin, o.idleSessions, o.idleBatch, o.timeout, leaderIndex)
+		var idleShape sessionShape
+		if o.listPages > 0 {
+			idleShape = listShape
+			lw := benchWorkerOptions(o, rec, fin, o.toolsPerTurn, payload, wlog)
+			lw.Tools, lw.Agents = nil, listAgents()
+			listWorkers, err := startWorkers(ctx, c, o, "list-w", lw)
+			if err != nil {
+				return rep, err
+			}
+			defer listWorkers.close()
+		}
+		rep.IdleLoad, err = loadIdle(ctx, cl, svc, fin, o.idleSessions, o.idleBatch, o.timeout, leaderIndex, idleShape)
 		if err != nil {
 			return rep, err
 		}
 		memIdle := sampleMemory("after_idle_load", c.pids)
 		rep.Memory = append(rep.Memory, memIdle)
 		rep.RSSPerIdleSession = growthPerSession(memReady, memIdle, c.leader.ID, o.idleSessions)
+		if o.listPages > 0 {
+			waited, share := settle(ctx, time.Minute)
+			rep.List = &listReport{SettledSeconds: math.Round(waited.Seconds()), BusyAtStart: math.Round(share*1000) / 10}
+			if rep.List.Filters, err = measureList(ctx, svc, o.listPages); err != nil {
+				return rep, err
+			}
+		}
 	}
 
 	// Warm-up: the Workers register and every channel connects.
@@ -670,7 +693,7 @@ func (p *workerPool) close() {
 	p.conns = nil
 }
 
-func sessionID(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
+func sessionID(prefix string, i int) string { return fmt.Sprintf("%s-%06d", prefix, i) }
 
 // sessionShape fills in session i's create request beyond its id and first
 // message (flowShape, the --fairness sessions).

@@ -133,6 +133,8 @@ type report struct {
 	Steady *steadyLoad `json:"steady_load,omitempty"`
 	// The idle sessions loaded before the warm-up (--idle-sessions).
 	IdleLoad *idleLoad `json:"idle_load,omitempty"`
+	// Pages of the sessions list read after the idle load (--list-pages).
+	List *listReport `json:"list,omitempty"`
 	// Every node's memory after the cluster is ready, after the idle load
 	// and at the end.
 	Memory []memSample `json:"memory"`
@@ -435,5 +437,6 @@ func (r *report) writeMemory(w io.Writer) {
 	tw.Flush()
 	if r.IdleLoad != nil {
 		fmt.Fprintf(w, "RSS per idle session: %.0f B on the leader %s ((after idle load − after ready) ÷ %d)\n", r.RSSPerIdleSession, r.Leader, r.IdleLoad.Sessions)
+		printList(w, r.List, r.IdleLoad.Sessions)
 	}
 }

@@ -27,7 +27,7 @@ func streamThree(c *deltaClock, k attemptKey) string {
 
 func TestDeltaClock_EachDeltaOnItsOwn_TimesEach(t *testing.T) {
 	c := newDeltaClock()
-	k := attemptKey{"stream-00000", "stream-00000-s1", 1}
+	k := attemptKey{"stream-000000", "stream-000000-s1", 1}
 	streamThree(c, k)
 	for _, r := range []struct {
 		off  uint64
@@ -55,7 +55,7 @@ func TestDeltaClock_EachDeltaOnItsOwn_TimesEach(t *testing.T) {
 
 func TestDeltaClock_CoalescedAndSplitPieces_CountADeltaWhenItsLastByteArrives(t *testing.T) {
 	c := newDeltaClock()
-	k := attemptKey{"stream-00000", "stream-00000-s1", 1}
+	k := attemptKey{"stream-000000", "stream-000000-s1", 1}
 	streamThree(c, k)
 	// "aab": the first delta whole and a piece of the second.
 	if n := c.received(k, 0, "aab", streamAt(10)); n != 1 {
@@ -76,9 +76,9 @@ func TestDeltaClock_CoalescedAndSplitPieces_CountADeltaWhenItsLastByteArrives(t 
 
 func TestDeltaClock_KeepsAttemptsApartAndFiltersBySendTime(t *testing.T) {
 	c := newDeltaClock()
-	first := attemptKey{"stream-00000", "stream-00000-s1", 1}
-	retry := attemptKey{"stream-00000", "stream-00000-s1", 2}
-	other := attemptKey{"stream-00001", "stream-00001-s1", 1}
+	first := attemptKey{"stream-000000", "stream-000000-s1", 1}
+	retry := attemptKey{"stream-000000", "stream-000000-s1", 2}
+	other := attemptKey{"stream-000001", "stream-000001-s1", 1}
 	c.streamed(first, 0, 2, streamAt(0))
 	c.streamed(retry, 0, 2, streamAt(200))
 	c.streamed(other, 0, 2, streamAt(300))
@@ -106,7 +106,7 @@ func TestDeltaClock_UnknownBytes_CountNothing(t *testing.T) {
 
 func TestStreamModel_StreamsNumberedDeltasAndAnswersTheirConcatenation(t *testing.T) {
 	c := newDeltaClock()
-	in := client.ModelInput{SessionID: "stream-00003", StepID: "stream-00003-s2", Attempt: 1}
+	in := client.ModelInput{SessionID: "stream-000003", StepID: "stream-000003-s2", Attempt: 1}
 	out, err := streamModel(c, 5, 0).RunModel(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func liveEvent(typ, step string, attempt uint32, offset uint64, text string) *de
 
 func TestStreamSession_ObserveTracksTextEndsAndTurns(t *testing.T) {
 	c := newDeltaClock()
-	s := newStreamSession("stream-00000")
+	s := newStreamSession("stream-000000")
 	c.streamed(attemptKey{s.id, "st1", 1}, 0, 3, streamAt(0))
 	s.observe(&dexv1.Event{Seq: 1, Type: "session_created"}, streamAt(0), c)
 	s.observe(liveEvent("output", "st1", 1, 0, "abc"), streamAt(2), c)
@@ -172,7 +172,7 @@ func TestStreamSession_ObserveTracksTextEndsAndTurns(t *testing.T) {
 
 func TestStreamSession_AWaitForOutputEndsOnANewAttemptsFirstDelta(t *testing.T) {
 	c := newDeltaClock()
-	s := newStreamSession("stream-00000")
+	s := newStreamSession("stream-000000")
 	s.observe(&dexv1.Event{Seq: 1, Type: "session_created"}, streamAt(0), c)
 	s.observe(liveEvent("output", "st1", 1, 0, "ab"), streamAt(1), c)
 	done := make(chan error, 1)
@@ -189,7 +189,7 @@ func TestStreamSession_AWaitForOutputEndsOnANewAttemptsFirstDelta(t *testing.T) 
 }
 
 func TestStreamSession_AnErroredSessionEndsTheWait(t *testing.T) {
-	s := newStreamSession("stream-00000")
+	s := newStreamSession("stream-000000")
 	s.observe(&dexv1.Event{Seq: 3, Type: "session_errored", Detail: "model failed"}, streamAt(0), newDeltaClock())
 	err := s.finishTurn(context.Background(), 1)
 	if err == nil || !strings.Contains(err.Error(), "errored: model failed") {
@@ -309,7 +309,7 @@ func TestStreamReport_WritesEveryPartAndSurvivesAFailedRun(t *testing.T) {
 		Plain:  &report{Leader: "n1", StepsPerSec: 1000, Dispatch: newDist([]float64{1, 2}), Turn: newDist([]float64{3})},
 		Loaded: &report{Leader: "n2"}, // failed before its figures
 		Stream: &streamResult{Alone: alone, LeaderRSSBefore: 50 << 20, LeaderRSSWatched: 51 << 20, RSSPerStream: 10 << 20, StepsChecked: 1,
-			TextMismatches: []string{"session stream-00000 step stream-00000-s1 attempt 1: its watcher got 3 bytes, the committed output is 4 (first difference at byte 3)"}},
+			TextMismatches: []string{"session stream-000000 step stream-000000-s1 attempt 1: its watcher got 3 bytes, the committed output is 4 (first difference at byte 3)"}},
 		LatencyGoalMet: true, Error: "with streams: 1 streamed outputs differ"}
 	var b strings.Builder
 	r.writeTable(&b)

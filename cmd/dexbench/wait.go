@@ -11,9 +11,9 @@ import (
 	dexv1 "github.com/dexhq/dex/api/dexv1"
 )
 
-// maxIndex bounds a prefix's session count: ids are zero-padded to five
+// maxIndex bounds a prefix's session count: ids are zero-padded to six
 // digits so that they sort in creation order.
-const maxIndex = 99999
+const maxIndex = 999999
 
 // idRange names the sessions prefix-from … prefix-(from+n-1).
 type idRange struct {
@@ -26,7 +26,7 @@ func (r idRange) id(i int) string { return sessionID(r.prefix, r.from+i) }
 func (r idRange) last() string    { return r.id(r.n - 1) }
 
 // pageToken is the id just before the range: ListSessions pages after the
-// token, exclusive, and "prefix-" sorts before "prefix-00000".
+// token, exclusive, and "prefix-" sorts before "prefix-000000".
 func (r idRange) pageToken() string {
 	if r.from == 0 {
 		return r.prefix + "-"

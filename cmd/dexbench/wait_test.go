@@ -91,7 +91,7 @@ func TestCountDone_CountsOnlyFinishedSessionsAndStopsAtThePrefixEnd(t *testing.T
 	s[3].Status = dexv1.SessionStatus_SESSION_STATUS_RUNNING
 	s[4].Status = dexv1.SessionStatus_SESSION_STATUS_ERRORED
 	s[5].Status = dexv1.SessionStatus_SESSION_STATUS_PAUSED
-	s = s[:9] // bench-00009 not created yet: the page reaches idle-…
+	s = s[:9] // bench-000009 not created yet: the page reaches idle-…
 	f := newFake(s, summaries("idle", 100, idle, 1))
 	done, err := countDone(context.Background(), f, idRange{prefix: "bench", n: 10})
 	if err != nil || done != 7 {
@@ -106,11 +106,11 @@ func TestCountDone_ABatchPagesFromTheIdBeforeIt(t *testing.T) {
 	if err != nil || done != 12000 {
 		t.Fatalf("countDone = %d, %v; want 12000", done, err)
 	}
-	if f.reqs[0].PageToken != "idle-00499" {
-		t.Fatalf("first token %q; want idle-00499", f.reqs[0].PageToken)
+	if f.reqs[0].PageToken != "idle-000499" {
+		t.Fatalf("first token %q; want idle-000499", f.reqs[0].PageToken)
 	}
-	if len(f.reqs) != 2 || f.reqs[1].PageToken != "idle-10499" || f.reqs[1].PageSize != 10000 {
-		t.Fatalf("requests %v; want a second page of up to 10000 after idle-10499", f.reqs)
+	if len(f.reqs) != 2 || f.reqs[1].PageToken != "idle-010499" || f.reqs[1].PageSize != 10000 {
+		t.Fatalf("requests %v; want a second page of up to 10000 after idle-010499", f.reqs)
 	}
 }
 
@@ -127,7 +127,7 @@ func TestWaitDone_GivesUpWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := waitDone(ctx, f, newFinishes(), idRange{prefix: "bench", n: 2})
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "bench-00000…bench-00001 not done") {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "bench-000000…bench-000001 not done") {
 		t.Fatalf("err = %v; want the range not done, context canceled", err)
 	}
 }
@@ -189,12 +189,19 @@ func TestOptionsCheck_RefusesBadFlags(t *testing.T) {
 		"zero runs":              func(o *options) { o.runs = 0 },
 		"negative partitions":    func(o *options) { o.partitions = -1 },
 		"65 partitions":          func(o *options) { o.partitions = 65 },
+		"negative list pages":    func(o *options) { o.idleSessions, o.listPages = 10, -1 },
+		"list with no idle load": func(o *options) { o.listPages = 10 },
 	} {
 		o := good
 		edit(&o)
 		if err := o.check(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	listed := good
+	listed.idleSessions, listed.listPages = 100_000, 200
+	if err := listed.check(); err != nil {
+		t.Errorf("100,000 idle sessions listed 200 pages a filter: %v", err)
 	}
 }
 
