@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 import grpc
 
+from dex.labels import session_status
 from dex.v1 import sessions_pb2, types_pb2
 
 #: The actions a job can take, by the name start_bulk_action takes.
@@ -47,14 +48,7 @@ def _labels(what: str, labels: Any) -> list:
 
 def _status(v: Any) -> int:
     """A session status by name ("running") or as types_pb2's number."""
-    if isinstance(v, str):
-        name = "SESSION_STATUS_" + v.upper()
-        if v and name in types_pb2.SessionStatus.keys():
-            return types_pb2.SessionStatus.Value(name)
-        raise ValueError(f"start_bulk_action: filter status {v!r}: use idle, running, waiting, errored, paused or closed")
-    if isinstance(v, bool) or not isinstance(v, int) or v not in types_pb2.SessionStatus.values():
-        raise ValueError(f"start_bulk_action: filter status must be a name or a types_pb2.SessionStatus, not {v!r}")
-    return v
+    return session_status("start_bulk_action: filter status", v)
 
 
 def bulk_filter(f: Union[sessions_pb2.BulkFilter, Mapping[str, Any], None]) -> sessions_pb2.BulkFilter:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from typing import Any, AsyncIterator, Mapping, Optional, Union
+from typing import Any, AsyncIterator, Iterable, Mapping, Optional, Union
 
 import grpc
 
 from dex.bulk import BulkCalls
 from dex.connection import LEADER_METADATA_KEY, Connection, TLSFiles, trailer_value
+from dex.labels import Time, label_list, list_request, set_labels_request, whole
 from dex.partitions import session_of_request
 from dex.stream import LiveOffsets
 from dex.v1 import schedules_pb2, schedules_pb2_grpc, sessions_pb2, sessions_pb2_grpc, types_pb2
@@ -106,17 +107,12 @@ def _str(what: str, v: Any) -> str:
 def _fork_labels(labels: Optional[Mapping[str, str]]) -> list:
     """A fork's labels ({key: value}) as the request's; None: the source's.
     The cluster checks the keys and values (docs/labels.md)."""
-    if labels is None:
-        return []
-    if not isinstance(labels, Mapping):
-        raise ValueError(f"fork_session: labels must be a mapping of key to value, not {type(labels).__name__}")
-    if not labels:
+    if isinstance(labels, Mapping) and not labels:
         # An empty list on the wire keeps the source's labels: say so
         # rather than keep them when asked for none.
         raise ValueError("fork_session: labels is empty: a fork has the source's labels (None) or the ones given; "
                          "it cannot drop them all")
-    return [types_pb2.Label(key=_str("fork_session: a label key", k), value=_str(f"fork_session: label {k!r}'s value", v))
-            for k, v in labels.items()]
+    return label_list("fork_session", "labels", labels)
 
 
 def _not_applied(err: grpc.RpcError) -> bool:
@@ -124,8 +120,9 @@ def _not_applied(err: grpc.RpcError) -> bool:
 
 
 class Client(BulkCalls):
-    """Sessions, forks, messages, approvals, answers, resume, reconcile, history
-    edits, cancel, close, delete, schedules and bulk jobs (dex.bulk).
+    """Sessions, forks, labels and the search of sessions (dex.labels),
+    messages, approvals, answers, resume, reconcile, history edits, cancel,
+    close, delete, schedules and bulk jobs (dex.bulk).
 
     ``target`` as for :class:`dex.Worker`. ``timeout`` (seconds) bounds one
     method call with its retries."""
@@ -172,7 +169,8 @@ class Client(BulkCalls):
                              compaction_threshold: int = 0, idempotency_key: str = "", agent: str = "",
                              retention_ms: int | None = None,
                              budget: types_pb2.Budget | dict | None = None, priority: int = 0,
-                             fairness_key: str = "", fairness_weight: int = 0) -> types_pb2.Session:
+                             fairness_key: str = "", fairness_weight: int = 0,
+                             labels: Optional[Mapping[str, str]] = None) -> types_pb2.Session:
         """Creates a session, optionally with its first message. With a
         session_id the call is idempotent and retried. ``agent`` names the
         agent that runs it (NAME or NAME@VERSION; "": the parent's, or the
@@ -185,9 +183,13 @@ class Client(BulkCalls):
         agent's default budget (docs/budgets.md). ``priority`` (1 lowest to
         5 highest), ``fairness_key`` and ``fairness_weight`` (1 to 1,000)
         order its dispatch (docs/flow-control.md); 0 and "" are the parent's,
-        else priority 3, no key, weight 1. A bad one raises ValueError
-        before any call."""
+        else priority 3, no key, weight 1. ``labels`` (``{key: value}``;
+        None: none) are the session's labels (docs/labels.md); the cluster
+        checks their keys and values. A bad one, a label that is not a str
+        pair, an empty key or a key given twice raises ValueError before
+        any call."""
         _check_dispatch_order(priority, fairness_key, fairness_weight)
+        put = label_list("create_session", "labels", labels)
         if isinstance(budget, dict):
             budget = types_pb2.Budget(**_budget_fields("budget", budget))
         elif budget is not None and not isinstance(budget, types_pb2.Budget):
@@ -196,7 +198,7 @@ class Client(BulkCalls):
                                                 compaction_threshold=compaction_threshold,
                                                 idempotency_key=idempotency_key or (new_idempotency_key() if message else ""),
                                                 budget=budget, priority=priority, fairness_key=fairness_key,
-                                                fairness_weight=fairness_weight)
+                                                fairness_weight=fairness_weight, labels=put)
         if retention_ms is not None:
             req.retention_ms = retention_ms
         tries = [0]
@@ -373,16 +375,82 @@ class Client(BulkCalls):
         resp.next_history_after_seq = resp.next_steps_after = 0
         return resp
 
-    async def list_sessions(self) -> list:
-        """Every session's summary (all pages)."""
+    async def list_sessions(self, *, status: Any = None, agent: str = "", labels: Optional[Mapping[str, str]] = None,
+                            parent_id: str = "", forked_from: str = "", created_after: Optional[Time] = None,
+                            created_before: Optional[Time] = None, updated_after: Optional[Time] = None,
+                            updated_before: Optional[Time] = None, order: Optional[str] = None,
+                            descending: bool = False, limit: int = 0) -> list[sessions_pb2.SessionSummary]:
+        """The summaries of the sessions that match every filter given
+        (docs/labels.md), reading page after page until the cluster's token
+        is empty or ``limit`` summaries are read (0: all of them).
+
+        ``status``: a ``types_pb2.SessionStatus`` or its name ("idle",
+        "running", ...); ``agent``; ``labels`` ({key: value}, all of them);
+        ``parent_id`` (its children); ``forked_from`` (its forks);
+        ``created_after`` / ``created_before`` and ``updated_after`` /
+        ``updated_before``: a datetime (naive: local time) or Unix
+        milliseconds, after inclusive, before exclusive. ``order``:
+        "created" or "updated" (None: by id with no filter, else by
+        creation), ``descending``: newest first. With nothing given, every
+        session by id. A filtered page may hold fewer sessions than asked,
+        even none, and still have a token: the list is read on until the
+        token is empty. Each page is retried as a read. A value of the
+        wrong type, an unknown status or order, an empty or repeated label
+        key, or a negative time or limit raises ValueError before any call;
+        what the cluster refuses (a bad label key, a range whose after is
+        later than its before) is raised as INVALID_ARGUMENT."""
+        req = list_request("list_sessions", status=status, agent=agent, labels=labels, parent_id=parent_id,
+                           forked_from=forked_from, created_after=created_after, created_before=created_before,
+                           updated_after=updated_after, updated_before=updated_before, order=order,
+                           descending=descending)
+        whole("list_sessions", "limit", limit, 2**63 - 1)
         out: list = []
-        token = ""
         while True:
-            resp = await self._call("ListSessions", sessions_pb2.ListSessionsRequest(page_token=token), True)
+            if limit:
+                # Ask for no more than is left to read (a uint32 on the wire).
+                req.page_size = min(limit - len(out), 2**32 - 1)
+            resp = await self._call("ListSessions", req, True)
             out.extend(resp.sessions)
-            token = resp.next_page_token
-            if not token:
+            if limit and len(out) >= limit:
+                return out[:limit]
+            if not resp.next_page_token:
                 return out
+            req.page_token = resp.next_page_token
+
+    async def list_sessions_page(self, *, page_size: int = 0, page_token: str = "", status: Any = None,
+                                 agent: str = "", labels: Optional[Mapping[str, str]] = None, parent_id: str = "",
+                                 forked_from: str = "", created_after: Optional[Time] = None,
+                                 created_before: Optional[Time] = None, updated_after: Optional[Time] = None,
+                                 updated_before: Optional[Time] = None, order: Optional[str] = None,
+                                 descending: bool = False) -> sessions_pb2.ListSessionsResponse:
+        """One page of the list, as the cluster answers it: ``sessions``
+        and ``next_page_token`` (empty: the list ends). ``page_size``: at
+        most this many (0: the cluster's default page); ``page_token``: the
+        token of the page before ("": the first). The filters and order are
+        list_sessions'; give the same order and direction with a token (the
+        cluster refuses a token of another order). A page may hold fewer
+        sessions than asked, even none, with a token: read on. Retried as a
+        read; bad input (a negative page size too) raises ValueError before
+        any call."""
+        req = list_request("list_sessions_page", page_size=page_size, page_token=page_token, status=status,
+                           agent=agent, labels=labels, parent_id=parent_id, forked_from=forked_from,
+                           created_after=created_after, created_before=created_before, updated_after=updated_after,
+                           updated_before=updated_before, order=order, descending=descending)
+        return await self._call("ListSessions", req, True)
+
+    async def set_labels(self, session_id: str, set: Optional[Mapping[str, str]] = None,
+                         remove: Iterable[str] = ()) -> types_pb2.Session:
+        """Changes a session's labels (docs/labels.md): the keys of
+        ``remove`` go, then the labels of ``set`` ({key: value}) are put, a
+        key already there taking the new value; returns the session with
+        its labels. The end state does not depend on repeats, so the call
+        is retried. An empty session id, nothing to set or remove, a label
+        that is not a str pair, an empty key, a key given twice or both set
+        and removed, or a ``remove`` that is a str raises ValueError before
+        any call; the cluster's refusals (INVALID_ARGUMENT for a bad key or
+        value or more than 32 labels, NOT_FOUND) change nothing."""
+        req = set_labels_request(session_id, set, remove)
+        return (await self._call("SetLabels", req, True)).session
 
     async def watch(self, session_id: str, after_seq: int = 0, *,
                     live_output: bool = False) -> AsyncIterator[types_pb2.Event]:
