@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Code, ConnectError, createClient, type Client as ConnectClient, type Transport } from "@connectrpc/connect";
 import {
   BulkJobStatus, SessionService, type BulkJob, type CancelSessionResponse, type CreateSessionRequest, type EditHistoryResponse, type GetSessionResponse,
-  type SessionSummary,
+  type ListSessionsResponse, type SessionSummary,
 } from "../gen/dex/v1/sessions_pb.js";
 import { Outcome, ResumeChoice, type BudgetSchema, type Event, type HistoryEntry, type Session, type Step } from "../gen/dex/v1/types_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -12,6 +12,7 @@ import {
 } from "../gen/dex/v1/schedules_pb.js";
 import { bulkRequest, type StartBulkActionInit, type WaitBulkJobOptions } from "./bulk.js";
 import { inSession } from "./channel.js";
+import { isCallOptions, listRequest, setLabelsRequest, type SessionFilter, type SessionPageRequest } from "./list.js";
 import { str, whole } from "./check.js";
 import { codeOf } from "./errors.js";
 import { LiveOffsets } from "./live.js";
@@ -488,16 +489,68 @@ export class Client {
     }
   }
 
-  /** Every session, reading every page. */
-  async listSessions(o: CallOptions = {}): Promise<SessionSummary[]> {
+  /**
+   * Every session, by id, reading every page: listSessions() and
+   * listSessions(o) with call options alone, as before filters existed.
+   */
+  listSessions(o?: CallOptions): Promise<SessionSummary[]>;
+  /**
+   * The sessions filter matches (docs/labels.md): each field given must
+   * hold (labels: all of them); order and descending set the order, limit
+   * (0: none) the most returned. Reads page after page, each retried across
+   * a takeover, until the cluster's token is empty or limit sessions are
+   * read: a filtered page can be short, even empty, with a token, and the
+   * list goes on after it. With no filter, every session by id. An unknown
+   * field, status or order name, an empty label key, a negative limit or
+   * time, or a wrong type throws a RangeError or TypeError naming it before
+   * any call; the cluster's refusals (InvalidArgument: a bad label key, a
+   * time range whose after is later than its before) are thrown with their code.
+   */
+  listSessions(filter?: SessionFilter, o?: CallOptions): Promise<SessionSummary[]>;
+  async listSessions(a?: SessionFilter | CallOptions, b?: CallOptions): Promise<SessionSummary[]> {
+    // Call options alone (the form before filters existed): a filter has none of their fields.
+    const [filter, o] = b === undefined && isCallOptions(a) ? [{}, a as CallOptions] : [a, b ?? {}];
+    const { req, limit } = listRequest("listSessions: filter", filter, false);
     const out: SessionSummary[] = [];
     let pageToken = "";
     for (;;) {
-      const resp = await this.call(true, o, (co) => this.svc.listSessions({ pageToken }, co));
+      // With a limit, a page asks for no more than it still needs.
+      const ask = limit > 0 ? { ...req, pageToken, pageSize: Math.min(limit - out.length, 0xffffffff) } : { ...req, pageToken };
+      const resp = await this.call(true, o, (co) => this.svc.listSessions(ask, co));
       out.push(...resp.sessions);
+      if (limit > 0 && out.length >= limit) return out.slice(0, limit);
       if (resp.nextPageToken === "") return out;
       pageToken = resp.nextPageToken;
     }
+  }
+
+  /**
+   * One page of the sessions page's filter matches, in its order, from its
+   * pageToken (left out: the first page), at most pageSize of them (left
+   * out: the cluster's default). Resolves { sessions, nextPageToken }: read
+   * on with nextPageToken while it is not empty; a filtered page can be
+   * short, even empty, with a token. A read, retried across a takeover.
+   * Bad input throws as listSessions' does, a negative pageSize too.
+   */
+  async listSessionsPage(page: SessionPageRequest = {}, o: CallOptions = {}): Promise<ListSessionsResponse> {
+    const { req: ask } = listRequest("listSessionsPage: page", page, true);
+    return this.call(true, o, (co) => this.svc.listSessions(ask, co));
+  }
+
+  /**
+   * Changes a session's labels (docs/labels.md): removes the keys of remove,
+   * then puts the labels of set ({ key: value }; a key already there takes
+   * the new value), in one change. Resolves the session with its labels,
+   * sorted by key. The end state does not depend on repeats, so the call is
+   * retried across a takeover. An empty session id, nothing to set or
+   * remove, an empty key, a key removed twice or both set and removed, or a
+   * wrong type throws a RangeError or TypeError before any call; the
+   * cluster checks keys, values and the 32-label bound (InvalidArgument,
+   * nothing changed) and answers NotFound for an unknown session.
+   */
+  async setLabels(sessionId: string, set: Record<string, string> = {}, remove: string[] = [], o: CallOptions = {}): Promise<Session> {
+    const req = setLabelsRequest(sessionId, set, remove);
+    return (await this.call(true, o, (co) => this.svc.setLabels(req, co))).session!;
   }
 
   /**

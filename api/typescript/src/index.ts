@@ -4,9 +4,11 @@ export { partitionOf } from "./partitions.js";
 export { LiveOffsets } from "./live.js";
 export { Client, newSessionId, newIdempotencyKey, maxPriority, maxFairnessWeight, maxFairnessKeyBytes } from "./client.js";
 export type { BudgetInit, CallOptions, CreateScheduleInit, CreateSessionInit, ForkSessionInit } from "./client.js";
+export type { SessionFilter, SessionOrderName, SessionPageRequest, SessionStatusName, TimeBound } from "./list.js";
 export { bulkActions, newBulkJobId } from "./bulk.js";
 export type { BulkActionName, BulkFilterInit, StartBulkActionInit, WaitBulkJobOptions } from "./bulk.js";
 export { BulkAction, BulkJobStatus } from "../gen/dex/v1/sessions_pb.js";
+export type { ListSessionsResponse, SessionSummary } from "../gen/dex/v1/sessions_pb.js";
 export type { BulkFilter, BulkJob, BulkSkip } from "../gen/dex/v1/sessions_pb.js";
 export type { CancelSessionResponse, EditHistoryResponse, GetSessionResponse } from "../gen/dex/v1/sessions_pb.js";
 export {
