@@ -6,6 +6,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { BulkAction, type BulkJob, type StartBulkActionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
 import { SessionStatus } from "../gen/dex/v1/types_pb.js";
 import { str, whole } from "./check.js";
+import { statusNames, type SessionStatusName } from "./list.js";
 
 /** The actions a job can take, by the name startBulkAction takes. */
 export const bulkActions = {
@@ -14,16 +15,10 @@ export const bulkActions = {
 
 export type BulkActionName = keyof typeof bulkActions;
 
-/** A session status by the name a filter takes. */
-const statuses: Record<string, SessionStatus> = {
-  idle: SessionStatus.IDLE, running: SessionStatus.RUNNING, waiting: SessionStatus.WAITING, errored: SessionStatus.ERRORED,
-  paused: SessionStatus.PAUSED, closed: SessionStatus.CLOSED,
-};
-
 /** The sessions a job acts on: ListSessions' fields, each left out matching any. */
 export interface BulkFilterInit {
   /** A status by name ("running") or as SessionStatus. */
-  status?: keyof typeof statuses | SessionStatus;
+  status?: SessionStatusName | SessionStatus;
   agent?: string;
   parentId?: string;
   forkedFrom?: string;
@@ -81,9 +76,8 @@ function labelsOf(what: string, labels: unknown): { key: string; value: string }
 
 function statusOf(v: unknown): SessionStatus {
   if (typeof v === "string") {
-    const s = statuses[v];
-    if (s === undefined) throw new RangeError(`startBulkAction: filter status ${JSON.stringify(v)}: use ${Object.keys(statuses).join(", ")}`);
-    return s;
+    if (!Object.hasOwn(statusNames, v)) throw new RangeError(`startBulkAction: filter status ${JSON.stringify(v)}: use ${Object.keys(statusNames).join(", ")}`);
+    return statusNames[v as SessionStatusName];
   }
   if (typeof v !== "number" || SessionStatus[v] === undefined) throw new TypeError(`startBulkAction: filter status must be a name or a SessionStatus, not ${String(v)}`);
   return v;

@@ -11,7 +11,7 @@ import { str, whole } from "./check.js";
 /** The statuses a session is listed in, by the name a filter takes. */
 export type SessionStatusName = "idle" | "running" | "waiting" | "errored" | "paused" | "closed";
 
-const statusNames: Record<SessionStatusName, SessionStatus> = {
+export const statusNames: Record<SessionStatusName, SessionStatus> = {
   idle: SessionStatus.IDLE, running: SessionStatus.RUNNING, waiting: SessionStatus.WAITING, errored: SessionStatus.ERRORED,
   paused: SessionStatus.PAUSED, closed: SessionStatus.CLOSED,
 };

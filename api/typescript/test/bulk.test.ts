@@ -330,6 +330,7 @@ describe("bulk jobs", () => {
         ["a label value not a string", () => start({ action: "label", labels: { a: 1 } }), TypeError, /^startBulkAction: labels: "a"'s value must be a string, not number$/],
         ["an unknown filter field", () => start({ filter: { state: "running" } }), TypeError, /^startBulkAction: filter: unknown field "state": want one of/],
         ["an unknown status", () => start({ filter: { status: "asleep" } }), RangeError, /^startBulkAction: filter status "asleep": use idle, running/],
+        ["an inherited status name", () => start({ filter: { status: "toString" } }), RangeError, /^startBulkAction: filter status "toString": use idle, running/],
         ["a status number not one", () => start({ filter: { status: 99 } }), TypeError, /^startBulkAction: filter status must be a name or a SessionStatus, not 99$/],
         ["an agent not a string", () => start({ filter: { agent: 3 } }), TypeError, /^startBulkAction: filter agent must be a string, not number$/],
         ["a time below 0", () => start({ filter: { createdFromMs: -1 } }), RangeError, /^startBulkAction: filter createdFromMs \(Unix ms\) must be a whole number from 0/],
