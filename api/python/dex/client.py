@@ -69,25 +69,19 @@ BUDGET_FIELDS: dict[str, int] = {
 }
 
 
-def _whole(what: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise ValueError(f"{what} must be a whole number from {lo} to {hi}, not {v!r}")
-    return v
-
-
 def _budget_fields(what: str, fields: dict) -> dict:
     """fields checked as a budget's: known names, whole numbers in range."""
     unknown = [k for k in fields if k not in BUDGET_FIELDS]
     if unknown:
         raise ValueError(f"{what}: unknown field {unknown[0]!r}: want one of {', '.join(BUDGET_FIELDS)}")
-    return {k: _whole(f"{what} {k}", v, 0, BUDGET_FIELDS[k]) for k, v in fields.items()}
+    return {k: whole(f"{what} {k}", v, 0, BUDGET_FIELDS[k]) for k, v in fields.items()}
 
 
 def _check_dispatch_order(priority: int, fairness_key: str, fairness_weight: int) -> None:
     if priority != 0:
-        _whole("priority", priority, 1, MAX_PRIORITY)
+        whole("priority", priority, 1, MAX_PRIORITY)
     if fairness_weight != 0:
-        _whole("fairness_weight", fairness_weight, 1, MAX_FAIRNESS_WEIGHT)
+        whole("fairness_weight", fairness_weight, 1, MAX_FAIRNESS_WEIGHT)
     if not isinstance(fairness_key, str):
         raise ValueError(f"fairness_key must be a str, not {fairness_key!r}")
     if len(fairness_key.encode()) > MAX_FAIRNESS_KEY:
@@ -296,7 +290,7 @@ class Client(BulkCalls):
         value that is not a str raises ValueError before any call."""
         if not _str("fork_session: source_session_id", source_session_id):
             raise ValueError("fork_session: source_session_id is empty: give the id of the session to fork")
-        _whole("fork_session: at_seq", at_seq, 1, MAX_SEQ)
+        whole("fork_session: at_seq", at_seq, 1, MAX_SEQ)
         req = sessions_pb2.ForkSessionRequest(source_session_id=source_session_id, at_seq=at_seq,
                                               message=_str("fork_session: message", message),
                                               labels=_fork_labels(labels), agent=_str("fork_session: agent", agent),
@@ -403,7 +397,7 @@ class Client(BulkCalls):
                            forked_from=forked_from, created_after=created_after, created_before=created_before,
                            updated_after=updated_after, updated_before=updated_before, order=order,
                            descending=descending)
-        whole("list_sessions", "limit", limit, 2**63 - 1)
+        whole("list_sessions: limit", limit, 0, 2**63 - 1)
         out: list = []
         while True:
             if limit:

@@ -107,9 +107,10 @@ def unix_ms(method: str, arg: str, v: Any) -> int:
     return ms
 
 
-def whole(method: str, arg: str, v: Any, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
-        raise ValueError(f"{method}: {arg} must be a whole number from 0 to {hi}, not {v!r}")
+def whole(what: str, v: Any, lo: int, hi: int) -> int:
+    """v, an int from lo to hi; ``what`` begins the ValueError."""
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ValueError(f"{what} must be a whole number from {lo} to {hi}, not {v!r}")
     return v
 
 
@@ -120,7 +121,7 @@ def list_request(method: str, *, page_size: int = 0, page_token: str = "", statu
                  order: Any = None, descending: bool = False) -> sessions_pb2.ListSessionsRequest:
     """The ListSessionsRequest of ``method``'s arguments, checked. Nothing
     given: an empty request, the list by id as before filters existed."""
-    req = sessions_pb2.ListSessionsRequest(page_size=whole(method, "page_size", page_size, _MAX_PAGE))
+    req = sessions_pb2.ListSessionsRequest(page_size=whole(f"{method}: page_size", page_size, 0, _MAX_PAGE))
     if not isinstance(page_token, str):
         raise ValueError(f"{method}: page_token must be a str, not {page_token!r}")
     req.page_token = page_token
