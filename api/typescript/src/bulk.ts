@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { BulkAction, type BulkJob, type StartBulkActionRequestSchema } from "../gen/dex/v1/sessions_pb.js";
 import { SessionStatus } from "../gen/dex/v1/types_pb.js";
-import { str, whole } from "./check.js";
+import { isRecord, str, whole } from "./check.js";
 import { statusNames, type SessionStatusName } from "./list.js";
 
 /** The actions a job can take, by the name startBulkAction takes. */
@@ -64,10 +64,6 @@ const filterStrings = ["agent", "parentId", "forkedFrom"] as const;
 const filterTimes = ["createdFromMs", "createdToMs", "updatedFromMs", "updatedToMs"] as const;
 const filterFields = new Set<string>(["status", "labels", ...filterStrings, ...filterTimes]);
 const maxInt64 = (1n << 63n) - 1n;
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Map);
-}
 
 function labelsOf(what: string, labels: unknown): { key: string; value: string }[] {
   if (!isRecord(labels)) throw new TypeError(`${what} must be an object of key to value`);

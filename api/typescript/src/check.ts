@@ -11,6 +11,11 @@ export function whole(what: string, v: unknown, lo: bigint, hi: bigint): bigint 
   return BigInt(v as number | bigint);
 }
 
+/** Whether v is a plain object of fields (not null, an array or a Map). */
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Map);
+}
+
 /** A string field of what: a TypeError naming it otherwise. */
 export function str(what: string, v: unknown): string {
   if (typeof v !== "string") throw new TypeError(`${what} must be a string, not ${v === null ? "null" : typeof v}`);

@@ -13,7 +13,7 @@ import {
 import { bulkRequest, type StartBulkActionInit, type WaitBulkJobOptions } from "./bulk.js";
 import { inSession } from "./channel.js";
 import { isCallOptions, listRequest, setLabelsRequest, type SessionFilter, type SessionPageRequest } from "./list.js";
-import { str, whole } from "./check.js";
+import { isRecord, str, whole } from "./check.js";
 import { codeOf } from "./errors.js";
 import { LiveOffsets } from "./live.js";
 import { Backoff, notApplied, sleep, transient } from "./retry.js";
@@ -147,7 +147,7 @@ const catchUps = { skip: ScheduleCatchUp.SKIP, latest: ScheduleCatchUp.LATEST, a
 /** A fork's labels as the request's ([]: the source's). The cluster checks keys and values (docs/labels.md). */
 function forkLabels(labels: unknown): { key: string; value: string }[] {
   if (labels === undefined) return [];
-  if (typeof labels !== "object" || labels === null || Array.isArray(labels) || labels instanceof Map) {
+  if (!isRecord(labels)) {
     throw new TypeError("forkSession: labels must be an object of key to value");
   }
   const out = Object.entries(labels).map(([key, value]) => ({ key, value: str(`forkSession: label ${JSON.stringify(key)}'s value`, value) }));

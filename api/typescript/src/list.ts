@@ -6,7 +6,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { SessionOrder, type ListSessionsRequestSchema, type SetLabelsRequestSchema } from "../gen/dex/v1/sessions_pb.js";
 import { SessionStatus } from "../gen/dex/v1/types_pb.js";
-import { str, whole } from "./check.js";
+import { isRecord, str, whole } from "./check.js";
 
 /** The statuses a session is listed in, by the name a filter takes. */
 export type SessionStatusName = "idle" | "running" | "waiting" | "errored" | "paused" | "closed";
@@ -76,10 +76,6 @@ const timeFields = {
 const stringFields = ["agent", "parentId", "forkedFrom"] as const;
 const filterFields = ["status", "agent", "labels", "parentId", "forkedFrom", ...Object.keys(timeFields), "order", "descending"];
 const callOptionFields = ["signal", "timeoutMs"];
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Map);
-}
 
 /**
  * Whether a, listSessions' first argument, is call options (as listSessions
